@@ -1,0 +1,49 @@
+# QuickJS 2021-03-27, taken from the npm package qjsc@0.3.0 (deps/quickjs_2021_03_27/).
+# Fetched with `npm pack` at configure time, checked against the pinned sha512 (the same digest
+# npm publishes as dist.integrity, in hex), extracted and compiled inside the build folder.
+# Nothing of it is committed. Only the engine is linked: no quickjs-libc (std/os).
+set(QJS_NPM_SPEC "qjsc@0.3.0")
+set(QJS_NPM_INTEGRITY "sha512-a7+cU6/IVcZbIejffdt/wZVMX6LL2MDL3HQ9Zb5Gm23G9DvBMS/z9GHFxz39bAvp2PvMOM+ypSOAyokt2DdZ2w==")
+set(QJS_SHA512 "6bbf9c53afc855c65b21e8df7ddb7fc1954c5fa2cbd8c0cbdc743d65be469b6dc6f43bc1312ff3f461c5c73dfd6c0be9d8fbcc38cfb2a52380ca892dd83759db")
+set(QJS_DL_DIR "${CMAKE_BINARY_DIR}/_deps")
+set(QJS_TARBALL "${QJS_DL_DIR}/qjsc-0.3.0.tgz")
+set(QJS_DIR "${QJS_DL_DIR}/quickjs-2021-03-27")
+
+if(NOT EXISTS "${QJS_DIR}/quickjs.c")
+    file(MAKE_DIRECTORY "${QJS_DL_DIR}")
+    if(NOT EXISTS "${QJS_TARBALL}")
+        message(STATUS "Fetching ${QJS_NPM_SPEC} with npm pack")
+        execute_process(COMMAND npm pack ${QJS_NPM_SPEC} --silent --pack-destination "${QJS_DL_DIR}"
+            WORKING_DIRECTORY "${QJS_DL_DIR}" RESULT_VARIABLE rc OUTPUT_QUIET)
+        if(NOT rc EQUAL 0 OR NOT EXISTS "${QJS_TARBALL}")
+            message(FATAL_ERROR "npm pack ${QJS_NPM_SPEC} failed (rc=${rc}); is npm installed and the npm registry reachable? Run scripts/bootstrap.sh.")
+        endif()
+    endif()
+    file(SHA512 "${QJS_TARBALL}" got)
+    if(NOT got STREQUAL QJS_SHA512)
+        file(REMOVE "${QJS_TARBALL}")
+        message(FATAL_ERROR "${QJS_NPM_SPEC}: integrity mismatch (expected ${QJS_NPM_INTEGRITY}); the tarball was removed")
+    endif()
+    set(tmp "${QJS_DL_DIR}/extract")
+    file(REMOVE_RECURSE "${tmp}")
+    file(ARCHIVE_EXTRACT INPUT "${QJS_TARBALL}" DESTINATION "${tmp}"
+        PATTERNS "package/deps/quickjs_2021_03_27/*")
+    file(REMOVE_RECURSE "${QJS_DIR}")
+    file(RENAME "${tmp}/package/deps/quickjs_2021_03_27" "${QJS_DIR}")
+    file(REMOVE_RECURSE "${tmp}")
+    file(READ "${QJS_DIR}/VERSION" qjs_version)
+    string(STRIP "${qjs_version}" qjs_version)
+    if(NOT qjs_version STREQUAL "2021-03-27")
+        message(FATAL_ERROR "unexpected QuickJS version ${qjs_version} in ${QJS_NPM_SPEC}")
+    endif()
+endif()
+
+add_library(quickjs STATIC
+    ${QJS_DIR}/quickjs.c ${QJS_DIR}/libregexp.c ${QJS_DIR}/libunicode.c
+    ${QJS_DIR}/cutils.c ${QJS_DIR}/libbf.c)
+# Always optimised: the engine's speed is the product's speed, also in debug builds.
+target_compile_options(quickjs PRIVATE -O2 -w -fno-strict-aliasing)
+target_compile_definitions(quickjs PRIVATE _GNU_SOURCE CONFIG_VERSION="2021-03-27"
+    PUBLIC CONFIG_BIGNUM)
+target_include_directories(quickjs SYSTEM PUBLIC "${QJS_DIR}")
+target_link_libraries(quickjs PUBLIC m Threads::Threads)

@@ -1,0 +1,282 @@
+/*
+ * airlock.h - run code that AI agents write in an isolated QuickJS worker process.
+ *
+ * This header is the reference manual of libairlock. A run takes a source text (a function
+ * body: top-level `await` and `return` work) and the host functions the application grants,
+ * evaluates it in a fresh QuickJS runtime inside an `airlock-worker` process, and ends in
+ * exactly one state: completed with a value, or failed with a stable error code.
+ *
+ * Objects and threads:
+ *   struct al_config   mutable settings: limits, host functions, worker path. One thread at a
+ *                      time; copied by al_runner_new, so it may be freed or changed afterwards.
+ *   struct al_runner   immutable snapshot of a config. Thread-safe: any number of threads may
+ *                      call al_run on one runner at once; each run gets its own worker process.
+ *   struct al_run_opts per-run source and overrides. One thread at a time; read during al_run only.
+ *   struct al_result   what a run produced. Owned by the caller; read from any one thread.
+ *   struct al_call     one host-function invocation, handed to the host callback. See below.
+ *
+ * Values cross the boundary as "boundary JSON" (docs/values.md): JSON-compatible data is exactly
+ * what JSON.stringify gives; undefined, NaN, BigInt, Date, Map, ... travel as tagged objects.
+ *
+ * Errors: every fallible call returns enum al_code (AL_OK = 0) and, on failure, fills the
+ * optional trailing `struct al_error *reterr` (may be NULL). No global error state.
+ */
+#ifndef AIRLOCK_H
+#define AIRLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AL_VERSION_MAJOR 0
+#define AL_VERSION_MINOR 1
+#define AL_VERSION_PATCH 0
+
+#if defined(__GNUC__)
+#define AL_API        __attribute__((visibility("default")))
+#define AL_NODISCARD  __attribute__((warn_unused_result))
+#else
+#define AL_API
+#define AL_NODISCARD
+#endif
+
+/* The one error space. Numbers are stable and never reused; names are the stable codes that
+ * results, the CLI's JSON and the server carry. X(name, number, default message). */
+#define AL_CODE_LIST(X)                                                                            \
+    X(OK, 0, "success")                                                                            \
+    X(ABORTED, 1, "the run was aborted")                                                           \
+    X(TIMEOUT, 2, "the run exceeded its wall-clock timeout")                                       \
+    X(CPU_LIMIT, 3, "the run exceeded its CPU time limit")                                         \
+    X(MEMORY_LIMIT, 4, "the run exceeded its memory limit")                                        \
+    X(STACK_OVERFLOW, 5, "the run exceeded its stack limit")                                       \
+    X(OUTPUT_LIMIT, 6, "the run's result or console exceeded its limit")                           \
+    X(SOURCE_TOO_LARGE, 7, "the source exceeds the source limit")                                  \
+    X(BRIDGE_LIMIT, 8, "a host-call limit was exceeded")                                           \
+    X(SERIALIZATION_ERROR, 9, "a value cannot cross the boundary")                                 \
+    X(USER_ERROR, 10, "the guest threw an uncaught exception or has a syntax error")               \
+    X(HOST_FUNCTION_ERROR, 11, "a host function threw and the guest did not catch it")             \
+    X(DETACHED_BRIDGE_REQUEST, 12, "the guest finished with a host call unanswered or unobserved") \
+    X(CONCURRENCY_LIMIT, 13, "too many concurrent runs")                                           \
+    X(PROTOCOL_ERROR, 14, "the worker or a continuation broke the protocol")                       \
+    X(CONFIG_ERROR, 15, "invalid configuration or argument")                                       \
+    X(WORKER_CRASHED, 16, "the worker process crashed")                                            \
+    X(INTERNAL_ERROR, 17, "a host-side failure (out of memory, I/O)")
+
+enum al_code {
+#define AL_CODE_ENUM_(name, num, msg) AL_##name = num,
+    AL_CODE_LIST(AL_CODE_ENUM_)
+#undef AL_CODE_ENUM_
+};
+
+/* "TIMEOUT" for AL_TIMEOUT; "UNKNOWN" for a number not in the list. Static storage. */
+AL_API const char *al_code_name(enum al_code code);
+/* The default one-line message of a code. Static storage. */
+AL_API const char *al_code_message(enum al_code code);
+/* Parses a code name ("TIMEOUT"); returns -1 when unknown. */
+AL_API int al_code_from_name(const char *name);
+
+/* Detail of a failure: the code again and a message naming the limit, value path or errno. */
+struct al_error {
+    enum al_code code;
+    int sys_errno; /* errno when a system call failed, else 0 */
+    char message[256];
+};
+
+/* "0.1.0". Static storage. */
+AL_API const char *al_version(void);
+
+/* ---------------------------------------------------------------- limits */
+
+/* Every limit has a default (DESIGN §3) and may be set per runner and overridden per run.
+ * Durations are in milliseconds, sizes in bytes (UTF-8 bytes for text), counts plain. */
+enum al_limit {
+    AL_LIMIT_TIMEOUT_MS = 0,  /* wall clock; default 30000 -> TIMEOUT */
+    AL_LIMIT_CPU_MS,          /* worker CPU time; default = timeout -> CPU_LIMIT */
+    AL_LIMIT_MEMORY_BYTES,    /* guest heap; default 64 MiB -> MEMORY_LIMIT */
+    AL_LIMIT_STACK_BYTES,     /* guest stack; default 2 MiB, at most 64 MiB -> STACK_OVERFLOW */
+    AL_LIMIT_SOURCE_BYTES,    /* source text; default 256 KiB -> SOURCE_TOO_LARGE */
+    AL_LIMIT_RESULT_BYTES,    /* encoded result; default 1 MiB -> OUTPUT_LIMIT */
+    AL_LIMIT_CONSOLE_BYTES,   /* all console text; default 64 KiB -> OUTPUT_LIMIT */
+    AL_LIMIT_HOST_ARGS_BYTES, /* encoded arguments of one host call; default 1 MiB -> BRIDGE_LIMIT */
+    AL_LIMIT_HOST_OUTPUT_BYTES, /* one host call's answer; default 4 MiB -> BRIDGE_LIMIT */
+    AL_LIMIT_HOST_CALLS,        /* host calls per run; default 256 -> BRIDGE_LIMIT */
+    AL_LIMIT_IN_FLIGHT,         /* unanswered host calls at once; default 32 -> BRIDGE_LIMIT */
+    AL_LIMIT_COUNT_
+};
+
+/* The default of a limit, or 0 for an unknown one. */
+AL_API uint64_t al_limit_default(enum al_limit which);
+/* "timeout", "cpu", "memory", "stack", "source", "result", "console", "host-args",
+ * "host-output", "host-calls", "in-flight"; NULL for an unknown limit. */
+AL_API const char *al_limit_name(enum al_limit which);
+
+/* Parses "KEY=VALUE" as the CLI's --limit takes it: durations "250ms", "2s" or plain ms;
+ * sizes "4096", "64K", "64M", "1G" (powers of 1024); counts plain. On success writes
+ * *ret_which and *ret_value. AL_CONFIG_ERROR for an unknown key, a malformed or zero value,
+ * or an overflow; the message names the key. */
+AL_NODISCARD AL_API enum al_code al_limit_parse(const char *key_value, enum al_limit *ret_which,
+                                                uint64_t *ret_value, struct al_error *reterr);
+
+/* ---------------------------------------------------------------- host functions */
+
+struct al_call;
+
+/*
+ * A host function. Called on the thread running al_run, with a call handle the function now
+ * owns. It must complete the call exactly once with al_call_return or al_call_throw - at once,
+ * or later from any thread. The handle is freed by that completion and must not be touched
+ * after it. A call completed after its run has ended is accepted and discarded, so a late
+ * answer is always safe; a call never completed leaks the handle.
+ *
+ * The callback must not block for long: the run's deadlines are enforced by the same thread.
+ * Slow work belongs on another thread that completes the call when done.
+ */
+typedef void al_host_fn(struct al_call *call, void *userdata);
+
+/* Flags of al_config_add_host. */
+#define AL_HOST_SYNC 1u /* the guest call blocks and returns the value instead of a Promise;
+                           applies to the whole group (every function of a group must agree) */
+
+/* The function's full name, "group.fn". Valid until the call is completed. */
+AL_API const char *al_call_name(const struct al_call *call);
+/* The guest's arguments: a boundary-JSON array, NUL-terminated, *ret_len (if not NULL) set to
+ * its length. Valid until the call is completed. */
+AL_API const char *al_call_args(const struct al_call *call, size_t *ret_len);
+/* 1-based sequence number of the call within its run. */
+AL_API uint32_t al_call_seq(const struct al_call *call);
+
+/* Completes the call with a boundary-JSON value (len bytes, need not be NUL-terminated).
+ * json == NULL or len == 0 means `undefined`. A value that is not valid boundary JSON makes
+ * the guest's call throw an Error saying so; a value above the host-output limit fails the run
+ * with BRIDGE_LIMIT. Frees the call. */
+AL_API void al_call_return(struct al_call *call, const char *json, size_t len);
+/* Completes the call by throwing: the guest sees an Error whose message is `message` (NULL:
+ * "host function failed"); uncaught, the run fails with HOST_FUNCTION_ERROR. Frees the call. */
+AL_API void al_call_throw(struct al_call *call, const char *message);
+
+/* ---------------------------------------------------------------- config and runner */
+
+struct al_config;
+struct al_runner;
+
+/* A config with every default. NULL when out of memory. */
+AL_API struct al_config *al_config_new(void);
+/* Frees a config; NULL is fine. */
+AL_API void al_config_free(struct al_config *config);
+
+/* Sets a limit. AL_CONFIG_ERROR for an unknown limit, a zero value, or a stack above 64 MiB. */
+AL_NODISCARD AL_API enum al_code al_config_set_limit(struct al_config *config, enum al_limit which,
+                                                     uint64_t value);
+
+/*
+ * Registers host function `name` = "group.fn": the guest sees a frozen global object `group`
+ * whose own property `fn` calls `fn`. Group and function names are JavaScript identifiers
+ * (ASCII letters, digits, _ and $; not starting with a digit); names that are not own data
+ * (`constructor`, `__proto__`, `toString`, `valueOf`, `hasOwnProperty`, `then`, ...) and names of
+ * existing globals (`Math`, `console`, ...) are refused. `flags` is 0 or AL_HOST_SYNC.
+ * AL_CONFIG_ERROR for a bad or duplicate name, a NULL fn, or sync flags that disagree within a
+ * group; AL_INTERNAL_ERROR when out of memory. `userdata` is passed to every call as is.
+ */
+AL_NODISCARD AL_API enum al_code al_config_add_host(struct al_config *config, const char *name,
+                                                    al_host_fn *fn, void *userdata,
+                                                    unsigned flags);
+
+/* Path of the airlock-worker executable. Default: $AIRLOCK_WORKER if set, else
+ * "airlock-worker" beside the running executable. AL_CONFIG_ERROR for NULL or "". */
+AL_NODISCARD AL_API enum al_code al_config_set_worker_path(struct al_config *config,
+                                                           const char *path);
+
+/* Snapshots a config into a runner. AL_CONFIG_ERROR when the worker is not executable (the
+ * message names the path), AL_INTERNAL_ERROR when out of memory. */
+AL_NODISCARD AL_API enum al_code al_runner_new(const struct al_config *config,
+                                               struct al_runner **ret_runner,
+                                               struct al_error *reterr);
+/* Frees a runner; NULL is fine. No al_run may be in progress on it. */
+AL_API void al_runner_free(struct al_runner *runner);
+
+/* ---------------------------------------------------------------- one run */
+
+struct al_run_opts;
+
+/* Options with no source, no overrides and a random seed. NULL when out of memory. */
+AL_API struct al_run_opts *al_run_opts_new(void);
+AL_API void al_run_opts_free(struct al_run_opts *opts);
+/* The source text (len bytes, UTF-8, copied). `filename` is the name stack traces use:
+ * "run.js" when NULL. AL_INTERNAL_ERROR when out of memory. */
+AL_NODISCARD AL_API enum al_code al_run_opts_set_source(struct al_run_opts *opts, const char *src,
+                                                        size_t len, const char *filename);
+/* Overrides a runner limit for this run; same rules as al_config_set_limit. */
+AL_NODISCARD AL_API enum al_code al_run_opts_set_limit(struct al_run_opts *opts,
+                                                       enum al_limit which, uint64_t value);
+/* Determinism: Math.random is a PRNG seeded with `seed`; the guest's clock (Date.now(),
+ * new Date()) starts at `clock_ms` (ms since the epoch) and advances only when a host call is
+ * answered, to the time of that answer. Without this call, a random seed and the current time
+ * are used; both are reported in the result. */
+AL_API void al_run_opts_set_seed(struct al_run_opts *opts, uint64_t seed);
+AL_API void al_run_opts_set_clock(struct al_run_opts *opts, int64_t clock_ms);
+
+enum al_status {
+    AL_STATUS_COMPLETED = 0,
+    AL_STATUS_FAILED = 1,
+};
+
+struct al_result;
+
+/*
+ * Runs opts' source on a fresh worker and blocks until the run ends. Host callbacks are invoked
+ * on this thread. On AL_OK *ret_result holds the result - completed or failed, the guest's
+ * failure is a result, not a return code - to free with al_result_free. A non-OK return means
+ * no run happened: AL_CONFIG_ERROR (no source), AL_INTERNAL_ERROR (out of memory, no worker
+ * could be started: the message names the errno).
+ */
+AL_NODISCARD AL_API enum al_code al_run(struct al_runner *runner, const struct al_run_opts *opts,
+                                        struct al_result **ret_result, struct al_error *reterr);
+
+AL_API void al_result_free(struct al_result *result);
+AL_API enum al_status al_result_status(const struct al_result *result);
+/* The value of a completed run as boundary JSON (NUL-terminated; "undefined" is the tagged
+ * form), NULL for a failed run. Borrowed from the result. */
+AL_API const char *al_result_value(const struct al_result *result, size_t *ret_len);
+
+/* The error of a failed run; AL_OK for a completed one. Strings are borrowed from the result,
+ * never NULL ("" when absent). `name` is the guest's error name ("TypeError"), `stack` the
+ * guest's stack with frames of the user's source only ("    at f (run.js:3)"). */
+AL_API enum al_code al_result_error_code(const struct al_result *result);
+AL_API const char *al_result_error_message(const struct al_result *result);
+AL_API const char *al_result_error_name(const struct al_result *result);
+AL_API const char *al_result_error_stack(const struct al_result *result);
+
+enum al_console_level {
+    AL_CONSOLE_LOG = 0,
+    AL_CONSOLE_INFO,
+    AL_CONSOLE_WARN,
+    AL_CONSOLE_ERROR,
+    AL_CONSOLE_DEBUG,
+};
+/* "log", "info", "warn", "error", "debug". */
+AL_API const char *al_console_level_name(enum al_console_level level);
+/* Console entries in call order. The text of entry i (UTF-8, NUL-terminated) and its level;
+ * NULL for i out of range. When the console limit tripped, the last entry is cut at a UTF-8
+ * boundary and followed by an entry of level warn saying so. */
+AL_API size_t al_result_console_count(const struct al_result *result);
+AL_API const char *al_result_console_text(const struct al_result *result, size_t i,
+                                          enum al_console_level *ret_level, size_t *ret_len);
+
+struct al_stats {
+    uint64_t wall_us;           /* from al_run's start to the end of the run */
+    uint64_t cpu_us;            /* the worker's CPU time spent on the guest */
+    uint64_t peak_memory_bytes; /* the guest heap's high-water mark */
+    uint32_t host_calls;        /* host calls the guest made */
+    uint64_t seed;              /* the Math.random seed used */
+    int64_t clock_ms;           /* the guest clock's start, ms since the epoch */
+};
+AL_API void al_result_stats(const struct al_result *result, struct al_stats *ret_stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* AIRLOCK_H */

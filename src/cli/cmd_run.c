@@ -1,0 +1,1 @@
+/* stub */ typedef int stub_cmd_run_t;

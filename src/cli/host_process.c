@@ -1,0 +1,1 @@
+/* stub */ typedef int stub_host_process_t;

@@ -1,0 +1,43 @@
+/*
+ * buf.h - growable byte buffer with a hard cap fixed at init (curl's dynbuf).
+ *
+ * Every append either fits entirely under the cap or fails and leaves the buffer unchanged;
+ * the caller maps the failure to the limit it guards. The content is always NUL-terminated
+ * (the terminator is not counted in len and does not count against the cap).
+ */
+#ifndef AIRLOCK_BUF_H
+#define AIRLOCK_BUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct buf {
+    char *data;  /* NULL until the first append; owned */
+    size_t len;  /* bytes used */
+    size_t cap;  /* bytes allocated, excluding the terminator */
+    size_t max;  /* hard cap on len */
+};
+
+enum buf_status {
+    BUF_OK = 0,
+    BUF_TOO_BIG = 1, /* the append would pass max */
+    BUF_NO_MEMORY = 2,
+};
+
+void buf_init(struct buf *b, size_t max);
+void buf_done(struct buf *b);
+/* Empties the buffer, keeping its allocation. */
+void buf_reset(struct buf *b);
+enum buf_status buf_append(struct buf *b, const void *data, size_t len);
+enum buf_status buf_append_str(struct buf *b, const char *s);
+enum buf_status buf_append_byte(struct buf *b, uint8_t c);
+enum buf_status buf_printf(struct buf *b, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+/* Makes room for `len` more bytes and returns where they go (commit with buf_commit), or NULL. */
+char *buf_reserve(struct buf *b, size_t len, enum buf_status *ret_status);
+void buf_commit(struct buf *b, size_t len);
+/* Hands the data over to the caller (free() it) and empties the buffer. NULL when empty. */
+char *buf_steal(struct buf *b, size_t *ret_len);
+
+#endif

@@ -1,0 +1,62 @@
+/*
+ * wire.h - the framed protocol between the host and airlock-worker (docs/protocol.md).
+ *
+ * A frame is a 4-byte little-endian body length, then the body: one type byte and a payload
+ * of fixed-layout fields (u8, u32, u64 little-endian; strings as u32 length + bytes). Both
+ * sides treat the peer as untrusted: lengths are checked against the frame cap and the
+ * remaining payload before anything is read, and a malformed frame is a protocol error.
+ */
+#ifndef AIRLOCK_WIRE_H
+#define AIRLOCK_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+enum wire_type {
+    /* host -> worker */
+    WIRE_RUN = 1,    /* limits, seed, clock, filename, host functions, source */
+    WIRE_ANSWER = 2, /* a host call's outcome */
+    /* worker -> host */
+    WIRE_CALL = 16,    /* a host call: id, function index, boundary-JSON argument array */
+    WIRE_CONSOLE = 17, /* one console entry: level, text */
+    WIRE_DONE = 18,    /* the run's outcome; the worker exits after sending it */
+};
+
+enum wire_answer_kind {
+    WIRE_ANSWER_VALUE = 0, /* payload: boundary JSON (empty = undefined) */
+    WIRE_ANSWER_THROW = 1, /* payload: error message */
+};
+
+#define WIRE_HEADER_BYTES 4u
+
+/* Builds one frame in `b` (appending): wire_begin, fields, wire_end. */
+enum buf_status wire_begin(struct buf *b, enum wire_type type, size_t *ret_start);
+enum buf_status wire_u8(struct buf *b, uint8_t v);
+enum buf_status wire_u32(struct buf *b, uint32_t v);
+enum buf_status wire_u64(struct buf *b, uint64_t v);
+enum buf_status wire_str(struct buf *b, const char *s, size_t len);
+/* Patches the length prefix of the frame begun at `start`. */
+void wire_end(struct buf *b, size_t start);
+
+/* A cursor over one received frame's payload. Reads past the end set `bad` and yield zeros. */
+struct wire_cursor {
+    const uint8_t *p;
+    size_t left;
+    int bad;
+};
+
+/* If `data` (len bytes) starts with a complete frame whose body is at most max_body bytes,
+ * returns 1 and sets *ret_type, the payload cursor and *ret_frame_len (header + body).
+ * Returns 0 when more bytes are needed, -1 when the frame is malformed (empty body or longer
+ * than max_body). */
+int wire_next(const void *data, size_t len, size_t max_body, uint8_t *ret_type,
+              struct wire_cursor *ret_cursor, size_t *ret_frame_len);
+uint8_t wire_get_u8(struct wire_cursor *c);
+uint32_t wire_get_u32(struct wire_cursor *c);
+uint64_t wire_get_u64(struct wire_cursor *c);
+/* A string field: pointer into the frame (not NUL-terminated) and its length. */
+const char *wire_get_str(struct wire_cursor *c, size_t *ret_len);
+
+#endif

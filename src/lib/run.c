@@ -1,0 +1,1 @@
+/* stub */ typedef int stub_run_t;

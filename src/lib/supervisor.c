@@ -1,0 +1,1 @@
+/* stub */ typedef int stub_supervisor_t;
