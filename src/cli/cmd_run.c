@@ -1,1 +1,452 @@
-/* stub */ typedef int stub_cmd_run_t;
+/*
+ * cmd_run.c - `airlock run [OPTIONS] FILE`: run one file with the host functions given on the
+ * command line and print the result, readably or as one JSON object (--json). This contract is
+ * relied on by other tools: the option names, the JSON shape and the exit statuses are stable.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "cli.h"
+#include "json.h"
+
+static const char usage[] =
+        "usage: airlock run [OPTIONS] FILE        FILE \"-\" = stdin\n"
+        "  --host NAME=exec:COMMAND   host function NAME (\"group.fn\"); each call runs COMMAND via\n"
+        "                             /bin/sh -c with env AIRLOCK_FUNCTION=NAME and the argument\n"
+        "                             array (boundary JSON) on stdin; exit 0: stdout is the result\n"
+        "                             (empty = undefined); non-zero: the call throws an Error whose\n"
+        "                             message is stderr's text, trimmed\n"
+        "  --host-process COMMAND     one co-process per run serving many functions over JSON lines\n"
+        "                             (see README: first line {\"functions\":[...],\"sync\":[...]})\n"
+        "  --limit KEY=VALUE          timeout, cpu (ms or s), memory, stack, source, result, console,\n"
+        "                             host-args, host-output (bytes or K/M/G), host-calls, in-flight\n"
+        "  --seed HEX                 determinism seed for Date and Math.random\n"
+        "  --json                     print one JSON object on stdout\n"
+        "exit status: 0 completed, 1 failed, 2 usage or configuration error\n";
+
+struct run_args {
+    const char *file;
+    const char *host_process;
+    int json;
+    int has_seed;
+    uint64_t seed;
+    uint64_t limits[AL_LIMIT_COUNT_];
+    uint8_t limit_set[AL_LIMIT_COUNT_];
+    struct exec_host **execs;
+    size_t nexecs;
+};
+
+/* Reads the whole file (or stdin) but never more than max + 1 bytes: enough to tell the
+ * run it is too large without reading an unbounded input. */
+static char *read_source(const char *path, size_t max, size_t *ret_len)
+{
+    int fd = strcmp(path, "-") == 0 ? 0 : open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        cli_error("cannot read %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct buf b;
+    buf_init(&b, max + 1);
+    for (;;) {
+        enum buf_status st;
+        size_t want = b.len + 65536 > max + 1 ? max + 1 - b.len : 65536;
+        if (want == 0) {
+            break;
+        }
+        char *p = buf_reserve(&b, want, &st);
+        if (!p) {
+            cli_error("out of memory reading %s", path);
+            goto fail;
+        }
+        ssize_t n = read(fd, p, want);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            cli_error("cannot read %s: %s", path, strerror(errno));
+            goto fail;
+        }
+        if (n == 0) {
+            break;
+        }
+        buf_commit(&b, (size_t)n);
+    }
+    if (fd != 0) {
+        close(fd);
+    }
+    *ret_len = b.len;
+    return b.data ? buf_steal(&b, NULL) : strdup("");
+fail:
+    if (fd != 0) {
+        close(fd);
+    }
+    buf_done(&b);
+    return NULL;
+}
+
+static int parse_seed(const char *s, uint64_t *ret)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 16) {
+        return -1;
+    }
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        unsigned d;
+        if (c >= '0' && c <= '9') {
+            d = (unsigned)(c - '0');
+        } else if (c >= 'a' && c <= 'f') {
+            d = (unsigned)(c - 'a' + 10);
+        } else if (c >= 'A' && c <= 'F') {
+            d = (unsigned)(c - 'A' + 10);
+        } else {
+            return -1;
+        }
+        v = v << 4 | d;
+    }
+    *ret = v;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, struct run_args *a)
+{
+    static const struct option opts[] = {
+        { "host", required_argument, NULL, 'H' },
+        { "host-process", required_argument, NULL, 'P' },
+        { "limit", required_argument, NULL, 'L' },
+        { "seed", required_argument, NULL, 'S' },
+        { "json", no_argument, NULL, 'J' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'H': {
+            /* validated against the config later; here only the shape NAME=exec:COMMAND */
+            const char *eq = strchr(optarg, '=');
+            if (!eq || strncmp(eq + 1, "exec:", 5) != 0 || eq[6] == '\0') {
+                cli_error("--host %s: expected NAME=exec:COMMAND", optarg);
+                return -1;
+            }
+            break;
+        }
+        case 'P':
+            if (a->host_process) {
+                cli_error("--host-process may be given once");
+                return -1;
+            }
+            a->host_process = optarg;
+            break;
+        case 'L': {
+            enum al_limit which;
+            uint64_t v;
+            struct al_error err;
+            if (al_limit_parse(optarg, &which, &v, &err) != AL_OK) {
+                cli_error("--limit: %s", err.message);
+                return -1;
+            }
+            a->limits[which] = v;
+            a->limit_set[which] = 1;
+            break;
+        }
+        case 'S':
+            if (parse_seed(optarg, &a->seed) != 0) {
+                cli_error("--seed %s: expected 1 to 16 hex digits", optarg);
+                return -1;
+            }
+            a->has_seed = 1;
+            break;
+        case 'J':
+            a->json = 1;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            exit(0);
+        default:
+            cli_error("run: unknown or incomplete option '%s'\n%s", argv[optind - 1], usage);
+            return -1;
+        }
+    }
+    if (optind != argc - 1) {
+        cli_error("run: expected exactly one FILE\n%s", usage);
+        return -1;
+    }
+    a->file = argv[optind];
+    return 0;
+}
+
+static int add_exec_hosts(int argc, char **argv, struct run_args *a, struct al_config *config,
+                          uint64_t output_limit)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *spec = NULL;
+        if (strcmp(argv[i], "--host") == 0 && i + 1 < argc) {
+            spec = argv[++i];
+        } else if (strncmp(argv[i], "--host=", 7) == 0) {
+            spec = argv[i] + 7;
+        } else if (strcmp(argv[i], "--host-process") == 0 || strcmp(argv[i], "--limit") == 0 ||
+                   strcmp(argv[i], "--seed") == 0) {
+            i++;
+            continue;
+        } else {
+            continue;
+        }
+        const char *eq = strchr(spec, '=');
+        char name[256];
+        size_t nlen = (size_t)(eq - spec);
+        if (nlen >= sizeof name) {
+            cli_error("--host %s: name too long", spec);
+            return -1;
+        }
+        memcpy(name, spec, nlen);
+        name[nlen] = '\0';
+        struct exec_host *h = exec_host_new(eq + 6, (size_t)output_limit);
+        if (!h) {
+            cli_error("out of memory");
+            return -1;
+        }
+        struct exec_host **v = realloc(a->execs, (a->nexecs + 1) * sizeof *v);
+        if (!v) {
+            exec_host_free(h);
+            cli_error("out of memory");
+            return -1;
+        }
+        a->execs = v;
+        a->execs[a->nexecs++] = h;
+        if (al_config_add_host(config, name, exec_host_call, h, 0) != AL_OK) {
+            cli_error("--host %s: invalid or duplicate host function name '%s' (expected "
+                      "group.fn with identifier parts, not a builtin global or a reserved member)",
+                      spec, name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Prints boundary JSON indented by two spaces per level (strings are copied untouched). */
+static void print_pretty(FILE *f, const char *s, size_t len)
+{
+    int depth = 0;
+    int in_str = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (in_str) {
+            fputc(c, f);
+            if (c == '\\' && i + 1 < len) {
+                fputc(s[++i], f);
+            } else if (c == '"') {
+                in_str = 0;
+            }
+            continue;
+        }
+        switch (c) {
+        case '"':
+            in_str = 1;
+            fputc(c, f);
+            break;
+        case '{':
+        case '[':
+            if (i + 1 < len && (s[i + 1] == '}' || s[i + 1] == ']')) {
+                fputc(c, f);
+                fputc(s[++i], f);
+                break;
+            }
+            depth++;
+            fprintf(f, "%c\n%*s", c, depth * 2, "");
+            break;
+        case '}':
+        case ']':
+            depth--;
+            fprintf(f, "\n%*s%c", depth * 2, "", c);
+            break;
+        case ',':
+            fprintf(f, ",\n%*s", depth * 2, "");
+            break;
+        case ':':
+            fputs(": ", f);
+            break;
+        default:
+            fputc(c, f);
+        }
+    }
+    fputc('\n', f);
+}
+
+static void put_json_string(struct buf *b, const char *s)
+{
+    json_write_string(b, s, strlen(s));
+}
+
+static void print_json(const struct al_result *res)
+{
+    struct buf b;
+    buf_init(&b, SIZE_MAX / 2);
+    struct al_stats stats;
+    al_result_stats(res, &stats);
+    if (al_result_status(res) == AL_STATUS_COMPLETED) {
+        size_t vlen;
+        const char *v = al_result_value(res, &vlen);
+        buf_append_str(&b, "{\"status\":\"completed\",\"value\":");
+        buf_append(&b, v, vlen);
+    } else {
+        buf_append_str(&b, "{\"status\":\"failed\",\"error\":{\"code\":");
+        put_json_string(&b, al_code_name(al_result_error_code(res)));
+        buf_append_str(&b, ",\"name\":");
+        put_json_string(&b, al_result_error_name(res));
+        buf_append_str(&b, ",\"message\":");
+        put_json_string(&b, al_result_error_message(res));
+        buf_append_str(&b, ",\"stack\":");
+        put_json_string(&b, al_result_error_stack(res));
+        buf_append_str(&b, "}");
+    }
+    buf_append_str(&b, ",\"console\":[");
+    for (size_t i = 0; i < al_result_console_count(res); i++) {
+        enum al_console_level level;
+        size_t len;
+        const char *text = al_result_console_text(res, i, &level, &len);
+        buf_append_str(&b, i ? ",{\"level\":" : "{\"level\":");
+        put_json_string(&b, al_console_level_name(level));
+        buf_append_str(&b, ",\"text\":");
+        json_write_string(&b, text, len);
+        buf_append_str(&b, "}");
+    }
+    buf_printf(&b,
+               "],\"stats\":{\"wall_ms\":%.3f,\"cpu_ms\":%.3f,\"peak_memory_bytes\":%" PRIu64
+               ",\"host_calls\":%" PRIu32 ",\"seed\":\"%016" PRIx64 "\"}}\n",
+               (double)stats.wall_us / 1000.0, (double)stats.cpu_us / 1000.0,
+               stats.peak_memory_bytes, stats.host_calls, stats.seed);
+    fwrite(b.data, 1, b.len, stdout);
+    buf_done(&b);
+}
+
+static void print_readable(const struct al_result *res)
+{
+    for (size_t i = 0; i < al_result_console_count(res); i++) {
+        enum al_console_level level;
+        size_t len;
+        const char *text = al_result_console_text(res, i, &level, &len);
+        if (level == AL_CONSOLE_WARN || level == AL_CONSOLE_ERROR) {
+            fprintf(stderr, "%s: ", al_console_level_name(level));
+        }
+        fwrite(text, 1, len, stderr);
+        fputc('\n', stderr);
+    }
+    if (al_result_status(res) == AL_STATUS_COMPLETED) {
+        size_t vlen;
+        const char *v = al_result_value(res, &vlen);
+        print_pretty(stdout, v, vlen);
+        return;
+    }
+    const char *name = al_result_error_name(res);
+    fprintf(stderr, "airlock: %s: %s%s%s\n", al_code_name(al_result_error_code(res)), name,
+            *name ? ": " : "", al_result_error_message(res));
+    const char *stack = al_result_error_stack(res);
+    if (*stack) {
+        fprintf(stderr, "%s\n", stack);
+    }
+}
+
+int cmd_run(int argc, char **argv)
+{
+    int exit_code = CLI_EXIT_USAGE;
+    struct run_args a;
+    struct al_config *config = NULL;
+    struct al_runner *runner = NULL;
+    struct al_run_opts *opts = NULL;
+    struct al_result *res = NULL;
+    struct host_process *hp = NULL;
+    char *source = NULL;
+    size_t source_len = 0;
+    struct al_error err;
+    memset(&a, 0, sizeof a);
+
+    if (parse_args(argc, argv, &a) != 0) {
+        goto out;
+    }
+    size_t flen = strlen(a.file);
+    if (flen > 3 && strcmp(a.file + flen - 3, ".ts") == 0) {
+        cli_error("%s: TypeScript is not supported yet; pass JavaScript", a.file);
+        goto out;
+    }
+    config = al_config_new();
+    opts = al_run_opts_new();
+    if (!config || !opts) {
+        cli_error("out of memory");
+        goto out;
+    }
+    uint64_t limits[AL_LIMIT_COUNT_];
+    for (int i = 0; i < AL_LIMIT_COUNT_; i++) {
+        limits[i] = a.limit_set[i] ? a.limits[i] : al_limit_default((enum al_limit)i);
+        if (a.limit_set[i] && al_config_set_limit(config, (enum al_limit)i, a.limits[i]) != AL_OK) {
+            cli_error("invalid limit %s", al_limit_name((enum al_limit)i));
+            goto out;
+        }
+    }
+    source = read_source(a.file, (size_t)limits[AL_LIMIT_SOURCE_BYTES], &source_len);
+    if (!source) {
+        goto out;
+    }
+    if (add_exec_hosts(argc, argv, &a, config, limits[AL_LIMIT_HOST_OUTPUT_BYTES]) != 0) {
+        goto out;
+    }
+    if (a.host_process) {
+        hp = host_process_start(a.host_process, (unsigned)limits[AL_LIMIT_TIMEOUT_MS]);
+        if (!hp || host_process_register(hp, config) != 0) {
+            goto out;
+        }
+    }
+    if (al_runner_new(config, &runner, &err) != AL_OK) {
+        cli_error("%s", err.message);
+        goto out;
+    }
+    if (al_run_opts_set_source(opts, source, source_len, "run.js") != AL_OK) {
+        cli_error("out of memory");
+        goto out;
+    }
+    if (a.has_seed) {
+        al_run_opts_set_seed(opts, a.seed);
+    }
+    if (al_run(runner, opts, &res, &err) != AL_OK) {
+        cli_error("%s: %s", al_code_name(err.code), err.message);
+        goto out;
+    }
+    exec_host_kill_all();
+    const char *hp_error = hp ? host_process_finish(hp) : NULL;
+    if (a.json) {
+        print_json(res);
+    } else {
+        print_readable(res);
+    }
+    fflush(stdout);
+    exit_code = al_result_status(res) == AL_STATUS_COMPLETED ? CLI_EXIT_COMPLETED
+                                                             : CLI_EXIT_FAILED;
+    if (hp_error) {
+        cli_error("host process: %s", hp_error);
+        exit_code = CLI_EXIT_USAGE;
+    }
+out:
+    exec_host_kill_all();
+    if (hp) {
+        host_process_finish(hp);
+        host_process_free(hp);
+    }
+    al_result_free(res);
+    al_run_opts_free(opts);
+    al_runner_free(runner);
+    al_config_free(config);
+    /* exec hosts are left allocated: a late call thread may still hold one */
+    free(a.execs);
+    free(source);
+    return exit_code;
+}

@@ -1,1 +1,287 @@
-/* stub */ typedef int stub_host_exec_t;
+/*
+ * host_exec.c - `--host NAME=exec:COMMAND`: every call runs COMMAND through /bin/sh -c on its
+ * own thread, so a slow command never stalls the run loop or its deadlines. The argument array
+ * goes to the command's stdin; exit 0 makes stdout (trimmed) the result, anything else throws
+ * with stderr (trimmed) as the message. Each command runs in its own process group so the
+ * ones still running when the run ends are killed with everything they started.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "cli.h"
+
+extern char **environ;
+
+struct exec_host {
+    char *command;
+    size_t output_limit;
+};
+
+struct exec_job {
+    struct exec_host *host;
+    struct al_call *call;
+};
+
+/* Process groups of running commands, killed by exec_host_kill_all. */
+static pthread_mutex_t running_mu = PTHREAD_MUTEX_INITIALIZER;
+static pid_t running[1024];
+static size_t nrunning;
+
+struct exec_host *exec_host_new(const char *command, size_t output_limit)
+{
+    struct exec_host *h = calloc(1, sizeof *h);
+    if (!h) {
+        return NULL;
+    }
+    h->command = strdup(command);
+    if (!h->command) {
+        free(h);
+        return NULL;
+    }
+    h->output_limit = output_limit;
+    return h;
+}
+
+void exec_host_free(struct exec_host *h)
+{
+    if (h) {
+        free(h->command);
+        free(h);
+    }
+}
+
+static void track(pid_t pid, int add)
+{
+    pthread_mutex_lock(&running_mu);
+    if (add && nrunning < sizeof running / sizeof running[0]) {
+        running[nrunning++] = pid;
+    } else if (!add) {
+        for (size_t i = 0; i < nrunning; i++) {
+            if (running[i] == pid) {
+                running[i] = running[--nrunning];
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&running_mu);
+}
+
+void exec_host_kill_all(void)
+{
+    pthread_mutex_lock(&running_mu);
+    for (size_t i = 0; i < nrunning; i++) {
+        kill(-running[i], SIGKILL);
+    }
+    pthread_mutex_unlock(&running_mu);
+}
+
+static void trim(struct buf *b)
+{
+    size_t start = 0;
+    while (start < b->len && strchr(" \t\r\n", b->data[start])) {
+        start++;
+    }
+    size_t end = b->len;
+    while (end > start && strchr(" \t\r\n", b->data[end - 1])) {
+        end--;
+    }
+    if (b->data) {
+        memmove(b->data, b->data + start, end - start);
+        b->len = end - start;
+        b->data[b->len] = '\0';
+    }
+}
+
+/* Runs the command with `input` on stdin; collects stdout (up to out->max) and stderr. */
+static int run_command(const char *command, const char *function, const char *input,
+                       size_t input_len, struct buf *out, struct buf *errb, int *ret_status,
+                       char *why, size_t why_len)
+{
+    int in[2] = { -1, -1 }, o[2] = { -1, -1 }, e[2] = { -1, -1 };
+    int rc = -1;
+    pid_t pid = -1;
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    char **envp = NULL;
+    if (pipe2(in, O_CLOEXEC) || pipe2(o, O_CLOEXEC) || pipe2(e, O_CLOEXEC)) {
+        snprintf(why, why_len, "pipe: %s", strerror(errno));
+        goto out;
+    }
+    size_t nenv = 0;
+    while (environ[nenv]) {
+        nenv++;
+    }
+    envp = calloc(nenv + 2, sizeof *envp);
+    char *fnvar = malloc(strlen(function) + 32);
+    if (!envp || !fnvar) {
+        free(fnvar);
+        snprintf(why, why_len, "out of memory");
+        goto out;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < nenv; i++) {
+        if (strncmp(environ[i], "AIRLOCK_FUNCTION=", 17) != 0) {
+            envp[k++] = environ[i];
+        }
+    }
+    snprintf(fnvar, strlen(function) + 32, "AIRLOCK_FUNCTION=%s", function);
+    envp[k++] = fnvar;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, o[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, e[1], 2);
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setpgroup(&attr, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
+    char *argv[] = { (char *)"/bin/sh", (char *)"-c", (char *)command, NULL };
+    int err = posix_spawn(&pid, "/bin/sh", &fa, &attr, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    free(fnvar);
+    if (err) {
+        snprintf(why, why_len, "cannot start /bin/sh: %s", strerror(err));
+        pid = -1;
+        goto out;
+    }
+    track(pid, 1);
+    close(in[0]);
+    close(o[1]);
+    close(e[1]);
+    in[0] = o[1] = e[1] = -1;
+    fcntl(in[1], F_SETFL, O_NONBLOCK);
+    size_t off = 0;
+    int too_big = 0;
+    while (o[0] >= 0 || e[0] >= 0) {
+        struct pollfd p[3] = {
+            { .fd = in[1], .events = POLLOUT },
+            { .fd = o[0], .events = POLLIN },
+            { .fd = e[0], .events = POLLIN },
+        };
+        if (poll(p, 3, -1) < 0 && errno != EINTR) {
+            break;
+        }
+        if (in[1] >= 0 && (p[0].revents & (POLLOUT | POLLERR | POLLHUP))) {
+            ssize_t n = off < input_len ? write(in[1], input + off, input_len - off) : 0;
+            if (n > 0) {
+                off += (size_t)n;
+            }
+            if (off >= input_len || (n < 0 && errno != EAGAIN)) {
+                close(in[1]);
+                in[1] = -1;
+            }
+        }
+        for (int i = 1; i < 3; i++) {
+            int *fd = i == 1 ? &o[0] : &e[0];
+            if (*fd < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR))) {
+                continue;
+            }
+            char chunk[16384];
+            ssize_t n = read(*fd, chunk, sizeof chunk);
+            if (n <= 0) {
+                close(*fd);
+                *fd = -1;
+                continue;
+            }
+            struct buf *b = i == 1 ? out : errb;
+            if (buf_append(b, chunk, (size_t)n) != BUF_OK && i == 1) {
+                too_big = 1;
+            }
+        }
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    track(pid, 0);
+    pid = -1;
+    if (too_big) {
+        snprintf(why, why_len, "the command's output exceeds the host-output limit of %zu bytes",
+                 out->max);
+        goto out;
+    }
+    *ret_status = status;
+    rc = 0;
+out:
+    free(envp);
+    for (int i = 0; i < 2; i++) {
+        if (in[i] >= 0) {
+            close(in[i]);
+        }
+        if (o[i] >= 0) {
+            close(o[i]);
+        }
+        if (e[i] >= 0) {
+            close(e[i]);
+        }
+    }
+    return rc;
+}
+
+static void *exec_thread(void *arg)
+{
+    struct exec_job *job = arg;
+    struct buf out, errb;
+    buf_init(&out, job->host->output_limit);
+    buf_init(&errb, 64 * 1024);
+    size_t args_len;
+    const char *args = al_call_args(job->call, &args_len);
+    int status = 0;
+    char why[256];
+    if (run_command(job->host->command, al_call_name(job->call), args, args_len, &out, &errb,
+                    &status, why, sizeof why) != 0) {
+        al_call_throw(job->call, why);
+    } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        trim(&out);
+        al_call_return(job->call, out.data, out.len);
+    } else {
+        trim(&errb);
+        if (errb.len == 0) {
+            if (WIFEXITED(status)) {
+                snprintf(why, sizeof why, "host command exited with status %d",
+                         WEXITSTATUS(status));
+            } else {
+                snprintf(why, sizeof why, "host command was killed by signal %d",
+                         WTERMSIG(status));
+            }
+            al_call_throw(job->call, why);
+        } else {
+            al_call_throw(job->call, errb.data);
+        }
+    }
+    buf_done(&out);
+    buf_done(&errb);
+    free(job);
+    return NULL;
+}
+
+void exec_host_call(struct al_call *call, void *userdata)
+{
+    struct exec_job *job = malloc(sizeof *job);
+    pthread_t t;
+    pthread_attr_t attr;
+    if (!job) {
+        al_call_throw(call, "out of memory");
+        return;
+    }
+    job->host = userdata;
+    job->call = call;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &attr, exec_thread, job) != 0) {
+        free(job);
+        al_call_throw(call, "cannot start a thread for the host command");
+    }
+    pthread_attr_destroy(&attr);
+}

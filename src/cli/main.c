@@ -1,1 +1,72 @@
-int main(void) { return 0; }
+/*
+ * main.c - the airlock command line: a table of subcommands. Each subcommand parses its own
+ * options and returns the process exit status (0 completed, 1 failed, 2 usage/configuration).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("airlock: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static int cmd_version(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    printf("airlock %s\n", al_version());
+    return 0;
+}
+
+static int cmd_help(int argc, char **argv);
+
+static const struct {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+} commands[] = {
+    { "run", cmd_run, "run a JavaScript file in a sandboxed worker" },
+    { "version", cmd_version, "print the version" },
+    { "help", cmd_help, "show this help" },
+};
+
+static int cmd_help(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    printf("usage: airlock COMMAND [OPTIONS]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        printf("  %-10s %s\n", commands[i].name, commands[i].summary);
+    }
+    printf("\n`airlock COMMAND --help` describes a command.\n");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        cmd_help(0, NULL);
+        return CLI_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        return cmd_help(0, NULL);
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        return cmd_version(0, NULL);
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(argv[1], commands[i].name) == 0) {
+            return commands[i].fn(argc - 1, argv + 1);
+        }
+    }
+    cli_error("unknown command '%s' (see `airlock help`)", argv[1]);
+    return CLI_EXIT_USAGE;
+}

@@ -1,1 +1,204 @@
-/* stub */ typedef int stub_host_t;
+/*
+ * host.c - host-function calls as the application sees them (struct al_call), and the queue
+ * through which any thread hands a call's outcome to the run loop.
+ *
+ * A call holds a reference to its run's link, so answering a call after its run ended is
+ * safe: the outcome is discarded. A completion from the run loop's own thread (the common
+ * "answer at once" case) skips the eventfd wake-up: the loop drains the queue right after the
+ * callback returns.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "internal.h"
+#include "wire.h"
+
+struct run_link *host_link_new(void)
+{
+    struct run_link *l = calloc(1, sizeof *l);
+    if (!l) {
+        return NULL;
+    }
+    l->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (l->wake_fd < 0 || pthread_mutex_init(&l->mu, NULL) != 0) {
+        if (l->wake_fd >= 0) {
+            close(l->wake_fd);
+        }
+        free(l);
+        return NULL;
+    }
+    l->refs = 1;
+    l->tail = &l->head;
+    l->loop_thread = pthread_self();
+    return l;
+}
+
+void host_completion_free(struct completion *c)
+{
+    while (c) {
+        struct completion *next = c->next;
+        free(c->payload);
+        free(c);
+        c = next;
+    }
+}
+
+static void link_unref_locked(struct run_link *l)
+{
+    /* called with l->mu held; unlocks */
+    int last = --l->refs == 0;
+    pthread_mutex_unlock(&l->mu);
+    if (last) {
+        host_completion_free(l->head);
+        pthread_mutex_destroy(&l->mu);
+        free(l);
+    }
+}
+
+void host_link_close(struct run_link *l)
+{
+    pthread_mutex_lock(&l->mu);
+    l->closed = 1;
+    if (l->wake_fd >= 0) {
+        close(l->wake_fd);
+        l->wake_fd = -1;
+    }
+    host_completion_free(l->head);
+    l->head = NULL;
+    l->tail = &l->head;
+    link_unref_locked(l);
+}
+
+struct completion *host_link_take(struct run_link *l)
+{
+    /* Reset the wake-up before taking the queue: a completion queued in between is taken
+     * now and leaves at most a spurious wake-up, never a lost one. */
+    if (l->wake_fd >= 0) {
+        uint64_t n;
+        ssize_t r = read(l->wake_fd, &n, sizeof n);
+        (void)r; /* EAGAIN when nobody signalled: nothing to reset */
+    }
+    pthread_mutex_lock(&l->mu);
+    struct completion *c = l->head;
+    l->head = NULL;
+    l->tail = &l->head;
+    pthread_mutex_unlock(&l->mu);
+    return c;
+}
+
+struct al_call *host_call_new(struct run_link *link, uint32_t id, const char *name,
+                              const char *args, size_t args_len)
+{
+    struct al_call *c = calloc(1, sizeof *c);
+    if (!c) {
+        return NULL;
+    }
+    c->name = strdup(name);
+    c->args = malloc(args_len + 1);
+    if (!c->name || !c->args) {
+        free(c->name);
+        free(c->args);
+        free(c);
+        return NULL;
+    }
+    memcpy(c->args, args, args_len);
+    c->args[args_len] = '\0';
+    c->args_len = args_len;
+    c->id = id;
+    c->link = link;
+    pthread_mutex_lock(&link->mu);
+    link->refs++;
+    pthread_mutex_unlock(&link->mu);
+    return c;
+}
+
+static void complete(struct al_call *call, uint8_t kind, const char *payload, size_t len)
+{
+    struct run_link *l = call->link;
+    struct completion *c = calloc(1, sizeof *c);
+    char *copy = malloc(len + 1);
+    if (c && copy) {
+        memcpy(copy, payload, len);
+        copy[len] = '\0';
+        c->id = call->id;
+        c->kind = kind;
+        c->clock_ms = clock_wall_ms();
+        c->payload = copy;
+        c->len = len;
+    } else {
+        /* Out of memory: the guest still gets an answer, so the run cannot hang. */
+        free(copy);
+        free(c);
+        c = NULL;
+    }
+    pthread_mutex_lock(&l->mu);
+    if (!l->closed) {
+        if (!c) {
+            static const char oom[] = "host out of memory";
+            c = calloc(1, sizeof *c);
+            if (c) {
+                c->payload = strdup(oom);
+                c->len = c->payload ? sizeof oom - 1 : 0;
+                c->id = call->id;
+                c->kind = WIRE_ANSWER_THROW;
+                c->clock_ms = clock_wall_ms();
+            }
+        }
+        if (c) {
+            *l->tail = c;
+            l->tail = &c->next;
+            c = NULL;
+            if (!pthread_equal(pthread_self(), l->loop_thread)) {
+                uint64_t one = 1;
+                ssize_t r = write(l->wake_fd, &one, sizeof one);
+                (void)r; /* EAGAIN only when the counter is saturated: already signalled */
+            }
+        }
+    }
+    link_unref_locked(l);
+    host_completion_free(c);
+    free(call->name);
+    free(call->args);
+    free(call);
+}
+
+const char *al_call_name(const struct al_call *call)
+{
+    return call->name;
+}
+
+const char *al_call_args(const struct al_call *call, size_t *ret_len)
+{
+    if (ret_len) {
+        *ret_len = call->args_len;
+    }
+    return call->args;
+}
+
+uint32_t al_call_seq(const struct al_call *call)
+{
+    return call->id;
+}
+
+void al_call_return(struct al_call *call, const char *json, size_t len)
+{
+    if (!call) {
+        return;
+    }
+    complete(call, WIRE_ANSWER_VALUE, json ? json : "", json ? len : 0);
+}
+
+void al_call_throw(struct al_call *call, const char *message)
+{
+    if (!call) {
+        return;
+    }
+    if (!message) {
+        message = "host function failed";
+    }
+    complete(call, WIRE_ANSWER_THROW, message, strlen(message));
+}

@@ -1,1 +1,569 @@
-/* stub */ typedef int stub_run_t;
+/*
+ * run.c - al_run: one run on one worker, and the result it produces.
+ *
+ * The run loop owns the worker socket and polls it together with the completion eventfd,
+ * with a timeout at the next deadline: the wall timeout plus a grace for the worker to report
+ * it itself, and the point where the worker's CPU clock could first pass its limit (CPU time
+ * never runs faster than wall time, so we sleep until then and re-read it - no polling tick).
+ * Past a deadline the worker is killed, whatever it is doing: that is the hard limit that holds
+ * inside long builtins. Writes to the worker are non-blocking and queued, so a worker that
+ * stops reading cannot stall the host.
+ *
+ * The worker is untrusted: every frame is bounds-checked, call ids and function indexes are
+ * validated, counts and sizes are re-checked, and any violation kills it with PROTOCOL_ERROR.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "error.h"
+#include "internal.h"
+#include "wire.h"
+
+#define RUN_GRACE_US 25000u /* time the worker gets to report a limit itself */
+#define RUN_MAX_FRAME (160u << 20)
+
+struct console_entry {
+    enum al_console_level level;
+    char *text;
+    size_t len;
+};
+
+struct al_result {
+    enum al_status status;
+    enum al_code code;
+    char *value;
+    size_t value_len;
+    char *name;
+    char *message;
+    char *stack;
+    struct console_entry *console;
+    size_t nconsole;
+    size_t cap_console;
+    struct al_stats stats;
+};
+
+struct run_state {
+    const struct al_runner *runner;
+    uint64_t limits[AL_LIMIT_COUNT_];
+    struct worker_proc proc;
+    struct run_link *link;
+    struct buf in;
+    struct buf out;
+    size_t out_off;
+    struct al_result *res;
+    uint8_t *seen_ids; /* one byte per possible call id */
+    uint32_t host_calls;
+    uint32_t in_flight;
+    uint64_t console_bytes;
+    int done;     /* DONE received or a failure decided */
+    int kill;     /* the worker must be killed (it may be alive and misbehaving) */
+};
+
+static char *xstrndup(const char *s, size_t n)
+{
+    char *p = malloc(n + 1);
+    if (p) {
+        memcpy(p, s, n);
+        p[n] = '\0';
+    }
+    return p;
+}
+
+/* Decides the run's failure from the host side (the worker is killed). */
+static void run_fail(struct run_state *st, enum al_code code, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+
+static void run_fail(struct run_state *st, enum al_code code, const char *fmt, ...)
+{
+    if (st->done) {
+        return;
+    }
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    st->done = 1;
+    st->kill = 1;
+    st->res->status = AL_STATUS_FAILED;
+    st->res->code = code;
+    free(st->res->message);
+    st->res->message = strdup(msg);
+}
+
+static int add_console(struct al_result *res, enum al_console_level level, const char *text,
+                       size_t len)
+{
+    if (res->nconsole == res->cap_console) {
+        size_t cap = res->cap_console ? res->cap_console * 2 : 16;
+        struct console_entry *c = realloc(res->console, cap * sizeof *c);
+        if (!c) {
+            return -1;
+        }
+        res->console = c;
+        res->cap_console = cap;
+    }
+    char *t = xstrndup(text, len);
+    if (!t) {
+        return -1;
+    }
+    res->console[res->nconsole++] = (struct console_entry){ level, t, len };
+    return 0;
+}
+
+static void on_call(struct run_state *st, struct wire_cursor *c)
+{
+    uint32_t id = wire_get_u32(c);
+    uint32_t fn = wire_get_u32(c);
+    size_t len;
+    const char *args = wire_get_str(c, &len);
+    if (c->bad || fn >= st->runner->nhosts || id == 0 ||
+            id > st->limits[AL_LIMIT_HOST_CALLS] || st->seen_ids[id - 1] ||
+            st->host_calls >= st->limits[AL_LIMIT_HOST_CALLS] ||
+            st->in_flight >= st->limits[AL_LIMIT_IN_FLIGHT] ||
+            len > st->limits[AL_LIMIT_HOST_ARGS_BYTES]) {
+        run_fail(st, AL_PROTOCOL_ERROR, "the worker sent an invalid host call");
+        return;
+    }
+    st->seen_ids[id - 1] = 1;
+    st->host_calls++;
+    st->in_flight++;
+    const struct host_entry *h = &st->runner->hosts[fn];
+    struct al_call *call = host_call_new(st->link, id, h->name, args, len);
+    if (!call) {
+        run_fail(st, AL_INTERNAL_ERROR, "out of memory for a host call");
+        return;
+    }
+    h->fn(call, h->userdata);
+}
+
+static void on_console(struct run_state *st, struct wire_cursor *c)
+{
+    uint8_t level = wire_get_u8(c);
+    size_t len;
+    const char *text = wire_get_str(c, &len);
+    /* The worker adds one truncation note past the limit; allow it, nothing more. */
+    if (c->bad || level > AL_CONSOLE_DEBUG ||
+            st->console_bytes + len > st->limits[AL_LIMIT_CONSOLE_BYTES] + 256) {
+        run_fail(st, AL_PROTOCOL_ERROR, "the worker sent an invalid console entry");
+        return;
+    }
+    st->console_bytes += len;
+    if (add_console(st->res, (enum al_console_level)level, text, len) != 0) {
+        run_fail(st, AL_INTERNAL_ERROR, "out of memory for console output");
+    }
+}
+
+static void on_done(struct run_state *st, struct wire_cursor *c)
+{
+    struct al_result *res = st->res;
+    uint32_t code = wire_get_u32(c);
+    size_t vlen, nlen, mlen, slen;
+    const char *value = wire_get_str(c, &vlen);
+    const char *name = wire_get_str(c, &nlen);
+    const char *message = wire_get_str(c, &mlen);
+    const char *stack = wire_get_str(c, &slen);
+    uint64_t cpu_us = wire_get_u64(c);
+    uint64_t peak = wire_get_u64(c);
+    uint32_t calls = wire_get_u32(c);
+    if (c->bad || code > AL_INTERNAL_ERROR || (code == AL_OK && vlen == 0) ||
+            vlen > st->limits[AL_LIMIT_RESULT_BYTES]) {
+        run_fail(st, AL_PROTOCOL_ERROR, "the worker sent an invalid result");
+        return;
+    }
+    res->code = (enum al_code)code;
+    res->status = code == AL_OK ? AL_STATUS_COMPLETED : AL_STATUS_FAILED;
+    if (code == AL_OK) {
+        res->value = xstrndup(value, vlen);
+        res->value_len = vlen;
+    }
+    free(res->message);
+    res->name = xstrndup(name, nlen);
+    res->message = xstrndup(message, mlen);
+    res->stack = xstrndup(stack, slen);
+    res->stats.cpu_us = cpu_us;
+    res->stats.peak_memory_bytes = peak;
+    res->stats.host_calls = calls;
+    if ((code == AL_OK && !res->value) || !res->name || !res->message || !res->stack) {
+        run_fail(st, AL_INTERNAL_ERROR, "out of memory for the result");
+        return;
+    }
+    st->done = 1;
+}
+
+/* Parses every complete frame in st->in. */
+static void read_frames(struct run_state *st)
+{
+    size_t off = 0;
+    while (!st->done) {
+        uint8_t type;
+        struct wire_cursor c;
+        size_t flen;
+        int r = wire_next(st->in.data + off, st->in.len - off, RUN_MAX_FRAME, &type, &c, &flen);
+        if (r == 0) {
+            break;
+        }
+        if (r < 0) {
+            run_fail(st, AL_PROTOCOL_ERROR, "the worker sent a malformed frame");
+            break;
+        }
+        switch (type) {
+        case WIRE_CALL:
+            on_call(st, &c);
+            break;
+        case WIRE_CONSOLE:
+            on_console(st, &c);
+            break;
+        case WIRE_DONE:
+            on_done(st, &c);
+            break;
+        default:
+            run_fail(st, AL_PROTOCOL_ERROR, "the worker sent an unknown frame type %u", type);
+            break;
+        }
+        if (!st->done && c.left != 0) {
+            run_fail(st, AL_PROTOCOL_ERROR, "the worker sent a frame with trailing bytes");
+        }
+        off += flen;
+    }
+    memmove(st->in.data, st->in.data + off, st->in.len - off);
+    st->in.len -= off;
+}
+
+/* Turns queued completions into ANSWER frames. */
+static void send_answers(struct run_state *st)
+{
+    struct completion *list = host_link_take(st->link);
+    for (struct completion *c = list; c && !st->done; c = c->next) {
+        if (c->kind == WIRE_ANSWER_VALUE && c->len > st->limits[AL_LIMIT_HOST_OUTPUT_BYTES]) {
+            run_fail(st, AL_BRIDGE_LIMIT,
+                     "the answer of host call #%u exceeds the host-output limit of %llu bytes",
+                     c->id, (unsigned long long)st->limits[AL_LIMIT_HOST_OUTPUT_BYTES]);
+            break;
+        }
+        size_t start;
+        if (wire_begin(&st->out, WIRE_ANSWER, &start) != BUF_OK ||
+                wire_u32(&st->out, c->id) != BUF_OK || wire_u8(&st->out, c->kind) != BUF_OK ||
+                wire_u64(&st->out, (uint64_t)c->clock_ms) != BUF_OK ||
+                wire_str(&st->out, c->payload, c->len) != BUF_OK) {
+            run_fail(st, AL_INTERNAL_ERROR, "out of memory for a host answer");
+            break;
+        }
+        wire_end(&st->out, start);
+        st->in_flight--;
+    }
+    host_completion_free(list);
+}
+
+static void write_out(struct run_state *st)
+{
+    while (st->out_off < st->out.len) {
+        ssize_t n = send(st->proc.fd, st->out.data + st->out_off, st->out.len - st->out_off,
+                         MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                st->out_off = st->out.len; /* the worker is gone; EOF tells the rest */
+            }
+            break;
+        }
+        st->out_off += (size_t)n;
+    }
+    if (st->out_off == st->out.len) {
+        buf_reset(&st->out);
+        st->out_off = 0;
+    }
+}
+
+static enum al_code build_run_frame(struct run_state *st, const struct al_run_opts *opts)
+{
+    struct buf *b = &st->out;
+    size_t start;
+    int bad = wire_begin(b, WIRE_RUN, &start) != BUF_OK;
+    for (int i = 0; i < AL_LIMIT_COUNT_; i++) {
+        bad |= wire_u64(b, st->limits[i]) != BUF_OK;
+    }
+    bad |= wire_u64(b, st->res->stats.seed) != BUF_OK;
+    bad |= wire_u64(b, (uint64_t)st->res->stats.clock_ms) != BUF_OK;
+    bad |= wire_str(b, opts->filename, strlen(opts->filename)) != BUF_OK;
+    bad |= wire_u32(b, (uint32_t)st->runner->nhosts) != BUF_OK;
+    for (size_t i = 0; i < st->runner->nhosts; i++) {
+        const struct host_entry *h = &st->runner->hosts[i];
+        bad |= wire_str(b, h->name, strlen(h->name)) != BUF_OK;
+        bad |= wire_u8(b, (h->flags & AL_HOST_SYNC) ? 1 : 0) != BUF_OK;
+    }
+    bad |= wire_str(b, opts->source, opts->source_len) != BUF_OK;
+    if (bad) {
+        return AL_INTERNAL_ERROR;
+    }
+    wire_end(b, start);
+    return AL_OK;
+}
+
+static void fail_static(struct al_result *res, enum al_code code, const char *msg)
+{
+    res->status = AL_STATUS_FAILED;
+    res->code = code;
+    free(res->message);
+    res->message = strdup(msg);
+}
+
+/* The loop: until DONE, a failure, or a deadline. */
+static void supervise(struct run_state *st, uint64_t start_us)
+{
+    uint64_t wall_deadline = start_us + st->limits[AL_LIMIT_TIMEOUT_MS] * 1000 + RUN_GRACE_US;
+    uint64_t cpu_budget = st->limits[AL_LIMIT_CPU_MS] * 1000 + RUN_GRACE_US;
+    int eof = 0;
+    while (!st->done && !eof) {
+        uint64_t now = clock_mono_us();
+        if (now >= wall_deadline) {
+            run_fail(st, AL_TIMEOUT, "the run exceeded its timeout of %llu ms",
+                     (unsigned long long)st->limits[AL_LIMIT_TIMEOUT_MS]);
+            break;
+        }
+        uint64_t cpu = clock_process_cpu_us(st->proc.pid);
+        if (cpu != UINT64_MAX && cpu >= cpu_budget) {
+            run_fail(st, AL_CPU_LIMIT, "the run exceeded its CPU limit of %llu ms",
+                     (unsigned long long)st->limits[AL_LIMIT_CPU_MS]);
+            break;
+        }
+        uint64_t wait_us = wall_deadline - now;
+        if (cpu != UINT64_MAX && cpu_budget - cpu < wait_us) {
+            wait_us = cpu_budget - cpu;
+        }
+        struct pollfd pfd[2] = {
+            { .fd = st->proc.fd, .events = POLLIN | (st->out.len ? POLLOUT : 0) },
+            { .fd = st->link->wake_fd, .events = POLLIN },
+        };
+        int pr = poll(pfd, 2, (int)((wait_us + 999) / 1000));
+        if (pr < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            run_fail(st, AL_INTERNAL_ERROR, "poll: %s", strerror(errno));
+            break;
+        }
+        if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+            for (;;) {
+                enum buf_status bs;
+                char *p = buf_reserve(&st->in, 64 * 1024, &bs);
+                if (!p) {
+                    run_fail(st, AL_PROTOCOL_ERROR, "the worker sent more than a frame can hold");
+                    break;
+                }
+                ssize_t n = recv(st->proc.fd, p, 64 * 1024, 0);
+                if (n > 0) {
+                    buf_commit(&st->in, (size_t)n);
+                    if ((size_t)n < 64 * 1024) {
+                        break;
+                    }
+                    continue;
+                }
+                if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+                    eof = 1;
+                }
+                break;
+            }
+            read_frames(st);
+        }
+        if (!st->done) {
+            send_answers(st);
+        }
+        if (!st->done && st->out.len) {
+            write_out(st);
+        }
+    }
+}
+
+enum al_code al_run(struct al_runner *runner, const struct al_run_opts *opts,
+                    struct al_result **ret_result, struct al_error *reterr)
+{
+    enum al_code rc = AL_OK;
+    uint64_t start_us = clock_mono_us();
+    struct run_state st;
+    memset(&st, 0, sizeof st);
+    st.proc.pid = -1;
+    st.proc.fd = -1;
+
+    if (!runner || !opts || !ret_result) {
+        return error_set(reterr, AL_CONFIG_ERROR, "al_run: NULL argument");
+    }
+    if (!opts->source) {
+        return error_set(reterr, AL_CONFIG_ERROR, "al_run: no source (al_run_opts_set_source)");
+    }
+    struct al_result *res = calloc(1, sizeof *res);
+    if (!res) {
+        return error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+    }
+    st.res = res;
+    st.runner = runner;
+    for (int i = 0; i < AL_LIMIT_COUNT_; i++) {
+        st.limits[i] = opts->limit_set[i] ? opts->limits[i] : runner->limits[i];
+    }
+    if (opts->has_seed) {
+        res->stats.seed = opts->seed;
+    } else if (getrandom(&res->stats.seed, sizeof res->stats.seed, 0) !=
+               (ssize_t)sizeof res->stats.seed) {
+        res->stats.seed = clock_mono_us() ^ ((uint64_t)getpid() << 32);
+    }
+    res->stats.clock_ms = opts->has_clock ? opts->clock_ms : clock_wall_ms();
+    buf_init(&st.in, RUN_MAX_FRAME + 128 * 1024);
+    buf_init(&st.out, SIZE_MAX / 2);
+
+    if (opts->source_len > st.limits[AL_LIMIT_SOURCE_BYTES]) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "the source is %zu bytes, above the source limit of %llu bytes",
+                 opts->source_len, (unsigned long long)st.limits[AL_LIMIT_SOURCE_BYTES]);
+        fail_static(res, AL_SOURCE_TOO_LARGE, msg);
+        goto finish;
+    }
+    st.seen_ids = calloc((size_t)st.limits[AL_LIMIT_HOST_CALLS], 1);
+    st.link = host_link_new();
+    if (!st.seen_ids || !st.link) {
+        rc = error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+        goto out;
+    }
+    if (build_run_frame(&st, opts) != AL_OK) {
+        rc = error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+        goto out;
+    }
+    rc = supervisor_spawn(runner->worker_path, &st.proc, reterr);
+    if (rc != AL_OK) {
+        goto out;
+    }
+    write_out(&st);
+    supervise(&st, start_us);
+
+    int status = 0;
+    int had_done = st.done;
+    supervisor_reap(&st.proc, 1, &status);
+    if (!had_done) {
+        char how[64];
+        supervisor_describe(status, how, sizeof how);
+        char msg[200];
+        snprintf(msg, sizeof msg, "the worker process died without a result (%s)", how);
+        fail_static(res, AL_WORKER_CRASHED, msg);
+    }
+finish:
+    res->stats.wall_us = clock_mono_us() - start_us;
+    if (!res->name) {
+        res->name = strdup("");
+    }
+    if (!res->stack) {
+        res->stack = strdup("");
+    }
+    if (!res->message) {
+        res->message = strdup(res->code == AL_OK ? "" : al_code_message(res->code));
+    }
+    if (!res->name || !res->stack || !res->message) {
+        rc = error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+        goto out;
+    }
+    if (res->stats.host_calls < st.host_calls) {
+        res->stats.host_calls = st.host_calls;
+    }
+    *ret_result = res;
+    res = NULL;
+out:
+    if (st.proc.pid > 0) {
+        supervisor_reap(&st.proc, 1, NULL);
+    }
+    if (st.link) {
+        host_link_close(st.link);
+    }
+    free(st.seen_ids);
+    buf_done(&st.in);
+    buf_done(&st.out);
+    al_result_free(res);
+    return rc;
+}
+
+void al_result_free(struct al_result *result)
+{
+    if (!result) {
+        return;
+    }
+    for (size_t i = 0; i < result->nconsole; i++) {
+        free(result->console[i].text);
+    }
+    free(result->console);
+    free(result->value);
+    free(result->name);
+    free(result->message);
+    free(result->stack);
+    free(result);
+}
+
+enum al_status al_result_status(const struct al_result *result)
+{
+    return result->status;
+}
+
+const char *al_result_value(const struct al_result *result, size_t *ret_len)
+{
+    if (ret_len) {
+        *ret_len = result->value ? result->value_len : 0;
+    }
+    return result->value;
+}
+
+enum al_code al_result_error_code(const struct al_result *result)
+{
+    return result->code;
+}
+
+const char *al_result_error_message(const struct al_result *result)
+{
+    return result->message ? result->message : "";
+}
+
+const char *al_result_error_name(const struct al_result *result)
+{
+    return result->name ? result->name : "";
+}
+
+const char *al_result_error_stack(const struct al_result *result)
+{
+    return result->stack ? result->stack : "";
+}
+
+const char *al_console_level_name(enum al_console_level level)
+{
+    static const char *const names[] = { "log", "info", "warn", "error", "debug" };
+    return (unsigned)level <= AL_CONSOLE_DEBUG ? names[level] : "log";
+}
+
+size_t al_result_console_count(const struct al_result *result)
+{
+    return result->nconsole;
+}
+
+const char *al_result_console_text(const struct al_result *result, size_t i,
+                                   enum al_console_level *ret_level, size_t *ret_len)
+{
+    if (i >= result->nconsole) {
+        return NULL;
+    }
+    if (ret_level) {
+        *ret_level = result->console[i].level;
+    }
+    if (ret_len) {
+        *ret_len = result->console[i].len;
+    }
+    return result->console[i].text;
+}
+
+void al_result_stats(const struct al_result *result, struct al_stats *ret_stats)
+{
+    *ret_stats = result->stats;
+}

@@ -1,1 +1,287 @@
-/* stub */ typedef int stub_runner_t;
+/*
+ * runner.c - al_config (mutable settings), al_runner (an immutable snapshot, shareable across
+ * threads) and al_run_opts (one run's source and overrides).
+ *
+ * Host names are validated here, once, so the worker can trust the manifest's shape: each
+ * name is "group.fn" with identifier parts, no part names an inherited or special member, and
+ * no group shadows a global the guest relies on.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "internal.h"
+
+/* Members every object inherits or that the language treats specially: never capabilities. */
+static const char *const reserved_members[] = {
+    "constructor", "__proto__", "__defineGetter__", "__defineSetter__", "__lookupGetter__",
+    "__lookupSetter__", "hasOwnProperty", "isPrototypeOf", "propertyIsEnumerable",
+    "toString", "toLocaleString", "valueOf", "then", "prototype", "caller", "arguments",
+};
+
+/* Globals of the guest context (docs/sandbox.md) that a group must not replace. */
+static const char *const guest_globals[] = {
+    "Object", "Function", "Array", "Number", "parseFloat", "parseInt", "Infinity", "NaN",
+    "undefined", "decodeURI", "decodeURIComponent", "encodeURI", "encodeURIComponent", "escape",
+    "unescape", "isFinite", "isNaN", "eval", "globalThis", "Boolean", "Symbol", "Error",
+    "EvalError", "RangeError", "ReferenceError", "SyntaxError", "TypeError", "URIError",
+    "InternalError", "AggregateError", "Iterator", "Math", "Reflect", "JSON", "Date", "String",
+    "RegExp", "Proxy", "Map", "Set", "WeakMap", "WeakSet", "ArrayBuffer", "DataView",
+    "Int8Array", "Uint8Array", "Uint8ClampedArray", "Int16Array", "Uint16Array", "Int32Array",
+    "Uint32Array", "BigInt64Array", "BigUint64Array", "Float32Array", "Float64Array", "Promise",
+    "BigInt", "console", "SharedArrayBuffer", "Atomics", "WeakRef", "FinalizationRegistry",
+    "WebAssembly", "process", "require", "fetch", "std", "os", "print", "scriptArgs",
+    "setTimeout", "setInterval", "clearTimeout", "clearInterval", "queueMicrotask",
+};
+
+static int is_identifier(const char *s, size_t len)
+{
+    if (len == 0 || len > 128) {
+        return 0;
+    }
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '$' ||
+                (i > 0 && c >= '0' && c <= '9');
+        if (!ok) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int in_list(const char *s, size_t len, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strlen(list[i]) == len && memcmp(list[i], s, len) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+struct al_config *al_config_new(void)
+{
+    struct al_config *c = calloc(1, sizeof *c);
+    if (!c) {
+        return NULL;
+    }
+    for (int i = 0; i < AL_LIMIT_COUNT_; i++) {
+        c->limits[i] = al_limit_default((enum al_limit)i);
+    }
+    return c;
+}
+
+static void free_hosts(struct host_entry *h, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(h[i].name);
+    }
+    free(h);
+}
+
+void al_config_free(struct al_config *config)
+{
+    if (!config) {
+        return;
+    }
+    free_hosts(config->hosts, config->nhosts);
+    free(config->worker_path);
+    free(config);
+}
+
+enum al_code al_config_set_limit(struct al_config *config, enum al_limit which, uint64_t value)
+{
+    if (!config || limits_check(which, value) != AL_OK) {
+        return AL_CONFIG_ERROR;
+    }
+    config->limits[which] = value;
+    return AL_OK;
+}
+
+enum al_code al_config_add_host(struct al_config *config, const char *name, al_host_fn *fn,
+                                void *userdata, unsigned flags)
+{
+    if (!config || !name || !fn || (flags & ~AL_HOST_SYNC) != 0) {
+        return AL_CONFIG_ERROR;
+    }
+    const char *dot = strchr(name, '.');
+    if (!dot) {
+        return AL_CONFIG_ERROR;
+    }
+    size_t glen = (size_t)(dot - name);
+    const char *fname = dot + 1;
+    size_t flen = strlen(fname);
+    if (!is_identifier(name, glen) || !is_identifier(fname, flen) ||
+            in_list(fname, flen, reserved_members,
+                    sizeof reserved_members / sizeof reserved_members[0]) ||
+            in_list(name, glen, reserved_members,
+                    sizeof reserved_members / sizeof reserved_members[0]) ||
+            in_list(name, glen, guest_globals, sizeof guest_globals / sizeof guest_globals[0])) {
+        return AL_CONFIG_ERROR;
+    }
+    for (size_t i = 0; i < config->nhosts; i++) {
+        const struct host_entry *h = &config->hosts[i];
+        if (strcmp(h->name, name) == 0) {
+            return AL_CONFIG_ERROR;
+        }
+        if (h->group_len == glen && memcmp(h->name, name, glen) == 0 &&
+                (h->flags & AL_HOST_SYNC) != (flags & AL_HOST_SYNC)) {
+            return AL_CONFIG_ERROR;
+        }
+    }
+    struct host_entry *hosts = realloc(config->hosts, (config->nhosts + 1) * sizeof *hosts);
+    if (!hosts) {
+        return AL_INTERNAL_ERROR;
+    }
+    config->hosts = hosts;
+    char *copy = strdup(name);
+    if (!copy) {
+        return AL_INTERNAL_ERROR;
+    }
+    hosts[config->nhosts++] = (struct host_entry){ copy, glen, fn, userdata, flags };
+    return AL_OK;
+}
+
+enum al_code al_config_set_worker_path(struct al_config *config, const char *path)
+{
+    if (!config || !path || !*path) {
+        return AL_CONFIG_ERROR;
+    }
+    char *p = strdup(path);
+    if (!p) {
+        return AL_INTERNAL_ERROR;
+    }
+    free(config->worker_path);
+    config->worker_path = p;
+    return AL_OK;
+}
+
+enum al_code al_runner_new(const struct al_config *config, struct al_runner **ret_runner,
+                           struct al_error *reterr)
+{
+    enum al_code rc;
+    if (!config || !ret_runner) {
+        return error_set(reterr, AL_CONFIG_ERROR, "al_runner_new: NULL argument");
+    }
+    struct al_runner *r = calloc(1, sizeof *r);
+    if (!r) {
+        return error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+    }
+    memcpy(r->limits, config->limits, sizeof r->limits);
+    rc = supervisor_resolve_path(config->worker_path, &r->worker_path, reterr);
+    if (rc != AL_OK) {
+        goto fail;
+    }
+    r->hosts = calloc(config->nhosts ? config->nhosts : 1, sizeof *r->hosts);
+    if (!r->hosts) {
+        rc = error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+        goto fail;
+    }
+    /* Group functions together, groups in order of first registration. */
+    for (size_t i = 0; i < config->nhosts; i++) {
+        const struct host_entry *h = &config->hosts[i];
+        int first = 1;
+        for (size_t j = 0; j < i; j++) {
+            if (config->hosts[j].group_len == h->group_len &&
+                    memcmp(config->hosts[j].name, h->name, h->group_len) == 0) {
+                first = 0;
+            }
+        }
+        if (!first) {
+            continue;
+        }
+        for (size_t j = i; j < config->nhosts; j++) {
+            const struct host_entry *g = &config->hosts[j];
+            if (g->group_len == h->group_len && memcmp(g->name, h->name, h->group_len) == 0) {
+                r->hosts[r->nhosts] = *g;
+                r->hosts[r->nhosts].name = strdup(g->name);
+                if (!r->hosts[r->nhosts++].name) {
+                    rc = error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+                    goto fail;
+                }
+            }
+        }
+    }
+    *ret_runner = r;
+    return AL_OK;
+fail:
+    al_runner_free(r);
+    return rc;
+}
+
+void al_runner_free(struct al_runner *runner)
+{
+    if (!runner) {
+        return;
+    }
+    free_hosts(runner->hosts, runner->nhosts);
+    free(runner->worker_path);
+    free(runner);
+}
+
+struct al_run_opts *al_run_opts_new(void)
+{
+    return calloc(1, sizeof(struct al_run_opts));
+}
+
+void al_run_opts_free(struct al_run_opts *opts)
+{
+    if (!opts) {
+        return;
+    }
+    free(opts->source);
+    free(opts->filename);
+    free(opts);
+}
+
+enum al_code al_run_opts_set_source(struct al_run_opts *opts, const char *src, size_t len,
+                                    const char *filename)
+{
+    if (!opts || (!src && len)) {
+        return AL_CONFIG_ERROR;
+    }
+    char *s = malloc(len + 1);
+    char *f = strdup(filename ? filename : "run.js");
+    if (!s || !f) {
+        free(s);
+        free(f);
+        return AL_INTERNAL_ERROR;
+    }
+    if (len) {
+        memcpy(s, src, len);
+    }
+    s[len] = '\0';
+    free(opts->source);
+    free(opts->filename);
+    opts->source = s;
+    opts->source_len = len;
+    opts->filename = f;
+    return AL_OK;
+}
+
+enum al_code al_run_opts_set_limit(struct al_run_opts *opts, enum al_limit which, uint64_t value)
+{
+    if (!opts || limits_check(which, value) != AL_OK) {
+        return AL_CONFIG_ERROR;
+    }
+    opts->limits[which] = value;
+    opts->limit_set[which] = 1;
+    return AL_OK;
+}
+
+void al_run_opts_set_seed(struct al_run_opts *opts, uint64_t seed)
+{
+    if (opts) {
+        opts->seed = seed;
+        opts->has_seed = 1;
+    }
+}
+
+void al_run_opts_set_clock(struct al_run_opts *opts, int64_t clock_ms)
+{
+    if (opts) {
+        opts->clock_ms = clock_ms;
+        opts->has_clock = 1;
+    }
+}

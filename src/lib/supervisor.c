@@ -1,1 +1,154 @@
-/* stub */ typedef int stub_supervisor_t;
+/*
+ * supervisor.c - starting and ending airlock-worker processes.
+ *
+ * A worker is posix_spawn'ed (never fork without exec in the host) with an empty environment,
+ * its end of a socketpair on fd 3, /dev/null on stdin and stdout, and every other descriptor
+ * of the host closed, so a compromised worker holds nothing of the host's. Deadlines are
+ * enforced by run.c, which calls supervisor_reap to SIGKILL and collect the process.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "internal.h"
+
+enum al_code supervisor_resolve_path(const char *configured, char **ret_path,
+                                     struct al_error *reterr)
+{
+    char path[PATH_MAX];
+    const char *env = getenv("AIRLOCK_WORKER");
+    if (configured) {
+        snprintf(path, sizeof path, "%s", configured);
+    } else if (env && *env) {
+        snprintf(path, sizeof path, "%s", env);
+    } else {
+        ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+        if (n < 0) {
+            return error_set_errno(reterr, AL_CONFIG_ERROR, errno,
+                                   "cannot locate airlock-worker: /proc/self/exe");
+        }
+        path[n] = '\0';
+        char *slash = strrchr(path, '/');
+        size_t dir = slash ? (size_t)(slash - path) + 1 : 0;
+        static const char name[] = "airlock-worker";
+        if (dir + sizeof name > sizeof path) {
+            return error_set(reterr, AL_CONFIG_ERROR, "cannot locate airlock-worker");
+        }
+        memcpy(path + dir, name, sizeof name);
+    }
+    if (access(path, X_OK) != 0) {
+        return error_set_errno(reterr, AL_CONFIG_ERROR, errno,
+                               "the worker '%s' is not executable (set AIRLOCK_WORKER or "
+                               "al_config_set_worker_path)",
+                               path);
+    }
+    char *p = strdup(path);
+    if (!p) {
+        return error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+    }
+    *ret_path = p;
+    return AL_OK;
+}
+
+enum al_code supervisor_spawn(const char *path, struct worker_proc *ret_proc,
+                              struct al_error *reterr)
+{
+    enum al_code rc = AL_INTERNAL_ERROR;
+    int sv[2] = { -1, -1 };
+    int child = -1;
+    posix_spawn_file_actions_t fa;
+    int fa_ok = 0;
+    pid_t pid;
+
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+        return error_set_errno(reterr, AL_INTERNAL_ERROR, errno, "socketpair");
+    }
+    /* fd 3 must be a fresh dup2 target so the child's copy loses close-on-exec. */
+    child = sv[1];
+    if (child == 3) {
+        child = fcntl(sv[1], F_DUPFD_CLOEXEC, 4);
+        if (child < 0) {
+            rc = error_set_errno(reterr, AL_INTERNAL_ERROR, errno, "fcntl");
+            goto out;
+        }
+    }
+    if (posix_spawn_file_actions_init(&fa) != 0) {
+        goto out;
+    }
+    fa_ok = 1;
+    if (posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) != 0 ||
+            posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0) != 0 ||
+            posix_spawn_file_actions_adddup2(&fa, child, 3) != 0 ||
+            posix_spawn_file_actions_addclosefrom_np(&fa, 4) != 0) {
+        rc = error_set(reterr, AL_INTERNAL_ERROR, "posix_spawn_file_actions");
+        goto out;
+    }
+    char *argv[] = { (char *)"airlock-worker", NULL };
+    char *envp[] = { NULL };
+    int err = posix_spawn(&pid, path, &fa, NULL, argv, envp);
+    if (err != 0) {
+        rc = error_set_errno(reterr, AL_INTERNAL_ERROR, err, "cannot start worker '%s'", path);
+        goto out;
+    }
+    int fl = fcntl(sv[0], F_GETFL);
+    fcntl(sv[0], F_SETFL, fl | O_NONBLOCK);
+    ret_proc->pid = pid;
+    ret_proc->fd = sv[0];
+    sv[0] = -1;
+    rc = AL_OK;
+out:
+    if (fa_ok) {
+        posix_spawn_file_actions_destroy(&fa);
+    }
+    if (child >= 0 && child != sv[1]) {
+        close(child);
+    }
+    if (sv[0] >= 0) {
+        close(sv[0]);
+    }
+    if (sv[1] >= 0) {
+        close(sv[1]);
+    }
+    return rc;
+}
+
+void supervisor_reap(struct worker_proc *proc, int kill_first, int *ret_status)
+{
+    int status = 0;
+    if (proc->fd >= 0) {
+        close(proc->fd);
+        proc->fd = -1;
+    }
+    if (proc->pid > 0) {
+        if (kill_first) {
+            kill(proc->pid, SIGKILL);
+        }
+        while (waitpid(proc->pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        proc->pid = -1;
+    }
+    if (ret_status) {
+        *ret_status = status;
+    }
+}
+
+void supervisor_describe(int status, char *out, size_t out_len)
+{
+    if (WIFSIGNALED(status)) {
+        const char *abbrev = sigabbrev_np(WTERMSIG(status));
+        snprintf(out, out_len, "killed by signal SIG%s", abbrev ? abbrev : "?");
+    } else if (WIFEXITED(status)) {
+        snprintf(out, out_len, "exited with status %d", WEXITSTATUS(status));
+    } else {
+        snprintf(out, out_len, "ended with wait status %d", status);
+    }
+}

@@ -1,1 +1,912 @@
-/* stub */ typedef int stub_engine_t;
+/*
+ * engine.c - one run in QuickJS: runtime, hardened guest context, limits, event loop, outcome.
+ *
+ * Dynamic code is impossible in the guest context by construction: it is built without the
+ * eval intrinsic, so `eval`, the Function constructor and the async/generator function
+ * constructors all end in the engine's own TypeError. The user's source is compiled in a
+ * separate, short-lived compile context (which has eval) and moved into the guest context as
+ * bytecode through JS_WriteObject/JS_ReadObject, so nothing of the compile context - not even
+ * template objects - is reachable from the guest. The bytecode never leaves this process.
+ *
+ * Limits: the heap is counted by our allocator (which also records the peak and latches
+ * MEMORY_LIMIT), the stack by QuickJS, wall and CPU time by the interrupt handler, which the
+ * engine polls every ~10k branches. The host's supervisor kills us if a long builtin keeps the
+ * handler from running. The first limit that trips decides the code; the guest cannot catch it.
+ */
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "value.h"
+#include "worker.h"
+
+#define ENGINE_VALUE_DEPTH 1000         /* nesting bound of values crossing the boundary */
+#define ENGINE_MEM_SLACK (2u << 20)     /* heap allowed past the limit so unwinding works */
+#define ENGINE_MALLOC_OVERHEAD 8
+
+struct outcome {
+    enum al_code code;
+    struct buf value;
+    char *name;
+    char *message;
+    char *stack;
+};
+
+/* ------------------------------------------------------------------ allocator */
+
+static void mem_account(struct worker *w, JSMallocState *s, void *p, int sign)
+{
+    size_t n = malloc_usable_size(p) + ENGINE_MALLOC_OVERHEAD;
+    if (sign > 0) {
+        s->malloc_count++;
+        s->malloc_size += n;
+        if (s->malloc_size > w->mem_peak) {
+            w->mem_peak = s->malloc_size;
+        }
+    } else {
+        s->malloc_count--;
+        s->malloc_size -= n;
+    }
+}
+
+static int mem_allows(struct worker *w, JSMallocState *s, size_t add)
+{
+    if (s->malloc_size + add <= w->mem_cap) {
+        return 1;
+    }
+    if (w->mem_cap == (size_t)w->limits[AL_LIMIT_MEMORY_BYTES]) {
+        worker_fail(w, AL_MEMORY_LIMIT, "the guest heap exceeded the memory limit of %llu bytes",
+                    (unsigned long long)w->limits[AL_LIMIT_MEMORY_BYTES]);
+        w->mem_cap += ENGINE_MEM_SLACK;
+        return s->malloc_size + add <= w->mem_cap;
+    }
+    return 0;
+}
+
+static void *mem_malloc(JSMallocState *s, size_t size)
+{
+    struct worker *w = s->opaque;
+    if (!mem_allows(w, s, size)) {
+        return NULL;
+    }
+    void *p = malloc(size);
+    if (p) {
+        mem_account(w, s, p, 1);
+    }
+    return p;
+}
+
+static void mem_free(JSMallocState *s, void *p)
+{
+    if (p) {
+        mem_account(s->opaque, s, p, -1);
+        free(p);
+    }
+}
+
+static void *mem_realloc(JSMallocState *s, void *p, size_t size)
+{
+    struct worker *w = s->opaque;
+    if (!p) {
+        return size ? mem_malloc(s, size) : NULL;
+    }
+    if (size == 0) {
+        mem_free(s, p);
+        return NULL;
+    }
+    size_t old = malloc_usable_size(p);
+    if (size > old && !mem_allows(w, s, size - old)) {
+        return NULL;
+    }
+    mem_account(w, s, p, -1);
+    void *q = realloc(p, size);
+    if (!q) {
+        mem_account(w, s, p, 1);
+        return NULL;
+    }
+    mem_account(w, s, q, 1);
+    return q;
+}
+
+static size_t mem_usable_size(const void *p)
+{
+    return malloc_usable_size((void *)p);
+}
+
+static const JSMallocFunctions mem_functions = {
+    mem_malloc,
+    mem_free,
+    mem_realloc,
+    mem_usable_size,
+};
+
+/* ------------------------------------------------------------------ limits */
+
+static int interrupt_handler(JSRuntime *rt, void *opaque)
+{
+    (void)rt;
+    struct worker *w = opaque;
+    if (w->fatal_code != AL_OK) {
+        return 1;
+    }
+    if (clock_mono_us() >= w->wall_deadline_us) {
+        worker_fail(w, AL_TIMEOUT, "the run exceeded its timeout of %llu ms",
+                    (unsigned long long)w->limits[AL_LIMIT_TIMEOUT_MS]);
+        return 1;
+    }
+    if (clock_self_cpu_us() >= w->cpu_deadline_us) {
+        worker_fail(w, AL_CPU_LIMIT, "the run exceeded its CPU limit of %llu ms",
+                    (unsigned long long)w->limits[AL_LIMIT_CPU_MS]);
+        return 1;
+    }
+    return 0;
+}
+
+uint64_t engine_wall_deadline(const struct worker *w)
+{
+    return w->wall_deadline_us;
+}
+
+/* ------------------------------------------------------------------ determinism */
+
+/* splitmix64: small, fast, and every seed gives a full-period sequence. */
+static uint64_t rng_next(struct worker *w)
+{
+    uint64_t z = (w->rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static JSValue math_random(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    (void)this_val;
+    (void)argc;
+    (void)argv;
+    struct worker *w = JS_GetContextOpaque(ctx);
+    return JS_NewFloat64(ctx, (double)(rng_next(w) >> 11) * 0x1.0p-53);
+}
+
+static JSValue date_now(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    (void)this_val;
+    (void)argc;
+    (void)argv;
+    struct worker *w = JS_GetContextOpaque(ctx);
+    return JS_NewFloat64(ctx, (double)w->clock_ms);
+}
+
+/* Date as the guest sees it: the intrinsic, except that "now" is the run's clock. Calls with
+ * arguments, subclassing (new.target) and everything on Date.prototype go to the intrinsic. */
+static JSValue date_ctor(JSContext *ctx, JSValueConst new_target, int argc, JSValueConst *argv,
+                         int magic, JSValue *data)
+{
+    (void)magic;
+    struct worker *w = JS_GetContextOpaque(ctx);
+    JSValueConst real = data[0];
+    JSValue now = JS_NewFloat64(ctx, (double)w->clock_ms);
+    JSValue ret;
+    if (JS_IsUndefined(new_target)) {
+        JSValue d = JS_CallConstructor(ctx, real, 1, (JSValueConst *)&now);
+        if (JS_IsException(d)) {
+            return d;
+        }
+        ret = JS_ToString(ctx, d);
+        JS_FreeValue(ctx, d);
+    } else if (argc == 0) {
+        ret = JS_CallConstructor2(ctx, real, new_target, 1, (JSValueConst *)&now);
+    } else {
+        ret = JS_CallConstructor2(ctx, real, new_target, argc, argv);
+    }
+    JS_FreeValue(ctx, now);
+    return ret;
+}
+
+static int install_determinism(struct worker *w, JSContext *ctx, JSValueConst global)
+{
+    int rc = -1;
+    JSValue math = JS_GetPropertyStr(ctx, global, "Math");
+    JSValue real = JS_GetPropertyStr(ctx, global, "Date");
+    JSValue proto = JS_UNDEFINED;
+    JSValue date = JS_UNDEFINED;
+    (void)w;
+    if (JS_DefinePropertyValueStr(ctx, math, "random",
+                                  JS_NewCFunction(ctx, math_random, "random", 0),
+                                  JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE) < 0) {
+        goto out;
+    }
+    date = JS_NewCFunctionData(ctx, date_ctor, 7, 0, 1, (JSValueConst *)&real);
+    if (JS_IsException(date)) {
+        goto out;
+    }
+    JS_SetConstructorBit(ctx, date, 1);
+    proto = JS_GetPropertyStr(ctx, real, "prototype");
+    static const char *const statics[] = { "parse", "UTC" };
+    for (size_t i = 0; i < sizeof statics / sizeof statics[0]; i++) {
+        JS_DefinePropertyValueStr(ctx, date, statics[i], JS_GetPropertyStr(ctx, real, statics[i]),
+                                  JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
+    }
+    JS_DefinePropertyValueStr(ctx, date, "now", JS_NewCFunction(ctx, date_now, "now", 0),
+                              JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
+    JS_DefinePropertyValueStr(ctx, date, "name", JS_NewString(ctx, "Date"), JS_PROP_CONFIGURABLE);
+    JS_DefinePropertyValueStr(ctx, date, "prototype", JS_DupValue(ctx, proto), 0);
+    JS_DefinePropertyValueStr(ctx, proto, "constructor", JS_DupValue(ctx, date),
+                              JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
+    if (JS_DefinePropertyValueStr(ctx, global, "Date", JS_DupValue(ctx, date),
+                                  JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE) < 0) {
+        goto out;
+    }
+    rc = 0;
+out:
+    JS_FreeValue(ctx, date);
+    JS_FreeValue(ctx, proto);
+    JS_FreeValue(ctx, real);
+    JS_FreeValue(ctx, math);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ hardening */
+
+/* Globals that must not exist in a guest, whatever the engine version provides. */
+static const char *const removed_globals[] = {
+    "SharedArrayBuffer", "Atomics", "WeakRef", "FinalizationRegistry", "WebAssembly",
+    "process", "require", "fetch", "std", "os", "print", "scriptArgs",
+    "setTimeout", "setInterval", "clearTimeout", "clearInterval", "queueMicrotask",
+};
+
+/* Intrinsics not reachable from the global object by walking properties and prototypes:
+ * evaluated in the guest context before it is frozen, so they get frozen too. */
+static const char seeds_source[] =
+        "(function () {\n"
+        "  'use strict';\n"
+        "  const P = Object.getPrototypeOf;\n"
+        "  const callee = Object.getOwnPropertyDescriptor((function () { return arguments; })(),"
+        " 'callee');\n"
+        "  return [P(function* () {}), P(async function () {}), P(async function* () {}),\n"
+        "    P([][Symbol.iterator]()), P(new Map()[Symbol.iterator]()),\n"
+        "    P(new Set()[Symbol.iterator]()), P(''[Symbol.iterator]()),\n"
+        "    P(/a/[Symbol.matchAll]('')), callee.get, P(Int8Array)];\n"
+        "})()";
+
+struct ptrset {
+    void **slots;
+    size_t cap;
+    size_t len;
+};
+
+static int ptrset_add(struct ptrset *s, void *p)
+{
+    if ((s->len + 1) * 2 > s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 1024;
+        void **slots = calloc(cap, sizeof *slots);
+        if (!slots) {
+            return -1;
+        }
+        for (size_t i = 0; i < s->cap; i++) {
+            if (s->slots[i]) {
+                size_t h = ((uintptr_t)s->slots[i] >> 4) & (cap - 1);
+                while (slots[h]) {
+                    h = (h + 1) & (cap - 1);
+                }
+                slots[h] = s->slots[i];
+            }
+        }
+        free(s->slots);
+        s->slots = slots;
+        s->cap = cap;
+    }
+    size_t h = ((uintptr_t)p >> 4) & (s->cap - 1);
+    while (s->slots[h]) {
+        if (s->slots[h] == p) {
+            return 0;
+        }
+        h = (h + 1) & (s->cap - 1);
+    }
+    s->slots[h] = p;
+    s->len++;
+    return 1;
+}
+
+/* Freezes `v` and everything reachable from it through properties (values and accessors) and
+ * prototypes. Threat: a guest that mutates a shared intrinsic (Array.prototype.push, a host
+ * group) to change what later code - its own or the bridge's - does. */
+static int freeze_deep(JSContext *ctx, struct ptrset *seen, JSValueConst freeze, JSValueConst v)
+{
+    if (!JS_IsObject(v)) {
+        return 0;
+    }
+    int added = ptrset_add(seen, JS_VALUE_GET_PTR(v));
+    if (added <= 0) {
+        return added;
+    }
+    JSValue r = JS_Call(ctx, freeze, JS_UNDEFINED, 1, &v);
+    if (JS_IsException(r)) {
+        return -1;
+    }
+    JS_FreeValue(ctx, r);
+    JSValue proto = JS_GetPrototype(ctx, v);
+    int rc = freeze_deep(ctx, seen, freeze, proto);
+    JS_FreeValue(ctx, proto);
+    if (rc < 0) {
+        return -1;
+    }
+    JSPropertyEnum *tab = NULL;
+    uint32_t n = 0;
+    if (JS_GetOwnPropertyNames(ctx, &tab, &n, v, JS_GPN_STRING_MASK | JS_GPN_SYMBOL_MASK) < 0) {
+        return -1;
+    }
+    for (uint32_t i = 0; i < n && rc == 0; i++) {
+        JSPropertyDescriptor d;
+        int has = JS_GetOwnProperty(ctx, &d, v, tab[i].atom);
+        if (has < 0) {
+            rc = -1;
+        } else if (has > 0) {
+            if (freeze_deep(ctx, seen, freeze, d.value) < 0 ||
+                    freeze_deep(ctx, seen, freeze, d.getter) < 0 ||
+                    freeze_deep(ctx, seen, freeze, d.setter) < 0) {
+                rc = -1;
+            }
+            JS_FreeValue(ctx, d.value);
+            JS_FreeValue(ctx, d.getter);
+            JS_FreeValue(ctx, d.setter);
+        }
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        JS_FreeAtom(ctx, tab[i].atom);
+    }
+    js_free(ctx, tab);
+    return rc;
+}
+
+/* Removes forbidden globals, freezes every intrinsic, and makes every global binding
+ * non-writable and non-configurable. The global object itself stays extensible so sloppy
+ * assignments of new names keep working. */
+static int harden(JSContext *ctx, JSValueConst global, JSValueConst seeds)
+{
+    int rc = -1;
+    struct ptrset seen = { 0 };
+    JSPropertyEnum *tab = NULL;
+    uint32_t n = 0;
+    JSValue object = JS_GetPropertyStr(ctx, global, "Object");
+    JSValue freeze = JS_GetPropertyStr(ctx, object, "freeze");
+
+    for (size_t i = 0; i < sizeof removed_globals / sizeof removed_globals[0]; i++) {
+        JSAtom a = JS_NewAtom(ctx, removed_globals[i]);
+        JS_DeleteProperty(ctx, global, a, 0);
+        JS_FreeAtom(ctx, a);
+    }
+    if (ptrset_add(&seen, JS_VALUE_GET_PTR(global)) < 0) {
+        goto out;
+    }
+    if (freeze_deep(ctx, &seen, freeze, seeds) < 0) {
+        goto out;
+    }
+    if (JS_GetOwnPropertyNames(ctx, &tab, &n, global, JS_GPN_STRING_MASK | JS_GPN_SYMBOL_MASK) <
+            0) {
+        goto out;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        JSPropertyDescriptor d;
+        int has = JS_GetOwnProperty(ctx, &d, global, tab[i].atom);
+        if (has <= 0) {
+            continue;
+        }
+        int bad = freeze_deep(ctx, &seen, freeze, d.value) < 0 ||
+                freeze_deep(ctx, &seen, freeze, d.getter) < 0 ||
+                freeze_deep(ctx, &seen, freeze, d.setter) < 0;
+        int accessor = (d.flags & JS_PROP_GETSET) != 0;
+        JS_FreeValue(ctx, d.value);
+        JS_FreeValue(ctx, d.getter);
+        JS_FreeValue(ctx, d.setter);
+        if (bad) {
+            goto out;
+        }
+        int flags = JS_PROP_HAS_CONFIGURABLE | (accessor ? 0 : JS_PROP_HAS_WRITABLE);
+        if (JS_DefineProperty(ctx, global, tab[i].atom, JS_UNDEFINED, JS_UNDEFINED, JS_UNDEFINED,
+                              flags) < 0) {
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    if (tab) {
+        for (uint32_t i = 0; i < n; i++) {
+            JS_FreeAtom(ctx, tab[i].atom);
+        }
+        js_free(ctx, tab);
+    }
+    free(seen.slots);
+    JS_FreeValue(ctx, freeze);
+    JS_FreeValue(ctx, object);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ errors */
+
+static char *dup_cstr(JSContext *ctx, JSValueConst v)
+{
+    const char *s = JS_ToCString(ctx, v);
+    if (!s) {
+        JSValue e = JS_GetException(ctx);
+        JS_FreeValue(ctx, e);
+        return strdup("");
+    }
+    char *r = strdup(s);
+    JS_FreeCString(ctx, s);
+    return r;
+}
+
+static char *get_str_prop(JSContext *ctx, JSValueConst obj, const char *name)
+{
+    JSValue v = JS_GetPropertyStr(ctx, obj, name);
+    if (JS_IsException(v)) {
+        JSValue e = JS_GetException(ctx);
+        JS_FreeValue(ctx, e);
+        return strdup("");
+    }
+    char *r = JS_IsUndefined(v) ? strdup("") : dup_cstr(ctx, v);
+    JS_FreeValue(ctx, v);
+    return r;
+}
+
+/* Keeps only frames in the user's file: no "<eval>" wrapper frame, no native frames. */
+static char *filter_stack(const char *stack, const char *filename)
+{
+    struct buf b;
+    buf_init(&b, 64 * 1024);
+    char needle[300];
+    snprintf(needle, sizeof needle, "%s:", filename);
+    const char *p = stack;
+    while (*p) {
+        const char *eol = strchr(p, '\n');
+        size_t len = eol ? (size_t)(eol - p) : strlen(p);
+        int keep = 0;
+        const char *at = memmem(p, len, needle, strlen(needle));
+        if (at && !memmem(p, len, "at <eval>", 9)) {
+            keep = 1;
+        }
+        if (keep) {
+            if (b.len) {
+                buf_append_byte(&b, '\n');
+            }
+            buf_append(&b, p, len);
+        }
+        p += len + (eol ? 1 : 0);
+    }
+    char *r = b.data ? buf_steal(&b, NULL) : strdup("");
+    return r;
+}
+
+static void outcome_set(struct outcome *o, enum al_code code, const char *name,
+                        const char *message, const char *stack)
+{
+    o->code = code;
+    free(o->name);
+    free(o->message);
+    free(o->stack);
+    o->name = strdup(name ? name : "");
+    o->message = strdup(message ? message : "");
+    o->stack = strdup(stack ? stack : "");
+}
+
+/* Describes a thrown value. Never trusts it: a guest `code` property is ignored, and getters
+ * that throw yield empty strings. */
+static void outcome_exception(struct worker *w, JSContext *ctx, JSValueConst exc,
+                              struct outcome *o)
+{
+    enum al_code code = AL_USER_ERROR;
+    if (bridge_is_host_error(w, ctx, exc)) {
+        code = AL_HOST_FUNCTION_ERROR;
+    }
+    if (JS_IsError(ctx, exc)) {
+        char *name = get_str_prop(ctx, exc, "name");
+        char *message = get_str_prop(ctx, exc, "message");
+        char *stack = get_str_prop(ctx, exc, "stack");
+        char *filtered = filter_stack(stack, w->filename);
+        if (strcmp(name, "InternalError") == 0 && strcmp(message, "stack overflow") == 0) {
+            code = AL_STACK_OVERFLOW;
+            snprintf(w->fatal_msg, sizeof w->fatal_msg, "%s", message);
+        }
+        outcome_set(o, code, name, message, filtered);
+        free(name);
+        free(message);
+        free(stack);
+        free(filtered);
+    } else {
+        char *message = dup_cstr(ctx, exc);
+        outcome_set(o, code, "", message, "");
+        free(message);
+    }
+    if (code == AL_STACK_OVERFLOW) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "the guest exceeded its stack limit of %llu bytes",
+                 (unsigned long long)w->limits[AL_LIMIT_STACK_BYTES]);
+        free(o->message);
+        o->message = strdup(msg);
+        free(o->name);
+        o->name = strdup("RangeError");
+    }
+}
+
+static void outcome_pending_exception(struct worker *w, JSContext *ctx, struct outcome *o)
+{
+    JSValue exc = JS_GetException(ctx);
+    outcome_exception(w, ctx, exc, o);
+    JS_FreeValue(ctx, exc);
+}
+
+/* ------------------------------------------------------------------ request */
+
+static int parse_run(struct worker *w, struct wire_cursor *c)
+{
+    for (int i = 0; i < AL_LIMIT_COUNT_; i++) {
+        w->limits[i] = wire_get_u64(c);
+    }
+    w->seed = wire_get_u64(c);
+    w->clock_ms = (int64_t)wire_get_u64(c);
+    size_t len;
+    const char *s = wire_get_str(c, &len);
+    w->filename = strndup(s, len);
+    w->nfns = wire_get_u32(c);
+    if (c->bad || w->nfns > 100000) {
+        return -1;
+    }
+    w->fns = calloc(w->nfns ? w->nfns : 1, sizeof *w->fns);
+    if (!w->fns) {
+        return -1;
+    }
+    for (uint32_t i = 0; i < w->nfns; i++) {
+        s = wire_get_str(c, &len);
+        const char *dot = memchr(s, '.', len);
+        if (!dot || dot == s || dot == s + len - 1) {
+            return -1;
+        }
+        w->fns[i].name = strndup(s, len);
+        w->fns[i].group_len = (size_t)(dot - s);
+        w->fns[i].sync = wire_get_u8(c) != 0;
+    }
+    s = wire_get_str(c, &len);
+    if (c->bad || !w->filename) {
+        return -1;
+    }
+    /* The wrapper keeps the user's first line on line 1, so line numbers need no correction. */
+    static const char head[] = "(async function () {";
+    static const char tail[] = "\n})()";
+    w->source_len = sizeof head - 1 + len + sizeof tail - 1;
+    w->source = malloc(w->source_len + 1);
+    if (!w->source) {
+        return -1;
+    }
+    memcpy(w->source, head, sizeof head - 1);
+    memcpy(w->source + sizeof head - 1, s, len);
+    memcpy(w->source + sizeof head - 1 + len, tail, sizeof tail);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the run */
+
+struct compiled {
+    uint8_t *user;
+    size_t user_len;
+    uint8_t *seeds;
+    size_t seeds_len;
+};
+
+/* Compiles the user's source and the seeds probe in a throwaway context that has eval. */
+static int compile(struct worker *w, struct compiled *out, struct outcome *o)
+{
+    int rc = -1;
+    JSContext *cc = JS_NewContext(w->rt);
+    JSValue fn = JS_UNDEFINED;
+    JSValue seeds = JS_UNDEFINED;
+    if (!cc) {
+        outcome_set(o, AL_MEMORY_LIMIT, "", "out of memory while compiling", "");
+        return -1;
+    }
+    fn = JS_Eval(cc, w->source, w->source_len, w->filename,
+                 JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_COMPILE_ONLY);
+    if (JS_IsException(fn)) {
+        outcome_pending_exception(w, cc, o);
+        goto out;
+    }
+    seeds = JS_Eval(cc, seeds_source, sizeof seeds_source - 1, "<airlock>",
+                    JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_COMPILE_ONLY);
+    if (JS_IsException(seeds)) {
+        outcome_set(o, AL_INTERNAL_ERROR, "", "cannot compile the hardening probe", "");
+        goto out;
+    }
+    size_t n = 0;
+    uint8_t *p = JS_WriteObject(cc, &n, fn, JS_WRITE_OBJ_BYTECODE);
+    uint8_t *q = NULL;
+    size_t m = 0;
+    if (p) {
+        q = JS_WriteObject(cc, &m, seeds, JS_WRITE_OBJ_BYTECODE);
+    }
+    if (p && q) {
+        out->user = malloc(n);
+        out->seeds = malloc(m);
+        if (out->user && out->seeds) {
+            memcpy(out->user, p, n);
+            memcpy(out->seeds, q, m);
+            out->user_len = n;
+            out->seeds_len = m;
+            rc = 0;
+        }
+    }
+    js_free(cc, p);
+    js_free(cc, q);
+    if (rc != 0) {
+        outcome_set(o, w->fatal_code ? w->fatal_code : AL_INTERNAL_ERROR, "",
+                    w->fatal_code ? w->fatal_msg : "cannot serialize the compiled source", "");
+    }
+out:
+    JS_FreeValue(cc, fn);
+    JS_FreeValue(cc, seeds);
+    JS_FreeContext(cc);
+    return rc;
+}
+
+static JSContext *new_guest_context(JSRuntime *rt)
+{
+    JSContext *ctx = JS_NewContextRaw(rt);
+    if (!ctx) {
+        return NULL;
+    }
+    /* Deliberately no JS_AddIntrinsicEval: see the top of this file. */
+    JS_AddIntrinsicBaseObjects(ctx);
+    JS_AddIntrinsicDate(ctx);
+    JS_AddIntrinsicStringNormalize(ctx);
+    JS_AddIntrinsicRegExpCompiler(ctx);
+    JS_AddIntrinsicRegExp(ctx);
+    JS_AddIntrinsicJSON(ctx);
+    JS_AddIntrinsicProxy(ctx);
+    JS_AddIntrinsicMapSet(ctx);
+    JS_AddIntrinsicTypedArrays(ctx);
+    JS_AddIntrinsicPromise(ctx);
+    JS_AddIntrinsicBigInt(ctx);
+    return ctx;
+}
+
+struct settle {
+    int state; /* 0 pending, 1 fulfilled, 2 rejected */
+    JSValue value;
+};
+
+static JSValue on_settle(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv,
+                         int magic, JSValue *data)
+{
+    (void)this_val;
+    (void)data;
+    struct worker *w = JS_GetContextOpaque(ctx);
+    struct settle *s = (struct settle *)w->settle;
+    if (s->state == 0) {
+        s->state = magic;
+        s->value = JS_DupValue(ctx, argc > 0 ? argv[0] : JS_UNDEFINED);
+    }
+    return JS_UNDEFINED;
+}
+
+static int drain_jobs(struct worker *w, struct outcome *o)
+{
+    JSContext *c;
+    for (;;) {
+        int r = JS_ExecutePendingJob(w->rt, &c);
+        if (r == 0) {
+            return 0;
+        }
+        if (r < 0) {
+            if (w->fatal_code == AL_OK) {
+                outcome_pending_exception(w, c, o);
+                return -1;
+            }
+            JSValue e = JS_GetException(c);
+            JS_FreeValue(c, e);
+        }
+        if (w->fatal_code != AL_OK) {
+            return -1;
+        }
+    }
+}
+
+/* Evaluates, then alternates between running jobs and waiting for host answers until the
+ * guest's promise settles, a limit trips, or nothing can ever settle it. */
+static void run_guest(struct worker *w, const struct compiled *cm, struct outcome *o)
+{
+    JSContext *ctx = w->ctx;
+    JSValue global = JS_GetGlobalObject(ctx);
+    JSValue seeds = JS_UNDEFINED;
+    JSValue promise = JS_UNDEFINED;
+    JSValue handlers[2] = { JS_UNDEFINED, JS_UNDEFINED };
+    struct settle settle = { 0, JS_UNDEFINED };
+    w->settle = &settle;
+
+    if (install_determinism(w, ctx, global) < 0 || console_install(w, ctx) < 0 ||
+            bridge_install(w, ctx) < 0) {
+        outcome_set(o, w->fatal_code ? w->fatal_code : AL_INTERNAL_ERROR, "",
+                    "cannot set up the guest context", "");
+        goto out;
+    }
+    JSValue sf = JS_ReadObject(ctx, cm->seeds, cm->seeds_len, JS_READ_OBJ_BYTECODE);
+    seeds = JS_IsException(sf) ? sf : JS_EvalFunction(ctx, sf);
+    if (JS_IsException(seeds) || harden(ctx, global, seeds) < 0) {
+        outcome_set(o, w->fatal_code ? w->fatal_code : AL_INTERNAL_ERROR, "",
+                    "cannot harden the guest context", "");
+        goto out;
+    }
+    JSValue uf = JS_ReadObject(ctx, cm->user, cm->user_len, JS_READ_OBJ_BYTECODE);
+    promise = JS_IsException(uf) ? uf : JS_EvalFunction(ctx, uf);
+    if (JS_IsException(promise)) {
+        outcome_pending_exception(w, ctx, o);
+        goto out;
+    }
+    handlers[0] = JS_NewCFunctionData(ctx, on_settle, 1, 1, 0, NULL);
+    handlers[1] = JS_NewCFunctionData(ctx, on_settle, 1, 2, 0, NULL);
+    JSValue r = JS_Call(ctx, w->promise_then, promise, 2, (JSValueConst *)handlers);
+    if (JS_IsException(r)) {
+        outcome_pending_exception(w, ctx, o);
+        goto out;
+    }
+    JS_FreeValue(ctx, r);
+
+    for (;;) {
+        if (drain_jobs(w, o) < 0) {
+            goto out;
+        }
+        if (settle.state != 0) {
+            break;
+        }
+        bridge_dispatch(w);
+        if (w->dispatched_pending == 0) {
+            if (bridge_has_unobserved(w)) {
+                outcome_set(o, AL_DETACHED_BRIDGE_REQUEST, "",
+                            "the run waits forever: its only pending host calls were never "
+                            "awaited",
+                            "");
+            } else {
+                outcome_set(o, AL_USER_ERROR, "Error",
+                            "the run awaits a promise that can never settle (no host call is "
+                            "in flight)",
+                            "");
+            }
+            goto out;
+        }
+        uint8_t type;
+        struct wire_cursor c;
+        size_t flen;
+        int fr = worker_wait_frame(w, w->wall_deadline_us, &type, &c, &flen);
+        if (fr == 0) {
+            worker_fail(w, AL_TIMEOUT, "the run exceeded its timeout of %llu ms",
+                        (unsigned long long)w->limits[AL_LIMIT_TIMEOUT_MS]);
+            goto out;
+        }
+        if (fr < 0 || type != WIRE_ANSWER) {
+            worker_fail(w, AL_PROTOCOL_ERROR, "the host sent a malformed or unexpected frame");
+            goto out;
+        }
+        int br = bridge_answer(w, ctx, &c);
+        worker_consume(w, flen);
+        if (br < 0) {
+            worker_fail(w, AL_PROTOCOL_ERROR, "the host sent an answer to no pending call");
+            goto out;
+        }
+    }
+
+    const char *detached = bridge_detached(w);
+    if (detached) {
+        char msg[256];
+        snprintf(msg, sizeof msg,
+                 "the run finished while a call to %s was still unanswered or never awaited",
+                 detached);
+        outcome_set(o, AL_DETACHED_BRIDGE_REQUEST, "", msg, "");
+    } else if (settle.state == 2) {
+        outcome_exception(w, ctx, settle.value, o);
+    } else {
+        struct value_limits vl = { ENGINE_VALUE_DEPTH, (size_t)w->limits[AL_LIMIT_RESULT_BYTES] };
+        struct al_error err = { 0 };
+        enum al_code rc = value_encode(ctx, settle.value, "value", &vl, &o->value, &err);
+        if (rc == AL_USER_ERROR) {
+            outcome_pending_exception(w, ctx, o);
+        } else if (rc == AL_OUTPUT_LIMIT) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "the result exceeds the result limit of %llu bytes",
+                     (unsigned long long)w->limits[AL_LIMIT_RESULT_BYTES]);
+            outcome_set(o, AL_OUTPUT_LIMIT, "", msg, "");
+        } else if (rc != AL_OK) {
+            outcome_set(o, rc, "", err.message, "");
+        } else {
+            o->code = AL_OK;
+        }
+    }
+out:
+    JS_FreeValue(ctx, settle.value);
+    JS_FreeValue(ctx, handlers[0]);
+    JS_FreeValue(ctx, handlers[1]);
+    JS_FreeValue(ctx, promise);
+    JS_FreeValue(ctx, seeds);
+    JS_FreeValue(ctx, global);
+    w->settle = NULL;
+}
+
+static void send_done(struct worker *w, const struct outcome *o, uint64_t cpu_us)
+{
+    size_t start;
+    struct buf *b = &w->out;
+    wire_begin(b, WIRE_DONE, &start);
+    wire_u32(b, (uint32_t)o->code);
+    wire_str(b, o->value.data ? o->value.data : "", o->value.len);
+    wire_str(b, o->name ? o->name : "", o->name ? strlen(o->name) : 0);
+    wire_str(b, o->message ? o->message : "", o->message ? strlen(o->message) : 0);
+    wire_str(b, o->stack ? o->stack : "", o->stack ? strlen(o->stack) : 0);
+    wire_u64(b, cpu_us);
+    wire_u64(b, w->mem_peak);
+    wire_u32(b, w->ncalls);
+    wire_end(b, start);
+}
+
+void engine_run(struct worker *w)
+{
+    struct outcome o = { AL_INTERNAL_ERROR, { 0 }, NULL, NULL, NULL };
+    struct compiled cm = { 0 };
+    uint8_t type;
+    struct wire_cursor c;
+    size_t flen;
+    buf_init(&o.value, SIZE_MAX / 2);
+
+    if (worker_wait_frame(w, 0, &type, &c, &flen) != 1 || type != WIRE_RUN ||
+            parse_run(w, &c) != 0) {
+        outcome_set(&o, AL_PROTOCOL_ERROR, "", "the host sent no valid RUN frame", "");
+        goto done;
+    }
+    worker_consume(w, flen);
+    w->start_us = clock_mono_us();
+    w->cpu_start_us = clock_self_cpu_us();
+    w->wall_deadline_us = w->start_us + w->limits[AL_LIMIT_TIMEOUT_MS] * 1000;
+    w->cpu_deadline_us = w->cpu_start_us + w->limits[AL_LIMIT_CPU_MS] * 1000;
+    w->rng = w->seed;
+    w->mem_cap = (size_t)w->limits[AL_LIMIT_MEMORY_BYTES];
+
+    w->rt = JS_NewRuntime2(&mem_functions, w);
+    if (!w->rt) {
+        outcome_set(&o, AL_MEMORY_LIMIT, "", "cannot create the guest runtime", "");
+        goto done;
+    }
+    JS_SetRuntimeOpaque(w->rt, w);
+    JS_SetMaxStackSize(w->rt, (size_t)w->limits[AL_LIMIT_STACK_BYTES]);
+    JS_SetInterruptHandler(w->rt, interrupt_handler, w);
+
+    if (compile(w, &cm, &o) == 0) {
+        w->ctx = new_guest_context(w->rt);
+        if (!w->ctx) {
+            outcome_set(&o, AL_MEMORY_LIMIT, "", "cannot create the guest context", "");
+        } else {
+            JS_SetContextOpaque(w->ctx, w);
+            run_guest(w, &cm, &o);
+        }
+    }
+done:
+    if (w->fatal_code != AL_OK) {
+        /* A latched limit or fault wins over whatever the guest did after it. */
+        buf_reset(&o.value);
+        outcome_set(&o, w->fatal_code, "", w->fatal_msg, "");
+    }
+    uint64_t cpu_us = clock_self_cpu_us() - w->cpu_start_us;
+    if (w->ctx) {
+        bridge_free(w, w->rt);
+        JS_FreeContext(w->ctx);
+        w->ctx = NULL;
+    }
+    if (w->rt) {
+        /* Frees every guest object; QuickJS asserts here on a leaked reference. */
+        JS_FreeRuntime(w->rt);
+        w->rt = NULL;
+    }
+    send_done(w, &o, cpu_us);
+    free(cm.user);
+    free(cm.seeds);
+    buf_done(&o.value);
+    free(o.name);
+    free(o.message);
+    free(o.stack);
+}

@@ -1,1 +1,149 @@
-int main(void) { return 0; }
+/*
+ * main.c - airlock-worker: one process, one run.
+ *
+ * The host starts us with the socket on fd 3 (or --fd=N), sends one RUN frame, answers our
+ * host calls and reads our console entries and the DONE frame; then we exit. We never print:
+ * stdout and stderr are not ours to use. Output is buffered in w->out and sent only when the
+ * worker is about to block or is done, so a run with many console lines or calls costs few
+ * syscalls. Everything from the host is bounds-checked as if it were hostile.
+ */
+#include "worker.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "clock.h"
+
+void worker_fail(struct worker *w, enum al_code code, const char *fmt, ...)
+{
+    if (w->fatal_code != AL_OK) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    w->fatal_code = code;
+    vsnprintf(w->fatal_msg, sizeof w->fatal_msg, fmt, ap);
+    va_end(ap);
+}
+
+int worker_flush(struct worker *w)
+{
+    size_t off = 0;
+    while (off < w->out.len) {
+        ssize_t n = send(w->fd, w->out.data + off, w->out.len - off, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return -1;
+        }
+        off += (size_t)n;
+    }
+    buf_reset(&w->out);
+    return 0;
+}
+
+void worker_consume(struct worker *w, size_t frame_len)
+{
+    memmove(w->in.data, w->in.data + frame_len, w->in.len - frame_len);
+    w->in.len -= frame_len;
+}
+
+int worker_wait_frame(struct worker *w, uint64_t deadline_us, uint8_t *ret_type,
+                      struct wire_cursor *ret_cursor, size_t *ret_frame_len)
+{
+    if (worker_flush(w) != 0) {
+        return -1;
+    }
+    for (;;) {
+        int r = wire_next(w->in.data, w->in.len, WORKER_MAX_FRAME, ret_type, ret_cursor,
+                          ret_frame_len);
+        if (r != 0) {
+            return r;
+        }
+        int timeout_ms = -1;
+        if (deadline_us) {
+            uint64_t now = clock_mono_us();
+            if (now >= deadline_us) {
+                return 0;
+            }
+            timeout_ms = (int)((deadline_us - now + 999) / 1000);
+        }
+        struct pollfd pfd = { .fd = w->fd, .events = POLLIN };
+        int pr = poll(&pfd, 1, timeout_ms);
+        if (pr < 0 && errno != EINTR) {
+            return -1;
+        }
+        if (pr <= 0) {
+            continue;
+        }
+        enum buf_status st;
+        char *p = buf_reserve(&w->in, 64 * 1024, &st);
+        if (!p) {
+            return -1;
+        }
+        ssize_t n = recv(w->fd, p, 64 * 1024, 0);
+        if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+            return -1;
+        }
+        if (n > 0) {
+            buf_commit(&w->in, (size_t)n);
+        }
+    }
+}
+
+static int parse_fd(int argc, char **argv)
+{
+    int fd = 3;
+    for (int i = 1; i < argc; i++) {
+        if (strncmp(argv[i], "--fd=", 5) == 0) {
+            char *end = NULL;
+            long v = strtol(argv[i] + 5, &end, 10);
+            if (!end || *end != '\0' || v < 0 || v > 1024) {
+                return -1;
+            }
+            fd = (int)v;
+        } else {
+            return -1;
+        }
+    }
+    return fd;
+}
+
+int main(int argc, char **argv)
+{
+    struct worker w;
+    memset(&w, 0, sizeof w);
+    w.fd = parse_fd(argc, argv);
+    if (w.fd < 0) {
+        return 2;
+    }
+    /* A dead host must end us through a failed send, not a signal. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, NULL);
+    /* Room for the guest stack limit (at most 64 MiB) on the main thread. */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+            rl.rlim_cur < 80u * 1024 * 1024) {
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > 80u * 1024 * 1024
+                ? 80u * 1024 * 1024
+                : rl.rlim_max;
+        setrlimit(RLIMIT_STACK, &rl);
+    }
+    buf_init(&w.in, WORKER_MAX_FRAME + WIRE_HEADER_BYTES + 64 * 1024);
+    buf_init(&w.out, SIZE_MAX / 2);
+    engine_run(&w);
+    int rc = worker_flush(&w) == 0 ? 0 : 1;
+    /* Exit without tearing the heap down: the process is gone anyway. */
+    _exit(rc);
+}

@@ -1,0 +1,43 @@
+/*
+ * cli.h - the airlock command: a command table (main.c), `airlock run` (cmd_run.c) and the two
+ * kinds of host functions the command line can grant: one process per call (host_exec.c) and
+ * one co-process per run speaking JSON lines (host_process.c).
+ */
+#ifndef AIRLOCK_CLI_H
+#define AIRLOCK_CLI_H
+
+#include <stddef.h>
+
+#include "airlock.h"
+
+#define CLI_EXIT_COMPLETED 0
+#define CLI_EXIT_FAILED 1
+#define CLI_EXIT_USAGE 2
+
+int cmd_run(int argc, char **argv);
+
+/* Prints "airlock: <message>" to stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* host_exec.c: `--host NAME=exec:COMMAND`. */
+struct exec_host;
+struct exec_host *exec_host_new(const char *command, size_t output_limit);
+void exec_host_free(struct exec_host *h);
+al_host_fn exec_host_call;
+/* Kills every command still running (the run ended without waiting for them). */
+void exec_host_kill_all(void);
+
+/* host_process.c: `--host-process COMMAND`. */
+struct host_process;
+/* Starts the co-process and reads its declaration line, waiting at most timeout_ms.
+ * On failure prints a clear message and returns NULL. */
+struct host_process *host_process_start(const char *command, unsigned timeout_ms);
+/* Registers every declared function on `config`. -1 (message printed) on a bad name. */
+int host_process_register(struct host_process *hp, struct al_config *config);
+/* Closes its stdin and reaps it, killing it after a short grace. Returns the error message of
+ * a failure seen during the run (it died with calls pending, printed garbage), else NULL; the
+ * string lives until host_process_free. */
+const char *host_process_finish(struct host_process *hp);
+void host_process_free(struct host_process *hp);
+
+#endif

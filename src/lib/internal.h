@@ -1,0 +1,112 @@
+/*
+ * internal.h - libairlock's private structures:
+ *   limits.c      defaults, names, parsing
+ *   runner.c      al_config, al_runner, al_run_opts
+ *   host.c        al_call and the completion queue that lets any thread answer a call
+ *   supervisor.c  starting, watching and killing a worker process
+ *   run.c         al_run's event loop and al_result
+ */
+#ifndef AIRLOCK_LIB_INTERNAL_H
+#define AIRLOCK_LIB_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "airlock.h"
+#include "buf.h"
+
+#define AL_STACK_MAX (64ull << 20)
+
+struct host_entry {
+    char *name;      /* "group.fn"; owned */
+    size_t group_len;
+    al_host_fn *fn;
+    void *userdata;
+    unsigned flags;
+};
+
+struct al_config {
+    uint64_t limits[AL_LIMIT_COUNT_];
+    struct host_entry *hosts;
+    size_t nhosts;
+    char *worker_path; /* NULL: the default lookup */
+};
+
+struct al_runner {
+    uint64_t limits[AL_LIMIT_COUNT_];
+    struct host_entry *hosts; /* ordered so that each group's functions are contiguous */
+    size_t nhosts;
+    char *worker_path;
+};
+
+struct al_run_opts {
+    char *source;
+    size_t source_len;
+    char *filename;
+    uint64_t limits[AL_LIMIT_COUNT_];
+    uint8_t limit_set[AL_LIMIT_COUNT_];
+    uint64_t seed;
+    int has_seed;
+    int64_t clock_ms;
+    int has_clock;
+};
+
+/* limits.c */
+enum al_code limits_check(enum al_limit which, uint64_t value);
+
+/* host.c: a completed call, queued for the run loop. */
+struct completion {
+    struct completion *next;
+    uint32_t id;
+    uint8_t kind;      /* enum wire_answer_kind */
+    int64_t clock_ms;  /* wall time of the completion */
+    char *payload;     /* owned */
+    size_t len;
+};
+
+/* Shared by a run and its outstanding calls; freed when the last of them lets go. */
+struct run_link {
+    pthread_mutex_t mu;
+    int refs;
+    int closed;        /* the run ended: completions are discarded */
+    int wake_fd;       /* eventfd the run loop polls; -1 once closed */
+    pthread_t loop_thread;
+    struct completion *head;
+    struct completion **tail;
+};
+
+struct al_call {
+    struct run_link *link;
+    uint32_t id;
+    char *name;  /* owned copy */
+    char *args;  /* owned, NUL-terminated */
+    size_t args_len;
+};
+
+struct run_link *host_link_new(void);
+/* Marks the run over, discards queued completions and drops the run's reference. */
+void host_link_close(struct run_link *link);
+/* Takes the queued completions (a list the caller frees with host_completion_free). */
+struct completion *host_link_take(struct run_link *link);
+void host_completion_free(struct completion *c);
+struct al_call *host_call_new(struct run_link *link, uint32_t id, const char *name,
+                              const char *args, size_t args_len);
+
+/* supervisor.c */
+struct worker_proc {
+    pid_t pid;
+    int fd; /* our end of the socket, non-blocking, close-on-exec */
+};
+/* Resolves the worker executable: explicit path, $AIRLOCK_WORKER, or beside the executable. */
+enum al_code supervisor_resolve_path(const char *configured, char **ret_path,
+                                     struct al_error *reterr);
+enum al_code supervisor_spawn(const char *path, struct worker_proc *ret_proc,
+                              struct al_error *reterr);
+/* Kills (SIGKILL) and reaps the worker; *ret_status (if not NULL) gets its wait status. */
+void supervisor_reap(struct worker_proc *proc, int kill_first, int *ret_status);
+/* Describes a wait status: "killed by signal SIGSEGV", "exited with status 3". */
+void supervisor_describe(int status, char *out, size_t out_len);
+
+#endif

@@ -1,0 +1,125 @@
+/*
+ * worker.h - state of one airlock-worker process, shared by its modules:
+ *   main.c     process setup, the host socket, frame I/O
+ *   engine.c   QuickJS runtime and guest context, hardening, limits, the run's event loop
+ *   bridge.c   host-function group objects, calls out, answers in, detached-call tracking
+ *   console.c  the console object and its byte limit
+ * A worker serves exactly one run and exits: nothing survives between runs.
+ */
+#ifndef AIRLOCK_WORKER_H
+#define AIRLOCK_WORKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "airlock.h"
+#include "buf.h"
+#include "quickjs.h"
+#include "wire.h"
+
+#define WORKER_MAX_FRAME (128u * 1024 * 1024) /* body cap of a frame from the host */
+
+struct bridge_fn {
+    char *name;      /* "group.fn"; owned */
+    size_t group_len; /* bytes of the group part */
+    int sync;        /* the group is synchronous */
+};
+
+struct bridge_call {
+    uint32_t fn;      /* index into worker.fns; the call's id is its index + 1 */
+    char *args;       /* encoded arguments until dispatched; owned */
+    size_t args_len;
+    JSValue promise;  /* async: the guest's promise (a weak-ish handle: we hold a reference) */
+    JSValue resolve;  /* async: resolving functions, JS_UNDEFINED once answered */
+    JSValue reject;
+    JSValue error;    /* the Error built from the host's throw, else JS_UNDEFINED */
+    JSValue sync_value; /* sync: the decoded answer */
+    int sync_threw;
+    int observed;     /* the guest attached a reaction (await, then, Promise.all, ...) */
+    int dispatched;   /* the CALL frame went to the host */
+    int answered;
+};
+
+struct worker {
+    int fd;           /* the host socket */
+    struct buf in;    /* bytes received, not yet consumed */
+    struct buf out;   /* frames to send; flushed before blocking and at the end */
+
+    /* the run's request */
+    uint64_t limits[AL_LIMIT_COUNT_];
+    uint64_t seed;
+    int64_t clock_ms; /* the guest's clock: ms since the epoch */
+    char *filename;   /* "run.js" */
+    char *source;
+    size_t source_len;
+    struct bridge_fn *fns;
+    uint32_t nfns;
+
+    /* engine */
+    JSRuntime *rt;
+    JSContext *ctx;
+    uint64_t start_us;        /* monotonic, when the guest started */
+    uint64_t wall_deadline_us; /* monotonic */
+    uint64_t cpu_start_us;    /* process CPU at the guest's start */
+    uint64_t cpu_deadline_us; /* process CPU */
+    size_t mem_used;          /* bytes held by the guest heap, allocator overhead included */
+    size_t mem_peak;
+    size_t mem_cap;           /* current allocation cap: the limit, plus slack once tripped */
+    uint64_t rng;             /* Math.random state */
+
+    /* the first limit or fault that tripped decides the run's code; later ones are ignored */
+    enum al_code fatal_code;
+    char fatal_msg[256];
+
+    /* bridge */
+    struct bridge_call *calls; /* every call of the run, in call order */
+    uint32_t ncalls;
+    uint32_t cap_calls;
+    uint32_t in_flight;        /* calls made and not answered */
+    uint32_t dispatched_pending; /* calls sent to the host and not answered */
+    JSValue promise_then;      /* the intrinsic Promise.prototype.then */
+    JSValue host_promise_proto;
+
+    void *settle;              /* engine.c: where the guest's promise outcome lands */
+
+    /* console */
+    uint64_t console_bytes;
+};
+
+/* Latches the run's fatal code (first one wins). */
+void worker_fail(struct worker *w, enum al_code code, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+
+/* main.c: frame I/O on the host socket. */
+/* Sends what is buffered in w->out. 0, or -1 when the host is gone. */
+int worker_flush(struct worker *w);
+/* Flushes, then waits until a whole frame is buffered or the monotonic deadline (us, 0 = none)
+ * passes. 1 = frame ready (type, cursor, length to consume with worker_consume), 0 = deadline,
+ * -1 = the host is gone or sent a malformed frame. */
+int worker_wait_frame(struct worker *w, uint64_t deadline_us, uint8_t *ret_type,
+                      struct wire_cursor *ret_cursor, size_t *ret_frame_len);
+void worker_consume(struct worker *w, size_t frame_len);
+
+/* engine.c: runs the request in w and appends the DONE frame to w->out. */
+void engine_run(struct worker *w);
+/* The deadline for blocking waits: the wall deadline (monotonic us). */
+uint64_t engine_wall_deadline(const struct worker *w);
+
+/* bridge.c */
+int bridge_install(struct worker *w, JSContext *ctx);
+/* Appends CALL frames for calls the guest has observed and that were not sent yet. */
+void bridge_dispatch(struct worker *w);
+/* Whether a call was made that is not answered and not dispatched: never observed. */
+int bridge_has_unobserved(const struct worker *w);
+/* Handles one ANSWER frame. 0, or -1 on a protocol violation. */
+int bridge_answer(struct worker *w, JSContext *ctx, struct wire_cursor *c);
+/* A call still unanswered, or answered but never observed: its name, else NULL. */
+const char *bridge_detached(struct worker *w);
+/* Whether `err` is an Error object built from a host function's throw. */
+int bridge_is_host_error(struct worker *w, JSContext *ctx, JSValueConst err);
+void bridge_free(struct worker *w, JSRuntime *rt);
+
+/* console.c */
+int console_install(struct worker *w, JSContext *ctx);
+
+#endif
