@@ -254,6 +254,7 @@ static const char *const removed_globals[] = {
     "SharedArrayBuffer", "Atomics", "WeakRef", "FinalizationRegistry", "WebAssembly",
     "process", "require", "fetch", "std", "os", "print", "scriptArgs",
     "setTimeout", "setInterval", "clearTimeout", "clearInterval", "queueMicrotask",
+    "__date_clock", /* QuickJS's real-time clock: a timer and a determinism leak */
 };
 
 /* Intrinsics not reachable from the global object by walking properties and prototypes:

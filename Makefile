@@ -1,0 +1,50 @@
+# airlock - thin wrapper over CMake + CTest. `make help` lists the targets.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+CMAKE_ARGS ?=
+
+.PHONY: all build run test asan bench soak format lint clean help bootstrap
+
+all: build
+
+help:
+	@echo "make          build everything (binaries in $(BUILD)/bin)"
+	@echo "make run      build and run the bundled example (examples/orders.js)"
+	@echo "make test     build and run every test (CTest), then the sanitizer build"
+	@echo "make asan     unit and integration tests under AddressSanitizer + UBSan"
+	@echo "make bench    compare airlock with run@2.1.5 (writes docs/benchmarks.md)"
+	@echo "make format   clang-format the sources"
+	@echo "make clean    remove build folders"
+
+bootstrap:
+	@scripts/bootstrap.sh
+
+$(BUILD)/CMakeCache.txt: | bootstrap
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Debug $(CMAKE_ARGS)
+
+build: bootstrap $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	$(BUILD)/bin/airlock run --host-process "python3 examples/orders_host.py" examples/orders.js
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
+	$(MAKE) asan
+
+asan: bootstrap
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DAIRLOCK_SANITIZE=ON $(CMAKE_ARGS)
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L 'unit|integration' --timeout 600
+
+bench: bootstrap
+	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+	cmake --build build-release -j $(JOBS)
+	bench/run.sh build-release
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) build-release

@@ -1,0 +1,29 @@
+#!/bin/sh
+# Installs the Debian packages airlock needs to build, test and run its example. A no-op when
+# everything is present; otherwise installs with apt-get (as root) or says what to install.
+set -eu
+
+packages="build-essential cmake pkg-config libcmocka-dev npm nodejs python3 ca-certificates"
+missing=""
+for p in $packages; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+# npm and node may come from outside Debian's packages: accept working commands.
+case " $missing " in *" npm "*) command -v npm >/dev/null 2>&1 && missing=$(echo "$missing" | sed 's/ npm//') ;; esac
+case " $missing " in *" nodejs "*) command -v node >/dev/null 2>&1 && missing=$(echo "$missing" | sed 's/ nodejs//') ;; esac
+case " $missing " in *" python3 "*) command -v python3 >/dev/null 2>&1 && missing=$(echo "$missing" | sed 's/ python3//') ;; esac
+
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "bootstrap: missing Debian packages:$missing" >&2
+    echo "bootstrap: install them with: sudo apt-get install -y$missing" >&2
+    exit 1
+fi
+echo "bootstrap: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $missing
