@@ -1,0 +1,572 @@
+/*
+ * integration.api - the C API end to end with the real airlock-worker: host functions answered
+ * at once, later from another thread, synchronously, by throwing, or never; name validation;
+ * workers that crash, hang or speak garbage; resource hygiene over many runs and threads.
+ */
+#include <dirent.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "airlock.h"
+
+static char fake_dir[] = "/tmp/airlock-test-XXXXXX";
+
+/* ------------------------------------------------------------ helpers */
+
+static struct al_result *run_with(struct al_runner *r, const char *src, const uint64_t *seed)
+{
+    struct al_run_opts *o = al_run_opts_new();
+    assert_non_null(o);
+    assert_int_equal(al_run_opts_set_source(o, src, strlen(src), NULL), AL_OK);
+    if (seed) {
+        al_run_opts_set_seed(o, *seed);
+        al_run_opts_set_clock(o, 1700000000000);
+    }
+    struct al_result *res = NULL;
+    struct al_error err;
+    enum al_code rc = al_run(r, o, &res, &err);
+    if (rc != AL_OK) {
+        fail_msg("al_run: %s", err.message);
+    }
+    al_run_opts_free(o);
+    return res;
+}
+
+static struct al_runner *runner_of(struct al_config *c)
+{
+    struct al_runner *r = NULL;
+    struct al_error err;
+    if (al_runner_new(c, &r, &err) != AL_OK) {
+        fail_msg("al_runner_new: %s", err.message);
+    }
+    return r;
+}
+
+static void expect_json(struct al_result *res, const char *json)
+{
+    if (al_result_status(res) != AL_STATUS_COMPLETED) {
+        fail_msg("run failed: %s: %s", al_code_name(al_result_error_code(res)),
+                 al_result_error_message(res));
+    }
+    assert_string_equal(al_result_value(res, NULL), json);
+}
+
+static void expect_failure(struct al_result *res, enum al_code code, const char *message_part)
+{
+    assert_int_equal(al_result_status(res), AL_STATUS_FAILED);
+    if (al_result_error_code(res) != code) {
+        fail_msg("expected %s, got %s: %s", al_code_name(code),
+                 al_code_name(al_result_error_code(res)), al_result_error_message(res));
+    }
+    if (message_part && !strstr(al_result_error_message(res), message_part)) {
+        fail_msg("message '%s' lacks '%s'", al_result_error_message(res), message_part);
+    }
+}
+
+static int count_fds(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    assert_non_null(d);
+    while (readdir(d)) {
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* Pids of our child processes, read from /proc. */
+static int children(pid_t *out, int max)
+{
+    int n = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        char path[300], buf[512];
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') {
+            continue;
+        }
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) {
+            continue;
+        }
+        size_t len = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[len] = '\0';
+        const char *close_paren = strrchr(buf, ')');
+        int ppid = 0;
+        char state;
+        if (close_paren && sscanf(close_paren + 2, "%c %d", &state, &ppid) == 2 &&
+                ppid == getpid() && n < max) {
+            out[n++] = (pid_t)atoi(e->d_name);
+        }
+    }
+    if (d) {
+        closedir(d);
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------ host functions */
+
+static void host_echo(struct al_call *call, void *ud)
+{
+    (void)ud;
+    size_t len;
+    const char *args = al_call_args(call, &len);
+    al_call_return(call, args, len);
+}
+
+static void *answer_later(void *arg)
+{
+    struct al_call *call = arg;
+    al_call_return(call, "{\"late\":true}", strlen("{\"late\":true}"));
+    return NULL;
+}
+
+static void host_threaded(struct al_call *call, void *ud)
+{
+    (void)ud;
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, answer_later, call), 0);
+    pthread_detach(t);
+}
+
+static void host_throw(struct al_call *call, void *ud)
+{
+    (void)ud;
+    al_call_throw(call, "card declined");
+}
+
+static void host_garbage(struct al_call *call, void *ud)
+{
+    (void)ud;
+    al_call_return(call, "{not json", 9);
+}
+
+static void host_big(struct al_call *call, void *ud)
+{
+    (void)ud;
+    static char big[2048];
+    memset(big, 'x', sizeof big);
+    big[0] = '"';
+    big[sizeof big - 1] = '"';
+    al_call_return(call, big, sizeof big);
+}
+
+static struct al_call *parked;
+static void host_park(struct al_call *call, void *ud)
+{
+    (void)ud;
+    parked = call;
+}
+
+static void host_kill_worker(struct al_call *call, void *ud)
+{
+    (void)ud;
+    pid_t kids[16];
+    int n = children(kids, 16);
+    for (int i = 0; i < n; i++) {
+        kill(kids[i], SIGKILL);
+    }
+    al_call_return(call, "1", 1);
+}
+
+/* ------------------------------------------------------------ tests */
+
+static void test_hello(void **state)
+{
+    (void)state;
+    struct al_config *c = al_config_new();
+    struct al_runner *r = runner_of(c);
+    struct al_result *res = run_with(r, "return 1 + 1", NULL);
+    expect_json(res, "2");
+    struct al_stats st;
+    al_result_stats(res, &st);
+    assert_true(st.wall_us > 0);
+    assert_true(st.peak_memory_bytes > 0);
+    assert_int_equal(st.host_calls, 0);
+    assert_int_equal(al_result_error_code(res), AL_OK);
+    al_result_free(res);
+    al_runner_free(r);
+    al_config_free(c);
+}
+
+static void test_host_functions(void **state)
+{
+    (void)state;
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_add_host(c, "store.echo", host_echo, NULL, 0), AL_OK);
+    assert_int_equal(al_config_add_host(c, "store.later", host_threaded, NULL, 0), AL_OK);
+    assert_int_equal(al_config_add_host(c, "pay.charge", host_throw, NULL, 0), AL_OK);
+    assert_int_equal(al_config_add_host(c, "calc.echo", host_echo, NULL, AL_HOST_SYNC), AL_OK);
+    assert_int_equal(al_config_add_host(c, "bad.value", host_garbage, NULL, 0), AL_OK);
+    struct al_runner *r = runner_of(c);
+    al_config_free(c); /* the runner holds its own copy */
+
+    struct al_result *res = run_with(r, "return await store.echo(1, undefined, 'x')", NULL);
+    expect_json(res, "[1,{\"$type\":\"undefined\"},\"x\"]");
+    al_result_free(res);
+
+    res = run_with(r, "const v = await store.later(); return v.late", NULL);
+    expect_json(res, "true");
+    al_result_free(res);
+
+    res = run_with(r, "const v = calc.echo(5); return [typeof v, v[0]]", NULL);
+    expect_json(res, "[\"object\",5]");
+    al_result_free(res);
+
+    res = run_with(r, "try { await pay.charge() } catch (e) { return [e.name, e.message] }", NULL);
+    expect_json(res, "[\"Error\",\"card declined\"]");
+    al_result_free(res);
+
+    res = run_with(r, "await pay.charge()", NULL);
+    expect_failure(res, AL_HOST_FUNCTION_ERROR, "card declined");
+    al_result_free(res);
+
+    res = run_with(r, "try { await bad.value() } catch (e) { return e.message }", NULL);
+    assert_int_equal(al_result_status(res), AL_STATUS_COMPLETED);
+    assert_non_null(strstr(al_result_value(res, NULL), "invalid value"));
+    al_result_free(res);
+
+    res = run_with(r,
+                   "const r = await Promise.all([store.echo(1), store.later(), store.echo(2)]);"
+                   "return r",
+                   NULL);
+    expect_json(res, "[[1],{\"late\":true},[2]]");
+    al_result_free(res);
+    al_runner_free(r);
+}
+
+static void test_names_are_validated(void **state)
+{
+    (void)state;
+    struct al_config *c = al_config_new();
+    const char *bad[] = { "store", "store.", ".fn", "store.constructor", "store.__proto__",
+                          "store.then", "store.toString", "store.hasOwnProperty",
+                          "store.valueOf", "Math.max", "console.log", "Object.x", "1a.b",
+                          "a.b-c", "a.b.c", "constructor.x" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (al_config_add_host(c, bad[i], host_echo, NULL, 0) != AL_CONFIG_ERROR) {
+            fail_msg("'%s' was accepted", bad[i]);
+        }
+    }
+    assert_int_equal(al_config_add_host(c, "g.f", host_echo, NULL, 0), AL_OK);
+    assert_int_equal(al_config_add_host(c, "g.f", host_echo, NULL, 0), AL_CONFIG_ERROR);
+    assert_int_equal(al_config_add_host(c, "g.h", host_echo, NULL, AL_HOST_SYNC), AL_CONFIG_ERROR);
+    assert_int_equal(al_config_add_host(c, "g.h", NULL, NULL, 0), AL_CONFIG_ERROR);
+    al_config_free(c);
+}
+
+static void test_inherited_names_never_reach_host(void **state)
+{
+    (void)state;
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_add_host(c, "store.echo", host_echo, NULL, 0), AL_OK);
+    struct al_runner *r = runner_of(c);
+    struct al_result *res = run_with(
+            r,
+            "'use strict'; const out = [];"
+            "for (const k of ['constructor','__proto__','toString','valueOf','hasOwnProperty',"
+            "'then']) { const v = store[k]; out.push(typeof v === 'function' ?"
+            " (v === Object.prototype[k] || v === Object ? 'inherited' : 'HOST') : typeof v) }"
+            "await store; try { store.x = 1 } catch (e) { out.push(e.name) }"
+            "try { store = 1 } catch (e) { out.push(e.name) }"
+            "out.push(Object.isFrozen(store)); return out",
+            NULL);
+    expect_json(res, "[\"inherited\",\"object\",\"inherited\",\"inherited\",\"inherited\","
+                      "\"undefined\",\"TypeError\",\"TypeError\",true]");
+    struct al_stats st;
+    al_result_stats(res, &st);
+    assert_int_equal(st.host_calls, 0);
+    al_result_free(res);
+    al_runner_free(r);
+    al_config_free(c);
+}
+
+static void test_detached_and_late_answers(void **state)
+{
+    (void)state;
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_add_host(c, "store.park", host_park, NULL, 0), AL_OK);
+    assert_int_equal(al_config_add_host(c, "store.echo", host_echo, NULL, 0), AL_OK);
+    struct al_runner *r = runner_of(c);
+
+    /* never awaited: never dispatched, and the run fails */
+    parked = NULL;
+    struct al_result *res = run_with(r, "store.park(1); return 5", NULL);
+    expect_failure(res, AL_DETACHED_BRIDGE_REQUEST, "store.park");
+    assert_null(parked);
+    al_result_free(res);
+
+    /* observed, then the guest returns while it is in flight */
+    res = run_with(r, "const p = store.park(1); p.then(() => {}); await store.echo(1); return 5",
+                   NULL);
+    expect_failure(res, AL_DETACHED_BRIDGE_REQUEST, "store.park");
+    assert_non_null(parked);
+    al_result_free(res);
+    /* answering after the run ended is safe and discarded */
+    al_call_return(parked, "1", 1);
+    parked = NULL;
+
+    /* awaiting a promise nothing can settle fails at once instead of hanging */
+    res = run_with(r, "await new Promise(() => {})", NULL);
+    expect_failure(res, AL_USER_ERROR, "never settle");
+    al_result_free(res);
+    al_runner_free(r);
+    al_config_free(c);
+}
+
+static void test_limits_from_the_host_side(void **state)
+{
+    (void)state;
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_add_host(c, "store.big", host_big, NULL, 0), AL_OK);
+    assert_int_equal(al_config_set_limit(c, AL_LIMIT_HOST_OUTPUT_BYTES, 1024), AL_OK);
+    struct al_runner *r = runner_of(c);
+    struct al_result *res = run_with(r, "try { await store.big() } catch (e) {} return 1", NULL);
+    expect_failure(res, AL_BRIDGE_LIMIT, "host-output");
+    al_result_free(res);
+
+    struct al_run_opts *o = al_run_opts_new();
+    assert_int_equal(al_run_opts_set_source(o, "return 12345", 12, NULL), AL_OK);
+    assert_int_equal(al_run_opts_set_limit(o, AL_LIMIT_SOURCE_BYTES, 11), AL_OK);
+    struct al_error err;
+    assert_int_equal(al_run(r, o, &res, &err), AL_OK);
+    expect_failure(res, AL_SOURCE_TOO_LARGE, "source limit");
+    al_result_free(res);
+    assert_int_equal(al_run_opts_set_limit(o, AL_LIMIT_SOURCE_BYTES, 12), AL_OK);
+    assert_int_equal(al_run(r, o, &res, &err), AL_OK);
+    expect_json(res, "12345");
+    al_result_free(res);
+    al_run_opts_free(o);
+    al_runner_free(r);
+    al_config_free(c);
+}
+
+static void test_determinism(void **state)
+{
+    (void)state;
+    struct al_config *c = al_config_new();
+    struct al_runner *r = runner_of(c);
+    const char *src = "return [Date.now(), new Date().getTime(), Math.random(), Math.random()]";
+    uint64_t seed = 42;
+    struct al_result *a = run_with(r, src, &seed);
+    struct al_result *b = run_with(r, src, &seed);
+    assert_string_equal(al_result_value(a, NULL), al_result_value(b, NULL));
+    assert_non_null(strstr(al_result_value(a, NULL), "[1700000000000,1700000000000,"));
+    seed = 43;
+    struct al_result *d = run_with(r, src, &seed);
+    assert_string_not_equal(al_result_value(a, NULL), al_result_value(d, NULL));
+    struct al_stats st;
+    al_result_stats(d, &st);
+    assert_true(st.seed == 43);
+    assert_true(st.clock_ms == 1700000000000);
+    al_result_free(a);
+    al_result_free(b);
+    al_result_free(d);
+    al_runner_free(r);
+    al_config_free(c);
+}
+
+static void test_console(void **state)
+{
+    (void)state;
+    struct al_config *c = al_config_new();
+    struct al_runner *r = runner_of(c);
+    struct al_result *res = run_with(r,
+                                     "console.log('a', 1, {b: 2}); console.info('i');"
+                                     "console.warn('w'); console.error(new TypeError('e'));"
+                                     "console.debug([1, 'x']); return null",
+                                     NULL);
+    expect_json(res, "null");
+    assert_int_equal(al_result_console_count(res), 5);
+    const char *want[] = { "a 1 {\"b\":2}", "i", "w", "TypeError: e", "[1,\"x\"]" };
+    for (size_t i = 0; i < 5; i++) {
+        enum al_console_level level;
+        const char *text = al_result_console_text(res, i, &level, NULL);
+        assert_string_equal(text, want[i]);
+        assert_int_equal(level, (enum al_console_level)i);
+    }
+    assert_null(al_result_console_text(res, 5, NULL, NULL));
+    al_result_free(res);
+    al_runner_free(r);
+    al_config_free(c);
+}
+
+static void test_worker_killed_mid_run(void **state)
+{
+    (void)state;
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_add_host(c, "chaos.kill", host_kill_worker, NULL, 0), AL_OK);
+    struct al_runner *r = runner_of(c);
+    struct al_result *res = run_with(r, "await chaos.kill(); return 1", NULL);
+    expect_failure(res, AL_WORKER_CRASHED, "SIGKILL");
+    al_result_free(res);
+    /* the host carries on */
+    res = run_with(r, "return 'alive'", NULL);
+    expect_json(res, "\"alive\"");
+    al_result_free(res);
+    al_runner_free(r);
+    al_config_free(c);
+}
+
+static struct al_result *run_fake_worker(const char *script, uint64_t timeout_ms)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/worker.sh", fake_dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "#!/bin/sh\n%s\n", script);
+    fclose(f);
+    chmod(path, 0755);
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_set_worker_path(c, path), AL_OK);
+    assert_int_equal(al_config_set_limit(c, AL_LIMIT_TIMEOUT_MS, timeout_ms), AL_OK);
+    struct al_runner *r = runner_of(c);
+    struct al_result *res = run_with(r, "return 1", NULL);
+    al_runner_free(r);
+    al_config_free(c);
+    return res;
+}
+
+static void test_misbehaving_workers(void **state)
+{
+    (void)state;
+    struct al_result *res = run_fake_worker("printf 'garbage!garbage!' >&3; sleep 5", 5000);
+    expect_failure(res, AL_PROTOCOL_ERROR, "malformed");
+    al_result_free(res);
+    /* a well-framed frame of an unknown type */
+    res = run_fake_worker("printf '\\002\\000\\000\\000\\177\\001' >&3; sleep 5", 5000);
+    expect_failure(res, AL_PROTOCOL_ERROR, "unknown frame type");
+    al_result_free(res);
+    res = run_fake_worker("exit 3", 5000);
+    expect_failure(res, AL_WORKER_CRASHED, "status 3");
+    al_result_free(res);
+    res = run_fake_worker("exec sleep 30", 200);
+    expect_failure(res, AL_TIMEOUT, "timeout of 200 ms");
+    struct al_stats st;
+    al_result_stats(res, &st);
+    assert_true(st.wall_us < 5000000); /* killed, not waited for */
+    al_result_free(res);
+
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_set_worker_path(c, "/nonexistent/airlock-worker"), AL_OK);
+    struct al_runner *r = NULL;
+    struct al_error err;
+    assert_int_equal(al_runner_new(c, &r, &err), AL_CONFIG_ERROR);
+    assert_non_null(strstr(err.message, "/nonexistent/airlock-worker"));
+    al_config_free(c);
+}
+
+static void test_many_runs_leak_nothing(void **state)
+{
+    (void)state;
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_add_host(c, "store.echo", host_echo, NULL, 0), AL_OK);
+    struct al_runner *r = runner_of(c);
+    int fds_before = count_fds();
+    for (int i = 0; i < 1000; i++) {
+        struct al_result *res = run_with(r, i % 2 ? "return await store.echo(1)" : "throw 1", NULL);
+        assert_int_equal(al_result_status(res), i % 2 ? AL_STATUS_COMPLETED : AL_STATUS_FAILED);
+        al_result_free(res);
+    }
+    assert_int_equal(count_fds(), fds_before);
+    pid_t kids[4];
+    assert_int_equal(children(kids, 4), 0);
+    al_runner_free(r);
+    al_config_free(c);
+}
+
+struct thread_job {
+    struct al_runner *r;
+    int ok;
+};
+
+static void *thread_runs(void *arg)
+{
+    struct thread_job *job = arg;
+    for (int i = 0; i < 25; i++) {
+        struct al_run_opts *o = al_run_opts_new();
+        const char *src = "return (await store.echo(21))[0] * 2";
+        if (al_run_opts_set_source(o, src, strlen(src), NULL) != AL_OK) {
+            return NULL;
+        }
+        struct al_result *res = NULL;
+        if (al_run(job->r, o, &res, NULL) == AL_OK &&
+                al_result_status(res) == AL_STATUS_COMPLETED &&
+                strcmp(al_result_value(res, NULL), "42") == 0) {
+            job->ok++;
+        }
+        al_result_free(res);
+        al_run_opts_free(o);
+    }
+    return NULL;
+}
+
+static void test_concurrent_runs_share_a_runner(void **state)
+{
+    (void)state;
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_add_host(c, "store.echo", host_echo, NULL, 0), AL_OK);
+    struct al_runner *r = runner_of(c);
+    pthread_t t[4];
+    struct thread_job jobs[4];
+    for (int i = 0; i < 4; i++) {
+        jobs[i] = (struct thread_job){ r, 0 };
+        assert_int_equal(pthread_create(&t[i], NULL, thread_runs, &jobs[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(jobs[i].ok, 25);
+    }
+    al_runner_free(r);
+    al_config_free(c);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    return mkdtemp(fake_dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char path[300];
+    snprintf(path, sizeof path, "%s/worker.sh", fake_dir);
+    unlink(path);
+    rmdir(fake_dir);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hello),
+        cmocka_unit_test(test_host_functions),
+        cmocka_unit_test(test_names_are_validated),
+        cmocka_unit_test(test_inherited_names_never_reach_host),
+        cmocka_unit_test(test_detached_and_late_answers),
+        cmocka_unit_test(test_limits_from_the_host_side),
+        cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_console),
+        cmocka_unit_test(test_worker_killed_mid_run),
+        cmocka_unit_test(test_misbehaving_workers),
+        cmocka_unit_test(test_many_runs_leak_nothing),
+        cmocka_unit_test(test_concurrent_runs_share_a_runner),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
