@@ -38,8 +38,20 @@ if(NOT EXISTS "${QJS_DIR}/quickjs.c")
     endif()
 endif()
 
+# Column numbers in stack traces: see cmake/quickjs_columns.cmake.
+set(QJS_PATCHED "${QJS_DIR}/quickjs_airlock.c")
+set(QJS_PATCH_SCRIPT "${CMAKE_CURRENT_LIST_DIR}/quickjs_columns.cmake")
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${QJS_PATCH_SCRIPT}")
+if(NOT EXISTS "${QJS_PATCHED}" OR "${QJS_PATCH_SCRIPT}" IS_NEWER_THAN "${QJS_PATCHED}")
+    execute_process(COMMAND ${CMAKE_COMMAND} -DQJS_SRC=${QJS_DIR}/quickjs.c
+        -DQJS_OUT=${QJS_PATCHED} -P "${QJS_PATCH_SCRIPT}" RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0)
+        message(FATAL_ERROR "cannot derive quickjs_airlock.c (see above)")
+    endif()
+endif()
+
 add_library(quickjs STATIC
-    ${QJS_DIR}/quickjs.c ${QJS_DIR}/libregexp.c ${QJS_DIR}/libunicode.c
+    ${QJS_PATCHED} ${QJS_DIR}/libregexp.c ${QJS_DIR}/libunicode.c
     ${QJS_DIR}/cutils.c ${QJS_DIR}/libbf.c)
 # Always optimised: the engine's speed is the product's speed, also in debug builds.
 target_compile_options(quickjs PRIVATE -O2 -w -fno-strict-aliasing)

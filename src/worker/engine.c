@@ -26,6 +26,11 @@
 #define ENGINE_MEM_SLACK (2u << 20)     /* heap allowed past the limit so unwinding works */
 #define ENGINE_MALLOC_OVERHEAD 8
 
+/* The source is a function body: wrapped so top-level await and return work. The head keeps
+ * the user's first line on line 1, so only line-1 columns need correcting. */
+static const char wrapper_head[] = "(async function () {";
+static const char wrapper_tail[] = "\n})()";
+
 struct outcome {
     enum al_code code;
     struct buf value;
@@ -452,27 +457,34 @@ static char *get_str_prop(JSContext *ctx, JSValueConst obj, const char *name)
     return r;
 }
 
-/* Keeps only frames in the user's file: no "<eval>" wrapper frame, no native frames. */
-static char *filter_stack(const char *stack, const char *filename)
+/* Keeps only frames in the user's file (no "<eval>" wrapper frame, no native frames) and
+ * moves line-1 columns back by the wrapper's prefix, so positions are those of the user's text. */
+static char *filter_stack(const char *stack, const char *filename, size_t prefix_cols)
 {
     struct buf b;
     buf_init(&b, 64 * 1024);
     char needle[300];
-    snprintf(needle, sizeof needle, "%s:", filename);
+    int nlen = snprintf(needle, sizeof needle, "%s:", filename);
     const char *p = stack;
     while (*p) {
         const char *eol = strchr(p, '\n');
         size_t len = eol ? (size_t)(eol - p) : strlen(p);
-        int keep = 0;
-        const char *at = memmem(p, len, needle, strlen(needle));
+        const char *at = memmem(p, len, needle, (size_t)nlen);
         if (at && !memmem(p, len, "at <eval>", 9)) {
-            keep = 1;
-        }
-        if (keep) {
             if (b.len) {
                 buf_append_byte(&b, '\n');
             }
-            buf_append(&b, p, len);
+            const char *num = at + nlen;
+            unsigned line = 0, col = 0;
+            int used = 0;
+            if (sscanf(num, "%u:%u%n", &line, &col, &used) == 2 && line == 1 &&
+                    col > prefix_cols) {
+                buf_append(&b, p, (size_t)(num - p));
+                buf_printf(&b, "1:%u", col - (unsigned)prefix_cols);
+                buf_append(&b, num + used, len - (size_t)(num + used - p));
+            } else {
+                buf_append(&b, p, len);
+            }
         }
         p += len + (eol ? 1 : 0);
     }
@@ -505,7 +517,7 @@ static void outcome_exception(struct worker *w, JSContext *ctx, JSValueConst exc
         char *name = get_str_prop(ctx, exc, "name");
         char *message = get_str_prop(ctx, exc, "message");
         char *stack = get_str_prop(ctx, exc, "stack");
-        char *filtered = filter_stack(stack, w->filename);
+        char *filtered = filter_stack(stack, w->filename, sizeof wrapper_head - 1);
         if (strcmp(name, "InternalError") == 0 && strcmp(message, "stack overflow") == 0) {
             code = AL_STACK_OVERFLOW;
             snprintf(w->fatal_msg, sizeof w->fatal_msg, "%s", message);
@@ -573,16 +585,14 @@ static int parse_run(struct worker *w, struct wire_cursor *c)
         return -1;
     }
     /* The wrapper keeps the user's first line on line 1, so line numbers need no correction. */
-    static const char head[] = "(async function () {";
-    static const char tail[] = "\n})()";
-    w->source_len = sizeof head - 1 + len + sizeof tail - 1;
+    w->source_len = sizeof wrapper_head - 1 + len + sizeof wrapper_tail - 1;
     w->source = malloc(w->source_len + 1);
     if (!w->source) {
         return -1;
     }
-    memcpy(w->source, head, sizeof head - 1);
-    memcpy(w->source + sizeof head - 1, s, len);
-    memcpy(w->source + sizeof head - 1 + len, tail, sizeof tail);
+    memcpy(w->source, wrapper_head, sizeof wrapper_head - 1);
+    memcpy(w->source + sizeof wrapper_head - 1, s, len);
+    memcpy(w->source + sizeof wrapper_head - 1 + len, wrapper_tail, sizeof wrapper_tail);
     return 0;
 }
 

@@ -1,0 +1,141 @@
+# Column numbers for QuickJS 2021-03-27 stack traces.
+#
+# QuickJS records only line numbers, but airlock reports `run.js:LINE:COL`. This script derives
+# quickjs_airlock.c from the fetched quickjs.c (never edited in place, never committed) with a
+# few small, checked edits: the parser packs the column of the last token into the position it
+# records for each opcode (line in the low 20 bits, column in the next 11), and the stack trace
+# printer unpacks it. Every edit must match exactly once or the configure step fails, so a
+# different QuickJS can never be patched silently.
+#
+# Input: QJS_SRC (quickjs.c), QJS_OUT (quickjs_airlock.c).
+
+function(qjs_edit content_var old new)
+    string(FIND "${${content_var}}" "${old}" first)
+    if(first EQUAL -1)
+        message(FATAL_ERROR "quickjs_columns: pattern not found: ${old}")
+    endif()
+    string(LENGTH "${old}" len)
+    math(EXPR after "${first} + ${len}")
+    string(SUBSTRING "${${content_var}}" ${after} -1 rest)
+    string(FIND "${rest}" "${old}" again)
+    if(NOT again EQUAL -1)
+        message(FATAL_ERROR "quickjs_columns: pattern found twice: ${old}")
+    endif()
+    string(REPLACE "${old}" "${new}" result "${${content_var}}")
+    set(${content_var} "${result}" PARENT_SCOPE)
+endfunction()
+
+file(READ "${QJS_SRC}" src)
+
+# 1. Parser state: where the source starts, where the last token was, and a cursor that makes
+#    column computation amortised O(1) as tokens advance.
+qjs_edit(src
+"    int last_line_num;  /* line number of last token */
+    int line_num;       /* line number of current offset */"
+"    int last_line_num;  /* line number of last token */
+    int line_num;       /* line number of current offset */
+    const uint8_t *al_buf_start; /* airlock: start of the source */
+    const uint8_t *al_last_tok;  /* airlock: start of the last token */
+    const uint8_t *al_cur_ptr;   /* airlock: column cursor */
+    int al_cur_line, al_cur_col;")
+
+qjs_edit(src
+"    s->buf_ptr = (const uint8_t *)input;
+    s->buf_end = s->buf_ptr + input_len;
+    s->token.val = ' ';"
+"    s->buf_ptr = (const uint8_t *)input;
+    s->buf_end = s->buf_ptr + input_len;
+    s->al_buf_start = s->buf_ptr;
+    s->token.val = ' ';")
+
+qjs_edit(src
+"    BOOL ext_json; /* true if accepting JSON superset */
+} JSParseState;"
+"    BOOL ext_json; /* true if accepting JSON superset */
+} JSParseState;
+
+static int airlock_pos(JSParseState *s, int line, const uint8_t *p);")
+
+# 2. Remember the last token's start wherever its line is remembered (four places).
+string(REPLACE "s->last_line_num = s->token.line_num;"
+    "s->last_line_num = s->token.line_num; s->al_last_tok = s->token.ptr;" src "${src}")
+
+# 3. A packed position (line | column << 20); the column counts characters from 1.
+qjs_edit(src
+"static void emit_op(JSParseState *s, uint8_t val)
+{"
+"#define AIRLOCK_POS_LINE_BITS 20
+#define AIRLOCK_POS_COL_MAX 2047
+static int airlock_pos(JSParseState *s, int line, const uint8_t *p)
+{
+    int col;
+    const uint8_t *q;
+    if (!p || p < s->al_buf_start || line <= 0 || line >= (1 << AIRLOCK_POS_LINE_BITS))
+        return line;
+    if (line == s->al_cur_line && s->al_cur_ptr && p >= s->al_cur_ptr) {
+        q = s->al_cur_ptr;
+        col = s->al_cur_col;
+    } else {
+        q = p;
+        while (q > s->al_buf_start && q[-1] != '\\n')
+            q--;
+        col = 1;
+    }
+    for (; q < p; q++) {
+        if ((*q & 0xC0) != 0x80)
+            col++;
+    }
+    s->al_cur_line = line;
+    s->al_cur_ptr = p;
+    s->al_cur_col = col;
+    if (col > AIRLOCK_POS_COL_MAX)
+        col = AIRLOCK_POS_COL_MAX;
+    return line | (col << AIRLOCK_POS_LINE_BITS);
+}
+
+static void emit_op(JSParseState *s, uint8_t val)
+{")
+
+qjs_edit(src
+"    if (unlikely(fd->last_opcode_line_num != s->last_line_num)) {
+        dbuf_putc(bc, OP_line_num);
+        dbuf_put_u32(bc, s->last_line_num);
+        fd->last_opcode_line_num = s->last_line_num;
+    }"
+"    int al_pos = airlock_pos(s, s->last_line_num, s->al_last_tok);
+    if (unlikely(fd->last_opcode_line_num != al_pos)) {
+        dbuf_putc(bc, OP_line_num);
+        dbuf_put_u32(bc, al_pos);
+        fd->last_opcode_line_num = al_pos;
+    }")
+
+# 4. Syntax errors: the position of the offending token.
+qjs_edit(src
+"    build_backtrace(ctx, ctx->rt->current_exception, s->filename, s->line_num,
+                    backtrace_flags);"
+"    build_backtrace(ctx, ctx->rt->current_exception, s->filename,
+                    airlock_pos(s, s->token.line_num, s->token.ptr), backtrace_flags);")
+
+# 5. Printing: LINE:COL when a column is known; lineNumber stays the line.
+qjs_edit(src
+"        if (line_num != -1)
+            dbuf_printf(&dbuf, \":%d\", line_num);"
+"        if (line_num != -1) {
+            dbuf_printf(&dbuf, \":%d\", line_num & ((1 << 20) - 1));
+            if (line_num >> 20)
+                dbuf_printf(&dbuf, \":%d\", line_num >> 20);
+        }")
+qjs_edit(src
+"JS_ATOM_lineNumber, JS_NewInt32(ctx, line_num),"
+"JS_ATOM_lineNumber, JS_NewInt32(ctx, line_num == -1 ? -1 : line_num & ((1 << 20) - 1)),")
+qjs_edit(src
+"                if (line_num1 != -1)
+                    dbuf_printf(&dbuf, \":%d\", line_num1);"
+"                if (line_num1 != -1) {
+                    dbuf_printf(&dbuf, \":%d\", line_num1 & ((1 << 20) - 1));
+                    if (line_num1 >> 20)
+                        dbuf_printf(&dbuf, \":%d\", line_num1 >> 20);
+                }")
+
+file(WRITE "${QJS_OUT}.tmp" "${src}")
+file(RENAME "${QJS_OUT}.tmp" "${QJS_OUT}")
