@@ -1,1 +1,551 @@
-int main(void) { return 0; }
+/*
+ * bench.c - airlock's side of `make bench`: the workloads of docs/benchmarks.md on the public C
+ * API, one JSON object per line on stdout, progress on stderr. bench/run_bench.mjs runs the same
+ * workloads on the npm package `run` and bench/run.sh joins both outputs into the table.
+ *
+ * Every sample is the wall time of one al_run call (spawning the worker, the run, collecting
+ * the result); every run's value is checked, so a broken run fails the bench instead of being
+ * timed. Times are reported, never asserted.
+ *
+ * Usage: airlock_bench [--quick]   (--quick: a tenth of the iterations, 1 s throughput phases)
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "airlock.h"
+
+#define ORDER_COUNT  1000
+#define PARKED_RUNS  8    /* concurrent idle runs of the memory measurement */
+#define PARK_HOLD_MS 1000 /* the parked host call answers this long after the first arrived */
+
+struct workload {
+    const char *name;
+    const char *desc;
+    const char *src;
+    const char *expect; /* boundary JSON of the completed value */
+    int iterations;
+    int warmup;
+};
+
+/* Host calls of the memory measurement, held until every run is parked. */
+struct parking {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct al_call *calls[PARKED_RUNS];
+    int count;
+    uint64_t first_ns;
+};
+
+struct orders {
+    char *json;
+    size_t len;
+    char total[32]; /* boundary JSON of the sum of amounts */
+};
+
+struct loop_arg {
+    struct al_runner *runner;
+    const char *src;
+    const char *expect;
+    uint64_t deadline_ns;
+    long runs;
+    int failed;
+};
+
+static struct parking parking = {
+    .mu = PTHREAD_MUTEX_INITIALIZER,
+    .cv = PTHREAD_COND_INITIALIZER,
+};
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* ---------------------------------------------------------------- host functions */
+
+static const char small_value[] = "{\"id\":\"k1\",\"value\":42}";
+
+static void host_get(struct al_call *call, void *userdata)
+{
+    (void)userdata;
+    al_call_return(call, small_value, sizeof small_value - 1);
+}
+
+static void host_orders(struct al_call *call, void *userdata)
+{
+    const struct orders *o = userdata;
+    al_call_return(call, o->json, o->len);
+}
+
+static void host_park(struct al_call *call, void *userdata)
+{
+    struct parking *p = userdata;
+    pthread_mutex_lock(&p->mu);
+    if (p->count < PARKED_RUNS) {
+        if (p->count == 0) {
+            p->first_ns = now_ns();
+        }
+        p->calls[p->count++] = call;
+        call = NULL;
+        pthread_cond_broadcast(&p->cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (call) {
+        al_call_return(call, "1", 1);
+    }
+}
+
+/* The same 1,000 orders run_bench.mjs builds: integer amounts, so both sums are exact. */
+static int orders_build(struct orders *o)
+{
+    static const char *const statuses[] = { "paid", "pending", "refunded" };
+    size_t cap = ORDER_COUNT * 96 + 16;
+    size_t len = 0;
+    long total = 0;
+    char *s = malloc(cap);
+    if (!s) {
+        return -1;
+    }
+    s[len++] = '[';
+    for (int i = 0; i < ORDER_COUNT; i++) {
+        long amount = 100 + (long)(i * 37 % 900);
+        int n = snprintf(
+                s + len, cap - len,
+                "%s{\"id\":%d,\"customer\":\"customer-%d\",\"amount\":%ld,\"status\":\"%s\"}",
+                i ? "," : "", i + 1, i % 50, amount, statuses[i % 3]);
+        if (n < 0 || (size_t)n >= cap - len) {
+            free(s);
+            return -1;
+        }
+        len += (size_t)n;
+        total += amount;
+    }
+    s[len++] = ']';
+    s[len] = '\0';
+    o->json = s;
+    o->len = len;
+    snprintf(o->total, sizeof o->total, "%ld", total);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- measuring */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a;
+    double y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median_of(const double *sorted, int n)
+{
+    return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+}
+
+/* Nearest rank: the smallest sample with at least 99% of the samples at or below it. */
+static double p99_of(const double *sorted, int n)
+{
+    int rank = (99 * n + 99) / 100; /* ceil(0.99 n) */
+    return sorted[rank < 1 ? 0 : rank - 1];
+}
+
+/* One al_run; on success writes its wall time in ms. Failures are reported on stderr. */
+static int run_once(struct al_runner *runner, const struct al_run_opts *opts, const char *expect,
+                    double *ret_ms)
+{
+    struct al_result *res = NULL;
+    struct al_error err = { 0 };
+    int ret = -1;
+    uint64_t t0 = now_ns();
+    enum al_code rc = al_run(runner, opts, &res, &err);
+    uint64_t t1 = now_ns();
+    if (rc != AL_OK) {
+        fprintf(stderr, "airlock_bench: al_run: %s: %s\n", al_code_name(rc), err.message);
+        goto out;
+    }
+    if (al_result_status(res) != AL_STATUS_COMPLETED) {
+        fprintf(stderr, "airlock_bench: run failed: %s: %s\n",
+                al_code_name(al_result_error_code(res)), al_result_error_message(res));
+        goto out;
+    }
+    size_t len = 0;
+    const char *value = al_result_value(res, &len);
+    if (len != strlen(expect) || memcmp(value, expect, len) != 0) {
+        fprintf(stderr, "airlock_bench: run returned %.*s, expected %s\n", (int)len, value, expect);
+        goto out;
+    }
+    if (ret_ms) {
+        *ret_ms = (double)(t1 - t0) / 1e6;
+    }
+    ret = 0;
+out:
+    al_result_free(res);
+    return ret;
+}
+
+static struct al_run_opts *opts_for(const char *src)
+{
+    struct al_run_opts *opts = al_run_opts_new();
+    if (opts && al_run_opts_set_source(opts, src, strlen(src), NULL) != AL_OK) {
+        al_run_opts_free(opts);
+        opts = NULL;
+    }
+    return opts;
+}
+
+/* Runs a workload; writes its median in ms to *ret_median. */
+static int bench_latency(struct al_runner *runner, const struct workload *w, double *ret_median)
+{
+    struct al_run_opts *opts = opts_for(w->src);
+    double *samples = calloc((size_t)w->iterations, sizeof *samples);
+    int ret = -1;
+    if (!opts || !samples) {
+        goto out;
+    }
+    for (int i = 0; i < w->warmup; i++) {
+        if (run_once(runner, opts, w->expect, NULL) != 0) {
+            goto out;
+        }
+    }
+    for (int i = 0; i < w->iterations; i++) {
+        if (run_once(runner, opts, w->expect, &samples[i]) != 0) {
+            goto out;
+        }
+    }
+    qsort(samples, (size_t)w->iterations, sizeof *samples, cmp_double);
+    *ret_median = median_of(samples, w->iterations);
+    printf("{\"runtime\":\"airlock\",\"workload\":\"%s\",\"desc\":\"%s\",\"iterations\":%d,"
+           "\"median_ms\":%.4f,\"p99_ms\":%.4f,\"min_ms\":%.4f}\n",
+           w->name, w->desc, w->iterations, *ret_median, p99_of(samples, w->iterations),
+           samples[0]);
+    fflush(stdout);
+    ret = 0;
+out:
+    free(samples);
+    al_run_opts_free(opts);
+    return ret;
+}
+
+static void *loop_main(void *p)
+{
+    struct loop_arg *a = p;
+    struct al_run_opts *opts = opts_for(a->src);
+    if (!opts) {
+        a->failed = 1;
+        return NULL;
+    }
+    while (now_ns() < a->deadline_ns) {
+        if (run_once(a->runner, opts, a->expect, NULL) != 0) {
+            a->failed = 1;
+            break;
+        }
+        a->runs++;
+    }
+    al_run_opts_free(opts);
+    return NULL;
+}
+
+/* N threads share one runner, each calling al_run in a loop until the deadline. */
+static int bench_throughput(struct al_runner *runner, const struct workload *w, int threads,
+                            int seconds)
+{
+    struct loop_arg args[16];
+    pthread_t tids[16];
+    int started = 0;
+    int ret = -1;
+    if (threads > 16) {
+        return -1;
+    }
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < threads; i++) {
+        args[i] = (struct loop_arg){ .runner = runner,
+                                     .src = w->src,
+                                     .expect = w->expect,
+                                     .deadline_ns = t0 + (uint64_t)seconds * 1000000000u };
+        if (pthread_create(&tids[i], NULL, loop_main, &args[i]) != 0) {
+            goto out;
+        }
+        started++;
+    }
+    ret = 0;
+out:
+    for (int i = 0; i < started; i++) {
+        pthread_join(tids[i], NULL);
+    }
+    double elapsed_s = (double)(now_ns() - t0) / 1e9;
+    long runs = 0;
+    for (int i = 0; i < started; i++) {
+        runs += args[i].runs;
+        if (args[i].failed) {
+            ret = -1;
+        }
+    }
+    if (ret == 0) {
+        printf("{\"runtime\":\"airlock\",\"workload\":\"W6c%d\",\"desc\":\"W2 throughput at "
+               "concurrency %d\",\"concurrency\":%d,\"seconds\":%.2f,\"runs\":%ld,"
+               "\"runs_per_s\":%.1f}\n",
+               threads, threads, threads, elapsed_s, runs, (double)runs / elapsed_s);
+        fflush(stdout);
+    }
+    return ret;
+}
+
+/* ---------------------------------------------------------------- memory */
+
+/* A "Key:   123 kB" line of a /proc file, in kB; -1 when absent or unreadable. */
+static long proc_kb(const char *path, const char *key)
+{
+    char line[256];
+    size_t klen = strlen(key);
+    long kb = -1;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        return -1;
+    }
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, key, klen) == 0 && line[klen] == ':') {
+            kb = strtol(line + klen + 1, NULL, 10);
+            break;
+        }
+    }
+    fclose(f);
+    return kb;
+}
+
+/* Parent pid of `pid` from /proc/<pid>/stat (the field after the parenthesised name). */
+static long proc_ppid(const char *pid)
+{
+    char path[300];
+    char buf[512];
+    long ppid = -1;
+    snprintf(path, sizeof path, "/proc/%s/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        return -1;
+    }
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *close = strrchr(buf, ')');
+    if (close && close[1] == ' ' && close[2] && close[3] == ' ') {
+        ppid = strtol(close + 4, NULL, 10);
+    }
+    return ppid;
+}
+
+/* Sums RSS and PSS (kB) of this process's children, i.e. the workers. PSS stays -1 when any
+ * worker's smaps_rollup is unreadable. */
+static int children_memory(long *ret_count, long *ret_rss_kb, long *ret_pss_kb)
+{
+    long self = (long)getpid();
+    long count = 0;
+    long rss = 0;
+    long pss = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    if (!d) {
+        return -1;
+    }
+    while ((e = readdir(d)) != NULL) {
+        char path[320];
+        if (!isdigit((unsigned char)e->d_name[0]) || proc_ppid(e->d_name) != self) {
+            continue;
+        }
+        snprintf(path, sizeof path, "/proc/%s/status", e->d_name);
+        long kb = proc_kb(path, "VmRSS");
+        if (kb < 0) {
+            continue;
+        }
+        count++;
+        rss += kb;
+        snprintf(path, sizeof path, "/proc/%s/smaps_rollup", e->d_name);
+        kb = proc_kb(path, "Pss");
+        pss = (kb < 0 || pss < 0) ? -1 : pss + kb;
+    }
+    closedir(d);
+    *ret_count = count;
+    *ret_rss_kb = rss;
+    *ret_pss_kb = pss;
+    return 0;
+}
+
+static void *park_main(void *p)
+{
+    struct loop_arg *a = p;
+    struct al_run_opts *opts = opts_for(a->src);
+    a->failed = !opts || run_once(a->runner, opts, a->expect, NULL) != 0;
+    al_run_opts_free(opts);
+    return NULL;
+}
+
+/* 8 runs parked on a host call; measured once all 8 wait, answered 1 s after the first. */
+static int bench_memory(struct al_runner *runner)
+{
+    struct loop_arg args[PARKED_RUNS];
+    pthread_t tids[PARKED_RUNS];
+    int started = 0;
+    int ret = -1;
+    long host_before = proc_kb("/proc/self/status", "VmRSS");
+    long host_during = -1;
+    long workers = 0;
+    long rss = 0;
+    long pss = -1;
+
+    for (int i = 0; i < PARKED_RUNS; i++) {
+        args[i] = (struct loop_arg){ .runner = runner,
+                                     .src = "return await store.park();",
+                                     .expect = "1" };
+        if (pthread_create(&tids[i], NULL, park_main, &args[i]) != 0) {
+            goto out;
+        }
+        started++;
+    }
+    struct timespec limit;
+    clock_gettime(CLOCK_REALTIME, &limit);
+    limit.tv_sec += 30;
+    pthread_mutex_lock(&parking.mu);
+    while (parking.count < PARKED_RUNS) {
+        if (pthread_cond_timedwait(&parking.cv, &parking.mu, &limit) == ETIMEDOUT) {
+            break;
+        }
+    }
+    int parked = parking.count;
+    uint64_t first_ns = parking.first_ns;
+    pthread_mutex_unlock(&parking.mu);
+    if (parked == PARKED_RUNS) {
+        host_during = proc_kb("/proc/self/status", "VmRSS");
+        if (children_memory(&workers, &rss, &pss) == 0) {
+            ret = 0;
+        }
+        uint64_t hold_until = first_ns + (uint64_t)PARK_HOLD_MS * 1000000u;
+        uint64_t now = now_ns();
+        if (now < hold_until) {
+            sleep_ms((long)((hold_until - now) / 1000000u));
+        }
+    } else {
+        fprintf(stderr, "airlock_bench: only %d of %d runs reached their host call\n", parked,
+                PARKED_RUNS);
+    }
+out:
+    pthread_mutex_lock(&parking.mu);
+    for (int i = 0; i < parking.count; i++) {
+        al_call_return(parking.calls[i], "1", 1);
+    }
+    parking.count = PARKED_RUNS; /* later calls, if any, are answered at once */
+    pthread_mutex_unlock(&parking.mu);
+    for (int i = 0; i < started; i++) {
+        pthread_join(tids[i], NULL);
+        if (args[i].failed) {
+            ret = -1;
+        }
+    }
+    if (ret == 0) {
+        double host_mb = (double)(host_during - host_before) / 1024.0;
+        double rss_mb = (double)rss / 1024.0;
+        printf("{\"runtime\":\"airlock\",\"workload\":\"MEM8\",\"desc\":\"memory added by %d "
+               "concurrent idle runs\",\"workers\":%ld,\"host_delta_mb\":%.2f,"
+               "\"workers_rss_mb\":%.2f,\"workers_pss_mb\":%.2f,\"added_mb\":%.2f}\n",
+               PARKED_RUNS, workers, host_mb, rss_mb, pss < 0 ? -1.0 : (double)pss / 1024.0,
+               host_mb + rss_mb);
+        fflush(stdout);
+    }
+    return ret;
+}
+
+/* ---------------------------------------------------------------- main */
+
+int main(int argc, char **argv)
+{
+    struct orders orders = { 0 };
+    struct al_config *config = NULL;
+    struct al_runner *runner = NULL;
+    struct al_error err = { 0 };
+    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    int scale = quick ? 10 : 1;
+    int tput_s = quick ? 1 : 10;
+    int ret = 1;
+    double w2 = 0;
+    double w3 = 0;
+    double ignored = 0;
+
+    if (orders_build(&orders) != 0) {
+        fprintf(stderr, "airlock_bench: out of memory\n");
+        goto out;
+    }
+    config = al_config_new();
+    if (!config || al_config_add_host(config, "store.get", host_get, NULL, 0) != AL_OK ||
+        al_config_add_host(config, "store.orders", host_orders, &orders, 0) != AL_OK ||
+        al_config_add_host(config, "store.park", host_park, &parking, 0) != AL_OK) {
+        fprintf(stderr, "airlock_bench: cannot build the config\n");
+        goto out;
+    }
+    if (al_runner_new(config, &runner, &err) != AL_OK) {
+        fprintf(stderr, "airlock_bench: al_runner_new: %s\n", err.message);
+        goto out;
+    }
+
+    const struct workload w[] = {
+        { "W1", "return 1+1", "return 1+1", "2", 200, 10 },
+        { "W2", "one awaited host call", "return (await store.get(\"k1\")).value;", "42", 200, 10 },
+        { "W3", "100 sequential awaited host calls",
+          "let s = 0;\nfor (let i = 0; i < 100; i++) {\n"
+          "    s += (await store.get(\"k\" + i)).value;\n}\nreturn s;",
+          "4200", 50, 3 },
+        { "W4", "recursive fib(27)",
+          "function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }\nreturn fib(27);",
+          "196418", 20, 2 },
+        { "W5", "host returns 1,000 orders, guest totals them",
+          "const orders = await store.orders();\nlet total = 0;\n"
+          "for (const o of orders) { total += o.amount; }\nreturn total;",
+          orders.total, 50, 3 },
+    };
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+        struct workload wl = w[i];
+        wl.iterations = wl.iterations / scale < 5 ? 5 : wl.iterations / scale;
+        fprintf(stderr, "airlock_bench: %s (%d runs)\n", wl.name, wl.iterations);
+        double *median = i == 1 ? &w2 : i == 2 ? &w3 : &ignored;
+        if (bench_latency(runner, &wl, median) != 0) {
+            goto out;
+        }
+    }
+    printf("{\"runtime\":\"airlock\",\"workload\":\"W3call\",\"desc\":\"marginal cost per extra "
+           "host call, (W3-W2)/99 of medians\",\"median_ms\":%.4f}\n",
+           (w3 - w2) / 99.0);
+    fflush(stdout);
+
+    fprintf(stderr, "airlock_bench: MEM8\n");
+    if (bench_memory(runner) != 0) {
+        goto out;
+    }
+    static const int concurrency[] = { 1, 2, 8 };
+    for (size_t i = 0; i < sizeof concurrency / sizeof concurrency[0]; i++) {
+        int c = concurrency[i];
+        fprintf(stderr, "airlock_bench: W6 at concurrency %d (%d s)\n", c, tput_s);
+        if (bench_throughput(runner, &w[1], c, tput_s) != 0) {
+            goto out;
+        }
+    }
+    ret = 0;
+out:
+    al_runner_free(runner);
+    al_config_free(config);
+    free(orders.json);
+    return ret;
+}

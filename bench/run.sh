@@ -1,0 +1,174 @@
+#!/bin/sh
+# bench/run.sh BUILD - the driver of `make bench`.
+#
+# Installs the peer (npm `run`, pinned by bench/package.json + bench/package-lock.json) into
+# BUILD/bench-peer with `npm ci` when it is missing, runs BUILD/bin/airlock_bench and
+# bench/run_bench.mjs one after the other (one process per runtime, never both at once), joins
+# their JSON lines into a markdown table, prints it and rewrites the generated part of
+# docs/benchmarks.md (between the bench:begin and bench:end markers).
+#
+# BENCH_QUICK=1 runs a tenth of the iterations and 1 s throughput phases, and leaves
+# docs/benchmarks.md alone (a smoke test of the harness, not a measurement).
+set -eu
+
+BUILD=${1:-build-release}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+case $BUILD in
+/*) ;;
+*) BUILD=$ROOT/$BUILD ;;
+esac
+PEER=$BUILD/bench-peer
+QUICK=
+if [ "${BENCH_QUICK:-0}" = 1 ]; then
+    QUICK=--quick
+fi
+
+for f in "$BUILD/bin/airlock_bench" "$BUILD/bin/airlock-worker"; do
+    if [ ! -x "$f" ]; then
+        echo "run.sh: $f is missing; build first (make bench does)" >&2
+        exit 1
+    fi
+done
+command -v node >/dev/null || { echo "run.sh: node is required for the peer" >&2; exit 1; }
+command -v python3 >/dev/null || { echo "run.sh: python3 is required for the table" >&2; exit 1; }
+
+# The peer, installed into the build folder only. npm ci checks the lock's integrity hash.
+want=$(node -p "require('$ROOT/bench/package.json').dependencies.run")
+have=$(node -p "try { require('$PEER/node_modules/run/package.json').version } catch { '' }")
+if [ "$have" != "$want" ] || ! cmp -s "$ROOT/bench/package-lock.json" "$PEER/package-lock.json"; then
+    echo "run.sh: installing run@$want into $PEER" >&2
+    mkdir -p "$PEER"
+    cp "$ROOT/bench/package.json" "$ROOT/bench/package-lock.json" "$PEER/"
+    npm ci --prefix "$PEER" --no-audit --no-fund >&2
+fi
+
+# The machine, read before the runs (the load average says whether anything else was busy).
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+
+echo "run.sh: airlock (C API) ..." >&2
+(cd "$BUILD/bin" && ./airlock_bench $QUICK) >"$BUILD/bench-airlock.jsonl"
+echo "run.sh: run@$want (Node $(node --version)) ..." >&2
+node --expose-gc "$ROOT/bench/run_bench.mjs" "$PEER" $QUICK >"$BUILD/bench-run.jsonl"
+
+LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
+DOC=$ROOT/docs/benchmarks.md
+if [ -n "$QUICK" ]; then
+    DOC=
+fi
+
+export LOAD_BEFORE LOAD_AFTER
+python3 - "$BUILD/bench-airlock.jsonl" "$BUILD/bench-run.jsonl" "$want" "$ROOT" "$DOC" <<'PY'
+import json, os, platform, subprocess, sys, time
+
+airlock_path, run_path, run_version, root, doc = sys.argv[1:6]
+
+def load(path):
+    rows = {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("{"):
+                row = json.loads(line)
+                rows[row["workload"]] = row
+    return rows
+
+a, r = load(airlock_path), load(run_path)
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+def sh(*cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, cwd=root).stdout.strip()
+    except OSError:
+        return ""
+
+def ms(x):
+    return "-" if x is None else f"{x:.3f}" if x < 1 else f"{x:.2f}" if x < 100 else f"{x:.1f}"
+
+def ratio(x, y):
+    return "-" if x is None or y in (None, 0) else f"{x / y:.2f}"
+
+def get(rows, w, key):
+    return rows.get(w, {}).get(key)
+
+lines = []
+lines.append("| workload | airlock median ms | airlock p99 ms | run median ms | run p99 ms "
+             "| airlock/run (median) |")
+lines.append("|---|--:|--:|--:|--:|--:|")
+for w in ["W1", "W2", "W3", "W4", "W5"]:
+    desc = get(a, w, "desc") or get(r, w, "desc") or ""
+    am, ap = get(a, w, "median_ms"), get(a, w, "p99_ms")
+    rm, rp = get(r, w, "median_ms"), get(r, w, "p99_ms")
+    n = get(a, w, "iterations")
+    lines.append(f"| {w} {desc} ({n} runs) | {ms(am)} | {ms(ap)} | {ms(rm)} | {ms(rp)} "
+                 f"| {ratio(am, rm)} |")
+am, rm = get(a, "W3call", "median_ms"), get(r, "W3call", "median_ms")
+lines.append(f"| W3 per extra host call, (W3-W2)/99 | {ms(am)} | | {ms(rm)} | "
+             f"| {ratio(am, rm)} |")
+lines.append("")
+lines.append("| throughput of W2 | airlock runs/s | run runs/s | airlock/run |")
+lines.append("|---|--:|--:|--:|")
+for w in sorted(k for k in set(a) | set(r) if k.startswith("W6c")):
+    ar, rr = get(a, w, "runs_per_s"), get(r, w, "runs_per_s")
+    c = get(a, w, "concurrency") or get(r, w, "concurrency")
+    lines.append(f"| concurrency {c}, {get(a, w, 'seconds') or '-'} s | "
+                 f"{'-' if ar is None else f'{ar:.1f}'} | {'-' if rr is None else f'{rr:.1f}'} "
+                 f"| {ratio(ar, rr)} |")
+lines.append("")
+if "MEM8" in a or "MEM8" in r:
+    am, rm = get(a, "MEM8", "added_mb"), get(r, "MEM8", "added_mb")
+    lines.append("| memory, 8 concurrent idle runs | airlock MB | run MB | airlock/run |")
+    lines.append("|---|--:|--:|--:|")
+    lines.append(f"| added RSS | {ms(am)} | {ms(rm)} | {ratio(am, rm)} |")
+    pss = get(a, "MEM8", "workers_pss_mb")
+    lines.append("")
+    lines.append(
+        f"airlock: host process RSS delta {ms(get(a, 'MEM8', 'host_delta_mb'))} MB + the "
+        f"{get(a, 'MEM8', 'workers')} workers' summed RSS {ms(get(a, 'MEM8', 'workers_rss_mb'))} MB"
+        + (f" (summed PSS, which splits shared pages: {ms(pss)} MB)" if pss and pss > 0 else "")
+        + f"; run: process RSS {ms(get(r, 'MEM8', 'process_rss_before_mb'))} MB before, "
+        f"{ms(get(r, 'MEM8', 'process_rss_during_mb'))} MB during.")
+else:
+    lines.append("Memory: not measured.")
+table = "\n".join(lines)
+
+commit = sh("git", "rev-parse", "--short", "HEAD")
+dirty = sh("git", "status", "--porcelain", "--untracked-files=no")
+machine = [
+    f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
+    f"- CPU: {cpu_model()}, nproc {sh('nproc') or os.cpu_count()}",
+    f"- kernel: {platform.system()} {platform.release()} ({platform.machine()})",
+    f"- load average (1/5/15 min) before: {os.environ.get('LOAD_BEFORE', '?')}, "
+    f"after: {os.environ.get('LOAD_AFTER', '?')}",
+    f"- airlock {commit}{' (with uncommitted changes)' if dirty else ''}, Release build, "
+    f"{sh('cc', '-dumpfullversion') and 'cc ' + sh('cc', '-dumpfullversion')}; "
+    f"run {run_version} on Node {sh('node', '--version')}",
+]
+section = "\n".join(machine) + "\n\n" + table + "\n"
+
+print(section)
+
+if doc:
+    begin, end = "<!-- bench:begin -->", "<!-- bench:end -->"
+    try:
+        with open(doc) as f:
+            text = f.read()
+    except FileNotFoundError:
+        text = f"# Benchmarks\n\n{begin}\n{end}\n"
+    if begin not in text or end not in text:
+        text = text.rstrip("\n") + f"\n\n{begin}\n{end}\n"
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    with open(doc, "w") as f:
+        f.write(f"{head}{begin}\n<!-- generated by bench/run.sh; do not edit by hand -->\n\n"
+                f"{section}\n{end}{tail}")
+    print(f"run.sh: wrote {doc}", file=sys.stderr)
+PY

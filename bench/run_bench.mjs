@@ -1,0 +1,215 @@
+// run_bench.mjs - the peer's side of `make bench`: the workloads of bench/bench.c on the npm
+// package `run` (2.1.5, QuickJS in WASM on Node worker threads), one JSON object per line on
+// stdout in bench.c's format, progress on stderr. Every run's value is checked.
+//
+// Usage: node --expose-gc bench/run_bench.mjs PEER_DIR [--quick]
+//   PEER_DIR: the npm prefix `run` was installed into (build-release/bench-peer).
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const peerDir = process.argv[2];
+const quick = process.argv.includes('--quick');
+if (!peerDir) {
+  process.stderr.write('usage: run_bench.mjs PEER_DIR [--quick]\n');
+  process.exit(2);
+}
+const require = createRequire(path.resolve(peerDir, 'package.json'));
+const pkgPath = require.resolve('run/package.json');
+const pkg = require(pkgPath);
+const { createRunner } = await import(
+  pathToFileURL(path.join(path.dirname(pkgPath), pkg.exports['.'].import)).href
+);
+
+const scale = quick ? 10 : 1;
+const tputSeconds = quick ? 1 : 10;
+const PARKED_RUNS = 8;
+const PARK_HOLD_MS = 1000;
+
+// The same 1,000 orders bench.c builds: integer amounts, so both sums are exact.
+const statuses = ['paid', 'pending', 'refunded'];
+const orders = [];
+let ordersTotal = 0;
+for (let i = 0; i < 1000; i++) {
+  const amount = 100 + ((i * 37) % 900);
+  orders.push({ id: i + 1, customer: `customer-${i % 50}`, amount, status: statuses[i % 3] });
+  ordersTotal += amount;
+}
+
+// Parked host calls of the memory measurement.
+const parking = { resolvers: [], onArrive: null, open: false };
+
+const hostFunctions = {
+  store: {
+    get: () => ({ id: 'k1', value: 42 }),
+    orders: () => orders,
+    park: () => {
+      if (!parking.open) {
+        return 1;
+      }
+      return new Promise(resolve => {
+        parking.resolvers.push(resolve);
+        parking.onArrive?.();
+      });
+    },
+  },
+};
+
+const runner = createRunner({});
+const now = () => performance.now();
+
+async function runOnce(source, expect) {
+  const t0 = now();
+  const result = await runner.run({ source, hostFunctions });
+  const t1 = now();
+  if (result.status !== 'completed' || result.value !== expect) {
+    throw new Error(`run returned ${JSON.stringify(result)}, expected ${expect}`);
+  }
+  return t1 - t0;
+}
+
+const median = s => (s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2);
+// Nearest rank: the smallest sample with at least 99% of the samples at or below it.
+const p99 = s => s[Math.max(1, Math.ceil(0.99 * s.length)) - 1];
+const fix = x => Number(x.toFixed(4));
+const emit = obj => process.stdout.write(`${JSON.stringify({ runtime: 'run', ...obj })}\n`);
+
+async function benchLatency(w) {
+  const iterations = Math.max(5, Math.floor(w.iterations / scale));
+  process.stderr.write(`run_bench: ${w.name} (${iterations} runs)\n`);
+  for (let i = 0; i < w.warmup; i++) {
+    await runOnce(w.src, w.expect);
+  }
+  const samples = [];
+  for (let i = 0; i < iterations; i++) {
+    samples.push(await runOnce(w.src, w.expect));
+  }
+  samples.sort((a, b) => a - b);
+  const m = median(samples);
+  emit({
+    workload: w.name,
+    desc: w.desc,
+    iterations,
+    median_ms: fix(m),
+    p99_ms: fix(p99(samples)),
+    min_ms: fix(samples[0]),
+  });
+  return m;
+}
+
+// N concurrent async loops on one runner (run gives each in-flight run its own worker thread).
+async function benchThroughput(w, concurrency, seconds) {
+  process.stderr.write(`run_bench: W6 at concurrency ${concurrency} (${seconds} s)\n`);
+  const t0 = now();
+  const deadline = t0 + seconds * 1000;
+  let runs = 0;
+  const loop = async () => {
+    while (now() < deadline) {
+      await runOnce(w.src, w.expect);
+      runs++;
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, loop));
+  const elapsed = (now() - t0) / 1000;
+  emit({
+    workload: `W6c${concurrency}`,
+    desc: `W2 throughput at concurrency ${concurrency}`,
+    concurrency,
+    seconds: Number(elapsed.toFixed(2)),
+    runs,
+    runs_per_s: Number((runs / elapsed).toFixed(1)),
+  });
+}
+
+// 8 runs parked on a host call; process RSS measured once all 8 wait, answered 1 s after the
+// first arrived. The baseline follows the sequential workloads, so run's pool then holds the
+// one worker thread they used.
+async function benchMemory() {
+  process.stderr.write('run_bench: MEM8\n');
+  globalThis.gc?.();
+  const before = process.memoryUsage().rss;
+  let firstAt = 0;
+  const allParked = new Promise(resolve => {
+    parking.onArrive = () => {
+      if (parking.resolvers.length === 1) {
+        firstAt = now();
+      }
+      if (parking.resolvers.length === PARKED_RUNS) {
+        resolve();
+      }
+    };
+  });
+  parking.open = true;
+  const runs = Array.from({ length: PARKED_RUNS }, () =>
+    runOnce('return await store.park();', 1),
+  );
+  await allParked;
+  const during = process.memoryUsage().rss;
+  const wait = firstAt + PARK_HOLD_MS - now();
+  if (wait > 0) {
+    await new Promise(resolve => setTimeout(resolve, wait));
+  }
+  parking.open = false;
+  for (const resolve of parking.resolvers.splice(0)) {
+    resolve(1);
+  }
+  await Promise.all(runs);
+  const mb = (during - before) / 1048576;
+  emit({
+    workload: 'MEM8',
+    desc: `memory added by ${PARKED_RUNS} concurrent idle runs`,
+    process_rss_before_mb: Number((before / 1048576).toFixed(2)),
+    process_rss_during_mb: Number((during / 1048576).toFixed(2)),
+    added_mb: Number(mb.toFixed(2)),
+  });
+}
+
+const workloads = [
+  { name: 'W1', desc: 'return 1+1', src: 'return 1+1', expect: 2, iterations: 200, warmup: 10 },
+  {
+    name: 'W2',
+    desc: 'one awaited host call',
+    src: 'return (await store.get("k1")).value;',
+    expect: 42,
+    iterations: 200,
+    warmup: 10,
+  },
+  {
+    name: 'W3',
+    desc: '100 sequential awaited host calls',
+    src: 'let s = 0;\nfor (let i = 0; i < 100; i++) {\n    s += (await store.get("k" + i)).value;\n}\nreturn s;',
+    expect: 4200,
+    iterations: 50,
+    warmup: 3,
+  },
+  {
+    name: 'W4',
+    desc: 'recursive fib(27)',
+    src: 'function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }\nreturn fib(27);',
+    expect: 196418,
+    iterations: 20,
+    warmup: 2,
+  },
+  {
+    name: 'W5',
+    desc: 'host returns 1,000 orders, guest totals them',
+    src: 'const orders = await store.orders();\nlet total = 0;\nfor (const o of orders) { total += o.amount; }\nreturn total;',
+    expect: ordersTotal,
+    iterations: 50,
+    warmup: 3,
+  },
+];
+
+const medians = {};
+for (const w of workloads) {
+  medians[w.name] = await benchLatency(w);
+}
+emit({
+  workload: 'W3call',
+  desc: 'marginal cost per extra host call, (W3-W2)/99 of medians',
+  median_ms: fix((medians.W3 - medians.W2) / 99),
+});
+await benchMemory();
+for (const c of [1, 2, 8]) {
+  await benchThroughput(workloads[1], c, tputSeconds);
+}
