@@ -24,7 +24,8 @@ struct exec_host;
 struct exec_host *exec_host_new(const char *command, size_t output_limit);
 void exec_host_free(struct exec_host *h);
 al_host_fn exec_host_call;
-/* Kills every command still running (the run ended without waiting for them). */
+/* Kills every command still running (the run ended without waiting for them) and waits for
+ * their call threads to finish, so the hosts can be freed. */
 void exec_host_kill_all(void);
 
 /* host_process.c: `--host-process COMMAND`. */

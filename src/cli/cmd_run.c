@@ -445,7 +445,9 @@ out:
     al_run_opts_free(opts);
     al_runner_free(runner);
     al_config_free(config);
-    /* exec hosts are left allocated: a late call thread may still hold one */
+    for (size_t i = 0; i < a.nexecs; i++) {
+        exec_host_free(a.execs[i]);
+    }
     free(a.execs);
     free(source);
     return exit_code;

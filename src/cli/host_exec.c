@@ -34,8 +34,11 @@ struct exec_job {
 
 /* Process groups of running commands, killed by exec_host_kill_all. */
 static pthread_mutex_t running_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t threads_done = PTHREAD_COND_INITIALIZER;
 static pid_t running[1024];
 static size_t nrunning;
+static size_t nthreads; /* call threads not finished yet */
+static int killing;      /* the run is over: commands are killed as soon as they start */
 
 struct exec_host *exec_host_new(const char *command, size_t output_limit)
 {
@@ -63,7 +66,9 @@ void exec_host_free(struct exec_host *h)
 static void track(pid_t pid, int add)
 {
     pthread_mutex_lock(&running_mu);
-    if (add && nrunning < sizeof running / sizeof running[0]) {
+    if (add && killing) {
+        kill(-pid, SIGKILL);
+    } else if (add && nrunning < sizeof running / sizeof running[0]) {
         running[nrunning++] = pid;
     } else if (!add) {
         for (size_t i = 0; i < nrunning; i++) {
@@ -79,8 +84,23 @@ static void track(pid_t pid, int add)
 void exec_host_kill_all(void)
 {
     pthread_mutex_lock(&running_mu);
+    killing = 1;
     for (size_t i = 0; i < nrunning; i++) {
         kill(-running[i], SIGKILL);
+    }
+    /* Killed commands end their threads at once; wait so hosts can be freed safely. */
+    while (nthreads > 0) {
+        pthread_cond_wait(&threads_done, &running_mu);
+    }
+    pthread_mutex_unlock(&running_mu);
+}
+
+static void thread_count(int delta)
+{
+    pthread_mutex_lock(&running_mu);
+    nthreads = (size_t)((long)nthreads + delta);
+    if (nthreads == 0) {
+        pthread_cond_broadcast(&threads_done);
     }
     pthread_mutex_unlock(&running_mu);
 }
@@ -142,10 +162,14 @@ static int run_command(const char *command, const char *function, const char *in
     posix_spawn_file_actions_adddup2(&fa, e[1], 2);
     posix_spawnattr_init(&attr);
     posix_spawnattr_setpgroup(&attr, 0);
-    sigset_t none;
+    sigset_t none, pipe;
     sigemptyset(&none);
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
     posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
+    posix_spawnattr_setsigdefault(&attr, &pipe);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                            POSIX_SPAWN_SETSIGDEF);
     char *argv[] = { (char *)"/bin/sh", (char *)"-c", (char *)command, NULL };
     int err = posix_spawn(&pid, "/bin/sh", &fa, &attr, argv, envp);
     posix_spawn_file_actions_destroy(&fa);
@@ -263,6 +287,7 @@ static void *exec_thread(void *arg)
     buf_done(&out);
     buf_done(&errb);
     free(job);
+    thread_count(-1);
     return NULL;
 }
 
@@ -279,7 +304,9 @@ void exec_host_call(struct al_call *call, void *userdata)
     job->call = call;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    thread_count(1);
     if (pthread_create(&t, &attr, exec_thread, job) != 0) {
+        thread_count(-1);
         free(job);
         al_call_throw(call, "cannot start a thread for the host command");
     }

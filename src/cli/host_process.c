@@ -344,12 +344,20 @@ struct host_process *host_process_start(const char *command, unsigned timeout_ms
         goto fail;
     }
     posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    sigset_t pipe_set;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, in[0], 0);
     posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawnattr_init(&attr);
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    posix_spawnattr_setsigdefault(&attr, &pipe_set);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
     char *argv[] = { (char *)"/bin/sh", (char *)"-c", (char *)command, NULL };
-    int err = posix_spawn(&hp->pid, "/bin/sh", &fa, NULL, argv, environ);
+    int err = posix_spawn(&hp->pid, "/bin/sh", &fa, &attr, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
     close(in[0]);
     close(out[1]);
     hp->to_fd = in[1];

@@ -2,6 +2,7 @@
  * main.c - the airlock command line: a table of subcommands. Each subcommand parses its own
  * options and returns the process exit status (0 completed, 1 failed, 2 usage/configuration).
  */
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -52,6 +53,12 @@ static int cmd_help(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* A host command that exits without reading its stdin must fail that call, not kill us.
+     * Commands we start get the default disposition back (POSIX_SPAWN_SETSIGDEF). */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, NULL);
     if (argc < 2) {
         cmd_help(0, NULL);
         return CLI_EXIT_USAGE;
