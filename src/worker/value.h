@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "airlock.h"
+
 #include "buf.h"
 #include "quickjs.h"
 
@@ -47,5 +48,26 @@ enum al_code value_encode(JSContext *ctx, JSValueConst v, const char *root_name,
 enum al_code value_decode(JSContext *ctx, const char *text, size_t len,
                           const struct value_limits *limits, JSValue *ret_value,
                           struct al_error *reterr);
+
+/*
+ * Optional accelerator. A value_cache captures, once, the context's intrinsics the codec needs
+ * (Map, Set, Date, RegExp, DataView, typed-array and error constructors, the prototype methods
+ * and getters it calls) and checks the engine's internal class ids against real instances.
+ * Create it right after the context is set up, before guest code runs, so later guest changes
+ * to globals cannot reach the codec; value_encode/value_decode build a temporary one per call.
+ * The cache holds references into ctx: value_cache_free() it before JS_FreeContext(ctx).
+ * AL_INTERNAL_ERROR when out of memory or when the engine does not match the pinned QuickJS.
+ */
+struct value_cache;
+enum al_code value_cache_new(JSContext *ctx, struct value_cache **ret_cache,
+                             struct al_error *reterr);
+void value_cache_free(struct value_cache *cache);
+/* value_encode / value_decode on the cache's context. */
+enum al_code value_encode_cached(struct value_cache *cache, JSValueConst v, const char *root_name,
+                                 const struct value_limits *limits, struct buf *out,
+                                 struct al_error *reterr);
+enum al_code value_decode_cached(struct value_cache *cache, const char *text, size_t len,
+                                 const struct value_limits *limits, JSValue *ret_value,
+                                 struct al_error *reterr);
 
 #endif
