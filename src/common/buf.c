@@ -86,7 +86,7 @@ enum buf_status buf_append_str(struct buf *b, const char *s)
 
 enum buf_status buf_append_byte(struct buf *b, uint8_t c)
 {
-    if (b->data && b->len < b->cap) {
+    if (b->data && b->len < b->cap && b->len < b->max) {
         b->data[b->len++] = (char)c;
         b->data[b->len] = '\0';
         return BUF_OK;

@@ -150,7 +150,7 @@ static JSValue host_call(JSContext *ctx, JSValueConst this_val, int argc, JSValu
         }
     }
     struct value_limits vl = { BRIDGE_VALUE_DEPTH, (size_t)w->limits[AL_LIMIT_HOST_ARGS_BYTES] };
-    enum al_code rc = value_encode(ctx, arr, "args", &vl, &args, &err);
+    enum al_code rc = value_encode_cached(w->values, arr, "args", &vl, &args, &err);
     if (rc == AL_USER_ERROR) {
         goto out; /* a getter threw: the guest sees its exception */
     }
@@ -277,7 +277,7 @@ int bridge_answer(struct worker *w, JSContext *ctx, struct wire_cursor *c)
     } else {
         struct value_limits vl = { BRIDGE_VALUE_DEPTH, SIZE_MAX };
         struct al_error err = { 0 };
-        enum al_code rc = value_decode(ctx, payload, len, &vl, &v, &err);
+        enum al_code rc = value_decode_cached(w->values, payload, len, &vl, &v, &err);
         if (rc != AL_OK) {
             JSValue e = JS_GetException(ctx);
             JS_FreeValue(ctx, e);

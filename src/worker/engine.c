@@ -746,6 +746,11 @@ static void run_guest(struct worker *w, const struct compiled *cm, struct outcom
                     "cannot harden the guest context", "");
         goto out;
     }
+    struct al_error verr;
+    if (value_cache_new(ctx, &w->values, &verr) != AL_OK) {
+        outcome_set(o, w->fatal_code ? w->fatal_code : AL_INTERNAL_ERROR, "", verr.message, "");
+        goto out;
+    }
     JSValue uf = JS_ReadObject(ctx, cm->user, cm->user_len, JS_READ_OBJ_BYTECODE);
     promise = JS_IsException(uf) ? uf : JS_EvalFunction(ctx, uf);
     if (JS_IsException(promise)) {
@@ -816,7 +821,7 @@ static void run_guest(struct worker *w, const struct compiled *cm, struct outcom
     } else {
         struct value_limits vl = { ENGINE_VALUE_DEPTH, (size_t)w->limits[AL_LIMIT_RESULT_BYTES] };
         struct al_error err = { 0 };
-        enum al_code rc = value_encode(ctx, settle.value, "value", &vl, &o->value, &err);
+        enum al_code rc = value_encode_cached(w->values, settle.value, "value", &vl, &o->value, &err);
         if (rc == AL_USER_ERROR) {
             outcome_pending_exception(w, ctx, o);
         } else if (rc == AL_OUTPUT_LIMIT) {
@@ -905,6 +910,8 @@ done:
     uint64_t cpu_us = clock_self_cpu_us() - w->cpu_start_us;
     if (w->ctx) {
         bridge_free(w, w->rt);
+        value_cache_free(w->values);
+        w->values = NULL;
         JS_FreeContext(w->ctx);
         w->ctx = NULL;
     }

@@ -15,6 +15,7 @@
 #include "airlock.h"
 #include "buf.h"
 #include "quickjs.h"
+#include "value.h"
 #include "wire.h"
 
 #define WORKER_MAX_FRAME (128u * 1024 * 1024) /* body cap of a frame from the host */
@@ -58,6 +59,7 @@ struct worker {
     /* engine */
     JSRuntime *rt;
     JSContext *ctx;
+    struct value_cache *values; /* the codec's view of ctx's intrinsics */
     uint64_t start_us;        /* monotonic, when the guest started */
     uint64_t wall_deadline_us; /* monotonic */
     uint64_t cpu_start_us;    /* process CPU at the guest's start */
