@@ -1,0 +1,2 @@
+console.log("logged before failing");
+throw new Error("fail");

@@ -1,0 +1,2 @@
+console.log("logged before the loop");
+for (;;) {}

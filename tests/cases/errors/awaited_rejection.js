@@ -1,0 +1,1 @@
+await Promise.reject(new TypeError("rejected"));

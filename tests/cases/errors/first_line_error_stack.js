@@ -1,0 +1,1 @@
+throw new Error("on line one");

@@ -1,0 +1,3 @@
+await null;
+const o = undefined;
+o.x = 1;

@@ -1,0 +1,7 @@
+function inner() {
+  throw new RangeError("deep");
+}
+function outer() {
+  return inner();
+}
+outer();

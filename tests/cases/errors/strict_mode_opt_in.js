@@ -1,0 +1,2 @@
+"use strict";
+try { undeclared = 1; return "sloppy"; } catch (e) { return e.name; }

@@ -1,0 +1,4 @@
+if (true) {
+  return { answer: 42 };
+}
+return "unreachable";

@@ -1,0 +1,1 @@
+return Object.getOwnPropertySymbols(globalThis).map(String);

@@ -1,0 +1,2 @@
+// The command sees AIRLOCK_FUNCTION.
+return await who.am();

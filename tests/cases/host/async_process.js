@@ -1,0 +1,2 @@
+const p = echo.f(1);
+return [p instanceof Promise, await p];

@@ -1,0 +1,1 @@
+return await Promise.all([echo.f(1), echo.f(2), echo.f(3)]);

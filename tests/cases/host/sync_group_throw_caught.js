@@ -1,0 +1,1 @@
+try { sync.fail(); return "no error"; } catch (e) { return [e.name, e.message, e instanceof Error]; }

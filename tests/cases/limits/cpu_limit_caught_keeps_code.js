@@ -1,0 +1,2 @@
+try { for (;;) {} } catch (e) {}
+return "escaped";

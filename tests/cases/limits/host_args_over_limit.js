@@ -1,0 +1,1 @@
+return await echo.f("x".repeat(2000));

@@ -1,0 +1,2 @@
+try { await echo.big(); } catch (e) {}
+return "escaped";

@@ -1,0 +1,1 @@
+return await Promise.all([1, 2, 3, 4, 5].map((i) => echo.f(i)));

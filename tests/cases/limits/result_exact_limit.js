@@ -1,0 +1,2 @@
+// "x" * 98 plus two quotes: 100 bytes
+return "x".repeat(98);

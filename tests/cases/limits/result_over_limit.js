@@ -1,0 +1,2 @@
+// "x" * 99 plus two quotes: 101 bytes
+return "x".repeat(99);

@@ -1,0 +1,2 @@
+// A finally block that loops again is still stopped.
+try { for (;;) {} } finally { for (;;) {} }

@@ -1,0 +1,3 @@
+// class instances do not cross
+class A { constructor() { this.x = 1; } }
+return [new A()];

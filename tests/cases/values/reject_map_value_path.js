@@ -1,0 +1,2 @@
+// the path names a Map entry
+return { m: new Map([["k", () => 1]]) };

@@ -1,0 +1,2 @@
+// promises do not cross
+return { p: Promise.resolve(1) };

@@ -1,0 +1,2 @@
+// symbols do not cross
+return { s: Symbol("s") };

@@ -1,0 +1,2 @@
+// weak collections do not cross
+return { w: new WeakMap() };
