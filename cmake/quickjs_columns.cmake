@@ -1,4 +1,4 @@
-# Column numbers for QuickJS 2021-03-27 stack traces.
+# Column numbers for QuickJS 2021-03-27 stack traces, and a stack-overflow hook.
 #
 # QuickJS records only line numbers, but airlock reports `run.js:LINE:COL`. This script derives
 # quickjs_airlock.c from the fetched quickjs.c (never edited in place, never committed) with a
@@ -136,6 +136,21 @@ qjs_edit(src
                     if (line_num1 >> 20)
                         dbuf_printf(&dbuf, \":%d\", line_num1 >> 20);
                 }")
+
+# 6. Stack overflow hook: the embedder learns of every overflow, even one the guest catches.
+#    A weak symbol, so programs that do not define it (unit tests) link unchanged.
+qjs_edit(src
+"static JSValue JS_ThrowStackOverflow(JSContext *ctx)
+{
+    return JS_ThrowInternalError(ctx, \"stack overflow\");
+}"
+"extern void engine_on_stack_overflow(JSContext *ctx) __attribute__((weak));
+static JSValue JS_ThrowStackOverflow(JSContext *ctx)
+{
+    if (engine_on_stack_overflow)
+        engine_on_stack_overflow(ctx);
+    return JS_ThrowInternalError(ctx, \"stack overflow\");
+}")
 
 file(WRITE "${QJS_OUT}.tmp" "${src}")
 file(RENAME "${QJS_OUT}.tmp" "${QJS_OUT}")

@@ -16,6 +16,8 @@
 #include "cli.h"
 #include "json.h"
 
+#define CLI_SEEDED_CLOCK_MS 1735689600000LL /* 2025-01-01T00:00:00Z */
+
 static const char usage[] =
         "usage: airlock run [OPTIONS] FILE        FILE \"-\" = stdin\n"
         "  --host NAME=exec:COMMAND   host function NAME (\"group.fn\"); each call runs COMMAND via\n"
@@ -27,7 +29,9 @@ static const char usage[] =
         "                             (see README: first line {\"functions\":[...],\"sync\":[...]})\n"
         "  --limit KEY=VALUE          timeout, cpu (ms or s), memory, stack, source, result, console,\n"
         "                             host-args, host-output (bytes or K/M/G), host-calls, in-flight\n"
-        "  --seed HEX                 determinism seed for Date and Math.random\n"
+        "  --seed HEX                 determinism seed for Date and Math.random (the guest clock then\n"
+        "                             starts at 2025-01-01T00:00:00Z unless --clock is given)\n"
+        "  --clock MS                 start of the guest clock, ms since the epoch (stats.clock_ms)\n"
         "  --json                     print one JSON object on stdout\n"
         "exit status: 0 completed, 1 failed, 2 usage or configuration error\n";
 
@@ -37,6 +41,8 @@ struct run_args {
     int json;
     int has_seed;
     uint64_t seed;
+    int has_clock;
+    int64_t clock_ms;
     uint64_t limits[AL_LIMIT_COUNT_];
     uint8_t limit_set[AL_LIMIT_COUNT_];
     struct exec_host **execs;
@@ -123,6 +129,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
         { "host-process", required_argument, NULL, 'P' },
         { "limit", required_argument, NULL, 'L' },
         { "seed", required_argument, NULL, 'S' },
+        { "clock", required_argument, NULL, 'C' },
         { "json", no_argument, NULL, 'J' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
@@ -167,6 +174,19 @@ static int parse_args(int argc, char **argv, struct run_args *a)
             }
             a->has_seed = 1;
             break;
+        case 'C': {
+            char *end = NULL;
+            errno = 0;
+            long long v = strtoll(optarg, &end, 10);
+            if (errno || !end || *end != '\0' || end == optarg || v < 0 ||
+                    v > 8640000000000000LL) {
+                cli_error("--clock %s: expected milliseconds since the epoch", optarg);
+                return -1;
+            }
+            a->clock_ms = (int64_t)v;
+            a->has_clock = 1;
+            break;
+        }
         case 'J':
             a->json = 1;
             break;
@@ -196,7 +216,7 @@ static int add_exec_hosts(int argc, char **argv, struct run_args *a, struct al_c
         } else if (strncmp(argv[i], "--host=", 7) == 0) {
             spec = argv[i] + 7;
         } else if (strcmp(argv[i], "--host-process") == 0 || strcmp(argv[i], "--limit") == 0 ||
-                   strcmp(argv[i], "--seed") == 0) {
+                   strcmp(argv[i], "--seed") == 0 || strcmp(argv[i], "--clock") == 0) {
             i++;
             continue;
         } else {
@@ -323,9 +343,10 @@ static void print_json(const struct al_result *res)
     }
     buf_printf(&b,
                "],\"stats\":{\"wall_ms\":%.3f,\"cpu_ms\":%.3f,\"peak_memory_bytes\":%" PRIu64
-               ",\"host_calls\":%" PRIu32 ",\"seed\":\"%016" PRIx64 "\"}}\n",
+               ",\"host_calls\":%" PRIu32 ",\"seed\":\"%016" PRIx64 "\",\"clock_ms\":%" PRId64
+               "}}\n",
                (double)stats.wall_us / 1000.0, (double)stats.cpu_us / 1000.0,
-               stats.peak_memory_bytes, stats.host_calls, stats.seed);
+               stats.peak_memory_bytes, stats.host_calls, stats.seed, stats.clock_ms);
     fwrite(b.data, 1, b.len, stdout);
     buf_done(&b);
 }
@@ -416,6 +437,10 @@ int cmd_run(int argc, char **argv)
     }
     if (a.has_seed) {
         al_run_opts_set_seed(opts, a.seed);
+        /* A seeded run is reproducible as a whole: its clock is fixed too. */
+        al_run_opts_set_clock(opts, a.has_clock ? a.clock_ms : CLI_SEEDED_CLOCK_MS);
+    } else if (a.has_clock) {
+        al_run_opts_set_clock(opts, a.clock_ms);
     }
     if (al_run(runner, opts, &res, &err) != AL_OK) {
         cli_error("%s: %s", al_code_name(err.code), err.message);

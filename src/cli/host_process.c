@@ -165,8 +165,9 @@ static void *reader_main(void *arg)
         pending |= hp->pending[i] != NULL;
     }
     hp->dead = 1; /* later calls throw; exiting is only an error if a call needed it */
+    int closing = hp->closing; /* the run is over: we closed its stdin */
     pthread_mutex_unlock(&hp->mu);
-    if (pending) {
+    if (pending && !closing) {
         fail(hp, "exited while host calls were pending");
     }
     return NULL;
@@ -353,7 +354,9 @@ struct host_process *host_process_start(const char *command, unsigned timeout_ms
     sigemptyset(&pipe_set);
     sigaddset(&pipe_set, SIGPIPE);
     posix_spawnattr_setsigdefault(&attr, &pipe_set);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+    /* Its own process group, so the grace kill reaches whatever the shell started. */
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
     char *argv[] = { (char *)"/bin/sh", (char *)"-c", (char *)command, NULL };
     int err = posix_spawn(&hp->pid, "/bin/sh", &fa, &attr, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
@@ -415,7 +418,9 @@ int host_process_register(struct host_process *hp, struct al_config *config)
     return 0;
 }
 
-/* Waits for the co-process to exit for at most HP_GRACE_MS, then kills it. */
+/* Waits for the co-process to exit for at most HP_GRACE_MS, then kills its process group
+ * (whatever the shell started goes too). The group is killed before the leader is reaped, so
+ * its id cannot have been reused. */
 static void reap(struct host_process *hp)
 {
     if (hp->pid <= 0) {
@@ -424,13 +429,11 @@ static void reap(struct host_process *hp)
     int pidfd = (int)syscall(SYS_pidfd_open, hp->pid, 0);
     if (pidfd >= 0) {
         struct pollfd p = { .fd = pidfd, .events = POLLIN };
-        if (poll(&p, 1, HP_GRACE_MS) <= 0) {
-            kill(hp->pid, SIGKILL);
-        }
+        poll(&p, 1, HP_GRACE_MS);
         close(pidfd);
-    } else {
-        kill(hp->pid, SIGKILL);
     }
+    kill(-hp->pid, SIGKILL);
+    kill(hp->pid, SIGKILL);
     int status;
     while (waitpid(hp->pid, &status, 0) < 0 && errno == EINTR) {
     }

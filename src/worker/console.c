@@ -110,11 +110,11 @@ static JSValue console_call(JSContext *ctx, JSValueConst this_val, int argc, JSV
         }
         format_arg(ctx, argv[i], &b);
     }
-    if (w->fatal_code != AL_OK) {
-        buf_done(&b);
+    uint64_t limit = w->limits[AL_LIMIT_CONSOLE_BYTES];
+    if (w->console_bytes >= limit && limit > 0 && w->fatal_code == AL_OUTPUT_LIMIT) {
+        buf_done(&b); /* already cut and marked */
         return JS_UNDEFINED;
     }
-    uint64_t limit = w->limits[AL_LIMIT_CONSOLE_BYTES];
     uint64_t left = limit - w->console_bytes;
     if (b.len <= left) {
         emit(w, magic, b.data ? b.data : "", b.len);

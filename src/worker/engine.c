@@ -149,6 +149,15 @@ static int interrupt_handler(JSRuntime *rt, void *opaque)
     return 0;
 }
 
+void engine_on_stack_overflow(JSContext *ctx)
+{
+    struct worker *w = JS_GetRuntimeOpaque(JS_GetRuntime(ctx));
+    if (w) {
+        worker_fail(w, AL_STACK_OVERFLOW, "the guest exceeded its stack limit of %llu bytes",
+                    (unsigned long long)w->limits[AL_LIMIT_STACK_BYTES]);
+    }
+}
+
 uint64_t engine_wall_deadline(const struct worker *w)
 {
     return w->wall_deadline_us;
@@ -518,10 +527,6 @@ static void outcome_exception(struct worker *w, JSContext *ctx, JSValueConst exc
         char *message = get_str_prop(ctx, exc, "message");
         char *stack = get_str_prop(ctx, exc, "stack");
         char *filtered = filter_stack(stack, w->filename, sizeof wrapper_head - 1);
-        if (strcmp(name, "InternalError") == 0 && strcmp(message, "stack overflow") == 0) {
-            code = AL_STACK_OVERFLOW;
-            snprintf(w->fatal_msg, sizeof w->fatal_msg, "%s", message);
-        }
         outcome_set(o, code, name, message, filtered);
         free(name);
         free(message);
@@ -531,15 +536,6 @@ static void outcome_exception(struct worker *w, JSContext *ctx, JSValueConst exc
         char *message = dup_cstr(ctx, exc);
         outcome_set(o, code, "", message, "");
         free(message);
-    }
-    if (code == AL_STACK_OVERFLOW) {
-        char msg[300];
-        snprintf(msg, sizeof msg, "the guest exceeded its stack limit of %llu bytes",
-                 (unsigned long long)w->limits[AL_LIMIT_STACK_BYTES]);
-        free(o->message);
-        o->message = strdup(msg);
-        free(o->name);
-        o->name = strdup("RangeError");
     }
 }
 

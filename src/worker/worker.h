@@ -104,6 +104,8 @@ void worker_consume(struct worker *w, size_t frame_len);
 
 /* engine.c: runs the request in w and appends the DONE frame to w->out. */
 void engine_run(struct worker *w);
+/* Called by the engine (hook in quickjs_airlock.c) whenever it throws a stack overflow. */
+void engine_on_stack_overflow(JSContext *ctx);
 /* The deadline for blocking waits: the wall deadline (monotonic us). */
 uint64_t engine_wall_deadline(const struct worker *w);
 

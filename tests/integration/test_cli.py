@@ -24,17 +24,7 @@ PY = sys.executable
 HANG = 20
 
 # test name -> what is wrong (see the report / tests/cases/_pending)
-KNOWN_BUGS = {
-    "test_host_process_never_declares":
-        "airlock gives up on a co-process that never declares after the timeout but kills only "
-        "the /bin/sh it started, not the co-process itself (no process group): the co-process is "
-        "orphaned, keeps airlock's stderr open, and a caller capturing the output hangs until it "
-        "exits on its own",
-    "test_seed_makes_date_deterministic":
-        "--seed only seeds Math.random: the CLI never calls al_run_opts_set_clock, so Date.now() "
-        "differs between two runs with the same seed although the usage says "
-        "'determinism seed for Date and Math.random'",
-}
+KNOWN_BUGS = {}
 
 CLI = WORKER = None
 TMP = None
@@ -201,7 +191,7 @@ def test_json_shape_completed():
     check(res["status"] == "completed" and res["value"] == {"a": 1}, f"{res}")
     check(res["console"] == [{"level": "log", "text": "hi"}], f"{res['console']}")
     st = res["stats"]
-    check(set(st) == {"wall_ms", "cpu_ms", "peak_memory_bytes", "host_calls", "seed"},
+    check(set(st) == {"wall_ms", "cpu_ms", "peak_memory_bytes", "host_calls", "seed", "clock_ms"},
           f"stats keys {sorted(st)}")
     check(isinstance(st["host_calls"], int) and st["host_calls"] == 0, f"{st}")
     check(isinstance(st["seed"], str) and len(st["seed"]) == 16 and
