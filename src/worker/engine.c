@@ -25,6 +25,7 @@
 #define ENGINE_VALUE_DEPTH 1000         /* nesting bound of values crossing the boundary */
 #define ENGINE_MEM_SLACK (2u << 20)     /* heap allowed past the limit so unwinding works */
 #define ENGINE_MALLOC_OVERHEAD 8
+#define ENGINE_FLUSH_US 2000u           /* console output waits at most this long while busy */
 
 /* The source is a function body: wrapped so top-level await and return work. The head keeps
  * the user's first line on line 1, so only line-1 columns need correcting. */
@@ -136,7 +137,11 @@ static int interrupt_handler(JSRuntime *rt, void *opaque)
     if (w->fatal_code != AL_OK) {
         return 1;
     }
-    if (clock_mono_us() >= w->wall_deadline_us) {
+    uint64_t now = clock_mono_us();
+    if (w->out.len && now - w->last_flush_us > ENGINE_FLUSH_US) {
+        worker_flush(w); /* w->out holds whole frames only: console entries */
+    }
+    if (now >= w->wall_deadline_us) {
         worker_fail(w, AL_TIMEOUT, "the run exceeded its timeout of %llu ms",
                     (unsigned long long)w->limits[AL_LIMIT_TIMEOUT_MS]);
         return 1;

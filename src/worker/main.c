@@ -48,6 +48,7 @@ int worker_flush(struct worker *w)
         off += (size_t)n;
     }
     buf_reset(&w->out);
+    w->last_flush_us = clock_mono_us();
     return 0;
 }
 

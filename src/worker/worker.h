@@ -44,7 +44,9 @@ struct bridge_call {
 struct worker {
     int fd;           /* the host socket */
     struct buf in;    /* bytes received, not yet consumed */
-    struct buf out;   /* frames to send; flushed before blocking and at the end */
+    struct buf out;   /* frames to send; flushed before blocking, at the end, and every few
+                         ms of computation so console output survives a supervisor kill */
+    uint64_t last_flush_us; /* monotonic */
 
     /* the run's request */
     uint64_t limits[AL_LIMIT_COUNT_];
