@@ -67,6 +67,27 @@ def run_json(args, **kw):
         raise Fail(f"stdout is not one JSON object (exit {rc}): {out[:300]!r} / {err[:300]!r}")
 
 
+def test_every_double_crosses_exactly():
+    # 5,000 doubles made from pseudo-random bit patterns: each reaches a JSON host as digits
+    # that read back as exactly the same bits (shortest round-trip, as JSON.stringify).
+    f = write("bits.js", """
+const dv = new DataView(new ArrayBuffer(8)); const out = [];
+let s = 12345n;
+for (let i = 0; i < 5000; i++) {
+  s = (s * 6364136223846793005n + 1442695040888963407n) & 0xffffffffffffffffn;
+  dv.setBigUint64(0, s); const y = dv.getFloat64(0);
+  if (Number.isFinite(y) && !Object.is(y, -0)) out.push([s.toString(16), y]);
+}
+return out;""")
+    rc, res, err = run_json(["--limit", "result=10M", f])
+    check(rc == 0, f"exit {rc}: {err[:300]}")
+    import struct
+    bad = [(h, y) for h, y in res["value"]
+           if struct.pack(">d", float(y)) != bytes.fromhex(h.zfill(16))]
+    check(len(res["value"]) > 4900, f"only {len(res['value'])} values")
+    check(not bad, f"{len(bad)} doubles changed, e.g. {bad[:3]}")
+
+
 def usage_error(args, want_in_stderr, stdin=None):
     rc, out, err = run(args, stdin=stdin)
     check(rc == 2, f"{args}: exit {rc}, expected 2 (stderr {err[:200]!r})")
