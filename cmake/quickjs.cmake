@@ -38,9 +38,9 @@ if(NOT EXISTS "${QJS_DIR}/quickjs.c")
     endif()
 endif()
 
-# Column numbers in stack traces: see cmake/quickjs_columns.cmake.
+# Column numbers and hooks for the worker: see cmake/quickjs_patch.cmake.
 set(QJS_PATCHED "${QJS_DIR}/quickjs_airlock.c")
-set(QJS_PATCH_SCRIPT "${CMAKE_CURRENT_LIST_DIR}/quickjs_columns.cmake")
+set(QJS_PATCH_SCRIPT "${CMAKE_CURRENT_LIST_DIR}/quickjs_patch.cmake")
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${QJS_PATCH_SCRIPT}")
 if(NOT EXISTS "${QJS_PATCHED}" OR "${QJS_PATCH_SCRIPT}" IS_NEWER_THAN "${QJS_PATCHED}")
     execute_process(COMMAND ${CMAKE_COMMAND} -DQJS_SRC=${QJS_DIR}/quickjs.c

@@ -8,8 +8,9 @@
  *
  * Dispatch is lazy, like the peer `run`: an asynchronous call's arguments are encoded at call
  * time (so the guest cannot change them afterwards) but its CALL frame goes to the host only
- * once the guest observes the promise - `await`, `then`, `catch`, `finally`, `Promise.all` and
- * friends all go through the promise's `then`, which we wrap. A call that is never observed
+ * once the guest observes the promise - the engine reports every reaction registered on a
+ * promise (await, then by any route, Promise.all, ...) through bridge_on_promise_then. A call
+ * that is never observed
  * never reaches the host, and the run fails with DETACHED_BRIDGE_REQUEST. Observation is
  * checked whenever the worker is about to block, which batches every call of one turn into a
  * single write. Synchronous groups dispatch at once and block until the answer arrives.
@@ -37,15 +38,19 @@ static struct bridge_call *find_by_promise(struct worker *w, JSValueConst p)
     return NULL;
 }
 
-/* `then` of host-call promises: marks the call observed, then defers to the intrinsic. */
-static JSValue host_then(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+/* Called by the engine (hook in quickjs_airlock.c) whenever a reaction is registered on any
+ * promise: await, then/catch/finally by any route, Promise.all and friends. */
+void bridge_on_promise_then(JSContext *ctx, JSValueConst promise)
 {
     struct worker *w = JS_GetContextOpaque(ctx);
-    struct bridge_call *call = find_by_promise(w, this_val);
-    if (call) {
-        call->observed = 1;
+    if (!w || w->unobserved == 0) {
+        return;
     }
-    return JS_Call(ctx, w->promise_then, this_val, argc, argv);
+    struct bridge_call *call = find_by_promise(w, promise);
+    if (call && !call->observed) {
+        call->observed = 1;
+        w->unobserved--;
+    }
 }
 
 static struct bridge_call *new_call(struct worker *w)
@@ -188,8 +193,8 @@ static JSValue host_call(JSContext *ctx, JSValueConst this_val, int argc, JSValu
     }
     /* new_call may have moved the array; `call` is still the last element. */
     call = &w->calls[w->ncalls - 1];
-    JS_SetPrototype(ctx, promise, w->host_promise_proto);
     call->promise = JS_DupValue(ctx, promise);
+    w->unobserved++;
     call->resolve = resolving[0];
     call->reject = resolving[1];
     ret = promise;
@@ -344,16 +349,9 @@ int bridge_install(struct worker *w, JSContext *ctx)
     JSValue group = JS_UNDEFINED;
 
     w->promise_then = JS_GetPropertyStr(ctx, promise_proto, "then");
-    w->host_promise_proto = JS_NewObjectProto(ctx, promise_proto);
-    if (JS_IsException(w->host_promise_proto) || !JS_IsFunction(ctx, w->promise_then)) {
+    if (!JS_IsFunction(ctx, w->promise_then)) {
         goto out;
     }
-    JS_DefinePropertyValueStr(ctx, w->host_promise_proto, "then",
-                              JS_NewCFunction(ctx, host_then, "then", 2),
-                              JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
-    /* No `constructor`: so `await` and Promise.resolve go through our `then`. */
-    JS_DefinePropertyValueStr(ctx, w->host_promise_proto, "constructor", JS_UNDEFINED,
-                              JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
 
     for (uint32_t i = 0; i < w->nfns; i++) {
         const struct bridge_fn *fn = &w->fns[i];
@@ -419,7 +417,5 @@ void bridge_free(struct worker *w, JSRuntime *rt)
     w->calls = NULL;
     w->ncalls = 0;
     JS_FreeValueRT(rt, w->promise_then);
-    JS_FreeValueRT(rt, w->host_promise_proto);
     w->promise_then = JS_UNDEFINED;
-    w->host_promise_proto = JS_UNDEFINED;
 }

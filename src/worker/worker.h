@@ -82,7 +82,7 @@ struct worker {
     uint32_t in_flight;        /* calls made and not answered */
     uint32_t dispatched_pending; /* calls sent to the host and not answered */
     JSValue promise_then;      /* the intrinsic Promise.prototype.then */
-    JSValue host_promise_proto;
+    uint32_t unobserved;       /* async calls whose promise has no reaction yet */
 
     void *settle;              /* engine.c: where the guest's promise outcome lands */
 
@@ -117,6 +117,8 @@ int bridge_install(struct worker *w, JSContext *ctx);
 void bridge_dispatch(struct worker *w);
 /* Whether a call was made that is not answered and not dispatched: never observed. */
 int bridge_has_unobserved(const struct worker *w);
+/* Called by the engine (hook in quickjs_airlock.c) for every reaction on a promise. */
+void bridge_on_promise_then(JSContext *ctx, JSValueConst promise);
 /* Handles one ANSWER frame. 0, or -1 on a protocol violation. */
 int bridge_answer(struct worker *w, JSContext *ctx, struct wire_cursor *c);
 /* A call still unanswered, or answered but never observed: its name, else NULL. */

@@ -1,25 +1,29 @@
-# Column numbers for QuickJS 2021-03-27 stack traces, and a stack-overflow hook.
+# quickjs_airlock.c: QuickJS 2021-03-27 with the few things airlock needs and the engine lacks.
 #
-# QuickJS records only line numbers, but airlock reports `run.js:LINE:COL`. This script derives
-# quickjs_airlock.c from the fetched quickjs.c (never edited in place, never committed) with a
-# few small, checked edits: the parser packs the column of the last token into the position it
-# records for each opcode (line in the low 20 bits, column in the next 11), and the stack trace
-# printer unpacks it. Every edit must match exactly once or the configure step fails, so a
-# different QuickJS can never be patched silently.
+# This script derives quickjs_airlock.c from the fetched quickjs.c (never edited in place, never
+# committed) with small, checked edits. Every edit must match exactly once or the configure
+# step fails, so a different QuickJS can never be patched silently.
+#   1-5  Column numbers: QuickJS records only lines, airlock reports `run.js:LINE:COL`. The
+#        parser packs the column of the last token into the position it records for each
+#        opcode (line in the low 20 bits, column in the next 11); the trace printer unpacks it.
+#   6    engine_on_stack_overflow(): the worker learns of every stack overflow, even a caught one.
+#   7    bridge_on_promise_then(): the worker learns of every reaction registered on a promise
+#        (await, then by any route, Promise.all...), which is how it knows a host call is observed.
+# Hooks are weak symbols, so programs that do not define them (unit tests) link unchanged.
 #
 # Input: QJS_SRC (quickjs.c), QJS_OUT (quickjs_airlock.c).
 
 function(qjs_edit content_var old new)
     string(FIND "${${content_var}}" "${old}" first)
     if(first EQUAL -1)
-        message(FATAL_ERROR "quickjs_columns: pattern not found: ${old}")
+        message(FATAL_ERROR "quickjs_patch: pattern not found: ${old}")
     endif()
     string(LENGTH "${old}" len)
     math(EXPR after "${first} + ${len}")
     string(SUBSTRING "${${content_var}}" ${after} -1 rest)
     string(FIND "${rest}" "${old}" again)
     if(NOT again EQUAL -1)
-        message(FATAL_ERROR "quickjs_columns: pattern found twice: ${old}")
+        message(FATAL_ERROR "quickjs_patch: pattern found twice: ${old}")
     endif()
     string(REPLACE "${old}" "${new}" result "${${content_var}}")
     set(${content_var} "${result}" PARENT_SCOPE)
@@ -151,6 +155,32 @@ static JSValue JS_ThrowStackOverflow(JSContext *ctx)
         engine_on_stack_overflow(ctx);
     return JS_ThrowInternalError(ctx, \"stack overflow\");
 }")
+
+# 7. Promise reactions.
+qjs_edit(src
+"{
+    JSPromiseData *s = JS_GetOpaque(promise, JS_CLASS_PROMISE);
+    JSPromiseReactionData *rd_array[2], *rd;
+    int i, j;
+"
+"{
+    JSPromiseData *s = JS_GetOpaque(promise, JS_CLASS_PROMISE);
+    JSPromiseReactionData *rd_array[2], *rd;
+    int i, j;
+
+    if (bridge_on_promise_then)
+        bridge_on_promise_then(ctx, promise);
+")
+qjs_edit(src
+"static __exception int perform_promise_then(JSContext *ctx,
+                                            JSValueConst promise,
+                                            JSValueConst *resolve_reject,
+                                            JSValueConst *cap_resolving_funcs);"
+"static __exception int perform_promise_then(JSContext *ctx,
+                                            JSValueConst promise,
+                                            JSValueConst *resolve_reject,
+                                            JSValueConst *cap_resolving_funcs);
+extern void bridge_on_promise_then(JSContext *ctx, JSValueConst promise) __attribute__((weak));")
 
 file(WRITE "${QJS_OUT}.tmp" "${src}")
 file(RENAME "${QJS_OUT}.tmp" "${QJS_OUT}")
