@@ -1467,7 +1467,7 @@ static enum al_code enc_object(struct enc *e, JSValueConst obj, unsigned level)
 {
     JSContext *ctx = e->ctx;
     void *ptr = JS_VALUE_GET_PTR(obj);
-    uint32_t node;
+    uint32_t node = 0;
     enum al_code rc;
 
     if (ptrmap_get(&e->seen, ptr, &node)) {
