@@ -9,6 +9,9 @@
 #   6    engine_on_stack_overflow(): the worker learns of every stack overflow, even a caught one.
 #   7    bridge_on_promise_then(): the worker learns of every reaction registered on a promise
 #        (await, then by any route, Promise.all...), which is how it knows a host call is observed.
+#   8    engine_wrapper_length(): the function the user's body is wrapped in must end exactly
+#        where the wrapper's own closing brace is, so a source cannot close it and run code at
+#        script level ("return 1; }), evil(), (function () {").
 # Hooks are weak symbols, so programs that do not define them (unit tests) link unchanged.
 #
 # Input: QJS_SRC (quickjs.c), QJS_OUT (quickjs_airlock.c).
@@ -181,6 +184,30 @@ qjs_edit(src
                                             JSValueConst *resolve_reject,
                                             JSValueConst *cap_resolving_funcs);
 extern void bridge_on_promise_then(JSContext *ctx, JSValueConst promise) __attribute__((weak));")
+
+# 8. The wrapper function must span exactly the wrapper.
+qjs_edit(src
+"    while (s->token.val != '}') {
+        if (js_parse_source_element(s))
+            goto fail;
+    }
+    if (!(fd->js_mode & JS_MODE_STRIP)) {"
+"    while (s->token.val != '}') {
+        if (js_parse_source_element(s))
+            goto fail;
+    }
+    if (engine_wrapper_length && ptr == s->al_buf_start + 1) {
+        size_t al_want = engine_wrapper_length(ctx);
+        if (al_want && (size_t)(s->buf_ptr - ptr) != al_want) {
+            js_parse_error(s, \"unexpected '}': the source closes the function body it runs in\");
+            goto fail;
+        }
+    }
+    if (!(fd->js_mode & JS_MODE_STRIP)) {")
+qjs_edit(src
+"static int airlock_pos(JSParseState *s, int line, const uint8_t *p);"
+"static int airlock_pos(JSParseState *s, int line, const uint8_t *p);
+extern size_t engine_wrapper_length(JSContext *ctx) __attribute__((weak));")
 
 file(WRITE "${QJS_OUT}.tmp" "${src}")
 file(RENAME "${QJS_OUT}.tmp" "${QJS_OUT}")

@@ -163,6 +163,16 @@ void engine_on_stack_overflow(JSContext *ctx)
     }
 }
 
+size_t engine_wrapper_length(JSContext *ctx)
+{
+    struct worker *w = JS_GetRuntimeOpaque(JS_GetRuntime(ctx));
+    if (!w || !w->compiling_user) {
+        return 0;
+    }
+    /* from "async" (offset 1) to the wrapper's closing brace; the tail has "})()" after "\n" */
+    return w->source_len - 1 - (sizeof wrapper_tail - 1) + 2;
+}
+
 uint64_t engine_wall_deadline(const struct worker *w)
 {
     return w->wall_deadline_us;
@@ -617,8 +627,10 @@ static int compile(struct worker *w, struct compiled *out, struct outcome *o)
         outcome_set(o, AL_MEMORY_LIMIT, "", "out of memory while compiling", "");
         return -1;
     }
+    w->compiling_user = 1;
     fn = JS_Eval(cc, w->source, w->source_len, w->filename,
                  JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_COMPILE_ONLY);
+    w->compiling_user = 0;
     if (JS_IsException(fn)) {
         outcome_pending_exception(w, cc, o);
         goto out;

@@ -53,8 +53,9 @@ struct worker {
     uint64_t seed;
     int64_t clock_ms; /* the guest's clock: ms since the epoch */
     char *filename;   /* "run.js" */
-    char *source;
+    char *source;     /* the user's body inside the wrapper */
     size_t source_len;
+    int compiling_user; /* the parser is reading `source`: the wrapper check applies */
     struct bridge_fn *fns;
     uint32_t nfns;
 
@@ -108,6 +109,9 @@ void worker_consume(struct worker *w, size_t frame_len);
 void engine_run(struct worker *w);
 /* Called by the engine (hook in quickjs_airlock.c) whenever it throws a stack overflow. */
 void engine_on_stack_overflow(JSContext *ctx);
+/* Called by the parser (hook in quickjs_airlock.c): the exact source length of the function the
+ * user's body is wrapped in while that source is compiled, else 0. */
+size_t engine_wrapper_length(JSContext *ctx);
 /* The deadline for blocking waits: the wall deadline (monotonic us). */
 uint64_t engine_wall_deadline(const struct worker *w);
 
