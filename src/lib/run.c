@@ -63,6 +63,7 @@ struct run_state {
     uint32_t host_calls;
     uint32_t in_flight;
     uint64_t console_bytes;
+    int answers;  /* completions may be queued: a callback ran or the eventfd fired */
     int done;     /* DONE received or a failure decided */
     int kill;     /* the worker must be killed (it may be alive and misbehaving) */
 };
@@ -143,6 +144,7 @@ static void on_call(struct run_state *st, struct wire_cursor *c)
         return;
     }
     h->fn(call, h->userdata);
+    st->answers = 1;
 }
 
 static void on_console(struct run_state *st, struct wire_cursor *c)
@@ -376,7 +378,11 @@ static void supervise(struct run_state *st, uint64_t start_us)
             }
             read_frames(st);
         }
-        if (!st->done) {
+        if (pfd[1].revents & POLLIN) {
+            st->answers = 1;
+        }
+        if (!st->done && st->answers) {
+            st->answers = 0;
             send_answers(st);
         }
         if (!st->done && st->out.len) {
