@@ -36,8 +36,8 @@ extern "C" {
 #define AL_VERSION_PATCH 0
 
 #if defined(__GNUC__)
-#define AL_API        __attribute__((visibility("default")))
-#define AL_NODISCARD  __attribute__((warn_unused_result))
+#define AL_API       __attribute__((visibility("default")))
+#define AL_NODISCARD __attribute__((warn_unused_result))
 #else
 #define AL_API
 #define AL_NODISCARD
@@ -93,14 +93,15 @@ AL_API const char *al_version(void);
 /* Every limit has a default (DESIGN §3) and may be set per runner and overridden per run.
  * Durations are in milliseconds, sizes in bytes (UTF-8 bytes for text), counts plain. */
 enum al_limit {
-    AL_LIMIT_TIMEOUT_MS = 0,  /* wall clock; default 30000 -> TIMEOUT */
-    AL_LIMIT_CPU_MS,          /* worker CPU time; default = timeout -> CPU_LIMIT */
-    AL_LIMIT_MEMORY_BYTES,    /* guest heap; default 64 MiB -> MEMORY_LIMIT */
-    AL_LIMIT_STACK_BYTES,     /* guest stack; default 2 MiB, at most 64 MiB -> STACK_OVERFLOW */
-    AL_LIMIT_SOURCE_BYTES,    /* source text; default 256 KiB -> SOURCE_TOO_LARGE */
-    AL_LIMIT_RESULT_BYTES,    /* encoded result; default 1 MiB -> OUTPUT_LIMIT */
-    AL_LIMIT_CONSOLE_BYTES,   /* all console text; default 64 KiB -> OUTPUT_LIMIT */
-    AL_LIMIT_HOST_ARGS_BYTES, /* encoded arguments of one host call; default 1 MiB -> BRIDGE_LIMIT */
+    AL_LIMIT_TIMEOUT_MS = 0,    /* wall clock; default 30000 -> TIMEOUT */
+    AL_LIMIT_CPU_MS,            /* worker CPU time; default = timeout -> CPU_LIMIT */
+    AL_LIMIT_MEMORY_BYTES,      /* guest heap; default 64 MiB -> MEMORY_LIMIT */
+    AL_LIMIT_STACK_BYTES,       /* guest stack; default 2 MiB, at most 64 MiB -> STACK_OVERFLOW */
+    AL_LIMIT_SOURCE_BYTES,      /* source text; default 256 KiB -> SOURCE_TOO_LARGE */
+    AL_LIMIT_RESULT_BYTES,      /* encoded result; default 1 MiB -> OUTPUT_LIMIT */
+    AL_LIMIT_CONSOLE_BYTES,     /* all console text; default 64 KiB -> OUTPUT_LIMIT */
+    AL_LIMIT_HOST_ARGS_BYTES,   /* encoded arguments of one host call; default 1 MiB -> BRIDGE_LIMIT
+                                 */
     AL_LIMIT_HOST_OUTPUT_BYTES, /* one host call's answer; default 4 MiB -> BRIDGE_LIMIT */
     AL_LIMIT_HOST_CALLS,        /* host calls per run; default 256 -> BRIDGE_LIMIT */
     AL_LIMIT_IN_FLIGHT,         /* unanswered host calls at once; default 32 -> BRIDGE_LIMIT */
@@ -137,8 +138,9 @@ struct al_call;
 typedef void al_host_fn(struct al_call *call, void *userdata);
 
 /* Flags of al_config_add_host. */
-#define AL_HOST_SYNC 1u /* the guest call blocks and returns the value instead of a Promise;
-                           applies to the whole group (every function of a group must agree) */
+#define AL_HOST_SYNC                                                        \
+    1u /* the guest call blocks and returns the value instead of a Promise; \
+          applies to the whole group (every function of a group must agree) */
 
 /* The function's full name, "group.fn". Valid until the call is completed. */
 AL_API const char *al_call_name(const struct al_call *call);
@@ -181,8 +183,7 @@ AL_NODISCARD AL_API enum al_code al_config_set_limit(struct al_config *config, e
  * group; AL_INTERNAL_ERROR when out of memory. `userdata` is passed to every call as is.
  */
 AL_NODISCARD AL_API enum al_code al_config_add_host(struct al_config *config, const char *name,
-                                                    al_host_fn *fn, void *userdata,
-                                                    unsigned flags);
+                                                    al_host_fn *fn, void *userdata, unsigned flags);
 
 /* Path of the airlock-worker executable. Default: $AIRLOCK_WORKER if set, else
  * "airlock-worker" beside the running executable. AL_CONFIG_ERROR for NULL or "". */

@@ -11,8 +11,8 @@
 #include "airlock.h"
 
 #define CLI_EXIT_COMPLETED 0
-#define CLI_EXIT_FAILED 1
-#define CLI_EXIT_USAGE 2
+#define CLI_EXIT_FAILED    1
+#define CLI_EXIT_USAGE     2
 
 int cmd_run(int argc, char **argv);
 

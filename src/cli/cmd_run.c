@@ -20,18 +20,27 @@
 
 static const char usage[] =
         "usage: airlock run [OPTIONS] FILE        FILE \"-\" = stdin\n"
-        "  --host NAME=exec:COMMAND   host function NAME (\"group.fn\"); each call runs COMMAND via\n"
+        "  --host NAME=exec:COMMAND   host function NAME (\"group.fn\"); each call runs COMMAND "
+        "via\n"
         "                             /bin/sh -c with env AIRLOCK_FUNCTION=NAME and the argument\n"
-        "                             array (boundary JSON) on stdin; exit 0: stdout is the result\n"
-        "                             (empty = undefined); non-zero: the call throws an Error whose\n"
+        "                             array (boundary JSON) on stdin; exit 0: stdout is the "
+        "result\n"
+        "                             (empty = undefined); non-zero: the call throws an Error "
+        "whose\n"
         "                             message is stderr's text, trimmed\n"
-        "  --host-process COMMAND     one co-process per run serving many functions over JSON lines\n"
-        "                             (see README: first line {\"functions\":[...],\"sync\":[...]})\n"
-        "  --limit KEY=VALUE          timeout, cpu (ms or s), memory, stack, source, result, console,\n"
-        "                             host-args, host-output (bytes or K/M/G), host-calls, in-flight\n"
-        "  --seed HEX                 determinism seed for Date and Math.random (the guest clock then\n"
+        "  --host-process COMMAND     one co-process per run serving many functions over JSON "
+        "lines\n"
+        "                             (see README: first line "
+        "{\"functions\":[...],\"sync\":[...]})\n"
+        "  --limit KEY=VALUE          timeout, cpu (ms or s), memory, stack, source, result, "
+        "console,\n"
+        "                             host-args, host-output (bytes or K/M/G), host-calls, "
+        "in-flight\n"
+        "  --seed HEX                 determinism seed for Date and Math.random (the guest clock "
+        "then\n"
         "                             starts at 2025-01-01T00:00:00Z unless --clock is given)\n"
-        "  --clock MS                 start of the guest clock, ms since the epoch (stats.clock_ms)\n"
+        "  --clock MS                 start of the guest clock, ms since the epoch "
+        "(stats.clock_ms)\n"
         "  --json                     print one JSON object on stdout\n"
         "exit status: 0 completed, 1 failed, 2 usage or configuration error\n";
 
@@ -125,14 +134,10 @@ static int parse_seed(const char *s, uint64_t *ret)
 static int parse_args(int argc, char **argv, struct run_args *a)
 {
     static const struct option opts[] = {
-        { "host", required_argument, NULL, 'H' },
-        { "host-process", required_argument, NULL, 'P' },
-        { "limit", required_argument, NULL, 'L' },
-        { "seed", required_argument, NULL, 'S' },
-        { "clock", required_argument, NULL, 'C' },
-        { "json", no_argument, NULL, 'J' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+        { "host", required_argument, NULL, 'H' },  { "host-process", required_argument, NULL, 'P' },
+        { "limit", required_argument, NULL, 'L' }, { "seed", required_argument, NULL, 'S' },
+        { "clock", required_argument, NULL, 'C' }, { "json", no_argument, NULL, 'J' },
+        { "help", no_argument, NULL, 'h' },        { NULL, 0, NULL, 0 },
     };
     optind = 1;
     opterr = 0;
@@ -178,8 +183,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
             char *end = NULL;
             errno = 0;
             long long v = strtoll(optarg, &end, 10);
-            if (errno || !end || *end != '\0' || end == optarg || v < 0 ||
-                    v > 8640000000000000LL) {
+            if (errno || !end || *end != '\0' || end == optarg || v < 0 || v > 8640000000000000LL) {
                 cli_error("--clock %s: expected milliseconds since the epoch", optarg);
                 return -1;
             }
@@ -454,8 +458,7 @@ int cmd_run(int argc, char **argv)
         print_readable(res);
     }
     fflush(stdout);
-    exit_code = al_result_status(res) == AL_STATUS_COMPLETED ? CLI_EXIT_COMPLETED
-                                                             : CLI_EXIT_FAILED;
+    exit_code = al_result_status(res) == AL_STATUS_COMPLETED ? CLI_EXIT_COMPLETED : CLI_EXIT_FAILED;
     if (hp_error) {
         cli_error("host process: %s", hp_error);
         exit_code = CLI_EXIT_USAGE;

@@ -38,7 +38,7 @@ static pthread_cond_t threads_done = PTHREAD_COND_INITIALIZER;
 static pid_t running[1024];
 static size_t nrunning;
 static size_t nthreads; /* call threads not finished yet */
-static int killing;      /* the run is over: commands are killed as soon as they start */
+static int killing;     /* the run is over: commands are killed as soon as they start */
 
 struct exec_host *exec_host_new(const char *command, size_t output_limit)
 {
@@ -273,8 +273,7 @@ static void *exec_thread(void *arg)
                 snprintf(why, sizeof why, "host command exited with status %d",
                          WEXITSTATUS(status));
             } else {
-                snprintf(why, sizeof why, "host command was killed by signal %d",
-                         WTERMSIG(status));
+                snprintf(why, sizeof why, "host command was killed by signal %d", WTERMSIG(status));
             }
             al_call_throw(job->call, why);
         } else {

@@ -43,7 +43,7 @@ struct host_process {
     struct buf queue; /* request lines not yet written */
     int closing;
     int dead;
-    char *error; /* first failure seen during the run */
+    char *error;              /* first failure seen during the run */
     struct al_call **pending; /* indexed by call id */
     size_t cap_pending;
     struct buf rest; /* bytes read after the declaration line */
@@ -98,8 +98,7 @@ static void handle_line(struct host_process *hp, const char *line, size_t len)
         return;
     }
     if (json_parse(line, len, 256, &doc, &err) != AL_OK) {
-        snprintf(msg, sizeof msg, "printed a line that is not JSON (%s): %.60s", err.message,
-                 line);
+        snprintf(msg, sizeof msg, "printed a line that is not JSON (%s): %.60s", err.message, line);
         fail(hp, msg);
         return;
     }
@@ -109,7 +108,7 @@ static void handle_line(struct host_process *hp, const char *line, size_t len)
     const struct json_node *error = id ? json_get(root, "error") : NULL;
     struct al_call *call = NULL;
     if (id && id->type == JSON_NUMBER && id->num >= 1 && id->num == (double)(size_t)id->num &&
-            (!error || error->type == JSON_STRING)) {
+        (!error || error->type == JSON_STRING)) {
         pthread_mutex_lock(&hp->mu);
         size_t i = (size_t)id->num;
         if (i < hp->cap_pending && hp->pending[i]) {
@@ -164,7 +163,7 @@ static void *reader_main(void *arg)
     for (size_t i = 0; i < hp->cap_pending; i++) {
         pending |= hp->pending[i] != NULL;
     }
-    hp->dead = 1; /* later calls throw; exiting is only an error if a call needed it */
+    hp->dead = 1;              /* later calls throw; exiting is only an error if a call needed it */
     int closing = hp->closing; /* the run is over: we closed its stdin */
     pthread_mutex_unlock(&hp->mu);
     if (pending && !closing) {

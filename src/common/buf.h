@@ -13,10 +13,10 @@
 #include <stdint.h>
 
 struct buf {
-    char *data;  /* NULL until the first append; owned */
-    size_t len;  /* bytes used */
-    size_t cap;  /* bytes allocated, excluding the terminator */
-    size_t max;  /* hard cap on len */
+    char *data; /* NULL until the first append; owned */
+    size_t len; /* bytes used */
+    size_t cap; /* bytes allocated, excluding the terminator */
+    size_t max; /* hard cap on len */
 };
 
 enum buf_status {

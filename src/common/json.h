@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "airlock.h"
+
 #include "buf.h"
 
 enum json_type {
@@ -24,12 +25,12 @@ enum json_type {
 
 struct json_node {
     enum json_type type;
-    const char *raw;         /* this value's exact text inside the parsed input */
+    const char *raw; /* this value's exact text inside the parsed input */
     size_t raw_len;
-    const char *str;         /* JSON_STRING: unescaped UTF-8, NUL-terminated (may hold NULs) */
+    const char *str; /* JSON_STRING: unescaped UTF-8, NUL-terminated (may hold NULs) */
     size_t str_len;
-    double num;              /* JSON_NUMBER: strtod of raw */
-    const char *key;         /* member of an object: its unescaped key, NUL-terminated */
+    double num;      /* JSON_NUMBER: strtod of raw */
+    const char *key; /* member of an object: its unescaped key, NUL-terminated */
     size_t key_len;
     struct json_node *child; /* JSON_ARRAY/JSON_OBJECT: first element/member, in text order */
     struct json_node *next;  /* next sibling */
@@ -43,8 +44,8 @@ struct json_doc;
  * Nesting deeper than max_depth is an error. AL_SERIALIZATION_ERROR with "offset N: ..." for bad
  * input, AL_INTERNAL_ERROR when out of memory. The doc keeps pointers into `text` (raw): the
  * text must outlive it. */
-enum al_code json_parse(const char *text, size_t len, unsigned max_depth,
-                        struct json_doc **ret_doc, struct al_error *reterr);
+enum al_code json_parse(const char *text, size_t len, unsigned max_depth, struct json_doc **ret_doc,
+                        struct al_error *reterr);
 const struct json_node *json_root(const struct json_doc *doc);
 void json_doc_free(struct json_doc *doc);
 /* The member `key` of an object node (first match), or NULL. */

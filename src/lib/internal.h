@@ -15,12 +15,13 @@
 #include <sys/types.h>
 
 #include "airlock.h"
+
 #include "buf.h"
 
 #define AL_STACK_MAX (64ull << 20)
 
 struct host_entry {
-    char *name;      /* "group.fn"; owned */
+    char *name; /* "group.fn"; owned */
     size_t group_len;
     al_host_fn *fn;
     void *userdata;
@@ -60,9 +61,9 @@ enum al_code limits_check(enum al_limit which, uint64_t value);
 struct completion {
     struct completion *next;
     uint32_t id;
-    uint8_t kind;      /* enum wire_answer_kind */
-    int64_t clock_ms;  /* wall time of the completion */
-    char *payload;     /* owned */
+    uint8_t kind;     /* enum wire_answer_kind */
+    int64_t clock_ms; /* wall time of the completion */
+    char *payload;    /* owned */
     size_t len;
 };
 
@@ -70,8 +71,8 @@ struct completion {
 struct run_link {
     pthread_mutex_t mu;
     int refs;
-    int closed;        /* the run ended: completions are discarded */
-    int wake_fd;       /* eventfd the run loop polls; -1 once closed */
+    int closed;  /* the run ended: completions are discarded */
+    int wake_fd; /* eventfd the run loop polls; -1 once closed */
     pthread_t loop_thread;
     struct completion *head;
     struct completion **tail;
@@ -80,8 +81,8 @@ struct run_link {
 struct al_call {
     struct run_link *link;
     uint32_t id;
-    char *name;  /* owned copy */
-    char *args;  /* owned, NUL-terminated */
+    char *name; /* owned copy */
+    char *args; /* owned, NUL-terminated */
     size_t args_len;
 };
 

@@ -32,8 +32,8 @@ static const struct {
 
 /* Upper bounds that keep arithmetic on limits (deadlines in us, sizes in size_t) safe. */
 #define MAX_DURATION_MS (365ull * 24 * 3600 * 1000)
-#define MAX_SIZE (1ull << 40)
-#define MAX_COUNT (1ull << 24)
+#define MAX_SIZE        (1ull << 40)
+#define MAX_COUNT       (1ull << 24)
 
 uint64_t al_limit_default(enum al_limit which)
 {
@@ -113,7 +113,7 @@ enum al_code al_limit_parse(const char *key_value, enum al_limit *ret_which, uin
     int which = -1;
     for (int i = 0; i < AL_LIMIT_COUNT_; i++) {
         if (strlen(limit_table[i].name) == klen &&
-                memcmp(limit_table[i].name, key_value, klen) == 0) {
+            memcmp(limit_table[i].name, key_value, klen) == 0) {
             which = i;
         }
     }
@@ -146,8 +146,7 @@ enum al_code al_limit_parse(const char *key_value, enum al_limit *ret_which, uin
     case KIND_SIZE:
         if (strcmp(unit, "") == 0 || strcmp(unit, "B") == 0) {
             mul = 1;
-        } else if (strcmp(unit, "K") == 0 || strcmp(unit, "k") == 0 ||
-                   strcmp(unit, "KiB") == 0) {
+        } else if (strcmp(unit, "K") == 0 || strcmp(unit, "k") == 0 || strcmp(unit, "KiB") == 0) {
             mul = 1ull << 10;
         } else if (strcmp(unit, "M") == 0 || strcmp(unit, "MiB") == 0) {
             mul = 1ull << 20;

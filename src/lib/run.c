@@ -27,7 +27,7 @@
 #include "internal.h"
 #include "wire.h"
 
-#define RUN_GRACE_US 25000u /* time the worker gets to report a limit itself */
+#define RUN_GRACE_US  25000u /* time the worker gets to report a limit itself */
 #define RUN_MAX_FRAME (160u << 20)
 
 struct console_entry {
@@ -63,9 +63,9 @@ struct run_state {
     uint32_t host_calls;
     uint32_t in_flight;
     uint64_t console_bytes;
-    int answers;  /* completions may be queued: a callback ran or the eventfd fired */
-    int done;     /* DONE received or a failure decided */
-    int kill;     /* the worker must be killed (it may be alive and misbehaving) */
+    int answers; /* completions may be queued: a callback ran or the eventfd fired */
+    int done;    /* DONE received or a failure decided */
+    int kill;    /* the worker must be killed (it may be alive and misbehaving) */
 };
 
 static char *xstrndup(const char *s, size_t n)
@@ -126,11 +126,10 @@ static void on_call(struct run_state *st, struct wire_cursor *c)
     uint32_t fn = wire_get_u32(c);
     size_t len;
     const char *args = wire_get_str(c, &len);
-    if (c->bad || fn >= st->runner->nhosts || id == 0 ||
-            id > st->limits[AL_LIMIT_HOST_CALLS] || st->seen_ids[id - 1] ||
-            st->host_calls >= st->limits[AL_LIMIT_HOST_CALLS] ||
-            st->in_flight >= st->limits[AL_LIMIT_IN_FLIGHT] ||
-            len > st->limits[AL_LIMIT_HOST_ARGS_BYTES]) {
+    if (c->bad || fn >= st->runner->nhosts || id == 0 || id > st->limits[AL_LIMIT_HOST_CALLS] ||
+        st->seen_ids[id - 1] || st->host_calls >= st->limits[AL_LIMIT_HOST_CALLS] ||
+        st->in_flight >= st->limits[AL_LIMIT_IN_FLIGHT] ||
+        len > st->limits[AL_LIMIT_HOST_ARGS_BYTES]) {
         run_fail(st, AL_PROTOCOL_ERROR, "the worker sent an invalid host call");
         return;
     }
@@ -154,7 +153,7 @@ static void on_console(struct run_state *st, struct wire_cursor *c)
     const char *text = wire_get_str(c, &len);
     /* The worker adds one truncation note past the limit; allow it, nothing more. */
     if (c->bad || level > AL_CONSOLE_DEBUG ||
-            st->console_bytes + len > st->limits[AL_LIMIT_CONSOLE_BYTES] + 256) {
+        st->console_bytes + len > st->limits[AL_LIMIT_CONSOLE_BYTES] + 256) {
         run_fail(st, AL_PROTOCOL_ERROR, "the worker sent an invalid console entry");
         return;
     }
@@ -177,7 +176,7 @@ static void on_done(struct run_state *st, struct wire_cursor *c)
     uint64_t peak = wire_get_u64(c);
     uint32_t calls = wire_get_u32(c);
     if (c->bad || code > AL_INTERNAL_ERROR || (code == AL_OK && vlen == 0) ||
-            vlen > st->limits[AL_LIMIT_RESULT_BYTES]) {
+        vlen > st->limits[AL_LIMIT_RESULT_BYTES]) {
         run_fail(st, AL_PROTOCOL_ERROR, "the worker sent an invalid result");
         return;
     }
@@ -253,9 +252,9 @@ static void send_answers(struct run_state *st)
         }
         size_t start;
         if (wire_begin(&st->out, WIRE_ANSWER, &start) != BUF_OK ||
-                wire_u32(&st->out, c->id) != BUF_OK || wire_u8(&st->out, c->kind) != BUF_OK ||
-                wire_u64(&st->out, (uint64_t)c->clock_ms) != BUF_OK ||
-                wire_str(&st->out, c->payload, c->len) != BUF_OK) {
+            wire_u32(&st->out, c->id) != BUF_OK || wire_u8(&st->out, c->kind) != BUF_OK ||
+            wire_u64(&st->out, (uint64_t)c->clock_ms) != BUF_OK ||
+            wire_str(&st->out, c->payload, c->len) != BUF_OK) {
             run_fail(st, AL_INTERNAL_ERROR, "out of memory for a host answer");
             break;
         }

@@ -14,24 +14,101 @@
 
 /* Members every object inherits or that the language treats specially: never capabilities. */
 static const char *const reserved_members[] = {
-    "constructor", "__proto__", "__defineGetter__", "__defineSetter__", "__lookupGetter__",
-    "__lookupSetter__", "hasOwnProperty", "isPrototypeOf", "propertyIsEnumerable",
-    "toString", "toLocaleString", "valueOf", "then", "prototype", "caller", "arguments",
+    "constructor",
+    "__proto__",
+    "__defineGetter__",
+    "__defineSetter__",
+    "__lookupGetter__",
+    "__lookupSetter__",
+    "hasOwnProperty",
+    "isPrototypeOf",
+    "propertyIsEnumerable",
+    "toString",
+    "toLocaleString",
+    "valueOf",
+    "then",
+    "prototype",
+    "caller",
+    "arguments",
 };
 
 /* Globals of the guest context (docs/sandbox.md) that a group must not replace. */
 static const char *const guest_globals[] = {
-    "Object", "Function", "Array", "Number", "parseFloat", "parseInt", "Infinity", "NaN",
-    "undefined", "decodeURI", "decodeURIComponent", "encodeURI", "encodeURIComponent", "escape",
-    "unescape", "isFinite", "isNaN", "eval", "globalThis", "Boolean", "Symbol", "Error",
-    "EvalError", "RangeError", "ReferenceError", "SyntaxError", "TypeError", "URIError",
-    "InternalError", "AggregateError", "Iterator", "Math", "Reflect", "JSON", "Date", "String",
-    "RegExp", "Proxy", "Map", "Set", "WeakMap", "WeakSet", "ArrayBuffer", "DataView",
-    "Int8Array", "Uint8Array", "Uint8ClampedArray", "Int16Array", "Uint16Array", "Int32Array",
-    "Uint32Array", "BigInt64Array", "BigUint64Array", "Float32Array", "Float64Array", "Promise",
-    "BigInt", "console", "SharedArrayBuffer", "Atomics", "WeakRef", "FinalizationRegistry",
-    "WebAssembly", "process", "require", "fetch", "std", "os", "print", "scriptArgs",
-    "setTimeout", "setInterval", "clearTimeout", "clearInterval", "queueMicrotask",
+    "Object",
+    "Function",
+    "Array",
+    "Number",
+    "parseFloat",
+    "parseInt",
+    "Infinity",
+    "NaN",
+    "undefined",
+    "decodeURI",
+    "decodeURIComponent",
+    "encodeURI",
+    "encodeURIComponent",
+    "escape",
+    "unescape",
+    "isFinite",
+    "isNaN",
+    "eval",
+    "globalThis",
+    "Boolean",
+    "Symbol",
+    "Error",
+    "EvalError",
+    "RangeError",
+    "ReferenceError",
+    "SyntaxError",
+    "TypeError",
+    "URIError",
+    "InternalError",
+    "AggregateError",
+    "Iterator",
+    "Math",
+    "Reflect",
+    "JSON",
+    "Date",
+    "String",
+    "RegExp",
+    "Proxy",
+    "Map",
+    "Set",
+    "WeakMap",
+    "WeakSet",
+    "ArrayBuffer",
+    "DataView",
+    "Int8Array",
+    "Uint8Array",
+    "Uint8ClampedArray",
+    "Int16Array",
+    "Uint16Array",
+    "Int32Array",
+    "Uint32Array",
+    "BigInt64Array",
+    "BigUint64Array",
+    "Float32Array",
+    "Float64Array",
+    "Promise",
+    "BigInt",
+    "console",
+    "SharedArrayBuffer",
+    "Atomics",
+    "WeakRef",
+    "FinalizationRegistry",
+    "WebAssembly",
+    "process",
+    "require",
+    "fetch",
+    "std",
+    "os",
+    "print",
+    "scriptArgs",
+    "setTimeout",
+    "setInterval",
+    "clearTimeout",
+    "clearInterval",
+    "queueMicrotask",
 };
 
 static int is_identifier(const char *s, size_t len)
@@ -42,7 +119,7 @@ static int is_identifier(const char *s, size_t len)
     for (size_t i = 0; i < len; i++) {
         char c = s[i];
         int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '$' ||
-                (i > 0 && c >= '0' && c <= '9');
+                 (i > 0 && c >= '0' && c <= '9');
         if (!ok) {
             return 0;
         }
@@ -113,11 +190,11 @@ enum al_code al_config_add_host(struct al_config *config, const char *name, al_h
     const char *fname = dot + 1;
     size_t flen = strlen(fname);
     if (!is_identifier(name, glen) || !is_identifier(fname, flen) ||
-            in_list(fname, flen, reserved_members,
-                    sizeof reserved_members / sizeof reserved_members[0]) ||
-            in_list(name, glen, reserved_members,
-                    sizeof reserved_members / sizeof reserved_members[0]) ||
-            in_list(name, glen, guest_globals, sizeof guest_globals / sizeof guest_globals[0])) {
+        in_list(fname, flen, reserved_members,
+                sizeof reserved_members / sizeof reserved_members[0]) ||
+        in_list(name, glen, reserved_members,
+                sizeof reserved_members / sizeof reserved_members[0]) ||
+        in_list(name, glen, guest_globals, sizeof guest_globals / sizeof guest_globals[0])) {
         return AL_CONFIG_ERROR;
     }
     for (size_t i = 0; i < config->nhosts; i++) {
@@ -126,7 +203,7 @@ enum al_code al_config_add_host(struct al_config *config, const char *name, al_h
             return AL_CONFIG_ERROR;
         }
         if (h->group_len == glen && memcmp(h->name, name, glen) == 0 &&
-                (h->flags & AL_HOST_SYNC) != (flags & AL_HOST_SYNC)) {
+            (h->flags & AL_HOST_SYNC) != (flags & AL_HOST_SYNC)) {
             return AL_CONFIG_ERROR;
         }
     }
@@ -184,7 +261,7 @@ enum al_code al_runner_new(const struct al_config *config, struct al_runner **re
         int first = 1;
         for (size_t j = 0; j < i; j++) {
             if (config->hosts[j].group_len == h->group_len &&
-                    memcmp(config->hosts[j].name, h->name, h->group_len) == 0) {
+                memcmp(config->hosts[j].name, h->name, h->group_len) == 0) {
                 first = 0;
             }
         }

@@ -86,9 +86,9 @@ enum al_code supervisor_spawn(const char *path, struct worker_proc *ret_proc,
     }
     fa_ok = 1;
     if (posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) != 0 ||
-            posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0) != 0 ||
-            posix_spawn_file_actions_adddup2(&fa, child, 3) != 0 ||
-            posix_spawn_file_actions_addclosefrom_np(&fa, 4) != 0) {
+        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0) != 0 ||
+        posix_spawn_file_actions_adddup2(&fa, child, 3) != 0 ||
+        posix_spawn_file_actions_addclosefrom_np(&fa, 4) != 0) {
         rc = error_set(reterr, AL_INTERNAL_ERROR, "posix_spawn_file_actions");
         goto out;
     }

@@ -304,8 +304,8 @@ int bridge_answer(struct worker *w, JSContext *ctx, struct wire_cursor *c)
         call->sync_threw = threw;
         return 0;
     }
-    JSValue r = JS_Call(ctx, threw ? call->reject : call->resolve, JS_UNDEFINED, 1,
-                        (JSValueConst *)&v);
+    JSValue r =
+            JS_Call(ctx, threw ? call->reject : call->resolve, JS_UNDEFINED, 1, (JSValueConst *)&v);
     JS_FreeValue(ctx, r);
     JS_FreeValue(ctx, v);
     JS_FreeValue(ctx, call->resolve);
@@ -333,7 +333,7 @@ int bridge_is_host_error(struct worker *w, JSContext *ctx, JSValueConst err)
     }
     for (uint32_t i = 0; i < w->ncalls; i++) {
         if (JS_IsObject(w->calls[i].error) &&
-                JS_VALUE_GET_PTR(w->calls[i].error) == JS_VALUE_GET_PTR(err)) {
+            JS_VALUE_GET_PTR(w->calls[i].error) == JS_VALUE_GET_PTR(err)) {
             return 1;
         }
     }
@@ -367,7 +367,7 @@ int bridge_install(struct worker *w, JSContext *ctx)
         if (has) {
             group = JS_GetPropertyStr(ctx, global, gname);
             if (!JS_IsObject(group) || i == 0 ||
-                    strncmp(w->fns[i - 1].name, fn->name, fn->group_len + 1) != 0) {
+                strncmp(w->fns[i - 1].name, fn->name, fn->group_len + 1) != 0) {
                 /* a builtin, or a group split apart: the host orders functions by group */
                 goto out;
             }

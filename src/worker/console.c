@@ -127,7 +127,8 @@ static JSValue console_call(JSContext *ctx, JSValueConst this_val, int argc, JSV
         int n = snprintf(note, sizeof note, "[console output truncated: limit of %llu bytes]",
                          (unsigned long long)limit);
         emit(w, 2 /* warn */, note, (size_t)n);
-        worker_fail(w, AL_OUTPUT_LIMIT, "the console output exceeds the console limit of %llu bytes",
+        worker_fail(w, AL_OUTPUT_LIMIT,
+                    "the console output exceeds the console limit of %llu bytes",
                     (unsigned long long)limit);
     }
     buf_done(&b);
@@ -145,8 +146,7 @@ int console_install(struct worker *w, JSContext *ctx)
         goto out;
     }
     for (int i = 0; i < 5; i++) {
-        JSValue f = JS_NewCFunctionMagic(ctx, console_call, names[i], 0, JS_CFUNC_generic_magic,
-                                         i);
+        JSValue f = JS_NewCFunctionMagic(ctx, console_call, names[i], 0, JS_CFUNC_generic_magic, i);
         if (JS_DefinePropertyValueStr(ctx, console, names[i], f, JS_PROP_C_W_E) < 0) {
             goto out;
         }

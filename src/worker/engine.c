@@ -22,10 +22,10 @@
 #include "value.h"
 #include "worker.h"
 
-#define ENGINE_VALUE_DEPTH 1000         /* nesting bound of values crossing the boundary */
-#define ENGINE_MEM_SLACK (2u << 20)     /* heap allowed past the limit so unwinding works */
+#define ENGINE_VALUE_DEPTH     1000       /* nesting bound of values crossing the boundary */
+#define ENGINE_MEM_SLACK       (2u << 20) /* heap allowed past the limit so unwinding works */
 #define ENGINE_MALLOC_OVERHEAD 8
-#define ENGINE_FLUSH_US 2000u           /* console output waits at most this long while busy */
+#define ENGINE_FLUSH_US        2000u /* console output waits at most this long while busy */
 
 /* The source is a function body: wrapped so top-level await and return work. The head keeps
  * the user's first line on line 1, so only line-1 columns need correcting. */
@@ -280,9 +280,23 @@ out:
 
 /* Globals that must not exist in a guest, whatever the engine version provides. */
 static const char *const removed_globals[] = {
-    "SharedArrayBuffer", "Atomics", "WeakRef", "FinalizationRegistry", "WebAssembly",
-    "process", "require", "fetch", "std", "os", "print", "scriptArgs",
-    "setTimeout", "setInterval", "clearTimeout", "clearInterval", "queueMicrotask",
+    "SharedArrayBuffer",
+    "Atomics",
+    "WeakRef",
+    "FinalizationRegistry",
+    "WebAssembly",
+    "process",
+    "require",
+    "fetch",
+    "std",
+    "os",
+    "print",
+    "scriptArgs",
+    "setTimeout",
+    "setInterval",
+    "clearTimeout",
+    "clearInterval",
+    "queueMicrotask",
     "__date_clock", /* QuickJS's real-time clock: a timer and a determinism leak */
 };
 
@@ -374,8 +388,8 @@ static int freeze_deep(JSContext *ctx, struct ptrset *seen, JSValueConst freeze,
             rc = -1;
         } else if (has > 0) {
             if (freeze_deep(ctx, seen, freeze, d.value) < 0 ||
-                    freeze_deep(ctx, seen, freeze, d.getter) < 0 ||
-                    freeze_deep(ctx, seen, freeze, d.setter) < 0) {
+                freeze_deep(ctx, seen, freeze, d.getter) < 0 ||
+                freeze_deep(ctx, seen, freeze, d.setter) < 0) {
                 rc = -1;
             }
             JS_FreeValue(ctx, d.value);
@@ -414,7 +428,7 @@ static int harden(JSContext *ctx, JSValueConst global, JSValueConst seeds)
         goto out;
     }
     if (JS_GetOwnPropertyNames(ctx, &tab, &n, global, JS_GPN_STRING_MASK | JS_GPN_SYMBOL_MASK) <
-            0) {
+        0) {
         goto out;
     }
     for (uint32_t i = 0; i < n; i++) {
@@ -424,8 +438,8 @@ static int harden(JSContext *ctx, JSValueConst global, JSValueConst seeds)
             continue;
         }
         int bad = freeze_deep(ctx, &seen, freeze, d.value) < 0 ||
-                freeze_deep(ctx, &seen, freeze, d.getter) < 0 ||
-                freeze_deep(ctx, &seen, freeze, d.setter) < 0;
+                  freeze_deep(ctx, &seen, freeze, d.getter) < 0 ||
+                  freeze_deep(ctx, &seen, freeze, d.setter) < 0;
         int accessor = (d.flags & JS_PROP_GETSET) != 0;
         JS_FreeValue(ctx, d.value);
         JS_FreeValue(ctx, d.getter);
@@ -501,8 +515,7 @@ static char *filter_stack(const char *stack, const char *filename, size_t prefix
             const char *num = at + nlen;
             unsigned line = 0, col = 0;
             int used = 0;
-            if (sscanf(num, "%u:%u%n", &line, &col, &used) == 2 && line == 1 &&
-                    col > prefix_cols) {
+            if (sscanf(num, "%u:%u%n", &line, &col, &used) == 2 && line == 1 && col > prefix_cols) {
                 buf_append(&b, p, (size_t)(num - p));
                 buf_printf(&b, "1:%u", col - (unsigned)prefix_cols);
                 buf_append(&b, num + used, len - (size_t)(num + used - p));
@@ -516,8 +529,8 @@ static char *filter_stack(const char *stack, const char *filename, size_t prefix
     return r;
 }
 
-static void outcome_set(struct outcome *o, enum al_code code, const char *name,
-                        const char *message, const char *stack)
+static void outcome_set(struct outcome *o, enum al_code code, const char *name, const char *message,
+                        const char *stack)
 {
     o->code = code;
     free(o->name);
@@ -530,8 +543,7 @@ static void outcome_set(struct outcome *o, enum al_code code, const char *name,
 
 /* Describes a thrown value. Never trusts it: a guest `code` property is ignored, and getters
  * that throw yield empty strings. */
-static void outcome_exception(struct worker *w, JSContext *ctx, JSValueConst exc,
-                              struct outcome *o)
+static void outcome_exception(struct worker *w, JSContext *ctx, JSValueConst exc, struct outcome *o)
 {
     enum al_code code = AL_USER_ERROR;
     if (bridge_is_host_error(w, ctx, exc)) {
@@ -747,7 +759,7 @@ static void run_guest(struct worker *w, const struct compiled *cm, struct outcom
     w->settle = &settle;
 
     if (install_determinism(w, ctx, global) < 0 || console_install(w, ctx) < 0 ||
-            bridge_install(w, ctx) < 0) {
+        bridge_install(w, ctx) < 0) {
         outcome_set(o, w->fatal_code ? w->fatal_code : AL_INTERNAL_ERROR, "",
                     "cannot set up the guest context", "");
         goto out;
@@ -834,7 +846,8 @@ static void run_guest(struct worker *w, const struct compiled *cm, struct outcom
     } else {
         struct value_limits vl = { ENGINE_VALUE_DEPTH, (size_t)w->limits[AL_LIMIT_RESULT_BYTES] };
         struct al_error err = { 0 };
-        enum al_code rc = value_encode_cached(w->values, settle.value, "value", &vl, &o->value, &err);
+        enum al_code rc =
+                value_encode_cached(w->values, settle.value, "value", &vl, &o->value, &err);
         if (rc == AL_USER_ERROR) {
             outcome_pending_exception(w, ctx, o);
         } else if (rc == AL_OUTPUT_LIMIT) {
@@ -884,7 +897,7 @@ void engine_run(struct worker *w)
     buf_init(&o.value, SIZE_MAX / 2);
 
     if (worker_wait_frame(w, 0, &type, &c, &flen) != 1 || type != WIRE_RUN ||
-            parse_run(w, &c) != 0) {
+        parse_run(w, &c) != 0) {
         outcome_set(&o, AL_PROTOCOL_ERROR, "", "the host sent no valid RUN frame", "");
         goto done;
     }

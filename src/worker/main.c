@@ -7,8 +7,6 @@
  * worker is about to block or is done, so a run with many console lines or calls costs few
  * syscalls. Everything from the host is bounds-checked as if it were hostile.
  */
-#include "worker.h"
-
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -21,6 +19,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "worker.h"
 
 void worker_fail(struct worker *w, enum al_code code, const char *fmt, ...)
 {
@@ -135,10 +134,10 @@ int main(int argc, char **argv)
     /* Room for the guest stack limit (at most 64 MiB) on the main thread. */
     struct rlimit rl;
     if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-            rl.rlim_cur < 80u * 1024 * 1024) {
+        rl.rlim_cur < 80u * 1024 * 1024) {
         rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > 80u * 1024 * 1024
-                ? 80u * 1024 * 1024
-                : rl.rlim_max;
+                              ? 80u * 1024 * 1024
+                              : rl.rlim_max;
         setrlimit(RLIMIT_STACK, &rl);
     }
     buf_init(&w.in, WORKER_MAX_FRAME + WIRE_HEADER_BYTES + 64 * 1024);

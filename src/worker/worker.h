@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "airlock.h"
+
 #include "buf.h"
 #include "quickjs.h"
 #include "value.h"
@@ -21,31 +22,31 @@
 #define WORKER_MAX_FRAME (128u * 1024 * 1024) /* body cap of a frame from the host */
 
 struct bridge_fn {
-    char *name;      /* "group.fn"; owned */
+    char *name;       /* "group.fn"; owned */
     size_t group_len; /* bytes of the group part */
-    int sync;        /* the group is synchronous */
+    int sync;         /* the group is synchronous */
 };
 
 struct bridge_call {
-    uint32_t fn;      /* index into worker.fns; the call's id is its index + 1 */
-    char *args;       /* encoded arguments until dispatched; owned */
+    uint32_t fn; /* index into worker.fns; the call's id is its index + 1 */
+    char *args;  /* encoded arguments until dispatched; owned */
     size_t args_len;
-    JSValue promise;  /* async: the guest's promise (a weak-ish handle: we hold a reference) */
-    JSValue resolve;  /* async: resolving functions, JS_UNDEFINED once answered */
+    JSValue promise; /* async: the guest's promise (a weak-ish handle: we hold a reference) */
+    JSValue resolve; /* async: resolving functions, JS_UNDEFINED once answered */
     JSValue reject;
-    JSValue error;    /* the Error built from the host's throw, else JS_UNDEFINED */
+    JSValue error;      /* the Error built from the host's throw, else JS_UNDEFINED */
     JSValue sync_value; /* sync: the decoded answer */
     int sync_threw;
-    int observed;     /* the guest attached a reaction (await, then, Promise.all, ...) */
-    int dispatched;   /* the CALL frame went to the host */
+    int observed;   /* the guest attached a reaction (await, then, Promise.all, ...) */
+    int dispatched; /* the CALL frame went to the host */
     int answered;
 };
 
 struct worker {
-    int fd;           /* the host socket */
-    struct buf in;    /* bytes received, not yet consumed */
-    struct buf out;   /* frames to send; flushed before blocking, at the end, and every few
-                         ms of computation so console output survives a supervisor kill */
+    int fd;                 /* the host socket */
+    struct buf in;          /* bytes received, not yet consumed */
+    struct buf out;         /* frames to send; flushed before blocking, at the end, and every few
+                               ms of computation so console output survives a supervisor kill */
     uint64_t last_flush_us; /* monotonic */
 
     /* the run's request */
@@ -63,14 +64,14 @@ struct worker {
     JSRuntime *rt;
     JSContext *ctx;
     struct value_cache *values; /* the codec's view of ctx's intrinsics */
-    uint64_t start_us;        /* monotonic, when the guest started */
-    uint64_t wall_deadline_us; /* monotonic */
-    uint64_t cpu_start_us;    /* process CPU at the guest's start */
-    uint64_t cpu_deadline_us; /* process CPU */
-    size_t mem_used;          /* bytes held by the guest heap, allocator overhead included */
+    uint64_t start_us;          /* monotonic, when the guest started */
+    uint64_t wall_deadline_us;  /* monotonic */
+    uint64_t cpu_start_us;      /* process CPU at the guest's start */
+    uint64_t cpu_deadline_us;   /* process CPU */
+    size_t mem_used;            /* bytes held by the guest heap, allocator overhead included */
     size_t mem_peak;
-    size_t mem_cap;           /* current allocation cap: the limit, plus slack once tripped */
-    uint64_t rng;             /* Math.random state */
+    size_t mem_cap; /* current allocation cap: the limit, plus slack once tripped */
+    uint64_t rng;   /* Math.random state */
 
     /* the first limit or fault that tripped decides the run's code; later ones are ignored */
     enum al_code fatal_code;
@@ -80,12 +81,12 @@ struct worker {
     struct bridge_call *calls; /* every call of the run, in call order */
     uint32_t ncalls;
     uint32_t cap_calls;
-    uint32_t in_flight;        /* calls made and not answered */
+    uint32_t in_flight;          /* calls made and not answered */
     uint32_t dispatched_pending; /* calls sent to the host and not answered */
-    JSValue promise_then;      /* the intrinsic Promise.prototype.then */
-    uint32_t unobserved;       /* async calls whose promise has no reaction yet */
+    JSValue promise_then;        /* the intrinsic Promise.prototype.then */
+    uint32_t unobserved;         /* async calls whose promise has no reaction yet */
 
-    void *settle;              /* engine.c: where the guest's promise outcome lands */
+    void *settle; /* engine.c: where the guest's promise outcome lands */
 
     /* console */
     uint64_t console_bytes;

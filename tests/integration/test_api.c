@@ -3,20 +3,23 @@
  * at once, later from another thread, synchronously, by throwing, or never; name validation;
  * workers that crash, hang or speak garbage; resource hygiene over many runs and threads.
  */
-#include <dirent.h>
-#include <pthread.h>
+/* cmocka.h needs these first */
+/* clang-format off */
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <cmocka.h>
 
 #include "airlock.h"
 
@@ -109,7 +112,7 @@ static int children(pid_t *out, int max)
         int ppid = 0;
         char state;
         if (close_paren && sscanf(close_paren + 2, "%c %d", &state, &ppid) == 2 &&
-                ppid == getpid() && n < max) {
+            ppid == getpid() && n < max) {
             out[n++] = (pid_t)atoi(e->d_name);
         }
     }
@@ -254,10 +257,22 @@ static void test_names_are_validated(void **state)
 {
     (void)state;
     struct al_config *c = al_config_new();
-    const char *bad[] = { "store", "store.", ".fn", "store.constructor", "store.__proto__",
-                          "store.then", "store.toString", "store.hasOwnProperty",
-                          "store.valueOf", "Math.max", "console.log", "Object.x", "1a.b",
-                          "a.b-c", "a.b.c", "constructor.x" };
+    const char *bad[] = { "store",
+                          "store.",
+                          ".fn",
+                          "store.constructor",
+                          "store.__proto__",
+                          "store.then",
+                          "store.toString",
+                          "store.hasOwnProperty",
+                          "store.valueOf",
+                          "Math.max",
+                          "console.log",
+                          "Object.x",
+                          "1a.b",
+                          "a.b-c",
+                          "a.b.c",
+                          "constructor.x" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         if (al_config_add_host(c, bad[i], host_echo, NULL, 0) != AL_CONFIG_ERROR) {
             fail_msg("'%s' was accepted", bad[i]);
@@ -287,7 +302,7 @@ static void test_inherited_names_never_reach_host(void **state)
             "out.push(Object.isFrozen(store)); return out",
             NULL);
     expect_json(res, "[\"inherited\",\"object\",\"inherited\",\"inherited\",\"inherited\","
-                      "\"undefined\",\"TypeError\",\"TypeError\",true]");
+                     "\"undefined\",\"TypeError\",\"TypeError\",true]");
     struct al_stats st;
     al_result_stats(res, &st);
     assert_int_equal(st.host_calls, 0);
@@ -506,8 +521,8 @@ static void *thread_runs(void *arg)
         }
         struct al_result *res = NULL;
         if (al_run(job->r, o, &res, NULL) == AL_OK &&
-                al_result_status(res) == AL_STATUS_COMPLETED &&
-                strcmp(al_result_value(res, NULL), "42") == 0) {
+            al_result_status(res) == AL_STATUS_COMPLETED &&
+            strcmp(al_result_value(res, NULL), "42") == 0) {
             job->ok++;
         }
         al_result_free(res);

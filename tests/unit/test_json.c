@@ -7,13 +7,15 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <locale.h>
 #include <stdint.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
 /* clang-format on */
 
 #include "buf.h"

@@ -1,11 +1,14 @@
 /* unit.limits - limit defaults and the KEY=VALUE parser behind `--limit`. */
+/* cmocka.h needs these first */
+/* clang-format off */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
-
 #include <cmocka.h>
+/* clang-format on */
+
+#include <string.h>
 
 #include "airlock.h"
 

@@ -13,11 +13,13 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <cmocka.h>
+/* clang-format on */
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
 /* clang-format on */
 
 #include "buf.h"

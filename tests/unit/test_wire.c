@@ -1,11 +1,14 @@
 /* unit.wire - frame building and bounds-checked parsing of the host/worker protocol. */
+/* cmocka.h needs these first */
+/* clang-format off */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
-
 #include <cmocka.h>
+/* clang-format on */
+
+#include <string.h>
 
 #include "wire.h"
 
