@@ -190,12 +190,21 @@ AL_NODISCARD AL_API enum al_code al_config_add_host(struct al_config *config, co
 AL_NODISCARD AL_API enum al_code al_config_set_worker_path(struct al_config *config,
                                                            const char *path);
 
+#define AL_WARM_WORKERS_MAX 64
+
+/* How many workers the runner keeps started ahead of time (default 1; 0 starts each run's
+ * worker when the run starts). A warm worker takes process start-up (exec, dynamic loading)
+ * off the run's critical path; a background thread of the runner starts replacements. Each
+ * worker still serves exactly one run. AL_CONFIG_ERROR above AL_WARM_WORKERS_MAX. */
+AL_NODISCARD AL_API enum al_code al_config_set_warm_workers(struct al_config *config,
+                                                            unsigned count);
+
 /* Snapshots a config into a runner. AL_CONFIG_ERROR when the worker is not executable (the
  * message names the path), AL_INTERNAL_ERROR when out of memory. */
 AL_NODISCARD AL_API enum al_code al_runner_new(const struct al_config *config,
                                                struct al_runner **ret_runner,
                                                struct al_error *reterr);
-/* Frees a runner; NULL is fine. No al_run may be in progress on it. */
+/* Frees a runner, killing its warm workers; NULL is fine. No al_run may be in progress. */
 AL_API void al_runner_free(struct al_runner *runner);
 
 /* ---------------------------------------------------------------- one run */

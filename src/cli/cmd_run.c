@@ -431,6 +431,10 @@ int cmd_run(int argc, char **argv)
             goto out;
         }
     }
+    /* One run per process: a worker started ahead would only be killed unused. */
+    if (al_config_set_warm_workers(config, 0) != AL_OK) {
+        goto out;
+    }
     if (al_runner_new(config, &runner, &err) != AL_OK) {
         cli_error("%s", err.message);
         goto out;

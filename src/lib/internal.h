@@ -4,6 +4,7 @@
  *   runner.c      al_config, al_runner, al_run_opts
  *   host.c        al_call and the completion queue that lets any thread answer a call
  *   supervisor.c  starting, watching and killing a worker process
+ *   pool.c        workers started ahead of time
  *   run.c         al_run's event loop and al_result
  */
 #ifndef AIRLOCK_LIB_INTERNAL_H
@@ -33,13 +34,17 @@ struct al_config {
     struct host_entry *hosts;
     size_t nhosts;
     char *worker_path; /* NULL: the default lookup */
+    unsigned warm_workers;
 };
+
+struct pool;
 
 struct al_runner {
     uint64_t limits[AL_LIMIT_COUNT_];
     struct host_entry *hosts; /* ordered so that each group's functions are contiguous */
     size_t nhosts;
     char *worker_path;
+    struct pool *pool;
 };
 
 struct al_run_opts {
@@ -107,6 +112,13 @@ enum al_code supervisor_spawn(const char *path, struct worker_proc *ret_proc,
                               struct al_error *reterr);
 /* Kills (SIGKILL) and reaps the worker; *ret_status (if not NULL) gets its wait status. */
 void supervisor_reap(struct worker_proc *proc, int kill_first, int *ret_status);
+/* pool.c */
+enum al_code pool_new(const char *path, unsigned warm, struct pool **ret_pool,
+                      struct al_error *reterr);
+void pool_free(struct pool *pool);
+/* A started worker that has received nothing yet: a warm one, or one started now. */
+enum al_code pool_take(struct pool *pool, struct worker_proc *ret_proc, struct al_error *reterr);
+
 /* Describes a wait status: "killed by signal SIGSEGV", "exited with status 3". */
 void supervisor_describe(int status, char *out, size_t out_len);
 

@@ -442,7 +442,7 @@ enum al_code al_run(struct al_runner *runner, const struct al_run_opts *opts,
         rc = error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
         goto out;
     }
-    rc = supervisor_spawn(runner->worker_path, &st.proc, reterr);
+    rc = pool_take(runner->pool, &st.proc, reterr);
     if (rc != AL_OK) {
         goto out;
     }

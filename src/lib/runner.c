@@ -146,6 +146,7 @@ struct al_config *al_config_new(void)
     for (int i = 0; i < AL_LIMIT_COUNT_; i++) {
         c->limits[i] = al_limit_default((enum al_limit)i);
     }
+    c->warm_workers = 1;
     return c;
 }
 
@@ -234,6 +235,15 @@ enum al_code al_config_set_worker_path(struct al_config *config, const char *pat
     return AL_OK;
 }
 
+enum al_code al_config_set_warm_workers(struct al_config *config, unsigned count)
+{
+    if (!config || count > AL_WARM_WORKERS_MAX) {
+        return AL_CONFIG_ERROR;
+    }
+    config->warm_workers = count;
+    return AL_OK;
+}
+
 enum al_code al_runner_new(const struct al_config *config, struct al_runner **ret_runner,
                            struct al_error *reterr)
 {
@@ -280,6 +290,10 @@ enum al_code al_runner_new(const struct al_config *config, struct al_runner **re
             }
         }
     }
+    rc = pool_new(r->worker_path, config->warm_workers, &r->pool, reterr);
+    if (rc != AL_OK) {
+        goto fail;
+    }
     *ret_runner = r;
     return AL_OK;
 fail:
@@ -292,6 +306,7 @@ void al_runner_free(struct al_runner *runner)
     if (!runner) {
         return;
     }
+    pool_free(runner->pool);
     free_hosts(runner->hosts, runner->nhosts);
     free(runner->worker_path);
     free(runner);

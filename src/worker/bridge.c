@@ -340,64 +340,87 @@ int bridge_is_host_error(struct worker *w, JSContext *ctx, JSValueConst err)
     return 0;
 }
 
+int bridge_prepare(struct worker *w, JSContext *ctx)
+{
+    JSValue global = JS_GetGlobalObject(ctx);
+    JSValue promise_ctor = JS_GetPropertyStr(ctx, global, "Promise");
+    JSValue promise_proto = JS_GetPropertyStr(ctx, promise_ctor, "prototype");
+    w->promise_then = JS_GetPropertyStr(ctx, promise_proto, "then");
+    JS_FreeValue(ctx, promise_proto);
+    JS_FreeValue(ctx, promise_ctor);
+    JS_FreeValue(ctx, global);
+    return JS_IsFunction(ctx, w->promise_then) ? 0 : -1;
+}
+
+static int freeze(JSContext *ctx, JSValueConst freeze_fn, JSValueConst v)
+{
+    JSValue r = JS_Call(ctx, freeze_fn, JS_UNDEFINED, 1, &v);
+    if (JS_IsException(r)) {
+        return -1;
+    }
+    JS_FreeValue(ctx, r);
+    return 0;
+}
+
+/* Groups arrive after the context was hardened, so each is frozen here - the group object and
+ * its functions; everything they inherit is frozen already - and bound as a non-writable,
+ * non-configurable global. The host lists each group's functions contiguously. */
 int bridge_install(struct worker *w, JSContext *ctx)
 {
     int rc = -1;
     JSValue global = JS_GetGlobalObject(ctx);
-    JSValue promise_ctor = JS_GetPropertyStr(ctx, global, "Promise");
-    JSValue promise_proto = JS_GetPropertyStr(ctx, promise_ctor, "prototype");
+    JSValue object = JS_GetPropertyStr(ctx, global, "Object");
+    JSValue freeze_fn = JS_GetPropertyStr(ctx, object, "freeze");
     JSValue group = JS_UNDEFINED;
 
-    w->promise_then = JS_GetPropertyStr(ctx, promise_proto, "then");
-    if (!JS_IsFunction(ctx, w->promise_then)) {
-        goto out;
-    }
-
-    for (uint32_t i = 0; i < w->nfns; i++) {
-        const struct bridge_fn *fn = &w->fns[i];
+    for (uint32_t i = 0; i < w->nfns;) {
+        const struct bridge_fn *first = &w->fns[i];
         char gname[256];
-        if (fn->group_len >= sizeof gname) {
+        if (first->group_len >= sizeof gname) {
             goto out;
         }
-        memcpy(gname, fn->name, fn->group_len);
-        gname[fn->group_len] = '\0';
+        memcpy(gname, first->name, first->group_len);
+        gname[first->group_len] = '\0';
         JSAtom ga = JS_NewAtom(ctx, gname);
         int has = JS_HasProperty(ctx, global, ga);
         JS_FreeAtom(ctx, ga);
         if (has) {
-            group = JS_GetPropertyStr(ctx, global, gname);
-            if (!JS_IsObject(group) || i == 0 ||
-                strncmp(w->fns[i - 1].name, fn->name, fn->group_len + 1) != 0) {
-                /* a builtin, or a group split apart: the host orders functions by group */
-                goto out;
-            }
-        } else {
-            group = JS_NewObject(ctx);
-            if (JS_DefinePropertyValueStr(ctx, global, gname, JS_DupValue(ctx, group),
-                                          JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE) < 0) {
-                goto out;
-            }
+            goto out; /* a builtin, or a group split apart */
         }
-        const char *fname = fn->name + fn->group_len + 1;
-        JSValue f = JS_NewCFunctionData(ctx, host_call, 0, (int)i, 0, NULL);
-        if (JS_IsException(f)) {
+        group = JS_NewObject(ctx);
+        if (JS_IsException(group)) {
             goto out;
         }
-        JS_DefinePropertyValueStr(ctx, f, "name", JS_NewString(ctx, fname), JS_PROP_CONFIGURABLE);
-        JSAtom fa = JS_NewAtom(ctx, fname);
-        int dup = JS_GetOwnProperty(ctx, NULL, group, fa);
-        JS_FreeAtom(ctx, fa);
-        if (dup || JS_DefinePropertyValueStr(ctx, group, fname, f, JS_PROP_C_W_E) < 0) {
+        for (; i < w->nfns && w->fns[i].group_len == first->group_len &&
+               memcmp(w->fns[i].name, first->name, first->group_len) == 0;
+             i++) {
+            const char *fname = w->fns[i].name + first->group_len + 1;
+            JSValue f = JS_NewCFunctionData(ctx, host_call, 0, (int)i, 0, NULL);
+            if (JS_IsException(f)) {
+                goto out;
+            }
+            JS_DefinePropertyValueStr(ctx, f, "name", JS_NewString(ctx, fname),
+                                      JS_PROP_CONFIGURABLE);
+            JSAtom fa = JS_NewAtom(ctx, fname);
+            int dup = JS_GetOwnProperty(ctx, NULL, group, fa);
+            JS_FreeAtom(ctx, fa);
+            if (dup || freeze(ctx, freeze_fn, f) < 0 ||
+                JS_DefinePropertyValueStr(ctx, group, fname, f, JS_PROP_C_W_E) < 0) {
+                goto out;
+            }
+        }
+        if (freeze(ctx, freeze_fn, group) < 0 ||
+            JS_DefinePropertyValueStr(ctx, global, gname, group, 0) < 0) {
+            group = JS_UNDEFINED;
             goto out;
         }
-        JS_FreeValue(ctx, group);
         group = JS_UNDEFINED;
     }
     rc = 0;
 out:
     JS_FreeValue(ctx, group);
-    JS_FreeValue(ctx, promise_proto);
-    JS_FreeValue(ctx, promise_ctor);
+    JS_FreeValue(ctx, freeze_fn);
+    JS_FreeValue(ctx, object);
     JS_FreeValue(ctx, global);
     return rc;
 }

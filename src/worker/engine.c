@@ -621,13 +621,6 @@ static int parse_run(struct worker *w, struct wire_cursor *c)
 
 /* ------------------------------------------------------------------ the run */
 
-struct compiled {
-    uint8_t *user;
-    size_t user_len;
-    uint8_t *seeds;
-    size_t seeds_len;
-};
-
 /* The parser needs only the base objects, eval, the regexp compiler (for regexp literals) and
  * BigInt (for BigInt literals): a full context would cost a millisecond per run for nothing. */
 static JSContext *new_compile_context(JSRuntime *rt)
@@ -643,60 +636,32 @@ static JSContext *new_compile_context(JSRuntime *rt)
     return ctx;
 }
 
-/* Compiles the user's source and the seeds probe in a throwaway context that has eval. */
-static int compile(struct worker *w, struct compiled *out, struct outcome *o)
+/* Compiles `src` in the compile context into bytecode that is then read into the guest
+ * context: 1 and the value in *ret_fn, 0 with the exception pending in the compile context,
+ * -1 when out of memory. */
+static int compile_into_guest(struct worker *w, const char *src, size_t len, const char *filename,
+                              JSValue *ret_fn)
 {
-    int rc = -1;
-    JSContext *cc = new_compile_context(w->rt);
-    JSValue fn = JS_UNDEFINED;
-    JSValue seeds = JS_UNDEFINED;
-    if (!cc) {
-        outcome_set(o, AL_MEMORY_LIMIT, "", "out of memory while compiling", "");
-        return -1;
-    }
-    w->compiling_user = 1;
-    fn = JS_Eval(cc, w->source, w->source_len, w->filename,
-                 JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_COMPILE_ONLY);
-    w->compiling_user = 0;
+    JSValue fn =
+            JS_Eval(w->cc, src, len, filename, JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_COMPILE_ONLY);
     if (JS_IsException(fn)) {
-        outcome_pending_exception(w, cc, o);
-        goto out;
-    }
-    seeds = JS_Eval(cc, seeds_source, sizeof seeds_source - 1, "<airlock>",
-                    JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_COMPILE_ONLY);
-    if (JS_IsException(seeds)) {
-        outcome_set(o, AL_INTERNAL_ERROR, "", "cannot compile the hardening probe", "");
-        goto out;
+        return 0;
     }
     size_t n = 0;
-    uint8_t *p = JS_WriteObject(cc, &n, fn, JS_WRITE_OBJ_BYTECODE);
-    uint8_t *q = NULL;
-    size_t m = 0;
-    if (p) {
-        q = JS_WriteObject(cc, &m, seeds, JS_WRITE_OBJ_BYTECODE);
+    uint8_t *bc = JS_WriteObject(w->cc, &n, fn, JS_WRITE_OBJ_BYTECODE);
+    JS_FreeValue(w->cc, fn);
+    if (!bc) {
+        return -1;
     }
-    if (p && q) {
-        out->user = malloc(n);
-        out->seeds = malloc(m);
-        if (out->user && out->seeds) {
-            memcpy(out->user, p, n);
-            memcpy(out->seeds, q, m);
-            out->user_len = n;
-            out->seeds_len = m;
-            rc = 0;
-        }
+    JSValue g = JS_ReadObject(w->ctx, bc, n, JS_READ_OBJ_BYTECODE);
+    js_free(w->cc, bc);
+    if (JS_IsException(g)) {
+        JSValue e = JS_GetException(w->ctx);
+        JS_FreeValue(w->ctx, e);
+        return -1;
     }
-    js_free(cc, p);
-    js_free(cc, q);
-    if (rc != 0) {
-        outcome_set(o, w->fatal_code ? w->fatal_code : AL_INTERNAL_ERROR, "",
-                    w->fatal_code ? w->fatal_msg : "cannot serialize the compiled source", "");
-    }
-out:
-    JS_FreeValue(cc, fn);
-    JS_FreeValue(cc, seeds);
-    JS_FreeContext(cc);
-    return rc;
+    *ret_fn = g;
+    return 1;
 }
 
 static JSContext *new_guest_context(JSRuntime *rt)
@@ -763,36 +728,37 @@ static int drain_jobs(struct worker *w, struct outcome *o)
 
 /* Evaluates, then alternates between running jobs and waiting for host answers until the
  * guest's promise settles, a limit trips, or nothing can ever settle it. */
-static void run_guest(struct worker *w, const struct compiled *cm, struct outcome *o)
+static void run_guest(struct worker *w, struct outcome *o)
 {
     JSContext *ctx = w->ctx;
-    JSValue global = JS_GetGlobalObject(ctx);
-    JSValue seeds = JS_UNDEFINED;
     JSValue promise = JS_UNDEFINED;
     JSValue handlers[2] = { JS_UNDEFINED, JS_UNDEFINED };
+    JSValue uf = JS_UNDEFINED;
     struct settle settle = { 0, JS_UNDEFINED };
     w->settle = &settle;
 
-    if (install_determinism(w, ctx, global) < 0 || console_install(w, ctx) < 0 ||
-        bridge_install(w, ctx) < 0) {
+    w->compiling_user = 1;
+    int cr = compile_into_guest(w, w->source, w->source_len, w->filename, &uf);
+    w->compiling_user = 0;
+    if (cr == 0) {
+        outcome_pending_exception(w, w->cc, o); /* a SyntaxError */
+        goto out;
+    }
+    /* The compile context (which has eval) is gone before any guest code runs. */
+    JS_FreeContext(w->cc);
+    w->cc = NULL;
+    if (cr < 0) {
+        outcome_set(o, w->fatal_code ? w->fatal_code : AL_MEMORY_LIMIT, "",
+                    w->fatal_code ? w->fatal_msg : "out of memory while compiling", "");
+        goto out;
+    }
+    if (bridge_install(w, ctx) < 0) {
         outcome_set(o, w->fatal_code ? w->fatal_code : AL_INTERNAL_ERROR, "",
-                    "cannot set up the guest context", "");
+                    "cannot install the host functions", "");
         goto out;
     }
-    JSValue sf = JS_ReadObject(ctx, cm->seeds, cm->seeds_len, JS_READ_OBJ_BYTECODE);
-    seeds = JS_IsException(sf) ? sf : JS_EvalFunction(ctx, sf);
-    if (JS_IsException(seeds) || harden(ctx, global, seeds) < 0) {
-        outcome_set(o, w->fatal_code ? w->fatal_code : AL_INTERNAL_ERROR, "",
-                    "cannot harden the guest context", "");
-        goto out;
-    }
-    struct al_error verr;
-    if (value_cache_new(ctx, &w->values, &verr) != AL_OK) {
-        outcome_set(o, w->fatal_code ? w->fatal_code : AL_INTERNAL_ERROR, "", verr.message, "");
-        goto out;
-    }
-    JSValue uf = JS_ReadObject(ctx, cm->user, cm->user_len, JS_READ_OBJ_BYTECODE);
-    promise = JS_IsException(uf) ? uf : JS_EvalFunction(ctx, uf);
+    promise = JS_EvalFunction(ctx, uf); /* consumes uf */
+    uf = JS_UNDEFINED;
     if (JS_IsException(promise)) {
         outcome_pending_exception(w, ctx, o);
         goto out;
@@ -877,12 +843,11 @@ static void run_guest(struct worker *w, const struct compiled *cm, struct outcom
         }
     }
 out:
+    JS_FreeValue(ctx, uf);
     JS_FreeValue(ctx, settle.value);
     JS_FreeValue(ctx, handlers[0]);
     JS_FreeValue(ctx, handlers[1]);
     JS_FreeValue(ctx, promise);
-    JS_FreeValue(ctx, seeds);
-    JS_FreeValue(ctx, global);
     w->settle = NULL;
 }
 
@@ -902,10 +867,55 @@ static void send_done(struct worker *w, const struct outcome *o, uint64_t cpu_us
     wire_end(b, start);
 }
 
-void engine_run(struct worker *w)
+int engine_prepare(struct worker *w)
+{
+    int rc = -1;
+    JSValue global = JS_UNDEFINED;
+    JSValue probe = JS_UNDEFINED;
+    JSValue seeds = JS_UNDEFINED;
+    struct al_error err;
+
+    /* No limits apply until the request arrives. */
+    w->mem_cap = SIZE_MAX;
+    w->wall_deadline_us = UINT64_MAX;
+    w->cpu_deadline_us = UINT64_MAX;
+    w->rt = JS_NewRuntime2(&mem_functions, w);
+    if (!w->rt) {
+        return -1;
+    }
+    JS_SetRuntimeOpaque(w->rt, w);
+    JS_SetInterruptHandler(w->rt, interrupt_handler, w);
+    w->cc = new_compile_context(w->rt);
+    w->ctx = new_guest_context(w->rt);
+    if (!w->cc || !w->ctx) {
+        return -1;
+    }
+    JS_SetContextOpaque(w->ctx, w);
+    global = JS_GetGlobalObject(w->ctx);
+    if (install_determinism(w, w->ctx, global) < 0 || console_install(w, w->ctx) < 0 ||
+        bridge_prepare(w, w->ctx) < 0) {
+        goto out;
+    }
+    if (compile_into_guest(w, seeds_source, sizeof seeds_source - 1, "<airlock>", &probe) != 1) {
+        goto out;
+    }
+    seeds = JS_EvalFunction(w->ctx, probe); /* consumes probe */
+    if (JS_IsException(seeds) || harden(w->ctx, global, seeds) < 0) {
+        goto out;
+    }
+    if (value_cache_new(w->ctx, &w->values, &err) != AL_OK) {
+        goto out;
+    }
+    rc = 0;
+out:
+    JS_FreeValue(w->ctx, seeds);
+    JS_FreeValue(w->ctx, global);
+    return rc;
+}
+
+void engine_run(struct worker *w, int prepared)
 {
     struct outcome o = { AL_INTERNAL_ERROR, { 0 }, NULL, NULL, NULL };
-    struct compiled cm = { 0 };
     uint8_t type;
     struct wire_cursor c;
     size_t flen;
@@ -919,36 +929,27 @@ void engine_run(struct worker *w)
     worker_consume(w, flen);
     w->start_us = clock_mono_us();
     w->cpu_start_us = clock_self_cpu_us();
-    w->wall_deadline_us = w->start_us + w->limits[AL_LIMIT_TIMEOUT_MS] * 1000;
-    w->cpu_deadline_us = w->cpu_start_us + w->limits[AL_LIMIT_CPU_MS] * 1000;
-    w->rng = w->seed;
-    w->mem_cap = (size_t)w->limits[AL_LIMIT_MEMORY_BYTES];
-
-    w->rt = JS_NewRuntime2(&mem_functions, w);
-    if (!w->rt) {
-        outcome_set(&o, AL_MEMORY_LIMIT, "", "cannot create the guest runtime", "");
+    if (!prepared) {
+        outcome_set(&o, AL_INTERNAL_ERROR, "", "the worker could not prepare a guest context", "");
         goto done;
     }
-    JS_SetRuntimeOpaque(w->rt, w);
+    w->rng = w->seed;
+    w->mem_cap = (size_t)w->limits[AL_LIMIT_MEMORY_BYTES];
     JS_SetMaxStackSize(w->rt, (size_t)w->limits[AL_LIMIT_STACK_BYTES]);
-    JS_SetInterruptHandler(w->rt, interrupt_handler, w);
-
-    if (compile(w, &cm, &o) == 0) {
-        w->ctx = new_guest_context(w->rt);
-        if (!w->ctx) {
-            outcome_set(&o, AL_MEMORY_LIMIT, "", "cannot create the guest context", "");
-        } else {
-            JS_SetContextOpaque(w->ctx, w);
-            run_guest(w, &cm, &o);
-        }
-    }
+    w->wall_deadline_us = w->start_us + w->limits[AL_LIMIT_TIMEOUT_MS] * 1000;
+    w->cpu_deadline_us = w->cpu_start_us + w->limits[AL_LIMIT_CPU_MS] * 1000;
+    run_guest(w, &o);
 done:
     if (w->fatal_code != AL_OK) {
         /* A latched limit or fault wins over whatever the guest did after it. */
         buf_reset(&o.value);
         outcome_set(&o, w->fatal_code, "", w->fatal_msg, "");
     }
-    uint64_t cpu_us = clock_self_cpu_us() - w->cpu_start_us;
+    uint64_t cpu_us = w->cpu_start_us ? clock_self_cpu_us() - w->cpu_start_us : 0;
+    if (w->cc) {
+        JS_FreeContext(w->cc);
+        w->cc = NULL;
+    }
     if (w->ctx) {
         bridge_free(w, w->rt);
         value_cache_free(w->values);
@@ -962,8 +963,6 @@ done:
         w->rt = NULL;
     }
     send_done(w, &o, cpu_us);
-    free(cm.user);
-    free(cm.seeds);
     buf_done(&o.value);
     free(o.name);
     free(o.message);

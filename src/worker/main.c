@@ -142,7 +142,8 @@ int main(int argc, char **argv)
     }
     buf_init(&w.in, WORKER_MAX_FRAME + WIRE_HEADER_BYTES + 64 * 1024);
     buf_init(&w.out, SIZE_MAX / 2);
-    engine_run(&w);
+    int prepared = engine_prepare(&w) == 0;
+    engine_run(&w, prepared);
     int rc = worker_flush(&w) == 0 ? 0 : 1;
     /* Exit without tearing the heap down: the process is gone anyway. */
     _exit(rc);

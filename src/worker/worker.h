@@ -62,7 +62,8 @@ struct worker {
 
     /* engine */
     JSRuntime *rt;
-    JSContext *ctx;
+    JSContext *cc;              /* compile context (has eval); freed before any guest code runs */
+    JSContext *ctx;             /* the guest context (no eval) */
     struct value_cache *values; /* the codec's view of ctx's intrinsics */
     uint64_t start_us;          /* monotonic, when the guest started */
     uint64_t wall_deadline_us;  /* monotonic */
@@ -106,8 +107,11 @@ int worker_wait_frame(struct worker *w, uint64_t deadline_us, uint8_t *ret_type,
                       struct wire_cursor *ret_cursor, size_t *ret_frame_len);
 void worker_consume(struct worker *w, size_t frame_len);
 
-/* engine.c: runs the request in w and appends the DONE frame to w->out. */
-void engine_run(struct worker *w);
+/* engine.c: builds the runtime, the compile context and the hardened guest context before any
+ * request arrives (so a warm worker has them ready). 0, or -1 (out of memory). */
+int engine_prepare(struct worker *w);
+/* Reads the RUN request, runs it and appends the DONE frame to w->out. */
+void engine_run(struct worker *w, int prepared);
 /* Called by the engine (hook in quickjs_airlock.c) whenever it throws a stack overflow. */
 void engine_on_stack_overflow(JSContext *ctx);
 /* Called by the parser (hook in quickjs_airlock.c): the exact source length of the function the
@@ -116,7 +120,8 @@ size_t engine_wrapper_length(JSContext *ctx);
 /* The deadline for blocking waits: the wall deadline (monotonic us). */
 uint64_t engine_wall_deadline(const struct worker *w);
 
-/* bridge.c */
+/* bridge.c: bridge_prepare before hardening, bridge_install (the request's groups) after. */
+int bridge_prepare(struct worker *w, JSContext *ctx);
 int bridge_install(struct worker *w, JSContext *ctx);
 /* Appends CALL frames for calls the guest has observed and that were not sent yet. */
 void bridge_dispatch(struct worker *w);
