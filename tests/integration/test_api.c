@@ -426,6 +426,8 @@ static void test_worker_killed_mid_run(void **state)
     (void)state;
     struct al_config *c = al_config_new();
     assert_int_equal(al_config_add_host(c, "chaos.kill", host_kill_worker, NULL, 0), AL_OK);
+    /* only the running worker is a child, so the host kills exactly that one */
+    assert_int_equal(al_config_set_warm_workers(c, 0), AL_OK);
     struct al_runner *r = runner_of(c);
     struct al_result *res = run_with(r, "await chaos.kill(); return 1", NULL);
     expect_failure(res, AL_WORKER_CRASHED, "SIGKILL");
@@ -491,17 +493,42 @@ static void test_many_runs_leak_nothing(void **state)
     (void)state;
     struct al_config *c = al_config_new();
     assert_int_equal(al_config_add_host(c, "store.echo", host_echo, NULL, 0), AL_OK);
-    struct al_runner *r = runner_of(c);
     int fds_before = count_fds();
+    struct al_runner *r = runner_of(c);
     for (int i = 0; i < 1000; i++) {
         struct al_result *res = run_with(r, i % 2 ? "return await store.echo(1)" : "throw 1", NULL);
         assert_int_equal(al_result_status(res), i % 2 ? AL_STATUS_COMPLETED : AL_STATUS_FAILED);
         al_result_free(res);
     }
+    al_runner_free(r); /* kills its warm worker */
     assert_int_equal(count_fds(), fds_before);
     pid_t kids[4];
     assert_int_equal(children(kids, 4), 0);
-    al_runner_free(r);
+    al_config_free(c);
+}
+
+static void test_warm_workers(void **state)
+{
+    (void)state;
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_set_warm_workers(c, AL_WARM_WORKERS_MAX + 1), AL_CONFIG_ERROR);
+    assert_int_equal(al_config_set_warm_workers(c, 4), AL_OK);
+    assert_int_equal(al_config_add_host(c, "store.echo", host_echo, NULL, 0), AL_OK);
+    int fds_before = count_fds();
+    struct al_runner *r = runner_of(c);
+    for (int i = 0; i < 20; i++) {
+        /* each warm worker serves one run: no state survives from one run to the next */
+        struct al_result *res = run_with(r,
+                                         "const seen = globalThis.mark; globalThis.mark = 1;"
+                                         "return [seen, (await store.echo(7))[0]]",
+                                         NULL);
+        expect_json(res, "[{\"$type\":\"undefined\"},7]");
+        al_result_free(res);
+    }
+    al_runner_free(r); /* kills the spares */
+    assert_int_equal(count_fds(), fds_before);
+    pid_t kids[8];
+    assert_int_equal(children(kids, 8), 0);
     al_config_free(c);
 }
 
@@ -581,6 +608,7 @@ int main(void)
         cmocka_unit_test(test_worker_killed_mid_run),
         cmocka_unit_test(test_misbehaving_workers),
         cmocka_unit_test(test_many_runs_leak_nothing),
+        cmocka_unit_test(test_warm_workers),
         cmocka_unit_test(test_concurrent_runs_share_a_runner),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
