@@ -215,7 +215,9 @@ struct al_run_opts;
 AL_API struct al_run_opts *al_run_opts_new(void);
 AL_API void al_run_opts_free(struct al_run_opts *opts);
 /* The source text (len bytes, UTF-8, copied). `filename` is the name stack traces use:
- * "run.js" when NULL. AL_INTERNAL_ERROR when out of memory. */
+ * "run.js" when NULL; at most AL_FILENAME_MAX bytes, else AL_CONFIG_ERROR.
+ * AL_INTERNAL_ERROR when out of memory. */
+#define AL_FILENAME_MAX 255
 AL_NODISCARD AL_API enum al_code al_run_opts_set_source(struct al_run_opts *opts, const char *src,
                                                         size_t len, const char *filename);
 /* Overrides a runner limit for this run; same rules as al_config_set_limit. */
@@ -251,6 +253,11 @@ AL_API enum al_status al_result_status(const struct al_result *result);
  * form), NULL for a failed run. Borrowed from the result. */
 AL_API const char *al_result_value(const struct al_result *result, size_t *ret_len);
 
+/* Bounds of a failed run's error texts (UTF-8 bytes; longer ones are cut at a character). */
+#define AL_ERROR_NAME_MAX    256
+#define AL_ERROR_MESSAGE_MAX (64 * 1024)
+#define AL_ERROR_STACK_MAX   (64 * 1024)
+
 /* The error of a failed run; AL_OK for a completed one. Strings are borrowed from the result,
  * never NULL ("" when absent). `name` is the guest's error name ("TypeError"), `stack` the
  * guest's stack with frames of the user's source only ("    at f (run.js:3)"). */
@@ -279,7 +286,8 @@ struct al_stats {
     uint64_t wall_us;           /* from al_run's start to the end of the run */
     uint64_t cpu_us;            /* the worker's CPU time spent on the guest */
     uint64_t peak_memory_bytes; /* the guest heap's high-water mark */
-    uint32_t host_calls;        /* host calls the guest made */
+    uint32_t host_calls;        /* host calls that reached the host (a call the guest never
+                                   awaited is never sent, see docs/sandbox.md) */
     uint64_t seed;              /* the Math.random seed used */
     int64_t clock_ms;           /* the guest clock's start, ms since the epoch */
 };

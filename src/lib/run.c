@@ -153,11 +153,11 @@ static void on_console(struct run_state *st, struct wire_cursor *c)
     const char *text = wire_get_str(c, &len);
     /* The worker adds one truncation note past the limit; allow it, nothing more. */
     if (c->bad || level > AL_CONSOLE_DEBUG ||
-        st->console_bytes + len > st->limits[AL_LIMIT_CONSOLE_BYTES] + 256) {
+        st->console_bytes + len + 1 > st->limits[AL_LIMIT_CONSOLE_BYTES] + 256) {
         run_fail(st, AL_PROTOCOL_ERROR, "the worker sent an invalid console entry");
         return;
     }
-    st->console_bytes += len;
+    st->console_bytes += len + 1; /* as the worker counts: text plus a line break */
     if (add_console(st->res, (enum al_console_level)level, text, len) != 0) {
         run_fail(st, AL_INTERNAL_ERROR, "out of memory for console output");
     }
@@ -192,7 +192,7 @@ static void on_done(struct run_state *st, struct wire_cursor *c)
     res->stack = xstrndup(stack, slen);
     res->stats.cpu_us = cpu_us;
     res->stats.peak_memory_bytes = peak;
-    res->stats.host_calls = calls;
+    (void)calls; /* the guest's own count; the host counts what reached it */
     if ((code == AL_OK && !res->value) || !res->name || !res->message || !res->stack) {
         run_fail(st, AL_INTERNAL_ERROR, "out of memory for the result");
         return;
@@ -474,9 +474,7 @@ finish:
         rc = error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
         goto out;
     }
-    if (res->stats.host_calls < st.host_calls) {
-        res->stats.host_calls = st.host_calls;
-    }
+    res->stats.host_calls = st.host_calls;
     *ret_result = res;
     res = NULL;
 out:

@@ -330,7 +330,7 @@ void al_run_opts_free(struct al_run_opts *opts)
 enum al_code al_run_opts_set_source(struct al_run_opts *opts, const char *src, size_t len,
                                     const char *filename)
 {
-    if (!opts || (!src && len)) {
+    if (!opts || (!src && len) || (filename && strlen(filename) > AL_FILENAME_MAX)) {
         return AL_CONFIG_ERROR;
     }
     char *s = malloc(len + 1);

@@ -2,9 +2,9 @@
  * console.c - console.log/info/warn/error/debug: each call becomes one entry (level + text)
  * sent to the host in a CONSOLE frame; nothing is written to any stream.
  *
- * The console limit counts the UTF-8 bytes of all entries. The entry that crosses it is cut at
- * a character boundary, followed by a warn entry saying so, and the run fails with
- * OUTPUT_LIMIT: output is never silently dropped or corrupted.
+ * The console limit counts the UTF-8 bytes of all entries plus one per entry (its line break).
+ * The entry that crosses it is cut at a character boundary, followed by a warn entry saying so, and
+ * the run fails with OUTPUT_LIMIT: output is never silently dropped or corrupted.
  */
 #include <stdio.h>
 #include <string.h>
@@ -12,22 +12,46 @@
 #include "json.h"
 #include "worker.h"
 
-#define CONSOLE_ARG_MAX (1u << 20) /* one formatted argument; the limit cuts earlier anyway */
+/* One entry being formatted, capped at what is left of the console budget. */
+struct line {
+    struct buf b;
+    int overflow; /* something did not fit */
+};
 
-static void append_cstr_of(JSContext *ctx, JSValueConst v, struct buf *b)
+/* Appends what fits; the rest is dropped and marked (the entry is then cut, never lost
+ * silently). */
+static void cat(struct line *l, const char *s, size_t n)
 {
-    const char *s = JS_ToCString(ctx, v);
+    size_t room = l->b.max - l->b.len;
+    if (n > room) {
+        n = room;
+        l->overflow = 1;
+    }
+    if (n && buf_append(&l->b, s, n) != BUF_OK) {
+        l->overflow = 1;
+    }
+}
+
+static void cat_str(struct line *l, const char *s)
+{
+    cat(l, s, strlen(s));
+}
+
+static void cat_cstr_of(JSContext *ctx, JSValueConst v, struct line *l)
+{
+    size_t n;
+    const char *s = JS_ToCStringLen(ctx, &n, v);
     if (!s) {
         JSValue e = JS_GetException(ctx);
         JS_FreeValue(ctx, e);
-        buf_append_str(b, "[unprintable]");
+        cat_str(l, "[unprintable]");
         return;
     }
-    buf_append_str(b, s);
+    cat(l, s, n);
     JS_FreeCString(ctx, s);
 }
 
-static void append_prop(JSContext *ctx, JSValueConst obj, const char *name, struct buf *b)
+static void cat_prop(JSContext *ctx, JSValueConst obj, const char *name, struct line *l)
 {
     JSValue v = JS_GetPropertyStr(ctx, obj, name);
     if (JS_IsException(v)) {
@@ -36,44 +60,44 @@ static void append_prop(JSContext *ctx, JSValueConst obj, const char *name, stru
         return;
     }
     if (!JS_IsUndefined(v)) {
-        append_cstr_of(ctx, v, b);
+        cat_cstr_of(ctx, v, l);
     }
     JS_FreeValue(ctx, v);
 }
 
 /* Formats one argument the way a developer reading logs expects: strings as they are,
  * errors as "Name: message", functions as [Function: name], objects as JSON. */
-static void format_arg(JSContext *ctx, JSValueConst v, struct buf *b)
+static void format_arg(JSContext *ctx, JSValueConst v, struct line *l)
 {
     if (JS_IsString(v)) {
-        append_cstr_of(ctx, v, b);
+        cat_cstr_of(ctx, v, l);
     } else if (JS_IsSymbol(v)) {
-        buf_append_str(b, "Symbol(");
-        append_prop(ctx, v, "description", b);
-        buf_append_str(b, ")");
+        cat_str(l, "Symbol(");
+        cat_prop(ctx, v, "description", l);
+        cat_str(l, ")");
     } else if (JS_IsBigInt(ctx, v)) {
-        append_cstr_of(ctx, v, b);
-        buf_append_str(b, "n");
+        cat_cstr_of(ctx, v, l);
+        cat_str(l, "n");
     } else if (!JS_IsObject(v)) {
-        append_cstr_of(ctx, v, b);
+        cat_cstr_of(ctx, v, l);
     } else if (JS_IsError(ctx, v)) {
-        append_prop(ctx, v, "name", b);
-        buf_append_str(b, ": ");
-        append_prop(ctx, v, "message", b);
+        cat_prop(ctx, v, "name", l);
+        cat_str(l, ": ");
+        cat_prop(ctx, v, "message", l);
     } else if (JS_IsFunction(ctx, v)) {
-        buf_append_str(b, "[Function: ");
-        append_prop(ctx, v, "name", b);
-        buf_append_str(b, "]");
+        cat_str(l, "[Function: ");
+        cat_prop(ctx, v, "name", l);
+        cat_str(l, "]");
     } else {
         JSValue s = JS_JSONStringify(ctx, v, JS_UNDEFINED, JS_UNDEFINED);
         if (JS_IsException(s)) {
             JSValue e = JS_GetException(ctx);
             JS_FreeValue(ctx, e);
-            append_cstr_of(ctx, v, b);
+            cat_cstr_of(ctx, v, l);
         } else if (JS_IsUndefined(s)) {
-            append_cstr_of(ctx, v, b);
+            cat_cstr_of(ctx, v, l);
         } else {
-            append_cstr_of(ctx, s, b);
+            cat_cstr_of(ctx, s, l);
         }
         JS_FreeValue(ctx, s);
     }
@@ -97,32 +121,37 @@ static void emit(struct worker *w, int level, const char *text, size_t len)
     wire_end(&w->out, start);
 }
 
+/* Each entry costs its UTF-8 bytes plus one (its line break), so the limit bounds the number
+ * of entries as well as their text. */
 static JSValue console_call(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv,
                             int magic)
 {
     (void)this_val;
     struct worker *w = JS_GetContextOpaque(ctx);
-    struct buf b;
-    buf_init(&b, CONSOLE_ARG_MAX);
-    for (int i = 0; i < argc; i++) {
-        if (i > 0) {
-            buf_append_byte(&b, ' ');
-        }
-        format_arg(ctx, argv[i], &b);
-    }
     uint64_t limit = w->limits[AL_LIMIT_CONSOLE_BYTES];
-    if (w->console_bytes >= limit && limit > 0 && w->fatal_code == AL_OUTPUT_LIMIT) {
-        buf_done(&b); /* already cut and marked */
-        return JS_UNDEFINED;
+    if (w->console_cut) {
+        return JS_UNDEFINED; /* already cut and marked */
     }
     uint64_t left = limit - w->console_bytes;
-    if (b.len <= left) {
-        emit(w, magic, b.data ? b.data : "", b.len);
-        w->console_bytes += b.len;
+    struct line l = { .overflow = 0 };
+    buf_init(&l.b, (size_t)left); /* one more byte than an entry that fits can hold */
+    for (int i = 0; i < argc && !l.overflow; i++) {
+        if (i > 0) {
+            cat(&l, " ", 1);
+        }
+        format_arg(ctx, argv[i], &l);
+    }
+    if (!l.overflow && l.b.len + 1 <= left) {
+        emit(w, magic, l.b.data ? l.b.data : "", l.b.len);
+        w->console_bytes += l.b.len + 1;
     } else {
-        size_t keep = b.data ? utf8_cut(b.data, (size_t)left) : 0;
-        emit(w, magic, b.data ? b.data : "", keep);
+        if (left >= 1) { /* what fits of the entry, its line break included */
+            size_t keep = l.b.len < left ? l.b.len : (size_t)left - 1;
+            keep = l.b.data && keep < l.b.len ? utf8_cut(l.b.data, keep) : keep;
+            emit(w, magic, l.b.data ? l.b.data : "", keep);
+        }
         w->console_bytes = limit;
+        w->console_cut = 1;
         char note[128];
         int n = snprintf(note, sizeof note, "[console output truncated: limit of %llu bytes]",
                          (unsigned long long)limit);
@@ -131,7 +160,7 @@ static JSValue console_call(JSContext *ctx, JSValueConst this_val, int argc, JSV
                     "the console output exceeds the console limit of %llu bytes",
                     (unsigned long long)limit);
     }
-    buf_done(&b);
+    buf_done(&l.b);
     return JS_UNDEFINED;
 }
 

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "jail.h"
 #include "value.h"
 #include "worker.h"
 
@@ -80,6 +81,8 @@ static void *mem_malloc(JSMallocState *s, size_t size)
     void *p = malloc(size);
     if (p) {
         mem_account(w, s, p, 1);
+    } else {
+        worker_fail(w, AL_MEMORY_LIMIT, "the worker ran out of memory");
     }
     return p;
 }
@@ -110,6 +113,7 @@ static void *mem_realloc(JSMallocState *s, void *p, size_t size)
     void *q = realloc(p, size);
     if (!q) {
         mem_account(w, s, p, 1);
+        worker_fail(w, AL_MEMORY_LIMIT, "the worker ran out of memory");
         return NULL;
     }
     mem_account(w, s, q, 1);
@@ -529,6 +533,20 @@ static char *filter_stack(const char *stack, const char *filename, size_t prefix
     return r;
 }
 
+/* A copy of at most `max` bytes of s, cut at a UTF-8 boundary: a guest's error text is bounded
+ * like its result (AL_ERROR_*_MAX in airlock.h). */
+static char *dup_capped(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    if (n > max) {
+        n = max;
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) {
+            n--;
+        }
+    }
+    return strndup(s, n);
+}
+
 static void outcome_set(struct outcome *o, enum al_code code, const char *name, const char *message,
                         const char *stack)
 {
@@ -536,9 +554,9 @@ static void outcome_set(struct outcome *o, enum al_code code, const char *name, 
     free(o->name);
     free(o->message);
     free(o->stack);
-    o->name = strdup(name ? name : "");
-    o->message = strdup(message ? message : "");
-    o->stack = strdup(stack ? stack : "");
+    o->name = dup_capped(name ? name : "", AL_ERROR_NAME_MAX);
+    o->message = dup_capped(message ? message : "", AL_ERROR_MESSAGE_MAX);
+    o->stack = dup_capped(stack ? stack : "", AL_ERROR_STACK_MAX);
 }
 
 /* Describes a thrown value. Never trusts it: a guest `code` property is ignored, and getters
@@ -586,7 +604,7 @@ static int parse_run(struct worker *w, struct wire_cursor *c)
     const char *s = wire_get_str(c, &len);
     w->filename = strndup(s, len);
     w->nfns = wire_get_u32(c);
-    if (c->bad || w->nfns > 100000) {
+    if (c->bad || len == 0 || len > AL_FILENAME_MAX || memchr(s, '\0', len) || w->nfns > 100000) {
         return -1;
     }
     w->fns = calloc(w->nfns ? w->nfns : 1, sizeof *w->fns);
@@ -851,7 +869,8 @@ out:
     w->settle = NULL;
 }
 
-static void send_done(struct worker *w, const struct outcome *o, uint64_t cpu_us)
+static void send_done(struct worker *w, const struct outcome *o, uint64_t cpu_us,
+                      uint32_t host_calls)
 {
     size_t start;
     struct buf *b = &w->out;
@@ -863,7 +882,7 @@ static void send_done(struct worker *w, const struct outcome *o, uint64_t cpu_us
     wire_str(b, o->stack ? o->stack : "", o->stack ? strlen(o->stack) : 0);
     wire_u64(b, cpu_us);
     wire_u64(b, w->mem_peak);
-    wire_u32(b, w->ncalls);
+    wire_u32(b, host_calls);
     wire_end(b, start);
 }
 
@@ -935,6 +954,7 @@ void engine_run(struct worker *w, int prepared)
     }
     w->rng = w->seed;
     w->mem_cap = (size_t)w->limits[AL_LIMIT_MEMORY_BYTES];
+    jail_limit_run(w->limits[AL_LIMIT_MEMORY_BYTES], w->limits[AL_LIMIT_CPU_MS]);
     JS_SetMaxStackSize(w->rt, (size_t)w->limits[AL_LIMIT_STACK_BYTES]);
     w->wall_deadline_us = w->start_us + w->limits[AL_LIMIT_TIMEOUT_MS] * 1000;
     w->cpu_deadline_us = w->cpu_start_us + w->limits[AL_LIMIT_CPU_MS] * 1000;
@@ -946,6 +966,7 @@ done:
         outcome_set(&o, w->fatal_code, "", w->fatal_msg, "");
     }
     uint64_t cpu_us = w->cpu_start_us ? clock_self_cpu_us() - w->cpu_start_us : 0;
+    uint32_t host_calls = w->ncalls; /* bridge_free forgets the calls */
     if (w->cc) {
         JS_FreeContext(w->cc);
         w->cc = NULL;
@@ -962,7 +983,7 @@ done:
         JS_FreeRuntime(w->rt);
         w->rt = NULL;
     }
-    send_done(w, &o, cpu_us);
+    send_done(w, &o, cpu_us, host_calls);
     buf_done(&o.value);
     free(o.name);
     free(o.message);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "jail.h"
 #include "worker.h"
 
 void worker_fail(struct worker *w, enum al_code code, const char *fmt, ...)
@@ -140,6 +141,7 @@ int main(int argc, char **argv)
                               : rl.rlim_max;
         setrlimit(RLIMIT_STACK, &rl);
     }
+    jail_enter();
     buf_init(&w.in, WORKER_MAX_FRAME + WIRE_HEADER_BYTES + 64 * 1024);
     buf_init(&w.out, SIZE_MAX / 2);
     int prepared = engine_prepare(&w) == 0;

@@ -90,7 +90,8 @@ struct worker {
     void *settle; /* engine.c: where the guest's promise outcome lands */
 
     /* console */
-    uint64_t console_bytes;
+    uint64_t console_bytes; /* text bytes + 1 per entry */
+    int console_cut;        /* the limit tripped: later entries are dropped (and marked) */
 };
 
 /* Latches the run's fatal code (first one wins). */
