@@ -94,7 +94,7 @@ AL_API const char *al_version(void);
  * Durations are in milliseconds, sizes in bytes (UTF-8 bytes for text), counts plain. */
 enum al_limit {
     AL_LIMIT_TIMEOUT_MS = 0,    /* wall clock; default 30000 -> TIMEOUT */
-    AL_LIMIT_CPU_MS,            /* worker CPU time; default = timeout -> CPU_LIMIT */
+    AL_LIMIT_CPU_MS,            /* worker CPU time; unless set, the timeout -> CPU_LIMIT */
     AL_LIMIT_MEMORY_BYTES,      /* guest heap; default 64 MiB -> MEMORY_LIMIT */
     AL_LIMIT_STACK_BYTES,       /* guest stack; default 2 MiB, at most 64 MiB -> STACK_OVERFLOW */
     AL_LIMIT_SOURCE_BYTES,      /* source text; default 256 KiB -> SOURCE_TOO_LARGE */
@@ -169,7 +169,9 @@ AL_API struct al_config *al_config_new(void);
 /* Frees a config; NULL is fine. */
 AL_API void al_config_free(struct al_config *config);
 
-/* Sets a limit. AL_CONFIG_ERROR for an unknown limit, a zero value, or a stack above 64 MiB. */
+/* Sets a limit. AL_CONFIG_ERROR for an unknown limit, a zero value, or a value above the
+ * limit's maximum: stack 64 MiB; source, result, console, host-args, host-output 64 MiB; heap
+ * 1 TiB; durations one year; counts 2^24. */
 AL_NODISCARD AL_API enum al_code al_config_set_limit(struct al_config *config, enum al_limit which,
                                                      uint64_t value);
 

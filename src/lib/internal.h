@@ -31,6 +31,7 @@ struct host_entry {
 
 struct al_config {
     uint64_t limits[AL_LIMIT_COUNT_];
+    uint8_t limit_set[AL_LIMIT_COUNT_]; /* set explicitly (cpu follows timeout otherwise) */
     struct host_entry *hosts;
     size_t nhosts;
     char *worker_path; /* NULL: the default lookup */
@@ -41,6 +42,7 @@ struct pool;
 
 struct al_runner {
     uint64_t limits[AL_LIMIT_COUNT_];
+    uint8_t limit_set[AL_LIMIT_COUNT_];
     struct host_entry *hosts; /* ordered so that each group's functions are contiguous */
     size_t nhosts;
     char *worker_path;

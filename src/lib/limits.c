@@ -12,28 +12,31 @@
 
 enum limit_kind { KIND_DURATION, KIND_SIZE, KIND_COUNT };
 
+/* Upper bounds keep arithmetic on limits safe and every payload inside a protocol frame
+ * (docs/protocol.md: 128 MiB from the host, 160 MiB from the worker). */
+#define MAX_DURATION_MS (365ull * 24 * 3600 * 1000)
+#define MAX_PAYLOAD     (64ull << 20)
+#define MAX_HEAP        (1ull << 40)
+#define MAX_COUNT       (1ull << 24)
+
 static const struct {
     const char *name;
     enum limit_kind kind;
     uint64_t def;
+    uint64_t max;
 } limit_table[AL_LIMIT_COUNT_] = {
-    [AL_LIMIT_TIMEOUT_MS] = { "timeout", KIND_DURATION, 30000 },
-    [AL_LIMIT_CPU_MS] = { "cpu", KIND_DURATION, 30000 },
-    [AL_LIMIT_MEMORY_BYTES] = { "memory", KIND_SIZE, 64ull << 20 },
-    [AL_LIMIT_STACK_BYTES] = { "stack", KIND_SIZE, 2ull << 20 },
-    [AL_LIMIT_SOURCE_BYTES] = { "source", KIND_SIZE, 256ull << 10 },
-    [AL_LIMIT_RESULT_BYTES] = { "result", KIND_SIZE, 1ull << 20 },
-    [AL_LIMIT_CONSOLE_BYTES] = { "console", KIND_SIZE, 64ull << 10 },
-    [AL_LIMIT_HOST_ARGS_BYTES] = { "host-args", KIND_SIZE, 1ull << 20 },
-    [AL_LIMIT_HOST_OUTPUT_BYTES] = { "host-output", KIND_SIZE, 4ull << 20 },
-    [AL_LIMIT_HOST_CALLS] = { "host-calls", KIND_COUNT, 256 },
-    [AL_LIMIT_IN_FLIGHT] = { "in-flight", KIND_COUNT, 32 },
+    [AL_LIMIT_TIMEOUT_MS] = { "timeout", KIND_DURATION, 30000, MAX_DURATION_MS },
+    [AL_LIMIT_CPU_MS] = { "cpu", KIND_DURATION, 30000, MAX_DURATION_MS },
+    [AL_LIMIT_MEMORY_BYTES] = { "memory", KIND_SIZE, 64ull << 20, MAX_HEAP },
+    [AL_LIMIT_STACK_BYTES] = { "stack", KIND_SIZE, 2ull << 20, AL_STACK_MAX },
+    [AL_LIMIT_SOURCE_BYTES] = { "source", KIND_SIZE, 256ull << 10, MAX_PAYLOAD },
+    [AL_LIMIT_RESULT_BYTES] = { "result", KIND_SIZE, 1ull << 20, MAX_PAYLOAD },
+    [AL_LIMIT_CONSOLE_BYTES] = { "console", KIND_SIZE, 64ull << 10, MAX_PAYLOAD },
+    [AL_LIMIT_HOST_ARGS_BYTES] = { "host-args", KIND_SIZE, 1ull << 20, MAX_PAYLOAD },
+    [AL_LIMIT_HOST_OUTPUT_BYTES] = { "host-output", KIND_SIZE, 4ull << 20, MAX_PAYLOAD },
+    [AL_LIMIT_HOST_CALLS] = { "host-calls", KIND_COUNT, 256, MAX_COUNT },
+    [AL_LIMIT_IN_FLIGHT] = { "in-flight", KIND_COUNT, 32, MAX_COUNT },
 };
-
-/* Upper bounds that keep arithmetic on limits (deadlines in us, sizes in size_t) safe. */
-#define MAX_DURATION_MS (365ull * 24 * 3600 * 1000)
-#define MAX_SIZE        (1ull << 40)
-#define MAX_COUNT       (1ull << 24)
 
 uint64_t al_limit_default(enum al_limit which)
 {
@@ -53,21 +56,10 @@ const char *al_limit_name(enum al_limit which)
 
 enum al_code limits_check(enum al_limit which, uint64_t value)
 {
-    if ((unsigned)which >= AL_LIMIT_COUNT_ || value == 0) {
+    if ((unsigned)which >= AL_LIMIT_COUNT_ || value == 0 || value > limit_table[which].max) {
         return AL_CONFIG_ERROR;
     }
-    switch (limit_table[which].kind) {
-    case KIND_DURATION:
-        return value <= MAX_DURATION_MS ? AL_OK : AL_CONFIG_ERROR;
-    case KIND_SIZE:
-        if (which == AL_LIMIT_STACK_BYTES && value > AL_STACK_MAX) {
-            return AL_CONFIG_ERROR;
-        }
-        return value <= MAX_SIZE ? AL_OK : AL_CONFIG_ERROR;
-    case KIND_COUNT:
-        return value <= MAX_COUNT ? AL_OK : AL_CONFIG_ERROR;
-    }
-    return AL_CONFIG_ERROR;
+    return AL_OK;
 }
 
 static int parse_u64(const char *s, size_t len, uint64_t *ret)
@@ -165,9 +157,11 @@ enum al_code al_limit_parse(const char *key_value, enum al_limit *ret_which, uin
         goto bad;
     }
     if (limits_check((enum al_limit)which, v) != AL_OK) {
-        return error_set(reterr, AL_CONFIG_ERROR, "limit %s=%s is out of range%s",
-                         limit_table[which].name, val,
-                         which == AL_LIMIT_STACK_BYTES ? " (1 byte to 64M)" : " (must be > 0)");
+        return error_set(reterr, AL_CONFIG_ERROR, "limit %s=%s is out of range (1 to %llu%s)",
+                         limit_table[which].name, val, (unsigned long long)limit_table[which].max,
+                         limit_table[which].kind == KIND_DURATION ? " ms"
+                         : limit_table[which].kind == KIND_SIZE   ? " bytes"
+                                                                  : "");
     }
     *ret_which = (enum al_limit)which;
     *ret_value = v;

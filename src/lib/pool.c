@@ -143,7 +143,7 @@ enum al_code pool_take(struct pool *p, struct worker_proc *ret_proc, struct al_e
          * (EOF). A dead one is reaped and skipped. */
         struct pollfd pfd = { .fd = w.fd, .events = POLLIN };
         int status;
-        int dead = poll(&pfd, 1, 0) != 0;
+        int dead = poll(&pfd, 1, 0) > 0;
         if (waitpid(w.pid, &status, WNOHANG) == w.pid) {
             w.pid = -1; /* reaped: its pid must not be signalled any more */
             dead = 1;

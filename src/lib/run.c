@@ -25,10 +25,12 @@
 #include "clock.h"
 #include "error.h"
 #include "internal.h"
+#include "json.h"
 #include "wire.h"
 
-#define RUN_GRACE_US  25000u /* time the worker gets to report a limit itself */
-#define RUN_MAX_FRAME (160u << 20)
+#define RUN_GRACE_US   25000u /* time the worker gets to report a limit itself */
+#define RUN_MAX_FRAME  (160u << 20)
+#define RUN_JSON_DEPTH 4096 /* above the worker's own value depth: any honest value passes */
 
 struct console_entry {
     enum al_console_level level;
@@ -120,6 +122,23 @@ static int add_console(struct al_result *res, enum al_console_level level, const
     return 0;
 }
 
+/* What the worker hands on to the application must be what the protocol promises - JSON -
+ * even from a compromised worker: the CLI prints it and splices it into co-process lines. */
+static int is_json(const char *text, size_t len)
+{
+    struct json_doc *doc = NULL;
+    if (len == 0 || json_parse(text, len, RUN_JSON_DEPTH, &doc, NULL) != AL_OK) {
+        return 0;
+    }
+    json_doc_free(doc);
+    return 1;
+}
+
+static int is_json_array(const char *text, size_t len)
+{
+    return len > 0 && text[0] == '[' && is_json(text, len);
+}
+
 static void on_call(struct run_state *st, struct wire_cursor *c)
 {
     uint32_t id = wire_get_u32(c);
@@ -129,7 +148,7 @@ static void on_call(struct run_state *st, struct wire_cursor *c)
     if (c->bad || fn >= st->runner->nhosts || id == 0 || id > st->limits[AL_LIMIT_HOST_CALLS] ||
         st->seen_ids[id - 1] || st->host_calls >= st->limits[AL_LIMIT_HOST_CALLS] ||
         st->in_flight >= st->limits[AL_LIMIT_IN_FLIGHT] ||
-        len > st->limits[AL_LIMIT_HOST_ARGS_BYTES]) {
+        len > st->limits[AL_LIMIT_HOST_ARGS_BYTES] || !is_json_array(args, len)) {
         run_fail(st, AL_PROTOCOL_ERROR, "the worker sent an invalid host call");
         return;
     }
@@ -175,8 +194,9 @@ static void on_done(struct run_state *st, struct wire_cursor *c)
     uint64_t cpu_us = wire_get_u64(c);
     uint64_t peak = wire_get_u64(c);
     uint32_t calls = wire_get_u32(c);
-    if (c->bad || code > AL_INTERNAL_ERROR || (code == AL_OK && vlen == 0) ||
-        vlen > st->limits[AL_LIMIT_RESULT_BYTES]) {
+    if (c->bad || code > AL_INTERNAL_ERROR || (code == AL_OK && !is_json(value, vlen)) ||
+        vlen > st->limits[AL_LIMIT_RESULT_BYTES] || nlen > AL_ERROR_NAME_MAX ||
+        mlen > AL_ERROR_MESSAGE_MAX || slen > AL_ERROR_STACK_MAX) {
         run_fail(st, AL_PROTOCOL_ERROR, "the worker sent an invalid result");
         return;
     }
@@ -235,8 +255,10 @@ static void read_frames(struct run_state *st)
         }
         off += flen;
     }
-    memmove(st->in.data, st->in.data + off, st->in.len - off);
-    st->in.len -= off;
+    if (off > 0) {
+        memmove(st->in.data, st->in.data + off, st->in.len - off);
+        st->in.len -= off;
+    }
 }
 
 /* Turns queued completions into ANSWER frames. */
@@ -414,6 +436,9 @@ enum al_code al_run(struct al_runner *runner, const struct al_run_opts *opts,
     st.runner = runner;
     for (int i = 0; i < AL_LIMIT_COUNT_; i++) {
         st.limits[i] = opts->limit_set[i] ? opts->limits[i] : runner->limits[i];
+    }
+    if (!opts->limit_set[AL_LIMIT_CPU_MS] && !runner->limit_set[AL_LIMIT_CPU_MS]) {
+        st.limits[AL_LIMIT_CPU_MS] = st.limits[AL_LIMIT_TIMEOUT_MS]; /* CPU follows the timeout */
     }
     if (opts->has_seed) {
         res->stats.seed = opts->seed;

@@ -174,6 +174,7 @@ enum al_code al_config_set_limit(struct al_config *config, enum al_limit which, 
         return AL_CONFIG_ERROR;
     }
     config->limits[which] = value;
+    config->limit_set[which] = 1;
     return AL_OK;
 }
 
@@ -256,6 +257,7 @@ enum al_code al_runner_new(const struct al_config *config, struct al_runner **re
         return error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
     }
     memcpy(r->limits, config->limits, sizeof r->limits);
+    memcpy(r->limit_set, config->limit_set, sizeof r->limit_set);
     rc = supervisor_resolve_path(config->worker_path, &r->worker_path, reterr);
     if (rc != AL_OK) {
         goto fail;

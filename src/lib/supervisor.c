@@ -1,9 +1,10 @@
 /*
  * supervisor.c - starting and ending airlock-worker processes.
  *
- * A worker is posix_spawn'ed (never fork without exec in the host) with an empty environment,
- * its end of a socketpair on fd 3, /dev/null on stdin and stdout, and every other descriptor
- * of the host closed, so a compromised worker holds nothing of the host's. Deadlines are
+ * A worker is posix_spawn'ed (never fork without exec in the host) in a session of its own,
+ * with an empty environment, its end of a socketpair on fd 3, /dev/null on stdin, stdout and
+ * stderr, and every other descriptor of the host closed, so a compromised worker holds nothing
+ * of the host's - not even its terminal. Deadlines are
  * enforced by run.c, which calls supervisor_reap to SIGKILL and collect the process.
  */
 #include <errno.h>
@@ -87,6 +88,7 @@ enum al_code supervisor_spawn(const char *path, struct worker_proc *ret_proc,
     fa_ok = 1;
     if (posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) != 0 ||
         posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0) != 0 ||
+        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0) != 0 ||
         posix_spawn_file_actions_adddup2(&fa, child, 3) != 0 ||
         posix_spawn_file_actions_addclosefrom_np(&fa, 4) != 0) {
         rc = error_set(reterr, AL_INTERNAL_ERROR, "posix_spawn_file_actions");
@@ -94,7 +96,13 @@ enum al_code supervisor_spawn(const char *path, struct worker_proc *ret_proc,
     }
     char *argv[] = { (char *)"airlock-worker", NULL };
     char *envp[] = { NULL };
-    int err = posix_spawn(&pid, path, &fa, NULL, argv, envp);
+    /* A session of its own: no controlling terminal to inject input into, no job-control
+     * signals from the host's terminal. */
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+    int err = posix_spawn(&pid, path, &fa, &attr, argv, envp);
+    posix_spawnattr_destroy(&attr);
     if (err != 0) {
         rc = error_set_errno(reterr, AL_INTERNAL_ERROR, err, "cannot start worker '%s'", path);
         goto out;

@@ -73,7 +73,12 @@ static void test_sizes(void **state)
     assert_true(parse_ok("memory=64M", AL_LIMIT_MEMORY_BYTES) == 64ull << 20);
     assert_true(parse_ok("result=1K", AL_LIMIT_RESULT_BYTES) == 1024);
     assert_true(parse_ok("console=100", AL_LIMIT_CONSOLE_BYTES) == 100);
-    assert_true(parse_ok("host-output=1G", AL_LIMIT_HOST_OUTPUT_BYTES) == 1ull << 30);
+    assert_true(parse_ok("host-output=64M", AL_LIMIT_HOST_OUTPUT_BYTES) == 64ull << 20);
+    assert_true(parse_ok("memory=1G", AL_LIMIT_MEMORY_BYTES) == 1ull << 30);
+    /* payload limits stay inside a protocol frame */
+    parse_bad("host-output=1G", "out of range");
+    parse_bad("result=65M", "out of range");
+    parse_bad("source=1G", "out of range");
     assert_true(parse_ok("stack=64M", AL_LIMIT_STACK_BYTES) == 64ull << 20);
     parse_bad("stack=65M", "out of range");
     parse_bad("memory=12X", "size");
