@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,13 +36,19 @@ struct exec_job {
 /* Process groups of running commands, killed by exec_host_kill_all. */
 static pthread_mutex_t running_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t threads_done = PTHREAD_COND_INITIALIZER;
-static pid_t running[1024];
-static size_t nrunning;
-static size_t nthreads; /* call threads not finished yet */
-static int killing;     /* the run is over: commands are killed as soon as they start */
+static pid_t *running;
+static size_t nrunning, cap_running;
+static int cancel_fd = -1; /* eventfd: signalled when the run is over */
+static size_t nthreads;    /* call threads not finished yet */
+static int killing;        /* the run is over: commands are killed as soon as they start */
 
 struct exec_host *exec_host_new(const char *command, size_t output_limit)
 {
+    pthread_mutex_lock(&running_mu);
+    if (cancel_fd < 0) {
+        cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    }
+    pthread_mutex_unlock(&running_mu);
     struct exec_host *h = calloc(1, sizeof *h);
     if (!h) {
         return NULL;
@@ -66,9 +73,17 @@ void exec_host_free(struct exec_host *h)
 static void track(pid_t pid, int add)
 {
     pthread_mutex_lock(&running_mu);
-    if (add && killing) {
-        kill(-pid, SIGKILL);
-    } else if (add && nrunning < sizeof running / sizeof running[0]) {
+    if (add && !killing && nrunning == cap_running) {
+        size_t cap = cap_running ? cap_running * 2 : 64;
+        pid_t *r = realloc(running, cap * sizeof *r);
+        if (r) {
+            running = r;
+            cap_running = cap;
+        }
+    }
+    if (add && (killing || nrunning == cap_running)) {
+        kill(-pid, SIGKILL); /* the run is over (or no memory to track it): no new command */
+    } else if (add) {
         running[nrunning++] = pid;
     } else if (!add) {
         for (size_t i = 0; i < nrunning; i++) {
@@ -85,6 +100,11 @@ void exec_host_kill_all(void)
 {
     pthread_mutex_lock(&running_mu);
     killing = 1;
+    if (cancel_fd >= 0) {
+        uint64_t one = 1;
+        ssize_t n = write(cancel_fd, &one, sizeof one);
+        (void)n; /* wakes every call thread still reading a command's output */
+    }
     for (size_t i = 0; i < nrunning; i++) {
         kill(-running[i], SIGKILL);
     }
@@ -188,13 +208,22 @@ static int run_command(const char *command, const char *function, const char *in
     fcntl(in[1], F_SETFL, O_NONBLOCK);
     size_t off = 0;
     int too_big = 0;
+    int cancelled = 0;
     while (o[0] >= 0 || e[0] >= 0) {
-        struct pollfd p[3] = {
+        struct pollfd p[4] = {
             { .fd = in[1], .events = POLLOUT },
             { .fd = o[0], .events = POLLIN },
             { .fd = e[0], .events = POLLIN },
+            { .fd = cancel_fd, .events = POLLIN },
         };
-        if (poll(p, 3, -1) < 0 && errno != EINTR) {
+        if (poll(p, 4, -1) < 0 && errno != EINTR) {
+            break;
+        }
+        if (p[3].revents & POLLIN) {
+            /* The run is over: a command's descendants that left its process group may hold
+             * the pipes open forever; stop reading. */
+            kill(-pid, SIGKILL);
+            cancelled = 1;
             break;
         }
         if (in[1] >= 0 && (p[0].revents & (POLLOUT | POLLERR | POLLHUP))) {
@@ -230,6 +259,10 @@ static int run_command(const char *command, const char *function, const char *in
     }
     track(pid, 0);
     pid = -1;
+    if (cancelled) {
+        snprintf(why, why_len, "the run ended before the command finished");
+        goto out;
+    }
     *ret_status = too_big ? 0 : status; /* an overlong answer is answered, and refused */
     rc = 0;
 out:

@@ -107,8 +107,8 @@ static void handle_line(struct host_process *hp, const char *line, size_t len)
     const struct json_node *result = id ? json_get(root, "result") : NULL;
     const struct json_node *error = id ? json_get(root, "error") : NULL;
     struct al_call *call = NULL;
-    if (id && id->type == JSON_NUMBER && id->num >= 1 && id->num == (double)(size_t)id->num &&
-        (!error || error->type == JSON_STRING)) {
+    if (id && id->type == JSON_NUMBER && id->num >= 1 && id->num <= 4294967295.0 &&
+        id->num == (double)(uint32_t)id->num && (!error || error->type == JSON_STRING)) {
         pthread_mutex_lock(&hp->mu);
         size_t i = (size_t)id->num;
         if (i < hp->cap_pending && hp->pending[i]) {
@@ -204,8 +204,15 @@ static void *writer_main(void *arg)
             off += (size_t)n;
         }
         buf_reset(&local);
-        if (broken) {
+        pthread_mutex_lock(&hp->mu);
+        int closing = hp->closing; /* then the broken pipe is our own kill at the end */
+        pthread_mutex_unlock(&hp->mu);
+        if (broken && !closing) {
             fail(hp, "stopped reading its requests (its stdin is closed)");
+        }
+        if (broken) {
+            pthread_mutex_lock(&hp->mu);
+            break;
         }
         pthread_mutex_lock(&hp->mu);
     }
@@ -446,8 +453,10 @@ const char *host_process_finish(struct host_process *hp)
         hp->closing = 1;
         pthread_cond_signal(&hp->cond);
         pthread_mutex_unlock(&hp->mu);
-        pthread_join(hp->writer, NULL);
+        /* The writer closes its stdin once idle; the grace lets it exit. A co-process that
+         * stopped reading leaves the writer blocked: the kill in reap() unblocks it (EPIPE). */
         reap(hp);
+        pthread_join(hp->writer, NULL);
         pthread_join(hp->reader, NULL);
         hp->threads = 0;
     } else {

@@ -412,6 +412,24 @@ def test_host_process_never_declares_exec():
     check(rc == 2 and out == "" and "declaration" in err, f"{rc} {out!r} {err!r}")
 
 
+def test_host_process_that_stops_reading_cannot_hang_airlock():
+    # it declares a function, then never reads its stdin: the large request fills the pipe
+    hp = write("stuck.sh", 'echo \'{"functions":["g.f"]}\'\nexec sleep 1000\n')
+    f = write("stuck.js", 'await g.f("x".repeat(200000))')
+    rc, out, err = run(["run", "--json", "--limit", "timeout=1s", "--host-process", f"sh {hp}", f])
+    check(rc == 1, f"exit {rc}: {err!r}")
+    check(json.loads(out)["error"]["code"] == "TIMEOUT", out)
+
+
+def test_exec_host_descendant_cannot_hang_airlock():
+    # a descendant that leaves the command's process group keeps the output pipe open
+    f = write("setsid.js", "return await g.f()")
+    rc, out, err = run(["run", "--json", "--limit", "timeout=1s", "--host", "g.f=exec:setsid sleep 30",
+                        f], timeout=10)
+    check(rc == 1, f"exit {rc}: {err!r}")
+    check(json.loads(out)["error"]["code"] == "TIMEOUT", out)
+
+
 def test_host_process_bad_declarations():
     f = write("hp.js", "return 1;")
     for decl in ['{"functions": "echo.f"}', '{"functions": ["nodot"]}',
