@@ -105,7 +105,8 @@ struct al_call *host_call_new(struct run_link *link, uint32_t id, const char *na
 /* supervisor.c */
 struct worker_proc {
     pid_t pid;
-    int fd; /* our end of the socket, non-blocking, close-on-exec */
+    int pidfd; /* signals go through it, so a recycled pid is never hit; -1 if unavailable */
+    int fd;    /* our end of the socket, non-blocking, close-on-exec */
 };
 /* Resolves the worker executable: explicit path, $AIRLOCK_WORKER, or beside the executable. */
 enum al_code supervisor_resolve_path(const char *configured, char **ret_path,

@@ -421,6 +421,7 @@ enum al_code al_run(struct al_runner *runner, const struct al_run_opts *opts,
     memset(&st, 0, sizeof st);
     st.proc.pid = -1;
     st.proc.fd = -1;
+    st.proc.pidfd = -1;
 
     if (!runner || !opts || !ret_result) {
         return error_set(reterr, AL_CONFIG_ERROR, "al_run: NULL argument");

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -110,6 +111,10 @@ enum al_code supervisor_spawn(const char *path, struct worker_proc *ret_proc,
     int fl = fcntl(sv[0], F_GETFL);
     fcntl(sv[0], F_SETFL, fl | O_NONBLOCK);
     ret_proc->pid = pid;
+    ret_proc->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (ret_proc->pidfd >= 0) {
+        fcntl(ret_proc->pidfd, F_SETFD, FD_CLOEXEC);
+    }
     ret_proc->fd = sv[0];
     sv[0] = -1;
     rc = AL_OK;
@@ -138,11 +143,21 @@ void supervisor_reap(struct worker_proc *proc, int kill_first, int *ret_status)
     }
     if (proc->pid > 0) {
         if (kill_first) {
-            kill(proc->pid, SIGKILL);
+            /* Through the pidfd: if someone else reaped the worker (SIGCHLD ignored, a
+             * waitpid(-1) elsewhere), its pid may belong to another process by now. */
+            if (proc->pidfd >= 0) {
+                syscall(SYS_pidfd_send_signal, proc->pidfd, SIGKILL, NULL, 0);
+            } else {
+                kill(proc->pid, SIGKILL);
+            }
         }
         while (waitpid(proc->pid, &status, 0) < 0 && errno == EINTR) {
         }
         proc->pid = -1;
+    }
+    if (proc->pidfd >= 0) {
+        close(proc->pidfd);
+        proc->pidfd = -1;
     }
     if (ret_status) {
         *ret_status = status;

@@ -424,7 +424,7 @@ def test_host_process_that_stops_reading_cannot_hang_airlock():
 def test_exec_host_descendant_cannot_hang_airlock():
     # a descendant that leaves the command's process group keeps the output pipe open
     f = write("setsid.js", "return await g.f()")
-    rc, out, err = run(["run", "--json", "--limit", "timeout=1s", "--host", "g.f=exec:setsid sleep 30",
+    rc, out, err = run(["run", "--json", "--limit", "timeout=1s", "--host", "g.f=exec:setsid sleep 5",
                         f], timeout=10)
     check(rc == 1, f"exit {rc}: {err!r}")
     check(json.loads(out)["error"]["code"] == "TIMEOUT", out)
