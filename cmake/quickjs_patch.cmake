@@ -6,7 +6,8 @@
 #   1-5  Column numbers: QuickJS records only lines, airlock reports `run.js:LINE:COL`. The
 #        parser packs the column of the last token into the position it records for each
 #        opcode (line in the low 20 bits, column in the next 11); the trace printer unpacks it.
-#   6    engine_on_stack_overflow(): the worker learns of every stack overflow, even a caught one.
+#   6    engine_on_stack_overflow(): the worker learns of every stack overflow; inside the worker
+#        (where the hook is defined) stack overflow and out-of-memory errors are uncatchable.
 #   7    bridge_on_promise_then(): the worker learns of every reaction registered on a promise
 #        (await, then by any route, Promise.all...), which is how it knows a host call is observed.
 #   8    engine_wrapper_length(): the function the user's body is wrapped in must end exactly
@@ -154,9 +155,40 @@ qjs_edit(src
 "extern void engine_on_stack_overflow(JSContext *ctx) __attribute__((weak));
 static JSValue JS_ThrowStackOverflow(JSContext *ctx)
 {
+    JSValue ret;
     if (engine_on_stack_overflow)
         engine_on_stack_overflow(ctx);
-    return JS_ThrowInternalError(ctx, \"stack overflow\");
+    ret = JS_ThrowInternalError(ctx, \"stack overflow\");
+    if (engine_on_stack_overflow)
+        JS_SetUncatchableError(ctx, ctx->rt->current_exception, TRUE);
+    return ret;
+}")
+
+# 6b. Out of memory: the same, so a guest cannot catch it and keep allocating into the engine's
+#     least-tested paths.
+qjs_edit(src
+"JSValue JS_ThrowOutOfMemory(JSContext *ctx)
+{
+    JSRuntime *rt = ctx->rt;
+    if (!rt->in_out_of_memory) {
+        rt->in_out_of_memory = TRUE;
+        JS_ThrowInternalError(ctx, \"out of memory\");
+        rt->in_out_of_memory = FALSE;
+    }
+    return JS_EXCEPTION;
+}"
+"extern void engine_on_stack_overflow(JSContext *ctx) __attribute__((weak));
+JSValue JS_ThrowOutOfMemory(JSContext *ctx)
+{
+    JSRuntime *rt = ctx->rt;
+    if (!rt->in_out_of_memory) {
+        rt->in_out_of_memory = TRUE;
+        JS_ThrowInternalError(ctx, \"out of memory\");
+        if (engine_on_stack_overflow)
+            JS_SetUncatchableError(ctx, rt->current_exception, TRUE);
+        rt->in_out_of_memory = FALSE;
+    }
+    return JS_EXCEPTION;
 }")
 
 # 7. Promise reactions.

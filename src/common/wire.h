@@ -22,6 +22,7 @@ enum wire_type {
     WIRE_CALL = 16,    /* a host call: id, function index, boundary-JSON argument array */
     WIRE_CONSOLE = 17, /* one console entry: level, text */
     WIRE_DONE = 18,    /* the run's outcome; the worker exits after sending it */
+    WIRE_READY = 19,   /* the worker has prepared its context: the run's clocks start now */
 };
 
 enum wire_answer_kind {

@@ -28,7 +28,8 @@
 #include "json.h"
 #include "wire.h"
 
-#define RUN_GRACE_US   25000u /* time the worker gets to report a limit itself */
+#define RUN_GRACE_US   25000u    /* time the worker gets to report a limit itself */
+#define RUN_START_US   10000000u /* a worker not ready by then is broken */
 #define RUN_MAX_FRAME  (160u << 20)
 #define RUN_JSON_DEPTH 4096 /* above the worker's own value depth: any honest value passes */
 
@@ -65,9 +66,12 @@ struct run_state {
     uint32_t host_calls;
     uint32_t in_flight;
     uint64_t console_bytes;
-    int answers; /* completions may be queued: a callback ran or the eventfd fired */
-    int done;    /* DONE received or a failure decided */
-    int kill;    /* the worker must be killed (it may be alive and misbehaving) */
+    int answers;          /* completions may be queued: a callback ran or the eventfd fired */
+    int ready;            /* READY received: the run's wall and CPU clocks start */
+    uint64_t ready_us;    /* monotonic */
+    uint64_t cpu_base_us; /* the worker's CPU time at READY (start-up is not the guest's) */
+    int done;             /* DONE received or a failure decided */
+    int kill;             /* the worker must be killed (it may be alive and misbehaving) */
 };
 
 static char *xstrndup(const char *s, size_t n)
@@ -236,7 +240,20 @@ static void read_frames(struct run_state *st)
             run_fail(st, AL_PROTOCOL_ERROR, "the worker sent a malformed frame");
             break;
         }
+        if (!st->ready && type != WIRE_READY) {
+            run_fail(st, AL_PROTOCOL_ERROR, "the worker sent frame type %u before READY", type);
+            break;
+        }
         switch (type) {
+        case WIRE_READY:
+            if (st->ready || c.left != 0) {
+                run_fail(st, AL_PROTOCOL_ERROR, "the worker sent an unexpected READY");
+                break;
+            }
+            st->ready = 1;
+            st->ready_us = clock_mono_us();
+            st->cpu_base_us = clock_process_cpu_us(st->proc.pid);
+            break;
         case WIRE_CALL:
             on_call(st, &c);
             break;
@@ -344,24 +361,40 @@ static void fail_static(struct al_result *res, enum al_code code, const char *ms
 /* The loop: until DONE, a failure, or a deadline. */
 static void supervise(struct run_state *st, uint64_t start_us)
 {
-    uint64_t wall_deadline = start_us + st->limits[AL_LIMIT_TIMEOUT_MS] * 1000 + RUN_GRACE_US;
-    uint64_t cpu_budget = st->limits[AL_LIMIT_CPU_MS] * 1000 + RUN_GRACE_US;
     int eof = 0;
     while (!st->done && !eof) {
         uint64_t now = clock_mono_us();
-        if (now >= wall_deadline) {
-            run_fail(st, AL_TIMEOUT, "the run exceeded its timeout of %llu ms",
-                     (unsigned long long)st->limits[AL_LIMIT_TIMEOUT_MS]);
-            break;
-        }
-        uint64_t cpu = clock_process_cpu_us(st->proc.pid);
-        if (cpu != UINT64_MAX && cpu >= cpu_budget) {
-            run_fail(st, AL_CPU_LIMIT, "the run exceeded its CPU limit of %llu ms",
-                     (unsigned long long)st->limits[AL_LIMIT_CPU_MS]);
-            break;
+        uint64_t wall_deadline;
+        uint64_t cpu = UINT64_MAX;
+        uint64_t cpu_budget = UINT64_MAX;
+        if (!st->ready) {
+            wall_deadline = start_us + RUN_START_US;
+            if (now >= wall_deadline) {
+                run_fail(st, AL_WORKER_CRASHED, "the worker did not start within %u s",
+                         RUN_START_US / 1000000);
+                break;
+            }
+        } else {
+            /* The limits measure the run, from the moment the worker was ready for it. */
+            wall_deadline = st->ready_us + st->limits[AL_LIMIT_TIMEOUT_MS] * 1000 + RUN_GRACE_US;
+            if (now >= wall_deadline) {
+                run_fail(st, AL_TIMEOUT, "the run exceeded its timeout of %llu ms",
+                         (unsigned long long)st->limits[AL_LIMIT_TIMEOUT_MS]);
+                break;
+            }
+            cpu = clock_process_cpu_us(st->proc.pid);
+            if (cpu != UINT64_MAX && st->cpu_base_us != UINT64_MAX) {
+                cpu -= cpu < st->cpu_base_us ? cpu : st->cpu_base_us;
+                cpu_budget = st->limits[AL_LIMIT_CPU_MS] * 1000 + RUN_GRACE_US;
+                if (cpu >= cpu_budget) {
+                    run_fail(st, AL_CPU_LIMIT, "the run exceeded its CPU limit of %llu ms",
+                             (unsigned long long)st->limits[AL_LIMIT_CPU_MS]);
+                    break;
+                }
+            }
         }
         uint64_t wait_us = wall_deadline - now;
-        if (cpu != UINT64_MAX && cpu_budget - cpu < wait_us) {
+        if (cpu_budget != UINT64_MAX && cpu_budget - cpu < wait_us) {
             wait_us = cpu_budget - cpu;
         }
         struct pollfd pfd[2] = {

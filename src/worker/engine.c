@@ -58,6 +58,9 @@ static void mem_account(struct worker *w, JSMallocState *s, void *p, int sign)
     }
 }
 
+/* The allocation that passes the limit fails (QuickJS then throws its out-of-memory error,
+ * uncatchable in the worker) and latches MEMORY_LIMIT; a slack above the limit then lets the
+ * engine build that error and unwind. */
 static int mem_allows(struct worker *w, JSMallocState *s, size_t add)
 {
     if (s->malloc_size + add <= w->mem_cap) {
@@ -67,7 +70,6 @@ static int mem_allows(struct worker *w, JSMallocState *s, size_t add)
         worker_fail(w, AL_MEMORY_LIMIT, "the guest heap exceeded the memory limit of %llu bytes",
                     (unsigned long long)w->limits[AL_LIMIT_MEMORY_BYTES]);
         w->mem_cap += ENGINE_MEM_SLACK;
-        return s->malloc_size + add <= w->mem_cap;
     }
     return 0;
 }

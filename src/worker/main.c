@@ -145,6 +145,10 @@ int main(int argc, char **argv)
     buf_init(&w.in, WORKER_MAX_FRAME + WIRE_HEADER_BYTES + 64 * 1024);
     buf_init(&w.out, SIZE_MAX / 2);
     int prepared = engine_prepare(&w) == 0;
+    /* Sent even when preparing failed: the request then fails with a clear error. */
+    size_t start;
+    wire_begin(&w.out, WIRE_READY, &start);
+    wire_end(&w.out, start);
     engine_run(&w, prepared);
     int rc = worker_flush(&w) == 0 ? 0 : 1;
     /* Exit without tearing the heap down: the process is gone anyway. */
