@@ -201,6 +201,12 @@ AL_NODISCARD AL_API enum al_code al_config_set_worker_path(struct al_config *con
 AL_NODISCARD AL_API enum al_code al_config_set_warm_workers(struct al_config *config,
                                                             unsigned count);
 
+/* Runs guests WITHOUT the worker's seccomp filter (allow = 1). By default a run whose worker
+ * cannot apply its filter fails with AL_CONFIG_ERROR; with this, workers start without the
+ * filter and al_stats.jailed says so. For machines whose kernel refuses seccomp, and for
+ * debugging; never for untrusted code. */
+AL_NODISCARD AL_API enum al_code al_config_set_unsafe_no_jail(struct al_config *config, int allow);
+
 /* Snapshots a config into a runner. AL_CONFIG_ERROR when the worker is not executable (the
  * message names the path), AL_INTERNAL_ERROR when out of memory. */
 AL_NODISCARD AL_API enum al_code al_runner_new(const struct al_config *config,
@@ -292,6 +298,7 @@ struct al_stats {
                                    awaited is never sent, see docs/sandbox.md) */
     uint64_t seed;              /* the Math.random seed used */
     int64_t clock_ms;           /* the guest clock's start, ms since the epoch */
+    int jailed;                 /* the worker ran under its seccomp filter */
 };
 AL_API void al_result_stats(const struct al_result *result, struct al_stats *ret_stats);
 

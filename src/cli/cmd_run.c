@@ -41,6 +41,8 @@ static const char usage[] =
         "                             starts at 2025-01-01T00:00:00Z unless --clock is given)\n"
         "  --clock MS                 start of the guest clock, ms since the epoch "
         "(stats.clock_ms)\n"
+        "  --unsafe-no-jail           run without the worker's seccomp filter (stats.jail says "
+        "so)\n"
         "  --json                     print one JSON object on stdout\n"
         "exit status: 0 completed, 1 failed, 2 usage or configuration error\n";
 
@@ -52,6 +54,7 @@ struct run_args {
     uint64_t seed;
     int has_clock;
     int64_t clock_ms;
+    int no_jail;
     uint64_t limits[AL_LIMIT_COUNT_];
     uint8_t limit_set[AL_LIMIT_COUNT_];
     struct exec_host **execs;
@@ -134,10 +137,15 @@ static int parse_seed(const char *s, uint64_t *ret)
 static int parse_args(int argc, char **argv, struct run_args *a)
 {
     static const struct option opts[] = {
-        { "host", required_argument, NULL, 'H' },  { "host-process", required_argument, NULL, 'P' },
-        { "limit", required_argument, NULL, 'L' }, { "seed", required_argument, NULL, 'S' },
-        { "clock", required_argument, NULL, 'C' }, { "json", no_argument, NULL, 'J' },
-        { "help", no_argument, NULL, 'h' },        { NULL, 0, NULL, 0 },
+        { "host", required_argument, NULL, 'H' },
+        { "host-process", required_argument, NULL, 'P' },
+        { "limit", required_argument, NULL, 'L' },
+        { "seed", required_argument, NULL, 'S' },
+        { "clock", required_argument, NULL, 'C' },
+        { "json", no_argument, NULL, 'J' },
+        { "unsafe-no-jail", no_argument, NULL, 'U' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
     };
     optind = 1;
     opterr = 0;
@@ -193,6 +201,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
         }
         case 'J':
             a->json = 1;
+            break;
+        case 'U':
+            a->no_jail = 1;
             break;
         case 'h':
             fputs(usage, stdout);
@@ -348,9 +359,10 @@ static void print_json(const struct al_result *res)
     buf_printf(&b,
                "],\"stats\":{\"wall_ms\":%.3f,\"cpu_ms\":%.3f,\"peak_memory_bytes\":%" PRIu64
                ",\"host_calls\":%" PRIu32 ",\"seed\":\"%016" PRIx64 "\",\"clock_ms\":%" PRId64
-               "}}\n",
+               ",\"jail\":\"%s\"}}\n",
                (double)stats.wall_us / 1000.0, (double)stats.cpu_us / 1000.0,
-               stats.peak_memory_bytes, stats.host_calls, stats.seed, stats.clock_ms);
+               stats.peak_memory_bytes, stats.host_calls, stats.seed, stats.clock_ms,
+               stats.jailed ? "seccomp" : "none");
     fwrite(b.data, 1, b.len, stdout);
     buf_done(&b);
 }
@@ -432,7 +444,8 @@ int cmd_run(int argc, char **argv)
         }
     }
     /* One run per process: a worker started ahead would only be killed unused. */
-    if (al_config_set_warm_workers(config, 0) != AL_OK) {
+    if (al_config_set_warm_workers(config, 0) != AL_OK ||
+        al_config_set_unsafe_no_jail(config, a.no_jail) != AL_OK) {
         goto out;
     }
     if (al_runner_new(config, &runner, &err) != AL_OK) {

@@ -23,7 +23,11 @@ enum wire_type {
     WIRE_CONSOLE = 17, /* one console entry: level, text */
     WIRE_DONE = 18,    /* the run's outcome; the worker exits after sending it */
     WIRE_READY = 19,   /* the worker has prepared its context: the run's clocks start now */
+    WIRE_FAULT = 20,   /* the jail stopped a forbidden system call: u32 its number */
 };
+
+/* READY payload: u8 flags */
+#define WIRE_READY_JAILED 1u /* the seccomp filter is active */
 
 enum wire_answer_kind {
     WIRE_ANSWER_VALUE = 0, /* payload: boundary JSON (empty = undefined) */

@@ -36,6 +36,7 @@ struct al_config {
     size_t nhosts;
     char *worker_path; /* NULL: the default lookup */
     unsigned warm_workers;
+    int unsafe_no_jail;
 };
 
 struct pool;
@@ -46,6 +47,7 @@ struct al_runner {
     struct host_entry *hosts; /* ordered so that each group's functions are contiguous */
     size_t nhosts;
     char *worker_path;
+    int unsafe_no_jail; /* workers start with --no-jail, and unjailed ones are accepted */
     struct pool *pool;
 };
 
@@ -111,12 +113,13 @@ struct worker_proc {
 /* Resolves the worker executable: explicit path, $AIRLOCK_WORKER, or beside the executable. */
 enum al_code supervisor_resolve_path(const char *configured, char **ret_path,
                                      struct al_error *reterr);
-enum al_code supervisor_spawn(const char *path, struct worker_proc *ret_proc,
+/* `no_jail`: start it with --no-jail (no seccomp filter). */
+enum al_code supervisor_spawn(const char *path, int no_jail, struct worker_proc *ret_proc,
                               struct al_error *reterr);
 /* Kills (SIGKILL) and reaps the worker; *ret_status (if not NULL) gets its wait status. */
 void supervisor_reap(struct worker_proc *proc, int kill_first, int *ret_status);
 /* pool.c */
-enum al_code pool_new(const char *path, unsigned warm, struct pool **ret_pool,
+enum al_code pool_new(const char *path, int no_jail, unsigned warm, struct pool **ret_pool,
                       struct al_error *reterr);
 void pool_free(struct pool *pool);
 /* A started worker that has received nothing yet: a warm one, or one started now. */

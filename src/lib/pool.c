@@ -22,6 +22,7 @@
 
 struct pool {
     char *path;
+    int no_jail;
     unsigned warm;
     pthread_mutex_t mu;
     pthread_cond_t cond;        /* wakes the pool thread */
@@ -47,7 +48,7 @@ static void *pool_main(void *arg)
         p->starting = 1;
         pthread_mutex_unlock(&p->mu);
         struct worker_proc w;
-        enum al_code rc = supervisor_spawn(p->path, &w, NULL);
+        enum al_code rc = supervisor_spawn(p->path, p->no_jail, &w, NULL);
         pthread_mutex_lock(&p->mu);
         p->starting = 0;
         pthread_cond_broadcast(&p->ready);
@@ -67,7 +68,7 @@ static void *pool_main(void *arg)
     return NULL;
 }
 
-enum al_code pool_new(const char *path, unsigned warm, struct pool **ret_pool,
+enum al_code pool_new(const char *path, int no_jail, unsigned warm, struct pool **ret_pool,
                       struct al_error *reterr)
 {
     struct pool *p = calloc(1, sizeof *p);
@@ -76,6 +77,7 @@ enum al_code pool_new(const char *path, unsigned warm, struct pool **ret_pool,
     }
     p->path = strdup(path);
     p->warm = warm;
+    p->no_jail = no_jail;
     p->spares = calloc(warm ? warm : 1, sizeof *p->spares);
     if (!p->path || !p->spares) {
         free(p->path);
@@ -159,5 +161,5 @@ enum al_code pool_take(struct pool *p, struct worker_proc *ret_proc, struct al_e
     }
     pthread_cond_signal(&p->cond);
     pthread_mutex_unlock(&p->mu);
-    return supervisor_spawn(p->path, ret_proc, reterr);
+    return supervisor_spawn(p->path, p->no_jail, ret_proc, reterr);
 }

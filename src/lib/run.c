@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <seccomp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -245,15 +246,34 @@ static void read_frames(struct run_state *st)
             break;
         }
         switch (type) {
-        case WIRE_READY:
-            if (st->ready || c.left != 0) {
+        case WIRE_READY: {
+            uint8_t flags = wire_get_u8(&c);
+            if (st->ready || c.bad || c.left != 0) {
                 run_fail(st, AL_PROTOCOL_ERROR, "the worker sent an unexpected READY");
+                break;
+            }
+            st->res->stats.jailed = (flags & WIRE_READY_JAILED) != 0;
+            if (!st->res->stats.jailed && !st->runner->unsafe_no_jail) {
+                run_fail(st, AL_CONFIG_ERROR,
+                         "the worker's seccomp jail cannot be applied on this machine; "
+                         "running guests without it needs al_config_set_unsafe_no_jail "
+                         "(--unsafe-no-jail)");
                 break;
             }
             st->ready = 1;
             st->ready_us = clock_mono_us();
             st->cpu_base_us = clock_process_cpu_us(st->proc.pid);
             break;
+        }
+        case WIRE_FAULT: {
+            uint32_t nr = wire_get_u32(&c);
+            char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, (int)nr);
+            run_fail(st, AL_WORKER_CRASHED,
+                     "the jail stopped the worker at a forbidden system call: %s (%u)",
+                     name ? name : "unknown", nr);
+            free(name);
+            break;
+        }
         case WIRE_CALL:
             on_call(st, &c);
             break;

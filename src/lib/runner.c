@@ -245,6 +245,15 @@ enum al_code al_config_set_warm_workers(struct al_config *config, unsigned count
     return AL_OK;
 }
 
+enum al_code al_config_set_unsafe_no_jail(struct al_config *config, int allow)
+{
+    if (!config) {
+        return AL_CONFIG_ERROR;
+    }
+    config->unsafe_no_jail = allow != 0;
+    return AL_OK;
+}
+
 enum al_code al_runner_new(const struct al_config *config, struct al_runner **ret_runner,
                            struct al_error *reterr)
 {
@@ -292,7 +301,8 @@ enum al_code al_runner_new(const struct al_config *config, struct al_runner **re
             }
         }
     }
-    rc = pool_new(r->worker_path, config->warm_workers, &r->pool, reterr);
+    r->unsafe_no_jail = config->unsafe_no_jail;
+    rc = pool_new(r->worker_path, r->unsafe_no_jail, config->warm_workers, &r->pool, reterr);
     if (rc != AL_OK) {
         goto fail;
     }

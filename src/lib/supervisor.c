@@ -61,7 +61,7 @@ enum al_code supervisor_resolve_path(const char *configured, char **ret_path,
     return AL_OK;
 }
 
-enum al_code supervisor_spawn(const char *path, struct worker_proc *ret_proc,
+enum al_code supervisor_spawn(const char *path, int no_jail, struct worker_proc *ret_proc,
                               struct al_error *reterr)
 {
     enum al_code rc = AL_INTERNAL_ERROR;
@@ -95,7 +95,7 @@ enum al_code supervisor_spawn(const char *path, struct worker_proc *ret_proc,
         rc = error_set(reterr, AL_INTERNAL_ERROR, "posix_spawn_file_actions");
         goto out;
     }
-    char *argv[] = { (char *)"airlock-worker", NULL };
+    char *argv[] = { (char *)"airlock-worker", no_jail ? (char *)"--no-jail" : NULL, NULL };
     char *envp[] = { NULL };
     /* A session of its own: no controlling terminal to inject input into, no job-control
      * signals from the host's terminal. */

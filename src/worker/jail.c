@@ -1,16 +1,27 @@
 /*
  * jail.c - process-level limits of a worker, applied before any guest byte runs.
  *
- * What is here is the part of the jail that needs no kernel filter: no new privileges, not
- * dumpable, no core files, a handful of descriptors, no child processes, and at request time an
- * address-space and CPU backstop behind the engine's own heap and CPU accounting (a guest that
- * breaks the engine's accounting still hits the kernel's). The seccomp allow-list and namespaces
- * come on top (TODO(#4)).
+ * No new privileges, not dumpable, no core files, a handful of descriptors, no child processes;
+ * at request time an address-space and CPU backstop behind the engine's own heap and CPU
+ * accounting (a guest that breaks the engine's accounting still hits the kernel's); and a
+ * seccomp-bpf allow-list of exactly what a worker needs once its context exists: memory
+ * management without executable mappings, clocks, I/O on the host socket only, and exit.
+ * Anything else traps: the SIGSYS handler tells the host which call it was and exits.
+ * Namespaces are not used yet (TODO(#4)).
  */
 #include "jail.h"
 
+#include <errno.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <unistd.h>
+
+#include "wire.h"
 
 #define JAIL_FDS         8              /* 0-2 (/dev/null), 3 (the host socket), spare */
 #define JAIL_AS_HEADROOM (512ull << 20) /* code, stacks, allocator slack above the heap limit */
@@ -47,4 +58,79 @@ void jail_limit_run(uint64_t heap_bytes, uint64_t cpu_ms)
     /* Seconds, rounded up, plus one: the supervisor's millisecond limit comes first. */
     rlim_t cpu_s = (rlim_t)((cpu_ms + 999) / 1000 + 1);
     set_limit(RLIMIT_CPU, cpu_s, cpu_s + 1);
+}
+
+static int jail_fd = -1;
+
+/* SIGSYS from the filter: one FAULT frame naming the system call, then exit. Only the calls the
+ * filter allows are used here (write on the host socket, exit_group). */
+static void on_sigsys(int sig, siginfo_t *info, void *uctx)
+{
+    (void)sig;
+    (void)uctx;
+    uint32_t nr = (uint32_t)info->si_syscall;
+    uint8_t frame[9] = { 5,
+                         0,
+                         0,
+                         0,
+                         WIRE_FAULT,
+                         (uint8_t)nr,
+                         (uint8_t)(nr >> 8),
+                         (uint8_t)(nr >> 16),
+                         (uint8_t)(nr >> 24) };
+    ssize_t n = write(jail_fd, frame, sizeof frame);
+    (void)n;
+    _exit(JAIL_EXIT_FAULT);
+}
+
+/* Threat per rule: a guest that subverted QuickJS (a memory-safety bug) and now makes system
+ * calls of its choosing. Everything not listed traps. */
+int jail_seccomp(int host_fd)
+{
+    int rc = -1;
+    scmp_filter_ctx f = seccomp_init(SCMP_ACT_TRAP);
+    if (!f) {
+        return -1;
+    }
+    jail_fd = host_fd;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigsys;
+    sa.sa_flags = SA_SIGINFO;
+    if (sigaction(SIGSYS, &sa, NULL) != 0) {
+        goto out;
+    }
+    const struct scmp_arg_cmp on_host = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)host_fd);
+    const struct scmp_arg_cmp no_exec = SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0);
+    int err = 0;
+    /* talk to the host: its socket only, no other descriptor can be read or written */
+    err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(read), 1, on_host);
+    err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(write), 1, on_host);
+    err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(recvfrom), 1, on_host);
+    err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(sendto), 1, on_host);
+    err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(poll), 0);
+    err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(ppoll), 0);
+    /* memory, never executable: no JIT here, so executable memory could only be shellcode */
+    err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1, no_exec);
+    err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1, no_exec);
+    err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(munmap), 0);
+    err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(mremap), 0);
+    err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(brk), 0);
+    err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(madvise), 0);
+    /* clocks (the CPU clock is a real system call) */
+    err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(clock_gettime), 0);
+    err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(gettimeofday), 0);
+    /* lowering its own limits at request time (pid 0 = itself) */
+    err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 1, SCMP_A0(SCMP_CMP_EQ, 0));
+    /* signals it receives (SIGXCPU from RLIMIT_CPU is handled by the kernel) and the end */
+    err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(rt_sigreturn), 0);
+    err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(exit), 0);
+    err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(exit_group), 0);
+    if (err != 0 || seccomp_load(f) != 0) {
+        goto out;
+    }
+    rc = 0;
+out:
+    seccomp_release(f);
+    return rc;
 }

@@ -8,5 +8,10 @@
 void jail_enter(void);
 /* When the request arrives: address space above the heap limit, and a CPU backstop. */
 void jail_limit_run(uint64_t heap_bytes, uint64_t cpu_ms);
+/* After the context is prepared, before any request: the seccomp allow-list. A forbidden call
+ * sends a FAULT frame on host_fd and exits with JAIL_EXIT_FAULT. 0, or -1 when the kernel
+ * refused the filter. */
+#define JAIL_EXIT_FAULT 111
+int jail_seccomp(int host_fd);
 
 #endif

@@ -466,10 +466,15 @@ static void test_misbehaving_workers(void **state)
     expect_failure(res, AL_PROTOCOL_ERROR, "malformed");
     al_result_free(res);
     /* a well-framed frame of an unknown type, after READY */
-    res = run_fake_worker("printf '\\001\\000\\000\\000\\023\\002\\000\\000\\000\\177\\001' >&3;"
-                          " sleep 5",
-                          5000);
+    res = run_fake_worker(
+            "printf '\\002\\000\\000\\000\\023\\001\\002\\000\\000\\000\\177\\001' >&3;"
+            " sleep 5",
+            5000);
     expect_failure(res, AL_PROTOCOL_ERROR, "unknown frame type");
+    al_result_free(res);
+    /* a worker whose seccomp filter did not load is refused unless explicitly allowed */
+    res = run_fake_worker("printf '\\002\\000\\000\\000\\023\\000' >&3; sleep 5", 5000);
+    expect_failure(res, AL_CONFIG_ERROR, "seccomp");
     al_result_free(res);
     /* anything before READY: a console entry (level 0, empty text) */
     res = run_fake_worker(
@@ -479,7 +484,7 @@ static void test_misbehaving_workers(void **state)
     res = run_fake_worker("exit 3", 5000);
     expect_failure(res, AL_WORKER_CRASHED, "status 3");
     al_result_free(res);
-    res = run_fake_worker("printf '\\001\\000\\000\\000\\023' >&3; exec sleep 30", 200);
+    res = run_fake_worker("printf '\\002\\000\\000\\000\\023\\001' >&3; exec sleep 30", 200);
     expect_failure(res, AL_TIMEOUT, "timeout of 200 ms");
     struct al_stats st;
     al_result_stats(res, &st);

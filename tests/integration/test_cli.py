@@ -212,7 +212,9 @@ def test_json_shape_completed():
     check(res["status"] == "completed" and res["value"] == {"a": 1}, f"{res}")
     check(res["console"] == [{"level": "log", "text": "hi"}], f"{res['console']}")
     st = res["stats"]
-    check(set(st) == {"wall_ms", "cpu_ms", "peak_memory_bytes", "host_calls", "seed", "clock_ms"},
+    check(st.get("jail") == "seccomp", f"not jailed: {st}")
+    check(set(st) == {"wall_ms", "cpu_ms", "peak_memory_bytes", "host_calls", "seed", "clock_ms",
+                      "jail"},
           f"stats keys {sorted(st)}")
     check(isinstance(st["host_calls"], int) and st["host_calls"] == 0, f"{st}")
     check(isinstance(st["seed"], str) and len(st["seed"]) == 16 and
