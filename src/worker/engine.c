@@ -954,6 +954,11 @@ void engine_run(struct worker *w, int prepared)
         outcome_set(&o, AL_INTERNAL_ERROR, "", "the worker could not prepare a guest context", "");
         goto done;
     }
+    if (jail_probe && jail_probe(w->source)) {
+        outcome_set(&o, AL_INTERNAL_ERROR, "", "jail probe: the forbidden call was not stopped",
+                    "");
+        goto done;
+    }
     w->rng = w->seed;
     w->mem_cap = (size_t)w->limits[AL_LIMIT_MEMORY_BYTES];
     jail_limit_run(w->limits[AL_LIMIT_MEMORY_BYTES], w->limits[AL_LIMIT_CPU_MS]);

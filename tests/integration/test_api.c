@@ -500,6 +500,48 @@ static void test_misbehaving_workers(void **state)
     al_config_free(c);
 }
 
+/* Security claim: after its jail is applied a worker cannot open files, use the network, run
+ * programs, create processes, trace, signal the host, make memory executable or touch any
+ * descriptor but its socket. The probe worker attempts each directly; the filter must stop it,
+ * the run must say which call, and the host must carry on. */
+static void test_jail_stops_forbidden_calls(void **state)
+{
+    (void)state;
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_set_worker_path(c, AIRLOCK_PROBE_WORKER), AL_OK);
+    assert_int_equal(al_config_set_warm_workers(c, 0), AL_OK);
+    struct al_runner *r = runner_of(c);
+    char kill_parent[64];
+    snprintf(kill_parent, sizeof kill_parent, "kill:%d", (int)getpid());
+    const struct {
+        const char *probe;
+        const char *syscall;
+    } probes[] = {
+        { "open", "openat" },    { "socket", "socket" },      { "connect", "connect" },
+        { "execve", "execve" },  { "fork", "fork" },          { "clone", "clone" },
+        { "ptrace", "ptrace" },  { kill_parent, "kill" },     { "mprotect-exec", "mprotect" },
+        { "mmap-exec", "mmap" }, { "write-stderr", "write" }, { "read-stdin", "read" },
+    };
+    for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++) {
+        char src[128];
+        snprintf(src, sizeof src, "// jail-probe:%s\nreturn 1", probes[i].probe);
+        struct al_result *res = run_with(r, src, NULL);
+        char want[64];
+        snprintf(want, sizeof want, "forbidden system call: %s ", probes[i].syscall);
+        expect_failure(res, AL_WORKER_CRASHED, want);
+        al_result_free(res);
+    }
+    /* the host carries on, and an ordinary run in the same jail works */
+    struct al_result *res = run_with(r, "return new Date(0).toString()", NULL);
+    expect_json(res, "\"Thu Jan 01 1970 00:00:00 GMT+0000\"");
+    struct al_stats st;
+    al_result_stats(res, &st);
+    assert_true(st.jailed);
+    al_result_free(res);
+    al_runner_free(r);
+    al_config_free(c);
+}
+
 static void test_many_runs_leak_nothing(void **state)
 {
     (void)state;
@@ -619,6 +661,7 @@ int main(void)
         cmocka_unit_test(test_console),
         cmocka_unit_test(test_worker_killed_mid_run),
         cmocka_unit_test(test_misbehaving_workers),
+        cmocka_unit_test(test_jail_stops_forbidden_calls),
         cmocka_unit_test(test_many_runs_leak_nothing),
         cmocka_unit_test(test_warm_workers),
         cmocka_unit_test(test_concurrent_runs_share_a_runner),
