@@ -207,6 +207,14 @@ AL_NODISCARD AL_API enum al_code al_config_set_warm_workers(struct al_config *co
  * debugging; never for untrusted code. */
 AL_NODISCARD AL_API enum al_code al_config_set_unsafe_no_jail(struct al_config *config, int allow);
 
+/* Checks this machine's worker jail: starts the configured worker in report mode, which applies
+ * the jail exactly as a worker does, and returns its report (one "layer: state" line each,
+ * NUL-terminated, at most cap bytes) in `report`. *ret_jailed is 1 when the seccomp filter is
+ * active. AL_CONFIG_ERROR when the worker cannot be found, AL_INTERNAL_ERROR when it cannot be
+ * started. */
+AL_NODISCARD AL_API enum al_code al_doctor(const struct al_config *config, char *report, size_t cap,
+                                           int *ret_jailed, struct al_error *reterr);
+
 /* Snapshots a config into a runner. AL_CONFIG_ERROR when the worker is not executable (the
  * message names the path), AL_INTERNAL_ERROR when out of memory. */
 AL_NODISCARD AL_API enum al_code al_runner_new(const struct al_config *config,

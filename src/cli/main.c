@@ -35,6 +35,7 @@ static const struct {
     const char *summary;
 } commands[] = {
     { "run", cmd_run, "run a JavaScript file in a sandboxed worker" },
+    { "doctor", cmd_doctor, "show which protection layers are active on this machine" },
     { "version", cmd_version, "print the version" },
     { "help", cmd_help, "show this help" },
 };

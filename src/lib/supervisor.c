@@ -175,3 +175,59 @@ void supervisor_describe(int status, char *out, size_t out_len)
         snprintf(out, out_len, "ended with wait status %d", status);
     }
 }
+
+enum al_code al_doctor(const struct al_config *config, char *report, size_t cap, int *ret_jailed,
+                       struct al_error *reterr)
+{
+    char *path = NULL;
+    int sv[2] = { -1, -1 };
+    posix_spawn_file_actions_t fa;
+    pid_t pid;
+    if (!config || !report || cap == 0 || !ret_jailed) {
+        return error_set(reterr, AL_CONFIG_ERROR, "al_doctor: bad argument");
+    }
+    enum al_code rc = supervisor_resolve_path(config->worker_path, &path, reterr);
+    if (rc != AL_OK) {
+        return rc;
+    }
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+        free(path);
+        return error_set_errno(reterr, AL_INTERNAL_ERROR, errno, "socketpair");
+    }
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, sv[1], 3);
+    char *argv[] = { (char *)"airlock-worker", (char *)"--doctor", NULL };
+    char *envp[] = { NULL };
+    int err = posix_spawn(&pid, path, &fa, NULL, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    close(sv[1]);
+    free(path);
+    if (err != 0) {
+        close(sv[0]);
+        return error_set_errno(reterr, AL_INTERNAL_ERROR, err, "cannot start the worker");
+    }
+    size_t len = 0;
+    for (;;) {
+        ssize_t n = read(sv[0], report + len, cap - 1 - len);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            break;
+        }
+        len += (size_t)n;
+        if (len == cap - 1) {
+            break;
+        }
+    }
+    report[len] = '\0';
+    close(sv[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    *ret_jailed = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    return AL_OK;
+}

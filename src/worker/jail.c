@@ -15,6 +15,7 @@
 #include <seccomp.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -133,4 +134,39 @@ int jail_seccomp(int host_fd)
 out:
     seccomp_release(f);
     return rc;
+}
+
+static void say(int fd, const char *line)
+{
+    ssize_t n = write(fd, line, strlen(line));
+    (void)n;
+}
+
+int jail_report(int fd)
+{
+    char line[160];
+    jail_enter();
+    struct rlimit core, nofile, nproc;
+    getrlimit(RLIMIT_CORE, &core);
+    getrlimit(RLIMIT_NOFILE, &nofile);
+    getrlimit(RLIMIT_NPROC, &nproc);
+    say(fd, prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1 ? "no_new_privs: active\n"
+                                                        : "no_new_privs: INACTIVE\n");
+    say(fd, prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0 ? "dumpable: off\n" : "dumpable: ON\n");
+    snprintf(line, sizeof line, "core dumps: %s (RLIMIT_CORE %llu)\n",
+             core.rlim_cur == 0 ? "off" : "ON", (unsigned long long)core.rlim_cur);
+    say(fd, line);
+    snprintf(line, sizeof line, "descriptors: RLIMIT_NOFILE %llu\n",
+             (unsigned long long)nofile.rlim_cur);
+    say(fd, line);
+    snprintf(line, sizeof line, "child processes: RLIMIT_NPROC %llu%s\n",
+             (unsigned long long)nproc.rlim_cur,
+             geteuid() == 0 ? " (not enforced for root; the seccomp filter forbids fork)" : "");
+    say(fd, line);
+    say(fd, "memory and CPU: RLIMIT_AS and RLIMIT_CPU set per run\n");
+    int ok = jail_seccomp(fd) == 0;
+    say(fd, ok ? "seccomp: active (allow-list; any other system call stops the worker)\n"
+               : "seccomp: UNAVAILABLE (the kernel refused the filter)\n");
+    say(fd, "namespaces: not used\n");
+    return ok ? 0 : 1;
 }

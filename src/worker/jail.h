@@ -13,6 +13,9 @@ void jail_limit_run(uint64_t heap_bytes, uint64_t cpu_ms);
  * refused the filter. */
 #define JAIL_EXIT_FAULT 111
 int jail_seccomp(int host_fd);
+/* `airlock-worker --doctor`: applies the jail as a worker does and writes one line per layer to
+ * fd. 0 when the seccomp filter is active, else 1. */
+int jail_report(int fd);
 /* Defined only in the test build airlock-worker-probe (tests/jail/probe.c): attempts the
  * forbidden call a source names, after the jail is applied. 1 if the call came back. */
 int jail_probe(const char *source) __attribute__((weak));

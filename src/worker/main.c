@@ -105,12 +105,14 @@ int worker_wait_frame(struct worker *w, uint64_t deadline_us, uint8_t *ret_type,
 struct worker_args {
     int fd;
     int no_jail; /* --no-jail: the host allows running without the seccomp filter */
+    int doctor;  /* --doctor: report the jail's layers on fd and exit */
 };
 
 static int parse_args(int argc, char **argv, struct worker_args *a)
 {
     a->fd = 3;
     a->no_jail = 0;
+    a->doctor = 0;
     for (int i = 1; i < argc; i++) {
         if (strncmp(argv[i], "--fd=", 5) == 0) {
             char *end = NULL;
@@ -121,6 +123,8 @@ static int parse_args(int argc, char **argv, struct worker_args *a)
             a->fd = (int)v;
         } else if (strcmp(argv[i], "--no-jail") == 0) {
             a->no_jail = 1;
+        } else if (strcmp(argv[i], "--doctor") == 0) {
+            a->doctor = 1;
         } else {
             return -1;
         }
@@ -137,6 +141,9 @@ int main(int argc, char **argv)
         return 2;
     }
     w.fd = args.fd;
+    if (args.doctor) {
+        _exit(jail_report(w.fd));
+    }
     /* A dead host must end us through a failed send, not a signal. */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

@@ -432,6 +432,19 @@ def test_exec_host_descendant_cannot_hang_airlock():
     check(json.loads(out)["error"]["code"] == "TIMEOUT", out)
 
 
+def test_doctor_reports_the_jail():
+    rc, out, err = run(["doctor"])
+    check(rc == 0, f"exit {rc}: {out!r} {err!r}")
+    for line in ("no_new_privs: active", "dumpable: off", "seccomp: active", "jail: ok"):
+        check(line in out, f"missing {line!r} in {out!r}")
+
+
+def test_unsafe_no_jail_is_reported():
+    f = write("nj.js", "return 1")
+    rc, res, err = run_json(["--unsafe-no-jail", f])
+    check(rc == 0 and res["stats"]["jail"] == "none", f"{rc} {res}")
+
+
 def test_host_process_bad_declarations():
     f = write("hp.js", "return 1;")
     for decl in ['{"functions": "echo.f"}', '{"functions": ["nodot"]}',
