@@ -113,15 +113,19 @@ struct worker_proc {
 /* Resolves the worker executable: explicit path, $AIRLOCK_WORKER, or beside the executable. */
 enum al_code supervisor_resolve_path(const char *configured, char **ret_path,
                                      struct al_error *reterr);
-/* `no_jail`: start it with --no-jail (no seccomp filter). */
-enum al_code supervisor_spawn(const char *path, int no_jail, struct worker_proc *ret_proc,
-                              struct al_error *reterr);
+/* `no_jail`: start it with --no-jail (no seccomp filter). `zygote`: start a zygote instead, whose
+ * fd is the control socket of zygote_fork (pool.c). */
+enum al_code supervisor_spawn(const char *path, int no_jail, int zygote,
+                              struct worker_proc *ret_proc, struct al_error *reterr);
 /* Kills (SIGKILL) and reaps the worker; *ret_status (if not NULL) gets its wait status. */
 void supervisor_reap(struct worker_proc *proc, int kill_first, int *ret_status);
 /* pool.c */
 enum al_code pool_new(const char *path, int no_jail, unsigned warm, struct pool **ret_pool,
                       struct al_error *reterr);
 void pool_free(struct pool *pool);
+/* Hands a worker that has delivered its result over to be killed and reaped off the caller's
+ * critical path (by the pool thread; at once when there is none). */
+void pool_release(struct pool *pool, struct worker_proc *proc);
 /* A started worker that has received nothing yet: a warm one, or one started now. */
 enum al_code pool_take(struct pool *pool, struct worker_proc *ret_proc, struct al_error *reterr);
 

@@ -2,8 +2,10 @@
  * pool.c - workers started ahead of time, so a run does not wait for exec and the dynamic
  * loader (about 3 ms on these machines, more than the run itself).
  *
- * A runner with warm workers owns one background thread that keeps that many spare workers
- * started - each has built and hardened its guest context and waits for a request; each serves
+ * A runner with warm workers starts one zygote (a worker in --zygote mode that prepares a context
+ * once and forks workers that inherit it; see src/worker/main.c) and owns one background
+ * thread that keeps that many spare workers started - forked from the zygote, or spawned when
+ * the zygote is unavailable - each has built and hardened its guest context and waits for a request; each serves
  * exactly one run, like any worker. pool_take hands one out and wakes the thread to start its
  * replacement, off the run's critical path. When none is ready, one taker waits for the
  * worker being started (two starts at once would only compete for the CPUs); others start
@@ -11,9 +13,12 @@
  * it) is reaped and skipped. pool_free stops the thread and kills the spares.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,24 +28,86 @@
 struct pool {
     char *path;
     int no_jail;
+    struct worker_proc zygote; /* pid -1 when there is none (it failed: workers are spawned) */
     unsigned warm;
     pthread_mutex_t mu;
     pthread_cond_t cond;        /* wakes the pool thread */
     pthread_cond_t ready;       /* a spare was added, or a start failed */
     struct worker_proc *spares; /* warm entries */
     unsigned nspares;
-    int starting; /* the pool thread is starting a worker now */
-    int waiting;  /* takers waiting for that worker */
+    int starting;             /* the pool thread is starting a worker now */
+    struct worker_proc *dead; /* finished workers for the thread to kill and reap */
+    unsigned ndead, cap_dead;
+    int waiting; /* takers waiting for that worker */
     int stop;
     int thread_started;
     pthread_t thread;
 };
+
+/* Asks the zygote for a worker: a socketpair end goes over SCM_RIGHTS, the child's pid comes
+ * back. The child is our child (CLONE_PARENT), so it is reaped and signalled like any worker. */
+static enum al_code zygote_fork(struct pool *p, struct worker_proc *ret_proc)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+        return AL_INTERNAL_ERROR;
+    }
+    char byte = 'w';
+    char ctl[CMSG_SPACE(sizeof(int))];
+    memset(ctl, 0, sizeof ctl);
+    struct iovec iov = { &byte, 1 };
+    struct msghdr msg = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl
+    };
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &sv[1], sizeof(int));
+    int32_t pid = 0;
+    ssize_t n = sendmsg(p->zygote.fd, &msg, MSG_NOSIGNAL);
+    close(sv[1]);
+    if (n == 1) {
+        /* the zygote's control socket is blocking: it answers as soon as it has forked */
+        int fl = fcntl(p->zygote.fd, F_GETFL);
+        fcntl(p->zygote.fd, F_SETFL, fl & ~O_NONBLOCK);
+        n = recv(p->zygote.fd, &pid, sizeof pid, MSG_WAITALL);
+    }
+    if (n != (ssize_t)sizeof pid || pid <= 0) {
+        close(sv[0]);
+        supervisor_reap(&p->zygote, 1, NULL); /* broken: start workers directly from now on */
+        return AL_INTERNAL_ERROR;
+    }
+    int fl = fcntl(sv[0], F_GETFL);
+    fcntl(sv[0], F_SETFL, fl | O_NONBLOCK);
+    ret_proc->pid = pid;
+    ret_proc->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    ret_proc->fd = sv[0];
+    return AL_OK;
+}
+
+/* A warm worker: forked from the zygote (fast: no exec, the prepared context is inherited), or
+ * spawned when there is no zygote. */
+static enum al_code start_worker(struct pool *p, struct worker_proc *ret_proc)
+{
+    if (p->zygote.pid > 0 && zygote_fork(p, ret_proc) == AL_OK) {
+        return AL_OK;
+    }
+    return supervisor_spawn(p->path, p->no_jail, 0, ret_proc, NULL);
+}
 
 static void *pool_main(void *arg)
 {
     struct pool *p = arg;
     pthread_mutex_lock(&p->mu);
     while (!p->stop) {
+        if (p->ndead > 0) {
+            struct worker_proc w = p->dead[--p->ndead];
+            pthread_mutex_unlock(&p->mu);
+            supervisor_reap(&w, 1, NULL);
+            pthread_mutex_lock(&p->mu);
+            continue;
+        }
         if (p->nspares >= p->warm) {
             pthread_cond_wait(&p->cond, &p->mu);
             continue;
@@ -48,7 +115,7 @@ static void *pool_main(void *arg)
         p->starting = 1;
         pthread_mutex_unlock(&p->mu);
         struct worker_proc w;
-        enum al_code rc = supervisor_spawn(p->path, p->no_jail, &w, NULL);
+        enum al_code rc = start_worker(p, &w);
         pthread_mutex_lock(&p->mu);
         p->starting = 0;
         pthread_cond_broadcast(&p->ready);
@@ -85,6 +152,12 @@ enum al_code pool_new(const char *path, int no_jail, unsigned warm, struct pool 
         free(p);
         return error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
     }
+    p->zygote.pid = -1;
+    p->zygote.pidfd = -1;
+    p->zygote.fd = -1;
+    if (warm > 0 && supervisor_spawn(p->path, no_jail, 1, &p->zygote, NULL) != AL_OK) {
+        p->zygote.pid = -1; /* workers are then spawned one by one */
+    }
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cond, NULL);
     pthread_cond_init(&p->ready, NULL);
@@ -116,12 +189,45 @@ void pool_free(struct pool *p)
     for (unsigned i = 0; i < p->nspares; i++) {
         supervisor_reap(&p->spares[i], 1, NULL);
     }
+    for (unsigned i = 0; i < p->ndead; i++) {
+        supervisor_reap(&p->dead[i], 1, NULL);
+    }
+    free(p->dead);
+    if (p->zygote.pid > 0) {
+        supervisor_reap(&p->zygote, 1, NULL);
+    }
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cond);
     pthread_cond_destroy(&p->ready);
     free(p->spares);
     free(p->path);
     free(p);
+}
+
+void pool_release(struct pool *p, struct worker_proc *proc)
+{
+    if (p->thread_started) {
+        pthread_mutex_lock(&p->mu);
+        if (p->ndead == p->cap_dead) {
+            unsigned cap = p->cap_dead ? p->cap_dead * 2 : 8;
+            struct worker_proc *d = realloc(p->dead, cap * sizeof *d);
+            if (d) {
+                p->dead = d;
+                p->cap_dead = cap;
+            }
+        }
+        if (p->ndead < p->cap_dead) {
+            p->dead[p->ndead++] = *proc;
+            pthread_cond_signal(&p->cond);
+            pthread_mutex_unlock(&p->mu);
+            proc->pid = -1;
+            proc->pidfd = -1;
+            proc->fd = -1;
+            return;
+        }
+        pthread_mutex_unlock(&p->mu);
+    }
+    supervisor_reap(proc, 1, NULL);
 }
 
 enum al_code pool_take(struct pool *p, struct worker_proc *ret_proc, struct al_error *reterr)
@@ -141,11 +247,12 @@ enum al_code pool_take(struct pool *p, struct worker_proc *ret_proc, struct al_e
             break;
         }
         struct worker_proc w = p->spares[--p->nspares];
-        /* A fresh worker sends nothing before its request: a readable socket means it died
-         * (EOF). A dead one is reaped and skipped. */
-        struct pollfd pfd = { .fd = w.fd, .events = POLLIN };
+        /* Its pidfd turns readable when it has exited (killed by someone, or crashed while
+         * preparing): such a spare is reaped and skipped. (Its socket is readable anyway: a
+         * worker sends READY as soon as it is prepared.) */
+        struct pollfd pfd = { .fd = w.pidfd, .events = POLLIN };
         int status;
-        int dead = poll(&pfd, 1, 0) > 0;
+        int dead = w.pidfd >= 0 && poll(&pfd, 1, 0) > 0;
         if (waitpid(w.pid, &status, WNOHANG) == w.pid) {
             w.pid = -1; /* reaped: its pid must not be signalled any more */
             dead = 1;
@@ -161,5 +268,5 @@ enum al_code pool_take(struct pool *p, struct worker_proc *ret_proc, struct al_e
     }
     pthread_cond_signal(&p->cond);
     pthread_mutex_unlock(&p->mu);
-    return supervisor_spawn(p->path, p->no_jail, ret_proc, reterr);
+    return supervisor_spawn(p->path, p->no_jail, 0, ret_proc, reterr);
 }

@@ -530,7 +530,11 @@ enum al_code al_run(struct al_runner *runner, const struct al_run_opts *opts,
 
     int status = 0;
     int had_done = st.done;
-    supervisor_reap(&st.proc, 1, &status);
+    if (had_done) {
+        pool_release(runner->pool, &st.proc); /* its answer is in: reaping can wait */
+    } else {
+        supervisor_reap(&st.proc, 1, &status);
+    }
     if (!had_done) {
         char how[64];
         supervisor_describe(status, how, sizeof how);

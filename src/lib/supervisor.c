@@ -61,8 +61,8 @@ enum al_code supervisor_resolve_path(const char *configured, char **ret_path,
     return AL_OK;
 }
 
-enum al_code supervisor_spawn(const char *path, int no_jail, struct worker_proc *ret_proc,
-                              struct al_error *reterr)
+enum al_code supervisor_spawn(const char *path, int no_jail, int zygote,
+                              struct worker_proc *ret_proc, struct al_error *reterr)
 {
     enum al_code rc = AL_INTERNAL_ERROR;
     int sv[2] = { -1, -1 };
@@ -95,7 +95,14 @@ enum al_code supervisor_spawn(const char *path, int no_jail, struct worker_proc 
         rc = error_set(reterr, AL_INTERNAL_ERROR, "posix_spawn_file_actions");
         goto out;
     }
-    char *argv[] = { (char *)"airlock-worker", no_jail ? (char *)"--no-jail" : NULL, NULL };
+    char *argv[4] = { (char *)"airlock-worker", NULL, NULL, NULL };
+    int argc = 1;
+    if (no_jail) {
+        argv[argc++] = (char *)"--no-jail";
+    }
+    if (zygote) {
+        argv[argc++] = (char *)"--zygote";
+    }
     char *envp[] = { NULL };
     /* A session of its own: no controlling terminal to inject input into, no job-control
      * signals from the host's terminal. */

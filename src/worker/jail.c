@@ -39,6 +39,10 @@ void jail_enter(void)
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     set_limit(RLIMIT_CORE, 0, 0);
     set_limit(RLIMIT_NOFILE, JAIL_FDS, JAIL_FDS);
+}
+
+void jail_no_children(void)
+{
     set_limit(RLIMIT_NPROC, 0, 0);
 }
 
@@ -146,6 +150,7 @@ int jail_report(int fd)
 {
     char line[160];
     jail_enter();
+    jail_no_children();
     struct rlimit core, nofile, nproc;
     getrlimit(RLIMIT_CORE, &core);
     getrlimit(RLIMIT_NOFILE, &nofile);

@@ -4,8 +4,10 @@
 
 #include <stdint.h>
 
-/* At start-up, before anything else: privileges, dumps, descriptors, processes. */
+/* At start-up, before anything else: privileges, dumps, descriptors. */
 void jail_enter(void);
+/* No child processes (a zygote applies this in each worker it forks, not to itself). */
+void jail_no_children(void);
 /* When the request arrives: address space above the heap limit, and a CPU backstop. */
 void jail_limit_run(uint64_t heap_bytes, uint64_t cpu_ms);
 /* After the context is prepared, before any request: the seccomp allow-list. A forbidden call

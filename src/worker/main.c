@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -106,6 +108,7 @@ struct worker_args {
     int fd;
     int no_jail; /* --no-jail: the host allows running without the seccomp filter */
     int doctor;  /* --doctor: report the jail's layers on fd and exit */
+    int zygote;  /* --zygote: fd is a control socket; fork a prepared worker per request */
 };
 
 static int parse_args(int argc, char **argv, struct worker_args *a)
@@ -113,6 +116,7 @@ static int parse_args(int argc, char **argv, struct worker_args *a)
     a->fd = 3;
     a->no_jail = 0;
     a->doctor = 0;
+    a->zygote = 0;
     for (int i = 1; i < argc; i++) {
         if (strncmp(argv[i], "--fd=", 5) == 0) {
             char *end = NULL;
@@ -125,11 +129,56 @@ static int parse_args(int argc, char **argv, struct worker_args *a)
             a->no_jail = 1;
         } else if (strcmp(argv[i], "--doctor") == 0) {
             a->doctor = 1;
+        } else if (strcmp(argv[i], "--zygote") == 0) {
+            a->zygote = 1;
         } else {
             return -1;
         }
     }
     return 0;
+}
+
+/* Zygote mode. The host sends one byte with a socket descriptor (SCM_RIGHTS) per worker it
+ * wants; we fork a child that inherits our prepared, never-used context copy-on-write, with the
+ * host as its parent (CLONE_PARENT) so the host reaps it like a worker it started itself, and
+ * answer the child's pid (or -errno). Returns only in a child, with its host socket on fd 3;
+ * exits when the host closes the control socket. No guest code ever runs in the zygote. */
+static int zygote_serve(int ctrl)
+{
+    for (;;) {
+        char byte;
+        char ctl[CMSG_SPACE(sizeof(int))];
+        struct iovec iov = { &byte, 1 };
+        struct msghdr msg = {
+            .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl
+        };
+        ssize_t n = recvmsg(ctrl, &msg, MSG_CMSG_CLOEXEC);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        struct cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL;
+        if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
+            cm->cmsg_len != CMSG_LEN(sizeof(int))) {
+            _exit(0); /* the host is gone, or spoke nonsense */
+        }
+        int fd;
+        memcpy(&fd, CMSG_DATA(cm), sizeof fd);
+        /* A raw clone: fork()'s glibc wrapper cannot give the child another parent. */
+        long pid = syscall(SYS_clone, (unsigned long)(CLONE_PARENT | SIGCHLD), 0, NULL, NULL, 0);
+        if (pid == 0) {
+            close(ctrl);
+            if (fd != 3) {
+                dup2(fd, 3); /* dup2 clears close-on-exec, irrelevant here: no exec */
+                close(fd);
+            }
+            return 3;
+        }
+        int32_t reply = pid > 0 ? (int32_t)pid : -errno;
+        close(fd);
+        if (send(ctrl, &reply, sizeof reply, MSG_NOSIGNAL) != (ssize_t)sizeof reply) {
+            _exit(0);
+        }
+    }
 }
 
 int main(int argc, char **argv)
@@ -166,6 +215,13 @@ int main(int argc, char **argv)
     buf_init(&w.in, WORKER_MAX_FRAME + WIRE_HEADER_BYTES + 64 * 1024);
     buf_init(&w.out, SIZE_MAX / 2);
     int prepared = engine_prepare(&w) == 0;
+    if (args.zygote) {
+        if (!prepared) {
+            _exit(1); /* the host falls back to starting workers itself */
+        }
+        w.fd = zygote_serve(w.fd);
+    }
+    jail_no_children();
     /* From here on no guest byte runs outside the filter. */
     int jailed = !args.no_jail && jail_seccomp(w.fd) == 0;
     /* Sent even when preparing failed: the request then fails with a clear error. */

@@ -577,6 +577,9 @@ static void test_warm_workers(void **state)
                                          "return [seen, (await store.echo(7))[0]]",
                                          NULL);
         expect_json(res, "[{\"$type\":\"undefined\"},7]");
+        struct al_stats st;
+        al_result_stats(res, &st);
+        assert_true(st.jailed); /* forked from the zygote, then jailed like any worker */
         al_result_free(res);
     }
     al_runner_free(r); /* kills the spares */

@@ -5,7 +5,6 @@
  * that had subverted QuickJS would. Each must be stopped by the filter; if the call returns,
  * the probe reports that it survived and the test fails.
  */
-#define _GNU_SOURCE
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
