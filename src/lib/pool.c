@@ -2,15 +2,16 @@
  * pool.c - workers started ahead of time, so a run does not wait for exec and the dynamic
  * loader (about 3 ms on these machines, more than the run itself).
  *
- * A runner with warm workers starts one zygote (a worker in --zygote mode that prepares a context
- * once and forks workers that inherit it; see src/worker/main.c) and owns one background
- * thread that keeps that many spare workers started - forked from the zygote, or spawned when
- * the zygote is unavailable - each has built and hardened its guest context and waits for a request; each serves
- * exactly one run, like any worker. pool_take hands one out and wakes the thread to start its
- * replacement, off the run's critical path. When none is ready, one taker waits for the
- * worker being started (two starts at once would only compete for the CPUs); others start
- * their own. A spare found dead (someone killed
- * it) is reaped and skipped. pool_free stops the thread and kills the spares.
+ * A runner with warm workers starts one zygote (a worker in --zygote mode that prepares a
+ * context once and forks workers that inherit it; see src/worker/main.c) and owns one
+ * background thread that keeps that many spare workers ready - forked from the zygote, or
+ * spawned when the zygote is unavailable. Each spare has its hardened context and its jail and
+ * waits for a request; each serves exactly one run, like any worker. pool_take hands one out
+ * and wakes the thread to start its replacement; finished workers come back through
+ * pool_release for the thread to kill and reap, both off the run's critical path. When none is
+ * ready, one taker waits for the worker being started (two starts at once would only compete
+ * for the CPUs); others start their own. A spare found dead (someone killed it) is reaped and
+ * skipped. pool_free stops the thread and kills the spares and the zygote.
  */
 #include <errno.h>
 #include <fcntl.h>
