@@ -14,6 +14,7 @@ help:
 	@echo "make test     build and run every test (CTest), then the sanitizer build"
 	@echo "make asan     unit and integration tests under AddressSanitizer + UBSan"
 	@echo "make bench    compare airlock with run@2.1.5 (writes docs/benchmarks.md)"
+	@echo "make soak     20,000 mixed runs at concurrency 4, then leak checks"
 	@echo "make format   clang-format the sources"
 	@echo "make clean    remove build folders"
 
@@ -42,6 +43,9 @@ bench: bootstrap
 	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
 	cmake --build build-release -j $(JOBS)
 	bench/run.sh build-release
+
+soak: build
+	$(BUILD)/bin/soak 20000 4 $(BUILD)/bin/airlock-worker $(BUILD)/tests/airlock-worker-probe
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
