@@ -69,12 +69,16 @@ static enum al_code zygote_fork(struct pool *p, struct worker_proc *ret_proc)
     ssize_t n = sendmsg(p->zygote.fd, &msg, MSG_NOSIGNAL);
     close(sv[1]);
     if (n == 1) {
-        /* the zygote's control socket is blocking: it answers as soon as it has forked */
-        int fl = fcntl(p->zygote.fd, F_GETFL);
-        fcntl(p->zygote.fd, F_SETFL, fl & ~O_NONBLOCK);
-        n = recv(p->zygote.fd, &pid, sizeof pid, MSG_WAITALL);
+        /* it answers as soon as it has forked; one that does not within a second is broken */
+        struct pollfd pfd = { .fd = p->zygote.fd, .events = POLLIN };
+        n = poll(&pfd, 1, 1000) == 1 ? recv(p->zygote.fd, &pid, sizeof pid, MSG_WAITALL) : -1;
     }
-    if (n != (ssize_t)sizeof pid || pid <= 0) {
+    /* Never trust the number: it must be a child of ours (CLONE_PARENT), or it could name any
+     * process on the machine that we would later signal. */
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    if (n != (ssize_t)sizeof pid || pid <= 0 ||
+        waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
         close(sv[0]);
         supervisor_reap(&p->zygote, 1, NULL); /* broken: start workers directly from now on */
         return AL_INTERNAL_ERROR;

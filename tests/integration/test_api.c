@@ -542,6 +542,43 @@ static void test_jail_stops_forbidden_calls(void **state)
     al_config_free(c);
 }
 
+/* A broken zygote that answers with the pid of a process that is not ours - here the host's own
+ * pid - must not make the runner signal that process; the runner starts workers itself. */
+static void test_lying_zygote_is_not_trusted(void **state)
+{
+    (void)state;
+    char script[4096];
+    snprintf(script, sizeof script,
+             "for a in \"$@\"; do\n"
+             "  if [ \"$a\" = --zygote ]; then\n"
+             "    p=$PPID\n"
+             "    printf \"$(printf '\\\\%%03o\\\\%%03o\\\\%%03o\\\\%%03o' $((p & 255)) "
+             "$(((p >> 8) & 255)) $(((p >> 16) & 255)) $(((p >> 24) & 255)))\" >&3\n"
+             "    exec sleep 30\n"
+             "  fi\n"
+             "done\n"
+             "exec %s \"$@\"",
+             getenv("AIRLOCK_WORKER") ? getenv("AIRLOCK_WORKER") : "airlock-worker");
+    char path[256];
+    snprintf(path, sizeof path, "%s/worker.sh", fake_dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "#!/bin/sh\n%s\n", script);
+    fclose(f);
+    chmod(path, 0755);
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_set_worker_path(c, path), AL_OK);
+    assert_int_equal(al_config_set_warm_workers(c, 1), AL_OK);
+    struct al_runner *r = runner_of(c);
+    for (int i = 0; i < 5; i++) {
+        struct al_result *res = run_with(r, "return 'still here'", NULL);
+        expect_json(res, "\"still here\"");
+        al_result_free(res);
+    }
+    al_runner_free(r);
+    al_config_free(c);
+}
+
 static void test_many_runs_leak_nothing(void **state)
 {
     (void)state;
@@ -665,6 +702,7 @@ int main(void)
         cmocka_unit_test(test_worker_killed_mid_run),
         cmocka_unit_test(test_misbehaving_workers),
         cmocka_unit_test(test_jail_stops_forbidden_calls),
+        cmocka_unit_test(test_lying_zygote_is_not_trusted),
         cmocka_unit_test(test_many_runs_leak_nothing),
         cmocka_unit_test(test_warm_workers),
         cmocka_unit_test(test_concurrent_runs_share_a_runner),
