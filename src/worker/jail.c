@@ -7,11 +7,13 @@
  * seccomp-bpf allow-list of exactly what a worker needs once its context exists: memory
  * management without executable mappings, clocks, I/O on the host socket only, and exit.
  * Anything else traps: the SIGSYS handler tells the host which call it was and exits.
- * Namespaces are not used yet (TODO(#4)).
+ * Where the kernel allows, the worker also enters new user, network, IPC and mount namespaces
+ * (best effort: each is tried on its own, and the report says which held).
  */
 #include "jail.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stddef.h>
@@ -31,6 +33,22 @@ static void set_limit(int resource, rlim_t soft, rlim_t hard)
 {
     struct rlimit rl = { soft, hard };
     setrlimit(resource, &rl);
+}
+
+unsigned jail_namespaces(void)
+{
+    /* The user namespace first: it is what lets an unprivileged process create the others.
+     * Threat: a worker that escaped the filter still sees no network interface but its own
+     * loopback, no System V IPC of the host, and mounts it cannot propagate. */
+    static const int kinds[] = { CLONE_NEWUSER, CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWNS };
+    static const unsigned bits[] = { JAIL_NS_USER, JAIL_NS_NET, JAIL_NS_IPC, JAIL_NS_MOUNT };
+    unsigned held = 0;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        if (unshare(kinds[i]) == 0) {
+            held |= bits[i];
+        }
+    }
+    return held;
 }
 
 void jail_enter(void)
@@ -151,6 +169,7 @@ static void say(int fd, const char *line)
 int jail_report(int fd)
 {
     char line[160];
+    unsigned ns = jail_namespaces();
     jail_enter();
     jail_no_children();
     struct rlimit core, nofile, nproc;
@@ -174,6 +193,10 @@ int jail_report(int fd)
     int ok = jail_seccomp(fd) == 0;
     say(fd, ok ? "seccomp: active (allow-list; any other system call stops the worker)\n"
                : "seccomp: UNAVAILABLE (the kernel refused the filter)\n");
-    say(fd, "namespaces: not used\n");
+    snprintf(line, sizeof line, "namespaces: user %s, network %s, IPC %s, mount %s\n",
+             ns & JAIL_NS_USER ? "new" : "NOT AVAILABLE",
+             ns & JAIL_NS_NET ? "new" : "NOT AVAILABLE", ns & JAIL_NS_IPC ? "new" : "NOT AVAILABLE",
+             ns & JAIL_NS_MOUNT ? "new" : "NOT AVAILABLE");
+    say(fd, line);
     return ok ? 0 : 1;
 }

@@ -4,6 +4,13 @@
 
 #include <stdint.h>
 
+/* New namespaces where the kernel allows; returns the JAIL_NS_* that held. First thing at
+ * start-up, while the process is single-threaded. */
+#define JAIL_NS_USER  1u
+#define JAIL_NS_NET   2u
+#define JAIL_NS_IPC   4u
+#define JAIL_NS_MOUNT 8u
+unsigned jail_namespaces(void);
 /* At start-up, before anything else: privileges, dumps, descriptors. */
 void jail_enter(void);
 /* No child processes (a zygote applies this in each worker it forks, not to itself). */

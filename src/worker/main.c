@@ -207,6 +207,7 @@ int main(int argc, char **argv)
                               : rl.rlim_max;
         setrlimit(RLIMIT_STACK, &rl);
     }
+    jail_namespaces();
     jail_enter();
     /* Dates are formatted in UTC: deterministic, no host time zone leaks in, and the zone is
      * loaded now, before the filter forbids opening files. */

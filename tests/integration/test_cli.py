@@ -435,7 +435,8 @@ def test_exec_host_descendant_cannot_hang_airlock():
 def test_doctor_reports_the_jail():
     rc, out, err = run(["doctor"])
     check(rc == 0, f"exit {rc}: {out!r} {err!r}")
-    for line in ("no_new_privs: active", "dumpable: off", "seccomp: active", "jail: ok"):
+    for line in ("no_new_privs: active", "dumpable: off", "seccomp: active", "namespaces: user ",
+                 "jail: ok"):
         check(line in out, f"missing {line!r} in {out!r}")
 
 
