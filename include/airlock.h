@@ -215,6 +215,12 @@ AL_NODISCARD AL_API enum al_code al_config_set_unsafe_no_jail(struct al_config *
 AL_NODISCARD AL_API enum al_code al_doctor(const struct al_config *config, char *report, size_t cap,
                                            int *ret_jailed, struct al_error *reterr);
 
+/* At most `max_runs` runs of a runner at once (0, the default: no limit). A run beyond it waits
+ * in a queue of at most `max_queue` callers (first come, first served); beyond that al_run
+ * returns at once a failed result with AL_CONCURRENCY_LIMIT. max_queue 0: never wait. */
+AL_NODISCARD AL_API enum al_code
+al_config_set_max_concurrency(struct al_config *config, unsigned max_runs, unsigned max_queue);
+
 /* Snapshots a config into a runner. AL_CONFIG_ERROR when the worker is not executable (the
  * message names the path), AL_INTERNAL_ERROR when out of memory. */
 AL_NODISCARD AL_API enum al_code al_runner_new(const struct al_config *config,

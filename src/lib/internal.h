@@ -37,6 +37,8 @@ struct al_config {
     char *worker_path; /* NULL: the default lookup */
     unsigned warm_workers;
     int unsafe_no_jail;
+    unsigned max_runs; /* 0: no limit */
+    unsigned max_queue;
 };
 
 struct pool;
@@ -49,6 +51,15 @@ struct al_runner {
     char *worker_path;
     int unsafe_no_jail; /* workers start with --no-jail, and unjailed ones are accepted */
     struct pool *pool;
+    /* admission: at most max_runs at once, at most max_queue waiting */
+    unsigned max_runs;
+    unsigned max_queue;
+    pthread_mutex_t adm_mu;
+    pthread_cond_t adm_cv;
+    unsigned running;
+    unsigned queued;
+    uint64_t next_ticket; /* FIFO order among the waiting */
+    uint64_t serving;
 };
 
 struct al_run_opts {
@@ -62,6 +73,11 @@ struct al_run_opts {
     int64_t clock_ms;
     int has_clock;
 };
+
+/* runner.c: admission. 1 when the run may start (then runner_leave when it ends), 0 when the
+ * concurrency limit and its queue are full. */
+int runner_admit(struct al_runner *runner);
+void runner_leave(struct al_runner *runner);
 
 /* limits.c */
 enum al_code limits_check(enum al_limit which, uint64_t value);

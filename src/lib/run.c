@@ -470,6 +470,7 @@ enum al_code al_run(struct al_runner *runner, const struct al_run_opts *opts,
 {
     enum al_code rc = AL_OK;
     uint64_t start_us = clock_mono_us();
+    int admitted = 0;
     struct run_state st;
     memset(&st, 0, sizeof st);
     st.proc.pid = -1;
@@ -511,6 +512,15 @@ enum al_code al_run(struct al_runner *runner, const struct al_run_opts *opts,
         fail_static(res, AL_SOURCE_TOO_LARGE, msg);
         goto finish;
     }
+    if (!runner_admit(runner)) {
+        char msg[200];
+        snprintf(msg, sizeof msg,
+                 "the runner already has %u runs and %u waiting (its concurrency limit)",
+                 runner->max_runs, runner->max_queue);
+        fail_static(res, AL_CONCURRENCY_LIMIT, msg);
+        goto finish;
+    }
+    admitted = 1;
     st.seen_ids = calloc((size_t)st.limits[AL_LIMIT_HOST_CALLS], 1);
     st.link = host_link_new();
     if (!st.seen_ids || !st.link) {
@@ -566,6 +576,9 @@ out:
     }
     if (st.link) {
         host_link_close(st.link);
+    }
+    if (admitted) {
+        runner_leave(runner);
     }
     free(st.seen_ids);
     buf_done(&st.in);

@@ -245,6 +245,54 @@ enum al_code al_config_set_warm_workers(struct al_config *config, unsigned count
     return AL_OK;
 }
 
+enum al_code al_config_set_max_concurrency(struct al_config *config, unsigned max_runs,
+                                           unsigned max_queue)
+{
+    if (!config) {
+        return AL_CONFIG_ERROR;
+    }
+    config->max_runs = max_runs;
+    config->max_queue = max_queue;
+    return AL_OK;
+}
+
+int runner_admit(struct al_runner *r)
+{
+    if (r->max_runs == 0) {
+        return 1;
+    }
+    int admitted = 0;
+    pthread_mutex_lock(&r->adm_mu);
+    if (r->running < r->max_runs && r->queued == 0) {
+        r->running++;
+        admitted = 1;
+    } else if (r->queued < r->max_queue) {
+        uint64_t ticket = r->next_ticket++;
+        r->queued++;
+        while (r->running >= r->max_runs || r->serving != ticket) {
+            pthread_cond_wait(&r->adm_cv, &r->adm_mu);
+        }
+        r->serving++;
+        r->queued--;
+        r->running++;
+        admitted = 1;
+        pthread_cond_broadcast(&r->adm_cv); /* the next ticket may go too */
+    }
+    pthread_mutex_unlock(&r->adm_mu);
+    return admitted;
+}
+
+void runner_leave(struct al_runner *r)
+{
+    if (r->max_runs == 0) {
+        return;
+    }
+    pthread_mutex_lock(&r->adm_mu);
+    r->running--;
+    pthread_cond_broadcast(&r->adm_cv);
+    pthread_mutex_unlock(&r->adm_mu);
+}
+
 enum al_code al_config_set_unsafe_no_jail(struct al_config *config, int allow)
 {
     if (!config) {
@@ -265,6 +313,8 @@ enum al_code al_runner_new(const struct al_config *config, struct al_runner **re
     if (!r) {
         return error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
     }
+    pthread_mutex_init(&r->adm_mu, NULL);
+    pthread_cond_init(&r->adm_cv, NULL);
     memcpy(r->limits, config->limits, sizeof r->limits);
     memcpy(r->limit_set, config->limit_set, sizeof r->limit_set);
     rc = supervisor_resolve_path(config->worker_path, &r->worker_path, reterr);
@@ -302,6 +352,8 @@ enum al_code al_runner_new(const struct al_config *config, struct al_runner **re
         }
     }
     r->unsafe_no_jail = config->unsafe_no_jail;
+    r->max_runs = config->max_runs;
+    r->max_queue = config->max_queue;
     rc = pool_new(r->worker_path, r->unsafe_no_jail, config->warm_workers, &r->pool, reterr);
     if (rc != AL_OK) {
         goto fail;
@@ -321,6 +373,8 @@ void al_runner_free(struct al_runner *runner)
     pool_free(runner->pool);
     free_hosts(runner->hosts, runner->nhosts);
     free(runner->worker_path);
+    pthread_mutex_destroy(&runner->adm_mu);
+    pthread_cond_destroy(&runner->adm_cv);
     free(runner);
 }
 

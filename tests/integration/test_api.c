@@ -14,6 +14,7 @@
 
 #include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -542,6 +543,24 @@ static void test_jail_stops_forbidden_calls(void **state)
     al_config_free(c);
 }
 
+/* The real worker: $AIRLOCK_WORKER (as CTest sets it), else beside this test. */
+static const char *real_worker(void)
+{
+    static char path[4096];
+    const char *env = getenv("AIRLOCK_WORKER");
+    if (env && *env) {
+        return env;
+    }
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 32);
+    if (n <= 0) {
+        return "airlock-worker";
+    }
+    path[n] = '\0';
+    char *slash = strrchr(path, '/');
+    snprintf(slash ? slash + 1 : path, 32, "airlock-worker");
+    return path;
+}
+
 /* A broken zygote that answers with the pid of a process that is not ours - here the host's own
  * pid - must not make the runner signal that process; the runner starts workers itself. */
 static void test_lying_zygote_is_not_trusted(void **state)
@@ -558,7 +577,7 @@ static void test_lying_zygote_is_not_trusted(void **state)
              "  fi\n"
              "done\n"
              "exec %s \"$@\"",
-             getenv("AIRLOCK_WORKER") ? getenv("AIRLOCK_WORKER") : "airlock-worker");
+             real_worker());
     char path[256];
     snprintf(path, sizeof path, "%s/worker.sh", fake_dir);
     FILE *f = fopen(path, "w");
@@ -577,6 +596,106 @@ static void test_lying_zygote_is_not_trusted(void **state)
     }
     al_runner_free(r);
     al_config_free(c);
+}
+
+/* Concurrency limit: while one run holds the only slot, another is refused at once with
+ * CONCURRENCY_LIMIT (no queue); with a queue of one, of two more callers exactly one waits and
+ * then completes, the other is refused. */
+static pthread_mutex_t park_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t park_cv = PTHREAD_COND_INITIALIZER;
+static struct al_call *parked_call;
+
+static void host_park_signal(struct al_call *call, void *ud)
+{
+    (void)ud;
+    pthread_mutex_lock(&park_mu);
+    parked_call = call;
+    pthread_cond_broadcast(&park_cv);
+    pthread_mutex_unlock(&park_mu);
+}
+
+struct limit_job {
+    struct al_runner *r;
+    const char *src;
+    struct al_result *res;
+};
+
+static void *limit_thread(void *arg)
+{
+    struct limit_job *j = arg;
+    struct al_run_opts *o = al_run_opts_new();
+    if (o && al_run_opts_set_source(o, j->src, strlen(j->src), NULL) == AL_OK) {
+        if (al_run(j->r, o, &j->res, NULL) != AL_OK) {
+            j->res = NULL;
+        }
+    }
+    al_run_opts_free(o);
+    return NULL;
+}
+
+static void wait_parked(void)
+{
+    pthread_mutex_lock(&park_mu);
+    while (!parked_call) {
+        pthread_cond_wait(&park_cv, &park_mu);
+    }
+    pthread_mutex_unlock(&park_mu);
+}
+
+static void test_concurrency_limit(void **state)
+{
+    (void)state;
+    for (unsigned queue = 0; queue <= 1; queue++) {
+        struct al_config *c = al_config_new();
+        assert_int_equal(al_config_add_host(c, "store.park", host_park_signal, NULL, 0), AL_OK);
+        assert_int_equal(al_config_set_max_concurrency(c, 1, queue), AL_OK);
+        struct al_runner *r = runner_of(c);
+        parked_call = NULL;
+        struct limit_job a = { r, "return (await store.park())[0]", NULL };
+        pthread_t ta;
+        assert_int_equal(pthread_create(&ta, NULL, limit_thread, &a), 0);
+        wait_parked(); /* run A holds the only slot */
+        struct limit_job b = { r, "return 'b'", NULL }, d = { r, "return 'd'", NULL };
+        pthread_t tb, td;
+        if (queue == 0) {
+            limit_thread(&b);
+            expect_failure(b.res, AL_CONCURRENCY_LIMIT, "concurrency limit");
+            al_result_free(b.res);
+        } else {
+            assert_int_equal(pthread_create(&tb, NULL, limit_thread, &b), 0);
+            assert_int_equal(pthread_create(&td, NULL, limit_thread, &d), 0);
+        }
+        struct al_call *call = parked_call;
+        if (queue == 1) {
+            /* one of B and D is refused at once: wait for it before letting A finish */
+            for (;;) {
+                if (pthread_tryjoin_np(tb, NULL) == 0) {
+                    expect_failure(b.res, AL_CONCURRENCY_LIMIT, NULL);
+                    al_call_return(call, "[\"a\"]", 5);
+                    pthread_join(td, NULL);
+                    expect_json(d.res, "\"d\"");
+                    break;
+                }
+                if (pthread_tryjoin_np(td, NULL) == 0) {
+                    expect_failure(d.res, AL_CONCURRENCY_LIMIT, NULL);
+                    al_call_return(call, "[\"a\"]", 5);
+                    pthread_join(tb, NULL);
+                    expect_json(b.res, "\"b\"");
+                    break;
+                }
+                sched_yield();
+            }
+            al_result_free(b.res);
+            al_result_free(d.res);
+        } else {
+            al_call_return(call, "[\"a\"]", 5);
+        }
+        pthread_join(ta, NULL);
+        expect_json(a.res, "\"a\"");
+        al_result_free(a.res);
+        al_runner_free(r);
+        al_config_free(c);
+    }
 }
 
 static void test_many_runs_leak_nothing(void **state)
@@ -703,6 +822,7 @@ int main(void)
         cmocka_unit_test(test_misbehaving_workers),
         cmocka_unit_test(test_jail_stops_forbidden_calls),
         cmocka_unit_test(test_lying_zygote_is_not_trusted),
+        cmocka_unit_test(test_concurrency_limit),
         cmocka_unit_test(test_many_runs_leak_nothing),
         cmocka_unit_test(test_warm_workers),
         cmocka_unit_test(test_concurrent_runs_share_a_runner),
