@@ -77,6 +77,7 @@ void jail_limit_run(uint64_t heap_bytes, uint64_t cpu_ms)
     if (JAIL_LIMIT_AS) {
         rlim_t as = (rlim_t)(heap_bytes + JAIL_AS_HEADROOM);
         set_limit(RLIMIT_AS, as, as);
+        set_limit(RLIMIT_DATA, as, as);
     }
     /* Seconds, rounded up, plus one: the supervisor's millisecond limit comes first. */
     rlim_t cpu_s = (rlim_t)((cpu_ms + 999) / 1000 + 1);
@@ -189,7 +190,7 @@ int jail_report(int fd)
              (unsigned long long)nproc.rlim_cur,
              geteuid() == 0 ? " (not enforced for root; the seccomp filter forbids fork)" : "");
     say(fd, line);
-    say(fd, "memory and CPU: RLIMIT_AS and RLIMIT_CPU set per run\n");
+    say(fd, "memory and CPU: RLIMIT_AS, RLIMIT_DATA and RLIMIT_CPU set per run\n");
     int ok = jail_seccomp(fd) == 0;
     say(fd, ok ? "seccomp: active (allow-list; any other system call stops the worker)\n"
                : "seccomp: UNAVAILABLE (the kernel refused the filter)\n");
