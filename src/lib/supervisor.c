@@ -206,6 +206,7 @@ enum al_code al_doctor(const struct al_config *config, char *report, size_t cap,
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, sv[1], 3);
+    posix_spawn_file_actions_addclosefrom_np(&fa, 4);
     char *argv[] = { (char *)"airlock-worker", (char *)"--doctor", NULL };
     char *envp[] = { NULL };
     int err = posix_spawn(&pid, path, &fa, NULL, argv, envp);
