@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "guest.h"
 #include "internal.h"
 
 /* Members every object inherits or that the language treats specially: never capabilities. */
@@ -32,7 +33,8 @@ static const char *const reserved_members[] = {
     "arguments",
 };
 
-/* Globals of the guest context (docs/sandbox.md) that a group must not replace. */
+/* Globals of the guest context (docs/sandbox.md) that a group must not replace; the names a
+ * guest never has (guest.h) are refused too. */
 static const char *const guest_globals[] = {
     "Object",
     "Function",
@@ -92,23 +94,6 @@ static const char *const guest_globals[] = {
     "Promise",
     "BigInt",
     "console",
-    "SharedArrayBuffer",
-    "Atomics",
-    "WeakRef",
-    "FinalizationRegistry",
-    "WebAssembly",
-    "process",
-    "require",
-    "fetch",
-    "std",
-    "os",
-    "print",
-    "scriptArgs",
-    "setTimeout",
-    "setInterval",
-    "clearTimeout",
-    "clearInterval",
-    "queueMicrotask",
 };
 
 static int is_identifier(const char *s, size_t len)
@@ -196,7 +181,8 @@ enum al_code al_config_add_host(struct al_config *config, const char *name, al_h
                 sizeof reserved_members / sizeof reserved_members[0]) ||
         in_list(name, glen, reserved_members,
                 sizeof reserved_members / sizeof reserved_members[0]) ||
-        in_list(name, glen, guest_globals, sizeof guest_globals / sizeof guest_globals[0])) {
+        in_list(name, glen, guest_globals, sizeof guest_globals / sizeof guest_globals[0]) ||
+        in_list(name, glen, guest_removed_globals, guest_removed_globals_count)) {
         return AL_CONFIG_ERROR;
     }
     for (size_t i = 0; i < config->nhosts; i++) {

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "guest.h"
 #include "jail.h"
 #include "value.h"
 #include "worker.h"
@@ -293,28 +294,6 @@ out:
 
 /* ------------------------------------------------------------------ hardening */
 
-/* Globals that must not exist in a guest, whatever the engine version provides. */
-static const char *const removed_globals[] = {
-    "SharedArrayBuffer",
-    "Atomics",
-    "WeakRef",
-    "FinalizationRegistry",
-    "WebAssembly",
-    "process",
-    "require",
-    "fetch",
-    "std",
-    "os",
-    "print",
-    "scriptArgs",
-    "setTimeout",
-    "setInterval",
-    "clearTimeout",
-    "clearInterval",
-    "queueMicrotask",
-    "__date_clock", /* QuickJS's real-time clock: a timer and a determinism leak */
-};
-
 /* Intrinsics not reachable from the global object by walking properties and prototypes:
  * evaluated in the guest context before it is frozen, so they get frozen too. */
 static const char seeds_source[] =
@@ -431,8 +410,8 @@ static int harden(JSContext *ctx, JSValueConst global, JSValueConst seeds)
     JSValue object = JS_GetPropertyStr(ctx, global, "Object");
     JSValue freeze = JS_GetPropertyStr(ctx, object, "freeze");
 
-    for (size_t i = 0; i < sizeof removed_globals / sizeof removed_globals[0]; i++) {
-        JSAtom a = JS_NewAtom(ctx, removed_globals[i]);
+    for (size_t i = 0; i < guest_removed_globals_count; i++) {
+        JSAtom a = JS_NewAtom(ctx, guest_removed_globals[i]);
         JS_DeleteProperty(ctx, global, a, 0);
         JS_FreeAtom(ctx, a);
     }
