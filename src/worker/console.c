@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "utf8.h"
 #include "worker.h"
 
 /* One entry being formatted, capped at what is left of the console budget. */
@@ -103,13 +104,7 @@ static void format_arg(JSContext *ctx, JSValueConst v, struct line *l)
     }
 }
 
-/* Length of the longest prefix of s[0..len) that ends on a UTF-8 character boundary. */
-static size_t utf8_cut(const char *s, size_t len)
-{
-    while (len > 0 && ((unsigned char)s[len] & 0xC0) == 0x80) {
-        len--;
-    }
-    return len;
+return len;
 }
 
 static void emit(struct worker *w, int level, const char *text, size_t len)

@@ -21,6 +21,7 @@
 #include "clock.h"
 #include "guest.h"
 #include "jail.h"
+#include "utf8.h"
 #include "value.h"
 #include "worker.h"
 
@@ -528,13 +529,7 @@ static char *filter_stack(const char *stack, const char *filename, size_t prefix
 static char *dup_capped(const char *s, size_t max)
 {
     size_t n = strlen(s);
-    if (n > max) {
-        n = max;
-        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) {
-            n--;
-        }
-    }
-    return strndup(s, n);
+    return strndup(s, n > max ? utf8_cut(s, max) : n);
 }
 
 static void outcome_set(struct outcome *o, enum al_code code, const char *name, const char *message,
