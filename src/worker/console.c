@@ -104,9 +104,6 @@ static void format_arg(JSContext *ctx, JSValueConst v, struct line *l)
     }
 }
 
-return len;
-}
-
 static void emit(struct worker *w, int level, const char *text, size_t len)
 {
     size_t start;
