@@ -12,7 +12,6 @@
 #include <cmocka.h>
 /* clang-format on */
 
-#include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -23,6 +22,8 @@
 #include <unistd.h>
 
 #include "airlock.h"
+
+#include "procinfo.h"
 
 static char fake_dir[] = "/tmp/airlock-test-XXXXXX";
 
@@ -76,51 +77,6 @@ static void expect_failure(struct al_result *res, enum al_code code, const char 
     if (message_part && !strstr(al_result_error_message(res), message_part)) {
         fail_msg("message '%s' lacks '%s'", al_result_error_message(res), message_part);
     }
-}
-
-static int count_fds(void)
-{
-    int n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    assert_non_null(d);
-    while (readdir(d)) {
-        n++;
-    }
-    closedir(d);
-    return n;
-}
-
-/* Pids of our child processes, read from /proc. */
-static int children(pid_t *out, int max)
-{
-    int n = 0;
-    DIR *d = opendir("/proc");
-    struct dirent *e;
-    while (d && (e = readdir(d)) != NULL) {
-        char path[300], buf[512];
-        if (e->d_name[0] < '0' || e->d_name[0] > '9') {
-            continue;
-        }
-        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f) {
-            continue;
-        }
-        size_t len = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[len] = '\0';
-        const char *close_paren = strrchr(buf, ')');
-        int ppid = 0;
-        char state;
-        if (close_paren && sscanf(close_paren + 2, "%c %d", &state, &ppid) == 2 &&
-            ppid == getpid() && n < max) {
-            out[n++] = (pid_t)atoi(e->d_name);
-        }
-    }
-    if (d) {
-        closedir(d);
-    }
-    return n;
 }
 
 /* ------------------------------------------------------------ host functions */
@@ -181,8 +137,8 @@ static void host_kill_worker(struct al_call *call, void *ud)
 {
     (void)ud;
     pid_t kids[16];
-    int n = children(kids, 16);
-    for (int i = 0; i < n; i++) {
+    int n = procinfo_children(kids, 16);
+    for (int i = 0; i < n && i < 16; i++) {
         kill(kids[i], SIGKILL);
     }
     al_call_return(call, "1", 1);
@@ -703,7 +659,7 @@ static void test_many_runs_leak_nothing(void **state)
     (void)state;
     struct al_config *c = al_config_new();
     assert_int_equal(al_config_add_host(c, "store.echo", host_echo, NULL, 0), AL_OK);
-    int fds_before = count_fds();
+    int fds_before = procinfo_count_fds();
     struct al_runner *r = runner_of(c);
     for (int i = 0; i < 1000; i++) {
         struct al_result *res = run_with(r, i % 2 ? "return await store.echo(1)" : "throw 1", NULL);
@@ -711,9 +667,9 @@ static void test_many_runs_leak_nothing(void **state)
         al_result_free(res);
     }
     al_runner_free(r); /* kills its warm worker */
-    assert_int_equal(count_fds(), fds_before);
+    assert_int_equal(procinfo_count_fds(), fds_before);
     pid_t kids[4];
-    assert_int_equal(children(kids, 4), 0);
+    assert_int_equal(procinfo_children(kids, 4), 0);
     al_config_free(c);
 }
 
@@ -724,7 +680,7 @@ static void test_warm_workers(void **state)
     assert_int_equal(al_config_set_warm_workers(c, AL_WARM_WORKERS_MAX + 1), AL_CONFIG_ERROR);
     assert_int_equal(al_config_set_warm_workers(c, 4), AL_OK);
     assert_int_equal(al_config_add_host(c, "store.echo", host_echo, NULL, 0), AL_OK);
-    int fds_before = count_fds();
+    int fds_before = procinfo_count_fds();
     struct al_runner *r = runner_of(c);
     for (int i = 0; i < 20; i++) {
         /* each warm worker serves one run: no state survives from one run to the next */
@@ -739,9 +695,9 @@ static void test_warm_workers(void **state)
         al_result_free(res);
     }
     al_runner_free(r); /* kills the spares */
-    assert_int_equal(count_fds(), fds_before);
+    assert_int_equal(procinfo_count_fds(), fds_before);
     pid_t kids[8];
-    assert_int_equal(children(kids, 8), 0);
+    assert_int_equal(procinfo_children(kids, 8), 0);
     al_config_free(c);
 }
 

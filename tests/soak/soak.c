@@ -9,7 +9,6 @@
  * timeouts, memory bombs, stack overflows, and workers that make a forbidden system call (the
  * test build of the worker) and are stopped by the jail. Prints "N passed, M failed".
  */
-#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -18,6 +17,8 @@
 #include <unistd.h>
 
 #include "airlock.h"
+
+#include "procinfo.h"
 
 #define SOAK_RSS_BOUND_KB (32 * 1024) /* host growth allowed over the whole soak */
 
@@ -134,50 +135,6 @@ static void *soak_thread(void *arg)
     }
 }
 
-static int count_fds(void)
-{
-    int n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    while (d && readdir(d)) {
-        n++;
-    }
-    if (d) {
-        closedir(d);
-    }
-    return n;
-}
-
-static int count_children(void)
-{
-    int n = 0;
-    DIR *d = opendir("/proc");
-    struct dirent *e;
-    while (d && (e = readdir(d)) != NULL) {
-        char path[300], buf[512];
-        if (e->d_name[0] < '0' || e->d_name[0] > '9') {
-            continue;
-        }
-        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f) {
-            continue;
-        }
-        size_t len = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[len] = '\0';
-        const char *rp = strrchr(buf, ')');
-        int ppid = 0;
-        char state;
-        if (rp && sscanf(rp + 2, "%c %d", &state, &ppid) == 2 && ppid == getpid()) {
-            n++;
-        }
-    }
-    if (d) {
-        closedir(d);
-    }
-    return n;
-}
-
 static long rss_kb(void)
 {
     long pages = 0, resident = 0;
@@ -220,7 +177,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "soak: bad RUNS or CONCURRENCY\n");
         return 2;
     }
-    int fds_before = count_fds();
+    int fds_before = procinfo_count_fds();
     runner = make_runner(argv[3]);
     probe_runner = make_runner(argv[4]);
     /* warm up, then take the memory baseline: allocator arenas of the threads exist by then */
@@ -247,8 +204,8 @@ int main(int argc, char **argv)
     long rss_after = rss_kb();
     al_runner_free(runner);
     al_runner_free(probe_runner);
-    int fds_after = count_fds();
-    int kids = count_children();
+    int fds_after = procinfo_count_fds();
+    int kids = procinfo_children(NULL, 0);
     int p = atomic_load(&passed);
     int f = atomic_load(&failed);
     printf("soak: %d runs at concurrency %d; host RSS %ld -> %ld KiB; fds %d -> %d; children "

@@ -1,0 +1,13 @@
+/* procinfo.h - what the tests check for leaks: this process's open descriptors and children. */
+#ifndef AIRLOCK_TEST_PROCINFO_H
+#define AIRLOCK_TEST_PROCINFO_H
+
+#include <sys/types.h>
+
+/* Entries of /proc/self/fd. */
+int procinfo_count_fds(void);
+/* Our child processes (zombies included), from /proc; up to max pids into out (may be NULL).
+ * Returns how many there are. */
+int procinfo_children(pid_t *out, int max);
+
+#endif
