@@ -105,13 +105,15 @@ enum al_limit {
     AL_LIMIT_HOST_OUTPUT_BYTES, /* one host call's answer; default 4 MiB -> BRIDGE_LIMIT */
     AL_LIMIT_HOST_CALLS,        /* host calls per run; default 256 -> BRIDGE_LIMIT */
     AL_LIMIT_IN_FLIGHT,         /* unanswered host calls at once; default 32 -> BRIDGE_LIMIT */
+    AL_LIMIT_CONTINUATION_BYTES, /* a continuation token; default 32 MiB. A larger new one ->
+                                    OUTPUT_LIMIT, a larger one to resume -> PROTOCOL_ERROR */
     AL_LIMIT_COUNT_
 };
 
 /* The default of a limit, or 0 for an unknown one. */
 AL_API uint64_t al_limit_default(enum al_limit which);
 /* "timeout", "cpu", "memory", "stack", "source", "result", "console", "host-args",
- * "host-output", "host-calls", "in-flight"; NULL for an unknown limit. */
+ * "host-output", "host-calls", "in-flight", "continuation"; NULL for an unknown limit. */
 AL_API const char *al_limit_name(enum al_limit which);
 
 /* Parses "KEY=VALUE" as the CLI's --limit takes it: durations "250ms", "2s" or plain ms;
@@ -158,6 +160,29 @@ AL_API void al_call_return(struct al_call *call, const char *json, size_t len);
 /* Completes the call by throwing: the guest sees an Error whose message is `message` (NULL:
  * "host function failed"); uncaught, the run fails with HOST_FUNCTION_ERROR. Frees the call. */
 AL_API void al_call_throw(struct al_call *call, const char *message);
+
+/*
+ * Completes the call by interrupting the run for a person's decision (docs/continuations.md).
+ * `payload_json` (boundary JSON, len bytes; NULL or 0: undefined) tells the person what is
+ * asked. The guest's call stays pending; once nothing else is in flight the run ends
+ * AL_STATUS_INTERRUPTED with every interruption of the run and a continuation to resume it.
+ * Only asynchronous functions can interrupt: interrupting an AL_HOST_SYNC call fails the run
+ * with PROTOCOL_ERROR, and so does a payload that is not valid boundary JSON. A runner without
+ * a continuation key (al_config_set_continuation_key) fails the run with CONFIG_ERROR.
+ * Frees the call.
+ */
+AL_API void al_call_interrupt(struct al_call *call, const char *payload_json, size_t len);
+
+/*
+ * The resume context of a call: when a resumed run invokes a function again for an interruption
+ * the person resolved, these give the interruption's id, its payload and the resolution (boundary
+ * JSON, NUL-terminated); all three are NULL for an ordinary call. The function decides what
+ * happens: return the resolution, perform the approved action (the id is a stable idempotency
+ * key), throw, or interrupt again (the id is kept). Valid until the call is completed.
+ */
+AL_API const char *al_call_interruption_id(const struct al_call *call);
+AL_API const char *al_call_resume_payload(const struct al_call *call, size_t *ret_len);
+AL_API const char *al_call_resolution(const struct al_call *call, size_t *ret_len);
 
 /* ---------------------------------------------------------------- config and runner */
 
@@ -221,6 +246,62 @@ AL_NODISCARD AL_API enum al_code al_doctor(const struct al_config *config, char 
 AL_NODISCARD AL_API enum al_code
 al_config_set_max_concurrency(struct al_config *config, unsigned max_runs, unsigned max_queue);
 
+/* ---------------------------------------------------------------- continuations */
+
+#define AL_CONTINUATION_KEY_MIN   32 /* bytes of a continuation secret */
+#define AL_CONTINUATION_KEYS_MAX  8  /* the signing key plus older verification keys */
+#define AL_CONTINUATION_SKEW_MS   60000 /* a token issued this far in the future is still taken */
+#define AL_CONTINUATION_TTL_MS    3600000 /* default lifetime of a continuation: 1 h */
+
+/* The secret that signs new continuations (HMAC-SHA-256) and verifies them; at least
+ * AL_CONTINUATION_KEY_MIN bytes, copied. Setting it again replaces it. AL_CONFIG_ERROR for a
+ * short secret. */
+AL_NODISCARD AL_API enum al_code al_config_set_continuation_key(struct al_config *config,
+                                                                const void *secret, size_t len);
+/* An older secret still accepted when verifying (key rotation), never used to sign. At most
+ * AL_CONTINUATION_KEYS_MAX - 1 of them. */
+AL_NODISCARD AL_API enum al_code
+al_config_add_verification_key(struct al_config *config, const void *secret, size_t len);
+/* Lifetime of new continuations in ms (default AL_CONTINUATION_TTL_MS, at most one year). */
+AL_NODISCARD AL_API enum al_code al_config_set_continuation_ttl(struct al_config *config,
+                                                                uint64_t ttl_ms);
+
+/*
+ * The stored form: continuations live in a store and the application hands out an opaque id
+ * that can be resumed at most once. An application store implements these operations (any
+ * thread may call them, concurrently); al_store_file_new is the file-backed one. Ids are at
+ * most AL_STORE_ID_MAX bytes of [A-Za-z0-9_-]. Every operation returns AL_OK, or
+ * AL_PROTOCOL_ERROR when the id is unknown, expired or not in the state the operation needs,
+ * or AL_INTERNAL_ERROR for a storage failure, with a message in *reterr.
+ */
+#define AL_STORE_ID_MAX 64
+struct al_store {
+    /* Stores `data` under a new id, until expires_ms (ms since the epoch). */
+    enum al_code (*put)(struct al_store *store, const char *id, const void *data, size_t len,
+                        int64_t expires_ms, struct al_error *reterr);
+    /* Takes exclusive hold of a stored, unexpired, unclaimed id and returns its data
+     * (malloc'd; the caller frees it). Of two concurrent claims of one id, exactly one wins. */
+    enum al_code (*claim)(struct al_store *store, const char *id, void **ret_data,
+                          size_t *ret_len, struct al_error *reterr);
+    /* Ends a claimed id for good: it can never be claimed again. */
+    enum al_code (*consume)(struct al_store *store, const char *id, struct al_error *reterr);
+    /* Gives a claimed id back, as if it had never been claimed. */
+    enum al_code (*release)(struct al_store *store, const char *id, struct al_error *reterr);
+    /* Frees the store. */
+    void (*destroy)(struct al_store *store);
+};
+
+/* A store keeping one file per continuation in `dir` (created 0700 if missing). Claims are
+ * atomic renames, so any number of processes may share the directory. */
+AL_NODISCARD AL_API enum al_code al_store_file_new(const char *dir, struct al_store **ret_store,
+                                                   struct al_error *reterr);
+/* Frees a store made by al_store_file_new or an application (calls its destroy); NULL is fine. */
+AL_API void al_store_free(struct al_store *store);
+/* Makes runs keep their continuations in `store` (borrowed: it must outlive the runners made
+ * from this config) and hand out ids instead of tokens; a resume then takes an id only. NULL
+ * goes back to tokens. */
+AL_API void al_config_set_store(struct al_config *config, struct al_store *store);
+
 /* Snapshots a config into a runner. AL_CONFIG_ERROR when the worker is not executable (the
  * message names the path), AL_INTERNAL_ERROR when out of memory. */
 AL_NODISCARD AL_API enum al_code al_runner_new(const struct al_config *config,
@@ -252,9 +333,30 @@ AL_NODISCARD AL_API enum al_code al_run_opts_set_limit(struct al_run_opts *opts,
 AL_API void al_run_opts_set_seed(struct al_run_opts *opts, uint64_t seed);
 AL_API void al_run_opts_set_clock(struct al_run_opts *opts, int64_t clock_ms);
 
+/* The application context a continuation is bound to: any bytes the application chooses
+ * (tenant, user, policy version, ...; the CLI passes JSON), compared byte for byte as a SHA-256
+ * digest. Default: empty. */
+AL_NODISCARD AL_API enum al_code al_run_opts_set_context(struct al_run_opts *opts,
+                                                         const char *context, size_t len);
+/* The audience a continuation is bound to: default "airlock", at most 255 bytes. */
+AL_NODISCARD AL_API enum al_code al_run_opts_set_audience(struct al_run_opts *opts,
+                                                          const char *audience);
+/* Resumes from a continuation (a token, or an id when the runner has a store) instead of
+ * starting fresh. The source, host functions, audience and context must be those the
+ * continuation was made with; its seed and clock are used. A continuation that is not valid
+ * for this run fails the run with PROTOCOL_ERROR, and no host function is invoked. */
+AL_NODISCARD AL_API enum al_code al_run_opts_set_resume(struct al_run_opts *opts,
+                                                        const char *continuation, size_t len);
+/* Resolves interruption `id` with a boundary-JSON value. A resume needs at least one; an id
+ * the continuation does not hold, or one given twice, fails the run with CONFIG_ERROR. */
+AL_NODISCARD AL_API enum al_code al_run_opts_add_resolution(struct al_run_opts *opts,
+                                                            const char *id, const char *json,
+                                                            size_t len);
+
 enum al_status {
     AL_STATUS_COMPLETED = 0,
     AL_STATUS_FAILED = 1,
+    AL_STATUS_INTERRUPTED = 2, /* waiting for a person: see al_result_interruption */
 };
 
 struct al_result;
@@ -315,6 +417,22 @@ struct al_stats {
     int jailed;                 /* the worker ran under its seccomp filter */
 };
 AL_API void al_result_stats(const struct al_result *result, struct al_stats *ret_stats);
+
+/* One interruption of an interrupted run. Strings are borrowed from the result; `args` and
+ * `payload` are boundary JSON. */
+struct al_interruption {
+    const char *id;       /* stable across resumes until resolved */
+    const char *function; /* "group.fn" */
+    const char *args;     /* the guest's arguments, an array */
+    const char *payload;  /* what the host function asked */
+};
+/* Interruptions of an interrupted run, in call order (0 for other runs). */
+AL_API size_t al_result_interruption_count(const struct al_result *result);
+/* Fills *ret for interruption i; -1 when i is out of range. */
+AL_API int al_result_interruption(const struct al_result *result, size_t i,
+                                  struct al_interruption *ret);
+/* The continuation of an interrupted run (a token, or an id with a store), NULL otherwise. */
+AL_API const char *al_result_continuation(const struct al_result *result, size_t *ret_len);
 
 #ifdef __cplusplus
 }

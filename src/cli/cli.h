@@ -13,12 +13,21 @@
 #define CLI_EXIT_COMPLETED 0
 #define CLI_EXIT_FAILED    1
 #define CLI_EXIT_USAGE     2
+#define CLI_EXIT_INTERRUPTED 3
+
+/* An exec host exits with this (EX_TEMPFAIL) to interrupt the run; stdout is the payload. */
+#define EXEC_EXIT_INTERRUPT 75
 
 int cmd_run(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 
 /* Prints "airlock: <message>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+struct buf;
+/* Appends {"interruptionId":...,"payload":...,"resolution":...} for a re-invoked interrupted
+ * call: 1; 0 (nothing appended) for an ordinary call; -1 when out of memory. */
+int cli_resume_json(const struct al_call *call, struct buf *b);
 
 /* host_exec.c: `--host NAME=exec:COMMAND`. */
 struct exec_host;

@@ -44,7 +44,24 @@ static const char usage[] =
         "  --unsafe-no-jail           run without the worker's seccomp filter (stats.jail says "
         "so)\n"
         "  --json                     print one JSON object on stdout\n"
-        "exit status: 0 completed, 1 failed, 2 usage or configuration error\n";
+        "  --resume TOKEN|@FILE       resume from a continuation (same FILE and host setup)\n"
+        "  --resolve ID=JSON          a resolution (repeatable); JSON is a boundary-format "
+        "value\n"
+        "  --context JSON             application context the continuation is bound to\n"
+        "  --audience NAME            audience the continuation is bound to (default "
+        "\"airlock\")\n"
+        "  --continuation-ttl DUR     lifetime of new continuations (ms, s, m, h, d; default "
+        "1h)\n"
+        "  --store DIR                use the file-backed stored form in DIR (continuations "
+        "become ids)\n"
+        "  secret: env AIRLOCK_CONTINUATION_SECRET (at least 32 bytes), needed only to interrupt "
+        "or\n"
+        "  resume; AIRLOCK_CONTINUATION_PREVIOUS_SECRET is still accepted for verification\n"
+        "  exec hosts interrupt by exiting with status 75 (stdout: the payload); a re-invoked "
+        "call\n"
+        "  gets env AIRLOCK_RESUME={\"interruptionId\":...,\"payload\":...,\"resolution\":...}"
+        "\n"
+        "exit status: 0 completed, 1 failed, 2 usage or configuration error, 3 interrupted\n";
 
 struct run_args {
     const char *file;
@@ -59,6 +76,13 @@ struct run_args {
     uint8_t limit_set[AL_LIMIT_COUNT_];
     struct exec_host **execs;
     size_t nexecs;
+    const char *resume;   /* TOKEN or @FILE */
+    const char *context;
+    const char *audience;
+    const char *store;
+    uint64_t ttl_ms; /* 0: the default */
+    const char **resolves; /* ID=JSON */
+    size_t nresolves;
 };
 
 /* Reads the whole file (or stdin) but never more than max + 1 bytes: enough to tell the
@@ -134,6 +158,28 @@ static int parse_seed(const char *s, uint64_t *ret)
     return 0;
 }
 
+/* A duration: digits and a unit ms, s, m, h or d (plain digits: ms). 0 when malformed. */
+static uint64_t parse_duration(const char *s)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || v == 0 || *s == '-') {
+        return 0;
+    }
+    static const struct {
+        const char *unit;
+        uint64_t ms;
+    } units[] = { { "", 1 }, { "ms", 1 }, { "s", 1000 }, { "m", 60000 }, { "h", 3600000 },
+                  { "d", 86400000 } };
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(end, units[i].unit) == 0) {
+            return v > UINT64_MAX / units[i].ms ? 0 : v * units[i].ms;
+        }
+    }
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, struct run_args *a)
 {
     static const struct option opts[] = {
@@ -144,6 +190,12 @@ static int parse_args(int argc, char **argv, struct run_args *a)
         { "clock", required_argument, NULL, 'C' },
         { "json", no_argument, NULL, 'J' },
         { "unsafe-no-jail", no_argument, NULL, 'U' },
+        { "resume", required_argument, NULL, 'R' },
+        { "resolve", required_argument, NULL, 'V' },
+        { "context", required_argument, NULL, 'X' },
+        { "audience", required_argument, NULL, 'A' },
+        { "continuation-ttl", required_argument, NULL, 'T' },
+        { "store", required_argument, NULL, 'D' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -205,6 +257,53 @@ static int parse_args(int argc, char **argv, struct run_args *a)
         case 'U':
             a->no_jail = 1;
             break;
+        case 'R':
+            a->resume = optarg;
+            break;
+        case 'V': {
+            const char *eq = strchr(optarg, '=');
+            if (!eq || eq == optarg || eq[1] == '\0') {
+                cli_error("--resolve %s: expected ID=JSON", optarg);
+                return -1;
+            }
+            const char **v = realloc(a->resolves, (a->nresolves + 1) * sizeof *v);
+            if (!v) {
+                cli_error("out of memory");
+                return -1;
+            }
+            a->resolves = v;
+            a->resolves[a->nresolves++] = optarg;
+            break;
+        }
+        case 'X': {
+            struct json_doc *doc = NULL;
+            struct al_error err;
+            if (json_parse(optarg, strlen(optarg), 256, &doc, &err) != AL_OK) {
+                cli_error("--context: not JSON (%s)", err.message);
+                return -1;
+            }
+            json_doc_free(doc);
+            a->context = optarg;
+            break;
+        }
+        case 'A':
+            if (*optarg == '\0' || strlen(optarg) > 255) {
+                cli_error("--audience: expected 1 to 255 bytes");
+                return -1;
+            }
+            a->audience = optarg;
+            break;
+        case 'T':
+            a->ttl_ms = parse_duration(optarg);
+            if (a->ttl_ms == 0) {
+                cli_error("--continuation-ttl %s: expected a duration such as 90s, 30m, 1h, 7d",
+                          optarg);
+                return -1;
+            }
+            break;
+        case 'D':
+            a->store = optarg;
+            break;
         case 'h':
             fputs(usage, stdout);
             exit(0);
@@ -231,7 +330,11 @@ static int add_exec_hosts(int argc, char **argv, struct run_args *a, struct al_c
         } else if (strncmp(argv[i], "--host=", 7) == 0) {
             spec = argv[i] + 7;
         } else if (strcmp(argv[i], "--host-process") == 0 || strcmp(argv[i], "--limit") == 0 ||
-                   strcmp(argv[i], "--seed") == 0 || strcmp(argv[i], "--clock") == 0) {
+                   strcmp(argv[i], "--seed") == 0 || strcmp(argv[i], "--clock") == 0 ||
+                   strcmp(argv[i], "--resume") == 0 || strcmp(argv[i], "--resolve") == 0 ||
+                   strcmp(argv[i], "--context") == 0 || strcmp(argv[i], "--audience") == 0 ||
+                   strcmp(argv[i], "--continuation-ttl") == 0 ||
+                   strcmp(argv[i], "--store") == 0) {
             i++;
             continue;
         } else {
@@ -334,6 +437,23 @@ static void print_json(const struct al_result *res)
         const char *v = al_result_value(res, &vlen);
         buf_append_str(&b, "{\"status\":\"completed\",\"value\":");
         buf_append(&b, v, vlen);
+    } else if (al_result_status(res) == AL_STATUS_INTERRUPTED) {
+        buf_append_str(&b, "{\"status\":\"interrupted\",\"interruptions\":[");
+        for (size_t i = 0; i < al_result_interruption_count(res); i++) {
+            struct al_interruption in;
+            (void)al_result_interruption(res, i, &in);
+            buf_append_str(&b, i ? ",{\"id\":" : "{\"id\":");
+            put_json_string(&b, in.id);
+            buf_append_str(&b, ",\"function\":");
+            put_json_string(&b, in.function);
+            buf_append_str(&b, ",\"args\":");
+            buf_append_str(&b, in.args);
+            buf_append_str(&b, ",\"payload\":");
+            buf_append_str(&b, in.payload);
+            buf_append_str(&b, "}");
+        }
+        buf_append_str(&b, "],\"continuation\":");
+        put_json_string(&b, al_result_continuation(res, NULL));
     } else {
         buf_append_str(&b, "{\"status\":\"failed\",\"error\":{\"code\":");
         put_json_string(&b, al_code_name(al_result_error_code(res)));
@@ -385,6 +505,20 @@ static void print_readable(const struct al_result *res)
         print_pretty(stdout, v, vlen);
         return;
     }
+    if (al_result_status(res) == AL_STATUS_INTERRUPTED) {
+        /* The continuation alone on stdout, so `airlock run ... > cont` keeps it. */
+        size_t n = al_result_interruption_count(res);
+        fprintf(stderr, "airlock: interrupted: %zu decision%s needed\n", n, n == 1 ? "" : "s");
+        for (size_t i = 0; i < n; i++) {
+            struct al_interruption in;
+            (void)al_result_interruption(res, i, &in);
+            fprintf(stderr, "  %s  %s(%s)\n    payload: %s\n", in.id, in.function, in.args,
+                    in.payload);
+        }
+        fprintf(stderr, "resume with: --resume TOKEN|@FILE --resolve ID=JSON ...\n");
+        printf("%s\n", al_result_continuation(res, NULL));
+        return;
+    }
     const char *name = al_result_error_name(res);
     fprintf(stderr, "airlock: %s: %s%s%s\n", al_code_name(al_result_error_code(res)), name,
             *name ? ": " : "", al_result_error_message(res));
@@ -392,6 +526,104 @@ static void print_readable(const struct al_result *res)
     if (*stack) {
         fprintf(stderr, "%s\n", stack);
     }
+}
+
+/* The continuation key (from the environment), its lifetime and the store. */
+static int setup_continuations(const struct run_args *a, struct al_config *config,
+                               struct al_store **ret_store)
+{
+    const char *secret = getenv("AIRLOCK_CONTINUATION_SECRET");
+    const char *previous = getenv("AIRLOCK_CONTINUATION_PREVIOUS_SECRET");
+    if (secret && *secret) {
+        if (strlen(secret) < AL_CONTINUATION_KEY_MIN) {
+            cli_error("CONFIG_ERROR: AIRLOCK_CONTINUATION_SECRET must be at least %d bytes",
+                      AL_CONTINUATION_KEY_MIN);
+            return -1;
+        }
+        if (al_config_set_continuation_key(config, secret, strlen(secret)) != AL_OK) {
+            cli_error("out of memory");
+            return -1;
+        }
+        if (previous && *previous &&
+            al_config_add_verification_key(config, previous, strlen(previous)) != AL_OK) {
+            cli_error("CONFIG_ERROR: AIRLOCK_CONTINUATION_PREVIOUS_SECRET must be at least %d "
+                      "bytes",
+                      AL_CONTINUATION_KEY_MIN);
+            return -1;
+        }
+    }
+    if (a->ttl_ms && al_config_set_continuation_ttl(config, a->ttl_ms) != AL_OK) {
+        cli_error("--continuation-ttl: at most one year");
+        return -1;
+    }
+    if (a->store) {
+        struct al_error err;
+        if (al_store_file_new(a->store, ret_store, &err) != AL_OK) {
+            cli_error("--store: %s", err.message);
+            return -1;
+        }
+        al_config_set_store(config, *ret_store);
+    }
+    return 0;
+}
+
+/* --resume, --resolve, --context, --audience onto the run's options. */
+static int setup_resume(const struct run_args *a, struct al_run_opts *opts)
+{
+    if (a->context && al_run_opts_set_context(opts, a->context, strlen(a->context)) != AL_OK) {
+        cli_error("out of memory");
+        return -1;
+    }
+    if (a->audience && al_run_opts_set_audience(opts, a->audience) != AL_OK) {
+        cli_error("--audience: at most 255 bytes");
+        return -1;
+    }
+    if (a->nresolves && !a->resume) {
+        cli_error("--resolve needs --resume");
+        return -1;
+    }
+    if (!a->resume) {
+        return 0;
+    }
+    char *token = NULL;
+    size_t len = 0;
+    if (a->resume[0] == '@') {
+        token = read_source(a->resume + 1, (size_t)al_limit_default(AL_LIMIT_CONTINUATION_BYTES),
+                            &len);
+        if (!token) {
+            return -1;
+        }
+        while (len > 0 && (token[len - 1] == '\n' || token[len - 1] == '\r' ||
+                           token[len - 1] == ' ')) {
+            token[--len] = '\0';
+        }
+    } else {
+        token = strdup(a->resume);
+        len = token ? strlen(token) : 0;
+    }
+    if (!token || len == 0) {
+        cli_error("--resume: %s", token ? "empty continuation" : "out of memory");
+        free(token);
+        return -1;
+    }
+    int rc = al_run_opts_set_resume(opts, token, len) == AL_OK ? 0 : -1;
+    free(token);
+    for (size_t i = 0; rc == 0 && i < a->nresolves; i++) {
+        const char *eq = strchr(a->resolves[i], '=');
+        char id[128];
+        size_t idlen = (size_t)(eq - a->resolves[i]);
+        if (idlen >= sizeof id) {
+            cli_error("--resolve: interruption id too long");
+            return -1;
+        }
+        memcpy(id, a->resolves[i], idlen);
+        id[idlen] = '\0';
+        rc = al_run_opts_add_resolution(opts, id, eq + 1, strlen(eq + 1)) == AL_OK ? 0 : -1;
+    }
+    if (rc != 0) {
+        cli_error("out of memory");
+    }
+    return rc;
 }
 
 int cmd_run(int argc, char **argv)
@@ -403,6 +635,7 @@ int cmd_run(int argc, char **argv)
     struct al_run_opts *opts = NULL;
     struct al_result *res = NULL;
     struct host_process *hp = NULL;
+    struct al_store *store = NULL;
     char *source = NULL;
     size_t source_len = 0;
     struct al_error err;
@@ -443,6 +676,9 @@ int cmd_run(int argc, char **argv)
             goto out;
         }
     }
+    if (setup_continuations(&a, config, &store) != 0) {
+        goto out;
+    }
     /* One run per process: a worker started ahead would only be killed unused. */
     if (al_config_set_warm_workers(config, 0) != AL_OK ||
         al_config_set_unsafe_no_jail(config, a.no_jail) != AL_OK) {
@@ -463,6 +699,9 @@ int cmd_run(int argc, char **argv)
     } else if (a.has_clock) {
         al_run_opts_set_clock(opts, a.clock_ms);
     }
+    if (setup_resume(&a, opts) != 0) {
+        goto out;
+    }
     if (al_run(runner, opts, &res, &err) != AL_OK) {
         cli_error("%s: %s", al_code_name(err.code), err.message);
         goto out;
@@ -475,7 +714,17 @@ int cmd_run(int argc, char **argv)
         print_readable(res);
     }
     fflush(stdout);
-    exit_code = al_result_status(res) == AL_STATUS_COMPLETED ? CLI_EXIT_COMPLETED : CLI_EXIT_FAILED;
+    switch (al_result_status(res)) {
+    case AL_STATUS_COMPLETED:
+        exit_code = CLI_EXIT_COMPLETED;
+        break;
+    case AL_STATUS_INTERRUPTED:
+        exit_code = CLI_EXIT_INTERRUPTED;
+        break;
+    default:
+        exit_code = CLI_EXIT_FAILED;
+        break;
+    }
     if (hp_error) {
         cli_error("host process: %s", hp_error);
         exit_code = CLI_EXIT_USAGE;
@@ -490,6 +739,8 @@ out:
     al_run_opts_free(opts);
     al_runner_free(runner);
     al_config_free(config);
+    al_store_free(store);
+    free(a.resolves);
     for (size_t i = 0; i < a.nexecs; i++) {
         exec_host_free(a.execs[i]);
     }

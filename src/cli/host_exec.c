@@ -143,9 +143,30 @@ static void trim(struct buf *b)
 }
 
 /* Runs the command with `input` on stdin; collects stdout (up to out->max) and stderr. */
-static int run_command(const char *command, const char *function, const char *input,
-                       size_t input_len, struct buf *out, struct buf *errb, int *ret_status,
-                       char *why, size_t why_len)
+int cli_resume_json(const struct al_call *call, struct buf *b)
+{
+    const char *iid = al_call_interruption_id(call);
+    if (!iid) {
+        return 0;
+    }
+    size_t plen, rlen;
+    const char *payload = al_call_resume_payload(call, &plen);
+    const char *resolution = al_call_resolution(call, &rlen);
+    int bad = buf_append_str(b, "{\"interruptionId\":\"") != BUF_OK;
+    bad |= buf_append_str(b, iid) != BUF_OK;
+    bad |= buf_append_str(b, "\",\"payload\":") != BUF_OK;
+    bad |= buf_append(b, payload, plen) != BUF_OK;
+    bad |= buf_append_str(b, ",\"resolution\":") != BUF_OK;
+    bad |= buf_append(b, resolution, rlen) != BUF_OK;
+    bad |= buf_append_str(b, "}") != BUF_OK;
+    return bad ? -1 : 1;
+}
+
+/* Runs the command with `input` on stdin; collects stdout (up to out->max) and stderr. The
+ * environment is ours plus AIRLOCK_FUNCTION and, for a resumed interruption, AIRLOCK_RESUME. */
+static int run_command(const char *command, const char *function, const char *resume,
+                       const char *input, size_t input_len, struct buf *out, struct buf *errb,
+                       int *ret_status, char *why, size_t why_len)
 {
     int in[2] = { -1, -1 }, o[2] = { -1, -1 }, e[2] = { -1, -1 };
     int rc = -1;
@@ -161,21 +182,28 @@ static int run_command(const char *command, const char *function, const char *in
     while (environ[nenv]) {
         nenv++;
     }
-    envp = calloc(nenv + 2, sizeof *envp);
+    envp = calloc(nenv + 3, sizeof *envp);
     char *fnvar = malloc(strlen(function) + 32);
-    if (!envp || !fnvar) {
+    char *resumevar = resume ? malloc(strlen(resume) + 32) : NULL;
+    if (!envp || !fnvar || (resume && !resumevar)) {
         free(fnvar);
+        free(resumevar);
         snprintf(why, why_len, "out of memory");
         goto out;
     }
     size_t k = 0;
     for (size_t i = 0; i < nenv; i++) {
-        if (strncmp(environ[i], "AIRLOCK_FUNCTION=", 17) != 0) {
+        if (strncmp(environ[i], "AIRLOCK_FUNCTION=", 17) != 0 &&
+            strncmp(environ[i], "AIRLOCK_RESUME=", 15) != 0) {
             envp[k++] = environ[i];
         }
     }
     snprintf(fnvar, strlen(function) + 32, "AIRLOCK_FUNCTION=%s", function);
     envp[k++] = fnvar;
+    if (resume) {
+        snprintf(resumevar, strlen(resume) + 32, "AIRLOCK_RESUME=%s", resume);
+        envp[k++] = resumevar;
+    }
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, in[0], 0);
     posix_spawn_file_actions_adddup2(&fa, o[1], 1);
@@ -195,6 +223,7 @@ static int run_command(const char *command, const char *function, const char *in
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     free(fnvar);
+    free(resumevar);
     if (err) {
         snprintf(why, why_len, "cannot start /bin/sh: %s", strerror(err));
         pid = -1;
@@ -293,12 +322,19 @@ static void *exec_thread(void *arg)
     const char *args = al_call_args(job->call, &args_len);
     int status = 0;
     char why[256];
-    if (run_command(job->host->command, al_call_name(job->call), args, args_len, &out, &errb,
-                    &status, why, sizeof why) != 0) {
+    struct buf resume;
+    buf_init(&resume, SIZE_MAX / 2);
+    if (cli_resume_json(job->call, &resume) < 0) {
+        al_call_throw(job->call, "out of memory");
+    } else if (run_command(job->host->command, al_call_name(job->call), resume.data, args,
+                           args_len, &out, &errb, &status, why, sizeof why) != 0) {
         al_call_throw(job->call, why);
     } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         trim(&out);
         al_call_return(job->call, out.data, out.len);
+    } else if (WIFEXITED(status) && WEXITSTATUS(status) == EXEC_EXIT_INTERRUPT) {
+        trim(&out);
+        al_call_interrupt(job->call, out.data, out.len);
     } else {
         trim(&errb);
         if (errb.len == 0) {
@@ -315,6 +351,7 @@ static void *exec_thread(void *arg)
     }
     buf_done(&out);
     buf_done(&errb);
+    buf_done(&resume);
     free(job);
     thread_count(-1);
     return NULL;

@@ -3,8 +3,11 @@
  * functions over JSON lines.
  *
  *   co-process -> airlock  first line: {"functions":["group.fn",...],"sync":["group",...]}
- *   airlock -> co-process  {"id":N,"function":"group.fn","args":[...]} per call
- *   co-process -> airlock  {"id":N,"result":V} or {"id":N,"error":"message"}, any order
+ *   airlock -> co-process  {"id":N,"function":"group.fn","args":[...]} per call, plus
+ *                          "resume":{"interruptionId":...,"payload":...,"resolution":...}
+ *                          when a resumed run invokes an interrupted call again
+ *   co-process -> airlock  {"id":N,"result":V}, {"id":N,"error":"message"} or
+ *                          {"id":N,"interrupt":PAYLOAD}, any order
  *
  * A reader thread turns answer lines into call completions and a writer thread feeds request
  * lines, so neither a slow nor a stuck co-process can block the run loop (the run's deadlines
@@ -106,6 +109,7 @@ static void handle_line(struct host_process *hp, const char *line, size_t len)
     const struct json_node *id = root->type == JSON_OBJECT ? json_get(root, "id") : NULL;
     const struct json_node *result = id ? json_get(root, "result") : NULL;
     const struct json_node *error = id ? json_get(root, "error") : NULL;
+    const struct json_node *interrupt = id ? json_get(root, "interrupt") : NULL;
     struct al_call *call = NULL;
     if (id && id->type == JSON_NUMBER && id->num >= 1 && id->num <= 4294967295.0 &&
         id->num == (double)(uint32_t)id->num && (!error || error->type == JSON_STRING)) {
@@ -122,6 +126,8 @@ static void handle_line(struct host_process *hp, const char *line, size_t len)
         fail(hp, msg);
     } else if (error) {
         al_call_throw(call, error->str);
+    } else if (interrupt) {
+        al_call_interrupt(call, interrupt->raw, interrupt->raw_len);
     } else if (result) {
         al_call_return(call, result->raw, result->raw_len);
     } else {
@@ -260,6 +266,10 @@ static void hp_call(struct al_call *call, void *userdata)
     json_write_string(&hp->queue, al_call_name(call), strlen(al_call_name(call)));
     buf_append_str(&hp->queue, ",\"args\":");
     buf_append(&hp->queue, args, args_len);
+    if (al_call_interruption_id(call)) {
+        buf_append_str(&hp->queue, ",\"resume\":");
+        cli_resume_json(call, &hp->queue);
+    }
     buf_append_str(&hp->queue, "}\n");
     pthread_cond_signal(&hp->cond);
     pthread_mutex_unlock(&hp->mu);

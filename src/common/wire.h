@@ -32,7 +32,11 @@ enum wire_type {
 enum wire_answer_kind {
     WIRE_ANSWER_VALUE = 0, /* payload: boundary JSON (empty = undefined) */
     WIRE_ANSWER_THROW = 1, /* payload: error message */
+    WIRE_ANSWER_INTERRUPT = 2, /* no answer in this run: a person must decide (payload empty) */
 };
+
+/* DONE's code when the run ends interrupted: every call still in flight was interrupted. */
+#define WIRE_DONE_INTERRUPTED 0x100u
 
 #define WIRE_HEADER_BYTES 4u
 

@@ -90,6 +90,15 @@ struct completion *host_link_take(struct run_link *l)
     return c;
 }
 
+static void call_free(struct al_call *call)
+{
+    free(call->name);
+    free(call->args);
+    free(call->resume_payload);
+    free(call->resolution);
+    free(call);
+}
+
 struct al_call *host_call_new(struct run_link *link, uint32_t id, const char *name,
                               const char *args, size_t args_len)
 {
@@ -100,9 +109,7 @@ struct al_call *host_call_new(struct run_link *link, uint32_t id, const char *na
     c->name = strdup(name);
     c->args = malloc(args_len + 1);
     if (!c->name || !c->args) {
-        free(c->name);
-        free(c->args);
-        free(c);
+        call_free(c);
         return NULL;
     }
     memcpy(c->args, args, args_len);
@@ -127,6 +134,8 @@ static void complete(struct al_call *call, uint8_t kind, const char *payload, si
         c->id = call->id;
         c->kind = kind;
         c->clock_ms = clock_wall_ms();
+        c->keep_iid = call->resumed;
+        memcpy(c->iid, call->iid, sizeof c->iid);
         c->payload = copy;
         c->len = len;
     } else {
@@ -161,9 +170,7 @@ static void complete(struct al_call *call, uint8_t kind, const char *payload, si
     }
     link_unref_locked(l);
     host_completion_free(c);
-    free(call->name);
-    free(call->args);
-    free(call);
+    call_free(call);
 }
 
 const char *al_call_name(const struct al_call *call)
@@ -201,4 +208,34 @@ void al_call_throw(struct al_call *call, const char *message)
         message = "host function failed";
     }
     complete(call, WIRE_ANSWER_THROW, message, strlen(message));
+}
+
+void al_call_interrupt(struct al_call *call, const char *payload_json, size_t len)
+{
+    if (!call) {
+        return;
+    }
+    complete(call, WIRE_ANSWER_INTERRUPT, payload_json ? payload_json : "",
+             payload_json ? len : 0);
+}
+
+const char *al_call_interruption_id(const struct al_call *call)
+{
+    return call->resumed ? call->iid_hex : NULL;
+}
+
+const char *al_call_resume_payload(const struct al_call *call, size_t *ret_len)
+{
+    if (ret_len) {
+        *ret_len = call->resumed ? call->resume_payload_len : 0;
+    }
+    return call->resumed ? call->resume_payload : NULL;
+}
+
+const char *al_call_resolution(const struct al_call *call, size_t *ret_len)
+{
+    if (ret_len) {
+        *ret_len = call->resumed ? call->resolution_len : 0;
+    }
+    return call->resumed ? call->resolution : NULL;
 }

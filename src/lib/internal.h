@@ -6,6 +6,9 @@
  *   supervisor.c  starting, watching and killing a worker process
  *   pool.c        workers started ahead of time
  *   run.c         al_run's event loop and al_result
+ *   resume.c      recording the ledger, continuations out, replay in (docs/continuations.md)
+ *   continuation.c  the signed token format
+ *   store_file.c  the file-backed continuation store
  */
 #ifndef AIRLOCK_LIB_INTERNAL_H
 #define AIRLOCK_LIB_INTERNAL_H
@@ -18,6 +21,7 @@
 #include "airlock.h"
 
 #include "buf.h"
+#include "continuation.h"
 
 #define AL_STACK_MAX (64ull << 20)
 
@@ -39,6 +43,11 @@ struct al_config {
     int unsafe_no_jail;
     unsigned max_runs; /* 0: no limit */
     unsigned max_queue;
+    struct cont_key keys[AL_CONTINUATION_KEYS_MAX]; /* [0] signs; all verify */
+    size_t nkeys;
+    int has_signing_key;
+    uint64_t ttl_ms;
+    struct al_store *store;
 };
 
 struct pool;
@@ -60,6 +69,12 @@ struct al_runner {
     unsigned queued;
     uint64_t next_ticket; /* FIFO order among the waiting */
     uint64_t serving;
+    /* continuations */
+    struct cont_key keys[AL_CONTINUATION_KEYS_MAX];
+    size_t nkeys; /* 0: no continuation key, interrupting fails with CONFIG_ERROR */
+    uint64_t ttl_ms;
+    struct al_store *store;
+    uint8_t manifest[CONT_DIGEST]; /* digest of the sorted host names and their sync flags */
 };
 
 struct al_run_opts {
@@ -72,6 +87,19 @@ struct al_run_opts {
     int has_seed;
     int64_t clock_ms;
     int has_clock;
+    char *context; /* NULL: empty */
+    size_t context_len;
+    char *audience; /* NULL: "airlock" */
+    char *resume;   /* a token or a store id; NULL: a fresh run */
+    size_t resume_len;
+    struct resolution *resolutions;
+    size_t nresolutions;
+};
+
+struct resolution {
+    char *id; /* as given */
+    char *json;
+    size_t len;
 };
 
 /* runner.c: admission. 1 when the run may start (then runner_leave when it ends), 0 when the
@@ -87,6 +115,8 @@ struct completion {
     struct completion *next;
     uint32_t id;
     uint8_t kind;     /* enum wire_answer_kind */
+    int keep_iid;     /* an interrupt of a resumed call: keeps the interruption id */
+    uint8_t iid[CONT_IID];
     int64_t clock_ms; /* wall time of the completion */
     char *payload;    /* owned */
     size_t len;
@@ -109,6 +139,14 @@ struct al_call {
     char *name; /* owned copy */
     char *args; /* owned, NUL-terminated */
     size_t args_len;
+    /* resume context of a re-invoked interrupted call (resumed != 0) */
+    int resumed;
+    uint8_t iid[CONT_IID];
+    char iid_hex[CONT_IID_HEX + 1];
+    char *resume_payload; /* owned */
+    size_t resume_payload_len;
+    char *resolution; /* owned */
+    size_t resolution_len;
 };
 
 struct run_link *host_link_new(void);

@@ -36,6 +36,7 @@ static const struct {
     [AL_LIMIT_HOST_OUTPUT_BYTES] = { "host-output", KIND_SIZE, 4ull << 20, MAX_PAYLOAD },
     [AL_LIMIT_HOST_CALLS] = { "host-calls", KIND_COUNT, 256, MAX_COUNT },
     [AL_LIMIT_IN_FLIGHT] = { "in-flight", KIND_COUNT, 32, MAX_COUNT },
+    [AL_LIMIT_CONTINUATION_BYTES] = { "continuation", KIND_SIZE, 32u << 20, MAX_PAYLOAD },
 };
 
 uint64_t al_limit_default(enum al_limit which)
@@ -112,7 +113,7 @@ enum al_code al_limit_parse(const char *key_value, enum al_limit *ret_which, uin
     if (which < 0) {
         return error_set(reterr, AL_CONFIG_ERROR,
                          "unknown limit '%.*s' (known: timeout, cpu, memory, stack, source, "
-                         "result, console, host-args, host-output, host-calls, in-flight)",
+                         "result, console, host-args, host-output, host-calls, in-flight, continuation)",
                          (int)klen, key_value);
     }
     const char *val = eq + 1;

@@ -25,55 +25,14 @@
 
 #include "clock.h"
 #include "error.h"
-#include "internal.h"
 #include "json.h"
+#include "run.h"
 #include "wire.h"
 
 #define RUN_GRACE_US   25000u    /* time the worker gets to report a limit itself */
 #define RUN_START_US   10000000u /* a worker not ready by then is broken */
 #define RUN_MAX_FRAME  (160u << 20)
 #define RUN_JSON_DEPTH 4096 /* above the worker's own value depth: any honest value passes */
-
-struct console_entry {
-    enum al_console_level level;
-    char *text;
-    size_t len;
-};
-
-struct al_result {
-    enum al_status status;
-    enum al_code code;
-    char *value;
-    size_t value_len;
-    char *name;
-    char *message;
-    char *stack;
-    struct console_entry *console;
-    size_t nconsole;
-    size_t cap_console;
-    struct al_stats stats;
-};
-
-struct run_state {
-    const struct al_runner *runner;
-    uint64_t limits[AL_LIMIT_COUNT_];
-    struct worker_proc proc;
-    struct run_link *link;
-    struct buf in;
-    struct buf out;
-    size_t out_off;
-    struct al_result *res;
-    uint8_t *seen_ids; /* one byte per possible call id */
-    uint32_t host_calls;
-    uint32_t in_flight;
-    uint64_t console_bytes;
-    int answers;          /* completions may be queued: a callback ran or the eventfd fired */
-    int ready;            /* READY received: the run's wall and CPU clocks start */
-    uint64_t ready_us;    /* monotonic */
-    uint64_t cpu_base_us; /* the worker's CPU time at READY (start-up is not the guest's) */
-    int done;             /* DONE received or a failure decided */
-    int kill;             /* the worker must be killed (it may be alive and misbehaving) */
-};
 
 static char *xstrndup(const char *s, size_t n)
 {
@@ -86,10 +45,7 @@ static char *xstrndup(const char *s, size_t n)
 }
 
 /* Decides the run's failure from the host side (the worker is killed). */
-static void run_fail(struct run_state *st, enum al_code code, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
-
-static void run_fail(struct run_state *st, enum al_code code, const char *fmt, ...)
+void run_fail(struct run_state *st, enum al_code code, const char *fmt, ...)
 {
     if (st->done) {
         return;
@@ -129,7 +85,7 @@ static int add_console(struct al_result *res, enum al_console_level level, const
 
 /* What the worker hands on to the application must be what the protocol promises - JSON -
  * even from a compromised worker: the CLI prints it and splices it into co-process lines. */
-static int is_json(const char *text, size_t len)
+int run_is_json(const char *text, size_t len)
 {
     struct json_doc *doc = NULL;
     if (len == 0 || json_parse(text, len, RUN_JSON_DEPTH, &doc, NULL) != AL_OK) {
@@ -141,7 +97,7 @@ static int is_json(const char *text, size_t len)
 
 static int is_json_array(const char *text, size_t len)
 {
-    return len > 0 && text[0] == '[' && is_json(text, len);
+    return len > 0 && text[0] == '[' && run_is_json(text, len);
 }
 
 static void on_call(struct run_state *st, struct wire_cursor *c)
@@ -151,17 +107,41 @@ static void on_call(struct run_state *st, struct wire_cursor *c)
     size_t len;
     const char *args = wire_get_str(c, &len);
     if (c->bad || fn >= st->runner->nhosts || id == 0 || id > st->limits[AL_LIMIT_HOST_CALLS] ||
-        st->seen_ids[id - 1] || st->host_calls >= st->limits[AL_LIMIT_HOST_CALLS] ||
-        st->in_flight >= st->limits[AL_LIMIT_IN_FLIGHT] ||
+        st->seen_ids[id - 1] || st->in_flight >= st->limits[AL_LIMIT_IN_FLIGHT] ||
         len > st->limits[AL_LIMIT_HOST_ARGS_BYTES] || !is_json_array(args, len)) {
         run_fail(st, AL_PROTOCOL_ERROR, "the worker sent an invalid host call");
         return;
     }
     st->seen_ids[id - 1] = 1;
-    st->host_calls++;
     st->in_flight++;
+    resume_on_call(st, id, fn, args, len); /* from a continuation's ledger, or the host */
+}
+
+void run_invoke_host(struct run_state *st, uint32_t id, uint32_t fn, const char *args,
+                     size_t args_len, const struct cont_entry *resumed,
+                     const struct resolution *resolution)
+{
+    if (resume_before_host(st) != 0) {
+        return;
+    }
+    st->host_calls++;
     const struct host_entry *h = &st->runner->hosts[fn];
-    struct al_call *call = host_call_new(st->link, id, h->name, args, len);
+    struct al_call *call = host_call_new(st->link, id, h->name, args, args_len);
+    if (call && resumed) {
+        call->resumed = 1;
+        memcpy(call->iid, resumed->iid, CONT_IID);
+        cont_iid_hex(resumed->iid, call->iid_hex);
+        call->resume_payload = xstrndup(resumed->payload, resumed->len);
+        call->resume_payload_len = resumed->len;
+        call->resolution = xstrndup(resolution->json, resolution->len);
+        call->resolution_len = resolution->len;
+        if (!call->resume_payload || !call->resolution) {
+            al_call_throw(call, "host out of memory");
+            call = NULL;
+            run_fail(st, AL_INTERNAL_ERROR, "out of memory for a host call");
+            return;
+        }
+    }
     if (!call) {
         run_fail(st, AL_INTERNAL_ERROR, "out of memory for a host call");
         return;
@@ -199,7 +179,13 @@ static void on_done(struct run_state *st, struct wire_cursor *c)
     uint64_t cpu_us = wire_get_u64(c);
     uint64_t peak = wire_get_u64(c);
     uint32_t calls = wire_get_u32(c);
-    if (c->bad || code > AL_INTERNAL_ERROR || (code == AL_OK && !is_json(value, vlen)) ||
+    int interrupted = code == WIRE_DONE_INTERRUPTED;
+    if (interrupted) {
+        code = AL_OK;
+        vlen = 0;
+    }
+    if (c->bad || code > AL_INTERNAL_ERROR ||
+        (code == AL_OK && !interrupted && !run_is_json(value, vlen)) ||
         vlen > st->limits[AL_LIMIT_RESULT_BYTES] || nlen > AL_ERROR_NAME_MAX ||
         mlen > AL_ERROR_MESSAGE_MAX || slen > AL_ERROR_STACK_MAX) {
         run_fail(st, AL_PROTOCOL_ERROR, "the worker sent an invalid result");
@@ -207,7 +193,8 @@ static void on_done(struct run_state *st, struct wire_cursor *c)
     }
     res->code = (enum al_code)code;
     res->status = code == AL_OK ? AL_STATUS_COMPLETED : AL_STATUS_FAILED;
-    if (code == AL_OK) {
+    st->worker_interrupted = interrupted;
+    if (code == AL_OK && !interrupted) {
         res->value = xstrndup(value, vlen);
         res->value_len = vlen;
     }
@@ -218,11 +205,13 @@ static void on_done(struct run_state *st, struct wire_cursor *c)
     res->stats.cpu_us = cpu_us;
     res->stats.peak_memory_bytes = peak;
     (void)calls; /* the guest's own count; the host counts what reached it */
-    if ((code == AL_OK && !res->value) || !res->name || !res->message || !res->stack) {
+    if ((code == AL_OK && !interrupted && !res->value) || !res->name || !res->message ||
+        !res->stack) {
         run_fail(st, AL_INTERNAL_ERROR, "out of memory for the result");
         return;
     }
     st->done = 1;
+    resume_on_done(st);
 }
 
 /* Parses every complete frame in st->in. */
@@ -298,27 +287,40 @@ static void read_frames(struct run_state *st)
     }
 }
 
+void run_emit_answer(struct run_state *st, uint32_t id, uint8_t kind, int64_t clock_ms,
+                     const char *payload, size_t len)
+{
+    size_t start;
+    if (wire_begin(&st->out, WIRE_ANSWER, &start) != BUF_OK ||
+        wire_u32(&st->out, id) != BUF_OK || wire_u8(&st->out, kind) != BUF_OK ||
+        wire_u64(&st->out, (uint64_t)clock_ms) != BUF_OK ||
+        wire_str(&st->out, payload, len) != BUF_OK) {
+        run_fail(st, AL_INTERNAL_ERROR, "out of memory for a host answer");
+        return;
+    }
+    wire_end(&st->out, start);
+    if (kind != WIRE_ANSWER_INTERRUPT) {
+        st->in_flight--; /* an interrupted call stays in flight for the worker too */
+        resume_record_answer(st, id, kind, clock_ms, payload, len);
+    }
+}
+
 /* Turns queued completions into ANSWER frames. */
 static void send_answers(struct run_state *st)
 {
     struct completion *list = host_link_take(st->link);
     for (struct completion *c = list; c && !st->done; c = c->next) {
+        if (c->kind == WIRE_ANSWER_INTERRUPT) {
+            resume_on_interrupt(st, c->id, c->payload, c->len, c->keep_iid ? c->iid : NULL);
+            continue;
+        }
         if (c->kind == WIRE_ANSWER_VALUE && c->len > st->limits[AL_LIMIT_HOST_OUTPUT_BYTES]) {
             run_fail(st, AL_BRIDGE_LIMIT,
                      "the answer of host call #%u exceeds the host-output limit of %llu bytes",
                      c->id, (unsigned long long)st->limits[AL_LIMIT_HOST_OUTPUT_BYTES]);
             break;
         }
-        size_t start;
-        if (wire_begin(&st->out, WIRE_ANSWER, &start) != BUF_OK ||
-            wire_u32(&st->out, c->id) != BUF_OK || wire_u8(&st->out, c->kind) != BUF_OK ||
-            wire_u64(&st->out, (uint64_t)c->clock_ms) != BUF_OK ||
-            wire_str(&st->out, c->payload, c->len) != BUF_OK) {
-            run_fail(st, AL_INTERNAL_ERROR, "out of memory for a host answer");
-            break;
-        }
-        wire_end(&st->out, start);
-        st->in_flight--;
+        run_emit_answer(st, c->id, c->kind, c->clock_ms, c->payload, c->len);
     }
     host_completion_free(list);
 }
@@ -489,6 +491,7 @@ enum al_code al_run(struct al_runner *runner, const struct al_run_opts *opts,
     }
     st.res = res;
     st.runner = runner;
+    st.opts = opts;
     for (int i = 0; i < AL_LIMIT_COUNT_; i++) {
         st.limits[i] = opts->limit_set[i] ? opts->limits[i] : runner->limits[i];
     }
@@ -521,6 +524,9 @@ enum al_code al_run(struct al_runner *runner, const struct al_run_opts *opts,
         goto finish;
     }
     admitted = 1;
+    if (resume_begin(&st) != AL_OK) {
+        goto finish; /* the result says why; nothing was invoked */
+    }
     st.seen_ids = calloc((size_t)st.limits[AL_LIMIT_HOST_CALLS], 1);
     st.link = host_link_new();
     if (!st.seen_ids || !st.link) {
@@ -574,6 +580,7 @@ out:
     if (st.proc.pid > 0) {
         supervisor_reap(&st.proc, 1, NULL);
     }
+    resume_end(&st);
     if (st.link) {
         host_link_close(st.link);
     }
@@ -600,6 +607,13 @@ void al_result_free(struct al_result *result)
     free(result->name);
     free(result->message);
     free(result->stack);
+    for (size_t i = 0; i < result->ninterruptions; i++) {
+        free(result->interruptions[i].function);
+        free(result->interruptions[i].args);
+        free(result->interruptions[i].payload);
+    }
+    free(result->interruptions);
+    free(result->continuation);
     free(result);
 }
 
@@ -665,4 +679,31 @@ const char *al_result_console_text(const struct al_result *result, size_t i,
 void al_result_stats(const struct al_result *result, struct al_stats *ret_stats)
 {
     *ret_stats = result->stats;
+}
+
+size_t al_result_interruption_count(const struct al_result *result)
+{
+    return result->ninterruptions;
+}
+
+int al_result_interruption(const struct al_result *result, size_t i,
+                           struct al_interruption *ret)
+{
+    if (i >= result->ninterruptions || !ret) {
+        return -1;
+    }
+    const struct result_interruption *ri = &result->interruptions[i];
+    ret->id = ri->id;
+    ret->function = ri->function;
+    ret->args = ri->args;
+    ret->payload = ri->payload;
+    return 0;
+}
+
+const char *al_result_continuation(const struct al_result *result, size_t *ret_len)
+{
+    if (ret_len) {
+        *ret_len = result->continuation ? result->continuation_len : 0;
+    }
+    return result->continuation;
 }

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+
 #include "error.h"
 #include "guest.h"
 #include "internal.h"
@@ -132,7 +134,16 @@ struct al_config *al_config_new(void)
         c->limits[i] = al_limit_default((enum al_limit)i);
     }
     c->warm_workers = 1;
+    c->ttl_ms = AL_CONTINUATION_TTL_MS;
     return c;
+}
+
+static void free_keys(struct cont_key *keys, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        OPENSSL_cleanse(keys[i].bytes, keys[i].len);
+        free(keys[i].bytes);
+    }
 }
 
 static void free_hosts(struct host_entry *h, size_t n)
@@ -150,7 +161,110 @@ void al_config_free(struct al_config *config)
     }
     free_hosts(config->hosts, config->nhosts);
     free(config->worker_path);
+    free_keys(config->keys, config->nkeys);
     free(config);
+}
+
+static enum al_code copy_key(struct cont_key *dst, const void *secret, size_t len)
+{
+    if (!secret || len < AL_CONTINUATION_KEY_MIN || len > 4096) {
+        return AL_CONFIG_ERROR;
+    }
+    dst->bytes = malloc(len);
+    if (!dst->bytes) {
+        return AL_INTERNAL_ERROR;
+    }
+    memcpy(dst->bytes, secret, len);
+    dst->len = len;
+    return AL_OK;
+}
+
+enum al_code al_config_set_continuation_key(struct al_config *config, const void *secret,
+                                            size_t len)
+{
+    if (!config) {
+        return AL_CONFIG_ERROR;
+    }
+    struct cont_key k;
+    enum al_code rc = copy_key(&k, secret, len);
+    if (rc != AL_OK) {
+        return rc;
+    }
+    if (config->has_signing_key) {
+        free_keys(&config->keys[0], 1);
+    } else {
+        if (config->nkeys == AL_CONTINUATION_KEYS_MAX) {
+            free_keys(&k, 1);
+            return AL_CONFIG_ERROR;
+        }
+        memmove(&config->keys[1], &config->keys[0], config->nkeys * sizeof k);
+        config->nkeys++;
+        config->has_signing_key = 1;
+    }
+    config->keys[0] = k;
+    return AL_OK;
+}
+
+enum al_code al_config_add_verification_key(struct al_config *config, const void *secret,
+                                            size_t len)
+{
+    if (!config || config->nkeys + (config->has_signing_key ? 0 : 1) >= AL_CONTINUATION_KEYS_MAX) {
+        return AL_CONFIG_ERROR;
+    }
+    return copy_key(&config->keys[config->nkeys++], secret, len) == AL_OK
+                   ? AL_OK
+                   : (config->nkeys--, AL_CONFIG_ERROR);
+}
+
+enum al_code al_config_set_continuation_ttl(struct al_config *config, uint64_t ttl_ms)
+{
+    if (!config || ttl_ms == 0 || ttl_ms > 366ull * 24 * 3600 * 1000) {
+        return AL_CONFIG_ERROR;
+    }
+    config->ttl_ms = ttl_ms;
+    return AL_OK;
+}
+
+void al_config_set_store(struct al_config *config, struct al_store *store)
+{
+    if (config) {
+        config->store = store;
+    }
+}
+
+static int cmp_host_names(const void *a, const void *b)
+{
+    return strcmp((*(const struct host_entry *const *)a)->name,
+                  (*(const struct host_entry *const *)b)->name);
+}
+
+/* The manifest a continuation is bound to: every name and whether it is synchronous, sorted,
+ * so the order of registration does not matter. */
+static enum al_code manifest_digest(const struct al_runner *r, uint8_t out[CONT_DIGEST])
+{
+    const struct host_entry **sorted = malloc((r->nhosts ? r->nhosts : 1) * sizeof *sorted);
+    struct buf b;
+    buf_init(&b, SIZE_MAX / 2);
+    if (!sorted) {
+        return AL_INTERNAL_ERROR;
+    }
+    for (size_t i = 0; i < r->nhosts; i++) {
+        sorted[i] = &r->hosts[i];
+    }
+    qsort(sorted, r->nhosts, sizeof *sorted, cmp_host_names);
+    int bad = 0;
+    for (size_t i = 0; i < r->nhosts; i++) {
+        bad |= buf_printf(&b, "%s %s\n", sorted[i]->name,
+                          (sorted[i]->flags & AL_HOST_SYNC) ? "sync" : "async") != BUF_OK;
+    }
+    free(sorted);
+    if (bad) {
+        buf_done(&b);
+        return AL_INTERNAL_ERROR;
+    }
+    cont_sha256(b.data ? b.data : "", b.len, out);
+    buf_done(&b);
+    return AL_OK;
 }
 
 enum al_code al_config_set_limit(struct al_config *config, enum al_limit which, uint64_t value)
@@ -338,6 +452,24 @@ enum al_code al_runner_new(const struct al_config *config, struct al_runner **re
         }
     }
     r->unsafe_no_jail = config->unsafe_no_jail;
+    r->ttl_ms = config->ttl_ms;
+    r->store = config->store;
+    for (size_t i = 0; i < config->nkeys; i++) {
+        if (copy_key(&r->keys[i], config->keys[i].bytes, config->keys[i].len) != AL_OK) {
+            rc = error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+            goto fail;
+        }
+        r->nkeys++;
+    }
+    if (config->nkeys > 0 && !config->has_signing_key) {
+        rc = error_set(reterr, AL_CONFIG_ERROR,
+                       "verification keys without a signing key (al_config_set_continuation_key)");
+        goto fail;
+    }
+    if (manifest_digest(r, r->manifest) != AL_OK) {
+        rc = error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+        goto fail;
+    }
     r->max_runs = config->max_runs;
     r->max_queue = config->max_queue;
     rc = pool_new(r->worker_path, r->unsafe_no_jail, config->warm_workers, &r->pool, reterr);
@@ -359,6 +491,7 @@ void al_runner_free(struct al_runner *runner)
     pool_free(runner->pool);
     free_hosts(runner->hosts, runner->nhosts);
     free(runner->worker_path);
+    free_keys(runner->keys, runner->nkeys);
     pthread_mutex_destroy(&runner->adm_mu);
     pthread_cond_destroy(&runner->adm_cv);
     free(runner);
@@ -376,7 +509,97 @@ void al_run_opts_free(struct al_run_opts *opts)
     }
     free(opts->source);
     free(opts->filename);
+    free(opts->context);
+    free(opts->audience);
+    free(opts->resume);
+    for (size_t i = 0; i < opts->nresolutions; i++) {
+        free(opts->resolutions[i].id);
+        free(opts->resolutions[i].json);
+    }
+    free(opts->resolutions);
     free(opts);
+}
+
+static char *copy_bytes(const char *s, size_t len)
+{
+    char *p = malloc(len + 1);
+    if (p) {
+        if (len) {
+            memcpy(p, s, len);
+        }
+        p[len] = '\0';
+    }
+    return p;
+}
+
+enum al_code al_run_opts_set_context(struct al_run_opts *opts, const char *context, size_t len)
+{
+    if (!opts || (!context && len)) {
+        return AL_CONFIG_ERROR;
+    }
+    char *c = copy_bytes(context, len);
+    if (!c) {
+        return AL_INTERNAL_ERROR;
+    }
+    free(opts->context);
+    opts->context = c;
+    opts->context_len = len;
+    return AL_OK;
+}
+
+enum al_code al_run_opts_set_audience(struct al_run_opts *opts, const char *audience)
+{
+    if (!opts || !audience || strlen(audience) > CONT_AUDIENCE_MAX) {
+        return AL_CONFIG_ERROR;
+    }
+    char *a = strdup(audience);
+    if (!a) {
+        return AL_INTERNAL_ERROR;
+    }
+    free(opts->audience);
+    opts->audience = a;
+    return AL_OK;
+}
+
+enum al_code al_run_opts_set_resume(struct al_run_opts *opts, const char *continuation,
+                                    size_t len)
+{
+    if (!opts || !continuation || len == 0) {
+        return AL_CONFIG_ERROR;
+    }
+    char *c = copy_bytes(continuation, len);
+    if (!c) {
+        return AL_INTERNAL_ERROR;
+    }
+    free(opts->resume);
+    opts->resume = c;
+    opts->resume_len = len;
+    return AL_OK;
+}
+
+enum al_code al_run_opts_add_resolution(struct al_run_opts *opts, const char *id,
+                                        const char *json, size_t len)
+{
+    if (!opts || !id || !json) {
+        return AL_CONFIG_ERROR;
+    }
+    struct resolution *r =
+            realloc(opts->resolutions, (opts->nresolutions + 1) * sizeof *opts->resolutions);
+    if (!r) {
+        return AL_INTERNAL_ERROR;
+    }
+    opts->resolutions = r;
+    struct resolution *n = &r[opts->nresolutions];
+    n->id = strdup(id);
+    n->json = copy_bytes(json, len);
+    n->len = len;
+    if (!n->id || !n->json) {
+        free(n->id);
+        free(n->json);
+        return AL_INTERNAL_ERROR;
+    }
+    opts->nresolutions++;
+    return AL_OK;
 }
 
 enum al_code al_run_opts_set_source(struct al_run_opts *opts, const char *src, size_t len,

@@ -231,13 +231,41 @@ static JSValue wait_sync(struct worker *w, JSContext *ctx, struct bridge_call *c
             worker_fail(w, AL_PROTOCOL_ERROR, "the host sent a malformed or unexpected frame");
             return throw_fatal(ctx);
         }
-        int br = bridge_answer(w, ctx, &cur);
+        /* An asynchronous call's answer waits until the guest is back in the event loop, so
+         * answers always apply at the same points of a run: that is what makes a replayed run
+         * (docs/continuations.md) take the path the original took. */
+        struct wire_cursor peek = cur;
+        uint32_t id = wire_get_u32(&peek);
+        int br;
+        if (id != index + 1) {
+            br = buf_append(&w->deferred, w->in.data, flen) == BUF_OK ? 0 : -2;
+        } else {
+            br = bridge_answer(w, ctx, &cur);
+        }
         worker_consume(w, flen);
+        if (br == -2) {
+            worker_fail(w, AL_MEMORY_LIMIT, "out of memory holding a host answer");
+            return throw_fatal(ctx);
+        }
         if (br < 0) {
             worker_fail(w, AL_PROTOCOL_ERROR, "the host sent an answer to no pending call");
             return throw_fatal(ctx);
         }
     }
+}
+
+int bridge_apply_deferred(struct worker *w, JSContext *ctx)
+{
+    uint8_t type;
+    struct wire_cursor cur;
+    size_t flen;
+    if (wire_next(w->deferred.data, w->deferred.len, WORKER_MAX_FRAME, &type, &cur, &flen) != 1) {
+        return 0;
+    }
+    int br = bridge_answer(w, ctx, &cur);
+    memmove(w->deferred.data, w->deferred.data + flen, w->deferred.len - flen);
+    w->deferred.len -= flen;
+    return br < 0 ? -1 : 1;
 }
 
 static JSValue host_error(struct worker *w, JSContext *ctx, struct bridge_call *call,
@@ -265,8 +293,20 @@ int bridge_answer(struct worker *w, JSContext *ctx, struct wire_cursor *c)
         return -1;
     }
     struct bridge_call *call = &w->calls[id - 1];
-    if (!call->dispatched || call->answered || kind > WIRE_ANSWER_THROW) {
+    if (!call->dispatched || call->answered || call->interrupted ||
+        kind > WIRE_ANSWER_INTERRUPT) {
         return -1;
+    }
+    if (kind == WIRE_ANSWER_INTERRUPT) {
+        /* Not an answer: the host holds the call for a person's decision. The guest sees
+         * nothing; the run ends interrupted once nothing else is in flight. */
+        if (w->fns[call->fn].sync || len != 0) {
+            return -1;
+        }
+        call->interrupted = 1;
+        w->interrupted++;
+        w->dispatched_pending--;
+        return 0;
     }
     call->answered = 1;
     w->in_flight--;

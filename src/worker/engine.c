@@ -46,6 +46,7 @@ static const char wrapper_tail[] = "\n})()";
 
 struct outcome {
     enum al_code code;
+    int interrupted; /* the run ends interrupted (code unused) */
     struct buf value;
     char *name;
     char *message;
@@ -782,8 +783,21 @@ static void run_guest(struct worker *w, struct outcome *o)
         if (settle.state != 0) {
             break;
         }
+        int dr = bridge_apply_deferred(w, ctx);
+        if (dr < 0) {
+            worker_fail(w, AL_PROTOCOL_ERROR, "the host sent an answer to no pending call");
+            goto out;
+        }
+        if (dr > 0) {
+            continue;
+        }
         bridge_dispatch(w);
         if (w->dispatched_pending == 0) {
+            if (w->interrupted > 0) {
+                o->interrupted = 1; /* nothing else can happen until a person decides */
+                o->code = AL_OK;
+                goto out;
+            }
             if (bridge_has_unobserved(w)) {
                 outcome_set(o, AL_DETACHED_BRIDGE_REQUEST, "",
                             "the run waits forever: its only pending host calls were never "
@@ -860,7 +874,8 @@ static void send_done(struct worker *w, const struct outcome *o, uint64_t cpu_us
     size_t start;
     struct buf *b = &w->out;
     wire_begin(b, WIRE_DONE, &start);
-    wire_u32(b, (uint32_t)o->code);
+    wire_u32(b, o->interrupted && w->fatal_code == AL_OK ? WIRE_DONE_INTERRUPTED
+                                                         : (uint32_t)o->code);
     wire_str(b, o->value.data ? o->value.data : "", o->value.len);
     wire_str(b, o->name ? o->name : "", o->name ? strlen(o->name) : 0);
     wire_str(b, o->message ? o->message : "", o->message ? strlen(o->message) : 0);
@@ -919,7 +934,7 @@ out:
 
 void engine_run(struct worker *w, int prepared)
 {
-    struct outcome o = { AL_INTERNAL_ERROR, { 0 }, NULL, NULL, NULL };
+    struct outcome o = { AL_INTERNAL_ERROR, 0, { 0 }, NULL, NULL, NULL };
     uint8_t type;
     struct wire_cursor c;
     size_t flen;

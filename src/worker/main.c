@@ -215,6 +215,7 @@ int main(int argc, char **argv)
     tzset();
     buf_init(&w.in, WORKER_MAX_FRAME + WIRE_HEADER_BYTES + 64 * 1024);
     buf_init(&w.out, SIZE_MAX / 2);
+    buf_init(&w.deferred, SIZE_MAX / 2);
     int prepared = engine_prepare(&w) == 0;
     if (args.zygote) {
         if (!prepared) {

@@ -40,6 +40,7 @@ struct bridge_call {
     int observed;   /* the guest attached a reaction (await, then, Promise.all, ...) */
     int dispatched; /* the CALL frame went to the host */
     int answered;
+    int interrupted; /* the host will not answer it in this run */
 };
 
 struct worker {
@@ -86,6 +87,8 @@ struct worker {
     uint32_t dispatched_pending; /* calls sent to the host and not answered */
     JSValue promise_then;        /* the intrinsic Promise.prototype.then */
     uint32_t unobserved;         /* async calls whose promise has no reaction yet */
+    uint32_t interrupted;        /* calls the host interrupted */
+    struct buf deferred; /* async answers that arrived during a sync call, applied afterwards */
 
     void *settle; /* engine.c: where the guest's promise outcome lands */
 
@@ -132,6 +135,9 @@ int bridge_has_unobserved(const struct worker *w);
 void bridge_on_promise_then(JSContext *ctx, JSValueConst promise);
 /* Handles one ANSWER frame. 0, or -1 on a protocol violation. */
 int bridge_answer(struct worker *w, JSContext *ctx, struct wire_cursor *c);
+/* Applies the oldest answer deferred during a sync call: 1 applied, 0 none, -1 protocol
+ * violation. */
+int bridge_apply_deferred(struct worker *w, JSContext *ctx);
 /* A call still unanswered, or answered but never observed: its name, else NULL. */
 const char *bridge_detached(struct worker *w);
 /* Whether `err` is an Error object built from a host function's throw. */
