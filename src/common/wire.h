@@ -24,7 +24,11 @@ enum wire_type {
     WIRE_DONE = 18,    /* the run's outcome; the worker exits after sending it */
     WIRE_READY = 19,   /* the worker has prepared its context: the run's clocks start now */
     WIRE_FAULT = 20,   /* the jail stopped a forbidden system call: u32 its number */
+    WIRE_IDLE = 21,    /* replaying: the worker waits with every answer applied (u32 count) */
 };
+
+/* RUN flags (u8 after the clock) */
+#define WIRE_RUN_REPORT_IDLE 1u /* send IDLE whenever the event loop blocks */
 
 /* READY payload: u8 flags */
 #define WIRE_READY_JAILED 1u /* the seccomp filter is active */

@@ -341,6 +341,16 @@ void resume_on_call(struct run_state *st, uint32_t id, uint32_t fn, const char *
     replay_pump(st);
 }
 
+void resume_on_idle(struct run_state *st, int caught_up)
+{
+    struct replay *rp = st->replay;
+    if (caught_up && !rp->done && !st->done) {
+        /* It waits for us, and we wait for a call it will never make. */
+        run_fail(st, AL_PROTOCOL_ERROR,
+                 DIVERGED "it waits without making every call its ledger records");
+    }
+}
+
 void resume_record_answer(struct run_state *st, uint32_t id, uint8_t kind, int64_t clock_ms,
                           const char *payload, size_t len)
 {

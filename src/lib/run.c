@@ -272,6 +272,15 @@ static void read_frames(struct run_state *st)
         case WIRE_DONE:
             on_done(st, &c);
             break;
+        case WIRE_IDLE: {
+            uint32_t applied = wire_get_u32(&c);
+            if (c.bad || !st->replay || applied > st->frames_sent) {
+                run_fail(st, AL_PROTOCOL_ERROR, "the worker sent an unexpected IDLE");
+                break;
+            }
+            resume_on_idle(st, applied == st->frames_sent);
+            break;
+        }
         default:
             run_fail(st, AL_PROTOCOL_ERROR, "the worker sent an unknown frame type %u", type);
             break;
@@ -299,6 +308,7 @@ void run_emit_answer(struct run_state *st, uint32_t id, uint8_t kind, int64_t cl
         return;
     }
     wire_end(&st->out, start);
+    st->frames_sent++;
     if (kind != WIRE_ANSWER_INTERRUPT) {
         st->in_flight--; /* an interrupted call stays in flight for the worker too */
         resume_record_answer(st, id, kind, clock_ms, payload, len);
@@ -357,6 +367,7 @@ static enum al_code build_run_frame(struct run_state *st, const struct al_run_op
     }
     bad |= wire_u64(b, st->res->stats.seed) != BUF_OK;
     bad |= wire_u64(b, (uint64_t)st->res->stats.clock_ms) != BUF_OK;
+    bad |= wire_u8(b, st->replay ? WIRE_RUN_REPORT_IDLE : 0) != BUF_OK;
     bad |= wire_str(b, opts->filename, strlen(opts->filename)) != BUF_OK;
     bad |= wire_u32(b, (uint32_t)st->runner->nhosts) != BUF_OK;
     for (size_t i = 0; i < st->runner->nhosts; i++) {

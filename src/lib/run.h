@@ -90,6 +90,7 @@ struct run_state {
     int done;             /* DONE received or a failure decided */
     int kill;             /* the worker must be killed (it may be alive and misbehaving) */
     int worker_interrupted; /* DONE said the run is interrupted */
+    uint32_t frames_sent;   /* ANSWER frames written to the worker */
 
     /* resume.c */
     int recording;             /* the run can make a continuation: a key is configured */
@@ -127,6 +128,8 @@ void resume_record_answer(struct run_state *st, uint32_t id, uint8_t kind, int64
 /* A host function interrupted call `id`. */
 void resume_on_interrupt(struct run_state *st, uint32_t id, const char *payload, size_t len,
                          const uint8_t *keep_iid);
+/* The worker waits (replay only); `caught_up`: it has applied every answer sent. */
+void resume_on_idle(struct run_state *st, int caught_up);
 /* The worker's DONE arrived: checks the replay finished; for an interrupted run, builds the
  * interruptions and the continuation. */
 void resume_on_done(struct run_state *st);

@@ -297,6 +297,7 @@ int bridge_answer(struct worker *w, JSContext *ctx, struct wire_cursor *c)
         kind > WIRE_ANSWER_INTERRUPT) {
         return -1;
     }
+    w->answers_applied++;
     if (kind == WIRE_ANSWER_INTERRUPT) {
         /* Not an answer: the host holds the call for a person's decision. The guest sees
          * nothing; the run ends interrupted once nothing else is in flight. */

@@ -586,6 +586,7 @@ static int parse_run(struct worker *w, struct wire_cursor *c)
     }
     w->seed = wire_get_u64(c);
     w->clock_ms = (int64_t)wire_get_u64(c);
+    w->run_flags = wire_get_u8(c);
     size_t len;
     const char *s = wire_get_str(c, &len);
     w->filename = strndup(s, len);
@@ -810,6 +811,13 @@ static void run_guest(struct worker *w, struct outcome *o)
                             "");
             }
             goto out;
+        }
+        if (w->run_flags & WIRE_RUN_REPORT_IDLE) {
+            /* The host replays a ledger and must know when we wait on it alone. */
+            size_t start;
+            wire_begin(&w->out, WIRE_IDLE, &start);
+            wire_u32(&w->out, w->answers_applied);
+            wire_end(&w->out, start);
         }
         uint8_t type;
         struct wire_cursor c;

@@ -54,6 +54,7 @@ struct worker {
     uint64_t limits[AL_LIMIT_COUNT_];
     uint64_t seed;
     int64_t clock_ms; /* the guest's clock: ms since the epoch */
+    uint8_t run_flags; /* WIRE_RUN_* */
     char *filename;   /* "run.js" */
     char *source;     /* the user's body inside the wrapper */
     size_t source_len;
@@ -88,6 +89,7 @@ struct worker {
     JSValue promise_then;        /* the intrinsic Promise.prototype.then */
     uint32_t unobserved;         /* async calls whose promise has no reaction yet */
     uint32_t interrupted;        /* calls the host interrupted */
+    uint32_t answers_applied;    /* ANSWER frames applied (IDLE reports it) */
     struct buf deferred; /* async answers that arrived during a sync call, applied afterwards */
 
     void *settle; /* engine.c: where the guest's promise outcome lands */
