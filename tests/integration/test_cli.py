@@ -24,7 +24,10 @@ PY = sys.executable
 HANG = 20
 
 # test name -> what is wrong (see the report / tests/cases/_pending)
-KNOWN_BUGS = {}
+KNOWN_BUGS = {
+    "test_resume_interrupted_json_is_one_line":
+        "an interruption payload is copied verbatim into --json output (newlines included)",
+}
 
 CLI = WORKER = None
 TMP = None
@@ -46,8 +49,10 @@ def write(name, text):
     return path
 
 
-def run(args, stdin=None, env_extra=None, timeout=HANG):
+def run(args, stdin=None, env_extra=None, timeout=HANG, env_unset=()):
     env = dict(os.environ)
+    for k in env_unset:
+        env.pop(k, None)
     env["AIRLOCK_WORKER"] = WORKER
     if env_extra:
         env.update(env_extra)
@@ -516,6 +521,403 @@ def test_exec_host_killed_at_timeout():
     import time
     time.sleep(2.5)
     check(not os.path.exists(marker), "the exec host outlived the run")
+
+
+# ------------------------------------------------------------------ interrupt and resume
+
+SECRET = "resume-tests-secret-0123456789-abcdef"      # >= 32 bytes
+NEW_SECRET = "resume-tests-new-secret-0123456789-abcd"
+CONT_ENV = ("AIRLOCK_CONTINUATION_SECRET", "AIRLOCK_CONTINUATION_PREVIOUS_SECRET",
+            "AIRLOCK_RESUME")
+INTERRUPTED_KEYS = ["status", "interruptions", "continuation", "console", "stats"]
+STATS_KEYS = {"wall_ms", "cpu_ms", "peak_memory_bytes", "host_calls", "seed", "clock_ms", "jail"}
+
+
+def cont_run(args, secret=SECRET, previous=None, json_out=True):
+    # `airlock run` with exactly the continuation secrets given (None: unset in the environment)
+    extra = {}
+    if secret is not None:
+        extra["AIRLOCK_CONTINUATION_SECRET"] = secret
+    if previous is not None:
+        extra["AIRLOCK_CONTINUATION_PREVIOUS_SECRET"] = previous
+    unset = [k for k in CONT_ENV if k not in extra]
+    if not json_out:
+        return run(["run"] + args, env_extra=extra, env_unset=unset)
+    rc, out, err = run(["run", "--json"] + args, env_extra=extra, env_unset=unset)
+    try:
+        return rc, json.loads(out), err
+    except ValueError:
+        raise Fail(f"stdout is not one JSON object (exit {rc}): {out[:300]!r} / {err[:300]!r}")
+
+
+def approve_host(log, name="ask.approve"):
+    # exec host: interrupts with {"ask": args[0]}; re-invoked, returns {"resolution", "args"}
+    return ["--host", f"{name}=exec:{PY} {HOSTS}/approve.py {log}"]
+
+
+def marker_host(log, name="echo.f"):
+    return ["--host", f"{name}=exec:sh {HOSTS}/marker.sh {log}"]
+
+
+def log_lines(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return f.read().splitlines()
+
+
+def approve_log(path):
+    return [json.loads(line) for line in log_lines(path)]
+
+
+def check_interrupted(rc, res, err, what=""):
+    check(rc == 3, f"{what}: exit {rc}, expected 3: {res}")
+    check(list(res) == INTERRUPTED_KEYS, f"{what}: keys {list(res)}")
+    check(res["status"] == "interrupted", f"{what}: {res}")
+    check(isinstance(res["continuation"], str) and res["continuation"], f"{what}: {res}")
+    check(set(res["stats"]) == STATS_KEYS, f"{what}: stats keys {sorted(res['stats'])}")
+    for i in res["interruptions"]:
+        check(list(i) == ["id", "function", "args", "payload"], f"{what}: {i}")
+        check(isinstance(i["id"], str) and i["id"], f"{what}: {i}")
+    check(err == "", f"{what}: stderr in --json mode: {err!r}")
+    return res
+
+
+def check_failed(rc, res, code, what=""):
+    check(rc == 1, f"{what}: exit {rc}, expected 1: {res}")
+    check(res["status"] == "failed" and res["error"]["code"] == code,
+          f"{what}: expected failed {code}: {res}")
+    return res["error"]["message"]
+
+
+RESUME_SRC = """const r = Math.random();
+const a = await echo.f("before", r);
+console.log("asked");
+const b = await ask.approve("pay 10", 10);
+const c = await echo.f("after");
+return {a, b, c};
+"""
+
+
+def test_resume_exec_host():
+    alog, mlog = os.path.join(TMP, "r1-approve.log"), os.path.join(TMP, "r1-marker.log")
+    f = write("r1.js", RESUME_SRC)
+    hosts = marker_host(mlog) + approve_host(alog)
+    rc, res, err = cont_run(hosts + [f])
+    check_interrupted(rc, res, err, "first run")
+    check(res["continuation"][:4] != "als_", f"a token without --store: {res['continuation']}")
+    check(len(res["interruptions"]) == 1, f"{res}")
+    iid = res["interruptions"][0]["id"]
+    check(res["interruptions"] == [{"id": iid, "function": "ask.approve", "args": ["pay 10", 10],
+                                    "payload": {"ask": "pay 10"}}], f"{res['interruptions']}")
+    check(res["console"] == [{"level": "log", "text": "asked"}], f"{res['console']}")
+    check(res["stats"]["host_calls"] == 2, f"{res['stats']}")
+    before = log_lines(mlog)
+    check(len(before) == 1 and before[0].startswith('echo.f ["before",'), f"{before}")
+    first = approve_log(alog)
+    check(first == [{"function": "ask.approve", "args": ["pay 10", 10], "resume": None}],
+          f"{first}")
+
+    decision = {"ok": True, "by": "ann", "n": [1, 2.5]}
+    rc, res2, err = cont_run(hosts + ["--resume", res["continuation"],
+                                      "--resolve", f"{iid}={json.dumps(decision)}", f])
+    check(rc == 0 and res2["status"] == "completed", f"resume: exit {rc}: {res2}")
+    v = res2["value"]
+    check(v["b"] == {"resolution": decision, "args": ["pay 10", 10]}, f"{v}")
+    check(v["c"] == ["after"], f"{v}")
+    check(v["a"][0] == "before" and json.dumps(v["a"], separators=(",", ":")) in before[0],
+          f"the replayed answer differs from the first one: {v['a']} vs {before}")
+    check(res2["console"] == [{"level": "log", "text": "asked"}], f"{res2['console']}")
+    lines = log_lines(mlog)
+    check(sum(1 for x in lines if x.startswith('echo.f ["before",')) == 1,
+          f"the finished call reached the host again: {lines}")
+    check(lines[1:] == ['echo.f ["after"]'], f"the call past the ledger: {lines}")
+    calls = approve_log(alog)
+    check(len(calls) == 2, f"ask.approve invoked {len(calls)} times: {calls}")
+    check(calls[1] == {"function": "ask.approve", "args": ["pay 10", 10],
+                       "resume": {"interruptionId": iid, "payload": {"ask": "pay 10"},
+                                  "resolution": decision}},
+          f"AIRLOCK_RESUME of the re-invoked call: {calls[1]}")
+
+
+def test_resume_host_process():
+    plog = os.path.join(TMP, "r2-coproc.log")
+    f = write("r2.js", RESUME_SRC)
+    hosts = ["--host-process", f"{PY} {HOSTS}/interrupt_coproc.py {plog}"]
+    rc, res, err = cont_run(hosts + [f])
+    check_interrupted(rc, res, err, "first run")
+    iid = res["interruptions"][0]["id"]
+    check(res["interruptions"] == [{"id": iid, "function": "ask.approve", "args": ["pay 10", 10],
+                                    "payload": {"ask": "pay 10"}}], f"{res['interruptions']}")
+    reqs = [json.loads(x) for x in log_lines(plog)]
+    check([r["function"] for r in reqs] == ["echo.f", "ask.approve"], f"{reqs}")
+    check(all("resume" not in r for r in reqs), f"a first call carried resume: {reqs}")
+    ask_id = reqs[1]["id"]
+
+    rc, res2, err = cont_run(hosts + ["--resume", res["continuation"],
+                                      "--resolve", f'{iid}="approved"', f])
+    check(rc == 0 and res2["status"] == "completed", f"resume: exit {rc}: {res2}")
+    check(res2["value"]["b"] == {"resolution": "approved", "args": ["pay 10", 10]} and
+          res2["value"]["c"] == ["after"], f"{res2['value']}")
+    new = [json.loads(x) for x in log_lines(plog)][2:]
+    check([r["function"] for r in new] == ["ask.approve", "echo.f"],
+          f"requests of the resumed run: {new}")
+    check(new[0]["args"] == ["pay 10", 10] and new[0]["id"] == ask_id, f"{new[0]}")
+    check(new[0].get("resume") == {"interruptionId": iid, "payload": {"ask": "pay 10"},
+                                   "resolution": "approved"}, f"resume member: {new[0]}")
+    check(new[1]["args"] == ["after"] and "resume" not in new[1], f"{new[1]}")
+
+
+def test_resume_two_interruptions_one_at_a_time():
+    alog, mlog = os.path.join(TMP, "r3-approve.log"), os.path.join(TMP, "r3-marker.log")
+    f = write("r3.js", 'const x = await echo.f("first");\n'
+              'const [a, b] = await Promise.all([ask.approve("A"), ask.approve("B")]);\n'
+              'return {x, a, b};\n')
+    hosts = marker_host(mlog) + approve_host(alog)
+    rc, res, err = cont_run(hosts + [f])
+    check_interrupted(rc, res, err, "first run")
+    ins = res["interruptions"]
+    check([(i["function"], i["args"], i["payload"]) for i in ins] ==
+          [("ask.approve", ["A"], {"ask": "A"}), ("ask.approve", ["B"], {"ask": "B"})],
+          f"interruptions (call order): {ins}")
+    ia, ib = ins[0]["id"], ins[1]["id"]
+    check(ia != ib, f"same id twice: {ins}")
+    check(len(approve_log(alog)) == 2, f"{approve_log(alog)}")
+
+    rc, res2, err = cont_run(hosts + ["--resume", res["continuation"], "--resolve", f'{ia}="yes-A"',
+                                      f])
+    check_interrupted(rc, res2, err, "after resolving A")
+    check(res2["interruptions"] == [ins[1]], f"B must stay pending as it was: {res2['interruptions']}"
+          f" vs {ins[1]}")
+    calls = approve_log(alog)[2:]
+    check(len(calls) == 1 and calls[0]["args"] == ["A"] and
+          calls[0]["resume"] == {"interruptionId": ia, "payload": {"ask": "A"},
+                                 "resolution": "yes-A"},
+          f"only A is invoked again: {calls}")
+
+    rc, res3, err = cont_run(hosts + ["--resume", res2["continuation"],
+                                      "--resolve", f'{ib}="yes-B"', f])
+    check(rc == 0 and res3["status"] == "completed", f"after resolving B: exit {rc}: {res3}")
+    check(res3["value"] == {"x": ["first"], "a": {"resolution": "yes-A", "args": ["A"]},
+                            "b": {"resolution": "yes-B", "args": ["B"]}}, f"{res3['value']}")
+    calls = approve_log(alog)[3:]
+    check(len(calls) == 1 and calls[0]["args"] == ["B"] and
+          calls[0]["resume"] == {"interruptionId": ib, "payload": {"ask": "B"},
+                                 "resolution": "yes-B"},
+          f"only B is invoked again: {calls}")
+    check(log_lines(mlog) == ['echo.f ["first"]'], f"echo.f: {log_lines(mlog)}")
+
+
+def test_resume_readable_mode():
+    alog, mlog = os.path.join(TMP, "r4-approve.log"), os.path.join(TMP, "r4-marker.log")
+    f = write("r4.js", RESUME_SRC)
+    hosts = marker_host(mlog) + approve_host(alog)
+    rc, out, err = cont_run(hosts + [f], json_out=False)
+    check(rc == 3, f"exit {rc}: {out!r} {err!r}")
+    check(out.endswith("\n") and out.count("\n") == 1 and " " not in out.strip(),
+          f"stdout must be the continuation alone: {out!r}")
+    token = out.strip()
+    check(token, "empty continuation")
+    check("asked" not in out and "asked" in err, f"console: {out!r} {err!r}")
+    check("ask.approve" in err and '"pay 10"' in err, f"the interruption is not on stderr: {err!r}")
+    # the id is the word before "ask.approve(" on stderr
+    ids = [ln.split()[0] for ln in err.splitlines() if "ask.approve(" in ln]
+    check(len(ids) == 1 and ids[0] not in out, f"interruption id on stderr: {err!r}")
+    iid = ids[0]
+    tok = write("r4.token", out)
+    rc, out2, err2 = cont_run(hosts + ["--resume", "@" + tok, "--resolve", f"{iid}=[true]", f],
+                              json_out=False)
+    check(rc == 0, f"resume @FILE: exit {rc}: {out2!r} {err2!r}")
+    v = json.loads(out2)
+    check(v["b"] == {"resolution": [True], "args": ["pay 10", 10]} and v["c"] == ["after"], f"{v}")
+    check(len(log_lines(mlog)) == 2 and len(approve_log(alog)) == 2,
+          f"{log_lines(mlog)} {approve_log(alog)}")
+
+
+def test_resume_secret_needed_only_to_interrupt():
+    alog, mlog = os.path.join(TMP, "r5-approve.log"), os.path.join(TMP, "r5-marker.log")
+    hosts = marker_host(mlog) + approve_host(alog)
+    # a run that never interrupts needs no secret, even with the interrupting host declared
+    plain = write("r5-plain.js", 'return await echo.f("plain");')
+    rc, res, err = cont_run(hosts + [plain], secret=None)
+    check(rc == 0 and res["value"] == ["plain"], f"no secret, no interruption: {rc} {res}")
+    # interrupting without a secret: a failed CONFIG_ERROR that names the variable
+    f = write("r5.js", RESUME_SRC)
+    rc, res, err = cont_run(hosts + [f], secret=None)
+    msg = check_failed(rc, res, "CONFIG_ERROR", "interrupt without a secret")
+    check("AIRLOCK_CONTINUATION_SECRET" in msg, f"message: {msg!r}")
+    rc, out, err = cont_run(hosts + [f], secret=None, json_out=False)
+    check(rc == 1 and out == "" and "CONFIG_ERROR" in err and "AIRLOCK_CONTINUATION_SECRET" in err,
+          f"readable: {rc} {out!r} {err!r}")
+    # a resume needs it too
+    rc, res, err = cont_run(hosts + [f])
+    check_interrupted(rc, res, err, "with the secret")
+    iid = res["interruptions"][0]["id"]
+    n = len(approve_log(alog))
+    rc, res2, err = cont_run(hosts + ["--resume", res["continuation"], "--resolve", f"{iid}=1", f],
+                             secret=None)
+    msg = check_failed(rc, res2, "CONFIG_ERROR", "resume without a secret")
+    check("AIRLOCK_CONTINUATION_SECRET" in msg, f"message: {msg!r}")
+    check(len(approve_log(alog)) == n, "resume without a secret reached the host")
+    # a secret shorter than 32 bytes is a configuration error before anything runs
+    for short in ("x", "y" * 31):
+        rc, out, err = cont_run(hosts + [f], secret=short, json_out=False)
+        check(rc == 2 and out == "", f"short secret: exit {rc}, {out!r}")
+        check("AIRLOCK_CONTINUATION_SECRET" in err and "32" in err, f"message: {err!r}")
+    check(len(approve_log(alog)) == n, "a run with a short secret reached the host")
+    rc, out, err = cont_run(hosts + [f], secret="z" * 32, json_out=False)
+    check(rc == 3, f"a 32-byte secret is enough: exit {rc} {err!r}")
+
+
+def test_resume_refused_bindings():
+    alog, mlog = os.path.join(TMP, "r6-approve.log"), os.path.join(TMP, "r6-marker.log")
+    f = write("r6.js", RESUME_SRC)
+    hosts = marker_host(mlog) + approve_host(alog)
+    bind = ["--context", '{"tenant":"a","user":7}', "--audience", "billing"]
+    rc, res, err = cont_run(hosts + bind + [f])
+    check_interrupted(rc, res, err, "first run")
+    token, iid = res["continuation"], res["interruptions"][0]["id"]
+    resolve = ["--resume", token, "--resolve", f"{iid}=1"]
+    other_src = write("r6-other.js", RESUME_SRC + "// another source\n")
+    bad_token = token[:len(token) // 2] + ("A" if token[len(token) // 2] != "A" else "B") + \
+        token[len(token) // 2 + 1:]
+    # an expired continuation: a lifetime of 1 ms is over by the time airlock starts again
+    rc, res_exp, err = cont_run(hosts + bind + ["--continuation-ttl", "1ms", f])
+    check_interrupted(rc, res_exp, err, "short-lived run")
+    exp = ["--resume", res_exp["continuation"],
+           "--resolve", f"{res_exp['interruptions'][0]['id']}=1"]
+    n_a, n_m = len(log_lines(alog)), len(log_lines(mlog))
+    cases = [
+        ("wrong context", hosts + ["--context", '{"tenant":"b","user":7}', "--audience", "billing"]
+         + resolve + [f], SECRET, None),
+        ("no context", hosts + ["--audience", "billing"] + resolve + [f], SECRET, None),
+        ("wrong audience", hosts + ["--context", '{"tenant":"a","user":7}', "--audience", "other"]
+         + resolve + [f], SECRET, None),
+        ("default audience", hosts + ["--context", '{"tenant":"a","user":7}'] + resolve + [f],
+         SECRET, None),
+        ("other source", hosts + bind + resolve + [other_src], SECRET, None),
+        ("other host setup", hosts + ["--host", "more.g=exec:true"] + bind + resolve + [f],
+         SECRET, None),
+        ("other secret", hosts + bind + resolve + [f], NEW_SECRET, None),
+        ("tampered token", hosts + bind + ["--resume", bad_token, "--resolve", f"{iid}=1", f],
+         SECRET, None),
+        ("garbage token", hosts + bind + ["--resume", "not-a-continuation", "--resolve",
+                                          f"{iid}=1", f], SECRET, None),
+        ("expired", hosts + bind + exp + [f], SECRET, None),
+    ]
+    for what, args, secret, previous in cases:
+        rc, r, err = cont_run(args, secret=secret, previous=previous)
+        check_failed(rc, r, "PROTOCOL_ERROR", what)
+        check(len(log_lines(alog)) == n_a and len(log_lines(mlog)) == n_m,
+              f"{what}: a host was invoked: {log_lines(alog)} {log_lines(mlog)}")
+    # key rotation: signed with the old secret, verified with it as the previous one
+    rc, r, err = cont_run(hosts + bind + resolve + [f], secret=NEW_SECRET, previous=SECRET)
+    check(rc == 0 and r["status"] == "completed" and r["value"]["b"]["resolution"] == 1,
+          f"rotation: exit {rc}: {r}")
+    check(approve_log(alog)[-1]["resume"]["interruptionId"] == iid, f"{approve_log(alog)}")
+
+
+def test_resume_store():
+    alog, mlog = os.path.join(TMP, "r7-approve.log"), os.path.join(TMP, "r7-marker.log")
+    store = os.path.join(TMP, "r7-store")
+    f = write("r7.js", RESUME_SRC)
+    hosts = marker_host(mlog) + approve_host(alog) + ["--store", store]
+    rc, res, err = cont_run(hosts + ["--context", '"ctx-1"', f])
+    check_interrupted(rc, res, err, "first run")
+    cid, iid = res["continuation"], res["interruptions"][0]["id"]
+    check(cid.startswith("als_"), f"not a stored id: {cid!r}")
+    n_a, n_m = len(log_lines(alog)), len(log_lines(mlog))
+    good = ["--resume", cid, "--resolve", f'{iid}="ok"', f]
+    # attempts that fail validation release the id
+    rc, r, err = cont_run(hosts + ["--context", '"ctx-2"'] + good)
+    check_failed(rc, r, "PROTOCOL_ERROR", "wrong context")
+    rc, r, err = cont_run(hosts + ["--context", '"ctx-1"', "--resume", cid, "--resolve",
+                                   "0123456789abcdef0123456789abcdef=1", f])
+    check_failed(rc, r, "CONFIG_ERROR", "unknown interruption id")
+    check(len(log_lines(alog)) == n_a and len(log_lines(mlog)) == n_m,
+          "a failed attempt invoked a host")
+    rc, r, err = cont_run(hosts + ["--context", '"ctx-1"'] + good)
+    check(rc == 0 and r["status"] == "completed" and r["value"]["b"]["resolution"] == "ok",
+          f"the correct resume after bad attempts: exit {rc}: {r}")
+    n_a, n_m = len(log_lines(alog)), len(log_lines(mlog))
+    # at most once
+    rc, r, err = cont_run(hosts + ["--context", '"ctx-1"'] + good)
+    check_failed(rc, r, "PROTOCOL_ERROR", "second resume of the same id")
+    check(len(log_lines(alog)) == n_a and len(log_lines(mlog)) == n_m,
+          "the second resume invoked a host")
+
+
+def test_resume_resolution_errors():
+    alog, mlog = os.path.join(TMP, "r8-approve.log"), os.path.join(TMP, "r8-marker.log")
+    f = write("r8.js", RESUME_SRC)
+    hosts = marker_host(mlog) + approve_host(alog)
+    rc, res, err = cont_run(hosts + [f])
+    check_interrupted(rc, res, err, "first run")
+    token, iid = res["continuation"], res["interruptions"][0]["id"]
+    n_a, n_m = len(log_lines(alog)), len(log_lines(mlog))
+    for what, extra in [("unknown id", ["--resolve", "0123456789abcdef0123456789abcdef=1"]),
+                        ("unknown id (junk)", ["--resolve", "nope=1"]),
+                        ("duplicate id", ["--resolve", f"{iid}=1", "--resolve", f"{iid}=2"]),
+                        ("no --resolve", [])]:
+        rc, r, err = cont_run(hosts + ["--resume", token] + extra + [f])
+        check_failed(rc, r, "CONFIG_ERROR", what)
+        check(len(log_lines(alog)) == n_a and len(log_lines(mlog)) == n_m,
+              f"{what}: a host was invoked")
+    # --resolve without --resume is a usage error
+    rc, out, err = cont_run(hosts + ["--resolve", f"{iid}=1", f], json_out=False)
+    check(rc == 2 and out == "" and "--resolve" in err, f"--resolve alone: {rc} {out!r} {err!r}")
+
+
+def test_resume_sync_group_cannot_interrupt():
+    plog = os.path.join(TMP, "r9-coproc.log")
+    f = write("r9.js", 'return sync.approve("now");')
+    hosts = ["--host-process", f"{PY} {HOSTS}/interrupt_coproc.py {plog} --sync sync"]
+    rc, res, err = cont_run(hosts + [f])
+    msg = check_failed(rc, res, "PROTOCOL_ERROR", "sync interrupt")
+    check("sync.approve" in msg, f"message: {msg!r}")
+    reqs = [json.loads(x) for x in log_lines(plog)]
+    check([r["function"] for r in reqs] == ["sync.approve"], f"{reqs}")
+
+
+def test_resume_reinvoked_call_interrupts_again():
+    # the re-invoked call may interrupt again: the interruption keeps its id, the payload is new
+    log = os.path.join(TMP, "r10.log")
+    f = write("r10.js", 'return await ask.approve("q");')
+    host = ["--host", f'ask.approve=exec:cat > /dev/null; printf "%s\\n" "${{AIRLOCK_RESUME:-none}}"'
+            f' >> {log}; echo 7; exit 75']
+    rc, res, err = cont_run(host + [f])
+    check_interrupted(rc, res, err, "first run")
+    iid = res["interruptions"][0]["id"]
+    check(res["interruptions"][0]["payload"] == 7, f"{res}")
+    rc, res2, err = cont_run(host + ["--resume", res["continuation"], "--resolve", f"{iid}=1", f])
+    check_interrupted(rc, res2, err, "re-invoked")
+    check(res2["interruptions"] == [{"id": iid, "function": "ask.approve", "args": ["q"],
+                                     "payload": 7}], f"{res2['interruptions']}")
+    lines = log_lines(log)
+    check(lines[0] == "none" and json.loads(lines[1]) == {"interruptionId": iid, "payload": 7,
+                                                           "resolution": 1}, f"{lines}")
+
+
+def test_resume_exec_payload_forms():
+    f = write("r11.js", 'return await ask.approve("q");')
+    # empty stdout: the payload is undefined
+    rc, res, err = cont_run(["--host", "ask.approve=exec:cat >/dev/null; exit 75", f])
+    check_interrupted(rc, res, err, "empty payload")
+    check(res["interruptions"][0]["payload"] == {"$type": "undefined"}, f"{res}")
+    # stdout that is not JSON: the run fails
+    rc, res, err = cont_run(["--host", "ask.approve=exec:cat >/dev/null; echo not json; exit 75",
+                             f])
+    check_failed(rc, res, "PROTOCOL_ERROR", "payload not JSON")
+
+
+def test_resume_interrupted_json_is_one_line():
+    # --json prints one JSON object on one line, whatever the payload's own layout
+    f = write("r12.js", 'return await ask.approve("q");')
+    rc, out, err = cont_run(["--json", "--host", "ask.approve=exec:cat >/dev/null; "
+                             "printf '{\\n  \"a\": 1\\n}\\n'; exit 75", f], json_out=False)
+    check(rc == 3, f"exit {rc}: {out!r} {err!r}")
+    check(json.loads(out)["interruptions"][0]["payload"] == {"a": 1}, out)
+    check(out.endswith("\n") and out.count("\n") == 1, f"not one line: {out!r}")
 
 
 # ------------------------------------------------------------------ main
