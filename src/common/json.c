@@ -743,3 +743,36 @@ out:
     }
     return st;
 }
+
+enum buf_status json_write_compact(struct buf *b, const char *text, size_t len)
+{
+    size_t start = b->len;
+    int in_str = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+        if (!in_str && (c == ' ' || c == '\t' || c == '\n' || c == '\r')) {
+            continue;
+        }
+        if (in_str && c == '\\' && i + 1 < len) {
+            enum buf_status st = buf_append(b, text + i, 2);
+            if (st != BUF_OK) {
+                b->len = start;
+                return st;
+            }
+            i++;
+            continue;
+        }
+        if (c == '"') {
+            in_str = !in_str;
+        }
+        enum buf_status st = buf_append_byte(b, (uint8_t)c);
+        if (st != BUF_OK) {
+            b->len = start;
+            return st;
+        }
+    }
+    if (b->data) {
+        b->data[b->len] = '\0';
+    }
+    return BUF_OK;
+}

@@ -22,6 +22,7 @@
 
 #include "clock.h"
 #include "error.h"
+#include "json.h"
 #include "run.h"
 #include "wire.h"
 
@@ -37,6 +38,22 @@ static char *copy_bytes(const char *s, size_t len)
         p[len] = '\0';
     }
     return p;
+}
+
+/* A JSON text on one line: it goes into JSON lines and environment variables. */
+static char *compact_copy(const char *json, size_t len, size_t *ret_len)
+{
+    struct buf b;
+    buf_init(&b, SIZE_MAX / 2);
+    if (json_write_compact(&b, json, len) != BUF_OK) {
+        buf_done(&b);
+        return NULL;
+    }
+    if (!b.data) {
+        *ret_len = 0;
+        return copy_bytes("", 0);
+    }
+    return buf_steal(&b, ret_len);
 }
 
 /* Sets the result's failure before the worker starts (or after DONE). */
@@ -409,8 +426,7 @@ void resume_on_interrupt(struct run_state *st, uint32_t id, const char *payload,
         return;
     }
     e->kind = CONT_INTERRUPTED;
-    e->payload = copy_bytes(payload, len);
-    e->len = len;
+    e->payload = compact_copy(payload, len, &e->len);
     if (!e->payload) {
         run_fail(st, AL_INTERNAL_ERROR, "out of memory recording an interruption");
         return;

@@ -133,8 +133,13 @@ void run_invoke_host(struct run_state *st, uint32_t id, uint32_t fn, const char 
         cont_iid_hex(resumed->iid, call->iid_hex);
         call->resume_payload = xstrndup(resumed->payload, resumed->len);
         call->resume_payload_len = resumed->len;
-        call->resolution = xstrndup(resolution->json, resolution->len);
-        call->resolution_len = resolution->len;
+        struct buf one_line; /* the CLI puts it in an environment variable and JSON lines */
+        buf_init(&one_line, SIZE_MAX / 2);
+        if (json_write_compact(&one_line, resolution->json, resolution->len) == BUF_OK &&
+            one_line.data) {
+            call->resolution = buf_steal(&one_line, &call->resolution_len);
+        }
+        buf_done(&one_line);
         if (!call->resume_payload || !call->resolution) {
             al_call_throw(call, "host out of memory");
             call = NULL;

@@ -24,10 +24,7 @@ PY = sys.executable
 HANG = 20
 
 # test name -> what is wrong (see the report / tests/cases/_pending)
-KNOWN_BUGS = {
-    "test_resume_interrupted_json_is_one_line":
-        "an interruption payload is copied verbatim into --json output (newlines included)",
-}
+KNOWN_BUGS = {}
 
 CLI = WORKER = None
 TMP = None
