@@ -25,6 +25,7 @@
 #include "error.h"
 
 #define CONT_MAC 32
+#define CONT_TIME_MAX 8640000000000000LL /* the range of a JavaScript Date, in ms */
 
 void cont_sha256(const void *data, size_t len, uint8_t out[CONT_DIGEST])
 {
@@ -327,6 +328,11 @@ static char *get_str(struct reader *r, size_t max, size_t *ret_len)
     return s;
 }
 
+static int in_range(int64_t v, int64_t max)
+{
+    return v >= -max && v <= max;
+}
+
 int cont_parse(const uint8_t *body, size_t len, struct continuation *c)
 {
     struct reader r = { body, len, 0 };
@@ -354,6 +360,10 @@ int cont_parse(const uint8_t *body, size_t len, struct continuation *c)
         c->seed |= (uint64_t)seed[i] << (8 * i);
     }
     c->clock_ms = unzigzag(get_var(&r));
+    if (!in_range(c->clock_ms, CONT_TIME_MAX) || !in_range(c->issued_ms, CONT_TIME_MAX) ||
+        !in_range(c->expires_ms, CONT_TIME_MAX) || memchr(c->audience, '\0', alen)) {
+        return -1;
+    }
     uint64_t n = get_var(&r);
     /* Every entry takes at least 36 bytes: a count beyond that is a lie, not an allocation. */
     if (r.bad || n > r.left / 36 || n > UINT32_MAX) {
@@ -379,7 +389,11 @@ int cont_parse(const uint8_t *body, size_t len, struct continuation *c)
         }
         e->kind = *kind & 0x7f;
         e->sync = (*kind & 0x80) != 0;
-        e->fn = get_str(&r, 511, NULL);
+        size_t fnlen = 0;
+        e->fn = get_str(&r, 511, &fnlen);
+        if (!e->fn || memchr(e->fn, '\0', fnlen)) {
+            return -1;
+        }
         get_fixed(&r, e->args_digest, CONT_DIGEST);
         if (e->kind == CONT_INTERRUPTED) {
             if (e->sync) {
@@ -394,7 +408,12 @@ int cont_parse(const uint8_t *body, size_t len, struct continuation *c)
                 }
                 e->settle = (uint32_t)s;
             }
-            e->clock_ms = c->clock_ms + unzigzag(get_var(&r));
+            int64_t dclock = unzigzag(get_var(&r));
+            if (!in_range(dclock, 2 * CONT_TIME_MAX) ||
+                !in_range(c->clock_ms + dclock, CONT_TIME_MAX)) {
+                return -1;
+            }
+            e->clock_ms = c->clock_ms + dclock;
         }
         e->payload = get_str(&r, SIZE_MAX, &e->len);
     }

@@ -208,12 +208,16 @@ enum al_code al_config_set_continuation_key(struct al_config *config, const void
 enum al_code al_config_add_verification_key(struct al_config *config, const void *secret,
                                             size_t len)
 {
-    if (!config || config->nkeys + (config->has_signing_key ? 0 : 1) >= AL_CONTINUATION_KEYS_MAX) {
+    /* one slot stays free for the signing key until it is set */
+    size_t reserved = config && !config->has_signing_key ? 1 : 0;
+    if (!config || config->nkeys + reserved >= AL_CONTINUATION_KEYS_MAX) {
         return AL_CONFIG_ERROR;
     }
-    return copy_key(&config->keys[config->nkeys++], secret, len) == AL_OK
-                   ? AL_OK
-                   : (config->nkeys--, AL_CONFIG_ERROR);
+    enum al_code rc = copy_key(&config->keys[config->nkeys], secret, len);
+    if (rc == AL_OK) {
+        config->nkeys++;
+    }
+    return rc;
 }
 
 enum al_code al_config_set_continuation_ttl(struct al_config *config, uint64_t ttl_ms)

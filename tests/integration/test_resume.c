@@ -534,6 +534,21 @@ static void test_long_ledger(void **state)
     expect_completed(res, "[323850,\"done\"]");
     assert_int_equal(counts.get, 255);
     al_result_free(res);
+
+    /* The continuation limit bounds a new token and one to resume. */
+    struct al_run_opts *o = al_run_opts_new();
+    assert_int_equal(al_run_opts_set_source(o, src, strlen(src), NULL), AL_OK);
+    assert_int_equal(al_run_opts_set_limit(o, AL_LIMIT_CONTINUATION_BYTES, 4096), AL_OK);
+    struct al_error err;
+    assert_int_equal(al_run(r, o, &res, &err), AL_OK);
+    expect_failure(res, AL_OUTPUT_LIMIT, "continuation limit of 4096 bytes");
+    al_result_free(res);
+    assert_int_equal(al_run_opts_set_resume(o, cont, strlen(cont)), AL_OK);
+    assert_int_equal(al_run_opts_add_resolution(o, id, "1", 1), AL_OK);
+    assert_int_equal(al_run(r, o, &res, &err), AL_OK);
+    expect_failure(res, AL_PROTOCOL_ERROR, "continuation limit");
+    al_result_free(res);
+    al_run_opts_free(o);
     free(cont);
     al_runner_free(r);
 }
