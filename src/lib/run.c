@@ -325,15 +325,16 @@ static void send_answers(struct run_state *st)
 {
     struct completion *list = host_link_take(st->link);
     for (struct completion *c = list; c && !st->done; c = c->next) {
+        if (c->kind != WIRE_ANSWER_THROW && c->len > st->limits[AL_LIMIT_HOST_OUTPUT_BYTES]) {
+            run_fail(st, AL_BRIDGE_LIMIT,
+                     "the %s of host call #%u exceeds the host-output limit of %llu bytes",
+                     c->kind == WIRE_ANSWER_INTERRUPT ? "interruption payload" : "answer", c->id,
+                     (unsigned long long)st->limits[AL_LIMIT_HOST_OUTPUT_BYTES]);
+            break;
+        }
         if (c->kind == WIRE_ANSWER_INTERRUPT) {
             resume_on_interrupt(st, c->id, c->payload, c->len, c->keep_iid ? c->iid : NULL);
             continue;
-        }
-        if (c->kind == WIRE_ANSWER_VALUE && c->len > st->limits[AL_LIMIT_HOST_OUTPUT_BYTES]) {
-            run_fail(st, AL_BRIDGE_LIMIT,
-                     "the answer of host call #%u exceeds the host-output limit of %llu bytes",
-                     c->id, (unsigned long long)st->limits[AL_LIMIT_HOST_OUTPUT_BYTES]);
-            break;
         }
         run_emit_answer(st, c->id, c->kind, c->clock_ms, c->payload, c->len);
     }

@@ -563,6 +563,16 @@ static void test_sync_and_keyless(void **state)
     struct al_result *res = run_src(r, "return clock.stop();");
     expect_failure(res, AL_PROTOCOL_ERROR, "synchronous");
     al_result_free(res);
+    /* A payload is bounded like an answer. */
+    struct al_run_opts *o = al_run_opts_new();
+    const char *src = "return [await store.get(1), await orders.refund(1)];";
+    assert_int_equal(al_run_opts_set_source(o, src, strlen(src), NULL), AL_OK);
+    assert_int_equal(al_run_opts_set_limit(o, AL_LIMIT_HOST_OUTPUT_BYTES, 8), AL_OK);
+    struct al_error err;
+    assert_int_equal(al_run(r, o, &res, &err), AL_OK);
+    expect_failure(res, AL_BRIDGE_LIMIT, "interruption payload of host call #2");
+    al_result_free(res);
+    al_run_opts_free(o);
     al_runner_free(r);
 
     struct setup none = { NULL, NULL, NULL, 0 };
