@@ -4,8 +4,9 @@
  * workloads on the npm package `run` and bench/run.sh joins both outputs into the table.
  *
  * Every sample is the wall time of one al_run call (spawning the worker, the run, collecting
- * the result); every run's value is checked, so a broken run fails the bench instead of being
- * timed. Times are reported, never asserted.
+ * the result), or for W7 of the two al_run calls of an interrupt and its resume; every run's
+ * value is checked, so a broken run fails the bench instead of being timed. Times are reported,
+ * never asserted.
  *
  * Usage: airlock_bench [--quick]   (--quick: a tenth of the iterations, 1 s throughput phases)
  */
@@ -25,6 +26,13 @@
 #define ORDER_COUNT  1000
 #define PARKED_RUNS  8    /* concurrent idle runs of the memory measurement */
 #define PARK_HOLD_MS 1000 /* the parked host call answers this long after the first arrived */
+
+/* W7: the guest's one host call interrupts; the resume answers it with the resolution. */
+#define REFUND_SRC        "const r = await orders.refund(42); return r;"
+#define REFUND_PAYLOAD    "{\"refund\":42}"
+#define REFUND_RESOLUTION "{\"ok\":true}"
+/* The signing secret of the W7 runner (AL_CONTINUATION_KEY_MIN bytes or more). */
+static const char continuation_key[] = "airlock-bench-continuation-key-0123456789";
 
 struct workload {
     const char *name;
@@ -92,6 +100,19 @@ static void host_orders(struct al_call *call, void *userdata)
 {
     const struct orders *o = userdata;
     al_call_return(call, o->json, o->len);
+}
+
+/* Interrupts with {"refund":42}; on the resume, returns the person's resolution. */
+static void host_refund(struct al_call *call, void *userdata)
+{
+    (void)userdata;
+    if (al_call_interruption_id(call)) {
+        size_t len = 0;
+        const char *resolution = al_call_resolution(call, &len);
+        al_call_return(call, resolution, len);
+    } else {
+        al_call_interrupt(call, REFUND_PAYLOAD, sizeof REFUND_PAYLOAD - 1);
+    }
 }
 
 static void host_park(struct al_call *call, void *userdata)
@@ -238,6 +259,127 @@ static int bench_latency(struct al_runner *runner, const struct workload *w, dou
     fflush(stdout);
     ret = 0;
 out:
+    free(samples);
+    al_run_opts_free(opts);
+    return ret;
+}
+
+static int same_json(const char *got, size_t len, const char *want)
+{
+    return got && len == strlen(want) && memcmp(got, want, len) == 0;
+}
+
+/* One interrupt and its resume: the first al_run must end interrupted on orders.refund with
+ * REFUND_PAYLOAD, the second, resumed with REFUND_RESOLUTION, must complete with it. On success
+ * writes the wall time of the pair in ms (both al_run calls and, between them, reading the
+ * interruption id and the token and building the resume's options) and the token's size. */
+static int pair_once(struct al_runner *runner, const struct al_run_opts *opts, double *ret_ms,
+                     size_t *ret_token_bytes)
+{
+    struct al_result *first = NULL;
+    struct al_result *second = NULL;
+    struct al_run_opts *resume = NULL;
+    struct al_error err = { 0 };
+    struct al_interruption in = { 0 };
+    int ret = -1;
+    uint64_t t0 = now_ns();
+    enum al_code rc = al_run(runner, opts, &first, &err);
+    if (rc != AL_OK) {
+        fprintf(stderr, "airlock_bench: al_run: %s: %s\n", al_code_name(rc), err.message);
+        goto out;
+    }
+    size_t token_len = 0;
+    const char *token = al_result_continuation(first, &token_len);
+    if (al_result_status(first) != AL_STATUS_INTERRUPTED ||
+        al_result_interruption_count(first) != 1 || al_result_interruption(first, 0, &in) != 0 ||
+        !token) {
+        fprintf(stderr, "airlock_bench: W7: the first run did not interrupt once: %s: %s\n",
+                al_code_name(al_result_error_code(first)), al_result_error_message(first));
+        goto out;
+    }
+    resume = al_run_opts_new();
+    if (!resume || al_run_opts_set_source(resume, REFUND_SRC, strlen(REFUND_SRC), NULL) != AL_OK ||
+        al_run_opts_set_resume(resume, token, token_len) != AL_OK ||
+        al_run_opts_add_resolution(resume, in.id, REFUND_RESOLUTION,
+                                   sizeof REFUND_RESOLUTION - 1) != AL_OK) {
+        fprintf(stderr, "airlock_bench: W7: cannot build the resume's options\n");
+        goto out;
+    }
+    rc = al_run(runner, resume, &second, &err);
+    uint64_t t1 = now_ns();
+    if (rc != AL_OK) {
+        fprintf(stderr, "airlock_bench: al_run (resume): %s: %s\n", al_code_name(rc), err.message);
+        goto out;
+    }
+    if (!in.function || strcmp(in.function, "orders.refund") != 0 ||
+        !same_json(in.payload, in.payload ? strlen(in.payload) : 0, REFUND_PAYLOAD)) {
+        fprintf(stderr, "airlock_bench: W7: interruption %s %s, expected orders.refund %s\n",
+                in.function, in.payload, REFUND_PAYLOAD);
+        goto out;
+    }
+    if (al_result_status(second) != AL_STATUS_COMPLETED) {
+        fprintf(stderr, "airlock_bench: W7: the resume failed: %s: %s\n",
+                al_code_name(al_result_error_code(second)), al_result_error_message(second));
+        goto out;
+    }
+    size_t len = 0;
+    const char *value = al_result_value(second, &len);
+    if (!same_json(value, len, REFUND_RESOLUTION)) {
+        fprintf(stderr, "airlock_bench: W7: the resume returned %.*s, expected %s\n", (int)len,
+                value, REFUND_RESOLUTION);
+        goto out;
+    }
+    if (ret_ms) {
+        *ret_ms = (double)(t1 - t0) / 1e6;
+    }
+    if (ret_token_bytes) {
+        *ret_token_bytes = token_len;
+    }
+    ret = 0;
+out:
+    al_result_free(second);
+    al_run_opts_free(resume);
+    al_result_free(first);
+    return ret;
+}
+
+/* W7 on its own runner (the only one with a continuation key). Reports the largest token. */
+static int bench_interrupt(const struct al_config *config, const struct workload *w)
+{
+    struct al_runner *runner = NULL;
+    struct al_error err = { 0 };
+    struct al_run_opts *opts = opts_for(w->src);
+    double *samples = calloc((size_t)w->iterations, sizeof *samples);
+    size_t token_bytes = 0;
+    int ret = -1;
+    if (!opts || !samples) {
+        goto out;
+    }
+    if (al_runner_new(config, &runner, &err) != AL_OK) {
+        fprintf(stderr, "airlock_bench: al_runner_new: %s\n", err.message);
+        goto out;
+    }
+    for (int i = 0; i < w->warmup; i++) {
+        if (pair_once(runner, opts, NULL, NULL) != 0) {
+            goto out;
+        }
+    }
+    for (int i = 0; i < w->iterations; i++) {
+        size_t bytes = 0;
+        if (pair_once(runner, opts, &samples[i], &bytes) != 0) {
+            goto out;
+        }
+        token_bytes = bytes > token_bytes ? bytes : token_bytes;
+    }
+    qsort(samples, (size_t)w->iterations, sizeof *samples, cmp_double);
+    printf("{\"runtime\":\"airlock\",\"workload\":\"%s\",\"desc\":\"%s\",\"iterations\":%d,"
+           "\"median_ms\":%.4f,\"p99_ms\":%.4f,\"min_ms\":%.4f,\"token_bytes\":%zu}\n",
+           w->name, w->desc, w->iterations, median_of(samples, w->iterations),
+           p99_of(samples, w->iterations), samples[0], token_bytes);
+    fflush(stdout);
+    ret = 0;
+out:
+    al_runner_free(runner);
     free(samples);
     al_run_opts_free(opts);
     return ret;
@@ -500,6 +642,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "airlock_bench: al_runner_new: %s\n", err.message);
         goto out;
     }
+    /* W7's runner, made at the end from this config: the same host functions plus
+     * orders.refund and a continuation key. al_runner_new copied the config, so the runner of
+     * W1-W6 and MEM8 has neither. */
+    if (al_config_add_host(config, "orders.refund", host_refund, NULL, 0) != AL_OK ||
+        al_config_set_continuation_key(config, continuation_key, sizeof continuation_key - 1) !=
+                AL_OK) {
+        fprintf(stderr, "airlock_bench: cannot build the config of W7\n");
+        goto out;
+    }
 
     const struct workload w[] = {
         { "W1", "return 1+1", "return 1+1", "2", 200, 10 },
@@ -541,6 +692,21 @@ int main(int argc, char **argv)
         if (bench_throughput(runner, &w[1], c, tput_s) != 0) {
             goto out;
         }
+    }
+
+    /* Last, with the other runner and its workers gone (MEM8 counts this process's children). */
+    al_runner_free(runner);
+    runner = NULL;
+    struct workload w7 = { .name = "W7",
+                           .desc = "interrupt on the first host call, then resume",
+                           .src = REFUND_SRC,
+                           .expect = REFUND_RESOLUTION,
+                           .iterations = 200,
+                           .warmup = 10 };
+    w7.iterations = w7.iterations / scale < 5 ? 5 : w7.iterations / scale;
+    fprintf(stderr, "airlock_bench: W7 (%d pairs)\n", w7.iterations);
+    if (bench_interrupt(config, &w7) != 0) {
+        goto out;
     }
     ret = 0;
 out:

@@ -139,6 +139,18 @@ for w in ["W1", "W2", "W3", "W4", "W5"]:
 am, rm = get(a, "W3call", "median_ms"), get(r, "W3call", "median_ms")
 lines.append(f"| W3 per extra host call, (W3-W2)/99 | {ms(am)} | | {ms(rm)} | "
              f"| {ratio(am, rm)} |")
+if "W7" in a or "W7" in r:
+    desc = get(a, "W7", "desc") or get(r, "W7", "desc") or ""
+    am, ap = get(a, "W7", "median_ms"), get(a, "W7", "p99_ms")
+    rm, rp = get(r, "W7", "median_ms"), get(r, "W7", "p99_ms")
+    n = get(a, "W7", "iterations") or get(r, "W7", "iterations")
+    lines.append(f"| W7 {desc} ({n} pairs) | {ms(am)} | {ms(ap)} | {ms(rm)} | {ms(rp)} "
+                 f"| {ratio(am, rm)} |")
+    lines.append("")
+    at, rt = get(a, "W7", "token_bytes"), get(r, "W7", "token_bytes")
+    lines.append(f"W7 continuation token (the largest of the pairs): airlock "
+                 f"{'-' if at is None else f'{at:,} bytes'}, run "
+                 f"{'-' if rt is None else f'{rt:,} bytes'}.")
 lines.append("")
 lines.append("| throughput of W2 | airlock runs/s | run runs/s | airlock/run |")
 lines.append("|---|--:|--:|--:|")

@@ -1,6 +1,7 @@
 // run_bench.mjs - the peer's side of `make bench`: the workloads of bench/bench.c on the npm
 // package `run` (2.1.5, QuickJS in WASM on Node worker threads), one JSON object per line on
-// stdout in bench.c's format, progress on stderr. Every run's value is checked.
+// stdout in bench.c's format, progress on stderr. Every run's value is checked (for W7, the
+// interruption and the resume's value).
 //
 // Usage: node --expose-gc bench/run_bench.mjs PEER_DIR [--quick]
 //   PEER_DIR: the npm prefix `run` was installed into (build-release/bench-peer).
@@ -17,7 +18,7 @@ if (!peerDir) {
 const require = createRequire(path.resolve(peerDir, 'package.json'));
 const pkgPath = require.resolve('run/package.json');
 const pkg = require(pkgPath);
-const { createRunner } = await import(
+const { createRunner, getHostFunctionContext } = await import(
   pathToFileURL(path.join(path.dirname(pkgPath), pkg.exports['.'].import)).href
 );
 
@@ -56,6 +57,10 @@ const hostFunctions = {
 };
 
 const runner = createRunner({});
+// W7's runner: the only one with a continuation secret (at least 32 bytes), as in bench.c.
+const interruptRunner = createRunner({
+  continuationSecret: 'airlock-bench-continuation-key-0123456789',
+});
 const now = () => performance.now();
 
 async function runOnce(source, expect) {
@@ -95,6 +100,78 @@ async function benchLatency(w) {
     min_ms: fix(samples[0]),
   });
   return m;
+}
+
+// W7: orders.refund interrupts with {refund: 42}; reinvoked on the resume, it returns the
+// person's resolution.
+const refund = {
+  src: 'const r = await orders.refund(42); return r;',
+  payload: JSON.stringify({ refund: 42 }),
+  resolution: { ok: true },
+  hostFunctions: {
+    orders: {
+      refund: async id => {
+        const { interrupt, resume } = getHostFunctionContext();
+        if (resume === undefined) {
+          interrupt({ refund: id });
+        }
+        return resume.resolution;
+      },
+    },
+  },
+};
+
+// One interrupt and its resume; returns the wall time of the pair (both runs and, between
+// them, reading the interruption id and the token) and the token's size in UTF-8 bytes.
+async function pairOnce() {
+  const { src: source, hostFunctions } = refund;
+  const t0 = now();
+  const first = await interruptRunner.run({ source, hostFunctions });
+  if (first.status !== 'interrupted' || first.interruptions.length !== 1) {
+    throw new Error(`W7: the first run returned ${JSON.stringify(first)}, expected an interrupt`);
+  }
+  const { continuation } = first;
+  const second = await interruptRunner.run({
+    source,
+    hostFunctions,
+    continuation,
+    resolutions: [{ interruptionId: first.interruptions[0].id, value: refund.resolution }],
+  });
+  const t1 = now();
+  const [i] = first.interruptions;
+  if (i.hostFunctionName !== 'orders.refund' || JSON.stringify(i.payload) !== refund.payload) {
+    throw new Error(`W7: interruption ${JSON.stringify(i)}, expected ${refund.payload}`);
+  }
+  if (second.status !== 'completed' || JSON.stringify(second.value) !== '{"ok":true}') {
+    throw new Error(`W7: the resume returned ${JSON.stringify(second)}, expected {"ok":true}`);
+  }
+  return { ms: t1 - t0, tokenBytes: Buffer.byteLength(continuation, 'utf8') };
+}
+
+// Reports the largest token, as bench.c does.
+async function benchInterrupt(w) {
+  const iterations = Math.max(5, Math.floor(w.iterations / scale));
+  process.stderr.write(`run_bench: ${w.name} (${iterations} pairs)\n`);
+  for (let i = 0; i < w.warmup; i++) {
+    await pairOnce();
+  }
+  const samples = [];
+  let tokenBytes = 0;
+  for (let i = 0; i < iterations; i++) {
+    const { ms, tokenBytes: bytes } = await pairOnce();
+    samples.push(ms);
+    tokenBytes = Math.max(tokenBytes, bytes);
+  }
+  samples.sort((a, b) => a - b);
+  emit({
+    workload: w.name,
+    desc: w.desc,
+    iterations,
+    median_ms: fix(median(samples)),
+    p99_ms: fix(p99(samples)),
+    min_ms: fix(samples[0]),
+    token_bytes: tokenBytes,
+  });
 }
 
 // N concurrent async loops on one runner (run gives each in-flight run its own worker thread).
@@ -213,3 +290,10 @@ await benchMemory();
 for (const c of [1, 2, 8]) {
   await benchThroughput(workloads[1], c, tputSeconds);
 }
+// Last, as in bench.c.
+await benchInterrupt({
+  name: 'W7',
+  desc: 'interrupt on the first host call, then resume',
+  iterations: 200,
+  warmup: 10,
+});
