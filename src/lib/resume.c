@@ -170,7 +170,8 @@ static enum al_code check_binding(struct run_state *st, const struct continuatio
     }
     const char *aud = o->audience ? o->audience : "airlock";
     if (strcmp(aud, c->audience) != 0) {
-        snprintf(msg, cap, "the continuation is for audience '%s', not '%s'", c->audience, aud);
+        snprintf(msg, cap, "the continuation is for audience '%.100s', not '%.100s'", c->audience,
+                 aud);
         return AL_PROTOCOL_ERROR;
     }
     cont_sha256(o->context ? o->context : "", o->context ? o->context_len : 0, d);

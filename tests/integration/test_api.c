@@ -522,7 +522,7 @@ static const char *real_worker(void)
 static void test_lying_zygote_is_not_trusted(void **state)
 {
     (void)state;
-    char script[4096];
+    char script[8192];
     snprintf(script, sizeof script,
              "for a in \"$@\"; do\n"
              "  if [ \"$a\" = --zygote ]; then\n"
