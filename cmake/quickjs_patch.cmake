@@ -13,6 +13,12 @@
 #   8    engine_wrapper_length(): the function the user's body is wrapped in must end exactly
 #        where the wrapper's own closing brace is, so a source cannot close it and run code at
 #        script level ("return 1; }), evil(), (function () {").
+#   9    ES2022 error `cause`: Error, the native errors and AggregateError read the `cause` option
+#        (an own non-enumerable property, created only when the options object has `cause`).
+#   10   Syntax the engine cannot parse says which ES feature it is: class static blocks,
+#        `#x in obj`, the regexp `d` and `v` flags (docs/javascript.md).
+#   9    airlock_module_namespace(): appended; the entry module's default export is the value.
+#   10   A compile-only module is not resolved (its imports are loaded in the guest context).
 # Hooks are weak symbols, so programs that do not define them (unit tests) link unchanged.
 #
 # Input: QJS_SRC (quickjs.c), QJS_OUT (quickjs_airlock.c).
@@ -240,6 +246,97 @@ qjs_edit(src
 "static int airlock_pos(JSParseState *s, int line, const uint8_t *p);"
 "static int airlock_pos(JSParseState *s, int line, const uint8_t *p);
 extern size_t engine_wrapper_length(JSContext *ctx) __attribute__((weak));")
+
+# 10. Compiling a module only compiles it: resolving its imports is the guest context's job (the
+#     worker compiles modules in a separate compile context and moves the bytecode).
+qjs_edit(src
+"        m->func_obj = fun_obj;
+        if (js_resolve_module(ctx, m) < 0)
+            goto fail1;"
+"        m->func_obj = fun_obj;
+        if (!(flags & JS_EVAL_FLAG_COMPILE_ONLY) && js_resolve_module(ctx, m) < 0)
+            goto fail1;")
+
+# 9. airlock_module_namespace(): the namespace of an evaluated module, so the worker can read the
+#    entry module's default export (QuickJS 2021-03-27 has no public call for it).
+string(APPEND src "
+JSValue airlock_module_namespace(JSContext *ctx, JSModuleDef *m)
+{
+    return js_get_module_ns(ctx, m);
+}
+")
+
+# 9. Error cause (ES2022): InstallErrorCause after the message, before AggregateError's errors.
+qjs_edit(src
+"        JS_DefinePropertyValue(ctx, obj, JS_ATOM_message, msg,
+                               JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
+    }
+
+    if (magic == JS_AGGREGATE_ERROR) {
+        JSValue error_list = iterator_to_array(ctx, argv[0]);"
+"        JS_DefinePropertyValue(ctx, obj, JS_ATOM_message, msg,
+                               JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
+    }
+
+    {
+        int al_opt = magic == JS_AGGREGATE_ERROR ? 2 : 1;
+        if (argc > al_opt && JS_IsObject(argv[al_opt])) {
+            JSAtom al_cause = JS_NewAtom(ctx, \"cause\");
+            int al_has;
+            if (al_cause == JS_ATOM_NULL)
+                goto exception;
+            al_has = JS_HasProperty(ctx, argv[al_opt], al_cause);
+            if (al_has > 0) {
+                JSValue al_v = JS_GetProperty(ctx, argv[al_opt], al_cause);
+                if (JS_IsException(al_v))
+                    al_has = -1;
+                else
+                    JS_DefinePropertyValue(ctx, obj, al_cause, al_v,
+                                           JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
+            }
+            JS_FreeAtom(ctx, al_cause);
+            if (al_has < 0)
+                goto exception;
+        }
+    }
+
+    if (magic == JS_AGGREGATE_ERROR) {
+        JSValue error_list = iterator_to_array(ctx, argv[0]);")
+
+# 10. Unsupported syntax names its ES feature instead of a generic parse error.
+qjs_edit(src
+"            /* allow \"static\" field name */
+            if (s->token.val == ';' || s->token.val == '=') {"
+"            if (s->token.val == '{') {
+                js_parse_error(s, \"class static blocks (ES2022) are not supported\");
+                goto fail;
+            }
+            /* allow \"static\" field name */
+            if (s->token.val == ';' || s->token.val == '=') {")
+qjs_edit(src
+"    default:
+        return js_parse_error(s, \"unexpected token in expression: '%.*s'\","
+"    default:
+        if (s->token.val == TOK_PRIVATE_NAME && peek_token(s, FALSE) == TOK_IN)
+            return js_parse_error(s, \"private brand checks ('#x in obj', ES2022) are not \"
+                                  \"supported\");
+        return js_parse_error(s, \"unexpected token in expression: '%.*s'\",")
+qjs_edit(src
+"            bad_flags:
+                JS_FreeCString(ctx, str);
+                return JS_ThrowSyntaxError(ctx, \"invalid regular expression flags\");"
+"            bad_flags:
+                {
+                    char al_flag = str[i];
+                    JS_FreeCString(ctx, str);
+                    if (al_flag == 'd')
+                        return JS_ThrowSyntaxError(ctx, \"the regexp 'd' flag (match indices, \"
+                                                   \"ES2022) is not supported\");
+                    if (al_flag == 'v')
+                        return JS_ThrowSyntaxError(ctx, \"the regexp 'v' flag (unicode sets, \"
+                                                   \"ES2024) is not supported\");
+                }
+                return JS_ThrowSyntaxError(ctx, \"invalid regular expression flags\");")
 
 file(WRITE "${QJS_OUT}.tmp" "${src}")
 file(RENAME "${QJS_OUT}.tmp" "${QJS_OUT}")
