@@ -302,6 +302,25 @@ AL_API void al_store_free(struct al_store *store);
  * goes back to tokens. */
 AL_API void al_config_set_store(struct al_config *config, struct al_store *store);
 
+/* ---------------------------------------------------------------- ES modules */
+
+/*
+ * The module loader (docs/modules.md): how a guest's `import` (static, dynamic `import()`,
+ * cyclic) finds its modules. Both are host functions in every way - called with a call handle,
+ * answered at once or later from any thread, counted as host calls, recorded in continuations
+ * and replayed - registered under the hidden names "#modules.resolve" and "#modules.load":
+ *   resolve  args ["specifier", "referrer"] -> the module's canonical name (a JSON string);
+ *            each canonical name is loaded once per run
+ *   load     args ["name"] -> its source text (a JSON string); a name ending in ".ts" is
+ *            TypeScript. At most the source limit, else the run fails SOURCE_TOO_LARGE.
+ * Throwing (al_call_throw) makes the guest's import fail with that message: say what is wrong
+ * without host paths. `identity` names the loader (e.g. "dir:v1"); continuations are bound to
+ * it. AL_CONFIG_ERROR for a NULL function or identity, or a second loader.
+ */
+AL_NODISCARD AL_API enum al_code al_config_set_module_loader(struct al_config *config,
+                                                             al_host_fn *resolve, al_host_fn *load,
+                                                             void *userdata, const char *identity);
+
 /* Snapshots a config into a runner. AL_CONFIG_ERROR when the worker is not executable (the
  * message names the path), AL_INTERNAL_ERROR when out of memory. */
 AL_NODISCARD AL_API enum al_code al_runner_new(const struct al_config *config,
@@ -332,6 +351,15 @@ AL_NODISCARD AL_API enum al_code al_run_opts_set_limit(struct al_run_opts *opts,
  * are used; both are reported in the result. */
 AL_API void al_run_opts_set_seed(struct al_run_opts *opts, uint64_t seed);
 AL_API void al_run_opts_set_clock(struct al_run_opts *opts, int64_t clock_ms);
+
+/* What the source is (default AL_SOURCE_BODY). */
+enum al_source_type {
+    AL_SOURCE_BODY = 0,   /* a function body: top-level await and return; the value is returned */
+    AL_SOURCE_MODULE = 1, /* an ES module: the value is its default export (awaited when it is a
+                             promise); imports go through the module loader */
+};
+AL_NODISCARD AL_API enum al_code al_run_opts_set_source_type(struct al_run_opts *opts,
+                                                             enum al_source_type type);
 
 /* The application context a continuation is bound to: any bytes the application chooses
  * (tenant, user, policy version, ...; the CLI passes JSON), compared byte for byte as a SHA-256

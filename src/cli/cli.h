@@ -38,6 +38,13 @@ al_host_fn exec_host_call;
  * their call threads to finish, so the hosts can be freed. */
 void exec_host_kill_all(void);
 
+/* modules_dir.c: `--modules DIR`, the run's module loader. */
+struct modules_dir;
+struct modules_dir *modules_dir_new(const char *dir, size_t source_limit);
+void modules_dir_free(struct modules_dir *m);
+al_host_fn modules_dir_resolve;
+al_host_fn modules_dir_load;
+
 /* host_process.c: `--host-process COMMAND`. */
 struct host_process;
 /* Starts the co-process and reads its declaration line, waiting at most timeout_ms.

@@ -43,6 +43,10 @@ static const char usage[] =
         "(stats.clock_ms)\n"
         "  --unsafe-no-jail           run without the worker's seccomp filter (stats.jail says "
         "so)\n"
+        "  --module                   FILE is an ES module: its default export is the value "
+        "(also\n"
+        "                             for a .mjs FILE)\n"
+        "  --modules DIR              imports resolve inside DIR only (a read-only module root)\n"
         "  --json                     print one JSON object on stdout\n"
         "  --resume TOKEN|@FILE       resume from a continuation (same FILE and host setup)\n"
         "  --resolve ID=JSON          a resolution (repeatable); JSON is a boundary-format "
@@ -80,6 +84,8 @@ struct run_args {
     const char *context;
     const char *audience;
     const char *store;
+    const char *modules; /* --modules DIR */
+    int module;          /* --module */
     uint64_t ttl_ms; /* 0: the default */
     const char **resolves; /* ID=JSON */
     size_t nresolves;
@@ -196,6 +202,8 @@ static int parse_args(int argc, char **argv, struct run_args *a)
         { "audience", required_argument, NULL, 'A' },
         { "continuation-ttl", required_argument, NULL, 'T' },
         { "store", required_argument, NULL, 'D' },
+        { "module", no_argument, NULL, 'M' },
+        { "modules", required_argument, NULL, 'O' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -304,6 +312,12 @@ static int parse_args(int argc, char **argv, struct run_args *a)
         case 'D':
             a->store = optarg;
             break;
+        case 'M':
+            a->module = 1;
+            break;
+        case 'O':
+            a->modules = optarg;
+            break;
         case 'h':
             fputs(usage, stdout);
             exit(0);
@@ -334,7 +348,7 @@ static int add_exec_hosts(int argc, char **argv, struct run_args *a, struct al_c
                    strcmp(argv[i], "--resume") == 0 || strcmp(argv[i], "--resolve") == 0 ||
                    strcmp(argv[i], "--context") == 0 || strcmp(argv[i], "--audience") == 0 ||
                    strcmp(argv[i], "--continuation-ttl") == 0 ||
-                   strcmp(argv[i], "--store") == 0) {
+                   strcmp(argv[i], "--store") == 0 || strcmp(argv[i], "--modules") == 0) {
             i++;
             continue;
         } else {
@@ -636,6 +650,7 @@ int cmd_run(int argc, char **argv)
     struct al_result *res = NULL;
     struct host_process *hp = NULL;
     struct al_store *store = NULL;
+    struct modules_dir *mods = NULL;
     char *source = NULL;
     size_t source_len = 0;
     struct al_error err;
@@ -679,6 +694,13 @@ int cmd_run(int argc, char **argv)
     if (setup_continuations(&a, config, &store) != 0) {
         goto out;
     }
+    if (a.modules) {
+        mods = modules_dir_new(a.modules, (size_t)limits[AL_LIMIT_SOURCE_BYTES]);
+        if (!mods || al_config_set_module_loader(config, modules_dir_resolve, modules_dir_load,
+                                                 mods, "airlock-cli-dir:1") != AL_OK) {
+            goto out;
+        }
+    }
     /* One run per process: a worker started ahead would only be killed unused. */
     if (al_config_set_warm_workers(config, 0) != AL_OK ||
         al_config_set_unsafe_no_jail(config, a.no_jail) != AL_OK) {
@@ -700,6 +722,10 @@ int cmd_run(int argc, char **argv)
         al_run_opts_set_clock(opts, a.clock_ms);
     }
     if (setup_resume(&a, opts) != 0) {
+        goto out;
+    }
+    if ((a.module || (flen > 4 && strcmp(a.file + flen - 4, ".mjs") == 0)) &&
+        al_run_opts_set_source_type(opts, AL_SOURCE_MODULE) != AL_OK) {
         goto out;
     }
     if (al_run(runner, opts, &res, &err) != AL_OK) {
@@ -740,6 +766,7 @@ out:
     al_runner_free(runner);
     al_config_free(config);
     al_store_free(store);
+    modules_dir_free(mods);
     free(a.resolves);
     for (size_t i = 0; i < a.nexecs; i++) {
         exec_host_free(a.execs[i]);

@@ -29,6 +29,11 @@ enum wire_type {
 
 /* RUN flags (u8 after the clock) */
 #define WIRE_RUN_REPORT_IDLE 1u /* send IDLE whenever the event loop blocks */
+#define WIRE_RUN_MODULE      2u /* the source is an ES module (its default export is the value) */
+
+/* RUN per-function flags */
+#define WIRE_FN_SYNC   1u /* a synchronous group */
+#define WIRE_FN_HIDDEN 2u /* the module loader: the worker calls it, the guest never sees it */
 
 /* READY payload: u8 flags */
 #define WIRE_READY_JAILED 1u /* the seccomp filter is active */

@@ -25,6 +25,8 @@
 
 #define AL_STACK_MAX (64ull << 20)
 
+#define HOST_HIDDEN 0x100u /* the module loader: callable by the worker, never a guest global */
+
 struct host_entry {
     char *name; /* "group.fn"; owned */
     size_t group_len;
@@ -48,6 +50,10 @@ struct al_config {
     int has_signing_key;
     uint64_t ttl_ms;
     struct al_store *store;
+    al_host_fn *module_resolve; /* NULL: no module loader */
+    al_host_fn *module_load;
+    void *module_userdata;
+    char *module_identity;
 };
 
 struct pool;
@@ -74,7 +80,8 @@ struct al_runner {
     size_t nkeys; /* 0: no continuation key, interrupting fails with CONFIG_ERROR */
     uint64_t ttl_ms;
     struct al_store *store;
-    uint8_t manifest[CONT_DIGEST]; /* digest of the sorted host names and their sync flags */
+    uint8_t manifest[CONT_DIGEST]; /* digest of the sorted host names and their sync flags, and
+                                      the module loader's identity */
 };
 
 struct al_run_opts {
@@ -87,6 +94,7 @@ struct al_run_opts {
     int has_seed;
     int64_t clock_ms;
     int has_clock;
+    enum al_source_type source_type;
     char *context; /* NULL: empty */
     size_t context_len;
     char *audience; /* NULL: "airlock" */

@@ -373,13 +373,16 @@ static enum al_code build_run_frame(struct run_state *st, const struct al_run_op
     }
     bad |= wire_u64(b, st->res->stats.seed) != BUF_OK;
     bad |= wire_u64(b, (uint64_t)st->res->stats.clock_ms) != BUF_OK;
-    bad |= wire_u8(b, st->replay ? WIRE_RUN_REPORT_IDLE : 0) != BUF_OK;
+    bad |= wire_u8(b, (st->replay ? WIRE_RUN_REPORT_IDLE : 0) |
+                              (opts->source_type == AL_SOURCE_MODULE ? WIRE_RUN_MODULE : 0)) !=
+           BUF_OK;
     bad |= wire_str(b, opts->filename, strlen(opts->filename)) != BUF_OK;
     bad |= wire_u32(b, (uint32_t)st->runner->nhosts) != BUF_OK;
     for (size_t i = 0; i < st->runner->nhosts; i++) {
         const struct host_entry *h = &st->runner->hosts[i];
         bad |= wire_str(b, h->name, strlen(h->name)) != BUF_OK;
-        bad |= wire_u8(b, (h->flags & AL_HOST_SYNC) ? 1 : 0) != BUF_OK;
+        bad |= wire_u8(b, ((h->flags & AL_HOST_SYNC) ? WIRE_FN_SYNC : 0) |
+                                  ((h->flags & HOST_HIDDEN) ? WIRE_FN_HIDDEN : 0)) != BUF_OK;
     }
     bad |= wire_str(b, opts->source, opts->source_len) != BUF_OK;
     if (bad) {

@@ -162,7 +162,34 @@ void al_config_free(struct al_config *config)
     free_hosts(config->hosts, config->nhosts);
     free(config->worker_path);
     free_keys(config->keys, config->nkeys);
+    free(config->module_identity);
     free(config);
+}
+
+enum al_code al_config_set_module_loader(struct al_config *config, al_host_fn *resolve,
+                                         al_host_fn *load, void *userdata, const char *identity)
+{
+    if (!config || !resolve || !load || !identity || config->module_resolve ||
+        strlen(identity) > 255) {
+        return AL_CONFIG_ERROR;
+    }
+    config->module_identity = strdup(identity);
+    if (!config->module_identity) {
+        return AL_INTERNAL_ERROR;
+    }
+    config->module_resolve = resolve;
+    config->module_load = load;
+    config->module_userdata = userdata;
+    return AL_OK;
+}
+
+enum al_code al_run_opts_set_source_type(struct al_run_opts *opts, enum al_source_type type)
+{
+    if (!opts || (type != AL_SOURCE_BODY && type != AL_SOURCE_MODULE)) {
+        return AL_CONFIG_ERROR;
+    }
+    opts->source_type = type;
+    return AL_OK;
 }
 
 static enum al_code copy_key(struct cont_key *dst, const void *secret, size_t len)
@@ -244,7 +271,8 @@ static int cmp_host_names(const void *a, const void *b)
 
 /* The manifest a continuation is bound to: every name and whether it is synchronous, sorted,
  * so the order of registration does not matter. */
-static enum al_code manifest_digest(const struct al_runner *r, uint8_t out[CONT_DIGEST])
+static enum al_code manifest_digest(const struct al_runner *r, const char *loader,
+                                    uint8_t out[CONT_DIGEST])
 {
     const struct host_entry **sorted = malloc((r->nhosts ? r->nhosts : 1) * sizeof *sorted);
     struct buf b;
@@ -262,6 +290,9 @@ static enum al_code manifest_digest(const struct al_runner *r, uint8_t out[CONT_
                           (sorted[i]->flags & AL_HOST_SYNC) ? "sync" : "async") != BUF_OK;
     }
     free(sorted);
+    if (loader) {
+        bad |= buf_printf(&b, "module loader %s\n", loader) != BUF_OK;
+    }
     if (bad) {
         buf_done(&b);
         return AL_INTERNAL_ERROR;
@@ -470,7 +501,31 @@ enum al_code al_runner_new(const struct al_config *config, struct al_runner **re
                        "verification keys without a signing key (al_config_set_continuation_key)");
         goto fail;
     }
-    if (manifest_digest(r, r->manifest) != AL_OK) {
+    if (config->module_resolve) {
+        /* The loader's two functions, as one hidden synchronous group. */
+        struct host_entry *h = realloc(r->hosts, (r->nhosts + 2) * sizeof *h);
+        if (!h) {
+            rc = error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+            goto fail;
+        }
+        r->hosts = h;
+        const char *names[2] = { "#modules.resolve", "#modules.load" };
+        al_host_fn *fns[2] = { config->module_resolve, config->module_load };
+        for (int i = 0; i < 2; i++) {
+            struct host_entry *e = &r->hosts[r->nhosts];
+            e->name = strdup(names[i]);
+            e->group_len = 8;
+            e->fn = fns[i];
+            e->userdata = config->module_userdata;
+            e->flags = AL_HOST_SYNC | HOST_HIDDEN;
+            if (!e->name) {
+                rc = error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+                goto fail;
+            }
+            r->nhosts++;
+        }
+    }
+    if (manifest_digest(r, config->module_identity, r->manifest) != AL_OK) {
         rc = error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
         goto fail;
     }

@@ -268,6 +268,12 @@ int bridge_apply_deferred(struct worker *w, JSContext *ctx)
     return br < 0 ? -1 : 1;
 }
 
+JSValue bridge_call(struct worker *w, JSContext *ctx, uint32_t fn, int argc, JSValueConst *argv)
+{
+    (void)w;
+    return host_call(ctx, JS_UNDEFINED, argc, argv, (int)fn, NULL);
+}
+
 static JSValue host_error(struct worker *w, JSContext *ctx, struct bridge_call *call,
                           const char *msg, size_t len)
 {
@@ -416,6 +422,10 @@ int bridge_install(struct worker *w, JSContext *ctx)
 
     for (uint32_t i = 0; i < w->nfns;) {
         const struct bridge_fn *first = &w->fns[i];
+        if (first->hidden) {
+            i++; /* the module loader: never a global */
+            continue;
+        }
         char gname[256];
         if (first->group_len >= sizeof gname) {
             goto out;
@@ -432,7 +442,7 @@ int bridge_install(struct worker *w, JSContext *ctx)
         if (JS_IsException(group)) {
             goto out;
         }
-        for (; i < w->nfns && w->fns[i].group_len == first->group_len &&
+        for (; i < w->nfns && !w->fns[i].hidden && w->fns[i].group_len == first->group_len &&
                memcmp(w->fns[i].name, first->name, first->group_len) == 0;
              i++) {
             const char *fname = w->fns[i].name + first->group_len + 1;

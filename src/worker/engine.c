@@ -491,6 +491,21 @@ static char *get_str_prop(JSContext *ctx, JSValueConst obj, const char *name)
     return r;
 }
 
+void engine_rethrow_compile_error(struct worker *w, JSContext *ctx)
+{
+    JSValue e = JS_GetException(w->cc);
+    char *msg = get_str_prop(w->cc, e, "message");
+    char *stack = get_str_prop(w->cc, e, "stack");
+    JS_FreeValue(w->cc, e);
+    /* The stack's first frame is the position: "    at mod.js:3:7". */
+    const char *at = stack ? strstr(stack, "at ") : NULL;
+    size_t at_len = at ? strcspn(at + 3, "\n") : 0;
+    JS_ThrowSyntaxError(ctx, "%s%s%.*s%s", msg ? msg : "syntax error", at ? " (" : "",
+                        (int)(at_len > 300 ? 300 : at_len), at ? at + 3 : "", at ? ")" : "");
+    free(msg);
+    free(stack);
+}
+
 /* Keeps only frames in the user's file (no "<eval>" wrapper frame, no native frames) and
  * moves line-1 columns back by the wrapper's prefix, so positions are those of the user's text. */
 static char *filter_stack(const char *stack, const char *filename, size_t prefix_cols)
@@ -557,7 +572,7 @@ static void outcome_exception(struct worker *w, JSContext *ctx, JSValueConst exc
         char *name = get_str_prop(ctx, exc, "name");
         char *message = get_str_prop(ctx, exc, "message");
         char *stack = get_str_prop(ctx, exc, "stack");
-        char *filtered = filter_stack(stack, w->filename, sizeof wrapper_head - 1);
+        char *filtered = filter_stack(stack, w->filename, (w->run_flags & WIRE_RUN_MODULE) ? 0 : sizeof wrapper_head - 1);
         outcome_set(o, code, name, message, filtered);
         free(name);
         free(message);
@@ -606,11 +621,18 @@ static int parse_run(struct worker *w, struct wire_cursor *c)
         }
         w->fns[i].name = strndup(s, len);
         w->fns[i].group_len = (size_t)(dot - s);
-        w->fns[i].sync = wire_get_u8(c) != 0;
+        uint8_t flags = wire_get_u8(c);
+        w->fns[i].sync = (flags & WIRE_FN_SYNC) != 0;
+        w->fns[i].hidden = (flags & WIRE_FN_HIDDEN) != 0;
     }
     s = wire_get_str(c, &len);
     if (c->bad || !w->filename) {
         return -1;
+    }
+    if (w->run_flags & WIRE_RUN_MODULE) {
+        w->source = strndup(s, len); /* a module is compiled as it is */
+        w->source_len = len;
+        return w->source ? 0 : -1;
     }
     /* The wrapper keeps the user's first line on line 1, so line numbers need no correction. */
     w->source_len = sizeof wrapper_head - 1 + len + sizeof wrapper_tail - 1;
@@ -644,11 +666,10 @@ static JSContext *new_compile_context(JSRuntime *rt)
 /* Compiles `src` in the compile context into bytecode that is then read into the guest
  * context: 1 and the value in *ret_fn, 0 with the exception pending in the compile context,
  * -1 when out of memory. */
-static int compile_into_guest(struct worker *w, const char *src, size_t len, const char *filename,
-                              JSValue *ret_fn)
+int engine_compile(struct worker *w, const char *src, size_t len, const char *filename,
+                   int eval_type, JSValue *ret_fn)
 {
-    JSValue fn =
-            JS_Eval(w->cc, src, len, filename, JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_COMPILE_ONLY);
+    JSValue fn = JS_Eval(w->cc, src, len, filename, eval_type | JS_EVAL_FLAG_COMPILE_ONLY);
     if (JS_IsException(fn)) {
         return 0;
     }
@@ -741,17 +762,23 @@ static void run_guest(struct worker *w, struct outcome *o)
     JSValue uf = JS_UNDEFINED;
     struct settle settle = { 0, JS_UNDEFINED };
     w->settle = &settle;
+    int module = (w->run_flags & WIRE_RUN_MODULE) != 0;
 
-    w->compiling_user = 1;
-    int cr = compile_into_guest(w, w->source, w->source_len, w->filename, &uf);
+    modules_prepare(w);
+    w->compiling_user = !module; /* the wrapper check: a module has no wrapper */
+    int cr = engine_compile(w, w->source, w->source_len, w->filename,
+                            module ? JS_EVAL_TYPE_MODULE : JS_EVAL_TYPE_GLOBAL, &uf);
     w->compiling_user = 0;
     if (cr == 0) {
         outcome_pending_exception(w, w->cc, o); /* a SyntaxError */
         goto out;
     }
-    /* The compile context (which has eval) is gone before any guest code runs. */
-    JS_FreeContext(w->cc);
-    w->cc = NULL;
+    /* The compile context (which has eval) is gone before any guest code runs - unless the run
+     * has a module loader, whose modules it compiles; it is never reachable from the guest. */
+    if (!modules_have_loader(w)) {
+        JS_FreeContext(w->cc);
+        w->cc = NULL;
+    }
     if (cr < 0) {
         outcome_set(o, w->fatal_code ? w->fatal_code : AL_MEMORY_LIMIT, "",
                     w->fatal_code ? w->fatal_msg : "out of memory while compiling", "");
@@ -762,7 +789,7 @@ static void run_guest(struct worker *w, struct outcome *o)
                     "cannot install the host functions", "");
         goto out;
     }
-    promise = JS_EvalFunction(ctx, uf); /* consumes uf */
+    promise = module ? modules_run_entry(w, ctx, uf) : JS_EvalFunction(ctx, uf); /* consume uf */
     uf = JS_UNDEFINED;
     if (JS_IsException(promise)) {
         outcome_pending_exception(w, ctx, o);
@@ -923,7 +950,8 @@ int engine_prepare(struct worker *w)
         bridge_prepare(w, w->ctx) < 0) {
         goto out;
     }
-    if (compile_into_guest(w, seeds_source, sizeof seeds_source - 1, "<airlock>", &probe) != 1) {
+    if (engine_compile(w, seeds_source, sizeof seeds_source - 1, "<airlock>", JS_EVAL_TYPE_GLOBAL,
+                       &probe) != 1) {
         goto out;
     }
     seeds = JS_EvalFunction(w->ctx, probe); /* consumes probe */

@@ -25,6 +25,7 @@ struct bridge_fn {
     char *name;       /* "group.fn"; owned */
     size_t group_len; /* bytes of the group part */
     int sync;         /* the group is synchronous */
+    int hidden;       /* the host's module loader: callable by the worker, not a guest global */
 };
 
 struct bridge_call {
@@ -55,6 +56,8 @@ struct worker {
     uint64_t seed;
     int64_t clock_ms; /* the guest's clock: ms since the epoch */
     uint8_t run_flags; /* WIRE_RUN_* */
+    int modules_resolve; /* index of the loader's hidden functions, -1: no loader */
+    int modules_load;
     char *filename;   /* "run.js" */
     char *source;     /* the user's body inside the wrapper */
     size_t source_len;
@@ -126,9 +129,28 @@ size_t engine_wrapper_length(JSContext *ctx);
 /* The deadline for blocking waits: the wall deadline (monotonic us). */
 uint64_t engine_wall_deadline(const struct worker *w);
 
+/* engine.c: compiles in the compile context and reads the bytecode into the guest context:
+ * 1 and *ret, 0 with the exception pending in the compile context, -1 out of memory.
+ * eval_type: JS_EVAL_TYPE_GLOBAL or JS_EVAL_TYPE_MODULE. */
+int engine_compile(struct worker *w, const char *src, size_t len, const char *filename,
+                   int eval_type, JSValue *ret);
+/* Moves the compile context's pending SyntaxError into `ctx` (message and position). */
+void engine_rethrow_compile_error(struct worker *w, JSContext *ctx);
+
+/* modules.c */
+void modules_prepare(struct worker *w);
+int modules_have_loader(const struct worker *w);
+/* Links and evaluates the entry module (consumed); a promise of its default export. */
+JSValue modules_run_entry(struct worker *w, JSContext *ctx, JSValue module);
+/* quickjs_airlock.c (appended by cmake/quickjs_patch.cmake) */
+JSValue airlock_module_namespace(JSContext *ctx, JSModuleDef *m);
+
 /* bridge.c: bridge_prepare before hardening, bridge_install (the request's groups) after. */
 int bridge_prepare(struct worker *w, JSContext *ctx);
 int bridge_install(struct worker *w, JSContext *ctx);
+/* Calls host function `fn` synchronously from C (the module loader): its value, or
+ * JS_EXCEPTION with the host's error pending. */
+JSValue bridge_call(struct worker *w, JSContext *ctx, uint32_t fn, int argc, JSValueConst *argv);
 /* Appends CALL frames for calls the guest has observed and that were not sent yet. */
 void bridge_dispatch(struct worker *w);
 /* Whether a call was made that is not answered and not dispatched: never observed. */

@@ -1,0 +1,158 @@
+/*
+ * modules.c - ES modules through the host's loader (docs/modules.md).
+ *
+ * QuickJS asks the runtime's normalize and load callbacks for every static import, every
+ * dynamic import() and the module graph's cycles (each name is loaded once per run). Both
+ * callbacks are synchronous, so each becomes a synchronous call to one of two hidden host
+ * functions the host registers with its loader ("#modules.resolve" and "#modules.load"): they
+ * are host calls like any other - counted, bounded, recorded in a continuation's ledger and
+ * replayed - but never guest-visible globals.
+ *
+ * A loaded module is compiled in the compile context (the guest context has no compiler: it
+ * has no eval) and its bytecode read into the guest context. So with a loader the compile
+ * context stays alive during the run; nothing from it is ever reachable by the guest.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker.h"
+
+#define MODULES_RESOLVE "#modules.resolve"
+#define MODULES_LOAD    "#modules.load"
+
+/* A JSON string answer as a C string (js_malloc'd), or NULL with an exception pending. */
+static char *string_answer(JSContext *ctx, JSValue v, const char *what)
+{
+    if (JS_IsException(v)) {
+        return NULL;
+    }
+    if (!JS_IsString(v)) {
+        JS_FreeValue(ctx, v);
+        JS_ThrowTypeError(ctx, "the module loader's %s answer is not a string", what);
+        return NULL;
+    }
+    size_t len;
+    const char *s = JS_ToCStringLen(ctx, &len, v);
+    JS_FreeValue(ctx, v);
+    if (!s) {
+        return NULL;
+    }
+    char *copy = js_malloc(ctx, len + 1);
+    if (copy) {
+        memcpy(copy, s, len + 1);
+    }
+    JS_FreeCString(ctx, s);
+    return copy;
+}
+
+static char *module_normalize(JSContext *ctx, const char *base, const char *name, void *opaque)
+{
+    struct worker *w = opaque;
+    if (w->modules_resolve < 0) {
+        JS_ThrowReferenceError(ctx, "cannot import '%s': this run has no module loader", name);
+        return NULL;
+    }
+    JSValue args[2] = { JS_NewString(ctx, name), JS_NewString(ctx, base) };
+    JSValue v = bridge_call(w, ctx, (uint32_t)w->modules_resolve, 2, args);
+    JS_FreeValue(ctx, args[0]);
+    JS_FreeValue(ctx, args[1]);
+    return string_answer(ctx, v, "resolve");
+}
+
+static JSModuleDef *module_load(JSContext *ctx, const char *name, void *opaque)
+{
+    struct worker *w = opaque;
+    JSValue arg = JS_NewString(ctx, name);
+    JSValue v = bridge_call(w, ctx, (uint32_t)w->modules_load, 1, &arg);
+    JS_FreeValue(ctx, arg);
+    if (JS_IsException(v)) {
+        return NULL;
+    }
+    size_t len;
+    const char *src = JS_IsString(v) ? JS_ToCStringLen(ctx, &len, v) : NULL;
+    JS_FreeValue(ctx, v);
+    if (!src) {
+        JS_ThrowTypeError(ctx, "the module loader's load answer for '%s' is not a string", name);
+        return NULL;
+    }
+    if (len > w->limits[AL_LIMIT_SOURCE_BYTES]) {
+        JS_FreeCString(ctx, src);
+        worker_fail(w, AL_SOURCE_TOO_LARGE,
+                    "module '%.100s' is %zu bytes, above the source limit of %llu bytes", name,
+                    len, (unsigned long long)w->limits[AL_LIMIT_SOURCE_BYTES]);
+        JS_ThrowInternalError(ctx, "the run is ending: %s", w->fatal_msg);
+        return NULL;
+    }
+    JSValue m = JS_UNDEFINED;
+    int cr = engine_compile(w, src, len, name, JS_EVAL_TYPE_MODULE, &m);
+    JS_FreeCString(ctx, src);
+    if (cr == 0) {
+        engine_rethrow_compile_error(w, ctx); /* a SyntaxError in the module */
+        return NULL;
+    }
+    if (cr < 0) {
+        JS_ThrowOutOfMemory(ctx);
+        return NULL;
+    }
+    JSModuleDef *def = JS_VALUE_GET_PTR(m);
+    JS_FreeValue(ctx, m); /* the context keeps the module */
+    return def;
+}
+
+void modules_prepare(struct worker *w)
+{
+    w->modules_resolve = -1;
+    w->modules_load = -1;
+    for (uint32_t i = 0; i < w->nfns; i++) {
+        if (strcmp(w->fns[i].name, MODULES_RESOLVE) == 0 && w->fns[i].hidden) {
+            w->modules_resolve = (int)i;
+        } else if (strcmp(w->fns[i].name, MODULES_LOAD) == 0 && w->fns[i].hidden) {
+            w->modules_load = (int)i;
+        }
+    }
+    if (w->modules_load < 0) {
+        w->modules_resolve = -1;
+    }
+    JS_SetModuleLoaderFunc(w->rt, module_normalize, module_load, w);
+}
+
+int modules_have_loader(const struct worker *w)
+{
+    return w->modules_resolve >= 0;
+}
+
+/* The entry module's default export, as a promise of it (a thenable default is awaited). */
+JSValue modules_run_entry(struct worker *w, JSContext *ctx, JSValue module)
+{
+    JSModuleDef *m = JS_VALUE_GET_PTR(module);
+    if (JS_ResolveModule(ctx, module) < 0) {
+        JS_FreeValue(ctx, module);
+        return JS_EXCEPTION;
+    }
+    JSValue r = JS_EvalFunction(ctx, module); /* consumes module */
+    if (JS_IsException(r)) {
+        return r;
+    }
+    JS_FreeValue(ctx, r);
+    JSValue ns = airlock_module_namespace(ctx, m);
+    if (JS_IsException(ns)) {
+        return ns;
+    }
+    JSValue def = JS_GetPropertyStr(ctx, ns, "default");
+    JS_FreeValue(ctx, ns);
+    if (JS_IsException(def)) {
+        return def;
+    }
+    JSValue resolving[2];
+    JSValue promise = JS_NewPromiseCapability(ctx, resolving);
+    if (!JS_IsException(promise)) {
+        JSValue c = JS_Call(ctx, resolving[0], JS_UNDEFINED, 1, (JSValueConst *)&def);
+        JS_FreeValue(ctx, c);
+        JS_FreeValue(ctx, resolving[0]);
+        JS_FreeValue(ctx, resolving[1]);
+    }
+    JS_FreeValue(ctx, def);
+    (void)w;
+    return promise;
+}
