@@ -1,0 +1,2 @@
+// An entry module without a default export has the value undefined.
+export const x = 1;

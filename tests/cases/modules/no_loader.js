@@ -1,0 +1,2 @@
+// Without a module loader an import fails clearly.
+return await import("./lib/util.mjs");

@@ -1,0 +1,3 @@
+import { a } from "./a.mjs";
+export const b = () => "b";
+export const viaA = () => a();

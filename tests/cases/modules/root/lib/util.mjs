@@ -1,0 +1,2 @@
+export function double(x) { return x * 2; }
+export const name = "util";

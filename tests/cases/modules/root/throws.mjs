@@ -1,0 +1,1 @@
+throw new RangeError("module init failed");

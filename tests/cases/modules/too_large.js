@@ -1,0 +1,2 @@
+// A loaded module counts against the source limit like the entry.
+return (await import("./big.mjs")).big.length;
