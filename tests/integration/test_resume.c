@@ -981,6 +981,102 @@ static void test_store_at_most_once(void **state)
     al_store_free(store);
 }
 
+/* ------------------------------------------------------------ modules */
+
+static int module_loads;
+
+static void *load_later(void *arg)
+{
+    struct al_call *call = arg;
+    const char *name = al_call_args(call, NULL);
+    if (strstr(name, "\"/refund.js\"")) {
+        static const char src[] = "\"export const go = (x) => orders.refund(x);\"";
+        al_call_return(call, src, sizeof src - 1);
+    } else {
+        al_call_throw(call, "no such module");
+    }
+    return NULL;
+}
+
+/* load answers from another thread, later: loaders may be asynchronous */
+static void module_load(struct al_call *call, void *ud)
+{
+    (void)ud;
+    module_loads++;
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, load_later, call), 0);
+    pthread_detach(t);
+}
+
+static void module_resolve(struct al_call *call, void *ud)
+{
+    (void)ud;
+    const char *args = al_call_args(call, NULL);
+    if (strncmp(args, "[\"./refund.js\"", 14) == 0) {
+        al_call_return(call, "\"/refund.js\"", 12);
+    } else {
+        al_call_throw(call, "not found");
+    }
+}
+
+static struct al_runner *module_runner(const char *identity)
+{
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_add_host(c, "orders.refund", host_refund, NULL, 0), AL_OK);
+    assert_int_equal(al_config_set_continuation_key(c, key1, strlen(key1)), AL_OK);
+    assert_int_equal(al_config_set_module_loader(c, module_resolve, module_load, NULL, identity),
+                     AL_OK);
+    assert_int_equal(al_config_set_module_loader(c, module_resolve, module_load, NULL, identity),
+                     AL_CONFIG_ERROR);
+    struct al_runner *r = NULL;
+    struct al_error err;
+    if (al_runner_new(c, &r, &err) != AL_OK) {
+        fail_msg("al_runner_new: %s", err.message);
+    }
+    al_config_free(c);
+    return r;
+}
+
+/* Modules across interrupt and resume: a module is loaded once per logical run (the resume
+ * answers its loads from the ledger), and the continuation is bound to the loader's identity. */
+static void test_modules_resume(void **state)
+{
+    (void)state;
+    reset_counts();
+    module_loads = 0;
+    struct al_runner *r = module_runner("test-loader:1");
+    const char *src = "const m = await import('./refund.js');\n"
+                      "return [await m.go(3), typeof globalThis['#modules']];";
+    struct al_result *res = run_src(r, src);
+    char *cont = expect_interrupted(res, 1);
+    char id[40];
+    snprintf(id, sizeof id, "%s", iid_of(res, 0));
+    struct al_stats st;
+    al_result_stats(res, &st);
+    assert_int_equal(st.host_calls, 3); /* resolve, load, refund */
+    al_result_free(res);
+    assert_int_equal(module_loads, 1);
+
+    struct req q = { .src = src, .resume = cont, .ids = { id }, .values = { "\"ok\"" }, .n = 1 };
+    res = run_req(r, &q);
+    expect_completed(res, "[\"ok\",\"undefined\"]");
+    al_result_free(res);
+    assert_int_equal(module_loads, 1);
+
+    struct al_runner *other = module_runner("test-loader:2");
+    res = run_req(other, &q);
+    expect_failure(res, AL_PROTOCOL_ERROR, "other host functions");
+    al_result_free(res);
+    al_runner_free(other);
+
+    /* A loader's error reaches the guest as the import's error. */
+    res = run_src(r, "try { await import('./nope.js'); } catch (e) { return e.message; }");
+    expect_completed(res, "\"not found\"");
+    al_result_free(res);
+    free(cont);
+    al_runner_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -997,6 +1093,7 @@ int main(void)
         cmocka_unit_test(test_expiry),
         cmocka_unit_test(test_divergence),
         cmocka_unit_test(test_store_at_most_once),
+        cmocka_unit_test(test_modules_resume),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
