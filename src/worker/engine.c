@@ -947,7 +947,7 @@ int engine_prepare(struct worker *w)
     JS_SetContextOpaque(w->ctx, w);
     global = JS_GetGlobalObject(w->ctx);
     if (install_determinism(w, w->ctx, global) < 0 || console_install(w, w->ctx) < 0 ||
-        bridge_prepare(w, w->ctx) < 0) {
+        bridge_prepare(w, w->ctx) < 0 || builtins_install(w->ctx, global) < 0) {
         goto out;
     }
     if (engine_compile(w, seeds_source, sizeof seeds_source - 1, "<airlock>", JS_EVAL_TYPE_GLOBAL,

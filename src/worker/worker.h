@@ -4,6 +4,7 @@
  *   engine.c   QuickJS runtime and guest context, hardening, limits, the run's event loop
  *   bridge.c   host-function group objects, calls out, answers in, detached-call tracking
  *   console.c  the console object and its byte limit
+ *   builtins.c the ES2022-ES2025 library the engine lacks (preludes, structuredClone, Intl)
  * A worker serves exactly one run and exits: nothing survives between runs.
  */
 #ifndef AIRLOCK_WORKER_H
@@ -170,5 +171,9 @@ void bridge_free(struct worker *w, JSRuntime *rt);
 
 /* console.c */
 int console_install(struct worker *w, JSContext *ctx);
+
+/* builtins.c: adds the missing standard library to the guest context before it is hardened
+ * (called once by engine_prepare). 0, or -1 (out of memory or a prelude bug). */
+int builtins_install(JSContext *ctx, JSValueConst global);
 
 #endif

@@ -1,0 +1,5 @@
+'use strict';
+'use strip';
+(function (native) {
+    void native;
+})
