@@ -1,0 +1,6 @@
+/* placeholder */
+int main(void);
+int main(void)
+{
+    return 0;
+}
