@@ -348,7 +348,9 @@ AL_NODISCARD AL_API enum al_code al_run_opts_set_limit(struct al_run_opts *opts,
 /* Determinism: Math.random is a PRNG seeded with `seed`; the guest's clock (Date.now(),
  * new Date()) starts at `clock_ms` (ms since the epoch) and advances only when a host call is
  * answered, to the time of that answer. Without this call, a random seed and the current time
- * are used; both are reported in the result. */
+ * are used; both are reported in the result. A clock beyond +-AL_CLOCK_MAX_MS (the range of a
+ * JavaScript Date) fails the run with CONFIG_ERROR. */
+#define AL_CLOCK_MAX_MS 8640000000000000LL
 AL_API void al_run_opts_set_seed(struct al_run_opts *opts, uint64_t seed);
 AL_API void al_run_opts_set_clock(struct al_run_opts *opts, int64_t clock_ms);
 

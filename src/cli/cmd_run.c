@@ -582,7 +582,7 @@ static int setup_continuations(const struct run_args *a, struct al_config *confi
 }
 
 /* --resume, --resolve, --context, --audience onto the run's options. */
-static int setup_resume(const struct run_args *a, struct al_run_opts *opts)
+static int setup_resume(const struct run_args *a, struct al_run_opts *opts, size_t max_token)
 {
     if (a->context && al_run_opts_set_context(opts, a->context, strlen(a->context)) != AL_OK) {
         cli_error("out of memory");
@@ -602,8 +602,7 @@ static int setup_resume(const struct run_args *a, struct al_run_opts *opts)
     char *token = NULL;
     size_t len = 0;
     if (a->resume[0] == '@') {
-        token = read_source(a->resume + 1, (size_t)al_limit_default(AL_LIMIT_CONTINUATION_BYTES),
-                            &len);
+        token = read_source(a->resume + 1, max_token, &len);
         if (!token) {
             return -1;
         }
@@ -721,7 +720,7 @@ int cmd_run(int argc, char **argv)
     } else if (a.has_clock) {
         al_run_opts_set_clock(opts, a.clock_ms);
     }
-    if (setup_resume(&a, opts) != 0) {
+    if (setup_resume(&a, opts, (size_t)limits[AL_LIMIT_CONTINUATION_BYTES]) != 0) {
         goto out;
     }
     if ((a.module || (flen > 4 && strcmp(a.file + flen - 4, ".mjs") == 0)) &&

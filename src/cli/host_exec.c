@@ -143,6 +143,9 @@ static void trim(struct buf *b)
 }
 
 /* Runs the command with `input` on stdin; collects stdout (up to out->max) and stderr. */
+/* Linux refuses a single environment string above 128 KiB (MAX_ARG_STRLEN). */
+#define EXEC_RESUME_MAX (128 * 1024 - 64)
+
 int cli_resume_json(const struct al_call *call, struct buf *b)
 {
     const char *iid = al_call_interruption_id(call);
@@ -326,6 +329,12 @@ static void *exec_thread(void *arg)
     buf_init(&resume, SIZE_MAX / 2);
     if (cli_resume_json(job->call, &resume) < 0) {
         al_call_throw(job->call, "out of memory");
+    } else if (resume.len > EXEC_RESUME_MAX) {
+        snprintf(why, sizeof why,
+                 "the resume context (%zu bytes of payload and resolution) is too large for an "
+                 "exec host's environment (at most %d bytes); use --host-process",
+                 resume.len, EXEC_RESUME_MAX);
+        al_call_throw(job->call, why);
     } else if (run_command(job->host->command, al_call_name(job->call), resume.data, args,
                            args_len, &out, &errb, &status, why, sizeof why) != 0) {
         al_call_throw(job->call, why);

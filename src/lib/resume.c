@@ -64,6 +64,13 @@ static enum al_code fail_now(struct run_state *st, enum al_code code, const char
     res->code = code;
     free(res->message);
     res->message = strdup(msg);
+    /* not the guest's error any more */
+    free(res->name);
+    free(res->stack);
+    res->name = NULL;
+    res->stack = NULL;
+    free(res->value);
+    res->value = NULL;
     return code;
 }
 
@@ -201,6 +208,7 @@ static enum al_code load(struct run_state *st, struct replay *rp, char *msg, siz
         }
         st->claimed_id = strdup(o->resume);
         if (!st->claimed_id) {
+            (void)r->store->release(r->store, o->resume, &err);
             free(stored);
             snprintf(msg, cap, "out of memory");
             return AL_INTERNAL_ERROR;
@@ -285,15 +293,20 @@ static void replay_pump(struct run_state *st)
         run_emit_answer(st, e->id, e->kind == CONT_THROW ? WIRE_ANSWER_THROW : WIRE_ANSWER_VALUE,
                         e->clock_ms, e->payload, e->len);
     }
-    if (!st->done && !rp->done && rp->next == rp->norder && rp->missing == 0) {
-        /* Where the first run stopped: now the people's decisions take effect. */
-        rp->done = 1;
-        for (size_t i = 0; i < rp->nwaiting && !st->done; i++) {
-            int k = find_entry(&rp->cont, rp->waiting[i]);
-            const struct cont_entry *e = &rp->cont.entries[k];
-            const struct ledger_call *lc = &st->ledger[e->id - 1];
-            run_invoke_host(st, e->id, lc->fn, lc->args, lc->args_len, e, rp->resolution[k]);
-        }
+}
+
+/* The worker has applied everything recorded and waits: the run is where the first one stopped,
+ * and now the people's decisions take effect. Not earlier: a host function that performs an
+ * approved action must never run for a replay that could still fail on its way there. */
+static void replay_finish(struct run_state *st)
+{
+    struct replay *rp = st->replay;
+    rp->done = 1;
+    for (size_t i = 0; i < rp->nwaiting && !st->done; i++) {
+        int k = find_entry(&rp->cont, rp->waiting[i]);
+        const struct cont_entry *e = &rp->cont.entries[k];
+        const struct ledger_call *lc = &st->ledger[e->id - 1];
+        run_invoke_host(st, e->id, lc->fn, lc->args, lc->args_len, e, rp->resolution[k]);
     }
 }
 
@@ -362,11 +375,15 @@ void resume_on_call(struct run_state *st, uint32_t id, uint32_t fn, const char *
 void resume_on_idle(struct run_state *st, int caught_up)
 {
     struct replay *rp = st->replay;
-    if (caught_up && !rp->done && !st->done) {
-        /* It waits for us, and we wait for a call it will never make. */
-        run_fail(st, AL_PROTOCOL_ERROR,
-                 DIVERGED "it waits without making every call its ledger records");
+    if (!caught_up || rp->done || st->done) {
+        return;
     }
+    if (rp->next == rp->norder && rp->missing == 0) {
+        replay_finish(st);
+        return;
+    }
+    /* It waits for us, and we wait for a call it will never make. */
+    run_fail(st, AL_PROTOCOL_ERROR, DIVERGED "it waits without making every call its ledger records");
 }
 
 void resume_record_answer(struct run_state *st, uint32_t id, uint8_t kind, int64_t clock_ms,
@@ -595,17 +612,18 @@ void resume_on_done(struct run_state *st)
     res->code = AL_OK;
 }
 
-void resume_end(struct run_state *st)
+void resume_end(struct run_state *st, int delivered)
 {
     if (st->claimed_id) {
-        /* Nothing irreversible happened unless the run got somewhere: a failed attempt gives
-         * the continuation back, so the legitimate resume still works. */
+        /* No host function ran (a claim is consumed before the first one): unless the run was
+         * delivered completed or interrupted, give the continuation back, so the legitimate
+         * resume still works after a failed attempt. */
         struct al_store *store = st->runner->store;
         struct al_error err = { 0 };
-        if (st->res && st->res->status == AL_STATUS_FAILED) {
-            (void)store->release(store, st->claimed_id, &err);
-        } else {
+        if (delivered && st->res && st->res->status != AL_STATUS_FAILED) {
             (void)store->consume(store, st->claimed_id, &err);
+        } else {
+            (void)store->release(store, st->claimed_id, &err);
         }
         free(st->claimed_id);
         st->claimed_id = NULL;

@@ -525,6 +525,11 @@ enum al_code al_run(struct al_runner *runner, const struct al_run_opts *opts,
         res->stats.seed = clock_mono_us() ^ ((uint64_t)getpid() << 32);
     }
     res->stats.clock_ms = opts->has_clock ? opts->clock_ms : clock_wall_ms();
+    if (res->stats.clock_ms < -AL_CLOCK_MAX_MS || res->stats.clock_ms > AL_CLOCK_MAX_MS) {
+        fail_static(res, AL_CONFIG_ERROR,
+                    "the clock is outside the range of a JavaScript Date (+-8.64e15 ms)");
+        goto finish;
+    }
     buf_init(&st.in, RUN_MAX_FRAME + 128 * 1024);
     buf_init(&st.out, SIZE_MAX / 2);
 
@@ -600,7 +605,7 @@ out:
     if (st.proc.pid > 0) {
         supervisor_reap(&st.proc, 1, NULL);
     }
-    resume_end(&st);
+    resume_end(&st, rc == AL_OK);
     if (st.link) {
         host_link_close(st.link);
     }

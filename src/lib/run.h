@@ -135,7 +135,8 @@ void resume_on_idle(struct run_state *st, int caught_up);
 void resume_on_done(struct run_state *st);
 /* Before a host function runs: a claimed stored continuation is consumed. 0, or -1 (failed). */
 int resume_before_host(struct run_state *st);
-/* After the run: releases or consumes a claim, frees the ledger and replay. */
-void resume_end(struct run_state *st);
+/* After the run: releases or consumes a claim, frees the ledger and replay. `delivered`: the
+ * result goes to the caller (al_run returns AL_OK). */
+void resume_end(struct run_state *st, int delivered);
 
 #endif

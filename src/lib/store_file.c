@@ -97,6 +97,12 @@ static enum al_code file_put(struct al_store *base, const char *id, const void *
         unlink(tmp);
         return error_set_errno(reterr, AL_INTERNAL_ERROR, err, "store: cannot write %s", final);
     }
+    /* The rename itself must survive a crash too. */
+    int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        (void)fsync(dfd);
+        close(dfd);
+    }
     return AL_OK;
 }
 
@@ -159,13 +165,19 @@ static enum al_code file_claim(struct al_store *base, const char *id, void **ret
     size_t len = 0;
     enum al_code rc = read_all(claimed, &all, &len, reterr);
     if (rc != AL_OK) {
-        return rc; /* stays claimed: a broken file is never resumed */
+        /* Out of descriptors or memory: nothing was used, give it back. */
+        if (rename(claimed, stored) != 0) {
+            return error_set_errno(reterr, AL_INTERNAL_ERROR, errno, "store: cannot release %s",
+                                   id);
+        }
+        return rc;
     }
     char *nl = memchr(all, '\n', len);
     char *end = NULL;
     long long expires = nl ? strtoll(all, &end, 10) : 0;
     if (!nl || end != nl) {
         free(all);
+        /* stays claimed: a file of another format is never resumed */
         return error_set(reterr, AL_INTERNAL_ERROR, "store: %s is not a continuation file",
                          claimed);
     }

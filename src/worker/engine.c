@@ -867,6 +867,10 @@ static void run_guest(struct worker *w, struct outcome *o)
         }
     }
 
+    /* Answers held back during a sync call are answers all the same: apply them (their
+     * reactions never run, the guest is done) so they do not count as detached. */
+    while (bridge_apply_deferred(w, ctx) > 0) {
+    }
     const char *detached = bridge_detached(w);
     if (detached) {
         char msg[256];

@@ -981,6 +981,178 @@ static void test_store_at_most_once(void **state)
     al_store_free(store);
 }
 
+/* ------------------------------------------------------------ review regressions */
+
+/* A resolved interruption is invoked only once the replay has caught up: a replay that fails
+ * on its way (here its timeout) performs nothing, and a stored continuation is given back. */
+static void test_replay_failure_invokes_nothing(void **state)
+{
+    (void)state;
+    reset_counts();
+    char dir[] = "/tmp/airlock-store-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    struct al_store *store = NULL;
+    struct al_error err;
+    assert_int_equal(al_store_file_new(dir, &store, &err), AL_OK);
+    struct setup s = { key1, NULL, store, 0 };
+    struct al_runner *r = runner_with(&s);
+    const char *src = "const refund = orders.refund(1);\n"
+                      "const slow = store.get(1).then((v) => {\n"
+                      "  let x = 0; for (let i = 0; i < 3e6; i++) x += i % 7; return v + (x > 0);\n"
+                      "});\n"
+                      "return [await slow, await refund];";
+    struct al_result *res = run_src(r, src);
+    char *sid = expect_interrupted(res, 1);
+    char iid[40];
+    snprintf(iid, sizeof iid, "%s", iid_of(res, 0));
+    al_result_free(res);
+
+    struct al_run_opts *o = al_run_opts_new();
+    assert_int_equal(al_run_opts_set_source(o, src, strlen(src), NULL), AL_OK);
+    assert_int_equal(al_run_opts_set_resume(o, sid, strlen(sid)), AL_OK);
+    assert_int_equal(al_run_opts_add_resolution(o, iid, "1", 1), AL_OK);
+    assert_int_equal(al_run_opts_set_limit(o, AL_LIMIT_TIMEOUT_MS, 5), AL_OK);
+    assert_int_equal(al_run(r, o, &res, &err), AL_OK);
+    expect_failure(res, AL_TIMEOUT, NULL);
+    al_result_free(res);
+    al_run_opts_free(o);
+    assert_int_equal(counts.resumed, 0);
+
+    struct req q = { .src = src, .resume = sid, .ids = { iid }, .values = { "\"paid\"" }, .n = 1 };
+    res = run_req(r, &q); /* the continuation was given back: it still works */
+    expect_completed(res, "[11,\"paid\"]");
+    al_result_free(res);
+    assert_int_equal(counts.resumed, 1);
+    free(sid);
+    al_runner_free(r);
+    al_store_free(store);
+    rmdir(dir);
+}
+
+/* A stored continuation survives a resume whose worker cannot even start. */
+static void test_store_survives_start_failure(void **state)
+{
+    (void)state;
+    reset_counts();
+    char dir[] = "/tmp/airlock-store-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char worker[300];
+    char moved[300];
+    snprintf(worker, sizeof worker, "%s/worker", dir);
+    snprintf(moved, sizeof moved, "%s/worker.away", dir);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", getenv("AIRLOCK_WORKER"), worker);
+    assert_int_equal(system(cmd), 0);
+    struct al_store *store = NULL;
+    struct al_error err;
+    char sdir[300];
+    snprintf(sdir, sizeof sdir, "%s/store", dir);
+    assert_int_equal(al_store_file_new(sdir, &store, &err), AL_OK);
+
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_add_host(c, "store.get", host_get, NULL, 0), AL_OK);
+    assert_int_equal(al_config_add_host(c, "orders.refund", host_refund, NULL, 0), AL_OK);
+    assert_int_equal(al_config_set_continuation_key(c, key1, strlen(key1)), AL_OK);
+    assert_int_equal(al_config_set_worker_path(c, worker), AL_OK);
+    assert_int_equal(al_config_set_warm_workers(c, 0), AL_OK);
+    al_config_set_store(c, store);
+    struct al_runner *r = NULL;
+    assert_int_equal(al_runner_new(c, &r, &err), AL_OK);
+    al_config_free(c);
+
+    struct al_result *res = run_src(r, src_get_then_refund);
+    char *sid = expect_interrupted(res, 1);
+    char iid[40];
+    snprintf(iid, sizeof iid, "%s", iid_of(res, 0));
+    al_result_free(res);
+
+    assert_int_equal(rename(worker, moved), 0);
+    struct al_run_opts *o = al_run_opts_new();
+    assert_int_equal(
+            al_run_opts_set_source(o, src_get_then_refund, strlen(src_get_then_refund), NULL),
+            AL_OK);
+    assert_int_equal(al_run_opts_set_resume(o, sid, strlen(sid)), AL_OK);
+    assert_int_equal(al_run_opts_add_resolution(o, iid, "1", 1), AL_OK);
+    res = NULL;
+    assert_int_not_equal(al_run(r, o, &res, &err), AL_OK);
+    assert_null(res);
+    al_run_opts_free(o);
+    assert_int_equal(rename(moved, worker), 0);
+
+    struct req q = { .src = src_get_then_refund, .resume = sid, .ids = { iid }, .values = { "2" },
+                     .n = 1 };
+    res = run_req(r, &q);
+    expect_completed(res, "[10,2]");
+    al_result_free(res);
+    free(sid);
+    al_runner_free(r);
+    al_store_free(store);
+    unlink(worker);
+    rmdir(sdir);
+    rmdir(dir);
+}
+
+static struct al_call *held_flush;
+
+/* sync.flush(): held until store.hold answers */
+static void host_flush(struct al_call *call, void *ud)
+{
+    (void)ud;
+    held_flush = call;
+}
+
+/* store.hold(): answers itself, then the held sync call - so its answer reaches the worker
+ * while the worker waits in the sync call */
+static void host_hold(struct al_call *call, void *ud)
+{
+    (void)ud;
+    al_call_return(call, "1", 1);
+    if (held_flush) {
+        al_call_return(held_flush, "7", 1);
+        held_flush = NULL;
+    }
+}
+
+/* An async answer that arrives during a sync call is an answer, even when the guest returns
+ * right after the sync call. */
+static void test_answer_during_sync_call(void **state)
+{
+    (void)state;
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_add_host(c, "store.hold", host_hold, NULL, 0), AL_OK);
+    assert_int_equal(al_config_add_host(c, "sync.flush", host_flush, NULL, AL_HOST_SYNC), AL_OK);
+    assert_int_equal(al_config_set_warm_workers(c, 0), AL_OK);
+    struct al_runner *r = NULL;
+    struct al_error err;
+    assert_int_equal(al_runner_new(c, &r, &err), AL_OK);
+    al_config_free(c);
+    struct al_result *res =
+            run_src(r, "store.hold().then(() => {});\nreturn sync.flush();");
+    expect_completed(res, "7");
+    al_result_free(res);
+    al_runner_free(r);
+}
+
+static void test_clock_range(void **state)
+{
+    (void)state;
+    struct al_runner *r = default_runner();
+    struct al_run_opts *o = al_run_opts_new();
+    assert_int_equal(al_run_opts_set_source(o, "return 1", 8, NULL), AL_OK);
+    al_run_opts_set_clock(o, AL_CLOCK_MAX_MS + 1);
+    struct al_result *res = NULL;
+    struct al_error err;
+    assert_int_equal(al_run(r, o, &res, &err), AL_OK);
+    expect_failure(res, AL_CONFIG_ERROR, "range of a JavaScript Date");
+    al_result_free(res);
+    al_run_opts_set_clock(o, -AL_CLOCK_MAX_MS);
+    assert_int_equal(al_run(r, o, &res, &err), AL_OK);
+    expect_completed(res, "1");
+    al_result_free(res);
+    al_run_opts_free(o);
+    al_runner_free(r);
+}
+
 /* ------------------------------------------------------------ modules */
 
 static int module_loads;
@@ -1094,6 +1266,10 @@ int main(void)
         cmocka_unit_test(test_divergence),
         cmocka_unit_test(test_store_at_most_once),
         cmocka_unit_test(test_modules_resume),
+        cmocka_unit_test(test_replay_failure_invokes_nothing),
+        cmocka_unit_test(test_store_survives_start_failure),
+        cmocka_unit_test(test_answer_during_sync_call),
+        cmocka_unit_test(test_clock_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
