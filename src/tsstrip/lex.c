@@ -101,7 +101,12 @@ static uint8_t kw_lookup(const char *s, size_t n)
         return KW_NONE;
     }
     for (size_t i = kw_from[n]; i < kw_from[n + 1]; i++) {
-        if (kw_table[i].name[0] == s[0] && memcmp(kw_table[i].name, s, n) == 0) {
+        const char *k = kw_table[i].name;
+        size_t j = 0;
+        while (j < n && k[j] == s[j]) {
+            j++;
+        }
+        if (j == n) {
             return kw_table[i].kw;
         }
     }

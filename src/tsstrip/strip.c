@@ -108,7 +108,8 @@ struct parser {
     struct pprop *pprops;
     size_t npprops;
     size_t cap_pprops;
-    bool in_derived; /* the class being parsed has `extends` */
+    bool in_derived;   /* the class being parsed has `extends` */
+    size_t class_open; /* just after the `{` of the class body being parsed, or SIZE_MAX */
 
     const struct ts_options *opts;
     struct ts_error *err;
@@ -131,6 +132,7 @@ static void parse_template(struct parser *p, bool in_type);
 static void parse_object_literal(struct parser *p);
 static void transform_enum(struct parser *p, size_t start, size_t kw_start);
 static void transform_pprops(struct parser *p, size_t body, size_t from);
+static bool is_param_modifier(uint8_t kw);
 
 /* ---- tokens ---- */
 
@@ -389,6 +391,17 @@ static void restore(struct parser *p, const struct snap *s)
 static void commit(struct parser *p)
 {
     p->spec--;
+}
+
+/* `<<` where a `<` opens type arguments (`f<<T>(x: T) => T>()`): keep only the first `<`. */
+static void split_shl(struct parser *p)
+{
+    if (at(p, P_SHL)) {
+        p->lx.tok.type = P_LT;
+        p->lx.tok.end = p->lx.tok.start + 1;
+        p->lx.pos = p->lx.tok.end;
+        p->peek_valid = false;
+    }
 }
 
 static void rescan_gt(struct parser *p)
@@ -884,7 +897,8 @@ static void parse_type_reference_rest(struct parser *p)
             return;
         }
     }
-    if (at(p, P_LT) && !nl_before(p)) {
+    if ((at(p, P_LT) || at(p, P_SHL)) && !nl_before(p)) {
+        split_shl(p);
         parse_type_args(p);
     }
 }
@@ -1195,6 +1209,7 @@ static bool try_type_args(struct parser *p)
     }
     struct snap s;
     save(p, &s);
+    split_shl(p);
     p->in_type++;
     parse_type_args(p);
     p->in_type--;
@@ -1237,6 +1252,44 @@ static void parse_arrow_body(struct parser *p, unsigned ef, bool is_async)
     p->fn = saved;
 }
 
+/* At `(`: a look at the next three tokens rules out most parenthesized expressions before
+ * any speculation (TypeScript's isParenthesizedArrowFunctionExpression does the same). */
+static bool paren_may_start_arrow(struct parser *p)
+{
+    const struct tok *n = peek(p);
+    switch (n->type) {
+    case P_RPAREN:
+    case P_ELLIPSIS:
+    case P_LBRACE:
+    case P_LBRACK:
+        return true;
+    case T_NAME:
+        break;
+    default:
+        return false;
+    }
+    if (is_param_modifier(n->kw) || n->kw == KW_THIS) {
+        return true;
+    }
+    if (is_reserved(n->kw)) {
+        return false;
+    }
+    struct lexer l2 = p->peek_lx;
+    lex_next(&l2);
+    switch (l2.tok.type) {
+    case P_COLON:
+    case P_COMMA:
+    case P_QUESTION:
+    case P_ASSIGN:
+        return true;
+    case P_RPAREN:
+        lex_next(&l2);
+        return l2.tok.type == P_ARROW || l2.tok.type == P_COLON;
+    default:
+        return false;
+    }
+}
+
 /* At `(` or `<`: tries `<T>(params): R => body`. On success the arrow is parsed and true is
  * returned; otherwise nothing moved. In the true branch of ?:, an arrow with a return type
  * counts only if a `:` follows it (as in TypeScript: `a ? (b) : c => d` is not an arrow). */
@@ -1245,6 +1298,10 @@ static bool try_arrow(struct parser *p, unsigned ef, bool is_async)
     size_t pos = tstart(p);
     uint8_t bit = at(p, P_LT) ? M_GARROW : M_ARROW;
     if (p->memo[pos] & bit) {
+        return false;
+    }
+    if (bit == M_ARROW && !paren_may_start_arrow(p)) {
+        p->memo[pos] |= bit;
         return false;
     }
     struct snap s;
@@ -1627,6 +1684,7 @@ static void parse_suffixes(struct parser *p, bool allow_call)
             next(p);
             break;
         case P_LT:
+        case P_SHL:
             if (!try_type_args(p)) {
                 return;
             }
@@ -2139,6 +2197,8 @@ static void parse_class_body(struct parser *p)
         syntax(p, "'{'");
         return;
     }
+    size_t saved_open = p->class_open;
+    p->class_open = p->lx.tok.end;
     next(p);
     while (!at(p, P_RBRACE) && !at(p, T_EOF)) {
         if (at(p, P_SEMI)) {
@@ -2151,6 +2211,7 @@ static void parse_class_body(struct parser *p)
         parse_class_member(p);
         leave(p);
     }
+    p->class_open = saved_open;
     expect(p, P_RBRACE, "'}'");
 }
 
@@ -3091,52 +3152,71 @@ static void add_edit(struct parser *p, size_t start, size_t end, struct sbuf *b)
 }
 
 /* Parameter properties: `constructor(private x: T) { body }` gets `this.x = x;` at the start
- * of the body, or right after the `super(...)` statement in a derived class. */
+ * of the body, or right after the `super(...)` statement in a derived class, and the class
+ * body starts with the field declarations `x;` (TypeScript's order with [[Define]] fields). */
 static void transform_pprops(struct parser *p, size_t body, size_t from)
 {
     size_t at_pos = body + 1;
+    bool need_semi = false;
     if (p->in_derived) {
-        /* find `super(` ... `);` as the first statement starting with super in the body */
+        /* after the statement that starts with `super` at the top level of the body */
         struct lexer lx;
         lex_init(&lx, p->src, p->len);
         lx.pos = body + 1;
         lex_next(&lx);
         int nest = 0;
         bool found = false;
+        size_t last_end = body + 1;
         while (lx.tok.type != T_EOF && lx.error == NULL) {
-            if (lx.tok.type == P_LBRACE || lx.tok.type == P_LPAREN || lx.tok.type == P_LBRACK) {
+            uint8_t t = lx.tok.type;
+            if (found && nest == 0) {
+                if (t == P_SEMI) {
+                    at_pos = lx.tok.end;
+                    break;
+                }
+                if (t == P_RBRACE ||
+                        (lx.tok.nl_before && t != P_DOT && t != P_LPAREN && t != P_QDOT)) {
+                    at_pos = last_end;
+                    need_semi = true;
+                    break;
+                }
+            }
+            if (t == P_LBRACE || t == P_LPAREN || t == P_LBRACK) {
                 nest++;
-            } else if (lx.tok.type == P_RBRACE || lx.tok.type == P_RPAREN ||
-                       lx.tok.type == P_RBRACK) {
+            } else if (t == P_RBRACE || t == P_RPAREN || t == P_RBRACK) {
                 if (nest == 0) {
                     break;
                 }
                 nest--;
-            } else if (nest == 0 && lx.tok.type == T_NAME && lx.tok.kw == KW_SUPER) {
+            } else if (nest == 0 && t == T_NAME && lx.tok.kw == KW_SUPER) {
                 found = true;
-            } else if (found && nest == 0 && lx.tok.type == P_SEMI) {
-                at_pos = lx.tok.end;
-                break;
             }
-            size_t before = lx.tok.end;
+            last_end = lx.tok.end;
             lex_next(&lx);
-            if (found && nest == 0 && lx.tok.nl_before && lx.tok.type != P_DOT &&
-                    lx.tok.type != P_LPAREN) {
-                at_pos = before;
-                break;
-            }
         }
     }
+    struct sbuf fields = { 0 };
     struct sbuf b = { 0 };
+    if (need_semi) {
+        sb_str(&b, ";");
+    }
     for (size_t i = from; i < p->npprops; i++) {
         const struct pprop *pp = &p->pprops[i];
-        int n = (int)(pp->name_end - pp->name_start);
         const char *name = p->src + pp->name_start;
+        size_t n = pp->name_end - pp->name_start;
+        sb_str(&fields, " ");
+        sb_add(&fields, name, n);
+        sb_str(&fields, ";");
         sb_str(&b, " this.");
-        sb_add(&b, name, (size_t)n);
+        sb_add(&b, name, n);
         sb_str(&b, " = ");
-        sb_add(&b, name, (size_t)n);
+        sb_add(&b, name, n);
         sb_str(&b, ";");
+    }
+    if (p->class_open != SIZE_MAX) {
+        add_edit(p, p->class_open, p->class_open, &fields);
+    } else {
+        free(fields.p);
     }
     add_edit(p, at_pos, at_pos, &b);
 }
@@ -3470,6 +3550,7 @@ int ts_strip_opts(const char *src, size_t len, const struct ts_options *opts, ch
     p.opts = opts;
     p.err = reterr;
     p.fn = F_ASYNC; /* top-level await */
+    p.class_open = SIZE_MAX;
     p.memo = calloc(len + 1, 1);
     if (p.memo == NULL) {
         fail_nomem(&p);

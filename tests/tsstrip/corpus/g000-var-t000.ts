@@ -1,0 +1,1 @@
+let x: number = 5 as any; return x

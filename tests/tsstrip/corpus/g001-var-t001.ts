@@ -1,0 +1,1 @@
+let x: string[] = 5 as any; return x

@@ -1,0 +1,1 @@
+let x: Map<string, Array<Set<number>>> = 5 as any; return x

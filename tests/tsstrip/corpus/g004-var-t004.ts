@@ -1,0 +1,1 @@
+let x: { a: number; b?: string } = 5 as any; return x

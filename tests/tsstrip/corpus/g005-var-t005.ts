@@ -1,0 +1,1 @@
+let x: { readonly [k: string]: number } = 5 as any; return x

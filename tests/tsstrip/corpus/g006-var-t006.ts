@@ -1,0 +1,1 @@
+let x: [number, string?, ...boolean[]] = 5 as any; return x

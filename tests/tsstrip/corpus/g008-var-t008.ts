@@ -1,0 +1,1 @@
+let x: number | string | null = 5 as any; return x

@@ -1,0 +1,1 @@
+let x: `prefix-${string}` = 5 as any; return x

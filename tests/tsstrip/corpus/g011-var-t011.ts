@@ -1,0 +1,1 @@
+let x: (a: number, b?: string) => void = 5 as any; return x

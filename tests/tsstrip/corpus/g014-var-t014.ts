@@ -1,0 +1,1 @@
+let x: keyof typeof globalThis = 5 as any; return x

@@ -1,0 +1,1 @@
+let x: ReturnType<typeof parseInt> = 5 as any; return x

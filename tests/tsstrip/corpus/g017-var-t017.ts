@@ -1,0 +1,1 @@
+let x: Partial<Record<string, unknown>> = 5 as any; return x

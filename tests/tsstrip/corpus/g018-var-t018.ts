@@ -1,0 +1,1 @@
+let x: object & { x: 1 } = 5 as any; return x

@@ -1,0 +1,1 @@
+let x: (string | number)[] = 5 as any; return x

@@ -1,0 +1,1 @@
+let x: unknown = 5 as any; return x

@@ -1,0 +1,1 @@
+let x: any[][] = 5 as any; return x

@@ -1,0 +1,1 @@
+let x: import("./mod").T<string> = 5 as any; return x

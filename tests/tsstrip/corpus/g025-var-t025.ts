@@ -1,0 +1,1 @@
+let x: Promise<void> | undefined = 5 as any; return x

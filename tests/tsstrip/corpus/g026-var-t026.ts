@@ -1,0 +1,1 @@
+let x: typeof Math.max = 5 as any; return x

@@ -1,0 +1,1 @@
+let x: () => () => void = 5 as any; return x

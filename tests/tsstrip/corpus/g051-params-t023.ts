@@ -1,0 +1,1 @@
+function f(a: { (x: number): string; new (x: string): object; m?(): void }, b?: { (x: number): string; new (x: string): object; m?(): void }): { (x: number): string; new (x: string): object; m?(): void } { return [a, b] as any } return f(1 as any)

@@ -1,0 +1,1 @@
+const f = (a: number): number => a; return f(2 as any)

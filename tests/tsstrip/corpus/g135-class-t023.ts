@@ -1,0 +1,1 @@
+class C { x: { (x: number): string; new (x: string): object; m?(): void } = 1 as any; m(a: { (x: number): string; new (x: string): object; m?(): void }): { (x: number): string; new (x: string): object; m?(): void } { return a } } return [new C().x, new C().m(4 as any)]

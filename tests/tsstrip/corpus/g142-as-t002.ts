@@ -1,0 +1,1 @@
+return (7 as Array<number>) as any

@@ -1,0 +1,1 @@
+return (7 as Map<string, Array<Set<number>>>) as any

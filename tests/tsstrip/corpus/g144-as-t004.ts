@@ -1,0 +1,1 @@
+return (7 as { a: number; b?: string }) as any

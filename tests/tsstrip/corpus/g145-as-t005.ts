@@ -1,0 +1,1 @@
+return (7 as { readonly [k: string]: number }) as any

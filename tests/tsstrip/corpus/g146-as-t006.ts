@@ -1,0 +1,1 @@
+return (7 as [number, string?, ...boolean[]]) as any

@@ -1,0 +1,1 @@
+return (7 as [first: number, second?: string]) as any

@@ -1,0 +1,1 @@
+return (7 as number | string | null) as any

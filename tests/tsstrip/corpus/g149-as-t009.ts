@@ -1,0 +1,1 @@
+return (7 as "lit" | 'other' | 42 | -1 | true) as any

@@ -1,0 +1,1 @@
+return (7 as new (x: number) => object) as any

@@ -1,0 +1,1 @@
+return (7 as <U>(x: U) => U) as any

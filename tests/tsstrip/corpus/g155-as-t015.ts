@@ -1,0 +1,1 @@
+return (7 as ReturnType<typeof parseInt>) as any

@@ -1,0 +1,1 @@
+return (7 as { [K in "a" | "b"]: K }) as any

@@ -1,0 +1,1 @@
+return (7 as object & { x: 1 }) as any

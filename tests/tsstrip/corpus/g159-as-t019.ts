@@ -1,0 +1,1 @@
+return (7 as (string | number)[]) as any

@@ -1,0 +1,1 @@
+return (7 as readonly string[]) as any

@@ -1,0 +1,1 @@
+return (7 as import("./mod").T<string>) as any

@@ -1,0 +1,1 @@
+return (7 as typeof Math.max) as any

@@ -1,0 +1,1 @@
+const v = [1, 2] satisfies { a: number; b?: string }; return v

@@ -1,0 +1,1 @@
+const c = 1; const f = c ? (x: number): number => x : (y: any) => y; return f(5 as any)

@@ -1,0 +1,1 @@
+function g<U extends number = number>(x: U) { return x } return g(9 as any)

@@ -1,0 +1,1 @@
+const [p]: { (x: number): string; new (x: string): object; m?(): void }[] = [10 as any]; const { q }: { q: { (x: number): string; new (x: string): object; m?(): void } } = { q: 11 as any }; return [p, q]

@@ -1,0 +1,1 @@
+let x!: number; x = 3; return x

@@ -1,0 +1,1 @@
+function f(a?: number, b?: string) { return [a, b] } return f()

@@ -1,0 +1,1 @@
+function f(this: { v: number }) { return this.v } return f.call({ v: 7 })

@@ -1,0 +1,2 @@
+let x: /* a comment <T> */ number = 1; // trailing: string
+return x

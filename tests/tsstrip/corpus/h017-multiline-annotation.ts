@@ -1,0 +1,5 @@
+let x: {
+    a: number,
+    b: string
+} = { a: 1, b: "b" };
+return x

@@ -1,0 +1,4 @@
+let x = 1
+type A = string
+(function () { x = 5 })()
+return x

@@ -1,0 +1,1 @@
+type M = typeof import("node:fs"); type N = import("./x").Y<string>; return "t"

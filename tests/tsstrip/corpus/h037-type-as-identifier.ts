@@ -1,0 +1,1 @@
+let type = 1; type = 2; return type

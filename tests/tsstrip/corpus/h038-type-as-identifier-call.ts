@@ -1,0 +1,1 @@
+const type = (x: number) => x * 2; return type(4)

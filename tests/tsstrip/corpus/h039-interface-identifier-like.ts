@@ -1,0 +1,1 @@
+const o = { interface: 1, type: 2, declare: 3 }; return o.interface + o.type + o.declare

@@ -1,0 +1,1 @@
+declare const x: number; declare let y: string; return typeof x

@@ -1,0 +1,1 @@
+declare function f(a: number): void; return typeof f

@@ -1,0 +1,1 @@
+declare class C { m(): void; x: number } return typeof C

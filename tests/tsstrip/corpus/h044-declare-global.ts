@@ -1,0 +1,2 @@
+declare global { interface Window { q: number } var gg: string }
+return 1

@@ -1,0 +1,1 @@
+let declare = 5; declare += 1; return declare

@@ -1,0 +1,4 @@
+let x = 1
+declare const y: number
+(function () { x = 9 })()
+return x

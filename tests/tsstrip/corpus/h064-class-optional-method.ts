@@ -1,0 +1,1 @@
+class A { m?(): void; n?(x: number): number { return x } } return [typeof new A().m, new A().n!(2)]

@@ -1,0 +1,1 @@
+class C { #a: number = 1; static #b: string = "b"; #m(): number { return this.#a } has(o: object): boolean { return #a in o } get(): number { return this.#m() } } return [new C().get(), new C().has(new C())]

@@ -1,0 +1,1 @@
+class A { async am(): Promise<number> { return 1 } *g(): Generator<number> { yield 2 } async *ag(): AsyncGenerator<number> { yield 3 } } const a = new A(); const out = [await a.am(), ...a.g()]; for await (const v of a.ag()) out.push(v); return out

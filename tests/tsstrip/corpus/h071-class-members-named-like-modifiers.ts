@@ -1,0 +1,1 @@
+class A { readonly = 1; public() { return 2 } static = 3; declare = 4; abstract = 5; get get() { return 6 } } const a: any = new A(); return [a.readonly, a.public(), a.static, a.declare, a.abstract, a.get]

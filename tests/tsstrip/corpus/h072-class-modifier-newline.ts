@@ -1,0 +1,2 @@
+class A { readonly
+ x = 1 } return Object.keys(new A())

@@ -1,0 +1,1 @@
+let abstract = 1; abstract++; return abstract

@@ -1,0 +1,1 @@
+const f = (a: number, b?: number): number => a + (b ?? 1); return f(1)

@@ -1,0 +1,1 @@
+const f = (a?: number) => a; return [f(), f(2)]

@@ -1,0 +1,1 @@
+const f = (): number => 1; return f()

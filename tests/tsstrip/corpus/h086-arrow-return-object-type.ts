@@ -1,0 +1,1 @@
+const f = (): { a: number } => ({ a: 1 }); return f()

@@ -1,0 +1,1 @@
+const id = <T,>(x: T): T => x; return id<number>(3)

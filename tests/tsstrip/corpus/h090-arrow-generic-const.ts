@@ -1,0 +1,1 @@
+const f = <const T,>(x: T): T => x; return f(["a", "b"])

@@ -1,0 +1,1 @@
+const f = async (x: number): Promise<number> => x * 2; return await f(4)

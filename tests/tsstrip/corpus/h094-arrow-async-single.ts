@@ -1,0 +1,1 @@
+const f = async x => x + 1; return await f(1)

@@ -1,0 +1,1 @@
+const async = (x: number) => x * 3; return async(2)

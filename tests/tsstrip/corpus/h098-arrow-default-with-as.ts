@@ -1,0 +1,1 @@
+const f = (x: number = 5 as number) => x; return f()

@@ -1,0 +1,1 @@
+const f = (x: unknown) => x as number; return f(3)

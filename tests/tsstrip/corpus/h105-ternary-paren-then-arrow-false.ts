@@ -1,0 +1,1 @@
+const a = false, b = 1; const f: any = a ? (b) : (c: number) => c * 2; return f(4)

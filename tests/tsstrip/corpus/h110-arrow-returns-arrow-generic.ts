@@ -1,0 +1,1 @@
+const f = <A,>(a: A) => <B,>(b: B): [A, B] => [a, b]; return f(1)("x")

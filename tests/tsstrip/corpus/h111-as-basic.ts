@@ -1,0 +1,1 @@
+const x = "5" as unknown as number; return x

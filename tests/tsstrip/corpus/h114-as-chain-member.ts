@@ -1,0 +1,1 @@
+const o: unknown = { a: { b: 2 } }; return (o as { a: { b: number } }).a.b

@@ -1,0 +1,1 @@
+const x: unknown = 4; return (x as number) * 2 + (x as number)

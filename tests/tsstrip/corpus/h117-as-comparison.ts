@@ -1,0 +1,1 @@
+const a = 5; return a as number > 3

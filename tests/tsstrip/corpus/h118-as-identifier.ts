@@ -1,0 +1,1 @@
+let as = 5; return as

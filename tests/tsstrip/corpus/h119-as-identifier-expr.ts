@@ -1,0 +1,1 @@
+const as = 2; const y = as as number; return as * y

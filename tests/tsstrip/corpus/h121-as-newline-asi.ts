@@ -1,0 +1,3 @@
+let x = 1 as any
+;(function () { x = 2 })()
+return x

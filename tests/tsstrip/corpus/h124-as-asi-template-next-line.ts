@@ -1,0 +1,3 @@
+const f = (s: any) => "tag"; let x = f as any
+`tpl`
+return x === f

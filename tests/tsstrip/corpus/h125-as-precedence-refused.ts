@@ -1,0 +1,2 @@
+// @refuse: as` expression needs parentheses
+const a = 1, b = 2, c = 3; return a + b as number * c

@@ -1,0 +1,1 @@
+const o = { a: 1 } satisfies Record<string, number>; return o

@@ -1,0 +1,1 @@
+const satisfies = 3; return satisfies * 2

@@ -1,0 +1,1 @@
+const o: { a?: { b?: number } } = { a: { b: 2 } }; return o.a!.b!

@@ -1,0 +1,1 @@
+let x: number | undefined; x! = 1; return x

@@ -1,0 +1,1 @@
+const f: (() => number) | undefined = () => 4; return f!()

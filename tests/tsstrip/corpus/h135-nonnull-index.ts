@@ -1,0 +1,1 @@
+const a: number[] | null = [5]; return a![0]

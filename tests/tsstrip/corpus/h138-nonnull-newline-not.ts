@@ -1,0 +1,4 @@
+let a = 1
+let b = a
+!0
+return b

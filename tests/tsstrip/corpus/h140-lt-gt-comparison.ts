@@ -1,0 +1,1 @@
+const a = 1, b = 2, c = 3; return a < b > c

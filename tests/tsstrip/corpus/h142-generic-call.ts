@@ -1,0 +1,1 @@
+function f<T>(x: T): T { return x } return f<number>(3) < 4

@@ -1,0 +1,2 @@
+function id<T>(x: T) { return x } const idn = id<number>
+return idn(5)

@@ -1,0 +1,1 @@
+const f: (<T>(x: T) => T) | undefined = (x) => x; return f?.<string>("o")

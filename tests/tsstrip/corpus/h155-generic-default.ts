@@ -1,0 +1,1 @@
+function f<T = string>(x?: T) { return x ?? "def" } return f()

@@ -1,0 +1,1 @@
+const a = (x: number) => x, b = 0; return a<number>(b)

@@ -1,0 +1,1 @@
+interface S<in I, out O> { f(i: I): O } type P<in out T> = T; return 1

@@ -1,0 +1,1 @@
+return /<a>/g.test("<a>") && /a<b>c/.source.length

@@ -1,0 +1,1 @@
+const f = () => { return /x<T>y/.test("x<T>y") }; return f()

@@ -1,0 +1,1 @@
+const s = "a1"; return (s).match(/\d/)![0]

@@ -1,0 +1,1 @@
+const s = "<div>"; if (/<div>/.test(s)) return 1; return 0

@@ -1,0 +1,1 @@
+const a = 8; return (a) / 2 / (1)

@@ -1,0 +1,1 @@
+let a = 8; a /= 2; return a

@@ -1,0 +1,1 @@
+const o = { a: 1 }; return `x${(() => { return { ...o } })().a}y${"}"}`

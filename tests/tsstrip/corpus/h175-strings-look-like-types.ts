@@ -1,0 +1,1 @@
+const s = "let x: number = 1 as any"; const t = 'interface A {}'; return s + t

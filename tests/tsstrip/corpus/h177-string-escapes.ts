@@ -1,0 +1,1 @@
+const s: string = "a\"b\\c\nd"; return s.length

@@ -1,0 +1,1 @@
+type Ünï = "é" | "ü"; const x: Ünï = "é"; return x

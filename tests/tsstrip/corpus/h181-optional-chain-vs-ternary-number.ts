@@ -1,0 +1,1 @@
+const x = true; return x?.5:1

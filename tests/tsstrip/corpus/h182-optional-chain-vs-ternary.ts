@@ -1,0 +1,1 @@
+const a: any = { b: 1 }; return a?.b ? "yes" : "no"

@@ -1,0 +1,1 @@
+const a: { b?: number } | null = null; return a?.b ?? -1

@@ -1,0 +1,2 @@
+import { type A, type B as C } from "./types";
+return 2

@@ -1,0 +1,4 @@
+export interface I { a: number }
+export type T = string;
+export declare const x: number;
+return 4

@@ -1,0 +1,2 @@
+import type fs = require("fs");
+return 5

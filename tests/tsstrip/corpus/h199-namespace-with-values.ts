@@ -1,0 +1,3 @@
+// @refuse: namespace
+namespace N { export const x = 1 }
+return N.x

@@ -1,0 +1,3 @@
+// @refuse: namespace
+module M { export function f() { return 1 } }
+return M.f()

@@ -1,0 +1,4 @@
+// @refuse: decorator
+function dec(c: any) { return c }
+@dec class A {}
+return A

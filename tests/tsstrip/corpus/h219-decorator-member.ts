@@ -1,0 +1,4 @@
+// @refuse: decorator
+function dec(...a: any[]) {}
+class A { @dec m() {} }
+return 1

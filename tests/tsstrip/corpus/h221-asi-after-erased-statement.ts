@@ -1,0 +1,4 @@
+let a = 1
+interface A {}
+[1, 2].forEach(() => a++)
+return a

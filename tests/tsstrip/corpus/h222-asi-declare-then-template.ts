@@ -1,0 +1,4 @@
+let s = "x"
+declare const q: number
+`t`
+return s

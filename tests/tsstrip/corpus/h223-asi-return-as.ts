@@ -1,0 +1,4 @@
+function f() {
+    return 5 as number
+}
+return f()

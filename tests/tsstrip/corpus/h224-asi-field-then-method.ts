@@ -1,0 +1,2 @@
+class A { x: number
+ m() { return 1 } } return new A().m()

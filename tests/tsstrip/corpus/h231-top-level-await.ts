@@ -1,0 +1,1 @@
+const v = await Promise.resolve<number>(7); return v

@@ -1,0 +1,1 @@
+const f = function <T>(this: void, x: T): T { return x }; return f(5)

@@ -1,0 +1,1 @@
+return ((x: number): number => x * 3)(3)

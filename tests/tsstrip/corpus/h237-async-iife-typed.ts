@@ -1,0 +1,1 @@
+return await (async (): Promise<string> => "a")()

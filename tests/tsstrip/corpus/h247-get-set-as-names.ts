@@ -1,0 +1,1 @@
+const get = (k: string) => k, set = (k: string) => k; return get("a") + set("b")

@@ -1,0 +1,1 @@
+const f = () => ({ a: 1 } as { a: number }); return f().a

@@ -1,0 +1,1 @@
+const o = { k: 1 }; return "k" in (o as object)

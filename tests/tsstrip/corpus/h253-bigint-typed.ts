@@ -1,0 +1,1 @@
+const b: bigint = 10n; return (b * 2n).toString()

@@ -1,0 +1,1 @@
+const n: number = 1_000_000; return n

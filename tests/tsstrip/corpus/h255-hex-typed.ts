@@ -1,0 +1,1 @@
+const h: number = 0xff; return h

@@ -1,0 +1,1 @@
+return (new Date(0) as Date).getTime()

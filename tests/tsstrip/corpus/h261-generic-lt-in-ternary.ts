@@ -1,0 +1,1 @@
+const a = 1, b = 2; return a < b ? "lt" : "ge"
