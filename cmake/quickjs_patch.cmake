@@ -17,6 +17,9 @@
 #        (an own non-enumerable property, created only when the options object has `cause`).
 #   10   Syntax the engine cannot parse says which ES feature it is: class static blocks,
 #        `#x in obj`, the regexp `d` and `v` flags (docs/javascript.md).
+#   11   The token after a function body's closing brace is read as part of the enclosing
+#        function, so `await x;` (or `yield x;`) right after a nested function declaration parses
+#        (QuickJS 2021-03-27 read it as the nested function's, where `await` is an identifier).
 #   9    airlock_module_namespace(): appended; the entry module's default export is the value.
 #   10   A compile-only module is not resolved (its imports are loaded in the guest context).
 # Hooks are weak symbols, so programs that do not define them (unit tests) link unchanged.
@@ -337,6 +340,31 @@ qjs_edit(src
                                                    \"ES2024) is not supported\");
                 }
                 return JS_ThrowSyntaxError(ctx, \"invalid regular expression flags\");")
+
+# 11. Read the token after a function body in the enclosing function's context.
+qjs_edit(src
+"    if (next_token(s)) {
+        /* consume the '}' */
+        goto fail;
+    }
+
+    /* in case there is no return, add one */
+    if (js_is_live_code(s)) {
+        emit_return(s, FALSE);
+    }
+done:
+    s->cur_func = fd->parent;"
+"    /* in case there is no return, add one */
+    if (js_is_live_code(s)) {
+        emit_return(s, FALSE);
+    }
+    s->cur_func = fd->parent;
+    if (next_token(s)) {
+        /* consume the '}' */
+        goto fail;
+    }
+done:
+    s->cur_func = fd->parent;")
 
 file(WRITE "${QJS_OUT}.tmp" "${src}")
 file(RENAME "${QJS_OUT}.tmp" "${QJS_OUT}")

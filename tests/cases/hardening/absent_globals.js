@@ -1,5 +1,5 @@
 // None of these exist, neither as a global property nor as a bare identifier.
-const names = ["process", "require", "module", "exports", "fetch", "setTimeout", "setInterval", "clearTimeout", "clearInterval", "setImmediate", "queueMicrotask", "WebAssembly", "SharedArrayBuffer", "Atomics", "WeakRef", "FinalizationRegistry", "std", "os", "print", "scriptArgs", "__date_clock", "__loadScript", "gc", "XMLHttpRequest", "importScripts", "Deno", "Bun", "navigator", "structuredClone", "Worker", "bjson", "__filename"];
+const names = ["process", "require", "module", "exports", "fetch", "setTimeout", "setInterval", "clearTimeout", "clearInterval", "setImmediate", "queueMicrotask", "WebAssembly", "SharedArrayBuffer", "Atomics", "WeakRef", "FinalizationRegistry", "std", "os", "print", "scriptArgs", "__date_clock", "__loadScript", "gc", "XMLHttpRequest", "importScripts", "Deno", "Bun", "navigator", "Worker", "bjson", "__filename"];
 const present = [];
 for (const n of names) {
   if (n in globalThis || Object.getOwnPropertyDescriptor(globalThis, n)) present.push(n);

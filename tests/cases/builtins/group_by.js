@@ -1,0 +1,32 @@
+// Object.groupBy and Map.groupBy (ES2024).
+const out = {};
+const show = (v) => v === undefined ? "undefined" : Object.is(v, -0) ? "-0" : typeof v === "bigint" ? v + "n" : typeof v === "number" && !Number.isFinite(v) ? String(v) : v;
+const t = (name, f) => { try { const v = f(); out[name] = Array.isArray(v) ? Array.from(v, show) : show(v); } catch (e) { out[name] = "throws " + e.constructor.name; } };
+const fn = (f) => [typeof f, f.length, f.name, Object.getPrototypeOf(f) === Function.prototype]; // no prototype: see frozen.js
+const enumerable = (o, k) => Object.getOwnPropertyDescriptor(o, k).enumerable;
+t("fn", () => [fn(Object.groupBy), fn(Map.groupBy)]);
+t("enumerable", () => [enumerable(Object, "groupBy"), enumerable(Map, "groupBy")]);
+const nums = [1, 2, 3, 4, 5, 6];
+t("object", () => { const g = Object.groupBy(nums, (x) => (x % 2 ? "odd" : "even")); return [Object.getPrototypeOf(g) === null, Object.keys(g), g.odd, g.even]; });
+t("object key order", () => Object.keys(Object.groupBy(["b", "a", "c", "b"], (x) => x)));
+t("object numeric keys", () => Object.keys(Object.groupBy([3, 1, 2], (x) => x)));
+t("object key coercion", () => Object.keys(Object.groupBy([1, 2], (x) => (x === 1 ? { toString: () => "one" } : null))));
+t("object symbol key", () => { const s = Symbol("s"); const g = Object.groupBy([1], () => s); return [Object.getOwnPropertySymbols(g).length, g[s]]; });
+t("object proto key", () => { const g = Object.groupBy([1], () => "__proto__"); return [Object.keys(g), Object.getPrototypeOf(g) === null]; });
+t("object descriptors", () => { const d = Object.getOwnPropertyDescriptor(Object.groupBy([1], () => "k"), "k"); return [d.writable, d.enumerable, d.configurable]; });
+t("object -0 key", () => Object.keys(Object.groupBy([1], () => -0)));
+t("callback args", () => { const seen = []; Object.groupBy(["a", "b"], function (v, i) { seen.push([v, i, arguments.length, this === undefined].join()); return 0; }); return seen; });
+t("iterable", () => { const g = Object.groupBy(new Set([1, 2, 3]), (x) => x > 1); return [g.true, g.false]; });
+t("string", () => Object.groupBy("abca", (c) => c).a);
+t("map", () => { const g = Map.groupBy(nums, (x) => x % 3); return [g instanceof Map, [...g.keys()], g.get(0), g.get(1), g.get(2)]; });
+t("map object keys", () => { const k1 = {}, k2 = {}; const g = Map.groupBy([1, 2, 3], (x) => (x === 2 ? k2 : k1)); return [g.size, g.get(k1), g.get(k2)]; });
+t("map -0 to +0", () => { const g = Map.groupBy([1, 2], (x) => (x === 1 ? -0 : 0)); return [g.size, Object.is([...g.keys()][0], 0), g.get(0)]; });
+t("map NaN", () => Map.groupBy([1, 2], () => NaN).get(NaN));
+t("empty", () => [Object.keys(Object.groupBy([], () => 1)).length, Map.groupBy([], () => 1).size]);
+t("not callable", () => Object.groupBy([1], "x"));
+t("map not callable", () => Map.groupBy([1]));
+t("null items", () => Object.groupBy(null, () => 1));
+t("not iterable", () => Object.groupBy({ length: 1, 0: 1 }, () => 1));
+t("callback throws closes iterator", () => { const log = []; const it = { [Symbol.iterator]() { return { next() { log.push("next"); return { done: false, value: 1 }; }, return() { log.push("return"); return {}; } }; } }; try { Object.groupBy(it, () => { throw new RangeError("x"); }); } catch (e) { log.push(e.constructor.name); } return log; });
+t("key coercion throws closes iterator", () => { const log = []; const it = { [Symbol.iterator]() { return { next() { return { done: false, value: 1 }; }, return() { log.push("return"); return {}; } }; } }; try { Object.groupBy(it, () => ({ toString() { throw new SyntaxError("k"); } })); } catch (e) { log.push(e.constructor.name); } return log; });
+return out;

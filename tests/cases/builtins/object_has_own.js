@@ -1,0 +1,21 @@
+// Object.hasOwn (ES2022).
+const out = {};
+const show = (v) => v === undefined ? "undefined" : Object.is(v, -0) ? "-0" : typeof v === "bigint" ? v + "n" : typeof v === "number" && !Number.isFinite(v) ? String(v) : v;
+const t = (name, f) => { try { const v = f(); out[name] = Array.isArray(v) ? Array.from(v, show) : show(v); } catch (e) { out[name] = "throws " + e.constructor.name; } };
+const fn = (f) => [typeof f, f.length, f.name, Object.hasOwnProperty.call(f, "prototype"), Object.getPrototypeOf(f) === Function.prototype];
+const enumerable = (o, k) => Object.getOwnPropertyDescriptor(o, k).enumerable;
+t("fn", () => fn(Object.hasOwn));
+t("enumerable", () => enumerable(Object, "hasOwn"));
+t("own", () => [Object.hasOwn({ a: 1 }, "a"), Object.hasOwn({ a: undefined }, "a")]);
+t("inherited", () => [Object.hasOwn({}, "toString"), Object.hasOwn(Object.create({ a: 1 }), "a")]);
+t("null proto", () => Object.hasOwn(Object.assign(Object.create(null), { x: 1 }), "x"));
+t("array", () => [Object.hasOwn([1], 0), Object.hasOwn([1], "length"), Object.hasOwn([, 1], 0)]);
+t("primitive", () => [Object.hasOwn("abc", "length"), Object.hasOwn("abc", 1), Object.hasOwn(1, "x")]);
+t("symbol", () => { const s = Symbol("k"); return [Object.hasOwn({ [s]: 1 }, s), Object.hasOwn({}, s)]; });
+t("key coercion", () => Object.hasOwn({ 1: "a" }, { toString: () => "1" }));
+t("null", () => Object.hasOwn(null, "a"));
+t("undefined", () => Object.hasOwn(undefined, "a"));
+t("order", () => { const log = []; try { Object.hasOwn(null, { toString() { log.push("key"); return "a"; } }); } catch (e) { log.push(e.constructor.name); } return log; });
+t("proxy", () => { const log = []; const p = new Proxy({ a: 1 }, { getOwnPropertyDescriptor(t, k) { log.push(k); return Reflect.getOwnPropertyDescriptor(t, k); } }); return [Object.hasOwn(p, "a"), ...log]; });
+t("no args", () => Object.hasOwn());
+return out;

@@ -1,0 +1,28 @@
+// structuredClone: the value format's types, deep copies, shared and cyclic references.
+const out = {};
+const t = (name, f) => { try { out[name] = f(); } catch (e) { out[name] = "throws " + e.name; } };
+t("fn", () => [typeof structuredClone, structuredClone.length, structuredClone.name, Object.hasOwn(structuredClone, "prototype")]);
+t("enumerable", () => Object.getOwnPropertyDescriptor(globalThis, "structuredClone").enumerable);
+t("primitives", () => [structuredClone(1), structuredClone("s"), structuredClone(true), structuredClone(null), String(structuredClone(undefined)), String(structuredClone(NaN)), Object.is(structuredClone(-0), -0), String(structuredClone(12n))]);
+t("deep copy", () => { const o = { a: [1, { b: 2 }] }; const c = structuredClone(o); c.a[1].b = 3; return [o.a[1].b, c.a[1].b, c !== o]; });
+t("date", () => { const d = new Date(86400000); const c = structuredClone(d); return [c instanceof Date, c !== d, c.getTime()]; });
+t("regexp", () => { const c = structuredClone(/a+b/gi); return [c instanceof RegExp, c.source, c.flags]; });
+t("map and set", () => { const m = structuredClone(new Map([[1, { x: 1 }], ["k", [2]]])); const s = structuredClone(new Set([1, "a"])); return [m instanceof Map, [...m.keys()], m.get(1).x, s instanceof Set, [...s]]; });
+t("typed arrays", () => { const b = new ArrayBuffer(4); const u = new Uint8Array(b); u.set([1, 2, 3, 4]); const [x, y] = structuredClone([u, new Uint16Array(b, 2, 1)]); return [x instanceof Uint8Array, [...x], x.buffer === y.buffer, y.length, y.byteOffset, x.buffer !== b]; });
+t("error", () => { const e = structuredClone(new RangeError("r", { cause: "c" })); return [e instanceof RangeError, e.message, e.cause, e.name]; });
+t("shared refs", () => { const s = {}; const c = structuredClone({ a: s, b: s }); return [c.a === c.b, c.a !== s]; });
+t("cycles", () => { const a = [1]; a.push(a); const c = structuredClone(a); return [c[1] === c, c !== a]; });
+t("sparse", () => { const c = structuredClone([1, , 3]); return [c.length, 1 in c]; });
+t("null prototype", () => Object.getPrototypeOf(structuredClone(Object.create(null))) === Object.prototype);
+t("getters run once", () => { let n = 0; const c = structuredClone({ get x() { n++; return 5; } }); return [c.x, n, typeof Object.getOwnPropertyDescriptor(c, "x").get]; });
+t("function", () => structuredClone({ f() {} }));
+t("symbol", () => structuredClone(Symbol()));
+t("promise", () => structuredClone(Promise.resolve()));
+t("weakmap", () => structuredClone(new WeakMap()));
+t("class instance", () => structuredClone(new (class Foo {})()));
+t("no argument", () => structuredClone());
+t("transfer", () => structuredClone(1, { transfer: [new ArrayBuffer(1)] }));
+t("empty transfer", () => structuredClone(2, { transfer: [] }));
+t("is catchable", () => { try { structuredClone(() => 1); } catch (e) { return [e instanceof Error, e.name, typeof e.message]; } });
+t("getter throws", () => { try { structuredClone({ get x() { throw new RangeError("boom"); } }); } catch (e) { return [e.name, e.message]; } });
+return out;
