@@ -38,6 +38,11 @@
 #define M_GARROW 2u /* memo: `<` here does not start a generic arrow */
 #define M_TARGS  4u /* memo: `<` here does not start type arguments */
 
+/* While guessing whether `<` in an expression opens type arguments, nested argument lists
+ * deeper than this mean no: real code never nests so deep there, and the bound keeps a long
+ * run of `a < b, c < d, ...` from costing (nesting limit x length). */
+#define MAX_SPEC_TARGS_NEST 16
+
 enum param_mode { PARAM_FN, PARAM_ARROW, PARAM_CTOR, PARAM_TYPE };
 
 struct range {
@@ -99,6 +104,8 @@ struct parser {
     unsigned depth;
     unsigned fn;      /* F_* of the innermost function */
     unsigned in_type; /* > 0 inside a type: nothing is recorded (the whole type is erased) */
+    unsigned targs_spec; /* > 0 while try_type_args() guesses */
+    unsigned targs_nest; /* type argument lists open */
     unsigned ambient; /* > 0 inside `declare`: bodies optional, nothing refused */
 
     bool peek_valid; /* peek_lx holds the lexer after the current token */
@@ -124,6 +131,7 @@ static void parse_primary(struct parser *p);
 static void parse_suffixes(struct parser *p, bool allow_call);
 static void parse_type(struct parser *p);
 static void parse_type_nocond(struct parser *p);
+static void parse_type_args_inner(struct parser *p);
 static void parse_params(struct parser *p, enum param_mode mode);
 static void parse_binding_target(struct parser *p);
 static void parse_class(struct parser *p);
@@ -542,6 +550,17 @@ static void blank_type_params(struct parser *p)
 
 /* `<A, B>` at `<`. */
 static void parse_type_args(struct parser *p)
+{
+    if (p->targs_spec > 0 && p->targs_nest >= MAX_SPEC_TARGS_NEST) {
+        syntax(p, "'>'");
+        return;
+    }
+    p->targs_nest++;
+    parse_type_args_inner(p);
+    p->targs_nest--;
+}
+
+static void parse_type_args_inner(struct parser *p)
 {
     next(p);
     if (at(p, P_GT)) {
@@ -1211,7 +1230,12 @@ static bool try_type_args(struct parser *p)
     save(p, &s);
     split_shl(p);
     p->in_type++;
+    p->targs_spec++;
+    unsigned saved_nest = p->targs_nest;
+    p->targs_nest = 0;
     parse_type_args(p);
+    p->targs_nest = saved_nest;
+    p->targs_spec--;
     p->in_type--;
     if (!p->failed && can_follow_type_args(p)) {
         commit(p);
@@ -1291,9 +1315,10 @@ static bool paren_may_start_arrow(struct parser *p)
 }
 
 /* At `(` or `<`: tries `<T>(params): R => body`. On success the arrow is parsed and true is
- * returned; otherwise nothing moved. In the true branch of ?:, an arrow with a return type
+ * returned (and `outer` enclosing snapshots are committed with it, before the body is parsed);
+ * otherwise nothing moved. In the true branch of ?:, an arrow with a return type
  * counts only if a `:` follows it (as in TypeScript: `a ? (b) : c => d` is not an arrow). */
-static bool try_arrow(struct parser *p, unsigned ef, bool is_async)
+static bool try_arrow(struct parser *p, unsigned ef, bool is_async, unsigned outer)
 {
     size_t pos = tstart(p);
     uint8_t bit = at(p, P_LT) ? M_GARROW : M_ARROW;
@@ -1324,10 +1349,13 @@ static bool try_arrow(struct parser *p, unsigned ef, bool is_async)
             parse_arrow_body(p, ef, is_async);
             if (!p->failed && at(p, P_COLON)) {
                 commit(p);
+                p->spec -= outer;
                 return true;
             }
         } else {
+            /* committed before the body: an error in it is a real one, with a message */
             commit(p);
+            p->spec -= outer;
             next(p);
             parse_arrow_body(p, ef, is_async);
             return true;
@@ -1357,6 +1385,7 @@ static void parse_args(struct parser *p)
 /* A template literal at T_TPL_HEAD; substitutions are expressions, or types in a type. */
 static void parse_template(struct parser *p, bool in_type)
 {
+    size_t start = tstart(p);
     while (!p->failed) {
         next(p);
         if (in_type) {
@@ -1371,6 +1400,7 @@ static void parse_template(struct parser *p, bool in_type)
         lex_template(&p->lx);
         p->peek_valid = false;
         if (p->lx.error != NULL) {
+            p->lx.error_pos = start; /* point at the template, not at its last `}` */
             syntax(p, "a template");
             return;
         }
@@ -1816,12 +1846,12 @@ static void parse_assignment(struct parser *p, unsigned ef)
     }
     switch (tt(p)) {
     case P_LPAREN:
-        if (try_arrow(p, ef, false)) {
+        if (try_arrow(p, ef, false, 0)) {
             goto out;
         }
         break;
     case P_LT:
-        if (!try_arrow(p, ef, false)) {
+        if (!try_arrow(p, ef, false, 0)) {
             refuse_jsx(p);
         }
         goto out;
@@ -1833,8 +1863,7 @@ static void parse_assignment(struct parser *p, unsigned ef)
                 struct snap s;
                 save(p, &s);
                 next(p);
-                if (try_arrow(p, ef, true)) {
-                    commit(p);
+                if (try_arrow(p, ef, true, 1)) {
                     goto out;
                 }
                 restore(p, &s);
@@ -3268,6 +3297,8 @@ static void transform_enum(struct parser *p, size_t start, size_t kw_start)
     while (!at(p, P_RBRACE) && !at(p, T_EOF) && !p->failed) {
         size_t ms = tstart(p);
         size_t me = p->lx.tok.end;
+        sb_newlines(&b, p->src, copied, ms);
+        copied = ms;
         bool is_str = at(p, T_STR);
         bool local = is_ident_tok(&p->lx.tok);
         if (!at(p, T_NAME) && !at(p, T_STR)) {
@@ -3406,8 +3437,6 @@ static void transform_enum(struct parser *p, size_t start, size_t kw_start)
         }
         free(key.p);
         free(val.p);
-        sb_newlines(&b, p->src, copied, tstart(p));
-        copied = tstart(p);
         if (!at(p, P_COMMA)) {
             break;
         }
@@ -3561,12 +3590,19 @@ int ts_strip_opts(const char *src, size_t len, const struct ts_options *opts, ch
         syntax(&p, "a token");
     }
     while (!at(&p, T_EOF) && !p.failed) {
-        parse_statement(&p, NULL);
-        if (at(&p, P_RBRACE) && !p.failed) {
+        if (at(&p, P_RBRACE)) {
             syntax(&p, "a statement");
+            break;
         }
+        parse_statement(&p, NULL);
     }
     if (p.failed) {
+        if (reterr != NULL && reterr->message[0] == '\0') {
+            /* every failure is reported where it happens; this is a net under that rule */
+            reterr->kind = TS_ERR_SYNTAX;
+            snprintf(reterr->message, sizeof(reterr->message),
+                    "TypeScript syntax error: cannot parse the input");
+        }
         goto out;
     }
     rc = build_output(&p, ret_out, ret_len);

@@ -75,8 +75,10 @@ struct ts_options {
     unsigned flags;   /* enum ts_flags, or-ed */
 };
 
-/* Nesting bound of the parser (brackets, statements, types); deeper input fails TS_ERR_LIMIT. */
-#define TS_MAX_NESTING 256
+/* Bound on the parser's recursion (nested brackets, statements, types, operators: about 300
+ * nested parentheses); deeper input fails TS_ERR_LIMIT. The stack used stays under 256 KiB
+ * (512 KiB under AddressSanitizer), so a thread with a small stack can call ts_strip(). */
+#define TS_MAX_NESTING 1000
 /* Largest input accepted, in bytes. */
 #define TS_MAX_INPUT ((size_t)1 << 30)
 
