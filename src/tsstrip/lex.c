@@ -17,7 +17,10 @@ struct kw_entry {
     uint8_t kw;
 };
 
-#define KW(s, k) { s, sizeof(s) - 1, k }
+#define KW(s, k)            \
+    {                       \
+        s, sizeof(s) - 1, k \
+    }
 
 static const struct kw_entry kw_table[] = {
     KW("as", KW_AS),
@@ -115,8 +118,8 @@ static uint8_t kw_lookup(const char *s, size_t n)
 
 static bool is_id_ascii(unsigned char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '$';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '$';
 }
 
 static bool is_digit(unsigned char c)
@@ -147,9 +150,9 @@ static size_t uni_space(const char *s, size_t len, size_t i, bool *ret_nl)
         return 0;
     }
     if ((u[0] == 0xE2 && u[1] == 0x81 && u[2] == 0x9F) ||
-            (u[0] == 0xE3 && u[1] == 0x80 && u[2] == 0x80) ||
-            (u[0] == 0xE1 && u[1] == 0x9A && u[2] == 0x80) ||
-            (u[0] == 0xEF && u[1] == 0xBB && u[2] == 0xBF)) {
+        (u[0] == 0xE3 && u[1] == 0x80 && u[2] == 0x80) ||
+        (u[0] == 0xE1 && u[1] == 0x9A && u[2] == 0x80) ||
+        (u[0] == 0xEF && u[1] == 0xBB && u[2] == 0xBF)) {
         return 3;
     }
     return 0;
@@ -275,8 +278,8 @@ static size_t scan_number(const struct lexer *lx, size_t i)
     const char *s = lx->src;
     size_t len = lx->len;
     if (s[i] == '0' && i + 1 < len &&
-            (s[i + 1] == 'x' || s[i + 1] == 'X' || s[i + 1] == 'o' || s[i + 1] == 'O' ||
-                    s[i + 1] == 'b' || s[i + 1] == 'B')) {
+        (s[i + 1] == 'x' || s[i + 1] == 'X' || s[i + 1] == 'o' || s[i + 1] == 'O' ||
+         s[i + 1] == 'b' || s[i + 1] == 'B')) {
         i += 2;
         while (i < len && (is_id_ascii((unsigned char)s[i]))) {
             i++;

@@ -19,8 +19,8 @@
 
 enum tok_type {
     T_EOF,
-    T_NAME,     /* identifier or keyword; tok.kw tells which keyword */
-    T_PRIVATE,  /* #name */
+    T_NAME,    /* identifier or keyword; tok.kw tells which keyword */
+    T_PRIVATE, /* #name */
     T_NUM,
     T_STR,
     T_TPL,      /* `...` without substitution */
@@ -168,17 +168,17 @@ enum kw {
 struct tok {
     size_t start; /* byte offsets into the source, end exclusive */
     size_t end;
-    uint8_t type;      /* enum tok_type */
-    uint8_t kw;        /* enum kw, for T_NAME */
-    bool nl_before;    /* a line terminator between the previous token and this one */
+    uint8_t type;   /* enum tok_type */
+    uint8_t kw;     /* enum kw, for T_NAME */
+    bool nl_before; /* a line terminator between the previous token and this one */
 };
 
 struct lexer {
     const char *src;
     size_t len;
-    size_t pos;         /* where the next token's scan starts */
-    struct tok tok;     /* the current token */
-    const char *error;  /* static text of the first lexical error, NULL if none */
+    size_t pos;        /* where the next token's scan starts */
+    struct tok tok;    /* the current token */
+    const char *error; /* static text of the first lexical error, NULL if none */
     size_t error_pos;
 };
 

@@ -17,8 +17,6 @@
  *
  * Never: read outside src[0..len), trust the input to be valid, allocate without checking.
  */
-#include "tsstrip.h"
-
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -27,12 +25,14 @@
 #include <string.h>
 
 #include "lex.h"
+#include "tsstrip.h"
 
 #define F_ASYNC 1u /* function context: await is an operator */
 #define F_GEN   2u /* function context: yield is an operator */
 
-#define E_NOIN      1u /* expression context: `in` is not an operator (for-in heads) */
-#define E_COND_TRUE 2u /* the true branch of ?: (an arrow with a return type must be followed by :) */
+#define E_NOIN 1u /* expression context: `in` is not an operator (for-in heads) */
+#define E_COND_TRUE \
+    2u /* the true branch of ?: (an arrow with a return type must be followed by :) */
 
 #define M_ARROW  1u /* memo: `(` here does not start arrow parameters */
 #define M_GARROW 2u /* memo: `<` here does not start a generic arrow */
@@ -102,11 +102,11 @@ struct parser {
     bool failed;
     bool nomem;
     unsigned depth;
-    unsigned fn;      /* F_* of the innermost function */
-    unsigned in_type; /* > 0 inside a type: nothing is recorded (the whole type is erased) */
+    unsigned fn;         /* F_* of the innermost function */
+    unsigned in_type;    /* > 0 inside a type: nothing is recorded (the whole type is erased) */
     unsigned targs_spec; /* > 0 while try_type_args() guesses */
     unsigned targs_nest; /* type argument lists open */
-    unsigned ambient; /* > 0 inside `declare`: bodies optional, nothing refused */
+    unsigned ambient;    /* > 0 inside `declare`: bodies optional, nothing refused */
 
     bool peek_valid; /* peek_lx holds the lexer after the current token */
     struct lexer peek_lx;
@@ -211,7 +211,7 @@ static void position(const struct parser *p, size_t pos, unsigned *ret_line, uns
             line++;
             col = 1;
         } else if (c == 0xE2 && i + 2 < p->len && s[i + 1] == 0x80 &&
-                (s[i + 2] == 0xA8 || s[i + 2] == 0xA9)) {
+                   (s[i + 2] == 0xA8 || s[i + 2] == 0xA9)) {
             line++;
             col = 1;
             i += 2;
@@ -224,8 +224,9 @@ static void position(const struct parser *p, size_t pos, unsigned *ret_line, uns
 }
 
 /* Records the first error: what went wrong (a construct or "syntax error") and a detail. */
-__attribute__((format(printf, 5, 6))) static void report(struct parser *p,
-        enum ts_error_kind kind, size_t pos, const char *what, const char *fmt, ...)
+__attribute__((format(printf, 5, 6))) static void report(struct parser *p, enum ts_error_kind kind,
+                                                         size_t pos, const char *what,
+                                                         const char *fmt, ...)
 {
     if (p->failed) {
         return;
@@ -245,7 +246,7 @@ __attribute__((format(printf, 5, 6))) static void report(struct parser *p,
     e->offset = pos;
     const char *name = p->opts != NULL ? p->opts->name : NULL;
     int n = snprintf(e->message, sizeof(e->message), "%s (%s%s%u:%u): ", what,
-            name != NULL ? name : "", name != NULL ? ":" : "", line, col);
+                     name != NULL ? name : "", name != NULL ? ":" : "", line, col);
     if (n < 0 || (size_t)n >= sizeof(e->message)) {
         return;
     }
@@ -279,8 +280,7 @@ static void syntax(struct parser *p, const char *expected)
         return;
     }
     if (p->lx.error != NULL) {
-        report(p, TS_ERR_SYNTAX, p->lx.error_pos, "TypeScript syntax error", "%s",
-                p->lx.error);
+        report(p, TS_ERR_SYNTAX, p->lx.error_pos, "TypeScript syntax error", "%s", p->lx.error);
         return;
     }
     if (p->spec > 0) {
@@ -291,12 +291,12 @@ static void syntax(struct parser *p, const char *expected)
     const struct tok *t = &p->lx.tok;
     if (t->type == T_EOF) {
         report(p, TS_ERR_SYNTAX, t->start, "TypeScript syntax error",
-                "expected %s, found the end of the input", expected);
+               "expected %s, found the end of the input", expected);
         return;
     }
     size_t n = t->end - t->start;
     report(p, TS_ERR_SYNTAX, t->start, "TypeScript syntax error", "expected %s, found `%.*s%s`",
-            expected, (int)(n > 24 ? 24 : n), p->src + t->start, n > 24 ? "..." : "");
+           expected, (int)(n > 24 ? 24 : n), p->src + t->start, n > 24 ? "..." : "");
 }
 
 static void refuse(struct parser *p, size_t pos, const char *what, const char *hint)
@@ -311,7 +311,7 @@ static bool enter(struct parser *p)
     }
     if (p->depth >= TS_MAX_NESTING) {
         report(p, TS_ERR_LIMIT, tstart(p), "TypeScript nesting too deep",
-                "more than %d levels of nested brackets, statements or types", TS_MAX_NESTING);
+               "more than %d levels of nested brackets, statements or types", TS_MAX_NESTING);
         return false;
     }
     p->depth++;
@@ -515,7 +515,7 @@ static void parse_type_params(struct parser *p)
     }
     while (!p->failed) {
         while ((at_kw(p, KW_CONST) || at_kw(p, KW_IN) || at_kw(p, KW_OUT)) &&
-                peek(p)->type == T_NAME) {
+               peek(p)->type == T_NAME) {
             next(p);
         }
         expect_name(p);
@@ -641,7 +641,7 @@ static bool paren_starts_function_type(struct parser *p)
         goto out;
     }
     while (tkw(p) == KW_PUBLIC || tkw(p) == KW_PRIVATE || tkw(p) == KW_PROTECTED ||
-            tkw(p) == KW_READONLY) {
+           tkw(p) == KW_READONLY) {
         next(p);
     }
     if (at_kw(p, KW_THIS) || is_ident_tok(&p->lx.tok)) {
@@ -1250,8 +1250,8 @@ static bool try_type_args(struct parser *p)
 static void refuse_jsx(struct parser *p)
 {
     refuse(p, tstart(p), "JSX is not supported",
-            "`<` here starts JSX or an angle-bracket type assertion; write `x as T` for an "
-            "assertion");
+           "`<` here starts JSX or an angle-bracket type assertion; write `x as T` for an "
+           "assertion");
 }
 
 static void parse_function_body(struct parser *p, unsigned fn)
@@ -1434,7 +1434,7 @@ static void parse_array_literal(struct parser *p)
 /* Method rest after its name: `<T>(params): R { body }`. Without a body: an overload or an
  * abstract member, erased whole from member_start when allowed (class members). */
 static void parse_method_rest(struct parser *p, unsigned fn, size_t member_start, bool in_class,
-        bool is_ctor)
+                              bool is_ctor)
 {
     if (at(p, P_LT)) {
         blank_type_params(p);
@@ -1488,7 +1488,7 @@ static void parse_object_member(struct parser *p)
         modified = true;
     }
     if ((at_kw(p, KW_GET) || at_kw(p, KW_SET)) && peek_starts_member_name(p) &&
-            peek(p)->type != P_STAR) {
+        peek(p)->type != P_STAR) {
         next(p);
         modified = true;
     }
@@ -1622,7 +1622,7 @@ static void parse_primary(struct parser *p)
         break;
     case P_AT:
         refuse(p, tstart(p), "TypeScript decorators are not supported",
-                "decorators generate code; call the function on the class instead");
+               "decorators generate code; call the function on the class instead");
         break;
     default:
         syntax(p, "an expression");
@@ -1816,8 +1816,8 @@ static void parse_binary(struct parser *p, int minprec, unsigned ef)
         }
         if (after_as && as_left > 0 && prec > as_left) {
             refuse(p, tstart(p), "TypeScript `as` expression needs parentheses",
-                    "once the type is erased, the operator that follows would take the "
-                    "operand before `as`; write `(x as T)`");
+                   "once the type is erased, the operator that follows would take the "
+                   "operand before `as`; write `(x as T)`");
             break;
         }
         after_as = false;
@@ -2011,14 +2011,14 @@ static void parse_params(struct parser *p, enum param_mode mode)
         size_t ps = tstart(p);
         if (at(p, P_AT)) {
             refuse(p, ps, "TypeScript decorators are not supported",
-                    "parameter decorators generate code");
+                   "parameter decorators generate code");
             return;
         }
         bool prop = false;
         while (is_param_modifier(tkw(p))) {
             const struct tok *n = peek(p);
-            if (n->nl_before || !(n->type == T_NAME || n->type == P_LBRACE ||
-                                          n->type == P_LBRACK || n->type == P_ELLIPSIS)) {
+            if (n->nl_before || !(n->type == T_NAME || n->type == P_LBRACE || n->type == P_LBRACK ||
+                                  n->type == P_ELLIPSIS)) {
                 break;
             }
             prop = true;
@@ -2027,9 +2027,9 @@ static void parse_params(struct parser *p, enum param_mode mode)
         }
         if (prop && mode != PARAM_TYPE && p->ambient == 0 && p->in_type == 0) {
             if (mode == PARAM_CTOR && p->opts != NULL && (p->opts->flags & TS_TRANSFORM) &&
-                    is_ident_tok(&p->lx.tok)) {
+                is_ident_tok(&p->lx.tok)) {
                 if (!grow(p, (void **)&p->pprops, &p->cap_pprops, p->npprops,
-                            sizeof(struct pprop))) {
+                          sizeof(struct pprop))) {
                     return;
                 }
                 p->pprops[p->npprops].name_start = tstart(p);
@@ -2037,8 +2037,8 @@ static void parse_params(struct parser *p, enum param_mode mode)
                 p->npprops++;
             } else {
                 refuse(p, ps, "TypeScript parameter property is not supported",
-                        "`constructor(private x: T)` generates an assignment; declare the field "
-                        "and assign it in the constructor");
+                       "`constructor(private x: T)` generates an assignment; declare the field "
+                       "and assign it in the constructor");
                 return;
             }
         }
@@ -2103,13 +2103,13 @@ static void parse_class_member(struct parser *p)
     unsigned fn = 0;
     if (at(p, P_AT)) {
         refuse(p, start, "TypeScript decorators are not supported",
-                "decorators generate code; call the function on the class instead");
+               "decorators generate code; call the function on the class instead");
         return;
     }
     for (bool first = true; !p->failed; first = false) {
         uint8_t kw = tkw(p);
         if (kw == KW_PUBLIC || kw == KW_PRIVATE || kw == KW_PROTECTED || kw == KW_READONLY ||
-                kw == KW_OVERRIDE || kw == KW_ABSTRACT || kw == KW_DECLARE) {
+            kw == KW_OVERRIDE || kw == KW_ABSTRACT || kw == KW_DECLARE) {
             if (!peek_can_follow_modifier(p, true)) {
                 break;
             }
@@ -2146,8 +2146,8 @@ static void parse_class_member(struct parser *p)
         }
         break;
     }
-    if (lead_blanked && (at(p, P_LBRACK) || at(p, P_STAR) || at_kw(p, KW_IN) ||
-                                at_kw(p, KW_INSTANCEOF))) {
+    if (lead_blanked &&
+        (at(p, P_LBRACK) || at(p, P_STAR) || at_kw(p, KW_IN) || at_kw(p, KW_INSTANCEOF))) {
         /* `x = a` NL `private [k] = 1`: without a `;`, `[k]` would index `a` */
         semi_at(p, start);
     }
@@ -2161,7 +2161,7 @@ static void parse_class_member(struct parser *p)
     }
     bool accessor = false;
     if ((at_kw(p, KW_GET) || at_kw(p, KW_SET)) && peek_starts_member_name(p) &&
-            peek(p)->type != P_STAR) {
+        peek(p)->type != P_STAR) {
         next(p);
         accessor = true;
     }
@@ -2181,10 +2181,10 @@ static void parse_class_member(struct parser *p)
         blank_stmt(p, start);
         return;
     }
-    bool is_ctor = !accessor && fn == 0 &&
-                   (at_kw(p, KW_CONSTRUCTOR) ||
-                           (at(p, T_STR) && p->lx.tok.end - p->lx.tok.start == 13 &&
-                                   memcmp(p->src + tstart(p) + 1, "constructor", 11) == 0));
+    bool is_ctor =
+            !accessor && fn == 0 &&
+            (at_kw(p, KW_CONSTRUCTOR) || (at(p, T_STR) && p->lx.tok.end - p->lx.tok.start == 13 &&
+                                          memcmp(p->src + tstart(p) + 1, "constructor", 11) == 0));
     parse_property_name(p);
     if (at(p, P_QUESTION)) {
         blank_tok(p);
@@ -2362,7 +2362,7 @@ static bool at_declaration(struct parser *p)
         return true;
     case KW_LET:
         return (n->type == T_NAME && n->kw != KW_IN && n->kw != KW_INSTANCEOF &&
-                       (!n->nl_before || !is_reserved(n->kw))) ||
+                (!n->nl_before || !is_reserved(n->kw))) ||
                n->type == P_LBRACK || n->type == P_LBRACE;
     case KW_USING:
         return is_ident_tok(n) && !n->nl_before && n->kw != KW_IN && n->kw != KW_OF;
@@ -2546,7 +2546,7 @@ static void parse_enum(struct parser *p, size_t start, size_t kw_start)
 {
     if (p->ambient == 0 && !(p->opts != NULL && (p->opts->flags & TS_TRANSFORM))) {
         refuse(p, start, "TypeScript enum is not supported",
-                "enums generate code; use an object literal (`as const`) or TS_TRANSFORM");
+               "enums generate code; use an object literal (`as const`) or TS_TRANSFORM");
         return;
     }
     if (p->ambient == 0) {
@@ -2597,7 +2597,7 @@ static void parse_namespace(struct parser *p, size_t start)
     expect(p, P_RBRACE, "'}'");
     if (p->ambient == 0 && !types_only) {
         refuse(p, start, "TypeScript namespace is not supported",
-                "a namespace with values generates code; use a module or an object");
+               "a namespace with values generates code; use a module or an object");
         return;
     }
     blank_stmt(p, start);
@@ -2691,8 +2691,8 @@ static void parse_from_clause(struct parser *p)
     next(p);
     expect(p, T_STR, "a module name");
     if ((at_kw(p, KW_WITH) || (at(p, T_NAME) && p->lx.tok.end - p->lx.tok.start == 6 &&
-                                      memcmp(p->src + tstart(p), "assert", 6) == 0)) &&
-            !nl_before(p)) {
+                               memcmp(p->src + tstart(p), "assert", 6) == 0)) &&
+        !nl_before(p)) {
         next(p);
         if (at(p, P_LBRACE)) {
             parse_object_literal(p);
@@ -2764,10 +2764,10 @@ static bool parse_import(struct parser *p, size_t start)
                 return true;
             }
             refuse(p, start,
-                    req ? "TypeScript `import x = require()` is not supported"
-                        : "TypeScript import alias is not supported",
-                    req ? "use `import x from \"m\"` or `import * as x from \"m\"`"
-                        : "use `const x = N.y`");
+                   req ? "TypeScript `import x = require()` is not supported"
+                       : "TypeScript import alias is not supported",
+                   req ? "use `import x from \"m\"` or `import * as x from \"m\"`"
+                       : "use `const x = N.y`");
             (void)name_start;
             return false;
         }
@@ -2899,7 +2899,7 @@ static bool parse_export(struct parser *p, size_t start)
         return true;
     case KW_IMPORT:
         refuse(p, start, "TypeScript `export import` alias is not supported",
-                "use `export const x = N.y`");
+               "use `export const x = N.y`");
         return false;
     default:
         break;
@@ -3094,7 +3094,7 @@ static void parse_statement(struct parser *p, bool *ret_type_only)
         break;
     case P_AT:
         refuse(p, start, "TypeScript decorators are not supported",
-                "decorators generate code; call the function on the class instead");
+               "decorators generate code; call the function on the class instead");
         break;
     case T_NAME:
         type_only = parse_name_statement(p, start);
@@ -3204,7 +3204,7 @@ static void transform_pprops(struct parser *p, size_t body, size_t from)
                     break;
                 }
                 if (t == P_RBRACE ||
-                        (lx.tok.nl_before && t != P_DOT && t != P_LPAREN && t != P_QDOT)) {
+                    (lx.tok.nl_before && t != P_DOT && t != P_LPAREN && t != P_QDOT)) {
                     at_pos = last_end;
                     need_semi = true;
                     break;
@@ -3546,7 +3546,7 @@ static int build_output(struct parser *p, char **ret_out, size_t *ret_len)
 }
 
 int ts_strip_opts(const char *src, size_t len, const struct ts_options *opts, char **ret_out,
-        size_t *ret_len, struct ts_error *reterr)
+                  size_t *ret_len, struct ts_error *reterr)
 {
     struct parser p;
     int rc = -1;
@@ -3557,7 +3557,7 @@ int ts_strip_opts(const char *src, size_t len, const struct ts_options *opts, ch
         if (reterr != NULL) {
             reterr->kind = TS_ERR_ARGUMENT;
             snprintf(reterr->message, sizeof(reterr->message),
-                    "ts_strip: src, ret_out and ret_len must not be NULL");
+                     "ts_strip: src, ret_out and ret_len must not be NULL");
         }
         return -1;
     }
@@ -3565,8 +3565,8 @@ int ts_strip_opts(const char *src, size_t len, const struct ts_options *opts, ch
         if (reterr != NULL) {
             reterr->kind = TS_ERR_LIMIT;
             snprintf(reterr->message, sizeof(reterr->message),
-                    "TypeScript source too large: %zu bytes (limit %zu)", len,
-                    (size_t)TS_MAX_INPUT);
+                     "TypeScript source too large: %zu bytes (limit %zu)", len,
+                     (size_t)TS_MAX_INPUT);
         }
         return -1;
     }
@@ -3601,7 +3601,7 @@ int ts_strip_opts(const char *src, size_t len, const struct ts_options *opts, ch
             /* every failure is reported where it happens; this is a net under that rule */
             reterr->kind = TS_ERR_SYNTAX;
             snprintf(reterr->message, sizeof(reterr->message),
-                    "TypeScript syntax error: cannot parse the input");
+                     "TypeScript syntax error: cannot parse the input");
         }
         goto out;
     }
@@ -3618,8 +3618,7 @@ out:
     return rc;
 }
 
-int ts_strip(const char *src, size_t len, char **ret_out, size_t *ret_len,
-        struct ts_error *reterr)
+int ts_strip(const char *src, size_t len, char **ret_out, size_t *ret_len, struct ts_error *reterr)
 {
     return ts_strip_opts(src, len, NULL, ret_out, ret_len, reterr);
 }

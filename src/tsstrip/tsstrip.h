@@ -94,13 +94,12 @@ struct ts_options {
  * Time is linear in the input for real code (speculative parsing is bounded and memoized);
  * memory is about 2 bytes per input byte plus the output.
  */
-int ts_strip(const char *src, size_t len, char **ret_out, size_t *ret_len,
-        struct ts_error *reterr);
+int ts_strip(const char *src, size_t len, char **ret_out, size_t *ret_len, struct ts_error *reterr);
 
 /* ts_strip() with options (opts may be NULL). With TS_TRANSFORM, *ret_len may differ from len
  * when an enum or a parameter property was rewritten. */
 int ts_strip_opts(const char *src, size_t len, const struct ts_options *opts, char **ret_out,
-        size_t *ret_len, struct ts_error *reterr);
+                  size_t *ret_len, struct ts_error *reterr);
 
 #ifdef __cplusplus
 }

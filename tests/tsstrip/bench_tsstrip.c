@@ -128,7 +128,7 @@ int main(int argc, char **argv)
     }
     qsort(per, ROUNDS, sizeof(double), cmp_double);
     printf("tsstrip: %.1f us per 10 KB (best %.1f; input %zu bytes, %d x %d runs)\n",
-            per[ROUNDS / 2], per[0], len, ROUNDS, REPS);
+           per[ROUNDS / 2], per[0], len, ROUNDS, REPS);
     free(src);
     return 0;
 }

@@ -24,10 +24,10 @@
 
 #include "tsstrip.h"
 
-#define MARK_OPEN   "\xc2\xab"         /* « */
-#define MARK_CLOSE  "\xc2\xbb"         /* » */
-#define MARK_SOPEN  "\xe2\x9f\xa6"     /* ⟦ */
-#define MARK_SCLOSE "\xe2\x9f\xa7"     /* ⟧ */
+#define MARK_OPEN   "\xc2\xab"     /* « */
+#define MARK_CLOSE  "\xc2\xbb"     /* » */
+#define MARK_SOPEN  "\xe2\x9f\xa6" /* ⟦ */
+#define MARK_SCLOSE "\xe2\x9f\xa7" /* ⟧ */
 
 /* Splits a marked spec into the input and the expected output (both malloc'd). */
 static void split_spec(const char *spec, char **ret_in, char **ret_want, size_t *ret_len)
@@ -88,7 +88,7 @@ static void check_out(const char *in, size_t len, const char *want, const char *
     }
     if (out_len != len || memcmp(out, want, len) != 0 || out[len] != '\0') {
         fail_msg("%s: input  <%s>\n  want   <%s>\n  got    <%.*s>", label, in, want, (int)out_len,
-                out);
+                 out);
     }
     for (size_t i = 0; i < len; i++) {
         if ((in[i] == '\n') != (out[i] == '\n')) {
@@ -120,21 +120,21 @@ static void check_unchanged(const char *const *srcs, size_t n)
     }
 }
 
-#define SPECS(...)                                                                                 \
-    do {                                                                                           \
-        static const char *const specs_[] = { __VA_ARGS__ };                                       \
-        check_specs(specs_, sizeof(specs_) / sizeof(specs_[0]));                                   \
+#define SPECS(...)                                               \
+    do {                                                         \
+        static const char *const specs_[] = { __VA_ARGS__ };     \
+        check_specs(specs_, sizeof(specs_) / sizeof(specs_[0])); \
     } while (0)
 
-#define UNCHANGED(...)                                                                             \
-    do {                                                                                           \
-        static const char *const srcs_[] = { __VA_ARGS__ };                                        \
-        check_unchanged(srcs_, sizeof(srcs_) / sizeof(srcs_[0]));                                  \
+#define UNCHANGED(...)                                            \
+    do {                                                          \
+        static const char *const srcs_[] = { __VA_ARGS__ };       \
+        check_unchanged(srcs_, sizeof(srcs_) / sizeof(srcs_[0])); \
     } while (0)
 
 /* Refused or failed with a message containing what and "(line:col)", and those positions. */
 static void check_error(const char *src, const struct ts_options *opts, enum ts_error_kind kind,
-        const char *what, unsigned line, unsigned col)
+                        const char *what, unsigned line, unsigned col)
 {
     char *out = (char *)"untouched";
     size_t out_len = 12345;
@@ -147,11 +147,11 @@ static void check_error(const char *src, const struct ts_options *opts, enum ts_
     assert_int_equal(out_len, 12345);
     char pos[64];
     snprintf(pos, sizeof(pos), "%s%s%u:%u)", opts != NULL && opts->name ? opts->name : "(",
-            opts != NULL && opts->name ? ":" : "", line, col);
+             opts != NULL && opts->name ? ":" : "", line, col);
     if (err.kind != kind || strstr(err.message, what) == NULL || strstr(err.message, pos) == NULL ||
-            err.line != line || err.column != col) {
+        err.line != line || err.column != col) {
         fail_msg("<%s>: want kind %d, \"%s\" at %s\n  got kind %d, %u:%u \"%s\"", src, kind, what,
-                pos, err.kind, err.line, err.column, err.message);
+                 pos, err.kind, err.line, err.column, err.message);
     }
 }
 
@@ -170,222 +170,159 @@ static void check_syntax(const char *src, const char *what, unsigned line, unsig
 static void test_erase_annotations(void **state)
 {
     (void)state;
-    SPECS("let x«: number» = 1;",
-            "let x«!: number»;",
-            "let a«: string», b«: Array<Map<string, number>>» = [], c = 3;",
-            "const { a, b }«: { a: number; b: string }» = o;",
-            "const [p, q]«: [number, string?]» = t;",
-            "var v«: typeof import('./m').T<string>»;",
-            "let u«: unique symbol»;",
-            "let t«: `a${string}b${number}`» = 'a1b2';",
-            "let f«: (a: number, b?: string) => void», g«: new () => object»;",
-            "let k«: keyof typeof obj», m«: { readonly [K in keyof T as `get${K & string}`]-?: T[K] }»;",
-            "let c«: T extends (infer U)[] ? U : never» = x;",
-            "let x«: /* comment */ number» // t\n = 1;",
-            "let x«:\n    | 'a'\n    | 'b'» = 'a';",
-            "try {} catch (e«: unknown») {}",
-            "for (let i«: number» = 0; i < 3; i++) {}",
-            "for (const x of xs« as number[]») {}",
-            "using r«: Disposable» = get();");
+    SPECS("let x«: number» = 1;", "let x«!: number»;",
+          "let a«: string», b«: Array<Map<string, number>>» = [], c = 3;",
+          "const { a, b }«: { a: number; b: string }» = o;",
+          "const [p, q]«: [number, string?]» = t;", "var v«: typeof import('./m').T<string>»;",
+          "let u«: unique symbol»;", "let t«: `a${string}b${number}`» = 'a1b2';",
+          "let f«: (a: number, b?: string) => void», g«: new () => object»;",
+          "let k«: keyof typeof obj», m«: { readonly [K in keyof T as `get${K & string}`]-?: T[K] "
+          "}»;",
+          "let c«: T extends (infer U)[] ? U : never» = x;",
+          "let x«: /* comment */ number» // t\n = 1;", "let x«:\n    | 'a'\n    | 'b'» = 'a';",
+          "try {} catch (e«: unknown») {}", "for (let i«: number» = 0; i < 3; i++) {}",
+          "for (const x of xs« as number[]») {}", "using r«: Disposable» = get();");
 }
 
 static void test_erase_functions(void **state)
 {
     (void)state;
     SPECS("function f(a«: number», b«?: string», ...c«: boolean[]»)«: void» {}",
-            "function f(«this: Window, »x«: number») {}",
-            "function f(«this: Window») {}",
-            "function f«<T, U extends keyof T = never>»(x«: T»)«: U» { return x« as any» }",
-            "function f(x«: unknown»)«: x is string» { return true }",
-            "function f(x«: unknown»)«: asserts x is string» {}",
-            "function f(x«: unknown»)«: asserts x» {}",
-            "function f()«: { a: number; b: { c: string } }» { return { a: 1, b: { c: '' } } }",
-            "function* g()«: Generator<number>» { yield 1 }",
-            "async function f()«: Promise<{ a: number }>» { return { a: 1 } }",
-            "const f = function«<T>»(x«: T»)«: T» { return x };",
-            "function f({ a, b }«: { a: number; b: number }», [c]«: [number]» = [1]) {}",
-            "⟦function f(x: number): number;⟧\n⟦function f(x: string): string;⟧\n"
-            "function f(x«: any») { return x }",
-            "⟦export function f(): void;⟧\nexport function f() {}",
-            "⟦async function f(): Promise<void>;⟧ async function f() {}");
+          "function f(«this: Window, »x«: number») {}", "function f(«this: Window») {}",
+          "function f«<T, U extends keyof T = never>»(x«: T»)«: U» { return x« as any» }",
+          "function f(x«: unknown»)«: x is string» { return true }",
+          "function f(x«: unknown»)«: asserts x is string» {}",
+          "function f(x«: unknown»)«: asserts x» {}",
+          "function f()«: { a: number; b: { c: string } }» { return { a: 1, b: { c: '' } } }",
+          "function* g()«: Generator<number>» { yield 1 }",
+          "async function f()«: Promise<{ a: number }>» { return { a: 1 } }",
+          "const f = function«<T>»(x«: T»)«: T» { return x };",
+          "function f({ a, b }«: { a: number; b: number }», [c]«: [number]» = [1]) {}",
+          "⟦function f(x: number): number;⟧\n⟦function f(x: string): string;⟧\n"
+          "function f(x«: any») { return x }",
+          "⟦export function f(): void;⟧\nexport function f() {}",
+          "⟦async function f(): Promise<void>;⟧ async function f() {}");
 }
 
 static void test_erase_arrows(void **state)
 {
     (void)state;
-    SPECS("const f = (a«?: number») => a;",
-            "const f = ()«: number» => 1;",
-            "const f = ()«: { a: number }» => ({ a: 1 });",
-            "const f = ()«: ((x: number) => number)» => (x) => x;",
-            "const f = «<T,>»(x«: T»)«: T» => x;",
-            "const f = «<const T extends readonly unknown[]>»(x«: T») => x;",
-            "const f = async «<T>»(x«: T»)«: Promise<T>» => x;",
-            "const f = async (x«: number»)«: Promise<number>» => x;",
-            "const f = ({ a, b = 2 }«: P», [c]«: number[]» = []) => a;",
-            "const f = (...xs«: number[]»)«: number» => xs.length;",
-            "xs.sort((a«: number», b«: number»)«: number» => a - b);",
-            "const g = c ? (x«: number»)«: number» => x : (y«: string») => y;",
-            "const g = c ? (a«?: number») => a : null;",
-            "const g = a ? (b)«: T» => b : c;",
-            "const f = «<A,>»(a«: A») => «<B,>»(b«: B»)«: [A, B]» => [a, b];");
+    SPECS("const f = (a«?: number») => a;", "const f = ()«: number» => 1;",
+          "const f = ()«: { a: number }» => ({ a: 1 });",
+          "const f = ()«: ((x: number) => number)» => (x) => x;",
+          "const f = «<T,>»(x«: T»)«: T» => x;",
+          "const f = «<const T extends readonly unknown[]>»(x«: T») => x;",
+          "const f = async «<T>»(x«: T»)«: Promise<T>» => x;",
+          "const f = async (x«: number»)«: Promise<number>» => x;",
+          "const f = ({ a, b = 2 }«: P», [c]«: number[]» = []) => a;",
+          "const f = (...xs«: number[]»)«: number» => xs.length;",
+          "xs.sort((a«: number», b«: number»)«: number» => a - b);",
+          "const g = c ? (x«: number»)«: number» => x : (y«: string») => y;",
+          "const g = c ? (a«?: number») => a : null;", "const g = a ? (b)«: T» => b : c;",
+          "const f = «<A,>»(a«: A») => «<B,>»(b«: B»)«: [A, B]» => [a, b];");
 }
 
 static void test_erase_classes(void **state)
 {
     (void)state;
     SPECS("class A { x«: number» = 1; y«?: string»; z«!: boolean»; }",
-            "class A { «private »x = 1; «public »static y = 2; «protected readonly »z = 3; "
-            "«override »m() {} }",
-            "class A { ⟦declare x: number;⟧ y = 1 }",
-            "«abstract »class A { ⟦abstract m(): void;⟧ ⟦protected abstract x: number;⟧ n() {} }",
-            "class A { ⟦[key: string]: any;⟧ ⟦static [k: number]: string⟧\n}",
-            "class A { ⟦readonly [i: number]: string;⟧ }",
-            "class A { ⟦m(x: number): void;⟧ m(x«?: any») {} }",
-            "class A { ⟦constructor();⟧ constructor(x«?: number») {} }",
-            "class A« implements I, J<T>» {}",
-            "class A«<T extends object = {}>» extends B«<T>»« implements I<T>» {}",
-            "class A extends mixin(B)«<T>» {}",
-            "const C = class«<T>» { x«?: T» };",
-            "class A { get x()«: number» { return 1 } set x(v«: number») {} }",
-            "class A { m«?»()«: void» {} n«<T>»(x«: T»)«: T» { return x } }",
-            "class A { #x«: number» = 1; static #y«: string»; }",
-            "class A { static x«: number»; static { A.x = 1 } }",
-            "class A { f = (x«: number»)«: number» => x; }",
-            "class A { async *g()«: AsyncGenerator<number>» {} }",
-            "class A { x = a\n⟦private⟧ [k] = 1 }",
-            "class A { ⟦private static m(): void;⟧ «private »static m() {} }",
-            "export «abstract »class A {}",
-            "export default «abstract »class A {}");
+          "class A { «private »x = 1; «public »static y = 2; «protected readonly »z = 3; "
+          "«override »m() {} }",
+          "class A { ⟦declare x: number;⟧ y = 1 }",
+          "«abstract »class A { ⟦abstract m(): void;⟧ ⟦protected abstract x: number;⟧ n() {} }",
+          "class A { ⟦[key: string]: any;⟧ ⟦static [k: number]: string⟧\n}",
+          "class A { ⟦readonly [i: number]: string;⟧ }",
+          "class A { ⟦m(x: number): void;⟧ m(x«?: any») {} }",
+          "class A { ⟦constructor();⟧ constructor(x«?: number») {} }",
+          "class A« implements I, J<T>» {}",
+          "class A«<T extends object = {}>» extends B«<T>»« implements I<T>» {}",
+          "class A extends mixin(B)«<T>» {}", "const C = class«<T>» { x«?: T» };",
+          "class A { get x()«: number» { return 1 } set x(v«: number») {} }",
+          "class A { m«?»()«: void» {} n«<T>»(x«: T»)«: T» { return x } }",
+          "class A { #x«: number» = 1; static #y«: string»; }",
+          "class A { static x«: number»; static { A.x = 1 } }",
+          "class A { f = (x«: number»)«: number» => x; }",
+          "class A { async *g()«: AsyncGenerator<number>» {} }",
+          "class A { x = a\n⟦private⟧ [k] = 1 }",
+          "class A { ⟦private static m(): void;⟧ «private »static m() {} }",
+          "export «abstract »class A {}", "export default «abstract »class A {}");
 }
 
 static void test_erase_declarations(void **state)
 {
     (void)state;
     SPECS("⟦interface I<T> extends J { a: T; m(): void; (x: number): string; new (): I<T> }⟧\nx;",
-            "⟦type A<T> = T extends string ? 'a' : { [K in keyof T]?: T[K] };⟧",
-            "let a = 1\n⟦type A = string⟧\n(f)()",
-            "let a = 1\n⟦interface I {}⟧\n[1].map(g)",
-            "⟦declare const x: number;⟧",
-            "⟦declare let y: string, z: number⟧\n",
-            "⟦declare function f(): void;⟧",
-            "⟦declare class C { m(): void; x: number }⟧",
-            "⟦declare enum E { A, B = 2 }⟧",
-            "⟦declare const enum F { A }⟧",
-            "⟦declare namespace N { let x: number; function f(): void }⟧",
-            "⟦declare module 'm' { export const x: number }⟧",
-            "⟦declare module 'short';⟧",
-            "⟦declare global { interface Window { a: 1 } }⟧",
-            "⟦declare abstract class K { abstract m(): void }⟧",
-            "⟦namespace N { export type A = 1; export interface I {} }⟧",
-            "⟦namespace A.B.C { type X = 1 }⟧",
-            "⟦module M { export interface I {} }⟧");
+          "⟦type A<T> = T extends string ? 'a' : { [K in keyof T]?: T[K] };⟧",
+          "let a = 1\n⟦type A = string⟧\n(f)()", "let a = 1\n⟦interface I {}⟧\n[1].map(g)",
+          "⟦declare const x: number;⟧", "⟦declare let y: string, z: number⟧\n",
+          "⟦declare function f(): void;⟧", "⟦declare class C { m(): void; x: number }⟧",
+          "⟦declare enum E { A, B = 2 }⟧", "⟦declare const enum F { A }⟧",
+          "⟦declare namespace N { let x: number; function f(): void }⟧",
+          "⟦declare module 'm' { export const x: number }⟧", "⟦declare module 'short';⟧",
+          "⟦declare global { interface Window { a: 1 } }⟧",
+          "⟦declare abstract class K { abstract m(): void }⟧",
+          "⟦namespace N { export type A = 1; export interface I {} }⟧",
+          "⟦namespace A.B.C { type X = 1 }⟧", "⟦module M { export interface I {} }⟧");
 }
 
 static void test_erase_modules(void **state)
 {
     (void)state;
-    SPECS("⟦import type { A } from './a';⟧",
-            "⟦import type D from './d';⟧",
-            "⟦import type * as N from './n';⟧",
-            "⟦import type from from './f';⟧",
-            "⟦import type fs = require('fs');⟧",
-            "import {« type A,» b } from './m';",
-            "import { b«, type A» } from './m';",
-            "import { a, «type B as C, »d } from './m';",
-            "⟦import { type A, type B } from './m';⟧",
-            "import D, { «type A» } from './m';",
-            "⟦export type { A } from './a';⟧",
-            "⟦export type { A };⟧",
-            "⟦export type * from './a';⟧",
-            "⟦export type * as ns from './a';⟧",
-            "export {« type A,» b };",
-            "⟦export { type A };⟧",
-            "⟦export type A = number;⟧",
-            "⟦export interface I {}⟧",
-            "⟦export declare const x: number;⟧",
-            "⟦export default interface I {}⟧",
-            "⟦export as namespace Lib;⟧",
-            "export const x«: number» = 1;");
-    UNCHANGED("import type from './t';",
-            "import type, { a } from './t';",
-            "import { type } from './t';",
-            "import { type as t } from './t';",
-            "import {} from './m';",
-            "import './side-effect';",
-            "import * as ns from './m' with { type: 'json' };",
-            "export { a as b, c };",
-            "export * from './m';",
-            "export default x;",
-            "const m = await import('./m'); import.meta.url;");
+    SPECS("⟦import type { A } from './a';⟧", "⟦import type D from './d';⟧",
+          "⟦import type * as N from './n';⟧", "⟦import type from from './f';⟧",
+          "⟦import type fs = require('fs');⟧", "import {« type A,» b } from './m';",
+          "import { b«, type A» } from './m';", "import { a, «type B as C, »d } from './m';",
+          "⟦import { type A, type B } from './m';⟧", "import D, { «type A» } from './m';",
+          "⟦export type { A } from './a';⟧", "⟦export type { A };⟧", "⟦export type * from './a';⟧",
+          "⟦export type * as ns from './a';⟧", "export {« type A,» b };", "⟦export { type A };⟧",
+          "⟦export type A = number;⟧", "⟦export interface I {}⟧",
+          "⟦export declare const x: number;⟧", "⟦export default interface I {}⟧",
+          "⟦export as namespace Lib;⟧", "export const x«: number» = 1;");
+    UNCHANGED("import type from './t';", "import type, { a } from './t';",
+              "import { type } from './t';", "import { type as t } from './t';",
+              "import {} from './m';", "import './side-effect';",
+              "import * as ns from './m' with { type: 'json' };", "export { a as b, c };",
+              "export * from './m';", "export default x;",
+              "const m = await import('./m'); import.meta.url;");
 }
 
 static void test_erase_expressions(void **state)
 {
     (void)state;
-    SPECS("x« as number»;",
-            "const t = [1, 'a']« as const»;",
-            "y = (a« as any»)« as unknown» + 1;",
-            "x« satisfies Y»;",
-            "v = [1]« satisfies number[]»« as readonly number[]»;",
-            "x«!».y«!»;",
-            "x«!» = 1;",
-            "x = as« as as»;",
-            "f«!»()«!»;",
-            "a«!»[0] = b«!»«!»;",
-            "f«<number>»(1);",
-            "f«<Map<string, Array<number>>>»(m);",
-            "new Map«<string, number>»();",
-            "new C«<T>»;",
-            "tag«<T>»`x${y« as number»}z`;",
-            "const g = f«<number>»;",
-            "a?.«<T>»();",
-            "o.m«<T>»(1).n«<U>»(2);",
-            "f«<<T>(x: T) => T>»(g);",
-            "a «< b >»(c);",
-            "`${`${x« as number»}`}`;",
-            "let x = y ⟦as any⟧\n(foo)()",
-            "return y ⟦as T⟧\n[0].map(f)",
-            "await (p« as Promise<number>»);");
+    SPECS("x« as number»;", "const t = [1, 'a']« as const»;", "y = (a« as any»)« as unknown» + 1;",
+          "x« satisfies Y»;", "v = [1]« satisfies number[]»« as readonly number[]»;", "x«!».y«!»;",
+          "x«!» = 1;", "x = as« as as»;", "f«!»()«!»;", "a«!»[0] = b«!»«!»;", "f«<number>»(1);",
+          "f«<Map<string, Array<number>>>»(m);", "new Map«<string, number>»();", "new C«<T>»;",
+          "tag«<T>»`x${y« as number»}z`;", "const g = f«<number>»;", "a?.«<T>»();",
+          "o.m«<T>»(1).n«<U>»(2);", "f«<<T>(x: T) => T>»(g);", "a «< b >»(c);",
+          "`${`${x« as number»}`}`;", "let x = y ⟦as any⟧\n(foo)()", "return y ⟦as T⟧\n[0].map(f)",
+          "await (p« as Promise<number>»);");
 }
 
 static void test_javascript_unchanged(void **state)
 {
     (void)state;
-    UNCHANGED("a < b > c;",
-            "a < b && c > d;",
-            "f(a < b, c > d);",
-            "a << b < c;",
-            "x = a >> 2 >>> 1 >= 3;",
-            "let as = 1; as + as; as(as);",
+    UNCHANGED(
+            "a < b > c;", "a < b && c > d;", "f(a < b, c > d);", "a << b < c;",
+            "x = a >> 2 >>> 1 >= 3;", "let as = 1; as + as; as(as);",
             "let type = 1; type = 2; type++;",
             "let declare = 1, abstract = 2, namespace = 3, module = 4, readonly = 5;",
             "module.exports = interface_;",
             "const satisfies = 1, keyof = 2, infer = 3, is = 4, asserts = 5;",
-            "a?.b; a?.[0]; a?.(); x?.5:1;",
-            "a ? (b) : c => d;",
-            "a ? b : (c) => d;",
-            "const r = /<a>/g.test(s);",
-            "x = a / b / c; y /= 2;",
-            "if (x) /re/.test(y);",
-            "x = y\n/re/g.exec(z);",
-            "const s = \"let x: number = 1 as any\";",
-            "/* x: number */ // as any\n",
-            "`a${b}c${`d${e}`}`;",
+            "a?.b; a?.[0]; a?.(); x?.5:1;", "a ? (b) : c => d;", "a ? b : (c) => d;",
+            "const r = /<a>/g.test(s);", "x = a / b / c; y /= 2;", "if (x) /re/.test(y);",
+            "x = y\n/re/g.exec(z);", "const s = \"let x: number = 1 as any\";",
+            "/* x: number */ // as any\n", "`a${b}c${`d${e}`}`;",
             "class A { readonly = 1; public() {} static = 2; declare; abstract() {} get get() {} }",
             "class A { readonly\n x = 1 }",
             "const o = { type: 1, interface: 2, as: 3, get: 4, set: 5, async: 6, declare: 7 };",
             "const o = { get a() { return 1 }, set a(v) {}, async *g() {}, [k]: 1, ...r };",
-            "label: for (;;) { break label; }",
-            "do x++; while (x < 3)",
+            "label: for (;;) { break label; }", "do x++; while (x < 3)",
             "const f = async x => x, g = async (y) => y, h = async(1);",
             "function* g() { yield /a<b>/; yield 1 / 2 }",
             "class A { #x = 1; static { } m() { return #x in this } }",
-            "new.target; super.x; import.meta;",
-            "x = a\n!b;",
-            "let x = 1_000n + 0x1Fn;",
-            "const π = 3.14, café = 'é';",
-            "#!/usr/bin/env node\nlet x = 1;",
-            "");
+            "new.target; super.x; import.meta;", "x = a\n!b;", "let x = 1_000n + 0x1Fn;",
+            "const π = 3.14, café = 'é';", "#!/usr/bin/env node\nlet x = 1;", "");
 }
 
 /* A few pairs written out in full. */
@@ -405,7 +342,7 @@ static void test_literal_pairs(void **state)
         { "(): number => 1", "()         => 1" },
         { "interface A {}\nx", ";             \nx" },
         { "class C<T> implements I { private x?: T }",
-                "class C                 {         x     }" },
+          "class C                 {         x     }" },
         { "const v = <T,>(x: T) => x", "const v =     (x   ) => x" },
         { "import { type A, b } from 'm'", "import {         b } from 'm'" },
         { "let y = x as const\n(f)()", "let y = x ;       \n(f)()" },
@@ -420,8 +357,9 @@ static void test_positions(void **state)
 {
     (void)state;
     /* every line break and every kept byte stays at its offset, CRLF and U+2028 included */
-    const char *src = "let a:\r\n  number = 1;\r\ninterface I {\n  a: string\xe2\x80\xa8 b: number\n}\n"
-                      "const s = 'é' as string; // é\n";
+    const char *src =
+            "let a:\r\n  number = 1;\r\ninterface I {\n  a: string\xe2\x80\xa8 b: number\n}\n"
+            "const s = 'é' as string; // é\n";
     size_t len = strlen(src);
     char *out = NULL;
     size_t out_len = 0;
@@ -462,20 +400,20 @@ static void test_refuse_non_erasable(void **state)
     check_refused("let a = 1;\n  const enum E { A }", "TypeScript enum is not supported", 2, 3);
     check_refused("export enum E { A }", "TypeScript enum is not supported", 1, 1);
     check_refused("let a = 1;\nnamespace N { export const x = 1 }",
-            "TypeScript namespace is not supported", 2, 1);
+                  "TypeScript namespace is not supported", 2, 1);
     check_refused("module M { function f() {} }", "TypeScript namespace is not supported", 1, 1);
     check_refused("namespace A { namespace B { let x = 1 } }",
-            "TypeScript namespace is not supported", 1, 15);
+                  "TypeScript namespace is not supported", 1, 15);
     check_refused("class A { constructor(private x: number) {} }",
-            "TypeScript parameter property is not supported", 1, 23);
+                  "TypeScript parameter property is not supported", 1, 23);
     check_refused("class A {\n  constructor(a: number, readonly b = 1) {}\n}",
-            "TypeScript parameter property is not supported", 2, 26);
+                  "TypeScript parameter property is not supported", 2, 26);
     check_refused("@dec class A {}", "TypeScript decorators are not supported", 1, 1);
     check_refused("class A { @dec m() {} }", "TypeScript decorators are not supported", 1, 11);
     check_refused("class A { m(@inject x) {} }", "TypeScript decorators are not supported", 1, 13);
     check_refused("export = x;", "TypeScript `export =` is not supported", 1, 1);
-    check_refused("import x = require('x');",
-            "TypeScript `import x = require()` is not supported", 1, 1);
+    check_refused("import x = require('x');", "TypeScript `import x = require()` is not supported",
+                  1, 1);
     check_refused("import x = N.y;", "TypeScript import alias is not supported", 1, 1);
     check_refused("export import x = N.y;", "`export import` alias is not supported", 1, 1);
     check_refused("const a = <div>hi</div>;", "JSX is not supported", 1, 11);
@@ -487,7 +425,7 @@ static void test_refuse_non_erasable(void **state)
     /* the caller's file name goes into the message */
     struct ts_options opts = { .name = "run.ts", .flags = 0 };
     check_error("let a = 1;\n\nenum Color { Red }", &opts, TS_ERR_UNSUPPORTED,
-            "TypeScript enum is not supported (run.ts:3:1): ", 3, 1);
+                "TypeScript enum is not supported (run.ts:3:1): ", 3, 1);
 }
 
 static void test_syntax_errors(void **state)
@@ -572,23 +510,27 @@ static void check_transform(const char *in, const char *want)
 static void test_transform(void **state)
 {
     (void)state;
-    check_transform("enum E { A, B = 5, C }\nx;",
+    check_transform(
+            "enum E { A, B = 5, C }\nx;",
             "var E; (function (E) { var A = 0; E[E[\"A\"] = A] = \"A\"; var B = (5); "
             "E[E[\"B\"] = B] = \"B\"; var C = 6; E[E[\"C\"] = C] = \"C\"; })(E || (E = {}));\nx;");
-    check_transform("const enum S {\n  Up = 'UP',\n  'a-b' = 2,\n}\n",
+    check_transform(
+            "const enum S {\n  Up = 'UP',\n  'a-b' = 2,\n}\n",
             "var S; (function (S) {\n var Up = ('UP'); S[\"Up\"] = Up;\n S[S['a-b'] = (2)] = "
             "'a-b';\n })(S || (S = {}));\n");
     check_transform("export enum F { A = 1 << 0, B = A | 2 }",
-            "export var F; (function (F) { var A = (1 << 0); F[F[\"A\"] = A] = \"A\"; "
-            "var B = (A | 2); F[F[\"B\"] = B] = \"B\"; })(F || (F = {}));");
+                    "export var F; (function (F) { var A = (1 << 0); F[F[\"A\"] = A] = \"A\"; "
+                    "var B = (A | 2); F[F[\"B\"] = B] = \"B\"; })(F || (F = {}));");
     check_transform("class P { constructor(public x: number, private y = 2) {} }",
-            "class P { x; y; constructor(       x        ,         y = 2) { this.x = x; "
-            "this.y = y;} }");
-    check_transform("class B extends A {\n  constructor(readonly b: string) {\n    super();\n"
-                    "    f();\n  }\n}",
+                    "class P { x; y; constructor(       x        ,         y = 2) { this.x = x; "
+                    "this.y = y;} }");
+    check_transform(
+            "class B extends A {\n  constructor(readonly b: string) {\n    super();\n"
+            "    f();\n  }\n}",
             "class B extends A { b;\n  constructor(         b        ) {\n    super(); this.b = "
             "b;\n    f();\n  }\n}");
-    check_transform("class B extends A { constructor(public b: number) { super(b) } }",
+    check_transform(
+            "class B extends A { constructor(public b: number) { super(b) } }",
             "class B extends A { b; constructor(       b        ) { super(b); this.b = b; } }");
     /* without the flag, nothing changes length; with it, erasure is unchanged elsewhere */
     check_transform("let x: number = 1;", "let x         = 1;");
@@ -597,20 +539,13 @@ static void test_transform(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_erase_annotations),
-        cmocka_unit_test(test_erase_functions),
-        cmocka_unit_test(test_erase_arrows),
-        cmocka_unit_test(test_erase_classes),
-        cmocka_unit_test(test_erase_declarations),
-        cmocka_unit_test(test_erase_modules),
-        cmocka_unit_test(test_erase_expressions),
-        cmocka_unit_test(test_javascript_unchanged),
-        cmocka_unit_test(test_literal_pairs),
-        cmocka_unit_test(test_positions),
-        cmocka_unit_test(test_refuse_non_erasable),
-        cmocka_unit_test(test_syntax_errors),
-        cmocka_unit_test(test_limits_and_arguments),
-        cmocka_unit_test(test_transform),
+        cmocka_unit_test(test_erase_annotations),    cmocka_unit_test(test_erase_functions),
+        cmocka_unit_test(test_erase_arrows),         cmocka_unit_test(test_erase_classes),
+        cmocka_unit_test(test_erase_declarations),   cmocka_unit_test(test_erase_modules),
+        cmocka_unit_test(test_erase_expressions),    cmocka_unit_test(test_javascript_unchanged),
+        cmocka_unit_test(test_literal_pairs),        cmocka_unit_test(test_positions),
+        cmocka_unit_test(test_refuse_non_erasable),  cmocka_unit_test(test_syntax_errors),
+        cmocka_unit_test(test_limits_and_arguments), cmocka_unit_test(test_transform),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

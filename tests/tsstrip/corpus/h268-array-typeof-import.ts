@@ -1,0 +1,1 @@
+let x: Array<typeof import("./a")> = []; return x

@@ -1,0 +1,1 @@
+const f = <T = unknown>(x: T) => x; return f(3)

@@ -1,0 +1,1 @@
+const f = ({ a }: { a: number } = { a: 1 }) => a; return f()

@@ -1,0 +1,1 @@
+const f = (async: number) => async; return f(5)

@@ -1,0 +1,4 @@
+function f(): any {
+    return 1 as number
+}
+return f()

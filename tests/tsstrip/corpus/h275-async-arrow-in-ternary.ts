@@ -1,0 +1,1 @@
+const c = true; const f = c ? async (x: number): Promise<number> => x : null; return await f!(2)

@@ -1,0 +1,1 @@
+return `${await Promise.resolve<number>(1) as number}`

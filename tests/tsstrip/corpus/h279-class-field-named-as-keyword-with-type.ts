@@ -1,0 +1,1 @@
+class A { type: string = "t"; as: number = 1; interface?: boolean } return Object.keys(new A())

@@ -1,0 +1,1 @@
+class A { declare() { return 1 } } return new A().declare()

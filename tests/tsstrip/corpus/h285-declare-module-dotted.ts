@@ -1,0 +1,2 @@
+declare module Foo.Bar { export const x: number }
+return 2

@@ -1,0 +1,1 @@
+let { a = 1 as number } = {} as { a?: number }; return a

@@ -1,0 +1,1 @@
+class A { ; ; x: number = 1; ; } return new A().x

@@ -1,0 +1,1 @@
+const make = <T,>(): T[] => []; return make<number>()

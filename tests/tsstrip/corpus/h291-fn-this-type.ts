@@ -1,0 +1,1 @@
+let fn: (this: Window) => void = function () {}; return typeof fn

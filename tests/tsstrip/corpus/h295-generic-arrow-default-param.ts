@@ -1,0 +1,1 @@
+function f(x = <T,>(): number => 1) { return x() } return f()

@@ -1,0 +1,1 @@
+function useState<T>(x: T): [T] { return [x] } return useState<number | null>(null)

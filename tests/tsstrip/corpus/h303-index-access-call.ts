@@ -1,0 +1,1 @@
+const o: Record<string, (x: number) => number> = { f: (x) => x }; return o["f"]!(2)

@@ -1,0 +1,1 @@
+foo: { break foo } return 1

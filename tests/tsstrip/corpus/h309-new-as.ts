@@ -1,0 +1,1 @@
+class B { v = 2 } return new (B as any)().v

@@ -1,0 +1,1 @@
+return await new Promise<void>((resolve) => resolve())

@@ -1,0 +1,1 @@
+const t: any = (s: any) => "T"; return t!`x`

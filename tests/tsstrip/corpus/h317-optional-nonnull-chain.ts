@@ -1,0 +1,1 @@
+const a: any = { b: { c: 3 } }; return a?.b!.c

@@ -1,0 +1,1 @@
+const a: any = 1; return (a as any)!

@@ -1,0 +1,1 @@
+let xs: (string | number)[] = [1, "a"]; return xs

@@ -1,0 +1,1 @@
+class A { #x?: number; get() { return this.#x } } return new A().get()

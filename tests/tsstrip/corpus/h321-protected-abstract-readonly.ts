@@ -1,0 +1,1 @@
+abstract class A { protected abstract readonly x: number; } return typeof A

@@ -1,0 +1,1 @@
+const a = [/a<b>c/, { r: /x>y/ }]; return a.length

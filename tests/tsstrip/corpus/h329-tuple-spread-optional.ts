@@ -1,0 +1,1 @@
+type T<A extends any[], U> = [...A, U?]; return "t"

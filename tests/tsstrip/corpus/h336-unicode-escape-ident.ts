@@ -1,0 +1,1 @@
+const \u0061b: number = 1; return ab

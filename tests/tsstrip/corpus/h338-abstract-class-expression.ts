@@ -1,0 +1,1 @@
+const A = abstract_ => 1; return A(0)

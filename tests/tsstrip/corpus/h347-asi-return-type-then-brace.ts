@@ -1,0 +1,3 @@
+function f(): number
+{ return 1 }
+return f()

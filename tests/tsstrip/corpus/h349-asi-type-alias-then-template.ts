@@ -1,0 +1,4 @@
+let s = "a"
+type T = number
+`x`
+return s

@@ -1,0 +1,3 @@
+function f<T>(x?: T) { return (y: any) => "called" } const r = f<number>
+(1)
+return typeof r

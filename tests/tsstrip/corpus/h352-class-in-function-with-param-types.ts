@@ -1,0 +1,1 @@
+function mk() { return class { constructor(public_a: number) {} } } return typeof mk()

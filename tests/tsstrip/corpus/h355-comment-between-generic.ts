@@ -1,0 +1,1 @@
+function f<T>(x: T) { return x } return f/* c */<number>/* d */(4)

@@ -1,0 +1,1 @@
+const c = false; return c ? 1 as number : "s" as string

@@ -1,0 +1,1 @@
+const o: { a?: number } = { a: 1 }; delete o!.a; return o

@@ -1,0 +1,1 @@
+const f = <T,>() => 1; return f()

@@ -1,0 +1,1 @@
+class A { static #n = 0; static get n(): number { return A.#n } } return A.n

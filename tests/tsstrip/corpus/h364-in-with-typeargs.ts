@@ -1,0 +1,1 @@
+const o = new Map<string, number>(); return "size" in o

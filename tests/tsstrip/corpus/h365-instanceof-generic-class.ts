@@ -1,0 +1,1 @@
+class A<T> {} return new A<number>() instanceof A

@@ -1,0 +1,1 @@
+abstract: { break abstract } return 3

@@ -1,0 +1,1 @@
+declare: { break declare } return 2

@@ -1,0 +1,1 @@
+type: for (;;) { break type } return 1

@@ -1,0 +1,1 @@
+const a: number | null = 1; return Math.abs(a!)

@@ -1,0 +1,1 @@
+const s: string = "/* not a comment */"; return s

@@ -1,0 +1,1 @@
+try { throw "x" as unknown } catch (e) { return e }

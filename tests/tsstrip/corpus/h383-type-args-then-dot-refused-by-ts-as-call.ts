@@ -1,0 +1,1 @@
+class A { static x = 1 } return A.x

@@ -1,0 +1,1 @@
+const x: any = 1; return typeof x!

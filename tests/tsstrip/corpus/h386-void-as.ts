@@ -1,0 +1,1 @@
+return void (0 as number)
