@@ -95,31 +95,70 @@ static const struct kw_entry kw_table[] = {
     KW("constructor", KW_CONSTRUCTOR),
 };
 
-/* kw_table is sorted by length; kw_from[n] is the first entry of length n. */
-static const uint8_t kw_from[13] = { 0, 0, 0, 6, 14, 24, 38, 49, 56, 63, 67, 69, 70 };
+/* A perfect hash of kw_table: kw_hash[(40 s[0] + 53 s[1] + 14 s[n-1] + n) & 255] is the index
+ * + 1 of the only keyword that can match (0: none). Found by a search over small multipliers;
+ * adding a keyword means searching again (every keyword is exercised by the unit tests). */
+static const uint8_t kw_hash[256] = {
+    0,  59, 0,  0,  0,  0,  0,  0,  0, 24, 0,  0,  6,  0,  0,  0,  0,  0,  0,  0,  0,  39, 51, 15,
+    0,  0,  0,  0,  3,  0,  0,  0,  0, 0,  38, 29, 9,  0,  0,  0,  26, 44, 7,  0,  0,  0,  0,  35,
+    0,  0,  0,  0,  4,  61, 0,  0,  0, 0,  33, 0,  12, 0,  0,  0,  0,  0,  28, 1,  21, 0,  56, 0,
+    50, 0,  0,  0,  0,  68, 0,  0,  0, 47, 54, 0,  62, 19, 0,  42, 0,  0,  0,  13, 8,  0,  0,  63,
+    67, 0,  41, 0,  0,  0,  25, 0,  0, 0,  0,  0,  46, 0,  0,  32, 0,  0,  34, 0,  0,  0,  0,  0,
+    0,  0,  0,  0,  0,  0,  0,  0,  0, 0,  0,  5,  18, 0,  0,  0,  17, 0,  0,  0,  0,  0,  0,  43,
+    31, 0,  0,  0,  0,  0,  0,  0,  0, 0,  49, 66, 0,  0,  10, 0,  0,  0,  0,  0,  0,  0,  0,  55,
+    0,  0,  0,  37, 0,  0,  16, 2,  0, 0,  0,  0,  0,  0,  0,  22, 0,  0,  70, 0,  0,  64, 36, 0,
+    0,  0,  0,  45, 14, 0,  0,  48, 0, 27, 0,  0,  69, 60, 0,  0,  30, 0,  57, 0,  65, 0,  0,  0,
+    0,  0,  0,  0,  0,  0,  0,  0,  0, 0,  0,  0,  0,  0,  0,  23, 52, 0,  0,  58, 11, 0,  0,  0,
+    0,  53, 0,  0,  0,  0,  20, 0,  0, 0,  0,  0,  0,  0,  40, 0,
+};
 
 static uint8_t kw_lookup(const char *s, size_t n)
 {
-    if (n < 2 || n > 11 || s[0] < 'a' || s[0] > 'y') {
+    if (n < 2 || n > 11) {
         return KW_NONE;
     }
-    for (size_t i = kw_from[n]; i < kw_from[n + 1]; i++) {
-        const char *k = kw_table[i].name;
-        size_t j = 0;
-        while (j < n && k[j] == s[j]) {
-            j++;
-        }
-        if (j == n) {
-            return kw_table[i].kw;
+    const unsigned char *u = (const unsigned char *)s;
+    unsigned h = (40u * u[0] + 53u * u[1] + 14u * u[n - 1] + (unsigned)n) & 255u;
+    unsigned k = kw_hash[h];
+    if (k == 0 || kw_table[k - 1].len != n) {
+        return KW_NONE;
+    }
+    const char *w = kw_table[k - 1].name;
+    for (size_t j = 0; j < n; j++) {
+        if (w[j] != s[j]) {
+            return KW_NONE;
         }
     }
-    return KW_NONE;
+    return kw_table[k - 1].kw;
 }
 
-static bool is_id_ascii(unsigned char c)
+enum {
+    C_ID = 1,    /* [A-Za-z0-9_$] */
+    C_SPACE = 2, /* space, tab, VT, FF */
+    C_NL = 4,    /* \n \r */
+};
+
+/* ASCII character classes; bytes >= 0x80 are 0 and take the slow paths. */
+static const uint8_t cc[256] = {
+    ['\t'] = C_SPACE, ['\v'] = C_SPACE, ['\f'] = C_SPACE, [' '] = C_SPACE, ['\n'] = C_NL,
+    ['\r'] = C_NL,    ['$'] = C_ID,     ['_'] = C_ID,     ['0'] = C_ID,    ['1'] = C_ID,
+    ['2'] = C_ID,     ['3'] = C_ID,     ['4'] = C_ID,     ['5'] = C_ID,    ['6'] = C_ID,
+    ['7'] = C_ID,     ['8'] = C_ID,     ['9'] = C_ID,     ['A'] = C_ID,    ['B'] = C_ID,
+    ['C'] = C_ID,     ['D'] = C_ID,     ['E'] = C_ID,     ['F'] = C_ID,    ['G'] = C_ID,
+    ['H'] = C_ID,     ['I'] = C_ID,     ['J'] = C_ID,     ['K'] = C_ID,    ['L'] = C_ID,
+    ['M'] = C_ID,     ['N'] = C_ID,     ['O'] = C_ID,     ['P'] = C_ID,    ['Q'] = C_ID,
+    ['R'] = C_ID,     ['S'] = C_ID,     ['T'] = C_ID,     ['U'] = C_ID,    ['V'] = C_ID,
+    ['W'] = C_ID,     ['X'] = C_ID,     ['Y'] = C_ID,     ['Z'] = C_ID,    ['a'] = C_ID,
+    ['b'] = C_ID,     ['c'] = C_ID,     ['d'] = C_ID,     ['e'] = C_ID,    ['f'] = C_ID,
+    ['g'] = C_ID,     ['h'] = C_ID,     ['i'] = C_ID,     ['j'] = C_ID,    ['k'] = C_ID,
+    ['l'] = C_ID,     ['m'] = C_ID,     ['n'] = C_ID,     ['o'] = C_ID,    ['p'] = C_ID,
+    ['q'] = C_ID,     ['r'] = C_ID,     ['s'] = C_ID,     ['t'] = C_ID,    ['u'] = C_ID,
+    ['v'] = C_ID,     ['w'] = C_ID,     ['x'] = C_ID,     ['y'] = C_ID,    ['z'] = C_ID,
+};
+
+static inline bool is_id_ascii(unsigned char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '$';
+    return (cc[c] & C_ID) != 0;
 }
 
 static bool is_digit(unsigned char c)
@@ -179,9 +218,10 @@ static bool skip_space(struct lexer *lx, bool *nl)
     size_t i = lx->pos;
     while (i < len) {
         unsigned char c = (unsigned char)s[i];
-        if (c == ' ' || c == '\t' || c == '\v' || c == '\f') {
+        uint8_t k = cc[c];
+        if (k & C_SPACE) {
             i++;
-        } else if (c == '\n' || c == '\r') {
+        } else if (k & C_NL) {
             *nl = true;
             i++;
         } else if (c == '/' && i + 1 < len && s[i + 1] == '/') {
@@ -239,6 +279,9 @@ static size_t scan_ident(const struct lexer *lx, size_t i)
 {
     const char *s = lx->src;
     size_t len = lx->len;
+    while (i < len && (cc[(unsigned char)s[i]] & C_ID)) {
+        i++;
+    }
     while (i < len) {
         unsigned char c = (unsigned char)s[i];
         if (is_id_ascii(c)) {
