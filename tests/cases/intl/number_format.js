@@ -1,0 +1,31 @@
+// Intl.NumberFormat (en-US): decimal, percent, currency, digits, grouping, signs; the output is
+// Node's (ICU) exactly.
+const out = {};
+const t = (name, f) => { try { out[name] = f(); } catch (e) { out[name] = "throws " + e.constructor.name; } };
+const nf = (o, ...v) => { const f = new Intl.NumberFormat("en-US", o); return v.map((x) => f.format(x)); };
+t("shape", () => [typeof Intl, Object.prototype.toString.call(Intl), Intl.NumberFormat.length, Intl.NumberFormat.name, Object.prototype.toString.call(new Intl.NumberFormat()), Intl.NumberFormat() instanceof Intl.NumberFormat, ["constructor", "format", "resolvedOptions"].map((k) => Object.hasOwn(Intl.NumberFormat.prototype, k)), typeof Object.getOwnPropertyDescriptor(Intl.NumberFormat.prototype, "format").get]);
+t("decimal", () => nf({}, 0, -0, 1234.5678, 1e21, 1.005, -0.0001, NaN, Infinity, -Infinity, 0.1 + 0.2, 2 ** 53, 999.9995, 5e-324));
+t("rounding half away from zero", () => nf({ maximumFractionDigits: 0 }, 0.5, 1.5, 2.5, -2.5, 1.49));
+t("percent", () => nf({ style: "percent" }, 0.075, 1, -0.5, 0.125));
+t("percent digits", () => nf({ style: "percent", maximumFractionDigits: 2 }, 0.12345, 1 / 3));
+t("currency", () => nf({ style: "currency", currency: "USD" }, 1234.5, -1, 1.005, 0, NaN, -Infinity));
+t("currencies", () => ["EUR", "GBP", "JPY", "INR", "CAD", "CHF", "KWD", "XOF", "XYZ", "usd"].map((c) => new Intl.NumberFormat("en-US", { style: "currency", currency: c }).format(1234.5)));
+t("currency display", () => [nf({ style: "currency", currency: "EUR", currencyDisplay: "code" }, 1, -1, NaN), nf({ style: "currency", currency: "CAD", currencyDisplay: "narrowSymbol" }, 1)]);
+t("accounting", () => nf({ style: "currency", currency: "USD", currencySign: "accounting" }, -5, 5, -0));
+t("fraction digits", () => [nf({ minimumFractionDigits: 2 }, 1, 1.234567), nf({ maximumFractionDigits: 1 }, 1.25, 9.96), nf({ minimumFractionDigits: 1, maximumFractionDigits: 4 }, 1, 1.23456), nf({ style: "currency", currency: "USD", maximumFractionDigits: 0 }, 1234.5), nf({ style: "currency", currency: "USD", minimumFractionDigits: 0 }, 3)]);
+t("integer digits", () => nf({ minimumIntegerDigits: 3 }, 5.5, 1234, 0));
+t("grouping", () => [nf({ useGrouping: false }, 1234567.891), nf({ useGrouping: "min2" }, 1234, 12345), nf({ useGrouping: true }, 1234)]);
+t("sign display", () => ["auto", "always", "exceptZero", "never", "negative"].map((s) => nf({ signDisplay: s }, 5, -5, 0, -0, NaN).join(" ")));
+t("strip if integer", () => nf({ trailingZeroDisplay: "stripIfInteger", minimumFractionDigits: 2 }, 1, 1.5));
+t("bigint and strings", () => nf({}, 12345678901234567890n, -5n, "1234.5678", "1e3", "abc", "", " 12 ", "0x10", "-0", "99999999999999999999.5"));
+t("resolvedOptions", () => [new Intl.NumberFormat().resolvedOptions(), new Intl.NumberFormat("en", { style: "currency", currency: "eur", currencySign: "accounting" }).resolvedOptions(), new Intl.NumberFormat("EN-us", { style: "percent", minimumFractionDigits: 1 }).resolvedOptions()]);
+t("bound format", () => { const f = new Intl.NumberFormat().format; return [f === new Intl.NumberFormat().format, [1000, 2000].map(f)]; });
+t("locale strings", () => [(1234.5).toLocaleString(), (1234.5).toLocaleString("en-US", { style: "currency", currency: "USD" }), (0.256).toLocaleString(undefined, { style: "percent" }), (12345n).toLocaleString(), Number.prototype.toLocaleString.call(7)]);
+t("supportedLocalesOf", () => [Intl.NumberFormat.supportedLocalesOf(["en-US", "en"]), Intl.NumberFormat.supportedLocalesOf("en-us")]);
+t("range errors", () => [{ maximumFractionDigits: 101 }, { minimumFractionDigits: 3, maximumFractionDigits: 1 }, { style: "currency", currency: "US" }, { minimumIntegerDigits: 0 }, { style: "bogus" }, { signDisplay: "sometimes" }].map((o) => { try { new Intl.NumberFormat("en-US", o); return "ok"; } catch (e) { return e.constructor.name; } }));
+t("currency required", () => new Intl.NumberFormat("en-US", { style: "currency" }));
+t("bad receiver", () => Intl.NumberFormat.prototype.resolvedOptions.call({}));
+t("number receiver", () => Number.prototype.toLocaleString.call("1"));
+t("symbol", () => new Intl.NumberFormat().format(Symbol()));
+t("bad locale tag", () => new Intl.NumberFormat("en_US"));
+return out;
