@@ -32,5 +32,5 @@ const time = [true, false].map((h12) => NUM.map((h) => NUM.map((mi) => NUM.map((
   const space = !fmt({ weekday: 'long', ...o }).startsWith('Tuesday, ');
   return tok(fmt(o), timeTokens) + (space ? '|' : '');
 }))));
-console.log(`    const DATE = ${JSON.stringify(date)};`);
-console.log(`    const TIME = ${JSON.stringify(time)};`);
+console.log(`        DATE = ${JSON.stringify(date)};`);
+console.log(`        TIME = ${JSON.stringify(time)};`);
