@@ -2707,7 +2707,6 @@ static bool parse_import(struct parser *p, size_t start)
 {
     next(p);
     if (at(p, T_STR)) {
-        p->prev_end = p->prev_end; /* import "m" */
         next(p);
         if (at_kw(p, KW_WITH) && !nl_before(p)) {
             next(p);
@@ -2741,7 +2740,6 @@ static bool parse_import(struct parser *p, size_t start)
     bool all_types = false;
     bool has_named = false;
     if (at(p, T_NAME) && !(at_kw(p, KW_FROM) && peek(p)->type == T_STR)) {
-        size_t name_start = tstart(p);
         next(p);
         if (at(p, P_ASSIGN)) {
             next(p);
@@ -2768,7 +2766,6 @@ static bool parse_import(struct parser *p, size_t start)
                        : "TypeScript import alias is not supported",
                    req ? "use `import x from \"m\"` or `import * as x from \"m\"`"
                        : "use `const x = N.y`");
-            (void)name_start;
             return false;
         }
         has_default = true;
@@ -3287,27 +3284,29 @@ static void transform_enum(struct parser *p, size_t start, size_t kw_start)
     size_t copied = tstart(p) + 1;
     sb_newlines(&b, p->src, start, copied);
     next(p);
-    /* the previous member, for auto-increment: its local name or a number */
-    char prev[64] = "";
+    /* auto-increment: a known number, else the previous member's value + 1 */
     long long autoval = 0;
     bool have_auto = true;
-    size_t prev_s = 0;
-    size_t prev_e = 0;
-    bool prev_local = false;
+    struct sbuf prev = { 0 };
     while (!at(p, P_RBRACE) && !at(p, T_EOF) && !p->failed) {
         size_t ms = tstart(p);
         size_t me = p->lx.tok.end;
         sb_newlines(&b, p->src, copied, ms);
         copied = ms;
-        bool is_str = at(p, T_STR);
-        bool local = is_ident_tok(&p->lx.tok);
         if (!at(p, T_NAME) && !at(p, T_STR)) {
             syntax(p, "an enum member name");
             break;
         }
+        bool is_str = at(p, T_STR);
+        /* members are also local names, so initializers can refer to them (not when that
+         * would shadow the enum or be a strict-mode error) */
+        bool local = is_ident_tok(&p->lx.tok) &&
+                     !(me - ms == (size_t)nl && memcmp(p->src + ms, name, me - ms) == 0) &&
+                     !(me - ms == 4 && memcmp(p->src + ms, "eval", 4) == 0) &&
+                     !(me - ms == 9 && memcmp(p->src + ms, "arguments", 9) == 0);
         next(p);
-        /* key: "A" for a name, the literal itself for a string */
-        struct sbuf key = { 0 };
+        struct sbuf key = { 0 }; /* "A" for a name, the literal itself for a string */
+        struct sbuf val = { 0 };
         if (is_str) {
             sb_add(&key, p->src + ms, me - ms);
         } else {
@@ -3316,124 +3315,85 @@ static void transform_enum(struct parser *p, size_t start, size_t kw_start)
             sb_str(&key, "\"");
         }
         bool string_value = false;
-        struct sbuf val = { 0 };
         if (at(p, P_ASSIGN)) {
             next(p);
             size_t vs = tstart(p);
-            bool lit_str = at(p, T_STR) || at(p, T_TPL);
-            bool lit_num = at(p, T_NUM);
+            size_t first_end = p->lx.tok.end;
+            bool first_str = at(p, T_STR) || at(p, T_TPL);
+            bool first_num = at(p, T_NUM);
             parse_assignment(p, 0);
             size_t ve = p->prev_end;
-            /* a lone literal is simple; anything else is kept verbatim */
-            bool lone = ve == (lit_str || lit_num ? ve : 0);
-            (void)lone;
-            string_value = lit_str && p->src[vs] != '`';
-            if (lit_str && p->src[vs] == '`') {
-                string_value = true;
-            }
+            bool lone = ve == first_end;
+            string_value = lone && first_str; /* no reverse mapping for a string member */
             sb_str(&val, "(");
-            for (size_t i = vs; i < ve; i++) {
-                char c = p->src[i];
-                sb_add(&val, (c == '\n' || c == '\r') ? " " : &p->src[i], 1);
+            for (size_t k = vs; k < ve; k++) {
+                char c = p->src[k];
+                sb_add(&val, (c == '\n' || c == '\r') ? " " : &p->src[k], 1);
             }
             sb_str(&val, ")");
             have_auto = false;
-            if (lit_num) {
-                /* decimal integer literal: keep counting from it */
+            if (lone && first_num && ve - vs < 20) {
+                char tmp[24];
                 char *endp = NULL;
-                char tmp[32];
-                size_t n = ve - vs;
-                if (n < sizeof(tmp)) {
-                    memcpy(tmp, p->src + vs, n);
-                    tmp[n] = '\0';
-                    long long v = strtoll(tmp, &endp, 10);
-                    if (endp != NULL && *endp == '\0') {
-                        autoval = v;
-                        have_auto = true;
-                    }
+                memcpy(tmp, p->src + vs, ve - vs);
+                tmp[ve - vs] = '\0';
+                long long v = strtoll(tmp, &endp, 10);
+                if (endp != NULL && *endp == '\0') {
+                    autoval = v;
+                    have_auto = true;
                 }
             }
         } else if (have_auto) {
             char num[32];
             snprintf(num, sizeof(num), "%lld", autoval);
             sb_str(&val, num);
-        } else if (prev[0] != '\0') {
-            sb_str(&val, "(");
-            sb_str(&val, prev);
-            sb_str(&val, " + 1)");
         } else {
-            sb_str(&val, "0");
+            sb_str(&val, "(");
+            if (prev.p != NULL) {
+                sb_add(&val, prev.p, prev.n);
+            }
+            sb_str(&val, " + 1)");
         }
-        (void)prev_s;
-        (void)prev_e;
-        (void)prev_local;
-        /* var A = value; E[E["A"] = A] = "A"; */
+        /* var A = value; E[E["A"] = A] = "A";   or, for a string member, E["A"] = A; */
+        const char *v = local ? p->src + ms : val.p;
+        size_t vn = local ? me - ms : val.n;
         sb_str(&b, " ");
         if (local) {
             sb_str(&b, "var ");
             sb_add(&b, p->src + ms, me - ms);
             sb_str(&b, " = ");
-            if (val.p != NULL) {
-                sb_add(&b, val.p, val.n);
-            }
+            sb_add(&b, val.p != NULL ? val.p : "", val.n);
             sb_str(&b, "; ");
         }
         sb_add(&b, name, (size_t)nl);
-        if (string_value) {
-            sb_str(&b, "[");
-            if (key.p != NULL) {
-                sb_add(&b, key.p, key.n);
-            }
-            sb_str(&b, "] = ");
-            if (local) {
-                sb_add(&b, p->src + ms, me - ms);
-            } else if (val.p != NULL) {
-                sb_add(&b, val.p, val.n);
-            }
-            sb_str(&b, ";");
-        } else {
-            sb_str(&b, "[");
+        sb_str(&b, "[");
+        if (!string_value) {
             sb_add(&b, name, (size_t)nl);
             sb_str(&b, "[");
-            if (key.p != NULL) {
-                sb_add(&b, key.p, key.n);
-            }
-            sb_str(&b, "] = ");
-            if (local) {
-                sb_add(&b, p->src + ms, me - ms);
-            } else if (val.p != NULL) {
-                sb_add(&b, val.p, val.n);
-            }
-            sb_str(&b, "] = ");
-            if (key.p != NULL) {
-                sb_add(&b, key.p, key.n);
-            }
-            sb_str(&b, ";");
         }
-        if (key.nomem || val.nomem) {
-            b.nomem = true;
+        sb_add(&b, key.p != NULL ? key.p : "", key.n);
+        sb_str(&b, "] = ");
+        sb_add(&b, v != NULL ? v : "", vn);
+        if (!string_value) {
+            sb_str(&b, "] = ");
+            sb_add(&b, key.p != NULL ? key.p : "", key.n);
         }
-        /* the next member's auto value */
+        sb_str(&b, ";");
+        /* what the next member without initializer counts from */
         if (have_auto) {
             autoval++;
         }
-        prev[0] = '\0';
-        if (local && me - ms < sizeof(prev)) {
-            memcpy(prev, p->src + ms, me - ms);
-            prev[me - ms] = '\0';
-        } else if (!have_auto) {
-            /* previous value not nameable: E["key"] */
-            struct sbuf t = { 0 };
-            sb_add(&t, name, (size_t)nl);
-            sb_str(&t, "[");
-            if (key.p != NULL) {
-                sb_add(&t, key.p, key.n);
-            }
-            sb_str(&t, "]");
-            if (t.p != NULL && t.n < sizeof(prev)) {
-                memcpy(prev, t.p, t.n + 1);
-            }
-            free(t.p);
+        prev.n = 0;
+        if (local) {
+            sb_add(&prev, p->src + ms, me - ms);
+        } else {
+            sb_add(&prev, name, (size_t)nl);
+            sb_str(&prev, "[");
+            sb_add(&prev, key.p != NULL ? key.p : "", key.n);
+            sb_str(&prev, "]");
+        }
+        if (key.nomem || val.nomem || prev.nomem) {
+            b.nomem = true;
         }
         free(key.p);
         free(val.p);
@@ -3442,6 +3402,7 @@ static void transform_enum(struct parser *p, size_t start, size_t kw_start)
         }
         next(p);
     }
+    free(prev.p);
     if (!at(p, P_RBRACE)) {
         free(b.p);
         syntax(p, "'}'");
