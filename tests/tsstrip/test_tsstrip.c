@@ -243,7 +243,8 @@ static void test_erase_classes(void **state)
           "class A { static x«: number»; static { A.x = 1 } }",
           "class A { f = (x«: number»)«: number» => x; }",
           "class A { async *g()«: AsyncGenerator<number>» {} }",
-          "class A { x = a\n⟦private⟧ [k] = 1 }",
+          "class A { x = a\n⟦private⟧ [k] = 1 }", "class A { x = a\n⟦protected⟧ *g() {} }",
+          "class A { x = a\n«private» y = 1 }",
           "class A { ⟦private static m(): void;⟧ «private »static m() {} }",
           "export «abstract »class A {}", "export default «abstract »class A {}");
 }
@@ -532,6 +533,18 @@ static void test_transform(void **state)
     check_transform(
             "class B extends A { constructor(public b: number) { super(b) } }",
             "class B extends A { b; constructor(       b        ) { super(b); this.b = b; } }");
+    /* only a lone string literal makes a string member; the next member counts from a
+     * computed one by name */
+    check_transform("enum E { A = 'a'.length, B, C = 'x' }",
+                    "var E; (function (E) { var A = ('a'.length); E[E[\"A\"] = A] = \"A\"; "
+                    "var B = (A + 1); E[E[\"B\"] = B] = \"B\"; var C = ('x'); E[\"C\"] = C; "
+                    "})(E || (E = {}));");
+    /* a member named like the enum is not made a local (it would shadow the enum) */
+    check_transform("enum E { E, F }",
+                    "var E; (function (E) { E[E[\"E\"] = 0] = \"E\"; var F = 1; E[E[\"F\"] = F] = "
+                    "\"F\"; })(E || (E = {}));");
+    /* declare enum stays erased, never rewritten */
+    check_transform("declare enum D { A }", ";                   ");
     /* without the flag, nothing changes length; with it, erasure is unchanged elsewhere */
     check_transform("let x: number = 1;", "let x         = 1;");
 }
