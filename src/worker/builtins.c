@@ -17,6 +17,7 @@
  * its context.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "value.h"

@@ -21,7 +21,6 @@
     const ObjectCtor = Object;
     const { defineProperty, getOwnPropertyDescriptor } = Object;
     const call = Function.prototype.call.bind(Function.prototype.call);
-    const ArrayIsArray = Array.isArray;
     const MathFloor = Math.floor;
     const MathAbs = Math.abs;
     const BigIntCtor = BigInt;
@@ -809,5 +808,4 @@
             return formatNumber(call(wmGet, nfSlots, new NumberFormat(locales, options)), x);
         },
     });
-    void ArrayIsArray;
 })
