@@ -354,14 +354,19 @@ AL_NODISCARD AL_API enum al_code al_run_opts_set_limit(struct al_run_opts *opts,
 AL_API void al_run_opts_set_seed(struct al_run_opts *opts, uint64_t seed);
 AL_API void al_run_opts_set_clock(struct al_run_opts *opts, int64_t clock_ms);
 
-/* What the source is (default AL_SOURCE_BODY). */
+/* What the source is (default AL_SOURCE_BODY): one of the first two, optionally or-ed with
+ * AL_SOURCE_TYPESCRIPT. */
 enum al_source_type {
     AL_SOURCE_BODY = 0,   /* a function body: top-level await and return; the value is returned */
     AL_SOURCE_MODULE = 1, /* an ES module: the value is its default export (awaited when it is a
                              promise); imports go through the module loader */
+    AL_SOURCE_TYPESCRIPT = 0x100, /* TypeScript: the worker strips the types, keeping every line
+                                     and column (docs/typescript.md); a construct it cannot strip
+                                     fails the run with USER_ERROR naming it and NAME:LINE:COL */
 };
+/* AL_CONFIG_ERROR for anything else. */
 AL_NODISCARD AL_API enum al_code al_run_opts_set_source_type(struct al_run_opts *opts,
-                                                             enum al_source_type type);
+                                                             unsigned type);
 
 /* The application context a continuation is bound to: any bytes the application chooses
  * (tenant, user, policy version, ...; the CLI passes JSON), compared byte for byte as a SHA-256

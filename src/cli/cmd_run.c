@@ -47,6 +47,9 @@ static const char usage[] =
         "(also\n"
         "                             for a .mjs FILE)\n"
         "  --modules DIR              imports resolve inside DIR only (a read-only module root)\n"
+        "  --lang js|ts               the source language (default: ts for a .ts or .mts FILE); "
+        "modules\n"
+        "                             whose name ends in .ts are TypeScript too\n"
         "  --json                     print one JSON object on stdout\n"
         "  --resume TOKEN|@FILE       resume from a continuation (same FILE and host setup)\n"
         "  --resolve ID=JSON          a resolution (repeatable); JSON is a boundary-format "
@@ -86,6 +89,7 @@ struct run_args {
     const char *store;
     const char *modules; /* --modules DIR */
     int module;          /* --module */
+    char lang;           /* --lang: 'j' or 't'; 0: by the file name */
     uint64_t ttl_ms; /* 0: the default */
     const char **resolves; /* ID=JSON */
     size_t nresolves;
@@ -203,6 +207,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
         { "continuation-ttl", required_argument, NULL, 'T' },
         { "store", required_argument, NULL, 'D' },
         { "module", no_argument, NULL, 'M' },
+        { "lang", required_argument, NULL, 'G' },
         { "modules", required_argument, NULL, 'O' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
@@ -315,6 +320,13 @@ static int parse_args(int argc, char **argv, struct run_args *a)
         case 'M':
             a->module = 1;
             break;
+        case 'G':
+            if (strcmp(optarg, "ts") != 0 && strcmp(optarg, "js") != 0) {
+                cli_error("--lang %s: expected js or ts", optarg);
+                return -1;
+            }
+            a->lang = optarg[0];
+            break;
         case 'O':
             a->modules = optarg;
             break;
@@ -348,7 +360,8 @@ static int add_exec_hosts(int argc, char **argv, struct run_args *a, struct al_c
                    strcmp(argv[i], "--resume") == 0 || strcmp(argv[i], "--resolve") == 0 ||
                    strcmp(argv[i], "--context") == 0 || strcmp(argv[i], "--audience") == 0 ||
                    strcmp(argv[i], "--continuation-ttl") == 0 ||
-                   strcmp(argv[i], "--store") == 0 || strcmp(argv[i], "--modules") == 0) {
+                   strcmp(argv[i], "--store") == 0 || strcmp(argv[i], "--modules") == 0 ||
+                   strcmp(argv[i], "--lang") == 0) {
             i++;
             continue;
         } else {
@@ -542,6 +555,26 @@ static void print_readable(const struct al_result *res)
     }
 }
 
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s);
+    size_t k = strlen(suffix);
+    return n > k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* --module / .mjs / .mts: a module; --lang ts / .ts / .mts: TypeScript. */
+static unsigned source_type_of(const struct run_args *a)
+{
+    unsigned type = AL_SOURCE_BODY;
+    if (a->module || ends_with(a->file, ".mjs") || ends_with(a->file, ".mts")) {
+        type = AL_SOURCE_MODULE;
+    }
+    if (a->lang ? a->lang == 't' : ends_with(a->file, ".ts") || ends_with(a->file, ".mts")) {
+        type |= AL_SOURCE_TYPESCRIPT;
+    }
+    return type;
+}
+
 /* The continuation key (from the environment), its lifetime and the store. */
 static int setup_continuations(const struct run_args *a, struct al_config *config,
                                struct al_store **ret_store)
@@ -658,11 +691,6 @@ int cmd_run(int argc, char **argv)
     if (parse_args(argc, argv, &a) != 0) {
         goto out;
     }
-    size_t flen = strlen(a.file);
-    if (flen > 3 && strcmp(a.file + flen - 3, ".ts") == 0) {
-        cli_error("%s: TypeScript is not supported yet; pass JavaScript", a.file);
-        goto out;
-    }
     config = al_config_new();
     opts = al_run_opts_new();
     if (!config || !opts) {
@@ -709,7 +737,9 @@ int cmd_run(int argc, char **argv)
         cli_error("%s", err.message);
         goto out;
     }
-    if (al_run_opts_set_source(opts, source, source_len, "run.js") != AL_OK) {
+    unsigned type = source_type_of(&a);
+    if (al_run_opts_set_source(opts, source, source_len,
+                               (type & AL_SOURCE_TYPESCRIPT) ? "run.ts" : "run.js") != AL_OK) {
         cli_error("out of memory");
         goto out;
     }
@@ -723,8 +753,7 @@ int cmd_run(int argc, char **argv)
     if (setup_resume(&a, opts, (size_t)limits[AL_LIMIT_CONTINUATION_BYTES]) != 0) {
         goto out;
     }
-    if ((a.module || (flen > 4 && strcmp(a.file + flen - 4, ".mjs") == 0)) &&
-        al_run_opts_set_source_type(opts, AL_SOURCE_MODULE) != AL_OK) {
+    if (al_run_opts_set_source_type(opts, type) != AL_OK) {
         goto out;
     }
     if (al_run(runner, opts, &res, &err) != AL_OK) {

@@ -30,6 +30,7 @@ enum wire_type {
 /* RUN flags (u8 after the clock) */
 #define WIRE_RUN_REPORT_IDLE 1u /* send IDLE whenever the event loop blocks */
 #define WIRE_RUN_MODULE      2u /* the source is an ES module (its default export is the value) */
+#define WIRE_RUN_TYPESCRIPT  4u /* the source is TypeScript: the worker strips its types */
 
 /* RUN per-function flags */
 #define WIRE_FN_SYNC   1u /* a synchronous group */

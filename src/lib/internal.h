@@ -94,7 +94,7 @@ struct al_run_opts {
     int has_seed;
     int64_t clock_ms;
     int has_clock;
-    enum al_source_type source_type;
+    unsigned source_type; /* enum al_source_type, or-ed */
     char *context; /* NULL: empty */
     size_t context_len;
     char *audience; /* NULL: "airlock" */

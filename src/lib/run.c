@@ -374,8 +374,9 @@ static enum al_code build_run_frame(struct run_state *st, const struct al_run_op
     bad |= wire_u64(b, st->res->stats.seed) != BUF_OK;
     bad |= wire_u64(b, (uint64_t)st->res->stats.clock_ms) != BUF_OK;
     bad |= wire_u8(b, (st->replay ? WIRE_RUN_REPORT_IDLE : 0) |
-                              (opts->source_type == AL_SOURCE_MODULE ? WIRE_RUN_MODULE : 0)) !=
-           BUF_OK;
+                              ((opts->source_type & AL_SOURCE_MODULE) ? WIRE_RUN_MODULE : 0) |
+                              ((opts->source_type & AL_SOURCE_TYPESCRIPT) ? WIRE_RUN_TYPESCRIPT
+                                                                           : 0)) != BUF_OK;
     bad |= wire_str(b, opts->filename, strlen(opts->filename)) != BUF_OK;
     bad |= wire_u32(b, (uint32_t)st->runner->nhosts) != BUF_OK;
     for (size_t i = 0; i < st->runner->nhosts; i++) {

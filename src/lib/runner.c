@@ -183,9 +183,10 @@ enum al_code al_config_set_module_loader(struct al_config *config, al_host_fn *r
     return AL_OK;
 }
 
-enum al_code al_run_opts_set_source_type(struct al_run_opts *opts, enum al_source_type type)
+enum al_code al_run_opts_set_source_type(struct al_run_opts *opts, unsigned type)
 {
-    if (!opts || (type != AL_SOURCE_BODY && type != AL_SOURCE_MODULE)) {
+    unsigned kind = type & ~(unsigned)AL_SOURCE_TYPESCRIPT;
+    if (!opts || (kind != AL_SOURCE_BODY && kind != AL_SOURCE_MODULE)) {
         return AL_CONFIG_ERROR;
     }
     opts->source_type = type;

@@ -22,6 +22,7 @@
 #include "guest.h"
 #include "jail.h"
 #include "utf8.h"
+#include "tsstrip.h"
 #include "value.h"
 #include "worker.h"
 
@@ -594,6 +595,21 @@ static void outcome_pending_exception(struct worker *w, JSContext *ctx, struct o
 
 /* ------------------------------------------------------------------ request */
 
+static int wrap_source(struct worker *w, const char *s, size_t len);
+
+char *engine_strip_ts(const char *src, size_t len, const char *name, size_t *ret_len,
+                      char **ret_error)
+{
+    struct ts_options opts = { name, TS_TRANSFORM };
+    struct ts_error err;
+    char *out = NULL;
+    if (ts_strip_opts(src, len, &opts, &out, ret_len, &err) == 0) {
+        return out;
+    }
+    *ret_error = strdup(err.message[0] ? err.message : "cannot strip the TypeScript source");
+    return NULL;
+}
+
 static int parse_run(struct worker *w, struct wire_cursor *c)
 {
     for (int i = 0; i < AL_LIMIT_COUNT_; i++) {
@@ -629,10 +645,31 @@ static int parse_run(struct worker *w, struct wire_cursor *c)
     if (c->bad || !w->filename) {
         return -1;
     }
+    char *stripped = NULL;
+    if (w->run_flags & WIRE_RUN_TYPESCRIPT) {
+        stripped = engine_strip_ts(s, len, w->filename, &len, &w->ts_error);
+        if (!stripped) {
+            len = 0; /* run_guest reports w->ts_error */
+        }
+        s = stripped ? stripped : "";
+    }
+    int rc = wrap_source(w, s, len);
+    free(stripped);
+    return rc;
+}
+
+/* The user's source as the compiler gets it: a module as it is, a function body wrapped. */
+static int wrap_source(struct worker *w, const char *s, size_t len)
+{
     if (w->run_flags & WIRE_RUN_MODULE) {
-        w->source = strndup(s, len); /* a module is compiled as it is */
+        w->source = malloc(len + 1); /* a module is compiled as it is */
+        if (!w->source) {
+            return -1;
+        }
+        memcpy(w->source, s, len);
+        w->source[len] = '\0';
         w->source_len = len;
-        return w->source ? 0 : -1;
+        return 0;
     }
     /* The wrapper keeps the user's first line on line 1, so line numbers need no correction. */
     w->source_len = sizeof wrapper_head - 1 + len + sizeof wrapper_tail - 1;
@@ -763,6 +800,11 @@ static void run_guest(struct worker *w, struct outcome *o)
     struct settle settle = { 0, JS_UNDEFINED };
     w->settle = &settle;
     int module = (w->run_flags & WIRE_RUN_MODULE) != 0;
+    if (w->ts_error) {
+        /* The message names the place: "TypeScript enum ... (run.ts:3:1): ..." */
+        outcome_set(o, AL_USER_ERROR, "SyntaxError", w->ts_error, "");
+        goto out;
+    }
 
     modules_prepare(w);
     w->compiling_user = !module; /* the wrapper check: a module has no wrapper */

@@ -84,8 +84,21 @@ static JSModuleDef *module_load(JSContext *ctx, const char *name, void *opaque)
         return NULL;
     }
     JSValue m = JS_UNDEFINED;
-    int cr = engine_compile(w, src, len, name, JS_EVAL_TYPE_MODULE, &m);
+    size_t nlen = strlen(name);
+    char *js = NULL;
+    if (nlen > 3 && strcmp(name + nlen - 3, ".ts") == 0) {
+        char *why = NULL;
+        js = engine_strip_ts(src, len, name, &len, &why);
+        if (!js) {
+            JS_FreeCString(ctx, src);
+            JS_ThrowSyntaxError(ctx, "%s", why ? why : "cannot strip the TypeScript module");
+            free(why);
+            return NULL;
+        }
+    }
+    int cr = engine_compile(w, js ? js : src, len, name, JS_EVAL_TYPE_MODULE, &m);
     JS_FreeCString(ctx, src);
+    free(js);
     if (cr == 0) {
         engine_rethrow_compile_error(w, ctx); /* a SyntaxError in the module */
         return NULL;

@@ -57,6 +57,7 @@ struct worker {
     uint64_t seed;
     int64_t clock_ms; /* the guest's clock: ms since the epoch */
     uint8_t run_flags; /* WIRE_RUN_* */
+    char *ts_error;      /* the TypeScript source could not be stripped: why (run.ts:L:C) */
     int modules_resolve; /* index of the loader's hidden functions, -1: no loader */
     int modules_load;
     char *filename;   /* "run.js" */
@@ -137,6 +138,11 @@ int engine_compile(struct worker *w, const char *src, size_t len, const char *fi
                    int eval_type, JSValue *ret);
 /* Moves the compile context's pending SyntaxError into `ctx` (message and position). */
 void engine_rethrow_compile_error(struct worker *w, JSContext *ctx);
+
+/* Strips TypeScript (src/tsstrip, enums and parameter properties transformed): a malloc'd
+ * JavaScript text, or NULL with *ret_error set (malloc'd message naming NAME:LINE:COL). */
+char *engine_strip_ts(const char *src, size_t len, const char *name, size_t *ret_len,
+                      char **ret_error);
 
 /* modules.c */
 void modules_prepare(struct worker *w);

@@ -1,0 +1,3 @@
+const x: number = 1;
+@dec class A {}
+return x;

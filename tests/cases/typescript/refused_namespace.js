@@ -1,0 +1,2 @@
+namespace N { export const v = 1; }
+return N.v;

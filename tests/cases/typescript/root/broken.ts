@@ -1,0 +1,2 @@
+export enum E { A }
+export const x: number = ;
