@@ -37,7 +37,7 @@ test: build
 asan: bootstrap
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DAIRLOCK_SANITIZE=ON $(CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L 'unit|integration' -LE fuzz --timeout 600
+	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L 'unit|integration' -LE 'fuzz|differential' --timeout 600
 
 bench: bootstrap
 	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)

@@ -2,7 +2,7 @@
  * supervisor.c - starting and ending airlock-worker processes.
  *
  * A worker is posix_spawn'ed (never fork without exec in the host) in a session of its own,
- * with an empty environment, its end of a socketpair on fd 3, /dev/null on stdin, stdout and
+ * with an environment of LD_BIND_NOW=1 only, its end of a socketpair on fd 3, /dev/null on stdin, stdout and
  * stderr, and every other descriptor of the host closed, so a compromised worker holds nothing
  * of the host's - not even its terminal. Deadlines are
  * enforced by run.c, which calls supervisor_reap to SIGKILL and collect the process.
@@ -103,7 +103,10 @@ enum al_code supervisor_spawn(const char *path, int no_jail, int zygote,
     if (zygote) {
         argv[argc++] = (char *)"--zygote";
     }
-    char *envp[] = { NULL };
+    /* Nothing of the host's environment; every symbol bound at start-up, so a worker forked
+     * from a zygote never runs the dynamic linker (each lazy binding would write pages it
+     * shares with the zygote). */
+    char *envp[] = { (char *)"LD_BIND_NOW=1", NULL };
     /* A session of its own: no controlling terminal to inject input into, no job-control
      * signals from the host's terminal. */
     posix_spawnattr_t attr;
