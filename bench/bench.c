@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "airlock.h"
+#include "tsstrip.h"
 
 #define ORDER_COUNT  1000
 #define PARKED_RUNS  8    /* concurrent idle runs of the memory measurement */
@@ -261,6 +262,72 @@ static int bench_latency(struct al_runner *runner, const struct workload *w, dou
 out:
     free(samples);
     al_run_opts_free(opts);
+    return ret;
+}
+
+/* W8: a 10 KB TypeScript source. Stripping it is timed in-process (the stripper the worker runs),
+ * and compared with W1's median, the whole cost of a hello run. */
+static char *ts_source(size_t want, size_t *ret_len)
+{
+    size_t cap = want + 512;
+    char *s = malloc(cap);
+    size_t n = 0;
+    int i = 0;
+    if (!s) {
+        return NULL;
+    }
+    n += (size_t)snprintf(s + n, cap - n, "interface Line { qty: number; price?: number }\n");
+    while (n < want) {
+        n += (size_t)snprintf(s + n, cap - n,
+                             "function total%d<T extends Line>(lines: readonly T[], rate: number "
+                             "= 0.2): number {\n"
+                             "    const xs = lines as T[];\n"
+                             "    return xs.reduce((s: number, l: T) => s + l.qty * l.price!, 0) "
+                             "* (1 + rate);\n}\n",
+                             i);
+        i++;
+    }
+    n += (size_t)snprintf(s + n, cap - n, "return total0<Line>([{ qty: 2, price: 3 }], 0);\n");
+    *ret_len = n;
+    return s;
+}
+
+static int bench_typescript(double w1_median_ms, int scale)
+{
+    size_t len = 0;
+    char *src = ts_source(10 * 1024, &len);
+    int n = 1000 / scale;
+    double *samples = calloc((size_t)n, sizeof *samples);
+    int ret = -1;
+    if (!src || !samples) {
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        char *out = NULL;
+        size_t out_len = 0;
+        struct ts_error err;
+        struct ts_options opts = { "run.ts", TS_TRANSFORM };
+        uint64_t t0 = now_ns();
+        int rc = ts_strip_opts(src, len, &opts, &out, &out_len, &err);
+        uint64_t t1 = now_ns();
+        free(out);
+        if (rc != 0) {
+            fprintf(stderr, "airlock_bench: W8: %s\n", err.message);
+            goto out;
+        }
+        samples[i] = (double)(t1 - t0) / 1e6;
+    }
+    qsort(samples, (size_t)n, sizeof *samples, cmp_double);
+    double median = median_of(samples, n);
+    printf("{\"runtime\":\"airlock\",\"workload\":\"W8\",\"desc\":\"strip a %zu-byte TypeScript "
+           "source\",\"iterations\":%d,\"median_ms\":%.4f,\"p99_ms\":%.4f,"
+           "\"percent_of_w1\":%.2f}\n",
+           len, n, median, p99_of(samples, n), 100.0 * median / w1_median_ms);
+    fflush(stdout);
+    ret = 0;
+out:
+    free(samples);
+    free(src);
     return ret;
 }
 
@@ -623,6 +690,7 @@ int main(int argc, char **argv)
     int scale = quick ? 10 : 1;
     int tput_s = quick ? 1 : 10;
     int ret = 1;
+    double w1 = 0;
     double w2 = 0;
     double w3 = 0;
     double ignored = 0;
@@ -671,7 +739,7 @@ int main(int argc, char **argv)
         struct workload wl = w[i];
         wl.iterations = wl.iterations / scale < 5 ? 5 : wl.iterations / scale;
         fprintf(stderr, "airlock_bench: %s (%d runs)\n", wl.name, wl.iterations);
-        double *median = i == 1 ? &w2 : i == 2 ? &w3 : &ignored;
+        double *median = i == 0 ? &w1 : i == 1 ? &w2 : i == 2 ? &w3 : &ignored;
         if (bench_latency(runner, &wl, median) != 0) {
             goto out;
         }
@@ -680,6 +748,11 @@ int main(int argc, char **argv)
            "host call, (W3-W2)/99 of medians\",\"median_ms\":%.4f}\n",
            (w3 - w2) / 99.0);
     fflush(stdout);
+
+    fprintf(stderr, "airlock_bench: W8\n");
+    if (bench_typescript(w1, scale) != 0) {
+        goto out;
+    }
 
     fprintf(stderr, "airlock_bench: MEM8\n");
     if (bench_memory(runner) != 0) {

@@ -151,6 +151,12 @@ if "W7" in a or "W7" in r:
     lines.append(f"W7 continuation token (the largest of the pairs): airlock "
                  f"{'-' if at is None else f'{at:,} bytes'}, run "
                  f"{'-' if rt is None else f'{rt:,} bytes'}.")
+if "W8" in a:
+    lines.append("")
+    lines.append(f"W8, {get(a, 'W8', 'desc')}: airlock strips it natively in "
+                 f"{ms(get(a, 'W8', 'median_ms'))} ms (median of {get(a, 'W8', 'iterations')}), "
+                 f"{get(a, 'W8', 'percent_of_w1'):.1f}% of W1's median hello run; run has no "
+                 f"TypeScript of its own (it needs Node's stripper or the typescript package).")
 lines.append("")
 lines.append("| throughput of W2 | airlock runs/s | run runs/s | airlock/run |")
 lines.append("|---|--:|--:|--:|")

@@ -290,9 +290,19 @@ def test_worker_missing():
     check(rc == 2 and out == "" and "no-worker" in err, f"{rc} {out!r} {err!r}")
 
 
-def test_typescript_refused():
-    f = write("a.ts", "return 1")
-    usage_error(["run", f], "TypeScript")
+def test_typescript_by_extension_and_lang():
+    # a .ts file is TypeScript; --lang ts makes any file TypeScript, --lang js a .ts one not
+    ts = "const x: number = 20;\nreturn x + (1 as number);"
+    f = write("a.ts", ts)
+    rc, res, err = run_json([f])
+    check(rc == 0 and res["value"] == 21, f"{rc} {res} {err}")
+    g = write("a_ts_as.js", ts)
+    rc, res, err = run_json(["--lang", "ts", g])
+    check(rc == 0 and res["value"] == 21, f"{rc} {res} {err}")
+    rc, res, err = run_json(["--lang", "js", f])
+    check(rc == 1 and res["error"]["code"] == "USER_ERROR" and
+          res["error"]["name"] == "SyntaxError", f"{rc} {res}")
+    usage_error(["run", "--lang", "cobol", f], "--lang cobol")
 
 
 # ------------------------------------------------------------------ determinism
