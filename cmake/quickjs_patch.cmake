@@ -20,8 +20,8 @@
 #   11   The token after a function body's closing brace is read as part of the enclosing
 #        function, so `await x;` (or `yield x;`) right after a nested function declaration parses
 #        (QuickJS 2021-03-27 read it as the nested function's, where `await` is an identifier).
-#   9    airlock_module_namespace(): appended; the entry module's default export is the value.
-#   10   A compile-only module is not resolved (its imports are loaded in the guest context).
+#   12   A compile-only module is not resolved (its imports are loaded in the guest context).
+#   13   airlock_module_namespace(): appended; the entry module's default export is the value.
 # Hooks are weak symbols, so programs that do not define them (unit tests) link unchanged.
 #
 # Input: QJS_SRC (quickjs.c), QJS_OUT (quickjs_airlock.c).
@@ -250,7 +250,7 @@ qjs_edit(src
 "static int airlock_pos(JSParseState *s, int line, const uint8_t *p);
 extern size_t engine_wrapper_length(JSContext *ctx) __attribute__((weak));")
 
-# 10. Compiling a module only compiles it: resolving its imports is the guest context's job (the
+# 12. Compiling a module only compiles it: resolving its imports is the guest context's job (the
 #     worker compiles modules in a separate compile context and moves the bytecode).
 qjs_edit(src
 "        m->func_obj = fun_obj;
@@ -260,7 +260,7 @@ qjs_edit(src
         if (!(flags & JS_EVAL_FLAG_COMPILE_ONLY) && js_resolve_module(ctx, m) < 0)
             goto fail1;")
 
-# 9. airlock_module_namespace(): the namespace of an evaluated module, so the worker can read the
+# 13. airlock_module_namespace(): the namespace of an evaluated module, so the worker can read the
 #    entry module's default export (QuickJS 2021-03-27 has no public call for it).
 string(APPEND src "
 JSValue airlock_module_namespace(JSContext *ctx, JSModuleDef *m)
