@@ -10,7 +10,7 @@
  * and wakes the thread to start its replacement; finished workers come back through
  * pool_release for the thread to kill and reap, both off the run's critical path. When none is
  * ready, one taker waits for the worker being started (two starts at once would only compete
- * for the CPUs); others start their own. A spare found dead (someone killed it) is reaped and
+ * for the CPUs); others fork their own from the zygote. A spare found dead (someone killed it) is reaped and
  * skipped. pool_free stops the thread and kills the spares and the zygote.
  */
 #include <errno.h>
@@ -32,6 +32,7 @@ struct pool {
     struct worker_proc zygote; /* pid -1 when there is none (it failed: workers are spawned) */
     unsigned warm;
     pthread_mutex_t mu;
+    pthread_mutex_t zmu;        /* the zygote's control socket */
     pthread_cond_t cond;        /* wakes the pool thread */
     pthread_cond_t ready;       /* a spare was added, or a start failed */
     struct worker_proc *spares; /* warm entries */
@@ -91,14 +92,18 @@ static enum al_code zygote_fork(struct pool *p, struct worker_proc *ret_proc)
     return AL_OK;
 }
 
-/* A warm worker: forked from the zygote (fast: no exec, the prepared context is inherited), or
- * spawned when there is no zygote. */
-static enum al_code start_worker(struct pool *p, struct worker_proc *ret_proc)
+/* A worker: forked from the zygote (fast: no exec, the prepared context is inherited), or
+ * spawned when there is no zygote. Any thread: the zygote's socket is used by one at a time. */
+static enum al_code start_worker(struct pool *p, struct worker_proc *ret_proc,
+                                 struct al_error *reterr)
 {
-    if (p->zygote.pid > 0 && zygote_fork(p, ret_proc) == AL_OK) {
+    pthread_mutex_lock(&p->zmu);
+    enum al_code rc = p->zygote.pid > 0 ? zygote_fork(p, ret_proc) : AL_INTERNAL_ERROR;
+    pthread_mutex_unlock(&p->zmu);
+    if (rc == AL_OK) {
         return AL_OK;
     }
-    return supervisor_spawn(p->path, p->no_jail, 0, ret_proc, NULL);
+    return supervisor_spawn(p->path, p->no_jail, 0, ret_proc, reterr);
 }
 
 static void *pool_main(void *arg)
@@ -120,7 +125,7 @@ static void *pool_main(void *arg)
         p->starting = 1;
         pthread_mutex_unlock(&p->mu);
         struct worker_proc w;
-        enum al_code rc = start_worker(p, &w);
+        enum al_code rc = start_worker(p, &w, NULL);
         pthread_mutex_lock(&p->mu);
         p->starting = 0;
         pthread_cond_broadcast(&p->ready);
@@ -164,6 +169,7 @@ enum al_code pool_new(const char *path, int no_jail, unsigned warm, struct pool 
         p->zygote.pid = -1; /* workers are then spawned one by one */
     }
     pthread_mutex_init(&p->mu, NULL);
+    pthread_mutex_init(&p->zmu, NULL);
     pthread_cond_init(&p->cond, NULL);
     pthread_cond_init(&p->ready, NULL);
     if (warm > 0) {
@@ -202,6 +208,7 @@ void pool_free(struct pool *p)
         supervisor_reap(&p->zygote, 1, NULL);
     }
     pthread_mutex_destroy(&p->mu);
+    pthread_mutex_destroy(&p->zmu);
     pthread_cond_destroy(&p->cond);
     pthread_cond_destroy(&p->ready);
     free(p->spares);
@@ -273,5 +280,6 @@ enum al_code pool_take(struct pool *p, struct worker_proc *ret_proc, struct al_e
     }
     pthread_cond_signal(&p->cond);
     pthread_mutex_unlock(&p->mu);
-    return supervisor_spawn(p->path, p->no_jail, 0, ret_proc, reterr);
+    /* No spare: a fork from the zygote is still far cheaper than exec'ing a worker. */
+    return start_worker(p, ret_proc, reterr);
 }
