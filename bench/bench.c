@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "airlock.h"
+
 #include "tsstrip.h"
 
 #define ORDER_COUNT  1000
@@ -279,12 +280,12 @@ static char *ts_source(size_t want, size_t *ret_len)
     n += (size_t)snprintf(s + n, cap - n, "interface Line { qty: number; price?: number }\n");
     while (n < want) {
         n += (size_t)snprintf(s + n, cap - n,
-                             "function total%d<T extends Line>(lines: readonly T[], rate: number "
-                             "= 0.2): number {\n"
-                             "    const xs = lines as T[];\n"
-                             "    return xs.reduce((s: number, l: T) => s + l.qty * l.price!, 0) "
-                             "* (1 + rate);\n}\n",
-                             i);
+                              "function total%d<T extends Line>(lines: readonly T[], rate: number "
+                              "= 0.2): number {\n"
+                              "    const xs = lines as T[];\n"
+                              "    return xs.reduce((s: number, l: T) => s + l.qty * l.price!, 0) "
+                              "* (1 + rate);\n}\n",
+                              i);
         i++;
     }
     n += (size_t)snprintf(s + n, cap - n, "return total0<Line>([{ qty: 2, price: 3 }], 0);\n");

@@ -248,10 +248,10 @@ al_config_set_max_concurrency(struct al_config *config, unsigned max_runs, unsig
 
 /* ---------------------------------------------------------------- continuations */
 
-#define AL_CONTINUATION_KEY_MIN   32 /* bytes of a continuation secret */
-#define AL_CONTINUATION_KEYS_MAX  8  /* the signing key plus older verification keys */
-#define AL_CONTINUATION_SKEW_MS   60000 /* a token issued this far in the future is still taken */
-#define AL_CONTINUATION_TTL_MS    3600000 /* default lifetime of a continuation: 1 h */
+#define AL_CONTINUATION_KEY_MIN  32      /* bytes of a continuation secret */
+#define AL_CONTINUATION_KEYS_MAX 8       /* the signing key plus older verification keys */
+#define AL_CONTINUATION_SKEW_MS  60000   /* a token issued this far in the future is still taken */
+#define AL_CONTINUATION_TTL_MS   3600000 /* default lifetime of a continuation: 1 h */
 
 /* The secret that signs new continuations (HMAC-SHA-256) and verifies them; at least
  * AL_CONTINUATION_KEY_MIN bytes, copied. Setting it again replaces it. AL_CONFIG_ERROR for a
@@ -260,8 +260,8 @@ AL_NODISCARD AL_API enum al_code al_config_set_continuation_key(struct al_config
                                                                 const void *secret, size_t len);
 /* An older secret still accepted when verifying (key rotation), never used to sign. At most
  * AL_CONTINUATION_KEYS_MAX - 1 of them. */
-AL_NODISCARD AL_API enum al_code
-al_config_add_verification_key(struct al_config *config, const void *secret, size_t len);
+AL_NODISCARD AL_API enum al_code al_config_add_verification_key(struct al_config *config,
+                                                                const void *secret, size_t len);
 /* Lifetime of new continuations in ms (default AL_CONTINUATION_TTL_MS, at most one year). */
 AL_NODISCARD AL_API enum al_code al_config_set_continuation_ttl(struct al_config *config,
                                                                 uint64_t ttl_ms);
@@ -281,8 +281,8 @@ struct al_store {
                         int64_t expires_ms, struct al_error *reterr);
     /* Takes exclusive hold of a stored, unexpired, unclaimed id and returns its data
      * (malloc'd; the caller frees it). Of two concurrent claims of one id, exactly one wins. */
-    enum al_code (*claim)(struct al_store *store, const char *id, void **ret_data,
-                          size_t *ret_len, struct al_error *reterr);
+    enum al_code (*claim)(struct al_store *store, const char *id, void **ret_data, size_t *ret_len,
+                          struct al_error *reterr);
     /* Ends a claimed id for good: it can never be claimed again. */
     enum al_code (*consume)(struct al_store *store, const char *id, struct al_error *reterr);
     /* Gives a claimed id back, as if it had never been claimed. */
@@ -384,9 +384,8 @@ AL_NODISCARD AL_API enum al_code al_run_opts_set_resume(struct al_run_opts *opts
                                                         const char *continuation, size_t len);
 /* Resolves interruption `id` with a boundary-JSON value. A resume needs at least one; an id
  * the continuation does not hold, or one given twice, fails the run with CONFIG_ERROR. */
-AL_NODISCARD AL_API enum al_code al_run_opts_add_resolution(struct al_run_opts *opts,
-                                                            const char *id, const char *json,
-                                                            size_t len);
+AL_NODISCARD AL_API enum al_code
+al_run_opts_add_resolution(struct al_run_opts *opts, const char *id, const char *json, size_t len);
 
 enum al_status {
     AL_STATUS_COMPLETED = 0,

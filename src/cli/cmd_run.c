@@ -83,14 +83,14 @@ struct run_args {
     uint8_t limit_set[AL_LIMIT_COUNT_];
     struct exec_host **execs;
     size_t nexecs;
-    const char *resume;   /* TOKEN or @FILE */
+    const char *resume; /* TOKEN or @FILE */
     const char *context;
     const char *audience;
     const char *store;
-    const char *modules; /* --modules DIR */
-    int module;          /* --module */
-    char lang;           /* --lang: 'j' or 't'; 0: by the file name */
-    uint64_t ttl_ms; /* 0: the default */
+    const char *modules;   /* --modules DIR */
+    int module;            /* --module */
+    char lang;             /* --lang: 'j' or 't'; 0: by the file name */
+    uint64_t ttl_ms;       /* 0: the default */
     const char **resolves; /* ID=JSON */
     size_t nresolves;
 };
@@ -180,8 +180,8 @@ static uint64_t parse_duration(const char *s)
     static const struct {
         const char *unit;
         uint64_t ms;
-    } units[] = { { "", 1 }, { "ms", 1 }, { "s", 1000 }, { "m", 60000 }, { "h", 3600000 },
-                  { "d", 86400000 } };
+    } units[] = { { "", 1 },      { "ms", 1 },      { "s", 1000 },
+                  { "m", 60000 }, { "h", 3600000 }, { "d", 86400000 } };
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
         if (strcmp(end, units[i].unit) == 0) {
             return v > UINT64_MAX / units[i].ms ? 0 : v * units[i].ms;
@@ -359,9 +359,8 @@ static int add_exec_hosts(int argc, char **argv, struct run_args *a, struct al_c
                    strcmp(argv[i], "--seed") == 0 || strcmp(argv[i], "--clock") == 0 ||
                    strcmp(argv[i], "--resume") == 0 || strcmp(argv[i], "--resolve") == 0 ||
                    strcmp(argv[i], "--context") == 0 || strcmp(argv[i], "--audience") == 0 ||
-                   strcmp(argv[i], "--continuation-ttl") == 0 ||
-                   strcmp(argv[i], "--store") == 0 || strcmp(argv[i], "--modules") == 0 ||
-                   strcmp(argv[i], "--lang") == 0) {
+                   strcmp(argv[i], "--continuation-ttl") == 0 || strcmp(argv[i], "--store") == 0 ||
+                   strcmp(argv[i], "--modules") == 0 || strcmp(argv[i], "--lang") == 0) {
             i++;
             continue;
         } else {
@@ -639,8 +638,8 @@ static int setup_resume(const struct run_args *a, struct al_run_opts *opts, size
         if (!token) {
             return -1;
         }
-        while (len > 0 && (token[len - 1] == '\n' || token[len - 1] == '\r' ||
-                           token[len - 1] == ' ')) {
+        while (len > 0 &&
+               (token[len - 1] == '\n' || token[len - 1] == '\r' || token[len - 1] == ' ')) {
             token[--len] = '\0';
         }
     } else {

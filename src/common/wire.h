@@ -40,8 +40,8 @@ enum wire_type {
 #define WIRE_READY_JAILED 1u /* the seccomp filter is active */
 
 enum wire_answer_kind {
-    WIRE_ANSWER_VALUE = 0, /* payload: boundary JSON (empty = undefined) */
-    WIRE_ANSWER_THROW = 1, /* payload: error message */
+    WIRE_ANSWER_VALUE = 0,     /* payload: boundary JSON (empty = undefined) */
+    WIRE_ANSWER_THROW = 1,     /* payload: error message */
     WIRE_ANSWER_INTERRUPT = 2, /* no answer in this run: a person must decide (payload empty) */
 };
 

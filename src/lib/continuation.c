@@ -12,19 +12,19 @@
  * base64url without padding. The base64 decoder is strict (no padding, no whitespace, unused
  * bits zero), so one token text has exactly one meaning and every altered character is seen.
  */
-#include <stdlib.h>
-#include <string.h>
+#include "continuation.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "buf.h"
-#include "continuation.h"
 #include "error.h"
 
-#define CONT_MAC 32
+#define CONT_MAC      32
 #define CONT_TIME_MAX 8640000000000000LL /* the range of a JavaScript Date, in ms */
 
 void cont_sha256(const void *data, size_t len, uint8_t out[CONT_DIGEST])
@@ -183,9 +183,8 @@ static void put_str(struct buf *b, const char *s, size_t len, int *bad)
     *bad |= buf_append(b, s, len) != BUF_OK;
 }
 
-enum al_code cont_encode(const struct continuation *c, const struct cont_key *key,
-                         size_t max_bytes, char **ret_token, size_t *ret_len,
-                         struct al_error *reterr)
+enum al_code cont_encode(const struct continuation *c, const struct cont_key *key, size_t max_bytes,
+                         char **ret_token, size_t *ret_len, struct al_error *reterr)
 {
     struct buf b;
     int bad = 0;
@@ -225,8 +224,8 @@ enum al_code cont_encode(const struct continuation *c, const struct cont_key *ke
     }
     uint8_t mac[CONT_MAC];
     unsigned int maclen = 0;
-    if (!bad && !HMAC(EVP_sha256(), key->bytes, (int)key->len, (const uint8_t *)b.data, b.len,
-                      mac, &maclen)) {
+    if (!bad && !HMAC(EVP_sha256(), key->bytes, (int)key->len, (const uint8_t *)b.data, b.len, mac,
+                      &maclen)) {
         bad = 1;
     }
     bad |= buf_append(&b, mac, sizeof mac) != BUF_OK;
@@ -454,9 +453,8 @@ void cont_free(struct continuation *c)
     c->nentries = 0;
 }
 
-enum al_code cont_decode(const char *token, size_t len, const struct cont_key *keys,
-                         size_t nkeys, size_t max_bytes, struct continuation *ret,
-                         struct al_error *reterr)
+enum al_code cont_decode(const char *token, size_t len, const struct cont_key *keys, size_t nkeys,
+                         size_t max_bytes, struct continuation *ret, struct al_error *reterr)
 {
     memset(ret, 0, sizeof *ret);
     if (len > max_bytes) {

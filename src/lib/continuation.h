@@ -17,12 +17,12 @@
 
 #include "airlock.h"
 
-#define CONT_VERSION     1
-#define CONT_DIGEST      32 /* SHA-256 */
-#define CONT_NONCE       16
-#define CONT_IID         16 /* interruption id, raw bytes; shown as 32 hex digits */
-#define CONT_IID_HEX     (2 * CONT_IID)
-#define CONT_PREFIX      "alc1."
+#define CONT_VERSION      1
+#define CONT_DIGEST       32 /* SHA-256 */
+#define CONT_NONCE        16
+#define CONT_IID          16 /* interruption id, raw bytes; shown as 32 hex digits */
+#define CONT_IID_HEX      (2 * CONT_IID)
+#define CONT_PREFIX       "alc1."
 #define CONT_AUDIENCE_MAX 255
 
 enum cont_kind {
@@ -33,16 +33,16 @@ enum cont_kind {
 
 /* One host call the run made, keyed by its call id. */
 struct cont_entry {
-    uint32_t id;                  /* 1-based call id */
-    uint8_t kind;                 /* enum cont_kind */
-    uint8_t sync;                 /* a synchronous group's call (answered where it was made) */
-    char *fn;                     /* "group.fn"; owned */
+    uint32_t id;  /* 1-based call id */
+    uint8_t kind; /* enum cont_kind */
+    uint8_t sync; /* a synchronous group's call (answered where it was made) */
+    char *fn;     /* "group.fn"; owned */
     uint8_t args_digest[CONT_DIGEST];
-    uint32_t settle;              /* answered async calls: position in the answer order */
-    int64_t clock_ms;             /* answered calls: the guest clock the answer set */
-    char *payload;                /* owned, NUL-terminated */
+    uint32_t settle;  /* answered async calls: position in the answer order */
+    int64_t clock_ms; /* answered calls: the guest clock the answer set */
+    char *payload;    /* owned, NUL-terminated */
     size_t len;
-    uint8_t iid[CONT_IID];        /* interrupted calls */
+    uint8_t iid[CONT_IID]; /* interrupted calls */
 };
 
 struct continuation {
@@ -73,15 +73,13 @@ int cont_iid_parse(const char *hex, uint8_t out[CONT_IID]);
 
 /* Serializes and signs. AL_OUTPUT_LIMIT when the token would exceed max_bytes,
  * AL_INTERNAL_ERROR when out of memory. *ret_token is malloc'd and NUL-terminated. */
-enum al_code cont_encode(const struct continuation *c, const struct cont_key *key,
-                         size_t max_bytes, char **ret_token, size_t *ret_len,
-                         struct al_error *reterr);
+enum al_code cont_encode(const struct continuation *c, const struct cont_key *key, size_t max_bytes,
+                         char **ret_token, size_t *ret_len, struct al_error *reterr);
 /* Checks the token's form and MAC against each key, then parses it into *ret (which the caller
  * frees with cont_free, also on failure). AL_PROTOCOL_ERROR with a message saying what is
  * wrong; binding checks (source, audience, expiry, ...) are the caller's. */
-enum al_code cont_decode(const char *token, size_t len, const struct cont_key *keys,
-                         size_t nkeys, size_t max_bytes, struct continuation *ret,
-                         struct al_error *reterr);
+enum al_code cont_decode(const char *token, size_t len, const struct cont_key *keys, size_t nkeys,
+                         size_t max_bytes, struct continuation *ret, struct al_error *reterr);
 /* Parses a body (MAC already checked or stripped). 0, or -1 when malformed. */
 int cont_parse(const uint8_t *body, size_t len, struct continuation *ret);
 void cont_free(struct continuation *c);

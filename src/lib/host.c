@@ -215,8 +215,7 @@ void al_call_interrupt(struct al_call *call, const char *payload_json, size_t le
     if (!call) {
         return;
     }
-    complete(call, WIRE_ANSWER_INTERRUPT, payload_json ? payload_json : "",
-             payload_json ? len : 0);
+    complete(call, WIRE_ANSWER_INTERRUPT, payload_json ? payload_json : "", payload_json ? len : 0);
 }
 
 const char *al_call_interruption_id(const struct al_call *call)

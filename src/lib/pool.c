@@ -10,8 +10,8 @@
  * and wakes the thread to start its replacement; finished workers come back through
  * pool_release for the thread to kill and reap, both off the run's critical path. When none is
  * ready, one taker waits for the worker being started (two starts at once would only compete
- * for the CPUs); others fork their own from the zygote. A spare found dead (someone killed it) is reaped and
- * skipped. pool_free stops the thread and kills the spares and the zygote.
+ * for the CPUs); others fork their own from the zygote. A spare found dead (someone killed it) is
+ * reaped and skipped. pool_free stops the thread and kills the spares and the zygote.
  */
 #include <errno.h>
 #include <fcntl.h>

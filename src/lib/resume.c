@@ -312,8 +312,7 @@ static void replay_finish(struct run_state *st)
 
 #define DIVERGED "the run diverged from its continuation: "
 
-void resume_on_call(struct run_state *st, uint32_t id, uint32_t fn, const char *args,
-                    size_t len)
+void resume_on_call(struct run_state *st, uint32_t id, uint32_t fn, const char *args, size_t len)
 {
     const struct host_entry *h = &st->runner->hosts[fn];
     struct ledger_call *lc = ledger_slot(st, id);
@@ -353,8 +352,8 @@ void resume_on_call(struct run_state *st, uint32_t id, uint32_t fn, const char *
         return;
     }
     if (memcmp(e->args_digest, lc->entry.args_digest, CONT_DIGEST) != 0) {
-        run_fail(st, AL_PROTOCOL_ERROR, DIVERGED "call #%u to %s has other arguments than the ledger",
-                 id, h->name);
+        run_fail(st, AL_PROTOCOL_ERROR,
+                 DIVERGED "call #%u to %s has other arguments than the ledger", id, h->name);
         return;
     }
     rp->arrived[k] = 1;
@@ -383,7 +382,8 @@ void resume_on_idle(struct run_state *st, int caught_up)
         return;
     }
     /* It waits for us, and we wait for a call it will never make. */
-    run_fail(st, AL_PROTOCOL_ERROR, DIVERGED "it waits without making every call its ledger records");
+    run_fail(st, AL_PROTOCOL_ERROR,
+             DIVERGED "it waits without making every call its ledger records");
 }
 
 void resume_record_answer(struct run_state *st, uint32_t id, uint8_t kind, int64_t clock_ms,
@@ -417,8 +417,7 @@ void resume_on_interrupt(struct run_state *st, uint32_t id, const char *payload,
     }
     if (lc->entry.sync) {
         run_fail(st, AL_PROTOCOL_ERROR,
-                 "%s is a synchronous host function and cannot interrupt the run",
-                 lc->entry.fn);
+                 "%s is a synchronous host function and cannot interrupt the run", lc->entry.fn);
         return;
     }
     if (!st->recording) {

@@ -12,6 +12,8 @@
  * The worker is untrusted: every frame is bounds-checked, call ids and function indexes are
  * validated, counts and sizes are re-checked, and any violation kills it with PROTOCOL_ERROR.
  */
+#include "run.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <seccomp.h>
@@ -26,7 +28,6 @@
 #include "clock.h"
 #include "error.h"
 #include "json.h"
-#include "run.h"
 #include "wire.h"
 
 #define RUN_GRACE_US   25000u    /* time the worker gets to report a limit itself */
@@ -305,9 +306,8 @@ void run_emit_answer(struct run_state *st, uint32_t id, uint8_t kind, int64_t cl
                      const char *payload, size_t len)
 {
     size_t start;
-    if (wire_begin(&st->out, WIRE_ANSWER, &start) != BUF_OK ||
-        wire_u32(&st->out, id) != BUF_OK || wire_u8(&st->out, kind) != BUF_OK ||
-        wire_u64(&st->out, (uint64_t)clock_ms) != BUF_OK ||
+    if (wire_begin(&st->out, WIRE_ANSWER, &start) != BUF_OK || wire_u32(&st->out, id) != BUF_OK ||
+        wire_u8(&st->out, kind) != BUF_OK || wire_u64(&st->out, (uint64_t)clock_ms) != BUF_OK ||
         wire_str(&st->out, payload, len) != BUF_OK) {
         run_fail(st, AL_INTERNAL_ERROR, "out of memory for a host answer");
         return;
@@ -376,7 +376,7 @@ static enum al_code build_run_frame(struct run_state *st, const struct al_run_op
     bad |= wire_u8(b, (st->replay ? WIRE_RUN_REPORT_IDLE : 0) |
                               ((opts->source_type & AL_SOURCE_MODULE) ? WIRE_RUN_MODULE : 0) |
                               ((opts->source_type & AL_SOURCE_TYPESCRIPT) ? WIRE_RUN_TYPESCRIPT
-                                                                           : 0)) != BUF_OK;
+                                                                          : 0)) != BUF_OK;
     bad |= wire_str(b, opts->filename, strlen(opts->filename)) != BUF_OK;
     bad |= wire_u32(b, (uint32_t)st->runner->nhosts) != BUF_OK;
     for (size_t i = 0; i < st->runner->nhosts; i++) {
@@ -712,8 +712,7 @@ size_t al_result_interruption_count(const struct al_result *result)
     return result->ninterruptions;
 }
 
-int al_result_interruption(const struct al_result *result, size_t i,
-                           struct al_interruption *ret)
+int al_result_interruption(const struct al_result *result, size_t i, struct al_interruption *ret)
 {
     if (i >= result->ninterruptions || !ret) {
         return -1;

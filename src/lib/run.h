@@ -48,24 +48,24 @@ enum ledger_state {
 };
 
 struct ledger_call {
-    uint8_t state;          /* enum ledger_state */
-    uint32_t fn;            /* index into the runner's host table */
+    uint8_t state;           /* enum ledger_state */
+    uint32_t fn;             /* index into the runner's host table */
     struct cont_entry entry; /* fn is borrowed from the runner's host table */
-    char *args;             /* owned: the guest's arguments (an interruption reports them) */
+    char *args;              /* owned: the guest's arguments (an interruption reports them) */
     size_t args_len;
 };
 
 /* Replaying a continuation: the ledger it holds, and how far this run has got through it. */
 struct replay {
     struct continuation cont;
-    uint32_t *order;      /* indexes into cont.entries of answered async calls, by settle */
+    uint32_t *order; /* indexes into cont.entries of answered async calls, by settle */
     size_t norder;
-    size_t next;          /* next position of `order` to deliver */
-    uint8_t *arrived;     /* per entry: the worker made this call again */
-    size_t missing;       /* entries that have not arrived yet */
-    int done;             /* every entry arrived and every recorded answer was delivered */
+    size_t next;      /* next position of `order` to deliver */
+    uint8_t *arrived; /* per entry: the worker made this call again */
+    size_t missing;   /* entries that have not arrived yet */
+    int done;         /* every entry arrived and every recorded answer was delivered */
     const struct resolution **resolution; /* per entry: the resolution of an interruption */
-    uint32_t *waiting;    /* ids of resolved interruptions to invoke once done */
+    uint32_t *waiting;                    /* ids of resolved interruptions to invoke once done */
     size_t nwaiting;
 };
 
@@ -83,24 +83,24 @@ struct run_state {
     uint32_t host_calls;
     uint32_t in_flight;
     uint64_t console_bytes;
-    int answers;          /* completions may be queued: a callback ran or the eventfd fired */
-    int ready;            /* READY received: the run's wall and CPU clocks start */
-    uint64_t ready_us;    /* monotonic */
-    uint64_t cpu_base_us; /* the worker's CPU time at READY (start-up is not the guest's) */
-    int done;             /* DONE received or a failure decided */
-    int kill;             /* the worker must be killed (it may be alive and misbehaving) */
+    int answers;            /* completions may be queued: a callback ran or the eventfd fired */
+    int ready;              /* READY received: the run's wall and CPU clocks start */
+    uint64_t ready_us;      /* monotonic */
+    uint64_t cpu_base_us;   /* the worker's CPU time at READY (start-up is not the guest's) */
+    int done;               /* DONE received or a failure decided */
+    int kill;               /* the worker must be killed (it may be alive and misbehaving) */
     int worker_interrupted; /* DONE said the run is interrupted */
     uint32_t frames_sent;   /* ANSWER frames written to the worker */
 
     /* resume.c */
-    int recording;             /* the run can make a continuation: a key is configured */
+    int recording;              /* the run can make a continuation: a key is configured */
     struct ledger_call *ledger; /* indexed by call id - 1 */
-    uint32_t nledger;          /* allocated slots */
-    uint32_t answers_sent;     /* the next settle position */
-    uint32_t interrupted;      /* calls interrupted now */
-    struct replay *replay;     /* NULL: a fresh run */
-    char *claimed_id;          /* a stored continuation this run holds a claim on */
-    int host_invoked;          /* a host function was invoked (a claim is consumed first) */
+    uint32_t nledger;           /* allocated slots */
+    uint32_t answers_sent;      /* the next settle position */
+    uint32_t interrupted;       /* calls interrupted now */
+    struct replay *replay;      /* NULL: a fresh run */
+    char *claimed_id;           /* a stored continuation this run holds a claim on */
+    int host_invoked;           /* a host function was invoked (a claim is consumed first) */
 };
 
 /* run.c */
@@ -120,8 +120,7 @@ int run_is_json(const char *text, size_t len);
  * otherwise the run fails with the code returned and res->message set. */
 enum al_code resume_begin(struct run_state *st);
 /* A CALL from the worker, already validated. Answers from the ledger, holds, or invokes. */
-void resume_on_call(struct run_state *st, uint32_t id, uint32_t fn, const char *args,
-                    size_t len);
+void resume_on_call(struct run_state *st, uint32_t id, uint32_t fn, const char *args, size_t len);
 /* Records an answer being sent. Takes ownership of nothing. */
 void resume_record_answer(struct run_state *st, uint32_t id, uint8_t kind, int64_t clock_ms,
                           const char *payload, size_t len);

@@ -6,10 +6,9 @@
  * name is "group.fn" with identifier parts, no part names an inherited or special member, and
  * no group shadows a global the guest relies on.
  */
+#include <openssl/crypto.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <openssl/crypto.h>
 
 #include "error.h"
 #include "guest.h"
@@ -621,8 +620,7 @@ enum al_code al_run_opts_set_audience(struct al_run_opts *opts, const char *audi
     return AL_OK;
 }
 
-enum al_code al_run_opts_set_resume(struct al_run_opts *opts, const char *continuation,
-                                    size_t len)
+enum al_code al_run_opts_set_resume(struct al_run_opts *opts, const char *continuation, size_t len)
 {
     if (!opts || !continuation || len == 0) {
         return AL_CONFIG_ERROR;
@@ -637,8 +635,8 @@ enum al_code al_run_opts_set_resume(struct al_run_opts *opts, const char *contin
     return AL_OK;
 }
 
-enum al_code al_run_opts_add_resolution(struct al_run_opts *opts, const char *id,
-                                        const char *json, size_t len)
+enum al_code al_run_opts_add_resolution(struct al_run_opts *opts, const char *id, const char *json,
+                                        size_t len)
 {
     if (!opts || !id || !json) {
         return AL_CONFIG_ERROR;

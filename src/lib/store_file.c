@@ -106,8 +106,7 @@ static enum al_code file_put(struct al_store *base, const char *id, const void *
     return AL_OK;
 }
 
-static enum al_code read_all(const char *path, char **ret, size_t *ret_len,
-                             struct al_error *reterr)
+static enum al_code read_all(const char *path, char **ret, size_t *ret_len, struct al_error *reterr)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {

@@ -2,10 +2,10 @@
  * supervisor.c - starting and ending airlock-worker processes.
  *
  * A worker is posix_spawn'ed (never fork without exec in the host) in a session of its own,
- * with an environment of LD_BIND_NOW=1 only, its end of a socketpair on fd 3, /dev/null on stdin, stdout and
- * stderr, and every other descriptor of the host closed, so a compromised worker holds nothing
- * of the host's - not even its terminal. Deadlines are
- * enforced by run.c, which calls supervisor_reap to SIGKILL and collect the process.
+ * with an environment of LD_BIND_NOW=1 only, its end of a socketpair on fd 3, /dev/null on stdin,
+ * stdout and stderr, and every other descriptor of the host closed, so a compromised worker holds
+ * nothing of the host's - not even its terminal. Deadlines are enforced by run.c, which calls
+ * supervisor_reap to SIGKILL and collect the process.
  */
 #include <errno.h>
 #include <fcntl.h>

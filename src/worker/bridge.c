@@ -299,8 +299,7 @@ int bridge_answer(struct worker *w, JSContext *ctx, struct wire_cursor *c)
         return -1;
     }
     struct bridge_call *call = &w->calls[id - 1];
-    if (!call->dispatched || call->answered || call->interrupted ||
-        kind > WIRE_ANSWER_INTERRUPT) {
+    if (!call->dispatched || call->answered || call->interrupted || kind > WIRE_ANSWER_INTERRUPT) {
         return -1;
     }
     w->answers_applied++;

@@ -21,8 +21,8 @@
 #include "clock.h"
 #include "guest.h"
 #include "jail.h"
-#include "utf8.h"
 #include "tsstrip.h"
+#include "utf8.h"
 #include "value.h"
 #include "worker.h"
 
@@ -573,7 +573,8 @@ static void outcome_exception(struct worker *w, JSContext *ctx, JSValueConst exc
         char *name = get_str_prop(ctx, exc, "name");
         char *message = get_str_prop(ctx, exc, "message");
         char *stack = get_str_prop(ctx, exc, "stack");
-        char *filtered = filter_stack(stack, w->filename, (w->run_flags & WIRE_RUN_MODULE) ? 0 : sizeof wrapper_head - 1);
+        char *filtered = filter_stack(
+                stack, w->filename, (w->run_flags & WIRE_RUN_MODULE) ? 0 : sizeof wrapper_head - 1);
         outcome_set(o, code, name, message, filtered);
         free(name);
         free(message);
@@ -955,8 +956,8 @@ static void send_done(struct worker *w, const struct outcome *o, uint64_t cpu_us
     size_t start;
     struct buf *b = &w->out;
     wire_begin(b, WIRE_DONE, &start);
-    wire_u32(b, o->interrupted && w->fatal_code == AL_OK ? WIRE_DONE_INTERRUPTED
-                                                         : (uint32_t)o->code);
+    wire_u32(b,
+             o->interrupted && w->fatal_code == AL_OK ? WIRE_DONE_INTERRUPTED : (uint32_t)o->code);
     wire_str(b, o->value.data ? o->value.data : "", o->value.len);
     wire_str(b, o->name ? o->name : "", o->name ? strlen(o->name) : 0);
     wire_str(b, o->message ? o->message : "", o->message ? strlen(o->message) : 0);

@@ -78,8 +78,9 @@ static JSModuleDef *module_load(JSContext *ctx, const char *name, void *opaque)
     }
     if (len > w->limits[AL_LIMIT_SOURCE_BYTES]) {
         JS_FreeCString(ctx, src);
-        worker_fail(w, AL_SOURCE_TOO_LARGE, "module '%.100s' exceeds the source limit of %llu bytes",
-                    name, (unsigned long long)w->limits[AL_LIMIT_SOURCE_BYTES]);
+        worker_fail(w, AL_SOURCE_TOO_LARGE,
+                    "module '%.100s' exceeds the source limit of %llu bytes", name,
+                    (unsigned long long)w->limits[AL_LIMIT_SOURCE_BYTES]);
         JS_ThrowInternalError(ctx, "the run is ending: %s", w->fatal_msg);
         return NULL;
     }

@@ -2,10 +2,9 @@
  * integration.static_link - the README's C example, compiled outside CMake against
  * build/lib/libairlock.a with exactly the flags the README gives, then run.
  */
+#include <airlock.h>
 #include <stdio.h>
 #include <string.h>
-
-#include <airlock.h>
 
 static void list_orders(struct al_call *call, void *userdata)
 {

@@ -34,10 +34,10 @@ static const char key2[] = "k2-fedcba9876543210fedcba9876543210";
 
 struct counts {
     pthread_mutex_t mu;
-    int get;      /* store.get invocations */
-    int refund;   /* orders.refund invocations, fresh */
-    int resumed;  /* orders.refund invocations with a resume context */
-    int sync;     /* clock.now invocations */
+    int get;     /* store.get invocations */
+    int refund;  /* orders.refund invocations, fresh */
+    int resumed; /* orders.refund invocations with a resume context */
+    int sync;    /* clock.now invocations */
     char last_iid[64];
     char last_payload[256];
     char last_resolution[256];
@@ -125,10 +125,10 @@ static void host_late(struct al_call *call, void *ud)
 /* ------------------------------------------------------------ helpers */
 
 struct setup {
-    const char *signing;  /* NULL: no key */
+    const char *signing;   /* NULL: no key */
     const char *verifying; /* an older key, or NULL */
     struct al_store *store;
-    int extra_function;   /* register one more function: another manifest */
+    int extra_function; /* register one more function: another manifest */
 };
 
 static struct al_runner *runner_with(const struct setup *s)
@@ -302,8 +302,11 @@ static void test_interrupt_then_resume(void **state)
     assert_int_equal(al_result_interruption(res, 1, &in), -1);
     al_result_free(res);
 
-    struct req q = { .src = src_get_then_refund, .resume = cont, .ids = { id },
-                     .values = { "{\"approved\":true}" }, .n = 1 };
+    struct req q = { .src = src_get_then_refund,
+                     .resume = cont,
+                     .ids = { id },
+                     .values = { "{\"approved\":true}" },
+                     .n = 1 };
     res = run_req(r, &q);
     expect_completed(res, "[10,{\"approved\":true}]");
     al_result_stats(res, &st);
@@ -374,8 +377,9 @@ static void test_batch_and_partial(void **state)
         q2.values[q2.n++] = values[i];
     }
     res = run_req(r, &q2);
-    expect_completed(res, "[\"ok0\",\"ok1\",\"ok2\",\"ok3\",\"ok4\",\"ok5\",\"ok6\",\"ok7\",\"ok8\","
-                      "\"ok9\",\"ok10\",\"ok11\",\"ok12\",\"ok13\",\"ok14\",\"ok15\"]");
+    expect_completed(res,
+                     "[\"ok0\",\"ok1\",\"ok2\",\"ok3\",\"ok4\",\"ok5\",\"ok6\",\"ok7\",\"ok8\","
+                     "\"ok9\",\"ok10\",\"ok11\",\"ok12\",\"ok13\",\"ok14\",\"ok15\"]");
     assert_int_equal(counts.refund, 16);
     assert_int_equal(counts.resumed, 16);
     al_result_free(res);
@@ -405,8 +409,9 @@ static void test_rounds_and_interrupt_again(void **state)
     al_result_free(res);
 
     /* round 1, asked again: same id, new payload */
-    struct req q = { .src = src_rounds, .resume = cont, .ids = { id }, .values = { "\"again\"" },
-                     .n = 1 };
+    struct req q = {
+        .src = src_rounds, .resume = cont, .ids = { id }, .values = { "\"again\"" }, .n = 1
+    };
     res = run_req(r, &q);
     char *cont_again = expect_interrupted(res, 1);
     struct al_interruption in;
@@ -583,8 +588,9 @@ static void test_sync_and_keyless(void **state)
     res = run_src(r, "return await orders.refund(1);");
     expect_failure(res, AL_CONFIG_ERROR, "no continuation key");
     al_result_free(res);
-    struct req q = { .src = "return 1;", .resume = "alc1.AAAA", .ids = { "x" }, .values = { "1" },
-                     .n = 1 };
+    struct req q = {
+        .src = "return 1;", .resume = "alc1.AAAA", .ids = { "x" }, .values = { "1" }, .n = 1
+    };
     res = run_req(r, &q);
     expect_failure(res, AL_CONFIG_ERROR, "continuation key");
     al_result_free(res);
@@ -602,14 +608,19 @@ static void test_resolution_ids(void **state)
     snprintf(id, sizeof id, "%s", iid_of(res, 0));
     al_result_free(res);
 
-    struct req unknown = { .src = src_get_then_refund, .resume = cont,
-                           .ids = { "00000000000000000000000000000000" }, .values = { "1" },
+    struct req unknown = { .src = src_get_then_refund,
+                           .resume = cont,
+                           .ids = { "00000000000000000000000000000000" },
+                           .values = { "1" },
                            .n = 1 };
     res = run_req(r, &unknown);
     expect_failure(res, AL_CONFIG_ERROR, "no pending interruption");
     al_result_free(res);
-    struct req twice = { .src = src_get_then_refund, .resume = cont, .ids = { id, id },
-                         .values = { "1", "2" }, .n = 2 };
+    struct req twice = { .src = src_get_then_refund,
+                         .resume = cont,
+                         .ids = { id, id },
+                         .values = { "1", "2" },
+                         .n = 2 };
     res = run_req(r, &twice);
     expect_failure(res, AL_CONFIG_ERROR, "twice");
     al_result_free(res);
@@ -617,8 +628,9 @@ static void test_resolution_ids(void **state)
     res = run_req(r, &missing);
     expect_failure(res, AL_CONFIG_ERROR, "at least one resolution");
     al_result_free(res);
-    struct req badjson = { .src = src_get_then_refund, .resume = cont, .ids = { id },
-                           .values = { "{nope" }, .n = 1 };
+    struct req badjson = {
+        .src = src_get_then_refund, .resume = cont, .ids = { id }, .values = { "{nope" }, .n = 1
+    };
     res = run_req(r, &badjson);
     expect_failure(res, AL_CONFIG_ERROR, "not valid boundary JSON");
     al_result_free(res);
@@ -644,8 +656,9 @@ static void test_every_byte_flipped(void **state)
     for (size_t i = 0; i < len; i++) {
         memcpy(bad, cont, len + 1);
         bad[i] = bad[i] == 'A' ? 'B' : 'A';
-        struct req q = { .src = src_get_then_refund, .resume = bad, .ids = { id },
-                         .values = { "1" }, .n = 1 };
+        struct req q = {
+            .src = src_get_then_refund, .resume = bad, .ids = { id }, .values = { "1" }, .n = 1
+        };
         res = run_req(r, &q);
         if (al_result_status(res) != AL_STATUS_FAILED ||
             al_result_error_code(res) != AL_PROTOCOL_ERROR) {
@@ -660,8 +673,9 @@ static void test_every_byte_flipped(void **state)
         if (cut == 0) {
             continue; /* set_resume refuses an empty continuation itself */
         }
-        struct req q = { .src = src_get_then_refund, .resume = bad, .ids = { id },
-                         .values = { "1" }, .n = 1 };
+        struct req q = {
+            .src = src_get_then_refund, .resume = bad, .ids = { id }, .values = { "1" }, .n = 1
+        };
         res = run_req(r, &q);
         expect_failure(res, AL_PROTOCOL_ERROR, NULL);
         al_result_free(res);
@@ -680,7 +694,8 @@ static void test_binding_and_rotation(void **state)
     (void)state;
     reset_counts();
     struct al_runner *r = default_runner();
-    struct req first = { .src = src_get_then_refund, .audience = "billing",
+    struct req first = { .src = src_get_then_refund,
+                         .audience = "billing",
                          .context = "{\"tenant\":\"acme\"}" };
     struct al_result *res = run_req(r, &first);
     char *cont = expect_interrupted(res, 1);
@@ -688,8 +703,13 @@ static void test_binding_and_rotation(void **state)
     snprintf(id, sizeof id, "%s", iid_of(res, 0));
     al_result_free(res);
 
-    struct req q = { .src = src_get_then_refund, .resume = cont, .ids = { id }, .values = { "1" },
-                     .n = 1, .audience = "billing", .context = "{\"tenant\":\"acme\"}" };
+    struct req q = { .src = src_get_then_refund,
+                     .resume = cont,
+                     .ids = { id },
+                     .values = { "1" },
+                     .n = 1,
+                     .audience = "billing",
+                     .context = "{\"tenant\":\"acme\"}" };
     struct req other = q;
     other.src = "const a = await store.get(1);\nreturn a;";
     res = run_req(r, &other);
@@ -772,8 +792,9 @@ static void test_expiry(void **state)
     cont_free(&dc);
 
     char *old = resign(cont, expire);
-    struct req q = { .src = src_get_then_refund, .resume = old, .ids = { id }, .values = { "1" },
-                     .n = 1 };
+    struct req q = {
+        .src = src_get_then_refund, .resume = old, .ids = { id }, .values = { "1" }, .n = 1
+    };
     res = run_req(r, &q);
     expect_failure(res, AL_PROTOCOL_ERROR, "expired");
     al_result_free(res);
@@ -858,8 +879,9 @@ static void test_divergence(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *t = resign(cont, cases[i].change);
-        struct req q = { .src = src_get_then_refund, .resume = t, .ids = { id },
-                         .values = { "1" }, .n = 1 };
+        struct req q = {
+            .src = src_get_then_refund, .resume = t, .ids = { id }, .values = { "1" }, .n = 1
+        };
         res = run_req(r, &q);
         expect_failure(res, AL_PROTOCOL_ERROR, cases[i].message);
         al_result_free(res);
@@ -903,8 +925,11 @@ static void *race_resume(void *arg)
 {
     struct racer *x = arg;
     pthread_barrier_wait(x->go);
-    struct req q = { .src = src_get_then_refund, .resume = x->id_value, .ids = { x->iid },
-                     .values = { "\"once\"" }, .n = 1 };
+    struct req q = { .src = src_get_then_refund,
+                     .resume = x->id_value,
+                     .ids = { x->iid },
+                     .values = { "\"once\"" },
+                     .n = 1 };
     x->res = run_req(x->runner, &q);
     return NULL;
 }
@@ -930,8 +955,12 @@ static void test_store_at_most_once(void **state)
         al_result_free(res);
 
         /* a bad attempt (wrong context) gives the claim back */
-        struct req badq = { .src = src_get_then_refund, .resume = sid, .ids = { iid },
-                            .values = { "1" }, .n = 1, .context = "other" };
+        struct req badq = { .src = src_get_then_refund,
+                            .resume = sid,
+                            .ids = { iid },
+                            .values = { "1" },
+                            .n = 1,
+                            .context = "other" };
         res = run_req(r, &badq);
         expect_failure(res, AL_PROTOCOL_ERROR, "application context");
         al_result_free(res);
@@ -959,8 +988,9 @@ static void test_store_at_most_once(void **state)
         al_result_free(b.res);
 
         /* and never again */
-        struct req again = { .src = src_get_then_refund, .resume = sid, .ids = { iid },
-                             .values = { "1" }, .n = 1 };
+        struct req again = {
+            .src = src_get_then_refund, .resume = sid, .ids = { iid }, .values = { "1" }, .n = 1
+        };
         res = run_req(r, &again);
         expect_failure(res, AL_PROTOCOL_ERROR, NULL);
         al_result_free(res);
@@ -1079,8 +1109,9 @@ static void test_store_survives_start_failure(void **state)
     al_run_opts_free(o);
     assert_int_equal(rename(moved, worker), 0);
 
-    struct req q = { .src = src_get_then_refund, .resume = sid, .ids = { iid }, .values = { "2" },
-                     .n = 1 };
+    struct req q = {
+        .src = src_get_then_refund, .resume = sid, .ids = { iid }, .values = { "2" }, .n = 1
+    };
     res = run_req(r, &q);
     expect_completed(res, "[10,2]");
     al_result_free(res);
@@ -1126,8 +1157,7 @@ static void test_answer_during_sync_call(void **state)
     struct al_error err;
     assert_int_equal(al_runner_new(c, &r, &err), AL_OK);
     al_config_free(c);
-    struct al_result *res =
-            run_src(r, "store.hold().then(() => {});\nreturn sync.flush();");
+    struct al_result *res = run_src(r, "store.hold().then(() => {});\nreturn sync.flush();");
     expect_completed(res, "7");
     al_result_free(res);
     al_runner_free(r);
