@@ -245,6 +245,11 @@ AL_NODISCARD AL_API enum al_code al_doctor(const struct al_config *config, char 
  * returns at once a failed result with AL_CONCURRENCY_LIMIT. max_queue 0: never wait. */
 AL_NODISCARD AL_API enum al_code
 al_config_set_max_concurrency(struct al_config *config, unsigned max_runs, unsigned max_queue);
+/* How long a run waits in that queue, in ms, before al_run gives up with a failed result with
+ * AL_CONCURRENCY_LIMIT (0, the default: as long as it takes; at most one year). The wait is not
+ * part of the run's timeout. */
+AL_NODISCARD AL_API enum al_code al_config_set_queue_timeout(struct al_config *config,
+                                                             uint64_t timeout_ms);
 
 /* ---------------------------------------------------------------- continuations */
 

@@ -45,6 +45,7 @@ struct al_config {
     int unsafe_no_jail;
     unsigned max_runs; /* 0: no limit */
     unsigned max_queue;
+    uint64_t queue_timeout_ms;                      /* 0: wait as long as it takes */
     struct cont_key keys[AL_CONTINUATION_KEYS_MAX]; /* [0] signs; all verify */
     size_t nkeys;
     int has_signing_key;
@@ -69,12 +70,12 @@ struct al_runner {
     /* admission: at most max_runs at once, at most max_queue waiting */
     unsigned max_runs;
     unsigned max_queue;
+    uint64_t queue_timeout_ms;
     pthread_mutex_t adm_mu;
-    pthread_cond_t adm_cv;
     unsigned running;
     unsigned queued;
-    uint64_t next_ticket; /* FIFO order among the waiting */
-    uint64_t serving;
+    struct adm_waiter *adm_head; /* first in line */
+    struct adm_waiter **adm_tail;
     /* continuations */
     struct cont_key keys[AL_CONTINUATION_KEYS_MAX];
     size_t nkeys; /* 0: no continuation key, interrupting fails with CONFIG_ERROR */
@@ -95,7 +96,7 @@ struct al_run_opts {
     int64_t clock_ms;
     int has_clock;
     unsigned source_type; /* enum al_source_type, or-ed */
-    char *context; /* NULL: empty */
+    char *context;        /* NULL: empty */
     size_t context_len;
     char *audience; /* NULL: "airlock" */
     char *resume;   /* a token or a store id; NULL: a fresh run */
@@ -111,7 +112,7 @@ struct resolution {
 };
 
 /* runner.c: admission. 1 when the run may start (then runner_leave when it ends), 0 when the
- * concurrency limit and its queue are full. */
+ * concurrency limit and its queue are full, -1 when it waited in the queue past its timeout. */
 int runner_admit(struct al_runner *runner);
 void runner_leave(struct al_runner *runner);
 
@@ -122,8 +123,8 @@ enum al_code limits_check(enum al_limit which, uint64_t value);
 struct completion {
     struct completion *next;
     uint32_t id;
-    uint8_t kind;     /* enum wire_answer_kind */
-    int keep_iid;     /* an interrupt of a resumed call: keeps the interruption id */
+    uint8_t kind; /* enum wire_answer_kind */
+    int keep_iid; /* an interrupt of a resumed call: keeps the interruption id */
     uint8_t iid[CONT_IID];
     int64_t clock_ms; /* wall time of the completion */
     char *payload;    /* owned */

@@ -541,11 +541,18 @@ enum al_code al_run(struct al_runner *runner, const struct al_run_opts *opts,
         fail_static(res, AL_SOURCE_TOO_LARGE, msg);
         goto finish;
     }
-    if (!runner_admit(runner)) {
+    int adm = runner_admit(runner);
+    if (adm <= 0) {
         char msg[200];
-        snprintf(msg, sizeof msg,
-                 "the runner already has %u runs and %u waiting (its concurrency limit)",
-                 runner->max_runs, runner->max_queue);
+        if (adm < 0) {
+            snprintf(msg, sizeof msg,
+                     "the run waited %llu ms for one of the runner's %u slots (its queue timeout)",
+                     (unsigned long long)runner->queue_timeout_ms, runner->max_runs);
+        } else {
+            snprintf(msg, sizeof msg,
+                     "the runner already has %u runs and %u waiting (its concurrency limit)",
+                     runner->max_runs, runner->max_queue);
+        }
         fail_static(res, AL_CONCURRENCY_LIMIT, msg);
         goto finish;
     }

@@ -6,9 +6,11 @@
  * name is "group.fn" with identifier parts, no part names an inherited or special member, and
  * no group shadows a global the guest relies on.
  */
+#include <errno.h>
 #include <openssl/crypto.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "error.h"
 #include "guest.h"
@@ -380,6 +382,15 @@ enum al_code al_config_set_warm_workers(struct al_config *config, unsigned count
     return AL_OK;
 }
 
+enum al_code al_config_set_queue_timeout(struct al_config *config, uint64_t timeout_ms)
+{
+    if (!config || timeout_ms > 366ull * 24 * 3600 * 1000) {
+        return AL_CONFIG_ERROR;
+    }
+    config->queue_timeout_ms = timeout_ms;
+    return AL_OK;
+}
+
 enum al_code al_config_set_max_concurrency(struct al_config *config, unsigned max_runs,
                                            unsigned max_queue)
 {
@@ -391,6 +402,14 @@ enum al_code al_config_set_max_concurrency(struct al_config *config, unsigned ma
     return AL_OK;
 }
 
+/* A caller waiting for a slot. A leaving run hands its slot to the first waiter directly, so the
+ * queue is first come, first served and a waiter that gives up just leaves the line. */
+struct adm_waiter {
+    struct adm_waiter *next;
+    int granted;
+    pthread_cond_t cv;
+};
+
 int runner_admit(struct al_runner *r)
 {
     if (r->max_runs == 0) {
@@ -398,20 +417,49 @@ int runner_admit(struct al_runner *r)
     }
     int admitted = 0;
     pthread_mutex_lock(&r->adm_mu);
-    if (r->running < r->max_runs && r->queued == 0) {
+    if (r->running < r->max_runs && !r->adm_head) {
         r->running++;
         admitted = 1;
     } else if (r->queued < r->max_queue) {
-        uint64_t ticket = r->next_ticket++;
+        struct adm_waiter me = { NULL, 0, PTHREAD_COND_INITIALIZER };
+        pthread_condattr_t attr;
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        pthread_cond_init(&me.cv, &attr);
+        pthread_condattr_destroy(&attr);
+        *r->adm_tail = &me;
+        r->adm_tail = &me.next;
         r->queued++;
-        while (r->running >= r->max_runs || r->serving != ticket) {
-            pthread_cond_wait(&r->adm_cv, &r->adm_mu);
+        struct timespec deadline;
+        clock_gettime(CLOCK_MONOTONIC, &deadline);
+        deadline.tv_sec += (time_t)(r->queue_timeout_ms / 1000);
+        deadline.tv_nsec += (long)(r->queue_timeout_ms % 1000) * 1000000L;
+        if (deadline.tv_nsec >= 1000000000L) {
+            deadline.tv_sec++;
+            deadline.tv_nsec -= 1000000000L;
         }
-        r->serving++;
-        r->queued--;
-        r->running++;
-        admitted = 1;
-        pthread_cond_broadcast(&r->adm_cv); /* the next ticket may go too */
+        int timed_out = 0;
+        while (!me.granted && !timed_out) {
+            if (r->queue_timeout_ms == 0) {
+                pthread_cond_wait(&me.cv, &r->adm_mu);
+            } else {
+                timed_out = pthread_cond_timedwait(&me.cv, &r->adm_mu, &deadline) == ETIMEDOUT;
+            }
+        }
+        if (!me.granted) {
+            /* gave up: leave the line */
+            struct adm_waiter **pp = &r->adm_head;
+            while (*pp != &me) {
+                pp = &(*pp)->next;
+            }
+            *pp = me.next;
+            if (r->adm_tail == &me.next) {
+                r->adm_tail = pp;
+            }
+            r->queued--;
+        }
+        admitted = me.granted ? 1 : -1;
+        pthread_cond_destroy(&me.cv);
     }
     pthread_mutex_unlock(&r->adm_mu);
     return admitted;
@@ -423,8 +471,19 @@ void runner_leave(struct al_runner *r)
         return;
     }
     pthread_mutex_lock(&r->adm_mu);
-    r->running--;
-    pthread_cond_broadcast(&r->adm_cv);
+    struct adm_waiter *w = r->adm_head;
+    if (w) {
+        /* the slot goes straight to the first in line */
+        r->adm_head = w->next;
+        if (!r->adm_head) {
+            r->adm_tail = &r->adm_head;
+        }
+        r->queued--;
+        w->granted = 1;
+        pthread_cond_signal(&w->cv);
+    } else {
+        r->running--;
+    }
     pthread_mutex_unlock(&r->adm_mu);
 }
 
@@ -449,7 +508,7 @@ enum al_code al_runner_new(const struct al_config *config, struct al_runner **re
         return error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
     }
     pthread_mutex_init(&r->adm_mu, NULL);
-    pthread_cond_init(&r->adm_cv, NULL);
+    r->adm_tail = &r->adm_head;
     memcpy(r->limits, config->limits, sizeof r->limits);
     memcpy(r->limit_set, config->limit_set, sizeof r->limit_set);
     rc = supervisor_resolve_path(config->worker_path, &r->worker_path, reterr);
@@ -531,6 +590,7 @@ enum al_code al_runner_new(const struct al_config *config, struct al_runner **re
     }
     r->max_runs = config->max_runs;
     r->max_queue = config->max_queue;
+    r->queue_timeout_ms = config->queue_timeout_ms;
     rc = pool_new(r->worker_path, r->unsafe_no_jail, config->warm_workers, &r->pool, reterr);
     if (rc != AL_OK) {
         goto fail;
@@ -552,7 +612,6 @@ void al_runner_free(struct al_runner *runner)
     free(runner->worker_path);
     free_keys(runner->keys, runner->nkeys);
     pthread_mutex_destroy(&runner->adm_mu);
-    pthread_cond_destroy(&runner->adm_cv);
     free(runner);
 }
 

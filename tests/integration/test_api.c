@@ -654,6 +654,37 @@ static void test_concurrency_limit(void **state)
     }
 }
 
+/* A caller that waits in the queue past its timeout gives up with CONCURRENCY_LIMIT, and leaves
+ * the line: the next caller still gets the slot. */
+static void test_queue_timeout(void **state)
+{
+    (void)state;
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_add_host(c, "store.park", host_park_signal, NULL, 0), AL_OK);
+    assert_int_equal(al_config_set_max_concurrency(c, 1, 4), AL_OK);
+    assert_int_equal(al_config_set_queue_timeout(c, 50), AL_OK);
+    struct al_runner *r = runner_of(c);
+    parked_call = NULL;
+    struct limit_job a = { r, "return (await store.park())[0]", NULL };
+    pthread_t ta;
+    assert_int_equal(pthread_create(&ta, NULL, limit_thread, &a), 0);
+    wait_parked(); /* A holds the only slot until we answer */
+    struct limit_job b = { r, "return 'b'", NULL };
+    limit_thread(&b); /* waits 50 ms in line, then gives up */
+    expect_failure(b.res, AL_CONCURRENCY_LIMIT, "queue timeout");
+    al_result_free(b.res);
+    al_call_return(parked_call, "[\"a\"]", 5);
+    pthread_join(ta, NULL);
+    expect_json(a.res, "\"a\"");
+    al_result_free(a.res);
+    struct limit_job d = { r, "return 'd'", NULL };
+    limit_thread(&d);
+    expect_json(d.res, "\"d\"");
+    al_result_free(d.res);
+    al_runner_free(r);
+    al_config_free(c);
+}
+
 static void test_many_runs_leak_nothing(void **state)
 {
     (void)state;
@@ -779,6 +810,7 @@ int main(void)
         cmocka_unit_test(test_jail_stops_forbidden_calls),
         cmocka_unit_test(test_lying_zygote_is_not_trusted),
         cmocka_unit_test(test_concurrency_limit),
+        cmocka_unit_test(test_queue_timeout),
         cmocka_unit_test(test_many_runs_leak_nothing),
         cmocka_unit_test(test_warm_workers),
         cmocka_unit_test(test_concurrent_runs_share_a_runner),
