@@ -22,6 +22,7 @@
 #        (QuickJS 2021-03-27 read it as the nested function's, where `await` is an identifier).
 #   12   A compile-only module is not resolved (its imports are loaded in the guest context).
 #   13   airlock_module_namespace(): appended; the entry module's default export is the value.
+#   14   A failed module resolution frees the whole failed attempt (no half-resolved module).
 # Hooks are weak symbols, so programs that do not define them (unit tests) link unchanged.
 #
 # Input: QJS_SRC (quickjs.c), QJS_OUT (quickjs_airlock.c).
@@ -259,6 +260,13 @@ qjs_edit(src
 "        m->func_obj = fun_obj;
         if (!(flags & JS_EVAL_FLAG_COMPILE_ONLY) && js_resolve_module(ctx, m) < 0)
             goto fail1;")
+
+# 14. A failed resolution frees every module not evaluated yet. QuickJS marks a module resolved
+#     before its imports are, so a module whose import failed stayed "resolved" with a NULL
+#     import and crashed the next import of it; everything of the failed attempt goes instead.
+qjs_edit(src
+"            (flag == JS_FREE_MODULE_NOT_RESOLVED && !m->resolved) ||"
+"            (flag == JS_FREE_MODULE_NOT_RESOLVED && (!m->resolved || !m->evaluated)) ||")
 
 # 13. airlock_module_namespace(): the namespace of an evaluated module, so the worker can read the
 #    entry module's default export (QuickJS 2021-03-27 has no public call for it).

@@ -42,6 +42,8 @@ void exec_host_kill_all(void);
 struct modules_dir;
 struct modules_dir *modules_dir_new(const char *dir, size_t source_limit);
 void modules_dir_free(struct modules_dir *m);
+/* The root's real path (the loader's identity: continuations are bound to it). */
+const char *modules_dir_root(const struct modules_dir *m);
 al_host_fn modules_dir_resolve;
 al_host_fn modules_dir_load;
 

@@ -722,8 +722,12 @@ int cmd_run(int argc, char **argv)
     }
     if (a.modules) {
         mods = modules_dir_new(a.modules, (size_t)limits[AL_LIMIT_SOURCE_BYTES]);
+        char identity[256];
+        if (mods) {
+            snprintf(identity, sizeof identity, "airlock-cli-dir:%.200s", modules_dir_root(mods));
+        }
         if (!mods || al_config_set_module_loader(config, modules_dir_resolve, modules_dir_load,
-                                                 mods, "airlock-cli-dir:1") != AL_OK) {
+                                                 mods, identity) != AL_OK) {
             goto out;
         }
     }

@@ -6,16 +6,24 @@
  * appear in a name or an error. A specifier resolves against its referrer's directory (the
  * entry's is the root); "/x.js" is relative to the root; "." and ".." segments are collapsed,
  * and one that would leave the root is refused, as is a name whose real path (symlinks
- * followed) is outside the root.
+ * followed) is outside the root. The canonical name is the real path, so a file reached through
+ * a symlinked directory is still one module.
+ *
+ * load trusts nothing resolve said: the worker may be compromised and ask for any name. It
+ * opens the file with openat2(RESOLVE_BENEATH) on the root, which refuses any path - symlinks
+ * included, at the moment of opening - that leaves it, and reads regular files only (a FIFO
+ * would block the run loop).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -23,7 +31,8 @@
 #include "json.h"
 
 struct modules_dir {
-    char *root; /* real path, no trailing slash */
+    char *root;  /* real path, no trailing slash */
+    int root_fd; /* O_PATH descriptor of the root */
     size_t source_limit;
 };
 
@@ -41,13 +50,27 @@ struct modules_dir *modules_dir_new(const char *dir, size_t source_limit)
         cli_error("out of memory");
         return NULL;
     }
+    m->root_fd = open(real, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (m->root_fd < 0) {
+        int err = errno;
+        free(m->root);
+        free(m);
+        cli_error("--modules %s: %s", dir, strerror(err));
+        return NULL;
+    }
     m->source_limit = source_limit;
     return m;
+}
+
+const char *modules_dir_root(const struct modules_dir *m)
+{
+    return m->root;
 }
 
 void modules_dir_free(struct modules_dir *m)
 {
     if (m) {
+        close(m->root_fd);
         free(m->root);
         free(m);
     }
@@ -94,7 +117,9 @@ static int canonical(const char *base, const char *spec, char *out, size_t cap)
 {
     char path[PATH_MAX];
     if (spec[0] == '/') {
-        snprintf(path, sizeof path, "%s", spec);
+        if (snprintf(path, sizeof path, "%s", spec) >= (int)sizeof path) {
+            return -1;
+        }
     } else {
         const char *slash = base[0] == '/' ? strrchr(base, '/') : NULL;
         int dir_len = slash ? (int)(slash - base) : 0;
@@ -164,9 +189,11 @@ void modules_dir_resolve(struct al_call *call, void *userdata)
         throw_fmt(call, "cannot import '%.200s': module '%.200s' leaves the module root", a[0],
                   name);
     } else {
+        /* the real path inside the root: one name per file */
+        const char *canon = real + rlen;
         struct buf b;
         buf_init(&b, SIZE_MAX / 2);
-        if (json_write_string(&b, name, strlen(name)) == BUF_OK) {
+        if (json_write_string(&b, canon, strlen(canon)) == BUF_OK) {
             al_call_return(call, b.data, b.len);
         } else {
             al_call_throw(call, "out of memory");
@@ -188,9 +215,11 @@ void modules_dir_load(struct al_call *call, void *userdata)
         return;
     }
     json_doc_free(doc);
-    char full[PATH_MAX * 2];
-    snprintf(full, sizeof full, "%s%s", m->root, name);
-    int fd = open(full, O_RDONLY | O_CLOEXEC);
+    struct open_how how;
+    memset(&how, 0, sizeof how);
+    how.flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+    int fd = (int)syscall(SYS_openat2, m->root_fd, name + 1, &how, sizeof how);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         if (fd >= 0) {

@@ -575,7 +575,9 @@ enum al_code al_run(struct al_runner *runner, const struct al_run_opts *opts,
         goto out;
     }
     write_out(&st);
-    supervise(&st, start_us);
+    /* The worker's start-up deadline counts from here: time spent in the admission queue is
+     * not the worker's. */
+    supervise(&st, clock_mono_us());
 
     int status = 0;
     int had_done = st.done;

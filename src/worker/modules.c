@@ -87,7 +87,8 @@ static JSModuleDef *module_load(JSContext *ctx, const char *name, void *opaque)
     JSValue m = JS_UNDEFINED;
     size_t nlen = strlen(name);
     char *js = NULL;
-    if (nlen > 3 && strcmp(name + nlen - 3, ".ts") == 0) {
+    if ((nlen > 3 && strcmp(name + nlen - 3, ".ts") == 0) ||
+        (nlen > 4 && strcmp(name + nlen - 4, ".mts") == 0)) {
         char *why = NULL;
         js = engine_strip_ts(src, len, name, &len, &why);
         if (!js) {
@@ -140,8 +141,7 @@ JSValue modules_run_entry(struct worker *w, JSContext *ctx, JSValue module)
 {
     JSModuleDef *m = JS_VALUE_GET_PTR(module);
     if (JS_ResolveModule(ctx, module) < 0) {
-        JS_FreeValue(ctx, module);
-        return JS_EXCEPTION;
+        return JS_EXCEPTION; /* QuickJS freed the module with the failed attempt */
     }
     JSValue r = JS_EvalFunction(ctx, module); /* consumes module */
     if (JS_IsException(r)) {

@@ -927,6 +927,43 @@ def test_resume_interrupted_json_is_one_line():
     check(out.endswith("\n") and out.count("\n") == 1, f"not one line: {out!r}")
 
 
+# ------------------------------------------------------------------ modules
+
+def test_modules_hostile_worker_cannot_load_outside():
+    # A compromised worker may call the loader's load with any name: load refuses anything
+    # that leaves the module root (symlink or ..), whatever resolve would have said.
+    base = tempfile.mkdtemp(dir=TMP)
+    root = os.path.join(base, "root")
+    os.mkdir(root)
+    with open(os.path.join(base, "secret.txt"), "w") as f:
+        f.write("TOP SECRET")
+    with open(os.path.join(root, "inside.mjs"), "w") as f:
+        f.write("export const ok = 1;")
+    os.symlink(os.path.join(base, "secret.txt"), os.path.join(root, "outside.mjs"))
+    main = write("evil_main.js", "return 1")
+    env = {"AIRLOCK_WORKER": os.path.join(HOSTS, "evil_loader_worker.py")}
+    rc, out, err = run(["run", "--unsafe-no-jail", "--json", "--modules", root, main],
+                       env_extra=env)
+    check("TOP SECRET" not in out, f"the secret leaked: {out}")
+    res = json.loads(out)
+    v = res["value"]
+    check(v[0][0] == "throw" and "cannot be read" in v[0][1], f"symlink out: {v}")
+    check(v[1][0] == "throw", f"..: {v}")
+    check(v[2] == ["value", "export const ok = 1;"], f"inside: {v}")
+
+
+def test_modules_fifo_does_not_hang():
+    # A FIFO in the module root is not a module: refused at once, the run goes on.
+    root = tempfile.mkdtemp(dir=TMP)
+    os.mkfifo(os.path.join(root, "f.mjs"))
+    main = write("fifo_main.js",
+                 'try { await import("./f.mjs"); } catch (e) { return e.message; }')
+    rc, out, err = run(["run", "--json", "--limit", "timeout=5s", "--modules", root, main],
+                       timeout=10)
+    res = json.loads(out)
+    check(res.get("value") == "module '/f.mjs' cannot be read", f"{rc} {out} {err}")
+
+
 # ------------------------------------------------------------------ main
 
 def main():

@@ -1,0 +1,2 @@
+let n = 0;
+export const next = () => ++n;

@@ -1,0 +1,2 @@
+import { z } from "./nope.mjs";
+export const a = z;
