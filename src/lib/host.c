@@ -37,11 +37,24 @@ struct run_link *host_link_new(void)
     return l;
 }
 
+/* A completion and its payload are one allocation (payload points just past the struct). */
+static struct completion *completion_new(const char *payload, size_t len)
+{
+    struct completion *c = malloc(sizeof *c + len + 1);
+    if (c) {
+        memset(c, 0, sizeof *c);
+        c->payload = (char *)(c + 1);
+        memcpy(c->payload, payload, len);
+        c->payload[len] = '\0';
+        c->len = len;
+    }
+    return c;
+}
+
 void host_completion_free(struct completion *c)
 {
     while (c) {
         struct completion *next = c->next;
-        free(c->payload);
         free(c);
         c = next;
     }
@@ -92,8 +105,6 @@ struct completion *host_link_take(struct run_link *l)
 
 static void call_free(struct al_call *call)
 {
-    free(call->name);
-    free(call->args);
     free(call->resume_payload);
     free(call->resolution);
     free(call);
@@ -102,16 +113,16 @@ static void call_free(struct al_call *call)
 struct al_call *host_call_new(struct run_link *link, uint32_t id, const char *name,
                               const char *args, size_t args_len)
 {
-    struct al_call *c = calloc(1, sizeof *c);
+    /* One allocation per call: the handle, then its name and arguments. */
+    size_t name_len = strlen(name);
+    struct al_call *c = malloc(sizeof *c + name_len + 1 + args_len + 1);
     if (!c) {
         return NULL;
     }
-    c->name = strdup(name);
-    c->args = malloc(args_len + 1);
-    if (!c->name || !c->args) {
-        call_free(c);
-        return NULL;
-    }
+    memset(c, 0, sizeof *c);
+    c->name = (char *)(c + 1);
+    memcpy(c->name, name, name_len + 1);
+    c->args = c->name + name_len + 1;
     memcpy(c->args, args, args_len);
     c->args[args_len] = '\0';
     c->args_len = args_len;
@@ -126,32 +137,21 @@ struct al_call *host_call_new(struct run_link *link, uint32_t id, const char *na
 static void complete(struct al_call *call, uint8_t kind, const char *payload, size_t len)
 {
     struct run_link *l = call->link;
-    struct completion *c = calloc(1, sizeof *c);
-    char *copy = malloc(len + 1);
-    if (c && copy) {
-        memcpy(copy, payload, len);
-        copy[len] = '\0';
+    struct completion *c = completion_new(payload, len);
+    if (c) {
         c->id = call->id;
         c->kind = kind;
         c->clock_ms = clock_wall_ms();
         c->keep_iid = call->resumed;
         memcpy(c->iid, call->iid, sizeof c->iid);
-        c->payload = copy;
-        c->len = len;
-    } else {
-        /* Out of memory: the guest still gets an answer, so the run cannot hang. */
-        free(copy);
-        free(c);
-        c = NULL;
     }
     pthread_mutex_lock(&l->mu);
     if (!l->closed) {
         if (!c) {
+            /* Out of memory: the guest still gets an answer, so the run cannot hang. */
             static const char oom[] = "host out of memory";
-            c = calloc(1, sizeof *c);
+            c = completion_new(oom, sizeof oom - 1);
             if (c) {
-                c->payload = strdup(oom);
-                c->len = c->payload ? sizeof oom - 1 : 0;
                 c->id = call->id;
                 c->kind = WIRE_ANSWER_THROW;
                 c->clock_ms = clock_wall_ms();

@@ -127,7 +127,7 @@ struct completion {
     int keep_iid; /* an interrupt of a resumed call: keeps the interruption id */
     uint8_t iid[CONT_IID];
     int64_t clock_ms; /* wall time of the completion */
-    char *payload;    /* owned */
+    char *payload;    /* in the same allocation, NUL-terminated */
     size_t len;
 };
 
@@ -145,8 +145,8 @@ struct run_link {
 struct al_call {
     struct run_link *link;
     uint32_t id;
-    char *name; /* owned copy */
-    char *args; /* owned, NUL-terminated */
+    char *name; /* in the same allocation as the handle */
+    char *args; /* likewise, NUL-terminated */
     size_t args_len;
     /* resume context of a re-invoked interrupted call (resumed != 0) */
     int resumed;
