@@ -130,3 +130,15 @@ char *buf_steal(struct buf *b, size_t *ret_len)
     b->cap = 0;
     return p;
 }
+
+char *buf_dup(const char *s, size_t len)
+{
+    char *p = malloc(len + 1);
+    if (p) {
+        if (len) {
+            memcpy(p, s, len);
+        }
+        p[len] = '\0';
+    }
+    return p;
+}

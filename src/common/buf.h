@@ -37,6 +37,9 @@ enum buf_status buf_printf(struct buf *b, const char *fmt, ...)
 /* Makes room for `len` more bytes and returns where they go (commit with buf_commit), or NULL. */
 char *buf_reserve(struct buf *b, size_t len, enum buf_status *ret_status);
 void buf_commit(struct buf *b, size_t len);
+/* A malloc'd copy of len bytes of s, NUL-terminated (s may be NULL when len is 0); NULL when out
+ * of memory. */
+char *buf_dup(const char *s, size_t len);
 /* Hands the data over to the caller (free() it) and empties the buffer. NULL when empty. */
 char *buf_steal(struct buf *b, size_t *ret_len);
 

@@ -28,18 +28,6 @@
 
 static const char undefined_json[] = "{\"$type\":\"undefined\"}";
 
-static char *copy_bytes(const char *s, size_t len)
-{
-    char *p = malloc(len + 1);
-    if (p) {
-        if (len) {
-            memcpy(p, s, len);
-        }
-        p[len] = '\0';
-    }
-    return p;
-}
-
 /* A JSON text on one line: it goes into JSON lines and environment variables. */
 static char *compact_copy(const char *json, size_t len, size_t *ret_len)
 {
@@ -51,7 +39,7 @@ static char *compact_copy(const char *json, size_t len, size_t *ret_len)
     }
     if (!b.data) {
         *ret_len = 0;
-        return copy_bytes("", 0);
+        return buf_dup("", 0);
     }
     return buf_steal(&b, ret_len);
 }
@@ -59,18 +47,7 @@ static char *compact_copy(const char *json, size_t len, size_t *ret_len)
 /* Sets the result's failure before the worker starts (or after DONE). */
 static enum al_code fail_now(struct run_state *st, enum al_code code, const char *msg)
 {
-    struct al_result *res = st->res;
-    res->status = AL_STATUS_FAILED;
-    res->code = code;
-    free(res->message);
-    res->message = strdup(msg);
-    /* not the guest's error any more */
-    free(res->name);
-    free(res->stack);
-    res->name = NULL;
-    res->stack = NULL;
-    free(res->value);
-    res->value = NULL;
+    run_fail_result(st->res, code, msg);
     return code;
 }
 
@@ -326,13 +303,13 @@ void resume_on_call(struct run_state *st, uint32_t id, uint32_t fn, const char *
     lc->entry.fn = h->name;
     lc->entry.sync = (h->flags & AL_HOST_SYNC) != 0;
     if (st->recording) {
-        lc->args = copy_bytes(args, len);
+        lc->args = buf_dup(args, len);
         lc->args_len = len;
         if (!lc->args) {
             run_fail(st, AL_INTERNAL_ERROR, "out of memory for a host call");
             return;
         }
-        cont_sha256(args, len, lc->entry.args_digest);
+        /* the digest waits for a continuation: most runs never make one */
     }
     struct replay *rp = st->replay;
     if (!rp || rp->done) {
@@ -351,7 +328,9 @@ void resume_on_call(struct run_state *st, uint32_t id, uint32_t fn, const char *
                  h->name, e->fn);
         return;
     }
-    if (memcmp(e->args_digest, lc->entry.args_digest, CONT_DIGEST) != 0) {
+    uint8_t digest[CONT_DIGEST];
+    cont_sha256(args, len, digest);
+    if (memcmp(e->args_digest, digest, CONT_DIGEST) != 0) {
         run_fail(st, AL_PROTOCOL_ERROR,
                  DIVERGED "call #%u to %s has other arguments than the ledger", id, h->name);
         return;
@@ -401,7 +380,7 @@ void resume_record_answer(struct run_state *st, uint32_t id, uint8_t kind, int64
     e->kind = kind == WIRE_ANSWER_THROW ? CONT_THROW : CONT_VALUE;
     e->settle = e->sync ? 0 : st->answers_sent++;
     e->clock_ms = clock_ms;
-    e->payload = copy_bytes(payload, len);
+    e->payload = buf_dup(payload, len);
     e->len = len;
     if (!e->payload) {
         run_fail(st, AL_INTERNAL_ERROR, "out of memory recording a host answer");
@@ -500,8 +479,10 @@ static enum al_code make_continuation(struct run_state *st, char *msg, size_t ca
         return AL_INTERNAL_ERROR;
     }
     for (uint32_t i = 0; i < st->nledger; i++) {
-        if (st->ledger[i].state == LEDGER_ANSWERED || st->ledger[i].state == LEDGER_INTERRUPTED) {
-            c.entries[c.nentries++] = st->ledger[i].entry; /* shallow: nothing is freed */
+        struct ledger_call *lc = &st->ledger[i];
+        if (lc->state == LEDGER_ANSWERED || lc->state == LEDGER_INTERRUPTED) {
+            cont_sha256(lc->args, lc->args_len, lc->entry.args_digest);
+            c.entries[c.nentries++] = lc->entry; /* shallow: nothing is freed */
         }
     }
     char *token = NULL;
@@ -557,8 +538,8 @@ static enum al_code collect_interruptions(struct run_state *st)
         struct result_interruption *ri = &res->interruptions[res->ninterruptions++];
         cont_iid_hex(lc->entry.iid, ri->id);
         ri->function = strdup(lc->entry.fn);
-        ri->args = copy_bytes(lc->args, lc->args_len);
-        ri->payload = copy_bytes(lc->entry.payload, lc->entry.len);
+        ri->args = buf_dup(lc->args, lc->args_len);
+        ri->payload = buf_dup(lc->entry.payload, lc->entry.len);
         if (!ri->function || !ri->args || !ri->payload) {
             return AL_INTERNAL_ERROR;
         }

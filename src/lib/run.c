@@ -35,16 +35,6 @@
 #define RUN_MAX_FRAME  (160u << 20)
 #define RUN_JSON_DEPTH 4096 /* above the worker's own value depth: any honest value passes */
 
-static char *xstrndup(const char *s, size_t n)
-{
-    char *p = malloc(n + 1);
-    if (p) {
-        memcpy(p, s, n);
-        p[n] = '\0';
-    }
-    return p;
-}
-
 /* Decides the run's failure from the host side (the worker is killed). */
 void run_fail(struct run_state *st, enum al_code code, const char *fmt, ...)
 {
@@ -76,7 +66,7 @@ static int add_console(struct al_result *res, enum al_console_level level, const
         res->console = c;
         res->cap_console = cap;
     }
-    char *t = xstrndup(text, len);
+    char *t = buf_dup(text, len);
     if (!t) {
         return -1;
     }
@@ -132,7 +122,7 @@ void run_invoke_host(struct run_state *st, uint32_t id, uint32_t fn, const char 
         call->resumed = 1;
         memcpy(call->iid, resumed->iid, CONT_IID);
         cont_iid_hex(resumed->iid, call->iid_hex);
-        call->resume_payload = xstrndup(resumed->payload, resumed->len);
+        call->resume_payload = buf_dup(resumed->payload, resumed->len);
         call->resume_payload_len = resumed->len;
         struct buf one_line; /* the CLI puts it in an environment variable and JSON lines */
         buf_init(&one_line, SIZE_MAX / 2);
@@ -201,13 +191,13 @@ static void on_done(struct run_state *st, struct wire_cursor *c)
     res->status = code == AL_OK ? AL_STATUS_COMPLETED : AL_STATUS_FAILED;
     st->worker_interrupted = interrupted;
     if (code == AL_OK && !interrupted) {
-        res->value = xstrndup(value, vlen);
+        res->value = buf_dup(value, vlen);
         res->value_len = vlen;
     }
     free(res->message);
-    res->name = xstrndup(name, nlen);
-    res->message = xstrndup(message, mlen);
-    res->stack = xstrndup(stack, slen);
+    res->name = buf_dup(name, nlen);
+    res->message = buf_dup(message, mlen);
+    res->stack = buf_dup(stack, slen);
     res->stats.cpu_us = cpu_us;
     res->stats.peak_memory_bytes = peak;
     (void)calls; /* the guest's own count; the host counts what reached it */
@@ -393,12 +383,19 @@ static enum al_code build_run_frame(struct run_state *st, const struct al_run_op
     return AL_OK;
 }
 
-static void fail_static(struct al_result *res, enum al_code code, const char *msg)
+void run_fail_result(struct al_result *res, enum al_code code, const char *msg)
 {
     res->status = AL_STATUS_FAILED;
     res->code = code;
     free(res->message);
     res->message = strdup(msg);
+    /* none of the guest's error or value stays behind */
+    free(res->name);
+    free(res->stack);
+    free(res->value);
+    res->name = NULL;
+    res->stack = NULL;
+    res->value = NULL;
 }
 
 /* The loop: until DONE, a failure, or a deadline. */
@@ -527,8 +524,8 @@ enum al_code al_run(struct al_runner *runner, const struct al_run_opts *opts,
     }
     res->stats.clock_ms = opts->has_clock ? opts->clock_ms : clock_wall_ms();
     if (res->stats.clock_ms < -AL_CLOCK_MAX_MS || res->stats.clock_ms > AL_CLOCK_MAX_MS) {
-        fail_static(res, AL_CONFIG_ERROR,
-                    "the clock is outside the range of a JavaScript Date (+-8.64e15 ms)");
+        run_fail_result(res, AL_CONFIG_ERROR,
+                        "the clock is outside the range of a JavaScript Date (+-8.64e15 ms)");
         goto finish;
     }
     buf_init(&st.in, RUN_MAX_FRAME + 128 * 1024);
@@ -538,7 +535,7 @@ enum al_code al_run(struct al_runner *runner, const struct al_run_opts *opts,
         char msg[200];
         snprintf(msg, sizeof msg, "the source is %zu bytes, above the source limit of %llu bytes",
                  opts->source_len, (unsigned long long)st.limits[AL_LIMIT_SOURCE_BYTES]);
-        fail_static(res, AL_SOURCE_TOO_LARGE, msg);
+        run_fail_result(res, AL_SOURCE_TOO_LARGE, msg);
         goto finish;
     }
     int adm = runner_admit(runner);
@@ -553,7 +550,7 @@ enum al_code al_run(struct al_runner *runner, const struct al_run_opts *opts,
                      "the runner already has %u runs and %u waiting (its concurrency limit)",
                      runner->max_runs, runner->max_queue);
         }
-        fail_static(res, AL_CONCURRENCY_LIMIT, msg);
+        run_fail_result(res, AL_CONCURRENCY_LIMIT, msg);
         goto finish;
     }
     admitted = 1;
@@ -591,7 +588,7 @@ enum al_code al_run(struct al_runner *runner, const struct al_run_opts *opts,
         supervisor_describe(status, how, sizeof how);
         char msg[200];
         snprintf(msg, sizeof msg, "the worker process died without a result (%s)", how);
-        fail_static(res, AL_WORKER_CRASHED, msg);
+        run_fail_result(res, AL_WORKER_CRASHED, msg);
     }
 finish:
     res->stats.wall_us = clock_mono_us() - start_us;

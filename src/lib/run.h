@@ -114,6 +114,8 @@ void run_invoke_host(struct run_state *st, uint32_t id, uint32_t fn, const char 
                      size_t args_len, const struct cont_entry *resumed,
                      const struct resolution *resolution);
 int run_is_json(const char *text, size_t len);
+/* Sets a failed result without a worker to kill (before it starts, or after DONE). */
+void run_fail_result(struct al_result *res, enum al_code code, const char *msg);
 
 /* resume.c */
 /* Before the worker starts: checks and loads opts' continuation, if any. AL_OK to go on;

@@ -638,24 +638,12 @@ void al_run_opts_free(struct al_run_opts *opts)
     free(opts);
 }
 
-static char *copy_bytes(const char *s, size_t len)
-{
-    char *p = malloc(len + 1);
-    if (p) {
-        if (len) {
-            memcpy(p, s, len);
-        }
-        p[len] = '\0';
-    }
-    return p;
-}
-
 enum al_code al_run_opts_set_context(struct al_run_opts *opts, const char *context, size_t len)
 {
     if (!opts || (!context && len)) {
         return AL_CONFIG_ERROR;
     }
-    char *c = copy_bytes(context, len);
+    char *c = buf_dup(context, len);
     if (!c) {
         return AL_INTERNAL_ERROR;
     }
@@ -684,7 +672,7 @@ enum al_code al_run_opts_set_resume(struct al_run_opts *opts, const char *contin
     if (!opts || !continuation || len == 0) {
         return AL_CONFIG_ERROR;
     }
-    char *c = copy_bytes(continuation, len);
+    char *c = buf_dup(continuation, len);
     if (!c) {
         return AL_INTERNAL_ERROR;
     }
@@ -708,7 +696,7 @@ enum al_code al_run_opts_add_resolution(struct al_run_opts *opts, const char *id
     opts->resolutions = r;
     struct resolution *n = &r[opts->nresolutions];
     n->id = strdup(id);
-    n->json = copy_bytes(json, len);
+    n->json = buf_dup(json, len);
     n->len = len;
     if (!n->id || !n->json) {
         free(n->id);
