@@ -905,6 +905,22 @@ def test_resume_reinvoked_call_interrupts_again():
                                                            "resolution": 1}, f"{lines}")
 
 
+def test_resume_exec_context_too_large_says_so():
+    # An exec host gets the resume context in one environment string, which the kernel caps at
+    # 128 KiB: beyond that the re-invoked call fails with a message naming the way out.
+    f = write("r13.js", 'return await ask.approve("q");')
+    host = ("ask.approve=exec:cat >/dev/null; "
+            f"{PY} -c 'import json; print(json.dumps(\"x\" * 140000))'; exit 75")
+    rc, res, err = cont_run(["--host", host, f])
+    check_interrupted(rc, res, err, "big payload")
+    iid = res["interruptions"][0]["id"]
+    token = write("r13.cont", res["continuation"])  # too long for one argument too
+    rc, res, err = cont_run(["--host", host, "--resume", "@" + token, "--resolve", f"{iid}=1",
+                             f])
+    check(rc == 1 and res["error"]["code"] == "HOST_FUNCTION_ERROR" and
+          "use --host-process" in res["error"]["message"], f"{rc} {res}")
+
+
 def test_resume_exec_payload_forms():
     f = write("r11.js", 'return await ask.approve("q");')
     # empty stdout: the payload is undefined
