@@ -86,15 +86,17 @@ void host_link_close(struct run_link *l)
     link_unref_locked(l);
 }
 
+int host_link_pending(struct run_link *l)
+{
+    return atomic_load_explicit(&l->pending, memory_order_acquire);
+}
+
 struct completion *host_link_take(struct run_link *l)
 {
-    /* Reset the wake-up before taking the queue: a completion queued in between is taken
-     * now and leaves at most a spurious wake-up, never a lost one. */
-    if (l->wake_fd >= 0) {
-        uint64_t n;
-        ssize_t r = read(l->wake_fd, &n, sizeof n);
-        (void)r; /* EAGAIN when nobody signalled: nothing to reset */
-    }
+    /* Cleared before taking the queue: a completion queued in between is taken now and
+     * leaves at most a spurious flag, never a lost one. (The run loop resets the eventfd
+     * when poll reports it, before it takes.) */
+    atomic_store_explicit(&l->pending, 0, memory_order_seq_cst);
     pthread_mutex_lock(&l->mu);
     struct completion *c = l->head;
     l->head = NULL;
@@ -161,6 +163,7 @@ static void complete(struct al_call *call, uint8_t kind, const char *payload, si
             *l->tail = c;
             l->tail = &c->next;
             c = NULL;
+            atomic_store_explicit(&l->pending, 1, memory_order_release);
             if (!pthread_equal(pthread_self(), l->loop_thread)) {
                 uint64_t one = 1;
                 ssize_t r = write(l->wake_fd, &one, sizeof one);

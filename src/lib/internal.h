@@ -14,6 +14,7 @@
 #define AIRLOCK_LIB_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -135,8 +136,9 @@ struct completion {
 struct run_link {
     pthread_mutex_t mu;
     int refs;
-    int closed;  /* the run ended: completions are discarded */
-    int wake_fd; /* eventfd the run loop polls; -1 once closed */
+    int closed;         /* the run ended: completions are discarded */
+    int wake_fd;        /* eventfd the run loop polls; -1 once closed */
+    atomic_int pending; /* a completion was queued since the last take (read without the lock) */
     pthread_t loop_thread;
     struct completion *head;
     struct completion **tail;
@@ -161,6 +163,8 @@ struct al_call {
 struct run_link *host_link_new(void);
 /* Marks the run over, discards queued completions and drops the run's reference. */
 void host_link_close(struct run_link *link);
+/* 1 when completions may be queued: a check without a lock or a system call. */
+int host_link_pending(struct run_link *link);
 /* Takes the queued completions (a list the caller frees with host_completion_free). */
 struct completion *host_link_take(struct run_link *link);
 void host_completion_free(struct completion *c);

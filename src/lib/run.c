@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <seccomp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,10 +31,12 @@
 #include "json.h"
 #include "wire.h"
 
-#define RUN_GRACE_US   25000u    /* time the worker gets to report a limit itself */
-#define RUN_START_US   10000000u /* a worker not ready by then is broken */
-#define RUN_MAX_FRAME  (160u << 20)
-#define RUN_JSON_DEPTH 4096 /* above the worker's own value depth: any honest value passes */
+#define RUN_GRACE_US     25000u    /* time the worker gets to report a limit itself */
+#define RUN_START_US     10000000u /* a worker not ready by then is broken */
+#define RUN_SPIN_US      50u       /* how long the loop looks for news before it sleeps */
+#define RUN_CPU_CHECK_US 1000u     /* how often it reads the worker's CPU time */
+#define RUN_MAX_FRAME    (160u << 20)
+#define RUN_JSON_DEPTH   4096 /* above the worker's own value depth: any honest value passes */
 
 /* Decides the run's failure from the host side (the worker is killed). */
 void run_fail(struct run_state *st, enum al_code code, const char *fmt, ...)
@@ -248,6 +251,7 @@ static void read_frames(struct run_state *st)
             st->ready = 1;
             st->ready_us = clock_mono_us();
             st->cpu_base_us = clock_process_cpu_us(st->proc.pid);
+            st->cpu_read_us = 0;
             break;
         }
         case WIRE_FAULT: {
@@ -398,12 +402,77 @@ void run_fail_result(struct al_result *res, enum al_code code, const char *msg)
     res->value = NULL;
 }
 
-/* The loop: until DONE, a failure, or a deadline. */
+/* Reads what the worker has sent, without waiting. 1 if bytes arrived, 0 if none, -1 at EOF
+ * or on an error (the worker is gone). */
+static int read_socket(struct run_state *st)
+{
+    int got = 0;
+    for (;;) {
+        enum buf_status bs;
+        char *p = buf_reserve(&st->in, 64 * 1024, &bs);
+        if (!p) {
+            run_fail(st, AL_PROTOCOL_ERROR, "the worker sent more than a frame can hold");
+            return got;
+        }
+        ssize_t n = recv(st->proc.fd, p, 64 * 1024, MSG_DONTWAIT);
+        if (n > 0) {
+            buf_commit(&st->in, (size_t)n);
+            got = 1;
+            if ((size_t)n < 64 * 1024) {
+                return got;
+            }
+            continue;
+        }
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+            return -1;
+        }
+        return got;
+    }
+}
+
+/* The worker's CPU time since READY, read at most once per RUN_CPU_CHECK_US of wall time: the
+ * read is a system call, and a run with many host calls would otherwise pay it per call. */
+static uint64_t run_cpu_us(struct run_state *st, uint64_t now)
+{
+    if (st->cpu_read_us == 0 || now - st->cpu_read_us >= RUN_CPU_CHECK_US) {
+        uint64_t cpu = clock_process_cpu_us(st->proc.pid);
+        st->cpu_read_us = now;
+        st->cpu_last_us = cpu == UINT64_MAX || st->cpu_base_us == UINT64_MAX
+                                  ? UINT64_MAX
+                                  : cpu - (cpu < st->cpu_base_us ? cpu : st->cpu_base_us);
+    }
+    return st->cpu_last_us;
+}
+
+/* The loop: until DONE, a failure, or a deadline. It sleeps in poll only after RUN_SPIN_US
+ * without news from the worker or the host functions: a host call answered at once is then a
+ * round trip without a sleep and a wake-up on either side, which on these machines cost more
+ * than the rest of the call. */
 static void supervise(struct run_state *st, uint64_t start_us)
 {
-    int eof = 0;
-    while (!st->done && !eof) {
+    uint64_t spin_until = start_us + RUN_SPIN_US;
+    for (;;) {
+        int r = read_socket(st);
+        if (r > 0) {
+            read_frames(st);
+        }
+        if (!st->done && (st->answers || host_link_pending(st->link))) {
+            st->answers = 0;
+            send_answers(st);
+        }
+        if (!st->done && st->out.len) {
+            write_out(st);
+        }
+        if (st->done || r < 0) {
+            return;
+        }
         uint64_t now = clock_mono_us();
+        if (r > 0) {
+            spin_until = now + RUN_SPIN_US;
+        }
         uint64_t wall_deadline;
         uint64_t cpu = UINT64_MAX;
         uint64_t cpu_budget = UINT64_MAX;
@@ -412,7 +481,7 @@ static void supervise(struct run_state *st, uint64_t start_us)
             if (now >= wall_deadline) {
                 run_fail(st, AL_WORKER_CRASHED, "the worker did not start within %u s",
                          RUN_START_US / 1000000);
-                break;
+                return;
             }
         } else {
             /* The limits measure the run, from the moment the worker was ready for it. */
@@ -420,18 +489,21 @@ static void supervise(struct run_state *st, uint64_t start_us)
             if (now >= wall_deadline) {
                 run_fail(st, AL_TIMEOUT, "the run exceeded its timeout of %llu ms",
                          (unsigned long long)st->limits[AL_LIMIT_TIMEOUT_MS]);
-                break;
+                return;
             }
-            cpu = clock_process_cpu_us(st->proc.pid);
-            if (cpu != UINT64_MAX && st->cpu_base_us != UINT64_MAX) {
-                cpu -= cpu < st->cpu_base_us ? cpu : st->cpu_base_us;
+            cpu = run_cpu_us(st, now);
+            if (cpu != UINT64_MAX) {
                 cpu_budget = st->limits[AL_LIMIT_CPU_MS] * 1000 + RUN_GRACE_US;
                 if (cpu >= cpu_budget) {
                     run_fail(st, AL_CPU_LIMIT, "the run exceeded its CPU limit of %llu ms",
                              (unsigned long long)st->limits[AL_LIMIT_CPU_MS]);
-                    break;
+                    return;
                 }
             }
+        }
+        if (now < spin_until && !st->out.len) {
+            sched_yield(); /* lets the worker run first where it shares our CPU */
+            continue;
         }
         uint64_t wait_us = wall_deadline - now;
         if (cpu_budget != UINT64_MAX && cpu_budget - cpu < wait_us) {
@@ -442,46 +514,18 @@ static void supervise(struct run_state *st, uint64_t start_us)
             { .fd = st->link->wake_fd, .events = POLLIN },
         };
         int pr = poll(pfd, 2, (int)((wait_us + 999) / 1000));
-        if (pr < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
+        if (pr < 0 && errno != EINTR) {
             run_fail(st, AL_INTERNAL_ERROR, "poll: %s", strerror(errno));
-            break;
+            return;
         }
-        if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-            for (;;) {
-                enum buf_status bs;
-                char *p = buf_reserve(&st->in, 64 * 1024, &bs);
-                if (!p) {
-                    run_fail(st, AL_PROTOCOL_ERROR, "the worker sent more than a frame can hold");
-                    break;
-                }
-                ssize_t n = recv(st->proc.fd, p, 64 * 1024, 0);
-                if (n > 0) {
-                    buf_commit(&st->in, (size_t)n);
-                    if ((size_t)n < 64 * 1024) {
-                        break;
-                    }
-                    continue;
-                }
-                if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-                    eof = 1;
-                }
-                break;
-            }
-            read_frames(st);
-        }
-        if (pfd[1].revents & POLLIN) {
+        if (pr > 0 && (pfd[1].revents & POLLIN)) {
+            uint64_t n;
+            ssize_t rr = read(st->link->wake_fd, &n, sizeof n); /* reset, then take */
+            (void)rr;
             st->answers = 1;
         }
-        if (!st->done && st->answers) {
-            st->answers = 0;
-            send_answers(st);
-        }
-        if (!st->done && st->out.len) {
-            write_out(st);
-        }
+        /* a wake-up means news is coming: look again without sleeping for a while */
+        spin_until = clock_mono_us() + RUN_SPIN_US;
     }
 }
 

@@ -13,15 +13,19 @@
 #include "jail.h"
 
 #include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "wire.h"
@@ -107,22 +111,24 @@ static void on_sigsys(int sig, siginfo_t *info, void *uctx)
     _exit(JAIL_EXIT_FAULT);
 }
 
+/* The compiled filter: built once (in a zygote, before it forks any worker) and installed by
+ * each worker with one system call, so no worker runs libseccomp's compiler and probes. */
+static struct sock_filter *filter_prog;
+static unsigned short filter_len;
+static int filter_fd = -1; /* the host socket the compiled filter allows */
+
 /* Threat per rule: a guest that subverted QuickJS (a memory-safety bug) and now makes system
  * calls of its choosing. Everything not listed traps. */
-int jail_seccomp(int host_fd)
+int jail_seccomp_build(int host_fd)
 {
+    if (filter_prog) {
+        return filter_fd == host_fd ? 0 : -1;
+    }
     int rc = -1;
+    int mfd = -1;
     scmp_filter_ctx f = seccomp_init(SCMP_ACT_TRAP);
     if (!f) {
         return -1;
-    }
-    jail_fd = host_fd;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_sigsys;
-    sa.sa_flags = SA_SIGINFO;
-    if (sigaction(SIGSYS, &sa, NULL) != 0) {
-        goto out;
     }
     const struct scmp_arg_cmp on_host = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)host_fd);
     const struct scmp_arg_cmp no_exec = SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0);
@@ -134,6 +140,7 @@ int jail_seccomp(int host_fd)
     err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(sendto), 1, on_host);
     err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(poll), 0);
     err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(ppoll), 0);
+    err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(sched_yield), 0);
     /* memory, never executable: no JIT here, so executable memory could only be shellcode */
     err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1, no_exec);
     err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1, no_exec);
@@ -152,13 +159,55 @@ int jail_seccomp(int host_fd)
     err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(sigaltstack), 0);
     err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(exit), 0);
     err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(exit_group), 0);
-    if (err != 0 || seccomp_load(f) != 0) {
+    if (err != 0) {
         goto out;
     }
+    /* libseccomp 2.5 exports the program only to a descriptor: through a memfd, read back. */
+    mfd = memfd_create("airlock-filter", MFD_CLOEXEC);
+    if (mfd < 0 || seccomp_export_bpf(f, mfd) != 0) {
+        goto out;
+    }
+    off_t size = lseek(mfd, 0, SEEK_END);
+    if (size <= 0 || size % (off_t)sizeof(struct sock_filter) != 0 ||
+        size / (off_t)sizeof(struct sock_filter) > BPF_MAXINSNS) {
+        goto out;
+    }
+    struct sock_filter *prog = malloc((size_t)size);
+    if (!prog || pread(mfd, prog, (size_t)size, 0) != (ssize_t)size) {
+        free(prog);
+        goto out;
+    }
+    filter_prog = prog;
+    filter_len = (unsigned short)(size / (off_t)sizeof(struct sock_filter));
+    filter_fd = host_fd;
     rc = 0;
 out:
+    if (mfd >= 0) {
+        close(mfd);
+    }
     seccomp_release(f);
     return rc;
+}
+
+int jail_seccomp(int host_fd)
+{
+    if (jail_seccomp_build(host_fd) != 0) {
+        return -1;
+    }
+    jail_fd = host_fd;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigsys;
+    sa.sa_flags = SA_SIGINFO;
+    if (sigaction(SIGSYS, &sa, NULL) != 0) {
+        return -1;
+    }
+    struct sock_fprog fprog = { .len = filter_len, .filter = filter_prog };
+    /* jail_enter set no_new_privs, which lets an unprivileged process install a filter */
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) != 0) {
+        return -1;
+    }
+    return 0;
 }
 
 static void say(int fd, const char *line)

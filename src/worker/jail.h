@@ -22,6 +22,9 @@ void jail_limit_run(uint64_t heap_bytes, uint64_t cpu_ms);
  * refused the filter. */
 #define JAIL_EXIT_FAULT 111
 int jail_seccomp(int host_fd);
+/* Compiles the filter jail_seccomp installs (host_fd is the socket it will allow), once: a
+ * zygote does this before forking, so its workers only install it. 0, or -1 on failure. */
+int jail_seccomp_build(int host_fd);
 /* `airlock-worker --doctor`: applies the jail as a worker does and writes one line per layer to
  * fd. 0 when the seccomp filter is active, else 1. */
 int jail_report(int fd);

@@ -68,39 +68,44 @@ int worker_wait_frame(struct worker *w, uint64_t deadline_us, uint8_t *ret_type,
     if (worker_flush(w) != 0) {
         return -1;
     }
+    /* Waiting inside a run (a deadline is set), we first poll the socket without sleeping for
+     * a few microseconds: a host function that answers at once answers within that time, and
+     * here a sleep and a wake-up cost more than the whole round trip. */
+    uint64_t spin_until = deadline_us ? clock_mono_us() + WORKER_SPIN_US : 0;
     for (;;) {
         int r = wire_next(w->in.data, w->in.len, WORKER_MAX_FRAME, ret_type, ret_cursor,
                           ret_frame_len);
         if (r != 0) {
             return r;
         }
-        int timeout_ms = -1;
-        if (deadline_us) {
-            uint64_t now = clock_mono_us();
-            if (now >= deadline_us) {
-                return 0;
-            }
-            timeout_ms = (int)((deadline_us - now + 999) / 1000);
-        }
-        struct pollfd pfd = { .fd = w->fd, .events = POLLIN };
-        int pr = poll(&pfd, 1, timeout_ms);
-        if (pr < 0 && errno != EINTR) {
-            return -1;
-        }
-        if (pr <= 0) {
-            continue;
-        }
         enum buf_status st;
         char *p = buf_reserve(&w->in, 64 * 1024, &st);
         if (!p) {
             return -1;
         }
-        ssize_t n = recv(w->fd, p, 64 * 1024, 0);
-        if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
-            return -1;
-        }
+        ssize_t n = recv(w->fd, p, 64 * 1024, MSG_DONTWAIT);
         if (n > 0) {
             buf_commit(&w->in, (size_t)n);
+            continue;
+        }
+        if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+            return -1;
+        }
+        uint64_t now = clock_mono_us();
+        if (deadline_us && now >= deadline_us) {
+            return 0;
+        }
+        if (now < spin_until) {
+            sched_yield(); /* lets the host run first where it shares our CPU */
+            continue;
+        }
+        int timeout_ms = -1;
+        if (deadline_us) {
+            timeout_ms = (int)((deadline_us - now + 999) / 1000);
+        }
+        struct pollfd pfd = { .fd = w->fd, .events = POLLIN };
+        if (poll(&pfd, 1, timeout_ms) < 0 && errno != EINTR) {
+            return -1;
         }
     }
 }
@@ -139,13 +144,16 @@ static int parse_args(int argc, char **argv, struct worker_args *a)
     return 0;
 }
 
-/* The zygote's writable private memory (heap, data, anonymous maps), listed once. A forked
- * worker breaks copy-on-write on all of it at once, one madvise per range, instead of taking
- * one page fault per page as it first writes each: on these (paravirtualized) machines every
- * fault is a costly exit, and this halves a warm run's latency. */
+/* The zygote's memory, listed once, is made present in each forked worker before its first
+ * request, so that no request waits on page faults: on these (paravirtualized) machines every
+ * fault is a costly exit to the hypervisor. Writable private memory (the prepared context, the
+ * libraries' data) breaks copy-on-write in one madvise per range; text and read-only data are
+ * mapped in too, or a run would fault in the parser, the compiler and the interpreter a few
+ * pages at a time on its critical path. */
 #define PREFAULT_MAX 64
 static struct {
     uintptr_t start, end;
+    int advice;
 } prefault[PREFAULT_MAX];
 static int nprefault;
 
@@ -159,13 +167,20 @@ static void prefault_scan(void)
     while (nprefault < PREFAULT_MAX && fgets(line, sizeof line, f)) {
         unsigned long start, end;
         char perms[5];
-        if (sscanf(line, "%lx-%lx %4s", &start, &end, perms) == 3 && perms[0] == 'r' &&
-            perms[1] == 'w' && perms[3] == 'p' && !strstr(line, "[stack]") &&
-            end - start <= (16u << 20)) {
-            prefault[nprefault].start = start;
-            prefault[nprefault].end = end;
-            nprefault++;
+        if (sscanf(line, "%lx-%lx %4s", &start, &end, perms) != 3 || perms[0] != 'r' ||
+            perms[3] != 'p' || end - start > (16u << 20) || strstr(line, "[stack]")) {
+            continue;
         }
+        if (perms[1] == 'w') {
+            prefault[nprefault].advice = MADV_POPULATE_WRITE;
+        } else if (strchr(line, '/')) {
+            prefault[nprefault].advice = MADV_POPULATE_READ; /* a file: text or constants */
+        } else {
+            continue;
+        }
+        prefault[nprefault].start = start;
+        prefault[nprefault].end = end;
+        nprefault++;
     }
     fclose(f);
 }
@@ -174,7 +189,7 @@ static void prefault_apply(void)
 {
     for (int i = 0; i < nprefault; i++) {
         (void)madvise((void *)prefault[i].start, prefault[i].end - prefault[i].start,
-                      MADV_POPULATE_WRITE); /* best effort: older kernels lack it */
+                      prefault[i].advice); /* best effort: older kernels lack it */
     }
 }
 
@@ -263,6 +278,7 @@ int main(int argc, char **argv)
             _exit(1); /* the host falls back to starting workers itself */
         }
         prefault_scan();
+        (void)jail_seccomp_build(3); /* a worker's socket is fd 3; failure shows in READY */
         w.fd = zygote_serve(w.fd);
     }
     jail_no_children();

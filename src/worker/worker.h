@@ -21,6 +21,7 @@
 #include "wire.h"
 
 #define WORKER_MAX_FRAME (128u * 1024 * 1024) /* body cap of a frame from the host */
+#define WORKER_SPIN_US   50u /* how long a wait for the host looks before it sleeps */
 
 struct bridge_fn {
     char *name;       /* "group.fn"; owned */
@@ -55,13 +56,13 @@ struct worker {
     /* the run's request */
     uint64_t limits[AL_LIMIT_COUNT_];
     uint64_t seed;
-    int64_t clock_ms; /* the guest's clock: ms since the epoch */
-    uint8_t run_flags; /* WIRE_RUN_* */
+    int64_t clock_ms;    /* the guest's clock: ms since the epoch */
+    uint8_t run_flags;   /* WIRE_RUN_* */
     char *ts_error;      /* the TypeScript source could not be stripped: why (run.ts:L:C) */
     int modules_resolve; /* index of the loader's hidden functions, -1: no loader */
     int modules_load;
-    char *filename;   /* "run.js" */
-    char *source;     /* the user's body inside the wrapper */
+    char *filename; /* "run.js" */
+    char *source;   /* the user's body inside the wrapper */
     size_t source_len;
     int compiling_user; /* the parser is reading `source`: the wrapper check applies */
     struct bridge_fn *fns;
