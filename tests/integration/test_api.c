@@ -460,13 +460,38 @@ static void test_misbehaving_workers(void **state)
 /* Security claim: after its jail is applied a worker cannot open files, use the network, run
  * programs, create processes, trace, signal the host, make memory executable or touch any
  * descriptor but its socket. The probe worker attempts each directly; the filter must stop it,
- * the run must say which call, and the host must carry on. */
-static void test_jail_stops_forbidden_calls(void **state)
+ * the run must say which call, and the host must carry on. Both ways a worker starts are tried:
+ * spawned for its run (its filter compiled by itself), and forked from a zygote (the filter
+ * compiled once by the zygote and installed by each worker). */
+/* 1 when a child of this process runs as a zygote (airlock-worker --zygote). */
+static int have_zygote_child(void)
 {
-    (void)state;
+    pid_t kids[256];
+    int n = procinfo_children(kids, 256);
+    for (int k = 0; k < n && k < 256; k++) {
+        char path[64];
+        char buf[512];
+        snprintf(path, sizeof path, "/proc/%d/cmdline", (int)kids[k]);
+        FILE *f = fopen(path, "r");
+        if (!f) {
+            continue;
+        }
+        size_t len = fread(buf, 1, sizeof buf, f);
+        fclose(f);
+        for (size_t i = 0; i + 8 <= len; i++) {
+            if (memcmp(buf + i, "--zygote", 8) == 0) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+static void jail_stops_forbidden_calls(unsigned warm)
+{
     struct al_config *c = al_config_new();
     assert_int_equal(al_config_set_worker_path(c, AIRLOCK_PROBE_WORKER), AL_OK);
-    assert_int_equal(al_config_set_warm_workers(c, 0), AL_OK);
+    assert_int_equal(al_config_set_warm_workers(c, warm), AL_OK);
     struct al_runner *r = runner_of(c);
     char kill_parent[64];
     snprintf(kill_parent, sizeof kill_parent, "kill:%d", (int)getpid());
@@ -495,8 +520,22 @@ static void test_jail_stops_forbidden_calls(void **state)
     al_result_stats(res, &st);
     assert_true(st.jailed);
     al_result_free(res);
+    /* with warm workers, every one of them came from the zygote, which is still serving */
+    assert_int_equal(have_zygote_child(), warm > 0);
     al_runner_free(r);
     al_config_free(c);
+}
+
+static void test_jail_stops_forbidden_calls(void **state)
+{
+    (void)state;
+    jail_stops_forbidden_calls(0);
+}
+
+static void test_jail_stops_forbidden_calls_zygote(void **state)
+{
+    (void)state;
+    jail_stops_forbidden_calls(2);
 }
 
 /* The real worker: $AIRLOCK_WORKER (as CTest sets it), else beside this test. */
@@ -808,6 +847,7 @@ int main(void)
         cmocka_unit_test(test_worker_killed_mid_run),
         cmocka_unit_test(test_misbehaving_workers),
         cmocka_unit_test(test_jail_stops_forbidden_calls),
+        cmocka_unit_test(test_jail_stops_forbidden_calls_zygote),
         cmocka_unit_test(test_lying_zygote_is_not_trusted),
         cmocka_unit_test(test_concurrency_limit),
         cmocka_unit_test(test_queue_timeout),
