@@ -191,8 +191,11 @@ enum al_code pool_new(const char *path, int no_jail, unsigned warm, struct pool 
                       struct al_error *reterr);
 void pool_free(struct pool *pool);
 /* Hands a worker that has delivered its result over to be killed and reaped off the caller's
- * critical path (by the pool thread; at once when there is none). */
+ * critical path (by the pool thread; at once when there is none); the thread then starts the
+ * replacement warm worker. */
 void pool_release(struct pool *pool, struct worker_proc *proc);
+/* After a run whose worker the caller reaped itself: the thread starts the replacement. */
+void pool_refill(struct pool *pool);
 /* A started worker that has received nothing yet: a warm one, or one started now. */
 enum al_code pool_take(struct pool *pool, struct worker_proc *ret_proc, struct al_error *reterr);
 

@@ -6,9 +6,11 @@
  * context once and forks workers that inherit it; see src/worker/main.c) and owns one
  * background thread that keeps that many spare workers ready - forked from the zygote, or
  * spawned when the zygote is unavailable. Each spare has its hardened context and its jail and
- * waits for a request; each serves exactly one run, like any worker. pool_take hands one out
- * and wakes the thread to start its replacement; finished workers come back through
- * pool_release for the thread to kill and reap, both off the run's critical path. When none is
+ * waits for a request; each serves exactly one run, like any worker. pool_take hands one out;
+ * finished workers come back through pool_release for the thread to kill and reap, and only
+ * then does the thread start a replacement: forking and preparing a worker while a run is in
+ * progress would compete with that run for the CPUs (and, on paravirtualized machines, for the
+ * hypervisor's page-table work), so both are kept off the run's critical path. When none is
  * ready, one taker waits for the worker being started (two starts at once would only compete
  * for the CPUs); others fork their own from the zygote. A spare found dead (someone killed it) is
  * reaped and skipped. pool_free stops the thread and kills the spares and the zygote.
@@ -216,6 +218,15 @@ void pool_free(struct pool *p)
     free(p);
 }
 
+void pool_refill(struct pool *p)
+{
+    if (p->thread_started) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_signal(&p->cond);
+        pthread_mutex_unlock(&p->mu);
+    }
+}
+
 void pool_release(struct pool *p, struct worker_proc *proc)
 {
     if (p->thread_started) {
@@ -273,12 +284,10 @@ enum al_code pool_take(struct pool *p, struct worker_proc *ret_proc, struct al_e
             supervisor_reap(&w, 1, NULL);
             continue;
         }
-        pthread_cond_signal(&p->cond);
         pthread_mutex_unlock(&p->mu);
         *ret_proc = w;
         return AL_OK;
     }
-    pthread_cond_signal(&p->cond);
     pthread_mutex_unlock(&p->mu);
     /* No spare: a fork from the zygote is still far cheaper than exec'ing a worker. */
     return start_worker(p, ret_proc, reterr);

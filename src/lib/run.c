@@ -447,18 +447,20 @@ static uint64_t run_cpu_us(struct run_state *st, uint64_t now)
     return st->cpu_last_us;
 }
 
-/* The loop: until DONE, a failure, or a deadline. It sleeps in poll only after RUN_SPIN_US
- * without news from the worker or the host functions: a host call answered at once is then a
- * round trip without a sleep and a wake-up on either side, which on these machines cost more
- * than the rest of the call. */
+/* The loop: until DONE, a failure, or a deadline. While host calls are in flight or were
+ * just answered, it looks for news for RUN_SPIN_US before it sleeps in poll: a host call
+ * answered at once is then a round trip without a sleep and a wake-up on either side, which
+ * on these machines cost more than the rest of the call. Otherwise it sleeps at once, which
+ * also leaves its CPU to the worker. */
 static void supervise(struct run_state *st, uint64_t start_us)
 {
-    uint64_t spin_until = start_us + RUN_SPIN_US;
+    uint64_t spin_until = 0;
     for (;;) {
         int r = read_socket(st);
         if (r > 0) {
             read_frames(st);
         }
+        uint32_t sent = st->frames_sent;
         if (!st->done && (st->answers || host_link_pending(st->link))) {
             st->answers = 0;
             send_answers(st);
@@ -470,8 +472,8 @@ static void supervise(struct run_state *st, uint64_t start_us)
             return;
         }
         uint64_t now = clock_mono_us();
-        if (r > 0) {
-            spin_until = now + RUN_SPIN_US;
+        if (st->frames_sent != sent || (r > 0 && st->in_flight > 0)) {
+            spin_until = now + RUN_SPIN_US; /* the next call, or a host's answer, is near */
         }
         uint64_t wall_deadline;
         uint64_t cpu = UINT64_MAX;
@@ -524,8 +526,6 @@ static void supervise(struct run_state *st, uint64_t start_us)
             (void)rr;
             st->answers = 1;
         }
-        /* a wake-up means news is coming: look again without sleeping for a while */
-        spin_until = clock_mono_us() + RUN_SPIN_US;
     }
 }
 
@@ -626,6 +626,7 @@ enum al_code al_run(struct al_runner *runner, const struct al_run_opts *opts,
         pool_release(runner->pool, &st.proc); /* its answer is in: reaping can wait */
     } else {
         supervisor_reap(&st.proc, 1, &status);
+        pool_refill(runner->pool);
     }
     if (!had_done) {
         char how[64];
@@ -655,6 +656,7 @@ finish:
 out:
     if (st.proc.pid > 0) {
         supervisor_reap(&st.proc, 1, NULL);
+        pool_refill(runner->pool);
     }
     resume_end(&st, rc == AL_OK);
     if (st.link) {
