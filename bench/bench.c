@@ -18,6 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,6 +46,7 @@ struct workload {
     const char *expect; /* boundary JSON of the completed value */
     int iterations;
     int warmup;
+    int pace_ms; /* a pause before each run (not timed): 0 runs them back to back */
 };
 
 /* Host calls of the memory measurement, held until every run is parked. */
@@ -248,6 +252,9 @@ static int bench_latency(struct al_runner *runner, const struct workload *w, dou
         }
     }
     for (int i = 0; i < w->iterations; i++) {
+        if (w->pace_ms) {
+            sleep_ms(w->pace_ms);
+        }
         if (run_once(runner, opts, w->expect, &samples[i]) != 0) {
             goto out;
         }
@@ -681,6 +688,80 @@ out:
 
 /* ---------------------------------------------------------------- main */
 
+/* ---------------------------------------------------------------- the machine's floor */
+
+/* What any design with a process per run pays on this machine, measured without airlock: a
+ * fork of this (still small) process whose child exits at once, reaped; a first write to a
+ * fresh anonymous page; a one-byte round trip over a Unix socket between two processes. */
+static int bench_floor(int scale)
+{
+    int forks = 400 / scale;
+    double *s = calloc((size_t)forks, sizeof *s);
+    if (!s) {
+        return -1;
+    }
+    for (int i = 0; i < forks; i++) {
+        uint64_t t0 = now_ns();
+        pid_t pid = fork();
+        if (pid == 0) {
+            _exit(0);
+        }
+        if (pid < 0 || waitpid(pid, NULL, 0) != pid) {
+            free(s);
+            return -1;
+        }
+        s[i] = (double)(now_ns() - t0) / 1e6;
+    }
+    qsort(s, (size_t)forks, sizeof *s, cmp_double);
+    double fork_ms = median_of(s, forks);
+    free(s);
+
+    size_t pages = 4096 / (size_t)scale;
+    char *mem =
+            mmap(NULL, pages * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) {
+        return -1;
+    }
+    uint64_t t0 = now_ns();
+    for (size_t i = 0; i < pages; i++) {
+        mem[i * 4096] = 1;
+    }
+    double fault_us = (double)(now_ns() - t0) / 1e3 / (double)pages;
+    munmap(mem, pages * 4096);
+
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
+        return -1;
+    }
+    pid_t echo = fork();
+    if (echo == 0) {
+        char c;
+        close(sv[0]);
+        while (read(sv[1], &c, 1) == 1 && write(sv[1], &c, 1) == 1) {
+        }
+        _exit(0);
+    }
+    close(sv[1]);
+    int trips = 20000 / scale;
+    char c = 'x';
+    t0 = now_ns();
+    for (int i = 0; i < trips; i++) {
+        if (write(sv[0], &c, 1) != 1 || read(sv[0], &c, 1) != 1) {
+            break;
+        }
+    }
+    double trip_us = (double)(now_ns() - t0) / 1e3 / trips;
+    close(sv[0]);
+    if (echo > 0) {
+        waitpid(echo, NULL, 0);
+    }
+    printf("{\"runtime\":\"airlock\",\"workload\":\"FLOOR\",\"fork_exit_wait_ms\":%.4f,"
+           "\"forks\":%d,\"page_fault_us\":%.3f,\"socket_round_trip_us\":%.3f}\n",
+           fork_ms, forks, fault_us, trip_us);
+    fflush(stdout);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct orders orders = { 0 };
@@ -698,6 +779,11 @@ int main(int argc, char **argv)
 
     if (orders_build(&orders) != 0) {
         fprintf(stderr, "airlock_bench: out of memory\n");
+        goto out;
+    }
+    fprintf(stderr, "airlock_bench: the machine's floor\n");
+    if (bench_floor(scale) != 0) {
+        fprintf(stderr, "airlock_bench: cannot measure the machine's floor\n");
         goto out;
     }
     config = al_config_new();
@@ -722,19 +808,23 @@ int main(int argc, char **argv)
     }
 
     const struct workload w[] = {
-        { "W1", "return 1+1", "return 1+1", "2", 200, 10 },
-        { "W2", "one awaited host call", "return (await store.get(\"k1\")).value;", "42", 200, 10 },
+        { "W1", "return 1+1", "return 1+1", "2", 200, 10, 0 },
+        { "W2", "one awaited host call", "return (await store.get(\"k1\")).value;", "42", 200, 10,
+          0 },
         { "W3", "100 sequential awaited host calls",
           "let s = 0;\nfor (let i = 0; i < 100; i++) {\n"
           "    s += (await store.get(\"k\" + i)).value;\n}\nreturn s;",
-          "4200", 50, 3 },
+          "4200", 50, 3, 0 },
         { "W4", "recursive fib(27)",
           "function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }\nreturn fib(27);",
-          "196418", 20, 2 },
+          "196418", 20, 2, 0 },
         { "W5", "host returns 1,000 orders, guest totals them",
           "const orders = await store.orders();\nlet total = 0;\n"
           "for (const o of orders) { total += o.amount; }\nreturn total;",
-          orders.total, 50, 3 },
+          orders.total, 50, 3, 0 },
+        { "W1p", "return 1+1, one run every 10 ms", "return 1+1", "2", 100, 10, 10 },
+        { "W2p", "one awaited host call, one run every 10 ms",
+          "return (await store.get(\"k1\")).value;", "42", 100, 10, 10 },
     };
     for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
         struct workload wl = w[i];

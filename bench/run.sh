@@ -129,7 +129,7 @@ lines = []
 lines.append("| workload | airlock median ms | airlock p99 ms | run median ms | run p99 ms "
              "| airlock/run (median) |")
 lines.append("|---|--:|--:|--:|--:|--:|")
-for w in ["W1", "W2", "W3", "W4", "W5"]:
+for w in ["W1", "W2", "W3", "W4", "W5", "W1p", "W2p"]:
     desc = get(a, w, "desc") or get(r, w, "desc") or ""
     am, ap = get(a, w, "median_ms"), get(a, w, "p99_ms")
     rm, rp = get(r, w, "median_ms"), get(r, w, "p99_ms")
@@ -151,6 +151,14 @@ if "W7" in a or "W7" in r:
     lines.append(f"W7 continuation token (the largest of the pairs): airlock "
                  f"{'-' if at is None else f'{at:,} bytes'}, run "
                  f"{'-' if rt is None else f'{rt:,} bytes'}.")
+if "FLOOR" in a:
+    f = a["FLOOR"]
+    lines.append("")
+    lines.append(f"This machine's floor for a process per run, measured by the bench without "
+                 f"airlock: fork, exit and reap of a small process {ms(f['fork_exit_wait_ms'])} ms "
+                 f"(median of {f['forks']}); a first write to a fresh 4 KiB page "
+                 f"{f['page_fault_us']:.1f} us; a one-byte round trip over a Unix socket between "
+                 f"two processes {f['socket_round_trip_us']:.1f} us.")
 if "W8" in a:
     lines.append("")
     lines.append(f"W8, {get(a, 'W8', 'desc')}: airlock strips it natively in "

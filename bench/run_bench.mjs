@@ -87,6 +87,9 @@ async function benchLatency(w) {
   }
   const samples = [];
   for (let i = 0; i < iterations; i++) {
+    if (w.paceMs) {
+      await new Promise(resolve => setTimeout(resolve, w.paceMs)); // not timed
+    }
     samples.push(await runOnce(w.src, w.expect));
   }
   samples.sort((a, b) => a - b);
@@ -274,6 +277,24 @@ const workloads = [
     expect: ordersTotal,
     iterations: 50,
     warmup: 3,
+  },
+  {
+    name: 'W1p',
+    desc: 'return 1+1, one run every 10 ms',
+    src: 'return 1+1',
+    expect: 2,
+    iterations: 100,
+    warmup: 10,
+    paceMs: 10,
+  },
+  {
+    name: 'W2p',
+    desc: 'one awaited host call, one run every 10 ms',
+    src: 'return (await store.get("k1")).value;',
+    expect: 42,
+    iterations: 100,
+    warmup: 10,
+    paceMs: 10,
   },
 ];
 
