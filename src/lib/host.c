@@ -32,6 +32,7 @@ struct run_link *host_link_new(void)
         return NULL;
     }
     l->refs = 1;
+    atomic_init(&l->pending, 0);
     l->tail = &l->head;
     l->loop_thread = pthread_self();
     return l;

@@ -133,8 +133,11 @@ static void *pool_main(void *arg)
         pthread_cond_broadcast(&p->ready);
         if (rc != AL_OK) {
             /* Cannot start workers now (fd or process limits): runs start their own and
-             * report the error; try again when the next run wakes us. */
-            pthread_cond_wait(&p->cond, &p->mu);
+             * report the error; try again when the next run ends or fails to start. Finished
+             * workers handed over meanwhile are reaped first. */
+            if (p->ndead == 0 && !p->stop) {
+                pthread_cond_wait(&p->cond, &p->mu);
+            }
             continue;
         }
         if (p->stop || p->nspares >= p->warm) {
@@ -251,6 +254,7 @@ void pool_release(struct pool *p, struct worker_proc *proc)
         pthread_mutex_unlock(&p->mu);
     }
     supervisor_reap(proc, 1, NULL);
+    pool_refill(p);
 }
 
 enum al_code pool_take(struct pool *p, struct worker_proc *ret_proc, struct al_error *reterr)

@@ -402,9 +402,9 @@ void run_fail_result(struct al_result *res, enum al_code code, const char *msg)
     res->value = NULL;
 }
 
-/* Reads what the worker has sent, without waiting. 1 if bytes arrived, 0 if none, -1 at EOF
- * or on an error (the worker is gone). */
-static int read_socket(struct run_state *st)
+/* Reads what the worker has sent, without waiting. Returns 1 if bytes arrived, else 0; *eof is
+ * set once the worker has closed its end or the socket failed (the worker is gone). */
+static int read_socket(struct run_state *st, int *eof)
 {
     int got = 0;
     for (;;) {
@@ -427,7 +427,7 @@ static int read_socket(struct run_state *st)
             continue;
         }
         if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
-            return -1;
+            *eof = 1;
         }
         return got;
     }
@@ -456,11 +456,14 @@ static void supervise(struct run_state *st, uint64_t start_us)
 {
     uint64_t spin_until = 0;
     for (;;) {
-        int r = read_socket(st);
-        if (r > 0) {
-            read_frames(st);
-        }
+        /* A frame that ends the spin's extension must be a whole call or answer: a worker
+         * trickling bytes cannot keep this loop from sleeping. */
         uint32_t sent = st->frames_sent;
+        uint32_t calls = st->host_calls;
+        int eof = 0;
+        if (read_socket(st, &eof)) {
+            read_frames(st); /* whatever arrived before an EOF still counts */
+        }
         if (!st->done && (st->answers || host_link_pending(st->link))) {
             st->answers = 0;
             send_answers(st);
@@ -468,11 +471,11 @@ static void supervise(struct run_state *st, uint64_t start_us)
         if (!st->done && st->out.len) {
             write_out(st);
         }
-        if (st->done || r < 0) {
+        if (st->done || eof) {
             return;
         }
         uint64_t now = clock_mono_us();
-        if (st->frames_sent != sent || (r > 0 && st->in_flight > 0)) {
+        if (st->frames_sent != sent || st->host_calls != calls) {
             spin_until = now + RUN_SPIN_US; /* the next call, or a host's answer, is near */
         }
         uint64_t wall_deadline;
@@ -613,6 +616,7 @@ enum al_code al_run(struct al_runner *runner, const struct al_run_opts *opts,
     }
     rc = pool_take(runner->pool, &st.proc, reterr);
     if (rc != AL_OK) {
+        pool_refill(runner->pool); /* the pool thread tries again too */
         goto out;
     }
     write_out(&st);
@@ -622,9 +626,11 @@ enum al_code al_run(struct al_runner *runner, const struct al_run_opts *opts,
 
     int status = 0;
     int had_done = st.done;
-    if (had_done) {
+    if (had_done && !st.kill) {
         pool_release(runner->pool, &st.proc); /* its answer is in: reaping can wait */
     } else {
+        /* a worker the host failed (past a deadline, breaking the protocol) may still be
+         * running: it is killed now, not when the pool thread gets to it */
         supervisor_reap(&st.proc, 1, &status);
         pool_refill(runner->pool);
     }
@@ -656,7 +662,6 @@ finish:
 out:
     if (st.proc.pid > 0) {
         supervisor_reap(&st.proc, 1, NULL);
-        pool_refill(runner->pool);
     }
     resume_end(&st, rc == AL_OK);
     if (st.link) {

@@ -118,17 +118,12 @@ static unsigned short filter_len;
 static int filter_fd = -1; /* the host socket the compiled filter allows */
 
 /* Threat per rule: a guest that subverted QuickJS (a memory-safety bug) and now makes system
- * calls of its choosing. Everything not listed traps. */
-int jail_seccomp_build(int host_fd)
+ * calls of its choosing. Everything not listed traps. NULL when out of memory. */
+static scmp_filter_ctx filter_rules(int host_fd)
 {
-    if (filter_prog) {
-        return filter_fd == host_fd ? 0 : -1;
-    }
-    int rc = -1;
-    int mfd = -1;
     scmp_filter_ctx f = seccomp_init(SCMP_ACT_TRAP);
     if (!f) {
-        return -1;
+        return NULL;
     }
     const struct scmp_arg_cmp on_host = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)host_fd);
     const struct scmp_arg_cmp no_exec = SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0);
@@ -140,6 +135,7 @@ int jail_seccomp_build(int host_fd)
     err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(sendto), 1, on_host);
     err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(poll), 0);
     err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(ppoll), 0);
+    /* waiting for the host's answer without sleeping lets the host run first on this CPU */
     err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(sched_yield), 0);
     /* memory, never executable: no JIT here, so executable memory could only be shellcode */
     err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1, no_exec);
@@ -160,10 +156,24 @@ int jail_seccomp_build(int host_fd)
     err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(exit), 0);
     err |= seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(exit_group), 0);
     if (err != 0) {
-        goto out;
+        seccomp_release(f);
+        return NULL;
     }
+    return f;
+}
+
+int jail_seccomp_build(int host_fd)
+{
+    if (filter_prog) {
+        return filter_fd == host_fd ? 0 : -1;
+    }
+    scmp_filter_ctx f = filter_rules(host_fd);
+    if (!f) {
+        return -1;
+    }
+    int rc = -1;
     /* libseccomp 2.5 exports the program only to a descriptor: through a memfd, read back. */
-    mfd = memfd_create("airlock-filter", MFD_CLOEXEC);
+    int mfd = memfd_create("airlock-filter", MFD_CLOEXEC);
     if (mfd < 0 || seccomp_export_bpf(f, mfd) != 0) {
         goto out;
     }
@@ -191,9 +201,6 @@ out:
 
 int jail_seccomp(int host_fd)
 {
-    if (jail_seccomp_build(host_fd) != 0) {
-        return -1;
-    }
     jail_fd = host_fd;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -202,12 +209,19 @@ int jail_seccomp(int host_fd)
     if (sigaction(SIGSYS, &sa, NULL) != 0) {
         return -1;
     }
-    struct sock_fprog fprog = { .len = filter_len, .filter = filter_prog };
-    /* jail_enter set no_new_privs, which lets an unprivileged process install a filter */
-    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) != 0) {
-        return -1;
+    if (jail_seccomp_build(host_fd) == 0) {
+        struct sock_fprog fprog = { .len = filter_len, .filter = filter_prog };
+        /* jail_enter set no_new_privs, which lets an unprivileged process install a filter */
+        return syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) == 0 ? 0 : -1;
     }
-    return 0;
+    /* No compiled program (no memfd here, or built for another descriptor): libseccomp
+     * compiles and loads the same rules itself. */
+    scmp_filter_ctx f = filter_rules(host_fd);
+    int rc = f && seccomp_load(f) == 0 ? 0 : -1;
+    if (f) {
+        seccomp_release(f);
+    }
+    return rc;
 }
 
 static void say(int fd, const char *line)

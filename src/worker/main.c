@@ -268,7 +268,8 @@ int main(int argc, char **argv)
             _exit(1); /* the host falls back to starting workers itself */
         }
         prefault_scan();
-        (void)jail_seccomp_build(3); /* a worker's socket is fd 3; failure shows in READY */
+        (void)jail_seccomp_build(3); /* for fd 3, the socket of every child (on failure,
+                                        each child compiles the filter itself) */
         w.fd = zygote_serve(w.fd);
     }
     jail_no_children();

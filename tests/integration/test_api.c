@@ -470,7 +470,7 @@ static int have_zygote_child(void)
     int n = procinfo_children(kids, 256);
     for (int k = 0; k < n && k < 256; k++) {
         char path[64];
-        char buf[512];
+        char buf[8192];
         snprintf(path, sizeof path, "/proc/%d/cmdline", (int)kids[k]);
         FILE *f = fopen(path, "r");
         if (!f) {
