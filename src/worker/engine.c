@@ -686,6 +686,8 @@ static int wrap_source(struct worker *w, const char *s, size_t len)
 
 /* ------------------------------------------------------------------ the run */
 
+#define ENGINE_GC_THRESHOLD ((size_t)4 << 20) /* heap bytes before the first cycle collection */
+
 /* The parser needs only the base objects, eval, the regexp compiler (for regexp literals) and
  * BigInt (for BigInt literals): a full context would cost a millisecond per run for nothing. */
 static JSContext *new_compile_context(JSRuntime *rt)
@@ -1044,6 +1046,12 @@ void engine_run(struct worker *w, int prepared)
     w->mem_cap = (size_t)w->limits[AL_LIMIT_MEMORY_BYTES];
     jail_limit_run(w->limits[AL_LIMIT_MEMORY_BYTES], w->limits[AL_LIMIT_CPU_MS]);
     JS_SetMaxStackSize(w->rt, (size_t)w->limits[AL_LIMIT_STACK_BYTES]);
+    /* QuickJS collects cycles each time its heap grows by half, and a collection walks every
+     * object, the context's own included. Reference counting frees all but cyclic garbage
+     * anyway, and the process ends with the run: collect only past ENGINE_GC_THRESHOLD (or
+     * half the heap limit, so cyclic garbage is still collected before it hits the limit). */
+    JS_SetGCThreshold(w->rt, w->mem_cap / 2 < ENGINE_GC_THRESHOLD ? w->mem_cap / 2
+                                                                  : ENGINE_GC_THRESHOLD);
     w->wall_deadline_us = w->start_us + w->limits[AL_LIMIT_TIMEOUT_MS] * 1000;
     w->cpu_deadline_us = w->cpu_start_us + w->limits[AL_LIMIT_CPU_MS] * 1000;
     run_guest(w, &o);
