@@ -39,8 +39,11 @@ struct parser {
     size_t len;
     size_t pos;
     unsigned max_depth;
-    struct json_doc *doc;
+    struct json_doc *doc; /* NULL: check only (json_check), nothing is kept */
     struct al_error *err;
+    struct json_node scratch_node; /* check only: every node */
+    unsigned char *scratch;        /* check only: every unescaped string */
+    size_t scratch_cap;
 };
 
 #define ARENA_MIN_BLOCK ((size_t)4096)
@@ -204,7 +207,17 @@ static enum al_code parse_string(struct parser *p, const char **ret_str, size_t 
         i += c == '\\' ? 2 : 1;
     }
     size_t end = i;
-    unsigned char *out = arena_alloc(p->doc, end - start + 1, 1);
+    unsigned char *out;
+    if (p->doc) {
+        out = arena_alloc(p->doc, end - start + 1, 1);
+    } else {
+        if (p->scratch_cap < end - start + 1) {
+            free(p->scratch);
+            p->scratch_cap = end - start + 1 < 256 ? 256 : end - start + 1;
+            p->scratch = malloc(p->scratch_cap);
+        }
+        out = p->scratch;
+    }
     if (!out) {
         return no_memory(p);
     }
@@ -425,7 +438,8 @@ static enum al_code parse_value(struct parser *p, struct json_node *node, unsign
 
 static struct json_node *new_node(struct parser *p)
 {
-    struct json_node *n = arena_alloc(p->doc, sizeof *n, alignof(struct json_node));
+    struct json_node *n =
+            p->doc ? arena_alloc(p->doc, sizeof *n, alignof(struct json_node)) : &p->scratch_node;
     if (n) {
         memset(n, 0, sizeof *n);
     }
@@ -586,6 +600,24 @@ enum al_code json_parse(const char *text, size_t len, unsigned max_depth, struct
     doc = NULL;
 out:
     json_doc_free(doc);
+    return rc;
+}
+
+enum al_code json_check(const char *text, size_t len, unsigned max_depth, struct al_error *reterr)
+{
+    struct parser p = { .text = text, .len = len, .max_depth = max_depth, .err = reterr };
+    if (!text && len) {
+        return error_set(reterr, AL_CONFIG_ERROR, "json_check: NULL text");
+    }
+    skip_ws(&p);
+    enum al_code rc = parse_value(&p, new_node(&p), 0);
+    if (rc == AL_OK) {
+        skip_ws(&p);
+        if (p.pos != len) {
+            rc = fail(&p, p.pos, "trailing characters after the value");
+        }
+    }
+    free(p.scratch);
     return rc;
 }
 

@@ -46,6 +46,8 @@ struct json_doc;
  * text must outlive it. */
 enum al_code json_parse(const char *text, size_t len, unsigned max_depth, struct json_doc **ret_doc,
                         struct al_error *reterr);
+/* What json_parse would say of the text, without building anything: AL_OK, or its error. */
+enum al_code json_check(const char *text, size_t len, unsigned max_depth, struct al_error *reterr);
 const struct json_node *json_root(const struct json_doc *doc);
 void json_doc_free(struct json_doc *doc);
 /* The member `key` of an object node (first match), or NULL. */

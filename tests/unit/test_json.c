@@ -21,6 +21,7 @@
 #include "buf.h"
 #include "json.h"
 
+/* Every text the tests parse is also checked with json_check, which must say the same. */
 static struct json_doc *parse_ok(const char *text, size_t len, unsigned depth)
 {
     struct json_doc *doc = NULL;
@@ -28,6 +29,10 @@ static struct json_doc *parse_ok(const char *text, size_t len, unsigned depth)
     enum al_code rc = json_parse(text, len, depth, &doc, &err);
     if (rc != AL_OK) {
         fail_msg("parse of <%.*s> failed: %s", (int)len, text, err.message);
+    }
+    rc = json_check(text, len, depth, &err);
+    if (rc != AL_OK) {
+        fail_msg("json_check of <%.*s> failed: %s", (int)len, text, err.message);
     }
     return doc;
 }
@@ -45,6 +50,12 @@ static void expect_fail(const char *text, size_t len, const char *msg_prefix)
     if (msg_prefix && strncmp(err.message, msg_prefix, strlen(msg_prefix)) != 0) {
         fail_msg("<%.*s>: message <%s> does not start with <%s>", (int)len, text, err.message,
                  msg_prefix);
+    }
+    struct al_error check_err = { 0 };
+    if (json_check(text, len, 64, &check_err) != AL_SERIALIZATION_ERROR ||
+        strcmp(check_err.message, err.message) != 0) {
+        fail_msg("<%.*s>: json_check says <%s>, json_parse <%s>", (int)len, text, check_err.message,
+                 err.message);
     }
 }
 
@@ -280,6 +291,8 @@ static void test_json_depth_bound(void **state)
     doc = NULL;
     assert_int_equal(json_parse("[[[]]]", 6, 2, &doc, &err), AL_SERIALIZATION_ERROR);
     assert_string_equal(err.message, "offset 2: nesting deeper than 2");
+    assert_int_equal(json_check("[[[]]]", 6, 2, &err), AL_SERIALIZATION_ERROR);
+    assert_string_equal(err.message, "offset 2: nesting deeper than 2");
     assert_null(doc);
     assert_int_equal(json_parse("{}", 2, 0, &doc, &err), AL_SERIALIZATION_ERROR);
     assert_int_equal(json_parse("1", 1, 0, &doc, &err), AL_OK);
@@ -292,6 +305,8 @@ static void test_json_depth_bound(void **state)
     memset(deep, '[', n);
     doc = NULL;
     assert_int_equal(json_parse(deep, n, 512, &doc, &err), AL_SERIALIZATION_ERROR);
+    assert_string_equal(err.message, "offset 512: nesting deeper than 512");
+    assert_int_equal(json_check(deep, n, 512, &err), AL_SERIALIZATION_ERROR);
     assert_string_equal(err.message, "offset 512: nesting deeper than 512");
     free(deep);
 }

@@ -1087,6 +1087,51 @@ static void test_value_large_decode_encode(void **state)
     buf_done(&out);
 }
 
+/* Plain JSON (no "$type" anywhere) goes through QuickJS's JSON.parse after the strict check; the
+ * same text inside an array that also holds a tag goes through the full decoder. Both must
+ * build the same value: the same keys in the same order, own "__proto__" keys, the last of
+ * duplicate keys, -0, lone surrogates, and numbers rounded alike. */
+static void test_value_plain_fast_path_matches_full_decoder(void **state)
+{
+    struct fixture *f = *state;
+    static const char *const texts[] = {
+        "{\"b\":1,\"a\":[true,false,null,\"x\\u00e9\\ud83d\\ude00\",-0.5e-3,1e400,{}],"
+        "\"\":{\"0\":0},\"10\":\"ten\",\"2\":\"two\"}",
+        "{\"__proto__\":{\"polluted\":1},\"a\":{\"__proto__\":[]}}",
+        "{\"a\":1,\"b\":2,\"a\":3}",
+        "[-0,0,5e-324,1.7976931348623157e308,0.1,1e21,123456789012345678901234567890,-1.5E-7]",
+        "[\"lone \\ud800\",\"\\udc00 lone\",\"nul \\u0000 in\",\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"]",
+        "\"caf\xc3\xa9 \xf0\x9f\x98\x80\"",
+        "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+        "{\"4294967295\":1,\"4294967294\":2,\"-1\":3,\"01\":4,\"1\":5}",
+        "  [ 1 , { \"k\" : \"v\" } ]  ",
+        "\"just a string with $ but no tag\"",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        JSValue fast = decode_text(f, texts[i], &big_limits);
+        size_t n = strlen(texts[i]) + 64;
+        char *wrapped = malloc(n);
+        assert_non_null(wrapped);
+        snprintf(wrapped, n, "[%s,{\"$type\":\"undefined\"}]", texts[i]);
+        JSValue full = decode_text(f, wrapped, &big_limits);
+        JSValue pair = JS_NewArray(f->ctx);
+        JS_SetPropertyUint32(f->ctx, pair, 0, fast);
+        JS_SetPropertyUint32(f->ctx, pair, 1, JS_GetPropertyUint32(f->ctx, full, 0));
+        if (!js_true(f, pair, "(p) => deepEqual(p[0], p[1])")) {
+            fail_msg("the fast path and the full decoder disagree on %s", texts[i]);
+        }
+        JS_FreeValue(f->ctx, pair);
+        JS_FreeValue(f->ctx, full);
+        free(wrapped);
+    }
+    /* what QuickJS's parser alone would take, the strict check refuses first */
+    static const char *const lax[] = { "\"\\q\"",  "[1,]", "{\"a\":1,}", "'a'",
+                                       "\"\xff\"", "[.5]", "[01]",       "\"tab\there\"" };
+    for (size_t i = 0; i < sizeof lax / sizeof lax[0]; i++) {
+        expect_decode_error(f, lax[i], strlen(lax[i]), &big_limits);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1107,6 +1152,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_value_uncached_api, setup, teardown),
         cmocka_unit_test_setup_teardown(test_value_cache_ignores_later_globals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_value_large_decode_encode, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_value_plain_fast_path_matches_full_decoder, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
