@@ -81,12 +81,7 @@ static int add_console(struct al_result *res, enum al_console_level level, const
  * even from a compromised worker: the CLI prints it and splices it into co-process lines. */
 int run_is_json(const char *text, size_t len)
 {
-    struct json_doc *doc = NULL;
-    if (len == 0 || json_parse(text, len, RUN_JSON_DEPTH, &doc, NULL) != AL_OK) {
-        return 0;
-    }
-    json_doc_free(doc);
-    return 1;
+    return len > 0 && json_check(text, len, RUN_JSON_DEPTH, NULL) == AL_OK;
 }
 
 static int is_json_array(const char *text, size_t len)
