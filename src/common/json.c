@@ -212,9 +212,11 @@ static enum al_code parse_string(struct parser *p, const char **ret_str, size_t 
         out = arena_alloc(p->doc, end - start + 1, 1);
     } else {
         if (p->scratch_cap < end - start + 1) {
+            size_t cap =
+                    end - start + 1 < 2 * p->scratch_cap ? 2 * p->scratch_cap : end - start + 1;
             free(p->scratch);
-            p->scratch_cap = end - start + 1 < 256 ? 256 : end - start + 1;
-            p->scratch = malloc(p->scratch_cap);
+            p->scratch = malloc(cap < 256 ? 256 : cap);
+            p->scratch_cap = p->scratch ? (cap < 256 ? 256 : cap) : 0;
         }
         out = p->scratch;
     }

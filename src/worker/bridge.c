@@ -328,7 +328,7 @@ int bridge_answer(struct worker *w, JSContext *ctx, struct wire_cursor *c)
     } else {
         struct value_limits vl = { BRIDGE_VALUE_DEPTH, SIZE_MAX };
         struct al_error err = { 0 };
-        worker_heap_ready(len);
+        worker_heap_ready(len, w->mem_cap);
         enum al_code rc = value_decode_cached(w->values, payload, len, &vl, &v, &err);
         if (rc != AL_OK) {
             JSValue e = JS_GetException(ctx);

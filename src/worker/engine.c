@@ -1047,11 +1047,13 @@ void engine_run(struct worker *w, int prepared)
     jail_limit_run(w->limits[AL_LIMIT_MEMORY_BYTES], w->limits[AL_LIMIT_CPU_MS]);
     JS_SetMaxStackSize(w->rt, (size_t)w->limits[AL_LIMIT_STACK_BYTES]);
     /* QuickJS collects cycles each time its heap grows by half, and a collection walks every
-     * object, the context's own included. Reference counting frees all but cyclic garbage
-     * anyway, and the process ends with the run: collect only past ENGINE_GC_THRESHOLD (or
-     * half the heap limit, so cyclic garbage is still collected before it hits the limit). */
-    JS_SetGCThreshold(w->rt, w->mem_cap / 2 < ENGINE_GC_THRESHOLD ? w->mem_cap / 2
-                                                                  : ENGINE_GC_THRESHOLD);
+     * object, the context's own included. Reference counting frees all but cyclic garbage,
+     * and the process ends with the run, so the first collection waits for
+     * ENGINE_GC_THRESHOLD of heap - or an eighth of the heap limit, the most cyclic garbage a
+     * guest can then hold when a large allocation fails (QuickJS collects only as objects are
+     * made, never to retry an allocation). */
+    JS_SetGCThreshold(w->rt,
+                      w->mem_cap / 8 < ENGINE_GC_THRESHOLD ? w->mem_cap / 8 : ENGINE_GC_THRESHOLD);
     w->wall_deadline_us = w->start_us + w->limits[AL_LIMIT_TIMEOUT_MS] * 1000;
     w->cpu_deadline_us = w->cpu_start_us + w->limits[AL_LIMIT_CPU_MS] * 1000;
     run_guest(w, &o);

@@ -57,33 +57,43 @@ int worker_flush(struct worker *w)
     return 0;
 }
 
-/* Decoding a large value fills fresh heap - the JSON tree and the objects, about a dozen times
- * the text - and here each first write to a fresh page is a fault that exits to the
- * hypervisor. Reserving that much heap, making it present with one madvise and freeing it
- * costs a small fraction of those faults: the decoder's allocations then reuse the block
- * (large blocks come from the heap and it is never trimmed, see main). */
+/* Decoding a large value fills fresh heap - the objects and strings, several times the text -
+ * and here each first write to a fresh page is a fault that exits to the hypervisor. Taking
+ * that much heap in pieces below malloc's mmap threshold, making each present with one
+ * madvise and freeing them all costs a small fraction of those faults: the pieces merge back
+ * into the top of the heap, which is never trimmed (see main), and the decoder's allocations
+ * are carved from it. */
 #define HEAP_READY_MIN    (16u << 10) /* smaller values fit in the heap already present */
 #define HEAP_READY_FACTOR 8u
 #define HEAP_READY_MAX    (16u << 20)
+#define HEAP_READY_PIECE  (64u << 10)
 
-void worker_heap_ready(size_t text_len)
+void worker_heap_ready(size_t text_len, size_t cap)
 {
     if (text_len < HEAP_READY_MIN) {
         return;
     }
     size_t bytes = text_len > HEAP_READY_MAX / HEAP_READY_FACTOR ? HEAP_READY_MAX
                                                                  : text_len * HEAP_READY_FACTOR;
-    char *p = malloc(bytes);
-    if (!p) {
-        return;
+    if (bytes > cap / 2) {
+        bytes = cap / 2; /* never more than the guest could fill */
     }
-    uintptr_t page = 4096;
-    uintptr_t start = ((uintptr_t)p + page - 1) & ~(page - 1);
-    uintptr_t end = ((uintptr_t)p + bytes) & ~(page - 1);
-    if (end > start) {
+    void *pieces[HEAP_READY_MAX / HEAP_READY_PIECE];
+    size_t n = 0;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    for (; n * HEAP_READY_PIECE < bytes; n++) {
+        char *p = malloc(HEAP_READY_PIECE);
+        if (!p) {
+            break;
+        }
+        pieces[n] = p;
+        uintptr_t start = ((uintptr_t)p + page - 1) & ~(page - 1);
+        uintptr_t end = ((uintptr_t)p + HEAP_READY_PIECE) & ~(page - 1);
         (void)madvise((void *)start, end - start, MADV_POPULATE_WRITE);
     }
-    free(p);
+    while (n > 0) {
+        free(pieces[--n]);
+    }
 }
 
 void worker_consume(struct worker *w, size_t frame_len)
@@ -274,9 +284,8 @@ int main(int argc, char **argv)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = SIG_IGN;
     sigaction(SIGPIPE, &sa, NULL);
-    /* Large blocks from the heap, which is never given back: worker_heap_ready's block must be
-     * reused by the allocations after it, and the process ends with its run anyway. */
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    /* The heap is never given back: what worker_heap_ready made present must stay for the
+     * allocations after it, and the process ends with its run anyway. */
     mallopt(M_TRIM_THRESHOLD, 256 << 20);
     /* Room for the guest stack limit (at most 64 MiB) on the main thread. */
     struct rlimit rl;

@@ -2469,31 +2469,49 @@ static enum al_code dec_value(struct dec *d, const struct json_node *n, unsigned
     return dfail(d, n, "bad node");
 }
 
-/* 1 when `text` is plain JSON for the decoder's purpose: no "$type" anywhere (not even inside a
- * string: that only costs the fast path) and no nesting deeper than max_depth. Such text means
- * exactly what JSON.parse makes of it, so QuickJS's own parser can build it in one pass instead
- * of the node tree plus a walk, which touches about twice the memory. */
+/* 1 when `text` is plain JSON for the decoder's purpose, meaning exactly what JSON.parse makes
+ * of it, so QuickJS's own parser can build it in one pass instead of the node tree plus a walk
+ * (which touches about twice the memory). Refused, for the full decoder:
+ * - "$type" anywhere (even inside a string: that only costs the fast path), and any \u escape
+ *   of an ASCII character, which could spell "$type" in a key;
+ * - nesting deeper than max_depth;
+ * - a run of 19 or more digits: QuickJS's parser truncates long integers instead of rounding
+ *   them correctly (its js_strtod keeps about 19 digits). */
 static int is_plain_json(const char *text, size_t len, unsigned max_depth)
 {
     unsigned depth = 0;
+    unsigned digits = 0;
     int in_string = 0;
     for (size_t i = 0; i < len; i++) {
         char c = text[i];
         if (in_string) {
             if (c == '\\') {
+                if (i + 4 < len && text[i + 1] == 'u' && text[i + 2] == '0' && text[i + 3] == '0' &&
+                    text[i + 4] >= '0' && text[i + 4] <= '7') {
+                    return 0;
+                }
                 i++;
             } else if (c == '"') {
                 in_string = 0;
             } else if (c == '$' && len - i >= 5 && memcmp(text + i, "$type", 5) == 0) {
                 return 0;
             }
-        } else if (c == '"') {
+            continue;
+        }
+        if (c >= '0' && c <= '9') {
+            if (++digits >= 19) {
+                return 0;
+            }
+            continue;
+        }
+        digits = 0;
+        if (c == '"') {
             in_string = 1;
         } else if (c == '[' || c == '{') {
             if (++depth > max_depth) {
                 return 0;
             }
-        } else if (c == ']' || c == '}') {
+        } else if ((c == ']' || c == '}') && depth > 0) {
             depth--;
         }
     }

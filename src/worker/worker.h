@@ -113,8 +113,8 @@ void worker_fail(struct worker *w, enum al_code code, const char *fmt, ...)
 /* Sends what is buffered in w->out. 0, or -1 when the host is gone. */
 int worker_flush(struct worker *w);
 /* Before decoding `text_len` bytes of boundary JSON: makes the heap the decoder will fill
- * present in one go (see main.c). */
-void worker_heap_ready(size_t text_len);
+ * present in one go (see main.c), at most half of `cap`, the guest's heap cap. */
+void worker_heap_ready(size_t text_len, size_t cap);
 /* Flushes, then waits until a whole frame is buffered or the monotonic deadline (us, 0 = none)
  * passes. 1 = frame ready (type, cursor, length to consume with worker_consume), 0 = deadline,
  * -1 = the host is gone or sent a malformed frame. */
