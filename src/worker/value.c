@@ -2526,16 +2526,29 @@ static enum al_code decode_plain(struct value_cache *cache, const char *text, si
 {
     char *copy = malloc(len + 1); /* QuickJS's parser reads up to a terminating NUL */
     if (!copy) {
-        return AL_INTERNAL_ERROR;
+        return AL_SERIALIZATION_ERROR; /* the full decoder needs less at once */
     }
     memcpy(copy, text, len);
     copy[len] = '\0';
     JSValue v = JS_ParseJSON(cache->ctx, copy, len, "<host>");
     free(copy);
     if (JS_IsException(v)) {
+        /* After json_check, the parser fails only for want of memory or stack. Out of
+         * memory, the full decoder would only fail again, with the memory left for unwinding:
+         * say so now (QuickJS throws "out of memory", or nothing when even that failed). */
         JSValue e = JS_GetException(cache->ctx);
+        int oom = !JS_IsError(cache->ctx, e);
+        if (!oom) {
+            JSValue m = JS_GetPropertyStr(cache->ctx, e, "message");
+            const char *msg = JS_ToCString(cache->ctx, m);
+            oom = !msg || strcmp(msg, "out of memory") == 0;
+            JS_FreeCString(cache->ctx, msg);
+            JS_FreeValue(cache->ctx, m);
+        }
         JS_FreeValue(cache->ctx, e);
-        return AL_SERIALIZATION_ERROR;
+        JSValue again = JS_GetException(cache->ctx); /* anything the message read threw */
+        JS_FreeValue(cache->ctx, again);
+        return oom ? AL_INTERNAL_ERROR : AL_SERIALIZATION_ERROR;
     }
     *ret_value = v;
     return AL_OK;
@@ -2554,9 +2567,14 @@ enum al_code value_decode_cached(struct value_cache *cache, const char *text, si
         return error_set(reterr, AL_CONFIG_ERROR, "value_decode: NULL argument");
     }
     if (len > 0 && is_plain_json(text, len, limits->max_depth) &&
-        json_check(text, len, limits->max_depth, NULL) == AL_OK &&
-        decode_plain(cache, text, len, ret_value) == AL_OK) {
-        return AL_OK;
+        json_check(text, len, limits->max_depth, NULL) == AL_OK) {
+        rc = decode_plain(cache, text, len, ret_value);
+        if (rc == AL_INTERNAL_ERROR) {
+            return error_set(reterr, AL_INTERNAL_ERROR, "out of memory decoding a value");
+        }
+        if (rc == AL_OK) {
+            return AL_OK;
+        }
     }
     memset(&d, 0, sizeof d);
     /* Tags nest at most 3 JSON levels per container level, plus 2 for a leaf tag. */

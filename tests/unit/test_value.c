@@ -1136,6 +1136,37 @@ static void test_value_plain_fast_path_matches_full_decoder(void **state)
     }
 }
 
+/* Out of memory on the fast path: a clean failure saying so, nothing left pending, and the
+ * runtime still usable once memory is back. */
+static void test_value_plain_decode_out_of_memory(void **state)
+{
+    struct fixture *f = *state;
+    struct buf text;
+    buf_init(&text, 1 << 24);
+    assert_int_equal(buf_append_str(&text, "["), BUF_OK);
+    for (int i = 0; i < 20000; i++) {
+        assert_int_equal(buf_printf(&text, "%s{\"id\":%d,\"name\":\"n%d\"}", i ? "," : "", i, i),
+                         BUF_OK);
+    }
+    assert_int_equal(buf_append_str(&text, "]"), BUF_OK);
+    JSMemoryUsage mu;
+    JS_ComputeMemoryUsage(f->rt, &mu);
+    JS_SetMemoryLimit(f->rt, (size_t)mu.malloc_size + (256u << 10));
+    struct al_error err = { 0 };
+    JSValue v = JS_UNDEFINED;
+    enum al_code rc = value_decode_cached(f->cache, text.data, text.len, &big_limits, &v, &err);
+    JS_SetMemoryLimit(f->rt, (size_t)-1);
+    assert_int_equal(rc, AL_INTERNAL_ERROR);
+    assert_non_null(strstr(err.message, "out of memory"));
+    assert_true(JS_IsUndefined(v));
+    JSValue ex = JS_GetException(f->ctx);
+    assert_true(JS_IsNull(ex));
+    v = decode_text(f, text.data, &big_limits);
+    assert_true(js_true(f, v, "(v) => v.length === 20000 && v[19999].name === 'n19999'"));
+    JS_FreeValue(f->ctx, v);
+    buf_done(&text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1158,6 +1189,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_value_large_decode_encode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_value_plain_fast_path_matches_full_decoder, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_value_plain_decode_out_of_memory, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
