@@ -140,8 +140,7 @@ void run_invoke_host(struct run_state *st, uint32_t id, uint32_t fn, const char 
         run_fail(st, AL_INTERNAL_ERROR, "out of memory for a host call");
         return;
     }
-    h->fn(call, h->userdata);
-    st->answers = 1;
+    h->fn(call, h->userdata); /* an answer given at once is queued and flagged on the link */
 }
 
 static void on_console(struct run_state *st, struct wire_cursor *c)
@@ -459,8 +458,7 @@ static void supervise(struct run_state *st, uint64_t start_us)
         if (read_socket(st, &eof)) {
             read_frames(st); /* whatever arrived before an EOF still counts */
         }
-        if (!st->done && (st->answers || host_link_pending(st->link))) {
-            st->answers = 0;
+        if (!st->done && host_link_pending(st->link)) {
             send_answers(st);
         }
         if (!st->done && st->out.len) {
@@ -519,10 +517,10 @@ static void supervise(struct run_state *st, uint64_t start_us)
             return;
         }
         if (pr > 0 && (pfd[1].revents & POLLIN)) {
+            /* only the reset: the completion itself is flagged on the link */
             uint64_t n;
-            ssize_t rr = read(st->link->wake_fd, &n, sizeof n); /* reset, then take */
+            ssize_t rr = read(st->link->wake_fd, &n, sizeof n);
             (void)rr;
-            st->answers = 1;
         }
     }
 }

@@ -83,7 +83,6 @@ struct run_state {
     uint32_t host_calls;
     uint32_t in_flight;
     uint64_t console_bytes;
-    int answers;            /* completions may be queued: a callback ran or the eventfd fired */
     int ready;              /* READY received: the run's wall and CPU clocks start */
     uint64_t ready_us;      /* monotonic */
     uint64_t cpu_base_us;   /* the worker's CPU time at READY (start-up is not the guest's) */
