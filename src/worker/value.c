@@ -2471,15 +2471,14 @@ static enum al_code dec_value(struct dec *d, const struct json_node *n, unsigned
 
 /* 1 when `text` is plain JSON for the decoder's purpose, meaning exactly what JSON.parse makes
  * of it, so QuickJS's own parser can build it in one pass instead of the node tree plus a walk
- * (which touches about twice the memory). Refused, for the full decoder:
+ * (which touches about twice the memory). json_check then holds it to the grammar and the depth
+ * limit. Refused here, for the full decoder:
  * - "$type" anywhere (even inside a string: that only costs the fast path), and any \u escape
  *   of an ASCII character, which could spell "$type" in a key;
- * - nesting deeper than max_depth;
  * - a run of 19 or more digits: QuickJS's parser truncates long integers instead of rounding
  *   them correctly (its js_strtod keeps about 19 digits). */
-static int is_plain_json(const char *text, size_t len, unsigned max_depth)
+static int is_plain_json(const char *text, size_t len)
 {
-    unsigned depth = 0;
     unsigned digits = 0;
     int in_string = 0;
     for (size_t i = 0; i < len; i++) {
@@ -2505,15 +2504,7 @@ static int is_plain_json(const char *text, size_t len, unsigned max_depth)
             continue;
         }
         digits = 0;
-        if (c == '"') {
-            in_string = 1;
-        } else if (c == '[' || c == '{') {
-            if (++depth > max_depth) {
-                return 0;
-            }
-        } else if ((c == ']' || c == '}') && depth > 0) {
-            depth--;
-        }
+        in_string = c == '"';
     }
     return 1;
 }
@@ -2566,7 +2557,7 @@ enum al_code value_decode_cached(struct value_cache *cache, const char *text, si
     if (!cache || !limits || !ret_value || (!text && len)) {
         return error_set(reterr, AL_CONFIG_ERROR, "value_decode: NULL argument");
     }
-    if (len > 0 && is_plain_json(text, len, limits->max_depth) &&
+    if (len > 0 && is_plain_json(text, len) &&
         json_check(text, len, limits->max_depth, NULL) == AL_OK) {
         rc = decode_plain(cache, text, len, ret_value);
         if (rc == AL_INTERNAL_ERROR) {
