@@ -128,7 +128,8 @@ AL_NODISCARD AL_API enum al_code al_limit_parse(const char *key_value, enum al_l
 struct al_call;
 
 /*
- * A host function. Called on the thread running al_run, with a call handle the function now
+ * A host function. Called on the thread driving its run - the thread in al_run, or the runner's
+ * event thread for a run started with al_run_start - with a call handle the function now
  * owns. It must complete the call exactly once with al_call_return or al_call_throw - at once,
  * or later from any thread. The handle is freed by that completion and must not be touched
  * after it. A call completed after its run has ended is accepted and discarded, so a late
@@ -151,6 +152,17 @@ AL_API const char *al_call_name(const struct al_call *call);
 AL_API const char *al_call_args(const struct al_call *call, size_t *ret_len);
 /* 1-based sequence number of the call within its run. */
 AL_API uint32_t al_call_seq(const struct al_call *call);
+/* The id of the call's run (al_run_opts_set_run_id, or the one airlock chose), NUL-terminated.
+ * Valid until the call is completed. */
+AL_API const char *al_call_run_id(const struct al_call *call);
+/* The userdata of the call's run (al_run_opts_set_userdata; NULL when none was set), so one
+ * host function can serve many tenants without thread-locals. */
+AL_API void *al_call_run_userdata(const struct al_call *call);
+/* 1 once the call's run has ended - completed, failed, cancelled (al_run_cancel) or past a
+ * limit - so that nobody will read its answer; 0 while the run waits for it. A host function
+ * doing slow work may poll it from any thread and stop early; it must still complete the
+ * call, and that late answer is discarded. */
+AL_API int al_call_cancelled(const struct al_call *call);
 
 /* Completes the call with a boundary-JSON value (len bytes, need not be NUL-terminated).
  * json == NULL or len == 0 means `undefined`. A value that is not valid boundary JSON makes
@@ -331,7 +343,9 @@ AL_NODISCARD AL_API enum al_code al_config_set_module_loader(struct al_config *c
 AL_NODISCARD AL_API enum al_code al_runner_new(const struct al_config *config,
                                                struct al_runner **ret_runner,
                                                struct al_error *reterr);
-/* Frees a runner, killing its warm workers; NULL is fine. No al_run may be in progress. */
+/* Frees a runner, killing its warm workers; NULL is fine. No al_run may be in progress; runs
+ * started with al_run_start that are not over yet are cancelled, and their results delivered,
+ * before it returns. */
 AL_API void al_runner_free(struct al_runner *runner);
 
 /* ---------------------------------------------------------------- one run */
@@ -392,6 +406,82 @@ AL_NODISCARD AL_API enum al_code al_run_opts_set_resume(struct al_run_opts *opts
 AL_NODISCARD AL_API enum al_code
 al_run_opts_add_resolution(struct al_run_opts *opts, const char *id, const char *json, size_t len);
 
+/* The level of a console entry (console.log, .info, .warn, .error, .debug). */
+enum al_console_level {
+    AL_CONSOLE_LOG = 0,
+    AL_CONSOLE_INFO,
+    AL_CONSOLE_WARN,
+    AL_CONSOLE_ERROR,
+    AL_CONSOLE_DEBUG,
+};
+
+/* Host functions of this run only, in addition to the runner's: same names and rules as
+ * al_config_add_host (AL_CONFIG_ERROR for a bad or duplicate name here). A name the runner has
+ * too, or a group whose AL_HOST_SYNC flag disagrees with the runner's functions of that group,
+ * fails the run with CONFIG_ERROR. `userdata` is passed to every call of `fn`. A continuation
+ * binds the manifest of every function the run had, so a resume must give the same ones. */
+AL_NODISCARD AL_API enum al_code al_run_opts_add_host(struct al_run_opts *opts, const char *name,
+                                                      al_host_fn *fn, void *userdata,
+                                                      unsigned flags);
+/* A pointer of the application's for this run: every host call of the run returns it from
+ * al_call_run_userdata (the server routes a call to its tenant and connector with it). */
+AL_API void al_run_opts_set_userdata(struct al_run_opts *opts, void *userdata);
+/* The run's id, as al_call_run_id, al_result_run_id and events give it: 1 to AL_RUN_ID_MAX
+ * bytes of [A-Za-z0-9._:-], copied; else AL_CONFIG_ERROR. Default: 32 random hex digits. */
+#define AL_RUN_ID_MAX 64
+AL_NODISCARD AL_API enum al_code al_run_opts_set_run_id(struct al_run_opts *opts, const char *id);
+
+/* Events of a run while it runs, so a server can stream progress. Strings are borrowed for the
+ * duration of the callback; texts are valid UTF-8 and carry their length (they may hold NUL). */
+enum al_event_kind {
+    AL_EVENT_CONSOLE = 0,      /* a console entry: level, text */
+    AL_EVENT_CALL_START = 1,   /* a host function is invoked: seq, function, args */
+    AL_EVENT_CALL_END = 2,     /* its outcome reached the run: seq, function, outcome,
+                                  duration_us, and for AL_CALL_THREW the message in text */
+    AL_EVENT_INTERRUPTION = 3, /* the run ended interrupted: one event per interruption, in call
+                                  order: interruption_id, function, args, payload in text */
+};
+enum al_call_outcome {
+    AL_CALL_RETURNED = 0,
+    AL_CALL_THREW = 1,
+    AL_CALL_INTERRUPTED = 2,
+};
+struct al_event {
+    enum al_event_kind kind;
+    const char *run_id;
+    enum al_console_level level; /* AL_EVENT_CONSOLE */
+    const char *text;            /* see the kinds; "" when none */
+    size_t text_len;
+    uint32_t seq;         /* the call's al_call_seq (calls) */
+    const char *function; /* "group.fn" (calls, interruptions); "" otherwise */
+    const char *args;     /* boundary-JSON array (CALL_START, INTERRUPTION); "" otherwise */
+    size_t args_len;
+    enum al_call_outcome outcome; /* CALL_END */
+    uint64_t duration_us;         /* CALL_END: from the invocation to the outcome reaching the run */
+    const char *interruption_id;  /* INTERRUPTION; "" otherwise */
+};
+/*
+ * Called on the thread driving the run (as host functions are), in order, while the run runs;
+ * it must return quickly (copy what it needs). Calls a resumed run answers from its
+ * continuation never reach the host and have no events. The result still carries everything.
+ */
+typedef void al_event_fn(const struct al_event *event, void *userdata);
+/* Sets (fn != NULL) or clears the run's event callback. */
+AL_API void al_run_opts_set_event_callback(struct al_run_opts *opts, al_event_fn *fn,
+                                           void *userdata);
+
+/* The guest's clock (Date.now(), new Date()) after each host answer: AL_CLOCK_WALL (default)
+ * moves it to the wall time of the answer; AL_CLOCK_LOGICAL moves it by exactly `step_ms`
+ * (at least 1) per answer, so a guest cannot time anything with it and a seeded run sees the
+ * same clock every time. AL_CONFIG_ERROR for an unknown mode or a zero step. */
+enum al_clock_mode {
+    AL_CLOCK_WALL = 0,
+    AL_CLOCK_LOGICAL = 1,
+};
+AL_NODISCARD AL_API enum al_code al_run_opts_set_clock_mode(struct al_run_opts *opts,
+                                                            enum al_clock_mode mode,
+                                                            uint64_t step_ms);
+
 enum al_status {
     AL_STATUS_COMPLETED = 0,
     AL_STATUS_FAILED = 1,
@@ -429,13 +519,6 @@ AL_API const char *al_result_error_message(const struct al_result *result);
 AL_API const char *al_result_error_name(const struct al_result *result);
 AL_API const char *al_result_error_stack(const struct al_result *result);
 
-enum al_console_level {
-    AL_CONSOLE_LOG = 0,
-    AL_CONSOLE_INFO,
-    AL_CONSOLE_WARN,
-    AL_CONSOLE_ERROR,
-    AL_CONSOLE_DEBUG,
-};
 /* "log", "info", "warn", "error", "debug". */
 AL_API const char *al_console_level_name(enum al_console_level level);
 /* Console entries in call order. The text of entry i (UTF-8, NUL-terminated) and its level;
@@ -472,6 +555,67 @@ AL_API int al_result_interruption(const struct al_result *result, size_t i,
                                   struct al_interruption *ret);
 /* The continuation of an interrupted run (a token, or an id with a store), NULL otherwise. */
 AL_API const char *al_result_continuation(const struct al_result *result, size_t *ret_len);
+
+/* The run's id (al_run_opts_set_run_id or the one chosen), NUL-terminated; borrowed. */
+AL_API const char *al_result_run_id(const struct al_result *result);
+
+/* The error texts of a failed run with their lengths (valid UTF-8; a lone surrogate the guest
+ * made is U+FFFD; they may contain NUL, which the NUL-terminated getters above cut at). */
+struct al_error_text {
+    const char *name;
+    size_t name_len;
+    const char *message;
+    size_t message_len;
+    const char *stack;
+    size_t stack_len;
+};
+AL_API void al_result_error_text(const struct al_result *result, struct al_error_text *ret);
+
+/* ---------------------------------------------------------------- asynchronous runs */
+
+/*
+ * A run started with al_run_start. It runs on the runner's event thread, which drives every
+ * asynchronous run of the runner with one epoll set: a run waiting on a slow host function
+ * costs its worker process and a few descriptors, never a thread. Host functions and event
+ * callbacks of these runs are called on that thread, so they must not block: slow work goes to
+ * another thread that completes the call when done.
+ */
+struct al_run;
+
+/* The run is over. Called once, on the runner's event thread; `result` is never NULL and is the
+ * callee's to free (al_result_free). A failure that al_run reports as a return code (out of
+ * memory, no worker could be started) arrives here as a failed result with that code. The
+ * handle stays valid until al_run_release; the callback may call it. */
+typedef void al_run_done_fn(struct al_run *run, struct al_result *result, void *userdata);
+
+/*
+ * Starts opts' run and returns at once with a handle in *ret_run. `opts` is copied: it may be
+ * freed or reused at once. With `done`, the result goes to done(run, result, userdata); with
+ * done == NULL it is kept for al_run_wait. Admission (al_config_set_max_concurrency) queues
+ * the run without blocking the caller. AL_CONFIG_ERROR for a NULL runner, opts or ret_run, or
+ * no source; AL_INTERNAL_ERROR when out of memory or the event thread cannot be started.
+ */
+AL_NODISCARD AL_API enum al_code al_run_start(struct al_runner *runner,
+                                              const struct al_run_opts *opts,
+                                              al_run_done_fn *done, void *userdata,
+                                              struct al_run **ret_run, struct al_error *reterr);
+/*
+ * Cancels the run: it ends failed with AL_ABORTED within milliseconds - its worker is killed,
+ * even inside a long builtin - and its pending host calls turn al_call_cancelled (their late
+ * answers are discarded). A run still waiting for admission leaves the queue. No effect once
+ * the run is over. Any thread; async-signal-safe (one atomic store and one write), so a
+ * SIGINT handler may call it. The handle must not have been released.
+ */
+AL_API void al_run_cancel(struct al_run *run);
+/* Waits for a run started without `done` and hands its result over (*ret_result, to free with
+ * al_result_free); a second wait, or a run with `done`, returns AL_CONFIG_ERROR. */
+AL_NODISCARD AL_API enum al_code al_run_wait(struct al_run *run, struct al_result **ret_result,
+                                             struct al_error *reterr);
+/* The run's id (as al_call_run_id gives it); borrowed from the handle. */
+AL_API const char *al_run_id(const struct al_run *run);
+/* Gives the handle up; the run goes on (cancel it first to stop it) and its result is still
+ * delivered to `done`, or freed when nobody will wait for it. NULL is fine. */
+AL_API void al_run_release(struct al_run *run);
 
 #ifdef __cplusplus
 }

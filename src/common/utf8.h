@@ -1,4 +1,5 @@
-/* utf8.h - cutting UTF-8 text at a character boundary (for limits that count bytes). */
+/* utf8.h - cutting UTF-8 text at a character boundary (for limits that count bytes), and
+ * making text well-formed. */
 #ifndef AIRLOCK_UTF8_H
 #define AIRLOCK_UTF8_H
 
@@ -7,5 +8,10 @@
 /* The longest prefix of s[0..len) that ends on a character boundary, given that s has at least
  * len + 1 readable bytes (the byte at len tells whether a character is split there). */
 size_t utf8_cut(const char *s, size_t len);
+
+/* A NUL-terminated, well-formed UTF-8 copy of s[0..len) (malloc'd; NULL when out of memory):
+ * a lone surrogate (CESU-8, ED A0..BF xx) and every other ill-formed byte become U+FFFD.
+ * *ret_len gets the copy's length; NUL bytes inside are kept. */
+char *utf8_valid_dup(const char *s, size_t len, size_t *ret_len);
 
 #endif

@@ -33,6 +33,8 @@ struct run_link *host_link_new(void)
     }
     l->refs = 1;
     atomic_init(&l->pending, 0);
+    atomic_init(&l->closed, 0);
+    atomic_init(&l->cancelled, 0);
     l->tail = &l->head;
     l->loop_thread = pthread_self();
     return l;
@@ -68,19 +70,41 @@ static void link_unref_locked(struct run_link *l)
     pthread_mutex_unlock(&l->mu);
     if (last) {
         host_completion_free(l->head);
+        /* closed only now: a handle that may still be cancelled writes to it */
+        close(l->wake_fd);
         pthread_mutex_destroy(&l->mu);
         free(l);
     }
 }
 
+void host_link_ref(struct run_link *l)
+{
+    pthread_mutex_lock(&l->mu);
+    l->refs++;
+    pthread_mutex_unlock(&l->mu);
+}
+
+void host_link_unref(struct run_link *l)
+{
+    if (l) {
+        pthread_mutex_lock(&l->mu);
+        link_unref_locked(l);
+    }
+}
+
+void host_link_cancel(struct run_link *l)
+{
+    atomic_store(&l->cancelled, 1);
+    atomic_store_explicit(&l->pending, 1, memory_order_release);
+    uint64_t one = 1;
+    ssize_t r = write(l->wake_fd, &one, sizeof one);
+    (void)r; /* EAGAIN only when the counter is saturated: already signalled */
+}
+
 void host_link_close(struct run_link *l)
 {
     pthread_mutex_lock(&l->mu);
-    l->closed = 1;
-    if (l->wake_fd >= 0) {
-        close(l->wake_fd);
-        l->wake_fd = -1;
-    }
+    atomic_store(&l->closed, 1);
     host_completion_free(l->head);
     l->head = NULL;
     l->tail = &l->head;
@@ -113,7 +137,7 @@ static void call_free(struct al_call *call)
     free(call);
 }
 
-struct al_call *host_call_new(struct run_link *link, uint32_t id, const char *name,
+struct al_call *host_call_new(struct run_link *link, uint32_t id, uint32_t fn, const char *name,
                               const char *args, size_t args_len)
 {
     /* One allocation per call: the handle, then its name and arguments. */
@@ -130,6 +154,8 @@ struct al_call *host_call_new(struct run_link *link, uint32_t id, const char *na
     c->args[args_len] = '\0';
     c->args_len = args_len;
     c->id = id;
+    c->fn = fn;
+    c->start_us = clock_mono_us();
     c->link = link;
     pthread_mutex_lock(&link->mu);
     link->refs++;
@@ -143,6 +169,8 @@ static void complete(struct al_call *call, uint8_t kind, const char *payload, si
     struct completion *c = completion_new(payload, len);
     if (c) {
         c->id = call->id;
+        c->fn = call->fn;
+        c->start_us = call->start_us;
         c->kind = kind;
         c->clock_ms = clock_wall_ms();
         c->keep_iid = call->resumed;
@@ -156,6 +184,8 @@ static void complete(struct al_call *call, uint8_t kind, const char *payload, si
             c = completion_new(oom, sizeof oom - 1);
             if (c) {
                 c->id = call->id;
+                c->fn = call->fn;
+                c->start_us = call->start_us;
                 c->kind = WIRE_ANSWER_THROW;
                 c->clock_ms = clock_wall_ms();
             }
@@ -165,7 +195,7 @@ static void complete(struct al_call *call, uint8_t kind, const char *payload, si
             l->tail = &c->next;
             c = NULL;
             atomic_store_explicit(&l->pending, 1, memory_order_release);
-            if (!pthread_equal(pthread_self(), l->loop_thread)) {
+            if (!l->skip_self_wake || !pthread_equal(pthread_self(), l->loop_thread)) {
                 uint64_t one = 1;
                 ssize_t r = write(l->wake_fd, &one, sizeof one);
                 (void)r; /* EAGAIN only when the counter is saturated: already signalled */
@@ -193,6 +223,21 @@ const char *al_call_args(const struct al_call *call, size_t *ret_len)
 uint32_t al_call_seq(const struct al_call *call)
 {
     return call->id;
+}
+
+const char *al_call_run_id(const struct al_call *call)
+{
+    return call->link->run_id;
+}
+
+void *al_call_run_userdata(const struct al_call *call)
+{
+    return call->link->userdata;
+}
+
+int al_call_cancelled(const struct al_call *call)
+{
+    return atomic_load(&call->link->closed) || atomic_load(&call->link->cancelled);
 }
 
 void al_call_return(struct al_call *call, const char *json, size_t len)

@@ -84,6 +84,10 @@ struct al_runner {
     struct al_store *store;
     uint8_t manifest[CONT_DIGEST]; /* digest of the sorted host names and their sync flags, and
                                       the module loader's identity */
+    char *module_identity;         /* NULL: no module loader */
+    /* asynchronous runs (loop.c), started on the first al_run_start */
+    pthread_mutex_t loop_mu;
+    struct loop *loop;
 };
 
 struct al_run_opts {
@@ -104,6 +108,14 @@ struct al_run_opts {
     size_t resume_len;
     struct resolution *resolutions;
     size_t nresolutions;
+    struct host_entry *hosts; /* this run's own host functions (al_run_opts_add_host) */
+    size_t nhosts;
+    void *userdata;
+    char run_id[AL_RUN_ID_MAX + 1]; /* "": a random one */
+    al_event_fn *event_fn;
+    void *event_userdata;
+    unsigned clock_mode; /* enum al_clock_mode */
+    uint64_t clock_step_ms;
 };
 
 struct resolution {
@@ -116,6 +128,23 @@ struct resolution {
  * concurrency limit and its queue are full, -1 when it waited in the queue past its timeout. */
 int runner_admit(struct al_runner *runner);
 void runner_leave(struct al_runner *runner);
+/* The same without blocking, for the event thread: 1 admitted, 0 full, 2 queued - `waiter`
+ * (runner_waiter_new) is in line, and when a slot is handed to it, *wake_fd is written.
+ * runner_admit_cancel takes a waiter out of line: 1 if it had been granted the slot meanwhile
+ * (the run then holds it and must runner_leave), else 0. */
+struct adm_waiter;
+struct adm_waiter *runner_waiter_new(int wake_fd);
+int runner_admit_async(struct al_runner *runner, struct adm_waiter *waiter);
+int runner_waiter_granted(struct al_runner *runner, struct adm_waiter *waiter);
+int runner_admit_cancel(struct al_runner *runner, struct adm_waiter *waiter);
+void runner_waiter_free(struct adm_waiter *waiter);
+/* Checks a host name as al_config_add_host does; *ret_group_len gets the group's length. */
+enum al_code runner_check_host_name(const char *name, unsigned flags, size_t *ret_group_len);
+/* The manifest digest of a host table (sorted names and sync flags, and the loader). */
+enum al_code runner_manifest(const struct host_entry *hosts, size_t n, const char *loader,
+                             uint8_t out[CONT_DIGEST]);
+/* A deep copy of run options (al_run_start keeps one); NULL when out of memory. */
+struct al_run_opts *runner_opts_copy(const struct al_run_opts *opts);
 
 /* limits.c */
 enum al_code limits_check(enum al_limit which, uint64_t value);
@@ -124,6 +153,8 @@ enum al_code limits_check(enum al_limit which, uint64_t value);
 struct completion {
     struct completion *next;
     uint32_t id;
+    uint32_t fn;       /* index into the run's host table */
+    uint64_t start_us; /* when the host function was invoked, monotonic */
     uint8_t kind; /* enum wire_answer_kind */
     int keep_iid; /* an interrupt of a resumed call: keeps the interruption id */
     uint8_t iid[CONT_IID];
@@ -136,10 +167,14 @@ struct completion {
 struct run_link {
     pthread_mutex_t mu;
     int refs;
-    int closed;         /* the run ended: completions are discarded */
-    int wake_fd;        /* eventfd the run loop polls; -1 once closed */
+    atomic_int closed;    /* the run ended: completions are discarded */
+    atomic_int cancelled; /* al_run_cancel was called */
+    int wake_fd;          /* eventfd the run loop polls; open until the last reference goes */
+    void *userdata;       /* al_call_run_userdata */
+    char run_id[AL_RUN_ID_MAX + 1];
     atomic_int pending; /* a completion was queued since the last take (read without the lock) */
-    pthread_t loop_thread;
+    pthread_t loop_thread; /* with skip_self_wake: completions from it need no wake-up */
+    int skip_self_wake;    /* al_run's driver: it takes the queue right after each callback */
     struct completion *head;
     struct completion **tail;
 };
@@ -147,6 +182,8 @@ struct run_link {
 struct al_call {
     struct run_link *link;
     uint32_t id;
+    uint32_t fn;       /* index into the run's host table */
+    uint64_t start_us; /* monotonic */
     char *name; /* in the same allocation as the handle */
     char *args; /* likewise, NUL-terminated */
     size_t args_len;
@@ -163,12 +200,17 @@ struct al_call {
 struct run_link *host_link_new(void);
 /* Marks the run over, discards queued completions and drops the run's reference. */
 void host_link_close(struct run_link *link);
+/* Another reference (an al_run handle's: al_run_cancel writes its eventfd); host_link_unref. */
+void host_link_ref(struct run_link *link);
+void host_link_unref(struct run_link *link);
+/* Asks the run to end ABORTED: async-signal-safe (an atomic store and an eventfd write). */
+void host_link_cancel(struct run_link *link);
 /* 1 when completions may be queued: a check without a lock or a system call. */
 int host_link_pending(struct run_link *link);
 /* Takes the queued completions (a list the caller frees with host_completion_free). */
 struct completion *host_link_take(struct run_link *link);
 void host_completion_free(struct completion *c);
-struct al_call *host_call_new(struct run_link *link, uint32_t id, const char *name,
+struct al_call *host_call_new(struct run_link *link, uint32_t id, uint32_t fn, const char *name,
                               const char *args, size_t args_len);
 
 /* supervisor.c */
@@ -186,6 +228,10 @@ enum al_code supervisor_spawn(const char *path, int no_jail, int zygote,
                               struct worker_proc *ret_proc, struct al_error *reterr);
 /* Kills (SIGKILL) and reaps the worker; *ret_status (if not NULL) gets its wait status. */
 void supervisor_reap(struct worker_proc *proc, int kill_first, int *ret_status);
+/* loop.c: the runner's event thread for al_run_start; stops it after cancelling its runs. */
+struct loop;
+void loop_free(struct loop *loop);
+
 /* pool.c */
 enum al_code pool_new(const char *path, int no_jail, unsigned warm, struct pool **ret_pool,
                       struct al_error *reterr);

@@ -148,7 +148,7 @@ static enum al_code check_binding(struct run_state *st, const struct continuatio
         snprintf(msg, cap, "the continuation was made for another source");
         return AL_PROTOCOL_ERROR;
     }
-    if (memcmp(st->runner->manifest, c->manifest, CONT_DIGEST) != 0) {
+    if (memcmp(st->manifest, c->manifest, CONT_DIGEST) != 0) {
         snprintf(msg, cap, "the continuation was made for other host functions");
         return AL_PROTOCOL_ERROR;
     }
@@ -291,7 +291,7 @@ static void replay_finish(struct run_state *st)
 
 void resume_on_call(struct run_state *st, uint32_t id, uint32_t fn, const char *args, size_t len)
 {
-    const struct host_entry *h = &st->runner->hosts[fn];
+    const struct host_entry *h = &st->hosts[fn];
     struct ledger_call *lc = ledger_slot(st, id);
     if (!lc) {
         run_fail(st, AL_INTERNAL_ERROR, "out of memory for a host call");

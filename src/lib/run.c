@@ -29,6 +29,7 @@
 #include "clock.h"
 #include "error.h"
 #include "json.h"
+#include "utf8.h"
 #include "wire.h"
 
 #define RUN_GRACE_US     25000u    /* time the worker gets to report a limit itself */
@@ -55,6 +56,25 @@ void run_fail(struct run_state *st, enum al_code code, const char *fmt, ...)
     st->res->code = code;
     free(st->res->message);
     st->res->message = strdup(msg);
+    st->res->message_len = st->res->message ? strlen(msg) : 0;
+}
+
+static void emit(const struct run_state *st, struct al_event *ev)
+{
+    ev->run_id = st->res->run_id;
+    if (!ev->text) {
+        ev->text = "";
+    }
+    if (!ev->function) {
+        ev->function = "";
+    }
+    if (!ev->args) {
+        ev->args = "";
+    }
+    if (!ev->interruption_id) {
+        ev->interruption_id = "";
+    }
+    st->opts->event_fn(ev, st->opts->event_userdata);
 }
 
 static int add_console(struct al_result *res, enum al_console_level level, const char *text,
@@ -69,11 +89,12 @@ static int add_console(struct al_result *res, enum al_console_level level, const
         res->console = c;
         res->cap_console = cap;
     }
-    char *t = buf_dup(text, len);
+    size_t tlen;
+    char *t = utf8_valid_dup(text, len, &tlen);
     if (!t) {
         return -1;
     }
-    res->console[res->nconsole++] = (struct console_entry){ level, t, len };
+    res->console[res->nconsole++] = (struct console_entry){ level, t, tlen };
     return 0;
 }
 
@@ -95,7 +116,7 @@ static void on_call(struct run_state *st, struct wire_cursor *c)
     uint32_t fn = wire_get_u32(c);
     size_t len;
     const char *args = wire_get_str(c, &len);
-    if (c->bad || fn >= st->runner->nhosts || id == 0 || id > st->limits[AL_LIMIT_HOST_CALLS] ||
+    if (c->bad || fn >= st->nhosts || id == 0 || id > st->limits[AL_LIMIT_HOST_CALLS] ||
         st->seen_ids[id - 1] || st->in_flight >= st->limits[AL_LIMIT_IN_FLIGHT] ||
         len > st->limits[AL_LIMIT_HOST_ARGS_BYTES] || !is_json_array(args, len)) {
         run_fail(st, AL_PROTOCOL_ERROR, "the worker sent an invalid host call");
@@ -114,8 +135,8 @@ void run_invoke_host(struct run_state *st, uint32_t id, uint32_t fn, const char 
         return;
     }
     st->host_calls++;
-    const struct host_entry *h = &st->runner->hosts[fn];
-    struct al_call *call = host_call_new(st->link, id, h->name, args, args_len);
+    const struct host_entry *h = &st->hosts[fn];
+    struct al_call *call = host_call_new(st->link, id, fn, h->name, args, args_len);
     if (call && resumed) {
         call->resumed = 1;
         memcpy(call->iid, resumed->iid, CONT_IID);
@@ -140,6 +161,16 @@ void run_invoke_host(struct run_state *st, uint32_t id, uint32_t fn, const char 
         run_fail(st, AL_INTERNAL_ERROR, "out of memory for a host call");
         return;
     }
+    if (st->opts->event_fn) {
+        struct al_event ev = {
+            .kind = AL_EVENT_CALL_START,
+            .seq = id,
+            .function = h->name,
+            .args = args,
+            .args_len = args_len,
+        };
+        emit(st, &ev);
+    }
     h->fn(call, h->userdata); /* an answer given at once is queued and flagged on the link */
 }
 
@@ -157,6 +188,17 @@ static void on_console(struct run_state *st, struct wire_cursor *c)
     st->console_bytes += len + 1; /* as the worker counts: text plus a line break */
     if (add_console(st->res, (enum al_console_level)level, text, len) != 0) {
         run_fail(st, AL_INTERNAL_ERROR, "out of memory for console output");
+        return;
+    }
+    if (st->opts->event_fn) {
+        const struct console_entry *e = &st->res->console[st->res->nconsole - 1];
+        struct al_event ev = {
+            .kind = AL_EVENT_CONSOLE,
+            .level = e->level,
+            .text = e->text,
+            .text_len = e->len,
+        };
+        emit(st, &ev);
     }
 }
 
@@ -192,9 +234,10 @@ static void on_done(struct run_state *st, struct wire_cursor *c)
         res->value_len = vlen;
     }
     free(res->message);
-    res->name = buf_dup(name, nlen);
-    res->message = buf_dup(message, mlen);
-    res->stack = buf_dup(stack, slen);
+    res->name = utf8_valid_dup(name, nlen, &res->name_len);
+    res->message = utf8_valid_dup(message, mlen, &res->message_len);
+    res->stack = utf8_valid_dup(stack, slen, &res->stack_len);
+    /* the worker's own figures; measure_worker replaces them with what the host sees */
     res->stats.cpu_us = cpu_us;
     res->stats.peak_memory_bytes = peak;
     (void)calls; /* the guest's own count; the host counts what reached it */
@@ -207,6 +250,41 @@ static void on_done(struct run_state *st, struct wire_cursor *c)
     resume_on_done(st);
 }
 
+/* The largest body an honest worker sends in a frame of `type` under this run's limits (0:
+ * a type the worker never sends), so an oversized frame fails as soon as its header arrives,
+ * before the host buffers it. */
+static uint64_t frame_cap(const struct run_state *st, uint8_t type)
+{
+    const uint64_t *l = st->limits;
+    switch (type) {
+    case WIRE_READY:
+    case WIRE_FAULT:
+    case WIRE_IDLE:
+        return 16;
+    case WIRE_CALL:
+        return 1 + 4 + 4 + 4 + l[AL_LIMIT_HOST_ARGS_BYTES];
+    case WIRE_CONSOLE:
+        return 1 + 1 + 4 + l[AL_LIMIT_CONSOLE_BYTES] + 256;
+    case WIRE_DONE:
+        return 1 + 4 + 4 * 4 + l[AL_LIMIT_RESULT_BYTES] + AL_ERROR_NAME_MAX +
+               AL_ERROR_MESSAGE_MAX + AL_ERROR_STACK_MAX + 8 + 8 + 4;
+    default:
+        return 0;
+    }
+}
+
+/* 0, or -1 when the (possibly incomplete) frame at p declares a body above its type's cap. */
+static int check_frame_header(const struct run_state *st, const uint8_t *p, size_t avail)
+{
+    if (avail < WIRE_HEADER_BYTES + 1) {
+        return 0;
+    }
+    uint32_t body = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                    (uint32_t)p[3] << 24;
+    uint64_t cap = frame_cap(st, p[WIRE_HEADER_BYTES]);
+    return body <= cap ? 0 : -1; /* an unknown type has cap 0 */
+}
+
 /* Parses every complete frame in st->in. */
 static void read_frames(struct run_state *st)
 {
@@ -215,6 +293,21 @@ static void read_frames(struct run_state *st)
         uint8_t type;
         struct wire_cursor c;
         size_t flen;
+        if (check_frame_header(st, (const uint8_t *)st->in.data + off, st->in.len - off) != 0) {
+            const uint8_t *p = (const uint8_t *)st->in.data + off;
+            if (frame_cap(st, p[WIRE_HEADER_BYTES]) == 0 && p[1] == 0 && p[2] == 0 &&
+                p[3] == 0) {
+                run_fail(st, AL_PROTOCOL_ERROR, "the worker sent an unknown frame type %u",
+                         p[WIRE_HEADER_BYTES]);
+                break;
+            }
+            run_fail(st, AL_PROTOCOL_ERROR,
+                     "the worker sent a malformed frame (type %u, a %u-byte body above its cap)",
+                     p[WIRE_HEADER_BYTES],
+                     (unsigned)p[0] | (unsigned)p[1] << 8 | (unsigned)p[2] << 16 |
+                             (unsigned)p[3] << 24);
+            break;
+        }
         int r = wire_next(st->in.data + off, st->in.len - off, RUN_MAX_FRAME, &type, &c, &flen);
         if (r == 0) {
             break;
@@ -302,6 +395,7 @@ void run_emit_answer(struct run_state *st, uint32_t id, uint8_t kind, int64_t cl
     }
     wire_end(&st->out, start);
     st->frames_sent++;
+    st->last_clock_ms = clock_ms;
     if (kind != WIRE_ANSWER_INTERRUPT) {
         st->in_flight--; /* an interrupted call stays in flight for the worker too */
         resume_record_answer(st, id, kind, clock_ms, payload, len);
@@ -320,11 +414,33 @@ static void send_answers(struct run_state *st)
                      (unsigned long long)st->limits[AL_LIMIT_HOST_OUTPUT_BYTES]);
             break;
         }
+        if (st->opts->event_fn && c->fn < st->nhosts) {
+            struct al_event ev = {
+                .kind = AL_EVENT_CALL_END,
+                .seq = c->id,
+                .function = st->hosts[c->fn].name,
+                .outcome = c->kind == WIRE_ANSWER_THROW       ? AL_CALL_THREW
+                           : c->kind == WIRE_ANSWER_INTERRUPT ? AL_CALL_INTERRUPTED
+                                                              : AL_CALL_RETURNED,
+                .duration_us = clock_mono_us() - c->start_us,
+                .text = c->kind == WIRE_ANSWER_THROW ? c->payload : "",
+                .text_len = c->kind == WIRE_ANSWER_THROW ? c->len : 0,
+            };
+            emit(st, &ev);
+        }
         if (c->kind == WIRE_ANSWER_INTERRUPT) {
             resume_on_interrupt(st, c->id, c->payload, c->len, c->keep_iid ? c->iid : NULL);
             continue;
         }
-        run_emit_answer(st, c->id, c->kind, c->clock_ms, c->payload, c->len);
+        /* The guest's clock: the answer's wall time, or one fixed step past the last answer. */
+        int64_t clock_ms = c->clock_ms;
+        if (st->opts->clock_mode == AL_CLOCK_LOGICAL) {
+            uint64_t step = st->opts->clock_step_ms;
+            clock_ms = st->last_clock_ms > AL_CLOCK_MAX_MS - (int64_t)step
+                               ? AL_CLOCK_MAX_MS
+                               : st->last_clock_ms + (int64_t)step;
+        }
+        run_emit_answer(st, c->id, c->kind, clock_ms, c->payload, c->len);
     }
     host_completion_free(list);
 }
@@ -366,9 +482,9 @@ static enum al_code build_run_frame(struct run_state *st, const struct al_run_op
                               ((opts->source_type & AL_SOURCE_TYPESCRIPT) ? WIRE_RUN_TYPESCRIPT
                                                                           : 0)) != BUF_OK;
     bad |= wire_str(b, opts->filename, strlen(opts->filename)) != BUF_OK;
-    bad |= wire_u32(b, (uint32_t)st->runner->nhosts) != BUF_OK;
-    for (size_t i = 0; i < st->runner->nhosts; i++) {
-        const struct host_entry *h = &st->runner->hosts[i];
+    bad |= wire_u32(b, (uint32_t)st->nhosts) != BUF_OK;
+    for (size_t i = 0; i < st->nhosts; i++) {
+        const struct host_entry *h = &st->hosts[i];
         bad |= wire_str(b, h->name, strlen(h->name)) != BUF_OK;
         bad |= wire_u8(b, ((h->flags & AL_HOST_SYNC) ? WIRE_FN_SYNC : 0) |
                                   ((h->flags & HOST_HIDDEN) ? WIRE_FN_HIDDEN : 0)) != BUF_OK;
@@ -387,6 +503,8 @@ void run_fail_result(struct al_result *res, enum al_code code, const char *msg)
     res->code = code;
     free(res->message);
     res->message = strdup(msg);
+    res->message_len = res->message ? strlen(msg) : 0;
+    res->name_len = res->stack_len = 0;
     /* none of the guest's error or value stays behind */
     free(res->name);
     free(res->stack);
@@ -441,72 +559,404 @@ static uint64_t run_cpu_us(struct run_state *st, uint64_t now)
     return st->cpu_last_us;
 }
 
-/* The loop: until DONE, a failure, or a deadline. While host calls are in flight or were
- * just answered, it looks for news for RUN_SPIN_US before it sleeps in poll: a host call
+/* A run's host table: the runner's, or - when the run brings functions of its own - both,
+ * each group's functions contiguous (the worker builds one frozen object per group). */
+static enum al_code build_hosts(struct run_state *st, char *msg, size_t msg_len)
+{
+    const struct al_runner *r = st->runner;
+    const struct al_run_opts *o = st->opts;
+    if (o->nhosts == 0) {
+        st->hosts = r->hosts;
+        st->nhosts = r->nhosts;
+        memcpy(st->manifest, r->manifest, CONT_DIGEST);
+        return AL_OK;
+    }
+    for (size_t i = 0; i < o->nhosts; i++) {
+        const struct host_entry *h = &o->hosts[i];
+        for (size_t j = 0; j < r->nhosts; j++) {
+            const struct host_entry *g = &r->hosts[j];
+            if (strcmp(g->name, h->name) == 0) {
+                snprintf(msg, msg_len, "the run's host function %s is the runner's too",
+                         h->name);
+                return AL_CONFIG_ERROR;
+            }
+            if (g->group_len == h->group_len && memcmp(g->name, h->name, h->group_len) == 0 &&
+                (g->flags & AL_HOST_SYNC) != (h->flags & AL_HOST_SYNC)) {
+                snprintf(msg, msg_len,
+                         "the run's host function %s and the runner's %s disagree on "
+                         "AL_HOST_SYNC",
+                         h->name, g->name);
+                return AL_CONFIG_ERROR;
+            }
+        }
+    }
+    size_t n = r->nhosts + o->nhosts;
+    struct host_entry *all = malloc(n * sizeof *all);
+    const struct host_entry **order = malloc(n * sizeof *order);
+    if (!all || !order) {
+        free(all);
+        free(order);
+        snprintf(msg, msg_len, "out of memory");
+        return AL_INTERNAL_ERROR;
+    }
+    for (size_t i = 0; i < r->nhosts; i++) {
+        order[i] = &r->hosts[i];
+    }
+    for (size_t i = 0; i < o->nhosts; i++) {
+        order[r->nhosts + i] = &o->hosts[i];
+    }
+    /* groups in order of first appearance, the runner's first */
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!order[i]) {
+            continue;
+        }
+        const struct host_entry *lead = order[i];
+        for (size_t j = i; j < n; j++) {
+            if (order[j] && order[j]->group_len == lead->group_len &&
+                memcmp(order[j]->name, lead->name, lead->group_len) == 0) {
+                all[k++] = *order[j];
+                if (j != i) {
+                    order[j] = NULL;
+                }
+            }
+        }
+        order[i] = NULL;
+    }
+    free(order);
+    st->own_hosts = all;
+    st->hosts = all;
+    st->nhosts = n;
+    if (runner_manifest(all, n, r->module_identity, st->manifest) != AL_OK) {
+        snprintf(msg, msg_len, "out of memory");
+        return AL_INTERNAL_ERROR;
+    }
+    return AL_OK;
+}
+
+void run_fail_early(struct run_state *st, enum al_code code, const char *msg)
+{
+    run_fail_result(st->res, code, msg);
+    st->done = 1;
+}
+
+static void set_rc(struct run_state *st, enum al_code code, const char *msg)
+{
+    st->rc = error_set(&st->err, code, "%s", msg);
+    st->done = 1;
+}
+
+int run_prepare(struct run_state *st, struct al_runner *runner, const struct al_run_opts *opts)
+{
+    memset(st, 0, sizeof *st);
+    st->start_us = clock_mono_us();
+    st->proc.pid = -1;
+    st->proc.fd = -1;
+    st->proc.pidfd = -1;
+    st->runner = runner;
+    st->opts = opts;
+    buf_init(&st->in, RUN_MAX_FRAME + 128 * 1024);
+    buf_init(&st->out, SIZE_MAX / 2);
+    struct al_result *res = calloc(1, sizeof *res);
+    st->link = host_link_new();
+    if (!res || !st->link) {
+        free(res);
+        st->res = NULL;
+        set_rc(st, AL_INTERNAL_ERROR, "out of memory");
+        return -1;
+    }
+    st->res = res;
+    if (opts->run_id[0]) {
+        memcpy(res->run_id, opts->run_id, sizeof res->run_id);
+    } else {
+        uint8_t rnd[16];
+        if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
+            uint64_t t = clock_mono_us() ^ (uint64_t)(uintptr_t)st;
+            memcpy(rnd, &t, sizeof t);
+            memcpy(rnd + 8, &t, sizeof t);
+        }
+        for (size_t i = 0; i < sizeof rnd; i++) {
+            snprintf(res->run_id + 2 * i, 3, "%02x", rnd[i]);
+        }
+    }
+    memcpy(st->link->run_id, res->run_id, sizeof st->link->run_id);
+    st->link->userdata = opts->userdata;
+    for (int i = 0; i < AL_LIMIT_COUNT_; i++) {
+        st->limits[i] = opts->limit_set[i] ? opts->limits[i] : runner->limits[i];
+    }
+    if (!opts->limit_set[AL_LIMIT_CPU_MS] && !runner->limit_set[AL_LIMIT_CPU_MS]) {
+        st->limits[AL_LIMIT_CPU_MS] = st->limits[AL_LIMIT_TIMEOUT_MS]; /* CPU follows the timeout */
+    }
+    if (opts->has_seed) {
+        res->stats.seed = opts->seed;
+    } else if (getrandom(&res->stats.seed, sizeof res->stats.seed, 0) !=
+               (ssize_t)sizeof res->stats.seed) {
+        res->stats.seed = clock_mono_us() ^ ((uint64_t)getpid() << 32);
+    }
+    res->stats.clock_ms = opts->has_clock ? opts->clock_ms : clock_wall_ms();
+    st->last_clock_ms = res->stats.clock_ms;
+    if (res->stats.clock_ms < -AL_CLOCK_MAX_MS || res->stats.clock_ms > AL_CLOCK_MAX_MS) {
+        run_fail_early(st, AL_CONFIG_ERROR,
+                       "the clock is outside the range of a JavaScript Date (+-8.64e15 ms)");
+        return -1;
+    }
+    char msg[200];
+    if (opts->source_len > st->limits[AL_LIMIT_SOURCE_BYTES]) {
+        snprintf(msg, sizeof msg, "the source is %zu bytes, above the source limit of %llu bytes",
+                 opts->source_len, (unsigned long long)st->limits[AL_LIMIT_SOURCE_BYTES]);
+        run_fail_early(st, AL_SOURCE_TOO_LARGE, msg);
+        return -1;
+    }
+    enum al_code hc = build_hosts(st, msg, sizeof msg);
+    if (hc == AL_INTERNAL_ERROR) {
+        set_rc(st, hc, msg);
+        return -1;
+    }
+    if (hc != AL_OK) {
+        run_fail_early(st, hc, msg);
+        return -1;
+    }
+    return 0;
+}
+
+int run_launch(struct run_state *st)
+{
+    if (resume_begin(st) != AL_OK) {
+        st->done = 1;
+        return -1; /* the result says why; nothing was invoked */
+    }
+    st->seen_ids = calloc((size_t)st->limits[AL_LIMIT_HOST_CALLS], 1);
+    if (!st->seen_ids || build_run_frame(st, st->opts) != AL_OK) {
+        set_rc(st, AL_INTERNAL_ERROR, "out of memory");
+        return -1;
+    }
+    enum al_code rc = pool_take(st->runner->pool, &st->proc, &st->err);
+    if (rc != AL_OK) {
+        st->rc = rc;
+        st->done = 1;
+        pool_refill(st->runner->pool); /* the pool thread tries again too */
+        return -1;
+    }
+    /* The worker's start-up deadline counts from here: time spent in the admission queue is
+     * not the worker's. */
+    st->start_us = clock_mono_us();
+    write_out(st);
+    return 0;
+}
+
+int run_wants_write(const struct run_state *st)
+{
+    return st->out.len > 0;
+}
+
+int run_step(struct run_state *st, int *ret_busy)
+{
+    /* A frame that ends the spin's extension must be a whole call or answer: a worker
+     * trickling bytes cannot keep the driver from sleeping. */
+    uint32_t sent = st->frames_sent;
+    uint32_t calls = st->host_calls;
+    int eof = 0;
+    if (atomic_load(&st->link->cancelled)) {
+        run_fail(st, AL_ABORTED, "the run was cancelled");
+        return 1;
+    }
+    if (read_socket(st, &eof)) {
+        read_frames(st); /* whatever arrived before an EOF still counts */
+    }
+    if (!st->done && host_link_pending(st->link)) {
+        send_answers(st);
+    }
+    if (!st->done && st->out.len) {
+        write_out(st);
+    }
+    if (st->done || eof) {
+        return 1;
+    }
+    uint64_t now = clock_mono_us();
+    if (ret_busy) {
+        *ret_busy = st->frames_sent != sent || st->host_calls != calls;
+    }
+    uint64_t wall_deadline;
+    uint64_t cpu = UINT64_MAX;
+    uint64_t cpu_budget = UINT64_MAX;
+    if (!st->ready) {
+        wall_deadline = st->start_us + RUN_START_US;
+        if (now >= wall_deadline) {
+            run_fail(st, AL_WORKER_CRASHED, "the worker did not start within %u s",
+                     RUN_START_US / 1000000);
+            return 1;
+        }
+    } else {
+        /* The limits measure the run, from the moment the worker was ready for it. */
+        wall_deadline = st->ready_us + st->limits[AL_LIMIT_TIMEOUT_MS] * 1000 + RUN_GRACE_US;
+        if (now >= wall_deadline) {
+            run_fail(st, AL_TIMEOUT, "the run exceeded its timeout of %llu ms",
+                     (unsigned long long)st->limits[AL_LIMIT_TIMEOUT_MS]);
+            return 1;
+        }
+        cpu = run_cpu_us(st, now);
+        if (cpu != UINT64_MAX) {
+            cpu_budget = st->limits[AL_LIMIT_CPU_MS] * 1000 + RUN_GRACE_US;
+            if (cpu >= cpu_budget) {
+                run_fail(st, AL_CPU_LIMIT, "the run exceeded its CPU limit of %llu ms",
+                         (unsigned long long)st->limits[AL_LIMIT_CPU_MS]);
+                return 1;
+            }
+        }
+    }
+    uint64_t wait_us = wall_deadline - now;
+    if (cpu_budget != UINT64_MAX && cpu_budget - cpu < wait_us) {
+        wait_us = cpu_budget - cpu; /* CPU time never runs faster than wall time */
+    }
+    st->wake_at_us = now + wait_us;
+    return 0;
+}
+
+/* What the host measured of the worker, not what the worker says: its CPU clock (read while
+ * it can still be read), and a peak no higher than the heap limit. */
+static void measure_worker(struct run_state *st)
+{
+    struct al_stats *s = &st->res->stats;
+    if (!st->ready) {
+        s->cpu_us = 0;
+        s->peak_memory_bytes = 0;
+        return;
+    }
+    uint64_t cpu = clock_process_cpu_us(st->proc.pid);
+    uint64_t wall = clock_mono_us() - st->ready_us;
+    if (cpu != UINT64_MAX && st->cpu_base_us != UINT64_MAX && cpu >= st->cpu_base_us) {
+        s->cpu_us = cpu - st->cpu_base_us;
+    } else if (s->cpu_us > wall) {
+        s->cpu_us = wall; /* the worker has one thread: its CPU time never exceeds wall time */
+    }
+    uint64_t heap = st->limits[AL_LIMIT_MEMORY_BYTES];
+    if (st->res->code == AL_MEMORY_LIMIT || s->peak_memory_bytes > heap) {
+        s->peak_memory_bytes = heap;
+    }
+}
+
+void run_conclude(struct run_state *st)
+{
+    if (st->proc.pid <= 0) {
+        return;
+    }
+    measure_worker(st);
+    int status = 0;
+    int clean = st->done && !st->kill;
+    if (clean) {
+        pool_release(st->runner->pool, &st->proc); /* its answer is in: reaping can wait */
+    } else {
+        /* a worker the host failed (past a deadline, breaking the protocol) may still be
+         * running: it is killed now, not when the pool thread gets to it */
+        supervisor_reap(&st->proc, 1, &status);
+        pool_refill(st->runner->pool);
+    }
+    if (!st->done) {
+        char how[64];
+        supervisor_describe(status, how, sizeof how);
+        char msg[200];
+        snprintf(msg, sizeof msg, "the worker process died without a result (%s)", how);
+        run_fail_result(st->res, AL_WORKER_CRASHED, msg);
+        st->done = 1;
+    }
+    st->proc.pid = -1;
+}
+
+static void emit_interruptions(struct run_state *st)
+{
+    const struct al_result *res = st->res;
+    if (!st->opts->event_fn || res->status != AL_STATUS_INTERRUPTED) {
+        return;
+    }
+    for (size_t i = 0; i < res->ninterruptions; i++) {
+        const struct result_interruption *ri = &res->interruptions[i];
+        struct al_event ev = {
+            .kind = AL_EVENT_INTERRUPTION,
+            .run_id = res->run_id,
+            .text = ri->payload,
+            .text_len = strlen(ri->payload),
+            .function = ri->function,
+            .args = ri->args,
+            .args_len = strlen(ri->args),
+            .interruption_id = ri->id,
+        };
+        st->opts->event_fn(&ev, st->opts->event_userdata);
+    }
+}
+
+enum al_code run_deliver(struct run_state *st, struct al_result **ret_result,
+                         struct al_error *reterr)
+{
+    enum al_code rc = st->rc;
+    struct al_result *res = st->res;
+    if (rc != AL_OK) {
+        if (reterr) {
+            *reterr = st->err;
+        }
+        goto out;
+    }
+    res->stats.wall_us = clock_mono_us() - st->start_us;
+    if (!res->name) {
+        res->name = strdup("");
+    }
+    if (!res->stack) {
+        res->stack = strdup("");
+    }
+    if (!res->message) {
+        res->message = strdup(res->code == AL_OK ? "" : al_code_message(res->code));
+        res->message_len = res->message ? strlen(res->message) : 0;
+    }
+    if (!res->name || !res->stack || !res->message) {
+        rc = error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+        goto out;
+    }
+    res->stats.host_calls = st->host_calls;
+    emit_interruptions(st);
+    *ret_result = res;
+    res = NULL;
+out:
+    if (st->proc.pid > 0) {
+        supervisor_reap(&st->proc, 1, NULL);
+    }
+    resume_end(st, rc == AL_OK);
+    if (st->link) {
+        host_link_close(st->link);
+        st->link = NULL;
+    }
+    if (st->admitted) {
+        runner_leave((struct al_runner *)st->runner);
+        st->admitted = 0;
+    }
+    free(st->seen_ids);
+    free(st->own_hosts);
+    buf_done(&st->in);
+    buf_done(&st->out);
+    al_result_free(res);
+    return rc;
+}
+
+/* al_run's driver: the run's steps on the caller's thread. While host calls are in flight or
+ * were just answered, it looks for news for RUN_SPIN_US before it sleeps in poll: a host call
  * answered at once is then a round trip without a sleep and a wake-up on either side, which
  * on these machines cost more than the rest of the call. Otherwise it sleeps at once, which
  * also leaves its CPU to the worker. */
-static void supervise(struct run_state *st, uint64_t start_us)
+static void drive(struct run_state *st)
 {
     uint64_t spin_until = 0;
     for (;;) {
-        /* A frame that ends the spin's extension must be a whole call or answer: a worker
-         * trickling bytes cannot keep this loop from sleeping. */
-        uint32_t sent = st->frames_sent;
-        uint32_t calls = st->host_calls;
-        int eof = 0;
-        if (read_socket(st, &eof)) {
-            read_frames(st); /* whatever arrived before an EOF still counts */
-        }
-        if (!st->done && host_link_pending(st->link)) {
-            send_answers(st);
-        }
-        if (!st->done && st->out.len) {
-            write_out(st);
-        }
-        if (st->done || eof) {
+        int busy = 0;
+        if (run_step(st, &busy)) {
             return;
         }
         uint64_t now = clock_mono_us();
-        if (st->frames_sent != sent || st->host_calls != calls) {
+        if (busy) {
             spin_until = now + RUN_SPIN_US; /* the next call, or a host's answer, is near */
-        }
-        uint64_t wall_deadline;
-        uint64_t cpu = UINT64_MAX;
-        uint64_t cpu_budget = UINT64_MAX;
-        if (!st->ready) {
-            wall_deadline = start_us + RUN_START_US;
-            if (now >= wall_deadline) {
-                run_fail(st, AL_WORKER_CRASHED, "the worker did not start within %u s",
-                         RUN_START_US / 1000000);
-                return;
-            }
-        } else {
-            /* The limits measure the run, from the moment the worker was ready for it. */
-            wall_deadline = st->ready_us + st->limits[AL_LIMIT_TIMEOUT_MS] * 1000 + RUN_GRACE_US;
-            if (now >= wall_deadline) {
-                run_fail(st, AL_TIMEOUT, "the run exceeded its timeout of %llu ms",
-                         (unsigned long long)st->limits[AL_LIMIT_TIMEOUT_MS]);
-                return;
-            }
-            cpu = run_cpu_us(st, now);
-            if (cpu != UINT64_MAX) {
-                cpu_budget = st->limits[AL_LIMIT_CPU_MS] * 1000 + RUN_GRACE_US;
-                if (cpu >= cpu_budget) {
-                    run_fail(st, AL_CPU_LIMIT, "the run exceeded its CPU limit of %llu ms",
-                             (unsigned long long)st->limits[AL_LIMIT_CPU_MS]);
-                    return;
-                }
-            }
         }
         if (now < spin_until && !st->out.len) {
             sched_yield(); /* lets the worker run first where it shares our CPU */
             continue;
         }
-        uint64_t wait_us = wall_deadline - now;
-        if (cpu_budget != UINT64_MAX && cpu_budget - cpu < wait_us) {
-            wait_us = cpu_budget - cpu;
-        }
+        uint64_t wait_us = st->wake_at_us > now ? st->wake_at_us - now : 0;
         struct pollfd pfd[2] = {
             { .fd = st->proc.fd, .events = POLLIN | (st->out.len ? POLLOUT : 0) },
             { .fd = st->link->wake_fd, .events = POLLIN },
@@ -528,146 +978,43 @@ static void supervise(struct run_state *st, uint64_t start_us)
 enum al_code al_run(struct al_runner *runner, const struct al_run_opts *opts,
                     struct al_result **ret_result, struct al_error *reterr)
 {
-    enum al_code rc = AL_OK;
-    uint64_t start_us = clock_mono_us();
-    int admitted = 0;
-    struct run_state st;
-    memset(&st, 0, sizeof st);
-    st.proc.pid = -1;
-    st.proc.fd = -1;
-    st.proc.pidfd = -1;
-
     if (!runner || !opts || !ret_result) {
         return error_set(reterr, AL_CONFIG_ERROR, "al_run: NULL argument");
     }
     if (!opts->source) {
         return error_set(reterr, AL_CONFIG_ERROR, "al_run: no source (al_run_opts_set_source)");
     }
-    struct al_result *res = calloc(1, sizeof *res);
-    if (!res) {
-        return error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
-    }
-    st.res = res;
-    st.runner = runner;
-    st.opts = opts;
-    for (int i = 0; i < AL_LIMIT_COUNT_; i++) {
-        st.limits[i] = opts->limit_set[i] ? opts->limits[i] : runner->limits[i];
-    }
-    if (!opts->limit_set[AL_LIMIT_CPU_MS] && !runner->limit_set[AL_LIMIT_CPU_MS]) {
-        st.limits[AL_LIMIT_CPU_MS] = st.limits[AL_LIMIT_TIMEOUT_MS]; /* CPU follows the timeout */
-    }
-    if (opts->has_seed) {
-        res->stats.seed = opts->seed;
-    } else if (getrandom(&res->stats.seed, sizeof res->stats.seed, 0) !=
-               (ssize_t)sizeof res->stats.seed) {
-        res->stats.seed = clock_mono_us() ^ ((uint64_t)getpid() << 32);
-    }
-    res->stats.clock_ms = opts->has_clock ? opts->clock_ms : clock_wall_ms();
-    if (res->stats.clock_ms < -AL_CLOCK_MAX_MS || res->stats.clock_ms > AL_CLOCK_MAX_MS) {
-        run_fail_result(res, AL_CONFIG_ERROR,
-                        "the clock is outside the range of a JavaScript Date (+-8.64e15 ms)");
-        goto finish;
-    }
-    buf_init(&st.in, RUN_MAX_FRAME + 128 * 1024);
-    buf_init(&st.out, SIZE_MAX / 2);
-
-    if (opts->source_len > st.limits[AL_LIMIT_SOURCE_BYTES]) {
-        char msg[200];
-        snprintf(msg, sizeof msg, "the source is %zu bytes, above the source limit of %llu bytes",
-                 opts->source_len, (unsigned long long)st.limits[AL_LIMIT_SOURCE_BYTES]);
-        run_fail_result(res, AL_SOURCE_TOO_LARGE, msg);
-        goto finish;
-    }
-    int adm = runner_admit(runner);
-    if (adm <= 0) {
-        char msg[200];
-        if (adm < 0) {
-            snprintf(msg, sizeof msg,
-                     "the run waited %llu ms for one of the runner's %u slots (its queue timeout)",
-                     (unsigned long long)runner->queue_timeout_ms, runner->max_runs);
+    struct run_state st;
+    if (run_prepare(&st, runner, opts) == 0) {
+        int adm = runner_admit(runner);
+        if (adm <= 0) {
+            char msg[200];
+            run_admission_message(runner, adm, msg, sizeof msg);
+            run_fail_early(&st, AL_CONCURRENCY_LIMIT, msg);
         } else {
-            snprintf(msg, sizeof msg,
-                     "the runner already has %u runs and %u waiting (its concurrency limit)",
-                     runner->max_runs, runner->max_queue);
+            st.admitted = 1;
+            st.link->loop_thread = pthread_self(); /* host functions are called here */
+            st.link->skip_self_wake = 1;
+            if (run_launch(&st) == 0) {
+                drive(&st);
+            }
         }
-        run_fail_result(res, AL_CONCURRENCY_LIMIT, msg);
-        goto finish;
     }
-    admitted = 1;
-    if (resume_begin(&st) != AL_OK) {
-        goto finish; /* the result says why; nothing was invoked */
-    }
-    st.seen_ids = calloc((size_t)st.limits[AL_LIMIT_HOST_CALLS], 1);
-    st.link = host_link_new();
-    if (!st.seen_ids || !st.link) {
-        rc = error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
-        goto out;
-    }
-    if (build_run_frame(&st, opts) != AL_OK) {
-        rc = error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
-        goto out;
-    }
-    rc = pool_take(runner->pool, &st.proc, reterr);
-    if (rc != AL_OK) {
-        pool_refill(runner->pool); /* the pool thread tries again too */
-        goto out;
-    }
-    write_out(&st);
-    /* The worker's start-up deadline counts from here: time spent in the admission queue is
-     * not the worker's. */
-    supervise(&st, clock_mono_us());
+    run_conclude(&st);
+    return run_deliver(&st, ret_result, reterr);
+}
 
-    int status = 0;
-    int had_done = st.done;
-    if (had_done && !st.kill) {
-        pool_release(runner->pool, &st.proc); /* its answer is in: reaping can wait */
+void run_admission_message(const struct al_runner *runner, int adm, char *msg, size_t len)
+{
+    if (adm < 0) {
+        snprintf(msg, len,
+                 "the run waited %llu ms for one of the runner's %u slots (its queue timeout)",
+                 (unsigned long long)runner->queue_timeout_ms, runner->max_runs);
     } else {
-        /* a worker the host failed (past a deadline, breaking the protocol) may still be
-         * running: it is killed now, not when the pool thread gets to it */
-        supervisor_reap(&st.proc, 1, &status);
-        pool_refill(runner->pool);
+        snprintf(msg, len,
+                 "the runner already has %u runs and %u waiting (its concurrency limit)",
+                 runner->max_runs, runner->max_queue);
     }
-    if (!had_done) {
-        char how[64];
-        supervisor_describe(status, how, sizeof how);
-        char msg[200];
-        snprintf(msg, sizeof msg, "the worker process died without a result (%s)", how);
-        run_fail_result(res, AL_WORKER_CRASHED, msg);
-    }
-finish:
-    res->stats.wall_us = clock_mono_us() - start_us;
-    if (!res->name) {
-        res->name = strdup("");
-    }
-    if (!res->stack) {
-        res->stack = strdup("");
-    }
-    if (!res->message) {
-        res->message = strdup(res->code == AL_OK ? "" : al_code_message(res->code));
-    }
-    if (!res->name || !res->stack || !res->message) {
-        rc = error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
-        goto out;
-    }
-    res->stats.host_calls = st.host_calls;
-    *ret_result = res;
-    res = NULL;
-out:
-    if (st.proc.pid > 0) {
-        supervisor_reap(&st.proc, 1, NULL);
-    }
-    resume_end(&st, rc == AL_OK);
-    if (st.link) {
-        host_link_close(st.link);
-    }
-    if (admitted) {
-        runner_leave(runner);
-    }
-    free(st.seen_ids);
-    buf_done(&st.in);
-    buf_done(&st.out);
-    al_result_free(res);
-    return rc;
 }
 
 void al_result_free(struct al_result *result)
@@ -750,6 +1097,21 @@ const char *al_result_console_text(const struct al_result *result, size_t i,
         *ret_len = result->console[i].len;
     }
     return result->console[i].text;
+}
+
+const char *al_result_run_id(const struct al_result *result)
+{
+    return result->run_id;
+}
+
+void al_result_error_text(const struct al_result *result, struct al_error_text *ret)
+{
+    ret->name = al_result_error_name(result);
+    ret->name_len = result->name ? result->name_len : 0;
+    ret->message = al_result_error_message(result);
+    ret->message_len = result->message ? result->message_len : 0;
+    ret->stack = al_result_error_stack(result);
+    ret->stack_len = result->stack ? result->stack_len : 0;
 }
 
 void al_result_stats(const struct al_result *result, struct al_stats *ret_stats)

@@ -37,6 +37,10 @@ struct al_result {
     size_t ninterruptions;
     char *continuation; /* a token or a store id */
     size_t continuation_len;
+    size_t name_len; /* lengths of name, message and stack (they may hold NUL) */
+    size_t message_len;
+    size_t stack_len;
+    char run_id[AL_RUN_ID_MAX + 1];
 };
 
 /* What the host knows of one call id (resume.c records it while recording is on). */
@@ -73,6 +77,18 @@ struct run_state {
     const struct al_runner *runner;
     const struct al_run_opts *opts;
     uint64_t limits[AL_LIMIT_COUNT_];
+    /* the run's host table: the runner's, plus the functions of al_run_opts_add_host */
+    const struct host_entry *hosts;
+    size_t nhosts;
+    struct host_entry *own_hosts;  /* the merged table, when the run has functions of its own;
+                                      names borrowed from the runner and the options */
+    uint8_t manifest[CONT_DIGEST]; /* what a continuation of this run binds */
+    uint64_t start_us;             /* monotonic, when the run was asked for */
+    int admitted;                  /* holds one of the runner's slots */
+    enum al_code rc;               /* not AL_OK: no result (al_run returns it, with err) */
+    struct al_error err;
+    int64_t last_clock_ms;         /* the guest clock of the last answer sent */
+    uint64_t wake_at_us;           /* run_step's next deadline, monotonic */
     struct worker_proc proc;
     struct run_link *link;
     struct buf in;
@@ -104,7 +120,28 @@ struct run_state {
     int host_invoked;           /* a host function was invoked (a claim is consumed first) */
 };
 
-/* run.c */
+/* run.c: one run as steps, driven by al_run on the caller's thread or by loop.c.
+ * run_prepare (the result, limits, host table, link), then admission by the driver, then
+ * run_launch (ledger, worker, RUN frame), run_step until it returns 1, run_conclude (the
+ * worker's end) and run_deliver. A step that fails decides the result; every later phase
+ * sees st->res already decided and passes through. Returns of prepare/launch: 0 go on,
+ * -1 the run is over. */
+int run_prepare(struct run_state *st, struct al_runner *runner, const struct al_run_opts *opts);
+int run_launch(struct run_state *st);
+/* One pass: what the worker sent, queued answers, writes, deadlines, cancellation. 1: over.
+ * Else st->wake_at_us is when to step again at the latest; *ret_busy (may be NULL) is set
+ * when a call or answer just went by (another is likely near). */
+int run_step(struct run_state *st, int *ret_busy);
+int run_wants_write(const struct run_state *st);
+void run_conclude(struct run_state *st);
+/* The result (*ret_result) or, with rc != AL_OK, none and *reterr; frees what the run held. */
+enum al_code run_deliver(struct run_state *st, struct al_result **ret_result,
+                         struct al_error *reterr);
+/* Fails the result of a run that has no worker (before launch). */
+void run_fail_early(struct run_state *st, enum al_code code, const char *msg);
+/* Why admission refused (runner_admit's 0 or -1). */
+void run_admission_message(const struct al_runner *runner, int adm, char *msg, size_t len);
+
 void run_fail(struct run_state *st, enum al_code code, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
 /* Sends an ANSWER frame (and records it). kind: enum wire_answer_kind. */

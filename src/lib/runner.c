@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "guest.h"
@@ -273,21 +274,21 @@ static int cmp_host_names(const void *a, const void *b)
 
 /* The manifest a continuation is bound to: every name and whether it is synchronous, sorted,
  * so the order of registration does not matter. */
-static enum al_code manifest_digest(const struct al_runner *r, const char *loader,
-                                    uint8_t out[CONT_DIGEST])
+enum al_code runner_manifest(const struct host_entry *hosts, size_t n, const char *loader,
+                             uint8_t out[CONT_DIGEST])
 {
-    const struct host_entry **sorted = malloc((r->nhosts ? r->nhosts : 1) * sizeof *sorted);
+    const struct host_entry **sorted = malloc((n ? n : 1) * sizeof *sorted);
     struct buf b;
     buf_init(&b, SIZE_MAX / 2);
     if (!sorted) {
         return AL_INTERNAL_ERROR;
     }
-    for (size_t i = 0; i < r->nhosts; i++) {
-        sorted[i] = &r->hosts[i];
+    for (size_t i = 0; i < n; i++) {
+        sorted[i] = &hosts[i];
     }
-    qsort(sorted, r->nhosts, sizeof *sorted, cmp_host_names);
+    qsort(sorted, n, sizeof *sorted, cmp_host_names);
     int bad = 0;
-    for (size_t i = 0; i < r->nhosts; i++) {
+    for (size_t i = 0; i < n; i++) {
         bad |= buf_printf(&b, "%s %s\n", sorted[i]->name,
                           (sorted[i]->flags & AL_HOST_SYNC) ? "sync" : "async") != BUF_OK;
     }
@@ -314,10 +315,9 @@ enum al_code al_config_set_limit(struct al_config *config, enum al_limit which, 
     return AL_OK;
 }
 
-enum al_code al_config_add_host(struct al_config *config, const char *name, al_host_fn *fn,
-                                void *userdata, unsigned flags)
+enum al_code runner_check_host_name(const char *name, unsigned flags, size_t *ret_group_len)
 {
-    if (!config || !name || !fn || (flags & ~AL_HOST_SYNC) != 0) {
+    if (!name || (flags & ~AL_HOST_SYNC) != 0) {
         return AL_CONFIG_ERROR;
     }
     const char *dot = strchr(name, '.');
@@ -336,8 +336,20 @@ enum al_code al_config_add_host(struct al_config *config, const char *name, al_h
         in_list(name, glen, guest_removed_globals, guest_removed_globals_count)) {
         return AL_CONFIG_ERROR;
     }
-    for (size_t i = 0; i < config->nhosts; i++) {
-        const struct host_entry *h = &config->hosts[i];
+    *ret_group_len = glen;
+    return AL_OK;
+}
+
+/* Adds a checked name to a table, refusing a duplicate or a group whose sync flags disagree. */
+static enum al_code add_host_entry(struct host_entry **hosts, size_t *nhosts, const char *name,
+                                   al_host_fn *fn, void *userdata, unsigned flags)
+{
+    size_t glen;
+    if (!fn || runner_check_host_name(name, flags, &glen) != AL_OK) {
+        return AL_CONFIG_ERROR;
+    }
+    for (size_t i = 0; i < *nhosts; i++) {
+        const struct host_entry *h = &(*hosts)[i];
         if (strcmp(h->name, name) == 0) {
             return AL_CONFIG_ERROR;
         }
@@ -346,17 +358,122 @@ enum al_code al_config_add_host(struct al_config *config, const char *name, al_h
             return AL_CONFIG_ERROR;
         }
     }
-    struct host_entry *hosts = realloc(config->hosts, (config->nhosts + 1) * sizeof *hosts);
-    if (!hosts) {
+    struct host_entry *grown = realloc(*hosts, (*nhosts + 1) * sizeof *grown);
+    if (!grown) {
         return AL_INTERNAL_ERROR;
     }
-    config->hosts = hosts;
+    *hosts = grown;
     char *copy = strdup(name);
     if (!copy) {
         return AL_INTERNAL_ERROR;
     }
-    hosts[config->nhosts++] = (struct host_entry){ copy, glen, fn, userdata, flags };
+    grown[(*nhosts)++] = (struct host_entry){ copy, glen, fn, userdata, flags };
     return AL_OK;
+}
+
+enum al_code al_config_add_host(struct al_config *config, const char *name, al_host_fn *fn,
+                                void *userdata, unsigned flags)
+{
+    if (!config) {
+        return AL_CONFIG_ERROR;
+    }
+    return add_host_entry(&config->hosts, &config->nhosts, name, fn, userdata, flags);
+}
+
+enum al_code al_run_opts_add_host(struct al_run_opts *opts, const char *name, al_host_fn *fn,
+                                  void *userdata, unsigned flags)
+{
+    if (!opts) {
+        return AL_CONFIG_ERROR;
+    }
+    return add_host_entry(&opts->hosts, &opts->nhosts, name, fn, userdata, flags);
+}
+
+void al_run_opts_set_userdata(struct al_run_opts *opts, void *userdata)
+{
+    if (opts) {
+        opts->userdata = userdata;
+    }
+}
+
+enum al_code al_run_opts_set_run_id(struct al_run_opts *opts, const char *id)
+{
+    size_t len = id ? strlen(id) : 0;
+    if (!opts || len == 0 || len > AL_RUN_ID_MAX) {
+        return AL_CONFIG_ERROR;
+    }
+    for (size_t i = 0; i < len; i++) {
+        char c = id[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == ':' || c == '-')) {
+            return AL_CONFIG_ERROR;
+        }
+    }
+    memcpy(opts->run_id, id, len + 1);
+    return AL_OK;
+}
+
+void al_run_opts_set_event_callback(struct al_run_opts *opts, al_event_fn *fn, void *userdata)
+{
+    if (opts) {
+        opts->event_fn = fn;
+        opts->event_userdata = fn ? userdata : NULL;
+    }
+}
+
+enum al_code al_run_opts_set_clock_mode(struct al_run_opts *opts, enum al_clock_mode mode,
+                                        uint64_t step_ms)
+{
+    if (!opts || (mode != AL_CLOCK_WALL && mode != AL_CLOCK_LOGICAL) ||
+        (mode == AL_CLOCK_LOGICAL && (step_ms == 0 || step_ms > 366ull * 24 * 3600 * 1000))) {
+        return AL_CONFIG_ERROR;
+    }
+    opts->clock_mode = mode;
+    opts->clock_step_ms = mode == AL_CLOCK_LOGICAL ? step_ms : 0;
+    return AL_OK;
+}
+
+struct al_run_opts *runner_opts_copy(const struct al_run_opts *o)
+{
+    struct al_run_opts *c = calloc(1, sizeof *c);
+    if (!c) {
+        return NULL;
+    }
+    *c = *o;
+    c->source = c->filename = c->context = c->audience = c->resume = NULL;
+    c->resolutions = NULL;
+    c->nresolutions = 0;
+    c->hosts = NULL;
+    c->nhosts = 0;
+    int bad = 0;
+    c->source = buf_dup(o->source, o->source_len);
+    bad |= !c->source;
+    if (o->filename) {
+        bad |= !(c->filename = strdup(o->filename));
+    }
+    if (o->context) {
+        bad |= !(c->context = buf_dup(o->context, o->context_len));
+    }
+    if (o->audience) {
+        bad |= !(c->audience = strdup(o->audience));
+    }
+    if (o->resume) {
+        bad |= !(c->resume = buf_dup(o->resume, o->resume_len));
+    }
+    for (size_t i = 0; i < o->nresolutions && !bad; i++) {
+        bad |= al_run_opts_add_resolution(c, o->resolutions[i].id, o->resolutions[i].json,
+                                          o->resolutions[i].len) != AL_OK;
+    }
+    for (size_t i = 0; i < o->nhosts && !bad; i++) {
+        const struct host_entry *h = &o->hosts[i];
+        bad |= add_host_entry(&c->hosts, &c->nhosts, h->name, h->fn, h->userdata, h->flags) !=
+               AL_OK;
+    }
+    if (bad) {
+        al_run_opts_free(c);
+        return NULL;
+    }
+    return c;
 }
 
 enum al_code al_config_set_worker_path(struct al_config *config, const char *path)
@@ -407,6 +524,7 @@ enum al_code al_config_set_max_concurrency(struct al_config *config, unsigned ma
 struct adm_waiter {
     struct adm_waiter *next;
     int granted;
+    int wake_fd; /* an asynchronous run's eventfd, written when granted; -1: cv is signalled */
     pthread_cond_t cv;
 };
 
@@ -421,7 +539,7 @@ int runner_admit(struct al_runner *r)
         r->running++;
         admitted = 1;
     } else if (r->queued < r->max_queue) {
-        struct adm_waiter me = { NULL, 0, PTHREAD_COND_INITIALIZER };
+        struct adm_waiter me = { NULL, 0, -1, PTHREAD_COND_INITIALIZER };
         pthread_condattr_t attr;
         pthread_condattr_init(&attr);
         pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -480,11 +598,82 @@ void runner_leave(struct al_runner *r)
         }
         r->queued--;
         w->granted = 1;
-        pthread_cond_signal(&w->cv);
+        if (w->wake_fd >= 0) {
+            uint64_t one = 1;
+            ssize_t n = write(w->wake_fd, &one, sizeof one);
+            (void)n; /* EAGAIN only when the counter is saturated: already signalled */
+        } else {
+            pthread_cond_signal(&w->cv);
+        }
     } else {
         r->running--;
     }
     pthread_mutex_unlock(&r->adm_mu);
+}
+
+struct adm_waiter *runner_waiter_new(int wake_fd)
+{
+    struct adm_waiter *w = calloc(1, sizeof *w);
+    if (w) {
+        w->wake_fd = wake_fd;
+    }
+    return w;
+}
+
+void runner_waiter_free(struct adm_waiter *w)
+{
+    free(w);
+}
+
+int runner_admit_async(struct al_runner *r, struct adm_waiter *w)
+{
+    if (r->max_runs == 0) {
+        return 1;
+    }
+    int rc = 0;
+    pthread_mutex_lock(&r->adm_mu);
+    if (r->running < r->max_runs && !r->adm_head) {
+        r->running++;
+        rc = 1;
+    } else if (r->queued < r->max_queue) {
+        w->next = NULL;
+        w->granted = 0;
+        *r->adm_tail = w;
+        r->adm_tail = &w->next;
+        r->queued++;
+        rc = 2;
+    }
+    pthread_mutex_unlock(&r->adm_mu);
+    return rc;
+}
+
+int runner_waiter_granted(struct al_runner *r, struct adm_waiter *w)
+{
+    pthread_mutex_lock(&r->adm_mu);
+    int granted = w->granted;
+    pthread_mutex_unlock(&r->adm_mu);
+    return granted;
+}
+
+int runner_admit_cancel(struct al_runner *r, struct adm_waiter *w)
+{
+    pthread_mutex_lock(&r->adm_mu);
+    int granted = w->granted;
+    if (!granted) {
+        struct adm_waiter **pp = &r->adm_head;
+        while (*pp && *pp != w) {
+            pp = &(*pp)->next;
+        }
+        if (*pp) {
+            *pp = w->next;
+            if (r->adm_tail == &w->next) {
+                r->adm_tail = pp;
+            }
+            r->queued--;
+        }
+    }
+    pthread_mutex_unlock(&r->adm_mu);
+    return granted;
 }
 
 enum al_code al_config_set_unsafe_no_jail(struct al_config *config, int allow)
@@ -508,6 +697,7 @@ enum al_code al_runner_new(const struct al_config *config, struct al_runner **re
         return error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
     }
     pthread_mutex_init(&r->adm_mu, NULL);
+    pthread_mutex_init(&r->loop_mu, NULL);
     r->adm_tail = &r->adm_head;
     memcpy(r->limits, config->limits, sizeof r->limits);
     memcpy(r->limit_set, config->limit_set, sizeof r->limit_set);
@@ -584,7 +774,14 @@ enum al_code al_runner_new(const struct al_config *config, struct al_runner **re
             r->nhosts++;
         }
     }
-    if (manifest_digest(r, config->module_identity, r->manifest) != AL_OK) {
+    if (config->module_identity) {
+        r->module_identity = strdup(config->module_identity);
+        if (!r->module_identity) {
+            rc = error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+            goto fail;
+        }
+    }
+    if (runner_manifest(r->hosts, r->nhosts, r->module_identity, r->manifest) != AL_OK) {
         rc = error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
         goto fail;
     }
@@ -607,8 +804,11 @@ void al_runner_free(struct al_runner *runner)
     if (!runner) {
         return;
     }
+    loop_free(runner->loop); /* ends the asynchronous runs first: they use the pool */
+    pthread_mutex_destroy(&runner->loop_mu);
     pool_free(runner->pool);
     free_hosts(runner->hosts, runner->nhosts);
+    free(runner->module_identity);
     free(runner->worker_path);
     free_keys(runner->keys, runner->nkeys);
     pthread_mutex_destroy(&runner->adm_mu);
@@ -635,6 +835,7 @@ void al_run_opts_free(struct al_run_opts *opts)
         free(opts->resolutions[i].json);
     }
     free(opts->resolutions);
+    free_hosts(opts->hosts, opts->nhosts);
     free(opts);
 }
 
