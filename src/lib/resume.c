@@ -462,7 +462,7 @@ static enum al_code make_continuation(struct run_state *st, char *msg, size_t ca
     struct al_error err = { 0 };
 
     cont_sha256(o->source, o->source_len, c.source);
-    memcpy(c.manifest, r->manifest, CONT_DIGEST);
+    memcpy(c.manifest, st->manifest, CONT_DIGEST);
     cont_sha256(o->context ? o->context : "", o->context ? o->context_len : 0, c.context);
     snprintf(c.audience, sizeof c.audience, "%s", o->audience ? o->audience : "airlock");
     c.issued_ms = clock_wall_ms();

@@ -1,0 +1,699 @@
+/*
+ * integration.async - what a server builds on, end to end with the real worker: runs started
+ * without blocking (al_run_start) and many of them held by one event thread, cancellation
+ * (of a spinning guest, inside a long builtin, of pending host calls, of a queued run),
+ * per-run host functions, userdata and run ids, events while a run runs, the logical clock,
+ * well-formed error texts with lengths, and statistics the host measured itself.
+ */
+/* cmocka.h needs these first */
+/* clang-format off */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "airlock.h"
+
+static const char key[] = "0123456789abcdef0123456789abcdef-async-test-key";
+
+/* ------------------------------------------------------------ helpers */
+
+static struct al_runner *runner_of(struct al_config *c)
+{
+    struct al_runner *r = NULL;
+    struct al_error err;
+    if (al_runner_new(c, &r, &err) != AL_OK) {
+        fail_msg("al_runner_new: %s", err.message);
+    }
+    return r;
+}
+
+static struct al_run_opts *opts_of(const char *src)
+{
+    struct al_run_opts *o = al_run_opts_new();
+    assert_non_null(o);
+    assert_int_equal(al_run_opts_set_source(o, src, strlen(src), NULL), AL_OK);
+    return o;
+}
+
+static struct al_run *start(struct al_runner *r, const struct al_run_opts *o)
+{
+    struct al_run *run = NULL;
+    struct al_error err;
+    if (al_run_start(r, o, NULL, NULL, &run, &err) != AL_OK) {
+        fail_msg("al_run_start: %s", err.message);
+    }
+    return run;
+}
+
+static struct al_result *wait_for(struct al_run *run)
+{
+    struct al_result *res = NULL;
+    struct al_error err;
+    if (al_run_wait(run, &res, &err) != AL_OK) {
+        fail_msg("al_run_wait: %s", err.message);
+    }
+    return res;
+}
+
+static void expect_json(const struct al_result *res, const char *json)
+{
+    if (al_result_status(res) != AL_STATUS_COMPLETED) {
+        fail_msg("run failed: %s: %s", al_code_name(al_result_error_code(res)),
+                 al_result_error_message(res));
+    }
+    assert_string_equal(al_result_value(res, NULL), json);
+}
+
+static void expect_code(const struct al_result *res, enum al_code code)
+{
+    if (al_result_error_code(res) != code) {
+        fail_msg("expected %s, got %s: %s", al_code_name(code),
+                 al_code_name(al_result_error_code(res)), al_result_error_message(res));
+    }
+}
+
+static int thread_count(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    assert_non_null(f);
+    char line[256];
+    int n = -1;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "Threads: %d", &n) == 1) {
+            break;
+        }
+    }
+    fclose(f);
+    return n;
+}
+
+/* ------------------------------------------------------------ host functions */
+
+static void host_echo(struct al_call *call, void *ud)
+{
+    (void)ud;
+    size_t len;
+    const char *args = al_call_args(call, &len);
+    al_call_return(call, args, len);
+}
+
+/* Calls parked by host_park, answered or inspected later by the test. */
+#define PARK_MAX 512
+static struct al_call *parked[PARK_MAX];
+static atomic_int nparked;
+static pthread_mutex_t park_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t park_cv = PTHREAD_COND_INITIALIZER;
+
+static void host_park(struct al_call *call, void *ud)
+{
+    (void)ud;
+    pthread_mutex_lock(&park_mu);
+    parked[atomic_fetch_add(&nparked, 1)] = call;
+    pthread_cond_broadcast(&park_cv);
+    pthread_mutex_unlock(&park_mu);
+}
+
+static void wait_parked(int n)
+{
+    pthread_mutex_lock(&park_mu);
+    while (atomic_load(&nparked) < n) {
+        pthread_cond_wait(&park_cv, &park_mu);
+    }
+    pthread_mutex_unlock(&park_mu);
+}
+
+static void reset_parked(void)
+{
+    atomic_store(&nparked, 0);
+}
+
+/* Returns the run's userdata (a string) and its run id. */
+static void host_whoami(struct al_call *call, void *ud)
+{
+    (void)ud;
+    char json[256];
+    snprintf(json, sizeof json, "{\"tenant\":\"%s\",\"run\":\"%s\"}",
+             (const char *)al_call_run_userdata(call), al_call_run_id(call));
+    al_call_return(call, json, strlen(json));
+}
+
+static void host_approve(struct al_call *call, void *ud)
+{
+    (void)ud;
+    if (al_call_resolution(call, NULL)) {
+        size_t len;
+        const char *r = al_call_resolution(call, &len);
+        al_call_return(call, r, len);
+        return;
+    }
+    al_call_interrupt(call, "{\"ask\":\"refund?\"}", strlen("{\"ask\":\"refund?\"}"));
+}
+
+static void host_throw(struct al_call *call, void *ud)
+{
+    (void)ud;
+    al_call_throw(call, "card declined");
+}
+
+/* ------------------------------------------------------------ tests */
+
+static void test_start_and_wait(void **state)
+{
+    (void)state;
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_add_host(c, "h.echo", host_echo, NULL, 0), AL_OK);
+    struct al_runner *r = runner_of(c);
+    struct al_run_opts *o = opts_of("return (await h.echo(1, 'two'))");
+    assert_int_equal(al_run_opts_set_run_id(o, "run-42"), AL_OK);
+    struct al_run *run = start(r, o);
+    al_run_opts_free(o); /* copied by al_run_start */
+    assert_string_equal(al_run_id(run), "run-42");
+    struct al_result *res = wait_for(run);
+    expect_json(res, "[1,\"two\"]");
+    assert_string_equal(al_result_run_id(res), "run-42");
+    /* a second wait is refused, not a hang */
+    struct al_result *again = NULL;
+    assert_int_equal(al_run_wait(run, &again, NULL), AL_CONFIG_ERROR);
+    al_result_free(res);
+    al_run_release(run);
+    /* bad arguments and ids */
+    o = al_run_opts_new();
+    assert_int_equal(al_run_start(r, o, NULL, NULL, &run, NULL), AL_CONFIG_ERROR); /* no source */
+    assert_int_equal(al_run_opts_set_run_id(o, ""), AL_CONFIG_ERROR);
+    assert_int_equal(al_run_opts_set_run_id(o, "has space"), AL_CONFIG_ERROR);
+    al_run_opts_free(o);
+    al_runner_free(r);
+    al_config_free(c);
+}
+
+struct done_box {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+    int ok;
+    pthread_t thread;
+};
+
+static void on_done(struct al_run *run, struct al_result *res, void *ud)
+{
+    struct done_box *box = ud;
+    pthread_mutex_lock(&box->mu);
+    box->ok += al_result_status(res) == AL_STATUS_COMPLETED;
+    box->done++;
+    box->thread = pthread_self();
+    pthread_cond_broadcast(&box->cv);
+    pthread_mutex_unlock(&box->mu);
+    al_result_free(res);
+    al_run_release(run); /* allowed inside the callback */
+}
+
+/* Hundreds of runs wait on a host function answered later from one thread: one event thread
+ * holds them all, the caller never blocks, and every one completes with its own answer. */
+static void test_many_runs_one_thread(void **state)
+{
+    (void)state;
+    enum { N = 200 };
+    reset_parked();
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_add_host(c, "slow.get", host_park, NULL, 0), AL_OK);
+    struct al_runner *r = runner_of(c);
+    struct done_box box = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0 };
+    int threads_before = thread_count();
+    for (int i = 0; i < N; i++) {
+        char src[128];
+        snprintf(src, sizeof src, "const v = await slow.get(%d); if (v !== %d) throw 1; return v",
+                 i, i * 10);
+        struct al_run_opts *o = opts_of(src);
+        struct al_run *run = NULL;
+        assert_int_equal(al_run_start(r, o, on_done, &box, &run, NULL), AL_OK);
+        al_run_opts_free(o);
+    }
+    wait_parked(N); /* every run is waiting on its host call at once */
+    int threads_during = thread_count();
+    /* the event thread and at most the pool's: no thread per run */
+    assert_true(threads_during - threads_before <= 3);
+    for (int i = 0; i < N; i++) {
+        size_t len;
+        const char *args = al_call_args(parked[i], &len);
+        int arg = atoi(args + 1); /* "[N]" */
+        char json[32];
+        snprintf(json, sizeof json, "%d", arg * 10);
+        al_call_return(parked[i], json, strlen(json));
+    }
+    pthread_mutex_lock(&box.mu);
+    while (box.done < N) {
+        pthread_cond_wait(&box.cv, &box.mu);
+    }
+    pthread_mutex_unlock(&box.mu);
+    assert_int_equal(box.ok, N);
+    assert_false(pthread_equal(box.thread, pthread_self()));
+    al_runner_free(r);
+    al_config_free(c);
+}
+
+static void test_cancel_spinning_guest(void **state)
+{
+    (void)state;
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_set_limit(c, AL_LIMIT_TIMEOUT_MS, 120000), AL_OK);
+    assert_int_equal(al_config_add_host(c, "h.echo", host_echo, NULL, 0), AL_OK);
+    struct al_runner *r = runner_of(c);
+    /* a plain loop, and a catastrophic regular expression (one long builtin call) */
+    const char *srcs[] = {
+        "await h.echo(1); for (;;) {}",
+        "await h.echo(1); return /(a+)+$/.test('a'.repeat(64) + 'b')",
+    };
+    for (size_t i = 0; i < 2; i++) {
+        struct al_run_opts *o = opts_of(srcs[i]);
+        struct al_run *run = start(r, o);
+        al_run_opts_free(o);
+        /* the guest is running once its first host call has been answered; cancel at any point
+         * must end it ABORTED, never with the 120 s timeout */
+        al_run_cancel(run);
+        al_run_cancel(run); /* idempotent */
+        struct al_result *res = wait_for(run);
+        assert_int_equal(al_result_status(res), AL_STATUS_FAILED);
+        expect_code(res, AL_ABORTED);
+        struct al_stats st;
+        al_result_stats(res, &st);
+        assert_true(st.wall_us < 60u * 1000000u);
+        al_result_free(res);
+        al_run_cancel(run); /* after the end: no effect */
+        al_run_release(run);
+    }
+    al_runner_free(r);
+    al_config_free(c);
+}
+
+/* Answers at once, then tells the test the guest has gone on. */
+static void host_go(struct al_call *call, void *ud)
+{
+    (void)ud;
+    al_call_return(call, "1", 1);
+    pthread_mutex_lock(&park_mu);
+    atomic_fetch_add(&nparked, 1);
+    pthread_cond_broadcast(&park_cv);
+    pthread_mutex_unlock(&park_mu);
+}
+
+/* A run cancelled once its guest has entered a long builtin (a catastrophic regular
+ * expression, where QuickJS never polls its interrupt handler), and one whose host call is
+ * pending: both end ABORTED, and the pending call reads as cancelled. */
+static void test_cancel_inside_builtin(void **state)
+{
+    (void)state;
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_set_limit(c, AL_LIMIT_TIMEOUT_MS, 120000), AL_OK);
+    assert_int_equal(al_config_add_host(c, "h.go", host_go, NULL, 0), AL_OK);
+    assert_int_equal(al_config_add_host(c, "h.park", host_park, NULL, 0), AL_OK);
+    struct al_runner *r = runner_of(c);
+    reset_parked();
+    struct al_run_opts *o = opts_of("await h.go(); return /(a+)+$/.test('a'.repeat(64) + 'b')");
+    struct al_run *run = start(r, o);
+    al_run_opts_free(o);
+    wait_parked(1);
+    al_run_cancel(run);
+    struct al_result *res = wait_for(run);
+    expect_code(res, AL_ABORTED);
+    al_result_free(res);
+    al_run_release(run);
+
+    reset_parked();
+    o = opts_of("return await h.park()");
+    run = start(r, o);
+    al_run_opts_free(o);
+    wait_parked(1);
+    struct al_call *call = parked[0];
+    assert_int_equal(al_call_cancelled(call), 0);
+    al_run_cancel(run);
+    res = wait_for(run);
+    expect_code(res, AL_ABORTED);
+    /* its late answer is discarded safely */
+    assert_int_equal(al_call_cancelled(call), 1);
+    al_call_return(call, "1", 1);
+    al_result_free(res);
+    al_run_release(run);
+    al_runner_free(r);
+    al_config_free(c);
+}
+
+/* A run waiting for one of the runner's slots leaves the queue when cancelled. */
+static void test_cancel_queued_run(void **state)
+{
+    (void)state;
+    reset_parked();
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_add_host(c, "h.park", host_park, NULL, 0), AL_OK);
+    assert_int_equal(al_config_set_max_concurrency(c, 1, 4), AL_OK);
+    struct al_runner *r = runner_of(c);
+    struct al_run_opts *o = opts_of("return await h.park()");
+    struct al_run *first = start(r, o);
+    wait_parked(1); /* the first run holds the only slot */
+    struct al_run *second = start(r, o);
+    struct al_run *third = start(r, o);
+    al_run_cancel(second);
+    struct al_result *res = wait_for(second);
+    expect_code(res, AL_ABORTED);
+    al_result_free(res);
+    al_call_return(parked[0], "7", 1);
+    res = wait_for(first);
+    expect_json(res, "7");
+    al_result_free(res);
+    wait_parked(2); /* the slot went to the third run, not the cancelled one */
+    al_call_return(parked[1], "8", 1);
+    res = wait_for(third);
+    expect_json(res, "8");
+    al_result_free(res);
+    al_run_release(first);
+    al_run_release(second);
+    al_run_release(third);
+    /* beyond the queue: refused at once */
+    assert_int_equal(al_config_set_max_concurrency(c, 1, 0), AL_OK);
+    struct al_runner *r2 = runner_of(c);
+    reset_parked();
+    first = start(r2, o);
+    wait_parked(1);
+    second = start(r2, o);
+    res = wait_for(second);
+    expect_code(res, AL_CONCURRENCY_LIMIT);
+    al_result_free(res);
+    al_call_return(parked[0], "1", 1);
+    res = wait_for(first);
+    al_result_free(res);
+    al_run_release(first);
+    al_run_release(second);
+    al_run_opts_free(o);
+    al_runner_free(r2);
+    al_runner_free(r);
+    al_config_free(c);
+}
+
+/* Freeing a runner with runs in flight cancels them and delivers their results first. */
+static void test_runner_free_cancels(void **state)
+{
+    (void)state;
+    reset_parked();
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_add_host(c, "h.park", host_park, NULL, 0), AL_OK);
+    struct al_runner *r = runner_of(c);
+    struct done_box box = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0 };
+    struct al_run_opts *o = opts_of("return await h.park()");
+    for (int i = 0; i < 3; i++) {
+        struct al_run *run = NULL;
+        assert_int_equal(al_run_start(r, o, on_done, &box, &run, NULL), AL_OK);
+    }
+    wait_parked(3);
+    al_runner_free(r);
+    assert_int_equal(box.done, 3);
+    assert_int_equal(box.ok, 0);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(al_call_cancelled(parked[i]), 1);
+        al_call_return(parked[i], "1", 1);
+    }
+    al_run_opts_free(o);
+    al_config_free(c);
+}
+
+static void test_per_run_hosts_and_userdata(void **state)
+{
+    (void)state;
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_add_host(c, "h.echo", host_echo, NULL, 0), AL_OK);
+    assert_int_equal(al_config_set_continuation_key(c, key, strlen(key)), AL_OK);
+    struct al_runner *r = runner_of(c);
+    /* two tenants, one runner: each run sees its own userdata through the same function */
+    const char *tenants[] = { "acme", "globex" };
+    for (int i = 0; i < 2; i++) {
+        struct al_run_opts *o = opts_of("const me = await crm.whoami();"
+                                        "return [me.tenant, me.run, await h.echo(2)]");
+        assert_int_equal(al_run_opts_add_host(o, "crm.whoami", host_whoami, NULL, 0), AL_OK);
+        al_run_opts_set_userdata(o, (void *)tenants[i]);
+        char id[32];
+        snprintf(id, sizeof id, "run-%s", tenants[i]);
+        assert_int_equal(al_run_opts_set_run_id(o, id), AL_OK);
+        struct al_result *res = NULL;
+        assert_int_equal(al_run(r, o, &res, NULL), AL_OK);
+        char want[128];
+        snprintf(want, sizeof want, "[\"%s\",\"%s\",[2]]", tenants[i], id);
+        expect_json(res, want);
+        al_result_free(res);
+        al_run_opts_free(o);
+    }
+    /* a run's function may join a runner's group ... */
+    struct al_run_opts *o = opts_of("return Object.keys(h).sort()");
+    assert_int_equal(al_run_opts_add_host(o, "h.extra", host_echo, NULL, 0), AL_OK);
+    struct al_result *res = NULL;
+    assert_int_equal(al_run(r, o, &res, NULL), AL_OK);
+    expect_json(res, "[\"echo\",\"extra\"]");
+    al_result_free(res);
+    al_run_opts_free(o);
+    /* ... but not take a runner's name, nor disagree on sync, nor use a bad name */
+    o = opts_of("return 1");
+    assert_int_equal(al_run_opts_add_host(o, "h.echo", host_echo, NULL, 0), AL_OK);
+    assert_int_equal(al_run_opts_add_host(o, "h.echo", host_echo, NULL, 0), AL_CONFIG_ERROR);
+    assert_int_equal(al_run_opts_add_host(o, "Math.x", host_echo, NULL, 0), AL_CONFIG_ERROR);
+    assert_int_equal(al_run(r, o, &res, NULL), AL_OK);
+    expect_code(res, AL_CONFIG_ERROR);
+    assert_non_null(strstr(al_result_error_message(res), "h.echo"));
+    al_result_free(res);
+    al_run_opts_free(o);
+    o = opts_of("return 1");
+    assert_int_equal(al_run_opts_add_host(o, "h.sync", host_echo, NULL, AL_HOST_SYNC), AL_OK);
+    assert_int_equal(al_run(r, o, &res, NULL), AL_OK);
+    expect_code(res, AL_CONFIG_ERROR);
+    al_result_free(res);
+    al_run_opts_free(o);
+
+    /* A continuation binds the functions the run had: its own included. */
+    const char *src = "return await pay.approve(5)";
+    o = opts_of(src);
+    assert_int_equal(al_run_opts_add_host(o, "pay.approve", host_approve, NULL, 0), AL_OK);
+    assert_int_equal(al_run(r, o, &res, NULL), AL_OK);
+    assert_int_equal(al_result_status(res), AL_STATUS_INTERRUPTED);
+    size_t tlen;
+    char *token = strdup(al_result_continuation(res, &tlen));
+    struct al_interruption in;
+    assert_int_equal(al_result_interruption(res, 0, &in), 0);
+    char *iid = strdup(in.id);
+    al_result_free(res);
+    al_run_opts_free(o);
+    /* without the run's function: refused */
+    o = opts_of(src);
+    assert_int_equal(al_run_opts_set_resume(o, token, tlen), AL_OK);
+    assert_int_equal(al_run_opts_add_resolution(o, iid, "true", 4), AL_OK);
+    assert_int_equal(al_run(r, o, &res, NULL), AL_OK);
+    expect_code(res, AL_PROTOCOL_ERROR);
+    al_result_free(res);
+    al_run_opts_free(o);
+    /* with it: resumes */
+    o = opts_of(src);
+    assert_int_equal(al_run_opts_add_host(o, "pay.approve", host_approve, NULL, 0), AL_OK);
+    assert_int_equal(al_run_opts_set_resume(o, token, tlen), AL_OK);
+    assert_int_equal(al_run_opts_add_resolution(o, iid, "\"yes\"", 5), AL_OK);
+    assert_int_equal(al_run(r, o, &res, NULL), AL_OK);
+    expect_json(res, "\"yes\"");
+    al_result_free(res);
+    al_run_opts_free(o);
+    free(token);
+    free(iid);
+    al_runner_free(r);
+    al_config_free(c);
+}
+
+/* Events, recorded as text lines. */
+struct event_log {
+    char text[4096];
+    size_t len;
+    int call_ends;
+    uint64_t total_duration_us;
+};
+
+static void on_event(const struct al_event *ev, void *ud)
+{
+    struct event_log *log = ud;
+    char line[512];
+    switch (ev->kind) {
+    case AL_EVENT_CONSOLE:
+        snprintf(line, sizeof line, "console %s %.*s\n", al_console_level_name(ev->level),
+                 (int)ev->text_len, ev->text);
+        break;
+    case AL_EVENT_CALL_START:
+        snprintf(line, sizeof line, "start #%u %s %.*s\n", ev->seq, ev->function,
+                 (int)ev->args_len, ev->args);
+        break;
+    case AL_EVENT_CALL_END:
+        snprintf(line, sizeof line, "end #%u %s %s%s%.*s\n", ev->seq, ev->function,
+                 ev->outcome == AL_CALL_RETURNED   ? "returned"
+                 : ev->outcome == AL_CALL_THREW    ? "threw"
+                                                   : "interrupted",
+                 ev->text_len ? " " : "", (int)ev->text_len, ev->text);
+        log->call_ends++;
+        log->total_duration_us += ev->duration_us;
+        break;
+    case AL_EVENT_INTERRUPTION:
+        snprintf(line, sizeof line, "interruption %s %.*s %.*s %s\n", ev->function,
+                 (int)ev->args_len, ev->args, (int)ev->text_len, ev->text,
+                 ev->interruption_id[0] ? "id" : "no-id");
+        break;
+    default:
+        snprintf(line, sizeof line, "unknown\n");
+    }
+    assert_non_null(ev->run_id);
+    size_t n = strlen(line);
+    assert_true(log->len + n < sizeof log->text);
+    memcpy(log->text + log->len, line, n + 1);
+    log->len += n;
+}
+
+static void test_events(void **state)
+{
+    (void)state;
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_add_host(c, "h.echo", host_echo, NULL, 0), AL_OK);
+    assert_int_equal(al_config_add_host(c, "h.fail", host_throw, NULL, 0), AL_OK);
+    assert_int_equal(al_config_add_host(c, "pay.approve", host_approve, NULL, 0), AL_OK);
+    assert_int_equal(al_config_set_continuation_key(c, key, strlen(key)), AL_OK);
+    struct al_runner *r = runner_of(c);
+    struct event_log log = { .len = 0 };
+    struct al_run_opts *o = opts_of("console.log('hello', 1);"
+                                    "await h.echo('a');"
+                                    "try { await h.fail() } catch (e) { console.warn(e.message) }"
+                                    "return await pay.approve(9)");
+    al_run_opts_set_event_callback(o, on_event, &log);
+    struct al_run *run = start(r, o); /* events of an asynchronous run, on the event thread */
+    al_run_opts_free(o);
+    struct al_result *res = wait_for(run);
+    assert_int_equal(al_result_status(res), AL_STATUS_INTERRUPTED);
+    assert_string_equal(log.text, "console log hello 1\n"
+                                  "start #1 h.echo [\"a\"]\n"
+                                  "end #1 h.echo returned\n"
+                                  "start #2 h.fail []\n"
+                                  "end #2 h.fail threw card declined\n"
+                                  "console warn card declined\n"
+                                  "start #3 pay.approve [9]\n"
+                                  "end #3 pay.approve interrupted\n"
+                                  "interruption pay.approve [9] {\"ask\":\"refund?\"} id\n");
+    assert_int_equal(log.call_ends, 3);
+    struct al_stats st;
+    al_result_stats(res, &st);
+    assert_true(log.total_duration_us <= st.wall_us);
+    /* the result still carries everything */
+    assert_int_equal(al_result_console_count(res), 2);
+    assert_int_equal(al_result_interruption_count(res), 1);
+    al_result_free(res);
+    al_run_release(run);
+    al_runner_free(r);
+    al_config_free(c);
+}
+
+static void test_logical_clock(void **state)
+{
+    (void)state;
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_add_host(c, "h.echo", host_echo, NULL, 0), AL_OK);
+    struct al_runner *r = runner_of(c);
+    const char *src = "const t0 = Date.now(); await h.echo(); const t1 = Date.now();"
+                      "await h.echo(); await h.echo(); return [t0, t1, Date.now()]";
+    for (int i = 0; i < 2; i++) { /* the same every time */
+        struct al_run_opts *o = opts_of(src);
+        al_run_opts_set_seed(o, 7);
+        al_run_opts_set_clock(o, 1000000);
+        assert_int_equal(al_run_opts_set_clock_mode(o, AL_CLOCK_LOGICAL, 5), AL_OK);
+        struct al_result *res = NULL;
+        assert_int_equal(al_run(r, o, &res, NULL), AL_OK);
+        expect_json(res, "[1000000,1000005,1000015]");
+        al_result_free(res);
+        al_run_opts_free(o);
+    }
+    struct al_run_opts *o = al_run_opts_new();
+    assert_int_equal(al_run_opts_set_clock_mode(o, AL_CLOCK_LOGICAL, 0), AL_CONFIG_ERROR);
+    assert_int_equal(al_run_opts_set_clock_mode(o, (enum al_clock_mode)9, 1), AL_CONFIG_ERROR);
+    al_run_opts_free(o);
+    al_runner_free(r);
+    al_config_free(c);
+}
+
+/* Texts handed to C callers are well-formed UTF-8 and carry their lengths. */
+static void test_texts_are_utf8_with_lengths(void **state)
+{
+    (void)state;
+    struct al_config *c = al_config_new();
+    struct al_runner *r = runner_of(c);
+    struct al_run_opts *o = opts_of("console.log('a\\uD800b'); console.log('x\\u0000y');"
+                                    "throw new Error('bad \\uDC00 and \\u0000 nul')");
+    struct al_result *res = NULL;
+    assert_int_equal(al_run(r, o, &res, NULL), AL_OK);
+    size_t len;
+    enum al_console_level level;
+    const char *t = al_result_console_text(res, 0, &level, &len);
+    assert_int_equal(len, 5);
+    assert_memory_equal(t, "a\xEF\xBF\xBD"
+                           "b",
+                        5);
+    t = al_result_console_text(res, 1, &level, &len);
+    assert_int_equal(len, 3);
+    assert_memory_equal(t, "x\0y", 3);
+    struct al_error_text et;
+    al_result_error_text(res, &et);
+    const char want[] = "bad \xEF\xBF\xBD and \0 nul";
+    assert_int_equal(et.message_len, sizeof want - 1);
+    assert_memory_equal(et.message, want, sizeof want - 1);
+    assert_string_equal(et.name, "Error");
+    assert_int_equal(et.name_len, 5);
+    assert_int_equal(et.stack_len, strlen(et.stack));
+    al_result_free(res);
+    al_run_opts_free(o);
+    al_runner_free(r);
+    al_config_free(c);
+}
+
+/* A run killed by the supervisor reports the CPU time the host measured, not 0. */
+static void test_killed_run_reports_cpu(void **state)
+{
+    (void)state;
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_set_limit(c, AL_LIMIT_CPU_MS, 200), AL_OK);
+    struct al_runner *r = runner_of(c);
+    /* one long builtin: the worker cannot report the limit itself, the host kills it */
+    struct al_run_opts *o = opts_of("return /(a+)+$/.test('a'.repeat(64) + 'b')");
+    struct al_result *res = NULL;
+    assert_int_equal(al_run(r, o, &res, NULL), AL_OK);
+    expect_code(res, AL_CPU_LIMIT);
+    struct al_stats st;
+    al_result_stats(res, &st);
+    assert_true(st.cpu_us >= 150000);
+    assert_true(st.cpu_us <= st.wall_us);
+    al_result_free(res);
+    al_run_opts_free(o);
+    al_runner_free(r);
+    al_config_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_start_and_wait),
+        cmocka_unit_test(test_many_runs_one_thread),
+        cmocka_unit_test(test_cancel_spinning_guest),
+        cmocka_unit_test(test_cancel_inside_builtin),
+        cmocka_unit_test(test_cancel_queued_run),
+        cmocka_unit_test(test_runner_free_cancels),
+        cmocka_unit_test(test_per_run_hosts_and_userdata),
+        cmocka_unit_test(test_events),
+        cmocka_unit_test(test_logical_clock),
+        cmocka_unit_test(test_texts_are_utf8_with_lengths),
+        cmocka_unit_test(test_killed_run_reports_cpu),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
