@@ -591,7 +591,9 @@ def check_interrupted(rc, res, err, what=""):
 
 
 def check_failed(rc, res, code, what=""):
-    check(rc == 1, f"{what}: exit {rc}, expected 1: {res}")
+    # every CONFIG_ERROR exits 2 (usage or configuration error), any other failure 1
+    want = 2 if code == "CONFIG_ERROR" else 1
+    check(rc == want, f"{what}: exit {rc}, expected {want}: {res}")
     check(res["status"] == "failed" and res["error"]["code"] == code,
           f"{what}: expected failed {code}: {res}")
     return res["error"]["message"]
@@ -754,7 +756,7 @@ def test_resume_secret_needed_only_to_interrupt():
     msg = check_failed(rc, res, "CONFIG_ERROR", "interrupt without a secret")
     check("AIRLOCK_CONTINUATION_SECRET" in msg, f"message: {msg!r}")
     rc, out, err = cont_run(hosts + [f], secret=None, json_out=False)
-    check(rc == 1 and out == "" and "CONFIG_ERROR" in err and "AIRLOCK_CONTINUATION_SECRET" in err,
+    check(rc == 2 and out == "" and "CONFIG_ERROR" in err and "AIRLOCK_CONTINUATION_SECRET" in err,
           f"readable: {rc} {out!r} {err!r}")
     # a resume needs it too
     rc, res, err = cont_run(hosts + [f])
