@@ -15,8 +15,8 @@ extern char **environ;
 
 static int withheld(const char *var)
 {
-    static const char *const prefixes[] = { "AIRLOCK_CONTINUATION_", "AIRLOCK_FUNCTION=",
-                                            "AIRLOCK_RESUME=" };
+    static const char *const prefixes[] = { "AIRLOCK_CONTINUATION_",
+                                            "AIRLOCK_FUNCTION=", "AIRLOCK_RESUME=" };
     for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
         if (strncmp(var, prefixes[i], strlen(prefixes[i])) == 0) {
             return 1;

@@ -337,8 +337,8 @@ static void *exec_thread(void *arg)
                  "exec host's environment (at most %d bytes); use --host-process",
                  resume.len, EXEC_RESUME_MAX);
         al_call_throw(job->call, why);
-    } else if (run_command(job->host->command, al_call_name(job->call), resume.data, line.data, line.len,
-                           &out, &errb, &status, why, sizeof why) != 0) {
+    } else if (run_command(job->host->command, al_call_name(job->call), resume.data, line.data,
+                           line.len, &out, &errb, &status, why, sizeof why) != 0) {
         al_call_throw(job->call, why);
     } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         trim(&out);
