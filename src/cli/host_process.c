@@ -47,7 +47,8 @@ struct host_process {
     struct buf queue; /* request lines not yet written */
     int closing;
     int dead;
-    char *error;              /* first failure seen during the run */
+    char *error;              /* first failure seen during the run, for the operator */
+    char *guest_error;        /* the same, as calls throw it to the guest (never quoting) */
     struct al_call **pending; /* indexed by call id */
     size_t cap_pending;
     struct buf rest; /* bytes read after the declaration line */
@@ -63,11 +64,12 @@ struct host_process {
  * is kept for the command's report, and every pending call throws `guest_msg`, which never
  * quotes it: what a co-process prints by mistake (a debug line, a secret) is not the guest's to
  * read. */
-static void fail_locked(struct host_process *hp, const char *why, struct al_call ***ret_calls,
-                        size_t *ret_n)
+static void fail_locked(struct host_process *hp, const char *guest_msg, const char *why,
+                        struct al_call ***ret_calls, size_t *ret_n)
 {
     if (!hp->error) {
         hp->error = strdup(why);
+        hp->guest_error = strdup(guest_msg);
     }
     hp->dead = 1;
     size_t n = 0;
@@ -89,7 +91,7 @@ static void fail(struct host_process *hp, const char *guest_msg, const char *why
     struct al_call **calls;
     size_t n;
     pthread_mutex_lock(&hp->mu);
-    fail_locked(hp, why, &calls, &n);
+    fail_locked(hp, guest_msg, why, &calls, &n);
     pthread_mutex_unlock(&hp->mu);
     for (size_t i = 0; i < n; i++) {
         al_call_throw(calls[i], guest_msg);
@@ -265,7 +267,8 @@ static void hp_call(struct al_call *call, void *userdata)
     pthread_mutex_lock(&hp->mu);
     if (hp->dead) {
         char msg[300];
-        snprintf(msg, sizeof msg, "host process %s", hp->error ? hp->error : "has exited");
+        snprintf(msg, sizeof msg, "%s",
+                 hp->guest_error ? hp->guest_error : "host process has exited");
         if (!hp->error) {
             hp->error = strdup("exited before a host call it serves");
         }
@@ -554,6 +557,7 @@ void host_process_free(struct host_process *hp)
     }
     free(hp->pending);
     free(hp->error);
+    free(hp->guest_error);
     buf_done(&hp->queue);
     buf_done(&hp->rest);
     pthread_mutex_destroy(&hp->mu);

@@ -1147,11 +1147,15 @@ def test_host_process_error_not_leaked_to_guest():
                    "print(json.dumps({'functions':['echo.f']}), flush=True)\n"
                    "for line in sys.stdin:\n"
                    "    print('debug: token=SECRET-1234 \\x1b[2J', flush=True)\n")
-    f = write("leak.js", "try { await echo.f(1); } catch (e) { return e.message; }")
+    f = write("leak.js", "const m = [];\n"
+              "try { await echo.f(1); } catch (e) { m.push(e.message); }\n"
+              "try { await echo.f(2); } catch (e) { m.push(e.message); }\n"
+              "return m;")
     rc, out, err = run(["run", "--host-process", f"{PY} {script}", f])
     check(rc == 2, f"exit {rc}: {out!r} {err!r}")
-    msg = json.loads(out)
-    check("not JSON" in msg and "SECRET-1234" not in msg, f"the guest saw {msg!r}")
+    msgs = json.loads(out)
+    check(len(msgs) == 2 and all("not JSON" in m and "SECRET-1234" not in m for m in msgs),
+          f"the guest saw {msgs!r}")
     check("SECRET-1234" in err and "\x1b" not in err and "\\x1b[2J" in err,
           f"the report must quote the line, escaped: {err!r}")
     # --json: exit 2 is never "completed"
