@@ -1,7 +1,9 @@
 /*
  * cli.h - the airlock command: a command table (main.c), `airlock run` (cmd_run.c) and the two
  * kinds of host functions the command line can grant: one process per call (host_exec.c) and
- * one co-process per run speaking JSON lines (host_process.c).
+ * one co-process per run speaking JSON lines (host_process.c). Beside them: term.c (guest text
+ * made safe for a terminal), suggest.c ("did you mean"), child_env.c (what those processes
+ * inherit: never the continuation secrets).
  */
 #ifndef AIRLOCK_CLI_H
 #define AIRLOCK_CLI_H

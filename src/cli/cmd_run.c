@@ -15,60 +15,92 @@
 #include "buf.h"
 #include "cli.h"
 #include "json.h"
+#include "suggest.h"
+#include "term.h"
 
 #define CLI_SEEDED_CLOCK_MS 1735689600000LL /* 2025-01-01T00:00:00Z */
 
 static const char usage[] =
-        "usage: airlock run [OPTIONS] FILE        FILE \"-\" = stdin\n"
+        "usage: airlock run [OPTIONS] FILE        FILE \"-\" = stdin; options may also follow "
+        "FILE\n"
         "  --host NAME=exec:COMMAND   host function NAME (\"group.fn\"); each call runs COMMAND "
-        "via\n"
-        "                             /bin/sh -c with env AIRLOCK_FUNCTION=NAME and the argument\n"
-        "                             array (boundary JSON) on stdin; exit 0: stdout is the "
-        "result\n"
-        "                             (empty = undefined); non-zero: the call throws an Error "
-        "whose\n"
-        "                             message is stderr's text, trimmed\n"
+        "via /bin/sh -c\n"
+        "                             with env AIRLOCK_FUNCTION=NAME and the argument array "
+        "(boundary JSON,\n"
+        "                             one line) on stdin; exit 0: stdout is the result (empty = "
+        "undefined);\n"
+        "                             exit 75: the call interrupts the run, stdout is the payload; "
+        "other:\n"
+        "                             the call throws an Error whose message is stderr's text, "
+        "trimmed\n"
         "  --host-process COMMAND     one co-process per run serving many functions over JSON "
-        "lines\n"
-        "                             (see README: first line "
-        "{\"functions\":[...],\"sync\":[...]})\n"
-        "  --limit KEY=VALUE          timeout, cpu (ms or s), memory, stack, source, result, "
-        "console,\n"
-        "                             host-args, host-output (bytes or K/M/G), host-calls, "
-        "in-flight\n"
+        "lines. Its\n"
+        "                             first line declares "
+        "{\"functions\":[\"group.fn\",...],\"sync\":[\"group\"]}\n"
+        "                             (\"sync\" optional); then airlock writes one line per call,\n"
+        "                             {\"id\":N,\"function\":\"group.fn\",\"args\":[...]}, and the "
+        "co-process\n"
+        "                             answers one line each, {\"id\":N,\"result\":V}, "
+        "{\"id\":N,\"error\":\"message\"}\n"
+        "                             or {\"id\":N,\"interrupt\":PAYLOAD}, in any order, at any "
+        "time. Its stderr\n"
+        "                             passes through. At the end of the run airlock closes its "
+        "stdin and\n"
+        "                             reaps it (killing it after a short grace)\n"
+        "  --limit KEY=VALUE          timeout, cpu (durations: ms or s), memory, stack, source, "
+        "result,\n"
+        "                             console, host-args, host-output, continuation (sizes: bytes "
+        "or\n"
+        "                             K/M/G), host-calls, in-flight (counts)\n"
         "  --seed HEX                 determinism seed for Date and Math.random (the guest clock "
         "then\n"
         "                             starts at 2025-01-01T00:00:00Z unless --clock is given)\n"
-        "  --clock MS                 start of the guest clock, ms since the epoch "
-        "(stats.clock_ms)\n"
-        "  --unsafe-no-jail           run without the worker's seccomp filter (stats.jail says "
-        "so)\n"
-        "  --module                   FILE is an ES module: its default export is the value "
-        "(also\n"
-        "                             for a .mjs FILE)\n"
-        "  --modules DIR              imports resolve inside DIR only (a read-only module root)\n"
+        "  --clock MS                 start of the guest clock, ms since the epoch\n"
         "  --lang js|ts               the source language (default: ts for a .ts or .mts FILE); "
         "modules\n"
         "                             whose name ends in .ts are TypeScript too\n"
-        "  --json                     print one JSON object on stdout\n"
+        "  --module                   FILE is an ES module: its default export is the value (also "
+        "for a\n"
+        "                             .mjs FILE)\n"
+        "  --modules DIR              imports resolve inside DIR only (a read-only module root)\n"
+        "  --unsafe-no-jail           run without the worker's seccomp filter (stats.jail says "
+        "\"none\")\n"
+        "  --json                     print one JSON object on one line on stdout:\n"
+        "    {\"status\":\"completed\",\"value\":V,\"console\":[{\"level\":\"log\",\"text\":\"...\""
+        "}],\"stats\":{...}}\n"
+        "    {\"status\":\"failed\",\"error\":{\"code\":\"TIMEOUT\",\"name\":\"...\",\"message\":\""
+        "...\",\"stack\":\"...\"},\n"
+        "     \"console\":[...],\"stats\":{...}}\n"
+        "    {\"status\":\"interrupted\",\"interruptions\":[{\"id\":\"...\",\"function\":\"group.fn"
+        "\",\"args\":[...],\n"
+        "     \"payload\":P}],\"continuation\":\"...\",\"console\":[...],\"stats\":{...}}\n"
+        "    stats: {\"wall_ms\":...,\"cpu_ms\":...,\"peak_memory_bytes\":...,\"host_calls\":...,\""
+        "seed\":\"...\",\n"
+        "     \"clock_ms\":...,\"jail\":\"seccomp\"}\n"
         "  --resume TOKEN|@FILE       resume from a continuation (same FILE and host setup)\n"
-        "  --resolve ID=JSON          a resolution (repeatable); JSON is a boundary-format "
-        "value\n"
+        "  --resolve ID=JSON          a resolution (repeatable); JSON is a boundary-format value\n"
         "  --context JSON             application context the continuation is bound to\n"
-        "  --audience NAME            audience the continuation is bound to (default "
-        "\"airlock\")\n"
-        "  --continuation-ttl DUR     lifetime of new continuations (ms, s, m, h, d; default "
+        "  --audience NAME            audience the continuation is bound to (default \"airlock\")\n"
+        "  --continuation-ttl DUR     lifetime of new continuations (90s, 30m, 1h, 7d; default "
         "1h)\n"
-        "  --store DIR                use the file-backed stored form in DIR (continuations "
-        "become ids)\n"
-        "  secret: env AIRLOCK_CONTINUATION_SECRET (at least 32 bytes), needed only to interrupt "
-        "or\n"
-        "  resume; AIRLOCK_CONTINUATION_PREVIOUS_SECRET is still accepted for verification\n"
-        "  exec hosts interrupt by exiting with status 75 (stdout: the payload); a re-invoked "
-        "call\n"
-        "  gets env AIRLOCK_RESUME={\"interruptionId\":...,\"payload\":...,\"resolution\":...}"
+        "  --store DIR                use the file-backed stored form in DIR (continuations become "
+        "ids)\n"
+        "  --help                     show this help\n"
+        "environment: AIRLOCK_CONTINUATION_SECRET (at least 32 bytes) signs and checks "
+        "continuations; it\n"
+        "  is needed only to interrupt or resume. AIRLOCK_CONTINUATION_PREVIOUS_SECRET is an older "
+        "one\n"
+        "  still accepted. No AIRLOCK_CONTINUATION_* variable reaches a host command or "
+        "co-process. A\n"
+        "  re-invoked interrupted call gets AIRLOCK_RESUME={\"interruptionId\":...,\"payload\":...,"
         "\n"
-        "exit status: 0 completed, 1 failed, 2 usage or configuration error, 3 interrupted\n";
+        "  \"resolution\":...} (a co-process: the request's \"resume\" member)\n"
+        "without --json: the value is printed as indented JSON on stdout; console lines, a failure "
+        "or\n"
+        "  the interruptions (then the continuation alone goes to stdout) on stderr, with control\n"
+        "  characters escaped (\\x1b, \\u009b)\n"
+        "exit status: 0 completed, 1 failed, 2 usage or configuration error (CONFIG_ERROR), 3 "
+        "interrupted\n";
 
 struct run_args {
     const char *file;
@@ -81,6 +113,8 @@ struct run_args {
     int no_jail;
     uint64_t limits[AL_LIMIT_COUNT_];
     uint8_t limit_set[AL_LIMIT_COUNT_];
+    const char **host_specs; /* --host NAME=exec:COMMAND, in order */
+    size_t nhost_specs;
     struct exec_host **execs;
     size_t nexecs;
     const char *resume; /* TOKEN or @FILE */
@@ -190,32 +224,88 @@ static uint64_t parse_duration(const char *s)
     return 0;
 }
 
+static const struct option run_options[] = {
+    { "host", required_argument, NULL, 'H' },
+    { "host-process", required_argument, NULL, 'P' },
+    { "limit", required_argument, NULL, 'L' },
+    { "seed", required_argument, NULL, 'S' },
+    { "clock", required_argument, NULL, 'C' },
+    { "json", no_argument, NULL, 'J' },
+    { "unsafe-no-jail", no_argument, NULL, 'U' },
+    { "resume", required_argument, NULL, 'R' },
+    { "resolve", required_argument, NULL, 'V' },
+    { "context", required_argument, NULL, 'X' },
+    { "audience", required_argument, NULL, 'A' },
+    { "continuation-ttl", required_argument, NULL, 'T' },
+    { "store", required_argument, NULL, 'D' },
+    { "module", no_argument, NULL, 'M' },
+    { "lang", required_argument, NULL, 'G' },
+    { "modules", required_argument, NULL, 'O' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+};
+
+#define RUN_NOPTIONS (sizeof run_options / sizeof run_options[0] - 1)
+
+/* What getopt refused: an unknown option (naming the closest real one), an ambiguous
+ * abbreviation, or an option without its value. The first line says it all. */
+static void bad_option(const char *arg, int missing_value)
+{
+    const char *names[RUN_NOPTIONS];
+    const char *matches[RUN_NOPTIONS];
+    size_t nmatches = 0;
+    if (missing_value) {
+        cli_error("run: option '%s' needs a value (see `airlock run --help`)", arg);
+        return;
+    }
+    if (strncmp(arg, "--", 2) != 0) {
+        cli_error("run: unknown option '%s'\nusage: airlock run [OPTIONS] FILE (see `airlock run "
+                  "--help`)",
+                  arg);
+        return;
+    }
+    const char *name = arg + 2;
+    const char *eq = strchr(name, '=');
+    size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    for (size_t i = 0; i < RUN_NOPTIONS; i++) {
+        names[i] = run_options[i].name;
+        if (strlen(run_options[i].name) == len && strncmp(run_options[i].name, name, len) == 0) {
+            cli_error("run: option '--%s' takes no value", run_options[i].name);
+            return;
+        }
+        if (len > 0 && strncmp(run_options[i].name, name, len) == 0) {
+            matches[nmatches++] = run_options[i].name;
+        }
+    }
+    if (nmatches > 1) {
+        struct buf b;
+        buf_init(&b, 1024);
+        for (size_t i = 0; i < nmatches; i++) {
+            buf_printf(&b, "%s'--%s'", i ? ", " : "", matches[i]);
+        }
+        cli_error("run: ambiguous option '--%.*s' (%s)", (int)len, name, b.data ? b.data : "");
+        buf_done(&b);
+        return;
+    }
+    const char *best = suggest_closest(name, len, names, RUN_NOPTIONS);
+    if (best) {
+        cli_error("run: unknown option '--%.*s'; did you mean '--%s'?\nusage: airlock run "
+                  "[OPTIONS] FILE (see `airlock run --help`)",
+                  (int)len, name, best);
+    } else {
+        cli_error("run: unknown option '--%.*s'\nusage: airlock run [OPTIONS] FILE (see `airlock "
+                  "run --help`)",
+                  (int)len, name);
+    }
+}
+
+/* Options may come before or after FILE (getopt permutes; "--" ends them). */
 static int parse_args(int argc, char **argv, struct run_args *a)
 {
-    static const struct option opts[] = {
-        { "host", required_argument, NULL, 'H' },
-        { "host-process", required_argument, NULL, 'P' },
-        { "limit", required_argument, NULL, 'L' },
-        { "seed", required_argument, NULL, 'S' },
-        { "clock", required_argument, NULL, 'C' },
-        { "json", no_argument, NULL, 'J' },
-        { "unsafe-no-jail", no_argument, NULL, 'U' },
-        { "resume", required_argument, NULL, 'R' },
-        { "resolve", required_argument, NULL, 'V' },
-        { "context", required_argument, NULL, 'X' },
-        { "audience", required_argument, NULL, 'A' },
-        { "continuation-ttl", required_argument, NULL, 'T' },
-        { "store", required_argument, NULL, 'D' },
-        { "module", no_argument, NULL, 'M' },
-        { "lang", required_argument, NULL, 'G' },
-        { "modules", required_argument, NULL, 'O' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", run_options, NULL)) != -1) {
         switch (c) {
         case 'H': {
             /* validated against the config later; here only the shape NAME=exec:COMMAND */
@@ -224,6 +314,13 @@ static int parse_args(int argc, char **argv, struct run_args *a)
                 cli_error("--host %s: expected NAME=exec:COMMAND", optarg);
                 return -1;
             }
+            const char **v = realloc(a->host_specs, (a->nhost_specs + 1) * sizeof *v);
+            if (!v) {
+                cli_error("out of memory");
+                return -1;
+            }
+            a->host_specs = v;
+            a->host_specs[a->nhost_specs++] = optarg;
             break;
         }
         case 'P':
@@ -333,39 +430,32 @@ static int parse_args(int argc, char **argv, struct run_args *a)
         case 'h':
             fputs(usage, stdout);
             exit(0);
+        case ':':
+            bad_option(argv[optind - 1], 1);
+            return -1;
         default:
-            cli_error("run: unknown or incomplete option '%s'\n%s", argv[optind - 1], usage);
+            if (strncmp(argv[optind - 1], "--", 2) == 0) {
+                bad_option(argv[optind - 1], 0);
+            } else {
+                char opt[3] = { '-', (char)optopt, '\0' };
+                bad_option(opt, 0);
+            }
             return -1;
         }
     }
     if (optind != argc - 1) {
-        cli_error("run: expected exactly one FILE\n%s", usage);
+        cli_error("run: %s\nusage: airlock run [OPTIONS] FILE (see `airlock run --help`)",
+                  optind == argc ? "expected a FILE" : "expected exactly one FILE");
         return -1;
     }
     a->file = argv[optind];
     return 0;
 }
 
-static int add_exec_hosts(int argc, char **argv, struct run_args *a, struct al_config *config,
-                          uint64_t output_limit)
+static int add_exec_hosts(struct run_args *a, struct al_config *config, uint64_t output_limit)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *spec = NULL;
-        if (strcmp(argv[i], "--host") == 0 && i + 1 < argc) {
-            spec = argv[++i];
-        } else if (strncmp(argv[i], "--host=", 7) == 0) {
-            spec = argv[i] + 7;
-        } else if (strcmp(argv[i], "--host-process") == 0 || strcmp(argv[i], "--limit") == 0 ||
-                   strcmp(argv[i], "--seed") == 0 || strcmp(argv[i], "--clock") == 0 ||
-                   strcmp(argv[i], "--resume") == 0 || strcmp(argv[i], "--resolve") == 0 ||
-                   strcmp(argv[i], "--context") == 0 || strcmp(argv[i], "--audience") == 0 ||
-                   strcmp(argv[i], "--continuation-ttl") == 0 || strcmp(argv[i], "--store") == 0 ||
-                   strcmp(argv[i], "--modules") == 0 || strcmp(argv[i], "--lang") == 0) {
-            i++;
-            continue;
-        } else {
-            continue;
-        }
+    for (size_t i = 0; i < a->nhost_specs; i++) {
+        const char *spec = a->host_specs[i];
         const char *eq = strchr(spec, '=');
         char name[256];
         size_t nlen = (size_t)(eq - spec);
@@ -398,9 +488,22 @@ static int add_exec_hosts(int argc, char **argv, struct run_args *a, struct al_c
     return 0;
 }
 
-/* Prints boundary JSON indented by two spaces per level (strings are copied untouched). */
-static void print_pretty(FILE *f, const char *s, size_t len)
+/* Prints boundary JSON indented by two spaces per level. The text is compacted first (a
+ * compromised worker's value may hold any whitespace between tokens); inside strings, DEL and
+ * the C1 controls become \u escapes (term_json_escape), so the output is the same value and
+ * shows nothing a terminal would obey. */
+static void print_pretty(FILE *f, const char *json, size_t json_len)
 {
+    struct buf compact, safe;
+    buf_init(&compact, SIZE_MAX / 2);
+    buf_init(&safe, SIZE_MAX / 2);
+    if (json_write_compact(&compact, json, json_len) != BUF_OK || !compact.data ||
+        term_json_escape(&safe, compact.data, compact.len) != BUF_OK || !safe.data) {
+        cli_error("out of memory printing the value");
+        goto out;
+    }
+    const char *s = safe.data;
+    size_t len = safe.len;
     int depth = 0;
     int in_str = 0;
     for (size_t i = 0; i < len; i++) {
@@ -445,6 +548,9 @@ static void print_pretty(FILE *f, const char *s, size_t len)
         }
     }
     fputc('\n', f);
+out:
+    buf_done(&compact);
+    buf_done(&safe);
 }
 
 static void put_json_string(struct buf *b, const char *s)
@@ -452,17 +558,26 @@ static void put_json_string(struct buf *b, const char *s)
     json_write_string(b, s, strlen(s));
 }
 
-static void print_json(const struct al_result *res)
+/* One JSON object on one line. `override` (the co-process broke down: the command exits 2)
+ * replaces the run's own outcome with a failure whose code is CONFIG_ERROR, so the object
+ * never says "completed" when the exit status says otherwise. */
+static void print_json(const struct al_result *res, const char *override)
 {
     struct buf b;
     buf_init(&b, SIZE_MAX / 2);
     struct al_stats stats;
     al_result_stats(res, &stats);
-    if (al_result_status(res) == AL_STATUS_COMPLETED) {
+    if (override) {
+        buf_append_str(&b, "{\"status\":\"failed\",\"error\":{\"code\":");
+        put_json_string(&b, al_code_name(AL_CONFIG_ERROR));
+        buf_append_str(&b, ",\"name\":\"\",\"message\":");
+        put_json_string(&b, override);
+        buf_append_str(&b, ",\"stack\":\"\"}");
+    } else if (al_result_status(res) == AL_STATUS_COMPLETED) {
         size_t vlen;
         const char *v = al_result_value(res, &vlen);
         buf_append_str(&b, "{\"status\":\"completed\",\"value\":");
-        buf_append(&b, v, vlen);
+        json_write_compact(&b, v, vlen);
     } else if (al_result_status(res) == AL_STATUS_INTERRUPTED) {
         buf_append_str(&b, "{\"status\":\"interrupted\",\"interruptions\":[");
         for (size_t i = 0; i < al_result_interruption_count(res); i++) {
@@ -473,9 +588,9 @@ static void print_json(const struct al_result *res)
             buf_append_str(&b, ",\"function\":");
             put_json_string(&b, in.function);
             buf_append_str(&b, ",\"args\":");
-            buf_append_str(&b, in.args);
+            json_write_compact(&b, in.args, strlen(in.args));
             buf_append_str(&b, ",\"payload\":");
-            buf_append_str(&b, in.payload);
+            json_write_compact(&b, in.payload, strlen(in.payload));
             buf_append_str(&b, "}");
         }
         buf_append_str(&b, "],\"continuation\":");
@@ -513,6 +628,13 @@ static void print_json(const struct al_result *res)
     buf_done(&b);
 }
 
+static void term_puts(FILE *f, const char *s)
+{
+    term_write(f, s, strlen(s));
+}
+
+/* Everything the guest or a host wrote is shown through term.c: a guest must not be able to
+ * fake or hide what airlock prints (the interruptions to decide, a failure). */
 static void print_readable(const struct al_result *res)
 {
     for (size_t i = 0; i < al_result_console_count(res); i++) {
@@ -522,7 +644,7 @@ static void print_readable(const struct al_result *res)
         if (level == AL_CONSOLE_WARN || level == AL_CONSOLE_ERROR) {
             fprintf(stderr, "%s: ", al_console_level_name(level));
         }
-        fwrite(text, 1, len, stderr);
+        term_write(stderr, text, len);
         fputc('\n', stderr);
     }
     if (al_result_status(res) == AL_STATUS_COMPLETED) {
@@ -538,19 +660,28 @@ static void print_readable(const struct al_result *res)
         for (size_t i = 0; i < n; i++) {
             struct al_interruption in;
             (void)al_result_interruption(res, i, &in);
-            fprintf(stderr, "  %s  %s(%s)\n    payload: %s\n", in.id, in.function, in.args,
-                    in.payload);
+            fprintf(stderr, "  %s  ", in.id);
+            term_puts(stderr, in.function);
+            fputc('(', stderr);
+            term_write_json(stderr, in.args, strlen(in.args));
+            fputs(")\n    payload: ", stderr);
+            term_write_json(stderr, in.payload, strlen(in.payload));
+            fputc('\n', stderr);
         }
         fprintf(stderr, "resume with: --resume TOKEN|@FILE --resolve ID=JSON ...\n");
         printf("%s\n", al_result_continuation(res, NULL));
         return;
     }
     const char *name = al_result_error_name(res);
-    fprintf(stderr, "airlock: %s: %s%s%s\n", al_code_name(al_result_error_code(res)), name,
-            *name ? ": " : "", al_result_error_message(res));
+    fprintf(stderr, "airlock: %s: ", al_code_name(al_result_error_code(res)));
+    term_puts(stderr, name);
+    fputs(*name ? ": " : "", stderr);
+    term_puts(stderr, al_result_error_message(res));
+    fputc('\n', stderr);
     const char *stack = al_result_error_stack(res);
     if (*stack) {
-        fprintf(stderr, "%s\n", stack);
+        term_puts(stderr, stack);
+        fputc('\n', stderr);
     }
 }
 
@@ -671,6 +802,30 @@ static int setup_resume(const struct run_args *a, struct al_run_opts *opts, size
     return rc;
 }
 
+/* The run itself, blocking until it ends. SIGINT/SIGTERM handling belongs here: a handler that
+ * asks the library to cancel this run (it then ends failed, ABORTED, its hosts reaped and its
+ * result printed as any other) instead of killing the command half-way. */
+static enum al_code execute(struct al_runner *runner, const struct al_run_opts *opts,
+                            struct al_result **ret_res, struct al_error *reterr)
+{
+    return al_run(runner, opts, ret_res, reterr);
+}
+
+/* 0 completed, 3 interrupted, 1 failed - except CONFIG_ERROR (the command line or the setup
+ * is wrong: an unknown interruption id, a missing secret, ...), which is 2 as for every other
+ * usage or configuration error. */
+static int exit_status_of(const struct al_result *res)
+{
+    switch (al_result_status(res)) {
+    case AL_STATUS_COMPLETED:
+        return CLI_EXIT_COMPLETED;
+    case AL_STATUS_INTERRUPTED:
+        return CLI_EXIT_INTERRUPTED;
+    default:
+        return al_result_error_code(res) == AL_CONFIG_ERROR ? CLI_EXIT_USAGE : CLI_EXIT_FAILED;
+    }
+}
+
 int cmd_run(int argc, char **argv)
 {
     int exit_code = CLI_EXIT_USAGE;
@@ -708,7 +863,7 @@ int cmd_run(int argc, char **argv)
     if (!source) {
         goto out;
     }
-    if (add_exec_hosts(argc, argv, &a, config, limits[AL_LIMIT_HOST_OUTPUT_BYTES]) != 0) {
+    if (add_exec_hosts(&a, config, limits[AL_LIMIT_HOST_OUTPUT_BYTES]) != 0) {
         goto out;
     }
     if (a.host_process) {
@@ -759,31 +914,25 @@ int cmd_run(int argc, char **argv)
     if (al_run_opts_set_source_type(opts, type) != AL_OK) {
         goto out;
     }
-    if (al_run(runner, opts, &res, &err) != AL_OK) {
+    if (execute(runner, opts, &res, &err) != AL_OK) {
         cli_error("%s: %s", al_code_name(err.code), err.message);
         goto out;
     }
     exec_host_kill_all();
     const char *hp_error = hp ? host_process_finish(hp) : NULL;
+    char hp_message[512];
+    if (hp_error) {
+        snprintf(hp_message, sizeof hp_message, "host process: %s", hp_error);
+    }
     if (a.json) {
-        print_json(res);
+        print_json(res, hp_error ? hp_message : NULL);
     } else {
         print_readable(res);
     }
     fflush(stdout);
-    switch (al_result_status(res)) {
-    case AL_STATUS_COMPLETED:
-        exit_code = CLI_EXIT_COMPLETED;
-        break;
-    case AL_STATUS_INTERRUPTED:
-        exit_code = CLI_EXIT_INTERRUPTED;
-        break;
-    default:
-        exit_code = CLI_EXIT_FAILED;
-        break;
-    }
+    exit_code = exit_status_of(res);
     if (hp_error) {
-        cli_error("host process: %s", hp_error);
+        cli_error("%s", hp_message);
         exit_code = CLI_EXIT_USAGE;
     }
 out:
@@ -799,6 +948,7 @@ out:
     al_store_free(store);
     modules_dir_free(mods);
     free(a.resolves);
+    free(a.host_specs);
     for (size_t i = 0; i < a.nexecs; i++) {
         exec_host_free(a.execs[i]);
     }

@@ -19,9 +19,9 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "child_env.h"
 #include "cli.h"
-
-extern char **environ;
+#include "json.h"
 
 struct exec_host {
     char *command;
@@ -142,7 +142,6 @@ static void trim(struct buf *b)
     }
 }
 
-/* Runs the command with `input` on stdin; collects stdout (up to out->max) and stderr. */
 /* Linux refuses a single environment string above 128 KiB (MAX_ARG_STRLEN). */
 #define EXEC_RESUME_MAX (128 * 1024 - 64)
 
@@ -152,16 +151,22 @@ int cli_resume_json(const struct al_call *call, struct buf *b)
     if (!iid) {
         return 0;
     }
+    /* Compact, whatever the library hands over: a co-process reads one request per line. */
     size_t plen, rlen;
     const char *payload = al_call_resume_payload(call, &plen);
     const char *resolution = al_call_resolution(call, &rlen);
-    int bad = buf_append_str(b, "{\"interruptionId\":\"") != BUF_OK;
-    bad |= buf_append_str(b, iid) != BUF_OK;
-    bad |= buf_append_str(b, "\",\"payload\":") != BUF_OK;
-    bad |= buf_append(b, payload, plen) != BUF_OK;
+    size_t start = b->len;
+    int bad = buf_append_str(b, "{\"interruptionId\":") != BUF_OK;
+    bad |= json_write_string(b, iid, strlen(iid)) != BUF_OK;
+    bad |= buf_append_str(b, ",\"payload\":") != BUF_OK;
+    bad |= json_write_compact(b, payload, plen) != BUF_OK;
     bad |= buf_append_str(b, ",\"resolution\":") != BUF_OK;
-    bad |= buf_append(b, resolution, rlen) != BUF_OK;
+    bad |= json_write_compact(b, resolution, rlen) != BUF_OK;
     bad |= buf_append_str(b, "}") != BUF_OK;
+    if (bad && b->data) {
+        b->len = start;
+        b->data[start] = '\0';
+    }
     return bad ? -1 : 1;
 }
 
@@ -181,31 +186,25 @@ static int run_command(const char *command, const char *function, const char *re
         snprintf(why, why_len, "pipe: %s", strerror(errno));
         goto out;
     }
-    size_t nenv = 0;
-    while (environ[nenv]) {
-        nenv++;
-    }
-    envp = calloc(nenv + 3, sizeof *envp);
     char *fnvar = malloc(strlen(function) + 32);
     char *resumevar = resume ? malloc(strlen(resume) + 32) : NULL;
-    if (!envp || !fnvar || (resume && !resumevar)) {
+    if (!fnvar || (resume && !resumevar)) {
         free(fnvar);
         free(resumevar);
         snprintf(why, why_len, "out of memory");
         goto out;
     }
-    size_t k = 0;
-    for (size_t i = 0; i < nenv; i++) {
-        if (strncmp(environ[i], "AIRLOCK_FUNCTION=", 17) != 0 &&
-            strncmp(environ[i], "AIRLOCK_RESUME=", 15) != 0) {
-            envp[k++] = environ[i];
-        }
-    }
     snprintf(fnvar, strlen(function) + 32, "AIRLOCK_FUNCTION=%s", function);
-    envp[k++] = fnvar;
     if (resume) {
         snprintf(resumevar, strlen(resume) + 32, "AIRLOCK_RESUME=%s", resume);
-        envp[k++] = resumevar;
+    }
+    char *extra[] = { fnvar, resumevar };
+    envp = child_env_new(extra, resume ? 2 : 1);
+    if (!envp) {
+        free(fnvar);
+        free(resumevar);
+        snprintf(why, why_len, "out of memory");
+        goto out;
     }
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, in[0], 0);
@@ -298,7 +297,7 @@ static int run_command(const char *command, const char *function, const char *re
     *ret_status = too_big ? 0 : status; /* an overlong answer is answered, and refused */
     rc = 0;
 out:
-    free(envp);
+    child_env_free(envp);
     for (int i = 0; i < 2; i++) {
         if (in[i] >= 0) {
             close(in[i]);
@@ -325,9 +324,12 @@ static void *exec_thread(void *arg)
     const char *args = al_call_args(job->call, &args_len);
     int status = 0;
     char why[256];
-    struct buf resume;
+    struct buf resume, line;
     buf_init(&resume, SIZE_MAX / 2);
-    if (cli_resume_json(job->call, &resume) < 0) {
+    buf_init(&line, SIZE_MAX / 2);
+    /* The arguments on one line, as for a co-process: `read` in a shell host gets them all. */
+    if (json_write_compact(&line, args, args_len) != BUF_OK || !line.data ||
+        cli_resume_json(job->call, &resume) < 0) {
         al_call_throw(job->call, "out of memory");
     } else if (resume.len > EXEC_RESUME_MAX) {
         snprintf(why, sizeof why,
@@ -335,8 +337,8 @@ static void *exec_thread(void *arg)
                  "exec host's environment (at most %d bytes); use --host-process",
                  resume.len, EXEC_RESUME_MAX);
         al_call_throw(job->call, why);
-    } else if (run_command(job->host->command, al_call_name(job->call), resume.data, args, args_len,
-                           &out, &errb, &status, why, sizeof why) != 0) {
+    } else if (run_command(job->host->command, al_call_name(job->call), resume.data, line.data,
+                           line.len, &out, &errb, &status, why, sizeof why) != 0) {
         al_call_throw(job->call, why);
     } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         trim(&out);
@@ -361,6 +363,7 @@ static void *exec_thread(void *arg)
     buf_done(&out);
     buf_done(&errb);
     buf_done(&resume);
+    buf_done(&line);
     free(job);
     thread_count(-1);
     return NULL;

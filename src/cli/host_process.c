@@ -28,14 +28,15 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "child_env.h"
 #include "cli.h"
 #include "clock.h"
 #include "json.h"
+#include "term.h"
+#include "utf8.h"
 
 #define HP_MAX_LINE (64u << 20)
 #define HP_GRACE_MS 500
-
-extern char **environ;
 
 struct host_process {
     pid_t pid;
@@ -46,7 +47,8 @@ struct host_process {
     struct buf queue; /* request lines not yet written */
     int closing;
     int dead;
-    char *error;              /* first failure seen during the run */
+    char *error;              /* first failure seen during the run, for the operator */
+    char *guest_error;        /* the same, as calls throw it to the guest (never quoting) */
     struct al_call **pending; /* indexed by call id */
     size_t cap_pending;
     struct buf rest; /* bytes read after the declaration line */
@@ -58,11 +60,16 @@ struct host_process {
     int threads;
 };
 
-static void fail_locked(struct host_process *hp, const char *msg, struct al_call ***ret_calls,
-                        size_t *ret_n)
+/* The co-process broke down: `why` (for the operator; it may quote the co-process's output)
+ * is kept for the command's report, and every pending call throws `guest_msg`, which never
+ * quotes it: what a co-process prints by mistake (a debug line, a secret) is not the guest's to
+ * read. */
+static void fail_locked(struct host_process *hp, const char *guest_msg, const char *why,
+                        struct al_call ***ret_calls, size_t *ret_n)
 {
     if (!hp->error) {
-        hp->error = strdup(msg);
+        hp->error = strdup(why);
+        hp->guest_error = strdup(guest_msg);
     }
     hp->dead = 1;
     size_t n = 0;
@@ -79,17 +86,30 @@ static void fail_locked(struct host_process *hp, const char *msg, struct al_call
     *ret_n = n;
 }
 
-static void fail(struct host_process *hp, const char *msg)
+static void fail(struct host_process *hp, const char *guest_msg, const char *why)
 {
     struct al_call **calls;
     size_t n;
     pthread_mutex_lock(&hp->mu);
-    fail_locked(hp, msg, &calls, &n);
+    fail_locked(hp, guest_msg, why, &calls, &n);
     pthread_mutex_unlock(&hp->mu);
     for (size_t i = 0; i < n; i++) {
-        al_call_throw(calls[i], msg);
+        al_call_throw(calls[i], guest_msg);
     }
     free(calls);
+}
+
+/* "what: <the first 60 bytes of line, escaped>" for the operator's report. */
+static void describe(char *dst, size_t cap, const char *what, const char *line, size_t len)
+{
+    struct buf b;
+    buf_init(&b, 4 * 60);
+    size_t cut = utf8_cut(line, len < 60 ? len : 60);
+    if (term_escape(&b, line, cut) != BUF_OK) {
+        buf_reset(&b);
+    }
+    snprintf(dst, cap, "%s: %s%s", what, b.data ? b.data : "", cut < len ? "..." : "");
+    buf_done(&b);
 }
 
 static void handle_line(struct host_process *hp, const char *line, size_t len)
@@ -101,8 +121,10 @@ static void handle_line(struct host_process *hp, const char *line, size_t len)
         return;
     }
     if (json_parse(line, len, 256, &doc, &err) != AL_OK) {
-        snprintf(msg, sizeof msg, "printed a line that is not JSON (%s): %.60s", err.message, line);
-        fail(hp, msg);
+        char what[300];
+        snprintf(what, sizeof what, "printed a line that is not JSON (%s)", err.message);
+        describe(msg, sizeof msg, what, line, len);
+        fail(hp, "host process failed: it printed a line that is not JSON", msg);
         return;
     }
     const struct json_node *root = json_root(doc);
@@ -122,8 +144,8 @@ static void handle_line(struct host_process *hp, const char *line, size_t len)
         pthread_mutex_unlock(&hp->mu);
     }
     if (!call) {
-        snprintf(msg, sizeof msg, "printed an answer to no pending call: %.60s", line);
-        fail(hp, msg);
+        describe(msg, sizeof msg, "printed an answer to no pending call", line, len);
+        fail(hp, "host process failed: it printed an answer to no pending call", msg);
     } else if (error) {
         al_call_throw(call, error->str);
     } else if (interrupt) {
@@ -152,7 +174,8 @@ static void *reader_main(void *arg)
         enum buf_status st;
         char *p = buf_reserve(b, 65536, &st);
         if (!p) {
-            fail(hp, "printed a line longer than 64 MiB");
+            fail(hp, "host process failed: it printed a line longer than 64 MiB",
+                 "printed a line longer than 64 MiB");
             break;
         }
         ssize_t n = read(hp->from_fd, p, 65536);
@@ -164,6 +187,12 @@ static void *reader_main(void *arg)
         }
         buf_commit(b, (size_t)n);
     }
+    if (b->len > 0) {
+        /* Its last answer, without a newline, before it exited: still an answer. */
+        b->data[b->len] = '\0';
+        handle_line(hp, b->data, b->len);
+        buf_reset(b);
+    }
     pthread_mutex_lock(&hp->mu);
     int pending = 0;
     for (size_t i = 0; i < hp->cap_pending; i++) {
@@ -173,7 +202,8 @@ static void *reader_main(void *arg)
     int closing = hp->closing; /* the run is over: we closed its stdin */
     pthread_mutex_unlock(&hp->mu);
     if (pending && !closing) {
-        fail(hp, "exited while host calls were pending");
+        fail(hp, "host process exited while host calls were pending",
+             "exited while host calls were pending");
     }
     return NULL;
 }
@@ -214,7 +244,8 @@ static void *writer_main(void *arg)
         int closing = hp->closing; /* then the broken pipe is our own kill at the end */
         pthread_mutex_unlock(&hp->mu);
         if (broken && !closing) {
-            fail(hp, "stopped reading its requests (its stdin is closed)");
+            fail(hp, "host process stopped reading its requests",
+                 "stopped reading its requests (its stdin is closed)");
         }
         if (broken) {
             pthread_mutex_lock(&hp->mu);
@@ -236,7 +267,8 @@ static void hp_call(struct al_call *call, void *userdata)
     pthread_mutex_lock(&hp->mu);
     if (hp->dead) {
         char msg[300];
-        snprintf(msg, sizeof msg, "host process %s", hp->error ? hp->error : "has exited");
+        snprintf(msg, sizeof msg, "%s",
+                 hp->guest_error ? hp->guest_error : "host process has exited");
         if (!hp->error) {
             hp->error = strdup("exited before a host call it serves");
         }
@@ -259,18 +291,33 @@ static void hp_call(struct al_call *call, void *userdata)
         hp->pending = p;
         hp->cap_pending = cap;
     }
-    hp->pending[id] = call;
+    /* One request, one line. The arguments come from the worker, which a guest may have
+     * compromised: valid JSON, but free to hold newlines between tokens. Spliced in as sent,
+     * they would let it write a line of its own - a forged call, a fake "resume" with an
+     * approved resolution - straight to the co-process, past the ledger and the limits. So
+     * every value is re-serialized compactly, and the line is queued whole or not at all. */
     size_t args_len;
     const char *args = al_call_args(call, &args_len);
-    buf_printf(&hp->queue, "{\"id\":%u,\"function\":", id);
-    json_write_string(&hp->queue, al_call_name(call), strlen(al_call_name(call)));
-    buf_append_str(&hp->queue, ",\"args\":");
-    buf_append(&hp->queue, args, args_len);
-    if (al_call_interruption_id(call)) {
-        buf_append_str(&hp->queue, ",\"resume\":");
-        cli_resume_json(call, &hp->queue);
+    size_t start = hp->queue.len;
+    int bad = buf_printf(&hp->queue, "{\"id\":%u,\"function\":", id) != BUF_OK;
+    bad |= json_write_string(&hp->queue, al_call_name(call), strlen(al_call_name(call))) != BUF_OK;
+    bad |= buf_append_str(&hp->queue, ",\"args\":") != BUF_OK;
+    bad |= json_write_compact(&hp->queue, args, args_len) != BUF_OK;
+    if (!bad && al_call_interruption_id(call)) {
+        bad |= buf_append_str(&hp->queue, ",\"resume\":") != BUF_OK;
+        bad |= cli_resume_json(call, &hp->queue) < 0;
     }
-    buf_append_str(&hp->queue, "}\n");
+    bad |= buf_append_str(&hp->queue, "}\n") != BUF_OK;
+    if (bad) {
+        if (hp->queue.data) {
+            hp->queue.len = start;
+            hp->queue.data[start] = '\0';
+        }
+        pthread_mutex_unlock(&hp->mu);
+        al_call_throw(call, "out of memory");
+        return;
+    }
+    hp->pending[id] = call;
     pthread_cond_signal(&hp->cond);
     pthread_mutex_unlock(&hp->mu);
 }
@@ -304,7 +351,11 @@ static int read_declaration(struct host_process *hp, unsigned timeout_ms)
     struct al_error err;
     int rc = -1;
     if (json_parse(b->data, len, 16, &doc, &err) != AL_OK) {
-        cli_error("host process: its first line is not JSON (%s): %.80s", err.message, b->data);
+        char what[300], msg[600];
+        snprintf(what, sizeof what, "its first line is not JSON (%s)", err.message);
+        b->data[len] = '\0';
+        describe(msg, sizeof msg, what, b->data, len);
+        cli_error("host process: %s", msg);
         return -1;
     }
     const struct json_node *root = json_root(doc);
@@ -374,7 +425,9 @@ struct host_process *host_process_start(const char *command, unsigned timeout_ms
     posix_spawnattr_setpgroup(&attr, 0);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
     char *argv[] = { (char *)"/bin/sh", (char *)"-c", (char *)command, NULL };
-    int err = posix_spawn(&hp->pid, "/bin/sh", &fa, &attr, argv, environ);
+    char **envp = child_env_new(NULL, 0);
+    int err = envp ? posix_spawn(&hp->pid, "/bin/sh", &fa, &attr, argv, envp) : ENOMEM;
+    child_env_free(envp);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     close(in[0]);
@@ -504,6 +557,7 @@ void host_process_free(struct host_process *hp)
     }
     free(hp->pending);
     free(hp->error);
+    free(hp->guest_error);
     buf_done(&hp->queue);
     buf_done(&hp->rest);
     pthread_mutex_destroy(&hp->mu);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "suggest.h"
 
 void cli_error(const char *fmt, ...)
 {
@@ -44,7 +45,7 @@ static int cmd_help(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
-    printf("usage: airlock COMMAND [OPTIONS]\n\ncommands:\n");
+    printf("usage: airlock COMMAND [OPTIONS]\n       airlock --version | -V\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         printf("  %-10s %s\n", commands[i].name, commands[i].summary);
     }
@@ -67,7 +68,7 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         return cmd_help(0, NULL);
     }
-    if (strcmp(argv[1], "--version") == 0) {
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
         return cmd_version(0, NULL);
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
@@ -75,6 +76,16 @@ int main(int argc, char **argv)
             return commands[i].fn(argc - 1, argv + 1);
         }
     }
-    cli_error("unknown command '%s' (see `airlock help`)", argv[1]);
+    const char *names[sizeof commands / sizeof commands[0]];
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        names[i] = commands[i].name;
+    }
+    size_t n = sizeof names / sizeof names[0];
+    const char *best = suggest_closest(argv[1], strlen(argv[1]), names, n);
+    if (best) {
+        cli_error("unknown command '%s'; did you mean '%s'? (see `airlock help`)", argv[1], best);
+    } else {
+        cli_error("unknown command '%s' (see `airlock help`)", argv[1]);
+    }
     return CLI_EXIT_USAGE;
 }

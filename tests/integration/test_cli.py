@@ -591,7 +591,9 @@ def check_interrupted(rc, res, err, what=""):
 
 
 def check_failed(rc, res, code, what=""):
-    check(rc == 1, f"{what}: exit {rc}, expected 1: {res}")
+    # every CONFIG_ERROR exits 2 (usage or configuration error), any other failure 1
+    want = 2 if code == "CONFIG_ERROR" else 1
+    check(rc == want, f"{what}: exit {rc}, expected {want}: {res}")
     check(res["status"] == "failed" and res["error"]["code"] == code,
           f"{what}: expected failed {code}: {res}")
     return res["error"]["message"]
@@ -754,7 +756,7 @@ def test_resume_secret_needed_only_to_interrupt():
     msg = check_failed(rc, res, "CONFIG_ERROR", "interrupt without a secret")
     check("AIRLOCK_CONTINUATION_SECRET" in msg, f"message: {msg!r}")
     rc, out, err = cont_run(hosts + [f], secret=None, json_out=False)
-    check(rc == 1 and out == "" and "CONFIG_ERROR" in err and "AIRLOCK_CONTINUATION_SECRET" in err,
+    check(rc == 2 and out == "" and "CONFIG_ERROR" in err and "AIRLOCK_CONTINUATION_SECRET" in err,
           f"readable: {rc} {out!r} {err!r}")
     # a resume needs it too
     rc, res, err = cont_run(hosts + [f])
@@ -978,6 +980,308 @@ def test_modules_fifo_does_not_hang():
                        timeout=10)
     res = json.loads(out)
     check(res.get("value") == "module '/f.mjs' cannot be read", f"{rc} {out} {err}")
+
+
+# ------------------------------------------------------------------ the command line
+
+def first_line(text):
+    return text.split("\n", 1)[0]
+
+
+def test_options_after_file():
+    f = write("spin.js", "for (;;) {}")
+    rc, out, err = run(["run", f, "--limit", "cpu=100ms"])
+    check(rc == 1 and out == "" and first_line(err) ==
+          "airlock: CPU_LIMIT: the run exceeded its CPU limit of 100 ms", f"{rc} {out!r} {err!r}")
+    g = write("one.js", "return 1")
+    rc, res, err = run_json([g, "--seed", "2a"])
+    check(rc == 0 and res["value"] == 1 and res["stats"]["seed"] == "000000000000002a",
+          f"{rc} {res}")
+    # "--" ends the options: a FILE may then start with "-"
+    dash = write("-dash.js", "return 2")
+    rc, out, err = run(["run", "--json", "--", dash])
+    check(rc == 0 and json.loads(out)["value"] == 2, f"{rc} {out!r} {err!r}")
+
+
+def test_unknown_option_names_the_closest():
+    f = write("a.js", "return 1")
+    for typo, real in [("--limti", "--limit"), ("--jsno", "--json"), ("--hosts", "--host"),
+                       ("--resovle", "--resolve"), ("--continuation-tll", "--continuation-ttl")]:
+        err = usage_error(["run", typo, "x", f], typo)
+        check(first_line(err) ==
+              f"airlock: run: unknown option '{typo}'; did you mean '{real}'?", f"{err!r}")
+    # also after FILE, and with the value attached
+    err = usage_error(["run", f, "--limti=cpu=1s"], "--limti")
+    check(first_line(err) == "airlock: run: unknown option '--limti'; did you mean '--limit'?",
+          f"{err!r}")
+    # nothing close: no suggestion
+    err = usage_error(["run", "--frobnicate", f], "--frobnicate")
+    check(first_line(err) == "airlock: run: unknown option '--frobnicate'", f"{err!r}")
+    err = usage_error(["run", "--mod", f], "--mod")
+    check(first_line(err) == "airlock: run: ambiguous option '--mod' ('--module', '--modules')",
+          f"{err!r}")
+    err = usage_error(["run", f, "--limit"], "--limit")
+    check("needs a value" in first_line(err), f"{err!r}")
+    err = usage_error(["run", "--json=yes", f], "--json")
+    check("takes no value" in first_line(err), f"{err!r}")
+    err = usage_error(["rnu", f], "rnu")
+    check("did you mean 'run'?" in first_line(err), f"{err!r}")
+
+
+def test_version():
+    rc, out, err = run(["--version"])
+    check(rc == 0 and err == "", f"{rc} {out!r} {err!r}")
+    import re
+    check(re.fullmatch(r"airlock \d+\.\d+\.\d+\n", out), f"--version: {out!r}")
+    for args in (["-V"], ["version"]):
+        rc2, out2, err2 = run(args)
+        check(rc2 == 0 and out2 == out, f"{args}: {rc2} {out2!r}")
+
+
+def test_doctor_json():
+    rc, out, err = run(["doctor", "--json"])
+    check(rc == 0, f"exit {rc}: {out!r} {err!r}")
+    check(out.endswith("\n") and out.count("\n") == 1, f"not one line: {out!r}")
+    d = json.loads(out)
+    check(list(d) == ["version", "layers", "jail"] and d["jail"] == "ok", f"{d}")
+    _, version, _ = run(["--version"])
+    check(version == f"airlock {d['version']}\n", f"{d['version']!r} vs {version!r}")
+    layers = d["layers"]
+    check(layers["seccomp"].startswith("active") and layers["no_new_privs"] == "active" and
+          layers["dumpable"] == "off" and layers["namespaces"].startswith("user "),
+          f"{layers}")
+    # the same layers as the readable report, in the same order
+    _, text, _ = run(["doctor"])
+    lines = [ln.split(": ", 1) for ln in text.splitlines()[1:-1]]
+    check([[k, v] for k, v in layers.items()] == lines, f"{layers} vs {lines}")
+    usage_error(["doctor", "--jsno"], "--jsno")
+
+
+def test_help_is_the_readme_usage_block():
+    rc, out, err = run(["run", "--help"])
+    check(rc == 0 and err == "", f"{rc} {err!r}")
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    section = readme[readme.index("## `airlock run`"):]
+    block = section[section.index("```\n") + 4:]
+    block = block[:block.index("```\n")]
+    check(block == out, "README's usage block differs from `airlock run --help`:\n" +
+          "\n".join(l for l in __import__("difflib").unified_diff(
+              block.splitlines(), out.splitlines(), "README.md", "--help", lineterm="")))
+    check(max(len(ln) for ln in out.splitlines()) <= 100, "a --help line is over 100 columns")
+
+
+def readme_block(heading, fence, nth=0):
+    # the nth ```fence block after the heading
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    rest = readme[readme.index(heading):]
+    for _ in range(nth + 1):
+        rest = rest[rest.index("```" + fence + "\n") + len(fence) + 4:]
+    return rest[:rest.index("```\n")]
+
+
+def readme_dir():
+    # a scratch directory where the README's commands find build/bin and include/ as in a checkout
+    d = tempfile.mkdtemp(dir=TMP)
+    os.symlink(os.path.dirname(os.path.dirname(CLI)), os.path.join(d, "build"))
+    os.symlink(os.path.join(ROOT, "include"), os.path.join(d, "include"))
+    return d
+
+
+def test_readme_resume_example_runs_as_written():
+    # the README's interrupt-and-resume block, pasted into a shell as is
+    script = readme_block("## Interrupt and resume", "sh")
+    check("$ " not in script, "the block has prompts: it cannot be pasted as is")
+    d = readme_dir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRLOCK_")}
+    env["AIRLOCK_WORKER"] = WORKER
+    p = subprocess.run(["sh", "-e", "-c", script], cwd=d, env=env, capture_output=True,
+                       timeout=60)
+    out = p.stdout.decode()
+    check(p.returncode == 0, f"exit {p.returncode}: {out!r} {p.stderr.decode()!r}")
+    check(out.endswith('{\n  "approved": true\n}\n'), f"the resumed run's value: {out!r}")
+
+
+def test_readme_c_example_builds_and_runs():
+    # the README's C program, compiled and linked as the README says, against the built library
+    src = readme_block("## The C library", "c")
+    how = readme_block("## The C library", "sh")
+    check("int main(" in src, "the C example is not a complete program")
+    d = readme_dir()
+    with open(os.path.join(d, "orders.c"), "w") as f:
+        f.write(src)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRLOCK_")}
+    p = subprocess.run(["sh", "-e", "-c", how], cwd=d, env=env, capture_output=True, timeout=120)
+    out = p.stdout.decode()
+    check(p.returncode == 0, f"exit {p.returncode}: {out!r} {p.stderr.decode()!r}")
+    check(out == '[{"id":1,"amount":12.5}]\n', f"the program printed {out!r}")
+
+
+def test_config_errors_exit_2():
+    # CONFIG_ERROR, from the command line or from the library's result, exits 2 in both modes
+    alog, mlog = os.path.join(TMP, "ce-approve.log"), os.path.join(TMP, "ce-marker.log")
+    f = write("ce.js", RESUME_SRC)
+    hosts = marker_host(mlog) + approve_host(alog)
+    rc, res, err = cont_run(hosts + [f])
+    check_interrupted(rc, res, err, "first run")
+    token = res["continuation"]
+    for json_out in (True, False):
+        rc, r, err = cont_run(hosts + ["--resume", token, f], json_out=json_out)
+        check(rc == 2, f"resume without --resolve: exit {rc} {r!r} {err!r}")
+        rc, r, err = cont_run(hosts + ["--resume", token, "--resolve", "nope=1", f],
+                              json_out=json_out)
+        check(rc == 2, f"unknown id: exit {rc} {r!r} {err!r}")
+        rc, r, err = cont_run(hosts + [f], secret=None, json_out=json_out)
+        check(rc == 2, f"missing key: exit {rc} {r!r} {err!r}")
+        if not json_out:
+            check("airlock: CONFIG_ERROR: " in err, f"{err!r}")
+
+
+# ------------------------------------------------------------------ co-process protocol errors
+
+def test_host_process_error_not_leaked_to_guest():
+    # the co-process prints a line that is not an answer: the guest's error says so, but never
+    # quotes it (a co-process's stray output is not the guest's to read); the report does
+    script = write("leak.py", "import json,sys\n"
+                   "print(json.dumps({'functions':['echo.f']}), flush=True)\n"
+                   "for line in sys.stdin:\n"
+                   "    print('debug: token=SECRET-1234 \\x1b[2J', flush=True)\n")
+    f = write("leak.js", "const m = [];\n"
+              "try { await echo.f(1); } catch (e) { m.push(e.message); }\n"
+              "try { await echo.f(2); } catch (e) { m.push(e.message); }\n"
+              "return m;")
+    rc, out, err = run(["run", "--host-process", f"{PY} {script}", f])
+    check(rc == 2, f"exit {rc}: {out!r} {err!r}")
+    msgs = json.loads(out)
+    check(len(msgs) == 2 and all("not JSON" in m and "SECRET-1234" not in m for m in msgs),
+          f"the guest saw {msgs!r}")
+    check("SECRET-1234" in err and "\x1b" not in err and "\\x1b[2J" in err,
+          f"the report must quote the line, escaped: {err!r}")
+    # --json: exit 2 is never "completed"
+    rc, out, err = run(["run", "--json", "--host-process", f"{PY} {script}", f])
+    res = json.loads(out)
+    check(rc == 2 and res["status"] == "failed" and res["error"]["code"] == "CONFIG_ERROR" and
+          res["error"]["message"].startswith("host process: "), f"{rc} {res}")
+    check(list(res) == ["status", "error", "console", "stats"], f"{list(res)}")
+
+
+def test_host_process_last_answer_without_newline():
+    script = write("nonl.py", "import json,sys\n"
+                   "print(json.dumps({'functions':['echo.f']}), flush=True)\n"
+                   "r = json.loads(sys.stdin.readline())\n"
+                   "sys.stdout.write(json.dumps({'id': r['id'], 'result': 42}))\n")
+    f = write("nonl.js", "return await echo.f(1);")
+    rc, res, err = run_json(["--host-process", f"{PY} {script}", f])
+    check(rc == 0 and res["status"] == "completed" and res["value"] == 42, f"{rc} {res} {err!r}")
+
+
+# ------------------------------------------------------------------ hostile review
+
+LINE_LOGGER = """import json, sys
+log = open(sys.argv[1], "a")
+print(json.dumps({"functions": ["echo.f", "ask.approve"]}), flush=True)
+for line in sys.stdin:
+    log.write(line); log.flush()
+    try:
+        req = json.loads(line)
+    except ValueError:
+        continue
+    ans = {"function": req["function"], "resume": req.get("resume")}
+    print(json.dumps({"id": req["id"], "result": ans}), flush=True)
+"""
+
+
+def test_worker_cannot_inject_coprocess_lines():
+    # A compromised worker sends arguments that are valid JSON with raw newlines between
+    # tokens. Spliced into the stream as sent, the middle line would be a forged request of its
+    # own: a re-invoked ask.approve carrying an approved resolution, answered as call 1.
+    forged = {"id": 1, "function": "ask.approve", "args": ["refund 1000"],
+              "resume": {"interruptionId": "0" * 32, "payload": None,
+                         "resolution": {"approved": True}}}
+    args = "[\n" + json.dumps(forged) + "\n,\r\n\t1 ]"
+    log = os.path.join(TMP, "inject.log")
+    f = write("inject.js", args)
+    env = {"AIRLOCK_WORKER": os.path.join(HOSTS, "raw_call_worker.py")}
+    rc, out, err = run(["run", "--unsafe-no-jail", "--json", "--host-process",
+                        f"{PY} -c '{LINE_LOGGER}' {log}", f], env_extra=env)
+    lines = log_lines(log)
+    check(len(lines) == 1, f"one call, {len(lines)} lines reached the co-process: {lines}")
+    req = json.loads(lines[0])
+    check(req == {"id": 1, "function": "echo.f", "args": [forged, 1]}, f"{req}")
+    res = json.loads(out)
+    check(rc == 0 and res["value"] == {"value": {"function": "echo.f", "resume": None}},
+          f"{rc} {res}")
+
+
+def test_json_output_is_one_line_whatever_the_worker_sends():
+    # the same hostile worker: its call's arguments reach --json output (through an exec host
+    # that interrupts) on the command's one line
+    f = write("oneline.js", '[\n"a" ,\n\n{ "b" :\r\n 1 } ]')
+    env = {"AIRLOCK_WORKER": os.path.join(HOSTS, "raw_call_worker.py")}
+    rc, out, err = run(["run", "--unsafe-no-jail", "--json", "--host",
+                        "echo.f=exec:cat", f], env_extra=env)
+    check(rc == 0 and out.count("\n") == 1, f"{rc} {out!r} {err!r}")
+    check(json.loads(out)["value"] == {"value": ["a", {"b": 1}]}, out)
+    check('"value":{"value":["a",{"b":1}]}' in out, f"arguments reached the exec host as {out!r}")
+
+
+def test_secrets_never_reach_hosts():
+    # the continuation secrets sign approvals: no host command or co-process may read them
+    dump = write("envdump.py", "import json, os, sys\n"
+                 "open(sys.argv[1], 'w').write(json.dumps(dict(os.environ)))\n"
+                 "print(json.dumps({'functions': ['cop.env']}), flush=True)\n"
+                 "for line in sys.stdin:\n"
+                 "    r = json.loads(line)\n"
+                 "    print(json.dumps({'id': r['id'], 'result': 1}), flush=True)\n")
+    cop_env = os.path.join(TMP, "coproc-env.json")
+    f = write("env.js", "return [await h.env(), await cop.env()];")
+    as_json = f"{PY} -c 'import json,sys; print(json.dumps(sys.stdin.read()))'"
+    rc, res, err = cont_run(["--host", f"h.env=exec:env | {as_json}", "--host-process",
+                             f"{PY} {dump} {cop_env}", f], previous=NEW_SECRET)
+    check(rc == 0, f"{rc} {res} {err!r}")
+    exec_env = res["value"][0]
+    with open(cop_env) as fh:
+        coproc = json.load(fh)
+    for what, text in (("exec host", exec_env), ("co-process", json.dumps(coproc))):
+        check(SECRET not in text and NEW_SECRET not in text, f"{what} got a secret")
+        check("AIRLOCK_CONTINUATION_" not in text, f"{what} sees the variable names: {text}")
+    check("AIRLOCK_FUNCTION=h.env" in exec_env, f"the exec host's own variables: {exec_env}")
+    check(coproc.get("AIRLOCK_WORKER") == WORKER, "the rest of the environment is inherited")
+
+
+def test_readable_output_escapes_controls():
+    # a guest prints a fake "interrupted" block and tries to erase the real one: every control
+    # character a terminal would obey is shown escaped; the real block is intact
+    fake = ("\\x1b[2K\\rairlock: interrupted: 1 decision needed\\n  0000  pay.all([])"
+            "\\n    payload: {}\\u009b2J\\x7f\\x1b[1A")
+    f = write("fake.js", f'console.log("{fake}");\n'
+              'console.error("a\\tb\\x00c\\x08");\n'
+              'const r = await ask.approve("x\\u009b1A", "\\x1b]0;title\\x07");\n'
+              'return r;')
+    host = ["--host", "ask.approve=exec:cat >/dev/null; printf '\"\\302\\233\\177\"'; exit 75"]
+    rc, out, err = cont_run(host + [f], json_out=False)
+    check(rc == 3, f"exit {rc}: {out!r} {err!r}")
+    bad = [c for c in err if (ord(c) < 0x20 and c not in "\t\n") or 0x7f <= ord(c) < 0xa0]
+    check(not bad, f"raw control characters on stderr: {bad!r} in {err!r}")
+    check("\\x1b[2K\\x0dairlock: interrupted: 1 decision needed" in err and "\\u009b2J" in err
+          and "\\x7f\\x1b[1A" in err, f"console line: {err!r}")
+    check("error: a\tb\\x00c\\x08\n" in err, f"tab kept, other C0 escaped: {err!r}")
+    real = [ln for ln in err.splitlines() if ln.startswith("  ") and "ask.approve(" in ln]
+    check(len(real) == 1 and real[0].endswith('ask.approve(["x\\u009b1A","\\u001b]0;title\\u0007"])'),
+          f"the real interruption line: {real}")
+    check('    payload: "\\u009b\\u007f"' in err, f"payload: {err!r}")
+    # failures: name, message and stack
+    g = write("fail.js", 'throw new TypeError("m\\x1b[1A\\u0085\\rX");')
+    rc, out, err = run(["run", g])
+    check(rc == 1 and first_line(err) == "airlock: USER_ERROR: TypeError: m\\x1b[1A\\u0085\\x0dX",
+          f"{rc} {err!r}")
+    check("\x1b" not in err and "\x85" not in err, f"{err!r}")
+    # the value stays the same JSON value, with the C1 and DEL characters as \\u escapes
+    h = write("val.js", 'return {"k\\u009b": "v\\x7f\\u0085é"};')
+    rc, out, err = run(["run", h])
+    check(rc == 0 and json.loads(out) == {"k\u009b": "v\x7f\u0085é"}, f"{rc} {out!r}")
+    check(not [c for c in out if 0x7f <= ord(c) < 0xa0], f"raw controls in the value: {out!r}")
 
 
 # ------------------------------------------------------------------ main

@@ -1,0 +1,164 @@
+/*
+ * term.c - text from the guest or a host shown on a terminal. A guest controls its console
+ * lines, error names, messages and stacks; printed raw, escape sequences could move the cursor,
+ * erase lines and so hide or fake what airlock itself prints (an "interrupted" block, a
+ * failure). Everything readable output shows of them goes through term_escape first.
+ *
+ * Kept as is: printable UTF-8, tab and newline (console lines and stacks span lines; a new
+ * line cannot overwrite anything). Escaped: every other C0 control and DEL as \xHH (ESC is
+ * \x1b, CR \x0d), the C1 controls U+0080-U+009F as \u0080-\u009f, and each byte that is not
+ * part of well-formed UTF-8 as \xHH. Backslashes are not doubled: this is for display, not a
+ * reversible encoding (--json is).
+ */
+#include "term.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* Length of the well-formed UTF-8 sequence at s (RFC 3629: no overlongs, no surrogates,
+ * nothing above U+10FFFF), or 0. */
+static size_t utf8_seq(const unsigned char *s, size_t len)
+{
+    unsigned char c = s[0];
+    size_t n;
+    uint32_t cp;
+    if (c < 0x80) {
+        return 1;
+    } else if (c >= 0xc2 && c <= 0xdf) {
+        n = 2;
+        cp = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        n = 3;
+        cp = c & 0x0f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        n = 4;
+        cp = c & 0x07;
+    } else {
+        return 0;
+    }
+    if (len < n) {
+        return 0;
+    }
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80) {
+            return 0;
+        }
+        cp = cp << 6 | (s[i] & 0x3f);
+    }
+    if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+        (n == 4 && (cp < 0x10000 || cp > 0x10ffff))) {
+        return 0;
+    }
+    return n;
+}
+
+enum buf_status term_escape(struct buf *b, const char *text, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    size_t start = b->len;
+    size_t run = 0; /* start of the bytes not yet appended */
+    enum buf_status st = BUF_OK;
+    char esc[8];
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_seq(s + i, len - i);
+        int bad;
+        if (n == 1) {
+            bad = (s[i] < 0x20 && s[i] != '\t' && s[i] != '\n') || s[i] == 0x7f;
+            if (bad) {
+                snprintf(esc, sizeof esc, "\\x%02x", s[i]);
+            }
+        } else if (n == 2 && s[i] == 0xc2 && s[i + 1] < 0xa0) {
+            bad = 1;
+            snprintf(esc, sizeof esc, "\\u%04x", s[i + 1]);
+        } else if (n == 0) {
+            bad = 1;
+            n = 1;
+            snprintf(esc, sizeof esc, "\\x%02x", s[i]);
+        } else {
+            bad = 0;
+        }
+        if (bad) {
+            st = buf_append(b, text + run, i - run);
+            if (st == BUF_OK) {
+                st = buf_append_str(b, esc);
+            }
+            if (st != BUF_OK) {
+                goto out;
+            }
+            run = i + n;
+        }
+        i += n;
+    }
+    st = buf_append(b, text + run, len - run);
+out:
+    if (st != BUF_OK && b->data) {
+        b->len = start;
+        b->data[start] = '\0';
+    }
+    return st;
+}
+
+void term_write(FILE *f, const char *text, size_t len)
+{
+    struct buf b;
+    buf_init(&b, SIZE_MAX / 2);
+    if (term_escape(&b, text, len) == BUF_OK && b.data) {
+        fwrite(b.data, 1, b.len, f);
+    }
+    buf_done(&b);
+}
+
+void term_write_json(FILE *f, const char *json, size_t len)
+{
+    struct buf compact, b;
+    buf_init(&compact, SIZE_MAX / 2);
+    buf_init(&b, SIZE_MAX / 2);
+    if (json_write_compact(&compact, json, len) == BUF_OK && compact.data) {
+        term_json_escape(&b, compact.data, compact.len);
+        if (b.data) {
+            fwrite(b.data, 1, b.len, f);
+        }
+    }
+    buf_done(&compact);
+    buf_done(&b);
+}
+
+enum buf_status term_json_escape(struct buf *b, const char *json, size_t len)
+{
+    /* Valid JSON holds no raw C0 control and is well-formed UTF-8: what is left to hide from a
+     * terminal is DEL and the C1 controls inside strings, written as the \u escapes that
+     * JSON.parse reads back as the same characters. */
+    const unsigned char *s = (const unsigned char *)json;
+    size_t start = b->len;
+    size_t run = 0;
+    enum buf_status st = BUF_OK;
+    char esc[8];
+    for (size_t i = 0; i < len; i++) {
+        size_t skip;
+        if (s[i] == 0x7f) {
+            snprintf(esc, sizeof esc, "\\u007f");
+            skip = 1;
+        } else if (s[i] == 0xc2 && i + 1 < len && s[i + 1] >= 0x80 && s[i + 1] < 0xa0) {
+            snprintf(esc, sizeof esc, "\\u%04x", s[i + 1]);
+            skip = 2;
+        } else {
+            continue;
+        }
+        st = buf_append(b, json + run, i - run);
+        if (st == BUF_OK) {
+            st = buf_append_str(b, esc);
+        }
+        if (st != BUF_OK) {
+            goto out;
+        }
+        i += skip - 1;
+        run = i + 1;
+    }
+    st = buf_append(b, json + run, len - run);
+out:
+    if (st != BUF_OK && b->data) {
+        b->len = start;
+        b->data[start] = '\0';
+    }
+    return st;
+}
