@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -802,13 +803,52 @@ static int setup_resume(const struct run_args *a, struct al_run_opts *opts, size
     return rc;
 }
 
-/* The run itself, blocking until it ends. SIGINT/SIGTERM handling belongs here: a handler that
- * asks the library to cancel this run (it then ends failed, ABORTED, its hosts reaped and its
- * result printed as any other) instead of killing the command half-way. */
+/* SIGINT and SIGTERM cancel the run (al_run_cancel is async-signal-safe): it then ends failed,
+ * ABORTED, its hosts reaped and its result printed as any other, and the command exits 130 or
+ * 143 - instead of dying half-way with hosts still running. */
+static struct al_run *volatile current_run;
+static volatile sig_atomic_t got_signal;
+
+static void on_signal(int sig)
+{
+    got_signal = sig;
+    struct al_run *run = current_run;
+    if (run) {
+        al_run_cancel(run);
+    }
+}
+
+static int catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGINT, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0) {
+        cli_error("sigaction: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* The run itself, blocking until it ends or a signal cancels it. */
 static enum al_code execute(struct al_runner *runner, const struct al_run_opts *opts,
                             struct al_result **ret_res, struct al_error *reterr)
 {
-    return al_run(runner, opts, ret_res, reterr);
+    struct al_run *run = NULL;
+    enum al_code rc = al_run_start(runner, opts, NULL, NULL, &run, reterr);
+    if (rc != AL_OK) {
+        return rc;
+    }
+    current_run = run;
+    if (got_signal) {
+        al_run_cancel(run); /* a signal that came before the handler could see the run */
+    }
+    rc = al_run_wait(run, ret_res, reterr);
+    current_run = NULL;
+    al_run_release(run);
+    return rc;
 }
 
 /* 0 completed, 3 interrupted, 1 failed - except CONFIG_ERROR (the command line or the setup
@@ -842,7 +882,7 @@ int cmd_run(int argc, char **argv)
     struct al_error err;
     memset(&a, 0, sizeof a);
 
-    if (parse_args(argc, argv, &a) != 0) {
+    if (parse_args(argc, argv, &a) != 0 || catch_signals() != 0) {
         goto out;
     }
     config = al_config_new();
@@ -903,8 +943,12 @@ int cmd_run(int argc, char **argv)
     }
     if (a.has_seed) {
         al_run_opts_set_seed(opts, a.seed);
-        /* A seeded run is reproducible as a whole: its clock is fixed too. */
+        /* A seeded run is reproducible as a whole: its clock starts at a fixed time and each
+         * host answer moves it by exactly 1 ms, so it cannot time the host either. */
         al_run_opts_set_clock(opts, a.has_clock ? a.clock_ms : CLI_SEEDED_CLOCK_MS);
+        if (al_run_opts_set_clock_mode(opts, AL_CLOCK_LOGICAL, 1) != AL_OK) {
+            goto out;
+        }
     } else if (a.has_clock) {
         al_run_opts_set_clock(opts, a.clock_ms);
     }
@@ -934,6 +978,9 @@ int cmd_run(int argc, char **argv)
     if (hp_error) {
         cli_error("%s", hp_message);
         exit_code = CLI_EXIT_USAGE;
+    }
+    if (got_signal && al_result_error_code(res) == AL_ABORTED) {
+        exit_code = 128 + got_signal; /* 130 for SIGINT, 143 for SIGTERM, as shells expect */
     }
 out:
     exec_host_kill_all();

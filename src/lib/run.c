@@ -756,12 +756,12 @@ int run_step(struct run_state *st, int *ret_busy)
     uint32_t sent = st->frames_sent;
     uint32_t calls = st->host_calls;
     int eof = 0;
-    if (atomic_load(&st->link->cancelled)) {
-        run_fail(st, AL_ABORTED, "the run was cancelled");
-        return 1;
-    }
     if (read_socket(st, &eof)) {
         read_frames(st); /* whatever arrived before an EOF still counts */
+    }
+    if (atomic_load(&st->link->cancelled)) {
+        run_fail(st, AL_ABORTED, "the run was cancelled"); /* keeps what arrived before */
+        return 1;
     }
     if (!st->done && host_link_pending(st->link)) {
         send_answers(st);

@@ -330,6 +330,58 @@ def test_seed_makes_date_deterministic():
     check(a == b, f"same seed, different clock: {a} {b}")
 
 
+def test_seed_makes_clock_logical():
+    # each host answer moves a seeded run's clock by exactly 1 ms, however long the host took
+    f = write("clk.js", "const t0 = Date.now(); await h.slow(); await h.slow();"
+                        " return Date.now() - t0;")
+    rc, res, err = run_json(["--seed", "5", "--host", "h.slow=exec:sleep 0.05; echo 1", f])
+    check(rc == 0, f"exit {rc}: {err}")
+    check(res["value"] == 2, f"clock moved by {res['value']} ms over two answers, not 2")
+
+
+def interrupted_by(sig, json_mode):
+    """Starts a guest that spins once a host call has reported it running, then sends sig."""
+    import signal
+    import time
+    marker = os.path.join(TMP, f"running-{sig}-{json_mode}")
+    if os.path.exists(marker):
+        os.unlink(marker)
+    f = write("spin.js", "console.log('spinning'); await h.ready(); for (;;) {}")
+    env = dict(os.environ, AIRLOCK_WORKER=WORKER)
+    args = [CLI, "run"] + (["--json"] if json_mode else []) + \
+        ["--limit", "timeout=60s", "--host", f"h.ready=exec:touch {marker}; echo 1", f]
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    try:
+        deadline = time.monotonic() + HANG
+        while not os.path.exists(marker):  # waits for a state, bounded: not for a time
+            check(time.monotonic() < deadline and p.poll() is None,
+                  "the guest never reported running")
+            time.sleep(0.01)
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=HANG)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise Fail(f"airlock did not end within {HANG} s of signal {sig}")
+    return p.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def test_sigint_cancels_and_prints_the_result():
+    import signal
+    rc, out, err = interrupted_by(signal.SIGINT, True)
+    check(rc == 130, f"exit {rc}, not 130: {out} {err}")
+    res = json.loads(out)
+    check(res["status"] == "failed" and res["error"]["code"] == "ABORTED", f"result: {res}")
+    check(any(c.get("text") == "spinning" for c in res.get("console", [])),
+          f"the console before the signal is lost: {res}")
+
+
+def test_sigterm_cancels_readable():
+    import signal
+    rc, out, err = interrupted_by(signal.SIGTERM, False)
+    check(rc == 143, f"exit {rc}, not 143: {out} {err}")
+    check("ABORTED" in out + err, f"no ABORTED in the output: {out} {err}")
+
+
 def test_random_seed_reported_and_replayable():
     f = write("r.js", "return Math.random();")
     rc, res, err = run_json([f])
