@@ -377,8 +377,9 @@ int cont_parse(const uint8_t *body, size_t len, struct continuation *c)
         struct cont_entry *e = &c->entries[i];
         c->nentries = i + 1;
         uint64_t delta = get_var(&r);
-        if (delta == 0 || prev + delta > UINT32_MAX) {
-            return -1; /* ids strictly ascending */
+        /* prev <= UINT32_MAX, so the subtraction cannot wrap where `prev + delta` could */
+        if (delta == 0 || delta > UINT32_MAX - prev) {
+            return -1; /* ids strictly ascending, and 32-bit */
         }
         prev += delta;
         e->id = (uint32_t)prev;
