@@ -89,6 +89,33 @@ static int is_json_array(const char *text, size_t len)
     return len > 0 && text[0] == '[' && run_is_json(text, len);
 }
 
+/* Carries out the ledger's decision, then whatever that made due. */
+static void carry_out(struct run_state *st, struct ledger_action *a)
+{
+    for (;;) {
+        switch (a->what) {
+        case LEDGER_NONE:
+            break;
+        case LEDGER_INVOKE:
+            run_invoke_host(st, a->id, a->fn, a->args, a->args_len, a->resumed, a->resolution);
+            break;
+        case LEDGER_ANSWER:
+            run_emit_answer(st, a->id, a->kind, a->clock_ms, a->payload, a->len);
+            break;
+        case LEDGER_INTERRUPT:
+            run_emit_answer(st, a->id, WIRE_ANSWER_INTERRUPT, 0, "", 0);
+            break;
+        case LEDGER_DIVERGED:
+        case LEDGER_FAIL:
+            run_fail(st, a->code, "%s", a->message);
+            break;
+        }
+        if (st->done || ledger_next(st->ledger, a) == LEDGER_NONE) {
+            return;
+        }
+    }
+}
+
 static void on_call(struct run_state *st, struct wire_cursor *c)
 {
     uint32_t id = wire_get_u32(c);
@@ -103,14 +130,20 @@ static void on_call(struct run_state *st, struct wire_cursor *c)
     }
     st->seen_ids[id - 1] = 1;
     st->in_flight++;
-    resume_on_call(st, id, fn, args, len); /* from a continuation's ledger, or the host */
+    const struct host_entry *h = &st->runner->hosts[fn];
+    struct ledger_action a; /* from a continuation's ledger, or the host */
+    ledger_on_call(st->ledger, id, fn, h->name, (h->flags & AL_HOST_SYNC) != 0, args, len, &a);
+    carry_out(st, &a);
 }
 
 void run_invoke_host(struct run_state *st, uint32_t id, uint32_t fn, const char *args,
                      size_t args_len, const struct cont_entry *resumed,
                      const struct resolution *resolution)
 {
-    if (resume_before_host(st) != 0) {
+    struct al_error err;
+    enum al_code rc = ledger_before_host(st->ledger, &err);
+    if (rc != AL_OK) {
+        run_fail(st, rc, "%s", err.message);
         return;
     }
     st->host_calls++;
@@ -186,7 +219,6 @@ static void on_done(struct run_state *st, struct wire_cursor *c)
     }
     res->code = (enum al_code)code;
     res->status = code == AL_OK ? AL_STATUS_COMPLETED : AL_STATUS_FAILED;
-    st->worker_interrupted = interrupted;
     if (code == AL_OK && !interrupted) {
         res->value = buf_dup(value, vlen);
         res->value_len = vlen;
@@ -204,7 +236,22 @@ static void on_done(struct run_state *st, struct wire_cursor *c)
         return;
     }
     st->done = 1;
-    resume_on_done(st);
+    struct ledger_outcome out;
+    struct al_error err;
+    enum al_code rc = ledger_on_done(st->ledger, interrupted, res->code, &out, &err);
+    if (rc != AL_OK) {
+        st->kill |= out.worker_lied;
+        run_fail_result(res, rc, err.message);
+        return;
+    }
+    if (out.interrupted) {
+        res->status = AL_STATUS_INTERRUPTED;
+        res->code = AL_OK;
+        res->continuation = out.continuation;
+        res->continuation_len = out.continuation_len;
+        res->interruptions = out.interruptions;
+        res->ninterruptions = out.ninterruptions;
+    }
 }
 
 /* Parses every complete frame in st->in. */
@@ -268,11 +315,13 @@ static void read_frames(struct run_state *st)
             break;
         case WIRE_IDLE: {
             uint32_t applied = wire_get_u32(&c);
-            if (c.bad || !st->replay || applied > st->frames_sent) {
+            if (c.bad || !ledger_replaying(st->ledger) || applied > st->frames_sent) {
                 run_fail(st, AL_PROTOCOL_ERROR, "the worker sent an unexpected IDLE");
                 break;
             }
-            resume_on_idle(st, applied == st->frames_sent);
+            struct ledger_action a;
+            ledger_on_idle(st->ledger, applied == st->frames_sent, &a);
+            carry_out(st, &a);
             break;
         }
         default:
@@ -304,7 +353,10 @@ void run_emit_answer(struct run_state *st, uint32_t id, uint8_t kind, int64_t cl
     st->frames_sent++;
     if (kind != WIRE_ANSWER_INTERRUPT) {
         st->in_flight--; /* an interrupted call stays in flight for the worker too */
-        resume_record_answer(st, id, kind, clock_ms, payload, len);
+        struct al_error err;
+        if (ledger_on_answer(st->ledger, id, kind, clock_ms, payload, len, &err) != AL_OK) {
+            run_fail(st, AL_INTERNAL_ERROR, "%s", err.message);
+        }
     }
 }
 
@@ -321,7 +373,10 @@ static void send_answers(struct run_state *st)
             break;
         }
         if (c->kind == WIRE_ANSWER_INTERRUPT) {
-            resume_on_interrupt(st, c->id, c->payload, c->len, c->keep_iid ? c->iid : NULL);
+            struct ledger_action a;
+            ledger_on_interrupt(st->ledger, c->id, c->payload, c->len,
+                                c->keep_iid ? c->iid : NULL, &a);
+            carry_out(st, &a);
             continue;
         }
         run_emit_answer(st, c->id, c->kind, c->clock_ms, c->payload, c->len);
@@ -361,7 +416,7 @@ static enum al_code build_run_frame(struct run_state *st, const struct al_run_op
     }
     bad |= wire_u64(b, st->res->stats.seed) != BUF_OK;
     bad |= wire_u64(b, (uint64_t)st->res->stats.clock_ms) != BUF_OK;
-    bad |= wire_u8(b, (st->replay ? WIRE_RUN_REPORT_IDLE : 0) |
+    bad |= wire_u8(b, (ledger_replaying(st->ledger) ? WIRE_RUN_REPORT_IDLE : 0) |
                               ((opts->source_type & AL_SOURCE_MODULE) ? WIRE_RUN_MODULE : 0) |
                               ((opts->source_type & AL_SOURCE_TYPESCRIPT) ? WIRE_RUN_TYPESCRIPT
                                                                           : 0)) != BUF_OK;
@@ -594,9 +649,15 @@ enum al_code al_run(struct al_runner *runner, const struct al_run_opts *opts,
         goto finish;
     }
     admitted = 1;
-    if (resume_begin(&st) != AL_OK) {
-        goto finish; /* the result says why; nothing was invoked */
+    struct al_error lerr;
+    enum al_code lrc = ledger_begin(runner, opts, st.limits, runner->manifest, res->stats.seed,
+                                    res->stats.clock_ms, &st.ledger, &lerr);
+    if (lrc != AL_OK) {
+        run_fail_result(res, lrc, lerr.message);
+        goto finish; /* nothing was invoked */
     }
+    res->stats.seed = ledger_seed(st.ledger);
+    res->stats.clock_ms = ledger_clock(st.ledger);
     st.seen_ids = calloc((size_t)st.limits[AL_LIMIT_HOST_CALLS], 1);
     st.link = host_link_new();
     if (!st.seen_ids || !st.link) {
@@ -656,7 +717,7 @@ out:
     if (st.proc.pid > 0) {
         supervisor_reap(&st.proc, 1, NULL);
     }
-    resume_end(&st, rc == AL_OK);
+    ledger_end(st.ledger, rc == AL_OK, st.res->status == AL_STATUS_FAILED);
     if (st.link) {
         host_link_close(st.link);
     }
