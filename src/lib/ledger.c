@@ -209,6 +209,20 @@ static enum al_code check_resolutions(struct ledger *l, struct replay *rp, struc
     return AL_OK;
 }
 
+static const char *type_name(uint32_t type)
+{
+    switch (type) {
+    case AL_SOURCE_BODY:
+        return "JavaScript body";
+    case AL_SOURCE_MODULE:
+        return "JavaScript module";
+    case AL_SOURCE_BODY | AL_SOURCE_TYPESCRIPT:
+        return "TypeScript body";
+    default:
+        return "TypeScript module";
+    }
+}
+
 static enum al_code check_binding(const struct ledger *l, const struct continuation *c,
                                   struct al_error *reterr)
 {
@@ -226,6 +240,12 @@ static enum al_code check_binding(const struct ledger *l, const struct continuat
     cont_sha256(o->source, o->source_len, d);
     if (memcmp(d, c->source, CONT_DIGEST) != 0) {
         return error_set(reterr, AL_PROTOCOL_ERROR, "the continuation was made for another source");
+    }
+    /* The same text means another program as TypeScript or as a module. */
+    if (c->source_type != o->source_type) {
+        return error_set(reterr, AL_PROTOCOL_ERROR,
+                         "the continuation was made for a %s source, not a %s one",
+                         type_name(c->source_type), type_name(o->source_type));
     }
     if (memcmp(l->manifest, c->manifest, CONT_DIGEST) != 0) {
         return error_set(reterr, AL_PROTOCOL_ERROR,
@@ -274,6 +294,19 @@ static enum al_code load(struct ledger *l, struct replay *rp, struct al_error *r
     free(stored);
     if (rc != AL_OK) {
         return rc;
+    }
+    /* A stored body is complete and signed: copied out of the store, or into it under another
+     * name, it would resume once per copy. It resumes only from the store, under its own id. */
+    if (r->store &&
+        (rp->cont.form != CONT_FORM_STORED || strcmp(rp->cont.store_id, o->resume) != 0)) {
+        return error_set(reterr, AL_PROTOCOL_ERROR,
+                         "the continuation stored as %.64s was not stored under that id",
+                         o->resume);
+    }
+    if (!r->store && rp->cont.form != CONT_FORM_TOKEN) {
+        return error_set(reterr, AL_PROTOCOL_ERROR,
+                         "the continuation is a stored one's content: it resumes only by its id, "
+                         "from its store");
     }
     rc = check_binding(l, &rp->cont, reterr);
     if (rc != AL_OK) {
@@ -372,8 +405,7 @@ static enum ledger_decision interrupt(struct ledger *l, struct ledger_call *lc, 
     uint32_t id = lc->entry.id;
     if (lc->entry.sync) {
         return fail(ret, id, LEDGER_FAIL, AL_PROTOCOL_ERROR,
-                    "%s is a synchronous host function and cannot interrupt the run",
-                    lc->entry.fn);
+                    "%s is a synchronous host function and cannot interrupt the run", lc->entry.fn);
     }
     if (!l->recording) {
         return fail(ret, id, LEDGER_FAIL, AL_CONFIG_ERROR,
@@ -386,8 +418,7 @@ static enum ledger_decision interrupt(struct ledger *l, struct ledger_call *lc, 
         len = sizeof undefined_json - 1;
     } else if (!is_json(payload, len)) {
         return fail(ret, id, LEDGER_FAIL, AL_PROTOCOL_ERROR,
-                    "%s interrupted with a payload that is not valid boundary JSON",
-                    lc->entry.fn);
+                    "%s interrupted with a payload that is not valid boundary JSON", lc->entry.fn);
     }
     struct cont_entry *e = &lc->entry;
     if (keep_iid) {
@@ -597,6 +628,7 @@ static enum al_code make_continuation(struct ledger *l, struct ledger_outcome *o
                          (unsigned long long)l->continuation_max);
     }
     cont_sha256(o->source, o->source_len, c.source);
+    c.source_type = o->source_type;
     memcpy(c.manifest, l->manifest, CONT_DIGEST);
     cont_sha256(o->context ? o->context : "", o->context ? o->context_len : 0, c.context);
     snprintf(c.audience, sizeof c.audience, "%s", o->audience ? o->audience : "airlock");
@@ -617,24 +649,27 @@ static enum al_code make_continuation(struct ledger *l, struct ledger_outcome *o
             c.entries[c.nentries++] = lc->entry; /* shallow: nothing is freed */
         }
     }
+    if (r->store) {
+        uint8_t raw[16];
+        char hex[CONT_IID_HEX + 1];
+        if (cont_random(raw, sizeof raw) != 0) {
+            free(c.entries);
+            return error_set(reterr, AL_INTERNAL_ERROR, "no random bytes for a continuation id");
+        }
+        cont_iid_hex(raw, hex);
+        c.form = CONT_FORM_STORED;
+        snprintf(c.store_id, sizeof c.store_id, "als_%s", hex);
+    }
     char *token = NULL;
     size_t tlen = 0;
-    enum al_code rc = cont_encode(&c, &r->keys[0], (size_t)l->continuation_max, &token, &tlen,
-                                  reterr);
+    enum al_code rc =
+            cont_encode(&c, &r->keys[0], (size_t)l->continuation_max, &token, &tlen, reterr);
     free(c.entries);
     if (rc != AL_OK) {
         return rc;
     }
     if (r->store) {
-        uint8_t raw[16];
-        char id[AL_STORE_ID_MAX + 1];
-        char hex[CONT_IID_HEX + 1];
-        if (cont_random(raw, sizeof raw) != 0) {
-            free(token);
-            return error_set(reterr, AL_INTERNAL_ERROR, "no random bytes for a continuation id");
-        }
-        cont_iid_hex(raw, hex);
-        snprintf(id, sizeof id, "als_%s", hex);
+        const char *id = c.store_id;
         rc = r->store->put(r->store, id, token, tlen, c.expires_ms, reterr);
         free(token);
         if (rc != AL_OK) {

@@ -43,9 +43,9 @@ enum ledger_decision {
  * the arguments of the call that produced it) and stay valid until the next ledger_* call. */
 struct ledger_action {
     enum ledger_decision what;
-    uint32_t id;                         /* the call */
-    uint32_t fn;                         /* INVOKE: index into the run's host table */
-    const char *args;                    /* INVOKE: the guest's argument array */
+    uint32_t id;      /* the call */
+    uint32_t fn;      /* INVOKE: index into the run's host table */
+    const char *args; /* INVOKE: the guest's argument array */
     size_t args_len;
     const struct cont_entry *resumed;    /* INVOKE of a resolved interruption, else NULL */
     const struct resolution *resolution; /* with `resumed` */

@@ -374,8 +374,8 @@ static void send_answers(struct run_state *st)
         }
         if (c->kind == WIRE_ANSWER_INTERRUPT) {
             struct ledger_action a;
-            ledger_on_interrupt(st->ledger, c->id, c->payload, c->len,
-                                c->keep_iid ? c->iid : NULL, &a);
+            ledger_on_interrupt(st->ledger, c->id, c->payload, c->len, c->keep_iid ? c->iid : NULL,
+                                &a);
             carry_out(st, &a);
             continue;
         }

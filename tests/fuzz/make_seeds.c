@@ -77,11 +77,15 @@ static int emit(const char *dir, int n, const struct continuation *c)
  * of range of int64_t (found by this fuzzer; kept so that every run tries it first). */
 static int emit_clock_edge(const char *dir)
 {
-    uint8_t b[172];
+    uint8_t b[176];
     size_t n = 0;
     memset(b, 0, sizeof b);
     b[n++] = CONT_VERSION;
-    n += 3 * CONT_DIGEST; /* source, manifest, context */
+    b[n++] = CONT_FORM_TOKEN;
+    b[n++] = 0x00;        /* no store id */
+    n += CONT_DIGEST;     /* source */
+    b[n++] = 0x00;        /* source type */
+    n += 2 * CONT_DIGEST; /* manifest, context */
     n += 3;               /* empty audience, issued 0, expires 0 */
     n += CONT_NONCE + 8;  /* nonce, seed */
     b[n++] = 0x01;        /* clock: zigzag(-1) */
@@ -156,6 +160,15 @@ int main(int argc, char **argv)
     c.entries = e;
     c.nentries = 4;
     rc |= emit(argv[1], 1, &c);
+
+    /* 3: the stored form of a TypeScript module */
+    c.form = CONT_FORM_STORED;
+    snprintf(c.store_id, sizeof c.store_id, "als_0123456789abcdef0123456789abcdef");
+    c.source_type = AL_SOURCE_MODULE | AL_SOURCE_TYPESCRIPT;
+    rc |= emit(argv[1], 3, &c);
+    c.form = CONT_FORM_TOKEN;
+    c.store_id[0] = '\0';
+    c.source_type = AL_SOURCE_BODY;
 
     /* 2: negative times, an empty audience, one sync throw */
     c.audience[0] = '\0';

@@ -180,6 +180,7 @@ struct req {
     size_t n;
     const char *audience;
     const char *context;
+    unsigned type; /* enum al_source_type, or-ed; 0: a JavaScript body */
 };
 
 static struct al_result *run_req(struct al_runner *r, const struct req *q)
@@ -194,6 +195,9 @@ static struct al_result *run_req(struct al_runner *r, const struct req *q)
         assert_int_equal(
                 al_run_opts_add_resolution(o, q->ids[i], q->values[i], strlen(q->values[i])),
                 AL_OK);
+    }
+    if (q->type) {
+        assert_int_equal(al_run_opts_set_source_type(o, q->type), AL_OK);
     }
     if (q->audience) {
         assert_int_equal(al_run_opts_set_audience(o, q->audience), AL_OK);
@@ -727,6 +731,19 @@ static void test_binding_and_rotation(void **state)
     res = run_req(r, &other);
     expect_failure(res, AL_PROTOCOL_ERROR, "application context");
     al_result_free(res);
+    /* the same text as TypeScript or as a module is another program */
+    static const unsigned types[] = { AL_SOURCE_TYPESCRIPT, AL_SOURCE_MODULE,
+                                      AL_SOURCE_MODULE | AL_SOURCE_TYPESCRIPT };
+    static const char *const names[] = { "not a TypeScript body", "not a JavaScript module",
+                                         "not a TypeScript module" };
+    for (size_t i = 0; i < 3; i++) {
+        other = q;
+        other.type = types[i];
+        res = run_req(r, &other);
+        expect_failure(res, AL_PROTOCOL_ERROR, names[i]);
+        assert_non_null(strstr(al_result_error_message(res), "made for a JavaScript body"));
+        al_result_free(res);
+    }
 
     struct setup more = { key1, NULL, NULL, 1 };
     struct al_runner *r2 = runner_with(&more);

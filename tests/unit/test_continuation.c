@@ -41,11 +41,15 @@ static void put_fill(struct buf *b, uint8_t byte, size_t n)
 static void put_head(struct buf *b)
 {
     assert_int_equal(buf_append_byte(b, CONT_VERSION), BUF_OK);
-    put_fill(b, 0x11, 3 * CONT_DIGEST); /* source, manifest, context */
+    assert_int_equal(buf_append_byte(b, CONT_FORM_TOKEN), BUF_OK);
+    put_var(b, 0);                      /* no store id */
+    put_fill(b, 0x11, CONT_DIGEST);     /* source */
+    put_var(b, 0);                      /* source type: a JavaScript body */
+    put_fill(b, 0x11, 2 * CONT_DIGEST); /* manifest, context */
     put_var(b, 7);
     assert_int_equal(buf_append(b, "airlock", 7), BUF_OK);
-    put_var(b, 2 * 1000);  /* issued: zigzag(1000) */
-    put_var(b, 2 * 5000);  /* expires */
+    put_var(b, 2 * 1000); /* issued: zigzag(1000) */
+    put_var(b, 2 * 5000); /* expires */
     put_fill(b, 0x22, CONT_NONCE);
     put_fill(b, 0x33, 8); /* seed */
     put_var(b, 0);        /* clock */
