@@ -309,7 +309,9 @@ struct al_store {
 };
 
 /* A store keeping one file per continuation in `dir` (created 0700 if missing). Claims are
- * atomic renames, so any number of processes may share the directory. */
+ * atomic renames, so any number of processes may share the directory. A directory writable by
+ * group or others is refused with CONFIG_ERROR (they could plant or copy continuations); a
+ * claimed entry that is not a regular file (a symbolic link, a FIFO) is refused, never read. */
 AL_NODISCARD AL_API enum al_code al_store_file_new(const char *dir, struct al_store **ret_store,
                                                    struct al_error *reterr);
 /* Frees a store made by al_store_file_new or an application (calls its destroy); NULL is fine. */
@@ -396,8 +398,9 @@ AL_NODISCARD AL_API enum al_code al_run_opts_set_context(struct al_run_opts *opt
 AL_NODISCARD AL_API enum al_code al_run_opts_set_audience(struct al_run_opts *opts,
                                                           const char *audience);
 /* Resumes from a continuation (a token, or an id when the runner has a store) instead of
- * starting fresh. The source, host functions, audience and context must be those the
- * continuation was made with; its seed and clock are used. A continuation that is not valid
+ * starting fresh. The source and its type (al_run_opts_set_source_type), host functions,
+ * audience and context must be those the continuation was made with; its seed and clock are
+ * used. A stored continuation resumes only by its id from its store, never as a token. A continuation that is not valid
  * for this run fails the run with PROTOCOL_ERROR, and no host function is invoked. */
 AL_NODISCARD AL_API enum al_code al_run_opts_set_resume(struct al_run_opts *opts,
                                                         const char *continuation, size_t len);

@@ -3,7 +3,8 @@
  *
  * Body (docs/continuations.md; integers are unsigned LEB128 varints unless sized, signed ones
  * zigzag-encoded, strings a varint length then bytes):
- *   u8 version | source[32] manifest[32] context[32] | str audience | issued expires |
+ *   u8 version | u8 form | str store_id | source[32] source_type manifest[32] context[32] |
+ *   str audience | issued expires |
  *   nonce[16] | u64le seed | zigzag clock | count | entries...
  *   entry: id-delta | u8 kind (+0x80 sync) | str fn | args_digest[32] |
  *          value/throw: [settle, async only] zigzag clock-delta | str payload
@@ -190,7 +191,10 @@ enum al_code cont_encode(const struct continuation *c, const struct cont_key *ke
     int bad = 0;
     buf_init(&b, SIZE_MAX / 2);
     bad |= buf_append_byte(&b, CONT_VERSION) != BUF_OK;
+    bad |= buf_append_byte(&b, c->form) != BUF_OK;
+    put_str(&b, c->store_id, strlen(c->store_id), &bad);
     bad |= buf_append(&b, c->source, CONT_DIGEST) != BUF_OK;
+    put_var(&b, c->source_type, &bad);
     bad |= buf_append(&b, c->manifest, CONT_DIGEST) != BUF_OK;
     bad |= buf_append(&b, c->context, CONT_DIGEST) != BUF_OK;
     put_str(&b, c->audience, strlen(c->audience), &bad);
@@ -340,7 +344,26 @@ int cont_parse(const uint8_t *body, size_t len, struct continuation *c)
     if (!version || *version != CONT_VERSION) {
         return -1;
     }
+    const uint8_t *form = get_bytes(&r, 1);
+    if (!form || *form > CONT_FORM_STORED) {
+        return -1;
+    }
+    c->form = *form;
+    size_t idlen = 0;
+    char *id = get_str(&r, AL_STORE_ID_MAX, &idlen);
+    /* a stored body names its id, a token none */
+    if (!id || memchr(id, '\0', idlen) || (idlen == 0) != (c->form == CONT_FORM_TOKEN)) {
+        free(id);
+        return -1;
+    }
+    memcpy(c->store_id, id, idlen + 1);
+    free(id);
     get_fixed(&r, c->source, CONT_DIGEST);
+    uint64_t type = get_var(&r);
+    if (type & ~(uint64_t)(AL_SOURCE_MODULE | AL_SOURCE_TYPESCRIPT)) {
+        return -1;
+    }
+    c->source_type = (uint32_t)type;
     get_fixed(&r, c->manifest, CONT_DIGEST);
     get_fixed(&r, c->context, CONT_DIGEST);
     size_t alen = 0;
@@ -377,8 +400,9 @@ int cont_parse(const uint8_t *body, size_t len, struct continuation *c)
         struct cont_entry *e = &c->entries[i];
         c->nentries = i + 1;
         uint64_t delta = get_var(&r);
-        if (delta == 0 || prev + delta > UINT32_MAX) {
-            return -1; /* ids strictly ascending */
+        /* prev <= UINT32_MAX, so the subtraction cannot wrap where `prev + delta` could */
+        if (delta == 0 || delta > UINT32_MAX - prev) {
+            return -1; /* ids strictly ascending, and 32-bit */
         }
         prev += delta;
         e->id = (uint32_t)prev;

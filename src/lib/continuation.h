@@ -17,7 +17,7 @@
 
 #include "airlock.h"
 
-#define CONT_VERSION      1
+#define CONT_VERSION      2  /* 2: the form, the store id and the source type are signed */
 #define CONT_DIGEST       32 /* SHA-256 */
 #define CONT_NONCE        16
 #define CONT_IID          16 /* interruption id, raw bytes; shown as 32 hex digits */
@@ -45,8 +45,18 @@ struct cont_entry {
     uint8_t iid[CONT_IID]; /* interrupted calls */
 };
 
+/* What a signed body is: handed out as a token, or kept in a store under one id. A stored body
+ * is refused as a token and under any other id, so each store entry resumes at most once. */
+enum cont_form {
+    CONT_FORM_TOKEN = 0,
+    CONT_FORM_STORED = 1,
+};
+
 struct continuation {
+    uint8_t form;                       /* enum cont_form */
+    char store_id[AL_STORE_ID_MAX + 1]; /* CONT_FORM_STORED: its id; else empty */
     uint8_t source[CONT_DIGEST];
+    uint32_t source_type; /* the run's enum al_source_type, or-ed (al_run_opts_set_source_type) */
     uint8_t manifest[CONT_DIGEST];
     uint8_t context[CONT_DIGEST];
     char audience[CONT_AUDIENCE_MAX + 1];

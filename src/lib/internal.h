@@ -6,7 +6,7 @@
  *   supervisor.c  starting, watching and killing a worker process
  *   pool.c        workers started ahead of time
  *   run.c         al_run's event loop and al_result
- *   resume.c      recording the ledger, continuations out, replay in (docs/continuations.md)
+ *   ledger.c      the ledger of host calls: continuations out, replay in (docs/continuations.md)
  *   continuation.c  the signed token format
  *   store_file.c  the file-backed continuation store
  */

@@ -110,6 +110,33 @@ static int is_json_array(const char *text, size_t len)
     return len > 0 && text[0] == '[' && run_is_json(text, len);
 }
 
+/* Carries out the ledger's decision, then whatever that made due. */
+static void carry_out(struct run_state *st, struct ledger_action *a)
+{
+    for (;;) {
+        switch (a->what) {
+        case LEDGER_NONE:
+            break;
+        case LEDGER_INVOKE:
+            run_invoke_host(st, a->id, a->fn, a->args, a->args_len, a->resumed, a->resolution);
+            break;
+        case LEDGER_ANSWER:
+            run_emit_answer(st, a->id, a->kind, a->clock_ms, a->payload, a->len);
+            break;
+        case LEDGER_INTERRUPT:
+            run_emit_answer(st, a->id, WIRE_ANSWER_INTERRUPT, 0, "", 0);
+            break;
+        case LEDGER_DIVERGED:
+        case LEDGER_FAIL:
+            run_fail(st, a->code, "%s", a->message);
+            break;
+        }
+        if (st->done || ledger_next(st->ledger, a) == LEDGER_NONE) {
+            return;
+        }
+    }
+}
+
 static void on_call(struct run_state *st, struct wire_cursor *c)
 {
     uint32_t id = wire_get_u32(c);
@@ -124,14 +151,20 @@ static void on_call(struct run_state *st, struct wire_cursor *c)
     }
     st->seen_ids[id - 1] = 1;
     st->in_flight++;
-    resume_on_call(st, id, fn, args, len); /* from a continuation's ledger, or the host */
+    const struct host_entry *h = &st->hosts[fn];
+    struct ledger_action a; /* from a continuation's ledger, or the host */
+    ledger_on_call(st->ledger, id, fn, h->name, (h->flags & AL_HOST_SYNC) != 0, args, len, &a);
+    carry_out(st, &a);
 }
 
 void run_invoke_host(struct run_state *st, uint32_t id, uint32_t fn, const char *args,
                      size_t args_len, const struct cont_entry *resumed,
                      const struct resolution *resolution)
 {
-    if (resume_before_host(st) != 0) {
+    struct al_error err;
+    enum al_code rc = ledger_before_host(st->ledger, &err);
+    if (rc != AL_OK) {
+        run_fail(st, rc, "%s", err.message);
         return;
     }
     st->host_calls++;
@@ -228,7 +261,6 @@ static void on_done(struct run_state *st, struct wire_cursor *c)
     }
     res->code = (enum al_code)code;
     res->status = code == AL_OK ? AL_STATUS_COMPLETED : AL_STATUS_FAILED;
-    st->worker_interrupted = interrupted;
     if (code == AL_OK && !interrupted) {
         res->value = buf_dup(value, vlen);
         res->value_len = vlen;
@@ -247,7 +279,22 @@ static void on_done(struct run_state *st, struct wire_cursor *c)
         return;
     }
     st->done = 1;
-    resume_on_done(st);
+    struct ledger_outcome out;
+    struct al_error err;
+    enum al_code rc = ledger_on_done(st->ledger, interrupted, res->code, &out, &err);
+    if (rc != AL_OK) {
+        st->kill |= out.worker_lied;
+        run_fail_result(res, rc, err.message);
+        return;
+    }
+    if (out.interrupted) {
+        res->status = AL_STATUS_INTERRUPTED;
+        res->code = AL_OK;
+        res->continuation = out.continuation;
+        res->continuation_len = out.continuation_len;
+        res->interruptions = out.interruptions;
+        res->ninterruptions = out.ninterruptions;
+    }
 }
 
 /* The largest body an honest worker sends in a frame of `type` under this run's limits (0:
@@ -361,11 +408,13 @@ static void read_frames(struct run_state *st)
             break;
         case WIRE_IDLE: {
             uint32_t applied = wire_get_u32(&c);
-            if (c.bad || !st->replay || applied > st->frames_sent) {
+            if (c.bad || !ledger_replaying(st->ledger) || applied > st->frames_sent) {
                 run_fail(st, AL_PROTOCOL_ERROR, "the worker sent an unexpected IDLE");
                 break;
             }
-            resume_on_idle(st, applied == st->frames_sent);
+            struct ledger_action a;
+            ledger_on_idle(st->ledger, applied == st->frames_sent, &a);
+            carry_out(st, &a);
             break;
         }
         default:
@@ -398,7 +447,10 @@ void run_emit_answer(struct run_state *st, uint32_t id, uint8_t kind, int64_t cl
     st->last_clock_ms = clock_ms;
     if (kind != WIRE_ANSWER_INTERRUPT) {
         st->in_flight--; /* an interrupted call stays in flight for the worker too */
-        resume_record_answer(st, id, kind, clock_ms, payload, len);
+        struct al_error err;
+        if (ledger_on_answer(st->ledger, id, kind, clock_ms, payload, len, &err) != AL_OK) {
+            run_fail(st, AL_INTERNAL_ERROR, "%s", err.message);
+        }
     }
 }
 
@@ -429,7 +481,10 @@ static void send_answers(struct run_state *st)
             emit(st, &ev);
         }
         if (c->kind == WIRE_ANSWER_INTERRUPT) {
-            resume_on_interrupt(st, c->id, c->payload, c->len, c->keep_iid ? c->iid : NULL);
+            struct ledger_action a;
+            ledger_on_interrupt(st->ledger, c->id, c->payload, c->len, c->keep_iid ? c->iid : NULL,
+                                &a);
+            carry_out(st, &a);
             continue;
         }
         /* The guest's clock: the answer's wall time, or one fixed step past the last answer. */
@@ -477,7 +532,7 @@ static enum al_code build_run_frame(struct run_state *st, const struct al_run_op
     }
     bad |= wire_u64(b, st->res->stats.seed) != BUF_OK;
     bad |= wire_u64(b, (uint64_t)st->res->stats.clock_ms) != BUF_OK;
-    bad |= wire_u8(b, (st->replay ? WIRE_RUN_REPORT_IDLE : 0) |
+    bad |= wire_u8(b, (ledger_replaying(st->ledger) ? WIRE_RUN_REPORT_IDLE : 0) |
                               ((opts->source_type & AL_SOURCE_MODULE) ? WIRE_RUN_MODULE : 0) |
                               ((opts->source_type & AL_SOURCE_TYPESCRIPT) ? WIRE_RUN_TYPESCRIPT
                                                                           : 0)) != BUF_OK;
@@ -721,10 +776,17 @@ int run_prepare(struct run_state *st, struct al_runner *runner, const struct al_
 
 int run_launch(struct run_state *st)
 {
-    if (resume_begin(st) != AL_OK) {
-        st->done = 1;
-        return -1; /* the result says why; nothing was invoked */
+    struct al_result *res = st->res;
+    struct al_error lerr;
+    enum al_code lrc = ledger_begin(st->runner, st->opts, st->limits, st->manifest,
+                                    res->stats.seed, res->stats.clock_ms, &st->ledger, &lerr);
+    if (lrc != AL_OK) {
+        run_fail_early(st, lrc, lerr.message);
+        return -1; /* nothing was invoked */
     }
+    res->stats.seed = ledger_seed(st->ledger);
+    res->stats.clock_ms = ledger_clock(st->ledger);
+    st->last_clock_ms = res->stats.clock_ms;
     st->seen_ids = calloc((size_t)st->limits[AL_LIMIT_HOST_CALLS], 1);
     if (!st->seen_ids || build_run_frame(st, st->opts) != AL_OK) {
         set_rc(st, AL_INTERNAL_ERROR, "out of memory");
@@ -918,7 +980,8 @@ out:
     if (st->proc.pid > 0) {
         supervisor_reap(&st->proc, 1, NULL);
     }
-    resume_end(st, rc == AL_OK);
+    ledger_end(st->ledger, rc == AL_OK, !st->res || st->res->status == AL_STATUS_FAILED);
+    st->ledger = NULL;
     if (st->link) {
         host_link_close(st->link);
         st->link = NULL;

@@ -1,24 +1,18 @@
 /*
- * run.h - the state of one al_run, shared by run.c (the event loop, the worker, the result) and
- * resume.c (the ledger of host calls, interruptions, continuations and replay).
+ * run.h - the state of one al_run (run.c: the event loop, the worker, the result). The ledger of
+ * host calls, interruptions, continuations and replay is ledger.h's, which run.c consults.
  */
 #ifndef AIRLOCK_LIB_RUN_H
 #define AIRLOCK_LIB_RUN_H
 
 #include "continuation.h"
 #include "internal.h"
+#include "ledger.h"
 
 struct console_entry {
     enum al_console_level level;
     char *text;
     size_t len;
-};
-
-struct result_interruption {
-    char id[CONT_IID_HEX + 1];
-    char *function; /* owned */
-    char *args;     /* owned */
-    char *payload;  /* owned */
 };
 
 struct al_result {
@@ -41,36 +35,6 @@ struct al_result {
     size_t message_len;
     size_t stack_len;
     char run_id[AL_RUN_ID_MAX + 1];
-};
-
-/* What the host knows of one call id (resume.c records it while recording is on). */
-enum ledger_state {
-    LEDGER_NONE = 0,    /* no such call seen */
-    LEDGER_PENDING,     /* made, not answered yet */
-    LEDGER_ANSWERED,    /* answered: entry.kind is CONT_VALUE or CONT_THROW */
-    LEDGER_INTERRUPTED, /* waiting for a person: entry.kind is CONT_INTERRUPTED */
-};
-
-struct ledger_call {
-    uint8_t state;           /* enum ledger_state */
-    uint32_t fn;             /* index into the runner's host table */
-    struct cont_entry entry; /* fn is borrowed from the runner's host table */
-    char *args;              /* owned: the guest's arguments (an interruption reports them) */
-    size_t args_len;
-};
-
-/* Replaying a continuation: the ledger it holds, and how far this run has got through it. */
-struct replay {
-    struct continuation cont;
-    uint32_t *order; /* indexes into cont.entries of answered async calls, by settle */
-    size_t norder;
-    size_t next;      /* next position of `order` to deliver */
-    uint8_t *arrived; /* per entry: the worker made this call again */
-    size_t missing;   /* entries that have not arrived yet */
-    int done;         /* every entry arrived and every recorded answer was delivered */
-    const struct resolution **resolution; /* per entry: the resolution of an interruption */
-    uint32_t *waiting;                    /* ids of resolved interruptions to invoke once done */
-    size_t nwaiting;
 };
 
 struct run_state {
@@ -99,25 +63,15 @@ struct run_state {
     uint32_t host_calls;
     uint32_t in_flight;
     uint64_t console_bytes;
-    int ready;              /* READY received: the run's wall and CPU clocks start */
-    uint64_t ready_us;      /* monotonic */
-    uint64_t cpu_base_us;   /* the worker's CPU time at READY (start-up is not the guest's) */
-    uint64_t cpu_read_us;   /* when the worker's CPU time was last read (0: never) */
-    uint64_t cpu_last_us;   /* its CPU time since READY then (UINT64_MAX: unknown) */
-    int done;               /* DONE received or a failure decided */
-    int kill;               /* the worker must be killed (it may be alive and misbehaving) */
-    int worker_interrupted; /* DONE said the run is interrupted */
-    uint32_t frames_sent;   /* ANSWER frames written to the worker */
-
-    /* resume.c */
-    int recording;              /* the run can make a continuation: a key is configured */
-    struct ledger_call *ledger; /* indexed by call id - 1 */
-    uint32_t nledger;           /* allocated slots */
-    uint32_t answers_sent;      /* the next settle position */
-    uint32_t interrupted;       /* calls interrupted now */
-    struct replay *replay;      /* NULL: a fresh run */
-    char *claimed_id;           /* a stored continuation this run holds a claim on */
-    int host_invoked;           /* a host function was invoked (a claim is consumed first) */
+    int ready;             /* READY received: the run's wall and CPU clocks start */
+    uint64_t ready_us;     /* monotonic */
+    uint64_t cpu_base_us;  /* the worker's CPU time at READY (start-up is not the guest's) */
+    uint64_t cpu_read_us;  /* when the worker's CPU time was last read (0: never) */
+    uint64_t cpu_last_us;  /* its CPU time since READY then (UINT64_MAX: unknown) */
+    int done;              /* DONE received or a failure decided */
+    int kill;              /* the worker must be killed (it may be alive and misbehaving) */
+    uint32_t frames_sent;  /* ANSWER frames written to the worker */
+    struct ledger *ledger; /* host calls, continuations, replay (ledger.h) */
 };
 
 /* run.c: one run as steps, driven by al_run on the caller's thread or by loop.c.
@@ -154,28 +108,5 @@ void run_invoke_host(struct run_state *st, uint32_t id, uint32_t fn, const char 
 int run_is_json(const char *text, size_t len);
 /* Sets a failed result without a worker to kill (before it starts, or after DONE). */
 void run_fail_result(struct al_result *res, enum al_code code, const char *msg);
-
-/* resume.c */
-/* Before the worker starts: checks and loads opts' continuation, if any. AL_OK to go on;
- * otherwise the run fails with the code returned and res->message set. */
-enum al_code resume_begin(struct run_state *st);
-/* A CALL from the worker, already validated. Answers from the ledger, holds, or invokes. */
-void resume_on_call(struct run_state *st, uint32_t id, uint32_t fn, const char *args, size_t len);
-/* Records an answer being sent. Takes ownership of nothing. */
-void resume_record_answer(struct run_state *st, uint32_t id, uint8_t kind, int64_t clock_ms,
-                          const char *payload, size_t len);
-/* A host function interrupted call `id`. */
-void resume_on_interrupt(struct run_state *st, uint32_t id, const char *payload, size_t len,
-                         const uint8_t *keep_iid);
-/* The worker waits (replay only); `caught_up`: it has applied every answer sent. */
-void resume_on_idle(struct run_state *st, int caught_up);
-/* The worker's DONE arrived: checks the replay finished; for an interrupted run, builds the
- * interruptions and the continuation. */
-void resume_on_done(struct run_state *st);
-/* Before a host function runs: a claimed stored continuation is consumed. 0, or -1 (failed). */
-int resume_before_host(struct run_state *st);
-/* After the run: releases or consumes a claim, frees the ledger and replay. `delivered`: the
- * result goes to the caller (al_run returns AL_OK). */
-void resume_end(struct run_state *st, int delivered);
 
 #endif

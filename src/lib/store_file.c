@@ -8,6 +8,11 @@
  * processes) exactly one finds the file. consume unlinks the claimed file; release renames it
  * back. A file starts with its expiry (decimal ms since the epoch, then a newline); put writes
  * a temporary file, fsyncs it and renames it into place, so a reader never sees half a file.
+ *
+ * Whoever can write the directory can plant files in it, so it must be writable by its owner
+ * alone, and a claimed file is opened without following a symbolic link and without waiting (a
+ * FIFO would block the resume forever) and read only if it is a regular file. A file copied or
+ * linked under another id is refused by the ledger: the signed body names its own id.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -106,14 +111,29 @@ static enum al_code file_put(struct al_store *base, const char *id, const void *
     return AL_OK;
 }
 
+/* AL_PROTOCOL_ERROR: something other than a regular file was planted under the name. */
 static enum al_code read_all(const char *path, char **ret, size_t *ret_len, struct al_error *reterr)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) {
+        if (errno == ELOOP) {
+            return error_set(reterr, AL_PROTOCOL_ERROR,
+                             "store: %s is a symbolic link, not a continuation file", path);
+        }
         return error_set_errno(reterr, AL_INTERNAL_ERROR, errno, "store: cannot open %s", path);
     }
     struct stat st;
-    if (fstat(fd, &st) != 0 || st.st_size < 0 || (uint64_t)st.st_size > STORE_FILE_MAX) {
+    if (fstat(fd, &st) != 0) {
+        int err = errno;
+        close(fd);
+        return error_set_errno(reterr, AL_INTERNAL_ERROR, err, "store: cannot stat %s", path);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return error_set(reterr, AL_PROTOCOL_ERROR,
+                         "store: %s is not a regular file, not a continuation file", path);
+    }
+    if (st.st_size < 0 || (uint64_t)st.st_size > STORE_FILE_MAX) {
         close(fd);
         return error_set(reterr, AL_INTERNAL_ERROR, "store: %s is not a continuation file", path);
     }
@@ -163,6 +183,9 @@ static enum al_code file_claim(struct al_store *base, const char *id, void **ret
     char *all = NULL;
     size_t len = 0;
     enum al_code rc = read_all(claimed, &all, &len, reterr);
+    if (rc == AL_PROTOCOL_ERROR) {
+        return rc; /* stays claimed: what was planted is never resumed */
+    }
     if (rc != AL_OK) {
         /* Out of descriptors or memory: nothing was used, give it back. */
         if (rename(claimed, stored) != 0) {
@@ -246,6 +269,13 @@ enum al_code al_store_file_new(const char *dir, struct al_store **ret_store,
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK | X_OK) != 0) {
         return error_set(reterr, AL_CONFIG_ERROR, "store: %s is not a writable directory", dir);
+    }
+    /* Anyone else who can write it can plant, copy or remove continuations. */
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        return error_set(reterr, AL_CONFIG_ERROR,
+                         "store: %s is writable by group or others (mode %03o); it must be "
+                         "writable by its owner only (chmod go-w)",
+                         dir, (unsigned)(st.st_mode & 0777));
     }
     struct file_store *s = calloc(1, sizeof *s);
     if (!s || !(s->dir = strdup(dir))) {

@@ -69,6 +69,15 @@ static void same_entry(const struct cont_entry *a, const struct cont_entry *b, s
 
 static void same(const struct continuation *a, const struct continuation *b)
 {
+    if (a->form != b->form) {
+        mismatch("form", SIZE_MAX);
+    }
+    if (strcmp(a->store_id, b->store_id) != 0) {
+        mismatch("store id", SIZE_MAX);
+    }
+    if (a->source_type != b->source_type) {
+        mismatch("source type", SIZE_MAX);
+    }
     if (memcmp(a->source, b->source, CONT_DIGEST) != 0) {
         mismatch("source", SIZE_MAX);
     }

@@ -77,11 +77,15 @@ static int emit(const char *dir, int n, const struct continuation *c)
  * of range of int64_t (found by this fuzzer; kept so that every run tries it first). */
 static int emit_clock_edge(const char *dir)
 {
-    uint8_t b[172];
+    uint8_t b[176];
     size_t n = 0;
     memset(b, 0, sizeof b);
     b[n++] = CONT_VERSION;
-    n += 3 * CONT_DIGEST; /* source, manifest, context */
+    b[n++] = CONT_FORM_TOKEN;
+    b[n++] = 0x00;        /* no store id */
+    n += CONT_DIGEST;     /* source */
+    b[n++] = 0x00;        /* source type */
+    n += 2 * CONT_DIGEST; /* manifest, context */
     n += 3;               /* empty audience, issued 0, expires 0 */
     n += CONT_NONCE + 8;  /* nonce, seed */
     b[n++] = 0x01;        /* clock: zigzag(-1) */
@@ -96,6 +100,41 @@ static int emit_clock_edge(const char *dir)
     b[n++] = 0x01;
     b[n++] = 0x00; /* empty payload */
     return write_file(dir, "edge", 0, b, n);
+}
+
+/* A body whose second entry's id delta wraps prev + delta around 64 bits to an id below the
+ * first one (found by this fuzzer as crash-08d5eb81...; cont_parse must refuse it). */
+static int emit_delta_edge(const char *dir)
+{
+    uint8_t b[256];
+    size_t n = 0;
+    memset(b, 0, sizeof b);
+    b[n++] = CONT_VERSION;
+    b[n++] = CONT_FORM_TOKEN;
+    b[n++] = 0x00;        /* no store id */
+    n += CONT_DIGEST;     /* source */
+    b[n++] = 0x00;        /* source type */
+    n += 2 * CONT_DIGEST; /* manifest, context */
+    n += 3;               /* empty audience, issued 0, expires 0 */
+    n += CONT_NONCE + 8;  /* nonce, seed */
+    b[n++] = 0x00;        /* clock 0 */
+    b[n++] = 0x02;        /* two entries */
+    for (int entry = 0; entry < 2; entry++) {
+        if (entry == 0) {
+            b[n++] = 0x05; /* id 5 */
+        } else {
+            for (int i = 0; i < 9; i++) {
+                b[n++] = i == 0 ? 0xfd : 0xff; /* delta 2^64 - 3: 5 + delta = 2 (mod 2^64) */
+            }
+            b[n++] = 0x01;
+        }
+        b[n++] = 0x80;    /* sync value */
+        b[n++] = 0x00;    /* empty fn */
+        n += CONT_DIGEST; /* args digest */
+        b[n++] = 0x00;    /* clock delta 0 */
+        b[n++] = 0x00;    /* empty payload */
+    }
+    return write_file(dir, "edge", 1, b, n);
 }
 
 int main(int argc, char **argv)
@@ -157,6 +196,15 @@ int main(int argc, char **argv)
     c.nentries = 4;
     rc |= emit(argv[1], 1, &c);
 
+    /* 3: the stored form of a TypeScript module */
+    c.form = CONT_FORM_STORED;
+    snprintf(c.store_id, sizeof c.store_id, "als_0123456789abcdef0123456789abcdef");
+    c.source_type = AL_SOURCE_MODULE | AL_SOURCE_TYPESCRIPT;
+    rc |= emit(argv[1], 3, &c);
+    c.form = CONT_FORM_TOKEN;
+    c.store_id[0] = '\0';
+    c.source_type = AL_SOURCE_BODY;
+
     /* 2: negative times, an empty audience, one sync throw */
     c.audience[0] = '\0';
     c.issued_ms = -5;
@@ -169,5 +217,6 @@ int main(int argc, char **argv)
     rc |= emit(argv[1], 2, &c);
 
     rc |= emit_clock_edge(argv[1]);
+    rc |= emit_delta_edge(argv[1]);
     return rc ? 1 : 0;
 }

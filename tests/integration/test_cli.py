@@ -908,6 +908,118 @@ def test_resume_store():
           "the second resume invoked a host")
 
 
+def stored_run(tag):
+    # an interrupted run with --store: (hosts, store dir, source file, id, interruption id, logs)
+    alog, mlog = os.path.join(TMP, f"{tag}-approve.log"), os.path.join(TMP, f"{tag}-marker.log")
+    store = os.path.join(TMP, f"{tag}-store")
+    f = write(f"{tag}.js", RESUME_SRC)
+    hosts = marker_host(mlog) + approve_host(alog)
+    rc, res, err = cont_run(hosts + ["--store", store, f])
+    check_interrupted(rc, res, err, "first run")
+    return hosts, store, f, res["continuation"], res["interruptions"][0]["id"], alog, mlog
+
+
+def check_no_host_ran(alog, mlog, n_a, n_m, what):
+    check(len(log_lines(alog)) == n_a and len(log_lines(mlog)) == n_m,
+          f"{what}: a host was invoked: {log_lines(alog)} {log_lines(mlog)}")
+
+
+def check_resumes_once(hosts, store, f, cid, iid, what):
+    # the stored id itself still resumes, exactly once
+    good = hosts + ["--store", store, "--resume", cid, "--resolve", f'{iid}="ok"', f]
+    rc, r, err = cont_run(good)
+    check(rc == 0 and r["status"] == "completed" and r["value"]["b"]["resolution"] == "ok",
+          f"{what}: the legitimate resume: exit {rc}: {r}")
+    rc, r, err = cont_run(good)
+    check_failed(rc, r, "PROTOCOL_ERROR", f"{what}: a second resume")
+
+
+def test_resume_store_file_is_not_a_token():
+    # A stored file is a complete signed token after its expiry line: it must not resume as a
+    # token (as often as one likes), only by its id from the store.
+    hosts, store, f, cid, iid, alog, mlog = stored_run("s1")
+    with open(os.path.join(store, cid + ".cont")) as fh:
+        token = fh.read().split("\n", 1)[1]
+    check(token.startswith("alc1."), f"the stored file holds no token: {token[:40]!r}")
+    tok = write("s1.tok", token)
+    n_a, n_m = len(log_lines(alog)), len(log_lines(mlog))
+    for i in range(2):
+        rc, r, err = cont_run(hosts + ["--resume", "@" + tok, "--resolve", f"{iid}=1", f])
+        msg = check_failed(rc, r, "PROTOCOL_ERROR", f"the stored body as a token ({i})")
+        check("stored" in msg, f"message: {msg}")
+    check_no_host_ran(alog, mlog, n_a, n_m, "the stored body as a token")
+    check_resumes_once(hosts, store, f, cid, iid, "after the token attempts")
+
+
+def test_resume_store_copy_under_another_id():
+    # A copy, a hard link or a symbolic link of ID.cont under another id resumes nothing.
+    hosts, store, f, cid, iid, alog, mlog = stored_run("s2")
+    src = os.path.join(store, cid + ".cont")
+    copies = {"copy": "als_" + "1" * 32, "hard link": "als_" + "2" * 32,
+              "symlink": "als_" + "3" * 32}
+    shutil.copyfile(src, os.path.join(store, copies["copy"] + ".cont"))
+    os.link(src, os.path.join(store, copies["hard link"] + ".cont"))
+    os.symlink(src, os.path.join(store, copies["symlink"] + ".cont"))
+    n_a, n_m = len(log_lines(alog)), len(log_lines(mlog))
+    for what, other in copies.items():
+        rc, r, err = cont_run(hosts + ["--store", store, "--resume", other, "--resolve",
+                                       f"{iid}=1", f])
+        check_failed(rc, r, "PROTOCOL_ERROR", what)
+    check_no_host_ran(alog, mlog, n_a, n_m, "copies")
+    check_resumes_once(hosts, store, f, cid, iid, "after the copies")
+
+
+def test_resume_store_fifo_does_not_hang():
+    # A FIFO planted as ID.cont: the resume is refused at once instead of waiting for a writer.
+    hosts, store, f, cid, iid, alog, mlog = stored_run("s3")
+    fifo_id = "als_" + "4" * 32
+    os.mkfifo(os.path.join(store, fifo_id + ".cont"), 0o600)
+    n_a, n_m = len(log_lines(alog)), len(log_lines(mlog))
+    rc, r, err = cont_run(hosts + ["--store", store, "--resume", fifo_id, "--resolve",
+                                   f"{iid}=1", f])
+    msg = check_failed(rc, r, "PROTOCOL_ERROR", "a FIFO")
+    check("regular file" in msg, f"message: {msg}")
+    check_no_host_ran(alog, mlog, n_a, n_m, "a FIFO")
+    check_resumes_once(hosts, store, f, cid, iid, "after the FIFO")
+
+
+def test_resume_store_dir_writable_by_others():
+    # A store directory others can write is refused: they could plant or copy continuations.
+    f = write("s4.js", "return 1;")
+    for mode in (0o770, 0o702, 0o1777):
+        store = os.path.join(TMP, f"s4-store-{mode:o}")
+        os.mkdir(store)
+        os.chmod(store, mode)
+        rc, out, err = cont_run(["--store", store, f], json_out=False)
+        check(rc != 0 and "writable by group or others" in err,
+              f"mode {mode:o}: exit {rc}: {out!r} {err!r}")
+    store = os.path.join(TMP, "s4-store-700")
+    os.mkdir(store)
+    os.chmod(store, 0o700)
+    rc, out, err = cont_run(["--store", store, f], json_out=False)
+    check(rc == 0 and out.strip() == "1", f"mode 700: exit {rc}: {out!r} {err!r}")
+
+
+def test_resume_source_type_is_bound():
+    # The same text as run.js and as TypeScript or a module is another program: a continuation
+    # made for one is refused for the other before any host function runs.
+    alog, mlog = os.path.join(TMP, "t1-approve.log"), os.path.join(TMP, "t1-marker.log")
+    f = write("t1.js", RESUME_SRC)
+    ts = write("t1.ts", RESUME_SRC)
+    hosts = marker_host(mlog) + approve_host(alog)
+    rc, res, err = cont_run(hosts + [f])
+    check_interrupted(rc, res, err, "first run")
+    resume = ["--resume", res["continuation"], "--resolve", f'{res["interruptions"][0]["id"]}=1']
+    n_a, n_m = len(log_lines(alog)), len(log_lines(mlog))
+    for what, args in [(".ts file", [ts]), ("--lang ts", ["--lang", "ts", f])]:
+        rc, r, err = cont_run(hosts + resume + args)
+        msg = check_failed(rc, r, "PROTOCOL_ERROR", what)
+        check("JavaScript body" in msg and "TypeScript body" in msg, f"{what}: {msg}")
+    check_no_host_ran(alog, mlog, n_a, n_m, "another source type")
+    rc, r, err = cont_run(hosts + resume + [f])
+    check(rc == 0 and r["status"] == "completed", f"the same type: exit {rc}: {r}")
+
+
 def test_resume_resolution_errors():
     alog, mlog = os.path.join(TMP, "r8-approve.log"), os.path.join(TMP, "r8-marker.log")
     f = write("r8.js", RESUME_SRC)

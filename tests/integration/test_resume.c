@@ -21,11 +21,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "airlock.h"
 
 #include "continuation.h"
+#include "procinfo.h"
 
 static const char key1[] = "k1-0123456789abcdef0123456789abcdef";
 static const char key2[] = "k2-fedcba9876543210fedcba9876543210";
@@ -178,6 +180,7 @@ struct req {
     size_t n;
     const char *audience;
     const char *context;
+    unsigned type; /* enum al_source_type, or-ed; 0: a JavaScript body */
 };
 
 static struct al_result *run_req(struct al_runner *r, const struct req *q)
@@ -192,6 +195,9 @@ static struct al_result *run_req(struct al_runner *r, const struct req *q)
         assert_int_equal(
                 al_run_opts_add_resolution(o, q->ids[i], q->values[i], strlen(q->values[i])),
                 AL_OK);
+    }
+    if (q->type) {
+        assert_int_equal(al_run_opts_set_source_type(o, q->type), AL_OK);
     }
     if (q->audience) {
         assert_int_equal(al_run_opts_set_audience(o, q->audience), AL_OK);
@@ -725,6 +731,19 @@ static void test_binding_and_rotation(void **state)
     res = run_req(r, &other);
     expect_failure(res, AL_PROTOCOL_ERROR, "application context");
     al_result_free(res);
+    /* the same text as TypeScript or as a module is another program */
+    static const unsigned types[] = { AL_SOURCE_TYPESCRIPT, AL_SOURCE_MODULE,
+                                      AL_SOURCE_MODULE | AL_SOURCE_TYPESCRIPT };
+    static const char *const names[] = { "not a TypeScript body", "not a JavaScript module",
+                                         "not a TypeScript module" };
+    for (size_t i = 0; i < 3; i++) {
+        other = q;
+        other.type = types[i];
+        res = run_req(r, &other);
+        expect_failure(res, AL_PROTOCOL_ERROR, names[i]);
+        assert_non_null(strstr(al_result_error_message(res), "made for a JavaScript body"));
+        al_result_free(res);
+    }
 
     struct setup more = { key1, NULL, NULL, 1 };
     struct al_runner *r2 = runner_with(&more);
@@ -1279,8 +1298,100 @@ static void test_modules_resume(void **state)
     al_runner_free(r);
 }
 
-int main(void)
+/* ------------------------------------------------------------ host memory */
+
+#define PEAK_RSS_CHILD "--peak-rss-child"
+#define PEAK_RSS_MAX_KIB (48 * 1024)
+
+static void host_null(struct al_call *call, void *ud)
 {
+    (void)ud;
+    al_call_return(call, "null", 4);
+}
+
+/* In a fresh process (this executable again, so nothing of the other tests counts): with a
+ * continuation key set, a guest makes 256 sequential calls of almost the host-args limit each.
+ * Prints the process's peak RSS in KiB. */
+static int peak_rss_child(void)
+{
+    struct al_config *c = al_config_new();
+    struct al_runner *r = NULL;
+    struct al_error err;
+    if (!c || al_config_add_host(c, "h.null", host_null, NULL, 0) != AL_OK ||
+        al_config_set_continuation_key(c, key1, strlen(key1)) != AL_OK ||
+        al_config_set_warm_workers(c, 0) != AL_OK || al_runner_new(c, &r, &err) != AL_OK) {
+        fprintf(stderr, "peak-rss child: no runner\n");
+        return 1;
+    }
+    al_config_free(c);
+    const char *src = "for (let i = 0; i < 256; i++) await h.null('x'.repeat(1048566));\n"
+                      "return 'done';";
+    struct al_run_opts *o = al_run_opts_new();
+    struct al_result *res = NULL;
+    if (!o || al_run_opts_set_source(o, src, strlen(src), NULL) != AL_OK ||
+        al_run(r, o, &res, &err) != AL_OK) {
+        fprintf(stderr, "peak-rss child: al_run failed\n");
+        return 1;
+    }
+    if (al_result_status(res) != AL_STATUS_COMPLETED) {
+        fprintf(stderr, "peak-rss child: %s: %s\n", al_code_name(al_result_error_code(res)),
+                al_result_error_message(res));
+        return 1;
+    }
+    struct al_stats stats;
+    al_result_stats(res, &stats);
+    if (stats.host_calls != 256) {
+        fprintf(stderr, "peak-rss child: %u host calls\n", (unsigned)stats.host_calls);
+        return 1;
+    }
+    printf("%ld\n", procinfo_peak_rss_kib(0));
+    al_result_free(res);
+    al_run_opts_free(o);
+    al_runner_free(r);
+    return 0;
+}
+
+/* The host's memory for one run is bounded by the calls in flight, not by the number of calls:
+ * the ledger keeps a call's argument bytes only until it is answered (the token needs only their
+ * digest). Keeping them all made that loop hold ~263 MiB of the host for one run. */
+static void test_host_memory_bounded(void **state)
+{
+    (void)state;
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        execl("/proc/self/exe", "integration_resume", PEAK_RSS_CHILD, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    char out[64] = "";
+    size_t got = 0;
+    ssize_t n;
+    while (got < sizeof out - 1 && (n = read(fds[0], out + got, sizeof out - 1 - got)) > 0) {
+        got += (size_t)n;
+    }
+    close(fds[0]);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    long kib = strtol(out, NULL, 10);
+    print_message("host peak RSS after 256 calls of ~1 MiB: %ld KiB\n", kib);
+    assert_true(kib > 0);
+    if (kib >= PEAK_RSS_MAX_KIB) {
+        fail_msg("the host peaked at %ld KiB, above %d KiB", kib, PEAK_RSS_MAX_KIB);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], PEAK_RSS_CHILD) == 0) {
+        return peak_rss_child();
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_interrupt_then_resume),
         cmocka_unit_test(test_batch_and_partial),
@@ -1300,6 +1411,7 @@ int main(void)
         cmocka_unit_test(test_store_survives_start_failure),
         cmocka_unit_test(test_answer_during_sync_call),
         cmocka_unit_test(test_clock_range),
+        cmocka_unit_test(test_host_memory_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -54,3 +54,27 @@ int procinfo_children(pid_t *out, int max)
     }
     return n;
 }
+
+long procinfo_peak_rss_kib(pid_t pid)
+{
+    char path[64];
+    if (pid == 0) {
+        snprintf(path, sizeof path, "/proc/self/status");
+    } else {
+        snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    }
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        return -1;
+    }
+    char line[256];
+    long kib = -1;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "VmHWM:", 6) == 0) {
+            kib = strtol(line + 6, NULL, 10);
+            break;
+        }
+    }
+    fclose(f);
+    return kib;
+}
