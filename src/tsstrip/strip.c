@@ -1282,8 +1282,8 @@ static void parse_type_assertion(struct parser *p)
         refuse_jsx(p);
         return;
     }
-    next(p); /* > */
-    commit(p);
+    commit(p); /* before moving on: an error in the operand's first token is a real one */
+    next(p);   /* > */
     blank(p, pos, p->prev_end);
     p->assertion_open = pos;
     if (restricted && nl_before(p)) {

@@ -461,6 +461,7 @@ static void test_syntax_errors(void **state)
     check_syntax("let x = `abc${1}", "unterminated template literal", 1, 9);
     check_syntax("let x = 1; /* no end", "unterminated comment", 1, 12);
     check_syntax("x = /abc\n", "unterminated regular expression", 1, 5);
+    check_syntax("x = <T>\x01;", "unexpected character", 1, 8); /* right after an assertion */
     check_syntax("f(1, 2", "expected ')', found the end of the input", 1, 7);
     check_syntax("let x: = 1;", "expected a type, found `=`", 1, 8);
     check_syntax("class A { x: }", "expected a type, found `}`", 1, 14);
