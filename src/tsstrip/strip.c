@@ -118,6 +118,11 @@ struct parser {
     bool in_derived;   /* the class being parsed has `extends` */
     size_t class_open; /* just after the `{` of the class body being parsed, or SIZE_MAX */
 
+    /* Offsets, so never restored by a snapshot: a stale one from an undone reading names a
+     * token that is no longer before the current one, and is ignored. */
+    size_t restricted_end; /* end of the last `return`/`yield` keyword, or SIZE_MAX */
+    size_t assertion_open; /* start of the last erased `<T>` type assertion, or SIZE_MAX */
+
     const struct ts_options *opts;
     struct ts_error *err;
 };
@@ -1250,8 +1255,56 @@ static bool try_type_args(struct parser *p)
 static void refuse_jsx(struct parser *p)
 {
     refuse(p, tstart(p), "JSX is not supported",
-           "`<` here starts JSX or an angle-bracket type assertion; write `x as T` for an "
-           "assertion");
+           "`<` here starts neither a type assertion nor a generic arrow function; JSX needs a "
+           ".tsx source, and airlock strips only .ts");
+}
+
+/* At `<` where an operand is expected: the type assertion `<T>x` of .ts sources, erased like
+ * `x as T` (the operand is the unary expression that follows, as in TypeScript). Whatever is
+ * not a type closed by `>` is JSX, refused. After `return` or `yield` the operand must start on
+ * the line of the `>`: once `<T>` is blank, a line break there would end the statement. */
+static void parse_type_assertion(struct parser *p)
+{
+    size_t pos = tstart(p);
+    bool restricted = p->prev_end == p->restricted_end;
+    struct snap s;
+    save(p, &s);
+    p->in_type++;
+    next(p); /* < */
+    if (at_kw(p, KW_CONST) && peek(p)->type == P_GT) {
+        next(p); /* <const>, like `as const` */
+    } else {
+        parse_type(p);
+    }
+    p->in_type--;
+    if (p->failed || !at(p, P_GT)) {
+        restore(p, &s);
+        refuse_jsx(p);
+        return;
+    }
+    commit(p); /* before moving on: an error in the operand's first token is a real one */
+    next(p);   /* > */
+    blank(p, pos, p->prev_end);
+    p->assertion_open = pos;
+    if (restricted && nl_before(p)) {
+        refuse(p, pos, "TypeScript type assertion needs its operand on the same line",
+               "after `return` or `yield`, the line break would end the statement once `<T>` is "
+               "erased; start the operand on the line of `<T>`, or write `x as T`");
+        return;
+    }
+    if (restricted) {
+        p->restricted_end = p->prev_end; /* `return <A><B>` NL `x` */
+    }
+}
+
+/* At `<` directly followed by `/` after an operand: a JSX closing tag (`<b>c</b>` reads as an
+ * assertion up to there). A comparison with a regular expression written without a space,
+ * `a </re/`, is refused with it: no real code writes that. */
+static bool at_jsx_close(struct parser *p)
+{
+    size_t e = p->lx.tok.end;
+    return at(p, P_LT) && e + 1 < p->len && p->src[e] == '/' && p->src[e + 1] != '/' &&
+           p->src[e + 1] != '*';
 }
 
 static void parse_function_body(struct parser *p, unsigned fn)
@@ -1754,8 +1807,8 @@ static void parse_unary(struct parser *p)
             next(p);
             continue;
         case P_LT:
-            refuse_jsx(p);
-            return;
+            parse_type_assertion(p);
+            continue;
         case T_NAME:
             switch (p->lx.tok.kw) {
             case KW_DELETE:
@@ -1799,6 +1852,13 @@ static void parse_binary(struct parser *p, int minprec, unsigned ef)
     while (!p->failed) {
         if (at(p, P_GT)) {
             rescan_gt(p);
+        }
+        if (at_jsx_close(p)) {
+            size_t open = p->assertion_open;
+            refuse(p, open < tstart(p) ? open : tstart(p), "JSX is not supported",
+                   "`</` closes a JSX element; JSX needs a .tsx source, and airlock strips only "
+                   ".ts");
+            break;
         }
         int prec = binary_prec(&p->lx.tok, ef);
         if (prec <= minprec) {
@@ -1851,10 +1911,10 @@ static void parse_assignment(struct parser *p, unsigned ef)
         }
         break;
     case P_LT:
-        if (!try_arrow(p, ef, false, 0)) {
-            refuse_jsx(p);
+        if (try_arrow(p, ef, false, 0)) {
+            goto out;
         }
-        goto out;
+        break; /* a type assertion (parse_unary) */
     case T_NAME: {
         uint8_t kw = p->lx.tok.kw;
         const struct tok *n = peek(p);
@@ -1885,6 +1945,7 @@ static void parse_assignment(struct parser *p, unsigned ef)
         }
         if (kw == KW_YIELD && (p->fn & F_GEN)) {
             next(p);
+            p->restricted_end = p->prev_end;
             if (at(p, P_STAR)) {
                 next(p);
                 parse_assignment(p, ef & E_NOIN);
@@ -2964,6 +3025,7 @@ static bool parse_name_statement(struct parser *p, size_t start)
         return false;
     case KW_RETURN:
         next(p);
+        p->restricted_end = p->prev_end;
         if (!at(p, P_SEMI) && !at(p, P_RBRACE) && !at(p, T_EOF) && !nl_before(p)) {
             parse_expression(p, 0);
         }
@@ -3541,6 +3603,8 @@ int ts_strip_opts(const char *src, size_t len, const struct ts_options *opts, ch
     p.err = reterr;
     p.fn = F_ASYNC; /* top-level await */
     p.class_open = SIZE_MAX;
+    p.restricted_end = SIZE_MAX;
+    p.assertion_open = SIZE_MAX;
     p.memo = calloc(len + 1, 1);
     if (p.memo == NULL) {
         fail_nomem(&p);

@@ -13,16 +13,18 @@
  * class fields), `interface`, `type` aliases, `declare ...`, `abstract` members and the
  * `abstract` modifier, overload signatures, index signatures, `implements`, the modifiers
  * public/private/protected/readonly/override, definite assignment `!`, non-null `!`, `as` and
- * `satisfies` (incl. `as const`), type arguments of calls, `new`, tagged templates and
+ * `satisfies` (incl. `as const`), angle-bracket type assertions (`<T>x`, `<const>[...]`: the
+ * grammar of .ts files, never .tsx), type arguments of calls, `new`, tagged templates and
  * instantiation expressions, type parameters (incl. `<T,>` and `<const T>`), `import type`,
  * `export type`, inline `type` specifiers (an import or export whose specifiers are all
  * type-only is erased whole), namespaces that hold only types, `export as namespace`.
  *
  * Refused with TS_ERR_UNSUPPORTED (unless transformed, see TS_TRANSFORM): `enum` and
  * `const enum`, namespaces/modules with values, parameter properties, decorators, `export =`,
- * `import x = require(...)` and `import x = N.y`, JSX and angle-bracket type assertions
- * (`<T>x`), and an `as`/`satisfies` expression whose erasure would regroup the operators around
- * it (`a + b as T * c`). The message names the construct and where it starts:
+ * `import x = require(...)` and `import x = N.y`, JSX (`<` that starts no type assertion, and
+ * `</` after an operand), a type assertion after `return`/`yield` whose operand starts on a later
+ * line, and an `as`/`satisfies` expression whose erasure would regroup the operators around it
+ * (`a + b as T * c`). The message names the construct and where it starts:
  *   "TypeScript enum is not supported (run.ts:3:1): ..."
  * docs/typescript.md is the user-facing description.
  *

@@ -300,6 +300,24 @@ static void test_erase_expressions(void **state)
           "await (p« as Promise<number>»);");
 }
 
+/* Angle-bracket assertions of .ts sources, erased like `as`; generic arrows and comparisons
+ * around them keep their own readings. */
+static void test_erase_type_assertions(void **state)
+{
+    (void)state;
+    SPECS("const a = «<number>»x;", "const o = «<Foo>»obj;", "y = «<Array<string>>»z;",
+          "const c = «<const>»[1, 2];", "v = «<Map<K, V[]>>»m;", "r = «<any>»(«<unknown>»v).w;",
+          "r = typeof «<string>»x + -«<number>»y;", "x = «<T>»«<U>»v;", "x = «<T>»/re/.test(s);",
+          "x = «<Foo>»(y);", "x = «<(a: number) => void>»f;", "x = «<{ a: 1 }>»o;",
+          "f(«<A | B>»a, «<C>»b);", "x = «<T>»a.b(c)[0];", "x = c ? «<T>»a : «<U>»b;",
+          "x = «<T>»\ny;", "return «<T>»x;", "function* g() { yield «<T>»1 }",
+          "const f = «<T>»(x«: T») => x;", "const g = «<T,>»(x«: T»)«: T» => x;",
+          "const h = async «<T>»(x«: T») => x;", "const f = «<T>»(«<U>»x);",
+          "function f() { return -«<T>»\nx }", "x = a «<b>»(«<c>»d);");
+    UNCHANGED("r = a < b > c;", "r = a < b && c > d;", "f(a < b, c > d);", "x = a <//c\n b;",
+              "x = a < /re/;");
+}
+
 static void test_javascript_unchanged(void **state)
 {
     (void)state;
@@ -418,8 +436,15 @@ static void test_refuse_non_erasable(void **state)
     check_refused("import x = N.y;", "TypeScript import alias is not supported", 1, 1);
     check_refused("export import x = N.y;", "`export import` alias is not supported", 1, 1);
     check_refused("const a = <div>hi</div>;", "JSX is not supported", 1, 11);
-    check_refused("const a = <T>x;", "JSX is not supported", 1, 11);
     check_refused("f(<b>c</b>)", "JSX is not supported", 1, 3);
+    check_refused("x = <>a</>;", "JSX is not supported", 1, 5);
+    check_refused("x = <Foo />;", "JSX is not supported", 1, 5);
+    check_refused("x = <a href='h'>t</a>;", "JSX is not supported", 1, 5);
+    check_refused("x = a </re/;", "JSX is not supported", 1, 7);
+    check_refused("function f() { return <T>\nx }",
+                  "TypeScript type assertion needs its operand on the same line", 1, 23);
+    check_refused("function* g() { yield <A><B>\n1 }",
+                  "TypeScript type assertion needs its operand on the same line", 1, 26);
     check_refused("x = a + b as T * c", "TypeScript `as` expression needs parentheses", 1, 16);
     check_refused("x = a < b as T + c", "TypeScript `as` expression needs parentheses", 1, 16);
 
@@ -436,6 +461,7 @@ static void test_syntax_errors(void **state)
     check_syntax("let x = `abc${1}", "unterminated template literal", 1, 9);
     check_syntax("let x = 1; /* no end", "unterminated comment", 1, 12);
     check_syntax("x = /abc\n", "unterminated regular expression", 1, 5);
+    check_syntax("x = <T>\x01;", "unexpected character", 1, 8); /* right after an assertion */
     check_syntax("f(1, 2", "expected ')', found the end of the input", 1, 7);
     check_syntax("let x: = 1;", "expected a type, found `=`", 1, 8);
     check_syntax("class A { x: }", "expected a type, found `}`", 1, 14);
@@ -559,6 +585,7 @@ int main(void)
         cmocka_unit_test(test_literal_pairs),        cmocka_unit_test(test_positions),
         cmocka_unit_test(test_refuse_non_erasable),  cmocka_unit_test(test_syntax_errors),
         cmocka_unit_test(test_limits_and_arguments), cmocka_unit_test(test_transform),
+        cmocka_unit_test(test_erase_type_assertions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

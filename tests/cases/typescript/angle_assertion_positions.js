@@ -1,0 +1,3 @@
+const get = (o: unknown): number =>
+  (<{ a: number }><unknown>o).a;
+return get(<any>null);

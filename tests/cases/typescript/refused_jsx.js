@@ -1,0 +1,2 @@
+const name: string = "x";
+return <b>{name}</b>;

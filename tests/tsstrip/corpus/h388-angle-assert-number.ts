@@ -1,0 +1,1 @@
+const x: unknown = 41; return <number>x + 1

@@ -1,0 +1,2 @@
+interface Foo { a: number }
+const obj: unknown = { a: 2 }; return (<Foo>obj).a

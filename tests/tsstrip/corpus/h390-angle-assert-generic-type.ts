@@ -1,0 +1,1 @@
+const y: unknown = ["a", "b"]; return (<Array<string>>y).join("-")

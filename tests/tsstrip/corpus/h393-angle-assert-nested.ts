@@ -1,0 +1,1 @@
+const v: any = { w: 3 }; return (<any>(<unknown>v)).w

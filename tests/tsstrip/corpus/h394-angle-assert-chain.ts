@@ -1,0 +1,1 @@
+const v: unknown = 7; return <number><unknown>v

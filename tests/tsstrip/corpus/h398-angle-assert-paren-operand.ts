@@ -1,0 +1,1 @@
+const y: any = 4; return <number>(y) * 2

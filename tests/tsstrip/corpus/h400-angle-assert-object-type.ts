@@ -1,0 +1,1 @@
+const o: unknown = { a: 5 }; return (<{ a: number }>o).a

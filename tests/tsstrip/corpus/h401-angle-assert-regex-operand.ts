@@ -1,0 +1,1 @@
+return [<any>/b/.test("abc"), (<RegExp>/c/).source]

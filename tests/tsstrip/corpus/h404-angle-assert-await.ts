@@ -1,0 +1,1 @@
+const p: any = Promise.resolve(9); return <number>await p

@@ -1,0 +1,1 @@
+const x: any = 2; return `${<number>x + 1}`

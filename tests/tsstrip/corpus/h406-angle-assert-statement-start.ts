@@ -1,0 +1,3 @@
+let n: any = [3, 1, 2];
+<number[]>n.sort();
+return n

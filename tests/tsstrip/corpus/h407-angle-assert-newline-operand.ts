@@ -1,0 +1,4 @@
+const y: any = 6;
+const z = <number>
+    y;
+return z

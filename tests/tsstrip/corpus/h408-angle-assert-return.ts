@@ -1,0 +1,1 @@
+function f(v: unknown) { return <number>v } return f(3)

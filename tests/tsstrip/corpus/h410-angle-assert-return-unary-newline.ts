@@ -1,0 +1,2 @@
+function f(v: any) { return -<number>
+    v } return f(3)

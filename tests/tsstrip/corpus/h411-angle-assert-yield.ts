@@ -1,0 +1,1 @@
+function* g() { yield <number>1; yield <any>"b" } return [...g()]

@@ -1,0 +1,1 @@
+const f = async <T>(x: T): Promise<T> => x; return await f(<number>4)

@@ -1,0 +1,2 @@
+// @refuse: JSX
+const a: any = 1; return a </b/
