@@ -19,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "airlock.h"
@@ -680,8 +682,164 @@ static void test_killed_run_reports_cpu(void **state)
     al_config_free(c);
 }
 
-int main(void)
+/* ------------------------------------------------------------ lying and hostile workers */
+
+static char fake_dir[] = "/tmp/airlock-async-XXXXXX";
+
+/* Runs "return 1" on a fake worker: a shell script writing `frames` (raw bytes) to the
+ * worker socket (fd 3), then `tail` (more shell). */
+static struct al_result *run_fake(const void *frames, size_t len, const char *tail)
 {
+    char frames_path[256], script_path[256];
+    snprintf(frames_path, sizeof frames_path, "%s/frames", fake_dir);
+    snprintf(script_path, sizeof script_path, "%s/worker.sh", fake_dir);
+    FILE *f = fopen(frames_path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(frames, 1, len, f), len);
+    fclose(f);
+    f = fopen(script_path, "w");
+    assert_non_null(f);
+    fprintf(f, "#!/bin/sh\ncat '%s' >&3\n%s\n", frames_path, tail);
+    fclose(f);
+    chmod(script_path, 0755);
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_set_worker_path(c, script_path), AL_OK);
+    assert_int_equal(al_config_set_warm_workers(c, 0), AL_OK);
+    struct al_runner *r = runner_of(c);
+    struct al_run_opts *o = opts_of("return 1");
+    struct al_result *res = NULL;
+    assert_int_equal(al_run(r, o, &res, NULL), AL_OK);
+    al_run_opts_free(o);
+    al_runner_free(r);
+    al_config_free(c);
+    return res;
+}
+
+static size_t put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) {
+        p[i] = (uint8_t)(v >> (8 * i));
+    }
+    return 4;
+}
+
+static size_t put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        p[i] = (uint8_t)(v >> (8 * i));
+    }
+    return 8;
+}
+
+static const uint8_t ready_frame[] = { 2, 0, 0, 0, 19, 1 }; /* READY, jailed */
+
+/* A worker that reports absurd CPU time and memory: the result holds what the host measured. */
+static void test_lying_worker_stats(void **state)
+{
+    (void)state;
+    uint8_t buf[128];
+    size_t n = 0;
+    memcpy(buf, ready_frame, sizeof ready_frame);
+    n += sizeof ready_frame;
+    size_t start = n;
+    n += 4;                            /* the length, patched below */
+    buf[n++] = 18;                     /* DONE */
+    n += put_u32(buf + n, 0);          /* AL_OK */
+    n += put_u32(buf + n, 1);          /* value "1" */
+    buf[n++] = '1';
+    n += put_u32(buf + n, 0);          /* name */
+    n += put_u32(buf + n, 0);          /* message */
+    n += put_u32(buf + n, 0);          /* stack */
+    n += put_u64(buf + n, 9200000000000000000ull); /* "cpu_us" */
+    n += put_u64(buf + n, UINT64_MAX / 2);         /* "peak" */
+    n += put_u32(buf + n, 0);
+    put_u32(buf + start, (uint32_t)(n - start - 4));
+    struct al_result *res = run_fake(buf, n, "sleep 5");
+    expect_json(res, "1");
+    struct al_stats st;
+    al_result_stats(res, &st);
+    assert_true(st.cpu_us <= st.wall_us);
+    assert_true(st.peak_memory_bytes <= al_limit_default(AL_LIMIT_MEMORY_BYTES));
+    al_result_free(res);
+}
+
+#define OVERSIZED_CHILD "--oversized-frame-child"
+
+/* In a fresh process: a fake worker announces a 159 MiB console entry and starts sending it.
+ * Prints the run's code name and the process's peak RSS in KiB. */
+static int oversized_child(void)
+{
+    if (!mkdtemp(fake_dir)) {
+        return 1;
+    }
+    uint8_t head[16];
+    memcpy(head, ready_frame, sizeof ready_frame);
+    size_t n = sizeof ready_frame;
+    n += put_u32(head + n, 159u << 20);
+    head[n++] = 17; /* CONSOLE */
+    struct al_result *res = run_fake(head, n, "head -c 167000000 /dev/zero >&3; sleep 5");
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("%s %ld\n", al_code_name(al_result_error_code(res)), ru.ru_maxrss);
+    al_result_free(res);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", fake_dir);
+    return WEXITSTATUS(system(cmd)) == 0 ? 0 : 1;
+}
+
+/* The host refuses an oversized frame as soon as its header arrives, before buffering it. */
+static void test_oversized_frame_refused_at_header(void **state)
+{
+    (void)state;
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        execl("/proc/self/exe", "integration_async", OVERSIZED_CHILD, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    char out[128] = "";
+    size_t got = 0;
+    ssize_t r;
+    while (got < sizeof out - 1 && (r = read(fds[0], out + got, sizeof out - 1 - got)) > 0) {
+        got += (size_t)r;
+    }
+    close(fds[0]);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    char code[64];
+    long kib = 0;
+    assert_int_equal(sscanf(out, "%63s %ld", code, &kib), 2);
+    assert_string_equal(code, "PROTOCOL_ERROR");
+    print_message("host peak RSS with a 159 MiB frame announced: %ld KiB\n", kib);
+    assert_true(kib > 0 && kib < 48 * 1024);
+}
+
+static int setup_fake_dir(void **state)
+{
+    (void)state;
+    return mkdtemp(fake_dir) ? 0 : -1;
+}
+
+static int teardown_fake_dir(void **state)
+{
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", fake_dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], OVERSIZED_CHILD) == 0) {
+        return oversized_child();
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_start_and_wait),
         cmocka_unit_test(test_many_runs_one_thread),
@@ -694,6 +852,9 @@ int main(void)
         cmocka_unit_test(test_logical_clock),
         cmocka_unit_test(test_texts_are_utf8_with_lengths),
         cmocka_unit_test(test_killed_run_reports_cpu),
+        cmocka_unit_test_setup_teardown(test_lying_worker_stats, setup_fake_dir,
+                                        teardown_fake_dir),
+        cmocka_unit_test(test_oversized_frame_refused_at_header),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
