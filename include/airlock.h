@@ -90,7 +90,8 @@ AL_API const char *al_version(void);
 
 /* ---------------------------------------------------------------- limits */
 
-/* Every limit has a default (DESIGN §3) and may be set per runner and overridden per run.
+/* Every limit has a default (listed below, the same as the best-known peer's where one exists)
+ * and may be set per runner and overridden per run.
  * Durations are in milliseconds, sizes in bytes (UTF-8 bytes for text), counts plain. */
 enum al_limit {
     AL_LIMIT_TIMEOUT_MS = 0,    /* wall clock; default 30000 -> TIMEOUT */
