@@ -1,5 +1,6 @@
 /*
- * limits.c - every limit's default (DESIGN §3), its CLI name and the KEY=VALUE parser.
+ * limits.c - every limit's default (the table in README.md, "Limits and errors"), its CLI
+ * name and the KEY=VALUE parser.
  * Parsing rejects anything ambiguous: no negative numbers, no zero, no overflow, no junk.
  */
 #include <ctype.h>
