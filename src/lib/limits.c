@@ -112,10 +112,11 @@ enum al_code al_limit_parse(const char *key_value, enum al_limit *ret_which, uin
         }
     }
     if (which < 0) {
-        return error_set(reterr, AL_CONFIG_ERROR,
-                         "unknown limit '%.*s' (known: timeout, cpu, memory, stack, source, "
-                         "result, console, host-args, host-output, host-calls, in-flight, continuation)",
-                         (int)klen, key_value);
+        return error_set(
+                reterr, AL_CONFIG_ERROR,
+                "unknown limit '%.*s' (known: timeout, cpu, memory, stack, source, "
+                "result, console, host-args, host-output, host-calls, in-flight, continuation)",
+                (int)klen, key_value);
     }
     const char *val = eq + 1;
     size_t vlen = strlen(val);
