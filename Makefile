@@ -16,6 +16,7 @@ help:
 	@echo "make bench    compare airlock with run@2.1.5 (writes docs/benchmarks.md)"
 	@echo "make soak     20,000 mixed runs at concurrency 4, then leak checks"
 	@echo "make format   clang-format the sources"
+	@echo "make lint     clang-format check, clang-tidy, banned calls (scripts/lint.sh)"
 	@echo "make clean    remove build folders"
 
 bootstrap:
@@ -33,6 +34,7 @@ run: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
 	$(MAKE) asan
+	$(MAKE) lint
 
 asan: bootstrap
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DAIRLOCK_SANITIZE=ON $(CMAKE_ARGS)
@@ -49,6 +51,9 @@ soak: build
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
+
+lint: build
+	JOBS=$(JOBS) scripts/lint.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) build-release

@@ -1,5 +1,6 @@
 /*
- * limits.c - every limit's default (DESIGN §3), its CLI name and the KEY=VALUE parser.
+ * limits.c - every limit's default (the table in README.md, "Limits and errors"), its CLI
+ * name and the KEY=VALUE parser.
  * Parsing rejects anything ambiguous: no negative numbers, no zero, no overflow, no junk.
  */
 #include <ctype.h>
@@ -111,10 +112,11 @@ enum al_code al_limit_parse(const char *key_value, enum al_limit *ret_which, uin
         }
     }
     if (which < 0) {
-        return error_set(reterr, AL_CONFIG_ERROR,
-                         "unknown limit '%.*s' (known: timeout, cpu, memory, stack, source, "
-                         "result, console, host-args, host-output, host-calls, in-flight, continuation)",
-                         (int)klen, key_value);
+        return error_set(
+                reterr, AL_CONFIG_ERROR,
+                "unknown limit '%.*s' (known: timeout, cpu, memory, stack, source, "
+                "result, console, host-args, host-output, host-calls, in-flight, continuation)",
+                (int)klen, key_value);
     }
     const char *val = eq + 1;
     size_t vlen = strlen(val);

@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
-#include <seccomp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +28,7 @@
 #include "clock.h"
 #include "error.h"
 #include "json.h"
+#include "sysname.h"
 #include "utf8.h"
 #include "wire.h"
 
@@ -390,11 +390,10 @@ static void read_frames(struct run_state *st)
         }
         case WIRE_FAULT: {
             uint32_t nr = wire_get_u32(&c);
-            char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, (int)nr);
+            const char *name = sysname_of((long)nr);
             run_fail(st, AL_WORKER_CRASHED,
                      "the jail stopped the worker at a forbidden system call: %s (%u)",
                      name ? name : "unknown", nr);
-            free(name);
             break;
         }
         case WIRE_CALL:

@@ -8,7 +8,8 @@
  *   (b) as a body for cont_parse directly (random input almost never passes the MAC);
  *   (c) whenever (a) or (b) yields a continuation: cont_encode it with the key, cont_decode the
  *       token and abort unless the result is the same continuation, field by field.
- * Built with clang -fsanitize=fuzzer,address,undefined by tests/fuzz/CMakeLists.txt.
+ * Built as fuzz_replay_continuation (CTest fuzz.replay.continuation, any compiler) and, with
+ * clang, as a libFuzzer binary (fuzz.continuation); see tests/fuzz/CMakeLists.txt.
  */
 #include <stdint.h>
 #include <stdio.h>
