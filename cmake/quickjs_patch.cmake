@@ -6,8 +6,9 @@
 #   1-5  Column numbers: QuickJS records only lines, airlock reports `run.js:LINE:COL`. The
 #        parser packs the column of the last token into the position it records for each
 #        opcode (line in the low 20 bits, column in the next 11); the trace printer unpacks it.
-#   6    engine_on_stack_overflow(): the worker learns of every stack overflow; inside the worker
-#        (where the hook is defined) stack overflow and out-of-memory errors are uncatchable.
+#   6    engine_on_stack_overflow(): the worker learns of every stack overflow - also in the
+#        tokenizer (JSON.parse) and the RegExp compiler, which reported a SyntaxError; inside the
+#        worker (where the hook is defined) stack overflow and out-of-memory errors are uncatchable.
 #   7    bridge_on_promise_then(): the worker learns of every reaction registered on a promise
 #        (await, then by any route, Promise.all...), which is how it knows a host call is observed.
 #   8    engine_wrapper_length(): the function the user's body is wrapped in must end exactly
@@ -199,6 +200,42 @@ JSValue JS_ThrowOutOfMemory(JSContext *ctx)
         rt->in_out_of_memory = FALSE;
     }
     return JS_EXCEPTION;
+}")
+
+# 6c. Stack overflow in the tokenizer (JSON.parse, also inside a reviver, and the parser) and in
+#     the RegExp compiler: QuickJS reports these as a SyntaxError; they are stack overflows like
+#     any other, so they go through JS_ThrowStackOverflow (uncatchable in the worker) or, in
+#     libregexp, reach the hook that latches the run's code.
+string(FIND "${src}" "    if (js_check_stack_overflow(s->ctx->rt, 0)) {
+        return js_parse_error(s, \"stack overflow\");
+    }" al_at)
+if(al_at EQUAL -1)
+    message(FATAL_ERROR "quickjs_patch: tokenizer stack checks not found")
+endif()
+string(REPLACE "    if (js_check_stack_overflow(s->ctx->rt, 0)) {
+        return js_parse_error(s, \"stack overflow\");
+    }" "    if (js_check_stack_overflow(s->ctx->rt, 0)) {
+        JS_ThrowStackOverflow(s->ctx);
+        return -1;
+    }" src "${src}")
+string(FIND "${src}" "return js_parse_error(s, \"stack overflow\");" al_at)
+if(NOT al_at EQUAL -1)
+    message(FATAL_ERROR "quickjs_patch: a tokenizer stack check was left unpatched")
+endif()
+qjs_edit(src
+"BOOL lre_check_stack_overflow(void *opaque, size_t alloca_size)
+{
+    JSContext *ctx = opaque;
+    return js_check_stack_overflow(ctx->rt, alloca_size);
+}"
+"BOOL lre_check_stack_overflow(void *opaque, size_t alloca_size)
+{
+    JSContext *ctx = opaque;
+    if (!js_check_stack_overflow(ctx->rt, alloca_size))
+        return FALSE;
+    if (engine_on_stack_overflow)
+        engine_on_stack_overflow(ctx);
+    return TRUE;
 }")
 
 # 7. Promise reactions.
