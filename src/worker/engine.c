@@ -1134,6 +1134,7 @@ done:
             JS_FreeRuntime(w->eng.rt);
             w->eng.rt = NULL;
         }
+        sites_free(w);
     }
     send_done(w, &o, cpu_us, host_calls);
     buf_done(&o.value);

@@ -305,6 +305,7 @@ int main(int argc, char **argv)
     buf_init(&w.io.in, WORKER_MAX_FRAME + WIRE_HEADER_BYTES + 64 * 1024);
     buf_init(&w.io.out, SIZE_MAX / 2);
     buf_init(&w.bridge.deferred, SIZE_MAX / 2);
+    sites_init(&w);
     int prepared = engine_prepare(&w) == 0;
     if (args.zygote) {
         if (!prepared) {

@@ -5,6 +5,7 @@
  *   bridge.c   host-function group objects, calls out, answers in, detached-call tracking
  *   console.c  the console object and its byte limit
  *   builtins.c the ES2022-ES2025 library the engine lacks (preludes, structuredClone, Intl)
+ *   sites.c    the source text of callees and member reads, for messages naming the expression
  * A worker serves exactly one run and exits: nothing survives between runs.
  */
 #ifndef AIRLOCK_WORKER_H
@@ -131,6 +132,17 @@ struct worker {
         int closed; /* the guest has settled: a new call can never be awaited (bridge_close) */
     } bridge;
 
+    /* sites.c: noted by the parser, read only when a call or member read throws */
+    struct worker_sites {
+        struct sites_entry *tab; /* owned; sorted by key when `sorted` */
+        size_t n;
+        size_t cap;
+        int sorted;
+        char **files; /* the file names noted, owned */
+        uint32_t nfiles;
+        struct buf text; /* the noted source texts, capped */
+    } sites;
+
     /* console.c */
     struct worker_console {
         uint64_t bytes; /* text bytes + 1 per entry */
@@ -224,6 +236,23 @@ const char *bridge_detached(struct worker *w);
 /* Whether `err` is an Error object built from a host function's throw. */
 int bridge_is_host_error(struct worker *w, JSContext *ctx, JSValueConst err);
 void bridge_free(struct worker *w, JSRuntime *rt);
+
+/* sites.c. The kinds match AIRLOCK_SITE_* in cmake/quickjs_patch.cmake. */
+#define SITES_CALL  1 /* the callee of f(), o.m(), f(...a), f`x` */
+#define SITES_NEW   2 /* the constructor of new C(), new C */
+#define SITES_FIELD 3 /* the object of o.x */
+#define SITES_ELEM  4 /* the object of o[k] */
+void sites_init(struct worker *w);
+void sites_free(struct worker *w);
+/* Called by the parser (hook in quickjs_airlock.c): the source text of a site, kept (bounded)
+ * for the run; `pos` is the packed position of the site's opcode. */
+void sites_note(JSContext *ctx, const char *file, int kind, int pos, const char *text, size_t len);
+/* Called by the interpreter (hook in quickjs_airlock.c) when the operation at a site threw a
+ * TypeError with message `msg`: writes the message naming the expression (and, for a call on a
+ * host group, what the group has) into out and returns its length, or 0 to keep `msg`.
+ * `receiver` is the `this` of a method call, else undefined. Never throws. */
+size_t sites_describe(JSContext *ctx, const char *file, int kind, int pos, JSValueConst receiver,
+                      const char *msg, char *out, size_t size);
 
 /* console.c */
 int console_install(struct worker *w, JSContext *ctx);
