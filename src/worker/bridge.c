@@ -31,7 +31,8 @@ static struct bridge_call *find_by_promise(struct worker *w, JSValueConst p)
     }
     void *ptr = JS_VALUE_GET_PTR(p);
     for (uint32_t i = w->bridge.ncalls; i-- > 0;) {
-        if (JS_IsObject(w->bridge.calls[i].promise) && JS_VALUE_GET_PTR(w->bridge.calls[i].promise) == ptr) {
+        if (JS_IsObject(w->bridge.calls[i].promise) &&
+            JS_VALUE_GET_PTR(w->bridge.calls[i].promise) == ptr) {
             return &w->bridge.calls[i];
         }
     }
@@ -168,7 +169,8 @@ static JSValue host_call(JSContext *ctx, JSValueConst this_val, int argc, JSValu
             goto out;
         }
     }
-    struct value_limits vl = { BRIDGE_VALUE_DEPTH, (size_t)w->req.limits[AL_LIMIT_HOST_ARGS_BYTES] };
+    struct value_limits vl = { BRIDGE_VALUE_DEPTH,
+                               (size_t)w->req.limits[AL_LIMIT_HOST_ARGS_BYTES] };
     enum al_code rc = value_encode_cached(w->eng.values, arr, "args", &vl, &args, &err);
     if (rc == AL_USER_ERROR) {
         goto out; /* a getter threw: the guest sees its exception */
@@ -273,7 +275,8 @@ int bridge_apply_deferred(struct worker *w, JSContext *ctx)
     uint8_t type;
     struct wire_cursor cur;
     size_t flen;
-    if (wire_next(w->bridge.deferred.data, w->bridge.deferred.len, WORKER_MAX_FRAME, &type, &cur, &flen) != 1) {
+    if (wire_next(w->bridge.deferred.data, w->bridge.deferred.len, WORKER_MAX_FRAME, &type, &cur,
+                  &flen) != 1) {
         return 0;
     }
     int br = bridge_answer(w, ctx, &cur);
@@ -505,7 +508,8 @@ int bridge_install(struct worker *w, JSContext *ctx)
         if (!g) {
             goto out;
         }
-        for (; i < w->req.nfns && !w->req.fns[i].hidden && w->req.fns[i].group_len == first->group_len &&
+        for (; i < w->req.nfns && !w->req.fns[i].hidden &&
+               w->req.fns[i].group_len == first->group_len &&
                memcmp(w->req.fns[i].name, first->name, first->group_len) == 0;
              i++) {
             const char *fname = w->req.fns[i].name + first->group_len + 1;

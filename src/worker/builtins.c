@@ -110,7 +110,7 @@ static JSValue structured_clone(JSContext *ctx, JSValueConst this_val, int argc,
     JSValue ret = JS_EXCEPTION;
     /* The encoding lives outside the guest heap: bound it by the heap limit. */
     size_t cap = w->req.limits[AL_LIMIT_MEMORY_BYTES] ? (size_t)w->req.limits[AL_LIMIT_MEMORY_BYTES]
-                                                  : (size_t)64 << 20;
+                                                      : (size_t)64 << 20;
     struct value_limits vl = { BUILTINS_CLONE_DEPTH, cap };
 
     if (argc < 1) {

@@ -580,8 +580,9 @@ static void outcome_exception(struct worker *w, JSContext *ctx, JSValueConst exc
         char *name = get_str_prop(ctx, exc, "name");
         char *message = get_str_prop(ctx, exc, "message");
         char *stack = get_str_prop(ctx, exc, "stack");
-        char *filtered = filter_stack(
-                stack, w->req.filename, (w->req.run_flags & WIRE_RUN_MODULE) ? 0 : sizeof wrapper_head - 1);
+        char *filtered =
+                filter_stack(stack, w->req.filename,
+                             (w->req.run_flags & WIRE_RUN_MODULE) ? 0 : sizeof wrapper_head - 1);
         outcome_set(o, code, name, message, filtered);
         free(name);
         free(message);
@@ -630,7 +631,8 @@ static int parse_run(struct worker *w, struct wire_cursor *c)
     const char *s = wire_get_str(c, &len);
     w->req.filename = strndup(s, len);
     w->req.nfns = wire_get_u32(c);
-    if (c->bad || len == 0 || len > AL_FILENAME_MAX || memchr(s, '\0', len) || w->req.nfns > 100000) {
+    if (c->bad || len == 0 || len > AL_FILENAME_MAX || memchr(s, '\0', len) ||
+        w->req.nfns > 100000) {
         return -1;
     }
     w->req.fns = calloc(w->req.nfns ? w->req.nfns : 1, sizeof *w->req.fns);
@@ -1010,8 +1012,8 @@ static void send_done(struct worker *w, const struct outcome *o, uint64_t cpu_us
     size_t start;
     struct buf *b = &w->io.out;
     wire_begin(b, WIRE_DONE, &start);
-    wire_u32(b,
-             o->end == OUTCOME_INTERRUPTED && w->fatal.code == AL_OK ? WIRE_DONE_INTERRUPTED : (uint32_t)o->code);
+    wire_u32(b, o->end == OUTCOME_INTERRUPTED && w->fatal.code == AL_OK ? WIRE_DONE_INTERRUPTED
+                                                                        : (uint32_t)o->code);
     wire_str(b, o->value.data ? o->value.data : "", o->value.len);
     wire_str(b, o->name ? o->name : "", o->name ? strlen(o->name) : 0);
     wire_str(b, o->message ? o->message : "", o->message ? strlen(o->message) : 0);
@@ -1104,8 +1106,8 @@ void engine_run(struct worker *w, int prepared)
      * ENGINE_GC_THRESHOLD of heap - or an eighth of the heap limit, the most cyclic garbage a
      * guest can then hold when a large allocation fails (QuickJS collects only as objects are
      * made, never to retry an allocation). */
-    JS_SetGCThreshold(w->eng.rt,
-                      w->eng.mem_cap / 8 < ENGINE_GC_THRESHOLD ? w->eng.mem_cap / 8 : ENGINE_GC_THRESHOLD);
+    JS_SetGCThreshold(w->eng.rt, w->eng.mem_cap / 8 < ENGINE_GC_THRESHOLD ? w->eng.mem_cap / 8
+                                                                          : ENGINE_GC_THRESHOLD);
     w->eng.wall_deadline_us = w->eng.start_us + w->req.limits[AL_LIMIT_TIMEOUT_MS] * 1000;
     w->eng.cpu_deadline_us = w->eng.cpu_start_us + w->req.limits[AL_LIMIT_CPU_MS] * 1000;
     run_guest(w, &o);

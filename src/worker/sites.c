@@ -27,11 +27,11 @@
 #define SITES_EXPR_MAX    120u        /* bytes of the expression in a message */
 
 struct sites_entry {
-    int32_t pos;    /* packed position (line | column << 20), as in the bytecode */
-    uint16_t file;  /* index into sites.files */
-    uint8_t kind;   /* SITES_* */
-    uint8_t cut;    /* the text was longer than SITES_RAW_MAX */
-    uint32_t off;   /* into sites.text */
+    int32_t pos;   /* packed position (line | column << 20), as in the bytecode */
+    uint16_t file; /* index into sites.files */
+    uint8_t kind;  /* SITES_* */
+    uint8_t cut;   /* the text was longer than SITES_RAW_MAX */
+    uint32_t off;  /* into sites.text */
     uint32_t len;
 };
 
@@ -135,8 +135,8 @@ static const struct sites_entry *lookup(struct worker_sites *st, int file, int p
         return NULL;
     }
     const struct sites_entry *e = &st->tab[lo];
-    for (size_t i = lo + 1; i < st->n && st->tab[i].file == file && st->tab[i].pos == pos &&
-                            st->tab[i].kind == kind;
+    for (size_t i = lo + 1;
+         i < st->n && st->tab[i].file == file && st->tab[i].pos == pos && st->tab[i].kind == kind;
          i++) {
         if (st->tab[i].len != e->len ||
             memcmp(st->text.data + st->tab[i].off, st->text.data + e->off, e->len) != 0) {
@@ -148,8 +148,8 @@ static const struct sites_entry *lookup(struct worker_sites *st, int file, int p
 
 static int is_word(unsigned char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '$' || c >= 0x80;
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '$' || c >= 0x80;
 }
 
 /* The expression as one line: whitespace and comments outside string literals dropped (one
