@@ -6,8 +6,9 @@
 #   1-5  Column numbers: QuickJS records only lines, airlock reports `run.js:LINE:COL`. The
 #        parser packs the column of the last token into the position it records for each
 #        opcode (line in the low 20 bits, column in the next 11); the trace printer unpacks it.
-#   6    engine_on_stack_overflow(): the worker learns of every stack overflow; inside the worker
-#        (where the hook is defined) stack overflow and out-of-memory errors are uncatchable.
+#   6    engine_on_stack_overflow(): the worker learns of every stack overflow - also in the
+#        tokenizer (JSON.parse) and the RegExp compiler, which reported a SyntaxError; inside the
+#        worker (where the hook is defined) stack overflow and out-of-memory errors are uncatchable.
 #   7    bridge_on_promise_then(): the worker learns of every reaction registered on a promise
 #        (await, then by any route, Promise.all...), which is how it knows a host call is observed.
 #   8    engine_wrapper_length(): the function the user's body is wrapped in must end exactly
@@ -23,6 +24,8 @@
 #   12   A compile-only module is not resolved (its imports are loaded in the guest context).
 #   13   airlock_module_namespace(): appended; the entry module's default export is the value.
 #   14   A failed module resolution frees the whole failed attempt (no half-resolved module).
+#   15   sites_note()/sites_describe(): TypeErrors of calls, `new` and member reads name the
+#        expression ("tools.missing is not a function"); work is done only on the error path.
 # Hooks are weak symbols, so programs that do not define them (unit tests) link unchanged.
 #
 # Input: QJS_SRC (quickjs.c), QJS_OUT (quickjs_airlock.c).
@@ -201,6 +204,42 @@ JSValue JS_ThrowOutOfMemory(JSContext *ctx)
     return JS_EXCEPTION;
 }")
 
+# 6c. Stack overflow in the tokenizer (JSON.parse, also inside a reviver, and the parser) and in
+#     the RegExp compiler: QuickJS reports these as a SyntaxError; they are stack overflows like
+#     any other, so they go through JS_ThrowStackOverflow (uncatchable in the worker) or, in
+#     libregexp, reach the hook that latches the run's code.
+string(FIND "${src}" "    if (js_check_stack_overflow(s->ctx->rt, 0)) {
+        return js_parse_error(s, \"stack overflow\");
+    }" al_at)
+if(al_at EQUAL -1)
+    message(FATAL_ERROR "quickjs_patch: tokenizer stack checks not found")
+endif()
+string(REPLACE "    if (js_check_stack_overflow(s->ctx->rt, 0)) {
+        return js_parse_error(s, \"stack overflow\");
+    }" "    if (js_check_stack_overflow(s->ctx->rt, 0)) {
+        JS_ThrowStackOverflow(s->ctx);
+        return -1;
+    }" src "${src}")
+string(FIND "${src}" "return js_parse_error(s, \"stack overflow\");" al_at)
+if(NOT al_at EQUAL -1)
+    message(FATAL_ERROR "quickjs_patch: a tokenizer stack check was left unpatched")
+endif()
+qjs_edit(src
+"BOOL lre_check_stack_overflow(void *opaque, size_t alloca_size)
+{
+    JSContext *ctx = opaque;
+    return js_check_stack_overflow(ctx->rt, alloca_size);
+}"
+"BOOL lre_check_stack_overflow(void *opaque, size_t alloca_size)
+{
+    JSContext *ctx = opaque;
+    if (!js_check_stack_overflow(ctx->rt, alloca_size))
+        return FALSE;
+    if (engine_on_stack_overflow)
+        engine_on_stack_overflow(ctx);
+    return TRUE;
+}")
+
 # 7. Promise reactions.
 qjs_edit(src
 "{
@@ -373,6 +412,281 @@ done:
     }
 done:
     s->cur_func = fd->parent;")
+
+# 15. Messages that name the expression (V8 style): "tools.missing is not a function",
+#     "Foo is not a constructor", "cannot read property 'bar' of undefined (o.foo)". The parser
+#     tells sites_note() the source text of each callee and of each object whose member is read,
+#     keyed by the packed position (edit 3) its opcode gets; the interpreter's exception handler,
+#     which runs once for an error thrown by a bytecode operation (before its backtrace exists),
+#     finds the operation that threw, asks sites_describe() for the new message and replaces the
+#     TypeError's. Nothing runs on a call or property read that succeeds.
+qjs_edit(src
+"extern void engine_on_stack_overflow(JSContext *ctx) __attribute__((weak));
+static JSValue JS_ThrowStackOverflow(JSContext *ctx)"
+"#define AIRLOCK_SITE_CALL  1 /* the callee of f(), o.m(), f(...a), f`x` */
+#define AIRLOCK_SITE_NEW   2 /* the constructor of new C(), new C */
+#define AIRLOCK_SITE_FIELD 3 /* the object of o.x */
+#define AIRLOCK_SITE_ELEM  4 /* the object of o[k] */
+extern void sites_note(JSContext *ctx, const char *file, int kind, int pos, const char *text,
+                       size_t len) __attribute__((weak));
+extern size_t sites_describe(JSContext *ctx, const char *file, int kind, int pos,
+                             JSValueConst receiver, const char *msg, char *out, size_t size)
+    __attribute__((weak));
+static void airlock_describe(JSContext *ctx, JSFunctionBytecode *b, const uint8_t *pc,
+                             JSValue *sp);
+extern void engine_on_stack_overflow(JSContext *ctx) __attribute__((weak));
+static JSValue JS_ThrowStackOverflow(JSContext *ctx)")
+
+qjs_edit(src
+"        sf->cur_pc = pc;
+        build_backtrace(ctx, rt->current_exception, NULL, 0, 0);
+    }
+    if (!JS_IsUncatchableError(ctx, rt->current_exception)) {"
+"        sf->cur_pc = pc;
+        if (sites_describe)
+            airlock_describe(ctx, b, pc, sp);
+        build_backtrace(ctx, rt->current_exception, NULL, 0, 0);
+    }
+    if (!JS_IsUncatchableError(ctx, rt->current_exception)) {")
+
+qjs_edit(src
+"#else
+#define short_opcode_info(op) opcode_info[op]
+#endif"
+"#else
+#define short_opcode_info(op) opcode_info[op]
+#endif
+
+/* The exception is a fresh TypeError thrown by the operation that ends at pc: if it is a call,
+ * a new or a member read the parser noted, its message names the expression. Allocates only
+ * the new message (an out-of-memory error then simply replaces the TypeError). */
+static void airlock_describe(JSContext *ctx, JSFunctionBytecode *b, const uint8_t *pc,
+                             JSValue *sp)
+{
+    JSValue exc = ctx->rt->current_exception;
+    JSValueConst receiver = JS_UNDEFINED;
+    JSObject *p;
+    JSProperty *pr;
+    JSShapeProperty *prs;
+    JSString *m;
+    const uint8_t *q, *op_pc = NULL;
+    const char *fname;
+    char msg[256], file[128], out[768];
+    int kind, argc, pos;
+    uint32_t i;
+    size_t n;
+    JSValue str;
+
+    if (JS_VALUE_GET_TAG(exc) != JS_TAG_OBJECT || !b->has_debug ||
+        JS_VALUE_GET_TAG(ctx->native_error_proto[JS_TYPE_ERROR]) != JS_TAG_OBJECT)
+        return;
+    p = JS_VALUE_GET_OBJ(exc);
+    if (p->class_id != JS_CLASS_ERROR ||
+        p->shape->proto != JS_VALUE_GET_OBJ(ctx->native_error_proto[JS_TYPE_ERROR]))
+        return;
+    prs = find_own_property(&pr, p, JS_ATOM_message);
+    if (!prs || (prs->flags & JS_PROP_TMASK) != JS_PROP_NORMAL ||
+        JS_VALUE_GET_TAG(pr->u.value) != JS_TAG_STRING)
+        return;
+    m = JS_VALUE_GET_STRING(pr->u.value);
+    if (m->is_wide_char || m->len >= sizeof(msg))
+        return;
+    for (i = 0; i < m->len; i++) {
+        if (m->u.str8[i] >= 0x80)
+            return;
+        msg[i] = (char)m->u.str8[i];
+    }
+    msg[i] = '\\0';
+    for (q = b->byte_code_buf; q < pc; q += short_opcode_info(*q).size)
+        op_pc = q;
+    if (!op_pc || q != pc)
+        return;
+    switch (*op_pc) {
+    case OP_call:
+    case OP_tail_call:
+    case OP_call0:
+    case OP_call1:
+    case OP_call2:
+    case OP_call3:
+        kind = AIRLOCK_SITE_CALL;
+        break;
+    case OP_call_method:
+    case OP_tail_call_method:
+        kind = AIRLOCK_SITE_CALL;
+        argc = get_u16(op_pc + 1);
+        receiver = sp[-2 - argc];
+        break;
+    case OP_apply:
+        kind = (get_u16(op_pc + 1) & 1) ? AIRLOCK_SITE_NEW : AIRLOCK_SITE_CALL;
+        if (kind == AIRLOCK_SITE_CALL)
+            receiver = sp[-2];
+        break;
+    case OP_call_constructor:
+        kind = AIRLOCK_SITE_NEW;
+        break;
+    case OP_get_field:
+    case OP_get_field2:
+    case OP_get_length:
+        kind = AIRLOCK_SITE_FIELD;
+        break;
+    case OP_get_array_el:
+    case OP_get_array_el2:
+        kind = AIRLOCK_SITE_ELEM;
+        break;
+    default:
+        return;
+    }
+    pos = find_line_num(ctx, b, pc - b->byte_code_buf - 1);
+    fname = JS_AtomGetStr(ctx, file, sizeof(file), b->debug.filename);
+    n = sites_describe(ctx, fname, kind, pos, receiver, msg, out, sizeof(out));
+    if (n == 0 || n >= sizeof(out))
+        return;
+    str = JS_NewStringLen(ctx, out, n);
+    if (JS_IsException(str))
+        return;
+    JS_DefinePropertyValue(ctx, exc, JS_ATOM_message, str,
+                           JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
+}")
+
+qjs_edit(src
+"extern size_t engine_wrapper_length(JSContext *ctx) __attribute__((weak));"
+"extern size_t engine_wrapper_length(JSContext *ctx) __attribute__((weak));
+static void airlock_note(JSParseState *s, int kind, const uint8_t *start, const uint8_t *end);")
+
+qjs_edit(src
+"static void emit_op(JSParseState *s, uint8_t val)
+{"
+"/* Tells the worker the source text [start, end) of the operand of the opcode about to be
+ * emitted (the callee, or the object whose member is read), keyed by that opcode's position. */
+static void airlock_note(JSParseState *s, int kind, const uint8_t *start, const uint8_t *end)
+{
+    if (!sites_note || !start || !end || end <= start)
+        return;
+    sites_note(s->ctx, s->filename, kind, airlock_pos(s, s->last_line_num, s->al_last_tok),
+               (const char *)start, (size_t)(end - start));
+}
+
+static void emit_op(JSParseState *s, uint8_t val)
+{")
+
+qjs_edit(src
+"} FuncCallType;"
+"} FuncCallType;
+
+static void airlock_note_call(JSParseState *s, int call_type, int opcode,
+                              const uint8_t *start, const uint8_t *new_start,
+                              const uint8_t *end)
+{
+    if (opcode == OP_eval || call_type == FUNC_CALL_SUPER_CTOR)
+        return;
+    if (call_type == FUNC_CALL_NEW)
+        airlock_note(s, AIRLOCK_SITE_NEW, new_start, end);
+    else
+        airlock_note(s, AIRLOCK_SITE_CALL, start, end);
+}")
+
+qjs_edit(src
+"    call_type = FUNC_CALL_NORMAL;
+    switch(s->token.val) {
+    case TOK_NUMBER:"
+"    const uint8_t *al_start = s->token.ptr, *al_new_start = NULL;
+    call_type = FUNC_CALL_NORMAL;
+    switch(s->token.val) {
+    case TOK_NUMBER:")
+
+qjs_edit(src
+"        } else {
+            if (js_parse_postfix_expr(s, 0))
+                return -1;
+            accept_lparen = TRUE;
+            if (s->token.val != '(') {
+                /* new operator on an object */
+                emit_op(s, OP_dup);"
+"        } else {
+            al_new_start = s->token.ptr;
+            if (js_parse_postfix_expr(s, 0))
+                return -1;
+            accept_lparen = TRUE;
+            if (s->token.val != '(') {
+                /* new operator on an object */
+                airlock_note(s, AIRLOCK_SITE_NEW, al_new_start, s->token.ptr);
+                emit_op(s, OP_dup);")
+
+qjs_edit(src
+"        JSFunctionDef *fd = s->cur_func;
+        BOOL has_optional_chain = FALSE;
+        "
+"        JSFunctionDef *fd = s->cur_func;
+        BOOL has_optional_chain = FALSE;
+        const uint8_t *al_end = NULL;
+        ")
+
+qjs_edit(src
+"            call_type = FUNC_CALL_TEMPLATE;
+            goto parse_func_call2;"
+"            call_type = FUNC_CALL_TEMPLATE;
+            al_end = s->token.ptr;
+            goto parse_func_call2;")
+
+qjs_edit(src
+"        parse_func_call:
+            if (next_token(s))
+                return -1;
+"
+"        parse_func_call:
+            al_end = s->token.ptr;
+            if (next_token(s))
+                return -1;
+")
+
+qjs_edit(src
+"                /* drop the index */
+                emit_op(s, OP_drop);
+"
+"                /* drop the index */
+                emit_op(s, OP_drop);
+                airlock_note_call(s, call_type, opcode, al_start, al_new_start, al_end);
+")
+
+qjs_edit(src
+"            emit_func_call:
+                switch(opcode) {"
+"            emit_func_call:
+                airlock_note_call(s, call_type, opcode, al_start, al_new_start, al_end);
+                switch(opcode) {")
+
+qjs_edit(src
+"                    if (has_optional_chain) {
+                        optional_chain_test(s, &optional_chaining_label, 1);
+                    }
+                    emit_op(s, OP_get_field);
+                    emit_atom(s, s->token.u.ident.atom);"
+"                    if (has_optional_chain) {
+                        optional_chain_test(s, &optional_chaining_label, 1);
+                    }
+                    airlock_note(s, AIRLOCK_SITE_FIELD, al_start, s->al_last_tok);
+                    emit_op(s, OP_get_field);
+                    emit_atom(s, s->token.u.ident.atom);")
+
+qjs_edit(src
+"        parse_array_access:
+            prev_op = get_prev_opcode(fd);"
+"        parse_array_access:
+            al_end = s->token.ptr;
+            prev_op = get_prev_opcode(fd);")
+
+qjs_edit(src
+"            if (prev_op == OP_get_super) {
+                emit_op(s, OP_get_super_value);
+            } else {
+                emit_op(s, OP_get_array_el);
+            }"
+"            if (prev_op == OP_get_super) {
+                emit_op(s, OP_get_super_value);
+            } else {
+                airlock_note(s, AIRLOCK_SITE_ELEM, al_start, al_end);
+                emit_op(s, OP_get_array_el);
+            }")
 
 file(WRITE "${QJS_OUT}.tmp" "${src}")
 file(RENAME "${QJS_OUT}.tmp" "${QJS_OUT}")

@@ -30,9 +30,10 @@ static struct bridge_call *find_by_promise(struct worker *w, JSValueConst p)
         return NULL;
     }
     void *ptr = JS_VALUE_GET_PTR(p);
-    for (uint32_t i = w->ncalls; i-- > 0;) {
-        if (JS_IsObject(w->calls[i].promise) && JS_VALUE_GET_PTR(w->calls[i].promise) == ptr) {
-            return &w->calls[i];
+    for (uint32_t i = w->bridge.ncalls; i-- > 0;) {
+        if (JS_IsObject(w->bridge.calls[i].promise) &&
+            JS_VALUE_GET_PTR(w->bridge.calls[i].promise) == ptr) {
+            return &w->bridge.calls[i];
         }
     }
     return NULL;
@@ -43,28 +44,28 @@ static struct bridge_call *find_by_promise(struct worker *w, JSValueConst p)
 void bridge_on_promise_then(JSContext *ctx, JSValueConst promise)
 {
     struct worker *w = JS_GetContextOpaque(ctx);
-    if (!w || w->unobserved == 0) {
+    if (!w || w->bridge.unobserved == 0) {
         return;
     }
     struct bridge_call *call = find_by_promise(w, promise);
     if (call && !call->observed) {
         call->observed = 1;
-        w->unobserved--;
+        w->bridge.unobserved--;
     }
 }
 
 static struct bridge_call *new_call(struct worker *w)
 {
-    if (w->ncalls == w->cap_calls) {
-        uint32_t cap = w->cap_calls ? w->cap_calls * 2 : 16;
-        struct bridge_call *calls = realloc(w->calls, cap * sizeof *calls);
+    if (w->bridge.ncalls == w->bridge.cap_calls) {
+        uint32_t cap = w->bridge.cap_calls ? w->bridge.cap_calls * 2 : 16;
+        struct bridge_call *calls = realloc(w->bridge.calls, cap * sizeof *calls);
         if (!calls) {
             return NULL;
         }
-        w->calls = calls;
-        w->cap_calls = cap;
+        w->bridge.calls = calls;
+        w->bridge.cap_calls = cap;
     }
-    struct bridge_call *c = &w->calls[w->ncalls++];
+    struct bridge_call *c = &w->bridge.calls[w->bridge.ncalls++];
     memset(c, 0, sizeof *c);
     c->promise = JS_UNDEFINED;
     c->resolve = JS_UNDEFINED;
@@ -77,31 +78,36 @@ static struct bridge_call *new_call(struct worker *w)
 static void send_call(struct worker *w, struct bridge_call *c)
 {
     size_t start;
-    wire_begin(&w->out, WIRE_CALL, &start);
-    wire_u32(&w->out, (uint32_t)(c - w->calls) + 1);
-    wire_u32(&w->out, c->fn);
-    wire_str(&w->out, c->args, c->args_len);
-    wire_end(&w->out, start);
+    wire_begin(&w->io.out, WIRE_CALL, &start);
+    wire_u32(&w->io.out, (uint32_t)(c - w->bridge.calls) + 1);
+    wire_u32(&w->io.out, c->fn);
+    wire_str(&w->io.out, c->args, c->args_len);
+    wire_end(&w->io.out, start);
     free(c->args);
     c->args = NULL;
     c->dispatched = 1;
-    w->dispatched_pending++;
+    w->bridge.dispatched_pending++;
 }
 
 void bridge_dispatch(struct worker *w)
 {
-    for (uint32_t i = 0; i < w->ncalls; i++) {
-        struct bridge_call *c = &w->calls[i];
+    for (uint32_t i = 0; i < w->bridge.ncalls; i++) {
+        struct bridge_call *c = &w->bridge.calls[i];
         if (!c->dispatched && !c->answered && c->observed) {
             send_call(w, c);
         }
     }
 }
 
+void bridge_close(struct worker *w)
+{
+    w->bridge.closed = 1;
+}
+
 int bridge_has_unobserved(const struct worker *w)
 {
-    for (uint32_t i = 0; i < w->ncalls; i++) {
-        if (!w->calls[i].dispatched && !w->calls[i].answered) {
+    for (uint32_t i = 0; i < w->bridge.ncalls; i++) {
+        if (!w->bridge.calls[i].dispatched && !w->bridge.calls[i].answered) {
             return 1;
         }
     }
@@ -112,7 +118,7 @@ static JSValue throw_fatal(JSContext *ctx)
 {
     /* The latched code ends the run at the next interrupt poll whatever the guest catches. */
     return JS_ThrowInternalError(ctx, "the run is ending: %s",
-                                 ((struct worker *)JS_GetContextOpaque(ctx))->fatal_msg);
+                                 ((struct worker *)JS_GetContextOpaque(ctx))->fatal.msg);
 }
 
 static JSValue wait_sync(struct worker *w, JSContext *ctx, struct bridge_call *call);
@@ -123,27 +129,36 @@ static JSValue host_call(JSContext *ctx, JSValueConst this_val, int argc, JSValu
     (void)this_val;
     (void)data;
     struct worker *w = JS_GetContextOpaque(ctx);
-    const struct bridge_fn *fn = &w->fns[magic];
+    const struct bridge_fn *fn = &w->req.fns[magic];
     struct buf args;
     struct al_error err = { 0 };
     JSValue arr = JS_UNDEFINED;
     JSValue ret = JS_EXCEPTION;
 
-    if (w->fatal_code != AL_OK) {
+    if (w->fatal.code != AL_OK) {
         return throw_fatal(ctx);
     }
-    if (w->ncalls >= w->limits[AL_LIMIT_HOST_CALLS]) {
+    if (w->bridge.closed) {
+        /* A getter of the result (or of the thrown error) runs after the guest returned: the
+         * call could never be awaited, so it never reaches the host. */
+        worker_fail(w, AL_DETACHED_BRIDGE_REQUEST,
+                    "a call to %s started after the guest returned (in a getter of its result "
+                    "or error), so it can never be awaited",
+                    fn->name);
+        return throw_fatal(ctx);
+    }
+    if (w->bridge.ncalls >= w->req.limits[AL_LIMIT_HOST_CALLS]) {
         worker_fail(w, AL_BRIDGE_LIMIT, "the run made more than %llu host calls (call to %s)",
-                    (unsigned long long)w->limits[AL_LIMIT_HOST_CALLS], fn->name);
+                    (unsigned long long)w->req.limits[AL_LIMIT_HOST_CALLS], fn->name);
         return throw_fatal(ctx);
     }
-    if (w->in_flight >= w->limits[AL_LIMIT_IN_FLIGHT]) {
+    if (w->bridge.in_flight >= w->req.limits[AL_LIMIT_IN_FLIGHT]) {
         worker_fail(w, AL_BRIDGE_LIMIT,
                     "the run had more than %llu host calls in flight (call to %s)",
-                    (unsigned long long)w->limits[AL_LIMIT_IN_FLIGHT], fn->name);
+                    (unsigned long long)w->req.limits[AL_LIMIT_IN_FLIGHT], fn->name);
         return throw_fatal(ctx);
     }
-    buf_init(&args, (size_t)w->limits[AL_LIMIT_HOST_ARGS_BYTES]);
+    buf_init(&args, (size_t)w->req.limits[AL_LIMIT_HOST_ARGS_BYTES]);
     arr = JS_NewArray(ctx);
     if (JS_IsException(arr)) {
         goto out;
@@ -154,15 +169,16 @@ static JSValue host_call(JSContext *ctx, JSValueConst this_val, int argc, JSValu
             goto out;
         }
     }
-    struct value_limits vl = { BRIDGE_VALUE_DEPTH, (size_t)w->limits[AL_LIMIT_HOST_ARGS_BYTES] };
-    enum al_code rc = value_encode_cached(w->values, arr, "args", &vl, &args, &err);
+    struct value_limits vl = { BRIDGE_VALUE_DEPTH,
+                               (size_t)w->req.limits[AL_LIMIT_HOST_ARGS_BYTES] };
+    enum al_code rc = value_encode_cached(w->eng.values, arr, "args", &vl, &args, &err);
     if (rc == AL_USER_ERROR) {
         goto out; /* a getter threw: the guest sees its exception */
     }
     if (rc == AL_OUTPUT_LIMIT) {
         worker_fail(w, AL_BRIDGE_LIMIT,
                     "the arguments of a call to %s exceed the host-args limit of %llu bytes",
-                    fn->name, (unsigned long long)w->limits[AL_LIMIT_HOST_ARGS_BYTES]);
+                    fn->name, (unsigned long long)w->req.limits[AL_LIMIT_HOST_ARGS_BYTES]);
         ret = throw_fatal(ctx);
         goto out;
     }
@@ -179,7 +195,7 @@ static JSValue host_call(JSContext *ctx, JSValueConst this_val, int argc, JSValu
     call->fn = (uint32_t)magic;
     call->args_len = args.len;
     call->args = args.data ? buf_steal(&args, NULL) : strdup("[]");
-    w->in_flight++;
+    w->bridge.in_flight++;
     if (fn->sync) {
         call->observed = 1;
         send_call(w, call);
@@ -192,9 +208,9 @@ static JSValue host_call(JSContext *ctx, JSValueConst this_val, int argc, JSValu
         goto out;
     }
     /* new_call may have moved the array; `call` is still the last element. */
-    call = &w->calls[w->ncalls - 1];
+    call = &w->bridge.calls[w->bridge.ncalls - 1];
     call->promise = JS_DupValue(ctx, promise);
-    w->unobserved++;
+    w->bridge.unobserved++;
     call->resolve = resolving[0];
     call->reject = resolving[1];
     ret = promise;
@@ -206,10 +222,10 @@ out:
 
 static JSValue wait_sync(struct worker *w, JSContext *ctx, struct bridge_call *call)
 {
-    uint32_t index = (uint32_t)(call - w->calls);
+    uint32_t index = (uint32_t)(call - w->bridge.calls);
     for (;;) {
-        if (w->calls[index].answered) {
-            struct bridge_call *c = &w->calls[index];
+        if (w->bridge.calls[index].answered) {
+            struct bridge_call *c = &w->bridge.calls[index];
             JSValue v = c->sync_value;
             c->sync_value = JS_UNDEFINED;
             if (c->sync_threw) {
@@ -224,7 +240,7 @@ static JSValue wait_sync(struct worker *w, JSContext *ctx, struct bridge_call *c
         int fr = worker_wait_frame(w, engine_wall_deadline(w), &type, &cur, &flen);
         if (fr == 0) {
             worker_fail(w, AL_TIMEOUT, "the run exceeded its timeout of %llu ms",
-                        (unsigned long long)w->limits[AL_LIMIT_TIMEOUT_MS]);
+                        (unsigned long long)w->req.limits[AL_LIMIT_TIMEOUT_MS]);
             return throw_fatal(ctx);
         }
         if (fr < 0 || type != WIRE_ANSWER) {
@@ -238,7 +254,7 @@ static JSValue wait_sync(struct worker *w, JSContext *ctx, struct bridge_call *c
         uint32_t id = wire_get_u32(&peek);
         int br;
         if (id != index + 1) {
-            br = buf_append(&w->deferred, w->in.data, flen) == BUF_OK ? 0 : -2;
+            br = buf_append(&w->bridge.deferred, w->io.in.data, flen) == BUF_OK ? 0 : -2;
         } else {
             br = bridge_answer(w, ctx, &cur);
         }
@@ -259,12 +275,13 @@ int bridge_apply_deferred(struct worker *w, JSContext *ctx)
     uint8_t type;
     struct wire_cursor cur;
     size_t flen;
-    if (wire_next(w->deferred.data, w->deferred.len, WORKER_MAX_FRAME, &type, &cur, &flen) != 1) {
+    if (wire_next(w->bridge.deferred.data, w->bridge.deferred.len, WORKER_MAX_FRAME, &type, &cur,
+                  &flen) != 1) {
         return 0;
     }
     int br = bridge_answer(w, ctx, &cur);
-    memmove(w->deferred.data, w->deferred.data + flen, w->deferred.len - flen);
-    w->deferred.len -= flen;
+    memmove(w->bridge.deferred.data, w->bridge.deferred.data + flen, w->bridge.deferred.len - flen);
+    w->bridge.deferred.len -= flen;
     return br < 0 ? -1 : 1;
 }
 
@@ -295,29 +312,29 @@ int bridge_answer(struct worker *w, JSContext *ctx, struct wire_cursor *c)
     int64_t clock_ms = (int64_t)wire_get_u64(c);
     size_t len;
     const char *payload = wire_get_str(c, &len);
-    if (c->bad || id == 0 || id > w->ncalls) {
+    if (c->bad || id == 0 || id > w->bridge.ncalls) {
         return -1;
     }
-    struct bridge_call *call = &w->calls[id - 1];
+    struct bridge_call *call = &w->bridge.calls[id - 1];
     if (!call->dispatched || call->answered || call->interrupted || kind > WIRE_ANSWER_INTERRUPT) {
         return -1;
     }
-    w->answers_applied++;
+    w->bridge.answers_applied++;
     if (kind == WIRE_ANSWER_INTERRUPT) {
         /* Not an answer: the host holds the call for a person's decision. The guest sees
          * nothing; the run ends interrupted once nothing else is in flight. */
-        if (w->fns[call->fn].sync || len != 0) {
+        if (w->req.fns[call->fn].sync || len != 0) {
             return -1;
         }
         call->interrupted = 1;
-        w->interrupted++;
-        w->dispatched_pending--;
+        w->bridge.interrupted++;
+        w->bridge.dispatched_pending--;
         return 0;
     }
     call->answered = 1;
-    w->in_flight--;
-    w->dispatched_pending--;
-    w->clock_ms = clock_ms;
+    w->bridge.in_flight--;
+    w->bridge.dispatched_pending--;
+    w->eng.clock_ms = clock_ms;
 
     JSValue v;
     int threw = kind == WIRE_ANSWER_THROW;
@@ -328,14 +345,14 @@ int bridge_answer(struct worker *w, JSContext *ctx, struct wire_cursor *c)
     } else {
         struct value_limits vl = { BRIDGE_VALUE_DEPTH, SIZE_MAX };
         struct al_error err = { 0 };
-        worker_heap_ready(len, w->mem_cap);
-        enum al_code rc = value_decode_cached(w->values, payload, len, &vl, &v, &err);
+        worker_heap_ready(len, w->eng.mem_cap);
+        enum al_code rc = value_decode_cached(w->eng.values, payload, len, &vl, &v, &err);
         if (rc != AL_OK) {
             JSValue e = JS_GetException(ctx);
             JS_FreeValue(ctx, e);
             char msg[400];
             int n = snprintf(msg, sizeof msg, "host function %s returned an invalid value: %s",
-                             w->fns[call->fn].name, err.message);
+                             w->req.fns[call->fn].name, err.message);
             v = host_error(w, ctx, call, msg, n > 0 ? strlen(msg) : 0);
             threw = 1;
         }
@@ -346,7 +363,7 @@ int bridge_answer(struct worker *w, JSContext *ctx, struct wire_cursor *c)
         worker_fail(w, AL_MEMORY_LIMIT, "out of memory decoding a host answer");
         return 0;
     }
-    if (w->fns[call->fn].sync) {
+    if (w->req.fns[call->fn].sync) {
         call->sync_value = v;
         call->sync_threw = threw;
         return 0;
@@ -364,9 +381,9 @@ int bridge_answer(struct worker *w, JSContext *ctx, struct wire_cursor *c)
 
 const char *bridge_detached(struct worker *w)
 {
-    for (uint32_t i = 0; i < w->ncalls; i++) {
-        if (!w->calls[i].answered || !w->calls[i].observed) {
-            return w->fns[w->calls[i].fn].name;
+    for (uint32_t i = 0; i < w->bridge.ncalls; i++) {
+        if (!w->bridge.calls[i].answered || !w->bridge.calls[i].observed) {
+            return w->req.fns[w->bridge.calls[i].fn].name;
         }
     }
     return NULL;
@@ -378,9 +395,9 @@ int bridge_is_host_error(struct worker *w, JSContext *ctx, JSValueConst err)
     if (!JS_IsObject(err)) {
         return 0;
     }
-    for (uint32_t i = 0; i < w->ncalls; i++) {
-        if (JS_IsObject(w->calls[i].error) &&
-            JS_VALUE_GET_PTR(w->calls[i].error) == JS_VALUE_GET_PTR(err)) {
+    for (uint32_t i = 0; i < w->bridge.ncalls; i++) {
+        if (JS_IsObject(w->bridge.calls[i].error) &&
+            JS_VALUE_GET_PTR(w->bridge.calls[i].error) == JS_VALUE_GET_PTR(err)) {
             return 1;
         }
     }
@@ -392,11 +409,11 @@ int bridge_prepare(struct worker *w, JSContext *ctx)
     JSValue global = JS_GetGlobalObject(ctx);
     JSValue promise_ctor = JS_GetPropertyStr(ctx, global, "Promise");
     JSValue promise_proto = JS_GetPropertyStr(ctx, promise_ctor, "prototype");
-    w->promise_then = JS_GetPropertyStr(ctx, promise_proto, "then");
+    w->bridge.promise_then = JS_GetPropertyStr(ctx, promise_proto, "then");
     JS_FreeValue(ctx, promise_proto);
     JS_FreeValue(ctx, promise_ctor);
     JS_FreeValue(ctx, global);
-    return JS_IsFunction(ctx, w->promise_then) ? 0 : -1;
+    return JS_IsFunction(ctx, w->bridge.promise_then) ? 0 : -1;
 }
 
 static int freeze(JSContext *ctx, JSValueConst freeze_fn, JSValueConst v)
@@ -406,6 +423,51 @@ static int freeze(JSContext *ctx, JSValueConst freeze_fn, JSValueConst v)
         return -1;
     }
     JS_FreeValue(ctx, r);
+    return 0;
+}
+
+static struct bridge_group *add_group(struct worker *w, uint32_t first, const void *obj)
+{
+    struct bridge_group *groups =
+            realloc(w->bridge.groups, (w->bridge.ngroups + 1) * sizeof *groups);
+    if (!groups) {
+        return NULL;
+    }
+    w->bridge.groups = groups;
+    struct bridge_group *g = &groups[w->bridge.ngroups++];
+    g->first = first;
+    g->count = 0;
+    g->obj = obj;
+    return g;
+}
+
+size_t bridge_group_members(const struct worker *w, JSValueConst obj, char *out, size_t size)
+{
+    if (!JS_IsObject(obj) || size == 0) {
+        return 0;
+    }
+    const void *p = JS_VALUE_GET_PTR(obj);
+    for (uint32_t i = 0; i < w->bridge.ngroups; i++) {
+        const struct bridge_group *g = &w->bridge.groups[i];
+        if (g->obj != p || g->count == 0) {
+            continue;
+        }
+        const struct bridge_fn *first = &w->req.fns[g->first];
+        size_t n = (size_t)snprintf(out, size, "%.*s has: ", (int)first->group_len, first->name);
+        for (uint32_t k = 0; k < g->count && n < size; k++) {
+            const struct bridge_fn *f = &w->req.fns[g->first + k];
+            n += (size_t)snprintf(out + n, size - n, "%s%s", k ? ", " : "",
+                                  f->name + f->group_len + 1);
+        }
+        if (n >= size) {
+            /* cut: end with an ellipsis where the list was cut off */
+            n = size - 1;
+            if (size > 4) {
+                memcpy(out + size - 4, "...", 4);
+            }
+        }
+        return n;
+    }
     return 0;
 }
 
@@ -420,8 +482,8 @@ int bridge_install(struct worker *w, JSContext *ctx)
     JSValue freeze_fn = JS_GetPropertyStr(ctx, object, "freeze");
     JSValue group = JS_UNDEFINED;
 
-    for (uint32_t i = 0; i < w->nfns;) {
-        const struct bridge_fn *first = &w->fns[i];
+    for (uint32_t i = 0; i < w->req.nfns;) {
+        const struct bridge_fn *first = &w->req.fns[i];
         if (first->hidden) {
             i++; /* the module loader: never a global */
             continue;
@@ -442,10 +504,16 @@ int bridge_install(struct worker *w, JSContext *ctx)
         if (JS_IsException(group)) {
             goto out;
         }
-        for (; i < w->nfns && !w->fns[i].hidden && w->fns[i].group_len == first->group_len &&
-               memcmp(w->fns[i].name, first->name, first->group_len) == 0;
+        struct bridge_group *g = add_group(w, i, JS_VALUE_GET_PTR(group));
+        if (!g) {
+            goto out;
+        }
+        for (; i < w->req.nfns && !w->req.fns[i].hidden &&
+               w->req.fns[i].group_len == first->group_len &&
+               memcmp(w->req.fns[i].name, first->name, first->group_len) == 0;
              i++) {
-            const char *fname = w->fns[i].name + first->group_len + 1;
+            const char *fname = w->req.fns[i].name + first->group_len + 1;
+            g->count++;
             JSValue f = JS_NewCFunctionData(ctx, host_call, 0, (int)i, 0, NULL);
             if (JS_IsException(f)) {
                 goto out;
@@ -478,8 +546,8 @@ out:
 
 void bridge_free(struct worker *w, JSRuntime *rt)
 {
-    for (uint32_t i = 0; i < w->ncalls; i++) {
-        struct bridge_call *c = &w->calls[i];
+    for (uint32_t i = 0; i < w->bridge.ncalls; i++) {
+        struct bridge_call *c = &w->bridge.calls[i];
         JS_FreeValueRT(rt, c->promise);
         JS_FreeValueRT(rt, c->resolve);
         JS_FreeValueRT(rt, c->reject);
@@ -487,9 +555,12 @@ void bridge_free(struct worker *w, JSRuntime *rt)
         JS_FreeValueRT(rt, c->sync_value);
         free(c->args);
     }
-    free(w->calls);
-    w->calls = NULL;
-    w->ncalls = 0;
-    JS_FreeValueRT(rt, w->promise_then);
-    w->promise_then = JS_UNDEFINED;
+    free(w->bridge.calls);
+    w->bridge.calls = NULL;
+    free(w->bridge.groups);
+    w->bridge.groups = NULL;
+    w->bridge.ngroups = 0;
+    w->bridge.ncalls = 0;
+    JS_FreeValueRT(rt, w->bridge.promise_then);
+    w->bridge.promise_then = JS_UNDEFINED;
 }

@@ -109,8 +109,8 @@ static JSValue structured_clone(JSContext *ctx, JSValueConst this_val, int argc,
     struct al_error err = { 0 };
     JSValue ret = JS_EXCEPTION;
     /* The encoding lives outside the guest heap: bound it by the heap limit. */
-    size_t cap = w->limits[AL_LIMIT_MEMORY_BYTES] ? (size_t)w->limits[AL_LIMIT_MEMORY_BYTES]
-                                                  : (size_t)64 << 20;
+    size_t cap = w->req.limits[AL_LIMIT_MEMORY_BYTES] ? (size_t)w->req.limits[AL_LIMIT_MEMORY_BYTES]
+                                                      : (size_t)64 << 20;
     struct value_limits vl = { BUILTINS_CLONE_DEPTH, cap };
 
     if (argc < 1) {
@@ -120,9 +120,9 @@ static JSValue structured_clone(JSContext *ctx, JSValueConst this_val, int argc,
         return JS_EXCEPTION;
     }
     buf_init(&text, cap);
-    enum al_code rc = value_encode_cached(w->values, argv[0], "value", &vl, &text, &err);
+    enum al_code rc = value_encode_cached(w->eng.values, argv[0], "value", &vl, &text, &err);
     if (rc == AL_OK) {
-        rc = value_decode_cached(w->values, text.data ? text.data : "null", text.len, &vl, &ret,
+        rc = value_decode_cached(w->eng.values, text.data ? text.data : "null", text.len, &vl, &ret,
                                  &err);
         if (rc == AL_INTERNAL_ERROR) {
             ret = rethrow_pending(ctx);

@@ -107,10 +107,10 @@ static void format_arg(JSContext *ctx, JSValueConst v, struct line *l)
 static void emit(struct worker *w, int level, const char *text, size_t len)
 {
     size_t start;
-    wire_begin(&w->out, WIRE_CONSOLE, &start);
-    wire_u8(&w->out, (uint8_t)level);
-    wire_str(&w->out, text, len);
-    wire_end(&w->out, start);
+    wire_begin(&w->io.out, WIRE_CONSOLE, &start);
+    wire_u8(&w->io.out, (uint8_t)level);
+    wire_str(&w->io.out, text, len);
+    wire_end(&w->io.out, start);
 }
 
 /* Each entry costs its UTF-8 bytes plus one (its line break), so the limit bounds the number
@@ -120,11 +120,11 @@ static JSValue console_call(JSContext *ctx, JSValueConst this_val, int argc, JSV
 {
     (void)this_val;
     struct worker *w = JS_GetContextOpaque(ctx);
-    uint64_t limit = w->limits[AL_LIMIT_CONSOLE_BYTES];
-    if (w->console_cut) {
+    uint64_t limit = w->req.limits[AL_LIMIT_CONSOLE_BYTES];
+    if (w->console.cut) {
         return JS_UNDEFINED; /* already cut and marked */
     }
-    uint64_t left = limit - w->console_bytes;
+    uint64_t left = limit - w->console.bytes;
     struct line l = { .overflow = 0 };
     buf_init(&l.b, (size_t)left); /* one more byte than an entry that fits can hold */
     for (int i = 0; i < argc && !l.overflow; i++) {
@@ -135,15 +135,15 @@ static JSValue console_call(JSContext *ctx, JSValueConst this_val, int argc, JSV
     }
     if (!l.overflow && l.b.len + 1 <= left) {
         emit(w, magic, l.b.data ? l.b.data : "", l.b.len);
-        w->console_bytes += l.b.len + 1;
+        w->console.bytes += l.b.len + 1;
     } else {
         if (left >= 1) { /* what fits of the entry, its line break included */
             size_t keep = l.b.len < left ? l.b.len : (size_t)left - 1;
             keep = l.b.data && keep < l.b.len ? utf8_cut(l.b.data, keep) : keep;
             emit(w, magic, l.b.data ? l.b.data : "", keep);
         }
-        w->console_bytes = limit;
-        w->console_cut = 1;
+        w->console.bytes = limit;
+        w->console.cut = 1;
         char note[128];
         int n = snprintf(note, sizeof note, "[console output truncated: limit of %llu bytes]",
                          (unsigned long long)limit);

@@ -45,9 +45,15 @@ static const char wrapper_tail[] = "\n})()";
 #define ENGINE_TEARDOWN 1
 #endif
 
+enum outcome_end {
+    OUTCOME_COMPLETED,   /* with a value */
+    OUTCOME_FAILED,      /* with code, name, message and stack */
+    OUTCOME_INTERRUPTED, /* host calls wait for a person's decision (code unused) */
+};
+
 struct outcome {
-    enum al_code code;
-    int interrupted; /* the run ends interrupted (code unused) */
+    enum outcome_end end;
+    enum al_code code; /* AL_OK unless failed */
     struct buf value;
     char *name;
     char *message;
@@ -62,8 +68,8 @@ static void mem_account(struct worker *w, JSMallocState *s, void *p, int sign)
     if (sign > 0) {
         s->malloc_count++;
         s->malloc_size += n;
-        if (s->malloc_size > w->mem_peak) {
-            w->mem_peak = s->malloc_size;
+        if (s->malloc_size > w->eng.mem_peak) {
+            w->eng.mem_peak = s->malloc_size;
         }
     } else {
         s->malloc_count--;
@@ -76,13 +82,13 @@ static void mem_account(struct worker *w, JSMallocState *s, void *p, int sign)
  * engine build that error and unwind. */
 static int mem_allows(struct worker *w, JSMallocState *s, size_t add)
 {
-    if (s->malloc_size + add <= w->mem_cap) {
+    if (s->malloc_size + add <= w->eng.mem_cap) {
         return 1;
     }
-    if (w->mem_cap == (size_t)w->limits[AL_LIMIT_MEMORY_BYTES]) {
+    if (w->eng.mem_cap == (size_t)w->req.limits[AL_LIMIT_MEMORY_BYTES]) {
         worker_fail(w, AL_MEMORY_LIMIT, "the guest heap exceeded the memory limit of %llu bytes",
-                    (unsigned long long)w->limits[AL_LIMIT_MEMORY_BYTES]);
-        w->mem_cap += ENGINE_MEM_SLACK;
+                    (unsigned long long)w->req.limits[AL_LIMIT_MEMORY_BYTES]);
+        w->eng.mem_cap += ENGINE_MEM_SLACK;
     }
     return 0;
 }
@@ -153,21 +159,21 @@ static int interrupt_handler(JSRuntime *rt, void *opaque)
 {
     (void)rt;
     struct worker *w = opaque;
-    if (w->fatal_code != AL_OK) {
+    if (w->fatal.code != AL_OK) {
         return 1;
     }
     uint64_t now = clock_mono_us();
-    if (w->out.len && now - w->last_flush_us > ENGINE_FLUSH_US) {
-        worker_flush(w); /* w->out holds whole frames only: console entries */
+    if (w->io.out.len && now - w->io.last_flush_us > ENGINE_FLUSH_US) {
+        worker_flush(w); /* w->io.out holds whole frames only: console entries */
     }
-    if (now >= w->wall_deadline_us) {
+    if (now >= w->eng.wall_deadline_us) {
         worker_fail(w, AL_TIMEOUT, "the run exceeded its timeout of %llu ms",
-                    (unsigned long long)w->limits[AL_LIMIT_TIMEOUT_MS]);
+                    (unsigned long long)w->req.limits[AL_LIMIT_TIMEOUT_MS]);
         return 1;
     }
-    if (clock_self_cpu_us() >= w->cpu_deadline_us) {
+    if (clock_self_cpu_us() >= w->eng.cpu_deadline_us) {
         worker_fail(w, AL_CPU_LIMIT, "the run exceeded its CPU limit of %llu ms",
-                    (unsigned long long)w->limits[AL_LIMIT_CPU_MS]);
+                    (unsigned long long)w->req.limits[AL_LIMIT_CPU_MS]);
         return 1;
     }
     return 0;
@@ -178,23 +184,23 @@ void engine_on_stack_overflow(JSContext *ctx)
     struct worker *w = JS_GetRuntimeOpaque(JS_GetRuntime(ctx));
     if (w) {
         worker_fail(w, AL_STACK_OVERFLOW, "the guest exceeded its stack limit of %llu bytes",
-                    (unsigned long long)w->limits[AL_LIMIT_STACK_BYTES]);
+                    (unsigned long long)w->req.limits[AL_LIMIT_STACK_BYTES]);
     }
 }
 
 size_t engine_wrapper_length(JSContext *ctx)
 {
     struct worker *w = JS_GetRuntimeOpaque(JS_GetRuntime(ctx));
-    if (!w || !w->compiling_user) {
+    if (!w || !w->eng.compiling_user) {
         return 0;
     }
     /* from "async" (offset 1) to the wrapper's closing brace; the tail has "})()" after "\n" */
-    return w->source_len - 1 - (sizeof wrapper_tail - 1) + 2;
+    return w->req.source_len - 1 - (sizeof wrapper_tail - 1) + 2;
 }
 
 uint64_t engine_wall_deadline(const struct worker *w)
 {
-    return w->wall_deadline_us;
+    return w->eng.wall_deadline_us;
 }
 
 /* ------------------------------------------------------------------ determinism */
@@ -202,7 +208,7 @@ uint64_t engine_wall_deadline(const struct worker *w)
 /* splitmix64: small, fast, and every seed gives a full-period sequence. */
 static uint64_t rng_next(struct worker *w)
 {
-    uint64_t z = (w->rng += 0x9e3779b97f4a7c15ull);
+    uint64_t z = (w->eng.rng += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
@@ -223,7 +229,7 @@ static JSValue date_now(JSContext *ctx, JSValueConst this_val, int argc, JSValue
     (void)argc;
     (void)argv;
     struct worker *w = JS_GetContextOpaque(ctx);
-    return JS_NewFloat64(ctx, (double)w->clock_ms);
+    return JS_NewFloat64(ctx, (double)w->eng.clock_ms);
 }
 
 /* Date as the guest sees it: the intrinsic, except that "now" is the run's clock. Calls with
@@ -234,7 +240,7 @@ static JSValue date_ctor(JSContext *ctx, JSValueConst new_target, int argc, JSVa
     (void)magic;
     struct worker *w = JS_GetContextOpaque(ctx);
     JSValueConst real = data[0];
-    JSValue now = JS_NewFloat64(ctx, (double)w->clock_ms);
+    JSValue now = JS_NewFloat64(ctx, (double)w->eng.clock_ms);
     JSValue ret;
     if (JS_IsUndefined(new_target)) {
         JSValue d = JS_CallConstructor(ctx, real, 1, (JSValueConst *)&now);
@@ -494,10 +500,10 @@ static char *get_str_prop(JSContext *ctx, JSValueConst obj, const char *name)
 
 void engine_rethrow_compile_error(struct worker *w, JSContext *ctx)
 {
-    JSValue e = JS_GetException(w->cc);
-    char *msg = get_str_prop(w->cc, e, "message");
-    char *stack = get_str_prop(w->cc, e, "stack");
-    JS_FreeValue(w->cc, e);
+    JSValue e = JS_GetException(w->eng.cc);
+    char *msg = get_str_prop(w->eng.cc, e, "message");
+    char *stack = get_str_prop(w->eng.cc, e, "stack");
+    JS_FreeValue(w->eng.cc, e);
     /* The stack's first frame is the position: "    at mod.js:3:7". */
     const char *at = stack ? strstr(stack, "at ") : NULL;
     size_t at_len = at ? strcspn(at + 3, "\n") : 0;
@@ -552,6 +558,7 @@ static char *dup_capped(const char *s, size_t max)
 static void outcome_set(struct outcome *o, enum al_code code, const char *name, const char *message,
                         const char *stack)
 {
+    o->end = OUTCOME_FAILED;
     o->code = code;
     free(o->name);
     free(o->message);
@@ -573,8 +580,9 @@ static void outcome_exception(struct worker *w, JSContext *ctx, JSValueConst exc
         char *name = get_str_prop(ctx, exc, "name");
         char *message = get_str_prop(ctx, exc, "message");
         char *stack = get_str_prop(ctx, exc, "stack");
-        char *filtered = filter_stack(
-                stack, w->filename, (w->run_flags & WIRE_RUN_MODULE) ? 0 : sizeof wrapper_head - 1);
+        char *filtered =
+                filter_stack(stack, w->req.filename,
+                             (w->req.run_flags & WIRE_RUN_MODULE) ? 0 : sizeof wrapper_head - 1);
         outcome_set(o, code, name, message, filtered);
         free(name);
         free(message);
@@ -614,43 +622,44 @@ char *engine_strip_ts(const char *src, size_t len, const char *name, size_t *ret
 static int parse_run(struct worker *w, struct wire_cursor *c)
 {
     for (int i = 0; i < AL_LIMIT_COUNT_; i++) {
-        w->limits[i] = wire_get_u64(c);
+        w->req.limits[i] = wire_get_u64(c);
     }
-    w->seed = wire_get_u64(c);
-    w->clock_ms = (int64_t)wire_get_u64(c);
-    w->run_flags = wire_get_u8(c);
+    w->req.seed = wire_get_u64(c);
+    w->eng.clock_ms = (int64_t)wire_get_u64(c);
+    w->req.run_flags = wire_get_u8(c);
     size_t len;
     const char *s = wire_get_str(c, &len);
-    w->filename = strndup(s, len);
-    w->nfns = wire_get_u32(c);
-    if (c->bad || len == 0 || len > AL_FILENAME_MAX || memchr(s, '\0', len) || w->nfns > 100000) {
+    w->req.filename = strndup(s, len);
+    w->req.nfns = wire_get_u32(c);
+    if (c->bad || len == 0 || len > AL_FILENAME_MAX || memchr(s, '\0', len) ||
+        w->req.nfns > 100000) {
         return -1;
     }
-    w->fns = calloc(w->nfns ? w->nfns : 1, sizeof *w->fns);
-    if (!w->fns) {
+    w->req.fns = calloc(w->req.nfns ? w->req.nfns : 1, sizeof *w->req.fns);
+    if (!w->req.fns) {
         return -1;
     }
-    for (uint32_t i = 0; i < w->nfns; i++) {
+    for (uint32_t i = 0; i < w->req.nfns; i++) {
         s = wire_get_str(c, &len);
         const char *dot = memchr(s, '.', len);
         if (!dot || dot == s || dot == s + len - 1) {
             return -1;
         }
-        w->fns[i].name = strndup(s, len);
-        w->fns[i].group_len = (size_t)(dot - s);
+        w->req.fns[i].name = strndup(s, len);
+        w->req.fns[i].group_len = (size_t)(dot - s);
         uint8_t flags = wire_get_u8(c);
-        w->fns[i].sync = (flags & WIRE_FN_SYNC) != 0;
-        w->fns[i].hidden = (flags & WIRE_FN_HIDDEN) != 0;
+        w->req.fns[i].sync = (flags & WIRE_FN_SYNC) != 0;
+        w->req.fns[i].hidden = (flags & WIRE_FN_HIDDEN) != 0;
     }
     s = wire_get_str(c, &len);
-    if (c->bad || !w->filename) {
+    if (c->bad || !w->req.filename) {
         return -1;
     }
     char *stripped = NULL;
-    if (w->run_flags & WIRE_RUN_TYPESCRIPT) {
-        stripped = engine_strip_ts(s, len, w->filename, &len, &w->ts_error);
+    if (w->req.run_flags & WIRE_RUN_TYPESCRIPT) {
+        stripped = engine_strip_ts(s, len, w->req.filename, &len, &w->req.ts_error);
         if (!stripped) {
-            len = 0; /* run_guest reports w->ts_error */
+            len = 0; /* run_guest reports w->req.ts_error */
         }
         s = stripped ? stripped : "";
     }
@@ -662,25 +671,25 @@ static int parse_run(struct worker *w, struct wire_cursor *c)
 /* The user's source as the compiler gets it: a module as it is, a function body wrapped. */
 static int wrap_source(struct worker *w, const char *s, size_t len)
 {
-    if (w->run_flags & WIRE_RUN_MODULE) {
-        w->source = malloc(len + 1); /* a module is compiled as it is */
-        if (!w->source) {
+    if (w->req.run_flags & WIRE_RUN_MODULE) {
+        w->req.source = malloc(len + 1); /* a module is compiled as it is */
+        if (!w->req.source) {
             return -1;
         }
-        memcpy(w->source, s, len);
-        w->source[len] = '\0';
-        w->source_len = len;
+        memcpy(w->req.source, s, len);
+        w->req.source[len] = '\0';
+        w->req.source_len = len;
         return 0;
     }
     /* The wrapper keeps the user's first line on line 1, so line numbers need no correction. */
-    w->source_len = sizeof wrapper_head - 1 + len + sizeof wrapper_tail - 1;
-    w->source = malloc(w->source_len + 1);
-    if (!w->source) {
+    w->req.source_len = sizeof wrapper_head - 1 + len + sizeof wrapper_tail - 1;
+    w->req.source = malloc(w->req.source_len + 1);
+    if (!w->req.source) {
         return -1;
     }
-    memcpy(w->source, wrapper_head, sizeof wrapper_head - 1);
-    memcpy(w->source + sizeof wrapper_head - 1, s, len);
-    memcpy(w->source + sizeof wrapper_head - 1 + len, wrapper_tail, sizeof wrapper_tail);
+    memcpy(w->req.source, wrapper_head, sizeof wrapper_head - 1);
+    memcpy(w->req.source + sizeof wrapper_head - 1, s, len);
+    memcpy(w->req.source + sizeof wrapper_head - 1 + len, wrapper_tail, sizeof wrapper_tail);
     return 0;
 }
 
@@ -709,21 +718,21 @@ static JSContext *new_compile_context(JSRuntime *rt)
 int engine_compile(struct worker *w, const char *src, size_t len, const char *filename,
                    int eval_type, JSValue *ret_fn)
 {
-    JSValue fn = JS_Eval(w->cc, src, len, filename, eval_type | JS_EVAL_FLAG_COMPILE_ONLY);
+    JSValue fn = JS_Eval(w->eng.cc, src, len, filename, eval_type | JS_EVAL_FLAG_COMPILE_ONLY);
     if (JS_IsException(fn)) {
         return 0;
     }
     size_t n = 0;
-    uint8_t *bc = JS_WriteObject(w->cc, &n, fn, JS_WRITE_OBJ_BYTECODE);
-    JS_FreeValue(w->cc, fn);
+    uint8_t *bc = JS_WriteObject(w->eng.cc, &n, fn, JS_WRITE_OBJ_BYTECODE);
+    JS_FreeValue(w->eng.cc, fn);
     if (!bc) {
         return -1;
     }
-    JSValue g = JS_ReadObject(w->ctx, bc, n, JS_READ_OBJ_BYTECODE);
-    js_free(w->cc, bc);
+    JSValue g = JS_ReadObject(w->eng.ctx, bc, n, JS_READ_OBJ_BYTECODE);
+    js_free(w->eng.cc, bc);
     if (JS_IsException(g)) {
-        JSValue e = JS_GetException(w->ctx);
-        JS_FreeValue(w->ctx, e);
+        JSValue e = JS_GetException(w->eng.ctx);
+        JS_FreeValue(w->eng.ctx, e);
         return -1;
     }
     *ret_fn = g;
@@ -751,20 +760,15 @@ static JSContext *new_guest_context(JSRuntime *rt)
     return ctx;
 }
 
-struct settle {
-    int state; /* 0 pending, 1 fulfilled, 2 rejected */
-    JSValue value;
-};
-
 static JSValue on_settle(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv,
                          int magic, JSValue *data)
 {
     (void)this_val;
     (void)data;
     struct worker *w = JS_GetContextOpaque(ctx);
-    struct settle *s = (struct settle *)w->settle;
-    if (s->state == 0) {
-        s->state = magic;
+    struct engine_settle *s = &w->eng.settle;
+    if (s->state == ENGINE_PENDING) {
+        s->state = (enum engine_settle_state)magic;
         s->value = JS_DupValue(ctx, argc > 0 ? argv[0] : JS_UNDEFINED);
     }
     return JS_UNDEFINED;
@@ -774,102 +778,125 @@ static int drain_jobs(struct worker *w, struct outcome *o)
 {
     JSContext *c;
     for (;;) {
-        int r = JS_ExecutePendingJob(w->rt, &c);
+        int r = JS_ExecutePendingJob(w->eng.rt, &c);
         if (r == 0) {
             return 0;
         }
         if (r < 0) {
-            if (w->fatal_code == AL_OK) {
+            if (w->fatal.code == AL_OK) {
                 outcome_pending_exception(w, c, o);
                 return -1;
             }
             JSValue e = JS_GetException(c);
             JS_FreeValue(c, e);
         }
-        if (w->fatal_code != AL_OK) {
+        if (w->fatal.code != AL_OK) {
             return -1;
         }
     }
 }
 
-/* Evaluates, then alternates between running jobs and waiting for host answers until the
- * guest's promise settles, a limit trips, or nothing can ever settle it. */
-static void run_guest(struct worker *w, struct outcome *o)
-{
-    JSContext *ctx = w->ctx;
-    JSValue promise = JS_UNDEFINED;
-    JSValue handlers[2] = { JS_UNDEFINED, JS_UNDEFINED };
-    JSValue uf = JS_UNDEFINED;
-    struct settle settle = { 0, JS_UNDEFINED };
-    w->settle = &settle;
-    int module = (w->run_flags & WIRE_RUN_MODULE) != 0;
-    if (w->ts_error) {
-        /* The message names the place: "TypeScript enum ... (run.ts:3:1): ..." */
-        outcome_set(o, AL_USER_ERROR, "SyntaxError", w->ts_error, "");
-        goto out;
-    }
+/* A run goes through these phases in order; a phase that ends the run has set the outcome. */
 
+/* Phase 1: the user's source to bytecode in the guest context (*ret_fn). 0, or -1. */
+static int phase_compile(struct worker *w, struct outcome *o, JSValue *ret_fn)
+{
+    int module = (w->req.run_flags & WIRE_RUN_MODULE) != 0;
+    JSValue fn = JS_UNDEFINED;
+    if (w->req.ts_error) {
+        /* The message names the place: "TypeScript enum ... (run.ts:3:1): ..." */
+        outcome_set(o, AL_USER_ERROR, "SyntaxError", w->req.ts_error, "");
+        return -1;
+    }
     modules_prepare(w);
-    w->compiling_user = !module; /* the wrapper check: a module has no wrapper */
-    int cr = engine_compile(w, w->source, w->source_len, w->filename,
-                            module ? JS_EVAL_TYPE_MODULE : JS_EVAL_TYPE_GLOBAL, &uf);
-    w->compiling_user = 0;
+    w->eng.compiling_user = !module; /* the wrapper check: a module has no wrapper */
+    int cr = engine_compile(w, w->req.source, w->req.source_len, w->req.filename,
+                            module ? JS_EVAL_TYPE_MODULE : JS_EVAL_TYPE_GLOBAL, &fn);
+    w->eng.compiling_user = 0;
     if (cr == 0) {
-        outcome_pending_exception(w, w->cc, o); /* a SyntaxError */
-        goto out;
+        outcome_pending_exception(w, w->eng.cc, o); /* a SyntaxError */
+        return -1;
     }
     /* The compile context (which has eval) is gone before any guest code runs - unless the run
      * has a module loader, whose modules it compiles; it is never reachable from the guest. */
     if (!modules_have_loader(w)) {
-        JS_FreeContext(w->cc);
-        w->cc = NULL;
+        JS_FreeContext(w->eng.cc);
+        w->eng.cc = NULL;
     }
     if (cr < 0) {
-        outcome_set(o, w->fatal_code ? w->fatal_code : AL_MEMORY_LIMIT, "",
-                    w->fatal_code ? w->fatal_msg : "out of memory while compiling", "");
-        goto out;
+        outcome_set(o, w->fatal.code ? w->fatal.code : AL_MEMORY_LIMIT, "",
+                    w->fatal.code ? w->fatal.msg : "out of memory while compiling", "");
+        return -1;
     }
+    *ret_fn = fn;
+    return 0;
+}
+
+/* Phase 2: the host functions installed, the guest evaluated up to its first wait, and its
+ * promise watched (w->eng.settle). Consumes fn. 0, or -1. */
+static int phase_evaluate(struct worker *w, struct outcome *o, JSValue fn, JSValue *ret_promise)
+{
+    JSContext *ctx = w->eng.ctx;
+    int module = (w->req.run_flags & WIRE_RUN_MODULE) != 0;
+    JSValue handlers[2] = { JS_UNDEFINED, JS_UNDEFINED };
+    int rc = -1;
     if (bridge_install(w, ctx) < 0) {
-        outcome_set(o, w->fatal_code ? w->fatal_code : AL_INTERNAL_ERROR, "",
+        JS_FreeValue(ctx, fn);
+        outcome_set(o, w->fatal.code ? w->fatal.code : AL_INTERNAL_ERROR, "",
                     "cannot install the host functions", "");
-        goto out;
+        return -1;
     }
-    promise = module ? modules_run_entry(w, ctx, uf) : JS_EvalFunction(ctx, uf); /* consume uf */
-    uf = JS_UNDEFINED;
+    JSValue promise = module ? modules_run_entry(w, ctx, fn) : JS_EvalFunction(ctx, fn);
     if (JS_IsException(promise)) {
         outcome_pending_exception(w, ctx, o);
-        goto out;
+        return -1;
     }
-    handlers[0] = JS_NewCFunctionData(ctx, on_settle, 1, 1, 0, NULL);
-    handlers[1] = JS_NewCFunctionData(ctx, on_settle, 1, 2, 0, NULL);
-    JSValue r = JS_Call(ctx, w->promise_then, promise, 2, (JSValueConst *)handlers);
+    *ret_promise = promise;
+    handlers[0] = JS_NewCFunctionData(ctx, on_settle, 1, ENGINE_FULFILLED, 0, NULL);
+    handlers[1] = JS_NewCFunctionData(ctx, on_settle, 1, ENGINE_REJECTED, 0, NULL);
+    JSValue r = JS_Call(ctx, w->bridge.promise_then, promise, 2, (JSValueConst *)handlers);
     if (JS_IsException(r)) {
         outcome_pending_exception(w, ctx, o);
         goto out;
     }
     JS_FreeValue(ctx, r);
+    rc = 0;
+out:
+    JS_FreeValue(ctx, handlers[0]);
+    JS_FreeValue(ctx, handlers[1]);
+    return rc;
+}
 
+enum loop_end {
+    LOOP_SETTLED,     /* the guest's promise settled */
+    LOOP_INTERRUPTED, /* only interrupted calls are left: the run ends interrupted */
+    LOOP_FAILED,      /* a limit, a fault or a guest that can never settle (outcome set) */
+};
+
+/* Phase 3: the event loop. Alternates between running jobs and waiting for host answers until
+ * the guest's promise settles, a limit trips, or nothing can ever settle it. */
+static enum loop_end phase_event_loop(struct worker *w, struct outcome *o)
+{
+    JSContext *ctx = w->eng.ctx;
     for (;;) {
         if (drain_jobs(w, o) < 0) {
-            goto out;
+            return LOOP_FAILED;
         }
-        if (settle.state != 0) {
-            break;
+        if (w->eng.settle.state != ENGINE_PENDING) {
+            return LOOP_SETTLED;
         }
         int dr = bridge_apply_deferred(w, ctx);
         if (dr < 0) {
             worker_fail(w, AL_PROTOCOL_ERROR, "the host sent an answer to no pending call");
-            goto out;
+            return LOOP_FAILED;
         }
         if (dr > 0) {
             continue;
         }
         bridge_dispatch(w);
-        if (w->dispatched_pending == 0) {
-            if (w->interrupted > 0) {
-                o->interrupted = 1; /* nothing else can happen until a person decides */
-                o->code = AL_OK;
-                goto out;
+        if (w->bridge.dispatched_pending == 0) {
+            if (w->bridge.interrupted > 0) {
+                return LOOP_INTERRUPTED; /* nothing else can happen until a person decides */
             }
             if (bridge_has_unobserved(w)) {
                 outcome_set(o, AL_DETACHED_BRIDGE_REQUEST, "",
@@ -882,36 +909,43 @@ static void run_guest(struct worker *w, struct outcome *o)
                             "in flight)",
                             "");
             }
-            goto out;
+            return LOOP_FAILED;
         }
-        if (w->run_flags & WIRE_RUN_REPORT_IDLE) {
+        if (w->req.run_flags & WIRE_RUN_REPORT_IDLE) {
             /* The host replays a ledger and must know when we wait on it alone. */
             size_t start;
-            wire_begin(&w->out, WIRE_IDLE, &start);
-            wire_u32(&w->out, w->answers_applied);
-            wire_end(&w->out, start);
+            wire_begin(&w->io.out, WIRE_IDLE, &start);
+            wire_u32(&w->io.out, w->bridge.answers_applied);
+            wire_end(&w->io.out, start);
         }
         uint8_t type;
         struct wire_cursor c;
         size_t flen;
-        int fr = worker_wait_frame(w, w->wall_deadline_us, &type, &c, &flen);
+        int fr = worker_wait_frame(w, w->eng.wall_deadline_us, &type, &c, &flen);
         if (fr == 0) {
             worker_fail(w, AL_TIMEOUT, "the run exceeded its timeout of %llu ms",
-                        (unsigned long long)w->limits[AL_LIMIT_TIMEOUT_MS]);
-            goto out;
+                        (unsigned long long)w->req.limits[AL_LIMIT_TIMEOUT_MS]);
+            return LOOP_FAILED;
         }
         if (fr < 0 || type != WIRE_ANSWER) {
             worker_fail(w, AL_PROTOCOL_ERROR, "the host sent a malformed or unexpected frame");
-            goto out;
+            return LOOP_FAILED;
         }
         int br = bridge_answer(w, ctx, &c);
         worker_consume(w, flen);
         if (br < 0) {
             worker_fail(w, AL_PROTOCOL_ERROR, "the host sent an answer to no pending call");
-            goto out;
+            return LOOP_FAILED;
         }
     }
+}
 
+/* Phase 4: the settled value becomes the outcome - the result encoded, or the thrown value
+ * described. Getters run here, after the guest has returned: no host call may start any more. */
+static void phase_result(struct worker *w, struct outcome *o)
+{
+    JSContext *ctx = w->eng.ctx;
+    bridge_close(w);
     /* Answers held back during a sync call are answers all the same: apply them (their
      * reactions never run, the guest is done) so they do not count as detached. */
     while (bridge_apply_deferred(w, ctx) > 0) {
@@ -923,49 +957,69 @@ static void run_guest(struct worker *w, struct outcome *o)
                  "the run finished while a call to %s was still unanswered or never awaited",
                  detached);
         outcome_set(o, AL_DETACHED_BRIDGE_REQUEST, "", msg, "");
-    } else if (settle.state == 2) {
-        outcome_exception(w, ctx, settle.value, o);
+        return;
+    }
+    if (w->eng.settle.state == ENGINE_REJECTED) {
+        outcome_exception(w, ctx, w->eng.settle.value, o);
+        return;
+    }
+    struct value_limits vl = { ENGINE_VALUE_DEPTH, (size_t)w->req.limits[AL_LIMIT_RESULT_BYTES] };
+    struct al_error err = { 0 };
+    enum al_code rc =
+            value_encode_cached(w->eng.values, w->eng.settle.value, "value", &vl, &o->value, &err);
+    if (rc == AL_USER_ERROR) {
+        outcome_pending_exception(w, ctx, o);
+    } else if (rc == AL_OUTPUT_LIMIT) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "the result exceeds the result limit of %llu bytes",
+                 (unsigned long long)w->req.limits[AL_LIMIT_RESULT_BYTES]);
+        outcome_set(o, AL_OUTPUT_LIMIT, "", msg, "");
+    } else if (rc != AL_OK) {
+        outcome_set(o, rc, "", err.message, "");
     } else {
-        struct value_limits vl = { ENGINE_VALUE_DEPTH, (size_t)w->limits[AL_LIMIT_RESULT_BYTES] };
-        struct al_error err = { 0 };
-        enum al_code rc =
-                value_encode_cached(w->values, settle.value, "value", &vl, &o->value, &err);
-        if (rc == AL_USER_ERROR) {
-            outcome_pending_exception(w, ctx, o);
-        } else if (rc == AL_OUTPUT_LIMIT) {
-            char msg[256];
-            snprintf(msg, sizeof msg, "the result exceeds the result limit of %llu bytes",
-                     (unsigned long long)w->limits[AL_LIMIT_RESULT_BYTES]);
-            outcome_set(o, AL_OUTPUT_LIMIT, "", msg, "");
-        } else if (rc != AL_OK) {
-            outcome_set(o, rc, "", err.message, "");
-        } else {
+        o->end = OUTCOME_COMPLETED;
+        o->code = AL_OK;
+    }
+}
+
+static void run_guest(struct worker *w, struct outcome *o)
+{
+    JSValue fn = JS_UNDEFINED;
+    JSValue promise = JS_UNDEFINED;
+    w->eng.settle.state = ENGINE_PENDING;
+    w->eng.settle.value = JS_UNDEFINED;
+    if (phase_compile(w, o, &fn) == 0 && phase_evaluate(w, o, fn, &promise) == 0) {
+        switch (phase_event_loop(w, o)) {
+        case LOOP_SETTLED:
+            phase_result(w, o);
+            break;
+        case LOOP_INTERRUPTED:
+            o->end = OUTCOME_INTERRUPTED;
             o->code = AL_OK;
+            break;
+        case LOOP_FAILED:
+            break;
         }
     }
-out:
-    JS_FreeValue(ctx, uf);
-    JS_FreeValue(ctx, settle.value);
-    JS_FreeValue(ctx, handlers[0]);
-    JS_FreeValue(ctx, handlers[1]);
-    JS_FreeValue(ctx, promise);
-    w->settle = NULL;
+    JS_FreeValue(w->eng.ctx, w->eng.settle.value);
+    w->eng.settle.value = JS_UNDEFINED;
+    JS_FreeValue(w->eng.ctx, promise);
 }
 
 static void send_done(struct worker *w, const struct outcome *o, uint64_t cpu_us,
                       uint32_t host_calls)
 {
     size_t start;
-    struct buf *b = &w->out;
+    struct buf *b = &w->io.out;
     wire_begin(b, WIRE_DONE, &start);
-    wire_u32(b,
-             o->interrupted && w->fatal_code == AL_OK ? WIRE_DONE_INTERRUPTED : (uint32_t)o->code);
+    wire_u32(b, o->end == OUTCOME_INTERRUPTED && w->fatal.code == AL_OK ? WIRE_DONE_INTERRUPTED
+                                                                        : (uint32_t)o->code);
     wire_str(b, o->value.data ? o->value.data : "", o->value.len);
     wire_str(b, o->name ? o->name : "", o->name ? strlen(o->name) : 0);
     wire_str(b, o->message ? o->message : "", o->message ? strlen(o->message) : 0);
     wire_str(b, o->stack ? o->stack : "", o->stack ? strlen(o->stack) : 0);
     wire_u64(b, cpu_us);
-    wire_u64(b, w->mem_peak);
+    wire_u64(b, w->eng.mem_peak);
     wire_u32(b, host_calls);
     wire_end(b, start);
 }
@@ -979,47 +1033,47 @@ int engine_prepare(struct worker *w)
     struct al_error err;
 
     /* No limits apply until the request arrives. */
-    w->mem_cap = SIZE_MAX;
-    w->wall_deadline_us = UINT64_MAX;
-    w->cpu_deadline_us = UINT64_MAX;
-    w->rt = JS_NewRuntime2(&mem_functions, w);
-    if (!w->rt) {
+    w->eng.mem_cap = SIZE_MAX;
+    w->eng.wall_deadline_us = UINT64_MAX;
+    w->eng.cpu_deadline_us = UINT64_MAX;
+    w->eng.rt = JS_NewRuntime2(&mem_functions, w);
+    if (!w->eng.rt) {
         return -1;
     }
-    JS_SetRuntimeOpaque(w->rt, w);
-    JS_SetInterruptHandler(w->rt, interrupt_handler, w);
-    w->cc = new_compile_context(w->rt);
-    w->ctx = new_guest_context(w->rt);
-    if (!w->cc || !w->ctx) {
+    JS_SetRuntimeOpaque(w->eng.rt, w);
+    JS_SetInterruptHandler(w->eng.rt, interrupt_handler, w);
+    w->eng.cc = new_compile_context(w->eng.rt);
+    w->eng.ctx = new_guest_context(w->eng.rt);
+    if (!w->eng.cc || !w->eng.ctx) {
         return -1;
     }
-    JS_SetContextOpaque(w->ctx, w);
-    global = JS_GetGlobalObject(w->ctx);
-    if (install_determinism(w, w->ctx, global) < 0 || console_install(w, w->ctx) < 0 ||
-        bridge_prepare(w, w->ctx) < 0 || builtins_install(w->ctx, global) < 0) {
+    JS_SetContextOpaque(w->eng.ctx, w);
+    global = JS_GetGlobalObject(w->eng.ctx);
+    if (install_determinism(w, w->eng.ctx, global) < 0 || console_install(w, w->eng.ctx) < 0 ||
+        bridge_prepare(w, w->eng.ctx) < 0 || builtins_install(w->eng.ctx, global) < 0) {
         goto out;
     }
     if (engine_compile(w, seeds_source, sizeof seeds_source - 1, "<airlock>", JS_EVAL_TYPE_GLOBAL,
                        &probe) != 1) {
         goto out;
     }
-    seeds = JS_EvalFunction(w->ctx, probe); /* consumes probe */
-    if (JS_IsException(seeds) || harden(w->ctx, global, seeds) < 0) {
+    seeds = JS_EvalFunction(w->eng.ctx, probe); /* consumes probe */
+    if (JS_IsException(seeds) || harden(w->eng.ctx, global, seeds) < 0) {
         goto out;
     }
-    if (value_cache_new(w->ctx, &w->values, &err) != AL_OK) {
+    if (value_cache_new(w->eng.ctx, &w->eng.values, &err) != AL_OK) {
         goto out;
     }
     rc = 0;
 out:
-    JS_FreeValue(w->ctx, seeds);
-    JS_FreeValue(w->ctx, global);
+    JS_FreeValue(w->eng.ctx, seeds);
+    JS_FreeValue(w->eng.ctx, global);
     return rc;
 }
 
 void engine_run(struct worker *w, int prepared)
 {
-    struct outcome o = { AL_INTERNAL_ERROR, 0, { 0 }, NULL, NULL, NULL };
+    struct outcome o = { OUTCOME_FAILED, AL_INTERNAL_ERROR, { 0 }, NULL, NULL, NULL };
     uint8_t type;
     struct wire_cursor c;
     size_t flen;
@@ -1031,57 +1085,58 @@ void engine_run(struct worker *w, int prepared)
         goto done;
     }
     worker_consume(w, flen);
-    w->start_us = clock_mono_us();
-    w->cpu_start_us = clock_self_cpu_us();
+    w->eng.start_us = clock_mono_us();
+    w->eng.cpu_start_us = clock_self_cpu_us();
     if (!prepared) {
         outcome_set(&o, AL_INTERNAL_ERROR, "", "the worker could not prepare a guest context", "");
         goto done;
     }
-    if (jail_probe && jail_probe(w->source)) {
+    if (jail_probe && jail_probe(w->req.source)) {
         outcome_set(&o, AL_INTERNAL_ERROR, "", "jail probe: the forbidden call was not stopped",
                     "");
         goto done;
     }
-    w->rng = w->seed;
-    w->mem_cap = (size_t)w->limits[AL_LIMIT_MEMORY_BYTES];
-    jail_limit_run(w->limits[AL_LIMIT_MEMORY_BYTES], w->limits[AL_LIMIT_CPU_MS]);
-    JS_SetMaxStackSize(w->rt, (size_t)w->limits[AL_LIMIT_STACK_BYTES]);
+    w->eng.rng = w->req.seed;
+    w->eng.mem_cap = (size_t)w->req.limits[AL_LIMIT_MEMORY_BYTES];
+    jail_limit_run(w->req.limits[AL_LIMIT_MEMORY_BYTES], w->req.limits[AL_LIMIT_CPU_MS]);
+    JS_SetMaxStackSize(w->eng.rt, (size_t)w->req.limits[AL_LIMIT_STACK_BYTES]);
     /* QuickJS collects cycles each time its heap grows by half, and a collection walks every
      * object, the context's own included. Reference counting frees all but cyclic garbage,
      * and the process ends with the run, so the first collection waits for
      * ENGINE_GC_THRESHOLD of heap - or an eighth of the heap limit, the most cyclic garbage a
      * guest can then hold when a large allocation fails (QuickJS collects only as objects are
      * made, never to retry an allocation). */
-    JS_SetGCThreshold(w->rt,
-                      w->mem_cap / 8 < ENGINE_GC_THRESHOLD ? w->mem_cap / 8 : ENGINE_GC_THRESHOLD);
-    w->wall_deadline_us = w->start_us + w->limits[AL_LIMIT_TIMEOUT_MS] * 1000;
-    w->cpu_deadline_us = w->cpu_start_us + w->limits[AL_LIMIT_CPU_MS] * 1000;
+    JS_SetGCThreshold(w->eng.rt, w->eng.mem_cap / 8 < ENGINE_GC_THRESHOLD ? w->eng.mem_cap / 8
+                                                                          : ENGINE_GC_THRESHOLD);
+    w->eng.wall_deadline_us = w->eng.start_us + w->req.limits[AL_LIMIT_TIMEOUT_MS] * 1000;
+    w->eng.cpu_deadline_us = w->eng.cpu_start_us + w->req.limits[AL_LIMIT_CPU_MS] * 1000;
     run_guest(w, &o);
 done:
-    if (w->fatal_code != AL_OK) {
+    if (w->fatal.code != AL_OK) {
         /* A latched limit or fault wins over whatever the guest did after it. */
         buf_reset(&o.value);
-        outcome_set(&o, w->fatal_code, "", w->fatal_msg, "");
+        outcome_set(&o, w->fatal.code, "", w->fatal.msg, "");
     }
-    uint64_t cpu_us = w->cpu_start_us ? clock_self_cpu_us() - w->cpu_start_us : 0;
-    uint32_t host_calls = w->ncalls; /* bridge_free forgets the calls */
+    uint64_t cpu_us = w->eng.cpu_start_us ? clock_self_cpu_us() - w->eng.cpu_start_us : 0;
+    uint32_t host_calls = w->bridge.ncalls; /* bridge_free forgets the calls */
     if (ENGINE_TEARDOWN) {
-        if (w->cc) {
-            JS_FreeContext(w->cc);
-            w->cc = NULL;
+        if (w->eng.cc) {
+            JS_FreeContext(w->eng.cc);
+            w->eng.cc = NULL;
         }
-        if (w->ctx) {
-            bridge_free(w, w->rt);
-            value_cache_free(w->values);
-            w->values = NULL;
-            JS_FreeContext(w->ctx);
-            w->ctx = NULL;
+        if (w->eng.ctx) {
+            bridge_free(w, w->eng.rt);
+            value_cache_free(w->eng.values);
+            w->eng.values = NULL;
+            JS_FreeContext(w->eng.ctx);
+            w->eng.ctx = NULL;
         }
-        if (w->rt) {
+        if (w->eng.rt) {
             /* Frees every guest object; QuickJS asserts here on a leaked reference. */
-            JS_FreeRuntime(w->rt);
-            w->rt = NULL;
+            JS_FreeRuntime(w->eng.rt);
+            w->eng.rt = NULL;
         }
+        sites_free(w);
     }
     send_done(w, &o, cpu_us, host_calls);
     buf_done(&o.value);

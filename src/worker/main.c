@@ -3,7 +3,7 @@
  *
  * The host starts us with the socket on fd 3 (or --fd=N), sends one RUN frame, answers our
  * host calls and reads our console entries and the DONE frame; then we exit. We never print:
- * stdout and stderr are not ours to use. Output is buffered in w->out and sent only when the
+ * stdout and stderr are not ours to use. Output is buffered in w->io.out and sent only when the
  * worker is about to block or is done, so a run with many console lines or calls costs few
  * syscalls. Everything from the host is bounds-checked as if it were hostile.
  */
@@ -29,21 +29,21 @@
 
 void worker_fail(struct worker *w, enum al_code code, const char *fmt, ...)
 {
-    if (w->fatal_code != AL_OK) {
+    if (w->fatal.code != AL_OK) {
         return;
     }
     va_list ap;
     va_start(ap, fmt);
-    w->fatal_code = code;
-    vsnprintf(w->fatal_msg, sizeof w->fatal_msg, fmt, ap);
+    w->fatal.code = code;
+    vsnprintf(w->fatal.msg, sizeof w->fatal.msg, fmt, ap);
     va_end(ap);
 }
 
 int worker_flush(struct worker *w)
 {
     size_t off = 0;
-    while (off < w->out.len) {
-        ssize_t n = send(w->fd, w->out.data + off, w->out.len - off, MSG_NOSIGNAL);
+    while (off < w->io.out.len) {
+        ssize_t n = send(w->io.fd, w->io.out.data + off, w->io.out.len - off, MSG_NOSIGNAL);
         if (n < 0) {
             if (errno == EINTR) {
                 continue;
@@ -52,8 +52,8 @@ int worker_flush(struct worker *w)
         }
         off += (size_t)n;
     }
-    buf_reset(&w->out);
-    w->last_flush_us = clock_mono_us();
+    buf_reset(&w->io.out);
+    w->io.last_flush_us = clock_mono_us();
     return 0;
 }
 
@@ -98,8 +98,8 @@ void worker_heap_ready(size_t text_len, size_t cap)
 
 void worker_consume(struct worker *w, size_t frame_len)
 {
-    memmove(w->in.data, w->in.data + frame_len, w->in.len - frame_len);
-    w->in.len -= frame_len;
+    memmove(w->io.in.data, w->io.in.data + frame_len, w->io.in.len - frame_len);
+    w->io.in.len -= frame_len;
 }
 
 int worker_wait_frame(struct worker *w, uint64_t deadline_us, uint8_t *ret_type,
@@ -113,19 +113,19 @@ int worker_wait_frame(struct worker *w, uint64_t deadline_us, uint8_t *ret_type,
      * here a sleep and a wake-up cost more than the whole round trip. */
     uint64_t spin_until = deadline_us ? clock_mono_us() + WORKER_SPIN_US : 0;
     for (;;) {
-        int r = wire_next(w->in.data, w->in.len, WORKER_MAX_FRAME, ret_type, ret_cursor,
+        int r = wire_next(w->io.in.data, w->io.in.len, WORKER_MAX_FRAME, ret_type, ret_cursor,
                           ret_frame_len);
         if (r != 0) {
             return r;
         }
         enum buf_status st;
-        char *p = buf_reserve(&w->in, 64 * 1024, &st);
+        char *p = buf_reserve(&w->io.in, 64 * 1024, &st);
         if (!p) {
             return -1;
         }
-        ssize_t n = recv(w->fd, p, 64 * 1024, MSG_DONTWAIT);
+        ssize_t n = recv(w->io.fd, p, 64 * 1024, MSG_DONTWAIT);
         if (n > 0) {
-            buf_commit(&w->in, (size_t)n);
+            buf_commit(&w->io.in, (size_t)n);
             continue;
         }
         if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
@@ -143,7 +143,7 @@ int worker_wait_frame(struct worker *w, uint64_t deadline_us, uint8_t *ret_type,
         if (deadline_us) {
             timeout_ms = (int)((deadline_us - now + 999) / 1000);
         }
-        struct pollfd pfd = { .fd = w->fd, .events = POLLIN };
+        struct pollfd pfd = { .fd = w->io.fd, .events = POLLIN };
         if (poll(&pfd, 1, timeout_ms) < 0 && errno != EINTR) {
             return -1;
         }
@@ -275,9 +275,9 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv, &args) != 0) {
         return 2;
     }
-    w.fd = args.fd;
+    w.io.fd = args.fd;
     if (args.doctor) {
-        _exit(jail_report(w.fd));
+        _exit(jail_report(w.io.fd));
     }
     /* A dead host must end us through a failed send, not a signal. */
     struct sigaction sa;
@@ -302,9 +302,10 @@ int main(int argc, char **argv)
      * loaded now, before the filter forbids opening files. */
     setenv("TZ", "UTC", 1);
     tzset();
-    buf_init(&w.in, WORKER_MAX_FRAME + WIRE_HEADER_BYTES + 64 * 1024);
-    buf_init(&w.out, SIZE_MAX / 2);
-    buf_init(&w.deferred, SIZE_MAX / 2);
+    buf_init(&w.io.in, WORKER_MAX_FRAME + WIRE_HEADER_BYTES + 64 * 1024);
+    buf_init(&w.io.out, SIZE_MAX / 2);
+    buf_init(&w.bridge.deferred, SIZE_MAX / 2);
+    sites_init(&w);
     int prepared = engine_prepare(&w) == 0;
     if (args.zygote) {
         if (!prepared) {
@@ -313,16 +314,16 @@ int main(int argc, char **argv)
         prefault_scan();
         (void)jail_seccomp_build(3); /* for fd 3, the socket of every child (on failure,
                                         each child compiles the filter itself) */
-        w.fd = zygote_serve(w.fd);
+        w.io.fd = zygote_serve(w.io.fd);
     }
     jail_no_children();
     /* From here on no guest byte runs outside the filter. */
-    int jailed = !args.no_jail && jail_seccomp(w.fd) == 0;
+    int jailed = !args.no_jail && jail_seccomp(w.io.fd) == 0;
     /* Sent even when preparing failed: the request then fails with a clear error. */
     size_t start;
-    wire_begin(&w.out, WIRE_READY, &start);
-    wire_u8(&w.out, jailed ? WIRE_READY_JAILED : 0);
-    wire_end(&w.out, start);
+    wire_begin(&w.io.out, WIRE_READY, &start);
+    wire_u8(&w.io.out, jailed ? WIRE_READY_JAILED : 0);
+    wire_end(&w.io.out, start);
     engine_run(&w, prepared);
     int rc = worker_flush(&w) == 0 ? 0 : 1;
     /* Exit without tearing the heap down: the process is gone anyway. */

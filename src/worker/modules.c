@@ -49,12 +49,12 @@ static char *string_answer(JSContext *ctx, JSValue v, const char *what)
 static char *module_normalize(JSContext *ctx, const char *base, const char *name, void *opaque)
 {
     struct worker *w = opaque;
-    if (w->modules_resolve < 0) {
+    if (w->mods.resolve < 0) {
         JS_ThrowReferenceError(ctx, "cannot import '%s': this run has no module loader", name);
         return NULL;
     }
     JSValue args[2] = { JS_NewString(ctx, name), JS_NewString(ctx, base) };
-    JSValue v = bridge_call(w, ctx, (uint32_t)w->modules_resolve, 2, args);
+    JSValue v = bridge_call(w, ctx, (uint32_t)w->mods.resolve, 2, args);
     JS_FreeValue(ctx, args[0]);
     JS_FreeValue(ctx, args[1]);
     return string_answer(ctx, v, "resolve");
@@ -64,7 +64,7 @@ static JSModuleDef *module_load(JSContext *ctx, const char *name, void *opaque)
 {
     struct worker *w = opaque;
     JSValue arg = JS_NewString(ctx, name);
-    JSValue v = bridge_call(w, ctx, (uint32_t)w->modules_load, 1, &arg);
+    JSValue v = bridge_call(w, ctx, (uint32_t)w->mods.load, 1, &arg);
     JS_FreeValue(ctx, arg);
     if (JS_IsException(v)) {
         return NULL;
@@ -76,12 +76,12 @@ static JSModuleDef *module_load(JSContext *ctx, const char *name, void *opaque)
         JS_ThrowTypeError(ctx, "the module loader's load answer for '%s' is not a string", name);
         return NULL;
     }
-    if (len > w->limits[AL_LIMIT_SOURCE_BYTES]) {
+    if (len > w->req.limits[AL_LIMIT_SOURCE_BYTES]) {
         JS_FreeCString(ctx, src);
         worker_fail(w, AL_SOURCE_TOO_LARGE,
                     "module '%.100s' exceeds the source limit of %llu bytes", name,
-                    (unsigned long long)w->limits[AL_LIMIT_SOURCE_BYTES]);
-        JS_ThrowInternalError(ctx, "the run is ending: %s", w->fatal_msg);
+                    (unsigned long long)w->req.limits[AL_LIMIT_SOURCE_BYTES]);
+        JS_ThrowInternalError(ctx, "the run is ending: %s", w->fatal.msg);
         return NULL;
     }
     JSValue m = JS_UNDEFINED;
@@ -116,24 +116,24 @@ static JSModuleDef *module_load(JSContext *ctx, const char *name, void *opaque)
 
 void modules_prepare(struct worker *w)
 {
-    w->modules_resolve = -1;
-    w->modules_load = -1;
-    for (uint32_t i = 0; i < w->nfns; i++) {
-        if (strcmp(w->fns[i].name, MODULES_RESOLVE) == 0 && w->fns[i].hidden) {
-            w->modules_resolve = (int)i;
-        } else if (strcmp(w->fns[i].name, MODULES_LOAD) == 0 && w->fns[i].hidden) {
-            w->modules_load = (int)i;
+    w->mods.resolve = -1;
+    w->mods.load = -1;
+    for (uint32_t i = 0; i < w->req.nfns; i++) {
+        if (strcmp(w->req.fns[i].name, MODULES_RESOLVE) == 0 && w->req.fns[i].hidden) {
+            w->mods.resolve = (int)i;
+        } else if (strcmp(w->req.fns[i].name, MODULES_LOAD) == 0 && w->req.fns[i].hidden) {
+            w->mods.load = (int)i;
         }
     }
-    if (w->modules_load < 0) {
-        w->modules_resolve = -1;
+    if (w->mods.load < 0) {
+        w->mods.resolve = -1;
     }
-    JS_SetModuleLoaderFunc(w->rt, module_normalize, module_load, w);
+    JS_SetModuleLoaderFunc(w->eng.rt, module_normalize, module_load, w);
 }
 
 int modules_have_loader(const struct worker *w)
 {
-    return w->modules_resolve >= 0;
+    return w->mods.resolve >= 0;
 }
 
 /* The entry module's default export, as a promise of it (a thenable default is awaited). */

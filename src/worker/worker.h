@@ -5,6 +5,7 @@
  *   bridge.c   host-function group objects, calls out, answers in, detached-call tracking
  *   console.c  the console object and its byte limit
  *   builtins.c the ES2022-ES2025 library the engine lacks (preludes, structuredClone, Intl)
+ *   sites.c    the source text of callees and member reads, for messages naming the expression
  * A worker serves exactly one run and exits: nothing survives between runs.
  */
 #ifndef AIRLOCK_WORKER_H
@@ -46,63 +47,114 @@ struct bridge_call {
     int interrupted; /* the host will not answer it in this run */
 };
 
+/* Where the guest's promise stands (engine.c: the run's event loop watches it). */
+enum engine_settle_state {
+    ENGINE_PENDING,   /* not settled yet */
+    ENGINE_FULFILLED, /* the guest returned: value is its result */
+    ENGINE_REJECTED,  /* the guest threw: value is the thrown value */
+};
+
+struct engine_settle {
+    enum engine_settle_state state;
+    JSValue value; /* owned; JS_UNDEFINED while pending */
+};
+
+/* One group object ("store") as bridge_install built it. */
+struct bridge_group {
+    uint32_t first;  /* index of its first function in worker.req.fns */
+    uint32_t count;  /* its functions, contiguous from first */
+    const void *obj; /* the frozen group object: compared by identity only, never dereferenced */
+};
+
+/* One worker process, grouped by the module that owns each part: a module writes only its own
+ * part (and reads the request); the fatal code is the one thing every module may set. */
 struct worker {
-    int fd;                 /* the host socket */
-    struct buf in;          /* bytes received, not yet consumed */
-    struct buf out;         /* frames to send; flushed before blocking, at the end, and every few
-                               ms of computation so console output survives a supervisor kill */
-    uint64_t last_flush_us; /* monotonic */
+    /* main.c: the host socket and frame I/O */
+    struct worker_io {
+        int fd;                 /* the host socket */
+        struct buf in;          /* bytes received, not yet consumed */
+        struct buf out;         /* frames to send; flushed before blocking, at the end, and every
+                                   few ms of computation so console output survives a kill */
+        uint64_t last_flush_us; /* monotonic */
+    } io;
 
-    /* the run's request */
-    uint64_t limits[AL_LIMIT_COUNT_];
-    uint64_t seed;
-    int64_t clock_ms;    /* the guest's clock: ms since the epoch */
-    uint8_t run_flags;   /* WIRE_RUN_* */
-    char *ts_error;      /* the TypeScript source could not be stripped: why (run.ts:L:C) */
-    int modules_resolve; /* index of the loader's hidden functions, -1: no loader */
-    int modules_load;
-    char *filename; /* "run.js" */
-    char *source;   /* the user's body inside the wrapper */
-    size_t source_len;
-    int compiling_user; /* the parser is reading `source`: the wrapper check applies */
-    struct bridge_fn *fns;
-    uint32_t nfns;
+    /* engine.c (parse_run): the run's request; read-only once parsed */
+    struct worker_request {
+        uint64_t limits[AL_LIMIT_COUNT_];
+        uint64_t seed;
+        uint8_t run_flags; /* WIRE_RUN_* */
+        char *ts_error;    /* the TypeScript source could not be stripped: why (run.ts:L:C) */
+        char *filename;    /* "run.js"; owned */
+        char *source;      /* the user's body inside the wrapper; owned */
+        size_t source_len;
+        struct bridge_fn *fns; /* the registered host functions, groups contiguous; owned */
+        uint32_t nfns;
+    } req;
 
-    /* engine */
-    JSRuntime *rt;
-    JSContext *cc;              /* compile context (has eval); freed before any guest code runs */
-    JSContext *ctx;             /* the guest context (no eval) */
-    struct value_cache *values; /* the codec's view of ctx's intrinsics */
-    uint64_t start_us;          /* monotonic, when the guest started */
-    uint64_t wall_deadline_us;  /* monotonic */
-    uint64_t cpu_start_us;      /* process CPU at the guest's start */
-    uint64_t cpu_deadline_us;   /* process CPU */
-    size_t mem_used;            /* bytes held by the guest heap, allocator overhead included */
-    size_t mem_peak;
-    size_t mem_cap; /* current allocation cap: the limit, plus slack once tripped */
-    uint64_t rng;   /* Math.random state */
+    /* engine.c: QuickJS, the guest's limits, clock and randomness, the guest's outcome */
+    struct worker_engine {
+        JSRuntime *rt;
+        JSContext *cc;              /* compile context (has eval); freed before guest code runs */
+        JSContext *ctx;             /* the guest context (no eval) */
+        struct value_cache *values; /* the codec's view of ctx's intrinsics */
+        uint64_t start_us;          /* monotonic, when the guest started */
+        uint64_t wall_deadline_us;  /* monotonic */
+        uint64_t cpu_start_us;      /* process CPU at the guest's start */
+        uint64_t cpu_deadline_us;   /* process CPU */
+        size_t mem_peak;            /* bytes, allocator overhead included */
+        size_t mem_cap;             /* current allocation cap: the limit, plus slack once tripped */
+        uint64_t rng;               /* Math.random state */
+        int64_t clock_ms;           /* the guest's clock: ms since the epoch (answers move it) */
+        int compiling_user;         /* the parser reads req.source: the wrapper check applies */
+        struct engine_settle settle; /* the guest's promise, once it settles */
+    } eng;
 
-    /* the first limit or fault that tripped decides the run's code; later ones are ignored */
-    enum al_code fatal_code;
-    char fatal_msg[256];
+    /* modules.c: the host's module loader (hidden host functions) */
+    struct worker_modules {
+        int resolve; /* index into req.fns, -1: no loader */
+        int load;
+    } mods;
 
-    /* bridge */
-    struct bridge_call *calls; /* every call of the run, in call order */
-    uint32_t ncalls;
-    uint32_t cap_calls;
-    uint32_t in_flight;          /* calls made and not answered */
-    uint32_t dispatched_pending; /* calls sent to the host and not answered */
-    JSValue promise_then;        /* the intrinsic Promise.prototype.then */
-    uint32_t unobserved;         /* async calls whose promise has no reaction yet */
-    uint32_t interrupted;        /* calls the host interrupted */
-    uint32_t answers_applied;    /* ANSWER frames applied (IDLE reports it) */
-    struct buf deferred; /* async answers that arrived during a sync call, applied afterwards */
+    /* bridge.c: the calls to host functions */
+    struct worker_bridge {
+        struct bridge_call *calls; /* every call of the run, in call order; owned */
+        uint32_t ncalls;
+        uint32_t cap_calls;
+        uint32_t in_flight;          /* calls made and not answered */
+        uint32_t dispatched_pending; /* calls sent to the host and not answered */
+        JSValue promise_then;        /* the intrinsic Promise.prototype.then */
+        uint32_t unobserved;         /* async calls whose promise has no reaction yet */
+        uint32_t interrupted;        /* calls the host interrupted */
+        uint32_t answers_applied;    /* ANSWER frames applied (IDLE reports it) */
+        struct buf deferred; /* async answers that arrived during a sync call, applied later */
+        struct bridge_group *groups; /* the group objects installed; owned */
+        uint32_t ngroups;
+        int closed; /* the guest has settled: a new call can never be awaited (bridge_close) */
+    } bridge;
 
-    void *settle; /* engine.c: where the guest's promise outcome lands */
+    /* sites.c: noted by the parser, read only when a call or member read throws */
+    struct worker_sites {
+        struct sites_entry *tab; /* owned; sorted by key when `sorted` */
+        size_t n;
+        size_t cap;
+        int sorted;
+        char **files; /* the file names noted, owned */
+        uint32_t nfiles;
+        struct buf text; /* the noted source texts, capped */
+    } sites;
 
-    /* console */
-    uint64_t console_bytes; /* text bytes + 1 per entry */
-    int console_cut;        /* the limit tripped: later entries are dropped (and marked) */
+    /* console.c */
+    struct worker_console {
+        uint64_t bytes; /* text bytes + 1 per entry */
+        int cut;        /* the limit tripped: later entries are dropped (and marked) */
+    } console;
+
+    /* worker_fail (main.c): the first limit or fault that tripped decides the run's code; later
+     * ones are ignored */
+    struct worker_fatal {
+        enum al_code code;
+        char msg[256];
+    } fatal;
 };
 
 /* Latches the run's fatal code (first one wins). */
@@ -164,6 +216,12 @@ int bridge_install(struct worker *w, JSContext *ctx);
 JSValue bridge_call(struct worker *w, JSContext *ctx, uint32_t fn, int argc, JSValueConst *argv);
 /* Appends CALL frames for calls the guest has observed and that were not sent yet. */
 void bridge_dispatch(struct worker *w);
+/* The guest has settled: from now on a call fails the run with DETACHED_BRIDGE_REQUEST and
+ * never reaches the host (getters of the result run after this). */
+void bridge_close(struct worker *w);
+/* If obj is a host group object: "GROUP has: fn1, fn2" in out (NUL-terminated, cut to size),
+ * its length; else 0. Never calls into the guest. */
+size_t bridge_group_members(const struct worker *w, JSValueConst obj, char *out, size_t size);
 /* Whether a call was made that is not answered and not dispatched: never observed. */
 int bridge_has_unobserved(const struct worker *w);
 /* Called by the engine (hook in quickjs_airlock.c) for every reaction on a promise. */
@@ -178,6 +236,23 @@ const char *bridge_detached(struct worker *w);
 /* Whether `err` is an Error object built from a host function's throw. */
 int bridge_is_host_error(struct worker *w, JSContext *ctx, JSValueConst err);
 void bridge_free(struct worker *w, JSRuntime *rt);
+
+/* sites.c. The kinds match AIRLOCK_SITE_* in cmake/quickjs_patch.cmake. */
+#define SITES_CALL  1 /* the callee of f(), o.m(), f(...a), f`x` */
+#define SITES_NEW   2 /* the constructor of new C(), new C */
+#define SITES_FIELD 3 /* the object of o.x */
+#define SITES_ELEM  4 /* the object of o[k] */
+void sites_init(struct worker *w);
+void sites_free(struct worker *w);
+/* Called by the parser (hook in quickjs_airlock.c): the source text of a site, kept (bounded)
+ * for the run; `pos` is the packed position of the site's opcode. */
+void sites_note(JSContext *ctx, const char *file, int kind, int pos, const char *text, size_t len);
+/* Called by the interpreter (hook in quickjs_airlock.c) when the operation at a site threw a
+ * TypeError with message `msg`: writes the message naming the expression (and, for a call on a
+ * host group, what the group has) into out and returns its length, or 0 to keep `msg`.
+ * `receiver` is the `this` of a method call, else undefined. Never throws. */
+size_t sites_describe(JSContext *ctx, const char *file, int kind, int pos, JSValueConst receiver,
+                      const char *msg, char *out, size_t size);
 
 /* console.c */
 int console_install(struct worker *w, JSContext *ctx);
