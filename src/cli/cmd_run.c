@@ -601,11 +601,13 @@ static void print_json(const struct al_result *res, const char *override)
         buf_append_str(&b, "{\"status\":\"failed\",\"error\":{\"code\":");
         put_json_string(&b, al_code_name(al_result_error_code(res)));
         buf_append_str(&b, ",\"name\":");
-        put_json_string(&b, al_result_error_name(res));
+        struct al_error_text et; /* with lengths: a guest's message may hold NUL */
+        al_result_error_text(res, &et);
+        json_write_string(&b, et.name, et.name_len);
         buf_append_str(&b, ",\"message\":");
-        put_json_string(&b, al_result_error_message(res));
+        json_write_string(&b, et.message, et.message_len);
         buf_append_str(&b, ",\"stack\":");
-        put_json_string(&b, al_result_error_stack(res));
+        json_write_string(&b, et.stack, et.stack_len);
         buf_append_str(&b, "}");
     }
     buf_append_str(&b, ",\"console\":[");
@@ -674,15 +676,15 @@ static void print_readable(const struct al_result *res)
         printf("%s\n", al_result_continuation(res, NULL));
         return;
     }
-    const char *name = al_result_error_name(res);
+    struct al_error_text et;
+    al_result_error_text(res, &et);
     fprintf(stderr, "airlock: %s: ", al_code_name(al_result_error_code(res)));
-    term_puts(stderr, name);
-    fputs(*name ? ": " : "", stderr);
-    term_puts(stderr, al_result_error_message(res));
+    term_write(stderr, et.name, et.name_len);
+    fputs(et.name_len ? ": " : "", stderr);
+    term_write(stderr, et.message, et.message_len);
     fputc('\n', stderr);
-    const char *stack = al_result_error_stack(res);
-    if (*stack) {
-        term_puts(stderr, stack);
+    if (et.stack_len) {
+        term_write(stderr, et.stack, et.stack_len);
         fputc('\n', stderr);
     }
 }

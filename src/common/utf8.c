@@ -47,7 +47,7 @@ static size_t seq_len(const unsigned char *s, size_t n)
     return len;
 }
 
-char *utf8_valid_dup(const char *text, size_t len, size_t *ret_len)
+char *utf8_valid_dup(const char *text, size_t len, unsigned flags, size_t *ret_len)
 {
     const unsigned char *s = (const unsigned char *)text;
     /* at most 3 output bytes per input byte (one U+FFFD each) */
@@ -80,6 +80,11 @@ char *utf8_valid_dup(const char *text, size_t len, size_t *ret_len)
             memcpy(out + o, s + i, n);
             o += n;
             i += n;
+            continue;
+        }
+        if ((flags & UTF8_C080_IS_NUL) && s[i] == 0xC0 && len - i >= 2 && s[i + 1] == 0x80) {
+            out[o++] = '\0';
+            i += 2;
             continue;
         }
         /* A surrogate's three bytes (CESU-8) are one U+FFFD; any other bad byte is one. */

@@ -11,7 +11,9 @@ size_t utf8_cut(const char *s, size_t len);
 
 /* A NUL-terminated, well-formed UTF-8 copy of s[0..len) (malloc'd; NULL when out of memory):
  * a lone surrogate (CESU-8, ED A0..BF xx) and every other ill-formed byte become U+FFFD.
- * *ret_len gets the copy's length; NUL bytes inside are kept. */
-char *utf8_valid_dup(const char *s, size_t len, size_t *ret_len);
+ * *ret_len gets the copy's length; NUL bytes inside are kept. With UTF8_C080_IS_NUL, the
+ * overlong C0 80 (how the worker carries a NUL in a C string) becomes NUL. */
+#define UTF8_C080_IS_NUL 1u
+char *utf8_valid_dup(const char *s, size_t len, unsigned flags, size_t *ret_len);
 
 #endif

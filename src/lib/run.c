@@ -90,7 +90,7 @@ static int add_console(struct al_result *res, enum al_console_level level, const
         res->cap_console = cap;
     }
     size_t tlen;
-    char *t = utf8_valid_dup(text, len, &tlen);
+    char *t = utf8_valid_dup(text, len, 0, &tlen);
     if (!t) {
         return -1;
     }
@@ -266,9 +266,9 @@ static void on_done(struct run_state *st, struct wire_cursor *c)
         res->value_len = vlen;
     }
     free(res->message);
-    res->name = utf8_valid_dup(name, nlen, &res->name_len);
-    res->message = utf8_valid_dup(message, mlen, &res->message_len);
-    res->stack = utf8_valid_dup(stack, slen, &res->stack_len);
+    res->name = utf8_valid_dup(name, nlen, UTF8_C080_IS_NUL, &res->name_len);
+    res->message = utf8_valid_dup(message, mlen, UTF8_C080_IS_NUL, &res->message_len);
+    res->stack = utf8_valid_dup(stack, slen, UTF8_C080_IS_NUL, &res->stack_len);
     /* the worker's own figures; measure_worker replaces them with what the host sees */
     res->stats.cpu_us = cpu_us;
     res->stats.peak_memory_bytes = peak;

@@ -472,15 +472,35 @@ out:
 
 /* ------------------------------------------------------------------ errors */
 
+/* A guest's text as a C string. A NUL inside becomes the two bytes C0 80 (never produced by
+ * QuickJS for anything else), so the text survives every C-string step here and the host turns
+ * it back into NUL (utf8_valid_dup with UTF8_C080_IS_NUL). */
 static char *dup_cstr(JSContext *ctx, JSValueConst v)
 {
-    const char *s = JS_ToCString(ctx, v);
+    size_t len;
+    const char *s = JS_ToCStringLen(ctx, &len, v);
     if (!s) {
         JSValue e = JS_GetException(ctx);
         JS_FreeValue(ctx, e);
         return strdup("");
     }
-    char *r = strdup(s);
+    size_t nuls = 0;
+    for (size_t i = 0; i < len; i++) {
+        nuls += s[i] == '\0';
+    }
+    char *r = malloc(len + nuls + 1);
+    if (r) {
+        size_t o = 0;
+        for (size_t i = 0; i < len; i++) {
+            if (s[i] == '\0') {
+                r[o++] = (char)0xC0;
+                r[o++] = (char)0x80;
+            } else {
+                r[o++] = s[i];
+            }
+        }
+        r[o] = '\0';
+    }
     JS_FreeCString(ctx, s);
     return r;
 }

@@ -382,6 +382,15 @@ def test_sigterm_cancels_readable():
     check("ABORTED" in out + err, f"no ABORTED in the output: {out} {err}")
 
 
+def test_error_text_keeps_nul_and_lone_surrogates():
+    f = write("nul.js", 'throw new Error("a\\u0000b\\uD800c")')
+    rc, res, err = run_json([f])
+    check(rc == 1, f"exit {rc}: {err}")
+    check(res["error"]["message"] == "a\u0000b\ufffdc", f"message: {res['error']['message']!r}")
+    rc, out, err = run(["run", f])
+    check("a\\x00b\ufffdc" in err, f"readable message not escaped as expected: {err!r}")
+
+
 def test_random_seed_reported_and_replayable():
     f = write("r.js", "return Math.random();")
     rc, res, err = run_json([f])
