@@ -401,8 +401,9 @@ AL_NODISCARD AL_API enum al_code al_run_opts_set_audience(struct al_run_opts *op
 /* Resumes from a continuation (a token, or an id when the runner has a store) instead of
  * starting fresh. The source and its type (al_run_opts_set_source_type), host functions,
  * audience and context must be those the continuation was made with; its seed and clock are
- * used. A stored continuation resumes only by its id from its store, never as a token. A continuation that is not valid
- * for this run fails the run with PROTOCOL_ERROR, and no host function is invoked. */
+ * used. A stored continuation resumes only by its id from its store, never as a token. A
+ * continuation that is not valid for this run fails the run with PROTOCOL_ERROR, and no host
+ * function is invoked. */
 AL_NODISCARD AL_API enum al_code al_run_opts_set_resume(struct al_run_opts *opts,
                                                         const char *continuation, size_t len);
 /* Resolves interruption `id` with a boundary-JSON value. A resume needs at least one; an id
@@ -461,8 +462,8 @@ struct al_event {
     const char *args;     /* boundary-JSON array (CALL_START, INTERRUPTION); "" otherwise */
     size_t args_len;
     enum al_call_outcome outcome; /* CALL_END */
-    uint64_t duration_us;         /* CALL_END: from the invocation to the outcome reaching the run */
-    const char *interruption_id;  /* INTERRUPTION; "" otherwise */
+    uint64_t duration_us;        /* CALL_END: from the invocation to the outcome reaching the run */
+    const char *interruption_id; /* INTERRUPTION; "" otherwise */
 };
 /*
  * Called on the thread driving the run (as host functions are), in order, while the run runs;
@@ -482,9 +483,8 @@ enum al_clock_mode {
     AL_CLOCK_WALL = 0,
     AL_CLOCK_LOGICAL = 1,
 };
-AL_NODISCARD AL_API enum al_code al_run_opts_set_clock_mode(struct al_run_opts *opts,
-                                                            enum al_clock_mode mode,
-                                                            uint64_t step_ms);
+AL_NODISCARD AL_API enum al_code
+al_run_opts_set_clock_mode(struct al_run_opts *opts, enum al_clock_mode mode, uint64_t step_ms);
 
 enum al_status {
     AL_STATUS_COMPLETED = 0,
@@ -600,9 +600,9 @@ typedef void al_run_done_fn(struct al_run *run, struct al_result *result, void *
  * no source; AL_INTERNAL_ERROR when out of memory or the event thread cannot be started.
  */
 AL_NODISCARD AL_API enum al_code al_run_start(struct al_runner *runner,
-                                              const struct al_run_opts *opts,
-                                              al_run_done_fn *done, void *userdata,
-                                              struct al_run **ret_run, struct al_error *reterr);
+                                              const struct al_run_opts *opts, al_run_done_fn *done,
+                                              void *userdata, struct al_run **ret_run,
+                                              struct al_error *reterr);
 /*
  * Cancels the run: it ends failed with AL_ABORTED within milliseconds - its worker is killed,
  * even inside a long builtin - and its pending host calls turn al_call_cancelled (their late

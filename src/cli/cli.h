@@ -12,9 +12,9 @@
 
 #include "airlock.h"
 
-#define CLI_EXIT_COMPLETED 0
-#define CLI_EXIT_FAILED    1
-#define CLI_EXIT_USAGE     2
+#define CLI_EXIT_COMPLETED   0
+#define CLI_EXIT_FAILED      1
+#define CLI_EXIT_USAGE       2
 #define CLI_EXIT_INTERRUPTED 3
 
 /* An exec host exits with this (EX_TEMPFAIL) to interrupt the run; stdout is the payload. */

@@ -155,8 +155,8 @@ struct completion {
     uint32_t id;
     uint32_t fn;       /* index into the run's host table */
     uint64_t start_us; /* when the host function was invoked, monotonic */
-    uint8_t kind; /* enum wire_answer_kind */
-    int keep_iid; /* an interrupt of a resumed call: keeps the interruption id */
+    uint8_t kind;      /* enum wire_answer_kind */
+    int keep_iid;      /* an interrupt of a resumed call: keeps the interruption id */
     uint8_t iid[CONT_IID];
     int64_t clock_ms; /* wall time of the completion */
     char *payload;    /* in the same allocation, NUL-terminated */
@@ -172,7 +172,7 @@ struct run_link {
     int wake_fd;          /* eventfd the run loop polls; open until the last reference goes */
     void *userdata;       /* al_call_run_userdata */
     char run_id[AL_RUN_ID_MAX + 1];
-    atomic_int pending; /* a completion was queued since the last take (read without the lock) */
+    atomic_int pending;    /* a completion was queued since the last take (read without the lock) */
     pthread_t loop_thread; /* with skip_self_wake: completions from it need no wake-up */
     int skip_self_wake;    /* al_run's driver: it takes the queue right after each callback */
     struct completion *head;
@@ -184,8 +184,8 @@ struct al_call {
     uint32_t id;
     uint32_t fn;       /* index into the run's host table */
     uint64_t start_us; /* monotonic */
-    char *name; /* in the same allocation as the handle */
-    char *args; /* likewise, NUL-terminated */
+    char *name;        /* in the same allocation as the handle */
+    char *args;        /* likewise, NUL-terminated */
     size_t args_len;
     /* resume context of a re-invoked interrupted call (resumed != 0) */
     int resumed;

@@ -240,8 +240,7 @@ static void take_in(struct loop *lp, struct al_run *run)
         lp->runs->prev = run;
     }
     lp->runs = run;
-    struct epoll_event ev = { .events = EPOLLIN,
-                              .data.ptr = (void *)((uintptr_t)run | TAG_WAKE) };
+    struct epoll_event ev = { .events = EPOLLIN, .data.ptr = (void *)((uintptr_t)run | TAG_WAKE) };
     if (epoll_ctl(lp->epfd, EPOLL_CTL_ADD, run->link->wake_fd, &ev) != 0) {
         run_fail_early(st, AL_INTERNAL_ERROR, "epoll_ctl: cannot watch the run");
     } else {
@@ -475,8 +474,7 @@ void al_run_cancel(struct al_run *run)
     }
 }
 
-enum al_code al_run_wait(struct al_run *run, struct al_result **ret_result,
-                         struct al_error *reterr)
+enum al_code al_run_wait(struct al_run *run, struct al_result **ret_result, struct al_error *reterr)
 {
     if (!run || !ret_result) {
         return error_set(reterr, AL_CONFIG_ERROR, "al_run_wait: NULL argument");

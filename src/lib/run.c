@@ -313,8 +313,8 @@ static uint64_t frame_cap(const struct run_state *st, uint8_t type)
     case WIRE_CONSOLE:
         return 1 + 1 + 4 + l[AL_LIMIT_CONSOLE_BYTES] + 256;
     case WIRE_DONE:
-        return 1 + 4 + 4 * 4 + l[AL_LIMIT_RESULT_BYTES] + AL_ERROR_NAME_MAX +
-               AL_ERROR_MESSAGE_MAX + AL_ERROR_STACK_MAX + 8 + 8 + 4;
+        return 1 + 4 + 4 * 4 + l[AL_LIMIT_RESULT_BYTES] + AL_ERROR_NAME_MAX + AL_ERROR_MESSAGE_MAX +
+               AL_ERROR_STACK_MAX + 8 + 8 + 4;
     default:
         return 0;
     }
@@ -326,8 +326,8 @@ static int check_frame_header(const struct run_state *st, const uint8_t *p, size
     if (avail < WIRE_HEADER_BYTES + 1) {
         return 0;
     }
-    uint32_t body = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-                    (uint32_t)p[3] << 24;
+    uint32_t body =
+            (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
     uint64_t cap = frame_cap(st, p[WIRE_HEADER_BYTES]);
     return body <= cap ? 0 : -1; /* an unknown type has cap 0 */
 }
@@ -342,8 +342,7 @@ static void read_frames(struct run_state *st)
         size_t flen;
         if (check_frame_header(st, (const uint8_t *)st->in.data + off, st->in.len - off) != 0) {
             const uint8_t *p = (const uint8_t *)st->in.data + off;
-            if (frame_cap(st, p[WIRE_HEADER_BYTES]) == 0 && p[1] == 0 && p[2] == 0 &&
-                p[3] == 0) {
+            if (frame_cap(st, p[WIRE_HEADER_BYTES]) == 0 && p[1] == 0 && p[2] == 0 && p[3] == 0) {
                 run_fail(st, AL_PROTOCOL_ERROR, "the worker sent an unknown frame type %u",
                          p[WIRE_HEADER_BYTES]);
                 break;
@@ -630,8 +629,7 @@ static enum al_code build_hosts(struct run_state *st, char *msg, size_t msg_len)
         for (size_t j = 0; j < r->nhosts; j++) {
             const struct host_entry *g = &r->hosts[j];
             if (strcmp(g->name, h->name) == 0) {
-                snprintf(msg, msg_len, "the run's host function %s is the runner's too",
-                         h->name);
+                snprintf(msg, msg_len, "the run's host function %s is the runner's too", h->name);
                 return AL_CONFIG_ERROR;
             }
             if (g->group_len == h->group_len && memcmp(g->name, h->name, h->group_len) == 0 &&
@@ -777,8 +775,8 @@ int run_launch(struct run_state *st)
 {
     struct al_result *res = st->res;
     struct al_error lerr;
-    enum al_code lrc = ledger_begin(st->runner, st->opts, st->limits, st->manifest,
-                                    res->stats.seed, res->stats.clock_ms, &st->ledger, &lerr);
+    enum al_code lrc = ledger_begin(st->runner, st->opts, st->limits, st->manifest, res->stats.seed,
+                                    res->stats.clock_ms, &st->ledger, &lerr);
     if (lrc != AL_OK) {
         run_fail_early(st, lrc, lerr.message);
         return -1; /* nothing was invoked */
@@ -1073,8 +1071,7 @@ void run_admission_message(const struct al_runner *runner, int adm, char *msg, s
                  "the run waited %llu ms for one of the runner's %u slots (its queue timeout)",
                  (unsigned long long)runner->queue_timeout_ms, runner->max_runs);
     } else {
-        snprintf(msg, len,
-                 "the runner already has %u runs and %u waiting (its concurrency limit)",
+        snprintf(msg, len, "the runner already has %u runs and %u waiting (its concurrency limit)",
                  runner->max_runs, runner->max_queue);
     }
 }

@@ -51,8 +51,8 @@ struct run_state {
     int admitted;                  /* holds one of the runner's slots */
     enum al_code rc;               /* not AL_OK: no result (al_run returns it, with err) */
     struct al_error err;
-    int64_t last_clock_ms;         /* the guest clock of the last answer sent */
-    uint64_t wake_at_us;           /* run_step's next deadline, monotonic */
+    int64_t last_clock_ms; /* the guest clock of the last answer sent */
+    uint64_t wake_at_us;   /* run_step's next deadline, monotonic */
     struct worker_proc proc;
     struct run_link *link;
     struct buf in;

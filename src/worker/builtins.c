@@ -100,8 +100,7 @@ static int check_transfer(JSContext *ctx, JSValueConst options)
     return rc;
 }
 
-static JSValue structured_clone(JSContext *ctx, JSValueConst this_val, int argc,
-                                JSValueConst *argv)
+static JSValue structured_clone(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
 {
     (void)this_val;
     struct worker *w = JS_GetContextOpaque(ctx);

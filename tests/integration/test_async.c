@@ -531,14 +531,14 @@ static void on_event(const struct al_event *ev, void *ud)
                  (int)ev->text_len, ev->text);
         break;
     case AL_EVENT_CALL_START:
-        snprintf(line, sizeof line, "start #%u %s %.*s\n", ev->seq, ev->function,
-                 (int)ev->args_len, ev->args);
+        snprintf(line, sizeof line, "start #%u %s %.*s\n", ev->seq, ev->function, (int)ev->args_len,
+                 ev->args);
         break;
     case AL_EVENT_CALL_END:
         snprintf(line, sizeof line, "end #%u %s %s%s%.*s\n", ev->seq, ev->function,
-                 ev->outcome == AL_CALL_RETURNED   ? "returned"
-                 : ev->outcome == AL_CALL_THREW    ? "threw"
-                                                   : "interrupted",
+                 ev->outcome == AL_CALL_RETURNED ? "returned"
+                 : ev->outcome == AL_CALL_THREW  ? "threw"
+                                                 : "interrupted",
                  ev->text_len ? " " : "", (int)ev->text_len, ev->text);
         log->call_ends++;
         log->total_duration_us += ev->duration_us;
@@ -640,8 +640,9 @@ static void test_texts_are_utf8_with_lengths(void **state)
     enum al_console_level level;
     const char *t = al_result_console_text(res, 0, &level, &len);
     assert_int_equal(len, 5);
-    assert_memory_equal(t, "a\xEF\xBF\xBD"
-                           "b",
+    assert_memory_equal(t,
+                        "a\xEF\xBF\xBD"
+                        "b",
                         5);
     t = al_result_console_text(res, 1, &level, &len);
     assert_int_equal(len, 3);
@@ -742,14 +743,14 @@ static void test_lying_worker_stats(void **state)
     memcpy(buf, ready_frame, sizeof ready_frame);
     n += sizeof ready_frame;
     size_t start = n;
-    n += 4;                            /* the length, patched below */
-    buf[n++] = 18;                     /* DONE */
-    n += put_u32(buf + n, 0);          /* AL_OK */
-    n += put_u32(buf + n, 1);          /* value "1" */
+    n += 4;                   /* the length, patched below */
+    buf[n++] = 18;            /* DONE */
+    n += put_u32(buf + n, 0); /* AL_OK */
+    n += put_u32(buf + n, 1); /* value "1" */
     buf[n++] = '1';
-    n += put_u32(buf + n, 0);          /* name */
-    n += put_u32(buf + n, 0);          /* message */
-    n += put_u32(buf + n, 0);          /* stack */
+    n += put_u32(buf + n, 0);                      /* name */
+    n += put_u32(buf + n, 0);                      /* message */
+    n += put_u32(buf + n, 0);                      /* stack */
     n += put_u64(buf + n, 9200000000000000000ull); /* "cpu_us" */
     n += put_u64(buf + n, UINT64_MAX / 2);         /* "peak" */
     n += put_u32(buf + n, 0);
@@ -852,8 +853,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_logical_clock),
         cmocka_unit_test(test_texts_are_utf8_with_lengths),
         cmocka_unit_test(test_killed_run_reports_cpu),
-        cmocka_unit_test_setup_teardown(test_lying_worker_stats, setup_fake_dir,
-                                        teardown_fake_dir),
+        cmocka_unit_test_setup_teardown(test_lying_worker_stats, setup_fake_dir, teardown_fake_dir),
         cmocka_unit_test(test_oversized_frame_refused_at_header),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

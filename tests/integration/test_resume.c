@@ -1300,7 +1300,7 @@ static void test_modules_resume(void **state)
 
 /* ------------------------------------------------------------ host memory */
 
-#define PEAK_RSS_CHILD "--peak-rss-child"
+#define PEAK_RSS_CHILD   "--peak-rss-child"
 #define PEAK_RSS_MAX_KIB (48 * 1024)
 
 static void host_null(struct al_call *call, void *ud)

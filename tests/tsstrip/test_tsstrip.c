@@ -578,13 +578,13 @@ static void test_transform(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_erase_annotations),    cmocka_unit_test(test_erase_functions),
-        cmocka_unit_test(test_erase_arrows),         cmocka_unit_test(test_erase_classes),
-        cmocka_unit_test(test_erase_declarations),   cmocka_unit_test(test_erase_modules),
-        cmocka_unit_test(test_erase_expressions),    cmocka_unit_test(test_javascript_unchanged),
-        cmocka_unit_test(test_literal_pairs),        cmocka_unit_test(test_positions),
-        cmocka_unit_test(test_refuse_non_erasable),  cmocka_unit_test(test_syntax_errors),
-        cmocka_unit_test(test_limits_and_arguments), cmocka_unit_test(test_transform),
+        cmocka_unit_test(test_erase_annotations),     cmocka_unit_test(test_erase_functions),
+        cmocka_unit_test(test_erase_arrows),          cmocka_unit_test(test_erase_classes),
+        cmocka_unit_test(test_erase_declarations),    cmocka_unit_test(test_erase_modules),
+        cmocka_unit_test(test_erase_expressions),     cmocka_unit_test(test_javascript_unchanged),
+        cmocka_unit_test(test_literal_pairs),         cmocka_unit_test(test_positions),
+        cmocka_unit_test(test_refuse_non_erasable),   cmocka_unit_test(test_syntax_errors),
+        cmocka_unit_test(test_limits_and_arguments),  cmocka_unit_test(test_transform),
         cmocka_unit_test(test_erase_type_assertions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
