@@ -294,18 +294,19 @@ static void *loop_main(void *arg)
                 continue;
             }
             struct al_run *run = (struct al_run *)((uintptr_t)p & ~(uintptr_t)TAG_MASK);
-            if ((uintptr_t)p & TAG_WAKE) {
-                drain(run->link->wake_fd);
-            }
             /* A run finished by an earlier event of this batch is no longer registered, and its
              * handle may be gone: look it up on the list before touching it. */
             struct al_run *r = lp->runs;
             while (r && r != run) {
                 r = r->next;
             }
-            if (r) {
-                advance(lp, r);
+            if (!r) {
+                continue;
             }
+            if ((uintptr_t)p & TAG_WAKE) {
+                drain(r->link->wake_fd);
+            }
+            advance(lp, r);
         }
         pthread_mutex_lock(&lp->mu);
         struct al_run *in = lp->inbox;

@@ -800,6 +800,7 @@ static void test_oversized_frame_refused_at_header(void **state)
         dup2(fds[1], 1);
         close(fds[0]);
         close(fds[1]);
+        setenv("ASAN_OPTIONS", "quarantine_size_mb=0:thread_local_quarantine_size_kb=0", 1);
         execl("/proc/self/exe", "integration_async", OVERSIZED_CHILD, (char *)NULL);
         _exit(127);
     }

@@ -27,6 +27,7 @@ HANG = 20
 KNOWN_BUGS = {}
 
 CLI = WORKER = None
+SANITIZE = False
 TMP = None
 
 
@@ -1285,6 +1286,15 @@ def test_readme_c_example_builds_and_runs():
     with open(os.path.join(d, "orders.c"), "w") as f:
         f.write(src)
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRLOCK_")}
+    if SANITIZE:
+        # a sanitized library links only into a sanitized program: the README's `cc` line runs
+        # as written, through a `cc` that adds the flags
+        bindir = os.path.join(d, "cc-wrap")
+        os.mkdir(bindir)
+        with open(os.path.join(bindir, "cc"), "w") as f:
+            f.write(f'#!/bin/sh\nexec {shutil.which("cc")} -fsanitize=address,undefined "$@"\n')
+        os.chmod(os.path.join(bindir, "cc"), 0o755)
+        env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
     p = subprocess.run(["sh", "-e", "-c", how], cwd=d, env=env, capture_output=True, timeout=120)
     out = p.stdout.decode()
     check(p.returncode == 0, f"exit {p.returncode}: {out!r} {p.stderr.decode()!r}")
@@ -1460,12 +1470,14 @@ def test_readable_output_escapes_controls():
 # ------------------------------------------------------------------ main
 
 def main():
-    global CLI, WORKER, TMP
+    global CLI, WORKER, TMP, SANITIZE
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", required=True)
     ap.add_argument("--worker", required=True)
     ap.add_argument("-k", default="")
+    ap.add_argument("--sanitize", action="store_true", help="the build uses ASan and UBSan")
     a = ap.parse_args()
+    SANITIZE = a.sanitize
     CLI, WORKER = os.path.abspath(a.cli), os.path.abspath(a.worker)
     TMP = tempfile.mkdtemp(prefix="airlock-cli-")
     tests = [(n, f) for n, f in sorted(globals().items())
