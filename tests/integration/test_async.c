@@ -26,6 +26,8 @@
 
 #include "airlock.h"
 
+#include "procinfo.h"
+
 static const char key[] = "0123456789abcdef0123456789abcdef-async-test-key";
 
 /* ------------------------------------------------------------ helpers */
@@ -792,29 +794,8 @@ static int oversized_child(void)
 static void test_oversized_frame_refused_at_header(void **state)
 {
     (void)state;
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        close(fds[1]);
-        setenv("ASAN_OPTIONS", "quarantine_size_mb=0:thread_local_quarantine_size_kb=0", 1);
-        execl("/proc/self/exe", "integration_async", OVERSIZED_CHILD, (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    char out[128] = "";
-    size_t got = 0;
-    ssize_t r;
-    while (got < sizeof out - 1 && (r = read(fds[0], out + got, sizeof out - 1 - got)) > 0) {
-        got += (size_t)r;
-    }
-    close(fds[0]);
-    int status = 0;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    char out[128];
+    assert_int_equal(procinfo_run_self(OVERSIZED_CHILD, out, sizeof out), 0);
     char code[64];
     long kib = 0;
     assert_int_equal(sscanf(out, "%63s %ld", code, &kib), 2);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 int procinfo_count_fds(void)
@@ -77,4 +78,39 @@ long procinfo_peak_rss_kib(pid_t pid)
     }
     fclose(f);
     return kib;
+}
+
+int procinfo_run_self(const char *arg, char *out, size_t cap)
+{
+    int fds[2];
+    if (cap == 0 || pipe(fds) != 0) {
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        setenv("ASAN_OPTIONS", "quarantine_size_mb=0:thread_local_quarantine_size_kb=0", 1);
+        execl("/proc/self/exe", "procinfo-child", arg, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t got = 0;
+    ssize_t n;
+    while (got < cap - 1 && (n = read(fds[0], out + got, cap - 1 - got)) > 0) {
+        got += (size_t)n;
+    }
+    out[got] = '\0';
+    close(fds[0]);
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
+        return -1;
+    }
+    return WEXITSTATUS(status);
 }
