@@ -47,6 +47,7 @@ struct workload {
     int iterations;
     int warmup;
     int pace_ms; /* a pause before each run (not timed): 0 runs them back to back */
+    int async;   /* through al_run_start + al_run_wait (the runner's event thread) */
 };
 
 /* Host calls of the memory measurement, held until every run is parked. */
@@ -194,14 +195,28 @@ static double p99_of(const double *sorted, int n)
 }
 
 /* One al_run; on success writes its wall time in ms. Failures are reported on stderr. */
+/* The asynchronous form of al_run, as a server uses it: start, then collect the result. */
+static enum al_code run_async(struct al_runner *runner, const struct al_run_opts *opts,
+                              struct al_result **ret_res, struct al_error *err)
+{
+    struct al_run *run = NULL;
+    enum al_code rc = al_run_start(runner, opts, NULL, NULL, &run, err);
+    if (rc == AL_OK) {
+        rc = al_run_wait(run, ret_res, err);
+        al_run_release(run);
+    }
+    return rc;
+}
+
 static int run_once(struct al_runner *runner, const struct al_run_opts *opts, const char *expect,
-                    double *ret_ms)
+                    int async, double *ret_ms)
 {
     struct al_result *res = NULL;
     struct al_error err = { 0 };
     int ret = -1;
     uint64_t t0 = now_ns();
-    enum al_code rc = al_run(runner, opts, &res, &err);
+    enum al_code rc =
+            async ? run_async(runner, opts, &res, &err) : al_run(runner, opts, &res, &err);
     uint64_t t1 = now_ns();
     if (rc != AL_OK) {
         fprintf(stderr, "airlock_bench: al_run: %s: %s\n", al_code_name(rc), err.message);
@@ -247,7 +262,7 @@ static int bench_latency(struct al_runner *runner, const struct workload *w, dou
         goto out;
     }
     for (int i = 0; i < w->warmup; i++) {
-        if (run_once(runner, opts, w->expect, NULL) != 0) {
+        if (run_once(runner, opts, w->expect, w->async, NULL) != 0) {
             goto out;
         }
     }
@@ -255,7 +270,7 @@ static int bench_latency(struct al_runner *runner, const struct workload *w, dou
         if (w->pace_ms) {
             sleep_ms(w->pace_ms);
         }
-        if (run_once(runner, opts, w->expect, &samples[i]) != 0) {
+        if (run_once(runner, opts, w->expect, w->async, &samples[i]) != 0) {
             goto out;
         }
     }
@@ -469,7 +484,7 @@ static void *loop_main(void *p)
         return NULL;
     }
     while (now_ns() < a->deadline_ns) {
-        if (run_once(a->runner, opts, a->expect, NULL) != 0) {
+        if (run_once(a->runner, opts, a->expect, 0, NULL) != 0) {
             a->failed = 1;
             break;
         }
@@ -607,7 +622,7 @@ static void *park_main(void *p)
 {
     struct loop_arg *a = p;
     struct al_run_opts *opts = opts_for(a->src);
-    a->failed = !opts || run_once(a->runner, opts, a->expect, NULL) != 0;
+    a->failed = !opts || run_once(a->runner, opts, a->expect, 0, NULL) != 0;
     al_run_opts_free(opts);
     return NULL;
 }
@@ -808,23 +823,25 @@ int main(int argc, char **argv)
     }
 
     const struct workload w[] = {
-        { "W1", "return 1+1", "return 1+1", "2", 200, 10, 0 },
+        { "W1", "return 1+1", "return 1+1", "2", 200, 10, 0, 0 },
         { "W2", "one awaited host call", "return (await store.get(\"k1\")).value;", "42", 200, 10,
-          0 },
+          0, 0 },
         { "W3", "100 sequential awaited host calls",
           "let s = 0;\nfor (let i = 0; i < 100; i++) {\n"
           "    s += (await store.get(\"k\" + i)).value;\n}\nreturn s;",
-          "4200", 50, 3, 0 },
+          "4200", 50, 3, 0, 0 },
         { "W4", "recursive fib(27)",
           "function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }\nreturn fib(27);",
-          "196418", 20, 2, 0 },
+          "196418", 20, 2, 0, 0 },
         { "W5", "host returns 1,000 orders, guest totals them",
           "const orders = await store.orders();\nlet total = 0;\n"
           "for (const o of orders) { total += o.amount; }\nreturn total;",
-          orders.total, 50, 3, 0 },
-        { "W1p", "return 1+1, one run every 10 ms", "return 1+1", "2", 100, 10, 10 },
+          orders.total, 50, 3, 0, 0 },
+        { "W1p", "return 1+1, one run every 10 ms", "return 1+1", "2", 100, 10, 10, 0 },
         { "W2p", "one awaited host call, one run every 10 ms",
-          "return (await store.get(\"k1\")).value;", "42", 100, 10, 10 },
+          "return (await store.get(\"k1\")).value;", "42", 100, 10, 10, 0 },
+        { "W2a", "W2 through al_run_start and al_run_wait (the runner's event thread)",
+          "return (await store.get(\"k1\")).value;", "42", 200, 10, 0, 1 },
     };
     for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
         struct workload wl = w[i];

@@ -159,6 +159,12 @@ if "FLOOR" in a:
                  f"(median of {f['forks']}); a first write to a fresh 4 KiB page "
                  f"{f['page_fault_us']:.1f} us; a one-byte round trip over a Unix socket between "
                  f"two processes {f['socket_round_trip_us']:.1f} us.")
+if "W2a" in a:
+    lines.append("")
+    lines.append(f"W2a, {get(a, 'W2a', 'desc')}: median {ms(get(a, 'W2a', 'median_ms'))} ms, "
+                 f"p99 {ms(get(a, 'W2a', 'p99_ms'))} ms ({get(a, 'W2a', 'iterations')} runs), "
+                 f"{ratio(get(a, 'W2a', 'median_ms'), get(a, 'W2', 'median_ms'))}x W2's median "
+                 f"through al_run.")
 if "W8" in a:
     lines.append("")
     lines.append(f"W8, {get(a, 'W8', 'desc')}: airlock strips it natively in "
