@@ -348,7 +348,9 @@ AL_NODISCARD AL_API enum al_code al_runner_new(const struct al_config *config,
                                                struct al_error *reterr);
 /* Frees a runner, killing its warm workers; NULL is fine. No al_run may be in progress; runs
  * started with al_run_start that are not over yet are cancelled, and their results delivered,
- * before it returns. */
+ * before it returns. Called from a host function or callback of one of the runner's own
+ * asynchronous runs (on its event thread), it does nothing: that thread cannot wait for
+ * itself. */
 AL_API void al_runner_free(struct al_runner *runner);
 
 /* ---------------------------------------------------------------- one run */
@@ -477,8 +479,9 @@ AL_API void al_run_opts_set_event_callback(struct al_run_opts *opts, al_event_fn
 
 /* The guest's clock (Date.now(), new Date()) after each host answer: AL_CLOCK_WALL (default)
  * moves it to the wall time of the answer; AL_CLOCK_LOGICAL moves it by exactly `step_ms`
- * (at least 1) per answer, so a guest cannot time anything with it and a seeded run sees the
- * same clock every time. AL_CONFIG_ERROR for an unknown mode or a zero step. */
+ * (at least 1) per answer, so a guest cannot time anything with it, and a run with a fixed
+ * seed and start (al_run_opts_set_seed, al_run_opts_set_clock) sees the same clock every time.
+ * AL_CONFIG_ERROR for an unknown mode or a zero step. */
 enum al_clock_mode {
     AL_CLOCK_WALL = 0,
     AL_CLOCK_LOGICAL = 1,
@@ -612,13 +615,17 @@ AL_NODISCARD AL_API enum al_code al_run_start(struct al_runner *runner,
  */
 AL_API void al_run_cancel(struct al_run *run);
 /* Waits for a run started without `done` and hands its result over (*ret_result, to free with
- * al_result_free); a second wait, or a run with `done`, returns AL_CONFIG_ERROR. */
+ * al_result_free); a second wait, a run with `done`, or a wait on the runner's event thread
+ * (from a host function or callback, where it would never end) returns AL_CONFIG_ERROR. Never
+ * call the blocking al_run from that thread either. */
 AL_NODISCARD AL_API enum al_code al_run_wait(struct al_run *run, struct al_result **ret_result,
                                              struct al_error *reterr);
 /* The run's id (as al_call_run_id gives it); borrowed from the handle. */
 AL_API const char *al_run_id(const struct al_run *run);
 /* Gives the handle up; the run goes on (cancel it first to stop it) and its result is still
- * delivered to `done`, or freed when nobody will wait for it. NULL is fine. */
+ * delivered to `done`, or freed when nobody will wait for it. NULL is fine. No other thread may
+ * be using the handle (al_run_cancel included) once it is released: an application that
+ * cancels from another thread keeps the handle until both are done with it. */
 AL_API void al_run_release(struct al_run *run);
 
 #ifdef __cplusplus

@@ -835,7 +835,9 @@ static int catch_signals(void)
     return 0;
 }
 
-/* The run itself, blocking until it ends or a signal cancels it. */
+/* The run itself, blocking until it ends or a signal cancels it. The handle is never released:
+ * a signal handled on another thread at the very end may still cancel it - a no-op once the
+ * run is over, and safe only while the handle lives, which is until the command exits. */
 static enum al_code execute(struct al_runner *runner, const struct al_run_opts *opts,
                             struct al_result **ret_res, struct al_error *reterr)
 {
@@ -848,10 +850,7 @@ static enum al_code execute(struct al_runner *runner, const struct al_run_opts *
     if (got_signal) {
         al_run_cancel(run); /* a signal that came before the handler could see the run */
     }
-    rc = al_run_wait(run, ret_res, reterr);
-    current_run = NULL;
-    al_run_release(run);
-    return rc;
+    return al_run_wait(run, ret_res, reterr);
 }
 
 /* 0 completed, 3 interrupted, 1 failed - except CONFIG_ERROR (the command line or the setup

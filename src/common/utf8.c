@@ -72,11 +72,16 @@ char *utf8_valid_dup(const char *text, size_t len, unsigned flags, size_t *ret_l
         *ret_len = len;
         return out;
     }
+    /* The copy is never longer than the text: the bounds that limited the text (console,
+     * error texts) bound the copy too, so a replacement that does not fit ends it. */
     size_t o = 0;
     i = 0;
     while (i < len) {
         size_t n = seq_len(s + i, len - i);
         if (n > 0) {
+            if (o + n > len) {
+                break;
+            }
             memcpy(out + o, s + i, n);
             o += n;
             i += n;
@@ -93,6 +98,9 @@ char *utf8_valid_dup(const char *text, size_t len, unsigned flags, size_t *ret_l
             i += 3;
         } else {
             i += 1;
+        }
+        if (o + 3 > len) {
+            break;
         }
         memcpy(out + o, "\xEF\xBF\xBD", 3);
         o += 3;

@@ -231,6 +231,8 @@ void supervisor_reap(struct worker_proc *proc, int kill_first, int *ret_status);
 /* loop.c: the runner's event thread for al_run_start; stops it after cancelling its runs. */
 struct loop;
 void loop_free(struct loop *loop);
+/* 1 on the loop's own thread (where a wait for one of its runs would never end). */
+int loop_is_current(const struct loop *loop);
 
 /* pool.c */
 enum al_code pool_new(const char *path, int no_jail, unsigned warm, struct pool **ret_pool,

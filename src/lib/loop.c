@@ -13,10 +13,14 @@
  *
  * A handle (struct al_run) has two owners: the caller until al_run_release, and the loop
  * until it has delivered the result. The run's link keeps its eventfd open for as long as the
- * handle lives, so al_run_cancel never writes to a descriptor that was closed or reused.
+ * handle lives, so al_run_cancel never writes to a descriptor that was closed or reused. A run
+ * that finishes is put on a list freed after the batch of events it finished in, so a later
+ * event of the same batch for it is recognised (run->over) without a search.
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -49,7 +53,9 @@ struct al_run {
     uint64_t queue_deadline_us; /* 0: wait as long as it takes */
     uint32_t sock_events;       /* registered for the worker's socket; 0: not registered */
     int wake_registered;
-    struct al_run *next; /* the loop's list, or its inbox */
+    int finished;            /* delivered: only freeing is left (loop thread only) */
+    struct al_result *spare; /* a failed result kept for when even that cannot be allocated */
+    struct al_run *next;     /* the loop's list, or its inbox */
     struct al_run *prev;
     char run_id[AL_RUN_ID_MAX + 1];
     /* the handle's side, under mu */
@@ -70,7 +76,8 @@ struct loop {
     struct al_run *inbox;
     struct al_run **inbox_tail;
     int stopping;
-    struct al_run *runs; /* owned by the loop thread */
+    struct al_run *runs;     /* owned by the loop thread */
+    struct al_run *finished; /* delivered this batch: the loop's reference goes after it */
 };
 
 static void run_unref(struct al_run *run)
@@ -82,6 +89,7 @@ static void run_unref(struct al_run *run)
         return;
     }
     al_result_free(run->result);
+    al_result_free(run->spare);
     host_link_unref(run->link);
     runner_waiter_free(run->waiter);
     al_run_opts_free(run->opts);
@@ -146,20 +154,20 @@ static void finish(struct loop *lp, struct al_run *run)
         epoll_ctl(lp->epfd, EPOLL_CTL_DEL, run->link->wake_fd, NULL);
         run->wake_registered = 0;
     }
-    if (run->phase == PHASE_WAITING && runner_admit_cancel(lp->runner, run->waiter)) {
-        run->st.admitted = 1; /* granted meanwhile: the slot is given back by run_deliver */
-    }
     run_conclude(&run->st);
     struct al_result *res = NULL;
     struct al_error err = { 0 };
     if (run_deliver(&run->st, &res, &err) != AL_OK) {
         res = failed_result(run, &err);
+        if (!res) {
+            res = run->spare; /* out of memory: the result made when the run started */
+            run->spare = NULL;
+        }
     }
     unlink_run(lp, run);
+    run->finished = 1;
     if (run->done) {
-        if (res) {
-            run->done(run, res, run->done_userdata);
-        }
+        run->done(run, res, run->done_userdata);
     } else {
         pthread_mutex_lock(&run->mu);
         run->result = res;
@@ -172,7 +180,8 @@ static void finish(struct loop *lp, struct al_run *run)
         run->over = 1;
         pthread_mutex_unlock(&run->mu);
     }
-    run_unref(run);
+    run->next = lp->finished; /* the loop's reference goes once this batch is handled */
+    lp->finished = run;
 }
 
 static void watch_socket(struct loop *lp, struct al_run *run)
@@ -193,6 +202,9 @@ static void watch_socket(struct loop *lp, struct al_run *run)
 /* Moves a run on as far as it goes now. */
 static void advance(struct loop *lp, struct al_run *run)
 {
+    if (run->finished) {
+        return; /* an event of this batch that came after the run's end */
+    }
     struct run_state *st = &run->st;
     if (run->phase == PHASE_WAITING) {
         int cancelled = atomic_load(&st->link->cancelled);
@@ -231,7 +243,7 @@ static void advance(struct loop *lp, struct al_run *run)
 }
 
 /* A run from the inbox: admission, then its first step. */
-static void take_in(struct loop *lp, struct al_run *run)
+static void take_in(struct loop *lp, struct al_run *run, int stopping)
 {
     struct run_state *st = &run->st;
     run->next = lp->runs;
@@ -242,11 +254,13 @@ static void take_in(struct loop *lp, struct al_run *run)
     lp->runs = run;
     struct epoll_event ev = { .events = EPOLLIN, .data.ptr = (void *)((uintptr_t)run | TAG_WAKE) };
     if (epoll_ctl(lp->epfd, EPOLL_CTL_ADD, run->link->wake_fd, &ev) != 0) {
-        run_fail_early(st, AL_INTERNAL_ERROR, "epoll_ctl: cannot watch the run");
+        if (!st->done) {
+            run_fail_early(st, AL_INTERNAL_ERROR, "epoll_ctl: cannot watch the run");
+        }
     } else {
         run->wake_registered = 1;
     }
-    if (!st->done && lp->stopping) {
+    if (!st->done && stopping) {
         run_fail_early(st, AL_ABORTED, "the runner is being freed");
     }
     if (!st->done && atomic_load(&st->link->cancelled)) {
@@ -293,20 +307,16 @@ static void *loop_main(void *arg)
                 drain(lp->wake_fd);
                 continue;
             }
+            /* A run finished by an earlier event of this batch is still allocated (its loop
+             * reference goes after the batch) and says so: advance passes it by. */
             struct al_run *run = (struct al_run *)((uintptr_t)p & ~(uintptr_t)TAG_MASK);
-            /* A run finished by an earlier event of this batch is no longer registered, and its
-             * handle may be gone: look it up on the list before touching it. */
-            struct al_run *r = lp->runs;
-            while (r && r != run) {
-                r = r->next;
-            }
-            if (!r) {
+            if (run->finished) {
                 continue;
             }
             if ((uintptr_t)p & TAG_WAKE) {
-                drain(r->link->wake_fd);
+                drain(run->link->wake_fd);
             }
-            advance(lp, r);
+            advance(lp, run);
         }
         pthread_mutex_lock(&lp->mu);
         struct al_run *in = lp->inbox;
@@ -316,7 +326,7 @@ static void *loop_main(void *arg)
         pthread_mutex_unlock(&lp->mu);
         while (in) {
             struct al_run *next = in->next;
-            take_in(lp, in);
+            take_in(lp, in, stopping);
             in = next;
         }
         /* Deadlines: step every run whose time has come; sleep until the earliest other. */
@@ -331,10 +341,20 @@ static void *loop_main(void *arg)
             uint64_t due = r->phase == PHASE_WAITING ? r->queue_deadline_us : r->st.wake_at_us;
             if (due && due <= now) {
                 advance(lp, r);
-            } else if (due && due < earliest) {
+                /* the step set the run's next deadline: it counts like any other */
+                due = r->finished                 ? 0
+                      : r->phase == PHASE_WAITING ? r->queue_deadline_us
+                                                  : r->st.wake_at_us;
+            }
+            if (due && due < earliest) {
                 earliest = due;
             }
             r = next;
+        }
+        while (lp->finished) {
+            struct al_run *done = lp->finished;
+            lp->finished = done->next;
+            run_unref(done);
         }
         if (stopping && !lp->runs) {
             pthread_mutex_lock(&lp->mu);
@@ -348,7 +368,8 @@ static void *loop_main(void *arg)
             timeout_ms = -1;
         } else {
             now = clock_mono_us();
-            timeout_ms = earliest <= now ? 0 : (int)((earliest - now + 999) / 1000);
+            uint64_t wait_ms = earliest <= now ? 0 : (earliest - now + 999) / 1000;
+            timeout_ms = wait_ms > INT_MAX ? INT_MAX : (int)wait_ms; /* woken again to re-check */
         }
     }
     return NULL;
@@ -370,7 +391,13 @@ static struct loop *loop_new(struct al_runner *runner)
         pthread_mutex_init(&lp->mu, NULL) != 0) {
         goto fail;
     }
-    if (pthread_create(&lp->thread, NULL, loop_main, lp) != 0) {
+    /* The thread takes no signals: an application's handlers run on its own threads. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int created = pthread_create(&lp->thread, NULL, loop_main, lp);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (created != 0) {
         pthread_mutex_destroy(&lp->mu);
         goto fail;
     }
@@ -384,6 +411,11 @@ fail:
     }
     free(lp);
     return NULL;
+}
+
+int loop_is_current(const struct loop *lp)
+{
+    return lp && pthread_equal(pthread_self(), lp->thread);
 }
 
 void loop_free(struct loop *lp)
@@ -447,7 +479,9 @@ enum al_code al_run_start(struct al_runner *runner, const struct al_run_opts *op
     if (run->st.res) {
         memcpy(run->run_id, run->st.res->run_id, sizeof run->run_id);
     }
-    if (!run->link || !run->waiter) {
+    struct al_error oom = { .code = AL_INTERNAL_ERROR, .message = "out of memory" };
+    run->spare = failed_result(run, &oom);
+    if (!run->link || !run->waiter || !run->spare) {
         run_conclude(&run->st);
         struct al_error err;
         struct al_result *res = NULL;
@@ -484,17 +518,22 @@ enum al_code al_run_wait(struct al_run *run, struct al_result **ret_result, stru
         return error_set(reterr, AL_CONFIG_ERROR,
                          "al_run_wait: the run delivers its result to its done callback");
     }
+    if (loop_is_current(run->loop)) {
+        return error_set(reterr, AL_CONFIG_ERROR,
+                         "al_run_wait: called on the runner's event thread, which the run needs");
+    }
     pthread_mutex_lock(&run->mu);
+    while (!run->over && !run->taken) {
+        pthread_cond_wait(&run->cv, &run->mu);
+    }
     if (run->taken) {
         pthread_mutex_unlock(&run->mu);
         return error_set(reterr, AL_CONFIG_ERROR, "al_run_wait: the result was already taken");
     }
-    while (!run->over) {
-        pthread_cond_wait(&run->cv, &run->mu);
-    }
     struct al_result *res = run->result;
     run->result = NULL;
     run->taken = 1;
+    pthread_cond_broadcast(&run->cv); /* another waiter learns it was taken */
     pthread_mutex_unlock(&run->mu);
     if (!res) {
         return error_set(reterr, AL_INTERNAL_ERROR, "out of memory for the result");

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -178,7 +179,12 @@ enum al_code pool_new(const char *path, int no_jail, unsigned warm, struct pool 
     pthread_cond_init(&p->cond, NULL);
     pthread_cond_init(&p->ready, NULL);
     if (warm > 0) {
+        /* The thread takes no signals: an application's handlers run on its own threads. */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
         int err = pthread_create(&p->thread, NULL, pool_main, p);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
         if (err != 0) {
             pool_free(p);
             return error_set_errno(reterr, AL_INTERNAL_ERROR, err,

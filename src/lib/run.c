@@ -15,6 +15,7 @@
 #include "run.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -332,6 +333,22 @@ static int check_frame_header(const struct run_state *st, const uint8_t *p, size
     return body <= cap ? 0 : -1; /* an unknown type has cap 0 */
 }
 
+/* Walks the frame headers that arrived since the last walk: 0 once one is above its type's
+ * cap, so a worker that keeps the socket full cannot make the host buffer an oversized frame. */
+static int headers_within_caps(struct run_state *st)
+{
+    while (st->in_checked + WIRE_HEADER_BYTES + 1 <= st->in.len) {
+        const uint8_t *p = (const uint8_t *)st->in.data + st->in_checked;
+        if (check_frame_header(st, p, st->in.len - st->in_checked) != 0) {
+            return 0;
+        }
+        uint32_t body =
+                (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+        st->in_checked += WIRE_HEADER_BYTES + (size_t)body;
+    }
+    return 1;
+}
+
 /* Parses every complete frame in st->in. */
 static void read_frames(struct run_state *st)
 {
@@ -427,6 +444,7 @@ static void read_frames(struct run_state *st)
     if (off > 0) {
         memmove(st->in.data, st->in.data + off, st->in.len - off);
         st->in.len -= off;
+        st->in_checked = st->in_checked > off ? st->in_checked - off : 0;
     }
 }
 
@@ -442,9 +460,9 @@ void run_emit_answer(struct run_state *st, uint32_t id, uint8_t kind, int64_t cl
     }
     wire_end(&st->out, start);
     st->frames_sent++;
-    st->last_clock_ms = clock_ms;
     if (kind != WIRE_ANSWER_INTERRUPT) {
-        st->in_flight--; /* an interrupted call stays in flight for the worker too */
+        st->last_clock_ms = clock_ms; /* an interruption carries no clock (it is sent as 0) */
+        st->in_flight--;              /* an interrupted call stays in flight for the worker too */
         struct al_error err;
         if (ledger_on_answer(st->ledger, id, kind, clock_ms, payload, len, &err) != AL_OK) {
             run_fail(st, AL_INTERNAL_ERROR, "%s", err.message);
@@ -465,6 +483,10 @@ static void send_answers(struct run_state *st)
             break;
         }
         if (st->opts->event_fn && c->fn < st->nhosts) {
+            /* the host's own message, held to the same promise as the guest's texts */
+            size_t tlen = 0;
+            char *text = c->kind == WIRE_ANSWER_THROW ? utf8_valid_dup(c->payload, c->len, 0, &tlen)
+                                                      : NULL;
             struct al_event ev = {
                 .kind = AL_EVENT_CALL_END,
                 .seq = c->id,
@@ -473,10 +495,11 @@ static void send_answers(struct run_state *st)
                            : c->kind == WIRE_ANSWER_INTERRUPT ? AL_CALL_INTERRUPTED
                                                               : AL_CALL_RETURNED,
                 .duration_us = clock_mono_us() - c->start_us,
-                .text = c->kind == WIRE_ANSWER_THROW ? c->payload : "",
-                .text_len = c->kind == WIRE_ANSWER_THROW ? c->len : 0,
+                .text = text ? text : "",
+                .text_len = text ? tlen : 0,
             };
             emit(st, &ev);
+            free(text);
         }
         if (c->kind == WIRE_ANSWER_INTERRUPT) {
             struct ledger_action a;
@@ -583,8 +606,8 @@ static int read_socket(struct run_state *st, int *eof)
         if (n > 0) {
             buf_commit(&st->in, (size_t)n);
             got = 1;
-            if ((size_t)n < 64 * 1024) {
-                return got;
+            if ((size_t)n < 64 * 1024 || !headers_within_caps(st)) {
+                return got; /* a frame above its cap stops the reading; read_frames says why */
             }
             continue;
         }
@@ -1021,7 +1044,8 @@ static void drive(struct run_state *st)
             { .fd = st->proc.fd, .events = POLLIN | (st->out.len ? POLLOUT : 0) },
             { .fd = st->link->wake_fd, .events = POLLIN },
         };
-        int pr = poll(pfd, 2, (int)((wait_us + 999) / 1000));
+        uint64_t wait_ms = (wait_us + 999) / 1000;
+        int pr = poll(pfd, 2, wait_ms > INT_MAX ? INT_MAX : (int)wait_ms); /* re-checked then */
         if (pr < 0 && errno != EINTR) {
             run_fail(st, AL_INTERNAL_ERROR, "poll: %s", strerror(errno));
             return;

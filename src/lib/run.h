@@ -56,6 +56,7 @@ struct run_state {
     struct worker_proc proc;
     struct run_link *link;
     struct buf in;
+    size_t in_checked; /* frames of `in` before this offset have headers within their caps */
     struct buf out;
     size_t out_off;
     struct al_result *res;

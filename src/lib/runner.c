@@ -804,6 +804,9 @@ void al_runner_free(struct al_runner *runner)
     if (!runner) {
         return;
     }
+    if (loop_is_current(runner->loop)) {
+        return; /* from a callback of its own runner: refused (airlock.h) */
+    }
     loop_free(runner->loop); /* ends the asynchronous runs first: they use the pool */
     pthread_mutex_destroy(&runner->loop_mu);
     pool_free(runner->pool);

@@ -628,6 +628,116 @@ static void test_logical_clock(void **state)
     al_config_free(c);
 }
 
+/* An interruption carries no clock: the logical clock goes on from the last real answer. */
+static void test_logical_clock_across_an_interruption(void **state)
+{
+    (void)state;
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_add_host(c, "h.echo", host_echo, NULL, 0), AL_OK);
+    assert_int_equal(al_config_add_host(c, "pay.approve", host_approve, NULL, 0), AL_OK);
+    assert_int_equal(al_config_set_continuation_key(c, key, strlen(key)), AL_OK);
+    struct al_runner *r = runner_of(c);
+    struct al_run_opts *o = opts_of(
+            "await Promise.all([pay.approve(1),"
+            " h.echo(1).then(() => h.echo(2)).then(() => console.log(String(Date.now())))])");
+    al_run_opts_set_clock(o, 1700000000000);
+    assert_int_equal(al_run_opts_set_clock_mode(o, AL_CLOCK_LOGICAL, 1), AL_OK);
+    struct al_result *res = NULL;
+    assert_int_equal(al_run(r, o, &res, NULL), AL_OK);
+    assert_int_equal(al_result_status(res), AL_STATUS_INTERRUPTED);
+    assert_int_equal(al_result_console_count(res), 1);
+    assert_string_equal(al_result_console_text(res, 0, NULL, NULL), "1700000000002");
+    al_result_free(res);
+    al_run_opts_free(o);
+    al_runner_free(r);
+    al_config_free(c);
+}
+
+struct waiter_arg {
+    struct al_run *run;
+    enum al_code rc;
+    struct al_result *res;
+};
+
+static void *wait_main(void *p)
+{
+    struct waiter_arg *a = p;
+    a->rc = al_run_wait(a->run, &a->res, NULL);
+    return NULL;
+}
+
+/* Two threads wait for one run: one gets the result, the other is told it was taken. */
+static void test_two_waiters(void **state)
+{
+    (void)state;
+    reset_parked();
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_add_host(c, "h.park", host_park, NULL, 0), AL_OK);
+    struct al_runner *r = runner_of(c);
+    struct al_run_opts *o = opts_of("return await h.park()");
+    struct al_run *run = start(r, o);
+    al_run_opts_free(o);
+    struct waiter_arg a = { run, AL_INTERNAL_ERROR, NULL }, b = a;
+    pthread_t ta, tb;
+    assert_int_equal(pthread_create(&ta, NULL, wait_main, &a), 0);
+    assert_int_equal(pthread_create(&tb, NULL, wait_main, &b), 0);
+    wait_parked(1);
+    al_call_return(parked[0], "5", 1);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    assert_true((a.rc == AL_OK && b.rc == AL_CONFIG_ERROR) ||
+                (a.rc == AL_CONFIG_ERROR && b.rc == AL_OK));
+    struct al_result *res = a.rc == AL_OK ? a.res : b.res;
+    expect_json(res, "5");
+    al_result_free(res);
+    al_run_release(run);
+    al_runner_free(r);
+    al_config_free(c);
+}
+
+/* A host function of an asynchronous run that waits for another run would wait forever (the
+ * event thread it blocks is the one the other run needs): it is refused instead. */
+static struct al_run *other_run;
+static enum al_code wait_rc_on_event_thread;
+
+static void host_wait_other(struct al_call *call, void *ud)
+{
+    (void)ud;
+    struct al_result *res = NULL;
+    wait_rc_on_event_thread = al_run_wait(other_run, &res, NULL);
+    al_result_free(res);
+    al_call_return(call, "0", 1);
+}
+
+static void test_wait_on_event_thread_refused(void **state)
+{
+    (void)state;
+    reset_parked();
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_add_host(c, "h.park", host_park, NULL, 0), AL_OK);
+    assert_int_equal(al_config_add_host(c, "h.wait", host_wait_other, NULL, 0), AL_OK);
+    struct al_runner *r = runner_of(c);
+    struct al_run_opts *o = opts_of("return await h.park()");
+    other_run = start(r, o);
+    al_run_opts_free(o);
+    wait_parked(1);
+    o = opts_of("return await h.wait()");
+    struct al_run *run = start(r, o);
+    al_run_opts_free(o);
+    struct al_result *res = wait_for(run);
+    expect_json(res, "0");
+    assert_int_equal(wait_rc_on_event_thread, AL_CONFIG_ERROR);
+    al_result_free(res);
+    al_call_return(parked[0], "1", 1);
+    res = wait_for(other_run); /* the refused wait took nothing */
+    expect_json(res, "1");
+    al_result_free(res);
+    al_run_release(run);
+    al_run_release(other_run);
+    al_runner_free(r);
+    al_config_free(c);
+}
+
 /* Texts handed to C callers are well-formed UTF-8 and carry their lengths. */
 static void test_texts_are_utf8_with_lengths(void **state)
 {
@@ -766,6 +876,36 @@ static void test_lying_worker_stats(void **state)
     al_result_free(res);
 }
 
+/* An asynchronous run on a worker that goes silent after READY, with a CPU limit below the
+ * timeout: the event thread's first wake-up (the CPU check) finds nothing and must still keep
+ * the timeout - the host's deadline is the real one for a worker that never reports. */
+static void test_silent_worker_async_deadline(void **state)
+{
+    (void)state;
+    char script_path[256];
+    snprintf(script_path, sizeof script_path, "%s/silent.sh", fake_dir);
+    FILE *f = fopen(script_path, "w");
+    assert_non_null(f);
+    fprintf(f, "#!/bin/sh\nprintf '\\002\\000\\000\\000\\023\\001' >&3\nsleep 30\n");
+    fclose(f);
+    chmod(script_path, 0755);
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_set_worker_path(c, script_path), AL_OK);
+    assert_int_equal(al_config_set_warm_workers(c, 0), AL_OK);
+    assert_int_equal(al_config_set_limit(c, AL_LIMIT_TIMEOUT_MS, 1000), AL_OK);
+    assert_int_equal(al_config_set_limit(c, AL_LIMIT_CPU_MS, 100), AL_OK);
+    struct al_runner *r = runner_of(c);
+    struct al_run_opts *o = opts_of("return 1");
+    struct al_run *run = start(r, o);
+    al_run_opts_free(o);
+    struct al_result *res = wait_for(run);
+    expect_code(res, AL_TIMEOUT);
+    al_result_free(res);
+    al_run_release(run);
+    al_runner_free(r);
+    al_config_free(c);
+}
+
 #define OVERSIZED_CHILD "--oversized-frame-child"
 
 /* In a fresh process: a fake worker announces a 159 MiB console entry and starts sending it.
@@ -807,6 +947,7 @@ static void test_oversized_frame_refused_at_header(void **state)
 static int setup_fake_dir(void **state)
 {
     (void)state;
+    snprintf(fake_dir, sizeof fake_dir, "/tmp/airlock-async-XXXXXX"); /* mkdtemp filled it */
     return mkdtemp(fake_dir) ? 0 : -1;
 }
 
@@ -833,10 +974,15 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_per_run_hosts_and_userdata),
         cmocka_unit_test(test_events),
         cmocka_unit_test(test_logical_clock),
+        cmocka_unit_test(test_logical_clock_across_an_interruption),
+        cmocka_unit_test(test_two_waiters),
+        cmocka_unit_test(test_wait_on_event_thread_refused),
         cmocka_unit_test(test_texts_are_utf8_with_lengths),
         cmocka_unit_test(test_killed_run_reports_cpu),
         cmocka_unit_test_setup_teardown(test_lying_worker_stats, setup_fake_dir, teardown_fake_dir),
         cmocka_unit_test(test_oversized_frame_refused_at_header),
+        cmocka_unit_test_setup_teardown(test_silent_worker_async_deadline, setup_fake_dir,
+                                        teardown_fake_dir),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
