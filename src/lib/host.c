@@ -155,7 +155,6 @@ struct al_call *host_call_new(struct run_link *link, uint32_t id, uint32_t fn, c
     c->args_len = args_len;
     c->id = id;
     c->fn = fn;
-    c->start_us = clock_mono_us();
     c->link = link;
     pthread_mutex_lock(&link->mu);
     link->refs++;

@@ -183,7 +183,7 @@ struct al_call {
     struct run_link *link;
     uint32_t id;
     uint32_t fn;       /* index into the run's host table */
-    uint64_t start_us; /* monotonic */
+    uint64_t start_us; /* monotonic, when invoked; set only for a run with events */
     char *name;        /* in the same allocation as the handle */
     char *args;        /* likewise, NUL-terminated */
     size_t args_len;

@@ -196,6 +196,7 @@ void run_invoke_host(struct run_state *st, uint32_t id, uint32_t fn, const char 
         return;
     }
     if (st->opts->event_fn) {
+        call->start_us = clock_mono_us(); /* for the CALL_END event's duration */
         struct al_event ev = {
             .kind = AL_EVENT_CALL_START,
             .seq = id,
