@@ -3,7 +3,8 @@
  * kinds of host functions the command line can grant: one process per call (host_exec.c) and
  * one co-process per run speaking JSON lines (host_process.c). Beside them: term.c (guest text
  * made safe for a terminal), suggest.c ("did you mean"), child_env.c (what those processes
- * inherit: never the continuation secrets).
+ * inherit: never the continuation secrets). `airlock audit verify` (cmd_audit.c) checks an
+ * audit export offline.
  */
 #ifndef AIRLOCK_CLI_H
 #define AIRLOCK_CLI_H
@@ -22,6 +23,7 @@
 
 int cmd_run(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_audit(int argc, char **argv);
 
 /* Prints "airlock: <message>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

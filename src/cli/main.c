@@ -37,6 +37,7 @@ static const struct {
 } commands[] = {
     { "run", cmd_run, "run a JavaScript file in a sandboxed worker" },
     { "doctor", cmd_doctor, "show which protection layers are active on this machine" },
+    { "audit", cmd_audit, "verify an audit export offline (audit verify FILE.jsonl)" },
     { "version", cmd_version, "print the version" },
     { "help", cmd_help, "show this help" },
 };

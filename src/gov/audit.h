@@ -1,0 +1,140 @@
+/*
+ * audit.h - the tamper-evident audit log: one record's canonical form and hash, Ed25519
+ * checkpoints, and the offline verifier of an export (docs/audit.md is the format's reference).
+ *
+ * A record is a JSON object {seq, time, actor, action, subject, department, details, prev, hash};
+ * hash = lowercase hex of SHA-256( prev as its 64 ASCII hex characters || JCS(record without
+ * hash) ). A checkpoint signs "airlock-audit-checkpoint\n" SEQ "\n" HASH "\n" with Ed25519 and
+ * appears in an export as a record of action "audit.checkpoint" whose details are
+ * {seq, hash, public_key, signature} of an earlier record. An export is one record per line, from
+ * seq 1, and ends with a checkpoint of the record just before it, so truncation shows.
+ * Pure functions over memory: nothing here reads files, prints or keeps global state.
+ */
+#ifndef AIRLOCK_AUDIT_H
+#define AIRLOCK_AUDIT_H
+
+#include <openssl/evp.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "airlock.h"
+
+#include "buf.h"
+
+#define AUDIT_HASH_HEX_LEN      64  /* SHA-256, lowercase hex */
+#define AUDIT_KEY_HEX_LEN       64  /* raw Ed25519 public key, lowercase hex */
+#define AUDIT_SIG_HEX_LEN       128 /* Ed25519 signature, lowercase hex */
+#define AUDIT_CHECKPOINT_ACTION "audit.checkpoint"
+#define AUDIT_SERVER_ACTOR      "airlockd"
+#define AUDIT_MAX_SEQ           9007199254740991ull /* 2^53 - 1: exact as a JSON number */
+
+/* The fields of one record, borrowed from the caller for the duration of a call. */
+struct audit_record {
+    uint64_t seq;           /* from 1, no gaps */
+    const char *time;       /* RFC 3339 UTC with milliseconds: "2026-01-31T12:00:00.000Z" */
+    const char *actor;      /* principal name, or AUDIT_SERVER_ACTOR */
+    const char *action;     /* "template.approve", "run.complete", "auth.denied", ... */
+    const char *subject;    /* what the action was on (may be "") */
+    const char *department; /* NULL: JSON null */
+    const char *details;    /* JSON object text (any spacing); NULL: {} */
+    const char *prev;       /* the previous record's hash; 64 '0' for seq 1 */
+};
+
+/* hash = SHA-256(prev_hex[0..64) || canon[0..len)) as lowercase hex into ret_hash (NUL-ended).
+ * AL_CONFIG_ERROR when prev_hex is not 64 lowercase hex digits, AL_INTERNAL_ERROR on a libcrypto
+ * failure. */
+enum al_code audit_hash(const char *prev_hex, const char *canon, size_t len,
+                        char ret_hash[AUDIT_HASH_HEX_LEN + 1], struct al_error *reterr);
+
+/* Appends the record's export line to `line` (its JCS including hash; no newline) and writes
+ * its hash to ret_hash. AL_CONFIG_ERROR when a field breaks the format (seq 0 or above
+ * AUDIT_MAX_SEQ, bad time, NULL or empty actor/action, details not a JSON object or not I-JSON,
+ * bad prev; the message names the field), AL_OUTPUT_LIMIT when `line`'s cap is reached,
+ * AL_INTERNAL_ERROR when out of memory. On failure `line` may hold part of a line. */
+enum al_code audit_record_write(const struct audit_record *rec, struct buf *line,
+                                char ret_hash[AUDIT_HASH_HEX_LEN + 1], struct al_error *reterr);
+
+/* Appends the details of a checkpoint record covering (seq, hash):
+ * {"hash":...,"public_key":...,"seq":...,"signature":...}, ready for audit_record.details. */
+enum buf_status audit_checkpoint_details(struct buf *b, uint64_t seq, const char *hash_hex,
+                                         const char *public_key_hex, const char *signature_hex);
+
+/* The raw Ed25519 public key of `key` (a private or public Ed25519 EVP_PKEY) as hex.
+ * AL_CONFIG_ERROR when the key is not Ed25519. */
+enum al_code audit_public_key_hex(EVP_PKEY *key, char ret_hex[AUDIT_KEY_HEX_LEN + 1],
+                                  struct al_error *reterr);
+
+/* Signs the checkpoint text of (seq, hash_hex) with the Ed25519 private `key`; the signature as
+ * hex. AL_CONFIG_ERROR for a bad seq, hash or key, AL_INTERNAL_ERROR on a libcrypto failure. */
+enum al_code audit_checkpoint_sign(EVP_PKEY *key, uint64_t seq, const char *hash_hex,
+                                   char ret_sig[AUDIT_SIG_HEX_LEN + 1], struct al_error *reterr);
+
+/* Checks a checkpoint signature. AL_OK with *ret_valid 1 (good) or 0 (does not verify);
+ * AL_CONFIG_ERROR (nothing written) when public_key_hex, signature_hex or hash_hex is not hex of
+ * the right length; AL_INTERNAL_ERROR on a libcrypto failure. */
+enum al_code audit_checkpoint_verify(const char *public_key_hex, uint64_t seq, const char *hash_hex,
+                                     const char *signature_hex, int *ret_valid,
+                                     struct al_error *reterr);
+
+/* What is wrong with an export, by the first record where it shows. */
+enum audit_fault {
+    AUDIT_FAULT_NONE = 0,
+    AUDIT_FAULT_MALFORMED,  /* not JSON, not a record object, a field missing/extra/mistyped */
+    AUDIT_FAULT_SEQ,        /* seq gap, duplicate, or out of order (or not starting at 1) */
+    AUDIT_FAULT_PREV,       /* prev is not the previous record's hash */
+    AUDIT_FAULT_HASH,       /* hash is not the hash of this record */
+    AUDIT_FAULT_CHECKPOINT, /* a checkpoint names a record that is not there with that hash */
+    AUDIT_FAULT_SIGNATURE,  /* a checkpoint's signature does not verify */
+    AUDIT_FAULT_KEY,        /* a checkpoint's key is not the pinned key (or the first one seen) */
+    AUDIT_FAULT_UNSEALED,   /* the export does not end with a checkpoint of its last record */
+    AUDIT_FAULT_EMPTY,      /* no records at all */
+    AUDIT_FAULT_INTERNAL,   /* out of memory or a libcrypto failure: nothing was decided */
+};
+
+/* A short name for each fault ("hash mismatch", "broken prev link", ...). */
+const char *audit_fault_name(enum audit_fault fault);
+
+struct audit_problem {
+    enum audit_fault fault;
+    uint64_t seq; /* the seq the bad line carries; 0 when it has none (malformed, empty) */
+    size_t line;  /* 1-based line number; 0 for AUDIT_FAULT_EMPTY */
+    char why[256];
+};
+
+struct audit_summary {
+    uint64_t records;     /* lines accepted, checkpoints included */
+    uint64_t checkpoints; /* of which checkpoints */
+    uint64_t last_seq;
+    uint64_t sealed_seq;                  /* highest seq a verified checkpoint covers; 0: none */
+    char last_hash[AUDIT_HASH_HEX_LEN + 1];
+    char key[AUDIT_KEY_HEX_LEN + 1];      /* the checkpoints' key ("" when none) */
+    int key_pinned;                       /* 1 when a key was given to audit_verifier_new */
+};
+
+/* Accept an export whose tail after its last checkpoint is unsealed (it is reported, not
+ * refused; audit_summary.sealed_seq tells how far the signature reaches). */
+#define AUDIT_ALLOW_UNSEALED 1u
+
+struct audit_verifier;
+
+/* A verifier for one export. pinned_key_hex: the Ed25519 public key (hex) every checkpoint
+ * must carry, or NULL to accept the key the first checkpoint carries (then every later one must
+ * carry the same). AL_CONFIG_ERROR for a malformed key, AL_INTERNAL_ERROR when out of memory. */
+enum al_code audit_verifier_new(const char *pinned_key_hex, unsigned flags,
+                                struct audit_verifier **ret_verifier, struct al_error *reterr);
+void audit_verifier_free(struct audit_verifier *v);
+
+/* Feeds the next line (without its newline; len bytes, need not be NUL-terminated). Returns
+ * AUDIT_FAULT_NONE, or the fault with *ret_problem filled (may be NULL); once a fault is
+ * returned every later call returns it again. */
+enum audit_fault audit_verifier_line(struct audit_verifier *v, const char *line, size_t len,
+                                     struct audit_problem *ret_problem);
+
+/* Ends the export: AUDIT_FAULT_EMPTY, AUDIT_FAULT_UNSEALED (unless allowed), or the fault a
+ * line already gave; AUDIT_FAULT_NONE when the whole export verifies. */
+enum audit_fault audit_verifier_finish(struct audit_verifier *v, struct audit_problem *ret_problem);
+
+/* What has been verified so far. */
+void audit_verifier_summary(const struct audit_verifier *v, struct audit_summary *ret_summary);
+
+#endif

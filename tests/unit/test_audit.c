@@ -1,0 +1,567 @@
+/*
+ * test_audit.c - unit tests for src/gov/audit.c: the record hash (checked against SHA-256 of
+ * the documented input), chain building, checkpoint signatures, and the verifier finding every
+ * kind of tampering at the right record: an edited field, a deleted, inserted, duplicated or
+ * swapped record, a rewritten tail, truncation, a changed signature, another key.
+ */
+/* cmocka.h needs these first */
+/* clang-format off */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include <inttypes.h>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audit.h"
+#include "buf.h"
+
+#define MAX_LINES 32
+#define ZERO64    "0000000000000000000000000000000000000000000000000000000000000000"
+
+struct chain {
+    char *lines[MAX_LINES];
+    char hashes[MAX_LINES][AUDIT_HASH_HEX_LEN + 1]; /* [i] is the hash of lines[i] */
+    size_t n;
+};
+
+static EVP_PKEY *key_a;
+static EVP_PKEY *key_b;
+
+static int setup(void **state)
+{
+    (void)state;
+    key_a = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+    key_b = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+    return key_a && key_b ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    EVP_PKEY_free(key_a);
+    EVP_PKEY_free(key_b);
+    return 0;
+}
+
+static void chain_free(struct chain *c)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        free(c->lines[i]);
+    }
+    c->n = 0;
+}
+
+/* The line of a record at seq with the given prev (the chain's, or forced). */
+static char *make_line(uint64_t seq, const char *prev, const char *actor, const char *action,
+                       const char *subject, const char *department, const char *details,
+                       char ret_hash[AUDIT_HASH_HEX_LEN + 1])
+{
+    char time[32];
+    snprintf(time, sizeof time, "2026-01-31T12:%02u:%02u.%03uZ", (unsigned)(seq / 60 % 60),
+             (unsigned)(seq % 60), (unsigned)(seq * 7 % 1000));
+    struct audit_record rec = {
+        .seq = seq,
+        .time = time,
+        .actor = actor,
+        .action = action,
+        .subject = subject,
+        .department = department,
+        .details = details,
+        .prev = prev,
+    };
+    struct buf line;
+    struct al_error err = { 0 };
+    buf_init(&line, 1 << 20);
+    if (audit_record_write(&rec, &line, ret_hash, &err) != AL_OK) {
+        fail_msg("audit_record_write seq %" PRIu64 ": %s", seq, err.message);
+    }
+    return buf_steal(&line, NULL);
+}
+
+static void add(struct chain *c, const char *subject, const char *details)
+{
+    assert_true(c->n < MAX_LINES);
+    const char *prev = c->n ? c->hashes[c->n - 1] : ZERO64;
+    c->lines[c->n] = make_line(c->n + 1, prev, "alice", "run.complete", subject,
+                               c->n % 2 ? NULL : "finance", details, c->hashes[c->n]);
+    c->n++;
+}
+
+static void add_checkpoint_of(struct chain *c, EVP_PKEY *key, uint64_t seq, const char *hash)
+{
+    char sig[AUDIT_SIG_HEX_LEN + 1];
+    char pub[AUDIT_KEY_HEX_LEN + 1];
+    struct buf details;
+    assert_int_equal(audit_checkpoint_sign(key, seq, hash, sig, NULL), AL_OK);
+    assert_int_equal(audit_public_key_hex(key, pub, NULL), AL_OK);
+    buf_init(&details, 4096);
+    assert_int_equal(audit_checkpoint_details(&details, seq, hash, pub, sig), BUF_OK);
+    c->lines[c->n] = make_line(c->n + 1, c->hashes[c->n - 1], AUDIT_SERVER_ACTOR,
+                               AUDIT_CHECKPOINT_ACTION, "audit", NULL, details.data,
+                               c->hashes[c->n]);
+    c->n++;
+    buf_done(&details);
+}
+
+static void add_checkpoint(struct chain *c, EVP_PKEY *key)
+{
+    add_checkpoint_of(c, key, c->n, c->hashes[c->n - 1]);
+}
+
+/* Ten records: 1..4, checkpoint 5 (of 4), 6..9, checkpoint 10 (of 9). */
+static void build(struct chain *c, EVP_PKEY *key)
+{
+    memset(c, 0, sizeof *c);
+    for (int i = 0; i < 4; i++) {
+        add(c, "orders-v1", "{\"run\":{\"memory_bytes\":1048576,\"ms\":12.5},\"ok\":true}");
+    }
+    add_checkpoint(c, key);
+    for (int i = 0; i < 4; i++) {
+        add(c, "orders-v2", "{\"input\":{\"\\u20ac\":1,\"a\":[1e30,0.002,\"x\\ny\"]}}");
+    }
+    add_checkpoint(c, key);
+}
+
+static enum audit_fault verify(const struct chain *c, const char *pinned, unsigned flags,
+                               struct audit_problem *ret)
+{
+    struct audit_verifier *v = NULL;
+    assert_int_equal(audit_verifier_new(pinned, flags, &v, NULL), AL_OK);
+    memset(ret, 0, sizeof *ret);
+    enum audit_fault f = AUDIT_FAULT_NONE;
+    for (size_t i = 0; i < c->n && f == AUDIT_FAULT_NONE; i++) {
+        f = audit_verifier_line(v, c->lines[i], strlen(c->lines[i]), ret);
+    }
+    f = audit_verifier_finish(v, ret);
+    audit_verifier_free(v);
+    return f;
+}
+
+static void expect_fault(const struct chain *c, const char *pinned, enum audit_fault want,
+                         uint64_t seq, size_t line)
+{
+    struct audit_problem p;
+    enum audit_fault f = verify(c, pinned, 0, &p);
+    if (f != want || p.seq != seq || p.line != line) {
+        fail_msg("got %s at seq %" PRIu64 " line %zu (%s); want %s at seq %" PRIu64 " line %zu",
+                 audit_fault_name(f), p.seq, p.line, p.why, audit_fault_name(want), seq, line);
+    }
+}
+
+static void replace(char **line, const char *from, const char *to)
+{
+    char *at = strstr(*line, from);
+    assert_non_null(at);
+    size_t len = strlen(*line) - strlen(from) + strlen(to);
+    char *s = malloc(len + 1);
+    assert_non_null(s);
+    size_t head = (size_t)(at - *line);
+    memcpy(s, *line, head);
+    memcpy(s + head, to, strlen(to));
+    memcpy(s + head + strlen(to), at + strlen(from), strlen(at + strlen(from)) + 1);
+    free(*line);
+    *line = s;
+}
+
+static void test_audit_hash_is_sha256_of_prev_hex_and_jcs(void **state)
+{
+    (void)state;
+    char hash[AUDIT_HASH_HEX_LEN + 1];
+    char *line = make_line(1, ZERO64, "bob", "template.approve", "t1", NULL,
+                           "{ \"version\" : 2, \"b\": [ 4.50 ] }", hash);
+    /* Canonical: sorted members, no spaces, 4.5, and the hash member in its place. */
+    char want[1024];
+    snprintf(want, sizeof want,
+             "{\"action\":\"template.approve\",\"actor\":\"bob\",\"department\":null,"
+             "\"details\":{\"b\":[4.5],\"version\":2},\"hash\":\"%s\",\"prev\":\"%s\",\"seq\":1,"
+             "\"subject\":\"t1\",\"time\":\"2026-01-31T12:00:01.007Z\"}",
+             hash, ZERO64);
+    assert_string_equal(line, want);
+    /* hash = SHA-256("000...0" (64 ASCII) || JCS(record without hash)). */
+    char input[1024];
+    int n = snprintf(input, sizeof input,
+                     "%s{\"action\":\"template.approve\",\"actor\":\"bob\",\"department\":null,"
+                     "\"details\":{\"b\":[4.5],\"version\":2},\"prev\":\"%s\",\"seq\":1,"
+                     "\"subject\":\"t1\",\"time\":\"2026-01-31T12:00:01.007Z\"}",
+                     ZERO64, ZERO64);
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    SHA256((const unsigned char *)input, (size_t)n, md);
+    char hex[65];
+    for (int i = 0; i < 32; i++) {
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    }
+    assert_string_equal(hash, hex);
+    free(line);
+}
+
+static void test_audit_record_write_refuses_bad_fields(void **state)
+{
+    (void)state;
+    struct buf line;
+    char hash[AUDIT_HASH_HEX_LEN + 1];
+    buf_init(&line, 1 << 16);
+    struct audit_record ok = { 1, "2026-01-31T12:00:00.000Z", "a", "x.y", "s", NULL, NULL, ZERO64 };
+    assert_int_equal(audit_record_write(&ok, &line, hash, NULL), AL_OK);
+    struct audit_record r = ok;
+    r.seq = 0;
+    assert_int_equal(audit_record_write(&r, &line, hash, NULL), AL_CONFIG_ERROR);
+    r = ok;
+    r.time = "2026-01-31T12:00:00Z";
+    assert_int_equal(audit_record_write(&r, &line, hash, NULL), AL_CONFIG_ERROR);
+    r = ok;
+    r.details = "[1]";
+    assert_int_equal(audit_record_write(&r, &line, hash, NULL), AL_CONFIG_ERROR);
+    r = ok;
+    r.details = "{\"a\":1,\"a\":2}";
+    assert_int_equal(audit_record_write(&r, &line, hash, NULL), AL_CONFIG_ERROR);
+    r = ok;
+    r.prev = "00";
+    assert_int_equal(audit_record_write(&r, &line, hash, NULL), AL_CONFIG_ERROR);
+    r = ok;
+    r.actor = "";
+    assert_int_equal(audit_record_write(&r, &line, hash, NULL), AL_CONFIG_ERROR);
+    buf_done(&line);
+}
+
+static void test_audit_checkpoint_sign_verify(void **state)
+{
+    (void)state;
+    char sig[AUDIT_SIG_HEX_LEN + 1];
+    char pub[AUDIT_KEY_HEX_LEN + 1];
+    char other[AUDIT_KEY_HEX_LEN + 1];
+    const char *h = "ab" ZERO64 + 2;
+    int valid = -1;
+    assert_int_equal(audit_checkpoint_sign(key_a, 7, h, sig, NULL), AL_OK);
+    assert_int_equal(audit_public_key_hex(key_a, pub, NULL), AL_OK);
+    assert_int_equal(audit_public_key_hex(key_b, other, NULL), AL_OK);
+    assert_int_equal(audit_checkpoint_verify(pub, 7, h, sig, &valid, NULL), AL_OK);
+    assert_int_equal(valid, 1);
+    assert_int_equal(audit_checkpoint_verify(pub, 8, h, sig, &valid, NULL), AL_OK);
+    assert_int_equal(valid, 0);
+    assert_int_equal(audit_checkpoint_verify(other, 7, h, sig, &valid, NULL), AL_OK);
+    assert_int_equal(valid, 0);
+    sig[5] = sig[5] == '0' ? '1' : '0';
+    assert_int_equal(audit_checkpoint_verify(pub, 7, h, sig, &valid, NULL), AL_OK);
+    assert_int_equal(valid, 0);
+    assert_int_equal(audit_checkpoint_verify(pub, 7, h, "abc", &valid, NULL), AL_CONFIG_ERROR);
+    /* The signed text is exactly the documented one. */
+    assert_int_equal(audit_checkpoint_sign(key_a, 7, h, sig, NULL), AL_OK);
+    char msg[200];
+    int n = snprintf(msg, sizeof msg, "airlock-audit-checkpoint\n7\n%s\n", h);
+    unsigned char raw[64];
+    for (int i = 0; i < 64; i++) {
+        unsigned int byte;
+        assert_int_equal(sscanf(sig + 2 * i, "%2x", &byte), 1);
+        raw[i] = (unsigned char)byte;
+    }
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    assert_int_equal(EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, key_a), 1);
+    assert_int_equal(EVP_DigestVerify(ctx, raw, 64, (const unsigned char *)msg, (size_t)n), 1);
+    EVP_MD_CTX_free(ctx);
+}
+
+static void test_audit_chain_verifies(void **state)
+{
+    (void)state;
+    struct chain c;
+    struct audit_problem p;
+    build(&c, key_a);
+    assert_int_equal(verify(&c, NULL, 0, &p), AUDIT_FAULT_NONE);
+    char pub[AUDIT_KEY_HEX_LEN + 1];
+    assert_int_equal(audit_public_key_hex(key_a, pub, NULL), AL_OK);
+    struct audit_verifier *v = NULL;
+    assert_int_equal(audit_verifier_new(pub, 0, &v, NULL), AL_OK);
+    for (size_t i = 0; i < c.n; i++) {
+        assert_int_equal(audit_verifier_line(v, c.lines[i], strlen(c.lines[i]), &p),
+                         AUDIT_FAULT_NONE);
+    }
+    assert_int_equal(audit_verifier_finish(v, &p), AUDIT_FAULT_NONE);
+    struct audit_summary s;
+    audit_verifier_summary(v, &s);
+    assert_int_equal(s.records, 10);
+    assert_int_equal(s.checkpoints, 2);
+    assert_int_equal(s.sealed_seq, 9);
+    assert_int_equal(s.key_pinned, 1);
+    assert_string_equal(s.key, pub);
+    assert_string_equal(s.last_hash, c.hashes[9]);
+    audit_verifier_free(v);
+    chain_free(&c);
+}
+
+static void test_audit_detects_edited_field(void **state)
+{
+    (void)state;
+    struct chain c;
+    build(&c, key_a);
+    replace(&c.lines[2], "orders-v1", "orders-v9");
+    expect_fault(&c, NULL, AUDIT_FAULT_HASH, 3, 3);
+    chain_free(&c);
+    /* Details, numbers and department count too. */
+    build(&c, key_a);
+    replace(&c.lines[6], "1e+30", "1e+31");
+    expect_fault(&c, NULL, AUDIT_FAULT_HASH, 7, 7);
+    chain_free(&c);
+    build(&c, key_a);
+    replace(&c.lines[0], "\"finance\"", "null");
+    expect_fault(&c, NULL, AUDIT_FAULT_HASH, 1, 1);
+    chain_free(&c);
+    /* Reformatting alone is no edit: the hash covers the canonical form. */
+    build(&c, key_a);
+    replace(&c.lines[6], "1e+30", "1.0E30");
+    replace(&c.lines[6], "{", "{ ");
+    struct audit_problem p;
+    assert_int_equal(verify(&c, NULL, 0, &p), AUDIT_FAULT_NONE);
+    chain_free(&c);
+}
+
+static void test_audit_detects_edit_with_rehash(void **state)
+{
+    (void)state;
+    struct chain c;
+    build(&c, key_a);
+    char hash[AUDIT_HASH_HEX_LEN + 1];
+    free(c.lines[2]);
+    c.lines[2] = make_line(3, c.hashes[1], "mallory", "run.complete", "orders-v1", "finance",
+                           NULL, hash);
+    expect_fault(&c, NULL, AUDIT_FAULT_PREV, 4, 4);
+    chain_free(&c);
+}
+
+static void drop(struct chain *c, size_t i)
+{
+    free(c->lines[i]);
+    memmove(&c->lines[i], &c->lines[i + 1], (c->n - i - 1) * sizeof c->lines[0]);
+    memmove(&c->hashes[i], &c->hashes[i + 1], (c->n - i - 1) * sizeof c->hashes[0]);
+    c->n--;
+}
+
+static void insert(struct chain *c, size_t i, char *line)
+{
+    memmove(&c->lines[i + 1], &c->lines[i], (c->n - i) * sizeof c->lines[0]);
+    c->lines[i] = line;
+    c->n++;
+}
+
+static void test_audit_detects_deleted_record(void **state)
+{
+    (void)state;
+    struct chain c;
+    build(&c, key_a);
+    drop(&c, 2);
+    expect_fault(&c, NULL, AUDIT_FAULT_SEQ, 4, 3);
+    chain_free(&c);
+    build(&c, key_a);
+    drop(&c, 0);
+    expect_fault(&c, NULL, AUDIT_FAULT_SEQ, 2, 1);
+    chain_free(&c);
+}
+
+static void test_audit_detects_inserted_record(void **state)
+{
+    (void)state;
+    struct chain c;
+    char hash[AUDIT_HASH_HEX_LEN + 1];
+    /* A well-formed record 4 linked to record 3 ahead of the real record 4. */
+    build(&c, key_a);
+    insert(&c, 3, make_line(4, c.hashes[2], "mallory", "template.approve", "t", NULL, NULL, hash));
+    expect_fault(&c, NULL, AUDIT_FAULT_SEQ, 4, 5);
+    chain_free(&c);
+    /* A copy of a record. */
+    build(&c, key_a);
+    insert(&c, 3, strdup(c.lines[2]));
+    expect_fault(&c, NULL, AUDIT_FAULT_SEQ, 3, 4);
+    chain_free(&c);
+}
+
+/* Insert a record and renumber and rehash everything after it: only the checkpoint shows. */
+static void test_audit_detects_rewritten_tail(void **state)
+{
+    (void)state;
+    struct chain c;
+    struct chain forged;
+    build(&c, key_a);
+    memset(&forged, 0, sizeof forged);
+    for (int i = 0; i < 2; i++) {
+        add(&forged, "orders-v1", "{\"run\":{\"memory_bytes\":1048576,\"ms\":12.5},\"ok\":true}");
+    }
+    add(&forged, "forged", NULL);
+    for (int i = 0; i < 2; i++) {
+        add(&forged, "orders-v1", "{\"run\":{\"memory_bytes\":1048576,\"ms\":12.5},\"ok\":true}");
+    }
+    /* The genuine checkpoint of seq 4, now followed by the forged seq 5. */
+    add_checkpoint_of(&forged, key_a, 4, c.hashes[3]);
+    expect_fault(&forged, NULL, AUDIT_FAULT_CHECKPOINT, 6, 6);
+    chain_free(&forged);
+    chain_free(&c);
+}
+
+static void test_audit_detects_swapped_records(void **state)
+{
+    (void)state;
+    struct chain c;
+    build(&c, key_a);
+    char *t = c.lines[6];
+    c.lines[6] = c.lines[7];
+    c.lines[7] = t;
+    expect_fault(&c, NULL, AUDIT_FAULT_SEQ, 8, 7);
+    chain_free(&c);
+    /* Moved back: seq out of order. */
+    build(&c, key_a);
+    char *moved = c.lines[1];
+    memmove(&c.lines[1], &c.lines[2], 3 * sizeof c.lines[0]);
+    c.lines[4] = moved;
+    expect_fault(&c, NULL, AUDIT_FAULT_SEQ, 3, 2);
+    chain_free(&c);
+    build(&c, key_a);
+    moved = c.lines[5];
+    c.lines[5] = c.lines[3];
+    c.lines[3] = moved;
+    /* line 4 now holds seq 6: a gap at seq 6. */
+    expect_fault(&c, NULL, AUDIT_FAULT_SEQ, 6, 4);
+    chain_free(&c);
+}
+
+static void test_audit_detects_truncation(void **state)
+{
+    (void)state;
+    struct chain c;
+    build(&c, key_a);
+    drop(&c, 9);
+    expect_fault(&c, NULL, AUDIT_FAULT_UNSEALED, 9, 9);
+    struct audit_problem p;
+    assert_int_equal(verify(&c, NULL, AUDIT_ALLOW_UNSEALED, &p), AUDIT_FAULT_NONE);
+    drop(&c, 8);
+    drop(&c, 7);
+    expect_fault(&c, NULL, AUDIT_FAULT_UNSEALED, 7, 7);
+    chain_free(&c);
+    /* Cut inside the last line. */
+    build(&c, key_a);
+    c.lines[9][strlen(c.lines[9]) / 2] = '\0';
+    expect_fault(&c, NULL, AUDIT_FAULT_MALFORMED, 0, 10);
+    chain_free(&c);
+    /* Nothing left. */
+    build(&c, key_a);
+    chain_free(&c);
+    expect_fault(&c, NULL, AUDIT_FAULT_EMPTY, 0, 0);
+}
+
+static void test_audit_detects_changed_signature(void **state)
+{
+    (void)state;
+    struct chain c;
+    build(&c, key_a);
+    /* Flip a signature digit: the record's own hash shows it first. */
+    char *sig = strstr(c.lines[4], "\"signature\":\"") + 13;
+    sig[10] = sig[10] == 'a' ? 'b' : 'a';
+    expect_fault(&c, NULL, AUDIT_FAULT_HASH, 5, 5);
+    chain_free(&c);
+    /* Rehash the record too: the signature check catches it (and the chain after it). */
+    build(&c, key_a);
+    for (int i = 0; i < 5; i++) {
+        drop(&c, c.n - 1);
+    }
+    char pub[AUDIT_KEY_HEX_LEN + 1];
+    char good[AUDIT_SIG_HEX_LEN + 1];
+    assert_int_equal(audit_public_key_hex(key_a, pub, NULL), AL_OK);
+    assert_int_equal(audit_checkpoint_sign(key_a, 4, c.hashes[3], good, NULL), AL_OK);
+    good[0] = good[0] == 'a' ? 'b' : 'a';
+    struct buf d;
+    buf_init(&d, 4096);
+    assert_int_equal(audit_checkpoint_details(&d, 4, c.hashes[3], pub, good), BUF_OK);
+    c.lines[4] = make_line(5, c.hashes[3], "airlockd", AUDIT_CHECKPOINT_ACTION, "audit", NULL,
+                           d.data, c.hashes[4]);
+    c.n = 5;
+    expect_fault(&c, NULL, AUDIT_FAULT_SIGNATURE, 5, 5);
+    buf_done(&d);
+    chain_free(&c);
+    /* A valid signature over a hash that is not the record's. */
+    build(&c, key_a);
+    for (int i = 0; i < 6; i++) {
+        drop(&c, c.n - 1);
+    }
+    add_checkpoint_of(&c, key_a, 4, c.hashes[2]);
+    expect_fault(&c, NULL, AUDIT_FAULT_CHECKPOINT, 5, 5);
+    chain_free(&c);
+}
+
+static void test_audit_detects_other_key(void **state)
+{
+    (void)state;
+    struct chain c;
+    char pub_a[AUDIT_KEY_HEX_LEN + 1];
+    assert_int_equal(audit_public_key_hex(key_a, pub_a, NULL), AL_OK);
+    /* Re-signed with key B: consistent on its own, refused when A is pinned. */
+    build(&c, key_b);
+    struct audit_problem p;
+    assert_int_equal(verify(&c, NULL, 0, &p), AUDIT_FAULT_NONE);
+    expect_fault(&c, pub_a, AUDIT_FAULT_KEY, 5, 5);
+    chain_free(&c);
+    /* Two keys in one export, nothing pinned: the second is refused. */
+    build(&c, key_a);
+    drop(&c, 9);
+    add_checkpoint(&c, key_b);
+    expect_fault(&c, NULL, AUDIT_FAULT_KEY, 10, 10);
+    expect_fault(&c, pub_a, AUDIT_FAULT_KEY, 10, 10);
+    chain_free(&c);
+    struct audit_verifier *v = NULL;
+    assert_int_equal(audit_verifier_new("ABCD", 0, &v, NULL), AL_CONFIG_ERROR);
+    assert_null(v);
+}
+
+static void test_audit_detects_malformed(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *from;
+        const char *to;
+    } edits[] = {
+        { "\"seq\":3", "\"seq\":3.0" },
+        { "\"seq\":3", "\"seq\":\"3\"" },
+        { "\"actor\":\"alice\"", "\"actor\":\"alice\",\"extra\":1" },
+        { "\"actor\":\"alice\",", "" },
+        { "\"department\":\"finance\"", "\"department\":7" },
+        { ".021Z", "Z" },
+        { "{", "[{" },
+        { "\"details\":{", "\"details\":{\"a\":1,\"a\":2," },
+    };
+    for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
+        struct chain c;
+        build(&c, key_a);
+        replace(&c.lines[2], edits[i].from, edits[i].to);
+        struct audit_problem p;
+        enum audit_fault f = verify(&c, NULL, 0, &p);
+        if (f != AUDIT_FAULT_MALFORMED || p.line != 3) {
+            fail_msg("edit %zu: %s at line %zu (%s)", i, audit_fault_name(f), p.line, p.why);
+        }
+        chain_free(&c);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_audit_hash_is_sha256_of_prev_hex_and_jcs),
+        cmocka_unit_test(test_audit_record_write_refuses_bad_fields),
+        cmocka_unit_test(test_audit_checkpoint_sign_verify),
+        cmocka_unit_test(test_audit_chain_verifies),
+        cmocka_unit_test(test_audit_detects_edited_field),
+        cmocka_unit_test(test_audit_detects_edit_with_rehash),
+        cmocka_unit_test(test_audit_detects_deleted_record),
+        cmocka_unit_test(test_audit_detects_inserted_record),
+        cmocka_unit_test(test_audit_detects_rewritten_tail),
+        cmocka_unit_test(test_audit_detects_swapped_records),
+        cmocka_unit_test(test_audit_detects_truncation),
+        cmocka_unit_test(test_audit_detects_changed_signature),
+        cmocka_unit_test(test_audit_detects_other_key),
+        cmocka_unit_test(test_audit_detects_malformed),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
