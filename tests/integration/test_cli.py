@@ -1469,6 +1469,186 @@ def test_readable_output_escapes_controls():
 
 # ------------------------------------------------------------------ main
 
+# ---- airlock audit verify: exports written here by an independent Python implementation of
+# the format in docs/audit.md (JCS of records holding only integers, strings, null and objects is
+# json.dumps with sorted keys and no spaces), then tampered with.
+
+ZERO_HASH = "0" * 64
+
+
+class Signer:
+    """Ed25519 through the cryptography package, or the openssl command when it is missing."""
+
+    def __init__(self):
+        try:
+            from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+            from cryptography.hazmat.primitives import serialization
+            self.key = Ed25519PrivateKey.generate()
+            self.public_hex = self.key.public_key().public_bytes(
+                serialization.Encoding.Raw, serialization.PublicFormat.Raw).hex()
+            self.sign = lambda msg: self.key.sign(msg).hex()
+        except ImportError:
+            pem = os.path.join(TMP, f"audit-key-{id(self)}.pem")
+            subprocess.run(["openssl", "genpkey", "-algorithm", "ed25519", "-out", pem],
+                           check=True, capture_output=True)
+            der = subprocess.run(["openssl", "pkey", "-in", pem, "-pubout", "-outform", "DER"],
+                                 check=True, capture_output=True).stdout
+            self.public_hex = der[-32:].hex()
+
+            def sign(msg):
+                path = os.path.join(TMP, "audit-msg")
+                with open(path, "wb") as f:
+                    f.write(msg)
+                return subprocess.run(["openssl", "pkeyutl", "-sign", "-rawin", "-inkey", pem,
+                                       "-in", path], check=True, capture_output=True).stdout.hex()
+            self.sign = sign
+
+
+def jcs(obj):
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def audit_record(seq, prev, action="run.complete", actor="alice", subject="orders",
+                 department="finance", details=None):
+    import hashlib
+    rec = {"seq": seq, "time": f"2026-01-31T12:00:{seq % 60:02d}.{seq % 1000:03d}Z",
+           "actor": actor, "action": action, "subject": subject, "department": department,
+           "details": details if details is not None else {"ms": 12, "note": "a\nb \u20ac"},
+           "prev": prev}
+    rec["hash"] = hashlib.sha256((prev + jcs(rec)).encode("utf-8")).hexdigest()
+    return rec
+
+
+def audit_checkpoint(seq, covered, signer):
+    msg = f"airlock-audit-checkpoint\n{covered['seq']}\n{covered['hash']}\n".encode()
+    details = {"seq": covered["seq"], "hash": covered["hash"], "public_key": signer.public_hex,
+               "signature": signer.sign(msg)}
+    return audit_record(seq, covered["hash"], action="audit.checkpoint", actor="airlockd",
+                        subject="audit", department=None, details=details)
+
+
+def audit_export(signer, n=7, checkpoint_every=4):
+    """Records 1..n, a checkpoint after every `checkpoint_every`, and one at the end."""
+    recs = []
+    while len(recs) < n:
+        prev = recs[-1]["hash"] if recs else ZERO_HASH
+        if len(recs) % checkpoint_every == checkpoint_every - 1:
+            recs.append(audit_checkpoint(len(recs) + 1, recs[-1], signer))
+        else:
+            recs.append(audit_record(len(recs) + 1, prev, department=None if len(recs) % 2
+                                     else "finance"))
+    recs.append(audit_checkpoint(len(recs) + 1, recs[-1], signer))
+    return recs
+
+
+def write_export(name, lines):
+    return write(name, "".join((ln if isinstance(ln, str) else jcs(ln)) + "\n" for ln in lines))
+
+
+def audit_verify(path, *extra):
+    return run(["audit", "verify", path] + list(extra))
+
+
+def expect_bad(path, seq, what, *extra):
+    rc, out, err = audit_verify(path, *extra)
+    check(rc == 1, f"exit {rc}, want 1: {out!r} {err!r}")
+    check(f"seq {seq}:" in err and what in err, f"want seq {seq} and {what!r}: {err!r}")
+
+
+def test_audit_verify_valid_export():
+    signer = Signer()
+    path = write_export("audit-ok.jsonl", audit_export(signer))
+    rc, out, err = audit_verify(path)
+    check(rc == 0, f"exit {rc}: {out!r} {err!r}")
+    check("verified 8 records" in out and "NOT pinned" in out, out)
+    rc, out, err = audit_verify(path, "--public-key", signer.public_hex)
+    check(rc == 0 and "(pinned)" in out, f"exit {rc}: {out!r} {err!r}")
+    rc, out, err = audit_verify(path, "--json", "--public-key", signer.public_hex.upper())
+    doc = json.loads(out)
+    check(rc == 0 and doc["ok"] is True and doc["records"] == 8 and doc["checkpoints"] == 2 and
+          doc["key_pinned"] is True and doc["public_key"] == signer.public_hex, out)
+
+
+def test_audit_verify_edited_record():
+    recs = audit_export(Signer())
+    recs[2]["subject"] = "refunds"
+    expect_bad(write_export("audit-edit.jsonl", recs), 3, "hash mismatch")
+    # Rehashed too: the next record's prev link breaks.
+    recs = audit_export(Signer())
+    recs[1] = audit_record(2, recs[0]["hash"], actor="mallory")
+    expect_bad(write_export("audit-edit2.jsonl", recs), 3, "broken prev link")
+
+
+def test_audit_verify_deleted_inserted_swapped():
+    recs = audit_export(Signer())
+    expect_bad(write_export("audit-del.jsonl", recs[:1] + recs[2:]), 3, "seq gap")
+    expect_bad(write_export("audit-dup.jsonl", recs[:3] + recs[2:]), 3, "duplicate seq")
+    forged = audit_record(3, recs[1]["hash"], actor="mallory")
+    expect_bad(write_export("audit-ins.jsonl", recs[:2] + [forged] + recs[2:]), 3,
+               "duplicate seq")
+    expect_bad(write_export("audit-swap.jsonl", recs[:1] + [recs[2], recs[1]] + recs[3:]), 3,
+               "seq gap")
+
+
+def test_audit_verify_truncated():
+    recs = audit_export(Signer())
+    expect_bad(write_export("audit-trunc.jsonl", recs[:-1]), 7, "unsealed")
+    rc, out, err = audit_verify(write_export("audit-trunc2.jsonl", recs[:-1]), "--allow-unsealed")
+    check(rc == 0 and "not signed" in out, f"exit {rc}: {out!r} {err!r}")
+    text = "".join(jcs(r) + "\n" for r in recs)
+    path = write("audit-cut.jsonl", text[:-40])
+    rc, out, err = audit_verify(path)
+    check(rc == 1 and "line 8" in err and "malformed" in err, f"exit {rc}: {err!r}")
+
+
+def test_audit_verify_checkpoint_signature_and_key():
+    signer, other = Signer(), Signer()
+    recs = audit_export(signer)
+    bad = dict(recs[3]["details"])
+    bad["signature"] = ("0" if bad["signature"][0] != "0" else "1") + bad["signature"][1:]
+    recs[3] = audit_record(4, recs[2]["hash"], action="audit.checkpoint", actor="airlockd",
+                           subject="audit", department=None, details=bad)
+    # Rehashed, so the chain after it must follow the new hash.
+    for i in range(4, len(recs)):
+        r = recs[i]
+        if r["action"] == "audit.checkpoint":
+            recs[i] = audit_checkpoint(i + 1, recs[i - 1], signer)
+        else:
+            recs[i] = audit_record(i + 1, recs[i - 1]["hash"], department=r["department"])
+    expect_bad(write_export("audit-sig.jsonl", recs), 4, "bad checkpoint signature")
+    path = write_export("audit-other.jsonl", audit_export(other))
+    rc, out, err = audit_verify(path)
+    check(rc == 0 and other.public_hex in out and "NOT pinned" in out, f"{rc} {out!r} {err!r}")
+    expect_bad(path, 4, "not the pinned key", "--public-key", signer.public_hex)
+    rc, out, err = audit_verify(path, "--json", "--public-key", signer.public_hex)
+    doc = json.loads(out)
+    check(rc == 1 and doc == {"ok": False, "fault": "checkpoint key not the expected key",
+                              "seq": 4, "line": 4, "why": doc["why"]}, out)
+
+
+def test_audit_verify_malformed_line():
+    recs = audit_export(Signer())
+    lines = [jcs(r) for r in recs]
+    lines[4] = lines[4][:-1] + ',"extra":1}'
+    expect_bad(write_export("audit-extra.jsonl", lines), 5, "malformed record")
+    lines[4] = "not json"
+    rc, out, err = audit_verify(write_export("audit-junk.jsonl", lines))
+    check(rc == 1 and "line 5" in err and "not JSON" in err, f"exit {rc}: {err!r}")
+
+
+def test_audit_verify_usage():
+    usage_error(["audit"], "usage: airlock audit verify")
+    usage_error(["audit", "check", "x"], "unknown subcommand")
+    usage_error(["audit", "verify"], "no export given")
+    usage_error(["audit", "verify", "x.jsonl", "--public-key", "abc"], "64 hex digits")
+    usage_error(["audit", "verify", "x.jsonl", "--public-key", "zz" * 32], "64 lowercase hex")
+    usage_error(["audit", "verify", os.path.join(TMP, "missing.jsonl")], "cannot open")
+    rc, out, err = run(["audit", "verify", "--help"])
+    check(rc == 0 and "--public-key" in out, out)
+    rc, out, err = audit_verify(write("audit-empty.jsonl", ""))
+    check(rc == 1 and "empty export" in err, f"exit {rc}: {err!r}")
+
+
 def main():
     global CLI, WORKER, TMP, SANITIZE
     ap = argparse.ArgumentParser()
