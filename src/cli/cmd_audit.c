@@ -26,7 +26,8 @@ static const char audit_usage[] =
         "                     checkpoint must carry it. Without it the key is not pinned.\n"
         "  --allow-unsealed   accept records after the last checkpoint (reported, not refused)\n"
         "  --json             print one JSON object: {\"ok\":true,\"records\":N,...} or\n"
-        "                     {\"ok\":false,\"fault\":\"...\",\"seq\":N,\"line\":N,\"why\":\"...\"}\n"
+        "                     "
+        "{\"ok\":false,\"fault\":\"...\",\"seq\":N,\"line\":N,\"why\":\"...\"}\n"
         "exit status: 0 verified, 1 verification failed, 2 usage error or unreadable file\n";
 
 static void print_result(int json, const char *path, enum audit_fault f,
@@ -62,8 +63,8 @@ static void print_result(int json, const char *path, enum audit_fault f,
     }
     if (f != AUDIT_FAULT_NONE) {
         if (p->line > 0) {
-            cli_error("audit verify: %s: line %zu, seq %" PRIu64 ": %s: %s", path, p->line,
-                      p->seq, audit_fault_name(f), p->why);
+            cli_error("audit verify: %s: line %zu, seq %" PRIu64 ": %s: %s", path, p->line, p->seq,
+                      audit_fault_name(f), p->why);
         } else {
             cli_error("audit verify: %s: %s: %s", path, audit_fault_name(f), p->why);
         }

@@ -14,8 +14,8 @@
 #include "audit.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <openssl/crypto.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,9 +98,9 @@ enum al_code audit_hash(const char *prev_hex, const char *canon, size_t len,
     }
     ctx = EVP_MD_CTX_new();
     if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1 ||
-            EVP_DigestUpdate(ctx, prev_hex, AUDIT_HASH_HEX_LEN) != 1 ||
-            EVP_DigestUpdate(ctx, canon, len) != 1 || EVP_DigestFinal_ex(ctx, md, &md_len) != 1 ||
-            md_len != sizeof md) {
+        EVP_DigestUpdate(ctx, prev_hex, AUDIT_HASH_HEX_LEN) != 1 ||
+        EVP_DigestUpdate(ctx, canon, len) != 1 || EVP_DigestFinal_ex(ctx, md, &md_len) != 1 ||
+        md_len != sizeof md) {
         rc = error_set(reterr, AL_INTERNAL_ERROR, "SHA-256 failed");
         goto out;
     }
@@ -131,8 +131,7 @@ static enum buf_status put_member(struct buf *b, const char *key, const char *s)
 }
 
 /* The record as JSON text (member order irrelevant: it is canonicalized), with `hash` if set. */
-static enum buf_status record_text(struct buf *b, const struct audit_record *rec,
-                                   const char *hash)
+static enum buf_status record_text(struct buf *b, const struct audit_record *rec, const char *hash)
 {
     enum buf_status st = buf_printf(b, "{\"seq\":%" PRIu64, rec->seq);
     if (st == BUF_OK) {
@@ -246,9 +245,9 @@ out:
 enum buf_status audit_checkpoint_details(struct buf *b, uint64_t seq, const char *hash_hex,
                                          const char *public_key_hex, const char *signature_hex)
 {
-    return buf_printf(b, "{\"hash\":\"%s\",\"public_key\":\"%s\",\"seq\":%" PRIu64
-                         ",\"signature\":\"%s\"}",
-                      hash_hex, public_key_hex, seq, signature_hex);
+    return buf_printf(
+            b, "{\"hash\":\"%s\",\"public_key\":\"%s\",\"seq\":%" PRIu64 ",\"signature\":\"%s\"}",
+            hash_hex, public_key_hex, seq, signature_hex);
 }
 
 enum al_code audit_public_key_hex(EVP_PKEY *key, char ret_hex[AUDIT_KEY_HEX_LEN + 1],
@@ -257,7 +256,7 @@ enum al_code audit_public_key_hex(EVP_PKEY *key, char ret_hex[AUDIT_KEY_HEX_LEN 
     unsigned char raw[32];
     size_t n = sizeof raw;
     if (!key || EVP_PKEY_id(key) != EVP_PKEY_ED25519 ||
-            EVP_PKEY_get_raw_public_key(key, raw, &n) != 1 || n != sizeof raw) {
+        EVP_PKEY_get_raw_public_key(key, raw, &n) != 1 || n != sizeof raw) {
         return error_set(reterr, AL_CONFIG_ERROR, "not an Ed25519 key");
     }
     to_hex(raw, sizeof raw, ret_hex);
@@ -280,14 +279,14 @@ enum al_code audit_checkpoint_sign(EVP_PKEY *key, uint64_t seq, const char *hash
     EVP_MD_CTX *ctx = NULL;
 
     if (seq == 0 || seq > AUDIT_MAX_SEQ || !is_hex(hash_hex, AUDIT_HASH_HEX_LEN) || !key ||
-            EVP_PKEY_id(key) != EVP_PKEY_ED25519) {
+        EVP_PKEY_id(key) != EVP_PKEY_ED25519) {
         return error_set(reterr, AL_CONFIG_ERROR, "checkpoint: bad seq, hash or key");
     }
     int n = checkpoint_text(msg, sizeof msg, seq, hash_hex);
     ctx = EVP_MD_CTX_new();
     if (!ctx || EVP_DigestSignInit(ctx, NULL, NULL, NULL, key) != 1 ||
-            EVP_DigestSign(ctx, sig, &sig_len, (const unsigned char *)msg, (size_t)n) != 1 ||
-            sig_len != sizeof sig) {
+        EVP_DigestSign(ctx, sig, &sig_len, (const unsigned char *)msg, (size_t)n) != 1 ||
+        sig_len != sizeof sig) {
         rc = error_set(reterr, AL_INTERNAL_ERROR, "Ed25519 signing failed");
         goto out;
     }
@@ -309,7 +308,7 @@ enum al_code audit_checkpoint_verify(const char *public_key_hex, uint64_t seq, c
     EVP_MD_CTX *ctx = NULL;
 
     if (!is_hex(public_key_hex, AUDIT_KEY_HEX_LEN) || !is_hex(signature_hex, AUDIT_SIG_HEX_LEN) ||
-            !is_hex(hash_hex, AUDIT_HASH_HEX_LEN) || !ret_valid) {
+        !is_hex(hash_hex, AUDIT_HASH_HEX_LEN) || !ret_valid) {
         return error_set(reterr, AL_CONFIG_ERROR, "checkpoint: key, signature or hash not hex");
     }
     from_hex(public_key_hex, raw, sizeof raw);
@@ -471,13 +470,15 @@ static enum audit_fault check_checkpoint(struct audit_verifier *v, uint64_t seq,
             known |= strcmp(m->key, keys[i]) == 0;
         }
         if (!known) {
-            return fail(v, AUDIT_FAULT_MALFORMED, seq, "checkpoint details has unknown member "
-                        "\"%.64s\"", m->key);
+            return fail(v, AUDIT_FAULT_MALFORMED, seq,
+                        "checkpoint details has unknown member "
+                        "\"%.64s\"",
+                        m->key);
         }
     }
     if (!get_seq(cseq, &covered) || !is_str(chash) || !is_hex(chash->str, AUDIT_HASH_HEX_LEN) ||
-            !is_str(ckey) || !is_hex(ckey->str, AUDIT_KEY_HEX_LEN) || !is_str(csig) ||
-            !is_hex(csig->str, AUDIT_SIG_HEX_LEN)) {
+        !is_str(ckey) || !is_hex(ckey->str, AUDIT_KEY_HEX_LEN) || !is_str(csig) ||
+        !is_hex(csig->str, AUDIT_SIG_HEX_LEN)) {
         return fail(v, AUDIT_FAULT_MALFORMED, seq,
                     "checkpoint details must be {seq, hash, public_key, signature} "
                     "(seq an integer, the others lowercase hex of 64, 64 and 128 digits)");
@@ -494,16 +495,14 @@ static enum audit_fault check_checkpoint(struct audit_verifier *v, uint64_t seq,
     }
     if (v->pinned[0] && strcmp(v->pinned, ckey->str) != 0) {
         return fail(v, AUDIT_FAULT_KEY, seq,
-                    "checkpoint key %.16s... is not the pinned key %.16s...", ckey->str,
-                    v->pinned);
+                    "checkpoint key %.16s... is not the pinned key %.16s...", ckey->str, v->pinned);
     }
     if (!v->pinned[0] && v->key[0] && strcmp(v->key, ckey->str) != 0) {
         return fail(v, AUDIT_FAULT_KEY, seq,
                     "checkpoint key %.16s... differs from the earlier checkpoints' key %.16s...",
                     ckey->str, v->key);
     }
-    if (audit_checkpoint_verify(ckey->str, covered, chash->str, csig->str, &valid, NULL) !=
-            AL_OK) {
+    if (audit_checkpoint_verify(ckey->str, covered, chash->str, csig->str, &valid, NULL) != AL_OK) {
         return fail(v, AUDIT_FAULT_INTERNAL, seq, "Ed25519 verification failed to run");
     }
     if (!valid) {
@@ -553,14 +552,14 @@ static enum audit_fault check_record(struct audit_verifier *v, const struct json
     const struct json_node *details = json_get(root, "details");
     const struct json_node *prev = json_get(root, "prev");
     const struct json_node *jhash = json_get(root, "hash");
-    const char *bad = !has_seq                                              ? "seq"
-                      : !is_str(time) || !is_time(time->str, time->str_len) ? "time"
-                      : !is_str(actor) || actor->str_len == 0               ? "actor"
-                      : !is_str(action) || action->str_len == 0             ? "action"
-                      : !is_str(subject)                                    ? "subject"
-                      : !dept || (dept->type != JSON_NULL && !is_str(dept)) ? "department"
-                      : !details || details->type != JSON_OBJECT            ? "details"
-                      : !is_str(prev) || !is_hex(prev->str, AUDIT_HASH_HEX_LEN) ? "prev"
+    const char *bad = !has_seq                                                    ? "seq"
+                      : !is_str(time) || !is_time(time->str, time->str_len)       ? "time"
+                      : !is_str(actor) || actor->str_len == 0                     ? "actor"
+                      : !is_str(action) || action->str_len == 0                   ? "action"
+                      : !is_str(subject)                                          ? "subject"
+                      : !dept || (dept->type != JSON_NULL && !is_str(dept))       ? "department"
+                      : !details || details->type != JSON_OBJECT                  ? "details"
+                      : !is_str(prev) || !is_hex(prev->str, AUDIT_HASH_HEX_LEN)   ? "prev"
                       : !is_str(jhash) || !is_hex(jhash->str, AUDIT_HASH_HEX_LEN) ? "hash"
                                                                                   : NULL;
     if (bad) {
@@ -576,16 +575,16 @@ static enum audit_fault check_record(struct audit_verifier *v, const struct json
         } else if (seq == v->last_seq) {
             f = fail(v, AUDIT_FAULT_SEQ, seq, "duplicate seq %" PRIu64, seq);
         } else {
-            f = fail(v, AUDIT_FAULT_SEQ, seq,
-                     "out of order: seq %" PRIu64 " after seq %" PRIu64, seq, v->last_seq);
+            f = fail(v, AUDIT_FAULT_SEQ, seq, "out of order: seq %" PRIu64 " after seq %" PRIu64,
+                     seq, v->last_seq);
         }
         goto out;
     }
     const char *want_prev = seq == 1 ? ZERO_HASH : hash_of(v, seq - 1);
     if (memcmp(prev->str, want_prev, AUDIT_HASH_HEX_LEN) != 0) {
         f = fail(v, AUDIT_FAULT_PREV, seq,
-                 "prev %.16s... is not the hash of seq %" PRIu64 " (%.16s...)", prev->str,
-                 seq - 1, want_prev);
+                 "prev %.16s... is not the hash of seq %" PRIu64 " (%.16s...)", prev->str, seq - 1,
+                 want_prev);
         goto out;
     }
     struct al_error err = { 0 };

@@ -105,10 +105,10 @@ struct audit_summary {
     uint64_t records;     /* lines accepted, checkpoints included */
     uint64_t checkpoints; /* of which checkpoints */
     uint64_t last_seq;
-    uint64_t sealed_seq;                  /* highest seq a verified checkpoint covers; 0: none */
+    uint64_t sealed_seq; /* highest seq a verified checkpoint covers; 0: none */
     char last_hash[AUDIT_HASH_HEX_LEN + 1];
-    char key[AUDIT_KEY_HEX_LEN + 1];      /* the checkpoints' key ("" when none) */
-    int key_pinned;                       /* 1 when a key was given to audit_verifier_new */
+    char key[AUDIT_KEY_HEX_LEN + 1]; /* the checkpoints' key ("" when none) */
+    int key_pinned;                  /* 1 when a key was given to audit_verifier_new */
 };
 
 /* Accept an export whose tail after its last checkpoint is unsealed (it is reported, not

@@ -206,7 +206,8 @@ static enum al_code write_object(struct buf *b, const struct json_node *node, co
         }
     }
     for (const struct json_node *m = node->child; m; m = m->next) {
-        if (omit_key && strlen(omit_key) == m->key_len && memcmp(omit_key, m->key, m->key_len) == 0) {
+        if (omit_key && strlen(omit_key) == m->key_len &&
+            memcmp(omit_key, m->key, m->key_len) == 0) {
             continue;
         }
         if (n < node->count) {

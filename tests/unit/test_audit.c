@@ -104,9 +104,9 @@ static void add_checkpoint_of(struct chain *c, EVP_PKEY *key, uint64_t seq, cons
     assert_int_equal(audit_public_key_hex(key, pub, NULL), AL_OK);
     buf_init(&details, 4096);
     assert_int_equal(audit_checkpoint_details(&details, seq, hash, pub, sig), BUF_OK);
-    c->lines[c->n] = make_line(c->n + 1, c->hashes[c->n - 1], AUDIT_SERVER_ACTOR,
-                               AUDIT_CHECKPOINT_ACTION, "audit", NULL, details.data,
-                               c->hashes[c->n]);
+    c->lines[c->n] =
+            make_line(c->n + 1, c->hashes[c->n - 1], AUDIT_SERVER_ACTOR, AUDIT_CHECKPOINT_ACTION,
+                      "audit", NULL, details.data, c->hashes[c->n]);
     c->n++;
     buf_done(&details);
 }
@@ -237,7 +237,7 @@ static void test_audit_checkpoint_sign_verify(void **state)
     char sig[AUDIT_SIG_HEX_LEN + 1];
     char pub[AUDIT_KEY_HEX_LEN + 1];
     char other[AUDIT_KEY_HEX_LEN + 1];
-    const char *h = "ab" ZERO64 + 2;
+    const char *h = "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789";
     int valid = -1;
     assert_int_equal(audit_checkpoint_sign(key_a, 7, h, sig, NULL), AL_OK);
     assert_int_equal(audit_public_key_hex(key_a, pub, NULL), AL_OK);
@@ -329,8 +329,8 @@ static void test_audit_detects_edit_with_rehash(void **state)
     build(&c, key_a);
     char hash[AUDIT_HASH_HEX_LEN + 1];
     free(c.lines[2]);
-    c.lines[2] = make_line(3, c.hashes[1], "mallory", "run.complete", "orders-v1", "finance",
-                           NULL, hash);
+    c.lines[2] = make_line(3, c.hashes[1], "mallory", "run.complete", "orders-v1", "finance", NULL,
+                           hash);
     expect_fault(&c, NULL, AUDIT_FAULT_PREV, 4, 4);
     chain_free(&c);
 }
