@@ -195,6 +195,20 @@ enum al_code audit_record_write(const struct audit_record *rec, struct buf *line
         rc = error_set(reterr, AL_CONFIG_ERROR, "prev is not 64 lowercase hex digits");
         goto out;
     }
+    /* details is spliced into the record's text: it must be one JSON object on its own, or
+     * `{},"seq":9` would smuggle members into the record. */
+    if (rec->details) {
+        size_t dlen = strlen(rec->details);
+        size_t i = 0;
+        while (i < dlen && strchr(" \t\r\n", rec->details[i])) {
+            i++;
+        }
+        if (json_check(rec->details, dlen, RECORD_MAX_DEPTH - 1, NULL) != AL_OK || i == dlen ||
+            rec->details[i] != '{') {
+            rc = error_set(reterr, AL_CONFIG_ERROR, "details is not one JSON object");
+            goto out;
+        }
+    }
     rc = from_buf(record_text(&text, rec, NULL), reterr);
     if (rc != AL_OK) {
         goto out;

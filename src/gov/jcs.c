@@ -2,16 +2,18 @@
  * jcs.c - RFC 8785 canonical JSON: the bytes the audit chain hashes.
  *
  * Numbers: the shortest of 1..17 significant digits whose correctly rounded decimal (glibc's
- * printf is exact) reads back to the same double, which is ECMAScript's choice of digits, then
- * laid out by Number::toString's rules. The round-trip check reads "DIGITSeN" (no decimal point)
- * and the digits are picked out of printf's text whatever separator it used, so the current
- * locale never changes the output. Members: sorted by UTF-16 code units (supplementary
- * characters sort by their high surrogate, i.e. below U+E000..U+FFFF), duplicates refused.
- * Strings reuse json_write_string, which already escapes exactly as JSON.stringify. Never reads
- * past a node's lengths; recursion is bounded by the depth json_parse accepted.
+ * printf is exact), or failing that one of its two neighbours, reads back to the same double,
+ * which is ECMAScript's choice of digits, then laid out by Number::toString's rules. The round-trip
+ * check reads "DIGITSeN" (no decimal point) and the digits are picked out of printf's text whatever
+ * separator it used, so the current locale never changes the output. Members: sorted by UTF-16 code
+ * units (supplementary characters sort by their high surrogate, i.e. below U+E000..U+FFFF),
+ * duplicates refused. Strings reuse json_write_string, which already escapes exactly as
+ * JSON.stringify. Never reads past a node's lengths; recursion is bounded by the depth json_parse
+ * accepted.
  */
 #include "jcs.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,23 +39,39 @@ enum al_code jcs_number(double value, char out[JCS_NUMBER_MAX])
         return AL_OK;
     }
     double mag = fabs(value);
-    for (int prec = 1; prec <= 17; prec++) {
+    int found = 0;
+    for (int prec = 1; prec <= 17 && !found; prec++) {
         snprintf(tmp, sizeof tmp, "%.*e", prec - 1, mag);
-        k = 0;
+        uint64_t m = 0;
         const char *p = tmp;
         while (*p && *p != 'e') {
-            if (*p >= '0' && *p <= '9' && k < sizeof digits - 1) {
-                digits[k++] = *p;
+            if (*p >= '0' && *p <= '9') {
+                m = m * 10 + (uint64_t)(*p - '0');
             }
             p++;
         }
-        digits[k] = '\0';
-        exp10 = (int)strtol(*p == 'e' ? p + 1 : p, NULL, 10);
-        char back[64];
-        snprintf(back, sizeof back, "%se%d", digits, exp10 - (int)(k - 1));
-        if (strtod(back, NULL) == mag) {
-            break;
+        int scale = (int)strtol(*p == 'e' ? p + 1 : p, NULL, 10) - (prec - 1);
+        /* The correctly rounded digits first; when they miss, their neighbours: just above a
+         * power of two the doubles below are twice as dense, so a p-digit decimal above the
+         * value can read back to it while the nearest one (below) does not. */
+        static const int deltas[] = { 0, 1, -1 };
+        for (size_t d = 0; d < sizeof deltas / sizeof deltas[0] && !found; d++) {
+            uint64_t cand = m + (uint64_t)(int64_t)deltas[d];
+            if (cand == 0) {
+                continue;
+            }
+            char back[64];
+            snprintf(back, sizeof back, "%" PRIu64 "e%d", cand, scale);
+            if (strtod(back, NULL) == mag) {
+                k = (size_t)snprintf(digits, sizeof digits, "%" PRIu64, cand);
+                exp10 = scale + (int)k - 1;
+                found = 1;
+            }
         }
+    }
+    if (!found) {
+        /* Unreachable for a finite double: 17 digits always round-trip. */
+        return AL_CONFIG_ERROR;
     }
     while (k > 1 && digits[k - 1] == '0') {
         k--;

@@ -223,6 +223,12 @@ static void test_audit_record_write_refuses_bad_fields(void **state)
     r.details = "{\"a\":1,\"a\":2}";
     assert_int_equal(audit_record_write(&r, &line, hash, NULL), AL_CONFIG_ERROR);
     r = ok;
+    r.details = "{},\"extra\":1";
+    assert_int_equal(audit_record_write(&r, &line, hash, NULL), AL_CONFIG_ERROR);
+    r = ok;
+    r.details = " {\"a\":[1]} ";
+    assert_int_equal(audit_record_write(&r, &line, hash, NULL), AL_OK);
+    r = ok;
     r.prev = "00";
     assert_int_equal(audit_record_write(&r, &line, hash, NULL), AL_CONFIG_ERROR);
     r = ok;

@@ -75,6 +75,20 @@ static void test_jcs_numbers_rfc8785_table(void **state)
     }
 }
 
+/* Powers of two, where the doubles below are twice as dense as above: the nearest 16-digit
+ * decimal does not read back, the one above it does (found by comparing 650,000 doubles with
+ * Python's repr, which is shortest-nearest too). */
+static void test_jcs_numbers_at_powers_of_two(void **state)
+{
+    (void)state;
+    expect_number(0x0060000000000000ull, "7.120236347223045e-307");
+    expect_number(0x0100000000000000ull, "7.291122019556398e-304");
+    expect_number(0x13e0000000000000ull, "5.940911144672375e-213");
+    expect_number(0x3ff0000000000000ull, "1");
+    expect_number(0x4000000000000000ull, "2");
+    expect_number(0x0010000000000000ull, "2.2250738585072014e-308");
+}
+
 static char *canon(const char *text, const char *omit)
 {
     struct json_doc *doc = NULL;
@@ -225,6 +239,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_jcs_numbers_rfc8785_table),
+        cmocka_unit_test(test_jcs_numbers_at_powers_of_two),
         cmocka_unit_test(test_jcs_numbers_in_text),
         cmocka_unit_test(test_jcs_rfc8785_example),
         cmocka_unit_test(test_jcs_sorts_by_utf16),
