@@ -20,14 +20,13 @@
 
 static const char audit_usage[] =
         "usage: airlock audit verify FILE.jsonl [--public-key HEX] [--allow-unsealed] [--json]\n"
-        "  checks an audit export (one record per line, docs/audit.md): every record's hash,\n"
-        "  the prev links and seq order, and every checkpoint's Ed25519 signature\n"
+        "  checks an audit export (one record per line, docs/audit.md; FILE - reads stdin):\n"
+        "  every record's hash, the prev links and seq order, every checkpoint's signature\n"
         "  --public-key HEX   the server's raw Ed25519 public key (64 hex digits); every\n"
         "                     checkpoint must carry it. Without it the key is not pinned.\n"
         "  --allow-unsealed   accept records after the last checkpoint (reported, not refused)\n"
         "  --json             print one JSON object: {\"ok\":true,\"records\":N,...} or\n"
-        "                     "
-        "{\"ok\":false,\"fault\":\"...\",\"seq\":N,\"line\":N,\"why\":\"...\"}\n"
+        "                     {\"ok\":false,\"fault\":\"...\",\"seq\":N,\"line\":N,...}\n"
         "exit status: 0 verified, 1 verification failed, 2 usage error or unreadable file\n";
 
 static void print_result(int json, const char *path, enum audit_fault f,

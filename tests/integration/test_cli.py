@@ -1563,6 +1563,9 @@ def test_audit_verify_valid_export():
     check("verified 8 records" in out and "NOT pinned" in out, out)
     rc, out, err = audit_verify(path, "--public-key", signer.public_hex)
     check(rc == 0 and "(pinned)" in out, f"exit {rc}: {out!r} {err!r}")
+    with open(path, "rb") as f:
+        rc, out, err = run(["audit", "verify", "-"], stdin=f.read())
+    check(rc == 0 and "verified 8 records" in out, f"stdin: exit {rc}: {out!r} {err!r}")
     rc, out, err = audit_verify(path, "--json", "--public-key", signer.public_hex.upper())
     doc = json.loads(out)
     check(rc == 0 and doc["ok"] is True and doc["records"] == 8 and doc["checkpoints"] == 2 and
