@@ -27,7 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "error.h"
+#include "utf8.h"
 
 #define T_NULL    (1u << 0)
 #define T_BOOLEAN (1u << 1)
@@ -156,15 +158,38 @@ static void render_path(const struct seg *leaf, char *out, size_t cap)
         snprintf(out, cap, "%s", full);
         return;
     }
-    size_t head = PATH_TEXT_MAX / 3;
-    size_t tail = PATH_TEXT_MAX - head - 3;
-    snprintf(out, cap, "%.*s...%s", (int)head, full, full + at - tail);
+    size_t head = utf8_cut(full, PATH_TEXT_MAX / 3);
+    size_t tail_at = at - (PATH_TEXT_MAX - PATH_TEXT_MAX / 3 - 3);
+    while (tail_at < at && ((unsigned char)full[tail_at] & 0xc0) == 0x80) {
+        tail_at++; /* start the tail on a character */
+    }
+    snprintf(out, cap, "%.*s...%s", (int)head, full, full + tail_at);
 }
 
-/* The raw text of a schema value, cut to QUOTE_MAX bytes. */
-static int quote_len(const struct json_node *n)
+/* A schema value as one line of JSON (its insignificant whitespace dropped), cut to QUOTE_MAX
+ * bytes at a character boundary: what messages quote. */
+struct quote {
+    char text[QUOTE_MAX + 1];
+};
+
+static struct quote quote(const struct json_node *n)
 {
-    return (int)(n->raw_len > QUOTE_MAX ? QUOTE_MAX : n->raw_len);
+    struct quote q;
+    struct buf b;
+    const char *src = n->raw;
+    size_t len = n->raw_len;
+    buf_init(&b, n->raw_len + 1);
+    if (json_write_compact(&b, n->raw, n->raw_len) == BUF_OK && b.data) {
+        src = b.data;
+        len = b.len;
+    }
+    if (len > QUOTE_MAX) {
+        len = utf8_cut(src, QUOTE_MAX);
+    }
+    memcpy(q.text, src, len);
+    q.text[len] = '\0';
+    buf_done(&b);
+    return q;
 }
 
 __attribute__((format(printf, 3, 4))) static enum al_code
@@ -335,8 +360,8 @@ static int pattern_acceptable(const char *p, size_t n, const char **ret_why)
                 j++;
             }
             while (j < n && p[j] != ']') {
-                if (p[j] == '[' && j + 1 < n && (p[j + 1] == ':' || p[j + 1] == '.' ||
-                                                 p[j + 1] == '=')) {
+                if (p[j] == '[' && j + 1 < n &&
+                    (p[j + 1] == ':' || p[j + 1] == '.' || p[j + 1] == '=')) {
                     char close = p[j + 1];
                     j += 2;
                     while (j + 1 < n && !(p[j] == close && p[j + 1] == ']')) {
@@ -831,11 +856,14 @@ static enum al_code check_pattern(const struct rule *r, const struct json_node *
     if (rc != REG_NOMATCH) {
         return error_set(err, AL_INTERNAL_ERROR, "out of memory matching a pattern");
     }
-    return rule_fail(err, at, "must match pattern '%.*s'", QUOTE_MAX, r->pattern->str);
+    return rule_fail(err, at, "must match pattern '%s'", r->pattern->str); /* <= 256 bytes */
 }
 
 static const struct rule *prop_rule(const struct rule *r, const char *key, size_t len)
 {
+    if (r->prop_count == 0) {
+        return NULL; /* bsearch may not be given a NULL array */
+    }
     struct prop want = { key, len, NULL };
     const struct prop *p = bsearch(&want, r->props, r->prop_count, sizeof *r->props, prop_cmp);
     return p ? p->rule : NULL;
@@ -884,8 +912,7 @@ static enum al_code validate_rule(const struct rule *r, const struct json_node *
         return type_fail(err, at, r->types);
     }
     if (r->const_value && !equal_at(v, r->const_value, 0)) {
-        return rule_fail(err, at, "must be equal to %.*s", quote_len(r->const_value),
-                         r->const_value->raw);
+        return rule_fail(err, at, "must be equal to %s", quote(r->const_value).text);
     }
     if (r->enum_values) {
         const struct json_node *e = r->enum_values->child;
@@ -893,24 +920,21 @@ static enum al_code validate_rule(const struct rule *r, const struct json_node *
             e = e->next;
         }
         if (!e) {
-            return rule_fail(err, at, "must be one of %.*s", quote_len(r->enum_values),
-                             r->enum_values->raw);
+            return rule_fail(err, at, "must be one of %s", quote(r->enum_values).text);
         }
     }
     if (v->type == JSON_NUMBER) {
         if (r->minimum && !(v->num >= r->minimum->num)) {
-            return rule_fail(err, at, "must be >= %.*s", quote_len(r->minimum), r->minimum->raw);
+            return rule_fail(err, at, "must be >= %s", quote(r->minimum).text);
         }
         if (r->exclusive_minimum && !(v->num > r->exclusive_minimum->num)) {
-            return rule_fail(err, at, "must be > %.*s", quote_len(r->exclusive_minimum),
-                             r->exclusive_minimum->raw);
+            return rule_fail(err, at, "must be > %s", quote(r->exclusive_minimum).text);
         }
         if (r->maximum && !(v->num <= r->maximum->num)) {
-            return rule_fail(err, at, "must be <= %.*s", quote_len(r->maximum), r->maximum->raw);
+            return rule_fail(err, at, "must be <= %s", quote(r->maximum).text);
         }
         if (r->exclusive_maximum && !(v->num < r->exclusive_maximum->num)) {
-            return rule_fail(err, at, "must be < %.*s", quote_len(r->exclusive_maximum),
-                             r->exclusive_maximum->raw);
+            return rule_fail(err, at, "must be < %s", quote(r->exclusive_maximum).text);
         }
     }
     if (v->type == JSON_STRING) {
@@ -973,8 +997,8 @@ enum al_code schema_validate(const struct schema *schema, const char *text, size
     }
     rc = json_parse(text ? text : "", len, SCHEMA_INSTANCE_DEPTH, &doc, &jerr);
     if (rc != AL_OK) {
-        rc = error_set(reterr, rc, "%s%s", rc == AL_SERIALIZATION_ERROR ? "input is not JSON: " : "",
-                       jerr.message);
+        rc = error_set(reterr, rc, "%s%s",
+                       rc == AL_SERIALIZATION_ERROR ? "input is not JSON: " : "", jerr.message);
         goto out;
     }
     rc = validate_rule(schema->root, json_root(doc), NULL, reterr);

@@ -81,8 +81,8 @@ AL_NODISCARD enum al_code schema_compile(const char *text, size_t len, struct sc
  *   AL_SERIALIZATION_ERROR the text is not JSON (or deeper than SCHEMA_INSTANCE_DEPTH);
  *   AL_INTERNAL_ERROR     out of memory.
  * The message is cut to fit struct al_error (long paths lose their middle). */
-AL_NODISCARD enum al_code schema_validate(const struct schema *schema, const char *text,
-                                          size_t len, struct al_error *reterr);
+AL_NODISCARD enum al_code schema_validate(const struct schema *schema, const char *text, size_t len,
+                                          struct al_error *reterr);
 
 /* The same over a parsed value (borrowed; only read). Never AL_SERIALIZATION_ERROR. */
 AL_NODISCARD enum al_code schema_validate_node(const struct schema *schema,

@@ -255,7 +255,8 @@ static void test_schema_enum_and_const(void **state)
     expect_valid(e, "null");
     expect_valid(e, "[1.0,[2,{\"x\":true}]]");
     expect_valid(e, "{\"q\":[2.0],\"p\":1}");
-    const char *no = "(root): must be one of [\"a\",1,null,[1,[2,{\"x\":true}]],{\"p\":1,\"q\":[2]}]";
+    const char *no =
+            "(root): must be one of [\"a\",1,null,[1,[2,{\"x\":true}]],{\"p\":1,\"q\":[2]}]";
     expect_invalid(e, "\"b\"", no);
     expect_invalid(e, "[1,[2,{\"x\":false}]]", no);
     expect_invalid(e, "{\"p\":1}", no);
@@ -263,6 +264,15 @@ static void test_schema_enum_and_const(void **state)
     expect_invalid(e, "true", no);
     expect_invalid(e, "[[2,{\"x\":true}],1]", no);
 
+    /* quoted as one line, cut at 64 bytes on a character boundary */
+    expect_invalid("{\"enum\": [\n  \"open\",\n  \"closed\"\n]}", "\"x\"",
+                   "(root): must be one of [\"open\",\"closed\"]");
+    expect_invalid(
+            "{\"const\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+            "\xC3\xA9\xC3\xA9\"}",
+            "1",
+            "(root): must be equal to \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+            "aaaaaaaa"); /* 63 bytes: the é would be split */
     expect_valid("{\"const\":1}", "1.0");
     expect_valid("{\"const\":{\"a\":[1,2],\"b\":null}}", "{\"b\":null,\"a\":[1,2.0]}");
     expect_invalid("{\"const\":{\"a\":[1,2]}}", "{\"a\":[2,1]}",
@@ -412,7 +422,8 @@ static void test_schema_depth_is_bounded(void **state)
     struct schema *s = NULL;
     struct al_error err;
     assert_int_equal(schema_compile(deep, strlen(deep), &s, &err), AL_CONFIG_ERROR);
-    assert_non_null(strstr(err.message, "schema nested deeper than 32 subschemas at /properties/a"));
+    assert_non_null(
+            strstr(err.message, "schema nested deeper than 32 subschemas at /properties/a"));
     free(deep);
     /* items nest just the same */
     char items[1024];
