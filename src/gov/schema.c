@@ -76,6 +76,7 @@ struct rule {
     const struct json_node *pattern;
     regex_t re;
     int has_re;
+    locale_t c_loc;     /* the schema's "C" locale, for regexec */
     struct prop *props; /* sorted by key bytes */
     size_t prop_count;
     const struct json_node *required; /* array of strings */
@@ -89,6 +90,7 @@ struct schema {
     struct json_doc *doc;
     struct rule *root;
     struct rule *rules; /* every rule, newest first */
+    locale_t c_loc;     /* "C", made for the first pattern; (locale_t)0 without one */
 };
 
 /* One step of a JSON Pointer, on the stack of the walk that made it. */
@@ -456,20 +458,22 @@ static enum al_code compile_pattern(struct compiler *c, struct rule *r, const st
     if (!pattern_acceptable(m->str, m->str_len, &why)) {
         return compile_fail(c->err, at, "keyword 'pattern' refused (%s)", why);
     }
-    locale_t c_loc = newlocale(LC_ALL_MASK, "C", (locale_t)0);
-    if (c_loc == (locale_t)0) {
-        return no_memory(c->err);
+    if (c->schema->c_loc == (locale_t)0) {
+        c->schema->c_loc = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+        if (c->schema->c_loc == (locale_t)0) {
+            return no_memory(c->err);
+        }
     }
-    locale_t old = uselocale(c_loc);
+    locale_t old = uselocale(c->schema->c_loc);
     int rc = regcomp(&r->re, m->str, REG_EXTENDED | REG_NOSUB);
     uselocale(old);
-    freelocale(c_loc);
     if (rc != 0) {
         char msg[96];
         regerror(rc, NULL, msg, sizeof msg);
         return compile_fail(c->err, at, "keyword 'pattern' is not a valid POSIX ERE (%s)", msg);
     }
     r->has_re = 1;
+    r->c_loc = c->schema->c_loc;
     r->pattern = m;
     return AL_OK;
 }
@@ -713,6 +717,9 @@ void schema_free(struct schema *schema)
         free(r);
         r = next;
     }
+    if (schema->c_loc != (locale_t)0) {
+        freelocale(schema->c_loc);
+    }
     json_doc_free(schema->doc);
     free(schema->text);
     free(schema);
@@ -841,14 +848,10 @@ static enum al_code check_pattern(const struct rule *r, const struct json_node *
 {
     int rc = REG_NOMATCH;
     if (!memchr(v->str, '\0', v->str_len)) {
-        locale_t c_loc = newlocale(LC_ALL_MASK, "C", (locale_t)0);
-        if (c_loc == (locale_t)0) {
-            return error_set(err, AL_INTERNAL_ERROR, "out of memory validating a pattern");
-        }
-        locale_t old = uselocale(c_loc);
+        /* uselocale is per thread, so concurrent validations share the one locale safely */
+        locale_t old = uselocale(r->c_loc);
         rc = regexec(&r->re, v->str, 0, NULL, 0);
         uselocale(old);
-        freelocale(c_loc);
     }
     if (rc == 0) {
         return AL_OK;
