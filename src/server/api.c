@@ -150,8 +150,7 @@ int api_body(struct api_ctx *ctx, const struct api_field *fields, size_t nfields
             return -1;
         }
         if (m->type == JSON_STRING && strlen(m->str) != m->str_len) {
-            api_error(ctx, 400, "INVALID_REQUEST", "field \"%s\" holds a NUL character",
-                      f->name);
+            api_error(ctx, 400, "INVALID_REQUEST", "field \"%s\" holds a NUL character", f->name);
             return -1;
         }
         *f->ret = m;
@@ -168,6 +167,6 @@ int api_body(struct api_ctx *ctx, const struct api_field *fields, size_t nfields
 enum store_rc api_audit(struct api_ctx *ctx, const char *action, const char *subject,
                         const char *department, const char *details_json)
 {
-    return ctx->store->ops->audit_append(ctx->store, ctx->who ? ctx->who->name : "airlockd",
-                                         action, subject, department, details_json, NULL);
+    return ctx->store->ops->audit_append(ctx->store, ctx->who ? ctx->who->name : "airlockd", action,
+                                         subject, department, details_json, NULL);
 }

@@ -3,10 +3,10 @@
  * {"autonomy":"autonomous","allow_adhoc":false}; every change and its audit record are one
  * transaction, so the log never misses a change nor records one that did not happen.
  */
-#include "api.h"
-
 #include <stdio.h>
 #include <string.h>
+
+#include "api.h"
 
 static void api_department_json(struct buf *b, const struct store_department *d)
 {

@@ -3,11 +3,11 @@
  * shown once, in the answer that creates it, and is never stored, logged or audited: only its
  * prefix is. Each change and its audit record are one transaction.
  */
-#include "api.h"
-
 #include <openssl/crypto.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "api.h"
 
 struct api_list {
     struct buf *b;

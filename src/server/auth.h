@@ -16,11 +16,11 @@
 
 #include "store.h"
 
-#define AUTH_PREFIX_LEN  12
-#define AUTH_KEY_MAX     256
-#define AUTH_KEY_MIN     32
-#define AUTH_GRANTS_MAX  64
-#define AUTH_WHY_MAX     160
+#define AUTH_PREFIX_LEN 12
+#define AUTH_KEY_MAX    256
+#define AUTH_KEY_MIN    32
+#define AUTH_GRANTS_MAX 64
+#define AUTH_WHY_MAX    160
 
 enum auth_role {
     AUTH_ROLE_ADMIN = 1u << 0,
@@ -32,8 +32,8 @@ enum auth_role {
 #define AUTH_ROLES_ALL 0x1fu
 
 enum auth_scope {
-    AUTH_PUBLIC = 0,    /* no key needed */
-    AUTH_PRINCIPAL,     /* any principal with a valid key */
+    AUTH_PUBLIC = 0,     /* no key needed */
+    AUTH_PRINCIPAL,      /* any principal with a valid key */
     AUTH_ANY_DEPARTMENT, /* one of the roles, granted in any department or "*" */
     AUTH_DEPARTMENT,     /* one of the roles, granted in the route's {d} or "*" */
 };

@@ -110,9 +110,8 @@ out:
 }
 
 static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *url,
-                                   const char *method, const char *version,
-                                   const char *upload_data, size_t *upload_data_size,
-                                   void **con_cls)
+                                   const char *method, const char *version, const char *upload_data,
+                                   size_t *upload_data_size, void **con_cls)
 {
     struct http_server *srv = cls;
     struct http_conn *c = *con_cls;
@@ -177,8 +176,7 @@ static int http_bind(const char *host, unsigned port, unsigned *ret_port, char *
         return -1;
     }
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                    ai->ai_protocol);
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
         if (fd < 0) {
             continue;
         }
@@ -223,11 +221,11 @@ int http_start(const char *host, unsigned port, size_t body_limit_bytes, http_ha
         free(srv);
         return -1;
     }
-    srv->daemon = MHD_start_daemon(
-            MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC, 0, NULL, NULL,
-            http_access, srv, MHD_OPTION_LISTEN_SOCKET, srv->fd, MHD_OPTION_NOTIFY_COMPLETED,
-            http_completed, srv, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-            MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_END);
+    srv->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC, 0,
+                                   NULL, NULL, http_access, srv, MHD_OPTION_LISTEN_SOCKET, srv->fd,
+                                   MHD_OPTION_NOTIFY_COMPLETED, http_completed, srv,
+                                   MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+                                   MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_END);
     if (!srv->daemon) {
         snprintf(err, 256, "cannot start the HTTP server on %s:%u", host, bound);
         close(srv->fd);

@@ -128,16 +128,16 @@ static int main_load_config(const char *path, struct main_config *cfg)
                 fprintf(stderr, "airlockd: config %s: listen must be HOST:PORT\n", path);
                 goto out;
             }
-        } else if (strcmp(m->key, "data_dir") == 0 && m->type == JSON_STRING &&
-                   m->str_len > 0 && m->str_len < sizeof cfg->data_dir) {
+        } else if (strcmp(m->key, "data_dir") == 0 && m->type == JSON_STRING && m->str_len > 0 &&
+                   m->str_len < sizeof cfg->data_dir) {
             memcpy(cfg->data_dir, m->str, m->str_len + 1);
         } else if (strcmp(m->key, "body_limit_bytes") == 0 && main_positive(m, &num) == 0) {
             cfg->body_limit_bytes = (size_t)num;
         } else if (strcmp(m->key, "rate_limit") == 0 && m->type == JSON_OBJECT) {
             for (const struct json_node *r = m->child; r; r = r->next) {
                 double *dst = strcmp(r->key, "requests_per_second") == 0 ? &cfg->rate_per_second
-                              : strcmp(r->key, "burst") == 0              ? &cfg->rate_burst
-                                                                          : NULL;
+                              : strcmp(r->key, "burst") == 0             ? &cfg->rate_burst
+                                                                         : NULL;
                 if (!dst || main_positive(r, dst) != 0) {
                     fprintf(stderr,
                             "airlockd: config %s: rate_limit takes requests_per_second and "
@@ -201,8 +201,8 @@ static int main_write_key(const char *path, const char *key)
     }
     size_t len = strlen(key);
     int rc = 0;
-    if (fchmod(fd, 0600) != 0 || write(fd, key, len) != (ssize_t)len ||
-        write(fd, "\n", 1) != 1 || fsync(fd) != 0) {
+    if (fchmod(fd, 0600) != 0 || write(fd, key, len) != (ssize_t)len || write(fd, "\n", 1) != 1 ||
+        fsync(fd) != 0) {
         rc = -1;
     }
     if (close(fd) != 0) {
@@ -235,8 +235,9 @@ static int main_bootstrap(struct store *s, const char *data_dir)
     }
     if (given && given[0]) {
         if (auth_key_digest(given, prefix, hash) != 0) {
-            fprintf(stderr, "airlockd: AIRLOCK_BOOTSTRAP_KEY must be %d to %d printable ASCII "
-                            "characters without spaces\n",
+            fprintf(stderr,
+                    "airlockd: AIRLOCK_BOOTSTRAP_KEY must be %d to %d printable ASCII "
+                    "characters without spaces\n",
                     AUTH_KEY_MIN, AUTH_KEY_MAX);
             goto out;
         }
@@ -247,7 +248,8 @@ static int main_bootstrap(struct store *s, const char *data_dir)
     }
     snprintf(path, sizeof path, "%s/admin.key", data_dir);
     snprintf(details, sizeof details, "{\"prefix\":\"%s\",\"bootstrap\":true}", prefix);
-    if (s->ops->tx_begin(s) != STORE_OK || s->ops->principal_create(s, "admin", "user") != STORE_OK ||
+    if (s->ops->tx_begin(s) != STORE_OK ||
+        s->ops->principal_create(s, "admin", "user") != STORE_OK ||
         s->ops->audit_append(s, "airlockd", "principal.create", "admin", NULL,
                              "{\"kind\":\"user\",\"bootstrap\":true}", NULL) != STORE_OK ||
         s->ops->role_grant(s, "admin", "admin", "*") != STORE_OK ||
@@ -313,8 +315,7 @@ static int main_options(int argc, char **argv, struct main_config *cfg)
         return 2;
     }
     if (listen_opt && main_parse_listen(listen_opt, cfg) != 0) {
-        fprintf(stderr, "airlockd: --listen must be HOST:PORT, not %s\n%s", listen_opt,
-                main_usage);
+        fprintf(stderr, "airlockd: --listen must be HOST:PORT, not %s\n%s", listen_opt, main_usage);
         return 2;
     }
     if (dir_opt) {
@@ -376,8 +377,8 @@ int main(int argc, char **argv)
         goto out;
     }
     router.store = store;
-    if (http_start(cfg.host, cfg.port, cfg.body_limit_bytes, router_dispatch, &router, &http,
-                   &port, errmsg) != 0) {
+    if (http_start(cfg.host, cfg.port, cfg.body_limit_bytes, router_dispatch, &router, &http, &port,
+                   errmsg) != 0) {
         fprintf(stderr, "airlockd: %s\n", errmsg);
         goto out;
     }

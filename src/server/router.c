@@ -131,8 +131,7 @@ static void router_deny(struct router *r, const struct http_request *req,
     buf_printf(&details, ",\"request_id\":\"%s\"}", req->request_id);
     if (!details.data ||
         r->store->ops->audit_append(r->store, actor, "auth.denied", status == 401 ? NULL : actor,
-                                    NULL, details.data,
-                                    NULL) != STORE_OK) {
+                                    NULL, details.data, NULL) != STORE_OK) {
         api_error_resp(req, resp, 500, "INTERNAL", "the audit log could not record a refusal");
     } else if (status == 401) {
         api_error_resp(req, resp, 401, "UNAUTHENTICATED", why);
@@ -234,8 +233,8 @@ void router_print(FILE *out)
     fputs("[\n", out);
     for (size_t i = 0; i < NROUTES; i++) {
         const struct route *rt = &routes[i];
-        fprintf(out, "  {\"method\":\"%s\",\"path\":\"%s\",\"scope\":\"%s\",\"roles\":[", rt->method,
-                rt->path, router_scope_name(rt->rule.scope));
+        fprintf(out, "  {\"method\":\"%s\",\"path\":\"%s\",\"scope\":\"%s\",\"roles\":[",
+                rt->method, rt->path, router_scope_name(rt->rule.scope));
         int first = 1;
         for (unsigned bit = 1; bit <= AUTH_ROLE_AGENT; bit <<= 1) {
             if (rt->rule.roles & bit) {

@@ -6,8 +6,6 @@
  * per call: the server's request rate does not need a statement cache, and it keeps every
  * operation self-contained. This file never logs: errors go to errmsg for the caller.
  */
-#include "store.h"
-
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +13,7 @@
 #include <time.h>
 
 #include "migrations.h"
+#include "store.h"
 
 struct sqlite_store {
     struct store base; /* first: a struct store * is a struct sqlite_store * */
@@ -159,13 +158,12 @@ static enum store_rc sqlite_principal_create(struct store *s, const char *name, 
     sqlite_now(now);
     const char *args[] = { name, kind, now };
     return sqlite_exec_args(sqlite_of(s),
-                            "INSERT INTO principals(name, kind, created) VALUES (?, ?, ?)", 3,
-                            args, NULL);
+                            "INSERT INTO principals(name, kind, created) VALUES (?, ?, ?)", 3, args,
+                            NULL);
 }
 
 static enum store_rc sqlite_principal_walk(struct sqlite_store *st, const char *sql,
-                                           const char *name, store_principal_fn *fn,
-                                           void *userdata)
+                                           const char *name, store_principal_fn *fn, void *userdata)
 {
     sqlite3_stmt *stmt = NULL;
     const char *args[] = { name };
@@ -193,16 +191,15 @@ static enum store_rc sqlite_principal_walk(struct sqlite_store *st, const char *
     return rc;
 }
 
-static enum store_rc sqlite_principal_get(struct store *s, const char *name,
-                                          store_principal_fn *fn, void *userdata)
+static enum store_rc sqlite_principal_get(struct store *s, const char *name, store_principal_fn *fn,
+                                          void *userdata)
 {
     return sqlite_principal_walk(sqlite_of(s),
                                  "SELECT name, kind, created FROM principals WHERE name = ?", name,
                                  fn, userdata);
 }
 
-static enum store_rc sqlite_principal_list(struct store *s, store_principal_fn *fn,
-                                           void *userdata)
+static enum store_rc sqlite_principal_list(struct store *s, store_principal_fn *fn, void *userdata)
 {
     return sqlite_principal_walk(sqlite_of(s),
                                  "SELECT name, kind, created FROM principals ORDER BY name", NULL,
@@ -213,8 +210,8 @@ static enum store_rc sqlite_principal_exists(struct sqlite_store *st, const char
 {
     sqlite3_stmt *stmt = NULL;
     const char *args[] = { name };
-    enum store_rc rc = sqlite_prepare(st, "SELECT 1 FROM principals WHERE name = ?", 1, args,
-                                      &stmt);
+    enum store_rc rc =
+            sqlite_prepare(st, "SELECT 1 FROM principals WHERE name = ?", 1, args, &stmt);
     if (rc != STORE_OK) {
         return rc;
     }
@@ -240,9 +237,9 @@ static enum store_rc sqlite_key_add(struct store *s, const char *principal, cons
     sqlite_now(now);
     sqlite3_stmt *stmt = NULL;
     const char *args[] = { prefix, principal, NULL, now };
-    rc = sqlite_prepare(st,
-                        "INSERT INTO api_keys(prefix, principal, hash, created) VALUES (?, ?, ?, ?)",
-                        4, args, &stmt);
+    rc = sqlite_prepare(
+            st, "INSERT INTO api_keys(prefix, principal, hash, created) VALUES (?, ?, ?, ?)", 4,
+            args, &stmt);
     if (rc != STORE_OK) {
         return rc;
     }
@@ -313,8 +310,8 @@ static enum store_rc sqlite_key_list(struct store *s, const char *principal, sto
     const char *args[] = { principal };
     enum store_rc rc = sqlite_prepare(
             st,
-            "SELECT prefix, created, revoked FROM api_keys WHERE principal = ? ORDER BY created",
-            1, args, &stmt);
+            "SELECT prefix, created, revoked FROM api_keys WHERE principal = ? ORDER BY created", 1,
+            args, &stmt);
     if (rc != STORE_OK) {
         return rc;
     }
@@ -397,8 +394,8 @@ static enum store_rc sqlite_department_create(struct store *s, const char *name)
     char now[32];
     sqlite_now(now);
     const char *args[] = { name, now };
-    return sqlite_exec_args(sqlite_of(s), "INSERT INTO departments(name, created) VALUES (?, ?)",
-                            2, args, NULL);
+    return sqlite_exec_args(sqlite_of(s), "INSERT INTO departments(name, created) VALUES (?, ?)", 2,
+                            args, NULL);
 }
 
 static enum store_rc sqlite_department_walk(struct sqlite_store *st, const char *name,
@@ -452,8 +449,8 @@ static enum store_rc sqlite_department_set_policy(struct store *s, const char *n
     const char *args[] = { autonomy, allow_adhoc ? "1" : "0", name };
     int changes = 0;
     enum store_rc rc = sqlite_exec_args(
-            sqlite_of(s), "UPDATE departments SET autonomy = ?, allow_adhoc = ? WHERE name = ?",
-            3, args, &changes);
+            sqlite_of(s), "UPDATE departments SET autonomy = ?, allow_adhoc = ? WHERE name = ?", 3,
+            args, &changes);
     if (rc == STORE_OK && changes == 0) {
         rc = STORE_NOT_FOUND;
     }
@@ -494,9 +491,12 @@ static enum store_rc sqlite_audit_list(struct store *s, int64_t after_seq, int64
     sqlite3_bind_int64(stmt, 2, limit);
     int step;
     while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
-        struct store_audit a = { sqlite3_column_int64(stmt, 0), sqlite_col(stmt, 1),
-                                 sqlite_col(stmt, 2),           sqlite_col(stmt, 3),
-                                 sqlite_col(stmt, 4),           sqlite_col(stmt, 5),
+        struct store_audit a = { sqlite3_column_int64(stmt, 0),
+                                 sqlite_col(stmt, 1),
+                                 sqlite_col(stmt, 2),
+                                 sqlite_col(stmt, 3),
+                                 sqlite_col(stmt, 4),
+                                 sqlite_col(stmt, 5),
                                  sqlite_col(stmt, 6) };
         if (fn(userdata, &a) != 0) {
             step = SQLITE_DONE;
@@ -602,8 +602,8 @@ enum store_rc store_sqlite_open(const char *path, struct store **ret_store, char
     }
     st->base.ops = &sqlite_ops;
     if (sqlite3_open_v2(path, &st->db,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL) !=
-        SQLITE_OK) {
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                        NULL) != SQLITE_OK) {
         snprintf(st->errmsg, sizeof st->errmsg, "cannot open %s: %s", path,
                  st->db ? sqlite3_errmsg(st->db) : "out of memory");
         goto out;

@@ -121,8 +121,8 @@ struct store_ops {
     enum store_rc (*department_get)(struct store *s, const char *name, store_department_fn *fn,
                                     void *userdata);
     enum store_rc (*department_list)(struct store *s, store_department_fn *fn, void *userdata);
-    enum store_rc (*department_set_policy)(struct store *s, const char *name,
-                                           const char *autonomy, int allow_adhoc);
+    enum store_rc (*department_set_policy)(struct store *s, const char *name, const char *autonomy,
+                                           int allow_adhoc);
 
     /* Appends one audit record with the next seq and the current time. subject and department
      * may be NULL; details_json must be a JSON object. Hash chaining (prev, hash) is added by

@@ -175,8 +175,7 @@ static void test_store_department_policy(void **state)
     assert_int_equal(s->ops->department_set_policy(s, "finance", "supervised", 1), STORE_OK);
     assert_int_equal(s->ops->department_get(s, "finance", read_policy, policy), STORE_OK);
     assert_string_equal(policy, "supervised/1");
-    assert_int_equal(s->ops->department_set_policy(s, "nowhere", "supervised", 0),
-                     STORE_NOT_FOUND);
+    assert_int_equal(s->ops->department_set_policy(s, "nowhere", "supervised", 0), STORE_NOT_FOUND);
     assert_int_equal(s->ops->department_get(s, "nowhere", read_policy, policy), STORE_NOT_FOUND);
 }
 
@@ -190,9 +189,8 @@ static void test_store_audit_append_in_order(void **state)
     assert_int_equal(s->ops->audit_append(s, "admin", "department.create", "finance", "finance",
                                           "{\"name\":\"finance\"}", &seq1),
                      STORE_OK);
-    assert_int_equal(
-            s->ops->audit_append(s, "airlockd", "auth.denied", NULL, NULL, "{}", &seq2),
-            STORE_OK);
+    assert_int_equal(s->ops->audit_append(s, "airlockd", "auth.denied", NULL, NULL, "{}", &seq2),
+                     STORE_OK);
     assert_true(seq2 == seq1 + 1);
     assert_int_equal(s->ops->audit_list(s, 0, 100, count_audit, &n), STORE_OK);
     assert_int_equal(n, 2);
@@ -209,9 +207,9 @@ static void test_store_rollback_leaves_nothing(void **state)
     int records = 0;
     assert_int_equal(s->ops->tx_begin(s), STORE_OK);
     assert_int_equal(s->ops->principal_create(s, "alice", "user"), STORE_OK);
-    assert_int_equal(s->ops->audit_append(s, "admin", "principal.create", "alice", NULL, "{}",
-                                          NULL),
-                     STORE_OK);
+    assert_int_equal(
+            s->ops->audit_append(s, "admin", "principal.create", "alice", NULL, "{}", NULL),
+            STORE_OK);
     s->ops->tx_rollback(s);
     s->ops->tx_rollback(s); /* harmless outside a transaction */
     assert_int_equal(s->ops->principal_count(s, &n), STORE_OK);
@@ -226,8 +224,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_ops_version_and_schema, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_newer_schema_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_reopen_keeps_rows, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_principal_conflict_and_missing, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_store_principal_conflict_and_missing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_key_lookup_and_revoke, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_roles_grant_revoke, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_department_policy, setup, teardown),
