@@ -98,7 +98,7 @@ static enum MHD_Result http_answer(struct http_server *srv, struct MHD_Connectio
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
                             resp.content_type ? resp.content_type : "application/json");
     MHD_add_response_header(r, "X-Request-Id", c->req.request_id);
-    if (resp.allow) {
+    if (resp.allow[0]) {
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, resp.allow);
     }
     ret = MHD_queue_response(conn, resp.status, r);

@@ -27,7 +27,7 @@ struct http_request {
 struct http_response {
     unsigned status;
     const char *content_type; /* static string; default application/json */
-    const char *allow;        /* static string for a 405's Allow header, or NULL */
+    char allow[64];           /* a 405's Allow header, or "" */
     struct buf body;
     char actor[HTTP_ACTOR_MAX + 1]; /* who made the request, for the log line; "" if nobody */
     char route[64];                 /* the route pattern matched, for the log line */

@@ -170,16 +170,14 @@ void router_dispatch(void *userdata, const struct http_request *req, struct http
     }
     if (!route) {
         if (path_known) {
-            static char allow[64];
-            allow[0] = '\0';
+            char *allow = resp->allow;
             for (size_t i = 0; i < NROUTES; i++) {
                 if (router_match(&path, routes[i].path, NULL)) {
                     size_t used = strlen(allow);
-                    snprintf(allow + used, sizeof allow - used, "%s%s", used ? ", " : "",
+                    snprintf(allow + used, sizeof resp->allow - used, "%s%s", used ? ", " : "",
                              routes[i].method);
                 }
             }
-            resp->allow = allow;
             api_error_resp(req, resp, 405, "METHOD_NOT_ALLOWED", "method not allowed here");
         } else {
             api_error_resp(req, resp, 404, "NOT_FOUND", "no such route");
