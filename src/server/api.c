@@ -1,0 +1,172 @@
+/*
+ * api.c - helpers shared by the route handlers: strict JSON bodies (one object, known members of
+ * the right types, no duplicates, bounded depth; anything else is 400 before a handler acts),
+ * the error body every failure carries, and the audit append of a change. The body's UTF-8 and
+ * depth are checked by json_parse; a string holding NUL is refused here since names and enums
+ * are C strings.
+ */
+#include "api.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void api_str(struct buf *b, const char *s)
+{
+    json_write_string(b, s, strlen(s));
+}
+
+void api_error_resp(const struct http_request *req, struct http_response *resp, unsigned status,
+                    const char *code, const char *message)
+{
+    buf_reset(&resp->body);
+    resp->status = status;
+    resp->content_type = "application/json";
+    buf_append_str(&resp->body, "{\"error\":{\"code\":");
+    api_str(&resp->body, code);
+    buf_append_str(&resp->body, ",\"message\":");
+    json_write_string(&resp->body, message, strnlen(message, 1024));
+    buf_append_str(&resp->body, ",\"request_id\":");
+    api_str(&resp->body, req->request_id);
+    buf_append_str(&resp->body, "}}\n");
+}
+
+void api_error(struct api_ctx *ctx, unsigned status, const char *code, const char *fmt, ...)
+{
+    char message[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    api_error_resp(ctx->req, ctx->resp, status, code, message);
+}
+
+void api_store_failed(struct api_ctx *ctx)
+{
+    fprintf(stderr, "{\"log\":\"store\",\"request_id\":\"%s\",\"error\":", ctx->req->request_id);
+    struct buf b;
+    buf_init(&b, 1024);
+    api_str(&b, ctx->store->ops->errmsg(ctx->store));
+    fprintf(stderr, "%s}\n", b.data ? b.data : "\"\"");
+    buf_done(&b);
+    api_error(ctx, 500, "INTERNAL", "the store failed");
+}
+
+void api_reply(struct api_ctx *ctx, unsigned status)
+{
+    buf_reset(&ctx->resp->body);
+    ctx->resp->status = status;
+    ctx->resp->content_type = "application/json";
+}
+
+const char *api_param(const struct api_ctx *ctx, const char *name)
+{
+    for (size_t i = 0; i < ctx->nparams; i++) {
+        if (ctx->params[i].name_len == strlen(name) &&
+            memcmp(ctx->params[i].name, name, ctx->params[i].name_len) == 0) {
+            return ctx->params[i].value;
+        }
+    }
+    return "";
+}
+
+int api_name_ok(const char *s)
+{
+    size_t len = strlen(s);
+    if (len == 0 || len > STORE_NAME_MAX) {
+        return 0;
+    }
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        int alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-'))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static const char *api_type_name(enum json_type t)
+{
+    switch (t) {
+    case JSON_NULL:
+        return "null";
+    case JSON_FALSE:
+    case JSON_TRUE:
+        return "a boolean";
+    case JSON_NUMBER:
+        return "a number";
+    case JSON_STRING:
+        return "a string";
+    case JSON_ARRAY:
+        return "an array";
+    case JSON_OBJECT:
+        return "an object";
+    }
+    return "?";
+}
+
+int api_body(struct api_ctx *ctx, const struct api_field *fields, size_t nfields)
+{
+    struct al_error err;
+    const char *text = ctx->req->body;
+    size_t len = ctx->req->body_len;
+    for (size_t i = 0; i < nfields; i++) {
+        *fields[i].ret = NULL;
+    }
+    if (len == 0) {
+        text = "{}";
+        len = 2;
+    }
+    memset(&err, 0, sizeof err);
+    if (json_parse(text, len, API_DEPTH_MAX, &ctx->doc, &err) != AL_OK) {
+        api_error(ctx, 400, "INVALID_REQUEST", "the body is not valid JSON: %s", err.message);
+        return -1;
+    }
+    const struct json_node *root = json_root(ctx->doc);
+    if (root->type != JSON_OBJECT) {
+        api_error(ctx, 400, "INVALID_REQUEST", "the body must be a JSON object");
+        return -1;
+    }
+    for (const struct json_node *m = root->child; m; m = m->next) {
+        const struct api_field *f = NULL;
+        for (size_t i = 0; i < nfields; i++) {
+            if (strlen(fields[i].name) == m->key_len && strcmp(fields[i].name, m->key) == 0) {
+                f = &fields[i];
+            }
+        }
+        if (!f) {
+            api_error(ctx, 400, "INVALID_REQUEST", "unknown field \"%.64s\"", m->key);
+            return -1;
+        }
+        if (*f->ret) {
+            api_error(ctx, 400, "INVALID_REQUEST", "field \"%s\" appears twice", f->name);
+            return -1;
+        }
+        int bool_ok = f->type == JSON_TRUE && (m->type == JSON_TRUE || m->type == JSON_FALSE);
+        if (!bool_ok && m->type != f->type) {
+            api_error(ctx, 400, "INVALID_REQUEST", "field \"%s\" must be %s", f->name,
+                      api_type_name(f->type));
+            return -1;
+        }
+        if (m->type == JSON_STRING && strlen(m->str) != m->str_len) {
+            api_error(ctx, 400, "INVALID_REQUEST", "field \"%s\" holds a NUL character", f->name);
+            return -1;
+        }
+        *f->ret = m;
+    }
+    for (size_t i = 0; i < nfields; i++) {
+        if (fields[i].required && !*fields[i].ret) {
+            api_error(ctx, 400, "INVALID_REQUEST", "field \"%s\" is required", fields[i].name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+enum store_rc api_audit(struct api_ctx *ctx, const char *action, const char *subject,
+                        const char *department, const char *details_json)
+{
+    return ctx->store->ops->audit_append(ctx->store, ctx->who ? ctx->who->name : "airlockd", action,
+                                         subject, department, details_json, NULL);
+}

@@ -1,0 +1,84 @@
+/*
+ * api.h - what a route's handler sees: the request, its path parameters, the authenticated
+ * principal and the store, plus the helpers every api_<resource>.c uses to read a JSON body
+ * strictly, answer JSON and errors, and record changes. Handlers run on the HTTP thread, after
+ * the router has authenticated and authorised the request.
+ */
+#ifndef AIRLOCK_SERVER_API_H
+#define AIRLOCK_SERVER_API_H
+
+#include <stddef.h>
+
+#include "auth.h"
+#include "http.h"
+#include "json.h"
+#include "store.h"
+
+#define API_PARAMS_MAX 4
+#define API_DEPTH_MAX  32
+
+struct api_param {
+    const char *name; /* the pattern's {name}, inside the route table (not NUL-terminated) */
+    size_t name_len;
+    char value[STORE_NAME_MAX + 1];
+};
+
+struct api_ctx {
+    struct store *store;
+    const struct http_request *req;
+    struct http_response *resp;
+    const struct auth_principal *who; /* NULL on public routes */
+    size_t nparams;
+    struct api_param params[API_PARAMS_MAX];
+    struct json_doc *doc; /* the parsed body, freed by the router */
+};
+
+typedef void api_handler_fn(struct api_ctx *ctx);
+
+/* How a body member is read: its name, its JSON type (JSON_TRUE stands for a boolean), whether
+ * it must be there; *ret gets the node or NULL. */
+struct api_field {
+    const char *name;
+    enum json_type type;
+    int required;
+    const struct json_node **ret;
+};
+
+/* Parses the body as one JSON object whose members are exactly among `fields`, each of its
+ * type. An empty body is {}. 0 on success; -1 after answering 400 INVALID_REQUEST. */
+int api_body(struct api_ctx *ctx, const struct api_field *fields, size_t nfields);
+/* The value of path parameter `name` ("" when absent). */
+const char *api_param(const struct api_ctx *ctx, const char *name);
+/* Answers an error: {"error":{"code","message","request_id"}}. */
+void api_error(struct api_ctx *ctx, unsigned status, const char *code, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+void api_error_resp(const struct http_request *req, struct http_response *resp, unsigned status,
+                    const char *code, const char *message);
+/* Answers a store failure: 500 INTERNAL, logged once. */
+void api_store_failed(struct api_ctx *ctx);
+/* Starts a JSON answer with status; the handler appends the body to ctx->resp->body. */
+void api_reply(struct api_ctx *ctx, unsigned status);
+/* Appends s as a JSON string. */
+void api_str(struct buf *b, const char *s);
+/* A valid principal or department name: [a-z0-9][a-z0-9._-]{0,63}. */
+int api_name_ok(const char *s);
+/* Records a change through the store's audit append, actor = the caller. details_json is an
+ * object. STORE_OK or the store's failure. */
+enum store_rc api_audit(struct api_ctx *ctx, const char *action, const char *subject,
+                        const char *department, const char *details_json);
+
+/* Handlers (api_departments.c, api_principals.c, api_system.c). */
+void api_departments_create(struct api_ctx *ctx);
+void api_departments_list(struct api_ctx *ctx);
+void api_departments_policy(struct api_ctx *ctx);
+void api_principals_create(struct api_ctx *ctx);
+void api_principals_list(struct api_ctx *ctx);
+void api_principals_key_create(struct api_ctx *ctx);
+void api_principals_key_revoke(struct api_ctx *ctx);
+void api_principals_role_grant(struct api_ctx *ctx);
+void api_principals_role_revoke(struct api_ctx *ctx);
+void api_principals_me(struct api_ctx *ctx);
+void api_system_healthz(struct api_ctx *ctx);
+void api_system_readyz(struct api_ctx *ctx);
+
+#endif

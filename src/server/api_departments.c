@@ -1,0 +1,179 @@
+/*
+ * api_departments.c - departments and their policy (admin). A new department starts
+ * {"autonomy":"autonomous","allow_adhoc":false}; every change and its audit record are one
+ * transaction, so the log never misses a change nor records one that did not happen.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "api.h"
+
+static void api_department_json(struct buf *b, const struct store_department *d)
+{
+    buf_append_str(b, "{\"name\":");
+    api_str(b, d->name);
+    buf_append_str(b, ",\"autonomy\":");
+    api_str(b, d->autonomy);
+    buf_printf(b, ",\"allow_adhoc\":%s,\"created\":", d->allow_adhoc ? "true" : "false");
+    api_str(b, d->created);
+    buf_append_str(b, "}");
+}
+
+static int api_department_one(void *userdata, const struct store_department *d)
+{
+    api_department_json(userdata, d);
+    return 0;
+}
+
+struct api_list {
+    struct buf *b;
+    int n;
+};
+
+static int api_department_item(void *userdata, const struct store_department *d)
+{
+    struct api_list *l = userdata;
+    if (l->n++) {
+        buf_append_str(l->b, ",");
+    }
+    api_department_json(l->b, d);
+    return 0;
+}
+
+void api_departments_create(struct api_ctx *ctx)
+{
+    struct store *s = ctx->store;
+    const struct json_node *name = NULL;
+    const struct api_field fields[] = { { "name", JSON_STRING, 1, &name } };
+    struct buf details;
+    buf_init(&details, 1024);
+    if (api_body(ctx, fields, 1) != 0) {
+        goto out;
+    }
+    if (!api_name_ok(name->str) || strcmp(name->str, "*") == 0) {
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "field \"name\" must match [a-z0-9][a-z0-9._-]{0,63}");
+        goto out;
+    }
+    buf_append_str(&details, "{\"name\":");
+    api_str(&details, name->str);
+    buf_append_str(&details, ",\"autonomy\":\"autonomous\",\"allow_adhoc\":false}");
+    if (s->ops->tx_begin(s) != STORE_OK) {
+        api_store_failed(ctx);
+        goto out;
+    }
+    enum store_rc rc = s->ops->department_create(s, name->str);
+    if (rc == STORE_OK) {
+        rc = api_audit(ctx, "department.create", name->str, name->str, details.data);
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->tx_commit(s);
+    }
+    if (rc != STORE_OK) {
+        s->ops->tx_rollback(s);
+        if (rc == STORE_CONFLICT) {
+            api_error(ctx, 409, "CONFLICT", "department %s exists", name->str);
+        } else {
+            api_store_failed(ctx);
+        }
+        goto out;
+    }
+    api_reply(ctx, 201);
+    if (s->ops->department_get(s, name->str, api_department_one, &ctx->resp->body) != STORE_OK) {
+        api_store_failed(ctx);
+        goto out;
+    }
+    buf_append_str(&ctx->resp->body, "\n");
+out:
+    buf_done(&details);
+}
+
+void api_departments_list(struct api_ctx *ctx)
+{
+    struct api_list l = { &ctx->resp->body, 0 };
+    if (api_body(ctx, NULL, 0) != 0) {
+        return;
+    }
+    api_reply(ctx, 200);
+    buf_append_str(l.b, "[");
+    if (ctx->store->ops->department_list(ctx->store, api_department_item, &l) != STORE_OK) {
+        api_store_failed(ctx);
+        return;
+    }
+    buf_append_str(l.b, "]\n");
+}
+
+struct api_policy {
+    char autonomy[16];
+    int allow_adhoc;
+};
+
+static int api_policy_read(void *userdata, const struct store_department *d)
+{
+    struct api_policy *p = userdata;
+    snprintf(p->autonomy, sizeof p->autonomy, "%s", d->autonomy);
+    p->allow_adhoc = d->allow_adhoc;
+    return 0;
+}
+
+void api_departments_policy(struct api_ctx *ctx)
+{
+    struct store *s = ctx->store;
+    const char *dept = api_param(ctx, "d");
+    const struct json_node *autonomy = NULL;
+    const struct json_node *adhoc = NULL;
+    const struct api_field fields[] = { { "autonomy", JSON_STRING, 0, &autonomy },
+                                        { "allow_adhoc", JSON_TRUE, 0, &adhoc } };
+    struct api_policy policy;
+    struct buf details;
+    buf_init(&details, 1024);
+    if (api_body(ctx, fields, 2) != 0) {
+        goto out;
+    }
+    if (autonomy && strcmp(autonomy->str, "autonomous") != 0 &&
+        strcmp(autonomy->str, "supervised") != 0) {
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "field \"autonomy\" must be \"autonomous\" or \"supervised\"");
+        goto out;
+    }
+    if (s->ops->tx_begin(s) != STORE_OK) {
+        api_store_failed(ctx);
+        goto out;
+    }
+    enum store_rc rc = s->ops->department_get(s, dept, api_policy_read, &policy);
+    if (rc == STORE_OK) {
+        if (autonomy) {
+            snprintf(policy.autonomy, sizeof policy.autonomy, "%s", autonomy->str);
+        }
+        if (adhoc) {
+            policy.allow_adhoc = adhoc->type == JSON_TRUE;
+        }
+        buf_append_str(&details, "{\"autonomy\":");
+        api_str(&details, policy.autonomy);
+        buf_printf(&details, ",\"allow_adhoc\":%s}", policy.allow_adhoc ? "true" : "false");
+        rc = s->ops->department_set_policy(s, dept, policy.autonomy, policy.allow_adhoc);
+    }
+    if (rc == STORE_OK) {
+        rc = api_audit(ctx, "department.policy", dept, dept, details.data);
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->tx_commit(s);
+    }
+    if (rc != STORE_OK) {
+        s->ops->tx_rollback(s);
+        if (rc == STORE_NOT_FOUND) {
+            api_error(ctx, 404, "NOT_FOUND", "no department %s", dept);
+        } else {
+            api_store_failed(ctx);
+        }
+        goto out;
+    }
+    api_reply(ctx, 200);
+    if (s->ops->department_get(s, dept, api_department_one, &ctx->resp->body) != STORE_OK) {
+        api_store_failed(ctx);
+        goto out;
+    }
+    buf_append_str(&ctx->resp->body, "\n");
+out:
+    buf_done(&details);
+}

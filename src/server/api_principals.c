@@ -1,0 +1,350 @@
+/*
+ * api_principals.c - principals, their API keys and role grants (admin), and /v1/me. A key is
+ * shown once, in the answer that creates it, and is never stored, logged or audited: only its
+ * prefix is. Each change and its audit record are one transaction.
+ */
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api.h"
+
+struct api_list {
+    struct buf *b;
+    int n;
+    struct store *store;
+};
+
+static int api_grant_item(void *userdata, const struct store_grant *g)
+{
+    struct api_list *l = userdata;
+    buf_append_str(l->b, l->n++ ? ",{\"role\":" : "{\"role\":");
+    api_str(l->b, g->role);
+    buf_append_str(l->b, ",\"department\":");
+    api_str(l->b, g->department);
+    buf_append_str(l->b, "}");
+    return 0;
+}
+
+static int api_key_item(void *userdata, const struct store_key *k)
+{
+    struct api_list *l = userdata;
+    buf_append_str(l->b, l->n++ ? ",{\"prefix\":" : "{\"prefix\":");
+    api_str(l->b, k->prefix);
+    buf_append_str(l->b, ",\"created\":");
+    api_str(l->b, k->created);
+    buf_append_str(l->b, ",\"revoked\":");
+    if (k->revoked) {
+        api_str(l->b, k->revoked);
+    } else {
+        buf_append_str(l->b, "null");
+    }
+    buf_append_str(l->b, "}");
+    return 0;
+}
+
+/* Appends a principal with its roles and keys; non-zero stops the walk on a store failure. */
+static int api_principal_item(void *userdata, const struct store_principal *p)
+{
+    struct api_list *l = userdata;
+    struct api_list roles = { l->b, 0, l->store };
+    struct api_list keys = { l->b, 0, l->store };
+    if (l->n++) {
+        buf_append_str(l->b, ",");
+    }
+    buf_append_str(l->b, "{\"name\":");
+    api_str(l->b, p->name);
+    buf_append_str(l->b, ",\"kind\":");
+    api_str(l->b, p->kind);
+    buf_append_str(l->b, ",\"created\":");
+    api_str(l->b, p->created);
+    buf_append_str(l->b, ",\"roles\":[");
+    if (l->store->ops->role_list(l->store, p->name, api_grant_item, &roles) != STORE_OK) {
+        return 1;
+    }
+    buf_append_str(l->b, "],\"keys\":[");
+    if (l->store->ops->key_list(l->store, p->name, api_key_item, &keys) != STORE_OK) {
+        return 1;
+    }
+    buf_append_str(l->b, "]}");
+    return 0;
+}
+
+/* Creates a key for `principal` inside the caller's transaction and audits it. */
+static enum store_rc api_key_issue(struct api_ctx *ctx, const char *principal, char *ret_key,
+                                   char *ret_prefix)
+{
+    unsigned char hash[STORE_HASH_LEN];
+    char details[128];
+    if (auth_key_new(ret_key, ret_prefix, hash) != 0) {
+        return STORE_ERROR;
+    }
+    enum store_rc rc = ctx->store->ops->key_add(ctx->store, principal, ret_prefix, hash);
+    OPENSSL_cleanse(hash, sizeof hash);
+    if (rc == STORE_OK) {
+        snprintf(details, sizeof details, "{\"prefix\":\"%s\"}", ret_prefix);
+        rc = api_audit(ctx, "key.create", principal, NULL, details);
+    }
+    return rc;
+}
+
+void api_principals_create(struct api_ctx *ctx)
+{
+    struct store *s = ctx->store;
+    const struct json_node *name = NULL;
+    const struct json_node *kind = NULL;
+    const struct api_field fields[] = { { "name", JSON_STRING, 1, &name },
+                                        { "kind", JSON_STRING, 0, &kind } };
+    char key[AUTH_KEY_MAX + 1] = "";
+    char prefix[AUTH_PREFIX_LEN + 1] = "";
+    char details[64];
+    if (api_body(ctx, fields, 2) != 0) {
+        goto out;
+    }
+    const char *k = kind ? kind->str : "user";
+    if (!api_name_ok(name->str)) {
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "field \"name\" must match [a-z0-9][a-z0-9._-]{0,63}");
+        goto out;
+    }
+    if (strcmp(k, "user") != 0 && strcmp(k, "agent") != 0) {
+        api_error(ctx, 400, "INVALID_REQUEST", "field \"kind\" must be \"user\" or \"agent\"");
+        goto out;
+    }
+    snprintf(details, sizeof details, "{\"kind\":\"%s\"}", k);
+    enum store_rc rc = s->ops->tx_begin(s);
+    if (rc == STORE_OK) {
+        rc = s->ops->principal_create(s, name->str, k);
+    }
+    if (rc == STORE_OK) {
+        rc = api_audit(ctx, "principal.create", name->str, NULL, details);
+    }
+    if (rc == STORE_OK) {
+        rc = api_key_issue(ctx, name->str, key, prefix);
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->tx_commit(s);
+    }
+    if (rc != STORE_OK) {
+        s->ops->tx_rollback(s);
+        if (rc == STORE_CONFLICT) {
+            api_error(ctx, 409, "CONFLICT", "principal %s exists", name->str);
+        } else {
+            api_store_failed(ctx);
+        }
+        goto out;
+    }
+    api_reply(ctx, 201);
+    buf_append_str(&ctx->resp->body, "{\"name\":");
+    api_str(&ctx->resp->body, name->str);
+    buf_printf(&ctx->resp->body, ",\"kind\":\"%s\",\"key\":\"%s\",\"prefix\":\"%s\"}\n", k, key,
+               prefix);
+out:
+    OPENSSL_cleanse(key, sizeof key);
+}
+
+void api_principals_list(struct api_ctx *ctx)
+{
+    struct api_list l = { &ctx->resp->body, 0, ctx->store };
+    if (api_body(ctx, NULL, 0) != 0) {
+        return;
+    }
+    api_reply(ctx, 200);
+    buf_append_str(l.b, "[");
+    if (ctx->store->ops->principal_list(ctx->store, api_principal_item, &l) != STORE_OK) {
+        api_store_failed(ctx);
+        return;
+    }
+    buf_append_str(l.b, "]\n");
+}
+
+void api_principals_me(struct api_ctx *ctx)
+{
+    struct api_list l = { &ctx->resp->body, 0, ctx->store };
+    if (api_body(ctx, NULL, 0) != 0) {
+        return;
+    }
+    api_reply(ctx, 200);
+    if (ctx->store->ops->principal_get(ctx->store, ctx->who->name, api_principal_item, &l) !=
+        STORE_OK) {
+        api_store_failed(ctx);
+        return;
+    }
+    buf_append_str(l.b, "\n");
+}
+
+void api_principals_key_create(struct api_ctx *ctx)
+{
+    struct store *s = ctx->store;
+    const char *principal = api_param(ctx, "p");
+    char key[AUTH_KEY_MAX + 1] = "";
+    char prefix[AUTH_PREFIX_LEN + 1] = "";
+    if (api_body(ctx, NULL, 0) != 0) {
+        return;
+    }
+    enum store_rc rc = s->ops->tx_begin(s);
+    if (rc == STORE_OK) {
+        rc = api_key_issue(ctx, principal, key, prefix);
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->tx_commit(s);
+    }
+    if (rc != STORE_OK) {
+        s->ops->tx_rollback(s);
+        if (rc == STORE_NOT_FOUND) {
+            api_error(ctx, 404, "NOT_FOUND", "no principal %s", principal);
+        } else {
+            api_store_failed(ctx);
+        }
+        goto out;
+    }
+    api_reply(ctx, 201);
+    buf_append_str(&ctx->resp->body, "{\"principal\":");
+    api_str(&ctx->resp->body, principal);
+    buf_printf(&ctx->resp->body, ",\"key\":\"%s\",\"prefix\":\"%s\"}\n", key, prefix);
+out:
+    OPENSSL_cleanse(key, sizeof key);
+}
+
+void api_principals_key_revoke(struct api_ctx *ctx)
+{
+    struct store *s = ctx->store;
+    const char *principal = api_param(ctx, "p");
+    const char *prefix = api_param(ctx, "prefix");
+    struct buf details;
+    buf_init(&details, 256);
+    if (api_body(ctx, NULL, 0) != 0) {
+        goto out;
+    }
+    buf_append_str(&details, "{\"prefix\":");
+    api_str(&details, prefix);
+    buf_append_str(&details, "}");
+    enum store_rc rc = s->ops->tx_begin(s);
+    if (rc == STORE_OK) {
+        rc = s->ops->key_revoke(s, principal, prefix);
+    }
+    if (rc == STORE_OK) {
+        rc = api_audit(ctx, "key.revoke", principal, NULL, details.data);
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->tx_commit(s);
+    }
+    if (rc != STORE_OK) {
+        s->ops->tx_rollback(s);
+        if (rc == STORE_NOT_FOUND) {
+            api_error(ctx, 404, "NOT_FOUND", "principal %s has no active key %s", principal,
+                      prefix);
+        } else {
+            api_store_failed(ctx);
+        }
+        goto out;
+    }
+    api_reply(ctx, 200);
+    buf_append_str(&ctx->resp->body, "{\"principal\":");
+    api_str(&ctx->resp->body, principal);
+    buf_append_str(&ctx->resp->body, ",\"prefix\":");
+    api_str(&ctx->resp->body, prefix);
+    buf_append_str(&ctx->resp->body, ",\"revoked\":true}\n");
+out:
+    buf_done(&details);
+}
+
+static int api_department_exists(void *userdata, const struct store_department *d)
+{
+    (void)userdata;
+    (void)d;
+    return 0;
+}
+
+/* POST and DELETE /v1/principals/{p}/roles share their body and checks. */
+static void api_principals_role(struct api_ctx *ctx, int grant)
+{
+    struct store *s = ctx->store;
+    const char *principal = api_param(ctx, "p");
+    const struct json_node *role = NULL;
+    const struct json_node *dept = NULL;
+    const struct api_field fields[] = { { "role", JSON_STRING, 1, &role },
+                                        { "department", JSON_STRING, 1, &dept } };
+    struct buf details;
+    enum store_rc rc;
+    buf_init(&details, 512);
+    if (api_body(ctx, fields, 2) != 0) {
+        goto out;
+    }
+    unsigned bit = auth_role_bit(role->str);
+    int global = strcmp(dept->str, "*") == 0;
+    if (bit == 0) {
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "field \"role\" must be admin, author, approver, auditor or agent");
+        goto out;
+    }
+    if (!global && !api_name_ok(dept->str)) {
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "field \"department\" must be a department's name or \"*\"");
+        goto out;
+    }
+    if (bit == AUTH_ROLE_ADMIN && !global) {
+        api_error(ctx, 400, "INVALID_REQUEST", "admin is global: its department must be \"*\"");
+        goto out;
+    }
+    buf_append_str(&details, "{\"role\":");
+    api_str(&details, role->str);
+    buf_append_str(&details, ",\"department\":");
+    api_str(&details, dept->str);
+    buf_append_str(&details, "}");
+    rc = s->ops->tx_begin(s);
+    if (rc == STORE_OK && grant && !global) {
+        rc = s->ops->department_get(s, dept->str, api_department_exists, NULL);
+        if (rc == STORE_NOT_FOUND) {
+            s->ops->tx_rollback(s);
+            api_error(ctx, 404, "NOT_FOUND", "no department %s", dept->str);
+            goto out;
+        }
+    }
+    if (rc == STORE_OK) {
+        rc = grant ? s->ops->role_grant(s, principal, role->str, dept->str)
+                   : s->ops->role_revoke(s, principal, role->str, dept->str);
+    }
+    if (rc == STORE_OK) {
+        rc = api_audit(ctx, grant ? "role.grant" : "role.revoke", principal,
+                       global ? NULL : dept->str, details.data);
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->tx_commit(s);
+    }
+    if (rc != STORE_OK) {
+        s->ops->tx_rollback(s);
+        if (rc == STORE_CONFLICT) {
+            api_error(ctx, 409, "CONFLICT", "%s already has role %s in %s", principal, role->str,
+                      dept->str);
+        } else if (rc == STORE_NOT_FOUND && grant) {
+            api_error(ctx, 404, "NOT_FOUND", "no principal %s", principal);
+        } else if (rc == STORE_NOT_FOUND) {
+            api_error(ctx, 404, "NOT_FOUND", "%s has no role %s in %s", principal, role->str,
+                      dept->str);
+        } else {
+            api_store_failed(ctx);
+        }
+        goto out;
+    }
+    api_reply(ctx, grant ? 201 : 200);
+    buf_append_str(&ctx->resp->body, "{\"principal\":");
+    api_str(&ctx->resp->body, principal);
+    buf_append_str(&ctx->resp->body, ",\"role\":");
+    api_str(&ctx->resp->body, role->str);
+    buf_append_str(&ctx->resp->body, ",\"department\":");
+    api_str(&ctx->resp->body, dept->str);
+    buf_append_str(&ctx->resp->body, "}\n");
+out:
+    buf_done(&details);
+}
+
+void api_principals_role_grant(struct api_ctx *ctx)
+{
+    api_principals_role(ctx, 1);
+}
+
+void api_principals_role_revoke(struct api_ctx *ctx)
+{
+    api_principals_role(ctx, 0);
+}

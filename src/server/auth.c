@@ -1,0 +1,209 @@
+/*
+ * auth.c - API keys (generation, hashing, constant-time comparison) and the permission check.
+ * A presented key is hashed and compared with CRYPTO_memcmp against the stored hash found by
+ * its prefix, so neither timing nor a database read reveals a key. Secrets are cleansed once
+ * used. Nothing here writes the audit log: the router records denials where it answers them.
+ */
+#include "auth.h"
+
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const auth_role_names[] = { "admin", "author", "approver", "auditor", "agent" };
+
+unsigned auth_role_bit(const char *name)
+{
+    for (unsigned i = 0; i < sizeof auth_role_names / sizeof auth_role_names[0]; i++) {
+        if (strcmp(name, auth_role_names[i]) == 0) {
+            return 1u << i;
+        }
+    }
+    return 0;
+}
+
+const char *auth_role_name(unsigned bit)
+{
+    for (unsigned i = 0; i < sizeof auth_role_names / sizeof auth_role_names[0]; i++) {
+        if (bit == 1u << i) {
+            return auth_role_names[i];
+        }
+    }
+    return "?";
+}
+
+static void auth_hex(const unsigned char *in, size_t len, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < len; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[2 * len] = '\0';
+}
+
+static int auth_is_hex(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int auth_key_new(char *ret_key, char *ret_prefix, unsigned char ret_hash[STORE_HASH_LEN])
+{
+    unsigned char raw[AUTH_PREFIX_LEN / 2 + 32];
+    char hex[2 * sizeof raw + 1];
+    if (RAND_bytes(raw, sizeof raw) != 1) {
+        return -1;
+    }
+    auth_hex(raw, sizeof raw, hex);
+    OPENSSL_cleanse(raw, sizeof raw);
+    snprintf(ret_key, AUTH_KEY_MAX + 1, "ak_%.*s_%s", AUTH_PREFIX_LEN, hex, hex + AUTH_PREFIX_LEN);
+    OPENSSL_cleanse(hex, sizeof hex);
+    return auth_key_digest(ret_key, ret_prefix, ret_hash);
+}
+
+int auth_key_digest(const char *key, char *ret_prefix, unsigned char ret_hash[STORE_HASH_LEN])
+{
+    size_t len = strnlen(key, AUTH_KEY_MAX + 1);
+    if (len < AUTH_KEY_MIN || len > AUTH_KEY_MAX) {
+        return -1;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (key[i] < 0x21 || key[i] > 0x7e) {
+            return -1;
+        }
+    }
+    SHA256((const unsigned char *)key, len, ret_hash);
+    if (len == 3 + AUTH_PREFIX_LEN + 1 + 64 && memcmp(key, "ak_", 3) == 0 &&
+        key[3 + AUTH_PREFIX_LEN] == '_' && auth_is_hex(key + 3, AUTH_PREFIX_LEN)) {
+        memcpy(ret_prefix, key + 3, AUTH_PREFIX_LEN);
+        ret_prefix[AUTH_PREFIX_LEN] = '\0';
+    } else {
+        char hex[2 * STORE_HASH_LEN + 1];
+        auth_hex(ret_hash, STORE_HASH_LEN, hex);
+        memcpy(ret_prefix, hex, AUTH_PREFIX_LEN);
+        ret_prefix[AUTH_PREFIX_LEN] = '\0';
+    }
+    return 0;
+}
+
+static int auth_add_grant(void *userdata, const struct store_grant *g)
+{
+    struct auth_principal *who = userdata;
+    unsigned bit = auth_role_bit(g->role);
+    if (bit == 0 || who->ngrants == AUTH_GRANTS_MAX || strlen(g->department) > STORE_NAME_MAX) {
+        return 0;
+    }
+    who->grants[who->ngrants].role = bit;
+    snprintf(who->grants[who->ngrants].department, STORE_NAME_MAX + 1, "%s", g->department);
+    who->ngrants++;
+    return 0;
+}
+
+static int auth_set_kind(void *userdata, const struct store_principal *p)
+{
+    struct auth_principal *who = userdata;
+    snprintf(who->kind, sizeof who->kind, "%s", p->kind);
+    return 0;
+}
+
+enum auth_result auth_authenticate(struct store *s, const char *authorization,
+                                   struct auth_principal *ret, char *why)
+{
+    char prefix[AUTH_PREFIX_LEN + 1];
+    unsigned char hash[STORE_HASH_LEN];
+    unsigned char stored[STORE_HASH_LEN];
+    char name[STORE_NAME_MAX + 1];
+    enum auth_result result = AUTH_UNAUTHENTICATED;
+
+    if (!authorization) {
+        snprintf(why, AUTH_WHY_MAX, "no Authorization header");
+        goto out;
+    }
+    if (strncmp(authorization, "Bearer ", 7) != 0) {
+        snprintf(why, AUTH_WHY_MAX, "Authorization is not \"Bearer KEY\"");
+        goto out;
+    }
+    if (auth_key_digest(authorization + 7, prefix, hash) != 0) {
+        snprintf(why, AUTH_WHY_MAX, "malformed key");
+        goto out;
+    }
+    enum store_rc rc = s->ops->key_lookup(s, prefix, name, stored);
+    if (rc == STORE_NOT_FOUND || (rc == STORE_OK && CRYPTO_memcmp(hash, stored, sizeof hash))) {
+        snprintf(why, AUTH_WHY_MAX, "unknown or revoked key %s", prefix);
+        goto out;
+    }
+    if (rc != STORE_OK) {
+        snprintf(why, AUTH_WHY_MAX, "store: %s", s->ops->errmsg(s));
+        result = AUTH_STORE_FAILED;
+        goto out;
+    }
+    memset(ret, 0, sizeof *ret);
+    memcpy(ret->name, name, sizeof name);
+    if (s->ops->principal_get(s, name, auth_set_kind, ret) != STORE_OK ||
+        s->ops->role_list(s, name, auth_add_grant, ret) != STORE_OK) {
+        snprintf(why, AUTH_WHY_MAX, "store: %s", s->ops->errmsg(s));
+        result = AUTH_STORE_FAILED;
+        goto out;
+    }
+    result = AUTH_OK;
+out:
+    OPENSSL_cleanse(hash, sizeof hash);
+    OPENSSL_cleanse(stored, sizeof stored);
+    return result;
+}
+
+int auth_has_global(const struct auth_principal *who, unsigned role)
+{
+    for (size_t i = 0; i < who->ngrants; i++) {
+        if (who->grants[i].role == role && strcmp(who->grants[i].department, "*") == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void auth_roles_text(unsigned roles, char *out, size_t len)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (unsigned bit = 1; bit <= AUTH_ROLE_AGENT; bit <<= 1) {
+        if ((roles & bit) && used < len) {
+            int n = snprintf(out + used, len - used, "%s%s", used ? "|" : "", auth_role_name(bit));
+            used += n > 0 ? (size_t)n : 0;
+        }
+    }
+}
+
+enum auth_result auth_check(const struct auth_principal *who, const struct auth_rule *rule,
+                            const char *department, char *why)
+{
+    char roles[64];
+    if (rule->scope == AUTH_PUBLIC || rule->scope == AUTH_PRINCIPAL) {
+        return AUTH_OK;
+    }
+    for (size_t i = 0; i < who->ngrants; i++) {
+        const struct auth_grant *g = &who->grants[i];
+        if (!(g->role & rule->roles)) {
+            continue;
+        }
+        if (rule->scope == AUTH_ANY_DEPARTMENT || strcmp(g->department, "*") == 0 ||
+            (department && strcmp(g->department, department) == 0)) {
+            return AUTH_OK;
+        }
+    }
+    auth_roles_text(rule->roles, roles, sizeof roles);
+    if (rule->scope == AUTH_DEPARTMENT && department) {
+        snprintf(why, AUTH_WHY_MAX, "%s needs role %s in department %s", who->name, roles,
+                 department);
+    } else {
+        snprintf(why, AUTH_WHY_MAX, "%s needs role %s", who->name, roles);
+    }
+    return AUTH_FORBIDDEN;
+}

@@ -1,0 +1,90 @@
+/*
+ * auth.h - API keys and permissions of airlockd.
+ *
+ * A key is "ak_" PREFIX "_" SECRET: PREFIX 12 hex digits (public, names the key in the API and
+ * finds it in the store), SECRET 64 hex digits (256 random bits). Only SHA-256 of the whole key
+ * is stored. A key set by AIRLOCK_BOOTSTRAP_KEY may have any shape (32..256 printable ASCII
+ * bytes); its prefix is then the first 12 hex digits of its hash.
+ *
+ * A permission rule is a set of roles and a scope; auth_check answers allowed, or denied and why
+ * (Redis ACL's model): the caller records the denial once, where it answers the request.
+ */
+#ifndef AIRLOCK_SERVER_AUTH_H
+#define AIRLOCK_SERVER_AUTH_H
+
+#include <stddef.h>
+
+#include "store.h"
+
+#define AUTH_PREFIX_LEN 12
+#define AUTH_KEY_MAX    256
+#define AUTH_KEY_MIN    32
+#define AUTH_GRANTS_MAX 64
+#define AUTH_WHY_MAX    160
+
+enum auth_role {
+    AUTH_ROLE_ADMIN = 1u << 0,
+    AUTH_ROLE_AUTHOR = 1u << 1,
+    AUTH_ROLE_APPROVER = 1u << 2,
+    AUTH_ROLE_AUDITOR = 1u << 3,
+    AUTH_ROLE_AGENT = 1u << 4,
+};
+#define AUTH_ROLES_ALL 0x1fu
+
+enum auth_scope {
+    AUTH_PUBLIC = 0,     /* no key needed */
+    AUTH_PRINCIPAL,      /* any principal with a valid key */
+    AUTH_ANY_DEPARTMENT, /* one of the roles, granted in any department or "*" */
+    AUTH_DEPARTMENT,     /* one of the roles, granted in the route's {d} or "*" */
+};
+
+struct auth_rule {
+    enum auth_scope scope;
+    unsigned roles; /* enum auth_role bits; unused for AUTH_PUBLIC and AUTH_PRINCIPAL */
+};
+
+struct auth_grant {
+    unsigned role; /* one enum auth_role bit */
+    char department[STORE_NAME_MAX + 1];
+};
+
+struct auth_principal {
+    char name[STORE_NAME_MAX + 1];
+    char kind[8];
+    size_t ngrants;
+    struct auth_grant grants[AUTH_GRANTS_MAX];
+};
+
+/* The bit of a role's name, or 0 for an unknown name. */
+unsigned auth_role_bit(const char *name);
+const char *auth_role_name(unsigned bit);
+
+/* A new random key (AUTH_KEY_MAX + 1 bytes), its prefix (AUTH_PREFIX_LEN + 1) and hash. 0 on
+ * success, -1 when the random generator fails. */
+int auth_key_new(char *ret_key, char *ret_prefix, unsigned char ret_hash[STORE_HASH_LEN]);
+/* The prefix and hash of a key given from outside. -1 when it is not a key airlockd accepts
+ * (length or characters). */
+int auth_key_digest(const char *key, char *ret_prefix, unsigned char ret_hash[STORE_HASH_LEN]);
+
+enum auth_result {
+    AUTH_OK = 0,
+    AUTH_UNAUTHENTICATED = 1,
+    AUTH_FORBIDDEN = 2,
+    AUTH_STORE_FAILED = 3,
+};
+
+/* Checks an Authorization header value ("Bearer KEY"; may be NULL) against the store: on
+ * AUTH_OK *ret fills with the principal and its grants. On failure `why` (AUTH_WHY_MAX) says
+ * why, naming no secret. */
+enum auth_result auth_authenticate(struct store *s, const char *authorization,
+                                   struct auth_principal *ret, char *why);
+
+/* AUTH_OK when `who` may use a route with `rule` on `department` (the route's {d}; NULL when it
+ * has none); AUTH_FORBIDDEN with `why` otherwise. */
+enum auth_result auth_check(const struct auth_principal *who, const struct auth_rule *rule,
+                            const char *department, char *why);
+
+/* The principal holds `role` granted for "*". */
+int auth_has_global(const struct auth_principal *who, unsigned role);
+
+#endif

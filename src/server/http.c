@@ -1,0 +1,253 @@
+/*
+ * http.c - libmicrohttpd behind http.h. Per-request state is made on the first call of the
+ * access handler and freed in the completion callback (MHD's model); the body is collected into
+ * a capped buffer and, once past the cap, read and dropped so the client still gets its 413
+ * instead of a reset. airlockd binds its own socket (so HOST may be any name getaddrinfo knows
+ * and port 0 works) and hands it to MHD. One internal polling thread serves every request: the
+ * store is used by that thread alone. The log line is written here, once per request, because
+ * only here are both the request and its final status known.
+ */
+#include "http.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "json.h"
+
+struct http_server {
+    struct MHD_Daemon *daemon;
+    http_handler_fn *handler;
+    void *userdata;
+    size_t body_limit;
+    int fd;
+};
+
+struct http_conn {
+    struct http_request req;
+    struct buf body;
+    struct timespec start;
+};
+
+static void http_request_id(char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    unsigned char raw[8] = { 0 };
+    if (RAND_bytes(raw, sizeof raw) != 1) {
+        /* Only a label for logs: the clock is as good as anything when the generator fails. */
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        memcpy(raw, &ts.tv_nsec, sizeof raw < sizeof ts.tv_nsec ? sizeof raw : sizeof ts.tv_nsec);
+    }
+    memcpy(out, "req_", 4);
+    for (size_t i = 0; i < sizeof raw; i++) {
+        out[4 + 2 * i] = digits[raw[i] >> 4];
+        out[5 + 2 * i] = digits[raw[i] & 15];
+    }
+    out[HTTP_REQUEST_ID_LEN] = '\0';
+}
+
+static void http_log(const struct http_conn *c, const struct http_response *resp)
+{
+    struct timespec now;
+    struct buf line;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double ms = (double)(now.tv_sec - c->start.tv_sec) * 1e3 +
+                (double)(now.tv_nsec - c->start.tv_nsec) / 1e6;
+    buf_init(&line, 4096);
+    buf_printf(&line, "{\"log\":\"request\",\"request_id\":\"%s\",\"method\":", c->req.request_id);
+    json_write_string(&line, c->req.method, strlen(c->req.method));
+    buf_append_str(&line, ",\"path\":");
+    json_write_string(&line, c->req.path, strnlen(c->req.path, 512));
+    buf_append_str(&line, ",\"route\":");
+    json_write_string(&line, resp->route, strlen(resp->route));
+    buf_printf(&line, ",\"status\":%u,\"principal\":", resp->status);
+    json_write_string(&line, resp->actor, strlen(resp->actor));
+    buf_printf(&line, ",\"bytes_in\":%zu,\"duration_ms\":%.3f}\n", c->req.body_len, ms);
+    if (line.data) {
+        fputs(line.data, stderr);
+    }
+    buf_done(&line);
+}
+
+static enum MHD_Result http_answer(struct http_server *srv, struct MHD_Connection *conn,
+                                   struct http_conn *c)
+{
+    struct http_response resp;
+    enum MHD_Result ret = MHD_NO;
+    memset(&resp, 0, sizeof resp);
+    buf_init(&resp.body, (size_t)64 << 20);
+    resp.status = 500;
+    c->req.body = c->body.data ? c->body.data : "";
+    c->req.body_len = c->body.len;
+    srv->handler(srv->userdata, &c->req, &resp);
+
+    struct MHD_Response *r =
+            MHD_create_response_from_buffer(resp.body.len, resp.body.data, MHD_RESPMEM_MUST_COPY);
+    if (!r) {
+        goto out;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            resp.content_type ? resp.content_type : "application/json");
+    MHD_add_response_header(r, "X-Request-Id", c->req.request_id);
+    if (resp.allow[0]) {
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, resp.allow);
+    }
+    ret = MHD_queue_response(conn, resp.status, r);
+    MHD_destroy_response(r);
+    http_log(c, &resp);
+out:
+    buf_done(&resp.body);
+    return ret;
+}
+
+static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                   const char *method, const char *version, const char *upload_data,
+                                   size_t *upload_data_size, void **con_cls)
+{
+    struct http_server *srv = cls;
+    struct http_conn *c = *con_cls;
+    (void)version;
+    if (!c) {
+        c = calloc(1, sizeof *c);
+        if (!c) {
+            return MHD_NO;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &c->start);
+        buf_init(&c->body, srv->body_limit);
+        c->req.method = method;
+        c->req.path = url;
+        c->req.authorization =
+                MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+        http_request_id(c->req.request_id);
+        *con_cls = c;
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        if (!c->req.body_too_large &&
+            buf_append(&c->body, upload_data, *upload_data_size) != BUF_OK) {
+            c->req.body_too_large = 1;
+            buf_done(&c->body);
+            buf_init(&c->body, 0);
+        }
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    return http_answer(srv, conn, c);
+}
+
+static void http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                           enum MHD_RequestTerminationCode toe)
+{
+    struct http_conn *c = *con_cls;
+    (void)cls;
+    (void)conn;
+    (void)toe;
+    if (c) {
+        buf_done(&c->body);
+        free(c);
+        *con_cls = NULL;
+    }
+}
+
+static int http_bind(const char *host, unsigned port, unsigned *ret_port, char *err)
+{
+    struct addrinfo hints;
+    struct addrinfo *res = NULL;
+    char service[16];
+    int fd = -1;
+    int one = 1;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    snprintf(service, sizeof service, "%u", port);
+    int gai = getaddrinfo(host, service, &hints, &res);
+    if (gai != 0) {
+        snprintf(err, 256, "cannot resolve %s: %s", host, gai_strerror(gai));
+        return -1;
+    }
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
+        if (fd < 0) {
+            continue;
+        }
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 256) == 0) {
+            break;
+        }
+        snprintf(err, 256, "cannot listen on %s:%u: %s", host, port, strerror(errno));
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        return -1;
+    }
+    struct sockaddr_storage ss;
+    socklen_t sslen = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sslen) != 0) {
+        snprintf(err, 256, "getsockname: %s", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    *ret_port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                                         : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
+}
+
+int http_start(const char *host, unsigned port, size_t body_limit_bytes, http_handler_fn *handler,
+               void *userdata, struct http_server **ret_server, unsigned *ret_port, char *err)
+{
+    struct http_server *srv = calloc(1, sizeof *srv);
+    unsigned bound = 0;
+    if (!srv) {
+        snprintf(err, 256, "out of memory");
+        return -1;
+    }
+    srv->handler = handler;
+    srv->userdata = userdata;
+    srv->body_limit = body_limit_bytes;
+    srv->fd = http_bind(host, port, &bound, err);
+    if (srv->fd < 0) {
+        free(srv);
+        return -1;
+    }
+    srv->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC, 0,
+                                   NULL, NULL, http_access, srv, MHD_OPTION_LISTEN_SOCKET, srv->fd,
+                                   MHD_OPTION_NOTIFY_COMPLETED, http_completed, srv,
+                                   MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+                                   MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_END);
+    if (!srv->daemon) {
+        snprintf(err, 256, "cannot start the HTTP server on %s:%u", host, bound);
+        close(srv->fd);
+        free(srv);
+        return -1;
+    }
+    *ret_server = srv;
+    *ret_port = bound;
+    return 0;
+}
+
+void http_stop(struct http_server *srv)
+{
+    if (!srv) {
+        return;
+    }
+    if (srv->daemon) {
+        MHD_socket fd = MHD_quiesce_daemon(srv->daemon);
+        MHD_stop_daemon(srv->daemon);
+        if (fd != MHD_INVALID_SOCKET) {
+            close(fd);
+        }
+    }
+    free(srv);
+}

@@ -1,0 +1,49 @@
+/*
+ * http.h - airlockd's HTTP/1.1 front, the only code that sees libmicrohttpd. It collects a
+ * request (method, path, Authorization, a body up to a cap), hands it to one handler callback
+ * and sends what the handler put in the response, then writes one JSON log line to stderr.
+ * Handlers never see the wire (h2o's model).
+ */
+#ifndef AIRLOCK_SERVER_HTTP_H
+#define AIRLOCK_SERVER_HTTP_H
+
+#include <stddef.h>
+
+#include "buf.h"
+
+#define HTTP_REQUEST_ID_LEN 20 /* "req_" + 16 hex */
+#define HTTP_ACTOR_MAX      64
+
+struct http_request {
+    const char *method;
+    const char *path;          /* percent-decoded, without the query */
+    const char *authorization; /* the header's value, or NULL */
+    const char *body;          /* NUL-terminated; "" when there is none */
+    size_t body_len;
+    int body_too_large; /* the body passed the cap and was dropped */
+    char request_id[HTTP_REQUEST_ID_LEN + 1];
+};
+
+struct http_response {
+    unsigned status;
+    const char *content_type; /* static string; default application/json */
+    char allow[64];           /* a 405's Allow header, or "" */
+    struct buf body;
+    char actor[HTTP_ACTOR_MAX + 1]; /* who made the request, for the log line; "" if nobody */
+    char route[64];                 /* the route pattern matched, for the log line */
+};
+
+typedef void http_handler_fn(void *userdata, const struct http_request *req,
+                             struct http_response *resp);
+
+struct http_server;
+
+/* Binds host:port (port 0 picks a free one) and starts serving on an internal thread; every
+ * request runs on that one thread. On success *ret_port holds the bound port. -1 with a message
+ * in err (256 bytes) otherwise. */
+int http_start(const char *host, unsigned port, size_t body_limit_bytes, http_handler_fn *handler,
+               void *userdata, struct http_server **ret_server, unsigned *ret_port, char *err);
+/* Stops accepting, finishes the requests in progress and frees the server. NULL-safe. */
+void http_stop(struct http_server *server);
+
+#endif

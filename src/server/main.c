@@ -1,0 +1,399 @@
+/*
+ * main.c - airlockd: options and config file, the data directory (0700) and its database, the
+ * first start's bootstrap (principal admin and its key file, 0600), then the HTTP server until
+ * SIGTERM or SIGINT. Signals are blocked in every thread and taken by sigwait here, so no
+ * handler runs inside the store or libmicrohttpd. Everything airlockd prints before it serves
+ * is one line per fact on stderr; the key itself is never printed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "auth.h"
+#include "http.h"
+#include "json.h"
+#include "router.h"
+#include "store.h"
+
+#define MAIN_PATH_MAX     4096
+#define MAIN_CONFIG_MAX   ((size_t)1 << 20)
+#define MAIN_DEFAULT_BODY ((size_t)1 << 20)
+
+struct main_config {
+    char host[256];
+    unsigned port;
+    char data_dir[MAIN_PATH_MAX];
+    size_t body_limit_bytes;
+    double rate_per_second; /* accepted and kept; enforced by a later change */
+    double rate_burst;
+};
+
+static const char main_usage[] =
+        "usage: airlockd [--listen HOST:PORT] [--data-dir DIR] [--config FILE] [--print-routes]\n";
+
+static int main_parse_listen(const char *text, struct main_config *cfg)
+{
+    const char *colon = strrchr(text, ':');
+    const char *host = text;
+    size_t host_len;
+    char *end = NULL;
+    if (!colon || colon[1] == '\0') {
+        return -1;
+    }
+    host_len = (size_t)(colon - text);
+    if (host_len >= 2 && text[0] == '[' && colon[-1] == ']') {
+        host++;
+        host_len -= 2;
+    }
+    if (host_len == 0 || host_len >= sizeof cfg->host) {
+        return -1;
+    }
+    errno = 0;
+    unsigned long port = strtoul(colon + 1, &end, 10);
+    if (errno || *end != '\0' || port > 65535 || colon[1] < '0' || colon[1] > '9') {
+        return -1;
+    }
+    memcpy(cfg->host, host, host_len);
+    cfg->host[host_len] = '\0';
+    cfg->port = (unsigned)port;
+    return 0;
+}
+
+static int main_read_file(const char *path, struct buf *b)
+{
+    char chunk[4096];
+    FILE *f = fopen(path, "rbe");
+    if (!f) {
+        return -1;
+    }
+    size_t n;
+    int rc = 0;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (buf_append(b, chunk, n) != BUF_OK) {
+            rc = -1;
+            break;
+        }
+    }
+    if (ferror(f)) {
+        rc = -1;
+    }
+    fclose(f);
+    return rc;
+}
+
+static int main_positive(const struct json_node *n, double *ret)
+{
+    if (n->type != JSON_NUMBER || n->num <= 0 || n->num > 1e15) {
+        return -1;
+    }
+    *ret = n->num;
+    return 0;
+}
+
+/* Reads the config file: an object of listen, data_dir, body_limit_bytes and rate_limit
+ * {requests_per_second, burst}; any other member is refused. */
+static int main_load_config(const char *path, struct main_config *cfg)
+{
+    struct buf text;
+    struct json_doc *doc = NULL;
+    struct al_error err;
+    int rc = -1;
+    double num = 0;
+    buf_init(&text, MAIN_CONFIG_MAX);
+    memset(&err, 0, sizeof err);
+    if (main_read_file(path, &text) != 0) {
+        fprintf(stderr, "airlockd: cannot read config %s: %s\n", path,
+                errno ? strerror(errno) : "over 1 MiB");
+        goto out;
+    }
+    if (json_parse(text.data ? text.data : "", text.len, 16, &doc, &err) != AL_OK) {
+        fprintf(stderr, "airlockd: config %s: %s\n", path, err.message);
+        goto out;
+    }
+    const struct json_node *root = json_root(doc);
+    if (root->type != JSON_OBJECT) {
+        fprintf(stderr, "airlockd: config %s: must be a JSON object\n", path);
+        goto out;
+    }
+    for (const struct json_node *m = root->child; m; m = m->next) {
+        if (strcmp(m->key, "listen") == 0 && m->type == JSON_STRING) {
+            if (main_parse_listen(m->str, cfg) != 0) {
+                fprintf(stderr, "airlockd: config %s: listen must be HOST:PORT\n", path);
+                goto out;
+            }
+        } else if (strcmp(m->key, "data_dir") == 0 && m->type == JSON_STRING && m->str_len > 0 &&
+                   m->str_len < sizeof cfg->data_dir) {
+            memcpy(cfg->data_dir, m->str, m->str_len + 1);
+        } else if (strcmp(m->key, "body_limit_bytes") == 0 && main_positive(m, &num) == 0) {
+            cfg->body_limit_bytes = (size_t)num;
+        } else if (strcmp(m->key, "rate_limit") == 0 && m->type == JSON_OBJECT) {
+            for (const struct json_node *r = m->child; r; r = r->next) {
+                double *dst = strcmp(r->key, "requests_per_second") == 0 ? &cfg->rate_per_second
+                              : strcmp(r->key, "burst") == 0             ? &cfg->rate_burst
+                                                                         : NULL;
+                if (!dst || main_positive(r, dst) != 0) {
+                    fprintf(stderr,
+                            "airlockd: config %s: rate_limit takes requests_per_second and "
+                            "burst, positive numbers (not \"%s\")\n",
+                            path, r->key);
+                    goto out;
+                }
+            }
+        } else {
+            fprintf(stderr,
+                    "airlockd: config %s: unknown or malformed member \"%s\" (known: listen, "
+                    "data_dir, body_limit_bytes, rate_limit)\n",
+                    path, m->key);
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    json_doc_free(doc);
+    buf_done(&text);
+    return rc;
+}
+
+/* mkdir -p with mode 0700 for what it creates. */
+static int main_make_dir(const char *dir)
+{
+    char path[MAIN_PATH_MAX];
+    size_t len = strlen(dir);
+    if (len == 0 || len >= sizeof path) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(path, dir, len + 1);
+    for (size_t i = 1; i <= len; i++) {
+        if (path[i] != '/' && path[i] != '\0') {
+            continue;
+        }
+        char saved = path[i];
+        path[i] = '\0';
+        if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+            return -1;
+        }
+        path[i] = saved;
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}
+
+static int main_write_key(const char *path, const char *key)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        return -1;
+    }
+    size_t len = strlen(key);
+    int rc = 0;
+    if (fchmod(fd, 0600) != 0 || write(fd, key, len) != (ssize_t)len || write(fd, "\n", 1) != 1 ||
+        fsync(fd) != 0) {
+        rc = -1;
+    }
+    if (close(fd) != 0) {
+        rc = -1;
+    }
+    return rc;
+}
+
+/* On an empty database: principal admin, role admin for "*", a key (AIRLOCK_BOOTSTRAP_KEY or a
+ * new one) written to DIR/admin.key; all audited as the server's own doing, in one transaction
+ * that commits only once the key file is written. */
+static int main_bootstrap(struct store *s, const char *data_dir)
+{
+    char key[AUTH_KEY_MAX + 1] = "";
+    char prefix[AUTH_PREFIX_LEN + 1];
+    unsigned char hash[STORE_HASH_LEN];
+    char path[MAIN_PATH_MAX];
+    char details[128];
+    int64_t count = 0;
+    int rc = -1;
+    const char *given = getenv("AIRLOCK_BOOTSTRAP_KEY");
+
+    if (s->ops->principal_count(s, &count) != STORE_OK) {
+        fprintf(stderr, "airlockd: %s\n", s->ops->errmsg(s));
+        goto out;
+    }
+    if (count > 0) {
+        rc = 0;
+        goto out;
+    }
+    if (given && given[0]) {
+        if (auth_key_digest(given, prefix, hash) != 0) {
+            fprintf(stderr,
+                    "airlockd: AIRLOCK_BOOTSTRAP_KEY must be %d to %d printable ASCII "
+                    "characters without spaces\n",
+                    AUTH_KEY_MIN, AUTH_KEY_MAX);
+            goto out;
+        }
+        snprintf(key, sizeof key, "%s", given);
+    } else if (auth_key_new(key, prefix, hash) != 0) {
+        fprintf(stderr, "airlockd: the random generator failed\n");
+        goto out;
+    }
+    snprintf(path, sizeof path, "%s/admin.key", data_dir);
+    snprintf(details, sizeof details, "{\"prefix\":\"%s\",\"bootstrap\":true}", prefix);
+    if (s->ops->tx_begin(s) != STORE_OK ||
+        s->ops->principal_create(s, "admin", "user") != STORE_OK ||
+        s->ops->audit_append(s, "airlockd", "principal.create", "admin", NULL,
+                             "{\"kind\":\"user\",\"bootstrap\":true}", NULL) != STORE_OK ||
+        s->ops->role_grant(s, "admin", "admin", "*") != STORE_OK ||
+        s->ops->audit_append(s, "airlockd", "role.grant", "admin", NULL,
+                             "{\"role\":\"admin\",\"department\":\"*\"}", NULL) != STORE_OK ||
+        s->ops->key_add(s, "admin", prefix, hash) != STORE_OK ||
+        s->ops->audit_append(s, "airlockd", "key.create", "admin", NULL, details, NULL) !=
+                STORE_OK) {
+        fprintf(stderr, "airlockd: bootstrap: %s\n", s->ops->errmsg(s));
+        s->ops->tx_rollback(s);
+        goto out;
+    }
+    if (main_write_key(path, key) != 0) {
+        fprintf(stderr, "airlockd: cannot write %s: %s\n", path, strerror(errno));
+        s->ops->tx_rollback(s);
+        goto out;
+    }
+    if (s->ops->tx_commit(s) != STORE_OK) {
+        fprintf(stderr, "airlockd: bootstrap: %s\n", s->ops->errmsg(s));
+        s->ops->tx_rollback(s);
+        goto out;
+    }
+    fprintf(stderr, "airlockd: created principal admin; its API key is in %s\n", path);
+    rc = 0;
+out:
+    OPENSSL_cleanse(key, sizeof key);
+    OPENSSL_cleanse(hash, sizeof hash);
+    return rc;
+}
+
+/* Options: 0 to go on, 1 to exit 0 (printed what was asked), 2 for a usage error. */
+static int main_options(int argc, char **argv, struct main_config *cfg)
+{
+    const char *listen_opt = NULL;
+    const char *dir_opt = NULL;
+    const char *config_opt = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        const char **dst = strcmp(arg, "--listen") == 0     ? &listen_opt
+                           : strcmp(arg, "--data-dir") == 0 ? &dir_opt
+                           : strcmp(arg, "--config") == 0   ? &config_opt
+                                                            : NULL;
+        if (strcmp(arg, "--print-routes") == 0) {
+            router_print(stdout);
+            return 1;
+        }
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            fputs(main_usage, stdout);
+            return 1;
+        }
+        if (!dst) {
+            fprintf(stderr, "airlockd: unknown option %s\n%s", arg, main_usage);
+            return 2;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "airlockd: %s needs a value\n%s", arg, main_usage);
+            return 2;
+        }
+        *dst = argv[++i];
+    }
+    /* The config file first, the command line over it. */
+    if (config_opt && main_load_config(config_opt, cfg) != 0) {
+        return 2;
+    }
+    if (listen_opt && main_parse_listen(listen_opt, cfg) != 0) {
+        fprintf(stderr, "airlockd: --listen must be HOST:PORT, not %s\n%s", listen_opt, main_usage);
+        return 2;
+    }
+    if (dir_opt) {
+        if (dir_opt[0] == '\0' || strlen(dir_opt) >= sizeof cfg->data_dir) {
+            fprintf(stderr, "airlockd: bad --data-dir\n%s", main_usage);
+            return 2;
+        }
+        snprintf(cfg->data_dir, sizeof cfg->data_dir, "%s", dir_opt);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct main_config cfg;
+    struct store *store = NULL;
+    struct http_server *http = NULL;
+    struct router router;
+    char db_path[MAIN_PATH_MAX + 16];
+    char errmsg[STORE_ERRMSG_MAX > 256 ? STORE_ERRMSG_MAX : 256];
+    unsigned port = 0;
+    sigset_t stop;
+    int sig = 0;
+    int status = 1;
+
+    memset(&cfg, 0, sizeof cfg);
+    snprintf(cfg.host, sizeof cfg.host, "127.0.0.1");
+    cfg.port = 8080;
+    snprintf(cfg.data_dir, sizeof cfg.data_dir, "./var");
+    cfg.body_limit_bytes = MAIN_DEFAULT_BODY;
+    cfg.rate_per_second = 200;
+    cfg.rate_burst = 1000;
+
+    umask(077); /* the database, its WAL and the key files are airlockd's alone */
+    int opt = main_options(argc, argv, &cfg);
+    if (opt != 0) {
+        return opt == 1 ? 0 : 2;
+    }
+
+    /* Every thread started from here on inherits the mask: only sigwait below takes these. */
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    sigdelset(&stop, SIGPIPE);
+
+    if (main_make_dir(cfg.data_dir) != 0) {
+        fprintf(stderr, "airlockd: cannot create data directory %s: %s\n", cfg.data_dir,
+                strerror(errno));
+        goto out;
+    }
+    snprintf(db_path, sizeof db_path, "%s/airlock.db", cfg.data_dir);
+    if (store_sqlite_open(db_path, &store, errmsg) != STORE_OK) {
+        fprintf(stderr, "airlockd: %s\n", errmsg);
+        goto out;
+    }
+    if (main_bootstrap(store, cfg.data_dir) != 0) {
+        goto out;
+    }
+    router.store = store;
+    if (http_start(cfg.host, cfg.port, cfg.body_limit_bytes, router_dispatch, &router, &http, &port,
+                   errmsg) != 0) {
+        fprintf(stderr, "airlockd: %s\n", errmsg);
+        goto out;
+    }
+    fprintf(stderr, "airlockd: listening on http://%s%s%s:%u\n", strchr(cfg.host, ':') ? "[" : "",
+            cfg.host, strchr(cfg.host, ':') ? "]" : "", port);
+    fflush(stderr);
+    if (sigwait(&stop, &sig) != 0) {
+        goto out;
+    }
+    fprintf(stderr, "airlockd: %s: stopping\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    status = 0;
+out:
+    http_stop(http);
+    if (store) {
+        store->ops->close(store);
+    }
+    return status;
+}

@@ -1,0 +1,246 @@
+/*
+ * router.c - the route table and the request path through it: match, authenticate, authorise,
+ * parse nothing (handlers read their own bodies through api_body), call. Authentication comes
+ * before any lookup so an outsider learns nothing about which principals or departments exist;
+ * a refusal is answered and audited here, once, with the reason auth_check gave (Redis ACL's
+ * model). A body over the cap is refused before authentication: it was never read.
+ */
+#include "router.h"
+
+#include <string.h>
+
+#include "api.h"
+#include "auth.h"
+#include "json.h"
+
+#define SEGMENTS_MAX 8
+
+struct route {
+    const char *method;
+    const char *path;
+    api_handler_fn *handler;
+    struct auth_rule rule;
+};
+
+#define ADMIN     AUTH_ROLE_ADMIN
+#define READERS   (AUTH_ROLE_ADMIN | AUTH_ROLE_AUDITOR)
+#define ANY_ROLES AUTH_ROLES_ALL
+
+/* clang-format off */
+static const struct route routes[] = {
+    { "GET",    "/healthz",                          api_system_healthz,          { AUTH_PUBLIC, 0 } },
+    { "GET",    "/readyz",                           api_system_readyz,           { AUTH_PUBLIC, 0 } },
+    { "GET",    "/v1/me",                            api_principals_me,           { AUTH_PRINCIPAL, 0 } },
+    { "POST",   "/v1/departments",                   api_departments_create,      { AUTH_ANY_DEPARTMENT, ADMIN } },
+    { "GET",    "/v1/departments",                   api_departments_list,        { AUTH_ANY_DEPARTMENT, ANY_ROLES } },
+    { "PUT",    "/v1/departments/{d}/policy",        api_departments_policy,      { AUTH_DEPARTMENT, ADMIN } },
+    { "POST",   "/v1/principals",                    api_principals_create,       { AUTH_ANY_DEPARTMENT, ADMIN } },
+    { "GET",    "/v1/principals",                    api_principals_list,         { AUTH_ANY_DEPARTMENT, READERS } },
+    { "POST",   "/v1/principals/{p}/keys",           api_principals_key_create,   { AUTH_ANY_DEPARTMENT, ADMIN } },
+    { "DELETE", "/v1/principals/{p}/keys/{prefix}",  api_principals_key_revoke,   { AUTH_ANY_DEPARTMENT, ADMIN } },
+    { "POST",   "/v1/principals/{p}/roles",          api_principals_role_grant,   { AUTH_ANY_DEPARTMENT, ADMIN } },
+    { "DELETE", "/v1/principals/{p}/roles",          api_principals_role_revoke,  { AUTH_ANY_DEPARTMENT, ADMIN } },
+};
+/* clang-format on */
+
+#define NROUTES (sizeof routes / sizeof routes[0])
+
+struct router_path {
+    size_t n;
+    const char *seg[SEGMENTS_MAX];
+    size_t len[SEGMENTS_MAX];
+};
+
+/* Splits "/a/b/c" into segments; -1 for too many, an empty segment or a trailing slash. */
+static int router_split(const char *path, struct router_path *ret)
+{
+    ret->n = 0;
+    if (path[0] != '/') {
+        return -1;
+    }
+    const char *p = path + 1;
+    while (1) {
+        const char *slash = strchr(p, '/');
+        size_t len = slash ? (size_t)(slash - p) : strlen(p);
+        if (len == 0 || ret->n == SEGMENTS_MAX) {
+            return -1;
+        }
+        ret->seg[ret->n] = p;
+        ret->len[ret->n] = len;
+        ret->n++;
+        if (!slash) {
+            return 0;
+        }
+        p = slash + 1;
+    }
+}
+
+/* 1 when the request path fits the pattern; the {name} values go to ctx (0 and ctx untouched
+ * otherwise). A parameter value longer than a name is a match that no handler will find. */
+static int router_match(const struct router_path *req, const char *pattern, struct api_ctx *ctx)
+{
+    struct router_path pat;
+    if (router_split(pattern, &pat) != 0 || pat.n != req->n) {
+        return 0;
+    }
+    size_t nparams = 0;
+    for (size_t i = 0; i < pat.n; i++) {
+        if (pat.seg[i][0] == '{') {
+            continue;
+        }
+        if (pat.len[i] != req->len[i] || memcmp(pat.seg[i], req->seg[i], pat.len[i]) != 0) {
+            return 0;
+        }
+    }
+    if (!ctx) {
+        return 1;
+    }
+    for (size_t i = 0; i < pat.n && nparams < API_PARAMS_MAX; i++) {
+        if (pat.seg[i][0] != '{') {
+            continue;
+        }
+        struct api_param *prm = &ctx->params[nparams++];
+        /* the pattern is a literal of the table: the name may point into it */
+        prm->name = pat.seg[i] + 1;
+        prm->name_len = pat.len[i] - 2;
+        size_t vlen = req->len[i] < STORE_NAME_MAX ? req->len[i] : STORE_NAME_MAX;
+        memcpy(prm->value, req->seg[i], vlen);
+        prm->value[vlen] = '\0';
+        if (req->len[i] > STORE_NAME_MAX) {
+            prm->value[0] = '\0';
+        }
+    }
+    ctx->nparams = nparams;
+    return 1;
+}
+
+static void router_deny(struct router *r, const struct http_request *req,
+                        struct http_response *resp, const struct route *route, unsigned status,
+                        const char *actor, const char *why)
+{
+    struct buf details;
+    buf_init(&details, 2048);
+    buf_append_str(&details, "{\"method\":");
+    api_str(&details, route->method);
+    buf_append_str(&details, ",\"route\":");
+    api_str(&details, route->path);
+    buf_append_str(&details, ",\"path\":");
+    json_write_string(&details, req->path, strnlen(req->path, 512));
+    buf_printf(&details, ",\"status\":%u,\"reason\":", status);
+    api_str(&details, why);
+    buf_printf(&details, ",\"request_id\":\"%s\"}", req->request_id);
+    if (!details.data ||
+        r->store->ops->audit_append(r->store, actor, "auth.denied", status == 401 ? NULL : actor,
+                                    NULL, details.data, NULL) != STORE_OK) {
+        api_error_resp(req, resp, 500, "INTERNAL", "the audit log could not record a refusal");
+    } else if (status == 401) {
+        api_error_resp(req, resp, 401, "UNAUTHENTICATED", why);
+    } else {
+        api_error_resp(req, resp, 403, "FORBIDDEN", why);
+    }
+    buf_done(&details);
+}
+
+void router_dispatch(void *userdata, const struct http_request *req, struct http_response *resp)
+{
+    struct router *r = userdata;
+    struct router_path path;
+    struct api_ctx ctx;
+    struct auth_principal who;
+    const struct route *route = NULL;
+    char why[AUTH_WHY_MAX] = "";
+    int path_known = 0;
+
+    memset(&ctx, 0, sizeof ctx);
+    ctx.store = r->store;
+    ctx.req = req;
+    ctx.resp = resp;
+    if (router_split(req->path, &path) == 0) {
+        for (size_t i = 0; i < NROUTES; i++) {
+            if (!router_match(&path, routes[i].path, NULL)) {
+                continue;
+            }
+            path_known = 1;
+            if (strcmp(routes[i].method, req->method) == 0) {
+                route = &routes[i];
+                router_match(&path, routes[i].path, &ctx);
+                break;
+            }
+        }
+    }
+    if (!route) {
+        if (path_known) {
+            char *allow = resp->allow;
+            for (size_t i = 0; i < NROUTES; i++) {
+                if (router_match(&path, routes[i].path, NULL)) {
+                    size_t used = strlen(allow);
+                    snprintf(allow + used, sizeof resp->allow - used, "%s%s", used ? ", " : "",
+                             routes[i].method);
+                }
+            }
+            api_error_resp(req, resp, 405, "METHOD_NOT_ALLOWED", "method not allowed here");
+        } else {
+            api_error_resp(req, resp, 404, "NOT_FOUND", "no such route");
+        }
+        return;
+    }
+    snprintf(resp->route, sizeof resp->route, "%s", route->path);
+    if (req->body_too_large) {
+        api_error_resp(req, resp, 413, "PAYLOAD_TOO_LARGE", "the body is over the size limit");
+        return;
+    }
+    if (route->rule.scope != AUTH_PUBLIC) {
+        enum auth_result ar = auth_authenticate(r->store, req->authorization, &who, why);
+        if (ar == AUTH_STORE_FAILED) {
+            api_error_resp(req, resp, 500, "INTERNAL", "the store failed");
+            return;
+        }
+        if (ar != AUTH_OK) {
+            router_deny(r, req, resp, route, 401, "airlockd", why);
+            return;
+        }
+        snprintf(resp->actor, sizeof resp->actor, "%s", who.name);
+        const char *dept = route->rule.scope == AUTH_DEPARTMENT ? api_param(&ctx, "d") : NULL;
+        if (auth_check(&who, &route->rule, dept, why) != AUTH_OK) {
+            router_deny(r, req, resp, route, 403, who.name, why);
+            return;
+        }
+        ctx.who = &who;
+    }
+    route->handler(&ctx);
+    json_doc_free(ctx.doc);
+}
+
+static const char *router_scope_name(enum auth_scope scope)
+{
+    switch (scope) {
+    case AUTH_PUBLIC:
+        return "public";
+    case AUTH_PRINCIPAL:
+        return "principal";
+    case AUTH_ANY_DEPARTMENT:
+        return "any_department";
+    case AUTH_DEPARTMENT:
+        return "department";
+    }
+    return "?";
+}
+
+void router_print(FILE *out)
+{
+    fputs("[\n", out);
+    for (size_t i = 0; i < NROUTES; i++) {
+        const struct route *rt = &routes[i];
+        fprintf(out, "  {\"method\":\"%s\",\"path\":\"%s\",\"scope\":\"%s\",\"roles\":[",
+                rt->method, rt->path, router_scope_name(rt->rule.scope));
+        int first = 1;
+        for (unsigned bit = 1; bit <= AUTH_ROLE_AGENT; bit <<= 1) {
+            if (rt->rule.roles & bit) {
+                fprintf(out, "%s\"%s\"", first ? "" : ",", auth_role_name(bit));
+                first = 0;
+            }
+        }
+        fprintf(out, "]}%s\n", i + 1 < NROUTES ? "," : "");
+    }
+    fputs("]\n", out);
+}

@@ -1,0 +1,25 @@
+/*
+ * router.h - airlockd's one table of routes. Each row names the method, the path pattern
+ * ({name} matches one segment), the handler and the permission rule; the router matches a
+ * request against it (404 for no pattern, 405 for a pattern without that method), authenticates
+ * and authorises it, records every refusal through the store's audit append and only then calls
+ * the handler. The table is printed by `airlockd --print-routes` so tests walk the same rows.
+ */
+#ifndef AIRLOCK_SERVER_ROUTER_H
+#define AIRLOCK_SERVER_ROUTER_H
+
+#include <stdio.h>
+
+#include "http.h"
+#include "store.h"
+
+struct router {
+    struct store *store;
+};
+
+/* An http_handler_fn: userdata is a struct router *. */
+void router_dispatch(void *userdata, const struct http_request *req, struct http_response *resp);
+/* Writes the table as a JSON array of {"method","path","scope","roles":[...]}. */
+void router_print(FILE *out);
+
+#endif

@@ -1,0 +1,151 @@
+/*
+ * store.h - everything airlockd keeps, behind one versioned table of operations (the model is
+ * sqlite3_vfs / sqlite3_io_methods): a backend fills a struct store_ops, callers go through
+ * s->ops and never see SQL. SQLite (sqlite.c) is the embedded default; PostgreSQL and an
+ * in-memory test store slot in behind the same table.
+ *
+ * Contract for every operation:
+ *   - returns STORE_OK, STORE_NOT_FOUND (the named row does not exist), STORE_CONFLICT (a row
+ *     with that key exists) or STORE_ERROR (the backend failed; ops->errmsg says why);
+ *   - strings are NUL-terminated UTF-8, borrowed for the call; rows handed to a callback are
+ *     borrowed until the callback returns; a callback returning non-zero stops the walk (the
+ *     operation still returns STORE_OK);
+ *   - names (principals, departments) are at most STORE_NAME_MAX bytes;
+ *   - a store is used by one thread at a time.
+ * Changes and their audit record belong in one transaction (tx_begin ... tx_commit), so that
+ * neither is ever kept without the other.
+ */
+#ifndef AIRLOCK_STORE_H
+#define AIRLOCK_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define STORE_OPS_VERSION 1
+#define STORE_NAME_MAX    64
+#define STORE_HASH_LEN    32 /* SHA-256 of an API key */
+#define STORE_ERRMSG_MAX  256
+
+enum store_rc {
+    STORE_OK = 0,
+    STORE_NOT_FOUND = 1,
+    STORE_CONFLICT = 2,
+    STORE_ERROR = 3,
+};
+
+struct store;
+
+struct store_principal {
+    const char *name;
+    const char *kind; /* "user" | "agent" */
+    const char *created;
+};
+
+struct store_grant {
+    const char *role;
+    const char *department; /* a department's name or "*" */
+};
+
+struct store_department {
+    const char *name;
+    const char *autonomy; /* "autonomous" | "supervised" */
+    int allow_adhoc;
+    const char *created;
+};
+
+struct store_key {
+    const char *prefix;
+    const char *created;
+    const char *revoked; /* NULL while the key is active */
+};
+
+struct store_audit {
+    int64_t seq;
+    const char *time; /* RFC 3339, UTC, milliseconds */
+    const char *actor;
+    const char *action;
+    const char *subject;    /* may be NULL */
+    const char *department; /* may be NULL */
+    const char *details;    /* a JSON object */
+};
+
+typedef int store_principal_fn(void *userdata, const struct store_principal *p);
+typedef int store_grant_fn(void *userdata, const struct store_grant *g);
+typedef int store_department_fn(void *userdata, const struct store_department *d);
+typedef int store_key_fn(void *userdata, const struct store_key *k);
+typedef int store_audit_fn(void *userdata, const struct store_audit *a);
+
+struct store_ops {
+    int version;      /* STORE_OPS_VERSION; later versions only append members */
+    const char *name; /* "sqlite" */
+
+    void (*close)(struct store *s); /* NULL-safe; frees s */
+    /* The last STORE_ERROR's message; never NULL. */
+    const char *(*errmsg)(struct store *s);
+    /* STORE_OK while the database answers a query. */
+    enum store_rc (*ping)(struct store *s);
+
+    enum store_rc (*tx_begin)(struct store *s);
+    enum store_rc (*tx_commit)(struct store *s);
+    void (*tx_rollback)(struct store *s); /* harmless outside a transaction */
+
+    enum store_rc (*principal_count)(struct store *s, int64_t *ret_count);
+    enum store_rc (*principal_create)(struct store *s, const char *name, const char *kind);
+    /* NOT_FOUND when no such principal; otherwise fn sees it once. */
+    enum store_rc (*principal_get)(struct store *s, const char *name, store_principal_fn *fn,
+                                   void *userdata);
+    enum store_rc (*principal_list)(struct store *s, store_principal_fn *fn, void *userdata);
+
+    /* CONFLICT when the prefix is taken, NOT_FOUND when the principal does not exist. */
+    enum store_rc (*key_add)(struct store *s, const char *principal, const char *prefix,
+                             const unsigned char hash[STORE_HASH_LEN]);
+    /* NOT_FOUND when the principal has no active key with that prefix. */
+    enum store_rc (*key_revoke)(struct store *s, const char *principal, const char *prefix);
+    /* The active key with this prefix: its principal's name (STORE_NAME_MAX + 1 bytes) and hash.
+     * NOT_FOUND for an unknown or revoked prefix. */
+    enum store_rc (*key_lookup)(struct store *s, const char *prefix, char *ret_principal,
+                                unsigned char ret_hash[STORE_HASH_LEN]);
+    enum store_rc (*key_list)(struct store *s, const char *principal, store_key_fn *fn,
+                              void *userdata);
+
+    /* CONFLICT when granted already; NOT_FOUND when the principal does not exist. */
+    enum store_rc (*role_grant)(struct store *s, const char *principal, const char *role,
+                                const char *department);
+    enum store_rc (*role_revoke)(struct store *s, const char *principal, const char *role,
+                                 const char *department);
+    enum store_rc (*role_list)(struct store *s, const char *principal, store_grant_fn *fn,
+                               void *userdata);
+
+    /* A new department starts {"autonomy":"autonomous","allow_adhoc":false}. */
+    enum store_rc (*department_create)(struct store *s, const char *name);
+    enum store_rc (*department_get)(struct store *s, const char *name, store_department_fn *fn,
+                                    void *userdata);
+    enum store_rc (*department_list)(struct store *s, store_department_fn *fn, void *userdata);
+    enum store_rc (*department_set_policy)(struct store *s, const char *name, const char *autonomy,
+                                           int allow_adhoc);
+
+    /* Appends one audit record with the next seq and the current time. subject and department
+     * may be NULL; details_json must be a JSON object. Hash chaining (prev, hash) is added by
+     * the audit module at merge; until then the record holds these fields only. */
+    enum store_rc (*audit_append)(struct store *s, const char *actor, const char *action,
+                                  const char *subject, const char *department,
+                                  const char *details_json, int64_t *ret_seq);
+    /* Records with seq > after_seq in order, at most limit of them. */
+    enum store_rc (*audit_list)(struct store *s, int64_t after_seq, int64_t limit,
+                                store_audit_fn *fn, void *userdata);
+};
+
+/* Every backend's handle starts with this. */
+struct store {
+    const struct store_ops *ops;
+};
+
+/* The schema version this binary's migrations bring a database to. */
+int store_schema_version(void);
+
+/* Opens (creating if needed) the SQLite database at `path` in WAL mode and migrates it to
+ * store_schema_version(). A database whose schema is newer than this binary is refused. On
+ * failure *ret_store is untouched and errmsg (STORE_ERRMSG_MAX bytes) says why. */
+enum store_rc store_sqlite_open(const char *path, struct store **ret_store, char *errmsg);
+
+#endif

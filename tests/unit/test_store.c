@@ -1,0 +1,235 @@
+/* unit.store - the SQLite store (src/store/sqlite.c) through its ops table: migrations and the
+ * schema version check, conflicts and missing rows, key lookup and revocation, role grants,
+ * department policy, audit appends in order, and a rolled-back transaction leaving nothing. */
+/* cmocka.h needs these first */
+/* clang-format off */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store.h"
+
+struct fixture {
+    char dir[64];
+    char path[96];
+    struct store *s;
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+    char err[STORE_ERRMSG_MAX];
+    snprintf(f->dir, sizeof f->dir, "/tmp/unit-store-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    snprintf(f->path, sizeof f->path, "%s/airlock.db", f->dir);
+    assert_int_equal(store_sqlite_open(f->path, &f->s, err), STORE_OK);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    char path[128];
+    if (f->s) {
+        f->s->ops->close(f->s);
+    }
+    const char *suffixes[] = { "", "-wal", "-shm" };
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s%s", f->path, suffixes[i]);
+        unlink(path);
+    }
+    rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+static int count_fn(void *userdata, const void *row)
+{
+    (void)row;
+    (*(int *)userdata)++;
+    return 0;
+}
+
+static int count_grant(void *userdata, const struct store_grant *g)
+{
+    return count_fn(userdata, g);
+}
+
+static int count_audit(void *userdata, const struct store_audit *a)
+{
+    return count_fn(userdata, a);
+}
+
+static int read_policy(void *userdata, const struct store_department *d)
+{
+    snprintf(userdata, 32, "%s/%d", d->autonomy, d->allow_adhoc);
+    return 0;
+}
+
+static void test_store_ops_version_and_schema(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(f->s->ops->version, STORE_OPS_VERSION);
+    assert_string_equal(f->s->ops->name, "sqlite");
+    assert_true(store_schema_version() >= 1);
+    assert_int_equal(f->s->ops->ping(f->s), STORE_OK);
+}
+
+static void test_store_newer_schema_refused(void **state)
+{
+    struct fixture *f = *state;
+    sqlite3 *db = NULL;
+    char err[STORE_ERRMSG_MAX];
+    struct store *again = NULL;
+    f->s->ops->close(f->s);
+    f->s = NULL;
+    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 1000", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    assert_int_equal(store_sqlite_open(f->path, &again, err), STORE_ERROR);
+    assert_null(again);
+    assert_non_null(strstr(err, "newer"));
+}
+
+static void test_store_reopen_keeps_rows(void **state)
+{
+    struct fixture *f = *state;
+    char err[STORE_ERRMSG_MAX];
+    int64_t n = 0;
+    assert_int_equal(f->s->ops->principal_create(f->s, "admin", "user"), STORE_OK);
+    f->s->ops->close(f->s);
+    assert_int_equal(store_sqlite_open(f->path, &f->s, err), STORE_OK);
+    assert_int_equal(f->s->ops->principal_count(f->s, &n), STORE_OK);
+    assert_int_equal(n, 1);
+}
+
+static void test_store_principal_conflict_and_missing(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    unsigned char hash[STORE_HASH_LEN] = { 1 };
+    assert_int_equal(s->ops->principal_create(s, "alice", "user"), STORE_OK);
+    assert_int_equal(s->ops->principal_create(s, "alice", "agent"), STORE_CONFLICT);
+    assert_int_equal(s->ops->key_add(s, "nobody", "aaaaaaaaaaaa", hash), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->role_grant(s, "nobody", "agent", "*"), STORE_NOT_FOUND);
+}
+
+static void test_store_key_lookup_and_revoke(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    unsigned char hash[STORE_HASH_LEN];
+    unsigned char got[STORE_HASH_LEN];
+    char name[STORE_NAME_MAX + 1];
+    memset(hash, 0xab, sizeof hash);
+    assert_int_equal(s->ops->principal_create(s, "alice", "user"), STORE_OK);
+    assert_int_equal(s->ops->key_add(s, "alice", "0123456789ab", hash), STORE_OK);
+    assert_int_equal(s->ops->key_add(s, "alice", "0123456789ab", hash), STORE_CONFLICT);
+    assert_int_equal(s->ops->key_lookup(s, "0123456789ab", name, got), STORE_OK);
+    assert_string_equal(name, "alice");
+    assert_memory_equal(got, hash, sizeof hash);
+    assert_int_equal(s->ops->key_lookup(s, "ffffffffffff", name, got), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->key_revoke(s, "bob", "0123456789ab"), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->key_revoke(s, "alice", "0123456789ab"), STORE_OK);
+    assert_int_equal(s->ops->key_revoke(s, "alice", "0123456789ab"), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->key_lookup(s, "0123456789ab", name, got), STORE_NOT_FOUND);
+}
+
+static void test_store_roles_grant_revoke(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    int n = 0;
+    assert_int_equal(s->ops->principal_create(s, "alice", "user"), STORE_OK);
+    assert_int_equal(s->ops->role_grant(s, "alice", "author", "finance"), STORE_OK);
+    assert_int_equal(s->ops->role_grant(s, "alice", "author", "finance"), STORE_CONFLICT);
+    assert_int_equal(s->ops->role_grant(s, "alice", "auditor", "*"), STORE_OK);
+    assert_int_equal(s->ops->role_list(s, "alice", count_grant, &n), STORE_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(s->ops->role_revoke(s, "alice", "author", "finance"), STORE_OK);
+    assert_int_equal(s->ops->role_revoke(s, "alice", "author", "finance"), STORE_NOT_FOUND);
+    n = 0;
+    assert_int_equal(s->ops->role_list(s, "alice", count_grant, &n), STORE_OK);
+    assert_int_equal(n, 1);
+}
+
+static void test_store_department_policy(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    char policy[32] = "";
+    assert_int_equal(s->ops->department_create(s, "finance"), STORE_OK);
+    assert_int_equal(s->ops->department_create(s, "finance"), STORE_CONFLICT);
+    assert_int_equal(s->ops->department_get(s, "finance", read_policy, policy), STORE_OK);
+    assert_string_equal(policy, "autonomous/0");
+    assert_int_equal(s->ops->department_set_policy(s, "finance", "supervised", 1), STORE_OK);
+    assert_int_equal(s->ops->department_get(s, "finance", read_policy, policy), STORE_OK);
+    assert_string_equal(policy, "supervised/1");
+    assert_int_equal(s->ops->department_set_policy(s, "nowhere", "supervised", 0), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->department_get(s, "nowhere", read_policy, policy), STORE_NOT_FOUND);
+}
+
+static void test_store_audit_append_in_order(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    int64_t seq1 = 0;
+    int64_t seq2 = 0;
+    int n = 0;
+    assert_int_equal(s->ops->audit_append(s, "admin", "department.create", "finance", "finance",
+                                          "{\"name\":\"finance\"}", &seq1),
+                     STORE_OK);
+    assert_int_equal(s->ops->audit_append(s, "airlockd", "auth.denied", NULL, NULL, "{}", &seq2),
+                     STORE_OK);
+    assert_true(seq2 == seq1 + 1);
+    assert_int_equal(s->ops->audit_list(s, 0, 100, count_audit, &n), STORE_OK);
+    assert_int_equal(n, 2);
+    n = 0;
+    assert_int_equal(s->ops->audit_list(s, seq1, 100, count_audit, &n), STORE_OK);
+    assert_int_equal(n, 1);
+}
+
+static void test_store_rollback_leaves_nothing(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    int64_t n = 0;
+    int records = 0;
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->principal_create(s, "alice", "user"), STORE_OK);
+    assert_int_equal(
+            s->ops->audit_append(s, "admin", "principal.create", "alice", NULL, "{}", NULL),
+            STORE_OK);
+    s->ops->tx_rollback(s);
+    s->ops->tx_rollback(s); /* harmless outside a transaction */
+    assert_int_equal(s->ops->principal_count(s, &n), STORE_OK);
+    assert_int_equal(n, 0);
+    assert_int_equal(s->ops->audit_list(s, 0, 100, count_audit, &records), STORE_OK);
+    assert_int_equal(records, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_store_ops_version_and_schema, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_newer_schema_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_reopen_keeps_rows, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_principal_conflict_and_missing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_key_lookup_and_revoke, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_roles_grant_revoke, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_department_policy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_audit_append_in_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_rollback_leaves_nothing, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
