@@ -17,6 +17,7 @@
  *
  * Never: read outside src[0..len), trust the input to be valid, allocate without checking.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -3399,8 +3400,12 @@ static void transform_enum(struct parser *p, size_t start, size_t kw_start)
                 char *endp = NULL;
                 memcpy(tmp, p->src + vs, ve - vs);
                 tmp[ve - vs] = '\0';
+                errno = 0;
                 long long v = strtoll(tmp, &endp, 10);
-                if (endp != NULL && *endp == '\0') {
+                /* counted on natively only while exact as a JavaScript number (|v| < 2^53);
+                 * past that the next member is written as "previous + 1", as TypeScript does */
+                if (endp != NULL && *endp == '\0' && errno == 0 && v < (1LL << 53) &&
+                    v > -(1LL << 53)) {
                     autoval = v;
                     have_auto = true;
                 }
@@ -3444,6 +3449,7 @@ static void transform_enum(struct parser *p, size_t start, size_t kw_start)
         /* what the next member without initializer counts from */
         if (have_auto) {
             autoval++;
+            have_auto = autoval < (1LL << 53);
         }
         prev.n = 0;
         if (local) {

@@ -565,6 +565,15 @@ static void test_transform(void **state)
                     "var E; (function (E) { var A = ('a'.length); E[E[\"A\"] = A] = \"A\"; "
                     "var B = (A + 1); E[E[\"B\"] = B] = \"B\"; var C = ('x'); E[\"C\"] = C; "
                     "})(E || (E = {}));");
+    /* past 2^53 a number is not exact in JavaScript: the next member counts by expression
+     * (this once overflowed a C counter at 9999999999999999999) */
+    check_transform("enum E { A = 9999999999999999999, B }",
+                    "var E; (function (E) { var A = (9999999999999999999); E[E[\"A\"] = A] = "
+                    "\"A\"; var B = (A + 1); E[E[\"B\"] = B] = \"B\"; })(E || (E = {}));");
+    check_transform("enum E { A = 9007199254740991, B, C }",
+                    "var E; (function (E) { var A = (9007199254740991); E[E[\"A\"] = A] = "
+                    "\"A\"; var B = (A + 1); E[E[\"B\"] = B] = \"B\"; var C = (B + 1); "
+                    "E[E[\"C\"] = C] = \"C\"; })(E || (E = {}));");
     /* a member named like the enum is not made a local (it would shadow the enum) */
     check_transform("enum E { E, F }",
                     "var E; (function (E) { E[E[\"E\"] = 0] = \"E\"; var F = 1; E[E[\"F\"] = F] = "
