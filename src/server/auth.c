@@ -146,6 +146,7 @@ enum auth_result auth_authenticate(struct store *s, const char *authorization,
     }
     memset(ret, 0, sizeof *ret);
     memcpy(ret->name, name, sizeof name);
+    memcpy(ret->key_prefix, prefix, sizeof prefix);
     if (s->ops->principal_get(s, name, auth_set_kind, ret) != STORE_OK ||
         s->ops->role_list(s, name, auth_add_grant, ret) != STORE_OK) {
         snprintf(why, AUTH_WHY_MAX, "store: %s", s->ops->errmsg(s));

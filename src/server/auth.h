@@ -51,6 +51,7 @@ struct auth_grant {
 struct auth_principal {
     char name[STORE_NAME_MAX + 1];
     char kind[8];
+    char key_prefix[AUTH_PREFIX_LEN + 1]; /* the prefix of the key it authenticated with */
     size_t ngrants;
     struct auth_grant grants[AUTH_GRANTS_MAX];
 };

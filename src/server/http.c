@@ -10,6 +10,7 @@
 #include "http.h"
 
 #include <errno.h>
+#include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -78,6 +79,34 @@ static void http_log(const struct http_conn *c, const struct http_response *resp
     buf_done(&line);
 }
 
+/* The rate limit key of the peer: IPv4 as is, IPv6 by its /64 (an IPv4-mapped one as IPv4). */
+static void http_client(struct MHD_Connection *conn, char *out)
+{
+    const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    char text[INET6_ADDRSTRLEN] = "";
+    out[0] = '\0';
+    if (!info || !info->client_addr) {
+        return;
+    }
+    if (info->client_addr->sa_family == AF_INET) {
+        const struct sockaddr_in *sin = (const struct sockaddr_in *)info->client_addr;
+        inet_ntop(AF_INET, &sin->sin_addr, text, sizeof text);
+        snprintf(out, HTTP_CLIENT_MAX, "ip4:%s", text);
+    } else if (info->client_addr->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)info->client_addr;
+        struct in6_addr net = sin6->sin6_addr;
+        if (IN6_IS_ADDR_V4MAPPED(&net)) {
+            inet_ntop(AF_INET, &net.s6_addr[12], text, sizeof text);
+            snprintf(out, HTTP_CLIENT_MAX, "ip4:%s", text);
+            return;
+        }
+        memset(&net.s6_addr[8], 0, 8);
+        inet_ntop(AF_INET6, &net, text, sizeof text);
+        snprintf(out, HTTP_CLIENT_MAX, "ip6:%s/64", text);
+    }
+}
+
 static enum MHD_Result http_answer(struct http_server *srv, struct MHD_Connection *conn,
                                    struct http_conn *c)
 {
@@ -100,6 +129,11 @@ static enum MHD_Result http_answer(struct http_server *srv, struct MHD_Connectio
     MHD_add_response_header(r, "X-Request-Id", c->req.request_id);
     if (resp.allow[0]) {
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, resp.allow);
+    }
+    if (resp.retry_after_s > 0) {
+        char retry[16];
+        snprintf(retry, sizeof retry, "%u", resp.retry_after_s);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, retry);
     }
     ret = MHD_queue_response(conn, resp.status, r);
     MHD_destroy_response(r);
@@ -128,6 +162,7 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
         c->req.authorization =
                 MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
         http_request_id(c->req.request_id);
+        http_client(conn, c->req.client);
         *con_cls = c;
         return MHD_YES;
     }

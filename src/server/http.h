@@ -13,6 +13,7 @@
 
 #define HTTP_REQUEST_ID_LEN 20 /* "req_" + 16 hex */
 #define HTTP_ACTOR_MAX      64
+#define HTTP_CLIENT_MAX     64 /* "ip4:" or "ip6:" and a numeric address */
 
 struct http_request {
     const char *method;
@@ -21,6 +22,9 @@ struct http_request {
     const char *body;          /* NUL-terminated; "" when there is none */
     size_t body_len;
     int body_too_large; /* the body passed the cap and was dropped */
+    /* Who is calling, as a rate limit key: "ip4:A.B.C.D", or "ip6:" and the address's /64
+     * (one host usually holds a whole /64); "" when unknown. */
+    char client[HTTP_CLIENT_MAX];
     char request_id[HTTP_REQUEST_ID_LEN + 1];
 };
 
@@ -28,6 +32,7 @@ struct http_response {
     unsigned status;
     const char *content_type; /* static string; default application/json */
     char allow[64];           /* a 405's Allow header, or "" */
+    unsigned retry_after_s;   /* a Retry-After header in seconds, or 0 for none */
     struct buf body;
     char actor[HTTP_ACTOR_MAX + 1]; /* who made the request, for the log line; "" if nobody */
     char route[64];                 /* the route pattern matched, for the log line */

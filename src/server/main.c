@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/crypto.h>
+#include <openssl/rand.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include "auth.h"
 #include "http.h"
 #include "json.h"
+#include "ratelimit.h"
 #include "router.h"
 #include "store.h"
 
@@ -31,8 +33,8 @@ struct main_config {
     unsigned port;
     char data_dir[MAIN_PATH_MAX];
     size_t body_limit_bytes;
-    double rate_per_second; /* accepted and kept; enforced by a later change */
-    double rate_burst;
+    double rate_per_second; /* tokens per second of each caller's bucket */
+    double rate_burst;      /* its size, >= 1 */
 };
 
 static const char main_usage[] =
@@ -145,6 +147,11 @@ static int main_load_config(const char *path, struct main_config *cfg)
                             path, r->key);
                     goto out;
                 }
+            }
+            if (cfg->rate_burst < 1) {
+                fprintf(stderr, "airlockd: config %s: rate_limit.burst must be at least 1\n",
+                        path);
+                goto out;
             }
         } else {
             fprintf(stderr,
@@ -334,6 +341,8 @@ int main(int argc, char **argv)
     struct store *store = NULL;
     struct http_server *http = NULL;
     struct router router;
+    struct ratelimit *limit = NULL;
+    struct ratelimit_options limit_opts;
     char db_path[MAIN_PATH_MAX + 16];
     char errmsg[STORE_ERRMSG_MAX > 256 ? STORE_ERRMSG_MAX : 256];
     unsigned port = 0;
@@ -376,7 +385,16 @@ int main(int argc, char **argv)
     if (main_bootstrap(store, cfg.data_dir) != 0) {
         goto out;
     }
+    memset(&limit_opts, 0, sizeof limit_opts);
+    limit_opts.per_second = cfg.rate_per_second;
+    limit_opts.burst = cfg.rate_burst;
+    if (RAND_bytes((unsigned char *)&limit_opts.seed, sizeof limit_opts.seed) != 1 ||
+        ratelimit_new(&limit_opts, &limit) != 0) {
+        fprintf(stderr, "airlockd: cannot set up the rate limit\n");
+        goto out;
+    }
     router.store = store;
+    router.limit = limit;
     if (http_start(cfg.host, cfg.port, cfg.body_limit_bytes, router_dispatch, &router, &http, &port,
                    errmsg) != 0) {
         fprintf(stderr, "airlockd: %s\n", errmsg);
@@ -392,6 +410,7 @@ int main(int argc, char **argv)
     status = 0;
 out:
     http_stop(http);
+    ratelimit_free(limit);
     if (store) {
         store->ops->close(store);
     }

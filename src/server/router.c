@@ -4,6 +4,11 @@
  * before any lookup so an outsider learns nothing about which principals or departments exist;
  * a refusal is answered and audited here, once, with the reason auth_check gave (Redis ACL's
  * model). A body over the cap is refused before authentication: it was never read.
+ *
+ * The rate limit comes before anything that writes: requests that need no key (public routes,
+ * 404, 405, 413) are limited by client address at once; the others after the key lookup (a
+ * read), by key prefix when the key is valid and by client address when it is not, so a 401's
+ * audit record is only written for requests within the address's limit.
  */
 #include "router.h"
 
@@ -141,6 +146,28 @@ static void router_deny(struct router *r, const struct http_request *req,
     buf_done(&details);
 }
 
+/* 1 after answering 429 when bucket `key` ("key:PREFIX", or the client address) is empty. */
+static int router_limited(struct router *r, const struct http_request *req,
+                          struct http_response *resp, const char *prefix)
+{
+    char key[RATELIMIT_KEY_MAX + 1];
+    unsigned retry = 0;
+    if (!r->limit) {
+        return 0;
+    }
+    if (prefix) {
+        snprintf(key, sizeof key, "key:%s", prefix);
+    } else {
+        snprintf(key, sizeof key, "%s", req->client[0] ? req->client : "unknown");
+    }
+    if (ratelimit_take(r->limit, key, &retry) == 0) {
+        return 0;
+    }
+    api_error_resp(req, resp, 429, "RATE_LIMITED", "too many requests: retry later");
+    resp->retry_after_s = retry;
+    return 1;
+}
+
 void router_dispatch(void *userdata, const struct http_request *req, struct http_response *resp)
 {
     struct router *r = userdata;
@@ -168,6 +195,10 @@ void router_dispatch(void *userdata, const struct http_request *req, struct http
             }
         }
     }
+    if ((!route || route->rule.scope == AUTH_PUBLIC || req->body_too_large) &&
+        router_limited(r, req, resp, NULL)) {
+        return;
+    }
     if (!route) {
         if (path_known) {
             char *allow = resp->allow;
@@ -193,6 +224,9 @@ void router_dispatch(void *userdata, const struct http_request *req, struct http
         enum auth_result ar = auth_authenticate(r->store, req->authorization, &who, why);
         if (ar == AUTH_STORE_FAILED) {
             api_error_resp(req, resp, 500, "INTERNAL", "the store failed");
+            return;
+        }
+        if (router_limited(r, req, resp, ar == AUTH_OK ? who.key_prefix : NULL)) {
             return;
         }
         if (ar != AUTH_OK) {

@@ -3,7 +3,9 @@
  * ({name} matches one segment), the handler and the permission rule; the router matches a
  * request against it (404 for no pattern, 405 for a pattern without that method), authenticates
  * and authorises it, records every refusal through the store's audit append and only then calls
- * the handler. The table is printed by `airlockd --print-routes` so tests walk the same rows.
+ * the handler. Every request also takes a token from a rate limit bucket: its key's (by
+ * prefix) once the key is valid, its client address's otherwise - so a flood of bad keys is
+ * limited as well, and a limited request costs no audit write. The table is printed by `airlockd --print-routes` so tests walk the same rows.
  */
 #ifndef AIRLOCK_SERVER_ROUTER_H
 #define AIRLOCK_SERVER_ROUTER_H
@@ -11,10 +13,12 @@
 #include <stdio.h>
 
 #include "http.h"
+#include "ratelimit.h"
 #include "store.h"
 
 struct router {
     struct store *store;
+    struct ratelimit *limit; /* NULL: no rate limit */
 };
 
 /* An http_handler_fn: userdata is a struct router *. */
