@@ -85,6 +85,7 @@ class Server:
             r = conn.getresponse()
             text = r.read()
             allow = r.getheader("Allow")
+            self.last_headers = {k.lower(): v for k, v in r.getheaders()}
         finally:
             conn.close()
         try:
@@ -365,6 +366,11 @@ def t_options_and_config(tmp):
         f.write('{"listen":"127.0.0.1:0","colour":"blue"}')
     p = subprocess.run([AIRLOCKD, "--config", bad], capture_output=True, timeout=HANG)
     check(p.returncode == 2 and b"colour" in p.stderr, "bad config: %r" % p.stderr)
+    for limit in ({"burst": 0.5}, {"requests_per_second": 0}, {"burst": "10"}, {"rate": 1}):
+        with open(bad, "w") as f:
+            json.dump({"rate_limit": limit}, f)
+        p = subprocess.run([AIRLOCKD, "--config", bad], capture_output=True, timeout=HANG)
+        check(p.returncode == 2 and b"rate_limit" in p.stderr, "%r: %r" % (limit, p.stderr))
     p = subprocess.run([AIRLOCKD, "--config", os.path.join(tmp, "missing.json")],
                        capture_output=True, timeout=HANG)
     check(p.returncode == 2, "missing config accepted")
@@ -380,6 +386,59 @@ def t_options_and_config(tmp):
         error_of(*s.request("POST", "/v1/departments", {"name": "x" * 60}, key=k)[:2], 413,
                  "PAYLOAD_TOO_LARGE")
         check(s.request("POST", "/v1/departments", {"name": "x"}, key=k)[0] == 201, "small body")
+    finally:
+        s.kill()
+
+
+def t_rate_limit(tmp):
+    d = os.path.join(tmp, "var")
+    cfg = os.path.join(tmp, "limit.json")
+    with open(cfg, "w") as f:
+        json.dump({"listen": "127.0.0.1:0", "data_dir": d,
+                   "rate_limit": {"requests_per_second": 5, "burst": 5}}, f)
+    s = Server(d, args=["--config", cfg])
+    try:
+        check(s.port, "did not start: %s" % s.stderr())
+        k = s.admin_key()
+        st, doc, _ = s.request("POST", "/v1/principals", {"name": "bystander"}, key=k)
+        check(st == 201, "principal: %d %r" % (st, doc))
+        other = doc["key"]
+
+        def flood(n, **kw):
+            t0 = time.monotonic()
+            answers = []
+            for _ in range(n):
+                st, doc, _ = s.request("GET", "/v1/me", **kw)
+                answers.append((st, doc, s.last_headers.get("retry-after")))
+            return answers, time.monotonic() - t0
+
+        n = 30
+        answers, took = flood(n, key=k)
+        ok = [a for a in answers if a[0] == 200]
+        limited = [a for a in answers if a[0] == 429]
+        check(len(ok) + len(limited) == n, "other statuses: %r" % answers)
+        check(limited, "no 429 in %d requests over %.2f s" % (n, took))
+        # burst 5 (one token already spent on the principal) plus 5 a second since
+        check(len(ok) <= 5 + 5 * took + 1, "%d allowed in %.2f s" % (len(ok), took))
+        for st, doc, retry in limited:
+            error_of(st, doc, 429, "RATE_LIMITED")
+            check(retry and retry.isdigit() and int(retry) >= 1, "Retry-After: %r" % retry)
+        # another key has its own bucket
+        st, doc, _ = s.request("GET", "/v1/me", key=other)
+        check(st == 200 and doc["name"] == "bystander", "other key: %d %r" % (st, doc))
+
+        # bad keys are limited by client address: most of a flood is refused before any audit
+        before = len(audit_rows(d, "auth.denied"))
+        answers, took = flood(n, key="ak_000000000000_" + "0" * 64)
+        denied = [a for a in answers if a[0] == 401]
+        limited = [a for a in answers if a[0] == 429]
+        check(len(denied) + len(limited) == n, "bad keys: %r" % answers[:3])
+        check(limited and len(denied) <= 5 + 5 * took + 1,
+              "bad keys: %d 401, %d 429 in %.2f s" % (len(denied), len(limited), took))
+        check(len(audit_rows(d, "auth.denied")) - before == len(denied), "audited 429s")
+        # ... and not the valid keys
+        st, doc, _ = s.request("GET", "/v1/me", key=other)
+        check(st == 200, "other key after the bad keys: %d %r" % (st, doc))
     finally:
         s.kill()
 
