@@ -1,0 +1,215 @@
+/*
+ * fuzz_request.c - fuzz target for airlockd's request path without a socket: routing, the rate
+ * limit, authentication, strict JSON bodies and the handlers' validation, through
+ * router_dispatch over a real SQLite store (src/server, src/store).
+ *
+ * An input is one request:
+ *   byte 0     bits 0-1: the caller (0 no Authorization, 1 admin's key, 2 an agent's key in
+ *              department "fz", 3 a well-formed unknown key); bits 2-7: how far the limiter's
+ *              clock moves first, in 50 ms steps (so both 429 and refills are reached)
+ *   then       METHOD "\n" PATH "\n" BODY (the path as libmicrohttpd hands it over: decoded,
+ *              up to a NUL); a body over 4 KiB stands for one over the cap (body_too_large)
+ * Claims: no crash, leak or sanitizer report; never a 5xx; the answer is valid JSON, an error
+ * body {"error":{"code","message","request_id"}} for every status from 400 on, a 429 carries a
+ * Retry-After of 1 s or more and a 405 an Allow header. The store lives in a folder under
+ * /dev/shm (when it exists) made once per process, so requests that create things accumulate
+ * state as a real server would.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "auth.h"
+#include "http.h"
+#include "json.h"
+#include "ratelimit.h"
+#include "router.h"
+#include "store.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define FUZZ_BODY_CAP 4096
+#define FUZZ_STEP_NS  (UINT64_C(50) * 1000000)
+
+static const char admin_key[] = "fuzz-admin-key-0123456789abcdef0123456789";
+static const char agent_key[] = "fuzz-agent-key-0123456789abcdef0123456789";
+static const char unknown_key[] = "ak_0123456789ab_"
+                                  "0000000000000000000000000000000000000000000000000000000000000000";
+
+static char dir[256];
+static char db_path[320];
+static struct store *store;
+static struct ratelimit *limit;
+static struct router router;
+static uint64_t now_ns = UINT64_C(1) << 40;
+
+static void fail(const char *what, const char *detail)
+{
+    fprintf(stderr, "fuzz_request: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
+    abort();
+}
+
+static uint64_t fuzz_clock(void *userdata)
+{
+    (void)userdata;
+    return now_ns;
+}
+
+static void cleanup(void)
+{
+    char path[400];
+    static const char *const files[] = { "", "-wal", "-shm", "-journal" };
+    ratelimit_free(limit);
+    if (store) {
+        store->ops->close(store);
+    }
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%s%s", db_path, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+static void add_key(const char *principal, const char *key)
+{
+    char prefix[AUTH_PREFIX_LEN + 1];
+    unsigned char hash[STORE_HASH_LEN];
+    if (auth_key_digest(key, prefix, hash) != 0 ||
+        store->ops->key_add(store, principal, prefix, hash) != STORE_OK) {
+        fail("key_add", store->ops->errmsg(store));
+    }
+}
+
+static void setup(void)
+{
+    char err[STORE_ERRMSG_MAX > 256 ? STORE_ERRMSG_MAX : 256];
+    if (store) {
+        return;
+    }
+    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    snprintf(dir, sizeof dir, "%s/airlock-fuzz-request-XXXXXX", base);
+    if (!mkdtemp(dir)) {
+        fail("mkdtemp failed", NULL);
+    }
+    snprintf(db_path, sizeof db_path, "%s/airlock.db", dir);
+    if (store_sqlite_open(db_path, &store, err) != STORE_OK) {
+        fail("store_sqlite_open", err);
+    }
+    atexit(cleanup);
+    if (store->ops->principal_create(store, "admin", "user") != STORE_OK ||
+        store->ops->role_grant(store, "admin", "admin", "*") != STORE_OK ||
+        store->ops->department_create(store, "fz") != STORE_OK ||
+        store->ops->principal_create(store, "fz-agent", "agent") != STORE_OK ||
+        store->ops->role_grant(store, "fz-agent", "agent", "fz") != STORE_OK) {
+        fail("setup", store->ops->errmsg(store));
+    }
+    add_key("admin", admin_key);
+    add_key("fz-agent", agent_key);
+    struct ratelimit_options o = { 20, 40, 64, 1, fuzz_clock, NULL };
+    if (ratelimit_new(&o, &limit) != 0) {
+        fail("ratelimit_new", NULL);
+    }
+    router.store = store;
+    router.limit = limit;
+}
+
+/* The answer must be JSON, and from 400 on exactly an error body. */
+static void check_answer(const struct http_response *resp)
+{
+    struct json_doc *doc = NULL;
+    struct al_error err;
+    char status[16];
+    snprintf(status, sizeof status, "%u", resp->status);
+    if (resp->status < 200 || resp->status >= 500) {
+        fail("status out of range or a 5xx", status);
+    }
+    if (!resp->body.data || json_parse(resp->body.data, resp->body.len, 64, &doc, &err) != AL_OK) {
+        fail("the answer is not JSON", resp->body.data);
+    }
+    const struct json_node *root = json_root(doc);
+    if (resp->status >= 400) {
+        const struct json_node *e = root->type == JSON_OBJECT ? json_get(root, "error") : NULL;
+        const struct json_node *code = e ? json_get(e, "code") : NULL;
+        const struct json_node *msg = e ? json_get(e, "message") : NULL;
+        if (!code || code->type != JSON_STRING || !msg || msg->type != JSON_STRING ||
+            !json_get(e, "request_id") || root->child->next) {
+            fail("not an error body", resp->body.data);
+        }
+        if (resp->status == 429 && resp->retry_after_s < 1) {
+            fail("429 without Retry-After", NULL);
+        }
+        if (resp->status == 405 && !resp->allow[0]) {
+            fail("405 without Allow", NULL);
+        }
+    }
+    json_doc_free(doc);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static const char *const callers[] = { NULL, admin_key, agent_key, unknown_key };
+    char method[32];
+    char path[2048];
+    char authorization[AUTH_KEY_MAX + 16];
+    struct http_request req;
+    struct http_response resp;
+
+    if (size < 1) {
+        return 0;
+    }
+    setup();
+    now_ns += (uint64_t)(data[0] >> 2) * FUZZ_STEP_NS;
+    const char *p = (const char *)data + 1;
+    const char *end = (const char *)data + size;
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl || (size_t)(nl - p) >= sizeof method) {
+        return 0;
+    }
+    memcpy(method, p, (size_t)(nl - p));
+    method[nl - p] = '\0';
+    p = nl + 1;
+    nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl || (size_t)(nl - p) >= sizeof path) {
+        return 0;
+    }
+    memcpy(path, p, (size_t)(nl - p));
+    path[nl - p] = '\0';
+    p = nl + 1;
+
+    size_t body_len = (size_t)(end - p);
+    char *body = malloc(body_len + 1);
+    if (!body) {
+        return 0;
+    }
+    memcpy(body, p, body_len);
+    body[body_len] = '\0';
+
+    memset(&req, 0, sizeof req);
+    req.method = method;
+    req.path = path;
+    if (callers[data[0] & 3]) {
+        snprintf(authorization, sizeof authorization, "Bearer %s", callers[data[0] & 3]);
+        req.authorization = authorization;
+    }
+    req.body = body;
+    req.body_len = body_len;
+    if (body_len > FUZZ_BODY_CAP) {
+        req.body = "";
+        req.body_len = 0;
+        req.body_too_large = 1;
+    }
+    snprintf(req.client, sizeof req.client, "ip4:127.0.0.1");
+    snprintf(req.request_id, sizeof req.request_id, "req_0123456789abcdef");
+
+    memset(&resp, 0, sizeof resp);
+    buf_init(&resp.body, (size_t)1 << 20);
+    resp.status = 500;
+    router_dispatch(&router, &req, &resp);
+    check_answer(&resp);
+    buf_done(&resp.body);
+    free(body);
+    return 0;
+}
