@@ -9,8 +9,8 @@
  */
 #include "http.h"
 
-#include <errno.h>
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>

@@ -149,8 +149,7 @@ static int main_load_config(const char *path, struct main_config *cfg)
                 }
             }
             if (cfg->rate_burst < 1) {
-                fprintf(stderr, "airlockd: config %s: rate_limit.burst must be at least 1\n",
-                        path);
+                fprintf(stderr, "airlockd: config %s: rate_limit.burst must be at least 1\n", path);
                 goto out;
             }
         } else {

@@ -18,9 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RATELIMIT_KEY_MAX          63    /* longer keys are cut: the caller makes them unique */
-#define RATELIMIT_BUCKETS_DEFAULT  16384 /* about 1.5 MiB */
-#define RATELIMIT_RETRY_AFTER_MAX  86400 /* s: what Retry-After says at most */
+#define RATELIMIT_KEY_MAX         63    /* longer keys are cut: the caller makes them unique */
+#define RATELIMIT_BUCKETS_DEFAULT 16384 /* about 1.5 MiB */
+#define RATELIMIT_RETRY_AFTER_MAX 86400 /* s: what Retry-After says at most */
 
 /* Now, in ns on a monotonic clock. */
 typedef uint64_t ratelimit_clock_fn(void *userdata);
@@ -28,10 +28,10 @@ typedef uint64_t ratelimit_clock_fn(void *userdata);
 struct ratelimit;
 
 struct ratelimit_options {
-    double per_second;   /* tokens gained per second; > 0 */
-    double burst;        /* a bucket's size; >= 1 */
-    size_t max_buckets;  /* the table's size, rounded up to a multiple of 8; 0: the default */
-    uint64_t seed;       /* mixes the key hash, so outsiders cannot aim keys at one set */
+    double per_second;         /* tokens gained per second; > 0 */
+    double burst;              /* a bucket's size; >= 1 */
+    size_t max_buckets;        /* the table's size, rounded up to a multiple of 8; 0: the default */
+    uint64_t seed;             /* mixes the key hash, so outsiders cannot aim keys at one set */
     ratelimit_clock_fn *clock; /* NULL: CLOCK_MONOTONIC */
     void *clock_userdata;
 };

@@ -5,7 +5,8 @@
  * and authorises it, records every refusal through the store's audit append and only then calls
  * the handler. Every request also takes a token from a rate limit bucket: its key's (by
  * prefix) once the key is valid, its client address's otherwise - so a flood of bad keys is
- * limited as well, and a limited request costs no audit write. The table is printed by `airlockd --print-routes` so tests walk the same rows.
+ * limited as well, and a limited request costs no audit write. The table is printed by
+ * `airlockd --print-routes` so tests walk the same rows.
  */
 #ifndef AIRLOCK_SERVER_ROUTER_H
 #define AIRLOCK_SERVER_ROUTER_H

@@ -36,8 +36,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char admin_key[] = "fuzz-admin-key-0123456789abcdef0123456789";
 static const char agent_key[] = "fuzz-agent-key-0123456789abcdef0123456789";
-static const char unknown_key[] = "ak_0123456789ab_"
-                                  "0000000000000000000000000000000000000000000000000000000000000000";
+static const char unknown_key[] =
+        "ak_0123456789ab_"
+        "0000000000000000000000000000000000000000000000000000000000000000";
 
 static char dir[256];
 static char db_path[320];

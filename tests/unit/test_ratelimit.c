@@ -24,7 +24,8 @@ static uint64_t fake_clock(void *userdata)
 
 static struct ratelimit *make(double per_second, double burst, size_t max, uint64_t *now)
 {
-    struct ratelimit_options o = { per_second, burst, max, 42, fake_clock, now };
+    struct ratelimit_options o = { per_second, burst, max, 42, fake_clock, NULL };
+    o.clock_userdata = now;
     struct ratelimit *rl = NULL;
     assert_int_equal(ratelimit_new(&o, &rl), 0);
     return rl;
