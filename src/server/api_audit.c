@@ -48,8 +48,8 @@ static int api_audit_number(struct api_ctx *ctx, const char *name, int64_t def, 
     errno = 0;
     long long v = strtoll(text, &end, 10);
     if (errno || end == text || *end != '\0' || text[0] < '0' || text[0] > '9' || v > max) {
-        api_error(ctx, 400, "INVALID_REQUEST", "query argument %s must be an integer in 0..%" PRId64,
-                  name, max);
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "query argument %s must be an integer in 0..%" PRId64, name, max);
         return -1;
     }
     *ret = v;
@@ -68,8 +68,7 @@ void api_audit_list(struct api_ctx *ctx)
     int64_t after = 0;
     int64_t limit = 0;
     if (api_audit_number(ctx, "after", 0, (int64_t)AUDIT_MAX_SEQ, &after) != 0 ||
-        api_audit_number(ctx, "limit", API_AUDIT_LIMIT_DEFAULT, API_AUDIT_LIMIT_MAX, &limit) !=
-                0) {
+        api_audit_number(ctx, "limit", API_AUDIT_LIMIT_DEFAULT, API_AUDIT_LIMIT_MAX, &limit) != 0) {
         return;
     }
     struct store_audit_filter filter = { api_audit_text(ctx, "action"), api_audit_text(ctx, "run"),
@@ -135,8 +134,7 @@ void api_audit_verify(struct api_ctx *ctx)
         api_str(b, res.head);
         buf_append_str(b, "}\n");
     } else {
-        buf_printf(b, "{\"ok\":false,\"first_bad_seq\":%" PRId64 ",\"reason\":",
-                   res.first_bad_seq);
+        buf_printf(b, "{\"ok\":false,\"first_bad_seq\":%" PRId64 ",\"reason\":", res.first_bad_seq);
         json_write_string(b, res.reason, strlen(res.reason));
         buf_append_str(b, "}\n");
     }
@@ -156,7 +154,8 @@ void api_audit_checkpoint(struct api_ctx *ctx)
     }
     struct buf *b = &ctx->resp->body;
     api_reply(ctx, 200);
-    buf_printf(b, "{\"seq\":%" PRId64 ",\"hash\":\"%s\",\"time\":\"%s\",\"public_key\":\"%s\","
-                  "\"signature\":\"%s\"}\n",
+    buf_printf(b,
+               "{\"seq\":%" PRId64 ",\"hash\":\"%s\",\"time\":\"%s\",\"public_key\":\"%s\","
+               "\"signature\":\"%s\"}\n",
                cp.seq, cp.hash, cp.time, cp.public_key, cp.signature);
 }

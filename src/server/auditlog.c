@@ -152,9 +152,14 @@ static int auditlog_row(void *userdata, const struct store_audit *a)
         return 1;
     }
     /* The columns must say what the line says. */
-    struct audit_record rec = { (uint64_t)a->seq,      a->time,    a->actor,
-                                a->action,             a->subject ? a->subject : "",
-                                a->department,         a->details, a->prev ? a->prev : "" };
+    struct audit_record rec = { (uint64_t)a->seq,
+                                a->time,
+                                a->actor,
+                                a->action,
+                                a->subject ? a->subject : "",
+                                a->department,
+                                a->details,
+                                a->prev ? a->prev : "" };
     buf_reset(&w->rebuilt);
     if (audit_record_write(&rec, &w->rebuilt, hash, &err) != AL_OK ||
         w->rebuilt.len != strlen(line) || memcmp(w->rebuilt.data, line, w->rebuilt.len) != 0) {

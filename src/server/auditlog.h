@@ -19,9 +19,9 @@ int auditlog_key_load(const char *data_dir, EVP_PKEY **ret_key, char *err);
 struct auditlog_result {
     int ok;
     int64_t records;
-    char head[65];          /* the last record's hash ("" when the log is empty) */
-    int64_t first_bad_seq;  /* when !ok */
-    char reason[320];       /* when !ok: the fault and why */
+    char head[65];         /* the last record's hash ("" when the log is empty) */
+    int64_t first_bad_seq; /* when !ok */
+    char reason[320];      /* when !ok: the fault and why */
 };
 
 /* Walks every stored record: each line through the verifier (pinned to public_key_hex, an

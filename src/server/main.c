@@ -294,7 +294,8 @@ static int main_audit(struct store *s, const char *data_dir)
         fprintf(stderr, "airlockd: audit key: %s\n", err);
         goto out;
     }
-    if (audit_public_key_hex(key, pub, NULL) != AL_OK || s->ops->audit_set_key(s, key) != STORE_OK) {
+    if (audit_public_key_hex(key, pub, NULL) != AL_OK ||
+        s->ops->audit_set_key(s, key) != STORE_OK) {
         fprintf(stderr, "airlockd: audit key: not usable\n");
         goto out;
     }

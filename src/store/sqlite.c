@@ -522,7 +522,7 @@ static enum store_rc sqlite_audit_insert(struct sqlite_store *st, const char *ac
         goto out;
     }
     sqlite_now(now);
-    struct audit_record rec = { (uint64_t)last + 1, now,    actor,        action,
+    struct audit_record rec = { (uint64_t)last + 1,     now,        actor,        action,
                                 subject ? subject : "", department, details_json, prev };
     if (audit_record_write(&rec, &line, hash, &err) != AL_OK || buf_append_byte(&line, 0)) {
         snprintf(st->errmsg, sizeof st->errmsg, "audit record: %.200s",
@@ -530,8 +530,8 @@ static enum store_rc sqlite_audit_insert(struct sqlite_store *st, const char *ac
         rc = STORE_ERROR;
         goto out;
     }
-    const char *args[] = { now, actor, action, subject, department, details_json, prev, hash,
-                           line.data };
+    const char *args[] = { now,          actor, action, subject,  department,
+                           details_json, prev,  hash,   line.data };
     rc = sqlite_prepare(st,
                         "INSERT INTO audit(seq, time, actor, action, subject, department, "
                         "details, prev, hash, line) VALUES (?10, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
@@ -567,8 +567,7 @@ static enum store_rc sqlite_audit_sign(struct sqlite_store *st, int64_t seq, con
     snprintf(ret->hash, sizeof ret->hash, "%s", hash);
     sqlite_now(ret->time);
     if (audit_public_key_hex(st->audit_key, ret->public_key, &err) != AL_OK ||
-        audit_checkpoint_sign(st->audit_key, (uint64_t)seq, hash, ret->signature, &err) !=
-                AL_OK) {
+        audit_checkpoint_sign(st->audit_key, (uint64_t)seq, hash, ret->signature, &err) != AL_OK) {
         snprintf(st->errmsg, sizeof st->errmsg, "audit checkpoint: %.200s", err.message);
         return STORE_ERROR;
     }
@@ -700,16 +699,11 @@ static enum store_rc sqlite_audit_search(struct store *s, int64_t after_seq, int
     sqlite3_bind_int64(stmt, 5, limit);
     int step;
     while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
-        struct store_audit a = { sqlite3_column_int64(stmt, 0),
-                                 sqlite_col(stmt, 1),
-                                 sqlite_col(stmt, 2),
-                                 sqlite_col(stmt, 3),
-                                 sqlite_col(stmt, 4),
-                                 sqlite_col(stmt, 5),
-                                 sqlite_col(stmt, 6),
-                                 sqlite_col(stmt, 7),
-                                 sqlite_col(stmt, 8),
-                                 sqlite_col(stmt, 9) };
+        struct store_audit a = { sqlite3_column_int64(stmt, 0), sqlite_col(stmt, 1),
+                                 sqlite_col(stmt, 2),           sqlite_col(stmt, 3),
+                                 sqlite_col(stmt, 4),           sqlite_col(stmt, 5),
+                                 sqlite_col(stmt, 6),           sqlite_col(stmt, 7),
+                                 sqlite_col(stmt, 8),           sqlite_col(stmt, 9) };
         if (fn(userdata, &a) != 0) {
             step = SQLITE_DONE;
             break;

@@ -76,8 +76,8 @@ struct store_audit {
 
 /* Which records audit_search returns; a NULL member matches every record. */
 struct store_audit_filter {
-    const char *action;   /* action equals */
-    const char *run;      /* subject or details.run equals */
+    const char *action;        /* action equals */
+    const char *run;           /* subject or details.run equals */
     const char *template_name; /* subject or details.template equals */
 };
 
