@@ -804,6 +804,80 @@ fail:
     return STORE_ERROR;
 }
 
+/* Records written before 0002_audit_chain have no prev, hash or line: they are chained once, in
+ * seq order, when such a database is first opened (they come before every chained record). */
+static enum store_rc sqlite_audit_chain_legacy(struct sqlite_store *st)
+{
+    enum store_rc rc = sqlite_exec_args(st, "BEGIN IMMEDIATE", 0, NULL, NULL);
+    char prev[AUDIT_HASH_HEX_LEN + 1];
+    char hash[AUDIT_HASH_HEX_LEN + 1];
+    struct buf line;
+    struct al_error err;
+    sqlite3_stmt *sel = NULL;
+    sqlite3_stmt *upd = NULL;
+    buf_init(&line, SQLITE_LINE_MAX);
+    memset(&err, 0, sizeof err);
+    memset(prev, '0', AUDIT_HASH_HEX_LEN);
+    prev[AUDIT_HASH_HEX_LEN] = '\0';
+    if (rc != STORE_OK) {
+        goto out;
+    }
+    rc = sqlite_prepare(st,
+                        "SELECT seq, time, actor, action, subject, department, details FROM audit "
+                        "WHERE line IS NULL ORDER BY seq",
+                        0, NULL, &sel);
+    if (rc == STORE_OK) {
+        rc = sqlite_prepare(st, "UPDATE audit SET prev = ?1, hash = ?2, line = ?3 WHERE seq = ?4",
+                            0, NULL, &upd);
+    }
+    if (rc != STORE_OK) {
+        goto out;
+    }
+    int step;
+    while ((step = sqlite3_step(sel)) == SQLITE_ROW) {
+        struct audit_record rec = { (uint64_t)sqlite3_column_int64(sel, 0),
+                                    sqlite_col(sel, 1),
+                                    sqlite_col(sel, 2),
+                                    sqlite_col(sel, 3),
+                                    sqlite_col(sel, 4) ? sqlite_col(sel, 4) : "",
+                                    sqlite_col(sel, 5),
+                                    sqlite_col(sel, 6),
+                                    prev };
+        buf_reset(&line);
+        if (audit_record_write(&rec, &line, hash, &err) != AL_OK) {
+            snprintf(st->errmsg, sizeof st->errmsg, "audit: cannot chain seq %" PRIu64 ": %.150s",
+                     rec.seq, err.message);
+            rc = STORE_ERROR;
+            goto out;
+        }
+        sqlite3_reset(upd);
+        sqlite3_bind_text(upd, 1, prev, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(upd, 2, hash, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(upd, 3, line.data, (int)line.len, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(upd, 4, (int64_t)rec.seq);
+        if (sqlite3_step(upd) != SQLITE_DONE) {
+            rc = sqlite_fail(st, "audit chain");
+            goto out;
+        }
+        memcpy(prev, hash, sizeof prev);
+    }
+    if (step != SQLITE_DONE) {
+        rc = sqlite_fail(st, "audit chain");
+        goto out;
+    }
+    sqlite3_finalize(sel);
+    sel = NULL;
+    rc = sqlite_exec_args(st, "COMMIT", 0, NULL, NULL);
+out:
+    sqlite3_finalize(sel);
+    sqlite3_finalize(upd);
+    if (rc != STORE_OK) {
+        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    buf_done(&line);
+    return rc;
+}
+
 enum store_rc store_sqlite_open(const char *path, struct store **ret_store, char *errmsg)
 {
     enum store_rc rc = STORE_ERROR;
@@ -850,6 +924,9 @@ enum store_rc store_sqlite_open(const char *path, struct store **ret_store, char
         goto out;
     }
     if (version < migrations_count && sqlite_migrate(st, version) != STORE_OK) {
+        goto out;
+    }
+    if (version == 1 && sqlite_audit_chain_legacy(st) != STORE_OK) {
         goto out;
     }
     rc = STORE_OK;

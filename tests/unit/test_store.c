@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "migrations.h"
 #include "store.h"
 
 struct fixture {
@@ -281,6 +282,37 @@ static void test_store_audit_chained(void **state)
     audit_verifier_free(v);
 }
 
+/* A database of schema 1 (records without prev, hash, line) is chained on its first open. */
+static void test_store_audit_legacy_chained(void **state)
+{
+    struct fixture *f = *state;
+    struct chain c;
+    sqlite3 *db = NULL;
+    char err[STORE_ERRMSG_MAX];
+    f->s->ops->close(f->s);
+    f->s = NULL;
+    unlink(f->path);
+    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, migrations[0].sql, NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(
+            sqlite3_exec(db,
+                         "PRAGMA user_version = 1; INSERT INTO audit(time, actor, action, "
+                         "subject, department, details) VALUES "
+                         "('2026-01-31T12:00:01.007Z', 'airlockd', 'principal.create', 'admin', "
+                         "NULL, '{\"kind\":\"user\"}'), ('2026-01-31T12:00:01.008Z', 'admin', "
+                         "'department.create', 'ops', 'ops', '{}')",
+                         NULL, NULL, NULL),
+            SQLITE_OK);
+    sqlite3_close(db);
+    assert_int_equal(store_sqlite_open(f->path, &f->s, err), STORE_OK);
+    assert_int_equal(f->s->ops->audit_append(f->s, "admin", "x.y", NULL, NULL, "{}", NULL),
+                     STORE_OK);
+    memset(&c, 0, sizeof c);
+    memset(c.prev, '0', AUDIT_HASH_HEX_LEN);
+    assert_int_equal(f->s->ops->audit_list(f->s, 0, 10, check_chain, &c), STORE_OK);
+    assert_int_equal(c.n, 3);
+}
+
 static void test_store_rollback_leaves_nothing(void **state)
 {
     struct fixture *f = *state;
@@ -312,6 +344,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_department_policy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_audit_append_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_audit_chained, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_audit_legacy_chained, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_rollback_leaves_nothing, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
