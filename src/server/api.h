@@ -67,7 +67,11 @@ int api_name_ok(const char *s);
 enum store_rc api_audit(struct api_ctx *ctx, const char *action, const char *subject,
                         const char *department, const char *details_json);
 
-/* Handlers (api_departments.c, api_principals.c, api_system.c). */
+/* Handlers (api_audit.c, api_departments.c, api_principals.c, api_system.c). */
+void api_audit_list(struct api_ctx *ctx);
+void api_audit_export(struct api_ctx *ctx);
+void api_audit_verify(struct api_ctx *ctx);
+void api_audit_checkpoint(struct api_ctx *ctx);
 void api_departments_create(struct api_ctx *ctx);
 void api_departments_list(struct api_ctx *ctx);
 void api_departments_policy(struct api_ctx *ctx);

@@ -143,6 +143,11 @@ out:
     return ret;
 }
 
+const char *http_query(const struct http_request *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
 static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *url,
                                    const char *method, const char *version, const char *upload_data,
                                    size_t *upload_data_size, void **con_cls)
@@ -163,6 +168,7 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
                 MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
         http_request_id(c->req.request_id);
         http_client(conn, c->req.client);
+        c->req.conn = conn;
         *con_cls = c;
         return MHD_YES;
     }

@@ -26,6 +26,7 @@ struct http_request {
      * (one host usually holds a whole /64); "" when unknown. */
     char client[HTTP_CLIENT_MAX];
     char request_id[HTTP_REQUEST_ID_LEN + 1];
+    void *conn; /* opaque, for http_query */
 };
 
 struct http_response {
@@ -37,6 +38,10 @@ struct http_response {
     char actor[HTTP_ACTOR_MAX + 1]; /* who made the request, for the log line; "" if nobody */
     char route[64];                 /* the route pattern matched, for the log line */
 };
+
+/* The value of query argument `name` (percent-decoded), NULL when absent; borrowed for the
+ * request. */
+const char *http_query(const struct http_request *req, const char *name);
 
 typedef void http_handler_fn(void *userdata, const struct http_request *req,
                              struct http_response *resp);

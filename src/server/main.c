@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "audit.h"
+#include "auditlog.h"
 #include "auth.h"
 #include "http.h"
 #include "json.h"
@@ -286,6 +288,47 @@ out:
     return rc;
 }
 
+/* The checkpoint key into the store, then the stored chain checked: a broken chain is logged
+ * (its first bad record) and airlockd serves on, so the log can still be read and exported. */
+static int main_audit(struct store *s, const char *data_dir)
+{
+    EVP_PKEY *key = NULL;
+    char err[256];
+    char pub[AUDIT_KEY_HEX_LEN + 1];
+    int rc = -1;
+    if (auditlog_key_load(data_dir, &key, err) != 0) {
+        fprintf(stderr, "airlockd: audit key: %s\n", err);
+        goto out;
+    }
+    if (audit_public_key_hex(key, pub, NULL) != AL_OK ||
+        s->ops->audit_set_key(s, key) != STORE_OK) {
+        fprintf(stderr, "airlockd: audit key: not usable\n");
+        goto out;
+    }
+    fprintf(stderr, "airlockd: audit public key %s\n", pub);
+    rc = 0;
+out:
+    EVP_PKEY_free(key);
+    return rc;
+}
+
+static int main_audit_check(struct store *s)
+{
+    struct store_checkpoint cp;
+    struct auditlog_result res;
+    enum store_rc rc = s->ops->audit_checkpoint(s, 0, &cp);
+    if ((rc != STORE_OK && rc != STORE_NOT_FOUND) ||
+        auditlog_verify(s, rc == STORE_OK ? cp.public_key : NULL, &res) != STORE_OK) {
+        fprintf(stderr, "airlockd: audit: %s\n", s->ops->errmsg(s));
+        return -1;
+    }
+    if (!res.ok) {
+        fprintf(stderr, "airlockd: audit: the chain is broken at seq %lld: %s\n",
+                (long long)res.first_bad_seq, res.reason);
+    }
+    return 0;
+}
+
 /* Options: 0 to go on, 1 to exit 0 (printed what was asked), 2 for a usage error. */
 static int main_options(int argc, char **argv, struct main_config *cfg)
 {
@@ -381,7 +424,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "airlockd: %s\n", errmsg);
         goto out;
     }
-    if (main_bootstrap(store, cfg.data_dir) != 0) {
+    if (main_audit(store, cfg.data_dir) != 0 || main_bootstrap(store, cfg.data_dir) != 0 ||
+        main_audit_check(store) != 0) {
         goto out;
     }
     memset(&limit_opts, 0, sizeof limit_opts);

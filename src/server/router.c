@@ -35,6 +35,10 @@ struct route {
 static const struct route routes[] = {
     { "GET",    "/healthz",                          api_system_healthz,          { AUTH_PUBLIC, 0 } },
     { "GET",    "/readyz",                           api_system_readyz,           { AUTH_PUBLIC, 0 } },
+    { "GET",    "/v1/audit",                         api_audit_list,              { AUTH_ANY_DEPARTMENT, READERS } },
+    { "GET",    "/v1/audit/export",                  api_audit_export,            { AUTH_ANY_DEPARTMENT, READERS } },
+    { "GET",    "/v1/audit/verify",                  api_audit_verify,            { AUTH_ANY_DEPARTMENT, READERS } },
+    { "GET",    "/v1/audit/checkpoint",              api_audit_checkpoint,        { AUTH_ANY_DEPARTMENT, READERS } },
     { "GET",    "/v1/me",                            api_principals_me,           { AUTH_PRINCIPAL, 0 } },
     { "POST",   "/v1/departments",                   api_departments_create,      { AUTH_ANY_DEPARTMENT, ADMIN } },
     { "GET",    "/v1/departments",                   api_departments_list,        { AUTH_ANY_DEPARTMENT, ANY_ROLES } },

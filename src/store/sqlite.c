@@ -6,18 +6,24 @@
  * per call: the server's request rate does not need a statement cache, and it keeps every
  * operation self-contained. This file never logs: errors go to errmsg for the caller.
  */
+#include <inttypes.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "audit.h"
 #include "migrations.h"
 #include "store.h"
+
+#define SQLITE_CHECKPOINT_EVERY 1000 /* records */
+#define SQLITE_LINE_MAX         ((size_t)1 << 20)
 
 struct sqlite_store {
     struct store base; /* first: a struct store * is a struct sqlite_store * */
     sqlite3 *db;
+    EVP_PKEY *audit_key; /* owned reference; NULL: no checkpoints */
     char errmsg[STORE_ERRMSG_MAX];
 };
 
@@ -100,6 +106,7 @@ static void sqlite_close(struct store *s)
     }
     struct sqlite_store *st = sqlite_of(s);
     sqlite3_close_v2(st->db);
+    EVP_PKEY_free(st->audit_key);
     free(st);
 }
 
@@ -457,47 +464,246 @@ static enum store_rc sqlite_department_set_policy(struct store *s, const char *n
     return rc;
 }
 
+/* The last record's seq and hash (0 and 64 '0' for an empty log); a record stored without a
+ * hash (never written by this code) chains as if its hash were "". */
+static enum store_rc sqlite_audit_head(struct sqlite_store *st, int64_t *ret_seq,
+                                       char ret_hash[AUDIT_HASH_HEX_LEN + 1], int *ret_checkpoint)
+{
+    sqlite3_stmt *stmt = NULL;
+    enum store_rc rc = sqlite_prepare(
+            st, "SELECT seq, hash, action, details FROM audit ORDER BY seq DESC LIMIT 1", 0, NULL,
+            &stmt);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    int step = sqlite3_step(stmt);
+    *ret_seq = 0;
+    memset(ret_hash, '0', AUDIT_HASH_HEX_LEN);
+    ret_hash[AUDIT_HASH_HEX_LEN] = '\0';
+    if (ret_checkpoint) {
+        *ret_checkpoint = 0;
+    }
+    if (step == SQLITE_ROW) {
+        const char *hash = sqlite_col(stmt, 1);
+        *ret_seq = sqlite3_column_int64(stmt, 0);
+        snprintf(ret_hash, AUDIT_HASH_HEX_LEN + 1, "%s", hash ? hash : "");
+        if (ret_checkpoint && sqlite_col(stmt, 2) && sqlite_col(stmt, 3) &&
+            strcmp(sqlite_col(stmt, 2), AUDIT_CHECKPOINT_ACTION) == 0) {
+            /* details written by audit_checkpoint_details: {"hash":..,"public_key":..,"seq":N */
+            char want[48];
+            snprintf(want, sizeof want, "\"seq\":%" PRId64 ",", *ret_seq - 1);
+            *ret_checkpoint = strstr(sqlite_col(stmt, 3), want) != NULL;
+        }
+    } else if (step != SQLITE_DONE) {
+        rc = sqlite_fail(st, "audit head");
+    }
+    sqlite3_finalize(stmt);
+    return rc;
+}
+
+/* Builds and inserts the next record; the caller holds a savepoint. */
+static enum store_rc sqlite_audit_insert(struct sqlite_store *st, const char *actor,
+                                         const char *action, const char *subject,
+                                         const char *department, const char *details_json,
+                                         int64_t *ret_seq, char ret_hash[AUDIT_HASH_HEX_LEN + 1])
+{
+    char now[32];
+    char prev[AUDIT_HASH_HEX_LEN + 1];
+    char hash[AUDIT_HASH_HEX_LEN + 1];
+    int64_t last = 0;
+    struct buf line;
+    struct al_error err;
+    sqlite3_stmt *stmt = NULL;
+    enum store_rc rc = sqlite_audit_head(st, &last, prev, NULL);
+
+    buf_init(&line, SQLITE_LINE_MAX);
+    memset(&err, 0, sizeof err);
+    if (rc != STORE_OK) {
+        goto out;
+    }
+    sqlite_now(now);
+    struct audit_record rec = { (uint64_t)last + 1,     now,        actor,        action,
+                                subject ? subject : "", department, details_json, prev };
+    if (audit_record_write(&rec, &line, hash, &err) != AL_OK || buf_append_byte(&line, 0)) {
+        snprintf(st->errmsg, sizeof st->errmsg, "audit record: %.200s",
+                 err.message[0] ? err.message : "too large");
+        rc = STORE_ERROR;
+        goto out;
+    }
+    const char *args[] = { now,          actor, action, subject,  department,
+                           details_json, prev,  hash,   line.data };
+    rc = sqlite_prepare(st,
+                        "INSERT INTO audit(seq, time, actor, action, subject, department, "
+                        "details, prev, hash, line) VALUES (?10, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+                        "?9)",
+                        9, args, &stmt);
+    if (rc != STORE_OK) {
+        goto out;
+    }
+    sqlite3_bind_int64(stmt, 10, last + 1);
+    if (sqlite3_step(stmt) != SQLITE_DONE) {
+        rc = sqlite_fail(st, "audit");
+        goto out;
+    }
+    *ret_seq = last + 1;
+    memcpy(ret_hash, hash, sizeof hash);
+out:
+    sqlite3_finalize(stmt);
+    buf_done(&line);
+    return rc;
+}
+
+/* A checkpoint record of (seq, hash), signed now. */
+static enum store_rc sqlite_audit_sign(struct sqlite_store *st, int64_t seq, const char *hash,
+                                       struct store_checkpoint *ret)
+{
+    struct al_error err;
+    memset(&err, 0, sizeof err);
+    if (!st->audit_key) {
+        snprintf(st->errmsg, sizeof st->errmsg, "audit: no signing key");
+        return STORE_ERROR;
+    }
+    ret->seq = seq;
+    snprintf(ret->hash, sizeof ret->hash, "%s", hash);
+    sqlite_now(ret->time);
+    if (audit_public_key_hex(st->audit_key, ret->public_key, &err) != AL_OK ||
+        audit_checkpoint_sign(st->audit_key, (uint64_t)seq, hash, ret->signature, &err) != AL_OK) {
+        snprintf(st->errmsg, sizeof st->errmsg, "audit checkpoint: %.200s", err.message);
+        return STORE_ERROR;
+    }
+    return STORE_OK;
+}
+
+static enum store_rc sqlite_audit_append_checkpoint(struct sqlite_store *st, int64_t seq,
+                                                    const char *hash, struct store_checkpoint *ret)
+{
+    char cp_hash[AUDIT_HASH_HEX_LEN + 1];
+    int64_t cp_seq = 0;
+    struct buf details;
+    buf_init(&details, 1024);
+    enum store_rc rc = sqlite_audit_sign(st, seq, hash, ret);
+    if (rc == STORE_OK && audit_checkpoint_details(&details, (uint64_t)seq, hash, ret->public_key,
+                                                   ret->signature) != BUF_OK) {
+        rc = STORE_ERROR;
+    }
+    if (rc == STORE_OK) {
+        rc = sqlite_audit_insert(st, AUDIT_SERVER_ACTOR, AUDIT_CHECKPOINT_ACTION, "audit", NULL,
+                                 details.data, &cp_seq, cp_hash);
+    }
+    buf_done(&details);
+    return rc;
+}
+
+static enum store_rc sqlite_savepoint(struct sqlite_store *st, const char *sql)
+{
+    return sqlite_exec_args(st, sql, 0, NULL, NULL);
+}
+
 static enum store_rc sqlite_audit_append(struct store *s, const char *actor, const char *action,
                                          const char *subject, const char *department,
                                          const char *details_json, int64_t *ret_seq)
 {
     struct sqlite_store *st = sqlite_of(s);
-    char now[32];
-    sqlite_now(now);
-    const char *args[] = { now, actor, action, subject, department, details_json };
-    enum store_rc rc = sqlite_exec_args(st,
-                                        "INSERT INTO audit(time, actor, action, subject, "
-                                        "department, details) VALUES (?, ?, ?, ?, ?, ?)",
-                                        6, args, NULL);
-    if (rc == STORE_OK && ret_seq) {
-        *ret_seq = sqlite3_last_insert_rowid(st->db);
-    }
-    return rc == STORE_CONFLICT ? sqlite_fail(st, "audit") : rc;
-}
-
-static enum store_rc sqlite_audit_list(struct store *s, int64_t after_seq, int64_t limit,
-                                       store_audit_fn *fn, void *userdata)
-{
-    struct sqlite_store *st = sqlite_of(s);
-    sqlite3_stmt *stmt = NULL;
-    enum store_rc rc = sqlite_prepare(st,
-                                      "SELECT seq, time, actor, action, subject, department, "
-                                      "details FROM audit WHERE seq > ? ORDER BY seq LIMIT ?",
-                                      0, NULL, &stmt);
+    struct store_checkpoint cp;
+    char hash[AUDIT_HASH_HEX_LEN + 1];
+    int64_t seq = 0;
+    enum store_rc rc = sqlite_savepoint(st, "SAVEPOINT audit_append");
     if (rc != STORE_OK) {
         return rc;
     }
-    sqlite3_bind_int64(stmt, 1, after_seq);
-    sqlite3_bind_int64(stmt, 2, limit);
+    rc = sqlite_audit_insert(st, actor, action, subject, department, details_json, &seq, hash);
+    if (rc == STORE_OK && st->audit_key &&
+        seq % SQLITE_CHECKPOINT_EVERY == SQLITE_CHECKPOINT_EVERY - 1) {
+        rc = sqlite_audit_append_checkpoint(st, seq, hash, &cp);
+    }
+    if (rc == STORE_OK) {
+        rc = sqlite_savepoint(st, "RELEASE audit_append");
+    }
+    if (rc != STORE_OK) {
+        sqlite3_exec(st->db, "ROLLBACK TO audit_append; RELEASE audit_append", NULL, NULL, NULL);
+        return rc == STORE_CONFLICT ? sqlite_fail(st, "audit") : rc;
+    }
+    if (ret_seq) {
+        *ret_seq = seq;
+    }
+    return STORE_OK;
+}
+
+static enum store_rc sqlite_audit_set_key(struct store *s, EVP_PKEY *key)
+{
+    struct sqlite_store *st = sqlite_of(s);
+    if (key && EVP_PKEY_up_ref(key) != 1) {
+        snprintf(st->errmsg, sizeof st->errmsg, "audit: cannot keep the key");
+        return STORE_ERROR;
+    }
+    EVP_PKEY_free(st->audit_key);
+    st->audit_key = key;
+    return STORE_OK;
+}
+
+static enum store_rc sqlite_audit_checkpoint(struct store *s, int append,
+                                             struct store_checkpoint *ret)
+{
+    struct sqlite_store *st = sqlite_of(s);
+    char hash[AUDIT_HASH_HEX_LEN + 1];
+    int64_t seq = 0;
+    int sealed = 0;
+    enum store_rc rc = sqlite_savepoint(st, "SAVEPOINT audit_checkpoint");
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    rc = sqlite_audit_head(st, &seq, hash, &sealed);
+    if (rc == STORE_OK && seq == 0) {
+        rc = STORE_NOT_FOUND;
+    }
+    if (rc == STORE_OK && append && !sealed) {
+        struct store_checkpoint cp;
+        rc = sqlite_audit_append_checkpoint(st, seq, hash, &cp);
+        if (rc == STORE_OK) {
+            rc = sqlite_audit_head(st, &seq, hash, NULL);
+        }
+    }
+    if (rc == STORE_OK) {
+        rc = sqlite_audit_sign(st, seq, hash, ret);
+    }
+    if (rc == STORE_OK) {
+        rc = sqlite_savepoint(st, "RELEASE audit_checkpoint");
+    }
+    if (rc != STORE_OK) {
+        sqlite3_exec(st->db, "ROLLBACK TO audit_checkpoint; RELEASE audit_checkpoint", NULL, NULL,
+                     NULL);
+    }
+    return rc;
+}
+
+static enum store_rc sqlite_audit_search(struct store *s, int64_t after_seq, int64_t limit,
+                                         const struct store_audit_filter *filter,
+                                         store_audit_fn *fn, void *userdata)
+{
+    static const struct store_audit_filter none = { NULL, NULL, NULL };
+    struct sqlite_store *st = sqlite_of(s);
+    sqlite3_stmt *stmt = NULL;
+    const struct store_audit_filter *f = filter ? filter : &none;
+    const char *args[] = { f->action, f->run, f->template_name };
+    enum store_rc rc = sqlite_prepare(
+            st,
+            "SELECT seq, time, actor, action, subject, department, details, prev, hash, line "
+            "FROM audit WHERE seq > ?4 AND (?1 IS NULL OR action = ?1) AND (?2 IS NULL OR "
+            "subject = ?2 OR json_extract(details, '$.run') = ?2) AND (?3 IS NULL OR subject = "
+            "?3 OR json_extract(details, '$.template') = ?3) ORDER BY seq LIMIT ?5",
+            3, args, &stmt);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    sqlite3_bind_int64(stmt, 4, after_seq);
+    sqlite3_bind_int64(stmt, 5, limit);
     int step;
     while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
-        struct store_audit a = { sqlite3_column_int64(stmt, 0),
-                                 sqlite_col(stmt, 1),
-                                 sqlite_col(stmt, 2),
-                                 sqlite_col(stmt, 3),
-                                 sqlite_col(stmt, 4),
-                                 sqlite_col(stmt, 5),
-                                 sqlite_col(stmt, 6) };
+        struct store_audit a = { sqlite3_column_int64(stmt, 0), sqlite_col(stmt, 1),
+                                 sqlite_col(stmt, 2),           sqlite_col(stmt, 3),
+                                 sqlite_col(stmt, 4),           sqlite_col(stmt, 5),
+                                 sqlite_col(stmt, 6),           sqlite_col(stmt, 7),
+                                 sqlite_col(stmt, 8),           sqlite_col(stmt, 9) };
         if (fn(userdata, &a) != 0) {
             step = SQLITE_DONE;
             break;
@@ -508,6 +714,12 @@ static enum store_rc sqlite_audit_list(struct store *s, int64_t after_seq, int64
     }
     sqlite3_finalize(stmt);
     return rc;
+}
+
+static enum store_rc sqlite_audit_list(struct store *s, int64_t after_seq, int64_t limit,
+                                       store_audit_fn *fn, void *userdata)
+{
+    return sqlite_audit_search(s, after_seq, limit, NULL, fn, userdata);
 }
 
 static const struct store_ops sqlite_ops = {
@@ -536,6 +748,9 @@ static const struct store_ops sqlite_ops = {
     .department_set_policy = sqlite_department_set_policy,
     .audit_append = sqlite_audit_append,
     .audit_list = sqlite_audit_list,
+    .audit_set_key = sqlite_audit_set_key,
+    .audit_search = sqlite_audit_search,
+    .audit_checkpoint = sqlite_audit_checkpoint,
 };
 
 int store_schema_version(void)
@@ -589,6 +804,80 @@ fail:
     return STORE_ERROR;
 }
 
+/* Records written before 0002_audit_chain have no prev, hash or line: they are chained once, in
+ * seq order, when such a database is first opened (they come before every chained record). */
+static enum store_rc sqlite_audit_chain_legacy(struct sqlite_store *st)
+{
+    enum store_rc rc = sqlite_exec_args(st, "BEGIN IMMEDIATE", 0, NULL, NULL);
+    char prev[AUDIT_HASH_HEX_LEN + 1];
+    char hash[AUDIT_HASH_HEX_LEN + 1];
+    struct buf line;
+    struct al_error err;
+    sqlite3_stmt *sel = NULL;
+    sqlite3_stmt *upd = NULL;
+    buf_init(&line, SQLITE_LINE_MAX);
+    memset(&err, 0, sizeof err);
+    memset(prev, '0', AUDIT_HASH_HEX_LEN);
+    prev[AUDIT_HASH_HEX_LEN] = '\0';
+    if (rc != STORE_OK) {
+        goto out;
+    }
+    rc = sqlite_prepare(st,
+                        "SELECT seq, time, actor, action, subject, department, details FROM audit "
+                        "WHERE line IS NULL ORDER BY seq",
+                        0, NULL, &sel);
+    if (rc == STORE_OK) {
+        rc = sqlite_prepare(st, "UPDATE audit SET prev = ?1, hash = ?2, line = ?3 WHERE seq = ?4",
+                            0, NULL, &upd);
+    }
+    if (rc != STORE_OK) {
+        goto out;
+    }
+    int step;
+    while ((step = sqlite3_step(sel)) == SQLITE_ROW) {
+        struct audit_record rec = { (uint64_t)sqlite3_column_int64(sel, 0),
+                                    sqlite_col(sel, 1),
+                                    sqlite_col(sel, 2),
+                                    sqlite_col(sel, 3),
+                                    sqlite_col(sel, 4) ? sqlite_col(sel, 4) : "",
+                                    sqlite_col(sel, 5),
+                                    sqlite_col(sel, 6),
+                                    prev };
+        buf_reset(&line);
+        if (audit_record_write(&rec, &line, hash, &err) != AL_OK) {
+            snprintf(st->errmsg, sizeof st->errmsg, "audit: cannot chain seq %" PRIu64 ": %.150s",
+                     rec.seq, err.message);
+            rc = STORE_ERROR;
+            goto out;
+        }
+        sqlite3_reset(upd);
+        sqlite3_bind_text(upd, 1, prev, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(upd, 2, hash, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(upd, 3, line.data, (int)line.len, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(upd, 4, (int64_t)rec.seq);
+        if (sqlite3_step(upd) != SQLITE_DONE) {
+            rc = sqlite_fail(st, "audit chain");
+            goto out;
+        }
+        memcpy(prev, hash, sizeof prev);
+    }
+    if (step != SQLITE_DONE) {
+        rc = sqlite_fail(st, "audit chain");
+        goto out;
+    }
+    sqlite3_finalize(sel);
+    sel = NULL;
+    rc = sqlite_exec_args(st, "COMMIT", 0, NULL, NULL);
+out:
+    sqlite3_finalize(sel);
+    sqlite3_finalize(upd);
+    if (rc != STORE_OK) {
+        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    buf_done(&line);
+    return rc;
+}
+
 enum store_rc store_sqlite_open(const char *path, struct store **ret_store, char *errmsg)
 {
     enum store_rc rc = STORE_ERROR;
@@ -635,6 +924,9 @@ enum store_rc store_sqlite_open(const char *path, struct store **ret_store, char
         goto out;
     }
     if (version < migrations_count && sqlite_migrate(st, version) != STORE_OK) {
+        goto out;
+    }
+    if (version == 1 && sqlite_audit_chain_legacy(st) != STORE_OK) {
         goto out;
     }
     rc = STORE_OK;

@@ -18,10 +18,11 @@
 #ifndef AIRLOCK_STORE_H
 #define AIRLOCK_STORE_H
 
+#include <openssl/evp.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_OPS_VERSION 1
+#define STORE_OPS_VERSION 2
 #define STORE_NAME_MAX    64
 #define STORE_HASH_LEN    32 /* SHA-256 of an API key */
 #define STORE_ERRMSG_MAX  256
@@ -67,6 +68,26 @@ struct store_audit {
     const char *subject;    /* may be NULL */
     const char *department; /* may be NULL */
     const char *details;    /* a JSON object */
+    /* since version 2: the hash chain (docs/audit.md) */
+    const char *prev; /* the previous record's hash, 64 lowercase hex */
+    const char *hash; /* this record's hash */
+    const char *line; /* the record's canonical export line, hash included, no newline */
+};
+
+/* Which records audit_search returns; a NULL member matches every record. */
+struct store_audit_filter {
+    const char *action;        /* action equals */
+    const char *run;           /* subject or details.run equals */
+    const char *template_name; /* subject or details.template equals */
+};
+
+/* A signed checkpoint of one record (docs/audit.md). */
+struct store_checkpoint {
+    int64_t seq;
+    char hash[65];
+    char time[32]; /* when it was signed */
+    char public_key[65];
+    char signature[129];
 };
 
 typedef int store_principal_fn(void *userdata, const struct store_principal *p);
@@ -124,15 +145,31 @@ struct store_ops {
     enum store_rc (*department_set_policy)(struct store *s, const char *name, const char *autonomy,
                                            int allow_adhoc);
 
-    /* Appends one audit record with the next seq and the current time. subject and department
-     * may be NULL; details_json must be a JSON object. Hash chaining (prev, hash) is added by
-     * the audit module at merge; until then the record holds these fields only. */
+    /* Appends one audit record with the next seq and the current time, chained to the last
+     * record (prev = its hash, 64 '0' for the first) and stored with its canonical line, all in
+     * one savepoint, so inside tx_begin it commits or rolls back with the change it records.
+     * subject and department may be NULL (subject is "" in the record); details_json must be a
+     * JSON object (STORE_ERROR otherwise). With a key set (audit_set_key), a record whose seq
+     * is 999 mod 1000 is followed by a checkpoint of it, so every 1000th record is a
+     * checkpoint. */
     enum store_rc (*audit_append)(struct store *s, const char *actor, const char *action,
                                   const char *subject, const char *department,
                                   const char *details_json, int64_t *ret_seq);
     /* Records with seq > after_seq in order, at most limit of them. */
     enum store_rc (*audit_list)(struct store *s, int64_t after_seq, int64_t limit,
                                 store_audit_fn *fn, void *userdata);
+
+    /* Since version 2. */
+    /* The Ed25519 private key of checkpoints (the store keeps a reference; NULL: none). */
+    enum store_rc (*audit_set_key)(struct store *s, EVP_PKEY *key);
+    /* As audit_list, only the records the filter matches (filter may be NULL). */
+    enum store_rc (*audit_search)(struct store *s, int64_t after_seq, int64_t limit,
+                                  const struct store_audit_filter *filter, store_audit_fn *fn,
+                                  void *userdata);
+    /* Signs the last record. With append, first seals the log: unless the last record is already
+     * a checkpoint of the one before it, a checkpoint of the last record is appended and that is
+     * what is signed. NOT_FOUND for an empty log; STORE_ERROR without a key. */
+    enum store_rc (*audit_checkpoint)(struct store *s, int append, struct store_checkpoint *ret);
 };
 
 /* Every backend's handle starts with this. */

@@ -2,7 +2,7 @@
 """Integration tests of airlockd: bootstrap, errors, departments, principals, keys, roles,
 restart, schema version, and the permission table walked route x role x department.
 
-usage: test_server.py --airlockd PATH [-k SUBSTRING]
+usage: test_server.py --airlockd PATH [--cli PATH] [-k SUBSTRING]
 
 Each test starts airlockd on port 0 in a fresh temporary data directory, reads its listening
 line from stderr and drives it with http.client. Every wait is bounded (HANG seconds); a server
@@ -25,6 +25,9 @@ import traceback
 
 HANG = 15
 AIRLOCKD = None
+CLI = None
+# A fixed audit signing key, so a test knows the public key without asking the server.
+AUDIT_KEY = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60"
 ROLES = ["admin", "author", "approver", "auditor", "agent"]
 
 
@@ -72,6 +75,15 @@ class Server:
         with open(os.path.join(self.data_dir, "admin.key")) as f:
             return f.read().strip()
 
+    def raw_get(self, path, key):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=HANG)
+        try:
+            conn.request("GET", path, headers={"Authorization": "Bearer " + key})
+            r = conn.getresponse()
+            return r.status, r.getheader("Content-Type"), r.read()
+        finally:
+            conn.close()
+
     def request(self, method, path, body=None, key=None, raw=None, headers=None):
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=HANG)
         h = dict(headers or {})
@@ -86,8 +98,11 @@ class Server:
             text = r.read()
             allow = r.getheader("Allow")
             self.last_headers = {k.lower(): v for k, v in r.getheaders()}
+            ctype = r.getheader("Content-Type") or ""
         finally:
             conn.close()
+        if r.status == 200 and ctype.startswith("application/x-ndjson"):
+            return r.status, [json.loads(l) for l in text.decode().splitlines()], allow
         try:
             doc = json.loads(text) if text else None
         except ValueError:
@@ -450,6 +465,10 @@ EXPECT = {
     ("GET", "/healthz"): "public",
     ("GET", "/readyz"): "public",
     ("GET", "/v1/me"): "principal",
+    ("GET", "/v1/audit"): {"admin", "auditor"},
+    ("GET", "/v1/audit/export"): {"admin", "auditor"},
+    ("GET", "/v1/audit/verify"): {"admin", "auditor"},
+    ("GET", "/v1/audit/checkpoint"): {"admin", "auditor"},
     ("POST", "/v1/departments"): {"admin"},
     ("GET", "/v1/departments"): set(ROLES),
     ("PUT", "/v1/departments/{d}/policy"): {"admin"},
@@ -537,16 +556,207 @@ def t_permission_table(tmp):
         s.kill()
 
 
+# ---------------------------------------------------------------------------------------------
+def public_key_of(private_hex):
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+    k = Ed25519PrivateKey.from_private_bytes(bytes.fromhex(private_hex))
+    return k.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
+
+
+def some_admin_actions(s, k):
+    for name in ("finance", "ops"):
+        check(s.request("POST", "/v1/departments", {"name": name}, key=k)[0] == 201, name)
+    st, doc, _ = s.request("POST", "/v1/principals", {"name": "carol", "kind": "user"}, key=k)
+    check(st == 201, "principal: %r" % doc)
+    check(s.request("POST", "/v1/principals/carol/roles",
+                    {"role": "auditor", "department": "finance"}, key=k)[0] == 201, "grant")
+    error_of(*s.request("GET", "/v1/principals")[:2], 401, "UNAUTHENTICATED")
+    return doc["key"]
+
+
+def t_audit_key_file(tmp):
+    d = os.path.join(tmp, "var")
+    s = Server(d)
+    try:
+        check(s.port, "no listening line: %s" % s.stderr())
+        path = os.path.join(d, "audit.key")
+        check(stat.S_IMODE(os.stat(path).st_mode) == 0o600, "audit.key not 0600")
+        with open(path) as f:
+            priv = f.read().strip()
+        check(re.fullmatch(r"[0-9a-f]{64}", priv), "audit.key shape")
+        check(priv not in s.stderr(), "the audit key is printed")
+        st, cp, _ = s.request("GET", "/v1/audit/checkpoint", key=s.admin_key())
+        check(st == 200 and cp["public_key"] == public_key_of(priv), "checkpoint key: %r" % cp)
+        check(("audit public key " + cp["public_key"]) in s.stderr(), "public key not logged")
+        s.stop()
+    finally:
+        s.kill()
+    s = Server(d)
+    try:
+        st, cp2, _ = s.request("GET", "/v1/audit/checkpoint", key=s.admin_key())
+        check(cp2["public_key"] == cp["public_key"], "the key changed on restart")
+    finally:
+        s.kill()
+    s = Server(os.path.join(tmp, "bad"), env_extra={"AIRLOCK_AUDIT_KEY": "xyz"})
+    try:
+        check(s.proc.wait(timeout=HANG) != 0 and "AIRLOCK_AUDIT_KEY" in s.stderr(),
+              "a bad AIRLOCK_AUDIT_KEY was accepted: %s" % s.stderr())
+    finally:
+        s.kill()
+
+
+def t_audit_export_verifies(tmp):
+    d = os.path.join(tmp, "var")
+    s = Server(d, env_extra={"AIRLOCK_AUDIT_KEY": AUDIT_KEY})
+    pub = public_key_of(AUDIT_KEY)
+    try:
+        k = s.admin_key()
+        carol = some_admin_actions(s, k)
+        for who in (k, carol):
+            st, ctype, body = s.raw_get("/v1/audit/export", who)
+            check(st == 200 and ctype.startswith("application/x-ndjson"),
+                  "export: %d %r" % (st, ctype))
+            lines = body.decode().splitlines()
+            last = json.loads(lines[-1])
+            check(last["action"] == "audit.checkpoint" and
+                  last["details"]["seq"] == last["seq"] - 1 and
+                  last["details"]["public_key"] == pub, "export's last line: %r" % last)
+            path = os.path.join(tmp, "export.jsonl")
+            with open(path, "wb") as f:
+                f.write(body)
+            p = subprocess.run([CLI, "audit", "verify", path, "--public-key", pub],
+                               capture_output=True, timeout=HANG)
+            check(p.returncode == 0, "audit verify: %d %r %r" % (p.returncode, p.stdout,
+                                                                 p.stderr))
+            # with the record the server itself would return
+            st, cp, _ = s.request("GET", "/v1/audit/checkpoint", key=who)
+            check(st == 200 and cp["seq"] == last["seq"] and cp["hash"] == last["hash"] and
+                  cp["public_key"] == pub and re.fullmatch(r"[0-9a-f]{128}", cp["signature"]),
+                  "checkpoint: %r" % cp)
+        # a second export with nothing new appends no second seal
+        n = len(lines)
+        st, _, body = s.raw_get("/v1/audit/export", k)
+        check(len(body.decode().splitlines()) == n, "an idle export appended a record")
+        st, v, _ = s.request("GET", "/v1/audit/verify", key=carol)
+        check(st == 200 and v == {"ok": True, "records": n, "head": last["hash"]},
+              "verify: %r" % v)
+        # a cut export is refused by the CLI
+        with open(path, "w") as f:
+            f.write("\n".join(lines[:-2]) + "\n")
+        p = subprocess.run([CLI, "audit", "verify", path, "--public-key", pub],
+                           capture_output=True, timeout=HANG)
+        check(p.returncode == 1, "a cut export verified: %r" % p.stdout)
+    finally:
+        s.kill()
+
+
+def t_audit_records_and_pages(tmp):
+    d = os.path.join(tmp, "var")
+    s = Server(d)
+    try:
+        k = s.admin_key()
+        some_admin_actions(s, k)
+        st, doc, _ = s.request("GET", "/v1/audit?limit=1000", key=k)
+        check(st == 200 and set(doc) == {"records", "next"}, "list: %r" % doc)
+        recs = doc["records"]
+        check([r["seq"] for r in recs] == list(range(1, len(recs) + 1)), "seqs")
+        check(doc["next"] == recs[-1]["seq"], "next: %r" % doc["next"])
+        prev = "0" * 64
+        for r in recs:
+            check(set(r) == {"seq", "time", "actor", "action", "subject", "department", "details",
+                             "prev", "hash"}, "members: %r" % r)
+            check(r["prev"] == prev, "prev of seq %d" % r["seq"])
+            check(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", r["time"]), r["time"])
+            prev = r["hash"]
+        denied = [r for r in recs if r["action"] == "auth.denied"]
+        check(len(denied) == 1 and denied[0]["actor"] == "airlockd" and
+              denied[0]["details"]["status"] == 401 and
+              denied[0]["details"]["route"] == "/v1/principals", "auth.denied: %r" % denied)
+        st, doc, _ = s.request("GET", "/v1/audit?action=auth.denied", key=k)
+        check([r["seq"] for r in doc["records"]] == [denied[0]["seq"]], "action filter: %r" % doc)
+        st, doc, _ = s.request("GET", "/v1/audit?action=no.such", key=k)
+        check(doc == {"records": [], "next": 0}, "empty filter: %r" % doc)
+        # pages of 2 walk the same records
+        seen, after = [], 0
+        for _ in range(100):
+            st, doc, _ = s.request("GET", "/v1/audit?after=%d&limit=2" % after, key=k)
+            check(st == 200 and len(doc["records"]) <= 2, "page: %r" % doc)
+            if not doc["records"]:
+                check(doc["next"] == after, "next of the last page: %r" % doc)
+                break
+            seen += doc["records"]
+            after = doc["next"]
+        check(seen == recs, "pages differ from the whole list")
+        for bad in ("limit=-1", "limit=1001", "after=x", "limit=", "after=1e3"):
+            error_of(*s.request("GET", "/v1/audit?" + bad, key=k)[:2], 400, "INVALID_REQUEST")
+    finally:
+        s.kill()
+
+
+def t_audit_tamper_found(tmp):
+    d = os.path.join(tmp, "var")
+    s = Server(d, env_extra={"AIRLOCK_AUDIT_KEY": AUDIT_KEY})
+    try:
+        k = s.admin_key()
+        some_admin_actions(s, k)
+        st, v, _ = s.request("GET", "/v1/audit/verify", key=k)
+        check(st == 200 and v["ok"] is True, "verify: %r" % v)
+        check(s.stop() == 0, "SIGTERM")
+    finally:
+        s.kill()
+    target = [r for r in audit_rows(d) if r["action"] == "department.create"][1]["seq"]
+    db = sqlite3.connect(os.path.join(d, "airlock.db"), timeout=HANG)
+    db.execute("UPDATE audit SET line = replace(line, '\"ops\"', '\"0ps\"') WHERE seq = ?",
+               (target,))
+    db.commit()
+    db.close()
+    s = Server(d, env_extra={"AIRLOCK_AUDIT_KEY": AUDIT_KEY})
+    try:
+        check(s.port, "no start on a broken chain: %s" % s.stderr())
+        check("broken at seq %d" % target in s.stderr(), "not logged: %s" % s.stderr())
+        k = s.admin_key()
+        st, v, _ = s.request("GET", "/v1/audit/verify", key=k)
+        check(st == 200 and v["ok"] is False and v["first_bad_seq"] == target and
+              "hash" in v["reason"], "verify after tamper: %r" % v)
+        st, _, body = s.raw_get("/v1/audit/export", k)
+        check(st == 200, "export of a broken chain: %d" % st)
+        path = os.path.join(tmp, "export.jsonl")
+        with open(path, "wb") as f:
+            f.write(body)
+        p = subprocess.run([CLI, "audit", "verify", path, "--public-key",
+                            public_key_of(AUDIT_KEY), "--json"], capture_output=True, timeout=HANG)
+        check(p.returncode == 1 and json.loads(p.stdout)["seq"] == target,
+              "CLI on the tampered export: %r" % p.stdout)
+    finally:
+        s.kill()
+    # an edited column (not the line) is found as well
+    db = sqlite3.connect(os.path.join(d, "airlock.db"), timeout=HANG)
+    db.execute("UPDATE audit SET line = replace(line, '\"0ps\"', '\"ops\"') WHERE seq = ?",
+               (target,))
+    db.execute("UPDATE audit SET actor = 'mallory' WHERE seq = 1")
+    db.commit()
+    db.close()
+    s = Server(d, env_extra={"AIRLOCK_AUDIT_KEY": AUDIT_KEY})
+    try:
+        st, v, _ = s.request("GET", "/v1/audit/verify", key=s.admin_key())
+        check(v["ok"] is False and v["first_bad_seq"] == 1, "column edit: %r" % v)
+    finally:
+        s.kill()
+
+
 TESTS = [(n[2:], f) for n, f in sorted(globals().items()) if n.startswith("t_") and callable(f)]
 
 
 def main():
-    global AIRLOCKD
+    global AIRLOCKD, CLI
     ap = argparse.ArgumentParser()
     ap.add_argument("--airlockd", required=True)
+    ap.add_argument("--cli", required=True)
     ap.add_argument("-k", default="")
     a = ap.parse_args()
     AIRLOCKD = os.path.abspath(a.airlockd)
+    CLI = os.path.abspath(a.cli)
     passed = failed = 0
     for name, fn in TESTS:
         if a.k not in name:

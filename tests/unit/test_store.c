@@ -1,6 +1,7 @@
 /* unit.store - the SQLite store (src/store/sqlite.c) through its ops table: migrations and the
  * schema version check, conflicts and missing rows, key lookup and revocation, role grants,
- * department policy, audit appends in order, and a rolled-back transaction leaving nothing. */
+ * department policy, audit appends in order and hash-chained (a checkpoint every 1000th record
+ * once a key is set), and a rolled-back transaction leaving nothing. */
 /* cmocka.h needs these first */
 /* clang-format off */
 #include <setjmp.h>
@@ -16,6 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "audit.h"
+#include "migrations.h"
 #include "store.h"
 
 struct fixture {
@@ -199,6 +202,117 @@ static void test_store_audit_append_in_order(void **state)
     assert_int_equal(n, 1);
 }
 
+static int feed_verifier(void *userdata, const struct store_audit *a)
+{
+    assert_int_equal(audit_verifier_line(userdata, a->line, strlen(a->line), NULL),
+                     AUDIT_FAULT_NONE);
+    return 0;
+}
+
+struct chain {
+    int n;
+    int checkpoints;
+    char prev[AUDIT_HASH_HEX_LEN + 1];
+    int64_t last_checkpoint;
+};
+
+static int check_chain(void *userdata, const struct store_audit *a)
+{
+    struct chain *c = userdata;
+    c->n++;
+    assert_non_null(a->prev);
+    assert_non_null(a->hash);
+    assert_non_null(a->line);
+    assert_string_equal(a->prev, c->prev);
+    assert_non_null(strstr(a->line, a->hash));
+    snprintf(c->prev, sizeof c->prev, "%s", a->hash);
+    if (strcmp(a->action, AUDIT_CHECKPOINT_ACTION) == 0) {
+        c->checkpoints++;
+        c->last_checkpoint = a->seq;
+    }
+    return 0;
+}
+
+static void test_store_audit_chained(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    struct chain c;
+    struct audit_verifier *v = NULL;
+    struct store_checkpoint cp;
+    memset(&c, 0, sizeof c);
+    memset(c.prev, '0', AUDIT_HASH_HEX_LEN);
+    assert_int_equal(s->ops->audit_checkpoint(s, 0, &cp), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->audit_append(s, "admin", "x.y", NULL, NULL, "{\"a\":[1,2]}", NULL),
+                     STORE_OK);
+    /* no key: no checkpoint can be made */
+    assert_int_equal(s->ops->audit_checkpoint(s, 0, &cp), STORE_ERROR);
+    /* details that are not one object are refused, and leave nothing behind */
+    assert_int_equal(s->ops->audit_append(s, "admin", "x.y", NULL, NULL, "{},\"seq\":9", NULL),
+                     STORE_ERROR);
+
+    EVP_PKEY_CTX *kctx = EVP_PKEY_CTX_new_id(EVP_PKEY_ED25519, NULL);
+    EVP_PKEY *key = NULL;
+    assert_int_equal(EVP_PKEY_keygen_init(kctx), 1);
+    assert_int_equal(EVP_PKEY_keygen(kctx, &key), 1);
+    assert_int_equal(s->ops->audit_set_key(s, key), STORE_OK);
+    EVP_PKEY_free(key); /* the store keeps its own reference */
+    EVP_PKEY_CTX_free(kctx);
+
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    for (int i = 0; i < 1200; i++) {
+        assert_int_equal(s->ops->audit_append(s, "admin", "x.y", "t", "d", "{}", NULL), STORE_OK);
+    }
+    assert_int_equal(s->ops->tx_commit(s), STORE_OK);
+    assert_int_equal(s->ops->audit_list(s, 0, 5000, check_chain, &c), STORE_OK);
+    assert_int_equal(c.n, 1202);
+    assert_int_equal(c.checkpoints, 1);
+    assert_int_equal(c.last_checkpoint, 1000);
+
+    /* sealing appends a checkpoint of the head once, not again while nothing changed */
+    assert_int_equal(s->ops->audit_checkpoint(s, 1, &cp), STORE_OK);
+    assert_int_equal(cp.seq, 1203);
+    assert_int_equal(s->ops->audit_checkpoint(s, 1, &cp), STORE_OK);
+    assert_int_equal(cp.seq, 1203);
+
+    /* the stored lines are an export `airlock audit verify` accepts */
+    assert_int_equal(audit_verifier_new(cp.public_key, 0, &v, NULL), AL_OK);
+    assert_int_equal(s->ops->audit_list(s, 0, 5000, feed_verifier, v), STORE_OK);
+    assert_int_equal(audit_verifier_finish(v, NULL), AUDIT_FAULT_NONE);
+    audit_verifier_free(v);
+}
+
+/* A database of schema 1 (records without prev, hash, line) is chained on its first open. */
+static void test_store_audit_legacy_chained(void **state)
+{
+    struct fixture *f = *state;
+    struct chain c;
+    sqlite3 *db = NULL;
+    char err[STORE_ERRMSG_MAX];
+    f->s->ops->close(f->s);
+    f->s = NULL;
+    unlink(f->path);
+    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, migrations[0].sql, NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(
+            sqlite3_exec(db,
+                         "PRAGMA user_version = 1; INSERT INTO audit(time, actor, action, "
+                         "subject, department, details) VALUES "
+                         "('2026-01-31T12:00:01.007Z', 'airlockd', 'principal.create', 'admin', "
+                         "NULL, '{\"kind\":\"user\"}'), ('2026-01-31T12:00:01.008Z', 'admin', "
+                         "'department.create', 'ops', 'ops', '{}')",
+                         NULL, NULL, NULL),
+            SQLITE_OK);
+    sqlite3_close(db);
+    assert_int_equal(store_sqlite_open(f->path, &f->s, err), STORE_OK);
+    assert_int_equal(f->s->ops->audit_append(f->s, "admin", "x.y", NULL, NULL, "{}", NULL),
+                     STORE_OK);
+    memset(&c, 0, sizeof c);
+    memset(c.prev, '0', AUDIT_HASH_HEX_LEN);
+    assert_int_equal(f->s->ops->audit_list(f->s, 0, 10, check_chain, &c), STORE_OK);
+    assert_int_equal(c.n, 3);
+}
+
 static void test_store_rollback_leaves_nothing(void **state)
 {
     struct fixture *f = *state;
@@ -229,6 +343,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_roles_grant_revoke, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_department_policy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_audit_append_in_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_audit_chained, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_audit_legacy_chained, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_rollback_leaves_nothing, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
