@@ -344,9 +344,18 @@ static int pattern_acceptable(const char *p, size_t n, const char **ret_why)
     size_t level = 0;
     total[0] = 0;
     last[0] = 0;
+    /* A quantifier on a quantifier ("a**", "a+{1,9}*") sends glibc's matcher into time
+     * exponential in the text (found by fuzz.schema): refused, it never adds meaning. */
+    int after_quantifier = 0;
     for (size_t i = 0; i < n;) {
         char ch = p[i];
         size_t atom = 1;
+        int quantifier = ch == '*' || ch == '+' || ch == '?' || ch == '{';
+        if (quantifier && after_quantifier) {
+            *ret_why = "a quantifier may not follow another quantifier";
+            return 0;
+        }
+        after_quantifier = 0;
         if (ch == '\\') {
             if (i + 1 < n && p[i + 1] >= '1' && p[i + 1] <= '9') {
                 *ret_why = "backreferences are not supported";
@@ -412,6 +421,7 @@ static int pattern_acceptable(const char *p, size_t n, const char **ret_why)
                 total[level] = weight_add(total[level] - last[level], weight_mul(last[level], k));
                 last[level] = weight_mul(last[level], k);
                 i = j + 1;
+                after_quantifier = 1;
                 continue;
             }
             i++;
@@ -419,6 +429,7 @@ static int pattern_acceptable(const char *p, size_t n, const char **ret_why)
             total[level] = weight_add(total[level], last[level]);
             last[level] = weight_mul(last[level], 2);
             i++;
+            after_quantifier = 1;
             continue;
         } else if (ch == '|') {
             last[level] = 0;

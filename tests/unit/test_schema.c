@@ -232,6 +232,11 @@ static void test_schema_pattern_refused(void **state)
     expect_refused("{\"pattern\":\"((a{100}){100}){100}\"}",
                    "keyword 'pattern' refused (its counted repetitions expand too far) at (root)");
     expect_refused("{\"pattern\":\"a\\u0000\"}", "keyword 'pattern' holding U+0000 at (root)");
+    /* stacked quantifiers: exponential in glibc's matcher (a fuzz.schema timeout) */
+    expect_refused("{\"pattern\":\"a**\"}", "keyword 'pattern' refused (a quantifier may not "
+                                            "follow another quantifier) at (root)");
+    expect_refused("{\"pattern\":\"x+{1,9}*\"}", NULL);
+    expect_refused("{\"pattern\":\"4***{1},**e++#+{0,9}***$\"}", NULL);
     char big[SCHEMA_PATTERN_MAX + 64];
     int n = snprintf(big, sizeof big, "{\"pattern\":\"");
     memset(big + n, 'a', SCHEMA_PATTERN_MAX + 1);
