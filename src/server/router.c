@@ -12,11 +12,13 @@
  */
 #include "router.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "api.h"
 #include "auth.h"
 #include "json.h"
+#include "utf8.h"
 
 #define SEGMENTS_MAX 8
 
@@ -134,7 +136,11 @@ static void router_deny(struct router *r, const struct http_request *req,
     buf_append_str(&details, ",\"route\":");
     api_str(&details, route->path);
     buf_append_str(&details, ",\"path\":");
-    json_write_string(&details, req->path, strnlen(req->path, 512));
+    /* the path as the client sent it, made well-formed: the audit record must be valid UTF-8 */
+    size_t path_len = 0;
+    char *path = utf8_valid_dup(req->path, strnlen(req->path, 512), 0, &path_len);
+    json_write_string(&details, path ? path : "", path ? path_len : 0);
+    free(path);
     buf_printf(&details, ",\"status\":%u,\"reason\":", status);
     api_str(&details, why);
     buf_printf(&details, ",\"request_id\":\"%s\"}", req->request_id);
