@@ -46,7 +46,7 @@ void api_departments_create(struct api_ctx *ctx)
     const struct json_node *name = NULL;
     const struct api_field fields[] = { { "name", JSON_STRING, 1, &name } };
     struct buf details;
-    buf_init(&details, 1024);
+    buf_init(&details, 4096);
     if (api_body(ctx, fields, 1) != 0) {
         goto out;
     }
@@ -126,7 +126,7 @@ void api_departments_policy(struct api_ctx *ctx)
                                         { "allow_adhoc", JSON_TRUE, 0, &adhoc } };
     struct api_policy policy;
     struct buf details;
-    buf_init(&details, 1024);
+    buf_init(&details, 4096);
     if (api_body(ctx, fields, 2) != 0) {
         goto out;
     }

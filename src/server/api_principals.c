@@ -212,7 +212,7 @@ void api_principals_key_revoke(struct api_ctx *ctx)
     const char *principal = api_param(ctx, "p");
     const char *prefix = api_param(ctx, "prefix");
     struct buf details;
-    buf_init(&details, 256);
+    buf_init(&details, 4096);
     if (api_body(ctx, NULL, 0) != 0) {
         goto out;
     }
@@ -267,7 +267,7 @@ static void api_principals_role(struct api_ctx *ctx, int grant)
                                         { "department", JSON_STRING, 1, &dept } };
     struct buf details;
     enum store_rc rc;
-    buf_init(&details, 512);
+    buf_init(&details, 4096);
     if (api_body(ctx, fields, 2) != 0) {
         goto out;
     }

@@ -63,7 +63,7 @@ static void http_log(const struct http_conn *c, const struct http_response *resp
     clock_gettime(CLOCK_MONOTONIC, &now);
     double ms = (double)(now.tv_sec - c->start.tv_sec) * 1e3 +
                 (double)(now.tv_nsec - c->start.tv_nsec) / 1e6;
-    buf_init(&line, 4096);
+    buf_init(&line, 16 * 1024); /* a 512-byte path escaped six times over fits */
     buf_printf(&line, "{\"log\":\"request\",\"request_id\":\"%s\",\"method\":", c->req.request_id);
     json_write_string(&line, c->req.method, strlen(c->req.method));
     buf_append_str(&line, ",\"path\":");

@@ -130,7 +130,7 @@ static void router_deny(struct router *r, const struct http_request *req,
                         const char *actor, const char *why)
 {
     struct buf details;
-    buf_init(&details, 2048);
+    buf_init(&details, 16 * 1024); /* room for 512 bytes of path escaped six times over */
     buf_append_str(&details, "{\"method\":");
     api_str(&details, route->method);
     buf_append_str(&details, ",\"route\":");
