@@ -2,64 +2,14 @@
 """A compromised worker (test only): instead of running the guest, it calls the module loader's
 hidden load function directly with names resolve would refuse (NAMES), and returns what the
 host answered to each as the run's value. The host must refuse them: load re-checks every name
-itself. Speaks the frame protocol of docs/protocol.md on fd 3."""
+itself. Speaks the frame protocol of docs/protocol.md on fd 3 (fake_worker.py)."""
 import json
-import socket
-import struct
-import sys
+
+import fake_worker as w
 
 NAMES = ["/outside.mjs", "/../secret.txt", "/inside.mjs"]
-s = socket.socket(fileno=3)
 
-
-def frame(t, body):
-    s.sendall(struct.pack("<I", len(body) + 1) + bytes([t]) + body)
-
-
-def read_frame():
-    def exact(n):
-        b = b""
-        while len(b) < n:
-            chunk = s.recv(n - len(b))
-            if not chunk:
-                sys.exit(1)
-            b += chunk
-        return b
-    n = struct.unpack("<I", exact(4))[0]
-    body = exact(n)
-    return body[0], body[1:]
-
-
-def u32(v):
-    return struct.pack("<I", v)
-
-
-def st(b):
-    return u32(len(b)) + b
-
-
-frame(19, bytes([0]))  # READY (not jailed: the test runs with --unsafe-no-jail)
-t, run = read_frame()
-# RUN: 12 limits, seed, clock (u64 each), u8 flags, str filename, u32 n, n x (str name, u8)
-off = 14 * 8 + 1
-flen = struct.unpack_from("<I", run, off)[0]
-off += 4 + flen
-n = struct.unpack_from("<I", run, off)[0]
-off += 4
-load = None
-for i in range(n):
-    ln = struct.unpack_from("<I", run, off)[0]
-    name = run[off + 4:off + 4 + ln].decode()
-    off += 4 + ln + 1
-    if name == "#modules.load":
-        load = i
-answers = []
-for cid, name in enumerate(NAMES, 1):
-    frame(16, u32(cid) + u32(load) + st(json.dumps([name]).encode()))
-    t, body = read_frame()
-    kind = body[4]
-    plen = struct.unpack_from("<I", body, 13)[0]
-    payload = body[17:17 + plen].decode()
-    answers.append(["value", json.loads(payload)] if kind == 0 else ["throw", payload])
-value = json.dumps(answers).encode()
-frame(18, u32(0) + st(value) + st(b"") + st(b"") + st(b"") + struct.pack("<QQ", 0, 0) + u32(3))
+names, _ = w.start()
+load = names.index("#modules.load")
+answers = [list(w.call(cid, load, json.dumps([name]).encode())) for cid, name in enumerate(NAMES, 1)]
+w.done(answers, len(NAMES))
