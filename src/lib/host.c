@@ -92,13 +92,18 @@ void host_link_unref(struct run_link *l)
     }
 }
 
+void host_wake(int fd)
+{
+    uint64_t one = 1;
+    ssize_t r = write(fd, &one, sizeof one);
+    (void)r; /* EAGAIN only when the counter is saturated: already signalled */
+}
+
 void host_link_cancel(struct run_link *l)
 {
     atomic_store(&l->cancelled, 1);
     atomic_store_explicit(&l->pending, 1, memory_order_release);
-    uint64_t one = 1;
-    ssize_t r = write(l->wake_fd, &one, sizeof one);
-    (void)r; /* EAGAIN only when the counter is saturated: already signalled */
+    host_wake(l->wake_fd);
 }
 
 void host_link_close(struct run_link *l)
@@ -195,9 +200,7 @@ static void complete(struct al_call *call, uint8_t kind, const char *payload, si
             c = NULL;
             atomic_store_explicit(&l->pending, 1, memory_order_release);
             if (!l->skip_self_wake || !pthread_equal(pthread_self(), l->loop_thread)) {
-                uint64_t one = 1;
-                ssize_t r = write(l->wake_fd, &one, sizeof one);
-                (void)r; /* EAGAIN only when the counter is saturated: already signalled */
+                host_wake(l->wake_fd);
             }
         }
     }

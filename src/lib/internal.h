@@ -203,6 +203,8 @@ void host_link_close(struct run_link *link);
 /* Another reference (an al_run handle's: al_run_cancel writes its eventfd); host_link_unref. */
 void host_link_ref(struct run_link *link);
 void host_link_unref(struct run_link *link);
+/* Signals eventfd `fd` (async-signal-safe: one write; a saturated counter is signalled already). */
+void host_wake(int fd);
 /* Asks the run to end ABORTED: async-signal-safe (an atomic store and an eventfd write). */
 void host_link_cancel(struct run_link *link);
 /* 1 when completions may be queued: a check without a lock or a system call. */

@@ -98,13 +98,6 @@ static void run_unref(struct al_run *run)
     free(run);
 }
 
-static void wake(int fd)
-{
-    uint64_t one = 1;
-    ssize_t n = write(fd, &one, sizeof one);
-    (void)n; /* EAGAIN only when the counter is saturated: already signalled */
-}
-
 static void drain(int fd)
 {
     uint64_t n;
@@ -426,7 +419,7 @@ void loop_free(struct loop *lp)
     pthread_mutex_lock(&lp->mu);
     lp->stopping = 1;
     pthread_mutex_unlock(&lp->mu);
-    wake(lp->wake_fd);
+    host_wake(lp->wake_fd);
     pthread_join(lp->thread, NULL);
     close(lp->epfd);
     close(lp->wake_fd);
@@ -497,7 +490,7 @@ enum al_code al_run_start(struct al_runner *runner, const struct al_run_opts *op
     *lp->inbox_tail = run;
     lp->inbox_tail = &run->next;
     pthread_mutex_unlock(&lp->mu);
-    wake(lp->wake_fd);
+    host_wake(lp->wake_fd);
     *ret_run = run;
     return AL_OK;
 }

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "error.h"
 #include "guest.h"
@@ -599,9 +598,7 @@ void runner_leave(struct al_runner *r)
         r->queued--;
         w->granted = 1;
         if (w->wake_fd >= 0) {
-            uint64_t one = 1;
-            ssize_t n = write(w->wake_fd, &one, sizeof one);
-            (void)n; /* EAGAIN only when the counter is saturated: already signalled */
+            host_wake(w->wake_fd);
         } else {
             pthread_cond_signal(&w->cv);
         }
