@@ -14,7 +14,9 @@
 #include <cmocka.h>
 /* clang-format on */
 
+#include <dirent.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -220,6 +222,60 @@ static void on_done(struct al_run *run, struct al_result *res, void *ud)
     pthread_mutex_unlock(&box->mu);
     al_result_free(res);
     al_run_release(run); /* allowed inside the callback */
+}
+
+/* The mask of signals thread `tid` of this process blocks (SigBlk of its status). */
+static unsigned long long blocked_signals(const char *tid)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/proc/self/task/%s/status", tid);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char line[256];
+    unsigned long long mask = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "SigBlk: %llx", &mask) == 1) {
+            break;
+        }
+    }
+    fclose(f);
+    return mask;
+}
+
+/* docs/servers.md: airlock's threads (the event thread, the pool's) take no signals, so an
+ * application's SIGINT or SIGTERM handler runs on one of its own threads. */
+static void test_library_threads_block_signals(void **state)
+{
+    (void)state;
+    reset_parked();
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_add_host(c, "h.park", host_park, NULL, 0), AL_OK);
+    struct al_runner *r = runner_of(c);
+    struct al_run_opts *o = opts_of("return await h.park()");
+    struct al_run *run = start(r, o); /* starts the event thread */
+    al_run_opts_free(o);
+    wait_parked(1);
+    DIR *d = opendir("/proc/self/task");
+    assert_non_null(d);
+    char self[32];
+    snprintf(self, sizeof self, "%d", (int)getpid());
+    int others = 0;
+    const unsigned long long want = (1ull << (SIGINT - 1)) | (1ull << (SIGTERM - 1));
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.' || strcmp(e->d_name, self) == 0) {
+            continue;
+        }
+        others++;
+        assert_int_equal(blocked_signals(e->d_name) & want, want);
+    }
+    closedir(d);
+    assert_true(others >= 2); /* the event thread and the pool's */
+    al_call_return(parked[0], "1", 1);
+    al_result_free(wait_for(run));
+    al_run_release(run);
+    al_runner_free(r);
+    al_config_free(c);
 }
 
 /* Hundreds of runs wait on a host function answered later from one thread: one event thread
@@ -967,6 +1023,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_start_and_wait),
         cmocka_unit_test(test_many_runs_one_thread),
+        cmocka_unit_test(test_library_threads_block_signals),
         cmocka_unit_test(test_cancel_spinning_guest),
         cmocka_unit_test(test_cancel_inside_builtin),
         cmocka_unit_test(test_cancel_queued_run),
