@@ -9,7 +9,10 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "utf8.h"
 
 void api_str(struct buf *b, const char *s)
 {
@@ -169,4 +172,53 @@ enum store_rc api_audit(struct api_ctx *ctx, const char *action, const char *sub
 {
     return ctx->store->ops->audit_append(ctx->store, ctx->who ? ctx->who->name : "airlockd", action,
                                          subject, department, details_json, NULL);
+}
+
+void api_denied(struct api_ctx *ctx, unsigned status, const char *why)
+{
+    const struct http_request *req = ctx->req;
+    const char *actor = status == 401 || !ctx->who ? "airlockd" : ctx->who->name;
+    struct buf details;
+    buf_init(&details, 16 * 1024); /* room for 512 bytes of path escaped six times over */
+    buf_append_str(&details, "{\"method\":");
+    api_str(&details, ctx->method ? ctx->method : req->method);
+    buf_append_str(&details, ",\"route\":");
+    api_str(&details, ctx->route ? ctx->route : "");
+    buf_append_str(&details, ",\"path\":");
+    /* the path as the client sent it, made well-formed: the audit record must be valid UTF-8 */
+    size_t path_len = 0;
+    char *path = utf8_valid_dup(req->path, strnlen(req->path, 512), 0, &path_len);
+    json_write_string(&details, path ? path : "", path ? path_len : 0);
+    free(path);
+    buf_printf(&details, ",\"status\":%u,\"reason\":", status);
+    api_str(&details, why);
+    buf_printf(&details, ",\"request_id\":\"%s\"}", req->request_id);
+    if (!details.data || ctx->store->ops->audit_append(ctx->store, actor, "auth.denied",
+                                                       status == 401 ? NULL : actor, NULL,
+                                                       details.data, NULL) != STORE_OK) {
+        api_error_resp(req, ctx->resp, 500, "INTERNAL", "the audit log could not record a refusal");
+    } else if (status == 401) {
+        api_error_resp(req, ctx->resp, 401, "UNAUTHENTICATED", why);
+    } else {
+        api_error_resp(req, ctx->resp, 403, "FORBIDDEN", why);
+    }
+    buf_done(&details);
+}
+
+int api_allow(struct api_ctx *ctx, const char *department)
+{
+    char why[AUTH_WHY_MAX] = "";
+    struct auth_rule rule = ctx->rule;
+    if (!ctx->who) {
+        api_denied(ctx, 401, "no principal");
+        return -1;
+    }
+    if (rule.scope != AUTH_RESOURCE) {
+        rule.scope = AUTH_DEPARTMENT;
+    }
+    if (auth_check(ctx->who, &rule, department, why) == AUTH_OK) {
+        return 0;
+    }
+    api_denied(ctx, 403, why);
+    return -1;
 }

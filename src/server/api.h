@@ -27,7 +27,10 @@ struct api_ctx {
     struct store *store;
     const struct http_request *req;
     struct http_response *resp;
-    const struct auth_principal *who; /* NULL on public routes */
+    const struct auth_principal *who; /* NULL on public routes and before authentication */
+    const char *method;               /* the matched route's method and pattern */
+    const char *route;
+    struct auth_rule rule; /* and its permission rule */
     size_t nparams;
     struct api_param params[API_PARAMS_MAX];
     struct json_doc *doc; /* the parsed body, freed by the router */
@@ -54,6 +57,13 @@ void api_error(struct api_ctx *ctx, unsigned status, const char *code, const cha
         __attribute__((format(printf, 4, 5)));
 void api_error_resp(const struct http_request *req, struct http_response *resp, unsigned status,
                     const char *code, const char *message);
+/* Refuses the request: records auth.denied (actor: the principal, or airlockd for a 401; details
+ * method, route, path, status, reason, request_id) and answers 401 UNAUTHENTICATED or 403
+ * FORBIDDEN with `why` - or 500 when the refusal could not be recorded. */
+void api_denied(struct api_ctx *ctx, unsigned status, const char *why);
+/* For AUTH_RESOURCE routes, once the handler knows the resource's department: 0 when the
+ * caller holds one of the route's roles there (or for "*"); -1 after api_denied(403). */
+int api_allow(struct api_ctx *ctx, const char *department);
 /* Answers a store failure: 500 INTERNAL, logged once. */
 void api_store_failed(struct api_ctx *ctx);
 /* Starts a JSON answer with status; the handler appends the body to ctx->resp->body. */

@@ -194,13 +194,15 @@ enum auth_result auth_check(const struct auth_principal *who, const struct auth_
         if (!(g->role & rule->roles)) {
             continue;
         }
-        if (rule->scope == AUTH_ANY_DEPARTMENT || strcmp(g->department, "*") == 0 ||
+        int anywhere =
+                rule->scope == AUTH_ANY_DEPARTMENT || (rule->scope == AUTH_RESOURCE && !department);
+        if (anywhere || strcmp(g->department, "*") == 0 ||
             (department && strcmp(g->department, department) == 0)) {
             return AUTH_OK;
         }
     }
     auth_roles_text(rule->roles, roles, sizeof roles);
-    if (rule->scope == AUTH_DEPARTMENT && department) {
+    if ((rule->scope == AUTH_DEPARTMENT || rule->scope == AUTH_RESOURCE) && department) {
         snprintf(why, AUTH_WHY_MAX, "%s needs role %s in department %s", who->name, roles,
                  department);
     } else {

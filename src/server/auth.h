@@ -36,6 +36,10 @@ enum auth_scope {
     AUTH_PRINCIPAL,      /* any principal with a valid key */
     AUTH_ANY_DEPARTMENT, /* one of the roles, granted in any department or "*" */
     AUTH_DEPARTMENT,     /* one of the roles, granted in the route's {d} or "*" */
+    /* One of the roles in the department of the resource the route names (a template, a
+     * connector, a run, an approval): the router checks the roles in any department, the handler
+     * looks the resource up and checks its department with api_allow. */
+    AUTH_RESOURCE,
 };
 
 struct auth_rule {
@@ -80,8 +84,9 @@ enum auth_result {
 enum auth_result auth_authenticate(struct store *s, const char *authorization,
                                    struct auth_principal *ret, char *why);
 
-/* AUTH_OK when `who` may use a route with `rule` on `department` (the route's {d}; NULL when it
- * has none); AUTH_FORBIDDEN with `why` otherwise. */
+/* AUTH_OK when `who` may use a route with `rule` on `department` (the route's {d}, or the
+ * resource's department for AUTH_RESOURCE; NULL when it has none - an AUTH_RESOURCE rule then
+ * asks for the roles in any department); AUTH_FORBIDDEN with `why` otherwise. */
 enum auth_result auth_check(const struct auth_principal *who, const struct auth_rule *rule,
                             const char *department, char *why);
 

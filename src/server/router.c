@@ -18,7 +18,6 @@
 #include "api.h"
 #include "auth.h"
 #include "json.h"
-#include "utf8.h"
 
 #define SEGMENTS_MAX 8
 
@@ -125,37 +124,6 @@ static int router_match(const struct router_path *req, const char *pattern, stru
     return 1;
 }
 
-static void router_deny(struct router *r, const struct http_request *req,
-                        struct http_response *resp, const struct route *route, unsigned status,
-                        const char *actor, const char *why)
-{
-    struct buf details;
-    buf_init(&details, 16 * 1024); /* room for 512 bytes of path escaped six times over */
-    buf_append_str(&details, "{\"method\":");
-    api_str(&details, route->method);
-    buf_append_str(&details, ",\"route\":");
-    api_str(&details, route->path);
-    buf_append_str(&details, ",\"path\":");
-    /* the path as the client sent it, made well-formed: the audit record must be valid UTF-8 */
-    size_t path_len = 0;
-    char *path = utf8_valid_dup(req->path, strnlen(req->path, 512), 0, &path_len);
-    json_write_string(&details, path ? path : "", path ? path_len : 0);
-    free(path);
-    buf_printf(&details, ",\"status\":%u,\"reason\":", status);
-    api_str(&details, why);
-    buf_printf(&details, ",\"request_id\":\"%s\"}", req->request_id);
-    if (!details.data ||
-        r->store->ops->audit_append(r->store, actor, "auth.denied", status == 401 ? NULL : actor,
-                                    NULL, details.data, NULL) != STORE_OK) {
-        api_error_resp(req, resp, 500, "INTERNAL", "the audit log could not record a refusal");
-    } else if (status == 401) {
-        api_error_resp(req, resp, 401, "UNAUTHENTICATED", why);
-    } else {
-        api_error_resp(req, resp, 403, "FORBIDDEN", why);
-    }
-    buf_done(&details);
-}
-
 /* 1 after answering 429 when bucket `key` ("key:PREFIX", or the client address) is empty. */
 static int router_limited(struct router *r, const struct http_request *req,
                           struct http_response *resp, const char *prefix)
@@ -201,6 +169,9 @@ void router_dispatch(void *userdata, const struct http_request *req, struct http
             if (strcmp(routes[i].method, req->method) == 0) {
                 route = &routes[i];
                 router_match(&path, routes[i].path, &ctx);
+                ctx.method = route->method;
+                ctx.route = route->path;
+                ctx.rule = route->rule;
                 break;
             }
         }
@@ -240,16 +211,16 @@ void router_dispatch(void *userdata, const struct http_request *req, struct http
             return;
         }
         if (ar != AUTH_OK) {
-            router_deny(r, req, resp, route, 401, "airlockd", why);
+            api_denied(&ctx, 401, why);
             return;
         }
         snprintf(resp->actor, sizeof resp->actor, "%s", who.name);
+        ctx.who = &who;
         const char *dept = route->rule.scope == AUTH_DEPARTMENT ? api_param(&ctx, "d") : NULL;
         if (auth_check(&who, &route->rule, dept, why) != AUTH_OK) {
-            router_deny(r, req, resp, route, 403, who.name, why);
+            api_denied(&ctx, 403, why);
             return;
         }
-        ctx.who = &who;
     }
     route->handler(&ctx);
     json_doc_free(ctx.doc);
@@ -266,6 +237,8 @@ static const char *router_scope_name(enum auth_scope scope)
         return "any_department";
     case AUTH_DEPARTMENT:
         return "department";
+    case AUTH_RESOURCE:
+        return "resource";
     }
     return "?";
 }
