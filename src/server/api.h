@@ -23,8 +23,17 @@ struct api_param {
     char value[STORE_NAME_MAX + 1];
 };
 
+struct runs;
+
+/* What handlers reach beyond the store (main.c fills it). */
+struct api_services {
+    struct runs *runs;
+    unsigned char secret_key[32]; /* opens connector secrets */
+};
+
 struct api_ctx {
     struct store *store;
+    struct api_services *svc;
     const struct http_request *req;
     struct http_response *resp;
     const struct auth_principal *who; /* NULL on public routes and before authentication */
@@ -92,6 +101,13 @@ void api_principals_key_revoke(struct api_ctx *ctx);
 void api_principals_role_grant(struct api_ctx *ctx);
 void api_principals_role_revoke(struct api_ctx *ctx);
 void api_principals_me(struct api_ctx *ctx);
+void api_runs_create(struct api_ctx *ctx);
+void api_runs_get(struct api_ctx *ctx);
+void api_runs_list(struct api_ctx *ctx);
+void api_runs_cancel(struct api_ctx *ctx);
+void api_approvals_list(struct api_ctx *ctx);
+void api_approvals_approve(struct api_ctx *ctx);
+void api_approvals_deny(struct api_ctx *ctx);
 void api_system_healthz(struct api_ctx *ctx);
 void api_system_readyz(struct api_ctx *ctx);
 

@@ -15,6 +15,8 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <openssl/rand.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,16 +28,28 @@
 
 struct http_server {
     struct MHD_Daemon *daemon;
+    atomic_int inflight; /* requests begun and not yet completed */
+    int quiesced;
     http_handler_fn *handler;
     void *userdata;
     size_t body_limit;
     int fd;
 };
 
+struct http_deferred {
+    struct MHD_Connection *conn;
+    int answered; /* written by the answering thread before MHD_resume_connection */
+    unsigned status;
+    struct buf body;
+    char actor[HTTP_ACTOR_MAX + 1];
+    char route[64];
+};
+
 struct http_conn {
     struct http_request req;
     struct buf body;
     struct timespec start;
+    struct http_deferred *deferred; /* while the answer is awaited, and until it is sent */
 };
 
 static void http_request_id(char *out)
@@ -107,6 +121,33 @@ static void http_client(struct MHD_Connection *conn, char *out)
     }
 }
 
+/* Queues resp on the connection and writes the log line. */
+static enum MHD_Result http_queue(struct MHD_Connection *conn, struct http_conn *c,
+                                  const struct http_response *resp)
+{
+    enum MHD_Result ret = MHD_NO;
+    struct MHD_Response *r =
+            MHD_create_response_from_buffer(resp->body.len, resp->body.data, MHD_RESPMEM_MUST_COPY);
+    if (!r) {
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            resp->content_type ? resp->content_type : "application/json");
+    MHD_add_response_header(r, "X-Request-Id", c->req.request_id);
+    if (resp->allow[0]) {
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, resp->allow);
+    }
+    if (resp->retry_after_s > 0) {
+        char retry[16];
+        snprintf(retry, sizeof retry, "%u", resp->retry_after_s);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, retry);
+    }
+    ret = MHD_queue_response(conn, resp->status, r);
+    MHD_destroy_response(r);
+    http_log(c, resp);
+    return ret;
+}
+
 static enum MHD_Result http_answer(struct http_server *srv, struct MHD_Connection *conn,
                                    struct http_conn *c)
 {
@@ -114,33 +155,60 @@ static enum MHD_Result http_answer(struct http_server *srv, struct MHD_Connectio
     enum MHD_Result ret = MHD_NO;
     memset(&resp, 0, sizeof resp);
     buf_init(&resp.body, (size_t)64 << 20);
+    if (c->deferred) {
+        /* resumed: the answer has come */
+        struct http_deferred *d = c->deferred;
+        resp.status = d->status;
+        buf_append(&resp.body, d->body.data ? d->body.data : "", d->body.len);
+        snprintf(resp.actor, sizeof resp.actor, "%s", d->actor);
+        snprintf(resp.route, sizeof resp.route, "%s", d->route);
+        ret = http_queue(conn, c, &resp);
+        goto out;
+    }
     resp.status = 500;
     c->req.body = c->body.data ? c->body.data : "";
     c->req.body_len = c->body.len;
     srv->handler(srv->userdata, &c->req, &resp);
-
-    struct MHD_Response *r =
-            MHD_create_response_from_buffer(resp.body.len, resp.body.data, MHD_RESPMEM_MUST_COPY);
-    if (!r) {
+    if (resp.deferred && c->deferred) {
+        snprintf(c->deferred->actor, sizeof c->deferred->actor, "%s", resp.actor);
+        snprintf(c->deferred->route, sizeof c->deferred->route, "%s", resp.route);
+        MHD_suspend_connection(conn);
+        ret = MHD_YES;
         goto out;
     }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            resp.content_type ? resp.content_type : "application/json");
-    MHD_add_response_header(r, "X-Request-Id", c->req.request_id);
-    if (resp.allow[0]) {
-        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, resp.allow);
-    }
-    if (resp.retry_after_s > 0) {
-        char retry[16];
-        snprintf(retry, sizeof retry, "%u", resp.retry_after_s);
-        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, retry);
-    }
-    ret = MHD_queue_response(conn, resp.status, r);
-    MHD_destroy_response(r);
-    http_log(c, &resp);
+    ret = http_queue(conn, c, &resp);
 out:
     buf_done(&resp.body);
     return ret;
+}
+
+struct http_deferred *http_defer(const struct http_request *req, struct http_response *resp)
+{
+    struct MHD_Connection *conn = req->conn;
+    /* every request handed to a handler is the req member of its http_conn */
+    struct http_conn *hc = (struct http_conn *)((char *)req - offsetof(struct http_conn, req));
+    struct http_deferred *d = calloc(1, sizeof *d);
+    if (!d) {
+        return NULL;
+    }
+    d->conn = conn;
+    buf_init(&d->body, (size_t)64 << 20);
+    hc->deferred = d;
+    resp->deferred = 1;
+    return d;
+}
+
+void http_deferred_answer(struct http_deferred *d, unsigned status, const char *json, size_t len)
+{
+    d->status = status;
+    if (buf_append(&d->body, json, len) != BUF_OK) {
+        d->status = 500;
+        buf_reset(&d->body);
+        buf_append_str(&d->body, "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"the answer "
+                                 "was too large\"}}\n");
+    }
+    d->answered = 1;
+    MHD_resume_connection(d->conn);
 }
 
 const char *http_query(const struct http_request *req, const char *name)
@@ -170,6 +238,7 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
         http_client(conn, c->req.client);
         c->req.conn = conn;
         *con_cls = c;
+        atomic_fetch_add(&srv->inflight, 1);
         return MHD_YES;
     }
     if (*upload_data_size > 0) {
@@ -188,12 +257,17 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
 static void http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                            enum MHD_RequestTerminationCode toe)
 {
+    struct http_server *srv = cls;
     struct http_conn *c = *con_cls;
-    (void)cls;
     (void)conn;
     (void)toe;
     if (c) {
+        atomic_fetch_sub(&srv->inflight, 1);
         buf_done(&c->body);
+        if (c->deferred) {
+            buf_done(&c->deferred->body);
+            free(c->deferred);
+        }
         free(c);
         *con_cls = NULL;
     }
@@ -262,9 +336,10 @@ int http_start(const char *host, unsigned port, size_t body_limit_bytes, http_ha
         free(srv);
         return -1;
     }
-    srv->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC, 0,
-                                   NULL, NULL, http_access, srv, MHD_OPTION_LISTEN_SOCKET, srv->fd,
-                                   MHD_OPTION_NOTIFY_COMPLETED, http_completed, srv,
+    srv->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+                                           MHD_ALLOW_SUSPEND_RESUME,
+                                   0, NULL, NULL, http_access, srv, MHD_OPTION_LISTEN_SOCKET,
+                                   srv->fd, MHD_OPTION_NOTIFY_COMPLETED, http_completed, srv,
                                    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
                                    MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_END);
     if (!srv->daemon) {
@@ -278,17 +353,31 @@ int http_start(const char *host, unsigned port, size_t body_limit_bytes, http_ha
     return 0;
 }
 
+void http_quiesce(struct http_server *srv)
+{
+    if (!srv || !srv->daemon || srv->quiesced) {
+        return;
+    }
+    MHD_socket fd = MHD_quiesce_daemon(srv->daemon);
+    if (fd != MHD_INVALID_SOCKET) {
+        close(fd);
+    }
+    srv->quiesced = 1;
+}
+
 void http_stop(struct http_server *srv)
 {
     if (!srv) {
         return;
     }
     if (srv->daemon) {
-        MHD_socket fd = MHD_quiesce_daemon(srv->daemon);
-        MHD_stop_daemon(srv->daemon);
-        if (fd != MHD_INVALID_SOCKET) {
-            close(fd);
+        http_quiesce(srv);
+        /* let answers already queued (a drained run's) reach their clients, for a bounded time */
+        for (int i = 0; i < 500 && atomic_load(&srv->inflight) > 0; i++) {
+            struct timespec tick = { 0, 10 * 1000 * 1000 };
+            nanosleep(&tick, NULL);
         }
+        MHD_stop_daemon(srv->daemon);
     }
     free(srv);
 }

@@ -37,7 +37,19 @@ struct http_response {
     struct buf body;
     char actor[HTTP_ACTOR_MAX + 1]; /* who made the request, for the log line; "" if nobody */
     char route[64];                 /* the route pattern matched, for the log line */
+    int deferred;                   /* set by http_defer: the answer comes later */
 };
+
+/*
+ * A request answered later (a run the client waits for): the handler calls http_defer and
+ * returns; the connection is suspended, costing no thread, until exactly one
+ * http_deferred_answer from any thread sends the answer and frees the handle. Every deferred
+ * request must be answered before http_stop.
+ */
+struct http_deferred;
+/* NULL when out of memory (the handler then answers at once). */
+struct http_deferred *http_defer(const struct http_request *req, struct http_response *resp);
+void http_deferred_answer(struct http_deferred *d, unsigned status, const char *json, size_t len);
 
 /* The value of query argument `name` (percent-decoded), NULL when absent; borrowed for the
  * request. */
@@ -53,7 +65,10 @@ struct http_server;
  * in err (256 bytes) otherwise. */
 int http_start(const char *host, unsigned port, size_t body_limit_bytes, http_handler_fn *handler,
                void *userdata, struct http_server **ret_server, unsigned *ret_port, char *err);
-/* Stops accepting, finishes the requests in progress and frees the server. NULL-safe. */
+/* Stops accepting connections; those open are still served. NULL-safe. */
+void http_quiesce(struct http_server *server);
+/* Stops accepting, gives the requests in progress up to 5 s to finish and frees the server
+ * (every deferred request answered first). NULL-safe. */
 void http_stop(struct http_server *server);
 
 #endif

@@ -17,13 +17,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "airlock.h"
+
+#include "api.h"
 #include "audit.h"
 #include "auditlog.h"
 #include "auth.h"
+#include "connector.h"
 #include "http.h"
 #include "json.h"
+#include "keyfile.h"
 #include "ratelimit.h"
 #include "router.h"
+#include "runs.h"
 #include "store.h"
 
 #define MAIN_PATH_MAX     4096
@@ -37,6 +43,19 @@ struct main_config {
     size_t body_limit_bytes;
     double rate_per_second; /* tokens per second of each caller's bucket */
     double rate_burst;      /* its size, >= 1 */
+    unsigned max_runs;      /* runs executing at once; more wait in the runner's queue */
+    unsigned max_queue;
+    unsigned warm_workers;
+    unsigned drain_grace_ms; /* how long SIGTERM lets runs finish before cancelling them */
+};
+
+/* What executes runs: the runner with the continuation key, the connector client and the run
+ * engine above both. */
+struct main_runtime {
+    struct al_config *config;
+    struct al_runner *runner;
+    struct connector_client *client;
+    struct runs *runs;
 };
 
 static const char main_usage[] =
@@ -329,6 +348,142 @@ static int main_audit_check(struct store *s)
     return 0;
 }
 
+/* Runs that were executing when the last airlockd stopped without recording their end (a
+ * crash, kill -9) cannot be resumed: each ends failed with ABORTED and a record saying so. Runs
+ * waiting for a person keep waiting. */
+struct main_abandoned {
+    size_t n;
+    size_t cap;
+    struct store_run *rows; /* id and department copied */
+};
+
+static int main_abandoned_fn(void *userdata, const struct store_run *row)
+{
+    struct main_abandoned *a = userdata;
+    if (strcmp(row->status, "running") != 0 && strcmp(row->status, "queued") != 0) {
+        return 0;
+    }
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? 2 * a->cap : 16;
+        struct store_run *rows = realloc(a->rows, cap * sizeof *rows);
+        if (!rows) {
+            return 1;
+        }
+        a->rows = rows;
+        a->cap = cap;
+    }
+    struct store_run *r = &a->rows[a->n];
+    memset(r, 0, sizeof *r);
+    r->id = strdup(row->id);
+    r->department = strdup(row->department);
+    if (r->id && r->department) {
+        a->n++;
+    } else {
+        free((char *)r->id);
+        free((char *)r->department);
+    }
+    return 0;
+}
+
+static int main_recover(struct store *s)
+{
+    struct main_abandoned a = { 0, 0, NULL };
+    static const char outcome[] =
+            "{\"error\":{\"code\":\"ABORTED\",\"name\":\"\",\"message\":\"airlockd stopped "
+            "while the run was executing\",\"stack\":\"\"},\"console\":[],\"stats\":{}}";
+    enum store_rc rc = s->ops->run_list(s, NULL, main_abandoned_fn, &a);
+    if (rc == STORE_OK && a.n > 0) {
+        rc = s->ops->tx_begin(s);
+        for (size_t i = 0; i < a.n && rc == STORE_OK; i++) {
+            char details[256];
+            snprintf(details, sizeof details,
+                     "{\"run\":\"%s\",\"status\":\"failed\",\"code\":\"ABORTED\","
+                     "\"reason\":\"airlockd stopped while the run was executing\"}",
+                     a.rows[i].id);
+            rc = s->ops->run_set_status(s, a.rows[i].id, "running|queued", "failed", outcome);
+            if (rc == STORE_OK) {
+                rc = s->ops->audit_append(s, "airlockd", "run.abandoned", a.rows[i].id,
+                                          a.rows[i].department, details, NULL);
+            }
+        }
+        if (rc == STORE_OK) {
+            rc = s->ops->tx_commit(s);
+        }
+        if (rc != STORE_OK) {
+            s->ops->tx_rollback(s);
+        } else {
+            fprintf(stderr, "airlockd: %zu run%s abandoned by the last stop marked failed\n", a.n,
+                    a.n == 1 ? "" : "s");
+        }
+    }
+    for (size_t i = 0; i < a.n; i++) {
+        free((char *)a.rows[i].id);
+        free((char *)a.rows[i].department);
+    }
+    free(a.rows);
+    if (rc != STORE_OK) {
+        fprintf(stderr, "airlockd: recovering runs: %s\n", s->ops->errmsg(s));
+        return -1;
+    }
+    return 0;
+}
+
+static int main_runtime_start(const struct main_config *cfg, struct store *store,
+                              pthread_mutex_t *store_lock, struct api_services *svc,
+                              struct main_runtime *rt)
+{
+    unsigned char key[32];
+    char err[256];
+    struct al_error aerr;
+    int rc = -1;
+    memset(&aerr, 0, sizeof aerr);
+    if (keyfile_load(cfg->data_dir, "continuation.key", "AIRLOCK_CONTINUATION_KEY", sizeof key, key,
+                     err) != 0) {
+        fprintf(stderr, "airlockd: continuation key: %s\n", err);
+        goto out;
+    }
+    if (keyfile_load(cfg->data_dir, "secret.key", "AIRLOCK_SECRET_KEY", sizeof svc->secret_key,
+                     svc->secret_key, err) != 0) {
+        fprintf(stderr, "airlockd: secret key: %s\n", err);
+        goto out;
+    }
+    rt->config = al_config_new();
+    if (!rt->config || al_config_set_continuation_key(rt->config, key, sizeof key) != AL_OK ||
+        al_config_set_warm_workers(rt->config, cfg->warm_workers) != AL_OK ||
+        al_config_set_max_concurrency(rt->config, cfg->max_runs, cfg->max_queue) != AL_OK) {
+        fprintf(stderr, "airlockd: cannot configure the runner\n");
+        goto out;
+    }
+    if (al_runner_new(rt->config, &rt->runner, &aerr) != AL_OK) {
+        fprintf(stderr, "airlockd: cannot start the runner: %s\n", aerr.message);
+        goto out;
+    }
+    rt->client = connector_client_new();
+    if (!rt->client) {
+        fprintf(stderr, "airlockd: cannot start the connector client\n");
+        goto out;
+    }
+    if (runs_new(store, store_lock, rt->runner, rt->client, &rt->runs, err) != 0) {
+        fprintf(stderr, "airlockd: %s\n", err);
+        goto out;
+    }
+    svc->runs = rt->runs;
+    rc = 0;
+out:
+    OPENSSL_cleanse(key, sizeof key);
+    return rc;
+}
+
+/* Runs first (they use the client and the runner), then the client, then the runner. */
+static void main_runtime_stop(struct main_runtime *rt)
+{
+    runs_free(rt->runs);
+    connector_client_free(rt->client);
+    al_runner_free(rt->runner);
+    al_config_free(rt->config);
+    memset(rt, 0, sizeof *rt);
+}
+
 /* Options: 0 to go on, 1 to exit 0 (printed what was asked), 2 for a usage error. */
 static int main_options(int argc, char **argv, struct main_config *cfg)
 {
@@ -383,6 +538,9 @@ int main(int argc, char **argv)
     struct store *store = NULL;
     struct http_server *http = NULL;
     struct router router;
+    struct api_services svc;
+    struct main_runtime rt;
+    pthread_mutex_t store_lock = PTHREAD_MUTEX_INITIALIZER;
     struct ratelimit *limit = NULL;
     struct ratelimit_options limit_opts;
     char db_path[MAIN_PATH_MAX + 16];
@@ -393,6 +551,13 @@ int main(int argc, char **argv)
     int status = 1;
 
     memset(&cfg, 0, sizeof cfg);
+    memset(&svc, 0, sizeof svc);
+    memset(&rt, 0, sizeof rt);
+    memset(&router, 0, sizeof router);
+    cfg.max_runs = 64;
+    cfg.max_queue = 4096;
+    cfg.warm_workers = 2;
+    cfg.drain_grace_ms = 10000;
     snprintf(cfg.host, sizeof cfg.host, "127.0.0.1");
     cfg.port = 8080;
     snprintf(cfg.data_dir, sizeof cfg.data_dir, "./var");
@@ -425,7 +590,10 @@ int main(int argc, char **argv)
         goto out;
     }
     if (main_audit(store, cfg.data_dir) != 0 || main_bootstrap(store, cfg.data_dir) != 0 ||
-        main_audit_check(store) != 0) {
+        main_audit_check(store) != 0 || main_recover(store) != 0) {
+        goto out;
+    }
+    if (main_runtime_start(&cfg, store, &store_lock, &svc, &rt) != 0) {
         goto out;
     }
     memset(&limit_opts, 0, sizeof limit_opts);
@@ -438,6 +606,8 @@ int main(int argc, char **argv)
     }
     router.store = store;
     router.limit = limit;
+    router.svc = &svc;
+    router.store_lock = &store_lock;
     if (http_start(cfg.host, cfg.port, cfg.body_limit_bytes, router_dispatch, &router, &http, &port,
                    errmsg) != 0) {
         fprintf(stderr, "airlockd: %s\n", errmsg);
@@ -450,9 +620,19 @@ int main(int argc, char **argv)
         goto out;
     }
     fprintf(stderr, "airlockd: %s: stopping\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    /* drain: no new connections, runs finish (or are cancelled after the grace period) and
+     * their clients are answered, then the server stops */
+    http_quiesce(http);
+    if (rt.runs) {
+        runs_drain(rt.runs, cfg.drain_grace_ms);
+    }
     status = 0;
 out:
+    if (rt.runs) {
+        runs_drain(rt.runs, 0);
+    }
     http_stop(http);
+    main_runtime_stop(&rt);
     ratelimit_free(limit);
     if (store) {
         store->ops->close(store);

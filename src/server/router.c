@@ -50,6 +50,13 @@ static const struct route routes[] = {
     { "DELETE", "/v1/principals/{p}/keys/{prefix}",  api_principals_key_revoke,   { AUTH_ANY_DEPARTMENT, ADMIN } },
     { "POST",   "/v1/principals/{p}/roles",          api_principals_role_grant,   { AUTH_ANY_DEPARTMENT, ADMIN } },
     { "DELETE", "/v1/principals/{p}/roles",          api_principals_role_revoke,  { AUTH_ANY_DEPARTMENT, ADMIN } },
+    { "POST",   "/v1/runs",                          api_runs_create,             { AUTH_RESOURCE, AUTH_ROLE_AGENT } },
+    { "GET",    "/v1/runs",                          api_runs_list,               { AUTH_ANY_DEPARTMENT, ANY_ROLES } },
+    { "GET",    "/v1/runs/{id}",                     api_runs_get,                { AUTH_RESOURCE, ANY_ROLES } },
+    { "POST",   "/v1/runs/{id}/cancel",              api_runs_cancel,             { AUTH_RESOURCE, AUTH_ROLE_AGENT | AUTH_ROLE_APPROVER | ADMIN } },
+    { "GET",    "/v1/approvals",                     api_approvals_list,          { AUTH_ANY_DEPARTMENT, AUTH_ROLE_APPROVER | READERS } },
+    { "POST",   "/v1/approvals/{id}/approve",        api_approvals_approve,       { AUTH_RESOURCE, AUTH_ROLE_APPROVER } },
+    { "POST",   "/v1/approvals/{id}/deny",           api_approvals_deny,          { AUTH_RESOURCE, AUTH_ROLE_APPROVER } },
 };
 /* clang-format on */
 
@@ -146,9 +153,24 @@ static int router_limited(struct router *r, const struct http_request *req,
     return 1;
 }
 
+static void router_dispatch_locked(struct router *r, const struct http_request *req,
+                                   struct http_response *resp);
+
 void router_dispatch(void *userdata, const struct http_request *req, struct http_response *resp)
 {
     struct router *r = userdata;
+    if (r->store_lock) {
+        pthread_mutex_lock(r->store_lock);
+    }
+    router_dispatch_locked(r, req, resp);
+    if (r->store_lock) {
+        pthread_mutex_unlock(r->store_lock);
+    }
+}
+
+static void router_dispatch_locked(struct router *r, const struct http_request *req,
+                                   struct http_response *resp)
+{
     struct router_path path;
     struct api_ctx ctx;
     struct auth_principal who;
@@ -158,6 +180,7 @@ void router_dispatch(void *userdata, const struct http_request *req, struct http
 
     memset(&ctx, 0, sizeof ctx);
     ctx.store = r->store;
+    ctx.svc = r->svc;
     ctx.req = req;
     ctx.resp = resp;
     if (router_split(req->path, &path) == 0) {

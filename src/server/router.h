@@ -11,15 +11,20 @@
 #ifndef AIRLOCK_SERVER_ROUTER_H
 #define AIRLOCK_SERVER_ROUTER_H
 
+#include <pthread.h>
 #include <stdio.h>
 
 #include "http.h"
 #include "ratelimit.h"
 #include "store.h"
 
+struct api_services;
+
 struct router {
     struct store *store;
-    struct ratelimit *limit; /* NULL: no rate limit */
+    struct api_services *svc;
+    pthread_mutex_t *store_lock; /* held around every request: the run writer shares the store */
+    struct ratelimit *limit;     /* NULL: no rate limit */
 };
 
 /* An http_handler_fn: userdata is a struct router *. */

@@ -722,6 +722,330 @@ static enum store_rc sqlite_audit_list(struct store *s, int64_t after_seq, int64
     return sqlite_audit_search(s, after_seq, limit, NULL, fn, userdata);
 }
 
+/* ---------------------------------------------------------------- runs and approvals */
+
+#define SQLITE_RUN_COLUMNS                                                                   \
+    "seq, id, COALESCE(template, ''), COALESCE(version, 0), department, principal, status, " \
+    "input, source, language, functions, outcome, created, updated"
+
+static void sqlite_run_row(sqlite3_stmt *stmt, struct store_run *r)
+{
+    r->seq = sqlite3_column_int64(stmt, 0);
+    r->id = sqlite_col(stmt, 1);
+    r->template_name = sqlite_col(stmt, 2);
+    r->version = sqlite3_column_int64(stmt, 3);
+    r->department = sqlite_col(stmt, 4);
+    r->principal = sqlite_col(stmt, 5);
+    r->status = sqlite_col(stmt, 6);
+    r->input = sqlite_col(stmt, 7);
+    r->source = sqlite_col(stmt, 8);
+    r->language = sqlite_col(stmt, 9);
+    r->functions = sqlite_col(stmt, 10);
+    r->outcome = sqlite_col(stmt, 11);
+    r->created = sqlite_col(stmt, 12);
+    r->updated = sqlite_col(stmt, 13);
+}
+
+/* Steps stmt, handing each row to fn through `row`; NOT_FOUND when `one` and no row came. */
+static enum store_rc sqlite_walk(struct sqlite_store *st, sqlite3_stmt *stmt, int one,
+                                 int (*row)(sqlite3_stmt *stmt, void *fn, void *userdata), void *fn,
+                                 void *userdata, const char *what)
+{
+    enum store_rc rc = STORE_OK;
+    int seen = 0;
+    int step;
+    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
+        seen = 1;
+        if (row(stmt, fn, userdata) != 0) {
+            step = SQLITE_DONE;
+            break;
+        }
+    }
+    if (step != SQLITE_DONE) {
+        rc = sqlite_fail(st, what);
+    } else if (one && !seen) {
+        rc = STORE_NOT_FOUND;
+    }
+    sqlite3_finalize(stmt);
+    return rc;
+}
+
+static int sqlite_run_each(sqlite3_stmt *stmt, void *fn, void *userdata)
+{
+    struct store_run r;
+    sqlite_run_row(stmt, &r);
+    return ((store_run_fn *)fn)(userdata, &r);
+}
+
+static enum store_rc sqlite_run_create(struct store *s, const struct store_run *r)
+{
+    char now[32];
+    char version[24];
+    sqlite_now(now);
+    snprintf(version, sizeof version, "%" PRId64, r->version);
+    int adhoc = !r->template_name || !r->template_name[0];
+    const char *args[] = { r->id,
+                           adhoc ? NULL : r->template_name,
+                           adhoc ? NULL : version,
+                           r->department,
+                           r->principal,
+                           r->status,
+                           r->input,
+                           r->source,
+                           r->language,
+                           r->functions,
+                           now,
+                           now };
+    return sqlite_exec_args(sqlite_of(s),
+                            "INSERT INTO runs (id, template, version, department, principal, "
+                            "status, input, source, language, functions, created, updated) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            12, args, NULL);
+}
+
+static enum store_rc sqlite_run_get(struct store *s, const char *id, store_run_fn *fn,
+                                    void *userdata)
+{
+    struct sqlite_store *st = sqlite_of(s);
+    sqlite3_stmt *stmt = NULL;
+    const char *args[] = { id };
+    enum store_rc rc = sqlite_prepare(st, "SELECT " SQLITE_RUN_COLUMNS " FROM runs WHERE id = ?", 1,
+                                      args, &stmt);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    return sqlite_walk(st, stmt, 1, sqlite_run_each, (void *)fn, userdata, "runs");
+}
+
+static enum store_rc sqlite_run_list(struct store *s, const struct store_run_filter *f,
+                                     store_run_fn *fn, void *userdata)
+{
+    struct sqlite_store *st = sqlite_of(s);
+    sqlite3_stmt *stmt = NULL;
+    char after[24];
+    snprintf(after, sizeof after, "%" PRId64, f ? f->after_seq : 0);
+    const char *args[] = { after, f ? f->template_name : NULL, f ? f->status : NULL,
+                           f ? f->principal : NULL };
+    enum store_rc rc = sqlite_prepare(st,
+                                      "SELECT " SQLITE_RUN_COLUMNS " FROM runs WHERE seq > ? "
+                                      "AND (?2 IS NULL OR template = ?2) "
+                                      "AND (?3 IS NULL OR status = ?3) "
+                                      "AND (?4 IS NULL OR principal = ?4) ORDER BY seq",
+                                      4, args, &stmt);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    return sqlite_walk(st, stmt, 0, sqlite_run_each, (void *)fn, userdata, "runs");
+}
+
+/* STORE_OK when a statement changed a row; else NOT_FOUND or CONFLICT, whichever `exists`
+ * (a query naming the row) says. */
+static enum store_rc sqlite_changed_or(struct sqlite_store *st, int changes, const char *exists,
+                                       const char *id)
+{
+    if (changes > 0) {
+        return STORE_OK;
+    }
+    sqlite3_stmt *stmt = NULL;
+    const char *args[] = { id };
+    enum store_rc rc = sqlite_prepare(st, exists, 1, args, &stmt);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    int step = sqlite3_step(stmt);
+    rc = step == SQLITE_ROW    ? STORE_CONFLICT
+         : step == SQLITE_DONE ? STORE_NOT_FOUND
+                               : sqlite_fail(st, "lookup");
+    sqlite3_finalize(stmt);
+    return rc;
+}
+
+static enum store_rc sqlite_run_set_status(struct store *s, const char *id, const char *from,
+                                           const char *status, const char *outcome)
+{
+    struct sqlite_store *st = sqlite_of(s);
+    char now[32];
+    int changes = 0;
+    sqlite_now(now);
+    const char *args[] = { status, outcome, now, id, from };
+    enum store_rc rc = sqlite_exec_args(
+            st,
+            "UPDATE runs SET status = ?1, outcome = COALESCE(?2, outcome), updated = ?3 "
+            "WHERE id = ?4 AND instr('|' || ?5 || '|', '|' || status || '|') > 0",
+            5, args, &changes);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    return sqlite_changed_or(st, changes, "SELECT 1 FROM runs WHERE id = ?", id);
+}
+
+static enum store_rc sqlite_run_set_continuation(struct store *s, const char *id, const char *token)
+{
+    struct sqlite_store *st = sqlite_of(s);
+    int changes = 0;
+    const char *args[] = { token, id };
+    enum store_rc rc = sqlite_exec_args(st, "UPDATE runs SET continuation = ? WHERE id = ?", 2,
+                                        args, &changes);
+    if (rc == STORE_OK && changes == 0) {
+        rc = STORE_NOT_FOUND;
+    }
+    return rc;
+}
+
+static enum store_rc sqlite_run_take_continuation(struct store *s, const char *id, char **ret_token)
+{
+    struct sqlite_store *st = sqlite_of(s);
+    sqlite3_stmt *stmt = NULL;
+    const char *args[] = { id };
+    char *token = NULL;
+    int changes = 0;
+    enum store_rc rc = sqlite_prepare(
+            st, "SELECT continuation FROM runs WHERE id = ? AND continuation IS NOT NULL", 1, args,
+            &stmt);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    int step = sqlite3_step(stmt);
+    if (step == SQLITE_ROW) {
+        token = strdup(sqlite_col(stmt, 0));
+        rc = token ? STORE_OK : STORE_ERROR;
+        if (!token) {
+            snprintf(st->errmsg, sizeof st->errmsg, "out of memory");
+        }
+    } else {
+        rc = step == SQLITE_DONE ? STORE_NOT_FOUND : sqlite_fail(st, "continuation");
+    }
+    sqlite3_finalize(stmt);
+    if (rc == STORE_OK) {
+        /* the same connection holds the write lock inside a transaction: nobody claims between */
+        rc = sqlite_exec_args(st,
+                              "UPDATE runs SET continuation = NULL WHERE id = ? "
+                              "AND continuation IS NOT NULL",
+                              1, args, &changes);
+        if (rc == STORE_OK && changes != 1) {
+            rc = STORE_NOT_FOUND;
+        }
+    }
+    if (rc == STORE_OK) {
+        *ret_token = token;
+    } else {
+        free(token);
+    }
+    return rc;
+}
+
+#define SQLITE_APPROVAL_COLUMNS                                                             \
+    "id, run, kind, interruption, function, args, status, requested_by, department, "       \
+    "COALESCE(template, ''), COALESCE(version, 0), created, decided_by, decided, comment, " \
+    "consumed"
+
+static int sqlite_approval_each(sqlite3_stmt *stmt, void *fn, void *userdata)
+{
+    struct store_approval a = {
+        .id = sqlite_col(stmt, 0),
+        .run = sqlite_col(stmt, 1),
+        .kind = sqlite_col(stmt, 2),
+        .interruption = sqlite_col(stmt, 3),
+        .function = sqlite_col(stmt, 4),
+        .args = sqlite_col(stmt, 5),
+        .status = sqlite_col(stmt, 6),
+        .requested_by = sqlite_col(stmt, 7),
+        .department = sqlite_col(stmt, 8),
+        .template_name = sqlite_col(stmt, 9),
+        .version = sqlite3_column_int64(stmt, 10),
+        .created = sqlite_col(stmt, 11),
+        .decided_by = sqlite_col(stmt, 12),
+        .decided = sqlite_col(stmt, 13),
+        .comment = sqlite_col(stmt, 14),
+        .consumed = sqlite3_column_int(stmt, 15),
+    };
+    return ((store_approval_fn *)fn)(userdata, &a);
+}
+
+static enum store_rc sqlite_approval_create(struct store *s, const struct store_approval *a)
+{
+    char now[32];
+    char version[24];
+    sqlite_now(now);
+    snprintf(version, sizeof version, "%" PRId64, a->version);
+    int adhoc = !a->template_name || !a->template_name[0];
+    const char *args[] = { a->id,
+                           a->run,
+                           a->kind,
+                           a->interruption,
+                           a->function,
+                           a->args,
+                           a->requested_by,
+                           a->department,
+                           adhoc ? NULL : a->template_name,
+                           adhoc ? NULL : version,
+                           now };
+    return sqlite_exec_args(sqlite_of(s),
+                            "INSERT INTO approvals (id, run, kind, interruption, function, args, "
+                            "status, requested_by, department, template, version, created) "
+                            "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)",
+                            11, args, NULL);
+}
+
+static enum store_rc sqlite_approval_get(struct store *s, const char *id, store_approval_fn *fn,
+                                         void *userdata)
+{
+    struct sqlite_store *st = sqlite_of(s);
+    sqlite3_stmt *stmt = NULL;
+    const char *args[] = { id };
+    enum store_rc rc = sqlite_prepare(
+            st, "SELECT " SQLITE_APPROVAL_COLUMNS " FROM approvals WHERE id = ?", 1, args, &stmt);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    return sqlite_walk(st, stmt, 1, sqlite_approval_each, (void *)fn, userdata, "approvals");
+}
+
+static enum store_rc sqlite_approval_list(struct store *s, const char *run, const char *status,
+                                          store_approval_fn *fn, void *userdata)
+{
+    struct sqlite_store *st = sqlite_of(s);
+    sqlite3_stmt *stmt = NULL;
+    const char *args[] = { run, status };
+    enum store_rc rc = sqlite_prepare(st,
+                                      "SELECT " SQLITE_APPROVAL_COLUMNS " FROM approvals "
+                                      "WHERE (?1 IS NULL OR run = ?1) "
+                                      "AND (?2 IS NULL OR status = ?2) ORDER BY seq DESC",
+                                      2, args, &stmt);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    return sqlite_walk(st, stmt, 0, sqlite_approval_each, (void *)fn, userdata, "approvals");
+}
+
+static enum store_rc sqlite_approval_decide(struct store *s, const char *id, const char *status,
+                                            const char *by, const char *comment)
+{
+    struct sqlite_store *st = sqlite_of(s);
+    char now[32];
+    int changes = 0;
+    sqlite_now(now);
+    const char *args[] = { status, by, now, comment, id };
+    enum store_rc rc = sqlite_exec_args(st,
+                                        "UPDATE approvals SET status = ?, decided_by = ?, "
+                                        "decided = ?, comment = ? WHERE id = ? "
+                                        "AND status = 'pending'",
+                                        5, args, &changes);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    return sqlite_changed_or(st, changes, "SELECT 1 FROM approvals WHERE id = ?", id);
+}
+
+static enum store_rc sqlite_approval_consume(struct store *s, const char *run)
+{
+    const char *args[] = { run };
+    return sqlite_exec_args(sqlite_of(s),
+                            "UPDATE approvals SET consumed = 1 WHERE run = ? "
+                            "AND status IN ('approved', 'denied')",
+                            1, args, NULL);
+}
+
 static const struct store_ops sqlite_ops = {
     .version = STORE_OPS_VERSION,
     .name = "sqlite",
@@ -751,6 +1075,17 @@ static const struct store_ops sqlite_ops = {
     .audit_set_key = sqlite_audit_set_key,
     .audit_search = sqlite_audit_search,
     .audit_checkpoint = sqlite_audit_checkpoint,
+    .run_create = sqlite_run_create,
+    .run_get = sqlite_run_get,
+    .run_list = sqlite_run_list,
+    .run_set_status = sqlite_run_set_status,
+    .run_set_continuation = sqlite_run_set_continuation,
+    .run_take_continuation = sqlite_run_take_continuation,
+    .approval_create = sqlite_approval_create,
+    .approval_get = sqlite_approval_get,
+    .approval_list = sqlite_approval_list,
+    .approval_decide = sqlite_approval_decide,
+    .approval_consume = sqlite_approval_consume,
 };
 
 int store_schema_version(void)

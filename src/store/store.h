@@ -96,6 +96,57 @@ typedef int store_department_fn(void *userdata, const struct store_department *d
 typedef int store_key_fn(void *userdata, const struct store_key *k);
 typedef int store_audit_fn(void *userdata, const struct store_audit *a);
 
+/* A run (0003_runs). Template runs name their template and version; an ad-hoc run has
+ * template "" and version 0 and keeps its own source, language and functions. */
+struct store_run {
+    int64_t seq; /* the row's order, the cursor of run_list */
+    const char *id;
+    const char *template_name;
+    int64_t version;
+    const char *department;
+    const char *principal;
+    const char *status; /* queued running awaiting_approval completed failed cancelled denied */
+    const char *input;  /* JSON */
+    const char *source; /* ad-hoc only; NULL otherwise */
+    const char *language;
+    const char *functions; /* ad-hoc only: a JSON array of "connector.fn" */
+    const char *outcome;   /* JSON object {value|error, console, stats}; NULL before one */
+    const char *created;
+    const char *updated;
+};
+
+/* Which runs run_list walks; a NULL or 0 member matches every run. */
+struct store_run_filter {
+    const char *template_name;
+    const char *status;
+    const char *principal;
+    int64_t after_seq; /* runs with seq > after_seq */
+};
+
+/* An approval: of a whole run (kind "run", supervised mode) or of one sensitive call
+ * ("host_call": its interruption id, function and boundary-JSON args). */
+struct store_approval {
+    const char *id;
+    const char *run;
+    const char *kind;
+    const char *interruption; /* host_call only */
+    const char *function;
+    const char *args;
+    const char *status; /* pending approved denied cancelled */
+    const char *requested_by;
+    const char *department;
+    const char *template_name; /* "" for an ad-hoc run */
+    int64_t version;
+    const char *created;
+    const char *decided_by; /* NULL while pending */
+    const char *decided;
+    const char *comment;
+    int consumed; /* its decision has gone into a resume of the run */
+};
+
+typedef int store_run_fn(void *userdata, const struct store_run *r);
+typedef int store_approval_fn(void *userdata, const struct store_approval *a);
+
 struct store_ops {
     int version;      /* STORE_OPS_VERSION; later versions only append members */
     const char *name; /* "sqlite" */
@@ -170,6 +221,39 @@ struct store_ops {
      * a checkpoint of the one before it, a checkpoint of the last record is appended and that is
      * what is signed. NOT_FOUND for an empty log; STORE_ERROR without a key. */
     enum store_rc (*audit_checkpoint)(struct store *s, int append, struct store_checkpoint *ret);
+
+    /* Runs and approvals (0003_runs). */
+    /* Creates a run from r's id, template_name, version, department, principal, status, input,
+     * source, language and functions (the rest is the store's). CONFLICT for a taken id. */
+    enum store_rc (*run_create)(struct store *s, const struct store_run *r);
+    enum store_rc (*run_get)(struct store *s, const char *id, store_run_fn *fn, void *userdata);
+    /* Runs in seq order; the callback stops the walk. */
+    enum store_rc (*run_list)(struct store *s, const struct store_run_filter *filter,
+                              store_run_fn *fn, void *userdata);
+    /* Moves a run whose status is one of `from` ("a|b|c") to `status`, with `outcome` (NULL
+     * keeps the stored one). CONFLICT when its status is not among `from`. */
+    enum store_rc (*run_set_status)(struct store *s, const char *id, const char *from,
+                                    const char *status, const char *outcome);
+    /* Keeps (token) or drops (NULL) the continuation of a run. */
+    enum store_rc (*run_set_continuation)(struct store *s, const char *id, const char *token);
+    /* Claims the continuation: *ret_token (malloc'd, the caller frees) and the row's is NULL
+     * afterwards, so a continuation is resumed at most once (call it inside tx_begin ... tx_commit,
+     * with the change that resumes). NOT_FOUND when there is none. */
+    enum store_rc (*run_take_continuation)(struct store *s, const char *id, char **ret_token);
+    /* Creates a pending approval from a's id, run, kind, interruption, function, args,
+     * requested_by, department, template_name and version. */
+    enum store_rc (*approval_create)(struct store *s, const struct store_approval *a);
+    enum store_rc (*approval_get)(struct store *s, const char *id, store_approval_fn *fn,
+                                  void *userdata);
+    /* Approvals of `run` (NULL: all) with `status` (NULL: any), newest first. */
+    enum store_rc (*approval_list)(struct store *s, const char *run, const char *status,
+                                   store_approval_fn *fn, void *userdata);
+    /* Decides a pending approval: status approved, denied or cancelled. CONFLICT when it is
+     * not pending any more (decided at most once). */
+    enum store_rc (*approval_decide)(struct store *s, const char *id, const char *status,
+                                     const char *by, const char *comment);
+    /* Marks the decided approvals of a run consumed (their resolutions resumed it). */
+    enum store_rc (*approval_consume)(struct store *s, const char *run);
 };
 
 /* Every backend's handle starts with this. */

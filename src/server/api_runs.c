@@ -1,0 +1,1048 @@
+/*
+ * api_runs.c - POST /v1/runs and what follows it: only approved versions run, the input is
+ * validated against the version's schema before anything executes, the guest gets exactly the
+ * version's functions (each bound to its connector, which must belong to the same department),
+ * and the effective autonomy is the stricter of the version's and the department's. The run's
+ * row and its start record are committed before the run starts; its end is recorded by the
+ * run writer (runs.c) before the waiting client is answered.
+ *
+ * api_run_plan turns a run's row into what runs.c executes; the resume of an approved run and
+ * the start of a supervised one go through it as well, so a run always executes exactly what
+ * its row names.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "api_runs.h"
+#include "connector.h"
+#include "runs.h"
+#include "schema.h"
+
+#define API_RUNS_LIST_MAX 1000
+
+static const struct {
+    const char *name;
+    enum al_limit which;
+} api_limit_names[] = {
+    { "timeout_ms", AL_LIMIT_TIMEOUT_MS },     { "cpu_ms", AL_LIMIT_CPU_MS },
+    { "memory_bytes", AL_LIMIT_MEMORY_BYTES }, { "output_bytes", AL_LIMIT_RESULT_BYTES },
+    { "host_calls", AL_LIMIT_HOST_CALLS },
+};
+
+/* ---------------------------------------------------------------- the plan */
+
+struct api_version_copy {
+    int found;
+    int64_t version;
+    char department[STORE_NAME_MAX + 1];
+    char state[16];
+    char language[8];
+    char autonomy[16];
+    char approved_by[STORE_NAME_MAX + 1];
+    char digest[80];
+    char *source;
+    char *input_schema;
+    char *functions;
+    char *limits;
+};
+
+static void api_version_copy_done(struct api_version_copy *v)
+{
+    free(v->source);
+    free(v->input_schema);
+    free(v->functions);
+    free(v->limits);
+}
+
+static int api_version_copy_fn(void *userdata, const struct store_version *sv)
+{
+    struct api_version_copy *v = userdata;
+    v->found = 1;
+    v->version = sv->version;
+    snprintf(v->department, sizeof v->department, "%s", sv->department);
+    snprintf(v->state, sizeof v->state, "%s", sv->state);
+    snprintf(v->language, sizeof v->language, "%s", sv->language ? sv->language : "js");
+    snprintf(v->autonomy, sizeof v->autonomy, "%s", sv->autonomy ? sv->autonomy : "autonomous");
+    snprintf(v->approved_by, sizeof v->approved_by, "%s", sv->approved_by ? sv->approved_by : "");
+    snprintf(v->digest, sizeof v->digest, "%s", sv->digest ? sv->digest : "");
+    v->source = strdup(sv->source ? sv->source : "");
+    v->input_schema = strdup(sv->input_schema ? sv->input_schema : "true");
+    v->functions = strdup(sv->functions ? sv->functions : "[]");
+    v->limits = strdup(sv->limits ? sv->limits : "{}");
+    return 0;
+}
+
+/* Reads a version; STORE_NOT_FOUND when there is none. */
+static enum store_rc api_version_read(struct store *s, const char *template_name,
+                                      int64_t version, struct api_version_copy *ret)
+{
+    memset(ret, 0, sizeof *ret);
+    enum store_rc rc = s->ops->version_get(s, template_name, version, api_version_copy_fn, ret);
+    if (rc == STORE_OK && (!ret->source || !ret->input_schema || !ret->functions || !ret->limits)) {
+        api_version_copy_done(ret);
+        return STORE_ERROR;
+    }
+    return rc;
+}
+
+static int api_plan_limits(struct runs_plan *plan, const char *limits_json, char *err)
+{
+    struct json_doc *doc = NULL;
+    struct al_error jerr;
+    if (json_parse(limits_json, strlen(limits_json), 4, &doc, &jerr) != AL_OK) {
+        snprintf(err, 256, "the version's limits are not JSON");
+        return -1;
+    }
+    const struct json_node *root = json_root(doc);
+    for (const struct json_node *m = root->type == JSON_OBJECT ? root->child : NULL; m;
+         m = m->next) {
+        for (size_t i = 0; i < sizeof api_limit_names / sizeof api_limit_names[0]; i++) {
+            if (strcmp(m->key, api_limit_names[i].name) == 0 && m->type == JSON_NUMBER &&
+                m->num >= 1 && plan->nlimits < RUNS_LIMITS_MAX) {
+                plan->limit_which[plan->nlimits] = api_limit_names[i].which;
+                plan->limit_value[plan->nlimits] = (uint64_t)m->num;
+                plan->nlimits++;
+            }
+        }
+    }
+    json_doc_free(doc);
+    return 0;
+}
+
+/* A connector's department, to check that a run only reaches its own department's. */
+static int api_connector_department(void *userdata, const struct store_connector *c)
+{
+    snprintf(userdata, STORE_NAME_MAX + 1, "%s", c->department);
+    return 0;
+}
+
+/* Binds every "connector.fn" of the JSON array to its connector. */
+static int api_plan_functions(struct store *s, const unsigned char *secret_key,
+                              struct runs_plan *plan, const char *functions_json, char *err)
+{
+    struct json_doc *doc = NULL;
+    struct al_error jerr;
+    int ret = -1;
+    if (json_parse(functions_json, strlen(functions_json), 4, &doc, &jerr) != AL_OK) {
+        snprintf(err, 256, "the functions are not JSON");
+        return -1;
+    }
+    const struct json_node *root = json_root(doc);
+    size_t n = root->type == JSON_ARRAY ? root->count : 0;
+    plan->functions = calloc(n ? n : 1, sizeof *plan->functions);
+    plan->targets = calloc(n ? n : 1, sizeof *plan->targets);
+    if (!plan->functions || !plan->targets) {
+        snprintf(err, 256, "out of memory");
+        goto out;
+    }
+    for (const struct json_node *e = n ? root->child : NULL; e; e = e->next) {
+        struct runs_function *f = &plan->functions[plan->nfunctions];
+        const char *dot = e->type == JSON_STRING ? strchr(e->str, '.') : NULL;
+        if (!dot || (size_t)(dot - e->str) > STORE_NAME_MAX || e->str_len >= sizeof f->name) {
+            snprintf(err, 256, "function %.64s is not connector.function", e->str ? e->str : "?");
+            goto out;
+        }
+        snprintf(f->name, sizeof f->name, "%s", e->str);
+        memcpy(f->connector, e->str, (size_t)(dot - e->str));
+        f->connector[dot - e->str] = '\0';
+        f->fn = f->name + (dot - e->str) + 1;
+        const struct connector_target *target = NULL;
+        for (size_t i = 0; i < plan->nfunctions; i++) {
+            if (strcmp(plan->functions[i].connector, f->connector) == 0) {
+                target = plan->functions[i].target;
+            }
+        }
+        if (!target) {
+            char dept[STORE_NAME_MAX + 1] = "";
+            char cerr[256] = "";
+            struct connector_target *t = NULL;
+            if (s->ops->connector_get(s, f->connector, api_connector_department, dept) !=
+                        STORE_OK ||
+                strcmp(dept, plan->department) != 0) {
+                snprintf(err, 256, "connector %s is not registered in department %s",
+                         f->connector, plan->department);
+                goto out;
+            }
+            if (connector_target_load(s, secret_key, f->connector, &t, cerr) != 0) {
+                snprintf(err, 256, "connector %s cannot be used: %s", f->connector, cerr);
+                goto out;
+            }
+            plan->targets[plan->ntargets++] = t;
+            target = t;
+        }
+        f->target = target;
+        if (connector_function_flags(target, f->fn, &f->sensitive, &f->idempotent) != 0) {
+            snprintf(err, 256, "connector %s has no function %s", f->connector, f->fn);
+            goto out;
+        }
+        plan->nfunctions++;
+    }
+    ret = 0;
+out:
+    json_doc_free(doc);
+    return ret;
+}
+
+enum store_rc api_run_plan(struct store *s, const unsigned char *secret_key,
+                           const struct store_run *row, struct runs_plan **ret_plan, char *err)
+{
+    struct api_version_copy v;
+    enum store_rc rc = STORE_OK;
+    struct runs_plan *plan = calloc(1, sizeof *plan);
+    memset(&v, 0, sizeof v);
+    if (!plan) {
+        snprintf(err, 256, "out of memory");
+        return STORE_ERROR;
+    }
+    snprintf(plan->id, sizeof plan->id, "%s", row->id);
+    snprintf(plan->department, sizeof plan->department, "%s", row->department);
+    snprintf(plan->principal, sizeof plan->principal, "%s", row->principal);
+    plan->input_json = strdup(row->input);
+    const char *functions = row->functions ? row->functions : "[]";
+    const char *limits = "{}";
+    if (row->template_name[0]) {
+        snprintf(plan->template_name, sizeof plan->template_name, "%s", row->template_name);
+        plan->version = row->version;
+        rc = api_version_read(s, row->template_name, row->version, &v);
+        if (rc != STORE_OK) {
+            snprintf(err, 256, "template %s version %" PRId64 " cannot be read",
+                     row->template_name, row->version);
+            goto out;
+        }
+        snprintf(plan->approved_by, sizeof plan->approved_by, "%s", v.approved_by);
+        plan->source = strdup(v.source);
+        plan->typescript = strcmp(v.language, "ts") == 0;
+        functions = v.functions;
+        limits = v.limits;
+    } else {
+        plan->source = strdup(row->source ? row->source : "");
+        plan->typescript = row->language && strcmp(row->language, "ts") == 0;
+    }
+    if (!plan->source || !plan->input_json) {
+        snprintf(err, 256, "out of memory");
+        rc = STORE_ERROR;
+        goto out;
+    }
+    if (api_plan_limits(plan, limits, err) != 0 ||
+        api_plan_functions(s, secret_key, plan, functions, err) != 0) {
+        rc = STORE_CONFLICT;
+        goto out;
+    }
+out:
+    api_version_copy_done(&v);
+    if (rc != STORE_OK) {
+        runs_plan_free(plan);
+        return rc;
+    }
+    *ret_plan = plan;
+    return STORE_OK;
+}
+
+/* ---------------------------------------------------------------- POST /v1/runs */
+
+struct api_dept_policy {
+    char autonomy[16];
+    int allow_adhoc;
+};
+
+static int api_dept_policy_fn(void *userdata, const struct store_department *d)
+{
+    struct api_dept_policy *p = userdata;
+    snprintf(p->autonomy, sizeof p->autonomy, "%s", d->autonomy);
+    p->allow_adhoc = d->allow_adhoc;
+    return 0;
+}
+
+struct api_run_request {
+    const struct json_node *template_name;
+    const struct json_node *version;
+    const struct json_node *input;
+    const struct json_node *wait;
+    const struct json_node *source;
+    const struct json_node *department;
+    const struct json_node *functions;
+    const struct json_node *language;
+};
+
+struct api_run_json_ctx {
+    struct store *s;
+    struct buf *b;
+    unsigned status;
+    enum store_rc rc;
+};
+
+static int api_run_json_fn(void *userdata, const struct store_run *row)
+{
+    struct api_run_json_ctx *j = userdata;
+    j->status = runs_http_status(row->status);
+    j->rc = runs_json(j->s, row, j->b);
+    return 0;
+}
+
+enum store_rc api_run_json(struct store *s, const char *id, struct buf *b, unsigned *ret_status)
+{
+    struct api_run_json_ctx j = { s, b, 200, STORE_OK };
+    enum store_rc rc = s->ops->run_get(s, id, api_run_json_fn, &j);
+    if (rc == STORE_OK && j.rc != STORE_OK) {
+        rc = j.rc;
+    }
+    if (rc == STORE_OK && ret_status) {
+        *ret_status = j.status;
+    }
+    return rc;
+}
+
+/* Answers the run's API object: 200 when it has ended, 202 otherwise. */
+void api_run_reply(struct api_ctx *ctx, const char *id)
+{
+    struct buf *b = &ctx->resp->body;
+    api_reply(ctx, 200);
+    if (api_run_json(ctx->store, id, b, &ctx->resp->status) != STORE_OK) {
+        api_store_failed(ctx);
+        return;
+    }
+    buf_append_str(b, "\n");
+}
+
+/* The stricter of two autonomies. */
+static const char *api_stricter(const char *a, const char *b)
+{
+    return strcmp(a, "supervised") == 0 || strcmp(b, "supervised") == 0 ? "supervised"
+                                                                        : "autonomous";
+}
+
+/* The run.start record and, for a supervised run, its approval and approval.request. */
+static enum store_rc api_run_record_start(struct api_ctx *ctx, const struct store_run *row,
+                                          const struct api_version_copy *v, const char *autonomy,
+                                          const char *approval_id)
+{
+    struct store *s = ctx->store;
+    struct buf d;
+    buf_init(&d, (size_t)96 << 20);
+    buf_append_str(&d, "{\"run\":");
+    api_str(&d, row->id);
+    buf_append_str(&d, ",\"template\":");
+    api_str(&d, row->template_name);
+    buf_printf(&d, ",\"version\":%" PRId64 ",\"principal\":", row->version);
+    api_str(&d, row->principal);
+    buf_append_str(&d, ",\"approved_by\":");
+    api_str(&d, v ? v->approved_by : "");
+    buf_append_str(&d, ",\"digest\":");
+    api_str(&d, v ? v->digest : "");
+    buf_append_str(&d, ",\"autonomy\":");
+    api_str(&d, autonomy);
+    buf_append_str(&d, ",\"input\":");
+    json_write_compact(&d, row->input, strlen(row->input));
+    if (!v) {
+        /* an ad-hoc run's whole source is audited */
+        buf_append_str(&d, ",\"source\":");
+        api_str(&d, row->source);
+        buf_append_str(&d, ",\"language\":");
+        api_str(&d, row->language);
+        buf_append_str(&d, ",\"functions\":");
+        json_write_compact(&d, row->functions, strlen(row->functions));
+    }
+    buf_append_str(&d, "}");
+    enum store_rc rc = d.data ? api_audit(ctx, "run.start", row->id, row->department, d.data)
+                              : STORE_ERROR;
+    if (rc == STORE_OK && approval_id) {
+        struct store_approval a = {
+            .id = approval_id,
+            .run = row->id,
+            .kind = "run",
+            .requested_by = row->principal,
+            .department = row->department,
+            .template_name = row->template_name,
+            .version = row->version,
+        };
+        rc = s->ops->approval_create(s, &a);
+        if (rc == STORE_OK) {
+            buf_reset(&d);
+            buf_append_str(&d, "{\"run\":");
+            api_str(&d, row->id);
+            buf_append_str(&d, ",\"approval\":");
+            api_str(&d, approval_id);
+            buf_append_str(&d, ",\"kind\":\"run\",\"template\":");
+            api_str(&d, row->template_name);
+            buf_printf(&d, ",\"version\":%" PRId64 ",\"requested_by\":", row->version);
+            api_str(&d, row->principal);
+            buf_append_str(&d, "}");
+            rc = d.data ? api_audit(ctx, "approval.request", approval_id, row->department,
+                                    d.data)
+                        : STORE_ERROR;
+        }
+    }
+    buf_done(&d);
+    return rc;
+}
+
+/* Validates input against the version's schema: 0, or -1 after answering. */
+static int api_run_check_input(struct api_ctx *ctx, const char *schema_text, const char *input)
+{
+    struct schema *schema = NULL;
+    struct al_error err;
+    memset(&err, 0, sizeof err);
+    if (schema_compile(schema_text, strlen(schema_text), &schema, &err) != AL_OK) {
+        api_error(ctx, 500, "INTERNAL", "the version's input schema does not compile: %s",
+                  err.message);
+        return -1;
+    }
+    enum al_code code = schema_validate(schema, input, strlen(input), &err);
+    schema_free(schema);
+    if (code == AL_CONFIG_ERROR) {
+        api_error(ctx, 422, "INPUT_INVALID", "input %s", err.message);
+        return -1;
+    }
+    if (code != AL_OK) {
+        api_error(ctx, 400, "INVALID_REQUEST", "input: %s", err.message);
+        return -1;
+    }
+    return 0;
+}
+
+void api_runs_create(struct api_ctx *ctx)
+{
+    struct store *s = ctx->store;
+    struct api_run_request q;
+    struct api_version_copy v;
+    struct api_dept_policy policy;
+    struct runs_plan *plan = NULL;
+    char id[RUNS_ID_LEN + 1];
+    char approval[RUNS_ID_LEN + 1];
+    char err[256] = "";
+    char *functions_text = NULL;
+    memset(&v, 0, sizeof v);
+    const struct api_field fields[] = {
+        { "template", JSON_STRING, 0, &q.template_name },
+        { "version", JSON_NUMBER, 0, &q.version },
+        { "input", JSON_OBJECT, 0, &q.input },
+        { "wait", JSON_TRUE, 0, &q.wait },
+        { "source", JSON_STRING, 0, &q.source },
+        { "department", JSON_STRING, 0, &q.department },
+        { "functions", JSON_ARRAY, 0, &q.functions },
+        { "language", JSON_STRING, 0, &q.language },
+    };
+    if (api_body(ctx, fields, sizeof fields / sizeof fields[0]) != 0) {
+        goto out;
+    }
+    int adhoc = q.source != NULL;
+    if (adhoc == (q.template_name != NULL)) {
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "give either \"template\" (a template run) or \"source\" and \"department\" "
+                  "(an ad-hoc run)");
+        goto out;
+    }
+    if (!adhoc && (q.department || q.functions || q.language)) {
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "a template run takes its department, functions and language from the "
+                  "version");
+        goto out;
+    }
+    if (adhoc && (q.version || !q.department)) {
+        api_error(ctx, 400, "INVALID_REQUEST", "an ad-hoc run needs \"department\" and takes no "
+                                               "\"version\"");
+        goto out;
+    }
+    if (q.version && (q.version->num < 1 || q.version->num != (double)(int64_t)q.version->num)) {
+        api_error(ctx, 400, "INVALID_REQUEST", "field \"version\" must be a positive integer");
+        goto out;
+    }
+    if (adhoc && q.language && strcmp(q.language->str, "js") != 0 &&
+        strcmp(q.language->str, "ts") != 0) {
+        api_error(ctx, 400, "INVALID_REQUEST", "field \"language\" must be \"js\" or \"ts\"");
+        goto out;
+    }
+    const char *input = q.input ? q.input->raw : "{}";
+    size_t input_len = q.input ? q.input->raw_len : 2;
+    char *input_text = strndup(input, input_len);
+    if (!input_text) {
+        api_error(ctx, 500, "INTERNAL", "out of memory");
+        goto out;
+    }
+
+    struct store_run row;
+    memset(&row, 0, sizeof row);
+    int64_t version = 0;
+    const char *dept;
+    if (!adhoc) {
+        enum store_rc rc = api_version_read(s, q.template_name->str,
+                                            q.version ? (int64_t)q.version->num : 0, &v);
+        if (rc == STORE_NOT_FOUND && !q.version) {
+            /* no approved version: is there a template at all? */
+            struct api_version_copy any;
+            enum store_rc trc = api_version_read(s, q.template_name->str, 1, &any);
+            if (trc == STORE_OK) {
+                api_version_copy_done(&any);
+                if (api_allow(ctx, any.department) == 0) {
+                    api_error(ctx, 409, "VERSION_NOT_APPROVED",
+                              "template %s has no approved version", q.template_name->str);
+                }
+                free(input_text);
+                goto out;
+            }
+        }
+        if (rc == STORE_NOT_FOUND) {
+            api_error(ctx, 404, "NOT_FOUND", "no template %s%s", q.template_name->str,
+                      q.version ? " with that version" : "");
+            free(input_text);
+            goto out;
+        }
+        if (rc != STORE_OK) {
+            api_store_failed(ctx);
+            free(input_text);
+            goto out;
+        }
+        if (api_allow(ctx, v.department) != 0) {
+            free(input_text);
+            goto out;
+        }
+        if (strcmp(v.state, "revoked") == 0) {
+            api_error(ctx, 409, "TEMPLATE_REVOKED", "template %s version %" PRId64 " is revoked",
+                      q.template_name->str, (int64_t)(q.version ? q.version->num : 0));
+            free(input_text);
+            goto out;
+        }
+        if (strcmp(v.state, "approved") != 0) {
+            api_error(ctx, 409, "VERSION_NOT_APPROVED",
+                      "template %s version %.0f is %s, not approved", q.template_name->str,
+                      q.version ? q.version->num : 0, v.state);
+            free(input_text);
+            goto out;
+        }
+        version = v.version;
+        dept = v.department;
+        if (api_run_check_input(ctx, v.input_schema, input_text) != 0) {
+            free(input_text);
+            goto out;
+        }
+    } else {
+        dept = q.department->str;
+        if (api_allow(ctx, dept) != 0) {
+            free(input_text);
+            goto out;
+        }
+    }
+    enum store_rc prc = s->ops->department_get(s, dept, api_dept_policy_fn, &policy);
+    if (prc != STORE_OK) {
+        if (prc == STORE_NOT_FOUND) {
+            api_error(ctx, 404, "NOT_FOUND", "no department %s", dept);
+        } else {
+            api_store_failed(ctx);
+        }
+        free(input_text);
+        goto out;
+    }
+    if (adhoc && !policy.allow_adhoc) {
+        api_error(ctx, 403, "ADHOC_DISABLED", "department %s does not allow ad-hoc runs", dept);
+        free(input_text);
+        goto out;
+    }
+    const char *autonomy = adhoc ? policy.autonomy : api_stricter(v.autonomy, policy.autonomy);
+    int supervised = strcmp(autonomy, "supervised") == 0;
+    if (runs_new_id("run_", id) != 0 || runs_new_id("apr_", approval) != 0) {
+        api_error(ctx, 500, "INTERNAL", "the random generator failed");
+        free(input_text);
+        goto out;
+    }
+    if (adhoc) {
+        functions_text = q.functions ? strndup(q.functions->raw, q.functions->raw_len)
+                                     : strdup("[]");
+    }
+    row.id = id;
+    row.template_name = adhoc ? "" : q.template_name->str;
+    row.version = version;
+    row.department = dept;
+    row.principal = ctx->who->name;
+    row.status = supervised ? "awaiting_approval" : "running";
+    row.input = input_text;
+    row.source = adhoc ? q.source->str : NULL;
+    row.language = adhoc ? (q.language ? q.language->str : "js") : NULL;
+    row.functions = functions_text;
+
+    /* bind the functions before anything is recorded: a missing connector starts nothing */
+    enum store_rc plan_rc = api_run_plan(s, ctx->svc->secret_key, &row, &plan, err);
+    if (plan_rc != STORE_OK) {
+        if (plan_rc == STORE_CONFLICT) {
+            api_error(ctx, 409, "CONFLICT", "%s", err);
+        } else {
+            api_store_failed(ctx);
+        }
+        free(input_text);
+        goto out;
+    }
+
+    enum store_rc rc = s->ops->tx_begin(s);
+    if (rc == STORE_OK) {
+        rc = s->ops->run_create(s, &row);
+    }
+    if (rc == STORE_OK) {
+        rc = api_run_record_start(ctx, &row, adhoc ? NULL : &v, autonomy,
+                                  supervised ? approval : NULL);
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->tx_commit(s);
+    }
+    free(input_text);
+    if (rc != STORE_OK) {
+        s->ops->tx_rollback(s);
+        api_store_failed(ctx);
+        goto out;
+    }
+    if (supervised) {
+        api_run_reply(ctx, id);
+        goto out;
+    }
+    int wait = !q.wait || q.wait->type == JSON_TRUE;
+    struct http_deferred *deferred = wait ? http_defer(ctx->req, ctx->resp) : NULL;
+    struct runs_plan *p = plan;
+    plan = NULL;
+    runs_launch(ctx->svc->runs, p, NULL, NULL, 0, deferred);
+    if (!deferred) {
+        api_run_reply(ctx, id);
+    }
+out:
+    runs_plan_free(plan);
+    free(functions_text);
+    api_version_copy_done(&v);
+}
+
+/* ---------------------------------------------------------------- reading and cancelling */
+
+struct api_run_head {
+    int found;
+    char status[24];
+    char department[STORE_NAME_MAX + 1];
+    char principal[STORE_NAME_MAX + 1];
+    char template_name[STORE_NAME_MAX + 1];
+    int64_t version;
+};
+
+static int api_run_head_fn(void *userdata, const struct store_run *row)
+{
+    struct api_run_head *h = userdata;
+    h->found = 1;
+    snprintf(h->status, sizeof h->status, "%s", row->status);
+    snprintf(h->department, sizeof h->department, "%s", row->department);
+    snprintf(h->principal, sizeof h->principal, "%s", row->principal);
+    snprintf(h->template_name, sizeof h->template_name, "%s", row->template_name);
+    h->version = row->version;
+    return 0;
+}
+
+/* The caller may see the run: an agent only its own runs (others' answer 404, as if they did
+ * not exist), everyone else the runs of departments where the route's roles are granted. */
+static int api_run_visible(struct api_ctx *ctx, const struct api_run_head *h, const char *id)
+{
+    int only_agent = 1;
+    for (size_t i = 0; i < ctx->who->ngrants; i++) {
+        if (ctx->who->grants[i].role != AUTH_ROLE_AGENT) {
+            only_agent = 0;
+        }
+    }
+    if (only_agent && strcmp(h->principal, ctx->who->name) != 0) {
+        api_error(ctx, 404, "NOT_FOUND", "no run %s", id);
+        return 0;
+    }
+    if (strcmp(h->principal, ctx->who->name) == 0) {
+        return 1;
+    }
+    return api_allow(ctx, h->department) == 0;
+}
+
+void api_runs_get(struct api_ctx *ctx)
+{
+    struct api_run_head h;
+    const char *id = api_param(ctx, "id");
+    memset(&h, 0, sizeof h);
+    if (api_body(ctx, NULL, 0) != 0) {
+        return;
+    }
+    enum store_rc rc = ctx->store->ops->run_get(ctx->store, id, api_run_head_fn, &h);
+    if (rc == STORE_NOT_FOUND) {
+        api_error(ctx, 404, "NOT_FOUND", "no run %s", id);
+        return;
+    }
+    if (rc != STORE_OK) {
+        api_store_failed(ctx);
+        return;
+    }
+    if (api_run_visible(ctx, &h, id)) {
+        api_run_reply(ctx, id);
+        /* GET answers 200 whatever the run's state: the status says where it is */
+        ctx->resp->status = 200;
+    }
+}
+
+struct api_run_list {
+    struct api_ctx *ctx;
+    struct buf *b;
+    int n;
+    int limit;
+    int own_only;
+    const char *after_time;
+    enum store_rc rc;
+};
+
+/* The caller holds some role in the department (or "*"). */
+static int api_has_department(const struct auth_principal *who, const char *department)
+{
+    for (size_t i = 0; i < who->ngrants; i++) {
+        if (strcmp(who->grants[i].department, "*") == 0 ||
+            strcmp(who->grants[i].department, department) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int api_run_list_fn(void *userdata, const struct store_run *row)
+{
+    struct api_run_list *l = userdata;
+    const struct auth_principal *who = l->ctx->who;
+    int own = strcmp(row->principal, who->name) == 0;
+    if (l->own_only ? !own : !(own || api_has_department(who, row->department))) {
+        return 0;
+    }
+    if (l->after_time && strcmp(row->created, l->after_time) <= 0) {
+        return 0;
+    }
+    if (l->n == l->limit) {
+        return 1;
+    }
+    buf_append_str(l->b, l->n++ ? "," : "");
+    l->rc = runs_json(l->ctx->store, row, l->b);
+    return l->rc != STORE_OK;
+}
+
+static int api_run_seq_fn(void *userdata, const struct store_run *row)
+{
+    *(int64_t *)userdata = row->seq;
+    return 0;
+}
+
+void api_runs_list(struct api_ctx *ctx)
+{
+    struct store_run_filter f;
+    struct api_run_list l;
+    memset(&f, 0, sizeof f);
+    memset(&l, 0, sizeof l);
+    if (api_body(ctx, NULL, 0) != 0) {
+        return;
+    }
+    f.template_name = http_query(ctx->req, "template");
+    f.status = http_query(ctx->req, "status");
+    const char *after = http_query(ctx->req, "after");
+    const char *limit = http_query(ctx->req, "limit");
+    l.limit = 100;
+    if (limit) {
+        char *end = NULL;
+        long n = strtol(limit, &end, 10);
+        if (*limit == '\0' || *end != '\0' || n < 1 || n > API_RUNS_LIST_MAX) {
+            api_error(ctx, 400, "INVALID_REQUEST", "limit must be 1..%d", API_RUNS_LIST_MAX);
+            return;
+        }
+        l.limit = (int)n;
+    }
+    if (after && strncmp(after, "run_", 4) == 0) {
+        /* a run id: the runs after it */
+        f.after_seq = -1;
+        if (ctx->store->ops->run_get(ctx->store, after, api_run_seq_fn, &f.after_seq) !=
+                    STORE_OK ||
+            f.after_seq < 0) {
+            api_error(ctx, 400, "INVALID_REQUEST", "after: no run %.64s", after);
+            return;
+        }
+    } else if (after) {
+        /* a time: RFC 3339 UTC, compared as text like the stored times */
+        if (strlen(after) < 10 || strlen(after) > 30 || after[4] != '-') {
+            api_error(ctx, 400, "INVALID_REQUEST",
+                      "after must be a run id or a time like 2026-01-02T03:04:05Z");
+            return;
+        }
+        l.after_time = after;
+    }
+    int only_agent = 1;
+    for (size_t i = 0; i < ctx->who->ngrants; i++) {
+        if (ctx->who->grants[i].role != AUTH_ROLE_AGENT) {
+            only_agent = 0;
+        }
+    }
+    l.ctx = ctx;
+    l.own_only = only_agent;
+    l.b = &ctx->resp->body;
+    api_reply(ctx, 200);
+    buf_append_str(l.b, "[");
+    enum store_rc rc = ctx->store->ops->run_list(ctx->store, &f, api_run_list_fn, &l);
+    if (rc != STORE_OK || l.rc != STORE_OK) {
+        api_store_failed(ctx);
+        return;
+    }
+    buf_append_str(l.b, "]\n");
+}
+
+struct api_ids {
+    size_t n;
+    size_t cap;
+    char (*ids)[RUNS_ID_LEN + 1];
+};
+
+static int api_ids_fn(void *userdata, const struct store_approval *a)
+{
+    struct api_ids *l = userdata;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 8;
+        void *ids = realloc(l->ids, cap * sizeof *l->ids);
+        if (!ids) {
+            return 1;
+        }
+        l->ids = ids;
+        l->cap = cap;
+    }
+    snprintf(l->ids[l->n++], RUNS_ID_LEN + 1, "%s", a->id);
+    return 0;
+}
+
+/* Closes the pending approvals of a run (status cancelled), one approval.cancel record each. */
+static enum store_rc api_run_close_approvals(struct api_ctx *ctx, const char *run,
+                                             const char *department, const char *why)
+{
+    struct store *s = ctx->store;
+    struct api_ids l = { 0, 0, NULL };
+    enum store_rc rc = s->ops->approval_list(s, run, "pending", api_ids_fn, &l);
+    for (size_t i = 0; i < l.n && rc == STORE_OK; i++) {
+        struct buf d;
+        buf_init(&d, 4096);
+        rc = s->ops->approval_decide(s, l.ids[i], "cancelled", "airlockd", why);
+        buf_append_str(&d, "{\"approval\":");
+        api_str(&d, l.ids[i]);
+        buf_append_str(&d, ",\"run\":");
+        api_str(&d, run);
+        buf_append_str(&d, ",\"reason\":");
+        api_str(&d, why);
+        buf_append_str(&d, "}");
+        if (rc == STORE_OK) {
+            rc = d.data ? s->ops->audit_append(s, "airlockd", "approval.cancel", l.ids[i],
+                                               department, d.data, NULL)
+                        : STORE_ERROR;
+        }
+        buf_done(&d);
+    }
+    free(l.ids);
+    return rc;
+}
+
+struct api_outcome_copy {
+    char *outcome;
+};
+
+static int api_outcome_fn(void *userdata, const struct store_run *row)
+{
+    struct api_outcome_copy *c = userdata;
+    c->outcome = row->outcome ? strdup(row->outcome) : NULL;
+    return 0;
+}
+
+/* Replaces the outcome's value or error with `error_outcome`'s error, keeping its console and
+ * stats. */
+static enum store_rc api_run_set_error(struct store *s, const char *id, const char *status,
+                                       const char *error_outcome)
+{
+    struct api_outcome_copy c = { NULL };
+    struct json_doc *doc = NULL;
+    struct al_error err;
+    struct buf b;
+    buf_init(&b, (size_t)96 << 20);
+    enum store_rc rc = s->ops->run_get(s, id, api_outcome_fn, &c);
+    buf_append(&b, error_outcome, strlen(error_outcome) - 1);
+    if (rc == STORE_OK && c.outcome &&
+        json_parse(c.outcome, strlen(c.outcome), API_DEPTH_MAX + 8, &doc, &err) == AL_OK) {
+        const struct json_node *root = json_root(doc);
+        const struct json_node *console = json_get(root, "console");
+        const struct json_node *stats = json_get(root, "stats");
+        if (console) {
+            buf_append_str(&b, ",\"console\":");
+            buf_append(&b, console->raw, console->raw_len);
+        }
+        if (stats) {
+            buf_append_str(&b, ",\"stats\":");
+            buf_append(&b, stats->raw, stats->raw_len);
+        }
+    }
+    buf_append_str(&b, "}");
+    if (rc == STORE_OK) {
+        rc = b.data ? s->ops->run_set_status(s, id, status, status, b.data) : STORE_ERROR;
+    }
+    json_doc_free(doc);
+    free(c.outcome);
+    buf_done(&b);
+    return rc;
+}
+
+/* Ends a run that waits for a person (or is still running) as cancelled, with error ABORTED
+ * and `why`: its pending approvals close and its continuation is dropped. Inside a
+ * transaction. */
+static enum store_rc api_run_cancel_stored(struct api_ctx *ctx, const char *id, const char *department,
+                                           const char *why)
+{
+    struct store *s = ctx->store;
+    struct buf outcome;
+    struct buf d;
+    buf_init(&outcome, 64 * 1024);
+    buf_init(&d, 64 * 1024);
+    buf_append_str(&outcome, "{\"error\":{\"code\":\"ABORTED\",\"name\":\"\",\"message\":");
+    api_str(&outcome, why);
+    buf_append_str(&outcome, ",\"stack\":\"\"}}");
+    enum store_rc rc = outcome.data ? s->ops->run_set_status(s, id,
+                                                             "running|queued|awaiting_approval",
+                                                             "cancelled", NULL)
+                                    : STORE_ERROR;
+    if (rc == STORE_OK) {
+        rc = s->ops->run_set_continuation(s, id, NULL);
+    }
+    if (rc == STORE_OK) {
+        rc = api_run_close_approvals(ctx, id, department, why);
+    }
+    if (rc == STORE_OK) {
+        rc = api_run_set_error(s, id, "cancelled", outcome.data);
+    }
+    if (rc == STORE_OK) {
+        buf_append_str(&d, "{\"run\":");
+        api_str(&d, id);
+        buf_append_str(&d, ",\"reason\":");
+        api_str(&d, why);
+        buf_append_str(&d, "}");
+        rc = d.data ? api_audit(ctx, "run.cancel", id, department, d.data) : STORE_ERROR;
+    }
+    buf_done(&outcome);
+    buf_done(&d);
+    return rc;
+}
+
+void api_runs_cancel(struct api_ctx *ctx)
+{
+    struct store *s = ctx->store;
+    struct api_run_head h;
+    char why[STORE_NAME_MAX + 32];
+    const char *id = api_param(ctx, "id");
+    memset(&h, 0, sizeof h);
+    if (api_body(ctx, NULL, 0) != 0) {
+        return;
+    }
+    enum store_rc rc = s->ops->run_get(s, id, api_run_head_fn, &h);
+    if (rc == STORE_NOT_FOUND) {
+        api_error(ctx, 404, "NOT_FOUND", "no run %s", id);
+        return;
+    }
+    if (rc != STORE_OK) {
+        api_store_failed(ctx);
+        return;
+    }
+    /* the principal that started it, an approver of its department or an admin */
+    int own = strcmp(h.principal, ctx->who->name) == 0;
+    if (!own) {
+        struct auth_rule rule = { AUTH_DEPARTMENT, AUTH_ROLE_APPROVER | AUTH_ROLE_ADMIN };
+        char reason[AUTH_WHY_MAX] = "";
+        if (auth_check(ctx->who, &rule, h.department, reason) != AUTH_OK) {
+            if (!api_run_visible(ctx, &h, id)) {
+                return;
+            }
+            api_denied(ctx, 403, reason);
+            return;
+        }
+    }
+    if (runs_http_status(h.status) == 200) {
+        api_error(ctx, 409, "CONFLICT", "run %s has ended (%s)", id, h.status);
+        return;
+    }
+    snprintf(why, sizeof why, "cancelled by %s", ctx->who->name);
+    rc = s->ops->tx_begin(s);
+    if (rc == STORE_OK) {
+        rc = api_run_cancel_stored(ctx, id, h.department, why);
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->tx_commit(s);
+    }
+    if (rc != STORE_OK) {
+        s->ops->tx_rollback(s);
+        if (rc == STORE_CONFLICT) {
+            api_error(ctx, 409, "CONFLICT", "run %s has ended", id);
+        } else {
+            api_store_failed(ctx);
+        }
+        return;
+    }
+    /* a run executing here ends ABORTED; the writer adds its console and stats */
+    runs_cancel(ctx->svc->runs, id, why);
+    api_run_reply(ctx, id);
+    ctx->resp->status = 200;
+}
+
+struct api_run_ids {
+    size_t n;
+    size_t cap;
+    char (*ids)[RUNS_ID_LEN + 1];
+    char (*departments)[STORE_NAME_MAX + 1];
+    const char *template_name;
+    int64_t version;
+};
+
+static int api_run_ids_fn(void *userdata, const struct store_run *row)
+{
+    struct api_run_ids *l = userdata;
+    if (row->version != l->version || runs_http_status(row->status) == 200) {
+        return 0;
+    }
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 8;
+        void *ids = realloc(l->ids, cap * sizeof *l->ids);
+        if (ids) {
+            l->ids = ids;
+        }
+        void *depts = realloc(l->departments, cap * sizeof *l->departments);
+        if (depts) {
+            l->departments = depts;
+        }
+        if (!ids || !depts) {
+            return 1;
+        }
+        l->cap = cap;
+    }
+    snprintf(l->ids[l->n], RUNS_ID_LEN + 1, "%s", row->id);
+    snprintf(l->departments[l->n], STORE_NAME_MAX + 1, "%s", row->department);
+    l->n++;
+    return 0;
+}
+
+void api_version_revoked(struct api_ctx *ctx, const char *template_name, int64_t version)
+{
+    struct store *s = ctx->store;
+    struct store_run_filter f = { .template_name = template_name };
+    struct api_run_ids l = { .template_name = template_name, .version = version };
+    char why[STORE_NAME_MAX * 2 + 64];
+    snprintf(why, sizeof why, "cancelled: %s version %" PRId64 " was revoked", template_name,
+             version);
+    enum store_rc rc = s->ops->run_list(s, &f, api_run_ids_fn, &l);
+    if (rc == STORE_OK) {
+        rc = s->ops->tx_begin(s);
+    }
+    for (size_t i = 0; i < l.n && rc == STORE_OK; i++) {
+        rc = api_run_cancel_stored(ctx, l.ids[i], l.departments[i], why);
+        if (rc == STORE_CONFLICT) {
+            rc = STORE_OK; /* it ended meanwhile */
+        }
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->tx_commit(s);
+    }
+    if (rc != STORE_OK) {
+        s->ops->tx_rollback(s);
+        fprintf(stderr, "{\"log\":\"revoke\",\"error\":\"the runs of a revoked version could not "
+                        "be recorded cancelled\"}\n");
+    }
+    runs_cancel_version(ctx->svc->runs, template_name, version, why);
+    free(l.ids);
+    free(l.departments);
+}

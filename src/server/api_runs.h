@@ -1,0 +1,23 @@
+/*
+ * api_runs.h - what the run handlers share with the approval handlers: turning a run's row into
+ * what runs.c executes, and a run's API object.
+ */
+#ifndef AIRLOCK_SERVER_API_RUNS_H
+#define AIRLOCK_SERVER_API_RUNS_H
+
+#include "api.h"
+#include "buf.h"
+#include "runs.h"
+#include "store.h"
+
+/* The plan of a run's row: its version's (or its own ad-hoc) source, limits and functions, each
+ * bound to its connector of the run's department. STORE_OK with *ret_plan; STORE_CONFLICT with
+ * err (256 bytes) when a function cannot be bound; the store's failure otherwise. */
+enum store_rc api_run_plan(struct store *s, const unsigned char *secret_key,
+                           const struct store_run *row, struct runs_plan **ret_plan, char *err);
+/* Appends the API object of run `id`; *ret_status (may be NULL) is 200 or 202 as it answers. */
+enum store_rc api_run_json(struct store *s, const char *id, struct buf *b, unsigned *ret_status);
+/* Answers the run's API object with its status code (200 ended, 202 running or waiting). */
+void api_run_reply(struct api_ctx *ctx, const char *id);
+
+#endif

@@ -1,0 +1,120 @@
+/*
+ * keyfile.c - key files of the data directory (keyfile.h). A new file is written to a temporary
+ * name and linked into place, so two airlockd starting at once cannot both create a key: the
+ * one that loses the link reads the winner's.
+ */
+#include "keyfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int keyfile_unhex(const char *hex, size_t len, unsigned char *ret)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned v = 0;
+        for (size_t j = 0; j < 2; j++) {
+            char c = hex[2 * i + j];
+            unsigned d = c >= '0' && c <= '9'   ? (unsigned)(c - '0')
+                         : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+                         : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10)
+                                                : 16;
+            if (d == 16) {
+                return -1;
+            }
+            v = v * 16 + d;
+        }
+        ret[i] = (unsigned char)v;
+    }
+    return 0;
+}
+
+static int keyfile_create(const char *path, size_t len, char *err)
+{
+    static const char digits[] = "0123456789abcdef";
+    unsigned char raw[KEYFILE_MAX];
+    char hex[2 * KEYFILE_MAX + 2];
+    char tmp[4200];
+    int rc = -1;
+    if (RAND_bytes(raw, (int)len) != 1) {
+        snprintf(err, 256, "the random generator failed");
+        return -1;
+    }
+    for (size_t i = 0; i < len; i++) {
+        hex[2 * i] = digits[raw[i] >> 4];
+        hex[2 * i + 1] = digits[raw[i] & 15];
+    }
+    hex[2 * len] = '\n';
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        snprintf(err, 256, "cannot create %.150s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    int ok = write(fd, hex, 2 * len + 1) == (ssize_t)(2 * len + 1) && fsync(fd) == 0;
+    close(fd);
+    if (!ok) {
+        snprintf(err, 256, "cannot write %.150s: %s", tmp, strerror(errno));
+        unlink(tmp);
+        goto out;
+    }
+    if (link(tmp, path) != 0 && errno != EEXIST) {
+        snprintf(err, 256, "cannot create %.150s: %s", path, strerror(errno));
+        unlink(tmp);
+        goto out;
+    }
+    unlink(tmp);
+    rc = 0;
+out:
+    OPENSSL_cleanse(raw, sizeof raw);
+    OPENSSL_cleanse(hex, sizeof hex);
+    return rc;
+}
+
+int keyfile_load(const char *data_dir, const char *file, const char *env, size_t len,
+                 unsigned char *ret, char *err)
+{
+    char path[4200];
+    char hex[2 * KEYFILE_MAX + 8] = "";
+    const char *given = env ? getenv(env) : NULL;
+    const char *what = env;
+    int rc = -1;
+    if (len == 0 || len > KEYFILE_MAX) {
+        snprintf(err, 256, "bad key length");
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/%s", data_dir, file);
+    if (given && given[0]) {
+        snprintf(hex, sizeof hex, "%s", given);
+    } else {
+        FILE *f = fopen(path, "rbe");
+        if (!f && errno == ENOENT) {
+            if (keyfile_create(path, len, err) != 0) {
+                return -1;
+            }
+            f = fopen(path, "rbe");
+        }
+        if (!f) {
+            snprintf(err, 256, "cannot read %.150s: %s", path, strerror(errno));
+            return -1;
+        }
+        size_t got = fread(hex, 1, sizeof hex - 1, f);
+        hex[got] = '\0';
+        fclose(f);
+        what = path;
+    }
+    size_t hlen = strcspn(hex, "\r\n");
+    if (hlen != 2 * len || keyfile_unhex(hex, len, ret) != 0) {
+        snprintf(err, 256, "%.150s must hold %zu hex digits", what, 2 * len);
+        goto out;
+    }
+    rc = 0;
+out:
+    OPENSSL_cleanse(hex, sizeof hex);
+    return rc;
+}

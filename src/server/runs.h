@@ -1,0 +1,109 @@
+/*
+ * runs.h - the runs airlockd executes: libairlock's asynchronous runner underneath, one writer
+ * thread above that makes each finished run durable (its row, its host calls, its end and the
+ * approvals it opens) and only then answers the client waiting for it.
+ *
+ * Threads: the HTTP thread plans a run and calls runs_launch; the runner's event thread drives
+ * it and calls the host functions, which hand each connector call to the connector client's
+ * thread; a run's end is queued for the writer, which takes the store lock once per batch of
+ * finished runs, commits them in one transaction (one fsync for the batch: group commit), then
+ * answers the deferred requests. Nothing here blocks the event thread.
+ */
+#ifndef AIRLOCK_SERVER_RUNS_H
+#define AIRLOCK_SERVER_RUNS_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "airlock.h"
+#include "buf.h"
+#include "http.h"
+#include "store.h"
+
+#define RUNS_ID_LEN      36 /* "run_" + 32 hex */
+#define RUNS_FN_NAME_MAX (2 * STORE_NAME_MAX + 2)
+#define RUNS_LIMITS_MAX  8
+
+struct connector_target;
+struct connector_client;
+struct metrics;
+
+/* One function a run may call: "connector.fn", served by its connector. */
+struct runs_function {
+    char name[RUNS_FN_NAME_MAX];
+    char connector[STORE_NAME_MAX + 1];
+    const char *fn; /* the part after the dot, inside name */
+    int sensitive;
+    int idempotent;
+    const struct connector_target *target; /* owned by the plan's targets */
+};
+
+/* Everything a run needs, built on the HTTP thread from the store (runs never read the store
+ * while they run). runs_plan_free frees it and what it owns. */
+struct runs_plan {
+    char id[RUNS_ID_LEN + 1];
+    char template_name[STORE_NAME_MAX + 1]; /* "" for an ad-hoc run */
+    int64_t version;
+    char department[STORE_NAME_MAX + 1];
+    char principal[STORE_NAME_MAX + 1];
+    char approved_by[STORE_NAME_MAX + 1]; /* who approved the version; "" for ad-hoc */
+    char *source;
+    int typescript;
+    char *input_json;
+    size_t nlimits;
+    enum al_limit limit_which[RUNS_LIMITS_MAX];
+    uint64_t limit_value[RUNS_LIMITS_MAX];
+    size_t nfunctions;
+    struct runs_function *functions;
+    size_t ntargets;
+    struct connector_target **targets;
+};
+
+void runs_plan_free(struct runs_plan *plan);
+
+/* How a decided approval resolves its interruption when the run resumes. */
+struct runs_resolution {
+    const char *interruption;
+    int approved;
+    const char *comment;
+};
+
+struct runs;
+
+/* The store is shared with the HTTP thread and guarded by store_lock, which every user of the
+ * store holds. -1 with err (256 bytes) on failure. */
+int runs_new(struct store *store, pthread_mutex_t *store_lock, struct al_runner *runner,
+             struct connector_client *client, struct runs **ret, char *err);
+/* Cancels what still runs, waits for the writer to record it, frees. NULL-safe. */
+void runs_free(struct runs *r);
+
+/* Starts a run whose row exists with status running. `continuation` (NULL: a fresh start) and
+ * the resolutions resume it. `deferred` (NULL: nobody waits) is answered once the run has ended
+ * or waits for a person. Takes the plan in every case. -1 when the runner refused it: the run
+ * has then been recorded failed (and deferred answered). Called with the store lock held. */
+int runs_launch(struct runs *r, struct runs_plan *plan, const char *continuation,
+                const struct runs_resolution *resolutions, size_t nresolutions,
+                struct http_deferred *deferred);
+
+/* Cancels an active run: it ends cancelled (error ABORTED) within a second. `why` goes to its
+ * error message. 1 when it was active, 0 when no run of that id runs here. */
+int runs_cancel(struct runs *r, const char *id, const char *why);
+/* Cancels every active run of a template version; how many. */
+size_t runs_cancel_version(struct runs *r, const char *template_name, int64_t version,
+                           const char *why);
+/* Stops new launches, lets the active runs finish for up to grace_ms, cancels the rest and
+ * returns once every one of them is recorded and answered. */
+void runs_drain(struct runs *r, unsigned grace_ms);
+size_t runs_active(struct runs *r);
+
+/* A run's API object (the answer of POST /v1/runs and GET /v1/runs/{id}) from its row; the
+ * approvals' ids are read from the store. STORE_OK or the store's failure. */
+enum store_rc runs_json(struct store *s, const struct store_run *row, struct buf *b);
+/* "200" for a run that has ended, 202 for one still running or waiting for a person. */
+unsigned runs_http_status(const char *status);
+/* A new id with a prefix ("run_", "apr_") and 32 random hex digits; -1 when the random
+ * generator fails. ret holds RUNS_ID_LEN + 1 bytes. */
+int runs_new_id(const char *prefix, char *ret);
+
+#endif
