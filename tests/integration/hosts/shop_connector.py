@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""A shop application as an airlockd connector, for the run tests.
+
+    shop_connector.py SECRET
+
+Listens on 127.0.0.1 (a free port) and prints "PORT\\n" once ready. POST / takes a connector
+call (docs/server.md) and answers by its function:
+
+  shop.orders(status)        the orders with that status
+  shop.refund(order, amount) {"refunded": order, "amount": amount}; counted by idempotency key
+  shop.fail(message)         {"error": message}: the connector's own error
+  shop.slow(ms)              answers after ms milliseconds (at most 30 s)
+
+Every call's signature is checked with SECRET (a bad one answers 401). GET /calls answers
+{"by_key": {idempotency_key: count}, "by_function": {function: count}} so a test can see that a
+resumed run did not repeat a finished call and that an approved call reached the shop once.
+"""
+import hashlib
+import hmac
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+SECRET = sys.argv[1].encode()
+LOCK = threading.Lock()
+BY_KEY = {}
+BY_FUNCTION = {}
+ORDERS = [
+    {"id": "o-1", "customer": "acme", "amount": 120, "status": "paid"},
+    {"id": "o-2", "customer": "globex", "amount": 30, "status": "paid"},
+    {"id": "o-3", "customer": "acme", "amount": 5, "status": "pending"},
+]
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def answer(self, status, body):
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        with LOCK:
+            self.answer(200, {"by_key": dict(BY_KEY), "by_function": dict(BY_FUNCTION)})
+
+    def do_POST(self):
+        raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        sig = dict(p.split("=", 1) for p in self.headers.get("X-Airlock-Signature", "").split(",")
+                   if "=" in p)
+        want = hmac.new(SECRET, sig.get("t", "").encode() + b"." + raw, hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(want, sig.get("v1", "")):
+            self.answer(401, {"error": "bad signature"})
+            return
+        call = json.loads(raw)
+        fn, args = call["function"], call["args"]
+        with LOCK:
+            BY_KEY[call["idempotency_key"]] = BY_KEY.get(call["idempotency_key"], 0) + 1
+            BY_FUNCTION[fn] = BY_FUNCTION.get(fn, 0) + 1
+        if fn == "shop.orders":
+            self.answer(200, {"result": [o for o in ORDERS if o["status"] == args[0]]})
+        elif fn == "shop.refund":
+            self.answer(200, {"result": {"refunded": args[0], "amount": args[1]}})
+        elif fn == "shop.fail":
+            self.answer(200, {"error": args[0]})
+        elif fn == "shop.slow":
+            time.sleep(min(args[0], 30000) / 1000.0)
+            self.answer(200, {"result": "slept"})
+        else:
+            self.answer(200, {"error": "no function " + fn})
+
+
+def main():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
