@@ -4,13 +4,14 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all build run test asan bench soak format lint clean help bootstrap
+.PHONY: all build run example test asan bench soak format lint clean help bootstrap
 
 all: build
 
 help:
 	@echo "make          build everything (binaries in $(BUILD)/bin)"
-	@echo "make run      build and run the bundled example (examples/orders.js)"
+	@echo "make run      build and start airlockd in ./var with a demo (Ctrl-C stops it)"
+	@echo "make example  build and run examples/orders.js once with the airlock CLI"
 	@echo "make test     build and run every test (CTest), then the sanitizer build"
 	@echo "make asan     unit and integration tests under AddressSanitizer + UBSan"
 	@echo "make bench    compare airlock with run@2.1.5 (writes docs/benchmarks.md)"
@@ -29,6 +30,9 @@ build: bootstrap $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
 run: build
+	python3 scripts/demo.py --airlockd $(BUILD)/bin/airlockd --data-dir ./var
+
+example: build
 	$(BUILD)/bin/airlock run --host-process "python3 examples/orders_host.py" examples/orders.js
 
 test: build
