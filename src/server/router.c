@@ -50,6 +50,16 @@ static const struct route routes[] = {
     { "DELETE", "/v1/principals/{p}/keys/{prefix}",  api_principals_key_revoke,   { AUTH_ANY_DEPARTMENT, ADMIN } },
     { "POST",   "/v1/principals/{p}/roles",          api_principals_role_grant,   { AUTH_ANY_DEPARTMENT, ADMIN } },
     { "DELETE", "/v1/principals/{p}/roles",          api_principals_role_revoke,  { AUTH_ANY_DEPARTMENT, ADMIN } },
+    { "POST",   "/v1/templates",                     api_templates_create,        { AUTH_RESOURCE, AUTH_ROLE_AUTHOR } },
+    { "GET",    "/v1/templates",                     api_templates_list,          { AUTH_ANY_DEPARTMENT, ANY_ROLES } },
+    { "GET",    "/v1/templates/{t}",                 api_templates_get,           { AUTH_RESOURCE, ANY_ROLES } },
+    { "POST",   "/v1/templates/{t}/versions",        api_versions_create,         { AUTH_RESOURCE, AUTH_ROLE_AUTHOR } },
+    { "GET",    "/v1/templates/{t}/versions/{v}",    api_versions_get,            { AUTH_RESOURCE, ANY_ROLES } },
+    { "GET",    "/v1/templates/{t}/versions/{v}/diff", api_versions_diff,         { AUTH_RESOURCE, ANY_ROLES } },
+    { "POST",   "/v1/templates/{t}/versions/{v}/submit", api_versions_submit,     { AUTH_RESOURCE, AUTH_ROLE_AUTHOR } },
+    { "POST",   "/v1/templates/{t}/versions/{v}/approve", api_versions_approve,   { AUTH_RESOURCE, AUTH_ROLE_APPROVER } },
+    { "POST",   "/v1/templates/{t}/versions/{v}/reject", api_versions_reject,     { AUTH_RESOURCE, AUTH_ROLE_APPROVER } },
+    { "POST",   "/v1/templates/{t}/versions/{v}/revoke", api_versions_revoke,     { AUTH_RESOURCE, AUTH_ROLE_APPROVER | ADMIN } },
 };
 /* clang-format on */
 
