@@ -182,8 +182,9 @@ static void diff_range(char *dst, size_t size, size_t start, size_t count)
 }
 
 /* Writes the hunks of the script. */
-static int diff_hunks(const struct diff_text *a, const struct diff_text *b, const unsigned char *ops,
-                      size_t nops, const char *a_label, const char *b_label, struct buf *out)
+static int diff_hunks(const struct diff_text *a, const struct diff_text *b,
+                      const unsigned char *ops, size_t nops, const char *a_label,
+                      const char *b_label, struct buf *out)
 {
     size_t pos = 0;
     size_t ia = 0;
@@ -279,7 +280,8 @@ enum al_code diff_unified(const char *a, size_t a_len, const char *b, size_t b_l
         p++;
     }
     size_t s = 0;
-    while (s < ta.n - p && s < tb.n - p && diff_eq(&ta.lines[ta.n - 1 - s], &tb.lines[tb.n - 1 - s])) {
+    while (s < ta.n - p && s < tb.n - p &&
+           diff_eq(&ta.lines[ta.n - 1 - s], &tb.lines[tb.n - 1 - s])) {
         s++;
     }
     size_t na = ta.n - p - s;

@@ -20,9 +20,9 @@
 
 #include "buf.h"
 
-#define DIFF_CONTEXT    3
-#define DIFF_LINES_MAX  20000u /* lines of either text for a minimal diff */
-#define DIFF_EDITS_MAX  2000u  /* insertions + deletions for a minimal diff */
+#define DIFF_CONTEXT   3
+#define DIFF_LINES_MAX 20000u /* lines of either text for a minimal diff */
+#define DIFF_EDITS_MAX 2000u  /* insertions + deletions for a minimal diff */
 
 /* Appends the unified diff of a (a_len bytes) and b to `out`, labelled a_label and b_label in
  * the headers (NUL-terminated, borrowed). a or b may be NULL when their length is 0. AL_OK,

@@ -105,7 +105,8 @@ static int tpl_full_view(const struct auth_principal *who, const char *departmen
     }
     for (size_t i = 0; i < who->ngrants; i++) {
         const struct auth_grant *g = &who->grants[i];
-        if ((g->role & (AUTH_ROLE_AUTHOR | AUTH_ROLE_APPROVER)) && tpl_grant_covers(g, department)) {
+        if ((g->role & (AUTH_ROLE_AUTHOR | AUTH_ROLE_APPROVER)) &&
+            tpl_grant_covers(g, department)) {
             return 1;
         }
     }
@@ -247,8 +248,8 @@ static int tpl_version_item(void *userdata, const struct store_version *v)
 }
 
 /* Appends the template object with its version summaries. */
-static enum store_rc tpl_template_json(struct store *s, struct buf *b, const struct store_template *t,
-                                       int approved_only)
+static enum store_rc tpl_template_json(struct store *s, struct buf *b,
+                                       const struct store_template *t, int approved_only)
 {
     struct tpl_versions l = { b, 0, approved_only };
     buf_append_str(b, "{\"name\":");
@@ -284,7 +285,7 @@ struct tpl_list {
         char created[32];
         char created_by[STORE_NAME_MAX + 1];
         char *description;
-    } *rows;
+    } * rows;
 };
 
 static int tpl_list_collect(void *userdata, const struct store_template *t)
@@ -426,7 +427,8 @@ void api_templates_create(struct api_ctx *ctx)
         api_store_failed(ctx);
         goto out;
     }
-    enum store_rc rc = s->ops->template_create(s, name->str, dept->str, description, ctx->who->name);
+    enum store_rc rc =
+            s->ops->template_create(s, name->str, dept->str, description, ctx->who->name);
     if (rc == STORE_OK) {
         rc = api_audit(ctx, "template.create", name->str, dept->str, details.data);
     }
@@ -536,8 +538,8 @@ static int tpl_limits_read(struct api_ctx *ctx, const struct json_node *obj, str
         }
         if (m->type != JSON_NUMBER || !(m->num >= 1) || m->num > tpl_limits[i].max ||
             m->num != (double)(uint64_t)m->num) {
-            api_error(ctx, 400, "INVALID_REQUEST",
-                      "limit \"%s\" must be an integer in 1..%.0f", m->key, tpl_limits[i].max);
+            api_error(ctx, 400, "INVALID_REQUEST", "limit \"%s\" must be an integer in 1..%.0f",
+                      m->key, tpl_limits[i].max);
             return -1;
         }
     }
@@ -773,8 +775,8 @@ static void tpl_move(struct api_ctx *ctx, const char *from, const char *to, cons
     if (rc == STORE_OK && strcmp(to, "approved") == 0 && strcmp(cur.author, ctx->who->name) == 0) {
         s->ops->tx_rollback(s);
         api_error(ctx, 409, "CONFLICT",
-                  "four eyes: %s wrote version %" PRId64 " of %s and cannot approve it",
-                  cur.author, number, ti.name);
+                  "four eyes: %s wrote version %" PRId64 " of %s and cannot approve it", cur.author,
+                  number, ti.name);
         goto out;
     }
     if (rc == STORE_OK && strcmp(cur.state, from) != 0) {
@@ -787,8 +789,9 @@ static void tpl_move(struct api_ctx *ctx, const char *from, const char *to, cons
     if (rc == STORE_OK) {
         buf_append_str(&details, "{\"template\":");
         api_str(&details, ti.name);
-        buf_printf(&details, ",\"version\":%" PRId64 ",\"digest\":\"%s\",\"from\":\"%s\","
-                             "\"to\":\"%s\"",
+        buf_printf(&details,
+                   ",\"version\":%" PRId64 ",\"digest\":\"%s\",\"from\":\"%s\","
+                   "\"to\":\"%s\"",
                    number, cur.digest, from, to);
         if (note_field) {
             buf_printf(&details, ",\"%s\":", note_field);
@@ -890,8 +893,7 @@ static int tpl_copy_read(void *userdata, const struct store_version *v)
 
 static int tpl_copy_ok(const struct tpl_copy *c)
 {
-    return c->source && c->language && c->input_schema && c->functions && c->autonomy &&
-           c->limits;
+    return c->source && c->language && c->input_schema && c->functions && c->autonomy && c->limits;
 }
 
 struct tpl_visible {
@@ -921,9 +923,9 @@ void api_versions_get(struct api_ctx *ctx)
     int64_t number = tpl_version_number(api_param(ctx, "v"));
     struct tpl_visible t = { !tpl_full_view(ctx->who, ti.department), 0, &ctx->resp->body };
     api_reply(ctx, 200);
-    enum store_rc rc = number ? ctx->store->ops->version_get(ctx->store, ti.name, number,
-                                                             tpl_visible_one, &t)
-                              : STORE_NOT_FOUND;
+    enum store_rc rc =
+            number ? ctx->store->ops->version_get(ctx->store, ti.name, number, tpl_visible_one, &t)
+                   : STORE_NOT_FOUND;
     if (rc == STORE_NOT_FOUND || (rc == STORE_OK && !t.found)) {
         api_error(ctx, 404, "NOT_FOUND", "no version %.32s of template %s", api_param(ctx, "v"),
                   ti.name);
@@ -1077,8 +1079,8 @@ void api_versions_diff(struct api_ctx *ctx)
             goto out;
         }
     }
-    enum store_rc rc = number ? s->ops->version_get(s, ti.name, number, tpl_copy_read, &v)
-                              : STORE_NOT_FOUND;
+    enum store_rc rc =
+            number ? s->ops->version_get(s, ti.name, number, tpl_copy_read, &v) : STORE_NOT_FOUND;
     if (rc == STORE_OK && (!v.found || (approved_only && strcmp(v.state, "approved") != 0))) {
         rc = STORE_NOT_FOUND;
     }

@@ -817,8 +817,8 @@ static enum store_rc sqlite_version_create(struct store *s, const struct store_v
     char now[32];
     sqlite_now(now);
     sqlite3_stmt *stmt = NULL;
-    const char *args[] = { v->template_name, v->source,   v->language, v->input_schema,
-                           v->functions,     v->autonomy, v->limits,   v->digest,
+    const char *args[] = { v->template_name, v->source,   v->language,     v->input_schema,
+                           v->functions,     v->autonomy, v->limits,       v->digest,
                            v->author,        now,         v->template_name };
     rc = sqlite_prepare(st,
                         "INSERT INTO versions(template, version, state, source, language, "
@@ -846,7 +846,7 @@ static enum store_rc sqlite_version_create(struct store *s, const struct store_v
     return rc;
 }
 
-#define SQLITE_VERSION_COLUMNS                                                                     \
+#define SQLITE_VERSION_COLUMNS                                                                    \
     "SELECT v.template, v.version, t.department, v.state, v.source, v.language, v.input_schema, " \
     "v.functions, v.autonomy, v.limits, v.digest, v.author, v.created, v.approved_by, "           \
     "v.approved, v.approve_comment, v.submitted_by, v.submitted, v.rejected_by, v.rejected, "     \
@@ -913,19 +913,18 @@ static enum store_rc sqlite_version_walk(struct sqlite_store *st, const char *sq
     return rc;
 }
 
-static enum store_rc sqlite_version_get(struct store *s, const char *template_name,
-                                        int64_t version, store_version_fn *fn, void *userdata)
+static enum store_rc sqlite_version_get(struct store *s, const char *template_name, int64_t version,
+                                        store_version_fn *fn, void *userdata)
 {
     if (version < 0) {
         return STORE_NOT_FOUND;
     }
-    return sqlite_version_walk(sqlite_of(s),
-                               version == 0 ? SQLITE_VERSION_COLUMNS
-                                       "WHERE v.template = ?1 AND v.state = 'approved' "
-                                       "ORDER BY v.version DESC LIMIT 1"
-                                            : SQLITE_VERSION_COLUMNS
-                                       "WHERE v.template = ?1 AND v.version = ?2",
-                               template_name, version, 1, fn, userdata);
+    return sqlite_version_walk(
+            sqlite_of(s),
+            version == 0 ? SQLITE_VERSION_COLUMNS "WHERE v.template = ?1 AND v.state = 'approved' "
+                                                  "ORDER BY v.version DESC LIMIT 1"
+                         : SQLITE_VERSION_COLUMNS "WHERE v.template = ?1 AND v.version = ?2",
+            template_name, version, 1, fn, userdata);
 }
 
 static enum store_rc sqlite_version_list(struct store *s, const char *template_name,
@@ -991,8 +990,9 @@ static enum store_rc sqlite_version_set_state(struct store *s, const char *templ
         if (sqlite3_bind_int64(q, 2, version) == SQLITE_OK) {
             step = sqlite3_step(q);
         }
-        rc = step == SQLITE_ROW ? STORE_CONFLICT
-                                : step == SQLITE_DONE ? STORE_NOT_FOUND : sqlite_fail(st, "version");
+        rc = step == SQLITE_ROW    ? STORE_CONFLICT
+             : step == SQLITE_DONE ? STORE_NOT_FOUND
+                                   : sqlite_fail(st, "version");
         sqlite3_finalize(q);
     }
     return rc;

@@ -110,7 +110,7 @@ struct store_template {
  * pair and its comment are NULL until that state is reached. */
 struct store_version {
     const char *template_name;
-    int64_t version; /* 1, 2, 3... per template */
+    int64_t version;        /* 1, 2, 3... per template */
     const char *department; /* the template's */
     const char *state;      /* "draft" | "submitted" | "approved" | "rejected" | "revoked" */
     const char *source;
@@ -232,9 +232,9 @@ struct store_ops {
      * "revoked"), recording now and `by` in that state's columns and `comment` (may be NULL) as
      * its comment or reason. Atomic: CONFLICT when the state is not from_state (so a race cannot
      * approve a revoked version), NOT_FOUND when there is no such version. */
-    enum store_rc (*version_set_state)(struct store *s, const char *template_name,
-                                       int64_t version, const char *from_state,
-                                       const char *to_state, const char *by, const char *comment);
+    enum store_rc (*version_set_state)(struct store *s, const char *template_name, int64_t version,
+                                       const char *from_state, const char *to_state, const char *by,
+                                       const char *comment);
 };
 
 /* Every backend's handle starts with this. */
