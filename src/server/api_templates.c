@@ -31,7 +31,8 @@
 #define TPL_DESC_MAX    1024u
 #define TPL_COMMENT_MAX 4096u
 #define TPL_VERSION_MAX 1000000000000LL
-#define TPL_DIFF_MAX    ((size_t)4 << 20) /* bytes of a diff answer */
+#define TPL_DIFF_MAX    ((size_t)4 << 20)   /* bytes of a diff answer */
+#define TPL_AUDIT_MAX   ((size_t)768 << 10) /* bytes of a version.create record's details */
 
 /* The limits a version may set, with the maxima al_config_set_limit accepts. */
 static const struct {
@@ -689,6 +690,13 @@ void api_versions_create(struct api_ctx *ctx)
         api_str(&details, ti.name);
         buf_printf(&details, ",\"version\":%" PRId64 ",\"digest\":\"%s\",", number, digest);
         buf_append(&details, content.data + 1, content.len - 1);
+        if (details.len > TPL_AUDIT_MAX) {
+            /* escaped control characters can make a short source a long record */
+            s->ops->tx_rollback(s);
+            api_error(ctx, 400, "INVALID_REQUEST",
+                      "the version's audit record would be over %zu bytes", TPL_AUDIT_MAX);
+            goto out;
+        }
         rc = details.data ? api_audit(ctx, "version.create", ti.name, ti.department, details.data)
                           : STORE_ERROR;
     }

@@ -833,7 +833,7 @@ def t_templates_validation(tmp):
             {"source": ""}, {"source": 1}, {}, {"source": "1", "language": "py"},
             {"source": "1", "autonomy": "wild"}, {"source": "1", "extra": True},
             {"source": "1", "input_schema": "x"}, {"source": "1", "functions": "crm.lookup"},
-            {"source": "x" * (256 * 1024 + 1)},
+            {"source": "x" * (256 * 1024 + 1)}, {"source": "\u0001" * (150 * 1024)},
             # schemas with a keyword airlockd does not implement, or ill-formed
             {"source": "1", "input_schema": {"type": "object", "oneOf": []}},
             {"source": "1", "input_schema": {"properties": {"a": {"$ref": "#"}}}},
