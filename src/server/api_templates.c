@@ -248,9 +248,10 @@ static int tpl_version_item(void *userdata, const struct store_version *v)
     return 0;
 }
 
-/* Appends the template object with its version summaries. */
+/* Appends the template object with its version summaries; *ret_n gets how many. */
 static enum store_rc tpl_template_json(struct store *s, struct buf *b,
-                                       const struct store_template *t, int approved_only)
+                                       const struct store_template *t, int approved_only,
+                                       int *ret_n)
 {
     struct tpl_versions l = { b, 0, approved_only };
     buf_append_str(b, "{\"name\":");
@@ -266,6 +267,7 @@ static enum store_rc tpl_template_json(struct store *s, struct buf *b,
     buf_append_str(b, ",\"versions\":[");
     enum store_rc rc = s->ops->version_list(s, t->name, tpl_version_item, &l);
     buf_append_str(b, "]}");
+    *ret_n = l.n;
     return rc;
 }
 
@@ -340,14 +342,25 @@ void api_templates_list(struct api_ctx *ctx)
     }
     api_reply(ctx, 200);
     buf_append_str(l.b, "[");
+    int shown = 0;
     for (size_t i = 0; i < l.count && rc == STORE_OK; i++) {
         struct tpl_row *r = &l.rows[i];
         struct store_template t = { r->name, r->department, r->description, r->created,
                                     r->created_by };
-        if (i) {
+        int approved_only = !tpl_full_view(ctx->who, r->department);
+        size_t mark = l.b->len;
+        int n = 0;
+        if (shown) {
             buf_append_str(l.b, ",");
         }
-        rc = tpl_template_json(s, l.b, &t, !tpl_full_view(ctx->who, r->department));
+        rc = tpl_template_json(s, l.b, &t, approved_only, &n);
+        if (approved_only && n == 0 && l.b->data) {
+            /* an agent lists the approved templates only */
+            l.b->len = mark;
+            l.b->data[mark] = '\0';
+        } else {
+            shown = 1;
+        }
     }
     if (rc != STORE_OK) {
         api_store_failed(ctx);
@@ -366,12 +379,13 @@ struct tpl_one {
     struct buf *b;
     int approved_only;
     enum store_rc rc;
+    int n;
 };
 
 static int tpl_template_one(void *userdata, const struct store_template *t)
 {
     struct tpl_one *o = userdata;
-    o->rc = tpl_template_json(o->store, o->b, t, o->approved_only);
+    o->rc = tpl_template_json(o->store, o->b, t, o->approved_only, &o->n);
     return 0;
 }
 
@@ -379,11 +393,16 @@ static int tpl_template_one(void *userdata, const struct store_template *t)
 static void tpl_reply_template(struct api_ctx *ctx, unsigned status, const char *name,
                                int approved_only)
 {
-    struct tpl_one o = { ctx->store, &ctx->resp->body, approved_only, STORE_OK };
+    struct tpl_one o = { ctx->store, &ctx->resp->body, approved_only, STORE_OK, 0 };
     api_reply(ctx, status);
     enum store_rc rc = ctx->store->ops->template_get(ctx->store, name, tpl_template_one, &o);
     if (rc != STORE_OK || o.rc != STORE_OK) {
         api_store_failed(ctx);
+        return;
+    }
+    if (approved_only && o.n == 0) {
+        /* to an agent, a template without an approved version does not exist */
+        api_error(ctx, 404, "NOT_FOUND", "no approved version of template %s", name);
         return;
     }
     buf_append_str(&ctx->resp->body, "\n");

@@ -928,16 +928,30 @@ def t_templates_visibility(tmp):
         error_of(*s.request("GET", "/v1/templates/fin/versions/2/diff?from=1", key=agent)[:2],
                  404, "NOT_FOUND")
         error_of(*s.request("GET", "/v1/templates/opt", key=agent)[:2], 403, "FORBIDDEN")
+        # a template of its department without an approved version is not listed to an agent
+        check(s.request("POST", "/v1/templates", {"name": "drafty", "department": "finance"},
+                        key=keys["alice"])[0] == 201, "drafty")
+        check(tpl_version(s, keys["alice"], "drafty")[0] == 201, "drafty v1")
+        st, doc, _ = s.request("GET", "/v1/templates", key=agent)
+        check([t["name"] for t in doc] == ["fin"], "agent lists a draft template: %r" % doc)
+        error_of(*s.request("GET", "/v1/templates/drafty", key=agent)[:2], 404, "NOT_FOUND")
+        st, doc, _ = s.request("GET", "/v1/templates", key=keys["alice"])
+        check([t["name"] for t in doc] == ["drafty", "fin"], "author's list: %r" % doc)
+        s.request("POST", "/v1/templates/fin/versions/2/revoke", {"reason": "r"}, key=keys["bob"])
+        st, doc, _ = s.request("GET", "/v1/templates", key=agent)
+        check(doc == [], "agent lists a revoked template: %r" % doc)
+        error_of(*s.request("GET", "/v1/templates/fin/versions/2", key=agent)[:2], 404,
+                 "NOT_FOUND")
         # the author sees every version of its department, not the other department
         st, doc, _ = s.request("GET", "/v1/templates", key=keys["alice"])
-        check([t["name"] for t in doc] == ["fin"] and len(doc[0]["versions"]) == 3,
+        check([t["name"] for t in doc] == ["drafty", "fin"] and len(doc[1]["versions"]) == 3,
               "author's list: %r" % doc)
         error_of(*s.request("GET", "/v1/templates/opt", key=keys["alice"])[:2], 403, "FORBIDDEN")
         # "*", admins and auditors see everything
         for who in (otto, k, keys["dave"]):
             st, doc, _ = s.request("GET", "/v1/templates", key=who)
-            check([t["name"] for t in doc] == ["fin", "opt"] and len(doc[0]["versions"]) == 3,
-                  "list: %r" % doc)
+            check([t["name"] for t in doc] == ["drafty", "fin", "opt"] and
+                  len(doc[1]["versions"]) == 3, "list: %r" % doc)
             st, doc, _ = s.request("GET", "/v1/templates/opt", key=who)
             check(st == 200, "opt: %r" % doc)
         # a principal without roles is refused
