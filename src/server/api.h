@@ -111,4 +111,20 @@ void api_approvals_deny(struct api_ctx *ctx);
 void api_system_healthz(struct api_ctx *ctx);
 void api_system_readyz(struct api_ctx *ctx);
 
+/* Templates and versions (api_templates.c). */
+void api_templates_create(struct api_ctx *ctx);
+void api_templates_list(struct api_ctx *ctx);
+void api_templates_get(struct api_ctx *ctx);
+void api_versions_create(struct api_ctx *ctx);
+void api_versions_get(struct api_ctx *ctx);
+void api_versions_submit(struct api_ctx *ctx);
+void api_versions_approve(struct api_ctx *ctx);
+void api_versions_reject(struct api_ctx *ctx);
+void api_versions_revoke(struct api_ctx *ctx);
+void api_versions_diff(struct api_ctx *ctx);
+
+/* Called by api_versions_revoke after the revocation has committed (api_hooks.c): the runs
+ * engine cancels the version's runs in progress and closes its pending approvals there. */
+void api_version_revoked(struct api_ctx *ctx, const char *template_name, int64_t version);
+
 #endif

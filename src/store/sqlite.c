@@ -722,6 +722,282 @@ static enum store_rc sqlite_audit_list(struct store *s, int64_t after_seq, int64
     return sqlite_audit_search(s, after_seq, limit, NULL, fn, userdata);
 }
 
+/* Templates (0003). */
+
+static enum store_rc sqlite_exists(struct sqlite_store *st, const char *sql, const char *arg)
+{
+    sqlite3_stmt *stmt = NULL;
+    const char *args[] = { arg };
+    enum store_rc rc = sqlite_prepare(st, sql, 1, args, &stmt);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    int step = sqlite3_step(stmt);
+    if (step == SQLITE_DONE) {
+        rc = STORE_NOT_FOUND;
+    } else if (step != SQLITE_ROW) {
+        rc = sqlite_fail(st, "exists");
+    }
+    sqlite3_finalize(stmt);
+    return rc;
+}
+
+static enum store_rc sqlite_template_create(struct store *s, const char *name,
+                                            const char *department, const char *description,
+                                            const char *created_by)
+{
+    struct sqlite_store *st = sqlite_of(s);
+    enum store_rc rc = sqlite_exists(st, "SELECT 1 FROM departments WHERE name = ?", department);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    char now[32];
+    sqlite_now(now);
+    const char *args[] = { name, department, description ? description : "", now, created_by };
+    return sqlite_exec_args(st,
+                            "INSERT INTO templates(name, department, description, created, "
+                            "created_by) VALUES (?, ?, ?, ?, ?)",
+                            5, args, NULL);
+}
+
+static enum store_rc sqlite_template_walk(struct sqlite_store *st, const char *name,
+                                          store_template_fn *fn, void *userdata)
+{
+    sqlite3_stmt *stmt = NULL;
+    const char *args[] = { name };
+    enum store_rc rc = sqlite_prepare(st,
+                                      name ? "SELECT name, department, description, created, "
+                                             "created_by FROM templates WHERE name = ?"
+                                           : "SELECT name, department, description, created, "
+                                             "created_by FROM templates ORDER BY name",
+                                      name ? 1 : 0, args, &stmt);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    int seen = 0;
+    int step;
+    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
+        seen = 1;
+        struct store_template t = { sqlite_col(stmt, 0), sqlite_col(stmt, 1), sqlite_col(stmt, 2),
+                                    sqlite_col(stmt, 3), sqlite_col(stmt, 4) };
+        if (fn(userdata, &t) != 0) {
+            step = SQLITE_DONE;
+            break;
+        }
+    }
+    if (step != SQLITE_DONE) {
+        rc = sqlite_fail(st, "templates");
+    } else if (name && !seen) {
+        rc = STORE_NOT_FOUND;
+    }
+    sqlite3_finalize(stmt);
+    return rc;
+}
+
+static enum store_rc sqlite_template_get(struct store *s, const char *name, store_template_fn *fn,
+                                         void *userdata)
+{
+    return sqlite_template_walk(sqlite_of(s), name, fn, userdata);
+}
+
+static enum store_rc sqlite_template_list(struct store *s, store_template_fn *fn, void *userdata)
+{
+    return sqlite_template_walk(sqlite_of(s), NULL, fn, userdata);
+}
+
+static enum store_rc sqlite_version_create(struct store *s, const struct store_version *v,
+                                           int64_t *ret_version)
+{
+    struct sqlite_store *st = sqlite_of(s);
+    enum store_rc rc =
+            sqlite_exists(st, "SELECT 1 FROM templates WHERE name = ?", v->template_name);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    char now[32];
+    sqlite_now(now);
+    sqlite3_stmt *stmt = NULL;
+    const char *args[] = { v->template_name, v->source,   v->language,     v->input_schema,
+                           v->functions,     v->autonomy, v->limits,       v->digest,
+                           v->author,        now,         v->template_name };
+    rc = sqlite_prepare(st,
+                        "INSERT INTO versions(template, version, state, source, language, "
+                        "input_schema, functions, autonomy, limits, digest, author, created) "
+                        "SELECT ?, coalesce(max(version), 0) + 1, 'draft', ?, ?, ?, ?, ?, ?, ?, "
+                        "?, ? FROM versions WHERE template = ? RETURNING version",
+                        11, args, &stmt);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    int step = sqlite3_step(stmt);
+    if (step == SQLITE_ROW) {
+        int64_t n = sqlite3_column_int64(stmt, 0);
+        step = sqlite3_step(stmt);
+        if (step == SQLITE_DONE) {
+            *ret_version = n;
+        }
+    }
+    if (step != SQLITE_DONE) {
+        rc = (sqlite3_extended_errcode(st->db) & 0xff) == SQLITE_CONSTRAINT
+                     ? STORE_CONFLICT
+                     : sqlite_fail(st, "version");
+    }
+    sqlite3_finalize(stmt);
+    return rc;
+}
+
+#define SQLITE_VERSION_COLUMNS                                                                    \
+    "SELECT v.template, v.version, t.department, v.state, v.source, v.language, v.input_schema, " \
+    "v.functions, v.autonomy, v.limits, v.digest, v.author, v.created, v.approved_by, "           \
+    "v.approved, v.approve_comment, v.submitted_by, v.submitted, v.rejected_by, v.rejected, "     \
+    "v.reject_comment, v.revoked_by, v.revoked, v.revoke_reason FROM versions v JOIN templates "  \
+    "t ON t.name = v.template "
+
+/* Walks the rows of sql (SQLITE_VERSION_COLUMNS + a WHERE on template = ?1 and maybe
+ * version = ?2). With one_row, no row is NOT_FOUND. */
+static enum store_rc sqlite_version_walk(struct sqlite_store *st, const char *sql,
+                                         const char *template_name, int64_t version, int one_row,
+                                         store_version_fn *fn, void *userdata)
+{
+    sqlite3_stmt *stmt = NULL;
+    const char *args[] = { template_name };
+    enum store_rc rc = sqlite_prepare(st, sql, 1, args, &stmt);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    if (version > 0 && sqlite3_bind_int64(stmt, 2, version) != SQLITE_OK) {
+        sqlite3_finalize(stmt);
+        return sqlite_fail(st, "bind");
+    }
+    int seen = 0;
+    int step;
+    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
+        seen = 1;
+        struct store_version v = {
+            .template_name = sqlite_col(stmt, 0),
+            .version = sqlite3_column_int64(stmt, 1),
+            .department = sqlite_col(stmt, 2),
+            .state = sqlite_col(stmt, 3),
+            .source = sqlite_col(stmt, 4),
+            .language = sqlite_col(stmt, 5),
+            .input_schema = sqlite_col(stmt, 6),
+            .functions = sqlite_col(stmt, 7),
+            .autonomy = sqlite_col(stmt, 8),
+            .limits = sqlite_col(stmt, 9),
+            .digest = sqlite_col(stmt, 10),
+            .author = sqlite_col(stmt, 11),
+            .created = sqlite_col(stmt, 12),
+            .approved_by = sqlite_col(stmt, 13),
+            .approved = sqlite_col(stmt, 14),
+            .approve_comment = sqlite_col(stmt, 15),
+            .submitted_by = sqlite_col(stmt, 16),
+            .submitted = sqlite_col(stmt, 17),
+            .rejected_by = sqlite_col(stmt, 18),
+            .rejected = sqlite_col(stmt, 19),
+            .reject_comment = sqlite_col(stmt, 20),
+            .revoked_by = sqlite_col(stmt, 21),
+            .revoked = sqlite_col(stmt, 22),
+            .revoke_reason = sqlite_col(stmt, 23),
+        };
+        if (fn(userdata, &v) != 0) {
+            step = SQLITE_DONE;
+            break;
+        }
+    }
+    if (step != SQLITE_DONE) {
+        rc = sqlite_fail(st, "versions");
+    } else if (one_row && !seen) {
+        rc = STORE_NOT_FOUND;
+    }
+    sqlite3_finalize(stmt);
+    return rc;
+}
+
+static enum store_rc sqlite_version_get(struct store *s, const char *template_name, int64_t version,
+                                        store_version_fn *fn, void *userdata)
+{
+    if (version < 0) {
+        return STORE_NOT_FOUND;
+    }
+    return sqlite_version_walk(
+            sqlite_of(s),
+            version == 0 ? SQLITE_VERSION_COLUMNS "WHERE v.template = ?1 AND v.state = 'approved' "
+                                                  "ORDER BY v.version DESC LIMIT 1"
+                         : SQLITE_VERSION_COLUMNS "WHERE v.template = ?1 AND v.version = ?2",
+            template_name, version, 1, fn, userdata);
+}
+
+static enum store_rc sqlite_version_list(struct store *s, const char *template_name,
+                                         store_version_fn *fn, void *userdata)
+{
+    return sqlite_version_walk(sqlite_of(s),
+                               SQLITE_VERSION_COLUMNS "WHERE v.template = ?1 ORDER BY v.version",
+                               template_name, 0, 0, fn, userdata);
+}
+
+static enum store_rc sqlite_version_set_state(struct store *s, const char *template_name,
+                                              int64_t version, const char *from_state,
+                                              const char *to_state, const char *by,
+                                              const char *comment)
+{
+    struct sqlite_store *st = sqlite_of(s);
+    /* the columns come from this table, never from the caller */
+    static const char *const sql[][2] = {
+        { "submitted", "UPDATE versions SET state = ?1, submitted = ?2, submitted_by = ?3 "
+                       "WHERE template = ?5 AND version = ?6 AND state = ?7" },
+        { "approved", "UPDATE versions SET state = ?1, approved = ?2, approved_by = ?3, "
+                      "approve_comment = ?4 WHERE template = ?5 AND version = ?6 AND state = ?7" },
+        { "rejected", "UPDATE versions SET state = ?1, rejected = ?2, rejected_by = ?3, "
+                      "reject_comment = ?4 WHERE template = ?5 AND version = ?6 AND state = ?7" },
+        { "revoked", "UPDATE versions SET state = ?1, revoked = ?2, revoked_by = ?3, "
+                     "revoke_reason = ?4 WHERE template = ?5 AND version = ?6 AND state = ?7" },
+    };
+    const char *text = NULL;
+    for (size_t i = 0; i < sizeof sql / sizeof sql[0]; i++) {
+        if (strcmp(sql[i][0], to_state) == 0) {
+            text = sql[i][1];
+        }
+    }
+    if (!text) {
+        snprintf(st->errmsg, sizeof st->errmsg, "sqlite: no state %.64s", to_state);
+        return STORE_ERROR;
+    }
+    char now[32];
+    sqlite_now(now);
+    sqlite3_stmt *stmt = NULL;
+    const char *args[] = { to_state, now, by, comment, template_name, NULL, from_state };
+    enum store_rc rc = sqlite_prepare(st, text, 7, args, &stmt);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    if (sqlite3_bind_int64(stmt, 6, version) != SQLITE_OK) {
+        rc = sqlite_fail(st, "bind");
+    } else if (sqlite3_step(stmt) != SQLITE_DONE) {
+        rc = sqlite_fail(st, "version state");
+    } else if (sqlite3_changes(st->db) == 0) {
+        rc = STORE_CONFLICT;
+    }
+    sqlite3_finalize(stmt);
+    if (rc == STORE_CONFLICT) {
+        sqlite3_stmt *q = NULL;
+        const char *qargs[] = { template_name };
+        rc = sqlite_prepare(st, "SELECT 1 FROM versions WHERE template = ? AND version = ?", 1,
+                            qargs, &q);
+        if (rc != STORE_OK) {
+            return rc;
+        }
+        int step = SQLITE_ERROR;
+        if (sqlite3_bind_int64(q, 2, version) == SQLITE_OK) {
+            step = sqlite3_step(q);
+        }
+        rc = step == SQLITE_ROW    ? STORE_CONFLICT
+             : step == SQLITE_DONE ? STORE_NOT_FOUND
+                                   : sqlite_fail(st, "version");
+        sqlite3_finalize(q);
+    }
+    return rc;
+}
+
 /* ---------------------------------------------------------------- runs and approvals */
 
 #define SQLITE_RUN_COLUMNS                                                                   \
@@ -1075,6 +1351,13 @@ static const struct store_ops sqlite_ops = {
     .audit_set_key = sqlite_audit_set_key,
     .audit_search = sqlite_audit_search,
     .audit_checkpoint = sqlite_audit_checkpoint,
+    .template_create = sqlite_template_create,
+    .template_get = sqlite_template_get,
+    .template_list = sqlite_template_list,
+    .version_create = sqlite_version_create,
+    .version_get = sqlite_version_get,
+    .version_list = sqlite_version_list,
+    .version_set_state = sqlite_version_set_state,
     .run_create = sqlite_run_create,
     .run_get = sqlite_run_get,
     .run_list = sqlite_run_list,

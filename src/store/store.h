@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_OPS_VERSION 2
+#define STORE_OPS_VERSION 3
 #define STORE_NAME_MAX    64
 #define STORE_HASH_LEN    32 /* SHA-256 of an API key */
 #define STORE_ERRMSG_MAX  256
@@ -96,7 +96,43 @@ typedef int store_department_fn(void *userdata, const struct store_department *d
 typedef int store_key_fn(void *userdata, const struct store_key *k);
 typedef int store_audit_fn(void *userdata, const struct store_audit *a);
 
-/* A run (0003_runs). Template runs name their template and version; an ad-hoc run has
+/* Templates (0003). */
+struct store_template {
+    const char *name;
+    const char *department;
+    const char *description;
+    const char *created;
+    const char *created_by;
+};
+
+/* A template version. Content (source .. limits, digest) is fixed at creation; the state and
+ * its who/when columns change through version_set_state. Times are RFC 3339 UTC; a who/when
+ * pair and its comment are NULL until that state is reached. */
+struct store_version {
+    const char *template_name;
+    int64_t version;        /* 1, 2, 3... per template */
+    const char *department; /* the template's */
+    const char *state;      /* "draft" | "submitted" | "approved" | "rejected" | "revoked" */
+    const char *source;
+    const char *language;     /* "js" | "ts" */
+    const char *input_schema; /* JSON text */
+    const char *functions;    /* JSON array of "connector.fn" */
+    const char *autonomy;     /* "autonomous" | "supervised" */
+    const char *limits;       /* JSON object */
+    const char *digest;       /* "sha256:" + 64 hex */
+    const char *author;
+    const char *created;
+    const char *approved_by, *approved; /* NULL until approved */
+    const char *approve_comment;
+    const char *submitted_by, *submitted;
+    const char *rejected_by, *rejected, *reject_comment;
+    const char *revoked_by, *revoked, *revoke_reason;
+};
+
+typedef int store_template_fn(void *userdata, const struct store_template *t);
+typedef int store_version_fn(void *userdata, const struct store_version *v);
+
+/* A run (0004_runs). Template runs name their template and version; an ad-hoc run has
  * template "" and version 0 and keeps its own source, language and functions. */
 struct store_run {
     int64_t seq; /* the row's order, the cursor of run_list */
@@ -222,7 +258,36 @@ struct store_ops {
      * what is signed. NOT_FOUND for an empty log; STORE_ERROR without a key. */
     enum store_rc (*audit_checkpoint)(struct store *s, int append, struct store_checkpoint *ret);
 
-    /* Runs and approvals (0003_runs). */
+    /* Templates (0003), since version 3. */
+    /* CONFLICT when the name is taken, NOT_FOUND when the department does not exist. */
+    enum store_rc (*template_create)(struct store *s, const char *name, const char *department,
+                                     const char *description, const char *created_by);
+    /* NOT_FOUND when no such template; otherwise fn sees it once. */
+    enum store_rc (*template_get)(struct store *s, const char *name, store_template_fn *fn,
+                                  void *userdata);
+    /* Every template, by name. */
+    enum store_rc (*template_list)(struct store *s, store_template_fn *fn, void *userdata);
+    /* A new version of v->template_name numbered one past its last, in state "draft", with
+     * v's source, language, input_schema, functions, autonomy, limits, digest and author (the
+     * other members are ignored). *ret_version gets its number. NOT_FOUND for no template. */
+    enum store_rc (*version_create)(struct store *s, const struct store_version *v,
+                                    int64_t *ret_version);
+    /* version 0: the newest approved version (NOT_FOUND when none); otherwise that version
+     * (NOT_FOUND when it or the template does not exist). fn sees it once. */
+    enum store_rc (*version_get)(struct store *s, const char *template_name, int64_t version,
+                                 store_version_fn *fn, void *userdata);
+    /* The template's versions by number (none for an unknown template). */
+    enum store_rc (*version_list)(struct store *s, const char *template_name, store_version_fn *fn,
+                                  void *userdata);
+    /* Moves the version from from_state to to_state ("submitted", "approved", "rejected" or
+     * "revoked"), recording now and `by` in that state's columns and `comment` (may be NULL) as
+     * its comment or reason. Atomic: CONFLICT when the state is not from_state (so a race cannot
+     * approve a revoked version), NOT_FOUND when there is no such version. */
+    enum store_rc (*version_set_state)(struct store *s, const char *template_name, int64_t version,
+                                       const char *from_state, const char *to_state, const char *by,
+                                       const char *comment);
+
+    /* Runs and approvals (0004_runs). */
     /* Creates a run from r's id, template_name, version, department, principal, status, input,
      * source, language and functions (the rest is the store's). CONFLICT for a taken id. */
     enum store_rc (*run_create)(struct store *s, const struct store_run *r);

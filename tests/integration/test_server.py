@@ -478,6 +478,18 @@ EXPECT = {
     ("DELETE", "/v1/principals/{p}/keys/{prefix}"): {"admin"},
     ("POST", "/v1/principals/{p}/roles"): {"admin"},
     ("DELETE", "/v1/principals/{p}/roles"): {"admin"},
+    # templates: ("dept", roles, anywhere): those roles in the template's own department, and
+    # the `anywhere` roles (besides admin's "*") in every department
+    ("POST", "/v1/templates"): ("dept", {"author"}, set()),
+    ("GET", "/v1/templates"): set(ROLES),
+    ("GET", "/v1/templates/{t}"): ("dept", set(ROLES), {"auditor"}),
+    ("POST", "/v1/templates/{t}/versions"): ("dept", {"author"}, set()),
+    ("GET", "/v1/templates/{t}/versions/{v}"): ("dept", set(ROLES), {"auditor"}),
+    ("GET", "/v1/templates/{t}/versions/{v}/diff"): ("dept", set(ROLES), {"auditor"}),
+    ("POST", "/v1/templates/{t}/versions/{v}/submit"): ("dept", {"author"}, set()),
+    ("POST", "/v1/templates/{t}/versions/{v}/approve"): ("dept", {"approver"}, set()),
+    ("POST", "/v1/templates/{t}/versions/{v}/reject"): ("dept", {"approver"}, set()),
+    ("POST", "/v1/templates/{t}/versions/{v}/revoke"): ("dept", {"approver", "admin"}, set()),
 }
 
 # A request for each route that changes nothing once allowed (a duplicate, a missing principal).
@@ -485,14 +497,56 @@ def probe(method, path, where):
     dept = "own" if where == "own" else "other"
     concrete = (path.replace("{d}", dept).replace("{p}", "ghost")
                 .replace("{prefix}", "000000000000"))
+    # templates made by probe_setup: tpl-own and tpl-other, v1 approved, v2 a draft; every
+    # state change below is then a wrong state (409) once allowed
+    concrete = concrete.replace("{t}", "tpl-" + dept).replace(
+        "{v}", "2" if path.endswith("/revoke") else "1")
     body = {
         ("POST", "/v1/departments"): {"name": dept},
         ("PUT", "/v1/departments/{d}/policy"): {"allow_adhoc": False},
         ("POST", "/v1/principals"): {"name": "rbac-admin"},
         ("POST", "/v1/principals/{p}/roles"): {"role": "agent", "department": dept},
         ("DELETE", "/v1/principals/{p}/roles"): {"role": "agent", "department": dept},
+        ("POST", "/v1/templates"): {"name": "tpl-" + dept, "department": dept},
+        ("POST", "/v1/templates/{t}/versions"): {"source": ""},
+        ("POST", "/v1/templates/{t}/versions/{v}/approve"): {"comment": "rbac"},
+        ("POST", "/v1/templates/{t}/versions/{v}/reject"): {"comment": "rbac"},
+        ("POST", "/v1/templates/{t}/versions/{v}/revoke"): {"reason": "rbac"},
     }.get((method, path))
     return concrete, body
+
+
+def probe_setup(s, k):
+    """What the probes act on: templates in the departments own and other."""
+    for name, role in (("rbac-setup-author", "author"), ("rbac-setup-approver", "approver")):
+        st, doc, _ = s.request("POST", "/v1/principals", {"name": name}, key=k)
+        check(st == 201, "setup principal: %r" % doc)
+        check(s.request("POST", "/v1/principals/%s/roles" % name,
+                        {"role": role, "department": "*"}, key=k)[0] == 201, "setup grant")
+        if role == "author":
+            author = doc["key"]
+        else:
+            approver = doc["key"]
+    for dept in ("own", "other"):
+        t = "tpl-" + dept
+        check(s.request("POST", "/v1/templates", {"name": t, "department": dept},
+                        key=author)[0] == 201, "setup template")
+        for _ in range(2):
+            check(s.request("POST", "/v1/templates/%s/versions" % t, {"source": "1"},
+                            key=author)[0] == 201, "setup version")
+        check(s.request("POST", "/v1/templates/%s/versions/1/submit" % t, key=author)[0] == 200,
+              "setup submit")
+        check(s.request("POST", "/v1/templates/%s/versions/1/approve" % t, {},
+                        key=approver)[0] == 200, "setup approve")
+
+
+def rule_allows(rule, role, where):
+    if rule == "public" or rule == "principal":
+        return True
+    if isinstance(rule, tuple):
+        _, roles, anywhere = rule
+        return role in roles and (where == "own" or role == "admin" or role in anywhere)
+    return role in rule
 
 
 def t_permission_table(tmp):
@@ -521,6 +575,7 @@ def t_permission_table(tmp):
                 grant = {"role": role, "department": "*" if role == "admin" else "own"}
                 st, doc, _ = s.request("POST", "/v1/principals/rbac-%s/roles" % role, grant, key=k)
                 check(st == 201, "grant %s: %r" % (role, doc))
+        probe_setup(s, k)
         before = len(audit_rows(d, "auth.denied"))
         denials = 0
         for method, path in sorted(routes):
@@ -528,10 +583,7 @@ def t_permission_table(tmp):
             for role in ROLES + ["none"]:
                 for where in ("own", "other"):
                     concrete, body = probe(method, path, where)
-                    if rule == "public" or rule == "principal":
-                        allowed = True
-                    else:
-                        allowed = role in rule
+                    allowed = rule_allows(rule, role, where)
                     st, doc, _ = s.request(method, concrete, body, key=keys[role])
                     what = "%s %s as %s (%s department): %d %r" % (method, concrete, role, where,
                                                                    st, doc)
@@ -552,6 +604,429 @@ def t_permission_table(tmp):
         check(len(rows) == denials, "auth.denied records %d, refusals %d" % (len(rows), denials))
         check(all({"method", "route", "status"} <= set(r["details"]) for r in rows),
               "auth.denied details: %r" % rows[:2])
+    finally:
+        s.kill()
+
+
+# --------------------------------------------------------------------------------------------- templates
+def tpl_setup(s, k, depts=("finance",)):
+    """Departments and one principal per role (granted in the first department); their keys."""
+    for dept in depts:
+        check(s.request("POST", "/v1/departments", {"name": dept}, key=k)[0] == 201, dept)
+    keys = {"admin": k}
+    for name, role in (("alice", "author"), ("bob", "approver"), ("carol", "agent"),
+                       ("dave", "auditor"), ("erin", "author")):
+        st, doc, _ = s.request("POST", "/v1/principals",
+                               {"name": name, "kind": "agent" if role == "agent" else "user"},
+                               key=k)
+        check(st == 201, "principal %s: %r" % (name, doc))
+        keys[name] = doc["key"]
+        st, doc, _ = s.request("POST", "/v1/principals/%s/roles" % name,
+                               {"role": role, "department": depts[0]}, key=k)
+        check(st == 201, "grant %s: %r" % (name, doc))
+    return keys
+
+
+TPL_SOURCE = "const r = await crm.lookup(input.id);\nreturn r;\n"
+
+
+def tpl_version(s, key, t, **kw):
+    body = {"source": TPL_SOURCE, "functions": ["crm.lookup"],
+            "input_schema": {"type": "object", "properties": {"id": {"type": "string"}}}}
+    body.update(kw)
+    return s.request("POST", "/v1/templates/%s/versions" % t, body, key=key)
+
+
+def t_templates_lifecycle(tmp):
+    d = os.path.join(tmp, "var")
+    s = Server(d)
+    try:
+        k = s.admin_key()
+        keys = tpl_setup(s, k)
+        st, doc, _ = s.request("POST", "/v1/templates", {"name": "refund-small",
+                                                         "department": "finance",
+                                                         "description": "small refunds"},
+                               key=keys["alice"])
+        check(st == 201 and doc["name"] == "refund-small" and doc["department"] == "finance" and
+              doc["description"] == "small refunds" and doc["versions"] == [] and
+              doc["created_by"] == "alice", "create template: %d %r" % (st, doc))
+        error_of(*s.request("POST", "/v1/templates", {"name": "refund-small",
+                                                      "department": "finance"},
+                            key=keys["alice"])[:2], 409, "CONFLICT")
+        st, v1, _ = tpl_version(s, keys["alice"], "refund-small",
+                                limits={"timeout_ms": 5000, "host_calls": 3})
+        check(st == 201 and v1["template"] == "refund-small" and v1["version"] == 1 and
+              v1["state"] == "draft" and v1["author"] == "alice" and
+              re.fullmatch(r"sha256:[0-9a-f]{64}", v1["digest"]) and v1["language"] == "js" and
+              v1["autonomy"] == "autonomous" and v1["functions"] == ["crm.lookup"] and
+              v1["limits"] == {"timeout_ms": 5000, "host_calls": 3} and
+              v1["source"] == TPL_SOURCE and v1["approved_by"] is None,
+              "create version: %d %r" % (st, v1))
+        # the digest is over the content alone: the same content gives the same digest,
+        # whatever the member order and spacing; another content another digest
+        st, v2, _ = tpl_version(s, keys["erin"], "refund-small",
+                                limits={"host_calls": 3, "timeout_ms": 5000})
+        check(st == 201 and v2["version"] == 2 and v2["digest"] == v1["digest"], "v2: %r" % v2)
+        st, v3, _ = tpl_version(s, keys["alice"], "refund-small", autonomy="supervised",
+                                language="ts")
+        check(st == 201 and v3["version"] == 3 and v3["digest"] != v1["digest"] and
+              v3["autonomy"] == "supervised" and v3["language"] == "ts", "v3: %r" % v3)
+        base = "/v1/templates/refund-small/versions/"
+        # approving a draft is a wrong state
+        error_of(*s.request("POST", base + "1/approve", {}, key=keys["bob"])[:2], 409, "CONFLICT")
+        st, doc, _ = s.request("POST", base + "1/submit", key=keys["alice"])
+        check(st == 200 and doc["state"] == "submitted" and doc["submitted_by"] == "alice",
+              "submit: %d %r" % (st, doc))
+        error_of(*s.request("POST", base + "1/submit", key=keys["alice"])[:2], 409, "CONFLICT")
+        st, doc, _ = s.request("POST", base + "1/approve", {"comment": "looks right"},
+                               key=keys["bob"])
+        check(st == 200 and doc["state"] == "approved" and doc["approved_by"] == "bob" and
+              doc["approve_comment"] == "looks right" and doc["approved"], "approve: %r" % doc)
+        for action in ("approve", "reject", "submit"):
+            error_of(*s.request("POST", base + "1/" + action, {} if action != "submit" else None,
+                                key=keys["bob" if action != "submit" else "alice"])[:2], 409,
+                     "CONFLICT")
+        # reject
+        check(s.request("POST", base + "2/submit", key=keys["erin"])[0] == 200, "submit v2")
+        st, doc, _ = s.request("POST", base + "2/reject", {"comment": "duplicate"},
+                               key=keys["bob"])
+        check(st == 200 and doc["state"] == "rejected" and doc["rejected_by"] == "bob" and
+              doc["reject_comment"] == "duplicate", "reject: %r" % doc)
+        error_of(*s.request("POST", base + "2/approve", {}, key=keys["bob"])[:2], 409, "CONFLICT")
+        error_of(*s.request("POST", base + "2/revoke", {"reason": "x"}, key=k)[:2], 409,
+                 "CONFLICT")
+        # revoke (an admin may), once
+        st, doc, _ = s.request("POST", base + "1/revoke", {"reason": "leaks data"}, key=k)
+        check(st == 200 and doc["state"] == "revoked" and doc["revoked_by"] == "admin" and
+              doc["revoke_reason"] == "leaks data" and doc["approved_by"] == "bob",
+              "revoke: %r" % doc)
+        error_of(*s.request("POST", base + "1/revoke", {"reason": "again"}, key=keys["bob"])[:2],
+                 409, "CONFLICT")
+        error_of(*s.request("POST", base + "1/approve", {}, key=keys["bob"])[:2], 409, "CONFLICT")
+        # bad version numbers and bodies
+        for v in ("0", "01", "x", "-1", "99", "99999999999999999999"):
+            error_of(*s.request("POST", base + v + "/submit", key=keys["alice"])[:2], 404,
+                     "NOT_FOUND")
+            error_of(*s.request("GET", base + v, key=keys["alice"])[:2], 404, "NOT_FOUND")
+        error_of(*s.request("POST", base + "3/approve", {"note": "x"}, key=keys["bob"])[:2], 400,
+                 "INVALID_REQUEST")
+        error_of(*s.request("POST", base + "3/submit", {"comment": "x"},
+                            key=keys["alice"])[:2], 400, "INVALID_REQUEST")
+        error_of(*s.request("POST", "/v1/templates/nope/versions/1/submit",
+                            key=keys["alice"])[:2], 404, "NOT_FOUND")
+        # the full object
+        st, doc, _ = s.request("GET", base + "1", key=keys["dave"])
+        check(st == 200 and doc["state"] == "revoked" and doc["input_schema"] == {
+            "type": "object", "properties": {"id": {"type": "string"}}} and
+            doc["department"] == "finance" and doc["submitted"] and doc["revoked"],
+            "get version: %r" % doc)
+        st, doc, _ = s.request("GET", "/v1/templates/refund-small", key=keys["bob"])
+        check(st == 200 and [(x["version"], x["state"]) for x in doc["versions"]] ==
+              [(1, "revoked"), (2, "rejected"), (3, "draft")], "get template: %r" % doc)
+        check(set(doc["versions"][0]) >= {"version", "state", "digest", "author"},
+              "summary: %r" % doc["versions"][0])
+
+        # every change is in the audit log, with its actor, in one record each
+        rows = audit_rows(d)
+        want = [("alice", "template.create", None), ("alice", "version.create", 1),
+                ("erin", "version.create", 2), ("alice", "version.create", 3),
+                ("alice", "version.submit", 1), ("bob", "version.approve", 1),
+                ("erin", "version.submit", 2), ("bob", "version.reject", 2),
+                ("admin", "version.revoke", 1)]
+        got = [(r["actor"], r["action"], r["details"].get("version")) for r in rows
+               if r["action"].startswith(("template.", "version."))]
+        check(got == want, "audit records: %r" % got)
+        for r in rows:
+            if r["action"].startswith("version."):
+                check(r["subject"] == "refund-small" and r["department"] == "finance" and
+                      r["details"]["template"] == "refund-small" and
+                      re.fullmatch(r"sha256:[0-9a-f]{64}", r["details"]["digest"]),
+                      "record: %r" % r)
+        created = [r for r in rows if r["action"] == "version.create"][0]["details"]
+        check(created["source"] == TPL_SOURCE and created["digest"] == v1["digest"] and
+              created["functions"] == ["crm.lookup"], "version.create details: %r" % created)
+        others = [r for r in rows if r["action"] in ("version.submit", "version.approve",
+                                                     "version.reject", "version.revoke")]
+        check(all("source" not in r["details"] for r in others), "source in a state record")
+        approve = [r for r in rows if r["action"] == "version.approve"][0]["details"]
+        check(approve["comment"] == "looks right", "approve details: %r" % approve)
+        revoke = [r for r in rows if r["action"] == "version.revoke"][0]["details"]
+        check(revoke["reason"] == "leaks data" and revoke["digest"] == v1["digest"],
+              "revoke details: %r" % revoke)
+        st, v, _ = s.request("GET", "/v1/audit/verify", key=k)
+        check(v["ok"] is True, "chain: %r" % v)
+        # the state survives a restart
+        check(s.stop() == 0, "SIGTERM")
+    finally:
+        s.kill()
+    s = Server(d)
+    try:
+        st, doc, _ = s.request("GET", "/v1/templates/refund-small/versions/1", key=s.admin_key())
+        check(st == 200 and doc["state"] == "revoked" and doc["digest"] == v1["digest"],
+              "after restart: %r" % doc)
+    finally:
+        s.kill()
+
+
+def t_templates_four_eyes(tmp):
+    d = os.path.join(tmp, "var")
+    s = Server(d)
+    try:
+        k = s.admin_key()
+        keys = tpl_setup(s, k)
+        # alice is author and approver: she still cannot approve her own version
+        check(s.request("POST", "/v1/principals/alice/roles",
+                        {"role": "approver", "department": "*"}, key=k)[0] == 201, "grant")
+        check(s.request("POST", "/v1/templates", {"name": "t", "department": "finance"},
+                        key=keys["alice"])[0] == 201, "template")
+        check(tpl_version(s, keys["alice"], "t")[0] == 201, "version")
+        check(s.request("POST", "/v1/templates/t/versions/1/submit", key=keys["alice"])[0] == 200,
+              "submit")
+        st, doc, _ = s.request("POST", "/v1/templates/t/versions/1/approve", {"comment": "mine"},
+                               key=keys["alice"])
+        error_of(st, doc, 409, "CONFLICT")
+        check("four eyes" in doc["error"]["message"] and "alice" in doc["error"]["message"],
+              "message: %r" % doc)
+        # an admin is no approver unless granted
+        error_of(*s.request("POST", "/v1/templates/t/versions/1/approve", {}, key=k)[:2], 403,
+                 "FORBIDDEN")
+        st, doc, _ = s.request("GET", "/v1/templates/t/versions/1", key=k)
+        check(doc["state"] == "submitted", "state after the refusals: %r" % doc)
+        check(not audit_rows(d, "version.approve"), "a refused approval was recorded")
+        # she may reject her own (four eyes guards approvals)? no: another approver decides
+        st, doc, _ = s.request("POST", "/v1/templates/t/versions/1/approve", {},
+                               key=keys["bob"])
+        check(st == 200 and doc["state"] == "approved" and doc["approved_by"] == "bob",
+              "bob approves: %r" % doc)
+    finally:
+        s.kill()
+
+
+def t_templates_validation(tmp):
+    d = os.path.join(tmp, "var")
+    s = Server(d)
+    try:
+        k = s.admin_key()
+        keys = tpl_setup(s, k, depts=("finance", "ops"))
+        a = keys["alice"]
+        for body in ({"name": "Bad Name", "department": "finance"}, {"name": "x"},
+                     {"name": "x", "department": "finance", "extra": 1},
+                     {"name": "x", "department": "finance", "description": 5},
+                     {"name": "x", "department": "finance", "description": "d" * 2000}):
+            error_of(*s.request("POST", "/v1/templates", body, key=a)[:2], 400,
+                     "INVALID_REQUEST")
+        # another department's author is refused; an unknown department is not found (for
+        # one who may write everywhere) and refused for the others
+        error_of(*s.request("POST", "/v1/templates", {"name": "x", "department": "ops"},
+                            key=a)[:2], 403, "FORBIDDEN")
+        error_of(*s.request("POST", "/v1/templates", {"name": "x", "department": "nowhere"},
+                            key=a)[:2], 403, "FORBIDDEN")
+        check(s.request("POST", "/v1/principals/erin/roles", {"role": "author", "department": "*"},
+                        key=k)[0] == 201, "grant")
+        error_of(*s.request("POST", "/v1/templates", {"name": "x", "department": "nowhere"},
+                            key=keys["erin"])[:2], 404, "NOT_FOUND")
+        check(s.request("POST", "/v1/templates", {"name": "t", "department": "finance"},
+                        key=a)[0] == 201, "template")
+        error_of(*s.request("POST", "/v1/templates/ghost/versions", {"source": "1"}, key=a)[:2],
+                 404, "NOT_FOUND")
+        bad = [
+            {"source": ""}, {"source": 1}, {}, {"source": "1", "language": "py"},
+            {"source": "1", "autonomy": "wild"}, {"source": "1", "extra": True},
+            {"source": "1", "input_schema": "x"}, {"source": "1", "functions": "crm.lookup"},
+            {"source": "x" * (256 * 1024 + 1)}, {"source": "\u0001" * (150 * 1024)},
+            # schemas with a keyword airlockd does not implement, or ill-formed
+            {"source": "1", "input_schema": {"type": "object", "oneOf": []}},
+            {"source": "1", "input_schema": {"properties": {"a": {"$ref": "#"}}}},
+            {"source": "1", "input_schema": {"type": "strng"}},
+            {"source": "1", "input_schema": {"minimum": "1"}},
+            {"source": "1", "input_schema": {"pattern": "("}},
+            # function names
+            {"source": "1", "functions": ["lookup"]}, {"source": "1", "functions": ["a.b.c"]},
+            {"source": "1", "functions": ["crm.look-up"]}, {"source": "1", "functions": ["1a.b"]},
+            {"source": "1", "functions": [".b"]}, {"source": "1", "functions": ["a."]},
+            {"source": "1", "functions": [1]}, {"source": "1", "functions": ["a.b", "a.b"]},
+            {"source": "1", "functions": ["a.b\u0000"]}, {"source": "1", "functions": ["é.b"]},
+            # limits
+            {"source": "1", "limits": {"timeout_ms": 0}}, {"source": "1", "limits": {"cpu_ms": -5}},
+            {"source": "1", "limits": {"memory_bytes": 1.5}},
+            {"source": "1", "limits": {"host_calls": "3"}},
+            {"source": "1", "limits": {"host_calls": 16777217}},
+            {"source": "1", "limits": {"output_bytes": 67108865}},
+            {"source": "1", "limits": {"stack_bytes": 1}}, {"source": "1", "limits": []},
+            {"source": "1", "limits": {"timeout_ms": 1e300}},
+        ]
+        for body in bad:
+            st, doc, _ = s.request("POST", "/v1/templates/t/versions", body, key=a)
+            error_of(st, doc, 400, "INVALID_REQUEST")
+        st, doc, _ = s.request("POST", "/v1/templates/t/versions",
+                               {"source": "1", "input_schema": {"type": "object",
+                                                                "oneOf": []}}, key=a)
+        check("oneOf" in doc["error"]["message"], "the keyword is not named: %r" % doc)
+        st, doc, _ = s.request("POST", "/v1/templates/t/versions",
+                               {"source": "1", "functions": ["crm.look-up"]}, key=a)
+        check("crm.look-up" in doc["error"]["message"], "the function is not named: %r" % doc)
+        st, doc, _ = s.request("POST", "/v1/templates/t/versions",
+                               {"source": "1", "limits": {"stack_bytes": 1}}, key=a)
+        check("stack_bytes" in doc["error"]["message"], "the limit is not named: %r" % doc)
+        # the edges that are fine: every limit at its maximum, identifiers with _ and $
+        st, doc, _ = s.request("POST", "/v1/templates/t/versions", {
+            "source": "1", "functions": ["$c._f1", "crm.lookup"],
+            "limits": {"timeout_ms": 31536000000, "cpu_ms": 1, "memory_bytes": 1099511627776,
+                       "output_bytes": 67108864, "host_calls": 16777216}}, key=a)
+        check(st == 201 and doc["version"] == 1 and doc["input_schema"] == {}, "edges: %r" % doc)
+        # another department's author may not add versions; nothing was written by the refusals
+        st, doc, _ = s.request("POST", "/v1/principals", {"name": "olga"}, key=k)
+        olga = doc["key"]
+        s.request("POST", "/v1/principals/olga/roles", {"role": "author", "department": "ops"},
+                  key=k)
+        error_of(*s.request("POST", "/v1/templates/t/versions", {"source": "1"}, key=olga)[:2],
+                 403, "FORBIDDEN")
+        error_of(*s.request("POST", "/v1/templates/t/versions/1/submit", key=olga)[:2], 403,
+                 "FORBIDDEN")
+        check(len(audit_rows(d, "version.create")) == 1, "refused versions recorded")
+        st, doc, _ = s.request("GET", "/v1/templates/t", key=k)
+        check([x["version"] for x in doc["versions"]] == [1], "versions: %r" % doc)
+    finally:
+        s.kill()
+
+
+def t_templates_visibility(tmp):
+    d = os.path.join(tmp, "var")
+    s = Server(d)
+    try:
+        k = s.admin_key()
+        keys = tpl_setup(s, k, depts=("finance", "ops"))
+        st, doc, _ = s.request("POST", "/v1/principals", {"name": "otto"}, key=k)
+        otto = doc["key"]
+        s.request("POST", "/v1/principals/otto/roles", {"role": "author", "department": "ops"},
+                  key=k)
+        s.request("POST", "/v1/principals/otto/roles", {"role": "approver", "department": "*"},
+                  key=k)
+        check(s.request("POST", "/v1/templates", {"name": "fin", "department": "finance"},
+                        key=keys["alice"])[0] == 201, "fin")
+        check(s.request("POST", "/v1/templates", {"name": "opt", "department": "ops"},
+                        key=otto)[0] == 201, "opt")
+        for _ in range(3):
+            check(tpl_version(s, keys["alice"], "fin")[0] == 201, "version")
+        for v in (1, 2):
+            s.request("POST", "/v1/templates/fin/versions/%d/submit" % v, key=keys["alice"])
+        s.request("POST", "/v1/templates/fin/versions/2/approve", {}, key=keys["bob"])
+        agent = keys["carol"]
+        st, doc, _ = s.request("GET", "/v1/templates", key=agent)
+        check(st == 200 and [t["name"] for t in doc] == ["fin"] and
+              [v["version"] for v in doc[0]["versions"]] == [2] and
+              doc[0]["versions"][0]["state"] == "approved", "agent's list: %r" % doc)
+        st, doc, _ = s.request("GET", "/v1/templates/fin", key=agent)
+        check(st == 200 and [v["version"] for v in doc["versions"]] == [2], "agent: %r" % doc)
+        st, doc, _ = s.request("GET", "/v1/templates/fin/versions/2", key=agent)
+        check(st == 200 and doc["source"] == TPL_SOURCE, "agent reads approved: %r" % doc)
+        for v in ("1", "3"):
+            error_of(*s.request("GET", "/v1/templates/fin/versions/" + v, key=agent)[:2], 404,
+                     "NOT_FOUND")
+            error_of(*s.request("GET", "/v1/templates/fin/versions/%s/diff" % v, key=agent)[:2],
+                     404, "NOT_FOUND")
+        error_of(*s.request("GET", "/v1/templates/fin/versions/2/diff?from=1", key=agent)[:2],
+                 404, "NOT_FOUND")
+        error_of(*s.request("GET", "/v1/templates/opt", key=agent)[:2], 403, "FORBIDDEN")
+        # a template of its department without an approved version is not listed to an agent
+        check(s.request("POST", "/v1/templates", {"name": "drafty", "department": "finance"},
+                        key=keys["alice"])[0] == 201, "drafty")
+        check(tpl_version(s, keys["alice"], "drafty")[0] == 201, "drafty v1")
+        st, doc, _ = s.request("GET", "/v1/templates", key=agent)
+        check([t["name"] for t in doc] == ["fin"], "agent lists a draft template: %r" % doc)
+        error_of(*s.request("GET", "/v1/templates/drafty", key=agent)[:2], 404, "NOT_FOUND")
+        st, doc, _ = s.request("GET", "/v1/templates", key=keys["alice"])
+        check([t["name"] for t in doc] == ["drafty", "fin"], "author's list: %r" % doc)
+        s.request("POST", "/v1/templates/fin/versions/2/revoke", {"reason": "r"}, key=keys["bob"])
+        st, doc, _ = s.request("GET", "/v1/templates", key=agent)
+        check(doc == [], "agent lists a revoked template: %r" % doc)
+        error_of(*s.request("GET", "/v1/templates/fin/versions/2", key=agent)[:2], 404,
+                 "NOT_FOUND")
+        # the author sees every version of its department, not the other department
+        st, doc, _ = s.request("GET", "/v1/templates", key=keys["alice"])
+        check([t["name"] for t in doc] == ["drafty", "fin"] and len(doc[1]["versions"]) == 3,
+              "author's list: %r" % doc)
+        error_of(*s.request("GET", "/v1/templates/opt", key=keys["alice"])[:2], 403, "FORBIDDEN")
+        # "*", admins and auditors see everything
+        for who in (otto, k, keys["dave"]):
+            st, doc, _ = s.request("GET", "/v1/templates", key=who)
+            check([t["name"] for t in doc] == ["drafty", "fin", "opt"] and
+                  len(doc[1]["versions"]) == 3, "list: %r" % doc)
+            st, doc, _ = s.request("GET", "/v1/templates/opt", key=who)
+            check(st == 200, "opt: %r" % doc)
+        # a principal without roles is refused
+        st, doc, _ = s.request("POST", "/v1/principals", {"name": "nobody"}, key=k)
+        error_of(*s.request("GET", "/v1/templates", key=doc["key"])[:2], 403, "FORBIDDEN")
+        error_of(*s.request("GET", "/v1/templates/ghost", key=k)[:2], 404, "NOT_FOUND")
+    finally:
+        s.kill()
+
+
+def t_templates_diff(tmp):
+    d = os.path.join(tmp, "var")
+    s = Server(d)
+    try:
+        k = s.admin_key()
+        keys = tpl_setup(s, k)
+        a = keys["alice"]
+        check(s.request("POST", "/v1/templates", {"name": "t", "department": "finance"},
+                        key=a)[0] == 201, "template")
+        src1 = "".join("line %d\n" % i for i in range(1, 11))
+        src2 = src1.replace("line 5\n", "line five\n") + "line 11"
+        check(tpl_version(s, a, "t", source=src1, limits={"timeout_ms": 100})[0] == 201, "v1")
+        st, doc, _ = tpl_version(s, a, "t", source=src2, functions=["crm.lookup", "crm.refund"],
+                                 limits={"timeout_ms": 200, "host_calls": 2},
+                                 autonomy="supervised", input_schema={"type": "object"})
+        check(st == 201, "v2: %r" % doc)
+        # no approved version before v2: the diff is against nothing
+        st, doc, _ = s.request("GET", "/v1/templates/t/versions/2/diff", key=a)
+        check(st == 200 and doc["from"] is None and doc["source_diff"].startswith(
+            "--- t v0\n+++ t v2\n@@ -0,0 +1,11 @@\n+line 1\n") and
+            doc["source_diff"].endswith("+line 11\n\\ No newline at end of file\n") and
+            doc["changes"]["functions"]["added"] == ["crm.lookup", "crm.refund"],
+            "diff from nothing: %r" % doc)
+        for v in (1,):
+            s.request("POST", "/v1/templates/t/versions/%d/submit" % v, key=a)
+            s.request("POST", "/v1/templates/t/versions/%d/approve" % v, {}, key=keys["bob"])
+        st, doc, _ = s.request("GET", "/v1/templates/t/versions/2/diff", key=keys["bob"])
+        want = ("--- t v1\n+++ t v2\n@@ -2,9 +2,10 @@\n line 2\n line 3\n line 4\n-line 5\n"
+                "+line five\n line 6\n line 7\n line 8\n line 9\n line 10\n+line 11\n"
+                "\\ No newline at end of file\n")
+        check(st == 200 and doc["from"] == 1 and doc["source_diff"] == want,
+              "diff: %r" % doc.get("source_diff"))
+        ch = doc["changes"]
+        check(ch["functions"] == {"added": ["crm.refund"], "removed": []} and
+              ch["limits"] == {"timeout_ms": {"from": 100, "to": 200},
+                               "host_calls": {"from": None, "to": 2}} and
+              ch["input_schema"] == {"changed": True, "from": {"type": "object", "properties": {
+                  "id": {"type": "string"}}}, "to": {"type": "object"}} and
+              ch["autonomy"] == {"from": "autonomous", "to": "supervised"} and
+              "language" not in ch, "changes: %r" % ch)
+        # explicit from, backwards, and the same version
+        st, doc, _ = s.request("GET", "/v1/templates/t/versions/1/diff?from=2", key=a)
+        check(st == 200 and doc["changes"]["functions"]["removed"] == ["crm.refund"] and
+              "-line five\n" in doc["source_diff"], "backwards: %r" % doc)
+        st, doc, _ = s.request("GET", "/v1/templates/t/versions/2/diff?from=2", key=a)
+        check(st == 200 and doc["source_diff"] == "" and
+              doc["changes"]["input_schema"] == {"changed": False} and
+              doc["changes"]["limits"] == {} and "autonomy" not in doc["changes"],
+              "same: %r" % doc)
+        for q in ("from=0", "from=x", "from=", "from=-1"):
+            error_of(*s.request("GET", "/v1/templates/t/versions/2/diff?" + q, key=a)[:2], 400,
+                     "INVALID_REQUEST")
+        error_of(*s.request("GET", "/v1/templates/t/versions/2/diff?from=9", key=a)[:2], 404,
+                 "NOT_FOUND")
+        error_of(*s.request("GET", "/v1/templates/t/versions/9/diff", key=a)[:2], 404,
+                 "NOT_FOUND")
+        # a large source diffs in bounded time
+        big1 = "".join("a%d\n" % i for i in range(30000))
+        big2 = "".join("b%d\n" % i for i in range(30000))
+        for src in (big1, big2):
+            check(tpl_version(s, a, "t", source=src[:250000])[0] == 201, "big version")
+        t0 = time.monotonic()
+        st, doc, _ = s.request("GET", "/v1/templates/t/versions/4/diff?from=3", key=a)
+        check(st == 200 and doc["source_diff"].count("\n-a") > 1000 and
+              time.monotonic() - t0 < 5, "big diff: %d %.2fs" % (st, time.monotonic() - t0))
     finally:
         s.kill()
 

@@ -332,6 +332,153 @@ static void test_store_rollback_leaves_nothing(void **state)
     assert_int_equal(records, 0);
 }
 
+struct version_seen {
+    int n;
+    int64_t version;
+    char state[16];
+    char department[STORE_NAME_MAX + 1];
+    char approved_by[STORE_NAME_MAX + 1];
+    char comment[64];
+};
+
+static int read_version(void *userdata, const struct store_version *v)
+{
+    struct version_seen *vs = userdata;
+    vs->n++;
+    vs->version = v->version;
+    snprintf(vs->state, sizeof vs->state, "%s", v->state);
+    snprintf(vs->department, sizeof vs->department, "%s", v->department);
+    snprintf(vs->approved_by, sizeof vs->approved_by, "%s", v->approved_by ? v->approved_by : "-");
+    snprintf(vs->comment, sizeof vs->comment, "%s",
+             v->revoke_reason     ? v->revoke_reason
+             : v->approve_comment ? v->approve_comment
+                                  : "-");
+    return 0;
+}
+
+static int count_template(void *userdata, const struct store_template *t)
+{
+    return count_fn(userdata, t);
+}
+
+static int count_version(void *userdata, const struct store_version *v)
+{
+    return count_fn(userdata, v);
+}
+
+static void add_version(struct store *s, const char *t, int64_t want)
+{
+    struct store_version v = { .template_name = t,
+                               .source = "1",
+                               .language = "js",
+                               .input_schema = "{}",
+                               .functions = "[]",
+                               .autonomy = "autonomous",
+                               .limits = "{}",
+                               .digest = "sha256:00",
+                               .author = "alice" };
+    int64_t n = 0;
+    assert_int_equal(s->ops->version_create(s, &v, &n), STORE_OK);
+    assert_int_equal(n, want);
+}
+
+static void test_store_templates_and_versions(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    struct version_seen vs;
+    int n = 0;
+    assert_int_equal(s->ops->template_create(s, "t", "finance", "d", "alice"), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->department_create(s, "finance"), STORE_OK);
+    assert_int_equal(s->ops->template_create(s, "t", "finance", "d", "alice"), STORE_OK);
+    assert_int_equal(s->ops->template_create(s, "t", "finance", "", "bob"), STORE_CONFLICT);
+    assert_int_equal(s->ops->template_create(s, "u", "finance", NULL, "bob"), STORE_OK);
+    assert_int_equal(s->ops->template_list(s, count_template, &n), STORE_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(s->ops->template_get(s, "nope", count_template, &n), STORE_NOT_FOUND);
+
+    struct store_version ghost = { .template_name = "ghost",
+                                   .source = "1",
+                                   .language = "js",
+                                   .input_schema = "{}",
+                                   .functions = "[]",
+                                   .autonomy = "autonomous",
+                                   .limits = "{}",
+                                   .digest = "x",
+                                   .author = "alice" };
+    int64_t num = 0;
+    assert_int_equal(s->ops->version_create(s, &ghost, &num), STORE_NOT_FOUND);
+    add_version(s, "t", 1);
+    add_version(s, "t", 2);
+    add_version(s, "t", 3);
+    add_version(s, "u", 1); /* numbered per template */
+
+    memset(&vs, 0, sizeof vs);
+    assert_int_equal(s->ops->version_get(s, "t", 2, read_version, &vs), STORE_OK);
+    assert_int_equal(vs.n, 1);
+    assert_string_equal(vs.state, "draft");
+    assert_string_equal(vs.department, "finance");
+    assert_string_equal(vs.approved_by, "-");
+    assert_int_equal(s->ops->version_get(s, "t", 9, read_version, &vs), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->version_get(s, "ghost", 1, read_version, &vs), STORE_NOT_FOUND);
+    /* version 0 is the newest approved: none yet */
+    assert_int_equal(s->ops->version_get(s, "t", 0, read_version, &vs), STORE_NOT_FOUND);
+
+    /* state moves are conditional on the state they leave */
+    assert_int_equal(s->ops->version_set_state(s, "t", 1, "submitted", "approved", "bob", NULL),
+                     STORE_CONFLICT);
+    assert_int_equal(s->ops->version_set_state(s, "t", 9, "draft", "submitted", "bob", NULL),
+                     STORE_NOT_FOUND);
+    for (int64_t v = 1; v <= 2; v++) {
+        assert_int_equal(s->ops->version_set_state(s, "t", v, "draft", "submitted", "alice", NULL),
+                         STORE_OK);
+        assert_int_equal(s->ops->version_set_state(s, "t", v, "submitted", "approved", "bob", "ok"),
+                         STORE_OK);
+    }
+    memset(&vs, 0, sizeof vs);
+    assert_int_equal(s->ops->version_get(s, "t", 0, read_version, &vs), STORE_OK);
+    assert_int_equal(vs.version, 2);
+    assert_string_equal(vs.approved_by, "bob");
+    assert_string_equal(vs.comment, "ok");
+    /* a revoked version is never approved again, and the newest approved moves back */
+    assert_int_equal(s->ops->version_set_state(s, "t", 2, "approved", "revoked", "carol", "bad"),
+                     STORE_OK);
+    assert_int_equal(s->ops->version_set_state(s, "t", 2, "submitted", "approved", "bob", NULL),
+                     STORE_CONFLICT);
+    assert_int_equal(s->ops->version_set_state(s, "t", 2, "approved", "revoked", "bob", NULL),
+                     STORE_CONFLICT);
+    memset(&vs, 0, sizeof vs);
+    assert_int_equal(s->ops->version_get(s, "t", 2, read_version, &vs), STORE_OK);
+    assert_string_equal(vs.state, "revoked");
+    assert_string_equal(vs.comment, "bad");
+    memset(&vs, 0, sizeof vs);
+    assert_int_equal(s->ops->version_get(s, "t", 0, read_version, &vs), STORE_OK);
+    assert_int_equal(vs.version, 1);
+    assert_int_equal(s->ops->version_set_state(s, "t", 1, "approved", "bogus", "bob", NULL),
+                     STORE_ERROR);
+    n = 0;
+    assert_int_equal(s->ops->version_list(s, "t", count_version, &n), STORE_OK);
+    assert_int_equal(n, 3);
+    n = 0;
+    assert_int_equal(s->ops->version_list(s, "ghost", count_version, &n), STORE_OK);
+    assert_int_equal(n, 0);
+}
+
+static void test_store_versions_roll_back(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    int n = 0;
+    assert_int_equal(s->ops->department_create(s, "finance"), STORE_OK);
+    assert_int_equal(s->ops->template_create(s, "t", "finance", "", "alice"), STORE_OK);
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    add_version(s, "t", 1);
+    s->ops->tx_rollback(s);
+    assert_int_equal(s->ops->version_list(s, "t", count_version, &n), STORE_OK);
+    assert_int_equal(n, 0);
+    add_version(s, "t", 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -346,6 +493,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_audit_chained, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_audit_legacy_chained, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_rollback_leaves_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_templates_and_versions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_versions_roll_back, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

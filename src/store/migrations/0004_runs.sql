@@ -1,4 +1,4 @@
--- 0003_runs: runs and the approvals that wait for a person. A run's row holds what its answer
+-- 0004_runs: runs and the approvals that wait for a person. A run's row holds what its answer
 -- needs (outcome: the JSON members value/error/console/stats once it has one); a run waiting on
 -- sensitive calls holds its continuation until one resume claims it (set back to NULL).
 CREATE TABLE runs (

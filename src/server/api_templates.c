@@ -1,0 +1,1172 @@
+/*
+ * api_templates.c - templates and their versions: what code an agent may run, and who decided.
+ * An author of a template's department writes numbered versions; each starts as a draft, is
+ * submitted by an author and approved or rejected by an approver who is not its author (four
+ * eyes), and an approved version can be revoked by an approver or an admin at once. A version's
+ * content never changes after creation; its digest (sha256 over the RFC 8785 form of source,
+ * language, input_schema, functions, autonomy and limits) names exactly what was approved.
+ *
+ * Every change and its audit record are one transaction, and a state change is conditional on
+ * the state it leaves (store version_set_state), so two approvers racing a revoker cannot leave
+ * a revoked version approved. Reads follow the department: an agent sees only approved versions
+ * of its own departments; admins and auditors see everything.
+ *
+ * The connectors named in a version's functions are not checked here: a version may be written
+ * before its connector exists; a run refuses a function no connector serves.
+ */
+#include <inttypes.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "diff.h"
+#include "jcs.h"
+#include "schema.h"
+
+#define TPL_SOURCE_MAX  ((size_t)256 << 10) /* the runner's default source limit */
+#define TPL_FUNCS_MAX   64u
+#define TPL_IDENT_MAX   64u
+#define TPL_DESC_MAX    1024u
+#define TPL_COMMENT_MAX 4096u
+#define TPL_VERSION_MAX 1000000000000LL
+#define TPL_DIFF_MAX    ((size_t)4 << 20)   /* bytes of a diff answer */
+#define TPL_AUDIT_MAX   ((size_t)768 << 10) /* bytes of a version.create record's details */
+
+/* The limits a version may set, with the maxima al_config_set_limit accepts. */
+static const struct {
+    const char *name;
+    double max;
+} tpl_limits[] = {
+    { "timeout_ms", 365.0 * 24 * 3600 * 1000 }, /* durations: one year */
+    { "cpu_ms", 365.0 * 24 * 3600 * 1000 },
+    { "memory_bytes", 1099511627776.0 }, /* heap: 1 TiB */
+    { "output_bytes", 67108864.0 },      /* result: 64 MiB */
+    { "host_calls", 16777216.0 },        /* counts: 2^24 */
+};
+#define TPL_NLIMITS (sizeof tpl_limits / sizeof tpl_limits[0])
+
+/* ---------------------------------------------------------------- reading and visibility */
+
+struct tpl_info {
+    int found;
+    char name[STORE_NAME_MAX + 1];
+    char department[STORE_NAME_MAX + 1];
+};
+
+static int tpl_info_read(void *userdata, const struct store_template *t)
+{
+    struct tpl_info *ti = userdata;
+    ti->found = 1;
+    snprintf(ti->name, sizeof ti->name, "%s", t->name);
+    snprintf(ti->department, sizeof ti->department, "%s", t->department);
+    return 0;
+}
+
+/* Looks the route's {t} up: 0 with ti filled, or -1 after answering 404 or 500. */
+static int tpl_lookup(struct api_ctx *ctx, struct tpl_info *ti)
+{
+    const char *name = api_param(ctx, "t");
+    memset(ti, 0, sizeof *ti);
+    enum store_rc rc = ctx->store->ops->template_get(ctx->store, name, tpl_info_read, ti);
+    if (rc == STORE_NOT_FOUND || (rc == STORE_OK && !ti->found)) {
+        api_error(ctx, 404, "NOT_FOUND", "no template %s", name);
+        return -1;
+    }
+    if (rc != STORE_OK) {
+        api_store_failed(ctx);
+        return -1;
+    }
+    return 0;
+}
+
+/* Admins and auditors read every department. */
+static int tpl_reads_all(const struct auth_principal *who)
+{
+    for (size_t i = 0; i < who->ngrants; i++) {
+        if (who->grants[i].role & (AUTH_ROLE_ADMIN | AUTH_ROLE_AUDITOR)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int tpl_grant_covers(const struct auth_grant *g, const char *department)
+{
+    return strcmp(g->department, "*") == 0 || strcmp(g->department, department) == 0;
+}
+
+/* 1 when who sees every version of the department's templates, 0 when only approved ones (an
+ * agent, and nothing more, there). */
+static int tpl_full_view(const struct auth_principal *who, const char *department)
+{
+    if (tpl_reads_all(who)) {
+        return 1;
+    }
+    for (size_t i = 0; i < who->ngrants; i++) {
+        const struct auth_grant *g = &who->grants[i];
+        if ((g->role & (AUTH_ROLE_AUTHOR | AUTH_ROLE_APPROVER)) &&
+            tpl_grant_covers(g, department)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int tpl_sees(const struct auth_principal *who, const char *department)
+{
+    if (tpl_reads_all(who)) {
+        return 1;
+    }
+    for (size_t i = 0; i < who->ngrants; i++) {
+        if (tpl_grant_covers(&who->grants[i], department)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A read route's permission: admins and auditors anywhere, others in the department. */
+static int tpl_allow_read(struct api_ctx *ctx, const char *department)
+{
+    if (ctx->who && tpl_reads_all(ctx->who)) {
+        return 0;
+    }
+    return api_allow(ctx, department);
+}
+
+/* The route's {v} (or a query's from=): a decimal version number 1..TPL_VERSION_MAX, else 0. */
+static int64_t tpl_version_number(const char *s)
+{
+    int64_t n = 0;
+    if (!s || !*s || *s == '0') {
+        return 0;
+    }
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9' || n > TPL_VERSION_MAX / 10) {
+            return 0;
+        }
+        n = n * 10 + (*p - '0');
+    }
+    return n <= TPL_VERSION_MAX ? n : 0;
+}
+
+/* ---------------------------------------------------------------- JSON of rows */
+
+static void tpl_str_or_null(struct buf *b, const char *s)
+{
+    if (s) {
+        api_str(b, s);
+    } else {
+        buf_append_str(b, "null");
+    }
+}
+
+static void tpl_version_summary(struct buf *b, const struct store_version *v)
+{
+    buf_append_str(b, "{\"template\":");
+    api_str(b, v->template_name);
+    buf_printf(b, ",\"version\":%" PRId64 ",\"state\":", v->version);
+    api_str(b, v->state);
+    buf_append_str(b, ",\"digest\":");
+    api_str(b, v->digest);
+    buf_append_str(b, ",\"author\":");
+    api_str(b, v->author);
+    buf_append_str(b, ",\"created\":");
+    api_str(b, v->created);
+    buf_append_str(b, "}");
+}
+
+static void tpl_version_json(struct buf *b, const struct store_version *v)
+{
+    const struct {
+        const char *key;
+        const char *value;
+    } opt[] = {
+        { "submitted", v->submitted },
+        { "submitted_by", v->submitted_by },
+        { "approved", v->approved },
+        { "approved_by", v->approved_by },
+        { "approve_comment", v->approve_comment },
+        { "rejected", v->rejected },
+        { "rejected_by", v->rejected_by },
+        { "reject_comment", v->reject_comment },
+        { "revoked", v->revoked },
+        { "revoked_by", v->revoked_by },
+        { "revoke_reason", v->revoke_reason },
+    };
+    buf_append_str(b, "{\"template\":");
+    api_str(b, v->template_name);
+    buf_printf(b, ",\"version\":%" PRId64 ",\"department\":", v->version);
+    api_str(b, v->department);
+    buf_append_str(b, ",\"state\":");
+    api_str(b, v->state);
+    buf_append_str(b, ",\"digest\":");
+    api_str(b, v->digest);
+    buf_append_str(b, ",\"author\":");
+    api_str(b, v->author);
+    buf_append_str(b, ",\"created\":");
+    api_str(b, v->created);
+    buf_append_str(b, ",\"language\":");
+    api_str(b, v->language);
+    buf_append_str(b, ",\"autonomy\":");
+    api_str(b, v->autonomy);
+    /* stored compact by this file: valid JSON */
+    buf_printf(b, ",\"functions\":%s,\"limits\":%s,\"input_schema\":%s,\"source\":", v->functions,
+               v->limits, v->input_schema);
+    api_str(b, v->source);
+    for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++) {
+        buf_printf(b, ",\"%s\":", opt[i].key);
+        tpl_str_or_null(b, opt[i].value);
+    }
+    buf_append_str(b, "}");
+}
+
+static int tpl_version_one(void *userdata, const struct store_version *v)
+{
+    tpl_version_json(userdata, v);
+    return 0;
+}
+
+struct tpl_versions {
+    struct buf *b;
+    int n;
+    int approved_only;
+};
+
+static int tpl_version_item(void *userdata, const struct store_version *v)
+{
+    struct tpl_versions *l = userdata;
+    if (l->approved_only && strcmp(v->state, "approved") != 0) {
+        return 0;
+    }
+    if (l->n++) {
+        buf_append_str(l->b, ",");
+    }
+    tpl_version_summary(l->b, v);
+    return 0;
+}
+
+/* Appends the template object with its version summaries; *ret_n gets how many. */
+static enum store_rc tpl_template_json(struct store *s, struct buf *b,
+                                       const struct store_template *t, int approved_only,
+                                       int *ret_n)
+{
+    struct tpl_versions l = { b, 0, approved_only };
+    buf_append_str(b, "{\"name\":");
+    api_str(b, t->name);
+    buf_append_str(b, ",\"department\":");
+    api_str(b, t->department);
+    buf_append_str(b, ",\"description\":");
+    api_str(b, t->description);
+    buf_append_str(b, ",\"created\":");
+    api_str(b, t->created);
+    buf_append_str(b, ",\"created_by\":");
+    api_str(b, t->created_by);
+    buf_append_str(b, ",\"versions\":[");
+    enum store_rc rc = s->ops->version_list(s, t->name, tpl_version_item, &l);
+    buf_append_str(b, "]}");
+    *ret_n = l.n;
+    return rc;
+}
+
+/* ---------------------------------------------------------------- templates */
+
+struct tpl_list {
+    struct store *store;
+    const struct auth_principal *who;
+    struct buf *b;
+    int n;
+    enum store_rc rc;
+    /* template_list's rows are borrowed while it walks; the versions are read after it */
+    size_t count;
+    size_t cap;
+    struct tpl_row {
+        char name[STORE_NAME_MAX + 1];
+        char department[STORE_NAME_MAX + 1];
+        char created[32];
+        char created_by[STORE_NAME_MAX + 1];
+        char *description;
+    } * rows;
+};
+
+static int tpl_list_collect(void *userdata, const struct store_template *t)
+{
+    struct tpl_list *l = userdata;
+    if (!tpl_sees(l->who, t->department)) {
+        return 0;
+    }
+    if (l->count == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        struct tpl_row *rows = realloc(l->rows, cap * sizeof *rows);
+        if (!rows) {
+            l->rc = STORE_ERROR;
+            return 1;
+        }
+        l->rows = rows;
+        l->cap = cap;
+    }
+    struct tpl_row *r = &l->rows[l->count];
+    snprintf(r->name, sizeof r->name, "%s", t->name);
+    snprintf(r->department, sizeof r->department, "%s", t->department);
+    snprintf(r->created, sizeof r->created, "%s", t->created);
+    snprintf(r->created_by, sizeof r->created_by, "%s", t->created_by);
+    r->description = buf_dup(t->description, strlen(t->description));
+    if (!r->description) {
+        l->rc = STORE_ERROR;
+        return 1;
+    }
+    l->count++;
+    return 0;
+}
+
+void api_templates_list(struct api_ctx *ctx)
+{
+    struct store *s = ctx->store;
+    struct tpl_list l;
+    memset(&l, 0, sizeof l);
+    l.store = s;
+    l.who = ctx->who;
+    l.b = &ctx->resp->body;
+    if (api_body(ctx, NULL, 0) != 0) {
+        goto out;
+    }
+    enum store_rc rc = s->ops->template_list(s, tpl_list_collect, &l);
+    if (rc == STORE_OK) {
+        rc = l.rc;
+    }
+    if (rc != STORE_OK) {
+        api_store_failed(ctx);
+        goto out;
+    }
+    api_reply(ctx, 200);
+    buf_append_str(l.b, "[");
+    int shown = 0;
+    for (size_t i = 0; i < l.count && rc == STORE_OK; i++) {
+        struct tpl_row *r = &l.rows[i];
+        struct store_template t = { r->name, r->department, r->description, r->created,
+                                    r->created_by };
+        int approved_only = !tpl_full_view(ctx->who, r->department);
+        size_t mark = l.b->len;
+        int n = 0;
+        if (shown) {
+            buf_append_str(l.b, ",");
+        }
+        rc = tpl_template_json(s, l.b, &t, approved_only, &n);
+        if (approved_only && n == 0 && l.b->data) {
+            /* an agent lists the approved templates only */
+            l.b->len = mark;
+            l.b->data[mark] = '\0';
+        } else {
+            shown = 1;
+        }
+    }
+    if (rc != STORE_OK) {
+        api_store_failed(ctx);
+        goto out;
+    }
+    buf_append_str(l.b, "]\n");
+out:
+    for (size_t i = 0; i < l.count; i++) {
+        free(l.rows[i].description);
+    }
+    free(l.rows);
+}
+
+struct tpl_one {
+    struct store *store;
+    struct buf *b;
+    int approved_only;
+    enum store_rc rc;
+    int n;
+};
+
+static int tpl_template_one(void *userdata, const struct store_template *t)
+{
+    struct tpl_one *o = userdata;
+    o->rc = tpl_template_json(o->store, o->b, t, o->approved_only, &o->n);
+    return 0;
+}
+
+/* Answers status with the template object of `name`. */
+static void tpl_reply_template(struct api_ctx *ctx, unsigned status, const char *name,
+                               int approved_only)
+{
+    struct tpl_one o = { ctx->store, &ctx->resp->body, approved_only, STORE_OK, 0 };
+    api_reply(ctx, status);
+    enum store_rc rc = ctx->store->ops->template_get(ctx->store, name, tpl_template_one, &o);
+    if (rc != STORE_OK || o.rc != STORE_OK) {
+        api_store_failed(ctx);
+        return;
+    }
+    if (approved_only && o.n == 0) {
+        /* to an agent, a template without an approved version does not exist */
+        api_error(ctx, 404, "NOT_FOUND", "no approved version of template %s", name);
+        return;
+    }
+    buf_append_str(&ctx->resp->body, "\n");
+}
+
+void api_templates_create(struct api_ctx *ctx)
+{
+    struct store *s = ctx->store;
+    const struct json_node *name = NULL;
+    const struct json_node *dept = NULL;
+    const struct json_node *desc = NULL;
+    const struct api_field fields[] = { { "name", JSON_STRING, 1, &name },
+                                        { "department", JSON_STRING, 1, &dept },
+                                        { "description", JSON_STRING, 0, &desc } };
+    struct buf details;
+    buf_init(&details, 16 * 1024);
+    if (api_body(ctx, fields, 3) != 0) {
+        goto out;
+    }
+    if (api_allow(ctx, dept->str) != 0) {
+        goto out;
+    }
+    if (!api_name_ok(name->str)) {
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "field \"name\" must match [a-z0-9][a-z0-9._-]{0,63}");
+        goto out;
+    }
+    const char *description = desc ? desc->str : "";
+    if (strlen(description) > TPL_DESC_MAX) {
+        api_error(ctx, 400, "INVALID_REQUEST", "field \"description\" is over %u bytes",
+                  TPL_DESC_MAX);
+        goto out;
+    }
+    buf_append_str(&details, "{\"template\":");
+    api_str(&details, name->str);
+    buf_append_str(&details, ",\"department\":");
+    api_str(&details, dept->str);
+    buf_append_str(&details, ",\"description\":");
+    api_str(&details, description);
+    buf_append_str(&details, "}");
+    if (s->ops->tx_begin(s) != STORE_OK) {
+        api_store_failed(ctx);
+        goto out;
+    }
+    enum store_rc rc =
+            s->ops->template_create(s, name->str, dept->str, description, ctx->who->name);
+    if (rc == STORE_OK) {
+        rc = api_audit(ctx, "template.create", name->str, dept->str, details.data);
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->tx_commit(s);
+    }
+    if (rc != STORE_OK) {
+        s->ops->tx_rollback(s);
+        if (rc == STORE_CONFLICT) {
+            api_error(ctx, 409, "CONFLICT", "template %s exists", name->str);
+        } else if (rc == STORE_NOT_FOUND) {
+            api_error(ctx, 404, "NOT_FOUND", "no department %s", dept->str);
+        } else {
+            api_store_failed(ctx);
+        }
+        goto out;
+    }
+    tpl_reply_template(ctx, 201, name->str, 0);
+out:
+    buf_done(&details);
+}
+
+void api_templates_get(struct api_ctx *ctx)
+{
+    struct tpl_info ti;
+    if (api_body(ctx, NULL, 0) != 0 || tpl_lookup(ctx, &ti) != 0 ||
+        tpl_allow_read(ctx, ti.department) != 0) {
+        return;
+    }
+    tpl_reply_template(ctx, 200, ti.name, !tpl_full_view(ctx->who, ti.department));
+}
+
+/* ---------------------------------------------------------------- versions */
+
+static int tpl_ident_ok(const char *s, size_t len)
+{
+    if (len == 0 || len > TPL_IDENT_MAX || (s[0] >= '0' && s[0] <= '9')) {
+        return 0;
+    }
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '$')) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Checks functions and writes them compact to out; -1 after answering 400. */
+static int tpl_functions(struct api_ctx *ctx, const struct json_node *arr, struct buf *out)
+{
+    buf_append_str(out, "[");
+    if (arr && arr->count > TPL_FUNCS_MAX) {
+        api_error(ctx, 400, "INVALID_REQUEST", "field \"functions\" has more than %u names",
+                  TPL_FUNCS_MAX);
+        return -1;
+    }
+    for (const struct json_node *f = arr ? arr->child : NULL; f; f = f->next) {
+        if (f->type != JSON_STRING) {
+            api_error(ctx, 400, "INVALID_REQUEST", "field \"functions\" must hold strings");
+            return -1;
+        }
+        const char *dot = memchr(f->str, '.', f->str_len);
+        if (!dot || !tpl_ident_ok(f->str, (size_t)(dot - f->str)) ||
+            !tpl_ident_ok(dot + 1, f->str_len - (size_t)(dot - f->str) - 1)) {
+            api_error(ctx, 400, "INVALID_REQUEST",
+                      "function \"%.140s\" is not \"connector.fn\" (two JavaScript identifiers)",
+                      f->str);
+            return -1;
+        }
+        for (const struct json_node *g = arr->child; g != f; g = g->next) {
+            if (g->str_len == f->str_len && memcmp(g->str, f->str, f->str_len) == 0) {
+                api_error(ctx, 400, "INVALID_REQUEST", "function \"%s\" is listed twice", f->str);
+                return -1;
+            }
+        }
+        if (f != arr->child) {
+            buf_append_str(out, ",");
+        }
+        api_str(out, f->str);
+    }
+    buf_append_str(out, "]");
+    return 0;
+}
+
+/* Checks limits and writes them compact, in tpl_limits order, to out; -1 after answering 400. */
+static int tpl_limits_read(struct api_ctx *ctx, const struct json_node *obj, struct buf *out)
+{
+    for (const struct json_node *m = obj ? obj->child : NULL; m; m = m->next) {
+        size_t i = 0;
+        while (i < TPL_NLIMITS && strcmp(tpl_limits[i].name, m->key) != 0) {
+            i++;
+        }
+        if (i == TPL_NLIMITS || strlen(m->key) != m->key_len) {
+            api_error(ctx, 400, "INVALID_REQUEST",
+                      "unknown limit \"%.64s\" (timeout_ms, cpu_ms, memory_bytes, output_bytes, "
+                      "host_calls)",
+                      m->key);
+            return -1;
+        }
+        for (const struct json_node *g = obj->child; g != m; g = g->next) {
+            if (strcmp(g->key, m->key) == 0) {
+                api_error(ctx, 400, "INVALID_REQUEST", "limit \"%s\" appears twice", m->key);
+                return -1;
+            }
+        }
+        if (m->type != JSON_NUMBER || !(m->num >= 1) || m->num > tpl_limits[i].max ||
+            m->num != (double)(uint64_t)m->num) {
+            api_error(ctx, 400, "INVALID_REQUEST", "limit \"%s\" must be an integer in 1..%.0f",
+                      m->key, tpl_limits[i].max);
+            return -1;
+        }
+    }
+    buf_append_str(out, "{");
+    int n = 0;
+    for (size_t i = 0; i < TPL_NLIMITS; i++) {
+        const struct json_node *m = obj ? json_get(obj, tpl_limits[i].name) : NULL;
+        if (m) {
+            buf_printf(out, "%s\"%s\":%" PRIu64, n++ ? "," : "", tpl_limits[i].name,
+                       (uint64_t)m->num);
+        }
+    }
+    buf_append_str(out, "}");
+    return 0;
+}
+
+/* "sha256:" + hex of the canonical form of content_json (a JSON object). 0 or -1. */
+static int tpl_digest(const char *content_json, size_t len, char ret[72])
+{
+    struct json_doc *doc = NULL;
+    struct buf canon;
+    struct al_error err;
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned mdlen = 0;
+    int rc = -1;
+    buf_init(&canon, (size_t)8 << 20);
+    if (json_parse(content_json, len, 2 * API_DEPTH_MAX, &doc, &err) != AL_OK ||
+        jcs_write(&canon, json_root(doc), NULL, &err) != AL_OK || !canon.data) {
+        goto out;
+    }
+    if (EVP_Digest(canon.data, canon.len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32) {
+        goto out;
+    }
+    memcpy(ret, "sha256:", 7);
+    for (unsigned i = 0; i < mdlen; i++) {
+        snprintf(ret + 7 + 2 * i, 3, "%02x", md[i]);
+    }
+    rc = 0;
+out:
+    json_doc_free(doc);
+    buf_done(&canon);
+    return rc;
+}
+
+void api_versions_create(struct api_ctx *ctx)
+{
+    struct store *s = ctx->store;
+    const struct json_node *source = NULL;
+    const struct json_node *language = NULL;
+    const struct json_node *schema = NULL;
+    const struct json_node *functions = NULL;
+    const struct json_node *autonomy = NULL;
+    const struct json_node *limits = NULL;
+    const struct api_field fields[] = {
+        { "source", JSON_STRING, 1, &source },       { "language", JSON_STRING, 0, &language },
+        { "input_schema", JSON_OBJECT, 0, &schema }, { "functions", JSON_ARRAY, 0, &functions },
+        { "autonomy", JSON_STRING, 0, &autonomy },   { "limits", JSON_OBJECT, 0, &limits },
+    };
+    struct tpl_info ti;
+    struct buf funcs;
+    struct buf lims;
+    struct buf schema_text;
+    struct buf content;
+    struct buf details;
+    struct schema *compiled = NULL;
+    struct al_error err;
+    char digest[72];
+    int64_t number = 0;
+    buf_init(&funcs, 64 * 1024);
+    buf_init(&lims, 4096);
+    buf_init(&schema_text, SCHEMA_TEXT_MAX);
+    buf_init(&content, (size_t)4 << 20);
+    buf_init(&details, (size_t)4 << 20);
+    if (api_body(ctx, fields, 6) != 0 || tpl_lookup(ctx, &ti) != 0 ||
+        api_allow(ctx, ti.department) != 0) {
+        goto out;
+    }
+    if (source->str_len == 0) {
+        api_error(ctx, 400, "INVALID_REQUEST", "field \"source\" is empty");
+        goto out;
+    }
+    if (source->str_len > TPL_SOURCE_MAX) {
+        api_error(ctx, 400, "INVALID_REQUEST", "field \"source\" is over %zu bytes",
+                  TPL_SOURCE_MAX);
+        goto out;
+    }
+    const char *lang = language ? language->str : "js";
+    if (strcmp(lang, "js") != 0 && strcmp(lang, "ts") != 0) {
+        api_error(ctx, 400, "INVALID_REQUEST", "field \"language\" must be \"js\" or \"ts\"");
+        goto out;
+    }
+    const char *mode = autonomy ? autonomy->str : "autonomous";
+    if (strcmp(mode, "autonomous") != 0 && strcmp(mode, "supervised") != 0) {
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "field \"autonomy\" must be \"autonomous\" or \"supervised\"");
+        goto out;
+    }
+    if (schema) {
+        memset(&err, 0, sizeof err);
+        if (schema_compile(schema->raw, schema->raw_len, &compiled, &err) != AL_OK) {
+            api_error(ctx, 400, "INVALID_REQUEST", "field \"input_schema\": %s", err.message);
+            goto out;
+        }
+        if (json_write_compact(&schema_text, schema->raw, schema->raw_len) != BUF_OK) {
+            api_error(ctx, 400, "INVALID_REQUEST", "field \"input_schema\" is too large");
+            goto out;
+        }
+    } else {
+        buf_append_str(&schema_text, "{}");
+    }
+    if (tpl_functions(ctx, functions, &funcs) != 0 || tpl_limits_read(ctx, limits, &lims) != 0) {
+        goto out;
+    }
+    /* the content the digest covers, in a form jcs sorts */
+    buf_append_str(&content, "{\"source\":");
+    api_str(&content, source->str);
+    buf_append_str(&content, ",\"language\":");
+    api_str(&content, lang);
+    buf_append_str(&content, ",\"input_schema\":");
+    buf_append(&content, schema_text.data, schema_text.len);
+    buf_printf(&content, ",\"functions\":%s,\"autonomy\":\"%s\",\"limits\":%s}", funcs.data, mode,
+               lims.data);
+    if (!content.data || tpl_digest(content.data, content.len, digest) != 0) {
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "the version has no canonical form (a number out of range in input_schema?)");
+        goto out;
+    }
+    if (s->ops->tx_begin(s) != STORE_OK) {
+        api_store_failed(ctx);
+        goto out;
+    }
+    struct store_version v = {
+        .template_name = ti.name,
+        .source = source->str,
+        .language = lang,
+        .input_schema = schema_text.data,
+        .functions = funcs.data,
+        .autonomy = mode,
+        .limits = lims.data,
+        .digest = digest,
+        .author = ctx->who->name,
+    };
+    enum store_rc rc = s->ops->version_create(s, &v, &number);
+    if (rc == STORE_OK) {
+        /* the whole content is audited: the log shows what each digest stands for */
+        buf_append_str(&details, "{\"template\":");
+        api_str(&details, ti.name);
+        buf_printf(&details, ",\"version\":%" PRId64 ",\"digest\":\"%s\",", number, digest);
+        buf_append(&details, content.data + 1, content.len - 1);
+        if (details.len > TPL_AUDIT_MAX) {
+            /* escaped control characters can make a short source a long record */
+            s->ops->tx_rollback(s);
+            api_error(ctx, 400, "INVALID_REQUEST",
+                      "the version's audit record would be over %zu bytes", TPL_AUDIT_MAX);
+            goto out;
+        }
+        rc = details.data ? api_audit(ctx, "version.create", ti.name, ti.department, details.data)
+                          : STORE_ERROR;
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->tx_commit(s);
+    }
+    if (rc != STORE_OK) {
+        s->ops->tx_rollback(s);
+        if (rc == STORE_NOT_FOUND) {
+            api_error(ctx, 404, "NOT_FOUND", "no template %s", ti.name);
+        } else if (rc == STORE_CONFLICT) {
+            api_error(ctx, 409, "CONFLICT", "a version of %s was created at the same time",
+                      ti.name);
+        } else {
+            api_store_failed(ctx);
+        }
+        goto out;
+    }
+    api_reply(ctx, 201);
+    if (s->ops->version_get(s, ti.name, number, tpl_version_one, &ctx->resp->body) != STORE_OK) {
+        api_store_failed(ctx);
+        goto out;
+    }
+    buf_append_str(&ctx->resp->body, "\n");
+out:
+    schema_free(compiled);
+    buf_done(&funcs);
+    buf_done(&lims);
+    buf_done(&schema_text);
+    buf_done(&content);
+    buf_done(&details);
+}
+
+struct tpl_state {
+    int found;
+    char state[16];
+    char author[STORE_NAME_MAX + 1];
+    char digest[72];
+};
+
+static int tpl_state_read(void *userdata, const struct store_version *v)
+{
+    struct tpl_state *st = userdata;
+    st->found = 1;
+    snprintf(st->state, sizeof st->state, "%s", v->state);
+    snprintf(st->author, sizeof st->author, "%s", v->author);
+    snprintf(st->digest, sizeof st->digest, "%s", v->digest);
+    return 0;
+}
+
+/* One state move: from -> to, recorded as action, with the body's optional `note_field`
+ * ("comment" or "reason"; NULL: no body). */
+static void tpl_move(struct api_ctx *ctx, const char *from, const char *to, const char *action,
+                     const char *note_field)
+{
+    struct store *s = ctx->store;
+    const struct json_node *note = NULL;
+    const struct api_field fields[] = { { note_field ? note_field : "", JSON_STRING, 0, &note } };
+    struct tpl_info ti;
+    struct tpl_state cur;
+    struct buf details;
+    buf_init(&details, 16 * 1024);
+    memset(&cur, 0, sizeof cur);
+    if (api_body(ctx, fields, note_field ? 1 : 0) != 0 || tpl_lookup(ctx, &ti) != 0 ||
+        api_allow(ctx, ti.department) != 0) {
+        goto out;
+    }
+    int64_t number = tpl_version_number(api_param(ctx, "v"));
+    if (number == 0) {
+        api_error(ctx, 404, "NOT_FOUND", "no version %.32s of template %s", api_param(ctx, "v"),
+                  ti.name);
+        goto out;
+    }
+    if (note && strlen(note->str) > TPL_COMMENT_MAX) {
+        api_error(ctx, 400, "INVALID_REQUEST", "field \"%s\" is over %u bytes", note_field,
+                  TPL_COMMENT_MAX);
+        goto out;
+    }
+    if (s->ops->tx_begin(s) != STORE_OK) {
+        api_store_failed(ctx);
+        goto out;
+    }
+    enum store_rc rc = s->ops->version_get(s, ti.name, number, tpl_state_read, &cur);
+    if (rc == STORE_OK && strcmp(to, "approved") == 0 && strcmp(cur.author, ctx->who->name) == 0) {
+        s->ops->tx_rollback(s);
+        api_error(ctx, 409, "CONFLICT",
+                  "four eyes: %s wrote version %" PRId64 " of %s and cannot approve it", cur.author,
+                  number, ti.name);
+        goto out;
+    }
+    if (rc == STORE_OK && strcmp(cur.state, from) != 0) {
+        rc = STORE_CONFLICT;
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->version_set_state(s, ti.name, number, from, to, ctx->who->name,
+                                       note ? note->str : NULL);
+    }
+    if (rc == STORE_OK) {
+        buf_append_str(&details, "{\"template\":");
+        api_str(&details, ti.name);
+        buf_printf(&details,
+                   ",\"version\":%" PRId64 ",\"digest\":\"%s\",\"from\":\"%s\","
+                   "\"to\":\"%s\"",
+                   number, cur.digest, from, to);
+        if (note_field) {
+            buf_printf(&details, ",\"%s\":", note_field);
+            tpl_str_or_null(&details, note ? note->str : NULL);
+        }
+        buf_append_str(&details, "}");
+        rc = details.data ? api_audit(ctx, action, ti.name, ti.department, details.data)
+                          : STORE_ERROR;
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->tx_commit(s);
+    }
+    if (rc != STORE_OK) {
+        s->ops->tx_rollback(s);
+        if (rc == STORE_NOT_FOUND) {
+            api_error(ctx, 404, "NOT_FOUND", "no version %" PRId64 " of template %s", number,
+                      ti.name);
+        } else if (rc == STORE_CONFLICT) {
+            api_error(ctx, 409, "CONFLICT", "version %" PRId64 " of %s is %s, not %s", number,
+                      ti.name, cur.state[0] ? cur.state : "changing", from);
+        } else {
+            api_store_failed(ctx);
+        }
+        goto out;
+    }
+    if (strcmp(to, "revoked") == 0) {
+        api_version_revoked(ctx, ti.name, number);
+    }
+    api_reply(ctx, 200);
+    if (s->ops->version_get(s, ti.name, number, tpl_version_one, &ctx->resp->body) != STORE_OK) {
+        api_store_failed(ctx);
+        goto out;
+    }
+    buf_append_str(&ctx->resp->body, "\n");
+out:
+    buf_done(&details);
+}
+
+void api_versions_submit(struct api_ctx *ctx)
+{
+    tpl_move(ctx, "draft", "submitted", "version.submit", NULL);
+}
+
+void api_versions_approve(struct api_ctx *ctx)
+{
+    tpl_move(ctx, "submitted", "approved", "version.approve", "comment");
+}
+
+void api_versions_reject(struct api_ctx *ctx)
+{
+    tpl_move(ctx, "submitted", "rejected", "version.reject", "comment");
+}
+
+void api_versions_revoke(struct api_ctx *ctx)
+{
+    tpl_move(ctx, "approved", "revoked", "version.revoke", "reason");
+}
+
+/* ---------------------------------------------------------------- reading versions */
+
+/* A copy of one version's content, kept past the store's callback. */
+struct tpl_copy {
+    int found;
+    int64_t version;
+    char state[16];
+    char *source;
+    char *language;
+    char *input_schema;
+    char *functions;
+    char *autonomy;
+    char *limits;
+};
+
+static void tpl_copy_done(struct tpl_copy *c)
+{
+    free(c->source);
+    free(c->language);
+    free(c->input_schema);
+    free(c->functions);
+    free(c->autonomy);
+    free(c->limits);
+    memset(c, 0, sizeof *c);
+}
+
+static int tpl_copy_read(void *userdata, const struct store_version *v)
+{
+    struct tpl_copy *c = userdata;
+    c->found = 1;
+    c->version = v->version;
+    snprintf(c->state, sizeof c->state, "%s", v->state);
+    c->source = buf_dup(v->source, strlen(v->source));
+    c->language = buf_dup(v->language, strlen(v->language));
+    c->input_schema = buf_dup(v->input_schema, strlen(v->input_schema));
+    c->functions = buf_dup(v->functions, strlen(v->functions));
+    c->autonomy = buf_dup(v->autonomy, strlen(v->autonomy));
+    c->limits = buf_dup(v->limits, strlen(v->limits));
+    return 0;
+}
+
+static int tpl_copy_ok(const struct tpl_copy *c)
+{
+    return c->source && c->language && c->input_schema && c->functions && c->autonomy && c->limits;
+}
+
+struct tpl_visible {
+    int approved_only;
+    int found;
+    struct buf *b;
+};
+
+static int tpl_visible_one(void *userdata, const struct store_version *v)
+{
+    struct tpl_visible *t = userdata;
+    if (t->approved_only && strcmp(v->state, "approved") != 0) {
+        return 0;
+    }
+    t->found = 1;
+    tpl_version_json(t->b, v);
+    return 0;
+}
+
+void api_versions_get(struct api_ctx *ctx)
+{
+    struct tpl_info ti;
+    if (api_body(ctx, NULL, 0) != 0 || tpl_lookup(ctx, &ti) != 0 ||
+        tpl_allow_read(ctx, ti.department) != 0) {
+        return;
+    }
+    int64_t number = tpl_version_number(api_param(ctx, "v"));
+    struct tpl_visible t = { !tpl_full_view(ctx->who, ti.department), 0, &ctx->resp->body };
+    api_reply(ctx, 200);
+    enum store_rc rc =
+            number ? ctx->store->ops->version_get(ctx->store, ti.name, number, tpl_visible_one, &t)
+                   : STORE_NOT_FOUND;
+    if (rc == STORE_NOT_FOUND || (rc == STORE_OK && !t.found)) {
+        api_error(ctx, 404, "NOT_FOUND", "no version %.32s of template %s", api_param(ctx, "v"),
+                  ti.name);
+        return;
+    }
+    if (rc != STORE_OK) {
+        api_store_failed(ctx);
+        return;
+    }
+    buf_append_str(&ctx->resp->body, "\n");
+}
+
+struct tpl_base {
+    int64_t below;
+    int64_t found;
+};
+
+static int tpl_base_read(void *userdata, const struct store_version *v)
+{
+    struct tpl_base *b = userdata;
+    if (v->version < b->below && strcmp(v->state, "approved") == 0) {
+        b->found = v->version;
+    }
+    return 0;
+}
+
+/* Appends "key":{"from":A,"to":B} for two JSON values (raw JSON when json, else strings). */
+static void tpl_change(struct buf *b, int *n, const char *key, const char *from, const char *to,
+                       int json)
+{
+    buf_printf(b, "%s\"%s\":{\"from\":", (*n)++ ? "," : "", key);
+    if (!from) {
+        buf_append_str(b, "null");
+    } else if (json) {
+        buf_append_str(b, from);
+    } else {
+        api_str(b, from);
+    }
+    buf_append_str(b, ",\"to\":");
+    if (json) {
+        buf_append_str(b, to);
+    } else {
+        api_str(b, to);
+    }
+    buf_append_str(b, "}");
+}
+
+/* Appends the names of `arr` (a JSON array text) not in `other` as a JSON array. */
+static void tpl_missing(struct buf *b, const struct json_node *arr, const struct json_node *other)
+{
+    int n = 0;
+    buf_append_str(b, "[");
+    for (const struct json_node *f = arr ? arr->child : NULL; f; f = f->next) {
+        int seen = 0;
+        for (const struct json_node *g = other ? other->child : NULL; g && !seen; g = g->next) {
+            seen = g->str_len == f->str_len && memcmp(g->str, f->str, f->str_len) == 0;
+        }
+        if (!seen) {
+            buf_append_str(b, n++ ? "," : "");
+            api_str(b, f->str);
+        }
+    }
+    buf_append_str(b, "]");
+}
+
+/* The "changes" object between base (NULL: nothing) and v. -1 on a stored value that is not
+ * JSON (never written by this file). */
+static int tpl_changes(struct buf *b, const struct tpl_copy *base, const struct tpl_copy *v)
+{
+    struct json_doc *fa = NULL;
+    struct json_doc *fb = NULL;
+    struct json_doc *la = NULL;
+    struct json_doc *lb = NULL;
+    struct al_error err;
+    int rc = -1;
+    int n = 0;
+    const char *base_funcs = base ? base->functions : "[]";
+    const char *base_limits = base ? base->limits : "{}";
+    if (json_parse(base_funcs, strlen(base_funcs), 4, &fa, &err) != AL_OK ||
+        json_parse(v->functions, strlen(v->functions), 4, &fb, &err) != AL_OK ||
+        json_parse(base_limits, strlen(base_limits), 4, &la, &err) != AL_OK ||
+        json_parse(v->limits, strlen(v->limits), 4, &lb, &err) != AL_OK) {
+        goto out;
+    }
+    buf_append_str(b, "{\"functions\":{\"added\":");
+    tpl_missing(b, json_root(fb), json_root(fa));
+    buf_append_str(b, ",\"removed\":");
+    tpl_missing(b, json_root(fa), json_root(fb));
+    buf_append_str(b, "},\"limits\":{");
+    for (size_t i = 0; i < TPL_NLIMITS; i++) {
+        const struct json_node *x = json_get(json_root(la), tpl_limits[i].name);
+        const struct json_node *y = json_get(json_root(lb), tpl_limits[i].name);
+        if ((x || y) && (!x || !y || x->num != y->num)) {
+            buf_printf(b, "%s\"%s\":{\"from\":", n++ ? "," : "", tpl_limits[i].name);
+            buf_append(b, x ? x->raw : "null", x ? x->raw_len : 4);
+            buf_append_str(b, ",\"to\":");
+            buf_append(b, y ? y->raw : "null", y ? y->raw_len : 4);
+            buf_append_str(b, "}");
+        }
+    }
+    int changed = !base || strcmp(base->input_schema, v->input_schema) != 0;
+    buf_printf(b, "},\"input_schema\":{\"changed\":%s", changed ? "true" : "false");
+    if (changed) {
+        buf_printf(b, ",\"from\":%s,\"to\":%s", base ? base->input_schema : "null",
+                   v->input_schema);
+    }
+    buf_append_str(b, "}");
+    n = 1;
+    if (!base || strcmp(base->autonomy, v->autonomy) != 0) {
+        tpl_change(b, &n, "autonomy", base ? base->autonomy : NULL, v->autonomy, 0);
+    }
+    if (!base || strcmp(base->language, v->language) != 0) {
+        tpl_change(b, &n, "language", base ? base->language : NULL, v->language, 0);
+    }
+    buf_append_str(b, "}");
+    rc = 0;
+out:
+    json_doc_free(fa);
+    json_doc_free(fb);
+    json_doc_free(la);
+    json_doc_free(lb);
+    return rc;
+}
+
+void api_versions_diff(struct api_ctx *ctx)
+{
+    struct store *s = ctx->store;
+    struct tpl_info ti;
+    struct tpl_copy v;
+    struct tpl_copy base;
+    struct buf diff;
+    struct al_error err;
+    char la[STORE_NAME_MAX + 32];
+    char lb[STORE_NAME_MAX + 32];
+    memset(&v, 0, sizeof v);
+    memset(&base, 0, sizeof base);
+    buf_init(&diff, TPL_DIFF_MAX);
+    if (api_body(ctx, NULL, 0) != 0 || tpl_lookup(ctx, &ti) != 0 ||
+        tpl_allow_read(ctx, ti.department) != 0) {
+        goto out;
+    }
+    int approved_only = !tpl_full_view(ctx->who, ti.department);
+    int64_t number = tpl_version_number(api_param(ctx, "v"));
+    const char *from_text = http_query(ctx->req, "from");
+    int64_t from = 0;
+    if (from_text) {
+        from = tpl_version_number(from_text);
+        if (from == 0) {
+            api_error(ctx, 400, "INVALID_REQUEST",
+                      "query argument from must be a version number (1, 2, ...)");
+            goto out;
+        }
+    }
+    enum store_rc rc =
+            number ? s->ops->version_get(s, ti.name, number, tpl_copy_read, &v) : STORE_NOT_FOUND;
+    if (rc == STORE_OK && (!v.found || (approved_only && strcmp(v.state, "approved") != 0))) {
+        rc = STORE_NOT_FOUND;
+    }
+    if (rc == STORE_NOT_FOUND) {
+        api_error(ctx, 404, "NOT_FOUND", "no version %.32s of template %s", api_param(ctx, "v"),
+                  ti.name);
+        goto out;
+    }
+    if (rc == STORE_OK && !from) {
+        struct tpl_base tb = { number, 0 };
+        rc = s->ops->version_list(s, ti.name, tpl_base_read, &tb);
+        from = tb.found;
+    }
+    if (rc == STORE_OK && from) {
+        rc = s->ops->version_get(s, ti.name, from, tpl_copy_read, &base);
+        if (rc == STORE_OK && approved_only && strcmp(base.state, "approved") != 0) {
+            rc = STORE_NOT_FOUND;
+        }
+        if (rc == STORE_NOT_FOUND) {
+            api_error(ctx, 404, "NOT_FOUND", "no version %" PRId64 " of template %s to diff from",
+                      from, ti.name);
+            goto out;
+        }
+    }
+    if (rc != STORE_OK || !tpl_copy_ok(&v) || (from && !tpl_copy_ok(&base))) {
+        api_store_failed(ctx);
+        goto out;
+    }
+    snprintf(la, sizeof la, "%s v%" PRId64, ti.name, from);
+    snprintf(lb, sizeof lb, "%s v%" PRId64, ti.name, number);
+    memset(&err, 0, sizeof err);
+    enum al_code code = diff_unified(from ? base.source : "", from ? strlen(base.source) : 0,
+                                     v.source, strlen(v.source), la, lb, &diff, &err);
+    if (code != AL_OK) {
+        api_error(ctx, code == AL_OUTPUT_LIMIT ? 400 : 500,
+                  code == AL_OUTPUT_LIMIT ? "INVALID_REQUEST" : "INTERNAL", "diff: %s",
+                  err.message);
+        goto out;
+    }
+    struct buf *b = &ctx->resp->body;
+    api_reply(ctx, 200);
+    buf_append_str(b, "{\"template\":");
+    api_str(b, ti.name);
+    buf_printf(b, ",\"version\":%" PRId64 ",\"from\":", number);
+    if (from) {
+        buf_printf(b, "%" PRId64, from);
+    } else {
+        buf_append_str(b, "null");
+    }
+    buf_append_str(b, ",\"source_diff\":");
+    json_write_string(b, diff.data ? diff.data : "", diff.len);
+    buf_append_str(b, ",\"changes\":");
+    if (tpl_changes(b, from ? &base : NULL, &v) != 0) {
+        api_error(ctx, 500, "INTERNAL", "a stored version is not JSON");
+        goto out;
+    }
+    buf_append_str(b, "}\n");
+out:
+    tpl_copy_done(&v);
+    tpl_copy_done(&base);
+    buf_done(&diff);
+}
