@@ -34,6 +34,7 @@ struct api_ctx {
     size_t nparams;
     struct api_param params[API_PARAMS_MAX];
     struct json_doc *doc; /* the parsed body, freed by the router */
+    const unsigned char *secret_key; /* the router's (secretbox.h), may be NULL */
 };
 
 typedef void api_handler_fn(struct api_ctx *ctx);
@@ -94,5 +95,9 @@ void api_principals_role_revoke(struct api_ctx *ctx);
 void api_principals_me(struct api_ctx *ctx);
 void api_system_healthz(struct api_ctx *ctx);
 void api_system_readyz(struct api_ctx *ctx);
+/* Connectors (api_connectors.c). */
+void api_connectors_create(struct api_ctx *ctx);
+void api_connectors_list(struct api_ctx *ctx);
+void api_connectors_get(struct api_ctx *ctx);
 
 #endif

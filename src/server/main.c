@@ -24,6 +24,7 @@
 #include "json.h"
 #include "ratelimit.h"
 #include "router.h"
+#include "secretbox.h"
 #include "store.h"
 
 #define MAIN_PATH_MAX     4096
@@ -388,6 +389,7 @@ int main(int argc, char **argv)
     char db_path[MAIN_PATH_MAX + 16];
     char errmsg[STORE_ERRMSG_MAX > 256 ? STORE_ERRMSG_MAX : 256];
     unsigned port = 0;
+    unsigned char secret_key[SECRETBOX_KEY_LEN];
     sigset_t stop;
     int sig = 0;
     int status = 1;
@@ -428,6 +430,10 @@ int main(int argc, char **argv)
         main_audit_check(store) != 0) {
         goto out;
     }
+    if (secretbox_key_load(cfg.data_dir, secret_key, errmsg) != 0) {
+        fprintf(stderr, "airlockd: secret key: %s\n", errmsg);
+        goto out;
+    }
     memset(&limit_opts, 0, sizeof limit_opts);
     limit_opts.per_second = cfg.rate_per_second;
     limit_opts.burst = cfg.rate_burst;
@@ -438,6 +444,7 @@ int main(int argc, char **argv)
     }
     router.store = store;
     router.limit = limit;
+    router.secret_key = secret_key;
     if (http_start(cfg.host, cfg.port, cfg.body_limit_bytes, router_dispatch, &router, &http, &port,
                    errmsg) != 0) {
         fprintf(stderr, "airlockd: %s\n", errmsg);
@@ -454,6 +461,7 @@ int main(int argc, char **argv)
 out:
     http_stop(http);
     ratelimit_free(limit);
+    OPENSSL_cleanse(secret_key, sizeof secret_key);
     if (store) {
         store->ops->close(store);
     }

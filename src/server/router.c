@@ -50,6 +50,9 @@ static const struct route routes[] = {
     { "DELETE", "/v1/principals/{p}/keys/{prefix}",  api_principals_key_revoke,   { AUTH_ANY_DEPARTMENT, ADMIN } },
     { "POST",   "/v1/principals/{p}/roles",          api_principals_role_grant,   { AUTH_ANY_DEPARTMENT, ADMIN } },
     { "DELETE", "/v1/principals/{p}/roles",          api_principals_role_revoke,  { AUTH_ANY_DEPARTMENT, ADMIN } },
+    { "POST",   "/v1/connectors",                    api_connectors_create,       { AUTH_ANY_DEPARTMENT, ADMIN } },
+    { "GET",    "/v1/connectors",                    api_connectors_list,         { AUTH_ANY_DEPARTMENT, ANY_ROLES } },
+    { "GET",    "/v1/connectors/{c}",                api_connectors_get,          { AUTH_RESOURCE, ANY_ROLES } },
 };
 /* clang-format on */
 
@@ -160,6 +163,7 @@ void router_dispatch(void *userdata, const struct http_request *req, struct http
     ctx.store = r->store;
     ctx.req = req;
     ctx.resp = resp;
+    ctx.secret_key = r->secret_key;
     if (router_split(req->path, &path) == 0) {
         for (size_t i = 0; i < NROUTES; i++) {
             if (!router_match(&path, routes[i].path, NULL)) {

@@ -20,6 +20,9 @@
 struct router {
     struct store *store;
     struct ratelimit *limit; /* NULL: no rate limit */
+    /* The key that seals connector secrets (secretbox.h), 32 bytes; NULL: connectors cannot be
+     * registered (500). */
+    const unsigned char *secret_key;
 };
 
 /* An http_handler_fn: userdata is a struct router *. */

@@ -96,6 +96,23 @@ typedef int store_department_fn(void *userdata, const struct store_department *d
 typedef int store_key_fn(void *userdata, const struct store_key *k);
 typedef int store_audit_fn(void *userdata, const struct store_audit *a);
 
+/* A connector (0003_connectors). The secret and the headers are sealed by the caller
+ * (secretbox.h); the store keeps the text it is given. */
+struct store_connector {
+    const char *name;
+    const char *department;
+    const char *url;
+    const char *signing_secret_sealed;
+    const char *headers_sealed; /* a sealed JSON object of header name -> value */
+    const char *header_names;   /* a JSON array of the header names, plain */
+    const char *functions;      /* a JSON object: function name -> its definition */
+    int64_t timeout_ms;
+    const char *created;    /* set by the store on create; ignored there */
+    const char *created_by; /* the principal that registered it */
+};
+
+typedef int store_connector_fn(void *userdata, const struct store_connector *c);
+
 struct store_ops {
     int version;      /* STORE_OPS_VERSION; later versions only append members */
     const char *name; /* "sqlite" */
@@ -170,6 +187,15 @@ struct store_ops {
      * a checkpoint of the one before it, a checkpoint of the last record is appended and that is
      * what is signed. NOT_FOUND for an empty log; STORE_ERROR without a key. */
     enum store_rc (*audit_checkpoint)(struct store *s, int append, struct store_checkpoint *ret);
+
+    /* Connectors (0003_connectors). */
+    /* CONFLICT when the name is taken, NOT_FOUND when c->department does not exist. */
+    enum store_rc (*connector_create)(struct store *s, const struct store_connector *c);
+    /* NOT_FOUND when no such connector; otherwise fn sees it once. */
+    enum store_rc (*connector_get)(struct store *s, const char *name, store_connector_fn *fn,
+                                   void *userdata);
+    /* Every connector, by name. */
+    enum store_rc (*connector_list)(struct store *s, store_connector_fn *fn, void *userdata);
 };
 
 /* Every backend's handle starts with this. */
