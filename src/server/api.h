@@ -34,7 +34,8 @@ struct api_ctx {
     size_t nparams;
     struct api_param params[API_PARAMS_MAX];
     struct json_doc *doc; /* the parsed body, freed by the router */
-    const unsigned char *secret_key; /* the router's (secretbox.h), may be NULL */
+    /* the router's key that seals connector secrets (secretbox.h), may be NULL */
+    const unsigned char *secret_key;
 };
 
 typedef void api_handler_fn(struct api_ctx *ctx);

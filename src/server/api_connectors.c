@@ -50,10 +50,10 @@ static const char *const api_reserved[] = {
     /* reserved words */
     "await", "break", "case", "catch", "class", "const", "continue", "debugger", "default",
     "delete", "do", "else", "enum", "export", "extends", "false", "finally", "for", "function",
-    "if", "implements", "import", "in", "instanceof", "interface", "let", "new", "null",
-    "package", "private", "protected", "public", "return", "static", "super", "switch", "this",
-    "throw", "true", "try", "typeof", "var", "void", "while", "with", "yield", "arguments",
-    "async", "of", "get", "set"
+    "if", "implements", "import", "in", "instanceof", "interface", "let", "new", "null", "package",
+    "private", "protected", "public", "return", "static", "super", "switch", "this", "throw",
+    "true", "try", "typeof", "var", "void", "while", "with", "yield", "arguments", "async", "of",
+    "get", "set"
 };
 
 static int api_connector_reserved(const char *s)
@@ -180,10 +180,18 @@ static int api_header_name_ok(const char *s, size_t len)
         }
     }
     /* the client sets these itself */
-    static const char *const own[] = { "content-type",      "content-length", "host",
-                                       "x-airlock-signature", "transfer-encoding", "connection",
-                                       "expect",            "te",             "upgrade",
-                                       "keep-alive",        "proxy-connection", "trailer" };
+    static const char *const own[] = { "content-type",
+                                       "content-length",
+                                       "host",
+                                       "x-airlock-signature",
+                                       "transfer-encoding",
+                                       "connection",
+                                       "expect",
+                                       "te",
+                                       "upgrade",
+                                       "keep-alive",
+                                       "proxy-connection",
+                                       "trailer" };
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
         if (strcasecmp(s, own[i]) == 0) {
             return 0;
@@ -229,8 +237,8 @@ static void api_connector_json(struct buf *b, const struct store_connector *c)
 
 /* Checks one function's definition and appends its normalised form to `out` and its flags to
  * `flags` (the audit's view). 0, or -1 after answering 400. */
-static int api_connector_function(struct api_ctx *ctx, const struct json_node *fn,
-                                  struct buf *out, struct buf *flags)
+static int api_connector_function(struct api_ctx *ctx, const struct json_node *fn, struct buf *out,
+                                  struct buf *flags)
 {
     const struct json_node *description = NULL;
     const struct json_node *schemas[2] = { NULL, NULL };
@@ -314,8 +322,7 @@ static int api_connector_functions(struct api_ctx *ctx, const struct json_node *
         }
         for (const struct json_node *o = fns->child; o != fn; o = o->next) {
             if (strcmp(o->key, fn->key) == 0) {
-                api_error(ctx, 400, "INVALID_REQUEST", "function \"%s\" appears twice",
-                          fn->key);
+                api_error(ctx, 400, "INVALID_REQUEST", "function \"%s\" appears twice", fn->key);
                 return -1;
             }
         }
@@ -445,8 +452,8 @@ void api_connectors_create(struct api_ctx *ctx)
     }
     if (secret->str_len < API_CONNECTOR_SECRET_MIN || secret->str_len > API_CONNECTOR_SECRET_MAX) {
         api_error(ctx, 400, "INVALID_REQUEST",
-                  "field \"signing_secret\" must be %d to %d bytes long",
-                  API_CONNECTOR_SECRET_MIN, API_CONNECTOR_SECRET_MAX);
+                  "field \"signing_secret\" must be %d to %d bytes long", API_CONNECTOR_SECRET_MIN,
+                  API_CONNECTOR_SECRET_MAX);
         goto out;
     }
     if (timeout) {
@@ -495,9 +502,11 @@ void api_connectors_create(struct api_ctx *ctx)
         api_error(ctx, 400, "INVALID_REQUEST", "the connector's definition is too large");
         goto out;
     }
-    struct store_connector c = { name->str,     department->str, url->str,   sealed_secret,
-                                 sealed_headers, names.data,     fns.data,   timeout_ms,
-                                 NULL,          ctx->who ? ctx->who->name : "airlockd" };
+    struct store_connector c = { name->str,      department->str,
+                                 url->str,       sealed_secret,
+                                 sealed_headers, names.data,
+                                 fns.data,       timeout_ms,
+                                 NULL,           ctx->who ? ctx->who->name : "airlockd" };
     if (s->ops->tx_begin(s) != STORE_OK) {
         api_store_failed(ctx);
         goto out;

@@ -30,9 +30,9 @@
 #include "secretbox.h"
 #include "utf8.h"
 
-#define CONNECTOR_BODY_MAX    ((size_t)8 << 20) /* bytes of a request body */
-#define CONNECTOR_JSON_DEPTH  512u
-#define CONNECTOR_ROW_MAX     ((size_t)4 << 20)
+#define CONNECTOR_BODY_MAX   ((size_t)8 << 20) /* bytes of a request body */
+#define CONNECTOR_JSON_DEPTH 512u
+#define CONNECTOR_ROW_MAX    ((size_t)4 << 20)
 
 struct connector_fn {
     char *name;
@@ -174,8 +174,8 @@ static int connector_load_functions(struct connector_target *t, const char *text
         fn->name = buf_dup(f->key, f->key_len);
         fn->sensitive = sensitive && sensitive->type == JSON_TRUE;
         fn->idempotent = idempotent && idempotent->type == JSON_TRUE;
-        if (!fn->name || (args && schema_compile(args->raw, args->raw_len, &fn->args, &e) !=
-                                          AL_OK) ||
+        if (!fn->name ||
+            (args && schema_compile(args->raw, args->raw_len, &fn->args, &e) != AL_OK) ||
             (result && schema_compile(result->raw, result->raw_len, &fn->result, &e) != AL_OK)) {
             snprintf(err, 256, "connector %.64s: function %.40s does not load: %.100s", t->name,
                      f->key, e.message);
@@ -293,8 +293,8 @@ struct connector_client {
     pthread_t thread;
     CURLM *multi;
     pthread_mutex_t lock;
-    struct connector_call *queue; /* handed over, not yet added to multi (under lock) */
-    int stopping;                 /* under lock */
+    struct connector_call *queue;  /* handed over, not yet added to multi (under lock) */
+    int stopping;                  /* under lock */
     struct connector_call *active; /* the thread's own */
 };
 
@@ -433,8 +433,8 @@ out:
     json_doc_free(doc);
 }
 
-static void connector_finish(struct connector_client *c, struct connector_call *call,
-                             CURLcode code, const char *cancelled)
+static void connector_finish(struct connector_client *c, struct connector_call *call, CURLcode code,
+                             const char *cancelled)
 {
     struct connector_call **p = &c->active;
     while (*p && *p != call) {
@@ -666,8 +666,7 @@ static int connector_prepare(struct connector_call *call, const struct connector
     bad |= curl_easy_setopt(e, CURLOPT_HTTPHEADER, call->headers) != CURLE_OK;
     bad |= curl_easy_setopt(e, CURLOPT_POST, 1L) != CURLE_OK;
     bad |= curl_easy_setopt(e, CURLOPT_POSTFIELDS, call->body.data) != CURLE_OK;
-    bad |= curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)call->body.len) !=
-           CURLE_OK;
+    bad |= curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)call->body.len) != CURLE_OK;
     bad |= curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, connector_write) != CURLE_OK;
     bad |= curl_easy_setopt(e, CURLOPT_WRITEDATA, call) != CURLE_OK;
     bad |= curl_easy_setopt(e, CURLOPT_PRIVATE, call) != CURLE_OK;
@@ -694,8 +693,9 @@ int connector_client_call(struct connector_client *c, const struct connector_req
         goto out;
     }
     const struct connector_fn *fn = connector_find(req->target, req->function);
-    if (!fn || json_parse(req->args_json, strlen(req->args_json), CONNECTOR_JSON_DEPTH, &doc,
-                          &err) != AL_OK ||
+    if (!fn ||
+        json_parse(req->args_json, strlen(req->args_json), CONNECTOR_JSON_DEPTH, &doc, &err) !=
+                AL_OK ||
         json_root(doc)->type != JSON_ARRAY) {
         goto out;
     }

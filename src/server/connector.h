@@ -22,10 +22,10 @@
 
 #include "store.h"
 
-#define CONNECTOR_ANSWER_MAX    ((size_t)1 << 20) /* bytes of an answer's body */
-#define CONNECTOR_ERROR_MAX     200               /* bytes of a connector's error message kept */
-#define CONNECTOR_MESSAGE_MAX   512               /* bytes of a failure message */
-#define CONNECTOR_CANCEL_POLL_MS 100              /* how often cancelled() is asked */
+#define CONNECTOR_ANSWER_MAX     ((size_t)1 << 20) /* bytes of an answer's body */
+#define CONNECTOR_ERROR_MAX      200               /* bytes of a connector's error message kept */
+#define CONNECTOR_MESSAGE_MAX    512               /* bytes of a failure message */
+#define CONNECTOR_CANCEL_POLL_MS 100               /* how often cancelled() is asked */
 
 /* Everything a call needs, decrypted: url, signing secret, headers, timeout_ms, and per
  * function its flags and compiled schemas. Owned by the caller; immutable once loaded, so any

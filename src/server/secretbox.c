@@ -132,8 +132,8 @@ static int secretbox_aad(EVP_CIPHER_CTX *ctx, const char *context)
     int outl = 0;
     return EVP_CipherUpdate(ctx, NULL, &outl, (const unsigned char *)SECRETBOX_PREFIX,
                             (int)sizeof SECRETBOX_PREFIX) == 1 &&
-                   EVP_CipherUpdate(ctx, NULL, &outl, (const unsigned char *)context,
-                                    (int)strlen(context)) == 1
+                           EVP_CipherUpdate(ctx, NULL, &outl, (const unsigned char *)context,
+                                            (int)strlen(context)) == 1
                    ? 0
                    : -1;
 }

@@ -729,8 +729,8 @@ static enum store_rc sqlite_connector_create(struct store *s, const struct store
     sqlite3_stmt *stmt = NULL;
     char now[32];
     const char *dargs[] = { c->department };
-    enum store_rc rc = sqlite_prepare(st, "SELECT 1 FROM departments WHERE name = ?", 1, dargs,
-                                      &stmt);
+    enum store_rc rc =
+            sqlite_prepare(st, "SELECT 1 FROM departments WHERE name = ?", 1, dargs, &stmt);
     if (rc != STORE_OK) {
         return rc;
     }
@@ -744,9 +744,11 @@ static enum store_rc sqlite_connector_create(struct store *s, const struct store
         return sqlite_fail(st, "department");
     }
     sqlite_now(now);
-    const char *args[] = { c->name,           c->department,   c->url,
-                           c->signing_secret_sealed, c->headers_sealed, c->header_names,
-                           c->functions,      now,             c->created_by };
+    const char *args[] = {
+        c->name,           c->department,   c->url,       c->signing_secret_sealed,
+        c->headers_sealed, c->header_names, c->functions, now,
+        c->created_by
+    };
     rc = sqlite_prepare(st,
                         "INSERT INTO connectors(name, department, url, signing_secret, headers, "
                         "header_names, functions, created, created_by, timeout_ms) VALUES (?, ?, "
@@ -804,8 +806,8 @@ static enum store_rc sqlite_connector_walk(struct sqlite_store *st, const char *
     return rc;
 }
 
-static enum store_rc sqlite_connector_get(struct store *s, const char *name,
-                                          store_connector_fn *fn, void *userdata)
+static enum store_rc sqlite_connector_get(struct store *s, const char *name, store_connector_fn *fn,
+                                          void *userdata)
 {
     return sqlite_connector_walk(sqlite_of(s), name, fn, userdata);
 }

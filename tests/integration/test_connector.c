@@ -130,9 +130,10 @@ static struct connector_target *target_at(const char *name, const char *url_or_p
     assert_int_equal(secretbox_seal(key, context, secret, strlen(secret), &sealed_secret), 0);
     snprintf(context, sizeof context, "connector/%s/headers", name);
     assert_int_equal(secretbox_seal(key, context, headers, strlen(headers), &sealed_headers), 0);
-    struct store_connector c = { name,           "dept", url,       sealed_secret,
-                                 sealed_headers, "[\"Authorization\",\"X-Tenant\"]",
-                                 functions,      timeout_ms, NULL, "admin" };
+    struct store_connector c = { name,          "dept",         url,
+                                 sealed_secret, sealed_headers, "[\"Authorization\",\"X-Tenant\"]",
+                                 functions,     timeout_ms,     NULL,
+                                 "admin" };
     assert_int_equal(store->ops->connector_create(store, &c), STORE_OK);
     free(sealed_secret);
     free(sealed_headers);
@@ -147,8 +148,8 @@ static struct connector_target *target(const char *name, const char *path, int64
 
 static struct connector_request request(const struct connector_target *t, const char *args)
 {
-    struct connector_request r = { t,      "lookup", args, "run_42", "refund-small", 3,
-                                   "agent-7", 5,      "run_42:5", on_cancelled };
+    struct connector_request r = { t, "lookup",  args, "run_42",   "refund-small",
+                                   3, "agent-7", 5,    "run_42:5", on_cancelled };
     return r;
 }
 
@@ -162,8 +163,7 @@ static void call(const struct connector_target *t, const char *args, struct outc
     assert_int_equal(o->calls, 1);
 }
 
-static void expect_failure(const char *name, const char *path, int64_t timeout_ms,
-                           const char *want)
+static void expect_failure(const char *name, const char *path, int64_t timeout_ms, const char *want)
 {
     struct outcome o;
     struct connector_target *t = target(name, path, timeout_ms);

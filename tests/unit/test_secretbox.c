@@ -131,8 +131,8 @@ static void test_secretbox_key_file(void **state)
     assert_int_equal(secretbox_key_load(dir, k2, err), 0);
     assert_memory_equal(k1, k2, sizeof k1);
     /* the environment wins */
-    setenv("AIRLOCK_SECRET_KEY",
-           "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", 1);
+    setenv("AIRLOCK_SECRET_KEY", "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
+           1);
     assert_int_equal(secretbox_key_load(dir, k2, err), 0);
     assert_int_equal(k2[0], 0);
     assert_int_equal(k2[31], 0x1f);

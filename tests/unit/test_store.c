@@ -352,9 +352,9 @@ static void test_store_connectors(void **state)
     struct fixture *f = *state;
     struct store *s = f->s;
     struct seen_connector seen = { 0, "" };
-    struct store_connector c = { "crm",  "finance", "http://127.0.0.1:9/crm", "v1:aa", "v1:bb",
-                                 "[\"X-Api\"]", "{\"lookup\":{}}",   2500,        NULL,
-                                 "admin" };
+    struct store_connector c = { "crm",   "finance",     "http://127.0.0.1:9/crm", "v1:aa",
+                                 "v1:bb", "[\"X-Api\"]", "{\"lookup\":{}}",        2500,
+                                 NULL,    "admin" };
     /* the department must exist */
     assert_int_equal(s->ops->connector_create(s, &c), STORE_NOT_FOUND);
     assert_int_equal(s->ops->department_create(s, "finance"), STORE_OK);
