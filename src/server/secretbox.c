@@ -162,7 +162,7 @@ int secretbox_seal(const unsigned char key[SECRETBOX_KEY_LEN], const char *conte
         EVP_EncryptInit_ex(ctx, NULL, NULL, key, raw) != 1 || secretbox_aad(ctx, context) != 0 ||
         EVP_EncryptUpdate(ctx, raw + SECRETBOX_NONCE_LEN, &outl, plain, (int)len) != 1 ||
         EVP_EncryptFinal_ex(ctx, raw + SECRETBOX_NONCE_LEN + outl, &fin) != 1 ||
-        (size_t)(outl + fin) != len ||
+        (size_t)outl + (size_t)fin != len ||
         EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, SECRETBOX_TAG_LEN,
                             raw + SECRETBOX_NONCE_LEN + len) != 1) {
         goto out;
@@ -215,7 +215,8 @@ int secretbox_open(const unsigned char key[SECRETBOX_KEY_LEN], const char *conte
         EVP_DecryptUpdate(ctx, plain, &outl, raw + SECRETBOX_NONCE_LEN, (int)plain_len) != 1 ||
         EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, SECRETBOX_TAG_LEN,
                             raw + SECRETBOX_NONCE_LEN + plain_len) != 1 ||
-        EVP_DecryptFinal_ex(ctx, plain + outl, &fin) != 1 || (size_t)(outl + fin) != plain_len) {
+        EVP_DecryptFinal_ex(ctx, plain + outl, &fin) != 1 ||
+        (size_t)outl + (size_t)fin != plain_len) {
         goto out;
     }
     plain[plain_len] = '\0';
