@@ -28,7 +28,6 @@ struct runs;
 /* What handlers reach beyond the store (main.c fills it). */
 struct api_services {
     struct runs *runs;
-    unsigned char secret_key[32]; /* opens connector secrets */
 };
 
 struct api_ctx {
@@ -43,6 +42,8 @@ struct api_ctx {
     size_t nparams;
     struct api_param params[API_PARAMS_MAX];
     struct json_doc *doc; /* the parsed body, freed by the router */
+    /* the router's key that seals connector secrets (secretbox.h), may be NULL */
+    const unsigned char *secret_key;
 };
 
 typedef void api_handler_fn(struct api_ctx *ctx);
@@ -110,6 +111,10 @@ void api_approvals_approve(struct api_ctx *ctx);
 void api_approvals_deny(struct api_ctx *ctx);
 void api_system_healthz(struct api_ctx *ctx);
 void api_system_readyz(struct api_ctx *ctx);
+/* Connectors (api_connectors.c). */
+void api_connectors_create(struct api_ctx *ctx);
+void api_connectors_list(struct api_ctx *ctx);
+void api_connectors_get(struct api_ctx *ctx);
 
 /* Templates and versions (api_templates.c). */
 void api_templates_create(struct api_ctx *ctx);

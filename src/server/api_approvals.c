@@ -334,7 +334,7 @@ static void api_approvals_decide(struct api_ctx *ctx, int approve)
         }
     }
     if (rc == STORE_OK && launch) {
-        rc = api_run_plan(s, ctx->svc->secret_key, &run.row, &plan, err);
+        rc = api_run_plan(s, ctx->secret_key, &run.row, &plan, err);
     }
     if (rc == STORE_OK) {
         rc = s->ops->tx_commit(s);

@@ -563,7 +563,7 @@ void api_runs_create(struct api_ctx *ctx)
     row.functions = functions_text;
 
     /* bind the functions before anything is recorded: a missing connector starts nothing */
-    enum store_rc plan_rc = api_run_plan(s, ctx->svc->secret_key, &row, &plan, err);
+    enum store_rc plan_rc = api_run_plan(s, ctx->secret_key, &row, &plan, err);
     if (plan_rc != STORE_OK) {
         if (plan_rc == STORE_CONFLICT) {
             api_error(ctx, 409, "CONFLICT", "%s", err);

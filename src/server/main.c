@@ -30,6 +30,7 @@
 #include "ratelimit.h"
 #include "router.h"
 #include "runs.h"
+#include "secretbox.h"
 #include "store.h"
 
 #define MAIN_PATH_MAX     4096
@@ -442,11 +443,6 @@ static int main_runtime_start(const struct main_config *cfg, struct store *store
         fprintf(stderr, "airlockd: continuation key: %s\n", err);
         goto out;
     }
-    if (keyfile_load(cfg->data_dir, "secret.key", "AIRLOCK_SECRET_KEY", sizeof svc->secret_key,
-                     svc->secret_key, err) != 0) {
-        fprintf(stderr, "airlockd: secret key: %s\n", err);
-        goto out;
-    }
     rt->config = al_config_new();
     if (!rt->config || al_config_set_continuation_key(rt->config, key, sizeof key) != AL_OK ||
         al_config_set_warm_workers(rt->config, cfg->warm_workers) != AL_OK ||
@@ -546,6 +542,7 @@ int main(int argc, char **argv)
     char db_path[MAIN_PATH_MAX + 16];
     char errmsg[STORE_ERRMSG_MAX > 256 ? STORE_ERRMSG_MAX : 256];
     unsigned port = 0;
+    unsigned char secret_key[SECRETBOX_KEY_LEN];
     sigset_t stop;
     int sig = 0;
     int status = 1;
@@ -596,6 +593,10 @@ int main(int argc, char **argv)
     if (main_runtime_start(&cfg, store, &store_lock, &svc, &rt) != 0) {
         goto out;
     }
+    if (secretbox_key_load(cfg.data_dir, secret_key, errmsg) != 0) {
+        fprintf(stderr, "airlockd: secret key: %s\n", errmsg);
+        goto out;
+    }
     memset(&limit_opts, 0, sizeof limit_opts);
     limit_opts.per_second = cfg.rate_per_second;
     limit_opts.burst = cfg.rate_burst;
@@ -608,6 +609,7 @@ int main(int argc, char **argv)
     router.limit = limit;
     router.svc = &svc;
     router.store_lock = &store_lock;
+    router.secret_key = secret_key;
     if (http_start(cfg.host, cfg.port, cfg.body_limit_bytes, router_dispatch, &router, &http, &port,
                    errmsg) != 0) {
         fprintf(stderr, "airlockd: %s\n", errmsg);
@@ -634,6 +636,7 @@ out:
     http_stop(http);
     main_runtime_stop(&rt);
     ratelimit_free(limit);
+    OPENSSL_cleanse(secret_key, sizeof secret_key);
     if (store) {
         store->ops->close(store);
     }

@@ -60,6 +60,9 @@ static const struct route routes[] = {
     { "POST",   "/v1/templates/{t}/versions/{v}/approve", api_versions_approve,   { AUTH_RESOURCE, AUTH_ROLE_APPROVER } },
     { "POST",   "/v1/templates/{t}/versions/{v}/reject", api_versions_reject,     { AUTH_RESOURCE, AUTH_ROLE_APPROVER } },
     { "POST",   "/v1/templates/{t}/versions/{v}/revoke", api_versions_revoke,     { AUTH_RESOURCE, AUTH_ROLE_APPROVER | ADMIN } },
+    { "POST",   "/v1/connectors",                    api_connectors_create,       { AUTH_ANY_DEPARTMENT, ADMIN } },
+    { "GET",    "/v1/connectors",                    api_connectors_list,         { AUTH_ANY_DEPARTMENT, ANY_ROLES } },
+    { "GET",    "/v1/connectors/{c}",                api_connectors_get,          { AUTH_RESOURCE, ANY_ROLES } },
     { "POST",   "/v1/runs",                          api_runs_create,             { AUTH_RESOURCE, AUTH_ROLE_AGENT } },
     { "GET",    "/v1/runs",                          api_runs_list,               { AUTH_ANY_DEPARTMENT, ANY_ROLES } },
     { "GET",    "/v1/runs/{id}",                     api_runs_get,                { AUTH_RESOURCE, ANY_ROLES } },
@@ -193,6 +196,7 @@ static void router_dispatch_locked(struct router *r, const struct http_request *
     ctx.svc = r->svc;
     ctx.req = req;
     ctx.resp = resp;
+    ctx.secret_key = r->secret_key;
     if (router_split(req->path, &path) == 0) {
         for (size_t i = 0; i < NROUTES; i++) {
             if (!router_match(&path, routes[i].path, NULL)) {

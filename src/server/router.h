@@ -25,6 +25,9 @@ struct router {
     struct api_services *svc;
     pthread_mutex_t *store_lock; /* held around every request: the run writer shares the store */
     struct ratelimit *limit;     /* NULL: no rate limit */
+    /* The key that seals connector secrets (secretbox.h), 32 bytes; NULL: connectors cannot be
+     * registered (500). */
+    const unsigned char *secret_key;
 };
 
 /* An http_handler_fn: userdata is a struct router *. */

@@ -1322,6 +1322,101 @@ static enum store_rc sqlite_approval_consume(struct store *s, const char *run)
                             1, args, NULL);
 }
 
+/* Connectors (0005_connectors). */
+static enum store_rc sqlite_connector_create(struct store *s, const struct store_connector *c)
+{
+    struct sqlite_store *st = sqlite_of(s);
+    sqlite3_stmt *stmt = NULL;
+    char now[32];
+    const char *dargs[] = { c->department };
+    enum store_rc rc =
+            sqlite_prepare(st, "SELECT 1 FROM departments WHERE name = ?", 1, dargs, &stmt);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    int step = sqlite3_step(stmt);
+    sqlite3_finalize(stmt);
+    stmt = NULL;
+    if (step == SQLITE_DONE) {
+        return STORE_NOT_FOUND;
+    }
+    if (step != SQLITE_ROW) {
+        return sqlite_fail(st, "department");
+    }
+    sqlite_now(now);
+    const char *args[] = {
+        c->name,           c->department,   c->url,       c->signing_secret_sealed,
+        c->headers_sealed, c->header_names, c->functions, now,
+        c->created_by
+    };
+    rc = sqlite_prepare(st,
+                        "INSERT INTO connectors(name, department, url, signing_secret, headers, "
+                        "header_names, functions, created, created_by, timeout_ms) VALUES (?, ?, "
+                        "?, ?, ?, ?, ?, ?, ?, ?10)",
+                        9, args, &stmt);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    sqlite3_bind_int64(stmt, 10, c->timeout_ms);
+    step = sqlite3_step(stmt);
+    if ((step & 0xff) == SQLITE_CONSTRAINT) {
+        rc = STORE_CONFLICT;
+    } else if (step != SQLITE_DONE) {
+        rc = sqlite_fail(st, "connector");
+    }
+    sqlite3_finalize(stmt);
+    return rc;
+}
+
+static enum store_rc sqlite_connector_walk(struct sqlite_store *st, const char *name,
+                                           store_connector_fn *fn, void *userdata)
+{
+    sqlite3_stmt *stmt = NULL;
+    const char *args[] = { name };
+    enum store_rc rc = sqlite_prepare(
+            st,
+            name ? "SELECT name, department, url, signing_secret, headers, header_names, "
+                   "functions, timeout_ms, created, created_by FROM connectors WHERE name = ?"
+                 : "SELECT name, department, url, signing_secret, headers, header_names, "
+                   "functions, timeout_ms, created, created_by FROM connectors ORDER BY name",
+            name ? 1 : 0, args, &stmt);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    int seen = 0;
+    int step;
+    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
+        seen = 1;
+        struct store_connector c = { sqlite_col(stmt, 0), sqlite_col(stmt, 1),
+                                     sqlite_col(stmt, 2), sqlite_col(stmt, 3),
+                                     sqlite_col(stmt, 4), sqlite_col(stmt, 5),
+                                     sqlite_col(stmt, 6), sqlite3_column_int64(stmt, 7),
+                                     sqlite_col(stmt, 8), sqlite_col(stmt, 9) };
+        if (fn(userdata, &c) != 0) {
+            step = SQLITE_DONE;
+            break;
+        }
+    }
+    if (step != SQLITE_DONE) {
+        rc = sqlite_fail(st, "connectors");
+    } else if (name && !seen) {
+        rc = STORE_NOT_FOUND;
+    }
+    sqlite3_finalize(stmt);
+    return rc;
+}
+
+static enum store_rc sqlite_connector_get(struct store *s, const char *name, store_connector_fn *fn,
+                                          void *userdata)
+{
+    return sqlite_connector_walk(sqlite_of(s), name, fn, userdata);
+}
+
+static enum store_rc sqlite_connector_list(struct store *s, store_connector_fn *fn, void *userdata)
+{
+    return sqlite_connector_walk(sqlite_of(s), NULL, fn, userdata);
+}
+
 static const struct store_ops sqlite_ops = {
     .version = STORE_OPS_VERSION,
     .name = "sqlite",
@@ -1369,6 +1464,10 @@ static const struct store_ops sqlite_ops = {
     .approval_list = sqlite_approval_list,
     .approval_decide = sqlite_approval_decide,
     .approval_consume = sqlite_approval_consume,
+    /* Connectors (0005_connectors) */
+    .connector_create = sqlite_connector_create,
+    .connector_get = sqlite_connector_get,
+    .connector_list = sqlite_connector_list,
 };
 
 int store_schema_version(void)

@@ -183,6 +183,23 @@ struct store_approval {
 typedef int store_run_fn(void *userdata, const struct store_run *r);
 typedef int store_approval_fn(void *userdata, const struct store_approval *a);
 
+/* A connector (0005_connectors). The secret and the headers are sealed by the caller
+ * (secretbox.h); the store keeps the text it is given. */
+struct store_connector {
+    const char *name;
+    const char *department;
+    const char *url;
+    const char *signing_secret_sealed;
+    const char *headers_sealed; /* a sealed JSON object of header name -> value */
+    const char *header_names;   /* a JSON array of the header names, plain */
+    const char *functions;      /* a JSON object: function name -> its definition */
+    int64_t timeout_ms;
+    const char *created;    /* set by the store on create; ignored there */
+    const char *created_by; /* the principal that registered it */
+};
+
+typedef int store_connector_fn(void *userdata, const struct store_connector *c);
+
 struct store_ops {
     int version;      /* STORE_OPS_VERSION; later versions only append members */
     const char *name; /* "sqlite" */
@@ -319,6 +336,15 @@ struct store_ops {
                                      const char *by, const char *comment);
     /* Marks the decided approvals of a run consumed (their resolutions resumed it). */
     enum store_rc (*approval_consume)(struct store *s, const char *run);
+
+    /* Connectors (0005_connectors). */
+    /* CONFLICT when the name is taken, NOT_FOUND when c->department does not exist. */
+    enum store_rc (*connector_create)(struct store *s, const struct store_connector *c);
+    /* NOT_FOUND when no such connector; otherwise fn sees it once. */
+    enum store_rc (*connector_get)(struct store *s, const char *name, store_connector_fn *fn,
+                                   void *userdata);
+    /* Every connector, by name. */
+    enum store_rc (*connector_list)(struct store *s, store_connector_fn *fn, void *userdata);
 };
 
 /* Every backend's handle starts with this. */

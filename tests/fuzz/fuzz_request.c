@@ -45,6 +45,7 @@ static char db_path[320];
 static struct store *store;
 static struct ratelimit *limit;
 static struct router router;
+static const unsigned char secret_key[32] = { 1, 2, 3, 4, 5, 6, 7, 8 }; /* connector secrets */
 static uint64_t now_ns = UINT64_C(1) << 40;
 
 static void fail(const char *what, const char *detail)
@@ -115,6 +116,7 @@ static void setup(void)
     }
     router.store = store;
     router.limit = limit;
+    router.secret_key = secret_key;
 }
 
 /* The answer must be JSON, and from 400 on exactly an error body. */

@@ -461,6 +461,8 @@ def t_rate_limit(tmp):
 # The permission table as this test expects it: (method, path) -> who may, where.
 #   "public": no key; "principal": any valid key; a set: those roles (admin granted "*", the
 #   others in the department "own"), and with "dept" only for the route's own department.
+#   A (roles, "dept") pair: those roles, the non-admins only for a resource of their department
+#   (probe names one in "own" and one in "other").
 EXPECT = {
     ("GET", "/healthz"): "public",
     ("GET", "/readyz"): "public",
@@ -490,13 +492,29 @@ EXPECT = {
     ("POST", "/v1/templates/{t}/versions/{v}/approve"): ("dept", {"approver"}, set()),
     ("POST", "/v1/templates/{t}/versions/{v}/reject"): ("dept", {"approver"}, set()),
     ("POST", "/v1/templates/{t}/versions/{v}/revoke"): ("dept", {"approver", "admin"}, set()),
+    ("POST", "/v1/connectors"): {"admin"},
+    ("GET", "/v1/connectors"): set(ROLES),
+    ("GET", "/v1/connectors/{c}"): ("dept", set(ROLES), set()),
 }
+
+def connector_body(name, dept, **over):
+    body = {"name": name, "department": dept, "url": "http://127.0.0.1:9/" + name,
+            "signing_secret": "signing-secret-of-" + name,
+            "headers": {"Authorization": "Bearer header-secret-of-" + name},
+            "functions": {"lookup": {"description": "finds a customer",
+                                     "args_schema": {"type": "array",
+                                                     "items": {"type": "string"}},
+                                     "result_schema": {"type": "object"}},
+                          "refund": {"sensitive": True, "idempotent": False}}}
+    body.update(over)
+    return body
+
 
 # A request for each route that changes nothing once allowed (a duplicate, a missing principal).
 def probe(method, path, where):
     dept = "own" if where == "own" else "other"
     concrete = (path.replace("{d}", dept).replace("{p}", "ghost")
-                .replace("{prefix}", "000000000000"))
+                .replace("{prefix}", "000000000000").replace("{c}", "c_" + dept))
     # templates made by probe_setup: tpl-own and tpl-other, v1 approved, v2 a draft; every
     # state change below is then a wrong state (409) once allowed
     concrete = concrete.replace("{t}", "tpl-" + dept).replace(
@@ -512,6 +530,7 @@ def probe(method, path, where):
         ("POST", "/v1/templates/{t}/versions/{v}/approve"): {"comment": "rbac"},
         ("POST", "/v1/templates/{t}/versions/{v}/reject"): {"comment": "rbac"},
         ("POST", "/v1/templates/{t}/versions/{v}/revoke"): {"reason": "rbac"},
+        ("POST", "/v1/connectors"): connector_body("c_" + dept, dept),
     }.get((method, path))
     return concrete, body
 
@@ -566,6 +585,9 @@ def t_permission_table(tmp):
         k = s.admin_key()
         for dept in ("own", "other"):
             check(s.request("POST", "/v1/departments", {"name": dept}, key=k)[0] == 201, dept)
+            st, doc, _ = s.request("POST", "/v1/connectors", connector_body("c_" + dept, dept),
+                                   key=k)
+            check(st == 201, "connector in %s: %r" % (dept, doc))
         keys = {}
         for role in ROLES + ["none"]:
             st, doc, _ = s.request("POST", "/v1/principals", {"name": "rbac-" + role}, key=k)
@@ -1216,6 +1238,128 @@ def t_audit_tamper_found(tmp):
     try:
         st, v, _ = s.request("GET", "/v1/audit/verify", key=s.admin_key())
         check(v["ok"] is False and v["first_bad_seq"] == 1, "column edit: %r" % v)
+    finally:
+        s.kill()
+
+
+# ---------------------------------------------------------------------------------------------
+def t_connectors(tmp):
+    d = os.path.join(tmp, "var")
+    s = Server(d)
+    try:
+        k = s.admin_key()
+        for dept in ("finance", "ops"):
+            check(s.request("POST", "/v1/departments", {"name": dept}, key=k)[0] == 201, dept)
+        key_file = os.path.join(d, "secret.key")
+        check(stat.S_IMODE(os.stat(key_file).st_mode) == 0o600, "secret.key mode")
+        body = connector_body("crm", "finance", timeout_ms=2500)
+        st, doc, _ = s.request("POST", "/v1/connectors", body, key=k)
+        check(st == 201, "create: %d %r" % (st, doc))
+        want = {"name": "crm", "department": "finance", "url": "http://127.0.0.1:9/crm",
+                "header_names": ["Authorization"], "timeout_ms": 2500, "created_by": "admin"}
+        check({x: doc.get(x) for x in want} == want, "created: %r" % doc)
+        check(doc["functions"]["refund"] == {"sensitive": True, "idempotent": False},
+              "refund: %r" % doc["functions"])
+        check(doc["functions"]["lookup"]["args_schema"] == body["functions"]["lookup"]
+              ["args_schema"] and doc["functions"]["lookup"]["sensitive"] is False,
+              "lookup: %r" % doc["functions"])
+        text = json.dumps(doc)
+        check("signing-secret-of" not in text and "header-secret-of" not in text,
+              "a secret in the answer: %s" % text)
+        error_of(*s.request("POST", "/v1/connectors", body, key=k)[:2], 409, "CONFLICT")
+        default = connector_body("erp", "ops")
+        st, doc, _ = s.request("POST", "/v1/connectors", default, key=k)
+        check(st == 201 and doc["timeout_ms"] == 5000, "default timeout: %r" % doc)
+
+        # refused definitions, each a 400 naming nothing secret
+        bad = [
+            {"name": "Math"}, {"name": "console"}, {"name": "input"}, {"name": "json"[:0]},
+            {"name": "9crm"}, {"name": "crm-x"}, {"name": "constructor"}, {"name": "new"},
+            {"name": "x" * 65},
+            {"department": "nowhere"},
+            {"url": "ftp://127.0.0.1/x"}, {"url": "http://"}, {"url": "http://u:p@host/x"},
+            {"url": "file:///etc/passwd"}, {"url": "http://host/a b"}, {"url": "gopher://h/"},
+            {"url": "http://host:99999/"}, {"url": "HTTP://host/"},
+            {"signing_secret": "short"}, {"signing_secret": 7},
+            {"headers": {"X-A": "a\r\nX-Injected: 1"}}, {"headers": {"Bad Name": "v"}},
+            {"headers": {"X-A": 1}}, {"headers": {"Content-Type": "text/plain"}},
+            {"headers": {"X-Airlock-Signature": "forged"}}, {"headers": {"X-A": "a\nb"}},
+            {"timeout_ms": 0}, {"timeout_ms": 60001}, {"timeout_ms": 1.5}, {"timeout_ms": "5"},
+            {"functions": {"constructor": {}}}, {"functions": {"toString": {}}},
+            {"functions": {"bad-name": {}}}, {"functions": {"f": {"sensitive": "yes"}}},
+            {"functions": {"f": {"extra": 1}}}, {"functions": {"f": []}},
+            {"functions": {"f": {"args_schema": {"oneOf": []}}}},
+            {"functions": {"f": {"result_schema": {"type": "nonsense"}}}},
+            {"functions": {"f": {"args_schema": 5}}},
+            {"unknown_field": 1},
+        ]
+        for i, over in enumerate(bad):
+            b = connector_body("bad%d" % i, "finance")
+            b.update(over)
+            st, doc, _ = s.request("POST", "/v1/connectors", b, key=k)
+            error_of(st, doc, 400, "INVALID_REQUEST")
+            check("header-secret-of" not in json.dumps(doc) and "a\r\n" not in json.dumps(doc),
+                  "a secret in an error: %r" % doc)
+        b = connector_body("nofns", "finance")
+        del b["functions"]
+        error_of(*s.request("POST", "/v1/connectors", b, key=k)[:2], 400, "INVALID_REQUEST")
+        # the wrong key never registers
+        st, doc, _ = s.request("POST", "/v1/principals", {"name": "agent-f", "kind": "agent"},
+                               key=k)
+        agent = doc["key"]
+        check(s.request("POST", "/v1/principals/agent-f/roles",
+                        {"role": "agent", "department": "finance"}, key=k)[0] == 201, "grant")
+        error_of(*s.request("POST", "/v1/connectors", connector_body("evil", "finance"),
+                            key=agent)[:2], 403, "FORBIDDEN")
+
+        # reads: the admin sees both, the finance agent only finance's
+        st, doc, _ = s.request("GET", "/v1/connectors", key=k)
+        check(st == 200 and [c["name"] for c in doc] == ["crm", "erp"], "list: %r" % doc)
+        st, doc, _ = s.request("GET", "/v1/connectors", key=agent)
+        check(st == 200 and [c["name"] for c in doc] == ["crm"], "agent's list: %r" % doc)
+        st, doc, _ = s.request("GET", "/v1/connectors/crm", key=agent)
+        check(st == 200 and doc["name"] == "crm" and doc["header_names"] == ["Authorization"],
+              "get: %r" % doc)
+        error_of(*s.request("GET", "/v1/connectors/erp", key=agent)[:2], 403, "FORBIDDEN")
+        error_of(*s.request("GET", "/v1/connectors/nope", key=k)[:2], 404, "NOT_FOUND")
+        error_of(*s.request("GET", "/v1/connectors/crm")[:2], 401, "UNAUTHENTICATED")
+
+        # the audit names headers, never their values nor the secret
+        rows = audit_rows(d, "connector.create")
+        check([r["subject"] for r in rows] == ["crm", "erp"], "audit: %r" % rows)
+        r = rows[0]
+        check(r["department"] == "finance" and r["details"]["url"] == "http://127.0.0.1:9/crm"
+              and r["details"]["header_names"] == ["Authorization"]
+              and r["details"]["functions"] == {"lookup": {"sensitive": False,
+                                                           "idempotent": False},
+                                                "refund": {"sensitive": True,
+                                                           "idempotent": False}},
+              "audit details: %r" % r)
+        # nothing secret in the clear anywhere in the database
+        s.stop()
+        s.kill()
+        for name in os.listdir(d):
+            with open(os.path.join(d, name), "rb") as f:
+                data = f.read()
+            check(b"signing-secret-of" not in data and b"header-secret-of" not in data,
+                  "a secret in the clear in %s" % name)
+        db = sqlite3.connect(os.path.join(d, "airlock.db"))
+        try:
+            row = db.execute("SELECT signing_secret, headers FROM connectors WHERE name = 'crm'"
+                             ).fetchone()
+        finally:
+            db.close()
+        check(row[0].startswith("v1:") and row[1].startswith("v1:"), "not sealed: %r" % (row,))
+
+        # the same key file opens them after a restart; another key is refused at first use,
+        # and a malformed AIRLOCK_SECRET_KEY stops the start
+        s = Server(d, env_extra={"AIRLOCK_SECRET_KEY": "00"})
+        check(s.proc.wait(timeout=HANG) != 0 and "AIRLOCK_SECRET_KEY" in s.stderr(),
+              "bad AIRLOCK_SECRET_KEY: %s" % s.stderr())
+        s.kill()
+        s = Server(d)
+        st, doc, _ = s.request("GET", "/v1/connectors/crm", key=k)
+        check(st == 200 and doc["name"] == "crm", "after restart: %r" % doc)
     finally:
         s.kill()
 

@@ -477,6 +477,55 @@ static void test_store_versions_roll_back(void **state)
     assert_int_equal(s->ops->version_list(s, "t", count_version, &n), STORE_OK);
     assert_int_equal(n, 0);
     add_version(s, "t", 1);
+struct seen_connector {
+    int n;
+    char last[256];
+};
+
+static int read_connector(void *userdata, const struct store_connector *c)
+{
+    struct seen_connector *seen = userdata;
+    seen->n++;
+    snprintf(seen->last, sizeof seen->last, "%s|%s|%s|%s|%s|%s|%s|%lld|%s|%d", c->name,
+             c->department, c->url, c->signing_secret_sealed, c->headers_sealed, c->header_names,
+             c->functions, (long long)c->timeout_ms, c->created_by, c->created && c->created[0]);
+    return 0;
+}
+
+static void test_store_connectors(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    struct seen_connector seen = { 0, "" };
+    struct store_connector c = { "crm",   "finance",     "http://127.0.0.1:9/crm", "v1:aa",
+                                 "v1:bb", "[\"X-Api\"]", "{\"lookup\":{}}",        2500,
+                                 NULL,    "admin" };
+    /* the department must exist */
+    assert_int_equal(s->ops->connector_create(s, &c), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->department_create(s, "finance"), STORE_OK);
+    assert_int_equal(s->ops->department_create(s, "ops"), STORE_OK);
+    assert_int_equal(s->ops->connector_create(s, &c), STORE_OK);
+    assert_int_equal(s->ops->connector_create(s, &c), STORE_CONFLICT);
+    assert_int_equal(s->ops->connector_get(s, "crm", read_connector, &seen), STORE_OK);
+    assert_int_equal(seen.n, 1);
+    assert_string_equal(seen.last, "crm|finance|http://127.0.0.1:9/crm|v1:aa|v1:bb|[\"X-Api\"]|"
+                                   "{\"lookup\":{}}|2500|admin|1");
+    assert_int_equal(s->ops->connector_get(s, "erp", read_connector, &seen), STORE_NOT_FOUND);
+    struct store_connector d = c;
+    d.name = "billing";
+    d.department = "ops";
+    assert_int_equal(s->ops->connector_create(s, &d), STORE_OK);
+    seen.n = 0;
+    assert_int_equal(s->ops->connector_list(s, read_connector, &seen), STORE_OK);
+    assert_int_equal(seen.n, 2);
+    /* by name: crm comes last */
+    assert_non_null(strstr(seen.last, "crm|finance"));
+    /* a rolled-back create leaves nothing */
+    d.name = "gone";
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->connector_create(s, &d), STORE_OK);
+    s->ops->tx_rollback(s);
+    assert_int_equal(s->ops->connector_get(s, "gone", read_connector, &seen), STORE_NOT_FOUND);
 }
 
 int main(void)
@@ -495,6 +544,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_rollback_leaves_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_templates_and_versions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_versions_roll_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_connectors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

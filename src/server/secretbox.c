@@ -1,0 +1,235 @@
+/*
+ * secretbox.c - AES-256-GCM sealing of connector secrets, and the key file. The key file is
+ * written once with O_EXCL (two first starts never race to different keys), like audit.key.
+ * GCM with a random 96-bit nonce is safe for far more seals than airlockd will ever make with
+ * one key (a registration seals two values). The version and the context are the associated
+ * data, so neither can be swapped without the tag failing. Plaintext buffers are cleansed
+ * before they are freed; nothing here logs.
+ */
+#include "secretbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SECRETBOX_PREFIX "v1:"
+
+static int secretbox_unhex(const char *hex, size_t hex_len, unsigned char *out)
+{
+    if (hex_len % 2 != 0) {
+        return -1;
+    }
+    for (size_t i = 0; i < hex_len / 2; i++) {
+        unsigned v = 0;
+        for (int j = 0; j < 2; j++) {
+            char c = hex[2 * i + (size_t)j];
+            unsigned d = c >= '0' && c <= '9'   ? (unsigned)(c - '0')
+                         : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+                         : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10)
+                                                : 16u;
+            if (d == 16) {
+                return -1;
+            }
+            v = v * 16 + d;
+        }
+        out[i] = (unsigned char)v;
+    }
+    return 0;
+}
+
+static void secretbox_hex(const unsigned char *in, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+static int secretbox_write_new(const char *path, unsigned char ret_key[SECRETBOX_KEY_LEN],
+                               char *err)
+{
+    unsigned char key[SECRETBOX_KEY_LEN];
+    char hex[2 * SECRETBOX_KEY_LEN + 2];
+    int fd = -1;
+    int rc = -1;
+    if (RAND_bytes(key, sizeof key) != 1) {
+        snprintf(err, 256, "the random generator failed");
+        goto out;
+    }
+    secretbox_hex(key, sizeof key, hex);
+    hex[2 * SECRETBOX_KEY_LEN] = '\n';
+    hex[2 * SECRETBOX_KEY_LEN + 1] = '\0';
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0 || write(fd, hex, 2 * SECRETBOX_KEY_LEN + 1) != 2 * SECRETBOX_KEY_LEN + 1 ||
+        fsync(fd) != 0) {
+        snprintf(err, 256, "cannot write %.150s: %s", path, strerror(errno));
+        goto out;
+    }
+    memcpy(ret_key, key, sizeof key);
+    rc = 0;
+out:
+    if (fd >= 0) {
+        close(fd);
+    }
+    OPENSSL_cleanse(key, sizeof key);
+    OPENSSL_cleanse(hex, sizeof hex);
+    return rc;
+}
+
+int secretbox_key_load(const char *data_dir, unsigned char ret_key[SECRETBOX_KEY_LEN], char *err)
+{
+    char path[4200];
+    char hex[2 * SECRETBOX_KEY_LEN + 8] = "";
+    unsigned char key[SECRETBOX_KEY_LEN];
+    const char *given = getenv("AIRLOCK_SECRET_KEY");
+    const char *what = "AIRLOCK_SECRET_KEY";
+    int rc = -1;
+    snprintf(path, sizeof path, "%s/secret.key", data_dir);
+    if (given && given[0]) {
+        snprintf(hex, sizeof hex, "%s", given);
+    } else {
+        FILE *f = fopen(path, "rbe");
+        if (!f && errno == ENOENT) {
+            return secretbox_write_new(path, ret_key, err);
+        }
+        if (!f) {
+            snprintf(err, 256, "cannot read %.150s: %s", path, strerror(errno));
+            return -1;
+        }
+        size_t got = fread(hex, 1, sizeof hex - 1, f);
+        hex[got] = '\0';
+        fclose(f);
+        what = path;
+    }
+    size_t len = strlen(hex);
+    if (len > 0 && hex[len - 1] == '\n') {
+        len--;
+    }
+    if (len != 2 * SECRETBOX_KEY_LEN || secretbox_unhex(hex, len, key) != 0) {
+        snprintf(err, 256, "%.150s must hold the secret key as 64 hex digits", what);
+        goto out;
+    }
+    memcpy(ret_key, key, sizeof key);
+    rc = 0;
+out:
+    OPENSSL_cleanse(key, sizeof key);
+    OPENSSL_cleanse(hex, sizeof hex);
+    return rc;
+}
+
+/* The associated data: the version and the context, with a NUL between them so that no two
+ * (version, context) pairs give the same bytes. */
+static int secretbox_aad(EVP_CIPHER_CTX *ctx, const char *context)
+{
+    int outl = 0;
+    return EVP_CipherUpdate(ctx, NULL, &outl, (const unsigned char *)SECRETBOX_PREFIX,
+                            (int)sizeof SECRETBOX_PREFIX) == 1 &&
+                           EVP_CipherUpdate(ctx, NULL, &outl, (const unsigned char *)context,
+                                            (int)strlen(context)) == 1
+                   ? 0
+                   : -1;
+}
+
+int secretbox_seal(const unsigned char key[SECRETBOX_KEY_LEN], const char *context,
+                   const void *plain, size_t len, char **ret_sealed)
+{
+    EVP_CIPHER_CTX *ctx = NULL;
+    unsigned char *raw = NULL;
+    char *text = NULL;
+    int outl = 0;
+    int fin = 0;
+    int rc = -1;
+    size_t raw_len = SECRETBOX_NONCE_LEN + len + SECRETBOX_TAG_LEN;
+    if (len > SECRETBOX_PLAIN_MAX || !context) {
+        goto out;
+    }
+    raw = malloc(raw_len);
+    text = malloc(sizeof SECRETBOX_PREFIX + 2 * raw_len);
+    ctx = EVP_CIPHER_CTX_new();
+    if (!raw || !text || !ctx || RAND_bytes(raw, SECRETBOX_NONCE_LEN) != 1) {
+        goto out;
+    }
+    if (EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, NULL, NULL) != 1 ||
+        EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, SECRETBOX_NONCE_LEN, NULL) != 1 ||
+        EVP_EncryptInit_ex(ctx, NULL, NULL, key, raw) != 1 || secretbox_aad(ctx, context) != 0 ||
+        EVP_EncryptUpdate(ctx, raw + SECRETBOX_NONCE_LEN, &outl, plain, (int)len) != 1 ||
+        EVP_EncryptFinal_ex(ctx, raw + SECRETBOX_NONCE_LEN + outl, &fin) != 1 ||
+        (size_t)outl + (size_t)fin != len ||
+        EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, SECRETBOX_TAG_LEN,
+                            raw + SECRETBOX_NONCE_LEN + len) != 1) {
+        goto out;
+    }
+    memcpy(text, SECRETBOX_PREFIX, sizeof SECRETBOX_PREFIX - 1);
+    secretbox_hex(raw, raw_len, text + sizeof SECRETBOX_PREFIX - 1);
+    *ret_sealed = text;
+    text = NULL;
+    rc = 0;
+out:
+    if (raw) {
+        OPENSSL_cleanse(raw, raw_len);
+    }
+    free(raw);
+    free(text);
+    EVP_CIPHER_CTX_free(ctx);
+    return rc;
+}
+
+int secretbox_open(const unsigned char key[SECRETBOX_KEY_LEN], const char *context,
+                   const char *sealed, char **ret_plain, size_t *ret_len)
+{
+    EVP_CIPHER_CTX *ctx = NULL;
+    unsigned char *raw = NULL;
+    unsigned char *plain = NULL;
+    size_t plain_len = 0;
+    int outl = 0;
+    int fin = 0;
+    int rc = -1;
+    const size_t prefix_len = sizeof SECRETBOX_PREFIX - 1;
+    if (!sealed || !context || strncmp(sealed, SECRETBOX_PREFIX, prefix_len) != 0) {
+        goto out;
+    }
+    size_t hex_len = strlen(sealed + prefix_len);
+    size_t raw_len = hex_len / 2;
+    if (hex_len % 2 != 0 || raw_len < SECRETBOX_NONCE_LEN + SECRETBOX_TAG_LEN ||
+        raw_len - SECRETBOX_NONCE_LEN - SECRETBOX_TAG_LEN > SECRETBOX_PLAIN_MAX) {
+        goto out;
+    }
+    plain_len = raw_len - SECRETBOX_NONCE_LEN - SECRETBOX_TAG_LEN;
+    raw = malloc(raw_len);
+    plain = malloc(plain_len + 1);
+    ctx = EVP_CIPHER_CTX_new();
+    if (!raw || !plain || !ctx || secretbox_unhex(sealed + prefix_len, hex_len, raw) != 0) {
+        goto out;
+    }
+    if (EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, NULL, NULL) != 1 ||
+        EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, SECRETBOX_NONCE_LEN, NULL) != 1 ||
+        EVP_DecryptInit_ex(ctx, NULL, NULL, key, raw) != 1 || secretbox_aad(ctx, context) != 0 ||
+        EVP_DecryptUpdate(ctx, plain, &outl, raw + SECRETBOX_NONCE_LEN, (int)plain_len) != 1 ||
+        EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, SECRETBOX_TAG_LEN,
+                            raw + SECRETBOX_NONCE_LEN + plain_len) != 1 ||
+        EVP_DecryptFinal_ex(ctx, plain + outl, &fin) != 1 ||
+        (size_t)outl + (size_t)fin != plain_len) {
+        goto out;
+    }
+    plain[plain_len] = '\0';
+    *ret_plain = (char *)plain;
+    *ret_len = plain_len;
+    plain = NULL;
+    rc = 0;
+out:
+    if (plain) {
+        OPENSSL_cleanse(plain, plain_len + 1);
+    }
+    free(plain);
+    free(raw);
+    EVP_CIPHER_CTX_free(ctx);
+    return rc;
+}
