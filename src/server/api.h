@@ -94,5 +94,8 @@ void api_principals_role_revoke(struct api_ctx *ctx);
 void api_principals_me(struct api_ctx *ctx);
 void api_system_healthz(struct api_ctx *ctx);
 void api_system_readyz(struct api_ctx *ctx);
+/* GET /v1/openapi.json and GET /metrics (api_system.c). */
+void api_system_openapi(struct api_ctx *ctx);
+void api_system_metrics(struct api_ctx *ctx);
 
 #endif

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "json.h"
+#include "metrics.h"
 
 struct http_server {
     struct MHD_Daemon *daemon;
@@ -130,6 +131,9 @@ static enum MHD_Result http_answer(struct http_server *srv, struct MHD_Connectio
     if (resp.allow[0]) {
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, resp.allow);
     }
+    if (resp.etag) {
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, resp.etag);
+    }
     if (resp.retry_after_s > 0) {
         char retry[16];
         snprintf(retry, sizeof retry, "%u", resp.retry_after_s);
@@ -138,6 +142,8 @@ static enum MHD_Result http_answer(struct http_server *srv, struct MHD_Connectio
     ret = MHD_queue_response(conn, resp.status, r);
     MHD_destroy_response(r);
     http_log(c, &resp);
+    /* counted with the log line: both see every answered request, under the same route */
+    metrics_http_request(resp.route, resp.status);
 out:
     buf_done(&resp.body);
     return ret;

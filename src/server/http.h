@@ -37,6 +37,7 @@ struct http_response {
     struct buf body;
     char actor[HTTP_ACTOR_MAX + 1]; /* who made the request, for the log line; "" if nobody */
     char route[64];                 /* the route pattern matched, for the log line */
+    const char *etag;               /* static string: an ETag header (quotes included), or NULL */
 };
 
 /* The value of query argument `name` (percent-decoded), NULL when absent; borrowed for the

@@ -50,6 +50,8 @@ static const struct route routes[] = {
     { "DELETE", "/v1/principals/{p}/keys/{prefix}",  api_principals_key_revoke,   { AUTH_ANY_DEPARTMENT, ADMIN } },
     { "POST",   "/v1/principals/{p}/roles",          api_principals_role_grant,   { AUTH_ANY_DEPARTMENT, ADMIN } },
     { "DELETE", "/v1/principals/{p}/roles",          api_principals_role_revoke,  { AUTH_ANY_DEPARTMENT, ADMIN } },
+    { "GET",    "/v1/openapi.json",                  api_system_openapi,          { AUTH_PUBLIC, 0 } },
+    { "GET",    "/metrics",                          api_system_metrics,          { AUTH_PUBLIC, 0 } },
 };
 /* clang-format on */
 

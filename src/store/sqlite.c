@@ -722,6 +722,24 @@ static enum store_rc sqlite_audit_list(struct store *s, int64_t after_seq, int64
     return sqlite_audit_search(s, after_seq, limit, NULL, fn, userdata);
 }
 
+/* Metrics */
+static enum store_rc sqlite_audit_last_seq(struct store *s, int64_t *ret_seq)
+{
+    struct sqlite_store *st = sqlite_of(s);
+    sqlite3_stmt *stmt = NULL;
+    enum store_rc rc = sqlite_prepare(st, "SELECT coalesce(max(seq), 0) FROM audit", 0, NULL, &stmt);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    if (sqlite3_step(stmt) == SQLITE_ROW) {
+        *ret_seq = sqlite3_column_int64(stmt, 0);
+    } else {
+        rc = sqlite_fail(st, "audit head");
+    }
+    sqlite3_finalize(stmt);
+    return rc;
+}
+
 static const struct store_ops sqlite_ops = {
     .version = STORE_OPS_VERSION,
     .name = "sqlite",
@@ -751,6 +769,8 @@ static const struct store_ops sqlite_ops = {
     .audit_set_key = sqlite_audit_set_key,
     .audit_search = sqlite_audit_search,
     .audit_checkpoint = sqlite_audit_checkpoint,
+    /* Metrics */
+    .audit_head = sqlite_audit_last_seq,
 };
 
 int store_schema_version(void)

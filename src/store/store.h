@@ -170,6 +170,10 @@ struct store_ops {
      * a checkpoint of the one before it, a checkpoint of the last record is appended and that is
      * what is signed. NOT_FOUND for an empty log; STORE_ERROR without a key. */
     enum store_rc (*audit_checkpoint)(struct store *s, int append, struct store_checkpoint *ret);
+
+    /* Metrics */
+    /* The seq of the last audit record (0 for an empty log): how many records were appended. */
+    enum store_rc (*audit_head)(struct store *s, int64_t *ret_seq);
 };
 
 /* Every backend's handle starts with this. */

@@ -332,6 +332,28 @@ static void test_store_rollback_leaves_nothing(void **state)
     assert_int_equal(records, 0);
 }
 
+/* Metrics */
+static void test_store_audit_head_is_last_seq(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    int64_t head = -1;
+    int64_t seq = 0;
+    assert_int_equal(s->ops->audit_head(s, &head), STORE_OK);
+    assert_int_equal(head, 0);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(s->ops->audit_append(s, "admin", "x", NULL, NULL, "{}", &seq), STORE_OK);
+    }
+    assert_int_equal(s->ops->audit_head(s, &head), STORE_OK);
+    assert_int_equal(head, seq);
+    /* a rolled back append is not counted */
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->audit_append(s, "admin", "x", NULL, NULL, "{}", NULL), STORE_OK);
+    s->ops->tx_rollback(s);
+    assert_int_equal(s->ops->audit_head(s, &head), STORE_OK);
+    assert_int_equal(head, seq);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -346,6 +368,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_audit_chained, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_audit_legacy_chained, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_rollback_leaves_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_audit_head_is_last_seq, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
