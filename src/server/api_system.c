@@ -5,10 +5,9 @@
  * None of them shows anything a key would protect: the document is public, and the metrics
  * are counts by route, template, connector and status, never inputs, principals or keys.
  */
-#include "api.h"
-
 #include <math.h>
 
+#include "api.h"
 #include "metrics.h"
 #include "openapi.h"
 

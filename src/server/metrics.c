@@ -10,8 +10,8 @@
 #include "metrics.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,7 +43,7 @@ struct metrics_gauge {
 
 /* seconds; the +Inf bucket is the count */
 static const double bucket_le[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-                                    0.5,   1,      2.5,   5,    10,    30,    60 };
+                                    0.5,   1,      2.5,   5,    10,    30,   60 };
 static const char *const bucket_text[] = { "0.001", "0.0025", "0.005", "0.01", "0.025",
                                            "0.05",  "0.1",    "0.25",  "0.5",  "1",
                                            "2.5",   "5",      "10",    "30",   "60" };
@@ -59,14 +59,24 @@ static const char *const gauge_defaults[][2] = {
 #define NDEFAULTS (sizeof gauge_defaults / sizeof gauge_defaults[0])
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct metrics_family http_requests = { "airlock_http_requests_total",
-                                               "HTTP requests answered, by route pattern and status.",
-                                               "route", "code", 0, { { "", "", 0 } } };
-static struct metrics_family runs = { "airlock_runs_total", "Runs ended, by template and status.",
-                                      "template", "status", 0, { { "", "", 0 } } };
+static struct metrics_family http_requests = {
+    "airlock_http_requests_total",
+    "HTTP requests answered, by route pattern and status.",
+    "route",
+    "code",
+    0,
+    { { "", "", 0 } }
+};
+static struct metrics_family runs = {
+    "airlock_runs_total", "Runs ended, by template and status.", "template", "status", 0,
+    { { "", "", 0 } }
+};
 static struct metrics_family host_calls = { "airlock_host_calls_total",
                                             "Host (connector) calls, by connector and outcome.",
-                                            "connector", "outcome", 0, { { "", "", 0 } } };
+                                            "connector",
+                                            "outcome",
+                                            0,
+                                            { { "", "", 0 } } };
 static struct {
     uint64_t bucket[NBUCKETS];
     uint64_t count;
@@ -327,8 +337,7 @@ static void out_escaped(struct metrics_out *o, const char *s, int quote)
     out_mem(o, run, (size_t)(s - run));
 }
 
-static void out_header(struct metrics_out *o, const char *name, const char *help,
-                       const char *type)
+static void out_header(struct metrics_out *o, const char *name, const char *help, const char *type)
 {
     out_printf(o, "# HELP %s ", name);
     out_escaped(o, help, 0);

@@ -727,7 +727,8 @@ static enum store_rc sqlite_audit_last_seq(struct store *s, int64_t *ret_seq)
 {
     struct sqlite_store *st = sqlite_of(s);
     sqlite3_stmt *stmt = NULL;
-    enum store_rc rc = sqlite_prepare(st, "SELECT coalesce(max(seq), 0) FROM audit", 0, NULL, &stmt);
+    enum store_rc rc =
+            sqlite_prepare(st, "SELECT coalesce(max(seq), 0) FROM audit", 0, NULL, &stmt);
     if (rc != STORE_OK) {
         return rc;
     }

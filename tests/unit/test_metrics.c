@@ -134,10 +134,12 @@ static void test_metrics_label_values_escaped(void **state)
     metrics_run("a\"b\\c\nd", "completed", 0.01);
     metrics_host_call("bad\xff\xc3x-utf8", "ok");
     char *t = render();
-    assert_true(value_of(t, "airlock_runs_total{template=\"a\\\"b\\\\c\\nd\",status=\"completed\"}") ==
-                1);
-    assert_true(value_of(t, "airlock_host_calls_total{connector=\"bad?\?x-utf8\",outcome=\"ok\"}") ==
-                1);
+    assert_true(
+            value_of(t, "airlock_runs_total{template=\"a\\\"b\\\\c\\nd\",status=\"completed\"}") ==
+            1);
+    assert_true(
+            value_of(t, "airlock_host_calls_total{connector=\"bad?\?x-utf8\",outcome=\"ok\"}") ==
+            1);
     /* no raw newline inside a series: every line is a comment or starts with a metric name */
     for (const char *line = t; *line;) {
         assert_true(line[0] == '#' || strncmp(line, "airlock_", 8) == 0);
@@ -216,9 +218,8 @@ static void test_metrics_gauges_from_callbacks(void **state)
     assert_true(value_of(t, "airlock_audit_records") == 0);
     assert_non_null(strstr(t, "# TYPE airlock_runs_active gauge\n"));
     free(t);
-    assert_int_equal(metrics_gauge_fn("airlock_approvals_pending", "Pending.", read_double,
-                                      &pending),
-                     0);
+    assert_int_equal(
+            metrics_gauge_fn("airlock_approvals_pending", "Pending.", read_double, &pending), 0);
     assert_int_equal(metrics_gauge_fn("airlock_custom", "A\\b\nc", read_double, &nan_value), 0);
     pending = 9; /* read at scrape time, not at registration */
     t = render();
