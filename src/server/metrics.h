@@ -55,7 +55,7 @@ int metrics_gauge_fn(const char *name, const char *help, metrics_read_fn *fn, vo
  * filled up (its content is then torn and must not be sent). */
 int metrics_render(struct buf *out);
 
-/* Forgets every series and gauge registration: for tests. Not safe while others update. */
+/* Forgets every series and gauge registration (the known gauges come back at 0): for tests. */
 void metrics_reset(void);
 
 #endif
