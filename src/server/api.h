@@ -132,4 +132,8 @@ void api_versions_diff(struct api_ctx *ctx);
  * engine cancels the version's runs in progress and closes its pending approvals there. */
 void api_version_revoked(struct api_ctx *ctx, const char *template_name, int64_t version);
 
+/* GET /v1/openapi.json and GET /metrics (api_system.c). */
+void api_system_openapi(struct api_ctx *ctx);
+void api_system_metrics(struct api_ctx *ctx);
+
 #endif

@@ -253,6 +253,10 @@ static void api_approvals_decide(struct api_ctx *ctx, int approve)
     if (api_body(ctx, fields, 1) != 0) {
         goto out;
     }
+    if (!ctx->svc || !ctx->svc->runs) {
+        api_error(ctx, 500, "INTERNAL", "this airlockd executes no runs");
+        goto out;
+    }
     const char *comment = comment_node ? comment_node->str : "";
     if (strlen(comment) > 4096) {
         api_error(ctx, 400, "INVALID_REQUEST", "field \"comment\" is over 4096 bytes");

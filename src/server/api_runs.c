@@ -167,7 +167,7 @@ static int api_plan_functions(struct store *s, const unsigned char *secret_key,
                 goto out;
             }
             if (connector_target_load(s, secret_key, f->connector, &t, cerr) != 0) {
-                snprintf(err, 256, "connector %s cannot be used: %s", f->connector, cerr);
+                snprintf(err, 256, "connector %s cannot be used: %.160s", f->connector, cerr);
                 goto out;
             }
             plan->targets[plan->ntargets++] = t;
@@ -379,6 +379,22 @@ static enum store_rc api_run_record_start(struct api_ctx *ctx, const struct stor
     return rc;
 }
 
+/* What a template's versions are, when none is approved. */
+struct api_versions_seen {
+    int n;
+    int revoked;
+    char department[STORE_NAME_MAX + 1];
+};
+
+static int api_versions_seen_fn(void *userdata, const struct store_version *v)
+{
+    struct api_versions_seen *seen = userdata;
+    seen->n++;
+    seen->revoked |= strcmp(v->state, "revoked") == 0;
+    snprintf(seen->department, sizeof seen->department, "%s", v->department);
+    return 0;
+}
+
 /* Validates input against the version's schema: 0, or -1 after answering. */
 static int api_run_check_input(struct api_ctx *ctx, const char *schema_text, const char *input)
 {
@@ -428,6 +444,10 @@ void api_runs_create(struct api_ctx *ctx)
     if (api_body(ctx, fields, sizeof fields / sizeof fields[0]) != 0) {
         goto out;
     }
+    if (!ctx->svc || !ctx->svc->runs) {
+        api_error(ctx, 500, "INTERNAL", "this airlockd executes no runs");
+        goto out;
+    }
     int adhoc = q.source != NULL;
     if (adhoc == (q.template_name != NULL)) {
         api_error(ctx, 400, "INVALID_REQUEST",
@@ -471,14 +491,21 @@ void api_runs_create(struct api_ctx *ctx)
         enum store_rc rc = api_version_read(s, q.template_name->str,
                                             q.version ? (int64_t)q.version->num : 0, &v);
         if (rc == STORE_NOT_FOUND && !q.version) {
-            /* no approved version: is there a template at all? */
-            struct api_version_copy any;
-            enum store_rc trc = api_version_read(s, q.template_name->str, 1, &any);
-            if (trc == STORE_OK) {
-                api_version_copy_done(&any);
-                if (api_allow(ctx, any.department) == 0) {
-                    api_error(ctx, 409, "VERSION_NOT_APPROVED",
-                              "template %s has no approved version", q.template_name->str);
+            /* no approved version: is there a template, and was its approval taken back? */
+            struct api_versions_seen seen;
+            memset(&seen, 0, sizeof seen);
+            enum store_rc lrc = s->ops->version_list(s, q.template_name->str,
+                                                     api_versions_seen_fn, &seen);
+            if (lrc == STORE_OK && seen.n > 0) {
+                if (api_allow(ctx, seen.department) == 0) {
+                    if (seen.revoked) {
+                        api_error(ctx, 409, "TEMPLATE_REVOKED",
+                                  "template %s: its approved versions are revoked",
+                                  q.template_name->str);
+                    } else {
+                        api_error(ctx, 409, "VERSION_NOT_APPROVED",
+                                  "template %s has no approved version", q.template_name->str);
+                    }
                 }
                 free(input_text);
                 goto out;

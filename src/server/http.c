@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "json.h"
+#include "metrics.h"
 
 struct http_server {
     struct MHD_Daemon *daemon;
@@ -137,6 +138,9 @@ static enum MHD_Result http_queue(struct MHD_Connection *conn, struct http_conn 
     if (resp->allow[0]) {
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, resp->allow);
     }
+    if (resp->etag) {
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, resp->etag);
+    }
     if (resp->retry_after_s > 0) {
         char retry[16];
         snprintf(retry, sizeof retry, "%u", resp->retry_after_s);
@@ -145,6 +149,8 @@ static enum MHD_Result http_queue(struct MHD_Connection *conn, struct http_conn 
     ret = MHD_queue_response(conn, resp->status, r);
     MHD_destroy_response(r);
     http_log(c, resp);
+    /* counted with the log line: both see every answered request, under the same route */
+    metrics_http_request(resp->route, resp->status);
     return ret;
 }
 

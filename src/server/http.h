@@ -38,6 +38,7 @@ struct http_response {
     char actor[HTTP_ACTOR_MAX + 1]; /* who made the request, for the log line; "" if nobody */
     char route[64];                 /* the route pattern matched, for the log line */
     int deferred;                   /* set by http_defer: the answer comes later */
+    const char *etag;               /* static string: an ETag header (quotes included), or NULL */
 };
 
 /*

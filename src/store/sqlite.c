@@ -1417,6 +1417,25 @@ static enum store_rc sqlite_connector_list(struct store *s, store_connector_fn *
     return sqlite_connector_walk(sqlite_of(s), NULL, fn, userdata);
 }
 
+/* Metrics */
+static enum store_rc sqlite_audit_last_seq(struct store *s, int64_t *ret_seq)
+{
+    struct sqlite_store *st = sqlite_of(s);
+    sqlite3_stmt *stmt = NULL;
+    enum store_rc rc =
+            sqlite_prepare(st, "SELECT coalesce(max(seq), 0) FROM audit", 0, NULL, &stmt);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    if (sqlite3_step(stmt) == SQLITE_ROW) {
+        *ret_seq = sqlite3_column_int64(stmt, 0);
+    } else {
+        rc = sqlite_fail(st, "audit head");
+    }
+    sqlite3_finalize(stmt);
+    return rc;
+}
+
 static const struct store_ops sqlite_ops = {
     .version = STORE_OPS_VERSION,
     .name = "sqlite",
@@ -1468,6 +1487,8 @@ static const struct store_ops sqlite_ops = {
     .connector_create = sqlite_connector_create,
     .connector_get = sqlite_connector_get,
     .connector_list = sqlite_connector_list,
+    /* Metrics */
+    .audit_head = sqlite_audit_last_seq,
 };
 
 int store_schema_version(void)

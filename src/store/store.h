@@ -345,6 +345,10 @@ struct store_ops {
                                    void *userdata);
     /* Every connector, by name. */
     enum store_rc (*connector_list)(struct store *s, store_connector_fn *fn, void *userdata);
+
+    /* Metrics */
+    /* The seq of the last audit record (0 for an empty log): how many records were appended. */
+    enum store_rc (*audit_head)(struct store *s, int64_t *ret_seq);
 };
 
 /* Every backend's handle starts with this. */

@@ -23,6 +23,8 @@ import tempfile
 import time
 import traceback
 
+import openapi_check
+
 HANG = 15
 AIRLOCKD = None
 CLI = None
@@ -103,10 +105,17 @@ class Server:
             conn.close()
         if r.status == 200 and ctype.startswith("application/x-ndjson"):
             return r.status, [json.loads(l) for l in text.decode().splitlines()], allow
+        if r.status == 200 and ctype.startswith("text/plain"):
+            return r.status, text.decode(), allow
         try:
             doc = json.loads(text) if text else None
         except ValueError:
             raise Fail("%s %s: answer is not JSON: %r" % (method, path, text[:200]))
+        # every JSON answer of every test must be what the OpenAPI document says
+        try:
+            openapi_check.validate(method, path, r.status, doc)
+        except openapi_check.Mismatch as e:
+            raise Fail("the answer does not match src/server/openapi.json: %s" % e)
         return r.status, doc, allow
 
     def stop(self):
@@ -495,6 +504,8 @@ EXPECT = {
     ("POST", "/v1/connectors"): {"admin"},
     ("GET", "/v1/connectors"): set(ROLES),
     ("GET", "/v1/connectors/{c}"): ("dept", set(ROLES), set()),
+    ("GET", "/v1/openapi.json"): "public",
+    ("GET", "/metrics"): "public",
 }
 
 def connector_body(name, dept, **over):

@@ -477,6 +477,8 @@ static void test_store_versions_roll_back(void **state)
     assert_int_equal(s->ops->version_list(s, "t", count_version, &n), STORE_OK);
     assert_int_equal(n, 0);
     add_version(s, "t", 1);
+}
+
 struct seen_connector {
     int n;
     char last[256];
@@ -528,6 +530,28 @@ static void test_store_connectors(void **state)
     assert_int_equal(s->ops->connector_get(s, "gone", read_connector, &seen), STORE_NOT_FOUND);
 }
 
+/* Metrics */
+static void test_store_audit_head_is_last_seq(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    int64_t head = -1;
+    int64_t seq = 0;
+    assert_int_equal(s->ops->audit_head(s, &head), STORE_OK);
+    assert_int_equal(head, 0);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(s->ops->audit_append(s, "admin", "x", NULL, NULL, "{}", &seq), STORE_OK);
+    }
+    assert_int_equal(s->ops->audit_head(s, &head), STORE_OK);
+    assert_int_equal(head, seq);
+    /* a rolled back append is not counted */
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->audit_append(s, "admin", "x", NULL, NULL, "{}", NULL), STORE_OK);
+    s->ops->tx_rollback(s);
+    assert_int_equal(s->ops->audit_head(s, &head), STORE_OK);
+    assert_int_equal(head, seq);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -545,6 +569,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_templates_and_versions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_versions_roll_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_connectors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_audit_head_is_last_seq, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
