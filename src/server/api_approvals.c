@@ -84,7 +84,7 @@ static int api_holds(const struct auth_principal *who, unsigned roles, const cha
 {
     for (size_t i = 0; i < who->ngrants; i++) {
         if ((who->grants[i].role & roles) && (strcmp(who->grants[i].department, "*") == 0 ||
-                                               strcmp(who->grants[i].department, department) == 0)) {
+                                              strcmp(who->grants[i].department, department) == 0)) {
             return 1;
         }
     }

@@ -10,13 +10,14 @@
  * the start of a supervised one go through it as well, so a run always executes exactly what
  * its row names.
  */
+#include "api_runs.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api.h"
-#include "api_runs.h"
 #include "connector.h"
 #include "runs.h"
 #include "schema.h"
@@ -76,8 +77,8 @@ static int api_version_copy_fn(void *userdata, const struct store_version *sv)
 }
 
 /* Reads a version; STORE_NOT_FOUND when there is none. */
-static enum store_rc api_version_read(struct store *s, const char *template_name,
-                                      int64_t version, struct api_version_copy *ret)
+static enum store_rc api_version_read(struct store *s, const char *template_name, int64_t version,
+                                      struct api_version_copy *ret)
 {
     memset(ret, 0, sizeof *ret);
     enum store_rc rc = s->ops->version_get(s, template_name, version, api_version_copy_fn, ret);
@@ -162,8 +163,8 @@ static int api_plan_functions(struct store *s, const unsigned char *secret_key,
             if (s->ops->connector_get(s, f->connector, api_connector_department, dept) !=
                         STORE_OK ||
                 strcmp(dept, plan->department) != 0) {
-                snprintf(err, 256, "connector %s is not registered in department %s",
-                         f->connector, plan->department);
+                snprintf(err, 256, "connector %s is not registered in department %s", f->connector,
+                         plan->department);
                 goto out;
             }
             if (connector_target_load(s, secret_key, f->connector, &t, cerr) != 0) {
@@ -208,8 +209,8 @@ enum store_rc api_run_plan(struct store *s, const unsigned char *secret_key,
         plan->version = row->version;
         rc = api_version_read(s, row->template_name, row->version, &v);
         if (rc != STORE_OK) {
-            snprintf(err, 256, "template %s version %" PRId64 " cannot be read",
-                     row->template_name, row->version);
+            snprintf(err, 256, "template %s version %" PRId64 " cannot be read", row->template_name,
+                     row->version);
             goto out;
         }
         snprintf(plan->approved_by, sizeof plan->approved_by, "%s", v.approved_by);
@@ -346,8 +347,8 @@ static enum store_rc api_run_record_start(struct api_ctx *ctx, const struct stor
         json_write_compact(&d, row->functions, strlen(row->functions));
     }
     buf_append_str(&d, "}");
-    enum store_rc rc = d.data ? api_audit(ctx, "run.start", row->id, row->department, d.data)
-                              : STORE_ERROR;
+    enum store_rc rc =
+            d.data ? api_audit(ctx, "run.start", row->id, row->department, d.data) : STORE_ERROR;
     if (rc == STORE_OK && approval_id) {
         struct store_approval a = {
             .id = approval_id,
@@ -370,8 +371,7 @@ static enum store_rc api_run_record_start(struct api_ctx *ctx, const struct stor
             buf_printf(&d, ",\"version\":%" PRId64 ",\"requested_by\":", row->version);
             api_str(&d, row->principal);
             buf_append_str(&d, "}");
-            rc = d.data ? api_audit(ctx, "approval.request", approval_id, row->department,
-                                    d.data)
+            rc = d.data ? api_audit(ctx, "approval.request", approval_id, row->department, d.data)
                         : STORE_ERROR;
         }
     }
@@ -462,8 +462,9 @@ void api_runs_create(struct api_ctx *ctx)
         goto out;
     }
     if (adhoc && (q.version || !q.department)) {
-        api_error(ctx, 400, "INVALID_REQUEST", "an ad-hoc run needs \"department\" and takes no "
-                                               "\"version\"");
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "an ad-hoc run needs \"department\" and takes no "
+                  "\"version\"");
         goto out;
     }
     if (q.version && (q.version->num < 1 || q.version->num != (double)(int64_t)q.version->num)) {
@@ -494,8 +495,8 @@ void api_runs_create(struct api_ctx *ctx)
             /* no approved version: is there a template, and was its approval taken back? */
             struct api_versions_seen seen;
             memset(&seen, 0, sizeof seen);
-            enum store_rc lrc = s->ops->version_list(s, q.template_name->str,
-                                                     api_versions_seen_fn, &seen);
+            enum store_rc lrc =
+                    s->ops->version_list(s, q.template_name->str, api_versions_seen_fn, &seen);
             if (lrc == STORE_OK && seen.n > 0) {
                 if (api_allow(ctx, seen.department) == 0) {
                     if (seen.revoked) {
@@ -575,8 +576,8 @@ void api_runs_create(struct api_ctx *ctx)
         goto out;
     }
     if (adhoc) {
-        functions_text = q.functions ? strndup(q.functions->raw, q.functions->raw_len)
-                                     : strdup("[]");
+        functions_text =
+                q.functions ? strndup(q.functions->raw, q.functions->raw_len) : strdup("[]");
     }
     row.id = id;
     row.template_name = adhoc ? "" : q.template_name->str;
@@ -659,24 +660,28 @@ static int api_run_head_fn(void *userdata, const struct store_run *row)
     return 0;
 }
 
-/* The caller may see the run: an agent only its own runs (others' answer 404, as if they did
- * not exist), everyone else the runs of departments where the route's roles are granted. */
+/* The caller may see the run: its own, or one of a department where the route's roles are
+ * granted - except that an agent sees only its own runs (another's in its department answers
+ * 404, as if it did not exist). 0 after answering otherwise. */
 static int api_run_visible(struct api_ctx *ctx, const struct api_run_head *h, const char *id)
 {
+    if (strcmp(h->principal, ctx->who->name) == 0) {
+        return 1;
+    }
+    if (api_allow(ctx, h->department) != 0) {
+        return 0;
+    }
     int only_agent = 1;
     for (size_t i = 0; i < ctx->who->ngrants; i++) {
         if (ctx->who->grants[i].role != AUTH_ROLE_AGENT) {
             only_agent = 0;
         }
     }
-    if (only_agent && strcmp(h->principal, ctx->who->name) != 0) {
+    if (only_agent) {
         api_error(ctx, 404, "NOT_FOUND", "no run %s", id);
         return 0;
     }
-    if (strcmp(h->principal, ctx->who->name) == 0) {
-        return 1;
-    }
-    return api_allow(ctx, h->department) == 0;
+    return 1;
 }
 
 void api_runs_get(struct api_ctx *ctx)
@@ -776,8 +781,7 @@ void api_runs_list(struct api_ctx *ctx)
     if (after && strncmp(after, "run_", 4) == 0) {
         /* a run id: the runs after it */
         f.after_seq = -1;
-        if (ctx->store->ops->run_get(ctx->store, after, api_run_seq_fn, &f.after_seq) !=
-                    STORE_OK ||
+        if (ctx->store->ops->run_get(ctx->store, after, api_run_seq_fn, &f.after_seq) != STORE_OK ||
             f.after_seq < 0) {
             api_error(ctx, 400, "INVALID_REQUEST", "after: no run %.64s", after);
             return;
@@ -911,8 +915,8 @@ static enum store_rc api_run_set_error(struct store *s, const char *id, const ch
 /* Ends a run that waits for a person (or is still running) as cancelled, with error ABORTED
  * and `why`: its pending approvals close and its continuation is dropped. Inside a
  * transaction. */
-static enum store_rc api_run_cancel_stored(struct api_ctx *ctx, const char *id, const char *department,
-                                           const char *why)
+static enum store_rc api_run_cancel_stored(struct api_ctx *ctx, const char *id,
+                                           const char *department, const char *why)
 {
     struct store *s = ctx->store;
     struct buf outcome;
@@ -922,10 +926,10 @@ static enum store_rc api_run_cancel_stored(struct api_ctx *ctx, const char *id, 
     buf_append_str(&outcome, "{\"error\":{\"code\":\"ABORTED\",\"name\":\"\",\"message\":");
     api_str(&outcome, why);
     buf_append_str(&outcome, ",\"stack\":\"\"}}");
-    enum store_rc rc = outcome.data ? s->ops->run_set_status(s, id,
-                                                             "running|queued|awaiting_approval",
-                                                             "cancelled", NULL)
-                                    : STORE_ERROR;
+    enum store_rc rc = outcome.data
+                               ? s->ops->run_set_status(s, id, "running|queued|awaiting_approval",
+                                                        "cancelled", NULL)
+                               : STORE_ERROR;
     if (rc == STORE_OK) {
         rc = s->ops->run_set_continuation(s, id, NULL);
     }

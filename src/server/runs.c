@@ -27,10 +27,10 @@
 #include "json.h"
 #include "metrics.h"
 
-#define RUNS_BATCH_MAX    256
-#define RUNS_DETAILS_MAX  ((size_t)96 << 20)
-#define RUNS_MESSAGE_MAX  512
-#define RUNS_AUDIENCE     "airlockd"
+#define RUNS_BATCH_MAX   256
+#define RUNS_DETAILS_MAX ((size_t)96 << 20)
+#define RUNS_MESSAGE_MAX 512
+#define RUNS_AUDIENCE    "airlockd"
 
 struct runs_call {
     uint32_t seq;
@@ -47,7 +47,7 @@ struct srun {
     struct runs_plan *plan;
     struct al_run *handle;
     struct http_deferred *deferred;
-    struct al_result *result; /* set by the done callback */
+    struct al_result *result;           /* set by the done callback */
     char start_error[RUNS_MESSAGE_MAX]; /* the runner refused the start: no result */
     atomic_int refs;
     atomic_int cancelled;
@@ -362,11 +362,11 @@ static const char *runs_outcome(struct srun *sr, struct buf *b)
         int cancelled = atomic_load(&sr->cancelled) && code == AL_ABORTED;
         status = cancelled ? "cancelled" : "failed";
         if (cancelled) {
-            runs_put_error(b, al_code_name(code), "", 0, sr->cancel_why, strlen(sr->cancel_why),
-                           "", 0);
+            runs_put_error(b, al_code_name(code), "", 0, sr->cancel_why, strlen(sr->cancel_why), "",
+                           0);
         } else {
-            runs_put_error(b, al_code_name(code), et.name, et.name_len, et.message,
-                           et.message_len, et.stack, et.stack_len);
+            runs_put_error(b, al_code_name(code), et.name, et.name_len, et.message, et.message_len,
+                           et.stack, et.stack_len);
         }
     }
     buf_append_str(b, ",\"console\":[");
@@ -411,8 +411,8 @@ static void runs_put_subject(struct buf *b, const struct runs_plan *plan)
 static enum store_rc runs_audit(struct runs *r, const char *actor, const char *action,
                                 const struct runs_plan *plan, const char *details)
 {
-    return r->store->ops->audit_append(r->store, actor, action, plan->id, plan->department,
-                                       details, NULL);
+    return r->store->ops->audit_append(r->store, actor, action, plan->id, plan->department, details,
+                                       NULL);
 }
 
 static const char *runs_outcome_name(enum al_call_outcome o)
@@ -684,8 +684,8 @@ static enum al_code runs_opts(struct srun *sr, const char *continuation,
         code = AL_INTERNAL_ERROR;
         goto out;
     }
-    code = al_run_opts_set_source(opts, src.data, src.len, plan->template_name[0] ? "template.js"
-                                                                                  : "adhoc.js");
+    code = al_run_opts_set_source(opts, src.data, src.len,
+                                  plan->template_name[0] ? "template.js" : "adhoc.js");
     if (code == AL_OK && plan->typescript) {
         code = al_run_opts_set_source_type(opts, AL_SOURCE_BODY | AL_SOURCE_TYPESCRIPT);
     }
@@ -703,8 +703,8 @@ static enum al_code runs_opts(struct srun *sr, const char *continuation,
         code = al_run_opts_set_audience(opts, RUNS_AUDIENCE);
     }
     for (size_t i = 0; i < plan->nfunctions && code == AL_OK; i++) {
-        code = al_run_opts_add_host(opts, plan->functions[i].name, runs_host,
-                                    &plan->functions[i], 0);
+        code = al_run_opts_add_host(opts, plan->functions[i].name, runs_host, &plan->functions[i],
+                                    0);
     }
     if (code == AL_OK && continuation) {
         code = al_run_opts_set_resume(opts, continuation, strlen(continuation));

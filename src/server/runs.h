@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "airlock.h"
+
 #include "buf.h"
 #include "http.h"
 #include "store.h"

@@ -418,7 +418,7 @@ def t_visibility(tmp):
         st, e, _ = w.s.request("GET", "/v1/runs/" + doc2["id"], key=w.keys["agent-7"])
         error_of(st, e, 404, "NOT_FOUND")
         st, e, _ = w.s.request("GET", "/v1/runs/" + doc["id"], key=w.keys["agent-9"])
-        error_of(st, e, 404, "NOT_FOUND")
+        error_of(st, e, 403, "FORBIDDEN")
         all_ids = {r["id"] for r in w.ok("GET", "/v1/runs", None, w.keys["eve"])}
         check(all_ids == {doc["id"], doc2["id"]}, "auditor's list: %r" % all_ids)
         bobs = w.ok("GET", "/v1/runs?template=one&status=completed", None, w.keys["bob"])

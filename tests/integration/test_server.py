@@ -504,6 +504,16 @@ EXPECT = {
     ("POST", "/v1/connectors"): {"admin"},
     ("GET", "/v1/connectors"): set(ROLES),
     ("GET", "/v1/connectors/{c}"): ("dept", set(ROLES), set()),
+    # runs and approvals: runs made by probe_setup in own and other (supervised, their approvals
+    # denied); an agent reading or cancelling a run of its department that is not its own gets
+    # 404, which the walk counts as allowed (not refused by role)
+    ("POST", "/v1/runs"): ("dept", {"agent"}, set()),
+    ("GET", "/v1/runs"): set(ROLES),
+    ("GET", "/v1/runs/{id}"): ("dept", set(ROLES), set()),
+    ("POST", "/v1/runs/{id}/cancel"): ("dept", {"agent", "approver", "admin"}, set()),
+    ("GET", "/v1/approvals"): {"approver", "auditor", "admin"},
+    ("POST", "/v1/approvals/{id}/approve"): ("dept", {"approver"}, set()),
+    ("POST", "/v1/approvals/{id}/deny"): ("dept", {"approver"}, set()),
     ("GET", "/v1/openapi.json"): "public",
     ("GET", "/metrics"): "public",
 }
@@ -530,6 +540,8 @@ def probe(method, path, where):
     # state change below is then a wrong state (409) once allowed
     concrete = concrete.replace("{t}", "tpl-" + dept).replace(
         "{v}", "2" if path.endswith("/revoke") else "1")
+    concrete = concrete.replace("{id}", PROBE_IDS.get(
+        ("apr-" if path.startswith("/v1/approvals") else "run-") + dept, "none"))
     body = {
         ("POST", "/v1/departments"): {"name": dept},
         ("PUT", "/v1/departments/{d}/policy"): {"allow_adhoc": False},
@@ -542,8 +554,13 @@ def probe(method, path, where):
         ("POST", "/v1/templates/{t}/versions/{v}/reject"): {"comment": "rbac"},
         ("POST", "/v1/templates/{t}/versions/{v}/revoke"): {"reason": "rbac"},
         ("POST", "/v1/connectors"): connector_body("c_" + dept, dept),
+        # version 2 is a draft: an allowed agent gets 409 and no run starts
+        ("POST", "/v1/runs"): {"template": "tpl-" + dept, "version": 2},
     }.get((method, path))
     return concrete, body
+
+
+PROBE_IDS = {}
 
 
 def probe_setup(s, k):
@@ -568,6 +585,23 @@ def probe_setup(s, k):
               "setup submit")
         check(s.request("POST", "/v1/templates/%s/versions/1/approve" % t, {},
                         key=approver)[0] == 200, "setup approve")
+    # a run in each department, waiting for a person (supervised), then denied: every decision
+    # or cancel a probe tries afterwards is a wrong state (409) once allowed
+    st, doc, _ = s.request("POST", "/v1/principals", {"name": "rbac-setup-agent"}, key=k)
+    check(st == 201, "setup agent: %r" % doc)
+    agent = doc["key"]
+    check(s.request("POST", "/v1/principals/rbac-setup-agent/roles",
+                    {"role": "agent", "department": "*"}, key=k)[0] == 201, "setup grant")
+    for dept in ("own", "other"):
+        check(s.request("PUT", "/v1/departments/%s/policy" % dept, {"autonomy": "supervised"},
+                        key=k)[0] == 200, "setup policy")
+        st, run, _ = s.request("POST", "/v1/runs", {"template": "tpl-" + dept}, key=agent)
+        check(st == 202 and run["status"] == "awaiting_approval", "setup run: %r" % run)
+        PROBE_IDS["run-" + dept] = run["id"]
+        PROBE_IDS["apr-" + dept] = run["approvals"][0]
+        st, doc, _ = s.request("POST", "/v1/approvals/%s/deny" % run["approvals"][0],
+                               {"comment": "setup"}, key=approver)
+        check(st == 200, "setup deny: %r" % doc)
 
 
 def rule_allows(rule, role, where):
