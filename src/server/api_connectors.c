@@ -391,6 +391,11 @@ static int api_connector_headers(struct api_ctx *ctx, const struct json_node *he
     return 0;
 }
 
+static int api_built(const struct buf *b)
+{
+    return b->data && json_check(b->data, b->len, API_DEPTH_MAX + SCHEMA_JSON_DEPTH, NULL) == AL_OK;
+}
+
 static int api_connector_one(void *userdata, const struct store_connector *c)
 {
     api_connector_json(userdata, c);
@@ -470,7 +475,10 @@ void api_connectors_create(struct api_ctx *ctx)
         api_connector_functions(ctx, functions, &fns, &flags) != 0) {
         goto out;
     }
-    if (!fns.data || !flags.data || !plain_headers.data || !names.data) {
+    /* a capped buffer refuses an append whole and takes the next: what was built must still be
+     * the JSON it was meant to be */
+    if (!api_built(&fns) || !api_built(&flags) || !api_built(&plain_headers) ||
+        !api_built(&names)) {
         api_error(ctx, 400, "INVALID_REQUEST", "the connector's definition is too large");
         goto out;
     }
@@ -498,7 +506,9 @@ void api_connectors_create(struct api_ctx *ctx)
     buf_printf(&details, ",\"timeout_ms\":%lld,\"header_names\":", (long long)timeout_ms);
     buf_append_str(&details, names.data);
     buf_append_str(&details, ",\"functions\":");
-    if (buf_append_str(&details, flags.data) != BUF_OK || buf_append_str(&details, "}")) {
+    buf_append_str(&details, flags.data);
+    buf_append_str(&details, "}");
+    if (!api_built(&details)) {
         api_error(ctx, 400, "INVALID_REQUEST", "the connector's definition is too large");
         goto out;
     }
