@@ -157,6 +157,25 @@ static int main_load_config(const char *path, struct main_config *cfg)
             memcpy(cfg->data_dir, m->str, m->str_len + 1);
         } else if (strcmp(m->key, "body_limit_bytes") == 0 && main_positive(m, &num) == 0) {
             cfg->body_limit_bytes = (size_t)num;
+        } else if (strcmp(m->key, "runs") == 0 && m->type == JSON_OBJECT) {
+            for (const struct json_node *r = m->child; r; r = r->next) {
+                unsigned *dst = strcmp(r->key, "max_concurrent") == 0   ? &cfg->max_runs
+                                : strcmp(r->key, "max_queue") == 0      ? &cfg->max_queue
+                                : strcmp(r->key, "warm_workers") == 0   ? &cfg->warm_workers
+                                : strcmp(r->key, "drain_grace_ms") == 0 ? &cfg->drain_grace_ms
+                                                                        : NULL;
+                int zero_ok = dst == &cfg->warm_workers || dst == &cfg->drain_grace_ms;
+                if (!dst || r->type != JSON_NUMBER || r->num != (double)(unsigned)r->num ||
+                    r->num > 1e6 || (r->num == 0 && !zero_ok) ||
+                    (dst == &cfg->warm_workers && r->num > AL_WARM_WORKERS_MAX)) {
+                    fprintf(stderr,
+                            "airlockd: config %s: runs takes max_concurrent, max_queue (positive "
+                            "integers), warm_workers (0..%d) and drain_grace_ms (not \"%s\")\n",
+                            path, AL_WARM_WORKERS_MAX, r->key);
+                    goto out;
+                }
+                *dst = (unsigned)r->num;
+            }
         } else if (strcmp(m->key, "rate_limit") == 0 && m->type == JSON_OBJECT) {
             for (const struct json_node *r = m->child; r; r = r->next) {
                 double *dst = strcmp(r->key, "requests_per_second") == 0 ? &cfg->rate_per_second

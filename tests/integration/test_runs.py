@@ -488,6 +488,51 @@ def t_sigterm_drains(tmp):
         w.close()
 
 
+def t_runs_config(tmp):
+    for bad in ({"max_concurrent": 0}, {"warm_workers": 99}, {"colour": 1},
+                {"max_queue": "many"}, {"drain_grace_ms": -1}):
+        path = os.path.join(tmp, "bad.json")
+        with open(path, "w") as f:
+            json.dump({"runs": bad}, f)
+        p = subprocess.run([ts.AIRLOCKD, "--config", path], capture_output=True, timeout=HANG)
+        check(p.returncode == 2 and b"runs takes" in p.stderr, "bad %r: %r" % (bad, p.stderr))
+    # no grace: SIGTERM cancels the run in flight, and its client still gets the answer
+    good = os.path.join(tmp, "good.json")
+    with open(good, "w") as f:
+        json.dump({"runs": {"max_concurrent": 1, "warm_workers": 0, "drain_grace_ms": 0}}, f)
+    shop = Shop()
+    d = os.path.join(tmp, "var")
+    os.makedirs(d)
+    w = None
+    try:
+        real_server = ts.Server
+        ts.Server = lambda data_dir: real_server(data_dir, args=[
+            "--listen", "127.0.0.1:0", "--data-dir", data_dir, "--config", good])
+        globals()["Server"] = ts.Server
+        w = World(tmp, shop=shop)
+        w.template("nap", "await shop.slow(10000); return 'rested';", ["shop.slow"])
+        import threading
+        got = {}
+        t = threading.Thread(target=lambda: got.setdefault("a", w.run({"template": "nap"})))
+        t.start()
+        deadline = time.monotonic() + HANG
+        while not w.shop.calls()["by_function"].get("shop.slow"):
+            check(time.monotonic() < deadline, "the run never called the shop")
+            time.sleep(0.02)
+        check(w.s.stop() == 0, "SIGTERM exit status")
+        t.join(HANG)
+        st, doc = got["a"]
+        check(st == 200 and doc["status"] == "cancelled" and doc["error"]["code"] == "ABORTED",
+              "no grace: %d %r" % (st, doc))
+    finally:
+        ts.Server = real_server
+        globals()["Server"] = real_server
+        if w:
+            w.close()
+        else:
+            shop.stop()
+
+
 TESTS = [(name, fn) for name, fn in sorted(globals().items()) if name.startswith("t_")]
 
 
