@@ -315,68 +315,163 @@ static const char *api_stricter(const char *a, const char *b)
                                                                         : "autonomous";
 }
 
-/* The run.start record and, for a supervised run, its approval and approval.request. */
-static enum store_rc api_run_record_start(struct api_ctx *ctx, const struct store_run *row,
-                                          const struct api_version_copy *v, const char *autonomy,
-                                          const char *approval_id)
+/* A new run as the writer records it (runs_submit): its row, run.start and, when supervised,
+ * its approval of kind run and approval.request. Every string is owned. */
+struct api_run_start {
+    char id[RUNS_ID_LEN + 1];
+    char approval[RUNS_ID_LEN + 1];
+    char *template_name;
+    int64_t version;
+    char *department;
+    char *principal;
+    char *status;
+    char *input;
+    char *source;
+    char *language;
+    char *functions;
+    char *approved_by;
+    char *digest;
+    char *autonomy;
+    int adhoc;
+    int supervised;
+};
+
+static void api_run_start_free(void *userdata)
 {
-    struct store *s = ctx->store;
+    struct api_run_start *st = userdata;
+    if (!st) {
+        return;
+    }
+    free(st->template_name);
+    free(st->department);
+    free(st->principal);
+    free(st->status);
+    free(st->input);
+    free(st->source);
+    free(st->language);
+    free(st->functions);
+    free(st->approved_by);
+    free(st->digest);
+    free(st->autonomy);
+    free(st);
+}
+
+static enum store_rc api_run_start_record(struct store *s, void *userdata)
+{
+    const struct api_run_start *st = userdata;
+    struct store_run row = {
+        .id = st->id,
+        .template_name = st->template_name,
+        .version = st->version,
+        .department = st->department,
+        .principal = st->principal,
+        .status = st->status,
+        .input = st->input,
+        .source = st->source,
+        .language = st->language,
+        .functions = st->functions,
+    };
     struct buf d;
     buf_init(&d, (size_t)96 << 20);
+    enum store_rc rc = s->ops->run_create(s, &row);
     buf_append_str(&d, "{\"run\":");
-    api_str(&d, row->id);
+    api_str(&d, st->id);
     buf_append_str(&d, ",\"template\":");
-    api_str(&d, row->template_name);
-    buf_printf(&d, ",\"version\":%" PRId64 ",\"principal\":", row->version);
-    api_str(&d, row->principal);
+    api_str(&d, st->template_name);
+    buf_printf(&d, ",\"version\":%" PRId64 ",\"principal\":", st->version);
+    api_str(&d, st->principal);
     buf_append_str(&d, ",\"approved_by\":");
-    api_str(&d, v ? v->approved_by : "");
+    api_str(&d, st->approved_by);
     buf_append_str(&d, ",\"digest\":");
-    api_str(&d, v ? v->digest : "");
+    api_str(&d, st->digest);
     buf_append_str(&d, ",\"autonomy\":");
-    api_str(&d, autonomy);
+    api_str(&d, st->autonomy);
     buf_append_str(&d, ",\"input\":");
-    json_write_compact(&d, row->input, strlen(row->input));
-    if (!v) {
+    json_write_compact(&d, st->input, strlen(st->input));
+    if (st->adhoc) {
         /* an ad-hoc run's whole source is audited */
         buf_append_str(&d, ",\"source\":");
-        api_str(&d, row->source);
+        api_str(&d, st->source);
         buf_append_str(&d, ",\"language\":");
-        api_str(&d, row->language);
+        api_str(&d, st->language);
         buf_append_str(&d, ",\"functions\":");
-        json_write_compact(&d, row->functions, strlen(row->functions));
+        json_write_compact(&d, st->functions, strlen(st->functions));
     }
     buf_append_str(&d, "}");
-    enum store_rc rc =
-            d.data ? api_audit(ctx, "run.start", row->id, row->department, d.data) : STORE_ERROR;
-    if (rc == STORE_OK && approval_id) {
+    if (rc == STORE_OK) {
+        rc = d.data ? s->ops->audit_append(s, st->principal, "run.start", st->id, st->department,
+                                           d.data, NULL)
+                    : STORE_ERROR;
+    }
+    if (rc == STORE_OK && st->supervised) {
         struct store_approval a = {
-            .id = approval_id,
-            .run = row->id,
+            .id = st->approval,
+            .run = st->id,
             .kind = "run",
-            .requested_by = row->principal,
-            .department = row->department,
-            .template_name = row->template_name,
-            .version = row->version,
+            .requested_by = st->principal,
+            .department = st->department,
+            .template_name = st->template_name,
+            .version = st->version,
         };
         rc = s->ops->approval_create(s, &a);
         if (rc == STORE_OK) {
             buf_reset(&d);
             buf_append_str(&d, "{\"run\":");
-            api_str(&d, row->id);
+            api_str(&d, st->id);
             buf_append_str(&d, ",\"approval\":");
-            api_str(&d, approval_id);
+            api_str(&d, st->approval);
             buf_append_str(&d, ",\"kind\":\"run\",\"template\":");
-            api_str(&d, row->template_name);
-            buf_printf(&d, ",\"version\":%" PRId64 ",\"requested_by\":", row->version);
-            api_str(&d, row->principal);
+            api_str(&d, st->template_name);
+            buf_printf(&d, ",\"version\":%" PRId64 ",\"requested_by\":", st->version);
+            api_str(&d, st->principal);
             buf_append_str(&d, "}");
-            rc = d.data ? api_audit(ctx, "approval.request", approval_id, row->department, d.data)
+            rc = d.data ? s->ops->audit_append(s, "airlockd", "approval.request", st->approval,
+                                               st->department, d.data, NULL)
                         : STORE_ERROR;
         }
     }
     buf_done(&d);
     return rc;
+}
+
+static char *api_strdup0(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+/* An owned copy of what the writer records; NULL when out of memory. */
+static struct api_run_start *api_run_start_new(const struct store_run *row,
+                                               const struct api_version_copy *v,
+                                               const char *autonomy, const char *approval,
+                                               int supervised)
+{
+    struct api_run_start *st = calloc(1, sizeof *st);
+    if (!st) {
+        return NULL;
+    }
+    snprintf(st->id, sizeof st->id, "%s", row->id);
+    snprintf(st->approval, sizeof st->approval, "%s", approval);
+    st->version = row->version;
+    st->adhoc = v == NULL;
+    st->supervised = supervised;
+    st->template_name = strdup(row->template_name);
+    st->department = strdup(row->department);
+    st->principal = strdup(row->principal);
+    st->status = strdup(row->status);
+    st->input = strdup(row->input);
+    st->source = api_strdup0(row->source);
+    st->language = api_strdup0(row->language);
+    st->functions = api_strdup0(row->functions);
+    st->approved_by = strdup(v ? v->approved_by : "");
+    st->digest = strdup(v ? v->digest : "");
+    st->autonomy = strdup(autonomy);
+    if (!st->template_name || !st->department || !st->principal || !st->status || !st->input ||
+        (row->source && !st->source) || (row->language && !st->language) ||
+        (row->functions && !st->functions) || !st->approved_by || !st->digest || !st->autonomy) {
+        api_run_start_free(st);
+        return NULL;
+    }
+    return st;
 }
 
 /* What a template's versions are, when none is approved. */
@@ -602,35 +697,29 @@ void api_runs_create(struct api_ctx *ctx)
         goto out;
     }
 
-    enum store_rc rc = s->ops->tx_begin(s);
-    if (rc == STORE_OK) {
-        rc = s->ops->run_create(s, &row);
-    }
-    if (rc == STORE_OK) {
-        rc = api_run_record_start(ctx, &row, adhoc ? NULL : &v, autonomy,
-                                  supervised ? approval : NULL);
-    }
-    if (rc == STORE_OK) {
-        rc = s->ops->tx_commit(s);
-    }
+    /* recorded by the run writer with others in one commit, then answered and started */
+    struct api_run_start *start =
+            api_run_start_new(&row, adhoc ? NULL : &v, autonomy, approval, supervised);
     free(input_text);
-    if (rc != STORE_OK) {
-        s->ops->tx_rollback(s);
-        api_store_failed(ctx);
-        goto out;
-    }
-    if (supervised) {
-        api_run_reply(ctx, id);
+    struct http_deferred *deferred = start ? http_defer(ctx->req, ctx->resp) : NULL;
+    if (!deferred) {
+        api_run_start_free(start);
+        api_error(ctx, 500, "INTERNAL", "out of memory");
         goto out;
     }
     int wait = !q.wait || q.wait->type == JSON_TRUE;
-    struct http_deferred *deferred = wait ? http_defer(ctx->req, ctx->resp) : NULL;
-    struct runs_plan *p = plan;
+    struct runs_start job = {
+        .plan = plan,
+        .mode = supervised ? RUNS_START_HELD
+                : wait     ? RUNS_START_WAIT
+                           : RUNS_START_NOWAIT,
+        .deferred = deferred,
+        .record = api_run_start_record,
+        .record_userdata = start,
+        .record_free = api_run_start_free,
+    };
     plan = NULL;
-    runs_launch(ctx->svc->runs, p, NULL, NULL, 0, deferred);
-    if (!deferred) {
-        api_run_reply(ctx, id);
-    }
+    runs_submit(ctx->svc->runs, &job);
 out:
     runs_plan_free(plan);
     free(functions_text);

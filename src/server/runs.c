@@ -75,14 +75,26 @@ struct runs {
     size_t nactive;
     struct srun *done_head;
     struct srun *done_tail;
+    size_t nstarting;            /* submitted and not yet launched or answered */
+    struct runs_job *start_head; /* new runs to record, then start */
+    struct runs_job *start_tail;
     int draining;
     int stop;
     pthread_t writer;
 };
 
+/* A new run waiting for the writer's next batch. */
+struct runs_job {
+    struct runs_start start;
+    unsigned status; /* the answer, built under the store lock */
+    struct buf answer;
+    struct runs_job *next;
+};
+
 /* A call in flight at a connector: what the client's callbacks need. */
 struct runs_pending {
     struct al_call *call;
+    struct srun *sr; /* a reference: the plan's connector targets outlive the call */
     char connector[STORE_NAME_MAX + 1];
 };
 
@@ -200,6 +212,7 @@ static void runs_call_done(void *userdata, int ok, const char *result_json, size
     } else {
         al_call_throw(p->call, message);
     }
+    srun_unref(p->sr);
     free(p);
 }
 
@@ -270,6 +283,8 @@ static void runs_host(struct al_call *call, void *userdata)
         return;
     }
     p->call = call;
+    p->sr = sr;
+    atomic_fetch_add(&sr->refs, 1);
     snprintf(p->connector, sizeof p->connector, "%s", f->connector);
     struct connector_request req = {
         .target = f->target,
@@ -284,6 +299,7 @@ static void runs_host(struct al_call *call, void *userdata)
         .cancelled = runs_pending_cancelled,
     };
     if (connector_client_call(sr->owner->client, &req, runs_call_done, p) != 0) {
+        atomic_fetch_sub(&sr->refs, 1);
         free(p);
         char message[RUNS_MESSAGE_MAX];
         snprintf(message, sizeof message, "connector %s: the call could not be started",
@@ -578,16 +594,81 @@ static void runs_log_store(struct runs *r, const char *what)
     buf_done(&b);
 }
 
+void runs_submit(struct runs *r, const struct runs_start *start)
+{
+    struct runs_job *job = calloc(1, sizeof *job);
+    if (!job) {
+        static const char oom[] =
+                "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"out of memory\"}}\n";
+        runs_plan_free(start->plan);
+        if (start->record_free) {
+            start->record_free(start->record_userdata);
+        }
+        http_deferred_answer(start->deferred, 500, oom, sizeof oom - 1);
+        return;
+    }
+    job->start = *start;
+    buf_init(&job->answer, (size_t)96 << 20);
+    pthread_mutex_lock(&r->lock);
+    if (r->start_tail) {
+        r->start_tail->next = job;
+    } else {
+        r->start_head = job;
+    }
+    r->start_tail = job;
+    r->nstarting++;
+    pthread_cond_broadcast(&r->cond);
+    pthread_mutex_unlock(&r->lock);
+}
+
+static void runs_internal_answer(struct buf *b, unsigned *ret_status, const char *message)
+{
+    *ret_status = 500;
+    buf_reset(b);
+    buf_append_str(b, "{\"error\":{\"code\":\"INTERNAL\",\"message\":");
+    json_write_string(b, message, strlen(message));
+    buf_append_str(b, "}}\n");
+}
+
+/* After the batch: the new runs answered (held, not waiting) and launched. */
+static void runs_start_jobs(struct runs *r, struct runs_job *jobs, int recorded)
+{
+    while (jobs) {
+        struct runs_job *job = jobs;
+        jobs = job->next;
+        struct runs_start *st = &job->start;
+        if (!recorded || st->mode != RUNS_START_WAIT) {
+            http_deferred_answer(st->deferred, job->status,
+                                 job->answer.data ? job->answer.data : "", job->answer.len);
+            st->deferred = NULL;
+        }
+        if (recorded && st->mode != RUNS_START_HELD) {
+            runs_launch(r, st->plan, NULL, NULL, 0, st->deferred);
+        } else {
+            runs_plan_free(st->plan);
+        }
+        if (st->record_free) {
+            st->record_free(st->record_userdata);
+        }
+        buf_done(&job->answer);
+        free(job);
+        pthread_mutex_lock(&r->lock);
+        r->nstarting--;
+        pthread_cond_broadcast(&r->cond);
+        pthread_mutex_unlock(&r->lock);
+    }
+}
+
 static void *runs_writer(void *arg)
 {
     struct runs *r = arg;
     struct srun *batch[RUNS_BATCH_MAX];
     pthread_mutex_lock(&r->lock);
     while (1) {
-        while (!r->done_head && !r->stop) {
+        while (!r->done_head && !r->start_head && !r->stop) {
             pthread_cond_wait(&r->cond, &r->lock);
         }
-        if (!r->done_head && r->stop) {
+        if (!r->done_head && !r->start_head && r->stop) {
             break;
         }
         size_t n = 0;
@@ -598,12 +679,18 @@ static void *runs_writer(void *arg)
         if (!r->done_head) {
             r->done_tail = NULL;
         }
+        struct runs_job *jobs = r->start_head;
+        r->start_head = NULL;
+        r->start_tail = NULL;
         pthread_mutex_unlock(&r->lock);
 
-        /* one transaction, one fsync for the whole batch */
+        /* one transaction, one fsync for the whole batch: new runs first, then the ended */
         pthread_mutex_lock(r->store_lock);
         struct store *s = r->store;
         enum store_rc rc = s->ops->tx_begin(s);
+        for (struct runs_job *job = jobs; job && rc == STORE_OK; job = job->next) {
+            rc = job->start.record(s, job->start.record_userdata);
+        }
         for (size_t i = 0; i < n && rc == STORE_OK; i++) {
             rc = runs_record(r, batch[i]);
         }
@@ -611,23 +698,36 @@ static void *runs_writer(void *arg)
             rc = s->ops->tx_commit(s);
         }
         if (rc != STORE_OK) {
-            runs_log_store(r, "recording finished runs failed");
+            runs_log_store(r, "recording a batch of runs failed");
             s->ops->tx_rollback(s);
+        }
+        for (struct runs_job *job = jobs; job; job = job->next) {
+            struct runs_row_json j = { s, &job->answer, 500, STORE_OK };
+            if (rc != STORE_OK) {
+                runs_internal_answer(&job->answer, &job->status, "the run could not be recorded");
+            } else if (job->start.mode != RUNS_START_WAIT) {
+                if (s->ops->run_get(s, job->start.plan->id, runs_row_json, &j) != STORE_OK ||
+                    j.rc != STORE_OK || !job->answer.data) {
+                    runs_internal_answer(&job->answer, &job->status,
+                                         "the run could not be read back");
+                } else {
+                    job->status = j.status;
+                    buf_append_str(&job->answer, "\n");
+                }
+            }
         }
         for (size_t i = 0; i < n; i++) {
             if (rc == STORE_OK) {
                 runs_build_answer(r, batch[i]);
             } else {
-                batch[i]->answer_status = 500;
-                buf_reset(&batch[i]->answer);
-                buf_append_str(&batch[i]->answer,
-                               "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"the run's end "
-                               "could not be recorded\"}}\n");
+                runs_internal_answer(&batch[i]->answer, &batch[i]->answer_status,
+                                     "the run's end could not be recorded");
             }
         }
         pthread_mutex_unlock(r->store_lock);
 
-        /* answered outside the store lock: the HTTP thread may be waiting for it */
+        /* answered and started outside the store lock: the HTTP thread may be waiting for it */
+        runs_start_jobs(r, jobs, rc == STORE_OK);
         pthread_mutex_lock(&r->lock);
         for (size_t i = 0; i < n; i++) {
             struct srun *sr = batch[i];
@@ -863,7 +963,7 @@ void runs_drain(struct runs *r, unsigned grace_ms)
     }
     pthread_mutex_lock(&r->lock);
     r->draining = 1;
-    while (r->nactive > 0) {
+    while (r->nactive > 0 || r->nstarting > 0) {
         if (pthread_cond_timedwait(&r->cond, &r->lock, &deadline) != 0) {
             break;
         }
@@ -871,7 +971,7 @@ void runs_drain(struct runs *r, unsigned grace_ms)
     for (struct srun *sr = r->active; sr; sr = sr->next_active) {
         runs_cancel_one(sr, "cancelled: airlockd is shutting down");
     }
-    while (r->nactive > 0) {
+    while (r->nactive > 0 || r->nstarting > 0) {
         pthread_cond_wait(&r->cond, &r->lock);
     }
     pthread_mutex_unlock(&r->lock);

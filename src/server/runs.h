@@ -87,6 +87,29 @@ int runs_launch(struct runs *r, struct runs_plan *plan, const char *continuation
                 const struct runs_resolution *resolutions, size_t nresolutions,
                 struct http_deferred *deferred);
 
+/* A new run, recorded by the writer in its next batch (group commit) and then started. */
+enum runs_start_mode {
+    RUNS_START_WAIT = 0,   /* deferred answered when the run ends or waits for a person */
+    RUNS_START_NOWAIT = 1, /* deferred answered 202 once recorded; the run goes on */
+    RUNS_START_HELD = 2,   /* recorded waiting for a person (supervised): answered 202, not run */
+};
+/* Writes the run's row and its start records inside the writer's transaction. */
+typedef enum store_rc runs_record_fn(struct store *s, void *userdata);
+
+struct runs_start {
+    struct runs_plan *plan; /* taken */
+    enum runs_start_mode mode;
+    struct http_deferred *deferred; /* answered in every case */
+    runs_record_fn *record;
+    void *record_userdata;
+    void (*record_free)(void *userdata); /* called once the start has been handled */
+};
+
+/* Hands a new run to the writer: *start is copied and everything it points to taken. After the
+ * batch's commit the deferred request is answered with the run's object (or a 500 when the
+ * batch could not be recorded) and, for RUNS_START_WAIT and _NOWAIT, the run is launched. */
+void runs_submit(struct runs *r, const struct runs_start *start);
+
 /* Cancels an active run: it ends cancelled (error ABORTED) within a second. `why` goes to its
  * error message. 1 when it was active, 0 when no run of that id runs here. */
 int runs_cancel(struct runs *r, const char *id, const char *why);
