@@ -352,6 +352,10 @@ AL_NODISCARD AL_API enum al_code al_runner_new(const struct al_config *config,
  * asynchronous runs (on its event thread), it does nothing: that thread cannot wait for
  * itself. */
 AL_API void al_runner_free(struct al_runner *runner);
+/* How many started workers wait for a run at this moment (0 up to al_config_set_warm_workers'
+ * count; the pool thread refills them in the background). For monitoring: the figure may be
+ * stale by the time it is read. */
+AL_API unsigned al_runner_warm_workers(const struct al_runner *runner);
 
 /* ---------------------------------------------------------------- one run */
 

@@ -240,6 +240,8 @@ int loop_is_current(const struct loop *loop);
 enum al_code pool_new(const char *path, int no_jail, unsigned warm, struct pool **ret_pool,
                       struct al_error *reterr);
 void pool_free(struct pool *pool);
+/* Spare workers ready now. */
+unsigned pool_spares(struct pool *pool);
 /* Hands a worker that has delivered its result over to be killed and reaped off the caller's
  * critical path (by the pool thread; at once when there is none); the thread then starts the
  * replacement warm worker. */

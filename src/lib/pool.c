@@ -227,6 +227,14 @@ void pool_free(struct pool *p)
     free(p);
 }
 
+unsigned pool_spares(struct pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    unsigned n = p->nspares;
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
 void pool_refill(struct pool *p)
 {
     if (p->thread_started) {

@@ -958,3 +958,8 @@ void al_run_opts_set_clock(struct al_run_opts *opts, int64_t clock_ms)
         opts->has_clock = 1;
     }
 }
+
+unsigned al_runner_warm_workers(const struct al_runner *runner)
+{
+    return runner && runner->pool ? pool_spares(runner->pool) : 0;
+}

@@ -27,6 +27,7 @@
 #include "http.h"
 #include "json.h"
 #include "keyfile.h"
+#include "metrics.h"
 #include "ratelimit.h"
 #include "router.h"
 #include "runs.h"
@@ -489,6 +490,44 @@ out:
     return rc;
 }
 
+/* Gauges of /metrics, read at scrape time on the HTTP thread (which holds the store lock). */
+static double main_gauge_runs(void *userdata)
+{
+    return (double)runs_active(userdata);
+}
+
+static double main_gauge_warm(void *userdata)
+{
+    return (double)al_runner_warm_workers(userdata);
+}
+
+static int main_count_approval(void *userdata, const struct store_approval *a)
+{
+    (void)a;
+    (*(double *)userdata)++;
+    return 0;
+}
+
+static double main_gauge_pending(void *userdata)
+{
+    struct store *s = userdata;
+    double n = 0;
+    if (s->ops->approval_list(s, NULL, "pending", main_count_approval, &n) != STORE_OK) {
+        return -1;
+    }
+    return n;
+}
+
+static void main_gauges(struct store *store, struct main_runtime *rt)
+{
+    metrics_gauge_fn("airlock_runs_active", "Runs executing now (started, not yet recorded).",
+                     main_gauge_runs, rt->runs);
+    metrics_gauge_fn("airlock_workers_warm", "Started workers waiting for a run.", main_gauge_warm,
+                     rt->runner);
+    metrics_gauge_fn("airlock_approvals_pending", "Approvals waiting for a person.",
+                     main_gauge_pending, store);
+}
+
 /* Runs first (they use the client and the runner), then the client, then the runner. */
 static void main_runtime_stop(struct main_runtime *rt)
 {
@@ -612,6 +651,7 @@ int main(int argc, char **argv)
     if (main_runtime_start(&cfg, store, &store_lock, &svc, &rt) != 0) {
         goto out;
     }
+    main_gauges(store, &rt);
     if (secretbox_key_load(cfg.data_dir, secret_key, errmsg) != 0) {
         fprintf(stderr, "airlockd: secret key: %s\n", errmsg);
         goto out;

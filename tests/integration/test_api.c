@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "airlock.h"
@@ -752,6 +753,13 @@ static void test_warm_workers(void **state)
     assert_int_equal(al_config_add_host(c, "store.echo", host_echo, NULL, 0), AL_OK);
     int fds_before = procinfo_count_fds();
     struct al_runner *r = runner_of(c);
+    assert_int_equal(al_runner_warm_workers(NULL), 0);
+    /* the pool fills in the background; it never reports more than it was asked to keep */
+    for (int i = 0; i < 20000 && al_runner_warm_workers(r) < 4; i++) {
+        struct timespec tick = { 0, 1000 * 1000 };
+        nanosleep(&tick, NULL);
+    }
+    assert_int_equal(al_runner_warm_workers(r), 4);
     for (int i = 0; i < 20; i++) {
         /* each warm worker serves one run: no state survives from one run to the next */
         struct al_result *res = run_with(r,
@@ -763,6 +771,7 @@ static void test_warm_workers(void **state)
         al_result_stats(res, &st);
         assert_true(st.jailed); /* forked from the zygote, then jailed like any worker */
         al_result_free(res);
+        assert_true(al_runner_warm_workers(r) <= 4);
     }
     al_runner_free(r); /* kills the spares */
     assert_int_equal(procinfo_count_fds(), fds_before);

@@ -130,6 +130,19 @@ class World:
         self.shop.stop()
 
 
+def metrics_text(w):
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % w.s.port, timeout=HANG) as r:
+        return r.read().decode()
+
+
+def metric(w, series):
+    """The value of one series of /metrics (None when absent)."""
+    for line in metrics_text(w).splitlines():
+        if line.startswith(series + " "):
+            return float(line.split()[-1])
+    return None
+
+
 def run_shape(doc):
     for k in ("id", "status", "template", "version", "console", "stats", "approvals"):
         check(k in doc, "run object without %s: %r" % (k, doc))
@@ -258,6 +271,7 @@ def t_sensitive_call_waits_and_resumes_once(tmp):
               a["requested_by"] == "agent-7" and a["created"], "approval item: %r" % a)
         check(w.shop.calls()["by_function"].get("shop.refund", 0) == 0,
               "the sensitive call reached the shop before approval")
+        check(metric(w, "airlock_approvals_pending") == 1, "approvals pending gauge")
         # nobody but an approver of finance decides; an agent cannot approve
         error_of(*w.s.request("POST", "/v1/approvals/%s/approve" % apr, {},
                               key=w.keys["agent-7"])[:2], 403, "FORBIDDEN")
@@ -271,6 +285,12 @@ def t_sensitive_call_waits_and_resumes_once(tmp):
         calls = w.shop.calls()
         check(calls["by_function"] == {"shop.orders": 1, "shop.refund": 1},
               "finished calls repeated or the refund not made once: %r" % calls)
+        check(metric(w, "airlock_approvals_pending") == 0, "approvals pending gauge after")
+        check(metric(w, 'airlock_runs_total{template="refund",status="awaiting_approval"}') == 1
+              and metric(w, 'airlock_runs_total{template="refund",status="completed"}') == 1,
+              "runs_total: %s" % metrics_text(w))
+        check(metric(w, 'airlock_host_calls_total{connector="shop",outcome="returned"}') == 2,
+              "host calls counted: %s" % metrics_text(w))
         keys = [k for k in calls["by_key"] if calls["by_key"][k] != 1]
         check(not keys, "an idempotency key used twice: %r" % calls)
         acts = [r["action"] for r in audit_rows(w.dir)
