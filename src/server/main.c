@@ -34,9 +34,10 @@
 #include "secretbox.h"
 #include "store.h"
 
-#define MAIN_PATH_MAX     4096
-#define MAIN_CONFIG_MAX   ((size_t)1 << 20)
-#define MAIN_DEFAULT_BODY ((size_t)1 << 20)
+#define MAIN_PATH_MAX            4096
+#define MAIN_CONFIG_MAX          ((size_t)1 << 20)
+#define MAIN_DEFAULT_BODY        ((size_t)1 << 20)
+#define MAIN_CONTINUATION_TTL_MS (365ull * 24 * 3600 * 1000) /* the longest libairlock takes */
 
 struct main_config {
     char host[256];
@@ -466,7 +467,10 @@ static int main_runtime_start(const struct main_config *cfg, struct store *store
     rt->config = al_config_new();
     if (!rt->config || al_config_set_continuation_key(rt->config, key, sizeof key) != AL_OK ||
         al_config_set_warm_workers(rt->config, cfg->warm_workers) != AL_OK ||
-        al_config_set_max_concurrency(rt->config, cfg->max_runs, cfg->max_queue) != AL_OK) {
+        al_config_set_max_concurrency(rt->config, cfg->max_runs, cfg->max_queue) != AL_OK ||
+        /* a person may take days to decide: the database, not the token, says when a waiting
+         * run is over (revocation, cancel) */
+        al_config_set_continuation_ttl(rt->config, MAIN_CONTINUATION_TTL_MS) != AL_OK) {
         fprintf(stderr, "airlockd: cannot configure the runner\n");
         goto out;
     }
