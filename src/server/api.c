@@ -191,7 +191,11 @@ void api_denied(struct api_ctx *ctx, unsigned status, const char *why)
     json_write_string(&details, path ? path : "", path ? path_len : 0);
     free(path);
     buf_printf(&details, ",\"status\":%u,\"reason\":", status);
-    api_str(&details, why);
+    /* the reason may quote the path's department: made well-formed too */
+    size_t why_len = 0;
+    char *why_valid = utf8_valid_dup(why, strlen(why), 0, &why_len);
+    json_write_string(&details, why_valid ? why_valid : "", why_valid ? why_len : 0);
+    free(why_valid);
     buf_printf(&details, ",\"request_id\":\"%s\"}", req->request_id);
     if (!details.data || ctx->store->ops->audit_append(ctx->store, actor, "auth.denied",
                                                        status == 401 ? NULL : actor, NULL,
