@@ -110,6 +110,32 @@ def t_large_value_is_not_a_5xx(tmp):
         w.close()
 
 
+def t_run_list_past_the_body_cap_is_json(tmp):
+    """GET /v1/runs puts every listed run's input and outcome in one answer capped at 64 MiB; a
+    capped buffer drops the append that does not fit and takes the next ones, so 70 runs of a
+    1 MB value answer 200 with a body that is not JSON (a member cut out mid-object)."""
+    w = World(tmp)
+    try:
+        w.template("mb", "return 'x'.repeat(1000000);", [])
+        for _ in range(70):
+            w.run({"template": "mb"}, want=200)
+        conn = http.client.HTTPConnection("127.0.0.1", w.s.port, timeout=HANG * 4)
+        try:
+            conn.request("GET", "/v1/runs?limit=100",
+                         headers={"Authorization": "Bearer " + w.keys["bob"]})
+            r = conn.getresponse()
+            text = r.read()
+        finally:
+            conn.close()
+        try:
+            json.loads(text)
+        except ValueError as e:
+            raise Fail("GET /v1/runs answered %d with %d bytes that are not JSON: %s" %
+                       (r.status, len(text), e))
+    finally:
+        w.close()
+
+
 def t_large_input_is_not_a_5xx(tmp):
     """An input just under the body cap: its run.start record passes the 1 MiB audit line cap
     and POST /v1/runs answers 500 INTERNAL (the issue: never a 5xx for bad input)."""
