@@ -15,7 +15,8 @@
 #include "api_runs.h"
 #include "runs.h"
 
-#define API_APPROVALS_MAX 256 /* decisions that resume one run at once */
+#define API_APPROVALS_LIST_MAX   1000
+#define API_APPROVALS_PAGE_BYTES ((size_t)48 << 20) /* a list answer stays under the body cap */
 
 static void api_approval_json(struct buf *b, const struct store_approval *a)
 {
@@ -95,6 +96,7 @@ struct api_approval_list {
     struct api_ctx *ctx;
     struct buf *b;
     int n;
+    int limit;
 };
 
 static int api_approval_item(void *userdata, const struct store_approval *a)
@@ -103,16 +105,37 @@ static int api_approval_item(void *userdata, const struct store_approval *a)
     if (!api_holds(l->ctx->who, l->ctx->rule.roles, a->department)) {
         return 0;
     }
-    buf_append_str(l->b, l->n++ ? "," : "");
-    api_approval_json(l->b, a);
-    return 0;
+    if (l->n == l->limit) {
+        return 1;
+    }
+    /* the newest first, as many as fit the answer's cap */
+    struct buf item;
+    buf_init(&item, API_APPROVALS_PAGE_BYTES);
+    api_approval_json(&item, a);
+    int fits = item.data && l->b->len + item.len + 4 <= API_APPROVALS_PAGE_BYTES;
+    if (fits) {
+        buf_append_str(l->b, l->n++ ? "," : "");
+        buf_append(l->b, item.data, item.len);
+    }
+    buf_done(&item);
+    return !fits;
 }
 
 void api_approvals_list(struct api_ctx *ctx)
 {
-    struct api_approval_list l = { ctx, &ctx->resp->body, 0 };
+    struct api_approval_list l = { ctx, &ctx->resp->body, 0, API_APPROVALS_LIST_MAX };
     if (api_body(ctx, NULL, 0) != 0) {
         return;
+    }
+    const char *limit = http_query(ctx->req, "limit");
+    if (limit) {
+        char *end = NULL;
+        long n = strtol(limit, &end, 10);
+        if (*limit == '\0' || *end != '\0' || n < 1 || n > API_APPROVALS_LIST_MAX) {
+            api_error(ctx, 400, "INVALID_REQUEST", "limit must be 1..%d", API_APPROVALS_LIST_MAX);
+            return;
+        }
+        l.limit = (int)n;
     }
     const char *status = http_query(ctx->req, "status");
     if (status && strcmp(status, "pending") != 0 && strcmp(status, "approved") != 0 &&
@@ -152,13 +175,14 @@ static int api_approval_copy_fn(void *userdata, const struct store_approval *a)
     return 0;
 }
 
-/* The decisions a resume hands to the run: every decided, not yet consumed approval. */
+/* What a waiting run's approvals say: how many are pending, whether its start was approved
+ * (kind run), and the decided, not yet consumed host calls as resolutions. */
 struct api_decisions {
     size_t n;
+    size_t cap;
     int pending;
-    struct runs_resolution res[API_APPROVALS_MAX];
-    char *strings[2 * API_APPROVALS_MAX];
-    size_t nstrings;
+    int start_approved;
+    struct runs_resolution *res;
 };
 
 static int api_decision_fn(void *userdata, const struct store_approval *a)
@@ -168,31 +192,50 @@ static int api_decision_fn(void *userdata, const struct store_approval *a)
         d->pending++;
         return 0;
     }
-    if (a->consumed || strcmp(a->kind, "host_call") != 0 || !a->interruption ||
-        strcmp(a->status, "cancelled") == 0 || d->n == API_APPROVALS_MAX) {
+    if (a->consumed || strcmp(a->status, "cancelled") == 0) {
         return 0;
     }
-    struct runs_resolution *r = &d->res[d->n++];
-    char *id = strdup(a->interruption);
-    char *comment = a->comment ? strdup(a->comment) : NULL;
-    d->strings[d->nstrings++] = id;
-    d->strings[d->nstrings++] = comment;
-    r->interruption = id ? id : "";
+    if (strcmp(a->kind, "run") == 0) {
+        d->start_approved |= strcmp(a->status, "approved") == 0;
+        return 0;
+    }
+    if (!a->interruption) {
+        return 0;
+    }
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? 2 * d->cap : 8;
+        struct runs_resolution *res = realloc(d->res, cap * sizeof *res);
+        if (!res) {
+            return 1;
+        }
+        d->res = res;
+        d->cap = cap;
+    }
+    struct runs_resolution *r = &d->res[d->n];
+    r->interruption = strdup(a->interruption);
+    r->comment = a->comment ? strdup(a->comment) : NULL;
     r->approved = strcmp(a->status, "approved") == 0;
-    r->comment = comment;
+    if (r->interruption && (r->comment || !a->comment)) {
+        d->n++;
+    } else {
+        free((char *)r->interruption);
+        free((char *)r->comment);
+    }
     return 0;
 }
 
 static void api_decisions_done(struct api_decisions *d)
 {
-    for (size_t i = 0; i < d->nstrings; i++) {
-        free(d->strings[i]);
+    for (size_t i = 0; i < d->n; i++) {
+        free((char *)d->res[i].interruption);
+        free((char *)d->res[i].comment);
     }
+    free(d->res);
 }
 
 struct api_row_copy {
     struct store_run row;
-    char *strings[8];
+    char *strings[9];
 };
 
 static char *api_dup(const char *s)
@@ -212,6 +255,7 @@ static int api_row_copy_fn(void *userdata, const struct store_run *row)
     c->strings[5] = api_dup(row->source);
     c->strings[6] = api_dup(row->language);
     c->strings[7] = api_dup(row->functions);
+    c->strings[8] = api_dup(row->status);
     c->row.id = c->strings[0];
     c->row.template_name = c->strings[1];
     c->row.department = c->strings[2];
@@ -220,16 +264,109 @@ static int api_row_copy_fn(void *userdata, const struct store_run *row)
     c->row.source = c->strings[5];
     c->row.language = c->strings[6];
     c->row.functions = c->strings[7];
-    c->row.status = NULL;
+    c->row.status = c->strings[8];
     c->row.outcome = NULL;
     return 0;
 }
 
 static void api_row_copy_done(struct api_row_copy *c)
 {
-    for (size_t i = 0; i < 8; i++) {
+    for (size_t i = 0; i < sizeof c->strings / sizeof c->strings[0]; i++) {
         free(c->strings[i]);
     }
+}
+
+enum store_rc api_run_resume(struct store *s, const unsigned char *secret_key, struct runs *runs,
+                             const char *run_id, char *err)
+{
+    struct api_decisions decisions;
+    struct api_row_copy run;
+    struct runs_plan *plan = NULL;
+    char *token = NULL;
+    enum store_rc rc = STORE_OK;
+    memset(&decisions, 0, sizeof decisions);
+    memset(&run, 0, sizeof run);
+    err[0] = '\0';
+    if (runs_hold(runs) != 0) {
+        return STORE_OK; /* draining: the next start resumes it */
+    }
+    int held = 1;
+    rc = s->ops->run_get(s, run_id, api_row_copy_fn, &run);
+    if (rc != STORE_OK || !run.row.status || strcmp(run.row.status, "awaiting_approval") != 0) {
+        goto out;
+    }
+    rc = s->ops->approval_list(s, run_id, NULL, api_decision_fn, &decisions);
+    if (rc != STORE_OK || decisions.pending > 0 ||
+        (!decisions.start_approved && decisions.n == 0)) {
+        goto out;
+    }
+    rc = s->ops->tx_begin(s);
+    if (rc == STORE_OK && !decisions.start_approved) {
+        rc = s->ops->run_take_continuation(s, run_id, &token);
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->approval_consume(s, run_id);
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->run_set_status(s, run_id, "awaiting_approval", "running", NULL);
+    }
+    if (rc == STORE_OK) {
+        /* refuses a version that is no longer approved */
+        rc = api_run_plan(s, secret_key, &run.row, &plan, err);
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->tx_commit(s);
+    }
+    if (rc != STORE_OK) {
+        s->ops->tx_rollback(s);
+        goto out;
+    }
+    held = 0;
+    runs_launch(runs, plan, token, decisions.res, decisions.n, NULL, 1);
+    plan = NULL;
+out:
+    if (held) {
+        runs_unhold(runs);
+    }
+    runs_plan_free(plan);
+    free(token);
+    api_decisions_done(&decisions);
+    api_row_copy_done(&run);
+    return rc == STORE_NOT_FOUND ? STORE_OK : rc;
+}
+
+/* A supervised run whose start is denied ends "denied", with its run.end record. */
+static enum store_rc api_run_deny_start(struct api_ctx *ctx, const struct api_approval_copy *a,
+                                        const char *comment)
+{
+    struct store *s = ctx->store;
+    char message[4200];
+    struct buf o;
+    struct buf d;
+    buf_init(&o, 64 * 1024);
+    buf_init(&d, 64 * 1024);
+    snprintf(message, sizeof message, comment[0] ? "denied: %s" : "denied", comment);
+    buf_append_str(&o, "{\"error\":{\"code\":\"DENIED\",\"name\":\"\",\"message\":");
+    api_str(&o, message);
+    buf_append_str(&o, ",\"stack\":\"\"},\"console\":[],\"stats\":{}}");
+    enum store_rc rc =
+            o.data ? s->ops->run_set_status(s, a->run, "awaiting_approval", "denied", o.data)
+                   : STORE_ERROR;
+    if (rc == STORE_OK) {
+        buf_append_str(&d, "{\"run\":");
+        api_str(&d, a->run);
+        buf_append_str(&d, ",\"status\":\"denied\",\"approval\":");
+        api_str(&d, a->id);
+        buf_append_str(&d, ",\"error\":{\"code\":\"DENIED\",\"message\":");
+        api_str(&d, message);
+        buf_append_str(&d, "}}");
+        rc = d.data ? s->ops->audit_append(s, "airlockd", "run.end", a->run, a->department, d.data,
+                                           NULL)
+                    : STORE_ERROR;
+    }
+    buf_done(&o);
+    buf_done(&d);
+    return rc;
 }
 
 static void api_approvals_decide(struct api_ctx *ctx, int approve)
@@ -239,16 +376,9 @@ static void api_approvals_decide(struct api_ctx *ctx, int approve)
     const struct json_node *comment_node = NULL;
     const struct api_field fields[] = { { "comment", JSON_STRING, 0, &comment_node } };
     struct api_approval_copy a;
-    struct api_decisions decisions;
-    struct api_row_copy run;
-    struct runs_plan *plan = NULL;
-    char *token = NULL;
     char err[256] = "";
-    int launch = 0;
     struct buf d;
     memset(&a, 0, sizeof a);
-    memset(&decisions, 0, sizeof decisions);
-    memset(&run, 0, sizeof run);
     buf_init(&d, 64 * 1024);
     if (api_body(ctx, fields, 1) != 0) {
         goto out;
@@ -305,59 +435,29 @@ static void api_approvals_decide(struct api_ctx *ctx, int approve)
                                 a.department, d.data)
                     : STORE_ERROR;
     }
-    if (rc == STORE_OK) {
-        rc = s->ops->run_get(s, a.run, api_row_copy_fn, &run);
-    }
-    if (rc == STORE_OK && strcmp(a.kind, "run") == 0) {
-        if (approve) {
-            rc = s->ops->run_set_status(s, a.run, "awaiting_approval", "running", NULL);
-            launch = rc == STORE_OK;
-        } else {
-            struct buf o;
-            buf_init(&o, 64 * 1024);
-            buf_append_str(&o, "{\"error\":{\"code\":\"DENIED\",\"name\":\"\",\"message\":");
-            char message[4200];
-            snprintf(message, sizeof message, comment[0] ? "denied: %s" : "denied", comment);
-            api_str(&o, message);
-            buf_append_str(&o, ",\"stack\":\"\"},\"console\":[],\"stats\":{}}");
-            rc = o.data ? s->ops->run_set_status(s, a.run, "awaiting_approval", "denied", o.data)
-                        : STORE_ERROR;
-            buf_done(&o);
-        }
-    } else if (rc == STORE_OK) {
-        rc = s->ops->approval_list(s, a.run, NULL, api_decision_fn, &decisions);
-        if (rc == STORE_OK && decisions.pending == 0) {
-            rc = s->ops->run_take_continuation(s, a.run, &token);
-            if (rc == STORE_OK) {
-                rc = s->ops->approval_consume(s, a.run);
-            }
-            if (rc == STORE_OK) {
-                rc = s->ops->run_set_status(s, a.run, "awaiting_approval", "running", NULL);
-            }
-            launch = rc == STORE_OK;
-        }
-    }
-    if (rc == STORE_OK && launch) {
-        rc = api_run_plan(s, ctx->secret_key, &run.row, &plan, err);
+    if (rc == STORE_OK && !approve && strcmp(a.kind, "run") == 0) {
+        rc = api_run_deny_start(ctx, &a, comment);
     }
     if (rc == STORE_OK) {
         rc = s->ops->tx_commit(s);
     }
     if (rc != STORE_OK) {
         s->ops->tx_rollback(s);
-        if (rc == STORE_CONFLICT && err[0]) {
-            api_error(ctx, 409, "CONFLICT", "the run cannot resume: %s", err);
-        } else if (rc == STORE_CONFLICT || rc == STORE_NOT_FOUND) {
+        if (rc == STORE_CONFLICT || rc == STORE_NOT_FOUND) {
             api_error(ctx, 409, "CONFLICT", "approval %s was decided meanwhile", id);
         } else {
             api_store_failed(ctx);
         }
         goto out;
     }
-    if (launch) {
-        struct runs_plan *p = plan;
-        plan = NULL;
-        runs_launch(ctx->svc->runs, p, token, decisions.res, decisions.n, NULL);
+    /* the decision stands; the run resumes (or starts) once nothing of it is pending */
+    if (approve || strcmp(a.kind, "host_call") == 0) {
+        rc = api_run_resume(s, ctx->secret_key, ctx->svc->runs, a.run, err);
+        if (rc != STORE_OK) {
+            fprintf(stderr,
+                    "{\"log\":\"resume\",\"request_id\":\"%s\",\"run\":\"%s\",\"error\":\"%s\"}\n",
+                    ctx->req->request_id, a.run, rc == STORE_CONFLICT ? "refused" : "store");
+        }
     }
     api_reply(ctx, 200);
     if (s->ops->approval_get(s, id, api_approval_one, &ctx->resp->body) != STORE_OK) {
@@ -366,10 +466,6 @@ static void api_approvals_decide(struct api_ctx *ctx, int approve)
     }
     buf_append_str(&ctx->resp->body, "\n");
 out:
-    runs_plan_free(plan);
-    free(token);
-    api_decisions_done(&decisions);
-    api_row_copy_done(&run);
     buf_done(&d);
 }
 

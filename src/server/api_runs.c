@@ -22,7 +22,9 @@
 #include "runs.h"
 #include "schema.h"
 
-#define API_RUNS_LIST_MAX 1000
+#define API_RUNS_LIST_MAX   1000
+#define API_RUNS_PAGE_BYTES ((size_t)48 << 20)  /* a list answer stays under the body cap */
+#define API_ADHOC_AUDIT_MAX ((size_t)512 << 10) /* an ad-hoc source as its record holds it */
 
 static const struct {
     const char *name;
@@ -213,6 +215,12 @@ enum store_rc api_run_plan(struct store *s, const unsigned char *secret_key,
                      row->version);
             goto out;
         }
+        if (strcmp(v.state, "approved") != 0) {
+            snprintf(err, 256, "template %s version %" PRId64 " is %s, not approved",
+                     row->template_name, row->version, v.state);
+            rc = STORE_CONFLICT;
+            goto out;
+        }
         snprintf(plan->approved_by, sizeof plan->approved_by, "%s", v.approved_by);
         plan->source = strdup(v.source);
         plan->typescript = strcmp(v.language, "ts") == 0;
@@ -319,6 +327,7 @@ static const char *api_stricter(const char *a, const char *b)
  * its approval of kind run and approval.request. Every string is owned. */
 struct api_run_start {
     char id[RUNS_ID_LEN + 1];
+    char request_id[HTTP_REQUEST_ID_LEN + 1];
     char approval[RUNS_ID_LEN + 1];
     char *template_name;
     int64_t version;
@@ -356,9 +365,39 @@ static void api_run_start_free(void *userdata)
     free(st);
 }
 
-static enum store_rc api_run_start_record(struct store *s, void *userdata)
+struct api_state_copy {
+    char state[16];
+};
+
+static int api_state_fn(void *userdata, const struct store_version *v)
+{
+    struct api_state_copy *c = userdata;
+    snprintf(c->state, sizeof c->state, "%s", v->state);
+    return 0;
+}
+
+static enum store_rc api_run_start_record(struct store *s, void *userdata, struct buf *ret_refusal)
 {
     const struct api_run_start *st = userdata;
+    if (!st->adhoc) {
+        /* the version was approved when the request was checked; a revocation may have come
+         * between that and this batch */
+        struct api_state_copy c = { "" };
+        enum store_rc vrc =
+                s->ops->version_get(s, st->template_name, st->version, api_state_fn, &c);
+        if (vrc != STORE_OK && vrc != STORE_NOT_FOUND) {
+            return vrc;
+        }
+        if (strcmp(c.state, "approved") != 0) {
+            int revoked = strcmp(c.state, "revoked") == 0;
+            buf_printf(ret_refusal,
+                       "{\"error\":{\"code\":\"%s\",\"message\":\"template version is %s, not "
+                       "approved\",\"request_id\":\"%s\"}}\n",
+                       revoked ? "TEMPLATE_REVOKED" : "VERSION_NOT_APPROVED",
+                       c.state[0] ? c.state : "gone", st->request_id);
+            return STORE_CONFLICT;
+        }
+    }
     struct store_run row = {
         .id = st->id,
         .template_name = st->template_name,
@@ -386,8 +425,8 @@ static enum store_rc api_run_start_record(struct store *s, void *userdata)
     api_str(&d, st->digest);
     buf_append_str(&d, ",\"autonomy\":");
     api_str(&d, st->autonomy);
-    buf_append_str(&d, ",\"input\":");
-    json_write_compact(&d, st->input, strlen(st->input));
+    buf_append_str(&d, ",");
+    runs_put_bounded(&d, "input", st->input, strlen(st->input));
     if (st->adhoc) {
         /* an ad-hoc run's whole source is audited */
         buf_append_str(&d, ",\"source\":");
@@ -443,12 +482,13 @@ static char *api_strdup0(const char *s)
 static struct api_run_start *api_run_start_new(const struct store_run *row,
                                                const struct api_version_copy *v,
                                                const char *autonomy, const char *approval,
-                                               int supervised)
+                                               int supervised, const char *request_id)
 {
     struct api_run_start *st = calloc(1, sizeof *st);
     if (!st) {
         return NULL;
     }
+    snprintf(st->request_id, sizeof st->request_id, "%s", request_id);
     snprintf(st->id, sizeof st->id, "%s", row->id);
     snprintf(st->approval, sizeof st->approval, "%s", approval);
     st->version = row->version;
@@ -647,6 +687,18 @@ void api_runs_create(struct api_ctx *ctx)
             free(input_text);
             goto out;
         }
+        /* the whole source goes into run.start: it must fit a record */
+        struct buf escaped;
+        buf_init(&escaped, API_ADHOC_AUDIT_MAX);
+        int fits = json_write_string(&escaped, q.source->str, q.source->str_len) == BUF_OK;
+        buf_done(&escaped);
+        if (!fits) {
+            api_error(ctx, 413, "PAYLOAD_TOO_LARGE",
+                      "an ad-hoc source is audited whole: at most %zu bytes once escaped as JSON",
+                      API_ADHOC_AUDIT_MAX);
+            free(input_text);
+            goto out;
+        }
     }
     enum store_rc prc = s->ops->department_get(s, dept, api_dept_policy_fn, &policy);
     if (prc != STORE_OK) {
@@ -698,8 +750,8 @@ void api_runs_create(struct api_ctx *ctx)
     }
 
     /* recorded by the run writer with others in one commit, then answered and started */
-    struct api_run_start *start =
-            api_run_start_new(&row, adhoc ? NULL : &v, autonomy, approval, supervised);
+    struct api_run_start *start = api_run_start_new(&row, adhoc ? NULL : &v, autonomy, approval,
+                                                    supervised, ctx->req->request_id);
     free(input_text);
     struct http_deferred *deferred = start ? http_defer(ctx->req, ctx->resp) : NULL;
     if (!deferred) {
@@ -833,9 +885,17 @@ static int api_run_list_fn(void *userdata, const struct store_run *row)
     if (l->n == l->limit) {
         return 1;
     }
-    buf_append_str(l->b, l->n++ ? "," : "");
-    l->rc = runs_json(l->ctx->store, row, l->b);
-    return l->rc != STORE_OK;
+    /* a page ends before the answer would pass its cap: `after` the last id gets the rest */
+    struct buf item;
+    buf_init(&item, API_RUNS_PAGE_BYTES);
+    l->rc = runs_json(l->ctx->store, row, &item);
+    int fits = item.data && l->b->len + item.len + 4 <= API_RUNS_PAGE_BYTES;
+    if (l->rc == STORE_OK && fits) {
+        buf_append_str(l->b, l->n++ ? "," : "");
+        buf_append(l->b, item.data, item.len);
+    }
+    buf_done(&item);
+    return l->rc != STORE_OK || !fits;
 }
 
 static int api_run_seq_fn(void *userdata, const struct store_run *row)
@@ -1005,7 +1065,7 @@ static enum store_rc api_run_set_error(struct store *s, const char *id, const ch
  * and `why`: its pending approvals close and its continuation is dropped. Inside a
  * transaction. */
 static enum store_rc api_run_cancel_stored(struct api_ctx *ctx, const char *id,
-                                           const char *department, const char *why)
+                                           const char *department, const char *why, int waiting)
 {
     struct store *s = ctx->store;
     struct buf outcome;
@@ -1035,6 +1095,18 @@ static enum store_rc api_run_cancel_stored(struct api_ctx *ctx, const char *id,
         api_str(&d, why);
         buf_append_str(&d, "}");
         rc = d.data ? api_audit(ctx, "run.cancel", id, department, d.data) : STORE_ERROR;
+    }
+    if (rc == STORE_OK && waiting) {
+        /* a run that executes gets its run.end from the writer; one that waited ends here */
+        buf_reset(&d);
+        buf_append_str(&d, "{\"run\":");
+        api_str(&d, id);
+        buf_append_str(&d,
+                       ",\"status\":\"cancelled\",\"error\":{\"code\":\"ABORTED\",\"message\":");
+        api_str(&d, why);
+        buf_append_str(&d, "}}");
+        rc = d.data ? s->ops->audit_append(s, "airlockd", "run.end", id, department, d.data, NULL)
+                    : STORE_ERROR;
     }
     buf_done(&outcome);
     buf_done(&d);
@@ -1080,7 +1152,8 @@ void api_runs_cancel(struct api_ctx *ctx)
     snprintf(why, sizeof why, "cancelled by %s", ctx->who->name);
     rc = s->ops->tx_begin(s);
     if (rc == STORE_OK) {
-        rc = api_run_cancel_stored(ctx, id, h.department, why);
+        rc = api_run_cancel_stored(ctx, id, h.department, why,
+                                   strcmp(h.status, "awaiting_approval") == 0);
     }
     if (rc == STORE_OK) {
         rc = s->ops->tx_commit(s);
@@ -1105,6 +1178,7 @@ struct api_run_ids {
     size_t cap;
     char (*ids)[RUNS_ID_LEN + 1];
     char (*departments)[STORE_NAME_MAX + 1];
+    int *waiting;
     const char *template_name;
     int64_t version;
 };
@@ -1125,13 +1199,18 @@ static int api_run_ids_fn(void *userdata, const struct store_run *row)
         if (depts) {
             l->departments = depts;
         }
-        if (!ids || !depts) {
+        void *waiting = realloc(l->waiting, cap * sizeof *l->waiting);
+        if (waiting) {
+            l->waiting = waiting;
+        }
+        if (!ids || !depts || !waiting) {
             return 1;
         }
         l->cap = cap;
     }
     snprintf(l->ids[l->n], RUNS_ID_LEN + 1, "%s", row->id);
     snprintf(l->departments[l->n], STORE_NAME_MAX + 1, "%s", row->department);
+    l->waiting[l->n] = strcmp(row->status, "awaiting_approval") == 0;
     l->n++;
     return 0;
 }
@@ -1149,7 +1228,7 @@ void api_version_revoked(struct api_ctx *ctx, const char *template_name, int64_t
         rc = s->ops->tx_begin(s);
     }
     for (size_t i = 0; i < l.n && rc == STORE_OK; i++) {
-        rc = api_run_cancel_stored(ctx, l.ids[i], l.departments[i], why);
+        rc = api_run_cancel_stored(ctx, l.ids[i], l.departments[i], why, l.waiting[i]);
         if (rc == STORE_CONFLICT) {
             rc = STORE_OK; /* it ended meanwhile */
         }
@@ -1165,4 +1244,5 @@ void api_version_revoked(struct api_ctx *ctx, const char *template_name, int64_t
     runs_cancel_version(ctx->svc->runs, template_name, version, why);
     free(l.ids);
     free(l.departments);
+    free(l.waiting);
 }

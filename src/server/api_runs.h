@@ -17,6 +17,13 @@ enum store_rc api_run_plan(struct store *s, const unsigned char *secret_key,
                            const struct store_run *row, struct runs_plan **ret_plan, char *err);
 /* Appends the API object of run `id`; *ret_status (may be NULL) is 200 or 202 as it answers. */
 enum store_rc api_run_json(struct store *s, const char *id, struct buf *b, unsigned *ret_status);
+/* Resumes a waiting run once none of its approvals is pending: claims its continuation (or,
+ * for a supervised run whose start was approved, starts it), marks the decisions consumed and
+ * the run running in one transaction, and launches it. Nothing to do (still pending, resumed
+ * already) is STORE_OK; while draining it leaves the run for the next start. STORE_CONFLICT
+ * with err (256 bytes) when the run cannot be planned (its version is no longer approved). */
+enum store_rc api_run_resume(struct store *s, const unsigned char *secret_key, struct runs *runs,
+                             const char *run_id, char *err);
 /* Answers the run's API object with its status code (200 ended, 202 running or waiting). */
 void api_run_reply(struct api_ctx *ctx, const char *id);
 

@@ -39,6 +39,7 @@ struct http_server {
 
 struct http_deferred {
     struct MHD_Connection *conn;
+    char request_id[HTTP_REQUEST_ID_LEN + 1];
     int answered; /* written by the answering thread before MHD_resume_connection */
     unsigned status;
     struct buf body;
@@ -198,10 +199,16 @@ struct http_deferred *http_defer(const struct http_request *req, struct http_res
         return NULL;
     }
     d->conn = conn;
+    snprintf(d->request_id, sizeof d->request_id, "%s", req->request_id);
     buf_init(&d->body, (size_t)64 << 20);
     hc->deferred = d;
     resp->deferred = 1;
     return d;
+}
+
+const char *http_deferred_request_id(const struct http_deferred *d)
+{
+    return d ? d->request_id : "";
 }
 
 void http_deferred_answer(struct http_deferred *d, unsigned status, const char *json, size_t len)
@@ -210,8 +217,10 @@ void http_deferred_answer(struct http_deferred *d, unsigned status, const char *
     if (buf_append(&d->body, json, len) != BUF_OK) {
         d->status = 500;
         buf_reset(&d->body);
-        buf_append_str(&d->body, "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"the answer "
-                                 "was too large\"}}\n");
+        buf_printf(&d->body,
+                   "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"the answer was too large\","
+                   "\"request_id\":\"%s\"}}\n",
+                   d->request_id);
     }
     d->answered = 1;
     MHD_resume_connection(d->conn);

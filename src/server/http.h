@@ -51,6 +51,8 @@ struct http_deferred;
 /* NULL when out of memory (the handler then answers at once). */
 struct http_deferred *http_defer(const struct http_request *req, struct http_response *resp);
 void http_deferred_answer(struct http_deferred *d, unsigned status, const char *json, size_t len);
+/* The request id of a deferred request, for the error body of its answer (NULL-safe: ""). */
+const char *http_deferred_request_id(const struct http_deferred *d);
 
 /* The value of query argument `name` (percent-decoded), NULL when absent; borrowed for the
  * request. */

@@ -20,6 +20,7 @@
 #include "airlock.h"
 
 #include "api.h"
+#include "api_runs.h"
 #include "audit.h"
 #include "auditlog.h"
 #include "auth.h"
@@ -532,6 +533,60 @@ static void main_gauges(struct store *store, struct main_runtime *rt)
                      main_gauge_pending, store);
 }
 
+/* Waiting runs whose approvals were all decided but that never resumed (a stop in between, or
+ * decisions made while the last airlockd drained) resume now. */
+struct main_waiting {
+    size_t n;
+    size_t cap;
+    char (*ids)[RUNS_ID_LEN + 1];
+};
+
+static int main_waiting_fn(void *userdata, const struct store_run *row)
+{
+    struct main_waiting *w = userdata;
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? 2 * w->cap : 16;
+        void *ids = realloc(w->ids, cap * sizeof *w->ids);
+        if (!ids) {
+            return 1;
+        }
+        w->ids = ids;
+        w->cap = cap;
+    }
+    snprintf(w->ids[w->n++], RUNS_ID_LEN + 1, "%s", row->id);
+    return 0;
+}
+
+static int main_resume_decided(struct store *s, pthread_mutex_t *lock,
+                               const unsigned char *secret_key, struct runs *runs)
+{
+    struct main_waiting w = { 0, 0, NULL };
+    struct store_run_filter f = { .status = "awaiting_approval" };
+    char err[256];
+    size_t resumed = 0;
+    pthread_mutex_lock(lock);
+    enum store_rc rc = s->ops->run_list(s, &f, main_waiting_fn, &w);
+    for (size_t i = 0; i < w.n && rc == STORE_OK; i++) {
+        int64_t before = runs_active(runs);
+        enum store_rc one = api_run_resume(s, secret_key, runs, w.ids[i], err);
+        if (one == STORE_OK && (int64_t)runs_active(runs) > before) {
+            resumed++;
+        } else if (one != STORE_OK && one != STORE_CONFLICT) {
+            rc = one;
+        }
+    }
+    pthread_mutex_unlock(lock);
+    free(w.ids);
+    if (rc != STORE_OK) {
+        fprintf(stderr, "airlockd: resuming decided runs: %s\n", s->ops->errmsg(s));
+        return -1;
+    }
+    if (resumed) {
+        fprintf(stderr, "airlockd: %zu decided run%s resumed\n", resumed, resumed == 1 ? "" : "s");
+    }
+    return 0;
+}
+
 /* Runs first (they use the client and the runner), then the client, then the runner. */
 static void main_runtime_stop(struct main_runtime *rt)
 {
@@ -673,6 +728,9 @@ int main(int argc, char **argv)
     router.svc = &svc;
     router.store_lock = &store_lock;
     router.secret_key = secret_key;
+    if (main_resume_decided(store, &store_lock, secret_key, rt.runs) != 0) {
+        goto out;
+    }
     if (http_start(cfg.host, cfg.port, cfg.body_limit_bytes, router_dispatch, &router, &http, &port,
                    errmsg) != 0) {
         fprintf(stderr, "airlockd: %s\n", errmsg);

@@ -17,6 +17,7 @@
 
 #include <inttypes.h>
 #include <openssl/rand.h>
+#include <openssl/sha.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +87,8 @@ struct runs {
 /* A new run waiting for the writer's next batch. */
 struct runs_job {
     struct runs_start start;
+    int refused;     /* the record function refused it: answered 409 */
+    int failed;      /* it could not be recorded: answered 500 */
     unsigned status; /* the answer, built under the store lock */
     struct buf answer;
     struct runs_job *next;
@@ -308,10 +311,13 @@ static void runs_host(struct al_call *call, void *userdata)
     }
 }
 
-static void runs_enqueue_done(struct srun *sr)
+/* Queues a run's end for the writer; result (NULL when the start failed) is set under the lock
+ * that cancel reads the run under. */
+static void runs_enqueue_done(struct srun *sr, struct al_result *result)
 {
     struct runs *r = sr->owner;
     pthread_mutex_lock(&r->lock);
+    sr->result = result;
     sr->next_done = NULL;
     if (r->done_tail) {
         r->done_tail->next_done = sr;
@@ -327,8 +333,7 @@ static void runs_done(struct al_run *run, struct al_result *result, void *userda
 {
     struct srun *sr = userdata;
     (void)run;
-    sr->result = result;
-    runs_enqueue_done(sr);
+    runs_enqueue_done(sr, result);
 }
 
 /* ---------------------------------------------------------------- the writer */
@@ -348,64 +353,113 @@ static void runs_put_error(struct buf *b, const char *code, const char *name, si
     buf_append_str(b, "}");
 }
 
-/* The run's status and its outcome object {value|error, console, stats}. */
-static const char *runs_outcome(struct srun *sr, struct buf *b)
+void runs_put_bounded(struct buf *b, const char *key, const char *json, size_t len)
+{
+    buf_printf(b, "\"%s\":", key);
+    if (len <= RUNS_AUDIT_FIELD_MAX) {
+        buf_append(b, json, len);
+        return;
+    }
+    unsigned char md[32];
+    char hex[65];
+    static const char digits[] = "0123456789abcdef";
+    SHA256((const unsigned char *)json, len, md);
+    for (size_t i = 0; i < sizeof md; i++) {
+        hex[2 * i] = digits[md[i] >> 4];
+        hex[2 * i + 1] = digits[md[i] & 15];
+    }
+    hex[64] = '\0';
+    buf_printf(b, "{\"$truncated\":true,\"bytes\":%zu,\"sha256\":\"%s\"}", len, hex);
+}
+
+/* The run's status; its outcome object {value|error, console, stats} into `outcome` and the
+ * same members, huge values bounded, into `audit` (no braces). */
+static const char *runs_outcome(struct srun *sr, struct buf *outcome, struct buf *audit)
 {
     const struct al_result *res = sr->result;
     const char *status;
-    buf_append_str(b, "{");
+    struct buf value;
+    struct buf console;
+    struct buf error;
+    buf_init(&value, RUNS_DETAILS_MAX);
+    buf_init(&console, RUNS_DETAILS_MAX);
+    buf_init(&error, RUNS_DETAILS_MAX);
+    enum al_status st = res ? al_result_status(res) : AL_STATUS_FAILED;
+    int cancelled = atomic_load(&sr->cancelled);
     if (!res) {
         status = "failed";
-        runs_put_error(b, al_code_name(AL_INTERNAL_ERROR), "", 0, sr->start_error,
+        runs_put_error(&error, al_code_name(AL_INTERNAL_ERROR), "", 0, sr->start_error,
                        strlen(sr->start_error), "", 0);
-        buf_append_str(b, ",\"console\":[],\"stats\":{}}");
-        return status;
-    }
-    enum al_status st = al_result_status(res);
-    if (st == AL_STATUS_COMPLETED) {
+    } else if (cancelled) {
+        /* cancelled through the API or by a revocation: that is its end, whatever came back */
+        status = "cancelled";
+        runs_put_error(&error, al_code_name(AL_ABORTED), "", 0, sr->cancel_why,
+                       strlen(sr->cancel_why), "", 0);
+    } else if (st == AL_STATUS_COMPLETED) {
         size_t vlen;
         const char *v = al_result_value(res, &vlen);
         status = "completed";
-        buf_append_str(b, "\"value\":");
-        json_write_compact(b, v, vlen);
+        json_write_compact(&value, v, vlen);
     } else if (st == AL_STATUS_INTERRUPTED) {
         status = "awaiting_approval";
-        buf_append_str(b, "\"value\":null");
+        buf_append_str(&value, "null");
     } else {
         struct al_error_text et;
         al_result_error_text(res, &et);
-        enum al_code code = al_result_error_code(res);
-        int cancelled = atomic_load(&sr->cancelled) && code == AL_ABORTED;
-        status = cancelled ? "cancelled" : "failed";
-        if (cancelled) {
-            runs_put_error(b, al_code_name(code), "", 0, sr->cancel_why, strlen(sr->cancel_why), "",
-                           0);
-        } else {
-            runs_put_error(b, al_code_name(code), et.name, et.name_len, et.message, et.message_len,
-                           et.stack, et.stack_len);
-        }
+        status = "failed";
+        runs_put_error(&error, al_code_name(al_result_error_code(res)), et.name, et.name_len,
+                       et.message, et.message_len, et.stack, et.stack_len);
     }
-    buf_append_str(b, ",\"console\":[");
-    for (size_t i = 0; i < al_result_console_count(res); i++) {
+    buf_append_str(&console, "[");
+    for (size_t i = 0; res && i < al_result_console_count(res); i++) {
         enum al_console_level level;
         size_t len;
         const char *text = al_result_console_text(res, i, &level, &len);
-        buf_append_str(b, i ? ",{\"level\":" : "{\"level\":");
+        buf_append_str(&console, i ? ",{\"level\":" : "{\"level\":");
         const char *lname = al_console_level_name(level);
-        json_write_string(b, lname, strlen(lname));
-        buf_append_str(b, ",\"text\":");
-        json_write_string(b, text, len);
-        buf_append_str(b, "}");
+        json_write_string(&console, lname, strlen(lname));
+        buf_append_str(&console, ",\"text\":");
+        json_write_string(&console, text, len);
+        buf_append_str(&console, "}");
     }
-    struct al_stats stats;
-    al_result_stats(res, &stats);
-    buf_printf(b,
-               "],\"stats\":{\"wall_ms\":%.3f,\"cpu_ms\":%.3f,\"peak_memory_bytes\":%" PRIu64
-               ",\"host_calls\":%" PRIu32 ",\"seed\":\"%016" PRIx64 "\",\"clock_ms\":%" PRId64
-               ",\"jail\":\"%s\"}}",
-               (double)stats.wall_us / 1000.0, (double)stats.cpu_us / 1000.0,
-               stats.peak_memory_bytes, stats.host_calls, stats.seed, stats.clock_ms,
-               stats.jailed ? "seccomp" : "none");
+    buf_append_str(&console, "]");
+    char stats_text[512] = "{}";
+    if (res) {
+        struct al_stats stats;
+        al_result_stats(res, &stats);
+        snprintf(stats_text, sizeof stats_text,
+                 "{\"wall_ms\":%.3f,\"cpu_ms\":%.3f,\"peak_memory_bytes\":%" PRIu64
+                 ",\"host_calls\":%" PRIu32 ",\"seed\":\"%016" PRIx64 "\",\"clock_ms\":%" PRId64
+                 ",\"jail\":\"%s\"}",
+                 (double)stats.wall_us / 1000.0, (double)stats.cpu_us / 1000.0,
+                 stats.peak_memory_bytes, stats.host_calls, stats.seed, stats.clock_ms,
+                 stats.jailed ? "seccomp" : "none");
+    }
+    /* a buffer past its cap has dropped its data: the one in use must be whole */
+    if ((error.len == 0 && !value.data) || !console.data) {
+        buf_done(&value);
+        buf_done(&console);
+        buf_done(&error);
+        return NULL;
+    }
+    buf_append_str(outcome, "{");
+    if (error.len) {
+        buf_append(outcome, error.data, error.len);
+        buf_append(audit, error.data, error.len);
+    } else {
+        buf_append_str(outcome, "\"value\":");
+        buf_append(outcome, value.data, value.len);
+        runs_put_bounded(audit, "value", value.data, value.len);
+    }
+    buf_append_str(outcome, ",\"console\":");
+    buf_append(outcome, console.data, console.len);
+    buf_printf(outcome, ",\"stats\":%s}", stats_text);
+    buf_append_str(audit, ",");
+    runs_put_bounded(audit, "console", console.data, console.len);
+    buf_printf(audit, ",\"stats\":%s", stats_text);
+    buf_done(&value);
+    buf_done(&console);
+    buf_done(&error);
     return status;
 }
 
@@ -444,15 +498,64 @@ static const char *runs_outcome_name(enum al_call_outcome o)
     return "?";
 }
 
-/* Writes one finished run inside the writer's transaction. */
+/* The approvals of an interrupted run: one per interruption, each with approval.request. */
+static enum store_rc runs_record_approvals(struct runs *r, struct srun *sr, struct buf *d)
+{
+    struct store *s = r->store;
+    const struct runs_plan *plan = sr->plan;
+    enum store_rc rc =
+            s->ops->run_set_continuation(s, plan->id, al_result_continuation(sr->result, NULL));
+    for (size_t i = 0; i < al_result_interruption_count(sr->result) && rc == STORE_OK; i++) {
+        struct al_interruption in;
+        char id[RUNS_ID_LEN + 1];
+        (void)al_result_interruption(sr->result, i, &in);
+        if (runs_new_id("apr_", id) != 0) {
+            return STORE_ERROR;
+        }
+        struct store_approval a = {
+            .id = id,
+            .run = plan->id,
+            .kind = "host_call",
+            .interruption = in.id,
+            .function = in.function,
+            .args = in.args,
+            .requested_by = plan->principal,
+            .department = plan->department,
+            .template_name = plan->template_name,
+            .version = plan->version,
+        };
+        rc = s->ops->approval_create(s, &a);
+        if (rc == STORE_OK) {
+            buf_reset(d);
+            runs_put_subject(d, plan);
+            runs_put_str(d, "approval", id);
+            runs_put_str(d, "kind", "host_call");
+            runs_put_str(d, "function", in.function);
+            buf_append_str(d, ",");
+            runs_put_bounded(d, "args", in.args, strlen(in.args));
+            runs_put_str(d, "requested_by", plan->principal);
+            buf_append_str(d, "}");
+            rc = d->data ? s->ops->audit_append(s, "airlockd", "approval.request", id,
+                                                plan->department, d->data, NULL)
+                         : STORE_ERROR;
+        }
+    }
+    return rc;
+}
+
+/* Writes one finished run inside the writer's transaction: its host calls, its status and
+ * outcome (from running only: a run the API has ended meanwhile keeps that end, and opens no
+ * approval), the approvals it waits for, and run.end or run.wait. */
 static enum store_rc runs_record(struct runs *r, struct srun *sr)
 {
     struct store *s = r->store;
     const struct runs_plan *plan = sr->plan;
     struct buf outcome;
+    struct buf audit;
     struct buf d;
     enum store_rc rc = STORE_OK;
     buf_init(&outcome, RUNS_DETAILS_MAX);
+    buf_init(&audit, RUNS_DETAILS_MAX);
     buf_init(&d, RUNS_DETAILS_MAX);
 
     for (size_t i = 0; i < sr->ncalls && rc == STORE_OK; i++) {
@@ -461,9 +564,11 @@ static enum store_rc runs_record(struct runs *r, struct srun *sr)
         runs_put_subject(&d, plan);
         buf_printf(&d, ",\"call\":%" PRIu32, c->seq);
         runs_put_str(&d, "function", c->function ? c->function : "");
-        buf_append_str(&d, ",\"args\":");
-        if (!c->args || json_write_compact(&d, c->args, strlen(c->args)) != BUF_OK) {
-            buf_append_str(&d, "null");
+        buf_append_str(&d, ",");
+        if (c->args) {
+            runs_put_bounded(&d, "args", c->args, strlen(c->args));
+        } else {
+            buf_append_str(&d, "\"args\":null");
         }
         runs_put_str(&d, "outcome", c->ended ? runs_outcome_name(c->outcome) : "unfinished");
         buf_printf(&d, ",\"duration_ms\":%.3f", (double)c->duration_us / 1000.0);
@@ -474,73 +579,38 @@ static enum store_rc runs_record(struct runs *r, struct srun *sr)
         rc = d.data ? runs_audit(r, "airlockd", "run.host_call", plan, d.data) : STORE_ERROR;
     }
 
-    const char *status = runs_outcome(sr, &outcome);
-    if (rc == STORE_OK && !outcome.data) {
+    const char *status = runs_outcome(sr, &outcome, &audit);
+    if (rc == STORE_OK && (!status || !outcome.data || !audit.data)) {
         rc = STORE_ERROR;
     }
-    size_t ninter = sr->result ? al_result_interruption_count(sr->result) : 0;
-    if (rc == STORE_OK && strcmp(status, "awaiting_approval") == 0) {
-        rc = s->ops->run_set_continuation(s, plan->id, al_result_continuation(sr->result, NULL));
-        for (size_t i = 0; i < ninter && rc == STORE_OK; i++) {
-            struct al_interruption in;
-            char id[RUNS_ID_LEN + 1];
-            (void)al_result_interruption(sr->result, i, &in);
-            if (runs_new_id("apr_", id) != 0) {
-                rc = STORE_ERROR;
-                break;
-            }
-            struct store_approval a = {
-                .id = id,
-                .run = plan->id,
-                .kind = "host_call",
-                .interruption = in.id,
-                .function = in.function,
-                .args = in.args,
-                .requested_by = plan->principal,
-                .department = plan->department,
-                .template_name = plan->template_name,
-                .version = plan->version,
-            };
-            rc = s->ops->approval_create(s, &a);
-            if (rc == STORE_OK) {
-                buf_reset(&d);
-                runs_put_subject(&d, plan);
-                runs_put_str(&d, "approval", id);
-                runs_put_str(&d, "kind", "host_call");
-                runs_put_str(&d, "function", in.function);
-                buf_append_str(&d, ",\"args\":");
-                json_write_compact(&d, in.args, strlen(in.args));
-                runs_put_str(&d, "requested_by", plan->principal);
-                buf_append_str(&d, "}");
-                rc = d.data ? s->ops->audit_append(s, "airlockd", "approval.request", id,
-                                                   plan->department, d.data, NULL)
-                            : STORE_ERROR;
-            }
-        }
-    }
+    int recorded = 0;
     if (rc == STORE_OK) {
-        /* a run cancelled through the API is already recorded cancelled: add its outcome */
-        rc = s->ops->run_set_status(s, plan->id,
-                                    atomic_load(&sr->cancelled) ? "running|cancelled" : "running",
-                                    status, outcome.data);
+        /* a run cancelled through the API is recorded cancelled already: add its outcome */
+        rc = s->ops->run_set_status(
+                s, plan->id, strcmp(status, "cancelled") == 0 ? "running|cancelled" : "running",
+                status, outcome.data);
+        recorded = rc == STORE_OK;
         if (rc == STORE_CONFLICT) {
-            rc = STORE_OK; /* it was ended meanwhile (cancelled while it ran): that record stands */
+            rc = STORE_OK; /* ended meanwhile: that end stands, no approval opens */
         }
     }
-    if (rc == STORE_OK) {
+    int waits = status && strcmp(status, "awaiting_approval") == 0;
+    if (rc == STORE_OK && recorded && waits) {
+        rc = runs_record_approvals(r, sr, &d);
+    }
+    if (rc == STORE_OK && recorded) {
         buf_reset(&d);
         runs_put_subject(&d, plan);
         runs_put_str(&d, "principal", plan->principal);
         runs_put_str(&d, "approved_by", plan->approved_by);
         runs_put_str(&d, "status", status);
-        /* the outcome's members: value or error, console, stats */
         buf_append_str(&d, ",");
-        buf_append(&d, outcome.data + 1, outcome.len - 1);
-        int waits = strcmp(status, "awaiting_approval") == 0;
+        buf_append(&d, audit.data, audit.len);
+        buf_append_str(&d, "}");
         rc = d.data ? runs_audit(r, "airlockd", waits ? "run.wait" : "run.end", plan, d.data)
                     : STORE_ERROR;
     }
-    if (rc == STORE_OK) {
+    if (rc == STORE_OK && recorded) {
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         double seconds = (double)(now.tv_sec - sr->started.tv_sec) +
@@ -548,6 +618,7 @@ static enum store_rc runs_record(struct runs *r, struct srun *sr)
         metrics_run(plan->template_name[0] ? plan->template_name : "_adhoc", status, seconds);
     }
     buf_done(&outcome);
+    buf_done(&audit);
     buf_done(&d);
     return rc;
 }
@@ -576,8 +647,10 @@ static void runs_build_answer(struct runs *r, struct srun *sr)
         j.rc != STORE_OK || !sr->answer.data) {
         sr->answer_status = 500;
         buf_reset(&sr->answer);
-        buf_append_str(&sr->answer, "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"the run "
-                                    "could not be read back\"}}\n");
+        buf_printf(&sr->answer,
+                   "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"the run could not be read "
+                   "back\",\"request_id\":\"%s\"}}\n",
+                   http_deferred_request_id(sr->deferred));
         return;
     }
     sr->answer_status = j.status;
@@ -621,41 +694,139 @@ void runs_submit(struct runs *r, const struct runs_start *start)
     pthread_mutex_unlock(&r->lock);
 }
 
-static void runs_internal_answer(struct buf *b, unsigned *ret_status, const char *message)
+static void runs_internal_answer(struct buf *b, unsigned *ret_status, const char *message,
+                                 const struct http_deferred *d)
 {
     *ret_status = 500;
     buf_reset(b);
     buf_append_str(b, "{\"error\":{\"code\":\"INTERNAL\",\"message\":");
     json_write_string(b, message, strlen(message));
-    buf_append_str(b, "}}\n");
+    buf_printf(b, ",\"request_id\":\"%s\"}}\n", http_deferred_request_id(d));
 }
 
 /* After the batch: the new runs answered (held, not waiting) and launched. */
-static void runs_start_jobs(struct runs *r, struct runs_job *jobs, int recorded)
+static void runs_start_jobs(struct runs *r, struct runs_job *jobs)
 {
     while (jobs) {
         struct runs_job *job = jobs;
         jobs = job->next;
         struct runs_start *st = &job->start;
+        int recorded = !job->refused && !job->failed;
         if (!recorded || st->mode != RUNS_START_WAIT) {
             http_deferred_answer(st->deferred, job->status,
                                  job->answer.data ? job->answer.data : "", job->answer.len);
             st->deferred = NULL;
         }
-        if (recorded && st->mode != RUNS_START_HELD) {
-            runs_launch(r, st->plan, NULL, NULL, 0, st->deferred);
-        } else {
-            runs_plan_free(st->plan);
-        }
         if (st->record_free) {
             st->record_free(st->record_userdata);
         }
+        if (recorded && st->mode != RUNS_START_HELD) {
+            /* counted in nstarting since runs_submit: it starts even while draining */
+            runs_launch(r, st->plan, NULL, NULL, 0, st->deferred, 1);
+        } else {
+            runs_plan_free(st->plan);
+            runs_unhold(r);
+        }
         buf_done(&job->answer);
         free(job);
-        pthread_mutex_lock(&r->lock);
-        r->nstarting--;
-        pthread_cond_broadcast(&r->cond);
-        pthread_mutex_unlock(&r->lock);
+    }
+}
+
+static enum store_rc runs_record_job(struct store *s, struct runs_job *job)
+{
+    buf_reset(&job->answer);
+    enum store_rc rc = job->start.record(s, job->start.record_userdata, &job->answer);
+    if (rc == STORE_CONFLICT) {
+        job->refused = 1;
+        return STORE_OK;
+    }
+    return rc;
+}
+
+/* Everything in one transaction. */
+static enum store_rc runs_record_batch(struct runs *r, struct runs_job *jobs, struct srun **batch,
+                                       size_t n)
+{
+    struct store *s = r->store;
+    enum store_rc rc = s->ops->tx_begin(s);
+    for (struct runs_job *job = jobs; job && rc == STORE_OK; job = job->next) {
+        rc = runs_record_job(s, job);
+    }
+    for (size_t i = 0; i < n && rc == STORE_OK; i++) {
+        rc = runs_record(r, batch[i]);
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->tx_commit(s);
+    }
+    if (rc != STORE_OK) {
+        s->ops->tx_rollback(s);
+        for (struct runs_job *job = jobs; job; job = job->next) {
+            job->refused = 0;
+        }
+    }
+    return rc;
+}
+
+/* A run whose end cannot be recorded (its store write fails) still ends: failed, with what
+ * little is certain, so that it is never left running. */
+static void runs_record_minimal(struct runs *r, struct srun *sr)
+{
+    struct store *s = r->store;
+    static const char outcome[] =
+            "{\"error\":{\"code\":\"INTERNAL_ERROR\",\"name\":\"\",\"message\":\"the run's end "
+            "could not be recorded\",\"stack\":\"\"},\"console\":[],\"stats\":{}}";
+    struct buf d;
+    buf_init(&d, 4096);
+    runs_put_subject(&d, sr->plan);
+    buf_append_str(&d, ",\"status\":\"failed\",\"error\":{\"code\":\"INTERNAL_ERROR\","
+                       "\"message\":\"the run's end could not be recorded\"}}");
+    enum store_rc rc = s->ops->tx_begin(s);
+    if (rc == STORE_OK) {
+        rc = s->ops->run_set_status(s, sr->plan->id, "running|cancelled", "failed", outcome);
+    }
+    if (rc == STORE_OK) {
+        rc = d.data ? runs_audit(r, "airlockd", "run.end", sr->plan, d.data) : STORE_ERROR;
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->tx_commit(s);
+    }
+    if (rc != STORE_OK) {
+        s->ops->tx_rollback(s);
+        runs_log_store(r, "a run's end could not be recorded at all");
+    }
+    buf_done(&d);
+}
+
+/* Each new run and each end in a transaction of its own. */
+static void runs_record_each(struct runs *r, struct runs_job *jobs, struct srun **batch, size_t n)
+{
+    struct store *s = r->store;
+    for (struct runs_job *job = jobs; job; job = job->next) {
+        enum store_rc rc = s->ops->tx_begin(s);
+        if (rc == STORE_OK) {
+            rc = runs_record_job(s, job);
+        }
+        if (rc == STORE_OK) {
+            rc = s->ops->tx_commit(s);
+        }
+        if (rc != STORE_OK) {
+            s->ops->tx_rollback(s);
+            job->refused = 0;
+            job->failed = 1;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        enum store_rc rc = s->ops->tx_begin(s);
+        if (rc == STORE_OK) {
+            rc = runs_record(r, batch[i]);
+        }
+        if (rc == STORE_OK) {
+            rc = s->ops->tx_commit(s);
+        }
+        if (rc != STORE_OK) {
+            s->ops->tx_rollback(s);
+            runs_record_minimal(r, batch[i]);
+        }
     }
 }
 
@@ -687,29 +858,23 @@ static void *runs_writer(void *arg)
         /* one transaction, one fsync for the whole batch: new runs first, then the ended */
         pthread_mutex_lock(r->store_lock);
         struct store *s = r->store;
-        enum store_rc rc = s->ops->tx_begin(s);
-        for (struct runs_job *job = jobs; job && rc == STORE_OK; job = job->next) {
-            rc = job->start.record(s, job->start.record_userdata);
-        }
-        for (size_t i = 0; i < n && rc == STORE_OK; i++) {
-            rc = runs_record(r, batch[i]);
-        }
-        if (rc == STORE_OK) {
-            rc = s->ops->tx_commit(s);
-        }
-        if (rc != STORE_OK) {
-            runs_log_store(r, "recording a batch of runs failed");
-            s->ops->tx_rollback(s);
+        if (runs_record_batch(r, jobs, batch, n) != STORE_OK) {
+            /* one bad run must not sink the others: each again on its own */
+            runs_log_store(r, "recording a batch of runs failed; recording them one by one");
+            runs_record_each(r, jobs, batch, n);
         }
         for (struct runs_job *job = jobs; job; job = job->next) {
             struct runs_row_json j = { s, &job->answer, 500, STORE_OK };
-            if (rc != STORE_OK) {
-                runs_internal_answer(&job->answer, &job->status, "the run could not be recorded");
+            if (job->failed) {
+                runs_internal_answer(&job->answer, &job->status, "the run could not be recorded",
+                                     job->start.deferred);
+            } else if (job->refused) {
+                job->status = 409;
             } else if (job->start.mode != RUNS_START_WAIT) {
                 if (s->ops->run_get(s, job->start.plan->id, runs_row_json, &j) != STORE_OK ||
                     j.rc != STORE_OK || !job->answer.data) {
                     runs_internal_answer(&job->answer, &job->status,
-                                         "the run could not be read back");
+                                         "the run could not be read back", job->start.deferred);
                 } else {
                     job->status = j.status;
                     buf_append_str(&job->answer, "\n");
@@ -717,17 +882,12 @@ static void *runs_writer(void *arg)
             }
         }
         for (size_t i = 0; i < n; i++) {
-            if (rc == STORE_OK) {
-                runs_build_answer(r, batch[i]);
-            } else {
-                runs_internal_answer(&batch[i]->answer, &batch[i]->answer_status,
-                                     "the run's end could not be recorded");
-            }
+            runs_build_answer(r, batch[i]);
         }
         pthread_mutex_unlock(r->store_lock);
 
         /* answered and started outside the store lock: the HTTP thread may be waiting for it */
-        runs_start_jobs(r, jobs, rc == STORE_OK);
+        runs_start_jobs(r, jobs);
         pthread_mutex_lock(&r->lock);
         for (size_t i = 0; i < n; i++) {
             struct srun *sr = batch[i];
@@ -758,16 +918,36 @@ static void *runs_writer(void *arg)
 
 /* ---------------------------------------------------------------- launching */
 
-/* The guest's frozen global `input`, prepended on the source's first line so that every
- * other line keeps its number. */
+/* The length of a leading "use strict" directive (with its semicolon), 0 when there is none:
+ * the input's declaration goes after it, so the directive prologue stays one. */
+static size_t runs_directive_len(const char *src)
+{
+    size_t i = strspn(src, " \t");
+    for (const char *q = "\"'"; *q; q++) {
+        char lit[16];
+        snprintf(lit, sizeof lit, "%cuse strict%c", *q, *q);
+        if (strncmp(src + i, lit, strlen(lit)) == 0) {
+            i += strlen(lit);
+            i += strspn(src + i, " \t");
+            return src[i] == ';' ? i + 1 : i;
+        }
+    }
+    return 0;
+}
+
+/* The guest's frozen global `input`, declared on the source's first line (after a leading
+ * "use strict") so that every other line keeps its number. */
 static int runs_source(const struct runs_plan *plan, struct buf *b)
 {
-    buf_append_str(b, "const input = ((f) => f(f, JSON.parse(");
+    size_t directive = runs_directive_len(plan->source);
+    buf_append(b, plan->source, directive);
+    buf_append_str(b, directive ? " const input = ((f) => f(f, JSON.parse("
+                                : "const input = ((f) => f(f, JSON.parse(");
     json_write_string(b, plan->input_json, strlen(plan->input_json));
     buf_append_str(b, ")))((f, o) => { if (o !== null && typeof o === \"object\") { "
                       "for (const k of Object.keys(o)) f(f, o[k]); Object.freeze(o); } "
                       "return o; }); ");
-    buf_append_str(b, plan->source);
+    buf_append_str(b, plan->source + directive);
     return b->data ? 0 : -1;
 }
 
@@ -834,18 +1014,43 @@ out:
     return code;
 }
 
+int runs_hold(struct runs *r)
+{
+    pthread_mutex_lock(&r->lock);
+    int ok = !r->draining;
+    if (ok) {
+        r->nstarting++;
+    }
+    pthread_mutex_unlock(&r->lock);
+    return ok ? 0 : -1;
+}
+
+void runs_unhold(struct runs *r)
+{
+    pthread_mutex_lock(&r->lock);
+    r->nstarting--;
+    pthread_cond_broadcast(&r->cond);
+    pthread_mutex_unlock(&r->lock);
+}
+
 int runs_launch(struct runs *r, struct runs_plan *plan, const char *continuation,
                 const struct runs_resolution *resolutions, size_t nresolutions,
-                struct http_deferred *deferred)
+                struct http_deferred *deferred, int held)
 {
     struct al_error err;
     struct srun *sr = calloc(1, sizeof *sr);
     if (!sr) {
         runs_plan_free(plan);
         if (deferred) {
-            static const char oom[] =
-                    "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"out of memory\"}}\n";
-            http_deferred_answer(deferred, 500, oom, sizeof oom - 1);
+            char oom[160];
+            int n = snprintf(oom, sizeof oom,
+                             "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"out of memory\","
+                             "\"request_id\":\"%s\"}}\n",
+                             http_deferred_request_id(deferred));
+            http_deferred_answer(deferred, 500, oom, (size_t)n);
+        }
+        if (held) {
+            runs_unhold(r);
         }
         return -1;
     }
@@ -857,24 +1062,21 @@ int runs_launch(struct runs *r, struct runs_plan *plan, const char *continuation
     buf_init(&sr->answer, (size_t)96 << 20);
     clock_gettime(CLOCK_MONOTONIC, &sr->started);
 
+    /* active before anything can end it; a held launch was counted while nothing drained */
     pthread_mutex_lock(&r->lock);
-    int refused = r->draining;
-    if (!refused) {
-        sr->next_active = r->active;
-        r->active = sr;
-        r->nactive++;
+    int refused = r->draining && !held;
+    sr->next_active = r->active;
+    r->active = sr;
+    r->nactive++;
+    if (held) {
+        r->nstarting--;
+        pthread_cond_broadcast(&r->cond);
     }
     pthread_mutex_unlock(&r->lock);
     if (refused) {
-        /* not active, so nothing else can see it: recorded like a run the runner refused */
-        pthread_mutex_lock(&r->lock);
-        sr->next_active = r->active;
-        r->active = sr;
-        r->nactive++;
-        pthread_mutex_unlock(&r->lock);
         snprintf(sr->start_error, sizeof sr->start_error, "airlockd is shutting down");
         atomic_fetch_sub(&sr->refs, 1);
-        runs_enqueue_done(sr);
+        runs_enqueue_done(sr, NULL);
         return -1;
     }
 
@@ -890,7 +1092,7 @@ int runs_launch(struct runs *r, struct runs_plan *plan, const char *continuation
         snprintf(sr->start_error, sizeof sr->start_error, "the run could not start: %s",
                  err.message[0] ? err.message : al_code_name(code));
         atomic_fetch_sub(&sr->refs, 1);
-        runs_enqueue_done(sr);
+        runs_enqueue_done(sr, NULL);
         return -1;
     }
     pthread_mutex_lock(&r->lock);
@@ -919,7 +1121,9 @@ int runs_cancel(struct runs *r, const char *id, const char *why)
     int found = 0;
     pthread_mutex_lock(&r->lock);
     for (struct srun *sr = r->active; sr; sr = sr->next_active) {
-        if (strcmp(sr->plan->id, id) == 0 && !sr->result) {
+        /* also a run whose end waits for the writer: under the store lock the caller holds,
+         * the writer records it cancelled, as the database already says */
+        if (strcmp(sr->plan->id, id) == 0) {
             runs_cancel_one(sr, why);
             found = 1;
         }

@@ -22,9 +22,10 @@
 #include "http.h"
 #include "store.h"
 
-#define RUNS_ID_LEN      36 /* "run_" + 32 hex */
-#define RUNS_FN_NAME_MAX (2 * STORE_NAME_MAX + 2)
-#define RUNS_LIMITS_MAX  8
+#define RUNS_ID_LEN          36 /* "run_" + 32 hex */
+#define RUNS_FN_NAME_MAX     (2 * STORE_NAME_MAX + 2)
+#define RUNS_LIMITS_MAX      8
+#define RUNS_AUDIT_FIELD_MAX ((size_t)64 << 10) /* bytes of one JSON value in an audit record */
 
 struct connector_target;
 struct connector_client;
@@ -79,13 +80,20 @@ int runs_new(struct store *store, pthread_mutex_t *store_lock, struct al_runner 
 /* Cancels what still runs, waits for the writer to record it, frees. NULL-safe. */
 void runs_free(struct runs *r);
 
+/* Reserves a launch before the caller commits to one (a resume claiming its continuation):
+ * 0, and the drain waits for the launch (runs_launch with held) or for runs_unhold; -1 while
+ * draining - then leave the run as it is for the next start to resume. */
+int runs_hold(struct runs *r);
+void runs_unhold(struct runs *r);
+
 /* Starts a run whose row exists with status running. `continuation` (NULL: a fresh start) and
  * the resolutions resume it. `deferred` (NULL: nobody waits) is answered once the run has ended
- * or waits for a person. Takes the plan in every case. -1 when the runner refused it: the run
- * has then been recorded failed (and deferred answered). Called with the store lock held. */
+ * or waits for a person. `held`: the launch was reserved with runs_hold (it starts even while
+ * draining); otherwise a launch while draining is refused. Takes the plan in every case. -1
+ * when refused: the run has then been recorded failed (and deferred answered). */
 int runs_launch(struct runs *r, struct runs_plan *plan, const char *continuation,
                 const struct runs_resolution *resolutions, size_t nresolutions,
-                struct http_deferred *deferred);
+                struct http_deferred *deferred, int held);
 
 /* A new run, recorded by the writer in its next batch (group commit) and then started. */
 enum runs_start_mode {
@@ -93,8 +101,10 @@ enum runs_start_mode {
     RUNS_START_NOWAIT = 1, /* deferred answered 202 once recorded; the run goes on */
     RUNS_START_HELD = 2,   /* recorded waiting for a person (supervised): answered 202, not run */
 };
-/* Writes the run's row and its start records inside the writer's transaction. */
-typedef enum store_rc runs_record_fn(struct store *s, void *userdata);
+/* Writes the run's row and its start records inside the writer's transaction. STORE_CONFLICT
+ * (having written nothing) refuses the run: ret_refusal then holds the error body of a 409
+ * (say a version revoked after the request was checked). */
+typedef enum store_rc runs_record_fn(struct store *s, void *userdata, struct buf *ret_refusal);
 
 struct runs_start {
     struct runs_plan *plan; /* taken */
@@ -126,6 +136,10 @@ size_t runs_active(struct runs *r);
 enum store_rc runs_json(struct store *s, const struct store_run *row, struct buf *b);
 /* "200" for a run that has ended, 202 for one still running or waiting for a person. */
 unsigned runs_http_status(const char *status);
+/* Appends `"key":JSON` for an audit record: as is up to RUNS_AUDIT_FIELD_MAX bytes, else
+ * {"$truncated":true,"bytes":N,"sha256":HEX} (the run's row keeps the whole value): a record
+ * must fit the store's line cap. */
+void runs_put_bounded(struct buf *b, const char *key, const char *json, size_t len);
 /* A new id with a prefix ("run_", "apr_") and 32 random hex digits; -1 when the random
  * generator fails. ret holds RUNS_ID_LEN + 1 bytes. */
 int runs_new_id(const char *prefix, char *ret);
