@@ -7,6 +7,7 @@
 #ifndef AIRLOCK_SERVER_API_H
 #define AIRLOCK_SERVER_API_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include "auth.h"
@@ -28,6 +29,9 @@ struct runs;
 /* What handlers reach beyond the store (main.c fills it). */
 struct api_services {
     struct runs *runs;
+    /* the lock the router holds around every request, for work done after the handler has
+     * returned (a streamed answer); NULL when the store is not shared (the fuzz target) */
+    pthread_mutex_t *store_lock;
 };
 
 struct api_ctx {

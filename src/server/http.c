@@ -4,8 +4,10 @@
  * a capped buffer and, once past the cap, read and dropped so the client still gets its 413
  * instead of a reset. airlockd binds its own socket (so HOST may be any name getaddrinfo knows
  * and port 0 works) and hands it to MHD. One internal polling thread serves every request: the
- * store is used by that thread alone. The log line is written here, once per request, because
- * only here are both the request and its final status known.
+ * store is used by that thread and the run writer, under the router's lock. A streamed body's
+ * callback runs later on the same thread without that lock (it takes it itself, per piece). The
+ * log line is written here, once per request, when the answer is queued (for a streamed body,
+ * before its first byte), because only here are both the request and its final status known.
  */
 #include "http.h"
 
@@ -123,13 +125,78 @@ static void http_client(struct MHD_Connection *conn, char *out)
     }
 }
 
+/* A streamed body as MHD sees it: the handler's callbacks and their data. */
+struct http_stream {
+    http_stream_fn *fn;
+    http_stream_free_fn *free_fn;
+    void *userdata;
+};
+
+static ssize_t http_stream_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+    struct http_stream *st = cls;
+    (void)pos;
+    ssize_t n = st->fn(st->userdata, out, max);
+    if (n == HTTP_STREAM_END) {
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    }
+    if (n <= 0 || (size_t)n > max) {
+        /* 0 would have MHD poll again at once: a callback with nothing to say has failed */
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    return n;
+}
+
+static void http_stream_release(void *cls)
+{
+    struct http_stream *st = cls;
+    if (st->free_fn) {
+        st->free_fn(st->userdata);
+    }
+    free(st);
+}
+
+void http_stream(struct http_response *resp, http_stream_fn *fn, http_stream_free_fn *free_fn,
+                 void *userdata)
+{
+    resp->stream_fn = fn;
+    resp->stream_free = free_fn;
+    resp->stream_data = userdata;
+}
+
+/* The MHD response of resp: its buffer copied, or its stream (handed over to MHD, which frees
+ * it through http_stream_release; freed here when that cannot be set up). */
+static struct MHD_Response *http_response_new(const struct http_response *resp)
+{
+    if (!resp->stream_fn) {
+        return MHD_create_response_from_buffer(resp->body.len, resp->body.data,
+                                               MHD_RESPMEM_MUST_COPY);
+    }
+    struct http_stream *st = calloc(1, sizeof *st);
+    struct MHD_Response *r = NULL;
+    if (!st) {
+        if (resp->stream_free) {
+            resp->stream_free(resp->stream_data);
+        }
+        return NULL;
+    }
+    st->fn = resp->stream_fn;
+    st->free_fn = resp->stream_free;
+    st->userdata = resp->stream_data;
+    r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, http_stream_read, st,
+                                          http_stream_release);
+    if (!r) {
+        http_stream_release(st);
+    }
+    return r;
+}
+
 /* Queues resp on the connection and writes the log line. */
 static enum MHD_Result http_queue(struct MHD_Connection *conn, struct http_conn *c,
                                   const struct http_response *resp)
 {
     enum MHD_Result ret = MHD_NO;
-    struct MHD_Response *r =
-            MHD_create_response_from_buffer(resp->body.len, resp->body.data, MHD_RESPMEM_MUST_COPY);
+    struct MHD_Response *r = http_response_new(resp);
     if (!r) {
         return MHD_NO;
     }

@@ -8,6 +8,7 @@
 #define AIRLOCK_SERVER_HTTP_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "buf.h"
 
@@ -29,6 +30,18 @@ struct http_request {
     void *conn; /* opaque, for http_query */
 };
 
+/*
+ * A body produced piece by piece after the handler has returned (the audit export): fn is called
+ * on the HTTP thread, with no lock of the handler's held, to write up to max bytes at out; it
+ * returns how many it wrote (at least 1), HTTP_STREAM_END after the last byte, or
+ * HTTP_STREAM_ERROR to cut the answer short (the client sees a truncated chunked body). free_fn
+ * is called exactly once when the answer is done or abandoned, also when fn was never called.
+ */
+#define HTTP_STREAM_END   ((ssize_t)-1)
+#define HTTP_STREAM_ERROR ((ssize_t)-2)
+typedef ssize_t http_stream_fn(void *userdata, char *out, size_t max);
+typedef void http_stream_free_fn(void *userdata);
+
 struct http_response {
     unsigned status;
     const char *content_type; /* static string; default application/json */
@@ -39,7 +52,17 @@ struct http_response {
     char route[64];                 /* the route pattern matched, for the log line */
     int deferred;                   /* set by http_defer: the answer comes later */
     const char *etag;               /* static string: an ETag header (quotes included), or NULL */
+    /* set by http_stream: the body is sent chunked from stream_fn, resp->body is ignored */
+    http_stream_fn *stream_fn;
+    http_stream_free_fn *stream_free;
+    void *stream_data;
 };
+
+/* Answers resp (its status and headers as set) with a body read from fn (see http_stream_fn);
+ * takes userdata, which free_fn frees in any case. A handler calls it last, once. Whoever drives
+ * the handler without http.c (the fuzz target) must call resp->stream_free itself. */
+void http_stream(struct http_response *resp, http_stream_fn *fn, http_stream_free_fn *free_fn,
+                 void *userdata);
 
 /*
  * A request answered later (a run the client waits for): the handler calls http_defer and

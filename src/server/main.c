@@ -489,6 +489,7 @@ static int main_runtime_start(const struct main_config *cfg, struct store *store
         goto out;
     }
     svc->runs = rt->runs;
+    svc->store_lock = store_lock;
     rc = 0;
 out:
     OPENSSL_cleanse(key, sizeof key);
