@@ -199,7 +199,7 @@ static int main_load_config(const char *path, struct main_config *cfg)
         } else {
             fprintf(stderr,
                     "airlockd: config %s: unknown or malformed member \"%s\" (known: listen, "
-                    "data_dir, body_limit_bytes, rate_limit)\n",
+                    "data_dir, body_limit_bytes, rate_limit, runs)\n",
                     path, m->key);
             goto out;
         }
