@@ -132,8 +132,10 @@ void api_versions_reject(struct api_ctx *ctx);
 void api_versions_revoke(struct api_ctx *ctx);
 void api_versions_diff(struct api_ctx *ctx);
 
-/* Called by api_versions_revoke after the revocation has committed (api_hooks.c): the runs
- * engine cancels the version's runs in progress and closes its pending approvals there. */
+/* A revocation's effect on runs (api_runs.c). Inside the revoking transaction: every run of the
+ * version not yet ended is recorded cancelled (error ABORTED), its pending approvals cancelled
+ * and its continuation dropped. After the commit: the runs executing here are cancelled. */
+enum store_rc api_version_revoking(struct api_ctx *ctx, const char *template_name, int64_t version);
 void api_version_revoked(struct api_ctx *ctx, const char *template_name, int64_t version);
 
 /* GET /v1/openapi.json and GET /metrics (api_system.c). */

@@ -1215,34 +1215,33 @@ static int api_run_ids_fn(void *userdata, const struct store_run *row)
     return 0;
 }
 
-void api_version_revoked(struct api_ctx *ctx, const char *template_name, int64_t version)
+static void api_revoke_why(char *why, size_t cap, const char *template_name, int64_t version)
+{
+    snprintf(why, cap, "cancelled: %s version %" PRId64 " was revoked", template_name, version);
+}
+
+enum store_rc api_version_revoking(struct api_ctx *ctx, const char *template_name, int64_t version)
 {
     struct store *s = ctx->store;
     struct store_run_filter f = { .template_name = template_name };
     struct api_run_ids l = { .template_name = template_name, .version = version };
     char why[STORE_NAME_MAX * 2 + 64];
-    snprintf(why, sizeof why, "cancelled: %s version %" PRId64 " was revoked", template_name,
-             version);
+    api_revoke_why(why, sizeof why, template_name, version);
     enum store_rc rc = s->ops->run_list(s, &f, api_run_ids_fn, &l);
-    if (rc == STORE_OK) {
-        rc = s->ops->tx_begin(s);
-    }
     for (size_t i = 0; i < l.n && rc == STORE_OK; i++) {
         rc = api_run_cancel_stored(ctx, l.ids[i], l.departments[i], why, l.waiting[i]);
-        if (rc == STORE_CONFLICT) {
-            rc = STORE_OK; /* it ended meanwhile */
-        }
     }
-    if (rc == STORE_OK) {
-        rc = s->ops->tx_commit(s);
-    }
-    if (rc != STORE_OK) {
-        s->ops->tx_rollback(s);
-        fprintf(stderr, "{\"log\":\"revoke\",\"error\":\"the runs of a revoked version could not "
-                        "be recorded cancelled\"}\n");
-    }
-    runs_cancel_version(ctx->svc->runs, template_name, version, why);
     free(l.ids);
     free(l.departments);
     free(l.waiting);
+    return rc;
+}
+
+void api_version_revoked(struct api_ctx *ctx, const char *template_name, int64_t version)
+{
+    char why[STORE_NAME_MAX * 2 + 64];
+    api_revoke_why(why, sizeof why, template_name, version);
+    if (ctx->svc && ctx->svc->runs) {
+        runs_cancel_version(ctx->svc->runs, template_name, version, why);
+    }
 }

@@ -828,6 +828,10 @@ static void tpl_move(struct api_ctx *ctx, const char *from, const char *to, cons
         rc = details.data ? api_audit(ctx, action, ti.name, ti.department, details.data)
                           : STORE_ERROR;
     }
+    if (rc == STORE_OK && strcmp(to, "revoked") == 0) {
+        /* its waiting and running runs end cancelled in the same transaction */
+        rc = api_version_revoking(ctx, ti.name, number);
+    }
     if (rc == STORE_OK) {
         rc = s->ops->tx_commit(s);
     }

@@ -69,6 +69,22 @@ static int keyfile_create(const char *path, size_t len, char *err)
         goto out;
     }
     unlink(tmp);
+    /* the new name durable before anything is signed or sealed with the key */
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) {
+        *slash = '\0';
+    }
+    int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || fsync(dfd) != 0) {
+        snprintf(err, 256, "cannot sync the directory of %.150s: %s", path, strerror(errno));
+        if (dfd >= 0) {
+            close(dfd);
+        }
+        goto out;
+    }
+    close(dfd);
     rc = 0;
 out:
     OPENSSL_cleanse(raw, sizeof raw);
@@ -92,20 +108,21 @@ int keyfile_load(const char *data_dir, const char *file, const char *env, size_t
     if (given && given[0]) {
         snprintf(hex, sizeof hex, "%s", given);
     } else {
-        FILE *f = fopen(path, "rbe");
-        if (!f && errno == ENOENT) {
+        /* never through a symbolic link: the key is airlockd's own file */
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0 && errno == ENOENT) {
             if (keyfile_create(path, len, err) != 0) {
                 return -1;
             }
-            f = fopen(path, "rbe");
+            fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         }
-        if (!f) {
+        if (fd < 0) {
             snprintf(err, 256, "cannot read %.150s: %s", path, strerror(errno));
             return -1;
         }
-        size_t got = fread(hex, 1, sizeof hex - 1, f);
-        hex[got] = '\0';
-        fclose(f);
+        ssize_t got = read(fd, hex, sizeof hex - 1);
+        close(fd);
+        hex[got > 0 ? got : 0] = '\0';
         what = path;
     }
     size_t hlen = strcspn(hex, "\r\n");

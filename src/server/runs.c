@@ -31,6 +31,7 @@
 #define RUNS_BATCH_MAX   256
 #define RUNS_DETAILS_MAX ((size_t)96 << 20)
 #define RUNS_MESSAGE_MAX 512
+#define RUNS_COMMENT_MAX 4096 /* bytes of an approver's comment, as the API takes it */
 #define RUNS_AUDIENCE    "airlockd"
 
 struct runs_call {
@@ -267,8 +268,8 @@ static void runs_host(struct al_call *call, void *userdata)
         return;
     }
     if (interruption) {
-        char comment[RUNS_MESSAGE_MAX];
-        char message[RUNS_MESSAGE_MAX + 16];
+        char comment[RUNS_COMMENT_MAX + 1];
+        char message[RUNS_COMMENT_MAX + 16];
         size_t rlen = 0;
         const char *res = al_call_resolution(call, &rlen);
         if (!res || !runs_resolution_approved(res, rlen, comment, sizeof comment)) {
@@ -995,7 +996,7 @@ static enum al_code runs_opts(struct srun *sr, const char *continuation,
         buf_printf(&rj, "{\"approved\":%s", res[i].approved ? "true" : "false");
         if (res[i].comment) {
             buf_append_str(&rj, ",\"comment\":");
-            json_write_string(&rj, res[i].comment, strnlen(res[i].comment, 1024));
+            json_write_string(&rj, res[i].comment, strnlen(res[i].comment, RUNS_COMMENT_MAX));
         }
         buf_append_str(&rj, "}");
         code = rj.data ? al_run_opts_add_resolution(opts, res[i].interruption, rj.data, rj.len)

@@ -553,6 +553,38 @@ def t_runs_config(tmp):
             shop.stop()
 
 
+def t_continuation_key_file(tmp):
+    import stat
+    d = os.path.join(tmp, "var")
+    s = Server(d)
+    try:
+        check(s.port, "airlockd did not start: " + s.stderr())
+        path = os.path.join(d, "continuation.key")
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+        check(mode == 0o600, "continuation.key mode %o" % mode)
+        key = open(path).read().strip()
+        check(len(key) == 64 and all(c in "0123456789abcdef" for c in key), "key %r" % key)
+    finally:
+        s.kill()
+    # the same key at the next start; a bad one from the environment stops airlockd
+    s = Server(d)
+    s.kill()
+    check(open(path).read().strip() == key, "the key changed across a restart")
+    for bad in ("zz" * 32, "ab" * 10):
+        p = subprocess.run([ts.AIRLOCKD, "--listen", "127.0.0.1:0", "--data-dir", d],
+                           env=dict(os.environ, AIRLOCK_CONTINUATION_KEY=bad),
+                           capture_output=True, timeout=HANG)
+        check(p.returncode != 0 and b"AIRLOCK_CONTINUATION_KEY" in p.stderr,
+              "bad key accepted: %r" % p.stderr)
+    # never read through a symbolic link
+    os.rename(path, path + ".real")
+    os.symlink(path + ".real", path)
+    p = subprocess.run([ts.AIRLOCKD, "--listen", "127.0.0.1:0", "--data-dir", d],
+                       capture_output=True, timeout=HANG)
+    check(p.returncode != 0 and b"continuation.key" in p.stderr,
+          "a symlinked key was used: %r" % p.stderr)
+
+
 TESTS = [(name, fn) for name, fn in sorted(globals().items()) if name.startswith("t_")]
 
 
