@@ -121,6 +121,7 @@ class Stats:
         self.n_errors = 0
         self.conn_errors = 0
         self.decided = 0
+        self.decided_ids = {}    # approval id -> run id, approvals answered 200
 
     def answer(self, status):
         with self.lock:
@@ -260,10 +261,13 @@ def client(w, port, key, idx, stop, stats, kill9, mine_cap=50):
         conn.close()
 
 
-def approver(w, port, stop, stats):
-    """bob decides every pending approval while the load runs: three in four approved."""
+def approver(w, port, stop, stats, kill9=False):
+    """bob decides pending approvals while the load runs: under load every one, three in four
+    approved; with --kill9 every second one he sees, approved, so that some are decided just
+    before the kill and the others stay waiting across it."""
     conn = Conn(port, w.keys["bob"])
     n = 0
+    seen = set()
     try:
         while not stop.is_set():
             try:
@@ -272,9 +276,13 @@ def approver(w, port, stop, stats):
                 if st != 200:
                     stats.error("approvals list: %d %r" % (st, doc))
                     continue
-                for a in doc:
-                    verb = "deny" if n % 4 == 3 else "approve"
+                fresh = [a for a in doc if a["id"] not in seen]
+                for a in fresh:
+                    seen.add(a["id"])
                     n += 1
+                    if kill9 and n % 2 == 0:
+                        continue
+                    verb = "deny" if n % 4 == 3 and not kill9 else "approve"
                     st, d, _ = conn.call("POST", "/v1/approvals/%s/%s" % (a["id"], verb),
                                          {"comment": "load"})
                     stats.answer(st)
@@ -283,9 +291,12 @@ def approver(w, port, stop, stats):
                     else:
                         with stats.lock:
                             stats.decided += 1
-                if not doc:
-                    stop.wait(0.05)  # nothing to decide: poll again shortly
+                            stats.decided_ids[a["id"]] = a["run"]
+                if not fresh:
+                    stop.wait(0.02)  # nothing new to decide: poll again shortly
             except Exception as e:  # noqa: BLE001
+                if stop.is_set() and kill9:
+                    return
                 with stats.lock:
                     stats.conn_errors += 1
                 stats.error("approver connection: %r" % e)
@@ -459,6 +470,8 @@ def kill9(a, tmp):
         stop = threading.Event()
         threads = [threading.Thread(target=client, args=(
             w, port, w.keys["agent-7"], i, stop, stats, True)) for i in range(a.clients)]
+        appr = threading.Thread(target=approver, args=(w, port, stop, stats, True))
+        appr.start()
         for t in threads:
             t.start()
         stop.wait(a.seconds)
@@ -477,7 +490,7 @@ def kill9(a, tmp):
         stop.set()
         w.s.proc.kill()
         w.s.proc.wait(timeout=ts.HANG)
-        for t in threads:
+        for t in threads + [appr]:
             t.join(CLIENT_TIMEOUT + 10)
             check(not t.is_alive(), "a client did not come back after the kill")
         for e in stats.errors:
@@ -485,6 +498,7 @@ def kill9(a, tmp):
         check(stats.n_errors == 0, "%d errors before the kill (first: %s)" %
               (stats.n_errors, stats.errors[:1]))
         answered = dict(stats.acked)
+        decided = dict(stats.decided_ids)
         w.s.log.close()
         w.s = w.server(w.dir)
         check(w.s.port, "airlockd did not restart: " + w.s.stderr())
@@ -518,19 +532,31 @@ def kill9(a, tmp):
                       "run %s answered %s is now %s with %d run.end" %
                       (run_id, status, now, len(acts.get("run.end", ()))))
             elif status == "awaiting_approval":
-                check(now == "awaiting_approval", "run %s answered awaiting_approval is now %s" %
-                      (run_id, now))
                 check(acts.get("run.wait") and apr and all(
                     subj.get(x, {}).get("approval.request") for x in apr),
                     "run %s: no run.wait or approval.request" % run_id)
-                waiting.append((run_id, apr))
+                if any(x in decided for x in apr):
+                    # approved before the kill: resumed, and then completed or abandoned
+                    check((now == "completed" and len(acts.get("run.end", ())) == 1) or
+                          run_id in abandoned, "run %s approved before the kill is now %s" %
+                          (run_id, now))
+                else:
+                    check(now == "awaiting_approval",
+                          "run %s answered awaiting_approval is now %s" % (run_id, now))
+                    waiting.append((run_id, apr))
             else:
                 ended = len(acts.get("run.end", ())) == 1 and now == "completed"
                 check(ended or run_id in abandoned,
                       "run %s answered %s is now %s, neither ended nor abandoned" %
                       (run_id, status, now))
         check(waiting, "no run was answered awaiting_approval")
-        # runs awaiting approval survive: approve a few, each completes
+        for x, run_id in decided.items():
+            check(len(subj.get(x, {}).get("approval.approve", ())) == 1,
+                  "approval %s answered approved has no single approval.approve record" % x)
+        # runs awaiting approval survive: their approvals are pending; approve a few, each completes
+        pending = {x["id"] for x in w.pending()}
+        lost = [x for _, apr in waiting for x in apr if x not in pending]
+        check(not lost, "approvals of waiting runs no longer pending: %r" % lost[:5])
         for run_id, apr in waiting[:5]:
             for x in apr:
                 w.ok("POST", "/v1/approvals/%s/approve" % x, {"comment": "after restart"},
@@ -546,8 +572,9 @@ def kill9(a, tmp):
         print("kill9: %d clients, %d runs answered before SIGKILL %s" % (
             a.clients, len(answered), json.dumps(dict(sorted(kinds.items())))))
         print("  after restart: %d runs in the table, %d abandoned (failed ABORTED), "
-              "%d awaiting approval (%d approved and completed), %d audit records verified" % (
-                  len(rows), len(abandoned), len(waiting), min(5, len(waiting)),
+              "%d approved before the kill, %d still awaiting approval (%d approved after the "
+              "restart and completed), %d audit records verified" % (
+                  len(rows), len(abandoned), len(decided), len(waiting), min(5, len(waiting)),
                   len(records)))
     finally:
         w.close()
