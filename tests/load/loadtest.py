@@ -122,6 +122,7 @@ class Stats:
         self.conn_errors = 0
         self.decided = 0
         self.decided_ids = {}    # approval id -> run id, approvals answered 200
+        self.cancelled = {}      # run id -> the answer of a cancel that said "cancelled"
 
     def answer(self, status):
         with self.lock:
@@ -203,8 +204,11 @@ def pick(rnd, kill9):
         return "refund", {"template": "refund", "input": {"order": "o-%d" % rnd.randint(1, 3),
                                                           "amount": rnd.randint(1, 50)},
                           "wait": wait}, want_of(wait, ("awaiting_approval",), waiting=True)
-    if x < 0.90:
+    if x < 0.89:
         return "invalid", {"template": "compute", "input": {"n": "many"}}, {422: ()}
+    if x < 0.93:
+        return "cancel", {"template": "slow", "input": {"ms": rnd.randint(0, 40)},
+                          "wait": False}, want_of(False, ())
     return "get", None, {200: ()}
 
 
@@ -253,12 +257,31 @@ def client(w, port, key, idx, stop, stats, kill9, mine_cap=50):
                 with stats.lock:
                     stats.acked[doc["id"]] = (kind, st, doc.get("status"),
                                               tuple(doc.get("approvals") or ()))
+                if kind == "cancel":
+                    cancel(conn, doc["id"], stats)
                 if len(mine) < mine_cap:
                     mine.append(doc["id"])
                 else:
                     mine[rnd.randrange(mine_cap)] = doc["id"]
     finally:
         conn.close()
+
+
+def cancel(conn, run_id, stats):
+    """Cancels a run that may be ending right now: 200 cancelled, or 409 when it has ended."""
+    try:
+        st, doc, _ = conn.call("POST", "/v1/runs/%s/cancel" % run_id, {})
+    except Exception as e:  # noqa: BLE001
+        with stats.lock:
+            stats.conn_errors += 1
+        stats.error("connection: cancel %r" % e)
+        return
+    stats.answer(st)
+    if st == 200 and doc.get("status") == "cancelled":
+        with stats.lock:
+            stats.cancelled[run_id] = doc
+    elif not (st == 409 and doc.get("error", {}).get("code") == "CONFLICT"):
+        stats.error("cancel %s: %d %r" % (run_id, st, doc))
 
 
 def approver(w, port, stop, stats, kill9=False):
@@ -429,6 +452,16 @@ def load(a, tmp):
                       "run %s: no run.wait or approval.request" % run_id)
         check(w.s.stop() == 0, "airlockd did not exit 0 on SIGTERM")
         rows = db_runs(w.dir)
+        # what the audit says a run ended as is what the run is, and a cancel that answered
+        # "cancelled" stands
+        for run_id, acts in subj.items():
+            for r in acts.get("run.end", ()):
+                check(rows[run_id][0] == r["details"]["status"],
+                      "run %s is %s, its run.end says %s" % (run_id, rows[run_id][0],
+                                                            r["details"]["status"]))
+        for run_id in stats.cancelled:
+            check(rows[run_id][0] == "cancelled", "run %s answered cancelled is now %s" %
+                  (run_id, rows[run_id][0]))
         check(set(rows) == acked, "the runs table holds %d runs, %d acknowledged" %
               (len(rows), len(acked)))
         check(all(s in ENDED for s, _ in rows.values()), "a run is left unfinished")
@@ -447,6 +480,7 @@ def load(a, tmp):
         print("  POST /v1/runs  p50 %.1f ms, p95 %.1f ms, p99 %.1f ms, max %.1f ms (n=%d)" % (
             percentile(lat, 50) * 1e3, percentile(lat, 95) * 1e3, percentile(lat, 99) * 1e3,
             max(lat or [0]) * 1e3, len(lat)))
+        print("  cancels        %d answered cancelled" % len(stats.cancelled))
         print("  audit          %d records, chain verified (API and CLI)" % len(records))
         print("  errors         %d (connection %d)" % (stats.n_errors, stats.conn_errors))
         print("  airlockd peak RSS %.1f MiB (bound %d MiB)" % (hwm_mib, a.rss_mib))
