@@ -8,10 +8,12 @@ Load (the default mode): airlockd (test_server.Server) with the shop connector
 (test_runs.World), five approved templates and N client threads, each on its own keep-alive
 HTTP/1.1 connection, posting runs for T seconds - pure compute, one connector call, a guest that
 throws, a sensitive call that waits for a person (an approver thread decides them while the load
-runs), an input the schema refuses (422) - with "wait" true or false, and reading runs back. Then
-every waiting run is let end, and the test asserts: no 5xx and no connection error ever, every
-answer the one the contract gives; the runs acknowledged (200/202) are exactly the runs of the
-audit log, each with one run.start and one run.end; seq is 1..N without a gap or a repeat;
+runs), an input the schema refuses (422), a short run cancelled right after its 202 - with
+"wait" true or false, and reading runs back. Then every waiting run is let end, and the test
+asserts: no 5xx and no connection error ever, every answer the one the contract gives; the runs
+acknowledged (200/202) are exactly the runs of the audit log, each with one run.start and one
+run.end, which says what the run is (a run answered "cancelled" stays cancelled); seq is 1..N
+without a gap or a repeat;
 /v1/audit/verify is ok and `airlock audit verify` passes the export; airlockd's peak RSS
 (VmHWM) stays under --rss-mib. It prints requests, runs/s, the latency of POST /v1/runs,
 errors and the peak RSS.
