@@ -241,6 +241,8 @@ def client(w, port, key, idx, stop, stats, kill9, mine_cap=50):
                 with stats.lock:
                     stats.conn_errors += 1
                 stats.error("connection: %s %r" % (kind, e))
+                if w.s.proc.poll() is not None:
+                    return  # airlockd is gone: reported once, by load()
                 conn = Conn(port, key)
                 continue
             stats.answer(st)
@@ -325,6 +327,8 @@ def approver(w, port, stop, stats, kill9=False):
                 with stats.lock:
                     stats.conn_errors += 1
                 stats.error("approver connection: %r" % e)
+                if w.s.proc.poll() is not None:
+                    return
                 conn = Conn(port, w.keys["bob"])
     finally:
         conn.close()
@@ -353,6 +357,15 @@ class RssSampler(threading.Thread):
 
     def hwm_kib(self):
         return max(self.peak_kib, self.field("VmHWM"))
+
+
+def alive(w, stats):
+    """Fails with airlockd's end and its last words when it died under the load."""
+    if w.s.proc.poll() is None:
+        return
+    notes = [line for line in w.s.stderr().splitlines() if not line.startswith('{"log"')]
+    raise Fail("airlockd exited with %r under the load (%d errors, first %s); stderr: %s" % (
+        w.s.proc.poll(), stats.n_errors, stats.errors[:2], "\n".join(notes[-8:])))
 
 
 def export_and_verify(w, tmp, key):
@@ -404,9 +417,10 @@ def load(a, tmp):
         sampler = RssSampler(pid)
         sampler.start()
         threads = [threading.Thread(target=client, args=(w, port, keys[i % 2], i, stop, stats,
-                                                         False)) for i in range(a.clients)]
+                                                         False), daemon=True)
+                   for i in range(a.clients)]
         appr_stop = threading.Event()
-        appr = threading.Thread(target=approver, args=(w, port, appr_stop, stats))
+        appr = threading.Thread(target=approver, args=(w, port, appr_stop, stats), daemon=True)
         t0 = time.monotonic()
         appr.start()
         for t in threads:
@@ -417,6 +431,7 @@ def load(a, tmp):
             t.join(CLIENT_TIMEOUT + 10)
             check(not t.is_alive(), "a client did not come back")
         elapsed = time.monotonic() - t0
+        alive(w, stats)
         # let every acknowledged run end: the approver keeps deciding, wait:false runs finish
         open_runs = {i for i, v in stats.acked.items() if v[2] not in ENDED}
         deadline = time.monotonic() + DRAIN
@@ -430,6 +445,7 @@ def load(a, tmp):
                 time.sleep(0.05)
         appr_stop.set()
         appr.join(ts.HANG)
+        alive(w, stats)
         check(not open_runs, "%d runs did not end within %d s: %r" %
               (len(open_runs), DRAIN, sorted(open_runs)[:5]))
         sampler.stop.set()
@@ -505,8 +521,9 @@ def kill9(a, tmp):
         stats = Stats()
         stop = threading.Event()
         threads = [threading.Thread(target=client, args=(
-            w, port, w.keys["agent-7"], i, stop, stats, True)) for i in range(a.clients)]
-        appr = threading.Thread(target=approver, args=(w, port, stop, stats, True))
+            w, port, w.keys["agent-7"], i, stop, stats, True), daemon=True)
+            for i in range(a.clients)]
+        appr = threading.Thread(target=approver, args=(w, port, stop, stats, True), daemon=True)
         appr.start()
         for t in threads:
             t.start()
