@@ -4,7 +4,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all build run example test asan bench soak format lint clean help bootstrap
+.PHONY: all build run example test asan bench soak loadtest format lint clean help bootstrap
 
 all: build
 
@@ -16,6 +16,7 @@ help:
 	@echo "make asan     unit and integration tests under AddressSanitizer + UBSan"
 	@echo "make bench    compare airlock with run@2.1.5 (writes docs/benchmarks.md)"
 	@echo "make soak     20,000 mixed runs at concurrency 4, then leak checks"
+	@echo "make loadtest 200 clients x 30 s against airlockd, then audit and RSS checks"
 	@echo "make format   clang-format the sources"
 	@echo "make lint     clang-format check, clang-tidy, banned calls (scripts/lint.sh)"
 	@echo "make clean    remove build folders"
@@ -52,6 +53,10 @@ bench: bootstrap
 
 soak: build
 	$(BUILD)/bin/soak 20000 4 $(BUILD)/bin/airlock-worker $(BUILD)/tests/airlock-worker-probe
+
+loadtest: build
+	python3 tests/load/loadtest.py --airlockd $(BUILD)/bin/airlockd --cli $(BUILD)/bin/airlock \
+		--clients 200 --seconds 30
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
