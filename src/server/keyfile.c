@@ -50,7 +50,10 @@ static int keyfile_create(const char *path, size_t len, char *err)
         hex[2 * i + 1] = digits[raw[i] & 15];
     }
     hex[2 * len] = '\n';
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >= sizeof tmp) {
+        snprintf(err, 256, "the data directory's path is too long");
+        goto out;
+    }
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) {
         snprintf(err, 256, "cannot create %.150s: %s", tmp, strerror(errno));
@@ -71,7 +74,10 @@ static int keyfile_create(const char *path, size_t len, char *err)
     unlink(tmp);
     /* the new name durable before anything is signed or sealed with the key */
     char dir[4200];
-    snprintf(dir, sizeof dir, "%s", path);
+    if ((size_t)snprintf(dir, sizeof dir, "%s", path) >= sizeof dir) {
+        snprintf(err, 256, "the data directory's path is too long");
+        goto out;
+    }
     char *slash = strrchr(dir, '/');
     if (slash) {
         *slash = '\0';
@@ -104,7 +110,10 @@ int keyfile_load(const char *data_dir, const char *file, const char *env, size_t
         snprintf(err, 256, "bad key length");
         return -1;
     }
-    snprintf(path, sizeof path, "%s/%s", data_dir, file);
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", data_dir, file) >= sizeof path) {
+        snprintf(err, 256, "the data directory's path is too long");
+        return -1;
+    }
     if (given && given[0]) {
         snprintf(hex, sizeof hex, "%s", given);
     } else {

@@ -1256,10 +1256,12 @@ enum store_rc runs_json(struct store *s, const struct store_run *row, struct buf
     runs_put_str(b, "created", row->created);
     runs_put_str(b, "updated", row->updated);
     if (row->outcome && row->outcome[0] == '{' && row->outcome[1] != '}') {
-        buf_append_str(b, ",");
+        /* the outcome holds value or error: the other one is null, so both are always there */
+        int failed = strncmp(row->outcome, "{\"error\":", 9) == 0;
+        buf_append_str(b, failed ? ",\"value\":null," : ",\"error\":null,");
         buf_append(b, row->outcome + 1, strlen(row->outcome) - 2);
     } else {
-        buf_append_str(b, ",\"value\":null,\"console\":[],\"stats\":{}");
+        buf_append_str(b, ",\"value\":null,\"error\":null,\"console\":[],\"stats\":{}");
     }
     buf_append_str(b, ",\"approvals\":[");
     struct runs_ids ids = { b, 0 };
