@@ -26,6 +26,10 @@ struct api_param {
 
 struct runs;
 
+/* The answer (500) where a request would hand a run to an engine the server lacks (the fuzz
+ * harness of the request path has none). */
+#define API_NO_RUNS_MESSAGE "this airlockd executes no runs"
+
 /* What handlers reach beyond the store (main.c fills it). */
 struct api_services {
     struct runs *runs;

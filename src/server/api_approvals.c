@@ -384,7 +384,7 @@ static void api_approvals_decide(struct api_ctx *ctx, int approve)
         goto out;
     }
     if (!ctx->svc || !ctx->svc->runs) {
-        api_error(ctx, 500, "INTERNAL", "this airlockd executes no runs");
+        api_error(ctx, 500, "INTERNAL", API_NO_RUNS_MESSAGE);
         goto out;
     }
     const char *comment = comment_node ? comment_node->str : "";

@@ -579,10 +579,6 @@ void api_runs_create(struct api_ctx *ctx)
     if (api_body(ctx, fields, sizeof fields / sizeof fields[0]) != 0) {
         goto out;
     }
-    if (!ctx->svc || !ctx->svc->runs) {
-        api_error(ctx, 500, "INTERNAL", "this airlockd executes no runs");
-        goto out;
-    }
     int adhoc = q.source != NULL;
     if (adhoc == (q.template_name != NULL)) {
         api_error(ctx, 400, "INVALID_REQUEST",
@@ -749,6 +745,11 @@ void api_runs_create(struct api_ctx *ctx)
         goto out;
     }
 
+    if (!ctx->svc || !ctx->svc->runs) {
+        api_error(ctx, 500, "INTERNAL", API_NO_RUNS_MESSAGE);
+        free(input_text);
+        goto out;
+    }
     /* recorded by the run writer with others in one commit, then answered and started */
     struct api_run_start *start = api_run_start_new(&row, adhoc ? NULL : &v, autonomy, approval,
                                                     supervised, ctx->req->request_id);

@@ -9,7 +9,8 @@
  *              clock moves first, in 50 ms steps (so both 429 and refills are reached)
  *   then       METHOD "\n" PATH "\n" BODY (the path as libmicrohttpd hands it over: decoded,
  *              up to a NUL); a body over 4 KiB stands for one over the cap (body_too_large)
- * Claims: no crash, leak or sanitizer report; never a 5xx; the answer is valid JSON, an error
+ * Claims: no crash, leak or sanitizer report; never a 5xx (but the 500 of a run that passed
+ * every check and reaches the run engine, which this harness does not have); the answer is valid JSON, an error
  * body {"error":{"code","message","request_id"}} for every status from 400 on, a 429 carries a
  * Retry-After of 1 s or more and a 405 an Allow header. The store lives in a folder under
  * /dev/shm (when it exists) made once per process, so requests that create things accumulate
@@ -126,7 +127,10 @@ static void check_answer(const struct http_response *resp)
     struct al_error err;
     char status[16];
     snprintf(status, sizeof status, "%u", resp->status);
-    if (resp->status < 200 || resp->status >= 500) {
+    /* this harness has no run engine: a run that passed every check stops at the hand-off */
+    int no_engine = resp->status == 500 && resp->body.data &&
+                    strstr(resp->body.data, "\"message\":\"" API_NO_RUNS_MESSAGE "\"");
+    if (resp->status < 200 || (resp->status >= 500 && !no_engine)) {
         fail("status out of range or a 5xx", status);
     }
     if (!resp->body.data || json_parse(resp->body.data, resp->body.len, 64, &doc, &err) != AL_OK) {
