@@ -10,9 +10,9 @@
  *   then       METHOD "\n" PATH "\n" BODY (the path as libmicrohttpd hands it over: decoded,
  *              up to a NUL); a body over 4 KiB stands for one over the cap (body_too_large)
  * Claims: no crash, leak or sanitizer report; never a 5xx (but the 500 of a run that passed
- * every check and reaches the run engine, which this harness does not have); the answer is valid JSON, an error
- * body {"error":{"code","message","request_id"}} for every status from 400 on, a 429 carries a
- * Retry-After of 1 s or more and a 405 an Allow header. The store lives in a folder under
+ * every check and reaches the run engine, which this harness does not have); the answer is valid
+ * JSON, an error body {"error":{"code","message","request_id"}} for every status from 400 on, a 429
+ * carries a Retry-After of 1 s or more and a 405 an Allow header. The store lives in a folder under
  * /dev/shm (when it exists) made once per process, so requests that create things accumulate
  * state as a real server would.
  */
