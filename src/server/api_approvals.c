@@ -276,6 +276,43 @@ static void api_row_copy_done(struct api_row_copy *c)
     }
 }
 
+/* A decided run that cannot be planned ends failed, with its run.end. */
+static enum store_rc api_run_end_unresumable(struct store *s, const struct store_run *row,
+                                             const char *why)
+{
+    struct buf o;
+    struct buf d;
+    buf_init(&o, 4096);
+    buf_init(&d, 4096);
+    buf_append_str(&o, "{\"error\":{\"code\":\"CONFLICT\",\"name\":\"\",\"message\":");
+    api_str(&o, why);
+    buf_append_str(&o, ",\"stack\":\"\"},\"console\":[],\"stats\":{}}");
+    buf_append_str(&d, "{\"run\":");
+    api_str(&d, row->id);
+    buf_append_str(&d, ",\"status\":\"failed\",\"error\":{\"code\":\"CONFLICT\",\"message\":");
+    api_str(&d, why);
+    buf_append_str(&d, "}}");
+    enum store_rc rc = o.data && d.data ? s->ops->tx_begin(s) : STORE_ERROR;
+    if (rc == STORE_OK) {
+        rc = s->ops->run_set_status(s, row->id, "awaiting_approval", "failed", o.data);
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->run_set_continuation(s, row->id, NULL);
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->audit_append(s, "airlockd", "run.end", row->id, row->department, d.data, NULL);
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->tx_commit(s);
+    }
+    if (rc != STORE_OK) {
+        s->ops->tx_rollback(s);
+    }
+    buf_done(&o);
+    buf_done(&d);
+    return rc == STORE_CONFLICT ? STORE_OK : rc;
+}
+
 enum store_rc api_run_resume(struct store *s, const unsigned char *secret_key, struct runs *runs,
                              const char *run_id, char *err)
 {
@@ -319,6 +356,14 @@ enum store_rc api_run_resume(struct store *s, const unsigned char *secret_key, s
     }
     if (rc != STORE_OK) {
         s->ops->tx_rollback(s);
+        if (rc == STORE_CONFLICT && err[0]) {
+            /* it cannot run any more (its version revoked meanwhile, a connector gone): it ends
+             * rather than wait for nothing */
+            enum store_rc frc = api_run_end_unresumable(s, &run.row, err);
+            if (frc != STORE_OK) {
+                rc = frc;
+            }
+        }
         goto out;
     }
     held = 0;

@@ -470,7 +470,8 @@ static enum store_rc api_run_start_record(struct store *s, void *userdata, struc
         }
     }
     buf_done(&d);
-    return rc;
+    /* a conflict past the version check is no refusal: the batch must not keep half a run */
+    return rc == STORE_CONFLICT ? STORE_ERROR : rc;
 }
 
 static char *api_strdup0(const char *s)
@@ -891,6 +892,16 @@ static int api_run_list_fn(void *userdata, const struct store_run *row)
     buf_init(&item, API_RUNS_PAGE_BYTES);
     l->rc = runs_json(l->ctx->store, row, &item);
     int fits = item.data && l->b->len + item.len + 4 <= API_RUNS_PAGE_BYTES;
+    if (l->rc == STORE_OK && !fits && l->n == 0) {
+        /* one run too large for a page on its own: listed by name, so paging goes on past it */
+        buf_reset(&item);
+        buf_append_str(&item, "{\"id\":");
+        api_str(&item, row->id);
+        buf_append_str(&item, ",\"status\":");
+        api_str(&item, row->status);
+        buf_append_str(&item, ",\"truncated\":true}");
+        fits = 1;
+    }
     if (l->rc == STORE_OK && fits) {
         buf_append_str(l->b, l->n++ ? "," : "");
         buf_append(l->b, item.data, item.len);
@@ -1051,6 +1062,13 @@ static enum store_rc api_run_set_error(struct store *s, const char *id, const ch
             buf_append_str(&b, ",\"stats\":");
             buf_append(&b, stats->raw, stats->raw_len);
         }
+        if (!console || !stats) {
+            buf_append_str(&b, !console && !stats ? ",\"console\":[],\"stats\":{}"
+                               : !console         ? ",\"console\":[]"
+                                                  : ",\"stats\":{}");
+        }
+    } else {
+        buf_append_str(&b, ",\"console\":[],\"stats\":{}");
     }
     buf_append_str(&b, "}");
     if (rc == STORE_OK) {
@@ -1169,7 +1187,9 @@ void api_runs_cancel(struct api_ctx *ctx)
         return;
     }
     /* a run executing here ends ABORTED; the writer adds its console and stats */
-    runs_cancel(ctx->svc->runs, id, why);
+    if (ctx->svc && ctx->svc->runs) {
+        runs_cancel(ctx->svc->runs, id, why);
+    }
     api_run_reply(ctx, id);
     ctx->resp->status = 200;
 }

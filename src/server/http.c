@@ -244,9 +244,7 @@ static enum MHD_Result http_answer(struct http_server *srv, struct MHD_Connectio
     c->req.body_len = c->body.len;
     srv->handler(srv->userdata, &c->req, &resp);
     if (resp.deferred && c->deferred) {
-        snprintf(c->deferred->actor, sizeof c->deferred->actor, "%s", resp.actor);
-        snprintf(c->deferred->route, sizeof c->deferred->route, "%s", resp.route);
-        MHD_suspend_connection(conn);
+        /* suspended in http_defer already: the answer may even have come by now */
         ret = MHD_YES;
         goto out;
     }
@@ -267,9 +265,14 @@ struct http_deferred *http_defer(const struct http_request *req, struct http_res
     }
     d->conn = conn;
     snprintf(d->request_id, sizeof d->request_id, "%s", req->request_id);
+    /* the log line's fields, known by now (the router sets them before the handler) */
+    snprintf(d->actor, sizeof d->actor, "%s", resp->actor);
+    snprintf(d->route, sizeof d->route, "%s", resp->route);
     buf_init(&d->body, (size_t)64 << 20);
     hc->deferred = d;
     resp->deferred = 1;
+    /* suspended before the handle can reach another thread: a resume never precedes it */
+    MHD_suspend_connection(conn);
     return d;
 }
 

@@ -54,6 +54,7 @@ static int keyfile_create(const char *path, size_t len, char *err)
         snprintf(err, 256, "the data directory's path is too long");
         goto out;
     }
+    unlink(tmp); /* a crash during an earlier creation may have left it */
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) {
         snprintf(err, 256, "cannot create %.150s: %s", tmp, strerror(errno));

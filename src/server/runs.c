@@ -61,6 +61,8 @@ struct srun {
     struct runs_call *calls;
     struct buf answer; /* the writer's answer to `deferred` */
     unsigned answer_status;
+    int refused;                /* prepared while draining, not held: ends without starting */
+    const char *counted_status; /* what its record said, for /metrics once committed */
     struct srun *next_active;
     struct srun *next_done;
 };
@@ -88,6 +90,7 @@ struct runs {
 /* A new run waiting for the writer's next batch. */
 struct runs_job {
     struct runs_start start;
+    struct srun *sr; /* the run made active under the store lock, to start after it */
     int refused;     /* the record function refused it: answered 409 */
     int failed;      /* it could not be recorded: answered 500 */
     unsigned status; /* the answer, built under the store lock */
@@ -387,15 +390,15 @@ static const char *runs_outcome(struct srun *sr, struct buf *outcome, struct buf
     buf_init(&error, RUNS_DETAILS_MAX);
     enum al_status st = res ? al_result_status(res) : AL_STATUS_FAILED;
     int cancelled = atomic_load(&sr->cancelled);
-    if (!res) {
-        status = "failed";
-        runs_put_error(&error, al_code_name(AL_INTERNAL_ERROR), "", 0, sr->start_error,
-                       strlen(sr->start_error), "", 0);
-    } else if (cancelled) {
+    if (cancelled) {
         /* cancelled through the API or by a revocation: that is its end, whatever came back */
         status = "cancelled";
         runs_put_error(&error, al_code_name(AL_ABORTED), "", 0, sr->cancel_why,
                        strlen(sr->cancel_why), "", 0);
+    } else if (!res) {
+        status = "failed";
+        runs_put_error(&error, al_code_name(AL_INTERNAL_ERROR), "", 0, sr->start_error,
+                       strlen(sr->start_error), "", 0);
     } else if (st == AL_STATUS_COMPLETED) {
         size_t vlen;
         const char *v = al_result_value(res, &vlen);
@@ -611,13 +614,7 @@ static enum store_rc runs_record(struct runs *r, struct srun *sr)
         rc = d.data ? runs_audit(r, "airlockd", waits ? "run.wait" : "run.end", plan, d.data)
                     : STORE_ERROR;
     }
-    if (rc == STORE_OK && recorded) {
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        double seconds = (double)(now.tv_sec - sr->started.tv_sec) +
-                         (double)(now.tv_nsec - sr->started.tv_nsec) / 1e9;
-        metrics_run(plan->template_name[0] ? plan->template_name : "_adhoc", status, seconds);
-    }
+    sr->counted_status = rc == STORE_OK && recorded ? status : NULL;
     buf_done(&outcome);
     buf_done(&audit);
     buf_done(&d);
@@ -671,28 +668,38 @@ static void runs_log_store(struct runs *r, const char *what)
 void runs_submit(struct runs *r, const struct runs_start *start)
 {
     struct runs_job *job = calloc(1, sizeof *job);
-    if (!job) {
-        static const char oom[] =
-                "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"out of memory\"}}\n";
-        runs_plan_free(start->plan);
-        if (start->record_free) {
-            start->record_free(start->record_userdata);
+    pthread_mutex_lock(&r->lock);
+    int draining = r->draining;
+    if (job && !draining) {
+        job->start = *start;
+        buf_init(&job->answer, (size_t)96 << 20);
+        if (r->start_tail) {
+            r->start_tail->next = job;
+        } else {
+            r->start_head = job;
         }
-        http_deferred_answer(start->deferred, 500, oom, sizeof oom - 1);
+        r->start_tail = job;
+        r->nstarting++;
+        pthread_cond_broadcast(&r->cond);
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (job && !draining) {
         return;
     }
-    job->start = *start;
-    buf_init(&job->answer, (size_t)96 << 20);
-    pthread_mutex_lock(&r->lock);
-    if (r->start_tail) {
-        r->start_tail->next = job;
-    } else {
-        r->start_head = job;
+    /* refused: out of memory, or airlockd stops (no run starts once the drain has begun) */
+    char body[256];
+    int n = snprintf(body, sizeof body,
+                     "{\"error\":{\"code\":\"%s\",\"message\":\"%s\",\"request_id\":\"%s\"}}\n",
+                     "INTERNAL",
+                     draining ? "airlockd is shutting down: start the run again once it is back"
+                              : "out of memory",
+                     http_deferred_request_id(start->deferred));
+    free(job);
+    runs_plan_free(start->plan);
+    if (start->record_free) {
+        start->record_free(start->record_userdata);
     }
-    r->start_tail = job;
-    r->nstarting++;
-    pthread_cond_broadcast(&r->cond);
-    pthread_mutex_unlock(&r->lock);
+    http_deferred_answer(start->deferred, 500, body, (size_t)n);
 }
 
 static void runs_internal_answer(struct buf *b, unsigned *ret_status, const char *message,
@@ -705,15 +712,39 @@ static void runs_internal_answer(struct buf *b, unsigned *ret_status, const char
     buf_printf(b, ",\"request_id\":\"%s\"}}\n", http_deferred_request_id(d));
 }
 
-/* After the batch: the new runs answered (held, not waiting) and launched. */
+static struct srun *runs_prepare(struct runs *r, struct runs_plan *plan,
+                                 struct http_deferred *deferred, int held);
+static int runs_go(struct runs *r, struct srun *sr, const char *continuation,
+                   const struct runs_resolution *resolutions, size_t nresolutions);
+
+/* Still under the store lock, right after the commit: each recorded run that will execute is
+ * made active, so a cancel or a revocation that comes next finds it. */
+static void runs_prepare_jobs(struct runs *r, struct runs_job *jobs)
+{
+    for (struct runs_job *job = jobs; job; job = job->next) {
+        struct runs_start *st = &job->start;
+        if (job->refused || job->failed || st->mode == RUNS_START_HELD) {
+            continue;
+        }
+        /* counted in nstarting since runs_submit: runs_prepare hands that over to nactive */
+        int wait = st->mode == RUNS_START_WAIT;
+        job->sr = runs_prepare(r, st->plan, wait ? st->deferred : NULL, 1);
+        st->plan = NULL;
+        if (wait) {
+            st->deferred = NULL; /* the run answers it (or runs_prepare did) */
+        }
+    }
+}
+
+/* After the batch, outside the store lock: answers what is not waiting for its run, and starts
+ * the prepared runs. */
 static void runs_start_jobs(struct runs *r, struct runs_job *jobs)
 {
     while (jobs) {
         struct runs_job *job = jobs;
         jobs = job->next;
         struct runs_start *st = &job->start;
-        int recorded = !job->refused && !job->failed;
-        if (!recorded || st->mode != RUNS_START_WAIT) {
+        if (st->deferred) {
             http_deferred_answer(st->deferred, job->status,
                                  job->answer.data ? job->answer.data : "", job->answer.len);
             st->deferred = NULL;
@@ -721,10 +752,10 @@ static void runs_start_jobs(struct runs *r, struct runs_job *jobs)
         if (st->record_free) {
             st->record_free(st->record_userdata);
         }
-        if (recorded && st->mode != RUNS_START_HELD) {
-            /* counted in nstarting since runs_submit: it starts even while draining */
-            runs_launch(r, st->plan, NULL, NULL, 0, st->deferred, 1);
-        } else {
+        if (job->sr) {
+            runs_go(r, job->sr, NULL, NULL, 0);
+        } else if (st->plan) {
+            /* not started: refused, not recorded, or held for a person */
             runs_plan_free(st->plan);
             runs_unhold(r);
         }
@@ -764,6 +795,9 @@ static enum store_rc runs_record_batch(struct runs *r, struct runs_job *jobs, st
         for (struct runs_job *job = jobs; job; job = job->next) {
             job->refused = 0;
         }
+        for (size_t i = 0; i < n; i++) {
+            batch[i]->counted_status = NULL; /* rolled back: recorded again, counted then */
+        }
     }
     return rc;
 }
@@ -778,13 +812,20 @@ static void runs_record_minimal(struct runs *r, struct srun *sr)
             "could not be recorded\",\"stack\":\"\"},\"console\":[],\"stats\":{}}";
     struct buf d;
     buf_init(&d, 4096);
-    runs_put_subject(&d, sr->plan);
-    buf_append_str(&d, ",\"status\":\"failed\",\"error\":{\"code\":\"INTERNAL_ERROR\","
-                       "\"message\":\"the run's end could not be recorded\"}}");
     enum store_rc rc = s->ops->tx_begin(s);
+    const char *status = "failed";
     if (rc == STORE_OK) {
-        rc = s->ops->run_set_status(s, sr->plan->id, "running|cancelled", "failed", outcome);
+        rc = s->ops->run_set_status(s, sr->plan->id, "running", "failed", outcome);
+        if (rc == STORE_CONFLICT) {
+            status = "cancelled"; /* the API ended it: that stays its end */
+            rc = STORE_OK;
+        }
     }
+    runs_put_subject(&d, sr->plan);
+    buf_printf(&d,
+               ",\"status\":\"%s\",\"error\":{\"code\":\"INTERNAL_ERROR\","
+               "\"message\":\"the run's end could not be recorded\"}}",
+               status);
     if (rc == STORE_OK) {
         rc = d.data ? runs_audit(r, "airlockd", "run.end", sr->plan, d.data) : STORE_ERROR;
     }
@@ -826,6 +867,7 @@ static void runs_record_each(struct runs *r, struct runs_job *jobs, struct srun 
         }
         if (rc != STORE_OK) {
             s->ops->tx_rollback(s);
+            batch[i]->counted_status = NULL;
             runs_record_minimal(r, batch[i]);
         }
     }
@@ -885,10 +927,20 @@ static void *runs_writer(void *arg)
         for (size_t i = 0; i < n; i++) {
             runs_build_answer(r, batch[i]);
         }
+        runs_prepare_jobs(r, jobs);
         pthread_mutex_unlock(r->store_lock);
 
         /* answered and started outside the store lock: the HTTP thread may be waiting for it */
         runs_start_jobs(r, jobs);
+        for (size_t i = 0; i < n; i++) {
+            struct srun *sr = batch[i];
+            if (sr->deferred) {
+                http_deferred_answer(sr->deferred, sr->answer_status,
+                                     sr->answer.data ? sr->answer.data : "", sr->answer.len);
+                sr->deferred = NULL;
+            }
+        }
+        /* off the active list only once answered: the drain's "every run answered" */
         pthread_mutex_lock(&r->lock);
         for (size_t i = 0; i < n; i++) {
             struct srun *sr = batch[i];
@@ -904,10 +956,13 @@ static void *runs_writer(void *arg)
         pthread_mutex_unlock(&r->lock);
         for (size_t i = 0; i < n; i++) {
             struct srun *sr = batch[i];
-            if (sr->deferred) {
-                http_deferred_answer(sr->deferred, sr->answer_status,
-                                     sr->answer.data ? sr->answer.data : "", sr->answer.len);
-                sr->deferred = NULL;
+            if (sr->counted_status) {
+                struct timespec now;
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                double seconds = (double)(now.tv_sec - sr->started.tv_sec) +
+                                 (double)(now.tv_nsec - sr->started.tv_nsec) / 1e9;
+                metrics_run(sr->plan->template_name[0] ? sr->plan->template_name : "_adhoc",
+                            sr->counted_status, seconds);
             }
             srun_unref(sr);
         }
@@ -1034,11 +1089,11 @@ void runs_unhold(struct runs *r)
     pthread_mutex_unlock(&r->lock);
 }
 
-int runs_launch(struct runs *r, struct runs_plan *plan, const char *continuation,
-                const struct runs_resolution *resolutions, size_t nresolutions,
-                struct http_deferred *deferred, int held)
+/* A run made active (on the list cancel, revocation and drain walk) before anything can end
+ * it; NULL when out of memory (plan freed, deferred answered). */
+static struct srun *runs_prepare(struct runs *r, struct runs_plan *plan,
+                                 struct http_deferred *deferred, int held)
 {
-    struct al_error err;
     struct srun *sr = calloc(1, sizeof *sr);
     if (!sr) {
         runs_plan_free(plan);
@@ -1053,7 +1108,7 @@ int runs_launch(struct runs *r, struct runs_plan *plan, const char *continuation
         if (held) {
             runs_unhold(r);
         }
-        return -1;
+        return NULL;
     }
     sr->owner = r;
     sr->plan = plan;
@@ -1062,10 +1117,8 @@ int runs_launch(struct runs *r, struct runs_plan *plan, const char *continuation
     atomic_init(&sr->cancelled, 0);
     buf_init(&sr->answer, (size_t)96 << 20);
     clock_gettime(CLOCK_MONOTONIC, &sr->started);
-
-    /* active before anything can end it; a held launch was counted while nothing drained */
     pthread_mutex_lock(&r->lock);
-    int refused = r->draining && !held;
+    sr->refused = r->draining && !held;
     sr->next_active = r->active;
     r->active = sr;
     r->nactive++;
@@ -1074,13 +1127,24 @@ int runs_launch(struct runs *r, struct runs_plan *plan, const char *continuation
         pthread_cond_broadcast(&r->cond);
     }
     pthread_mutex_unlock(&r->lock);
-    if (refused) {
-        snprintf(sr->start_error, sizeof sr->start_error, "airlockd is shutting down");
+    return sr;
+}
+
+/* Starts a prepared run, unless it was refused or cancelled meanwhile: then it ends at once
+ * (recorded cancelled, or failed). A cancel that comes while al_run_start runs is delivered
+ * as soon as the handle exists. */
+static int runs_go(struct runs *r, struct srun *sr, const char *continuation,
+                   const struct runs_resolution *resolutions, size_t nresolutions)
+{
+    struct al_error err;
+    if (sr->refused || atomic_load(&sr->cancelled)) {
+        if (sr->refused) {
+            snprintf(sr->start_error, sizeof sr->start_error, "airlockd is shutting down");
+        }
         atomic_fetch_sub(&sr->refs, 1);
         runs_enqueue_done(sr, NULL);
         return -1;
     }
-
     struct al_run_opts *opts = al_run_opts_new();
     enum al_code code = opts ? runs_opts(sr, continuation, resolutions, nresolutions, opts, &err)
                              : AL_INTERNAL_ERROR;
@@ -1098,9 +1162,21 @@ int runs_launch(struct runs *r, struct runs_plan *plan, const char *continuation
     }
     pthread_mutex_lock(&r->lock);
     sr->handle = handle;
+    int cancelled = atomic_load(&sr->cancelled);
     pthread_mutex_unlock(&r->lock);
+    if (cancelled) {
+        al_run_cancel(handle);
+    }
     srun_unref(sr);
     return 0;
+}
+
+int runs_launch(struct runs *r, struct runs_plan *plan, const char *continuation,
+                const struct runs_resolution *resolutions, size_t nresolutions,
+                struct http_deferred *deferred, int held)
+{
+    struct srun *sr = runs_prepare(r, plan, deferred, held);
+    return sr ? runs_go(r, sr, continuation, resolutions, nresolutions) : -1;
 }
 
 /* ---------------------------------------------------------------- cancel, drain */
@@ -1173,10 +1249,11 @@ void runs_drain(struct runs *r, unsigned grace_ms)
             break;
         }
     }
-    for (struct srun *sr = r->active; sr; sr = sr->next_active) {
-        runs_cancel_one(sr, "cancelled: airlockd is shutting down");
-    }
+    /* past the grace period: cancel what runs, and whatever a held start adds meanwhile */
     while (r->nactive > 0 || r->nstarting > 0) {
+        for (struct srun *sr = r->active; sr; sr = sr->next_active) {
+            runs_cancel_one(sr, "cancelled: airlockd is shutting down");
+        }
         pthread_cond_wait(&r->cond, &r->lock);
     }
     pthread_mutex_unlock(&r->lock);
