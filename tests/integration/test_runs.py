@@ -13,6 +13,7 @@ polls GET /v1/runs/{id} with a deadline; nothing sleeps for timing.
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -499,11 +500,31 @@ def t_sigterm_drains(tmp):
         while not w.shop.calls()["by_function"].get("shop.slow"):
             check(time.monotonic() < deadline, "the run never called the shop")
             time.sleep(0.02)
+        # a connection opened before the SIGTERM is still served, but starts no run
+        import http.client
+        conn = http.client.HTTPConnection("127.0.0.1", w.s.port, timeout=HANG)
+        conn.request("GET", "/healthz")
+        conn.getresponse().read()
+        w.s.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + HANG
+        while "stopping" not in w.s.stderr():
+            check(time.monotonic() < deadline, "airlockd did not start draining")
+            time.sleep(0.02)
+        conn.request("POST", "/v1/runs", body=json.dumps({"template": "nap"}).encode(),
+                     headers={"Authorization": "Bearer " + w.keys["agent-7"],
+                              "Content-Type": "application/json"})
+        r = conn.getresponse()
+        late = json.loads(r.read())
+        conn.close()
+        check(r.status == 500 and late["error"]["code"] == "INTERNAL" and
+              "shutting down" in late["error"]["message"], "a run started while draining: %d %r"
+              % (r.status, late))
         check(w.s.stop() == 0, "SIGTERM exit status")
         t.join(HANG)
         st, doc = got["answer"]
         check(st == 200 and doc["status"] == "completed" and doc["value"] == "rested",
               "the run in flight was not let finish: %d %r" % (st, doc))
+        check(w.shop.calls()["by_function"]["shop.slow"] == 1, "the late run executed")
     finally:
         w.close()
 
