@@ -1,7 +1,9 @@
 /* unit.store - the SQLite store (src/store/sqlite.c) through its ops table: migrations and the
  * schema version check, conflicts and missing rows, key lookup and revocation, role grants,
  * department policy, audit appends in order and hash-chained (a checkpoint every 1000th record
- * once a key is set), and a rolled-back transaction leaving nothing. */
+ * once a key is set), a rolled-back transaction leaving nothing, and kept statements: many calls
+ * of the same operations do not grow SQLite's memory, a callback may nest the operation it is
+ * called from, and no call leaves a read open that would hide another connection's commit. */
 /* cmocka.h needs these first */
 /* clang-format off */
 #include <setjmp.h>
@@ -552,6 +554,79 @@ static void test_store_audit_head_is_last_seq(void **state)
     assert_int_equal(head, seq);
 }
 
+struct nest {
+    struct store *s;
+    int outer;
+    int inner;
+};
+
+static int nest_grant(void *userdata, const struct store_grant *g)
+{
+    struct nest *n = userdata;
+    (void)g;
+    n->outer++;
+    /* the statement of role_list is still stepping: this call needs one of its own */
+    assert_int_equal(n->s->ops->role_list(n->s, "alice", count_grant, &n->inner), STORE_OK);
+    return 0;
+}
+
+static void store_round(struct store *s, int i)
+{
+    unsigned char hash[STORE_HASH_LEN] = { 2 };
+    unsigned char got[STORE_HASH_LEN];
+    char name[STORE_NAME_MAX + 1];
+    char policy[32] = "";
+    int n = 0;
+    assert_int_equal(s->ops->key_lookup(s, "0123456789ab", name, got), STORE_OK);
+    assert_int_equal(s->ops->key_lookup(s, "ffffffffffff", name, got), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->key_add(s, "alice", "0123456789ab", hash), STORE_CONFLICT);
+    assert_int_equal(s->ops->role_list(s, "alice", count_grant, &n), STORE_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(s->ops->department_get(s, "finance", read_policy, policy), STORE_OK);
+    /* rows updated in place: the database, and so SQLite's page cache, does not grow */
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(
+            s->ops->department_set_policy(s, "finance", i % 2 ? "supervised" : "autonomous", 0),
+            STORE_OK);
+    assert_int_equal(s->ops->tx_commit(s), STORE_OK);
+}
+
+static void test_store_statements_kept(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    unsigned char hash[STORE_HASH_LEN] = { 2 };
+    char policy[32] = "";
+    struct nest nest = { s, 0, 0 };
+    sqlite3 *db = NULL;
+    assert_int_equal(s->ops->principal_create(s, "alice", "user"), STORE_OK);
+    assert_int_equal(s->ops->key_add(s, "alice", "0123456789ab", hash), STORE_OK);
+    assert_int_equal(s->ops->role_grant(s, "alice", "author", "finance"), STORE_OK);
+    assert_int_equal(s->ops->department_create(s, "finance"), STORE_OK);
+    for (int i = 0; i < 10; i++) {
+        store_round(s, i);
+    }
+    sqlite3_int64 before = sqlite3_memory_used();
+    for (int i = 0; i < 2000; i++) {
+        store_round(s, i);
+    }
+    /* a statement prepared per call and never finalized would cost kilobytes each */
+    assert_true(sqlite3_memory_used() - before < 16 * 1024);
+    assert_int_equal(s->ops->role_list(s, "alice", nest_grant, &nest), STORE_OK);
+    assert_int_equal(nest.outer, 1);
+    assert_int_equal(nest.inner, 1);
+    /* another connection's commit is seen by the next call */
+    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "INSERT INTO departments (name, autonomy, created) "
+                                  "VALUES ('raw', 'supervised', 'now')",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    assert_int_equal(s->ops->department_get(s, "raw", read_policy, policy), STORE_OK);
+    assert_string_equal(policy, "supervised/0");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -570,6 +645,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_versions_roll_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_connectors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_audit_head_is_last_seq, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_statements_kept, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
