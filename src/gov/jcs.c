@@ -39,6 +39,27 @@ enum al_code jcs_number(double value, char out[JCS_NUMBER_MAX])
         return AL_OK;
     }
     double mag = fabs(value);
+    if (mag < 9007199254740992.0 && (double)(uint64_t)mag == mag) {
+        /* An integer below 2^53: a decimal with fewer digits is another integer, at least 1
+         * away, so another double; its own digits are the shortest that read back, and
+         * Number::toString prints them as they are. The common case (counts, sequence numbers)
+         * skips the printf round trips below. */
+        char rev[20];
+        uint64_t u = (uint64_t)mag;
+        size_t r = 0;
+        do {
+            rev[r++] = (char)('0' + u % 10);
+            u /= 10;
+        } while (u);
+        if (value < 0) {
+            out[o++] = '-';
+        }
+        while (r) {
+            out[o++] = rev[--r];
+        }
+        out[o] = '\0';
+        return AL_OK;
+    }
     int found = 0;
     for (int prec = 1; prec <= 17 && !found; prec++) {
         snprintf(tmp, sizeof tmp, "%.*e", prec - 1, mag);

@@ -235,6 +235,55 @@ static void test_jcs_numbers_ignore_locale(void **state)
     assert_string_equal(big, "1.0000000000000001e+23");
 }
 
+/* Integers below 2^53 print as their own digits; the neighbours of 2^53 on both paths. */
+static void test_jcs_numbers_integers(void **state)
+{
+    (void)state;
+    char out[JCS_NUMBER_MAX];
+    char want[64];
+    static const double edges[] = { 1.0,
+                                    9.0,
+                                    10.0,
+                                    100.0,
+                                    1e15,
+                                    123456789.0,
+                                    4294967296.0,
+                                    9007199254740991.0,
+                                    9007199254740992.0,
+                                    9007199254740994.0,
+                                    1e21,
+                                    1e22 };
+    static const char *const edge_want[] = { "1",
+                                             "9",
+                                             "10",
+                                             "100",
+                                             "1000000000000000",
+                                             "123456789",
+                                             "4294967296",
+                                             "9007199254740991",
+                                             "9007199254740992",
+                                             "9007199254740994",
+                                             "1e+21",
+                                             "1e+22" };
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++) {
+        assert_int_equal(jcs_number(edges[i], out), AL_OK);
+        assert_string_equal(out, edge_want[i]);
+        assert_int_equal(jcs_number(-edges[i], out), AL_OK);
+        assert_true(out[0] == '-');
+        assert_string_equal(out + 1, edge_want[i]);
+    }
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; i < 100000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        double d = (double)(x >> (11 + i % 50)); /* integers of every size below 2^53 */
+        assert_int_equal(jcs_number(d, out), AL_OK);
+        snprintf(want, sizeof want, "%.0f", d);
+        assert_string_equal(out, want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -248,6 +297,7 @@ int main(void)
         cmocka_unit_test(test_jcs_omits_top_level_member),
         cmocka_unit_test(test_jcs_output_limit),
         cmocka_unit_test(test_jcs_numbers_ignore_locale),
+        cmocka_unit_test(test_jcs_numbers_integers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
