@@ -14,11 +14,8 @@ and a run's run.end record must say what the run is. Waiting polls with a deadli
 import http.client
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -114,31 +111,7 @@ TESTS = [(name, fn) for name, fn in sorted(globals().items()) if name.startswith
 
 
 def main():
-    import argparse
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--airlockd", required=True)
-    ap.add_argument("--cli", required=True)
-    ap.add_argument("-k", default="")
-    a = ap.parse_args()
-    ts.AIRLOCKD = os.path.abspath(a.airlockd)
-    ts.CLI = os.path.abspath(a.cli)
-    passed = failed = 0
-    for name, fn in TESTS:
-        if a.k not in name:
-            continue
-        tmp = tempfile.mkdtemp(prefix="airlockd-crash-")
-        try:
-            fn(tmp)
-            passed += 1
-            print("ok   " + name, flush=True)
-        except Exception as e:  # noqa: BLE001 - every failure is reported the same way
-            failed += 1
-            print("FAIL " + name + ": " + (str(e) if isinstance(e, Fail) else
-                                           traceback.format_exc()), flush=True)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return ts.run_tests(TESTS, "airlockd-crash-")
 
 
 if __name__ == "__main__":

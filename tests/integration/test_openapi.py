@@ -10,19 +10,15 @@ usage: test_openapi.py --airlockd PATH [-k SUBSTRING]
 
 Prints `N passed, M failed` last and exits 1 on any failure.
 """
-import argparse
 import copy
 import http.client
 import json
 import math
 import os
 import re
-import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
-import traceback
 
 import jsonschema
 
@@ -377,28 +373,7 @@ TESTS = [(n[2:], f) for n, f in sorted(globals().items()) if n.startswith("t_") 
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--airlockd", required=True)
-    ap.add_argument("-k", default="")
-    a = ap.parse_args()
-    test_server.AIRLOCKD = os.path.abspath(a.airlockd)
-    passed = failed = 0
-    for name, fn in TESTS:
-        if a.k not in name:
-            continue
-        tmp = tempfile.mkdtemp(prefix="airlockd-openapi-")
-        try:
-            fn(tmp)
-            passed += 1
-            print("ok   " + name)
-        except Exception as e:  # noqa: BLE001 - every failure is reported the same way
-            failed += 1
-            print("FAIL " + name + ": " + (str(e) if isinstance(e, Fail) else
-                                           traceback.format_exc()))
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return test_server.run_tests(TESTS, "airlockd-openapi-", need_cli=False)
 
 
 if __name__ == "__main__":

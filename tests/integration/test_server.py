@@ -1531,32 +1531,39 @@ def t_connectors(tmp):
 TESTS = [(n[2:], f) for n, f in sorted(globals().items()) if n.startswith("t_") and callable(f)]
 
 
-def main():
+def run_tests(tests, prefix, need_cli=True):
+    """The command line every airlockd test file shares: --airlockd PATH [--cli PATH]
+    [-k SUBSTRING]; each test gets a fresh temporary folder, removed after it. Prints
+    `N passed, M failed` last; the exit status is 1 on any failure."""
     global AIRLOCKD, CLI
     ap = argparse.ArgumentParser()
     ap.add_argument("--airlockd", required=True)
-    ap.add_argument("--cli", required=True)
+    ap.add_argument("--cli", required=need_cli)
     ap.add_argument("-k", default="")
     a = ap.parse_args()
     AIRLOCKD = os.path.abspath(a.airlockd)
-    CLI = os.path.abspath(a.cli)
+    CLI = os.path.abspath(a.cli) if a.cli else None
     passed = failed = 0
-    for name, fn in TESTS:
+    for name, fn in tests:
         if a.k not in name:
             continue
-        tmp = tempfile.mkdtemp(prefix="airlockd-test-")
+        tmp = tempfile.mkdtemp(prefix=prefix)
         try:
             fn(tmp)
             passed += 1
-            print("ok   " + name)
+            print("ok   " + name, flush=True)
         except Exception as e:  # noqa: BLE001 - every failure is reported the same way
             failed += 1
             print("FAIL " + name + ": " + (str(e) if isinstance(e, Fail) else
-                                           traceback.format_exc()))
+                                           traceback.format_exc()), flush=True)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
+
+
+def main():
+    return run_tests(TESTS, "airlockd-test-")
 
 
 if __name__ == "__main__":
