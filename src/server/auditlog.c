@@ -17,105 +17,23 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "keyfile.h"
 
 #define AUDITLOG_SEED_LEN 32
 
-static int auditlog_unhex(const char *hex, unsigned char *out, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned v = 0;
-        for (int j = 0; j < 2; j++) {
-            char c = hex[2 * i + (size_t)j];
-            unsigned d = c >= '0' && c <= '9'   ? (unsigned)(c - '0')
-                         : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
-                         : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10)
-                                                : 16u;
-            if (d == 16) {
-                return -1;
-            }
-            v = v * 16 + d;
-        }
-        out[i] = (unsigned char)v;
-    }
-    return hex[2 * n] == '\0' || hex[2 * n] == '\n' ? 0 : -1;
-}
-
-static int auditlog_write_new(const char *path, EVP_PKEY **ret_key, char *err)
-{
-    unsigned char seed[AUDITLOG_SEED_LEN];
-    char hex[2 * AUDITLOG_SEED_LEN + 2];
-    size_t n = sizeof seed;
-    EVP_PKEY *key = NULL;
-    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_id(EVP_PKEY_ED25519, NULL);
-    int fd = -1;
-    int rc = -1;
-    if (!ctx || EVP_PKEY_keygen_init(ctx) != 1 || EVP_PKEY_keygen(ctx, &key) != 1 ||
-        EVP_PKEY_get_raw_private_key(key, seed, &n) != 1 || n != sizeof seed) {
-        snprintf(err, 256, "cannot make an Ed25519 key");
-        goto out;
-    }
-    for (size_t i = 0; i < n; i++) {
-        snprintf(hex + 2 * i, 3, "%02x", seed[i]);
-    }
-    hex[2 * n] = '\n';
-    hex[2 * n + 1] = '\0';
-    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 || write(fd, hex, 2 * n + 1) != (ssize_t)(2 * n + 1) || fsync(fd) != 0) {
-        snprintf(err, 256, "cannot write %.150s: %s", path, strerror(errno));
-        goto out;
-    }
-    *ret_key = key;
-    key = NULL;
-    rc = 0;
-out:
-    if (fd >= 0) {
-        close(fd);
-    }
-    OPENSSL_cleanse(seed, sizeof seed);
-    OPENSSL_cleanse(hex, sizeof hex);
-    EVP_PKEY_free(key);
-    EVP_PKEY_CTX_free(ctx);
-    return rc;
-}
-
 int auditlog_key_load(const char *data_dir, EVP_PKEY **ret_key, char *err)
 {
-    char path[4200];
-    char hex[2 * AUDITLOG_SEED_LEN + 8] = "";
+    /* an Ed25519 private key is 32 random bytes: kept like every key of the data directory */
     unsigned char seed[AUDITLOG_SEED_LEN];
-    const char *given = getenv("AIRLOCK_AUDIT_KEY");
-    const char *what = "AIRLOCK_AUDIT_KEY";
-    int rc = -1;
-    snprintf(path, sizeof path, "%s/audit.key", data_dir);
-    if (given && given[0]) {
-        snprintf(hex, sizeof hex, "%s", given);
-    } else {
-        FILE *f = fopen(path, "rbe");
-        if (!f && errno == ENOENT) {
-            return auditlog_write_new(path, ret_key, err);
+    int rc = keyfile_load(data_dir, "audit.key", "AIRLOCK_AUDIT_KEY", sizeof seed, seed, err);
+    if (rc == 0) {
+        *ret_key = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, seed, sizeof seed);
+        if (!*ret_key) {
+            snprintf(err, 256, "the audit key is not an Ed25519 private key");
+            rc = -1;
         }
-        if (!f) {
-            snprintf(err, 256, "cannot read %.150s: %s", path, strerror(errno));
-            return -1;
-        }
-        size_t got = fread(hex, 1, sizeof hex - 1, f);
-        hex[got] = '\0';
-        fclose(f);
-        what = path;
     }
-    if (strlen(hex) < 2 * AUDITLOG_SEED_LEN || auditlog_unhex(hex, seed, sizeof seed) != 0) {
-        snprintf(err, 256, "%.150s must hold an Ed25519 private key as 64 hex digits", what);
-        goto out;
-    }
-    *ret_key = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, seed, sizeof seed);
-    if (!*ret_key) {
-        snprintf(err, 256, "%.150s: not an Ed25519 private key", what);
-        goto out;
-    }
-    rc = 0;
-out:
     OPENSSL_cleanse(seed, sizeof seed);
-    OPENSSL_cleanse(hex, sizeof hex);
     return rc;
 }
 

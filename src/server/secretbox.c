@@ -18,6 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "keyfile.h"
+
 #define SECRETBOX_PREFIX "v1:"
 
 static int secretbox_unhex(const char *hex, size_t hex_len, unsigned char *out)
@@ -53,76 +55,12 @@ static void secretbox_hex(const unsigned char *in, size_t n, char *out)
     out[2 * n] = '\0';
 }
 
-static int secretbox_write_new(const char *path, unsigned char ret_key[SECRETBOX_KEY_LEN],
-                               char *err)
-{
-    unsigned char key[SECRETBOX_KEY_LEN];
-    char hex[2 * SECRETBOX_KEY_LEN + 2];
-    int fd = -1;
-    int rc = -1;
-    if (RAND_bytes(key, sizeof key) != 1) {
-        snprintf(err, 256, "the random generator failed");
-        goto out;
-    }
-    secretbox_hex(key, sizeof key, hex);
-    hex[2 * SECRETBOX_KEY_LEN] = '\n';
-    hex[2 * SECRETBOX_KEY_LEN + 1] = '\0';
-    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 || write(fd, hex, 2 * SECRETBOX_KEY_LEN + 1) != 2 * SECRETBOX_KEY_LEN + 1 ||
-        fsync(fd) != 0) {
-        snprintf(err, 256, "cannot write %.150s: %s", path, strerror(errno));
-        goto out;
-    }
-    memcpy(ret_key, key, sizeof key);
-    rc = 0;
-out:
-    if (fd >= 0) {
-        close(fd);
-    }
-    OPENSSL_cleanse(key, sizeof key);
-    OPENSSL_cleanse(hex, sizeof hex);
-    return rc;
-}
-
 int secretbox_key_load(const char *data_dir, unsigned char ret_key[SECRETBOX_KEY_LEN], char *err)
 {
-    char path[4200];
-    char hex[2 * SECRETBOX_KEY_LEN + 8] = "";
-    unsigned char key[SECRETBOX_KEY_LEN];
-    const char *given = getenv("AIRLOCK_SECRET_KEY");
-    const char *what = "AIRLOCK_SECRET_KEY";
-    int rc = -1;
-    snprintf(path, sizeof path, "%s/secret.key", data_dir);
-    if (given && given[0]) {
-        snprintf(hex, sizeof hex, "%s", given);
-    } else {
-        FILE *f = fopen(path, "rbe");
-        if (!f && errno == ENOENT) {
-            return secretbox_write_new(path, ret_key, err);
-        }
-        if (!f) {
-            snprintf(err, 256, "cannot read %.150s: %s", path, strerror(errno));
-            return -1;
-        }
-        size_t got = fread(hex, 1, sizeof hex - 1, f);
-        hex[got] = '\0';
-        fclose(f);
-        what = path;
-    }
-    size_t len = strlen(hex);
-    if (len > 0 && hex[len - 1] == '\n') {
-        len--;
-    }
-    if (len != 2 * SECRETBOX_KEY_LEN || secretbox_unhex(hex, len, key) != 0) {
-        snprintf(err, 256, "%.150s must hold the secret key as 64 hex digits", what);
-        goto out;
-    }
-    memcpy(ret_key, key, sizeof key);
-    rc = 0;
-out:
-    OPENSSL_cleanse(key, sizeof key);
-    OPENSSL_cleanse(hex, sizeof hex);
-    return rc;
+    /* the same key files as the continuation key's (keyfile.c): created 0600, never read
+     * through a link */
+    return keyfile_load(data_dir, "secret.key", "AIRLOCK_SECRET_KEY", SECRETBOX_KEY_LEN, ret_key,
+                        err);
 }
 
 /* The associated data: the version and the context, with a NUL between them so that no two
