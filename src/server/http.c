@@ -42,7 +42,8 @@ struct http_server {
 struct http_deferred {
     struct MHD_Connection *conn;
     char request_id[HTTP_REQUEST_ID_LEN + 1];
-    int answered; /* written by the answering thread before MHD_resume_connection */
+    /* the answer: written by the answering thread before MHD_resume_connection, whose lock
+     * orders the writes before the MHD thread reads them */
     unsigned status;
     struct buf body;
     char actor[HTTP_ACTOR_MAX + 1];
@@ -292,7 +293,6 @@ void http_deferred_answer(struct http_deferred *d, unsigned status, const char *
                    "\"request_id\":\"%s\"}}\n",
                    d->request_id);
     }
-    d->answered = 1;
     MHD_resume_connection(d->conn);
 }
 
