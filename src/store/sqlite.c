@@ -826,6 +826,37 @@ static enum store_rc sqlite_template_create(struct store *s, const char *name,
                             5, args, NULL);
 }
 
+/* Steps stmt, handing each row to fn through `row`; NOT_FOUND when `one` and no row came. */
+static enum store_rc sqlite_walk(struct sqlite_store *st, sqlite3_stmt *stmt, int one,
+                                 int (*row)(sqlite3_stmt *stmt, void *fn, void *userdata), void *fn,
+                                 void *userdata, const char *what)
+{
+    enum store_rc rc = STORE_OK;
+    int seen = 0;
+    int step;
+    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
+        seen = 1;
+        if (row(stmt, fn, userdata) != 0) {
+            step = SQLITE_DONE;
+            break;
+        }
+    }
+    if (step != SQLITE_DONE) {
+        rc = sqlite_fail(st, what);
+    } else if (one && !seen) {
+        rc = STORE_NOT_FOUND;
+    }
+    sqlite_release(st, stmt);
+    return rc;
+}
+
+static int sqlite_template_each(sqlite3_stmt *stmt, void *fn, void *userdata)
+{
+    struct store_template t = { sqlite_col(stmt, 0), sqlite_col(stmt, 1), sqlite_col(stmt, 2),
+                                sqlite_col(stmt, 3), sqlite_col(stmt, 4) };
+    return ((store_template_fn *)fn)(userdata, &t);
+}
+
 static enum store_rc sqlite_template_walk(struct sqlite_store *st, const char *name,
                                           store_template_fn *fn, void *userdata)
 {
@@ -840,24 +871,8 @@ static enum store_rc sqlite_template_walk(struct sqlite_store *st, const char *n
     if (rc != STORE_OK) {
         return rc;
     }
-    int seen = 0;
-    int step;
-    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
-        seen = 1;
-        struct store_template t = { sqlite_col(stmt, 0), sqlite_col(stmt, 1), sqlite_col(stmt, 2),
-                                    sqlite_col(stmt, 3), sqlite_col(stmt, 4) };
-        if (fn(userdata, &t) != 0) {
-            step = SQLITE_DONE;
-            break;
-        }
-    }
-    if (step != SQLITE_DONE) {
-        rc = sqlite_fail(st, "templates");
-    } else if (name && !seen) {
-        rc = STORE_NOT_FOUND;
-    }
-    sqlite_release(st, stmt);
-    return rc;
+    return sqlite_walk(st, stmt, name != NULL, sqlite_template_each, (void *)fn, userdata,
+                       "templates");
 }
 
 static enum store_rc sqlite_template_get(struct store *s, const char *name, store_template_fn *fn,
@@ -1086,30 +1101,6 @@ static void sqlite_run_row(sqlite3_stmt *stmt, struct store_run *r)
     r->outcome = sqlite_col(stmt, 11);
     r->created = sqlite_col(stmt, 12);
     r->updated = sqlite_col(stmt, 13);
-}
-
-/* Steps stmt, handing each row to fn through `row`; NOT_FOUND when `one` and no row came. */
-static enum store_rc sqlite_walk(struct sqlite_store *st, sqlite3_stmt *stmt, int one,
-                                 int (*row)(sqlite3_stmt *stmt, void *fn, void *userdata), void *fn,
-                                 void *userdata, const char *what)
-{
-    enum store_rc rc = STORE_OK;
-    int seen = 0;
-    int step;
-    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
-        seen = 1;
-        if (row(stmt, fn, userdata) != 0) {
-            step = SQLITE_DONE;
-            break;
-        }
-    }
-    if (step != SQLITE_DONE) {
-        rc = sqlite_fail(st, what);
-    } else if (one && !seen) {
-        rc = STORE_NOT_FOUND;
-    }
-    sqlite_release(st, stmt);
-    return rc;
 }
 
 static int sqlite_run_each(sqlite3_stmt *stmt, void *fn, void *userdata)
@@ -1434,6 +1425,16 @@ static enum store_rc sqlite_connector_create(struct store *s, const struct store
     return rc;
 }
 
+static int sqlite_connector_each(sqlite3_stmt *stmt, void *fn, void *userdata)
+{
+    struct store_connector c = { sqlite_col(stmt, 0), sqlite_col(stmt, 1),
+                                 sqlite_col(stmt, 2), sqlite_col(stmt, 3),
+                                 sqlite_col(stmt, 4), sqlite_col(stmt, 5),
+                                 sqlite_col(stmt, 6), sqlite3_column_int64(stmt, 7),
+                                 sqlite_col(stmt, 8), sqlite_col(stmt, 9) };
+    return ((store_connector_fn *)fn)(userdata, &c);
+}
+
 static enum store_rc sqlite_connector_walk(struct sqlite_store *st, const char *name,
                                            store_connector_fn *fn, void *userdata)
 {
@@ -1449,27 +1450,8 @@ static enum store_rc sqlite_connector_walk(struct sqlite_store *st, const char *
     if (rc != STORE_OK) {
         return rc;
     }
-    int seen = 0;
-    int step;
-    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
-        seen = 1;
-        struct store_connector c = { sqlite_col(stmt, 0), sqlite_col(stmt, 1),
-                                     sqlite_col(stmt, 2), sqlite_col(stmt, 3),
-                                     sqlite_col(stmt, 4), sqlite_col(stmt, 5),
-                                     sqlite_col(stmt, 6), sqlite3_column_int64(stmt, 7),
-                                     sqlite_col(stmt, 8), sqlite_col(stmt, 9) };
-        if (fn(userdata, &c) != 0) {
-            step = SQLITE_DONE;
-            break;
-        }
-    }
-    if (step != SQLITE_DONE) {
-        rc = sqlite_fail(st, "connectors");
-    } else if (name && !seen) {
-        rc = STORE_NOT_FOUND;
-    }
-    sqlite_release(st, stmt);
-    return rc;
+    return sqlite_walk(st, stmt, name != NULL, sqlite_connector_each, (void *)fn, userdata,
+                       "connectors");
 }
 
 static enum store_rc sqlite_connector_get(struct store *s, const char *name, store_connector_fn *fn,
