@@ -344,6 +344,30 @@ static void test_connector_faults(void **state)
     expect_failure("huge", "/huge", 5000, "the answer is over 1048576 bytes");
     expect_failure("closer", "/close", 5000, "closed the connection mid-answer");
     expect_failure("nowhere", "/nowhere", 5000, "answered HTTP 404");
+    /* docs/server.md: the client follows no redirect */
+    expect_failure("redirect", "/redirect", 5000, "answered HTTP 302");
+}
+
+/* docs/server.md: the client ignores the proxy variables of the environment - with every one
+ * of them pointing at a port nobody listens on, a call still reaches its connector. */
+static void test_connector_ignores_proxy_environment(void **state)
+{
+    (void)state;
+    static const char *const names[] = { "http_proxy", "HTTP_PROXY", "https_proxy",
+                                          "HTTPS_PROXY", "all_proxy", "ALL_PROXY" };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        setenv(names[i], "http://127.0.0.1:9", 1);
+    }
+    struct outcome o;
+    struct connector_target *t = target("direct", "/value", 5000);
+    call(t, "[42]", &o);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        unsetenv(names[i]);
+    }
+    assert_true(o.ok);
+    assert_string_equal(o.text, "42");
+    outcome_done(&o);
+    connector_target_free(t);
 }
 
 static void test_connector_schemas(void **state)
@@ -488,6 +512,7 @@ int main(void)
         cmocka_unit_test(test_connector_result_is_the_member),
         cmocka_unit_test(test_connector_own_error_message),
         cmocka_unit_test(test_connector_faults),
+        cmocka_unit_test(test_connector_ignores_proxy_environment),
         cmocka_unit_test(test_connector_schemas),
         cmocka_unit_test(test_connector_bad_requests_refused),
         cmocka_unit_test(test_connector_load_refuses_wrong_key_and_missing),

@@ -13,6 +13,7 @@ path, each a connector fault the client must handle:
   /500       500 with a body that must never reach the guest
   /garbage   200 with a body that is not JSON
   /shape     200 {"x":1}: JSON of neither shape
+  /redirect  302 to /value: a client that follows it would get an answer
   /huge      200 {"result":"xxx..."} of 2 MiB
   /slow      answers after 5 s (the client's timeout is shorter)
   /close     promises 1000 bytes, sends 10 and closes the connection
@@ -75,6 +76,11 @@ class Handler(BaseHTTPRequestHandler):
             self.answer(500, b'{"error":"LEAKED-BODY internal stack trace"}')
         elif path == "/garbage":
             self.answer(200, b"LEAKED-BODY <html>not json")
+        elif path == "/redirect":
+            self.send_response(302)
+            self.send_header("Location", "/value")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
         elif path == "/shape":
             self.answer(200, {"x": 1})
         elif path == "/huge":
