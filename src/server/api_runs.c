@@ -276,40 +276,12 @@ struct api_run_request {
     const struct json_node *language;
 };
 
-struct api_run_json_ctx {
-    struct store *s;
-    struct buf *b;
-    unsigned status;
-    enum store_rc rc;
-};
-
-static int api_run_json_fn(void *userdata, const struct store_run *row)
-{
-    struct api_run_json_ctx *j = userdata;
-    j->status = runs_http_status(row->status);
-    j->rc = runs_json(j->s, row, j->b);
-    return 0;
-}
-
-enum store_rc api_run_json(struct store *s, const char *id, struct buf *b, unsigned *ret_status)
-{
-    struct api_run_json_ctx j = { s, b, 200, STORE_OK };
-    enum store_rc rc = s->ops->run_get(s, id, api_run_json_fn, &j);
-    if (rc == STORE_OK && j.rc != STORE_OK) {
-        rc = j.rc;
-    }
-    if (rc == STORE_OK && ret_status) {
-        *ret_status = j.status;
-    }
-    return rc;
-}
-
 /* Answers the run's API object: 200 when it has ended, 202 otherwise. */
 void api_run_reply(struct api_ctx *ctx, const char *id)
 {
     struct buf *b = &ctx->resp->body;
     api_reply(ctx, 200);
-    if (api_run_json(ctx->store, id, b, &ctx->resp->status) != STORE_OK) {
+    if (runs_json_by_id(ctx->store, id, b, &ctx->resp->status) != STORE_OK) {
         api_store_failed(ctx);
         return;
     }
@@ -566,6 +538,7 @@ void api_runs_create(struct api_ctx *ctx)
     char approval[RUNS_ID_LEN + 1];
     char err[256] = "";
     char *functions_text = NULL;
+    char *input_text = NULL; /* the input as a C string, freed at out */
     memset(&v, 0, sizeof v);
     const struct api_field fields[] = {
         { "template", JSON_STRING, 0, &q.template_name },
@@ -610,7 +583,7 @@ void api_runs_create(struct api_ctx *ctx)
     }
     const char *input = q.input ? q.input->raw : "{}";
     size_t input_len = q.input ? q.input->raw_len : 2;
-    char *input_text = strndup(input, input_len);
+    input_text = strndup(input, input_len);
     if (!input_text) {
         api_error(ctx, 500, "INTERNAL", "out of memory");
         goto out;
@@ -640,48 +613,40 @@ void api_runs_create(struct api_ctx *ctx)
                                   "template %s has no approved version", q.template_name->str);
                     }
                 }
-                free(input_text);
                 goto out;
             }
         }
         if (rc == STORE_NOT_FOUND) {
             api_error(ctx, 404, "NOT_FOUND", "no template %s%s", q.template_name->str,
                       q.version ? " with that version" : "");
-            free(input_text);
             goto out;
         }
         if (rc != STORE_OK) {
             api_store_failed(ctx);
-            free(input_text);
             goto out;
         }
         if (api_allow(ctx, v.department) != 0) {
-            free(input_text);
             goto out;
         }
         if (strcmp(v.state, "revoked") == 0) {
             api_error(ctx, 409, "TEMPLATE_REVOKED", "template %s version %" PRId64 " is revoked",
                       q.template_name->str, (int64_t)(q.version ? q.version->num : 0));
-            free(input_text);
             goto out;
         }
         if (strcmp(v.state, "approved") != 0) {
             api_error(ctx, 409, "VERSION_NOT_APPROVED",
                       "template %s version %.0f is %s, not approved", q.template_name->str,
                       q.version ? q.version->num : 0, v.state);
-            free(input_text);
             goto out;
         }
         version = v.version;
         dept = v.department;
         if (api_run_check_input(ctx, v.input_schema, input_text) != 0) {
-            free(input_text);
             goto out;
         }
     } else {
         dept = q.department->str;
         if (api_allow(ctx, dept) != 0) {
-            free(input_text);
             goto out;
         }
         /* the whole source goes into run.start: it must fit a record */
@@ -693,7 +658,6 @@ void api_runs_create(struct api_ctx *ctx)
             api_error(ctx, 413, "PAYLOAD_TOO_LARGE",
                       "an ad-hoc source is audited whole: at most %zu bytes once escaped as JSON",
                       API_ADHOC_AUDIT_MAX);
-            free(input_text);
             goto out;
         }
     }
@@ -704,19 +668,16 @@ void api_runs_create(struct api_ctx *ctx)
         } else {
             api_store_failed(ctx);
         }
-        free(input_text);
         goto out;
     }
     if (adhoc && !policy.allow_adhoc) {
         api_error(ctx, 403, "ADHOC_DISABLED", "department %s does not allow ad-hoc runs", dept);
-        free(input_text);
         goto out;
     }
     const char *autonomy = adhoc ? policy.autonomy : api_stricter(v.autonomy, policy.autonomy);
     int supervised = strcmp(autonomy, "supervised") == 0;
     if (runs_new_id("run_", id) != 0 || runs_new_id("apr_", approval) != 0) {
         api_error(ctx, 500, "INTERNAL", "the random generator failed");
-        free(input_text);
         goto out;
     }
     if (adhoc) {
@@ -742,19 +703,16 @@ void api_runs_create(struct api_ctx *ctx)
         } else {
             api_store_failed(ctx);
         }
-        free(input_text);
         goto out;
     }
 
     if (!ctx->svc || !ctx->svc->runs) {
         api_error(ctx, 500, "INTERNAL", API_NO_RUNS_MESSAGE);
-        free(input_text);
         goto out;
     }
     /* recorded by the run writer with others in one commit, then answered and started */
     struct api_run_start *start = api_run_start_new(&row, adhoc ? NULL : &v, autonomy, approval,
                                                     supervised, ctx->req->request_id);
-    free(input_text);
     struct http_deferred *deferred = start ? http_defer(ctx->req, ctx->resp) : NULL;
     if (!deferred) {
         api_run_start_free(start);
@@ -776,6 +734,7 @@ void api_runs_create(struct api_ctx *ctx)
     runs_submit(ctx->svc->runs, &job);
 out:
     runs_plan_free(plan);
+    free(input_text);
     free(functions_text);
     api_version_copy_done(&v);
 }

@@ -15,8 +15,6 @@
  * err (256 bytes) when a function cannot be bound; the store's failure otherwise. */
 enum store_rc api_run_plan(struct store *s, const unsigned char *secret_key,
                            const struct store_run *row, struct runs_plan **ret_plan, char *err);
-/* Appends the API object of run `id`; *ret_status (may be NULL) is 200 or 202 as it answers. */
-enum store_rc api_run_json(struct store *s, const char *id, struct buf *b, unsigned *ret_status);
 /* Resumes a waiting run once none of its approvals is pending: claims its continuation (or,
  * for a supervised run whose start was approved, starts it), marks the decisions consumed and
  * the run running in one transaction, and launches it. Nothing to do (still pending, resumed

@@ -636,13 +636,25 @@ static int runs_row_json(void *userdata, const struct store_run *row)
     return 0;
 }
 
+enum store_rc runs_json_by_id(struct store *s, const char *id, struct buf *b, unsigned *ret_status)
+{
+    struct runs_row_json j = { s, b, 200, STORE_OK };
+    enum store_rc rc = s->ops->run_get(s, id, runs_row_json, &j);
+    if (rc == STORE_OK && j.rc != STORE_OK) {
+        rc = j.rc;
+    }
+    if (rc == STORE_OK && ret_status) {
+        *ret_status = j.status;
+    }
+    return rc;
+}
+
 /* The answer of a recorded run, read back from the store as GET /v1/runs/{id} would. */
 static void runs_build_answer(struct runs *r, struct srun *sr)
 {
-    struct runs_row_json j = { r->store, &sr->answer, 500, STORE_OK };
     buf_reset(&sr->answer);
-    if (r->store->ops->run_get(r->store, sr->plan->id, runs_row_json, &j) != STORE_OK ||
-        j.rc != STORE_OK || !sr->answer.data) {
+    if (runs_json_by_id(r->store, sr->plan->id, &sr->answer, &sr->answer_status) != STORE_OK ||
+        !sr->answer.data) {
         sr->answer_status = 500;
         buf_reset(&sr->answer);
         buf_printf(&sr->answer,
@@ -651,7 +663,6 @@ static void runs_build_answer(struct runs *r, struct srun *sr)
                    http_deferred_request_id(sr->deferred));
         return;
     }
-    sr->answer_status = j.status;
     buf_append_str(&sr->answer, "\n");
 }
 
@@ -907,19 +918,18 @@ static void *runs_writer(void *arg)
             runs_record_each(r, jobs, batch, n);
         }
         for (struct runs_job *job = jobs; job; job = job->next) {
-            struct runs_row_json j = { s, &job->answer, 500, STORE_OK };
             if (job->failed) {
                 runs_internal_answer(&job->answer, &job->status, "the run could not be recorded",
                                      job->start.deferred);
             } else if (job->refused) {
                 job->status = 409;
             } else if (job->start.mode != RUNS_START_WAIT) {
-                if (s->ops->run_get(s, job->start.plan->id, runs_row_json, &j) != STORE_OK ||
-                    j.rc != STORE_OK || !job->answer.data) {
+                if (runs_json_by_id(s, job->start.plan->id, &job->answer, &job->status) !=
+                            STORE_OK ||
+                    !job->answer.data) {
                     runs_internal_answer(&job->answer, &job->status,
                                          "the run could not be read back", job->start.deferred);
                 } else {
-                    job->status = j.status;
                     buf_append_str(&job->answer, "\n");
                 }
             }

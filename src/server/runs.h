@@ -134,7 +134,10 @@ size_t runs_active(struct runs *r);
 /* A run's API object (the answer of POST /v1/runs and GET /v1/runs/{id}) from its row; the
  * approvals' ids are read from the store. STORE_OK or the store's failure. */
 enum store_rc runs_json(struct store *s, const struct store_run *row, struct buf *b);
-/* "200" for a run that has ended, 202 for one still running or waiting for a person. */
+/* runs_json of the run `id`, read from the store; *ret_status (may be NULL) is what it answers
+ * with (runs_http_status). NOT_FOUND for no such run. */
+enum store_rc runs_json_by_id(struct store *s, const char *id, struct buf *b, unsigned *ret_status);
+/* 200 for a run that has ended, 202 for one still running or waiting for a person. */
 unsigned runs_http_status(const char *status);
 /* Appends `"key":JSON` for an audit record: as is up to RUNS_AUDIT_FIELD_MAX bytes, else
  * {"$truncated":true,"bytes":N,"sha256":HEX} (the run's row keeps the whole value): a record

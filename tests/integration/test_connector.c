@@ -353,8 +353,8 @@ static void test_connector_faults(void **state)
 static void test_connector_ignores_proxy_environment(void **state)
 {
     (void)state;
-    static const char *const names[] = { "http_proxy", "HTTP_PROXY", "https_proxy",
-                                          "HTTPS_PROXY", "all_proxy", "ALL_PROXY" };
+    static const char *const names[] = { "http_proxy",  "HTTP_PROXY", "https_proxy",
+                                         "HTTPS_PROXY", "all_proxy",  "ALL_PROXY" };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         setenv(names[i], "http://127.0.0.1:9", 1);
     }
