@@ -571,6 +571,34 @@ def t_runs_config(tmp):
             shop.stop()
 
 
+def t_version_limits_hold(tmp):
+    """docs/server.md's threat model: a run cannot exceed its version's limits (hostile guests)."""
+    w = World(tmp)
+    try:
+        w.template("spin", "while (true) {}", [], limits={"timeout_ms": 300})
+        st, doc = w.run({"template": "spin"}, want=200)
+        check(doc["status"] == "failed" and doc["error"]["code"] in ("TIMEOUT", "CPU_LIMIT"),
+              "a spinning guest past timeout_ms: %r" % doc)
+        w.template("greedy", "await shop.orders('paid'); await shop.orders('paid'); return 1;",
+                   ["shop.orders"], limits={"host_calls": 1})
+        st, doc = w.run({"template": "greedy"}, want=200)
+        check(doc["status"] == "failed" and doc["error"]["code"] == "BRIDGE_LIMIT",
+              "a second host call past host_calls 1: %r" % doc)
+        check(w.shop.calls()["by_function"].get("shop.orders", 0) == 1,
+              "the call past the limit reached the connector")
+        w.template("hog", "const a = []; while (true) a.push('x'.repeat(1 << 16));", [],
+                   limits={"memory_bytes": 8 << 20})
+        st, doc = w.run({"template": "hog"}, want=200)
+        check(doc["status"] == "failed" and doc["error"]["code"] == "MEMORY_LIMIT",
+              "a guest past memory_bytes: %r" % doc)
+        w.template("loud", "return 'y'.repeat(100000);", [], limits={"output_bytes": 4096})
+        st, doc = w.run({"template": "loud"}, want=200)
+        check(doc["status"] == "failed" and doc["error"]["code"] == "OUTPUT_LIMIT",
+              "a value past output_bytes: %r" % doc)
+    finally:
+        w.close()
+
+
 def t_continuation_key_file(tmp):
     import stat
     d = os.path.join(tmp, "var")
