@@ -7,6 +7,13 @@
  * (dropped by the writer). The active list (guarded by its own mutex, never the store lock) is
  * what cancel, revocation and drain walk.
  *
+ * A new run starts executing as soon as it is submitted, beside the writer's batch that records
+ * it: its start costs the run no commit of its own. Nothing leaves airlockd before that record
+ * is on the disk, though: a connector call the run makes meanwhile is held (start_state
+ * RUNS_START_PENDING) and sent by the writer right after the batch's fsync. A run whose record
+ * is refused (its version was revoked meanwhile) or fails is cancelled, its held calls throw, and
+ * its end is never recorded: for everyone outside, it never ran.
+ *
  * A sensitive function's first call interrupts the run; the run's end then stores the
  * continuation and one approval per interruption. When every approval is decided the run is
  * launched again from the continuation with their resolutions, and the function, now called
@@ -44,6 +51,15 @@ struct runs_call {
     char *message;
 };
 
+/* Where a run's own record stands (srun.start_state, under runs.lock). */
+enum runs_start_state {
+    RUNS_START_DURABLE = 0, /* on the disk: connector calls go out (every resumed run) */
+    RUNS_START_PENDING,     /* in the writer's next batch: connector calls are held */
+    RUNS_START_UNRECORDED,  /* refused or failed: the run is cancelled, held calls throw */
+};
+
+struct runs_pending;
+
 struct srun {
     struct runs *owner;
     struct runs_plan *plan;
@@ -61,7 +77,10 @@ struct srun {
     struct runs_call *calls;
     struct buf answer; /* the writer's answer to `deferred` */
     unsigned answer_status;
-    int refused;                /* prepared while draining, not held: ends without starting */
+    int refused; /* prepared while draining, not held: ends without starting */
+    enum runs_start_state start_state;
+    struct runs_pending *held;  /* connector calls waiting for the start record's fsync */
+    int unrecorded;             /* the writer's: its start was never recorded, nor is its end */
     const char *counted_status; /* what its record said, for /metrics once committed */
     struct srun *next_active;
     struct srun *next_done;
@@ -98,11 +117,16 @@ struct runs_job {
     struct runs_job *next;
 };
 
-/* A call in flight at a connector: what the client's callbacks need. */
+/* A call in flight at a connector, or held until its run's record is durable: what the
+ * request and the client's callbacks need. */
 struct runs_pending {
     struct al_call *call;
     struct srun *sr; /* a reference: the plan's connector targets outlive the call */
+    const struct runs_function *f;
+    const char *args; /* the call's, valid until it is completed */
+    char key[RUNS_ID_LEN + 32];
     char connector[STORE_NAME_MAX + 1];
+    struct runs_pending *next;
 };
 
 void runs_plan_free(struct runs_plan *plan)
@@ -223,6 +247,43 @@ static void runs_call_done(void *userdata, int ok, const char *result_json, size
     free(p);
 }
 
+/* Completes a call that will not reach its connector. */
+static void runs_pending_drop(struct runs_pending *p, const char *message)
+{
+    al_call_throw(p->call, message);
+    srun_unref(p->sr);
+    free(p);
+}
+
+/* Sends a call to its connector; on any thread (the event thread, or the writer for a call
+ * that was held). */
+static void runs_pending_send(struct runs_pending *p)
+{
+    struct srun *sr = p->sr;
+    if (al_call_cancelled(p->call)) {
+        runs_pending_drop(p, "cancelled");
+        return;
+    }
+    struct connector_request req = {
+        .target = p->f->target,
+        .function = p->f->fn,
+        .args_json = p->args,
+        .run_id = sr->plan->id,
+        .template_name = sr->plan->template_name,
+        .version = sr->plan->version,
+        .principal = sr->plan->principal,
+        .call = al_call_seq(p->call),
+        .idempotency_key = p->key,
+        .cancelled = runs_pending_cancelled,
+    };
+    if (connector_client_call(sr->owner->client, &req, runs_call_done, p) != 0) {
+        char message[RUNS_MESSAGE_MAX];
+        snprintf(message, sizeof message, "connector %s: the call could not be started",
+                 p->connector);
+        runs_pending_drop(p, message);
+    }
+}
+
 /* The resolution an approval gave: {"approved":true} or {"approved":false,"comment":"..."}.
  * 1 approved, 0 denied (the comment copied to ret_comment). */
 static int runs_resolution_approved(const char *json, size_t len, char *ret_comment, size_t cap)
@@ -291,27 +352,23 @@ static void runs_host(struct al_call *call, void *userdata)
     }
     p->call = call;
     p->sr = sr;
+    p->f = f;
+    p->args = args;
     atomic_fetch_add(&sr->refs, 1);
+    snprintf(p->key, sizeof p->key, "%s", key);
     snprintf(p->connector, sizeof p->connector, "%s", f->connector);
-    struct connector_request req = {
-        .target = f->target,
-        .function = f->fn,
-        .args_json = args,
-        .run_id = sr->plan->id,
-        .template_name = sr->plan->template_name,
-        .version = sr->plan->version,
-        .principal = sr->plan->principal,
-        .call = al_call_seq(call),
-        .idempotency_key = key,
-        .cancelled = runs_pending_cancelled,
-    };
-    if (connector_client_call(sr->owner->client, &req, runs_call_done, p) != 0) {
-        atomic_fetch_sub(&sr->refs, 1);
-        free(p);
-        char message[RUNS_MESSAGE_MAX];
-        snprintf(message, sizeof message, "connector %s: the call could not be started",
-                 f->connector);
-        al_call_throw(call, message);
+    struct runs *r = sr->owner;
+    pthread_mutex_lock(&r->lock);
+    enum runs_start_state state = sr->start_state;
+    if (state == RUNS_START_PENDING) {
+        p->next = sr->held; /* the writer sends it after the fsync (runs_release) */
+        sr->held = p;
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (state == RUNS_START_DURABLE) {
+        runs_pending_send(p);
+    } else if (state == RUNS_START_UNRECORDED) {
+        runs_pending_drop(p, "the run was not recorded");
     }
 }
 
@@ -676,26 +733,60 @@ static void runs_log_store(struct runs *r, const char *what)
     buf_done(&b);
 }
 
+static int runs_go(struct runs *r, struct srun *sr, const char *continuation,
+                   const struct runs_resolution *resolutions, size_t nresolutions);
+static struct srun *srun_new(struct runs *r, struct runs_plan *plan,
+                             struct http_deferred *deferred);
+static void srun_activate(struct runs *r, struct srun *sr);
+
 void runs_submit(struct runs *r, const struct runs_start *start)
 {
     struct runs_job *job = calloc(1, sizeof *job);
+    int held = start->mode == RUNS_START_HELD;
+    int wait = start->mode == RUNS_START_WAIT;
+    /* a run that will execute is active from now on and executes at once (its connector calls
+     * held until its record is durable); a held one only counts as starting */
+    struct srun *sr = job && !held ? srun_new(r, start->plan, wait ? start->deferred : NULL) : NULL;
+    if (job && !held && !sr) {
+        free(job);
+        job = NULL;
+    }
     pthread_mutex_lock(&r->lock);
     int draining = r->draining;
     if (job && !draining) {
         job->start = *start;
         buf_init(&job->answer, (size_t)96 << 20);
+        if (sr) {
+            sr->start_state = RUNS_START_PENDING;
+            srun_activate(r, sr);
+            job->sr = sr;
+            job->start.plan = NULL; /* the run's now */
+            if (wait) {
+                job->start.deferred = NULL; /* the run answers it */
+            }
+        } else {
+            r->nstarting++;
+        }
         if (r->start_tail) {
             r->start_tail->next = job;
         } else {
             r->start_head = job;
         }
         r->start_tail = job;
-        r->nstarting++;
         pthread_cond_broadcast(&r->cond);
     }
     pthread_mutex_unlock(&r->lock);
     if (job && !draining) {
+        if (sr) {
+            runs_go(r, sr, NULL, NULL, 0);
+        }
         return;
+    }
+    if (sr) {
+        sr->plan = NULL; /* freed below with the start's */
+        sr->deferred = NULL;
+        buf_done(&sr->answer);
+        free(sr);
     }
     /* refused: out of memory, or airlockd stops (no run starts once the drain has begun) */
     char body[256];
@@ -723,38 +814,44 @@ static void runs_internal_answer(struct buf *b, unsigned *ret_status, const char
     buf_printf(b, ",\"request_id\":\"%s\"}}\n", http_deferred_request_id(d));
 }
 
-static struct srun *runs_prepare(struct runs *r, struct runs_plan *plan,
-                                 struct http_deferred *deferred, int held);
-static int runs_go(struct runs *r, struct srun *sr, const char *continuation,
-                   const struct runs_resolution *resolutions, size_t nresolutions);
+static void runs_cancel_one(struct srun *sr, const char *why);
 
-/* Still under the store lock, right after the commit: each recorded run that will execute is
- * made active, so a cancel or a revocation that comes next finds it. */
-static void runs_prepare_jobs(struct runs *r, struct runs_job *jobs)
-{
-    for (struct runs_job *job = jobs; job; job = job->next) {
-        struct runs_start *st = &job->start;
-        if (job->refused || job->failed || st->mode == RUNS_START_HELD) {
-            continue;
-        }
-        /* counted in nstarting since runs_submit: runs_prepare hands that over to nactive */
-        int wait = st->mode == RUNS_START_WAIT;
-        job->sr = runs_prepare(r, st->plan, wait ? st->deferred : NULL, 1);
-        st->plan = NULL;
-        if (wait) {
-            st->deferred = NULL; /* the run answers it (or runs_prepare did) */
-        }
-    }
-}
-
-/* After the batch, outside the store lock: answers what is not waiting for its run, and starts
- * the prepared runs. */
-static void runs_start_jobs(struct runs *r, struct runs_job *jobs)
+/* After the batch's fsync, outside the store lock. Each new run's record is now durable, and
+ * its held connector calls go out; or it never will be (refused: its version was revoked
+ * meanwhile; or not recorded), and the run is cancelled, its held calls throw and its client
+ * gets the refusal. Then every start that waits for no run is answered. */
+static void runs_finish_jobs(struct runs *r, struct runs_job *jobs)
 {
     while (jobs) {
         struct runs_job *job = jobs;
         jobs = job->next;
         struct runs_start *st = &job->start;
+        struct srun *sr = job->sr;
+        if (sr) {
+            int recorded = !job->refused && !job->failed;
+            pthread_mutex_lock(&r->lock);
+            sr->start_state = recorded ? RUNS_START_DURABLE : RUNS_START_UNRECORDED;
+            struct runs_pending *held = sr->held;
+            sr->held = NULL;
+            if (!recorded) {
+                runs_cancel_one(sr, "the run was not recorded");
+            }
+            pthread_mutex_unlock(&r->lock);
+            while (held) {
+                struct runs_pending *next = held->next;
+                if (recorded) {
+                    runs_pending_send(held);
+                } else {
+                    runs_pending_drop(held, "the run was not recorded");
+                }
+                held = next;
+            }
+            if (!recorded && sr->deferred) {
+                http_deferred_answer(sr->deferred, job->status,
+                                     job->answer.data ? job->answer.data : "", job->answer.len);
+                sr->deferred = NULL;
+            }
+        }
         if (st->deferred) {
             http_deferred_answer(st->deferred, job->status,
                                  job->answer.data ? job->answer.data : "", job->answer.len);
@@ -763,10 +860,8 @@ static void runs_start_jobs(struct runs *r, struct runs_job *jobs)
         if (st->record_free) {
             st->record_free(st->record_userdata);
         }
-        if (job->sr) {
-            runs_go(r, job->sr, NULL, NULL, 0);
-        } else if (st->plan) {
-            /* not started: refused, not recorded, or held for a person */
+        if (!sr && st->plan) {
+            /* not started: held for a person, or refused or not recorded */
             runs_plan_free(st->plan);
             runs_unhold(r);
         }
@@ -775,13 +870,31 @@ static void runs_start_jobs(struct runs *r, struct runs_job *jobs)
     }
 }
 
+/* The id of a new run, wherever its plan is now. */
+static const char *runs_job_id(const struct runs_job *job)
+{
+    return job->sr ? job->sr->plan->id : job->start.plan->id;
+}
+
+/* A new run's record and, for a start that waits for no run, its answer, read back at once:
+ * the run's end may come in the same batch, and the answer says how it started. */
 static enum store_rc runs_record_job(struct store *s, struct runs_job *job)
 {
     buf_reset(&job->answer);
     enum store_rc rc = job->start.record(s, job->start.record_userdata, &job->answer);
     if (rc == STORE_CONFLICT) {
         job->refused = 1;
+        if (job->sr) {
+            job->sr->unrecorded = 1;
+        }
         return STORE_OK;
+    }
+    if (rc == STORE_OK && job->start.mode != RUNS_START_WAIT) {
+        rc = runs_json_by_id(s, runs_job_id(job), &job->answer, &job->status);
+        if (rc == STORE_OK && !job->answer.data) {
+            rc = STORE_ERROR;
+        }
+        buf_append_str(&job->answer, "\n");
     }
     return rc;
 }
@@ -791,12 +904,12 @@ static enum store_rc runs_record_batch(struct runs *r, struct runs_job *jobs, st
                                        size_t n)
 {
     struct store *s = r->store;
-    enum store_rc rc = s->ops->tx_begin(s);
+    enum store_rc rc = s->ops->tx_begin_unsynced(s); /* the writer syncs off the store lock */
     for (struct runs_job *job = jobs; job && rc == STORE_OK; job = job->next) {
         rc = runs_record_job(s, job);
     }
     for (size_t i = 0; i < n && rc == STORE_OK; i++) {
-        rc = runs_record(r, batch[i]);
+        rc = batch[i]->unrecorded ? STORE_OK : runs_record(r, batch[i]);
     }
     if (rc == STORE_OK) {
         rc = s->ops->tx_commit(s);
@@ -805,6 +918,9 @@ static enum store_rc runs_record_batch(struct runs *r, struct runs_job *jobs, st
         s->ops->tx_rollback(s);
         for (struct runs_job *job = jobs; job; job = job->next) {
             job->refused = 0;
+            if (job->sr) {
+                job->sr->unrecorded = 0;
+            }
         }
         for (size_t i = 0; i < n; i++) {
             batch[i]->counted_status = NULL; /* rolled back: recorded again, counted then */
@@ -866,9 +982,15 @@ static void runs_record_each(struct runs *r, struct runs_job *jobs, struct srun 
             s->ops->tx_rollback(s);
             job->refused = 0;
             job->failed = 1;
+            if (job->sr) {
+                job->sr->unrecorded = 1;
+            }
         }
     }
     for (size_t i = 0; i < n; i++) {
+        if (batch[i]->unrecorded) {
+            continue;
+        }
         enum store_rc rc = s->ops->tx_begin(s);
         if (rc == STORE_OK) {
             rc = runs_record(r, batch[i]);
@@ -888,6 +1010,7 @@ static void *runs_writer(void *arg)
 {
     struct runs *r = arg;
     struct srun *batch[RUNS_BATCH_MAX];
+    pthread_setname_np(pthread_self(), "airlockd-writer");
     pthread_mutex_lock(&r->lock);
     while (1) {
         while (!r->done_head && !r->start_head && !r->stop) {
@@ -920,28 +1043,31 @@ static void *runs_writer(void *arg)
         for (struct runs_job *job = jobs; job; job = job->next) {
             if (job->failed) {
                 runs_internal_answer(&job->answer, &job->status, "the run could not be recorded",
-                                     job->start.deferred);
+                                     job->sr && job->sr->deferred ? job->sr->deferred
+                                                                  : job->start.deferred);
             } else if (job->refused) {
                 job->status = 409;
-            } else if (job->start.mode != RUNS_START_WAIT) {
-                if (runs_json_by_id(s, job->start.plan->id, &job->answer, &job->status) !=
-                            STORE_OK ||
-                    !job->answer.data) {
-                    runs_internal_answer(&job->answer, &job->status,
-                                         "the run could not be read back", job->start.deferred);
-                } else {
-                    buf_append_str(&job->answer, "\n");
-                }
             }
         }
         for (size_t i = 0; i < n; i++) {
-            runs_build_answer(r, batch[i]);
+            if (!batch[i]->unrecorded) {
+                runs_build_answer(r, batch[i]);
+            }
         }
-        runs_prepare_jobs(r, jobs);
         pthread_mutex_unlock(r->store_lock);
 
-        /* answered and started outside the store lock: the HTTP thread may be waiting for it */
-        runs_start_jobs(r, jobs);
+        /* The batch's fsync, with the store lock free for the HTTP thread meanwhile; nothing
+         * the batch records is answered, and no connector call of its new runs sent, before
+         * it. A failed fsync leaves no way to know what reached the disk (its error is
+         * reported once): airlockd stops, as PostgreSQL does, and its restart recovers from
+         * what the database says. */
+        if (s->ops->sync(s) != STORE_OK) {
+            runs_log_store(r, "the database could not be synced to disk; stopping");
+            abort();
+        }
+
+        /* outside the store lock: the HTTP thread may be waiting for it */
+        runs_finish_jobs(r, jobs);
         for (size_t i = 0; i < n; i++) {
             struct srun *sr = batch[i];
             if (sr->deferred) {
@@ -1099,25 +1225,11 @@ void runs_unhold(struct runs *r)
     pthread_mutex_unlock(&r->lock);
 }
 
-/* A run made active (on the list cancel, revocation and drain walk) before anything can end
- * it; NULL when out of memory (plan freed, deferred answered). */
-static struct srun *runs_prepare(struct runs *r, struct runs_plan *plan,
-                                 struct http_deferred *deferred, int held)
+/* A run in memory, not active yet; NULL when out of memory. */
+static struct srun *srun_new(struct runs *r, struct runs_plan *plan, struct http_deferred *deferred)
 {
     struct srun *sr = calloc(1, sizeof *sr);
     if (!sr) {
-        runs_plan_free(plan);
-        if (deferred) {
-            char oom[160];
-            int n = snprintf(oom, sizeof oom,
-                             "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"out of memory\","
-                             "\"request_id\":\"%s\"}}\n",
-                             http_deferred_request_id(deferred));
-            http_deferred_answer(deferred, 500, oom, (size_t)n);
-        }
-        if (held) {
-            runs_unhold(r);
-        }
         return NULL;
     }
     sr->owner = r;
@@ -1127,11 +1239,46 @@ static struct srun *runs_prepare(struct runs *r, struct runs_plan *plan,
     atomic_init(&sr->cancelled, 0);
     buf_init(&sr->answer, (size_t)96 << 20);
     clock_gettime(CLOCK_MONOTONIC, &sr->started);
-    pthread_mutex_lock(&r->lock);
-    sr->refused = r->draining && !held;
+    return sr;
+}
+
+/* Puts a run on the list cancel, revocation and drain walk; under r->lock. */
+static void srun_activate(struct runs *r, struct srun *sr)
+{
     sr->next_active = r->active;
     r->active = sr;
     r->nactive++;
+}
+
+static void runs_answer_oom(struct http_deferred *deferred)
+{
+    char oom[160];
+    int n = snprintf(oom, sizeof oom,
+                     "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"out of memory\","
+                     "\"request_id\":\"%s\"}}\n",
+                     http_deferred_request_id(deferred));
+    http_deferred_answer(deferred, 500, oom, (size_t)n);
+}
+
+/* A run made active (on the list cancel, revocation and drain walk) before anything can end
+ * it; NULL when out of memory (plan freed, deferred answered). */
+static struct srun *runs_prepare(struct runs *r, struct runs_plan *plan,
+                                 struct http_deferred *deferred, int held)
+{
+    struct srun *sr = srun_new(r, plan, deferred);
+    if (!sr) {
+        runs_plan_free(plan);
+        if (deferred) {
+            runs_answer_oom(deferred);
+        }
+        if (held) {
+            runs_unhold(r);
+        }
+        return NULL;
+    }
+    pthread_mutex_lock(&r->lock);
+    sr->refused = r->draining && !held;
+    srun_activate(r, sr);
     if (held) {
         r->nstarting--;
         pthread_cond_broadcast(&r->cond);

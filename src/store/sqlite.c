@@ -8,12 +8,15 @@
  * bindings cleared before the operation returns, so no read stays open between calls. This file
  * never logs: errors go to errmsg for the caller.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "audit.h"
 #include "migrations.h"
@@ -37,6 +40,11 @@ struct sqlite_store {
     struct sqlite_cached cache[SQLITE_STMT_CACHE];
     int cached;
     EVP_PKEY *audit_key; /* owned reference; NULL: no checkpoints */
+    /* The WAL file, for sync: fsync of any descriptor of a file writes all of its data, so
+     * syncing here needs no lock of the connection. -1: no WAL (in memory), and then
+     * tx_begin_unsynced is tx_begin. */
+    int wal_fd;
+    int unsynced; /* the open transaction is tx_begin_unsynced's */
     char errmsg[STORE_ERRMSG_MAX];
 };
 
@@ -172,6 +180,9 @@ static void sqlite_close(struct store *s)
         sqlite3_finalize(st->cache[i].stmt);
     }
     sqlite3_close_v2(st->db);
+    if (st->wal_fd >= 0) {
+        close(st->wal_fd);
+    }
     EVP_PKEY_free(st->audit_key);
     free(st);
 }
@@ -195,9 +206,47 @@ static enum store_rc sqlite_tx_begin(struct store *s)
     return sqlite_exec_args(sqlite_of(s), "BEGIN IMMEDIATE", 0, NULL, NULL);
 }
 
+/* synchronous=NORMAL in WAL mode: a commit writes the WAL and does not fsync it (the WAL is
+ * still synced before every checkpoint, so the database file never gets ahead of it). The
+ * setting cannot change inside a transaction: it is set before BEGIN and back to FULL after
+ * COMMIT or ROLLBACK, so every other transaction stays durable at its commit. */
+static enum store_rc sqlite_tx_begin_unsynced(struct store *s)
+{
+    struct sqlite_store *st = sqlite_of(s);
+    if (st->wal_fd < 0) {
+        return sqlite_tx_begin(s);
+    }
+    enum store_rc rc = sqlite_exec_args(st, "PRAGMA synchronous = NORMAL", 0, NULL, NULL);
+    if (rc == STORE_OK) {
+        st->unsynced = 1;
+        rc = sqlite_tx_begin(s);
+    }
+    if (rc != STORE_OK && st->unsynced) {
+        st->unsynced = 0;
+        sqlite3_exec(st->db, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
+    }
+    return rc;
+}
+
+/* Back to durable commits after a transaction of tx_begin_unsynced's. Failing to is an error:
+ * every later commit would be made without waiting for the disk. */
+static enum store_rc sqlite_tx_resync(struct sqlite_store *st, enum store_rc rc)
+{
+    if (!st->unsynced || !sqlite3_get_autocommit(st->db)) {
+        return rc;
+    }
+    st->unsynced = 0;
+    if (sqlite3_exec(st->db, "PRAGMA synchronous = FULL", NULL, NULL, NULL) != SQLITE_OK) {
+        st->unsynced = 1;
+        return sqlite_fail(st, "pragma synchronous");
+    }
+    return rc;
+}
+
 static enum store_rc sqlite_tx_commit(struct store *s)
 {
-    return sqlite_exec_args(sqlite_of(s), "COMMIT", 0, NULL, NULL);
+    struct sqlite_store *st = sqlite_of(s);
+    return sqlite_tx_resync(st, sqlite_exec_args(st, "COMMIT", 0, NULL, NULL));
 }
 
 static void sqlite_tx_rollback(struct store *s)
@@ -206,6 +255,55 @@ static void sqlite_tx_rollback(struct store *s)
     if (!sqlite3_get_autocommit(st->db)) {
         sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
     }
+    (void)sqlite_tx_resync(st, STORE_OK);
+}
+
+/* Runs on any thread, beside the connection's own calls: it touches nothing but wal_fd (and
+ * errmsg only on failure, which the caller then treats as fatal). */
+static enum store_rc sqlite_sync(struct store *s)
+{
+    struct sqlite_store *st = sqlite_of(s);
+    if (st->wal_fd < 0 || fdatasync(st->wal_fd) == 0) {
+        return STORE_OK;
+    }
+    snprintf(st->errmsg, sizeof st->errmsg, "sqlite: fsync of the WAL: %s", strerror(errno));
+    return STORE_ERROR;
+}
+
+/* The WAL's descriptor for sqlite_sync, and its directory entry made durable once (a WAL that
+ * this connection created is otherwise only synced, with its directory, by a FULL commit). */
+static enum store_rc sqlite_open_wal(struct sqlite_store *st)
+{
+    const char *db = sqlite3_db_filename(st->db, "main");
+    char path[4096];
+    if (!db || !db[0]) {
+        return STORE_OK; /* in memory: nothing to sync */
+    }
+    if ((size_t)snprintf(path, sizeof path, "%s-wal", db) >= sizeof path) {
+        snprintf(st->errmsg, sizeof st->errmsg, "sqlite: the WAL's path is too long");
+        return STORE_ERROR;
+    }
+    st->wal_fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (st->wal_fd < 0) {
+        snprintf(st->errmsg, sizeof st->errmsg, "sqlite: cannot open the WAL: %s", strerror(errno));
+        return STORE_ERROR;
+    }
+    char *slash = strrchr(path, '/');
+    if (slash) {
+        *(slash == path ? slash + 1 : slash) = '\0';
+    } else {
+        snprintf(path, sizeof path, ".");
+    }
+    int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int ok = dir >= 0 && fsync(dir) == 0;
+    if (dir >= 0) {
+        close(dir);
+    }
+    if (!ok || fdatasync(st->wal_fd) != 0) {
+        snprintf(st->errmsg, sizeof st->errmsg, "sqlite: cannot sync the WAL: %s", strerror(errno));
+        return STORE_ERROR;
+    }
+    return STORE_OK;
 }
 
 static enum store_rc sqlite_principal_count(struct store *s, int64_t *ret_count)
@@ -1537,6 +1635,8 @@ static const struct store_ops sqlite_ops = {
     .connector_list = sqlite_connector_list,
     /* Metrics */
     .audit_head = sqlite_audit_last_seq,
+    .tx_begin_unsynced = sqlite_tx_begin_unsynced,
+    .sync = sqlite_sync,
 };
 
 int store_schema_version(void)
@@ -1676,6 +1776,7 @@ enum store_rc store_sqlite_open(const char *path, struct store **ret_store, char
         return STORE_ERROR;
     }
     st->base.ops = &sqlite_ops;
+    st->wal_fd = -1;
     if (sqlite3_open_v2(path, &st->db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                         NULL) != SQLITE_OK) {
@@ -1713,6 +1814,9 @@ enum store_rc store_sqlite_open(const char *path, struct store **ret_store, char
         goto out;
     }
     if (version == 1 && sqlite_audit_chain_legacy(st) != STORE_OK) {
+        goto out;
+    }
+    if (sqlite_open_wal(st) != STORE_OK) {
         goto out;
     }
     rc = STORE_OK;

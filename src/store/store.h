@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_OPS_VERSION 3
+#define STORE_OPS_VERSION 4
 #define STORE_NAME_MAX    64
 #define STORE_HASH_LEN    32 /* SHA-256 of an API key */
 #define STORE_ERRMSG_MAX  256
@@ -349,6 +349,14 @@ struct store_ops {
     /* Metrics */
     /* The seq of the last audit record (0 for an empty log): how many records were appended. */
     enum store_rc (*audit_head)(struct store *s, int64_t *ret_seq);
+
+    /* Group commit off the lock: tx_begin_unsynced opens a transaction whose tx_commit does
+     * not wait for the disk; sync, which needs no lock and may run beside any other call on
+     * this store, then waits until every commit made so far is on the disk. A caller answers
+     * nobody and starts nothing its commit records before sync has returned STORE_OK. A
+     * backend whose commits are always durable makes sync a no-op. */
+    enum store_rc (*tx_begin_unsynced)(struct store *s);
+    enum store_rc (*sync)(struct store *s);
 };
 
 /* Every backend's handle starts with this. */

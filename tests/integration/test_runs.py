@@ -30,10 +30,10 @@ HANG = ts.HANG
 class Shop:
     """The shop connector process."""
 
-    def __init__(self):
+    def __init__(self, database=None):
         self.proc = subprocess.Popen(
-            [sys.executable, os.path.join(HERE, "hosts", "shop_connector.py"), SECRET],
-            stdout=subprocess.PIPE)
+            [sys.executable, os.path.join(HERE, "hosts", "shop_connector.py"), SECRET] +
+            ([database] if database else []), stdout=subprocess.PIPE)
         self.port = int(self.proc.stdout.readline())
         self.url = "http://127.0.0.1:%d/" % self.port
 
@@ -402,6 +402,79 @@ def t_cancel_and_revoke(tmp):
         error_of(*w.s.request("POST", "/v1/approvals/%s/approve" % waiting["approvals"][0], {},
                               key=w.keys["bob"])[:2], 409, "CONFLICT")
         check(w.shop.calls()["by_function"].get("shop.refund", 0) == 0, "revoked call made")
+    finally:
+        w.close()
+
+
+def t_connector_calls_wait_for_the_runs_record(tmp):
+    # a run executes while the writer records its start, but its connector call leaves only
+    # once that record is committed (the shop looks it up in the database at each call);
+    # revoking the version meanwhile cancels or refuses runs, never leaves one unrecorded
+    import threading
+    w = World(tmp, shop=Shop(database=os.path.join(tmp, "var", "airlock.db")))
+    try:
+        w.template("paid", "return (await shop.orders('paid')).length;", ["shop.orders"])
+        answers = []
+        lock = threading.Lock()
+
+        def agent(n):
+            for _ in range(n):
+                st, doc = w.run({"template": "paid"})
+                with lock:
+                    answers.append((st, doc))
+
+        threads = [threading.Thread(target=agent, args=(20,)) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(HANG)
+        check(len(answers) == 120 and all(st == 200 and d["value"] == 2 for st, d in answers),
+              "runs: %r" % [a for a in answers if a[0] != 200 or a[1].get("value") != 2][:3])
+        check(w.shop.calls()["unrecorded"] == [], "calls before their run's record: %r" %
+              w.shop.calls()["unrecorded"][:3])
+
+        w.template("racy", "return (await shop.orders('paid')).length;", ["shop.orders"])
+        answers.clear()
+
+        def racer():
+            # runs until refused: some before the revocation, some meeting it
+            for _ in range(500):
+                st, doc = w.run({"template": "racy"})
+                with lock:
+                    answers.append((st, doc))
+                if st == 409:
+                    return
+
+        threads = [threading.Thread(target=racer) for _ in range(6)]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + HANG
+        while True:
+            with lock:
+                if len(answers) >= 30:
+                    break
+            check(time.monotonic() < deadline, "no answers")
+            time.sleep(0.005)
+        w.ok("POST", "/v1/templates/racy/versions/1/revoke", {"reason": "race"}, w.keys["bob"])
+        for t in threads:
+            t.join(HANG)
+        bad = [(st, d) for st, d in answers
+               if not ((st == 200 and d["status"] in ("completed", "cancelled")) or
+                       (st == 409 and d["error"]["code"] == "TEMPLATE_REVOKED"))]
+        check(not bad, "answers around the revocation: %r" % bad[:3])
+        check(sum(st == 409 for st, _ in answers) == 6, "every agent refused once revoked")
+        check(w.shop.calls()["unrecorded"] == [], "calls before their run's record: %r" %
+              w.shop.calls()["unrecorded"][:3])
+        # every run is recorded with one end, none is left running; the chain verifies
+        ended = {}
+        for r in audit_rows(w.dir, "run.end"):
+            ended[r["subject"]] = ended.get(r["subject"], 0) + 1
+        started = {r["subject"] for r in audit_rows(w.dir, "run.start")}
+        check(all(ended.get(run, 0) == 1 for run in started) and set(ended) <= started,
+              "run.start and run.end records disagree")
+        answered = {d["id"] for st, d in answers if st == 200}
+        check(answered <= started, "an answered run has no run.start record")
+        check(w.ok("GET", "/v1/audit/verify", None, w.admin)["ok"], "the chain verifies")
     finally:
         w.close()
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A shop application as an airlockd connector, for the run tests.
 
-    shop_connector.py SECRET
+    shop_connector.py SECRET [DATABASE]
 
 Listens on 127.0.0.1 (a free port) and prints "PORT\\n" once ready. POST / takes a connector
 call (docs/server.md) and answers by its function:
@@ -14,16 +14,23 @@ call (docs/server.md) and answers by its function:
 Every call's signature is checked with SECRET (a bad one answers 401). GET /calls answers
 {"by_key": {idempotency_key: count}, "by_function": {function: count}} so a test can see that a
 resumed run did not repeat a finished call and that an approved call reached the shop once.
+
+With DATABASE (airlockd's airlock.db), every call first looks there for its run's run.start
+record, read-only, as another process sees what airlockd committed; "unrecorded" in GET /calls
+lists the runs whose call arrived before that record.
 """
 import hashlib
 import hmac
 import json
+import sqlite3
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 SECRET = sys.argv[1].encode()
+DATABASE = sys.argv[2] if len(sys.argv) > 2 else None
+UNRECORDED = []
 LOCK = threading.Lock()
 BY_KEY = {}
 BY_FUNCTION = {}
@@ -50,7 +57,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         with LOCK:
-            self.answer(200, {"by_key": dict(BY_KEY), "by_function": dict(BY_FUNCTION)})
+            self.answer(200, {"by_key": dict(BY_KEY), "by_function": dict(BY_FUNCTION),
+                              "unrecorded": list(UNRECORDED)})
 
     def do_POST(self):
         raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
@@ -62,6 +70,9 @@ class Handler(BaseHTTPRequestHandler):
             return
         call = json.loads(raw)
         fn, args = call["function"], call["args"]
+        if DATABASE and not started(call["run"]):
+            with LOCK:
+                UNRECORDED.append(call["run"])
         with LOCK:
             BY_KEY[call["idempotency_key"]] = BY_KEY.get(call["idempotency_key"], 0) + 1
             BY_FUNCTION[fn] = BY_FUNCTION.get(fn, 0) + 1
@@ -76,6 +87,15 @@ class Handler(BaseHTTPRequestHandler):
             self.answer(200, {"result": "slept"})
         else:
             self.answer(200, {"error": "no function " + fn})
+
+
+def started(run):
+    db = sqlite3.connect("file:%s?mode=ro" % DATABASE, uri=True, timeout=10)
+    try:
+        return db.execute("SELECT count(*) FROM audit WHERE action = 'run.start' AND subject = ?",
+                          (run,)).fetchone()[0] == 1
+    finally:
+        db.close()
 
 
 class Server(ThreadingHTTPServer):
