@@ -234,17 +234,27 @@ enum al_code audit_record_write(const struct audit_record *rec, struct buf *line
     if (rc != AL_OK) {
         goto out;
     }
-    /* The line: the same record with its hash, canonical too (one spelling per record). */
-    json_doc_free(doc);
-    doc = NULL;
-    buf_reset(&text);
-    rc = from_buf(record_text(&text, rec, hash), reterr);
-    if (rc == AL_OK) {
-        rc = json_parse(text.data, text.len, RECORD_MAX_DEPTH, &doc, reterr);
+    /* The line: the same record with its hash, canonical too (one spelling per record). In
+     * JCS order "hash" comes right before "prev"; the last `,"prev":` of the canonical text is
+     * the record's own (details come before it, and the members after it are a number and
+     * strings, in which a quote is always escaped), so the hash goes in there. */
+    const char *prev = NULL;
+    for (const char *p = canon.data; (p = strstr(p, ",\"prev\":")) != NULL; p++) {
+        prev = p;
     }
-    if (rc == AL_OK) {
-        rc = jcs_write(line, json_root(doc), NULL, reterr);
+    if (!prev) {
+        rc = error_set(reterr, AL_INTERNAL_ERROR, "the canonical record has no prev");
+        goto out;
     }
+    size_t at = (size_t)(prev - canon.data);
+    enum buf_status st = buf_append(line, canon.data, at);
+    if (st == BUF_OK) {
+        st = buf_printf(line, ",\"hash\":\"%s\"", hash);
+    }
+    if (st == BUF_OK) {
+        st = buf_append(line, canon.data + at, canon.len - at);
+    }
+    rc = from_buf(st, reterr);
     if (rc != AL_OK) {
         goto out;
     }

@@ -22,6 +22,8 @@
 
 #include "audit.h"
 #include "buf.h"
+#include "jcs.h"
+#include "json.h"
 
 #define MAX_LINES 32
 #define ZERO64    "0000000000000000000000000000000000000000000000000000000000000000"
@@ -200,6 +202,42 @@ static void test_audit_hash_is_sha256_of_prev_hex_and_jcs(void **state)
     }
     assert_string_equal(hash, hex);
     free(line);
+}
+
+/* The line is the canonical record with its hash in its place, also when details hold members
+ * named prev and hash at any depth and the strings after them look like members. */
+static void test_audit_line_is_canonical_whatever_the_details(void **state)
+{
+    (void)state;
+    static const char *const details[] = {
+        "{\"prev\":\"x\",\"z\":{\"prev\":1,\"hash\":[\",\\\"prev\\\":\"]}}",
+        "{\"a\":\"\\u00e9\\u2028\",\"prev\":{\"prev\":{\"prev\":null}}}",
+        "{}",
+    };
+    static const char *const subjects[] = { "\",\"prev\":\"", "s", "\\\",\\\"prev\\\":" };
+    for (size_t i = 0; i < sizeof details / sizeof details[0]; i++) {
+        for (size_t j = 0; j < sizeof subjects / sizeof subjects[0]; j++) {
+            char hash[AUDIT_HASH_HEX_LEN + 1];
+            char *line = make_line(7, ZERO64, "eve", "x.y", subjects[j], j ? "d" : NULL, details[i],
+                                   hash);
+            struct json_doc *doc = NULL;
+            struct buf canon;
+            buf_init(&canon, 1 << 16);
+            assert_int_equal(json_parse(line, strlen(line), 64, &doc, NULL), AL_OK);
+            assert_int_equal(jcs_write(&canon, json_root(doc), NULL, NULL), AL_OK);
+            assert_string_equal(canon.data, line);
+            const struct json_node *h = json_get(json_root(doc), "hash");
+            const struct json_node *p = json_get(json_root(doc), "prev");
+            assert_non_null(h);
+            assert_non_null(p);
+            assert_int_equal(h->type, JSON_STRING);
+            assert_string_equal(h->str, hash);
+            assert_string_equal(p->str, ZERO64);
+            json_doc_free(doc);
+            buf_done(&canon);
+            free(line);
+        }
+    }
 }
 
 static void test_audit_record_write_refuses_bad_fields(void **state)
@@ -555,6 +593,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_audit_hash_is_sha256_of_prev_hex_and_jcs),
+        cmocka_unit_test(test_audit_line_is_canonical_whatever_the_details),
         cmocka_unit_test(test_audit_record_write_refuses_bad_fields),
         cmocka_unit_test(test_audit_checkpoint_sign_verify),
         cmocka_unit_test(test_audit_chain_verifies),
