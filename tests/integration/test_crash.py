@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """airlockd under races that crashed it or made its audit disagree with its runs: a run cancelled
-while it makes a connector call, and a cancel that meets the run's own end.
+while it makes a connector call, and a cancel that meets the run's own end; and a disk that
+fails the run writer's fsync.
 
 usage: test_crash.py --airlockd PATH --cli PATH [-k SUBSTRING]
 
@@ -14,6 +15,7 @@ and a run's run.end record must say what the run is. Waiting polls with a deadli
 import http.client
 import json
 import os
+import signal
 import sys
 import time
 
@@ -103,6 +105,41 @@ def t_cancel_meets_the_end_of_the_run(tmp):
         answers = post_and_cancel(w, lambda i: {"template": "count",
                                                 "input": {"n": (i % 20) * 500}, "wait": False})
         settle_and_check(w, answers)
+    finally:
+        w.close()
+
+
+def t_failed_fsync_stops_airlockd_before_any_answer_or_call(tmp):
+    # the writer's fsync fails (hosts/failsync.c, preloaded): airlockd stops before it answers
+    # the run or sends its connector call, and its restart marks the run it had begun ABORTED
+    lib = os.environ.get("FAILSYNC_LIB", "")
+    check(os.path.exists(lib), "FAILSYNC_LIB (the failsync library, set by ctest) is %r" % lib)
+    asan = os.environ.get("ASAN_OPTIONS", "")
+    w = tr.World(tmp, env_extra={
+        "LD_PRELOAD": lib, "FAILSYNC_THREAD": "airlockd-writer",
+        # under AddressSanitizer its runtime would insist on coming first
+        "ASAN_OPTIONS": (asan + ":" if asan else "") + "verify_asan_link_order=0"})
+    try:
+        w.template("paid", "return (await shop.orders('paid')).length;", ["shop.orders"])
+        answered = None
+        try:
+            answered = w.run({"template": "paid"})
+        except (OSError, http.client.HTTPException):
+            pass
+        check(answered is None, "answered before its record was on the disk: %r" % (answered,))
+        check(w.s.proc.wait(timeout=ts.HANG) == -signal.SIGABRT,
+              "airlockd exited with %r" % w.s.proc.returncode)
+        check("could not be synced to disk" in w.s.stderr(), "no word of the failed fsync")
+        check(w.shop.calls()["by_function"].get("shop.orders", 0) == 0,
+              "a connector call left before its run's record was on the disk")
+        w.s = ts.Server(w.dir)
+        started = [r["subject"] for r in audit_rows(w.dir, "run.start")]
+        check(len(started) <= 1, "run.start records: %r" % started)
+        for run_id in started:
+            done = w.get(run_id)
+            check(done["status"] == "failed" and done["error"]["code"] == "ABORTED",
+                  "after the restart: %r" % done)
+        check(w.ok("GET", "/v1/audit/verify", None, w.admin)["ok"], "the chain verifies")
     finally:
         w.close()
 

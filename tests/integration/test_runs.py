@@ -49,11 +49,11 @@ class Shop:
 class World:
     """airlockd with department finance (and other), its people and the shop connector."""
 
-    def __init__(self, tmp, autonomy="autonomous", adhoc=False, shop=None):
+    def __init__(self, tmp, autonomy="autonomous", adhoc=False, shop=None, env_extra=None):
         self.tmp = tmp
         self.dir = os.path.join(tmp, "var")
         self.shop = shop or Shop()
-        self.s = Server(self.dir)
+        self.s = Server(self.dir, env_extra=env_extra)
         check(self.s.port, "airlockd did not start: " + self.s.stderr())
         self.admin = self.s.admin_key()
         for d in ("finance", "other"):
