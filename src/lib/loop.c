@@ -290,6 +290,7 @@ static void take_in(struct loop *lp, struct al_run *run, int stopping)
 static void *loop_main(void *arg)
 {
     struct loop *lp = arg;
+    pthread_setname_np(pthread_self(), "airlock-loop"); /* named in top -H and perf */
     struct epoll_event evs[64];
     int timeout_ms = -1;
     for (;;) {

@@ -112,6 +112,7 @@ static enum al_code start_worker(struct pool *p, struct worker_proc *ret_proc,
 static void *pool_main(void *arg)
 {
     struct pool *p = arg;
+    pthread_setname_np(pthread_self(), "airlock-pool"); /* named in top -H and perf */
     pthread_mutex_lock(&p->mu);
     while (!p->stop) {
         if (p->ndead > 0) {

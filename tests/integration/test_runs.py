@@ -479,6 +479,23 @@ def t_connector_calls_wait_for_the_runs_record(tmp):
         w.close()
 
 
+def t_threads_are_named(tmp):
+    # an operator's top -H or perf tells airlockd's threads apart (docs/server.md)
+    w = World(tmp)
+    try:
+        w.template("paid", "return (await shop.orders('paid')).length;", ["shop.orders"])
+        check(w.run({"template": "paid"}, want=200)[1]["value"] == 2, "the run")
+        task = "/proc/%d/task" % w.s.proc.pid
+        names = set()
+        for t in os.listdir(task):
+            with open(os.path.join(task, t, "comm")) as f:
+                names.add(f.read().strip())
+        want = {"airlockd-writer", "airlockd-curl", "airlock-loop"}
+        check(want <= names, "threads %r, want %r among them" % (sorted(names), sorted(want)))
+    finally:
+        w.close()
+
+
 def t_adhoc_runs(tmp):
     w = World(tmp)
     try:
