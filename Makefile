@@ -3,8 +3,10 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
+PREFIX     ?= /usr/local
+DESTDIR    ?=
 
-.PHONY: all build run example test asan bench soak loadtest format lint clean help bootstrap
+.PHONY: all build run example test asan bench soak loadtest install deb format lint clean help bootstrap
 
 all: build
 
@@ -17,12 +19,28 @@ help:
 	@echo "make bench    compare airlock with run@2.1.5 (writes docs/benchmarks.md)"
 	@echo "make soak     20,000 mixed runs at concurrency 4, then leak checks"
 	@echo "make loadtest 200 clients x 30 s against airlockd, then audit and RSS checks"
+	@echo "make install  release build installed into PREFIX (/usr/local), under DESTDIR if set"
+	@echo "make deb      a Debian package of it in build-deb/ (CPack; prefix /usr)"
 	@echo "make format   clang-format the sources"
 	@echo "make lint     clang-format check, clang-tidy, banned calls (scripts/lint.sh)"
 	@echo "make clean    remove build folders"
 
 bootstrap:
 	@scripts/bootstrap.sh
+
+# The prefix is compiled in (libairlock's last place to look for its worker): one build folder
+# per prefix.
+install: bootstrap
+	cmake -S . -B build-install -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_ARGS)
+	cmake --build build-install -j $(JOBS)
+	DESTDIR=$(DESTDIR) cmake --install build-install
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
+
+deb: bootstrap
+	cmake -S . -B build-deb -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr $(CMAKE_ARGS)
+	cmake --build build-deb -j $(JOBS)
+	cd build-deb && cpack -G DEB
+	@ls build-deb/*.deb
 
 $(BUILD)/CMakeCache.txt: | bootstrap
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Debug $(CMAKE_ARGS)
@@ -65,4 +83,4 @@ lint: build
 	JOBS=$(JOBS) scripts/lint.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) build-release
+	rm -rf $(BUILD) $(ASAN_BUILD) build-release build-install build-deb

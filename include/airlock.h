@@ -85,7 +85,7 @@ struct al_error {
     char message[256];
 };
 
-/* "0.1.0". Static storage. */
+/* The version, "MAJOR.MINOR.PATCH" (CMakeLists.txt's project VERSION). Static storage. */
 AL_API const char *al_version(void);
 
 /* ---------------------------------------------------------------- limits */
@@ -225,8 +225,11 @@ AL_NODISCARD AL_API enum al_code al_config_set_limit(struct al_config *config, e
 AL_NODISCARD AL_API enum al_code al_config_add_host(struct al_config *config, const char *name,
                                                     al_host_fn *fn, void *userdata, unsigned flags);
 
-/* Path of the airlock-worker executable. Default: $AIRLOCK_WORKER if set, else
- * "airlock-worker" beside the running executable. AL_CONFIG_ERROR for NULL or "". */
+/* Path of the airlock-worker executable. Default: $AIRLOCK_WORKER if set, else the first that
+ * exists of "airlock-worker" beside the running executable, "../libexec/airlock/airlock-worker"
+ * beside the file holding libairlock (libairlock.so, or the executable it is linked into), and
+ * the libexec of the prefix libairlock was built for (`make install`). AL_CONFIG_ERROR for NULL
+ * or "". */
 AL_NODISCARD AL_API enum al_code al_config_set_worker_path(struct al_config *config,
                                                            const char *path);
 

@@ -43,5 +43,5 @@ int al_code_from_name(const char *name)
 
 const char *al_version(void)
 {
-    return "0.1.0";
+    return AIRLOCK_VERSION; /* the project() VERSION of CMakeLists.txt, the one place it is set */
 }

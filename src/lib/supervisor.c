@@ -7,6 +7,7 @@
  * nothing of the host's - not even its terminal. Deadlines are enforced by run.c, which calls
  * supervisor_reap to SIGKILL and collect the process.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -23,35 +24,60 @@
 #include "error.h"
 #include "internal.h"
 
+/* The worker next to the file that holds `code`'s object - the executable or libairlock.so -
+ * at `rel` ("airlock-worker" beside it, or an install's "../libexec/airlock/airlock-worker"). */
+static int supervisor_beside(const void *code, const char *rel, char path[PATH_MAX])
+{
+    char self[PATH_MAX];
+    Dl_info info;
+    if (code) {
+        if (!dladdr(code, &info) || !info.dli_fname || !strchr(info.dli_fname, '/')) {
+            return -1;
+        }
+        snprintf(self, sizeof self, "%s", info.dli_fname);
+    } else {
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n < 0) {
+            return -1;
+        }
+        self[n] = '\0';
+    }
+    char *slash = strrchr(self, '/');
+    if (slash) {
+        slash[1] = '\0';
+    }
+    return (size_t)snprintf(path, PATH_MAX, "%s%s", self, rel) < PATH_MAX ? 0 : -1;
+}
+
+/* Where the worker is, first found: al_config_set_worker_path, AIRLOCK_WORKER, beside the
+ * executable (a build tree, or an installed airlock or airlockd, which link libairlock in),
+ * the install's libexec beside libairlock.so (also after DESTDIR or a move), then the
+ * libexec of the prefix it was built for. */
 enum al_code supervisor_resolve_path(const char *configured, char **ret_path,
                                      struct al_error *reterr)
 {
-    char path[PATH_MAX];
+    char path[PATH_MAX] = "";
     const char *env = getenv("AIRLOCK_WORKER");
-    if (configured) {
-        snprintf(path, sizeof path, "%s", configured);
-    } else if (env && *env) {
-        snprintf(path, sizeof path, "%s", env);
-    } else {
-        ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-        if (n < 0) {
+    if (configured || (env && *env)) {
+        snprintf(path, sizeof path, "%s", configured ? configured : env);
+        if (access(path, X_OK) != 0) {
             return error_set_errno(reterr, AL_CONFIG_ERROR, errno,
-                                   "cannot locate airlock-worker: /proc/self/exe");
+                                   "the worker '%s' is not executable (set AIRLOCK_WORKER or "
+                                   "al_config_set_worker_path)",
+                                   path);
         }
-        path[n] = '\0';
-        char *slash = strrchr(path, '/');
-        size_t dir = slash ? (size_t)(slash - path) + 1 : 0;
-        static const char name[] = "airlock-worker";
-        if (dir + sizeof name > sizeof path) {
-            return error_set(reterr, AL_CONFIG_ERROR, "cannot locate airlock-worker");
+    } else if (!(supervisor_beside(NULL, "airlock-worker", path) == 0 && access(path, X_OK) == 0) &&
+               !(supervisor_beside((const void *)supervisor_resolve_path,
+                                   "../libexec/airlock/airlock-worker", path) == 0 &&
+                 access(path, X_OK) == 0)) {
+        snprintf(path, sizeof path, "%s", AIRLOCK_WORKER_INSTALLED);
+        if (access(path, X_OK) != 0) {
+            return error_set(reterr, AL_CONFIG_ERROR,
+                             "cannot find airlock-worker beside the program, in libexec/airlock "
+                             "beside libairlock or in %s (set AIRLOCK_WORKER or "
+                             "al_config_set_worker_path)",
+                             AIRLOCK_WORKER_INSTALLED);
         }
-        memcpy(path + dir, name, sizeof name);
-    }
-    if (access(path, X_OK) != 0) {
-        return error_set_errno(reterr, AL_CONFIG_ERROR, errno,
-                               "the worker '%s' is not executable (set AIRLOCK_WORKER or "
-                               "al_config_set_worker_path)",
-                               path);
     }
     char *p = strdup(path);
     if (!p) {

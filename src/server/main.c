@@ -63,7 +63,8 @@ struct main_runtime {
 };
 
 static const char main_usage[] =
-        "usage: airlockd [--listen HOST:PORT] [--data-dir DIR] [--config FILE] [--print-routes]\n";
+        "usage: airlockd [--listen HOST:PORT] [--data-dir DIR] [--config FILE] [--print-routes]\n"
+        "       airlockd --version\n";
 
 static int main_parse_listen(const char *text, struct main_config *cfg)
 {
@@ -616,6 +617,10 @@ static int main_options(int argc, char **argv, struct main_config *cfg)
         }
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             fputs(main_usage, stdout);
+            return 1;
+        }
+        if (strcmp(arg, "--version") == 0 || strcmp(arg, "-V") == 0) {
+            printf("airlockd %s\n", al_version());
             return 1;
         }
         if (!dst) {
