@@ -53,7 +53,8 @@ class World:
         self.tmp = tmp
         self.dir = os.path.join(tmp, "var")
         self.shop = shop or Shop()
-        self.s = Server(self.dir, env_extra=env_extra)
+        # without env_extra, Server is called as tests that replace it expect
+        self.s = Server(self.dir, env_extra=env_extra) if env_extra else Server(self.dir)
         check(self.s.port, "airlockd did not start: " + self.s.stderr())
         self.admin = self.s.admin_key()
         for d in ("finance", "other"):
@@ -493,6 +494,121 @@ def t_threads_are_named(tmp):
         want = {"airlockd-writer", "airlockd-curl", "airlock-loop"}
         check(want <= names, "threads %r, want %r among them" % (sorted(names), sorted(want)))
     finally:
+        w.close()
+
+
+# A shim for LD_PRELOAD: while the file $SLOWSYNC_GATE exists, an fdatasync on the thread named
+# airlockd-writer waits (with $SLOWSYNC_GATE.held present meanwhile): the writer's batch is then
+# committed and the store lock free, but nothing of it is on the disk yet.
+SLOWSYNC_C = r"""
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int fdatasync(int fd)
+{
+    char name[17] = "";
+    const char *gate = getenv("SLOWSYNC_GATE");
+    prctl(PR_GET_NAME, name);
+    if (gate && strcmp(name, "airlockd-writer") == 0 && access(gate, F_OK) == 0) {
+        char held[4200];
+        snprintf(held, sizeof held, "%s.held", gate);
+        close(open(held, O_CREAT | O_WRONLY, 0600));
+        while (access(gate, F_OK) == 0) {
+            usleep(1000);
+        }
+        unlink(held);
+    }
+    return (int)syscall(SYS_fdatasync, fd);
+}
+"""
+
+
+def t_nothing_of_a_batch_is_answered_before_its_fsync(tmp):
+    # docs/server.md: "nothing the batch records is answered before that fsync". The writer
+    # commits unsynced and lets the store lock go before its fsync, so meanwhile any GET reads
+    # the batch: a run nobody has been told of yet (its own POST is still waiting for that
+    # fsync), and its run.start record in the audit export. A power cut in that window loses
+    # what was answered (and the export's seqs are reused by other records after the restart).
+    import threading
+    src = os.path.join(tmp, "slowsync.c")
+    so = os.path.join(tmp, "slowsync.so")
+    with open(src, "w") as f:
+        f.write(SLOWSYNC_C)
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", so, src], check=True, timeout=HANG)
+    gate = os.path.join(tmp, "gate")
+    env = {"SLOWSYNC_GATE": gate, "LD_PRELOAD": so,
+           "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"}
+    w = World(tmp, env_extra=env)
+    try:
+        w.template("quick", "return 7;", [])
+        open(gate, "w").close()
+        answer = []
+        t = threading.Thread(target=lambda: answer.append(w.run({"template": "quick",
+                                                                 "wait": False})))
+        t.start()
+        deadline = time.monotonic() + HANG
+        while not os.path.exists(gate + ".held"):
+            check(time.monotonic() < deadline, "the writer's fsync never came")
+            time.sleep(0.005)
+        # the writer waits in the fsync of the batch that records the new run: what a reader
+        # is answered meanwhile must not show it (a reader may also wait for that fsync)
+        seen = {}
+
+        def read(what, method, path, key):
+            st, doc, _ = w.s.request(method, path, None, key=key)
+            seen[what] = (time.monotonic(), st, json.dumps(doc))
+
+        readers = [threading.Thread(target=read, args=("GET /v1/runs", "GET", "/v1/runs",
+                                                       w.keys["agent-7"])),
+                   threading.Thread(target=read, args=("GET /v1/audit/export", "GET",
+                                                       "/v1/audit/export", w.admin))]
+        for r in readers:
+            r.start()
+        for r in readers:
+            r.join(1.0)
+        released = time.monotonic()
+        os.unlink(gate)
+        for r in readers:
+            r.join(HANG)
+        t.join(HANG)
+        check(answer and answer[0][0] == 202, "POST /v1/runs: %r" % answer)
+        run_id = answer[0][1]["id"]
+        early = [what for what, (at, st, text) in seen.items() if at < released and run_id in text]
+        wrong = []
+        if early:
+            wrong.append("%s answered with run %s while the batch recording it was not on the "
+                         "disk yet (its own POST was still waiting for that fsync)"
+                         % (early, run_id))
+
+        # the same for a run's end: its poller must not read "completed" before it is durable
+        w.template("nap", "await shop.slow(500); return 'rested';", ["shop.slow"])
+        st, doc = w.run({"template": "nap", "wait": False}, want=202)
+        open(gate, "w").close()
+        deadline = time.monotonic() + HANG
+        while not os.path.exists(gate + ".held"):
+            check(time.monotonic() < deadline, "the writer's fsync never came")
+            time.sleep(0.005)
+        seen.clear()
+        reader = threading.Thread(target=read, args=("GET /v1/runs/{id}", "GET",
+                                                     "/v1/runs/" + doc["id"], w.keys["agent-7"]))
+        reader.start()
+        reader.join(1.0)
+        released = time.monotonic()
+        os.unlink(gate)
+        reader.join(HANG)
+        at, st, text = seen["GET /v1/runs/{id}"]
+        if at < released and json.loads(text)["status"] == "completed":
+            wrong.append("GET /v1/runs/%s answered completed while the batch recording that end "
+                         "was not on the disk yet" % doc["id"])
+        check(not wrong, "; ".join(wrong))
+    finally:
+        if os.path.exists(gate):
+            os.unlink(gate)
         w.close()
 
 
