@@ -130,6 +130,7 @@ void api_templates_list(struct api_ctx *ctx);
 void api_templates_get(struct api_ctx *ctx);
 void api_versions_create(struct api_ctx *ctx);
 void api_versions_get(struct api_ctx *ctx);
+void api_versions_types(struct api_ctx *ctx);
 void api_versions_submit(struct api_ctx *ctx);
 void api_versions_approve(struct api_ctx *ctx);
 void api_versions_reject(struct api_ctx *ctx);

@@ -24,6 +24,7 @@
 #include "diff.h"
 #include "jcs.h"
 #include "schema.h"
+#include "tsdecl.h"
 
 #define TPL_SOURCE_MAX  ((size_t)256 << 10) /* the runner's default source limit */
 #define TPL_FUNCS_MAX   64u
@@ -967,6 +968,126 @@ void api_versions_get(struct api_ctx *ctx)
         return;
     }
     buf_append_str(&ctx->resp->body, "\n");
+}
+
+/* ---------------------------------------------------------------- types */
+
+/* GET .../types: the version's functions and input schema, for tsdecl. */
+struct tpl_types {
+    int approved_only;
+    int found;
+    char *functions;
+    char *input_schema;
+};
+
+static int tpl_types_read(void *userdata, const struct store_version *v)
+{
+    struct tpl_types *t = userdata;
+    if (t->approved_only && strcmp(v->state, "approved") != 0) {
+        return 0;
+    }
+    t->found = 1;
+    t->functions = buf_dup(v->functions, strlen(v->functions));
+    t->input_schema = buf_dup(v->input_schema, strlen(v->input_schema));
+    return 0;
+}
+
+/* One connector's function definitions (a JSON object), parsed, kept for the answer. */
+struct tpl_types_conn {
+    char *functions;
+};
+
+static int tpl_types_conn_read(void *userdata, const struct store_connector *c)
+{
+    struct tpl_types_conn *tc = userdata;
+    tc->functions = buf_dup(c->functions, strlen(c->functions));
+    return 0;
+}
+
+static int tpl_types_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct tsdecl_fn *)a)->name, ((const struct tsdecl_fn *)b)->name);
+}
+
+static const char *tpl_json_string(const struct json_node *obj, const char *key)
+{
+    const struct json_node *n = obj && obj->type == JSON_OBJECT ? json_get(obj, key) : NULL;
+    return n && n->type == JSON_STRING ? n->str : NULL;
+}
+
+void api_versions_types(struct api_ctx *ctx)
+{
+    struct tpl_info ti;
+    if (api_body(ctx, NULL, 0) != 0 || tpl_lookup(ctx, &ti) != 0 ||
+        tpl_allow_read(ctx, ti.department) != 0) {
+        return;
+    }
+    int64_t number = tpl_version_number(api_param(ctx, "v"));
+    struct tpl_types t = { !tpl_full_view(ctx->who, ti.department), 0, NULL, NULL };
+    struct store *s = ctx->store;
+    enum store_rc rc =
+            number ? s->ops->version_get(s, ti.name, number, tpl_types_read, &t) : STORE_NOT_FOUND;
+    struct json_doc *fdoc = NULL;
+    struct json_doc *idoc = NULL;
+    struct json_doc *cdocs[TPL_FUNCS_MAX] = { 0 };
+    char *ctexts[TPL_FUNCS_MAX] = { 0 }; /* a doc points into its text */
+    struct tsdecl_fn fns[TPL_FUNCS_MAX];
+    size_t n = 0;
+    if (rc == STORE_NOT_FOUND || (rc == STORE_OK && !t.found)) {
+        api_error(ctx, 404, "NOT_FOUND", "no version %.32s of template %s", api_param(ctx, "v"),
+                  ti.name);
+        goto out;
+    }
+    if (rc != STORE_OK || !t.functions || !t.input_schema ||
+        json_parse(t.functions, strlen(t.functions), 4, &fdoc, NULL) != AL_OK ||
+        json_parse(t.input_schema, strlen(t.input_schema), 64, &idoc, NULL) != AL_OK) {
+        api_store_failed(ctx);
+        goto out;
+    }
+    /* each function's definition at its connector (stored versions name existing ones) */
+    for (const struct json_node *f = json_root(fdoc)->child; f && n < TPL_FUNCS_MAX; f = f->next) {
+        if (f->type != JSON_STRING) {
+            continue;
+        }
+        const char *dot = strchr(f->str, '.');
+        char conn[STORE_NAME_MAX + 1];
+        snprintf(conn, sizeof conn, "%.*s", dot ? (int)(dot - f->str) : 0, f->str);
+        struct tpl_types_conn tc = { NULL };
+        const struct json_node *def = NULL;
+        if (dot && s->ops->connector_get(s, conn, tpl_types_conn_read, &tc) == STORE_OK &&
+            tc.functions &&
+            json_parse(tc.functions, strlen(tc.functions), 64, &cdocs[n], NULL) == AL_OK) {
+            def = json_get(json_root(cdocs[n]), dot + 1);
+        }
+        ctexts[n] = tc.functions;
+        const struct json_node *sens =
+                def && def->type == JSON_OBJECT ? json_get(def, "sensitive") : NULL;
+        fns[n] = (struct tsdecl_fn){
+            .name = f->str,
+            .description = tpl_json_string(def, "description"),
+            .args = def && def->type == JSON_OBJECT ? json_get(def, "args_schema") : NULL,
+            .result = def && def->type == JSON_OBJECT ? json_get(def, "result_schema") : NULL,
+            .sensitive = sens && sens->type == JSON_TRUE,
+        };
+        n++;
+    }
+    qsort(fns, n, sizeof fns[0], tpl_types_cmp);
+    char title[2 * STORE_NAME_MAX + 64];
+    snprintf(title, sizeof title, "template %s version %" PRId64, ti.name, number);
+    api_reply(ctx, 200);
+    ctx->resp->content_type = "text/plain; charset=utf-8";
+    if (tsdecl_write(&ctx->resp->body, title, fns, n, json_root(idoc)) != BUF_OK) {
+        api_error(ctx, 500, "INTERNAL", "the declarations could not be written");
+    }
+out:
+    for (size_t i = 0; i < TPL_FUNCS_MAX; i++) {
+        json_doc_free(cdocs[i]);
+        free(ctexts[i]);
+    }
+    json_doc_free(fdoc);
+    json_doc_free(idoc);
+    free(t.functions);
+    free(t.input_schema);
 }
 
 struct tpl_base {

@@ -18,6 +18,7 @@
 #include "api.h"
 #include "auth.h"
 #include "json.h"
+#include "runs.h"
 
 #define SEGMENTS_MAX 8
 
@@ -56,6 +57,7 @@ static const struct route routes[] = {
     { "POST",   "/v1/templates/{t}/versions",        api_versions_create,         { AUTH_RESOURCE, AUTH_ROLE_AUTHOR } },
     { "GET",    "/v1/templates/{t}/versions/{v}",    api_versions_get,            { AUTH_RESOURCE, ANY_ROLES } },
     { "GET",    "/v1/templates/{t}/versions/{v}/diff", api_versions_diff,         { AUTH_RESOURCE, ANY_ROLES } },
+    { "GET",    "/v1/templates/{t}/versions/{v}/types", api_versions_types,       { AUTH_RESOURCE, ANY_ROLES } },
     { "POST",   "/v1/templates/{t}/versions/{v}/submit", api_versions_submit,     { AUTH_RESOURCE, AUTH_ROLE_AUTHOR } },
     { "POST",   "/v1/templates/{t}/versions/{v}/approve", api_versions_approve,   { AUTH_RESOURCE, AUTH_ROLE_APPROVER } },
     { "POST",   "/v1/templates/{t}/versions/{v}/reject", api_versions_reject,     { AUTH_RESOURCE, AUTH_ROLE_APPROVER } },
@@ -171,6 +173,15 @@ static int router_limited(struct router *r, const struct http_request *req,
 static void router_dispatch_locked(struct router *r, const struct http_request *req,
                                    struct http_response *resp);
 
+/* Whether a route may read while a batch of the run writer is committed but not yet on the
+ * disk: only one that reads nothing the writer writes (runs, approvals, the audit). Starting a
+ * run reads principals, templates, versions and connectors, and its answers come from the
+ * writer after its fsync; every other route waits for that fsync first (runs_wait_synced). */
+static int router_unsynced_ok(const struct route *route)
+{
+    return route->handler == api_runs_create;
+}
+
 void router_dispatch(void *userdata, const struct http_request *req, struct http_response *resp)
 {
     struct router *r = userdata;
@@ -260,6 +271,9 @@ static void router_dispatch_locked(struct router *r, const struct http_request *
             api_denied(&ctx, 403, why);
             return;
         }
+    }
+    if (!router_unsynced_ok(route) && r->svc && r->svc->runs) {
+        runs_wait_synced(r->svc->runs);
     }
     route->handler(&ctx);
     json_doc_free(ctx.doc);

@@ -1,11 +1,11 @@
 /*
  * runs.c - airlockd's runs on libairlock's asynchronous runner (see runs.h for the threads).
  *
- * A run in memory is a struct srun, alive from runs_launch until the writer has recorded its
- * end and answered whoever waits. Two references keep it: the launcher's (dropped once
- * al_run_start has returned, so the handle is set before anyone frees) and the run's own
- * (dropped by the writer). The active list (guarded by its own mutex, never the store lock) is
- * what cancel, revocation and drain walk.
+ * A run in memory is a struct srun, alive from runs_submit (a new run) or runs_launch (a
+ * resumed one) until the writer has recorded its end and answered whoever waits. Two references
+ * keep it: the launcher's (dropped once al_run_start has returned, so the handle is set before
+ * anyone frees) and the run's own (dropped by the writer). The active list (guarded by its own
+ * mutex, never the store lock) is what cancel, revocation and drain walk.
  *
  * A new run starts executing as soon as it is submitted, beside the writer's batch that records
  * it: its start costs the run no commit of its own. Nothing leaves airlockd before that record
@@ -98,18 +98,20 @@ struct runs {
     size_t nactive;
     struct srun *done_head;
     struct srun *done_tail;
-    size_t nstarting;            /* submitted and not yet launched or answered */
+    size_t nstarting; /* held starts (supervised, resumes) not yet launched or answered */
     struct runs_job *start_head; /* new runs to record, then start */
     struct runs_job *start_tail;
     int draining;
     int stop;
+    int unsynced;          /* a batch is committed, its fsync not done: set under the store lock */
+    pthread_cond_t synced; /* unsynced went back to 0 */
     pthread_t writer;
 };
 
 /* A new run waiting for the writer's next batch. */
 struct runs_job {
     struct runs_start start;
-    struct srun *sr; /* the run made active under the store lock, to start after it */
+    struct srun *sr; /* the run, active and executing since runs_submit (NULL: held) */
     int refused;     /* the record function refused it: answered 409 */
     int failed;      /* it could not be recorded: answered 500 */
     unsigned status; /* the answer, built under the store lock */
@@ -361,7 +363,7 @@ static void runs_host(struct al_call *call, void *userdata)
     pthread_mutex_lock(&r->lock);
     enum runs_start_state state = sr->start_state;
     if (state == RUNS_START_PENDING) {
-        p->next = sr->held; /* the writer sends it after the fsync (runs_release) */
+        p->next = sr->held; /* the writer sends it after the fsync (runs_finish_jobs) */
         sr->held = p;
     }
     pthread_mutex_unlock(&r->lock);
@@ -1054,6 +1056,9 @@ static void *runs_writer(void *arg)
                 runs_build_answer(r, batch[i]);
             }
         }
+        pthread_mutex_lock(&r->lock);
+        r->unsynced = 1; /* still under the store lock: no reader has seen the batch */
+        pthread_mutex_unlock(&r->lock);
         pthread_mutex_unlock(r->store_lock);
 
         /* The batch's fsync, with the store lock free for the HTTP thread meanwhile; nothing
@@ -1065,6 +1070,10 @@ static void *runs_writer(void *arg)
             runs_log_store(r, "the database could not be synced to disk; stopping");
             abort();
         }
+        pthread_mutex_lock(&r->lock);
+        r->unsynced = 0;
+        pthread_cond_broadcast(&r->synced);
+        pthread_mutex_unlock(&r->lock);
 
         /* outside the store lock: the HTTP thread may be waiting for it */
         runs_finish_jobs(r, jobs);
@@ -1381,6 +1390,15 @@ size_t runs_cancel_version(struct runs *r, const char *template_name, int64_t ve
     return n;
 }
 
+void runs_wait_synced(struct runs *r)
+{
+    pthread_mutex_lock(&r->lock);
+    while (r->unsynced) {
+        pthread_cond_wait(&r->synced, &r->lock);
+    }
+    pthread_mutex_unlock(&r->lock);
+}
+
 size_t runs_active(struct runs *r)
 {
     pthread_mutex_lock(&r->lock);
@@ -1430,9 +1448,11 @@ int runs_new(struct store *store, pthread_mutex_t *store_lock, struct al_runner 
     r->client = client;
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->cond, NULL);
+    pthread_cond_init(&r->synced, NULL);
     if (pthread_create(&r->writer, NULL, runs_writer, r) != 0) {
         snprintf(err, 256, "cannot start the run writer thread");
         pthread_cond_destroy(&r->cond);
+        pthread_cond_destroy(&r->synced);
         pthread_mutex_destroy(&r->lock);
         free(r);
         return -1;
@@ -1453,6 +1473,7 @@ void runs_free(struct runs *r)
     pthread_mutex_unlock(&r->lock);
     pthread_join(r->writer, NULL);
     pthread_cond_destroy(&r->cond);
+    pthread_cond_destroy(&r->synced);
     pthread_mutex_destroy(&r->lock);
     free(r);
 }

@@ -130,6 +130,11 @@ size_t runs_cancel_version(struct runs *r, const char *template_name, int64_t ve
  * returns once every one of them is recorded and answered. */
 void runs_drain(struct runs *r, unsigned grace_ms);
 size_t runs_active(struct runs *r);
+/* Returns once no batch of the writer is committed but not yet on the disk. The caller holds
+ * the store lock (so no new batch commits meanwhile) and may then read anything: what it
+ * answers is durable. The writer fsyncs its batches off the store lock, so a request that reads
+ * what runs write (runs, approvals, the audit) waits here first. */
+void runs_wait_synced(struct runs *r);
 
 /* A run's API object (the answer of POST /v1/runs and GET /v1/runs/{id}) from its row; the
  * approvals' ids are read from the store. STORE_OK or the store's failure. */

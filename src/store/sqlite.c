@@ -201,9 +201,16 @@ static enum store_rc sqlite_ping(struct store *s)
     return sqlite_principal_count(s, &n);
 }
 
+static void sqlite_tx_resync(struct sqlite_store *st);
+
 static enum store_rc sqlite_tx_begin(struct store *s)
 {
-    return sqlite_exec_args(sqlite_of(s), "BEGIN IMMEDIATE", 0, NULL, NULL);
+    struct sqlite_store *st = sqlite_of(s);
+    sqlite_tx_resync(st);
+    if (st->unsynced) {
+        return sqlite_fail(st, "pragma synchronous"); /* a durable transaction it would not be */
+    }
+    return sqlite_exec_args(st, "BEGIN IMMEDIATE", 0, NULL, NULL);
 }
 
 /* synchronous=NORMAL in WAL mode: a commit writes the WAL and does not fsync it (the WAL is
@@ -219,34 +226,31 @@ static enum store_rc sqlite_tx_begin_unsynced(struct store *s)
     enum store_rc rc = sqlite_exec_args(st, "PRAGMA synchronous = NORMAL", 0, NULL, NULL);
     if (rc == STORE_OK) {
         st->unsynced = 1;
-        rc = sqlite_tx_begin(s);
+        rc = sqlite_exec_args(st, "BEGIN IMMEDIATE", 0, NULL, NULL);
     }
-    if (rc != STORE_OK && st->unsynced) {
-        st->unsynced = 0;
-        sqlite3_exec(st->db, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
+    if (rc != STORE_OK) {
+        sqlite_tx_resync(st);
     }
     return rc;
 }
 
-/* Back to durable commits after a transaction of tx_begin_unsynced's. Failing to is an error:
- * every later commit would be made without waiting for the disk. */
-static enum store_rc sqlite_tx_resync(struct sqlite_store *st, enum store_rc rc)
+/* Back to durable commits once a transaction of tx_begin_unsynced's has ended. A commit that
+ * succeeded stays a success even if this fails (the caller must not record its batch twice):
+ * unsynced then stays set, and the next tx_begin tries again before it begins, or fails. */
+static void sqlite_tx_resync(struct sqlite_store *st)
 {
-    if (!st->unsynced || !sqlite3_get_autocommit(st->db)) {
-        return rc;
+    if (st->unsynced && sqlite3_get_autocommit(st->db) &&
+        sqlite3_exec(st->db, "PRAGMA synchronous = FULL", NULL, NULL, NULL) == SQLITE_OK) {
+        st->unsynced = 0;
     }
-    st->unsynced = 0;
-    if (sqlite3_exec(st->db, "PRAGMA synchronous = FULL", NULL, NULL, NULL) != SQLITE_OK) {
-        st->unsynced = 1;
-        return sqlite_fail(st, "pragma synchronous");
-    }
-    return rc;
 }
 
 static enum store_rc sqlite_tx_commit(struct store *s)
 {
     struct sqlite_store *st = sqlite_of(s);
-    return sqlite_tx_resync(st, sqlite_exec_args(st, "COMMIT", 0, NULL, NULL));
+    enum store_rc rc = sqlite_exec_args(st, "COMMIT", 0, NULL, NULL);
+    sqlite_tx_resync(st);
+    return rc;
 }
 
 static void sqlite_tx_rollback(struct store *s)
@@ -255,7 +259,7 @@ static void sqlite_tx_rollback(struct store *s)
     if (!sqlite3_get_autocommit(st->db)) {
         sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
     }
-    (void)sqlite_tx_resync(st, STORE_OK);
+    sqlite_tx_resync(st);
 }
 
 /* Runs on any thread, beside the connection's own calls: it touches nothing but wal_fd (and
@@ -276,6 +280,8 @@ static enum store_rc sqlite_open_wal(struct sqlite_store *st)
 {
     const char *db = sqlite3_db_filename(st->db, "main");
     char path[4096];
+    const char *failed = NULL;
+    int dir = -1;
     if (!db || !db[0]) {
         return STORE_OK; /* in memory: nothing to sync */
     }
@@ -285,25 +291,29 @@ static enum store_rc sqlite_open_wal(struct sqlite_store *st)
     }
     st->wal_fd = open(path, O_RDONLY | O_CLOEXEC);
     if (st->wal_fd < 0) {
-        snprintf(st->errmsg, sizeof st->errmsg, "sqlite: cannot open the WAL: %s", strerror(errno));
-        return STORE_ERROR;
+        failed = "cannot open the WAL";
+        goto out;
     }
-    char *slash = strrchr(path, '/');
+    char *slash = strrchr(path, '/'); /* SQLite's file names are absolute */
     if (slash) {
         *(slash == path ? slash + 1 : slash) = '\0';
-    } else {
-        snprintf(path, sizeof path, ".");
     }
-    int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int ok = dir >= 0 && fsync(dir) == 0;
+    dir = open(slash ? path : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) {
+        failed = "cannot open the database's directory";
+    } else if (fsync(dir) != 0) {
+        failed = "cannot sync the database's directory";
+    } else if (fdatasync(st->wal_fd) != 0) {
+        failed = "cannot sync the WAL";
+    }
+out:
+    if (failed) {
+        snprintf(st->errmsg, sizeof st->errmsg, "sqlite: %s: %s", failed, strerror(errno));
+    }
     if (dir >= 0) {
         close(dir);
     }
-    if (!ok || fdatasync(st->wal_fd) != 0) {
-        snprintf(st->errmsg, sizeof st->errmsg, "sqlite: cannot sync the WAL: %s", strerror(errno));
-        return STORE_ERROR;
-    }
-    return STORE_OK;
+    return failed ? STORE_ERROR : STORE_OK;
 }
 
 static enum store_rc sqlite_principal_count(struct store *s, int64_t *ret_count)

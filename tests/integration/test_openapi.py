@@ -46,6 +46,7 @@ CONTRACT = PUBLIC | {
     ("POST", "/v1/templates/{t}/versions/{v}/reject"),
     ("POST", "/v1/templates/{t}/versions/{v}/revoke"),
     ("GET", "/v1/templates/{t}/versions/{v}/diff"),
+    ("GET", "/v1/templates/{t}/versions/{v}/types"),
     ("POST", "/v1/runs"), ("GET", "/v1/runs"), ("GET", "/v1/runs/{id}"),
     ("POST", "/v1/runs/{id}/cancel"),
     ("GET", "/v1/approvals"), ("POST", "/v1/approvals/{id}/approve"),

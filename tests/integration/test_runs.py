@@ -612,6 +612,52 @@ def t_nothing_of_a_batch_is_answered_before_its_fsync(tmp):
         w.close()
 
 
+def t_types_declare_what_a_run_has(tmp):
+    # GET .../types: the version's host functions typed from their connector schemas, and its
+    # input, as TypeScript for a model's prompt; agents see approved versions only
+    w = World(tmp)
+    try:
+        w.ok("POST", "/v1/connectors", {
+            "name": "crm", "department": "finance", "url": w.shop.url,
+            "signing_secret": SECRET, "functions": {"lookup": {
+                "description": "a customer by id",
+                "args_schema": {"type": "array", "items": {"type": "integer"},
+                                "minItems": 1, "maxItems": 1},
+                "result_schema": {"type": "object", "properties": {
+                    "name": {"type": "string"}, "tier": {"enum": ["gold", "basic"]}},
+                    "required": ["name"], "additionalProperties": False}}}}, w.admin, 201)
+        schema = {"type": "object", "properties": {"customer": {"type": "integer",
+                                                                "description": "crm id"}},
+                  "required": ["customer"], "additionalProperties": False}
+        n = w.template("greet", "const c = await crm.lookup(input.customer); return c.name;",
+                       ["shop.refund", "crm.lookup"], schema=schema)
+        st, text, _ = w.s.request("GET", "/v1/templates/greet/versions/%d/types" % n,
+                                  key=w.keys["agent-7"])
+        check(st == 200 and w.s.last_headers["content-type"].startswith("text/plain"),
+              "types: %d %r" % (st, w.s.last_headers))
+        for line in ("declare const crm: {", "  /** a customer by id */",
+                     "  lookup(arg1: number): Promise<{", "    name: string;",
+                     "    tier?: \"gold\" | \"basic\";", "declare const shop: {",
+                     "  /** Sensitive: each call waits for a person's approval. */",
+                     "  refund(...args: (unknown)[]): Promise<unknown>;",
+                     "declare const input: {", "  /** crm id */", "  customer: number;"):
+            check(line in text.splitlines(), "no line %r in:\n%s" % (line, text))
+        check(text.index("declare const crm") < text.index("declare const shop"), text)
+        # a draft is not the agent's to read, nor another department's agent's at all
+        w.template("draft", "return 1;", [], approve=False)
+        st, e, _ = w.s.request("GET", "/v1/templates/draft/versions/1/types",
+                               key=w.keys["agent-7"])
+        check(st == 404, "an agent read a draft's types: %d %r" % (st, e))
+        st, e, _ = w.s.request("GET", "/v1/templates/greet/versions/%d/types" % n,
+                               key=w.keys["agent-9"])
+        check(st in (403, 404), "another department's agent: %d %r" % (st, e))
+        st, text, _ = w.s.request("GET", "/v1/templates/draft/versions/1/types",
+                                  key=w.keys["alice"])
+        check(st == 200 and "declare const input: {" in text, "the author: %d %r" % (st, text))
+    finally:
+        w.close()
+
+
 def t_adhoc_runs(tmp):
     w = World(tmp)
     try:

@@ -498,6 +498,7 @@ EXPECT = {
     ("POST", "/v1/templates/{t}/versions"): ("dept", {"author"}, set()),
     ("GET", "/v1/templates/{t}/versions/{v}"): ("dept", set(ROLES), {"auditor"}),
     ("GET", "/v1/templates/{t}/versions/{v}/diff"): ("dept", set(ROLES), {"auditor"}),
+    ("GET", "/v1/templates/{t}/versions/{v}/types"): ("dept", set(ROLES), {"auditor"}),
     ("POST", "/v1/templates/{t}/versions/{v}/submit"): ("dept", {"author"}, set()),
     ("POST", "/v1/templates/{t}/versions/{v}/approve"): ("dept", {"approver"}, set()),
     ("POST", "/v1/templates/{t}/versions/{v}/reject"): ("dept", {"approver"}, set()),
