@@ -1,0 +1,96 @@
+// pages/audit.js - the audit browser: records filtered by action, template and run (by the API)
+// and by actor and time (here, over the pages fetched); each record's details; the chain's
+// state from /v1/audit/verify; an export of the whole log as JSON Lines, fetched with the bearer
+// header and handed to the browser as a file.
+
+import { download, get, q } from '../api.js';
+import { el, field, path, pretty, when } from '../dom.js';
+
+const ACTIONS = ['principal.create', 'key.create', 'key.revoke', 'role.grant', 'role.revoke', 'department.create',
+    'department.policy', 'connector.create', 'template.create', 'version.create', 'version.submit', 'version.approve',
+    'version.reject', 'version.revoke', 'run.start', 'run.host_call', 'run.wait', 'run.end', 'run.cancel', 'run.abandoned',
+    'approval.request', 'approval.approve', 'approval.deny', 'approval.cancel', 'auth.denied', 'audit.checkpoint'];
+const PAGES_MAX = 20;
+
+function subjectLink(rec) {
+    const s = rec.subject || '';
+    if (s.startsWith('run_')) {
+        return el('a', { href: path('runs', s) }, s);
+    }
+    return s;
+}
+
+export async function render(ctx) {
+    const m = ctx.main;
+    const p = new URLSearchParams(location.search);
+    const action = el('select', { name: 'action' }, el('option', { value: '' }, 'any'),
+        ACTIONS.map((a) => el('option', { value: a, selected: p.get('action') === a }, a)));
+    const actor = el('input', { type: 'text', name: 'actor', value: p.get('actor') || '' });
+    const template = el('input', { type: 'text', name: 'template', value: p.get('template') || '' });
+    const run = el('input', { type: 'text', name: 'run', value: p.get('run') || '' });
+    const since = el('input', { type: 'datetime-local', name: 'since', value: p.get('since') || '' });
+    const form = el('form', { class: 'filters card', 'aria-label': 'Filter the audit log' },
+        field('Action', action), field('Actor', actor), field('Template', template), field('Run', run), field('After', since),
+        el('button', { type: 'submit', class: 'primary' }, 'Filter'));
+    form.addEventListener('submit', (ev) => {
+        ev.preventDefault();
+        ctx.navigate(q('/audit', { action: action.value, actor: actor.value.trim(), template: template.value.trim(), run: run.value.trim(), since: since.value }));
+    });
+    const verify = el('p', { id: 'chain', class: 'chain', role: 'status' }, 'Checking the chain…');
+    const exportMsg = el('span', { role: 'status' });
+    const exportButton = el('button', { type: 'button', id: 'export' }, 'Export JSON Lines');
+    exportButton.addEventListener('click', async () => {
+        exportButton.disabled = true;
+        try {
+            const n = await download('/v1/audit/export', 'airlock-audit.jsonl');
+            exportMsg.textContent = 'Exported ' + n + ' bytes.';
+        } catch (e) {
+            exportMsg.textContent = e.message;
+        }
+        exportButton.disabled = false;
+    });
+    m.append(el('h1', null, 'Audit log'), el('div', { class: 'actions' }, verify, exportButton, exportMsg), form);
+    get('/v1/audit/verify').then((v) => {
+        verify.classList.add(v.ok ? 'ok' : 'bad');
+        verify.textContent = v.ok ? 'Chain verified up to seq ' + v.records : 'Chain broken at seq ' + v.first_bad_seq + ': ' + v.reason;
+    }, (e) => {
+        verify.textContent = 'Could not verify: ' + e.message;
+    });
+
+    let recs = [];
+    let after = 0;
+    for (let i = 0; i < PAGES_MAX; i++) {
+        const page = await get(q('/v1/audit', { after, limit: 1000, action: action.value, template: template.value.trim(), run: run.value.trim() }));
+        recs = recs.concat(page.records);
+        if (page.records.length < 1000) {
+            break;
+        }
+        after = page.next;
+    }
+    if (actor.value.trim()) {
+        recs = recs.filter((r) => r.actor === actor.value.trim());
+    }
+    if (since.value) {
+        const t = new Date(since.value).getTime();
+        recs = recs.filter((r) => Date.parse(r.time) > t);
+    }
+    recs.reverse();
+    if (!recs.length) {
+        m.append(el('p', { class: 'muted' }, 'No records match.'));
+        return;
+    }
+    const rows = recs.map((r) => {
+        const details = el('tr', { class: 'details', hidden: true }, el('td', { colspan: 7 }, el('pre', { class: 'json' }, pretty(r))));
+        const b = el('button', { type: 'button', class: 'link', 'aria-expanded': 'false' }, 'Details');
+        b.addEventListener('click', () => {
+            details.hidden = !details.hidden;
+            b.setAttribute('aria-expanded', String(!details.hidden));
+        });
+        return [el('tr', { class: 'record', 'data-seq': r.seq, 'data-action': r.action },
+            el('td', { class: 'num' }, String(r.seq)), el('td', null, when(r.time)), el('td', null, el('code', null, r.action)),
+            el('td', { class: 'actor' }, r.actor), el('td', null, subjectLink(r)), el('td', null, r.department || ''), el('td', null, b)), details];
+    });
+    m.append(el('p', { class: 'muted' }, recs.length + ' records, newest first.'), el('table', { class: 'list audit' },
+        el('thead', null, el('tr', null, ['Seq', 'Time', 'Action', 'Actor', 'Subject', 'Department', ''].map((h) => el('th', { scope: 'col' }, h)))),
+        el('tbody', null, rows)));
+}
