@@ -4,7 +4,7 @@
 // clicks are taken over with history.pushState, so the browser's back and forward work.
 
 import { ApiError, clearKey, get, getKey, setKey } from './api.js';
-import { clear, el, notice } from './dom.js';
+import { add, clear, el, notice } from './dom.js';
 import { Me } from './roles.js';
 import * as approvals from './pages/approvals.js';
 import * as overview from './pages/overview.js';
@@ -63,7 +63,7 @@ function renderChrome() {
     const who = clear(document.getElementById('who'));
     if (!state.me || !state.me.uiRole) {
         if (state.me) {
-            who.append(el('button', { type: 'button', class: 'link', onclick: signOut }, 'Sign out'));
+            add(who, el('button', { type: 'button', class: 'link', onclick: signOut }, 'Sign out'));
         }
         return;
     }
@@ -73,14 +73,14 @@ function renderChrome() {
         const current = here === href || (href !== '/' && here.startsWith(href + '/'));
         const a = el('a', { href, 'aria-current': current ? 'page' : null }, title);
         if (href === '/approvals') {
-            a.append(' ', el('span', { id: 'pending-badge', class: 'count', 'aria-label': 'pending approvals', 'aria-live': 'polite' },
+            add(a, ' ', el('span', { id: 'pending-badge', class: 'count', 'aria-label': 'pending approvals', 'aria-live': 'polite' },
                 state.pending === null ? '…' : String(state.pending)));
         }
-        ul.append(el('li', null, a));
+        add(ul, el('li', null, a));
     }
-    nav.append(ul);
+    add(nav, ul);
     const roles = state.me.roles.map((r) => r.role + '@' + r.department).join(', ');
-    who.append(el('span', { class: 'me', title: roles }, state.me.name), ' ',
+    add(who, el('span', { class: 'me', title: roles }, state.me.name), ' ',
         el('button', { type: 'button', class: 'link', onclick: signOut }, 'Sign out'));
 }
 
@@ -144,14 +144,14 @@ function renderSignIn(message) {
         input.value = '';
         await signIn();
     });
-    m.append(form);
+    add(m, form);
     input.focus();
 }
 
 function renderNoRole() {
     const me = state.me;
     const m = clear(main());
-    m.append(el('section', { class: 'norole' },
+    add(m, el('section', { class: 'norole' },
         el('h1', null, 'This key has no role on the desk'),
         el('p', null, 'You are signed in as ', el('strong', null, me.name),
             me.roles.length ? ', with the roles ' + me.roles.map((r) => r.role + ' in ' + r.department).join(', ') + '.' : ', with no roles at all.'),
@@ -207,13 +207,13 @@ async function route() {
             try {
                 await fn(ctx, ...args);
             } catch (e) {
-                m.append(notice(e instanceof ApiError ? e.message + ' (' + e.code + ')' : String(e), 'error'));
+                add(m, notice(e instanceof ApiError ? e.message + ' (' + e.code + ')' : String(e), 'error'));
             }
             m.focus({ preventScroll: true });
             return;
         }
     }
-    m.append(el('h1', null, 'Not found'), el('p', null, 'No page at this address. ', el('a', { href: '/' }, 'Back to the start')));
+    add(m, el('h1', null, 'Not found'), el('p', null, 'No page at this address. ', el('a', { href: '/' }, 'Back to the start')));
 }
 
 document.addEventListener('click', (ev) => {

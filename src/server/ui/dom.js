@@ -52,6 +52,17 @@ export function path(...pieces) {
     return '/' + pieces.map((p) => encodeURIComponent(String(p))).join('/');
 }
 
+// parent.append(...children) that leaves out null, undefined and false (as el does).
+export function add(parent, ...children) {
+    for (const c of children.flat(Infinity)) {
+        if (c === null || c === undefined || c === false) {
+            continue;
+        }
+        parent.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return parent;
+}
+
 export function clear(node) {
     while (node.firstChild) {
         node.firstChild.remove();

@@ -4,7 +4,7 @@
 // things; auditors see the same tables without the buttons.
 
 import { del, get, post, put } from '../api.js';
-import { clear, confirmDialog, el, field, notice } from '../dom.js';
+import { add, clear, confirmDialog, el, field, notice } from '../dom.js';
 
 const ROLES = ['admin', 'author', 'approver', 'auditor', 'agent'];
 
@@ -39,13 +39,13 @@ export async function render(ctx) {
             await fn();
             return true;
         } catch (e) {
-            clear(msg).append(notice(e.message, 'error'));
+            add(clear(msg), notice(e.message, 'error'));
             return false;
         }
     };
     const [principals, departments, connectors] = await Promise.all([
         get('/v1/principals'), get('/v1/departments'), get('/v1/connectors')]);
-    m.append(el('h1', null, 'Admin'), admin ? null : el('p', { class: 'muted' }, 'Read only: changes need the admin role.'), msg);
+    add(m, el('h1', null, 'Admin'), admin ? null : el('p', { class: 'muted' }, 'Read only: changes need the admin role.'), msg);
 
     // principals
     const sec = el('section', { class: 'card', 'aria-labelledby': 'h-principals' }, el('h2', { id: 'h-principals' }, 'Principals and keys'));
@@ -60,18 +60,18 @@ export async function render(ctx) {
             await act(async () => {
                 const doc = await post('/v1/principals', { name: name.value, kind: kind.value });
                 await renderPrincipals();
-                clear(keyArea).append(newKeyBox(doc.name, doc.key));
+                add(clear(keyArea), newKeyBox(doc.name, doc.key));
             });
         });
-        sec.append(form);
+        add(sec, form);
     }
-    sec.append(keyArea);
+    add(sec, keyArea);
     const tableBox = el('div');
-    sec.append(tableBox);
-    m.append(sec);
+    add(sec, tableBox);
+    add(m, sec);
     const renderPrincipals = async (list) => {
         list = list || await get('/v1/principals');
-        clear(tableBox).append(el('table', { class: 'list principals' },
+        add(clear(tableBox), el('table', { class: 'list principals' },
             el('thead', null, el('tr', null, ['Name', 'Kind', 'Roles', 'Keys'].map((h) => el('th', { scope: 'col' }, h)))),
             el('tbody', null, list.map((p) => el('tr', { 'data-principal': p.name },
                 el('td', null, p.name), el('td', null, p.kind),
@@ -94,7 +94,7 @@ export async function render(ctx) {
                 admin ? el('button', { type: 'button', class: 'small', onclick: () => act(async () => {
                     const doc = await post('/v1/principals/' + encodeURIComponent(p.name) + '/keys');
                     await renderPrincipals();
-                    clear(keyArea).append(newKeyBox(p.name, doc.key));
+                    add(clear(keyArea), newKeyBox(p.name, doc.key));
                 }) }, 'New key') : null))))));
     };
     await renderPrincipals(principals);
@@ -112,7 +112,7 @@ export async function render(ctx) {
                 await renderPrincipals();
             });
         });
-        m.append(form);
+        add(m, form);
     }
 
     // departments
@@ -126,9 +126,9 @@ export async function render(ctx) {
                 reload();
             }
         });
-        dsec.append(form);
+        add(dsec, form);
     }
-    dsec.append(el('table', { class: 'list departments' },
+    add(dsec, el('table', { class: 'list departments' },
         el('thead', null, el('tr', null, ['Department', 'Autonomy', 'Ad-hoc runs', ''].map((h) => el('th', { scope: 'col' }, h)))),
         el('tbody', null, departments.map((d) => {
             if (!admin) {
@@ -139,14 +139,14 @@ export async function render(ctx) {
             return el('tr', null, el('td', null, d.name), el('td', null, auto), el('td', null, adhoc),
                 el('td', null, el('button', { type: 'button', class: 'small', onclick: async () => {
                     if (await act(() => put('/v1/departments/' + encodeURIComponent(d.name) + '/policy', { autonomy: auto.value, allow_adhoc: adhoc.checked }))) {
-                        clear(msg).append(notice('Saved the policy of ' + d.name + '.', 'ok'));
+                        add(clear(msg), notice('Saved the policy of ' + d.name + '.', 'ok'));
                     }
                 } }, 'Save policy')));
         }))));
-    m.append(dsec);
+    add(m, dsec);
 
     // connectors
-    m.append(el('section', { class: 'card', 'aria-labelledby': 'h-connectors' }, el('h2', { id: 'h-connectors' }, 'Connectors'),
+    add(m, el('section', { class: 'card', 'aria-labelledby': 'h-connectors' }, el('h2', { id: 'h-connectors' }, 'Connectors'),
         el('p', { class: 'muted' }, 'Signing secrets and header values are sealed in airlockd and never shown.'),
         connectors.length ? el('table', { class: 'list connectors' },
             el('thead', null, el('tr', null, ['Connector', 'Department', 'URL', 'Functions', 'Headers'].map((h) => el('th', { scope: 'col' }, h)))),

@@ -6,7 +6,7 @@
 // app.js: items decided elsewhere leave, new ones arrive, typed comments stay.
 
 import { get, post } from '../api.js';
-import { badge, clear, el, notice, path, pretty, when } from '../dom.js';
+import { add, badge, clear, el, notice, path, pretty, when } from '../dom.js';
 
 function item(ctx, a, onDecided) {
     const can = ctx.me.canDecideApproval(a);
@@ -21,7 +21,7 @@ function item(ctx, a, onDecided) {
             await post('/v1/approvals/' + encodeURIComponent(a.id) + '/' + verb, body);
             onDecided(a.id, verb === 'approve' ? 'approved' : 'denied');
         } catch (e) {
-            clear(status).append(notice(e.message, 'error'));
+            add(clear(status), notice(e.message, 'error'));
             for (const b of buttons.querySelectorAll('button')) {
                 b.disabled = false;
             }
@@ -31,26 +31,27 @@ function item(ctx, a, onDecided) {
     let select = null;
     if (can.ok) {
         select = el('input', { type: 'checkbox', class: 'select', id: 'select-' + a.id, 'aria-label': 'Select ' + (a.function || 'run start') + ' of ' + a.run });
-        buttons.append(
+        add(buttons, 
             el('div', { class: 'field inline' }, el('label', { for: comment.id }, 'Comment'), comment),
             el('button', { type: 'button', class: 'approve', onclick: () => decide('approve') }, 'Approve'),
             el('button', { type: 'button', class: 'deny', onclick: () => decide('deny') }, 'Deny'));
     } else {
-        buttons.append(el('p', { class: 'muted why' }, can.why));
+        add(buttons, el('p', { class: 'muted why' }, can.why));
     }
-    const what = a.kind === 'host_call'
-        ? [el('h3', null, 'Sensitive call ', el('code', { class: 'function' }, a.function)),
-            el('p', { class: 'label' }, 'Arguments'),
-            el('pre', { class: 'args' }, pretty(a.args))]
-        : [el('h3', null, 'Start of a supervised run')];
+    const title = a.kind === 'host_call'
+        ? el('h3', null, 'Sensitive call ', el('code', { class: 'function' }, a.function))
+        : el('h3', null, 'Start of a supervised run');
+    const args = a.kind === 'host_call'
+        ? el('div', { class: 'args-box' }, el('p', { class: 'label' }, 'Arguments'), el('pre', { class: 'args' }, pretty(a.args)))
+        : null;
     const tpl = a.template
         ? el('a', { href: path('templates', a.template, 'versions', a.version) }, a.template + ' v' + a.version)
         : el('span', null, 'ad-hoc run');
     return el('li', { class: 'approval card', 'data-id': a.id },
-        el('div', { class: 'approval-head' }, select, ...what),
+        el('div', { class: 'approval-head' }, select, title),
         el('p', { class: 'meta' }, tpl, ' · run ', el('a', { href: path('runs', a.run) }, a.run), ' · started by ',
             el('strong', { class: 'requested-by' }, a.requested_by), ' · ', a.department, ' · ', el('time', { datetime: a.created }, when(a.created))),
-        buttons, status);
+        args, buttons, status);
 }
 
 export async function render(ctx) {
@@ -120,17 +121,17 @@ export async function render(ctx) {
         live.textContent = (chosen.length - failed.length) + ' approved' + (failed.length ? '; failed: ' + failed.join('; ') : '.');
     });
 
-    m.append(el('h1', null, 'Approvals ', badge(String(0), 'count')));
+    add(m, el('h1', null, 'Approvals ', badge(String(0), 'count')));
     const heading = m.querySelector('h1 .badge');
     heading.id = 'inbox-count';
-    m.append(el('p', { class: 'muted' }, 'Pending decisions of your departments, newest first. The list refreshes every few seconds.'));
+    add(m, el('p', { class: 'muted' }, 'Pending decisions of your departments, newest first. The list refreshes every few seconds.'));
     const canBatch = ctx.me.hasAnywhere('approver');
     if (canBatch) {
-        m.append(el('div', { class: 'batch card' },
+        add(m, el('div', { class: 'batch card' },
             el('div', { class: 'field inline' }, el('label', { for: 'batch-comment' }, 'Comment for the selected'), batchComment),
             batchButton));
     }
-    m.append(live, empty, list);
+    add(m, live, empty, list);
     const refresh = (pending) => {
         update(pending);
         heading.textContent = String(shown.size);

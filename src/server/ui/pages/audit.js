@@ -4,7 +4,7 @@
 // header and handed to the browser as a file.
 
 import { download, get, q } from '../api.js';
-import { el, field, path, pretty, when } from '../dom.js';
+import { add, el, field, path, pretty, when } from '../dom.js';
 
 const ACTIONS = ['principal.create', 'key.create', 'key.revoke', 'role.grant', 'role.revoke', 'department.create',
     'department.policy', 'connector.create', 'template.create', 'version.create', 'version.submit', 'version.approve',
@@ -49,7 +49,7 @@ export async function render(ctx) {
         }
         exportButton.disabled = false;
     });
-    m.append(el('h1', null, 'Audit log'), el('div', { class: 'actions' }, verify, exportButton, exportMsg), form);
+    add(m, el('h1', null, 'Audit log'), el('div', { class: 'actions' }, verify, exportButton, exportMsg), form);
     get('/v1/audit/verify').then((v) => {
         verify.classList.add(v.ok ? 'ok' : 'bad');
         verify.textContent = v.ok ? 'Chain verified up to seq ' + v.records : 'Chain broken at seq ' + v.first_bad_seq + ': ' + v.reason;
@@ -76,7 +76,7 @@ export async function render(ctx) {
     }
     recs.reverse();
     if (!recs.length) {
-        m.append(el('p', { class: 'muted' }, 'No records match.'));
+        add(m, el('p', { class: 'muted' }, 'No records match.'));
         return;
     }
     const rows = recs.map((r) => {
@@ -90,7 +90,7 @@ export async function render(ctx) {
             el('td', { class: 'num' }, String(r.seq)), el('td', null, when(r.time)), el('td', null, el('code', null, r.action)),
             el('td', { class: 'actor' }, r.actor), el('td', null, subjectLink(r)), el('td', null, r.department || ''), el('td', null, b)), details];
     });
-    m.append(el('p', { class: 'muted' }, recs.length + ' records, newest first.'), el('table', { class: 'list audit' },
+    add(m, el('p', { class: 'muted' }, recs.length + ' records, newest first.'), el('table', { class: 'list audit' },
         el('thead', null, el('tr', null, ['Seq', 'Time', 'Action', 'Actor', 'Subject', 'Department', ''].map((h) => el('th', { scope: 'col' }, h)))),
         el('tbody', null, rows)));
 }

@@ -3,7 +3,7 @@
 // versions.
 
 import { get, q } from '../api.js';
-import { el, path, svg } from '../dom.js';
+import { add, el, path, svg } from '../dom.js';
 
 const MINUTES = 60;
 const STATUSES = ['completed', 'failed', 'awaiting_approval', 'running', 'cancelled', 'denied', 'queued'];
@@ -33,11 +33,11 @@ function runsChart(buckets, w, h) {
             }
             const bh = (n / max) * (h - 24);
             y -= bh;
-            g.append(svg('rect', { x: (i * bw + 1).toFixed(1), y: y.toFixed(1), width: Math.max(1, bw - 2).toFixed(1), height: bh.toFixed(1), class: 'bar status-' + s },
+            add(g, svg('rect', { x: (i * bw + 1).toFixed(1), y: y.toFixed(1), width: Math.max(1, bw - 2).toFixed(1), height: bh.toFixed(1), class: 'bar status-' + s },
                 svg('title', null, n + ' ' + s + ' at ' + b.label)));
         }
     });
-    g.append(svg('text', { x: 2, y: 10, class: 'axis' }, 'max ' + max + '/min'), svg('text', { x: 2, y: h - 2, class: 'axis' }, '-60 min'),
+    add(g, svg('text', { x: 2, y: 10, class: 'axis' }, 'max ' + max + '/min'), svg('text', { x: 2, y: h - 2, class: 'axis' }, '-60 min'),
         svg('text', { x: w - 2, y: h - 2, class: 'axis end' }, 'now'));
     return g;
 }
@@ -54,13 +54,13 @@ function p95Chart(buckets, w, h) {
         }
     });
     if (pts.length) {
-        g.append(svg('polyline', { points: pts.join(' '), class: 'line' }));
+        add(g, svg('polyline', { points: pts.join(' '), class: 'line' }));
         for (const p of pts) {
             const [x, y] = p.split(',');
-            g.append(svg('circle', { cx: x, cy: y, r: 2, class: 'dot' }));
+            add(g, svg('circle', { cx: x, cy: y, r: 2, class: 'dot' }));
         }
     }
-    g.append(svg('text', { x: 2, y: 10, class: 'axis' }, 'max ' + max + ' ms'), svg('text', { x: 2, y: h - 2, class: 'axis' }, '-60 min'),
+    add(g, svg('text', { x: 2, y: 10, class: 'axis' }, 'max ' + max + ' ms'), svg('text', { x: 2, y: h - 2, class: 'axis' }, '-60 min'),
         svg('text', { x: w - 2, y: h - 2, class: 'axis end' }, 'now'));
     return g;
 }
@@ -93,17 +93,17 @@ export async function render(ctx) {
             buckets[i].wall.push(r.stats.wall_ms);
         }
     }
-    m.append(el('h1', null, 'Overview'));
+    add(m, el('h1', null, 'Overview'));
     const tiles = el('div', { class: 'tiles' });
-    tiles.append(el('div', { class: 'tile card' }, el('span', { class: 'big', id: 'runs-hour' }, String(runs.length)), el('span', null, 'runs in the last hour')));
+    add(tiles, el('div', { class: 'tile card' }, el('span', { class: 'big', id: 'runs-hour' }, String(runs.length)), el('span', null, 'runs in the last hour')));
     if (ctx.me.canListApprovals) {
         const pending = await get('/v1/approvals?status=pending');
-        tiles.append(el('a', { class: 'tile card', href: '/approvals' }, el('span', { class: 'big', id: 'pending-count' }, String(pending.length)), el('span', null, 'pending approvals')));
+        add(tiles, el('a', { class: 'tile card', href: '/approvals' }, el('span', { class: 'big', id: 'pending-count' }, String(pending.length)), el('span', null, 'pending approvals')));
     }
     const all = wallAll(runs);
-    tiles.append(el('div', { class: 'tile card' }, el('span', { class: 'big' }, all === null ? '–' : all + ' ms'), el('span', null, 'p95 wall time, last hour')));
-    m.append(tiles);
-    m.append(el('section', { class: 'grid2' },
+    add(tiles, el('div', { class: 'tile card' }, el('span', { class: 'big' }, all === null ? '–' : all + ' ms'), el('span', null, 'p95 wall time, last hour')));
+    add(m, tiles);
+    add(m, el('section', { class: 'grid2' },
         el('div', { class: 'card' }, el('h2', null, 'Runs per minute'), runsChart(buckets, 480, 140),
             el('ul', { class: 'legend' }, STATUSES.slice(0, 6).map((s) => el('li', null, el('span', { class: 'swatch status-' + s }), s)))),
         el('div', { class: 'card' }, el('h2', null, 'p95 wall time per minute'), p95Chart(buckets, 480, 140))));
@@ -116,7 +116,7 @@ export async function render(ctx) {
             }
         }
     }
-    m.append(el('section', { class: 'card' }, el('h2', null, 'Revoked versions'),
+    add(m, el('section', { class: 'card' }, el('h2', null, 'Revoked versions'),
         revoked.length ? el('ul', { class: 'revoked' }, revoked.map(([t, v]) => el('li', null, el('a', { href: path('templates', t, 'versions', v) }, t + ' v' + v))))
             : el('p', { class: 'muted' }, 'None.')));
 }

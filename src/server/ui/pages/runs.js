@@ -5,7 +5,7 @@
 // wrote is shown as text.
 
 import { get, post, q } from '../api.js';
-import { badge, clear, confirmDialog, el, field, notice, path, pretty, svg, when } from '../dom.js';
+import { add, badge, clear, confirmDialog, el, field, notice, path, pretty, svg, when } from '../dom.js';
 
 const STATUSES = ['', 'queued', 'running', 'awaiting_approval', 'completed', 'failed', 'cancelled', 'denied'];
 const ENDED = new Set(['completed', 'failed', 'cancelled', 'denied']);
@@ -28,7 +28,7 @@ export async function renderList(ctx) {
         ev.preventDefault();
         ctx.navigate(q('/runs', { template: tpl.value.trim(), status: status.value, principal: principal.value.trim(), since: since.value }));
     });
-    m.append(el('h1', null, 'Runs'), form);
+    add(m, el('h1', null, 'Runs'), form);
     const after = since.value ? new Date(since.value).toISOString().replace(/\.\d+Z$/, 'Z') : '';
     let runs = await get(q('/v1/runs', { template: tpl.value.trim(), status: status.value, after, limit: 1000 }));
     if (principal.value.trim()) {
@@ -36,10 +36,10 @@ export async function renderList(ctx) {
     }
     runs.reverse();
     if (!runs.length) {
-        m.append(el('p', { class: 'muted' }, 'No runs match.'));
+        add(m, el('p', { class: 'muted' }, 'No runs match.'));
         return;
     }
-    m.append(el('table', { class: 'list runs' },
+    add(m, el('table', { class: 'list runs' },
         el('thead', null, el('tr', null, ['Run', 'Status', 'Template', 'Principal', 'Started', 'Wall ms'].map((h) => el('th', { scope: 'col' }, h)))),
         el('tbody', null, runs.map((r) => el('tr', null,
             el('td', null, el('a', { href: path('runs', r.id) }, r.id)),
@@ -49,22 +49,22 @@ export async function renderList(ctx) {
             el('td', { class: 'num' }, r.stats && r.stats.wall_ms !== undefined ? String(r.stats.wall_ms) : ''))))));
 }
 
-function timeline(calls, runStart) {
-    const w = 600;
+// One bar per host call, in call order, its length the call's duration against the longest;
+// the label says the function, outcome and milliseconds (the run's wait for a person is not a
+// call's time, so bars are not placed on the run's clock).
+function timeline(calls) {
+    const w = 720;
+    const labelW = 260;
     const rowH = 22;
-    const t0 = runStart;
-    const spans = calls.map((c) => {
-        const end = Date.parse(c.time);
-        const dur = Number(c.details.duration_ms) || 0;
-        return { start: end - dur - t0, dur };
-    });
-    const total = Math.max(1, ...spans.map((s) => s.start + s.dur));
-    const g = svg('svg', { class: 'timeline', viewBox: '0 0 ' + (w + 10) + ' ' + (calls.length * rowH + 4), role: 'img', 'aria-label': 'Host call timeline' });
-    spans.forEach((s, i) => {
-        const x = Math.max(0, (s.start / total) * w);
-        const bw = Math.max(2, (s.dur / total) * w);
-        g.append(svg('rect', { x: x.toFixed(1), y: i * rowH + 4, width: bw.toFixed(1), height: rowH - 8, class: 'bar outcome-' + calls[i].details.outcome },
-            svg('title', null, calls[i].details.function + ': ' + s.dur + ' ms')));
+    const durs = calls.map((c) => Number(c.details.duration_ms) || 0);
+    const max = Math.max(0.001, ...durs);
+    const g = svg('svg', { class: 'timeline', viewBox: '0 0 ' + w + ' ' + (calls.length * rowH + 6), role: 'img', 'aria-label': 'Host call durations, in call order' });
+    calls.forEach((c, i) => {
+        const y = i * rowH + 4;
+        const bw = Math.max(2, (durs[i] / max) * (w - labelW - 10));
+        add(g, svg('text', { x: 4, y: y + 13, class: 'tl-label' }, '#' + c.details.call + ' ' + c.details.function + ' · ' + c.details.outcome + ' · ' + durs[i] + ' ms'),
+            svg('rect', { x: labelW, y, width: bw.toFixed(1), height: rowH - 8, class: 'bar outcome-' + c.details.outcome },
+                svg('title', null, c.details.function + ': ' + durs[i] + ' ms')));
     });
     return g;
 }
@@ -73,23 +73,23 @@ export async function renderRun(ctx, id) {
     const m = ctx.main;
     const me = ctx.me;
     const r = await get('/v1/runs/' + encodeURIComponent(id));
-    m.append(el('h1', null, 'Run ', el('span', { class: 'name' }, r.id), ' ', statusBadge(r.status)),
+    add(m, el('h1', null, 'Run ', el('span', { class: 'name' }, r.id), ' ', statusBadge(r.status)),
         el('p', { class: 'meta' }, r.template ? el('a', { href: path('templates', r.template, 'versions', r.version) }, r.template + ' v' + r.version) : 'ad-hoc run',
             ' · department ', r.department, ' · started by ', el('strong', null, r.principal), ' · ', when(r.created), ' · updated ', when(r.updated)));
     const msg = el('div');
     if (!ENDED.has(r.status) && (r.principal === me.name || me.has('approver', r.department) || me.admin)) {
-        m.append(el('div', { class: 'actions' }, el('button', { type: 'button', class: 'danger', onclick: async () => {
+        add(m, el('div', { class: 'actions' }, el('button', { type: 'button', class: 'danger', onclick: async () => {
             if (await confirmDialog('Cancel run ' + r.id + '?', el('p', null, 'The run stops and its pending approvals are cancelled.'), 'Cancel run')) {
                 try {
                     await post('/v1/runs/' + encodeURIComponent(r.id) + '/cancel');
                     ctx.navigate(location.pathname, true);
                 } catch (e) {
-                    clear(msg).append(notice(e.message, 'error'));
+                    add(clear(msg), notice(e.message, 'error'));
                 }
             }
         } }, 'Cancel run…'), msg));
     }
-    m.append(el('section', { class: 'grid2' },
+    add(m, el('section', { class: 'grid2' },
         el('div', { class: 'card' }, el('h2', null, 'Input'), el('pre', { class: 'json input' }, pretty(r.input))),
         r.error
             ? el('div', { class: 'card error-box' }, el('h2', null, 'Error'),
@@ -97,20 +97,20 @@ export async function renderRun(ctx, id) {
                 el('pre', { class: 'error-message' }, r.error.message || ''),
                 r.error.stack ? [el('h3', null, 'Stack'), el('pre', { class: 'stack' }, r.error.stack)] : null)
             : el('div', { class: 'card' }, el('h2', null, 'Value'), el('pre', { class: 'json value' }, r.value === undefined ? '' : pretty(r.value)))));
-    m.append(el('section', { class: 'card' }, el('h2', null, 'Console'),
+    add(m, el('section', { class: 'card' }, el('h2', null, 'Console'),
         r.console && r.console.length
             ? el('ol', { class: 'console' }, r.console.map((c) => el('li', { class: 'level-' + c.level }, el('span', { class: 'level' }, c.level), ' ', el('span', { class: 'text' }, c.text))))
             : el('p', { class: 'muted' }, 'Nothing was written to the console.')));
 
     const calls = el('section', { class: 'card', id: 'host-calls' }, el('h2', null, 'Host calls'));
-    m.append(calls);
+    add(m, calls);
     if (me.reader) {
         const recs = await get(q('/v1/audit', { run: r.id, action: 'run.host_call', limit: 1000 }));
         const list = recs.records;
         if (!list.length) {
-            calls.append(el('p', { class: 'muted' }, 'No host calls.'));
+            add(calls, el('p', { class: 'muted' }, 'No host calls.'));
         } else {
-            calls.append(timeline(list, Date.parse(r.created)), el('table', { class: 'list calls' },
+            add(calls, timeline(list), el('table', { class: 'list calls' },
                 el('thead', null, el('tr', null, ['#', 'Function', 'Arguments', 'Outcome', 'Duration'].map((h) => el('th', { scope: 'col' }, h)))),
                 el('tbody', null, list.map((c) => el('tr', null,
                     el('td', { class: 'num' }, String(c.details.call)),
@@ -120,17 +120,17 @@ export async function renderRun(ctx, id) {
                     el('td', { class: 'num' }, c.details.duration_ms + ' ms'))))));
         }
     } else {
-        calls.append(el('p', { class: 'muted' }, r.stats && r.stats.host_calls !== undefined ? r.stats.host_calls + ' host calls. Their arguments and outcomes are in the audit log, which auditors and admins read.' : 'The host calls are in the audit log, which auditors and admins read.'));
+        add(calls, el('p', { class: 'muted' }, r.stats && r.stats.host_calls !== undefined ? r.stats.host_calls + ' host calls. Their arguments and outcomes are in the audit log, which auditors and admins read.' : 'The host calls are in the audit log, which auditors and admins read.'));
     }
 
     const apr = el('section', { class: 'card', id: 'approvals' }, el('h2', null, 'Approvals'));
-    m.append(apr);
+    add(m, apr);
     if (!r.approvals.length) {
-        apr.append(el('p', { class: 'muted' }, 'None.'));
+        add(apr, el('p', { class: 'muted' }, 'None.'));
     } else if (me.canListApprovals) {
         const all = await get('/v1/approvals').catch(() => []);
         const mine = all.filter((a) => a.run === r.id).reverse();
-        apr.append(el('table', { class: 'list' },
+        add(apr, el('table', { class: 'list' },
             el('thead', null, el('tr', null, ['Approval', 'Asked', 'Status', 'Decided by', 'Comment'].map((h) => el('th', { scope: 'col' }, h)))),
             el('tbody', null, mine.map((a) => el('tr', null,
                 el('td', null, el('code', null, a.id)),
@@ -139,10 +139,10 @@ export async function renderRun(ctx, id) {
                 el('td', null, a.decided_by || ''),
                 el('td', null, a.comment || ''))))));
     } else {
-        apr.append(el('ul', null, r.approvals.map((a) => el('li', null, el('code', null, a)))));
+        add(apr, el('ul', null, r.approvals.map((a) => el('li', null, el('code', null, a)))));
     }
     const st = r.stats || {};
-    m.append(el('section', { class: 'card' }, el('h2', null, 'Stats'),
+    add(m, el('section', { class: 'card' }, el('h2', null, 'Stats'),
         Object.keys(st).length ? el('table', { class: 'kv' }, el('tbody', null, Object.entries(st).map(([k, v]) => el('tr', null, el('th', { scope: 'row' }, k), el('td', null, String(v))))))
             : el('p', { class: 'muted' }, 'The run has not executed yet.')));
 }

@@ -5,7 +5,7 @@
 // The author of a version sees Approve disabled with the reason (four eyes).
 
 import { ApiError, get, post } from '../api.js';
-import { badge, clear, confirmDialog, el, field, notice, path, pretty, when } from '../dom.js';
+import { add, badge, clear, confirmDialog, el, field, notice, path, pretty, when } from '../dom.js';
 import { codeBlock, diffBlock } from '../highlight.js';
 
 function stateBadge(s) {
@@ -19,7 +19,7 @@ function versionLink(t, v) {
 export async function renderList(ctx) {
     const m = ctx.main;
     const list = await get('/v1/templates');
-    m.append(el('h1', null, 'Templates'));
+    add(m, el('h1', null, 'Templates'));
     const authorDepts = ctx.me.roles.filter((r) => r.role === 'author').map((r) => r.department);
     if (authorDepts.length) {
         const name = el('input', { type: 'text', required: true, pattern: '[a-z0-9][a-z0-9._-]{0,63}' });
@@ -35,16 +35,16 @@ export async function renderList(ctx) {
                 await post('/v1/templates', { name: name.value, department: dept.value, description: desc.value });
                 ctx.navigate(path('templates', name.value));
             } catch (e) {
-                clear(msg).append(notice(e.message, 'error'));
+                add(clear(msg), notice(e.message, 'error'));
             }
         });
-        m.append(form);
+        add(m, form);
     }
     if (!list.length) {
-        m.append(el('p', { class: 'muted' }, 'No templates you can see.'));
+        add(m, el('p', { class: 'muted' }, 'No templates you can see.'));
         return;
     }
-    m.append(el('table', { class: 'list' },
+    add(m, el('table', { class: 'list' },
         el('thead', null, el('tr', null, el('th', null, 'Template'), el('th', null, 'Department'), el('th', null, 'Description'), el('th', null, 'Versions'))),
         el('tbody', null, list.map((t) => el('tr', null,
             el('td', null, el('a', { href: path('templates', t.name) }, t.name)),
@@ -56,14 +56,14 @@ export async function renderList(ctx) {
 export async function renderTemplate(ctx, t) {
     const m = ctx.main;
     const tpl = await get('/v1/templates/' + encodeURIComponent(t));
-    m.append(el('h1', null, 'Template ', el('span', { class: 'name' }, tpl.name)),
+    add(m, el('h1', null, 'Template ', el('span', { class: 'name' }, tpl.name)),
         el('p', { class: 'meta' }, 'Department ', tpl.department, ' · created by ', tpl.created_by, ' · ', when(tpl.created)),
         tpl.description ? el('p', { class: 'description' }, tpl.description) : null);
-    m.append(el('h2', null, 'Versions'));
+    add(m, el('h2', null, 'Versions'));
     if (!tpl.versions.length) {
-        m.append(el('p', { class: 'muted' }, 'No versions yet.'));
+        add(m, el('p', { class: 'muted' }, 'No versions yet.'));
     } else {
-        m.append(el('table', { class: 'list' },
+        add(m, el('table', { class: 'list' },
             el('thead', null, el('tr', null, el('th', null, 'Version'), el('th', null, 'State'), el('th', null, 'Author'), el('th', null, 'Created'))),
             el('tbody', null, tpl.versions.map((v) => el('tr', null,
                 el('td', null, versionLink(tpl.name, v.version)), el('td', null, stateBadge(v.state)),
@@ -85,7 +85,7 @@ export async function renderTemplate(ctx, t) {
             try {
                 inputSchema = JSON.parse(schema.value || '{}');
             } catch (e) {
-                clear(msg).append(notice('The input schema is not JSON: ' + e.message, 'error'));
+                add(clear(msg), notice('The input schema is not JSON: ' + e.message, 'error'));
                 return;
             }
             try {
@@ -95,10 +95,10 @@ export async function renderTemplate(ctx, t) {
                 });
                 ctx.navigate(path('templates', t, 'versions', v.version));
             } catch (e) {
-                clear(msg).append(notice(e.message, 'error'));
+                add(clear(msg), notice(e.message, 'error'));
             }
         });
-        m.append(form);
+        add(m, form);
     }
 }
 
@@ -147,12 +147,12 @@ export async function renderVersion(ctx, t, v) {
             }
         }
     }
-    m.append(el('h1', null, el('span', { class: 'name' }, ver.template), ' version ', String(ver.version), ' ', stateBadge(ver.state)),
+    add(m, el('h1', null, el('span', { class: 'name' }, ver.template), ' version ', String(ver.version), ' ', stateBadge(ver.state)),
         el('p', { class: 'meta' }, 'Department ', ver.department, ' · written by ', el('strong', { class: 'author' }, ver.author), ' · ', when(ver.created),
             ' · ', el('a', { href: path('templates', ver.template) }, 'all versions')),
         tpl && tpl.description ? el('p', { class: 'description' }, tpl.description) : null);
 
-    m.append(actions(ctx, ver, base));
+    add(m, actions(ctx, ver, base));
 
     const history = [
         ver.submitted_by && ['Submitted', ver.submitted_by + ' · ' + when(ver.submitted)],
@@ -166,7 +166,7 @@ export async function renderVersion(ctx, t, v) {
     const limits = Object.keys(ver.limits || {}).length
         ? el('ul', { class: 'limits' }, Object.entries(ver.limits).map(([k, val]) => el('li', null, el('code', null, k), ' ', String(val))))
         : el('span', { class: 'muted' }, 'defaults');
-    m.append(el('section', { class: 'grid2' },
+    add(m, el('section', { class: 'grid2' },
         el('div', { class: 'card' }, el('h2', null, 'Capabilities'), kv([
             ['Autonomy', ver.autonomy], ['Language', ver.language], ['Functions', fnList], ['Limits', limits],
             ['Digest', el('code', { class: 'digest' }, ver.digest)], ...history.filter(Boolean)])),
@@ -174,13 +174,13 @@ export async function renderVersion(ctx, t, v) {
 
     const diffSec = el('section', { class: 'card', id: 'diff' }, el('h2', null, 'Changes'));
     if (diff.error) {
-        diffSec.append(notice('No diff: ' + diff.error.message, 'error'));
+        add(diffSec, notice('No diff: ' + diff.error.message, 'error'));
     } else {
-        diffSec.append(el('p', { class: 'meta' }, diff.from === null ? 'No approved version before this one: the whole source is new.' : 'Against the last approved version, ' + t + ' v' + diff.from + '.'),
+        add(diffSec, el('p', { class: 'meta' }, diff.from === null ? 'No approved version before this one: the whole source is new.' : 'Against the last approved version, ' + t + ' v' + diff.from + '.'),
             el('h3', null, 'Capabilities'), changesBlock(diff.changes || {}), el('h3', null, 'Source'), diffBlock(diff.source_diff));
     }
-    m.append(diffSec);
-    m.append(el('section', { class: 'card' }, el('h2', null, 'Source'), codeBlock(ver.source, 'Source of ' + t + ' v' + v)));
+    add(m, diffSec);
+    add(m, el('section', { class: 'card' }, el('h2', null, 'Source'), codeBlock(ver.source, 'Source of ' + t + ' v' + v)));
 }
 
 function actions(ctx, ver, base) {
@@ -193,25 +193,25 @@ function actions(ctx, ver, base) {
             await fn();
             reload();
         } catch (e) {
-            clear(msg).append(notice(e instanceof ApiError ? e.message : String(e), 'error'));
+            add(clear(msg), notice(e instanceof ApiError ? e.message : String(e), 'error'));
         }
     };
     if (ver.state === 'draft' && me.has('author', ver.department)) {
-        box.append(el('h2', null, 'Draft'), el('button', { type: 'button', class: 'primary', onclick: () => run(() => post(base + '/submit')) }, 'Submit for approval'));
+        add(box, el('h2', null, 'Draft'), el('button', { type: 'button', class: 'primary', onclick: () => run(() => post(base + '/submit')) }, 'Submit for approval'));
     }
     if (ver.state === 'submitted' && me.has('approver', ver.department)) {
         const comment = el('textarea', { rows: 2, id: 'decision-comment', maxlength: 4096 });
         const own = ver.author === me.name;
         const approve = el('button', { type: 'button', class: 'approve', disabled: own, 'aria-describedby': own ? 'approve-why' : null,
             onclick: () => run(() => post(base + '/approve', { comment: comment.value })) }, 'Approve');
-        box.append(el('h2', null, 'Review'), field('Comment', comment),
+        add(box, el('h2', null, 'Review'), field('Comment', comment),
             el('div', { class: 'actions' }, approve,
                 el('button', { type: 'button', class: 'deny', onclick: () => run(() => post(base + '/reject', { comment: comment.value })) }, 'Reject')),
             own ? el('p', { id: 'approve-why', class: 'why' }, 'You cannot approve this version: you wrote it, and four eyes means another approver must approve it.') : null);
     }
     if (ver.state === 'approved' && (me.has('approver', ver.department) || me.admin)) {
         const reason = el('input', { type: 'text', id: 'revoke-reason', maxlength: 4096 });
-        box.append(el('h2', null, 'Revoke'), field('Reason', reason),
+        add(box, el('h2', null, 'Revoke'), field('Reason', reason),
             el('button', { type: 'button', class: 'danger', onclick: async () => {
                 const ok = await confirmDialog('Revoke ' + ver.template + ' v' + ver.version + '?',
                     el('p', null, 'Running and waiting runs of this version will be cancelled, and it can never run again.'), 'Revoke');
@@ -223,6 +223,6 @@ function actions(ctx, ver, base) {
     if (!box.firstChild) {
         return el('span');
     }
-    box.append(msg);
+    add(box, msg);
     return box;
 }
