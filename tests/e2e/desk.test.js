@@ -204,3 +204,94 @@ test('guest text with HTML in it is shown as text and never runs', { timeout: 90
         await w.stop();
     }
 });
+
+test('admin: a principal and its key (shown once, with a copy button), a grant, a key revoked, a policy', { timeout: 60000 }, async () => {
+    const w = await world();
+    const { ctx, page } = await newPage(browser);
+    try {
+        await signIn(page, w.a.url, '/admin', w.keys.admin);
+        const np = page.getByRole('form', { name: 'New principal' });
+        await np.getByLabel('Name').fill('frank');
+        await np.getByRole('button', { name: 'Create principal' }).click();
+        const key = await page.locator('#new-key').textContent();
+        assert.match(key, /^ak_[0-9a-f]{12}_/);
+        await page.getByRole('button', { name: 'Copy' }).click();
+        await page.locator('.newkey [role=status]', { hasText: /Copied|Selected/ }).waitFor();
+        await shot(page, 'admin-new-key');
+        assert.equal((await w.a.ok('GET', '/v1/me', undefined, key)).name, 'frank');
+
+        const grant = page.getByRole('form', { name: 'Grant a role' });
+        await grant.getByLabel('Principal').selectOption('frank');
+        await grant.getByLabel('Role').selectOption('approver');
+        await grant.getByLabel('Department').selectOption('finance');
+        await grant.getByRole('button', { name: 'Grant' }).click();
+        const row = page.locator('tr[data-principal="frank"]');
+        await row.getByText('approver in finance').waitFor();
+        assert.deepEqual((await w.a.ok('GET', '/v1/me', undefined, key)).roles, [{ role: 'approver', department: 'finance' }]);
+
+        const prefix = key.split('_')[1];
+        await row.getByRole('button', { name: 'Revoke key ' + prefix }).click();
+        await page.getByRole('dialog').getByRole('button', { name: 'Revoke key' }).click();
+        await row.getByText('(revoked)').waitFor();
+        assert.equal((await w.a.req('GET', '/v1/me', undefined, key)).status, 401);
+        await page.reload();
+        await row.waitFor();
+        assert.equal(await page.locator('#new-key').count(), 0, 'the key is shown once');
+
+        const nd = page.getByRole('form', { name: 'New department' });
+        await nd.getByLabel('Name').fill('ops');
+        await nd.getByRole('button', { name: 'Create department' }).click();
+        await page.getByLabel('Autonomy of ops').selectOption('supervised');
+        await page.getByLabel('Allow ad-hoc runs in ops').check();
+        await page.locator('tr', { has: page.getByLabel('Autonomy of ops') }).getByRole('button', { name: 'Save policy' }).click();
+        await page.getByText('Saved the policy of ops.').waitFor();
+        const ops = (await w.a.ok('GET', '/v1/departments')).find((d) => d.name === 'ops');
+        assert.equal(ops.autonomy, 'supervised');
+        assert.equal(ops.allow_adhoc, true);
+
+        // an auditor reads the same tables and is offered no change
+        await signIn(page, w.a.url, '/admin', w.keys.eve);
+        await page.locator('tr[data-principal="frank"]').waitFor();
+        await page.getByText('Read only: changes need the admin role.').waitFor();
+        assert.equal(await page.getByRole('button', { name: /Create|Grant|New key|Revoke|Save/ }).count(), 0);
+        assert.deepEqual(page.problems, []);
+    } finally {
+        await ctx.close();
+        await w.stop();
+    }
+});
+
+test('keyboard only: sign in, reach an item\'s Approve button with Tab, see its focus outline, press Enter', { timeout: 60000 }, async () => {
+    const w = await world();
+    const { ctx, page } = await newPage(browser);
+    try {
+        await approvedTemplate(w, 'keys', 'return await shop.refund("o-2", 5);\n');
+        const run = await w.a.ok('POST', '/v1/runs', { template: 'keys', wait: false }, w.keys['agent-7']);
+        await runStatus(w, run.id, 'awaiting_approval');
+        await page.goto(w.a.url + '/approvals');
+        await page.getByLabel('API key').waitFor();
+        assert.equal(await page.evaluate(() => document.activeElement.id), 'api-key');
+        await page.keyboard.type(w.keys.bob);
+        await page.keyboard.press('Enter');
+        const item = page.locator('li.approval', { hasText: run.id });
+        await item.waitFor();
+        let focused = '';
+        for (let i = 0; i < 40 && focused !== 'Approve'; i++) {
+            await page.keyboard.press('Tab');
+            focused = await page.evaluate(() => document.activeElement.textContent);
+        }
+        assert.equal(focused, 'Approve');
+        const outline = await page.evaluate(() => {
+            const s = getComputedStyle(document.activeElement);
+            return { style: s.outlineStyle, width: parseFloat(s.outlineWidth), visible: document.activeElement.matches(':focus-visible') };
+        });
+        assert.deepEqual(outline, { style: 'solid', width: 3, visible: true });
+        await page.keyboard.press('Enter');
+        await item.waitFor({ state: 'detached' });
+        await runStatus(w, run.id, 'completed');
+        assert.deepEqual(page.problems, []);
+    } finally {
+        await ctx.close();
+        await w.stop();
+    }
+});

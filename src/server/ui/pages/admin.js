@@ -69,18 +69,27 @@ export async function render(ctx) {
     const tableBox = el('div');
     add(sec, tableBox);
     add(m, sec);
+    let whoSelect = null;
     const renderPrincipals = async (list) => {
         list = list || await get('/v1/principals');
+        if (whoSelect) {
+            const keep = whoSelect.value;
+            add(clear(whoSelect), list.map((p) => el('option', { value: p.name, selected: p.name === keep }, p.name)));
+        }
         add(clear(tableBox), el('table', { class: 'list principals' },
             el('thead', null, el('tr', null, ['Name', 'Kind', 'Roles', 'Keys'].map((h) => el('th', { scope: 'col' }, h)))),
             el('tbody', null, list.map((p) => el('tr', { 'data-principal': p.name },
                 el('td', null, p.name), el('td', null, p.kind),
                 el('td', null, el('ul', { class: 'plain' }, p.roles.map((r) => el('li', null, r.role + ' in ' + r.department,
                     admin ? [' ', el('button', { type: 'button', class: 'link', 'aria-label': 'Revoke role ' + r.role + ' in ' + r.department + ' from ' + p.name,
-                        onclick: () => act(async () => {
-                            await del('/v1/principals/' + encodeURIComponent(p.name) + '/roles', { role: r.role, department: r.department });
-                            await renderPrincipals();
-                        }) }, 'revoke')] : null)))),
+                        onclick: async () => {
+                            if (await confirmDialog('Revoke role ' + r.role + ' in ' + r.department + ' from ' + p.name + '?', el('p', null, 'It takes effect from the next request.'), 'Revoke role')) {
+                                await act(async () => {
+                                    await del('/v1/principals/' + encodeURIComponent(p.name) + '/roles', { role: r.role, department: r.department });
+                                    await renderPrincipals();
+                                });
+                            }
+                        } }, 'revoke')] : null)))),
                 el('td', null, el('ul', { class: 'plain' }, p.keys.map((k) => el('li', null, el('code', null, k.prefix), k.revoked ? ' (revoked)' : '',
                     admin && !k.revoked ? [' ', el('button', { type: 'button', class: 'link', 'aria-label': 'Revoke key ' + k.prefix,
                         onclick: async () => {
@@ -101,9 +110,10 @@ export async function render(ctx) {
 
     if (admin) {
         const who = el('select', null, principals.map((p) => el('option', { value: p.name }, p.name)));
+        whoSelect = who;
         const role = el('select', null, ROLES.map((r) => el('option', { value: r }, r)));
         const dept = el('select', null, el('option', { value: '*' }, '* (all)'), departments.map((d) => el('option', { value: d.name }, d.name)));
-        const form = el('form', { class: 'card inline-form', 'aria-label': 'Grant a role' }, el('h2', null, 'Grant a role'),
+        const form = el('form', { class: 'inline-form', 'aria-label': 'Grant a role' },
             field('Principal', who), field('Role', role), field('Department', dept), el('button', { type: 'submit', class: 'primary' }, 'Grant'));
         form.addEventListener('submit', async (ev) => {
             ev.preventDefault();
@@ -112,7 +122,7 @@ export async function render(ctx) {
                 await renderPrincipals();
             });
         });
-        add(m, form);
+        add(m, el('section', { class: 'card', 'aria-labelledby': 'h-grant' }, el('h2', { id: 'h-grant' }, 'Grant a role'), form));
     }
 
     // departments

@@ -17,6 +17,10 @@ function subjectLink(rec) {
     if (s.startsWith('run_')) {
         return el('a', { href: path('runs', s) }, s);
     }
+    if (/^(template|version)\./.test(rec.action) && s) {
+        const v = rec.details && rec.details.version;
+        return el('a', { href: v ? path('templates', s, 'versions', v) : path('templates', s) }, v ? s + ' v' + v : s);
+    }
     return s;
 }
 
