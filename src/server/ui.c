@@ -15,11 +15,13 @@
 
 #include "api.h"
 
+static const char ui_csp[] =
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
 /* clang-format off */
 static const char *const ui_headers[] = {
-    "Content-Security-Policy",
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    "Content-Security-Policy", ui_csp,
     "X-Content-Type-Options", "nosniff",
     "Referrer-Policy", "no-referrer",
     "X-Frame-Options", "DENY",
