@@ -86,7 +86,7 @@ test('the author cannot approve their own version: Approve is disabled and says 
     }
 });
 
-test('batch approve: each selected item is its own decision and audit record', { timeout: 60000 }, async () => {
+test('batch approve: each selected item is its own decision and audit record; deny with a comment', { timeout: 60000 }, async () => {
     const w = await world();
     const { ctx, page } = await newPage(browser);
     try {
@@ -111,6 +111,26 @@ test('batch approve: each selected item is its own decision and audit record', {
         assert.deepEqual(recs.map((r) => r.actor), ['bob', 'bob', 'bob']);
         assert.equal(new Set(recs.map((r) => r.details.approval)).size, 3);
         assert.ok(recs.every((r) => r.details.comment === 'batch ok'));
+
+        // Deny: the guest's call throws "denied: COMMENT"
+        await approvedTemplate(w, 'settled', 'const rs = await Promise.allSettled([shop.refund("o-1", 1), shop.refund("o-2", 2), shop.refund("o-3", 3)]);\n' +
+            'return rs.map((r) => (r.status === "fulfilled" ? "refunded " + r.value.refunded : r.reason.message));\n');
+        const run2 = await w.a.ok('POST', '/v1/runs', { template: 'settled', wait: false }, w.keys['agent-7']);
+        await runStatus(w, run2.id, 'awaiting_approval');
+        const items2 = page.locator('li.approval', { hasText: run2.id });
+        await until('three more items', async () => (await items2.count()) === 3);
+        await items2.first().getByLabel('Comment').fill('not this one');
+        await items2.first().getByRole('button', { name: 'Deny' }).click();
+        await until('two left', async () => (await items2.count()) === 2);
+        for (let i = 0; i < 2; i++) {
+            await items2.first().getByRole('button', { name: 'Approve' }).click();
+            await until('one fewer', async () => (await items2.count()) === 1 - i);
+        }
+        const settled = await runStatus(w, run2.id, 'completed');
+        assert.equal(settled.value.filter((v) => v === 'denied: not this one').length, 1);
+        assert.equal(settled.value.filter((v) => v.startsWith('refunded o-')).length, 2);
+        const denied = (await w.a.ok('GET', '/v1/audit?run=' + run2.id + '&action=approval.deny')).records;
+        assert.deepEqual(denied.map((r) => [r.actor, r.details.comment]), [['bob', 'not this one']]);
         assert.deepEqual(page.problems, []);
     } finally {
         await ctx.close();

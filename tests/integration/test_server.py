@@ -218,7 +218,10 @@ def t_error_bodies(tmp):
         error_of(*s.request("GET", "/v1/principals", headers={"Authorization": "Basic eA=="})[:2],
                  401, "UNAUTHENTICATED")
         error_of(*s.request("GET", "/v1/nothing", key=k)[:2], 404, "NOT_FOUND")
-        error_of(*s.request("GET", "/", key=k)[:2], 404, "NOT_FOUND")
+        error_of(*s.request("GET", "/nothing", key=k)[:2], 404, "NOT_FOUND")
+        error_of(*s.request("GET", "/runs/a/b", key=k)[:2], 404, "NOT_FOUND")
+        st, page, _ = s.request("GET", "/", key=k)
+        check(st == 200 and page.startswith("<!doctype html>"), "GET / is the web UI: %d" % st)
         error_of(*s.request("GET", "/v1/departments/", key=k)[:2], 404, "NOT_FOUND")
         st, doc, allow = s.request("DELETE", "/v1/departments", key=k)
         error_of(st, doc, 405, "METHOD_NOT_ALLOWED")

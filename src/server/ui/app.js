@@ -197,7 +197,10 @@ async function route() {
         navigate(state.me.canListApprovals && state.me.hasAnywhere('approver') ? '/approvals' : '/overview', true);
         return;
     }
-    const m = clear(main());
+    // a fresh container per visit: a page still loading when the person moves on writes into
+    // its own detached container, never into the next page
+    const m = el('div', { class: 'page' });
+    add(clear(main()), m);
     for (const [re, fn] of ROUTES) {
         const hit = re.exec(p);
         if (hit) {
@@ -209,7 +212,9 @@ async function route() {
             } catch (e) {
                 add(m, notice(e instanceof ApiError ? e.message + ' (' + e.code + ')' : String(e), 'error'));
             }
-            m.focus({ preventScroll: true });
+            if (state.page === ctx.page) {
+                main().focus({ preventScroll: true });
+            }
             return;
         }
     }

@@ -74,7 +74,10 @@ export async function render(ctx) {
         heading.textContent = String(shown.size);
     };
     const update = (pending) => {
-        pending = pending.slice().sort((x, y) => (x.created < y.created ? 1 : x.created > y.created ? -1 : 0));
+        // newest first; the id breaks ties, so the order is the same at every poll (a moved
+        // node would lose its focus)
+        const key = (a) => a.created + ' ' + a.id;
+        pending = pending.slice().sort((x, y) => (key(x) < key(y) ? 1 : key(x) > key(y) ? -1 : 0));
         const ids = new Set(pending.map((a) => a.id));
         for (const [id, node] of shown) {
             if (!ids.has(id)) {

@@ -10,7 +10,7 @@ const ACTIONS = ['principal.create', 'key.create', 'key.revoke', 'role.grant', '
     'department.policy', 'connector.create', 'template.create', 'version.create', 'version.submit', 'version.approve',
     'version.reject', 'version.revoke', 'run.start', 'run.host_call', 'run.wait', 'run.end', 'run.cancel', 'run.abandoned',
     'approval.request', 'approval.approve', 'approval.deny', 'approval.cancel', 'auth.denied', 'audit.checkpoint'];
-const PAGES_MAX = 20;
+const WINDOW = 5000; // seqs read per step, from the newest down
 
 function subjectLink(rec) {
     const s = rec.subject || '';
@@ -61,29 +61,26 @@ export async function render(ctx) {
         verify.textContent = 'Could not verify: ' + e.message;
     });
 
-    let recs = [];
-    let after = 0;
-    for (let i = 0; i < PAGES_MAX; i++) {
-        const page = await get(q('/v1/audit', { after, limit: 1000, action: action.value, template: template.value.trim(), run: run.value.trim() }));
-        recs = recs.concat(page.records);
-        if (page.records.length < 1000) {
-            break;
+    // the newest first: records are read a window of seqs at a time, from the head down
+    const head = (await get('/v1/audit/checkpoint').catch(() => ({ seq: 0 }))).seq || 0;
+    const filter = { action: action.value, template: template.value.trim(), run: run.value.trim() };
+    const keep = (r) => (!actor.value.trim() || r.actor === actor.value.trim()) &&
+        (!since.value || Date.parse(r.time) > new Date(since.value).getTime());
+    // the records with seq in (from, to], oldest first
+    const range = async (from, to) => {
+        let out = [];
+        let after = from;
+        for (;;) {
+            const page = await get(q('/v1/audit', { ...filter, after, limit: 1000 }));
+            out = out.concat(page.records.filter((r) => r.seq <= to));
+            const last = page.records[page.records.length - 1];
+            if (page.records.length < 1000 || !last || last.seq >= to) {
+                return out;
+            }
+            after = page.next;
         }
-        after = page.next;
-    }
-    if (actor.value.trim()) {
-        recs = recs.filter((r) => r.actor === actor.value.trim());
-    }
-    if (since.value) {
-        const t = new Date(since.value).getTime();
-        recs = recs.filter((r) => Date.parse(r.time) > t);
-    }
-    recs.reverse();
-    if (!recs.length) {
-        add(m, el('p', { class: 'muted' }, 'No records match.'));
-        return;
-    }
-    const rows = recs.map((r) => {
+    };
+    const row = (r) => {
         const details = el('tr', { class: 'details', hidden: true }, el('td', { colspan: 7 }, el('pre', { class: 'json' }, pretty(r))));
         const b = el('button', { type: 'button', class: 'link', 'aria-expanded': 'false' }, 'Details');
         b.addEventListener('click', () => {
@@ -93,8 +90,26 @@ export async function render(ctx) {
         return [el('tr', { class: 'record', 'data-seq': r.seq, 'data-action': r.action },
             el('td', { class: 'num' }, String(r.seq)), el('td', null, when(r.time)), el('td', null, el('code', null, r.action)),
             el('td', { class: 'actor' }, r.actor), el('td', null, subjectLink(r)), el('td', null, r.department || ''), el('td', null, b)), details];
-    });
-    add(m, el('p', { class: 'muted' }, recs.length + ' records, newest first.'), el('table', { class: 'list audit' },
+    };
+    const tbody = el('tbody');
+    const count = el('p', { class: 'muted', role: 'status' });
+    const older = el('button', { type: 'button', id: 'older' }, 'Older records');
+    let low = head;
+    let shown = 0;
+    const load = async () => {
+        older.disabled = true;
+        const from = Math.max(0, low - WINDOW);
+        const recs = (await range(from, low)).filter(keep).reverse();
+        low = from;
+        add(tbody, recs.map(row));
+        shown += recs.length;
+        count.textContent = shown ? shown + ' records from seq ' + (low + 1) + ' to ' + head + ', newest first.' : 'No records match from seq ' + (low + 1) + ' to ' + head + '.';
+        older.hidden = low === 0;
+        older.disabled = false;
+    };
+    older.addEventListener('click', load);
+    add(m, count, el('table', { class: 'list audit' },
         el('thead', null, el('tr', null, ['Seq', 'Time', 'Action', 'Actor', 'Subject', 'Department', ''].map((h) => el('th', { scope: 'col' }, h)))),
-        el('tbody', null, rows)));
+        tbody), older);
+    await load();
 }

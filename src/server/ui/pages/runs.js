@@ -1,4 +1,4 @@
-// pages/runs.js - the runs list (filters: template, status, principal, time) and the run
+// pages/runs.js - the runs list (filters: template, status, principal, time: the API's) and the run
 // inspector: status, input, value or error with its stack, console, the host calls in order
 // (arguments, outcome, duration as timeline bars, from the audit log's run.host_call records,
 // for those who may read it), the approvals and who decided them, stats. Everything the guest
@@ -8,6 +8,8 @@ import { get, post, q } from '../api.js';
 import { add, badge, clear, confirmDialog, el, field, notice, path, pretty, svg, when } from '../dom.js';
 
 const STATUSES = ['', 'queued', 'running', 'awaiting_approval', 'completed', 'failed', 'cancelled', 'denied'];
+const SHOWN = 1000;
+const PAGES_MAX = 50;
 const ENDED = new Set(['completed', 'failed', 'cancelled', 'denied']);
 
 export function statusBadge(s) {
@@ -30,9 +32,17 @@ export async function renderList(ctx) {
     });
     add(m, el('h1', null, 'Runs'), form);
     const after = since.value ? new Date(since.value).toISOString().replace(/\.\d+Z$/, 'Z') : '';
-    let runs = await get(q('/v1/runs', { template: tpl.value.trim(), status: status.value, after, limit: 1000 }));
-    if (principal.value.trim()) {
-        runs = runs.filter((r) => r.principal === principal.value.trim());
+    // the API lists oldest first: page on to the newest, keeping the last SHOWN
+    const filter = { template: tpl.value.trim(), status: status.value, principal: principal.value.trim(), limit: 1000 };
+    let runs = [];
+    let cursor = after;
+    for (let i = 0; i < PAGES_MAX; i++) {
+        const page = await get(q('/v1/runs', { ...filter, after: cursor }));
+        runs = runs.concat(page).slice(-SHOWN);
+        if (page.length < 1000) {
+            break;
+        }
+        cursor = page[page.length - 1].id;
     }
     runs.reverse();
     if (!runs.length) {
