@@ -69,6 +69,7 @@ test('the author cannot approve their own version: Approve is disabled and says 
         assert.equal(await approve.isDisabled(), true);
         await page.locator('#approve-why', { hasText: 'you wrote it' }).waitFor();
         assert.equal(await approve.getAttribute('aria-describedby'), 'approve-why');
+        assert.match(await approve.getAttribute('title'), /you wrote it/);
         assert.equal(await page.getByRole('button', { name: 'Reject' }).isEnabled(), true);
         await shot(page, 'own-version');
         // another approver may
@@ -97,6 +98,8 @@ test('batch approve: each selected item is its own decision and audit record; de
         const items = page.locator('li.approval', { hasText: run.id });
         await until('three items', async () => (await items.count()) === 3);
         await page.locator('#pending-badge', { hasText: '3' }).waitFor();
+        // the batch controls appear once something is selected
+        assert.equal(await page.getByRole('button', { name: 'Approve selected' }).count(), 0);
         for (let i = 0; i < 3; i++) {
             await items.nth(i).getByRole('checkbox').check();
         }

@@ -72,6 +72,7 @@ export async function render(ctx) {
         live.textContent = 'Approval ' + id + ' ' + how + '.';
         empty.hidden = shown.size > 0;
         heading.textContent = String(shown.size);
+        batch.hidden = !list.querySelector('input.select:checked');
     };
     const update = (pending) => {
         // newest first; the id breaks ties, so the order is the same at every poll (a moved
@@ -102,7 +103,7 @@ export async function render(ctx) {
             prev = node;
         }
         empty.hidden = shown.size > 0;
-        batchButton.disabled = !list.querySelector('input.select');
+        batch.hidden = !list.querySelector('input.select:checked');
     };
     batchButton.addEventListener('click', async () => {
         const chosen = [...list.querySelectorAll('input.select:checked')].map((c) => c.closest('li').dataset.id);
@@ -128,11 +129,15 @@ export async function render(ctx) {
     const heading = m.querySelector('h1 .badge');
     heading.id = 'inbox-count';
     add(m, el('p', { class: 'muted' }, 'Pending decisions of your departments, newest first. The list refreshes every few seconds.'));
-    const canBatch = ctx.me.hasAnywhere('approver');
-    if (canBatch) {
-        add(m, el('div', { class: 'batch card' },
-            el('div', { class: 'field inline' }, el('label', { for: 'batch-comment' }, 'Comment for the selected'), batchComment),
-            batchButton));
+    // shown once an item is selected, so an item's own Approve and Comment stay the only ones
+    const batch = el('div', { class: 'batch card', hidden: true },
+        el('div', { class: 'field inline' }, el('label', { for: 'batch-comment' }, 'Comment for the selected'), batchComment),
+        batchButton);
+    list.addEventListener('change', () => {
+        batch.hidden = !list.querySelector('input.select:checked');
+    });
+    if (ctx.me.hasAnywhere('approver')) {
+        add(m, batch);
     }
     add(m, live, empty, list);
     const refresh = (pending) => {

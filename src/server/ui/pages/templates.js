@@ -202,12 +202,13 @@ function actions(ctx, ver, base) {
     if (ver.state === 'submitted' && me.has('approver', ver.department)) {
         const comment = el('textarea', { rows: 2, id: 'decision-comment', maxlength: 4096 });
         const own = ver.author === me.name;
-        const approve = el('button', { type: 'button', class: 'approve', disabled: own, 'aria-describedby': own ? 'approve-why' : null,
+        const why = 'You cannot approve this version: you wrote it, and four eyes means another approver must approve it.';
+        const approve = el('button', { type: 'button', class: 'approve', disabled: own, 'aria-describedby': own ? 'approve-why' : null, title: own ? why : null,
             onclick: () => run(() => post(base + '/approve', { comment: comment.value })) }, 'Approve');
         add(box, el('h2', null, 'Review'), field('Comment', comment),
             el('div', { class: 'actions' }, approve,
                 el('button', { type: 'button', class: 'deny', onclick: () => run(() => post(base + '/reject', { comment: comment.value })) }, 'Reject')),
-            own ? el('p', { id: 'approve-why', class: 'why' }, 'You cannot approve this version: you wrote it, and four eyes means another approver must approve it.') : null);
+            own ? el('p', { id: 'approve-why', class: 'why' }, why) : null);
     }
     if (ver.state === 'approved' && (me.has('approver', ver.department) || me.admin)) {
         const reason = el('input', { type: 'text', id: 'revoke-reason', maxlength: 4096 });
