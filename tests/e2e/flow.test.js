@@ -58,6 +58,8 @@ test('author, approver, agent, inbox, auditor, revocation', { timeout: 120000 },
         await ap.page.locator('.code .line').nth(4).locator('.ln', { hasText: '5' }).waitFor();
         await ap.page.locator('.functions li', { hasText: 'shop.refund' }).locator('.badge', { hasText: 'sensitive' }).waitFor();
         await shot(ap.page, 'template-review');
+        await diff.scrollIntoViewIfNeeded();
+        await shot(ap.page, 'template-diff');
         await ap.page.getByLabel('Comment').fill('refund cap checked');
         await ap.page.getByRole('button', { name: 'Approve', exact: true }).click();
         await ap.page.locator('h1 .badge', { hasText: 'approved' }).waitFor();

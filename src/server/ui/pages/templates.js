@@ -120,7 +120,10 @@ function changesBlock(ch) {
         items.push(el('li', null, 'limit ', el('code', null, k), ': ', String(d.from ?? 'none'), ' → ', String(d.to ?? 'none')));
     }
     if (ch.input_schema && ch.input_schema.changed) {
-        items.push(el('li', null, 'input schema changed', el('pre', { class: 'json' }, 'from ' + pretty(ch.input_schema.from) + '\nto ' + pretty(ch.input_schema.to))));
+        items.push(el('li', null, 'input schema changed',
+            el('div', { class: 'sidebyside' },
+                el('div', null, el('p', { class: 'label' }, 'before'), el('pre', { class: 'json diff-del' }, pretty(ch.input_schema.from))),
+                el('div', null, el('p', { class: 'label' }, 'after'), el('pre', { class: 'json diff-add' }, pretty(ch.input_schema.to))))));
     }
     for (const k of ['autonomy', 'language']) {
         if (ch[k]) {
@@ -154,6 +157,15 @@ export async function renderVersion(ctx, t, v) {
 
     add(m, actions(ctx, ver, base));
 
+    const diffSec = el('section', { class: 'card', id: 'diff' }, el('h2', null, 'Changes'));
+    if (diff.error) {
+        add(diffSec, notice('No diff: ' + diff.error.message, 'error'));
+    } else {
+        add(diffSec, el('p', { class: 'meta' }, diff.from === null ? 'No approved version before this one: the whole source is new.' : 'Against the last approved version, ' + t + ' v' + diff.from + '.'),
+            el('h3', null, 'Capabilities'), changesBlock(diff.changes || {}), el('h3', null, 'Source'), diffBlock(diff.source_diff));
+    }
+    add(m, diffSec);
+
     const history = [
         ver.submitted_by && ['Submitted', ver.submitted_by + ' · ' + when(ver.submitted)],
         ver.approved_by && ['Approved', [ver.approved_by + ' · ' + when(ver.approved), ver.approve_comment ? el('q', { class: 'comment' }, ver.approve_comment) : '']],
@@ -172,14 +184,6 @@ export async function renderVersion(ctx, t, v) {
             ['Digest', el('code', { class: 'digest' }, ver.digest)], ...history.filter(Boolean)])),
         el('div', { class: 'card' }, el('h2', null, 'Input schema'), el('pre', { class: 'json' }, pretty(ver.input_schema)))));
 
-    const diffSec = el('section', { class: 'card', id: 'diff' }, el('h2', null, 'Changes'));
-    if (diff.error) {
-        add(diffSec, notice('No diff: ' + diff.error.message, 'error'));
-    } else {
-        add(diffSec, el('p', { class: 'meta' }, diff.from === null ? 'No approved version before this one: the whole source is new.' : 'Against the last approved version, ' + t + ' v' + diff.from + '.'),
-            el('h3', null, 'Capabilities'), changesBlock(diff.changes || {}), el('h3', null, 'Source'), diffBlock(diff.source_diff));
-    }
-    add(m, diffSec);
     add(m, el('section', { class: 'card' }, el('h2', null, 'Source'), codeBlock(ver.source, 'Source of ' + t + ' v' + v)));
 }
 
