@@ -192,13 +192,20 @@ export async function launch() {
     });
 }
 
-// A fresh browser context and page, recording every page error and CSP violation.
+// A fresh browser context and page, recording every page error, CSP violation and request
+// that is not to airlockd.
 export async function newPage(browser) {
     const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
     ctx.setDefaultTimeout(TIMEOUT);
     const page = await ctx.newPage();
     page.problems = [];
     page.on('pageerror', (e) => page.problems.push('pageerror: ' + e.message));
+    // the desk loads nothing from anywhere but airlockd
+    page.on('request', (r) => {
+        if (!/^(http:\/\/127\.0\.0\.1:\d+\/|data:|blob:)/.test(r.url())) {
+            page.problems.push('request to another origin: ' + r.url());
+        }
+    });
     page.on('console', (m) => {
         if (m.type() === 'error' && /Content Security Policy|Refused to/.test(m.text())) {
             page.problems.push('console: ' + m.text());

@@ -6,7 +6,7 @@
 import { del, get, post, put } from '../api.js';
 import { add, clear, confirmDialog, el, field, notice } from '../dom.js';
 
-const ROLES = ['admin', 'author', 'approver', 'auditor', 'agent'];
+const ROLES = ['approver', 'author', 'auditor', 'agent', 'admin'];
 
 function newKeyBox(who, key) {
     const out = el('output', { class: 'key mono', id: 'new-key' }, key);
@@ -113,6 +113,13 @@ export async function render(ctx) {
         whoSelect = who;
         const role = el('select', null, ROLES.map((r) => el('option', { value: r }, r)));
         const dept = el('select', null, el('option', { value: '*' }, '* (all)'), departments.map((d) => el('option', { value: d.name }, d.name)));
+        // admin is only granted for "*" (the API refuses it per department)
+        role.addEventListener('change', () => {
+            if (role.value === 'admin') {
+                dept.value = '*';
+            }
+            dept.disabled = role.value === 'admin';
+        });
         const form = el('form', { class: 'inline-form', 'aria-label': 'Grant a role' },
             field('Principal', who), field('Role', role), field('Department', dept), el('button', { type: 'submit', class: 'primary' }, 'Grant'));
         form.addEventListener('submit', async (ev) => {

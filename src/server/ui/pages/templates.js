@@ -23,7 +23,9 @@ export async function renderList(ctx) {
     const authorDepts = ctx.me.roles.filter((r) => r.role === 'author').map((r) => r.department);
     if (authorDepts.length) {
         const name = el('input', { type: 'text', required: true, pattern: '[a-z0-9][a-z0-9._-]{0,63}' });
-        const dept = el('input', { type: 'text', required: true, value: authorDepts[0] === '*' ? '' : authorDepts[0] });
+        // only the departments this author may create templates in (all of them for "*")
+        const depts = authorDepts.includes('*') ? (await get('/v1/departments')).map((d) => d.name) : authorDepts;
+        const dept = el('select', { required: true }, depts.map((d) => el('option', { value: d }, d)));
         const desc = el('input', { type: 'text' });
         const msg = el('div');
         const form = el('form', { class: 'card', 'aria-label': 'New template' }, el('h2', null, 'New template'),
