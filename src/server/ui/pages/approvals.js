@@ -62,6 +62,7 @@ export async function render(ctx) {
     const batchComment = el('input', { type: 'text', id: 'batch-comment', autocomplete: 'off', maxlength: 4096 });
     const batchButton = el('button', { type: 'button', class: 'approve', id: 'approve-selected' }, 'Approve selected');
     const shown = new Map();
+    let syncBatch = () => {};
 
     const decided = (id, how) => {
         const node = shown.get(id);
@@ -72,7 +73,7 @@ export async function render(ctx) {
         live.textContent = 'Approval ' + id + ' ' + how + '.';
         empty.hidden = shown.size > 0;
         heading.textContent = String(shown.size);
-        batch.hidden = !list.querySelector('input.select:checked');
+        syncBatch();
     };
     const update = (pending) => {
         // newest first; the id breaks ties, so the order is the same at every poll (a moved
@@ -103,7 +104,7 @@ export async function render(ctx) {
             prev = node;
         }
         empty.hidden = shown.size > 0;
-        batch.hidden = !list.querySelector('input.select:checked');
+        syncBatch();
     };
     batchButton.addEventListener('click', async () => {
         const chosen = [...list.querySelectorAll('input.select:checked')].map((c) => c.closest('li').dataset.id);
@@ -129,16 +130,20 @@ export async function render(ctx) {
     const heading = m.querySelector('h1 .badge');
     heading.id = 'inbox-count';
     add(m, el('p', { class: 'muted' }, 'Pending decisions of your departments, newest first. The list refreshes every few seconds.'));
-    // shown once an item is selected, so an item's own Approve and Comment stay the only ones
-    const batch = el('div', { class: 'batch card', hidden: true },
+    // in the page only while an item is selected, so an item's own Approve and Comment are
+    // otherwise the only ones there
+    const batch = el('div', { class: 'batch card' },
         el('div', { class: 'field inline' }, el('label', { for: 'batch-comment' }, 'Comment for the selected'), batchComment),
         batchButton);
-    list.addEventListener('change', () => {
-        batch.hidden = !list.querySelector('input.select:checked');
-    });
-    if (ctx.me.hasAnywhere('approver')) {
-        add(m, batch);
-    }
+    syncBatch = () => {
+        const any = Boolean(list.querySelector('input.select:checked'));
+        if (any && !batch.isConnected) {
+            live.before(batch);
+        } else if (!any && batch.isConnected) {
+            batch.remove();
+        }
+    };
+    list.addEventListener('change', syncBatch);
     add(m, live, empty, list);
     const refresh = (pending) => {
         update(pending);
