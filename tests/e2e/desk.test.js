@@ -284,7 +284,7 @@ test('admin: a principal and its key (shown once, with a copy button), a grant, 
     }
 });
 
-test('keyboard only: sign in, reach an item\'s Approve button with Tab, see its focus outline, press Enter', { timeout: 60000 }, async () => {
+test('keyboard only: sign in, reach an item\'s Approve button with Tab, see its focus outline, press Enter; cancel a run', { timeout: 60000 }, async () => {
     const w = await world();
     const { ctx, page } = await newPage(browser);
     try {
@@ -312,6 +312,18 @@ test('keyboard only: sign in, reach an item\'s Approve button with Tab, see its 
         await page.keyboard.press('Enter');
         await item.waitFor({ state: 'detached' });
         await runStatus(w, run.id, 'completed');
+
+        // an approver cancels a waiting run from its inspector, after a confirmation
+        const run2 = await w.a.ok('POST', '/v1/runs', { template: 'keys', wait: false }, w.keys['agent-7']);
+        await runStatus(w, run2.id, 'awaiting_approval');
+        await page.goto(w.a.url + '/runs/' + run2.id);
+        await page.getByRole('button', { name: 'Cancel run' }).click();
+        const dialog = page.getByRole('dialog');
+        await dialog.getByText('its pending approvals are cancelled').waitFor();
+        assert.equal(await page.getByRole('button', { name: 'Cancel run' }).count(), 1, 'the opener hides behind the dialog');
+        await dialog.getByRole('button', { name: 'Cancel run' }).click();
+        await page.locator('h1 .badge', { hasText: 'cancelled' }).waitFor();
+        assert.equal((await w.a.ok('GET', '/v1/runs/' + run2.id)).error.code, 'ABORTED');
         assert.deepEqual(page.problems, []);
     } finally {
         await ctx.close();

@@ -149,6 +149,7 @@ test('author, approver, agent, inbox, auditor, revocation', { timeout: 120000 },
         const dialog = rv.page.getByRole('dialog');
         await dialog.getByText('Running and waiting runs of this version will be cancelled').waitFor();
         await shot(rv.page, 'revoke-confirm');
+        assert.equal(await rv.page.getByRole('button', { name: 'Revoke' }).count(), 1, 'the opener hides behind the dialog');
         await dialog.getByRole('button', { name: 'Revoke' }).click();
         await rv.page.locator('h1 .badge', { hasText: 'revoked' }).waitFor();
         await item2.waitFor({ state: 'detached' });

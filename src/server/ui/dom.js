@@ -99,16 +99,25 @@ export function notice(text, kind) {
     return el('p', { class: ['notice', kind ? 'notice-' + kind : ''], role: kind === 'error' ? 'alert' : 'status' }, text);
 }
 
-// A modal confirmation (<dialog>): resolves true when confirmed. body: nodes shown above.
-export function confirmDialog(title, body, confirmLabel) {
+// A modal confirmation (<dialog>): resolves true when confirmed. body: nodes shown above the
+// buttons. The button that opened it (opts.opener) is hidden meanwhile, so the dialog's button
+// is the only one of its name, and gets the focus back afterwards.
+export function confirmDialog(title, body, confirmLabel, opts) {
+    const o = opts || {};
     return new Promise((resolve) => {
         const ok = el('button', { class: 'danger', type: 'button' }, confirmLabel);
-        const cancel = el('button', { type: 'button' }, 'Cancel');
+        const cancel = el('button', { type: 'button' }, o.cancelLabel || 'Cancel');
         const d = el('dialog', { class: 'confirm', 'aria-labelledby': 'dlg-title' },
             el('h2', { id: 'dlg-title' }, title), body, el('div', { class: 'actions' }, ok, cancel));
         const done = (v) => {
             d.close();
             d.remove();
+            if (o.opener) {
+                o.opener.hidden = false;
+                if (o.opener.isConnected) {
+                    o.opener.focus();
+                }
+            }
             resolve(v);
         };
         ok.addEventListener('click', () => done(true));
@@ -119,6 +128,9 @@ export function confirmDialog(title, body, confirmLabel) {
         });
         document.body.append(d);
         d.showModal();
+        if (o.opener) {
+            o.opener.hidden = true;
+        }
         cancel.focus();
     });
 }

@@ -82,8 +82,8 @@ export async function render(ctx) {
                 el('td', null, p.name), el('td', null, p.kind),
                 el('td', null, el('ul', { class: 'plain' }, p.roles.map((r) => el('li', null, r.role + ' in ' + r.department,
                     admin ? [' ', el('button', { type: 'button', class: 'link', 'aria-label': 'Revoke role ' + r.role + ' in ' + r.department + ' from ' + p.name,
-                        onclick: async () => {
-                            if (await confirmDialog('Revoke role ' + r.role + ' in ' + r.department + ' from ' + p.name + '?', el('p', null, 'It takes effect from the next request.'), 'Revoke role')) {
+                        onclick: async (ev) => {
+                            if (await confirmDialog('Revoke role ' + r.role + ' in ' + r.department + ' from ' + p.name + '?', el('p', null, 'It takes effect from the next request.'), 'Revoke role', { opener: ev.currentTarget })) {
                                 await act(async () => {
                                     await del('/v1/principals/' + encodeURIComponent(p.name) + '/roles', { role: r.role, department: r.department });
                                     await renderPrincipals();
@@ -92,8 +92,8 @@ export async function render(ctx) {
                         } }, 'revoke')] : null)))),
                 el('td', null, el('ul', { class: 'plain' }, p.keys.map((k) => el('li', null, el('code', null, k.prefix), k.revoked ? ' (revoked)' : '',
                     admin && !k.revoked ? [' ', el('button', { type: 'button', class: 'link', 'aria-label': 'Revoke key ' + k.prefix,
-                        onclick: async () => {
-                            if (await confirmDialog('Revoke key ' + k.prefix + '?', el('p', null, 'Requests with this key are refused from the next one on.'), 'Revoke key')) {
+                        onclick: async (ev) => {
+                            if (await confirmDialog('Revoke key ' + k.prefix + '?', el('p', null, 'Requests with this key are refused from the next one on.'), 'Revoke key', { opener: ev.currentTarget })) {
                                 await act(async () => {
                                     await del('/v1/principals/' + encodeURIComponent(p.name) + '/keys/' + encodeURIComponent(k.prefix));
                                     await renderPrincipals();

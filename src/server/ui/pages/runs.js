@@ -88,8 +88,9 @@ export async function renderRun(ctx, id) {
             ' · department ', r.department, ' · started by ', el('strong', null, r.principal), ' · ', when(r.created), ' · updated ', when(r.updated)));
     const msg = el('div');
     if (!ENDED.has(r.status) && (r.principal === me.name || me.has('approver', r.department) || me.admin)) {
-        add(m, el('div', { class: 'actions' }, el('button', { type: 'button', class: 'danger', onclick: async () => {
-            if (await confirmDialog('Cancel run ' + r.id + '?', el('p', null, 'The run stops and its pending approvals are cancelled.'), 'Cancel run')) {
+        add(m, el('div', { class: 'actions' }, el('button', { type: 'button', class: 'danger', onclick: async (ev) => {
+            if (await confirmDialog('Cancel run ' + r.id + '?', el('p', null, 'The run stops and its pending approvals are cancelled.'), 'Cancel run',
+                { opener: ev.currentTarget, cancelLabel: 'Keep it running' })) {
                 try {
                     await post('/v1/runs/' + encodeURIComponent(r.id) + '/cancel');
                     ctx.navigate(location.pathname, true);

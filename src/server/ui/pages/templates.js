@@ -219,9 +219,10 @@ function actions(ctx, ver, base) {
     if (ver.state === 'approved' && (me.has('approver', ver.department) || me.admin)) {
         const reason = el('input', { type: 'text', id: 'revoke-reason', maxlength: 4096 });
         add(box, el('h2', null, 'Revoke'), field('Reason', reason),
-            el('button', { type: 'button', class: 'danger', onclick: async () => {
+            el('button', { type: 'button', class: 'danger', onclick: async (ev) => {
                 const ok = await confirmDialog('Revoke ' + ver.template + ' v' + ver.version + '?',
-                    el('p', null, 'Running and waiting runs of this version will be cancelled, and it can never run again.'), 'Revoke');
+                    el('p', null, 'Running and waiting runs of this version will be cancelled, and it can never run again.'), 'Revoke',
+                    { opener: ev.currentTarget });
                 if (ok) {
                     await run(() => post(base + '/revoke', { reason: reason.value }));
                 }
