@@ -156,6 +156,11 @@ test('author, approver, agent, inbox, auditor, revocation', { timeout: 120000 },
         await ap.page.locator('#pending-badge', { hasText: '0' }).waitFor();
         const cancelled = await runStatus(w, run2.id, 'cancelled');
         assert.equal(cancelled.error.code, 'ABORTED');
+        // the overview counts the runs and lists the revoked version
+        await ad.page.goto(base + '/overview');
+        await ad.page.locator('ul.revoked a', { hasText: 'refund v2' }).waitFor();
+        assert.equal(await ad.page.locator('#runs-hour').textContent(), '2');
+        assert.equal(await ad.page.locator('#pending-count').textContent(), '0');
 
         // the admin pages
         const adm = await newPage(browser);
