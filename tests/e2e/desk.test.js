@@ -330,3 +330,25 @@ test('keyboard only: sign in, reach an item\'s Approve button with Tab, see its 
         await w.stop();
     }
 });
+
+test('a supervised run waits in the inbox for its start and runs once approved', { timeout: 60000 }, async () => {
+    const w = await world();
+    const { ctx, page } = await newPage(browser);
+    try {
+        await approvedTemplate(w, 'sup', 'return await shop.orders("pending");\n', { version: { autonomy: 'supervised' } });
+        await signIn(page, w.a.url, '/approvals', w.keys.carol);
+        const run = await w.a.ok('POST', '/v1/runs', { template: 'sup', wait: false }, w.keys['agent-7']);
+        assert.equal(run.status, 'awaiting_approval');
+        const item = page.locator('li.approval', { hasText: run.id });
+        await item.getByRole('heading', { name: 'Start of a supervised run' }).waitFor();
+        assert.equal(await item.locator('pre.args').count(), 0);
+        await item.getByRole('button', { name: 'Approve' }).click();
+        await item.waitFor({ state: 'detached' });
+        const done = await runStatus(w, run.id, 'completed');
+        assert.deepEqual(done.value, [{ id: 'o-3', customer: 'acme', amount: 5, status: 'pending' }]);
+        assert.deepEqual(page.problems, []);
+    } finally {
+        await ctx.close();
+        await w.stop();
+    }
+});

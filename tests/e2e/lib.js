@@ -16,7 +16,10 @@ import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const require = createRequire(path.join(process.env.AIRLOCK_E2E_DEPS || HERE, 'package.json'));
+// where npm_ci.cmake installed playwright-core: AIRLOCK_E2E_DEPS, else the default build folder's
+const DEPS = process.env.AIRLOCK_E2E_DEPS ||
+    [path.join(HERE, '..', '..', 'build', 'tests', 'e2e', 'deps'), HERE].find((d) => fs.existsSync(path.join(d, 'node_modules', 'playwright-core')));
+const require = createRequire(path.join(DEPS || HERE, 'package.json'));
 const { chromium } = require('playwright-core');
 
 export const AIRLOCKD = process.env.AIRLOCKD || path.join(HERE, '..', '..', 'build', 'bin', 'airlockd');
