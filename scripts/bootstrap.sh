@@ -1,9 +1,10 @@
 #!/bin/sh
-# Installs the Debian packages airlock needs to build, test and run its example. A no-op when
-# everything is present; otherwise installs with apt-get (as root) or says what to install.
+# Installs the Debian packages airlock needs to build, test and run its example (chromium: the
+# browser tests of the web UI, tests/e2e/). A no-op when everything is present; otherwise
+# installs with apt-get (as root) or says what to install.
 set -eu
 
-packages="build-essential binutils cmake pkg-config libcmocka-dev libseccomp-dev libssl-dev clang libclang-rt-dev clang-format clang-tidy npm nodejs python3 ca-certificates locales libmicrohttpd-dev libsqlite3-dev libcurl4-openssl-dev python3-jsonschema"
+packages="build-essential binutils cmake pkg-config libcmocka-dev libseccomp-dev libssl-dev clang libclang-rt-dev clang-format clang-tidy npm nodejs python3 ca-certificates locales libmicrohttpd-dev libsqlite3-dev libcurl4-openssl-dev python3-jsonschema chromium"
 missing=""
 for p in $packages; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

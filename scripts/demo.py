@@ -175,10 +175,12 @@ def main():
         agent_key = os.path.join(a.data_dir, "demo-agent.key")
         print("\nairlock demo: ready\n"
               "  URL        %s\n"
+              "  web UI     %s/  (sign in with a key: the admin key, or %s for decisions)\n"
               "  admin key  %s\n"
               "  run the approved template orders-summary as demo-agent:\n\n"
               "    curl -s -H \"Authorization: Bearer $(cat %s)\" -d '{\"template\":"
-              "\"orders-summary\"}' %s/v1/runs\n" % (url, admin_path, agent_key, url),
+              "\"orders-summary\"}' %s/v1/runs\n" % (url, url, os.path.join(a.data_dir, "demo-approver.key"),
+                                                 admin_path, agent_key, url),
               flush=True)
         if a.once:
             st, doc = api.call("POST", "/v1/runs", {"template": "orders-summary"},

@@ -886,6 +886,7 @@ void api_runs_list(struct api_ctx *ctx)
     }
     f.template_name = http_query(ctx->req, "template");
     f.status = http_query(ctx->req, "status");
+    f.principal = http_query(ctx->req, "principal");
     const char *after = http_query(ctx->req, "after");
     const char *limit = http_query(ctx->req, "limit");
     l.limit = 100;

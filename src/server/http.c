@@ -210,6 +210,9 @@ static enum MHD_Result http_queue(struct MHD_Connection *conn, struct http_conn 
     if (resp->etag) {
         MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, resp->etag);
     }
+    for (const char *const *h = resp->headers; h && h[0] && h[1]; h += 2) {
+        MHD_add_response_header(r, h[0], h[1]);
+    }
     if (resp->retry_after_s > 0) {
         char retry[16];
         snprintf(retry, sizeof retry, "%u", resp->retry_after_s);
@@ -299,6 +302,14 @@ void http_deferred_answer(struct http_deferred *d, unsigned status, const char *
 const char *http_query(const struct http_request *req, const char *name)
 {
     return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+const char *http_header(const struct http_request *req, const char *name)
+{
+    if (!req->conn) {
+        return NULL;
+    }
+    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
 }
 
 static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *url,

@@ -52,6 +52,9 @@ struct http_response {
     char route[64];                 /* the route pattern matched, for the log line */
     int deferred;                   /* set by http_defer: the answer comes later */
     const char *etag;               /* static string: an ETag header (quotes included), or NULL */
+    /* static strings: more headers as name, value pairs ending with NULL (the UI's
+     * Content-Security-Policy and caching), or NULL */
+    const char *const *headers;
     /* set by http_stream: the body is sent chunked from stream_fn, resp->body is ignored */
     http_stream_fn *stream_fn;
     http_stream_free_fn *stream_free;
@@ -80,6 +83,10 @@ const char *http_deferred_request_id(const struct http_deferred *d);
 /* The value of query argument `name` (percent-decoded), NULL when absent; borrowed for the
  * request. */
 const char *http_query(const struct http_request *req, const char *name);
+
+/* The value of request header `name` (case-insensitive), NULL when absent or when req has no
+ * connection (a request made without http.c); borrowed for the request. */
+const char *http_header(const struct http_request *req, const char *name);
 
 typedef void http_handler_fn(void *userdata, const struct http_request *req,
                              struct http_response *resp);

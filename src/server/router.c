@@ -19,6 +19,7 @@
 #include "auth.h"
 #include "json.h"
 #include "runs.h"
+#include "ui.h"
 
 #define SEGMENTS_MAX 8
 
@@ -74,6 +75,20 @@ static const struct route routes[] = {
     { "POST",   "/v1/approvals/{id}/deny",           api_approvals_deny,          { AUTH_RESOURCE, AUTH_ROLE_APPROVER } },
     { "GET",    "/v1/openapi.json",                  api_system_openapi,          { AUTH_PUBLIC, 0 } },
     { "GET",    "/metrics",                          api_system_metrics,          { AUTH_PUBLIC, 0 } },
+    /* the web UI (ui.c): pages answer the HTML shell, /ui/ the assets; public, since what a
+     * page shows comes from /v1/ with the user's key */
+    { "GET",    "/",                                 ui_page,                     { AUTH_PUBLIC, 0 } },
+    { "GET",    "/overview",                         ui_page,                     { AUTH_PUBLIC, 0 } },
+    { "GET",    "/approvals",                        ui_page,                     { AUTH_PUBLIC, 0 } },
+    { "GET",    "/templates",                        ui_page,                     { AUTH_PUBLIC, 0 } },
+    { "GET",    "/templates/{t}",                    ui_page,                     { AUTH_PUBLIC, 0 } },
+    { "GET",    "/templates/{t}/versions/{v}",       ui_page,                     { AUTH_PUBLIC, 0 } },
+    { "GET",    "/runs",                             ui_page,                     { AUTH_PUBLIC, 0 } },
+    { "GET",    "/runs/{id}",                        ui_page,                     { AUTH_PUBLIC, 0 } },
+    { "GET",    "/audit",                            ui_page,                     { AUTH_PUBLIC, 0 } },
+    { "GET",    "/admin",                            ui_page,                     { AUTH_PUBLIC, 0 } },
+    { "GET",    "/ui/{asset}",                       ui_asset,                    { AUTH_PUBLIC, 0 } },
+    { "GET",    "/ui/pages/{asset}",                 ui_asset,                    { AUTH_PUBLIC, 0 } },
 };
 /* clang-format on */
 
@@ -85,12 +100,16 @@ struct router_path {
     size_t len[SEGMENTS_MAX];
 };
 
-/* Splits "/a/b/c" into segments; -1 for too many, an empty segment or a trailing slash. */
+/* Splits "/a/b/c" into segments ("/" into none); -1 for too many, an empty segment or a
+ * trailing slash. */
 static int router_split(const char *path, struct router_path *ret)
 {
     ret->n = 0;
     if (path[0] != '/') {
         return -1;
+    }
+    if (path[1] == '\0') {
+        return 0;
     }
     const char *p = path + 1;
     while (1) {
@@ -301,8 +320,9 @@ void router_print(FILE *out)
     fputs("[\n", out);
     for (size_t i = 0; i < NROUTES; i++) {
         const struct route *rt = &routes[i];
-        fprintf(out, "  {\"method\":\"%s\",\"path\":\"%s\",\"scope\":\"%s\",\"roles\":[",
-                rt->method, rt->path, router_scope_name(rt->rule.scope));
+        int ui = rt->handler == ui_page || rt->handler == ui_asset;
+        fprintf(out, "  {\"method\":\"%s\",\"path\":\"%s\",\"scope\":\"%s\",\"ui\":%s,\"roles\":[",
+                rt->method, rt->path, router_scope_name(rt->rule.scope), ui ? "true" : "false");
         int first = 1;
         for (unsigned bit = 1; bit <= AUTH_ROLE_AGENT; bit <<= 1) {
             if (rt->rule.roles & bit) {

@@ -11,10 +11,11 @@
  *              up to a NUL); a body over 4 KiB stands for one over the cap (body_too_large)
  * Claims: no crash, leak or sanitizer report; never a 5xx (but the 500 of a run that passed
  * every check and reaches the run engine, which this harness does not have); the answer is valid
- * JSON, an error body {"error":{"code","message","request_id"}} for every status from 400 on, a 429
- * carries a Retry-After of 1 s or more and a 405 an Allow header. The store lives in a folder under
- * /dev/shm (when it exists) made once per process, so requests that create things accumulate
- * state as a real server would.
+ * JSON (or, for the web UI's pages and assets, exactly one of the embedded files), an error body
+ * {"error":{"code","message","request_id"}} for every status from 400 on, a 429 carries a
+ * Retry-After of 1 s or more and a 405 an Allow header. The store lives in a folder under /dev/shm
+ * (when it exists) made once per process, so requests that create things accumulate state as a real
+ * server would.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@
 #include "ratelimit.h"
 #include "router.h"
 #include "store.h"
+#include "ui.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -132,6 +134,17 @@ static void check_answer(const struct http_response *resp)
                     strstr(resp->body.data, "\"message\":\"" API_NO_RUNS_MESSAGE "\"");
     if (resp->status < 200 || (resp->status >= 500 && !no_engine)) {
         fail("status out of range or a 5xx", status);
+    }
+    /* the web UI's pages and assets (ui.c): a 200 with an embedded file and its CSP */
+    if (resp->status == 200 && resp->content_type && strncmp(resp->content_type, "text/", 5) == 0 &&
+        resp->headers && resp->etag) {
+        for (size_t i = 0; i < ui_assets_len; i++) {
+            if (ui_assets[i].len == resp->body.len &&
+                memcmp(ui_assets[i].bytes, resp->body.data, resp->body.len) == 0) {
+                return;
+            }
+        }
+        fail("a UI answer that is no embedded file", NULL);
     }
     if (!resp->body.data || json_parse(resp->body.data, resp->body.len, 64, &doc, &err) != AL_OK) {
         fail("the answer is not JSON", resp->body.data);

@@ -696,6 +696,12 @@ def t_visibility(tmp):
         after = w.ok("GET", "/v1/runs?after=" + doc["id"], None, w.keys["bob"])
         check([r["id"] for r in after] == [doc2["id"]], "after: %r" % after)
         check(w.ok("GET", "/v1/runs?status=failed", None, w.keys["bob"]) == [], "status filter")
+        by = w.ok("GET", "/v1/runs?principal=mallory", None, w.keys["bob"])
+        check([r["id"] for r in by] == [doc2["id"]], "principal filter: %r" % by)
+        check(w.ok("GET", "/v1/runs?principal=mallory", None, w.keys["agent-7"]) == [],
+              "principal filter for an agent: only its own runs still")
+        check(w.ok("GET", "/v1/runs?principal=nobody", None, w.keys["eve"]) == [],
+              "principal filter, no such principal")
     finally:
         w.close()
 

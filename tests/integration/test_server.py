@@ -32,6 +32,8 @@ CLI = None
 # A fixed audit signing key, so a test knows the public key without asking the server.
 AUDIT_KEY = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60"
 ROLES = ["admin", "author", "approver", "auditor", "agent"]
+# what the web UI answers (src/server/ui.c), read as text
+UI_TYPES = ("text/html", "text/javascript", "text/css")
 
 
 class Fail(Exception):
@@ -107,6 +109,8 @@ class Server:
         if r.status == 200 and ctype.startswith("application/x-ndjson"):
             return r.status, [json.loads(l) for l in text.decode().splitlines()], allow
         if r.status == 200 and ctype.startswith("text/plain"):
+            return r.status, text.decode(), allow
+        if r.status in (200, 304) and ctype.startswith(UI_TYPES):
             return r.status, text.decode(), allow
         try:
             doc = json.loads(text) if text else None
@@ -214,7 +218,10 @@ def t_error_bodies(tmp):
         error_of(*s.request("GET", "/v1/principals", headers={"Authorization": "Basic eA=="})[:2],
                  401, "UNAUTHENTICATED")
         error_of(*s.request("GET", "/v1/nothing", key=k)[:2], 404, "NOT_FOUND")
-        error_of(*s.request("GET", "/", key=k)[:2], 404, "NOT_FOUND")
+        error_of(*s.request("GET", "/nothing", key=k)[:2], 404, "NOT_FOUND")
+        error_of(*s.request("GET", "/runs/a/b", key=k)[:2], 404, "NOT_FOUND")
+        st, page, _ = s.request("GET", "/", key=k)
+        check(st == 200 and page.startswith("<!doctype html>"), "GET / is the web UI: %d" % st)
         error_of(*s.request("GET", "/v1/departments/", key=k)[:2], 404, "NOT_FOUND")
         st, doc, allow = s.request("DELETE", "/v1/departments", key=k)
         error_of(st, doc, 405, "METHOD_NOT_ALLOWED")
@@ -518,6 +525,20 @@ EXPECT = {
     ("POST", "/v1/approvals/{id}/deny"): ("dept", {"approver"}, set()),
     ("GET", "/v1/openapi.json"): "public",
     ("GET", "/metrics"): "public",
+    # the web UI (src/server/ui.c): every page and asset is public; what a page shows comes
+    # from /v1/ with the user's key
+    ("GET", "/"): "public",
+    ("GET", "/overview"): "public",
+    ("GET", "/approvals"): "public",
+    ("GET", "/templates"): "public",
+    ("GET", "/templates/{t}"): "public",
+    ("GET", "/templates/{t}/versions/{v}"): "public",
+    ("GET", "/runs"): "public",
+    ("GET", "/runs/{id}"): "public",
+    ("GET", "/audit"): "public",
+    ("GET", "/admin"): "public",
+    ("GET", "/ui/{asset}"): "public",
+    ("GET", "/ui/pages/{asset}"): "public",
 }
 
 def connector_body(name, dept, **over):
@@ -537,6 +558,8 @@ def connector_body(name, dept, **over):
 def probe(method, path, where):
     dept = "own" if where == "own" else "other"
     concrete = (path.replace("{d}", dept).replace("{p}", "ghost")
+                .replace("/ui/pages/{asset}", "/ui/pages/approvals.js")
+                .replace("{asset}", "app.js")
                 .replace("{prefix}", "000000000000").replace("{c}", "c_" + dept))
     # templates made by probe_setup: tpl-own and tpl-other, v1 approved, v2 a draft; every
     # state change below is then a wrong state (409) once allowed
@@ -1529,6 +1552,87 @@ def t_connectors(tmp):
         s = Server(d)
         st, doc, _ = s.request("GET", "/v1/connectors/crm", key=k)
         check(st == 200 and doc["name"] == "crm", "after restart: %r" % doc)
+    finally:
+        s.kill()
+
+
+# ----------------------------------------------------------------------------------------- web UI
+UI_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+          "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+UI_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "server", "ui")
+
+
+def ui_get(s, path, headers=None):
+    conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=HANG)
+    try:
+        conn.request("GET", path, headers=headers or {})
+        r = conn.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        conn.close()
+
+
+def ui_files():
+    out = []
+    for root, _, files in os.walk(UI_DIR):
+        for f in files:
+            full = os.path.join(root, f)
+            out.append(("/ui/" + os.path.relpath(full, UI_DIR).replace(os.sep, "/"), full))
+    return sorted(out)
+
+
+def t_ui_assets_and_headers(tmp):
+    """Every page path answers the one shell, every file of src/server/ui/ is served as itself
+    with its content type, the CSP and the other security headers, an ETag that a matching
+    If-None-Match turns into a 304; an unknown asset is 404; the shell has no inline script or
+    style and no asset uses innerHTML (guest text is only ever a text node)."""
+    s = Server(os.path.join(tmp, "var"))
+    try:
+        types = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+                 ".css": "text/css; charset=utf-8"}
+        files = ui_files()
+        check(len(files) >= 10, "UI files: %r" % files)
+        for url, full in files:
+            with open(full, "rb") as f:
+                want = f.read()
+            st, h, body = ui_get(s, url)
+            check(st == 200 and body == want, "%s: %d, %d bytes" % (url, st, len(body)))
+            check(h.get("content-type") == types[os.path.splitext(full)[1]], "%s: %r" % (url, h))
+            check(h.get("content-security-policy") == UI_CSP, "%s CSP: %r" % (url, h))
+            check(h.get("x-content-type-options") == "nosniff", "%s: %r" % (url, h))
+            check(h.get("referrer-policy") == "no-referrer", "%s: %r" % (url, h))
+            check(h.get("cache-control") == "no-cache", "%s: %r" % (url, h))
+            etag = h.get("etag", "")
+            check(re.fullmatch(r'"[0-9a-f]{32}"', etag), "%s ETag %r" % (url, etag))
+            st2, h2, body2 = ui_get(s, url, {"If-None-Match": etag})
+            check(st2 == 304 and body2 == b"" and h2.get("etag") == etag, "%s: %d %r" % (url, st2, h2))
+            st3, _, body3 = ui_get(s, url, {"If-None-Match": '"0123"'})
+            check(st3 == 200 and body3 == want, "%s with another ETag: %d" % (url, st3))
+            if url.endswith(".js"):
+                text = want.decode()
+                bad = re.search(r"\.(innerHTML|outerHTML|insertAdjacentHTML)\b|document\.write|"
+                                r"\beval\(|new Function|createContextualFragment", text)
+                check(not bad, "%s writes HTML: %r" % (url, bad and bad.group(0)))
+        with open(os.path.join(UI_DIR, "index.html"), "rb") as f:
+            shell = f.read()
+        check(b"<script>" not in shell and not re.search(rb"\sstyle\s*=", shell, re.I) and
+              not re.search(rb"\son[a-z]+\s*=", shell, re.I), "inline code in index.html")
+        for page in ("/", "/overview", "/approvals", "/templates", "/templates/refund-small",
+                     "/templates/refund-small/versions/3", "/templates/%3Cimg%3E/versions/x",
+                     "/runs", "/runs/run_0123", "/audit", "/admin"):
+            st, h, body = ui_get(s, page)
+            check(st == 200 and body == shell, "%s: %d" % (page, st))
+            check(h.get("content-type") == "text/html; charset=utf-8" and
+                  h.get("content-security-policy") == UI_CSP, "%s: %r" % (page, h))
+        st, h, body = ui_get(s, "/ui/nope.js")
+        check(st == 404 and json.loads(body)["error"]["code"] == "NOT_FOUND", "unknown asset %d" % st)
+        st, h, body = ui_get(s, "/ui/pages/../app.js")
+        check(st == 404, "dot-dot asset: %d" % st)
+        st, _, _ = ui_get(s, "/templates/a/versions/1/diff")
+        check(st == 404, "a path under a page that is none: %d" % st)
+        # the API stays JSON and carries no UI headers
+        st, h, _ = ui_get(s, "/healthz")
+        check(st == 200 and "content-security-policy" not in h, "/healthz: %r" % h)
     finally:
         s.kill()
 

@@ -1,0 +1,236 @@
+// pages/templates.js - templates, a template's versions (with a small authoring form for its
+// authors) and the review of one version: its source (numbered, highlighted), input schema,
+// limits, functions (sensitive ones marked, from the connectors) and autonomy; the diff against
+// the last approved version; submit, approve / reject with a comment, revoke with a reason.
+// The author of a version sees Approve disabled with the reason (four eyes).
+
+import { ApiError, get, post } from '../api.js';
+import { add, badge, clear, confirmDialog, el, field, notice, path, pretty, when } from '../dom.js';
+import { codeBlock, diffBlock } from '../highlight.js';
+
+function stateBadge(s) {
+    return badge(s, 'state-' + s);
+}
+
+function versionLink(t, v) {
+    return el('a', { href: path('templates', t, 'versions', v) }, t + ' v' + v);
+}
+
+export async function renderList(ctx) {
+    const m = ctx.main;
+    const list = await get('/v1/templates');
+    add(m, el('h1', null, 'Templates'));
+    const authorDepts = ctx.me.roles.filter((r) => r.role === 'author').map((r) => r.department);
+    if (authorDepts.length) {
+        const name = el('input', { type: 'text', required: true, pattern: '[a-z0-9][a-z0-9._-]{0,63}' });
+        // only the departments this author may create templates in (all of them for "*")
+        const depts = authorDepts.includes('*') ? (await get('/v1/departments')).map((d) => d.name) : authorDepts;
+        const dept = el('select', { required: true }, depts.map((d) => el('option', { value: d }, d)));
+        const desc = el('input', { type: 'text' });
+        const msg = el('div');
+        const form = el('form', { class: 'card', 'aria-label': 'New template' }, el('h2', null, 'New template'),
+            field('Name', name), field('Department', dept), field('Description', desc), msg,
+            el('button', { type: 'submit', class: 'primary' }, 'Create template'));
+        form.addEventListener('submit', async (ev) => {
+            ev.preventDefault();
+            try {
+                await post('/v1/templates', { name: name.value, department: dept.value, description: desc.value });
+                ctx.navigate(path('templates', name.value));
+            } catch (e) {
+                add(clear(msg), notice(e.message, 'error'));
+            }
+        });
+        add(m, form);
+    }
+    if (!list.length) {
+        add(m, el('p', { class: 'muted' }, 'No templates you can see.'));
+        return;
+    }
+    add(m, el('table', { class: 'list' },
+        el('thead', null, el('tr', null, el('th', null, 'Template'), el('th', null, 'Department'), el('th', null, 'Description'), el('th', null, 'Versions'))),
+        el('tbody', null, list.map((t) => el('tr', null,
+            el('td', null, el('a', { href: path('templates', t.name) }, t.name)),
+            el('td', null, t.department),
+            el('td', null, t.description || ''),
+            el('td', null, t.versions.map((v) => el('span', { class: 'ver' }, versionLink(t.name, v.version), ' ', stateBadge(v.state)))))))));
+}
+
+export async function renderTemplate(ctx, t) {
+    const m = ctx.main;
+    const tpl = await get('/v1/templates/' + encodeURIComponent(t));
+    add(m, el('h1', null, 'Template ', el('span', { class: 'name' }, tpl.name)),
+        el('p', { class: 'meta' }, 'Department ', tpl.department, ' · created by ', tpl.created_by, ' · ', when(tpl.created)),
+        tpl.description ? el('p', { class: 'description' }, tpl.description) : null);
+    add(m, el('h2', null, 'Versions'));
+    if (!tpl.versions.length) {
+        add(m, el('p', { class: 'muted' }, 'No versions yet.'));
+    } else {
+        add(m, el('table', { class: 'list' },
+            el('thead', null, el('tr', null, el('th', null, 'Version'), el('th', null, 'State'), el('th', null, 'Author'), el('th', null, 'Created'))),
+            el('tbody', null, tpl.versions.map((v) => el('tr', null,
+                el('td', null, versionLink(tpl.name, v.version)), el('td', null, stateBadge(v.state)),
+                el('td', null, v.author), el('td', null, when(v.created)))))));
+    }
+    if (ctx.me.has('author', tpl.department)) {
+        const src = el('textarea', { rows: 10, class: 'mono', required: true, spellcheck: 'false' });
+        const fns = el('input', { type: 'text', placeholder: 'shop.orders, shop.refund' });
+        const schema = el('textarea', { rows: 3, class: 'mono', spellcheck: 'false' }, '{}');
+        const autonomy = el('select', null, el('option', { value: 'autonomous' }, 'autonomous'), el('option', { value: 'supervised' }, 'supervised'));
+        const msg = el('div');
+        const form = el('form', { class: 'card', 'aria-label': 'New version' }, el('h2', null, 'New version'),
+            field('Source', src), field('Functions', fns, 'connector.function names, separated by commas'),
+            field('Input schema (JSON)', schema), field('Autonomy', autonomy), msg,
+            el('button', { type: 'submit', class: 'primary' }, 'Create version'));
+        form.addEventListener('submit', async (ev) => {
+            ev.preventDefault();
+            let inputSchema;
+            try {
+                inputSchema = JSON.parse(schema.value || '{}');
+            } catch (e) {
+                add(clear(msg), notice('The input schema is not JSON: ' + e.message, 'error'));
+                return;
+            }
+            try {
+                const v = await post('/v1/templates/' + encodeURIComponent(t) + '/versions', {
+                    source: src.value, functions: fns.value.split(',').map((s) => s.trim()).filter(Boolean),
+                    input_schema: inputSchema, autonomy: autonomy.value,
+                });
+                ctx.navigate(path('templates', t, 'versions', v.version));
+            } catch (e) {
+                add(clear(msg), notice(e.message, 'error'));
+            }
+        });
+        add(m, form);
+    }
+}
+
+function kv(rows) {
+    return el('table', { class: 'kv' }, el('tbody', null, rows.filter(Boolean).map(([k, v]) => el('tr', null, el('th', { scope: 'row' }, k), el('td', null, v)))));
+}
+
+function changesBlock(ch) {
+    const items = [];
+    if (ch.functions) {
+        for (const f of ch.functions.added || []) {
+            items.push(el('li', { class: 'diff-add' }, 'function added: ', el('code', null, f)));
+        }
+        for (const f of ch.functions.removed || []) {
+            items.push(el('li', { class: 'diff-del' }, 'function removed: ', el('code', null, f)));
+        }
+    }
+    for (const [k, d] of Object.entries(ch.limits || {})) {
+        items.push(el('li', null, 'limit ', el('code', null, k), ': ', String(d.from ?? 'none'), ' → ', String(d.to ?? 'none')));
+    }
+    if (ch.input_schema && ch.input_schema.changed) {
+        items.push(el('li', null, 'input schema changed',
+            el('div', { class: 'sidebyside' },
+                el('div', null, el('p', { class: 'label' }, 'before'), el('pre', { class: 'json diff-del' }, pretty(ch.input_schema.from))),
+                el('div', null, el('p', { class: 'label' }, 'after'), el('pre', { class: 'json diff-add' }, pretty(ch.input_schema.to))))));
+    }
+    for (const k of ['autonomy', 'language']) {
+        if (ch[k]) {
+            items.push(el('li', null, k + ': ' + ch[k].from + ' → ' + ch[k].to));
+        }
+    }
+    return items.length ? el('ul', { class: 'changes' }, items) : el('p', { class: 'muted' }, 'The capabilities are the same.');
+}
+
+export async function renderVersion(ctx, t, v) {
+    const m = ctx.main;
+    const base = '/v1/templates/' + encodeURIComponent(t) + '/versions/' + encodeURIComponent(v);
+    const ver = await get(base);
+    const [tpl, diff, connectors] = await Promise.all([
+        get('/v1/templates/' + encodeURIComponent(t)).catch(() => null),
+        get(base + '/diff').catch((e) => ({ error: e })),
+        get('/v1/connectors').catch(() => []),
+    ]);
+    const sensitive = new Set();
+    for (const c of connectors) {
+        for (const [fn, spec] of Object.entries(c.functions || {})) {
+            if (spec.sensitive) {
+                sensitive.add(c.name + '.' + fn);
+            }
+        }
+    }
+    add(m, el('h1', null, el('span', { class: 'name' }, ver.template), ' version ', String(ver.version), ' ', stateBadge(ver.state)),
+        el('p', { class: 'meta' }, 'Department ', ver.department, ' · written by ', el('strong', { class: 'author' }, ver.author), ' · ', when(ver.created),
+            ' · ', el('a', { href: path('templates', ver.template) }, 'all versions')),
+        tpl && tpl.description ? el('p', { class: 'description' }, tpl.description) : null);
+
+    add(m, actions(ctx, ver, base));
+
+    const diffSec = el('section', { class: 'card', id: 'diff' }, el('h2', null, 'Changes'));
+    if (diff.error) {
+        add(diffSec, notice('No diff: ' + diff.error.message, 'error'));
+    } else {
+        add(diffSec, el('p', { class: 'meta' }, diff.from === null ? 'No approved version before this one: the whole source is new.' : 'Against the last approved version, ' + t + ' v' + diff.from + '.'),
+            el('h3', null, 'Capabilities'), changesBlock(diff.changes || {}), el('h3', null, 'Source'), diffBlock(diff.source_diff));
+    }
+    add(m, diffSec);
+
+    const history = [
+        ver.submitted_by && ['Submitted', ver.submitted_by + ' · ' + when(ver.submitted)],
+        ver.approved_by && ['Approved', [ver.approved_by + ' · ' + when(ver.approved), ver.approve_comment ? el('q', { class: 'comment' }, ver.approve_comment) : '']],
+        ver.rejected_by && ['Rejected', [ver.rejected_by + ' · ' + when(ver.rejected), ver.reject_comment ? el('q', { class: 'comment' }, ver.reject_comment) : '']],
+        ver.revoked_by && ['Revoked', [ver.revoked_by + ' · ' + when(ver.revoked), ver.revoke_reason ? el('q', { class: 'comment' }, ver.revoke_reason) : '']],
+    ];
+    const fnList = ver.functions.length
+        ? el('ul', { class: 'functions' }, ver.functions.map((f) => el('li', null, el('code', null, f), sensitive.has(f) ? [' ', badge('sensitive', 'sensitive')] : '')))
+        : el('span', { class: 'muted' }, 'none');
+    const limits = Object.keys(ver.limits || {}).length
+        ? el('ul', { class: 'limits' }, Object.entries(ver.limits).map(([k, val]) => el('li', null, el('code', null, k), ' ', String(val))))
+        : el('span', { class: 'muted' }, 'defaults');
+    add(m, el('section', { class: 'grid2' },
+        el('div', { class: 'card' }, el('h2', null, 'Capabilities'), kv([
+            ['Autonomy', ver.autonomy], ['Language', ver.language], ['Functions', fnList], ['Limits', limits],
+            ['Digest', el('code', { class: 'digest' }, ver.digest)], ...history.filter(Boolean)])),
+        el('div', { class: 'card' }, el('h2', null, 'Input schema'), el('pre', { class: 'json' }, pretty(ver.input_schema)))));
+
+    add(m, el('section', { class: 'card' }, el('h2', null, 'Source'), codeBlock(ver.source, 'Source of ' + t + ' v' + v)));
+}
+
+function actions(ctx, ver, base) {
+    const box = el('section', { class: 'card decide', 'aria-label': 'Decision' });
+    const msg = el('div', { role: 'status' });
+    const me = ctx.me;
+    const reload = () => ctx.navigate(location.pathname, true);
+    const run = async (fn) => {
+        try {
+            await fn();
+            reload();
+        } catch (e) {
+            add(clear(msg), notice(e instanceof ApiError ? e.message : String(e), 'error'));
+        }
+    };
+    if (ver.state === 'draft' && me.has('author', ver.department)) {
+        add(box, el('h2', null, 'Draft'), el('button', { type: 'button', class: 'primary', onclick: () => run(() => post(base + '/submit')) }, 'Submit for approval'));
+    }
+    if (ver.state === 'submitted' && me.has('approver', ver.department)) {
+        const comment = el('textarea', { rows: 2, id: 'decision-comment', maxlength: 4096 });
+        const own = ver.author === me.name;
+        const why = 'You cannot approve this version: you wrote it, and four eyes means another approver must approve it.';
+        const approve = el('button', { type: 'button', class: 'approve', disabled: own, 'aria-describedby': own ? 'approve-why' : null, title: own ? why : null,
+            onclick: () => run(() => post(base + '/approve', { comment: comment.value })) }, 'Approve');
+        add(box, el('h2', null, 'Review'), field('Comment', comment),
+            el('div', { class: 'actions' }, approve,
+                el('button', { type: 'button', class: 'deny', onclick: () => run(() => post(base + '/reject', { comment: comment.value })) }, 'Reject')),
+            own ? el('p', { id: 'approve-why', class: 'why' }, why) : null);
+    }
+    if (ver.state === 'approved' && (me.has('approver', ver.department) || me.admin)) {
+        const reason = el('input', { type: 'text', id: 'revoke-reason', maxlength: 4096 });
+        add(box, el('h2', null, 'Revoke'), field('Reason', reason),
+            el('button', { type: 'button', class: 'danger', onclick: async (ev) => {
+                const ok = await confirmDialog('Revoke ' + ver.template + ' v' + ver.version + '?',
+                    el('p', null, 'Running and waiting runs of this version will be cancelled, and it can never run again.'), 'Revoke',
+                    { opener: ev.currentTarget });
+                if (ok) {
+                    await run(() => post(base + '/revoke', { reason: reason.value }));
+                }
+            } }, 'Revoke…'));
+    }
+    if (!box.firstChild) {
+        return el('span');
+    }
+    add(box, msg);
+    return box;
+}
