@@ -748,6 +748,9 @@ int main(int argc, char **argv)
     if (sigwait(&stop, &sig) != 0) {
         goto out;
     }
+    if (rt.runs) {
+        runs_refuse(rt.runs); /* before the word: a run asked for once it is out is refused */
+    }
     fprintf(stderr, "airlockd: %s: stopping\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     /* drain: no new connections, runs finish (or are cancelled after the grace period) and
      * their clients are answered, then the server stops */

@@ -1407,6 +1407,13 @@ size_t runs_active(struct runs *r)
     return n;
 }
 
+void runs_refuse(struct runs *r)
+{
+    pthread_mutex_lock(&r->lock);
+    r->draining = 1;
+    pthread_mutex_unlock(&r->lock);
+}
+
 void runs_drain(struct runs *r, unsigned grace_ms)
 {
     struct timespec deadline;

@@ -129,6 +129,8 @@ size_t runs_cancel_version(struct runs *r, const char *template_name, int64_t ve
 /* Stops new launches, lets the active runs finish for up to grace_ms, cancels the rest and
  * returns once every one of them is recorded and answered. */
 void runs_drain(struct runs *r, unsigned grace_ms);
+/* The drain's first step on its own: from now on no new run starts (answered 500). */
+void runs_refuse(struct runs *r);
 size_t runs_active(struct runs *r);
 /* Returns once no batch of the writer is committed but not yet on the disk. The caller holds
  * the store lock (so no new batch commits meanwhile) and may then read anything: what it
