@@ -3,6 +3,8 @@
 # soname and libairlock.a, airlock.h, airlock.pc and the man pages. tests/install/test_install.sh
 # installs into a DESTDIR and builds the README's C example against it.
 include(GNUInstallDirs)
+# cpack (install.destdir runs it beside other tests) must not rebuild the tree under them
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY TRUE)
 
 install(TARGETS airlock_cli airlockd RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS airlock-worker RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/airlock)

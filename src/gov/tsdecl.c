@@ -226,6 +226,14 @@ enum buf_status tsdecl_write(struct buf *b, const char *title, const struct tsde
             buf_append_str(b, "};\n");
         }
     }
+    buf_append_str(b, "/** What the guest logs goes to the run's console, not to a terminal. */\n"
+                      "declare const console: {\n"
+                      "  log(...data: unknown[]): void;\n"
+                      "  info(...data: unknown[]): void;\n"
+                      "  warn(...data: unknown[]): void;\n"
+                      "  error(...data: unknown[]): void;\n"
+                      "  debug(...data: unknown[]): void;\n"
+                      "};\n");
     buf_append_str(b, "/** The run's input, deeply frozen. */\ndeclare const input: ");
     tsdecl_type(b, input_schema, 0);
     buf_append_str(b, ";\n");

@@ -13,11 +13,11 @@
 #include "json.h"
 
 struct tsdecl_fn {
-    const char *name;                /* "group.fn" */
-    const char *description;         /* NULL: none */
-    const struct json_node *args;    /* the schema of the arguments array; NULL: none */
-    const struct json_node *result;  /* NULL: none */
-    int sensitive;                   /* each call waits for a person */
+    const char *name;               /* "group.fn" */
+    const char *description;        /* NULL: none */
+    const struct json_node *args;   /* the schema of the arguments array; NULL: none */
+    const struct json_node *result; /* NULL: none */
+    int sensitive;                  /* each call waits for a person */
 };
 
 /* The TypeScript type of one schema (NULL: unknown), on one line or, for objects, indented by
@@ -25,7 +25,8 @@ struct tsdecl_fn {
 enum buf_status tsdecl_type(struct buf *b, const struct json_node *schema, int indent);
 
 /* `declare const group: { fn(...): Promise<...>; ... };` for each group of functions (`fns`
- * sorted by name, so a group's functions are together), then `declare const input: ...;`.
+ * sorted by name, so a group's functions are together), the guest's `console`, then
+ * `declare const input: ...;`.
  * `title` goes into the first comment line. */
 enum buf_status tsdecl_write(struct buf *b, const char *title, const struct tsdecl_fn *fns,
                              size_t n, const struct json_node *input_schema);

@@ -86,10 +86,10 @@ class World:
         return doc
 
     def template(self, name, source, functions, schema=None, autonomy="autonomous",
-                 approve=True, limits=None):
+                 approve=True, limits=None, language="js"):
         self.ok("POST", "/v1/templates", {"name": name, "department": "finance",
                                           "description": name}, self.keys["alice"], 201)
-        body = {"source": source, "language": "js", "functions": functions,
+        body = {"source": source, "language": language, "functions": functions,
                 "input_schema": schema or {"type": "object"}, "autonomy": autonomy}
         if limits:
             body["limits"] = limits

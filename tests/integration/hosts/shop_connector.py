@@ -10,6 +10,8 @@ call (docs/server.md) and answers by its function:
   shop.refund(order, amount) {"refunded": order, "amount": amount}; counted by idempotency key
   shop.fail(message)         {"error": message}: the connector's own error
   shop.slow(ms)              answers after ms milliseconds (at most 30 s)
+  store.listOrders(status)   the orders with that status (examples/orders.ts's host functions,
+  billing.invoices(customer) for tests/typescript) and {"due": 10} per order of the customer
 
 Every call's signature is checked with SECRET (a bad one answers 401). GET /calls answers
 {"by_key": {idempotency_key: count}, "by_function": {function: count}} so a test can see that a
@@ -82,6 +84,10 @@ class Handler(BaseHTTPRequestHandler):
             self.answer(200, {"result": {"refunded": args[0], "amount": args[1]}})
         elif fn == "shop.fail":
             self.answer(200, {"error": args[0]})
+        elif fn == "store.listOrders":
+            self.answer(200, {"result": [o for o in ORDERS if o["status"] == args[0]]})
+        elif fn == "billing.invoices":
+            self.answer(200, {"result": [{"due": 10} for o in ORDERS if o["customer"] == args[0]]})
         elif fn == "shop.slow":
             time.sleep(min(args[0], 30000) / 1000.0)
             self.answer(200, {"result": "slept"})
