@@ -320,7 +320,10 @@ def _host_trampoline(call_ptr, userdata):
                 aw = _run_sync_fn(call, entry.fn, args)
                 if aw is not None:
                     asyncio.run_coroutine_threadsafe(_await_and_settle(call, aw), loop)
-            loop.run_in_executor(None, ctx.run, in_thread)
+            try:
+                loop.run_in_executor(None, ctx.copy().run, in_thread)
+            except BaseException as e:  # noqa: B902 - a closed executor
+                call.fail(e)
         loop.call_soon_threadsafe(ctx.run, dispatch)
     except BaseException as e:  # noqa: B902 - nothing may unwind into C
         call.fail(e)
