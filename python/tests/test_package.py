@@ -1,0 +1,52 @@
+"""Packaging: `pip install ./python` works offline with Debian's pip and setuptools (no build
+isolation, no index), the installed package runs; and the README's Python section shows
+exactly the example files the tests run."""
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PKG = os.path.dirname(HERE)
+ROOT = os.path.dirname(PKG)
+
+
+def test_pip_install_offline(tmp_path):
+    target = tmp_path / "site"
+    # a copy, so the build leaves no build/ or egg-info in the source tree
+    src = tmp_path / "src"
+    subprocess.run(["cp", "-r", PKG, str(src)], check=True)
+    out = subprocess.run([sys.executable, "-m", "pip", "install", "--no-index",
+                          "--no-build-isolation", "--no-deps", "--target", str(target),
+                          str(src)], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, PIP_NO_INPUT="1",
+                                  PIP_DISABLE_PIP_VERSION_CHECK="1"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (target / "airlock" / "runner.py").is_file()
+    code = ("import airlock, sys\n"
+            "assert airlock.__file__.startswith(sys.argv[1]), airlock.__file__\n"
+            "print(airlock.Runner().run('return 6 * 7').value)\n")
+    env = dict(os.environ, PYTHONPATH=str(target))
+    run = subprocess.run([sys.executable, "-c", code, str(target)], capture_output=True,
+                         text=True, env=env, cwd=str(tmp_path), timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "42"
+
+
+def test_embedded_example():
+    out = subprocess.run([sys.executable, os.path.join(PKG, "examples", "embedded.py")],
+                         capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=PKG))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "interrupted {'question': 'refund 30 on o-7?'}",
+        "completed {'refunded': 'o-7', 'amount': 30, 'approved_by': 'alice'}"]
+
+
+def test_readme_shows_the_examples():
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    for name in ("embedded.py", "refund_approval.py"):
+        with open(os.path.join(PKG, "examples", name)) as f:
+            text = f.read()
+        assert len(text.splitlines()) < 20, name
+        assert "```python\n" + text + "```" in readme, "README does not show examples/" + name
