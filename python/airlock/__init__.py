@@ -6,13 +6,13 @@ Client mode (airlockd over HTTP): Client, with typed errors in airlock.errors.
 from . import errors
 from .client import Client
 from .errors import AirlockError, ApiError, ConfigError, LibraryNotFound
-from .runner import (CallContext, ConsoleEntry, Interrupt, Interruption, Result, Runner,
+from .runner import (CallContext, ConsoleEntry, Interrupt, Interruption, Result, Run, Runner,
                      RunError, Stats, call_context, interrupt)
 from .values import UNDEFINED, BigInt, DataView, JSError, Map, RegExp
 
 __version__ = "0.1.0"
 
-__all__ = ["Runner", "Result", "RunError", "Stats", "ConsoleEntry", "Interruption",
+__all__ = ["Runner", "Run", "Result", "RunError", "Stats", "ConsoleEntry", "Interruption",
            "CallContext", "call_context", "interrupt", "Interrupt", "Client", "errors",
            "AirlockError", "ApiError", "ConfigError", "LibraryNotFound", "BigInt", "Map",
            "RegExp", "JSError", "DataView", "UNDEFINED", "library_version"]

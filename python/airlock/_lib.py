@@ -89,6 +89,7 @@ _PROTOTYPES = {
                              ctypes.POINTER(Error)]),
     "al_run_cancel": (None, [c_void_p]),
     "al_run_release": (None, [c_void_p]),
+    "al_run_id": (c_char_p, [c_void_p]),
     "al_result_free": (None, [c_void_p]),
     "al_result_status": (c_int, [c_void_p]),
     "al_result_value": (c_void_p, [c_void_p, P_size_t]),

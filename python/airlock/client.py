@@ -18,13 +18,137 @@ def _q(s):
     return urllib.parse.quote(str(s), safe="")
 
 
+class _Templates:
+    """client.templates(): the list; .create, .get, .list."""
+
+    def __init__(self, c):
+        self._c = c
+
+    def __call__(self):
+        return self._c.request("GET", "/v1/templates")
+
+    list = __call__
+
+    def create(self, name, department, description=""):
+        return self._c.create_template(name, department, description)
+
+    def get(self, name):
+        return self._c.template(name)
+
+
+class _Versions:
+    """client.versions.create/get/submit/approve/reject/revoke/diff(template, version, ...)."""
+
+    def __init__(self, c):
+        self._c = c
+
+    def create(self, template, source, **kw):
+        return self._c.create_version(template, source, **kw)
+
+    def get(self, template, version):
+        return self._c.version(template, version)
+
+    def submit(self, template, version):
+        return self._c.submit(template, version)
+
+    def approve(self, template, version, comment=""):
+        return self._c.approve_version(template, version, comment)
+
+    def reject(self, template, version, comment=""):
+        return self._c.reject_version(template, version, comment)
+
+    def revoke(self, template, version, reason=""):
+        return self._c.revoke_version(template, version, reason)
+
+    def diff(self, template, version, from_version=None):
+        return self._c.diff(template, version, from_version)
+
+
+class _Runs:
+    """client.runs(...): the list; .start, .start_source, .get, .list, .cancel, .wait."""
+
+    def __init__(self, c):
+        self._c = c
+
+    def __call__(self, template=None, status=None, after=None, limit=None):
+        return self._c.request("GET", "/v1/runs", query={"template": template, "status": status,
+                                                         "after": after, "limit": limit})
+
+    list = __call__
+
+    def start(self, template, input=None, version=None, wait=True):
+        return self._c.run(template, input, version, wait)
+
+    def start_source(self, source, department, **kw):
+        return self._c.run_source(source, department, **kw)
+
+    def get(self, run_id):
+        return self._c.get_run(run_id)
+
+    def cancel(self, run_id):
+        return self._c.cancel_run(run_id)
+
+    def wait(self, run_id, **kw):
+        return self._c.wait_run(run_id, **kw)
+
+
+class _Approvals:
+    """client.approvals(status): the list; .list, .approve, .deny."""
+
+    def __init__(self, c):
+        self._c = c
+
+    def __call__(self, status="pending"):
+        return self._c.request("GET", "/v1/approvals", query={"status": status})
+
+    list = __call__
+
+    def approve(self, approval_id, comment=None):
+        return self._c.approve(approval_id, comment)
+
+    def deny(self, approval_id, comment=None):
+        return self._c.deny(approval_id, comment)
+
+
+class _Audit:
+    """client.audit(...): a page of records; .list, .export, .verify, .checkpoint."""
+
+    def __init__(self, c):
+        self._c = c
+
+    def __call__(self, after=None, limit=None, run=None, template=None, action=None):
+        return self._c.request("GET", "/v1/audit", query={"after": after, "limit": limit,
+                                                          "run": run, "template": template,
+                                                          "action": action})
+
+    list = __call__
+
+    def export(self):
+        return self._c.audit_export()
+
+    def verify(self):
+        return self._c.audit_verify()
+
+    def checkpoint(self):
+        return self._c.audit_checkpoint()
+
+
 class Client:
-    """airlockd at `url` ("http://127.0.0.1:8080") as the principal holding `key`."""
+    """airlockd at `url` ("http://127.0.0.1:8080") as the principal holding `key`.
+
+    Flat methods (create_template, run, approve, audit_verify, ...) and the same calls grouped
+    by resource: client.templates, .versions, .runs, .approvals, .audit (the first four lists
+    are also what calling the group gives: client.runs(status="completed"))."""
 
     def __init__(self, url, key, timeout=60.0):
         self.url = url.rstrip("/")
         self.key = key
         self.timeout = timeout
+        self.templates = _Templates(self)
+        self.versions = _Versions(self)
+        self.runs = _Runs(self)
+        self.approvals = _Approvals(self)
+        self.audit = _Audit(self)
 
     # ------------------------------------------------------------------ transport
     def request(self, method, path, body=None, query=None, raw=False):
@@ -89,9 +213,6 @@ class Client:
         return self.request("POST", "/v1/templates", {"name": name, "department": department,
                                                       "description": description})
 
-    def templates(self):
-        return self.request("GET", "/v1/templates")
-
     def template(self, name):
         return self.request("GET", "/v1/templates/%s" % _q(name))
 
@@ -155,10 +276,6 @@ class Client:
     def get_run(self, run_id):
         return self.request("GET", "/v1/runs/%s" % _q(run_id))
 
-    def runs(self, template=None, status=None, after=None, limit=None):
-        return self.request("GET", "/v1/runs", query={"template": template, "status": status,
-                                                      "after": after, "limit": limit})
-
     def cancel_run(self, run_id):
         return self.request("POST", "/v1/runs/%s/cancel" % _q(run_id))
 
@@ -176,9 +293,6 @@ class Client:
             time.sleep(interval)
 
     # ------------------------------------------------------------------ approvals
-    def approvals(self, status="pending"):
-        return self.request("GET", "/v1/approvals", query={"status": status})
-
     def approve(self, approval_id, comment=None):
         return self.request("POST", "/v1/approvals/%s/approve" % _q(approval_id),
                             {} if comment is None else {"comment": comment})
@@ -188,11 +302,6 @@ class Client:
                             {} if comment is None else {"comment": comment})
 
     # ------------------------------------------------------------------ audit
-    def audit(self, after=None, limit=None, run=None, template=None, action=None):
-        return self.request("GET", "/v1/audit", query={"after": after, "limit": limit,
-                                                       "run": run, "template": template,
-                                                       "action": action})
-
     def audit_export(self):
         """Every record and the closing checkpoint, as a list of dicts."""
         return self.request("GET", "/v1/audit/export")

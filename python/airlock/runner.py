@@ -13,6 +13,7 @@ entry for as long as the run (or runner) that uses it; a registry key, not a Pyt
 is what travels as userdata.
 """
 import asyncio
+import concurrent.futures
 import contextvars
 import ctypes
 import dataclasses
@@ -347,16 +348,18 @@ _DONE = _lib.DONE_FN(_done_trampoline)
 
 
 class _AsyncRun:
-    """The state of one arun: its handle, its future; cancel and done exclude each other."""
+    """The state of one run started with al_run_start: its handle and where its result goes
+    (an asyncio future on `loop`, or a concurrent.futures.Future when loop is None); cancel
+    and done exclude each other."""
 
     def __init__(self, loop, state):
         self.loop = loop
         self.state = state
-        self.future = loop.create_future()
-        self.lock = threading.Lock()
+        self.future = loop.create_future() if loop is not None else concurrent.futures.Future()
+        self.lock = threading.RLock()  # a done callback on this thread inside al_run_start
         self.handle = None
         self.released = False
-        self.cancel_asked = False
+        self.run_id = ""
         self.key = _register(self)
 
     def finish(self, lib, run_ptr, result_ptr):
@@ -380,6 +383,9 @@ class _AsyncRun:
                 self.future.set_exception(err)
             else:
                 self.future.set_result(res)
+        if self.loop is None:
+            deliver()
+            return
         try:
             self.loop.call_soon_threadsafe(deliver)
         except RuntimeError:
@@ -387,9 +393,27 @@ class _AsyncRun:
 
     def cancel(self):
         with self.lock:
-            self.cancel_asked = True
             if self.handle is not None and not self.released:
                 _lib.load().al_run_cancel(self.handle)
+
+
+class Run:
+    """A run started with Runner.start(): cancel() it from any thread, result() waits."""
+
+    def __init__(self, ar, run_id):
+        self._ar = ar
+        self.run_id = run_id
+
+    def cancel(self):
+        """Ends the run failed with ABORTED within milliseconds (no effect once it is over)."""
+        self._ar.cancel()
+
+    def done(self):
+        return self._ar.future.done()
+
+    def result(self, timeout=None):
+        """The Result, waiting up to `timeout` seconds (concurrent.futures.TimeoutError)."""
+        return self._ar.future.result(timeout)
 
 
 # ---------------------------------------------------------------------------------- runner
@@ -591,18 +615,8 @@ class Runner:
             for k in state.entries:
                 _unregister(k)
 
-    async def arun(self, source, host=None, lang="js", seed=None, timeout=None, limits=None,
-                   module=False, filename=None, resume=None, resolutions=None, run_id=None,
-                   clock_ms=None):
-        """run() for asyncio: the loop goes on while the run runs; host functions run on this
-        loop (async ones as tasks, plain ones in its default executor). Cancelling the task
-        cancels the run."""
+    def _start(self, opts, state, loop):
         lib = self._lib
-        loop = asyncio.get_running_loop()
-        state = _RunState(self, "async", loop)
-        state.key = None
-        opts = self._opts(state, source, host, lang, seed, timeout, limits, module, filename,
-                          resume, resolutions, run_id, clock_ms)
         ar = _AsyncRun(loop, state)
         handle = ctypes.c_void_p()
         err = _lib.Error()
@@ -614,6 +628,8 @@ class Runner:
                 lib.al_run_opts_free(opts)
             if rc == 0:
                 ar.handle = handle.value
+                if not ar.released:
+                    ar.run_id = lib.al_run_id(ar.handle).decode()
         if rc != 0:
             _unregister(ar.key)
             _unregister(state.key)
@@ -621,6 +637,33 @@ class Runner:
                 _unregister(k)
             raise ConfigError(err.message.decode("utf-8", "replace") or _lib.code_name(rc),
                               _lib.code_name(rc))
+        return ar
+
+    def start(self, source, host=None, lang="js", seed=None, timeout=None, limits=None,
+              module=False, filename=None, resume=None, resolutions=None, run_id=None,
+              clock_ms=None):
+        """Starts a run and returns at once a Run (cancel(), result(timeout)); its host
+        functions run on the runner's own event loop thread (plain ones in its executor)."""
+        loop = self._background_loop()
+        state = _RunState(self, "async", loop)
+        state.key = None
+        opts = self._opts(state, source, host, lang, seed, timeout, limits, module, filename,
+                          resume, resolutions, run_id, clock_ms)
+        ar = self._start(opts, state, None)
+        return Run(ar, ar.run_id)
+
+    async def arun(self, source, host=None, lang="js", seed=None, timeout=None, limits=None,
+                   module=False, filename=None, resume=None, resolutions=None, run_id=None,
+                   clock_ms=None):
+        """run() for asyncio: the loop goes on while the run runs; host functions run on this
+        loop (async ones as tasks, plain ones in its default executor). Cancelling the task
+        cancels the run."""
+        loop = asyncio.get_running_loop()
+        state = _RunState(self, "async", loop)
+        state.key = None
+        opts = self._opts(state, source, host, lang, seed, timeout, limits, module, filename,
+                          resume, resolutions, run_id, clock_ms)
+        ar = self._start(opts, state, loop)
         try:
             return await asyncio.shield(ar.future)
         except asyncio.CancelledError:

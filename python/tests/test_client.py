@@ -143,3 +143,25 @@ def test_readme_refund_example(world):
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["awaiting_approval", "{'refunded': 'o-1', 'amount': 30}"]
     assert world.shop_calls()["by_function"] == {"shop.orders": 1, "shop.refund": 1}
+
+
+def test_grouped_calls(world):
+    alice, bob, agent = (world.client(n) for n in ("alice", "bob", "agent-7"))
+    alice.templates.create("sum", "finance", "sums orders")
+    n = alice.versions.create("sum", "const o = await shop.orders('paid'); return o.length;",
+                              functions=["shop.orders"])["version"]
+    alice.versions.submit("sum", n)
+    bob.versions.approve("sum", n, "ok")
+    assert alice.versions.get("sum", n)["state"] == "approved"
+    assert [t["name"] for t in agent.templates.list()] == ["sum"]
+    assert agent.templates.get("sum")["name"] == "sum"
+    r = agent.runs.start("sum", wait=False)
+    assert agent.runs.wait(r["id"])["value"] == 2
+    assert [x["id"] for x in agent.runs.list(status="completed")] == [r["id"]]
+    assert agent.runs.get(r["id"])["status"] == "completed"
+    assert bob.approvals.list() == []
+    eve = world.client("eve")
+    assert eve.audit.verify()["ok"] is True
+    assert eve.audit.list(action="run.end")["records"]
+    assert eve.audit.export()[-1]
+    assert eve.audit.checkpoint()["seq"] >= 1

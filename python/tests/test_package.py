@@ -50,3 +50,27 @@ def test_readme_shows_the_examples():
             text = f.read()
         assert len(text.splitlines()) < 20, name
         assert "```python\n" + text + "```" in readme, "README does not show examples/" + name
+
+
+def test_installed_library_and_worker(tmp_path):
+    """`cmake --install` into a prefix: the package finds libairlock.so.0 through
+    LD_LIBRARY_PATH alone, and libairlock its installed worker without AIRLOCK_WORKER."""
+    cmake, build = os.environ.get("AIRLOCK_CMAKE"), os.environ.get("AIRLOCK_BUILD_DIR")
+    if not cmake or not build:
+        import pytest
+        pytest.skip("AIRLOCK_CMAKE and AIRLOCK_BUILD_DIR are set by CTest")
+    prefix = tmp_path / "prefix"
+    out = subprocess.run([cmake, "--install", build, "--prefix", str(prefix)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    libs = list(prefix.rglob("libairlock.so.0"))
+    assert len(libs) == 1, libs
+    env = {k: v for k, v in os.environ.items() if k not in ("AIRLOCK_LIBRARY", "AIRLOCK_WORKER")}
+    env.update(LD_LIBRARY_PATH=str(libs[0].parent), PYTHONPATH=PKG)
+    code = ("import airlock, ctypes\n"
+            "r = airlock.Runner().run('return await py.f(20)', host={'py.f': lambda x: x + 1})\n"
+            "print(r.status, r.value)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         cwd=str(tmp_path), timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "completed 21", run.stdout + run.stderr

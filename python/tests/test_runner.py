@@ -287,3 +287,50 @@ def test_worker_from_environment(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert "no-worker" in out.stdout + out.stderr
+
+
+def test_start_cancel_from_another_thread(runner):
+    run = runner.start("while (true) {}", run_id="to-cancel")
+    assert run.run_id == "to-cancel"
+    threading.Timer(0.2, run.cancel).start()
+    r = run.result(timeout=10)
+    assert r.status == "failed" and r.error.code == "ABORTED"
+
+
+def test_start_with_hosts(runner):
+    async def a(x):
+        await asyncio.sleep(0.01)
+        return x + airlock.call_context().seq
+
+    run = runner.start("return [await h.a(10), await h.b(1)]",
+                       host={"h.a": a, "h.b": lambda x: -x})
+    assert run.result(timeout=10).value == [11, -1]
+
+
+def test_arun_interrupt_and_resume(runner):
+    async def ask(q):
+        ctx = airlock.call_context()
+        if ctx.resolution is None:
+            airlock.interrupt({"q": q})
+        return ctx.resolution
+
+    async def main():
+        r = await runner.arun("return await p.ask('go?')", host={"p.ask": ask})
+        assert r.status == "interrupted"
+        return await runner.arun("return await p.ask('go?')", host={"p.ask": ask},
+                                 resume=r.continuation,
+                                 resolutions={r.interruptions[0].id: "go"})
+    assert asyncio.run(main()).value == "go"
+
+
+def test_threads_share_a_runner(runner):
+    out = [None] * 8
+
+    def one(i):
+        out[i] = runner.run("return await p.f(%d)" % i, host={"p.f": lambda x: x * 2}).value
+    ts = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert out == [i * 2 for i in range(8)]
