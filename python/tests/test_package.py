@@ -10,26 +10,55 @@ PKG = os.path.dirname(HERE)
 ROOT = os.path.dirname(PKG)
 
 
-def test_pip_install_offline(tmp_path):
-    target = tmp_path / "site"
+def _pip_env():
+    # no index, no pip configuration of this machine: what an offline Debian 12 has
+    return dict(os.environ, PIP_NO_INPUT="1", PIP_DISABLE_PIP_VERSION_CHECK="1",
+                PIP_CONFIG_FILE=os.devnull, PIP_NO_INDEX="1")
+
+
+def _copy(tmp_path):
     # a copy, so the build leaves no build/ or egg-info in the source tree
     src = tmp_path / "src"
     subprocess.run(["cp", "-r", PKG, str(src)], check=True)
-    out = subprocess.run([sys.executable, "-m", "pip", "install", "--no-index",
-                          "--no-build-isolation", "--no-deps", "--target", str(target),
-                          str(src)], capture_output=True, text=True, timeout=300,
-                         env=dict(os.environ, PIP_NO_INPUT="1",
-                                  PIP_DISABLE_PIP_VERSION_CHECK="1"))
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert (target / "airlock" / "runner.py").is_file()
+    for junk in ("build", "airlock.egg-info"):
+        subprocess.run(["rm", "-rf", str(src / junk)], check=True)
+    return src
+
+
+def _runs(python, tmp_path, env=None):
     code = ("import airlock, sys\n"
             "assert airlock.__file__.startswith(sys.argv[1]), airlock.__file__\n"
             "print(airlock.Runner().run('return 6 * 7').value)\n")
-    env = dict(os.environ, PYTHONPATH=str(target))
-    run = subprocess.run([sys.executable, "-c", code, str(target)], capture_output=True,
-                         text=True, env=env, cwd=str(tmp_path), timeout=60)
+    run = subprocess.run([python, "-c", code, str(tmp_path)], capture_output=True, text=True,
+                         env=env, cwd="/", timeout=60)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "42"
+
+
+def test_pip_install_offline_in_a_venv(tmp_path):
+    """`pip install ./python` as is (an isolated build, no index) in a venv of Debian's
+    interpreter that sees its python3-setuptools (Debian's own python3 refuses pip installs,
+    PEP 668)."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip",
+                    str(venv)], check=True, timeout=120)
+    py = str(venv / "bin" / "python")
+    out = subprocess.run([py, "-m", "pip", "install", str(_copy(tmp_path))],
+                         capture_output=True, text=True, timeout=300, env=_pip_env())
+    assert out.returncode == 0, out.stdout + out.stderr
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    _runs(py, venv, env)
+
+
+def test_pip_install_offline_target(tmp_path):
+    target = tmp_path / "site"
+    out = subprocess.run([sys.executable, "-m", "pip", "install", "--no-build-isolation",
+                          "--target", str(target), str(_copy(tmp_path))],
+                         capture_output=True, text=True, timeout=300, env=_pip_env())
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (target / "airlock" / "runner.py").is_file()
+    assert not (target / "backend.py").exists() and not (target / "_build").exists()
+    _runs(sys.executable, target, dict(os.environ, PYTHONPATH=str(target)))
 
 
 def test_embedded_example():
