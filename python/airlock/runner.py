@@ -81,7 +81,10 @@ class CallContext:
     def cancelled(self):
         """True once the run has ended and nobody will read this call's answer."""
         c = self._call
-        return bool(c is None or c.done or _lib.load().al_call_cancelled(c.ptr))
+        if c is None:
+            return True
+        with c.lock:  # the handle is freed by its completion
+            return bool(c.done or _lib.load().al_call_cancelled(c.ptr))
 
 
 def call_context():
@@ -301,7 +304,11 @@ def _host_trampoline(call_ptr, userdata):
                 loop = run.runner._background_loop()
 
                 def start():
-                    coro = aw if aw is not None else entry.fn(*args)
+                    try:
+                        coro = aw if aw is not None else entry.fn(*args)
+                    except BaseException as e:  # noqa: B902 - e.g. a wrong argument count
+                        call.fail(e)
+                        return
                     loop.create_task(_await_and_settle(call, coro))
                 loop.call_soon_threadsafe(ctx.run, start)
             return

@@ -334,3 +334,34 @@ def test_threads_share_a_runner(runner):
     for t in ts:
         t.join()
     assert out == [i * 2 for i in range(8)]
+
+
+def test_wrong_argument_count_is_an_error_in_the_guest(runner):
+    async def one(x):
+        return x
+
+    r = runner.run("const out = [];"
+                   "try { await p.sync(1, 2) } catch (e) { out.push(e.message) }"
+                   "try { await p.one(1, 2) } catch (e) { out.push(e.message) }"
+                   "return out", host={"p.sync": lambda x: x, "p.one": one})
+    assert r.status == "completed" and len(r.value) == 2
+    assert all("positional argument" in m for m in r.value), r.value
+
+
+def test_cancelled_flag_for_slow_hosts(runner):
+    seen = []
+
+    async def slow():
+        ctx = airlock.call_context()
+        seen.append(ctx.cancelled)
+        while not ctx.cancelled:
+            await asyncio.sleep(0.01)
+        seen.append(ctx.cancelled)
+        return 1
+
+    r = runner.run("return await p.slow()", host={"p.slow": slow}, timeout=0.3)
+    assert r.error.code == "TIMEOUT"
+    deadline = time.monotonic() + 5
+    while len(seen) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert seen == [False, True]
