@@ -71,8 +71,10 @@ class CallContext:
     run_id: str
     function: str
     seq: int
+    args: list = dataclasses.field(default_factory=list)
     interruption_id: typing.Optional[str] = None
-    interruption: typing.Any = None   # the payload the earlier interrupt() gave
+    interruption: typing.Any = None   # the Interruption being resumed (id, function, args,
+    #                                   payload: what the earlier interrupt() gave), else None
     resolution: typing.Any = None     # what the person resolved it with
     resumed: bool = False             # True when this call answers a resolved interruption
     _call: typing.Any = dataclasses.field(default=None, repr=False)
@@ -241,17 +243,18 @@ class _RunState:
         self.entries = {}
 
 
-def _context(lib, ptr):
+def _context(lib, ptr, args):
     n = ctypes.c_size_t()
     cc = CallContext(run_id=(lib.al_call_run_id(ptr) or b"").decode(),
-                     function=lib.al_call_name(ptr).decode(), seq=lib.al_call_seq(ptr))
+                     function=lib.al_call_name(ptr).decode(), seq=lib.al_call_seq(ptr),
+                     args=args)
     iid = lib.al_call_interruption_id(ptr)
     if iid:
         cc.interruption_id = iid.decode()
         cc.resumed = True
         p = lib.al_call_resume_payload(ptr, ctypes.byref(n))
-        if p:
-            cc.interruption = values.decode(ctypes.string_at(p, n.value))
+        payload = values.decode(ctypes.string_at(p, n.value)) if p else None
+        cc.interruption = Interruption(cc.interruption_id, cc.function, args, payload)
         p = lib.al_call_resolution(ptr, ctypes.byref(n))
         if p:
             cc.resolution = values.decode(ctypes.string_at(p, n.value))
@@ -294,7 +297,7 @@ def _host_trampoline(call_ptr, userdata):
         n = ctypes.c_size_t()
         args = values.decode(ctypes.string_at(lib.al_call_args(call_ptr, ctypes.byref(n)),
                                               n.value))
-        cc = _context(lib, call_ptr)
+        cc = _context(lib, call_ptr, args)
         cc._call = call
         ctx = contextvars.copy_context()
         ctx.run(_current.set, cc)

@@ -123,8 +123,10 @@ def test_interrupt_continuation_resume(runner):
             airlock.interrupt({"ask": "refund %s of %d?" % (order, amount)})
         if not ctx.resolution["approved"]:
             raise PermissionError("refund denied")
+        assert ctx.interruption.id == ctx.interruption_id and ctx.args == [order, amount]
+        assert ctx.interruption.function == "shop.refund"
         return {"refunded": order, "amount": amount, "key": ctx.interruption_id,
-                "asked": ctx.interruption}
+                "asked": ctx.interruption.payload}
 
     host = {"shop.orders": orders, "shop.refund": refund}
     r = runner.run(REFUND, host=host)
