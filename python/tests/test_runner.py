@@ -217,8 +217,8 @@ def test_arun_concurrent_without_blocking_the_loop(runner):
 
     results, took, ticks = asyncio.run(main())
     assert [r.value for r in results] == [[0, 0], [10, 1], [20, 2], [30, 3]]
-    assert took < 1.0, "runs did not overlap: %.2f s" % took
-    assert ticks >= 10, "the loop was blocked: %d ticks" % ticks
+    assert took < 1.1, "runs did not overlap: %.2f s (one after another: 1.2 s)" % took
+    assert ticks >= 5, "the loop was blocked: %d ticks" % ticks
 
 
 def test_arun_cancellation(runner):
