@@ -5,7 +5,10 @@ Client mode (airlockd over HTTP): Client, with typed errors in airlock.errors.
 """
 from . import errors
 from .client import Client
-from .errors import AirlockError, ApiError, ConfigError, LibraryNotFound
+from .errors import (AdhocDisabled, AirlockError, ApiError, BadRequest, ConfigError, Conflict,
+                     Forbidden, InputInvalid, LibraryNotFound, MethodNotAllowed, NotFound,
+                     PayloadTooLarge, RateLimited, ServerError, TemplateRevoked,
+                     Unauthenticated, VersionNotApproved)
 from .runner import (CallContext, ConsoleEntry, Interrupt, Interruption, Result, Run, Runner,
                      RunError, Stats, call_context, interrupt)
 from .values import UNDEFINED, BigInt, DataView, JSError, Map, RegExp
@@ -14,7 +17,10 @@ __version__ = "0.1.0"
 
 __all__ = ["Runner", "Run", "Result", "RunError", "Stats", "ConsoleEntry", "Interruption",
            "CallContext", "call_context", "interrupt", "Interrupt", "Client", "errors",
-           "AirlockError", "ApiError", "ConfigError", "LibraryNotFound", "BigInt", "Map",
+           "AirlockError", "ApiError", "ConfigError", "LibraryNotFound", "BadRequest",
+           "Unauthenticated", "Forbidden", "AdhocDisabled", "NotFound", "MethodNotAllowed",
+           "Conflict", "VersionNotApproved", "TemplateRevoked", "PayloadTooLarge",
+           "InputInvalid", "RateLimited", "ServerError", "BigInt", "Map",
            "RegExp", "JSError", "DataView", "UNDEFINED", "library_version"]
 
 
