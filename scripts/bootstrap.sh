@@ -4,7 +4,7 @@
 # installs with apt-get (as root) or says what to install.
 set -eu
 
-packages="build-essential binutils cmake pkg-config libcmocka-dev libseccomp-dev libssl-dev clang libclang-rt-dev clang-format clang-tidy npm nodejs python3 ca-certificates locales libmicrohttpd-dev libsqlite3-dev libcurl4-openssl-dev python3-jsonschema chromium"
+packages="build-essential binutils cmake pkg-config libcmocka-dev libseccomp-dev libssl-dev clang libclang-rt-dev clang-format clang-tidy npm nodejs python3 ca-certificates locales libmicrohttpd-dev libsqlite3-dev libcurl4-openssl-dev python3-jsonschema chromium python3-pip python3-setuptools python3-pytest"
 missing=""
 for p in $packages; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
