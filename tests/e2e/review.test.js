@@ -95,6 +95,23 @@ test('review: the pending count is the number pending, also past 1000', { timeou
     }
 });
 
+test('review: with more than 1000 pending, the oldest pending approvals still reach the inbox', { timeout: 120000 }, async () => {
+    // GET /v1/approvals answers the newest 1000 and the inbox shows just those: the oldest 24
+    // pending sensitive calls can never be decided from the desk (until 24 newer are)
+    const w = await world();
+    const { ctx, page } = await newPage(browser);
+    try {
+        await manyPending(w);
+        await signIn(page, w.a.url, '/approvals', w.keys.bob);
+        await page.locator('li.approval').first().waitFor();
+        await until('all 1024 pending approvals in the inbox (or a way to the older ones)', async () =>
+            (await page.locator('li.approval').count()) === 1024 || (await page.getByRole('button', { name: /older|more/i }).count()) > 0, 8000);
+    } finally {
+        await ctx.close();
+        await w.stop();
+    }
+});
+
 test('review: an approver of the run\'s department sees its host calls in the run inspector', { timeout: 60000 }, async () => {
     // the issue's run inspector: "every host call in order with arguments, outcome and duration
     // (a timeline bar)"; bob, the approver who decided the call, may read the run
