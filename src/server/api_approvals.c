@@ -144,9 +144,14 @@ void api_approvals_list(struct api_ctx *ctx)
                   "status must be pending, approved, denied or cancelled");
         return;
     }
+    const char *run = http_query(ctx->req, "run");
+    if (run && (!run[0] || strlen(run) > RUNS_ID_LEN)) {
+        api_error(ctx, 400, "INVALID_REQUEST", "run must be a run id");
+        return;
+    }
     api_reply(ctx, 200);
     buf_append_str(l.b, "[");
-    if (ctx->store->ops->approval_list(ctx->store, NULL, status, api_approval_item, &l) !=
+    if (ctx->store->ops->approval_list(ctx->store, run, status, api_approval_item, &l) !=
         STORE_OK) {
         api_store_failed(ctx);
         return;
@@ -236,6 +241,7 @@ static void api_decisions_done(struct api_decisions *d)
 struct api_row_copy {
     struct store_run row;
     char *strings[9];
+    char *host_calls; /* the calls its outcome lists so far (a JSON array), for the resumed leg */
 };
 
 static char *api_dup(const char *s)
@@ -266,6 +272,15 @@ static int api_row_copy_fn(void *userdata, const struct store_run *row)
     c->row.functions = c->strings[7];
     c->row.status = c->strings[8];
     c->row.outcome = NULL;
+    struct json_doc *doc = NULL;
+    struct al_error err;
+    if (row->outcome && json_parse(row->outcome, strlen(row->outcome), 512, &doc, &err) == AL_OK) {
+        const struct json_node *calls = json_get(json_root(doc), "host_calls");
+        if (calls && calls->type == JSON_ARRAY) {
+            c->host_calls = strndup(calls->raw, calls->raw_len);
+        }
+    }
+    json_doc_free(doc);
     return 0;
 }
 
@@ -274,6 +289,7 @@ static void api_row_copy_done(struct api_row_copy *c)
     for (size_t i = 0; i < sizeof c->strings / sizeof c->strings[0]; i++) {
         free(c->strings[i]);
     }
+    free(c->host_calls);
 }
 
 /* A decided run that cannot be planned ends failed, with its run.end. */
@@ -286,7 +302,7 @@ static enum store_rc api_run_end_unresumable(struct store *s, const struct store
     buf_init(&d, 4096);
     buf_append_str(&o, "{\"error\":{\"code\":\"CONFLICT\",\"name\":\"\",\"message\":");
     api_str(&o, why);
-    buf_append_str(&o, ",\"stack\":\"\"},\"console\":[],\"stats\":{}}");
+    buf_append_str(&o, ",\"stack\":\"\"},\"console\":[],\"stats\":{},\"host_calls\":[]}");
     buf_append_str(&d, "{\"run\":");
     api_str(&d, row->id);
     buf_append_str(&d, ",\"status\":\"failed\",\"error\":{\"code\":\"CONFLICT\",\"message\":");
@@ -367,6 +383,8 @@ enum store_rc api_run_resume(struct store *s, const unsigned char *secret_key, s
         goto out;
     }
     held = 0;
+    plan->prior_calls = run.host_calls; /* the run's host_calls go on from these */
+    run.host_calls = NULL;
     runs_launch(runs, plan, token, decisions.res, decisions.n, NULL, 1);
     plan = NULL;
 out:
@@ -393,7 +411,7 @@ static enum store_rc api_run_deny_start(struct api_ctx *ctx, const struct api_ap
     snprintf(message, sizeof message, comment[0] ? "denied: %s" : "denied", comment);
     buf_append_str(&o, "{\"error\":{\"code\":\"DENIED\",\"name\":\"\",\"message\":");
     api_str(&o, message);
-    buf_append_str(&o, ",\"stack\":\"\"},\"console\":[],\"stats\":{}}");
+    buf_append_str(&o, ",\"stack\":\"\"},\"console\":[],\"stats\":{},\"host_calls\":[]}");
     enum store_rc rc =
             o.data ? s->ops->run_set_status(s, a->run, "awaiting_approval", "denied", o.data)
                    : STORE_ERROR;

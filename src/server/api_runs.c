@@ -1027,8 +1027,15 @@ static enum store_rc api_run_set_error(struct store *s, const char *id, const ch
                                : !console         ? ",\"console\":[]"
                                                   : ",\"stats\":{}");
         }
+        const struct json_node *calls = json_get(root, "host_calls");
+        buf_append_str(&b, ",\"host_calls\":");
+        if (calls) {
+            buf_append(&b, calls->raw, calls->raw_len);
+        } else {
+            buf_append_str(&b, "[]");
+        }
     } else {
-        buf_append_str(&b, ",\"console\":[],\"stats\":{}");
+        buf_append_str(&b, ",\"console\":[],\"stats\":{},\"host_calls\":[]");
     }
     buf_append_str(&b, "}");
     if (rc == STORE_OK) {

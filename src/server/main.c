@@ -414,7 +414,8 @@ static int main_recover(struct store *s)
     struct main_abandoned a = { 0, 0, NULL };
     static const char outcome[] =
             "{\"error\":{\"code\":\"ABORTED\",\"name\":\"\",\"message\":\"airlockd stopped "
-            "while the run was executing\",\"stack\":\"\"},\"console\":[],\"stats\":{}}";
+            "while the run was executing\",\"stack\":\"\"},\"console\":[],\"stats\":{},"
+            "\"host_calls\":[]}";
     enum store_rc rc = s->ops->run_list(s, NULL, main_abandoned_fn, &a);
     if (rc == STORE_OK && a.n > 0) {
         rc = s->ops->tx_begin(s);

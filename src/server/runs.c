@@ -143,6 +143,7 @@ void runs_plan_free(struct runs_plan *plan)
     free(plan->functions);
     free(plan->source);
     free(plan->input_json);
+    free(plan->prior_calls);
     free(plan);
 }
 
@@ -435,8 +436,47 @@ void runs_put_bounded(struct buf *b, const char *key, const char *json, size_t l
     buf_printf(b, "{\"$truncated\":true,\"bytes\":%zu,\"sha256\":\"%s\"}", len, hex);
 }
 
-/* The run's status; its outcome object {value|error, console, stats} into `outcome` and the
- * same members, huge values bounded, into `audit` (no braces). */
+static const char *runs_outcome_name(enum al_call_outcome o);
+
+/* The run's host calls in order, as the run's API object shows them (host_calls): what the
+ * run.host_call records say, huge arguments bounded the same way. */
+static void runs_put_calls(struct buf *b, const struct srun *sr)
+{
+    /* a resumed run's earlier legs first: its replayed calls make no events, so none twice */
+    const char *prior = sr->plan->prior_calls;
+    size_t plen = prior ? strlen(prior) : 0;
+    int any = plen > 2;
+    if (any) {
+        buf_append(b, prior, plen - 1); /* without its ']' */
+    } else {
+        buf_append_str(b, "[");
+    }
+    for (size_t i = 0; i < sr->ncalls; i++) {
+        const struct runs_call *c = &sr->calls[i];
+        buf_printf(b, "%s{\"call\":%" PRIu32 ",\"function\":", any++ ? "," : "", c->seq);
+        json_write_string(b, c->function ? c->function : "", c->function ? strlen(c->function) : 0);
+        buf_append_str(b, ",");
+        if (c->args) {
+            runs_put_bounded(b, "args", c->args, strlen(c->args));
+        } else {
+            buf_append_str(b, "\"args\":null");
+        }
+        const char *o = c->ended ? runs_outcome_name(c->outcome) : "unfinished";
+        buf_printf(b, ",\"outcome\":\"%s\",\"duration_ms\":%.3f,\"message\":", o,
+                   (double)c->duration_us / 1000.0);
+        if (c->message) {
+            json_write_string(b, c->message, strlen(c->message));
+        } else {
+            buf_append_str(b, "null");
+        }
+        buf_append_str(b, "}");
+    }
+    buf_append_str(b, "]");
+}
+
+/* The run's status; its outcome object {value|error, console, stats, host_calls} into
+ * `outcome` and the same members but the host calls (their own records), huge values bounded,
+ * into `audit` (no braces). */
 static const char *runs_outcome(struct srun *sr, struct buf *outcome, struct buf *audit)
 {
     const struct al_result *res = sr->result;
@@ -516,7 +556,9 @@ static const char *runs_outcome(struct srun *sr, struct buf *outcome, struct buf
     }
     buf_append_str(outcome, ",\"console\":");
     buf_append(outcome, console.data, console.len);
-    buf_printf(outcome, ",\"stats\":%s}", stats_text);
+    buf_printf(outcome, ",\"stats\":%s,\"host_calls\":", stats_text);
+    runs_put_calls(outcome, sr);
+    buf_append_str(outcome, "}");
     buf_append_str(audit, ",");
     runs_put_bounded(audit, "console", console.data, console.len);
     buf_printf(audit, ",\"stats\":%s", stats_text);
@@ -938,7 +980,8 @@ static void runs_record_minimal(struct runs *r, struct srun *sr)
     struct store *s = r->store;
     static const char outcome[] =
             "{\"error\":{\"code\":\"INTERNAL_ERROR\",\"name\":\"\",\"message\":\"the run's end "
-            "could not be recorded\",\"stack\":\"\"},\"console\":[],\"stats\":{}}";
+            "could not be recorded\",\"stack\":\"\"},\"console\":[],\"stats\":{},"
+            "\"host_calls\":[]}";
     struct buf d;
     buf_init(&d, 4096);
     enum store_rc rc = s->ops->tx_begin(s);
@@ -1523,7 +1566,8 @@ enum store_rc runs_json(struct store *s, const struct store_run *row, struct buf
         buf_append_str(b, failed ? ",\"value\":null," : ",\"error\":null,");
         buf_append(b, row->outcome + 1, strlen(row->outcome) - 2);
     } else {
-        buf_append_str(b, ",\"value\":null,\"error\":null,\"console\":[],\"stats\":{}");
+        buf_append_str(b, ",\"value\":null,\"error\":null,\"console\":[],\"stats\":{},"
+                          "\"host_calls\":[]");
     }
     buf_append_str(b, ",\"approvals\":[");
     struct runs_ids ids = { b, 0 };

@@ -60,6 +60,7 @@ struct runs_plan {
     struct runs_function *functions;
     size_t ntargets;
     struct connector_target **targets;
+    char *prior_calls; /* a resumed run: the host calls of its earlier legs (a JSON array) */
 };
 
 void runs_plan_free(struct runs_plan *plan);

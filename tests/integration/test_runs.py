@@ -658,6 +658,36 @@ def t_types_declare_what_a_run_has(tmp):
         w.close()
 
 
+def t_run_lists_its_host_calls(tmp):
+    # the run object's host_calls: every call in order with its outcome, across the legs of a
+    # resumed run; and GET /v1/approvals?run= keeps that run's approvals
+    w = World(tmp)
+    try:
+        w.template("refund", REFUND, ["shop.orders", "shop.refund"])
+        st, doc = w.run({"template": "refund", "input": {"amount": 7}}, want=202)
+        calls = [(c["call"], c["function"], c["outcome"]) for c in doc["host_calls"]]
+        check(calls == [(1, "shop.orders", "returned"), (2, "shop.refund", "interrupted")],
+              "waiting: %r" % doc["host_calls"])
+        check(doc["host_calls"][1]["args"] == ["o-1", 7], "args: %r" % doc["host_calls"])
+        st, other = w.run({"template": "refund", "input": {"amount": 8}}, want=202)
+        mine = w.ok("GET", "/v1/approvals?run=" + doc["id"], None, w.keys["bob"])
+        check([a["id"] for a in mine] == doc["approvals"], "approvals?run=: %r" % mine)
+        error_of(*w.s.request("GET", "/v1/approvals?run=", None, key=w.keys["bob"])[:2], 400,
+                 "INVALID_REQUEST")
+        w.ok("POST", "/v1/approvals/%s/approve" % doc["approvals"][0], {}, w.keys["bob"])
+        done = w.until(doc["id"], ("completed",))
+        calls = [(c["function"], c["outcome"]) for c in done["host_calls"]]
+        check(calls == [("shop.orders", "returned"), ("shop.refund", "interrupted"),
+                        ("shop.refund", "returned")], "resumed: %r" % done["host_calls"])
+        check(all(isinstance(c["duration_ms"], (int, float)) for c in done["host_calls"]), "ms")
+        # a run not yet ended lists none
+        w.template("nap", "await shop.slow(3000); return 1;", ["shop.slow"])
+        st, napping = w.run({"template": "nap", "wait": False}, want=202)
+        check(napping["host_calls"] == [], "running: %r" % napping)
+    finally:
+        w.close()
+
+
 def t_adhoc_runs(tmp):
     w = World(tmp)
     try:

@@ -73,7 +73,8 @@ function renderChrome() {
         const current = here === href || (href !== '/' && here.startsWith(href + '/'));
         const a = el('a', { href, 'aria-current': current ? 'page' : null }, title);
         if (href === '/approvals') {
-            add(a, ' ', el('span', { id: 'pending-badge', class: 'count', 'aria-label': 'pending approvals', 'aria-live': 'polite' },
+            // the number is part of the link's accessible name ("Approvals 3")
+            add(a, ' ', el('span', { id: 'pending-badge', class: 'count', title: 'pending approvals', 'aria-live': 'polite' },
                 state.pending === null ? '…' : String(state.pending)));
         }
         add(ul, el('li', null, a));
@@ -108,6 +109,8 @@ async function pollPending() {
     } catch (e) {
         if (e instanceof ApiError && e.status === 401) {
             signOut();
+        } else if (e instanceof ApiError && e.status === 403) {
+            route(); /* a role was taken away: the page is drawn again with what is left */
         }
     }
 }
@@ -187,6 +190,16 @@ async function route() {
     if (!state.me) {
         await signIn();
         return;
+    }
+    // roles may change while the desk is open: read them again at every page, so nothing is
+    // offered that the API would refuse now
+    try {
+        state.me = new Me(await get('/v1/me'));
+    } catch (e) {
+        if (e instanceof ApiError && e.status === 401) {
+            signOut();
+            return;
+        }
     }
     renderChrome();
     if (!state.me.uiRole) {

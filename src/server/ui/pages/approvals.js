@@ -57,7 +57,7 @@ function item(ctx, a, onDecided) {
 export async function render(ctx) {
     const m = ctx.main;
     const list = el('ol', { class: 'approvals', 'aria-label': 'Pending approvals' });
-    const empty = el('p', { class: 'muted empty' }, 'Nothing waits for a decision.');
+    const empty = el('p', { class: 'muted empty', tabindex: -1 }, 'Nothing waits for a decision.');
     const live = el('p', { class: 'live', role: 'status', 'aria-live': 'polite' });
     const batchComment = el('input', { type: 'text', id: 'batch-comment', autocomplete: 'off', maxlength: 4096 });
     const batchButton = el('button', { type: 'button', class: 'approve', id: 'approve-selected' }, 'Approve selected');
@@ -67,8 +67,18 @@ export async function render(ctx) {
     const decided = (id, how) => {
         const node = shown.get(id);
         if (node) {
+            // the focus was on this item's button (or fell to the page when the button was
+            // disabled during the request): it moves to the next item (or the one before, or
+            // the "nothing waits" line), never back to the page's start
+            const had = node.contains(document.activeElement) || document.activeElement === document.body;
+            const next = node.nextElementSibling || node.previousElementSibling;
             node.remove();
             shown.delete(id);
+            if (had) {
+                const target = next && next.querySelector('button:not([disabled])');
+                empty.hidden = shown.size > 0;
+                (target || empty).focus();
+            }
         }
         live.textContent = 'Approval ' + id + ' ' + how + '.';
         empty.hidden = shown.size > 0;

@@ -205,15 +205,17 @@ function actions(ctx, ver, base) {
     if (ver.state === 'draft' && me.has('author', ver.department)) {
         add(box, el('h2', null, 'Draft'), el('button', { type: 'button', class: 'primary', onclick: () => run(() => post(base + '/submit')) }, 'Submit for approval'));
     }
-    if (ver.state === 'submitted' && me.has('approver', ver.department)) {
+    const own = ver.author === me.name;
+    if (ver.state === 'submitted' && (me.has('approver', ver.department) || own)) {
+        // the author sees Approve too, disabled, with why: four eyes
+        const approver = me.has('approver', ver.department);
         const comment = el('textarea', { rows: 2, id: 'decision-comment', maxlength: 4096 });
-        const own = ver.author === me.name;
         const why = 'You cannot approve this version: you wrote it, and four eyes means another approver must approve it.';
         const approve = el('button', { type: 'button', class: 'approve', disabled: own, 'aria-describedby': own ? 'approve-why' : null, title: own ? why : null,
             onclick: () => run(() => post(base + '/approve', { comment: comment.value })) }, 'Approve');
-        add(box, el('h2', null, 'Review'), field('Comment', comment),
+        add(box, el('h2', null, 'Review'), approver ? field('Comment', comment) : null,
             el('div', { class: 'actions' }, approve,
-                el('button', { type: 'button', class: 'deny', onclick: () => run(() => post(base + '/reject', { comment: comment.value })) }, 'Reject')),
+                approver ? el('button', { type: 'button', class: 'deny', onclick: () => run(() => post(base + '/reject', { comment: comment.value })) }, 'Reject') : null),
             own ? el('p', { id: 'approve-why', class: 'why' }, why) : null);
     }
     if (ver.state === 'approved' && (me.has('approver', ver.department) || me.admin)) {
