@@ -11,7 +11,6 @@ usage: test_openapi.py --airlockd PATH [-k SUBSTRING]
 Prints `N passed, M failed` last and exits 1 on any failure.
 """
 import copy
-import http.client
 import json
 import math
 import os
@@ -226,14 +225,7 @@ def t_routes_in_code_match_document(tmp):
     check(not extra, "routes of openapi.json not in the code's route table: %r" % sorted(extra))
 
 
-def get(s, path, headers=None):
-    conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=HANG)
-    try:
-        conn.request("GET", path, headers=headers or {})
-        r = conn.getresponse()
-        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
-    finally:
-        conn.close()
+get = test_server.ui_get  # a GET with its raw body and headers
 
 
 def t_document_served(tmp):
