@@ -24,6 +24,7 @@
 int cmd_run(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
+int cmd_types(int argc, char **argv);
 
 /* Prints "airlock: <message>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

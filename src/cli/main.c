@@ -38,6 +38,7 @@ static const struct {
     { "run", cmd_run, "run a JavaScript file in a sandboxed worker" },
     { "doctor", cmd_doctor, "show which protection layers are active on this machine" },
     { "audit", cmd_audit, "verify an audit export offline (audit verify FILE.jsonl)" },
+    { "types", cmd_types, "TypeScript declarations of a template version, from airlockd" },
     { "version", cmd_version, "print the version" },
     { "help", cmd_help, "show this help" },
 };

@@ -654,6 +654,27 @@ def t_types_declare_what_a_run_has(tmp):
         st, text, _ = w.s.request("GET", "/v1/templates/draft/versions/1/types",
                                   key=w.keys["alice"])
         check(st == 200 and "declare const input: {" in text, "the author: %d %r" % (st, text))
+        # airlock types: the same text; without VERSION the newest approved one
+        st, want, _ = w.s.request("GET", "/v1/templates/greet/versions/%d/types" % n,
+                                  key=w.keys["agent-7"])
+        env = dict(os.environ, AIRLOCK_URL="http://127.0.0.1:%d/" % w.s.port,
+                   AIRLOCK_KEY=w.keys["agent-7"])
+        for args in (["greet"], ["greet", str(n)]):
+            p = subprocess.run([ts.CLI, "types"] + args, env=env, capture_output=True,
+                               text=True, timeout=HANG)
+            check(p.returncode == 0 and p.stdout == want, "airlock types %r: %d %r %r" % (
+                args, p.returncode, p.stdout[:200], p.stderr))
+        p = subprocess.run([ts.CLI, "types", "draft"], env=env, capture_output=True, text=True,
+                           timeout=HANG)
+        check(p.returncode == 1 and "no approved version" in p.stderr,
+              "airlock types of a draft-only template: %d %r" % (p.returncode, p.stderr))
+        p = subprocess.run([ts.CLI, "types", "greet", "9"], env=env, capture_output=True,
+                           text=True, timeout=HANG)
+        check(p.returncode == 1 and "404 NOT_FOUND" in p.stderr, "a missing version: %d %r" % (
+            p.returncode, p.stderr))
+        p = subprocess.run([ts.CLI, "types", "greet"], env={"PATH": os.environ["PATH"]},
+                           capture_output=True, text=True, timeout=HANG)
+        check(p.returncode == 2 and "AIRLOCK_URL" in p.stderr, "no AIRLOCK_URL: %r" % p.stderr)
     finally:
         w.close()
 
