@@ -235,7 +235,9 @@ static void router_dispatch_locked(struct router *r, const struct http_request *
                 continue;
             }
             path_known = 1;
-            if (strcmp(routes[i].method, req->method) == 0) {
+            /* HEAD is GET without the body (libmicrohttpd leaves the body out) */
+            if (strcmp(routes[i].method, req->method) == 0 ||
+                (strcmp(req->method, "HEAD") == 0 && strcmp(routes[i].method, "GET") == 0)) {
                 route = &routes[i];
                 router_match(&path, routes[i].path, &ctx);
                 ctx.method = route->method;

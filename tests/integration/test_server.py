@@ -1581,6 +1581,37 @@ def ui_files():
     return sorted(out)
 
 
+def t_head_is_get_without_the_body(tmp):
+    """HEAD of a GET route (a pasted link checked by a tool, curl -I) answers what GET would,
+    headers and all, without the body; it is no 405."""
+    s = Server(os.path.join(tmp, "var"))
+    try:
+        for path, ctype, key in (("/approvals", "text/html", None),
+                                 ("/v1/openapi.json", "application/json", None),
+                                 ("/v1/me", "application/json", s.admin_key())):
+            conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=HANG)
+            try:
+                conn.request("HEAD", path, headers={"Authorization": "Bearer " + key}
+                             if key else {})
+                r = conn.getresponse()
+                body = r.read()
+                h = {k.lower(): v for k, v in r.getheaders()}
+            finally:
+                conn.close()
+            check(r.status == 200 and h.get("content-type", "").startswith(ctype) and
+                  body == b"", "HEAD %s: %d %r %r" % (path, r.status, h, body[:80]))
+        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=HANG)
+        try:
+            conn.request("HEAD", "/v1/me")
+            r = conn.getresponse()
+            r.read()
+        finally:
+            conn.close()
+        check(r.status == 401, "HEAD /v1/me without a key: %d" % r.status)
+    finally:
+        s.kill()
+
+
 def t_ui_assets_and_headers(tmp):
     """Every page path answers the one shell, every file of src/server/ui/ is served as itself
     with its content type, the CSP and the other security headers, an ETag that a matching
