@@ -385,7 +385,7 @@ enum store_rc api_run_resume(struct store *s, const unsigned char *secret_key, s
     held = 0;
     plan->prior_calls = run.host_calls; /* the run's host_calls go on from these */
     run.host_calls = NULL;
-    runs_launch(runs, plan, token, decisions.res, decisions.n, NULL, 1);
+    runs_launch(runs, plan, token, decisions.res, decisions.n, NULL);
     plan = NULL;
 out:
     if (held) {

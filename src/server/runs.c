@@ -77,7 +77,6 @@ struct srun {
     struct runs_call *calls;
     struct buf answer; /* the writer's answer to `deferred` */
     unsigned answer_status;
-    int refused; /* prepared while draining, not held: ends without starting */
     enum runs_start_state start_state;
     struct runs_pending *held;  /* connector calls waiting for the start record's fsync */
     int unrecorded;             /* the writer's: its start was never recorded, nor is its end */
@@ -437,9 +436,26 @@ void runs_put_bounded(struct buf *b, const char *key, const char *json, size_t l
 }
 
 static const char *runs_outcome_name(enum al_call_outcome o);
+static void runs_put_str(struct buf *b, const char *key, const char *value);
+
+/* One host call's members, no braces: "call", "function", "args" (huge ones bounded), "outcome"
+ * and "duration_ms", as its run.host_call record and the run's host_calls show them. */
+static void runs_put_call(struct buf *b, const struct runs_call *c)
+{
+    buf_printf(b, "\"call\":%" PRIu32, c->seq);
+    runs_put_str(b, "function", c->function ? c->function : "");
+    buf_append_str(b, ",");
+    if (c->args) {
+        runs_put_bounded(b, "args", c->args, strlen(c->args));
+    } else {
+        buf_append_str(b, "\"args\":null");
+    }
+    runs_put_str(b, "outcome", c->ended ? runs_outcome_name(c->outcome) : "unfinished");
+    buf_printf(b, ",\"duration_ms\":%.3f", (double)c->duration_us / 1000.0);
+}
 
 /* The run's host calls in order, as the run's API object shows them (host_calls): what the
- * run.host_call records say, huge arguments bounded the same way. */
+ * run.host_call records say, and the thrown message or null. */
 static void runs_put_calls(struct buf *b, const struct srun *sr)
 {
     /* a resumed run's earlier legs first: its replayed calls make no events, so none twice */
@@ -453,17 +469,9 @@ static void runs_put_calls(struct buf *b, const struct srun *sr)
     }
     for (size_t i = 0; i < sr->ncalls; i++) {
         const struct runs_call *c = &sr->calls[i];
-        buf_printf(b, "%s{\"call\":%" PRIu32 ",\"function\":", any++ ? "," : "", c->seq);
-        json_write_string(b, c->function ? c->function : "", c->function ? strlen(c->function) : 0);
-        buf_append_str(b, ",");
-        if (c->args) {
-            runs_put_bounded(b, "args", c->args, strlen(c->args));
-        } else {
-            buf_append_str(b, "\"args\":null");
-        }
-        const char *o = c->ended ? runs_outcome_name(c->outcome) : "unfinished";
-        buf_printf(b, ",\"outcome\":\"%s\",\"duration_ms\":%.3f,\"message\":", o,
-                   (double)c->duration_us / 1000.0);
+        buf_append_str(b, any++ ? ",{" : "{");
+        runs_put_call(b, c);
+        buf_append_str(b, ",\"message\":");
         if (c->message) {
             json_write_string(b, c->message, strlen(c->message));
         } else {
@@ -667,16 +675,8 @@ static enum store_rc runs_record(struct runs *r, struct srun *sr)
         const struct runs_call *c = &sr->calls[i];
         buf_reset(&d);
         runs_put_subject(&d, plan);
-        buf_printf(&d, ",\"call\":%" PRIu32, c->seq);
-        runs_put_str(&d, "function", c->function ? c->function : "");
         buf_append_str(&d, ",");
-        if (c->args) {
-            runs_put_bounded(&d, "args", c->args, strlen(c->args));
-        } else {
-            buf_append_str(&d, "\"args\":null");
-        }
-        runs_put_str(&d, "outcome", c->ended ? runs_outcome_name(c->outcome) : "unfinished");
-        buf_printf(&d, ",\"duration_ms\":%.3f", (double)c->duration_us / 1000.0);
+        runs_put_call(&d, c);
         if (c->message) {
             runs_put_str(&d, "message", c->message);
         }
@@ -1312,10 +1312,10 @@ static void runs_answer_oom(struct http_deferred *deferred)
     http_deferred_answer(deferred, 500, oom, (size_t)n);
 }
 
-/* A run made active (on the list cancel, revocation and drain walk) before anything can end
- * it; NULL when out of memory (plan freed, deferred answered). */
+/* A held launch (runs_hold) made active, on the list cancel, revocation and drain walk, before
+ * anything can end it; NULL when out of memory (plan freed, deferred answered). */
 static struct srun *runs_prepare(struct runs *r, struct runs_plan *plan,
-                                 struct http_deferred *deferred, int held)
+                                 struct http_deferred *deferred)
 {
     struct srun *sr = srun_new(r, plan, deferred);
     if (!sr) {
@@ -1323,33 +1323,25 @@ static struct srun *runs_prepare(struct runs *r, struct runs_plan *plan,
         if (deferred) {
             runs_answer_oom(deferred);
         }
-        if (held) {
-            runs_unhold(r);
-        }
+        runs_unhold(r);
         return NULL;
     }
     pthread_mutex_lock(&r->lock);
-    sr->refused = r->draining && !held;
     srun_activate(r, sr);
-    if (held) {
-        r->nstarting--;
-        pthread_cond_broadcast(&r->cond);
-    }
+    r->nstarting--; /* handed over to nactive */
+    pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->lock);
     return sr;
 }
 
-/* Starts a prepared run, unless it was refused or cancelled meanwhile: then it ends at once
- * (recorded cancelled, or failed). A cancel that comes while al_run_start runs is delivered
- * as soon as the handle exists. */
+/* Starts an active run, unless it was cancelled meanwhile: then it ends at once, recorded
+ * cancelled. A cancel that comes while al_run_start runs is delivered as soon as the handle
+ * exists. */
 static int runs_go(struct runs *r, struct srun *sr, const char *continuation,
                    const struct runs_resolution *resolutions, size_t nresolutions)
 {
     struct al_error err;
-    if (sr->refused || atomic_load(&sr->cancelled)) {
-        if (sr->refused) {
-            snprintf(sr->start_error, sizeof sr->start_error, "airlockd is shutting down");
-        }
+    if (atomic_load(&sr->cancelled)) {
         atomic_fetch_sub(&sr->refs, 1);
         runs_enqueue_done(sr, NULL);
         return -1;
@@ -1382,9 +1374,9 @@ static int runs_go(struct runs *r, struct srun *sr, const char *continuation,
 
 int runs_launch(struct runs *r, struct runs_plan *plan, const char *continuation,
                 const struct runs_resolution *resolutions, size_t nresolutions,
-                struct http_deferred *deferred, int held)
+                struct http_deferred *deferred)
 {
-    struct srun *sr = runs_prepare(r, plan, deferred, held);
+    struct srun *sr = runs_prepare(r, plan, deferred);
     return sr ? runs_go(r, sr, continuation, resolutions, nresolutions) : -1;
 }
 

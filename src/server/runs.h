@@ -3,7 +3,7 @@
  * thread above that makes each finished run durable (its row, its host calls, its end and the
  * approvals it opens) and only then answers the client waiting for it.
  *
- * Threads: the HTTP thread plans a run and calls runs_launch; the runner's event thread drives
+ * Threads: the HTTP thread plans a run and calls runs_submit; the runner's event thread drives
  * it and calls the host functions, which hand each connector call to the connector client's
  * thread; a run's end is queued for the writer, which takes the store lock once per batch of
  * finished runs, commits them in one transaction (one fsync for the batch: group commit), then
@@ -82,19 +82,19 @@ int runs_new(struct store *store, pthread_mutex_t *store_lock, struct al_runner 
 void runs_free(struct runs *r);
 
 /* Reserves a launch before the caller commits to one (a resume claiming its continuation):
- * 0, and the drain waits for the launch (runs_launch with held) or for runs_unhold; -1 while
+ * 0, and the drain waits for the launch (runs_launch) or for runs_unhold; -1 while
  * draining - then leave the run as it is for the next start to resume. */
 int runs_hold(struct runs *r);
 void runs_unhold(struct runs *r);
 
-/* Starts a run whose row exists with status running. `continuation` (NULL: a fresh start) and
- * the resolutions resume it. `deferred` (NULL: nobody waits) is answered once the run has ended
- * or waits for a person. `held`: the launch was reserved with runs_hold (it starts even while
- * draining); otherwise a launch while draining is refused. Takes the plan in every case. -1
- * when refused: the run has then been recorded failed (and deferred answered). */
+/* Starts a run whose row exists with status running, its launch reserved with runs_hold (so
+ * it starts even while draining). `continuation` (NULL: a fresh start) and the resolutions
+ * resume it. `deferred` (NULL: nobody waits) is answered once the run has ended or waits for a
+ * person. Takes the plan in every case. -1 when it could not start: the run has then been
+ * recorded failed (and deferred answered). New runs go through runs_submit. */
 int runs_launch(struct runs *r, struct runs_plan *plan, const char *continuation,
                 const struct runs_resolution *resolutions, size_t nresolutions,
-                struct http_deferred *deferred, int held);
+                struct http_deferred *deferred);
 
 /* A new run, recorded by the writer in its next batch (group commit) and then started. */
 enum runs_start_mode {
