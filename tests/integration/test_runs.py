@@ -497,37 +497,6 @@ def t_threads_are_named(tmp):
         w.close()
 
 
-# A shim for LD_PRELOAD: while the file $SLOWSYNC_GATE exists, an fdatasync on the thread named
-# airlockd-writer waits (with $SLOWSYNC_GATE.held present meanwhile): the writer's batch is then
-# committed and the store lock free, but nothing of it is on the disk yet.
-SLOWSYNC_C = r"""
-#define _GNU_SOURCE
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-int fdatasync(int fd)
-{
-    char name[17] = "";
-    const char *gate = getenv("SLOWSYNC_GATE");
-    prctl(PR_GET_NAME, name);
-    if (gate && strcmp(name, "airlockd-writer") == 0 && access(gate, F_OK) == 0) {
-        char held[4200];
-        snprintf(held, sizeof held, "%s.held", gate);
-        close(open(held, O_CREAT | O_WRONLY, 0600));
-        while (access(gate, F_OK) == 0) {
-            usleep(1000);
-        }
-        unlink(held);
-    }
-    return (int)syscall(SYS_fdatasync, fd);
-}
-"""
-
-
 def t_nothing_of_a_batch_is_answered_before_its_fsync(tmp):
     # docs/server.md: "nothing the batch records is answered before that fsync". The writer
     # commits unsynced and lets the store lock go before its fsync, so meanwhile any GET reads
@@ -535,13 +504,11 @@ def t_nothing_of_a_batch_is_answered_before_its_fsync(tmp):
     # fsync), and its run.start record in the audit export. A power cut in that window loses
     # what was answered (and the export's seqs are reused by other records after the restart).
     import threading
-    src = os.path.join(tmp, "slowsync.c")
-    so = os.path.join(tmp, "slowsync.so")
-    with open(src, "w") as f:
-        f.write(SLOWSYNC_C)
-    subprocess.run(["cc", "-shared", "-fPIC", "-o", so, src], check=True, timeout=HANG)
+    # the writer's fsync waits while the gate file exists (hosts/failsync.c, built by ctest)
+    so = os.environ.get("FAILSYNC_LIB", "")
+    check(os.path.exists(so), "FAILSYNC_LIB (the failsync library, set by ctest) is %r" % so)
     gate = os.path.join(tmp, "gate")
-    env = {"SLOWSYNC_GATE": gate, "LD_PRELOAD": so,
+    env = {"FAILSYNC_THREAD": "airlockd-writer", "FAILSYNC_GATE": gate, "LD_PRELOAD": so,
            "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"}
     w = World(tmp, env_extra=env)
     try:

@@ -1,10 +1,16 @@
 /*
- * failsync.c - an LD_PRELOAD library for integration.crash: every fdatasync made on the thread
- * named FAILSYNC_THREAD (airlockd's run writer, "airlockd-writer") fails with EIO, as on a disk
- * that lost the write; every other one is made. The executable's and its libraries' calls all
- * reach this definition first.
+ * failsync.c - an LD_PRELOAD library for the durability tests: what fdatasync does on the
+ * thread named FAILSYNC_THREAD (airlockd's run writer, "airlockd-writer"):
+ *   FAILSYNC_GATE unset  it fails with EIO, as on a disk that lost the write (integration.crash)
+ *   FAILSYNC_GATE=FILE   while FILE exists it waits, with FILE.held present meanwhile, then
+ *                        syncs: the writer's batch is committed, its fsync not done
+ *                        (integration.runs)
+ * Every other fdatasync is made. The executable's and its libraries' calls all reach this
+ * definition first.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -14,10 +20,22 @@
 __attribute__((visibility("default"))) int fdatasync(int fd)
 {
     const char *victim = getenv("FAILSYNC_THREAD");
+    const char *gate = getenv("FAILSYNC_GATE");
     char name[17] = "";
     if (victim && prctl(PR_GET_NAME, name, 0, 0, 0) == 0 && strcmp(name, victim) == 0) {
-        errno = EIO;
-        return -1;
+        if (!gate) {
+            errno = EIO;
+            return -1;
+        }
+        if (access(gate, F_OK) == 0) {
+            char held[4200];
+            snprintf(held, sizeof held, "%s.held", gate);
+            close(open(held, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+            while (access(gate, F_OK) == 0) {
+                usleep(1000); /* a test's gate: the test removes the file */
+            }
+            unlink(held);
+        }
     }
     return (int)syscall(SYS_fdatasync, fd);
 }
