@@ -194,6 +194,13 @@ static void tsdecl_params(struct buf *b, const struct json_node *args, int inden
     }
 }
 
+/* Whether `name` is in the group of `glen` bytes that `group` starts with ("shop" of
+ * "shop.orders"). */
+static int tsdecl_in_group(const char *name, const char *group, size_t glen)
+{
+    return strncmp(name, group, glen) == 0 && name[glen] == '.';
+}
+
 enum buf_status tsdecl_write(struct buf *b, const char *title, const struct tsdecl_fn *fns,
                              size_t n, const struct json_node *input_schema)
 {
@@ -203,9 +210,7 @@ enum buf_status tsdecl_write(struct buf *b, const char *title, const struct tsde
     for (size_t i = 0; i < n; i++) {
         const char *dot = strchr(fns[i].name, '.');
         size_t glen = dot ? (size_t)(dot - fns[i].name) : strlen(fns[i].name);
-        int first = i == 0 || strncmp(fns[i - 1].name, fns[i].name, glen) != 0 ||
-                    fns[i - 1].name[glen] != '.';
-        if (first) {
+        if (i == 0 || !tsdecl_in_group(fns[i - 1].name, fns[i].name, glen)) {
             buf_append_str(b, "declare const ");
             buf_append(b, fns[i].name, glen);
             buf_append_str(b, ": {\n");
@@ -220,9 +225,7 @@ enum buf_status tsdecl_write(struct buf *b, const char *title, const struct tsde
         buf_append_str(b, "): Promise<");
         tsdecl_type(b, fns[i].result, 1);
         buf_append_str(b, ">;\n");
-        int last = i + 1 == n || strncmp(fns[i + 1].name, fns[i].name, glen) != 0 ||
-                   fns[i + 1].name[glen] != '.';
-        if (last) {
+        if (i + 1 == n || !tsdecl_in_group(fns[i + 1].name, fns[i].name, glen)) {
             buf_append_str(b, "};\n");
         }
     }
