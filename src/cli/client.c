@@ -18,8 +18,7 @@ int client_open(struct client *c, const char *command)
     const char *key = getenv("AIRLOCK_KEY");
     memset(c, 0, sizeof *c);
     if (!base || !base[0] || !key || !key[0]) {
-        cli_error("%s needs airlockd's address in AIRLOCK_URL and a key in AIRLOCK_KEY",
-                  command);
+        cli_error("%s needs airlockd's address in AIRLOCK_URL and a key in AIRLOCK_KEY", command);
         return -1;
     }
     size_t blen = strlen(base);
@@ -61,9 +60,9 @@ int client_request(struct client *c, const char *method, const char *path, const
 {
     CURL *curl = c->curl;
     struct curl_slist *headers = curl_slist_append(NULL, c->auth);
-    struct curl_slist *h2 = headers && body ? curl_slist_append(headers,
-                                                                "Content-Type: application/json")
-                                            : headers;
+    struct curl_slist *h2 = headers && body
+                                    ? curl_slist_append(headers, "Content-Type: application/json")
+                                    : headers;
     char url[4096];
     int rc = -1;
     if (!h2) {
