@@ -2,8 +2,8 @@
 """typescript.check: airlock erases types, it does not check them (docs/typescript.md). The
 TypeScript template examples/orders.ts runs through airlockd; checked with the typescript
 package against the declarations airlockd gives for its version (GET .../types), it passes;
-with a wrong argument it runs all the same (and its connector's args_schema refuses the call: a TypeError), while tsc
-names the mistake.
+with a wrong argument it runs all the same (and its connector's args_schema refuses the call: a
+TypeError), while tsc names the mistake.
 
 usage: test_typescript.py --airlockd PATH [-k SUBSTRING]   (AIRLOCK_TSC: how to run tsc)
 """
