@@ -29,6 +29,9 @@ interface CodemodeExecuteResult {
 }
 interface CodemodeExecutor {
     execute(code: string, providers: CodemodeResolvedProvider[]): Promise<CodemodeExecuteResult>;
+    /** @deprecated there too: the flat functions of the namespace codemode */
+    execute(code: string, fns: Record<string, (...args: unknown[]) => Promise<unknown>>):
+        Promise<CodemodeExecuteResult>;
 }
 
 export async function uses(url: string, key: string): Promise<void> {
@@ -76,6 +79,7 @@ export async function uses(url: string, key: string): Promise<void> {
     const r: AirlockExecuteResult = await executor.execute('async () => 1', { crm: ['lookup'] });
     const logs: string[] | undefined = r.logs;
     await asCodemode.execute('return 1', [{ name: 'crm', fns: { lookup: async () => 1 } }]);
+    await asCodemode.execute('return 1', { search: async () => 1 });
     const forms: Providers[] = [['crm.lookup'], { crm: ['lookup'] }, { crm: { lookup() {} } },
         { search: async () => 1 }, [{ name: 'crm', fns: { lookup: async () => 1 } }, 'a.b']];
     const value: unknown = decode('{"$type":"bigint","value":"1"}');
