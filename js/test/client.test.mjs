@@ -160,6 +160,8 @@ test('error answers are AirlockErrors with the server\'s status, code and reques
         'ADHOC_DISABLED');
     await refused(new Client(w.url, 'ak_000000000000_' + 'a'.repeat(64)).me(), 401,
         'UNAUTHENTICATED');
+    await refused(agent.runs.start({ template: 'paid-total', input: { status: 'x'.repeat(2 << 20) } }),
+        413, 'PAYLOAD_TOO_LARGE');
 
     // four eyes: alice wrote it and cannot approve it, even as an approver
     const alice = w.client('alice');
