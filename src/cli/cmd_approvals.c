@@ -107,7 +107,8 @@ static int approvals_list(int argc, char **argv)
     } else if (rc == 0) {
         const struct json_node *list = json_root(doc);
         if (list->type != JSON_ARRAY || list->count == 0) {
-            printf("no %s approvals\n", strcmp(status_f, "all") == 0 ? "" : status_f);
+            printf("no %s%sapprovals\n", strcmp(status_f, "all") == 0 ? "" : status_f,
+                   strcmp(status_f, "all") == 0 ? "" : " ");
         }
         for (const struct json_node *n = list->type == JSON_ARRAY ? list->child : NULL; n;
              n = n->next) {

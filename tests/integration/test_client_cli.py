@@ -147,6 +147,11 @@ def t_whole_flow(tmp):
             check(want in out, "diff v2 lacks %r:\n%s" % (want, out))
         out, _ = alice("template", "list")
         check("summary  (finance)" in out and "  v2  draft  by alice" in out, out)
+        alice("template", "submit", "summary", "2")
+        out, _ = bob("template", "reject", "summary", "2", "--comment", "no schema")
+        check("summary v2  rejected" in out and "rejected by bob: no schema" in out, out)
+        _, err = bob("template", "approve", "summary", "2", want=1)
+        check("409 CONFLICT" in err and "rejected" in err, "approve a rejected one: %r" % err)
         check(isinstance(alice.json("template", "list"), list), "list --json")
         out, _ = bob("template", "show", "refund", "1")
         check("approved by bob" in out and "source:\n" + tr.REFUND in out, out)
@@ -227,6 +232,11 @@ def t_whole_flow(tmp):
         check("409 TEMPLATE_REVOKED" in err, "a run of a revoked version: %r" % err)
         _, err = agent("runs", "start", "nosuch", want=1)
         check("404 NOT_FOUND" in err, "%r" % err)
+        out, _ = bob("approvals", "list")
+        check(out == "no pending approvals\n", "the cancel closed its approval: %r" % out)
+        decided = {a["id"]: a["status"] for a in bob.json("approvals", "list", "--status", "all")}
+        check(decided.get(apr) == "approved" and decided.get(apr2) == "denied" and
+              "cancelled" in decided.values(), "approvals list --status all: %r" % decided)
 
         # the audit export, piped into the verifier; into a file, pinned to the server's key
         exp = subprocess.Popen([ts.CLI, "audit", "export"], stdout=subprocess.PIPE,
