@@ -290,14 +290,18 @@ def t_supervised_and_timeout(tmp):
         bob("template", "approve", "slow", "1")
         alice("template", "create", "sup", "--department", "finance")
         alice("template", "push", "sup", write(tmp, "sup.js", "return 42;"), "--autonomy",
-              "supervised", "--submit")
+              "supervised")
+        doc = alice.json("template", "submit", "sup", "1")
+        check(doc["state"] == "submitted" and doc["submitted_by"] == "alice", "%r" % doc)
         bob("template", "approve", "sup", "1")
         # a supervised run waits for a person before it starts: exit 3, the approval named
         out, _ = agent("runs", "start", "sup", want=3)
         run = re.search(r"^(run_[0-9a-f]{32})", out, re.M).group(1)
         apr = w.ok("GET", "/v1/approvals?run=" + run, None, w.keys["bob"])[0]["id"]
         check("  %s  the start of the run (supervised)\n" % apr in out, out)
-        bob("approvals", "approve", apr)
+        doc = bob.json("approvals", "approve", apr)
+        check(doc["id"] == apr and doc["status"] == "approved" and doc["kind"] == "run",
+              "approvals approve --json: %r" % doc)
         w.until(run, ("completed",))
         out, _ = agent("runs", "show", run)
         check("value:\n42\n" in out, out)
@@ -309,6 +313,20 @@ def t_supervised_and_timeout(tmp):
         _, err = agent("runs", "start", "slow", "--input", '{"ms":3000}', "--timeout", "1",
                        want=1)
         check("timeout" in err.lower() or "timed out" in err.lower(), "%r" % err)
+        # a running run cancelled (--json: the run object), reject and revoke with --json
+        doc = agent.json("runs", "start", "slow", "--input", '{"ms":20000}', "--no-wait")
+        doc = agent.json("runs", "cancel", doc["id"])
+        check(doc["status"] == "cancelled" and doc["error"]["code"] == "ABORTED",
+              "runs cancel --json: %r" % doc)
+        alice("template", "push", "slow", write(tmp, "slow2.js", "return 2;"), "--submit")
+        doc = bob.json("template", "reject", "slow", "2", "--comment", "no")
+        check(doc["state"] == "rejected" and doc["reject_comment"] == "no", "%r" % doc)
+        doc = bob.json("template", "revoke", "slow", "1", "--reason", "gone")
+        check(doc["state"] == "revoked" and doc["revoke_reason"] == "gone", "%r" % doc)
+        # the export is JSON Lines, --json or not
+        out, _ = As(w, "eve")("audit", "export", "--json")
+        recs = [json.loads(line) for line in out.splitlines()]
+        check(recs[-1]["action"] == "audit.checkpoint", "audit export --json: %r" % recs[-1])
     finally:
         w.close()
 
