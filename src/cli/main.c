@@ -58,7 +58,8 @@ static int cmd_help(int argc, char **argv)
         printf("  %-10s %s\n", commands[i].name, commands[i].summary);
     }
     printf("\n`airlock COMMAND --help` describes a command. The commands that talk to airlockd\n"
-           "read its address from AIRLOCK_URL and the caller's key from AIRLOCK_KEY.\n\n%s",
+           "(types, template, runs, approvals, audit export) read its address from AIRLOCK_URL\n"
+           "and the caller's key from AIRLOCK_KEY. For them:\n%s",
            CLIENT_CMD_EXIT_HELP);
     return 0;
 }
