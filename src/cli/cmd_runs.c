@@ -162,6 +162,10 @@ static void print_run(const struct json_node *run)
     }
     if (st && strcmp(st, "awaiting_approval") == 0) {
         print_waiting(run);
+    } else if (st && (strcmp(st, "running") == 0 || strcmp(st, "queued") == 0)) {
+        fputs("still running: see `airlock runs show ", stdout);
+        client_cmd_put(stdout, run, "id", "RUN");
+        fputs("`\n", stdout);
     }
 }
 

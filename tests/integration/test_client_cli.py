@@ -309,6 +309,10 @@ def t_supervised_and_timeout(tmp):
         doc = agent.json("runs", "start", "slow", "--input", '{"ms":300}', "--no-wait")
         check(doc["status"] in ("running", "queued"), "--no-wait: %r" % doc)
         w.until(doc["id"], ("completed",))
+        out, _ = agent("runs", "start", "slow", "--input", '{"ms":200}', "--no-wait")
+        run = re.search(r"^(run_[0-9a-f]{32})  (running|queued)  slow v1", out, re.M)
+        check(run and "still running: see `airlock runs show %s`" % run.group(1) in out, out)
+        w.until(run.group(1), ("completed",))
         # a run longer than --timeout: the client gives up, exit 1, saying so
         _, err = agent("runs", "start", "slow", "--input", '{"ms":3000}', "--timeout", "1",
                        want=1)
