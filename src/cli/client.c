@@ -49,14 +49,34 @@ void client_close(struct client *c)
     }
 }
 
+/* Where the answer's body goes: `answer`, or while the status is 2xx the stream's sink. */
+struct client_out {
+    CURL *curl;
+    struct buf *answer;
+    client_sink_fn *sink;
+    void *userdata;
+    int sink_failed;
+};
+
 static size_t client_write(char *data, size_t size, size_t n, void *userdata)
 {
-    struct buf *b = userdata;
-    return buf_append(b, data, size * n) == BUF_OK ? size * n : 0;
+    struct client_out *o = userdata;
+    long status = 0;
+    if (o->sink) {
+        curl_easy_getinfo(o->curl, CURLINFO_RESPONSE_CODE, &status);
+    }
+    if (o->sink && status >= 200 && status <= 299) {
+        if (o->sink(o->userdata, data, size * n) != 0) {
+            o->sink_failed = 1;
+            return 0;
+        }
+        return size * n;
+    }
+    return buf_append(o->answer, data, size * n) == BUF_OK ? size * n : 0;
 }
 
-int client_request(struct client *c, const char *method, const char *path, const char *body,
-                   size_t body_len, struct buf *answer, long *status)
+static int client_perform(struct client *c, const char *method, const char *path, const char *body,
+                          size_t body_len, struct client_out *o, long *status)
 {
     CURL *curl = c->curl;
     struct curl_slist *headers = curl_slist_append(NULL, c->auth);
@@ -71,12 +91,13 @@ int client_request(struct client *c, const char *method, const char *path, const
     }
     headers = h2;
     snprintf(url, sizeof url, "%s%s", c->base, path);
+    o->curl = curl;
     curl_easy_reset(curl);
     curl_easy_setopt(curl, CURLOPT_URL, url);
     curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, client_write);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, answer);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, o);
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(curl, CURLOPT_TIMEOUT, c->timeout_s);
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
@@ -89,7 +110,9 @@ int client_request(struct client *c, const char *method, const char *path, const
     }
     CURLcode cc = curl_easy_perform(curl);
     if (cc != CURLE_OK) {
-        cli_error("%s: %s", url, curl_easy_strerror(cc));
+        if (!o->sink_failed) {
+            cli_error("%s: %s", url, curl_easy_strerror(cc));
+        }
         goto out;
     }
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, status);
@@ -97,6 +120,20 @@ int client_request(struct client *c, const char *method, const char *path, const
 out:
     curl_slist_free_all(headers);
     return rc;
+}
+
+int client_request(struct client *c, const char *method, const char *path, const char *body,
+                   size_t body_len, struct buf *answer, long *status)
+{
+    struct client_out o = { NULL, answer, NULL, NULL, 0 };
+    return client_perform(c, method, path, body, body_len, &o, status);
+}
+
+int client_stream(struct client *c, const char *path, client_sink_fn *sink, void *userdata,
+                  struct buf *answer, long *status)
+{
+    struct client_out o = { NULL, answer, sink, userdata, 0 };
+    return client_perform(c, "GET", path, NULL, 0, &o, status);
 }
 
 void client_refused(const char *what, long status, const struct buf *answer)

@@ -31,6 +31,15 @@ void client_close(struct client *c);
 int client_request(struct client *c, const char *method, const char *path, const char *body,
                    size_t body_len, struct buf *answer, long *status);
 
+/* Takes `len` bytes of a streamed answer; nonzero stops the transfer (after printing why). */
+typedef int client_sink_fn(void *userdata, const char *data, size_t len);
+/* GET base+path, the answer's body handed to `sink` as it arrives while the status is 2xx
+ * (an answer of any size in constant memory); another status's body goes to `answer`. 0, or
+ * -1 when airlockd was not reached, the transfer broke off or the sink refused (message
+ * printed). */
+int client_stream(struct client *c, const char *path, client_sink_fn *sink, void *userdata,
+                  struct buf *answer, long *status);
+
 /* Prints "airlock: WHAT: STATUS CODE: MESSAGE" from an error answer, or the status alone. */
 void client_refused(const char *what, long status, const struct buf *answer);
 
