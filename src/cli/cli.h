@@ -4,7 +4,7 @@
  * one co-process per run speaking JSON lines (host_process.c). Beside them: term.c (guest text
  * made safe for a terminal), suggest.c ("did you mean"), child_env.c (what those processes
  * inherit: never the continuation secrets). `airlock audit verify` (cmd_audit.c) checks an
- * audit export offline.
+ * audit export offline. client.c is the command as airlockd's client (client.h).
  */
 #ifndef AIRLOCK_CLI_H
 #define AIRLOCK_CLI_H

@@ -72,15 +72,23 @@ struct connector_request {
     int (*cancelled)(void *userdata);
 };
 
-/* ok: result_json is the text of the answer's "result" member (len bytes, NUL-terminated) and
- * message is NULL. !ok: result_json is NULL and message is for the guest: it names the
- * connector and function and says how the call failed - the arguments break args_schema (path
- * and rule), refused, timed out after N ms, HTTP N, not JSON, an answer of neither shape, the
+enum connector_outcome {
+    CONNECTOR_FAILED = 0,
+    CONNECTOR_RETURNED = 1,
+    CONNECTOR_ARGS_REFUSED = 2, /* the arguments break args_schema: nothing was sent */
+};
+
+/* outcome CONNECTOR_RETURNED: result_json is the text of the answer's "result" member (len bytes,
+ * NUL-terminated) and message is NULL. Otherwise result_json is NULL and message is for the guest.
+ * For CONNECTOR_ARGS_REFUSED it names the function, the argument (by position, as the function's
+ * TypeScript declaration does: "argument 2 (arg2)") and the rule it breaks; the guest sees a
+ * TypeError. For CONNECTOR_FAILED it names the connector and function and says how the call
+ * failed - refused, timed out after N ms, HTTP N, not JSON, an answer of neither shape, the
  * answer over N bytes, closed mid-answer, cancelled, the result breaks result_schema, or the
  * connector's own {"error":"message"} (cut to CONNECTOR_ERROR_MAX bytes, made valid UTF-8). The
  * pointers are valid during the call only. Called exactly once, on the client thread. */
-typedef void connector_done_fn(void *userdata, int ok, const char *result_json, size_t len,
-                               const char *message);
+typedef void connector_done_fn(void *userdata, enum connector_outcome outcome,
+                               const char *result_json, size_t len, const char *message);
 
 /* Starts a call; every string of req is copied, req->target is borrowed (see above). 0, and
  * done will be called; -1 (bad request: no target, unknown function, args not a JSON array;

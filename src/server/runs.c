@@ -235,13 +235,15 @@ static int runs_pending_cancelled(void *userdata)
     return al_call_cancelled(p->call);
 }
 
-static void runs_call_done(void *userdata, int ok, const char *result_json, size_t len,
-                           const char *message)
+static void runs_call_done(void *userdata, enum connector_outcome outcome, const char *result_json,
+                           size_t len, const char *message)
 {
     struct runs_pending *p = userdata;
-    metrics_host_call(p->connector, ok ? "returned" : "threw");
-    if (ok) {
+    metrics_host_call(p->connector, outcome == CONNECTOR_RETURNED ? "returned" : "threw");
+    if (outcome == CONNECTOR_RETURNED) {
         al_call_return(p->call, result_json, len);
+    } else if (outcome == CONNECTOR_ARGS_REFUSED) {
+        al_call_throw_type_error(p->call, message);
     } else {
         al_call_throw(p->call, message);
     }
