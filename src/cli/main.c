@@ -39,6 +39,7 @@ static const struct {
     { "doctor", cmd_doctor, "show which protection layers are active on this machine" },
     { "audit", cmd_audit, "verify an audit export offline (audit verify FILE.jsonl)" },
     { "types", cmd_types, "TypeScript declarations of a template version, from airlockd" },
+    { "mcp", cmd_mcp, "the MCP stdio transport for airlockd's tools (AIRLOCK_URL, AIRLOCK_KEY)" },
     { "version", cmd_version, "print the version" },
     { "help", cmd_help, "show this help" },
 };
