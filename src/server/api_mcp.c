@@ -39,6 +39,7 @@
 #define MCP_ERR_SERVER  (-32603)
 
 static const char *const mcp_versions[] = { "2025-06-18", "2025-03-26" };
+#define MCP_NVERSIONS (sizeof mcp_versions / sizeof mcp_versions[0])
 
 /* ---------------------------------------------------------------- JSON-RPC answers */
 
@@ -398,7 +399,7 @@ static void mcp_initialize(struct api_ctx *ctx, const char *id, const struct jso
 {
     const struct json_node *asked = params ? json_get(params, "protocolVersion") : NULL;
     const char *version = MCP_LATEST;
-    for (size_t i = 0; asked && asked->type == JSON_STRING && i < 2; i++) {
+    for (size_t i = 0; asked && asked->type == JSON_STRING && i < MCP_NVERSIONS; i++) {
         if (strcmp(asked->str, mcp_versions[i]) == 0) {
             version = mcp_versions[i];
         }
