@@ -271,6 +271,55 @@ int connector_function_flags(const struct connector_target *t, const char *fn, i
     return 0;
 }
 
+/* "crm.lookup: argument 2 (arg2): must be integer" from the validator's "/1: must be integer"
+ * (or "/1/amount: ..." and "(root): ..." for the argument list itself): the guest's TypeError
+ * names the argument as the function's declaration for the model does (src/gov/tsdecl.c). */
+static void connector_args_message(const struct connector_target *t, const struct connector_fn *f,
+                                   const char *why, char *out, size_t cap)
+{
+    char *end = NULL;
+    long n = why[0] == '/' ? strtol(why + 1, &end, 10) : -1;
+    if (n >= 0 && end && end != why + 1 && (*end == ':' || *end == '/')) {
+        snprintf(out, cap, "%s.%s: argument %ld (arg%ld)%s%s", t->name, f->name, n + 1, n + 1,
+                 *end == '/' ? " at " : "", end);
+    } else {
+        const char *rule = strncmp(why, "(root): ", 8) == 0 ? why + 8 : why;
+        snprintf(out, cap, "%s.%s: the arguments: %s", t->name, f->name, rule);
+    }
+}
+
+/* 0 when the function has no args_schema or the arguments (a parsed array) keep it. */
+static int connector_args_keep(const struct connector_target *t, const struct connector_fn *f,
+                               const struct json_node *args, char *message, size_t cap)
+{
+    struct al_error err;
+    memset(&err, 0, sizeof err);
+    if (!f->args || schema_validate_node(f->args, args, &err) == AL_OK) {
+        return 0;
+    }
+    connector_args_message(t, f, err.message, message, cap);
+    return -1;
+}
+
+int connector_check_args(const struct connector_target *t, const char *fn, const char *args_json,
+                         char *message, size_t cap)
+{
+    const struct connector_fn *f = t && fn ? connector_find(t, fn) : NULL;
+    struct json_doc *doc = NULL;
+    struct al_error err;
+    int rc = 0;
+    memset(&err, 0, sizeof err);
+    if (!f || !f->args) {
+        return 0;
+    }
+    if (json_parse(args_json, strlen(args_json), CONNECTOR_JSON_DEPTH, &doc, &err) != AL_OK) {
+        return 0; /* not this check's to refuse: the call itself will say */
+    }
+    rc = connector_args_keep(t, f, json_root(doc), message, cap);
+    json_doc_free(doc);
+    return rc;
+}
+
 /* ---- client -------------------------------------------------------------------------------- */
 
 struct connector_call {
@@ -682,24 +731,6 @@ out:
     return rc;
 }
 
-/* "crm.lookup: argument 2 (arg2): must be integer" from the validator's "/1: must be integer"
- * (or "/1/amount: ..." and "(root): ..." for the argument list itself): the guest's TypeError
- * names the argument as the function's declaration for the model does (src/gov/tsdecl.c). */
-static void connector_args_refused(struct connector_call *call, const char *target, const char *fn,
-                                   const char *why)
-{
-    char *end = NULL;
-    long n = why[0] == '/' ? strtol(why + 1, &end, 10) : -1;
-    if (n >= 0 && end && end != why + 1 && (*end == ':' || *end == '/')) {
-        snprintf(call->args_refused, sizeof call->args_refused, "%s.%s: argument %ld (arg%ld)%s%s",
-                 target, fn, n + 1, n + 1, *end == '/' ? " at " : "", end);
-    } else {
-        const char *rule = strncmp(why, "(root): ", 8) == 0 ? why + 8 : why;
-        snprintf(call->args_refused, sizeof call->args_refused, "%s.%s: the arguments: %s", target,
-                 fn, rule);
-    }
-}
-
 int connector_client_call(struct connector_client *c, const struct connector_request *req,
                           connector_done_fn *done, void *userdata)
 {
@@ -729,8 +760,9 @@ int connector_client_call(struct connector_client *c, const struct connector_req
     call->cancelled = req->cancelled;
     buf_init(&call->body, CONNECTOR_BODY_MAX);
     buf_init(&call->answer, CONNECTOR_ANSWER_MAX);
-    if (fn->args && schema_validate_node(fn->args, json_root(doc), &err) != AL_OK) {
-        connector_args_refused(call, req->target->name, fn->name, err.message);
+    if (connector_args_keep(req->target, fn, json_root(doc), call->args_refused,
+                            sizeof call->args_refused) != 0) {
+        /* completed on the client thread, as every other outcome */
     } else if (connector_prepare(call, req) != 0) {
         goto out;
     }

@@ -47,6 +47,12 @@ const char *connector_target_name(const struct connector_target *t);
 int connector_function_flags(const struct connector_target *t, const char *fn, int *ret_sensitive,
                              int *ret_idempotent);
 
+/* 0 when the arguments (boundary JSON array) keep the function's args_schema (or it has none);
+ * -1 with the guest's TypeError message in `message` (see connector_done_fn) when they break
+ * it. For a sensitive call, checked before a person is asked to approve it. */
+int connector_check_args(const struct connector_target *t, const char *fn, const char *args_json,
+                         char *message, size_t cap);
+
 /* One thread driving curl_multi: any number of calls in flight, no thread per call. */
 struct connector_client;
 

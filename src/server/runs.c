@@ -320,6 +320,12 @@ static void runs_host(struct al_call *call, void *userdata)
     const char *args = al_call_args(call, &args_len);
 
     if (f->sensitive && !interruption) {
+        /* nobody is asked to approve a call that could not be made */
+        char refused[CONNECTOR_MESSAGE_MAX];
+        if (connector_check_args(f->target, f->fn, args, refused, sizeof refused) != 0) {
+            al_call_throw_type_error(call, refused);
+            return;
+        }
         struct buf payload;
         buf_init(&payload, (size_t)64 << 20);
         buf_append_str(&payload, "{\"function\":");

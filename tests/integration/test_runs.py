@@ -685,6 +685,24 @@ def t_arguments_breaking_args_schema_are_a_type_error(tmp):
         check(doc["status"] == "failed" and doc["error"]["code"] == "HOST_FUNCTION_ERROR" and
               doc["error"]["name"] == "TypeError" and doc["error"]["message"] ==
               "store.listOrders: the arguments: must have at least 1 items", "uncaught: %r" % doc)
+        # a sensitive call with bad arguments is refused before anyone is asked to approve it
+        w.ok("POST", "/v1/connectors", {
+            "name": "pay", "department": "finance", "url": w.shop.url,
+            "signing_secret": SECRET, "functions": {"refund": {"sensitive": True, "args_schema": {
+                "type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}],
+                "minItems": 2, "items": False}}}},
+            w.admin, 201)
+        w.template("payit", """
+            try { await pay.refund("o-1", "lots"); } catch (e) { return [e.name, e.message]; }""",
+                   ["pay.refund"])
+        st, doc = w.run({"template": "payit"}, want=200)
+        check(doc["status"] == "completed" and doc["value"] == [
+            "TypeError", "pay.refund: argument 2 (arg2): must be integer"] and
+              doc["approvals"] == [] and w.pending() == [], "sensitive: %r" % doc)
+        st, text, _ = w.s.request("GET", "/v1/templates/payit/versions/1/types",
+                                  key=w.keys["agent-7"])
+        check("  refund(arg1: string, arg2: number): Promise<unknown>;" in text.splitlines(),
+              "positional types: %s" % text)
     finally:
         w.close()
 
