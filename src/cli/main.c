@@ -45,6 +45,7 @@ static const struct {
       "create, push, submit, approve, revoke, diff templates on airlockd" },
     { "runs", cmd_runs, "start, show, list and cancel runs on airlockd" },
     { "approvals", cmd_approvals, "list, approve and deny approvals on airlockd" },
+    { "mcp", cmd_mcp, "the MCP stdio transport for airlockd's tools (AIRLOCK_URL, AIRLOCK_KEY)" },
     { "version", cmd_version, "print the version" },
     { "help", cmd_help, "show this help" },
 };

@@ -112,8 +112,8 @@ static const char *api_type_name(enum json_type t)
 int api_body(struct api_ctx *ctx, const struct api_field *fields, size_t nfields)
 {
     struct al_error err;
-    const char *text = ctx->req->body;
-    size_t len = ctx->req->body_len;
+    const char *text = ctx->body ? ctx->body : ctx->req->body;
+    size_t len = ctx->body ? ctx->body_len : ctx->req->body_len;
     for (size_t i = 0; i < nfields; i++) {
         *fields[i].ret = NULL;
     }

@@ -50,6 +50,10 @@ struct api_ctx {
     size_t nparams;
     struct api_param params[API_PARAMS_MAX];
     struct json_doc *doc; /* the parsed body, freed by the router */
+    /* the body api_body reads when not NULL, instead of the request's: POST /v1/mcp hands a
+     * tool call to the handler of the route it stands for (borrowed) */
+    const char *body;
+    size_t body_len;
     /* the router's key that seals connector secrets (secretbox.h), may be NULL */
     const unsigned char *secret_key;
 };
@@ -142,6 +146,9 @@ void api_versions_diff(struct api_ctx *ctx);
  * and its continuation dropped. After the commit: the runs executing here are cancelled. */
 enum store_rc api_version_revoking(struct api_ctx *ctx, const char *template_name, int64_t version);
 void api_version_revoked(struct api_ctx *ctx, const char *template_name, int64_t version);
+
+/* POST /v1/mcp: the Model Context Protocol for agents (api_mcp.c). */
+void api_mcp_post(struct api_ctx *ctx);
 
 /* GET /v1/openapi.json and GET /metrics (api_system.c). */
 void api_system_openapi(struct api_ctx *ctx);

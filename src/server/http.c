@@ -48,6 +48,9 @@ struct http_deferred {
     struct buf body;
     char actor[HTTP_ACTOR_MAX + 1];
     char route[64];
+    http_reshape_fn *reshape; /* taken from the handler's response, with its data */
+    void *reshape_data;
+    void (*reshape_free)(void *userdata);
 };
 
 struct http_conn {
@@ -240,6 +243,9 @@ static enum MHD_Result http_answer(struct http_server *srv, struct MHD_Connectio
         buf_append(&resp.body, d->body.data ? d->body.data : "", d->body.len);
         snprintf(resp.actor, sizeof resp.actor, "%s", d->actor);
         snprintf(resp.route, sizeof resp.route, "%s", d->route);
+        if (d->reshape) {
+            d->reshape(d->reshape_data, &resp);
+        }
         ret = http_queue(conn, c, &resp);
         goto out;
     }
@@ -273,6 +279,12 @@ struct http_deferred *http_defer(const struct http_request *req, struct http_res
     snprintf(d->actor, sizeof d->actor, "%s", resp->actor);
     snprintf(d->route, sizeof d->route, "%s", resp->route);
     buf_init(&d->body, (size_t)64 << 20);
+    d->reshape = resp->reshape;
+    d->reshape_data = resp->reshape_data;
+    d->reshape_free = resp->reshape_free;
+    resp->reshape = NULL;
+    resp->reshape_data = NULL;
+    resp->reshape_free = NULL;
     hc->deferred = d;
     resp->deferred = 1;
     /* suspended before the handle can reach another thread: a resume never precedes it */
@@ -361,6 +373,9 @@ static void http_completed(void *cls, struct MHD_Connection *conn, void **con_cl
         atomic_fetch_sub(&srv->inflight, 1);
         buf_done(&c->body);
         if (c->deferred) {
+            if (c->deferred->reshape_free) {
+                c->deferred->reshape_free(c->deferred->reshape_data);
+            }
             buf_done(&c->deferred->body);
             free(c->deferred);
         }

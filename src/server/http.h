@@ -42,6 +42,13 @@ struct http_request {
 typedef ssize_t http_stream_fn(void *userdata, char *out, size_t max);
 typedef void http_stream_free_fn(void *userdata);
 
+struct http_response;
+/* Rewrites a deferred answer before it is sent (POST /v1/mcp wraps a run's object in its
+ * JSON-RPC answer): called on the HTTP thread, with no lock of the handler's held, with the
+ * status and body http_deferred_answer gave; it may change both. Pure: it must not reach the
+ * store. */
+typedef void http_reshape_fn(void *userdata, struct http_response *resp);
+
 struct http_response {
     unsigned status;
     const char *content_type; /* static string; default application/json */
@@ -59,6 +66,12 @@ struct http_response {
     http_stream_fn *stream_fn;
     http_stream_free_fn *stream_free;
     void *stream_data;
+    /* set by a handler before http_defer, which takes them: the deferred answer goes through
+     * reshape, and reshape_free(reshape_data) is called once the request is done. A handler
+     * that set them and did not defer frees reshape_data itself. */
+    http_reshape_fn *reshape;
+    void *reshape_data;
+    void (*reshape_free)(void *userdata);
 };
 
 /* Answers resp (its status and headers as set) with a body read from fn (see http_stream_fn);

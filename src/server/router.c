@@ -73,6 +73,7 @@ static const struct route routes[] = {
     { "GET",    "/v1/approvals",                     api_approvals_list,          { AUTH_ANY_DEPARTMENT, AUTH_ROLE_APPROVER | READERS } },
     { "POST",   "/v1/approvals/{id}/approve",        api_approvals_approve,       { AUTH_RESOURCE, AUTH_ROLE_APPROVER } },
     { "POST",   "/v1/approvals/{id}/deny",           api_approvals_deny,          { AUTH_RESOURCE, AUTH_ROLE_APPROVER } },
+    { "POST",   "/v1/mcp",                           api_mcp_post,                { AUTH_RESOURCE, AUTH_ROLE_AGENT } },
     { "GET",    "/v1/openapi.json",                  api_system_openapi,          { AUTH_PUBLIC, 0 } },
     { "GET",    "/metrics",                          api_system_metrics,          { AUTH_PUBLIC, 0 } },
     /* the web UI (ui.c): pages answer the HTML shell, /ui/ the assets; public, since what a

@@ -1,7 +1,8 @@
-// lib.js - what the browser tests share: airlockd on a free port in a fresh folder, the shop
-// connector (tests/integration/hosts/shop_connector.py), a small API client, the world of
-// principals the tests act as, Debian's chromium through playwright-core kept off the network,
-// sign-in, screenshots and a check that no page broke the CSP or threw.
+// lib.js - what the browser tests share (and tests/mcp, which has no browser): airlockd on a
+// free port in a fresh folder, the shop connector (tests/integration/hosts/shop_connector.py), a
+// small API client, the world of principals the tests act as, Debian's chromium through
+// playwright-core kept off the network, sign-in, screenshots and a check that no page broke the
+// CSP or threw.
 //
 // Environment (set by tests/e2e/CMakeLists.txt): AIRLOCKD (the binary), AIRLOCK_E2E_DEPS (the
 // folder holding node_modules/playwright-core), AIRLOCK_E2E_SHOTS (where screenshots go),
@@ -20,7 +21,6 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const DEPS = process.env.AIRLOCK_E2E_DEPS ||
     [path.join(HERE, '..', '..', 'build', 'tests', 'e2e', 'deps'), HERE].find((d) => fs.existsSync(path.join(d, 'node_modules', 'playwright-core')));
 const require = createRequire(path.join(DEPS || HERE, 'package.json'));
-const { chromium } = require('playwright-core');
 
 export const AIRLOCKD = process.env.AIRLOCKD || path.join(HERE, '..', '..', 'build', 'bin', 'airlockd');
 export const SHOTS = process.env.AIRLOCK_E2E_SHOTS || path.join(HERE, '..', '..', 'build', 'e2e-screenshots');
@@ -180,6 +180,9 @@ export async function runStatus(w, id, status) {
 }
 
 export async function launch() {
+    // loaded here, not at the top: tests/mcp imports airlockd and the shop from this file
+    // without a browser
+    const { chromium } = require('playwright-core');
     if (!fs.existsSync(CHROMIUM)) {
         throw new Error(CHROMIUM + ' is missing: scripts/bootstrap.sh installs Debian\'s chromium');
     }

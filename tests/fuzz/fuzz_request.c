@@ -13,7 +13,9 @@
  * every check and reaches the run engine, which this harness does not have); the answer is valid
  * JSON (or, for the web UI's pages and assets, exactly one of the embedded files), an error body
  * {"error":{"code","message","request_id"}} for every status from 400 on, a 429 carries a
- * Retry-After of 1 s or more and a 405 an Allow header. The store lives in a folder under /dev/shm
+ * Retry-After of 1 s or more and a 405 an Allow header. POST /v1/mcp answers JSON-RPC instead (a
+ * result, or an error with a numeric code, whatever the status) and a notification's 202 has no
+ * body. The store lives in a folder under /dev/shm
  * (when it exists) made once per process, so requests that create things accumulate state as a real
  * server would.
  */
@@ -146,10 +148,25 @@ static void check_answer(const struct http_response *resp)
         }
         fail("a UI answer that is no embedded file", NULL);
     }
+    int mcp = strcmp(resp->route, "/v1/mcp") == 0;
+    if (mcp && resp->status == 202 && resp->body.len == 0) {
+        return;
+    }
     if (!resp->body.data || json_parse(resp->body.data, resp->body.len, 64, &doc, &err) != AL_OK) {
         fail("the answer is not JSON", resp->body.data);
     }
     const struct json_node *root = json_root(doc);
+    if (mcp && root->type == JSON_OBJECT && json_get(root, "jsonrpc")) {
+        const struct json_node *result = json_get(root, "result");
+        const struct json_node *e = json_get(root, "error");
+        const struct json_node *code = e ? json_get(e, "code") : NULL;
+        if (!json_get(root, "id") || !result == !e || (result && result->type != JSON_OBJECT) ||
+            (e && (!code || code->type != JSON_NUMBER))) {
+            fail("not a JSON-RPC answer", resp->body.data);
+        }
+        json_doc_free(doc);
+        return;
+    }
     if (resp->status >= 400) {
         const struct json_node *e = root->type == JSON_OBJECT ? json_get(root, "error") : NULL;
         const struct json_node *code = e ? json_get(e, "code") : NULL;

@@ -52,6 +52,7 @@ CONTRACT = PUBLIC | {
     ("POST", "/v1/approvals/{id}/deny"),
     ("GET", "/v1/audit"), ("GET", "/v1/audit/export"), ("GET", "/v1/audit/verify"),
     ("GET", "/v1/audit/checkpoint"),
+    ("POST", "/v1/mcp"),
 }
 ERROR_CODES = ["UNAUTHENTICATED", "FORBIDDEN", "ADHOC_DISABLED", "NOT_FOUND",
                "METHOD_NOT_ALLOWED", "CONFLICT", "VERSION_NOT_APPROVED", "TEMPLATE_REVOKED",

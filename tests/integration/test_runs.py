@@ -2,7 +2,7 @@
 """Integration tests of airlockd's runs: only approved versions run, input validation, the
 connector calls a run makes, sensitive calls that wait for a person and resume without
 repeating finished calls, denial, supervised departments, cancellation, revocation, ad-hoc
-runs, visibility, and what survives a restart, a kill -9 and a SIGTERM drain.
+runs, tool calls over MCP, visibility, and what survives a restart, a kill -9 and a SIGTERM drain.
 
 usage: test_runs.py --airlockd PATH --cli PATH [-k SUBSTRING]
 
@@ -10,6 +10,7 @@ Each test starts airlockd (test_server.Server) and the shop connector
 (hosts/shop_connector.py) on free ports in a fresh directory. Waiting for a run to reach a state
 polls GET /v1/runs/{id} with a deadline; nothing sleeps for timing.
 """
+import http.client
 import json
 import os
 import signal
@@ -750,6 +751,74 @@ def t_adhoc_runs(tmp):
         error_of(*w.run(dict(body, department="other"), key=w.keys["agent-9"]), 403,
                  "ADHOC_DISABLED")
         error_of(*w.run(dict(body, functions=["nosuch.fn"])), 409, "CONFLICT")
+    finally:
+        w.close()
+
+
+def mcp_call(w, name, arguments, key=None, want=200):
+    """tools/call over POST /v1/mcp (docs/mcp.md); the JSON-RPC result."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}}
+    doc = w.ok("POST", "/v1/mcp", body, key or w.keys["agent-7"], want)
+    check(doc["jsonrpc"] == "2.0" and doc["id"] == 1 and "result" in doc, "mcp: %r" % doc)
+    return doc["result"]
+
+
+def t_mcp_calls_are_governed_runs(tmp):
+    """A tool call over MCP is the run POST /v1/runs makes: the same records, the same wait for
+    a person, the same resume; and a client that hangs up on a call leaves nothing behind
+    (under the sanitizers: the deferred answer's reshape state freed once). The MCP client
+    itself is tested in tests/mcp."""
+    w = World(tmp)
+    try:
+        w.template("refund", REFUND, ["shop.orders", "shop.refund"],
+                   schema={"type": "object", "properties": {"amount": {"maximum": 50}}})
+        w.template("nap", "return await shop.slow(input.ms)", ["shop.slow"])
+        r = mcp_call(w, "refund", {"amount": 7})
+        check("isError" not in r and r["structuredContent"]["status"] == "awaiting_approval",
+              "waiting: %r" % r)
+        run_id, apr = r["structuredContent"]["run"], r["structuredContent"]["approvals"][0]
+        check(run_id in r["content"][0]["text"] and apr in r["content"][0]["text"], "%r" % r)
+        st, rest = w.run({"template": "refund", "input": {"amount": 7}}, want=202)
+        # the same records, with the same members, as a run started with POST /v1/runs
+        for action in ("run.start", "approval.request", "run.wait"):
+            got = [r for r in audit_rows(w.dir, action) if r["subject"] in (run_id, apr)]
+            want = [r for r in audit_rows(w.dir, action) if r["subject"] in
+                    (rest["id"], rest["approvals"][0])]
+            check(len(got) == 1 and len(want) == 1 and
+                  set(got[0]["details"]) == set(want[0]["details"]) and
+                  got[0]["actor"] == want[0]["actor"], "%s: %r vs %r" % (action, got, want))
+        w.ok("POST", "/v1/approvals/%s/approve" % apr, {"comment": "ok"}, w.keys["bob"])
+        w.until(run_id, ("completed",))
+        g = mcp_call(w, "get_run", {"run": run_id})
+        check(g["structuredContent"] == {"run": run_id, "status": "completed",
+                                         "value": {"first": "o-1",
+                                                   "refund": {"refunded": "o-1", "amount": 7}}},
+              "get_run: %r" % g)
+        # an input against the schema: an error result naming the field, no run
+        bad = mcp_call(w, "refund", {"amount": 70})
+        check(bad.get("isError") is True and "/amount" in bad["content"][0]["text"], "%r" % bad)
+        # another department's agent has no such tool
+        other = w.ok("POST", "/v1/mcp", {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                         "params": {"name": "refund", "arguments": {}}},
+                     w.keys["agent-9"])
+        check(other["error"]["code"] == -32602, "agent-9: %r" % other)
+        # a client that hangs up while its call runs: the run still ends, recorded
+        conn = http.client.HTTPConnection("127.0.0.1", w.s.port, timeout=HANG)
+        body = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                           "params": {"name": "nap", "arguments": {"ms": 300}}})
+        conn.request("POST", "/v1/mcp", body=body, headers={
+            "Authorization": "Bearer " + w.keys["agent-7"], "Content-Type": "application/json"})
+        conn.close()
+        deadline = time.monotonic() + HANG
+        while True:
+            naps = w.ok("GET", "/v1/runs?template=nap", None, w.admin)
+            if naps and naps[0]["status"] == "completed":
+                break
+            check(time.monotonic() < deadline, "the abandoned call's run: %r" % naps)
+            time.sleep(0.02)
+        check(w.ok("POST", "/v1/mcp", {"jsonrpc": "2.0", "id": 4, "method": "ping"},
+                   w.keys["agent-7"]) == {"jsonrpc": "2.0", "id": 4, "result": {}}, "ping after")
     finally:
         w.close()
 

@@ -523,6 +523,8 @@ EXPECT = {
     ("GET", "/v1/approvals"): {"approver", "auditor", "admin"},
     ("POST", "/v1/approvals/{id}/approve"): ("dept", {"approver"}, set()),
     ("POST", "/v1/approvals/{id}/deny"): ("dept", {"approver"}, set()),
+    # MCP (docs/mcp.md): an agent's; the probe is a ping
+    ("POST", "/v1/mcp"): {"agent"},
     ("GET", "/v1/openapi.json"): "public",
     ("GET", "/metrics"): "public",
     # the web UI (src/server/ui.c): every page and asset is public; what a page shows comes
@@ -581,6 +583,7 @@ def probe(method, path, where):
         ("POST", "/v1/connectors"): connector_body("c_" + dept, dept),
         # version 2 is a draft: an allowed agent gets 409 and no run starts
         ("POST", "/v1/runs"): {"template": "tpl-" + dept, "version": 2},
+        ("POST", "/v1/mcp"): {"jsonrpc": "2.0", "id": 1, "method": "ping"},
     }.get((method, path))
     return concrete, body
 
