@@ -595,8 +595,10 @@ def kill9(a, tmp):
                 check(acts.get("run.wait") and apr and all(
                     subj.get(x, {}).get("approval.request") for x in apr),
                     "run %s: no run.wait or approval.request" % run_id)
-                if any(x in decided for x in apr):
-                    # approved before the kill: resumed, and then completed or abandoned
+                # approved before the kill (an approval whose answer the kill cut off counts:
+                # its approval.approve record says it was decided): resumed, and then
+                # completed or abandoned
+                if any(x in decided or subj.get(x, {}).get("approval.approve") for x in apr):
                     check((now == "completed" and len(acts.get("run.end", ())) == 1) or
                           run_id in abandoned, "run %s approved before the kill is now %s" %
                           (run_id, now))
