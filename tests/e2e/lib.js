@@ -1,4 +1,4 @@
-// lib.js - what the browser tests share (and tests/mcp, which has no browser): airlockd on a
+// lib.js - what the browser tests share (and tests/mcp and js/test, which have no browser): airlockd on a
 // free port in a fresh folder, the shop connector (tests/integration/hosts/shop_connector.py), a
 // small API client, the world of principals the tests act as, Debian's chromium through
 // playwright-core kept off the network, sign-in, screenshots and a check that no page broke the
