@@ -1,8 +1,8 @@
-// lib.js - what the browser tests share (and tests/mcp and js/test, which have no browser): airlockd on a
-// free port in a fresh folder, the shop connector (tests/integration/hosts/shop_connector.py), a
-// small API client, the world of principals the tests act as, Debian's chromium through
-// playwright-core kept off the network, sign-in, screenshots and a check that no page broke the
-// CSP or threw.
+// lib.js - what the browser tests share (and tests/mcp and js/test, which have no browser):
+// airlockd on a free port in a fresh folder, the shop connector
+// (tests/integration/hosts/shop_connector.py), a small API client, the world of principals the
+// tests act as, Debian's chromium through playwright-core kept off the network, sign-in,
+// screenshots and a check that no page broke the CSP or threw.
 //
 // Environment (set by tests/e2e/CMakeLists.txt): AIRLOCKD (the binary), AIRLOCK_E2E_DEPS (the
 // folder holding node_modules/playwright-core), AIRLOCK_E2E_SHOTS (where screenshots go),
