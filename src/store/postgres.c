@@ -38,9 +38,9 @@
 #define PG_CHECKPOINT_EVERY 1000 /* records */
 #define PG_LINE_MAX         ((size_t)1 << 20)
 #define PG_STMT_CACHE       96 /* more than the distinct statements of this file */
-#define PG_AUDIT_LOCK       "7310313582143337985"  /* pg_advisory_xact_lock key of audit appends */
-#define PG_MIGRATE_LOCK     "7310313582143337986"  /* ... and of migrations */
-#define PG_CONNECT_TIMEOUT  "10"                   /* seconds, unless the URL says otherwise */
+#define PG_AUDIT_LOCK       "7310313582143337985" /* pg_advisory_xact_lock key of audit appends */
+#define PG_MIGRATE_LOCK     "7310313582143337986" /* ... and of migrations */
+#define PG_CONNECT_TIMEOUT  "10"                  /* seconds, unless the URL says otherwise */
 
 /* A statement prepared on this connection as "s<n>"; sql is the caller's literal. */
 struct pg_cached {
@@ -134,8 +134,8 @@ static enum store_rc pg_ready(struct pg_store *st)
  * hands back its result on success (the caller PQclears it). An error of integrity class 23
  * (a constraint) is a CONFLICT, as on SQLite. */
 static enum store_rc pg_exec_full(struct pg_store *st, const char *sql, int n,
-                                  const char *const *values, const int *lengths,
-                                  const int *formats, PGresult **ret_res)
+                                  const char *const *values, const int *lengths, const int *formats,
+                                  PGresult **ret_res)
 {
     struct pg_cached *c = NULL;
     PGresult *res = NULL;
@@ -187,8 +187,8 @@ static enum store_rc pg_query(struct pg_store *st, const char *sql, int n,
 }
 
 /* Runs a statement for its effect; *ret_changes (may be NULL) gets the rows it touched. */
-static enum store_rc pg_exec(struct pg_store *st, const char *sql, int n,
-                             const char *const *values, int64_t *ret_changes)
+static enum store_rc pg_exec(struct pg_store *st, const char *sql, int n, const char *const *values,
+                             int64_t *ret_changes)
 {
     PGresult *res = NULL;
     enum store_rc rc = pg_query(st, sql, n, values, &res);
@@ -224,9 +224,8 @@ typedef int pg_row_fn(const PGresult *res, int row, void *fn, void *userdata);
 
 /* Runs sql and hands each row to fn through `each`, until one returns non-zero; NOT_FOUND
  * when `one` and no row came. */
-static enum store_rc pg_walk(struct pg_store *st, const char *sql, int n,
-                             const char *const *values, int one, pg_row_fn *each, void *fn,
-                             void *userdata)
+static enum store_rc pg_walk(struct pg_store *st, const char *sql, int n, const char *const *values,
+                             int one, pg_row_fn *each, void *fn, void *userdata)
 {
     PGresult *res = NULL;
     enum store_rc rc = pg_query(st, sql, n, values, &res);
@@ -367,14 +366,14 @@ static enum store_rc pg_principal_get(struct store *s, const char *name, store_p
                                       void *userdata)
 {
     const char *args[] = { name };
-    return pg_walk(pg_of(s), "SELECT name, kind, created FROM principals WHERE name = $1", 1,
-                   args, 1, pg_principal_each, (void *)fn, userdata);
+    return pg_walk(pg_of(s), "SELECT name, kind, created FROM principals WHERE name = $1", 1, args,
+                   1, pg_principal_each, (void *)fn, userdata);
 }
 
 static enum store_rc pg_principal_list(struct store *s, store_principal_fn *fn, void *userdata)
 {
-    return pg_walk(pg_of(s), "SELECT name, kind, created FROM principals ORDER BY name", 0, NULL,
-                   0, pg_principal_each, (void *)fn, userdata);
+    return pg_walk(pg_of(s), "SELECT name, kind, created FROM principals ORDER BY name", 0, NULL, 0,
+                   pg_principal_each, (void *)fn, userdata);
 }
 
 static enum store_rc pg_principal_exists(struct pg_store *st, const char *name)
@@ -575,9 +574,9 @@ static enum store_rc pg_audit_head(struct pg_store *st, int64_t *ret_seq,
                                    char ret_hash[AUDIT_HASH_HEX_LEN + 1], int *ret_checkpoint)
 {
     PGresult *res = NULL;
-    enum store_rc rc = pg_query(
-            st, "SELECT seq, hash, action, details FROM audit ORDER BY seq DESC LIMIT 1", 0, NULL,
-            &res);
+    enum store_rc rc =
+            pg_query(st, "SELECT seq, hash, action, details FROM audit ORDER BY seq DESC LIMIT 1",
+                     0, NULL, &res);
     if (rc != STORE_OK) {
         return rc;
     }
@@ -634,8 +633,8 @@ static enum store_rc pg_audit_insert(struct pg_store *st, const char *actor, con
         goto out;
     }
     snprintf(seq, sizeof seq, "%" PRId64, last + 1);
-    const char *args[] = { seq,          now,  actor, action,   subject, department,
-                           details_json, prev, hash,  line.data };
+    const char *args[] = { seq,        now,          actor, action, subject,
+                           department, details_json, prev,  hash,   line.data };
     rc = pg_exec(st,
                  "INSERT INTO audit(seq, time, actor, action, subject, department, details, prev, "
                  "hash, line) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
@@ -674,8 +673,8 @@ static enum store_rc pg_audit_sign(struct pg_store *st, int64_t seq, const char 
     return STORE_OK;
 }
 
-static enum store_rc pg_audit_append_checkpoint(struct pg_store *st, int64_t seq,
-                                                const char *hash, struct store_checkpoint *ret)
+static enum store_rc pg_audit_append_checkpoint(struct pg_store *st, int64_t seq, const char *hash,
+                                                struct store_checkpoint *ret)
 {
     char cp_hash[AUDIT_HASH_HEX_LEN + 1];
     int64_t cp_seq = 0;
@@ -792,12 +791,17 @@ static enum store_rc pg_audit_checkpoint(struct store *s, int append, struct sto
 
 static int pg_audit_each(const PGresult *res, int row, void *fn, void *userdata)
 {
-    struct store_audit a = { pg_int(res, row, 0),    pg_col(res, row, 1), pg_col(res, row, 2),
-                             pg_col(res, row, 3),    pg_col(res, row, 4), pg_col(res, row, 5),
-                             pg_col(res, row, 6),    pg_col(res, row, 7), pg_col(res, row, 8),
+    struct store_audit a = { pg_int(res, row, 0), pg_col(res, row, 1), pg_col(res, row, 2),
+                             pg_col(res, row, 3), pg_col(res, row, 4), pg_col(res, row, 5),
+                             pg_col(res, row, 6), pg_col(res, row, 7), pg_col(res, row, 8),
                              pg_col(res, row, 9) };
     return ((store_audit_fn *)fn)(userdata, &a);
 }
+
+/* libpq holds a whole result in memory, and a record may be most of a MiB (a version's source):
+ * records are read this many at a time, so that a walk its callback ends early (a page of the
+ * export, cut at its size) holds a few of them, not a page of 256. */
+#define PG_AUDIT_CHUNK 4
 
 static enum store_rc pg_audit_search(struct store *s, int64_t after_seq, int64_t limit,
                                      const struct store_audit_filter *filter, store_audit_fn *fn,
@@ -805,19 +809,41 @@ static enum store_rc pg_audit_search(struct store *s, int64_t after_seq, int64_t
 {
     static const struct store_audit_filter none = { NULL, NULL, NULL };
     const struct store_audit_filter *f = filter ? filter : &none;
-    char after[24];
-    char max[24];
-    snprintf(after, sizeof after, "%" PRId64, after_seq);
-    snprintf(max, sizeof max, "%" PRId64, limit < 0 ? 0 : limit);
-    const char *args[] = { f->action, f->run, f->template_name, after, max };
-    /* details is always a JSON object (audit_append checks it); json, not jsonb, takes any */
-    return pg_walk(pg_of(s),
-                   "SELECT seq, time, actor, action, subject, department, details, prev, hash, "
-                   "line FROM audit WHERE seq > $4::bigint AND ($1::text IS NULL OR action = $1) "
-                   "AND ($2::text IS NULL OR subject = $2 OR details::json ->> 'run' = $2) "
-                   "AND ($3::text IS NULL OR subject = $3 OR details::json ->> 'template' = $3) "
-                   "ORDER BY seq LIMIT $5::bigint",
-                   5, args, 0, pg_audit_each, (void *)fn, userdata);
+    struct pg_store *st = pg_of(s);
+    int64_t done = 0;
+    int stopped = 0;
+    while (!stopped && done < limit) {
+        char after[24];
+        char max[24];
+        int64_t want = limit - done < PG_AUDIT_CHUNK ? limit - done : PG_AUDIT_CHUNK;
+        PGresult *res = NULL;
+        snprintf(after, sizeof after, "%" PRId64, after_seq);
+        snprintf(max, sizeof max, "%" PRId64, want);
+        const char *args[] = { f->action, f->run, f->template_name, after, max };
+        /* details is always a JSON object (audit_append checks it); json, not jsonb, takes any */
+        enum store_rc rc = pg_query(
+                st,
+                "SELECT seq, time, actor, action, subject, department, details, prev, hash, line "
+                "FROM audit WHERE seq > $4::bigint AND ($1::text IS NULL OR action = $1) "
+                "AND ($2::text IS NULL OR subject = $2 OR details::json ->> 'run' = $2) "
+                "AND ($3::text IS NULL OR subject = $3 OR details::json ->> 'template' = $3) "
+                "ORDER BY seq LIMIT $5::bigint",
+                5, args, &res);
+        if (rc != STORE_OK) {
+            return rc;
+        }
+        int rows = PQntuples(res);
+        for (int i = 0; i < rows && !stopped; i++) {
+            after_seq = pg_int(res, i, 0);
+            stopped = pg_audit_each(res, i, (void *)fn, userdata) != 0;
+        }
+        PQclear(res);
+        done += rows;
+        if (rows < want) {
+            break;
+        }
+    }
+    return STORE_OK;
 }
 
 static enum store_rc pg_audit_list(struct store *s, int64_t after_seq, int64_t limit,
@@ -829,8 +855,7 @@ static enum store_rc pg_audit_list(struct store *s, int64_t after_seq, int64_t l
 static enum store_rc pg_audit_last_seq(struct store *s, int64_t *ret_seq)
 {
     PGresult *res = NULL;
-    enum store_rc rc =
-            pg_query(pg_of(s), "SELECT coalesce(max(seq), 0) FROM audit", 0, NULL, &res);
+    enum store_rc rc = pg_query(pg_of(s), "SELECT coalesce(max(seq), 0) FROM audit", 0, NULL, &res);
     if (rc == STORE_OK) {
         *ret_seq = pg_int(res, 0, 0);
     }
@@ -893,9 +918,8 @@ static enum store_rc pg_version_create(struct store *s, const struct store_versi
     char now[32];
     pg_now(now);
     PGresult *res = NULL;
-    const char *args[] = { v->template_name, v->source, v->language, v->input_schema,
-                           v->functions,     v->autonomy, v->limits,  v->digest,
-                           v->author,        now };
+    const char *args[] = { v->template_name, v->source, v->language, v->input_schema, v->functions,
+                           v->autonomy,      v->limits, v->digest,   v->author,       now };
     rc = pg_query(st,
                   "INSERT INTO versions(template, version, state, source, language, input_schema, "
                   "functions, autonomy, limits, digest, author, created) SELECT $1::text, "
@@ -967,22 +991,21 @@ static enum store_rc pg_version_get(struct store *s, const char *template_name, 
                        1, args, 1, pg_version_each, (void *)fn, userdata);
     }
     snprintf(num, sizeof num, "%" PRId64, version);
-    return pg_walk(pg_of(s), PG_VERSION_COLUMNS "WHERE v.template = $1 AND v.version = $2", 2,
-                   args, 1, pg_version_each, (void *)fn, userdata);
+    return pg_walk(pg_of(s), PG_VERSION_COLUMNS "WHERE v.template = $1 AND v.version = $2", 2, args,
+                   1, pg_version_each, (void *)fn, userdata);
 }
 
 static enum store_rc pg_version_list(struct store *s, const char *template_name,
                                      store_version_fn *fn, void *userdata)
 {
     const char *args[] = { template_name };
-    return pg_walk(pg_of(s), PG_VERSION_COLUMNS "WHERE v.template = $1 ORDER BY v.version", 1,
-                   args, 0, pg_version_each, (void *)fn, userdata);
+    return pg_walk(pg_of(s), PG_VERSION_COLUMNS "WHERE v.template = $1 ORDER BY v.version", 1, args,
+                   0, pg_version_each, (void *)fn, userdata);
 }
 
 static enum store_rc pg_version_set_state(struct store *s, const char *template_name,
                                           int64_t version, const char *from_state,
-                                          const char *to_state, const char *by,
-                                          const char *comment)
+                                          const char *to_state, const char *by, const char *comment)
 {
     struct pg_store *st = pg_of(s);
     /* the columns come from this table, never from the caller; a submission keeps no comment,
@@ -1013,8 +1036,8 @@ static enum store_rc pg_version_set_state(struct store *s, const char *template_
     pg_now(now);
     snprintf(num, sizeof num, "%" PRId64, version);
     const char *args[] = { to_state, now, by, template_name, num, from_state, comment };
-    enum store_rc rc = pg_exec(st, text, strcmp(to_state, "submitted") == 0 ? 6 : 7, args,
-                               &changes);
+    enum store_rc rc =
+            pg_exec(st, text, strcmp(to_state, "submitted") == 0 ? 6 : 7, args, &changes);
     if (rc != STORE_OK || changes > 0) {
         return rc == STORE_CONFLICT ? pg_fail_text(st, "version state", "constraint") : rc;
     }
@@ -1243,8 +1266,8 @@ static enum store_rc pg_approval_get(struct store *s, const char *id, store_appr
                                      void *userdata)
 {
     const char *args[] = { id };
-    return pg_walk(pg_of(s), "SELECT " PG_APPROVAL_COLUMNS " FROM approvals WHERE id = $1", 1,
-                   args, 1, pg_approval_each, (void *)fn, userdata);
+    return pg_walk(pg_of(s), "SELECT " PG_APPROVAL_COLUMNS " FROM approvals WHERE id = $1", 1, args,
+                   1, pg_approval_each, (void *)fn, userdata);
 }
 
 static enum store_rc pg_approval_list(struct store *s, const char *run, const char *status,
@@ -1297,9 +1320,11 @@ static enum store_rc pg_connector_create(struct store *s, const struct store_con
     char timeout[24];
     pg_now(now);
     snprintf(timeout, sizeof timeout, "%" PRId64, c->timeout_ms);
-    const char *args[] = { c->name,           c->department,   c->url,       c->signing_secret_sealed,
-                           c->headers_sealed, c->header_names, c->functions, now,
-                           c->created_by,     timeout };
+    const char *args[] = {
+        c->name,           c->department,   c->url,       c->signing_secret_sealed,
+        c->headers_sealed, c->header_names, c->functions, now,
+        c->created_by,     timeout
+    };
     return pg_insert(st,
                      "INSERT INTO connectors(name, department, url, signing_secret, headers, "
                      "header_names, functions, created, created_by, timeout_ms) VALUES ($1, $2, "
@@ -1444,8 +1469,8 @@ static enum store_rc pg_audit_chain_legacy(struct pg_store *st)
         }
         snprintf(seq, sizeof seq, "%" PRIu64, rec.seq);
         const char *args[] = { prev, hash, line.data, seq };
-        rc = pg_exec(st, "UPDATE audit SET prev = $1, hash = $2, line = $3 WHERE seq = $4", 4,
-                     args, NULL);
+        rc = pg_exec(st, "UPDATE audit SET prev = $1, hash = $2, line = $3 WHERE seq = $4", 4, args,
+                     NULL);
         if (rc != STORE_OK) {
             goto out;
         }
@@ -1525,8 +1550,8 @@ enum store_rc store_postgres_open(const char *url, struct store **ret_store, cha
     }
     st->base.ops = &pg_ops;
     /* Keywords after dbname override the URL's; those before it are defaults it may change. */
-    const char *const keys[] = { "connect_timeout", "application_name", "dbname",
-                                 "client_encoding", NULL };
+    const char *const keys[] = { "connect_timeout", "application_name", "dbname", "client_encoding",
+                                 NULL };
     const char *const values[] = { PG_CONNECT_TIMEOUT, "airlockd", url, "UTF8", NULL };
     st->conn = PQconnectdbParams(keys, values, 1);
     if (!st->conn) {

@@ -8,6 +8,8 @@
 #   pg_cluster.sh start DIR       start it again on the same port and socket
 #   pg_cluster.sh teardown DIR    stop it and remove DIR/data (fixture pg.stop)
 #   pg_cluster.sh env DIR CMD...  run CMD with AIRLOCK_TEST_DATABASE set to the cluster's URL
+#                                 (and AIRLOCK_TEST_PG_CLUSTER, AIRLOCK_TEST_PG_DIR: this script
+#                                 and DIR, for a test that stops and starts the cluster)
 #
 # The server never runs as root: as root (CI), it runs as the system user airlock-test, created
 # here if missing, which owns the data directory. It listens on no TCP address at all, only on a
@@ -106,7 +108,9 @@ env)
     shift 2
     [ -f "$dir/url" ] || { echo "pg_cluster: no cluster in $dir (the pg.start fixture)" >&2; exit 1; }
     AIRLOCK_TEST_DATABASE=$(state url)
-    export AIRLOCK_TEST_DATABASE
+    AIRLOCK_TEST_PG_CLUSTER=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+    AIRLOCK_TEST_PG_DIR=$dir
+    export AIRLOCK_TEST_DATABASE AIRLOCK_TEST_PG_CLUSTER AIRLOCK_TEST_PG_DIR
     exec "$@"
     ;;
 *)
