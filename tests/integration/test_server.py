@@ -488,6 +488,23 @@ def t_options_and_config(tmp):
     p = subprocess.run([AIRLOCKD, "--config", os.path.join(tmp, "missing.json")],
                        capture_output=True, timeout=HANG)
     check(p.returncode == 2, "missing config accepted")
+    # --database takes PostgreSQL's URLs only, and never echoes one (it may hold a password)
+    for argv in (["--database", "mysql://u:hunter2@db/x"], ["--database", "airlock.db"],
+                 ["--database"]):
+        p = subprocess.run([AIRLOCKD] + argv, capture_output=True, timeout=HANG)
+        check(p.returncode == 2 and b"usage:" in p.stderr and b"hunter2" not in p.stderr,
+              "%r: rc %d %r" % (argv, p.returncode, p.stderr))
+    with open(bad, "w") as f:
+        json.dump({"database": "sqlite:///srv/airlock.db"}, f)
+    p = subprocess.run([AIRLOCKD, "--config", bad], capture_output=True, timeout=HANG)
+    check(p.returncode == 2 and b"database" in p.stderr and b"/srv/airlock.db" not in p.stderr,
+          "bad database in config: %r" % p.stderr)
+    # a database that cannot be reached stops the start, with libpq's reason and no password
+    p = subprocess.run([AIRLOCKD, "--data-dir", os.path.join(tmp, "nodb"), "--database",
+                        "postgresql://u:hunter2@/airlock?host=%s" % os.path.join(tmp, "nowhere")],
+                       capture_output=True, timeout=HANG)
+    check(p.returncode == 1 and b"postgres: cannot connect" in p.stderr and
+          b"hunter2" not in p.stderr, "unreachable database: rc %d %r" % (p.returncode, p.stderr))
     good = os.path.join(tmp, "good.json")
     d = os.path.join(tmp, "cfgvar")
     with open(good, "w") as f:
