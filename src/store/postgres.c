@@ -40,7 +40,7 @@
 #define PG_STMT_CACHE       96 /* more than the distinct statements of this file */
 #define PG_AUDIT_LOCK       "7310313582143337985" /* pg_advisory_xact_lock key of audit appends */
 #define PG_MIGRATE_LOCK     "7310313582143337986" /* ... and of migrations */
-#define PG_CONNECT_TIMEOUT  "10"                  /* seconds, unless the URL says otherwise */
+#define PG_RUN_CHUNK        64                    /* runs read per query of run_list */
 
 /* A statement prepared on this connection as "s<n>"; sql is the caller's literal. */
 struct pg_cached {
@@ -55,6 +55,7 @@ struct pg_store {
     int cached;
     unsigned next_name;
     int in_tx;           /* between tx_begin and tx_commit / tx_rollback */
+    int need_session;    /* a reset connection whose pg_session has not yet succeeded */
     EVP_PKEY *audit_key; /* owned reference; NULL: no checkpoints */
     char errmsg[STORE_ERRMSG_MAX];
 };
@@ -115,6 +116,10 @@ static enum store_rc pg_session(struct pg_store *st)
 static enum store_rc pg_ready(struct pg_store *st)
 {
     if (PQstatus(st->conn) == CONNECTION_OK) {
+        if (st->need_session && pg_session(st) != STORE_OK) {
+            return STORE_ERROR;
+        }
+        st->need_session = 0;
         return STORE_OK;
     }
     if (st->in_tx) {
@@ -124,10 +129,15 @@ static enum store_rc pg_ready(struct pg_store *st)
     }
     PQreset(st->conn);
     st->cached = 0; /* the new session has none of the statements */
+    st->need_session = 1;
     if (PQstatus(st->conn) != CONNECTION_OK) {
         return pg_fail(st, "cannot reconnect");
     }
-    return pg_session(st);
+    if (pg_session(st) != STORE_OK) {
+        return STORE_ERROR;
+    }
+    st->need_session = 0;
+    return STORE_OK;
 }
 
 /* Runs sql with n parameters (text unless formats says binary; a NULL value binds NULL) and
@@ -1112,18 +1122,42 @@ static enum store_rc pg_run_get(struct store *s, const char *id, store_run_fn *f
                    pg_run_each, (void *)fn, userdata);
 }
 
+/* In chunks of PG_RUN_CHUNK by seq (libpq holds a whole result: every run ever, with its input
+ * and outcome, is what airlockd's start walks), each one a result a callback may nest a call in. */
 static enum store_rc pg_run_list(struct store *s, const struct store_run_filter *f,
                                  store_run_fn *fn, void *userdata)
 {
-    char after[24];
-    snprintf(after, sizeof after, "%" PRId64, f ? f->after_seq : 0);
-    const char *args[] = { after, f ? f->template_name : NULL, f ? f->status : NULL,
-                           f ? f->principal : NULL };
-    return pg_walk(pg_of(s),
-                   "SELECT " PG_RUN_COLUMNS " FROM runs WHERE seq > $1::bigint "
-                   "AND ($2::text IS NULL OR template = $2) AND ($3::text IS NULL OR status = $3) "
-                   "AND ($4::text IS NULL OR principal = $4) ORDER BY seq",
-                   4, args, 0, pg_run_each, (void *)fn, userdata);
+    int64_t after_seq = f ? f->after_seq : 0;
+    int stopped = 0;
+    while (!stopped) {
+        char after[24];
+        char chunk[24];
+        PGresult *res = NULL;
+        snprintf(after, sizeof after, "%" PRId64, after_seq);
+        snprintf(chunk, sizeof chunk, "%d", PG_RUN_CHUNK);
+        const char *args[] = { after, f ? f->template_name : NULL, f ? f->status : NULL,
+                               f ? f->principal : NULL, chunk };
+        enum store_rc rc = pg_query(pg_of(s),
+                                    "SELECT " PG_RUN_COLUMNS " FROM runs WHERE seq > $1::bigint "
+                                    "AND ($2::text IS NULL OR template = $2) "
+                                    "AND ($3::text IS NULL OR status = $3) "
+                                    "AND ($4::text IS NULL OR principal = $4) ORDER BY seq "
+                                    "LIMIT $5::bigint",
+                                    5, args, &res);
+        if (rc != STORE_OK) {
+            return rc;
+        }
+        int rows = PQntuples(res);
+        for (int i = 0; i < rows && !stopped; i++) {
+            after_seq = pg_int(res, i, 0);
+            stopped = pg_run_each(res, i, (void *)fn, userdata) != 0;
+        }
+        PQclear(res);
+        if (rows < PG_RUN_CHUNK) {
+            break;
+        }
+    }
+    return STORE_OK;
 }
 
 /* STORE_OK when a statement changed a row; else NOT_FOUND or CONFLICT, whichever `exists`
@@ -1549,10 +1583,13 @@ enum store_rc store_postgres_open(const char *url, struct store **ret_store, cha
         return STORE_ERROR;
     }
     st->base.ops = &pg_ops;
-    /* Keywords after dbname override the URL's; those before it are defaults it may change. */
-    const char *const keys[] = { "connect_timeout", "application_name", "dbname", "client_encoding",
-                                 NULL };
-    const char *const values[] = { PG_CONNECT_TIMEOUT, "airlockd", url, "UTF8", NULL };
+    /* Keywords after dbname override the URL's; those before it are defaults it may change:
+     * a server that stops answering over TCP is found dead within about 30 s (keepalives,
+     * tcp_user_timeout) instead of holding the store, and every request with it, for hours. */
+    const char *const keys[] = { "connect_timeout",  "keepalives_idle",  "keepalives_interval",
+                                 "keepalives_count", "tcp_user_timeout", "application_name",
+                                 "dbname",           "client_encoding",  NULL };
+    const char *const values[] = { "10", "10", "5", "3", "30000", "airlockd", url, "UTF8", NULL };
     st->conn = PQconnectdbParams(keys, values, 1);
     if (!st->conn) {
         snprintf(st->errmsg, sizeof st->errmsg, "postgres: out of memory");

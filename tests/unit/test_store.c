@@ -682,6 +682,128 @@ static void test_store_connectors(void **state)
     assert_int_equal(s->ops->connector_get(s, "gone", read_connector, &seen), STORE_NOT_FOUND);
 }
 
+static int walk_run_count(void *userdata, const struct store_run *r)
+{
+    return count_fn(userdata, r);
+}
+
+struct run_walk {
+    struct store *s;
+    int n;
+    int64_t last_seq;
+    int ordered;
+    int stop_at; /* the callback stops the walk at this many; 0: never */
+    int nested;  /* run_get from inside the callback found its run */
+};
+
+static int walk_run(void *userdata, const struct store_run *r)
+{
+    struct run_walk *w = userdata;
+    int n = 0;
+    w->ordered &= r->seq > w->last_seq;
+    w->last_seq = r->seq;
+    w->n++;
+    if (w->s && w->s->ops->run_get(w->s, r->id, walk_run_count, &n) == STORE_OK && n == 1) {
+        w->nested++;
+    }
+    return w->stop_at && w->n >= w->stop_at;
+}
+
+static int count_approval(void *userdata, const struct store_approval *a)
+{
+    return count_fn(userdata, a);
+}
+
+/* Runs in seq order over many (more than a PostgreSQL chunk), filtered, from a cursor, stopped by
+ * the callback, with a nested call; status moves conditional on the status they leave; a
+ * continuation is taken once; approvals are decided once. */
+static void test_store_runs_and_approvals(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    char id[32];
+    char *token = NULL;
+    int n = 0;
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    for (int i = 0; i < 150; i++) {
+        snprintf(id, sizeof id, "run_%03d", i);
+        struct store_run r = { .id = id,
+                               .template_name = i % 3 ? "t" : "",
+                               .version = i % 3 ? 1 : 0,
+                               .department = "finance",
+                               .principal = i % 2 ? "agent" : "bob",
+                               .status = "running",
+                               .input = "{}",
+                               .source = i % 3 ? NULL : "return 1",
+                               .language = "js",
+                               .functions = "[]" };
+        assert_int_equal(s->ops->run_create(s, &r), STORE_OK);
+        assert_int_equal(s->ops->run_create(s, &r), STORE_CONFLICT);
+    }
+    assert_int_equal(s->ops->tx_commit(s), STORE_OK);
+    struct run_walk w = { s, 0, 0, 1, 0, 0 };
+    assert_int_equal(s->ops->run_list(s, NULL, walk_run, &w), STORE_OK);
+    assert_int_equal(w.n, 150);
+    assert_true(w.ordered);
+    assert_int_equal(w.nested, 150);
+    struct store_run_filter agents = { .template_name = "t", .principal = "agent" };
+    w = (struct run_walk){ NULL, 0, 0, 1, 0, 0 };
+    assert_int_equal(s->ops->run_list(s, &agents, walk_run, &w), STORE_OK);
+    assert_int_equal(w.n, 50); /* odd i, not a multiple of 3 */
+    struct store_run_filter later = { .after_seq = w.last_seq };
+    int64_t cursor = w.last_seq;
+    w = (struct run_walk){ NULL, 0, cursor, 1, 0, 0 };
+    assert_int_equal(s->ops->run_list(s, &later, walk_run, &w), STORE_OK);
+    assert_true(w.ordered && w.n < 150);
+    w = (struct run_walk){ NULL, 0, 0, 1, 70, 0 };
+    assert_int_equal(s->ops->run_list(s, NULL, walk_run, &w), STORE_OK);
+    assert_int_equal(w.n, 70);
+
+    assert_int_equal(s->ops->run_set_status(s, "run_001", "queued|running", "awaiting_approval",
+                                            "{\"x\":1}"),
+                     STORE_OK);
+    assert_int_equal(s->ops->run_set_status(s, "run_001", "queued|running", "completed", NULL),
+                     STORE_CONFLICT);
+    assert_int_equal(s->ops->run_set_status(s, "nope", "running", "completed", NULL),
+                     STORE_NOT_FOUND);
+    assert_int_equal(s->ops->run_take_continuation(s, "run_001", &token), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->run_set_continuation(s, "run_001", "tok"), STORE_OK);
+    assert_int_equal(s->ops->run_set_continuation(s, "nope", "tok"), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->run_take_continuation(s, "run_001", &token), STORE_OK);
+    assert_string_equal(token, "tok");
+    free(token);
+    token = NULL;
+    assert_int_equal(s->ops->run_take_continuation(s, "run_001", &token), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->tx_commit(s), STORE_OK);
+
+    struct store_approval a = { .id = "apr_1",
+                                .run = "run_001",
+                                .kind = "host_call",
+                                .interruption = "int_1",
+                                .function = "shop.refund",
+                                .args = "[1]",
+                                .requested_by = "agent",
+                                .department = "finance",
+                                .template_name = "t",
+                                .version = 1 };
+    assert_int_equal(s->ops->approval_create(s, &a), STORE_OK);
+    assert_int_equal(s->ops->approval_create(s, &a), STORE_CONFLICT);
+    a.id = "apr_2";
+    a.template_name = "";
+    assert_int_equal(s->ops->approval_create(s, &a), STORE_OK);
+    assert_int_equal(s->ops->approval_list(s, "run_001", "pending", count_approval, &n), STORE_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(s->ops->approval_decide(s, "apr_1", "approved", "carol", "ok"), STORE_OK);
+    assert_int_equal(s->ops->approval_decide(s, "apr_1", "denied", "carol", NULL), STORE_CONFLICT);
+    assert_int_equal(s->ops->approval_decide(s, "apr_9", "denied", "carol", NULL), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->approval_consume(s, "run_001"), STORE_OK);
+    n = 0;
+    assert_int_equal(s->ops->approval_list(s, NULL, "pending", count_approval, &n), STORE_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(s->ops->approval_get(s, "apr_9", count_approval, &n), STORE_NOT_FOUND);
+}
+
 /* Metrics */
 static void test_store_audit_head_is_last_seq(void **state)
 {
@@ -900,6 +1022,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_templates_and_versions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_versions_roll_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_connectors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_runs_and_approvals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_audit_head_is_last_seq, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_statements_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_unsynced_commit_then_sync, setup, teardown),
