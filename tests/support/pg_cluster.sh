@@ -62,8 +62,11 @@ setup)
     fi
     base=$dir
     # The owner must reach DIR; a build folder it cannot traverse gets one in /tmp instead.
+    : >"$dir/scratch" # what teardown removes besides DIR/cluster
     if [ "$(id -u)" -eq 0 ] && ! runuser -u "$user" -- test -x "$dir"; then
         base=$(mktemp -d /tmp/airlock-pg.XXXXXX)
+        chown "$user" "$base"
+        echo "$base" >>"$dir/scratch"
     fi
     rm -rf "$base/cluster"
     mkdir -p "$base/cluster/data" "$base/cluster/sock"
@@ -74,6 +77,7 @@ setup)
     # a Unix socket's path has at most 107 bytes
     if [ ${#sockdir} -gt 90 ]; then
         sockdir=$(mktemp -d /tmp/airlock-pgsock.XXXXXX)
+        echo "$sockdir" >>"$dir/scratch"
         [ "$(id -u)" -eq 0 ] && chown "$user" "$sockdir"
     fi
     echo "$base/cluster/data" >"$dir/datadir"
@@ -102,7 +106,10 @@ teardown)
     pg_stop
     datadir=$(cat "$dir/datadir" 2>/dev/null || true)
     [ -n "$datadir" ] && rm -rf "$(dirname "$datadir")"
-    rm -f "$dir/datadir" "$dir/port" "$dir/sockdir" "$dir/url"
+    if [ -f "$dir/scratch" ]; then
+        while read -r d; do rm -rf "$d"; done <"$dir/scratch"
+    fi
+    rm -f "$dir/datadir" "$dir/port" "$dir/sockdir" "$dir/url" "$dir/scratch"
     ;;
 env)
     shift 2
