@@ -22,6 +22,7 @@
 /* clang-format on */
 
 #include <libpq-fe.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -139,7 +140,7 @@ static int teardown(void **state)
     }
     if (pg_base) {
         char sql[128];
-        snprintf(sql, sizeof sql, "DROP DATABASE %s", f->db);
+        snprintf(sql, sizeof sql, "DROP DATABASE %s WITH (FORCE)", f->db);
         assert_int_equal(raw_exec(f, 1, sql), 0);
     }
     const char *suffixes[] = { "", "-wal", "-shm" };
@@ -868,6 +869,54 @@ static void test_store_unsynced_commit_then_sync(void **state)
 }
 
 static int count_template(void *userdata, const struct store_template *t);
+static int check_chain(void *userdata, const struct store_audit *a);
+
+struct appender {
+    struct store *s;
+    int failed;
+};
+
+static void *append_many(void *arg)
+{
+    struct appender *a = arg;
+    for (int i = 0; i < 300 && !a->failed; i++) {
+        /* alternately alone and inside a transaction with another change */
+        int tx = i % 2;
+        a->failed |= tx && a->s->ops->tx_begin(a->s) != STORE_OK;
+        a->failed |=
+                a->s->ops->audit_append(a->s, "admin", "x.y", NULL, NULL, "{}", NULL) != STORE_OK;
+        a->failed |= tx && a->s->ops->tx_commit(a->s) != STORE_OK;
+    }
+    return NULL;
+}
+
+/* PostgreSQL only (the back end several nodes share): appends from several connections at once,
+ * each its own store as each node has, still make one chain without a gap or a fork. */
+static void test_store_postgres_one_chain_across_connections(void **state)
+{
+    struct fixture *f = *state;
+    struct appender a[3] = { { f->s, 0 }, { NULL, 0 }, { NULL, 0 } };
+    pthread_t threads[3];
+    char err[STORE_ERRMSG_MAX];
+    struct chain c;
+    for (int i = 1; i < 3; i++) {
+        assert_int_equal(store_open(f, &a[i].s, err), STORE_OK);
+    }
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(pthread_create(&threads[i], NULL, append_many, &a[i]), 0);
+    }
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(pthread_join(threads[i], NULL), 0);
+        assert_false(a[i].failed);
+    }
+    for (int i = 1; i < 3; i++) {
+        a[i].s->ops->close(a[i].s);
+    }
+    memset(&c, 0, sizeof c);
+    memset(c.prev, '0', AUDIT_HASH_HEX_LEN);
+    assert_int_equal(f->s->ops->audit_list(f->s, 0, 5000, check_chain, &c), STORE_OK);
+    assert_int_equal(c.n, 900);
+}
 
 /* PostgreSQL only (SQLite has no connection to lose): a connection the server ended is reset at
  * the next call; inside a transaction the calls fail until tx_rollback, and only then reset. */
@@ -1031,6 +1080,8 @@ int main(void)
     /* what only PostgreSQL has: a connection to lose */
     const struct CMUnitTest postgres_tests[] = {
         cmocka_unit_test_setup_teardown(test_store_postgres_reconnects, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_postgres_one_chain_across_connections, setup,
+                                        teardown),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     if (pg_base) {
