@@ -173,6 +173,9 @@ AL_API void al_call_return(struct al_call *call, const char *json, size_t len);
 /* Completes the call by throwing: the guest sees an Error whose message is `message` (NULL:
  * "host function failed"); uncaught, the run fails with HOST_FUNCTION_ERROR. Frees the call. */
 AL_API void al_call_throw(struct al_call *call, const char *message);
+/* As al_call_throw, but the guest sees a TypeError: for arguments the host refuses by their
+ * type or shape before doing anything (NULL: "host function called with bad arguments"). */
+AL_API void al_call_throw_type_error(struct al_call *call, const char *message);
 
 /*
  * Completes the call by interrupting the run for a person's decision (docs/continuations.md).

@@ -110,6 +110,7 @@ _PROTOTYPES = {
     "al_call_cancelled": (c_int, [c_void_p]),
     "al_call_return": (None, [c_void_p, c_char_p, c_size_t]),
     "al_call_throw": (None, [c_void_p, c_char_p]),
+    "al_call_throw_type_error": (None, [c_void_p, c_char_p]),
     "al_call_interrupt": (None, [c_void_p, c_char_p, c_size_t]),
     "al_call_interruption_id": (c_char_p, [c_void_p]),
     "al_call_resume_payload": (c_void_p, [c_void_p, P_size_t]),

@@ -222,7 +222,10 @@ class _Call:
             self._finish(lib.al_call_interrupt, data, len(data))
             return
         msg = str(e) or type(e).__name__
-        self._finish(lib.al_call_throw, msg.encode("utf-8", "replace").replace(b"\0", b" "))
+        # a TypeError (also Python's own, for a call with the wrong number of arguments) is the
+        # guest's TypeError: the arguments were wrong, not the host
+        how = lib.al_call_throw_type_error if isinstance(e, TypeError) else lib.al_call_throw
+        self._finish(how, msg.encode("utf-8", "replace").replace(b"\0", b" "))
 
 
 class _Entry:

@@ -87,6 +87,26 @@ def test_host_raises(runner):
     assert r.value == "'k'"
 
 
+def test_host_type_error_is_the_guests(runner):
+    # raising TypeError, or being called with arguments the function cannot take, is a
+    # TypeError in the guest; any other exception an Error
+    def typed(amount):
+        if not isinstance(amount, int):
+            raise TypeError("amount must be an integer")
+        return amount
+
+    r = runner.run("const out = [];"
+                   "for (const a of [['x'], [1, 2]]) {"
+                   "  try { await shop.typed(...a) } catch (e) {"
+                   "    out.push([e instanceof TypeError, e.name, e.message]) } }"
+                   "return out", host={"shop.typed": typed})
+    assert r.value[0] == [True, "TypeError", "amount must be an integer"]
+    assert r.value[1][:2] == [True, "TypeError"] and "positional argument" in r.value[1][2]
+    r = runner.run("return await shop.typed('x')", host={"shop.typed": typed})
+    assert r.status == "failed" and r.error.code == "HOST_FUNCTION_ERROR"
+    assert r.error.name == "TypeError"
+
+
 def test_unencodable_answer_throws_in_guest(runner):
     r = runner.run("try { await py.f() } catch (e) { return e.message }",
                    host={"py.f": lambda: object()})

@@ -4,7 +4,8 @@
  * one co-process per run speaking JSON lines (host_process.c). Beside them: term.c (guest text
  * made safe for a terminal), suggest.c ("did you mean"), child_env.c (what those processes
  * inherit: never the continuation secrets). `airlock audit verify` (cmd_audit.c) checks an
- * audit export offline.
+ * audit export offline. client.c is the command as airlockd's client (client.h); template,
+ * runs and approvals (cmd_<group>.c) and `audit export` are built on it with client_cmd.c.
  */
 #ifndef AIRLOCK_CLI_H
 #define AIRLOCK_CLI_H
@@ -25,6 +26,9 @@ int cmd_run(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 int cmd_types(int argc, char **argv);
+int cmd_template(int argc, char **argv);
+int cmd_runs(int argc, char **argv);
+int cmd_approvals(int argc, char **argv);
 
 /* Prints "airlock: <message>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

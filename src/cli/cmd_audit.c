@@ -5,21 +5,38 @@
  * seq and why), 2 for usage errors or an unreadable file. Without --public-key the checkpoints
  * are checked against the key they carry, and the report says the key was not pinned: anyone
  * able to rewrite the file could also have re-signed it with a key of their own.
+ *
+ * `airlock audit export [--after SEQ] [-o FILE]` streams GET /v1/audit/export from airlockd as
+ * it arrives (constant memory for any size), so `airlock audit export | airlock audit verify -`
+ * checks the server's log end to end. The export route has no `after`: --after drops the
+ * records up to SEQ here, which makes the output the continuation of an export that ended at
+ * SEQ (appended to it, the whole file verifies).
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "audit.h"
 #include "buf.h"
 #include "cli.h"
+#include "client.h"
+#include "client_cmd.h"
 #include "json.h"
 
 static const char audit_usage[] =
         "usage: airlock audit verify FILE.jsonl [--public-key HEX] [--allow-unsealed] [--json]\n"
+        "       airlock audit export [--after SEQ] [-o FILE]\n"
+        "  export: airlockd's audit log (GET /v1/audit/export at $AIRLOCK_URL, key\n"
+        "  $AIRLOCK_KEY; admin or auditor) as JSON Lines on stdout or into FILE, ending with a\n"
+        "  signed checkpoint; --after SEQ leaves out the records up to SEQ (the rest of an\n"
+        "  export that ended there). `airlock audit export | airlock audit verify -` checks it.\n"
+        "  Exit status of export: 0 written, 1 refused or unreachable, 2 usage error.\n"
+        "verify:\n"
         "  checks an audit export (one record per line, docs/audit.md; FILE - reads stdin):\n"
         "  every record's hash, the prev links and seq order, every checkpoint's signature\n"
         "  --public-key HEX   the server's raw Ed25519 public key (64 hex digits); every\n"
@@ -175,15 +192,163 @@ out:
     return rc;
 }
 
+/* ------------------------------------------------------------------------------ export */
+
+struct audit_out {
+    FILE *f;
+    long long after; /* 0: every line */
+    struct buf line; /* with --after: the line being received */
+    unsigned long long records;
+};
+
+static int audit_put(struct audit_out *o, const char *data, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        o->records += data[i] == '\n';
+    }
+    if (fwrite(data, 1, len, o->f) != len) {
+        cli_error("audit export: cannot write: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* One whole line: kept when its seq is past --after. */
+static int audit_line(struct audit_out *o)
+{
+    struct json_doc *doc = NULL;
+    struct al_error err = { 0 };
+    int rc = -1;
+    if (json_parse(o->line.data, o->line.len - 1, 64, &doc, &err) != AL_OK) {
+        cli_error("audit export: airlockd sent a line that is not JSON: %s", err.message);
+        goto out;
+    }
+    const struct json_node *seq = json_get(json_root(doc), "seq");
+    if (!seq || seq->type != JSON_NUMBER) {
+        cli_error("audit export: airlockd sent a record without a seq");
+        goto out;
+    }
+    rc = seq->num > (double)o->after ? audit_put(o, o->line.data, o->line.len) : 0;
+out:
+    json_doc_free(doc);
+    buf_reset(&o->line);
+    return rc;
+}
+
+static int audit_sink(void *userdata, const char *data, size_t len)
+{
+    struct audit_out *o = userdata;
+    if (!o->after) {
+        return audit_put(o, data, len);
+    }
+    while (len) {
+        const char *nl = memchr(data, '\n', len);
+        size_t take = nl ? (size_t)(nl - data) + 1 : len;
+        if (buf_append(&o->line, data, take) != BUF_OK) {
+            cli_error("audit export: a record of more than %zu bytes", o->line.max);
+            return -1;
+        }
+        if (nl && audit_line(o) != 0) {
+            return -1;
+        }
+        data += take;
+        len -= take;
+    }
+    return 0;
+}
+
+static int audit_export(int argc, char **argv)
+{
+    const char *what = "audit export";
+    const char *after = NULL, *file = NULL;
+    int json = 0;
+    const struct client_cmd_opt opts[] = {
+        { "--after", &after, NULL },
+        { "-o", &file, NULL },
+        { "--json", NULL, &json }, /* the export is JSON Lines already */
+    };
+    struct audit_out o = { stdout, 0, { 0 }, 0 };
+    struct client c = { 0 };
+    struct buf answer;
+    long status = 0;
+    int fd = -1;
+    int rc = CLI_EXIT_USAGE;
+    buf_init(&o.line, (size_t)8 << 20);
+    buf_init(&answer, CLIENT_ANSWER_MAX);
+    int a = client_cmd_args(what, audit_usage, argc, argv, opts, 3, NULL, 0, 0);
+    if (a != 0) {
+        rc = a > 0 ? CLI_EXIT_COMPLETED : CLI_EXIT_USAGE;
+        goto out;
+    }
+    if (after && strcmp(after, "0") != 0 &&
+        client_cmd_number(what, "--after", after, 1LL << 53, &o.after) != 0) {
+        goto out;
+    }
+    rc = client_cmd_open(&c, what);
+    if (rc != 0) {
+        goto out;
+    }
+    if (file) {
+        /* the log names people and holds runs' inputs: readable by its owner only */
+        fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0 || !(o.f = fdopen(fd, "w"))) {
+            cli_error("%s: cannot write %s: %s", what, file, strerror(errno));
+            rc = CLI_EXIT_USAGE;
+            goto out;
+        }
+        fd = -1;
+    }
+    c.timeout_s = 0; /* an export of any size: as long as it takes */
+    rc = CLI_EXIT_FAILED;
+    if (client_stream(&c, "/v1/audit/export", audit_sink, &o, &answer, &status) != 0) {
+        goto out;
+    }
+    if (status != 200) {
+        client_refused(what, status, &answer);
+        goto out;
+    }
+    if (o.line.len) {
+        cli_error("%s: the export ends in the middle of a record", what);
+        goto out;
+    }
+    if (fflush(o.f) != 0) {
+        cli_error("%s: cannot write: %s", what, strerror(errno));
+        goto out;
+    }
+    if (file) {
+        printf("%s: %llu records\n", file, o.records);
+    }
+    rc = CLI_EXIT_COMPLETED;
+out:
+    if (o.f && o.f != stdout) {
+        if (fclose(o.f) != 0 && rc == CLI_EXIT_COMPLETED) {
+            cli_error("%s: cannot write %s: %s", what, file, strerror(errno));
+            rc = CLI_EXIT_FAILED;
+        }
+        if (rc != CLI_EXIT_COMPLETED) {
+            unlink(file); /* never leave half an export that looks like one */
+        }
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    buf_done(&o.line);
+    buf_done(&answer);
+    client_close(&c);
+    return rc;
+}
+
+static const struct client_cmd_sub audit_subs[] = {
+    { "verify", audit_verify, "check an export offline: hashes, links, signatures" },
+    { "export", audit_export, "airlockd's audit log as JSON Lines" },
+};
+
 int cmd_audit(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         fputs(audit_usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? CLI_EXIT_USAGE : 0;
     }
-    if (strcmp(argv[1], "verify") == 0) {
-        return audit_verify(argc - 1, argv + 1);
-    }
-    cli_error("audit: unknown subcommand '%s' (see `airlock audit --help`)", argv[1]);
-    return CLI_EXIT_USAGE;
+    return client_cmd_dispatch("audit", "  the audit log", argc, argv, audit_subs,
+                               sizeof audit_subs / sizeof audit_subs[0]);
 }

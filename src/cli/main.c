@@ -1,6 +1,7 @@
 /*
  * main.c - the airlock command line: a table of subcommands. Each subcommand parses its own
- * options and returns the process exit status (0 completed, 1 failed, 2 usage/configuration).
+ * options and returns the process exit status (0 completed, 1 failed, 2 usage/configuration,
+ * 3 interrupted: a run waits for a decision).
  */
 #include <signal.h>
 #include <stdarg.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "client_cmd.h"
 #include "suggest.h"
 
 void cli_error(const char *fmt, ...)
@@ -37,8 +39,12 @@ static const struct {
 } commands[] = {
     { "run", cmd_run, "run a JavaScript file in a sandboxed worker" },
     { "doctor", cmd_doctor, "show which protection layers are active on this machine" },
-    { "audit", cmd_audit, "verify an audit export offline (audit verify FILE.jsonl)" },
+    { "audit", cmd_audit, "export airlockd's audit log, or verify an export offline" },
     { "types", cmd_types, "TypeScript declarations of a template version, from airlockd" },
+    { "template", cmd_template,
+      "create, push, submit, approve, revoke, diff templates on airlockd" },
+    { "runs", cmd_runs, "start, show, list and cancel runs on airlockd" },
+    { "approvals", cmd_approvals, "list, approve and deny approvals on airlockd" },
     { "version", cmd_version, "print the version" },
     { "help", cmd_help, "show this help" },
 };
@@ -51,7 +57,10 @@ static int cmd_help(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         printf("  %-10s %s\n", commands[i].name, commands[i].summary);
     }
-    printf("\n`airlock COMMAND --help` describes a command.\n");
+    printf("\n`airlock COMMAND --help` describes a command. The commands that talk to airlockd\n"
+           "(types, template, runs, approvals, audit export) read its address from AIRLOCK_URL\n"
+           "and the caller's key from AIRLOCK_KEY. For them:\n%s",
+           CLIENT_CMD_EXIT_HELP);
     return 0;
 }
 

@@ -162,3 +162,70 @@ out:
     }
     return st;
 }
+
+/* Prints boundary JSON indented by two spaces per level. The text is compacted first (a
+ * compromised worker's value may hold any whitespace between tokens); inside strings, DEL and
+ * the C1 controls become \u escapes (term_json_escape), so the output is the same value and
+ * shows nothing a terminal would obey. */
+int term_write_pretty(FILE *f, const char *json, size_t json_len)
+{
+    struct buf compact, safe;
+    int rc = -1;
+    buf_init(&compact, SIZE_MAX / 2);
+    buf_init(&safe, SIZE_MAX / 2);
+    if (json_write_compact(&compact, json, json_len) != BUF_OK || !compact.data ||
+        term_json_escape(&safe, compact.data, compact.len) != BUF_OK || !safe.data) {
+        goto out;
+    }
+    const char *s = safe.data;
+    size_t len = safe.len;
+    int depth = 0;
+    int in_str = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (in_str) {
+            fputc(c, f);
+            if (c == '\\' && i + 1 < len) {
+                fputc(s[++i], f);
+            } else if (c == '"') {
+                in_str = 0;
+            }
+            continue;
+        }
+        switch (c) {
+        case '"':
+            in_str = 1;
+            fputc(c, f);
+            break;
+        case '{':
+        case '[':
+            if (i + 1 < len && (s[i + 1] == '}' || s[i + 1] == ']')) {
+                fputc(c, f);
+                fputc(s[++i], f);
+                break;
+            }
+            depth++;
+            fprintf(f, "%c\n%*s", c, depth * 2, "");
+            break;
+        case '}':
+        case ']':
+            depth--;
+            fprintf(f, "\n%*s%c", depth * 2, "", c);
+            break;
+        case ',':
+            fprintf(f, ",\n%*s", depth * 2, "");
+            break;
+        case ':':
+            fputs(": ", f);
+            break;
+        default:
+            fputc(c, f);
+        }
+    }
+    fputc('\n', f);
+    rc = 0;
+out:
+    buf_done(&compact);
+    buf_done(&safe);
+    return rc;
+}

@@ -23,4 +23,8 @@ void term_write(FILE *f, const char *text, size_t len);
 /* Valid JSON onto f on one line (json_write_compact), then term_json_escape. */
 void term_write_json(FILE *f, const char *json, size_t len);
 
+/* Valid JSON onto f indented by two spaces per level, ending with a newline; strings as
+ * term_write_json leaves them. 0, or -1 when out of memory (nothing printed). */
+int term_write_pretty(FILE *f, const char *json, size_t len);
+
 #endif

@@ -40,10 +40,14 @@ enum wire_type {
 #define WIRE_READY_JAILED 1u /* the seccomp filter is active */
 
 enum wire_answer_kind {
-    WIRE_ANSWER_VALUE = 0,     /* payload: boundary JSON (empty = undefined) */
-    WIRE_ANSWER_THROW = 1,     /* payload: error message */
-    WIRE_ANSWER_INTERRUPT = 2, /* no answer in this run: a person must decide (payload empty) */
+    WIRE_ANSWER_VALUE = 0,      /* payload: boundary JSON (empty = undefined) */
+    WIRE_ANSWER_THROW = 1,      /* payload: error message */
+    WIRE_ANSWER_INTERRUPT = 2,  /* no answer in this run: a person must decide (payload empty) */
+    WIRE_ANSWER_TYPE_ERROR = 3, /* payload: error message; the guest sees a TypeError */
 };
+
+/* The answer is a thrown error (an Error or a TypeError). */
+#define WIRE_ANSWER_THREW(kind) ((kind) == WIRE_ANSWER_THROW || (kind) == WIRE_ANSWER_TYPE_ERROR)
 
 /* DONE's code when the run ends interrupted: every call still in flight was interrupted. */
 #define WIRE_DONE_INTERRUPTED 0x100u

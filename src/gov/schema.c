@@ -82,7 +82,9 @@ struct rule {
     const struct json_node *required; /* array of strings */
     int additional;                   /* ADDITIONAL_* */
     struct rule *additional_rule;
-    struct rule *items;
+    struct rule *prefix;      /* prefixItems: the first element's rule, chained by next_prefix */
+    struct rule *next_prefix; /* the next position's rule of the prefixItems this rule is in */
+    struct rule *items;       /* the elements past prefixItems (all of them without it) */
 };
 
 struct schema {
@@ -567,9 +569,27 @@ static enum al_code compile_keyword(struct compiler *c, struct rule *r, const st
         r->additional = ADDITIONAL_SUB;
         return compile_rule(c, m, &here, depth + 1, &r->additional_rule);
     }
+    if (key_is(m, "prefixItems")) {
+        /* the tuple form of 2020-12 (positional host-function arguments of several types) */
+        if (m->type != JSON_ARRAY || m->count == 0) {
+            return wrong_type(c, m, at, "a non-empty array of schemas");
+        }
+        struct seg here = { at, m->key, m->key_len, 0 };
+        struct rule **tail = &r->prefix;
+        size_t i = 0;
+        for (const struct json_node *e = m->child; e; e = e->next, i++) {
+            struct seg pos = { &here, NULL, 0, i };
+            enum al_code rc = compile_rule(c, e, &pos, depth + 1, tail);
+            if (rc != AL_OK) {
+                return rc;
+            }
+            tail = &(*tail)->next_prefix;
+        }
+        return AL_OK;
+    }
     if (key_is(m, "items")) {
         if (m->type != JSON_OBJECT && m->type != JSON_TRUE && m->type != JSON_FALSE) {
-            return wrong_type(c, m, at, "a schema (the array form is not supported)");
+            return wrong_type(c, m, at, "a schema (positions are prefixItems)");
         }
         struct seg here = { at, m->key, m->key_len, 0 };
         return compile_rule(c, m, &here, depth + 1, &r->items);
@@ -973,15 +993,15 @@ static enum al_code validate_rule(const struct rule *r, const struct json_node *
         if (v->count > r->max_items) {
             return rule_fail(err, at, "must have at most %zu items", r->max_items);
         }
-        if (r->items) {
-            size_t i = 0;
-            for (const struct json_node *e = v->child; e; e = e->next, i++) {
-                struct seg here = { at, NULL, 0, i };
-                enum al_code rc = validate_rule(r->items, e, &here, err);
-                if (rc != AL_OK) {
-                    return rc;
-                }
+        const struct rule *pos = r->prefix;
+        size_t i = 0;
+        for (const struct json_node *e = v->child; e && (pos || r->items); e = e->next, i++) {
+            struct seg here = { at, NULL, 0, i };
+            enum al_code rc = validate_rule(pos ? pos : r->items, e, &here, err);
+            if (rc != AL_OK) {
+                return rc;
             }
+            pos = pos ? pos->next_prefix : NULL;
         }
     }
     if (v->type == JSON_OBJECT) {

@@ -121,6 +121,22 @@ static void tsdecl_named(struct buf *b, const char *type, const struct json_node
         buf_append_str(b, "number");
     } else if (strcmp(type, "array") == 0) {
         const struct json_node *items = json_get(schema, "items");
+        const struct json_node *prefix = json_get(schema, "prefixItems");
+        if (prefix && prefix->type == JSON_ARRAY && prefix->child) {
+            /* a tuple: the positions, then the rest unless items is false */
+            buf_append_str(b, "[");
+            for (const struct json_node *p = prefix->child; p; p = p->next) {
+                buf_append_str(b, p == prefix->child ? "" : ", ");
+                tsdecl_type(b, p, indent);
+            }
+            if (!items || items->type != JSON_FALSE) {
+                buf_append_str(b, ", ...(");
+                tsdecl_type(b, items, indent);
+                buf_append_str(b, ")[]");
+            }
+            buf_append_str(b, "]");
+            return;
+        }
         buf_append_str(b, "(");
         tsdecl_type(b, items, indent);
         buf_append_str(b, ")[]");
@@ -159,7 +175,7 @@ enum buf_status tsdecl_type(struct buf *b, const struct json_node *schema, int i
             }
         } else if (json_get(schema, "properties") || json_get(schema, "additionalProperties")) {
             tsdecl_object(b, schema, indent);
-        } else if (json_get(schema, "items")) {
+        } else if (json_get(schema, "items") || json_get(schema, "prefixItems")) {
             tsdecl_named(b, "array", schema, indent);
         } else {
             buf_append_str(b, "unknown");
@@ -174,14 +190,51 @@ static int64_t tsdecl_count(const struct json_node *schema, const char *key, int
     return n && n->type == JSON_NUMBER && n->num >= 0 && n->num <= 1e6 ? (int64_t)n->num : dflt;
 }
 
+static void tsdecl_param(struct buf *b, int64_t i, int64_t min)
+{
+    buf_printf(b, "%sarg%lld%s: ", i ? ", " : "", (long long)i + 1, i < min ? "" : "?");
+}
+
+/* With prefixItems: one parameter per position, then the elements past them as items says
+ * (none when it is false or maxItems is reached, `...rest` when unbounded). */
+static void tsdecl_prefix_params(struct buf *b, const struct json_node *prefix,
+                                 const struct json_node *items, int64_t min, int64_t max,
+                                 int indent)
+{
+    int64_t i = 0;
+    for (const struct json_node *p = prefix->child; p && (max < 0 || i < max); p = p->next, i++) {
+        tsdecl_param(b, i, min);
+        tsdecl_type(b, p, indent);
+    }
+    if ((items && items->type == JSON_FALSE) || (max >= 0 && i >= max)) {
+        return;
+    }
+    if (max >= 0 && max - i <= TSDECL_MAX_PARAMS) {
+        for (; i < max; i++) {
+            tsdecl_param(b, i, min);
+            tsdecl_type(b, items, indent);
+        }
+        return;
+    }
+    buf_append_str(b, i ? ", ...rest: (" : "...rest: (");
+    tsdecl_type(b, items, indent);
+    buf_append_str(b, ")[]");
+}
+
 /* The parameter list from the schema of the arguments array: arg1..argN, the ones past
- * minItems optional, `...args` when maxItems is absent or large. */
+ * minItems optional, `...args` when maxItems is absent or large; prefixItems types each
+ * position. */
 static void tsdecl_params(struct buf *b, const struct json_node *args, int indent)
 {
-    const struct json_node *items =
-            args && args->type == JSON_OBJECT ? json_get(args, "items") : NULL;
+    const struct json_node *obj = args && args->type == JSON_OBJECT ? args : NULL;
+    const struct json_node *items = obj ? json_get(obj, "items") : NULL;
+    const struct json_node *prefix = obj ? json_get(obj, "prefixItems") : NULL;
     int64_t min = tsdecl_count(args, "minItems", 0);
     int64_t max = tsdecl_count(args, "maxItems", -1);
+    if (prefix && prefix->type == JSON_ARRAY && prefix->child) {
+        tsdecl_prefix_params(b, prefix, items, min, max, indent);
+        return;
+    }
     if (!items || max < 0 || max > TSDECL_MAX_PARAMS) {
         buf_append_str(b, "...args: (");
         tsdecl_type(b, items, indent);
@@ -189,7 +242,7 @@ static void tsdecl_params(struct buf *b, const struct json_node *args, int inden
         return;
     }
     for (int64_t i = 0; i < max; i++) {
-        buf_printf(b, "%sarg%lld%s: ", i ? ", " : "", (long long)i + 1, i < min ? "" : "?");
+        tsdecl_param(b, i, min);
         tsdecl_type(b, items, indent);
     }
 }

@@ -407,7 +407,7 @@ int cont_parse(const uint8_t *body, size_t len, struct continuation *c)
         prev += delta;
         e->id = (uint32_t)prev;
         const uint8_t *kind = get_bytes(&r, 1);
-        if (!kind || (*kind & 0x7f) > CONT_INTERRUPTED) {
+        if (!kind || (*kind & 0x7f) > CONT_THROW_TYPE) {
             return -1;
         }
         e->kind = *kind & 0x7f;

@@ -29,6 +29,7 @@ enum cont_kind {
     CONT_VALUE = 0,       /* answered with a value (boundary JSON; empty = undefined) */
     CONT_THROW = 1,       /* answered by throwing (payload: the message) */
     CONT_INTERRUPTED = 2, /* waiting for a person (payload: what the host asked) */
+    CONT_THROW_TYPE = 3,  /* answered by throwing a TypeError (payload: the message) */
 };
 
 /* One host call the run made, keyed by its call id. */

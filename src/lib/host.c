@@ -261,6 +261,17 @@ void al_call_throw(struct al_call *call, const char *message)
     complete(call, WIRE_ANSWER_THROW, message, strlen(message));
 }
 
+void al_call_throw_type_error(struct al_call *call, const char *message)
+{
+    if (!call) {
+        return;
+    }
+    if (!message) {
+        message = "host function called with bad arguments";
+    }
+    complete(call, WIRE_ANSWER_TYPE_ERROR, message, strlen(message));
+}
+
 void al_call_interrupt(struct al_call *call, const char *payload_json, size_t len)
 {
     if (!call) {

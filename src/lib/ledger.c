@@ -39,7 +39,7 @@ static const char undefined_json[] = "{\"$type\":\"undefined\"}";
 enum call_state {
     CALL_NONE = 0,    /* no such call seen */
     CALL_PENDING,     /* made, not answered yet */
-    CALL_ANSWERED,    /* answered: entry.kind is CONT_VALUE or CONT_THROW */
+    CALL_ANSWERED,    /* answered: entry.kind is CONT_VALUE, CONT_THROW or CONT_THROW_TYPE */
     CALL_INTERRUPTED, /* waiting for a person: entry.kind is CONT_INTERRUPTED */
 };
 
@@ -441,7 +441,9 @@ static enum ledger_decision interrupt(struct ledger *l, struct ledger_call *lc, 
 static enum ledger_decision answer_from(const struct cont_entry *e, struct ledger_action *ret)
 {
     decide(ret, LEDGER_ANSWER, e->id);
-    ret->kind = e->kind == CONT_THROW ? WIRE_ANSWER_THROW : WIRE_ANSWER_VALUE;
+    ret->kind = e->kind == CONT_THROW        ? WIRE_ANSWER_THROW
+                : e->kind == CONT_THROW_TYPE ? WIRE_ANSWER_TYPE_ERROR
+                                             : WIRE_ANSWER_VALUE;
     ret->clock_ms = e->clock_ms;
     ret->payload = e->payload;
     ret->len = e->len;
@@ -572,7 +574,9 @@ enum al_code ledger_on_answer(struct ledger *l, uint32_t id, uint8_t kind, int64
         return AL_OK;
     }
     struct cont_entry *e = &lc->entry;
-    e->kind = kind == WIRE_ANSWER_THROW ? CONT_THROW : CONT_VALUE;
+    e->kind = kind == WIRE_ANSWER_THROW        ? CONT_THROW
+              : kind == WIRE_ANSWER_TYPE_ERROR ? CONT_THROW_TYPE
+                                               : CONT_VALUE;
     e->settle = e->sync ? 0 : l->answers_sent++;
     e->clock_ms = clock_ms;
     l->recorded_bytes += len;

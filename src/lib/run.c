@@ -476,7 +476,7 @@ static void send_answers(struct run_state *st)
 {
     struct completion *list = host_link_take(st->link);
     for (struct completion *c = list; c && !st->done; c = c->next) {
-        if (c->kind != WIRE_ANSWER_THROW && c->len > st->limits[AL_LIMIT_HOST_OUTPUT_BYTES]) {
+        if (!WIRE_ANSWER_THREW(c->kind) && c->len > st->limits[AL_LIMIT_HOST_OUTPUT_BYTES]) {
             run_fail(st, AL_BRIDGE_LIMIT,
                      "the %s of host call #%u exceeds the host-output limit of %llu bytes",
                      c->kind == WIRE_ANSWER_INTERRUPT ? "interruption payload" : "answer", c->id,
@@ -486,13 +486,13 @@ static void send_answers(struct run_state *st)
         if (st->opts->event_fn && c->fn < st->nhosts) {
             /* the host's own message, held to the same promise as the guest's texts */
             size_t tlen = 0;
-            char *text = c->kind == WIRE_ANSWER_THROW ? utf8_valid_dup(c->payload, c->len, 0, &tlen)
-                                                      : NULL;
+            char *text = WIRE_ANSWER_THREW(c->kind) ? utf8_valid_dup(c->payload, c->len, 0, &tlen)
+                                                    : NULL;
             struct al_event ev = {
                 .kind = AL_EVENT_CALL_END,
                 .seq = c->id,
                 .function = st->hosts[c->fn].name,
-                .outcome = c->kind == WIRE_ANSWER_THROW       ? AL_CALL_THREW
+                .outcome = WIRE_ANSWER_THREW(c->kind)         ? AL_CALL_THREW
                            : c->kind == WIRE_ANSWER_INTERRUPT ? AL_CALL_INTERRUPTED
                                                               : AL_CALL_RETURNED,
                 .duration_us = clock_mono_us() - c->start_us,

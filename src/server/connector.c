@@ -271,6 +271,55 @@ int connector_function_flags(const struct connector_target *t, const char *fn, i
     return 0;
 }
 
+/* "crm.lookup: argument 2 (arg2): must be integer" from the validator's "/1: must be integer"
+ * (or "/1/amount: ..." and "(root): ..." for the argument list itself): the guest's TypeError
+ * names the argument as the function's declaration for the model does (src/gov/tsdecl.c). */
+static void connector_args_message(const struct connector_target *t, const struct connector_fn *f,
+                                   const char *why, char *out, size_t cap)
+{
+    char *end = NULL;
+    long n = why[0] == '/' ? strtol(why + 1, &end, 10) : -1;
+    if (n >= 0 && end && end != why + 1 && (*end == ':' || *end == '/')) {
+        snprintf(out, cap, "%s.%s: argument %ld (arg%ld)%s%s", t->name, f->name, n + 1, n + 1,
+                 *end == '/' ? " at " : "", end);
+    } else {
+        const char *rule = strncmp(why, "(root): ", 8) == 0 ? why + 8 : why;
+        snprintf(out, cap, "%s.%s: the arguments: %s", t->name, f->name, rule);
+    }
+}
+
+/* 0 when the function has no args_schema or the arguments (a parsed array) keep it. */
+static int connector_args_keep(const struct connector_target *t, const struct connector_fn *f,
+                               const struct json_node *args, char *message, size_t cap)
+{
+    struct al_error err;
+    memset(&err, 0, sizeof err);
+    if (!f->args || schema_validate_node(f->args, args, &err) == AL_OK) {
+        return 0;
+    }
+    connector_args_message(t, f, err.message, message, cap);
+    return -1;
+}
+
+int connector_check_args(const struct connector_target *t, const char *fn, const char *args_json,
+                         char *message, size_t cap)
+{
+    const struct connector_fn *f = t && fn ? connector_find(t, fn) : NULL;
+    struct json_doc *doc = NULL;
+    struct al_error err;
+    int rc = 0;
+    memset(&err, 0, sizeof err);
+    if (!f || !f->args) {
+        return 0;
+    }
+    if (json_parse(args_json, strlen(args_json), CONNECTOR_JSON_DEPTH, &doc, &err) != AL_OK) {
+        return 0; /* not this check's to refuse: the call itself will say */
+    }
+    rc = connector_args_keep(t, f, json_root(doc), message, cap);
+    json_doc_free(doc);
+    return rc;
+}
+
 /* ---- client -------------------------------------------------------------------------------- */
 
 struct connector_call {
@@ -285,7 +334,7 @@ struct connector_call {
     struct buf body;
     struct buf answer;
     int too_big;
-    char failed[CONNECTOR_MESSAGE_MAX]; /* set before it starts: completes at once */
+    char args_refused[CONNECTOR_MESSAGE_MAX]; /* set before it starts: completes at once */
     char curl_err[CURL_ERROR_SIZE];
 };
 
@@ -338,7 +387,7 @@ static void connector_fail(struct connector_call *call, const char *fmt, ...)
     va_end(ap);
     snprintf(message, sizeof message, "connector %s (%s.%s): %s", call->target->name,
              call->target->name, call->fn->name, what);
-    call->done(call->userdata, 0, NULL, 0, message);
+    call->done(call->userdata, CONNECTOR_FAILED, NULL, 0, message);
 }
 
 static size_t connector_write(char *data, size_t size, size_t n, void *userdata)
@@ -427,7 +476,7 @@ static void connector_judge(struct connector_call *call, CURLcode code)
     char *start = (char *)result->raw;
     char saved = start[result->raw_len];
     start[result->raw_len] = '\0';
-    call->done(call->userdata, 1, start, result->raw_len, NULL);
+    call->done(call->userdata, CONNECTOR_RETURNED, start, result->raw_len, NULL);
     start[result->raw_len] = saved;
 out:
     json_doc_free(doc);
@@ -457,8 +506,8 @@ static void connector_finish(struct connector_client *c, struct connector_call *
 /* Adds a handed-over call to the multi handle, or completes it now (its arguments failed). */
 static void connector_start(struct connector_client *c, struct connector_call *call)
 {
-    if (call->failed[0]) {
-        connector_fail(call, "%s", call->failed);
+    if (call->args_refused[0]) {
+        call->done(call->userdata, CONNECTOR_ARGS_REFUSED, NULL, 0, call->args_refused);
         connector_call_free(call);
         return;
     }
@@ -711,9 +760,9 @@ int connector_client_call(struct connector_client *c, const struct connector_req
     call->cancelled = req->cancelled;
     buf_init(&call->body, CONNECTOR_BODY_MAX);
     buf_init(&call->answer, CONNECTOR_ANSWER_MAX);
-    if (fn->args && schema_validate_node(fn->args, json_root(doc), &err) != AL_OK) {
-        snprintf(call->failed, sizeof call->failed, "the arguments break args_schema: %s",
-                 err.message);
+    if (connector_args_keep(req->target, fn, json_root(doc), call->args_refused,
+                            sizeof call->args_refused) != 0) {
+        /* completed on the client thread, as every other outcome */
     } else if (connector_prepare(call, req) != 0) {
         goto out;
     }

@@ -47,6 +47,12 @@ const char *connector_target_name(const struct connector_target *t);
 int connector_function_flags(const struct connector_target *t, const char *fn, int *ret_sensitive,
                              int *ret_idempotent);
 
+/* 0 when the arguments (boundary JSON array) keep the function's args_schema (or it has none);
+ * -1 with the guest's TypeError message in `message` (see connector_done_fn) when they break
+ * it. For a sensitive call, checked before a person is asked to approve it. */
+int connector_check_args(const struct connector_target *t, const char *fn, const char *args_json,
+                         char *message, size_t cap);
+
 /* One thread driving curl_multi: any number of calls in flight, no thread per call. */
 struct connector_client;
 
@@ -72,15 +78,23 @@ struct connector_request {
     int (*cancelled)(void *userdata);
 };
 
-/* ok: result_json is the text of the answer's "result" member (len bytes, NUL-terminated) and
- * message is NULL. !ok: result_json is NULL and message is for the guest: it names the
- * connector and function and says how the call failed - the arguments break args_schema (path
- * and rule), refused, timed out after N ms, HTTP N, not JSON, an answer of neither shape, the
+enum connector_outcome {
+    CONNECTOR_FAILED = 0,
+    CONNECTOR_RETURNED = 1,
+    CONNECTOR_ARGS_REFUSED = 2, /* the arguments break args_schema: nothing was sent */
+};
+
+/* outcome CONNECTOR_RETURNED: result_json is the text of the answer's "result" member (len bytes,
+ * NUL-terminated) and message is NULL. Otherwise result_json is NULL and message is for the guest.
+ * For CONNECTOR_ARGS_REFUSED it names the function, the argument (by position, as the function's
+ * TypeScript declaration does: "argument 2 (arg2)") and the rule it breaks; the guest sees a
+ * TypeError. For CONNECTOR_FAILED it names the connector and function and says how the call
+ * failed - refused, timed out after N ms, HTTP N, not JSON, an answer of neither shape, the
  * answer over N bytes, closed mid-answer, cancelled, the result breaks result_schema, or the
  * connector's own {"error":"message"} (cut to CONNECTOR_ERROR_MAX bytes, made valid UTF-8). The
  * pointers are valid during the call only. Called exactly once, on the client thread. */
-typedef void connector_done_fn(void *userdata, int ok, const char *result_json, size_t len,
-                               const char *message);
+typedef void connector_done_fn(void *userdata, enum connector_outcome outcome,
+                               const char *result_json, size_t len, const char *message);
 
 /* Starts a call; every string of req is copied, req->target is borrowed (see above). 0, and
  * done will be called; -1 (bad request: no target, unknown function, args not a JSON array;

@@ -235,13 +235,15 @@ static int runs_pending_cancelled(void *userdata)
     return al_call_cancelled(p->call);
 }
 
-static void runs_call_done(void *userdata, int ok, const char *result_json, size_t len,
-                           const char *message)
+static void runs_call_done(void *userdata, enum connector_outcome outcome, const char *result_json,
+                           size_t len, const char *message)
 {
     struct runs_pending *p = userdata;
-    metrics_host_call(p->connector, ok ? "returned" : "threw");
-    if (ok) {
+    metrics_host_call(p->connector, outcome == CONNECTOR_RETURNED ? "returned" : "threw");
+    if (outcome == CONNECTOR_RETURNED) {
         al_call_return(p->call, result_json, len);
+    } else if (outcome == CONNECTOR_ARGS_REFUSED) {
+        al_call_throw_type_error(p->call, message);
     } else {
         al_call_throw(p->call, message);
     }
@@ -318,6 +320,12 @@ static void runs_host(struct al_call *call, void *userdata)
     const char *args = al_call_args(call, &args_len);
 
     if (f->sensitive && !interruption) {
+        /* nobody is asked to approve a call that could not be made */
+        char refused[CONNECTOR_MESSAGE_MAX];
+        if (connector_check_args(f->target, f->fn, args, refused, sizeof refused) != 0) {
+            al_call_throw_type_error(call, refused);
+            return;
+        }
         struct buf payload;
         buf_init(&payload, (size_t)64 << 20);
         buf_append_str(&payload, "{\"function\":");

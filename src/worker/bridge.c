@@ -292,9 +292,16 @@ JSValue bridge_call(struct worker *w, JSContext *ctx, uint32_t fn, int argc, JSV
 }
 
 static JSValue host_error(struct worker *w, JSContext *ctx, struct bridge_call *call,
-                          const char *msg, size_t len)
+                          const char *msg, size_t len, int type_error)
 {
-    JSValue e = JS_NewError(ctx);
+    JSValue e;
+    if (type_error) {
+        /* The engine's own TypeError: the guest may have replaced globalThis.TypeError. */
+        JS_ThrowTypeError(ctx, "host function arguments");
+        e = JS_GetException(ctx);
+    } else {
+        e = JS_NewError(ctx);
+    }
     if (JS_IsException(e)) {
         return e;
     }
@@ -316,7 +323,7 @@ int bridge_answer(struct worker *w, JSContext *ctx, struct wire_cursor *c)
         return -1;
     }
     struct bridge_call *call = &w->bridge.calls[id - 1];
-    if (!call->dispatched || call->answered || call->interrupted || kind > WIRE_ANSWER_INTERRUPT) {
+    if (!call->dispatched || call->answered || call->interrupted || kind > WIRE_ANSWER_TYPE_ERROR) {
         return -1;
     }
     w->bridge.answers_applied++;
@@ -337,9 +344,9 @@ int bridge_answer(struct worker *w, JSContext *ctx, struct wire_cursor *c)
     w->eng.clock_ms = clock_ms;
 
     JSValue v;
-    int threw = kind == WIRE_ANSWER_THROW;
+    int threw = WIRE_ANSWER_THREW(kind);
     if (threw) {
-        v = host_error(w, ctx, call, payload, len);
+        v = host_error(w, ctx, call, payload, len, kind == WIRE_ANSWER_TYPE_ERROR);
     } else if (len == 0) {
         v = JS_UNDEFINED;
     } else {
@@ -353,7 +360,7 @@ int bridge_answer(struct worker *w, JSContext *ctx, struct wire_cursor *c)
             char msg[400];
             int n = snprintf(msg, sizeof msg, "host function %s returned an invalid value: %s",
                              w->req.fns[call->fn].name, err.message);
-            v = host_error(w, ctx, call, msg, n > 0 ? strlen(msg) : 0);
+            v = host_error(w, ctx, call, msg, n > 0 ? strlen(msg) : 0, 0);
             threw = 1;
         }
     }

@@ -111,6 +111,12 @@ static void host_throw(struct al_call *call, void *ud)
     al_call_throw(call, "card declined");
 }
 
+static void host_type_error(struct al_call *call, void *ud)
+{
+    (void)ud;
+    al_call_throw_type_error(call, "amount must be a number");
+}
+
 static void host_garbage(struct al_call *call, void *ud)
 {
     (void)ud;
@@ -174,6 +180,9 @@ static void test_host_functions(void **state)
     assert_int_equal(al_config_add_host(c, "pay.charge", host_throw, NULL, 0), AL_OK);
     assert_int_equal(al_config_add_host(c, "calc.echo", host_echo, NULL, AL_HOST_SYNC), AL_OK);
     assert_int_equal(al_config_add_host(c, "bad.value", host_garbage, NULL, 0), AL_OK);
+    assert_int_equal(al_config_add_host(c, "pay.refund", host_type_error, NULL, 0), AL_OK);
+    assert_int_equal(al_config_add_host(c, "calc.typed", host_type_error, NULL, AL_HOST_SYNC),
+                     AL_OK);
     struct al_runner *r = runner_of(c);
     al_config_free(c); /* the runner holds its own copy */
 
@@ -195,6 +204,22 @@ static void test_host_functions(void **state)
 
     res = run_with(r, "await pay.charge()", NULL);
     expect_failure(res, AL_HOST_FUNCTION_ERROR, "card declined");
+    al_result_free(res);
+
+    /* a TypeError, async and sync, the engine's own though the guest replaced the global */
+    res = run_with(r,
+                   "const T = TypeError; globalThis.TypeError = function F() {};"
+                   "const out = [];"
+                   "try { await pay.refund('x') } catch (e) { out.push(e instanceof T, e.name,"
+                   " e.message) }"
+                   "try { calc.typed('x') } catch (e) { out.push(e instanceof T) }"
+                   "return out",
+                   NULL);
+    expect_json(res, "[true,\"TypeError\",\"amount must be a number\",true]");
+    al_result_free(res);
+    res = run_with(r, "await pay.refund('x')", NULL);
+    expect_failure(res, AL_HOST_FUNCTION_ERROR, "amount must be a number");
+    assert_string_equal(al_result_error_name(res), "TypeError");
     al_result_free(res);
 
     res = run_with(r, "try { await bad.value() } catch (e) { return e.message }", NULL);

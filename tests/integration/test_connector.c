@@ -52,6 +52,7 @@ struct outcome {
     pthread_cond_t cond;
     int finished;
     int ok;
+    enum connector_outcome outcome;
     int calls; /* how many times done ran */
     char *text;
     int cancel; /* what cancelled() answers */
@@ -71,13 +72,15 @@ static void outcome_done(struct outcome *o)
     pthread_cond_destroy(&o->cond);
 }
 
-static void on_done(void *userdata, int ok, const char *result_json, size_t len,
-                    const char *message)
+static void on_done(void *userdata, enum connector_outcome outcome, const char *result_json,
+                    size_t len, const char *message)
 {
     struct outcome *o = userdata;
+    int ok = outcome == CONNECTOR_RETURNED;
     pthread_mutex_lock(&o->lock);
     o->calls++;
     o->ok = ok;
+    o->outcome = outcome;
     free(o->text);
     o->text = ok ? strndup(result_json, len) : strdup(message);
     assert_true(ok ? strlen(result_json) == len : message != NULL);
@@ -374,20 +377,24 @@ static void test_connector_schemas(void **state)
 {
     (void)state;
     struct outcome o;
-    struct connector_target *t = target_at(
-            "typed", "/value", 5000,
-            "{\"lookup\":{\"args_schema\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"}},"
-            "\"result_schema\":{\"type\":\"integer\",\"minimum\":10}}}",
-            SECRET);
+    struct connector_target *t =
+            target_at("typed", "/value", 5000,
+                      "{\"lookup\":{\"args_schema\":{\"type\":\"array\",\"minItems\":1,"
+                      "\"items\":{\"type\":\"integer\"}},"
+                      "\"result_schema\":{\"type\":\"integer\",\"minimum\":10}}}",
+                      SECRET);
     call(t, "[12]", &o);
     assert_true(o.ok);
     assert_string_equal(o.text, "12");
     outcome_done(&o);
+    /* refused before anything is sent, naming the argument as its declaration does */
     call(t, "[1, \"two\"]", &o);
-    assert_false(o.ok);
-    assert_string_equal(o.text,
-                        "connector typed (typed.lookup): the arguments break args_schema: /1: "
-                        "must be integer");
+    assert_int_equal(o.outcome, CONNECTOR_ARGS_REFUSED);
+    assert_string_equal(o.text, "typed.lookup: argument 2 (arg2): must be integer");
+    outcome_done(&o);
+    call(t, "[]", &o);
+    assert_int_equal(o.outcome, CONNECTOR_ARGS_REFUSED);
+    assert_string_equal(o.text, "typed.lookup: the arguments: must have at least 1 items");
     outcome_done(&o);
     call(t, "[3]", &o);
     assert_false(o.ok);

@@ -647,6 +647,66 @@ def t_types_declare_what_a_run_has(tmp):
         w.close()
 
 
+def t_arguments_breaking_args_schema_are_a_type_error(tmp):
+    # a call whose arguments break its function's args_schema never leaves airlockd: the guest
+    # gets a TypeError naming the argument (the engine's own, though the guest replaced
+    # globalThis.TypeError), and a resumed run replays that answer as the same TypeError
+    w = World(tmp)
+    try:
+        w.ok("POST", "/v1/connectors", {
+            "name": "store", "department": "finance", "url": w.shop.url,
+            "signing_secret": SECRET, "functions": {"listOrders": {"args_schema": {
+                "type": "array", "minItems": 1, "maxItems": 1,
+                "items": {"type": "string"}}}}}, w.admin, 201)
+        w.template("typed", """
+            const Real = TypeError;
+            globalThis.TypeError = function Forged() {};
+            let first;
+            try { await store.listOrders(7); }
+            catch (e) { first = [e instanceof Real, e.name, e.message]; }
+            const paid = await store.listOrders("paid");
+            const r = await shop.refund(paid[0].id, 5);
+            return { first, refunded: r.refunded };""", ["store.listOrders", "shop.refund"])
+        st, doc = w.run({"template": "typed"}, want=202)
+        check([c["outcome"] for c in doc["host_calls"]] == ["threw", "returned", "interrupted"],
+              "calls: %r" % doc["host_calls"])
+        want = "store.listOrders: argument 1 (arg1): must be string"
+        check(doc["host_calls"][0]["message"] == want, "message: %r" % doc["host_calls"][0])
+        w.ok("POST", "/v1/approvals/%s/approve" % doc["approvals"][0], {}, w.keys["bob"])
+        done = w.until(doc["id"], ("completed", "failed"))
+        check(done["status"] == "completed" and done["value"] == {
+            "first": [True, "TypeError", want], "refunded": "o-1"}, "resumed: %r" % done)
+        # only the good call reached the shop, once, though the run executed twice
+        check(w.shop.calls()["by_function"].get("store.listOrders") == 1,
+              "shop saw: %r" % w.shop.calls())
+        # uncaught: the run fails with the host's error, named TypeError
+        w.template("untyped", "return await store.listOrders();", ["store.listOrders"])
+        st, doc = w.run({"template": "untyped"}, want=200)
+        check(doc["status"] == "failed" and doc["error"]["code"] == "HOST_FUNCTION_ERROR" and
+              doc["error"]["name"] == "TypeError" and doc["error"]["message"] ==
+              "store.listOrders: the arguments: must have at least 1 items", "uncaught: %r" % doc)
+        # a sensitive call with bad arguments is refused before anyone is asked to approve it
+        w.ok("POST", "/v1/connectors", {
+            "name": "pay", "department": "finance", "url": w.shop.url,
+            "signing_secret": SECRET, "functions": {"refund": {"sensitive": True, "args_schema": {
+                "type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}],
+                "minItems": 2, "items": False}}}},
+            w.admin, 201)
+        w.template("payit", """
+            try { await pay.refund("o-1", "lots"); } catch (e) { return [e.name, e.message]; }""",
+                   ["pay.refund"])
+        st, doc = w.run({"template": "payit"}, want=200)
+        check(doc["status"] == "completed" and doc["value"] == [
+            "TypeError", "pay.refund: argument 2 (arg2): must be integer"] and
+              doc["approvals"] == [] and w.pending() == [], "sensitive: %r" % doc)
+        st, text, _ = w.s.request("GET", "/v1/templates/payit/versions/1/types",
+                                  key=w.keys["agent-7"])
+        check("  refund(arg1: string, arg2: number): Promise<unknown>;" in text.splitlines(),
+              "positional types: %s" % text)
+    finally:
+        w.close()
+
+
 def t_run_lists_its_host_calls(tmp):
     # the run object's host_calls: every call in order with its outcome, across the legs of a
     # resumed run; and GET /v1/approvals?run= keeps that run's approvals

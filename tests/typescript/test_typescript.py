@@ -2,8 +2,8 @@
 """typescript.check: airlock erases types, it does not check them (docs/typescript.md). The
 TypeScript template examples/orders.ts runs through airlockd; checked with the typescript
 package against the declarations airlockd gives for its version (GET .../types), it passes;
-with a wrong argument it runs all the same (and reaches its connector's args_schema), while tsc
-names the mistake.
+with a wrong argument it runs all the same (and its connector's args_schema refuses the call: a
+TypeError), while tsc names the mistake.
 
 usage: test_typescript.py --airlockd PATH [-k SUBSTRING]   (AIRLOCK_TSC: how to run tsc)
 """
@@ -76,7 +76,8 @@ def t_orders_ts_checks_against_its_declarations(tmp):
         # names the mistake before anyone submits it
         w.template("orders-wrong", wrong, functions, language="ts")
         st, doc = w.run({"template": "orders-wrong"})
-        check(doc["status"] == "failed" and "args_schema" in doc["error"]["message"],
+        check(doc["status"] == "failed" and doc["error"]["name"] == "TypeError" and
+              doc["error"]["message"] == "store.listOrders: argument 1 (arg1): must be string",
               "the unchecked version ran into args_schema: %d %r" % (st, doc))
         rc, out = tsc(tmp, decl, wrong)
         check(rc != 0 and "TS2345" in out and "'number'" in out and "'string'" in out,

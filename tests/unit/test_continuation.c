@@ -83,6 +83,29 @@ static enum al_code decode(const char *token, size_t len, const struct cont_key 
     return rc;
 }
 
+/* A call answered with a TypeError keeps that kind (its replay throws a TypeError again); a
+ * kind this build does not know is refused, though the token is signed. */
+static void test_continuation_type_error_kind(void **state)
+{
+    (void)state;
+    struct continuation c;
+    struct cont_entry e[2];
+    sample(&c, e);
+    e[0].kind = CONT_THROW_TYPE;
+    size_t len = 0;
+    char *token = encode(&c, &key_a, &len);
+    struct continuation d;
+    assert_int_equal(decode(token, len, &key_a, 1, &d), AL_OK);
+    assert_int_equal(d.entries[0].kind, CONT_THROW_TYPE);
+    assert_string_equal(d.entries[0].payload, pay_get);
+    cont_free(&d);
+    free(token);
+    e[0].kind = CONT_THROW_TYPE + 1;
+    token = encode(&c, &key_a, &len);
+    assert_int_not_equal(decode(token, len, &key_a, 1, &d), AL_OK);
+    free(token);
+}
+
 static void test_continuation_round_trip(void **state)
 {
     (void)state;
@@ -266,6 +289,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_continuation_round_trip),
+        cmocka_unit_test(test_continuation_type_error_kind),
         cmocka_unit_test(test_continuation_every_changed_byte_is_refused),
         cmocka_unit_test(test_continuation_foreign_key_is_refused),
         cmocka_unit_test(test_continuation_key_rotation),

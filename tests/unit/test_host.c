@@ -79,10 +79,13 @@ static void test_host_completions_arrive_in_order_with_outcome(void **state)
     al_call_interrupt(c, "{\"ask\":1}", 9);
     al_call_throw(d, NULL);
     assert_int_equal(host_link_pending(l), 1);
+    struct al_call *e = host_call_new(l, 5, 0, "g.e", "[]", 2);
+    assert_non_null(e);
+    al_call_throw_type_error(e, NULL);
 
     struct completion *got = host_link_take(l);
     assert_int_equal(host_link_pending(l), 0);
-    assert_int_equal(count(got), 4);
+    assert_int_equal(count(got), 5);
     const struct completion *x = got;
     assert_int_equal(x->id, 2);
     assert_int_equal(x->kind, WIRE_ANSWER_THROW);
@@ -98,7 +101,12 @@ static void test_host_completions_arrive_in_order_with_outcome(void **state)
     assert_string_equal(x->payload, "{\"ask\":1}");
     x = x->next;
     assert_int_equal(x->id, 4);
+    assert_int_equal(x->kind, WIRE_ANSWER_THROW);
     assert_string_equal(x->payload, "host function failed");
+    x = x->next;
+    assert_int_equal(x->id, 5);
+    assert_int_equal(x->kind, WIRE_ANSWER_TYPE_ERROR);
+    assert_string_equal(x->payload, "host function called with bad arguments");
     host_completion_free(got);
     assert_null(host_link_take(l));
     host_link_close(l);

@@ -170,6 +170,30 @@ static void test_schema_items_and_counts(void **state)
     expect_valid("{\"items\":false}", "[]");
 }
 
+/* prefixItems: each position its own schema (a host function's (order: string, amount:
+ * number)); items then covers the elements past them, and without items they are free. */
+static void test_schema_prefix_items(void **state)
+{
+    (void)state;
+    const char *s = "{\"type\":\"array\",\"prefixItems\":[{\"type\":\"string\"},"
+                    "{\"type\":\"integer\",\"maximum\":50}],\"minItems\":1}";
+    expect_valid(s, "[\"o-1\"]");
+    expect_valid(s, "[\"o-1\",50]");
+    expect_valid(s, "[\"o-1\",50,{\"any\":\"thing\"}]");
+    expect_invalid(s, "[7]", "/0: must be string");
+    expect_invalid(s, "[\"o-1\",\"lots\"]", "/1: must be integer");
+    expect_invalid(s, "[\"o-1\",51]", "/1: must be <= 50");
+    expect_invalid(s, "[]", "(root): must have at least 1 items");
+    const char *closed = "{\"prefixItems\":[{\"type\":\"string\"}],\"items\":false}";
+    expect_valid(closed, "[\"a\"]");
+    expect_invalid(closed, "[\"a\",1]", "/1: is not allowed (schema false)");
+    const char *rest = "{\"prefixItems\":[{\"type\":\"string\"}],\"items\":{\"type\":\"number\"}}";
+    expect_valid(rest, "[\"a\",1,2.5]");
+    expect_invalid(rest, "[\"a\",1,\"b\"]", "/2: must be number");
+    expect_invalid("{\"prefixItems\":[{\"prefixItems\":[{\"const\":1}]}]}", "[[2]]",
+                   "/0/0: must be equal to 1");
+}
+
 static void test_schema_numbers(void **state)
 {
     (void)state;
@@ -375,7 +399,15 @@ static void test_schema_wrong_value_types_refused(void **state)
     expect_refused("{\"additionalProperties\":0}",
                    "keyword 'additionalProperties' at (root) must be a boolean or a schema");
     expect_refused("{\"items\":[{}]}",
-                   "keyword 'items' at (root) must be a schema (the array form is not supported)");
+                   "keyword 'items' at (root) must be a schema (positions are prefixItems)");
+    expect_refused("{\"prefixItems\":[]}",
+                   "keyword 'prefixItems' at (root) must be a non-empty array of schemas");
+    expect_refused("{\"prefixItems\":{}}",
+                   "keyword 'prefixItems' at (root) must be a non-empty array of schemas");
+    expect_refused("{\"prefixItems\":[{},3]}",
+                   "not a schema (an object or a boolean) at /prefixItems/1");
+    expect_refused("{\"prefixItems\":[{\"oneOf\":[]}]}",
+                   "unsupported keyword 'oneOf' at /prefixItems/0");
     expect_refused("{\"enum\":[]}", "keyword 'enum' at (root) must be a non-empty array");
     expect_refused("{\"enum\":\"a\"}", "keyword 'enum' at (root) must be a non-empty array");
     expect_refused("{\"minimum\":\"0\"}", "keyword 'minimum' at (root) must be a number");
@@ -526,6 +558,7 @@ int main(void)
         cmocka_unit_test(test_schema_required),
         cmocka_unit_test(test_schema_additional_properties),
         cmocka_unit_test(test_schema_items_and_counts),
+        cmocka_unit_test(test_schema_prefix_items),
         cmocka_unit_test(test_schema_numbers),
         cmocka_unit_test(test_schema_string_lengths_count_code_points),
         cmocka_unit_test(test_schema_pattern),

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 /* clang-format on */
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,6 +71,50 @@ static void test_tsdecl_objects(void **state)
     expect_type("{\"properties\":{\"o\":{\"type\":\"object\",\"properties\":{\"n\":{}},"
                 "\"additionalProperties\":false}},\"additionalProperties\":false}",
                 "{\n  o?: {\n    n?: unknown;\n  };\n}");
+}
+
+/* The parameters a function's args_schema declares (the text between its parentheses). */
+static void expect_params(const char *args_schema, const char *want)
+{
+    struct json_doc *doc = NULL;
+    struct buf b;
+    buf_init(&b, 1 << 16);
+    assert_int_equal(json_parse(args_schema, strlen(args_schema), 64, &doc, NULL), AL_OK);
+    struct tsdecl_fn fn = { "pay.refund", NULL, json_root(doc), NULL, 0 };
+    assert_int_equal(tsdecl_write(&b, "t", &fn, 1, NULL), BUF_OK);
+    const char *open = strstr(b.data, "refund(");
+    const char *close = open ? strstr(open, "): Promise<") : NULL;
+    assert_non_null(close);
+    open += strlen("refund(");
+    if ((size_t)(close - open) != strlen(want) || memcmp(open, want, strlen(want)) != 0) {
+        fail_msg("args %s: got\n%.*s\nwant\n%s", args_schema, (int)(close - open), open, want);
+    }
+    buf_done(&b);
+    json_doc_free(doc);
+}
+
+/* prefixItems: a parameter per position, typed by it, then what items says of the rest. */
+static void test_tsdecl_positional_parameters(void **state)
+{
+    (void)state;
+    const char *two = "\"prefixItems\":[{\"type\":\"string\"},{\"type\":\"integer\"}]";
+    char s[256];
+    snprintf(s, sizeof s, "{%s,\"minItems\":2,\"items\":false}", two);
+    expect_params(s, "arg1: string, arg2: number");
+    snprintf(s, sizeof s, "{%s,\"minItems\":1,\"maxItems\":2}", two);
+    expect_params(s, "arg1: string, arg2?: number");
+    snprintf(s, sizeof s, "{%s,\"minItems\":2,\"maxItems\":3,\"items\":{\"type\":\"boolean\"}}",
+             two);
+    expect_params(s, "arg1: string, arg2: number, arg3?: boolean");
+    snprintf(s, sizeof s, "{%s,\"minItems\":2}", two);
+    expect_params(s, "arg1: string, arg2: number, ...rest: (unknown)[]");
+    snprintf(s, sizeof s, "{%s,\"items\":{\"type\":\"string\"}}", two);
+    expect_params(s, "arg1?: string, arg2?: number, ...rest: (string)[]");
+    /* as a value's type: a tuple */
+    snprintf(s, sizeof s, "{\"type\":\"array\",%s,\"items\":false}", two);
+    expect_type(s, "[string, number]");
+    snprintf(s, sizeof s, "{%s}", two);
+    expect_type(s, "[string, number, ...(unknown)[]]");
 }
 
 static void test_tsdecl_functions_and_input(void **state)
@@ -135,6 +180,7 @@ int main(void)
         cmocka_unit_test(test_tsdecl_scalars_literals_unions),
         cmocka_unit_test(test_tsdecl_objects),
         cmocka_unit_test(test_tsdecl_functions_and_input),
+        cmocka_unit_test(test_tsdecl_positional_parameters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
