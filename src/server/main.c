@@ -1,11 +1,10 @@
 /*
  * main.c - airlockd: options and config file, the data directory (0700) and its database (SQLite
  * in the data directory, or PostgreSQL with --database postgres://...; the key files stay in the
- * data directory either way), the
- * first start's bootstrap (principal admin and its key file, 0600), then the HTTP server until
- * SIGTERM or SIGINT. Signals are blocked in every thread and taken by sigwait here, so no
- * handler runs inside the store or libmicrohttpd. Everything airlockd prints before it serves
- * is one line per fact on stderr; the key itself is never printed.
+ * data directory either way), the first start's bootstrap (principal admin and its key file,
+ * 0600), then the HTTP server until SIGTERM or SIGINT. Signals are blocked in every thread and
+ * taken by sigwait here, so no handler runs inside the store or libmicrohttpd. Everything airlockd
+ * prints before it serves is one line per fact on stderr; the key itself is never printed.
  */
 #include <errno.h>
 #include <fcntl.h>
