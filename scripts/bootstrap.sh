@@ -1,10 +1,11 @@
 #!/bin/sh
 # Installs the Debian packages airlock needs to build, test and run its example (chromium: the
-# browser tests of the web UI, tests/e2e/). A no-op when everything is present; otherwise
+# browser tests of the web UI, tests/e2e/; postgresql: the throwaway cluster of the tests that run
+# the store on PostgreSQL, tests/support/pg_cluster.sh, and libpq-dev airlockd's client of it). A no-op when everything is present; otherwise
 # installs with apt-get (as root) or says what to install.
 set -eu
 
-packages="build-essential binutils cmake pkg-config libcmocka-dev libseccomp-dev libssl-dev clang libclang-rt-dev clang-format clang-tidy npm nodejs python3 ca-certificates locales libmicrohttpd-dev libsqlite3-dev libcurl4-openssl-dev python3-jsonschema chromium python3-pip python3-setuptools python3-pytest"
+packages="build-essential binutils cmake pkg-config libcmocka-dev libseccomp-dev libssl-dev clang libclang-rt-dev clang-format clang-tidy npm nodejs python3 ca-certificates locales libmicrohttpd-dev libsqlite3-dev libpq-dev postgresql libcurl4-openssl-dev python3-jsonschema chromium python3-pip python3-setuptools python3-pytest"
 missing=""
 for p in $packages; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -1,9 +1,10 @@
 /*
- * main.c - airlockd: options and config file, the data directory (0700) and its database, the
- * first start's bootstrap (principal admin and its key file, 0600), then the HTTP server until
- * SIGTERM or SIGINT. Signals are blocked in every thread and taken by sigwait here, so no
- * handler runs inside the store or libmicrohttpd. Everything airlockd prints before it serves
- * is one line per fact on stderr; the key itself is never printed.
+ * main.c - airlockd: options and config file, the data directory (0700) and its database (SQLite
+ * in the data directory, or PostgreSQL with --database postgres://...; the key files stay in the
+ * data directory either way), the first start's bootstrap (principal admin and its key file,
+ * 0600), then the HTTP server until SIGTERM or SIGINT. Signals are blocked in every thread and
+ * taken by sigwait here, so no handler runs inside the store or libmicrohttpd. Everything airlockd
+ * prints before it serves is one line per fact on stderr; the key itself is never printed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,6 +45,7 @@ struct main_config {
     char host[256];
     unsigned port;
     char data_dir[MAIN_PATH_MAX];
+    char database[MAIN_PATH_MAX]; /* a PostgreSQL URL; "": SQLite in data_dir */
     size_t body_limit_bytes;
     double rate_per_second; /* tokens per second of each caller's bucket */
     double rate_burst;      /* its size, >= 1 */
@@ -63,8 +65,19 @@ struct main_runtime {
 };
 
 static const char main_usage[] =
-        "usage: airlockd [--listen HOST:PORT] [--data-dir DIR] [--config FILE] [--print-routes]\n"
-        "       airlockd --version\n";
+        "usage: airlockd [--listen HOST:PORT] [--data-dir DIR] [--database URL] [--config FILE]\n"
+        "                [--print-routes]\n"
+        "       airlockd --version\n"
+        "  --database URL  keep the store in PostgreSQL (postgres://USER@HOST/DB or\n"
+        "                  postgresql://...; libpq's URL form) instead of SQLite in DIR\n";
+
+/* 0 when text is a URL --database takes: PostgreSQL's, the one other store there is. */
+static int main_database_url(const char *text)
+{
+    size_t len = strlen(text);
+    int pg = strncmp(text, "postgres://", 11) == 0 || strncmp(text, "postgresql://", 13) == 0;
+    return pg && len < MAIN_PATH_MAX ? 0 : -1;
+}
 
 static int main_parse_listen(const char *text, struct main_config *cfg)
 {
@@ -125,8 +138,8 @@ static int main_positive(const struct json_node *n, double *ret)
     return 0;
 }
 
-/* Reads the config file: an object of listen, data_dir, body_limit_bytes and rate_limit
- * {requests_per_second, burst}; any other member is refused. */
+/* Reads the config file: an object of listen, data_dir, database, body_limit_bytes and
+ * rate_limit {requests_per_second, burst}; any other member is refused. */
 static int main_load_config(const char *path, struct main_config *cfg)
 {
     struct buf text;
@@ -159,6 +172,15 @@ static int main_load_config(const char *path, struct main_config *cfg)
         } else if (strcmp(m->key, "data_dir") == 0 && m->type == JSON_STRING && m->str_len > 0 &&
                    m->str_len < sizeof cfg->data_dir) {
             memcpy(cfg->data_dir, m->str, m->str_len + 1);
+        } else if (strcmp(m->key, "database") == 0 && m->type == JSON_STRING) {
+            if (strlen(m->str) != m->str_len || main_database_url(m->str) != 0) {
+                fprintf(stderr,
+                        "airlockd: config %s: database must be a postgres:// or postgresql:// "
+                        "URL\n",
+                        path);
+                goto out;
+            }
+            memcpy(cfg->database, m->str, m->str_len + 1);
         } else if (strcmp(m->key, "body_limit_bytes") == 0 && main_positive(m, &num) == 0) {
             cfg->body_limit_bytes = (size_t)num;
         } else if (strcmp(m->key, "runs") == 0 && m->type == JSON_OBJECT) {
@@ -200,7 +222,7 @@ static int main_load_config(const char *path, struct main_config *cfg)
         } else {
             fprintf(stderr,
                     "airlockd: config %s: unknown or malformed member \"%s\" (known: listen, "
-                    "data_dir, body_limit_bytes, rate_limit, runs)\n",
+                    "data_dir, database, body_limit_bytes, rate_limit, runs)\n",
                     path, m->key);
             goto out;
         }
@@ -606,11 +628,13 @@ static int main_options(int argc, char **argv, struct main_config *cfg)
     const char *listen_opt = NULL;
     const char *dir_opt = NULL;
     const char *config_opt = NULL;
+    const char *database_opt = NULL;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char **dst = strcmp(arg, "--listen") == 0     ? &listen_opt
                            : strcmp(arg, "--data-dir") == 0 ? &dir_opt
                            : strcmp(arg, "--config") == 0   ? &config_opt
+                           : strcmp(arg, "--database") == 0 ? &database_opt
                                                             : NULL;
         if (strcmp(arg, "--print-routes") == 0) {
             router_print(stdout);
@@ -648,6 +672,15 @@ static int main_options(int argc, char **argv, struct main_config *cfg)
             return 2;
         }
         snprintf(cfg->data_dir, sizeof cfg->data_dir, "%s", dir_opt);
+    }
+    if (database_opt) {
+        /* the URL may hold a password: never echoed */
+        if (main_database_url(database_opt) != 0) {
+            fprintf(stderr, "airlockd: --database must be a postgres:// or postgresql:// URL\n%s",
+                    main_usage);
+            return 2;
+        }
+        snprintf(cfg->database, sizeof cfg->database, "%s", database_opt);
     }
     return 0;
 }
@@ -706,7 +739,8 @@ int main(int argc, char **argv)
         goto out;
     }
     snprintf(db_path, sizeof db_path, "%s/airlock.db", cfg.data_dir);
-    if (store_sqlite_open(db_path, &store, errmsg) != STORE_OK) {
+    if (cfg.database[0] ? store_postgres_open(cfg.database, &store, errmsg) != STORE_OK
+                        : store_sqlite_open(db_path, &store, errmsg) != STORE_OK) {
         fprintf(stderr, "airlockd: %s\n", errmsg);
         goto out;
     }

@@ -1,8 +1,8 @@
 /*
  * store.h - everything airlockd keeps, behind one versioned table of operations (the model is
  * sqlite3_vfs / sqlite3_io_methods): a backend fills a struct store_ops, callers go through
- * s->ops and never see SQL. SQLite (sqlite.c) is the embedded default; PostgreSQL and an
- * in-memory test store slot in behind the same table.
+ * s->ops and never see SQL. SQLite (sqlite.c) is the embedded default; PostgreSQL (postgres.c)
+ * fills the same table, and an in-memory test store could slot in behind it too.
  *
  * Contract for every operation:
  *   - returns STORE_OK, STORE_NOT_FOUND (the named row does not exist), STORE_CONFLICT (a row
@@ -202,7 +202,7 @@ typedef int store_connector_fn(void *userdata, const struct store_connector *c);
 
 struct store_ops {
     int version;      /* STORE_OPS_VERSION; later versions only append members */
-    const char *name; /* "sqlite" */
+    const char *name; /* "sqlite" | "postgres" */
 
     void (*close)(struct store *s); /* NULL-safe; frees s */
     /* The last STORE_ERROR's message; never NULL. */
@@ -371,5 +371,12 @@ int store_schema_version(void);
  * store_schema_version(). A database whose schema is newer than this binary is refused. On
  * failure *ret_store is untouched and errmsg (STORE_ERRMSG_MAX bytes) says why. */
 enum store_rc store_sqlite_open(const char *path, struct store **ret_store, char *errmsg);
+
+/* Connects to the PostgreSQL database named by `url` (a libpq connection URI, postgres://... or
+ * postgresql://...) and migrates it to store_schema_version() (migrations/postgres/, the same
+ * numbers as SQLite's), refusing a newer schema as store_sqlite_open does. Commits are durable
+ * when they return (synchronous_commit on): sync is a no-op. A lost connection is reset at the
+ * next call outside a transaction. errmsg never holds the URL (it may carry a password). */
+enum store_rc store_postgres_open(const char *url, struct store **ret_store, char *errmsg);
 
 #endif

@@ -413,7 +413,8 @@ def t_connector_calls_wait_for_the_runs_record(tmp):
     # once that record is committed (the shop looks it up in the database at each call);
     # revoking the version meanwhile cancels or refuses runs, never leaves one unrecorded
     import threading
-    w = World(tmp, shop=Shop(database=os.path.join(tmp, "var", "airlock.db")))
+    d = os.path.join(tmp, "var")
+    w = World(tmp, shop=Shop(database=ts.pg_url(d) if ts.PG else os.path.join(d, "airlock.db")))
     try:
         w.template("paid", "return (await shop.orders('paid')).length;", ["shop.orders"])
         answers = []
@@ -1037,6 +1038,13 @@ def t_continuation_key_file(tmp):
 
 
 TESTS = [(name, fn) for name, fn in sorted(globals().items()) if name.startswith("t_")]
+# SQLite only: the WAL's fsync after an unsynced commit, held back by hosts/failsync.c. On
+# PostgreSQL a commit is durable when it returns (the store's sync does nothing): no such window.
+SQLITE_ONLY = {"t_nothing_of_a_batch_is_answered_before_its_fsync"}
+if ts.PG:
+    for name in sorted(SQLITE_ONLY):
+        print("not run on PostgreSQL: " + name, flush=True)
+    TESTS = [(name, fn) for name, fn in TESTS if name not in SQLITE_ONLY]
 
 
 def main():

@@ -5,7 +5,10 @@ restart, schema version, and the permission table walked route x role x departme
 usage: test_server.py --airlockd PATH [--cli PATH] [-k SUBSTRING]
 
 Each test starts airlockd on port 0 in a fresh temporary data directory, reads its listening
-line from stderr and drives it with http.client. Every wait is bounded (HANG seconds); a server
+line from stderr and drives it with http.client. With AIRLOCK_TEST_DATABASE set to a PostgreSQL
+cluster's URL (tests/support/pg_cluster.sh; CTest's integration.server.postgres), every data
+directory gets a fresh database of its own there and airlockd runs with --database; what a test
+reads or edits in the store goes through db_rows/db_exec/db_bytes, on either back end. Every wait is bounded (HANG seconds); a server
 is always killed at the end. Prints `N passed, M failed` last and exits 1 on any failure.
 """
 import argparse
@@ -27,6 +30,9 @@ import traceback
 import openapi_check
 
 HANG = 15
+# AIRLOCK_TEST_DATABASE: run airlockd on PostgreSQL (a database per data directory); None: SQLite
+PG = os.environ.get("AIRLOCK_TEST_DATABASE") or None
+PG_DATABASES = {}  # data directory -> its database's URL
 AIRLOCKD = None
 CLI = None
 # A fixed audit signing key, so a test knows the public key without asking the server.
@@ -45,6 +51,89 @@ def check(cond, msg):
         raise Fail(msg)
 
 
+def pg_url(data_dir):
+    """The URL of data_dir's database on the PostgreSQL cluster, created on first use."""
+    data_dir = os.path.abspath(data_dir)
+    if data_dir not in PG_DATABASES:
+        name = "airlockd_test_%d_%d" % (os.getpid(), len(PG_DATABASES) + 1)
+        subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", PG, "-c",
+                        "CREATE DATABASE " + name], check=True, timeout=HANG,
+                       stdout=subprocess.DEVNULL)
+        head, _, query = PG.partition("?")
+        base = head[:head.index("/", head.index("://") + 3)]
+        PG_DATABASES[data_dir] = base + "/" + name + ("?" + query if query else "")
+    return PG_DATABASES[data_dir]
+
+
+def pg_drop_all():
+    for url in PG_DATABASES.values():
+        name = url.partition("?")[0].rsplit("/", 1)[1]
+        subprocess.run(["psql", "-X", "-q", PG, "-c",
+                        "DROP DATABASE IF EXISTS %s WITH (FORCE)" % name],
+                       timeout=HANG, stdout=subprocess.DEVNULL)
+    PG_DATABASES.clear()
+
+
+def psql(data_dir, sql, params):
+    """Runs sql on data_dir's PostgreSQL database, ? placeholders bound as psql variables."""
+    args = ["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", pg_url(data_dir)]
+    parts = sql.split("?")
+    check(len(parts) == len(params) + 1, "placeholders: %r" % sql)
+    text = parts[0]
+    for i, value in enumerate(params):
+        args += ["-v", "p%d=%s" % (i, value)]
+        text += ":'p%d'" % i + parts[i + 1]
+    p = subprocess.run(args, input=text + ";\n", capture_output=True, text=True, timeout=HANG)
+    check(p.returncode == 0, "psql: %s: %s" % (text, p.stderr))
+    return p.stdout
+
+
+def db_rows(data_dir, sql, params=()):
+    """The rows (tuples) of a query on data_dir's store, SQLite or PostgreSQL."""
+    if PG:
+        out = psql(data_dir, "SELECT coalesce(json_agg(row_to_json(t)), '[]') FROM (%s) t" % sql,
+                   params)
+        return [tuple(r.values()) for r in json.loads(out)]
+    db = sqlite3.connect(os.path.join(data_dir, "airlock.db"), timeout=HANG)
+    try:
+        return db.execute(sql, params).fetchall()
+    finally:
+        db.close()
+
+
+def db_exec(data_dir, sql, params=()):
+    """Changes data_dir's store behind airlockd's back (a test of what it finds)."""
+    if PG:
+        psql(data_dir, sql, params)
+        return
+    db = sqlite3.connect(os.path.join(data_dir, "airlock.db"), timeout=HANG)
+    try:
+        db.execute(sql, params)
+        db.commit()
+    finally:
+        db.close()
+
+
+def db_bytes(data_dir):
+    """Everything the store holds as bytes: SQLite's file and WAL, or a dump of the database."""
+    if PG:
+        p = subprocess.run(["pg_dump", "--data-only", pg_url(data_dir)], capture_output=True,
+                           timeout=HANG)
+        check(p.returncode == 0, "pg_dump: %s" % p.stderr)
+        return p.stdout
+    blob = b""
+    for name in ("airlock.db", "airlock.db-wal"):
+        path = os.path.join(data_dir, name)
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                blob += f.read()
+    return blob
+
+
+def schema_version_sql(version):
+    return ("UPDATE airlock_schema SET version = %d" if PG else "PRAGMA user_version = %d") % version
+
+
 class Server:
     def __init__(self, data_dir, env_extra=None, args=None):
         self.data_dir = data_dir
@@ -54,6 +143,10 @@ class Server:
         env.update(env_extra or {})
         self.log = open(self.log_path, "wb")
         argv = [AIRLOCKD]
+        if PG:
+            # the database of the data directory, or of the --data-dir among args
+            where = args[args.index("--data-dir") + 1] if args and "--data-dir" in args else data_dir
+            argv += ["--database", pg_url(where)]
         if args is None:
             argv += ["--listen", "127.0.0.1:0", "--data-dir", data_dir]
         else:
@@ -150,13 +243,9 @@ def error_of(status, doc, want_status, want_code):
 
 
 def audit_rows(data_dir, action=None):
-    db = sqlite3.connect(os.path.join(data_dir, "airlock.db"), timeout=HANG)
-    try:
-        q = "SELECT seq, actor, action, subject, department, details FROM audit"
-        rows = db.execute(q + (" WHERE action = ?" if action else "") + " ORDER BY seq",
-                          (action,) if action else ()).fetchall()
-    finally:
-        db.close()
+    q = "SELECT seq, actor, action, subject, department, details FROM audit"
+    rows = db_rows(data_dir, q + (" WHERE action = ?" if action else "") + " ORDER BY seq",
+                   (action,) if action else ())
     return [dict(seq=r[0], actor=r[1], action=r[2], subject=r[3], department=r[4],
                  details=json.loads(r[5])) for r in rows]
 
@@ -180,8 +269,9 @@ def t_bootstrap_key_file(tmp):
         st, doc, _ = s.request("GET", "/v1/me", key=key)
         check(st == 200 and doc["name"] == "admin", "me: %d %r" % (st, doc))
         check({"role": "admin", "department": "*"} in doc["roles"], "admin roles: %r" % doc)
-        with open(os.path.join(d, "airlock.db"), "rb") as f:
-            check(key.encode() not in f.read(), "the key is stored in clear")
+        check(key.encode() not in db_bytes(d), "the key is stored in clear")
+        # on PostgreSQL nothing of the store is in the data directory: only the key files
+        check(not PG or not os.path.exists(os.path.join(d, "airlock.db")), "airlock.db on PG")
         check(s.stop() == 0, "SIGTERM exit status not 0")
     finally:
         s.kill()
@@ -334,12 +424,7 @@ def t_lifecycle(tmp):
                      ("admin", "role.grant"), ("admin", "role.revoke"), ("admin", "key.revoke"),
                      ("alice", "auth.denied"), ("airlockd", "auth.denied")]:
             check(want in actions, "no audit record %r in %r" % (want, actions))
-        with open(os.path.join(d, "airlock.db"), "rb") as f:
-            blob = f.read()
-        wal = os.path.join(d, "airlock.db-wal")
-        if os.path.exists(wal):
-            with open(wal, "rb") as f:
-                blob += f.read()
+        blob = db_bytes(d)
         check(alice["key"].encode() not in blob and k2["key"].encode() not in blob,
               "a key is stored in clear")
     finally:
@@ -373,10 +458,7 @@ def t_newer_schema_refused(tmp):
     s = Server(d)
     s.stop()
     s.kill()
-    db = sqlite3.connect(os.path.join(d, "airlock.db"))
-    db.execute("PRAGMA user_version = 999")
-    db.commit()
-    db.close()
+    db_exec(d, schema_version_sql(999))
     s = Server(d)
     try:
         rc = s.proc.wait(timeout=HANG)
@@ -406,6 +488,23 @@ def t_options_and_config(tmp):
     p = subprocess.run([AIRLOCKD, "--config", os.path.join(tmp, "missing.json")],
                        capture_output=True, timeout=HANG)
     check(p.returncode == 2, "missing config accepted")
+    # --database takes PostgreSQL's URLs only, and never echoes one (it may hold a password)
+    for argv in (["--database", "mysql://u:hunter2@db/x"], ["--database", "airlock.db"],
+                 ["--database"]):
+        p = subprocess.run([AIRLOCKD] + argv, capture_output=True, timeout=HANG)
+        check(p.returncode == 2 and b"usage:" in p.stderr and b"hunter2" not in p.stderr,
+              "%r: rc %d %r" % (argv, p.returncode, p.stderr))
+    with open(bad, "w") as f:
+        json.dump({"database": "sqlite:///srv/airlock.db"}, f)
+    p = subprocess.run([AIRLOCKD, "--config", bad], capture_output=True, timeout=HANG)
+    check(p.returncode == 2 and b"database" in p.stderr and b"/srv/airlock.db" not in p.stderr,
+          "bad database in config: %r" % p.stderr)
+    # a database that cannot be reached stops the start, with libpq's reason and no password
+    p = subprocess.run([AIRLOCKD, "--data-dir", os.path.join(tmp, "nodb"), "--database",
+                        "postgresql://u:hunter2@/airlock?host=%s" % os.path.join(tmp, "nowhere")],
+                       capture_output=True, timeout=HANG)
+    check(p.returncode == 1 and b"postgres: cannot connect" in p.stderr and
+          b"hunter2" not in p.stderr, "unreachable database: rc %d %r" % (p.returncode, p.stderr))
     good = os.path.join(tmp, "good.json")
     d = os.path.join(tmp, "cfgvar")
     with open(good, "w") as f:
@@ -1398,11 +1497,8 @@ def t_audit_tamper_found(tmp):
     finally:
         s.kill()
     target = [r for r in audit_rows(d) if r["action"] == "department.create"][1]["seq"]
-    db = sqlite3.connect(os.path.join(d, "airlock.db"), timeout=HANG)
-    db.execute("UPDATE audit SET line = replace(line, '\"ops\"', '\"0ps\"') WHERE seq = ?",
-               (target,))
-    db.commit()
-    db.close()
+    db_exec(d, "UPDATE audit SET line = replace(line, '\"ops\"', '\"0ps\"') WHERE seq = ?",
+            (target,))
     s = Server(d, env_extra={"AIRLOCK_AUDIT_KEY": AUDIT_KEY})
     try:
         check(s.port, "no start on a broken chain: %s" % s.stderr())
@@ -1423,12 +1519,9 @@ def t_audit_tamper_found(tmp):
     finally:
         s.kill()
     # an edited column (not the line) is found as well
-    db = sqlite3.connect(os.path.join(d, "airlock.db"), timeout=HANG)
-    db.execute("UPDATE audit SET line = replace(line, '\"0ps\"', '\"ops\"') WHERE seq = ?",
-               (target,))
-    db.execute("UPDATE audit SET actor = 'mallory' WHERE seq = 1")
-    db.commit()
-    db.close()
+    db_exec(d, "UPDATE audit SET line = replace(line, '\"0ps\"', '\"ops\"') WHERE seq = ?",
+            (target,))
+    db_exec(d, "UPDATE audit SET actor = 'mallory' WHERE seq = 1")
     s = Server(d, env_extra={"AIRLOCK_AUDIT_KEY": AUDIT_KEY})
     try:
         st, v, _ = s.request("GET", "/v1/audit/verify", key=s.admin_key())
@@ -1538,12 +1631,10 @@ def t_connectors(tmp):
                 data = f.read()
             check(b"signing-secret-of" not in data and b"header-secret-of" not in data,
                   "a secret in the clear in %s" % name)
-        db = sqlite3.connect(os.path.join(d, "airlock.db"))
-        try:
-            row = db.execute("SELECT signing_secret, headers FROM connectors WHERE name = 'crm'"
-                             ).fetchone()
-        finally:
-            db.close()
+        data = db_bytes(d)
+        check(b"signing-secret-of" not in data and b"header-secret-of" not in data,
+              "a secret in the clear in the store")
+        row = db_rows(d, "SELECT signing_secret, headers FROM connectors WHERE name = 'crm'")[0]
         check(row[0].startswith("v1:") and row[1].startswith("v1:"), "not sealed: %r" % (row,))
 
         # the same key file opens them after a restart; another key is refused at first use,
@@ -1671,7 +1762,53 @@ def t_ui_assets_and_headers(tmp):
         s.kill()
 
 
+# ------------------------------------------------------------------------------ PostgreSQL only
+def pg_cluster(command):
+    """Stops or starts the test cluster (tests/support/pg_cluster.sh, AIRLOCK_TEST_PG_DIR)."""
+    p = subprocess.run([os.environ["AIRLOCK_TEST_PG_CLUSTER"], command,
+                        os.environ["AIRLOCK_TEST_PG_DIR"]], capture_output=True, timeout=90)
+    check(p.returncode == 0, "pg_cluster.sh %s: %s" % (command, p.stderr))
+
+
+def pg_outage_readyz(tmp):
+    """/readyz says 503 while the database is down and 200 again once it is back; the node
+    reconnects by itself and serves as before, without a restart."""
+    d = os.path.join(tmp, "var")
+    s = Server(d)
+    stopped = False
+    try:
+        k = s.admin_key()
+        st, doc, _ = s.request("GET", "/readyz")
+        check(st == 200 and doc["status"] == "ready", "readyz: %d %r" % (st, doc))
+        pg_cluster("stop")
+        stopped = True
+        for _ in range(2):  # the broken connection, then a failed reconnect
+            st, doc, _ = s.request("GET", "/readyz")
+            check(st == 503 and doc["status"] == "unavailable", "readyz down: %d %r" % (st, doc))
+        st, doc, _ = s.request("GET", "/v1/me", key=k)
+        check(st >= 500 and "error" in doc, "a request while the database is down: %d %r"
+              % (st, doc))
+        st, _, _ = s.request("GET", "/healthz")
+        check(st == 200, "healthz (the process) while the database is down: %d" % st)
+        pg_cluster("start")
+        stopped = False
+        st, doc, _ = s.request("GET", "/readyz")
+        check(st == 200 and doc["status"] == "ready", "readyz back: %d %r" % (st, doc))
+        st, doc, _ = s.request("GET", "/v1/me", key=k)
+        check(st == 200 and doc["name"] == "admin", "me after the outage: %d %r" % (st, doc))
+        st, doc, _ = s.request("POST", "/v1/departments", {"name": "ops"}, key=k)
+        check(st == 201, "a write after the outage: %d %r" % (st, doc))
+        check(s.proc.poll() is None, "airlockd exited: %s" % s.stderr())
+        check(s.stop() == 0, "SIGTERM exit status not 0")
+    finally:
+        if stopped:
+            pg_cluster("start")
+        s.kill()
+
+
 TESTS = [(n[2:], f) for n, f in sorted(globals().items()) if n.startswith("t_") and callable(f)]
+if PG:
+    TESTS.append(("pg_outage_readyz", pg_outage_readyz))
 
 
 def run_tests(tests, prefix, need_cli=True):
@@ -1701,6 +1838,8 @@ def run_tests(tests, prefix, need_cli=True):
                                            traceback.format_exc()), flush=True)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+            if PG:
+                pg_drop_all()
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

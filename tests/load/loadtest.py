@@ -36,7 +36,6 @@ import json
 import os
 import random
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -397,12 +396,8 @@ def by_subject(records):
 
 
 def db_runs(data_dir):
-    db = sqlite3.connect("file:%s?mode=ro" % os.path.join(data_dir, "airlock.db"), uri=True,
-                         timeout=ts.HANG)
-    try:
-        rows = db.execute("SELECT id, status, outcome FROM runs").fetchall()
-    finally:
-        db.close()
+    # SQLite's file, or PostgreSQL's database with AIRLOCK_TEST_DATABASE (test_server.py)
+    rows = ts.db_rows(data_dir, "SELECT id, status, outcome FROM runs")
     return {r[0]: (r[1], json.loads(r[2]) if r[2] else None) for r in rows}
 
 

@@ -1,11 +1,17 @@
-/* unit.store - the SQLite store (src/store/sqlite.c) through its ops table: migrations and the
- * schema version check, conflicts and missing rows, key lookup and revocation, role grants,
- * department policy, audit appends in order and hash-chained (a checkpoint every 1000th record
- * once a key is set), a rolled-back transaction leaving nothing, and kept statements: many calls
- * of the same operations do not grow SQLite's memory, a callback may nest the operation it is
- * called from, and no call leaves a read open that would hide another connection's commit.
- * Group commit off the lock: a transaction of tx_begin_unsynced commits without an fsync, sync
- * then makes it durable, and every other transaction is synced at its commit again. */
+/* unit.store, unit.store.postgres - the store through its ops table, one suite for both back
+ * ends: SQLite (src/store/sqlite.c) by default, PostgreSQL (src/store/postgres.c) when
+ * AIRLOCK_TEST_DATABASE names a cluster (postgresql://...; tests/support/pg_cluster.sh starts
+ * one), each test then on a database of its own, created and dropped around it. Migrations, the
+ * two back ends' migration lists in step, the schema version check, conflicts and missing rows, key
+ * lookup and revocation, role grants, department policy, audit appends in order and hash-chained (a
+ * checkpoint every 1000th record once a key is set), a rolled-back transaction leaving nothing, and
+ * kept statements: many calls of the same operations do not grow SQLite's memory, a callback may
+ * nest the operation it is called from, and no call leaves a read open that would hide another
+ * connection's commit. Group commit off the lock: a transaction of tx_begin_unsynced commits
+ * without an fsync, sync then makes it durable, and every other transaction is synced at its commit
+ * again (SQLite's fsyncs are counted; PostgreSQL's commits are durable as they return, and sync
+ * does nothing). Raw SQL in this file (a second connection) only sets up what the store must cope
+ * with. */
 /* cmocka.h needs these first */
 /* clang-format off */
 #include <setjmp.h>
@@ -15,6 +21,8 @@
 #include <cmocka.h>
 /* clang-format on */
 
+#include <libpq-fe.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -37,11 +45,74 @@ __attribute__((visibility("default"))) int fdatasync(int fd)
     return (int)syscall(SYS_fdatasync, fd);
 }
 
+/* AIRLOCK_TEST_DATABASE: the PostgreSQL cluster to test on; NULL: SQLite. */
+static const char *pg_base;
+
 struct fixture {
     char dir[64];
-    char path[96];
+    char path[96];  /* SQLite: the database file */
+    char db[64];    /* PostgreSQL: this test's database */
+    char url[1024]; /* ... and its URL */
     struct store *s;
 };
+
+static void quiet(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message; /* NOTICEs of DROP ... CASCADE */
+}
+
+/* Runs sql on a connection of its own: to the test's database, or to the cluster's own with
+ * `admin` (CREATE / DROP DATABASE). 0 on success. */
+static int raw_exec(const struct fixture *f, int admin, const char *sql)
+{
+    if (!pg_base) {
+        sqlite3 *db = NULL;
+        int rc = sqlite3_open(f->path, &db) == SQLITE_OK &&
+                                 sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK
+                         ? 0
+                         : -1;
+        sqlite3_close(db);
+        return rc;
+    }
+    PGconn *conn = PQconnectdb(admin ? pg_base : f->url);
+    PQsetNoticeProcessor(conn, quiet, NULL);
+    PGresult *res = PQexec(conn, sql);
+    int ok = PQresultStatus(res) == PGRES_COMMAND_OK || PQresultStatus(res) == PGRES_TUPLES_OK;
+    if (!ok) {
+        fprintf(stderr, "raw_exec: %s: %s", sql, PQerrorMessage(conn));
+    }
+    PQclear(res);
+    PQfinish(conn);
+    return ok ? 0 : -1;
+}
+
+static enum store_rc store_open(struct fixture *f, struct store **ret, char *err)
+{
+    return pg_base ? store_postgres_open(f->url, ret, err) : store_sqlite_open(f->path, ret, err);
+}
+
+/* A fresh database on the cluster: the base URL with its path (the database name) replaced. */
+static void pg_fresh(struct fixture *f)
+{
+    static int n;
+    char sql[256];
+    const char *authority = strstr(pg_base, "://");
+    assert_non_null(authority);
+    const char *path = strchr(authority + 3, '/');
+    assert_non_null(path);
+    const char *query = strchr(path, '?');
+    snprintf(f->db, sizeof f->db, "unit_store_%d_%d", (int)getpid(), ++n);
+    snprintf(f->url, sizeof f->url, "%.*s/%s%s", (int)(path - pg_base), pg_base, f->db,
+             query ? query : "");
+    /* a name of this test's making; a locale whose order is not bytes ("B" after "b"), so that a
+     * list sorted by it instead of byte by byte, as SQLite sorts, is seen */
+    snprintf(sql, sizeof sql,
+             "CREATE DATABASE %s TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' "
+             "LOCALE 'C.UTF-8'",
+             f->db);
+    assert_int_equal(raw_exec(f, 1, sql), 0);
+}
 
 static int setup(void **state)
 {
@@ -50,7 +121,12 @@ static int setup(void **state)
     snprintf(f->dir, sizeof f->dir, "/tmp/unit-store-XXXXXX");
     assert_non_null(mkdtemp(f->dir));
     snprintf(f->path, sizeof f->path, "%s/airlock.db", f->dir);
-    assert_int_equal(store_sqlite_open(f->path, &f->s, err), STORE_OK);
+    if (pg_base) {
+        pg_fresh(f);
+    }
+    if (store_open(f, &f->s, err) != STORE_OK) {
+        fail_msg("open: %s", err);
+    }
     *state = f;
     return 0;
 }
@@ -61,6 +137,11 @@ static int teardown(void **state)
     char path[128];
     if (f->s) {
         f->s->ops->close(f->s);
+    }
+    if (pg_base) {
+        char sql[128];
+        snprintf(sql, sizeof sql, "DROP DATABASE %s WITH (FORCE)", f->db);
+        assert_int_equal(raw_exec(f, 1, sql), 0);
     }
     const char *suffixes[] = { "", "-wal", "-shm" };
     for (size_t i = 0; i < 3; i++) {
@@ -99,23 +180,36 @@ static void test_store_ops_version_and_schema(void **state)
 {
     struct fixture *f = *state;
     assert_int_equal(f->s->ops->version, STORE_OPS_VERSION);
-    assert_string_equal(f->s->ops->name, "sqlite");
+    assert_string_equal(f->s->ops->name, pg_base ? "postgres" : "sqlite");
     assert_true(store_schema_version() >= 1);
     assert_int_equal(f->s->ops->ping(f->s), STORE_OK);
+}
+
+/* The back ends' migrations are the same steps: as many, numbered and named alike. */
+static void test_store_migrations_in_step(void **state)
+{
+    (void)state;
+    assert_int_equal(postgres_migrations_count, migrations_count);
+    assert_int_equal(store_schema_version(), migrations_count);
+    for (int i = 0; i < migrations_count; i++) {
+        assert_int_equal(migrations[i].number, i + 1);
+        assert_int_equal(postgres_migrations[i].number, i + 1);
+        assert_string_equal(postgres_migrations[i].name, migrations[i].name);
+    }
 }
 
 static void test_store_newer_schema_refused(void **state)
 {
     struct fixture *f = *state;
-    sqlite3 *db = NULL;
     char err[STORE_ERRMSG_MAX];
     struct store *again = NULL;
     f->s->ops->close(f->s);
     f->s = NULL;
-    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 1000", NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(db);
-    assert_int_equal(store_sqlite_open(f->path, &again, err), STORE_ERROR);
+    assert_int_equal(raw_exec(f, 0,
+                              pg_base ? "UPDATE airlock_schema SET version = 1000"
+                                      : "PRAGMA user_version = 1000"),
+                     0);
+    assert_int_equal(store_open(f, &again, err), STORE_ERROR);
     assert_null(again);
     assert_non_null(strstr(err, "newer"));
 }
@@ -127,7 +221,7 @@ static void test_store_reopen_keeps_rows(void **state)
     int64_t n = 0;
     assert_int_equal(f->s->ops->principal_create(f->s, "admin", "user"), STORE_OK);
     f->s->ops->close(f->s);
-    assert_int_equal(store_sqlite_open(f->path, &f->s, err), STORE_OK);
+    assert_int_equal(store_open(f, &f->s, err), STORE_OK);
     assert_int_equal(f->s->ops->principal_count(f->s, &n), STORE_OK);
     assert_int_equal(n, 1);
 }
@@ -196,6 +290,44 @@ static void test_store_department_policy(void **state)
     assert_string_equal(policy, "supervised/1");
     assert_int_equal(s->ops->department_set_policy(s, "nowhere", "supervised", 0), STORE_NOT_FOUND);
     assert_int_equal(s->ops->department_get(s, "nowhere", read_policy, policy), STORE_NOT_FOUND);
+}
+
+struct names {
+    char text[64];
+};
+
+static int name_department(void *userdata, const struct store_department *d)
+{
+    struct names *n = userdata;
+    size_t len = strlen(n->text);
+    snprintf(n->text + len, sizeof n->text - len, "%s,", d->name);
+    return 0;
+}
+
+static int name_principal(void *userdata, const struct store_principal *p)
+{
+    struct names *n = userdata;
+    size_t len = strlen(n->text);
+    snprintf(n->text + len, sizeof n->text - len, "%s,", p->name);
+    return 0;
+}
+
+/* Lists by name are in byte order on both back ends, whatever the database's locale. */
+static void test_store_lists_sorted_bytewise(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    const char *names[] = { "b", "B", "a", "_x", "\xc3\xa9" };
+    struct names got = { "" };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        assert_int_equal(s->ops->department_create(s, names[i]), STORE_OK);
+        assert_int_equal(s->ops->principal_create(s, names[i], "user"), STORE_OK);
+    }
+    assert_int_equal(s->ops->department_list(s, name_department, &got), STORE_OK);
+    assert_string_equal(got.text, "B,_x,a,b,\xc3\xa9,");
+    got.text[0] = '\0';
+    assert_int_equal(s->ops->principal_list(s, name_principal, &got), STORE_OK);
+    assert_string_equal(got.text, "B,_x,a,b,\xc3\xa9,");
 }
 
 static void test_store_audit_append_in_order(void **state)
@@ -303,24 +435,29 @@ static void test_store_audit_legacy_chained(void **state)
 {
     struct fixture *f = *state;
     struct chain c;
-    sqlite3 *db = NULL;
     char err[STORE_ERRMSG_MAX];
     f->s->ops->close(f->s);
     f->s = NULL;
-    unlink(f->path);
-    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db, migrations[0].sql, NULL, NULL, NULL), SQLITE_OK);
-    assert_int_equal(
-            sqlite3_exec(db,
-                         "PRAGMA user_version = 1; INSERT INTO audit(time, actor, action, "
-                         "subject, department, details) VALUES "
-                         "('2026-01-31T12:00:01.007Z', 'airlockd', 'principal.create', 'admin', "
-                         "NULL, '{\"kind\":\"user\"}'), ('2026-01-31T12:00:01.008Z', 'admin', "
-                         "'department.create', 'ops', 'ops', '{}')",
-                         NULL, NULL, NULL),
-            SQLITE_OK);
-    sqlite3_close(db);
-    assert_int_equal(store_sqlite_open(f->path, &f->s, err), STORE_OK);
+    if (pg_base) {
+        assert_int_equal(raw_exec(f, 0, "DROP SCHEMA public CASCADE; CREATE SCHEMA public"), 0);
+        assert_int_equal(raw_exec(f, 0, postgres_migrations[0].sql), 0);
+        assert_int_equal(raw_exec(f, 0,
+                                  "CREATE TABLE airlock_schema (version INTEGER NOT NULL); "
+                                  "INSERT INTO airlock_schema VALUES (1)"),
+                         0);
+    } else {
+        unlink(f->path);
+        assert_int_equal(raw_exec(f, 0, migrations[0].sql), 0);
+        assert_int_equal(raw_exec(f, 0, "PRAGMA user_version = 1"), 0);
+    }
+    assert_int_equal(raw_exec(f, 0,
+                              "INSERT INTO audit(seq, time, actor, action, subject, department, "
+                              "details) VALUES (1, '2026-01-31T12:00:01.007Z', 'airlockd', "
+                              "'principal.create', 'admin', NULL, '{\"kind\":\"user\"}'), (2, "
+                              "'2026-01-31T12:00:01.008Z', 'admin', 'department.create', 'ops', "
+                              "'ops', '{}')"),
+                     0);
+    assert_int_equal(store_open(f, &f->s, err), STORE_OK);
     assert_int_equal(f->s->ops->audit_append(f->s, "admin", "x.y", NULL, NULL, "{}", NULL),
                      STORE_OK);
     memset(&c, 0, sizeof c);
@@ -546,6 +683,128 @@ static void test_store_connectors(void **state)
     assert_int_equal(s->ops->connector_get(s, "gone", read_connector, &seen), STORE_NOT_FOUND);
 }
 
+static int walk_run_count(void *userdata, const struct store_run *r)
+{
+    return count_fn(userdata, r);
+}
+
+struct run_walk {
+    struct store *s;
+    int n;
+    int64_t last_seq;
+    int ordered;
+    int stop_at; /* the callback stops the walk at this many; 0: never */
+    int nested;  /* run_get from inside the callback found its run */
+};
+
+static int walk_run(void *userdata, const struct store_run *r)
+{
+    struct run_walk *w = userdata;
+    int n = 0;
+    w->ordered &= r->seq > w->last_seq;
+    w->last_seq = r->seq;
+    w->n++;
+    if (w->s && w->s->ops->run_get(w->s, r->id, walk_run_count, &n) == STORE_OK && n == 1) {
+        w->nested++;
+    }
+    return w->stop_at && w->n >= w->stop_at;
+}
+
+static int count_approval(void *userdata, const struct store_approval *a)
+{
+    return count_fn(userdata, a);
+}
+
+/* Runs in seq order over many (more than a PostgreSQL chunk), filtered, from a cursor, stopped by
+ * the callback, with a nested call; status moves conditional on the status they leave; a
+ * continuation is taken once; approvals are decided once. */
+static void test_store_runs_and_approvals(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    char id[32];
+    char *token = NULL;
+    int n = 0;
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    for (int i = 0; i < 150; i++) {
+        snprintf(id, sizeof id, "run_%03d", i);
+        struct store_run r = { .id = id,
+                               .template_name = i % 3 ? "t" : "",
+                               .version = i % 3 ? 1 : 0,
+                               .department = "finance",
+                               .principal = i % 2 ? "agent" : "bob",
+                               .status = "running",
+                               .input = "{}",
+                               .source = i % 3 ? NULL : "return 1",
+                               .language = "js",
+                               .functions = "[]" };
+        assert_int_equal(s->ops->run_create(s, &r), STORE_OK);
+        assert_int_equal(s->ops->run_create(s, &r), STORE_CONFLICT);
+    }
+    assert_int_equal(s->ops->tx_commit(s), STORE_OK);
+    struct run_walk w = { s, 0, 0, 1, 0, 0 };
+    assert_int_equal(s->ops->run_list(s, NULL, walk_run, &w), STORE_OK);
+    assert_int_equal(w.n, 150);
+    assert_true(w.ordered);
+    assert_int_equal(w.nested, 150);
+    struct store_run_filter agents = { .template_name = "t", .principal = "agent" };
+    w = (struct run_walk){ NULL, 0, 0, 1, 0, 0 };
+    assert_int_equal(s->ops->run_list(s, &agents, walk_run, &w), STORE_OK);
+    assert_int_equal(w.n, 50); /* odd i, not a multiple of 3 */
+    struct store_run_filter later = { .after_seq = w.last_seq };
+    int64_t cursor = w.last_seq;
+    w = (struct run_walk){ NULL, 0, cursor, 1, 0, 0 };
+    assert_int_equal(s->ops->run_list(s, &later, walk_run, &w), STORE_OK);
+    assert_true(w.ordered && w.n < 150);
+    w = (struct run_walk){ NULL, 0, 0, 1, 70, 0 };
+    assert_int_equal(s->ops->run_list(s, NULL, walk_run, &w), STORE_OK);
+    assert_int_equal(w.n, 70);
+
+    assert_int_equal(s->ops->run_set_status(s, "run_001", "queued|running", "awaiting_approval",
+                                            "{\"x\":1}"),
+                     STORE_OK);
+    assert_int_equal(s->ops->run_set_status(s, "run_001", "queued|running", "completed", NULL),
+                     STORE_CONFLICT);
+    assert_int_equal(s->ops->run_set_status(s, "nope", "running", "completed", NULL),
+                     STORE_NOT_FOUND);
+    assert_int_equal(s->ops->run_take_continuation(s, "run_001", &token), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->run_set_continuation(s, "run_001", "tok"), STORE_OK);
+    assert_int_equal(s->ops->run_set_continuation(s, "nope", "tok"), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->run_take_continuation(s, "run_001", &token), STORE_OK);
+    assert_string_equal(token, "tok");
+    free(token);
+    token = NULL;
+    assert_int_equal(s->ops->run_take_continuation(s, "run_001", &token), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->tx_commit(s), STORE_OK);
+
+    struct store_approval a = { .id = "apr_1",
+                                .run = "run_001",
+                                .kind = "host_call",
+                                .interruption = "int_1",
+                                .function = "shop.refund",
+                                .args = "[1]",
+                                .requested_by = "agent",
+                                .department = "finance",
+                                .template_name = "t",
+                                .version = 1 };
+    assert_int_equal(s->ops->approval_create(s, &a), STORE_OK);
+    assert_int_equal(s->ops->approval_create(s, &a), STORE_CONFLICT);
+    a.id = "apr_2";
+    a.template_name = "";
+    assert_int_equal(s->ops->approval_create(s, &a), STORE_OK);
+    assert_int_equal(s->ops->approval_list(s, "run_001", "pending", count_approval, &n), STORE_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(s->ops->approval_decide(s, "apr_1", "approved", "carol", "ok"), STORE_OK);
+    assert_int_equal(s->ops->approval_decide(s, "apr_1", "denied", "carol", NULL), STORE_CONFLICT);
+    assert_int_equal(s->ops->approval_decide(s, "apr_9", "denied", "carol", NULL), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->approval_consume(s, "run_001"), STORE_OK);
+    n = 0;
+    assert_int_equal(s->ops->approval_list(s, NULL, "pending", count_approval, &n), STORE_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(s->ops->approval_get(s, "apr_9", count_approval, &n), STORE_NOT_FOUND);
+}
+
 /* Metrics */
 static void test_store_audit_head_is_last_seq(void **state)
 {
@@ -574,11 +833,13 @@ static void test_store_unsynced_commit_then_sync(void **state)
 {
     struct fixture *f = *state;
     struct store *s = f->s;
+    /* SQLite's fsyncs are this process's, counted; PostgreSQL's are the server's */
+    int sqlite = pg_base == NULL;
     assert_int_equal(s->ops->tx_begin(s), STORE_OK);
     assert_int_equal(s->ops->audit_append(s, "admin", "durable", NULL, NULL, "{}", NULL), STORE_OK);
     atomic_store(&datasyncs, 0);
     assert_int_equal(s->ops->tx_commit(s), STORE_OK);
-    assert_true(atomic_load(&datasyncs) >= 1); /* a plain commit waits for the disk */
+    assert_true(!sqlite || atomic_load(&datasyncs) >= 1); /* a plain commit waits for the disk */
 
     assert_int_equal(s->ops->tx_begin_unsynced(s), STORE_OK);
     assert_int_equal(s->ops->audit_append(s, "admin", "batch", NULL, NULL, "{}", NULL), STORE_OK);
@@ -586,7 +847,7 @@ static void test_store_unsynced_commit_then_sync(void **state)
     assert_int_equal(s->ops->tx_commit(s), STORE_OK);
     assert_int_equal(atomic_load(&datasyncs), 0);
     assert_int_equal(s->ops->sync(s), STORE_OK);
-    assert_int_equal(atomic_load(&datasyncs), 1);
+    assert_int_equal(atomic_load(&datasyncs), sqlite ? 1 : 0);
 
     /* a rolled back unsynced transaction leaves commits durable too */
     assert_int_equal(s->ops->tx_begin_unsynced(s), STORE_OK);
@@ -595,16 +856,126 @@ static void test_store_unsynced_commit_then_sync(void **state)
     assert_int_equal(s->ops->audit_append(s, "admin", "after", NULL, NULL, "{}", NULL), STORE_OK);
     atomic_store(&datasyncs, 0);
     assert_int_equal(s->ops->tx_commit(s), STORE_OK);
-    assert_true(atomic_load(&datasyncs) >= 1);
+    assert_true(!sqlite || atomic_load(&datasyncs) >= 1);
 
     /* what the unsynced transaction wrote is there for another connection */
     s->ops->close(s);
     char err[STORE_ERRMSG_MAX];
-    assert_int_equal(store_sqlite_open(f->path, &f->s, err), STORE_OK);
+    assert_int_equal(store_open(f, &f->s, err), STORE_OK);
     int n = 0;
     struct store_audit_filter batch = { .action = "batch" };
     assert_int_equal(f->s->ops->audit_search(f->s, 0, 100, &batch, count_audit, &n), STORE_OK);
     assert_int_equal(n, 1);
+}
+
+static int count_template(void *userdata, const struct store_template *t);
+static int check_chain(void *userdata, const struct store_audit *a);
+
+struct appender {
+    struct store *s;
+    int failed;
+};
+
+static void *append_many(void *arg)
+{
+    struct appender *a = arg;
+    for (int i = 0; i < 300 && !a->failed; i++) {
+        /* alternately alone and inside a transaction with another change */
+        int tx = i % 2;
+        a->failed |= tx && a->s->ops->tx_begin(a->s) != STORE_OK;
+        a->failed |=
+                a->s->ops->audit_append(a->s, "admin", "x.y", NULL, NULL, "{}", NULL) != STORE_OK;
+        a->failed |= tx && a->s->ops->tx_commit(a->s) != STORE_OK;
+    }
+    return NULL;
+}
+
+/* PostgreSQL only (the back end several nodes share): appends from several connections at once,
+ * each its own store as each node has, still make one chain without a gap or a fork. */
+static void test_store_postgres_one_chain_across_connections(void **state)
+{
+    struct fixture *f = *state;
+    struct appender a[3] = { { f->s, 0 }, { NULL, 0 }, { NULL, 0 } };
+    pthread_t threads[3];
+    char err[STORE_ERRMSG_MAX];
+    struct chain c;
+    for (int i = 1; i < 3; i++) {
+        assert_int_equal(store_open(f, &a[i].s, err), STORE_OK);
+    }
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(pthread_create(&threads[i], NULL, append_many, &a[i]), 0);
+    }
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(pthread_join(threads[i], NULL), 0);
+        assert_false(a[i].failed);
+    }
+    for (int i = 1; i < 3; i++) {
+        a[i].s->ops->close(a[i].s);
+    }
+    memset(&c, 0, sizeof c);
+    memset(c.prev, '0', AUDIT_HASH_HEX_LEN);
+    assert_int_equal(f->s->ops->audit_list(f->s, 0, 5000, check_chain, &c), STORE_OK);
+    assert_int_equal(c.n, 900);
+}
+
+/* PostgreSQL only (SQLite has no connection to lose): a connection the server ended is reset at
+ * the next call; inside a transaction the calls fail until tx_rollback, and only then reset. */
+static void test_store_postgres_reconnects(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    char kill[256];
+    int64_t n = 0;
+    snprintf(kill, sizeof kill,
+             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '%s' AND "
+             "pid <> pg_backend_pid()",
+             f->db);
+    assert_int_equal(s->ops->principal_create(s, "alice", "user"), STORE_OK);
+    assert_int_equal(raw_exec(f, 1, kill), 0);
+    (void)s->ops->ping(s); /* finds the connection gone (or already reconnects) */
+    assert_int_equal(s->ops->ping(s), STORE_OK);
+    assert_int_equal(s->ops->principal_count(s, &n), STORE_OK);
+    assert_int_equal(n, 1);
+
+    /* a transaction lost with its connection is never continued on a new one */
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->principal_create(s, "bob", "user"), STORE_OK);
+    assert_int_equal(raw_exec(f, 1, kill), 0);
+    assert_int_equal(s->ops->principal_create(s, "carol", "user"), STORE_ERROR);
+    assert_int_equal(s->ops->principal_create(s, "dave", "user"), STORE_ERROR);
+    assert_int_equal(s->ops->tx_commit(s), STORE_ERROR);
+    s->ops->tx_rollback(s);
+    assert_int_equal(s->ops->principal_count(s, &n), STORE_OK);
+    assert_int_equal(n, 1);
+    /* prepared statements are made again on the new connection */
+    assert_int_equal(s->ops->principal_create(s, "erin", "user"), STORE_OK);
+    assert_int_equal(s->ops->principal_create(s, "erin", "user"), STORE_CONFLICT);
+}
+
+/* A CONFLICT inside a transaction leaves it usable (PostgreSQL would abort the whole transaction
+ * on a unique violation: the store never lets one happen); a transaction does not nest. */
+static void test_store_conflict_keeps_transaction(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    int64_t n = 0;
+    assert_int_equal(s->ops->principal_create(s, "alice", "user"), STORE_OK);
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->principal_create(s, "alice", "user"), STORE_CONFLICT);
+    assert_int_equal(s->ops->principal_create(s, "bob", "user"), STORE_OK);
+    assert_int_equal(s->ops->tx_commit(s), STORE_OK);
+    assert_int_equal(s->ops->principal_count(s, &n), STORE_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->tx_begin(s), STORE_ERROR);
+    assert_int_equal(s->ops->department_create(s, "finance"), STORE_OK);
+    assert_int_equal(s->ops->department_create(s, "finance"), STORE_CONFLICT);
+    assert_int_equal(s->ops->template_create(s, "t", "finance", "", "alice"), STORE_OK);
+    assert_int_equal(s->ops->template_create(s, "t", "finance", "", "alice"), STORE_CONFLICT);
+    assert_int_equal(s->ops->tx_commit(s), STORE_OK);
+    int seen = 0;
+    assert_int_equal(s->ops->template_get(s, "t", count_template, &seen), STORE_OK);
+    assert_int_equal(seen, 1);
 }
 
 struct nest {
@@ -651,7 +1022,6 @@ static void test_store_statements_kept(void **state)
     unsigned char hash[STORE_HASH_LEN] = { 2 };
     char policy[32] = "";
     struct nest nest = { s, 0, 0 };
-    sqlite3 *db = NULL;
     assert_int_equal(s->ops->principal_create(s, "alice", "user"), STORE_OK);
     assert_int_equal(s->ops->key_add(s, "alice", "0123456789ab", hash), STORE_OK);
     assert_int_equal(s->ops->role_grant(s, "alice", "author", "finance"), STORE_OK);
@@ -663,33 +1033,37 @@ static void test_store_statements_kept(void **state)
     for (int i = 0; i < 2000; i++) {
         store_round(s, i);
     }
-    /* a statement prepared per call and never finalized would cost kilobytes each */
-    assert_true(sqlite3_memory_used() - before < 16 * 1024);
+    /* a statement prepared per call and never finalized would cost kilobytes each (SQLite's
+     * memory only: PostgreSQL's statements live in its server) */
+    assert_true(pg_base || sqlite3_memory_used() - before < 16 * 1024);
     assert_int_equal(s->ops->role_list(s, "alice", nest_grant, &nest), STORE_OK);
     assert_int_equal(nest.outer, 1);
     assert_int_equal(nest.inner, 1);
     /* another connection's commit is seen by the next call */
-    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db,
-                                  "INSERT INTO departments (name, autonomy, created) "
-                                  "VALUES ('raw', 'supervised', 'now')",
-                                  NULL, NULL, NULL),
-                     SQLITE_OK);
-    sqlite3_close(db);
+    assert_int_equal(raw_exec(f, 0,
+                              "INSERT INTO departments (name, autonomy, created) "
+                              "VALUES ('raw', 'supervised', 'now')"),
+                     0);
     assert_int_equal(s->ops->department_get(s, "raw", read_policy, policy), STORE_OK);
     assert_string_equal(policy, "supervised/0");
 }
 
 int main(void)
 {
+    pg_base = getenv("AIRLOCK_TEST_DATABASE");
+    if (pg_base && !pg_base[0]) {
+        pg_base = NULL;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_store_ops_version_and_schema, setup, teardown),
+        cmocka_unit_test(test_store_migrations_in_step),
         cmocka_unit_test_setup_teardown(test_store_newer_schema_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_reopen_keeps_rows, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_principal_conflict_and_missing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_key_lookup_and_revoke, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_roles_grant_revoke, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_department_policy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_lists_sorted_bytewise, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_audit_append_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_audit_chained, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_audit_legacy_chained, setup, teardown),
@@ -697,9 +1071,21 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_templates_and_versions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_versions_roll_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_connectors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_runs_and_approvals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_audit_head_is_last_seq, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_statements_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_unsynced_commit_then_sync, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_conflict_keeps_transaction, setup, teardown),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    /* what only PostgreSQL has: a connection to lose */
+    const struct CMUnitTest postgres_tests[] = {
+        cmocka_unit_test_setup_teardown(test_store_postgres_reconnects, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_postgres_one_chain_across_connections, setup,
+                                        teardown),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    if (pg_base) {
+        failed += cmocka_run_group_tests(postgres_tests, NULL, NULL);
+    }
+    return failed;
 }

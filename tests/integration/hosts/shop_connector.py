@@ -17,14 +17,16 @@ Every call's signature is checked with SECRET (a bad one answers 401). GET /call
 {"by_key": {idempotency_key: count}, "by_function": {function: count}} so a test can see that a
 resumed run did not repeat a finished call and that an approved call reached the shop once.
 
-With DATABASE (airlockd's airlock.db), every call first looks there for its run's run.start
-record, read-only, as another process sees what airlockd committed; "unrecorded" in GET /calls
+With DATABASE (airlockd's airlock.db, or the postgres:// URL of its database), every call first
+looks there for its run's run.start record, read-only, as another process sees what airlockd
+committed; "unrecorded" in GET /calls
 lists the runs whose call arrived before that record.
 """
 import hashlib
 import hmac
 import json
 import sqlite3
+import subprocess
 import sys
 import threading
 import time
@@ -96,6 +98,12 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def started(run):
+    if DATABASE.startswith(("postgres://", "postgresql://")):
+        p = subprocess.run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-v", "run=" + run,
+                            DATABASE], input="SELECT count(*) FROM audit WHERE action = "
+                           "'run.start' AND subject = :'run';\n", capture_output=True, text=True,
+                           timeout=10)
+        return p.returncode == 0 and p.stdout.strip() == "1"
     db = sqlite3.connect("file:%s?mode=ro" % DATABASE, uri=True, timeout=10)
     try:
         return db.execute("SELECT count(*) FROM audit WHERE action = 'run.start' AND subject = ?",
