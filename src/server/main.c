@@ -30,6 +30,7 @@
 #include "json.h"
 #include "keyfile.h"
 #include "metrics.h"
+#include "nodes.h"
 #include "ratelimit.h"
 #include "router.h"
 #include "runs.h"
@@ -62,6 +63,7 @@ struct main_runtime {
     struct al_runner *runner;
     struct connector_client *client;
     struct runs *runs;
+    struct nodes *nodes; /* on PostgreSQL: what other nodes decide about runs executing here */
 };
 
 static const char main_usage[] =
@@ -286,7 +288,8 @@ static int main_write_key(const char *path, const char *key)
 
 /* On an empty database: principal admin, role admin for "*", a key (AIRLOCK_BOOTSTRAP_KEY or a
  * new one) written to DIR/admin.key; all audited as the server's own doing, in one transaction
- * that commits only once the key file is written. */
+ * that commits only once the key file is written. Of several nodes starting together on one
+ * empty database, the first to insert admin bootstraps; the others find it taken and go on. */
 static int main_bootstrap(struct store *s, const char *data_dir)
 {
     char key[AUTH_KEY_MAX + 1] = "";
@@ -321,8 +324,19 @@ static int main_bootstrap(struct store *s, const char *data_dir)
     }
     snprintf(path, sizeof path, "%s/admin.key", data_dir);
     snprintf(details, sizeof details, "{\"prefix\":\"%s\",\"bootstrap\":true}", prefix);
-    if (s->ops->tx_begin(s) != STORE_OK ||
-        s->ops->principal_create(s, "admin", "user") != STORE_OK ||
+    if (s->ops->tx_begin(s) != STORE_OK) {
+        fprintf(stderr, "airlockd: bootstrap: %s\n", s->ops->errmsg(s));
+        goto out;
+    }
+    enum store_rc created = s->ops->principal_create(s, "admin", "user");
+    if (created == STORE_CONFLICT) {
+        /* another node sharing the database found it empty too and bootstrapped first (its
+         * insert held ours until its commit): the database is not empty any more */
+        s->ops->tx_rollback(s);
+        rc = 0;
+        goto out;
+    }
+    if (created != STORE_OK ||
         s->ops->audit_append(s, "airlockd", "principal.create", "admin", NULL,
                              "{\"kind\":\"user\",\"bootstrap\":true}", NULL) != STORE_OK ||
         s->ops->role_grant(s, "admin", "admin", "*") != STORE_OK ||
@@ -514,6 +528,11 @@ static int main_runtime_start(const struct main_config *cfg, struct store *store
     }
     svc->runs = rt->runs;
     svc->store_lock = store_lock;
+    /* SQLite is one node's alone: nothing to watch for */
+    if (cfg->database[0] && nodes_start(store, store_lock, rt->runs, &rt->nodes, err) != 0) {
+        fprintf(stderr, "airlockd: %s\n", err);
+        goto out;
+    }
     rc = 0;
 out:
     OPENSSL_cleanse(key, sizeof key);
@@ -615,6 +634,7 @@ static int main_resume_decided(struct store *s, pthread_mutex_t *lock,
 /* Runs first (they use the client and the runner), then the client, then the runner. */
 static void main_runtime_stop(struct main_runtime *rt)
 {
+    nodes_stop(rt->nodes); /* before the runs it watches */
     runs_free(rt->runs);
     connector_client_free(rt->client);
     al_runner_free(rt->runner);

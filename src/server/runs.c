@@ -1450,6 +1450,29 @@ size_t runs_active(struct runs *r)
     return n;
 }
 
+int runs_active_ids(struct runs *r, char (**ret_ids)[RUNS_ID_LEN + 1], size_t *ret_n)
+{
+    char(*ids)[RUNS_ID_LEN + 1] = NULL;
+    size_t n = 0;
+    int rc = 0;
+    pthread_mutex_lock(&r->lock);
+    if (r->nactive > 0) {
+        ids = malloc(r->nactive * sizeof *ids);
+        if (!ids) {
+            rc = -1;
+        }
+        for (struct srun *sr = r->active; sr && ids && n < r->nactive; sr = sr->next_active) {
+            snprintf(ids[n++], sizeof ids[0], "%s", sr->plan->id);
+        }
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (rc == 0) {
+        *ret_ids = ids;
+        *ret_n = n;
+    }
+    return rc;
+}
+
 void runs_refuse(struct runs *r)
 {
     pthread_mutex_lock(&r->lock);

@@ -133,6 +133,9 @@ void runs_drain(struct runs *r, unsigned grace_ms);
 /* The drain's first step on its own: from now on no new run starts (answered 500). */
 void runs_refuse(struct runs *r);
 size_t runs_active(struct runs *r);
+/* The ids of the runs executing here, copied: *ret_ids (malloc'd, RUNS_ID_LEN + 1 bytes each,
+ * the caller frees; NULL when there is none) and how many. -1 when out of memory. */
+int runs_active_ids(struct runs *r, char (**ret_ids)[RUNS_ID_LEN + 1], size_t *ret_n);
 /* Returns once no batch of the writer is committed but not yet on the disk. The caller holds
  * the store lock (so no new batch commits meanwhile) and may then read anything: what it
  * answers is durable. The writer fsyncs its batches off the store lock, so a request that reads

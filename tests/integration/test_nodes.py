@@ -1,0 +1,377 @@
+#!/usr/bin/env python3
+"""Integration tests of several airlockd nodes on one PostgreSQL database: three nodes started
+together bootstrap the database once; templates run through all three; a run interrupted on one
+node is approved on another and completes without repeating its finished calls; races of
+concurrent decisions across nodes (50 on one approval: one decision; 50 racing to resume one
+continuation: one resume); a cancel, a revocation and a key revocation decided on one node take
+effect on the others within a second; the one audit chain verifies with `airlock audit verify`.
+
+usage: test_nodes.py --airlockd PATH --cli PATH [-k SUBSTRING]
+
+Needs AIRLOCK_TEST_DATABASE (a cluster from tests/support/pg_cluster.sh; CTest's
+integration.nodes.postgres): without it every test fails, none is skipped. Each test makes one
+fresh database, and three data directories whose nodes share it: two get the cluster's keys
+from the environment, the third as key files copied into its data directory (both ways
+docs/server.md describes). The shop connector (hosts/shop_connector.py) counts calls by
+idempotency key. Waits poll with a deadline; nothing sleeps for timing.
+"""
+import binascii
+import os
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import test_runs as tr  # noqa: E402
+import test_server as ts  # noqa: E402
+from test_server import Fail, Server, audit_rows, check, error_of  # noqa: E402
+
+HANG = ts.HANG
+KEY_NAMES = (("audit.key", "AIRLOCK_AUDIT_KEY"), ("secret.key", "AIRLOCK_SECRET_KEY"),
+             ("continuation.key", "AIRLOCK_CONTINUATION_KEY"))
+
+
+def public_key_of(private_hex):
+    return ts.public_key_of(private_hex)
+
+
+class Cluster:
+    """Three airlockd nodes on one database, department finance, its people, the shop."""
+
+    def __init__(self, tmp):
+        check(ts.PG, "AIRLOCK_TEST_DATABASE is not set: these tests need a PostgreSQL cluster")
+        self.tmp = tmp
+        self.dirs = [os.path.join(tmp, "node-" + n) for n in "abc"]
+        url = ts.pg_url(self.dirs[0])
+        for d in self.dirs[1:]:
+            ts.PG_DATABASES[os.path.abspath(d)] = url  # one database for every node
+        self.url = url
+        self.keys_hex = {env: binascii.hexlify(os.urandom(32)).decode() for _, env in KEY_NAMES}
+        # node c: the keys as files in its data directory, as copied from another node
+        os.makedirs(self.dirs[2], mode=0o700)
+        for name, env in KEY_NAMES:
+            path = os.path.join(self.dirs[2], name)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(self.keys_hex[env] + "\n")
+        self.shop = tr.Shop()
+        self.nodes = [None, None, None]
+        errors = []
+
+        def start(i):
+            try:
+                self.nodes[i] = Server(self.dirs[i], env_extra=self.keys_hex if i < 2 else None)
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+        # the three start at once on the empty database: migrations and bootstrap race
+        threads = [threading.Thread(target=start, args=(i,)) for i in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            self.close()
+            raise errors[0]
+        for n in self.nodes:
+            check(n.port, "a node did not start: " + n.stderr())
+        found = [d for d in self.dirs if os.path.exists(os.path.join(d, "admin.key"))]
+        check(len(found) == 1, "admin.key in %d data directories, want 1" % len(found))
+        with open(os.path.join(found[0], "admin.key")) as f:
+            self.admin = f.read().strip()
+        a, b, c = self.nodes
+        self.ok(a, "POST", "/v1/departments", {"name": "finance"}, self.admin, 201)
+        self.keys = {}
+        for name, role in (("alice", "author"), ("bob", "approver"), ("carol", "approver"),
+                           ("agent-7", "agent"), ("eve", "auditor")):
+            node = self.nodes[len(self.keys) % 3]
+            self.keys[name] = self.ok(node, "POST", "/v1/principals",
+                                      {"name": name, "kind": "user"}, self.admin, 201)["key"]
+            self.ok(node, "POST", "/v1/principals/%s/roles" % name,
+                    {"role": role, "department": "finance" if role != "auditor" else "*"},
+                    self.admin, 201)
+        # sealed under node b's secret key, opened by a and c for their runs
+        self.ok(b, "POST", "/v1/connectors", {
+            "name": "shop", "department": "finance", "url": self.shop.url,
+            "signing_secret": tr.SECRET, "timeout_ms": 30000,
+            "functions": {"orders": {}, "refund": {"sensitive": True}, "slow": {}}},
+            self.admin, 201)
+
+    def ok(self, node, method, path, body, key, want=200):
+        st, doc, _ = node.request(method, path, body, key=key)
+        check(st == want, "%s %s: %d, want %d: %r" % (method, path, st, want, doc))
+        return doc
+
+    def template(self, name, source, functions):
+        a, b, c = self.nodes
+        self.ok(a, "POST", "/v1/templates", {"name": name, "department": "finance",
+                                             "description": name}, self.keys["alice"], 201)
+        v = self.ok(b, "POST", "/v1/templates/%s/versions" % name,
+                    {"source": source, "functions": functions, "input_schema": {}},
+                    self.keys["alice"], 201)["version"]
+        self.ok(c, "POST", "/v1/templates/%s/versions/%d/submit" % (name, v), {},
+                self.keys["alice"])
+        self.ok(a, "POST", "/v1/templates/%s/versions/%d/approve" % (name, v), {},
+                self.keys["bob"])
+        return v
+
+    def run(self, node, body, want):
+        return self.ok(node, "POST", "/v1/runs", body, self.keys["agent-7"], want)
+
+    def until(self, node, run_id, statuses):
+        deadline = time.monotonic() + HANG
+        while True:
+            doc = self.ok(node, "GET", "/v1/runs/" + run_id, None, self.keys["agent-7"])
+            if doc["status"] in statuses:
+                return doc
+            check(time.monotonic() < deadline,
+                  "run %s still %s, want %s" % (run_id, doc["status"], statuses))
+            time.sleep(0.02)
+
+    def records(self, action, subject):
+        return [r for r in audit_rows(self.dirs[0], action) if r["subject"] == subject]
+
+    def verify_chain(self):
+        """The export of any node verifies offline under the shared audit key."""
+        pub = public_key_of(self.keys_hex["AIRLOCK_AUDIT_KEY"])
+        for i, node in enumerate(self.nodes):
+            st, ctype, body = node.raw_get("/v1/audit/export", self.keys["eve"])
+            check(st == 200, "export from node %d: %d" % (i, st))
+            path = os.path.join(self.tmp, "export-%d.jsonl" % i)
+            with open(path, "wb") as f:
+                f.write(body)
+            p = subprocess.run([ts.CLI, "audit", "verify", path, "--public-key", pub],
+                               capture_output=True, timeout=HANG)
+            check(p.returncode == 0, "audit verify of node %d's export: %d %r %r" % (
+                i, p.returncode, p.stdout, p.stderr))
+
+    def close(self):
+        for n in self.nodes:
+            if n:
+                n.kill()
+        self.shop.stop()
+        for d in self.dirs[1:]:
+            ts.PG_DATABASES.pop(os.path.abspath(d), None)  # the database is dropped once
+
+
+def race(calls):
+    """Runs every call (a function of no argument) at once on its own thread; their results."""
+    results = [None] * len(calls)
+    start = threading.Barrier(len(calls))
+
+    def go(i):
+        start.wait(timeout=HANG)
+        try:
+            results[i] = calls[i]()
+        except Exception as e:  # noqa: BLE001 - a failed call is one of the results
+            results[i] = e
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(len(calls))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=2 * HANG)
+    return results
+
+
+# ---------------------------------------------------------------------------------------------
+SUMMARY = """
+const orders = await shop.orders("paid");
+return { count: orders.length, node: input.node };
+"""
+
+
+def t_bootstrap_once_and_runs_on_every_node(tmp):
+    c = Cluster(tmp)
+    try:
+        boots = [r for r in audit_rows(c.dirs[0], "key.create") if r["details"].get("bootstrap")]
+        check(len(boots) == 1, "bootstrap records: %r" % boots)
+        check(len(audit_rows(c.dirs[0], "principal.create")) == 6, "principals created")
+        c.template("summary", SUMMARY, ["shop.orders"])
+        for i, node in enumerate(c.nodes):
+            doc = c.run(node, {"template": "summary", "input": {"node": i}}, 200)
+            check(doc["status"] == "completed" and doc["value"] == {"count": 2, "node": i},
+                  "run on node %d: %r" % (i, doc))
+            # every node reads what another ran
+            other = c.nodes[(i + 1) % 3]
+            check(c.ok(other, "GET", "/v1/runs/" + doc["id"], None,
+                       c.keys["agent-7"])["status"] == "completed", "run read elsewhere")
+        check(c.shop.calls()["by_function"] == {"shop.orders": 3}, "%r" % c.shop.calls())
+        # a node restarted on the non-empty database with the same keys serves on
+        c.nodes[2].stop()
+        c.nodes[2] = Server(c.dirs[2])
+        check(c.nodes[2].port, "node c did not restart: " + c.nodes[2].stderr())
+        check(not os.path.exists(os.path.join(c.dirs[2], "admin.key")) or
+              c.dirs[2] in [d for d in c.dirs if os.path.exists(os.path.join(d, "admin.key"))],
+              "a restart bootstrapped")
+        doc = c.run(c.nodes[2], {"template": "summary", "input": {"node": 2}}, 200)
+        check(doc["status"] == "completed", "run after the restart: %r" % doc)
+        c.verify_chain()
+    finally:
+        c.close()
+
+
+REFUND = """
+const orders = await shop.orders("paid");
+const r = await shop.refund(orders[0].id, input.amount);
+return { first: orders[0].id, refund: r };
+"""
+
+
+def t_interrupt_on_a_approve_on_b(tmp):
+    c = Cluster(tmp)
+    try:
+        a, b, cc = c.nodes
+        c.template("refund", REFUND, ["shop.orders", "shop.refund"])
+        doc = c.run(a, {"template": "refund", "input": {"amount": 7}}, 202)
+        check(doc["status"] == "awaiting_approval" and len(doc["approvals"]) == 1, "%r" % doc)
+        check(c.shop.calls()["by_function"] == {"shop.orders": 1}, "before the approval")
+        c.ok(b, "POST", "/v1/approvals/%s/approve" % doc["approvals"][0], {"comment": "ok"},
+             c.keys["bob"])
+        done = c.until(cc, doc["id"], ("completed", "failed", "cancelled"))
+        check(done["status"] == "completed" and done["value"] == {
+            "first": "o-1", "refund": {"refunded": "o-1", "amount": 7}}, "resumed: %r" % done)
+        calls = c.shop.calls()
+        check(calls["by_function"] == {"shop.orders": 1, "shop.refund": 1},
+              "finished calls repeated or the refund not made once: %r" % calls)
+        check(all(n == 1 for n in calls["by_key"].values()), "a key used twice: %r" % calls)
+        check(len(c.records("run.end", doc["id"])) == 1, "run.end records")
+        c.verify_chain()
+    finally:
+        c.close()
+
+
+def t_fifty_approvals_of_one_item(tmp):
+    c = Cluster(tmp)
+    try:
+        c.template("refund", REFUND, ["shop.orders", "shop.refund"])
+        doc = c.run(c.nodes[0], {"template": "refund", "input": {"amount": 3}}, 202)
+        apr = doc["approvals"][0]
+
+        def decide(i):
+            node = c.nodes[i % 3]
+            verb = "approve" if i % 2 == 0 else "deny"
+            who = "bob" if i % 4 < 2 else "carol"
+            return lambda: node.request("POST", "/v1/approvals/%s/%s" % (apr, verb),
+                                        {"comment": "decider %d" % i}, key=c.keys[who])[:2]
+        results = race([decide(i) for i in range(50)])
+        wins = [r for r in results if isinstance(r, tuple) and r[0] == 200]
+        losses = [r for r in results if isinstance(r, tuple) and r[0] == 409]
+        check(len(wins) == 1 and len(losses) == 49,
+              "50 decisions: %d won, %d conflicts, others %r" % (
+                  len(wins), len(losses),
+                  [r for r in results if not isinstance(r, tuple) or r[0] not in (200, 409)]))
+        for st, body in losses:
+            error_of(st, body, 409, "CONFLICT")
+        decided = c.records("approval.approve", apr) + c.records("approval.deny", apr)
+        check(len(decided) == 1, "decision records: %r" % decided)
+        status = wins[0][1]["status"]
+        # approved: the refund is made once; denied: the call throws and the run fails
+        done = c.until(c.nodes[1], doc["id"], ("completed", "failed", "cancelled"))
+        want = "completed" if status == "approved" else "failed"
+        refunds = c.shop.calls()["by_function"].get("shop.refund", 0)
+        check(done["status"] == want and refunds == (1 if status == "approved" else 0),
+              "decision %s, refunds %d: %r" % (status, refunds, done))
+        check(len(c.records("run.end", doc["id"])) == 1, "run.end records")
+        c.verify_chain()
+    finally:
+        c.close()
+
+
+# 30 sensitive calls interrupt together (the runner keeps at most 32 calls in flight): 30
+# approvals, each of which may be the last one decided, so each decision tries to resume
+MANY = """
+const orders = await shop.orders("paid");
+const all = [];
+for (let i = 0; i < 30; i++) all.push(shop.refund("o-" + i, i));
+const done = await Promise.all(all);
+return { orders: orders.length, refunded: done.length };
+"""
+
+
+def t_fifty_decisions_resume_one_continuation(tmp):
+    c = Cluster(tmp)
+    try:
+        c.template("many", MANY, ["shop.orders", "shop.refund"])
+        doc = c.run(c.nodes[0], {"template": "many"}, 202)
+        aprs = doc["approvals"]
+        check(len(aprs) == 30, "approvals: %r" % doc)
+
+        # every approval once, then 20 of them again: 50 decisions on three nodes at once
+        def decide(i):
+            node = c.nodes[i % 3]
+            who = "bob" if i % 2 == 0 else "carol"
+            apr = aprs[i % 30]
+            return lambda: node.request("POST", "/v1/approvals/%s/approve" % apr, {},
+                                        key=c.keys[who])[:2]
+        results = race([decide(i) for i in range(50)])
+        codes = sorted(r[0] if isinstance(r, tuple) else repr(r) for r in results)
+        check(codes == [200] * 30 + [409] * 20, "decisions: %r" % codes)
+        done = c.until(c.nodes[2], doc["id"], ("completed", "failed", "cancelled"))
+        check(done["status"] == "completed" and done["value"] == {"orders": 2, "refunded": 30},
+              "resumed: %r" % done)
+        calls = c.shop.calls()
+        check(calls["by_function"] == {"shop.orders": 1, "shop.refund": 30},
+              "the continuation resumed more than once: %r" % calls)
+        check(all(n == 1 for n in calls["by_key"].values()), "a key used twice: %r" % calls)
+        check(len(c.records("run.end", doc["id"])) == 1, "run.end records")
+        check(len(c.records("run.wait", doc["id"])) == 1, "run.wait records")
+        c.verify_chain()
+    finally:
+        c.close()
+
+
+SLOW = "return await shop.slow(20000);"
+
+
+def t_cancel_revoke_and_key_revoke_reach_every_node(tmp):
+    c = Cluster(tmp)
+    try:
+        a, b, cc = c.nodes
+        v = c.template("slow", SLOW, ["shop.slow"])
+        # a cancel on node b of a run executing on node a
+        run1 = c.run(a, {"template": "slow", "wait": False}, 202)["id"]
+        c.until(a, run1, ("running",))
+        deadline = time.monotonic() + HANG
+        while c.shop.calls()["by_function"].get("shop.slow", 0) < 1:
+            check(time.monotonic() < deadline, "the slow call never reached the shop")
+            time.sleep(0.02)
+        c.ok(b, "POST", "/v1/runs/%s/cancel" % run1, {}, c.keys["agent-7"])
+        t0 = time.monotonic()
+        while not c.records("run.end", run1):
+            check(time.monotonic() - t0 < 1.0, "node a still executes a run cancelled on b")
+            time.sleep(0.02)
+        end = c.records("run.end", run1)[0]["details"]
+        check(end["status"] == "cancelled" and end["error"]["code"] == "ABORTED" and
+              "cancelled by agent-7" in end["error"]["message"], "run.end: %r" % end)
+        # a revocation on node c of the version a run executes on node a
+        run2 = c.run(a, {"template": "slow", "wait": False}, 202)["id"]
+        c.until(a, run2, ("running",))
+        c.ok(cc, "POST", "/v1/templates/slow/versions/%d/revoke" % v, {"reason": "stop"},
+             c.keys["carol"])
+        t0 = time.monotonic()
+        while not c.records("run.end", run2):
+            check(time.monotonic() - t0 < 1.0, "node a still executes a revoked version's run")
+            time.sleep(0.02)
+        check(c.records("run.end", run2)[0]["details"]["status"] == "cancelled", "run2's end")
+        check(c.until(b, run2, ("cancelled",))["error"]["code"] == "ABORTED", "run2")
+        # a key revoked on node a is refused by b and c at once
+        k = c.ok(a, "POST", "/v1/principals/eve/keys", {}, c.admin, 201)
+        check(c.ok(b, "GET", "/v1/me", None, k["key"])["name"] == "eve", "the new key on b")
+        c.ok(a, "DELETE", "/v1/principals/eve/keys/%s" % k["prefix"], None, c.admin)
+        for node in (b, cc):
+            error_of(*node.request("GET", "/v1/me", key=k["key"])[:2], 401, "UNAUTHENTICATED")
+        c.verify_chain()
+    finally:
+        c.close()
+
+
+TESTS = [(name, fn) for name, fn in list(globals().items()) if name.startswith("t_")]
+
+
+def main():
+    return ts.run_tests(TESTS, "airlockd-nodes-")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
