@@ -363,6 +363,9 @@ enum store_rc api_run_resume(struct store *s, const unsigned char *secret_key, s
     if (rc == STORE_OK) {
         rc = s->ops->run_set_status(s, run_id, "awaiting_approval", "running", NULL);
     }
+    if (rc == STORE_OK && runs_node(runs)) {
+        rc = s->ops->run_set_node(s, run_id, runs_node(runs)); /* this node executes it now */
+    }
     if (rc == STORE_OK) {
         /* refuses a version that is no longer approved */
         rc = api_run_plan(s, secret_key, &run.row, &plan, err);

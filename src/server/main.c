@@ -53,7 +53,9 @@ struct main_config {
     unsigned max_runs;      /* runs executing at once; more wait in the runner's queue */
     unsigned max_queue;
     unsigned warm_workers;
-    unsigned drain_grace_ms; /* how long SIGTERM lets runs finish before cancelling them */
+    unsigned drain_grace_ms;     /* how long SIGTERM lets runs finish before cancelling them */
+    int64_t lease_ms;            /* several nodes: the lease on the runs a node executes */
+    char node[NODES_ID_LEN + 1]; /* this node's id (DIR/node.id), PostgreSQL only */
 };
 
 /* What executes runs: the runner with the continuation key, the connector client and the run
@@ -68,10 +70,22 @@ struct main_runtime {
 
 static const char main_usage[] =
         "usage: airlockd [--listen HOST:PORT] [--data-dir DIR] [--database URL] [--config FILE]\n"
-        "                [--print-routes]\n"
+        "                [--lease-ms MS] [--print-routes]\n"
         "       airlockd --version\n"
         "  --database URL  keep the store in PostgreSQL (postgres://USER@HOST/DB or\n"
-        "                  postgresql://...; libpq's URL form) instead of SQLite in DIR\n";
+        "                  postgresql://...; libpq's URL form) instead of SQLite in DIR\n"
+        "  --lease-ms MS   several nodes on one database: the lease on a node's runs (default\n"
+        "                  10000, 500 to 3600000)\n";
+
+/* A lease in ms, NODES_LEASE_MIN_MS..NODES_LEASE_MAX_MS, into cfg; -1 for anything else. */
+static int main_lease(double ms, struct main_config *cfg)
+{
+    if (ms != (double)(int64_t)ms || ms < NODES_LEASE_MIN_MS || ms > NODES_LEASE_MAX_MS) {
+        return -1;
+    }
+    cfg->lease_ms = (int64_t)ms;
+    return 0;
+}
 
 /* 0 when text is a URL --database takes: PostgreSQL's, the one other store there is. */
 static int main_database_url(const char *text)
@@ -183,6 +197,12 @@ static int main_load_config(const char *path, struct main_config *cfg)
                 goto out;
             }
             memcpy(cfg->database, m->str, m->str_len + 1);
+        } else if (strcmp(m->key, "lease_ms") == 0) {
+            if (m->type != JSON_NUMBER || main_lease(m->num, cfg) != 0) {
+                fprintf(stderr, "airlockd: config %s: lease_ms must be an integer from %d to %d\n",
+                        path, NODES_LEASE_MIN_MS, NODES_LEASE_MAX_MS);
+                goto out;
+            }
         } else if (strcmp(m->key, "body_limit_bytes") == 0 && main_positive(m, &num) == 0) {
             cfg->body_limit_bytes = (size_t)num;
         } else if (strcmp(m->key, "runs") == 0 && m->type == JSON_OBJECT) {
@@ -224,7 +244,7 @@ static int main_load_config(const char *path, struct main_config *cfg)
         } else {
             fprintf(stderr,
                     "airlockd: config %s: unknown or malformed member \"%s\" (known: listen, "
-                    "data_dir, database, body_limit_bytes, rate_limit, runs)\n",
+                    "data_dir, database, lease_ms, body_limit_bytes, rate_limit, runs)\n",
                     path, m->key);
             goto out;
         }
@@ -445,7 +465,31 @@ static int main_abandoned_fn(void *userdata, const struct store_run *row)
     return 0;
 }
 
-static int main_recover(struct store *s)
+static int main_recover_sqlite(struct store *s);
+
+/* On PostgreSQL other nodes may be executing runs: only those this node (the same data
+ * directory) left running when it stopped, and those no node is recorded for, are abandoned
+ * now; the runs of other dead nodes are taken over once their lease has run out (nodes.c). */
+static int main_recover(struct store *s, const char *node)
+{
+    if (!node[0]) {
+        return main_recover_sqlite(s);
+    }
+    int mine = nodes_recover(s, node, "airlockd stopped while the run was executing");
+    int none =
+            mine < 0 ? -1 : nodes_recover(s, NULL, "airlockd stopped while the run was executing");
+    if (mine < 0 || none < 0) {
+        fprintf(stderr, "airlockd: recovering runs: %s\n", s->ops->errmsg(s));
+        return -1;
+    }
+    if (mine + none > 0) {
+        fprintf(stderr, "airlockd: %d run%s abandoned by the last stop marked failed\n",
+                mine + none, mine + none == 1 ? "" : "s");
+    }
+    return 0;
+}
+
+static int main_recover_sqlite(struct store *s)
 {
     struct main_abandoned a = { 0, 0, NULL };
     static const char outcome[] =
@@ -528,10 +572,14 @@ static int main_runtime_start(const struct main_config *cfg, struct store *store
     }
     svc->runs = rt->runs;
     svc->store_lock = store_lock;
-    /* SQLite is one node's alone: nothing to watch for */
-    if (cfg->database[0] && nodes_start(store, store_lock, rt->runs, &rt->nodes, err) != 0) {
-        fprintf(stderr, "airlockd: %s\n", err);
-        goto out;
+    /* SQLite is one node's alone: no lease, no marks, nothing to watch for */
+    if (cfg->node[0]) {
+        runs_set_node(rt->runs, cfg->node);
+        if (nodes_start(store, store_lock, rt->runs, cfg->node, cfg->lease_ms, &rt->nodes, err) !=
+            0) {
+            fprintf(stderr, "airlockd: %s\n", err);
+            goto out;
+        }
     }
     rc = 0;
 out:
@@ -649,12 +697,14 @@ static int main_options(int argc, char **argv, struct main_config *cfg)
     const char *dir_opt = NULL;
     const char *config_opt = NULL;
     const char *database_opt = NULL;
+    const char *lease_opt = NULL;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char **dst = strcmp(arg, "--listen") == 0     ? &listen_opt
                            : strcmp(arg, "--data-dir") == 0 ? &dir_opt
                            : strcmp(arg, "--config") == 0   ? &config_opt
                            : strcmp(arg, "--database") == 0 ? &database_opt
+                           : strcmp(arg, "--lease-ms") == 0 ? &lease_opt
                                                             : NULL;
         if (strcmp(arg, "--print-routes") == 0) {
             router_print(stdout);
@@ -702,6 +752,16 @@ static int main_options(int argc, char **argv, struct main_config *cfg)
         }
         snprintf(cfg->database, sizeof cfg->database, "%s", database_opt);
     }
+    if (lease_opt) {
+        char *end = NULL;
+        errno = 0;
+        long long ms = strtoll(lease_opt, &end, 10);
+        if (errno != 0 || end == lease_opt || *end != '\0' || main_lease((double)ms, cfg) != 0) {
+            fprintf(stderr, "airlockd: --lease-ms must be an integer from %d to %d\n%s",
+                    NODES_LEASE_MIN_MS, NODES_LEASE_MAX_MS, main_usage);
+            return 2;
+        }
+    }
     return 0;
 }
 
@@ -732,6 +792,7 @@ int main(int argc, char **argv)
     cfg.max_queue = 4096;
     cfg.warm_workers = 2;
     cfg.drain_grace_ms = 10000;
+    cfg.lease_ms = NODES_LEASE_MS;
     snprintf(cfg.host, sizeof cfg.host, "127.0.0.1");
     cfg.port = 8080;
     snprintf(cfg.data_dir, sizeof cfg.data_dir, "./var");
@@ -764,8 +825,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "airlockd: %s\n", errmsg);
         goto out;
     }
+    if (cfg.database[0] && nodes_id(cfg.data_dir, cfg.node, errmsg) != 0) {
+        fprintf(stderr, "airlockd: node id: %s\n", errmsg);
+        goto out;
+    }
     if (main_audit(store, cfg.data_dir) != 0 || main_bootstrap(store, cfg.data_dir) != 0 ||
-        main_audit_check(store) != 0 || main_recover(store) != 0) {
+        main_audit_check(store) != 0 || main_recover(store, cfg.node) != 0) {
         goto out;
     }
     if (main_runtime_start(&cfg, store, &store_lock, &svc, &rt) != 0) {

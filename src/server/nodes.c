@@ -1,35 +1,195 @@
 /*
  * nodes.c - several airlockd on one database (see nodes.h).
  *
- * Every node serves every request, so a cancel or a revocation may be decided on a node other
- * than the one executing the run. The deciding node commits the run's status `cancelled` (with
- * its reason in the outcome) in the same transaction as its audit record, as on one node; the
- * watcher here then finds, for each run executing on this node, whether the store says it was
- * cancelled, and cancels it locally with the stored reason, so its end is recorded by this
- * node's writer exactly as a local cancel's would be. The watcher reads one row per executing
- * run per tick, under the store lock, and nothing else: with no run executing it costs nothing.
+ * Leases. Each node renews its row in `nodes` (heartbeat on the database server's clock) every
+ * third of its lease. Every node looks for nodes whose lease has run out and ends the runs they
+ * were executing: nobody executes them any more, and a run is never silently redone, because a
+ * connector call it had sent may have had its effect. The calls in doubt are known: a node
+ * marks each connector call sent (calls_sent) in a commit before the call leaves, and forgets a
+ * run's marks in the commit that records that execution's end. What is marked for a run whose
+ * node died was sent and its outcome never recorded; the run ends failed ABORTED and its
+ * run.abandoned record lists those calls with their idempotency keys, for a person to check at
+ * the connector. Two nodes taking over at once cannot both end a run: the end is an update from
+ * status running, and the loser finds it ended.
+ *
+ * Fencing. A node that cannot renew its lease for a whole lease (the database unreachable)
+ * cancels the runs it executes: by then another node may have taken them over. Its writer's
+ * record of their end then finds them ended (the update from running changes nothing).
+ *
+ * Cancels from elsewhere. Every node serves every request, so a cancel or a revocation may be
+ * decided on a node other than the one executing the run. The deciding node commits the run's
+ * status `cancelled` (with its reason in the outcome); the watch here finds, for each run
+ * executing on this node, whether the store says it was cancelled, and cancels it locally with
+ * the stored reason, so its end is recorded by this node's writer as a local cancel's would be.
+ * It reads one row per executing run per tick: with no run executing it costs nothing.
  */
 #include "nodes.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "buf.h"
 #include "json.h"
+#include "keyfile.h"
 
-#define NODES_WHY_MAX 512
+#define NODES_WHY_MAX     512
+#define NODES_DETAILS_MAX ((size_t)4 << 20)
 
 struct nodes {
     struct store *store;
     pthread_mutex_t *store_lock;
     struct runs *runs;
+    char id[NODES_ID_LEN + 1];
+    int64_t lease_ms;
     pthread_mutex_t lock; /* guards stop */
     pthread_cond_t cond;  /* signalled by nodes_stop */
     int stop;
     pthread_t thread;
 };
+
+static int64_t nodes_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int nodes_id(const char *data_dir, char *ret, char *err)
+{
+    unsigned char raw[16];
+    if (keyfile_load(data_dir, "node.id", NULL, sizeof raw, raw, err) != 0) {
+        return -1;
+    }
+    memcpy(ret, "node_", 5);
+    for (size_t i = 0; i < sizeof raw; i++) {
+        snprintf(ret + 5 + 2 * i, 3, "%02x", raw[i]);
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- recovery of a node's runs */
+
+struct nodes_runs {
+    size_t n;
+    size_t cap;
+    char (*ids)[RUNS_ID_LEN + 1];
+    char (*departments)[STORE_NAME_MAX + 1];
+};
+
+static int nodes_runs_fn(void *userdata, const struct store_run *row)
+{
+    struct nodes_runs *l = userdata;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        char(*ids)[RUNS_ID_LEN + 1] = realloc(l->ids, cap * sizeof *ids);
+        if (ids) {
+            l->ids = ids;
+        }
+        char(*deps)[STORE_NAME_MAX + 1] = realloc(l->departments, cap * sizeof *deps);
+        if (deps) {
+            l->departments = deps;
+        }
+        if (!ids || !deps) {
+            return 1;
+        }
+        l->cap = cap;
+    }
+    snprintf(l->ids[l->n], sizeof l->ids[0], "%s", row->id);
+    snprintf(l->departments[l->n], sizeof l->departments[0], "%s", row->department);
+    l->n++;
+    return 0;
+}
+
+static void nodes_json_str(struct buf *b, const char *key, const char *value)
+{
+    buf_printf(b, ",\"%s\":", key);
+    json_write_string(b, value, strlen(value));
+}
+
+static int nodes_call_fn(void *userdata, const struct store_call *c)
+{
+    struct buf *b = userdata;
+    if (b->data && b->data[b->len - 1] != '[') {
+        buf_append_str(b, ",");
+    }
+    buf_append_str(b, "{\"function\":");
+    json_write_string(b, c->function, strlen(c->function));
+    nodes_json_str(b, "idempotency_key", c->idempotency_key);
+    nodes_json_str(b, "sent", c->sent);
+    buf_printf(b, ",\"idempotent\":%s,\"outcome\":\"unknown\"}", c->idempotent ? "true" : "false");
+    return 0;
+}
+
+/* One run of a dead node: failed ABORTED, with its calls in doubt, in one transaction. */
+static enum store_rc nodes_abandon(struct store *s, const char *id, const char *department,
+                                   const char *node, const char *reason)
+{
+    struct buf outcome;
+    struct buf d;
+    buf_init(&outcome, 4096);
+    buf_init(&d, NODES_DETAILS_MAX);
+    buf_append_str(&outcome, "{\"error\":{\"code\":\"ABORTED\",\"name\":\"\",\"message\":");
+    json_write_string(&outcome, reason, strlen(reason));
+    buf_append_str(&outcome, ",\"stack\":\"\"},\"console\":[],\"stats\":{},\"host_calls\":[]}");
+    buf_append_str(&d, "{\"run\":");
+    json_write_string(&d, id, strlen(id));
+    buf_append_str(&d, ",\"status\":\"failed\",\"code\":\"ABORTED\"");
+    nodes_json_str(&d, "reason", reason);
+    if (node) {
+        nodes_json_str(&d, "node", node);
+    }
+    buf_append_str(&d, ",\"calls_in_doubt\":[");
+    enum store_rc rc = outcome.data && d.data ? s->ops->tx_begin(s) : STORE_ERROR;
+    if (rc == STORE_OK) {
+        rc = s->ops->run_set_status(s, id, "running", "failed", outcome.data);
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->call_list(s, id, nodes_call_fn, &d);
+    }
+    if (rc == STORE_OK) {
+        buf_append_str(&d, "]}");
+        rc = d.data ? s->ops->audit_append(s, "airlockd", "run.abandoned", id, department, d.data,
+                                           NULL)
+                    : STORE_ERROR;
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->call_clear(s, id);
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->tx_commit(s);
+    }
+    if (rc != STORE_OK) {
+        s->ops->tx_rollback(s);
+    }
+    buf_done(&outcome);
+    buf_done(&d);
+    return rc;
+}
+
+int nodes_recover(struct store *s, const char *node, const char *reason)
+{
+    struct nodes_runs l;
+    int n = 0;
+    memset(&l, 0, sizeof l);
+    enum store_rc rc = s->ops->run_list_on_node(s, node, nodes_runs_fn, &l);
+    for (size_t i = 0; i < l.n && rc == STORE_OK; i++) {
+        rc = nodes_abandon(s, l.ids[i], l.departments[i], node, reason);
+        if (rc == STORE_CONFLICT) {
+            rc = STORE_OK; /* ended, or taken over by another node, meanwhile */
+        } else if (rc == STORE_OK) {
+            n++;
+        }
+    }
+    free(l.ids);
+    free(l.departments);
+    return rc == STORE_OK ? n : -1;
+}
+
+/* ---------------------------------------------------------------- the thread */
 
 struct nodes_row {
     int cancelled;
@@ -56,7 +216,9 @@ static int nodes_row_fn(void *userdata, const struct store_run *row)
     return 0;
 }
 
-static void nodes_watch_once(struct nodes *n)
+/* Cancels the runs executing here that the store says are cancelled; with `all`, every one of
+ * them (this node lost its lease). */
+static void nodes_watch(struct nodes *n, int all)
 {
     char(*ids)[RUNS_ID_LEN + 1] = NULL;
     size_t count = 0;
@@ -69,6 +231,10 @@ static void nodes_watch_once(struct nodes *n)
     for (size_t i = 0; i < count; i++) {
         struct nodes_row row;
         memset(&row, 0, sizeof row);
+        if (all) {
+            runs_cancel(n->runs, ids[i], "airlockd lost its lease on the database");
+            continue;
+        }
         /* a run not yet recorded (NOT_FOUND) or a store that fails now is looked at next tick */
         if (s->ops->run_get(s, ids[i], nodes_row_fn, &row) == STORE_OK && row.cancelled) {
             runs_cancel(n->runs, ids[i], row.why);
@@ -78,9 +244,66 @@ static void nodes_watch_once(struct nodes *n)
     free(ids);
 }
 
+struct nodes_expired {
+    size_t n;
+    char ids[16][NODES_ID_LEN + 1];
+};
+
+static int nodes_expired_fn(void *userdata, const char *id)
+{
+    struct nodes_expired *e = userdata;
+    if (e->n == sizeof e->ids / sizeof e->ids[0]) {
+        return 1; /* the rest next time */
+    }
+    snprintf(e->ids[e->n++], sizeof e->ids[0], "%s", id);
+    return 0;
+}
+
+/* Renews this node's lease, then takes over the runs of nodes whose lease has run out. 0 when
+ * the lease was renewed. */
+static int nodes_beat(struct nodes *n)
+{
+    struct store *s = n->store;
+    struct nodes_expired e;
+    char reason[128];
+    memset(&e, 0, sizeof e);
+    pthread_mutex_lock(n->store_lock);
+    int renewed = s->ops->node_beat(s, n->id, n->lease_ms) == STORE_OK;
+    if (renewed && s->ops->node_expired(s, nodes_expired_fn, &e) == STORE_OK) {
+        for (size_t i = 0; i < e.n; i++) {
+            if (strcmp(e.ids[i], n->id) == 0) {
+                continue;
+            }
+            snprintf(reason, sizeof reason,
+                     "the node executing the run stopped renewing its lease (%s)", e.ids[i]);
+            int taken = nodes_recover(s, e.ids[i], reason);
+            if (taken < 0) {
+                fprintf(stderr, "{\"log\":\"nodes\",\"error\":\"taking over %s: %s\"}\n", e.ids[i],
+                        s->ops->errmsg(s));
+                continue;
+            }
+            if (taken > 0) {
+                fprintf(stderr,
+                        "{\"log\":\"nodes\",\"node\":\"%s\",\"taken_over\":%d,\"from\":\"%s\"}\n",
+                        n->id, taken, e.ids[i]);
+            }
+            /* none of its runs is left running: it is gone (a restart beats again) */
+            if (s->ops->node_remove(s, e.ids[i]) == STORE_ERROR) {
+                fprintf(stderr, "{\"log\":\"nodes\",\"error\":\"%s\"}\n", s->ops->errmsg(s));
+            }
+        }
+    }
+    pthread_mutex_unlock(n->store_lock);
+    return renewed ? 0 : -1;
+}
+
 static void *nodes_thread(void *arg)
 {
     struct nodes *n = arg;
+    int64_t beat_every = n->lease_ms / 3;
+    int64_t last_beat = nodes_now_ms();
+    int64_t renewed = last_beat;
+    int fenced = 0;
     pthread_setname_np(pthread_self(), "airlockd-nodes");
     pthread_mutex_lock(&n->lock);
     while (!n->stop) {
@@ -99,15 +322,28 @@ static void *nodes_thread(void *arg)
             break;
         }
         pthread_mutex_unlock(&n->lock);
-        nodes_watch_once(n);
+        int64_t now = nodes_now_ms();
+        if (now - last_beat >= beat_every) {
+            last_beat = now;
+            if (nodes_beat(n) == 0) {
+                renewed = now;
+                fenced = 0;
+            }
+        }
+        int lost = now - renewed >= n->lease_ms;
+        if (lost && !fenced) {
+            fprintf(stderr, "{\"log\":\"nodes\",\"error\":\"lease lost: cancelling runs\"}\n");
+        }
+        nodes_watch(n, lost);
+        fenced = lost;
         pthread_mutex_lock(&n->lock);
     }
     pthread_mutex_unlock(&n->lock);
     return NULL;
 }
 
-int nodes_start(struct store *store, pthread_mutex_t *store_lock, struct runs *runs,
-                struct nodes **ret, char *err)
+int nodes_start(struct store *store, pthread_mutex_t *store_lock, struct runs *runs, const char *id,
+                int64_t lease_ms, struct nodes **ret, char *err)
 {
     struct nodes *n = calloc(1, sizeof *n);
     if (!n) {
@@ -117,10 +353,20 @@ int nodes_start(struct store *store, pthread_mutex_t *store_lock, struct runs *r
     n->store = store;
     n->store_lock = store_lock;
     n->runs = runs;
+    n->lease_ms = lease_ms;
+    snprintf(n->id, sizeof n->id, "%s", id);
+    pthread_mutex_lock(store_lock);
+    enum store_rc rc = store->ops->node_beat(store, id, lease_ms);
+    pthread_mutex_unlock(store_lock);
+    if (rc != STORE_OK) {
+        snprintf(err, 256, "cannot renew the node's lease: %s", store->ops->errmsg(store));
+        free(n);
+        return -1;
+    }
     pthread_mutex_init(&n->lock, NULL);
     pthread_cond_init(&n->cond, NULL);
     if (pthread_create(&n->thread, NULL, nodes_thread, n) != 0) {
-        snprintf(err, 256, "cannot start the node watcher thread");
+        snprintf(err, 256, "cannot start the nodes thread");
         pthread_cond_destroy(&n->cond);
         pthread_mutex_destroy(&n->lock);
         free(n);

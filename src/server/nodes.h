@@ -1,28 +1,50 @@
 /*
- * nodes.h - what one airlockd does so that several of them can share one PostgreSQL database:
- * a watcher thread that carries out, on the node that executes a run, what another node decided
- * about it (a cancel, a revoked version), read from the store within NODES_WATCH_MS.
+ * nodes.h - what one airlockd does so that several of them can share one PostgreSQL database
+ * (docs/server.md "Several nodes"): a node has an id (kept in DIR/node.id) and a lease on the
+ * runs it executes, which it renews with a heartbeat in the store; a thread here renews it,
+ * takes over the runs of nodes whose lease has run out, and carries out on this node what
+ * another node decided about a run executing here (a cancel, a revoked version).
  *
- * Threads: the watcher takes the store lock for each look at the store, as the HTTP thread
+ * Threads: the nodes thread takes the store lock for each look at the store, as the HTTP thread
  * does, and calls runs_cancel; it never blocks the runner's event thread or the writer.
  */
 #ifndef AIRLOCK_SERVER_NODES_H
 #define AIRLOCK_SERVER_NODES_H
 
 #include <pthread.h>
+#include <stdint.h>
 
 #include "runs.h"
 #include "store.h"
 
-#define NODES_WATCH_MS 250 /* how often the runs executing here are checked against the store */
+#define NODES_WATCH_MS     250   /* how often the runs executing here are checked */
+#define NODES_LEASE_MS     10000 /* the default lease */
+#define NODES_LEASE_MIN_MS 500
+#define NODES_LEASE_MAX_MS 3600000
+#define NODES_ID_LEN       37 /* "node_" + 32 hex */
+
+/* This node's id from DIR/node.id (16 random bytes as hex, made on the first start): the same
+ * data directory is the same node across restarts. ret holds NODES_ID_LEN + 1 bytes. -1 with
+ * err (256 bytes). */
+int nodes_id(const char *data_dir, char *ret, char *err);
+
+/* Ends the runs that `node` (NULL: no recorded node) left running: each is marked failed
+ * ABORTED with a run.abandoned record naming the node, `reason` and the connector calls it had
+ * sent whose outcome is unknown (function, idempotency key, whether the function is marked
+ * idempotent); a run another node ended or took over meanwhile is left alone. How many, or -1
+ * when the store failed (errmsg says why). The caller holds the store lock. */
+int nodes_recover(struct store *s, const char *node, const char *reason);
 
 struct nodes;
 
-/* Starts the watcher over `runs` (which must outlive it). -1 with err (256 bytes) when the
- * thread cannot start. */
-int nodes_start(struct store *store, pthread_mutex_t *store_lock, struct runs *runs,
-                struct nodes **ret, char *err);
-/* Stops the watcher and frees it; returns once the thread has ended. NULL-safe. */
+/* Renews this node's lease at once (-1 with err when the store refuses), then starts the
+ * thread over `runs` (which must outlive it): the heartbeat every lease_ms / 3, the takeover of
+ * expired nodes' runs, the watch of NODES_WATCH_MS. A node that could not renew its lease for
+ * lease_ms cancels the runs it executes (another node may have taken them over). */
+int nodes_start(struct store *store, pthread_mutex_t *store_lock, struct runs *runs, const char *id,
+                int64_t lease_ms, struct nodes **ret, char *err);
+/* Stops the thread and frees it; returns once the thread has ended. NULL-safe. The lease is
+ * left to run out (a drained node holds no run). */
 void nodes_stop(struct nodes *n);
 
 #endif

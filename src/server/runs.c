@@ -105,6 +105,11 @@ struct runs {
     int unsynced;          /* a batch is committed, its fsync not done: set under the store lock */
     pthread_cond_t synced; /* unsynced went back to 0 */
     pthread_t writer;
+    /* With several nodes (runs_set_node): this node's id, and the connector calls the writer
+     * marks sent in the store before they leave. "" and empty with one node. */
+    char node[RUNS_NODE_MAX];
+    struct runs_pending *mark_head;
+    struct runs_pending *mark_tail;
 };
 
 /* A new run waiting for the writer's next batch. */
@@ -310,6 +315,27 @@ static int runs_resolution_approved(const char *json, size_t len, char *ret_comm
     return approved;
 }
 
+/* Sends a call, or with several nodes first hands it to the writer, which marks it sent in the
+ * store (call_mark) and sends it after that commit: a node that dies leaves behind the marks of
+ * the calls whose outcome nobody recorded. */
+static void runs_pending_mark(struct runs *r, struct runs_pending *p)
+{
+    if (!r->node[0]) {
+        runs_pending_send(p);
+        return;
+    }
+    pthread_mutex_lock(&r->lock);
+    p->next = NULL;
+    if (r->mark_tail) {
+        r->mark_tail->next = p;
+    } else {
+        r->mark_head = p;
+    }
+    r->mark_tail = p;
+    pthread_cond_broadcast(&r->cond);
+    pthread_mutex_unlock(&r->lock);
+}
+
 static void runs_host(struct al_call *call, void *userdata)
 {
     const struct runs_function *f = userdata;
@@ -376,7 +402,7 @@ static void runs_host(struct al_call *call, void *userdata)
     }
     pthread_mutex_unlock(&r->lock);
     if (state == RUNS_START_DURABLE) {
-        runs_pending_send(p);
+        runs_pending_mark(r, p);
     } else if (state == RUNS_START_UNRECORDED) {
         runs_pending_drop(p, "the run was not recorded");
     }
@@ -707,6 +733,9 @@ static enum store_rc runs_record(struct runs *r, struct srun *sr)
             rc = STORE_OK; /* ended meanwhile: that end stands, no approval opens */
         }
     }
+    if (rc == STORE_OK && r->node[0]) {
+        rc = s->ops->call_clear(s, plan->id); /* this execution's calls are recorded above */
+    }
     int waits = status && strcmp(status, "awaiting_approval") == 0;
     if (rc == STORE_OK && recorded && waits) {
         rc = runs_record_approvals(r, sr, &d);
@@ -892,7 +921,7 @@ static void runs_finish_jobs(struct runs *r, struct runs_job *jobs)
             while (held) {
                 struct runs_pending *next = held->next;
                 if (recorded) {
-                    runs_pending_send(held);
+                    runs_pending_mark(r, held);
                 } else {
                     runs_pending_drop(held, "the run was not recorded");
                 }
@@ -930,7 +959,7 @@ static const char *runs_job_id(const struct runs_job *job)
 
 /* A new run's record and, for a start that waits for no run, its answer, read back at once:
  * the run's end may come in the same batch, and the answer says how it started. */
-static enum store_rc runs_record_job(struct store *s, struct runs_job *job)
+static enum store_rc runs_record_job(struct store *s, const char *node, struct runs_job *job)
 {
     buf_reset(&job->answer);
     enum store_rc rc = job->start.record(s, job->start.record_userdata, &job->answer);
@@ -940,6 +969,9 @@ static enum store_rc runs_record_job(struct store *s, struct runs_job *job)
             job->sr->unrecorded = 1;
         }
         return STORE_OK;
+    }
+    if (rc == STORE_OK && node[0]) {
+        rc = s->ops->run_set_node(s, runs_job_id(job), node);
     }
     if (rc == STORE_OK && job->start.mode != RUNS_START_WAIT) {
         rc = runs_json_by_id(s, runs_job_id(job), &job->answer, &job->status);
@@ -958,7 +990,7 @@ static enum store_rc runs_record_batch(struct runs *r, struct runs_job *jobs, st
     struct store *s = r->store;
     enum store_rc rc = s->ops->tx_begin_unsynced(s); /* the writer syncs off the store lock */
     for (struct runs_job *job = jobs; job && rc == STORE_OK; job = job->next) {
-        rc = runs_record_job(s, job);
+        rc = runs_record_job(s, r->node, job);
     }
     for (size_t i = 0; i < n && rc == STORE_OK; i++) {
         rc = batch[i]->unrecorded ? STORE_OK : runs_record(r, batch[i]);
@@ -1026,7 +1058,7 @@ static void runs_record_each(struct runs *r, struct runs_job *jobs, struct srun 
     for (struct runs_job *job = jobs; job; job = job->next) {
         enum store_rc rc = s->ops->tx_begin(s);
         if (rc == STORE_OK) {
-            rc = runs_record_job(s, job);
+            rc = runs_record_job(s, r->node, job);
         }
         if (rc == STORE_OK) {
             rc = s->ops->tx_commit(s);
@@ -1059,6 +1091,39 @@ static void runs_record_each(struct runs *r, struct runs_job *jobs, struct srun 
     }
 }
 
+/* Marks a batch of calls sent in one transaction, then sends them; calls that cannot be marked
+ * throw instead of leaving unmarked. */
+static void runs_mark_batch(struct runs *r, struct runs_pending *marks)
+{
+    struct store *s = r->store;
+    pthread_mutex_lock(r->store_lock);
+    enum store_rc rc = s->ops->tx_begin(s);
+    for (struct runs_pending *p = marks; p && rc == STORE_OK; p = p->next) {
+        struct store_call c = { p->sr->plan->id, p->key, p->f->name, p->f->idempotent, NULL };
+        rc = s->ops->call_mark(s, &c);
+        if (rc == STORE_CONFLICT) {
+            rc = STORE_OK; /* marked already (the same key sent again): still in doubt */
+        }
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->tx_commit(s);
+    }
+    if (rc != STORE_OK) {
+        s->ops->tx_rollback(s);
+        runs_log_store(r, "marking connector calls sent failed; they throw");
+    }
+    pthread_mutex_unlock(r->store_lock);
+    while (marks) {
+        struct runs_pending *next = marks->next;
+        if (rc == STORE_OK) {
+            runs_pending_send(marks);
+        } else {
+            runs_pending_drop(marks, "the call could not be recorded before it was sent");
+        }
+        marks = next;
+    }
+}
+
 static void *runs_writer(void *arg)
 {
     struct runs *r = arg;
@@ -1066,11 +1131,20 @@ static void *runs_writer(void *arg)
     pthread_setname_np(pthread_self(), "airlockd-writer");
     pthread_mutex_lock(&r->lock);
     while (1) {
-        while (!r->done_head && !r->start_head && !r->stop) {
+        while (!r->done_head && !r->start_head && !r->mark_head && !r->stop) {
             pthread_cond_wait(&r->cond, &r->lock);
         }
-        if (!r->done_head && !r->start_head && r->stop) {
+        if (!r->done_head && !r->start_head && !r->mark_head && r->stop) {
             break;
+        }
+        if (r->mark_head) {
+            struct runs_pending *marks = r->mark_head;
+            r->mark_head = NULL;
+            r->mark_tail = NULL;
+            pthread_mutex_unlock(&r->lock);
+            runs_mark_batch(r, marks);
+            pthread_mutex_lock(&r->lock);
+            continue;
         }
         size_t n = 0;
         while (r->done_head && n < RUNS_BATCH_MAX) {
@@ -1448,6 +1522,16 @@ size_t runs_active(struct runs *r)
     size_t n = r->nactive;
     pthread_mutex_unlock(&r->lock);
     return n;
+}
+
+void runs_set_node(struct runs *r, const char *node)
+{
+    snprintf(r->node, sizeof r->node, "%s", node);
+}
+
+const char *runs_node(const struct runs *r)
+{
+    return r->node[0] ? r->node : NULL;
 }
 
 int runs_active_ids(struct runs *r, char (**ret_ids)[RUNS_ID_LEN + 1], size_t *ret_n)

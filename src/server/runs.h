@@ -26,6 +26,7 @@
 #define RUNS_FN_NAME_MAX     (2 * STORE_NAME_MAX + 2)
 #define RUNS_LIMITS_MAX      8
 #define RUNS_AUDIT_FIELD_MAX ((size_t)64 << 10) /* bytes of one JSON value in an audit record */
+#define RUNS_NODE_MAX        64                 /* bytes of a node's id, NUL included */
 
 struct connector_target;
 struct connector_client;
@@ -80,6 +81,13 @@ int runs_new(struct store *store, pthread_mutex_t *store_lock, struct al_runner 
              struct connector_client *client, struct runs **ret, char *err);
 /* Cancels what still runs, waits for the writer to record it, frees. NULL-safe. */
 void runs_free(struct runs *r);
+/* With several nodes on one database, before the first run: each run recorded here names this
+ * node (run_set_node), and each connector call is marked sent in the store (call_mark, in a
+ * transaction of the writer's) before it leaves; the marks of a run go once its end or wait
+ * is recorded. Without it (SQLite: one node) calls go out at once and nothing is marked. */
+void runs_set_node(struct runs *r, const char *node);
+/* The id runs_set_node gave, or NULL. */
+const char *runs_node(const struct runs *r);
 
 /* Reserves a launch before the caller commits to one (a resume claiming its continuation):
  * 0, and the drain waits for the launch (runs_launch) or for runs_unhold; -1 while

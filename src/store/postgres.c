@@ -1393,6 +1393,101 @@ static enum store_rc pg_connector_list(struct store *s, store_connector_fn *fn, 
                    0, NULL, 0, pg_connector_each, (void *)fn, userdata);
 }
 
+/* ---------------------------------------------------------------- several nodes (0006) */
+
+/* Times of leases are the database server's (ms since the epoch), one clock for every node. */
+#define PG_NOW_MS "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+
+static enum store_rc pg_node_beat(struct store *s, const char *id, int64_t lease_ms)
+{
+    char now[32];
+    char lease[24];
+    pg_now(now);
+    snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
+    const char *args[] = { id, lease, now };
+    return pg_exec(pg_of(s),
+                   "INSERT INTO nodes(id, heartbeat, lease_ms, started) VALUES ($1, " PG_NOW_MS
+                   ", $2::bigint, $3) ON CONFLICT (id) DO UPDATE SET heartbeat = "
+                   "excluded.heartbeat, lease_ms = excluded.lease_ms",
+                   3, args, NULL);
+}
+
+static int pg_node_each(const PGresult *res, int row, void *fn, void *userdata)
+{
+    return ((store_node_fn *)fn)(userdata, pg_col(res, row, 0));
+}
+
+static enum store_rc pg_node_expired(struct store *s, store_node_fn *fn, void *userdata)
+{
+    return pg_walk(pg_of(s),
+                   "SELECT id FROM nodes WHERE heartbeat + lease_ms < " PG_NOW_MS " ORDER BY id", 0,
+                   NULL, 0, pg_node_each, (void *)fn, userdata);
+}
+
+static enum store_rc pg_node_remove(struct store *s, const char *id)
+{
+    int64_t changes = 0;
+    const char *args[] = { id };
+    enum store_rc rc = pg_exec(pg_of(s), "DELETE FROM nodes WHERE id = $1", 1, args, &changes);
+    return rc == STORE_OK && changes == 0 ? STORE_NOT_FOUND : rc;
+}
+
+static enum store_rc pg_run_set_node(struct store *s, const char *id, const char *node)
+{
+    int64_t changes = 0;
+    const char *args[] = { node, id };
+    enum store_rc rc =
+            pg_exec(pg_of(s), "UPDATE runs SET node = $1 WHERE id = $2", 2, args, &changes);
+    return rc == STORE_OK && changes == 0 ? STORE_NOT_FOUND : rc;
+}
+
+static enum store_rc pg_run_list_on_node(struct store *s, const char *node, store_run_fn *fn,
+                                         void *userdata)
+{
+    const char *args[] = { node };
+    return pg_walk(pg_of(s),
+                   node ? "SELECT " PG_RUN_COLUMNS " FROM runs WHERE node = $1 AND status = "
+                          "'running' ORDER BY seq"
+                        : "SELECT " PG_RUN_COLUMNS " FROM runs WHERE node IS NULL AND status = "
+                          "'running' ORDER BY seq",
+                   node ? 1 : 0, args, 0, pg_run_each, (void *)fn, userdata);
+}
+
+static enum store_rc pg_call_mark(struct store *s, const struct store_call *c)
+{
+    char now[32];
+    pg_now(now);
+    const char *args[] = { c->run, c->idempotency_key, c->function, c->idempotent ? "1" : "0",
+                           now };
+    return pg_insert(pg_of(s),
+                     "INSERT INTO calls_sent(run, idempotency_key, function, idempotent, sent) "
+                     "VALUES ($1, $2, $3, $4::integer, $5) ON CONFLICT DO NOTHING",
+                     5, args);
+}
+
+static int pg_call_each(const PGresult *res, int row, void *fn, void *userdata)
+{
+    struct store_call c = { pg_col(res, row, 0), pg_col(res, row, 1), pg_col(res, row, 2),
+                            (int)pg_int(res, row, 3), pg_col(res, row, 4) };
+    return ((store_call_fn *)fn)(userdata, &c);
+}
+
+static enum store_rc pg_call_list(struct store *s, const char *run, store_call_fn *fn,
+                                  void *userdata)
+{
+    const char *args[] = { run };
+    return pg_walk(pg_of(s),
+                   "SELECT run, idempotency_key, function, idempotent, sent FROM calls_sent "
+                   "WHERE run = $1 ORDER BY sent, idempotency_key",
+                   1, args, 0, pg_call_each, (void *)fn, userdata);
+}
+
+static enum store_rc pg_call_clear(struct store *s, const char *run)
+{
+    const char *args[] = { run };
+    return pg_exec(pg_of(s), "DELETE FROM calls_sent WHERE run = $1", 1, args, NULL);
+}
+
 static const struct store_ops pg_ops = {
     .version = STORE_OPS_VERSION,
     .name = "postgres",
@@ -1446,6 +1541,14 @@ static const struct store_ops pg_ops = {
     .audit_head = pg_audit_last_seq,
     .tx_begin_unsynced = pg_tx_begin_unsynced,
     .sync = pg_sync,
+    .node_beat = pg_node_beat,
+    .node_expired = pg_node_expired,
+    .node_remove = pg_node_remove,
+    .run_set_node = pg_run_set_node,
+    .run_list_on_node = pg_run_list_on_node,
+    .call_mark = pg_call_mark,
+    .call_list = pg_call_list,
+    .call_clear = pg_call_clear,
 };
 
 /* ---------------------------------------------------------------- opening */

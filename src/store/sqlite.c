@@ -1592,6 +1592,131 @@ static enum store_rc sqlite_audit_last_seq(struct store *s, int64_t *ret_seq)
     return rc;
 }
 
+/* Several nodes (0006_nodes). SQLite is one node's, but the operations work as on PostgreSQL,
+ * with this process's clock. */
+static int64_t sqlite_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static enum store_rc sqlite_node_beat(struct store *s, const char *id, int64_t lease_ms)
+{
+    char now[32];
+    char beat[24];
+    char lease[24];
+    sqlite_now(now);
+    snprintf(beat, sizeof beat, "%" PRId64, sqlite_now_ms());
+    snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
+    const char *args[] = { id, beat, lease, now };
+    return sqlite_exec_args(
+            sqlite_of(s),
+            "INSERT INTO nodes(id, heartbeat, lease_ms, started) VALUES (?, "
+            "CAST(?2 AS INTEGER), CAST(?3 AS INTEGER), ?4) ON CONFLICT(id) DO "
+            "UPDATE SET heartbeat = excluded.heartbeat, lease_ms = excluded.lease_ms",
+            4, args, NULL);
+}
+
+static int sqlite_node_each(sqlite3_stmt *stmt, void *fn, void *userdata)
+{
+    return ((store_node_fn *)fn)(userdata, sqlite_col(stmt, 0));
+}
+
+static enum store_rc sqlite_node_expired(struct store *s, store_node_fn *fn, void *userdata)
+{
+    struct sqlite_store *st = sqlite_of(s);
+    sqlite3_stmt *stmt = NULL;
+    char now[24];
+    snprintf(now, sizeof now, "%" PRId64, sqlite_now_ms());
+    const char *args[] = { now };
+    enum store_rc rc = sqlite_prepare(st,
+                                      "SELECT id FROM nodes WHERE heartbeat + lease_ms < "
+                                      "CAST(? AS INTEGER) ORDER BY id",
+                                      1, args, &stmt);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    return sqlite_walk(st, stmt, 0, sqlite_node_each, (void *)fn, userdata, "nodes");
+}
+
+static enum store_rc sqlite_node_remove(struct store *s, const char *id)
+{
+    int changes = 0;
+    const char *args[] = { id };
+    enum store_rc rc =
+            sqlite_exec_args(sqlite_of(s), "DELETE FROM nodes WHERE id = ?", 1, args, &changes);
+    return rc == STORE_OK && changes == 0 ? STORE_NOT_FOUND : rc;
+}
+
+static enum store_rc sqlite_run_set_node(struct store *s, const char *id, const char *node)
+{
+    int changes = 0;
+    const char *args[] = { node, id };
+    enum store_rc rc = sqlite_exec_args(sqlite_of(s), "UPDATE runs SET node = ? WHERE id = ?", 2,
+                                        args, &changes);
+    return rc == STORE_OK && changes == 0 ? STORE_NOT_FOUND : rc;
+}
+
+static enum store_rc sqlite_run_list_on_node(struct store *s, const char *node, store_run_fn *fn,
+                                             void *userdata)
+{
+    struct sqlite_store *st = sqlite_of(s);
+    sqlite3_stmt *stmt = NULL;
+    const char *args[] = { node };
+    enum store_rc rc = sqlite_prepare(st,
+                                      node ? "SELECT " SQLITE_RUN_COLUMNS " FROM runs WHERE "
+                                             "node = ? AND status = 'running' ORDER BY seq"
+                                           : "SELECT " SQLITE_RUN_COLUMNS " FROM runs WHERE "
+                                             "node IS NULL AND status = 'running' ORDER BY seq",
+                                      node ? 1 : 0, args, &stmt);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    return sqlite_walk(st, stmt, 0, sqlite_run_each, (void *)fn, userdata, "runs");
+}
+
+static enum store_rc sqlite_call_mark(struct store *s, const struct store_call *c)
+{
+    char now[32];
+    sqlite_now(now);
+    const char *args[] = { c->run, c->idempotency_key, c->function, c->idempotent ? "1" : "0",
+                           now };
+    return sqlite_exec_args(sqlite_of(s),
+                            "INSERT INTO calls_sent(run, idempotency_key, function, idempotent, "
+                            "sent) VALUES (?, ?, ?, CAST(? AS INTEGER), ?)",
+                            5, args, NULL);
+}
+
+static int sqlite_call_each(sqlite3_stmt *stmt, void *fn, void *userdata)
+{
+    struct store_call c = { sqlite_col(stmt, 0), sqlite_col(stmt, 1), sqlite_col(stmt, 2),
+                            sqlite3_column_int(stmt, 3), sqlite_col(stmt, 4) };
+    return ((store_call_fn *)fn)(userdata, &c);
+}
+
+static enum store_rc sqlite_call_list(struct store *s, const char *run, store_call_fn *fn,
+                                      void *userdata)
+{
+    struct sqlite_store *st = sqlite_of(s);
+    sqlite3_stmt *stmt = NULL;
+    const char *args[] = { run };
+    enum store_rc rc = sqlite_prepare(st,
+                                      "SELECT run, idempotency_key, function, idempotent, sent "
+                                      "FROM calls_sent WHERE run = ? ORDER BY rowid",
+                                      1, args, &stmt);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    return sqlite_walk(st, stmt, 0, sqlite_call_each, (void *)fn, userdata, "calls_sent");
+}
+
+static enum store_rc sqlite_call_clear(struct store *s, const char *run)
+{
+    const char *args[] = { run };
+    return sqlite_exec_args(sqlite_of(s), "DELETE FROM calls_sent WHERE run = ?", 1, args, NULL);
+}
+
 static const struct store_ops sqlite_ops = {
     .version = STORE_OPS_VERSION,
     .name = "sqlite",
@@ -1647,6 +1772,14 @@ static const struct store_ops sqlite_ops = {
     .audit_head = sqlite_audit_last_seq,
     .tx_begin_unsynced = sqlite_tx_begin_unsynced,
     .sync = sqlite_sync,
+    .node_beat = sqlite_node_beat,
+    .node_expired = sqlite_node_expired,
+    .node_remove = sqlite_node_remove,
+    .run_set_node = sqlite_run_set_node,
+    .run_list_on_node = sqlite_run_list_on_node,
+    .call_mark = sqlite_call_mark,
+    .call_list = sqlite_call_list,
+    .call_clear = sqlite_call_clear,
 };
 
 int store_schema_version(void)

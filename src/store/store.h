@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_OPS_VERSION 4
+#define STORE_OPS_VERSION 5
 #define STORE_NAME_MAX    64
 #define STORE_HASH_LEN    32 /* SHA-256 of an API key */
 #define STORE_ERRMSG_MAX  256
@@ -200,6 +200,19 @@ struct store_connector {
 
 typedef int store_connector_fn(void *userdata, const struct store_connector *c);
 
+/* A connector call a run's execution sent (0006_nodes): marked before it leaves, forgotten once
+ * that execution's end or wait is recorded, so what is left of a dead node is in doubt. */
+struct store_call {
+    const char *run;
+    const char *idempotency_key;
+    const char *function; /* "connector.fn" */
+    int idempotent;       /* the connector marks the function idempotent */
+    const char *sent;     /* set by the store on call_mark; ignored there */
+};
+
+typedef int store_call_fn(void *userdata, const struct store_call *c);
+typedef int store_node_fn(void *userdata, const char *id);
+
 struct store_ops {
     int version;      /* STORE_OPS_VERSION; later versions only append members */
     const char *name; /* "sqlite" | "postgres" */
@@ -357,6 +370,27 @@ struct store_ops {
      * backend whose commits are always durable makes sync a no-op. */
     enum store_rc (*tx_begin_unsynced)(struct store *s);
     enum store_rc (*sync)(struct store *s);
+
+    /* Several nodes (0006_nodes), since version 5. */
+    /* Node `id` is alive now (the store's clock), for lease_ms from now: creates or renews. */
+    enum store_rc (*node_beat)(struct store *s, const char *id, int64_t lease_ms);
+    /* The nodes whose lease has run out (last heartbeat + lease_ms before now), each id once. */
+    enum store_rc (*node_expired)(struct store *s, store_node_fn *fn, void *userdata);
+    /* Forgets a node (NOT_FOUND when there is no such node). */
+    enum store_rc (*node_remove)(struct store *s, const char *id);
+    /* Names the node that executes run `id` (NOT_FOUND when no such run). */
+    enum store_rc (*run_set_node)(struct store *s, const char *id, const char *node);
+    /* The runs with status running executed by `node` (NULL: by no recorded node), in seq
+     * order. */
+    enum store_rc (*run_list_on_node)(struct store *s, const char *node, store_run_fn *fn,
+                                      void *userdata);
+    /* Marks a call sent (c->run, idempotency_key, function, idempotent); CONFLICT for a key
+     * marked already for that run. */
+    enum store_rc (*call_mark)(struct store *s, const struct store_call *c);
+    /* The calls marked for `run`, in the order they were marked. */
+    enum store_rc (*call_list)(struct store *s, const char *run, store_call_fn *fn, void *userdata);
+    /* Forgets the marks of `run` (none is fine). */
+    enum store_rc (*call_clear)(struct store *s, const char *run);
 };
 
 /* Every backend's handle starts with this. */

@@ -40,8 +40,9 @@ def public_key_of(private_hex):
 class Cluster:
     """Three airlockd nodes on one database, department finance, its people, the shop."""
 
-    def __init__(self, tmp):
+    def __init__(self, tmp, lease_ms=None):
         check(ts.PG, "AIRLOCK_TEST_DATABASE is not set: these tests need a PostgreSQL cluster")
+        self.lease_ms = lease_ms
         self.tmp = tmp
         self.dirs = [os.path.join(tmp, "node-" + n) for n in "abc"]
         url = ts.pg_url(self.dirs[0])
@@ -62,7 +63,7 @@ class Cluster:
 
         def start(i):
             try:
-                self.nodes[i] = Server(self.dirs[i], env_extra=self.keys_hex if i < 2 else None)
+                self.nodes[i] = self.start_node(i)
             except Exception as e:  # noqa: BLE001 - reported below
                 errors.append(e)
         # the three start at once on the empty database: migrations and bootstrap race
@@ -95,8 +96,15 @@ class Cluster:
         self.ok(b, "POST", "/v1/connectors", {
             "name": "shop", "department": "finance", "url": self.shop.url,
             "signing_secret": tr.SECRET, "timeout_ms": 30000,
-            "functions": {"orders": {}, "refund": {"sensitive": True}, "slow": {}}},
+            "functions": {"orders": {"idempotent": True}, "refund": {"sensitive": True},
+                          "slow": {}}},
             self.admin, 201)
+
+    def start_node(self, i):
+        args = ["--listen", "127.0.0.1:0", "--data-dir", self.dirs[i]]
+        if self.lease_ms:
+            args += ["--lease-ms", str(self.lease_ms)]
+        return Server(self.dirs[i], env_extra=self.keys_hex if i < 2 else None, args=args)
 
     def ok(self, node, method, path, body, key, want=200):
         st, doc, _ = node.request(method, path, body, key=key)
@@ -199,7 +207,7 @@ def t_bootstrap_once_and_runs_on_every_node(tmp):
         check(c.shop.calls()["by_function"] == {"shop.orders": 3}, "%r" % c.shop.calls())
         # a node restarted on the non-empty database with the same keys serves on
         c.nodes[2].stop()
-        c.nodes[2] = Server(c.dirs[2])
+        c.nodes[2] = c.start_node(2)
         check(c.nodes[2].port, "node c did not restart: " + c.nodes[2].stderr())
         check(not os.path.exists(os.path.join(c.dirs[2], "admin.key")) or
               c.dirs[2] in [d for d in c.dirs if os.path.exists(os.path.join(d, "admin.key"))],
@@ -361,6 +369,81 @@ def t_cancel_revoke_and_key_revoke_reach_every_node(tmp):
         c.ok(a, "DELETE", "/v1/principals/eve/keys/%s" % k["prefix"], None, c.admin)
         for node in (b, cc):
             error_of(*node.request("GET", "/v1/me", key=k["key"])[:2], 401, "UNAUTHENTICATED")
+        c.verify_chain()
+    finally:
+        c.close()
+
+
+SLOW_AFTER = """
+const orders = await shop.orders("paid");
+await shop.slow(input.ms);
+return orders.length;
+"""
+
+
+def t_kill9_node_holding_runs(tmp):
+    lease = 1500
+    c = Cluster(tmp, lease_ms=lease)
+    try:
+        a, b, cc = c.nodes
+        c.template("slow", SLOW_AFTER, ["shop.orders", "shop.slow"])
+        # acknowledged runs that end on node a before it dies
+        done = [c.run(a, {"template": "slow", "input": {"ms": 1}}, 200) for _ in range(3)]
+        check(all(d["status"] == "completed" for d in done), "%r" % done)
+        # runs node a holds when it dies: each has made its calls, one of them still in flight
+        held = [c.run(a, {"template": "slow", "input": {"ms": 30000}, "wait": False}, 202)["id"]
+                for _ in range(6)]
+        deadline = time.monotonic() + HANG
+        while c.shop.calls()["by_function"].get("shop.slow", 0) < 3 + len(held):
+            check(time.monotonic() < deadline, "the slow calls never reached the shop")
+            time.sleep(0.02)
+        a.kill()  # SIGKILL
+        killed = time.monotonic()
+        # b and c go on serving meanwhile
+        check(c.run(b, {"template": "slow", "input": {"ms": 1}}, 200)["status"] == "completed",
+              "node b after the kill")
+        for run_id in held:
+            while True:
+                doc = c.ok(cc, "GET", "/v1/runs/" + run_id, None, c.keys["agent-7"])
+                if doc["status"] != "running":
+                    break
+                # the lease, a heartbeat period to notice, and a watch tick of slack
+                check(time.monotonic() - killed < lease / 1000.0 * 2 + 1.0,
+                      "run %s still running %.1f s after its node died" % (
+                          run_id, time.monotonic() - killed))
+                time.sleep(0.05)
+            check(doc["status"] == "failed" and doc["error"]["code"] == "ABORTED",
+                  "taken over: %r" % doc)
+        calls = c.shop.calls()
+        for run_id in held:
+            recs = c.records("run.abandoned", run_id)
+            check(len(recs) == 1, "run.abandoned of %s: %r" % (run_id, recs))
+            d = recs[0]["details"]
+            check(d["status"] == "failed" and d["code"] == "ABORTED" and
+                  d["node"].startswith("node_"), "run.abandoned: %r" % d)
+            doubt = {x["function"]: x for x in d["calls_in_doubt"]}
+            check(set(doubt) == {"shop.orders", "shop.slow"} and
+                  all(x["outcome"] == "unknown" for x in doubt.values()), "in doubt: %r" % d)
+            check(doubt["shop.slow"]["idempotent"] is False and
+                  doubt["shop.orders"]["idempotent"] is True, "flags: %r" % d)
+            check(calls["by_key"].get(doubt["shop.slow"]["idempotency_key"]) == 1,
+                  "the key in doubt is not the one the shop saw: %r" % d)
+            check(len(c.records("run.start", run_id)) == 1, "run.start of %s" % run_id)
+        for d in done:
+            check(len(c.records("run.start", d["id"])) == 1 and
+                  len(c.records("run.end", d["id"])) == 1, "audit of %s" % d["id"])
+        # nothing made twice: no call of a taken-over run was sent again
+        check(all(n == 1 for n in calls["by_key"].values()), "a key used twice: %r" % calls)
+        check(calls["by_function"].get("shop.slow") == 3 + len(held) + 1, "%r" % calls)
+        # no run is left running anywhere
+        running = ts.db_rows(c.dirs[0], "SELECT id FROM runs WHERE status = 'running'")
+        check(not running, "runs left running: %r" % running)
+        # node a restarts on its data directory: the same node, nothing left to recover
+        c.nodes[0] = c.start_node(0)
+        check(c.nodes[0].port, "node a did not restart: " + c.nodes[0].stderr())
+        check("abandoned" not in c.nodes[0].stderr(), c.nodes[0].stderr())
+        check(c.run(c.nodes[0], {"template": "slow", "input": {"ms": 1}}, 200)["status"] ==
+              "completed", "node a after its restart")
         c.verify_chain()
     finally:
         c.close()

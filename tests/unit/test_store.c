@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "audit.h"
@@ -805,6 +806,118 @@ static void test_store_runs_and_approvals(void **state)
     assert_int_equal(s->ops->approval_get(s, "apr_9", count_approval, &n), STORE_NOT_FOUND);
 }
 
+/* Several nodes (0006): leases, the node of a run, the calls marked sent. */
+struct node_walk {
+    int n1;
+    int n2;
+};
+
+static int walk_node(void *userdata, const char *id)
+{
+    struct node_walk *w = userdata;
+    w->n1 += strcmp(id, "n1") == 0;
+    w->n2 += strcmp(id, "n2") == 0;
+    return 0;
+}
+
+struct call_walk {
+    int n;
+    char keys[4][32];
+    int idempotent[4];
+};
+
+static int walk_call(void *userdata, const struct store_call *c)
+{
+    struct call_walk *w = userdata;
+    if (w->n < 4) {
+        snprintf(w->keys[w->n], sizeof w->keys[0], "%s", c->idempotency_key);
+        w->idempotent[w->n] = c->idempotent;
+        assert_non_null(c->sent);
+        assert_string_equal(c->run, "run_a");
+    }
+    w->n++;
+    return 0;
+}
+
+static void test_store_nodes_leases_and_calls(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    struct node_walk nw = { 0, 0 };
+    /* a 1 ms lease runs out (the store's clock moves on), an hour's does not */
+    assert_int_equal(s->ops->node_beat(s, "n1", 1), STORE_OK);
+    assert_int_equal(s->ops->node_beat(s, "n2", 3600000), STORE_OK);
+    assert_int_equal(s->ops->node_beat(s, "n2", 3600000), STORE_OK); /* renewed, not doubled */
+    struct timespec t0;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        nw = (struct node_walk){ 0, 0 };
+        assert_int_equal(s->ops->node_expired(s, walk_node, &nw), STORE_OK);
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        assert_true(t.tv_sec - t0.tv_sec < 5);
+    } while (nw.n1 == 0);
+    assert_int_equal(nw.n1, 1);
+    assert_int_equal(nw.n2, 0);
+    assert_int_equal(s->ops->node_remove(s, "n1"), STORE_OK);
+    assert_int_equal(s->ops->node_remove(s, "n1"), STORE_NOT_FOUND);
+
+    /* runs by node: only running ones, NULL for those no node is recorded for */
+    const char *ids[] = { "run_a", "run_b", "run_c" };
+    for (int i = 0; i < 3; i++) {
+        struct store_run r = { .id = ids[i],
+                               .template_name = "",
+                               .department = "finance",
+                               .principal = "bob",
+                               .status = i == 2 ? "awaiting_approval" : "running",
+                               .input = "{}",
+                               .source = "return 1",
+                               .language = "js",
+                               .functions = "[]" };
+        assert_int_equal(s->ops->run_create(s, &r), STORE_OK);
+    }
+    assert_int_equal(s->ops->run_set_node(s, "run_a", "n2"), STORE_OK);
+    assert_int_equal(s->ops->run_set_node(s, "run_c", "n2"), STORE_OK);
+    assert_int_equal(s->ops->run_set_node(s, "nope", "n2"), STORE_NOT_FOUND);
+    struct run_walk w = { NULL, 0, 0, 1, 0, 0 };
+    assert_int_equal(s->ops->run_list_on_node(s, "n2", walk_run, &w), STORE_OK);
+    assert_int_equal(w.n, 1); /* run_c waits for a person: no node executes it */
+    w = (struct run_walk){ NULL, 0, 0, 1, 0, 0 };
+    assert_int_equal(s->ops->run_list_on_node(s, NULL, walk_run, &w), STORE_OK);
+    assert_int_equal(w.n, 1); /* run_b */
+    w = (struct run_walk){ NULL, 0, 0, 1, 0, 0 };
+    assert_int_equal(s->ops->run_list_on_node(s, "n9", walk_run, &w), STORE_OK);
+    assert_int_equal(w.n, 0);
+
+    /* calls marked sent: in order, a key once, gone with call_clear (rolled back with the tx) */
+    struct store_call c1 = { "run_a", "run_a:1", "shop.orders", 1, NULL };
+    struct store_call c2 = { "run_a", "run_a:2", "shop.slow", 0, NULL };
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->call_mark(s, &c1), STORE_OK);
+    assert_int_equal(s->ops->call_mark(s, &c2), STORE_OK);
+    assert_int_equal(s->ops->call_mark(s, &c2), STORE_CONFLICT);
+    assert_int_equal(s->ops->tx_commit(s), STORE_OK);
+    struct call_walk cw;
+    memset(&cw, 0, sizeof cw);
+    assert_int_equal(s->ops->call_list(s, "run_a", walk_call, &cw), STORE_OK);
+    assert_int_equal(cw.n, 2);
+    assert_string_equal(cw.keys[0], "run_a:1");
+    assert_int_equal(cw.idempotent[0], 1);
+    assert_string_equal(cw.keys[1], "run_a:2");
+    assert_int_equal(cw.idempotent[1], 0);
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->call_clear(s, "run_a"), STORE_OK);
+    s->ops->tx_rollback(s);
+    memset(&cw, 0, sizeof cw);
+    assert_int_equal(s->ops->call_list(s, "run_a", walk_call, &cw), STORE_OK);
+    assert_int_equal(cw.n, 2);
+    assert_int_equal(s->ops->call_clear(s, "run_a"), STORE_OK);
+    assert_int_equal(s->ops->call_clear(s, "run_a"), STORE_OK);
+    memset(&cw, 0, sizeof cw);
+    assert_int_equal(s->ops->call_list(s, "run_a", walk_call, &cw), STORE_OK);
+    assert_int_equal(cw.n, 0);
+}
+
 /* Metrics */
 static void test_store_audit_head_is_last_seq(void **state)
 {
@@ -1073,6 +1186,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_connectors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_runs_and_approvals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_audit_head_is_last_seq, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_nodes_leases_and_calls, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_statements_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_unsynced_commit_then_sync, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_conflict_keeps_transaction, setup, teardown),
