@@ -449,6 +449,53 @@ def t_kill9_node_holding_runs(tmp):
         c.close()
 
 
+def t_live_node_keeps_its_runs_past_the_lease(tmp):
+    lease = 1000
+    c = Cluster(tmp, lease_ms=lease)
+    try:
+        a, b, cc = c.nodes
+        c.template("slow", SLOW_AFTER, ["shop.orders", "shop.slow"])
+        # a run three leases long, on a node that renews its lease: nobody takes it over
+        t0 = time.monotonic()
+        doc = c.run(a, {"template": "slow", "input": {"ms": 3 * lease}}, 200)
+        check(time.monotonic() - t0 >= 3 * lease / 1000.0, "the run was not that long")
+        check(doc["status"] == "completed" and doc["value"] == 2, "%r" % doc)
+        check(not c.records("run.abandoned", doc["id"]), "a live node's run was taken over")
+        nodes = ts.db_rows(c.dirs[0], "SELECT id FROM nodes")
+        check(len(nodes) == 3, "nodes: %r" % nodes)
+    finally:
+        c.close()
+
+
+def t_lease_option_and_config(tmp):
+    check(ts.PG, "AIRLOCK_TEST_DATABASE is not set: these tests need a PostgreSQL cluster")
+    d = os.path.join(tmp, "var")
+    for bad in ("10", "3600001", "1e4", "x", ""):
+        p = subprocess.run([ts.AIRLOCKD, "--data-dir", d, "--lease-ms", bad],
+                           capture_output=True, timeout=HANG)
+        check(p.returncode == 2 and b"--lease-ms must be an integer from 500 to 3600000" in
+              p.stderr, "--lease-ms %r: %d %r" % (bad, p.returncode, p.stderr))
+    cfg = os.path.join(tmp, "airlockd.json")
+    for bad in ('"10000"', "499", "2.5"):
+        with open(cfg, "w") as f:
+            f.write('{"lease_ms": %s}' % bad)
+        p = subprocess.run([ts.AIRLOCKD, "--data-dir", d, "--config", cfg],
+                           capture_output=True, timeout=HANG)
+        check(p.returncode == 2 and b"lease_ms must be an integer" in p.stderr,
+              "lease_ms %s: %d %r" % (bad, p.returncode, p.stderr))
+    # a good one from the config file: the lease the node writes is the one given
+    with open(cfg, "w") as f:
+        f.write('{"lease_ms": 4321}')
+    s = Server(d, args=["--listen", "127.0.0.1:0", "--data-dir", d, "--config", cfg])
+    try:
+        check(s.port, "did not start: " + s.stderr())
+        rows = ts.db_rows(d, "SELECT id, lease_ms FROM nodes")
+        with open(os.path.join(d, "node.id")) as f:
+            check(rows == [("node_" + f.read().strip(), 4321)], "nodes: %r" % rows)
+    finally:
+        s.kill()
+
+
 TESTS = [(name, fn) for name, fn in list(globals().items()) if name.startswith("t_")]
 
 
