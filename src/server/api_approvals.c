@@ -294,7 +294,7 @@ static void api_row_copy_done(struct api_row_copy *c)
 
 /* A decided run that cannot be planned ends failed, with its run.end. */
 static enum store_rc api_run_end_unresumable(struct store *s, const struct store_run *row,
-                                             const char *why)
+                                             const char *from, const char *why)
 {
     struct buf o;
     struct buf d;
@@ -310,7 +310,7 @@ static enum store_rc api_run_end_unresumable(struct store *s, const struct store
     buf_append_str(&d, "}}");
     enum store_rc rc = o.data && d.data ? s->ops->tx_begin(s) : STORE_ERROR;
     if (rc == STORE_OK) {
-        rc = s->ops->run_set_status(s, row->id, "awaiting_approval", "failed", o.data);
+        rc = s->ops->run_set_status(s, row->id, from, "failed", o.data);
     }
     if (rc == STORE_OK) {
         rc = s->ops->run_set_continuation(s, row->id, NULL);
@@ -329,41 +329,72 @@ static enum store_rc api_run_end_unresumable(struct store *s, const struct store
     return rc == STORE_CONFLICT ? STORE_OK : rc;
 }
 
-enum store_rc api_run_resume(struct store *s, const unsigned char *secret_key, struct runs *runs,
-                             const char *run_id, char *err)
+/* Resumes (or starts, when supervised) a run whose approvals are all decided, on this node:
+ * the run `run_id` waiting for a person, or with `node` (run_id NULL) the oldest run in the
+ * queue, claimed for this node in the same transaction that claims its continuation (then
+ * *ret_claimed says whether there was one). */
+static enum store_rc api_run_go(struct store *s, const unsigned char *secret_key, struct runs *runs,
+                                const char *run_id, const char *node, int *ret_claimed, char *err)
 {
     struct api_decisions decisions;
     struct api_row_copy run;
     struct runs_plan *plan = NULL;
     char *token = NULL;
+    char claimed[STORE_NAME_MAX + 1] = "";
+    const char *from = run_id ? "awaiting_approval" : "queued";
     enum store_rc rc = STORE_OK;
+    int in_tx = 0;
     memset(&decisions, 0, sizeof decisions);
     memset(&run, 0, sizeof run);
     err[0] = '\0';
     if (runs_hold(runs) != 0) {
-        return STORE_OK; /* draining: the next start resumes it */
+        return STORE_OK; /* draining: the next start, or another node, resumes it */
     }
     int held = 1;
+    if (!run_id) {
+        rc = s->ops->tx_begin(s);
+        in_tx = rc == STORE_OK;
+        if (rc == STORE_OK) {
+            rc = s->ops->run_claim_queued(s, node, claimed);
+        }
+        if (rc != STORE_OK) {
+            goto out;
+        }
+        *ret_claimed = 1;
+        run_id = claimed;
+    }
     rc = s->ops->run_get(s, run_id, api_row_copy_fn, &run);
-    if (rc != STORE_OK || !run.row.status || strcmp(run.row.status, "awaiting_approval") != 0) {
+    if (rc != STORE_OK || !run.row.status ||
+        strcmp(run.row.status, claimed[0] ? "running" : "awaiting_approval") != 0) {
         goto out;
     }
     rc = s->ops->approval_list(s, run_id, NULL, api_decision_fn, &decisions);
     if (rc != STORE_OK || decisions.pending > 0 ||
         (!decisions.start_approved && decisions.n == 0)) {
+        if (rc == STORE_OK && claimed[0]) {
+            /* queued with nothing to resume from (never made so): it ends, or it would be
+             * claimed again and again */
+            s->ops->tx_rollback(s);
+            in_tx = 0;
+            snprintf(err, 256, "run %s was queued without its decisions", run_id);
+            rc = api_run_end_unresumable(s, &run.row, from, err);
+        }
         goto out;
     }
-    rc = s->ops->tx_begin(s);
+    if (!in_tx) {
+        rc = s->ops->tx_begin(s);
+        in_tx = rc == STORE_OK;
+    }
     if (rc == STORE_OK && !decisions.start_approved) {
         rc = s->ops->run_take_continuation(s, run_id, &token);
     }
     if (rc == STORE_OK) {
         rc = s->ops->approval_consume(s, run_id);
     }
-    if (rc == STORE_OK) {
+    if (rc == STORE_OK && !claimed[0]) {
         rc = s->ops->run_set_status(s, run_id, "awaiting_approval", "running", NULL);
     }
-    if (rc == STORE_OK && runs_node(runs)) {
+    if (rc == STORE_OK && !claimed[0] && runs_node(runs)) {
         rc = s->ops->run_set_node(s, run_id, runs_node(runs)); /* this node executes it now */
     }
     if (rc == STORE_OK) {
@@ -372,13 +403,17 @@ enum store_rc api_run_resume(struct store *s, const unsigned char *secret_key, s
     }
     if (rc == STORE_OK) {
         rc = s->ops->tx_commit(s);
+        in_tx = 0;
     }
     if (rc != STORE_OK) {
         s->ops->tx_rollback(s);
+        in_tx = 0;
         if (rc == STORE_CONFLICT && err[0]) {
             /* it cannot run any more (its version revoked meanwhile, a connector gone): it ends
-             * rather than wait for nothing */
-            enum store_rc frc = api_run_end_unresumable(s, &run.row, err);
+             * rather than wait for nothing; a claimed run is back in the queue after the
+             * rollback, and ends from there */
+            run.row.status = from;
+            enum store_rc frc = api_run_end_unresumable(s, &run.row, from, err);
             if (frc != STORE_OK) {
                 rc = frc;
             }
@@ -391,6 +426,9 @@ enum store_rc api_run_resume(struct store *s, const unsigned char *secret_key, s
     runs_launch(runs, plan, token, decisions.res, decisions.n, NULL);
     plan = NULL;
 out:
+    if (in_tx) {
+        s->ops->tx_rollback(s);
+    }
     if (held) {
         runs_unhold(runs);
     }
@@ -399,6 +437,50 @@ out:
     api_decisions_done(&decisions);
     api_row_copy_done(&run);
     return rc == STORE_NOT_FOUND ? STORE_OK : rc;
+}
+
+/* With several nodes a run whose approvals are all decided goes to the queue (status queued),
+ * and whichever node claims it first resumes it (api_run_claim); the deciding node is only
+ * the first to be told. With one node it resumes here. */
+enum store_rc api_run_resume(struct store *s, const unsigned char *secret_key, struct runs *runs,
+                             const char *run_id, char *err)
+{
+    struct api_decisions decisions;
+    struct api_row_copy run;
+    enum store_rc rc;
+    if (!runs_node(runs)) {
+        return api_run_go(s, secret_key, runs, run_id, NULL, NULL, err);
+    }
+    err[0] = '\0';
+    memset(&decisions, 0, sizeof decisions);
+    memset(&run, 0, sizeof run);
+    rc = s->ops->run_get(s, run_id, api_row_copy_fn, &run);
+    if (rc == STORE_OK && run.row.status && strcmp(run.row.status, "awaiting_approval") == 0) {
+        rc = s->ops->approval_list(s, run_id, NULL, api_decision_fn, &decisions);
+        if (rc == STORE_OK && decisions.pending == 0 &&
+            (decisions.start_approved || decisions.n > 0)) {
+            /* of several deciders queueing at once, one moves it; the others find it moved */
+            rc = s->ops->run_set_status(s, run_id, "awaiting_approval", "queued", NULL);
+            if (rc == STORE_OK) {
+                runs_kick(runs);
+            } else if (rc == STORE_CONFLICT) {
+                rc = STORE_OK;
+            }
+        }
+    }
+    api_decisions_done(&decisions);
+    api_row_copy_done(&run);
+    return rc == STORE_NOT_FOUND ? STORE_OK : rc;
+}
+
+enum store_rc api_run_claim(struct store *s, const unsigned char *secret_key, struct runs *runs,
+                            int *ret_claimed, char *err)
+{
+    *ret_claimed = 0;
+    if (!runs_node(runs)) {
+        return STORE_OK;
+    }
+    return api_run_go(s, secret_key, runs, NULL, runs_node(runs), ret_claimed, err);
 }
 
 /* A supervised run whose start is denied ends "denied", with its run.end record. */

@@ -1047,12 +1047,26 @@ static enum store_rc api_run_set_error(struct store *s, const char *id, const ch
     return rc;
 }
 
-/* Ends a run that waits for a person (or is still running) as cancelled, with error ABORTED
- * and `why`: its pending approvals close and its continuation is dropped. Inside a
- * transaction. */
-static enum store_rc api_run_cancel_stored(struct api_ctx *ctx, const char *id,
-                                           const char *department, const char *why, int waiting)
+/* How a run to cancel was found: executing (its node's writer records its end), or not
+ * executing - waiting for a person, or queued for a node to claim - and ended here. */
+enum api_run_found { API_RUN_EXECUTING = 0, API_RUN_AWAITING = 1, API_RUN_QUEUED = 2 };
+
+static enum api_run_found api_run_found_as(const char *status)
 {
+    return strcmp(status, "awaiting_approval") == 0 ? API_RUN_AWAITING
+           : strcmp(status, "queued") == 0          ? API_RUN_QUEUED
+                                                    : API_RUN_EXECUTING;
+}
+
+/* Ends a run that waits for a person, waits in the queue or is still running as cancelled,
+ * with error ABORTED and `why`: its pending approvals close and its continuation is dropped.
+ * Inside a transaction. A queued run a node claims meanwhile is cancelled as an executing one
+ * (that node records its end), so its end is recorded once. */
+static enum store_rc api_run_cancel_stored(struct api_ctx *ctx, const char *id,
+                                           const char *department, const char *why,
+                                           enum api_run_found found)
+{
+    int waiting = found != API_RUN_EXECUTING;
     struct store *s = ctx->store;
     struct buf outcome;
     struct buf d;
@@ -1061,10 +1075,15 @@ static enum store_rc api_run_cancel_stored(struct api_ctx *ctx, const char *id,
     buf_append_str(&outcome, "{\"error\":{\"code\":\"ABORTED\",\"name\":\"\",\"message\":");
     api_str(&outcome, why);
     buf_append_str(&outcome, ",\"stack\":\"\"}}");
-    enum store_rc rc = outcome.data
-                               ? s->ops->run_set_status(s, id, "running|queued|awaiting_approval",
-                                                        "cancelled", NULL)
-                               : STORE_ERROR;
+    enum store_rc rc = !outcome.data ? STORE_ERROR
+                       : found == API_RUN_QUEUED
+                               ? s->ops->run_set_status(s, id, "queued", "cancelled", NULL)
+                               : s->ops->run_set_status(s, id, "running|queued|awaiting_approval",
+                                                        "cancelled", NULL);
+    if (rc == STORE_CONFLICT && found == API_RUN_QUEUED) {
+        waiting = 0; /* claimed meanwhile: it executes now */
+        rc = s->ops->run_set_status(s, id, "running", "cancelled", NULL);
+    }
     if (rc == STORE_OK) {
         rc = s->ops->run_set_continuation(s, id, NULL);
     }
@@ -1138,8 +1157,7 @@ void api_runs_cancel(struct api_ctx *ctx)
     snprintf(why, sizeof why, "cancelled by %s", ctx->who->name);
     rc = s->ops->tx_begin(s);
     if (rc == STORE_OK) {
-        rc = api_run_cancel_stored(ctx, id, h.department, why,
-                                   strcmp(h.status, "awaiting_approval") == 0);
+        rc = api_run_cancel_stored(ctx, id, h.department, why, api_run_found_as(h.status));
     }
     if (rc == STORE_OK) {
         rc = s->ops->tx_commit(s);
@@ -1198,7 +1216,7 @@ static int api_run_ids_fn(void *userdata, const struct store_run *row)
     }
     snprintf(l->ids[l->n], RUNS_ID_LEN + 1, "%s", row->id);
     snprintf(l->departments[l->n], STORE_NAME_MAX + 1, "%s", row->department);
-    l->waiting[l->n] = strcmp(row->status, "awaiting_approval") == 0;
+    l->waiting[l->n] = (int)api_run_found_as(row->status);
     l->n++;
     return 0;
 }
@@ -1217,7 +1235,8 @@ enum store_rc api_version_revoking(struct api_ctx *ctx, const char *template_nam
     api_revoke_why(why, sizeof why, template_name, version);
     enum store_rc rc = s->ops->run_list(s, &f, api_run_ids_fn, &l);
     for (size_t i = 0; i < l.n && rc == STORE_OK; i++) {
-        rc = api_run_cancel_stored(ctx, l.ids[i], l.departments[i], why, l.waiting[i]);
+        rc = api_run_cancel_stored(ctx, l.ids[i], l.departments[i], why,
+                                   (enum api_run_found)l.waiting[i]);
     }
     free(l.ids);
     free(l.departments);

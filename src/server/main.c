@@ -572,14 +572,9 @@ static int main_runtime_start(const struct main_config *cfg, struct store *store
     }
     svc->runs = rt->runs;
     svc->store_lock = store_lock;
-    /* SQLite is one node's alone: no lease, no marks, nothing to watch for */
+    /* SQLite is one node's alone: no lease, no marks, no queue (nodes start in main) */
     if (cfg->node[0]) {
         runs_set_node(rt->runs, cfg->node);
-        if (nodes_start(store, store_lock, rt->runs, cfg->node, cfg->lease_ms, &rt->nodes, err) !=
-            0) {
-            fprintf(stderr, "airlockd: %s\n", err);
-            goto out;
-        }
     }
     rc = 0;
 out:
@@ -839,6 +834,12 @@ int main(int argc, char **argv)
     main_gauges(store, &rt);
     if (secretbox_key_load(cfg.data_dir, secret_key, errmsg) != 0) {
         fprintf(stderr, "airlockd: secret key: %s\n", errmsg);
+        goto out;
+    }
+    /* the lease, the takeover, the queue's claims: once the plans of claimed runs can be made */
+    if (cfg.node[0] && nodes_start(store, &store_lock, rt.runs, secret_key, cfg.node, cfg.lease_ms,
+                                   &rt.nodes, errmsg) != 0) {
+        fprintf(stderr, "airlockd: %s\n", errmsg);
         goto out;
     }
     memset(&limit_opts, 0, sizeof limit_opts);

@@ -16,6 +16,13 @@
  * cancels the runs it executes: by then another node may have taken them over. Its writer's
  * record of their end then finds them ended (the update from running changes nothing).
  *
+ * The queue. With several nodes a run whose approvals are all decided (a resume, a supervised
+ * start) is not resumed by the node that took the last decision: it goes to the queue (status
+ * queued, no node) and the first node to claim it (FOR UPDATE SKIP LOCKED, in the transaction
+ * that also claims its continuation) executes it. The deciding node is kicked and looks at once;
+ * every node looks at each tick (NODES_WATCH_MS), so a node that drains or dies leaves its
+ * share to the others.
+ *
  * Cancels from elsewhere. Every node serves every request, so a cancel or a revocation may be
  * decided on a node other than the one executing the run. The deciding node commits the run's
  * status `cancelled` (with its reason in the outcome); the watch here finds, for each run
@@ -32,12 +39,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "api_runs.h"
 #include "buf.h"
 #include "json.h"
 #include "keyfile.h"
 
 #define NODES_WHY_MAX     512
 #define NODES_DETAILS_MAX ((size_t)4 << 20)
+#define NODES_CLAIMS_MAX  16 /* queued runs one node claims per look, so that others get some */
 
 struct nodes {
     struct store *store;
@@ -45,9 +54,11 @@ struct nodes {
     struct runs *runs;
     char id[NODES_ID_LEN + 1];
     int64_t lease_ms;
-    pthread_mutex_t lock; /* guards stop */
-    pthread_cond_t cond;  /* signalled by nodes_stop */
+    const unsigned char *secret_key; /* the connectors' secrets, for the plans of claimed runs */
+    pthread_mutex_t lock;            /* guards stop and kicked */
+    pthread_cond_t cond;             /* signalled by nodes_stop and the kick */
     int stop;
+    int kicked; /* a run was queued here: look at the queue now */
     pthread_t thread;
 };
 
@@ -297,6 +308,36 @@ static int nodes_beat(struct nodes *n)
     return renewed ? 0 : -1;
 }
 
+/* Claims queued runs for this node (api_run_claim) until the queue is empty or this look's
+ * share is taken. */
+static void nodes_claim(struct nodes *n)
+{
+    char err[256];
+    pthread_mutex_lock(n->store_lock);
+    for (int i = 0; i < NODES_CLAIMS_MAX; i++) {
+        int claimed = 0;
+        enum store_rc rc = api_run_claim(n->store, n->secret_key, n->runs, &claimed, err);
+        if (rc != STORE_OK && rc != STORE_CONFLICT) {
+            fprintf(stderr, "{\"log\":\"nodes\",\"error\":\"claiming a queued run: %s\"}\n",
+                    n->store->ops->errmsg(n->store));
+            break;
+        }
+        if (!claimed) {
+            break;
+        }
+    }
+    pthread_mutex_unlock(n->store_lock);
+}
+
+static void nodes_kick(void *userdata)
+{
+    struct nodes *n = userdata;
+    pthread_mutex_lock(&n->lock);
+    n->kicked = 1;
+    pthread_cond_signal(&n->cond);
+    pthread_mutex_unlock(&n->lock);
+}
+
 static void *nodes_thread(void *arg)
 {
     struct nodes *n = arg;
@@ -315,13 +356,15 @@ static void *nodes_thread(void *arg)
             at.tv_nsec -= 1000000000L;
         }
         int rc = 0;
-        while (!n->stop && rc != ETIMEDOUT) {
+        while (!n->stop && !n->kicked && rc != ETIMEDOUT) {
             rc = pthread_cond_timedwait(&n->cond, &n->lock, &at);
         }
         if (n->stop) {
             break;
         }
+        n->kicked = 0;
         pthread_mutex_unlock(&n->lock);
+        nodes_claim(n);
         int64_t now = nodes_now_ms();
         if (now - last_beat >= beat_every) {
             last_beat = now;
@@ -342,8 +385,9 @@ static void *nodes_thread(void *arg)
     return NULL;
 }
 
-int nodes_start(struct store *store, pthread_mutex_t *store_lock, struct runs *runs, const char *id,
-                int64_t lease_ms, struct nodes **ret, char *err)
+int nodes_start(struct store *store, pthread_mutex_t *store_lock, struct runs *runs,
+                const unsigned char *secret_key, const char *id, int64_t lease_ms,
+                struct nodes **ret, char *err)
 {
     struct nodes *n = calloc(1, sizeof *n);
     if (!n) {
@@ -354,6 +398,7 @@ int nodes_start(struct store *store, pthread_mutex_t *store_lock, struct runs *r
     n->store_lock = store_lock;
     n->runs = runs;
     n->lease_ms = lease_ms;
+    n->secret_key = secret_key;
     snprintf(n->id, sizeof n->id, "%s", id);
     pthread_mutex_lock(store_lock);
     enum store_rc rc = store->ops->node_beat(store, id, lease_ms);
@@ -372,6 +417,7 @@ int nodes_start(struct store *store, pthread_mutex_t *store_lock, struct runs *r
         free(n);
         return -1;
     }
+    runs_set_kick(runs, nodes_kick, n);
     *ret = n;
     return 0;
 }
@@ -386,6 +432,7 @@ void nodes_stop(struct nodes *n)
     pthread_cond_signal(&n->cond);
     pthread_mutex_unlock(&n->lock);
     pthread_join(n->thread, NULL);
+    runs_set_kick(n->runs, NULL, NULL);
     pthread_cond_destroy(&n->cond);
     pthread_mutex_destroy(&n->lock);
     free(n);

@@ -2,8 +2,9 @@
  * nodes.h - what one airlockd does so that several of them can share one PostgreSQL database
  * (docs/server.md "Several nodes"): a node has an id (kept in DIR/node.id) and a lease on the
  * runs it executes, which it renews with a heartbeat in the store; a thread here renews it,
- * takes over the runs of nodes whose lease has run out, and carries out on this node what
- * another node decided about a run executing here (a cancel, a revoked version).
+ * takes over the runs of nodes whose lease has run out, claims queued runs (resumes and
+ * supervised starts whose approvals are decided, on any node) and carries out on this node
+ * what another node decided about a run executing here (a cancel, a revoked version).
  *
  * Threads: the nodes thread takes the store lock for each look at the store, as the HTTP thread
  * does, and calls runs_cancel; it never blocks the runner's event thread or the writer.
@@ -38,11 +39,14 @@ int nodes_recover(struct store *s, const char *node, const char *reason);
 struct nodes;
 
 /* Renews this node's lease at once (-1 with err when the store refuses), then starts the
- * thread over `runs` (which must outlive it): the heartbeat every lease_ms / 3, the takeover of
- * expired nodes' runs, the watch of NODES_WATCH_MS. A node that could not renew its lease for
- * lease_ms cancels the runs it executes (another node may have taken them over). */
-int nodes_start(struct store *store, pthread_mutex_t *store_lock, struct runs *runs, const char *id,
-                int64_t lease_ms, struct nodes **ret, char *err);
+ * thread over `runs` (which must outlive it, as must secret_key, the connectors' key): the
+ * heartbeat every lease_ms / 3, the takeover of expired nodes' runs, and every NODES_WATCH_MS
+ * (or at once when runs_kick is called) the claims of queued runs and the watch. A node that could
+ * not renew its lease for lease_ms cancels the runs it executes (another node may have taken them
+ * over). */
+int nodes_start(struct store *store, pthread_mutex_t *store_lock, struct runs *runs,
+                const unsigned char *secret_key, const char *id, int64_t lease_ms,
+                struct nodes **ret, char *err);
 /* Stops the thread and frees it; returns once the thread has ended. NULL-safe. The lease is
  * left to run out (a drained node holds no run). */
 void nodes_stop(struct nodes *n);

@@ -108,6 +108,8 @@ struct runs {
     /* With several nodes (runs_set_node): this node's id, and the connector calls the writer
      * marks sent in the store before they leave. "" and empty with one node. */
     char node[RUNS_NODE_MAX];
+    void (*kick)(void *userdata); /* set before the first run; see runs_set_kick */
+    void *kick_userdata;
     struct runs_pending *mark_head;
     struct runs_pending *mark_tail;
 };
@@ -1532,6 +1534,19 @@ void runs_set_node(struct runs *r, const char *node)
 const char *runs_node(const struct runs *r)
 {
     return r->node[0] ? r->node : NULL;
+}
+
+void runs_set_kick(struct runs *r, void (*fn)(void *userdata), void *userdata)
+{
+    r->kick = fn;
+    r->kick_userdata = userdata;
+}
+
+void runs_kick(struct runs *r)
+{
+    if (r->kick) {
+        r->kick(r->kick_userdata);
+    }
 }
 
 int runs_active_ids(struct runs *r, char (**ret_ids)[RUNS_ID_LEN + 1], size_t *ret_n)

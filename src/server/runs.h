@@ -88,6 +88,10 @@ void runs_free(struct runs *r);
 void runs_set_node(struct runs *r, const char *node);
 /* The id runs_set_node gave, or NULL. */
 const char *runs_node(const struct runs *r);
+/* Who claims queued runs on this node: runs_kick calls fn(userdata) (it must not block) after
+ * a run was queued here, so that this node looks at the queue at once. */
+void runs_set_kick(struct runs *r, void (*fn)(void *userdata), void *userdata);
+void runs_kick(struct runs *r);
 
 /* Reserves a launch before the caller commits to one (a resume claiming its continuation):
  * 0, and the drain waits for the launch (runs_launch) or for runs_unhold; -1 while

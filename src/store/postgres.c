@@ -1488,6 +1488,31 @@ static enum store_rc pg_call_clear(struct store *s, const char *run)
     return pg_exec(pg_of(s), "DELETE FROM calls_sent WHERE run = $1", 1, args, NULL);
 }
 
+static enum store_rc pg_run_claim_queued(struct store *s, const char *node, char *ret_id)
+{
+    struct pg_store *st = pg_of(s);
+    PGresult *res = NULL;
+    char now[32];
+    pg_now(now);
+    const char *args[] = { node, now };
+    /* SKIP LOCKED: nodes claiming at once each take a different run, none waits for another */
+    enum store_rc rc = pg_query(st,
+                                "UPDATE runs SET status = 'running', node = $1, updated = $2 "
+                                "WHERE seq = (SELECT seq FROM runs WHERE status = 'queued' "
+                                "ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id",
+                                2, args, &res);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    if (PQntuples(res) == 1) {
+        snprintf(ret_id, STORE_NAME_MAX + 1, "%s", PQgetvalue(res, 0, 0));
+    } else {
+        rc = STORE_NOT_FOUND;
+    }
+    PQclear(res);
+    return rc;
+}
+
 static const struct store_ops pg_ops = {
     .version = STORE_OPS_VERSION,
     .name = "postgres",
@@ -1549,6 +1574,7 @@ static const struct store_ops pg_ops = {
     .call_mark = pg_call_mark,
     .call_list = pg_call_list,
     .call_clear = pg_call_clear,
+    .run_claim_queued = pg_run_claim_queued,
 };
 
 /* ---------------------------------------------------------------- opening */

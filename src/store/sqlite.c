@@ -1717,6 +1717,37 @@ static enum store_rc sqlite_call_clear(struct store *s, const char *run)
     return sqlite_exec_args(sqlite_of(s), "DELETE FROM calls_sent WHERE run = ?", 1, args, NULL);
 }
 
+static enum store_rc sqlite_run_claim_queued(struct store *s, const char *node, char *ret_id)
+{
+    struct sqlite_store *st = sqlite_of(s);
+    sqlite3_stmt *stmt = NULL;
+    char now[32];
+    sqlite_now(now);
+    const char *args[] = { node, now };
+    /* one writer at a time: SQLite needs no SKIP LOCKED */
+    enum store_rc rc = sqlite_prepare(st,
+                                      "UPDATE runs SET status = 'running', node = ?, updated = ? "
+                                      "WHERE seq = (SELECT seq FROM runs WHERE status = 'queued' "
+                                      "ORDER BY seq LIMIT 1) RETURNING id",
+                                      2, args, &stmt);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    int step = sqlite3_step(stmt);
+    if (step == SQLITE_ROW) {
+        snprintf(ret_id, STORE_NAME_MAX + 1, "%s", sqlite_col(stmt, 0));
+        while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
+        }
+    } else {
+        rc = STORE_NOT_FOUND;
+    }
+    if (step != SQLITE_DONE) {
+        rc = sqlite_fail(st, "claim");
+    }
+    sqlite_release(st, stmt);
+    return rc;
+}
+
 static const struct store_ops sqlite_ops = {
     .version = STORE_OPS_VERSION,
     .name = "sqlite",
@@ -1780,6 +1811,7 @@ static const struct store_ops sqlite_ops = {
     .call_mark = sqlite_call_mark,
     .call_list = sqlite_call_list,
     .call_clear = sqlite_call_clear,
+    .run_claim_queued = sqlite_run_claim_queued,
 };
 
 int store_schema_version(void)

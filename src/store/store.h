@@ -391,6 +391,11 @@ struct store_ops {
     enum store_rc (*call_list)(struct store *s, const char *run, store_call_fn *fn, void *userdata);
     /* Forgets the marks of `run` (none is fine). */
     enum store_rc (*call_clear)(struct store *s, const char *run);
+    /* The queue: takes the oldest run with status queued that no other transaction is taking
+     * (PostgreSQL: FOR UPDATE SKIP LOCKED), sets it running on `node` and copies its id to
+     * ret_id (STORE_NAME_MAX + 1 bytes). Inside tx_begin: a rollback puts it back. NOT_FOUND
+     * when nothing is queued. */
+    enum store_rc (*run_claim_queued)(struct store *s, const char *node, char *ret_id);
 };
 
 /* Every backend's handle starts with this. */

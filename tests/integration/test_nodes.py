@@ -3,8 +3,11 @@
 together bootstrap the database once; templates run through all three; a run interrupted on one
 node is approved on another and completes without repeating its finished calls; races of
 concurrent decisions across nodes (50 on one approval: one decision; 50 racing to resume one
-continuation: one resume); a cancel, a revocation and a key revocation decided on one node take
-effect on the others within a second; the one audit chain verifies with `airlock audit verify`.
+continuation: one resume); a decided run goes through the queue to a node that can run it; a
+cancel, a revocation and a key revocation decided on one node take effect on the others within a
+second; a node killed with -9 while it holds runs has them taken over once its lease runs out,
+with no call made twice; a live node keeps its runs past the lease; the one audit chain verifies
+with `airlock audit verify`.
 
 usage: test_nodes.py --airlockd PATH --cli PATH [-k SUBSTRING]
 
@@ -16,7 +19,9 @@ docs/server.md describes). The shop connector (hosts/shop_connector.py) counts c
 idempotency key. Waits poll with a deadline; nothing sleeps for timing.
 """
 import binascii
+import http.client
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -140,10 +145,11 @@ class Cluster:
     def records(self, action, subject):
         return [r for r in audit_rows(self.dirs[0], action) if r["subject"] == subject]
 
-    def verify_chain(self):
-        """The export of any node verifies offline under the shared audit key."""
+    def verify_chain(self, nodes=None):
+        """The export of any node (of those given: all) verifies offline under the shared
+        audit key."""
         pub = public_key_of(self.keys_hex["AIRLOCK_AUDIT_KEY"])
-        for i, node in enumerate(self.nodes):
+        for i, node in enumerate(nodes or self.nodes):
             st, ctype, body = node.raw_get("/v1/audit/export", self.keys["eve"])
             check(st == 200, "export from node %d: %d" % (i, st))
             path = os.path.join(self.tmp, "export-%d.jsonl" % i)
@@ -325,6 +331,46 @@ def t_fifty_decisions_resume_one_continuation(tmp):
         check(len(c.records("run.end", doc["id"])) == 1, "run.end records")
         check(len(c.records("run.wait", doc["id"])) == 1, "run.wait records")
         c.verify_chain()
+    finally:
+        c.close()
+
+
+def t_queue_resumes_where_the_decider_cannot(tmp):
+    c = Cluster(tmp)
+    try:
+        a, b, cc = c.nodes
+        c.template("refund", REFUND, ["shop.orders", "shop.refund"])
+        c.template("slow", SLOW, ["shop.slow"])
+        doc = c.run(a, {"template": "refund", "input": {"amount": 5}}, 202)
+        apr = doc["approvals"][0]
+        # node b drains (SIGTERM with a run of its own in progress): it launches nothing more,
+        # but still serves the connection it has open
+        c.run(b, {"template": "slow", "wait": False}, 202)
+        conn = http.client.HTTPConnection("127.0.0.1", b.port, timeout=HANG)
+        conn.connect()
+        b.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + HANG
+        while "SIGTERM: stopping" not in b.stderr():
+            check(time.monotonic() < deadline, "node b did not start draining")
+            time.sleep(0.02)
+        conn.request("POST", "/v1/approvals/%s/approve" % apr, body=b"{}",
+                     headers={"Authorization": "Bearer " + c.keys["bob"],
+                              "Content-Type": "application/json"})
+        r = conn.getresponse()
+        check(r.status == 200, "approve on the draining node: %d %r" % (r.status, r.read()))
+        conn.close()
+        # the decision queued the run; a node that is not draining claimed and resumed it
+        done = c.until(cc, doc["id"], ("completed", "failed", "cancelled"))
+        check(done["status"] == "completed", "resumed: %r" % done)
+        with open(os.path.join(c.dirs[1], "node.id")) as f:
+            b_id = "node_" + f.read().strip()
+        node = ts.db_rows(c.dirs[0], "SELECT node FROM runs WHERE id = ?", (doc["id"],))
+        check(node and node[0][0] and node[0][0] != b_id, "claimed by %r" % node)
+        calls = c.shop.calls()
+        check(calls["by_function"].get("shop.refund") == 1 and
+              calls["by_function"].get("shop.orders") == 1, "%r" % calls)
+        check(len(c.records("run.end", doc["id"])) == 1, "run.end records")
+        c.verify_chain([a, cc])  # b is stopping
     finally:
         c.close()
 
