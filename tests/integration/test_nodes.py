@@ -347,7 +347,12 @@ def t_queue_resumes_where_the_decider_cannot(tmp):
         # but still serves the connection it has open
         c.run(b, {"template": "slow", "wait": False}, 202)
         conn = http.client.HTTPConnection("127.0.0.1", b.port, timeout=HANG)
-        conn.connect()
+        # a first request makes sure node b has accepted the connection (kept alive after it)
+        conn.request("GET", "/v1/me", headers={"Authorization": "Bearer " + c.keys["bob"]})
+        r = conn.getresponse()
+        check(r.status == 200 and r.getheader("Connection", "").lower() != "close",
+              "GET /v1/me on node b: %d %r" % (r.status, r.getheaders()))
+        r.read()
         b.proc.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + HANG
         while "SIGTERM: stopping" not in b.stderr():
