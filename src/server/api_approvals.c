@@ -185,6 +185,7 @@ static int api_approval_copy_fn(void *userdata, const struct store_approval *a)
 struct api_decisions {
     size_t n;
     size_t cap;
+    int total; /* approvals of the run, whatever their state: none for a run never interrupted */
     int pending;
     int start_approved;
     struct runs_resolution *res;
@@ -193,6 +194,7 @@ struct api_decisions {
 static int api_decision_fn(void *userdata, const struct store_approval *a)
 {
     struct api_decisions *d = userdata;
+    d->total++;
     if (strcmp(a->status, "pending") == 0) {
         d->pending++;
         return 0;
@@ -369,8 +371,10 @@ static enum store_rc api_run_go(struct store *s, const unsigned char *secret_key
         goto out;
     }
     rc = s->ops->approval_list(s, run_id, NULL, api_decision_fn, &decisions);
-    if (rc != STORE_OK || decisions.pending > 0 ||
-        (!decisions.start_approved && decisions.n == 0)) {
+    /* a queued run never interrupted (queued at its start) starts afresh */
+    int fresh = rc == STORE_OK && claimed[0] && decisions.total == 0 && !run.host_calls;
+    if (!fresh && (rc != STORE_OK || decisions.pending > 0 ||
+                   (!decisions.start_approved && decisions.n == 0))) {
         if (rc == STORE_OK && claimed[0]) {
             /* queued with nothing to resume from (never made so): it ends, or it would be
              * claimed again and again */
@@ -385,7 +389,7 @@ static enum store_rc api_run_go(struct store *s, const unsigned char *secret_key
         rc = s->ops->tx_begin(s);
         in_tx = rc == STORE_OK;
     }
-    if (rc == STORE_OK && !decisions.start_approved) {
+    if (rc == STORE_OK && !decisions.start_approved && !fresh) {
         rc = s->ops->run_take_continuation(s, run_id, &token);
     }
     if (rc == STORE_OK) {

@@ -689,7 +689,10 @@ void api_runs_create(struct api_ctx *ctx)
     row.version = version;
     row.department = dept;
     row.principal = ctx->who->name;
-    row.status = supervised ? "awaiting_approval" : "running";
+    int wait = !q.wait || q.wait->type == JSON_TRUE;
+    /* with several nodes, a run nobody waits for goes to the queue when this node is full */
+    int queue = !supervised && !wait && ctx->svc && ctx->svc->runs && runs_busy(ctx->svc->runs);
+    row.status = supervised ? "awaiting_approval" : queue ? "queued" : "running";
     row.input = input_text;
     row.source = adhoc ? q.source->str : NULL;
     row.language = adhoc ? (q.language ? q.language->str : "js") : NULL;
@@ -719,10 +722,10 @@ void api_runs_create(struct api_ctx *ctx)
         api_error(ctx, 500, "INTERNAL", "out of memory");
         goto out;
     }
-    int wait = !q.wait || q.wait->type == JSON_TRUE;
     struct runs_start job = {
         .plan = plan,
         .mode = supervised ? RUNS_START_HELD
+                : queue    ? RUNS_START_QUEUED
                 : wait     ? RUNS_START_WAIT
                            : RUNS_START_NOWAIT,
         .deferred = deferred,

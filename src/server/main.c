@@ -574,7 +574,7 @@ static int main_runtime_start(const struct main_config *cfg, struct store *store
     svc->store_lock = store_lock;
     /* SQLite is one node's alone: no lease, no marks, no queue (nodes start in main) */
     if (cfg->node[0]) {
-        runs_set_node(rt->runs, cfg->node);
+        runs_set_node(rt->runs, cfg->node, cfg->max_runs);
     }
     rc = 0;
 out:

@@ -314,7 +314,7 @@ static void nodes_claim(struct nodes *n)
 {
     char err[256];
     pthread_mutex_lock(n->store_lock);
-    for (int i = 0; i < NODES_CLAIMS_MAX; i++) {
+    for (int i = 0; i < NODES_CLAIMS_MAX && !runs_busy(n->runs); i++) {
         int claimed = 0;
         enum store_rc rc = api_run_claim(n->store, n->secret_key, n->runs, &claimed, err);
         if (rc != STORE_OK && rc != STORE_CONFLICT) {

@@ -108,6 +108,7 @@ struct runs {
     /* With several nodes (runs_set_node): this node's id, and the connector calls the writer
      * marks sent in the store before they leave. "" and empty with one node. */
     char node[RUNS_NODE_MAX];
+    size_t capacity;              /* runs executing here before new ones go to the queue */
     void (*kick)(void *userdata); /* set before the first run; see runs_set_kick */
     void *kick_userdata;
     struct runs_pending *mark_head;
@@ -825,7 +826,7 @@ static void srun_activate(struct runs *r, struct srun *sr);
 void runs_submit(struct runs *r, const struct runs_start *start)
 {
     struct runs_job *job = calloc(1, sizeof *job);
-    int held = start->mode == RUNS_START_HELD;
+    int held = start->mode == RUNS_START_HELD || start->mode == RUNS_START_QUEUED;
     int wait = start->mode == RUNS_START_WAIT;
     /* a run that will execute is active from now on and executes at once (its connector calls
      * held until its record is durable); a held one only counts as starting */
@@ -905,6 +906,7 @@ static void runs_cancel_one(struct srun *sr, const char *why);
  * gets the refusal. Then every start that waits for no run is answered. */
 static void runs_finish_jobs(struct runs *r, struct runs_job *jobs)
 {
+    int queued = 0;
     while (jobs) {
         struct runs_job *job = jobs;
         jobs = job->next;
@@ -943,6 +945,7 @@ static void runs_finish_jobs(struct runs *r, struct runs_job *jobs)
         if (st->record_free) {
             st->record_free(st->record_userdata);
         }
+        queued |= st->mode == RUNS_START_QUEUED && !job->refused && !job->failed;
         if (!sr && st->plan) {
             /* not started: held for a person, or refused or not recorded */
             runs_plan_free(st->plan);
@@ -950,6 +953,9 @@ static void runs_finish_jobs(struct runs *r, struct runs_job *jobs)
         }
         buf_done(&job->answer);
         free(job);
+    }
+    if (queued) {
+        runs_kick(r); /* committed: this node, or the first other to look, claims it */
     }
 }
 
@@ -1526,9 +1532,21 @@ size_t runs_active(struct runs *r)
     return n;
 }
 
-void runs_set_node(struct runs *r, const char *node)
+void runs_set_node(struct runs *r, const char *node, size_t capacity)
 {
     snprintf(r->node, sizeof r->node, "%s", node);
+    r->capacity = capacity;
+}
+
+int runs_busy(struct runs *r)
+{
+    if (!r->node[0]) {
+        return 0;
+    }
+    pthread_mutex_lock(&r->lock);
+    int busy = r->draining || r->nactive + r->nstarting >= r->capacity;
+    pthread_mutex_unlock(&r->lock);
+    return busy;
 }
 
 const char *runs_node(const struct runs *r)

@@ -3,7 +3,8 @@
 together bootstrap the database once; templates run through all three; a run interrupted on one
 node is approved on another and completes without repeating its finished calls; races of
 concurrent decisions across nodes (50 on one approval: one decision; 50 racing to resume one
-continuation: one resume); a decided run goes through the queue to a node that can run it; a
+continuation: one resume); a decided run, and a run a full node cannot take, go through the
+queue to a node that can run them (a queued run can be cancelled); a
 cancel, a revocation and a key revocation decided on one node take effect on the others within a
 second; a node killed with -9 while it holds runs has them taken over once its lease runs out,
 with no call made twice; a live node keeps its runs past the lease; the one audit chain verifies
@@ -45,9 +46,10 @@ def public_key_of(private_hex):
 class Cluster:
     """Three airlockd nodes on one database, department finance, its people, the shop."""
 
-    def __init__(self, tmp, lease_ms=None):
+    def __init__(self, tmp, lease_ms=None, node_args=None):
         check(ts.PG, "AIRLOCK_TEST_DATABASE is not set: these tests need a PostgreSQL cluster")
         self.lease_ms = lease_ms
+        self.node_args = node_args or {}
         self.tmp = tmp
         self.dirs = [os.path.join(tmp, "node-" + n) for n in "abc"]
         url = ts.pg_url(self.dirs[0])
@@ -109,6 +111,7 @@ class Cluster:
         args = ["--listen", "127.0.0.1:0", "--data-dir", self.dirs[i]]
         if self.lease_ms:
             args += ["--lease-ms", str(self.lease_ms)]
+        args += self.node_args.get(i, [])
         return Server(self.dirs[i], env_extra=self.keys_hex if i < 2 else None, args=args)
 
     def ok(self, node, method, path, body, key, want=200):
@@ -376,6 +379,51 @@ def t_queue_resumes_where_the_decider_cannot(tmp):
               calls["by_function"].get("shop.orders") == 1, "%r" % calls)
         check(len(c.records("run.end", doc["id"])) == 1, "run.end records")
         c.verify_chain([a, cc])  # b is stopping
+    finally:
+        c.close()
+
+
+def t_queue_takes_what_a_full_node_cannot(tmp):
+    cfg = os.path.join(tmp, "one-at-a-time.json")
+    with open(cfg, "w") as f:
+        f.write('{"runs": {"max_concurrent": 1}}')
+    c = Cluster(tmp, node_args={0: ["--config", cfg]})
+    try:
+        a, b, cc = c.nodes
+        c.template("slow", SLOW_AFTER, ["shop.orders", "shop.slow"])
+        # node a executes one run at a time: this one keeps it full
+        busy = c.run(a, {"template": "slow", "input": {"ms": 10000}, "wait": False}, 202)["id"]
+        c.until(a, busy, ("running",))
+        # so a run started on it without waiting goes to the queue, and another node runs it
+        doc = c.run(a, {"template": "slow", "input": {"ms": 1}, "wait": False}, 202)
+        check(doc["status"] in ("queued", "running", "completed"), "%r" % doc)
+        done = c.until(b, doc["id"], ("completed", "failed", "cancelled"))
+        check(done["status"] == "completed" and done["value"] == 2, "from the queue: %r" % done)
+        check(c.ok(a, "GET", "/v1/runs/" + busy, None, c.keys["agent-7"])["status"] == "running",
+              "the first run ended before the second")
+        with open(os.path.join(c.dirs[0], "node.id")) as f:
+            a_id = "node_" + f.read().strip()
+        node = ts.db_rows(c.dirs[0], "SELECT node FROM runs WHERE id = ?", (doc["id"],))
+        check(node and node[0][0] and node[0][0] != a_id, "claimed by %r" % node)
+        check(len(c.records("run.start", doc["id"])) == 1 and
+              len(c.records("run.end", doc["id"])) == 1, "its audit")
+        # a queued run can be cancelled before any node claims it: nothing is free to claim it
+        for n in (b, cc):
+            n.proc.send_signal(signal.SIGSTOP)
+        try:
+            q = c.run(a, {"template": "slow", "input": {"ms": 1}, "wait": False}, 202)
+            check(q["status"] == "queued", "with every other node stopped: %r" % q)
+            c.ok(a, "POST", "/v1/runs/%s/cancel" % q["id"], {}, c.keys["agent-7"])
+        finally:
+            for n in (b, cc):
+                n.proc.send_signal(signal.SIGCONT)
+        gone = c.until(a, q["id"], ("cancelled",))
+        check(gone["error"]["code"] == "ABORTED", "%r" % gone)
+        ends = c.records("run.end", q["id"])
+        check(len(ends) == 1 and ends[0]["details"]["status"] == "cancelled", "%r" % ends)
+        check(c.shop.calls()["by_function"].get("shop.orders") == 2, "the cancelled run ran")
+        c.ok(a, "POST", "/v1/runs/%s/cancel" % busy, {}, c.keys["agent-7"])
+        c.verify_chain()
     finally:
         c.close()
 
