@@ -379,6 +379,8 @@ def t_queue_resumes_where_the_decider_cannot(tmp):
               calls["by_function"].get("shop.orders") == 1, "%r" % calls)
         check(len(c.records("run.end", doc["id"])) == 1, "run.end records")
         c.verify_chain([a, cc])  # b is stopping
+        # and it stops cleanly once its grace period has cancelled its own run
+        check(b.stop() == 0, "node b's exit: %s" % b.stderr()[-2000:])
     finally:
         c.close()
 
