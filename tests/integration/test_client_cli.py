@@ -448,6 +448,79 @@ def t_usage_errors_and_unreachable(tmp):
               "%r unreachable: %d %r" % (args, rc, err))
 
 
+class FakeServer:
+    """A stand-in for airlockd on a free port that answers every request with `answer`
+    (status, body bytes): what a broken proxy or a hostile server could send."""
+
+    def __init__(self):
+        import http.server
+        import threading
+        fake = self
+        self.answer = (200, b"{}")
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def handle_one(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                if n:
+                    self.rfile.read(n)
+                status, body = fake.answer
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = do_PUT = do_DELETE = handle_one
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def t_a_hostile_server_never_reaches_the_terminal_raw(tmp):
+    fake = FakeServer()
+    commands = (["template", "list"], ["template", "show", "t"], ["template", "diff", "t", "1"],
+                ["runs", "show", "run_1"], ["runs", "list"], ["runs", "start", "t"],
+                ["approvals", "list"], ["approvals", "approve", "apr_1"], ["audit", "export"])
+    try:
+        # a refusal whose code and message hold escape sequences: printed escaped on stderr
+        fake.answer = (403, json.dumps({"error": {
+            "code": "FORBIDDEN\x1b[2J", "message": "\x1b]0;owned\x07 \x1b[31mred \u009b"}}
+        ).encode())
+        for args in commands:
+            rc, out, err = cli(args, "k", fake.port)
+            check(rc == 1 and out == "", "%r refused: exit %d, stdout %r" % (args, rc, out))
+            check(ESC not in err and "\x07" not in err and "\u009b" not in err,
+                  "%r: a raw control reached stderr: %r" % (args, err))
+            check("403 FORBIDDEN\\x1b[2J: \\x1b]0;owned" in err, "%r: %r" % (args, err))
+        # answers of the wrong shape, or no JSON at all: a clear failure or a dash, no crash
+        odd = [b"", b"not json \x1b[2J", b"null", b"7", b'"\\u001b[2J"', b"[1,2,3]",
+               b'{"id":7,"status":[],"error":"x","versions":{},"approvals":5}',
+               b'[{"id":{},"status":1,"function":3,"args":"x"},null,[]]',
+               b"[" * 100000 + b"]" * 100000, b'{"value":' + b'"a",' * 1 + b'"b"}']
+        for body in odd:
+            for status in (200, 202, 500):
+                fake.answer = (status, body)
+                for args in commands:
+                    rc, out, err = cli(args, "k", fake.port)
+                    check(rc in (0, 1, 3), "%r answered %d %r: exit %d\nstderr %r" % (
+                        args, status, body[:40], rc, err[-600:]))
+                    # (audit export's stdout is the export's bytes, for a file or a pipe)
+                    shown = err if args[0] == "audit" else out + err
+                    check(ESC not in shown, "%r answered %r: raw ESC: %r %r" % (
+                        args, body[:40], out, err))
+    finally:
+        fake.close()
+
+
 def free_port():
     import socket
     s = socket.socket()
