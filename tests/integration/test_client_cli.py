@@ -276,6 +276,28 @@ def t_whole_flow(tmp):
         gone = os.path.join(tmp, "agent.jsonl")
         _, err = agent("audit", "export", "-o", gone, want=1)
         check("403 FORBIDDEN" in err and not os.path.exists(gone), "%r" % err)
+        # nor is a file that was there before lost: a refused or failed export leaves it whole
+        with open(path) as f:
+            before = f.read()
+        _, err = agent("audit", "export", "-o", path, want=1)
+        check("403 FORBIDDEN" in err and os.path.exists(path), "a refusal removed %s" % path)
+        with open(path) as f:
+            check(f.read() == before, "a refused export truncated the earlier one")
+        rc, _, err = cli(["audit", "export", "-o", path], w.keys["eve"], free_port())
+        check(rc == 1 and os.path.exists(path), "unreachable: %d %r" % (rc, err))
+        with open(path) as f:
+            check(f.read() == before, "an unreachable server truncated the earlier export")
+        # -o over a symlink (a shared folder): the file it points to is never written
+        target, link = os.path.join(tmp, "victim.txt"), os.path.join(tmp, "link.jsonl")
+        with open(target, "w") as f:
+            f.write("keep me\n")
+        os.symlink(target, link)
+        agent("audit", "export", "-o", link, want=1)
+        eve("audit", "export", "-o", link)
+        with open(target) as f:
+            check(f.read() == "keep me\n", "audit export -o wrote through a symlink")
+        check(not os.path.islink(link) and os.stat(link).st_mode & 0o777 == 0o600, "%s" % link)
+        eve("audit", "verify", link, "--public-key", pub)
     finally:
         w.close()
 
