@@ -846,6 +846,35 @@ def t_mcp_a_deep_value_is_the_value(tmp):
         w.close()
 
 
+def t_deep_values_are_recorded(tmp):
+    """A value, or a host call's arguments, nested deeper than an audit record may hold (it
+    reads records 64 levels deep) is recorded as a huge one is, by its size and digest: the run
+    ends as the guest made it end, not 'could not be recorded' - above all after its call
+    reached the connector, which the audit must show."""
+    w = World(tmp, adhoc=True)
+    try:
+        deep = 1
+        for _ in range(100):
+            deep = [deep]
+        make = "let v = 1; for (let i = 0; i < 100; i++) v = [v];"
+        st, doc = w.run({"source": make + " return v;", "functions": [], "department": "finance",
+                         "wait": True})
+        check(st == 200 and doc["status"] == "completed" and doc["value"] == deep,
+              "a deep value: %d %r" % (st, str(doc)[:300]))
+        end = [r for r in audit_rows(w.dir, "run.end") if r["subject"] == doc["id"]]
+        check(len(end) == 1 and end[0]["details"]["value"]["$truncated"] is True, "%r" % end)
+        st, doc = w.run({"source": make + " await shop.orders(v); return 'called';",
+                         "functions": ["shop.orders"], "department": "finance", "wait": True})
+        check(st == 200 and doc["status"] == "completed" and doc["value"] == "called",
+              "deep arguments: %d %r" % (st, str(doc)[:300]))
+        check(w.shop.calls()["by_function"].get("shop.orders") == 1, "%r" % w.shop.calls())
+        calls = [r for r in audit_rows(w.dir, "run.host_call") if r["subject"] == doc["id"]]
+        check(len(calls) == 1 and calls[0]["details"]["function"] == "shop.orders" and
+              calls[0]["details"]["args"]["$truncated"] is True, "run.host_call: %r" % calls)
+    finally:
+        w.close()
+
+
 def t_visibility(tmp):
     w = World(tmp)
     try:
