@@ -157,6 +157,18 @@ static void render_path(const struct seg *leaf, char *out, size_t cap)
             }
         }
     }
+    if (at + 1 >= sizeof full) {
+        /* filled up: drop a last character put_bytes could not finish */
+        size_t lead = at;
+        while (lead > 0 && ((unsigned char)full[lead - 1] & 0xc0) == 0x80) {
+            lead--;
+        }
+        unsigned char c = lead > 0 ? (unsigned char)full[lead - 1] : 0;
+        size_t need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+        if (lead > 0 && at - (lead - 1) < need) {
+            at = lead - 1;
+        }
+    }
     full[at] = '\0';
     if (at <= PATH_TEXT_MAX) {
         snprintf(out, cap, "%s", full);
