@@ -580,6 +580,34 @@ static void test_schema_long_paths_cut_between_characters(void **state)
     }
 }
 
+/* A rule quoting a long pattern of two-byte characters, cut to fit the message: between
+ * characters too. */
+static void test_schema_long_rules_cut_between_characters(void **state)
+{
+    (void)state;
+    for (size_t skew = 0; skew < 2; skew++) {
+        char pattern[300];
+        size_t at = skew;
+        memset(pattern, 'p', skew);
+        for (size_t i = 0; i < 120; i++) {
+            pattern[at++] = (char)0xc3; /* U+00E9 */
+            pattern[at++] = (char)0xa9;
+        }
+        pattern[at] = '\0';
+        char schema[400];
+        snprintf(schema, sizeof schema, "{\"pattern\":\"%s\"}", pattern);
+        struct schema *s = compile_ok(schema);
+        struct al_error err;
+        memset(&err, 0, sizeof err);
+        assert_int_equal(schema_validate(s, "\"x\"", 3, &err), AL_CONFIG_ERROR);
+        assert_non_null(strstr(err.message, "(root): must match pattern '"));
+        if (!utf8_ok(err.message)) {
+            fail_msg("skew %zu: the message is not UTF-8: %s", skew, err.message);
+        }
+        schema_free(s);
+    }
+}
+
 static void test_schema_arguments(void **state)
 {
     (void)state;
@@ -625,6 +653,7 @@ int main(void)
         cmocka_unit_test(test_schema_depth_is_bounded),
         cmocka_unit_test(test_schema_long_paths_are_cut),
         cmocka_unit_test(test_schema_long_paths_cut_between_characters),
+        cmocka_unit_test(test_schema_long_rules_cut_between_characters),
         cmocka_unit_test(test_schema_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
