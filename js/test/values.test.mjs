@@ -154,6 +154,20 @@ test('an object with its own $type key is escaped, and __proto__ stays an own ke
     assert.equal({}.polluted, undefined);
 });
 
+test('names of Object.prototype members are no constructors and no numbers', () => {
+    // a guest names its errors as it likes: e.name = 'constructor' is still an Error
+    for (const name of ['constructor', 'toString', '__proto__', 'hasOwnProperty', 'valueOf']) {
+        const text = `{"$type":"error","name":"${name}","message":"m"}`;
+        const v = decode(text);
+        assert.ok(v instanceof Error, name);
+        assert.equal(v.name, name);
+        assert.equal(v.message, 'm');
+        assert.equal(encode(v), text);
+        assert.throws(() => decode(`{"$type":"number","value":"${name}"}`),
+            (e) => e instanceof BoundaryError && /unknown number/.test(e.message), name);
+    }
+});
+
 test('malformed tags are refused with where they are', () => {
     assert.throws(() => decode('{"x":[{"$type":"nope"}]}'),
         (e) => e instanceof BoundaryError && /unknown tag "nope" at \["x",0\]/.test(e.message));
