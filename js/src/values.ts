@@ -59,6 +59,12 @@ const NUMBERS: Record<string, number> = {
     '-0': -0,
 };
 
+/* Own members only: a name from the document ("constructor", "__proto__") must not find
+ * Object.prototype's. */
+function own<T>(table: Record<string, T>, key: string): T | undefined {
+    return Object.prototype.hasOwnProperty.call(table, key) ? table[key] : undefined;
+}
+
 function where(path: readonly Step[]): string {
     return JSON.stringify(path);
 }
@@ -155,10 +161,11 @@ class Decoder {
             return undefined;
         case 'number': {
             const v = this.field(n, 'value', 'string', path);
-            if (!(v in NUMBERS)) {
+            const num = own(NUMBERS, v);
+            if (num === undefined) {
                 throw new BoundaryError(`unknown number "${v}" at ${where(path)}`);
             }
-            return NUMBERS[v];
+            return num;
         }
         case 'bigint': {
             const v = this.field(n, 'value', 'string', path);
@@ -223,7 +230,7 @@ class Decoder {
         case 'error': {
             const name = this.field(n, 'name', 'string', path);
             const message = this.field(n, 'message', 'string', path);
-            const Ctor = ERRORS[name];
+            const Ctor = own(ERRORS, name);
             let err: Error;
             if (Ctor) {
                 err = new Ctor(message);
