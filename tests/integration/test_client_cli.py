@@ -539,6 +539,16 @@ def t_a_hostile_server_never_reaches_the_terminal_raw(tmp):
                     shown = err if args[0] == "audit" else out + err
                     check(ESC not in shown, "%r answered %r: raw ESC: %r %r" % (
                         args, body[:40], out, err))
+        # --json promises one JSON document on stdout: an answer that is none is a failure
+        for body in (b"not json", b"", b'{"a":1} trailing', b"[1,2"):
+            fake.answer = (200, body)
+            for args in (["template", "list"], ["template", "show", "t"], ["runs", "list"],
+                         ["runs", "show", "run_1"], ["approvals", "list"],
+                         ["approvals", "approve", "apr_1"]):
+                rc, out, err = cli(args + ["--json"], "k", fake.port)
+                check(rc == 1 and out == "" and "answer is not JSON" in err,
+                      "%r --json answered %r: exit %d, stdout %r, stderr %r" % (
+                          args, body, rc, out, err))
     finally:
         fake.close()
 
