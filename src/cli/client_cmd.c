@@ -311,11 +311,13 @@ int client_cmd_parse(const char *what, const struct buf *answer, struct json_doc
     return 0;
 }
 
-void client_cmd_print_answer(const struct buf *answer)
+int client_cmd_print_answer(const char *what, const struct buf *answer)
 {
-    if (!answer->data) {
-        return;
+    struct json_doc *doc = NULL;
+    if (client_cmd_parse(what, answer, &doc) != 0) {
+        return CLI_EXIT_FAILED;
     }
+    json_doc_free(doc);
     if (isatty(STDOUT_FILENO)) {
         struct buf safe;
         buf_init(&safe, SIZE_MAX / 2);
@@ -329,6 +331,7 @@ void client_cmd_print_answer(const struct buf *answer)
     if (answer->len == 0 || answer->data[answer->len - 1] != '\n') {
         fputc('\n', stdout);
     }
+    return 0;
 }
 
 const char *client_cmd_str(const struct json_node *obj, const char *key)
