@@ -824,26 +824,32 @@ def t_mcp_calls_are_governed_runs(tmp):
 
 
 def t_mcp_a_deep_value_is_the_value(tmp):
-    """A value nested as deep as a run may record is the tool's result over MCP, as POST
-    /v1/runs answers it: completed with that value, not an error about airlockd's answer."""
+    """A value nested as deep as a run may return (1000 levels cross the boundary) is the tool's
+    result over MCP, as POST /v1/runs answers it: completed with that value, not an error about
+    airlockd's answer."""
     w = World(tmp, adhoc=True)
     try:
-        src = "let v = 1; for (let i = 0; i < 60; i++) v = [v]; return v;"
-        deep = 1
-        for _ in range(60):
-            deep = [deep]
-        st, doc = w.run({"source": src, "functions": [], "department": "finance", "wait": True})
-        check(st == 200 and doc["status"] == "completed" and doc["value"] == deep,
-              "POST /v1/runs: %d %r" % (st, str(doc)[:300]))
-        r = mcp_call(w, "execute_code", {"source": src, "functions": []})
-        check("isError" not in r and r["structuredContent"]["status"] == "completed" and
-              r["structuredContent"]["value"] == deep and
-              json.loads(r["content"][0]["text"]) == deep, "tools/call: %r" % str(r)[:300])
-        g = mcp_call(w, "get_run", {"run": r["structuredContent"]["run"]})
-        check("isError" not in g and g["structuredContent"]["value"] == deep,
-              "get_run: %r" % str(g)[:300])
+        for depth in (60, 300, 900):
+            mcp_deep_value(w, depth)
     finally:
         w.close()
+
+
+def mcp_deep_value(w, depth):
+    src = "let v = 1; for (let i = 0; i < %d; i++) v = [v]; return v;" % depth
+    deep = 1
+    for _ in range(depth):
+        deep = [deep]
+    st, doc = w.run({"source": src, "functions": [], "department": "finance", "wait": True})
+    check(st == 200 and doc["status"] == "completed" and doc["value"] == deep,
+          "POST /v1/runs: %d %r" % (st, str(doc)[:300]))
+    r = mcp_call(w, "execute_code", {"source": src, "functions": []})
+    check("isError" not in r and r["structuredContent"]["status"] == "completed" and
+          r["structuredContent"]["value"] == deep and
+          json.loads(r["content"][0]["text"]) == deep, "tools/call: %r" % str(r)[:300])
+    g = mcp_call(w, "get_run", {"run": r["structuredContent"]["run"]})
+    check("isError" not in g and g["structuredContent"]["value"] == deep,
+          "get_run: %r" % str(g)[:300])
 
 
 def t_deep_values_are_recorded(tmp):
