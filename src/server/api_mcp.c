@@ -31,10 +31,10 @@
 
 #define MCP_ID_MAX     256 /* bytes of a request id's JSON text */
 #define MCP_ANSWER_MAX ((size_t)64 << 20)
-/* Nesting bound for reading a run's answer: its value is as deep as the run could record it
- * (the audit record's bound, deeper than a request's API_DEPTH_MAX); the text is airlockd's own
- * and the parser's recursion is bounded by this. */
-#define MCP_RUN_DEPTH   256
+/* Nesting bound for reading a run's answer: a run's value may nest as deep as values cross the
+ * sandbox's boundary (1000 levels, far past a request's API_DEPTH_MAX), and the run object holds
+ * it a level down; the text is airlockd's own and the parser's recursion is bounded by this. */
+#define MCP_RUN_DEPTH   1100
 #define MCP_LATEST      "2025-06-18"
 #define MCP_ERR_PARSE   (-32700)
 #define MCP_ERR_REQUEST (-32600)
