@@ -398,6 +398,42 @@ def t_guest_escape_sequences_never_reach_the_terminal(tmp):
         w.close()
 
 
+def t_deep_values_are_shown(tmp):
+    """A run's value and a call's arguments nest as deep as values cross the sandbox's boundary
+    (here 300 levels): shown, in short lines and --json, and passed on by `airlock mcp` - not
+    'airlockd's answer is not JSON' (or a waiting approval nobody can list)."""
+    w = tr.World(tmp, adhoc=True)
+    try:
+        bob, agent = As(w, "bob"), As(w, "agent-7")
+        make = "let v = 1; for (let i = 0; i < 300; i++) v = [v];"
+        src = write(tmp, "deep.js", make + " return v;")
+        out, _ = agent("runs", "start", "--source", src, "--department", "finance")
+        check(" completed " in out and "value:\n" in out and out.count("[") == 300,
+              "runs start: %r" % out[:300])
+        doc = agent.json("runs", "start", "--source", src, "--department", "finance")
+        check(doc["status"] == "completed", "--json: %r" % str(doc)[:300])
+        out, _ = agent("runs", "show", doc["id"])
+        check("completed" in out, "runs show: %r" % out[:300])
+        # a sensitive call with such arguments: its approval is listed and can be decided
+        src = write(tmp, "deep_call.js", make + " return await shop.refund(v, 1);")
+        out, _ = agent("runs", "start", "--source", src, "--department", "finance",
+                       "--functions", "shop.refund", want=3)
+        out, _ = bob("approvals", "list")
+        check("shop.refund([[[[" in out, "approvals list: %r" % out[:300])
+        check(len(bob.json("approvals", "list")) == 1, "approvals list --json")
+        # airlock mcp hands the tool's deep result on as it came
+        line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "execute_code", "arguments": {"source": make + " return v;",
+                                                  "functions": []}}})
+        rc, out, err = cli(["mcp"], w.keys["agent-7"], w.s.port, stdin=(line + "\n").encode())
+        check(rc == 0 and len(out.splitlines()) == 1, "airlock mcp: %d %r %r" % (rc, out, err))
+        answer = json.loads(out)
+        check("error" not in answer and answer["result"]["structuredContent"]["status"] ==
+              "completed", "airlock mcp: %r" % out[:300])
+    finally:
+        w.close()
+
+
 def t_usage_errors_and_unreachable(tmp):
     usage = [
         (["template"], "usage: airlock template SUBCOMMAND"),
