@@ -303,7 +303,8 @@ int client_cmd_call(struct client *c, const char *what, const char *method, cons
 int client_cmd_parse(const char *what, const struct buf *answer, struct json_doc **ret_doc)
 {
     struct al_error err = { 0 };
-    if (!answer->data || json_parse(answer->data, answer->len, 64, ret_doc, &err) != AL_OK) {
+    if (!answer->data ||
+        json_parse(answer->data, answer->len, CLIENT_ANSWER_DEPTH, ret_doc, &err) != AL_OK) {
         cli_error("%s: airlockd's answer is not JSON%s%s", what, answer->data ? ": " : "",
                   answer->data ? err.message : "");
         return -1;

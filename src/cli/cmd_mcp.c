@@ -105,7 +105,8 @@ static int mcp_forward(struct client *c, const char *line, size_t len)
     }
     /* a JSON-RPC answer (200, or 400/403/500 naming the protocol error) goes out as it is */
     struct json_doc *doc = NULL;
-    int jsonrpc = answer.data && json_parse(answer.data, answer.len, 256, &doc, NULL) == AL_OK &&
+    int jsonrpc = answer.data &&
+                  json_parse(answer.data, answer.len, CLIENT_ANSWER_DEPTH, &doc, NULL) == AL_OK &&
                   json_root(doc)->type == JSON_OBJECT && json_get(json_root(doc), "jsonrpc");
     json_doc_free(doc);
     if (jsonrpc) {
