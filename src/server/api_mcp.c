@@ -29,8 +29,12 @@
 #include "json.h"
 #include "runs.h"
 
-#define MCP_ID_MAX      256 /* bytes of a request id's JSON text */
-#define MCP_ANSWER_MAX  ((size_t)64 << 20)
+#define MCP_ID_MAX     256 /* bytes of a request id's JSON text */
+#define MCP_ANSWER_MAX ((size_t)64 << 20)
+/* Nesting bound for reading a run's answer: a run's value may nest as deep as values cross the
+ * sandbox's boundary (1000 levels, far past a request's API_DEPTH_MAX), and the run object holds
+ * it a level down; the text is airlockd's own and the parser's recursion is bounded by this. */
+#define MCP_RUN_DEPTH   1100
 #define MCP_LATEST      "2025-06-18"
 #define MCP_ERR_PARSE   (-32700)
 #define MCP_ERR_REQUEST (-32600)
@@ -103,7 +107,7 @@ static void mcp_put_run_result(struct buf *out, unsigned status, const char *bod
     struct buf text;
     buf_init(&text, MCP_ANSWER_MAX);
     memset(&err, 0, sizeof err);
-    if (json_parse(body, len, API_DEPTH_MAX + 16, &doc, &err) != AL_OK ||
+    if (json_parse(body, len, MCP_RUN_DEPTH, &doc, &err) != AL_OK ||
         json_root(doc)->type != JSON_OBJECT) {
         buf_printf(&text, "airlockd answered %u with a body that is not a JSON object", status);
         buf_append_str(out, "{");
