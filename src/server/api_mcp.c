@@ -156,21 +156,26 @@ static void mcp_put_run_result(struct buf *out, unsigned status, const char *bod
                    message && message->type == JSON_STRING ? message->str : "no message");
     } else if (strcmp(st->str, "awaiting_approval") == 0) {
         struct json_doc *adoc = NULL;
-        buf_printf(&text, "run %s waits for a person to decide approval ", id->str);
+        struct buf ids;
+        buf_init(&ids, MCP_ANSWER_MAX);
         if (json_parse(approvals_text, approvals_len, 4, &adoc, &err) == AL_OK) {
             const struct json_node *a = json_root(adoc);
-            int n = 0;
             for (const struct json_node *e = a->type == JSON_ARRAY ? a->child : NULL; e;
                  e = e->next) {
                 if (e->type == JSON_STRING) {
-                    buf_printf(&text, "%s%s", n++ ? ", " : "", e->str);
+                    buf_printf(&ids, "%s%s", ids.len ? ", " : "", e->str);
                 }
             }
         }
         json_doc_free(adoc);
-        buf_printf(&text,
-                   ". It goes on once decided: call get_run with {\"run\":\"%s\"} to see its "
-                   "status and result.",
+        if (ids.len) {
+            buf_printf(&text, "run %s waits for a person to decide approval %s", id->str, ids.data);
+        } else {
+            /* decided, not yet resumed */
+            buf_printf(&text, "run %s waits to resume: its approvals are decided", id->str);
+        }
+        buf_done(&ids);
+        buf_printf(&text, ": call get_run with {\"run\":\"%s\"} to see its status and result.",
                    id->str);
     } else {
         buf_printf(&text, "run %s is %s: call get_run with {\"run\":\"%s\"} to see its result.",
