@@ -87,8 +87,18 @@ def read_line_matching(stream, pattern, echo):
 
 def setup(api, admin, data_dir, connector_url, secret):
     api.want("POST", "/v1/departments", {"name": "demo"}, admin, exists_ok=True)
-    for name, fns in (("store", {"listOrders": {"description": "orders with a status"}}),
-                      ("billing", {"invoices": {"description": "a customer's invoices"}})):
+    # typed arguments: `airlock types orders-summary` declares them for a model's prompt, and a
+    # call with the wrong ones is a TypeError in the guest before it reaches the connector
+    status = {"enum": ["paid", "pending", "refunded"], "description": "an order's status"}
+    customer = {"type": "string", "description": "a customer's id"}
+    for name, fns in (("store", {"listOrders": {
+                          "description": "orders with a status",
+                          "args_schema": {"type": "array", "prefixItems": [status],
+                                          "minItems": 1, "items": False}}}),
+                      ("billing", {"invoices": {
+                          "description": "a customer's invoices",
+                          "args_schema": {"type": "array", "prefixItems": [customer],
+                                          "minItems": 1, "items": False}}})):
         api.want("POST", "/v1/connectors", {
             "name": name, "department": "demo", "url": connector_url, "signing_secret": secret,
             "functions": fns}, admin, exists_ok=True)

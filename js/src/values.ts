@@ -59,6 +59,12 @@ const NUMBERS: Record<string, number> = {
     '-0': -0,
 };
 
+/* Own members only: a name from the document ("constructor", "__proto__") must not find
+ * Object.prototype's. */
+function own<T>(table: Record<string, T>, key: string): T | undefined {
+    return Object.prototype.hasOwnProperty.call(table, key) ? table[key] : undefined;
+}
+
 function where(path: readonly Step[]): string {
     return JSON.stringify(path);
 }
@@ -99,13 +105,48 @@ function bufferToBase64(b: ArrayBuffer, offset = 0, length = b.byteLength): stri
     return btoa(bin);
 }
 
+/* Where each decoded container is, for references: a tree of path steps, so that remembering
+ * one costs its depth in lookups of steps already hashed, never its path's text (a long key
+ * over many elements would be copied once per element). */
+interface Place {
+    value?: unknown;
+    known: boolean;
+    next?: Map<unknown, Place>;
+}
+
 class Decoder {
-    private readonly seen = new Map<string, unknown>();
+    private readonly places: Place = { known: false };
+
+    private remember(path: readonly Step[], value: unknown): void {
+        let at = this.places;
+        for (const step of path) {
+            at.next ??= new Map();
+            let p = at.next.get(step);
+            if (!p) {
+                p = { known: false };
+                at.next.set(step, p);
+            }
+            at = p;
+        }
+        at.value = value;
+        at.known = true;
+    }
+
+    private recall(path: readonly unknown[]): Place | undefined {
+        let at: Place | undefined = this.places;
+        for (const step of path) {
+            at = at.next?.get(step);
+            if (!at) {
+                return undefined;
+            }
+        }
+        return at.known ? at : undefined;
+    }
 
     node(n: Json, path: Step[]): unknown {
         if (Array.isArray(n)) {
             const out: unknown[] = [];
-            this.seen.set(where(path), out);
+            this.remember(path, out);
             n.forEach((x, i) => out.push(this.node(x, [...path, i])));
             return out;
         }
@@ -119,7 +160,7 @@ class Decoder {
     }
 
     private members(out: object, n: { [key: string]: Json }, at: Step[], inner: Step[]): object {
-        this.seen.set(where(at), out);
+        this.remember(at, out);
         for (const k of Object.keys(n)) {
             define(out, k, this.node(n[k] as Json, [...inner, k]));
         }
@@ -155,10 +196,11 @@ class Decoder {
             return undefined;
         case 'number': {
             const v = this.field(n, 'value', 'string', path);
-            if (!(v in NUMBERS)) {
+            const num = own(NUMBERS, v);
+            if (num === undefined) {
                 throw new BoundaryError(`unknown number "${v}" at ${where(path)}`);
             }
-            return NUMBERS[v];
+            return num;
         }
         case 'bigint': {
             const v = this.field(n, 'value', 'string', path);
@@ -168,11 +210,12 @@ class Decoder {
             return BigInt(v);
         }
         case 'ref': {
-            const key = JSON.stringify(n.path);
-            if (!Array.isArray(n.path) || !this.seen.has(key)) {
-                throw new BoundaryError(`reference to nothing: ${key} at ${where(path)}`);
+            const place = Array.isArray(n.path) ? this.recall(n.path) : undefined;
+            if (!place) {
+                throw new BoundaryError(
+                    `reference to nothing: ${JSON.stringify(n.path)} at ${where(path)}`);
             }
-            return this.seen.get(key);
+            return place.value;
         }
         case 'object': {
             if (!isObject(n.value)) {
@@ -186,7 +229,7 @@ class Decoder {
                 throw new BoundaryError('tag array needs an object "items" at ' + where(path));
             }
             const arr = new Array<unknown>(length);
-            this.seen.set(where(path), arr);
+            this.remember(path, arr);
             for (const k of Object.keys(n.items)) {
                 const i = Number(k);
                 if (!Number.isInteger(i) || i < 0 || i >= length || String(i) !== k) {
@@ -201,7 +244,7 @@ class Decoder {
                 throw new BoundaryError('tag set needs an array "values" at ' + where(path));
             }
             const set = new Set<unknown>();
-            this.seen.set(where(path), set);
+            this.remember(path, set);
             n.values.forEach((x, i) => set.add(this.node(x, [...path, 'values', i])));
             return set;
         }
@@ -210,7 +253,7 @@ class Decoder {
                 throw new BoundaryError('tag map needs an array "entries" at ' + where(path));
             }
             const map = new Map<unknown, unknown>();
-            this.seen.set(where(path), map);
+            this.remember(path, map);
             n.entries.forEach((e, i) => {
                 if (!Array.isArray(e) || e.length !== 2) {
                     throw new BoundaryError(`map entry ${i} is no pair at ${where(path)}`);
@@ -223,7 +266,7 @@ class Decoder {
         case 'error': {
             const name = this.field(n, 'name', 'string', path);
             const message = this.field(n, 'message', 'string', path);
-            const Ctor = ERRORS[name];
+            const Ctor = own(ERRORS, name);
             let err: Error;
             if (Ctor) {
                 err = new Ctor(message);
@@ -235,7 +278,7 @@ class Decoder {
                 hidden(err, 'name', name);
             }
             hidden(err, 'stack', `${name}: ${message}`);
-            this.seen.set(where(path), err);
+            this.remember(path, err);
             if ('cause' in n) {
                 hidden(err, 'cause', this.node(n.cause as Json, [...path, 'cause']));
             }
@@ -302,7 +345,7 @@ class Decoder {
             throw new BoundaryError(`unknown tag ${JSON.stringify(t)} at ${where(path)}`);
         }
         }
-        this.seen.set(where(path), out);
+        this.remember(path, out);
         return out;
     }
 }

@@ -3,8 +3,9 @@
 // malformed documents and values that cannot cross fail with a BoundaryError naming where.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { Worker } from 'node:worker_threads';
 
-import { airlock } from './world.mjs';
+import { airlock, airlockUrl } from './world.mjs';
 
 const { decode, encode, BoundaryError } = airlock;
 
@@ -152,6 +153,52 @@ test('an object with its own $type key is escaped, and __proto__ stays an own ke
     assert.equal(Object.getPrototypeOf(v), Object.prototype);
     assert.deepEqual(Object.keys(v), ['__proto__']);
     assert.equal({}.polluted, undefined);
+});
+
+test('names of Object.prototype members are no constructors and no numbers', () => {
+    // a guest names its errors as it likes: e.name = 'constructor' is still an Error
+    for (const name of ['constructor', 'toString', '__proto__', 'hasOwnProperty', 'valueOf']) {
+        const text = `{"$type":"error","name":"${name}","message":"m"}`;
+        const v = decode(text);
+        assert.ok(v instanceof Error, name);
+        assert.equal(v.name, name);
+        assert.equal(v.message, 'm');
+        assert.equal(encode(v), text);
+        assert.throws(() => decode(`{"$type":"number","value":"${name}"}`),
+            (e) => e instanceof BoundaryError && /unknown number/.test(e.message), name);
+    }
+});
+
+// A guest's value of half a megabyte: one long key over many small arrays. Where each one is
+// (for references) must not cost the key's length again per element: that took minutes. The
+// decode runs in a worker, so that a slow one fails the test instead of hanging it.
+test('a long key over many elements decodes in linear time', async () => {
+    const code = `
+        const { parentPort, workerData } = require('node:worker_threads');
+        import(workerData.url).then(({ decode }) => {
+            const key = 'k'.repeat(100000);
+            const text = JSON.stringify({ [key]: Array.from({ length: 100000 }, (_, i) => [i]) });
+            const v = decode(text);
+            const shared = decode(JSON.stringify({ [key]: [[1], { $type: 'ref', path: [key, 0] }] }));
+            parentPort.postMessage([v[key].length, v[key][99999][0], shared[key][1] === shared[key][0]]);
+        });`;
+    const w = new Worker(code, { eval: true, workerData: { url: airlockUrl } });
+    let timer;
+    try {
+        const got = await Promise.race([
+            new Promise((resolve, reject) => {
+                w.once('message', resolve);
+                w.once('error', reject);
+            }),
+            new Promise((_, reject) => {
+                timer = setTimeout(() => reject(new Error('decode took over 20 s')), 20000);
+            }),
+        ]);
+        assert.deepEqual(got, [100000, 99999, true]);
+    } finally {
+        clearTimeout(timer);
+        await w.terminate();
+    }
 });
 
 test('malformed tags are refused with where they are', () => {

@@ -15,8 +15,9 @@ export { SECRET, TIMEOUT, until };
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const PKG = process.env.AIRLOCK_JS || path.join(HERE, '..', '..', 'build', 'js');
 
-/** The built package, as a consumer imports it. */
-export const airlock = await import(pathToFileURL(path.join(PKG, 'dist', 'index.js')).href);
+/** The built package's entry (a URL, for a worker to import too), and the package itself. */
+export const airlockUrl = pathToFileURL(path.join(PKG, 'dist', 'index.js')).href;
+export const airlock = await import(airlockUrl);
 
 // The people of department finance (eve audits every department) and their roles.
 const PEOPLE = [['alice', 'author', 'user'], ['bob', 'approver', 'user'], ['carol', 'approver', 'user'],

@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "json.h"
+#include "term.h"
 
 int client_open(struct client *c, const char *command)
 {
@@ -146,7 +147,13 @@ void client_refused(const char *what, long status, const struct buf *answer)
     const struct json_node *code = e ? json_get(e, "code") : NULL;
     const struct json_node *msg = e ? json_get(e, "message") : NULL;
     if (code && msg && code->type == JSON_STRING && msg->type == JSON_STRING) {
-        cli_error("%s: %ld %s: %s", what, status, code->str, msg->str);
+        /* the server's words, which may quote a guest's or a person's text: through term.c
+         * like everything else it sends (cli_error prints its arguments as they are) */
+        fprintf(stderr, "airlock: %s: %ld ", what, status);
+        term_write(stderr, code->str, code->str_len);
+        fputs(": ", stderr);
+        term_write(stderr, msg->str, msg->str_len);
+        fputc('\n', stderr);
     } else {
         cli_error("%s: HTTP %ld", what, status);
     }

@@ -12,6 +12,9 @@
 #include "buf.h"
 
 #define CLIENT_ANSWER_MAX ((size_t)64 << 20)
+/* Nesting of an answer read whole: a run's value or a call's arguments nest as deep as values
+ * cross the sandbox's boundary (1000 levels), a few levels down in the answer. */
+#define CLIENT_ANSWER_DEPTH 1100u
 
 struct client {
     char base[2048]; /* AIRLOCK_URL without a trailing '/' */

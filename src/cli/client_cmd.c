@@ -303,7 +303,8 @@ int client_cmd_call(struct client *c, const char *what, const char *method, cons
 int client_cmd_parse(const char *what, const struct buf *answer, struct json_doc **ret_doc)
 {
     struct al_error err = { 0 };
-    if (!answer->data || json_parse(answer->data, answer->len, 64, ret_doc, &err) != AL_OK) {
+    if (!answer->data ||
+        json_parse(answer->data, answer->len, CLIENT_ANSWER_DEPTH, ret_doc, &err) != AL_OK) {
         cli_error("%s: airlockd's answer is not JSON%s%s", what, answer->data ? ": " : "",
                   answer->data ? err.message : "");
         return -1;
@@ -311,11 +312,13 @@ int client_cmd_parse(const char *what, const struct buf *answer, struct json_doc
     return 0;
 }
 
-void client_cmd_print_answer(const struct buf *answer)
+int client_cmd_print_answer(const char *what, const struct buf *answer)
 {
-    if (!answer->data) {
-        return;
+    struct json_doc *doc = NULL;
+    if (client_cmd_parse(what, answer, &doc) != 0) {
+        return CLI_EXIT_FAILED;
     }
+    json_doc_free(doc);
     if (isatty(STDOUT_FILENO)) {
         struct buf safe;
         buf_init(&safe, SIZE_MAX / 2);
@@ -329,6 +332,7 @@ void client_cmd_print_answer(const struct buf *answer)
     if (answer->len == 0 || answer->data[answer->len - 1] != '\n') {
         fputc('\n', stdout);
     }
+    return 0;
 }
 
 const char *client_cmd_str(const struct json_node *obj, const char *key)

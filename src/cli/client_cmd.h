@@ -81,8 +81,10 @@ int client_cmd_call(struct client *c, const char *what, const char *method, cons
 int client_cmd_parse(const char *what, const struct buf *answer, struct json_doc **ret_doc);
 
 /* The answer as airlockd sent it, on stdout, ending with a newline (for --json). On a
- * terminal DEL and C1 controls inside its strings become \u escapes (the same JSON value). */
-void client_cmd_print_answer(const struct buf *answer);
+ * terminal DEL and C1 controls inside its strings become \u escapes (the same JSON value).
+ * 0, or CLI_EXIT_FAILED (nothing printed, why on stderr) for an answer that is not JSON:
+ * --json promises one JSON document. */
+int client_cmd_print_answer(const char *what, const struct buf *answer);
 
 /* A member's string, or NULL when it is missing or not a string. */
 const char *client_cmd_str(const struct json_node *obj, const char *key);

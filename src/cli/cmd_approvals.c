@@ -101,7 +101,7 @@ static int approvals_list(int argc, char **argv)
     buf_init(&answer, CLIENT_ANSWER_MAX);
     rc = client_cmd_call(&c, what, "GET", path, NULL, &answer, &status);
     if (rc == 0 && json) {
-        client_cmd_print_answer(&answer);
+        rc = client_cmd_print_answer(what, &answer);
     } else if (rc == 0 && client_cmd_parse(what, &answer, &doc) != 0) {
         rc = CLI_EXIT_FAILED;
     } else if (rc == 0) {
@@ -167,7 +167,7 @@ static int approvals_decide(int argc, char **argv, const char *decision, const c
     snprintf(path, sizeof path, "/v1/approvals/%s/%s", pos[0], decision);
     rc = client_cmd_call(&c, what, "POST", path, &body, &answer, &status);
     if (rc == 0 && json) {
-        client_cmd_print_answer(&answer);
+        rc = client_cmd_print_answer(what, &answer);
     } else if (rc == 0 && client_cmd_parse(what, &answer, &doc) != 0) {
         rc = CLI_EXIT_FAILED;
     } else if (rc == 0) {

@@ -273,6 +273,7 @@ static int audit_export(int argc, char **argv)
     long status = 0;
     int fd = -1;
     int rc = CLI_EXIT_USAGE;
+    char tmp[4200] = "";
     buf_init(&o.line, (size_t)8 << 20);
     buf_init(&answer, CLIENT_ANSWER_MAX);
     int a = client_cmd_args(what, audit_usage, argc, argv, opts, 3, NULL, 0, 0);
@@ -289,10 +290,19 @@ static int audit_export(int argc, char **argv)
         goto out;
     }
     if (file) {
-        /* the log names people and holds runs' inputs: readable by its owner only */
-        fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        /* Into a new file beside FILE, renamed over it once the export is whole: a refused or
+         * broken export leaves an earlier FILE as it was, and a symlink at FILE is replaced,
+         * never written through. mkstemp's file is readable by its owner only, as the log
+         * (it names people and holds runs' inputs) must be. */
+        int n = snprintf(tmp, sizeof tmp, "%s.XXXXXX", file);
+        fd = n > 0 && (size_t)n < sizeof tmp ? mkstemp(tmp) : -1;
         if (fd < 0 || !(o.f = fdopen(fd, "w"))) {
-            cli_error("%s: cannot write %s: %s", what, file, strerror(errno));
+            cli_error("%s: cannot write %s: %s", what, file,
+                      n > 0 && (size_t)n < sizeof tmp ? strerror(errno) : "the name is too long");
+            if (fd >= 0) {
+                unlink(tmp);
+            }
+            tmp[0] = '\0';
             rc = CLI_EXIT_USAGE;
             goto out;
         }
@@ -315,9 +325,6 @@ static int audit_export(int argc, char **argv)
         cli_error("%s: cannot write: %s", what, strerror(errno));
         goto out;
     }
-    if (file) {
-        printf("%s: %llu records\n", file, o.records);
-    }
     rc = CLI_EXIT_COMPLETED;
 out:
     if (o.f && o.f != stdout) {
@@ -325,8 +332,14 @@ out:
             cli_error("%s: cannot write %s: %s", what, file, strerror(errno));
             rc = CLI_EXIT_FAILED;
         }
+        if (rc == CLI_EXIT_COMPLETED && rename(tmp, file) != 0) {
+            cli_error("%s: cannot write %s: %s", what, file, strerror(errno));
+            rc = CLI_EXIT_FAILED;
+        }
         if (rc != CLI_EXIT_COMPLETED) {
-            unlink(file); /* never leave half an export that looks like one */
+            unlink(tmp); /* never leave half an export that looks like one */
+        } else {
+            printf("%s: %llu records\n", file, o.records);
         }
     }
     if (fd >= 0) {

@@ -105,7 +105,8 @@ static int mcp_forward(struct client *c, const char *line, size_t len)
     }
     /* a JSON-RPC answer (200, or 400/403/500 naming the protocol error) goes out as it is */
     struct json_doc *doc = NULL;
-    int jsonrpc = answer.data && json_parse(answer.data, answer.len, 256, &doc, NULL) == AL_OK &&
+    int jsonrpc = answer.data &&
+                  json_parse(answer.data, answer.len, CLIENT_ANSWER_DEPTH, &doc, NULL) == AL_OK &&
                   json_root(doc)->type == JSON_OBJECT && json_get(json_root(doc), "jsonrpc");
     json_doc_free(doc);
     if (jsonrpc) {
@@ -128,27 +129,29 @@ out:
 }
 
 /* Reads one line (without its newline) into b: 1, 0 at the end of stdin, -1 for a line over
- * MCP_LINE_MAX (skipped to its end). */
+ * MCP_LINE_MAX (skipped to its end). Byte by byte, not fgets: a NUL byte inside a line must not
+ * hide where the line ends (the next message would be glued to it, its request never
+ * answered). */
 static int mcp_read_line(struct buf *b)
 {
     char chunk[64 * 1024];
+    size_t n = 0;
     int too_long = 0;
     int got = 0;
+    int c;
     buf_reset(b);
-    while (fgets(chunk, sizeof chunk, stdin)) {
-        size_t n = strlen(chunk);
-        int end = n > 0 && chunk[n - 1] == '\n';
+    while ((c = getc(stdin)) != EOF) {
         got = 1;
-        if (end) {
-            n--;
-        }
-        if (!too_long && buf_append(b, chunk, n) != BUF_OK) {
-            too_long = 1;
-        }
-        if (end) {
+        if (c == '\n') {
             break;
         }
+        chunk[n++] = (char)c;
+        if (n == sizeof chunk) {
+            too_long = too_long || buf_append(b, chunk, n) != BUF_OK;
+            n = 0;
+        }
     }
+    too_long = too_long || (n && buf_append(b, chunk, n) != BUF_OK);
     if (!got) {
         return 0;
     }

@@ -177,7 +177,7 @@ static int show_run(const char *what, int json, const struct buf *answer)
         return CLI_EXIT_FAILED;
     }
     if (json) {
-        client_cmd_print_answer(answer);
+        client_cmd_print_answer(what, answer); /* parsed above: JSON */
     } else {
         print_run(json_root(doc));
     }
@@ -461,7 +461,7 @@ static int runs_list(int argc, char **argv)
     buf_init(&answer, CLIENT_ANSWER_MAX);
     rc = client_cmd_call(&c, what, "GET", path, NULL, &answer, &status);
     if (rc == 0 && json) {
-        client_cmd_print_answer(&answer);
+        rc = client_cmd_print_answer(what, &answer);
     } else if (rc == 0) {
         if (client_cmd_parse(what, &answer, &doc) != 0) {
             rc = CLI_EXIT_FAILED;

@@ -61,8 +61,7 @@ static int show_answer(const char *what, int json, const struct buf *answer,
 {
     struct json_doc *doc = NULL;
     if (json) {
-        client_cmd_print_answer(answer);
-        return CLI_EXIT_COMPLETED;
+        return client_cmd_print_answer(what, answer);
     }
     if (client_cmd_parse(what, answer, &doc) != 0) {
         return CLI_EXIT_FAILED;

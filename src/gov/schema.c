@@ -105,6 +105,29 @@ struct seg {
 
 /* ---------------------------------------------------------------- paths and messages */
 
+/* len, less a last character of s[0..len) that a cut left unfinished: text cut to fit a buffer
+ * stays well-formed UTF-8 (a message becomes a guest's TypeError message and audit text). */
+static size_t whole_chars(const char *s, size_t len)
+{
+    size_t lead = len;
+    while (lead > 0 && ((unsigned char)s[lead - 1] & 0xc0) == 0x80) {
+        lead--;
+    }
+    unsigned char c = lead > 0 ? (unsigned char)s[lead - 1] : 0;
+    size_t need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+    return lead > 0 && len - (lead - 1) < need ? lead - 1 : len;
+}
+
+/* error_set, with the message's end cut between characters. */
+static enum al_code message_set(struct al_error *err, const char *a, const char *sep, const char *b)
+{
+    error_set(err, AL_CONFIG_ERROR, "%s%s%s", a, sep, b);
+    if (err) {
+        err->message[whole_chars(err->message, strlen(err->message))] = '\0';
+    }
+    return AL_CONFIG_ERROR;
+}
+
 static size_t put_bytes(char *out, size_t cap, size_t at, const char *s, size_t n)
 {
     for (size_t i = 0; i < n && at + 1 < cap; i++) {
@@ -157,6 +180,9 @@ static void render_path(const struct seg *leaf, char *out, size_t cap)
             }
         }
     }
+    if (at + 1 >= sizeof full) {
+        at = whole_chars(full, at); /* filled up */
+    }
     full[at] = '\0';
     if (at <= PATH_TEXT_MAX) {
         snprintf(out, cap, "%s", full);
@@ -205,8 +231,9 @@ compile_fail(struct al_error *err, const struct seg *at, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
+    what[whole_chars(what, strlen(what))] = '\0';
     render_path(at, path, sizeof path);
-    return error_set(err, AL_CONFIG_ERROR, "%s at %s", what, path);
+    return message_set(err, what, " at ", path);
 }
 
 __attribute__((format(printf, 3, 4))) static enum al_code
@@ -218,8 +245,9 @@ rule_fail(struct al_error *err, const struct seg *at, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(rule, sizeof rule, fmt, ap);
     va_end(ap);
+    rule[whole_chars(rule, strlen(rule))] = '\0';
     render_path(at, path, sizeof path);
-    return error_set(err, AL_CONFIG_ERROR, "%s: %s", path, rule);
+    return message_set(err, path, ": ", rule);
 }
 
 static enum al_code no_memory(struct al_error *err)

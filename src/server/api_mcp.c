@@ -29,8 +29,12 @@
 #include "json.h"
 #include "runs.h"
 
-#define MCP_ID_MAX      256 /* bytes of a request id's JSON text */
-#define MCP_ANSWER_MAX  ((size_t)64 << 20)
+#define MCP_ID_MAX     256 /* bytes of a request id's JSON text */
+#define MCP_ANSWER_MAX ((size_t)64 << 20)
+/* Nesting bound for reading a run's answer: a run's value may nest as deep as values cross the
+ * sandbox's boundary (1000 levels, far past a request's API_DEPTH_MAX), and the run object holds
+ * it a level down; the text is airlockd's own and the parser's recursion is bounded by this. */
+#define MCP_RUN_DEPTH   1100
 #define MCP_LATEST      "2025-06-18"
 #define MCP_ERR_PARSE   (-32700)
 #define MCP_ERR_REQUEST (-32600)
@@ -103,7 +107,7 @@ static void mcp_put_run_result(struct buf *out, unsigned status, const char *bod
     struct buf text;
     buf_init(&text, MCP_ANSWER_MAX);
     memset(&err, 0, sizeof err);
-    if (json_parse(body, len, API_DEPTH_MAX + 16, &doc, &err) != AL_OK ||
+    if (json_parse(body, len, MCP_RUN_DEPTH, &doc, &err) != AL_OK ||
         json_root(doc)->type != JSON_OBJECT) {
         buf_printf(&text, "airlockd answered %u with a body that is not a JSON object", status);
         buf_append_str(out, "{");
@@ -152,21 +156,26 @@ static void mcp_put_run_result(struct buf *out, unsigned status, const char *bod
                    message && message->type == JSON_STRING ? message->str : "no message");
     } else if (strcmp(st->str, "awaiting_approval") == 0) {
         struct json_doc *adoc = NULL;
-        buf_printf(&text, "run %s waits for a person to decide approval ", id->str);
+        struct buf ids;
+        buf_init(&ids, MCP_ANSWER_MAX);
         if (json_parse(approvals_text, approvals_len, 4, &adoc, &err) == AL_OK) {
             const struct json_node *a = json_root(adoc);
-            int n = 0;
             for (const struct json_node *e = a->type == JSON_ARRAY ? a->child : NULL; e;
                  e = e->next) {
                 if (e->type == JSON_STRING) {
-                    buf_printf(&text, "%s%s", n++ ? ", " : "", e->str);
+                    buf_printf(&ids, "%s%s", ids.len ? ", " : "", e->str);
                 }
             }
         }
         json_doc_free(adoc);
-        buf_printf(&text,
-                   ". It goes on once decided: call get_run with {\"run\":\"%s\"} to see its "
-                   "status and result.",
+        if (ids.len) {
+            buf_printf(&text, "run %s waits for a person to decide approval %s", id->str, ids.data);
+        } else {
+            /* decided, not yet resumed */
+            buf_printf(&text, "run %s waits to resume: its approvals are decided", id->str);
+        }
+        buf_done(&ids);
+        buf_printf(&text, ": call get_run with {\"run\":\"%s\"} to see its status and result.",
                    id->str);
     } else {
         buf_printf(&text, "run %s is %s: call get_run with {\"run\":\"%s\"} to see its result.",

@@ -456,7 +456,10 @@ static void runs_put_error(struct buf *b, const char *code, const char *name, si
 void runs_put_bounded(struct buf *b, const char *key, const char *json, size_t len)
 {
     buf_printf(b, "\"%s\":", key);
-    if (len <= RUNS_AUDIT_FIELD_MAX) {
+    /* too deep is as unrecordable as too large: the guest's value would fail the record, and
+     * with it the run's end (a call already made would go unrecorded) */
+    if (len <= RUNS_AUDIT_FIELD_MAX &&
+        json_check(json, len, RUNS_AUDIT_FIELD_DEPTH, NULL) == AL_OK) {
         buf_append(b, json, len);
         return;
     }

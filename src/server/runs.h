@@ -27,6 +27,9 @@
 #define RUNS_LIMITS_MAX      8
 #define RUNS_AUDIT_FIELD_MAX ((size_t)64 << 10) /* bytes of one JSON value in an audit record */
 #define RUNS_NODE_MAX        64                 /* bytes of a node's id, NUL included */
+/* Nesting of one JSON value in an audit record: records are read 64 levels deep (audit.c), and
+ * the value is a member of the record's details, two levels down. */
+#define RUNS_AUDIT_FIELD_DEPTH 62u
 
 struct connector_target;
 struct connector_client;
@@ -168,9 +171,9 @@ enum store_rc runs_json(struct store *s, const struct store_run *row, struct buf
 enum store_rc runs_json_by_id(struct store *s, const char *id, struct buf *b, unsigned *ret_status);
 /* 200 for a run that has ended, 202 for one still running or waiting for a person. */
 unsigned runs_http_status(const char *status);
-/* Appends `"key":JSON` for an audit record: as is up to RUNS_AUDIT_FIELD_MAX bytes, else
- * {"$truncated":true,"bytes":N,"sha256":HEX} (the run's row keeps the whole value): a record
- * must fit the store's line cap. */
+/* Appends `"key":JSON` for an audit record: as is up to RUNS_AUDIT_FIELD_MAX bytes and
+ * RUNS_AUDIT_FIELD_DEPTH levels, else {"$truncated":true,"bytes":N,"sha256":HEX} (the run's row
+ * keeps the whole value): a record must fit the store's line cap and the reader's depth. */
 void runs_put_bounded(struct buf *b, const char *key, const char *json, size_t len);
 /* A new id with a prefix ("run_", "apr_") and 32 random hex digits; -1 when the random
  * generator fails. ret holds RUNS_ID_LEN + 1 bytes. */

@@ -276,6 +276,28 @@ def t_whole_flow(tmp):
         gone = os.path.join(tmp, "agent.jsonl")
         _, err = agent("audit", "export", "-o", gone, want=1)
         check("403 FORBIDDEN" in err and not os.path.exists(gone), "%r" % err)
+        # nor is a file that was there before lost: a refused or failed export leaves it whole
+        with open(path) as f:
+            before = f.read()
+        _, err = agent("audit", "export", "-o", path, want=1)
+        check("403 FORBIDDEN" in err and os.path.exists(path), "a refusal removed %s" % path)
+        with open(path) as f:
+            check(f.read() == before, "a refused export truncated the earlier one")
+        rc, _, err = cli(["audit", "export", "-o", path], w.keys["eve"], free_port())
+        check(rc == 1 and os.path.exists(path), "unreachable: %d %r" % (rc, err))
+        with open(path) as f:
+            check(f.read() == before, "an unreachable server truncated the earlier export")
+        # -o over a symlink (a shared folder): the file it points to is never written
+        target, link = os.path.join(tmp, "victim.txt"), os.path.join(tmp, "link.jsonl")
+        with open(target, "w") as f:
+            f.write("keep me\n")
+        os.symlink(target, link)
+        agent("audit", "export", "-o", link, want=1)
+        eve("audit", "export", "-o", link)
+        with open(target) as f:
+            check(f.read() == "keep me\n", "audit export -o wrote through a symlink")
+        check(not os.path.islink(link) and os.stat(link).st_mode & 0o777 == 0o600, "%s" % link)
+        eve("audit", "verify", link, "--public-key", pub)
     finally:
         w.close()
 
@@ -376,6 +398,42 @@ def t_guest_escape_sequences_never_reach_the_terminal(tmp):
         w.close()
 
 
+def t_deep_values_are_shown(tmp):
+    """A run's value and a call's arguments nest as deep as values cross the sandbox's boundary
+    (here 300 levels): shown, in short lines and --json, and passed on by `airlock mcp` - not
+    'airlockd's answer is not JSON' (or a waiting approval nobody can list)."""
+    w = tr.World(tmp, adhoc=True)
+    try:
+        bob, agent = As(w, "bob"), As(w, "agent-7")
+        make = "let v = 1; for (let i = 0; i < 300; i++) v = [v];"
+        src = write(tmp, "deep.js", make + " return v;")
+        out, _ = agent("runs", "start", "--source", src, "--department", "finance")
+        check(" completed " in out and "value:\n" in out and out.count("[") == 300,
+              "runs start: %r" % out[:300])
+        doc = agent.json("runs", "start", "--source", src, "--department", "finance")
+        check(doc["status"] == "completed", "--json: %r" % str(doc)[:300])
+        out, _ = agent("runs", "show", doc["id"])
+        check("completed" in out, "runs show: %r" % out[:300])
+        # a sensitive call with such arguments: its approval is listed and can be decided
+        src = write(tmp, "deep_call.js", make + " return await shop.refund(v, 1);")
+        out, _ = agent("runs", "start", "--source", src, "--department", "finance",
+                       "--functions", "shop.refund", want=3)
+        out, _ = bob("approvals", "list")
+        check("shop.refund([[[[" in out, "approvals list: %r" % out[:300])
+        check(len(bob.json("approvals", "list")) == 1, "approvals list --json")
+        # airlock mcp hands the tool's deep result on as it came
+        line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "execute_code", "arguments": {"source": make + " return v;",
+                                                  "functions": []}}})
+        rc, out, err = cli(["mcp"], w.keys["agent-7"], w.s.port, stdin=(line + "\n").encode())
+        check(rc == 0 and len(out.splitlines()) == 1, "airlock mcp: %d %r %r" % (rc, out, err))
+        answer = json.loads(out)
+        check("error" not in answer and answer["result"]["structuredContent"]["status"] ==
+              "completed", "airlock mcp: %r" % out[:300])
+    finally:
+        w.close()
+
+
 def t_usage_errors_and_unreachable(tmp):
     usage = [
         (["template"], "usage: airlock template SUBCOMMAND"),
@@ -446,6 +504,89 @@ def t_usage_errors_and_unreachable(tmp):
         rc, out, err = cli(args, "k", port)
         check(rc == 1 and "127.0.0.1:%d" % port in err and out == "",
               "%r unreachable: %d %r" % (args, rc, err))
+
+
+class FakeServer:
+    """A stand-in for airlockd on a free port that answers every request with `answer`
+    (status, body bytes): what a broken proxy or a hostile server could send."""
+
+    def __init__(self):
+        import http.server
+        import threading
+        fake = self
+        self.answer = (200, b"{}")
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def handle_one(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                if n:
+                    self.rfile.read(n)
+                status, body = fake.answer
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = do_PUT = do_DELETE = handle_one
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def t_a_hostile_server_never_reaches_the_terminal_raw(tmp):
+    fake = FakeServer()
+    commands = (["template", "list"], ["template", "show", "t"], ["template", "diff", "t", "1"],
+                ["runs", "show", "run_1"], ["runs", "list"], ["runs", "start", "t"],
+                ["approvals", "list"], ["approvals", "approve", "apr_1"], ["audit", "export"])
+    try:
+        # a refusal whose code and message hold escape sequences: printed escaped on stderr
+        fake.answer = (403, json.dumps({"error": {
+            "code": "FORBIDDEN\x1b[2J", "message": "\x1b]0;owned\x07 \x1b[31mred \u009b"}}
+        ).encode())
+        for args in commands:
+            rc, out, err = cli(args, "k", fake.port)
+            check(rc == 1 and out == "", "%r refused: exit %d, stdout %r" % (args, rc, out))
+            check(ESC not in err and "\x07" not in err and "\u009b" not in err,
+                  "%r: a raw control reached stderr: %r" % (args, err))
+            check("403 FORBIDDEN\\x1b[2J: \\x1b]0;owned" in err, "%r: %r" % (args, err))
+        # answers of the wrong shape, or no JSON at all: a clear failure or a dash, no crash
+        odd = [b"", b"not json \x1b[2J", b"null", b"7", b'"\\u001b[2J"', b"[1,2,3]",
+               b'{"id":7,"status":[],"error":"x","versions":{},"approvals":5}',
+               b'[{"id":{},"status":1,"function":3,"args":"x"},null,[]]',
+               b"[" * 100000 + b"]" * 100000, b'{"value":' + b'"a",' * 1 + b'"b"}']
+        for body in odd:
+            for status in (200, 202, 500):
+                fake.answer = (status, body)
+                for args in commands:
+                    rc, out, err = cli(args, "k", fake.port)
+                    check(rc in (0, 1, 3), "%r answered %d %r: exit %d\nstderr %r" % (
+                        args, status, body[:40], rc, err[-600:]))
+                    # (audit export's stdout is the export's bytes, for a file or a pipe)
+                    shown = err if args[0] == "audit" else out + err
+                    check(ESC not in shown, "%r answered %r: raw ESC: %r %r" % (
+                        args, body[:40], out, err))
+        # --json promises one JSON document on stdout: an answer that is none is a failure
+        for body in (b"not json", b"", b'{"a":1} trailing', b"[1,2"):
+            fake.answer = (200, body)
+            for args in (["template", "list"], ["template", "show", "t"], ["runs", "list"],
+                         ["runs", "show", "run_1"], ["approvals", "list"],
+                         ["approvals", "approve", "apr_1"]):
+                rc, out, err = cli(args + ["--json"], "k", fake.port)
+                check(rc == 1 and out == "" and "answer is not JSON" in err,
+                      "%r --json answered %r: exit %d, stdout %r, stderr %r" % (
+                          args, body, rc, out, err))
+    finally:
+        fake.close()
 
 
 def free_port():

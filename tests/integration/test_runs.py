@@ -824,6 +824,64 @@ def t_mcp_calls_are_governed_runs(tmp):
         w.close()
 
 
+def t_mcp_a_deep_value_is_the_value(tmp):
+    """A value nested as deep as a run may return (1000 levels cross the boundary) is the tool's
+    result over MCP, as POST /v1/runs answers it: completed with that value, not an error about
+    airlockd's answer."""
+    w = World(tmp, adhoc=True)
+    try:
+        for depth in (60, 300, 900):
+            mcp_deep_value(w, depth)
+    finally:
+        w.close()
+
+
+def mcp_deep_value(w, depth):
+    src = "let v = 1; for (let i = 0; i < %d; i++) v = [v]; return v;" % depth
+    deep = 1
+    for _ in range(depth):
+        deep = [deep]
+    st, doc = w.run({"source": src, "functions": [], "department": "finance", "wait": True})
+    check(st == 200 and doc["status"] == "completed" and doc["value"] == deep,
+          "POST /v1/runs: %d %r" % (st, str(doc)[:300]))
+    r = mcp_call(w, "execute_code", {"source": src, "functions": []})
+    check("isError" not in r and r["structuredContent"]["status"] == "completed" and
+          r["structuredContent"]["value"] == deep and
+          json.loads(r["content"][0]["text"]) == deep, "tools/call: %r" % str(r)[:300])
+    g = mcp_call(w, "get_run", {"run": r["structuredContent"]["run"]})
+    check("isError" not in g and g["structuredContent"]["value"] == deep,
+          "get_run: %r" % str(g)[:300])
+
+
+def t_deep_values_are_recorded(tmp):
+    """A value, or a host call's arguments, nested deeper than an audit record may hold (it
+    reads records 64 levels deep) is recorded as a huge one is, by its size and digest: the run
+    ends as the guest made it end, not 'could not be recorded' - above all after its call
+    reached the connector, which the audit must show."""
+    w = World(tmp, adhoc=True)
+    try:
+        deep = 1
+        for _ in range(100):
+            deep = [deep]
+        make = "let v = 1; for (let i = 0; i < 100; i++) v = [v];"
+        st, doc = w.run({"source": make + " return v;", "functions": [], "department": "finance",
+                         "wait": True})
+        check(st == 200 and doc["status"] == "completed" and doc["value"] == deep,
+              "a deep value: %d %r" % (st, str(doc)[:300]))
+        end = [r for r in audit_rows(w.dir, "run.end") if r["subject"] == doc["id"]]
+        check(len(end) == 1 and end[0]["details"]["value"]["$truncated"] is True, "%r" % end)
+        st, doc = w.run({"source": make + " await shop.orders(v); return 'called';",
+                         "functions": ["shop.orders"], "department": "finance", "wait": True})
+        check(st == 200 and doc["status"] == "completed" and doc["value"] == "called",
+              "deep arguments: %d %r" % (st, str(doc)[:300]))
+        check(w.shop.calls()["by_function"].get("shop.orders") == 1, "%r" % w.shop.calls())
+        calls = [r for r in audit_rows(w.dir, "run.host_call") if r["subject"] == doc["id"]]
+        check(len(calls) == 1 and calls[0]["details"]["function"] == "shop.orders" and
+              calls[0]["details"]["args"]["$truncated"] is True, "run.host_call: %r" % calls)
+    finally:
+        w.close()
+
+
 def t_visibility(tmp):
     w = World(tmp)
     try:

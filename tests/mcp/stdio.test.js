@@ -80,3 +80,22 @@ test('over stdio: a bad key, a malformed line, notifications, EOF, missing envir
         await w.stop();
     }
 });
+
+test('over stdio: a line holding a NUL byte is one malformed message, and the next line still its own', async () => {
+    const w = await mcpWorld();
+    try {
+        const env = { AIRLOCK_URL: w.a.url, AIRLOCK_KEY: w.keys['agent-7'] };
+        const r = await proxy(env, [
+            '{"jsonrpc":"2.0","id":1,"method":"ping"}\u0000{"junk":',
+            JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' }),
+        ]);
+        assert.equal(r.code, 0, r.err);
+        assert.equal(r.out.length, 2, JSON.stringify(r.out));
+        const [bad, ping] = r.out.map((l) => JSON.parse(l));
+        assert.equal(bad.id, null);
+        assert.equal(bad.error.code, -32700);
+        assert.deepEqual(ping, { jsonrpc: '2.0', id: 2, result: {} });
+    } finally {
+        await w.stop();
+    }
+});

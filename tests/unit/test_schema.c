@@ -526,6 +526,88 @@ static void test_schema_long_paths_are_cut(void **state)
     schema_free(s);
 }
 
+/* Well-formed UTF-8 (RFC 3629), or 0. */
+static int utf8_ok(const char *text)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    while (*s) {
+        size_t n = *s < 0x80             ? 1
+                   : (*s & 0xe0) == 0xc0 ? 2
+                   : (*s & 0xf0) == 0xe0 ? 3
+                   : (*s & 0xf8) == 0xf0 ? 4
+                                         : 0;
+        if (n == 0) {
+            return 0;
+        }
+        for (size_t i = 1; i < n; i++) {
+            if ((s[i] & 0xc0) != 0x80) {
+                return 0;
+            }
+        }
+        s += n;
+    }
+    return 1;
+}
+
+/* A path far longer than a message holds, of characters of two bytes starting one byte off:
+ * the message is cut between characters, never inside one (it becomes a guest's TypeError
+ * message, and audit text). */
+static void test_schema_long_paths_cut_between_characters(void **state)
+{
+    (void)state;
+    for (size_t skew = 0; skew < 4; skew++) {
+        char key[2100];
+        size_t at = 0;
+        memset(key, 'a', skew);
+        at = skew;
+        for (size_t i = 0; i < 1000; i++) {
+            key[at++] = (char)0xc3; /* U+00E9 */
+            key[at++] = (char)0xa9;
+        }
+        key[at] = '\0';
+        char inst[2200];
+        snprintf(inst, sizeof inst, "{\"%s\":1}", key);
+        struct schema *s = compile_ok("{\"additionalProperties\":false}");
+        struct al_error err;
+        memset(&err, 0, sizeof err);
+        assert_int_equal(schema_validate(s, inst, strlen(inst), &err), AL_CONFIG_ERROR);
+        assert_non_null(strstr(err.message, "...\xc3\xa9"));
+        assert_non_null(strstr(err.message, ": is not allowed (additionalProperties false)"));
+        if (!utf8_ok(err.message)) {
+            fail_msg("skew %zu: the message is not UTF-8: %s", skew, err.message);
+        }
+        schema_free(s);
+    }
+}
+
+/* A rule quoting a long pattern of two-byte characters, cut to fit the message: between
+ * characters too. */
+static void test_schema_long_rules_cut_between_characters(void **state)
+{
+    (void)state;
+    for (size_t skew = 0; skew < 2; skew++) {
+        char pattern[300];
+        size_t at = skew;
+        memset(pattern, 'p', skew);
+        for (size_t i = 0; i < 120; i++) {
+            pattern[at++] = (char)0xc3; /* U+00E9 */
+            pattern[at++] = (char)0xa9;
+        }
+        pattern[at] = '\0';
+        char schema[400];
+        snprintf(schema, sizeof schema, "{\"pattern\":\"%s\"}", pattern);
+        struct schema *s = compile_ok(schema);
+        struct al_error err;
+        memset(&err, 0, sizeof err);
+        assert_int_equal(schema_validate(s, "\"x\"", 3, &err), AL_CONFIG_ERROR);
+        assert_non_null(strstr(err.message, "(root): must match pattern '"));
+        if (!utf8_ok(err.message)) {
+            fail_msg("skew %zu: the message is not UTF-8: %s", skew, err.message);
+        }
+        schema_free(s);
+    }
+}
+
 static void test_schema_arguments(void **state)
 {
     (void)state;
@@ -570,6 +652,8 @@ int main(void)
         cmocka_unit_test(test_schema_wrong_value_types_refused),
         cmocka_unit_test(test_schema_depth_is_bounded),
         cmocka_unit_test(test_schema_long_paths_are_cut),
+        cmocka_unit_test(test_schema_long_paths_cut_between_characters),
+        cmocka_unit_test(test_schema_long_rules_cut_between_characters),
         cmocka_unit_test(test_schema_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
