@@ -412,6 +412,11 @@ static enum store_rc api_run_go(struct store *s, const unsigned char *secret_key
     if (rc != STORE_OK) {
         s->ops->tx_rollback(s);
         in_tx = 0;
+        if (rc == STORE_NOT_FOUND && claimed[0]) {
+            /* queued, but its continuation is gone: it would be claimed again and again */
+            snprintf(err, 256, "run %s was queued without its continuation", run_id);
+            rc = STORE_CONFLICT;
+        }
         if (rc == STORE_CONFLICT && err[0]) {
             /* it cannot run any more (its version revoked meanwhile, a connector gone): it ends
              * rather than wait for nothing; a claimed run is back in the queue after the

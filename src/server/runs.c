@@ -981,7 +981,9 @@ static enum store_rc runs_record_job(struct store *s, const char *node, struct r
         }
         return STORE_OK;
     }
-    if (rc == STORE_OK && node[0]) {
+    /* a run that executes here names this node; a held or queued one belongs to no node yet */
+    int executes = job->start.mode == RUNS_START_WAIT || job->start.mode == RUNS_START_NOWAIT;
+    if (rc == STORE_OK && node[0] && executes) {
         rc = s->ops->run_set_node(s, runs_job_id(job), node);
     }
     if (rc == STORE_OK && job->start.mode != RUNS_START_WAIT) {
