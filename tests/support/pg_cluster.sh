@@ -4,6 +4,9 @@
 #
 #   pg_cluster.sh setup DIR       initdb a fresh cluster into DIR/data and start it (CTest
 #                                 fixture pg.start); its URL goes into DIR/url
+#   pg_cluster.sh setup DIR --durable
+#                                 the same with fsync and synchronous_commit on (a measurement,
+#                                 bench/run.sh's nodes phase: commits as durable as SQLite's)
 #   pg_cluster.sh stop DIR        stop it, keeping its data (a test of an outage)
 #   pg_cluster.sh start DIR       start it again on the same port and socket
 #   pg_cluster.sh teardown DIR    stop it and remove DIR/data (fixture pg.stop)
@@ -14,13 +17,21 @@
 # The server never runs as root: as root (CI), it runs as the system user airlock-test, created
 # here if missing, which owns the data directory. It listens on no TCP address at all, only on a
 # Unix socket in DIR (mode 0700: its owner and root connect), at a port number found free, with
-# trust authentication for that socket; the superuser is "airlock". fsync is off: the cluster is
-# thrown away, and what the tests check is airlockd's behaviour, not the disk's.
+# trust authentication for that socket; the superuser is "airlock". fsync is off (unless
+# --durable): the cluster is thrown away, and what the tests check is airlockd's behaviour, not
+# the disk's.
 set -eu
 
 cmd=${1:-}
 dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: pg_cluster.sh setup|stop|start|teardown|env DIR" >&2; exit 2; }
+fsync=off
+if [ "$cmd" = setup ] && [ "${3:-}" = --durable ]; then
+    fsync=on
+elif [ "$cmd" = setup ] && [ -n "${3:-}" ]; then
+    echo "pg_cluster: unknown option ${3:-} (setup DIR [--durable])" >&2
+    exit 2
+fi
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 user=airlock-test
@@ -89,7 +100,8 @@ setup)
     cat >>"$base/cluster/data/postgresql.conf" <<EOF
 listen_addresses = ''
 unix_socket_permissions = 0700
-fsync = off
+fsync = $fsync
+synchronous_commit = on
 max_connections = 60
 EOF
     pg_start || { cat "$base/cluster/server.log" >&2; exit 1; }
