@@ -12,6 +12,11 @@
 # POST /v1/runs of an approved template, in a fresh BUILD/bench-governed (airlockd's data
 # directory and request log stay there until the next round), joined into the second table.
 #
+# Then, once, the nodes phase: BUILD/bin/airlock_nodes (bench/nodes.c) on a throwaway PostgreSQL
+# cluster (tests/support/pg_cluster.sh setup --durable: fsync and synchronous_commit on, as
+# SQLite's commits are fsync'd) in BUILD/bench-pg, removed afterwards; 1, 2 and 3 airlockd nodes
+# on one database against SQLite on one node, joined into the third table.
+#
 # BENCH_QUICK=1 runs a tenth of the iterations and 1 s throughput phases, and leaves
 # docs/benchmarks.md alone (a smoke test of the harness, not a measurement).
 set -eu
@@ -33,7 +38,7 @@ case $ROUNDS in
 esac
 
 for f in "$BUILD/bin/airlock_bench" "$BUILD/bin/airlock-worker" "$BUILD/bin/airlock_governed" \
-    "$BUILD/bin/airlockd"; do
+    "$BUILD/bin/airlock_nodes" "$BUILD/bin/airlockd"; do
     if [ ! -x "$f" ]; then
         echo "run.sh: $f is missing; build first (make bench does)" >&2
         exit 1
@@ -41,6 +46,7 @@ for f in "$BUILD/bin/airlock_bench" "$BUILD/bin/airlock-worker" "$BUILD/bin/airl
 done
 command -v node >/dev/null || { echo "run.sh: node is required for the peer" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "run.sh: python3 is required for the table" >&2; exit 1; }
+command -v psql >/dev/null || { echo "run.sh: psql (postgresql, scripts/bootstrap.sh) is required for the nodes phase" >&2; exit 1; }
 
 # The peer, installed into the build folder only. npm ci checks the lock's integrity hash.
 want=$(node -p "require('$ROOT/bench/package.json').dependencies.run")
@@ -56,7 +62,8 @@ fi
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # Rounds alternate the two sides, so a burst of outside load hits one round, not one side.
-rm -f "$BUILD"/bench-airlock.*.jsonl "$BUILD"/bench-run.*.jsonl "$BUILD"/bench-governed.*.jsonl
+rm -f "$BUILD"/bench-airlock.*.jsonl "$BUILD"/bench-run.*.jsonl "$BUILD"/bench-governed.*.jsonl \
+    "$BUILD/bench-nodes.jsonl"
 round=1
 while [ "$round" -le "$ROUNDS" ]; do
     echo "run.sh: round $round/$ROUNDS: airlock (C API) ..." >&2
@@ -70,13 +77,26 @@ while [ "$round" -le "$ROUNDS" ]; do
     round=$((round + 1))
 done
 
+# The nodes phase, once (its nodes share the cores with PostgreSQL: one run, not rounds).
+PG=$BUILD/bench-pg
+PG_CLUSTER=$ROOT/tests/support/pg_cluster.sh
+echo "run.sh: several nodes: SQLite x1, then 1, 2 and 3 nodes on one PostgreSQL ..." >&2
+rm -rf "$BUILD/bench-nodes"
+trap '"$PG_CLUSTER" teardown "$PG" >/dev/null 2>&1 || true' EXIT
+"$PG_CLUSTER" setup "$PG" --durable >&2
+PG_VERSION=$(psql -X -At -d "$(cat "$PG/url")" -c 'SHOW server_version' 2>/dev/null || echo '?')
+(cd "$BUILD/bin" && ./airlock_nodes $QUICK ./airlockd "$BUILD/bench-nodes" "$PG") \
+    >"$BUILD/bench-nodes.jsonl"
+"$PG_CLUSTER" teardown "$PG" >&2
+trap - EXIT
+
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 DOC=$ROOT/docs/benchmarks.md
 if [ -n "$QUICK" ]; then
     DOC=
 fi
 
-export LOAD_BEFORE LOAD_AFTER
+export LOAD_BEFORE LOAD_AFTER PG_VERSION
 python3 - "$BUILD" "$ROUNDS" "$want" "$ROOT" "$DOC" <<'PY'
 import json, os, platform, subprocess, sys, time
 
@@ -268,6 +288,53 @@ if c1 or fs:
                      f"{ms(fs['p99_ms'])} ms (of {fs['iterations']})")
     lines.append("This machine's floor for governed runs, measured by the bench: "
                  + "; ".join(parts) + ".")
+
+# The third table: several nodes on one PostgreSQL, against SQLite on one node (one run).
+nd = {}
+with open(f"{build}/bench-nodes.jsonl") as f:
+    for line in f:
+        line = line.strip()
+        if line.startswith("{"):
+            row = json.loads(line)
+            nd[row["workload"]] = row
+if any(k.startswith("Npg") for k in nd):
+    def rate(w):
+        return "-" if w not in nd else f"{nd[w]['runs_per_s']:.1f}"
+    def trio(c, key, fmt):
+        return " / ".join("-" if f"Npg{n}c{c}" not in nd else fmt(nd[f"Npg{n}c{c}"][key])
+                          for n in (1, 2, 3))
+    lines.append("")
+    lines.append("### Several nodes on PostgreSQL")
+    lines.append("")
+    lines.append(f"PostgreSQL {os.environ.get('PG_VERSION', '?')} on this machine (fsync and "
+                 "synchronous_commit on; a Unix socket), every node a fresh airlockd on one fresh "
+                 "database, the client threads spread round-robin over the nodes; the nodes, "
+                 "their workers, PostgreSQL and the bench share the same cores. CPU per run: "
+                 "utime + stime across the phase, divided by its runs.")
+    lines.append("")
+    lines.append("| concurrency | SQLite x1 runs/s | PG x1 runs/s | PG x2 runs/s | PG x3 runs/s "
+                 "| PG x3 / PG x1 | PG database CPU ms per run (x1 / x2 / x3) "
+                 "| database share of all CPU per run (x1 / x2 / x3) |")
+    lines.append("|---|--:|--:|--:|--:|--:|--:|--:|")
+    for c in (2, 8):
+        one, three = nd.get(f"Npg1c{c}"), nd.get(f"Npg3c{c}")
+        sec = (one or nd.get(f"Nsqlite1c{c}") or {}).get("seconds", 0)
+        lines.append(f"| {c}, {sec:.1f} s | {rate(f'Nsqlite1c{c}')} | {rate(f'Npg1c{c}')} "
+                     f"| {rate(f'Npg2c{c}')} | {rate(f'Npg3c{c}')} "
+                     f"| {ratio(three and three['runs_per_s'], one and one['runs_per_s'])} "
+                     f"| {trio(c, 'db_cpu_ms_per_run', lambda x: f'{x:.2f}')} "
+                     f"| {trio(c, 'db_share', lambda x: f'{100 * x:.0f}%')} |")
+    lines.append("")
+    parts = []
+    for w, label in (("Nsqlite1c8", "SQLite x1"), ("Npg1c8", "PG x1"), ("Npg3c8", "PG x3")):
+        if w in nd:
+            r = nd[w]
+            db = ("SQLite inside them" if w.startswith("Nsqlite") else
+                  f"{r['db_cpu_ms_per_run']:.2f} ms in PostgreSQL")
+            parts.append(f"{label} {r['nodes_cpu_ms_per_run']:.2f} ms in the nodes and their "
+                         f"workers ({db if db[0] == 'S' else 'plus ' + db}), "
+                         f"{r['bench_cpu_ms_per_run']:.2f} ms in the bench's clients and connector")
+    lines.append("CPU per run at concurrency 8: " + "; ".join(parts) + ".")
 table = "\n".join(lines)
 
 commit = sh("git", "rev-parse", "--short", "HEAD")
