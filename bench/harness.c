@@ -3,6 +3,8 @@
  * in-process connector, the libcurl client, airlockd's start, setup and log, and the timed
  * phases of client threads. See harness.h.
  */
+#include "harness.h"
+
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
@@ -23,7 +25,6 @@
 #include <unistd.h>
 
 #include "airlock.h"
-#include "harness.h"
 
 static const char get_answer[] = "{\"result\":{\"id\":\"k1\",\"value\":42}}";
 static const char refund_answer[] = "{\"result\":{\"ok\":true}}";
@@ -182,8 +183,8 @@ static size_t answer_write(char *ptr, size_t size, size_t nmemb, void *userdata)
 }
 
 /* One request on a (reused) easy handle; writes the status. The answer is in *a. */
-int http_call(CURL *e, const char *method, const char *url, const char *key,
-                     const char *body, struct answer *a, long *ret_status)
+int http_call(CURL *e, const char *method, const char *url, const char *key, const char *body,
+              struct answer *a, long *ret_status)
 {
     struct curl_slist *h = NULL;
     char auth[512];
@@ -242,7 +243,6 @@ int json_str(const char *json, const char *name, char *out, size_t cap)
 }
 
 /* ---------------------------------------------------------------- airlockd */
-
 
 /* Starts airlockd on a free port in a fresh directory and waits for its listening line. With a
  * database URL it keeps its store there (the keys of several nodes come from the environment,
@@ -323,7 +323,7 @@ void server_stop(struct server *sv)
 
 /* One setup request that must answer `want`; the answer stays in *a. */
 int server_ok(struct server *sv, const char *method, const char *path, const char *key,
-                     const char *body, long want, struct answer *a)
+              const char *body, long want, struct answer *a)
 {
     char url[256];
     long status = 0;
@@ -332,8 +332,7 @@ int server_ok(struct server *sv, const char *method, const char *path, const cha
         return -1;
     }
     if (status != want) {
-        fprintf(stderr, "bench: %s %s: %ld, want %ld: %s\n", method, path, status, want,
-                a->data);
+        fprintf(stderr, "bench: %s %s: %ld, want %ld: %s\n", method, path, status, want, a->data);
         return -1;
     }
     return 0;
@@ -453,7 +452,6 @@ long file_size(const char *path)
     return stat(path, &st) == 0 ? (long)st.st_size : 0;
 }
 
-
 /* ---------------------------------------------------------------- the clients */
 
 static int lib_run(struct al_runner *runner, const struct al_run_opts *opts)
@@ -469,8 +467,7 @@ static int lib_run(struct al_runner *runner, const struct al_run_opts *opts)
     size_t len = 0;
     const char *value = al_result_value(res, &len);
     if (al_result_status(res) != AL_STATUS_COMPLETED || len != 2 || memcmp(value, "42", 2) != 0) {
-        fprintf(stderr, "bench: the run did not return 42: %s\n",
-                al_result_error_message(res));
+        fprintf(stderr, "bench: the run did not return 42: %s\n", al_result_error_message(res));
         goto out;
     }
     ret = 0;
@@ -537,8 +534,8 @@ out:
 /* `threads` clients for `ms`, client i a copy of protos[i % nprotos] (several nodes: the clients
  * spread round-robin over them); prints one JSON line named `name`. With a server, also the
  * server's own median of the phase's POST /v1/runs; with hooks, what they measure around it. */
-int phase(const char *name, const char *side, const struct client *protos, int nprotos,
-          int threads, int ms, const struct server *sv, const struct phase_hooks *hooks)
+int phase(const char *name, const char *side, const struct client *protos, int nprotos, int threads,
+          int ms, const struct server *sv, const struct phase_hooks *hooks)
 {
     struct client cs[MAX_THREADS];
     pthread_t tids[MAX_THREADS];

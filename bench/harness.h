@@ -90,7 +90,7 @@ int server_setup(struct server *sv, int connector_port);
 int server_log_runs(const struct server *sv, long from, struct samples *s, long *ret_end);
 long file_size(const char *path);
 
-int phase(const char *name, const char *side, const struct client *protos, int nprotos,
-          int threads, int ms, const struct server *sv, const struct phase_hooks *hooks);
+int phase(const char *name, const char *side, const struct client *protos, int nprotos, int threads,
+          int ms, const struct server *sv, const struct phase_hooks *hooks);
 
 #endif

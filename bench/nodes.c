@@ -288,7 +288,8 @@ int main(int argc, char **argv)
         return 1;
     }
     snprintf(path, sizeof path, "%s/postmaster.pid", datadir);
-    pid_t pg_root = read_line(path, pidline, sizeof pidline) == 0 ? (pid_t)atol(pidline) : 0;
+    pid_t pg_root =
+            read_line(path, pidline, sizeof pidline) == 0 ? (pid_t)strtol(pidline, NULL, 10) : 0;
     if (pg_root <= 0 || kill(pg_root, 0) != 0) {
         fprintf(stderr, "airlock_nodes: the cluster's postmaster is not running (%s)\n", path);
         return 1;
