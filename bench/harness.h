@@ -4,8 +4,8 @@
  * free port (SQLite or a PostgreSQL URL) and set up with one approved template, and timed phases
  * of client threads that check every run's value and print one JSON line each.
  */
-#ifndef BENCH_HARNESS_H
-#define BENCH_HARNESS_H
+#ifndef AIRLOCK_BENCH_HARNESS_H
+#define AIRLOCK_BENCH_HARNESS_H
 
 #include <curl/curl.h>
 #include <stdatomic.h>

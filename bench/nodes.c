@@ -217,6 +217,8 @@ static int configuration(const char *airlockd, const char *dir, const char *db, 
     fprintf(stderr, "airlock_nodes: %s, %d node%s\n", db, n, n > 1 ? "s" : "");
     for (int i = 0; i < n; i++) {
         sv[i] = (struct server){ .pid = -1 };
+    }
+    for (int i = 0; i < n; i++) {
         snprintf(path, sizeof path, "%s/%s%d-node%d", dir, db, n, i + 1);
         sv[i].e = curl_easy_init();
         if (!sv[i].e || server_start(&sv[i], airlockd, path, db_url) != 0) {
