@@ -468,8 +468,21 @@ enum store_rc api_run_resume(struct store *s, const unsigned char *secret_key, s
         rc = s->ops->approval_list(s, run_id, NULL, api_decision_fn, &decisions);
         if (rc == STORE_OK && decisions.pending == 0 &&
             (decisions.start_approved || decisions.n > 0)) {
-            /* of several deciders queueing at once, one moves it; the others find it moved */
-            rc = s->ops->run_set_status(s, run_id, "awaiting_approval", "queued", NULL);
+            /* of several deciders queueing at once, one moves it; the others find it moved.
+             * Every node hears of it once this commits. */
+            rc = s->ops->tx_begin(s);
+            if (rc == STORE_OK) {
+                rc = s->ops->run_set_status(s, run_id, "awaiting_approval", "queued", NULL);
+            }
+            if (rc == STORE_OK && s->ops->notify) {
+                rc = s->ops->notify(s, STORE_CHANNEL_QUEUE, run_id);
+            }
+            if (rc == STORE_OK) {
+                rc = s->ops->tx_commit(s);
+            }
+            if (rc != STORE_OK) {
+                s->ops->tx_rollback(s);
+            }
             if (rc == STORE_OK) {
                 runs_kick(runs);
             } else if (rc == STORE_CONFLICT) {

@@ -690,8 +690,9 @@ void api_runs_create(struct api_ctx *ctx)
     row.department = dept;
     row.principal = ctx->who->name;
     int wait = !q.wait || q.wait->type == JSON_TRUE;
-    /* with several nodes, a run nobody waits for goes to the queue when this node is full */
-    int queue = !supervised && !wait && ctx->svc && ctx->svc->runs && runs_busy(ctx->svc->runs);
+    /* with several nodes, a run nobody waits for goes to the queue: the first node with room
+     * to claim it executes it (this one is kicked, every one notified) */
+    int queue = !supervised && !wait && ctx->svc && ctx->svc->runs && runs_node(ctx->svc->runs);
     row.status = supervised ? "awaiting_approval" : queue ? "queued" : "running";
     row.input = input_text;
     row.source = adhoc ? q.source->str : NULL;
@@ -1095,6 +1096,10 @@ static enum store_rc api_run_cancel_stored(struct api_ctx *ctx, const char *id,
     }
     if (rc == STORE_OK) {
         rc = api_run_set_error(s, id, "cancelled", outcome.data);
+    }
+    /* the node executing it (maybe another) hears of it once this commits */
+    if (rc == STORE_OK && s->ops->notify) {
+        rc = s->ops->notify(s, STORE_CHANNEL_CANCEL, id);
     }
     if (rc == STORE_OK) {
         buf_append_str(&d, "{\"run\":");

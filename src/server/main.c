@@ -55,6 +55,7 @@ struct main_config {
     unsigned warm_workers;
     unsigned drain_grace_ms;     /* how long SIGTERM lets runs finish before cancelling them */
     int64_t lease_ms;            /* several nodes: the lease on the runs a node executes */
+    int64_t poll_ms;             /* ... and how often a node looks without a wake-up */
     char node[NODES_ID_LEN + 1]; /* this node's id (DIR/node.id), PostgreSQL only */
 };
 
@@ -70,12 +71,14 @@ struct main_runtime {
 
 static const char main_usage[] =
         "usage: airlockd [--listen HOST:PORT] [--data-dir DIR] [--database URL] [--config FILE]\n"
-        "                [--lease-ms MS] [--print-routes]\n"
+        "                [--lease-ms MS] [--poll-ms MS] [--print-routes]\n"
         "       airlockd --version\n"
         "  --database URL  keep the store in PostgreSQL (postgres://USER@HOST/DB or\n"
         "                  postgresql://...; libpq's URL form) instead of SQLite in DIR\n"
         "  --lease-ms MS   several nodes on one database: the lease on a node's runs (default\n"
-        "                  10000, 500 to 3600000)\n";
+        "                  10000, 500 to 3600000)\n"
+        "  --poll-ms MS    several nodes: how often a node looks at the queue and at its runs\n"
+        "                  when no wake-up came (default 250, 10 to 3600000)\n";
 
 /* A lease in ms, NODES_LEASE_MIN_MS..NODES_LEASE_MAX_MS, into cfg; -1 for anything else. */
 static int main_lease(double ms, struct main_config *cfg)
@@ -84,6 +87,16 @@ static int main_lease(double ms, struct main_config *cfg)
         return -1;
     }
     cfg->lease_ms = (int64_t)ms;
+    return 0;
+}
+
+/* A poll period in ms, NODES_POLL_MIN_MS..NODES_POLL_MAX_MS, into cfg; -1 for anything else. */
+static int main_poll(double ms, struct main_config *cfg)
+{
+    if (ms != (double)(int64_t)ms || ms < NODES_POLL_MIN_MS || ms > NODES_POLL_MAX_MS) {
+        return -1;
+    }
+    cfg->poll_ms = (int64_t)ms;
     return 0;
 }
 
@@ -154,8 +167,9 @@ static int main_positive(const struct json_node *n, double *ret)
     return 0;
 }
 
-/* Reads the config file: an object of listen, data_dir, database, body_limit_bytes and
- * rate_limit {requests_per_second, burst}; any other member is refused. */
+/* Reads the config file: an object of listen, data_dir, database, lease_ms, poll_ms,
+ * body_limit_bytes, rate_limit {requests_per_second, burst} and runs; any other member is
+ * refused. */
 static int main_load_config(const char *path, struct main_config *cfg)
 {
     struct buf text;
@@ -203,6 +217,12 @@ static int main_load_config(const char *path, struct main_config *cfg)
                         path, NODES_LEASE_MIN_MS, NODES_LEASE_MAX_MS);
                 goto out;
             }
+        } else if (strcmp(m->key, "poll_ms") == 0) {
+            if (m->type != JSON_NUMBER || main_poll(m->num, cfg) != 0) {
+                fprintf(stderr, "airlockd: config %s: poll_ms must be an integer from %d to %d\n",
+                        path, NODES_POLL_MIN_MS, NODES_POLL_MAX_MS);
+                goto out;
+            }
         } else if (strcmp(m->key, "body_limit_bytes") == 0 && main_positive(m, &num) == 0) {
             cfg->body_limit_bytes = (size_t)num;
         } else if (strcmp(m->key, "runs") == 0 && m->type == JSON_OBJECT) {
@@ -244,7 +264,7 @@ static int main_load_config(const char *path, struct main_config *cfg)
         } else {
             fprintf(stderr,
                     "airlockd: config %s: unknown or malformed member \"%s\" (known: listen, "
-                    "data_dir, database, lease_ms, body_limit_bytes, rate_limit, runs)\n",
+                    "data_dir, database, lease_ms, poll_ms, body_limit_bytes, rate_limit, runs)\n",
                     path, m->key);
             goto out;
         }
@@ -693,6 +713,7 @@ static int main_options(int argc, char **argv, struct main_config *cfg)
     const char *config_opt = NULL;
     const char *database_opt = NULL;
     const char *lease_opt = NULL;
+    const char *poll_opt = NULL;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char **dst = strcmp(arg, "--listen") == 0     ? &listen_opt
@@ -700,6 +721,7 @@ static int main_options(int argc, char **argv, struct main_config *cfg)
                            : strcmp(arg, "--config") == 0   ? &config_opt
                            : strcmp(arg, "--database") == 0 ? &database_opt
                            : strcmp(arg, "--lease-ms") == 0 ? &lease_opt
+                           : strcmp(arg, "--poll-ms") == 0  ? &poll_opt
                                                             : NULL;
         if (strcmp(arg, "--print-routes") == 0) {
             router_print(stdout);
@@ -757,6 +779,16 @@ static int main_options(int argc, char **argv, struct main_config *cfg)
             return 2;
         }
     }
+    if (poll_opt) {
+        char *end = NULL;
+        errno = 0;
+        long long ms = strtoll(poll_opt, &end, 10);
+        if (errno != 0 || end == poll_opt || *end != '\0' || main_poll((double)ms, cfg) != 0) {
+            fprintf(stderr, "airlockd: --poll-ms must be an integer from %d to %d\n%s",
+                    NODES_POLL_MIN_MS, NODES_POLL_MAX_MS, main_usage);
+            return 2;
+        }
+    }
     return 0;
 }
 
@@ -788,6 +820,7 @@ int main(int argc, char **argv)
     cfg.warm_workers = 2;
     cfg.drain_grace_ms = 10000;
     cfg.lease_ms = NODES_LEASE_MS;
+    cfg.poll_ms = NODES_POLL_MS;
     snprintf(cfg.host, sizeof cfg.host, "127.0.0.1");
     cfg.port = 8080;
     snprintf(cfg.data_dir, sizeof cfg.data_dir, "./var");
@@ -838,7 +871,7 @@ int main(int argc, char **argv)
     }
     /* the lease, the takeover, the queue's claims: once the plans of claimed runs can be made */
     if (cfg.node[0] && nodes_start(store, &store_lock, rt.runs, secret_key, cfg.node, cfg.lease_ms,
-                                   &rt.nodes, errmsg) != 0) {
+                                   cfg.poll_ms, &rt.nodes, errmsg) != 0) {
         fprintf(stderr, "airlockd: %s\n", errmsg);
         goto out;
     }

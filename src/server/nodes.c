@@ -16,19 +16,27 @@
  * cancels the runs it executes: by then another node may have taken them over. Its writer's
  * record of their end then finds them ended (the update from running changes nothing).
  *
- * The queue. With several nodes a run whose approvals are all decided (a resume, a supervised
- * start) is not resumed by the node that took the last decision: it goes to the queue (status
- * queued, no node) and the first node to claim it (FOR UPDATE SKIP LOCKED, in the transaction
- * that also claims its continuation) executes it. The deciding node is kicked and looks at once;
- * every node looks at each tick (NODES_WATCH_MS), so a node that drains or dies leaves its
- * share to the others.
+ * The queue. With several nodes a run started without waiting, and a run whose approvals are
+ * all decided (a resume, a supervised start), is not executed by the node that took the
+ * request or the last decision: it goes to the queue (status queued, no node) and the first
+ * node to claim it (FOR UPDATE SKIP LOCKED, in the transaction that also claims its
+ * continuation) executes it. A node that is full or drains claims nothing, so its share goes to
+ * the others.
  *
  * Cancels from elsewhere. Every node serves every request, so a cancel or a revocation may be
  * decided on a node other than the one executing the run. The deciding node commits the run's
  * status `cancelled` (with its reason in the outcome); the watch here finds, for each run
  * executing on this node, whether the store says it was cancelled, and cancels it locally with
  * the stored reason, so its end is recorded by this node's writer as a local cancel's would be.
- * It reads one row per executing run per tick: with no run executing it costs nothing.
+ * It reads one row per executing run: with no run executing it costs nothing.
+ *
+ * Wake-ups. A commit that queues a run notifies STORE_CHANNEL_QUEUE, one that cancels a run
+ * STORE_CHANNEL_CANCEL (the store delivers them after the commit, never after a rollback). A
+ * second thread keeps the store's listener connected and turns each notification into a look
+ * of the nodes thread: a claim, or a watch. Notifications are not durable (one sent while the
+ * listener is disconnected is lost), so the nodes thread still looks every poll_ms, and after
+ * each reconnect the listener asks for one full look. The heartbeat has its own schedule: the
+ * thread's wait ends at the earliest of the next poll, the next beat and the lease's end.
  */
 #include "nodes.h"
 
@@ -44,9 +52,12 @@
 #include "json.h"
 #include "keyfile.h"
 
-#define NODES_WHY_MAX     512
-#define NODES_DETAILS_MAX ((size_t)4 << 20)
-#define NODES_CLAIMS_MAX  16 /* queued runs one node claims per look, so that others get some */
+#define NODES_WHY_MAX        512
+#define NODES_DETAILS_MAX    ((size_t)4 << 20)
+#define NODES_CLAIMS_MAX     16  /* queued runs one node claims per look, so that others get some */
+#define NODES_BACKOFF_MIN_MS 100 /* the listener's first retry after a loss */
+#define NODES_BACKOFF_MAX_MS 5000 /* ... doubling up to this */
+#define NODES_LISTEN_WAIT_MS 60000
 
 struct nodes {
     struct store *store;
@@ -54,12 +65,16 @@ struct nodes {
     struct runs *runs;
     char id[NODES_ID_LEN + 1];
     int64_t lease_ms;
+    int64_t poll_ms;
     const unsigned char *secret_key; /* the connectors' secrets, for the plans of claimed runs */
-    pthread_mutex_t lock;            /* guards stop and kicked */
-    pthread_cond_t cond;             /* signalled by nodes_stop and the kick */
+    pthread_mutex_t lock;            /* guards stop, want_claim and want_watch */
+    pthread_cond_t cond;             /* signalled by nodes_stop, the kick and the listener */
     int stop;
-    int kicked; /* a run was queued here: look at the queue now */
+    int want_claim; /* a run was queued (here or elsewhere): look at the queue now */
+    int want_watch; /* a run was cancelled somewhere: look at the runs executing here now */
     pthread_t thread;
+    struct store_listener *listener; /* NULL: the store has none (polling only) */
+    pthread_t listen_thread;
 };
 
 static int64_t nodes_now_ms(void)
@@ -309,12 +324,13 @@ static int nodes_beat(struct nodes *n)
 }
 
 /* Claims queued runs for this node (api_run_claim) until the queue is empty or this look's
- * share is taken. */
-static void nodes_claim(struct nodes *n)
+ * share is taken: 1 for the latter (there may be more). */
+static int nodes_claim(struct nodes *n)
 {
     char err[256];
+    int i = 0;
     pthread_mutex_lock(n->store_lock);
-    for (int i = 0; i < NODES_CLAIMS_MAX && !runs_busy(n->runs); i++) {
+    for (; i < NODES_CLAIMS_MAX && !runs_busy(n->runs); i++) {
         int claimed = 0;
         enum store_rc rc = api_run_claim(n->store, n->secret_key, n->runs, &claimed, err);
         if (rc != STORE_OK && rc != STORE_CONFLICT) {
@@ -327,57 +343,159 @@ static void nodes_claim(struct nodes *n)
         }
     }
     pthread_mutex_unlock(n->store_lock);
+    return i == NODES_CLAIMS_MAX;
+}
+
+/* Sets what the nodes thread should look at and wakes it. */
+static void nodes_want(struct nodes *n, int claim, int watch)
+{
+    pthread_mutex_lock(&n->lock);
+    n->want_claim |= claim;
+    n->want_watch |= watch;
+    pthread_cond_signal(&n->cond);
+    pthread_mutex_unlock(&n->lock);
 }
 
 static void nodes_kick(void *userdata)
 {
-    struct nodes *n = userdata;
+    nodes_want(userdata, 1, 0);
+}
+
+static int nodes_stopping(struct nodes *n)
+{
     pthread_mutex_lock(&n->lock);
-    n->kicked = 1;
-    pthread_cond_signal(&n->cond);
+    int stop = n->stop;
     pthread_mutex_unlock(&n->lock);
+    return stop;
+}
+
+/* One JSON line of the listener's state (`what`), with the store's message when there is one. */
+static void nodes_log_listener(struct nodes *n, const char *what, const char *error)
+{
+    struct buf b;
+    buf_init(&b, 4096);
+    buf_printf(&b, "{\"log\":\"nodes\",\"node\":\"%s\",\"listener\":\"%s\"", n->id, what);
+    if (error) {
+        nodes_json_str(&b, "error", error);
+    }
+    buf_append_str(&b, "}\n");
+    if (b.data) {
+        fputs(b.data, stderr);
+        fflush(stderr);
+    }
+    buf_done(&b);
+}
+
+static void nodes_notified(void *userdata, const char *channel, const char *payload)
+{
+    (void)payload; /* the run: the look finds it (and any other) */
+    int queue = strcmp(channel, STORE_CHANNEL_QUEUE) == 0;
+    nodes_want(userdata, queue, !queue);
+}
+
+/* The listener's thread: keeps it connected, backing off after each failed connect, and
+ * hands its notifications on. A reconnect asks for a full look: what was notified while it
+ * was away is lost. */
+static void *nodes_listen_thread(void *arg)
+{
+    struct nodes *n = arg;
+    struct store_listener *l = n->listener;
+    int64_t backoff = NODES_BACKOFF_MIN_MS;
+    int connected = 0;
+    int lost = 0; /* the loss is logged; the next connect says so */
+    pthread_setname_np(pthread_self(), "airlockd-listen");
+    while (!nodes_stopping(n)) {
+        if (!connected) {
+            if (l->ops->connect(l) == STORE_OK) {
+                connected = 1;
+                backoff = NODES_BACKOFF_MIN_MS;
+                nodes_log_listener(n, lost ? "listening again" : "listening", NULL);
+                lost = 0;
+                nodes_want(n, 1, 1);
+                continue;
+            }
+            if (nodes_stopping(n)) {
+                break;
+            }
+            if (!lost) {
+                nodes_log_listener(n, "lost", l->ops->errmsg(l));
+                lost = 1;
+            }
+            l->ops->wait(l, backoff, NULL, NULL); /* not connected: sleeps until woken */
+            backoff = backoff * 2 > NODES_BACKOFF_MAX_MS ? NODES_BACKOFF_MAX_MS : backoff * 2;
+            continue;
+        }
+        if (l->ops->wait(l, NODES_LISTEN_WAIT_MS, nodes_notified, n) != STORE_OK) {
+            connected = 0;
+            lost = 1;
+            nodes_log_listener(n, "lost", l->ops->errmsg(l));
+        }
+    }
+    return NULL;
+}
+
+/* CLOCK_MONOTONIC ms into the absolute time the thread's condition waits on. */
+static struct timespec nodes_abs(int64_t at_ms)
+{
+    struct timespec ts;
+    ts.tv_sec = (time_t)(at_ms / 1000);
+    ts.tv_nsec = (long)(at_ms % 1000) * 1000000L;
+    return ts;
 }
 
 static void *nodes_thread(void *arg)
 {
     struct nodes *n = arg;
     int64_t beat_every = n->lease_ms / 3;
-    int64_t last_beat = nodes_now_ms();
-    int64_t renewed = last_beat;
+    int64_t now = nodes_now_ms();
+    int64_t next_beat = now + beat_every;
+    int64_t next_poll = now + n->poll_ms;
+    int64_t renewed = now;
     int fenced = 0;
     pthread_setname_np(pthread_self(), "airlockd-nodes");
     pthread_mutex_lock(&n->lock);
     while (!n->stop) {
-        struct timespec at;
-        clock_gettime(CLOCK_REALTIME, &at);
-        at.tv_nsec += (long)NODES_WATCH_MS * 1000000L;
-        while (at.tv_nsec >= 1000000000L) {
-            at.tv_sec++;
-            at.tv_nsec -= 1000000000L;
+        /* the earliest of the next look, the next beat and (until fenced) the lease's end */
+        int64_t until = next_poll < next_beat ? next_poll : next_beat;
+        if (!fenced && renewed + n->lease_ms < until) {
+            until = renewed + n->lease_ms;
         }
+        struct timespec at = nodes_abs(until);
         int rc = 0;
-        while (!n->stop && !n->kicked && rc != ETIMEDOUT) {
+        while (!n->stop && !n->want_claim && !n->want_watch && rc != ETIMEDOUT) {
             rc = pthread_cond_timedwait(&n->cond, &n->lock, &at);
         }
         if (n->stop) {
             break;
         }
-        n->kicked = 0;
+        int claim = n->want_claim;
+        int watch = n->want_watch;
+        n->want_claim = 0;
+        n->want_watch = 0;
         pthread_mutex_unlock(&n->lock);
-        nodes_claim(n);
-        int64_t now = nodes_now_ms();
-        if (now - last_beat >= beat_every) {
-            last_beat = now;
+        now = nodes_now_ms();
+        if (now >= next_poll) {
+            claim = watch = 1;
+            next_poll = now + n->poll_ms;
+        }
+        if (claim && nodes_claim(n)) {
+            nodes_want(n, 1, 0); /* this look's share was taken: more may wait, look again */
+        }
+        if (now >= next_beat) {
+            next_beat = now + beat_every;
             if (nodes_beat(n) == 0) {
-                renewed = now;
+                renewed = nodes_now_ms();
                 fenced = 0;
             }
         }
+        now = nodes_now_ms();
         int lost = now - renewed >= n->lease_ms;
         if (lost && !fenced) {
             fprintf(stderr, "{\"log\":\"nodes\",\"error\":\"lease lost: cancelling runs\"}\n");
         }
-        nodes_watch(n, lost);
+        if (watch || lost) {
+            nodes_watch(n, lost);
+        }
         fenced = lost;
         pthread_mutex_lock(&n->lock);
     }
@@ -385,10 +503,13 @@ static void *nodes_thread(void *arg)
     return NULL;
 }
 
+static const char *const nodes_channels[] = { STORE_CHANNEL_QUEUE, STORE_CHANNEL_CANCEL, NULL };
+
 int nodes_start(struct store *store, pthread_mutex_t *store_lock, struct runs *runs,
-                const unsigned char *secret_key, const char *id, int64_t lease_ms,
+                const unsigned char *secret_key, const char *id, int64_t lease_ms, int64_t poll_ms,
                 struct nodes **ret, char *err)
 {
+    pthread_condattr_t attr;
     struct nodes *n = calloc(1, sizeof *n);
     if (!n) {
         snprintf(err, 256, "out of memory");
@@ -398,28 +519,53 @@ int nodes_start(struct store *store, pthread_mutex_t *store_lock, struct runs *r
     n->store_lock = store_lock;
     n->runs = runs;
     n->lease_ms = lease_ms;
+    n->poll_ms = poll_ms;
     n->secret_key = secret_key;
     snprintf(n->id, sizeof n->id, "%s", id);
+    const char *what = "renew the node's lease";
     pthread_mutex_lock(store_lock);
     enum store_rc rc = store->ops->node_beat(store, id, lease_ms);
+    if (rc == STORE_OK && store->ops->listener_new) {
+        what = "make a listener";
+        rc = store->ops->listener_new(store, "airlockd-listen", nodes_channels, &n->listener);
+    }
+    if (rc != STORE_OK) {
+        snprintf(err, 256, "cannot %s: %s", what, store->ops->errmsg(store));
+    }
     pthread_mutex_unlock(store_lock);
     if (rc != STORE_OK) {
-        snprintf(err, 256, "cannot renew the node's lease: %s", store->ops->errmsg(store));
         free(n);
         return -1;
     }
     pthread_mutex_init(&n->lock, NULL);
-    pthread_cond_init(&n->cond, NULL);
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&n->cond, &attr);
+    pthread_condattr_destroy(&attr);
     if (pthread_create(&n->thread, NULL, nodes_thread, n) != 0) {
         snprintf(err, 256, "cannot start the nodes thread");
-        pthread_cond_destroy(&n->cond);
-        pthread_mutex_destroy(&n->lock);
-        free(n);
-        return -1;
+        goto fail;
+    }
+    if (n->listener && pthread_create(&n->listen_thread, NULL, nodes_listen_thread, n) != 0) {
+        snprintf(err, 256, "cannot start the listener's thread");
+        pthread_mutex_lock(&n->lock);
+        n->stop = 1;
+        pthread_cond_signal(&n->cond);
+        pthread_mutex_unlock(&n->lock);
+        pthread_join(n->thread, NULL);
+        goto fail;
     }
     runs_set_kick(runs, nodes_kick, n);
     *ret = n;
     return 0;
+fail:
+    if (n->listener) {
+        n->listener->ops->free(n->listener);
+    }
+    pthread_cond_destroy(&n->cond);
+    pthread_mutex_destroy(&n->lock);
+    free(n);
+    return -1;
 }
 
 void nodes_stop(struct nodes *n)
@@ -431,6 +577,11 @@ void nodes_stop(struct nodes *n)
     n->stop = 1;
     pthread_cond_signal(&n->cond);
     pthread_mutex_unlock(&n->lock);
+    if (n->listener) {
+        n->listener->ops->wake(n->listener); /* ends its wait, or its connect */
+        pthread_join(n->listen_thread, NULL);
+        n->listener->ops->free(n->listener);
+    }
     pthread_join(n->thread, NULL);
     runs_set_kick(n->runs, NULL, NULL);
     pthread_cond_destroy(&n->cond);

@@ -2,9 +2,11 @@
  * nodes.h - what one airlockd does so that several of them can share one PostgreSQL database
  * (docs/server.md "Several nodes"): a node has an id (kept in DIR/node.id) and a lease on the
  * runs it executes, which it renews with a heartbeat in the store; a thread here renews it,
- * takes over the runs of nodes whose lease has run out, claims queued runs (resumes and
- * supervised starts whose approvals are decided, on any node) and carries out on this node
- * what another node decided about a run executing here (a cancel, a revoked version).
+ * takes over the runs of nodes whose lease has run out, claims queued runs (runs started
+ * without waiting, resumes and supervised starts whose approvals are decided, on any node) and
+ * carries out on this node what another node decided about a run executing here (a cancel, a
+ * revoked version). It looks when a listener on the store's wake-ups (STORE_CHANNEL_QUEUE,
+ * STORE_CHANNEL_CANCEL) says there is something to see, and every poll_ms whatever it says.
  *
  * Threads: the nodes thread takes the store lock for each look at the store, as the HTTP thread
  * does, and calls runs_cancel; it never blocks the runner's event thread or the writer.
@@ -18,7 +20,9 @@
 #include "runs.h"
 #include "store.h"
 
-#define NODES_WATCH_MS     250   /* how often the runs executing here are checked */
+#define NODES_POLL_MS      250 /* the default of how often a node looks without a wake-up */
+#define NODES_POLL_MIN_MS  10
+#define NODES_POLL_MAX_MS  3600000
 #define NODES_LEASE_MS     10000 /* the default lease */
 #define NODES_LEASE_MIN_MS 500
 #define NODES_LEASE_MAX_MS 3600000
@@ -40,15 +44,17 @@ struct nodes;
 
 /* Renews this node's lease at once (-1 with err when the store refuses), then starts the
  * thread over `runs` (which must outlive it, as must secret_key, the connectors' key): the
- * heartbeat every lease_ms / 3, the takeover of expired nodes' runs, and every NODES_WATCH_MS
- * (or at once when runs_kick is called) the claims of queued runs and the watch. A node that could
- * not renew its lease for lease_ms cancels the runs it executes (another node may have taken them
- * over). */
+ * heartbeat every lease_ms / 3 (whatever poll_ms is), the takeover of expired nodes' runs, and
+ * every poll_ms, at once when runs_kick is called or when a wake-up comes, the claims of queued
+ * runs and the watch. With a store that has listeners (PostgreSQL) a second thread keeps one
+ * (application_name "airlockd-listen") connected, reconnecting with a backoff, and after each
+ * (re)connect the node looks at everything once. A node that could not renew its lease for
+ * lease_ms cancels the runs it executes (another node may have taken them over). */
 int nodes_start(struct store *store, pthread_mutex_t *store_lock, struct runs *runs,
-                const unsigned char *secret_key, const char *id, int64_t lease_ms,
+                const unsigned char *secret_key, const char *id, int64_t lease_ms, int64_t poll_ms,
                 struct nodes **ret, char *err);
-/* Stops the thread and frees it; returns once the thread has ended. NULL-safe. The lease is
- * left to run out (a drained node holds no run). */
+/* Stops the threads and frees them; returns once both have ended, at once even while the
+ * listener connects. NULL-safe. The lease is left to run out (a drained node holds no run). */
 void nodes_stop(struct nodes *n);
 
 #endif

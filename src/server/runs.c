@@ -986,6 +986,10 @@ static enum store_rc runs_record_job(struct store *s, const char *node, struct r
     if (rc == STORE_OK && node[0] && executes) {
         rc = s->ops->run_set_node(s, runs_job_id(job), node);
     }
+    /* every node hears of a queued run once this commits (the first to claim it executes it) */
+    if (rc == STORE_OK && job->start.mode == RUNS_START_QUEUED && s->ops->notify) {
+        rc = s->ops->notify(s, STORE_CHANNEL_QUEUE, runs_job_id(job));
+    }
     if (rc == STORE_OK && job->start.mode != RUNS_START_WAIT) {
         rc = runs_json_by_id(s, runs_job_id(job), &job->answer, &job->status);
         if (rc == STORE_OK && !job->answer.data) {
@@ -1225,6 +1229,7 @@ static void *runs_writer(void *arg)
         }
         /* off the active list only once answered: the drain's "every run answered" */
         pthread_mutex_lock(&r->lock);
+        int was_full = r->node[0] && r->nactive + r->nstarting >= r->capacity;
         for (size_t i = 0; i < n; i++) {
             struct srun *sr = batch[i];
             for (struct srun **p = &r->active; *p; p = &(*p)->next_active) {
@@ -1235,8 +1240,14 @@ static void *runs_writer(void *arg)
                 }
             }
         }
+        /* room again: what was queued while this node was full is claimed now, not at the
+         * next poll */
+        int room = was_full && !r->draining && r->nactive + r->nstarting < r->capacity;
         pthread_cond_broadcast(&r->cond);
         pthread_mutex_unlock(&r->lock);
+        if (room) {
+            runs_kick(r);
+        }
         for (size_t i = 0; i < n; i++) {
             struct srun *sr = batch[i];
             if (sr->counted_status) {

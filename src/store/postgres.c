@@ -22,14 +22,24 @@
  * - Reconnect: a broken connection is reset (PQreset) at the next operation, statements are
  *   prepared again; inside a transaction it is not, since the transaction is gone: every call
  *   fails until tx_rollback (or a failed tx_commit) ends it.
+ * - Wake-ups: notify is pg_notify, which PostgreSQL delivers when the transaction commits (and
+ *   drops on rollback). A listener is a second connection of its own, LISTENing and nothing
+ *   else; it never blocks in libpq (a non-blocking connect, poll on its socket and a pipe that
+ *   wake writes to), so that whoever waits on it can be stopped at once. The store keeps a copy
+ *   of the URL for it (cleansed at close: it may hold a password).
  * This file never logs (libpq's notices are dropped): errors go to errmsg for the caller.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <libpq-fe.h>
+#include <openssl/crypto.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "audit.h"
 #include "migrations.h"
@@ -41,6 +51,7 @@
 #define PG_AUDIT_LOCK       "7310313582143337985" /* pg_advisory_xact_lock key of audit appends */
 #define PG_MIGRATE_LOCK     "7310313582143337986" /* ... and of migrations */
 #define PG_RUN_CHUNK        64                    /* runs read per query of run_list */
+#define PG_CONNECT_MS       10000                 /* a listener's connect, as connect_timeout */
 
 /* A statement prepared on this connection as "s<n>"; sql is the caller's literal. */
 struct pg_cached {
@@ -57,6 +68,7 @@ struct pg_store {
     int in_tx;           /* between tx_begin and tx_commit / tx_rollback */
     int need_session;    /* a reset connection whose pg_session has not yet succeeded */
     EVP_PKEY *audit_key; /* owned reference; NULL: no checkpoints */
+    char *url;           /* owned, for listeners; cleansed at close */
     char errmsg[STORE_ERRMSG_MAX];
 };
 
@@ -273,6 +285,10 @@ static void pg_close(struct store *s)
     struct pg_store *st = pg_of(s);
     PQfinish(st->conn);
     EVP_PKEY_free(st->audit_key);
+    if (st->url) {
+        OPENSSL_cleanse(st->url, strlen(st->url));
+        free(st->url);
+    }
     free(st);
 }
 
@@ -1513,6 +1529,313 @@ static enum store_rc pg_run_claim_queued(struct store *s, const char *node, char
     return rc;
 }
 
+static enum store_rc pg_notify(struct store *s, const char *channel, const char *payload)
+{
+    const char *args[] = { channel, payload };
+    return pg_exec(pg_of(s), "SELECT pg_notify($1, $2)", 2, args, NULL);
+}
+
+/* ---------------------------------------------------------------- listeners */
+
+#define PG_PARAMS 11
+
+/* The connection parameters of the store (listener NULL) and of a listener. Keywords after
+ * dbname override the URL's; those before it are defaults it may change: a server that stops
+ * answering over TCP is found dead within about 30 s (keepalives, tcp_user_timeout) instead of
+ * holding the store, and every request with it, for hours. A listener's application_name comes
+ * after the URL, so that it is always the one it was given (an operator finds it by it). */
+static void pg_params(const char *url, const char *listener, const char **keys, const char **values)
+{
+    static const char *const k[] = { "connect_timeout",  "keepalives_idle",  "keepalives_interval",
+                                     "keepalives_count", "tcp_user_timeout", "application_name",
+                                     "dbname",           "client_encoding" };
+    static const char *const v[] = { "10", "10", "5", "3", "30000", "airlockd", NULL, "UTF8" };
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        keys[n] = k[i];
+        values[n++] = i == 6 ? url : v[i];
+    }
+    if (listener) {
+        keys[n] = "application_name";
+        values[n++] = listener;
+    }
+    keys[n] = NULL;
+    values[n] = NULL;
+}
+
+struct pg_listener {
+    struct store_listener base; /* first */
+    PGconn *conn;               /* NULL while not connected */
+    char *url;                  /* owned; cleansed at free */
+    char name[64];              /* its application_name */
+    const char *const *channels;
+    int wake[2]; /* a pipe: wake writes, a wait or connect reads; both O_NONBLOCK */
+    char errmsg[STORE_ERRMSG_MAX];
+};
+
+static struct pg_listener *pgl_of(struct store_listener *l)
+{
+    return (struct pg_listener *)l;
+}
+
+static int64_t pgl_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static enum store_rc pgl_fail(struct pg_listener *pl, const char *what, const char *message)
+{
+    int len = (int)strlen(message);
+    while (len > 0 && (message[len - 1] == '\n' || message[len - 1] == ' ')) {
+        len--;
+    }
+    snprintf(pl->errmsg, sizeof pl->errmsg, "postgres: listener: %s%s%.*s", what, len ? ": " : "",
+             len, message);
+    return STORE_ERROR;
+}
+
+static void pgl_drop(struct pg_listener *pl)
+{
+    PQfinish(pl->conn);
+    pl->conn = NULL;
+}
+
+/* Empties the wake pipe: each wake ends one wait, not every later one. */
+static void pgl_drain(struct pg_listener *pl)
+{
+    char junk[64];
+    while (read(pl->wake[0], junk, sizeof junk) > 0) {
+    }
+}
+
+/* Polls the connection's socket for `events` and the wake pipe until deadline (monotonic ms).
+ * 1: the socket is ready; 0: the deadline passed; -1: woken (the pipe drained) or poll failed. */
+static int pgl_poll(struct pg_listener *pl, short events, int64_t deadline)
+{
+    for (;;) {
+        struct pollfd fds[2] = { { pl->wake[0], POLLIN, 0 }, { -1, events, 0 } };
+        nfds_t nfds = 1;
+        if (pl->conn && PQsocket(pl->conn) >= 0) {
+            fds[1].fd = PQsocket(pl->conn);
+            nfds = 2;
+        }
+        int64_t left = deadline - pgl_now_ms();
+        if (left < 0) {
+            left = 0;
+        }
+        int n = poll(fds, nfds, (int)(left > 3600000 ? 3600000 : left));
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0 || fds[0].revents) {
+            pgl_drain(pl);
+            return -1;
+        }
+        if (n > 0) {
+            return 1;
+        }
+        if (pgl_now_ms() >= deadline) {
+            return 0;
+        }
+    }
+}
+
+/* Sends sql and reads its results without blocking past the deadline or a wake. */
+static enum store_rc pgl_exec(struct pg_listener *pl, const char *sql, int64_t deadline)
+{
+    enum store_rc rc = STORE_OK;
+    if (!PQsendQuery(pl->conn, sql)) {
+        return pgl_fail(pl, "LISTEN", PQerrorMessage(pl->conn));
+    }
+    while (PQflush(pl->conn) == 1) {
+        if (pgl_poll(pl, POLLOUT, deadline) != 1) {
+            return pgl_fail(pl, "interrupted", "");
+        }
+    }
+    for (;;) {
+        while (PQisBusy(pl->conn)) {
+            int ready = pgl_poll(pl, POLLIN, deadline);
+            if (ready != 1) {
+                return pgl_fail(pl, ready == 0 ? "LISTEN timed out" : "interrupted", "");
+            }
+            if (!PQconsumeInput(pl->conn)) {
+                return pgl_fail(pl, "LISTEN", PQerrorMessage(pl->conn));
+            }
+        }
+        PGresult *res = PQgetResult(pl->conn);
+        if (!res) {
+            return rc;
+        }
+        if (PQresultStatus(res) != PGRES_COMMAND_OK && rc == STORE_OK) {
+            rc = pgl_fail(pl, "LISTEN", PQresultErrorMessage(res));
+        }
+        PQclear(res);
+    }
+}
+
+static enum store_rc pgl_connect(struct store_listener *l)
+{
+    struct pg_listener *pl = pgl_of(l);
+    const char *keys[PG_PARAMS];
+    const char *values[PG_PARAMS];
+    char sql[512];
+    size_t len = 0;
+    enum store_rc rc = STORE_ERROR;
+    int64_t deadline = pgl_now_ms() + PG_CONNECT_MS;
+    pgl_drop(pl);
+    pg_params(pl->url, pl->name, keys, values);
+    pl->conn = PQconnectStartParams(keys, values, 1);
+    if (!pl->conn) {
+        return pgl_fail(pl, "out of memory", "");
+    }
+    PQsetNoticeProcessor(pl->conn, pg_notice, NULL);
+    /* libpq's loop for a connection that never blocks: poll for what PQconnectPoll last
+     * asked, starting as if it had asked to write */
+    PostgresPollingStatusType ps = PGRES_POLLING_WRITING;
+    while (ps != PGRES_POLLING_OK) {
+        if (ps == PGRES_POLLING_FAILED || PQstatus(pl->conn) == CONNECTION_BAD) {
+            rc = pgl_fail(pl, "cannot connect", PQerrorMessage(pl->conn));
+            goto out;
+        }
+        int ready = pgl_poll(pl, ps == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline);
+        if (ready != 1) {
+            rc = pgl_fail(pl, ready == 0 ? "cannot connect: timed out" : "interrupted", "");
+            goto out;
+        }
+        ps = PQconnectPoll(pl->conn);
+    }
+    if (PQsetnonblocking(pl->conn, 1) != 0) {
+        rc = pgl_fail(pl, "cannot connect", PQerrorMessage(pl->conn));
+        goto out;
+    }
+    for (const char *const *c = pl->channels; *c; c++) {
+        char *id = PQescapeIdentifier(pl->conn, *c, strlen(*c));
+        if (!id || len + strlen(id) + 10 > sizeof sql) {
+            PQfreemem(id);
+            rc = pgl_fail(pl, "too many channels", "");
+            goto out;
+        }
+        len += (size_t)snprintf(sql + len, sizeof sql - len, "LISTEN %s;", id);
+        PQfreemem(id);
+    }
+    rc = len ? pgl_exec(pl, sql, deadline) : STORE_OK;
+out:
+    if (rc != STORE_OK) {
+        pgl_drop(pl);
+    }
+    return rc;
+}
+
+/* Hands every notification libpq has read to fn; how many. */
+static int pgl_deliver(struct pg_listener *pl, store_notify_fn *fn, void *userdata)
+{
+    int n = 0;
+    PGnotify *note;
+    while ((note = PQnotifies(pl->conn)) != NULL) {
+        if (fn) {
+            fn(userdata, note->relname, note->extra ? note->extra : "");
+        }
+        PQfreemem(note);
+        n++;
+    }
+    return n;
+}
+
+static enum store_rc pgl_wait(struct store_listener *l, int64_t timeout_ms, store_notify_fn *fn,
+                              void *userdata)
+{
+    struct pg_listener *pl = pgl_of(l);
+    int64_t deadline = pgl_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    if (!pl->conn) {
+        (void)pgl_poll(pl, 0, deadline); /* only the wake pipe */
+        return STORE_OK;
+    }
+    if (pgl_deliver(pl, fn, userdata) > 0) {
+        return STORE_OK;
+    }
+    if (pgl_poll(pl, POLLIN, deadline) != 1) {
+        return STORE_OK; /* woken, or nothing came */
+    }
+    /* a backend that was ended sends its error and closes: the read then fails */
+    if (!PQconsumeInput(pl->conn) || PQstatus(pl->conn) != CONNECTION_OK) {
+        pgl_fail(pl, "connection lost", PQerrorMessage(pl->conn));
+        pgl_drop(pl);
+        return STORE_ERROR;
+    }
+    PGresult *res;
+    while (!PQisBusy(pl->conn) && (res = PQgetResult(pl->conn)) != NULL) {
+        PQclear(res); /* nothing was asked: an error of the server's, said before it closes */
+    }
+    pgl_deliver(pl, fn, userdata);
+    return STORE_OK;
+}
+
+static void pgl_wake(struct store_listener *l)
+{
+    struct pg_listener *pl = pgl_of(l);
+    ssize_t w = write(pl->wake[1], "w", 1); /* a full pipe wakes the waiter already */
+    (void)w;
+}
+
+static const char *pgl_errmsg(struct store_listener *l)
+{
+    return pgl_of(l)->errmsg;
+}
+
+static void pgl_free(struct store_listener *l)
+{
+    if (!l) {
+        return;
+    }
+    struct pg_listener *pl = pgl_of(l);
+    pgl_drop(pl);
+    for (int i = 0; i < 2; i++) {
+        if (pl->wake[i] >= 0) {
+            close(pl->wake[i]);
+        }
+    }
+    if (pl->url) {
+        OPENSSL_cleanse(pl->url, strlen(pl->url));
+        free(pl->url);
+    }
+    free(pl);
+}
+
+static const struct store_listener_ops pg_listener_ops = {
+    .connect = pgl_connect,
+    .wait = pgl_wait,
+    .wake = pgl_wake,
+    .errmsg = pgl_errmsg,
+    .free = pgl_free,
+};
+
+static enum store_rc pg_listener_new(struct store *s, const char *name, const char *const *channels,
+                                     struct store_listener **ret)
+{
+    struct pg_store *st = pg_of(s);
+    struct pg_listener *pl = calloc(1, sizeof *pl);
+    if (!pl) {
+        snprintf(st->errmsg, sizeof st->errmsg, "postgres: out of memory");
+        return STORE_ERROR;
+    }
+    pl->base.ops = &pg_listener_ops;
+    pl->wake[0] = pl->wake[1] = -1;
+    pl->channels = channels;
+    snprintf(pl->name, sizeof pl->name, "%s", name);
+    snprintf(pl->errmsg, sizeof pl->errmsg, "postgres: listener: not connected");
+    pl->url = strdup(st->url);
+    if (!pl->url || pipe2(pl->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+        snprintf(st->errmsg, sizeof st->errmsg, "postgres: cannot make a listener: %s",
+                 pl->url ? strerror(errno) : "out of memory");
+        pgl_free(&pl->base);
+        return STORE_ERROR;
+    }
+    *ret = &pl->base;
+    return STORE_OK;
+}
+
 static const struct store_ops pg_ops = {
     .version = STORE_OPS_VERSION,
     .name = "postgres",
@@ -1575,6 +1898,8 @@ static const struct store_ops pg_ops = {
     .call_list = pg_call_list,
     .call_clear = pg_call_clear,
     .run_claim_queued = pg_run_claim_queued,
+    .notify = pg_notify,
+    .listener_new = pg_listener_new,
 };
 
 /* ---------------------------------------------------------------- opening */
@@ -1712,14 +2037,11 @@ enum store_rc store_postgres_open(const char *url, struct store **ret_store, cha
         return STORE_ERROR;
     }
     st->base.ops = &pg_ops;
-    /* Keywords after dbname override the URL's; those before it are defaults it may change:
-     * a server that stops answering over TCP is found dead within about 30 s (keepalives,
-     * tcp_user_timeout) instead of holding the store, and every request with it, for hours. */
-    const char *const keys[] = { "connect_timeout",  "keepalives_idle",  "keepalives_interval",
-                                 "keepalives_count", "tcp_user_timeout", "application_name",
-                                 "dbname",           "client_encoding",  NULL };
-    const char *const values[] = { "10", "10", "5", "3", "30000", "airlockd", url, "UTF8", NULL };
-    st->conn = PQconnectdbParams(keys, values, 1);
+    const char *keys[PG_PARAMS];
+    const char *values[PG_PARAMS];
+    pg_params(url, NULL, keys, values);
+    st->url = strdup(url);
+    st->conn = st->url ? PQconnectdbParams(keys, values, 1) : NULL;
     if (!st->conn) {
         snprintf(st->errmsg, sizeof st->errmsg, "postgres: out of memory");
         goto out;

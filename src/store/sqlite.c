@@ -1812,6 +1812,9 @@ static const struct store_ops sqlite_ops = {
     .call_list = sqlite_call_list,
     .call_clear = sqlite_call_clear,
     .run_claim_queued = sqlite_run_claim_queued,
+    /* one node: nobody to wake */
+    .notify = NULL,
+    .listener_new = NULL,
 };
 
 int store_schema_version(void)

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_OPS_VERSION 5
+#define STORE_OPS_VERSION 6
 #define STORE_NAME_MAX    64
 #define STORE_HASH_LEN    32 /* SHA-256 of an API key */
 #define STORE_ERRMSG_MAX  256
@@ -213,6 +213,42 @@ struct store_call {
 typedef int store_call_fn(void *userdata, const struct store_call *c);
 typedef int store_node_fn(void *userdata, const char *id);
 
+/* Wake-ups between nodes (since version 6): the channels a node listens on, each payload a run's
+ * id. A notification is a hint, never a record: it is lost when no listener is connected, so a
+ * listener looks at the store itself after each (re)connect. */
+#define STORE_CHANNEL_QUEUE  "airlock_queue"  /* a run became queued: claim */
+#define STORE_CHANNEL_CANCEL "airlock_cancel" /* a run was cancelled in the store: look at yours \
+                                               */
+
+struct store_listener;
+
+/* A notification, borrowed until the callback returns; its return value is ignored. */
+typedef void store_notify_fn(void *userdata, const char *channel, const char *payload);
+
+/* A connection of its own that listens on channels (PostgreSQL: LISTEN on a session that does
+ * nothing else). Used by one thread, but for wake, which any thread may call at any time. */
+struct store_listener_ops {
+    /* Connects (again, after a loss) and listens on every channel it was made with, without
+     * blocking past a wake or the backend's connect timeout. STORE_OK when listening;
+     * STORE_ERROR otherwise (errmsg says why; woken: "interrupted"), not connected then. */
+    enum store_rc (*connect)(struct store_listener *l);
+    /* Waits up to timeout_ms (or until woken) and hands each notification that arrived to fn.
+     * STORE_OK on a notification, a wake or the timeout (not connected: it only waits);
+     * STORE_ERROR when the connection was lost (not connected from then on). */
+    enum store_rc (*wait)(struct store_listener *l, int64_t timeout_ms, store_notify_fn *fn,
+                          void *userdata);
+    /* Ends the current or next wait (or connect) at once; async-signal-safe. */
+    void (*wake)(struct store_listener *l);
+    /* The last STORE_ERROR's message; never NULL. */
+    const char *(*errmsg)(struct store_listener *l);
+    void (*free)(struct store_listener *l); /* NULL-safe; closes the connection */
+};
+
+/* Every listener starts with this. */
+struct store_listener {
+    const struct store_listener_ops *ops;
+};
+
 struct store_ops {
     int version;      /* STORE_OPS_VERSION; later versions only append members */
     const char *name; /* "sqlite" | "postgres" */
@@ -396,6 +432,16 @@ struct store_ops {
      * ret_id (STORE_NAME_MAX + 1 bytes). Inside tx_begin: a rollback puts it back. NOT_FOUND
      * when nothing is queued. */
     enum store_rc (*run_claim_queued)(struct store *s, const char *node, char *ret_id);
+
+    /* Wake-ups (since version 6); both NULL for a backend of one node (SQLite). */
+    /* Sends `payload` (at most 7999 bytes) on `channel` to every listener when the current
+     * transaction commits, never when it rolls back; outside a transaction, at once. */
+    enum store_rc (*notify)(struct store *s, const char *channel, const char *payload);
+    /* A listener on the same database for the NULL-terminated `channels` (which must outlive
+     * it), not yet connected (its connect does that), named application_name `name` where the
+     * backend shows one. The store keeps nothing of it: free it before or after the store. */
+    enum store_rc (*listener_new)(struct store *s, const char *name, const char *const *channels,
+                                  struct store_listener **ret);
 };
 
 /* Every backend's handle starts with this. */
