@@ -10,7 +10,10 @@
  * connection's commit. Group commit off the lock: a transaction of tx_begin_unsynced commits
  * without an fsync, sync then makes it durable, and every other transaction is synced at its commit
  * again (SQLite's fsyncs are counted; PostgreSQL's commits are durable as they return, and sync
- * does nothing). Raw SQL in this file (a second connection) only sets up what the store must cope
+ * does nothing). The queue: 50 connections racing to claim one queued run and take its
+ * continuation, round after round, exactly one gets it. PostgreSQL's wake-ups: a listener hears a
+ * committed notification, never a rolled-back one, is woken, and listens again after its
+ * connection was ended. Raw SQL in this file (a second connection) only sets up what the store must cope
  * with. */
 /* cmocka.h needs these first */
 /* clang-format off */
@@ -184,6 +187,9 @@ static void test_store_ops_version_and_schema(void **state)
     assert_string_equal(f->s->ops->name, pg_base ? "postgres" : "sqlite");
     assert_true(store_schema_version() >= 1);
     assert_int_equal(f->s->ops->ping(f->s), STORE_OK);
+    /* wake-ups between nodes: PostgreSQL's alone (SQLite is one node) */
+    assert_int_equal(f->s->ops->notify != NULL, pg_base != NULL);
+    assert_int_equal(f->s->ops->listener_new != NULL, pg_base != NULL);
 }
 
 /* The back ends' migrations are the same steps: as many, numbered and named alike. */
@@ -918,6 +924,134 @@ static void test_store_nodes_leases_and_calls(void **state)
     assert_int_equal(cw.n, 0);
 }
 
+/* 50 nodes racing for one queued run (api_run_go's claim): each thread on a store connection of
+ * its own claims the queued run and takes its continuation in one transaction. */
+#define RACERS 50
+#define ROUNDS 5
+
+struct racer {
+    struct store *s;
+    pthread_barrier_t *go;
+    char node[16];
+    int claimed;    /* run_claim_queued found the run */
+    int nothing;    /* ... found nothing queued */
+    char *token;    /* the continuation it took */
+    int failed;     /* any other answer */
+};
+
+static void *race_one(void *arg)
+{
+    struct racer *r = arg;
+    struct store *s = r->s;
+    char id[STORE_NAME_MAX + 1];
+    pthread_barrier_wait(r->go);
+    enum store_rc rc = s->ops->tx_begin(s);
+    if (rc == STORE_OK) {
+        rc = s->ops->run_claim_queued(s, r->node, id);
+    }
+    if (rc == STORE_OK) {
+        r->claimed = 1;
+        rc = s->ops->run_take_continuation(s, id, &r->token);
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->tx_commit(s);
+    }
+    if (rc != STORE_OK) {
+        s->ops->tx_rollback(s);
+        r->nothing = rc == STORE_NOT_FOUND && !r->claimed;
+        r->failed = !r->nothing;
+        free(r->token);
+        r->token = NULL;
+    }
+    return NULL;
+}
+
+struct claimed_by {
+    char status[16];
+};
+
+static int read_claimed(void *userdata, const struct store_run *row)
+{
+    snprintf(((struct claimed_by *)userdata)->status, 16, "%s", row->status);
+    return 0;
+}
+
+static void test_store_fifty_resume_one_continuation(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    struct racer racers[RACERS];
+    pthread_t threads[RACERS];
+    pthread_barrier_t go;
+    char err[STORE_ERRMSG_MAX];
+    char token[32];
+    memset(racers, 0, sizeof racers);
+    struct store_run r = { .id = "run_q",
+                           .template_name = "",
+                           .department = "finance",
+                           .principal = "bob",
+                           .status = "awaiting_approval",
+                           .input = "{}",
+                           .source = "return 1",
+                           .language = "js",
+                           .functions = "[]" };
+    assert_int_equal(s->ops->run_create(s, &r), STORE_OK);
+    for (int i = 0; i < RACERS; i++) {
+        if (store_open(f, &racers[i].s, err) != STORE_OK) {
+            fail_msg("connection %d: %s", i, err);
+        }
+        snprintf(racers[i].node, sizeof racers[i].node, "n%d", i);
+        racers[i].go = &go;
+    }
+    for (int round = 0; round < ROUNDS; round++) {
+        /* a decided run queued with a continuation of its own, as api_run_resume leaves it */
+        snprintf(token, sizeof token, "continuation-%d", round);
+        assert_int_equal(s->ops->run_set_continuation(s, "run_q", token), STORE_OK);
+        assert_int_equal(s->ops->run_set_status(s, "run_q", "awaiting_approval|running", "queued",
+                                                NULL),
+                         STORE_OK);
+        assert_int_equal(pthread_barrier_init(&go, NULL, RACERS), 0);
+        for (int i = 0; i < RACERS; i++) {
+            racers[i].claimed = racers[i].nothing = racers[i].failed = 0;
+            racers[i].token = NULL;
+            assert_int_equal(pthread_create(&threads[i], NULL, race_one, &racers[i]), 0);
+        }
+        int winners = 0;
+        int nothing = 0;
+        int winner = -1;
+        for (int i = 0; i < RACERS; i++) {
+            assert_int_equal(pthread_join(threads[i], NULL), 0);
+            if (racers[i].failed) {
+                fail_msg("round %d, connection %d: %s", round, i,
+                         racers[i].s->ops->errmsg(racers[i].s));
+            }
+            if (racers[i].token) {
+                assert_string_equal(racers[i].token, token);
+                winners++;
+                winner = i;
+            }
+            nothing += racers[i].nothing;
+            free(racers[i].token);
+        }
+        pthread_barrier_destroy(&go);
+        /* exactly one resumes it; every other finds nothing to claim */
+        assert_int_equal(winners, 1);
+        assert_int_equal(nothing, RACERS - 1);
+        struct claimed_by c;
+        memset(&c, 0, sizeof c);
+        assert_int_equal(s->ops->run_get(s, "run_q", read_claimed, &c), STORE_OK);
+        assert_string_equal(c.status, "running");
+        struct run_walk w = { NULL, 0, 0, 1, 0, 0 };
+        assert_int_equal(s->ops->run_list_on_node(s, racers[winner].node, walk_run, &w), STORE_OK);
+        assert_int_equal(w.n, 1);
+        char *left = NULL;
+        assert_int_equal(s->ops->run_take_continuation(s, "run_q", &left), STORE_NOT_FOUND);
+    }
+    for (int i = 0; i < RACERS; i++) {
+        racers[i].s->ops->close(racers[i].s);
+    }
+}
+
 /* Metrics */
 static void test_store_audit_head_is_last_seq(void **state)
 {
@@ -1065,6 +1199,99 @@ static void test_store_postgres_reconnects(void **state)
     assert_int_equal(s->ops->principal_create(s, "erin", "user"), STORE_CONFLICT);
 }
 
+/* PostgreSQL only (the wake-ups of several nodes): a listener hears what a commit notified, never
+ * what a rollback did, can be woken while it waits, finds its connection ended and connects again.
+ */
+struct heard {
+    int n;
+    char channel[32];
+    char payload[32];
+};
+
+static void hear(void *userdata, const char *channel, const char *payload)
+{
+    struct heard *h = userdata;
+    if (h->n++ == 0) {
+        snprintf(h->channel, sizeof h->channel, "%s", channel);
+        snprintf(h->payload, sizeof h->payload, "%s", payload);
+    }
+}
+
+/* Waits (up to 10 s) for the listener's next notifications; the wait's last answer. */
+static enum store_rc hear_next(struct store_listener *l, struct heard *h)
+{
+    struct timespec t0;
+    struct timespec t;
+    enum store_rc rc = STORE_OK;
+    memset(h, 0, sizeof *h);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        rc = l->ops->wait(l, 1000, hear, h);
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while (rc == STORE_OK && h->n == 0 && t.tv_sec - t0.tv_sec < 10);
+    return rc;
+}
+
+static void test_store_postgres_listen_notify(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    static const char *const channels[] = { STORE_CHANNEL_QUEUE, STORE_CHANNEL_CANCEL, NULL };
+    struct store_listener *l = NULL;
+    struct heard h;
+    char kill[256];
+    struct timespec t0;
+    struct timespec t;
+    assert_int_equal(s->ops->listener_new(s, "unit-store-listen", channels, &l), STORE_OK);
+    /* not connected yet: a wait only waits */
+    assert_int_equal(l->ops->wait(l, 1, hear, &h), STORE_OK);
+    assert_int_equal(l->ops->connect(l), STORE_OK);
+
+    /* nothing before the commit, nothing of a rollback: the first heard is the committed one */
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->notify(s, STORE_CHANNEL_QUEUE, "run_rolled_back"), STORE_OK);
+    s->ops->tx_rollback(s);
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->notify(s, STORE_CHANNEL_QUEUE, "run_1"), STORE_OK);
+    memset(&h, 0, sizeof h);
+    assert_int_equal(l->ops->wait(l, 0, hear, &h), STORE_OK);
+    assert_int_equal(h.n, 0);
+    assert_int_equal(s->ops->tx_commit(s), STORE_OK);
+    assert_int_equal(hear_next(l, &h), STORE_OK);
+    assert_int_equal(h.n, 1);
+    assert_string_equal(h.channel, STORE_CHANNEL_QUEUE);
+    assert_string_equal(h.payload, "run_1");
+    /* outside a transaction it goes at once; the other channel too */
+    assert_int_equal(s->ops->notify(s, STORE_CHANNEL_CANCEL, "run_2"), STORE_OK);
+    assert_int_equal(hear_next(l, &h), STORE_OK);
+    assert_string_equal(h.channel, STORE_CHANNEL_CANCEL);
+    assert_string_equal(h.payload, "run_2");
+
+    /* a wake ends a long wait at once (here: one already asked for) */
+    l->ops->wake(l);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    memset(&h, 0, sizeof h);
+    assert_int_equal(l->ops->wait(l, 60000, hear, &h), STORE_OK);
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    assert_true(t.tv_sec - t0.tv_sec < 30);
+    assert_int_equal(h.n, 0);
+
+    /* its backend ended (found by its application_name): the wait says so, a connect listens
+     * again and hears the next notification */
+    snprintf(kill, sizeof kill,
+             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = "
+             "'unit-store-listen' AND datname = '%s'",
+             f->db);
+    assert_int_equal(raw_exec(f, 1, kill), 0);
+    assert_int_equal(hear_next(l, &h), STORE_ERROR);
+    assert_non_null(strstr(l->ops->errmsg(l), "connection lost"));
+    assert_int_equal(l->ops->connect(l), STORE_OK);
+    assert_int_equal(s->ops->notify(s, STORE_CHANNEL_QUEUE, "run_3"), STORE_OK);
+    assert_int_equal(hear_next(l, &h), STORE_OK);
+    assert_string_equal(h.payload, "run_3");
+    l->ops->free(l);
+}
+
 /* A CONFLICT inside a transaction leaves it usable (PostgreSQL would abort the whole transaction
  * on a unique violation: the store never lets one happen); a transaction does not nest. */
 static void test_store_conflict_keeps_transaction(void **state)
@@ -1187,6 +1414,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_runs_and_approvals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_audit_head_is_last_seq, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_nodes_leases_and_calls, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_fifty_resume_one_continuation, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_store_statements_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_unsynced_commit_then_sync, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_conflict_keeps_transaction, setup, teardown),
@@ -1194,6 +1423,7 @@ int main(void)
     /* what only PostgreSQL has: a connection to lose */
     const struct CMUnitTest postgres_tests[] = {
         cmocka_unit_test_setup_teardown(test_store_postgres_reconnects, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_postgres_listen_notify, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_postgres_one_chain_across_connections, setup,
                                         teardown),
     };
