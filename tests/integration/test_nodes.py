@@ -21,6 +21,7 @@ idempotency key. Waits poll with a deadline; nothing sleeps for timing.
 """
 import binascii
 import http.client
+import json
 import os
 import signal
 import subprocess
@@ -46,9 +47,10 @@ def public_key_of(private_hex):
 class Cluster:
     """Three airlockd nodes on one database, department finance, its people, the shop."""
 
-    def __init__(self, tmp, lease_ms=None, node_args=None):
+    def __init__(self, tmp, lease_ms=None, node_args=None, poll_ms=None):
         check(ts.PG, "AIRLOCK_TEST_DATABASE is not set: these tests need a PostgreSQL cluster")
         self.lease_ms = lease_ms
+        self.poll_ms = poll_ms
         self.node_args = node_args or {}
         self.tmp = tmp
         self.dirs = [os.path.join(tmp, "node-" + n) for n in "abc"]
@@ -111,6 +113,8 @@ class Cluster:
         args = ["--listen", "127.0.0.1:0", "--data-dir", self.dirs[i]]
         if self.lease_ms:
             args += ["--lease-ms", str(self.lease_ms)]
+        if self.poll_ms:
+            args += ["--poll-ms", str(self.poll_ms)]
         args += self.node_args.get(i, [])
         return Server(self.dirs[i], env_extra=self.keys_hex if i < 2 else None, args=args)
 
@@ -144,6 +148,48 @@ class Cluster:
             check(time.monotonic() < deadline,
                   "run %s still %s, want %s" % (run_id, doc["status"], statuses))
             time.sleep(0.02)
+
+    def node_id(self, i):
+        with open(os.path.join(self.dirs[i], "node.id")) as f:
+            return "node_" + f.read().strip()
+
+    def executing(self, run_id):
+        """The index of the node executing the run, once one is recorded executing it."""
+        ids = [self.node_id(i) for i in range(3)]
+        deadline = time.monotonic() + HANG
+        while True:
+            rows = ts.db_rows(self.dirs[0], "SELECT node, status FROM runs WHERE id = ?",
+                              (run_id,))
+            if rows and rows[0][1] == "running" and rows[0][0] in ids:
+                return ids.index(rows[0][0])
+            check(time.monotonic() < deadline, "run %s never executing: %r" % (run_id, rows))
+            time.sleep(0.02)
+
+    def node_of(self, run_id):
+        """The node recorded for the run (the one that executes or executed it)."""
+        rows = ts.db_rows(self.dirs[0], "SELECT node FROM runs WHERE id = ?", (run_id,))
+        return rows[0][0] if rows else None
+
+    def running_on(self, i):
+        """The ids of the runs recorded executing on node i."""
+        return [r[0] for r in ts.db_rows(
+            self.dirs[0], "SELECT id FROM runs WHERE node = ? AND status = 'running' ORDER BY seq",
+            (self.node_id(i),))]
+
+    def start_waiting(self, node, body):
+        """Starts a run with "wait": true on node (so that it executes there) from a thread of
+        its own; the thread, and a list that gets its (status, answer) or exception."""
+        got = []
+
+        def go():
+            try:
+                got.append(node.request("POST", "/v1/runs", dict(body, wait=True),
+                                        key=self.keys["agent-7"])[:2])
+            except Exception as e:  # noqa: BLE001 - a node killed meanwhile
+                got.append(e)
+        t = threading.Thread(target=go)
+        t.start()
+        return t, got
 
     def records(self, action, subject):
         return [r for r in audit_rows(self.dirs[0], action) if r["subject"] == subject]
@@ -346,9 +392,13 @@ def t_queue_resumes_where_the_decider_cannot(tmp):
         c.template("slow", SLOW, ["shop.slow"])
         doc = c.run(a, {"template": "refund", "input": {"amount": 5}}, 202)
         apr = doc["approvals"][0]
-        # node b drains (SIGTERM with a run of its own in progress): it launches nothing more,
-        # but still serves the connection it has open
-        c.run(b, {"template": "slow", "wait": False}, 202)
+        # node b drains (SIGTERM with a run of its own in progress, started waiting so that it
+        # executes there): it launches nothing more, but still serves the connection it has open
+        own, _ = c.start_waiting(b, {"template": "slow"})
+        deadline = time.monotonic() + HANG
+        while not c.running_on(1):
+            check(time.monotonic() < deadline, "node b's own run never started")
+            time.sleep(0.02)
         conn = http.client.HTTPConnection("127.0.0.1", b.port, timeout=HANG)
         # a first request makes sure node b has accepted the connection (kept alive after it)
         conn.request("GET", "/v1/me", headers={"Authorization": "Bearer " + c.keys["bob"]})
@@ -381,6 +431,7 @@ def t_queue_resumes_where_the_decider_cannot(tmp):
         c.verify_chain([a, cc])  # b is stopping
         # and it stops cleanly once its grace period has cancelled its own run
         check(b.stop() == 0, "node b's exit: %s" % b.stderr()[-2000:])
+        own.join(timeout=HANG)
     finally:
         c.close()
 
@@ -393,12 +444,17 @@ def t_queue_takes_what_a_full_node_cannot(tmp):
     try:
         a, b, cc = c.nodes
         c.template("slow", SLOW_AFTER, ["shop.orders", "shop.slow"])
-        # node a executes one run at a time: this one keeps it full
-        busy = c.run(a, {"template": "slow", "input": {"ms": 10000}, "wait": False}, 202)["id"]
-        c.until(a, busy, ("running",))
-        # so a run started on it without waiting goes to the queue, and another node runs it
+        # node a executes one run at a time: this one (waited for: it executes there) keeps it
+        # full
+        waiter, _ = c.start_waiting(a, {"template": "slow", "input": {"ms": 10000}})
+        deadline = time.monotonic() + HANG
+        while not c.running_on(0):
+            check(time.monotonic() < deadline, "node a's run never started")
+            time.sleep(0.02)
+        busy = c.running_on(0)[0]
+        # a run started without waiting goes to the queue, and a node with room runs it
         doc = c.run(a, {"template": "slow", "input": {"ms": 1}, "wait": False}, 202)
-        check(doc["status"] in ("queued", "running", "completed"), "%r" % doc)
+        check(doc["status"] == "queued", "%r" % doc)
         done = c.until(b, doc["id"], ("completed", "failed", "cancelled"))
         check(done["status"] == "completed" and done["value"] == 2, "from the queue: %r" % done)
         check(c.ok(a, "GET", "/v1/runs/" + busy, None, c.keys["agent-7"])["status"] == "running",
@@ -425,6 +481,7 @@ def t_queue_takes_what_a_full_node_cannot(tmp):
         check(len(ends) == 1 and ends[0]["details"]["status"] == "cancelled", "%r" % ends)
         check(c.shop.calls()["by_function"].get("shop.orders") == 2, "the cancelled run ran")
         c.ok(a, "POST", "/v1/runs/%s/cancel" % busy, {}, c.keys["agent-7"])
+        waiter.join(timeout=HANG)
         c.verify_chain()
     finally:
         c.close()
@@ -438,29 +495,29 @@ def t_cancel_revoke_and_key_revoke_reach_every_node(tmp):
     try:
         a, b, cc = c.nodes
         v = c.template("slow", SLOW, ["shop.slow"])
-        # a cancel on node b of a run executing on node a
+        # a cancel on another node than the one executing the run (whichever claimed it)
         run1 = c.run(a, {"template": "slow", "wait": False}, 202)["id"]
-        c.until(a, run1, ("running",))
+        on = c.executing(run1)
         deadline = time.monotonic() + HANG
         while c.shop.calls()["by_function"].get("shop.slow", 0) < 1:
             check(time.monotonic() < deadline, "the slow call never reached the shop")
             time.sleep(0.02)
-        c.ok(b, "POST", "/v1/runs/%s/cancel" % run1, {}, c.keys["agent-7"])
+        c.ok(c.nodes[(on + 1) % 3], "POST", "/v1/runs/%s/cancel" % run1, {}, c.keys["agent-7"])
         t0 = time.monotonic()
         while not c.records("run.end", run1):
-            check(time.monotonic() - t0 < 1.0, "node a still executes a run cancelled on b")
+            check(time.monotonic() - t0 < 1.0, "a node still executes a run cancelled elsewhere")
             time.sleep(0.02)
         end = c.records("run.end", run1)[0]["details"]
         check(end["status"] == "cancelled" and end["error"]["code"] == "ABORTED" and
               "cancelled by agent-7" in end["error"]["message"], "run.end: %r" % end)
-        # a revocation on node c of the version a run executes on node a
+        # a revocation on another node of the version a run executes
         run2 = c.run(a, {"template": "slow", "wait": False}, 202)["id"]
-        c.until(a, run2, ("running",))
-        c.ok(cc, "POST", "/v1/templates/slow/versions/%d/revoke" % v, {"reason": "stop"},
-             c.keys["carol"])
+        on = c.executing(run2)
+        c.ok(c.nodes[(on + 2) % 3], "POST", "/v1/templates/slow/versions/%d/revoke" % v,
+             {"reason": "stop"}, c.keys["carol"])
         t0 = time.monotonic()
         while not c.records("run.end", run2):
-            check(time.monotonic() - t0 < 1.0, "node a still executes a revoked version's run")
+            check(time.monotonic() - t0 < 1.0, "a node still executes a revoked version's run")
             time.sleep(0.02)
         check(c.records("run.end", run2)[0]["details"]["status"] == "cancelled", "run2's end")
         check(c.until(b, run2, ("cancelled",))["error"]["code"] == "ABORTED", "run2")
@@ -491,14 +548,19 @@ def t_kill9_node_holding_runs(tmp):
         # acknowledged runs that end on node a before it dies
         done = [c.run(a, {"template": "slow", "input": {"ms": 1}}, 200) for _ in range(3)]
         check(all(d["status"] == "completed" for d in done), "%r" % done)
-        # runs node a holds when it dies: each has made its calls, one of them still in flight
-        held = [c.run(a, {"template": "slow", "input": {"ms": 30000}, "wait": False}, 202)["id"]
-                for _ in range(6)]
+        # runs node a holds when it dies (started waiting, so that they execute there): each
+        # has made its calls, one of them still in flight
+        waiters = [c.start_waiting(a, {"template": "slow", "input": {"ms": 30000}})[0]
+                   for _ in range(6)]
         deadline = time.monotonic() + HANG
-        while c.shop.calls()["by_function"].get("shop.slow", 0) < 3 + len(held):
+        while c.shop.calls()["by_function"].get("shop.slow", 0) < 3 + len(waiters):
             check(time.monotonic() < deadline, "the slow calls never reached the shop")
             time.sleep(0.02)
+        held = c.running_on(0)
+        check(len(held) == len(waiters), "runs executing on node a: %r" % held)
         a.kill()  # SIGKILL
+        for t in waiters:
+            t.join(timeout=HANG)
         killed = time.monotonic()
         # b and c go on serving meanwhile
         check(c.run(b, {"template": "slow", "input": {"ms": 1}}, 200)["status"] == "completed",
@@ -551,8 +613,9 @@ def t_kill9_node_holding_runs(tmp):
 
 
 def t_live_node_keeps_its_runs_past_the_lease(tmp):
+    # a minute between polls: the heartbeat (a third of the lease) must not wait for them
     lease = 1000
-    c = Cluster(tmp, lease_ms=lease)
+    c = Cluster(tmp, lease_ms=lease, poll_ms=60000)
     try:
         a, b, cc = c.nodes
         c.template("slow", SLOW_AFTER, ["shop.orders", "shop.slow"])
@@ -568,6 +631,149 @@ def t_live_node_keeps_its_runs_past_the_lease(tmp):
         c.close()
 
 
+NO_POLL = 60000  # ms: a poll so rare that only a wake-up can make a node look within the test
+WAKE = 10.0      # s: what a wake-up must take less than (a poll would take 60)
+
+
+def wait_line(node, text, count=1):
+    """Waits until the node's stderr holds text (count times)."""
+    deadline = time.monotonic() + HANG
+    while node.stderr().count(text) < count:
+        check(time.monotonic() < deadline, "no %r in the log: %s" % (text, node.stderr()[-2000:]))
+        time.sleep(0.02)
+
+
+def until_within(c, node, run_id, statuses, seconds, why):
+    t0 = time.monotonic()
+    while True:
+        doc = c.ok(node, "GET", "/v1/runs/" + run_id, None, c.keys["agent-7"])
+        if doc["status"] in statuses:
+            return doc
+        check(time.monotonic() - t0 < seconds, "%s: run %s still %s after %.1f s" % (
+            why, run_id, doc["status"], time.monotonic() - t0))
+        time.sleep(0.02)
+
+
+def ended_within(c, run_id, seconds, why):
+    t0 = time.monotonic()
+    while not c.records("run.end", run_id):
+        check(time.monotonic() - t0 < seconds, why)
+        time.sleep(0.02)
+    return c.records("run.end", run_id)[0]["details"]
+
+
+def t_wakeups_without_polling(tmp):
+    cfg = os.path.join(tmp, "one-at-a-time.json")
+    with open(cfg, "w") as f:
+        f.write('{"runs": {"max_concurrent": 1}}')
+    c = Cluster(tmp, poll_ms=NO_POLL, node_args={0: ["--config", cfg]})
+    try:
+        a, b, cc = c.nodes
+        for n in c.nodes:
+            wait_line(n, '"listener":"listening"')
+        c.template("slow", SLOW_AFTER, ["shop.orders", "shop.slow"])
+        c.template("nap", SLOW, ["shop.slow"])
+        # node a is full (one run at a time, this one waited for, so executing there)
+        waiter, _ = c.start_waiting(a, {"template": "slow", "input": {"ms": 20000}})
+        deadline = time.monotonic() + HANG
+        while not c.running_on(0):
+            check(time.monotonic() < deadline, "node a's run never started")
+            time.sleep(0.02)
+        busy = c.running_on(0)[0]
+        # a run queued on the full node: another claims and completes it at once (notified)
+        doc = c.run(a, {"template": "slow", "input": {"ms": 1}, "wait": False}, 202)
+        check(doc["status"] == "queued", "%r" % doc)
+        done = until_within(c, b, doc["id"], ("completed", "failed", "cancelled"), WAKE,
+                            "the queued run was not claimed on a wake-up")
+        check(done["status"] == "completed" and done["value"] == 2, "%r" % done)
+        check(c.node_of(doc["id"]) != c.node_id(0), "claimed by the full node")
+        # a cancel decided on another node stops a run within a second (the issue's bound)
+        slow_calls = c.shop.calls()["by_function"].get("shop.slow", 0)
+        run1 = c.run(a, {"template": "nap", "wait": False}, 202)["id"]
+        on = c.executing(run1)
+        check(on in (1, 2), "a full node claimed a run")
+        deadline = time.monotonic() + HANG
+        while c.shop.calls()["by_function"].get("shop.slow", 0) <= slow_calls:
+            check(time.monotonic() < deadline, "the slow call never reached the shop")
+            time.sleep(0.02)
+        c.ok(c.nodes[3 - on], "POST", "/v1/runs/%s/cancel" % run1, {}, c.keys["agent-7"])
+        end = ended_within(c, run1, 1.0, "a run cancelled on another node still executes")
+        check(end["status"] == "cancelled" and "cancelled by agent-7" in end["error"]["message"],
+              "run.end: %r" % end)
+        # a revocation decided on node c stops the runs of that version on a and b in a second
+        run2 = c.run(b, {"template": "nap", "wait": False}, 202)["id"]
+        on2 = c.executing(run2)
+        deciding = 2 if on2 == 1 else 1
+        for name, run_id in (("slow", busy), ("nap", run2)):
+            c.ok(c.nodes[deciding], "POST", "/v1/templates/%s/versions/1/revoke" % name,
+                 {"reason": "stop"}, c.keys["carol"])
+            end = ended_within(c, run_id, 1.0, "a revoked version's run still executes")
+            check(end["status"] == "cancelled" and "was revoked" in end["error"]["message"],
+                  "run.end: %r" % end)
+        waiter.join(timeout=HANG)
+        c.verify_chain()
+    finally:
+        c.close()
+
+
+def t_listener_lost_polling_covers_then_listens_again(tmp):
+    cfg = os.path.join(tmp, "one-at-a-time.json")
+    with open(cfg, "w") as f:
+        f.write('{"runs": {"max_concurrent": 1}}')
+    # node a full and node b polling once a minute; node c polls as by default
+    c = Cluster(tmp, node_args={0: ["--config", cfg], 1: ["--poll-ms", str(NO_POLL)]})
+    try:
+        a, b, cc = c.nodes
+        for n in c.nodes:
+            wait_line(n, '"listener":"listening"')
+        c.template("slow", SLOW_AFTER, ["shop.orders", "shop.slow"])
+        waiter, _ = c.start_waiting(a, {"template": "slow", "input": {"ms": 12000}})
+        deadline = time.monotonic() + HANG
+        while not c.running_on(0):
+            check(time.monotonic() < deadline, "node a's run never started")
+            time.sleep(0.02)
+        busy = c.running_on(0)[0]
+        # every listener's connection ended by the server
+        ended = ts.db_rows(c.dirs[0], "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                           "WHERE application_name = 'airlockd-listen' AND "
+                           "datname = current_database()")
+        check(len(ended) == 3 and all(r[0] for r in ended), "listeners ended: %r" % ended)
+        # a run queued meanwhile is still claimed (the poll, or the look after a reconnect)
+        doc = c.run(a, {"template": "slow", "input": {"ms": 1}, "wait": False}, 202)
+        done = c.until(cc, doc["id"], ("completed", "failed", "cancelled"))
+        check(done["status"] == "completed", "%r" % done)
+        # each listener says it lost its connection, and that it listens again
+        for n in c.nodes:
+            wait_line(n, '"listener":"lost"')
+            wait_line(n, '"listener":"listening again"')
+        for line in b.stderr().splitlines():
+            if '"listener":"lost"' in line:
+                check(json.loads(line)["error"], "the loss says why: %r" % line)
+        rows = ts.db_rows(c.dirs[0], "SELECT count(*) FROM pg_stat_activity WHERE "
+                          "application_name = 'airlockd-listen' AND datname = current_database()")
+        check(rows == [(3,)], "listeners connected again: %r" % rows)
+        # wake-ups work again: with node c stopped only node b (a minute between its polls)
+        # can claim, and it does at once, twice (the look after its reconnect was only one)
+        cc.proc.send_signal(signal.SIGSTOP)
+        try:
+            for _ in range(2):
+                doc = c.run(a, {"template": "slow", "input": {"ms": 1}, "wait": False}, 202)
+                done = until_within(c, a, doc["id"], ("completed", "failed", "cancelled"), WAKE,
+                                    "no wake-up after the listener reconnected")
+                check(done["status"] == "completed", "%r" % done)
+                check(c.node_of(doc["id"]) == c.node_id(1), "not claimed by node b")
+        finally:
+            cc.proc.send_signal(signal.SIGCONT)
+        c.ok(a, "POST", "/v1/runs/%s/cancel" % busy, {}, c.keys["agent-7"])
+        waiter.join(timeout=HANG)
+        # and a node stops at once while its listener waits: no hang on SIGTERM
+        t0 = time.monotonic()
+        check(b.stop() == 0, "node b's exit: %s" % b.stderr()[-2000:])
+        check(time.monotonic() - t0 < 5.0, "node b took %.1f s to stop" % (time.monotonic() - t0))
+    finally:
+        c.close()
+
+
 def t_lease_option_and_config(tmp):
     check(ts.PG, "AIRLOCK_TEST_DATABASE is not set: these tests need a PostgreSQL cluster")
     d = os.path.join(tmp, "var")
@@ -576,17 +782,25 @@ def t_lease_option_and_config(tmp):
                            capture_output=True, timeout=HANG)
         check(p.returncode == 2 and b"--lease-ms must be an integer from 500 to 3600000" in
               p.stderr, "--lease-ms %r: %d %r" % (bad, p.returncode, p.stderr))
+    for bad in ("9", "3600001", "1e3", "250ms", ""):
+        p = subprocess.run([ts.AIRLOCKD, "--data-dir", d, "--poll-ms", bad],
+                           capture_output=True, timeout=HANG)
+        check(p.returncode == 2 and b"--poll-ms must be an integer from 10 to 3600000" in
+              p.stderr, "--poll-ms %r: %d %r" % (bad, p.returncode, p.stderr))
+    p = subprocess.run([ts.AIRLOCKD, "--help"], capture_output=True, timeout=HANG)
+    check(p.returncode == 0 and b"--poll-ms MS" in p.stdout, "--help: %r" % p.stdout)
     cfg = os.path.join(tmp, "airlockd.json")
-    for bad in ('"10000"', "499", "2.5"):
+    for key, bad in (("lease_ms", '"10000"'), ("lease_ms", "499"), ("lease_ms", "2.5"),
+                     ("poll_ms", '"250"'), ("poll_ms", "0"), ("poll_ms", "12.5")):
         with open(cfg, "w") as f:
-            f.write('{"lease_ms": %s}' % bad)
+            f.write('{"%s": %s}' % (key, bad))
         p = subprocess.run([ts.AIRLOCKD, "--data-dir", d, "--config", cfg],
                            capture_output=True, timeout=HANG)
-        check(p.returncode == 2 and b"lease_ms must be an integer" in p.stderr,
-              "lease_ms %s: %d %r" % (bad, p.returncode, p.stderr))
-    # a good one from the config file: the lease the node writes is the one given
+        check(p.returncode == 2 and (key + " must be an integer").encode() in p.stderr,
+              "%s %s: %d %r" % (key, bad, p.returncode, p.stderr))
+    # good ones from the config file: the lease the node writes is the one given
     with open(cfg, "w") as f:
-        f.write('{"lease_ms": 4321}')
+        f.write('{"lease_ms": 4321, "poll_ms": 1000}')
     s = Server(d, args=["--listen", "127.0.0.1:0", "--data-dir", d, "--config", cfg])
     try:
         check(s.port, "did not start: " + s.stderr())
