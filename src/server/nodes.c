@@ -409,7 +409,9 @@ static void *nodes_listen_thread(void *arg)
             if (l->ops->connect(l) == STORE_OK) {
                 connected = 1;
                 backoff = NODES_BACKOFF_MIN_MS;
-                nodes_log_listener(n, lost ? "listening again" : "listening", NULL);
+                if (lost) {
+                    nodes_log_listener(n, "listening again", NULL);
+                }
                 lost = 0;
                 nodes_want(n, 1, 1);
                 continue;

@@ -216,9 +216,10 @@ typedef int store_node_fn(void *userdata, const char *id);
 /* Wake-ups between nodes (since version 6): the channels a node listens on, each payload a run's
  * id. A notification is a hint, never a record: it is lost when no listener is connected, so a
  * listener looks at the store itself after each (re)connect. */
-#define STORE_CHANNEL_QUEUE  "airlock_queue"  /* a run became queued: claim */
-#define STORE_CHANNEL_CANCEL "airlock_cancel" /* a run was cancelled in the store: look at yours \
-                                               */
+#define STORE_CHANNEL_QUEUE "airlock_queue" /* a run became queued: claim */
+#define STORE_CHANNEL_CANCEL                                            \
+    "airlock_cancel" /* a run was cancelled in the store: look at yours \
+                      */
 
 struct store_listener;
 

@@ -165,6 +165,18 @@ class Cluster:
             check(time.monotonic() < deadline, "run %s never executing: %r" % (run_id, rows))
             time.sleep(0.02)
 
+    def listening(self, want=3):
+        """Waits until want listeners of this database have run their LISTEN."""
+        deadline = time.monotonic() + HANG
+        while True:
+            rows = ts.db_rows(self.dirs[0], "SELECT count(*) FROM pg_stat_activity WHERE "
+                              "application_name = 'airlockd-listen' AND "
+                              "datname = current_database() AND query LIKE 'LISTEN %'")
+            if rows == [(want,)]:
+                return
+            check(time.monotonic() < deadline, "listeners: %r, want %d" % (rows, want))
+            time.sleep(0.02)
+
     def node_of(self, run_id):
         """The node recorded for the run (the one that executes or executed it)."""
         rows = ts.db_rows(self.dirs[0], "SELECT node FROM runs WHERE id = ?", (run_id,))
@@ -669,8 +681,7 @@ def t_wakeups_without_polling(tmp):
     c = Cluster(tmp, poll_ms=NO_POLL, node_args={0: ["--config", cfg]})
     try:
         a, b, cc = c.nodes
-        for n in c.nodes:
-            wait_line(n, '"listener":"listening"')
+        c.listening()
         c.template("slow", SLOW_AFTER, ["shop.orders", "shop.slow"])
         c.template("nap", SLOW, ["shop.slow"])
         # node a is full (one run at a time, this one waited for, so executing there)
@@ -724,8 +735,7 @@ def t_listener_lost_polling_covers_then_listens_again(tmp):
     c = Cluster(tmp, node_args={0: ["--config", cfg], 1: ["--poll-ms", str(NO_POLL)]})
     try:
         a, b, cc = c.nodes
-        for n in c.nodes:
-            wait_line(n, '"listener":"listening"')
+        c.listening()
         c.template("slow", SLOW_AFTER, ["shop.orders", "shop.slow"])
         waiter, _ = c.start_waiting(a, {"template": "slow", "input": {"ms": 12000}})
         deadline = time.monotonic() + HANG
@@ -749,9 +759,7 @@ def t_listener_lost_polling_covers_then_listens_again(tmp):
         for line in b.stderr().splitlines():
             if '"listener":"lost"' in line:
                 check(json.loads(line)["error"], "the loss says why: %r" % line)
-        rows = ts.db_rows(c.dirs[0], "SELECT count(*) FROM pg_stat_activity WHERE "
-                          "application_name = 'airlockd-listen' AND datname = current_database()")
-        check(rows == [(3,)], "listeners connected again: %r" % rows)
+        c.listening()
         # wake-ups work again: with node c stopped only node b (a minute between its polls)
         # can claim, and it does at once, twice (the look after its reconnect was only one)
         cc.proc.send_signal(signal.SIGSTOP)

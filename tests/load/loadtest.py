@@ -523,15 +523,20 @@ def kill9(a, tmp):
         for t in threads:
             t.start()
         stop.wait(a.seconds)
-        # kill while a slow run is executing: right after one was answered "running"
+        # kill while a slow run is executing: right after one was answered "running", or
+        # (PostgreSQL: several nodes) answered "queued" and then claimed
         deadline = time.monotonic() + ts.HANG
         seen = len(stats.acked)
+        queued = None  # the last slow run answered queued
         while True:
             with stats.lock:
-                fresh = [v for v in list(stats.acked.values())[seen:]
-                         if v[0] == "slow" and v[2] == "running"]
+                fresh = [(i, v) for i, v in list(stats.acked.items())[seen:]
+                         if v[0] == "slow" and v[2] in ("running", "queued")]
                 seen = len(stats.acked)
-            if fresh:
+            if any(v[2] == "running" for _, v in fresh):
+                break
+            queued = fresh[-1][0] if fresh else queued
+            if queued and db_runs(w.dir).get(queued, ("",))[0] == "running":
                 break
             check(time.monotonic() < deadline, "no slow run was answered running")
             time.sleep(0.005)

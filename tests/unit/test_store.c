@@ -13,8 +13,8 @@
  * does nothing). The queue: 50 connections racing to claim one queued run and take its
  * continuation, round after round, exactly one gets it. PostgreSQL's wake-ups: a listener hears a
  * committed notification, never a rolled-back one, is woken, and listens again after its
- * connection was ended. Raw SQL in this file (a second connection) only sets up what the store must cope
- * with. */
+ * connection was ended. Raw SQL in this file (a second connection) only sets up what the store must
+ * cope with. */
 /* cmocka.h needs these first */
 /* clang-format off */
 #include <setjmp.h>
@@ -933,10 +933,10 @@ struct racer {
     struct store *s;
     pthread_barrier_t *go;
     char node[16];
-    int claimed;    /* run_claim_queued found the run */
-    int nothing;    /* ... found nothing queued */
-    char *token;    /* the continuation it took */
-    int failed;     /* any other answer */
+    int claimed; /* run_claim_queued found the run */
+    int nothing; /* ... found nothing queued */
+    char *token; /* the continuation it took */
+    int failed;  /* any other answer */
 };
 
 static void *race_one(void *arg)
@@ -1007,9 +1007,9 @@ static void test_store_fifty_resume_one_continuation(void **state)
         /* a decided run queued with a continuation of its own, as api_run_resume leaves it */
         snprintf(token, sizeof token, "continuation-%d", round);
         assert_int_equal(s->ops->run_set_continuation(s, "run_q", token), STORE_OK);
-        assert_int_equal(s->ops->run_set_status(s, "run_q", "awaiting_approval|running", "queued",
-                                                NULL),
-                         STORE_OK);
+        assert_int_equal(
+                s->ops->run_set_status(s, "run_q", "awaiting_approval|running", "queued", NULL),
+                STORE_OK);
         assert_int_equal(pthread_barrier_init(&go, NULL, RACERS), 0);
         for (int i = 0; i < RACERS; i++) {
             racers[i].claimed = racers[i].nothing = racers[i].failed = 0;
@@ -1414,8 +1414,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_runs_and_approvals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_audit_head_is_last_seq, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_nodes_leases_and_calls, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_fifty_resume_one_continuation, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_store_fifty_resume_one_continuation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_statements_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_unsynced_commit_then_sync, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_conflict_keeps_transaction, setup, teardown),
