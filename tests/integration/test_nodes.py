@@ -3,12 +3,17 @@
 together bootstrap the database once; templates run through all three; a run interrupted on one
 node is approved on another and completes without repeating its finished calls; races of
 concurrent decisions across nodes (50 on one approval: one decision; 50 racing to resume one
-continuation: one resume); a decided run, and a run a full node cannot take, go through the
-queue to a node that can run them (a queued run can be cancelled); a
-cancel, a revocation and a key revocation decided on one node take effect on the others within a
-second; a node killed with -9 while it holds runs has them taken over once its lease runs out,
-with no call made twice; a live node keeps its runs past the lease; the one audit chain verifies
-with `airlock audit verify`.
+continuation: one resume); a decided run, and a run started without waiting on a full node, go
+through the queue to a node that can run them (a queued run can be cancelled); a cancel, a
+revocation and a key revocation decided on one node take effect on the others within a second;
+with a minute between polls, only the wake-ups (LISTEN/NOTIFY) can make that so: a run queued on
+a full node is claimed by another, a cancel and a revocation stop runs on other nodes within a
+second; listeners whose connections the server ends log it, polling still claims meanwhile, they
+listen again and wake-ups work again; a node killed with -9 while it holds runs has them taken
+over once its lease runs out, with no call made twice; a live node keeps its runs past the lease
+(its heartbeat does not wait for a minute's poll); --lease-ms and --poll-ms; the one audit chain
+verifies with `airlock audit verify`. Runs that must execute on one given node are started with
+"wait": true (a run started without waiting goes to the queue, for any node).
 
 usage: test_nodes.py --airlockd PATH --cli PATH [-k SUBSTRING]
 
@@ -711,7 +716,30 @@ def t_wakeups_without_polling(tmp):
         end = ended_within(c, run1, 1.0, "a run cancelled on another node still executes")
         check(end["status"] == "cancelled" and "cancelled by agent-7" in end["error"]["message"],
               "run.end: %r" % end)
-        # a revocation decided on node c stops the runs of that version on a and b in a second
+        # with the other nodes stopped, a run queued on the full node waits; once its own run
+        # ends, the node claims it at once
+        for n in (b, cc):
+            n.proc.send_signal(signal.SIGSTOP)
+        try:
+            q = c.run(a, {"template": "slow", "input": {"ms": 1}, "wait": False}, 202)["id"]
+            check(c.ok(a, "GET", "/v1/runs/" + q, None, c.keys["agent-7"])["status"] == "queued",
+                  "claimed while every node with room was stopped")
+            c.ok(a, "POST", "/v1/runs/%s/cancel" % busy, {}, c.keys["agent-7"])
+            waiter.join(timeout=HANG)
+            done = until_within(c, a, q, ("completed", "failed", "cancelled"), WAKE,
+                                "a node with room again did not claim")
+            check(done["status"] == "completed" and c.node_of(q) == c.node_id(0), "%r" % done)
+        finally:
+            for n in (b, cc):
+                n.proc.send_signal(signal.SIGCONT)
+        waiter, _ = c.start_waiting(a, {"template": "slow", "input": {"ms": 20000}})
+        deadline = time.monotonic() + HANG
+        while not c.running_on(0):
+            check(time.monotonic() < deadline, "node a's second run never started")
+            time.sleep(0.02)
+        busy = c.running_on(0)[0]
+        # a revocation decided on one node stops the runs of its version on the others in a
+        # second
         run2 = c.run(b, {"template": "nap", "wait": False}, 202)["id"]
         on2 = c.executing(run2)
         deciding = 2 if on2 == 1 else 1
