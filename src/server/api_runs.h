@@ -23,9 +23,10 @@ enum store_rc api_run_plan(struct store *s, const unsigned char *secret_key,
 enum store_rc api_run_resume(struct store *s, const unsigned char *secret_key, struct runs *runs,
                              const char *run_id, char *err);
 /* With several nodes (runs_node set) api_run_resume does not resume: it moves the run to the
- * queue (status queued) and kicks runs_kick. api_run_claim then takes the oldest queued run for
- * this node (another node never gets it) and resumes it as above; *ret_claimed is 1 when it
- * took one, 0 when the queue was empty or this node drains. The caller holds the store lock. */
+ * queue (status queued) in a transaction that notifies STORE_CHANNEL_QUEUE, and kicks runs_kick.
+ * api_run_claim then takes the oldest queued run for this node (another node never gets it) and
+ * resumes it as above; *ret_claimed is 1 when it took one, 0 when the queue was empty or this node
+ * drains. The caller holds the store lock. */
 enum store_rc api_run_claim(struct store *s, const unsigned char *secret_key, struct runs *runs,
                             int *ret_claimed, char *err);
 /* Answers the run's API object with its status code (200 ended, 202 running or waiting). */

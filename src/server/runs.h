@@ -87,17 +87,18 @@ void runs_free(struct runs *r);
 /* With several nodes on one database, before the first run: each run recorded here names this
  * node (run_set_node), and each connector call is marked sent in the store (call_mark, in a
  * transaction of the writer's) before it leaves; the marks of a run go once its end or wait
- * is recorded. `capacity` is how many runs this node executes before it queues (runs_busy). Without
- * it (SQLite: one node) calls go out at once and nothing is marked. */
+ * is recorded. `capacity` is how many runs this node executes before it claims no more (runs_busy).
+ * Without it (SQLite: one node) calls go out at once and nothing is marked. */
 void runs_set_node(struct runs *r, const char *node, size_t capacity);
-/* With a node set: 1 when this node executes `capacity` runs already (or drains), so that a
- * new run started without waiting goes to the queue for another node, and this node claims
- * nothing more from it. 0 otherwise, and always with one node. */
+/* With a node set: 1 when this node executes `capacity` runs already (or drains), so that it
+ * claims nothing more from the queue (it is kicked again once it has room). 0 otherwise, and
+ * always with one node. */
 int runs_busy(struct runs *r);
 /* The id runs_set_node gave, or NULL. */
 const char *runs_node(const struct runs *r);
 /* Who claims queued runs on this node: runs_kick calls fn(userdata) (it must not block) after
- * a run was queued here, so that this node looks at the queue at once. */
+ * a run was queued here, and when this node has room again after being full, so that it looks
+ * at the queue at once. */
 void runs_set_kick(struct runs *r, void (*fn)(void *userdata), void *userdata);
 void runs_kick(struct runs *r);
 
@@ -121,7 +122,8 @@ enum runs_start_mode {
     RUNS_START_WAIT = 0,   /* deferred answered when the run ends or waits for a person */
     RUNS_START_NOWAIT = 1, /* deferred answered 202 once recorded; the run goes on */
     RUNS_START_HELD = 2,   /* recorded waiting for a person (supervised): answered 202, not run */
-    RUNS_START_QUEUED = 3, /* recorded queued (runs_busy): answered 202, runs_kick, not run here */
+    RUNS_START_QUEUED = 3, /* recorded queued (several nodes, not waited for): answered 202, the
+                            * store notified and runs_kick; the claiming node runs it */
 };
 /* Writes the run's row and its start records inside the writer's transaction. STORE_CONFLICT
  * (having written nothing) refuses the run: ret_refusal then holds the error body of a 409
