@@ -580,6 +580,7 @@ static int main_runtime_start(const struct main_config *cfg, struct store *store
         fprintf(stderr, "airlockd: %s\n", err);
         goto out;
     }
+    runs_set_seed_key(rt->runs, key, sizeof key); /* the same on every node of a cluster */
     svc->runs = rt->runs;
     svc->store_lock = store_lock;
     /* SQLite is one node's alone: no lease, no marks, no queue (nodes start in main) */

@@ -23,6 +23,9 @@
 #include "runs.h"
 
 #include <inttypes.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 #include <stdatomic.h>
@@ -113,6 +116,7 @@ struct runs {
     void *kick_userdata;
     struct runs_pending *mark_head;
     struct runs_pending *mark_tail;
+    unsigned char seed_key[32]; /* runs_set_seed_key; zero until set */
 };
 
 /* A new run waiting for the writer's next batch. */
@@ -1380,7 +1384,10 @@ static enum al_code runs_opts(struct srun *sr, const char *continuation,
         char text[RUNS_ID_LEN + 32];
         uint64_t seed = 0;
         int n = snprintf(text, sizeof text, "airlock-run-seed\n%s", plan->id);
-        SHA256((const unsigned char *)text, (size_t)n, digest);
+        if (!HMAC(EVP_sha256(), sr->owner->seed_key, (int)sizeof sr->owner->seed_key,
+                  (const unsigned char *)text, (size_t)n, digest, NULL)) {
+            code = AL_INTERNAL_ERROR;
+        }
         for (int i = 0; i < 8; i++) {
             seed = seed << 8 | digest[i];
         }
@@ -1596,6 +1603,12 @@ size_t runs_active(struct runs *r)
     return n;
 }
 
+void runs_set_seed_key(struct runs *r, const unsigned char *key, size_t len)
+{
+    memset(r->seed_key, 0, sizeof r->seed_key);
+    memcpy(r->seed_key, key, len < sizeof r->seed_key ? len : sizeof r->seed_key);
+}
+
 void runs_set_node(struct runs *r, const char *node, size_t capacity)
 {
     snprintf(r->node, sizeof r->node, "%s", node);
@@ -1729,6 +1742,7 @@ void runs_free(struct runs *r)
     pthread_cond_destroy(&r->cond);
     pthread_cond_destroy(&r->synced);
     pthread_mutex_destroy(&r->lock);
+    OPENSSL_cleanse(r->seed_key, sizeof r->seed_key);
     free(r);
 }
 

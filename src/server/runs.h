@@ -101,6 +101,10 @@ void runs_free(struct runs *r);
  * is recorded. `capacity` is how many runs this node executes before it queues (runs_busy). Without
  * it (SQLite: one node) calls go out at once and nothing is marked. */
 void runs_set_node(struct runs *r, const char *node, size_t capacity);
+/* The key Math.random's seed of a run's fixed start is derived from with the run's id
+ * (HMAC-SHA256): the cluster's continuation key, so that every node derives the same seed and
+ * nobody without the key can predict it. Copied; before the first run. */
+void runs_set_seed_key(struct runs *r, const unsigned char *key, size_t len);
 /* With a node set: 1 when this node executes `capacity` runs already (or drains), so that a
  * new run started without waiting goes to the queue for another node, and this node claims
  * nothing more from it. 0 otherwise, and always with one node. */
