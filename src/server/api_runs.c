@@ -1102,6 +1102,9 @@ static enum store_rc api_run_cancel_stored(struct api_ctx *ctx, const char *id,
     if (rc == STORE_OK) {
         rc = s->ops->run_set_continuation(s, id, NULL);
     }
+    if (rc == STORE_OK && waiting) {
+        rc = s->ops->call_clear(s, id); /* a run queued again after its node died */
+    }
     if (rc == STORE_OK) {
         rc = api_run_close_approvals(ctx, id, department, why);
     }

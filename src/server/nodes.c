@@ -179,22 +179,21 @@ static enum store_rc nodes_take_over(struct store *s, const char *id, const char
                                      int *ret_retried)
 {
     struct buf outcome;
-    struct buf d;
+    struct buf calls; /* the calls the dead execution had sent, a JSON array */
+    struct buf b;     /* the audit record's details */
     struct nodes_execution x;
-    struct nodes_doubt doubt = { &d, 0 };
+    struct nodes_doubt doubt = { &calls, 0 };
     char why[NODES_WHY_MAX];
     memset(&x, 0, sizeof x);
     *ret_retried = 0;
     buf_init(&outcome, 4096);
-    buf_init(&d, NODES_DETAILS_MAX);
-    buf_append_str(&d, "{\"run\":");
-    json_write_string(&d, id, strlen(id));
-    enum store_rc rc = d.data ? s->ops->tx_begin(s) : STORE_ERROR;
-    size_t head = d.len;
+    buf_init(&calls, NODES_DETAILS_MAX);
+    buf_init(&b, NODES_DETAILS_MAX);
+    buf_append_str(&calls, "[");
+    enum store_rc rc = calls.data ? s->ops->tx_begin(s) : STORE_ERROR;
     if (rc == STORE_OK) {
-        buf_append_str(&d, ",\"calls\":[");
         rc = s->ops->call_list(s, id, nodes_call_fn, &doubt);
-        buf_append_str(&d, "]");
+        buf_append_str(&calls, "]");
     }
     if (rc == STORE_OK) {
         rc = s->ops->execution_get(s, id, nodes_execution_fn, &x);
@@ -204,9 +203,6 @@ static enum store_rc nodes_take_over(struct store *s, const char *id, const char
     }
     /* a run of no recorded node predates the marks: what it sent is not known */
     int retry = rc == STORE_OK && node && doubt.unsafe == 0 && x.e.attempt < NODES_RETRIES_MAX;
-    const char *calls = d.data ? d.data + head + strlen(",\"calls\":") : NULL;
-    struct buf b;
-    buf_init(&b, NODES_DETAILS_MAX);
     buf_append_str(&b, "{\"run\":");
     json_write_string(&b, id, strlen(id));
     if (retry) {
@@ -245,9 +241,9 @@ static enum store_rc nodes_take_over(struct store *s, const char *id, const char
         buf_append_str(&b, ",\"calls_in_doubt\":");
     }
     if (rc == STORE_OK) {
-        buf_append_str(&b, calls ? calls : "[]");
+        buf_append(&b, calls.data ? calls.data : "", calls.len);
         buf_append_str(&b, "}");
-        rc = d.data && b.data
+        rc = calls.data && b.data
                      ? s->ops->audit_append(s, "airlockd", retry ? "run.retried" : "run.abandoned",
                                             id, department, b.data, NULL)
                      : STORE_ERROR;
@@ -262,7 +258,7 @@ static enum store_rc nodes_take_over(struct store *s, const char *id, const char
     free(x.resume);
     free(x.resolutions);
     buf_done(&outcome);
-    buf_done(&d);
+    buf_done(&calls);
     buf_done(&b);
     return rc;
 }
