@@ -13,6 +13,7 @@
 
 #include "api.h"
 #include "api_runs.h"
+#include "json.h"
 #include "runs.h"
 
 #define API_APPROVALS_LIST_MAX   1000
@@ -318,6 +319,9 @@ static enum store_rc api_run_end_unresumable(struct store *s, const struct store
         rc = s->ops->run_set_continuation(s, row->id, NULL);
     }
     if (rc == STORE_OK) {
+        rc = s->ops->call_clear(s, row->id); /* a retried execution's row and marks */
+    }
+    if (rc == STORE_OK) {
         rc = s->ops->audit_append(s, "airlockd", "run.end", row->id, row->department, d.data, NULL);
     }
     if (rc == STORE_OK) {
@@ -331,6 +335,96 @@ static enum store_rc api_run_end_unresumable(struct store *s, const struct store
     return rc == STORE_CONFLICT ? STORE_OK : rc;
 }
 
+/* ---------------------------------------------------------------- executions (several nodes) */
+
+/* What a claimed run's execution starts from, when another node's execution of it died and
+ * was put back in the queue (nodes.c): its execution row. */
+struct api_execution {
+    int found;
+    char *resume;
+    char *resolutions;
+    int64_t clock_ms;
+    int64_t attempt;
+};
+
+static int api_execution_fn(void *userdata, const struct store_execution *e)
+{
+    struct api_execution *x = userdata;
+    x->found = 1;
+    x->resume = e->resume ? strdup(e->resume) : NULL;
+    x->resolutions = e->resolutions ? strdup(e->resolutions) : NULL;
+    x->clock_ms = e->clock_ms;
+    x->attempt = e->attempt;
+    return (e->resume && !x->resume) || (e->resolutions && !x->resolutions);
+}
+
+static void api_execution_done(struct api_execution *x)
+{
+    free(x->resume);
+    free(x->resolutions);
+}
+
+/* The decisions an execution resumed with, as its row keeps them. */
+static enum store_rc api_resolutions_json(const struct api_decisions *d, struct buf *b)
+{
+    buf_append_str(b, "[");
+    for (size_t i = 0; i < d->n; i++) {
+        const struct runs_resolution *r = &d->res[i];
+        buf_append_str(b, i ? ",{\"interruption\":" : "{\"interruption\":");
+        api_str(b, r->interruption);
+        buf_printf(b, ",\"approved\":%s,\"comment\":", r->approved ? "true" : "false");
+        if (r->comment) {
+            api_str(b, r->comment);
+        } else {
+            buf_append_str(b, "null");
+        }
+        buf_append_str(b, "}");
+    }
+    buf_append_str(b, "]");
+    return b->data ? STORE_OK : STORE_ERROR;
+}
+
+/* ... and read back into d (empty before). */
+static enum store_rc api_resolutions_parse(const char *json, struct api_decisions *d)
+{
+    struct json_doc *doc = NULL;
+    struct al_error err;
+    enum store_rc rc = STORE_OK;
+    if (!json) {
+        return STORE_OK;
+    }
+    if (json_parse(json, strlen(json), 4, &doc, &err) != AL_OK ||
+        json_root(doc)->type != JSON_ARRAY) {
+        json_doc_free(doc);
+        return STORE_ERROR;
+    }
+    const struct json_node *root = json_root(doc);
+    d->res = calloc(root->count ? root->count : 1, sizeof *d->res);
+    if (!d->res) {
+        rc = STORE_ERROR;
+    }
+    for (const struct json_node *e = root->child; e && rc == STORE_OK; e = e->next) {
+        const struct json_node *id = json_get(e, "interruption");
+        const struct json_node *ok = json_get(e, "approved");
+        const struct json_node *c = json_get(e, "comment");
+        struct runs_resolution *r = &d->res[d->n];
+        if (!id || id->type != JSON_STRING) {
+            rc = STORE_ERROR;
+            break;
+        }
+        r->interruption = strdup(id->str);
+        r->approved = ok && ok->type == JSON_TRUE;
+        r->comment = c && c->type == JSON_STRING ? strdup(c->str) : NULL;
+        d->n++;
+        if (!r->interruption || (c && c->type == JSON_STRING && !r->comment)) {
+            rc = STORE_ERROR;
+        }
+    }
+    d->cap = d->n;
+    json_doc_free(doc);
+    return rc;
+}
+
 /* Resumes (or starts, when supervised) a run whose approvals are all decided, on this node:
  * the run `run_id` waiting for a person, or with `node` (run_id NULL) the oldest run in the
  * queue, claimed for this node in the same transaction that claims its continuation (then
@@ -340,14 +434,17 @@ static enum store_rc api_run_go(struct store *s, const unsigned char *secret_key
 {
     struct api_decisions decisions;
     struct api_row_copy run;
+    struct api_execution retry;
     struct runs_plan *plan = NULL;
     char *token = NULL;
     char claimed[STORE_NAME_MAX + 1] = "";
     const char *from = run_id ? "awaiting_approval" : "queued";
     enum store_rc rc = STORE_OK;
     int in_tx = 0;
+    int64_t clock_ms = 0;
     memset(&decisions, 0, sizeof decisions);
     memset(&run, 0, sizeof run);
+    memset(&retry, 0, sizeof retry);
     err[0] = '\0';
     if (runs_hold(runs) != 0) {
         return STORE_OK; /* draining: the next start, or another node, resumes it */
@@ -370,7 +467,26 @@ static enum store_rc api_run_go(struct store *s, const unsigned char *secret_key
         strcmp(run.row.status, claimed[0] ? "running" : "awaiting_approval") != 0) {
         goto out;
     }
-    rc = s->ops->approval_list(s, run_id, NULL, api_decision_fn, &decisions);
+    if (claimed[0]) {
+        /* an execution of it died with its node: it starts again from where that one did */
+        rc = s->ops->execution_get(s, run_id, api_execution_fn, &retry);
+        if (rc == STORE_NOT_FOUND) {
+            rc = STORE_OK;
+        }
+        if (rc == STORE_OK && retry.found) {
+            token = retry.resume;
+            retry.resume = NULL;
+            rc = api_resolutions_parse(retry.resolutions, &decisions);
+            clock_ms = token                ? 0
+                       : retry.clock_ms > 0 ? retry.clock_ms
+                                            : runs_time_ms(run.row.created);
+            if (rc != STORE_OK) {
+                snprintf(err, 256, "run %s: its execution row cannot be read", run_id);
+            }
+            goto plan;
+        }
+    }
+    rc = rc == STORE_OK ? s->ops->approval_list(s, run_id, NULL, api_decision_fn, &decisions) : rc;
     /* a queued run never interrupted (queued at its start) starts afresh */
     int fresh = rc == STORE_OK && claimed[0] && decisions.total == 0 && !run.host_calls;
     if (!fresh && (rc != STORE_OK || decisions.pending > 0 ||
@@ -401,6 +517,24 @@ static enum store_rc api_run_go(struct store *s, const unsigned char *secret_key
     if (rc == STORE_OK && !claimed[0] && runs_node(runs)) {
         rc = s->ops->run_set_node(s, run_id, runs_node(runs)); /* this node executes it now */
     }
+    clock_ms = token ? 0 : runs_now_ms(); /* a start from the input starts its clock now */
+    if (rc == STORE_OK && runs_node(runs)) {
+        /* what this execution starts from, kept until its end is recorded: should this node
+         * die meanwhile, the node that takes the run over can start it again from there */
+        struct buf res;
+        buf_init(&res, (size_t)1 << 20);
+        rc = api_resolutions_json(&decisions, &res);
+        struct store_execution e = { run_id, token, res.data, clock_ms, 0 };
+        if (rc == STORE_OK) {
+            rc = s->ops->execution_put(s, &e);
+        }
+        buf_done(&res);
+    }
+plan:
+    if (!in_tx && rc == STORE_OK) {
+        rc = s->ops->tx_begin(s);
+        in_tx = rc == STORE_OK;
+    }
     if (rc == STORE_OK) {
         /* refuses a version that is no longer approved */
         rc = api_run_plan(s, secret_key, &run.row, &plan, err);
@@ -417,7 +551,7 @@ static enum store_rc api_run_go(struct store *s, const unsigned char *secret_key
             snprintf(err, 256, "run %s was queued without its continuation", run_id);
             rc = STORE_CONFLICT;
         }
-        if (rc == STORE_CONFLICT && err[0]) {
+        if ((rc == STORE_CONFLICT || (rc == STORE_ERROR && retry.found)) && err[0]) {
             /* it cannot run any more (its version revoked meanwhile, a connector gone): it ends
              * rather than wait for nothing; a claimed run is back in the queue after the
              * rollback, and ends from there */
@@ -431,6 +565,7 @@ static enum store_rc api_run_go(struct store *s, const unsigned char *secret_key
     }
     held = 0;
     plan->prior_calls = run.host_calls; /* the run's host_calls go on from these */
+    plan->clock_ms = clock_ms;
     run.host_calls = NULL;
     runs_launch(runs, plan, token, decisions.res, decisions.n, NULL);
     plan = NULL;
@@ -444,6 +579,7 @@ out:
     runs_plan_free(plan);
     free(token);
     api_decisions_done(&decisions);
+    api_execution_done(&retry);
     api_row_copy_done(&run);
     return rc == STORE_NOT_FOUND ? STORE_OK : rc;
 }

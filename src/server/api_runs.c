@@ -301,6 +301,7 @@ struct api_run_start {
     char id[RUNS_ID_LEN + 1];
     char request_id[HTTP_REQUEST_ID_LEN + 1];
     char approval[RUNS_ID_LEN + 1];
+    char created[RUNS_TIME_LEN]; /* where the run's guest clock starts */
     char *template_name;
     int64_t version;
     char *department;
@@ -381,6 +382,7 @@ static enum store_rc api_run_start_record(struct store *s, void *userdata, struc
         .source = st->source,
         .language = st->language,
         .functions = st->functions,
+        .created = st->created[0] ? st->created : NULL,
     };
     struct buf d;
     buf_init(&d, (size_t)96 << 20);
@@ -464,6 +466,7 @@ static struct api_run_start *api_run_start_new(const struct store_run *row,
     snprintf(st->request_id, sizeof st->request_id, "%s", request_id);
     snprintf(st->id, sizeof st->id, "%s", row->id);
     snprintf(st->approval, sizeof st->approval, "%s", approval);
+    snprintf(st->created, sizeof st->created, "%s", row->created ? row->created : "");
     st->version = row->version;
     st->adhoc = v == NULL;
     st->supervised = supervised;
@@ -698,9 +701,18 @@ void api_runs_create(struct api_ctx *ctx)
     row.source = adhoc ? q.source->str : NULL;
     row.language = adhoc ? (q.language ? q.language->str : "js") : NULL;
     row.functions = functions_text;
+    /* a run executing at once starts its guest clock at its creation: an execution taken over
+     * from a dead node starts at the same point (a held or queued run's starts when claimed) */
+    int64_t created_ms = runs_now_ms();
+    char created[RUNS_TIME_LEN];
+    runs_time_text(created_ms, created);
+    row.created = created;
 
     /* bind the functions before anything is recorded: a missing connector starts nothing */
     enum store_rc plan_rc = api_run_plan(s, ctx->secret_key, &row, &plan, err);
+    if (plan_rc == STORE_OK && !supervised && !queue) {
+        plan->clock_ms = created_ms;
+    }
     if (plan_rc != STORE_OK) {
         if (plan_rc == STORE_CONFLICT) {
             api_error(ctx, 409, "CONFLICT", "%s", err);
@@ -1090,6 +1102,9 @@ static enum store_rc api_run_cancel_stored(struct api_ctx *ctx, const char *id,
     }
     if (rc == STORE_OK) {
         rc = s->ops->run_set_continuation(s, id, NULL);
+    }
+    if (rc == STORE_OK && waiting) {
+        rc = s->ops->call_clear(s, id); /* a run queued again after its node died */
     }
     if (rc == STORE_OK) {
         rc = api_run_close_approvals(ctx, id, department, why);

@@ -495,16 +495,26 @@ static int main_recover(struct store *s, const char *node)
     if (!node[0]) {
         return main_recover_sqlite(s);
     }
-    int mine = nodes_recover(s, node, "airlockd stopped while the run was executing");
-    int none =
-            mine < 0 ? -1 : nodes_recover(s, NULL, "airlockd stopped while the run was executing");
+    int again = 0;
+    int again_none = 0;
+    int mine = nodes_recover(s, node, "airlockd stopped while the run was executing", &again);
+    int none = mine < 0 ? -1
+                        : nodes_recover(s, NULL, "airlockd stopped while the run was executing",
+                                        &again_none);
     if (mine < 0 || none < 0) {
         fprintf(stderr, "airlockd: recovering runs: %s\n", s->ops->errmsg(s));
         return -1;
     }
-    if (mine + none > 0) {
-        fprintf(stderr, "airlockd: %d run%s abandoned by the last stop marked failed\n",
-                mine + none, mine + none == 1 ? "" : "s");
+    int failed = mine + none - again - again_none;
+    if (failed > 0) {
+        fprintf(stderr, "airlockd: %d run%s abandoned by the last stop marked failed\n", failed,
+                failed == 1 ? "" : "s");
+    }
+    if (again + again_none > 0) {
+        fprintf(stderr,
+                "airlockd: %d run%s left by the last stop queued to execute again (only "
+                "idempotent calls in doubt)\n",
+                again + again_none, again + again_none == 1 ? "" : "s");
     }
     return 0;
 }
@@ -590,6 +600,7 @@ static int main_runtime_start(const struct main_config *cfg, struct store *store
         fprintf(stderr, "airlockd: %s\n", err);
         goto out;
     }
+    runs_set_seed_key(rt->runs, key, sizeof key); /* the same on every node of a cluster */
     svc->runs = rt->runs;
     svc->store_lock = store_lock;
     /* SQLite is one node's alone: no lease, no marks, no queue (nodes start in main) */

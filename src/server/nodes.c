@@ -54,8 +54,9 @@
 
 #define NODES_WHY_MAX        512
 #define NODES_DETAILS_MAX    ((size_t)4 << 20)
-#define NODES_CLAIMS_MAX     16  /* queued runs one node claims per look, so that others get some */
-#define NODES_BACKOFF_MIN_MS 100 /* the listener's first retry after a loss */
+#define NODES_CLAIMS_MAX     16 /* queued runs one node claims per look, so that others get some */
+#define NODES_RETRIES_MAX    3  /* takeovers of one run that execute it again; the next aborts it */
+#define NODES_BACKOFF_MIN_MS 100  /* the listener's first retry after a loss */
 #define NODES_BACKOFF_MAX_MS 5000 /* ... doubling up to this */
 #define NODES_LISTEN_WAIT_MS 60000
 
@@ -104,6 +105,7 @@ struct nodes_runs {
     size_t cap;
     char (*ids)[RUNS_ID_LEN + 1];
     char (*departments)[STORE_NAME_MAX + 1];
+    int64_t *created_ms;
 };
 
 static int nodes_runs_fn(void *userdata, const struct store_run *row)
@@ -119,13 +121,18 @@ static int nodes_runs_fn(void *userdata, const struct store_run *row)
         if (deps) {
             l->departments = deps;
         }
-        if (!ids || !deps) {
+        int64_t *created = realloc(l->created_ms, cap * sizeof *created);
+        if (created) {
+            l->created_ms = created;
+        }
+        if (!ids || !deps || !created) {
             return 1;
         }
         l->cap = cap;
     }
     snprintf(l->ids[l->n], sizeof l->ids[0], "%s", row->id);
     snprintf(l->departments[l->n], sizeof l->departments[0], "%s", row->department);
+    l->created_ms[l->n] = runs_time_ms(row->created);
     l->n++;
     return 0;
 }
@@ -136,9 +143,17 @@ static void nodes_json_str(struct buf *b, const char *key, const char *value)
     json_write_string(b, value, strlen(value));
 }
 
+/* The calls a dead execution had sent, as the audit lists them; `unsafe` counts those whose
+ * function is not marked idempotent. */
+struct nodes_doubt {
+    struct buf *b;
+    int unsafe;
+};
+
 static int nodes_call_fn(void *userdata, const struct store_call *c)
 {
-    struct buf *b = userdata;
+    struct nodes_doubt *d = userdata;
+    struct buf *b = d->b;
     if (b->data && b->data[b->len - 1] != '[') {
         buf_append_str(b, ",");
     }
@@ -147,43 +162,109 @@ static int nodes_call_fn(void *userdata, const struct store_call *c)
     nodes_json_str(b, "idempotency_key", c->idempotency_key);
     nodes_json_str(b, "sent", c->sent);
     buf_printf(b, ",\"idempotent\":%s,\"outcome\":\"unknown\"}", c->idempotent ? "true" : "false");
+    d->unsafe += !c->idempotent;
     return 0;
 }
 
-/* One run of a dead node: failed ABORTED, with its calls in doubt, in one transaction. */
-static enum store_rc nodes_abandon(struct store *s, const char *id, const char *department,
-                                   const char *node, const char *reason)
+struct nodes_execution {
+    struct store_execution e;
+    char *resume;
+    char *resolutions;
+};
+
+static int nodes_execution_fn(void *userdata, const struct store_execution *e)
+{
+    struct nodes_execution *x = userdata;
+    x->e = *e;
+    x->resume = e->resume ? strdup(e->resume) : NULL;
+    x->resolutions = e->resolutions ? strdup(e->resolutions) : NULL;
+    x->e.resume = x->resume;
+    x->e.resolutions = x->resolutions;
+    return (e->resume && !x->resume) || (e->resolutions && !x->resolutions);
+}
+
+/* One run of a dead node, in one transaction. When every call its execution had sent is to a
+ * function marked idempotent (or it had sent none), it goes back to the queue (run.retried) and
+ * the node that claims it executes it again from the same start (api_run_go), its calls going
+ * out again under the same idempotency keys; its marks stay, so that a call the new execution
+ * makes under a key the old one used is sent only if it is the same call. Otherwise it ends
+ * failed ABORTED with its calls in doubt (run.abandoned). *ret_retried says which. */
+static enum store_rc nodes_take_over(struct store *s, const char *id, const char *department,
+                                     int64_t created_ms, const char *node, const char *reason,
+                                     int *ret_retried)
 {
     struct buf outcome;
-    struct buf d;
+    struct buf calls; /* the calls the dead execution had sent, a JSON array */
+    struct buf b;     /* the audit record's details */
+    struct nodes_execution x;
+    struct nodes_doubt doubt = { &calls, 0 };
+    char why[NODES_WHY_MAX];
+    memset(&x, 0, sizeof x);
+    *ret_retried = 0;
     buf_init(&outcome, 4096);
-    buf_init(&d, NODES_DETAILS_MAX);
-    buf_append_str(&outcome, "{\"error\":{\"code\":\"ABORTED\",\"name\":\"\",\"message\":");
-    json_write_string(&outcome, reason, strlen(reason));
-    buf_append_str(&outcome, ",\"stack\":\"\"},\"console\":[],\"stats\":{},\"host_calls\":[]}");
-    buf_append_str(&d, "{\"run\":");
-    json_write_string(&d, id, strlen(id));
-    buf_append_str(&d, ",\"status\":\"failed\",\"code\":\"ABORTED\"");
-    nodes_json_str(&d, "reason", reason);
-    if (node) {
-        nodes_json_str(&d, "node", node);
-    }
-    buf_append_str(&d, ",\"calls_in_doubt\":[");
-    enum store_rc rc = outcome.data && d.data ? s->ops->tx_begin(s) : STORE_ERROR;
+    buf_init(&calls, NODES_DETAILS_MAX);
+    buf_init(&b, NODES_DETAILS_MAX);
+    buf_append_str(&calls, "[");
+    enum store_rc rc = calls.data ? s->ops->tx_begin(s) : STORE_ERROR;
     if (rc == STORE_OK) {
-        rc = s->ops->run_set_status(s, id, "running", "failed", outcome.data);
+        rc = s->ops->call_list(s, id, nodes_call_fn, &doubt);
+        buf_append_str(&calls, "]");
     }
     if (rc == STORE_OK) {
-        rc = s->ops->call_list(s, id, nodes_call_fn, &d);
+        rc = s->ops->execution_get(s, id, nodes_execution_fn, &x);
+        if (rc == STORE_NOT_FOUND) {
+            rc = STORE_OK; /* a run executing from its start at its creation has no row */
+        }
+    }
+    /* a run of no recorded node predates the marks: what it sent is not known */
+    int retry = rc == STORE_OK && node && doubt.unsafe == 0 && x.e.attempt < NODES_RETRIES_MAX;
+    buf_append_str(&b, "{\"run\":");
+    json_write_string(&b, id, strlen(id));
+    if (retry) {
+        snprintf(why, sizeof why, "%s", reason);
+        struct store_execution e = { id, x.e.resume, x.e.resolutions,
+                                     x.e.clock_ms > 0 ? x.e.clock_ms : created_ms,
+                                     x.e.attempt + 1 };
+        rc = s->ops->run_set_status(s, id, "running", "queued", NULL);
+        if (rc == STORE_OK) {
+            rc = s->ops->execution_put(s, &e);
+        }
+        if (rc == STORE_OK && s->ops->notify) {
+            rc = s->ops->notify(s, STORE_CHANNEL_QUEUE, id); /* every node hears at the commit */
+        }
+        buf_append_str(&b, ",\"status\":\"queued\"");
+        nodes_json_str(&b, "reason", why);
+        nodes_json_str(&b, "node", node);
+        buf_printf(&b, ",\"attempt\":%" PRId64 ",\"calls_retried\":", e.attempt);
+    } else if (rc == STORE_OK) {
+        if (doubt.unsafe == 0 && node) {
+            snprintf(why, sizeof why, "%s; taken over %d times already, not again", reason,
+                     NODES_RETRIES_MAX);
+        } else {
+            snprintf(why, sizeof why, "%s", reason);
+        }
+        buf_append_str(&outcome, "{\"error\":{\"code\":\"ABORTED\",\"name\":\"\",\"message\":");
+        json_write_string(&outcome, why, strlen(why));
+        buf_append_str(&outcome, ",\"stack\":\"\"},\"console\":[],\"stats\":{},\"host_calls\":[]}");
+        rc = outcome.data ? s->ops->run_set_status(s, id, "running", "failed", outcome.data)
+                          : STORE_ERROR;
+        if (rc == STORE_OK) {
+            rc = s->ops->call_clear(s, id);
+        }
+        buf_append_str(&b, ",\"status\":\"failed\",\"code\":\"ABORTED\"");
+        nodes_json_str(&b, "reason", why);
+        if (node) {
+            nodes_json_str(&b, "node", node);
+        }
+        buf_append_str(&b, ",\"calls_in_doubt\":");
     }
     if (rc == STORE_OK) {
-        buf_append_str(&d, "]}");
-        rc = d.data ? s->ops->audit_append(s, "airlockd", "run.abandoned", id, department, d.data,
-                                           NULL)
-                    : STORE_ERROR;
-    }
-    if (rc == STORE_OK) {
-        rc = s->ops->call_clear(s, id);
+        buf_append(&b, calls.data ? calls.data : "", calls.len);
+        buf_append_str(&b, "}");
+        rc = calls.data && b.data
+                     ? s->ops->audit_append(s, "airlockd", retry ? "run.retried" : "run.abandoned",
+                                            id, department, b.data, NULL)
+                     : STORE_ERROR;
     }
     if (rc == STORE_OK) {
         rc = s->ops->tx_commit(s);
@@ -191,27 +272,38 @@ static enum store_rc nodes_abandon(struct store *s, const char *id, const char *
     if (rc != STORE_OK) {
         s->ops->tx_rollback(s);
     }
+    *ret_retried = rc == STORE_OK && retry;
+    free(x.resume);
+    free(x.resolutions);
     buf_done(&outcome);
-    buf_done(&d);
+    buf_done(&calls);
+    buf_done(&b);
     return rc;
 }
 
-int nodes_recover(struct store *s, const char *node, const char *reason)
+int nodes_recover(struct store *s, const char *node, const char *reason, int *ret_retried)
 {
     struct nodes_runs l;
     int n = 0;
+    int retried = 0;
     memset(&l, 0, sizeof l);
     enum store_rc rc = s->ops->run_list_on_node(s, node, nodes_runs_fn, &l);
     for (size_t i = 0; i < l.n && rc == STORE_OK; i++) {
-        rc = nodes_abandon(s, l.ids[i], l.departments[i], node, reason);
+        int again = 0;
+        rc = nodes_take_over(s, l.ids[i], l.departments[i], l.created_ms[i], node, reason, &again);
         if (rc == STORE_CONFLICT) {
             rc = STORE_OK; /* ended, or taken over by another node, meanwhile */
         } else if (rc == STORE_OK) {
             n++;
+            retried += again;
         }
     }
     free(l.ids);
     free(l.departments);
+    free(l.created_ms);
+    if (ret_retried) {
+        *ret_retried = retried;
+    }
     return rc == STORE_OK ? n : -1;
 }
 
@@ -292,6 +384,7 @@ static int nodes_beat(struct nodes *n)
     struct store *s = n->store;
     struct nodes_expired e;
     char reason[128];
+    int requeued = 0;
     memset(&e, 0, sizeof e);
     pthread_mutex_lock(n->store_lock);
     int renewed = s->ops->node_beat(s, n->id, n->lease_ms) == STORE_OK;
@@ -302,7 +395,8 @@ static int nodes_beat(struct nodes *n)
             }
             snprintf(reason, sizeof reason,
                      "the node executing the run stopped renewing its lease (%s)", e.ids[i]);
-            int taken = nodes_recover(s, e.ids[i], reason);
+            int retried = 0;
+            int taken = nodes_recover(s, e.ids[i], reason, &retried);
             if (taken < 0) {
                 fprintf(stderr, "{\"log\":\"nodes\",\"error\":\"taking over %s: %s\"}\n", e.ids[i],
                         s->ops->errmsg(s));
@@ -310,8 +404,10 @@ static int nodes_beat(struct nodes *n)
             }
             if (taken > 0) {
                 fprintf(stderr,
-                        "{\"log\":\"nodes\",\"node\":\"%s\",\"taken_over\":%d,\"from\":\"%s\"}\n",
-                        n->id, taken, e.ids[i]);
+                        "{\"log\":\"nodes\",\"node\":\"%s\",\"taken_over\":%d,\"retried\":%d,"
+                        "\"from\":\"%s\"}\n",
+                        n->id, taken, retried, e.ids[i]);
+                requeued += retried;
             }
             /* none of its runs is left running: it is gone (a restart beats again) */
             if (s->ops->node_remove(s, e.ids[i]) == STORE_ERROR) {
@@ -320,6 +416,9 @@ static int nodes_beat(struct nodes *n)
         }
     }
     pthread_mutex_unlock(n->store_lock);
+    if (requeued > 0) {
+        runs_kick(n->runs); /* back in the queue: this node looks at once, as any other may */
+    }
     return renewed ? 0 : -1;
 }
 

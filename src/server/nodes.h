@@ -33,12 +33,16 @@
  * err (256 bytes). */
 int nodes_id(const char *data_dir, char *ret, char *err);
 
-/* Ends the runs that `node` (NULL: no recorded node) left running: each is marked failed
- * ABORTED with a run.abandoned record naming the node, `reason` and the connector calls it had
- * sent whose outcome is unknown (function, idempotency key, whether the function is marked
- * idempotent); a run another node ended or took over meanwhile is left alone. How many, or -1
- * when the store failed (errmsg says why). The caller holds the store lock. */
-int nodes_recover(struct store *s, const char *node, const char *reason);
+/* Takes over the runs that `node` (NULL: no recorded node) left running. A run whose execution
+ * had sent only calls to functions marked idempotent (or none) goes back to the queue, to be
+ * executed again from the same start with the same idempotency keys (a run.retried record, at
+ * most NODES_RETRIES_MAX times a run); any other is marked failed ABORTED with a run.abandoned
+ * record naming the node, `reason` and the connector calls it had sent whose outcome is unknown
+ * (function, idempotency key, whether the function is marked idempotent). A run another node
+ * ended or took over meanwhile is left alone. How many were taken over (*ret_retried, when not
+ * NULL: how many of them were queued again), or -1 when the store failed (errmsg says why). The
+ * caller holds the store lock. */
+int nodes_recover(struct store *s, const char *node, const char *reason, int *ret_retried);
 
 struct nodes;
 

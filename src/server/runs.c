@@ -23,6 +23,9 @@
 #include "runs.h"
 
 #include <inttypes.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 #include <stdatomic.h>
@@ -113,6 +116,7 @@ struct runs {
     void *kick_userdata;
     struct runs_pending *mark_head;
     struct runs_pending *mark_tail;
+    unsigned char seed_key[32]; /* runs_set_seed_key; zero until set */
 };
 
 /* A new run waiting for the writer's next batch. */
@@ -134,6 +138,8 @@ struct runs_pending {
     const struct runs_function *f;
     const char *args; /* the call's, valid until it is completed */
     char key[RUNS_ID_LEN + 32];
+    char args_sha256[2 * SHA256_DIGEST_LENGTH + 1]; /* hex, for the mark (call_mark) */
+    int diverged; /* the mark found another call under the key: it is not sent */
     char connector[STORE_NAME_MAX + 1];
     struct runs_pending *next;
 };
@@ -152,6 +158,35 @@ void runs_plan_free(struct runs_plan *plan)
     free(plan->input_json);
     free(plan->prior_calls);
     free(plan);
+}
+
+int64_t runs_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void runs_time_text(int64_t ms, char out[RUNS_TIME_LEN])
+{
+    struct tm tm;
+    char date[24];
+    time_t sec = (time_t)(ms / 1000);
+    gmtime_r(&sec, &tm);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, RUNS_TIME_LEN, "%.20s.%03dZ", date, (int)(ms % 1000));
+}
+
+int64_t runs_time_ms(const char *text)
+{
+    struct tm tm;
+    int ms = 0;
+    memset(&tm, 0, sizeof tm);
+    const char *rest = text ? strptime(text, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+    if (!rest || (rest[0] == '.' && sscanf(rest + 1, "%3d", &ms) != 1)) {
+        return 0;
+    }
+    return (int64_t)timegm(&tm) * 1000 + ms;
 }
 
 int runs_new_id(const char *prefix, char *ret)
@@ -393,6 +428,13 @@ static void runs_host(struct al_call *call, void *userdata)
     p->sr = sr;
     p->f = f;
     p->args = args;
+    if (sr->owner->node[0]) {
+        unsigned char digest[SHA256_DIGEST_LENGTH];
+        SHA256((const unsigned char *)args, args_len, digest);
+        for (size_t i = 0; i < sizeof digest; i++) {
+            snprintf(p->args_sha256 + 2 * i, 3, "%02x", digest[i]);
+        }
+    }
     atomic_fetch_add(&sr->refs, 1);
     snprintf(p->key, sizeof p->key, "%s", key);
     snprintf(p->connector, sizeof p->connector, "%s", f->connector);
@@ -1116,10 +1158,12 @@ static void runs_mark_batch(struct runs *r, struct runs_pending *marks)
     pthread_mutex_lock(r->store_lock);
     enum store_rc rc = s->ops->tx_begin(s);
     for (struct runs_pending *p = marks; p && rc == STORE_OK; p = p->next) {
-        struct store_call c = { p->sr->plan->id, p->key, p->f->name, p->f->idempotent, NULL };
+        struct store_call c = { p->sr->plan->id,  p->key, p->f->name,
+                                p->f->idempotent, NULL,   p->args_sha256 };
         rc = s->ops->call_mark(s, &c);
+        p->diverged = rc == STORE_CONFLICT;
         if (rc == STORE_CONFLICT) {
-            rc = STORE_OK; /* marked already (the same key sent again): still in doubt */
+            rc = STORE_OK;
         }
     }
     if (rc == STORE_OK) {
@@ -1132,7 +1176,15 @@ static void runs_mark_batch(struct runs *r, struct runs_pending *marks)
     pthread_mutex_unlock(r->store_lock);
     while (marks) {
         struct runs_pending *next = marks->next;
-        if (rc == STORE_OK) {
+        if (rc == STORE_OK && marks->diverged) {
+            /* a retried execution that took another path: its key names a call already sent */
+            char message[RUNS_MESSAGE_MAX];
+            snprintf(message, sizeof message,
+                     "airlockd: call %" PRIu32 " (%s) is not the call the run's earlier execution "
+                     "sent under idempotency key %s; not sent",
+                     al_call_seq(marks->call), marks->f->name, marks->key);
+            runs_pending_drop(marks, message);
+        } else if (rc == STORE_OK) {
             runs_pending_send(marks);
         } else {
             runs_pending_drop(marks, "the call could not be recorded before it was sent");
@@ -1338,6 +1390,20 @@ static enum al_code runs_opts(struct srun *sr, const char *continuation,
     }
     if (code == AL_OK && continuation) {
         code = al_run_opts_set_resume(opts, continuation, strlen(continuation));
+    } else if (code == AL_OK && plan->clock_ms > 0) {
+        unsigned char digest[SHA256_DIGEST_LENGTH];
+        char text[RUNS_ID_LEN + 32];
+        uint64_t seed = 0;
+        int n = snprintf(text, sizeof text, "airlock-run-seed\n%s", plan->id);
+        if (!HMAC(EVP_sha256(), sr->owner->seed_key, (int)sizeof sr->owner->seed_key,
+                  (const unsigned char *)text, (size_t)n, digest, NULL)) {
+            code = AL_INTERNAL_ERROR;
+        }
+        for (int i = 0; i < 8; i++) {
+            seed = seed << 8 | digest[i];
+        }
+        al_run_opts_set_seed(opts, seed);
+        al_run_opts_set_clock(opts, plan->clock_ms);
     }
     for (size_t i = 0; i < nres && code == AL_OK; i++) {
         struct buf rj;
@@ -1548,6 +1614,12 @@ size_t runs_active(struct runs *r)
     return n;
 }
 
+void runs_set_seed_key(struct runs *r, const unsigned char *key, size_t len)
+{
+    memset(r->seed_key, 0, sizeof r->seed_key);
+    memcpy(r->seed_key, key, len < sizeof r->seed_key ? len : sizeof r->seed_key);
+}
+
 void runs_set_node(struct runs *r, const char *node, size_t capacity)
 {
     snprintf(r->node, sizeof r->node, "%s", node);
@@ -1681,6 +1753,7 @@ void runs_free(struct runs *r)
     pthread_cond_destroy(&r->cond);
     pthread_cond_destroy(&r->synced);
     pthread_mutex_destroy(&r->lock);
+    OPENSSL_cleanse(r->seed_key, sizeof r->seed_key);
     free(r);
 }
 

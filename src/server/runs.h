@@ -65,9 +65,20 @@ struct runs_plan {
     size_t ntargets;
     struct connector_target **targets;
     char *prior_calls; /* a resumed run: the host calls of its earlier legs (a JSON array) */
+    /* A start from the input at a fixed point, so that an execution taken over from a dead
+     * node is the same again: the guest clock starts at clock_ms and Math.random's seed comes
+     * from the run's id. 0: the runner's (a resume has the continuation's). */
+    int64_t clock_ms;
 };
 
 void runs_plan_free(struct runs_plan *plan);
+
+/* Wall-clock time in ms since the epoch, and as the stores write times
+ * ("2026-12-01T21:40:00.123Z"); runs_time_ms reads that text back (0 when it cannot). */
+#define RUNS_TIME_LEN 32
+int64_t runs_now_ms(void);
+void runs_time_text(int64_t ms, char out[RUNS_TIME_LEN]);
+int64_t runs_time_ms(const char *text);
 
 /* How a decided approval resolves its interruption when the run resumes. */
 struct runs_resolution {
@@ -90,6 +101,10 @@ void runs_free(struct runs *r);
  * is recorded. `capacity` is how many runs this node executes before it claims no more (runs_busy).
  * Without it (SQLite: one node) calls go out at once and nothing is marked. */
 void runs_set_node(struct runs *r, const char *node, size_t capacity);
+/* The key Math.random's seed of a run's fixed start is derived from with the run's id
+ * (HMAC-SHA256): the cluster's continuation key, so that every node derives the same seed and
+ * nobody without the key can predict it. Copied; before the first run. */
+void runs_set_seed_key(struct runs *r, const unsigned char *key, size_t len);
 /* With a node set: 1 when this node executes `capacity` runs already (or drains), so that it
  * claims nothing more from the queue (it is kicked again once it has room). 0 otherwise, and
  * always with one node. */

@@ -1110,6 +1110,9 @@ static enum store_rc pg_run_create(struct store *s, const struct store_run *r)
     char now[32];
     char version[24];
     pg_now(now);
+    if (r->created) {
+        snprintf(now, sizeof now, "%s", r->created); /* the time the run's clock starts at */
+    }
     snprintf(version, sizeof version, "%" PRId64, r->version);
     int adhoc = !r->template_name || !r->template_name[0];
     const char *args[] = { r->id,
@@ -1473,18 +1476,23 @@ static enum store_rc pg_call_mark(struct store *s, const struct store_call *c)
 {
     char now[32];
     pg_now(now);
-    const char *args[] = { c->run, c->idempotency_key, c->function, c->idempotent ? "1" : "0",
-                           now };
+    const char *args[] = { c->run,      c->idempotency_key,
+                           c->function, c->idempotent ? "1" : "0",
+                           now,         c->args_sha256 ? c->args_sha256 : "" };
+    /* the same call marked again updates its row; another call under the key updates none */
     return pg_insert(pg_of(s),
-                     "INSERT INTO calls_sent(run, idempotency_key, function, idempotent, sent) "
-                     "VALUES ($1, $2, $3, $4::integer, $5) ON CONFLICT DO NOTHING",
-                     5, args);
+                     "INSERT INTO calls_sent(run, idempotency_key, function, idempotent, sent, "
+                     "args_sha256) VALUES ($1, $2, $3, $4::integer, $5, $6) ON CONFLICT (run, "
+                     "idempotency_key) DO UPDATE SET idempotent = EXCLUDED.idempotent WHERE "
+                     "calls_sent.function = EXCLUDED.function AND calls_sent.args_sha256 = "
+                     "EXCLUDED.args_sha256",
+                     6, args);
 }
 
 static int pg_call_each(const PGresult *res, int row, void *fn, void *userdata)
 {
-    struct store_call c = { pg_col(res, row, 0), pg_col(res, row, 1), pg_col(res, row, 2),
-                            (int)pg_int(res, row, 3), pg_col(res, row, 4) };
+    struct store_call c = { pg_col(res, row, 0),      pg_col(res, row, 1), pg_col(res, row, 2),
+                            (int)pg_int(res, row, 3), pg_col(res, row, 4), pg_col(res, row, 5) };
     return ((store_call_fn *)fn)(userdata, &c);
 }
 
@@ -1493,15 +1501,52 @@ static enum store_rc pg_call_list(struct store *s, const char *run, store_call_f
 {
     const char *args[] = { run };
     return pg_walk(pg_of(s),
-                   "SELECT run, idempotency_key, function, idempotent, sent FROM calls_sent "
-                   "WHERE run = $1 ORDER BY sent, idempotency_key",
+                   "SELECT run, idempotency_key, function, idempotent, sent, args_sha256 FROM "
+                   "calls_sent WHERE run = $1 ORDER BY sent, idempotency_key",
                    1, args, 0, pg_call_each, (void *)fn, userdata);
 }
 
 static enum store_rc pg_call_clear(struct store *s, const char *run)
 {
     const char *args[] = { run };
-    return pg_exec(pg_of(s), "DELETE FROM calls_sent WHERE run = $1", 1, args, NULL);
+    enum store_rc rc = pg_exec(pg_of(s), "DELETE FROM calls_sent WHERE run = $1", 1, args, NULL);
+    if (rc == STORE_OK) {
+        rc = pg_exec(pg_of(s), "DELETE FROM executions WHERE run = $1", 1, args, NULL);
+    }
+    return rc;
+}
+
+static enum store_rc pg_execution_put(struct store *s, const struct store_execution *e)
+{
+    char clock[24];
+    char attempt[24];
+    snprintf(clock, sizeof clock, "%" PRId64, e->clock_ms);
+    snprintf(attempt, sizeof attempt, "%" PRId64, e->attempt);
+    const char *args[] = { e->run, e->resume, e->resolutions, clock, attempt };
+    return pg_exec(
+            pg_of(s),
+            "INSERT INTO executions(run, resume, resolutions, clock_ms, attempt) VALUES ($1, "
+            "$2, $3, $4::bigint, $5::integer) ON CONFLICT (run) DO UPDATE SET resume = "
+            "EXCLUDED.resume, resolutions = EXCLUDED.resolutions, clock_ms = "
+            "EXCLUDED.clock_ms, attempt = EXCLUDED.attempt",
+            5, args, NULL);
+}
+
+static int pg_execution_each(const PGresult *res, int row, void *fn, void *userdata)
+{
+    struct store_execution e = { pg_col(res, row, 0), pg_col(res, row, 1), pg_col(res, row, 2),
+                                 pg_int(res, row, 3), pg_int(res, row, 4) };
+    return ((store_execution_fn *)fn)(userdata, &e);
+}
+
+static enum store_rc pg_execution_get(struct store *s, const char *run, store_execution_fn *fn,
+                                      void *userdata)
+{
+    const char *args[] = { run };
+    return pg_walk(
+            pg_of(s),
+            "SELECT run, resume, resolutions, clock_ms, attempt FROM executions WHERE run = $1", 1,
+            args, 1, pg_execution_each, (void *)fn, userdata);
 }
 
 static enum store_rc pg_run_claim_queued(struct store *s, const char *node, char *ret_id)
@@ -1898,6 +1943,8 @@ static const struct store_ops pg_ops = {
     .call_list = pg_call_list,
     .call_clear = pg_call_clear,
     .run_claim_queued = pg_run_claim_queued,
+    .execution_put = pg_execution_put,
+    .execution_get = pg_execution_get,
     .notify = pg_notify,
     .listener_new = pg_listener_new,
 };

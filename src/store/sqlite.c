@@ -1223,6 +1223,9 @@ static enum store_rc sqlite_run_create(struct store *s, const struct store_run *
     char now[32];
     char version[24];
     sqlite_now(now);
+    if (r->created) {
+        snprintf(now, sizeof now, "%s", r->created); /* the time the run's clock starts at */
+    }
     snprintf(version, sizeof version, "%" PRId64, r->version);
     int adhoc = !r->template_name || !r->template_name[0];
     const char *args[] = { r->id,
@@ -1679,19 +1682,28 @@ static enum store_rc sqlite_run_list_on_node(struct store *s, const char *node, 
 static enum store_rc sqlite_call_mark(struct store *s, const struct store_call *c)
 {
     char now[32];
+    int changes = 0;
     sqlite_now(now);
-    const char *args[] = { c->run, c->idempotency_key, c->function, c->idempotent ? "1" : "0",
-                           now };
-    return sqlite_exec_args(sqlite_of(s),
-                            "INSERT INTO calls_sent(run, idempotency_key, function, idempotent, "
-                            "sent) VALUES (?, ?, ?, CAST(? AS INTEGER), ?)",
-                            5, args, NULL);
+    const char *args[] = { c->run,      c->idempotency_key,
+                           c->function, c->idempotent ? "1" : "0",
+                           now,         c->args_sha256 ? c->args_sha256 : "" };
+    /* the same call marked again changes nothing but counts as a change; another call under
+     * the key changes nothing at all */
+    enum store_rc rc = sqlite_exec_args(
+            sqlite_of(s),
+            "INSERT INTO calls_sent(run, idempotency_key, function, idempotent, sent, "
+            "args_sha256) VALUES (?, ?, ?, CAST(? AS INTEGER), ?, ?) ON CONFLICT(run, "
+            "idempotency_key) DO UPDATE SET idempotent = excluded.idempotent WHERE "
+            "calls_sent.function = excluded.function AND calls_sent.args_sha256 = "
+            "excluded.args_sha256",
+            6, args, &changes);
+    return rc == STORE_OK && changes == 0 ? STORE_CONFLICT : rc;
 }
 
 static int sqlite_call_each(sqlite3_stmt *stmt, void *fn, void *userdata)
 {
-    struct store_call c = { sqlite_col(stmt, 0), sqlite_col(stmt, 1), sqlite_col(stmt, 2),
-                            sqlite3_column_int(stmt, 3), sqlite_col(stmt, 4) };
+    struct store_call c = { sqlite_col(stmt, 0),         sqlite_col(stmt, 1), sqlite_col(stmt, 2),
+                            sqlite3_column_int(stmt, 3), sqlite_col(stmt, 4), sqlite_col(stmt, 5) };
     return ((store_call_fn *)fn)(userdata, &c);
 }
 
@@ -1702,8 +1714,8 @@ static enum store_rc sqlite_call_list(struct store *s, const char *run, store_ca
     sqlite3_stmt *stmt = NULL;
     const char *args[] = { run };
     enum store_rc rc = sqlite_prepare(st,
-                                      "SELECT run, idempotency_key, function, idempotent, sent "
-                                      "FROM calls_sent WHERE run = ? ORDER BY rowid",
+                                      "SELECT run, idempotency_key, function, idempotent, sent, "
+                                      "args_sha256 FROM calls_sent WHERE run = ? ORDER BY rowid",
                                       1, args, &stmt);
     if (rc != STORE_OK) {
         return rc;
@@ -1714,7 +1726,47 @@ static enum store_rc sqlite_call_list(struct store *s, const char *run, store_ca
 static enum store_rc sqlite_call_clear(struct store *s, const char *run)
 {
     const char *args[] = { run };
-    return sqlite_exec_args(sqlite_of(s), "DELETE FROM calls_sent WHERE run = ?", 1, args, NULL);
+    enum store_rc rc =
+            sqlite_exec_args(sqlite_of(s), "DELETE FROM calls_sent WHERE run = ?", 1, args, NULL);
+    if (rc == STORE_OK) {
+        rc = sqlite_exec_args(sqlite_of(s), "DELETE FROM executions WHERE run = ?", 1, args, NULL);
+    }
+    return rc;
+}
+
+static enum store_rc sqlite_execution_put(struct store *s, const struct store_execution *e)
+{
+    char clock[24];
+    char attempt[24];
+    snprintf(clock, sizeof clock, "%" PRId64, e->clock_ms);
+    snprintf(attempt, sizeof attempt, "%" PRId64, e->attempt);
+    const char *args[] = { e->run, e->resume, e->resolutions, clock, attempt };
+    return sqlite_exec_args(sqlite_of(s),
+                            "INSERT OR REPLACE INTO executions(run, resume, resolutions, clock_ms, "
+                            "attempt) VALUES (?, ?, ?, CAST(? AS INTEGER), CAST(? AS INTEGER))",
+                            5, args, NULL);
+}
+
+static int sqlite_execution_each(sqlite3_stmt *stmt, void *fn, void *userdata)
+{
+    struct store_execution e = { sqlite_col(stmt, 0), sqlite_col(stmt, 1), sqlite_col(stmt, 2),
+                                 sqlite3_column_int64(stmt, 3), sqlite3_column_int64(stmt, 4) };
+    return ((store_execution_fn *)fn)(userdata, &e);
+}
+
+static enum store_rc sqlite_execution_get(struct store *s, const char *run, store_execution_fn *fn,
+                                          void *userdata)
+{
+    struct sqlite_store *st = sqlite_of(s);
+    sqlite3_stmt *stmt = NULL;
+    const char *args[] = { run };
+    enum store_rc rc = sqlite_prepare(
+            st, "SELECT run, resume, resolutions, clock_ms, attempt FROM executions WHERE run = ?",
+            1, args, &stmt);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    return sqlite_walk(st, stmt, 1, sqlite_execution_each, (void *)fn, userdata, "executions");
 }
 
 static enum store_rc sqlite_run_claim_queued(struct store *s, const char *node, char *ret_id)
@@ -1812,6 +1864,8 @@ static const struct store_ops sqlite_ops = {
     .call_list = sqlite_call_list,
     .call_clear = sqlite_call_clear,
     .run_claim_queued = sqlite_run_claim_queued,
+    .execution_put = sqlite_execution_put,
+    .execution_get = sqlite_execution_get,
     /* one node: nobody to wake */
     .notify = NULL,
     .listener_new = NULL,

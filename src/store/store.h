@@ -205,10 +205,23 @@ typedef int store_connector_fn(void *userdata, const struct store_connector *c);
 struct store_call {
     const char *run;
     const char *idempotency_key;
-    const char *function; /* "connector.fn" */
-    int idempotent;       /* the connector marks the function idempotent */
-    const char *sent;     /* set by the store on call_mark; ignored there */
+    const char *function;    /* "connector.fn" */
+    int idempotent;          /* the connector marks the function idempotent */
+    const char *sent;        /* set by the store on call_mark; ignored there */
+    const char *args_sha256; /* hex SHA-256 of the call's argument bytes (0007_retry) */
 };
+
+/* What a run's execution in flight started from (0007_retry), with several nodes: kept until
+ * that execution's end or wait is recorded (call_clear), so that a node taking a dead node's
+ * run over can execute it again from the same point. */
+struct store_execution {
+    const char *run;
+    const char *resume;      /* the continuation it resumed from; NULL: from the run's input */
+    const char *resolutions; /* JSON array of {"interruption","approved","comment"}; or NULL */
+    int64_t clock_ms;        /* where the guest clock of a start from the input starts */
+    int64_t attempt;         /* 0 for the first execution, +1 per takeover */
+};
+typedef int store_execution_fn(void *userdata, const struct store_execution *e);
 
 typedef int store_call_fn(void *userdata, const struct store_call *c);
 typedef int store_node_fn(void *userdata, const char *id);
@@ -356,7 +369,8 @@ struct store_ops {
 
     /* Runs and approvals (0004_runs). */
     /* Creates a run from r's id, template_name, version, department, principal, status, input,
-     * source, language and functions (the rest is the store's). CONFLICT for a taken id. */
+     * source, language, functions and created (NULL: now; the rest is the store's). CONFLICT
+     * for a taken id. */
     enum store_rc (*run_create)(struct store *s, const struct store_run *r);
     enum store_rc (*run_get)(struct store *s, const char *id, store_run_fn *fn, void *userdata);
     /* Runs in seq order; the callback stops the walk. */
@@ -421,18 +435,26 @@ struct store_ops {
      * order. */
     enum store_rc (*run_list_on_node)(struct store *s, const char *node, store_run_fn *fn,
                                       void *userdata);
-    /* Marks a call sent (c->run, idempotency_key, function, idempotent); CONFLICT for a key
-     * marked already for that run. */
+    /* Marks a call sent (c->run, idempotency_key, function, idempotent, args_sha256). A key
+     * marked already for that run with the same function and argument digest is fine (a
+     * retried execution sending the same call again); with another one, CONFLICT. */
     enum store_rc (*call_mark)(struct store *s, const struct store_call *c);
     /* The calls marked for `run`, in the order they were marked. */
     enum store_rc (*call_list)(struct store *s, const char *run, store_call_fn *fn, void *userdata);
-    /* Forgets the marks of `run` (none is fine). */
+    /* Forgets the marks of `run` and its execution row (none is fine). */
     enum store_rc (*call_clear)(struct store *s, const char *run);
     /* The queue: takes the oldest run with status queued that no other transaction is taking
      * (PostgreSQL: FOR UPDATE SKIP LOCKED), sets it running on `node` and copies its id to
      * ret_id (STORE_NAME_MAX + 1 bytes). Inside tx_begin: a rollback puts it back. NOT_FOUND
      * when nothing is queued. */
     enum store_rc (*run_claim_queued)(struct store *s, const char *node, char *ret_id);
+
+    /* Retrying a dead node's run (0007_retry). */
+    /* Creates or replaces the execution row of e->run. */
+    enum store_rc (*execution_put)(struct store *s, const struct store_execution *e);
+    /* The execution row of `run`; NOT_FOUND when it has none. */
+    enum store_rc (*execution_get)(struct store *s, const char *run, store_execution_fn *fn,
+                                   void *userdata);
 
     /* Wake-ups (since version 6); both NULL for a backend of one node (SQLite). */
     /* Sends `payload` (at most 7999 bytes) on `channel` to every listener when the current

@@ -111,7 +111,8 @@ class Cluster:
             "name": "shop", "department": "finance", "url": self.shop.url,
             "signing_secret": tr.SECRET, "timeout_ms": 30000,
             "functions": {"orders": {"idempotent": True}, "refund": {"sensitive": True},
-                          "slow": {}}},
+                          "slow": {}, "hold": {"idempotent": True},
+                          "credit": {"sensitive": True, "idempotent": True}}},
             self.admin, 201)
 
     def start_node(self, i):
@@ -122,6 +123,11 @@ class Cluster:
             args += ["--poll-ms", str(self.poll_ms)]
         args += self.node_args.get(i, [])
         return Server(self.dirs[i], env_extra=self.keys_hex if i < 2 else None, args=args)
+
+    def node_id(self, i):
+        """The id node i names itself by: its data directory's node.id, in hex."""
+        with open(os.path.join(self.dirs[i], "node.id")) as f:
+            return "node_" + f.read().strip()
 
     def ok(self, node, method, path, body, key, want=200):
         st, doc, _ = node.request(method, path, body, key=key)
@@ -625,6 +631,148 @@ def t_kill9_node_holding_runs(tmp):
         check(c.run(c.nodes[0], {"template": "slow", "input": {"ms": 1}}, 200)["status"] ==
               "completed", "node a after its restart")
         c.verify_chain()
+    finally:
+        c.close()
+
+
+# a run whose every call is idempotent: what it sends depends on its seed and start clock only
+SAFE = """
+const r = Math.random(), t = Date.now();
+const orders = await shop.orders("paid");
+await shop.hold(input.ms, r, t);
+return { orders: orders.length, r, t };
+"""
+
+# the second call's arguments carry the wall time of the first call's answer
+DRIFTING = """
+const orders = await shop.orders("paid");
+await shop.hold(input.ms, Date.now());
+return orders.length;
+"""
+
+CREDIT = """
+const orders = await shop.orders("paid");
+const c = await shop.credit("o-1", 5);
+await shop.hold(input.ms);
+return { orders: orders.length, credited: c.refunded };
+"""
+
+
+def start_waiting(c, node, body, n):
+    """n runs started at once on node, each waited for on its own thread (a client whose node
+    dies gets an error, as a real one would); the threads."""
+    return [c.start_waiting(node, body)[0] for _ in range(n)]
+
+
+def wait_calls(c, function, count):
+    deadline = time.monotonic() + HANG
+    while c.shop.calls()["by_function"].get(function, 0) < count:
+        check(time.monotonic() < deadline, "%d %s calls never reached the shop: %r" % (
+            count, function, c.shop.calls()))
+        time.sleep(0.02)
+
+
+def runs_of(c, template):
+    return [r[0] for r in ts.db_rows(c.dirs[0], "SELECT id FROM runs WHERE template = '%s' "
+                                     "ORDER BY seq" % template)]
+
+
+def t_kill9_retries_runs_whose_calls_are_idempotent(tmp):
+    lease = 1500
+    c = Cluster(tmp, lease_ms=lease)
+    try:
+        a, b, cc = c.nodes
+        c.template("safe", SAFE, ["shop.orders", "shop.hold"])
+        start_waiting(c, a, {"template": "safe", "input": {"ms": 30000}}, 4)
+        wait_calls(c, "shop.hold", 4)
+        ids = runs_of(c, "safe")
+        check(len(ids) == 4, "runs: %r" % ids)
+        a.kill()  # SIGKILL, each run in the middle of its second call
+        for run_id in ids:
+            doc = c.until(b, run_id, ("completed", "failed", "cancelled"))
+            check(doc["status"] == "completed" and doc["value"]["orders"] == 2,
+                  "retried run %s: %r" % (run_id, doc))
+            recs = c.records("run.retried", run_id)
+            check(len(recs) == 1, "run.retried of %s: %r" % (run_id, recs))
+            d = recs[0]["details"]
+            check(d["status"] == "queued" and d["attempt"] == 1 and d["node"].startswith("node_"),
+                  "run.retried: %r" % d)
+            retried = {x["function"]: x for x in d["calls_retried"]}
+            check(set(retried) == {"shop.orders", "shop.hold"} and
+                  all(x["idempotent"] and x["outcome"] == "unknown" for x in retried.values()),
+                  "calls retried: %r" % d)
+            check(not c.records("run.abandoned", run_id), "abandoned as well: %s" % run_id)
+            check(len(c.records("run.start", run_id)) == 1 and
+                  len(c.records("run.end", run_id)) == 1, "audit of %s" % run_id)
+            calls = c.shop.calls()
+            for x in retried.values():
+                # sent again under the same key, with the same arguments: the same seed and clock
+                key = x["idempotency_key"]
+                check(calls["by_key"].get(key) == 2, "key %s: %r" % (key, calls))
+                sent = calls["args_by_key"][key]
+                check(sent[0] == sent[1], "%s sent with other arguments: %r" % (key, sent))
+            hold = calls["args_by_key"][retried["shop.hold"]["idempotency_key"]][0]
+            check(hold[1:] == [doc["value"]["r"], doc["value"]["t"]],
+                  "the value is not the retried execution's: %r %r" % (hold, doc["value"]))
+        check(not ts.db_rows(c.dirs[0], "SELECT run FROM executions"), "execution rows left")
+        check(not ts.db_rows(c.dirs[0], "SELECT run FROM calls_sent"), "marks left")
+        c.verify_chain(nodes=[b, cc])
+    finally:
+        c.close()
+
+
+def t_kill9_retry_that_diverges_sends_nothing_new(tmp):
+    lease = 1500
+    c = Cluster(tmp, lease_ms=lease)
+    try:
+        a, b, cc = c.nodes
+        c.template("drifting", DRIFTING, ["shop.orders", "shop.hold"])
+        start_waiting(c, a, {"template": "drifting", "input": {"ms": 30000}}, 1)
+        wait_calls(c, "shop.hold", 1)
+        run_id = runs_of(c, "drifting")[0]
+        a.kill()
+        doc = c.until(b, run_id, ("completed", "failed", "cancelled"))
+        check(doc["status"] == "failed" and
+              "is not the call the run's earlier execution sent" in doc["error"]["message"],
+              "diverged: %r" % doc)
+        calls = c.shop.calls()
+        hold = [k for k in calls["by_key"] if k.endswith(":2")]
+        check(calls["by_function"]["shop.hold"] == 1 and calls["by_key"][hold[0]] == 1,
+              "the diverging call reached the shop: %r" % calls)
+        check(len(c.records("run.retried", run_id)) == 1 and
+              len(c.records("run.end", run_id)) == 1, "audit of %s" % run_id)
+        c.verify_chain(nodes=[b, cc])
+    finally:
+        c.close()
+
+
+def t_kill9_retries_a_resumed_run_from_its_continuation(tmp):
+    lease = 1500
+    c = Cluster(tmp, lease_ms=lease)
+    try:
+        a, b, cc = c.nodes
+        c.template("credit", CREDIT, ["shop.orders", "shop.credit", "shop.hold"])
+        doc = c.run(a, {"template": "credit", "input": {"ms": 30000}, "wait": True}, 202)
+        check(doc["status"] == "awaiting_approval" and len(doc["approvals"]) == 1, "%r" % doc)
+        c.ok(b, "POST", "/v1/approvals/%s/approve" % doc["approvals"][0], {}, c.keys["bob"])
+        wait_calls(c, "shop.hold", 1)
+        node = ts.db_rows(c.dirs[0], "SELECT node FROM runs WHERE id = '%s'" % doc["id"])[0][0]
+        i = [c.node_id(j) for j in range(3)].index(node)
+        c.nodes[i].kill()  # whichever node claimed the resume
+        other = c.nodes[(i + 1) % 3]
+        done = c.until(other, doc["id"], ("completed", "failed", "cancelled"))
+        check(done["status"] == "completed" and done["value"] == {"orders": 2, "credited": "o-1"},
+              "retried resume: %r" % done)
+        calls = c.shop.calls()
+        check(calls["by_function"] == {"shop.orders": 1, "shop.credit": 2, "shop.hold": 2},
+              "calls: %r" % calls)
+        credit = [k for k in calls["by_key"] if k.startswith("int_") or ":" not in k]
+        check(len(credit) == 1 and calls["by_key"][credit[0]] == 2,
+              "the approved call is not retried under its interruption id: %r" % calls)
+        check(len(c.records("run.retried", doc["id"])) == 1 and
+              len(c.records("run.end", doc["id"])) == 1 and
+              not c.records("run.abandoned", doc["id"]), "audit of %s" % doc["id"])
+        c.verify_chain(nodes=[n for j, n in enumerate(c.nodes) if j != i])
     finally:
         c.close()
 

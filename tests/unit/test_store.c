@@ -830,7 +830,30 @@ struct call_walk {
     int n;
     char keys[4][32];
     int idempotent[4];
+    char digests[4][8];
 };
+
+struct execution_copy {
+    char resume[32];
+    char resolutions[64];
+    int resume_null;
+    int resolutions_null;
+    int64_t clock_ms;
+    int64_t attempt;
+};
+
+static int copy_execution(void *userdata, const struct store_execution *e)
+{
+    struct execution_copy *x = userdata;
+    assert_string_equal(e->run, "run_a");
+    x->resume_null = e->resume == NULL;
+    x->resolutions_null = e->resolutions == NULL;
+    snprintf(x->resume, sizeof x->resume, "%s", e->resume ? e->resume : "");
+    snprintf(x->resolutions, sizeof x->resolutions, "%s", e->resolutions ? e->resolutions : "");
+    x->clock_ms = e->clock_ms;
+    x->attempt = e->attempt;
+    return 0;
+}
 
 static int walk_call(void *userdata, const struct store_call *c)
 {
@@ -838,6 +861,7 @@ static int walk_call(void *userdata, const struct store_call *c)
     if (w->n < 4) {
         snprintf(w->keys[w->n], sizeof w->keys[0], "%s", c->idempotency_key);
         w->idempotent[w->n] = c->idempotent;
+        snprintf(w->digests[w->n], sizeof w->digests[0], "%s", c->args_sha256);
         assert_non_null(c->sent);
         assert_string_equal(c->run, "run_a");
     }
@@ -895,13 +919,18 @@ static void test_store_nodes_leases_and_calls(void **state)
     assert_int_equal(s->ops->run_list_on_node(s, "n9", walk_run, &w), STORE_OK);
     assert_int_equal(w.n, 0);
 
-    /* calls marked sent: in order, a key once, gone with call_clear (rolled back with the tx) */
-    struct store_call c1 = { "run_a", "run_a:1", "shop.orders", 1, NULL };
-    struct store_call c2 = { "run_a", "run_a:2", "shop.slow", 0, NULL };
+    /* calls marked sent: in order, a key once, gone with call_clear (rolled back with the tx);
+     * the same call marked again (a retried execution) is fine, another under its key is not */
+    struct store_call c1 = { "run_a", "run_a:1", "shop.orders", 1, NULL, "aa" };
+    struct store_call c2 = { "run_a", "run_a:2", "shop.slow", 0, NULL, "bb" };
+    struct store_call other_args = { "run_a", "run_a:2", "shop.slow", 0, NULL, "cc" };
+    struct store_call other_fn = { "run_a", "run_a:2", "shop.orders", 0, NULL, "bb" };
     assert_int_equal(s->ops->tx_begin(s), STORE_OK);
     assert_int_equal(s->ops->call_mark(s, &c1), STORE_OK);
     assert_int_equal(s->ops->call_mark(s, &c2), STORE_OK);
-    assert_int_equal(s->ops->call_mark(s, &c2), STORE_CONFLICT);
+    assert_int_equal(s->ops->call_mark(s, &c2), STORE_OK);
+    assert_int_equal(s->ops->call_mark(s, &other_args), STORE_CONFLICT);
+    assert_int_equal(s->ops->call_mark(s, &other_fn), STORE_CONFLICT);
     assert_int_equal(s->ops->tx_commit(s), STORE_OK);
     struct call_walk cw;
     memset(&cw, 0, sizeof cw);
@@ -917,11 +946,33 @@ static void test_store_nodes_leases_and_calls(void **state)
     memset(&cw, 0, sizeof cw);
     assert_int_equal(s->ops->call_list(s, "run_a", walk_call, &cw), STORE_OK);
     assert_int_equal(cw.n, 2);
+    assert_string_equal(cw.digests[1], "bb");
+
+    /* what an execution started from: replaced by a put, gone with the marks */
+    struct execution_copy x;
+    memset(&x, 0, sizeof x);
+    assert_int_equal(s->ops->execution_get(s, "run_a", copy_execution, &x), STORE_NOT_FOUND);
+    struct store_execution e = { "run_a", "token-1", "[{\"interruption\":\"i\"}]", 1234, 0 };
+    assert_int_equal(s->ops->execution_put(s, &e), STORE_OK);
+    e = (struct store_execution){ "run_a", NULL, NULL, 5678, 2 };
+    assert_int_equal(s->ops->execution_put(s, &e), STORE_OK);
+    assert_int_equal(s->ops->execution_get(s, "run_a", copy_execution, &x), STORE_OK);
+    assert_int_equal(x.resume_null, 1);
+    assert_int_equal(x.resolutions_null, 1);
+    assert_int_equal(x.clock_ms, 5678);
+    assert_int_equal(x.attempt, 2);
+    e = (struct store_execution){ "run_a", "token-2", "[]", 9, 3 };
+    assert_int_equal(s->ops->execution_put(s, &e), STORE_OK);
+    assert_int_equal(s->ops->execution_get(s, "run_a", copy_execution, &x), STORE_OK);
+    assert_string_equal(x.resume, "token-2");
+    assert_string_equal(x.resolutions, "[]");
+
     assert_int_equal(s->ops->call_clear(s, "run_a"), STORE_OK);
     assert_int_equal(s->ops->call_clear(s, "run_a"), STORE_OK);
     memset(&cw, 0, sizeof cw);
     assert_int_equal(s->ops->call_list(s, "run_a", walk_call, &cw), STORE_OK);
     assert_int_equal(cw.n, 0);
+    assert_int_equal(s->ops->execution_get(s, "run_a", copy_execution, &x), STORE_NOT_FOUND);
 }
 
 /* 50 nodes racing for one queued run (api_run_go's claim): each thread on a store connection of

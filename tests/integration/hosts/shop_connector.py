@@ -10,12 +10,16 @@ call (docs/server.md) and answers by its function:
   shop.refund(order, amount) {"refunded": order, "amount": amount}; counted by idempotency key
   shop.fail(message)         {"error": message}: the connector's own error
   shop.slow(ms)              answers after ms milliseconds (at most 30 s)
+  shop.hold(ms, ...)         as shop.slow the first time a key comes, at once after that (an
+                             idempotent service answering a repeated key from what it did)
+  shop.credit(order, amount) as shop.refund (declared sensitive and idempotent by the tests)
   store.listOrders(status)   the orders with that status (examples/orders.ts's host functions,
   billing.invoices(customer) for tests/typescript) and {"due": 10} per order of the customer
 
 Every call's signature is checked with SECRET (a bad one answers 401). GET /calls answers
-{"by_key": {idempotency_key: count}, "by_function": {function: count}} so a test can see that a
-resumed run did not repeat a finished call and that an approved call reached the shop once.
+{"by_key": {idempotency_key: count}, "by_function": {function: count}, "args_by_key":
+{idempotency_key: [args, ...]}} so a test can see that a resumed run did not repeat a finished
+call, that an approved call reached the shop once, and what a retried call was sent with.
 
 With DATABASE (airlockd's airlock.db, or the postgres:// URL of its database), every call first
 looks there for its run's run.start record, read-only, as another process sees what airlockd
@@ -38,6 +42,7 @@ UNRECORDED = []
 LOCK = threading.Lock()
 BY_KEY = {}
 BY_FUNCTION = {}
+ARGS_BY_KEY = {}
 ORDERS = [
     {"id": "o-1", "customer": "acme", "amount": 120, "status": "paid"},
     {"id": "o-2", "customer": "globex", "amount": 30, "status": "paid"},
@@ -62,7 +67,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         with LOCK:
             self.answer(200, {"by_key": dict(BY_KEY), "by_function": dict(BY_FUNCTION),
-                              "unrecorded": list(UNRECORDED)})
+                              "args_by_key": dict(ARGS_BY_KEY), "unrecorded": list(UNRECORDED)})
 
     def do_POST(self):
         raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
@@ -80,9 +85,15 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             BY_KEY[call["idempotency_key"]] = BY_KEY.get(call["idempotency_key"], 0) + 1
             BY_FUNCTION[fn] = BY_FUNCTION.get(fn, 0) + 1
+            ARGS_BY_KEY.setdefault(call["idempotency_key"], []).append(args)
+            seen = BY_KEY[call["idempotency_key"]]
         if fn == "shop.orders":
             self.answer(200, {"result": [o for o in ORDERS if o["status"] == args[0]]})
-        elif fn == "shop.refund":
+        elif fn == "shop.hold":
+            if seen == 1:
+                time.sleep(min(args[0], 30000) / 1000.0)
+            self.answer(200, {"result": "held"})
+        elif fn in ("shop.refund", "shop.credit"):
             self.answer(200, {"result": {"refunded": args[0], "amount": args[1]}})
         elif fn == "shop.fail":
             self.answer(200, {"error": args[0]})
