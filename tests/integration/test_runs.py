@@ -934,7 +934,12 @@ def t_kill9_marks_executing_runs_aborted(tmp):
     try:
         w.template("slow", SLOW, ["shop.slow"])
         st, doc = w.run({"template": "slow", "wait": False}, want=202)
-        w.until(doc["id"], ("running",))  # claimed from the queue, on PostgreSQL
+        # executing, its call sent (on PostgreSQL: claimed from the queue first; a run killed
+        # before it sent anything would be executed again, not aborted)
+        deadline = time.monotonic() + HANG
+        while not w.shop.calls()["by_function"].get("shop.slow"):
+            check(time.monotonic() < deadline, "the slow call never reached the shop")
+            time.sleep(0.02)
         w.s.proc.kill()
         w.s.proc.wait(timeout=HANG)
         w.s = Server(w.dir)
