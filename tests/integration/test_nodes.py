@@ -675,6 +675,60 @@ def t_kill9_retry_that_diverges_sends_nothing_new(tmp):
         c.close()
 
 
+# an idempotent call, then one that is not
+HOLD_THEN_SLOW = """
+await shop.hold(input.ms);
+await shop.slow(1);
+return 1;
+"""
+
+
+def t_paused_node_sends_nothing_its_retry_sent(tmp):
+    # a node that stops (SIGSTOP: a pause, a frozen machine) loses its lease as a dead one does,
+    # and its run is executed again elsewhere; when it goes on, its own execution of that run
+    # must not send the call that is not idempotent a second time, nor record the run's end
+    lease = 1500
+    c = Cluster(tmp, lease_ms=lease)
+    try:
+        a, b, cc = c.nodes
+        c.template("pause", HOLD_THEN_SLOW, ["shop.hold", "shop.slow"])
+        answers = []
+
+        def wait_on_a():
+            try:
+                answers.append(a.request("POST", "/v1/runs",
+                                         {"template": "pause", "input": {"ms": 3000}},
+                                         key=c.keys["agent-7"]))
+            except Exception as e:  # noqa: BLE001 - reported below
+                answers.append(e)
+        client = threading.Thread(target=wait_on_a, daemon=True)
+        client.start()
+        wait_calls(c, "shop.hold", 1)
+        run_id = runs_of(c, "pause")[0]
+        os.kill(a.proc.pid, signal.SIGSTOP)
+        try:
+            doc = c.until(b, run_id, ("completed", "failed", "cancelled"))
+            check(doc["status"] == "completed" and doc["value"] == 1, "retried run: %r" % doc)
+            check(len(c.records("run.retried", run_id)) == 1, "run.retried of %s" % run_id)
+        finally:
+            os.kill(a.proc.pid, signal.SIGCONT)
+        client.join(timeout=2 * HANG)
+        check(not client.is_alive(), "node a never answered its client after it went on")
+        calls = c.shop.calls()
+        slow = run_id + ":2"
+        check(calls["by_key"].get(slow) == 1,
+              "the call that is not idempotent was sent %r times: %r" % (
+                  calls["by_key"].get(slow), calls))
+        done = c.until(b, run_id, ("completed", "failed", "cancelled"))
+        check(done["status"] == "completed" and done["value"] == 1,
+              "the paused node's end replaced the retry's: %r" % done)
+        check(len(c.records("run.start", run_id)) == 1 and
+              len(c.records("run.end", run_id)) == 1, "audit of %s" % run_id)
+        c.verify_chain()
+    finally:
+        c.close()
+
+
 def t_kill9_retries_a_resumed_run_from_its_continuation(tmp):
     lease = 1500
     c = Cluster(tmp, lease_ms=lease)
