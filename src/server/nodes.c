@@ -191,6 +191,12 @@ static enum store_rc nodes_take_over(struct store *s, const char *id, const char
     buf_init(&b, NODES_DETAILS_MAX);
     buf_append_str(&calls, "[");
     enum store_rc rc = calls.data ? s->ops->tx_begin(s) : STORE_ERROR;
+    if (rc == STORE_OK && node) {
+        /* first the run's row: a mark the node commits before this lock is among the calls
+         * read below, and one it tries after finds the run no longer its own (it was only
+         * paused, and goes on) */
+        rc = s->ops->run_lock_on_node(s, id, node);
+    }
     if (rc == STORE_OK) {
         rc = s->ops->call_list(s, id, nodes_call_fn, &doubt);
         buf_append_str(&calls, "]");

@@ -1533,6 +1533,27 @@ static enum store_rc pg_execution_get(struct store *s, const char *run, store_ex
             args, 1, pg_execution_each, (void *)fn, userdata);
 }
 
+static int pg_run_lock_each(const PGresult *res, int row, void *fn, void *userdata)
+{
+    (void)res;
+    (void)row;
+    (void)fn;
+    (void)userdata;
+    return 0;
+}
+
+static enum store_rc pg_run_lock_on_node(struct store *s, const char *id, const char *node)
+{
+    const char *args[] = { id, node };
+    /* a takeover's update waits for this lock, and this one for the takeover's: whichever
+     * commits first, the other sees what it did */
+    enum store_rc rc = pg_walk(pg_of(s),
+                               "SELECT 1 FROM runs WHERE id = $1 AND node = $2 AND status IN "
+                               "('running', 'cancelled') FOR UPDATE",
+                               2, args, 1, pg_run_lock_each, NULL, NULL);
+    return rc == STORE_NOT_FOUND ? STORE_CONFLICT : rc;
+}
+
 static enum store_rc pg_run_claim_queued(struct store *s, const char *node, char *ret_id)
 {
     struct pg_store *st = pg_of(s);
@@ -1622,6 +1643,7 @@ static const struct store_ops pg_ops = {
     .run_claim_queued = pg_run_claim_queued,
     .execution_put = pg_execution_put,
     .execution_get = pg_execution_get,
+    .run_lock_on_node = pg_run_lock_on_node,
 };
 
 /* ---------------------------------------------------------------- opening */

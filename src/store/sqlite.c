@@ -1769,6 +1769,30 @@ static enum store_rc sqlite_execution_get(struct store *s, const char *run, stor
     return sqlite_walk(st, stmt, 1, sqlite_execution_each, (void *)fn, userdata, "executions");
 }
 
+static int sqlite_run_lock_each(sqlite3_stmt *stmt, void *fn, void *userdata)
+{
+    (void)stmt;
+    (void)fn;
+    (void)userdata;
+    return 0;
+}
+
+static enum store_rc sqlite_run_lock_on_node(struct store *s, const char *id, const char *node)
+{
+    struct sqlite_store *st = sqlite_of(s);
+    sqlite3_stmt *stmt = NULL;
+    const char *args[] = { id, node };
+    /* one writer at a time: the transaction holds the database */
+    enum store_rc rc = sqlite_prepare(st,
+                                      "SELECT 1 FROM runs WHERE id = ? AND node = ? AND status IN "
+                                      "('running', 'cancelled')",
+                                      2, args, &stmt);
+    if (rc == STORE_OK) {
+        rc = sqlite_walk(st, stmt, 1, sqlite_run_lock_each, NULL, NULL, "runs");
+    }
+    return rc == STORE_NOT_FOUND ? STORE_CONFLICT : rc;
+}
+
 static enum store_rc sqlite_run_claim_queued(struct store *s, const char *node, char *ret_id)
 {
     struct sqlite_store *st = sqlite_of(s);
@@ -1866,6 +1890,7 @@ static const struct store_ops sqlite_ops = {
     .run_claim_queued = sqlite_run_claim_queued,
     .execution_put = sqlite_execution_put,
     .execution_get = sqlite_execution_get,
+    .run_lock_on_node = sqlite_run_lock_on_node,
 };
 
 int store_schema_version(void)
