@@ -729,6 +729,41 @@ def t_paused_node_sends_nothing_its_retry_sent(tmp):
         c.close()
 
 
+def t_kill9_run_cancelled_before_the_takeover_ends(tmp):
+    # a run of a node that has just died is cancelled on another node before the lease runs
+    # out: nobody executes it any more, so its end must be recorded by the node that takes the
+    # dead one's runs over (run.end once, its marks and execution row gone), and nothing of it
+    # is sent again
+    lease = 1500
+    c = Cluster(tmp, lease_ms=lease)
+    try:
+        a, b, cc = c.nodes
+        c.template("safe", SAFE, ["shop.orders", "shop.hold"])
+        start_waiting(c, a, {"template": "safe", "input": {"ms": 30000}}, 1)
+        wait_calls(c, "shop.hold", 1)
+        run_id = runs_of(c, "safe")[0]
+        dead = c.node_id(0)
+        a.kill()
+        doc = c.ok(b, "POST", "/v1/runs/%s/cancel" % run_id, {}, c.keys["agent-7"])
+        check(doc["status"] == "cancelled", "cancel: %r" % doc)
+        deadline = time.monotonic() + HANG
+        while ts.db_rows(c.dirs[0], "SELECT id FROM nodes WHERE id = '%s'" % dead):
+            check(time.monotonic() < deadline, "node a was never taken over")
+            time.sleep(0.05)
+        ends = c.records("run.end", run_id)
+        check(len(ends) == 1 and ends[0]["details"]["status"] == "cancelled" and
+              ends[0]["details"]["error"]["code"] == "ABORTED",
+              "run.end of the cancelled run of a dead node: %r" % ends)
+        check(c.until(b, run_id, ("cancelled",))["error"]["code"] == "ABORTED", "status")
+        check(not c.records("run.retried", run_id), "a cancelled run was retried")
+        check(c.shop.calls()["by_function"].get("shop.hold") == 1, "%r" % c.shop.calls())
+        check(not ts.db_rows(c.dirs[0], "SELECT run FROM executions"), "execution rows left")
+        check(not ts.db_rows(c.dirs[0], "SELECT run FROM calls_sent"), "marks left")
+        c.verify_chain(nodes=[b, cc])
+    finally:
+        c.close()
+
+
 def t_kill9_retries_a_resumed_run_from_its_continuation(tmp):
     lease = 1500
     c = Cluster(tmp, lease_ms=lease)
