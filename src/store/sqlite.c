@@ -1669,7 +1669,9 @@ static enum store_rc sqlite_run_list_on_node(struct store *s, const char *node, 
     const char *args[] = { node };
     enum store_rc rc = sqlite_prepare(st,
                                       node ? "SELECT " SQLITE_RUN_COLUMNS " FROM runs WHERE "
-                                             "node = ? AND status = 'running' ORDER BY seq"
+                                             "node = ? AND (status = 'running' OR (status = "
+                                             "'cancelled' AND EXISTS (SELECT 1 FROM executions "
+                                             "WHERE executions.run = runs.id))) ORDER BY seq"
                                            : "SELECT " SQLITE_RUN_COLUMNS " FROM runs WHERE "
                                              "node IS NULL AND status = 'running' ORDER BY seq",
                                       node ? 1 : 0, args, &stmt);

@@ -395,7 +395,8 @@ struct store_ops {
     /* Names the node that executes run `id` (NOT_FOUND when no such run). */
     enum store_rc (*run_set_node)(struct store *s, const char *id, const char *node);
     /* The runs with status running executed by `node` (NULL: by no recorded node), in seq
-     * order. */
+     * order; with a node, also those cancelled while it executed them whose end it has not
+     * recorded yet (they keep an execution row until then: api_runs.c). */
     enum store_rc (*run_list_on_node)(struct store *s, const char *node, store_run_fn *fn,
                                       void *userdata);
     /* Marks a call sent (c->run, idempotency_key, function, idempotent, args_sha256). A key
