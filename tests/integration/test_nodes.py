@@ -105,6 +105,7 @@ class Cluster:
             "signing_secret": tr.SECRET, "timeout_ms": 30000,
             "functions": {"orders": {"idempotent": True}, "refund": {"sensitive": True},
                           "slow": {}, "hold": {"idempotent": True},
+                          "stall": {"idempotent": True},
                           "credit": {"sensitive": True, "idempotent": True}}},
             self.admin, 201)
 
@@ -760,6 +761,43 @@ def t_kill9_run_cancelled_before_the_takeover_ends(tmp):
         check(not ts.db_rows(c.dirs[0], "SELECT run FROM executions"), "execution rows left")
         check(not ts.db_rows(c.dirs[0], "SELECT run FROM calls_sent"), "marks left")
         c.verify_chain(nodes=[b, cc])
+    finally:
+        c.close()
+
+
+def t_restarts_retry_a_run_three_times_then_abort_it(tmp):
+    # a node killed while it executes a run whose only call is idempotent, then restarted on
+    # its data directory, takes the run over again at its start (the cluster's only live node:
+    # a long lease, the two others killed): three times executed again, the fourth aborted
+    c = Cluster(tmp, lease_ms=60000)
+    try:
+        a, b, cc = c.nodes
+        c.template("stall", "await shop.stall(input.ms); return 1;", ["shop.stall"])
+        b.kill()
+        cc.kill()
+        start_waiting(c, a, {"template": "stall", "input": {"ms": 30000}}, 1)
+        for n in range(1, 5):
+            wait_calls(c, "shop.stall", n)
+            run_id = runs_of(c, "stall")[0]
+            c.nodes[0].kill()
+            c.nodes[0] = c.start_node(0)
+            check(c.nodes[0].port, "node a did not restart: " + c.nodes[0].stderr())
+        a = c.nodes[0]
+        doc = c.until(a, run_id, ("completed", "failed", "cancelled"))
+        check(doc["status"] == "failed" and doc["error"]["code"] == "ABORTED" and
+              "taken over 3 times already" in doc["error"]["message"], "%r" % doc)
+        retried = [r["details"]["attempt"] for r in c.records("run.retried", run_id)]
+        check(retried == [1, 2, 3], "run.retried attempts: %r" % retried)
+        gone = c.records("run.abandoned", run_id)
+        check(len(gone) == 1 and [x["function"] for x in gone[0]["details"]["calls_in_doubt"]] ==
+              ["shop.stall"], "run.abandoned: %r" % gone)
+        calls = c.shop.calls()
+        check(calls["by_key"] == {run_id + ":1": 4}, "calls: %r" % calls)
+        check(len(c.records("run.start", run_id)) == 1 and not c.records("run.end", run_id),
+              "audit of %s" % run_id)
+        check(not ts.db_rows(c.dirs[0], "SELECT run FROM executions"), "execution rows left")
+        check(not ts.db_rows(c.dirs[0], "SELECT run FROM calls_sent"), "marks left")
+        c.verify_chain(nodes=[a])
     finally:
         c.close()
 

@@ -12,6 +12,8 @@ call (docs/server.md) and answers by its function:
   shop.slow(ms)              answers after ms milliseconds (at most 30 s)
   shop.hold(ms, ...)         as shop.slow the first time a key comes, at once after that (an
                              idempotent service answering a repeated key from what it did)
+  shop.stall(ms)             as shop.slow every time a key comes (declared idempotent by the
+                             tests: an execution that is there each time its run is retried)
   shop.credit(order, amount) as shop.refund (declared sensitive and idempotent by the tests)
   store.listOrders(status)   the orders with that status (examples/orders.ts's host functions,
   billing.invoices(customer) for tests/typescript) and {"due": 10} per order of the customer
@@ -101,7 +103,7 @@ class Handler(BaseHTTPRequestHandler):
             self.answer(200, {"result": [o for o in ORDERS if o["status"] == args[0]]})
         elif fn == "billing.invoices":
             self.answer(200, {"result": [{"due": 10} for o in ORDERS if o["customer"] == args[0]]})
-        elif fn == "shop.slow":
+        elif fn in ("shop.slow", "shop.stall"):
             time.sleep(min(args[0], 30000) / 1000.0)
             self.answer(200, {"result": "slept"})
         else:
