@@ -730,6 +730,63 @@ def t_paused_node_sends_nothing_its_retry_sent(tmp):
         c.close()
 
 
+def t_paused_node_claims_no_run_it_still_executes(tmp):
+    # as above, but the other nodes are full: the run taken over from the paused node waits in
+    # the queue, and the first node free to claim it is the paused one when it goes on, its
+    # own execution of the run still there; it must not execute the run a second time beside
+    # that one (both would send the call that is not idempotent)
+    cfg = os.path.join(tmp, "one-at-a-time.json")
+    with open(cfg, "w") as f:
+        f.write('{"runs": {"max_concurrent": 1}}')
+    c = Cluster(tmp, lease_ms=1500, node_args={1: ["--config", cfg], 2: ["--config", cfg]})
+    try:
+        a, b, cc = c.nodes
+        # the execution of the claimed run is still there (in its stall) when the paused one's
+        # hold answers
+        c.template("pause", HOLD_THEN_SLOW.replace("return 1;", "await shop.stall(5000);\nreturn 1;"),
+                   ["shop.hold", "shop.slow", "shop.stall"])
+        c.template("busy", "await shop.stall(input.ms); return 1;", ["shop.stall"])
+        for n in (b, cc):
+            busy = c.run(n, {"template": "busy", "input": {"ms": 30000}, "wait": False}, 202)
+            c.until(n, busy["id"], ("running",))
+        answers = []
+
+        def wait_on_a():
+            try:
+                answers.append(a.request("POST", "/v1/runs",
+                                         {"template": "pause", "input": {"ms": 4000}},
+                                         key=c.keys["agent-7"]))
+            except Exception as e:  # noqa: BLE001 - reported below
+                answers.append(e)
+        client = threading.Thread(target=wait_on_a, daemon=True)
+        client.start()
+        wait_calls(c, "shop.hold", 1)
+        run_id = runs_of(c, "pause")[0]
+        os.kill(a.proc.pid, signal.SIGSTOP)
+        try:
+            deadline = time.monotonic() + HANG
+            while not c.records("run.retried", run_id):
+                check(time.monotonic() < deadline, "the paused node's run was never taken over")
+                time.sleep(0.05)
+            check(c.ok(b, "GET", "/v1/runs/" + run_id, None, c.keys["agent-7"])["status"] ==
+                  "queued", "a full node claimed the run")
+        finally:
+            os.kill(a.proc.pid, signal.SIGCONT)
+        client.join(timeout=2 * HANG)
+        check(not client.is_alive(), "node a never answered its client after it went on")
+        done = c.until(b, run_id, ("completed", "failed", "cancelled"))
+        check(done["status"] == "completed" and done["value"] == 1, "the run: %r" % done)
+        calls = c.shop.calls()
+        check(calls["by_key"].get(run_id + ":2") == 1,
+              "the call that is not idempotent was sent %r times: %r" % (
+                  calls["by_key"].get(run_id + ":2"), calls))
+        check(len(c.records("run.start", run_id)) == 1 and
+              len(c.records("run.end", run_id)) == 1, "audit of %s" % run_id)
+        c.verify_chain()
+    finally:
+        c.close()
+
+
 def t_kill9_run_cancelled_before_the_takeover_ends(tmp):
     # a run of a node that has just died is cancelled on another node before the lease runs
     # out: nobody executes it any more, so its end must be recorded by the node that takes the
