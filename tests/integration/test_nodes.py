@@ -890,6 +890,84 @@ def t_kill9_retries_a_resumed_run_from_its_continuation(tmp):
         c.close()
 
 
+DENY_ONE = """
+const [a, b] = await Promise.allSettled([shop.refund("o-1", 5), shop.credit("o-2", 7)]);
+await shop.hold(input.ms);
+return { refund: a.status === "rejected" ? a.reason.message : "sent",
+         credit: b.status === "fulfilled" ? b.value.refunded : b.reason.message };
+"""
+
+
+def t_kill9_retried_resume_keeps_its_decisions(tmp):
+    # a run resumed with one call denied and one approved, its node killed: the execution
+    # retried from the continuation is resumed with the same decisions (the comment too)
+    lease = 1500
+    c = Cluster(tmp, lease_ms=lease)
+    try:
+        a, b, cc = c.nodes
+        c.template("deny1", DENY_ONE, ["shop.refund", "shop.credit", "shop.hold"])
+        doc = c.run(a, {"template": "deny1", "input": {"ms": 30000}, "wait": True}, 202)
+        check(doc["status"] == "awaiting_approval" and len(doc["approvals"]) == 2, "%r" % doc)
+        comment = 'no refunds "today" \\ ünïcode'
+        pending = c.ok(b, "GET", "/v1/approvals?status=pending", None, c.keys["bob"])
+        fns = {x["id"]: x.get("function") for x in pending}
+        for ap in doc["approvals"]:
+            if fns[ap] == "shop.refund":
+                c.ok(b, "POST", "/v1/approvals/%s/deny" % ap, {"comment": comment},
+                     c.keys["bob"])
+            else:
+                c.ok(b, "POST", "/v1/approvals/%s/approve" % ap, {}, c.keys["bob"])
+        wait_calls(c, "shop.hold", 1)
+        node = ts.db_rows(c.dirs[0], "SELECT node FROM runs WHERE id = '%s'" % doc["id"])[0][0]
+        i = [c.node_id(j) for j in range(3)].index(node)
+        c.nodes[i].kill()
+        other = c.nodes[(i + 1) % 3]
+        done = c.until(other, doc["id"], ("completed", "failed", "cancelled"))
+        check(done["status"] == "completed" and
+              done["value"] == {"refund": "denied: " + comment, "credit": "o-2"},
+              "retried resume: %r" % done)
+        calls = c.shop.calls()
+        check(calls["by_function"] == {"shop.credit": 2, "shop.hold": 2},
+              "calls: %r" % calls)
+        check(len(c.records("run.retried", doc["id"])) == 1 and
+              len(c.records("run.end", doc["id"])) == 1, "audit of %s" % doc["id"])
+    finally:
+        c.close()
+
+
+def t_kill9_approved_call_not_idempotent_is_not_sent_again(tmp):
+    # an approved sensitive call that is not idempotent, sent by the resumed execution before
+    # its node died: the run is aborted with that call in doubt under its interruption id
+    lease = 1500
+    c = Cluster(tmp, lease_ms=lease)
+    try:
+        a, b, cc = c.nodes
+        c.template("refund", "const r = await shop.refund('o-1', 5);\n"
+                   "await shop.hold(input.ms);\nreturn r.refunded;",
+                   ["shop.refund", "shop.hold"])
+        doc = c.run(a, {"template": "refund", "input": {"ms": 30000}, "wait": True}, 202)
+        check(doc["status"] == "awaiting_approval" and len(doc["approvals"]) == 1, "%r" % doc)
+        c.ok(b, "POST", "/v1/approvals/%s/approve" % doc["approvals"][0], {}, c.keys["bob"])
+        wait_calls(c, "shop.hold", 1)
+        node = ts.db_rows(c.dirs[0], "SELECT node FROM runs WHERE id = '%s'" % doc["id"])[0][0]
+        i = [c.node_id(j) for j in range(3)].index(node)
+        c.nodes[i].kill()
+        other = c.nodes[(i + 1) % 3]
+        done = c.until(other, doc["id"], ("completed", "failed", "cancelled"))
+        check(done["status"] == "failed" and done["error"]["code"] == "ABORTED", "%r" % done)
+        calls = c.shop.calls()
+        check(calls["by_function"] == {"shop.refund": 1, "shop.hold": 1}, "calls: %r" % calls)
+        gone = c.records("run.abandoned", doc["id"])
+        check(len(gone) == 1, "run.abandoned: %r" % gone)
+        doubt = {x["function"]: x for x in gone[0]["details"]["calls_in_doubt"]}
+        check(doubt["shop.refund"]["idempotent"] is False and
+              calls["by_key"].get(doubt["shop.refund"]["idempotency_key"]) == 1,
+              "in doubt: %r %r" % (doubt, calls))
+        check(not c.records("run.retried", doc["id"]), "retried")
+    finally:
+        c.close()
+
+
 def t_live_node_keeps_its_runs_past_the_lease(tmp):
     lease = 1000
     c = Cluster(tmp, lease_ms=lease)
