@@ -471,6 +471,9 @@ def t_cancel_revoke_and_key_revoke_reach_every_node(tmp):
             time.sleep(0.02)
         check(c.records("run.end", run2)[0]["details"]["status"] == "cancelled", "run2's end")
         check(c.until(b, run2, ("cancelled",))["error"]["code"] == "ABORTED", "run2")
+        # their ends recorded, nothing of them is left for a takeover
+        check(not ts.db_rows(c.dirs[0], "SELECT run FROM executions"), "execution rows left")
+        check(not ts.db_rows(c.dirs[0], "SELECT run FROM calls_sent"), "marks left")
         # a key revoked on node a is refused by b and c at once
         k = c.ok(a, "POST", "/v1/principals/eve/keys", {}, c.admin, 201)
         check(c.ok(b, "GET", "/v1/me", None, k["key"])["name"] == "eve", "the new key on b")
