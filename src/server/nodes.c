@@ -256,6 +256,11 @@ static enum store_rc nodes_take_over(struct store *s, const char *id, const char
         buf_printf(&b, ",\"attempt\":%" PRId64 ",\"calls_retried\":", e.attempt);
     } else if (rc == STORE_OK && cancelled) {
         rc = s->ops->call_clear(s, id);
+        if (rc == STORE_OK) {
+            /* no longer that node's: if it was only paused, its own record of the end, when
+             * it goes on, finds the run not its own (runs.c) */
+            rc = s->ops->run_set_node(s, id, NULL);
+        }
         buf_append_str(&b,
                        ",\"status\":\"cancelled\",\"error\":{\"code\":\"ABORTED\",\"message\":");
         json_write_string(&b, cancelled, strlen(cancelled));

@@ -862,6 +862,50 @@ def t_restarts_retry_a_run_three_times_then_abort_it(tmp):
         c.close()
 
 
+def t_paused_node_records_no_second_end_of_a_run_cancelled_meanwhile(tmp):
+    # as above with a node that was only paused: the node taking it over records the
+    # cancelled run's end; when the paused node goes on, its execution of the run ends (the
+    # cancel reaches it) but its end is not recorded a second time
+    lease = 1500
+    c = Cluster(tmp, lease_ms=lease)
+    try:
+        a, b, cc = c.nodes
+        c.template("safe", SAFE, ["shop.orders", "shop.hold"])
+        answers = []
+
+        def wait_on_a():
+            try:
+                answers.append(a.request("POST", "/v1/runs",
+                                         {"template": "safe", "input": {"ms": 30000}},
+                                         key=c.keys["agent-7"]))
+            except Exception as e:  # noqa: BLE001 - reported below
+                answers.append(e)
+        client = threading.Thread(target=wait_on_a, daemon=True)
+        client.start()
+        wait_calls(c, "shop.hold", 1)
+        run_id = runs_of(c, "safe")[0]
+        os.kill(a.proc.pid, signal.SIGSTOP)
+        try:
+            c.ok(b, "POST", "/v1/runs/%s/cancel" % run_id, {}, c.keys["agent-7"])
+            deadline = time.monotonic() + HANG
+            while not c.records("run.end", run_id):
+                check(time.monotonic() < deadline, "the paused node was never taken over")
+                time.sleep(0.05)
+        finally:
+            os.kill(a.proc.pid, signal.SIGCONT)
+        client.join(timeout=2 * HANG)
+        check(not client.is_alive(), "node a never answered its client after it went on")
+        check(isinstance(answers[0], tuple) and answers[0][0] == 200 and
+              answers[0][1]["status"] == "cancelled", "node a's answer: %r" % answers)
+        # node a's answer comes after its writer's batch: whatever it records is there now
+        ends = c.records("run.end", run_id)
+        check(len(ends) == 1, "run.end of %s: %r" % (run_id, ends))
+        check(c.shop.calls()["by_function"].get("shop.hold") == 1, "%r" % c.shop.calls())
+        c.verify_chain()
+    finally:
+        c.close()
+
+
 def t_kill9_retries_a_resumed_run_from_its_continuation(tmp):
     lease = 1500
     c = Cluster(tmp, lease_ms=lease)
