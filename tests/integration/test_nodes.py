@@ -7,8 +7,11 @@ continuation: one resume); a decided run, and a run a full node cannot take, go 
 queue to a node that can run them (a queued run can be cancelled); a
 cancel, a revocation and a key revocation decided on one node take effect on the others within a
 second; a node killed with -9 while it holds runs has them taken over once its lease runs out,
-with no call made twice; a live node keeps its runs past the lease; the one audit chain verifies
-with `airlock audit verify`.
+with no call made twice (runs whose calls in doubt are all idempotent executed again, at most
+three times; a run cancelled before the takeover ended by it); a node paused past its lease
+(SIGSTOP) sends, claims and records nothing of the runs taken over meanwhile when it goes on; a
+live node keeps its runs past the lease; the one audit chain verifies with `airlock audit
+verify`.
 
 usage: test_nodes.py --airlockd PATH --cli PATH [-k SUBSTRING]
 
