@@ -2,15 +2,19 @@
  * nodes.c - several airlockd on one database (see nodes.h).
  *
  * Leases. Each node renews its row in `nodes` (heartbeat on the database server's clock) every
- * third of its lease. Every node looks for nodes whose lease has run out and ends the runs they
- * were executing: nobody executes them any more, and a run is never silently redone, because a
- * connector call it had sent may have had its effect. The calls in doubt are known: a node
- * marks each connector call sent (calls_sent) in a commit before the call leaves, and forgets a
- * run's marks in the commit that records that execution's end. What is marked for a run whose
- * node died was sent and its outcome never recorded; the run ends failed ABORTED and its
- * run.abandoned record lists those calls with their idempotency keys, for a person to check at
- * the connector. Two nodes taking over at once cannot both end a run: the end is an update from
- * status running, and the loser finds it ended.
+ * third of its lease. Every node looks for nodes whose lease has run out and takes over the runs
+ * they were executing: nobody executes them any more, and a run is never silently redone when a
+ * connector call it had sent that is not idempotent may have had its effect. The calls in doubt
+ * are known: a node marks each connector call sent (calls_sent) in a commit before the call
+ * leaves, and forgets a run's marks in the commit that records that execution's end. What is
+ * marked for a run whose node died was sent and its outcome never recorded. If all of it is
+ * idempotent the run goes back to the queue to be executed again (run.retried, nodes_take_over);
+ * otherwise it ends failed ABORTED and its run.abandoned record lists those calls with their
+ * idempotency keys, for a person to check at the connector. A run cancelled while the dead node
+ * executed it gets its run.end here. Two nodes taking over at once cannot both take a run: the
+ * takeover locks the run's row and changes it from status running, and the loser finds it
+ * changed. A node that was only paused past its lease locks the same row before each mark and
+ * record, and finds the run no longer its own.
  *
  * Fencing. A node that cannot renew its lease for a whole lease (the database unreachable)
  * cancels the runs it executes: by then another node may have taken them over. Its writer's
