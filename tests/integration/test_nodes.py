@@ -909,6 +909,53 @@ def t_paused_node_records_no_second_end_of_a_run_cancelled_meanwhile(tmp):
         c.close()
 
 
+def t_kill9_run_queued_again_then_cancelled(tmp):
+    # the run taken over waits in the queue (the other nodes full) and is cancelled there: it
+    # ends once, nothing of it is sent again, nothing of it is left for a later claim
+    cfg = os.path.join(tmp, "one-at-a-time.json")
+    with open(cfg, "w") as f:
+        f.write('{"runs": {"max_concurrent": 1}}')
+    c = Cluster(tmp, lease_ms=1500, node_args={1: ["--config", cfg], 2: ["--config", cfg]})
+    try:
+        a, b, cc = c.nodes
+        c.template("safe", SAFE, ["shop.orders", "shop.hold"])
+        c.template("busy", "await shop.stall(input.ms); return 1;", ["shop.stall"])
+        busy = []
+        for n in (b, cc):
+            busy.append(c.run(n, {"template": "busy", "input": {"ms": 30000}, "wait": False},
+                              202)["id"])
+            c.until(n, busy[-1], ("running",))
+        start_waiting(c, a, {"template": "safe", "input": {"ms": 30000}}, 1)
+        wait_calls(c, "shop.hold", 1)
+        run_id = runs_of(c, "safe")[0]
+        a.kill()
+        deadline = time.monotonic() + HANG
+        while not c.records("run.retried", run_id):
+            check(time.monotonic() < deadline, "the dead node's run was never taken over")
+            time.sleep(0.05)
+        check(c.until(b, run_id, ("queued",))["status"] == "queued", "queued again")
+        doc = c.ok(cc, "POST", "/v1/runs/%s/cancel" % run_id, {}, c.keys["agent-7"])
+        check(doc["status"] == "cancelled", "cancel: %r" % doc)
+        ends = c.records("run.end", run_id)
+        check(len(ends) == 1 and ends[0]["details"]["status"] == "cancelled", "%r" % ends)
+        check(not ts.db_rows(c.dirs[0], "SELECT run FROM executions WHERE run = '%s'" % run_id),
+              "its execution row is left")
+        check(not ts.db_rows(c.dirs[0], "SELECT run FROM calls_sent WHERE run = '%s'" % run_id),
+              "its marks are left")
+        # a node free again claims nothing of it
+        c.ok(b, "POST", "/v1/runs/%s/cancel" % busy[0], {}, c.keys["agent-7"])
+        c.until(b, busy[0], ("cancelled",))
+        probe = c.run(b, {"template": "safe", "input": {"ms": 1}, "wait": True}, 200)
+        check(probe["status"] == "completed", "node b after: %r" % probe)
+        check(c.until(b, run_id, ("cancelled",))["status"] == "cancelled", "the cancelled run")
+        check(len(c.records("run.end", run_id)) == 1, "run.end twice")
+        calls = c.shop.calls()
+        check(calls["by_key"].get(run_id + ":2") == 1, "the hold was sent again: %r" % calls)
+        c.verify_chain(nodes=[b, cc])
+    finally:
+        c.close()
+
+
 def t_kill9_retries_a_resumed_run_from_its_continuation(tmp):
     lease = 1500
     c = Cluster(tmp, lease_ms=lease)
