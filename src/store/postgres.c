@@ -1449,9 +1449,12 @@ static enum store_rc pg_run_list_on_node(struct store *s, const char *node, stor
 {
     const char *args[] = { node };
     return pg_walk(pg_of(s),
-                   node ? "SELECT " PG_RUN_COLUMNS " FROM runs WHERE node = $1 AND (status = "
-                          "'running' OR (status = 'cancelled' AND EXISTS (SELECT 1 FROM "
-                          "executions WHERE executions.run = runs.id))) ORDER BY seq"
+                   /* the cancelled ones from the few execution rows, not from every run the
+                    * node ever had cancelled */
+                   node ? "SELECT " PG_RUN_COLUMNS " FROM runs WHERE node = $1 AND status = "
+                          "'running' UNION ALL SELECT " PG_RUN_COLUMNS " FROM runs WHERE id IN "
+                          "(SELECT run FROM executions) AND node = $1 AND status = 'cancelled' "
+                          "ORDER BY seq"
                         : "SELECT " PG_RUN_COLUMNS " FROM runs WHERE node IS NULL AND status = "
                           "'running' ORDER BY seq",
                    node ? 1 : 0, args, 0, pg_run_each, (void *)fn, userdata);

@@ -1667,14 +1667,16 @@ static enum store_rc sqlite_run_list_on_node(struct store *s, const char *node, 
     struct sqlite_store *st = sqlite_of(s);
     sqlite3_stmt *stmt = NULL;
     const char *args[] = { node };
-    enum store_rc rc = sqlite_prepare(st,
-                                      node ? "SELECT " SQLITE_RUN_COLUMNS " FROM runs WHERE "
-                                             "node = ? AND (status = 'running' OR (status = "
-                                             "'cancelled' AND EXISTS (SELECT 1 FROM executions "
-                                             "WHERE executions.run = runs.id))) ORDER BY seq"
-                                           : "SELECT " SQLITE_RUN_COLUMNS " FROM runs WHERE "
-                                             "node IS NULL AND status = 'running' ORDER BY seq",
-                                      node ? 1 : 0, args, &stmt);
+    enum store_rc rc = sqlite_prepare(
+            st,
+            node ? "SELECT " SQLITE_RUN_COLUMNS " FROM runs WHERE "
+                   "node = ?1 AND status = 'running' UNION ALL SELECT " SQLITE_RUN_COLUMNS
+                   " FROM runs WHERE id IN (SELECT "
+                   "run FROM executions) AND node = ?1 AND status = "
+                   "'cancelled' ORDER BY seq"
+                 : "SELECT " SQLITE_RUN_COLUMNS " FROM runs WHERE "
+                   "node IS NULL AND status = 'running' ORDER BY seq",
+            node ? 1 : 0, args, &stmt);
     if (rc != STORE_OK) {
         return rc;
     }
