@@ -226,7 +226,7 @@ static enum store_rc nodes_take_over(struct store *s, const char *id, const char
         /* first the run's row: a mark the node commits before this lock is among the calls
          * read below, and one it tries after finds the run no longer its own (it was only
          * paused, and goes on) */
-        rc = s->ops->run_lock_on_node(s, id, node);
+        rc = s->ops->run_lock_on_node(s, id, node, "running|cancelled");
     }
     if (rc == STORE_OK) {
         rc = s->ops->call_list(s, id, nodes_call_fn, &doubt);

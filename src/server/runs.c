@@ -751,7 +751,9 @@ static enum store_rc runs_record(struct runs *r, struct srun *sr)
     struct buf outcome;
     struct buf audit;
     struct buf d;
-    enum store_rc rc = r->node[0] ? s->ops->run_lock_on_node(s, plan->id, r->node) : STORE_OK;
+    enum store_rc rc = r->node[0]
+                               ? s->ops->run_lock_on_node(s, plan->id, r->node, "running|cancelled")
+                               : STORE_OK;
     if (rc != STORE_OK) {
         sr->counted_status = NULL;
         return rc == STORE_CONFLICT ? STORE_OK : rc;
@@ -1163,9 +1165,10 @@ static void runs_mark_batch(struct runs *r, struct runs_pending *marks)
     for (struct runs_pending *p = marks; p && rc == STORE_OK; p = p->next) {
         struct store_call c = { p->sr->plan->id,  p->key, p->f->name,
                                 p->f->idempotent, NULL,   p->args_sha256 };
-        /* a node that was paused past its lease goes on as if nothing happened: the run may
-         * be another node's by now, executed again there, and this call is not ours to send */
-        rc = s->ops->run_lock_on_node(s, c.run, r->node);
+        /* a run cancelled on another node sends nothing more, even before the watch here
+         * sees it; and a node that was paused past its lease goes on as if nothing happened:
+         * the run may be another node's by now, executed again there */
+        rc = s->ops->run_lock_on_node(s, c.run, r->node, "running");
         p->taken = rc == STORE_CONFLICT;
         if (rc == STORE_OK) {
             rc = s->ops->call_mark(s, &c);
@@ -1186,8 +1189,8 @@ static void runs_mark_batch(struct runs *r, struct runs_pending *marks)
     while (marks) {
         struct runs_pending *next = marks->next;
         if (rc == STORE_OK && marks->taken) {
-            runs_pending_drop(marks, "airlockd: this node lost its lease and the run was taken "
-                                     "over by another node; not sent");
+            runs_pending_drop(marks, "airlockd: the run no longer executes on this node "
+                                     "(cancelled, or taken over by another node); not sent");
         } else if (rc == STORE_OK && marks->diverged) {
             /* a retried execution that took another path: its key names a call already sent */
             char message[RUNS_MESSAGE_MAX];

@@ -1546,15 +1546,16 @@ static int pg_run_lock_each(const PGresult *res, int row, void *fn, void *userda
     return 0;
 }
 
-static enum store_rc pg_run_lock_on_node(struct store *s, const char *id, const char *node)
+static enum store_rc pg_run_lock_on_node(struct store *s, const char *id, const char *node,
+                                         const char *from)
 {
-    const char *args[] = { id, node };
+    const char *args[] = { id, node, from };
     /* a takeover's update waits for this lock, and this one for the takeover's: whichever
      * commits first, the other sees what it did */
     enum store_rc rc = pg_walk(pg_of(s),
-                               "SELECT 1 FROM runs WHERE id = $1 AND node = $2 AND status IN "
-                               "('running', 'cancelled') FOR UPDATE",
-                               2, args, 1, pg_run_lock_each, NULL, NULL);
+                               "SELECT 1 FROM runs WHERE id = $1 AND node = $2 AND status = ANY "
+                               "(string_to_array($3::text, '|')) FOR UPDATE",
+                               3, args, 1, pg_run_lock_each, NULL, NULL);
     return rc == STORE_NOT_FOUND ? STORE_CONFLICT : rc;
 }
 

@@ -1781,16 +1781,17 @@ static int sqlite_run_lock_each(sqlite3_stmt *stmt, void *fn, void *userdata)
     return 0;
 }
 
-static enum store_rc sqlite_run_lock_on_node(struct store *s, const char *id, const char *node)
+static enum store_rc sqlite_run_lock_on_node(struct store *s, const char *id, const char *node,
+                                             const char *from)
 {
     struct sqlite_store *st = sqlite_of(s);
     sqlite3_stmt *stmt = NULL;
-    const char *args[] = { id, node };
+    const char *args[] = { id, node, from };
     /* one writer at a time: the transaction holds the database */
     enum store_rc rc = sqlite_prepare(st,
-                                      "SELECT 1 FROM runs WHERE id = ? AND node = ? AND status IN "
-                                      "('running', 'cancelled')",
-                                      2, args, &stmt);
+                                      "SELECT 1 FROM runs WHERE id = ?1 AND node = ?2 AND "
+                                      "instr('|' || ?3 || '|', '|' || status || '|') > 0",
+                                      3, args, &stmt);
     if (rc == STORE_OK) {
         rc = sqlite_walk(st, stmt, 1, sqlite_run_lock_each, NULL, NULL, "runs");
     }

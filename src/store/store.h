@@ -418,11 +418,13 @@ struct store_ops {
     /* The execution row of `run`; NOT_FOUND when it has none. */
     enum store_rc (*execution_get)(struct store *s, const char *run, store_execution_fn *fn,
                                    void *userdata);
-    /* Inside tx_begin: OK when run `id` is running (or cancelled, its end not yet recorded) on
-     * `node`, its row then locked until the transaction ends (PostgreSQL: FOR UPDATE), so that
-     * no takeover changes it meanwhile; CONFLICT when it is not (taken over, queued again,
-     * ended, no such run). */
-    enum store_rc (*run_lock_on_node)(struct store *s, const char *id, const char *node);
+    /* Inside tx_begin: OK when run `id` is on `node` with a status in `from` ("running", or
+     * "running|cancelled" for a cancelled one whose end is not yet recorded), its row then
+     * locked until the transaction ends (PostgreSQL: FOR UPDATE), so that no takeover changes
+     * it meanwhile; CONFLICT when it is not (cancelled, taken over, queued again, ended, no
+     * such run). */
+    enum store_rc (*run_lock_on_node)(struct store *s, const char *id, const char *node,
+                                      const char *from);
 };
 
 /* Every backend's handle starts with this. */

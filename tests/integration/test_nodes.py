@@ -793,6 +793,50 @@ def t_paused_node_claims_no_run_it_still_executes(tmp):
         c.close()
 
 
+def t_run_cancelled_on_another_node_sends_nothing_more(tmp):
+    # a cancel decided on node b commits the run's status before node a's watch sees it: a
+    # call the run makes on node a after that commit is not sent (node a paused meanwhile, well
+    # within its lease, so that its run's next call comes first)
+    c = Cluster(tmp)
+    try:
+        a, b, cc = c.nodes
+        c.template("pause", HOLD_THEN_SLOW, ["shop.hold", "shop.slow"])
+        answers = []
+
+        def wait_on_a():
+            try:
+                answers.append(a.request("POST", "/v1/runs",
+                                         {"template": "pause", "input": {"ms": 200}},
+                                         key=c.keys["agent-7"]))
+            except Exception as e:  # noqa: BLE001 - reported below
+                answers.append(e)
+        client = threading.Thread(target=wait_on_a, daemon=True)
+        client.start()
+        wait_calls(c, "shop.hold", 1)
+        run_id = runs_of(c, "pause")[0]
+        os.kill(a.proc.pid, signal.SIGSTOP)
+        try:
+            doc = c.ok(b, "POST", "/v1/runs/%s/cancel" % run_id, {}, c.keys["agent-7"])
+            check(doc["status"] == "cancelled", "cancel: %r" % doc)
+            deadline = time.monotonic() + HANG
+            while not c.shop.calls()["answered_by_key"].get(run_id + ":1"):
+                check(time.monotonic() < deadline, "the hold never answered")
+                time.sleep(0.02)
+        finally:
+            os.kill(a.proc.pid, signal.SIGCONT)
+        client.join(timeout=2 * HANG)
+        check(not client.is_alive(), "node a never answered its client after it went on")
+        calls = c.shop.calls()
+        check(calls["by_function"].get("shop.slow") is None,
+              "a call of a cancelled run was sent: %r" % calls)
+        done = c.until(b, run_id, ("cancelled",))
+        check(done["error"]["code"] == "ABORTED", "%r" % done)
+        check(len(c.records("run.end", run_id)) == 1, "audit of %s" % run_id)
+        c.verify_chain()
+    finally:
+        c.close()
+
+
 def t_kill9_run_cancelled_before_the_takeover_ends(tmp):
     # a run of a node that has just died is cancelled on another node before the lease runs
     # out: nobody executes it any more, so its end must be recorded by the node that takes the

@@ -20,8 +20,9 @@ call (docs/server.md) and answers by its function:
 
 Every call's signature is checked with SECRET (a bad one answers 401). GET /calls answers
 {"by_key": {idempotency_key: count}, "by_function": {function: count}, "args_by_key":
-{idempotency_key: [args, ...]}} so a test can see that a resumed run did not repeat a finished
-call, that an approved call reached the shop once, and what a retried call was sent with.
+{idempotency_key: [args, ...]}, "answered_by_key": {idempotency_key: count}} so a test can see
+that a resumed run did not repeat a finished call, that an approved call reached the shop once,
+what a retried call was sent with, and that an answer has left.
 
 With DATABASE (airlockd's airlock.db, or the postgres:// URL of its database), every call first
 looks there for its run's run.start record, read-only, as another process sees what airlockd
@@ -45,6 +46,7 @@ LOCK = threading.Lock()
 BY_KEY = {}
 BY_FUNCTION = {}
 ARGS_BY_KEY = {}
+ANSWERED = {}
 ORDERS = [
     {"id": "o-1", "customer": "acme", "amount": 120, "status": "paid"},
     {"id": "o-2", "customer": "globex", "amount": 30, "status": "paid"},
@@ -65,13 +67,21 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+        self.wfile.flush()
+        key = getattr(self, "key", None)
+        if key is not None:
+            with LOCK:
+                ANSWERED[key] = ANSWERED.get(key, 0) + 1
 
     def do_GET(self):
+        self.key = None
         with LOCK:
             self.answer(200, {"by_key": dict(BY_KEY), "by_function": dict(BY_FUNCTION),
-                              "args_by_key": dict(ARGS_BY_KEY), "unrecorded": list(UNRECORDED)})
+                              "args_by_key": dict(ARGS_BY_KEY), "unrecorded": list(UNRECORDED),
+                              "answered_by_key": dict(ANSWERED)})
 
     def do_POST(self):
+        self.key = None
         raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         sig = dict(p.split("=", 1) for p in self.headers.get("X-Airlock-Signature", "").split(",")
                    if "=" in p)
@@ -81,6 +91,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         call = json.loads(raw)
         fn, args = call["function"], call["args"]
+        self.key = call["idempotency_key"]
         if DATABASE and not started(call["run"]):
             with LOCK:
                 UNRECORDED.append(call["run"])
