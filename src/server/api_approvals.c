@@ -425,6 +425,19 @@ static enum store_rc api_resolutions_parse(const char *json, struct api_decision
     return rc;
 }
 
+/* 1 when this node has an execution of run `id` in flight (or cannot tell: out of memory). */
+static int api_run_executing_here(struct runs *runs, const char *id)
+{
+    char(*ids)[RUNS_ID_LEN + 1] = NULL;
+    size_t n = 0;
+    int found = runs_active_ids(runs, &ids, &n) != 0;
+    for (size_t i = 0; i < n && !found; i++) {
+        found = strcmp(ids[i], id) == 0;
+    }
+    free(ids);
+    return found;
+}
+
 /* Resumes (or starts, when supervised) a run whose approvals are all decided, on this node:
  * the run `run_id` waiting for a person, or with `node` (run_id NULL) the oldest run in the
  * queue, claimed for this node in the same transaction that claims its continuation (then
@@ -461,6 +474,13 @@ static enum store_rc api_run_go(struct store *s, const unsigned char *secret_key
         }
         *ret_claimed = 1;
         run_id = claimed;
+        if (api_run_executing_here(runs, run_id)) {
+            /* this node was paused past its lease and the run, taken over and queued again,
+             * is still executing here: that execution finds out at its next mark or record.
+             * Not a second one beside it: the rollback puts the run back in the queue */
+            *ret_claimed = 0;
+            goto out;
+        }
     }
     rc = s->ops->run_get(s, run_id, api_row_copy_fn, &run);
     if (rc != STORE_OK || !run.row.status ||

@@ -1074,6 +1074,26 @@ static enum api_run_found api_run_found_as(const char *status)
                                                     : API_RUN_EXECUTING;
 }
 
+static int api_execution_seen(void *userdata, const struct store_execution *e)
+{
+    (void)userdata;
+    (void)e;
+    return 0;
+}
+
+/* With several nodes, a cancelled run that executes keeps an execution row until its node's
+ * writer records its end (and forgets the row): should that node be dead, the row tells the
+ * node that takes its runs over that the end is still to record (nodes.c). */
+static enum store_rc api_run_keep_execution(struct store *s, const char *id)
+{
+    enum store_rc rc = s->ops->execution_get(s, id, api_execution_seen, NULL);
+    if (rc == STORE_NOT_FOUND) {
+        struct store_execution e = { id, NULL, NULL, 0, 0 };
+        rc = s->ops->execution_put(s, &e);
+    }
+    return rc;
+}
+
 /* Ends a run that waits for a person, waits in the queue or is still running as cancelled,
  * with error ABORTED and `why`: its pending approvals close and its continuation is dropped.
  * Inside a transaction. A queued run a node claims meanwhile is cancelled as an executing one
@@ -1105,6 +1125,8 @@ static enum store_rc api_run_cancel_stored(struct api_ctx *ctx, const char *id,
     }
     if (rc == STORE_OK && waiting) {
         rc = s->ops->call_clear(s, id); /* a run queued again after its node died */
+    } else if (rc == STORE_OK && ctx->svc && ctx->svc->runs && runs_node(ctx->svc->runs)) {
+        rc = api_run_keep_execution(s, id);
     }
     if (rc == STORE_OK) {
         rc = api_run_close_approvals(ctx, id, department, why);

@@ -2,15 +2,19 @@
  * nodes.c - several airlockd on one database (see nodes.h).
  *
  * Leases. Each node renews its row in `nodes` (heartbeat on the database server's clock) every
- * third of its lease. Every node looks for nodes whose lease has run out and ends the runs they
- * were executing: nobody executes them any more, and a run is never silently redone, because a
- * connector call it had sent may have had its effect. The calls in doubt are known: a node
- * marks each connector call sent (calls_sent) in a commit before the call leaves, and forgets a
- * run's marks in the commit that records that execution's end. What is marked for a run whose
- * node died was sent and its outcome never recorded; the run ends failed ABORTED and its
- * run.abandoned record lists those calls with their idempotency keys, for a person to check at
- * the connector. Two nodes taking over at once cannot both end a run: the end is an update from
- * status running, and the loser finds it ended.
+ * third of its lease. Every node looks for nodes whose lease has run out and takes over the runs
+ * they were executing: nobody executes them any more, and a run is never silently redone when a
+ * connector call it had sent that is not idempotent may have had its effect. The calls in doubt
+ * are known: a node marks each connector call sent (calls_sent) in a commit before the call
+ * leaves, and forgets a run's marks in the commit that records that execution's end. What is
+ * marked for a run whose node died was sent and its outcome never recorded. If all of it is
+ * idempotent the run goes back to the queue to be executed again (run.retried, nodes_take_over);
+ * otherwise it ends failed ABORTED and its run.abandoned record lists those calls with their
+ * idempotency keys, for a person to check at the connector. A run cancelled while the dead node
+ * executed it gets its run.end here. Two nodes taking over at once cannot both take a run: the
+ * takeover locks the run's row and changes it from status running, and the loser finds it
+ * changed. A node that was only paused past its lease locks the same row before each mark and
+ * record, and finds the run no longer its own.
  *
  * Fencing. A node that cannot renew its lease for a whole lease (the database unreachable)
  * cancels the runs it executes: by then another node may have taken them over. Its writer's
@@ -106,7 +110,24 @@ struct nodes_runs {
     char (*ids)[RUNS_ID_LEN + 1];
     char (*departments)[STORE_NAME_MAX + 1];
     int64_t *created_ms;
+    char (*cancels)[NODES_WHY_MAX]; /* a cancelled run's reason; "" for a running one */
 };
+
+/* The reason a cancel stored in a run's outcome (its error's message). */
+static void nodes_cancel_why(const char *outcome, char *why, size_t cap)
+{
+    struct json_doc *doc = NULL;
+    struct al_error err;
+    snprintf(why, cap, "cancelled");
+    if (outcome && json_parse(outcome, strlen(outcome), 16, &doc, &err) == AL_OK) {
+        const struct json_node *e = json_get(json_root(doc), "error");
+        const struct json_node *m = e ? json_get(e, "message") : NULL;
+        if (m && m->type == JSON_STRING && m->str_len > 0) {
+            snprintf(why, cap, "%s", m->str);
+        }
+    }
+    json_doc_free(doc);
+}
 
 static int nodes_runs_fn(void *userdata, const struct store_run *row)
 {
@@ -125,7 +146,11 @@ static int nodes_runs_fn(void *userdata, const struct store_run *row)
         if (created) {
             l->created_ms = created;
         }
-        if (!ids || !deps || !created) {
+        char(*cancels)[NODES_WHY_MAX] = realloc(l->cancels, cap * sizeof *cancels);
+        if (cancels) {
+            l->cancels = cancels;
+        }
+        if (!ids || !deps || !created || !cancels) {
             return 1;
         }
         l->cap = cap;
@@ -133,6 +158,10 @@ static int nodes_runs_fn(void *userdata, const struct store_run *row)
     snprintf(l->ids[l->n], sizeof l->ids[0], "%s", row->id);
     snprintf(l->departments[l->n], sizeof l->departments[0], "%s", row->department);
     l->created_ms[l->n] = runs_time_ms(row->created);
+    l->cancels[l->n][0] = '\0';
+    if (strcmp(row->status, "cancelled") == 0) {
+        nodes_cancel_why(row->outcome, l->cancels[l->n], sizeof l->cancels[0]);
+    }
     l->n++;
     return 0;
 }
@@ -188,10 +217,12 @@ static int nodes_execution_fn(void *userdata, const struct store_execution *e)
  * the node that claims it executes it again from the same start (api_run_go), its calls going
  * out again under the same idempotency keys; its marks stay, so that a call the new execution
  * makes under a key the old one used is sent only if it is the same call. Otherwise it ends
- * failed ABORTED with its calls in doubt (run.abandoned). *ret_retried says which. */
+ * failed ABORTED with its calls in doubt (run.abandoned). *ret_retried says which. A run
+ * cancelled (`cancelled`: the reason) while the dead node executed it is not executed again:
+ * its run.end, which that node's writer never recorded, is recorded here. */
 static enum store_rc nodes_take_over(struct store *s, const char *id, const char *department,
                                      int64_t created_ms, const char *node, const char *reason,
-                                     int *ret_retried)
+                                     const char *cancelled, int *ret_retried)
 {
     struct buf outcome;
     struct buf calls; /* the calls the dead execution had sent, a JSON array */
@@ -206,6 +237,12 @@ static enum store_rc nodes_take_over(struct store *s, const char *id, const char
     buf_init(&b, NODES_DETAILS_MAX);
     buf_append_str(&calls, "[");
     enum store_rc rc = calls.data ? s->ops->tx_begin(s) : STORE_ERROR;
+    if (rc == STORE_OK && node) {
+        /* first the run's row: a mark the node commits before this lock is among the calls
+         * read below, and one it tries after finds the run no longer its own (it was only
+         * paused, and goes on) */
+        rc = s->ops->run_lock_on_node(s, id, node, "running|cancelled");
+    }
     if (rc == STORE_OK) {
         rc = s->ops->call_list(s, id, nodes_call_fn, &doubt);
         buf_append_str(&calls, "]");
@@ -213,11 +250,14 @@ static enum store_rc nodes_take_over(struct store *s, const char *id, const char
     if (rc == STORE_OK) {
         rc = s->ops->execution_get(s, id, nodes_execution_fn, &x);
         if (rc == STORE_NOT_FOUND) {
-            rc = STORE_OK; /* a run executing from its start at its creation has no row */
+            /* a run executing from its start at its creation has no row; a cancelled one
+             * without it has its end recorded (by another node taking this one over) */
+            rc = cancelled ? STORE_CONFLICT : STORE_OK;
         }
     }
     /* a run of no recorded node predates the marks: what it sent is not known */
-    int retry = rc == STORE_OK && node && doubt.unsafe == 0 && x.e.attempt < NODES_RETRIES_MAX;
+    int retry = rc == STORE_OK && node && !cancelled && doubt.unsafe == 0 &&
+                x.e.attempt < NODES_RETRIES_MAX;
     buf_append_str(&b, "{\"run\":");
     json_write_string(&b, id, strlen(id));
     if (retry) {
@@ -236,6 +276,19 @@ static enum store_rc nodes_take_over(struct store *s, const char *id, const char
         nodes_json_str(&b, "reason", why);
         nodes_json_str(&b, "node", node);
         buf_printf(&b, ",\"attempt\":%" PRId64 ",\"calls_retried\":", e.attempt);
+    } else if (rc == STORE_OK && cancelled) {
+        rc = s->ops->call_clear(s, id);
+        if (rc == STORE_OK) {
+            /* no longer that node's: if it was only paused, its own record of the end, when
+             * it goes on, finds the run not its own (runs.c) */
+            rc = s->ops->run_set_node(s, id, NULL);
+        }
+        buf_append_str(&b,
+                       ",\"status\":\"cancelled\",\"error\":{\"code\":\"ABORTED\",\"message\":");
+        json_write_string(&b, cancelled, strlen(cancelled));
+        buf_append_str(&b, "}");
+        nodes_json_str(&b, "node", node);
+        buf_append_str(&b, ",\"calls_in_doubt\":");
     } else if (rc == STORE_OK) {
         if (doubt.unsafe == 0 && node) {
             snprintf(why, sizeof why, "%s; taken over %d times already, not again", reason,
@@ -261,10 +314,12 @@ static enum store_rc nodes_take_over(struct store *s, const char *id, const char
     if (rc == STORE_OK) {
         buf_append(&b, calls.data ? calls.data : "", calls.len);
         buf_append_str(&b, "}");
-        rc = calls.data && b.data
-                     ? s->ops->audit_append(s, "airlockd", retry ? "run.retried" : "run.abandoned",
-                                            id, department, b.data, NULL)
-                     : STORE_ERROR;
+        rc = calls.data && b.data ? s->ops->audit_append(s, "airlockd",
+                                                         retry       ? "run.retried"
+                                                         : cancelled ? "run.end"
+                                                                     : "run.abandoned",
+                                                         id, department, b.data, NULL)
+                                  : STORE_ERROR;
     }
     if (rc == STORE_OK) {
         rc = s->ops->tx_commit(s);
@@ -290,7 +345,8 @@ int nodes_recover(struct store *s, const char *node, const char *reason, int *re
     enum store_rc rc = s->ops->run_list_on_node(s, node, nodes_runs_fn, &l);
     for (size_t i = 0; i < l.n && rc == STORE_OK; i++) {
         int again = 0;
-        rc = nodes_take_over(s, l.ids[i], l.departments[i], l.created_ms[i], node, reason, &again);
+        rc = nodes_take_over(s, l.ids[i], l.departments[i], l.created_ms[i], node, reason,
+                             l.cancels[i][0] ? l.cancels[i] : NULL, &again);
         if (rc == STORE_CONFLICT) {
             rc = STORE_OK; /* ended, or taken over by another node, meanwhile */
         } else if (rc == STORE_OK) {
@@ -301,6 +357,7 @@ int nodes_recover(struct store *s, const char *node, const char *reason, int *re
     free(l.ids);
     free(l.departments);
     free(l.created_ms);
+    free(l.cancels);
     if (ret_retried) {
         *ret_retried = retried;
     }

@@ -38,10 +38,11 @@ int nodes_id(const char *data_dir, char *ret, char *err);
  * executed again from the same start with the same idempotency keys (a run.retried record, at
  * most NODES_RETRIES_MAX times a run); any other is marked failed ABORTED with a run.abandoned
  * record naming the node, `reason` and the connector calls it had sent whose outcome is unknown
- * (function, idempotency key, whether the function is marked idempotent). A run another node
- * ended or took over meanwhile is left alone. How many were taken over (*ret_retried, when not
- * NULL: how many of them were queued again), or -1 when the store failed (errmsg says why). The
- * caller holds the store lock. */
+ * (function, idempotency key, whether the function is marked idempotent). A run cancelled while
+ * `node` executed it, its end never recorded, gets its run.end (status cancelled) and is taken off
+ * the node. A run another node ended or took over meanwhile is left alone. How many were taken over
+ * (*ret_retried, when not NULL: how many of them were queued again), or -1 when the store failed
+ * (errmsg says why). The caller holds the store lock. */
 int nodes_recover(struct store *s, const char *node, const char *reason, int *ret_retried);
 
 struct nodes;

@@ -140,6 +140,7 @@ struct runs_pending {
     char key[RUNS_ID_LEN + 32];
     char args_sha256[2 * SHA256_DIGEST_LENGTH + 1]; /* hex, for the mark (call_mark) */
     int diverged; /* the mark found another call under the key: it is not sent */
+    int taken;    /* the run is no longer this node's (taken over): it is not sent */
     char connector[STORE_NAME_MAX + 1];
     struct runs_pending *next;
 };
@@ -740,7 +741,9 @@ static enum store_rc runs_record_approvals(struct runs *r, struct srun *sr, stru
 
 /* Writes one finished run inside the writer's transaction: its host calls, its status and
  * outcome (from running only: a run the API has ended meanwhile keeps that end, and opens no
- * approval), the approvals it waits for, and run.end or run.wait. */
+ * approval), the approvals it waits for, and run.end or run.wait. With several nodes, nothing
+ * of a run another node took over meanwhile (this one paused past its lease): it may be
+ * executing again there, and its record is that execution's. */
 static enum store_rc runs_record(struct runs *r, struct srun *sr)
 {
     struct store *s = r->store;
@@ -748,7 +751,13 @@ static enum store_rc runs_record(struct runs *r, struct srun *sr)
     struct buf outcome;
     struct buf audit;
     struct buf d;
-    enum store_rc rc = STORE_OK;
+    enum store_rc rc = r->node[0]
+                               ? s->ops->run_lock_on_node(s, plan->id, r->node, "running|cancelled")
+                               : STORE_OK;
+    if (rc != STORE_OK) {
+        sr->counted_status = NULL;
+        return rc == STORE_CONFLICT ? STORE_OK : rc;
+    }
     buf_init(&outcome, RUNS_DETAILS_MAX);
     buf_init(&audit, RUNS_DETAILS_MAX);
     buf_init(&d, RUNS_DETAILS_MAX);
@@ -1160,8 +1169,15 @@ static void runs_mark_batch(struct runs *r, struct runs_pending *marks)
     for (struct runs_pending *p = marks; p && rc == STORE_OK; p = p->next) {
         struct store_call c = { p->sr->plan->id,  p->key, p->f->name,
                                 p->f->idempotent, NULL,   p->args_sha256 };
-        rc = s->ops->call_mark(s, &c);
-        p->diverged = rc == STORE_CONFLICT;
+        /* a run cancelled on another node sends nothing more, even before the watch here
+         * sees it; and a node that was paused past its lease goes on as if nothing happened:
+         * the run may be another node's by now, executed again there */
+        rc = s->ops->run_lock_on_node(s, c.run, r->node, "running");
+        p->taken = rc == STORE_CONFLICT;
+        if (rc == STORE_OK) {
+            rc = s->ops->call_mark(s, &c);
+            p->diverged = rc == STORE_CONFLICT;
+        }
         if (rc == STORE_CONFLICT) {
             rc = STORE_OK;
         }
@@ -1176,7 +1192,10 @@ static void runs_mark_batch(struct runs *r, struct runs_pending *marks)
     pthread_mutex_unlock(r->store_lock);
     while (marks) {
         struct runs_pending *next = marks->next;
-        if (rc == STORE_OK && marks->diverged) {
+        if (rc == STORE_OK && marks->taken) {
+            runs_pending_drop(marks, "airlockd: the run no longer executes on this node "
+                                     "(cancelled, or taken over by another node); not sent");
+        } else if (rc == STORE_OK && marks->diverged) {
             /* a retried execution that took another path: its key names a call already sent */
             char message[RUNS_MESSAGE_MAX];
             snprintf(message, sizeof message,

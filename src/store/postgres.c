@@ -1465,8 +1465,12 @@ static enum store_rc pg_run_list_on_node(struct store *s, const char *node, stor
 {
     const char *args[] = { node };
     return pg_walk(pg_of(s),
+                   /* the cancelled ones from the few execution rows, not from every run the
+                    * node ever had cancelled */
                    node ? "SELECT " PG_RUN_COLUMNS " FROM runs WHERE node = $1 AND status = "
-                          "'running' ORDER BY seq"
+                          "'running' UNION ALL SELECT " PG_RUN_COLUMNS " FROM runs WHERE id IN "
+                          "(SELECT run FROM executions) AND node = $1 AND status = 'cancelled' "
+                          "ORDER BY seq"
                         : "SELECT " PG_RUN_COLUMNS " FROM runs WHERE node IS NULL AND status = "
                           "'running' ORDER BY seq",
                    node ? 1 : 0, args, 0, pg_run_each, (void *)fn, userdata);
@@ -1547,6 +1551,28 @@ static enum store_rc pg_execution_get(struct store *s, const char *run, store_ex
             pg_of(s),
             "SELECT run, resume, resolutions, clock_ms, attempt FROM executions WHERE run = $1", 1,
             args, 1, pg_execution_each, (void *)fn, userdata);
+}
+
+static int pg_run_lock_each(const PGresult *res, int row, void *fn, void *userdata)
+{
+    (void)res;
+    (void)row;
+    (void)fn;
+    (void)userdata;
+    return 0;
+}
+
+static enum store_rc pg_run_lock_on_node(struct store *s, const char *id, const char *node,
+                                         const char *from)
+{
+    const char *args[] = { id, node, from };
+    /* a takeover's update waits for this lock, and this one for the takeover's: whichever
+     * commits first, the other sees what it did */
+    enum store_rc rc = pg_walk(pg_of(s),
+                               "SELECT 1 FROM runs WHERE id = $1 AND node = $2 AND status = ANY "
+                               "(string_to_array($3::text, '|')) FOR UPDATE",
+                               3, args, 1, pg_run_lock_each, NULL, NULL);
+    return rc == STORE_NOT_FOUND ? STORE_CONFLICT : rc;
 }
 
 static enum store_rc pg_run_claim_queued(struct store *s, const char *node, char *ret_id)
@@ -1947,6 +1973,7 @@ static const struct store_ops pg_ops = {
     .execution_get = pg_execution_get,
     .notify = pg_notify,
     .listener_new = pg_listener_new,
+    .run_lock_on_node = pg_run_lock_on_node,
 };
 
 /* ---------------------------------------------------------------- opening */

@@ -1667,12 +1667,16 @@ static enum store_rc sqlite_run_list_on_node(struct store *s, const char *node, 
     struct sqlite_store *st = sqlite_of(s);
     sqlite3_stmt *stmt = NULL;
     const char *args[] = { node };
-    enum store_rc rc = sqlite_prepare(st,
-                                      node ? "SELECT " SQLITE_RUN_COLUMNS " FROM runs WHERE "
-                                             "node = ? AND status = 'running' ORDER BY seq"
-                                           : "SELECT " SQLITE_RUN_COLUMNS " FROM runs WHERE "
-                                             "node IS NULL AND status = 'running' ORDER BY seq",
-                                      node ? 1 : 0, args, &stmt);
+    enum store_rc rc = sqlite_prepare(
+            st,
+            node ? "SELECT " SQLITE_RUN_COLUMNS " FROM runs WHERE "
+                   "node = ?1 AND status = 'running' UNION ALL SELECT " SQLITE_RUN_COLUMNS
+                   " FROM runs WHERE id IN (SELECT "
+                   "run FROM executions) AND node = ?1 AND status = "
+                   "'cancelled' ORDER BY seq"
+                 : "SELECT " SQLITE_RUN_COLUMNS " FROM runs WHERE "
+                   "node IS NULL AND status = 'running' ORDER BY seq",
+            node ? 1 : 0, args, &stmt);
     if (rc != STORE_OK) {
         return rc;
     }
@@ -1767,6 +1771,31 @@ static enum store_rc sqlite_execution_get(struct store *s, const char *run, stor
         return rc;
     }
     return sqlite_walk(st, stmt, 1, sqlite_execution_each, (void *)fn, userdata, "executions");
+}
+
+static int sqlite_run_lock_each(sqlite3_stmt *stmt, void *fn, void *userdata)
+{
+    (void)stmt;
+    (void)fn;
+    (void)userdata;
+    return 0;
+}
+
+static enum store_rc sqlite_run_lock_on_node(struct store *s, const char *id, const char *node,
+                                             const char *from)
+{
+    struct sqlite_store *st = sqlite_of(s);
+    sqlite3_stmt *stmt = NULL;
+    const char *args[] = { id, node, from };
+    /* one writer at a time: the transaction holds the database */
+    enum store_rc rc = sqlite_prepare(st,
+                                      "SELECT 1 FROM runs WHERE id = ?1 AND node = ?2 AND "
+                                      "instr('|' || ?3 || '|', '|' || status || '|') > 0",
+                                      3, args, &stmt);
+    if (rc == STORE_OK) {
+        rc = sqlite_walk(st, stmt, 1, sqlite_run_lock_each, NULL, NULL, "runs");
+    }
+    return rc == STORE_NOT_FOUND ? STORE_CONFLICT : rc;
 }
 
 static enum store_rc sqlite_run_claim_queued(struct store *s, const char *node, char *ret_id)
@@ -1869,6 +1898,7 @@ static const struct store_ops sqlite_ops = {
     /* one node: nobody to wake */
     .notify = NULL,
     .listener_new = NULL,
+    .run_lock_on_node = sqlite_run_lock_on_node,
 };
 
 int store_schema_version(void)

@@ -432,7 +432,8 @@ struct store_ops {
     /* Names the node that executes run `id` (NOT_FOUND when no such run). */
     enum store_rc (*run_set_node)(struct store *s, const char *id, const char *node);
     /* The runs with status running executed by `node` (NULL: by no recorded node), in seq
-     * order. */
+     * order; with a node, also those cancelled while it executed them whose end it has not
+     * recorded yet (they keep an execution row until then: api_runs.c). */
     enum store_rc (*run_list_on_node)(struct store *s, const char *node, store_run_fn *fn,
                                       void *userdata);
     /* Marks a call sent (c->run, idempotency_key, function, idempotent, args_sha256). A key
@@ -465,6 +466,14 @@ struct store_ops {
      * backend shows one. The store keeps nothing of it: free it before or after the store. */
     enum store_rc (*listener_new)(struct store *s, const char *name, const char *const *channels,
                                   struct store_listener **ret);
+    /* Fencing (since version 6). */
+    /* Inside tx_begin: OK when run `id` is on `node` with a status in `from` ("running", or
+     * "running|cancelled" for a cancelled one whose end is not yet recorded), its row then
+     * locked until the transaction ends (PostgreSQL: FOR UPDATE), so that no takeover changes
+     * it meanwhile; CONFLICT when it is not (cancelled, taken over, queued again, ended, no
+     * such run). */
+    enum store_rc (*run_lock_on_node)(struct store *s, const char *id, const char *node,
+                                      const char *from);
 };
 
 /* Every backend's handle starts with this. */

@@ -2,6 +2,7 @@
 // four eyes for an author who is no approver, a run's approvals and host calls in its inspector,
 // roles re-read while the desk is open, keyboard focus after a decision, the badge's name.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 
 import { approvedTemplate, launch, newPage, runStatus, signIn, until, world } from './lib.js';
@@ -163,6 +164,32 @@ test('review: the navigation\'s count badge is in the Approvals link\'s accessib
         await page.locator('#pending-badge', { hasText: '1' }).waitFor();
         const snap = await page.locator('#nav').ariaSnapshot();
         assert.match(snap, /link "Approvals[^"]*\b1\b[^"]*"/, snap);
+    } finally {
+        await ctx.close();
+        await w.stop();
+    }
+});
+
+test('review: the audit log\'s action filter offers every action docs/server.md lists', { timeout: 60000 }, async () => {
+    // an auditor looking for the runs a takeover executed again filters by run.retried
+    const doc = fs.readFileSync(new URL('../../docs/server.md', import.meta.url), 'utf8');
+    // the table of audit records: from its header to the first line that is no table row
+    const lines = doc.split('\n');
+    const listed = [];
+    for (let i = lines.indexOf('| action | actor | subject | `details` |') + 2; i > 1 && lines[i].startsWith('|'); i++) {
+        for (const m of lines[i].split('|')[1].matchAll(/`([a-z_]+\.[a-z_]+)`/g)) {
+            listed.push(m[1]);
+        }
+    }
+    assert.ok(listed.includes('run.retried') && listed.includes('run.start'), 'the table: ' + listed);
+    const w = await world();
+    const { ctx, page } = await newPage(browser);
+    try {
+        await signIn(page, w.a.url, '/audit', w.keys.eve);
+        await page.locator('#chain.ok').waitFor();
+        const offered = await page.locator('select[name="action"] option').evaluateAll((os) => os.map((o) => o.value));
+        assert.deepEqual(listed.filter((a) => !offered.includes(a)), []);
+        assert.deepEqual(page.problems, []);
     } finally {
         await ctx.close();
         await w.stop();

@@ -10,10 +10,13 @@ with a minute between polls, only the wake-ups (LISTEN/NOTIFY) can make that so:
 a full node is claimed by another, a cancel and a revocation stop runs on other nodes within a
 second; listeners whose connections the server ends log it, polling still claims meanwhile, they
 listen again and wake-ups work again; a node killed with -9 while it holds runs has them taken
-over once its lease runs out, with no call made twice; a live node keeps its runs past the lease
-(its heartbeat does not wait for a minute's poll); --lease-ms and --poll-ms; the one audit chain
-verifies with `airlock audit verify`. Runs that must execute on one given node are started with
-"wait": true (a run started without waiting goes to the queue, for any node).
+over once its lease runs out, with no call made twice (runs whose calls in doubt are all
+idempotent executed again, at most three times; a run cancelled before the takeover ended by
+it); a node paused past its lease (SIGSTOP) sends, claims and records nothing of the runs taken
+over meanwhile when it goes on; a live node keeps its runs past the lease (its heartbeat does not
+wait for a minute's poll); --lease-ms and --poll-ms; the one audit chain verifies with `airlock
+audit verify`. Runs that must execute on one given node are started with "wait": true (a run
+started without waiting goes to the queue, for any node).
 
 usage: test_nodes.py --airlockd PATH --cli PATH [-k SUBSTRING]
 
@@ -112,6 +115,7 @@ class Cluster:
             "signing_secret": tr.SECRET, "timeout_ms": 30000,
             "functions": {"orders": {"idempotent": True}, "refund": {"sensitive": True},
                           "slow": {}, "hold": {"idempotent": True},
+                          "stall": {"idempotent": True},
                           "credit": {"sensitive": True, "idempotent": True}}},
             self.admin, 201)
 
@@ -544,6 +548,9 @@ def t_cancel_revoke_and_key_revoke_reach_every_node(tmp):
             time.sleep(0.02)
         check(c.records("run.end", run2)[0]["details"]["status"] == "cancelled", "run2's end")
         check(c.until(b, run2, ("cancelled",))["error"]["code"] == "ABORTED", "run2")
+        # their ends recorded, nothing of them is left for a takeover
+        check(not ts.db_rows(c.dirs[0], "SELECT run FROM executions"), "execution rows left")
+        check(not ts.db_rows(c.dirs[0], "SELECT run FROM calls_sent"), "marks left")
         # a key revoked on node a is refused by b and c at once
         k = c.ok(a, "POST", "/v1/principals/eve/keys", {}, c.admin, 201)
         check(c.ok(b, "GET", "/v1/me", None, k["key"])["name"] == "eve", "the new key on b")
@@ -746,6 +753,325 @@ def t_kill9_retry_that_diverges_sends_nothing_new(tmp):
         c.close()
 
 
+# an idempotent call, then one that is not
+HOLD_THEN_SLOW = """
+await shop.hold(input.ms);
+await shop.slow(1);
+return 1;
+"""
+
+
+def t_paused_node_sends_nothing_its_retry_sent(tmp):
+    # a node that stops (SIGSTOP: a pause, a frozen machine) loses its lease as a dead one does,
+    # and its run is executed again elsewhere; when it goes on, its own execution of that run
+    # must not send the call that is not idempotent a second time, nor record the run's end
+    lease = 1500
+    c = Cluster(tmp, lease_ms=lease)
+    try:
+        a, b, cc = c.nodes
+        c.template("pause", HOLD_THEN_SLOW, ["shop.hold", "shop.slow"])
+        answers = []
+
+        def wait_on_a():
+            try:
+                answers.append(a.request("POST", "/v1/runs",
+                                         {"template": "pause", "input": {"ms": 3000}},
+                                         key=c.keys["agent-7"]))
+            except Exception as e:  # noqa: BLE001 - reported below
+                answers.append(e)
+        client = threading.Thread(target=wait_on_a, daemon=True)
+        client.start()
+        wait_calls(c, "shop.hold", 1)
+        run_id = runs_of(c, "pause")[0]
+        os.kill(a.proc.pid, signal.SIGSTOP)
+        try:
+            doc = c.until(b, run_id, ("completed", "failed", "cancelled"))
+            check(doc["status"] == "completed" and doc["value"] == 1, "retried run: %r" % doc)
+            check(len(c.records("run.retried", run_id)) == 1, "run.retried of %s" % run_id)
+        finally:
+            os.kill(a.proc.pid, signal.SIGCONT)
+        client.join(timeout=2 * HANG)
+        check(not client.is_alive(), "node a never answered its client after it went on")
+        calls = c.shop.calls()
+        slow = run_id + ":2"
+        check(calls["by_key"].get(slow) == 1,
+              "the call that is not idempotent was sent %r times: %r" % (
+                  calls["by_key"].get(slow), calls))
+        done = c.until(b, run_id, ("completed", "failed", "cancelled"))
+        check(done["status"] == "completed" and done["value"] == 1,
+              "the paused node's end replaced the retry's: %r" % done)
+        check(len(c.records("run.start", run_id)) == 1 and
+              len(c.records("run.end", run_id)) == 1, "audit of %s" % run_id)
+        c.verify_chain()
+    finally:
+        c.close()
+
+
+def t_paused_node_claims_no_run_it_still_executes(tmp):
+    # as above, but the other nodes are full: the run taken over from the paused node waits in
+    # the queue, and the first node free to claim it is the paused one when it goes on, its
+    # own execution of the run still there; it must not execute the run a second time beside
+    # that one (both would send the call that is not idempotent)
+    cfg = os.path.join(tmp, "one-at-a-time.json")
+    with open(cfg, "w") as f:
+        f.write('{"runs": {"max_concurrent": 1}}')
+    c = Cluster(tmp, lease_ms=1500, node_args={1: ["--config", cfg], 2: ["--config", cfg]})
+    try:
+        a, b, cc = c.nodes
+        # the execution of the claimed run is still there (in its stall) when the paused one's
+        # hold answers
+        c.template("pause", HOLD_THEN_SLOW.replace("return 1;", "await shop.stall(5000);\nreturn 1;"),
+                   ["shop.hold", "shop.slow", "shop.stall"])
+        c.template("busy", "await shop.stall(input.ms); return 1;", ["shop.stall"])
+        for n in (b, cc):
+            busy = c.run(n, {"template": "busy", "input": {"ms": 30000}, "wait": False}, 202)
+            c.until(n, busy["id"], ("running",))
+        answers = []
+
+        def wait_on_a():
+            try:
+                answers.append(a.request("POST", "/v1/runs",
+                                         {"template": "pause", "input": {"ms": 4000}},
+                                         key=c.keys["agent-7"]))
+            except Exception as e:  # noqa: BLE001 - reported below
+                answers.append(e)
+        client = threading.Thread(target=wait_on_a, daemon=True)
+        client.start()
+        wait_calls(c, "shop.hold", 1)
+        run_id = runs_of(c, "pause")[0]
+        os.kill(a.proc.pid, signal.SIGSTOP)
+        try:
+            deadline = time.monotonic() + HANG
+            while not c.records("run.retried", run_id):
+                check(time.monotonic() < deadline, "the paused node's run was never taken over")
+                time.sleep(0.05)
+            check(c.ok(b, "GET", "/v1/runs/" + run_id, None, c.keys["agent-7"])["status"] ==
+                  "queued", "a full node claimed the run")
+        finally:
+            os.kill(a.proc.pid, signal.SIGCONT)
+        client.join(timeout=2 * HANG)
+        check(not client.is_alive(), "node a never answered its client after it went on")
+        done = c.until(b, run_id, ("completed", "failed", "cancelled"))
+        check(done["status"] == "completed" and done["value"] == 1, "the run: %r" % done)
+        calls = c.shop.calls()
+        check(calls["by_key"].get(run_id + ":2") == 1,
+              "the call that is not idempotent was sent %r times: %r" % (
+                  calls["by_key"].get(run_id + ":2"), calls))
+        check(len(c.records("run.start", run_id)) == 1 and
+              len(c.records("run.end", run_id)) == 1, "audit of %s" % run_id)
+        c.verify_chain()
+    finally:
+        c.close()
+
+
+def t_run_cancelled_on_another_node_sends_nothing_more(tmp):
+    # a cancel decided on node b commits the run's status before node a's watch sees it: a
+    # call the run makes on node a after that commit is not sent (node a paused meanwhile, well
+    # within its lease, so that its run's next call comes first)
+    c = Cluster(tmp)
+    try:
+        a, b, cc = c.nodes
+        c.template("pause", HOLD_THEN_SLOW, ["shop.hold", "shop.slow"])
+        answers = []
+
+        def wait_on_a():
+            try:
+                answers.append(a.request("POST", "/v1/runs",
+                                         {"template": "pause", "input": {"ms": 200}},
+                                         key=c.keys["agent-7"]))
+            except Exception as e:  # noqa: BLE001 - reported below
+                answers.append(e)
+        client = threading.Thread(target=wait_on_a, daemon=True)
+        client.start()
+        wait_calls(c, "shop.hold", 1)
+        run_id = runs_of(c, "pause")[0]
+        os.kill(a.proc.pid, signal.SIGSTOP)
+        try:
+            doc = c.ok(b, "POST", "/v1/runs/%s/cancel" % run_id, {}, c.keys["agent-7"])
+            check(doc["status"] == "cancelled", "cancel: %r" % doc)
+            deadline = time.monotonic() + HANG
+            while not c.shop.calls()["answered_by_key"].get(run_id + ":1"):
+                check(time.monotonic() < deadline, "the hold never answered")
+                time.sleep(0.02)
+        finally:
+            os.kill(a.proc.pid, signal.SIGCONT)
+        client.join(timeout=2 * HANG)
+        check(not client.is_alive(), "node a never answered its client after it went on")
+        calls = c.shop.calls()
+        check(calls["by_function"].get("shop.slow") is None,
+              "a call of a cancelled run was sent: %r" % calls)
+        done = c.until(b, run_id, ("cancelled",))
+        check(done["error"]["code"] == "ABORTED", "%r" % done)
+        check(len(c.records("run.end", run_id)) == 1, "audit of %s" % run_id)
+        c.verify_chain()
+    finally:
+        c.close()
+
+
+def t_kill9_run_cancelled_before_the_takeover_ends(tmp):
+    # a run of a node that has just died is cancelled on another node before the lease runs
+    # out: nobody executes it any more, so its end must be recorded by the node that takes the
+    # dead one's runs over (run.end once, its marks and execution row gone), and nothing of it
+    # is sent again
+    lease = 1500
+    c = Cluster(tmp, lease_ms=lease)
+    try:
+        a, b, cc = c.nodes
+        c.template("safe", SAFE, ["shop.orders", "shop.hold"])
+        start_waiting(c, a, {"template": "safe", "input": {"ms": 30000}}, 1)
+        wait_calls(c, "shop.hold", 1)
+        run_id = runs_of(c, "safe")[0]
+        dead = c.node_id(0)
+        a.kill()
+        doc = c.ok(b, "POST", "/v1/runs/%s/cancel" % run_id, {}, c.keys["agent-7"])
+        check(doc["status"] == "cancelled", "cancel: %r" % doc)
+        deadline = time.monotonic() + HANG
+        while ts.db_rows(c.dirs[0], "SELECT id FROM nodes WHERE id = '%s'" % dead):
+            check(time.monotonic() < deadline, "node a was never taken over")
+            time.sleep(0.05)
+        ends = c.records("run.end", run_id)
+        check(len(ends) == 1 and ends[0]["details"]["status"] == "cancelled" and
+              ends[0]["details"]["error"]["code"] == "ABORTED",
+              "run.end of the cancelled run of a dead node: %r" % ends)
+        check(c.until(b, run_id, ("cancelled",))["error"]["code"] == "ABORTED", "status")
+        check(not c.records("run.retried", run_id), "a cancelled run was retried")
+        check(c.shop.calls()["by_function"].get("shop.hold") == 1, "%r" % c.shop.calls())
+        check(not ts.db_rows(c.dirs[0], "SELECT run FROM executions"), "execution rows left")
+        check(not ts.db_rows(c.dirs[0], "SELECT run FROM calls_sent"), "marks left")
+        c.verify_chain(nodes=[b, cc])
+    finally:
+        c.close()
+
+
+def t_restarts_retry_a_run_three_times_then_abort_it(tmp):
+    # a node killed while it executes a run whose only call is idempotent, then restarted on
+    # its data directory, takes the run over again at its start (the cluster's only live node:
+    # a long lease, the two others killed): three times executed again, the fourth aborted
+    c = Cluster(tmp, lease_ms=60000)
+    try:
+        a, b, cc = c.nodes
+        c.template("stall", "await shop.stall(input.ms); return 1;", ["shop.stall"])
+        b.kill()
+        cc.kill()
+        start_waiting(c, a, {"template": "stall", "input": {"ms": 30000}}, 1)
+        for n in range(1, 5):
+            wait_calls(c, "shop.stall", n)
+            run_id = runs_of(c, "stall")[0]
+            c.nodes[0].kill()
+            c.nodes[0] = c.start_node(0)
+            check(c.nodes[0].port, "node a did not restart: " + c.nodes[0].stderr())
+        a = c.nodes[0]
+        doc = c.until(a, run_id, ("completed", "failed", "cancelled"))
+        check(doc["status"] == "failed" and doc["error"]["code"] == "ABORTED" and
+              "taken over 3 times already" in doc["error"]["message"], "%r" % doc)
+        retried = [r["details"]["attempt"] for r in c.records("run.retried", run_id)]
+        check(retried == [1, 2, 3], "run.retried attempts: %r" % retried)
+        gone = c.records("run.abandoned", run_id)
+        check(len(gone) == 1 and [x["function"] for x in gone[0]["details"]["calls_in_doubt"]] ==
+              ["shop.stall"], "run.abandoned: %r" % gone)
+        calls = c.shop.calls()
+        check(calls["by_key"] == {run_id + ":1": 4}, "calls: %r" % calls)
+        check(len(c.records("run.start", run_id)) == 1 and not c.records("run.end", run_id),
+              "audit of %s" % run_id)
+        check(not ts.db_rows(c.dirs[0], "SELECT run FROM executions"), "execution rows left")
+        check(not ts.db_rows(c.dirs[0], "SELECT run FROM calls_sent"), "marks left")
+        c.verify_chain(nodes=[a])
+    finally:
+        c.close()
+
+
+def t_paused_node_records_no_second_end_of_a_run_cancelled_meanwhile(tmp):
+    # as above with a node that was only paused: the node taking it over records the
+    # cancelled run's end; when the paused node goes on, its execution of the run ends (the
+    # cancel reaches it) but its end is not recorded a second time
+    lease = 1500
+    c = Cluster(tmp, lease_ms=lease)
+    try:
+        a, b, cc = c.nodes
+        c.template("safe", SAFE, ["shop.orders", "shop.hold"])
+        answers = []
+
+        def wait_on_a():
+            try:
+                answers.append(a.request("POST", "/v1/runs",
+                                         {"template": "safe", "input": {"ms": 30000}},
+                                         key=c.keys["agent-7"]))
+            except Exception as e:  # noqa: BLE001 - reported below
+                answers.append(e)
+        client = threading.Thread(target=wait_on_a, daemon=True)
+        client.start()
+        wait_calls(c, "shop.hold", 1)
+        run_id = runs_of(c, "safe")[0]
+        os.kill(a.proc.pid, signal.SIGSTOP)
+        try:
+            c.ok(b, "POST", "/v1/runs/%s/cancel" % run_id, {}, c.keys["agent-7"])
+            deadline = time.monotonic() + HANG
+            while not c.records("run.end", run_id):
+                check(time.monotonic() < deadline, "the paused node was never taken over")
+                time.sleep(0.05)
+        finally:
+            os.kill(a.proc.pid, signal.SIGCONT)
+        client.join(timeout=2 * HANG)
+        check(not client.is_alive(), "node a never answered its client after it went on")
+        check(isinstance(answers[0], tuple) and answers[0][0] == 200 and
+              answers[0][1]["status"] == "cancelled", "node a's answer: %r" % answers)
+        # node a's answer comes after its writer's batch: whatever it records is there now
+        ends = c.records("run.end", run_id)
+        check(len(ends) == 1, "run.end of %s: %r" % (run_id, ends))
+        check(c.shop.calls()["by_function"].get("shop.hold") == 1, "%r" % c.shop.calls())
+        c.verify_chain()
+    finally:
+        c.close()
+
+
+def t_kill9_run_queued_again_then_cancelled(tmp):
+    # the run taken over waits in the queue (the other nodes full) and is cancelled there: it
+    # ends once, nothing of it is sent again, nothing of it is left for a later claim
+    cfg = os.path.join(tmp, "one-at-a-time.json")
+    with open(cfg, "w") as f:
+        f.write('{"runs": {"max_concurrent": 1}}')
+    c = Cluster(tmp, lease_ms=1500, node_args={1: ["--config", cfg], 2: ["--config", cfg]})
+    try:
+        a, b, cc = c.nodes
+        c.template("safe", SAFE, ["shop.orders", "shop.hold"])
+        c.template("busy", "await shop.stall(input.ms); return 1;", ["shop.stall"])
+        for n in (b, cc):  # each executing where it is asked, so that b and c are full
+            c.start_waiting(n, {"template": "busy", "input": {"ms": 30000}})
+        wait_calls(c, "shop.stall", 2)
+        busy = [r[0] for r in ts.db_rows(c.dirs[0], "SELECT id FROM runs WHERE template = "
+                                         "'busy' AND node = '%s'" % c.node_id(1))]
+        check(len(busy) == 1, "node b's busy run: %r" % busy)
+        start_waiting(c, a, {"template": "safe", "input": {"ms": 30000}}, 1)
+        wait_calls(c, "shop.hold", 1)
+        run_id = runs_of(c, "safe")[0]
+        a.kill()
+        deadline = time.monotonic() + HANG
+        while not c.records("run.retried", run_id):
+            check(time.monotonic() < deadline, "the dead node's run was never taken over")
+            time.sleep(0.05)
+        check(c.until(b, run_id, ("queued",))["status"] == "queued", "queued again")
+        doc = c.ok(cc, "POST", "/v1/runs/%s/cancel" % run_id, {}, c.keys["agent-7"])
+        check(doc["status"] == "cancelled", "cancel: %r" % doc)
+        ends = c.records("run.end", run_id)
+        check(len(ends) == 1 and ends[0]["details"]["status"] == "cancelled", "%r" % ends)
+        check(not ts.db_rows(c.dirs[0], "SELECT run FROM executions WHERE run = '%s'" % run_id),
+              "its execution row is left")
+        check(not ts.db_rows(c.dirs[0], "SELECT run FROM calls_sent WHERE run = '%s'" % run_id),
+              "its marks are left")
+        # a node free again claims nothing of it
+        c.ok(b, "POST", "/v1/runs/%s/cancel" % busy[0], {}, c.keys["agent-7"])
+        c.until(b, busy[0], ("cancelled",))
+        probe = c.run(b, {"template": "safe", "input": {"ms": 1}, "wait": True}, 200)
+        check(probe["status"] == "completed", "node b after: %r" % probe)
+        check(c.until(b, run_id, ("cancelled",))["status"] == "cancelled", "the cancelled run")
+        check(len(c.records("run.end", run_id)) == 1, "run.end twice")
+        calls = c.shop.calls()
+        check(calls["by_key"].get(run_id + ":2") == 1, "the hold was sent again: %r" % calls)
+        c.verify_chain(nodes=[b, cc])
+    finally:
+        c.close()
+
+
 def t_kill9_retries_a_resumed_run_from_its_continuation(tmp):
     lease = 1500
     c = Cluster(tmp, lease_ms=lease)
@@ -773,6 +1099,84 @@ def t_kill9_retries_a_resumed_run_from_its_continuation(tmp):
               len(c.records("run.end", doc["id"])) == 1 and
               not c.records("run.abandoned", doc["id"]), "audit of %s" % doc["id"])
         c.verify_chain(nodes=[n for j, n in enumerate(c.nodes) if j != i])
+    finally:
+        c.close()
+
+
+DENY_ONE = """
+const [a, b] = await Promise.allSettled([shop.refund("o-1", 5), shop.credit("o-2", 7)]);
+await shop.hold(input.ms);
+return { refund: a.status === "rejected" ? a.reason.message : "sent",
+         credit: b.status === "fulfilled" ? b.value.refunded : b.reason.message };
+"""
+
+
+def t_kill9_retried_resume_keeps_its_decisions(tmp):
+    # a run resumed with one call denied and one approved, its node killed: the execution
+    # retried from the continuation is resumed with the same decisions (the comment too)
+    lease = 1500
+    c = Cluster(tmp, lease_ms=lease)
+    try:
+        a, b, cc = c.nodes
+        c.template("deny1", DENY_ONE, ["shop.refund", "shop.credit", "shop.hold"])
+        doc = c.run(a, {"template": "deny1", "input": {"ms": 30000}, "wait": True}, 202)
+        check(doc["status"] == "awaiting_approval" and len(doc["approvals"]) == 2, "%r" % doc)
+        comment = 'no refunds "today" \\ ünïcode'
+        pending = c.ok(b, "GET", "/v1/approvals?status=pending", None, c.keys["bob"])
+        fns = {x["id"]: x.get("function") for x in pending}
+        for ap in doc["approvals"]:
+            if fns[ap] == "shop.refund":
+                c.ok(b, "POST", "/v1/approvals/%s/deny" % ap, {"comment": comment},
+                     c.keys["bob"])
+            else:
+                c.ok(b, "POST", "/v1/approvals/%s/approve" % ap, {}, c.keys["bob"])
+        wait_calls(c, "shop.hold", 1)
+        node = ts.db_rows(c.dirs[0], "SELECT node FROM runs WHERE id = '%s'" % doc["id"])[0][0]
+        i = [c.node_id(j) for j in range(3)].index(node)
+        c.nodes[i].kill()
+        other = c.nodes[(i + 1) % 3]
+        done = c.until(other, doc["id"], ("completed", "failed", "cancelled"))
+        check(done["status"] == "completed" and
+              done["value"] == {"refund": "denied: " + comment, "credit": "o-2"},
+              "retried resume: %r" % done)
+        calls = c.shop.calls()
+        check(calls["by_function"] == {"shop.credit": 2, "shop.hold": 2},
+              "calls: %r" % calls)
+        check(len(c.records("run.retried", doc["id"])) == 1 and
+              len(c.records("run.end", doc["id"])) == 1, "audit of %s" % doc["id"])
+    finally:
+        c.close()
+
+
+def t_kill9_approved_call_not_idempotent_is_not_sent_again(tmp):
+    # an approved sensitive call that is not idempotent, sent by the resumed execution before
+    # its node died: the run is aborted with that call in doubt under its interruption id
+    lease = 1500
+    c = Cluster(tmp, lease_ms=lease)
+    try:
+        a, b, cc = c.nodes
+        c.template("refund", "const r = await shop.refund('o-1', 5);\n"
+                   "await shop.hold(input.ms);\nreturn r.refunded;",
+                   ["shop.refund", "shop.hold"])
+        doc = c.run(a, {"template": "refund", "input": {"ms": 30000}, "wait": True}, 202)
+        check(doc["status"] == "awaiting_approval" and len(doc["approvals"]) == 1, "%r" % doc)
+        c.ok(b, "POST", "/v1/approvals/%s/approve" % doc["approvals"][0], {}, c.keys["bob"])
+        wait_calls(c, "shop.hold", 1)
+        node = ts.db_rows(c.dirs[0], "SELECT node FROM runs WHERE id = '%s'" % doc["id"])[0][0]
+        i = [c.node_id(j) for j in range(3)].index(node)
+        c.nodes[i].kill()
+        other = c.nodes[(i + 1) % 3]
+        done = c.until(other, doc["id"], ("completed", "failed", "cancelled"))
+        check(done["status"] == "failed" and done["error"]["code"] == "ABORTED", "%r" % done)
+        calls = c.shop.calls()
+        check(calls["by_function"] == {"shop.refund": 1, "shop.hold": 1}, "calls: %r" % calls)
+        gone = c.records("run.abandoned", doc["id"])
+        check(len(gone) == 1, "run.abandoned: %r" % gone)
+        doubt = {x["function"]: x for x in gone[0]["details"]["calls_in_doubt"]}
+        check(doubt["shop.refund"]["idempotent"] is False and
+              calls["by_key"].get(doubt["shop.refund"]["idempotency_key"]) == 1,
+              "in doubt: %r %r" % (doubt, calls))
+        check(not c.records("run.retried", doc["id"]), "retried")
     finally:
         c.close()
 

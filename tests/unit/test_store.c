@@ -919,6 +919,49 @@ static void test_store_nodes_leases_and_calls(void **state)
     assert_int_equal(s->ops->run_list_on_node(s, "n9", walk_run, &w), STORE_OK);
     assert_int_equal(w.n, 0);
 
+    /* a run is its node's while it runs there (or, with "cancelled" among the statuses, is
+     * cancelled, its end not recorded); not another node's, nor once queued again or ended */
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->run_lock_on_node(s, "run_a", "n2", "running|cancelled"), STORE_OK);
+    assert_int_equal(s->ops->run_lock_on_node(s, "run_a", "n9", "running|cancelled"),
+                     STORE_CONFLICT);
+    assert_int_equal(s->ops->run_lock_on_node(s, "run_b", "n2", "running|cancelled"),
+                     STORE_CONFLICT);
+    assert_int_equal(s->ops->run_lock_on_node(s, "run_c", "n2", "running|cancelled"),
+                     STORE_CONFLICT);
+    assert_int_equal(s->ops->run_lock_on_node(s, "nope", "n2", "running|cancelled"),
+                     STORE_CONFLICT);
+    assert_int_equal(s->ops->run_set_status(s, "run_a", "running", "queued", NULL), STORE_OK);
+    assert_int_equal(s->ops->run_lock_on_node(s, "run_a", "n2", "running|cancelled"),
+                     STORE_CONFLICT);
+    assert_int_equal(s->ops->run_set_status(s, "run_a", "queued", "cancelled", NULL), STORE_OK);
+    assert_int_equal(s->ops->run_lock_on_node(s, "run_a", "n2", "running|cancelled"), STORE_OK);
+    assert_int_equal(s->ops->run_lock_on_node(s, "run_a", "n2", "running"), STORE_CONFLICT);
+    assert_int_equal(s->ops->run_set_status(s, "run_a", "cancelled", "failed", NULL), STORE_OK);
+    assert_int_equal(s->ops->run_lock_on_node(s, "run_a", "n2", "running|cancelled"),
+                     STORE_CONFLICT);
+    s->ops->tx_rollback(s);
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->run_lock_on_node(s, "run_a", "n2", "running|cancelled"), STORE_OK);
+    assert_int_equal(s->ops->tx_commit(s), STORE_OK);
+
+    /* a run cancelled while its node executed it is that node's for a takeover as long as its
+     * end is not recorded (its execution row kept until then) */
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->run_set_status(s, "run_a", "running", "cancelled", NULL), STORE_OK);
+    w = (struct run_walk){ NULL, 0, 0, 1, 0, 0 };
+    assert_int_equal(s->ops->run_list_on_node(s, "n2", walk_run, &w), STORE_OK);
+    assert_int_equal(w.n, 0);
+    struct store_execution kept = { "run_a", NULL, NULL, 0, 0 };
+    assert_int_equal(s->ops->execution_put(s, &kept), STORE_OK);
+    w = (struct run_walk){ NULL, 0, 0, 1, 0, 0 };
+    assert_int_equal(s->ops->run_list_on_node(s, "n2", walk_run, &w), STORE_OK);
+    assert_int_equal(w.n, 1);
+    w = (struct run_walk){ NULL, 0, 0, 1, 0, 0 };
+    assert_int_equal(s->ops->run_list_on_node(s, "n9", walk_run, &w), STORE_OK);
+    assert_int_equal(w.n, 0);
+    s->ops->tx_rollback(s);
+
     /* calls marked sent: in order, a key once, gone with call_clear (rolled back with the tx);
      * the same call marked again (a retried execution) is fine, another under its key is not */
     struct store_call c1 = { "run_a", "run_a:1", "shop.orders", 1, NULL, "aa" };

@@ -12,14 +12,17 @@ call (docs/server.md) and answers by its function:
   shop.slow(ms)              answers after ms milliseconds (at most 30 s)
   shop.hold(ms, ...)         as shop.slow the first time a key comes, at once after that (an
                              idempotent service answering a repeated key from what it did)
+  shop.stall(ms)             as shop.slow every time a key comes (declared idempotent by the
+                             tests: an execution that is there each time its run is retried)
   shop.credit(order, amount) as shop.refund (declared sensitive and idempotent by the tests)
   store.listOrders(status)   the orders with that status (examples/orders.ts's host functions,
   billing.invoices(customer) for tests/typescript) and {"due": 10} per order of the customer
 
 Every call's signature is checked with SECRET (a bad one answers 401). GET /calls answers
 {"by_key": {idempotency_key: count}, "by_function": {function: count}, "args_by_key":
-{idempotency_key: [args, ...]}} so a test can see that a resumed run did not repeat a finished
-call, that an approved call reached the shop once, and what a retried call was sent with.
+{idempotency_key: [args, ...]}, "answered_by_key": {idempotency_key: count}} so a test can see
+that a resumed run did not repeat a finished call, that an approved call reached the shop once,
+what a retried call was sent with, and that an answer has left.
 
 With DATABASE (airlockd's airlock.db, or the postgres:// URL of its database), every call first
 looks there for its run's run.start record, read-only, as another process sees what airlockd
@@ -43,6 +46,7 @@ LOCK = threading.Lock()
 BY_KEY = {}
 BY_FUNCTION = {}
 ARGS_BY_KEY = {}
+ANSWERED = {}
 ORDERS = [
     {"id": "o-1", "customer": "acme", "amount": 120, "status": "paid"},
     {"id": "o-2", "customer": "globex", "amount": 30, "status": "paid"},
@@ -63,13 +67,21 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+        self.wfile.flush()
+        key = getattr(self, "key", None)
+        if key is not None:
+            with LOCK:
+                ANSWERED[key] = ANSWERED.get(key, 0) + 1
 
     def do_GET(self):
+        self.key = None
         with LOCK:
             self.answer(200, {"by_key": dict(BY_KEY), "by_function": dict(BY_FUNCTION),
-                              "args_by_key": dict(ARGS_BY_KEY), "unrecorded": list(UNRECORDED)})
+                              "args_by_key": dict(ARGS_BY_KEY), "unrecorded": list(UNRECORDED),
+                              "answered_by_key": dict(ANSWERED)})
 
     def do_POST(self):
+        self.key = None
         raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         sig = dict(p.split("=", 1) for p in self.headers.get("X-Airlock-Signature", "").split(",")
                    if "=" in p)
@@ -79,6 +91,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         call = json.loads(raw)
         fn, args = call["function"], call["args"]
+        self.key = call["idempotency_key"]
         if DATABASE and not started(call["run"]):
             with LOCK:
                 UNRECORDED.append(call["run"])
@@ -101,7 +114,7 @@ class Handler(BaseHTTPRequestHandler):
             self.answer(200, {"result": [o for o in ORDERS if o["status"] == args[0]]})
         elif fn == "billing.invoices":
             self.answer(200, {"result": [{"due": 10} for o in ORDERS if o["customer"] == args[0]]})
-        elif fn == "shop.slow":
+        elif fn in ("shop.slow", "shop.stall"):
             time.sleep(min(args[0], 30000) / 1000.0)
             self.answer(200, {"result": "slept"})
         else:
