@@ -110,13 +110,22 @@ static void pg_notice(void *arg, const char *message)
     (void)message; /* library code never prints */
 }
 
-/* What every new or reset connection runs before anything else. */
+/* What every new or reset connection runs before anything else. A transaction left open by a
+ * node that stopped mid-way (frozen, paused, its machine gone) would keep its row locks and the
+ * audit chain's lock for good, and every node waiting on them with it: the server ends such a
+ * session once it has been idle in its transaction for PG_IDLE_IN_TX (nothing of airlockd's
+ * keeps one open while it waits on anything else), unless the URL's options, the role or the
+ * database set a value of their own. */
+#define PG_IDLE_IN_TX "5s"
 static enum store_rc pg_session(struct pg_store *st)
 {
     PGresult *res = PQexec(st->conn, "SET synchronous_commit TO on; SET client_min_messages TO "
-                                     "warning");
+                                     "warning; SELECT set_config("
+                                     "'idle_in_transaction_session_timeout', '" PG_IDLE_IN_TX
+                                     "', false) WHERE current_setting("
+                                     "'idle_in_transaction_session_timeout') = '0'");
     enum store_rc rc = STORE_OK;
-    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         rc = pg_fail(st, "session");
     }
     PQclear(res);

@@ -1326,6 +1326,34 @@ static enum store_rc hear_next(struct store_listener *l, struct heard *h)
     return rc;
 }
 
+/* A transaction left open by a node that stopped mid-way (here: one that never goes on) does
+ * not hold the audit chain's lock for good: the server ends its session once it has been idle
+ * in the transaction for idle_in_transaction_session_timeout (airlockd's default, 5 s), the
+ * waiting append goes through, and the stalled store, told its transaction is gone, reconnects
+ * for the next one. */
+static void test_store_postgres_stalled_transaction_ends(void **state)
+{
+    struct fixture *f = *state;
+    char err[STORE_ERRMSG_MAX];
+    struct store *stalled = NULL;
+    assert_int_equal(store_postgres_open(f->url, &stalled, err), STORE_OK);
+    struct store *s = f->s;
+    int64_t seq = 0;
+    assert_int_equal(stalled->ops->tx_begin(stalled), STORE_OK);
+    assert_int_equal(
+            stalled->ops->audit_append(stalled, "admin", "stalled", NULL, NULL, "{}", NULL),
+            STORE_OK);
+    /* waits for the chain's lock until the server ends the stalled session */
+    assert_int_equal(s->ops->audit_append(s, "admin", "goes-on", NULL, NULL, "{}", &seq), STORE_OK);
+    assert_int_not_equal(stalled->ops->tx_commit(stalled), STORE_OK);
+    stalled->ops->tx_rollback(stalled);
+    int64_t after = 0;
+    assert_int_equal(stalled->ops->audit_append(stalled, "admin", "back", NULL, NULL, "{}", &after),
+                     STORE_OK);
+    assert_int_equal(after, seq + 1); /* the stalled record never made it into the chain */
+    stalled->ops->close(stalled);
+}
+
 static void test_store_postgres_listen_notify(void **state)
 {
     struct fixture *f = *state;
@@ -1517,6 +1545,8 @@ int main(void)
     const struct CMUnitTest postgres_tests[] = {
         cmocka_unit_test_setup_teardown(test_store_postgres_reconnects, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_postgres_listen_notify, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_postgres_stalled_transaction_ends, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_store_postgres_one_chain_across_connections, setup,
                                         teardown),
     };
