@@ -55,11 +55,19 @@ def public_key_of(private_hex):
 class Cluster:
     """Three airlockd nodes on one database, department finance, its people, the shop."""
 
-    def __init__(self, tmp, lease_ms=None, node_args=None, poll_ms=None):
+    def __init__(self, tmp, lease_ms=None, node_args=None, poll_ms=None, one_at_a_time=()):
+        """one_at_a_time: the nodes (0, 1, 2) that execute one run at a time, so that a test can
+        fill them."""
         check(ts.PG, "AIRLOCK_TEST_DATABASE is not set: these tests need a PostgreSQL cluster")
         self.lease_ms = lease_ms
         self.poll_ms = poll_ms
-        self.node_args = node_args or {}
+        self.node_args = dict(node_args or {})
+        if one_at_a_time:
+            cfg = os.path.join(tmp, "one-at-a-time.json")
+            with open(cfg, "w") as f:
+                f.write('{"runs": {"max_concurrent": 1}}')
+            for i in one_at_a_time:
+                self.node_args[i] = self.node_args.get(i, []) + ["--config", cfg]
         self.tmp = tmp
         self.dirs = [os.path.join(tmp, "node-" + n) for n in "abc"]
         url = ts.pg_url(self.dirs[0])
@@ -214,7 +222,7 @@ class Cluster:
                                         key=self.keys["agent-7"])[:2])
             except Exception as e:  # noqa: BLE001 - a node killed meanwhile
                 got.append(e)
-        t = threading.Thread(target=go)
+        t = threading.Thread(target=go, daemon=True)  # a paused node may never answer
         t.start()
         return t, got
 
@@ -464,10 +472,7 @@ def t_queue_resumes_where_the_decider_cannot(tmp):
 
 
 def t_queue_takes_what_a_full_node_cannot(tmp):
-    cfg = os.path.join(tmp, "one-at-a-time.json")
-    with open(cfg, "w") as f:
-        f.write('{"runs": {"max_concurrent": 1}}')
-    c = Cluster(tmp, node_args={0: ["--config", cfg]})
+    c = Cluster(tmp, one_at_a_time=(0,))
     try:
         a, b, cc = c.nodes
         c.template("slow", SLOW_AFTER, ["shop.orders", "shop.slow"])
@@ -770,17 +775,7 @@ def t_paused_node_sends_nothing_its_retry_sent(tmp):
     try:
         a, b, cc = c.nodes
         c.template("pause", HOLD_THEN_SLOW, ["shop.hold", "shop.slow"])
-        answers = []
-
-        def wait_on_a():
-            try:
-                answers.append(a.request("POST", "/v1/runs",
-                                         {"template": "pause", "input": {"ms": 3000}},
-                                         key=c.keys["agent-7"]))
-            except Exception as e:  # noqa: BLE001 - reported below
-                answers.append(e)
-        client = threading.Thread(target=wait_on_a, daemon=True)
-        client.start()
+        client, answers = c.start_waiting(a, {"template": "pause", "input": {"ms": 3000}})
         wait_calls(c, "shop.hold", 1)
         run_id = runs_of(c, "pause")[0]
         os.kill(a.proc.pid, signal.SIGSTOP)
@@ -812,10 +807,7 @@ def t_paused_node_claims_no_run_it_still_executes(tmp):
     # the queue, and the first node free to claim it is the paused one when it goes on, its
     # own execution of the run still there; it must not execute the run a second time beside
     # that one (both would send the call that is not idempotent)
-    cfg = os.path.join(tmp, "one-at-a-time.json")
-    with open(cfg, "w") as f:
-        f.write('{"runs": {"max_concurrent": 1}}')
-    c = Cluster(tmp, lease_ms=1500, node_args={1: ["--config", cfg], 2: ["--config", cfg]})
+    c = Cluster(tmp, lease_ms=1500, one_at_a_time=(1, 2))
     try:
         a, b, cc = c.nodes
         # the execution of the claimed run is still there (in its stall) when the paused one's
@@ -826,17 +818,7 @@ def t_paused_node_claims_no_run_it_still_executes(tmp):
         for n in (b, cc):
             busy = c.run(n, {"template": "busy", "input": {"ms": 30000}, "wait": False}, 202)
             c.until(n, busy["id"], ("running",))
-        answers = []
-
-        def wait_on_a():
-            try:
-                answers.append(a.request("POST", "/v1/runs",
-                                         {"template": "pause", "input": {"ms": 4000}},
-                                         key=c.keys["agent-7"]))
-            except Exception as e:  # noqa: BLE001 - reported below
-                answers.append(e)
-        client = threading.Thread(target=wait_on_a, daemon=True)
-        client.start()
+        client, answers = c.start_waiting(a, {"template": "pause", "input": {"ms": 4000}})
         wait_calls(c, "shop.hold", 1)
         run_id = runs_of(c, "pause")[0]
         os.kill(a.proc.pid, signal.SIGSTOP)
@@ -872,17 +854,7 @@ def t_run_cancelled_on_another_node_sends_nothing_more(tmp):
     try:
         a, b, cc = c.nodes
         c.template("pause", HOLD_THEN_SLOW, ["shop.hold", "shop.slow"])
-        answers = []
-
-        def wait_on_a():
-            try:
-                answers.append(a.request("POST", "/v1/runs",
-                                         {"template": "pause", "input": {"ms": 200}},
-                                         key=c.keys["agent-7"]))
-            except Exception as e:  # noqa: BLE001 - reported below
-                answers.append(e)
-        client = threading.Thread(target=wait_on_a, daemon=True)
-        client.start()
+        client, answers = c.start_waiting(a, {"template": "pause", "input": {"ms": 200}})
         wait_calls(c, "shop.hold", 1)
         run_id = runs_of(c, "pause")[0]
         os.kill(a.proc.pid, signal.SIGSTOP)
@@ -989,17 +961,7 @@ def t_paused_node_records_no_second_end_of_a_run_cancelled_meanwhile(tmp):
     try:
         a, b, cc = c.nodes
         c.template("safe", SAFE, ["shop.orders", "shop.hold"])
-        answers = []
-
-        def wait_on_a():
-            try:
-                answers.append(a.request("POST", "/v1/runs",
-                                         {"template": "safe", "input": {"ms": 30000}},
-                                         key=c.keys["agent-7"]))
-            except Exception as e:  # noqa: BLE001 - reported below
-                answers.append(e)
-        client = threading.Thread(target=wait_on_a, daemon=True)
-        client.start()
+        client, answers = c.start_waiting(a, {"template": "safe", "input": {"ms": 30000}})
         wait_calls(c, "shop.hold", 1)
         run_id = runs_of(c, "safe")[0]
         os.kill(a.proc.pid, signal.SIGSTOP)
@@ -1027,10 +989,7 @@ def t_paused_node_records_no_second_end_of_a_run_cancelled_meanwhile(tmp):
 def t_kill9_run_queued_again_then_cancelled(tmp):
     # the run taken over waits in the queue (the other nodes full) and is cancelled there: it
     # ends once, nothing of it is sent again, nothing of it is left for a later claim
-    cfg = os.path.join(tmp, "one-at-a-time.json")
-    with open(cfg, "w") as f:
-        f.write('{"runs": {"max_concurrent": 1}}')
-    c = Cluster(tmp, lease_ms=1500, node_args={1: ["--config", cfg], 2: ["--config", cfg]})
+    c = Cluster(tmp, lease_ms=1500, one_at_a_time=(1, 2))
     try:
         a, b, cc = c.nodes
         c.template("safe", SAFE, ["shop.orders", "shop.hold"])
@@ -1232,10 +1191,7 @@ def ended_within(c, run_id, seconds, why):
 
 
 def t_wakeups_without_polling(tmp):
-    cfg = os.path.join(tmp, "one-at-a-time.json")
-    with open(cfg, "w") as f:
-        f.write('{"runs": {"max_concurrent": 1}}')
-    c = Cluster(tmp, poll_ms=NO_POLL, node_args={0: ["--config", cfg]})
+    c = Cluster(tmp, poll_ms=NO_POLL, one_at_a_time=(0,))
     try:
         a, b, cc = c.nodes
         c.listening()
@@ -1308,11 +1264,8 @@ def t_wakeups_without_polling(tmp):
 
 
 def t_listener_lost_polling_covers_then_listens_again(tmp):
-    cfg = os.path.join(tmp, "one-at-a-time.json")
-    with open(cfg, "w") as f:
-        f.write('{"runs": {"max_concurrent": 1}}')
     # node a full and node b polling once a minute; node c polls as by default
-    c = Cluster(tmp, node_args={0: ["--config", cfg], 1: ["--poll-ms", str(NO_POLL)]})
+    c = Cluster(tmp, node_args={1: ["--poll-ms", str(NO_POLL)]}, one_at_a_time=(0,))
     try:
         a, b, cc = c.nodes
         c.listening()
