@@ -1,4 +1,4 @@
-// flow.test.js - the flow in a real browser: an author writes a new version in the UI
+// flow.test.js - the whole flow in a real browser: an author writes a new version in the UI
 // and submits it; an approver signs in, reviews the diff and approves; an agent (over the API)
 // runs it; the sensitive call appears in the approver's inbox, is approved there and the run
 // completes; the auditor browses the audit log and sees every step with the right actors; a

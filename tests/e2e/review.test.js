@@ -1,4 +1,4 @@
-// review.test.js - the desk against the words of issue 13 where a first version fell short:
+// review.test.js - the desk against what docs/ui.md promises, where a first version fell short:
 // four eyes for an author who is no approver, a run's approvals and host calls in its inspector,
 // roles re-read while the desk is open, keyboard focus after a decision, the badge's name.
 import assert from 'node:assert/strict';
@@ -16,7 +16,7 @@ after(async () => {
 });
 
 test('review: an author who is not an approver sees Approve disabled on their own version, with the reason', { timeout: 60000 }, async () => {
-    // the issue: "the author can never approve their own (the button says why it is disabled)";
+    // four eyes: the author can never approve their own version, and the button says why;
     // alice holds author in finance only, the common case of an author
     const w = await world();
     const { ctx, page } = await newPage(browser);
@@ -78,7 +78,7 @@ test('review: the run inspector shows who decided the approvals of a run older t
 });
 
 test('review: an approver of the run\'s department sees its host calls in the run inspector', { timeout: 60000 }, async () => {
-    // the issue's run inspector: "every host call in order with arguments, outcome and duration
+    // the run inspector: "every host call in order with arguments, outcome and duration
     // (a timeline bar)"; bob, the approver who decided the call, may read the run
     const w = await world();
     const { ctx, page } = await newPage(browser);

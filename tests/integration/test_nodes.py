@@ -1211,7 +1211,7 @@ def t_wakeups_without_polling(tmp):
                             "the queued run was not claimed on a wake-up")
         check(done["status"] == "completed" and done["value"] == 2, "%r" % done)
         check(c.node_of(doc["id"]) != c.node_id(0), "claimed by the full node")
-        # a cancel decided on another node stops a run within a second (the bound)
+        # a cancel decided on another node stops a run within a second (the documented bound)
         slow_calls = c.shop.calls()["by_function"].get("shop.slow", 0)
         run1 = c.run(a, {"template": "nap", "wait": False}, 202)["id"]
         on = c.executing(run1)

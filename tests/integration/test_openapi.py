@@ -29,7 +29,7 @@ HANG = test_server.HANG
 METHODS = openapi_check.METHODS
 PUBLIC = {("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/metrics"),
           ("GET", "/v1/openapi.json")}
-# The API contract's routes (the API block), with the route table's parameter names.
+# The API contract's routes (the API contract of docs/server.md), with the route table's parameter names.
 CONTRACT = PUBLIC | {
     ("POST", "/v1/departments"), ("GET", "/v1/departments"),
     ("PUT", "/v1/departments/{d}/policy"),

@@ -135,7 +135,7 @@ def t_run_list_past_the_body_cap_is_json(tmp):
 
 def t_large_input_is_not_a_5xx(tmp):
     """An input just under the body cap: its run.start record passes the 1 MiB audit line cap
-    and POST /v1/runs answers 500 INTERNAL (the issue: never a 5xx for bad input)."""
+    and POST /v1/runs answers 500 INTERNAL (never a 5xx for bad input)."""
     w = World(tmp)
     try:
         w.template("echo", "return input.s.length;", [])

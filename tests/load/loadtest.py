@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Load on airlockd, and kill -9 under load: what issue 12 promises under pressure.
+"""Load on airlockd, and kill -9 under load: what airlockd promises under pressure.
 
 usage: loadtest.py --airlockd PATH --cli PATH [--clients N] [--seconds T] [--rss-mib M]
                    [--kill9] [--sanitize]
