@@ -787,7 +787,16 @@ static enum store_rc runs_record(struct runs *r, struct srun *sr)
                 status, outcome.data);
         recorded = rc == STORE_OK;
         if (rc == STORE_CONFLICT) {
-            rc = STORE_OK; /* ended meanwhile: that end stands, no approval opens */
+            /* cancelled through the API just as it ended: the cancel stands (its status and
+             * error), no approval opens, and this is the run.end that a cancel of a run still
+             * executing leaves to the writer */
+            rc = s->ops->run_set_status(s, plan->id, "cancelled", "cancelled", NULL);
+            recorded = rc == STORE_OK;
+            if (recorded) {
+                status = "cancelled";
+            } else if (rc == STORE_CONFLICT) {
+                rc = STORE_OK; /* ended otherwise meanwhile: that end stands */
+            }
         }
     }
     if (rc == STORE_OK && r->node[0]) {

@@ -1140,6 +1140,36 @@ def t_kill9_approved_call_not_idempotent_is_not_sent_again(tmp):
         c.close()
 
 
+
+def t_cancel_on_another_node_as_the_run_ends_records_one_end(tmp):
+    # cancels decided on another node than the one a run executes on, the moment it starts:
+    # some reach it executing, some find it ended (409), and some commit while it is ending,
+    # before its node has seen the cancel; whichever, each run has exactly one run.end, saying
+    # the status the run shows
+    c = Cluster(tmp)
+    try:
+        c.template("quick", "await shop.slow(input.ms); return 1;", ["shop.slow"])
+        ids = []
+        for i in range(150):  # the runs end 0 to 4 ms after they start: around the cancel
+            doc = c.run(c.nodes[i % 3], {"template": "quick", "input": {"ms": i % 5},
+                                         "wait": False}, 202)
+            ids.append(doc["id"])
+            st, _, _ = c.nodes[(i + 1) % 3].request("POST", "/v1/runs/%s/cancel" % doc["id"], {},
+                                                    key=c.keys["agent-7"])
+            check(st in (200, 409), "cancel: %d" % st)
+        ended = {run_id: c.until(c.nodes[0], run_id, ("completed", "cancelled", "failed"))
+                 for run_id in ids}
+        ends = {}
+        for r in audit_rows(c.dirs[0], "run.end"):
+            ends.setdefault(r["subject"], []).append(r["details"]["status"])
+        for run_id in ids:
+            check(ends.get(run_id) == [ended[run_id]["status"]],
+                  "run %s is %s with run.end %r" % (run_id, ended[run_id]["status"],
+                                                    ends.get(run_id)))
+        c.verify_chain(nodes=[c.nodes[1]])
+    finally:
+        c.close()
+
 def t_live_node_keeps_its_runs_past_the_lease(tmp):
     # a minute between polls: the heartbeat (a third of the lease) must not wait for them
     lease = 1000

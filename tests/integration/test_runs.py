@@ -409,6 +409,34 @@ def t_cancel_and_revoke(tmp):
         w.close()
 
 
+
+def t_cancel_as_the_run_ends_records_one_end(tmp):
+    # cancels sent the moment each run starts: some find it executing (cancelled there), some
+    # ended (409), and some commit while the run is ending, its end not yet recorded; whichever,
+    # each run has exactly one run.end, saying the status the run shows
+    w = World(tmp)
+    try:
+        w.template("quick", "await shop.slow(input.ms); return 1;", ["shop.slow"])
+        ids = []
+        for i in range(200):  # the runs end 0 to 4 ms after they start: around the cancel
+            st, doc = w.run({"template": "quick", "input": {"ms": i % 5}, "wait": False},
+                            want=202)
+            ids.append(doc["id"])
+            st, _, _ = w.s.request("POST", "/v1/runs/%s/cancel" % doc["id"], {},
+                                   key=w.keys["agent-7"])
+            check(st in (200, 409), "cancel: %d" % st)
+        ended = {}
+        for run_id in ids:
+            ended[run_id] = w.until(run_id, ("completed", "cancelled", "failed"))["status"]
+        ends = {}
+        for r in audit_rows(w.dir, "run.end"):
+            ends.setdefault(r["subject"], []).append(r["details"]["status"])
+        for run_id in ids:
+            check(ends.get(run_id) == [ended[run_id]],
+                  "run %s is %s with run.end %r" % (run_id, ended[run_id], ends.get(run_id)))
+    finally:
+        w.close()
+
 def t_connector_calls_wait_for_the_runs_record(tmp):
     # a run executes while the writer records its start, but its connector call leaves only
     # once that record is committed (the shop looks it up in the database at each call);
