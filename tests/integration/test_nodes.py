@@ -670,10 +670,13 @@ return { orders: orders.length, credited: c.refunded };
 """
 
 
-def start_waiting(c, node, body, n):
-    """n runs started at once on node, each waited for on its own thread (a client whose node
-    dies gets an error, as a real one would); the threads."""
-    return [c.start_waiting(node, body)[0] for _ in range(n)]
+def start_until_call(c, node, body, function, n=1):
+    """n runs of body started on node, each waited for on its own thread (a client whose node
+    dies gets an error, as a real one would), once n calls of function have reached the shop:
+    the runs' ids, and each one's (thread, answers) of Cluster.start_waiting."""
+    waiters = [c.start_waiting(node, body) for _ in range(n)]
+    wait_calls(c, function, n)
+    return runs_of(c, body["template"]), waiters
 
 
 def wait_calls(c, function, count):
@@ -695,9 +698,8 @@ def t_kill9_retries_runs_whose_calls_are_idempotent(tmp):
     try:
         a, b, cc = c.nodes
         c.template("safe", SAFE, ["shop.orders", "shop.hold"])
-        start_waiting(c, a, {"template": "safe", "input": {"ms": 30000}}, 4)
-        wait_calls(c, "shop.hold", 4)
-        ids = runs_of(c, "safe")
+        ids, _ = start_until_call(c, a, {"template": "safe", "input": {"ms": 30000}}, "shop.hold",
+                                  4)
         check(len(ids) == 4, "runs: %r" % ids)
         a.kill()  # SIGKILL, each run in the middle of its second call
         for run_id in ids:
@@ -739,9 +741,8 @@ def t_kill9_retry_that_diverges_sends_nothing_new(tmp):
     try:
         a, b, cc = c.nodes
         c.template("drifting", DRIFTING, ["shop.orders", "shop.hold"])
-        start_waiting(c, a, {"template": "drifting", "input": {"ms": 30000}}, 1)
-        wait_calls(c, "shop.hold", 1)
-        run_id = runs_of(c, "drifting")[0]
+        [run_id], _ = start_until_call(
+            c, a, {"template": "drifting", "input": {"ms": 30000}}, "shop.hold")
         a.kill()
         doc = c.until(b, run_id, ("completed", "failed", "cancelled"))
         check(doc["status"] == "failed" and
@@ -775,9 +776,8 @@ def t_paused_node_sends_nothing_its_retry_sent(tmp):
     try:
         a, b, cc = c.nodes
         c.template("pause", HOLD_THEN_SLOW, ["shop.hold", "shop.slow"])
-        client, answers = c.start_waiting(a, {"template": "pause", "input": {"ms": 3000}})
-        wait_calls(c, "shop.hold", 1)
-        run_id = runs_of(c, "pause")[0]
+        [run_id], [(client, answers)] = start_until_call(
+            c, a, {"template": "pause", "input": {"ms": 3000}}, "shop.hold")
         os.kill(a.proc.pid, signal.SIGSTOP)
         try:
             doc = c.until(b, run_id, ("completed", "failed", "cancelled"))
@@ -812,15 +812,15 @@ def t_paused_node_claims_no_run_it_still_executes(tmp):
         a, b, cc = c.nodes
         # the execution of the claimed run is still there (in its stall) when the paused one's
         # hold answers
-        c.template("pause", HOLD_THEN_SLOW.replace("return 1;", "await shop.stall(5000);\nreturn 1;"),
+        c.template("pause",
+                   HOLD_THEN_SLOW.replace("return 1;", "await shop.stall(5000);\nreturn 1;"),
                    ["shop.hold", "shop.slow", "shop.stall"])
         c.template("busy", "await shop.stall(input.ms); return 1;", ["shop.stall"])
         for n in (b, cc):
             busy = c.run(n, {"template": "busy", "input": {"ms": 30000}, "wait": False}, 202)
             c.until(n, busy["id"], ("running",))
-        client, answers = c.start_waiting(a, {"template": "pause", "input": {"ms": 4000}})
-        wait_calls(c, "shop.hold", 1)
-        run_id = runs_of(c, "pause")[0]
+        [run_id], [(client, answers)] = start_until_call(
+            c, a, {"template": "pause", "input": {"ms": 4000}}, "shop.hold")
         os.kill(a.proc.pid, signal.SIGSTOP)
         try:
             deadline = time.monotonic() + HANG
@@ -854,9 +854,8 @@ def t_run_cancelled_on_another_node_sends_nothing_more(tmp):
     try:
         a, b, cc = c.nodes
         c.template("pause", HOLD_THEN_SLOW, ["shop.hold", "shop.slow"])
-        client, answers = c.start_waiting(a, {"template": "pause", "input": {"ms": 200}})
-        wait_calls(c, "shop.hold", 1)
-        run_id = runs_of(c, "pause")[0]
+        [run_id], [(client, answers)] = start_until_call(
+            c, a, {"template": "pause", "input": {"ms": 200}}, "shop.hold")
         os.kill(a.proc.pid, signal.SIGSTOP)
         try:
             doc = c.ok(b, "POST", "/v1/runs/%s/cancel" % run_id, {}, c.keys["agent-7"])
@@ -890,9 +889,8 @@ def t_kill9_run_cancelled_before_the_takeover_ends(tmp):
     try:
         a, b, cc = c.nodes
         c.template("safe", SAFE, ["shop.orders", "shop.hold"])
-        start_waiting(c, a, {"template": "safe", "input": {"ms": 30000}}, 1)
-        wait_calls(c, "shop.hold", 1)
-        run_id = runs_of(c, "safe")[0]
+        [run_id], _ = start_until_call(
+            c, a, {"template": "safe", "input": {"ms": 30000}}, "shop.hold")
         dead = c.node_id(0)
         a.kill()
         doc = c.ok(b, "POST", "/v1/runs/%s/cancel" % run_id, {}, c.keys["agent-7"])
@@ -925,7 +923,7 @@ def t_restarts_retry_a_run_three_times_then_abort_it(tmp):
         c.template("stall", "await shop.stall(input.ms); return 1;", ["shop.stall"])
         b.kill()
         cc.kill()
-        start_waiting(c, a, {"template": "stall", "input": {"ms": 30000}}, 1)
+        c.start_waiting(a, {"template": "stall", "input": {"ms": 30000}})
         for n in range(1, 5):
             wait_calls(c, "shop.stall", n)
             run_id = runs_of(c, "stall")[0]
@@ -961,9 +959,8 @@ def t_paused_node_records_no_second_end_of_a_run_cancelled_meanwhile(tmp):
     try:
         a, b, cc = c.nodes
         c.template("safe", SAFE, ["shop.orders", "shop.hold"])
-        client, answers = c.start_waiting(a, {"template": "safe", "input": {"ms": 30000}})
-        wait_calls(c, "shop.hold", 1)
-        run_id = runs_of(c, "safe")[0]
+        [run_id], [(client, answers)] = start_until_call(
+            c, a, {"template": "safe", "input": {"ms": 30000}}, "shop.hold")
         os.kill(a.proc.pid, signal.SIGSTOP)
         try:
             c.ok(b, "POST", "/v1/runs/%s/cancel" % run_id, {}, c.keys["agent-7"])
@@ -1000,9 +997,8 @@ def t_kill9_run_queued_again_then_cancelled(tmp):
         busy = [r[0] for r in ts.db_rows(c.dirs[0], "SELECT id FROM runs WHERE template = "
                                          "'busy' AND node = '%s'" % c.node_id(1))]
         check(len(busy) == 1, "node b's busy run: %r" % busy)
-        start_waiting(c, a, {"template": "safe", "input": {"ms": 30000}}, 1)
-        wait_calls(c, "shop.hold", 1)
-        run_id = runs_of(c, "safe")[0]
+        [run_id], _ = start_until_call(
+            c, a, {"template": "safe", "input": {"ms": 30000}}, "shop.hold")
         a.kill()
         deadline = time.monotonic() + HANG
         while not c.records("run.retried", run_id):
