@@ -1175,20 +1175,31 @@ static void runs_mark_batch(struct runs *r, struct runs_pending *marks)
     struct store *s = r->store;
     pthread_mutex_lock(r->store_lock);
     enum store_rc rc = s->ops->tx_begin(s);
+    const struct srun *locked = NULL; /* the run whose row this transaction locked last */
+    int locked_taken = 0;
     for (struct runs_pending *p = marks; p && rc == STORE_OK; p = p->next) {
         struct store_call c = { p->sr->plan->id,  p->key, p->f->name,
                                 p->f->idempotent, NULL,   p->args_sha256 };
         /* a run cancelled on another node sends nothing more, even before the watch here
          * sees it; and a node that was paused past its lease goes on as if nothing happened:
-         * the run may be another node's by now, executed again there */
-        rc = s->ops->run_lock_on_node(s, c.run, r->node, "running");
-        p->taken = rc == STORE_CONFLICT;
-        if (rc == STORE_OK) {
-            rc = s->ops->call_mark(s, &c);
-            p->diverged = rc == STORE_CONFLICT;
+         * the run may be another node's by now, executed again there. The row stays locked
+         * until the commit: the calls of one run that follow (a Promise.all) need no lock of
+         * their own. */
+        if (p->sr != locked) {
+            rc = s->ops->run_lock_on_node(s, c.run, r->node, "running");
+            locked = p->sr;
+            locked_taken = rc == STORE_CONFLICT;
         }
+        p->taken = locked_taken;
         if (rc == STORE_CONFLICT) {
             rc = STORE_OK;
+        }
+        if (rc == STORE_OK && !p->taken) {
+            rc = s->ops->call_mark(s, &c);
+            p->diverged = rc == STORE_CONFLICT;
+            if (rc == STORE_CONFLICT) {
+                rc = STORE_OK;
+            }
         }
     }
     if (rc == STORE_OK) {
