@@ -410,6 +410,37 @@ def t_cancel_and_revoke(tmp):
 
 
 
+
+def t_a_runs_start_is_fixed_and_keyed(tmp):
+    # Math.random's seed is an HMAC of the run's id under the continuation key (the same on
+    # every node, unknown without the key; never the id's plain hash), different for each run;
+    # the guest clock starts at the run's creation
+    import calendar
+    import hashlib
+    import hmac
+    w = World(tmp)
+    try:
+        w.template("rand", "return [Math.random(), Date.now()];", [])
+        with open(os.path.join(w.dir, "continuation.key")) as f:
+            key = bytes.fromhex(f.read().strip())
+        seeds = set()
+        for _ in range(3):
+            st, doc = w.run({"template": "rand"}, want=200)
+            text = ("airlock-run-seed\n" + doc["id"]).encode()
+            want = hmac.new(key, text, hashlib.sha256).hexdigest()[:16]
+            check(doc["stats"]["seed"] == want, "seed %r, want %r" % (doc["stats"]["seed"], want))
+            check(doc["stats"]["seed"] != hashlib.sha256(text).hexdigest()[:16], "unkeyed seed")
+            seeds.add(doc["stats"]["seed"])
+            created = doc["created"]
+            ms = calendar.timegm(time.strptime(created[:19], "%Y-%m-%dT%H:%M:%S")) * 1000 + \
+                int(created[20:23])
+            check(doc["stats"]["clock_ms"] == ms and doc["value"][1] == ms,
+                  "clock %r, value %r, created %s" % (doc["stats"]["clock_ms"], doc["value"],
+                                                      created))
+        check(len(seeds) == 3, "runs share a seed: %r" % seeds)
+    finally:
+        w.close()
+
 def t_cancel_as_the_run_ends_records_one_end(tmp):
     # cancels sent the moment each run starts: some find it executing (cancelled there), some
     # ended (409), and some commit while the run is ending, its end not yet recorded; whichever,
