@@ -209,6 +209,9 @@ void router_dispatch(void *userdata, const struct http_request *req, struct http
         pthread_mutex_lock(r->store_lock);
     }
     router_dispatch_locked(r, req, resp);
+    if (r->store && r->store->ops->read_end) {
+        (void)r->store->ops->read_end(r->store);
+    }
     if (r->store_lock) {
         pthread_mutex_unlock(r->store_lock);
     }
@@ -269,6 +272,11 @@ static void router_dispatch_locked(struct router *r, const struct http_request *
         return;
     }
     snprintf(resp->route, sizeof resp->route, "%s", route->path);
+    /* starting a run reads the key, the principal, its roles, the version, the department and
+     * the connectors: from one snapshot (router_dispatch ends it) */
+    if (router_unsynced_ok(route) && r->store && r->store->ops->read_begin) {
+        (void)r->store->ops->read_begin(r->store);
+    }
     if (req->body_too_large) {
         api_error_resp(req, resp, 413, "PAYLOAD_TOO_LARGE", "the body is over the size limit");
         return;

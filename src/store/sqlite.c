@@ -45,6 +45,13 @@ struct sqlite_store {
      * tx_begin_unsynced is tx_begin. */
     int wal_fd;
     int unsynced; /* the open transaction is tx_begin_unsynced's */
+    int reading;  /* read_begin's transaction is open */
+    /* The audit log's last record as this connection appended it, so that an append reads
+     * nothing back; head_known is cleared by every rollback, and a record another connection
+     * appended meanwhile makes the insert conflict, and the head is read again. */
+    int head_known;
+    int64_t head_seq;
+    char head_hash[AUDIT_HASH_HEX_LEN + 1];
     char errmsg[STORE_ERRMSG_MAX];
 };
 
@@ -55,6 +62,7 @@ static struct sqlite_store *sqlite_of(struct store *s)
 
 static enum store_rc sqlite_fail(struct sqlite_store *st, const char *what)
 {
+    st->head_known = 0; /* an error may have rolled the transaction back */
     snprintf(st->errmsg, sizeof st->errmsg, "sqlite: %s: %s", what, sqlite3_errmsg(st->db));
     return STORE_ERROR;
 }
@@ -99,6 +107,21 @@ static void sqlite_release(struct sqlite_store *st, sqlite3_stmt *stmt)
     sqlite3_finalize(stmt);
 }
 
+/* Ends read_begin's transaction. A COMMIT refused because a statement is still stepping
+ * leaves it open, and reading set: read_end commits it, with any write that joined it. */
+static enum store_rc sqlite_read_leave(struct sqlite_store *st)
+{
+    if (!st->reading) {
+        return STORE_OK;
+    }
+    if (!sqlite3_get_autocommit(st->db) &&
+        sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        return sqlite_fail(st, "end of the read transaction");
+    }
+    st->reading = 0;
+    return STORE_OK;
+}
+
 /* Prepares sql (or takes its cached statement) and binds the NULL-terminated list of text
  * arguments (a NULL member binds NULL only when given through nargs). The statement goes back
  * with sqlite_release. */
@@ -127,6 +150,12 @@ static enum store_rc sqlite_prepare(struct sqlite_store *st, const char *sql, in
         if (keep) {
             st->cache[st->cached++] = (struct sqlite_cached){ sql, stmt, 1 };
         }
+    }
+    /* a write, or a transaction of its own, starts from the newest state and commits as it
+     * would outside read_begin's snapshot */
+    if (st->reading && (!sqlite3_stmt_readonly(stmt) || strncmp(sql, "BEGIN", 5) == 0 ||
+                        strncmp(sql, "SAVEPOINT", 9) == 0 || strncmp(sql, "PRAGMA", 6) == 0)) {
+        (void)sqlite_read_leave(st);
     }
     for (int i = 0; i < nargs; i++) {
         int rc = args[i] ? sqlite3_bind_text(stmt, i + 1, args[i], -1, SQLITE_TRANSIENT)
@@ -256,10 +285,32 @@ static enum store_rc sqlite_tx_commit(struct store *s)
 static void sqlite_tx_rollback(struct store *s)
 {
     struct sqlite_store *st = sqlite_of(s);
+    st->reading = 0;
+    st->head_known = 0;
     if (!sqlite3_get_autocommit(st->db)) {
         sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
     }
     sqlite_tx_resync(st);
+}
+
+/* One snapshot for the reads that follow, until read_end: one lock of the database and of
+ * the WAL instead of one per statement. */
+static enum store_rc sqlite_read_begin(struct store *s)
+{
+    struct sqlite_store *st = sqlite_of(s);
+    if (st->reading || !sqlite3_get_autocommit(st->db)) {
+        return STORE_OK; /* inside a transaction already: its reads are one snapshot */
+    }
+    if (sqlite3_exec(st->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+        return sqlite_fail(st, "begin of a read transaction");
+    }
+    st->reading = 1;
+    return STORE_OK;
+}
+
+static enum store_rc sqlite_read_end(struct store *s)
+{
+    return sqlite_read_leave(sqlite_of(s));
 }
 
 /* Runs on any thread, beside the connection's own calls: it touches nothing but wal_fd (and
@@ -688,16 +739,26 @@ static enum store_rc sqlite_audit_insert(struct sqlite_store *st, const char *ac
     struct buf line;
     struct al_error err;
     sqlite3_stmt *stmt = NULL;
-    enum store_rc rc = sqlite_audit_head(st, &last, prev, NULL);
+    enum store_rc rc = STORE_OK;
+    int cached = st->head_known;
 
     buf_init(&line, SQLITE_LINE_MAX);
     memset(&err, 0, sizeof err);
+again:
+    if (cached) {
+        last = st->head_seq;
+        memcpy(prev, st->head_hash, sizeof prev);
+    } else {
+        rc = sqlite_audit_head(st, &last, prev, NULL);
+    }
+    st->head_known = 0; /* until this insert is in */
     if (rc != STORE_OK) {
         goto out;
     }
     sqlite_now(now);
     struct audit_record rec = { (uint64_t)last + 1,     now,        actor,        action,
                                 subject ? subject : "", department, details_json, prev };
+    buf_reset(&line);
     if (audit_record_write(&rec, &line, hash, &err) != AL_OK || buf_append_byte(&line, 0)) {
         snprintf(st->errmsg, sizeof st->errmsg, "audit record: %.200s",
                  err.message[0] ? err.message : "too large");
@@ -716,11 +777,23 @@ static enum store_rc sqlite_audit_insert(struct sqlite_store *st, const char *ac
     }
     sqlite3_bind_int64(stmt, 10, last + 1);
     if (sqlite3_step(stmt) != SQLITE_DONE) {
+        int conflict = (sqlite3_extended_errcode(st->db) & 0xff) == SQLITE_CONSTRAINT;
         rc = sqlite_fail(st, "audit");
+        if (cached && conflict) {
+            /* appended to by another connection since: chain to its last record */
+            sqlite_release(st, stmt);
+            stmt = NULL;
+            cached = 0;
+            rc = STORE_OK;
+            goto again;
+        }
         goto out;
     }
     *ret_seq = last + 1;
     memcpy(ret_hash, hash, sizeof hash);
+    st->head_known = 1;
+    st->head_seq = last + 1;
+    memcpy(st->head_hash, hash, sizeof hash);
 out:
     sqlite_release(st, stmt);
     buf_done(&line);
@@ -794,6 +867,7 @@ static enum store_rc sqlite_audit_append(struct store *s, const char *actor, con
         rc = sqlite_savepoint(st, "RELEASE audit_append");
     }
     if (rc != STORE_OK) {
+        st->head_known = 0;
         sqlite3_exec(st->db, "ROLLBACK TO audit_append; RELEASE audit_append", NULL, NULL, NULL);
         return rc == STORE_CONFLICT ? sqlite_fail(st, "audit") : rc;
     }
@@ -844,6 +918,7 @@ static enum store_rc sqlite_audit_checkpoint(struct store *s, int append,
         rc = sqlite_savepoint(st, "RELEASE audit_checkpoint");
     }
     if (rc != STORE_OK) {
+        st->head_known = 0;
         sqlite3_exec(st->db, "ROLLBACK TO audit_checkpoint; RELEASE audit_checkpoint", NULL, NULL,
                      NULL);
     }
@@ -1883,6 +1958,8 @@ static const struct store_ops sqlite_ops = {
     /* Metrics */
     .audit_head = sqlite_audit_last_seq,
     .tx_begin_unsynced = sqlite_tx_begin_unsynced,
+    .read_begin = sqlite_read_begin,
+    .read_end = sqlite_read_end,
     .sync = sqlite_sync,
     .node_beat = sqlite_node_beat,
     .node_expired = sqlite_node_expired,

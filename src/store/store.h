@@ -422,6 +422,12 @@ struct store_ops {
     enum store_rc (*tx_begin_unsynced)(struct store *s);
     enum store_rc (*sync)(struct store *s);
 
+    /* Optional (NULL: every query is its own snapshot). The reads between read_begin and
+     * read_end see one snapshot of the database, taken at the first; a write, tx_begin or an
+     * audit append in between ends it first, and then runs as it would without it. */
+    enum store_rc (*read_begin)(struct store *s);
+    enum store_rc (*read_end)(struct store *s);
+
     /* Several nodes (0006_nodes), since version 5. */
     /* Node `id` is alive now (the store's clock), for lease_ms from now: creates or renews. */
     enum store_rc (*node_beat)(struct store *s, const char *id, int64_t lease_ms);

@@ -1510,6 +1510,101 @@ static void test_store_statements_kept(void **state)
     assert_string_equal(policy, "supervised/0");
 }
 
+/* Each record chains to the last one kept: after a rolled back append, a refused one, and
+ * one another connection made behind the store's back (a store that remembered the head it
+ * wrote would otherwise leave a gap, or fork the chain). */
+static void test_store_audit_head_follows_rollbacks(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    struct chain c;
+    int64_t seq = 0;
+    assert_int_equal(s->ops->audit_append(s, "admin", "x.y", NULL, NULL, "{}", &seq), STORE_OK);
+    assert_int_equal(seq, 1);
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->audit_append(s, "admin", "gone", NULL, NULL, "{}", &seq), STORE_OK);
+    assert_int_equal(seq, 2);
+    s->ops->tx_rollback(s);
+    assert_int_equal(s->ops->audit_append(s, "admin", "x.y", NULL, NULL, "{}", &seq), STORE_OK);
+    assert_int_equal(seq, 2);
+    assert_int_equal(s->ops->tx_begin_unsynced(s), STORE_OK);
+    assert_int_equal(s->ops->audit_append(s, "admin", "gone", NULL, NULL, "{}", &seq), STORE_OK);
+    s->ops->tx_rollback(s);
+    assert_int_equal(s->ops->audit_append(s, "admin", "x.y", NULL, NULL, "[]", &seq), STORE_ERROR);
+    assert_int_equal(s->ops->audit_append(s, "admin", "x.y", NULL, NULL, "{}", &seq), STORE_OK);
+    assert_int_equal(seq, 3);
+    memset(&c, 0, sizeof c);
+    memset(c.prev, '0', AUDIT_HASH_HEX_LEN);
+    assert_int_equal(s->ops->audit_list(s, 0, 100, check_chain, &c), STORE_OK);
+    assert_int_equal(c.n, 3);
+
+    /* record 4 by another connection: the store's next one is 5, chained to it */
+    char sql[512];
+    char fake[AUDIT_HASH_HEX_LEN + 1];
+    memset(fake, 'a', AUDIT_HASH_HEX_LEN);
+    fake[AUDIT_HASH_HEX_LEN] = '\0';
+    snprintf(sql, sizeof sql,
+             "INSERT INTO audit(seq, time, actor, action, subject, department, details, prev, "
+             "hash, line) VALUES (4, '2026-01-31T12:00:01.007Z', 'other', 'x.y', '', NULL, '{}', "
+             "'%s', '%s', '{\"hash\":\"%s\"}')",
+             c.prev, fake, fake);
+    assert_int_equal(raw_exec(f, 0, sql), 0);
+    assert_int_equal(s->ops->audit_append(s, "admin", "x.y", NULL, NULL, "{}", &seq), STORE_OK);
+    assert_int_equal(seq, 5);
+    memset(&c, 0, sizeof c);
+    memset(c.prev, '0', AUDIT_HASH_HEX_LEN);
+    assert_int_equal(s->ops->audit_list(s, 0, 100, check_chain, &c), STORE_OK);
+    assert_int_equal(c.n, 5);
+}
+
+/* SQLite only (PostgreSQL has no read_begin): the reads between read_begin and read_end see
+ * one snapshot, and a write in between ends it and is committed at once, on its own. */
+static void test_store_sqlite_read_snapshot(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    char policy[32] = "";
+    int n = 0;
+    assert_non_null(s->ops->read_begin);
+    assert_int_equal(s->ops->department_create(s, "finance"), STORE_OK);
+    assert_int_equal(s->ops->read_begin(s), STORE_OK);
+    assert_int_equal(s->ops->department_get(s, "finance", read_policy, policy), STORE_OK);
+    assert_int_equal(raw_exec(f, 0,
+                              "INSERT INTO departments (name, autonomy, created) "
+                              "VALUES ('raw', 'supervised', 'now')"),
+                     0);
+    /* another connection's commit is not in the snapshot... */
+    assert_int_equal(s->ops->department_get(s, "raw", read_policy, policy), STORE_NOT_FOUND);
+    /* ... until a write ends it; the write is then another connection's to see at once */
+    assert_int_equal(s->ops->principal_create(s, "alice", "user"), STORE_OK);
+    assert_int_equal(raw_exec(f, 0,
+                              "INSERT INTO departments (name, autonomy, created) "
+                              "SELECT 'seen', 'autonomous', 'now' FROM principals "
+                              "WHERE name = 'alice'"),
+                     0);
+    assert_int_equal(s->ops->department_get(s, "raw", read_policy, policy), STORE_OK);
+    assert_int_equal(s->ops->department_get(s, "seen", read_policy, policy), STORE_OK);
+    assert_int_equal(s->ops->read_end(s), STORE_OK);
+
+    /* an audit append and a transaction of its own inside one commit as they would outside */
+    assert_int_equal(s->ops->read_begin(s), STORE_OK);
+    assert_int_equal(s->ops->department_get(s, "raw", read_policy, policy), STORE_OK);
+    assert_int_equal(s->ops->audit_append(s, "admin", "x.y", NULL, NULL, "{}", NULL), STORE_OK);
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->principal_create(s, "bob", "user"), STORE_OK);
+    s->ops->tx_rollback(s);
+    assert_int_equal(s->ops->read_end(s), STORE_OK);
+    assert_int_equal(s->ops->audit_list(s, 0, 100, count_audit, &n), STORE_OK);
+    assert_int_equal(n, 1);
+    int64_t principals = 0;
+    assert_int_equal(s->ops->principal_count(s, &principals), STORE_OK);
+    assert_int_equal(principals, 1);
+    /* read_end without read_begin, and twice, is harmless */
+    assert_int_equal(s->ops->read_end(s), STORE_OK);
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->tx_commit(s), STORE_OK);
+}
+
 int main(void)
 {
     pg_base = getenv("AIRLOCK_TEST_DATABASE");
@@ -1540,6 +1635,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_statements_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_unsynced_commit_then_sync, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_conflict_keeps_transaction, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_audit_head_follows_rollbacks, setup, teardown),
+    };
+    const struct CMUnitTest sqlite_tests[] = {
+        cmocka_unit_test_setup_teardown(test_store_sqlite_read_snapshot, setup, teardown),
     };
     /* what only PostgreSQL has: a connection to lose */
     const struct CMUnitTest postgres_tests[] = {
@@ -1553,6 +1652,8 @@ int main(void)
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     if (pg_base) {
         failed += cmocka_run_group_tests(postgres_tests, NULL, NULL);
+    } else {
+        failed += cmocka_run_group_tests(sqlite_tests, NULL, NULL);
     }
     return failed;
 }
