@@ -1072,6 +1072,13 @@ static enum store_rc runs_record_batch(struct runs *r, struct runs_job *jobs, st
     for (size_t i = 0; i < n && rc == STORE_OK; i++) {
         rc = batch[i]->unrecorded ? STORE_OK : runs_record(r, batch[i]);
     }
+    /* the answers read the batch back inside its own transaction (no snapshot of their own to
+     * take); a batch that fails is answered after it is recorded one by one */
+    for (size_t i = 0; i < n && rc == STORE_OK; i++) {
+        if (!batch[i]->unrecorded) {
+            runs_build_answer(r, batch[i]);
+        }
+    }
     if (rc == STORE_OK) {
         rc = s->ops->tx_commit(s);
     }
@@ -1270,7 +1277,8 @@ static void *runs_writer(void *arg)
         /* one transaction, one fsync for the whole batch: new runs first, then the ended */
         pthread_mutex_lock(r->store_lock);
         struct store *s = r->store;
-        if (runs_record_batch(r, jobs, batch, n) != STORE_OK) {
+        int batched = runs_record_batch(r, jobs, batch, n) == STORE_OK;
+        if (!batched) {
             /* one bad run must not sink the others: each again on its own */
             runs_log_store(r, "recording a batch of runs failed; recording them one by one");
             runs_record_each(r, jobs, batch, n);
@@ -1284,7 +1292,7 @@ static void *runs_writer(void *arg)
                 job->status = 409;
             }
         }
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n && !batched; i++) {
             if (!batch[i]->unrecorded) {
                 runs_build_answer(r, batch[i]);
             }
