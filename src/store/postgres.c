@@ -1983,6 +1983,9 @@ static const struct store_ops pg_ops = {
     .notify = pg_notify,
     .listener_new = pg_listener_new,
     .run_lock_on_node = pg_run_lock_on_node,
+    /* every query is a round trip of its own: a transaction around reads would add two */
+    .read_begin = NULL,
+    .read_end = NULL,
 };
 
 /* ---------------------------------------------------------------- opening */

@@ -1974,8 +1974,6 @@ static const struct store_ops sqlite_ops = {
     /* Metrics */
     .audit_head = sqlite_audit_last_seq,
     .tx_begin_unsynced = sqlite_tx_begin_unsynced,
-    .read_begin = sqlite_read_begin,
-    .read_end = sqlite_read_end,
     .sync = sqlite_sync,
     .node_beat = sqlite_node_beat,
     .node_expired = sqlite_node_expired,
@@ -1992,6 +1990,8 @@ static const struct store_ops sqlite_ops = {
     .notify = NULL,
     .listener_new = NULL,
     .run_lock_on_node = sqlite_run_lock_on_node,
+    .read_begin = sqlite_read_begin,
+    .read_end = sqlite_read_end,
 };
 
 int store_schema_version(void)

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_OPS_VERSION 6
+#define STORE_OPS_VERSION 7
 #define STORE_NAME_MAX    64
 #define STORE_HASH_LEN    32 /* SHA-256 of an API key */
 #define STORE_ERRMSG_MAX  256
@@ -422,12 +422,6 @@ struct store_ops {
     enum store_rc (*tx_begin_unsynced)(struct store *s);
     enum store_rc (*sync)(struct store *s);
 
-    /* Optional (NULL: every query is its own snapshot). The reads between read_begin and
-     * read_end see one snapshot of the database, taken at the first; a write, tx_begin or an
-     * audit append in between ends it first, and then runs as it would without it. */
-    enum store_rc (*read_begin)(struct store *s);
-    enum store_rc (*read_end)(struct store *s);
-
     /* Several nodes (0006_nodes), since version 5. */
     /* Node `id` is alive now (the store's clock), for lease_ms from now: creates or renews. */
     enum store_rc (*node_beat)(struct store *s, const char *id, int64_t lease_ms);
@@ -480,6 +474,13 @@ struct store_ops {
      * such run). */
     enum store_rc (*run_lock_on_node)(struct store *s, const char *id, const char *node,
                                       const char *from);
+
+    /* One snapshot (since version 7); both NULL where every query is its own (PostgreSQL).
+     * The reads between read_begin and read_end see the database as it was at the first; a
+     * write, tx_begin or an audit append in between ends the snapshot first, and then runs as
+     * it would without it. read_end outside a snapshot does nothing. */
+    enum store_rc (*read_begin)(struct store *s);
+    enum store_rc (*read_end)(struct store *s);
 };
 
 /* Every backend's handle starts with this. */
