@@ -96,19 +96,26 @@ static void sqlite_release(struct sqlite_store *st, sqlite3_stmt *stmt)
     if (!stmt) {
         return;
     }
+    int failed;
     for (int i = 0; i < st->cached; i++) {
         if (st->cache[i].stmt == stmt) {
-            sqlite3_reset(stmt);
+            failed = sqlite3_reset(stmt) != SQLITE_OK;
             sqlite3_clear_bindings(stmt);
             st->cache[i].busy = 0;
-            return;
+            goto out;
         }
     }
-    sqlite3_finalize(stmt);
+    failed = sqlite3_finalize(stmt) != SQLITE_OK;
+out:
+    if (failed) {
+        st->head_known = 0; /* any failed statement may have ended the transaction */
+    }
 }
 
-/* Ends read_begin's transaction. A COMMIT refused because a statement is still stepping
- * leaves it open, and reading set: read_end commits it, with any write that joined it. */
+/* Ends read_begin's transaction. A read still stepping (a write from a walk's callback) keeps
+ * its snapshot past the COMMIT: that write then runs on it, and fails if another connection
+ * has committed since, so nothing writes from inside a walk between read_begin and read_end.
+ * A COMMIT that fails leaves reading set: read_end tries again. */
 static enum store_rc sqlite_read_leave(struct sqlite_store *st)
 {
     if (!st->reading) {

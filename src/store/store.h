@@ -478,7 +478,8 @@ struct store_ops {
     /* One snapshot (since version 7); both NULL where every query is its own (PostgreSQL).
      * The reads between read_begin and read_end see the database as it was at the first; a
      * write, tx_begin or an audit append in between ends the snapshot first, and then runs as
-     * it would without it. read_end outside a snapshot does nothing. */
+     * it would without it - except from inside a walk's callback, whose read still holds the
+     * snapshot: no caller writes there. read_end outside a snapshot does nothing. */
     enum store_rc (*read_begin)(struct store *s);
     enum store_rc (*read_end)(struct store *s);
 };

@@ -1557,6 +1557,33 @@ static void test_store_audit_head_follows_rollbacks(void **state)
     assert_int_equal(c.n, 5);
 }
 
+/* SQLite only: a statement whose failure ends the whole transaction (a trigger's
+ * RAISE(ROLLBACK)) takes the records appended in it along; the next record chains to the last
+ * one kept, not to one rolled back. */
+static void test_store_sqlite_audit_head_after_rollback_by_trigger(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    struct chain c;
+    int64_t seq = 0;
+    assert_int_equal(raw_exec(f, 0,
+                              "CREATE TRIGGER boom BEFORE INSERT ON principals WHEN NEW.name = "
+                              "'boom' BEGIN SELECT RAISE(ROLLBACK, 'refused'); END"),
+                     0);
+    assert_int_equal(s->ops->audit_append(s, "admin", "x.y", NULL, NULL, "{}", &seq), STORE_OK);
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->audit_append(s, "admin", "gone", NULL, NULL, "{}", &seq), STORE_OK);
+    assert_int_equal(seq, 2);
+    assert_int_not_equal(s->ops->principal_create(s, "boom", "user"), STORE_OK);
+    /* no rollback here: the transaction is gone already, and the caller goes on */
+    assert_int_equal(s->ops->audit_append(s, "admin", "x.y", NULL, NULL, "{}", &seq), STORE_OK);
+    assert_int_equal(seq, 2);
+    memset(&c, 0, sizeof c);
+    memset(c.prev, '0', AUDIT_HASH_HEX_LEN);
+    assert_int_equal(s->ops->audit_list(s, 0, 100, check_chain, &c), STORE_OK);
+    assert_int_equal(c.n, 2);
+}
+
 /* SQLite only (PostgreSQL has no read_begin): the reads between read_begin and read_end see
  * one snapshot, and a write in between ends it and is committed at once, on its own. */
 static void test_store_sqlite_read_snapshot(void **state)
@@ -1639,6 +1666,8 @@ int main(void)
     };
     const struct CMUnitTest sqlite_tests[] = {
         cmocka_unit_test_setup_teardown(test_store_sqlite_read_snapshot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_sqlite_audit_head_after_rollback_by_trigger,
+                                        setup, teardown),
     };
     /* what only PostgreSQL has: a connection to lose */
     const struct CMUnitTest postgres_tests[] = {
