@@ -1510,6 +1510,20 @@ static void test_store_statements_kept(void **state)
     assert_string_equal(policy, "supervised/0");
 }
 
+/* The number of records of s's audit log, after checking that each chains to the one before;
+ * the last one's hash into ret_head unless NULL. */
+static int chain_length(struct store *s, char ret_head[AUDIT_HASH_HEX_LEN + 1])
+{
+    struct chain c;
+    memset(&c, 0, sizeof c);
+    memset(c.prev, '0', AUDIT_HASH_HEX_LEN);
+    assert_int_equal(s->ops->audit_list(s, 0, 100000, check_chain, &c), STORE_OK);
+    if (ret_head) {
+        memcpy(ret_head, c.prev, AUDIT_HASH_HEX_LEN + 1);
+    }
+    return c.n;
+}
+
 /* Each record chains to the last one kept: after a rolled back append, a refused one, and
  * one another connection made behind the store's back (a store that remembered the head it
  * wrote would otherwise leave a gap, or fork the chain). */
@@ -1517,7 +1531,6 @@ static void test_store_audit_head_follows_rollbacks(void **state)
 {
     struct fixture *f = *state;
     struct store *s = f->s;
-    struct chain c;
     int64_t seq = 0;
     assert_int_equal(s->ops->audit_append(s, "admin", "x.y", NULL, NULL, "{}", &seq), STORE_OK);
     assert_int_equal(seq, 1);
@@ -1533,10 +1546,8 @@ static void test_store_audit_head_follows_rollbacks(void **state)
     assert_int_equal(s->ops->audit_append(s, "admin", "x.y", NULL, NULL, "[]", &seq), STORE_ERROR);
     assert_int_equal(s->ops->audit_append(s, "admin", "x.y", NULL, NULL, "{}", &seq), STORE_OK);
     assert_int_equal(seq, 3);
-    memset(&c, 0, sizeof c);
-    memset(c.prev, '0', AUDIT_HASH_HEX_LEN);
-    assert_int_equal(s->ops->audit_list(s, 0, 100, check_chain, &c), STORE_OK);
-    assert_int_equal(c.n, 3);
+    char head[AUDIT_HASH_HEX_LEN + 1];
+    assert_int_equal(chain_length(s, head), 3);
 
     /* record 4 by another connection: the store's next one is 5, chained to it */
     char sql[512];
@@ -1547,14 +1558,11 @@ static void test_store_audit_head_follows_rollbacks(void **state)
              "INSERT INTO audit(seq, time, actor, action, subject, department, details, prev, "
              "hash, line) VALUES (4, '2026-01-31T12:00:01.007Z', 'other', 'x.y', '', NULL, '{}', "
              "'%s', '%s', '{\"hash\":\"%s\"}')",
-             c.prev, fake, fake);
+             head, fake, fake);
     assert_int_equal(raw_exec(f, 0, sql), 0);
     assert_int_equal(s->ops->audit_append(s, "admin", "x.y", NULL, NULL, "{}", &seq), STORE_OK);
     assert_int_equal(seq, 5);
-    memset(&c, 0, sizeof c);
-    memset(c.prev, '0', AUDIT_HASH_HEX_LEN);
-    assert_int_equal(s->ops->audit_list(s, 0, 100, check_chain, &c), STORE_OK);
-    assert_int_equal(c.n, 5);
+    assert_int_equal(chain_length(s, NULL), 5);
 }
 
 /* SQLite only: a statement whose failure ends the whole transaction (a trigger's
@@ -1564,7 +1572,6 @@ static void test_store_sqlite_audit_head_after_rollback_by_trigger(void **state)
 {
     struct fixture *f = *state;
     struct store *s = f->s;
-    struct chain c;
     int64_t seq = 0;
     assert_int_equal(raw_exec(f, 0,
                               "CREATE TRIGGER boom BEFORE INSERT ON principals WHEN NEW.name = "
@@ -1578,10 +1585,7 @@ static void test_store_sqlite_audit_head_after_rollback_by_trigger(void **state)
     /* no rollback here: the transaction is gone already, and the caller goes on */
     assert_int_equal(s->ops->audit_append(s, "admin", "x.y", NULL, NULL, "{}", &seq), STORE_OK);
     assert_int_equal(seq, 2);
-    memset(&c, 0, sizeof c);
-    memset(c.prev, '0', AUDIT_HASH_HEX_LEN);
-    assert_int_equal(s->ops->audit_list(s, 0, 100, check_chain, &c), STORE_OK);
-    assert_int_equal(c.n, 2);
+    assert_int_equal(chain_length(s, NULL), 2);
 }
 
 /* SQLite only (PostgreSQL has no read_begin): the reads between read_begin and read_end see
