@@ -861,43 +861,33 @@ static enum store_rc sqlite_audit_append(struct store *s, const char *actor, con
     struct store_checkpoint cp;
     char hash[AUDIT_HASH_HEX_LEN + 1];
     int64_t seq = 0;
-    enum store_rc rc;
-    /* A record no checkpoint follows is one INSERT, atomic on its own: the savepoint is for a
-     * record and its checkpoint (and for a head not known yet, which might need one). */
-    if (st->head_known && !(st->audit_key && (st->head_seq + 1) % SQLITE_CHECKPOINT_EVERY ==
-                                                     SQLITE_CHECKPOINT_EVERY - 1)) {
-        rc = sqlite_audit_insert(st, actor, action, subject, department, details_json, &seq, hash);
-        if (rc == STORE_OK && st->audit_key &&
-            seq % SQLITE_CHECKPOINT_EVERY == SQLITE_CHECKPOINT_EVERY - 1) {
-            /* another connection's records moved it to a checkpoint's place */
-            rc = sqlite_audit_append_checkpoint(st, seq, hash, &cp);
-        }
-        if (rc == STORE_OK && ret_seq) {
-            *ret_seq = seq;
-        }
-        return rc == STORE_CONFLICT ? sqlite_fail(st, "audit") : rc;
-    }
-    rc = sqlite_savepoint(st, "SAVEPOINT audit_append");
-    if (rc != STORE_OK) {
-        return rc;
-    }
-    rc = sqlite_audit_insert(st, actor, action, subject, department, details_json, &seq, hash);
-    if (rc == STORE_OK && st->audit_key &&
-        seq % SQLITE_CHECKPOINT_EVERY == SQLITE_CHECKPOINT_EVERY - 1) {
-        rc = sqlite_audit_append_checkpoint(st, seq, hash, &cp);
+    enum store_rc rc = STORE_OK;
+    /* A record no checkpoint follows is one INSERT, atomic on its own: the savepoint binds a
+     * record to its checkpoint (and covers a head not known yet, which might need one). */
+    int alone = st->head_known && !(st->audit_key && (st->head_seq + 1) % SQLITE_CHECKPOINT_EVERY ==
+                                                             SQLITE_CHECKPOINT_EVERY - 1);
+    if (!alone) {
+        rc = sqlite_savepoint(st, "SAVEPOINT audit_append");
     }
     if (rc == STORE_OK) {
+        rc = sqlite_audit_insert(st, actor, action, subject, department, details_json, &seq, hash);
+    }
+    if (rc == STORE_OK && st->audit_key &&
+        seq % SQLITE_CHECKPOINT_EVERY == SQLITE_CHECKPOINT_EVERY - 1) {
+        /* alone, only when another connection's records moved it to a checkpoint's place */
+        rc = sqlite_audit_append_checkpoint(st, seq, hash, &cp);
+    }
+    if (rc == STORE_OK && !alone) {
         rc = sqlite_savepoint(st, "RELEASE audit_append");
     }
-    if (rc != STORE_OK) {
+    if (rc != STORE_OK && !alone) {
         st->head_known = 0;
         sqlite3_exec(st->db, "ROLLBACK TO audit_append; RELEASE audit_append", NULL, NULL, NULL);
-        return rc == STORE_CONFLICT ? sqlite_fail(st, "audit") : rc;
     }
-    if (ret_seq) {
+    if (rc == STORE_OK && ret_seq) {
         *ret_seq = seq;
     }
-    return STORE_OK;
+    return rc == STORE_CONFLICT ? sqlite_fail(st, "audit") : rc;
 }
 
 static enum store_rc sqlite_audit_set_key(struct store *s, EVP_PKEY *key)

@@ -1524,6 +1524,14 @@ static int chain_length(struct store *s, char ret_head[AUDIT_HASH_HEX_LEN + 1])
     return c.n;
 }
 
+/* Appends a record of `action` and checks that it got seq `want`. */
+static void append_is(struct store *s, const char *action, int64_t want)
+{
+    int64_t seq = 0;
+    assert_int_equal(s->ops->audit_append(s, "admin", action, NULL, NULL, "{}", &seq), STORE_OK);
+    assert_int_equal(seq, want);
+}
+
 /* Each record chains to the last one kept: after a rolled back append, a refused one, and
  * one another connection made behind the store's back (a store that remembered the head it
  * wrote would otherwise leave a gap, or fork the chain). */
@@ -1532,20 +1540,16 @@ static void test_store_audit_head_follows_rollbacks(void **state)
     struct fixture *f = *state;
     struct store *s = f->s;
     int64_t seq = 0;
-    assert_int_equal(s->ops->audit_append(s, "admin", "x.y", NULL, NULL, "{}", &seq), STORE_OK);
-    assert_int_equal(seq, 1);
+    append_is(s, "x.y", 1);
     assert_int_equal(s->ops->tx_begin(s), STORE_OK);
-    assert_int_equal(s->ops->audit_append(s, "admin", "gone", NULL, NULL, "{}", &seq), STORE_OK);
-    assert_int_equal(seq, 2);
+    append_is(s, "gone", 2);
     s->ops->tx_rollback(s);
-    assert_int_equal(s->ops->audit_append(s, "admin", "x.y", NULL, NULL, "{}", &seq), STORE_OK);
-    assert_int_equal(seq, 2);
+    append_is(s, "x.y", 2);
     assert_int_equal(s->ops->tx_begin_unsynced(s), STORE_OK);
     assert_int_equal(s->ops->audit_append(s, "admin", "gone", NULL, NULL, "{}", &seq), STORE_OK);
     s->ops->tx_rollback(s);
     assert_int_equal(s->ops->audit_append(s, "admin", "x.y", NULL, NULL, "[]", &seq), STORE_ERROR);
-    assert_int_equal(s->ops->audit_append(s, "admin", "x.y", NULL, NULL, "{}", &seq), STORE_OK);
-    assert_int_equal(seq, 3);
+    append_is(s, "x.y", 3);
     char head[AUDIT_HASH_HEX_LEN + 1];
     assert_int_equal(chain_length(s, head), 3);
 
@@ -1560,8 +1564,7 @@ static void test_store_audit_head_follows_rollbacks(void **state)
              "'%s', '%s', '{\"hash\":\"%s\"}')",
              head, fake, fake);
     assert_int_equal(raw_exec(f, 0, sql), 0);
-    assert_int_equal(s->ops->audit_append(s, "admin", "x.y", NULL, NULL, "{}", &seq), STORE_OK);
-    assert_int_equal(seq, 5);
+    append_is(s, "x.y", 5);
     assert_int_equal(chain_length(s, NULL), 5);
 }
 
@@ -1572,19 +1575,16 @@ static void test_store_sqlite_audit_head_after_rollback_by_trigger(void **state)
 {
     struct fixture *f = *state;
     struct store *s = f->s;
-    int64_t seq = 0;
     assert_int_equal(raw_exec(f, 0,
                               "CREATE TRIGGER boom BEFORE INSERT ON principals WHEN NEW.name = "
                               "'boom' BEGIN SELECT RAISE(ROLLBACK, 'refused'); END"),
                      0);
-    assert_int_equal(s->ops->audit_append(s, "admin", "x.y", NULL, NULL, "{}", &seq), STORE_OK);
+    append_is(s, "x.y", 1);
     assert_int_equal(s->ops->tx_begin(s), STORE_OK);
-    assert_int_equal(s->ops->audit_append(s, "admin", "gone", NULL, NULL, "{}", &seq), STORE_OK);
-    assert_int_equal(seq, 2);
+    append_is(s, "gone", 2);
     assert_int_not_equal(s->ops->principal_create(s, "boom", "user"), STORE_OK);
     /* no rollback here: the transaction is gone already, and the caller goes on */
-    assert_int_equal(s->ops->audit_append(s, "admin", "x.y", NULL, NULL, "{}", &seq), STORE_OK);
-    assert_int_equal(seq, 2);
+    append_is(s, "x.y", 2);
     assert_int_equal(chain_length(s, NULL), 2);
 }
 
