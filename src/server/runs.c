@@ -88,6 +88,16 @@ struct srun {
     struct srun *next_done;
 };
 
+struct runs_job;
+
+/* What one transaction of the writer recorded, answered by the syncer after its fsync. */
+struct runs_batch {
+    struct runs_job *jobs;
+    struct srun *ends[RUNS_BATCH_MAX];
+    size_t n;
+    uint64_t number; /* its place in runs.committed */
+};
+
 struct runs {
     struct store *store;
     pthread_mutex_t *store_lock;
@@ -105,9 +115,17 @@ struct runs {
     struct runs_job *start_tail;
     int draining;
     int stop;
-    int unsynced;          /* a batch is committed, its fsync not done: set under the store lock */
-    pthread_cond_t synced; /* unsynced went back to 0 */
+    /* The writer commits a batch while the syncer fsyncs the one before (see runs_writer):
+     * batches[] are the two, to_sync the committed one the syncer has not taken yet. */
+    struct runs_batch batches[2];
+    struct runs_batch *to_sync;
+    int sync_stop;            /* the writer has ended: the syncer ends once to_sync is empty */
+    pthread_cond_t sync_cond; /* the syncer waits on it for a batch, the writer for the slot */
+    uint64_t committed;       /* batches committed: counted under the store lock */
+    uint64_t synced_upto;     /* batches on the disk */
+    pthread_cond_t synced;    /* synced_upto moved */
     pthread_t writer;
+    pthread_t syncer;
     /* With several nodes (runs_set_node): this node's id, and the connector calls the writer
      * marks sent in the store before they leave. "" and empty with one node. */
     char node[RUNS_NODE_MAX];
@@ -1239,10 +1257,104 @@ static void runs_mark_batch(struct runs *r, struct runs_pending *marks)
     }
 }
 
+/* After a batch's fsync, on the syncer: what it recorded is durable, so its new runs' held
+ * connector calls go out, its clients are answered, and its ended runs leave the active list. */
+static void runs_finish_batch(struct runs *r, struct runs_batch *b)
+{
+    runs_finish_jobs(r, b->jobs);
+    b->jobs = NULL;
+    for (size_t i = 0; i < b->n; i++) {
+        struct srun *sr = b->ends[i];
+        if (sr->deferred) {
+            http_deferred_answer(sr->deferred, sr->answer_status,
+                                 sr->answer.data ? sr->answer.data : "", sr->answer.len);
+            sr->deferred = NULL;
+        }
+    }
+    /* off the active list only once answered: the drain's "every run answered" */
+    pthread_mutex_lock(&r->lock);
+    int was_full = r->node[0] && r->nactive + r->nstarting >= r->capacity;
+    for (size_t i = 0; i < b->n; i++) {
+        struct srun *sr = b->ends[i];
+        for (struct srun **p = &r->active; *p; p = &(*p)->next_active) {
+            if (*p == sr) {
+                *p = sr->next_active;
+                r->nactive--;
+                break;
+            }
+        }
+    }
+    /* room again: what was queued while this node was full is claimed now, not at the
+     * next poll */
+    int room = was_full && !r->draining && r->nactive + r->nstarting < r->capacity;
+    pthread_cond_broadcast(&r->cond);
+    pthread_mutex_unlock(&r->lock);
+    if (room) {
+        runs_kick(r);
+    }
+    for (size_t i = 0; i < b->n; i++) {
+        struct srun *sr = b->ends[i];
+        if (sr->counted_status) {
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            double seconds = (double)(now.tv_sec - sr->started.tv_sec) +
+                             (double)(now.tv_nsec - sr->started.tv_nsec) / 1e9;
+            metrics_run(sr->plan->template_name[0] ? sr->plan->template_name : "_adhoc",
+                        sr->counted_status, seconds);
+        }
+        srun_unref(sr);
+    }
+    b->n = 0;
+}
+
+/* The syncer: fsyncs each batch the writer has committed, then finishes it. While it waits for
+ * the disk the writer commits the next batch, so a run's record waits for at most the fsync in
+ * progress and its own, not also for the commit of the batch before. */
+static void *runs_syncer(void *arg)
+{
+    struct runs *r = arg;
+    pthread_setname_np(pthread_self(), "airlockd-sync");
+    pthread_mutex_lock(&r->lock);
+    while (1) {
+        while (!r->to_sync && !r->sync_stop) {
+            pthread_cond_wait(&r->sync_cond, &r->lock);
+        }
+        if (!r->to_sync) {
+            break;
+        }
+        struct runs_batch *b = r->to_sync;
+        r->to_sync = NULL;
+        pthread_cond_broadcast(&r->sync_cond); /* the writer may commit its next batch */
+        pthread_mutex_unlock(&r->lock);
+
+        /* Nothing the batch records is answered, and no connector call of its new runs sent,
+         * before its fsync. A failed fsync leaves no way to know what reached the disk (its
+         * error is reported once): airlockd stops, as PostgreSQL does, and its restart
+         * recovers from what the database says. fsync of the WAL needs no store lock. */
+        if (r->store->ops->sync(r->store) != STORE_OK) {
+            runs_log_store(r, "the database could not be synced to disk; stopping");
+            abort();
+        }
+        pthread_mutex_lock(&r->lock);
+        r->synced_upto = b->number;
+        pthread_cond_broadcast(&r->synced);
+        pthread_mutex_unlock(&r->lock);
+
+        runs_finish_batch(r, b);
+        pthread_mutex_lock(&r->lock);
+    }
+    pthread_mutex_unlock(&r->lock);
+    return NULL;
+}
+
+/* The writer: records new runs and ended runs in batches, one transaction each, and hands each
+ * committed batch to the syncer. It commits the next batch while the syncer fsyncs the last,
+ * and then waits until the syncer takes it: one commit for each fsync, and everything that
+ * arrives meanwhile goes into one batch (group commit). */
 static void *runs_writer(void *arg)
 {
     struct runs *r = arg;
-    struct srun *batch[RUNS_BATCH_MAX];
+    unsigned which = 0;
     pthread_setname_np(pthread_self(), "airlockd-writer");
     pthread_mutex_lock(&r->lock);
     while (1) {
@@ -1261,29 +1373,32 @@ static void *runs_writer(void *arg)
             pthread_mutex_lock(&r->lock);
             continue;
         }
+        /* the syncer has taken the other batch, so this one is free (see below) */
+        struct runs_batch *b = &r->batches[which];
+        which ^= 1;
         size_t n = 0;
         while (r->done_head && n < RUNS_BATCH_MAX) {
-            batch[n++] = r->done_head;
+            b->ends[n++] = r->done_head;
             r->done_head = r->done_head->next_done;
         }
         if (!r->done_head) {
             r->done_tail = NULL;
         }
-        struct runs_job *jobs = r->start_head;
+        b->n = n;
+        b->jobs = r->start_head;
         r->start_head = NULL;
         r->start_tail = NULL;
         pthread_mutex_unlock(&r->lock);
 
         /* one transaction, one fsync for the whole batch: new runs first, then the ended */
         pthread_mutex_lock(r->store_lock);
-        struct store *s = r->store;
-        int batched = runs_record_batch(r, jobs, batch, n) == STORE_OK;
+        int batched = runs_record_batch(r, b->jobs, b->ends, n) == STORE_OK;
         if (!batched) {
             /* one bad run must not sink the others: each again on its own */
             runs_log_store(r, "recording a batch of runs failed; recording them one by one");
-            runs_record_each(r, jobs, batch, n);
+            runs_record_each(r, b->jobs, b->ends, n);
         }
-        for (struct runs_job *job = jobs; job; job = job->next) {
+        for (struct runs_job *job = b->jobs; job; job = job->next) {
             if (job->failed) {
                 runs_internal_answer(&job->answer, &job->status, "the run could not be recorded",
                                      job->sr && job->sr->deferred ? job->sr->deferred
@@ -1293,74 +1408,26 @@ static void *runs_writer(void *arg)
             }
         }
         for (size_t i = 0; i < n && !batched; i++) {
-            if (!batch[i]->unrecorded) {
-                runs_build_answer(r, batch[i]);
+            if (!b->ends[i]->unrecorded) {
+                runs_build_answer(r, b->ends[i]);
             }
         }
         pthread_mutex_lock(&r->lock);
-        r->unsynced = 1; /* still under the store lock: no reader has seen the batch */
+        b->number = ++r->committed; /* still under the store lock: no reader has seen it */
         pthread_mutex_unlock(&r->lock);
         pthread_mutex_unlock(r->store_lock);
 
-        /* The batch's fsync, with the store lock free for the HTTP thread meanwhile; nothing
-         * the batch records is answered, and no connector call of its new runs sent, before
-         * it. A failed fsync leaves no way to know what reached the disk (its error is
-         * reported once): airlockd stops, as PostgreSQL does, and its restart recovers from
-         * what the database says. */
-        if (s->ops->sync(s) != STORE_OK) {
-            runs_log_store(r, "the database could not be synced to disk; stopping");
-            abort();
-        }
+        /* to the syncer; the next batch is committed only once the syncer has taken this one
+         * (that is, once the fsync before it is done and its batch finished) */
         pthread_mutex_lock(&r->lock);
-        r->unsynced = 0;
-        pthread_cond_broadcast(&r->synced);
-        pthread_mutex_unlock(&r->lock);
-
-        /* outside the store lock: the HTTP thread may be waiting for it */
-        runs_finish_jobs(r, jobs);
-        for (size_t i = 0; i < n; i++) {
-            struct srun *sr = batch[i];
-            if (sr->deferred) {
-                http_deferred_answer(sr->deferred, sr->answer_status,
-                                     sr->answer.data ? sr->answer.data : "", sr->answer.len);
-                sr->deferred = NULL;
-            }
+        r->to_sync = b;
+        pthread_cond_broadcast(&r->sync_cond);
+        while (r->to_sync) {
+            pthread_cond_wait(&r->sync_cond, &r->lock);
         }
-        /* off the active list only once answered: the drain's "every run answered" */
-        pthread_mutex_lock(&r->lock);
-        int was_full = r->node[0] && r->nactive + r->nstarting >= r->capacity;
-        for (size_t i = 0; i < n; i++) {
-            struct srun *sr = batch[i];
-            for (struct srun **p = &r->active; *p; p = &(*p)->next_active) {
-                if (*p == sr) {
-                    *p = sr->next_active;
-                    r->nactive--;
-                    break;
-                }
-            }
-        }
-        /* room again: what was queued while this node was full is claimed now, not at the
-         * next poll */
-        int room = was_full && !r->draining && r->nactive + r->nstarting < r->capacity;
-        pthread_cond_broadcast(&r->cond);
-        pthread_mutex_unlock(&r->lock);
-        if (room) {
-            runs_kick(r);
-        }
-        for (size_t i = 0; i < n; i++) {
-            struct srun *sr = batch[i];
-            if (sr->counted_status) {
-                struct timespec now;
-                clock_gettime(CLOCK_MONOTONIC, &now);
-                double seconds = (double)(now.tv_sec - sr->started.tv_sec) +
-                                 (double)(now.tv_nsec - sr->started.tv_nsec) / 1e9;
-                metrics_run(sr->plan->template_name[0] ? sr->plan->template_name : "_adhoc",
-                            sr->counted_status, seconds);
-            }
-            srun_unref(sr);
-        }
-        pthread_mutex_lock(&r->lock);
     }
+    r->sync_stop = 1;
+    pthread_cond_broadcast(&r->sync_cond);
     pthread_mutex_unlock(&r->lock);
     return NULL;
 }
@@ -1647,7 +1714,7 @@ size_t runs_cancel_version(struct runs *r, const char *template_name, int64_t ve
 void runs_wait_synced(struct runs *r)
 {
     pthread_mutex_lock(&r->lock);
-    while (r->unsynced) {
+    while (r->synced_upto < r->committed) {
         pthread_cond_wait(&r->synced, &r->lock);
     }
     pthread_mutex_unlock(&r->lock);
@@ -1774,16 +1841,29 @@ int runs_new(struct store *store, pthread_mutex_t *store_lock, struct al_runner 
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->cond, NULL);
     pthread_cond_init(&r->synced, NULL);
+    pthread_cond_init(&r->sync_cond, NULL);
+    if (pthread_create(&r->syncer, NULL, runs_syncer, r) != 0) {
+        snprintf(err, 256, "cannot start the run syncer thread");
+        goto fail;
+    }
     if (pthread_create(&r->writer, NULL, runs_writer, r) != 0) {
         snprintf(err, 256, "cannot start the run writer thread");
-        pthread_cond_destroy(&r->cond);
-        pthread_cond_destroy(&r->synced);
-        pthread_mutex_destroy(&r->lock);
-        free(r);
-        return -1;
+        pthread_mutex_lock(&r->lock);
+        r->sync_stop = 1;
+        pthread_cond_broadcast(&r->sync_cond);
+        pthread_mutex_unlock(&r->lock);
+        pthread_join(r->syncer, NULL);
+        goto fail;
     }
     *ret = r;
     return 0;
+fail:
+    pthread_cond_destroy(&r->sync_cond);
+    pthread_cond_destroy(&r->cond);
+    pthread_cond_destroy(&r->synced);
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+    return -1;
 }
 
 void runs_free(struct runs *r)
@@ -1796,7 +1876,9 @@ void runs_free(struct runs *r)
     r->stop = 1;
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->lock);
-    pthread_join(r->writer, NULL);
+    pthread_join(r->writer, NULL); /* which ends the syncer once its last batch is done */
+    pthread_join(r->syncer, NULL);
+    pthread_cond_destroy(&r->sync_cond);
     pthread_cond_destroy(&r->cond);
     pthread_cond_destroy(&r->synced);
     pthread_mutex_destroy(&r->lock);

@@ -553,7 +553,7 @@ def t_threads_are_named(tmp):
         for t in os.listdir(task):
             with open(os.path.join(task, t, "comm")) as f:
                 names.add(f.read().strip())
-        want = {"airlockd-writer", "airlockd-curl", "airlock-loop"}
+        want = {"airlockd-writer", "airlockd-sync", "airlockd-curl", "airlock-loop"}
         check(want <= names, "threads %r, want %r among them" % (sorted(names), sorted(want)))
     finally:
         w.close()
@@ -570,7 +570,7 @@ def t_nothing_of_a_batch_is_answered_before_its_fsync(tmp):
     so = os.environ.get("FAILSYNC_LIB", "")
     check(os.path.exists(so), "FAILSYNC_LIB (the failsync library, set by ctest) is %r" % so)
     gate = os.path.join(tmp, "gate")
-    env = {"FAILSYNC_THREAD": "airlockd-writer", "FAILSYNC_GATE": gate, "LD_PRELOAD": so,
+    env = {"FAILSYNC_THREAD": "airlockd-sync", "FAILSYNC_GATE": gate, "LD_PRELOAD": so,
            "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"}
     w = World(tmp, env_extra=env)
     try:
@@ -638,6 +638,90 @@ def t_nothing_of_a_batch_is_answered_before_its_fsync(tmp):
     finally:
         if os.path.exists(gate):
             os.unlink(gate)
+        w.close()
+
+
+def t_a_batch_committed_during_an_fsync_waits_for_its_own(tmp):
+    # The writer commits a batch while the syncer fsyncs the one before it (docs/server.md).
+    # That batch must wait for its own fsync, not for the one that was in flight when it
+    # committed: its POST is not answered, its run's connector call is not sent and no GET
+    # shows its run before then.
+    import sqlite3
+    import threading
+    so = os.environ.get("FAILSYNC_LIB", "")
+    check(os.path.exists(so), "FAILSYNC_LIB (the failsync library, set by ctest) is %r" % so)
+    gate = os.path.join(tmp, "gate")
+    env = {"FAILSYNC_THREAD": "airlockd-sync", "FAILSYNC_GATE": gate, "LD_PRELOAD": so,
+           "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"}
+    # the syncer's first fsync (run 1's start) and its second (run 2's) wait for the test
+    for n in (1, 2):
+        open("%s.%d" % (gate, n), "w").close()
+    w = World(tmp, env_extra=env)
+
+    def held(n):
+        deadline = time.monotonic() + HANG
+        while not os.path.exists("%s.%d.held" % (gate, n)):
+            check(time.monotonic() < deadline, "the syncer's fsync %d never came" % n)
+            time.sleep(0.005)
+
+    try:
+        w.template("nap", "await shop.slow(300); return 'rested';", ["shop.slow"])
+        w.template("paid", "return (await shop.orders('paid')).length;", ["shop.orders"])
+        answers = {}
+
+        def post(name, template):
+            answers[name] = (w.run({"template": template, "wait": False}), time.monotonic())
+
+        first = threading.Thread(target=post, args=("nap", "nap"))
+        first.start()
+        held(1)
+        # run 1's start is in the fsync; run 2's start is committed beside it
+        second = threading.Thread(target=post, args=("paid", "paid"))
+        second.start()
+        db = sqlite3.connect("file:%s?mode=ro" % os.path.join(w.dir, "airlock.db"), uri=True)
+        deadline = time.monotonic() + HANG
+        while db.execute("SELECT count(*) FROM runs").fetchone()[0] < 2:
+            check(time.monotonic() < deadline, "run 2's batch was not committed during the fsync "
+                  "of run 1's")
+            time.sleep(0.005)
+        paid_id = db.execute("SELECT id FROM runs WHERE template = 'paid'").fetchone()[0]
+        db.close()
+        os.unlink("%s.1" % gate)  # run 1's fsync ends; run 2's batch goes to the next one
+        first.join(HANG)
+        check("nap" in answers and answers["nap"][0][0] == 202, "run 1: %r" % (answers.get("nap"),))
+        held(2)
+        seen = {}
+
+        def read():
+            st, doc, _ = w.s.request("GET", "/v1/runs/" + paid_id, None, key=w.keys["agent-7"])
+            seen["get"] = (time.monotonic(), st, doc)
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        reader.join(1.0)
+        calls_meanwhile = w.shop.calls()["by_function"].get("shop.orders", 0)
+        released = time.monotonic()
+        os.unlink("%s.2" % gate)
+        reader.join(HANG)
+        second.join(HANG)
+        wrong = []
+        if calls_meanwhile:
+            wrong.append("run 2's connector call was sent before its start record's fsync")
+        if "paid" not in answers or answers["paid"][1] < released:
+            wrong.append("POST /v1/runs of run 2 was answered before its batch's fsync: %r"
+                         % (answers.get("paid"),))
+        if "get" not in seen or seen["get"][0] < released:
+            wrong.append("GET /v1/runs/%s was answered before the batch recording it was on the "
+                         "disk: %r" % (paid_id, seen.get("get")))
+        check(not wrong, "; ".join(wrong))
+        check(answers["paid"][0][0] == 202 and answers["paid"][0][1]["id"] == paid_id,
+              "run 2: %r" % (answers["paid"],))
+        check(w.until(paid_id, ("completed",))["value"] == 2, "run 2 completes after its fsync")
+        check(w.until(answers["nap"][0][1]["id"], ("completed",))["value"] == "rested", "run 1")
+    finally:
+        for n in (1, 2):
+            if os.path.exists("%s.%d" % (gate, n)):
+                os.unlink("%s.%d" % (gate, n))
         w.close()
 
 
@@ -1164,7 +1248,8 @@ def t_continuation_key_file(tmp):
 TESTS = [(name, fn) for name, fn in sorted(globals().items()) if name.startswith("t_")]
 # SQLite only: the WAL's fsync after an unsynced commit, held back by hosts/failsync.c. On
 # PostgreSQL a commit is durable when it returns (the store's sync does nothing): no such window.
-SQLITE_ONLY = {"t_nothing_of_a_batch_is_answered_before_its_fsync"}
+SQLITE_ONLY = {"t_nothing_of_a_batch_is_answered_before_its_fsync",
+               "t_a_batch_committed_during_an_fsync_waits_for_its_own"}
 if ts.PG:
     for name in sorted(SQLITE_ONLY):
         print("not run on PostgreSQL: " + name, flush=True)
