@@ -10,7 +10,7 @@
  * A new run starts executing as soon as it is submitted, beside the writer's batch that records
  * it: its start costs the run no commit of its own. Nothing leaves airlockd before that record
  * is on the disk, though: a connector call the run makes meanwhile is held (start_state
- * RUNS_START_PENDING) and sent by the writer right after the batch's fsync. A run whose record
+ * RUNS_START_PENDING) and sent by the syncer right after the batch's fsync. A run whose record
  * is refused (its version was revoked meanwhile) or fails is cancelled, its held calls throw, and
  * its end is never recorded: for everyone outside, it never ran.
  *
@@ -321,7 +321,7 @@ static void runs_pending_drop(struct runs_pending *p, const char *message)
     free(p);
 }
 
-/* Sends a call to its connector; on any thread (the event thread, or the writer for a call
+/* Sends a call to its connector; on any thread (the event thread, or the syncer for a call
  * that was held). */
 static void runs_pending_send(struct runs_pending *p)
 {

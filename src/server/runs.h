@@ -6,8 +6,9 @@
  * Threads: the HTTP thread plans a run and calls runs_submit; the runner's event thread drives
  * it and calls the host functions, which hand each connector call to the connector client's
  * thread; a run's end is queued for the writer, which takes the store lock once per batch of
- * finished runs, commits them in one transaction (one fsync for the batch: group commit), then
- * answers the deferred requests. Nothing here blocks the event thread.
+ * new and finished runs and commits them in one transaction; the syncer thread then fsyncs it
+ * (one fsync for the batch: group commit) and answers the deferred requests, while the writer
+ * commits the next batch. Nothing here blocks the event thread.
  */
 #ifndef AIRLOCK_SERVER_RUNS_H
 #define AIRLOCK_SERVER_RUNS_H
@@ -174,10 +175,10 @@ size_t runs_active(struct runs *r);
 /* The ids of the runs executing here, copied: *ret_ids (malloc'd, RUNS_ID_LEN + 1 bytes each,
  * the caller frees; NULL when there is none) and how many. -1 when out of memory. */
 int runs_active_ids(struct runs *r, char (**ret_ids)[RUNS_ID_LEN + 1], size_t *ret_n);
-/* Returns once no batch of the writer is committed but not yet on the disk. The caller holds
- * the store lock (so no new batch commits meanwhile) and may then read anything: what it
- * answers is durable. The writer fsyncs its batches off the store lock, so a request that reads
- * what runs write (runs, approvals, the audit) waits here first. */
+/* Returns once every batch the writer has committed is on the disk. The caller holds the store
+ * lock (so no new batch commits meanwhile) and may then read anything: what it answers is
+ * durable. The syncer fsyncs the batches off the store lock, so a request that reads what runs
+ * write (runs, approvals, the audit) waits here first. */
 void runs_wait_synced(struct runs *r);
 
 /* A run's API object (the answer of POST /v1/runs and GET /v1/runs/{id}) from its row; the
