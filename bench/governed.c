@@ -12,7 +12,9 @@
  * thread goes over one keep-alive connection. The library side and airlockd alternate per
  * concurrency, airlockd idle while the library runs. Each phase of airlockd also reads the
  * server's own request log (duration_ms of each POST /v1/runs, from the request's arrival to
- * its answer) so the report can tell the server's time from the client's and the loopback's.
+ * its answer) so the report can tell the server's time from the client's and the loopback's,
+ * and where the CPU of each phase went (from /proc, per run): this process, and airlockd's
+ * workers and each of its threads by name.
  *
  * Every run's value is checked, so a broken run stops the bench instead of being timed. Times
  * are reported, never asserted.
@@ -21,6 +23,7 @@
  * goes in DIR/var, its log in DIR/airlockd.log; run from the folder that holds airlock-worker)
  */
 #include <curl/curl.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -35,6 +38,101 @@
 #include "harness.h"
 
 #define WARM_WORKERS 2 /* airlockd's default; the library's runner gets the same */
+#define THREADS_MAX  64
+#define GROUPS_MAX   16
+
+/* Where a phase's CPU goes, per run: this process (the library and its workers, or the clients
+ * and the connector) and airlockd by thread name and its workers, from /proc. A thread that
+ * ended during the phase is counted in "ended threads". */
+struct cpu_split {
+    pid_t server; /* airlockd */
+    int library;  /* a phase of al_run: only this process's share is printed */
+    struct {
+        pid_t tid;
+        char comm[32];
+        long long ticks;
+    } threads[2][THREADS_MAX];
+    int nthreads[2];
+    long long server_self[2]; /* airlockd's own threads, those that ended too */
+    long long server_tree[2]; /* and every process under it, reaped or live */
+    long long bench_tree[2];  /* this process and everything under it, airlockd included */
+};
+
+static void cpu_mark(void *ctx, int after)
+{
+    struct cpu_split *c = ctx;
+    char path[300];
+    struct proc_stat st;
+    c->nthreads[after] = 0;
+    snprintf(path, sizeof path, "/proc/%d/task", (int)c->server);
+    DIR *d = opendir(path);
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL && c->nthreads[after] < THREADS_MAX) {
+        if (de->d_name[0] == '.') {
+            continue;
+        }
+        snprintf(path, sizeof path, "/proc/%d/task/%s/stat", (int)c->server, de->d_name);
+        if (proc_stat_read(path, &st) == 0) {
+            int i = c->nthreads[after]++;
+            c->threads[after][i].tid = (pid_t)strtol(de->d_name, NULL, 10);
+            memcpy(c->threads[after][i].comm, st.comm, sizeof st.comm);
+            c->threads[after][i].ticks = st.ticks;
+        }
+    }
+    if (d) {
+        closedir(d);
+    }
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)c->server);
+    c->server_self[after] = proc_stat_read(path, &st) == 0 ? st.ticks : 0;
+    c->server_tree[after] = proc_tree_ticks(c->server);
+    c->bench_tree[after] = proc_tree_ticks(getpid());
+}
+
+/* ,"cpu_ms_per_run":{"bench":B,"workers":W,"<thread name>":T,...}: the server's keys only for
+ * airlockd's phases. */
+static void cpu_extra(void *ctx, long runs, FILE *out)
+{
+    struct cpu_split *c = ctx;
+    double per = runs > 0 ? 1e3 / (double)sysconf(_SC_CLK_TCK) / (double)runs : 0;
+    long long server = c->server_tree[1] - c->server_tree[0];
+    long long bench = c->bench_tree[1] - c->bench_tree[0] - server;
+    fprintf(out, ",\"cpu_ms_per_run\":{\"bench\":%.4f", (double)bench * per);
+    if (c->library) {
+        fprintf(out, "}");
+        return;
+    }
+    long long self = c->server_self[1] - c->server_self[0];
+    fprintf(out, ",\"workers\":%.4f", (double)(server - self) * per);
+    char names[GROUPS_MAX][32];
+    long long sums[GROUPS_MAX];
+    int ngroups = 0;
+    long long counted = 0;
+    for (int i = 0; i < c->nthreads[1]; i++) {
+        long long before = 0;
+        for (int j = 0; j < c->nthreads[0]; j++) {
+            if (c->threads[0][j].tid == c->threads[1][i].tid) {
+                before = c->threads[0][j].ticks;
+            }
+        }
+        int g = 0;
+        while (g < ngroups && strcmp(names[g], c->threads[1][i].comm) != 0) {
+            g++;
+        }
+        if (g == ngroups && ngroups < GROUPS_MAX) {
+            memcpy(names[g], c->threads[1][i].comm, sizeof names[g]);
+            sums[g] = 0;
+            ngroups++;
+        }
+        if (g < ngroups) {
+            sums[g] += c->threads[1][i].ticks - before;
+            counted += c->threads[1][i].ticks - before;
+        }
+    }
+    for (int g = 0; g < ngroups; g++) {
+        fprintf(out, ",\"%s\":%.4f", names[g], (double)sums[g] * per);
+    }
+    fprintf(out, ",\"ended threads\":%.4f}", (double)(self - counted) * per);
+}
 
 static const char small_value[] = "{\"id\":\"k1\",\"value\":42}";
 
@@ -218,6 +316,12 @@ int main(int argc, char **argv)
     }
     char runs_url[256];
     snprintf(runs_url, sizeof runs_url, "%s/v1/runs", sv.base);
+    static struct cpu_split cpu_lib;
+    static struct cpu_split cpu_srv;
+    cpu_lib.server = cpu_srv.server = sv.pid;
+    cpu_lib.library = 1;
+    struct phase_hooks lib_hooks = { cpu_mark, cpu_extra, &cpu_lib };
+    struct phase_hooks srv_hooks = { cpu_mark, cpu_extra, &cpu_srv };
     struct client lib = { .kind = 0, .runner = runner };
     struct client srv = { .kind = 1, .url = runs_url, .key = sv.agent };
 
@@ -234,11 +338,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "airlock_governed: concurrency %d: al_run, then POST /v1/runs (%d ms)\n", c,
                 t);
         snprintf(name, sizeof name, "GLIB%d", c);
-        if (phase(name, "library", &lib, 1, c, t, NULL, NULL) != 0) {
+        if (phase(name, "library", &lib, 1, c, t, NULL, &lib_hooks) != 0) {
             goto out;
         }
         snprintf(name, sizeof name, "GSRV%d", c);
-        if (phase(name, "airlockd", &srv, 1, c, t, &sv, NULL) != 0) {
+        if (phase(name, "airlockd", &srv, 1, c, t, &sv, &srv_hooks) != 0) {
             goto out;
         }
     }

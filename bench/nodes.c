@@ -22,8 +22,6 @@
  * of tests/support/pg_cluster.sh, started with --durable for a fair comparison with SQLite's
  * fsync'd commits; run from the folder that holds airlock-worker, psql on the PATH)
  */
-#include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -37,16 +35,9 @@
 #include "harness.h"
 
 #define NODES_MAX  3
-#define PROCS_MAX  4096
 #define NODES_KEY1 "0101010101010101010101010101010101010101010101010101010101010101"
 #define NODES_KEY2 "0202020202020202020202020202020202020202020202020202020202020202"
 #define NODES_KEY3 "0303030303030303030303030303030303030303030303030303030303030303"
-
-struct proc {
-    pid_t pid;
-    pid_t ppid;
-    long long ticks; /* its own utime + stime and its reaped children's cutime + cstime */
-};
 
 /* What the CPU hooks compare across a phase. */
 struct cpu {
@@ -58,93 +49,14 @@ struct cpu {
     double self_ms[2];
 };
 
-/* One /proc/<pid>/stat into *p; fields after the command's closing parenthesis (it may hold
- * spaces and parentheses itself). */
-static int proc_read(pid_t pid, struct proc *p)
-{
-    char path[64];
-    char buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        return -1;
-    }
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *s = strrchr(buf, ')');
-    if (!s) {
-        return -1;
-    }
-    /* field 3 is the state; ppid is 4, utime 14, stime 15, cutime 16, cstime 17 */
-    long long v[18] = { 0 };
-    char *end = s + 1;
-    for (int field = 3; field <= 17; field++) {
-        while (*end == ' ') {
-            end++;
-        }
-        if (field == 3) {
-            end++;
-            continue;
-        }
-        v[field] = strtoll(end, &end, 10);
-    }
-    p->pid = pid;
-    p->ppid = (pid_t)v[4];
-    p->ticks = v[14] + v[15] + v[16] + v[17];
-    return 0;
-}
-
-/* The CPU ticks of `root` and every live process under it (a process that ended and was reaped
- * is in its parent's cutime + cstime). */
-static long long tree_ticks(pid_t root)
-{
-    static struct proc procs[PROCS_MAX];
-    static char in[PROCS_MAX];
-    int n = 0;
-    DIR *d = opendir("/proc");
-    struct dirent *de;
-    while (d && (de = readdir(d)) != NULL && n < PROCS_MAX) {
-        if (isdigit((unsigned char)de->d_name[0]) &&
-            proc_read((pid_t)strtol(de->d_name, NULL, 10), &procs[n]) == 0) {
-            n++;
-        }
-    }
-    if (d) {
-        closedir(d);
-    }
-    long long sum = 0;
-    int grew = 1;
-    memset(in, 0, (size_t)n);
-    for (int i = 0; i < n; i++) {
-        if (procs[i].pid == root) {
-            in[i] = 1;
-            sum += procs[i].ticks;
-        }
-    }
-    while (grew) {
-        grew = 0;
-        for (int i = 0; i < n; i++) {
-            for (int j = 0; j < n && !in[i]; j++) {
-                if (in[j] && procs[i].ppid == procs[j].pid) {
-                    in[i] = 1;
-                    sum += procs[i].ticks;
-                    grew = 1;
-                }
-            }
-        }
-    }
-    return sum;
-}
-
 static void cpu_mark(void *ctx, int after)
 {
     struct cpu *c = ctx;
     struct rusage ru;
-    c->pg_ticks[after] = c->pg_root > 0 ? tree_ticks(c->pg_root) : 0;
+    c->pg_ticks[after] = c->pg_root > 0 ? proc_tree_ticks(c->pg_root) : 0;
     c->node_ticks[after] = 0;
     for (int i = 0; i < c->n; i++) {
-        c->node_ticks[after] += tree_ticks(c->nodes[i]);
+        c->node_ticks[after] += proc_tree_ticks(c->nodes[i]);
     }
     getrusage(RUSAGE_SELF, &ru);
     c->self_ms[after] = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +

@@ -264,6 +264,29 @@ for c in (1, 2, 8):
                  f"{ms(lib['median_ms'])} | {ms(srv['median_ms'])} "
                  f"({'-' if sm is None else ms(sm)}) | "
                  f"{ms(srv['median_ms'] - lib['median_ms'])} |")
+# Where the CPU of a governed run goes: the same best rounds as the table above, per run.
+cpu_rows = [(c, g.get(f"GLIB{c}", {}).get("cpu_ms_per_run"), g.get(f"GSRV{c}", {}).get("cpu_ms_per_run"))
+            for c in (1, 2, 8)]
+cpu_rows = [(c, l, s) for c, l, s in cpu_rows if l and s]
+if cpu_rows:
+    fixed = ["workers", "bench"]
+    names = sorted({k for _, _, s in cpu_rows for k in s if k not in fixed},
+                   key=lambda k: -max(s.get(k, 0) for _, _, s in cpu_rows))
+    lines.append("")
+    lines.append("CPU per run in ms (utime + stime from /proc over each phase of the table, divided "
+                 "by its runs): the library's side is the bench process and its workers; "
+                 "airlockd's is its workers, each of its threads by name (`MHD-single` is "
+                 "libmicrohttpd's HTTP thread, `airlockd` the main thread), and the bench process "
+                 "(the clients and the connector).")
+    lines.append("")
+    lines.append("| concurrency | al_run (with its workers) | airlockd: all | workers | "
+                 + " | ".join(names) + " | bench's clients and connector |")
+    lines.append("|---|--:|--:|--:|" + "--:|" * len(names) + "--:|")
+    for c, l, s in cpu_rows:
+        total = sum(v for k, v in s.items() if k != "bench")
+        lines.append(f"| {c} | {l['bench']:.3f} | {total:.3f} | {s.get('workers', 0):.3f} | "
+                     + " | ".join(f"{s.get(k, 0):.3f}" for k in names)
+                     + f" | {s['bench']:.3f} |")
 apr, w7 = g.get("GAPR"), a.get("W7")
 if apr:
     lines.append("")
