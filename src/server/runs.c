@@ -120,6 +120,7 @@ struct runs {
     struct runs_batch batches[2];
     struct runs_batch *to_sync;
     int sync_stop;            /* the writer has ended: the syncer ends once to_sync is empty */
+    int writer_waits;         /* the writer waits on sync_cond for the syncer to take to_sync */
     pthread_cond_t sync_cond; /* the syncer waits on it for a batch, the writer for the slot */
     uint64_t committed;       /* batches committed: counted under the store lock */
     uint64_t synced_upto;     /* batches on the disk */
@@ -1324,7 +1325,9 @@ static void *runs_syncer(void *arg)
         }
         struct runs_batch *b = r->to_sync;
         r->to_sync = NULL;
-        pthread_cond_broadcast(&r->sync_cond); /* the writer may commit its next batch */
+        if (r->writer_waits) {
+            pthread_cond_broadcast(&r->sync_cond); /* the writer may collect its next batch */
+        }
         pthread_mutex_unlock(&r->lock);
 
         /* Nothing the batch records is answered, and no connector call of its new runs sent,
@@ -1373,7 +1376,13 @@ static void *runs_writer(void *arg)
             pthread_mutex_lock(&r->lock);
             continue;
         }
-        /* the syncer has taken the other batch, so this one is free (see below) */
+        /* this batch slot is free once the syncer has taken the batch handed to it last: it
+         * takes a batch only after finishing the one before, which used this slot */
+        while (r->to_sync) {
+            r->writer_waits = 1;
+            pthread_cond_wait(&r->sync_cond, &r->lock);
+        }
+        r->writer_waits = 0;
         struct runs_batch *b = &r->batches[which];
         which ^= 1;
         size_t n = 0;
@@ -1417,14 +1426,12 @@ static void *runs_writer(void *arg)
         pthread_mutex_unlock(&r->lock);
         pthread_mutex_unlock(r->store_lock);
 
-        /* to the syncer; the next batch is committed only once the syncer has taken this one
-         * (that is, once the fsync before it is done and its batch finished) */
+        /* to the syncer; the next batch is collected only once the syncer has taken this one
+         * (that is, once the fsync before it is done and its batch finished), and meanwhile
+         * what arrives waits in the queues */
         pthread_mutex_lock(&r->lock);
         r->to_sync = b;
         pthread_cond_broadcast(&r->sync_cond);
-        while (r->to_sync) {
-            pthread_cond_wait(&r->sync_cond, &r->lock);
-        }
     }
     r->sync_stop = 1;
     pthread_cond_broadcast(&r->sync_cond);

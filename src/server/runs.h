@@ -155,9 +155,10 @@ struct runs_start {
     void (*record_free)(void *userdata); /* called once the start has been handled */
 };
 
-/* Hands a new run to the writer: *start is copied and everything it points to taken. After the
- * batch's commit the deferred request is answered with the run's object (or a 500 when the
- * batch could not be recorded) and, for RUNS_START_WAIT and _NOWAIT, the run is launched. */
+/* Hands a new run to the writer: *start is copied and everything it points to taken. A run of
+ * RUNS_START_WAIT or _NOWAIT is launched at once, its connector calls held until its record is
+ * durable; after the batch's fsync the deferred request is answered with the run's object (or
+ * a 500 when the batch could not be recorded). */
 void runs_submit(struct runs *r, const struct runs_start *start);
 
 /* Cancels an active run: it ends cancelled (error ABORTED) within a second. `why` goes to its

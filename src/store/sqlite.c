@@ -276,7 +276,7 @@ static enum store_rc sqlite_tx_begin_unsynced(struct store *s)
 static void sqlite_tx_resync(struct sqlite_store *st)
 {
     if (st->unsynced && sqlite3_get_autocommit(st->db) &&
-        sqlite3_exec(st->db, "PRAGMA synchronous = FULL", NULL, NULL, NULL) == SQLITE_OK) {
+        sqlite_exec_args(st, "PRAGMA synchronous = FULL", 0, NULL, NULL) == STORE_OK) {
         st->unsynced = 0;
     }
 }
