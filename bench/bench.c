@@ -26,6 +26,7 @@
 
 #include "airlock.h"
 
+#include "procstat.h"
 #include "tsstrip.h"
 
 #define ORDER_COUNT  1000
@@ -561,27 +562,6 @@ static long proc_kb(const char *path, const char *key)
     return kb;
 }
 
-/* Parent pid of `pid` from /proc/<pid>/stat (the field after the parenthesised name). */
-static long proc_ppid(const char *pid)
-{
-    char path[300];
-    char buf[512];
-    long ppid = -1;
-    snprintf(path, sizeof path, "/proc/%s/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        return -1;
-    }
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *close = strrchr(buf, ')');
-    if (close && close[1] == ' ' && close[2] && close[3] == ' ') {
-        ppid = strtol(close + 4, NULL, 10);
-    }
-    return ppid;
-}
-
 /* Sums RSS and PSS (kB) of this process's children, i.e. the workers. PSS stays -1 when any
  * worker's smaps_rollup is unreadable. */
 static int children_memory(long *ret_count, long *ret_rss_kb, long *ret_pss_kb)
@@ -597,7 +577,12 @@ static int children_memory(long *ret_count, long *ret_rss_kb, long *ret_pss_kb)
     }
     while ((e = readdir(d)) != NULL) {
         char path[320];
-        if (!isdigit((unsigned char)e->d_name[0]) || proc_ppid(e->d_name) != self) {
+        struct proc_stat st;
+        if (!isdigit((unsigned char)e->d_name[0])) {
+            continue;
+        }
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        if (proc_stat_read(path, &st) != 0 || st.ppid != self) {
             continue;
         }
         snprintf(path, sizeof path, "/proc/%s/status", e->d_name);

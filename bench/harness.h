@@ -15,6 +15,8 @@
 
 #include "airlock.h"
 
+#include "procstat.h"
+
 #define MAX_THREADS   8
 #define SAMPLES_MAX   200000
 #define ANSWER_MAX    (64 * 1024)
@@ -89,18 +91,6 @@ int server_ok(struct server *sv, const char *method, const char *path, const cha
 int server_setup(struct server *sv, int connector_port);
 int server_log_runs(const struct server *sv, long from, struct samples *s, long *ret_end);
 long file_size(const char *path);
-
-/* CPU time from /proc, in clock ticks (sysconf(_SC_CLK_TCK) a second). */
-struct proc_stat {
-    pid_t ppid;
-    long long ticks;       /* utime + stime of the process (or the thread) itself */
-    long long child_ticks; /* cutime + cstime: its children that ended and were reaped */
-    char comm[32];         /* its name: a thread's pthread_setname_np */
-};
-/* One stat file: "/proc/PID/stat" or "/proc/PID/task/TID/stat". */
-int proc_stat_read(const char *path, struct proc_stat *p);
-/* The ticks of `root` and of every live process under it, the reaped children included. */
-long long proc_tree_ticks(pid_t root);
 
 int phase(const char *name, const char *side, const struct client *protos, int nprotos, int threads,
           int ms, const struct server *sv, const struct phase_hooks *hooks);
