@@ -8,7 +8,8 @@
  * thread; a run's end is queued for the writer, which takes the store lock once per batch of
  * new and finished runs and commits them in one transaction; the syncer thread then fsyncs it
  * (one fsync for the batch: group commit) and answers the deferred requests, while the writer
- * commits the next batch. Nothing here blocks the event thread.
+ * commits the next batch. When nothing else waits, the writer fsyncs and answers a batch
+ * itself. Nothing here blocks the event thread.
  */
 #ifndef AIRLOCK_SERVER_RUNS_H
 #define AIRLOCK_SERVER_RUNS_H
@@ -178,7 +179,7 @@ size_t runs_active(struct runs *r);
 int runs_active_ids(struct runs *r, char (**ret_ids)[RUNS_ID_LEN + 1], size_t *ret_n);
 /* Returns once every batch the writer has committed is on the disk. The caller holds the store
  * lock (so no new batch commits meanwhile) and may then read anything: what it answers is
- * durable. The syncer fsyncs the batches off the store lock, so a request that reads what runs
+ * durable. The batches are fsynced off the store lock, so a request that reads what runs
  * write (runs, approvals, the audit) waits here first. */
 void runs_wait_synced(struct runs *r);
 

@@ -116,7 +116,7 @@ def t_failed_fsync_stops_airlockd_before_any_answer_or_call(tmp):
     check(os.path.exists(lib), "FAILSYNC_LIB (the failsync library, set by ctest) is %r" % lib)
     asan = os.environ.get("ASAN_OPTIONS", "")
     w = tr.World(tmp, env_extra={
-        "LD_PRELOAD": lib, "FAILSYNC_THREAD": "airlockd-sync",
+        "LD_PRELOAD": lib, "FAILSYNC_THREAD": "airlockd-writer,airlockd-sync",
         # under AddressSanitizer its runtime would insist on coming first
         "ASAN_OPTIONS": (asan + ":" if asan else "") + "verify_asan_link_order=0"})
     try:

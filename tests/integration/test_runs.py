@@ -570,7 +570,7 @@ def t_nothing_of_a_batch_is_answered_before_its_fsync(tmp):
     so = os.environ.get("FAILSYNC_LIB", "")
     check(os.path.exists(so), "FAILSYNC_LIB (the failsync library, set by ctest) is %r" % so)
     gate = os.path.join(tmp, "gate")
-    env = {"FAILSYNC_THREAD": "airlockd-sync", "FAILSYNC_GATE": gate, "LD_PRELOAD": so,
+    env = {"FAILSYNC_THREAD": "airlockd-writer,airlockd-sync", "FAILSYNC_GATE": gate, "LD_PRELOAD": so,
            "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"}
     w = World(tmp, env_extra=env)
     try:
@@ -641,19 +641,21 @@ def t_nothing_of_a_batch_is_answered_before_its_fsync(tmp):
         w.close()
 
 
-def t_a_batch_committed_during_an_fsync_waits_for_its_own(tmp):
-    # The writer commits a batch while the syncer fsyncs the one before it (docs/server.md).
-    # That batch must wait for its own fsync, not for the one that was in flight when it
-    # committed: its POST is not answered, its run's connector call is not sent and no GET
-    # shows its run before then.
+def t_a_batch_that_arrives_during_an_fsync_waits_for_its_own(tmp):
+    # A run started while the writer waits for the disk (docs/server.md) must wait for its own
+    # batch's fsync, not only for the one in flight when it arrived: its POST is not answered,
+    # its run's connector call is not sent and no GET shows its run before then, though its
+    # batch is committed.
     import sqlite3
     import threading
     so = os.environ.get("FAILSYNC_LIB", "")
     check(os.path.exists(so), "FAILSYNC_LIB (the failsync library, set by ctest) is %r" % so)
     gate = os.path.join(tmp, "gate")
-    env = {"FAILSYNC_THREAD": "airlockd-sync", "FAILSYNC_GATE": gate, "LD_PRELOAD": so,
+    env = {"FAILSYNC_THREAD": "airlockd-writer,airlockd-sync", "FAILSYNC_GATE": gate,
+           "LD_PRELOAD": so,
            "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"}
-    # the syncer's first fsync (run 1's start) and its second (run 2's) wait for the test
+    # the first batch fsync (run 1's start) and the second (run 2's) wait for the test; run 1
+    # naps long enough that its end cannot be the second
     for n in (1, 2):
         open("%s.%d" % (gate, n), "w").close()
     w = World(tmp, env_extra=env)
@@ -661,11 +663,11 @@ def t_a_batch_committed_during_an_fsync_waits_for_its_own(tmp):
     def held(n):
         deadline = time.monotonic() + HANG
         while not os.path.exists("%s.%d.held" % (gate, n)):
-            check(time.monotonic() < deadline, "the syncer's fsync %d never came" % n)
+            check(time.monotonic() < deadline, "batch fsync %d never came" % n)
             time.sleep(0.005)
 
     try:
-        w.template("nap", "await shop.slow(300); return 'rested';", ["shop.slow"])
+        w.template("nap", "await shop.slow(3000); return 'rested';", ["shop.slow"])
         w.template("paid", "return (await shop.orders('paid')).length;", ["shop.orders"])
         answers = {}
 
@@ -675,21 +677,18 @@ def t_a_batch_committed_during_an_fsync_waits_for_its_own(tmp):
         first = threading.Thread(target=post, args=("nap", "nap"))
         first.start()
         held(1)
-        # run 1's start is in the fsync; run 2's start is committed beside it
+        # run 1's start is in the fsync; run 2 arrives meanwhile
         second = threading.Thread(target=post, args=("paid", "paid"))
         second.start()
-        db = sqlite3.connect("file:%s?mode=ro" % os.path.join(w.dir, "airlock.db"), uri=True)
-        deadline = time.monotonic() + HANG
-        while db.execute("SELECT count(*) FROM runs").fetchone()[0] < 2:
-            check(time.monotonic() < deadline, "run 2's batch was not committed during the fsync "
-                  "of run 1's")
-            time.sleep(0.005)
-        paid_id = db.execute("SELECT id FROM runs WHERE template = 'paid'").fetchone()[0]
-        db.close()
         os.unlink("%s.1" % gate)  # run 1's fsync ends; run 2's batch goes to the next one
         first.join(HANG)
         check("nap" in answers and answers["nap"][0][0] == 202, "run 1: %r" % (answers.get("nap"),))
         held(2)
+        db = sqlite3.connect("file:%s?mode=ro" % os.path.join(w.dir, "airlock.db"), uri=True)
+        row = db.execute("SELECT id FROM runs WHERE template = 'paid'").fetchone()
+        db.close()
+        check(row is not None, "run 2's batch is not committed while its fsync is in flight")
+        paid_id = row[0]
         seen = {}
 
         def read():

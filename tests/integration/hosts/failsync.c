@@ -1,16 +1,19 @@
 /*
  * failsync.c - an LD_PRELOAD library for the durability tests: what fdatasync does on the
- * thread named FAILSYNC_THREAD (airlockd's run syncer, "airlockd-sync"):
+ * threads named in FAILSYNC_THREAD (comma-separated; airlockd's run writer, "airlockd-writer",
+ * which fsyncs a batch itself when nothing else waits, and its syncer, "airlockd-sync"):
  *   FAILSYNC_GATE unset  it fails with EIO, as on a disk that lost the write (integration.crash)
  *   FAILSYNC_GATE=FILE   while FILE exists it waits, with FILE.held present meanwhile, then
  *                        syncs: the writer's batch is committed, its fsync not done
- *                        (integration.runs); the thread's Nth fdatasync (from 1) also waits
- *                        while FILE.N exists, with FILE.N.held present meanwhile
+ *                        (integration.runs); those threads' Nth fdatasync (from 1, counted
+ *                        together: the writer and the syncer never fsync a batch at once) also
+ *                        waits while FILE.N exists, with FILE.N.held present meanwhile
  * Every other fdatasync is made. The executable's and its libraries' calls all reach this
  * definition first.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,19 +36,33 @@ static void hold(const char *gate)
     unlink(held);
 }
 
+/* Whether `name` is one of the comma-separated `list`. */
+static int named(const char *list, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n == len && strncmp(p, name, n) == 0) {
+            return 1;
+        }
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
 __attribute__((visibility("default"))) int fdatasync(int fd)
 {
-    const char *victim = getenv("FAILSYNC_THREAD");
+    const char *victims = getenv("FAILSYNC_THREAD");
     const char *gate = getenv("FAILSYNC_GATE");
     char name[17] = "";
-    if (victim && prctl(PR_GET_NAME, name, 0, 0, 0) == 0 && strcmp(name, victim) == 0) {
+    if (victims && prctl(PR_GET_NAME, name, 0, 0, 0) == 0 && named(victims, name)) {
         if (!gate) {
             errno = EIO;
             return -1;
         }
-        static unsigned long calls; /* only the one thread of that name counts */
+        static atomic_ulong calls; /* only the threads of those names count */
         char numbered[4200];
-        snprintf(numbered, sizeof numbered, "%s.%lu", gate, ++calls);
+        snprintf(numbered, sizeof numbered, "%s.%lu", gate, atomic_fetch_add(&calls, 1) + 1);
         hold(gate);
         hold(numbered);
     }
