@@ -679,7 +679,8 @@ void api_runs_create(struct api_ctx *ctx)
     }
     const char *autonomy = adhoc ? policy.autonomy : api_stricter(v.autonomy, policy.autonomy);
     int supervised = strcmp(autonomy, "supervised") == 0;
-    if (runs_new_id("run_", id) != 0 || runs_new_id("apr_", approval) != 0) {
+    approval[0] = '\0'; /* only a supervised run opens an approval at its start */
+    if (runs_new_id("run_", id) != 0 || (supervised && runs_new_id("apr_", approval) != 0)) {
         api_error(ctx, 500, "INTERNAL", "the random generator failed");
         goto out;
     }
