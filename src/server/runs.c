@@ -90,7 +90,8 @@ struct srun {
 
 struct runs_job;
 
-/* What one transaction of the writer recorded, answered by the syncer after its fsync. */
+/* What one transaction of the writer recorded, answered after its fsync (by the syncer, or by
+ * the writer itself when nothing else waits). */
 struct runs_batch {
     struct runs_job *jobs;
     struct srun *ends[RUNS_BATCH_MAX];
@@ -115,8 +116,9 @@ struct runs {
     struct runs_job *start_tail;
     int draining;
     int stop;
-    /* The writer commits a batch while the syncer fsyncs the one before (see runs_writer):
-     * batches[] are the two, to_sync the committed one the syncer has not taken yet. */
+    /* The writer commits a batch while the syncer fsyncs the one before, or fsyncs a lone
+     * batch itself (see runs_writer): batches[] are the two, to_sync the committed one the
+     * syncer has not taken yet. */
     struct runs_batch batches[2];
     struct runs_batch *to_sync;
     int sync_stop;            /* the writer has ended: the syncer ends once to_sync is empty */
@@ -323,8 +325,8 @@ static void runs_pending_drop(struct runs_pending *p, const char *message)
     free(p);
 }
 
-/* Sends a call to its connector; on any thread (the event thread, or the syncer for a call
- * that was held). */
+/* Sends a call to its connector; on any thread (the event thread, or whoever finishes the batch
+ * for a call that was held: the syncer or the writer). */
 static void runs_pending_send(struct runs_pending *p)
 {
     struct srun *sr = p->sr;
@@ -1259,8 +1261,9 @@ static void runs_mark_batch(struct runs *r, struct runs_pending *marks)
     }
 }
 
-/* After a batch's fsync, on the syncer: what it recorded is durable, so its new runs' held
- * connector calls go out, its clients are answered, and its ended runs leave the active list. */
+/* After a batch's fsync, on the syncer or the writer: what it recorded is durable, so its new runs'
+ * held connector calls go out, its clients are answered, and its ended runs leave the active list.
+ */
 static void runs_finish_batch(struct runs *r, struct runs_batch *b)
 {
     runs_finish_jobs(r, b->jobs);
@@ -1357,10 +1360,11 @@ static void *runs_syncer(void *arg)
     return NULL;
 }
 
-/* The writer: records new runs and ended runs in batches, one transaction each, and hands each
- * committed batch to the syncer. It commits the next batch while the syncer fsyncs the last,
- * and then waits until the syncer takes it: one commit for each fsync, and everything that
- * arrives meanwhile goes into one batch (group commit). */
+/* The writer: records new runs and ended runs in batches, one transaction each. A batch after
+ * which something else waits goes to the syncer, and the writer commits the next one while
+ * the syncer fsyncs the last, then waits until the syncer takes it: one commit for each fsync,
+ * and everything that arrives meanwhile goes into one batch (group commit). A lone batch the
+ * writer fsyncs and finishes itself. */
 static void *runs_writer(void *arg)
 {
     struct runs *r = arg;

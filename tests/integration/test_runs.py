@@ -1248,7 +1248,7 @@ TESTS = [(name, fn) for name, fn in sorted(globals().items()) if name.startswith
 # SQLite only: the WAL's fsync after an unsynced commit, held back by hosts/failsync.c. On
 # PostgreSQL a commit is durable when it returns (the store's sync does nothing): no such window.
 SQLITE_ONLY = {"t_nothing_of_a_batch_is_answered_before_its_fsync",
-               "t_a_batch_committed_during_an_fsync_waits_for_its_own"}
+               "t_a_batch_that_arrives_during_an_fsync_waits_for_its_own"}
 if ts.PG:
     for name in sorted(SQLITE_ONLY):
         print("not run on PostgreSQL: " + name, flush=True)

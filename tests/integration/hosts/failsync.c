@@ -6,7 +6,9 @@
  *   FAILSYNC_GATE=FILE   while FILE exists it waits, with FILE.held present meanwhile, then
  *                        syncs: the writer's batch is committed, its fsync not done
  *                        (integration.runs); those threads' Nth fdatasync (from 1, counted
- *                        together: the writer and the syncer never fsync a batch at once) also
+ *                        together: the writer and the syncer never fsync a batch at once; the
+ *                        writer's SQLite also syncs in checkpoints and in the one-by-one
+ *                        fallback, which the tests' few small batches never reach) also
  *                        waits while FILE.N exists, with FILE.N.held present meanwhile
  * Every other fdatasync is made. The executable's and its libraries' calls all reach this
  * definition first.
