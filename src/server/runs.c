@@ -134,6 +134,7 @@ struct runs {
      * marks sent in the store before they leave. "" and empty with one node. */
     char node[RUNS_NODE_MAX];
     size_t capacity;              /* runs executing here before new ones go to the queue */
+    pthread_mutex_t kick_lock;    /* held while kick is called or set */
     void (*kick)(void *userdata); /* set before the first run; see runs_set_kick */
     void *kick_userdata;
     struct runs_pending *mark_head;
@@ -1783,17 +1784,23 @@ const char *runs_node(const struct runs *r)
     return r->node[0] ? r->node : NULL;
 }
 
+/* Under kick_lock: once runs_set_kick(NULL) has returned no kick is under way, so the one who
+ * set it may free its userdata (a batch finished during a shutdown may still kick). */
 void runs_set_kick(struct runs *r, void (*fn)(void *userdata), void *userdata)
 {
+    pthread_mutex_lock(&r->kick_lock);
     r->kick = fn;
     r->kick_userdata = userdata;
+    pthread_mutex_unlock(&r->kick_lock);
 }
 
 void runs_kick(struct runs *r)
 {
+    pthread_mutex_lock(&r->kick_lock);
     if (r->kick) {
         r->kick(r->kick_userdata);
     }
+    pthread_mutex_unlock(&r->kick_lock);
 }
 
 int runs_active_ids(struct runs *r, char (**ret_ids)[RUNS_ID_LEN + 1], size_t *ret_n)
@@ -1866,6 +1873,7 @@ int runs_new(struct store *store, pthread_mutex_t *store_lock, struct al_runner 
     r->runner = runner;
     r->client = client;
     pthread_mutex_init(&r->lock, NULL);
+    pthread_mutex_init(&r->kick_lock, NULL);
     pthread_cond_init(&r->cond, NULL);
     pthread_cond_init(&r->synced, NULL);
     pthread_cond_init(&r->sync_cond, NULL);
@@ -1888,6 +1896,7 @@ fail:
     pthread_cond_destroy(&r->sync_cond);
     pthread_cond_destroy(&r->cond);
     pthread_cond_destroy(&r->synced);
+    pthread_mutex_destroy(&r->kick_lock);
     pthread_mutex_destroy(&r->lock);
     free(r);
     return -1;
@@ -1908,6 +1917,7 @@ void runs_free(struct runs *r)
     pthread_cond_destroy(&r->sync_cond);
     pthread_cond_destroy(&r->cond);
     pthread_cond_destroy(&r->synced);
+    pthread_mutex_destroy(&r->kick_lock);
     pthread_mutex_destroy(&r->lock);
     OPENSSL_cleanse(r->seed_key, sizeof r->seed_key);
     free(r);

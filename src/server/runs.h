@@ -115,7 +115,8 @@ int runs_busy(struct runs *r);
 const char *runs_node(const struct runs *r);
 /* Who claims queued runs on this node: runs_kick calls fn(userdata) (it must not block) after
  * a run was queued here, and when this node has room again after being full, so that it looks
- * at the queue at once. */
+ * at the queue at once. Once runs_set_kick(r, NULL, NULL) has returned, no call of the old fn
+ * is under way or will begin. */
 void runs_set_kick(struct runs *r, void (*fn)(void *userdata), void *userdata);
 void runs_kick(struct runs *r);
 
