@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "buf.h"
+#include "clock.h"
 #include "json.h"
 #include "schema.h"
 #include "secretbox.h"
@@ -522,13 +523,6 @@ static void connector_start(struct connector_client *c, struct connector_call *c
     c->active = call;
 }
 
-static uint64_t connector_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 static void *connector_thread(void *arg)
 {
     struct connector_client *c = arg;
@@ -550,7 +544,7 @@ static void *connector_thread(void *arg)
             queue = next;
         }
         if (rev) {
-            spin_until = connector_now_us() + CONNECTOR_SPIN_US;
+            spin_until = clock_mono_us() + CONNECTOR_SPIN_US;
         }
         while (rev) {
             struct connector_call *next = rev->next;
@@ -589,7 +583,7 @@ static void *connector_thread(void *arg)
         /* A call just sent: look for its answer without sleeping for a while first, yielding
          * to whatever else is ready (as a worker does for its host). A connector nearby answers
          * within that, and on a virtual machine the wake-up of a sleeping thread costs more. */
-        if (running > 0 && connector_now_us() < spin_until) {
+        if (running > 0 && clock_mono_us() < spin_until) {
             sched_yield();
             continue;
         }
