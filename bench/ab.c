@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "harness.h"
 
@@ -41,34 +40,24 @@ static int ab_run(CURL *e, const char *url, const char *key, struct samples *s)
     return 0;
 }
 
-/* The runs per second of the phase line phase() just printed, read back from a capture. */
-static double ab_rate(FILE *capture, long from)
+/* A phase's runs per second, from the harness's hooks around it. */
+struct ab_rate {
+    uint64_t t0;
+    uint64_t t1;
+    struct samples *into;
+};
+
+static void ab_mark(void *ctx, int after)
 {
-    char line[2048];
-    double rate = 0;
-    fflush(capture);
-    fseek(capture, from, SEEK_SET);
-    while (fgets(line, sizeof line, capture)) {
-        const char *p = strstr(line, "\"runs_per_s\":");
-        if (p) {
-            rate = strtod(p + strlen("\"runs_per_s\":"), NULL);
-        }
-    }
-    fseek(capture, 0, SEEK_END);
-    return rate;
+    struct ab_rate *r = ctx;
+    *(after ? &r->t1 : &r->t0) = now_ns();
 }
 
-static int cmp_rate(const void *a, const void *b)
+static void ab_extra(void *ctx, long runs, FILE *out)
 {
-    double x = *(const double *)a;
-    double y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double ab_median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_rate);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    struct ab_rate *r = ctx;
+    (void)out;
+    samples_add(r->into, (double)runs * 1e9 / (double)(r->t1 - r->t0));
 }
 
 int main(int argc, char **argv)
@@ -84,11 +73,14 @@ int main(int argc, char **argv)
     char dir[2][4096];
     char url[2][256];
     struct samples c1[2];
-    double rates[2][2][AB_PHASES];
+    double rate_ms[2][2][AB_PHASES]; /* runs/s, in samples' "ms" slots */
+    struct samples rates[2][2] = {
+        { { rate_ms[0][0], 0, AB_PHASES }, { rate_ms[0][1], 0, AB_PHASES } },
+        { { rate_ms[1][0], 0, AB_PHASES }, { rate_ms[1][1], 0, AB_PHASES } }
+    };
     CURL *e[2] = { NULL, NULL };
     memset(c1, 0, sizeof c1);
-    FILE *capture = tmpfile();
-    if (pairs < 1 || pairs > SAMPLES_MAX || !capture || mkdir(argv[3], 0700) != 0 ||
+    if (pairs < 1 || pairs > SAMPLES_MAX || mkdir(argv[3], 0700) != 0 ||
         curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK || connector_start(&port) != 0) {
         fprintf(stderr, "airlock_ab: cannot start (does %s exist already?)\n", argv[3]);
         return 1;
@@ -106,24 +98,25 @@ int main(int argc, char **argv)
         snprintf(url[i], sizeof url[i], "%s/v1/runs", sv[i].base);
     }
 
-    /* concurrency 1, interleaved; the first 200 pairs warm both up and are not counted */
+    /* concurrency 1, interleaved; the first 200 pairs warm both up and are not counted (a
+     * samples of no room keeps nothing) */
+    struct samples skip = { NULL, 0, 0 };
     e[0] = curl_easy_init();
     e[1] = curl_easy_init();
-    struct samples warm = { calloc(200, sizeof(double)), 0, 200 };
-    for (int k = 0; k < 200 && e[0] && e[1] && warm.ms; k++) {
+    if (!e[0] || !e[1]) {
+        goto out;
+    }
+    for (int k = 0; k < 200; k++) {
         for (int i = 0; i < 2; i++) {
-            warm.n = 0;
-            if (ab_run(e[i], url[i], sv[i].agent, &warm) != 0) {
+            if (ab_run(e[i], url[i], sv[i].agent, &skip) != 0) {
                 goto out;
             }
         }
     }
-    free(warm.ms);
     fprintf(stderr, "airlock_ab: %d pairs at concurrency 1\n", pairs);
     for (int k = 0; k < pairs / AB_BLOCK; k++) {
         for (int j = 0; j < 2; j++) {
             int i = (k & 1) ^ j; /* A B, then B A */
-            struct samples skip = { NULL, 0, 0 };
             for (int n = 0; n < AB_BLOCK + AB_SKIP; n++) {
                 if (ab_run(e[i], url[i], sv[i].agent, n < AB_SKIP ? &skip : &c1[i]) != 0) {
                     goto out;
@@ -137,32 +130,27 @@ int main(int argc, char **argv)
             for (int j = 0; j < 2; j++) {
                 int i = (p & 1) ^ j;
                 struct client proto = { .kind = 1, .url = url[i], .key = sv[i].agent };
+                struct ab_rate rate = { 0, 0, &rates[i][c] };
+                struct phase_hooks hooks = { ab_mark, ab_extra, &rate };
                 char name[32];
                 snprintf(name, sizeof name, "AB%d", conc[c]);
-                fflush(stdout);
-                int saved = dup(1);
-                long from = ftell(capture);
-                if (saved < 0 || dup2(fileno(capture), 1) < 0) {
+                if (phase(name, i ? "B" : "A", &proto, 1, conc[c], AB_PHASE_MS, NULL, &hooks) !=
+                    0) {
                     goto out;
                 }
-                int rc = phase(name, i ? "B" : "A", &proto, 1, conc[c], AB_PHASE_MS, NULL, NULL);
-                fflush(stdout);
-                dup2(saved, 1);
-                close(saved);
-                if (rc != 0) {
-                    goto out;
-                }
-                rates[i][c][p] = ab_rate(capture, from);
             }
         }
     }
     double med[2];
     double p99[2];
+    double r2[2];
+    double r8[2];
+    double unused;
     for (int i = 0; i < 2; i++) {
         samples_stats(&c1[i], &med[i], &p99[i]);
+        samples_stats(&rates[i][0], &r2[i], &unused);
+        samples_stats(&rates[i][1], &r8[i], &unused);
     }
-    double r2[2] = { ab_median(rates[0][0], AB_PHASES), ab_median(rates[1][0], AB_PHASES) };
-    double r8[2] = { ab_median(rates[0][1], AB_PHASES), ab_median(rates[1][1], AB_PHASES) };
     printf("{\"workload\":\"AB\",\"pairs\":%d,"
            "\"A\":{\"c1_median_ms\":%.4f,\"c1_p99_ms\":%.4f,\"c2_runs_per_s\":%.1f,"
            "\"c8_runs_per_s\":%.1f},"
@@ -181,6 +169,5 @@ out:
         curl_easy_cleanup(sv[i].e);
         free(c1[i].ms);
     }
-    fclose(capture);
     return ret;
 }
