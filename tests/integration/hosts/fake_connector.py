@@ -35,6 +35,7 @@ BARRIER = threading.Barrier(50, timeout=20)
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
 
     def log_message(self, fmt, *args):
         pass
