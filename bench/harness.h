@@ -1,7 +1,7 @@
 /*
  * harness.h - the pieces of the governed benchmarks that bench/governed.c and bench/nodes.c
  * share: an HTTP connector in the bench's own process, libcurl calls, an airlockd started on a
- * free port (SQLite or a PostgreSQL URL) and set up with one approved template, and timed phases
+ * free port (SQLite or a PostgreSQL URL) and set up with approved templates, and timed phases
  * of client threads that check every run's value and print one JSON line each.
  */
 #ifndef AIRLOCK_BENCH_HARNESS_H
@@ -28,6 +28,8 @@
  * the sensitive call of W7. */
 #define GET_SRC    "return (await store.lookup(\"k1\")).value;"
 #define REFUND_SRC "const r = await orders.refund(42); return r;"
+/* GET_SRC's call to a connector that answers in two writes with Nagle's algorithm on */
+#define NAGLE_SRC "return (await nagle.lookup(\"k1\")).value;"
 
 /* Calls the connector answered, over the bench's life. */
 extern atomic_long connector_calls;
@@ -44,6 +46,7 @@ struct client {
     struct al_runner *runner;
     const char *url;
     const char *key;
+    const char *body; /* of POST /v1/runs; NULL: the template get */
     uint64_t deadline_ns;
     long runs;
     int failed;

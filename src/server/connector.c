@@ -5,6 +5,14 @@
  * most CONNECTOR_CANCEL_POLL_MS, so cancellation is noticed within that bound even when no
  * transfer moves; for CONNECTOR_SPIN_US after a call is sent it does not sleep at all.
  *
+ * After it sends a call, and before it sleeps with the call unanswered, the client turns on
+ * TCP_QUICKACK on the call's connection: a connector that writes its headers and its body apart
+ * with Nagle's algorithm on (Python's http.server does) holds the body until the headers are
+ * acknowledged, and a client that has just sent on a kept-alive connection delays that
+ * acknowledgement by 40 ms. The flag lasts until the next send, so it is set for each call.
+ * curl names a call's connection only by its ports (the PREREQFUNCTION, just before the request
+ * goes out), so the client opens and closes curl's sockets itself and keeps the list.
+ *
  * Hardening, each against a connector (or whoever answers at its address) attacking airlockd:
  * only http/https, for the first request and any redirect (which is never followed anyway); no
  * proxy from the environment (a proxy would see the secret headers); no cookie engine; no
@@ -15,6 +23,8 @@
 #include "connector.h"
 
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -23,7 +33,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "clock.h"
@@ -337,8 +349,15 @@ struct connector_call {
     struct buf body;
     struct buf answer;
     int too_big;
+    int local_port, peer_port; /* of its connection, once its request is going out */
+    int ack_pending;           /* its request went out in this turn */
     char args_refused[CONNECTOR_MESSAGE_MAX]; /* set before it starts: completes at once */
     char curl_err[CURL_ERROR_SIZE];
+};
+
+struct connector_sock {
+    curl_socket_t fd;
+    int local_port, peer_port; /* peer_port 0: not looked up yet, or not connected then */
 };
 
 struct connector_client {
@@ -348,6 +367,8 @@ struct connector_client {
     struct connector_call *queue;  /* handed over, not yet added to multi (under lock) */
     int stopping;                  /* under lock */
     struct connector_call *active; /* the thread's own */
+    struct connector_sock *socks;  /* curl's sockets (the thread's own) */
+    size_t nsocks, socks_cap;
 };
 
 static pthread_once_t connector_curl_once = PTHREAD_ONCE_INIT;
@@ -506,6 +527,86 @@ static void connector_finish(struct connector_client *c, struct connector_call *
     connector_call_free(call);
 }
 
+/* curl's new socket, before it connects: kept in the list (untracked when out of memory: its
+ * calls then only miss the quick acknowledgement). */
+static curl_socket_t connector_sock_open(void *clientp, curlsocktype purpose,
+                                         struct curl_sockaddr *a)
+{
+    struct connector_client *c = clientp;
+    curl_socket_t fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+    if (fd < 0 || purpose != CURLSOCKTYPE_IPCXN) {
+        return fd < 0 ? CURL_SOCKET_BAD : fd;
+    }
+    if (c->nsocks == c->socks_cap) {
+        size_t cap = c->socks_cap ? 2 * c->socks_cap : 8;
+        struct connector_sock *more = realloc(c->socks, cap * sizeof *more);
+        if (!more) {
+            return fd;
+        }
+        c->socks = more;
+        c->socks_cap = cap;
+    }
+    c->socks[c->nsocks++] = (struct connector_sock){ fd, 0, 0 };
+    return fd;
+}
+
+static int connector_sock_close(void *clientp, curl_socket_t fd)
+{
+    struct connector_client *c = clientp;
+    for (size_t i = 0; i < c->nsocks; i++) {
+        if (c->socks[i].fd == fd) {
+            c->socks[i] = c->socks[--c->nsocks];
+            break;
+        }
+    }
+    return close(fd);
+}
+
+static int connector_sock_port(curl_socket_t fd, int peer)
+{
+    struct sockaddr_storage a;
+    socklen_t len = sizeof a;
+    if ((peer ? getpeername(fd, (struct sockaddr *)&a, &len)
+              : getsockname(fd, (struct sockaddr *)&a, &len)) != 0) {
+        return 0;
+    }
+    if (a.ss_family == AF_INET) {
+        return ntohs(((struct sockaddr_in *)&a)->sin_port);
+    }
+    return a.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&a)->sin6_port) : 0;
+}
+
+/* Just before a call's request goes out: which connection it takes. */
+static int connector_prereq(void *clientp, char *peer_ip, char *local_ip, int peer_port,
+                            int local_port)
+{
+    struct connector_call *call = clientp;
+    (void)peer_ip;
+    (void)local_ip;
+    call->local_port = local_port;
+    call->peer_port = peer_port;
+    call->ack_pending = 1;
+    return CURL_PREREQFUNC_OK;
+}
+
+/* The answer to the call is acknowledged as it arrives (see the top of the file). */
+static void connector_quickack(struct connector_client *c, struct connector_call *call)
+{
+    int one = 1;
+    call->ack_pending = 0;
+    for (size_t i = 0; i < c->nsocks; i++) {
+        struct connector_sock *k = &c->socks[i];
+        if (!k->peer_port) { /* not known until it has connected */
+            k->local_port = connector_sock_port(k->fd, 0);
+            k->peer_port = connector_sock_port(k->fd, 1);
+        }
+        if (k->local_port == call->local_port && k->peer_port == call->peer_port) {
+            setsockopt(k->fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
+            return;
+        }
+    }
+}
+
 /* Adds a handed-over call to the multi handle, or completes it now (its arguments failed). */
 static void connector_start(struct connector_client *c, struct connector_call *call)
 {
@@ -514,7 +615,15 @@ static void connector_start(struct connector_client *c, struct connector_call *c
         connector_call_free(call);
         return;
     }
-    if (curl_multi_add_handle(c->multi, call->easy) != CURLM_OK) {
+    if (curl_easy_setopt(call->easy, CURLOPT_OPENSOCKETFUNCTION, connector_sock_open) !=
+                CURLE_OK ||
+        curl_easy_setopt(call->easy, CURLOPT_OPENSOCKETDATA, c) != CURLE_OK ||
+        curl_easy_setopt(call->easy, CURLOPT_CLOSESOCKETFUNCTION, connector_sock_close) !=
+                CURLE_OK ||
+        curl_easy_setopt(call->easy, CURLOPT_CLOSESOCKETDATA, c) != CURLE_OK ||
+        curl_easy_setopt(call->easy, CURLOPT_PREREQFUNCTION, connector_prereq) != CURLE_OK ||
+        curl_easy_setopt(call->easy, CURLOPT_PREREQDATA, call) != CURLE_OK ||
+        curl_multi_add_handle(c->multi, call->easy) != CURLM_OK) {
         connector_fail(call, "cannot start the call");
         connector_call_free(call);
         return;
@@ -561,6 +670,11 @@ static void *connector_thread(void *arg)
         }
         int running = 0;
         curl_multi_perform(c->multi, &running);
+        for (struct connector_call *call = c->active; call; call = call->next) {
+            if (call->ack_pending) {
+                connector_quickack(c, call);
+            }
+        }
         CURLMsg *msg;
         int left = 0;
         while ((msg = curl_multi_info_read(c->multi, &left))) {
@@ -586,6 +700,12 @@ static void *connector_thread(void *arg)
         if (running > 0 && clock_mono_us() < spin_until) {
             sched_yield();
             continue;
+        }
+        /* a request that took more than one turn to go out */
+        for (struct connector_call *call = c->active; call; call = call->next) {
+            if (call->local_port) {
+                connector_quickack(c, call);
+            }
         }
         curl_multi_poll(c->multi, NULL, 0, CONNECTOR_CANCEL_POLL_MS, NULL);
     }
@@ -634,7 +754,8 @@ void connector_client_free(struct connector_client *c)
     curl_multi_wakeup(c->multi);
     pthread_join(c->thread, NULL);
     pthread_mutex_destroy(&c->lock);
-    curl_multi_cleanup(c->multi);
+    curl_multi_cleanup(c->multi); /* closes the connections through connector_sock_close */
+    free(c->socks);
     free(c);
 }
 
