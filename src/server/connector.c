@@ -349,8 +349,9 @@ struct connector_call {
     struct buf body;
     struct buf answer;
     int too_big;
-    int local_port, peer_port; /* of its connection, once its request is going out */
-    int ack_pending;           /* its request went out in this turn */
+    /* its connection's ports, once its request goes out; ack_pending: it went out this turn */
+    int local_port, peer_port;
+    int ack_pending;
     char args_refused[CONNECTOR_MESSAGE_MAX]; /* set before it starts: completes at once */
     char curl_err[CURL_ERROR_SIZE];
 };
@@ -576,7 +577,9 @@ static int connector_sock_port(curl_socket_t fd, int peer)
     return a.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&a)->sin6_port) : 0;
 }
 
-/* Just before a call's request goes out: which connection it takes. */
+/* Just before a call's request goes out: which connection it takes. (curl's type has the
+ * addresses as char *, though they are only read.) */
+/* NOLINTNEXTLINE(readability-non-const-parameter) */
 static int connector_prereq(void *clientp, char *peer_ip, char *local_ip, int peer_port,
                             int local_port)
 {
@@ -615,8 +618,7 @@ static void connector_start(struct connector_client *c, struct connector_call *c
         connector_call_free(call);
         return;
     }
-    if (curl_easy_setopt(call->easy, CURLOPT_OPENSOCKETFUNCTION, connector_sock_open) !=
-                CURLE_OK ||
+    if (curl_easy_setopt(call->easy, CURLOPT_OPENSOCKETFUNCTION, connector_sock_open) != CURLE_OK ||
         curl_easy_setopt(call->easy, CURLOPT_OPENSOCKETDATA, c) != CURLE_OK ||
         curl_easy_setopt(call->easy, CURLOPT_CLOSESOCKETFUNCTION, connector_sock_close) !=
                 CURLE_OK ||

@@ -5,8 +5,8 @@
  * not JSON, the wrong shape, an answer over the cap, closed mid-answer, the connector's own
  * error, schemas on arguments and results, cancellation, 50 calls in flight on one client,
  * pending calls completed when the client stops, a connector that answers in two writes with
- * Nagle's algorithm on, and the sockets closed when a connector or the client closes them. Targets are loaded from a real SQLite store
- * with sealed secrets, as airlockd loads them. */
+ * Nagle's algorithm on, and the sockets closed when a connector or the client closes them. Targets
+ * are loaded from a real SQLite store with sealed secrets, as airlockd loads them. */
 /* cmocka.h needs these first */
 /* clang-format off */
 #include <setjmp.h>
@@ -20,8 +20,8 @@
 #include <errno.h>
 #include <net/if.h>
 #include <netinet/in.h>
-#include <sched.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -681,8 +681,9 @@ int main(void)
         close(fd);
         own_netns = 1;
     } else {
-        fprintf(stderr, "integration.connector: no network namespace of its own (%s): the "
-                        "delayed-acknowledgement count is skipped\n",
+        fprintf(stderr,
+                "integration.connector: no network namespace of its own (%s): the "
+                "delayed-acknowledgement count is skipped\n",
                 strerror(errno));
     }
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
