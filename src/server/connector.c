@@ -5,13 +5,13 @@
  * most CONNECTOR_CANCEL_POLL_MS, so cancellation is noticed within that bound even when no
  * transfer moves; for CONNECTOR_SPIN_US after a call is sent it does not sleep at all.
  *
- * After it sends a call, and before it sleeps with the call unanswered, the client turns on
- * TCP_QUICKACK on the call's connection: a connector that writes its headers and its body apart
+ * After it sends a call, and once more before it next sleeps, the client turns on TCP_QUICKACK
+ * on the call's connection: a connector that writes its headers and its body apart
  * with Nagle's algorithm on (Python's http.server does) holds the body until the headers are
  * acknowledged, and a client that has just sent on a kept-alive connection delays that
  * acknowledgement by 40 ms. The flag lasts until the next send, so it is set for each call.
- * curl names a call's connection only by its ports (the PREREQFUNCTION, just before the request
- * goes out), so the client opens and closes curl's sockets itself and keeps the list.
+ * curl names a call's connection only by its addresses (the PREREQFUNCTION, just before the
+ * request goes out), so the client opens and closes curl's sockets itself and keeps the list.
  *
  * Hardening, each against a connector (or whoever answers at its address) attacking airlockd:
  * only http/https, for the first request and any redirect (which is never followed anyway); no
@@ -22,6 +22,7 @@
  */
 #include "connector.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -34,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -349,15 +351,22 @@ struct connector_call {
     struct buf body;
     struct buf answer;
     int too_big;
-    /* its connection's ports, once its request goes out; ack_pending: it went out this turn */
+    /* its connection, once its request goes out (the PREREQFUNCTION); ack_pending 1: it went out
+     * this turn, 2: once more before the client sleeps (a request that took more turns) */
+    char peer_ip[INET6_ADDRSTRLEN];
     int local_port, peer_port;
     int ack_pending;
     char args_refused[CONNECTOR_MESSAGE_MAX]; /* set before it starts: completes at once */
     char curl_err[CURL_ERROR_SIZE];
 };
 
+/* A socket curl opened through the client. curl 7.88 closes a socket that never connected (a
+ * connect timed out or abandoned, the loser of happy eyeballs) without the close callback, so
+ * an entry may outlive its socket: the inode tells whether the number is still that socket. */
 struct connector_sock {
     curl_socket_t fd;
+    ino_t ino;
+    char peer_ip[INET6_ADDRSTRLEN];
     int local_port, peer_port; /* peer_port 0: not looked up yet, or not connected then */
 };
 
@@ -535,8 +544,14 @@ static curl_socket_t connector_sock_open(void *clientp, curlsocktype purpose,
 {
     struct connector_client *c = clientp;
     curl_socket_t fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
-    if (fd < 0 || purpose != CURLSOCKTYPE_IPCXN) {
+    struct stat st;
+    if (fd < 0 || purpose != CURLSOCKTYPE_IPCXN || fstat(fd, &st) != 0) {
         return fd < 0 ? CURL_SOCKET_BAD : fd;
+    }
+    for (size_t i = 0; i < c->nsocks; i++) {
+        if (c->socks[i].fd == fd) { /* the number is new again: the old entry is stale */
+            c->socks[i--] = c->socks[--c->nsocks];
+        }
     }
     if (c->nsocks == c->socks_cap) {
         size_t cap = c->socks_cap ? 2 * c->socks_cap : 8;
@@ -547,7 +562,7 @@ static curl_socket_t connector_sock_open(void *clientp, curlsocktype purpose,
         c->socks = more;
         c->socks_cap = cap;
     }
-    c->socks[c->nsocks++] = (struct connector_sock){ fd, 0, 0 };
+    c->socks[c->nsocks++] = (struct connector_sock){ .fd = fd, .ino = st.st_ino };
     return fd;
 }
 
@@ -563,7 +578,8 @@ static int connector_sock_close(void *clientp, curl_socket_t fd)
     return close(fd);
 }
 
-static int connector_sock_port(curl_socket_t fd, int peer)
+/* The port of one end of a socket, and with ip its address as text; 0 when it has none. */
+static int connector_sock_end(curl_socket_t fd, int peer, char *ip)
 {
     struct sockaddr_storage a;
     socklen_t len = sizeof a;
@@ -572,9 +588,27 @@ static int connector_sock_port(curl_socket_t fd, int peer)
         return 0;
     }
     if (a.ss_family == AF_INET) {
-        return ntohs(((struct sockaddr_in *)&a)->sin_port);
+        const struct sockaddr_in *in = (const struct sockaddr_in *)&a;
+        if (ip && !inet_ntop(AF_INET, &in->sin_addr, ip, INET6_ADDRSTRLEN)) {
+            return 0;
+        }
+        return ntohs(in->sin_port);
     }
-    return a.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&a)->sin6_port) : 0;
+    if (a.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&a;
+        if (ip && !inet_ntop(AF_INET6, &in6->sin6_addr, ip, INET6_ADDRSTRLEN)) {
+            return 0;
+        }
+        return ntohs(in6->sin6_port);
+    }
+    return 0;
+}
+
+/* Whether entry k still names the socket curl opened (see struct connector_sock). */
+static int connector_sock_alive(const struct connector_sock *k)
+{
+    struct stat st;
+    return fstat(k->fd, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == k->ino;
 }
 
 /* Just before a call's request goes out: which connection it takes. (curl's type has the
@@ -584,8 +618,8 @@ static int connector_prereq(void *clientp, char *peer_ip, char *local_ip, int pe
                             int local_port)
 {
     struct connector_call *call = clientp;
-    (void)peer_ip;
     (void)local_ip;
+    snprintf(call->peer_ip, sizeof call->peer_ip, "%s", peer_ip ? peer_ip : "");
     call->local_port = local_port;
     call->peer_port = peer_port;
     call->ack_pending = 1;
@@ -596,14 +630,22 @@ static int connector_prereq(void *clientp, char *peer_ip, char *local_ip, int pe
 static void connector_quickack(struct connector_client *c, struct connector_call *call)
 {
     int one = 1;
-    call->ack_pending = 0;
     for (size_t i = 0; i < c->nsocks; i++) {
         struct connector_sock *k = &c->socks[i];
         if (!k->peer_port) { /* not known until it has connected */
-            k->local_port = connector_sock_port(k->fd, 0);
-            k->peer_port = connector_sock_port(k->fd, 1);
+            if (!connector_sock_alive(k)) {
+                c->socks[i--] = c->socks[--c->nsocks];
+                continue;
+            }
+            k->local_port = connector_sock_end(k->fd, 0, NULL);
+            k->peer_port = connector_sock_end(k->fd, 1, k->peer_ip);
         }
-        if (k->local_port == call->local_port && k->peer_port == call->peer_port) {
+        if (k->local_port == call->local_port && k->peer_port == call->peer_port &&
+            strcmp(k->peer_ip, call->peer_ip) == 0) {
+            if (!connector_sock_alive(k)) { /* its number now names another socket */
+                c->socks[i--] = c->socks[--c->nsocks];
+                continue;
+            }
             setsockopt(k->fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
             return;
         }
@@ -673,8 +715,9 @@ static void *connector_thread(void *arg)
         int running = 0;
         curl_multi_perform(c->multi, &running);
         for (struct connector_call *call = c->active; call; call = call->next) {
-            if (call->ack_pending) {
+            if (call->ack_pending == 1) {
                 connector_quickack(c, call);
+                call->ack_pending = 2;
             }
         }
         CURLMsg *msg;
@@ -705,8 +748,9 @@ static void *connector_thread(void *arg)
         }
         /* a request that took more than one turn to go out */
         for (struct connector_call *call = c->active; call; call = call->next) {
-            if (call->local_port) {
+            if (call->ack_pending == 2) {
                 connector_quickack(c, call);
+                call->ack_pending = 0;
             }
         }
         curl_multi_poll(c->multi, NULL, 0, CONNECTOR_CANCEL_POLL_MS, NULL);

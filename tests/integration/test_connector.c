@@ -579,10 +579,10 @@ static void test_connector_two_writes_with_nagle(void **state)
     (void)state;
     struct outcome o;
     struct connector_target *t = target("nagle", "/nagle", 5000);
-    call(t, "[0]", &o); /* a connection of its own, past its first exchanges */
+    call(t, "[0]", &o); /* a kept connection, past its first exchanges (quick ACKs anyway) */
     outcome_done(&o);
     long before = delayed_acks();
-    for (int i = 0; i < 20; i++) {
+    for (int i = 0; i < 40; i++) {
         char args[32], want[32];
         snprintf(args, sizeof args, "[%d]", i);
         snprintf(want, sizeof want, "%d", i);
@@ -598,8 +598,8 @@ static void test_connector_two_writes_with_nagle(void **state)
     if (!own_netns) {
         skip(); /* the machine's other connections would count too: run as root */
     }
-    if (delayed > 5) {
-        fail_msg("%ld of 20 answers waited for a delayed acknowledgement", delayed);
+    if (delayed > 3) {
+        fail_msg("%ld of 40 answers waited for a delayed acknowledgement", delayed);
     }
 }
 
