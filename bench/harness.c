@@ -400,11 +400,22 @@ static int server_template(struct server *sv, const char *author, const char *na
     return server_ok(sv, "POST", path, sv->approver, "{\"comment\":\"bench\"}", 200, a);
 }
 
+/* Registers the connector `name` at the bench's connector, path /name, with `functions`. */
+static int server_connector(struct server *sv, int connector_port, const char *name,
+                            const char *functions, struct answer *a)
+{
+    char body[1024];
+    snprintf(body, sizeof body,
+             "{\"name\":\"%s\",\"department\":\"bench\",\"url\":\"http://127.0.0.1:%d/%s\","
+             "\"signing_secret\":\"" SIGNING "\",\"functions\":%s}",
+             name, connector_port, name, functions);
+    return server_ok(sv, "POST", "/v1/connectors", BOOTSTRAP_KEY, body, 201, a);
+}
+
 int server_setup(struct server *sv, int connector_port)
 {
     static struct answer a;
     char author[256];
-    char body[1024];
     if (server_ok(sv, "POST", "/v1/departments", BOOTSTRAP_KEY, "{\"name\":\"bench\"}", 201, &a) !=
                 0 ||
         server_principal(sv, "author", "author", author, sizeof author, &a) != 0 ||
@@ -412,25 +423,10 @@ int server_setup(struct server *sv, int connector_port)
         server_principal(sv, "agent", "agent", sv->agent, sizeof sv->agent, &a) != 0) {
         return -1;
     }
-    snprintf(body, sizeof body,
-             "{\"name\":\"store\",\"department\":\"bench\",\"url\":\"http://127.0.0.1:%d/store\","
-             "\"signing_secret\":\"" SIGNING "\",\"functions\":{\"lookup\":{}}}",
-             connector_port);
-    if (server_ok(sv, "POST", "/v1/connectors", BOOTSTRAP_KEY, body, 201, &a) != 0) {
-        return -1;
-    }
-    snprintf(body, sizeof body,
-             "{\"name\":\"orders\",\"department\":\"bench\",\"url\":\"http://127.0.0.1:%d/orders\","
-             "\"signing_secret\":\"" SIGNING "\",\"functions\":{\"refund\":{\"sensitive\":true}}}",
-             connector_port);
-    if (server_ok(sv, "POST", "/v1/connectors", BOOTSTRAP_KEY, body, 201, &a) != 0) {
-        return -1;
-    }
-    snprintf(body, sizeof body,
-             "{\"name\":\"nagle\",\"department\":\"bench\",\"url\":\"http://127.0.0.1:%d/nagle\","
-             "\"signing_secret\":\"" SIGNING "\",\"functions\":{\"lookup\":{}}}",
-             connector_port);
-    if (server_ok(sv, "POST", "/v1/connectors", BOOTSTRAP_KEY, body, 201, &a) != 0) {
+    if (server_connector(sv, connector_port, "store", "{\"lookup\":{}}", &a) != 0 ||
+        server_connector(sv, connector_port, "orders", "{\"refund\":{\"sensitive\":true}}", &a) !=
+                0 ||
+        server_connector(sv, connector_port, "nagle", "{\"lookup\":{}}", &a) != 0) {
         return -1;
     }
     if (server_template(sv, author, "get", GET_SRC, "[\"store.lookup\"]", &a) != 0 ||

@@ -652,6 +652,17 @@ static void connector_quickack(struct connector_client *c, struct connector_call
     }
 }
 
+/* connector_quickack for each call whose ack_pending is `from`, which then becomes `to`. */
+static void connector_quickack_calls(struct connector_client *c, int from, int to)
+{
+    for (struct connector_call *call = c->active; call; call = call->next) {
+        if (call->ack_pending == from) {
+            connector_quickack(c, call);
+            call->ack_pending = to;
+        }
+    }
+}
+
 /* Adds a handed-over call to the multi handle, or completes it now (its arguments failed). */
 static void connector_start(struct connector_client *c, struct connector_call *call)
 {
@@ -714,12 +725,7 @@ static void *connector_thread(void *arg)
         }
         int running = 0;
         curl_multi_perform(c->multi, &running);
-        for (struct connector_call *call = c->active; call; call = call->next) {
-            if (call->ack_pending == 1) {
-                connector_quickack(c, call);
-                call->ack_pending = 2;
-            }
-        }
+        connector_quickack_calls(c, 1, 2); /* requests that went out in this turn */
         CURLMsg *msg;
         int left = 0;
         while ((msg = curl_multi_info_read(c->multi, &left))) {
@@ -746,13 +752,7 @@ static void *connector_thread(void *arg)
             sched_yield();
             continue;
         }
-        /* a request that took more than one turn to go out */
-        for (struct connector_call *call = c->active; call; call = call->next) {
-            if (call->ack_pending == 2) {
-                connector_quickack(c, call);
-                call->ack_pending = 0;
-            }
-        }
+        connector_quickack_calls(c, 2, 0); /* once more: a request that took more turns */
         curl_multi_poll(c->multi, NULL, 0, CONNECTOR_CANCEL_POLL_MS, NULL);
     }
     while (c->active) {
