@@ -44,6 +44,7 @@
 #include "json.h"
 #include "schema.h"
 #include "secretbox.h"
+#include "thread.h"
 #include "utf8.h"
 
 #define CONNECTOR_BODY_MAX   ((size_t)8 << 20) /* bytes of a request body */
@@ -691,6 +692,7 @@ static void *connector_thread(void *arg)
 {
     struct connector_client *c = arg;
     pthread_setname_np(pthread_self(), "airlockd-curl"); /* named in top -H and perf */
+    thread_short_slice(); /* a guest waits for each call it sends: see thread.h */
     int stopping = 0;
     uint64_t spin_until = 0;
     while (!stopping) {

@@ -28,6 +28,7 @@
 
 #include "json.h"
 #include "metrics.h"
+#include "thread.h"
 
 struct http_server {
     struct MHD_Daemon *daemon;
@@ -332,6 +333,12 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
     struct http_conn *c = *con_cls;
     (void)version;
     if (!c) {
+        /* libmicrohttpd's thread is not ours to start: it asks on its first request */
+        static _Thread_local int sliced;
+        if (!sliced) {
+            thread_short_slice();
+            sliced = 1;
+        }
         c = calloc(1, sizeof *c);
         if (!c) {
             return MHD_NO;

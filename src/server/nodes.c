@@ -55,6 +55,7 @@
 #include "buf.h"
 #include "json.h"
 #include "keyfile.h"
+#include "thread.h"
 
 #define NODES_WHY_MAX        512
 #define NODES_DETAILS_MAX    ((size_t)4 << 20)
@@ -560,6 +561,7 @@ static void *nodes_listen_thread(void *arg)
     int connected = 0;
     int lost = 0; /* the loss is logged; the next connect says so */
     pthread_setname_np(pthread_self(), "airlockd-listen");
+    thread_short_slice(); /* hands queued runs on: see thread.h */
     while (!nodes_stopping(n)) {
         if (!connected) {
             if (l->ops->connect(l) == STORE_OK) {

@@ -37,6 +37,7 @@
 #include "connector.h"
 #include "json.h"
 #include "metrics.h"
+#include "thread.h"
 
 #define RUNS_BATCH_MAX   256
 #define RUNS_DETAILS_MAX ((size_t)96 << 20)
@@ -1338,6 +1339,7 @@ static void *runs_syncer(void *arg)
 {
     struct runs *r = arg;
     pthread_setname_np(pthread_self(), "airlockd-sync");
+    thread_short_slice(); /* a run's answer waits for it: see thread.h */
     pthread_mutex_lock(&r->lock);
     while (1) {
         while (!r->to_sync && !r->sync_stop) {
@@ -1371,6 +1373,7 @@ static void *runs_writer(void *arg)
     struct runs *r = arg;
     unsigned which = 0;
     pthread_setname_np(pthread_self(), "airlockd-writer");
+    thread_short_slice(); /* every start and end waits for it: see thread.h */
     pthread_mutex_lock(&r->lock);
     while (1) {
         while (!r->done_head && !r->start_head && !r->mark_head && !r->stop) {

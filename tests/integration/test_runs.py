@@ -10,10 +10,13 @@ Each test starts airlockd (test_server.Server) and the shop connector
 (hosts/shop_connector.py) on free ports in a fresh directory. Waiting for a run to reach a state
 polls GET /v1/runs/{id} with a deadline; nothing sleeps for timing.
 """
+import ctypes
 import http.client
 import json
 import os
+import platform
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -555,6 +558,62 @@ def t_threads_are_named(tmp):
                 names.add(f.read().strip())
         want = {"airlockd-writer", "airlockd-sync", "airlockd-curl", "airlock-loop"}
         check(want <= names, "threads %r, want %r among them" % (sorted(names), sorted(want)))
+    finally:
+        w.close()
+
+
+# sched_getattr(2): glibc has no wrapper; the system call's number per architecture
+SYS_SCHED_GETATTR = {"x86_64": 315, "aarch64": 275}
+SCHED_FLAG_RESET_ON_FORK = 1
+SHORT_SLICE_NS = 100000  # THREAD_SHORT_SLICE_NS, src/common/thread.h
+
+
+def sched_attr(tid):
+    """(flags, runtime) of a thread's scheduling attributes; runtime is its slice in ns on a
+    kernel that gives normal threads one (6.12 and later), 0 before."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    buf = ctypes.create_string_buffer(56)
+    nr = SYS_SCHED_GETATTR[platform.machine()]
+    check(libc.syscall(nr, tid, buf, 56, 0) == 0, "sched_getattr(%d): errno %d" %
+          (tid, ctypes.get_errno()))
+    _size, _policy, flags, _nice, _prio, runtime = struct.unpack_from("=IIQiIQ", buf.raw)
+    return flags, runtime
+
+
+def t_run_path_threads_take_short_slices(tmp):
+    # docs/server.md: the threads a run passes through ask for the short slice, so that a
+    # worker forking or exiting on the same CPU does not hold a run's hand-off up; the workers,
+    # which run the guests, keep the default one
+    w = World(tmp)
+    try:
+        w.template("paid", "return (await shop.orders('paid')).length;", ["shop.orders"])
+        check(w.run({"template": "paid"}, want=200)[1]["value"] == 2, "the run")
+        pid = w.s.proc.pid
+        attrs = {}
+        for t in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/comm" % (pid, t)) as f:
+                attrs[f.read().strip()] = sched_attr(int(t))
+        slices = attrs["airlockd"][1] != 0  # the main thread: the default slice, if any
+        for name in ("MHD-single", "airlockd-writer", "airlockd-sync", "airlockd-curl",
+                     "airlock-loop"):
+            check(name in attrs, "thread %s among %r" % (name, sorted(attrs)))
+            flags, runtime = attrs[name]
+            check(flags & SCHED_FLAG_RESET_ON_FORK, "%s: flags %#x" % (name, flags))
+            check(not slices or runtime == SHORT_SLICE_NS, "%s: slice %d ns" % (name, runtime))
+        workers = []
+        for p in os.listdir("/proc"):
+            try:
+                with open("/proc/%s/stat" % p) as f:
+                    stat = f.read()
+            except OSError:
+                continue  # not a process, or one that just ended
+            if stat.rsplit(")", 1)[1].split()[1] == str(pid):  # its parent
+                workers.append(p)
+        check(workers, "airlockd has workers")
+        for wp in workers:
+            flags, runtime = sched_attr(int(wp))
+            check(not flags & SCHED_FLAG_RESET_ON_FORK and runtime != SHORT_SLICE_NS,
+                  "worker %s: flags %#x, slice %d ns" % (wp, flags, runtime))
     finally:
         w.close()
 
