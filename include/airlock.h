@@ -596,7 +596,7 @@ AL_API void al_result_error_text(const struct al_result *result, struct al_error
  * costs its worker process and a few descriptors, never a thread. Host functions and event
  * callbacks of these runs are called on that thread, so they must not block: slow work goes to
  * another thread that completes the call when done. The event thread and the warm-worker
- * thread ask Linux (6.12 and later) for the shortest scheduling slice, 0.1 ms, so that they
+ * thread ask Linux (6.12 and later) for a short scheduling slice, 0.5 ms, so that they
  * run as soon as they wake even while workers keep every processor busy; processes and threads
  * they create (and so every worker) start with the default slice again.
  */

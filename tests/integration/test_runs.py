@@ -565,7 +565,7 @@ def t_threads_are_named(tmp):
 # sched_getattr(2): glibc has no wrapper; the system call's number per architecture
 SYS_SCHED_GETATTR = {"x86_64": 315, "aarch64": 275}
 SCHED_FLAG_RESET_ON_FORK = 1
-SHORT_SLICE_NS = 100000  # THREAD_SHORT_SLICE_NS, src/common/thread.h
+SHORT_SLICE_NS = 500000  # THREAD_SHORT_SLICE_NS, src/common/thread.h
 
 
 def sched_attr(tid):
