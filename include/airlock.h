@@ -597,8 +597,12 @@ AL_API void al_result_error_text(const struct al_result *result, struct al_error
  * callbacks of these runs are called on that thread, so they must not block: slow work goes to
  * another thread that completes the call when done. The event thread and the warm-worker
  * thread ask Linux (6.12 and later) for a short scheduling slice, 0.5 ms, so that they
- * run as soon as they wake even while workers keep every processor busy; processes and threads
- * they create (and so every worker) start with the default slice again.
+ * run as soon as they wake even while workers keep every processor busy. They also take
+ * SCHED_FLAG_RESET_ON_FORK, so processes and threads they create (a worker started without the
+ * zygote, a process a host function starts) begin with the default slice, at nice 0 if the
+ * application's nice value was negative, and without a real-time policy; and a host function
+ * that changes the event thread's own scheduling policy must keep SCHED_RESET_ON_FORK unless
+ * it has CAP_SYS_NICE. On older kernels the threads are left as they are.
  */
 struct al_run;
 

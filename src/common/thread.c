@@ -12,15 +12,18 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-void thread_short_slice(void)
+void thread_take_short_slice(void)
 {
     struct sched_attr attr;
     memset(&attr, 0, sizeof attr);
     if (syscall(SYS_sched_getattr, 0, &attr, (unsigned)sizeof attr, 0u) != 0) {
         return;
     }
-    /* Only the fair policies have slices; a real-time or idle thread is left as it was set. */
-    if (attr.sched_policy != SCHED_NORMAL && attr.sched_policy != SCHED_BATCH) {
+    /* Only the fair policies have slices; a real-time or idle thread is left as it was set. A
+     * kernel that reports no slice for a normal thread (before 6.12) has none to set: the flag
+     * alone would only change what the thread's children inherit. */
+    if ((attr.sched_policy != SCHED_NORMAL && attr.sched_policy != SCHED_BATCH) ||
+        attr.sched_runtime == 0) {
         return;
     }
     /* sched_getattr filled in the policy and nice value, which setattr writes back unchanged

@@ -114,7 +114,7 @@ static void *pool_main(void *arg)
 {
     struct pool *p = arg;
     pthread_setname_np(pthread_self(), "airlock-pool"); /* named in top -H and perf */
-    thread_short_slice(); /* a finished run's worker is replaced from here: see thread.h */
+    thread_take_short_slice(); /* a finished run's worker is replaced from here: see thread.h */
     pthread_mutex_lock(&p->mu);
     while (!p->stop) {
         if (p->ndead > 0) {

@@ -692,7 +692,7 @@ static void *connector_thread(void *arg)
 {
     struct connector_client *c = arg;
     pthread_setname_np(pthread_self(), "airlockd-curl"); /* named in top -H and perf */
-    thread_short_slice(); /* a guest waits for each call it sends: see thread.h */
+    thread_take_short_slice(); /* a guest waits for each call it sends: see thread.h */
     int stopping = 0;
     uint64_t spin_until = 0;
     while (!stopping) {

@@ -336,7 +336,7 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
         /* libmicrohttpd's thread is not ours to start: it asks on its first request */
         static _Thread_local int sliced;
         if (!sliced) {
-            thread_short_slice();
+            thread_take_short_slice();
             sliced = 1;
         }
         c = calloc(1, sizeof *c);

@@ -561,7 +561,7 @@ static void *nodes_listen_thread(void *arg)
     int connected = 0;
     int lost = 0; /* the loss is logged; the next connect says so */
     pthread_setname_np(pthread_self(), "airlockd-listen");
-    thread_short_slice(); /* hands queued runs on: see thread.h */
+    thread_take_short_slice(); /* hands queued runs on: see thread.h */
     while (!nodes_stopping(n)) {
         if (!connected) {
             if (l->ops->connect(l) == STORE_OK) {

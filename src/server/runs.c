@@ -1339,7 +1339,7 @@ static void *runs_syncer(void *arg)
 {
     struct runs *r = arg;
     pthread_setname_np(pthread_self(), "airlockd-sync");
-    thread_short_slice(); /* a run's answer waits for it: see thread.h */
+    thread_take_short_slice(); /* a run's answer waits for it: see thread.h */
     pthread_mutex_lock(&r->lock);
     while (1) {
         while (!r->to_sync && !r->sync_stop) {
@@ -1373,7 +1373,7 @@ static void *runs_writer(void *arg)
     struct runs *r = arg;
     unsigned which = 0;
     pthread_setname_np(pthread_self(), "airlockd-writer");
-    thread_short_slice(); /* every start and end waits for it: see thread.h */
+    thread_take_short_slice(); /* every start and end waits for it: see thread.h */
     pthread_mutex_lock(&r->lock);
     while (1) {
         while (!r->done_head && !r->start_head && !r->mark_head && !r->stop) {

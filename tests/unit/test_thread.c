@@ -1,8 +1,8 @@
 /*
- * unit.thread - thread_short_slice: the calling thread gets the short slice and keeps its
+ * unit.thread - thread_take_short_slice: the calling thread gets the short slice and keeps its
  * policy and nice value; what it creates afterwards (a worker process, a thread) starts with
  * the default slice; a thread of another policy is left as it was. On a kernel that gives
- * normal threads no slice of their own (before 6.12) the slice is not checked, the rest is.
+ * normal threads no slice of their own (before 6.12) the call must change nothing at all.
  */
 /* cmocka.h needs these first */
 /* clang-format off */
@@ -23,34 +23,36 @@
 
 #include "thread.h"
 
-/* linux/sched/types.h's struct sched_attr, which cannot be included beside pthread.h (both
- * define struct sched_param) */
-struct sched_attr {
+/* linux/sched/types.h's struct sched_attr, under a name of its own: that header cannot be
+ * included beside pthread.h (both define struct sched_param), and glibc 2.41's sched.h defines
+ * struct sched_attr itself. */
+struct test_sched_attr {
     uint32_t size;
     uint32_t sched_policy;
     uint64_t sched_flags;
     int32_t sched_nice;
     uint32_t sched_priority;
-    uint64_t sched_runtime; /* ns: a normal thread's slice on Linux 6.12 and later */
+    uint64_t sched_runtime; /* ns: a normal thread's slice on Linux 6.12 and later, 0 before */
     uint64_t sched_deadline;
     uint64_t sched_period;
     uint32_t sched_util_min;
     uint32_t sched_util_max;
 };
+#ifndef SCHED_FLAG_RESET_ON_FORK
 #define SCHED_FLAG_RESET_ON_FORK 0x01
+#endif
 
-static struct sched_attr attr_of_self(void)
+/* 0 with *ret filled; the thread bodies below report failures by return value, since cmocka's
+ * asserts may only fail on the test's own thread. */
+static int attr_of_self(struct test_sched_attr *ret)
 {
-    struct sched_attr a;
-    memset(&a, 0, sizeof a);
-    assert_int_equal(syscall(SYS_sched_getattr, 0, &a, (unsigned)sizeof a, 0u), 0);
-    return a;
+    memset(ret, 0, sizeof *ret);
+    return (int)syscall(SYS_sched_getattr, 0, ret, (unsigned)sizeof *ret, 0u);
 }
 
-/* A kernel with slices reports a normal thread's slice (the default one, never 0). */
-static int kernel_has_slices(void)
+static int is_fair(uint32_t policy)
 {
-    return attr_of_self().sched_runtime != 0;
+    return policy == SCHED_OTHER || policy == SCHED_BATCH;
 }
 
 /* Each test runs on a thread of its own, so the runner's thread keeps its defaults. */
@@ -66,21 +68,33 @@ static void run_on_thread(void *(*fn)(void *))
 static void *takes_slice_keeps_nice(void *arg)
 {
     (void)arg;
-    /* a nice value only ever raised: no privilege needed, and the call must not undo it */
-    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 4) != 0) {
+    struct test_sched_attr before, after;
+    if (attr_of_self(&before) != 0) {
         return (void *)1;
     }
-    int slices = kernel_has_slices();
-    thread_short_slice();
-    struct sched_attr a = attr_of_self();
-    if (a.sched_policy != SCHED_OTHER || a.sched_nice != 4) {
+    /* one step nicer than the tests were started with (no privilege needed): the call must not
+     * undo it */
+    int nice = before.sched_nice < 19 ? before.sched_nice + 1 : 19;
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice) != 0 ||
+        attr_of_self(&before) != 0) {
         return (void *)2;
     }
-    if (!(a.sched_flags & SCHED_FLAG_RESET_ON_FORK)) {
+    thread_take_short_slice();
+    if (attr_of_self(&after) != 0) {
         return (void *)3;
     }
-    if (slices && a.sched_runtime != THREAD_SHORT_SLICE_NS) {
+    if (after.sched_policy != before.sched_policy || after.sched_nice != nice) {
         return (void *)4;
+    }
+    int slices = is_fair(before.sched_policy) && before.sched_runtime != 0;
+    if (slices) {
+        if (!(after.sched_flags & SCHED_FLAG_RESET_ON_FORK) ||
+            after.sched_runtime != THREAD_SHORT_SLICE_NS) {
+            return (void *)5;
+        }
+    } else if (after.sched_flags != before.sched_flags ||
+               after.sched_runtime != before.sched_runtime) {
+        return (void *)6; /* nothing to set: nothing may change */
     }
     return NULL;
 }
@@ -93,38 +107,40 @@ static void test_thread_short_slice_is_taken_and_nice_kept(void **state)
 
 static void *child_thread_attr(void *arg)
 {
-    *(struct sched_attr *)arg = attr_of_self();
-    return NULL;
+    return attr_of_self(arg) == 0 ? NULL : (void *)1;
 }
 
 static void *children_start_with_defaults(void *arg)
 {
     (void)arg;
-    struct sched_attr before = attr_of_self();
-    thread_short_slice();
+    struct test_sched_attr before;
+    if (attr_of_self(&before) != 0) {
+        return (void *)1;
+    }
+    thread_take_short_slice();
     /* a process, as a worker is spawned */
     pid_t pid = fork();
     if (pid == 0) {
-        struct sched_attr a;
-        memset(&a, 0, sizeof a);
-        int ok = syscall(SYS_sched_getattr, 0, &a, (unsigned)sizeof a, 0u) == 0 &&
-                 a.sched_runtime == before.sched_runtime &&
+        struct test_sched_attr a;
+        int ok = attr_of_self(&a) == 0 && a.sched_runtime == before.sched_runtime &&
                  !(a.sched_flags & SCHED_FLAG_RESET_ON_FORK);
         _exit(ok ? 0 : 1);
     }
     int status = -1;
     if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
         WEXITSTATUS(status) != 0) {
-        return (void *)1;
-    }
-    /* a thread */
-    struct sched_attr t;
-    pthread_t th;
-    if (pthread_create(&th, NULL, child_thread_attr, &t) != 0 || pthread_join(th, NULL) != 0) {
         return (void *)2;
     }
-    if (t.sched_runtime != before.sched_runtime || (t.sched_flags & SCHED_FLAG_RESET_ON_FORK)) {
+    /* a thread */
+    struct test_sched_attr t;
+    pthread_t th;
+    void *failed = NULL;
+    if (pthread_create(&th, NULL, child_thread_attr, &t) != 0 || pthread_join(th, &failed) != 0 ||
+        failed) {
         return (void *)3;
+    }
+    if (t.sched_runtime != before.sched_runtime || (t.sched_flags & SCHED_FLAG_RESET_ON_FORK)) {
+        return (void *)4;
     }
     return NULL;
 }
@@ -138,18 +154,22 @@ static void test_thread_short_slice_is_not_inherited(void **state)
 static void *idle_left_alone(void *arg)
 {
     (void)arg;
-    struct sched_attr a = attr_of_self();
-    a.size = sizeof a;
-    a.sched_policy = SCHED_IDLE; /* lowering the policy needs no privilege */
-    if (syscall(SYS_sched_setattr, 0, &a, 0u) != 0) {
+    struct test_sched_attr a, before, after;
+    if (attr_of_self(&a) != 0) {
         return (void *)1;
     }
-    struct sched_attr before = attr_of_self();
-    thread_short_slice();
-    struct sched_attr after = attr_of_self();
+    a.size = sizeof a;
+    a.sched_policy = SCHED_IDLE; /* lowering the policy needs no privilege */
+    if (syscall(SYS_sched_setattr, 0, &a, 0u) != 0 || attr_of_self(&before) != 0) {
+        return (void *)2;
+    }
+    thread_take_short_slice();
+    if (attr_of_self(&after) != 0) {
+        return (void *)3;
+    }
     if (after.sched_policy != SCHED_IDLE || after.sched_runtime != before.sched_runtime ||
         after.sched_flags != before.sched_flags) {
-        return (void *)2;
+        return (void *)4;
     }
     return NULL;
 }
