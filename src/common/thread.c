@@ -31,7 +31,5 @@ void thread_take_short_slice(void)
     attr.size = sizeof attr;
     attr.sched_flags = SCHED_FLAG_RESET_ON_FORK;
     attr.sched_runtime = THREAD_SHORT_SLICE_NS;
-    attr.sched_deadline = 0;
-    attr.sched_period = 0;
     (void)syscall(SYS_sched_setattr, 0, &attr, 0u);
 }

@@ -53,12 +53,22 @@ class Shop:
 class World:
     """airlockd with department finance (and other), its people and the shop connector."""
 
-    def __init__(self, tmp, autonomy="autonomous", adhoc=False, shop=None, env_extra=None):
+    def __init__(self, tmp, autonomy="autonomous", adhoc=False, shop=None, env_extra=None,
+                 config=None):
         self.tmp = tmp
         self.dir = os.path.join(tmp, "var")
         self.shop = shop or Shop()
+        if config is not None:  # airlockd's config file, as a dict
+            path = os.path.join(tmp, "airlockd.json")
+            with open(path, "w") as f:
+                json.dump(config, f)
+            self.s = Server(self.dir, args=["--listen", "127.0.0.1:0", "--data-dir", self.dir,
+                                            "--config", path])
         # without env_extra, Server is called as tests that replace it expect
-        self.s = Server(self.dir, env_extra=env_extra) if env_extra else Server(self.dir)
+        elif env_extra:
+            self.s = Server(self.dir, env_extra=env_extra)
+        else:
+            self.s = Server(self.dir)
         check(self.s.port, "airlockd did not start: " + self.s.stderr())
         self.admin = self.s.admin_key()
         for d in ("finance", "other"):
@@ -123,6 +133,13 @@ class World:
                 return doc
             check(time.monotonic() < deadline,
                   "run %s still %s, want %s" % (run_id, doc["status"], statuses))
+            time.sleep(0.02)
+
+    def until_called(self, fn):
+        """Waits until the shop has been called with function fn (a run is parked there)."""
+        deadline = time.monotonic() + HANG
+        while not self.shop.calls()["by_function"].get(fn):
+            check(time.monotonic() < deadline, "%s never reached the shop" % fn)
             time.sleep(0.02)
 
     def pending(self, key=None):
@@ -545,17 +562,22 @@ def t_connector_calls_wait_for_the_runs_record(tmp):
         w.close()
 
 
+def threads_of(pid):
+    """A process's threads: name -> thread ids (a thread's own threads take its name)."""
+    threads = {}
+    for t in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/comm" % (pid, t)) as f:
+            threads.setdefault(f.read().strip(), []).append(int(t))
+    return threads
+
+
 def t_threads_are_named(tmp):
     # an operator's top -H or perf tells airlockd's threads apart (docs/server.md)
     w = World(tmp)
     try:
         w.template("paid", "return (await shop.orders('paid')).length;", ["shop.orders"])
         check(w.run({"template": "paid"}, want=200)[1]["value"] == 2, "the run")
-        task = "/proc/%d/task" % w.s.proc.pid
-        names = set()
-        for t in os.listdir(task):
-            with open(os.path.join(task, t, "comm")) as f:
-                names.add(f.read().strip())
+        names = set(threads_of(w.s.proc.pid))
         want = {"airlockd-writer", "airlockd-sync", "airlockd-curl", "airlock-loop"}
         check(want <= names, "threads %r, want %r among them" % (sorted(names), sorted(want)))
     finally:
@@ -617,10 +639,7 @@ def t_run_path_threads_take_short_slices(tmp):
         w.template("paid", "return (await shop.orders('paid')).length;", ["shop.orders"])
         check(w.run({"template": "paid"}, want=200)[1]["value"] == 2, "the run")
         pid = w.s.proc.pid
-        threads = {}  # name -> tids (a thread's own threads would take its name)
-        for t in os.listdir("/proc/%d/task" % pid):
-            with open("/proc/%d/task/%s/comm" % (pid, t)) as f:
-                threads.setdefault(f.read().strip(), []).append(int(t))
+        threads = threads_of(pid)
         names = ["MHD-single", "airlockd-writer", "airlockd-sync", "airlockd-curl",
                  "airlock-loop", "airlock-pool"] + (["airlockd-listen"] if ts.PG else [])
         for name in names:
@@ -647,22 +666,11 @@ def t_run_path_threads_take_short_slices(tmp):
 def t_a_worker_started_by_a_run_keeps_the_default_slice(tmp):
     # without warm workers a run's worker is started by the threads that take the short slice
     # themselves: what they create starts with the default slice again
-    cfg = os.path.join(tmp, "airlockd.json")
-    with open(cfg, "w") as f:
-        json.dump({"runs": {"warm_workers": 0}}, f)
-    real_server = ts.Server
-    w = None
+    w = World(tmp, config={"runs": {"warm_workers": 0}})
     try:
-        globals()["Server"] = lambda data_dir: real_server(data_dir, args=[
-            "--listen", "127.0.0.1:0", "--data-dir", data_dir, "--config", cfg])
-        w = World(tmp)
-        globals()["Server"] = real_server
         w.template("nap", "await shop.slow(10000); return 'rested';", ["shop.slow"])
         st, doc = w.run({"template": "nap", "wait": False}, want=202)
-        deadline = time.monotonic() + HANG
-        while not w.shop.calls()["by_function"].get("shop.slow"):
-            check(time.monotonic() < deadline, "the run never called the shop")
-            time.sleep(0.02)
+        w.until_called("shop.slow")
         pid = w.s.proc.pid
         check(len(children_of(pid)) == 1, "one worker, no zygote: %r" % children_of(pid))
         if SYS_SCHED_GETATTR is not None:
@@ -670,9 +678,7 @@ def t_a_worker_started_by_a_run_keeps_the_default_slice(tmp):
         w.ok("POST", "/v1/runs/%s/cancel" % doc["id"], {}, w.keys["agent-7"])
         w.until(doc["id"], ("cancelled",))
     finally:
-        globals()["Server"] = real_server
-        if w:
-            w.close()
+        w.close()
 
 
 def t_nothing_of_a_batch_is_answered_before_its_fsync(tmp):
@@ -1194,10 +1200,7 @@ def t_kill9_marks_executing_runs_aborted(tmp):
         st, doc = w.run({"template": "slow", "wait": False}, want=202)
         # executing, its call sent (on PostgreSQL: claimed from the queue first; a run killed
         # before it sent anything would be executed again, not aborted)
-        deadline = time.monotonic() + HANG
-        while not w.shop.calls()["by_function"].get("shop.slow"):
-            check(time.monotonic() < deadline, "the slow call never reached the shop")
-            time.sleep(0.02)
+        w.until_called("shop.slow")
         w.s.proc.kill()
         w.s.proc.wait(timeout=HANG)
         w.s = Server(w.dir)
@@ -1222,10 +1225,7 @@ def t_sigterm_drains(tmp):
 
         t = threading.Thread(target=waiter)
         t.start()
-        deadline = time.monotonic() + HANG
-        while not w.shop.calls()["by_function"].get("shop.slow"):
-            check(time.monotonic() < deadline, "the run never called the shop")
-            time.sleep(0.02)
+        w.until_called("shop.slow")
         # a connection opened before the SIGTERM is still served, but starts no run
         import http.client
         conn = http.client.HTTPConnection("127.0.0.1", w.s.port, timeout=HANG)
@@ -1264,40 +1264,22 @@ def t_runs_config(tmp):
         p = subprocess.run([ts.AIRLOCKD, "--config", path], capture_output=True, timeout=HANG)
         check(p.returncode == 2 and b"runs takes" in p.stderr, "bad %r: %r" % (bad, p.stderr))
     # no grace: SIGTERM cancels the run in flight, and its client still gets the answer
-    good = os.path.join(tmp, "good.json")
-    with open(good, "w") as f:
-        json.dump({"runs": {"max_concurrent": 1, "warm_workers": 0, "drain_grace_ms": 0}}, f)
-    shop = Shop()
-    d = os.path.join(tmp, "var")
-    os.makedirs(d)
-    w = None
+    w = World(tmp, config={"runs": {"max_concurrent": 1, "warm_workers": 0,
+                                    "drain_grace_ms": 0}})
     try:
-        real_server = ts.Server
-        ts.Server = lambda data_dir: real_server(data_dir, args=[
-            "--listen", "127.0.0.1:0", "--data-dir", data_dir, "--config", good])
-        globals()["Server"] = ts.Server
-        w = World(tmp, shop=shop)
         w.template("nap", "await shop.slow(10000); return 'rested';", ["shop.slow"])
         import threading
         got = {}
         t = threading.Thread(target=lambda: got.setdefault("a", w.run({"template": "nap"})))
         t.start()
-        deadline = time.monotonic() + HANG
-        while not w.shop.calls()["by_function"].get("shop.slow"):
-            check(time.monotonic() < deadline, "the run never called the shop")
-            time.sleep(0.02)
+        w.until_called("shop.slow")
         check(w.s.stop() == 0, "SIGTERM exit status")
         t.join(HANG)
         st, doc = got["a"]
         check(st == 200 and doc["status"] == "cancelled" and doc["error"]["code"] == "ABORTED",
               "no grace: %d %r" % (st, doc))
     finally:
-        ts.Server = real_server
-        globals()["Server"] = real_server
-        if w:
-            w.close()
-        else:
-            shop.stop()
+        w.close()
 
 
 def t_version_limits_hold(tmp):
