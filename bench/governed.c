@@ -350,13 +350,6 @@ int main(int argc, char **argv)
     if (approvals(&sv, quick ? 10 : 100) != 0) {
         goto out;
     }
-    /* Last: its connections to the connector keep Nagle's algorithm on. */
-    fprintf(stderr, "airlock_governed: concurrency 1, a connector that writes twice\n");
-    struct client nagle = srv;
-    nagle.body = "{\"template\":\"get-nagle\",\"input\":{},\"wait\":true}";
-    if (phase("GNAGLE1", "airlockd", &nagle, 1, 1, seq_ms, &sv, NULL) != 0) {
-        goto out;
-    }
     printf("{\"runtime\":\"governed\",\"workload\":\"GINFO\",\"connector_calls\":%ld,"
            "\"warm_workers\":%d}\n",
            (long)atomic_load(&connector_calls), WARM_WORKERS);

@@ -70,9 +70,7 @@ void samples_stats(struct samples *s, double *ret_median, double *ret_p99)
 /* ---------------------------------------------------------------- the connector */
 
 /* Serves one keep-alive connection: every request (headers, then Content-Length bytes of body)
- * gets the fixed answer of the function it names. A request to /nagle is answered as a server
- * with Nagle's algorithm on that writes its headers and its body apart (Python's http.server):
- * the body leaves once the client has acknowledged the headers. */
+ * gets the fixed answer of the function it names. */
 static void *connector_conn(void *p)
 {
     int fd = (int)(intptr_t)p;
@@ -97,7 +95,6 @@ static void *connector_conn(void *p)
             }
             if (len >= head + body) {
                 int refund = memmem(buf + head, body, "orders.refund", 13) != NULL;
-                int nagle = strncmp(buf, "POST /nagle ", 12) == 0;
                 const char *a = refund ? refund_answer : get_answer;
                 size_t alen = strlen(a);
                 char out[256];
@@ -105,13 +102,7 @@ static void *connector_conn(void *p)
                                  "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                                  "Content-Length: %zu\r\n\r\n%s",
                                  alen, a);
-                int split = nagle ? n - (int)alen : n;
-                if (nagle) {
-                    int zero = 0;
-                    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &zero, sizeof zero);
-                }
-                if (write(fd, out, (size_t)split) != split ||
-                    (split < n && write(fd, out + split, (size_t)(n - split)) != n - split)) {
+                if (write(fd, out, (size_t)n) != n) {
                     break;
                 }
                 atomic_fetch_add(&connector_calls, 1);
@@ -425,12 +416,10 @@ int server_setup(struct server *sv, int connector_port)
     }
     if (server_connector(sv, connector_port, "store", "{\"lookup\":{}}", &a) != 0 ||
         server_connector(sv, connector_port, "orders", "{\"refund\":{\"sensitive\":true}}", &a) !=
-                0 ||
-        server_connector(sv, connector_port, "nagle", "{\"lookup\":{}}", &a) != 0) {
+                0) {
         return -1;
     }
     if (server_template(sv, author, "get", GET_SRC, "[\"store.lookup\"]", &a) != 0 ||
-        server_template(sv, author, "get-nagle", NAGLE_SRC, "[\"nagle.lookup\"]", &a) != 0 ||
         server_template(sv, author, "refund", REFUND_SRC, "[\"orders.refund\"]", &a) != 0) {
         return -1;
     }
@@ -518,8 +507,7 @@ static void *client_main(void *p)
             }
         } else if (c->kind == 1) {
             if (http_call(e, "POST", c->url, c->key,
-                          c->body ? c->body : "{\"template\":\"get\",\"input\":{},\"wait\":true}",
-                          &a, &status) != 0 ||
+                          "{\"template\":\"get\",\"input\":{},\"wait\":true}", &a, &status) != 0 ||
                 status != 200 || !strstr(a.data, "\"status\":\"completed\"") ||
                 !strstr(a.data, "\"value\":42")) {
                 fprintf(stderr, "bench: POST /v1/runs: %ld %s\n", status, a.data);

@@ -28,8 +28,6 @@
  * the sensitive call of W7. */
 #define GET_SRC    "return (await store.lookup(\"k1\")).value;"
 #define REFUND_SRC "const r = await orders.refund(42); return r;"
-/* GET_SRC's call to a connector that answers in two writes with Nagle's algorithm on */
-#define NAGLE_SRC "return (await nagle.lookup(\"k1\")).value;"
 
 /* Calls the connector answered, over the bench's life. */
 extern atomic_long connector_calls;
@@ -46,7 +44,6 @@ struct client {
     struct al_runner *runner;
     const char *url;
     const char *key;
-    const char *body; /* of POST /v1/runs; NULL: the template get */
     uint64_t deadline_ns;
     long runs;
     int failed;

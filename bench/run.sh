@@ -296,14 +296,6 @@ if apr:
                  f"({apr['iterations']} trips); the library's W7 (interrupt and resume, no "
                  f"person, nothing stored): median {ms(get(a, 'W7', 'median_ms'))} ms"
                  + (f", {ratio(apr['median_ms'], w7['median_ms'])}x." if w7 else "."))
-nag, s1 = g.get("GNAGLE1"), g.get("GSRV1")
-if nag and s1:
-    lines.append("")
-    lines.append(f"A connector that writes its headers and its body apart with Nagle's algorithm "
-                 f"on (as Python's `http.server` does), at concurrency 1: median "
-                 f"{ms(nag['median_ms'])} ms a run against {ms(s1['median_ms'])} ms with the "
-                 f"bench's connector ({ratio(nag['median_ms'], s1['median_ms'])}x); a client "
-                 f"that delays its acknowledgement would add about 40 ms.")
 c1, c2, fs = g.get("GCONN1"), g.get("GCONN2"), g.get("GFSYNC")
 if c1 or fs:
     lines.append("")

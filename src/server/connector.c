@@ -3,15 +3,9 @@
  * headers opened) and the client that performs calls: one thread runs a curl_multi loop; other
  * threads hand it calls through a locked queue and curl_multi_wakeup. Each loop turn waits at
  * most CONNECTOR_CANCEL_POLL_MS, so cancellation is noticed within that bound even when no
- * transfer moves; for CONNECTOR_SPIN_US after a call is sent it does not sleep at all.
- *
- * After it sends a call, and once more before it next sleeps, the client turns on TCP_QUICKACK
- * on the call's connection: a connector that writes its headers and its body apart
- * with Nagle's algorithm on (Python's http.server does) holds the body until the headers are
- * acknowledged, and a client that has just sent on a kept-alive connection delays that
- * acknowledgement by 40 ms. The flag lasts until the next send, so it is set for each call.
- * curl names a call's connection only by its addresses (the PREREQFUNCTION, just before the
- * request goes out), so the client opens and closes curl's sockets itself and keeps the list.
+ * transfer moves. curl opens, keeps alive and closes the connections itself. A connector that
+ * writes an answer in two writes with Nagle's algorithm on makes a call wait for a delayed ACK
+ * (40 ms on Linux): connectors turn Nagle off or write once (docs/server.md).
  *
  * Hardening, each against a connector (or whoever answers at its address) attacking airlockd:
  * only http/https, for the first request and any redirect (which is never followed anyway); no
@@ -22,35 +16,25 @@
  */
 #include "connector.h"
 
-#include <arpa/inet.h>
 #include <curl/curl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "buf.h"
-#include "clock.h"
 #include "json.h"
 #include "schema.h"
 #include "secretbox.h"
-#include "thread.h"
 #include "utf8.h"
 
 #define CONNECTOR_BODY_MAX   ((size_t)8 << 20) /* bytes of a request body */
 #define CONNECTOR_JSON_DEPTH 512u
 #define CONNECTOR_ROW_MAX    ((size_t)4 << 20)
-#define CONNECTOR_SPIN_US    100u /* how long the client looks for an answer before it sleeps */
 
 struct connector_fn {
     char *name;
@@ -352,23 +336,8 @@ struct connector_call {
     struct buf body;
     struct buf answer;
     int too_big;
-    /* its connection, once its request goes out (the PREREQFUNCTION); ack_pending 1: it went out
-     * this turn, 2: once more before the client sleeps (a request that took more turns) */
-    char peer_ip[INET6_ADDRSTRLEN];
-    int local_port, peer_port;
-    int ack_pending;
     char args_refused[CONNECTOR_MESSAGE_MAX]; /* set before it starts: completes at once */
     char curl_err[CURL_ERROR_SIZE];
-};
-
-/* A socket curl opened through the client. curl 7.88 closes a socket that never connected (a
- * connect timed out or abandoned, the loser of happy eyeballs) without the close callback, so
- * an entry may outlive its socket: the inode tells whether the number is still that socket. */
-struct connector_sock {
-    curl_socket_t fd;
-    ino_t ino;
-    char peer_ip[INET6_ADDRSTRLEN];
-    int local_port, peer_port; /* peer_port 0: not looked up yet, or not connected then */
 };
 
 struct connector_client {
@@ -378,8 +347,6 @@ struct connector_client {
     struct connector_call *queue;  /* handed over, not yet added to multi (under lock) */
     int stopping;                  /* under lock */
     struct connector_call *active; /* the thread's own */
-    struct connector_sock *socks;  /* curl's sockets (the thread's own) */
-    size_t nsocks, socks_cap;
 };
 
 static pthread_once_t connector_curl_once = PTHREAD_ONCE_INIT;
@@ -538,132 +505,6 @@ static void connector_finish(struct connector_client *c, struct connector_call *
     connector_call_free(call);
 }
 
-/* curl's new socket, before it connects: kept in the list (untracked when out of memory: its
- * calls then only miss the quick acknowledgement). */
-static curl_socket_t connector_sock_open(void *clientp, curlsocktype purpose,
-                                         struct curl_sockaddr *a)
-{
-    struct connector_client *c = clientp;
-    curl_socket_t fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
-    struct stat st;
-    if (fd < 0 || purpose != CURLSOCKTYPE_IPCXN || fstat(fd, &st) != 0) {
-        return fd < 0 ? CURL_SOCKET_BAD : fd;
-    }
-    for (size_t i = 0; i < c->nsocks; i++) {
-        if (c->socks[i].fd == fd) { /* the number is new again: the old entry is stale */
-            c->socks[i--] = c->socks[--c->nsocks];
-        }
-    }
-    if (c->nsocks == c->socks_cap) {
-        size_t cap = c->socks_cap ? 2 * c->socks_cap : 8;
-        struct connector_sock *more = realloc(c->socks, cap * sizeof *more);
-        if (!more) {
-            return fd;
-        }
-        c->socks = more;
-        c->socks_cap = cap;
-    }
-    c->socks[c->nsocks++] = (struct connector_sock){ .fd = fd, .ino = st.st_ino };
-    return fd;
-}
-
-static int connector_sock_close(void *clientp, curl_socket_t fd)
-{
-    struct connector_client *c = clientp;
-    for (size_t i = 0; i < c->nsocks; i++) {
-        if (c->socks[i].fd == fd) {
-            c->socks[i] = c->socks[--c->nsocks];
-            break;
-        }
-    }
-    return close(fd);
-}
-
-/* The port of one end of a socket, and with ip its address as text; 0 when it has none. */
-static int connector_sock_end(curl_socket_t fd, int peer, char *ip)
-{
-    struct sockaddr_storage a;
-    socklen_t len = sizeof a;
-    if ((peer ? getpeername(fd, (struct sockaddr *)&a, &len)
-              : getsockname(fd, (struct sockaddr *)&a, &len)) != 0) {
-        return 0;
-    }
-    if (a.ss_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)&a;
-        if (ip && !inet_ntop(AF_INET, &in->sin_addr, ip, INET6_ADDRSTRLEN)) {
-            return 0;
-        }
-        return ntohs(in->sin_port);
-    }
-    if (a.ss_family == AF_INET6) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&a;
-        if (ip && !inet_ntop(AF_INET6, &in6->sin6_addr, ip, INET6_ADDRSTRLEN)) {
-            return 0;
-        }
-        return ntohs(in6->sin6_port);
-    }
-    return 0;
-}
-
-/* Whether entry k still names the socket curl opened (see struct connector_sock). */
-static int connector_sock_alive(const struct connector_sock *k)
-{
-    struct stat st;
-    return fstat(k->fd, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == k->ino;
-}
-
-/* Just before a call's request goes out: which connection it takes. (curl's type has the
- * addresses as char *, though they are only read.) */
-/* NOLINTNEXTLINE(readability-non-const-parameter) */
-static int connector_prereq(void *clientp, char *peer_ip, char *local_ip, int peer_port,
-                            int local_port)
-{
-    struct connector_call *call = clientp;
-    (void)local_ip;
-    snprintf(call->peer_ip, sizeof call->peer_ip, "%s", peer_ip ? peer_ip : "");
-    call->local_port = local_port;
-    call->peer_port = peer_port;
-    call->ack_pending = 1;
-    return CURL_PREREQFUNC_OK;
-}
-
-/* The answer to the call is acknowledged as it arrives (see the top of the file). */
-static void connector_quickack(struct connector_client *c, struct connector_call *call)
-{
-    int one = 1;
-    for (size_t i = 0; i < c->nsocks; i++) {
-        struct connector_sock *k = &c->socks[i];
-        if (!k->peer_port) { /* not known until it has connected */
-            if (!connector_sock_alive(k)) {
-                c->socks[i--] = c->socks[--c->nsocks];
-                continue;
-            }
-            k->local_port = connector_sock_end(k->fd, 0, NULL);
-            k->peer_port = connector_sock_end(k->fd, 1, k->peer_ip);
-        }
-        if (k->local_port == call->local_port && k->peer_port == call->peer_port &&
-            strcmp(k->peer_ip, call->peer_ip) == 0) {
-            if (!connector_sock_alive(k)) { /* its number now names another socket */
-                c->socks[i--] = c->socks[--c->nsocks];
-                continue;
-            }
-            setsockopt(k->fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
-            return;
-        }
-    }
-}
-
-/* connector_quickack for each call whose ack_pending is `from`, which then becomes `to`. */
-static void connector_quickack_calls(struct connector_client *c, int from, int to)
-{
-    for (struct connector_call *call = c->active; call; call = call->next) {
-        if (call->ack_pending == from) {
-            connector_quickack(c, call);
-            call->ack_pending = to;
-        }
-    }
-}
-
 /* Adds a handed-over call to the multi handle, or completes it now (its arguments failed). */
 static void connector_start(struct connector_client *c, struct connector_call *call)
 {
@@ -672,14 +513,7 @@ static void connector_start(struct connector_client *c, struct connector_call *c
         connector_call_free(call);
         return;
     }
-    if (curl_easy_setopt(call->easy, CURLOPT_OPENSOCKETFUNCTION, connector_sock_open) != CURLE_OK ||
-        curl_easy_setopt(call->easy, CURLOPT_OPENSOCKETDATA, c) != CURLE_OK ||
-        curl_easy_setopt(call->easy, CURLOPT_CLOSESOCKETFUNCTION, connector_sock_close) !=
-                CURLE_OK ||
-        curl_easy_setopt(call->easy, CURLOPT_CLOSESOCKETDATA, c) != CURLE_OK ||
-        curl_easy_setopt(call->easy, CURLOPT_PREREQFUNCTION, connector_prereq) != CURLE_OK ||
-        curl_easy_setopt(call->easy, CURLOPT_PREREQDATA, call) != CURLE_OK ||
-        curl_multi_add_handle(c->multi, call->easy) != CURLM_OK) {
+    if (curl_multi_add_handle(c->multi, call->easy) != CURLM_OK) {
         connector_fail(call, "cannot start the call");
         connector_call_free(call);
         return;
@@ -692,9 +526,7 @@ static void *connector_thread(void *arg)
 {
     struct connector_client *c = arg;
     pthread_setname_np(pthread_self(), "airlockd-curl"); /* named in top -H and perf */
-    thread_take_short_slice(); /* a guest waits for each call it sends: see thread.h */
     int stopping = 0;
-    uint64_t spin_until = 0;
     while (!stopping) {
         pthread_mutex_lock(&c->lock);
         struct connector_call *queue = c->queue;
@@ -708,9 +540,6 @@ static void *connector_thread(void *arg)
             queue->next = rev;
             rev = queue;
             queue = next;
-        }
-        if (rev) {
-            spin_until = clock_mono_us() + CONNECTOR_SPIN_US;
         }
         while (rev) {
             struct connector_call *next = rev->next;
@@ -727,7 +556,6 @@ static void *connector_thread(void *arg)
         }
         int running = 0;
         curl_multi_perform(c->multi, &running);
-        connector_quickack_calls(c, 1, 2); /* requests that went out in this turn */
         CURLMsg *msg;
         int left = 0;
         while ((msg = curl_multi_info_read(c->multi, &left))) {
@@ -747,14 +575,6 @@ static void *connector_thread(void *arg)
                 connector_finish(c, call, CURLE_OK, "cancelled");
             }
         }
-        /* A call just sent: look for its answer without sleeping for a while first, yielding
-         * to whatever else is ready (as a worker does for its host). A connector nearby answers
-         * within that, and on a virtual machine the wake-up of a sleeping thread costs more. */
-        if (running > 0 && clock_mono_us() < spin_until) {
-            sched_yield();
-            continue;
-        }
-        connector_quickack_calls(c, 2, 0); /* once more: a request that took more turns */
         curl_multi_poll(c->multi, NULL, 0, CONNECTOR_CANCEL_POLL_MS, NULL);
     }
     while (c->active) {
@@ -802,8 +622,7 @@ void connector_client_free(struct connector_client *c)
     curl_multi_wakeup(c->multi);
     pthread_join(c->thread, NULL);
     pthread_mutex_destroy(&c->lock);
-    curl_multi_cleanup(c->multi); /* closes the connections through connector_sock_close */
-    free(c->socks);
+    curl_multi_cleanup(c->multi);
     free(c);
 }
 

@@ -3,10 +3,9 @@
  * signature it verifies with the shared secret, and each fault failing the call with a message
  * that names the connector and how, never the connector's body: refused, timed out, HTTP 500,
  * not JSON, the wrong shape, an answer over the cap, closed mid-answer, the connector's own
- * error, schemas on arguments and results, cancellation, 50 calls in flight on one client,
- * pending calls completed when the client stops, a connector that answers in two writes with
- * Nagle's algorithm on, and the sockets closed when a connector or the client closes them. Targets
- * are loaded from a real SQLite store with sealed secrets, as airlockd loads them. */
+ * error, schemas on arguments and results, cancellation, 50 calls in flight on one client, and
+ * pending calls completed when the client stops. Targets are loaded from a real SQLite store
+ * with sealed secrets, as airlockd loads them. */
 /* cmocka.h needs these first */
 /* clang-format off */
 #include <setjmp.h>
@@ -16,18 +15,13 @@
 #include <cmocka.h>
 /* clang-format on */
 
-#include <dirent.h>
-#include <errno.h>
-#include <net/if.h>
 #include <netinet/in.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -52,7 +46,6 @@ static struct connector_client *client;
 static pid_t fake_pid = -1;
 static unsigned fake_port;
 static char dir[64];
-static int own_netns; /* the tests run in a network namespace of their own (as root) */
 
 struct outcome {
     pthread_mutex_t lock;
@@ -518,135 +511,6 @@ static void test_connector_free_completes_pending(void **state)
     connector_target_free(t);
 }
 
-/* The descriptors this process has open; with peer_port, only TCP sockets connected to it. */
-static int open_fds(unsigned peer_port)
-{
-    int n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    assert_non_null(d);
-    for (struct dirent *e; (e = readdir(d));) {
-        if (e->d_name[0] == '.') {
-            continue;
-        }
-        struct sockaddr_in a;
-        socklen_t alen = sizeof a;
-        if (peer_port && (getpeername(atoi(e->d_name), (struct sockaddr *)&a, &alen) != 0 ||
-                          a.sin_family != AF_INET || ntohs(a.sin_port) != peer_port)) {
-            continue;
-        }
-        n++;
-    }
-    closedir(d);
-    return n;
-}
-
-/* TcpExt DelayedACKs of this network namespace: acknowledgements sent when the delayed-ACK
- * timer (40 ms and more) ran out, instead of at once. */
-static long delayed_acks(void)
-{
-    char names[4096], values[4096];
-    long n = -1;
-    FILE *f = fopen("/proc/net/netstat", "r");
-    assert_non_null(f);
-    while (fgets(names, sizeof names, f) && fgets(values, sizeof values, f)) {
-        if (strncmp(names, "TcpExt:", 7) != 0) {
-            continue;
-        }
-        char *sn = NULL, *sv = NULL;
-        char *a = strtok_r(names, " \n", &sn);
-        char *b = strtok_r(values, " \n", &sv);
-        while (a && b) {
-            if (strcmp(a, "DelayedACKs") == 0) {
-                n = atol(b);
-            }
-            a = strtok_r(NULL, " \n", &sn);
-            b = strtok_r(NULL, " \n", &sv);
-        }
-    }
-    fclose(f);
-    assert_true(n >= 0);
-    return n;
-}
-
-/* A connector whose body waits for the acknowledgement of its headers (Python's http.server
- * with Nagle's algorithm on) answers every call on a kept-alive connection, and none of those
- * acknowledgements waits for the delayed-ACK timer: the client turns TCP_QUICKACK on after
- * each send (without it, each of these calls waits 40 ms, one delayed ACK each). Counted in a
- * network namespace that only this test uses, so nothing else adds to the count; what the
- * acknowledgement saves in time is measured by make bench (GNAGLE1), not timed here. */
-static void test_connector_two_writes_with_nagle(void **state)
-{
-    (void)state;
-    struct outcome o;
-    struct connector_target *t = target("nagle", "/nagle", 5000);
-    call(t, "[0]", &o); /* a kept connection, past its first exchanges (quick ACKs anyway) */
-    outcome_done(&o);
-    long before = delayed_acks();
-    for (int i = 0; i < 40; i++) {
-        char args[32], want[32];
-        snprintf(args, sizeof args, "[%d]", i);
-        snprintf(want, sizeof want, "%d", i);
-        call(t, args, &o);
-        if (!o.ok) {
-            fail_msg("call %d: %s", i, o.text);
-        }
-        assert_string_equal(o.text, want);
-        outcome_done(&o);
-    }
-    long delayed = delayed_acks() - before;
-    connector_target_free(t);
-    if (!own_netns) {
-        skip(); /* the machine's other connections would count too: run as root */
-    }
-    if (delayed > 3) {
-        fail_msg("%ld of 40 answers waited for a delayed acknowledgement", delayed);
-    }
-}
-
-/* The client closes the sockets curl opened through it: each one a connector closed after its
- * answer, and every kept-alive one when the client stops. */
-static void test_connector_closes_its_sockets(void **state)
-{
-    (void)state;
-    struct outcome o;
-    struct connector_target *bye = target("bye", "/bye", 5000);
-    struct connector_target *val = target("kept", "/value", 5000);
-    int before = open_fds(0);
-    for (int i = 0; i < 40; i++) {
-        call(bye, "[\"x\"]", &o);
-        if (!o.ok) {
-            fail_msg("call %d: %s", i, o.text);
-        }
-        outcome_done(&o);
-    }
-    /* fewer when the first call took a connection kept from an earlier test */
-    assert_true(open_fds(0) <= before);
-
-    before = open_fds(0);
-    int peers = open_fds(fake_port);
-
-    struct connector_client *own = connector_client_new();
-    assert_non_null(own);
-    static struct outcome many[8];
-    for (int i = 0; i < 8; i++) { /* eight in flight at once: several connections */
-        struct connector_request r = request(val, "[1]");
-        r.cancelled = NULL;
-        outcome_init(&many[i]);
-        assert_int_equal(connector_client_call(own, &r, on_done, &many[i]), 0);
-    }
-    for (int i = 0; i < 8; i++) {
-        outcome_wait(&many[i]);
-        assert_true(many[i].ok);
-        outcome_done(&many[i]);
-    }
-    assert_true(open_fds(fake_port) > peers); /* its connections are kept */
-    connector_client_free(own);
-    assert_int_equal(open_fds(fake_port), peers);
-    assert_int_equal(open_fds(0), before);
-    connector_target_free(bye);
-    connector_target_free(val);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -662,29 +526,7 @@ int main(void)
         cmocka_unit_test(test_connector_cancelled),
         cmocka_unit_test(test_connector_fifty_in_flight),
         cmocka_unit_test(test_connector_free_completes_pending),
-        cmocka_unit_test(test_connector_two_writes_with_nagle),
-        cmocka_unit_test(test_connector_closes_its_sockets),
     };
     signal(SIGPIPE, SIG_IGN);
-    /* Before any thread or child: the whole process and the fake connector move to a network
-     * namespace with only a loopback, brought up here. */
-    if (unshare(CLONE_NEWNET) == 0) {
-        struct ifreq ifr;
-        int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-        memset(&ifr, 0, sizeof ifr);
-        snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "lo");
-        if (fd < 0 || ioctl(fd, SIOCGIFFLAGS, &ifr) != 0 ||
-            (ifr.ifr_flags |= IFF_UP, ioctl(fd, SIOCSIFFLAGS, &ifr)) != 0) {
-            fprintf(stderr, "integration.connector: cannot bring up lo: %s\n", strerror(errno));
-            return 1;
-        }
-        close(fd);
-        own_netns = 1;
-    } else {
-        fprintf(stderr,
-                "integration.connector: no network namespace of its own (%s): the "
-                "delayed-acknowledgement count is skipped\n",
-                strerror(errno));
-    }
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -19,9 +19,6 @@ path, each a connector fault the client must handle:
   /close     promises 1000 bytes, sends 10 and closes the connection
   /barrier   waits until 50 requests are inside at once (20 s at most), then echoes: only a
              client with 50 calls in flight together gets answers
-  /nagle     as /value, with Nagle's algorithm on for the connection: the headers and the body
-             are two writes, and the body waits until the client acknowledges the headers
-  /bye       as /value, with "Connection: close", and closes the connection
 """
 import hashlib
 import hmac
@@ -43,14 +40,11 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):
         pass
 
-    def answer(self, status, body, close=False):
+    def answer(self, status, body):
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
-        if close:
-            self.send_header("Connection", "close")
-            self.close_connection = True
         self.end_headers()
         self.wfile.write(data)
 
@@ -104,11 +98,6 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             self.connection.shutdown(socket.SHUT_RDWR)
             self.close_connection = True
-        elif path == "/nagle":
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0)
-            self.answer(200, {"result": first})
-        elif path == "/bye":
-            self.answer(200, {"result": first}, close=True)
         elif path == "/barrier":
             try:
                 BARRIER.wait()
