@@ -270,6 +270,23 @@ al_config_set_max_concurrency(struct al_config *config, unsigned max_runs, unsig
 AL_NODISCARD AL_API enum al_code al_config_set_queue_timeout(struct al_config *config,
                                                              uint64_t timeout_ms);
 
+/* Whether the runner's own threads, the event thread of al_run_start (`airlock-loop`) and the
+ * warm-worker thread (`airlock-pool`), ask Linux for a short scheduling slice of 0.5 ms
+ * (enabled non-zero) or keep the kernel's default slice (0, the default). Each of them runs
+ * briefly and hands a run on while workers keep the processors busy; on the EEVDF scheduler of
+ * Linux 6.12 and later a thread that wakes meanwhile may wait for a worker's slice (0.7-3 ms by
+ * default) before it runs, and with the short slice it runs at once. Off by default: the gain
+ * measured so far (a fraction of a millisecond a run) was within noise. Taken once, when each
+ * thread starts; no privilege needed, policy and nice value kept. Needs Linux 6.12 or later
+ * (EEVDF with a slice per thread): on older kernels, and for a thread of a real-time or idle
+ * policy, it is a no-op. The threads also take SCHED_FLAG_RESET_ON_FORK, so workers never
+ * inherit the short slice: what they create (a worker started without the zygote, a process a host
+ * function starts) begins with the default slice, at nice 0 if the application's nice value was
+ * negative, and without a real-time policy; and a host function that changes the event
+ * thread's own policy must keep SCHED_RESET_ON_FORK unless it has CAP_SYS_NICE.
+ * AL_CONFIG_ERROR for a NULL config. */
+AL_NODISCARD AL_API enum al_code al_config_set_short_slice(struct al_config *config, int enabled);
+
 /* ---------------------------------------------------------------- continuations */
 
 #define AL_CONTINUATION_KEY_MIN  32      /* bytes of a continuation secret */
@@ -595,14 +612,9 @@ AL_API void al_result_error_text(const struct al_result *result, struct al_error
  * asynchronous run of the runner with one epoll set: a run waiting on a slow host function
  * costs its worker process and a few descriptors, never a thread. Host functions and event
  * callbacks of these runs are called on that thread, so they must not block: slow work goes to
- * another thread that completes the call when done. The event thread and the warm-worker
- * thread ask Linux (6.12 and later) for a short scheduling slice, 0.5 ms, so that they
- * run as soon as they wake even while workers keep every processor busy. They also take
- * SCHED_FLAG_RESET_ON_FORK, so processes and threads they create (a worker started without the
- * zygote, a process a host function starts) begin with the default slice, at nice 0 if the
- * application's nice value was negative, and without a real-time policy; and a host function
- * that changes the event thread's own scheduling policy must keep SCHED_RESET_ON_FORK unless
- * it has CAP_SYS_NICE. On older kernels the threads are left as they are.
+ * another thread that completes the call when done. The event thread keeps the kernel's
+ * default scheduling slice unless al_config_set_short_slice asks for a short one (which also
+ * changes what its host functions may do with its scheduling policy: see there).
  */
 struct al_run;
 

@@ -47,6 +47,7 @@ struct al_config {
     unsigned max_runs; /* 0: no limit */
     unsigned max_queue;
     uint64_t queue_timeout_ms;                      /* 0: wait as long as it takes */
+    int short_slice;                                /* al_config_set_short_slice */
     struct cont_key keys[AL_CONTINUATION_KEYS_MAX]; /* [0] signs; all verify */
     size_t nkeys;
     int has_signing_key;
@@ -67,6 +68,7 @@ struct al_runner {
     size_t nhosts;
     char *worker_path;
     int unsafe_no_jail; /* workers start with --no-jail, and unjailed ones are accepted */
+    int short_slice;    /* the event and pool threads take thread_take_short_slice */
     struct pool *pool;
     /* admission: at most max_runs at once, at most max_queue waiting */
     unsigned max_runs;
@@ -236,9 +238,9 @@ void loop_free(struct loop *loop);
 /* 1 on the loop's own thread (where a wait for one of its runs would never end). */
 int loop_is_current(const struct loop *loop);
 
-/* pool.c */
-enum al_code pool_new(const char *path, int no_jail, unsigned warm, struct pool **ret_pool,
-                      struct al_error *reterr);
+/* pool.c; `short_slice`: the pool's thread takes thread_take_short_slice */
+enum al_code pool_new(const char *path, int no_jail, int short_slice, unsigned warm,
+                      struct pool **ret_pool, struct al_error *reterr);
 void pool_free(struct pool *pool);
 /* Spare workers ready now. */
 unsigned pool_spares(struct pool *pool);

@@ -292,7 +292,9 @@ static void *loop_main(void *arg)
 {
     struct loop *lp = arg;
     pthread_setname_np(pthread_self(), "airlock-loop"); /* named in top -H and perf */
-    thread_take_short_slice(); /* relays every host call and end: see thread.h */
+    if (lp->runner->short_slice) {
+        thread_take_short_slice(); /* relays every host call and end: see thread.h */
+    }
     struct epoll_event evs[64];
     int timeout_ms = -1;
     for (;;) {

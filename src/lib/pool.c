@@ -33,6 +33,7 @@
 struct pool {
     char *path;
     int no_jail;
+    int short_slice; /* the thread takes thread_take_short_slice (al_config_set_short_slice) */
     struct worker_proc zygote; /* pid -1 when there is none (it failed: workers are spawned) */
     unsigned warm;
     pthread_mutex_t mu;
@@ -114,7 +115,9 @@ static void *pool_main(void *arg)
 {
     struct pool *p = arg;
     pthread_setname_np(pthread_self(), "airlock-pool"); /* named in top -H and perf */
-    thread_take_short_slice(); /* a finished run's worker is replaced from here: see thread.h */
+    if (p->short_slice) {
+        thread_take_short_slice(); /* a finished run's worker is replaced from here: thread.h */
+    }
     pthread_mutex_lock(&p->mu);
     while (!p->stop) {
         if (p->ndead > 0) {
@@ -154,8 +157,8 @@ static void *pool_main(void *arg)
     return NULL;
 }
 
-enum al_code pool_new(const char *path, int no_jail, unsigned warm, struct pool **ret_pool,
-                      struct al_error *reterr)
+enum al_code pool_new(const char *path, int no_jail, int short_slice, unsigned warm,
+                      struct pool **ret_pool, struct al_error *reterr)
 {
     struct pool *p = calloc(1, sizeof *p);
     if (!p) {
@@ -164,6 +167,7 @@ enum al_code pool_new(const char *path, int no_jail, unsigned warm, struct pool 
     p->path = strdup(path);
     p->warm = warm;
     p->no_jail = no_jail;
+    p->short_slice = short_slice;
     p->spares = calloc(warm ? warm : 1, sizeof *p->spares);
     if (!p->path || !p->spares) {
         free(p->path);

@@ -682,6 +682,15 @@ enum al_code al_config_set_unsafe_no_jail(struct al_config *config, int allow)
     return AL_OK;
 }
 
+enum al_code al_config_set_short_slice(struct al_config *config, int enabled)
+{
+    if (!config) {
+        return AL_CONFIG_ERROR;
+    }
+    config->short_slice = enabled != 0;
+    return AL_OK;
+}
+
 enum al_code al_runner_new(const struct al_config *config, struct al_runner **ret_runner,
                            struct al_error *reterr)
 {
@@ -733,6 +742,7 @@ enum al_code al_runner_new(const struct al_config *config, struct al_runner **re
         }
     }
     r->unsafe_no_jail = config->unsafe_no_jail;
+    r->short_slice = config->short_slice;
     r->ttl_ms = config->ttl_ms;
     r->store = config->store;
     for (size_t i = 0; i < config->nkeys; i++) {
@@ -785,7 +795,8 @@ enum al_code al_runner_new(const struct al_config *config, struct al_runner **re
     r->max_runs = config->max_runs;
     r->max_queue = config->max_queue;
     r->queue_timeout_ms = config->queue_timeout_ms;
-    rc = pool_new(r->worker_path, r->unsafe_no_jail, config->warm_workers, &r->pool, reterr);
+    rc = pool_new(r->worker_path, r->unsafe_no_jail, r->short_slice, config->warm_workers, &r->pool,
+                  reterr);
     if (rc != AL_OK) {
         goto fail;
     }

@@ -3,7 +3,8 @@
  * without blocking (al_run_start) and many of them held by one event thread, cancellation
  * (of a spinning guest, inside a long builtin, of pending host calls, of a queued run),
  * per-run host functions, userdata and run ids, events while a run runs, the logical clock,
- * well-formed error texts with lengths, and statistics the host measured itself.
+ * well-formed error texts with lengths, statistics the host measured itself, and the library's
+ * threads taking the short scheduling slice only when al_config_set_short_slice asks.
  */
 /* cmocka.h needs these first */
 /* clang-format off */
@@ -16,6 +17,7 @@
 
 #include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -23,7 +25,9 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "airlock.h"
@@ -276,6 +280,118 @@ static void test_library_threads_block_signals(void **state)
     al_run_release(run);
     al_runner_free(r);
     al_config_free(c);
+}
+
+/* linux/sched/types.h's struct sched_attr under a name of its own, as unit.thread has it (that
+ * header cannot be included beside pthread.h, and glibc 2.41's sched.h has its own). */
+struct test_sched_attr {
+    uint32_t size;
+    uint32_t sched_policy;
+    uint64_t sched_flags;
+    int32_t sched_nice;
+    uint32_t sched_priority;
+    uint64_t sched_runtime; /* ns: a normal thread's slice on Linux 6.12 and later, 0 before */
+    uint64_t sched_deadline;
+    uint64_t sched_period;
+    uint32_t sched_util_min;
+    uint32_t sched_util_max;
+};
+#define TEST_RESET_ON_FORK 0x01u  /* SCHED_FLAG_RESET_ON_FORK */
+#define TEST_SHORT_SLICE   500000 /* ns: al_config_set_short_slice's 0.5 ms */
+
+static void sched_attr_of(pid_t tid, struct test_sched_attr *ret)
+{
+    memset(ret, 0, sizeof *ret);
+    assert_int_equal(syscall(SYS_sched_getattr, tid, ret, (unsigned)sizeof *ret, 0u), 0);
+}
+
+/* Checks each thread of this process named airlock-loop or airlock-pool: the short slice with
+ * SCHED_FLAG_RESET_ON_FORK (want_short), or else the slice `dflt` of the test's own thread
+ * without the flag. Returns 1 | 2 when it saw the loop's and the pool's. */
+static int check_library_slices(int want_short, uint64_t dflt)
+{
+    DIR *d = opendir("/proc/self/task");
+    assert_non_null(d);
+    int seen = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char path[300], comm[32] = "";
+        if (e->d_name[0] == '.') {
+            continue;
+        }
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) {
+            continue; /* the thread ended meanwhile */
+        }
+        if (!fgets(comm, sizeof comm, f)) {
+            comm[0] = '\0';
+        }
+        fclose(f);
+        comm[strcspn(comm, "\n")] = '\0';
+        int which = strcmp(comm, "airlock-loop") == 0   ? 1
+                    : strcmp(comm, "airlock-pool") == 0 ? 2
+                                                        : 0;
+        if (!which) {
+            continue;
+        }
+        struct test_sched_attr a;
+        sched_attr_of((pid_t)strtol(e->d_name, NULL, 10), &a);
+        uint64_t want = want_short ? TEST_SHORT_SLICE : dflt;
+        if (a.sched_runtime != want ||
+            ((a.sched_flags & TEST_RESET_ON_FORK) != 0) != (want_short != 0)) {
+            fail_msg("%s: slice %llu ns, flags %#llx; want %llu ns%s", comm,
+                     (unsigned long long)a.sched_runtime, (unsigned long long)a.sched_flags,
+                     (unsigned long long)want, want_short ? " and SCHED_FLAG_RESET_ON_FORK" : "");
+        }
+        seen |= which;
+    }
+    closedir(d);
+    return seen;
+}
+
+/* include/airlock.h: the event and warm-worker threads keep the kernel's default slice unless
+ * al_config_set_short_slice(c, 1) asks for the short one. On a kernel that gives normal threads
+ * no slice of their own (before 6.12) the option must change nothing, and only that is
+ * checked. */
+static void test_short_slice_only_when_asked(void **state)
+{
+    (void)state;
+    struct test_sched_attr self;
+    sched_attr_of(0, &self);
+    int slices = (self.sched_policy == SCHED_OTHER || self.sched_policy == SCHED_BATCH) &&
+                 self.sched_runtime != 0;
+    if (!slices) {
+        fprintf(stderr, "integration.async: no slice of its own for this thread (a kernel before "
+                        "6.12, or another policy): the short-slice check is skipped, only that "
+                        "the option changes nothing is checked\n");
+    }
+    assert_int_equal(al_config_set_short_slice(NULL, 1), AL_CONFIG_ERROR);
+    for (int enabled = 0; enabled <= 1; enabled++) {
+        reset_parked();
+        struct al_config *c = al_config_new();
+        assert_int_equal(al_config_add_host(c, "h.park", host_park, NULL, 0), AL_OK);
+        if (enabled) {
+            assert_int_equal(al_config_set_short_slice(c, 1), AL_OK);
+        }
+        struct al_runner *r = runner_of(c);
+        /* a spare is ready: the pool's thread has passed its start (a hang guard, 20 s) */
+        for (int i = 0; i < 20000 && al_runner_warm_workers(r) < 1; i++) {
+            struct timespec tick = { 0, 1000 * 1000 };
+            nanosleep(&tick, NULL);
+        }
+        assert_int_equal(al_runner_warm_workers(r), 1);
+        struct al_run_opts *o = opts_of("return await h.park()");
+        struct al_run *run = start(r, o); /* starts the event thread */
+        al_run_opts_free(o);
+        wait_parked(1); /* the event thread has passed its start */
+        assert_int_equal(check_library_slices(enabled && slices, self.sched_runtime), 1 | 2);
+        al_call_return(parked[0], "1", 1);
+        al_result_free(wait_for(run));
+        al_run_release(run);
+        al_runner_free(r);
+        al_config_free(c);
+    }
 }
 
 /* Hundreds of runs wait on a host function answered later from one thread: one event thread
@@ -1024,6 +1140,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_start_and_wait),
         cmocka_unit_test(test_many_runs_one_thread),
         cmocka_unit_test(test_library_threads_block_signals),
+        cmocka_unit_test(test_short_slice_only_when_asked),
         cmocka_unit_test(test_cancel_spinning_guest),
         cmocka_unit_test(test_cancel_inside_builtin),
         cmocka_unit_test(test_cancel_queued_run),

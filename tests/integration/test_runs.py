@@ -10,13 +10,10 @@ Each test starts airlockd (test_server.Server) and the shop connector
 (hosts/shop_connector.py) on free ports in a fresh directory. Waiting for a run to reach a state
 polls GET /v1/runs/{id} with a deadline; nothing sleeps for timing.
 """
-import ctypes
 import http.client
 import json
 import os
-import platform
 import signal
-import struct
 import subprocess
 import sys
 import time
@@ -580,103 +577,6 @@ def t_threads_are_named(tmp):
         names = set(threads_of(w.s.proc.pid))
         want = {"airlockd-writer", "airlockd-sync", "airlockd-curl", "airlock-loop"}
         check(want <= names, "threads %r, want %r among them" % (sorted(names), sorted(want)))
-    finally:
-        w.close()
-
-
-# sched_getattr(2): glibc has no wrapper; the system call's number on the 64-bit architectures
-# whose number is known here (elsewhere only the threads' names are checked)
-SYS_SCHED_GETATTR = {"x86_64": 315, "aarch64": 275}.get(platform.machine()) \
-    if struct.calcsize("P") == 8 else None
-SCHED_FLAG_RESET_ON_FORK = 1
-SHORT_SLICE_NS = 500000  # THREAD_SHORT_SLICE_NS, src/common/thread.h
-
-
-def sched_attr(tid):
-    """(flags, runtime) of a thread's scheduling attributes, runtime being its slice in ns on a
-    kernel that gives normal threads one (6.12 and later), 0 before; None when the thread has
-    ended meanwhile."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    buf = ctypes.create_string_buffer(56)
-    if libc.syscall(SYS_SCHED_GETATTR, tid, buf, 56, 0) != 0:
-        err = ctypes.get_errno()
-        check(err == 3, "sched_getattr(%d): errno %d" % (tid, err))  # 3: ESRCH, it has ended
-        return None
-    _size, _policy, flags, _nice, _prio, runtime = struct.unpack_from("=IIQiIQ", buf.raw)
-    return flags, runtime
-
-
-def children_of(pid):
-    """The processes whose parent is pid (airlockd's workers, and its zygote if it has one)."""
-    kids = []
-    for p in os.listdir("/proc"):
-        try:
-            with open("/proc/%s/stat" % p) as f:
-                stat = f.read()
-        except OSError:
-            continue  # not a process, or one that just ended
-        if stat.rsplit(")", 1)[1].split()[1] == str(pid):
-            kids.append(int(p))
-    return kids
-
-
-def check_workers_default_slice(pid):
-    workers = children_of(pid)
-    check(workers, "airlockd has workers")
-    for wp in workers:
-        a = sched_attr(wp)
-        if a:
-            check(not a[0] & SCHED_FLAG_RESET_ON_FORK and a[1] != SHORT_SLICE_NS,
-                  "worker %d: flags %#x, slice %d ns" % (wp, a[0], a[1]))
-
-
-def t_run_path_threads_take_short_slices(tmp):
-    # docs/server.md: the threads a run passes through ask for a short slice, so that a worker
-    # forking or exiting on the same CPU does not hold a run's hand-off up; the workers, which
-    # run the guests, keep the default one
-    w = World(tmp)
-    try:
-        w.template("paid", "return (await shop.orders('paid')).length;", ["shop.orders"])
-        check(w.run({"template": "paid"}, want=200)[1]["value"] == 2, "the run")
-        pid = w.s.proc.pid
-        threads = threads_of(pid)
-        names = ["MHD-single", "airlockd-writer", "airlockd-sync", "airlockd-curl",
-                 "airlock-loop", "airlock-pool"] + (["airlockd-listen"] if ts.PG else [])
-        for name in names:
-            check(name in threads, "thread %s among %r" % (name, sorted(threads)))
-        if SYS_SCHED_GETATTR is None:
-            return
-        # the main thread has the default slice, if the kernel gives normal threads one
-        slices = sched_attr(pid)[1] != 0
-        for name in names:
-            for tid in threads[name]:
-                a = sched_attr(tid)
-                check(a is not None, "%s (%d) ended" % (name, tid))
-                flags, runtime = a
-                if slices:
-                    check(flags & SCHED_FLAG_RESET_ON_FORK and runtime == SHORT_SLICE_NS,
-                          "%s: flags %#x, slice %d ns" % (name, flags, runtime))
-                else:  # nothing to set: nothing changed
-                    check(not flags & SCHED_FLAG_RESET_ON_FORK, "%s: flags %#x" % (name, flags))
-        check_workers_default_slice(pid)  # forked by the zygote
-    finally:
-        w.close()
-
-
-def t_a_worker_started_by_a_run_keeps_the_default_slice(tmp):
-    # without warm workers a run's worker is started by the threads that take the short slice
-    # themselves: what they create starts with the default slice again
-    w = World(tmp, config={"runs": {"warm_workers": 0}})
-    try:
-        w.template("nap", "await shop.slow(10000); return 'rested';", ["shop.slow"])
-        st, doc = w.run({"template": "nap", "wait": False}, want=202)
-        w.until_called("shop.slow")
-        pid = w.s.proc.pid
-        check(len(children_of(pid)) == 1, "one worker, no zygote: %r" % children_of(pid))
-        if SYS_SCHED_GETATTR is not None:
-            check_workers_default_slice(pid)
-        w.ok("POST", "/v1/runs/%s/cancel" % doc["id"], {}, w.keys["agent-7"])
-        w.until(doc["id"], ("cancelled",))
     finally:
         w.close()
 

@@ -73,7 +73,7 @@ static void test_pool_take_without_warm_starts_one(void **state)
     int fds = procinfo_count_fds();
     struct pool *p = NULL;
     struct al_error err;
-    assert_int_equal(pool_new(worker_path(), 0, 0, &p, &err), AL_OK);
+    assert_int_equal(pool_new(worker_path(), 0, 0, 0, &p, &err), AL_OK);
     struct worker_proc w;
     assert_int_equal(pool_take(p, &w, &err), AL_OK);
     expect_fresh(&w);
@@ -93,7 +93,7 @@ static void test_pool_warm_workers_are_distinct_and_ready(void **state)
     int fds = procinfo_count_fds();
     struct pool *p = NULL;
     struct al_error err;
-    assert_int_equal(pool_new(worker_path(), 0, 2, &p, &err), AL_OK);
+    assert_int_equal(pool_new(worker_path(), 0, 0, 2, &p, &err), AL_OK);
     struct worker_proc w[3];
     for (int i = 0; i < 3; i++) {
         assert_int_equal(pool_take(p, &w[i], &err), AL_OK);
@@ -124,7 +124,7 @@ static void test_pool_killed_worker_is_reaped(void **state)
     (void)state;
     struct pool *p = NULL;
     struct al_error err;
-    assert_int_equal(pool_new(worker_path(), 0, 1, &p, &err), AL_OK);
+    assert_int_equal(pool_new(worker_path(), 0, 0, 1, &p, &err), AL_OK);
     struct worker_proc w;
     assert_int_equal(pool_take(p, &w, &err), AL_OK);
     expect_fresh(&w);
@@ -144,7 +144,7 @@ static void test_pool_bad_worker_path_fails_take(void **state)
     struct pool *p = NULL;
     struct al_error err;
     memset(&err, 0, sizeof err);
-    assert_int_equal(pool_new("/nonexistent/airlock-worker", 0, 0, &p, &err), AL_OK);
+    assert_int_equal(pool_new("/nonexistent/airlock-worker", 0, 0, 0, &p, &err), AL_OK);
     struct worker_proc w;
     assert_int_not_equal(pool_take(p, &w, &err), AL_OK);
     assert_true(err.message[0] != '\0');
