@@ -279,8 +279,14 @@ static int run_command(const char *command, const char *function, const char *re
                 *fd = -1;
                 continue;
             }
+            /* what fits is kept (a failed append would empty the buffer): an answer past the
+             * limit still reaches the library, which refuses it by its size */
             struct buf *b = i == 1 ? out : errb;
-            if (buf_append(b, chunk, (size_t)n) != BUF_OK && i == 1) {
+            size_t take = (size_t)n < b->max - b->len ? (size_t)n : b->max - b->len;
+            if (take < (size_t)n && i == 1) {
+                too_big = 1;
+            }
+            if (take && buf_append(b, chunk, take) != BUF_OK && i == 1) {
                 too_big = 1;
             }
         }

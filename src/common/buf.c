@@ -1,6 +1,7 @@
 /*
  * buf.c - capped growable buffer. Growth doubles to amortise appends; the cap is checked before
- * any allocation so an outsider-controlled length can never make us allocate past it.
+ * any allocation so an outsider-controlled length can never make us allocate past it. Every
+ * way to add bytes goes through buf_reserve, which is where a failure poisons the buffer.
  */
 #include "buf.h"
 
@@ -14,6 +15,7 @@ void buf_init(struct buf *b, size_t max)
     b->len = 0;
     b->cap = 0;
     b->max = max;
+    b->err = BUF_OK;
 }
 
 void buf_done(struct buf *b)
@@ -27,16 +29,37 @@ void buf_done(struct buf *b)
 void buf_reset(struct buf *b)
 {
     b->len = 0;
+    b->err = BUF_OK;
     if (b->data) {
         b->data[0] = '\0';
     }
 }
 
+int buf_failed(const struct buf *b)
+{
+    return b->err != BUF_OK;
+}
+
+/* Empties the buffer for good (until buf_reset): its data is gone, and so is every append. */
+static char *buf_poison(struct buf *b, enum buf_status status, enum buf_status *ret_status)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+    b->err = status;
+    *ret_status = status;
+    return NULL;
+}
+
 char *buf_reserve(struct buf *b, size_t len, enum buf_status *ret_status)
 {
-    if (len > b->max || b->len > b->max - len) {
-        *ret_status = BUF_TOO_BIG;
+    if (b->err != BUF_OK) {
+        *ret_status = b->err;
         return NULL;
+    }
+    if (len > b->max || b->len > b->max - len) {
+        return buf_poison(b, BUF_TOO_BIG, ret_status);
     }
     size_t need = b->len + len;
     if (need > b->cap || !b->data) {
@@ -49,8 +72,7 @@ char *buf_reserve(struct buf *b, size_t len, enum buf_status *ret_status)
         }
         char *p = realloc(b->data, cap + 1);
         if (!p) {
-            *ret_status = BUF_NO_MEMORY;
-            return NULL;
+            return buf_poison(b, BUF_NO_MEMORY, ret_status);
         }
         b->data = p;
         b->cap = cap;
@@ -102,7 +124,9 @@ enum buf_status buf_printf(struct buf *b, const char *fmt, ...)
     int n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
     if (n < 0) {
-        return BUF_NO_MEMORY;
+        enum buf_status st;
+        buf_poison(b, BUF_NO_MEMORY, &st);
+        return st;
     }
     if ((size_t)n < sizeof small) {
         return buf_append(b, small, (size_t)n);
@@ -125,6 +149,7 @@ char *buf_steal(struct buf *b, size_t *ret_len)
     if (ret_len) {
         *ret_len = b->len;
     }
+    b->err = BUF_OK;
     b->data = NULL;
     b->len = 0;
     b->cap = 0;

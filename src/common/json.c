@@ -677,7 +677,6 @@ static const char hex_digits[] = "0123456789abcdef";
 enum buf_status json_write_string(struct buf *b, const char *s, size_t len)
 {
     const unsigned char *u = (const unsigned char *)s;
-    size_t start_len = b->len;
     size_t i = 0, run = 0;
     enum buf_status st;
     char esc[12];
@@ -771,16 +770,11 @@ enum buf_status json_write_string(struct buf *b, const char *s, size_t len)
     }
     st = buf_append_byte(b, '"');
 out:
-    if (st != BUF_OK && b->data) {
-        b->len = start_len; /* all or nothing */
-        b->data[start_len] = '\0';
-    }
-    return st;
+    return st; /* a failed append has poisoned b (buf.h): nothing half-written stays */
 }
 
 enum buf_status json_write_compact(struct buf *b, const char *text, size_t len)
 {
-    size_t start = b->len;
     int in_str = 0;
     for (size_t i = 0; i < len; i++) {
         char c = text[i];
@@ -790,7 +784,6 @@ enum buf_status json_write_compact(struct buf *b, const char *text, size_t len)
         if (in_str && c == '\\' && i + 1 < len) {
             enum buf_status st = buf_append(b, text + i, 2);
             if (st != BUF_OK) {
-                b->len = start;
                 return st;
             }
             i++;
@@ -801,7 +794,6 @@ enum buf_status json_write_compact(struct buf *b, const char *text, size_t len)
         }
         enum buf_status st = buf_append_byte(b, (uint8_t)c);
         if (st != BUF_OK) {
-            b->len = start;
             return st;
         }
     }

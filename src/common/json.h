@@ -59,7 +59,7 @@ const struct json_node *json_get(const struct json_node *obj, const char *key);
 enum buf_status json_write_string(struct buf *b, const char *s, size_t len);
 
 /* Appends valid JSON `text` without its insignificant whitespace (one line), everything else
- * byte for byte. On failure the buffer is left as it was. */
+ * byte for byte. On failure the buffer is poisoned (buf.h), as by any failed append. */
 enum buf_status json_write_compact(struct buf *b, const char *text, size_t len);
 
 #endif

@@ -389,8 +389,9 @@ struct audit_verifier {
     unsigned flags;
     char pinned[AUDIT_KEY_HEX_LEN + 1]; /* "" when not pinned */
     char key[AUDIT_KEY_HEX_LEN + 1];    /* the checkpoints' key, once seen */
-    char *hashes;                       /* AUDIT_HASH_HEX_LEN bytes per record, seq 1 first */
+    char *hashes;                       /* AUDIT_HASH_HEX_LEN bytes per record, seq base first */
     size_t hashes_cap;                  /* records the array holds room for */
+    uint64_t base;                      /* the first seq in hashes: 1, or where it started at */
     size_t line;                        /* lines fed so far */
     uint64_t last_seq;
     uint64_t checkpoints;
@@ -414,6 +415,7 @@ enum al_code audit_verifier_new(const char *pinned_key_hex, unsigned flags,
         return error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
     }
     v->flags = flags;
+    v->base = 1;
     if (pinned_key_hex) {
         memcpy(v->pinned, pinned_key_hex, AUDIT_KEY_HEX_LEN + 1);
     }
@@ -448,7 +450,46 @@ static enum audit_fault fail(struct audit_verifier *v, enum audit_fault fault, u
 
 static const char *hash_of(const struct audit_verifier *v, uint64_t seq)
 {
-    return v->hashes + (size_t)(seq - 1) * AUDIT_HASH_HEX_LEN;
+    return v->hashes + (size_t)(seq - v->base) * AUDIT_HASH_HEX_LEN;
+}
+
+/* Room for the hash of `seq` (hashes grow by doubling). */
+static int hash_room(struct audit_verifier *v, uint64_t seq)
+{
+    size_t need = (size_t)(seq - v->base) + 1;
+    if (need <= v->hashes_cap) {
+        return 0;
+    }
+    size_t cap = v->hashes_cap ? v->hashes_cap * 2 : 1024;
+    while (cap < need) {
+        cap *= 2;
+    }
+    char *grown = realloc(v->hashes, cap * AUDIT_HASH_HEX_LEN);
+    if (!grown) {
+        return -1;
+    }
+    v->hashes = grown;
+    v->hashes_cap = cap;
+    return 0;
+}
+
+enum al_code audit_verifier_start_at(struct audit_verifier *v, uint64_t seq, const char *hash_hex,
+                                     struct al_error *reterr)
+{
+    if (v->line > 0 || seq > AUDIT_MAX_SEQ || (seq > 0 && !is_hex(hash_hex, AUDIT_HASH_HEX_LEN))) {
+        return error_set(reterr, AL_CONFIG_ERROR,
+                         "audit_verifier_start_at: after a line, or not a seq and its hash");
+    }
+    if (seq == 0) {
+        return AL_OK;
+    }
+    v->base = seq;
+    if (hash_room(v, seq) != 0) {
+        return error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+    }
+    memcpy(v->hashes, hash_hex, AUDIT_HASH_HEX_LEN);
+    v->last_seq = seq;
+    return AL_OK;
 }
 
 /* A JSON integer in 1..AUDIT_MAX_SEQ written as plain digits. */
@@ -510,6 +551,12 @@ static enum audit_fault check_checkpoint(struct audit_verifier *v, uint64_t seq,
     if (covered >= seq) {
         return fail(v, AUDIT_FAULT_CHECKPOINT, seq,
                     "checkpoint covers seq %" PRIu64 ", which is not an earlier record", covered);
+    }
+    if (covered < v->base) {
+        /* airlockd seals the record just before: this one names one verified earlier */
+        return fail(v, AUDIT_FAULT_CHECKPOINT, seq,
+                    "checkpoint covers seq %" PRIu64 ", before the verified head at seq %" PRIu64,
+                    covered, v->base);
     }
     if (memcmp(hash_of(v, covered), chash->str, AUDIT_HASH_HEX_LEN) != 0) {
         return fail(v, AUDIT_FAULT_CHECKPOINT, seq,
@@ -630,17 +677,11 @@ static enum audit_fault check_record(struct audit_verifier *v, const struct json
                  jhash->str, hash);
         goto out;
     }
-    if (seq > v->hashes_cap) {
-        size_t cap = v->hashes_cap ? v->hashes_cap * 2 : 1024;
-        char *grown = realloc(v->hashes, cap * AUDIT_HASH_HEX_LEN);
-        if (!grown) {
-            f = fail(v, AUDIT_FAULT_INTERNAL, seq, "out of memory");
-            goto out;
-        }
-        v->hashes = grown;
-        v->hashes_cap = cap;
+    if (hash_room(v, seq) != 0) {
+        f = fail(v, AUDIT_FAULT_INTERNAL, seq, "out of memory");
+        goto out;
     }
-    memcpy(v->hashes + (size_t)(seq - 1) * AUDIT_HASH_HEX_LEN, hash, AUDIT_HASH_HEX_LEN);
+    memcpy(v->hashes + (size_t)(seq - v->base) * AUDIT_HASH_HEX_LEN, hash, AUDIT_HASH_HEX_LEN);
     v->last_seq = seq;
     v->last_is_seal = 0;
     if (strcmp(action->str, AUDIT_CHECKPOINT_ACTION) == 0) {

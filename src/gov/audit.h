@@ -123,6 +123,12 @@ struct audit_verifier;
 enum al_code audit_verifier_new(const char *pinned_key_hex, unsigned flags,
                                 struct audit_verifier **ret_verifier, struct al_error *reterr);
 void audit_verifier_free(struct audit_verifier *v);
+/* Before any line: the log up to `seq` (whose record hashes to hash_hex) was verified already,
+ * so the next line must be seq + 1 chained to it (seq 0: from the start, as without it).
+ * Checkpoints after it may only cover records from seq on. AL_CONFIG_ERROR after a line or for
+ * a malformed hash; AL_INTERNAL_ERROR when out of memory. */
+enum al_code audit_verifier_start_at(struct audit_verifier *v, uint64_t seq, const char *hash_hex,
+                                     struct al_error *reterr);
 
 /* Feeds the next line (without its newline; len bytes, need not be NUL-terminated). Returns
  * AUDIT_FAULT_NONE, or the fault with *ret_problem filled (may be NULL); once a fault is

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "utf8.h"
+#include "writer.h"
 
 void api_str(struct buf *b, const char *s)
 {
@@ -174,39 +175,137 @@ enum store_rc api_audit(struct api_ctx *ctx, const char *action, const char *sub
                                          subject, department, details_json, NULL);
 }
 
+/* A refusal's record, a job of the writer's when the refusal is made off it. */
+struct api_denial {
+    struct writer_job job;
+    char actor[STORE_NAME_MAX + 1];
+    unsigned status;
+    char why[AUTH_WHY_MAX + 512];
+    struct buf details;
+    struct http_deferred *deferred; /* NULL: a harness waits in writer_call */
+    struct http_response *resp;     /* the harness's answer */
+    const struct http_request *req;
+};
+
+static enum store_rc api_denial_fn(struct writer_tx *tx, void *arg)
+{
+    struct api_denial *d = arg;
+    struct store *s = writer_store(tx);
+    if (buf_failed(&d->details)) {
+        return STORE_ERROR;
+    }
+    return s->ops->audit_append(s, d->actor, "auth.denied", d->status == 401 ? NULL : d->actor,
+                                NULL, d->details.data, NULL);
+}
+
+/* The refusal's answer, once its record is in (or could not be made: 500). */
+static void api_denial_answer(const struct http_request *req, struct http_response *resp,
+                              unsigned status, const char *why, int recorded)
+{
+    if (!recorded) {
+        api_error_resp(req, resp, 500, "INTERNAL", "the audit log could not record a refusal");
+    } else if (status == 401) {
+        api_error_resp(req, resp, 401, "UNAUTHENTICATED", why);
+    } else {
+        api_error_resp(req, resp, 403, "FORBIDDEN", why);
+    }
+}
+
+static void api_denial_done(void *arg, enum store_rc rc)
+{
+    struct api_denial *d = arg;
+    if (d->deferred) {
+        struct http_response resp;
+        http_response_init(&resp);
+        api_denial_answer(d->req, &resp, d->status, d->why, rc == STORE_OK);
+        http_deferred_reply(d->deferred, &resp);
+        http_response_done(&resp);
+        buf_done(&d->details);
+        free(d);
+    }
+}
+
 void api_denied(struct api_ctx *ctx, unsigned status, const char *why)
 {
     const struct http_request *req = ctx->req;
-    const char *actor = status == 401 || !ctx->who ? "airlockd" : ctx->who->name;
-    struct buf details;
-    buf_init(&details, 16 * 1024); /* room for 512 bytes of path escaped six times over */
-    buf_append_str(&details, "{\"method\":");
-    api_str(&details, ctx->method ? ctx->method : req->method);
-    buf_append_str(&details, ",\"route\":");
-    api_str(&details, ctx->route ? ctx->route : "");
-    buf_append_str(&details, ",\"path\":");
+    struct api_denial *d = calloc(1, sizeof *d);
+    if (!d) {
+        api_error_resp(req, ctx->resp, 500, "INTERNAL", "the audit log could not record a refusal");
+        return;
+    }
+    snprintf(d->actor, sizeof d->actor, "%s",
+             status == 401 || !ctx->who ? "airlockd" : ctx->who->name);
+    d->status = status;
+    snprintf(d->why, sizeof d->why, "%s", why);
+    d->req = req;
+    buf_init(&d->details, 16 * 1024); /* room for 512 bytes of path escaped six times over */
+    buf_append_str(&d->details, "{\"method\":");
+    api_str(&d->details, ctx->method ? ctx->method : req->method);
+    buf_append_str(&d->details, ",\"route\":");
+    api_str(&d->details, ctx->route ? ctx->route : "");
+    buf_append_str(&d->details, ",\"path\":");
     /* the path as the client sent it, made well-formed: the audit record must be valid UTF-8 */
     size_t path_len = 0;
     char *path = utf8_valid_dup(req->path, strnlen(req->path, 512), 0, &path_len);
-    json_write_string(&details, path ? path : "", path ? path_len : 0);
+    json_write_string(&d->details, path ? path : "", path ? path_len : 0);
     free(path);
-    buf_printf(&details, ",\"status\":%u,\"reason\":", status);
+    buf_printf(&d->details, ",\"status\":%u,\"reason\":", status);
     /* the reason may quote the path's department: made well-formed too */
     size_t why_len = 0;
     char *why_valid = utf8_valid_dup(why, strlen(why), 0, &why_len);
-    json_write_string(&details, why_valid ? why_valid : "", why_valid ? why_len : 0);
+    json_write_string(&d->details, why_valid ? why_valid : "", why_valid ? why_len : 0);
     free(why_valid);
-    buf_printf(&details, ",\"request_id\":\"%s\"}", req->request_id);
-    if (!details.data || ctx->store->ops->audit_append(ctx->store, actor, "auth.denied",
-                                                       status == 401 ? NULL : actor, NULL,
-                                                       details.data, NULL) != STORE_OK) {
-        api_error_resp(req, ctx->resp, 500, "INTERNAL", "the audit log could not record a refusal");
-    } else if (status == 401) {
-        api_error_resp(req, ctx->resp, 401, "UNAUTHENTICATED", why);
-    } else {
-        api_error_resp(req, ctx->resp, 403, "FORBIDDEN", why);
+    buf_printf(&d->details, ",\"request_id\":\"%s\"}", req->request_id);
+    if (ctx->tx) {
+        /* on the writer already: in the batch, answered with it */
+        enum store_rc rc = api_denial_fn(ctx->tx, d);
+        api_denial_answer(req, ctx->resp, status, d->why, rc == STORE_OK);
+        buf_done(&d->details);
+        free(d);
+        return;
     }
-    buf_done(&details);
+    d->job.fn = api_denial_fn;
+    d->job.done = api_denial_done;
+    d->job.arg = d;
+    d->deferred = ctx->svc && ctx->svc->writer ? http_defer(req, ctx->resp) : NULL;
+    if (d->deferred) {
+        writer_submit(ctx->svc->writer, &d->job);
+        return;
+    }
+    /* no connection to suspend (a harness): wait for the commit here */
+    enum store_rc rc = ctx->svc && ctx->svc->writer
+                               ? writer_call(ctx->svc->writer, api_denial_fn, d)
+                               : STORE_ERROR;
+    api_denial_answer(req, ctx->resp, status, d->why, rc == STORE_OK);
+    buf_done(&d->details);
+    free(d);
+}
+
+/* api_after_commit's hook, with the caller's function. */
+struct api_after {
+    struct writer_hook hook;
+    void (*fn)(void *arg, int committed);
+    void *arg;
+};
+
+static void api_after_fire(void *arg, enum store_rc rc)
+{
+    struct api_after *a = arg;
+    a->fn(a->arg, rc == STORE_OK);
+    free(a);
+}
+
+void api_after_commit(struct writer_tx *tx, void (*fn)(void *arg, int committed), void *arg)
+{
+    struct api_after *a = tx ? calloc(1, sizeof *a) : NULL;
+    if (!a) {
+        /* no transaction (or no memory to wait with): now, as committed */
+        fn(arg, 1);
+        return;
+    }
+    a->fn = fn;
+    a->arg = arg;
+    writer_after(tx, &a->hook, api_after_fire, a);
 }
 
 int api_allow(struct api_ctx *ctx, const char *department)

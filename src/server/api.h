@@ -1,19 +1,21 @@
 /*
  * api.h - what a route's handler sees: the request, its path parameters, the authenticated
  * principal and the store, plus the helpers every api_<resource>.c uses to read a JSON body
- * strictly, answer JSON and errors, and record changes. Handlers run on the HTTP thread, after
- * the router has authenticated and authorised the request.
+ * strictly, answer JSON and errors, and record changes. Handlers run after the router has
+ * authenticated and authorised the request: on a request thread with a reader as their store,
+ * or - for a route that writes - on the writer's thread inside its batch (ctx->tx), with the
+ * writer's connection as their store and their answer sent once the batch has committed.
  */
 #ifndef AIRLOCK_SERVER_API_H
 #define AIRLOCK_SERVER_API_H
 
-#include <pthread.h>
 #include <stddef.h>
 
 #include "auth.h"
 #include "http.h"
 #include "json.h"
 #include "store.h"
+#include "writer.h"
 
 #define API_PARAMS_MAX 4
 #define API_DEPTH_MAX  32
@@ -30,16 +32,21 @@ struct runs;
  * harness of the request path has none). */
 #define API_NO_RUNS_MESSAGE "this airlockd executes no runs"
 
+struct readers;
+struct audit_head;
+
 /* What handlers reach beyond the store (main.c fills it). */
 struct api_services {
-    struct runs *runs;
-    /* the lock the router holds around every request, for work done after the handler has
-     * returned (a streamed answer); NULL when the store is not shared (the fuzz target) */
-    pthread_mutex_t *store_lock;
+    struct runs *runs;        /* NULL: no run engine (the fuzz target) */
+    struct writer *writer;    /* where a read route's refusal is recorded */
+    struct readers *readers;  /* for work after the handler has returned (a streamed answer) */
+    struct audit_head *audit; /* what /v1/audit/verify has verified (api_audit.c) */
+    struct ratelimit *verify_limit; /* full re-verifications of the audit log; NULL: none */
 };
 
 struct api_ctx {
     struct store *store;
+    struct writer_tx *tx; /* the batch a writing route runs in; NULL on a reader */
     struct api_services *svc;
     const struct http_request *req;
     struct http_response *resp;
@@ -81,7 +88,8 @@ void api_error_resp(const struct http_request *req, struct http_response *resp, 
                     const char *code, const char *message);
 /* Refuses the request: records auth.denied (actor: the principal, or airlockd for a 401; details
  * method, route, path, status, reason, request_id) and answers 401 UNAUTHENTICATED or 403
- * FORBIDDEN with `why` - or 500 when the refusal could not be recorded. */
+ * FORBIDDEN with `why` - or 500 when the refusal could not be recorded. Off the writer the
+ * record is a job of its own and the request is answered once it has committed (deferred). */
 void api_denied(struct api_ctx *ctx, unsigned status, const char *why);
 /* For AUTH_RESOURCE routes, once the handler knows the resource's department: 0 when the
  * caller holds one of the route's roles there (or for "*"); -1 after api_denied(403). */
@@ -104,6 +112,12 @@ void api_audit_list(struct api_ctx *ctx);
 void api_audit_export(struct api_ctx *ctx);
 void api_audit_verify(struct api_ctx *ctx);
 void api_audit_checkpoint(struct api_ctx *ctx);
+/* What /v1/audit/verify has verified so far (api_audit.c): made once, set from the check at
+ * start (full), then by each check. */
+struct auditlog_result;
+struct audit_head *api_audit_head_new(void);
+void api_audit_head_free(struct audit_head *h);
+void api_audit_head_set(struct audit_head *h, const struct auditlog_result *res, int full);
 void api_departments_create(struct api_ctx *ctx);
 void api_departments_list(struct api_ctx *ctx);
 void api_departments_policy(struct api_ctx *ctx);
@@ -143,9 +157,15 @@ void api_versions_diff(struct api_ctx *ctx);
 
 /* A revocation's effect on runs (api_runs.c). Inside the revoking transaction: every run of the
  * version not yet ended is recorded cancelled (error ABORTED), its pending approvals cancelled
- * and its continuation dropped. After the commit: the runs executing here are cancelled. */
+ * and its continuation dropped. After its commit (api_version_revoked): once the writer's batch
+ * is durable, the runs executing here are cancelled. */
 enum store_rc api_version_revoking(struct api_ctx *ctx, const char *template_name, int64_t version);
 void api_version_revoked(struct api_ctx *ctx, const char *template_name, int64_t version);
+
+/* Calls fn(arg) once the writer's current job has committed (a writing route's ctx->tx), or at
+ * once with no tx; arg is the caller's, fn frees it. Something that must never happen before
+ * the change it follows is durable (a run cancelled because its version was revoked). */
+void api_after_commit(struct writer_tx *tx, void (*fn)(void *arg, int committed), void *arg);
 
 /* POST /v1/mcp: the Model Context Protocol for agents (api_mcp.c). */
 void api_mcp_post(struct api_ctx *ctx);

@@ -442,9 +442,11 @@ static int api_run_executing_here(struct runs *runs, const char *id)
  * the run `run_id` waiting for a person, or with `node` (run_id NULL) the oldest run in the
  * queue, claimed for this node in the same transaction that claims its continuation (then
  * *ret_claimed says whether there was one). */
-static enum store_rc api_run_go(struct store *s, const unsigned char *secret_key, struct runs *runs,
-                                const char *run_id, const char *node, int *ret_claimed, char *err)
+static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secret_key,
+                                struct runs *runs, const char *run_id, const char *node,
+                                int *ret_claimed, char *err)
 {
+    struct store *s = writer_store(tx);
     struct api_decisions decisions;
     struct api_row_copy run;
     struct api_execution retry;
@@ -587,7 +589,7 @@ plan:
     plan->prior_calls = run.host_calls; /* the run's host_calls go on from these */
     plan->clock_ms = clock_ms;
     run.host_calls = NULL;
-    runs_launch(runs, plan, token, decisions.res, decisions.n, NULL);
+    runs_launch(runs, tx, plan, token, decisions.res, decisions.n, NULL);
     plan = NULL;
 out:
     if (in_tx) {
@@ -607,14 +609,22 @@ out:
 /* With several nodes a run whose approvals are all decided goes to the queue (status queued),
  * and whichever node claims it first resumes it (api_run_claim); the deciding node is only
  * the first to be told. With one node it resumes here. */
-enum store_rc api_run_resume(struct store *s, const unsigned char *secret_key, struct runs *runs,
-                             const char *run_id, char *err)
+static void api_kick(void *arg, int committed)
 {
+    if (committed) {
+        runs_kick(arg);
+    }
+}
+
+enum store_rc api_run_resume(struct writer_tx *tx, const unsigned char *secret_key,
+                             struct runs *runs, const char *run_id, char *err)
+{
+    struct store *s = writer_store(tx);
     struct api_decisions decisions;
     struct api_row_copy run;
     enum store_rc rc;
     if (!runs_node(runs)) {
-        return api_run_go(s, secret_key, runs, run_id, NULL, NULL, err);
+        return api_run_go(tx, secret_key, runs, run_id, NULL, NULL, err);
     }
     err[0] = '\0';
     memset(&decisions, 0, sizeof decisions);
@@ -640,7 +650,7 @@ enum store_rc api_run_resume(struct store *s, const unsigned char *secret_key, s
                 s->ops->tx_rollback(s);
             }
             if (rc == STORE_OK) {
-                runs_kick(runs);
+                api_after_commit(tx, api_kick, runs); /* told once the queue holds it */
             } else if (rc == STORE_CONFLICT) {
                 rc = STORE_OK;
             }
@@ -651,14 +661,14 @@ enum store_rc api_run_resume(struct store *s, const unsigned char *secret_key, s
     return rc == STORE_NOT_FOUND ? STORE_OK : rc;
 }
 
-enum store_rc api_run_claim(struct store *s, const unsigned char *secret_key, struct runs *runs,
-                            int *ret_claimed, char *err)
+enum store_rc api_run_claim(struct writer_tx *tx, const unsigned char *secret_key,
+                            struct runs *runs, int *ret_claimed, char *err)
 {
     *ret_claimed = 0;
     if (!runs_node(runs)) {
         return STORE_OK;
     }
-    return api_run_go(s, secret_key, runs, NULL, runs_node(runs), ret_claimed, err);
+    return api_run_go(tx, secret_key, runs, NULL, runs_node(runs), ret_claimed, err);
 }
 
 /* A supervised run whose start is denied ends "denied", with its run.end record. */
@@ -778,7 +788,7 @@ static void api_approvals_decide(struct api_ctx *ctx, int approve)
     }
     /* the decision stands; the run resumes (or starts) once nothing of it is pending */
     if (approve || strcmp(a.kind, "host_call") == 0) {
-        rc = api_run_resume(s, ctx->secret_key, ctx->svc->runs, a.run, err);
+        rc = api_run_resume(ctx->tx, ctx->secret_key, ctx->svc->runs, a.run, err);
         if (rc != STORE_OK) {
             fprintf(stderr,
                     "{\"log\":\"resume\",\"request_id\":\"%s\",\"run\":\"%s\",\"error\":\"%s\"}\n",

@@ -3,10 +3,17 @@
  * check of the stored chain and a signed checkpoint of its head. Records are answered as their
  * stored canonical lines, the very bytes the hash covers, never rebuilt from columns. The export
  * first seals the log (a checkpoint of its last record, appended unless the last record is one
- * already), so every export ends as docs/audit.md requires and `airlock audit verify` accepts
- * it. It is then streamed, a page of records at a time, up to that seal and no further: the
- * store lock is taken for each page only, since the run writer shares the store, and memory
- * stays one page whatever the log's length.
+ * already; a writer job), so every export ends as docs/audit.md requires and `airlock audit
+ * verify` accepts it. It is then streamed, a page of records at a time on a reader taken for
+ * that page, up to that seal and no further: the log only grows, so pages by seq are one
+ * consistent prefix without holding a snapshot, nobody waits for it, and memory stays one page
+ * whatever the log's length.
+ *
+ * The check remembers what it verified (struct audit_head: the last record and its hash, or the
+ * first fault), so GET /v1/audit/verify costs only the records appended since; ?full=true starts
+ * over from the first record, under a rate limit of its own. A long check is streamed a few
+ * thousand records per call, answering leading spaces until its JSON object (valid JSON), so
+ * that other requests on the same thread are served in between.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -18,11 +25,14 @@
 #include "api.h"
 #include "audit.h"
 #include "auditlog.h"
+#include "ratelimit.h"
+#include "readers.h"
 
 #define API_AUDIT_LIMIT_DEFAULT 100
 #define API_AUDIT_LIMIT_MAX     1000
-#define API_AUDIT_PAGE          256          /* records read per lock of the store */
+#define API_AUDIT_PAGE          256          /* records read per page of the export */
 #define API_AUDIT_PAGE_BYTES    (256 * 1024) /* and a page ends early past this much */
+#define API_AUDIT_CHECK_STEP    2000         /* records verified per call of a streamed check */
 
 struct api_audit_page {
     struct buf *b;
@@ -91,15 +101,14 @@ void api_audit_list(struct api_ctx *ctx)
 }
 
 /* The export being streamed: records after `after` up to `end` (the sealing checkpoint), read
- * a page at a time under the store lock and sent from `page` without it, so memory stays at one
- * page whatever the log's size, and the run writer waits for one page's read at most. */
+ * a page at a time on a reader and sent from `page`, so memory stays at one page whatever the
+ * log's size. */
 struct api_audit_stream {
-    struct store *store;
-    pthread_mutex_t *lock; /* the router's store lock; NULL when the store is not shared */
-    int64_t after;         /* the last seq read */
-    int64_t end;           /* the last seq to send */
-    struct buf page;       /* lines read and not yet sent in full */
-    size_t sent;           /* bytes of page already sent */
+    struct readers *readers;
+    int64_t after;   /* the last seq read */
+    int64_t end;     /* the last seq to send */
+    struct buf page; /* lines read and not yet sent in full */
+    size_t sent;     /* bytes of page already sent */
 };
 
 static int api_audit_line(void *userdata, const struct store_audit *a)
@@ -126,15 +135,12 @@ static ssize_t api_audit_stream_read(void *userdata, char *out, size_t max)
         int64_t limit = st->end - st->after;
         buf_reset(&st->page);
         st->sent = 0;
-        if (st->lock) {
-            pthread_mutex_lock(st->lock);
-        }
-        enum store_rc rc = st->store->ops->audit_list(
-                st->store, st->after, limit < API_AUDIT_PAGE ? limit : API_AUDIT_PAGE,
-                api_audit_line, st);
-        if (st->lock) {
-            pthread_mutex_unlock(st->lock);
-        }
+        struct store *s = readers_take(st->readers);
+        enum store_rc rc = s ? s->ops->audit_list(s, st->after,
+                                                  limit < API_AUDIT_PAGE ? limit : API_AUDIT_PAGE,
+                                                  api_audit_line, st)
+                             : STORE_ERROR;
+        readers_give(st->readers, s);
         if (rc != STORE_OK || st->after == before || st->page.len == 0) {
             /* a failed read, or records gone from under a prefix that existed: cut short, so
              * the export fails to verify rather than looking whole */
@@ -172,13 +178,12 @@ void api_audit_export(struct api_ctx *ctx)
         api_store_failed(ctx);
         return;
     }
-    st = calloc(1, sizeof *st);
+    st = ctx->svc && ctx->svc->readers ? calloc(1, sizeof *st) : NULL;
     if (!st) {
         api_error(ctx, 500, "INTERNAL", "out of memory");
         return;
     }
-    st->store = s;
-    st->lock = ctx->svc ? ctx->svc->store_lock : NULL;
+    st->readers = ctx->svc->readers;
     st->end = rc == STORE_OK ? cp.seq : 0;
     /* one record may be up to the 768 KiB a version's record is allowed, on top of a full page */
     buf_init(&st->page, API_AUDIT_PAGE_BYTES + ((size_t)1 << 20));
@@ -187,29 +192,186 @@ void api_audit_export(struct api_ctx *ctx)
     http_stream(ctx->resp, api_audit_stream_read, api_audit_stream_free, st);
 }
 
+struct audit_head {
+    pthread_mutex_t lock;
+    struct auditlog_result res; /* ok: the chain verifies up to res.records (res.head its hash) */
+    int known;                  /* res holds a verification */
+};
+
+struct audit_head *api_audit_head_new(void)
+{
+    struct audit_head *h = calloc(1, sizeof *h);
+    if (h) {
+        pthread_mutex_init(&h->lock, NULL);
+    }
+    return h;
+}
+
+void api_audit_head_free(struct audit_head *h)
+{
+    if (h) {
+        pthread_mutex_destroy(&h->lock);
+        free(h);
+    }
+}
+
+/* A verification's result: a fault stays until a full check clears it; a success moves the
+ * head forward, never back (a check that started earlier may end later). */
+void api_audit_head_set(struct audit_head *h, const struct auditlog_result *res, int full)
+{
+    pthread_mutex_lock(&h->lock);
+    if (full || !h->known || (h->res.ok && (!res->ok || res->records > h->res.records))) {
+        h->res = *res;
+        h->known = 1;
+    }
+    pthread_mutex_unlock(&h->lock);
+}
+
+static void api_audit_result_json(struct buf *b, const struct auditlog_result *res)
+{
+    if (res->ok) {
+        buf_printf(b, "{\"ok\":true,\"records\":%" PRId64 ",\"head\":", res->records);
+        api_str(b, res->head);
+        buf_append_str(b, "}\n");
+    } else {
+        buf_printf(b,
+                   "{\"ok\":false,\"first_bad_seq\":%" PRId64 ",\"reason\":", res->first_bad_seq);
+        json_write_string(b, res->reason, strlen(res->reason));
+        buf_append_str(b, "}\n");
+    }
+}
+
+/* A check that did not finish in the handler, going on a step per call. */
+struct api_verify {
+    struct readers *readers;
+    struct audit_head *head;
+    struct auditlog_check *check;
+    int full;
+    int done;
+    struct buf answer; /* the JSON object, once done */
+    size_t sent;
+};
+
+static ssize_t api_verify_read(void *userdata, char *out, size_t max)
+{
+    struct api_verify *v = userdata;
+    if (!v->done) {
+        struct store *s = readers_take(v->readers);
+        enum store_rc rc =
+                s ? auditlog_check_step(v->check, s, API_AUDIT_CHECK_STEP, &v->done) : STORE_ERROR;
+        readers_give(v->readers, s);
+        if (rc != STORE_OK) {
+            fprintf(stderr, "airlockd: the audit check could not read the log\n");
+            return HTTP_STREAM_ERROR;
+        }
+        if (!v->done) {
+            out[0] = ' '; /* JSON's leading whitespace: the client waits, the thread serves */
+            return 1;
+        }
+        struct auditlog_result res;
+        auditlog_check_result(v->check, &res);
+        api_audit_head_set(v->head, &res, v->full);
+        api_audit_result_json(&v->answer, &res);
+        if (buf_failed(&v->answer)) {
+            return HTTP_STREAM_ERROR;
+        }
+    }
+    if (v->sent == v->answer.len) {
+        return HTTP_STREAM_END;
+    }
+    size_t n = v->answer.len - v->sent < max ? v->answer.len - v->sent : max;
+    memcpy(out, v->answer.data + v->sent, n);
+    v->sent += n;
+    return (ssize_t)n;
+}
+
+static void api_verify_free(void *userdata)
+{
+    struct api_verify *v = userdata;
+    if (v) {
+        auditlog_check_free(v->check);
+        buf_done(&v->answer);
+        free(v);
+    }
+}
+
 void api_audit_verify(struct api_ctx *ctx)
 {
     struct store *s = ctx->store;
     struct store_checkpoint cp;
-    struct auditlog_result res;
+    struct auditlog_result known;
+    struct api_verify *v = NULL;
+    struct audit_head *head = ctx->svc ? ctx->svc->audit : NULL;
+    const char *full_arg = http_query(ctx->req, "full");
+    int64_t end = 0;
+    int done = 0;
+    if (full_arg && strcmp(full_arg, "true") != 0 && strcmp(full_arg, "false") != 0) {
+        api_error(ctx, 400, "INVALID_REQUEST", "query argument full must be true or false");
+        return;
+    }
+    int full = !head || (full_arg && strcmp(full_arg, "true") == 0);
+    unsigned retry = 0;
+    if (full && head && ctx->svc->verify_limit &&
+        ratelimit_take(ctx->svc->verify_limit, "audit.verify.full", &retry) != 0) {
+        api_error(ctx, 429, "RATE_LIMITED",
+                  "a full re-verification of the audit log ran recently: retry later");
+        ctx->resp->retry_after_s = retry;
+        return;
+    }
+    memset(&known, 0, sizeof known);
+    if (head) {
+        pthread_mutex_lock(&head->lock);
+        known = head->res;
+        full |= !head->known;
+        pthread_mutex_unlock(&head->lock);
+    }
+    if (!full && !known.ok) {
+        api_reply(ctx, 200); /* broken before: nothing appended since can mend it */
+        api_audit_result_json(&ctx->resp->body, &known);
+        return;
+    }
     /* the key the checkpoints must carry: this server's */
     enum store_rc rc = s->ops->audit_checkpoint(s, 0, &cp);
-    if ((rc != STORE_OK && rc != STORE_NOT_FOUND) ||
-        auditlog_verify(s, rc == STORE_OK ? cp.public_key : NULL, &res) != STORE_OK) {
+    if ((rc != STORE_OK && rc != STORE_NOT_FOUND) || s->ops->audit_head(s, &end) != STORE_OK) {
         api_store_failed(ctx);
         return;
     }
-    struct buf *b = &ctx->resp->body;
-    api_reply(ctx, 200);
-    if (res.ok) {
-        buf_printf(b, "{\"ok\":true,\"records\":%" PRId64 ",\"head\":", res.records);
-        api_str(b, res.head);
-        buf_append_str(b, "}\n");
-    } else {
-        buf_printf(b, "{\"ok\":false,\"first_bad_seq\":%" PRId64 ",\"reason\":", res.first_bad_seq);
-        json_write_string(b, res.reason, strlen(res.reason));
-        buf_append_str(b, "}\n");
+    v = calloc(1, sizeof *v);
+    if (!v || auditlog_check_new(rc == STORE_OK ? cp.public_key : NULL, full ? 0 : known.records,
+                                 full ? NULL : known.head, end, &v->check) != 0) {
+        free(v);
+        api_error(ctx, 500, "INTERNAL", "out of memory");
+        return;
     }
+    v->readers = ctx->svc ? ctx->svc->readers : NULL;
+    v->head = head;
+    v->full = full;
+    buf_init(&v->answer, 4096);
+    /* the first step here: a check of what was appended since the last is usually all */
+    rc = auditlog_check_step(v->check, s, API_AUDIT_CHECK_STEP, &done);
+    if (rc != STORE_OK) {
+        api_verify_free(v);
+        api_store_failed(ctx);
+        return;
+    }
+    api_reply(ctx, 200);
+    if (done || !v->readers) {
+        while (!done && rc == STORE_OK) {
+            rc = auditlog_check_step(v->check, s, API_AUDIT_CHECK_STEP, &done);
+        }
+        struct auditlog_result res;
+        auditlog_check_result(v->check, &res);
+        if (head) {
+            api_audit_head_set(head, &res, full);
+        }
+        api_audit_result_json(&ctx->resp->body, &res);
+        api_verify_free(v);
+        if (rc != STORE_OK) {
+            api_store_failed(ctx);
+        }
+        return;
+    }
+    http_stream(ctx->resp, api_verify_read, api_verify_free, v);
 }
 
 void api_audit_checkpoint(struct api_ctx *ctx)

@@ -300,6 +300,9 @@ static const char *api_stricter(const char *a, const char *b)
 struct api_run_start {
     char id[RUNS_ID_LEN + 1];
     char request_id[HTTP_REQUEST_ID_LEN + 1];
+    char key_prefix[AUTH_PREFIX_LEN + 1]; /* the key it was asked with, still valid at its record */
+    char route[64];                       /* ... and the request, for a refusal's record */
+    char method[8];
     char approval[RUNS_ID_LEN + 1];
     char created[RUNS_TIME_LEN]; /* where the run's guest clock starts */
     char *template_name;
@@ -349,9 +352,75 @@ static int api_state_fn(void *userdata, const struct store_version *v)
     return 0;
 }
 
-static enum store_rc api_run_start_record(struct store *s, void *userdata, struct buf *ret_refusal)
+/* The key revoked (or its principal's agent role taken back) after the request was checked: the
+ * run is refused as the router would have refused it, and the refusal recorded. */
+static enum store_rc api_run_start_unauthorized(struct store *s, const struct api_run_start *st,
+                                                unsigned status, const char *why,
+                                                struct buf *ret_refusal, unsigned *ret_status)
+{
+    struct buf d;
+    buf_init(&d, 4096);
+    buf_printf(&d, "{\"method\":\"%s\",\"route\":\"%s\",\"path\":\"%s\",\"status\":%u,\"reason\":",
+               st->method, st->route, st->route, status);
+    api_str(&d, why);
+    buf_printf(&d, ",\"request_id\":\"%s\"}", st->request_id);
+    const char *actor = status == 401 ? "airlockd" : st->principal;
+    enum store_rc rc =
+            buf_failed(&d) ? STORE_ERROR
+                           : s->ops->audit_append(s, actor, "auth.denied",
+                                                  status == 401 ? NULL : actor, NULL, d.data, NULL);
+    buf_done(&d);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    *ret_status = status;
+    buf_printf(ret_refusal, "{\"error\":{\"code\":\"%s\",\"message\":",
+               status == 401 ? "UNAUTHENTICATED" : "FORBIDDEN");
+    api_str(ret_refusal, why);
+    buf_printf(ret_refusal, ",\"request_id\":\"%s\"}}\n", st->request_id);
+    return STORE_CONFLICT;
+}
+
+struct api_agent_grant {
+    const char *department;
+    int found;
+};
+
+static int api_grant_fn(void *userdata, const struct store_grant *g)
+{
+    struct api_agent_grant *a = userdata;
+    a->found |= strcmp(g->role, "agent") == 0 &&
+                (strcmp(g->department, "*") == 0 || strcmp(g->department, a->department) == 0);
+    return 0;
+}
+
+static enum store_rc api_run_start_record(struct store *s, void *userdata, struct buf *ret_refusal,
+                                          unsigned *ret_status)
 {
     const struct api_run_start *st = userdata;
+    /* the writer's connection sees the keys and grants as they are now: a revocation that came
+     * while the request was checked and planned wins */
+    char holder[STORE_NAME_MAX + 1] = "";
+    unsigned char hash[STORE_HASH_LEN];
+    enum store_rc krc = s->ops->key_lookup(s, st->key_prefix, holder, hash);
+    if (krc != STORE_OK && krc != STORE_NOT_FOUND) {
+        return krc;
+    }
+    if (krc == STORE_NOT_FOUND || strcmp(holder, st->principal) != 0) {
+        return api_run_start_unauthorized(s, st, 401, "the API key was revoked", ret_refusal,
+                                          ret_status);
+    }
+    struct api_agent_grant agent = { st->department, 0 };
+    krc = s->ops->role_list(s, st->principal, api_grant_fn, &agent);
+    if (krc != STORE_OK) {
+        return krc;
+    }
+    if (!agent.found) {
+        char why[STORE_NAME_MAX * 2 + 64];
+        snprintf(why, sizeof why, "%s needs role agent in department %s", st->principal,
+                 st->department);
+        return api_run_start_unauthorized(s, st, 403, why, ret_refusal, ret_status);
+    }
     if (!st->adhoc) {
         /* the version was approved when the request was checked; a revocation may have come
          * between that and this batch */
@@ -457,7 +526,8 @@ static char *api_strdup0(const char *s)
 static struct api_run_start *api_run_start_new(const struct store_run *row,
                                                const struct api_version_copy *v,
                                                const char *autonomy, const char *approval,
-                                               int supervised, const char *request_id)
+                                               int supervised, const char *request_id,
+                                               const struct auth_principal *who, const char *route)
 {
     struct api_run_start *st = calloc(1, sizeof *st);
     if (!st) {
@@ -465,6 +535,9 @@ static struct api_run_start *api_run_start_new(const struct store_run *row,
     }
     snprintf(st->request_id, sizeof st->request_id, "%s", request_id);
     snprintf(st->id, sizeof st->id, "%s", row->id);
+    snprintf(st->key_prefix, sizeof st->key_prefix, "%s", who->key_prefix);
+    snprintf(st->route, sizeof st->route, "%s", route);
+    snprintf(st->method, sizeof st->method, "POST");
     snprintf(st->approval, sizeof st->approval, "%s", approval);
     snprintf(st->created, sizeof st->created, "%s", row->created ? row->created : "");
     st->version = row->version;
@@ -728,8 +801,9 @@ void api_runs_create(struct api_ctx *ctx)
         goto out;
     }
     /* recorded by the run writer with others in one commit, then answered and started */
-    struct api_run_start *start = api_run_start_new(&row, adhoc ? NULL : &v, autonomy, approval,
-                                                    supervised, ctx->req->request_id);
+    struct api_run_start *start =
+            api_run_start_new(&row, adhoc ? NULL : &v, autonomy, approval, supervised,
+                              ctx->req->request_id, ctx->who, ctx->route ? ctx->route : "");
     struct http_deferred *deferred = start ? http_defer(ctx->req, ctx->resp) : NULL;
     if (!deferred) {
         api_run_start_free(start);
@@ -1164,6 +1238,26 @@ static enum store_rc api_run_cancel_stored(struct api_ctx *ctx, const char *id,
     return rc;
 }
 
+/* A cancel (or a revocation) of runs executing here, once its record is durable. */
+struct api_cancel {
+    struct runs *runs;
+    char id[RUNS_ID_LEN + 1]; /* "": every run of template_name's version */
+    char template_name[STORE_NAME_MAX + 1];
+    int64_t version;
+    char why[STORE_NAME_MAX * 2 + 64];
+};
+
+static void api_cancel_fire(void *arg, int committed)
+{
+    struct api_cancel *c = arg;
+    if (committed && c->id[0]) {
+        runs_cancel(c->runs, c->id, c->why);
+    } else if (committed) {
+        runs_cancel_version(c->runs, c->template_name, c->version, c->why);
+    }
+    free(c);
+}
+
 void api_runs_cancel(struct api_ctx *ctx)
 {
     struct store *s = ctx->store;
@@ -1217,9 +1311,14 @@ void api_runs_cancel(struct api_ctx *ctx)
         }
         return;
     }
-    /* a run executing here ends ABORTED; the writer adds its console and stats */
-    if (ctx->svc && ctx->svc->runs) {
-        runs_cancel(ctx->svc->runs, id, why);
+    /* once that is durable, a run executing here ends ABORTED (its end adds its console and
+     * stats) */
+    struct api_cancel *c = ctx->svc && ctx->svc->runs ? calloc(1, sizeof *c) : NULL;
+    if (c) {
+        c->runs = ctx->svc->runs;
+        snprintf(c->id, sizeof c->id, "%s", id);
+        snprintf(c->why, sizeof c->why, "%s", why);
+        api_after_commit(ctx->tx, api_cancel_fire, c);
     }
     api_run_reply(ctx, id);
     ctx->resp->status = 200;
@@ -1292,9 +1391,12 @@ enum store_rc api_version_revoking(struct api_ctx *ctx, const char *template_nam
 
 void api_version_revoked(struct api_ctx *ctx, const char *template_name, int64_t version)
 {
-    char why[STORE_NAME_MAX * 2 + 64];
-    api_revoke_why(why, sizeof why, template_name, version);
-    if (ctx->svc && ctx->svc->runs) {
-        runs_cancel_version(ctx->svc->runs, template_name, version, why);
+    struct api_cancel *c = ctx->svc && ctx->svc->runs ? calloc(1, sizeof *c) : NULL;
+    if (c) {
+        c->runs = ctx->svc->runs;
+        snprintf(c->template_name, sizeof c->template_name, "%s", template_name);
+        c->version = version;
+        api_revoke_why(c->why, sizeof c->why, template_name, version);
+        api_after_commit(ctx->tx, api_cancel_fire, c);
     }
 }

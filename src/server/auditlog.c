@@ -37,36 +37,41 @@ int auditlog_key_load(const char *data_dir, EVP_PKEY **ret_key, char *err)
     return rc;
 }
 
-struct auditlog_walk {
+/* A verification in progress. */
+struct auditlog_check {
     struct audit_verifier *v;
-    struct auditlog_result *ret;
+    struct auditlog_result ret;
     struct buf rebuilt;
-    int64_t last_seq;
+    int64_t last_seq; /* the last record read */
+    int64_t end;      /* stop after this seq; 0: at the log's end */
     int done;
 };
 
 /* reason: "what: why", or "what" alone when why is NULL */
-static void auditlog_bad(struct auditlog_walk *w, int64_t seq, const char *what, const char *why)
+static void auditlog_bad(struct auditlog_check *c, int64_t seq, const char *what, const char *why)
 {
-    w->ret->ok = 0;
-    w->ret->first_bad_seq = seq;
-    snprintf(w->ret->reason, sizeof w->ret->reason, "%s%s%s", what, why ? ": " : "",
-             why ? why : "");
-    w->done = 1;
+    c->ret.ok = 0;
+    c->ret.first_bad_seq = seq;
+    snprintf(c->ret.reason, sizeof c->ret.reason, "%s%s%s", what, why ? ": " : "", why ? why : "");
+    c->done = 1;
 }
 
 static int auditlog_row(void *userdata, const struct store_audit *a)
 {
-    struct auditlog_walk *w = userdata;
+    struct auditlog_check *c = userdata;
     struct audit_problem p;
     struct al_error err;
     char hash[AUDIT_HASH_HEX_LEN + 1];
     const char *line = a->line ? a->line : "";
     memset(&p, 0, sizeof p);
     memset(&err, 0, sizeof err);
-    enum audit_fault fault = audit_verifier_line(w->v, line, strlen(line), &p);
+    if (c->end > 0 && a->seq > c->end) {
+        c->done = 1;
+        return 1;
+    }
+    enum audit_fault fault = audit_verifier_line(c->v, line, strlen(line), &p);
     if (fault != AUDIT_FAULT_NONE) {
-        auditlog_bad(w, p.seq ? (int64_t)p.seq : a->seq, audit_fault_name(fault), p.why);
+        auditlog_bad(c, p.seq ? (int64_t)p.seq : a->seq, audit_fault_name(fault), p.why);
         return 1;
     }
     /* The columns must say what the line says. */
@@ -78,55 +83,98 @@ static int auditlog_row(void *userdata, const struct store_audit *a)
                                 a->department,
                                 a->details,
                                 a->prev ? a->prev : "" };
-    buf_reset(&w->rebuilt);
-    if (audit_record_write(&rec, &w->rebuilt, hash, &err) != AL_OK ||
-        w->rebuilt.len != strlen(line) || memcmp(w->rebuilt.data, line, w->rebuilt.len) != 0) {
-        auditlog_bad(w, a->seq, "the stored columns do not match the record's line", NULL);
+    buf_reset(&c->rebuilt);
+    if (audit_record_write(&rec, &c->rebuilt, hash, &err) != AL_OK ||
+        c->rebuilt.len != strlen(line) || memcmp(c->rebuilt.data, line, c->rebuilt.len) != 0) {
+        auditlog_bad(c, a->seq, "the stored columns do not match the record's line", NULL);
         return 1;
     }
-    w->ret->records++;
-    w->last_seq = a->seq;
-    snprintf(w->ret->head, sizeof w->ret->head, "%s", a->hash ? a->hash : "");
+    c->ret.records++;
+    c->last_seq = a->seq;
+    snprintf(c->ret.head, sizeof c->ret.head, "%s", a->hash ? a->hash : "");
     return 0;
+}
+
+int auditlog_check_new(const char *public_key_hex, int64_t from_seq, const char *from_hash,
+                       int64_t end, struct auditlog_check **ret)
+{
+    struct auditlog_check *c = calloc(1, sizeof *c);
+    if (!c) {
+        return -1;
+    }
+    c->ret.ok = 1;
+    c->ret.records = from_seq;
+    c->last_seq = from_seq;
+    c->end = end;
+    if (from_seq > 0) {
+        snprintf(c->ret.head, sizeof c->ret.head, "%s", from_hash);
+    }
+    buf_init(&c->rebuilt, (size_t)1 << 20);
+    if (audit_verifier_new(public_key_hex, AUDIT_ALLOW_UNSEALED, &c->v, NULL) != AL_OK ||
+        audit_verifier_start_at(c->v, (uint64_t)from_seq, from_hash, NULL) != AL_OK) {
+        auditlog_check_free(c);
+        return -1;
+    }
+    *ret = c;
+    return 0;
+}
+
+void auditlog_check_free(struct auditlog_check *c)
+{
+    if (c) {
+        audit_verifier_free(c->v);
+        buf_done(&c->rebuilt);
+        free(c);
+    }
+}
+
+enum store_rc auditlog_check_step(struct auditlog_check *c, struct store *s, int64_t max,
+                                  int *ret_done)
+{
+    enum store_rc rc = STORE_OK;
+    if (!c->done) {
+        int64_t before = c->ret.records;
+        int64_t want = c->end > 0 && c->end - c->last_seq < max ? c->end - c->last_seq : max;
+        rc = want > 0 ? s->ops->audit_list(s, c->last_seq, want, auditlog_row, c) : STORE_OK;
+        if (rc == STORE_OK &&
+            (c->ret.records == before || c->last_seq == c->end || c->ret.records - before < want)) {
+            c->done = 1;
+        }
+    }
+    if (rc == STORE_OK && c->done && c->ret.ok && c->ret.records > 0) {
+        struct audit_problem p;
+        memset(&p, 0, sizeof p);
+        enum audit_fault fault = audit_verifier_finish(c->v, &p);
+        if (fault != AUDIT_FAULT_NONE) {
+            c->ret.ok = 0;
+            c->ret.first_bad_seq = (int64_t)p.seq;
+            snprintf(c->ret.reason, sizeof c->ret.reason, "%s: %s", audit_fault_name(fault), p.why);
+        }
+    }
+    *ret_done = c->done;
+    return rc;
+}
+
+void auditlog_check_result(const struct auditlog_check *c, struct auditlog_result *ret)
+{
+    *ret = c->ret;
 }
 
 enum store_rc auditlog_verify(struct store *s, const char *public_key_hex,
                               struct auditlog_result *ret)
 {
-    struct auditlog_walk w;
-    struct audit_problem p;
+    struct auditlog_check *c = NULL;
+    int done = 0;
     enum store_rc rc = STORE_OK;
-    memset(&w, 0, sizeof w);
     memset(ret, 0, sizeof *ret);
-    memset(&p, 0, sizeof p);
-    ret->ok = 1;
-    w.ret = ret;
-    buf_init(&w.rebuilt, (size_t)1 << 20);
-    if (audit_verifier_new(public_key_hex, AUDIT_ALLOW_UNSEALED, &w.v, NULL) != AL_OK) {
-        ret->ok = 0;
+    if (auditlog_check_new(public_key_hex, 0, NULL, 0, &c) != 0) {
         snprintf(ret->reason, sizeof ret->reason, "cannot start the verifier");
-        goto out;
+        return STORE_OK;
     }
-    while (!w.done) {
-        int64_t before = ret->records;
-        rc = s->ops->audit_list(s, w.last_seq, 1000, auditlog_row, &w);
-        if (rc != STORE_OK) {
-            goto out;
-        }
-        if (ret->records == before) {
-            break;
-        }
+    while (rc == STORE_OK && !done) {
+        rc = auditlog_check_step(c, s, 1000, &done);
     }
-    if (!w.done && ret->records > 0) {
-        enum audit_fault fault = audit_verifier_finish(w.v, &p);
-        if (fault != AUDIT_FAULT_NONE) {
-            ret->ok = 0;
-            ret->first_bad_seq = (int64_t)p.seq;
-            snprintf(ret->reason, sizeof ret->reason, "%s: %s", audit_fault_name(fault), p.why);
-        }
-    }
-out:
-    audit_verifier_free(w.v);
-    buf_done(&w.rebuilt);
+    auditlog_check_result(c, ret);
+    auditlog_check_free(c);
     return rc;
 }

@@ -30,4 +30,18 @@ struct auditlog_result {
 enum store_rc auditlog_verify(struct store *s, const char *public_key_hex,
                               struct auditlog_result *ret);
 
+/* The same a piece at a time (a verification streamed while other requests are served), from
+ * the record after from_seq (whose hash from_hash was verified before; 0 and NULL: from the
+ * start) up to `end` (0: the log's end). -1 when out of memory. */
+struct auditlog_check;
+int auditlog_check_new(const char *public_key_hex, int64_t from_seq, const char *from_hash,
+                       int64_t end, struct auditlog_check **ret);
+/* Verifies up to max more records read through s; *ret_done once the end (or a fault) is
+ * reached. STORE_OK, or the store's failure. */
+enum store_rc auditlog_check_step(struct auditlog_check *c, struct store *s, int64_t max,
+                                  int *ret_done);
+/* What has been verified (records counts from the start of the log, from_seq included). */
+void auditlog_check_result(const struct auditlog_check *c, struct auditlog_result *ret);
+void auditlog_check_free(struct auditlog_check *c);
+
 #endif

@@ -1,13 +1,25 @@
 /*
- * http.c - libmicrohttpd behind http.h. Per-request state is made on the first call of the
- * access handler and freed in the completion callback (MHD's model); the body is collected into
- * a capped buffer and, once past the cap, read and dropped so the client still gets its 413
- * instead of a reset. airlockd binds its own socket (so HOST may be any name getaddrinfo knows
- * and port 0 works) and hands it to MHD. One internal polling thread serves every request: the
- * store is used by that thread and the run writer, under the router's lock. A streamed body's
- * callback runs later on the same thread without that lock (it takes it itself, per piece). The
- * log line is written here, once per request, when the answer is queued (for a streamed body,
- * before its first byte), because only here are both the request and its final status known.
+ * http.c - libmicrohttpd behind http.h. MHD serves connections from a pool of threads (its own
+ * epoll in each); a request's state is made on the first call of the access handler, which is
+ * MHD's call once the headers are in and before any body byte is read: the framing is checked
+ * and `admit` decides there. A request refused there never has its body kept: a bounded one is
+ * read and dropped and then answered (a client that sends its whole body before it reads gets
+ * the answer, not a reset), any other answered at once - MHD's "early response" - and the
+ * connection closed. Otherwise, within the budget of all bodies, the body is collected into a
+ * capped buffer (past the cap it is dropped too, for the 413) and the handler is called once it
+ * is in.
+ *
+ * MHD has connection limits (all, per address) and an idle timeout, but no deadline that a
+ * client sending one byte every few seconds cannot stretch. So every connection is tracked
+ * (MHD's connection notifications): which phase it is in - waiting for headers, for a body, or
+ * busy (being handled, waiting for its answer, sending it) - and since when; a reaper thread
+ * shuts down the socket of one that overstays its phase, and MHD then closes it. MHD notifies
+ * the close before it closes the descriptor, under the same lock the reaper holds, so the
+ * reaper never touches a descriptor that was reused.
+ *
+ * The log line is written here, once per request, when the answer is queued (for a streamed
+ * body, before its first byte), because only here are both the request and its final status
+ * known.
  */
 #include "http.h"
 
@@ -17,49 +29,107 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <openssl/rand.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "json.h"
 #include "metrics.h"
-#include "thread.h"
+
+#define HTTP_ANSWER_MAX ((size_t)96 << 20) /* bytes of one answer's body */
+
+enum http_phase {
+    HTTP_PHASE_HEADERS = 0, /* waiting for a request's headers */
+    HTTP_PHASE_BODY,        /* admitted, waiting for its body */
+    HTTP_PHASE_BUSY,        /* handled, waiting for its answer, or sending it: no deadline */
+    HTTP_PHASE_CLOSING,     /* shut down here: MHD closes it */
+};
+
+/* One connection, for the deadlines and the limit per address (MHD's socket context). */
+struct http_track {
+    int fd;
+    enum http_phase phase;
+    int64_t since_ms;             /* monotonic */
+    char client[HTTP_CLIENT_MAX]; /* its address, as http_client names it */
+    struct http_track *prev;
+    struct http_track *next;
+};
 
 struct http_server {
     struct MHD_Daemon *daemon;
     atomic_int inflight; /* requests begun and not yet completed */
     int quiesced;
-    http_handler_fn *handler;
-    void *userdata;
-    size_t body_limit;
+    struct http_options o;
     int fd;
+    pthread_mutex_t lock; /* tracks, budget_used, stop */
+    pthread_cond_t cond;  /* the reaper waits on it */
+    struct http_track *tracks;
+    size_t budget_used; /* body bytes reserved by requests receiving or holding a body */
+    int stop;
+    pthread_t reaper;
+    int reaping;
+};
+
+enum http_deferred_state {
+    HTTP_DEFERRED_WAITING = 0,
+    HTTP_DEFERRED_ANSWERED, /* the answer is in resp: the request thread sends it */
+    HTTP_DEFERRED_ORPHANED, /* the connection went first: the answerer frees what is left */
 };
 
 struct http_deferred {
     struct MHD_Connection *conn;
     char request_id[HTTP_REQUEST_ID_LEN + 1];
     /* the answer: written by the answering thread before MHD_resume_connection, whose lock
-     * orders the writes before the MHD thread reads them */
-    unsigned status;
-    struct buf body;
-    char actor[HTTP_ACTOR_MAX + 1];
-    char route[64];
-    http_reshape_fn *reshape; /* taken from the handler's response, with its data */
-    void *reshape_data;
-    void (*reshape_free)(void *userdata);
+     * orders the writes before the request thread reads them */
+    struct http_response resp;
+    /* Whichever of the answer and the connection's end comes second frees (a stop that gives
+     * up on a request still waiting for the writer must not free what the writer's job uses):
+     * an orphaned deferral keeps the request's app, freed by the answerer. */
+    atomic_int state;
+    void *app;
+    void (*app_free)(void *app);
 };
 
 struct http_conn {
+    struct http_server *srv;
     struct http_request req;
     struct buf body;
     struct timespec start;
+    struct http_track *track;
+    size_t reserved;     /* bytes of the body budget this request holds */
+    int drain;           /* refused from its headers: the body is read and dropped */
+    uint64_t drain_left; /* ... this many bytes at most */
+    int has_early;       /* the answer admit gave, sent once the body is dropped */
+    struct http_response early;
     struct http_deferred *deferred; /* while the answer is awaited, and until it is sent */
 };
+
+static int64_t http_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void http_set_phase(struct http_server *srv, struct http_track *t, enum http_phase phase)
+{
+    if (!t) {
+        return;
+    }
+    pthread_mutex_lock(&srv->lock);
+    if (t->phase != HTTP_PHASE_CLOSING) {
+        t->phase = phase;
+        t->since_ms = http_now_ms();
+    }
+    pthread_mutex_unlock(&srv->lock);
+}
 
 static void http_request_id(char *out)
 {
@@ -169,9 +239,27 @@ void http_stream(struct http_response *resp, http_stream_fn *fn, http_stream_fre
     resp->stream_data = userdata;
 }
 
+/* The answer in resp's body, unless an append to it failed: then a 500 with the error body
+ * (a document cut short never goes out as a success). */
+static void http_whole_or_500(struct http_response *resp, const char *request_id)
+{
+    if (resp->stream_fn || !buf_failed(&resp->body)) {
+        return;
+    }
+    resp->status = 500;
+    resp->content_type = "application/json";
+    resp->etag = NULL;
+    resp->headers = NULL;
+    buf_reset(&resp->body);
+    buf_printf(&resp->body,
+               "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"the answer could not be built "
+               "(too large, or out of memory)\",\"request_id\":\"%s\"}}\n",
+               request_id);
+}
+
 /* The MHD response of resp: its buffer copied, or its stream (handed over to MHD, which frees
  * it through http_stream_release; freed here when that cannot be set up). */
-static struct MHD_Response *http_response_new(const struct http_response *resp)
+static struct MHD_Response *http_response_new(struct http_response *resp)
 {
     if (!resp->stream_fn) {
         return MHD_create_response_from_buffer(resp->body.len, resp->body.data,
@@ -183,11 +271,13 @@ static struct MHD_Response *http_response_new(const struct http_response *resp)
         if (resp->stream_free) {
             resp->stream_free(resp->stream_data);
         }
+        resp->stream_fn = NULL;
         return NULL;
     }
     st->fn = resp->stream_fn;
     st->free_fn = resp->stream_free;
     st->userdata = resp->stream_data;
+    resp->stream_fn = NULL; /* MHD's now */
     r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, http_stream_read, st,
                                           http_stream_release);
     if (!r) {
@@ -198,9 +288,10 @@ static struct MHD_Response *http_response_new(const struct http_response *resp)
 
 /* Queues resp on the connection and writes the log line. */
 static enum MHD_Result http_queue(struct MHD_Connection *conn, struct http_conn *c,
-                                  const struct http_response *resp)
+                                  struct http_response *resp)
 {
     enum MHD_Result ret = MHD_NO;
+    http_whole_or_500(resp, c->req.request_id);
     struct MHD_Response *r = http_response_new(resp);
     if (!r) {
         return MHD_NO;
@@ -222,6 +313,9 @@ static enum MHD_Result http_queue(struct MHD_Connection *conn, struct http_conn 
         snprintf(retry, sizeof retry, "%u", resp->retry_after_s);
         MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, retry);
     }
+    if (resp->close) {
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    }
     ret = MHD_queue_response(conn, resp->status, r);
     MHD_destroy_response(r);
     http_log(c, resp);
@@ -230,44 +324,37 @@ static enum MHD_Result http_queue(struct MHD_Connection *conn, struct http_conn 
     return ret;
 }
 
-static enum MHD_Result http_answer(struct http_server *srv, struct MHD_Connection *conn,
-                                   struct http_conn *c)
+void http_response_init(struct http_response *resp)
 {
-    struct http_response resp;
-    enum MHD_Result ret = MHD_NO;
-    memset(&resp, 0, sizeof resp);
-    buf_init(&resp.body, (size_t)64 << 20);
-    if (c->deferred) {
-        /* resumed: the answer has come */
-        struct http_deferred *d = c->deferred;
-        resp.status = d->status;
-        buf_append(&resp.body, d->body.data ? d->body.data : "", d->body.len);
-        snprintf(resp.actor, sizeof resp.actor, "%s", d->actor);
-        snprintf(resp.route, sizeof resp.route, "%s", d->route);
-        if (d->reshape) {
-            d->reshape(d->reshape_data, &resp);
-        }
-        ret = http_queue(conn, c, &resp);
-        goto out;
+    memset(resp, 0, sizeof *resp);
+    buf_init(&resp->body, HTTP_ANSWER_MAX);
+}
+
+void http_response_done(struct http_response *resp)
+{
+    if (resp->stream_fn && resp->stream_free) {
+        resp->stream_free(resp->stream_data);
     }
-    resp.status = 500;
-    c->req.body = c->body.data ? c->body.data : "";
-    c->req.body_len = c->body.len;
-    srv->handler(srv->userdata, &c->req, &resp);
-    if (resp.deferred && c->deferred) {
-        /* suspended in http_defer already: the answer may even have come by now */
-        ret = MHD_YES;
-        goto out;
-    }
-    ret = http_queue(conn, c, &resp);
-out:
-    buf_done(&resp.body);
-    return ret;
+    resp->stream_fn = NULL;
+    buf_done(&resp->body);
+}
+
+void http_response_move(struct http_response *dst, struct http_response *src)
+{
+    http_response_done(dst);
+    *dst = *src;
+    buf_init(&src->body, src->body.max);
+    src->stream_fn = NULL;
+    src->stream_free = NULL;
+    src->stream_data = NULL;
 }
 
 struct http_deferred *http_defer(const struct http_request *req, struct http_response *resp)
 {
     struct MHD_Connection *conn = req->conn;
+    if (!conn) {
+        return NULL;
+    }
     /* every request handed to a handler is the req member of its http_conn */
     struct http_conn *hc = (struct http_conn *)((char *)req - offsetof(struct http_conn, req));
     struct http_deferred *d = calloc(1, sizeof *d);
@@ -276,18 +363,19 @@ struct http_deferred *http_defer(const struct http_request *req, struct http_res
     }
     d->conn = conn;
     snprintf(d->request_id, sizeof d->request_id, "%s", req->request_id);
+    http_response_init(&d->resp);
     /* the log line's fields, known by now (the router sets them before the handler) */
-    snprintf(d->actor, sizeof d->actor, "%s", resp->actor);
-    snprintf(d->route, sizeof d->route, "%s", resp->route);
-    buf_init(&d->body, (size_t)64 << 20);
-    d->reshape = resp->reshape;
-    d->reshape_data = resp->reshape_data;
-    d->reshape_free = resp->reshape_free;
+    snprintf(d->resp.actor, sizeof d->resp.actor, "%s", resp->actor);
+    snprintf(d->resp.route, sizeof d->resp.route, "%s", resp->route);
+    d->resp.reshape = resp->reshape;
+    d->resp.reshape_data = resp->reshape_data;
+    d->resp.reshape_free = resp->reshape_free;
     resp->reshape = NULL;
     resp->reshape_data = NULL;
     resp->reshape_free = NULL;
     hc->deferred = d;
     resp->deferred = 1;
+    http_set_phase(hc->srv, hc->track, HTTP_PHASE_BUSY);
     /* suspended before the handle can reach another thread: a resume never precedes it */
     MHD_suspend_connection(conn);
     return d;
@@ -298,23 +386,75 @@ const char *http_deferred_request_id(const struct http_deferred *d)
     return d ? d->request_id : "";
 }
 
+static void http_deferred_free(struct http_deferred *d)
+{
+    if (d->resp.reshape_free) {
+        d->resp.reshape_free(d->resp.reshape_data);
+    }
+    http_response_done(&d->resp);
+    free(d);
+}
+
+/* Sends the answer in d->resp, or frees it all when the connection has gone meanwhile. */
+static void http_deferred_send(struct http_deferred *d)
+{
+    int waiting = HTTP_DEFERRED_WAITING;
+    if (atomic_compare_exchange_strong(&d->state, &waiting, HTTP_DEFERRED_ANSWERED)) {
+        MHD_resume_connection(d->conn);
+        return;
+    }
+    if (d->app_free) {
+        d->app_free(d->app);
+    }
+    http_deferred_free(d);
+}
+
+void http_deferred_reply(struct http_deferred *d, struct http_response *resp)
+{
+    struct http_response *to = &d->resp;
+    /* the deferral's reshape stays (it was taken from the handler's response) */
+    http_reshape_fn *reshape = to->reshape;
+    void *reshape_data = to->reshape_data;
+    void (*reshape_free)(void *userdata) = to->reshape_free;
+    char actor[HTTP_ACTOR_MAX + 1];
+    char route[64];
+    snprintf(actor, sizeof actor, "%s", resp->actor[0] ? resp->actor : to->actor);
+    snprintf(route, sizeof route, "%s", resp->route[0] ? resp->route : to->route);
+    http_response_move(to, resp);
+    snprintf(to->actor, sizeof to->actor, "%s", actor);
+    snprintf(to->route, sizeof to->route, "%s", route);
+    to->reshape = reshape;
+    to->reshape_data = reshape_data;
+    to->reshape_free = reshape_free;
+    http_deferred_send(d);
+}
+
 void http_deferred_answer(struct http_deferred *d, unsigned status, const char *json, size_t len)
 {
-    d->status = status;
-    if (buf_append(&d->body, json, len) != BUF_OK) {
-        d->status = 500;
-        buf_reset(&d->body);
-        buf_printf(&d->body,
-                   "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"the answer was too large\","
-                   "\"request_id\":\"%s\"}}\n",
-                   d->request_id);
+    d->resp.status = status;
+    d->resp.content_type = "application/json";
+    buf_reset(&d->resp.body);
+    buf_append(&d->resp.body, json, len); /* a failure is answered 500 when it is queued */
+    http_deferred_send(d);
+}
+
+void http_deferred_answer_buf(struct http_deferred *d, unsigned status, const struct buf *b)
+{
+    if (buf_failed(b)) {
+        char body[160];
+        int n = snprintf(body, sizeof body,
+                         "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"the answer could not "
+                         "be built\",\"request_id\":\"%s\"}}\n",
+                         d->request_id);
+        http_deferred_answer(d, 500, body, (size_t)n);
+        return;
     }
-    MHD_resume_connection(d->conn);
+    http_deferred_answer(d, status, b->data ? b->data : "", b->len);
 }
 
 const char *http_query(const struct http_request *req, const char *name)
 {
-    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+    return req->conn ? MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name) : NULL;
 }
 
 const char *http_header(const struct http_request *req, const char *name)
@@ -325,6 +465,212 @@ const char *http_header(const struct http_request *req, const char *name)
     return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
 }
 
+/* Counts what decides how a body is framed. */
+struct http_framing {
+    int content_length;
+    int transfer_encoding;
+    int chunked;
+};
+
+static enum MHD_Result http_frame_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                         const char *value)
+{
+    struct http_framing *f = cls;
+    (void)kind;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
+        f->content_length++;
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+        f->transfer_encoding++;
+        f->chunked += value && strcasecmp(value, "chunked") == 0;
+    }
+    return MHD_YES;
+}
+
+/* Only one way to tell where a body ends: two would let a request be smuggled behind another
+ * (a proxy and airlockd reading different bodies). */
+static const char *http_framing_error(struct MHD_Connection *conn)
+{
+    struct http_framing f = { 0, 0, 0 };
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, http_frame_header, &f);
+    if (f.content_length > 1) {
+        return "more than one Content-Length header";
+    }
+    if (f.transfer_encoding && f.content_length) {
+        return "both Content-Length and Transfer-Encoding";
+    }
+    if (f.transfer_encoding > 1 || (f.transfer_encoding && !f.chunked)) {
+        return "a Transfer-Encoding other than chunked";
+    }
+    return NULL;
+}
+
+static void http_error(struct http_response *resp, const char *request_id, unsigned status,
+                       const char *code, const char *message)
+{
+    resp->status = status;
+    resp->content_type = "application/json";
+    buf_reset(&resp->body);
+    buf_append_str(&resp->body, "{\"error\":{\"code\":\"");
+    buf_append_str(&resp->body, code);
+    buf_append_str(&resp->body, "\",\"message\":");
+    json_write_string(&resp->body, message, strlen(message));
+    buf_printf(&resp->body, ",\"request_id\":\"%s\"}}\n", request_id);
+}
+
+/* Reserves room for the body in the budget of all bodies: its declared length, or the cap for
+ * one of unknown length (chunked). 0 when it fits. */
+static int http_reserve(struct http_server *srv, struct http_conn *c)
+{
+    size_t want = srv->o.body_limit_bytes;
+    if (c->req.has_content_length && c->req.content_length < want) {
+        want = (size_t)c->req.content_length;
+    }
+    if (want == 0) {
+        return 0;
+    }
+    pthread_mutex_lock(&srv->lock);
+    int fits = srv->budget_used + want <= srv->o.body_budget_bytes;
+    if (fits) {
+        srv->budget_used += want;
+        c->reserved = want;
+    }
+    pthread_mutex_unlock(&srv->lock);
+    return fits ? 0 : -1;
+}
+
+/* Keeps `keep` bytes of the request's reservation and gives the rest back. */
+static void http_release(struct http_server *srv, struct http_conn *c, size_t keep)
+{
+    if (c->reserved <= keep) {
+        return;
+    }
+    pthread_mutex_lock(&srv->lock);
+    srv->budget_used -= c->reserved - keep;
+    c->reserved = keep;
+    pthread_mutex_unlock(&srv->lock);
+}
+
+/* Whether a request comes with a body: a declared length above 0, or chunks. */
+static int http_has_body(struct MHD_Connection *conn, const struct http_request *req)
+{
+    if (req->has_content_length) {
+        return req->content_length > 0;
+    }
+    return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) !=
+           NULL;
+}
+
+/* The first call: a request's headers are in, its body not read yet. */
+static enum MHD_Result http_begin(struct http_server *srv, struct MHD_Connection *conn,
+                                  const char *url, const char *method, void **con_cls)
+{
+    struct http_conn *c = calloc(1, sizeof *c);
+    struct http_response resp;
+    enum MHD_Result ret = MHD_YES;
+    if (!c) {
+        return MHD_NO;
+    }
+    c->srv = srv;
+    clock_gettime(CLOCK_MONOTONIC, &c->start);
+    buf_init(&c->body, srv->o.body_limit_bytes);
+    c->req.method = method;
+    c->req.path = url;
+    c->req.body = "";
+    c->req.authorization =
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    const char *length =
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (length) {
+        /* MHD has answered a malformed one itself */
+        c->req.has_content_length = 1;
+        c->req.content_length = strtoull(length, NULL, 10);
+    }
+    http_request_id(c->req.request_id);
+    http_client(conn, c->req.client);
+    c->req.conn = conn;
+    const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    c->track = info ? info->socket_context : NULL;
+    *con_cls = c;
+    atomic_fetch_add(&srv->inflight, 1);
+    http_set_phase(srv, c->track, HTTP_PHASE_BUSY);
+
+    http_response_init(&resp);
+    const char *framing = http_framing_error(conn);
+    if (framing) {
+        http_error(&resp, c->req.request_id, 400, "INVALID_REQUEST", framing);
+        resp.close = 1;
+        ret = http_queue(conn, c, &resp); /* at once: which body would there be to drain? */
+        goto out;
+    }
+    srv->o.admit(srv->o.userdata, &c->req, &resp);
+    int body = http_has_body(conn, &c->req);
+    if (resp.status != 0 || c->req.drain_body) {
+        /* Refused from its headers: the body is never kept. It is read and dropped, within
+         * the body deadline, so that a client that sends it all before it reads gets the
+         * answer rather than a reset; one declared past the drain cap is not even read. */
+        uint64_t cap = (uint64_t)srv->o.body_limit_bytes * 2 + 65536;
+        if (resp.status != 0 &&
+            (!body || !c->req.has_content_length || c->req.content_length > cap)) {
+            resp.close = body;
+            ret = http_queue(conn, c, &resp);
+            goto out;
+        }
+        c->drain = 1;
+        c->drain_left = c->req.has_content_length ? c->req.content_length : cap;
+        if (resp.status != 0) {
+            http_response_init(&c->early);
+            http_response_move(&c->early, &resp);
+            c->early.close = 1;
+            c->has_early = 1;
+        }
+        http_set_phase(srv, c->track, HTTP_PHASE_BODY);
+        goto out;
+    }
+    if (http_reserve(srv, c) != 0) {
+        http_error(&resp, c->req.request_id, 503, "UNAVAILABLE",
+                   "too many request bodies are being received: retry later");
+        resp.retry_after_s = 1;
+        resp.close = body;
+        ret = http_queue(conn, c, &resp);
+        goto out;
+    }
+    http_set_phase(srv, c->track, HTTP_PHASE_BODY);
+out:
+    http_response_done(&resp);
+    return ret;
+}
+
+/* The body is in (or dropped): the handler answers, now or later. */
+static enum MHD_Result http_answer(struct http_server *srv, struct MHD_Connection *conn,
+                                   struct http_conn *c)
+{
+    struct http_response resp;
+    enum MHD_Result ret = MHD_NO;
+    http_set_phase(srv, c->track, HTTP_PHASE_BUSY);
+    if (c->has_early) {
+        c->has_early = 0;
+        ret = http_queue(conn, c, &c->early);
+        http_response_done(&c->early);
+        return ret;
+    }
+    http_response_init(&resp);
+    http_release(srv, c, c->body.len);
+    resp.status = 500;
+    c->req.body = c->body.data ? c->body.data : "";
+    c->req.body_len = c->body.len;
+    srv->o.handler(srv->o.userdata, &c->req, &resp);
+    if (resp.deferred && c->deferred) {
+        /* suspended in http_defer already: the answer may even have come by now */
+        ret = MHD_YES;
+        goto out;
+    }
+    ret = http_queue(conn, c, &resp);
+out:
+    http_response_done(&resp);
+    return ret;
+}
+
 static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *url,
                                    const char *method, const char *version, const char *upload_data,
                                    size_t *upload_data_size, void **con_cls)
@@ -333,32 +679,28 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
     struct http_conn *c = *con_cls;
     (void)version;
     if (!c) {
-        /* libmicrohttpd's thread is not ours to start: it asks on its first request */
-        static _Thread_local int sliced;
-        if (!sliced) {
-            thread_take_short_slice();
-            sliced = 1;
+        return http_begin(srv, conn, url, method, con_cls);
+    }
+    if (c->deferred) {
+        /* resumed: the answer has come */
+        struct http_deferred *d = c->deferred;
+        if (atomic_load(&d->state) != HTTP_DEFERRED_ANSWERED) {
+            return MHD_YES;
         }
-        c = calloc(1, sizeof *c);
-        if (!c) {
-            return MHD_NO;
+        if (d->resp.reshape) {
+            d->resp.reshape(d->resp.reshape_data, &d->resp);
         }
-        clock_gettime(CLOCK_MONOTONIC, &c->start);
-        buf_init(&c->body, srv->body_limit);
-        c->req.method = method;
-        c->req.path = url;
-        c->req.authorization =
-                MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-        http_request_id(c->req.request_id);
-        http_client(conn, c->req.client);
-        c->req.conn = conn;
-        *con_cls = c;
-        atomic_fetch_add(&srv->inflight, 1);
-        return MHD_YES;
+        return http_queue(conn, c, &d->resp);
     }
     if (*upload_data_size > 0) {
-        if (!c->req.body_too_large &&
-            buf_append(&c->body, upload_data, *upload_data_size) != BUF_OK) {
+        if (c->drain) {
+            /* dropped; past what it declared, or past the cap, it is not read on */
+            if (*upload_data_size > c->drain_left) {
+                return MHD_NO;
+            }
+            c->drain_left -= *upload_data_size;
+        } else if (!c->req.body_too_large &&
+                   buf_append(&c->body, upload_data, *upload_data_size) != BUF_OK) {
             c->req.body_too_large = 1;
             buf_done(&c->body);
             buf_init(&c->body, 0);
@@ -376,19 +718,139 @@ static void http_completed(void *cls, struct MHD_Connection *conn, void **con_cl
     struct http_conn *c = *con_cls;
     (void)conn;
     (void)toe;
-    if (c) {
-        atomic_fetch_sub(&srv->inflight, 1);
-        buf_done(&c->body);
-        if (c->deferred) {
-            if (c->deferred->reshape_free) {
-                c->deferred->reshape_free(c->deferred->reshape_data);
-            }
-            buf_done(&c->deferred->body);
-            free(c->deferred);
-        }
-        free(c);
-        *con_cls = NULL;
+    if (!c) {
+        return;
     }
+    atomic_fetch_sub(&srv->inflight, 1);
+    http_release(srv, c, 0);
+    /* a kept-alive connection waits for its next request's headers from now */
+    http_set_phase(srv, c->track, HTTP_PHASE_HEADERS);
+    buf_done(&c->body);
+    if (c->has_early) {
+        http_response_done(&c->early);
+    }
+    if (c->deferred) {
+        /* handed over first: the answerer reads them once it sees the deferral orphaned */
+        c->deferred->app = c->req.app;
+        c->deferred->app_free = c->req.app_free;
+        int waiting = HTTP_DEFERRED_WAITING;
+        if (atomic_compare_exchange_strong(&c->deferred->state, &waiting, HTTP_DEFERRED_ORPHANED)) {
+            /* its answer has not come: whoever brings it frees the deferral and the app */
+            c->req.app_free = NULL;
+            c->deferred = NULL;
+        }
+    }
+    if (c->req.app_free) {
+        c->req.app_free(c->req.app);
+    }
+    if (c->deferred) {
+        http_deferred_free(c->deferred);
+    }
+    free(c);
+    *con_cls = NULL;
+}
+
+/* Whether connections from `client` are limited per address: all but those named in
+ * per_client_exempt (the local machine's own, by default: a reverse proxy on it speaks for
+ * every client it has). */
+static int http_limited(const struct http_server *srv, const char *client)
+{
+    for (size_t i = 0; i < srv->o.nexempt; i++) {
+        if (strcmp(srv->o.per_client_exempt[i], client) == 0) {
+            return 0;
+        }
+    }
+    return client[0] != '\0';
+}
+
+/* Tracks each connection from its start to its close, for the reaper; one past its address's
+ * limit is shut down at once. */
+static void http_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+                        enum MHD_ConnectionNotificationCode code)
+{
+    struct http_server *srv = cls;
+    struct http_track *t = *socket_context;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *info =
+                MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        t = calloc(1, sizeof *t);
+        if (!t || !info) {
+            free(t);
+            return; /* untracked: MHD's idle timeout still ends it */
+        }
+        t->fd = info->connect_fd;
+        t->phase = HTTP_PHASE_HEADERS;
+        t->since_ms = http_now_ms();
+        http_client(conn, t->client);
+        pthread_mutex_lock(&srv->lock);
+        if (http_limited(srv, t->client)) {
+            unsigned same = 0;
+            for (struct http_track *o = srv->tracks; o; o = o->next) {
+                same += strcmp(o->client, t->client) == 0 && o->phase != HTTP_PHASE_CLOSING;
+            }
+            if (same >= srv->o.per_client_connections) {
+                shutdown(t->fd, SHUT_RDWR); /* MHD sees it end and closes it */
+                t->phase = HTTP_PHASE_CLOSING;
+            }
+        }
+        t->next = srv->tracks;
+        if (srv->tracks) {
+            srv->tracks->prev = t;
+        }
+        srv->tracks = t;
+        pthread_mutex_unlock(&srv->lock);
+        *socket_context = t;
+        return;
+    }
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED && t) {
+        pthread_mutex_lock(&srv->lock);
+        if (t->prev) {
+            t->prev->next = t->next;
+        } else {
+            srv->tracks = t->next;
+        }
+        if (t->next) {
+            t->next->prev = t->prev;
+        }
+        pthread_mutex_unlock(&srv->lock);
+        free(t);
+        *socket_context = NULL;
+    }
+}
+
+/* Shuts down every connection past its phase's deadline; MHD sees the socket end and closes
+ * it. A connection being handled has none: its answer may wait for a run or a person. */
+static void *http_reaper(void *arg)
+{
+    struct http_server *srv = arg;
+    unsigned shortest = srv->o.header_timeout_ms < srv->o.body_timeout_ms ? srv->o.header_timeout_ms
+                                                                          : srv->o.body_timeout_ms;
+    int64_t tick = shortest / 10 < 1000 ? shortest / 10 : 1000;
+    pthread_setname_np(pthread_self(), "airlockd-reaper");
+    pthread_mutex_lock(&srv->lock);
+    while (!srv->stop) {
+        int64_t now = http_now_ms();
+        for (struct http_track *t = srv->tracks; t; t = t->next) {
+            int64_t limit = t->phase == HTTP_PHASE_HEADERS ? (int64_t)srv->o.header_timeout_ms
+                            : t->phase == HTTP_PHASE_BODY  ? (int64_t)srv->o.body_timeout_ms
+                                                           : -1;
+            if (limit >= 0 && now - t->since_ms > limit) {
+                shutdown(t->fd, SHUT_RDWR);
+                t->phase = HTTP_PHASE_CLOSING; /* once */
+            }
+        }
+        struct timespec at;
+        clock_gettime(CLOCK_REALTIME, &at);
+        at.tv_sec += (time_t)(tick / 1000);
+        at.tv_nsec += (long)(tick % 1000) * 1000000L;
+        if (at.tv_nsec >= 1000000000L) {
+            at.tv_sec++;
+            at.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&srv->cond, &srv->lock, &at);
+    }
+    pthread_mutex_unlock(&srv->lock);
+    return NULL;
 }
 
 static int http_bind(const char *host, unsigned port, unsigned *ret_port, char *err)
@@ -414,7 +876,7 @@ static int http_bind(const char *host, unsigned port, unsigned *ret_port, char *
             continue;
         }
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 256) == 0) {
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1024) == 0) {
             break;
         }
         snprintf(err, 256, "cannot listen on %s:%u: %s", host, port, strerror(errno));
@@ -437,8 +899,29 @@ static int http_bind(const char *host, unsigned port, unsigned *ret_port, char *
     return fd;
 }
 
-int http_start(const char *host, unsigned port, size_t body_limit_bytes, http_handler_fn *handler,
-               void *userdata, struct http_server **ret_server, unsigned *ret_port, char *err)
+static void http_defaults(struct http_options *o)
+{
+    if (o->threads == 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        o->threads = cores > 2 ? (unsigned)(cores < 64 ? cores : 64) : 2;
+    }
+    o->body_budget_bytes = o->body_budget_bytes ? o->body_budget_bytes : (size_t)64 << 20;
+    o->max_connections = o->max_connections ? o->max_connections : 1000;
+    o->per_client_connections = o->per_client_connections ? o->per_client_connections : 32;
+    if (!o->exempt_set) {
+        static const char *const local[] = { "ip4:127.0.0.1", "ip6:::/64" };
+        o->nexempt = 2;
+        for (size_t i = 0; i < 2; i++) {
+            snprintf(o->per_client_exempt[i], sizeof o->per_client_exempt[i], "%s", local[i]);
+        }
+    }
+    o->header_timeout_ms = o->header_timeout_ms ? o->header_timeout_ms : 10000;
+    o->body_timeout_ms = o->body_timeout_ms ? o->body_timeout_ms : 30000;
+    o->idle_timeout_s = o->idle_timeout_s ? o->idle_timeout_s : 30;
+}
+
+int http_start(const struct http_options *opts, struct http_server **ret_server, unsigned *ret_port,
+               char *err)
 {
     struct http_server *srv = calloc(1, sizeof *srv);
     unsigned bound = 0;
@@ -446,29 +929,48 @@ int http_start(const char *host, unsigned port, size_t body_limit_bytes, http_ha
         snprintf(err, 256, "out of memory");
         return -1;
     }
-    srv->handler = handler;
-    srv->userdata = userdata;
-    srv->body_limit = body_limit_bytes;
-    srv->fd = http_bind(host, port, &bound, err);
+    srv->o = *opts;
+    http_defaults(&srv->o);
+    pthread_mutex_init(&srv->lock, NULL);
+    pthread_cond_init(&srv->cond, NULL);
+    srv->fd = http_bind(opts->host, opts->port, &bound, err);
     if (srv->fd < 0) {
-        free(srv);
-        return -1;
+        goto fail;
     }
-    srv->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-                                           MHD_ALLOW_SUSPEND_RESUME,
-                                   0, NULL, NULL, http_access, srv, MHD_OPTION_LISTEN_SOCKET,
-                                   srv->fd, MHD_OPTION_NOTIFY_COMPLETED, http_completed, srv,
-                                   MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-                                   MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_END);
-    if (!srv->daemon) {
-        snprintf(err, 256, "cannot start the HTTP server on %s:%u", host, bound);
+    if (pthread_create(&srv->reaper, NULL, http_reaper, srv) != 0) {
+        snprintf(err, 256, "cannot start the HTTP reaper thread");
         close(srv->fd);
-        free(srv);
-        return -1;
+        goto fail;
+    }
+    srv->reaping = 1;
+    srv->daemon = MHD_start_daemon(
+            MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+                    MHD_ALLOW_SUSPEND_RESUME,
+            0, NULL, NULL, http_access, srv, MHD_OPTION_LISTEN_SOCKET, srv->fd,
+            MHD_OPTION_THREAD_POOL_SIZE, srv->o.threads, MHD_OPTION_NOTIFY_COMPLETED,
+            http_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, http_notify, srv,
+            MHD_OPTION_CONNECTION_TIMEOUT, srv->o.idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+            srv->o.max_connections, MHD_OPTION_END);
+    if (!srv->daemon) {
+        snprintf(err, 256, "cannot start the HTTP server on %s:%u", opts->host, bound);
+        close(srv->fd);
+        goto fail;
     }
     *ret_server = srv;
     *ret_port = bound;
     return 0;
+fail:
+    if (srv->reaping) {
+        pthread_mutex_lock(&srv->lock);
+        srv->stop = 1;
+        pthread_cond_signal(&srv->cond);
+        pthread_mutex_unlock(&srv->lock);
+        pthread_join(srv->reaper, NULL);
+    }
+    pthread_cond_destroy(&srv->cond);
+    pthread_mutex_destroy(&srv->lock);
+    free(srv);
+    return -1;
 }
 
 void http_quiesce(struct http_server *srv)
@@ -497,5 +999,12 @@ void http_stop(struct http_server *srv)
         }
         MHD_stop_daemon(srv->daemon);
     }
+    pthread_mutex_lock(&srv->lock);
+    srv->stop = 1;
+    pthread_cond_signal(&srv->cond);
+    pthread_mutex_unlock(&srv->lock);
+    pthread_join(srv->reaper, NULL);
+    pthread_cond_destroy(&srv->cond);
+    pthread_mutex_destroy(&srv->lock);
     free(srv);
 }

@@ -6,6 +6,7 @@
  * taken by sigwait here, so no handler runs inside the store or libmicrohttpd. Everything airlockd
  * prints before it serves is one line per fact on stderr; the key itself is never printed.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/crypto.h>
@@ -32,10 +33,12 @@
 #include "metrics.h"
 #include "nodes.h"
 #include "ratelimit.h"
+#include "readers.h"
 #include "router.h"
 #include "runs.h"
 #include "secretbox.h"
 #include "store.h"
+#include "writer.h"
 
 #define MAIN_PATH_MAX            4096
 #define MAIN_CONFIG_MAX          ((size_t)1 << 20)
@@ -45,6 +48,7 @@
 struct main_config {
     char host[256];
     unsigned port;
+    struct http_options http; /* the config file's "http" (host and port from listen) */
     char data_dir[MAIN_PATH_MAX];
     char database[MAIN_PATH_MAX]; /* a PostgreSQL URL; "": SQLite in data_dir */
     size_t body_limit_bytes;
@@ -167,9 +171,81 @@ static int main_positive(const struct json_node *n, double *ret)
     return 0;
 }
 
+/* The config file's "http" object: what no client may hold (http.h), each a positive
+ * integer. */
+/* An address as http.h names clients: "ip4:A.B.C.D", or "ip6:" and its /64. -1 for no
+ * address. */
+static int main_client_key(const char *text, char *out)
+{
+    unsigned char raw[16];
+    char back[INET6_ADDRSTRLEN];
+    if (inet_pton(AF_INET, text, raw) == 1) {
+        inet_ntop(AF_INET, raw, back, sizeof back);
+        snprintf(out, HTTP_CLIENT_MAX, "ip4:%s", back);
+        return 0;
+    }
+    if (inet_pton(AF_INET6, text, raw) == 1) {
+        memset(raw + 8, 0, 8);
+        inet_ntop(AF_INET6, raw, back, sizeof back);
+        snprintf(out, HTTP_CLIENT_MAX, "ip6:%s/64", back);
+        return 0;
+    }
+    return -1;
+}
+
+static int main_http_config(const char *path, const struct json_node *obj, struct http_options *o)
+{
+    for (const struct json_node *h = obj->child; h; h = h->next) {
+        if (strcmp(h->key, "per_client_exempt") == 0) {
+            size_t n = 0;
+            int bad = h->type != JSON_ARRAY;
+            for (const struct json_node *a = bad ? NULL : h->child; a && !bad; a = a->next) {
+                bad = a->type != JSON_STRING || n == HTTP_EXEMPT_MAX ||
+                      main_client_key(a->str, o->per_client_exempt[n]) != 0;
+                n++;
+            }
+            if (bad) {
+                fprintf(stderr,
+                        "airlockd: config %s: http.per_client_exempt must be an array of at most "
+                        "%d IP addresses\n",
+                        path, HTTP_EXEMPT_MAX);
+                return -1;
+            }
+            o->nexempt = n;
+            o->exempt_set = 1;
+            continue;
+        }
+        unsigned *dst = strcmp(h->key, "threads") == 0                  ? &o->threads
+                        : strcmp(h->key, "max_connections") == 0        ? &o->max_connections
+                        : strcmp(h->key, "per_client_connections") == 0 ? &o->per_client_connections
+                        : strcmp(h->key, "header_timeout_ms") == 0      ? &o->header_timeout_ms
+                        : strcmp(h->key, "body_timeout_ms") == 0        ? &o->body_timeout_ms
+                        : strcmp(h->key, "idle_timeout_s") == 0         ? &o->idle_timeout_s
+                                                                        : NULL;
+        int budget = strcmp(h->key, "body_budget_bytes") == 0;
+        double max = dst == &o->threads ? 64 : budget ? 1e12 : 1e7;
+        if ((!dst && !budget) || h->type != JSON_NUMBER || h->num < 1 || h->num > max ||
+            h->num != (double)(uint64_t)h->num) {
+            fprintf(stderr,
+                    "airlockd: config %s: http takes threads (1..64), max_connections, "
+                    "per_client_connections, header_timeout_ms, body_timeout_ms, idle_timeout_s "
+                    "and body_budget_bytes, positive integers, and per_client_exempt (not "
+                    "\"%s\")\n",
+                    path, h->key);
+            return -1;
+        }
+        if (budget) {
+            o->body_budget_bytes = (size_t)h->num;
+        } else {
+            *dst = (unsigned)h->num;
+        }
+    }
+    return 0;
+}
+
 /* Reads the config file: an object of listen, data_dir, database, lease_ms, poll_ms,
- * body_limit_bytes, rate_limit {requests_per_second, burst} and runs; any other member is
- * refused. */
+ * body_limit_bytes, http, rate_limit {requests_per_second, burst} and runs; any other member
+ * is refused. */
 static int main_load_config(const char *path, struct main_config *cfg)
 {
     struct buf text;
@@ -244,6 +320,10 @@ static int main_load_config(const char *path, struct main_config *cfg)
                 }
                 *dst = (unsigned)r->num;
             }
+        } else if (strcmp(m->key, "http") == 0 && m->type == JSON_OBJECT) {
+            if (main_http_config(path, m, &cfg->http) != 0) {
+                goto out;
+            }
         } else if (strcmp(m->key, "rate_limit") == 0 && m->type == JSON_OBJECT) {
             for (const struct json_node *r = m->child; r; r = r->next) {
                 double *dst = strcmp(r->key, "requests_per_second") == 0 ? &cfg->rate_per_second
@@ -264,7 +344,8 @@ static int main_load_config(const char *path, struct main_config *cfg)
         } else {
             fprintf(stderr,
                     "airlockd: config %s: unknown or malformed member \"%s\" (known: listen, "
-                    "data_dir, database, lease_ms, poll_ms, body_limit_bytes, rate_limit, runs)\n",
+                    "data_dir, database, lease_ms, poll_ms, body_limit_bytes, http, rate_limit, "
+                    "runs)\n",
                     path, m->key);
             goto out;
         }
@@ -431,7 +512,7 @@ out:
     return rc;
 }
 
-static int main_audit_check(struct store *s)
+static int main_audit_check(struct store *s, struct audit_head *head)
 {
     struct store_checkpoint cp;
     struct auditlog_result res;
@@ -441,6 +522,7 @@ static int main_audit_check(struct store *s)
         fprintf(stderr, "airlockd: audit: %s\n", s->ops->errmsg(s));
         return -1;
     }
+    api_audit_head_set(head, &res, 1); /* /v1/audit/verify goes on from here */
     if (!res.ok) {
         fprintf(stderr, "airlockd: audit: the chain is broken at seq %lld: %s\n",
                 (long long)res.first_bad_seq, res.reason);
@@ -563,9 +645,8 @@ static int main_recover_sqlite(struct store *s)
     return 0;
 }
 
-static int main_runtime_start(const struct main_config *cfg, struct store *store,
-                              pthread_mutex_t *store_lock, struct api_services *svc,
-                              struct main_runtime *rt)
+static int main_runtime_start(const struct main_config *cfg, struct writer *writer,
+                              struct api_services *svc, struct main_runtime *rt)
 {
     unsigned char key[32];
     char err[256];
@@ -596,13 +677,12 @@ static int main_runtime_start(const struct main_config *cfg, struct store *store
         fprintf(stderr, "airlockd: cannot start the connector client\n");
         goto out;
     }
-    if (runs_new(store, store_lock, rt->runner, rt->client, &rt->runs, err) != 0) {
+    if (runs_new(writer, rt->runner, rt->client, &rt->runs, err) != 0) {
         fprintf(stderr, "airlockd: %s\n", err);
         goto out;
     }
     runs_set_seed_key(rt->runs, key, sizeof key); /* the same on every node of a cluster */
     svc->runs = rt->runs;
-    svc->store_lock = store_lock;
     /* SQLite is one node's alone: no lease, no marks, no queue (nodes start in main) */
     if (cfg->node[0]) {
         runs_set_node(rt->runs, cfg->node, cfg->max_runs);
@@ -613,7 +693,7 @@ out:
     return rc;
 }
 
-/* Gauges of /metrics, read at scrape time on the HTTP thread (which holds the store lock). */
+/* Gauges of /metrics, read at scrape time on a request thread. */
 static double main_gauge_runs(void *userdata)
 {
     return (double)runs_active(userdata);
@@ -633,22 +713,22 @@ static int main_count_approval(void *userdata, const struct store_approval *a)
 
 static double main_gauge_pending(void *userdata)
 {
-    struct store *s = userdata;
+    struct store *s = readers_take(userdata);
     double n = 0;
-    if (s->ops->approval_list(s, NULL, "pending", main_count_approval, &n) != STORE_OK) {
-        return -1;
-    }
-    return n;
+    enum store_rc rc =
+            s ? s->ops->approval_list(s, NULL, "pending", main_count_approval, &n) : STORE_ERROR;
+    readers_give(userdata, s);
+    return rc == STORE_OK ? n : -1;
 }
 
-static void main_gauges(struct store *store, struct main_runtime *rt)
+static void main_gauges(struct readers *readers, struct main_runtime *rt)
 {
     metrics_gauge_fn("airlock_runs_active", "Runs executing now (started, not yet recorded).",
                      main_gauge_runs, rt->runs);
     metrics_gauge_fn("airlock_workers_warm", "Started workers waiting for a run.", main_gauge_warm,
                      rt->runner);
     metrics_gauge_fn("airlock_approvals_pending", "Approvals waiting for a person.",
-                     main_gauge_pending, store);
+                     main_gauge_pending, readers);
 }
 
 /* Waiting runs whose approvals were all decided but that never resumed (a stop in between, or
@@ -675,28 +755,40 @@ static int main_waiting_fn(void *userdata, const struct store_run *row)
     return 0;
 }
 
-static int main_resume_decided(struct store *s, pthread_mutex_t *lock,
+struct main_resume {
+    const unsigned char *secret_key;
+    struct runs *runs;
+    const char *id;
+    char err[256];
+};
+
+static enum store_rc main_resume_fn(struct writer_tx *tx, void *arg)
+{
+    struct main_resume *m = arg;
+    enum store_rc rc = api_run_resume(tx, m->secret_key, m->runs, m->id, m->err);
+    return rc == STORE_CONFLICT ? STORE_OK : rc;
+}
+
+static int main_resume_decided(struct readers *readers, struct writer *writer,
                                const unsigned char *secret_key, struct runs *runs)
 {
     struct main_waiting w = { 0, 0, NULL };
     struct store_run_filter f = { .status = "awaiting_approval" };
-    char err[256];
     size_t resumed = 0;
-    pthread_mutex_lock(lock);
-    enum store_rc rc = s->ops->run_list(s, &f, main_waiting_fn, &w);
+    struct store *s = readers_take(readers);
+    enum store_rc rc = s ? s->ops->run_list(s, &f, main_waiting_fn, &w) : STORE_ERROR;
+    readers_give(readers, s);
     for (size_t i = 0; i < w.n && rc == STORE_OK; i++) {
+        struct main_resume m = { secret_key, runs, w.ids[i], "" };
         int64_t before = runs_active(runs);
-        enum store_rc one = api_run_resume(s, secret_key, runs, w.ids[i], err);
-        if (one == STORE_OK && (int64_t)runs_active(runs) > before) {
+        rc = writer_call(writer, main_resume_fn, &m);
+        if (rc == STORE_OK && (int64_t)runs_active(runs) > before) {
             resumed++;
-        } else if (one != STORE_OK && one != STORE_CONFLICT) {
-            rc = one;
         }
     }
-    pthread_mutex_unlock(lock);
     free(w.ids);
     if (rc != STORE_OK) {
-        fprintf(stderr, "airlockd: resuming decided runs: %s\n", s->ops->errmsg(s));
+        fprintf(stderr, "airlockd: resuming decided runs failed\n");
         return -1;
     }
     if (resumed) {
@@ -807,12 +899,14 @@ int main(int argc, char **argv)
 {
     struct main_config cfg;
     struct store *store = NULL;
+    struct readers *readers = NULL;
+    struct writer *writer = NULL;
     struct http_server *http = NULL;
     struct router router;
     struct api_services svc;
     struct main_runtime rt;
-    pthread_mutex_t store_lock = PTHREAD_MUTEX_INITIALIZER;
     struct ratelimit *limit = NULL;
+    struct ratelimit *verify_limit = NULL;
     struct ratelimit_options limit_opts;
     char db_path[MAIN_PATH_MAX + 16];
     char errmsg[STORE_ERRMSG_MAX > 256 ? STORE_ERRMSG_MAX : 256];
@@ -853,6 +947,11 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     sigdelset(&stop, SIGPIPE);
 
+    svc.audit = api_audit_head_new();
+    if (!svc.audit) {
+        fprintf(stderr, "airlockd: out of memory\n");
+        goto out;
+    }
     if (main_make_dir(cfg.data_dir) != 0) {
         fprintf(stderr, "airlockd: cannot create data directory %s: %s\n", cfg.data_dir,
                 strerror(errno));
@@ -869,19 +968,27 @@ int main(int argc, char **argv)
         goto out;
     }
     if (main_audit(store, cfg.data_dir) != 0 || main_bootstrap(store, cfg.data_dir) != 0 ||
-        main_audit_check(store) != 0 || main_recover(store, cfg.node) != 0) {
+        main_audit_check(store, svc.audit) != 0 || main_recover(store, cfg.node) != 0) {
         goto out;
     }
-    if (main_runtime_start(&cfg, store, &store_lock, &svc, &rt) != 0) {
+    /* From here on the store is the writer's alone; every other thread reads on a reader of
+     * its own. One reader per request thread, and a few for streamed answers and the nodes. */
+    if (readers_new(store, 64, &readers, errmsg) != 0 || writer_new(store, &writer, errmsg) != 0) {
+        fprintf(stderr, "airlockd: %s\n", errmsg);
         goto out;
     }
-    main_gauges(store, &rt);
+    svc.writer = writer;
+    svc.readers = readers;
+    if (main_runtime_start(&cfg, writer, &svc, &rt) != 0) {
+        goto out;
+    }
+    main_gauges(readers, &rt);
     if (secretbox_key_load(cfg.data_dir, secret_key, errmsg) != 0) {
         fprintf(stderr, "airlockd: secret key: %s\n", errmsg);
         goto out;
     }
     /* the lease, the takeover, the queue's claims: once the plans of claimed runs can be made */
-    if (cfg.node[0] && nodes_start(store, &store_lock, rt.runs, secret_key, cfg.node, cfg.lease_ms,
+    if (cfg.node[0] && nodes_start(writer, readers, rt.runs, secret_key, cfg.node, cfg.lease_ms,
                                    cfg.poll_ms, &rt.nodes, errmsg) != 0) {
         fprintf(stderr, "airlockd: %s\n", errmsg);
         goto out;
@@ -894,16 +1001,31 @@ int main(int argc, char **argv)
         fprintf(stderr, "airlockd: cannot set up the rate limit\n");
         goto out;
     }
-    router.store = store;
-    router.limit = limit;
-    router.svc = &svc;
-    router.store_lock = &store_lock;
-    router.secret_key = secret_key;
-    if (main_resume_decided(store, &store_lock, secret_key, rt.runs) != 0) {
+    /* a full re-verification reads the whole log: two at once, then one a minute */
+    limit_opts.per_second = 1.0 / 60;
+    limit_opts.burst = 2;
+    limit_opts.max_buckets = 8;
+    if (ratelimit_new(&limit_opts, &verify_limit) != 0) {
+        fprintf(stderr, "airlockd: cannot set up the rate limit\n");
         goto out;
     }
-    if (http_start(cfg.host, cfg.port, cfg.body_limit_bytes, router_dispatch, &router, &http, &port,
-                   errmsg) != 0) {
+    svc.verify_limit = verify_limit;
+    router.readers = readers;
+    router.writer = writer;
+    router.limit = limit;
+    router.svc = &svc;
+    router.secret_key = secret_key;
+    router.body_limit_bytes = cfg.body_limit_bytes;
+    if (main_resume_decided(readers, writer, secret_key, rt.runs) != 0) {
+        goto out;
+    }
+    cfg.http.host = cfg.host;
+    cfg.http.port = cfg.port;
+    cfg.http.body_limit_bytes = cfg.body_limit_bytes;
+    cfg.http.admit = router_admit;
+    cfg.http.handler = router_dispatch;
+    cfg.http.userdata = &router;
+    if (http_start(&cfg.http, &http, &port, errmsg) != 0) {
         fprintf(stderr, "airlockd: %s\n", errmsg);
         goto out;
     }
@@ -929,11 +1051,15 @@ out:
         runs_drain(rt.runs, 0);
     }
     http_stop(http);
-    main_runtime_stop(&rt);
+    main_runtime_stop(&rt); /* the runs' last records go through the writer */
+    writer_free(writer);    /* every job queued is done */
+    readers_free(readers);
     ratelimit_free(limit);
+    ratelimit_free(verify_limit);
     OPENSSL_cleanse(secret_key, sizeof secret_key);
     if (store) {
         store->ops->close(store);
     }
+    api_audit_head_free(svc.audit);
     return status;
 }

@@ -46,6 +46,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +56,8 @@
 #include "buf.h"
 #include "json.h"
 #include "keyfile.h"
-#include "thread.h"
+#include "readers.h"
+#include "writer.h"
 
 #define NODES_WHY_MAX        512
 #define NODES_DETAILS_MAX    ((size_t)4 << 20)
@@ -66,8 +68,8 @@
 #define NODES_LISTEN_WAIT_MS 60000
 
 struct nodes {
-    struct store *store;
-    pthread_mutex_t *store_lock;
+    struct writer *writer;   /* leases, takeovers and claims are writer jobs */
+    struct readers *readers; /* the watch reads */
     struct runs *runs;
     char id[NODES_ID_LEN + 1];
     int64_t lease_ms;
@@ -81,6 +83,7 @@ struct nodes {
     pthread_t thread;
     struct store_listener *listener; /* NULL: the store has none (polling only) */
     pthread_t listen_thread;
+    char err[256]; /* nodes_first_fn's */
 };
 
 static int64_t nodes_now_ms(void)
@@ -402,8 +405,7 @@ static void nodes_watch(struct nodes *n, int all)
         free(ids);
         return;
     }
-    struct store *s = n->store;
-    pthread_mutex_lock(n->store_lock);
+    struct store *s = all ? NULL : readers_take(n->readers);
     for (size_t i = 0; i < count; i++) {
         struct nodes_row row;
         memset(&row, 0, sizeof row);
@@ -412,11 +414,13 @@ static void nodes_watch(struct nodes *n, int all)
             continue;
         }
         /* a run not yet recorded (NOT_FOUND) or a store that fails now is looked at next tick */
-        if (s->ops->run_get(s, ids[i], nodes_row_fn, &row) == STORE_OK && row.cancelled) {
+        if (s && s->ops->run_get(s, ids[i], nodes_row_fn, &row) == STORE_OK && row.cancelled) {
             runs_cancel(n->runs, ids[i], row.why);
         }
     }
-    pthread_mutex_unlock(n->store_lock);
+    if (s) {
+        readers_give(n->readers, s);
+    }
     free(ids);
 }
 
@@ -435,72 +439,93 @@ static int nodes_expired_fn(void *userdata, const char *id)
     return 0;
 }
 
+/* A look's work on the writer: the lease, then the takeovers, or the claims. */
+struct nodes_look {
+    struct nodes *n;
+    int renewed;
+    int requeued;
+    int claimed;
+};
+
+static enum store_rc nodes_beat_fn(struct writer_tx *tx, void *arg)
+{
+    struct nodes_look *look = arg;
+    struct nodes *n = look->n;
+    struct store *s = writer_store(tx);
+    struct nodes_expired e;
+    char reason[128];
+    memset(&e, 0, sizeof e);
+    look->renewed = s->ops->node_beat(s, n->id, n->lease_ms) == STORE_OK;
+    if (!look->renewed || s->ops->node_expired(s, nodes_expired_fn, &e) != STORE_OK) {
+        return STORE_OK; /* the renewal is its own savepoint: kept or not, the job goes on */
+    }
+    for (size_t i = 0; i < e.n; i++) {
+        if (strcmp(e.ids[i], n->id) == 0) {
+            continue;
+        }
+        snprintf(reason, sizeof reason,
+                 "the node executing the run stopped renewing its lease (%s)", e.ids[i]);
+        int retried = 0;
+        int taken = nodes_recover(s, e.ids[i], reason, &retried);
+        if (taken < 0) {
+            fprintf(stderr, "{\"log\":\"nodes\",\"error\":\"taking over %s: %s\"}\n", e.ids[i],
+                    s->ops->errmsg(s));
+            continue;
+        }
+        if (taken > 0) {
+            fprintf(stderr,
+                    "{\"log\":\"nodes\",\"node\":\"%s\",\"taken_over\":%d,\"retried\":%d,"
+                    "\"from\":\"%s\"}\n",
+                    n->id, taken, retried, e.ids[i]);
+            look->requeued += retried;
+        }
+        /* none of its runs is left running: it is gone (a restart beats again) */
+        if (s->ops->node_remove(s, e.ids[i]) == STORE_ERROR) {
+            fprintf(stderr, "{\"log\":\"nodes\",\"error\":\"%s\"}\n", s->ops->errmsg(s));
+        }
+    }
+    return STORE_OK;
+}
+
 /* Renews this node's lease, then takes over the runs of nodes whose lease has run out. 0 when
  * the lease was renewed. */
 static int nodes_beat(struct nodes *n)
 {
-    struct store *s = n->store;
-    struct nodes_expired e;
-    char reason[128];
-    int requeued = 0;
-    memset(&e, 0, sizeof e);
-    pthread_mutex_lock(n->store_lock);
-    int renewed = s->ops->node_beat(s, n->id, n->lease_ms) == STORE_OK;
-    if (renewed && s->ops->node_expired(s, nodes_expired_fn, &e) == STORE_OK) {
-        for (size_t i = 0; i < e.n; i++) {
-            if (strcmp(e.ids[i], n->id) == 0) {
-                continue;
-            }
-            snprintf(reason, sizeof reason,
-                     "the node executing the run stopped renewing its lease (%s)", e.ids[i]);
-            int retried = 0;
-            int taken = nodes_recover(s, e.ids[i], reason, &retried);
-            if (taken < 0) {
-                fprintf(stderr, "{\"log\":\"nodes\",\"error\":\"taking over %s: %s\"}\n", e.ids[i],
-                        s->ops->errmsg(s));
-                continue;
-            }
-            if (taken > 0) {
-                fprintf(stderr,
-                        "{\"log\":\"nodes\",\"node\":\"%s\",\"taken_over\":%d,\"retried\":%d,"
-                        "\"from\":\"%s\"}\n",
-                        n->id, taken, retried, e.ids[i]);
-                requeued += retried;
-            }
-            /* none of its runs is left running: it is gone (a restart beats again) */
-            if (s->ops->node_remove(s, e.ids[i]) == STORE_ERROR) {
-                fprintf(stderr, "{\"log\":\"nodes\",\"error\":\"%s\"}\n", s->ops->errmsg(s));
-            }
-        }
-    }
-    pthread_mutex_unlock(n->store_lock);
-    if (requeued > 0) {
+    struct nodes_look look = { n, 0, 0, 0 };
+    int committed = writer_call(n->writer, nodes_beat_fn, &look) == STORE_OK;
+    if (committed && look.requeued > 0) {
         runs_kick(n->runs); /* back in the queue: this node looks at once, as any other may */
     }
-    return renewed ? 0 : -1;
+    return committed && look.renewed ? 0 : -1;
 }
 
-/* Claims queued runs for this node (api_run_claim) until the queue is empty or this look's
- * share is taken: 1 for the latter (there may be more). */
-static int nodes_claim(struct nodes *n)
+static enum store_rc nodes_claim_fn(struct writer_tx *tx, void *arg)
 {
+    struct nodes_look *look = arg;
+    struct nodes *n = look->n;
     char err[256];
-    int i = 0;
-    pthread_mutex_lock(n->store_lock);
-    for (; i < NODES_CLAIMS_MAX && !runs_busy(n->runs); i++) {
+    for (; look->claimed < NODES_CLAIMS_MAX && !runs_busy(n->runs); look->claimed++) {
         int claimed = 0;
-        enum store_rc rc = api_run_claim(n->store, n->secret_key, n->runs, &claimed, err);
+        enum store_rc rc = api_run_claim(tx, n->secret_key, n->runs, &claimed, err);
         if (rc != STORE_OK && rc != STORE_CONFLICT) {
             fprintf(stderr, "{\"log\":\"nodes\",\"error\":\"claiming a queued run: %s\"}\n",
-                    n->store->ops->errmsg(n->store));
+                    writer_store(tx)->ops->errmsg(writer_store(tx)));
             break;
         }
         if (!claimed) {
             break;
         }
     }
-    pthread_mutex_unlock(n->store_lock);
-    return i == NODES_CLAIMS_MAX;
+    return STORE_OK;
+}
+
+/* Claims queued runs for this node (api_run_claim) until the queue is empty or this look's
+ * share is taken: 1 for the latter (there may be more). */
+static int nodes_claim(struct nodes *n)
+{
+    struct nodes_look look = { n, 0, 0, 0 };
+    (void)writer_call(n->writer, nodes_claim_fn, &look);
+    return look.claimed == NODES_CLAIMS_MAX;
 }
 
 /* Sets what the nodes thread should look at and wakes it. */
@@ -561,7 +586,6 @@ static void *nodes_listen_thread(void *arg)
     int connected = 0;
     int lost = 0; /* the loss is logged; the next connect says so */
     pthread_setname_np(pthread_self(), "airlockd-listen");
-    thread_take_short_slice(); /* hands queued runs on: see thread.h */
     while (!nodes_stopping(n)) {
         if (!connected) {
             if (l->ops->connect(l) == STORE_OK) {
@@ -665,7 +689,24 @@ static void *nodes_thread(void *arg)
 
 static const char *const nodes_channels[] = { STORE_CHANNEL_QUEUE, STORE_CHANNEL_CANCEL, NULL };
 
-int nodes_start(struct store *store, pthread_mutex_t *store_lock, struct runs *runs,
+/* The first beat, and the listener made from the writer's connection. */
+static enum store_rc nodes_first_fn(struct writer_tx *tx, void *arg)
+{
+    struct nodes *n = arg;
+    struct store *s = writer_store(tx);
+    enum store_rc rc = s->ops->node_beat(s, n->id, n->lease_ms);
+    if (rc == STORE_OK && s->ops->listener_new) {
+        rc = s->ops->listener_new(s, "airlockd-listen", nodes_channels, &n->listener);
+    }
+    if (rc != STORE_OK) {
+        snprintf(n->err, sizeof n->err, "cannot %s: %s",
+                 s->ops->listener_new && n->listener == NULL ? "start" : "renew the node's lease",
+                 s->ops->errmsg(s));
+    }
+    return rc;
+}
+
+int nodes_start(struct writer *writer, struct readers *readers, struct runs *runs,
                 const unsigned char *secret_key, const char *id, int64_t lease_ms, int64_t poll_ms,
                 struct nodes **ret, char *err)
 {
@@ -675,25 +716,18 @@ int nodes_start(struct store *store, pthread_mutex_t *store_lock, struct runs *r
         snprintf(err, 256, "out of memory");
         return -1;
     }
-    n->store = store;
-    n->store_lock = store_lock;
+    n->writer = writer;
+    n->readers = readers;
     n->runs = runs;
     n->lease_ms = lease_ms;
     n->poll_ms = poll_ms;
     n->secret_key = secret_key;
     snprintf(n->id, sizeof n->id, "%s", id);
-    const char *what = "renew the node's lease";
-    pthread_mutex_lock(store_lock);
-    enum store_rc rc = store->ops->node_beat(store, id, lease_ms);
-    if (rc == STORE_OK && store->ops->listener_new) {
-        what = "make a listener";
-        rc = store->ops->listener_new(store, "airlockd-listen", nodes_channels, &n->listener);
-    }
-    if (rc != STORE_OK) {
-        snprintf(err, 256, "cannot %s: %s", what, store->ops->errmsg(store));
-    }
-    pthread_mutex_unlock(store_lock);
-    if (rc != STORE_OK) {
+    if (writer_call(writer, nodes_first_fn, n) != STORE_OK) {
+        snprintf(err, 256, "%s", n->err[0] ? n->err : "cannot renew the node's lease");
+        if (n->listener) {
+            n->listener->ops->free(n->listener);
+        }
         free(n);
         return -1;
     }

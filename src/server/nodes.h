@@ -8,17 +8,19 @@
  * revoked version). It looks when a listener on the store's wake-ups (STORE_CHANNEL_QUEUE,
  * STORE_CHANNEL_CANCEL) says there is something to see, and every poll_ms whatever it says.
  *
- * Threads: the nodes thread takes the store lock for each look at the store, as the HTTP thread
- * does, and calls runs_cancel; it never blocks the runner's event thread or the writer.
+ * Threads: the nodes thread reads on a reader and hands its writes (the lease, takeovers,
+ * claims) to the writer as jobs it waits for, and calls runs_cancel; it never blocks the
+ * runner's event thread or the writer.
  */
 #ifndef AIRLOCK_SERVER_NODES_H
 #define AIRLOCK_SERVER_NODES_H
 
-#include <pthread.h>
 #include <stdint.h>
 
+#include "readers.h"
 #include "runs.h"
 #include "store.h"
+#include "writer.h"
 
 #define NODES_POLL_MS      250 /* the default of how often a node looks without a wake-up */
 #define NODES_POLL_MIN_MS  10
@@ -42,7 +44,7 @@ int nodes_id(const char *data_dir, char *ret, char *err);
  * `node` executed it, its end never recorded, gets its run.end (status cancelled) and is taken off
  * the node. A run another node ended or took over meanwhile is left alone. How many were taken over
  * (*ret_retried, when not NULL: how many of them were queued again), or -1 when the store failed
- * (errmsg says why). The caller holds the store lock. */
+ * (errmsg says why). On the writer's connection (a writer job, or before the writer starts). */
 int nodes_recover(struct store *s, const char *node, const char *reason, int *ret_retried);
 
 struct nodes;
@@ -55,7 +57,7 @@ struct nodes;
  * (application_name "airlockd-listen") connected, reconnecting with a backoff, and after each
  * (re)connect the node looks at everything once. A node that could not renew its lease for
  * lease_ms cancels the runs it executes (another node may have taken them over). */
-int nodes_start(struct store *store, pthread_mutex_t *store_lock, struct runs *runs,
+int nodes_start(struct writer *writer, struct readers *readers, struct runs *runs,
                 const unsigned char *secret_key, const char *id, int64_t lease_ms, int64_t poll_ms,
                 struct nodes **ret, char *err);
 /* Stops the threads and frees them; returns once both have ended, at once even while the

@@ -1,14 +1,18 @@
 /*
- * router.c - the route table and the request path through it: match, authenticate, authorise,
- * parse nothing (handlers read their own bodies through api_body), call. Authentication comes
- * before any lookup so an outsider learns nothing about which principals or departments exist;
- * a refusal is answered and audited here, once, with the reason auth_check gave (Redis ACL's
- * model). A body over the cap is refused before authentication: it was never read.
+ * router.c - the route table and the request path through it, in two steps. Admission, once the
+ * headers are in and before any body byte is read: match, the rate limit, the declared size,
+ * authentication and the route's roles; whatever fails is answered there and its body never
+ * read. Dispatch, once the body is in: the handler, on a reader (a request thread's own
+ * connection) or, for a route that writes, as a job of the writer, with the request suspended
+ * until that job's batch has committed. A job authenticates again on the writer's connection:
+ * a key revoked while the body was arriving writes nothing.
  *
- * The rate limit comes before anything that writes: requests that need no key (public routes,
- * 404, 405, 413) are limited by client address at once; the others after the key lookup (a
- * read), by key prefix when the key is valid and by client address when it is not, so a 401's
- * audit record is only written for requests within the address's limit.
+ * Authentication comes before any lookup so an outsider learns nothing about which principals
+ * or departments exist; a refusal is answered and audited once, with the reason auth_check gave
+ * (Redis ACL's model). The rate limit comes before anything that writes: requests that need no
+ * key (public routes, 404, 405, 413) are limited by client address at once; the others after
+ * the key lookup (a read), by key prefix when the key is valid and by client address when it is
+ * not, so a 401's audit record is only written for requests within the address's limit.
  */
 #include "router.h"
 
@@ -18,8 +22,9 @@
 #include "api.h"
 #include "auth.h"
 #include "json.h"
-#include "runs.h"
+#include "readers.h"
 #include "ui.h"
+#include "writer.h"
 
 #define SEGMENTS_MAX 8
 
@@ -28,7 +33,11 @@ struct route {
     const char *path;
     api_handler_fn *handler;
     struct auth_rule rule;
+    int writes; /* WRITES: the handler runs as a job of the writer; READS: on a reader */
 };
+
+#define READS  0
+#define WRITES 1
 
 #define ADMIN     AUTH_ROLE_ADMIN
 #define READERS   (AUTH_ROLE_ADMIN | AUTH_ROLE_AUDITOR)
@@ -36,60 +45,60 @@ struct route {
 
 /* clang-format off */
 static const struct route routes[] = {
-    { "GET",    "/healthz",                          api_system_healthz,          { AUTH_PUBLIC, 0 } },
-    { "GET",    "/readyz",                           api_system_readyz,           { AUTH_PUBLIC, 0 } },
-    { "GET",    "/v1/audit",                         api_audit_list,              { AUTH_ANY_DEPARTMENT, READERS } },
-    { "GET",    "/v1/audit/export",                  api_audit_export,            { AUTH_ANY_DEPARTMENT, READERS } },
-    { "GET",    "/v1/audit/verify",                  api_audit_verify,            { AUTH_ANY_DEPARTMENT, READERS } },
-    { "GET",    "/v1/audit/checkpoint",              api_audit_checkpoint,        { AUTH_ANY_DEPARTMENT, READERS } },
-    { "GET",    "/v1/me",                            api_principals_me,           { AUTH_PRINCIPAL, 0 } },
-    { "POST",   "/v1/departments",                   api_departments_create,      { AUTH_ANY_DEPARTMENT, ADMIN } },
-    { "GET",    "/v1/departments",                   api_departments_list,        { AUTH_ANY_DEPARTMENT, ANY_ROLES } },
-    { "PUT",    "/v1/departments/{d}/policy",        api_departments_policy,      { AUTH_DEPARTMENT, ADMIN } },
-    { "POST",   "/v1/principals",                    api_principals_create,       { AUTH_ANY_DEPARTMENT, ADMIN } },
-    { "GET",    "/v1/principals",                    api_principals_list,         { AUTH_ANY_DEPARTMENT, READERS } },
-    { "POST",   "/v1/principals/{p}/keys",           api_principals_key_create,   { AUTH_ANY_DEPARTMENT, ADMIN } },
-    { "DELETE", "/v1/principals/{p}/keys/{prefix}",  api_principals_key_revoke,   { AUTH_ANY_DEPARTMENT, ADMIN } },
-    { "POST",   "/v1/principals/{p}/roles",          api_principals_role_grant,   { AUTH_ANY_DEPARTMENT, ADMIN } },
-    { "DELETE", "/v1/principals/{p}/roles",          api_principals_role_revoke,  { AUTH_ANY_DEPARTMENT, ADMIN } },
-    { "POST",   "/v1/templates",                     api_templates_create,        { AUTH_RESOURCE, AUTH_ROLE_AUTHOR } },
-    { "GET",    "/v1/templates",                     api_templates_list,          { AUTH_ANY_DEPARTMENT, ANY_ROLES } },
-    { "GET",    "/v1/templates/{t}",                 api_templates_get,           { AUTH_RESOURCE, ANY_ROLES } },
-    { "POST",   "/v1/templates/{t}/versions",        api_versions_create,         { AUTH_RESOURCE, AUTH_ROLE_AUTHOR } },
-    { "GET",    "/v1/templates/{t}/versions/{v}",    api_versions_get,            { AUTH_RESOURCE, ANY_ROLES } },
-    { "GET",    "/v1/templates/{t}/versions/{v}/diff", api_versions_diff,         { AUTH_RESOURCE, ANY_ROLES } },
-    { "GET",    "/v1/templates/{t}/versions/{v}/types", api_versions_types,       { AUTH_RESOURCE, ANY_ROLES } },
-    { "POST",   "/v1/templates/{t}/versions/{v}/submit", api_versions_submit,     { AUTH_RESOURCE, AUTH_ROLE_AUTHOR } },
-    { "POST",   "/v1/templates/{t}/versions/{v}/approve", api_versions_approve,   { AUTH_RESOURCE, AUTH_ROLE_APPROVER } },
-    { "POST",   "/v1/templates/{t}/versions/{v}/reject", api_versions_reject,     { AUTH_RESOURCE, AUTH_ROLE_APPROVER } },
-    { "POST",   "/v1/templates/{t}/versions/{v}/revoke", api_versions_revoke,     { AUTH_RESOURCE, AUTH_ROLE_APPROVER | ADMIN } },
-    { "POST",   "/v1/connectors",                    api_connectors_create,       { AUTH_ANY_DEPARTMENT, ADMIN } },
-    { "GET",    "/v1/connectors",                    api_connectors_list,         { AUTH_ANY_DEPARTMENT, ANY_ROLES } },
-    { "GET",    "/v1/connectors/{c}",                api_connectors_get,          { AUTH_RESOURCE, ANY_ROLES } },
-    { "POST",   "/v1/runs",                          api_runs_create,             { AUTH_RESOURCE, AUTH_ROLE_AGENT } },
-    { "GET",    "/v1/runs",                          api_runs_list,               { AUTH_ANY_DEPARTMENT, ANY_ROLES } },
-    { "GET",    "/v1/runs/{id}",                     api_runs_get,                { AUTH_RESOURCE, ANY_ROLES } },
-    { "POST",   "/v1/runs/{id}/cancel",              api_runs_cancel,             { AUTH_RESOURCE, AUTH_ROLE_AGENT | AUTH_ROLE_APPROVER | ADMIN } },
-    { "GET",    "/v1/approvals",                     api_approvals_list,          { AUTH_ANY_DEPARTMENT, AUTH_ROLE_APPROVER | READERS } },
-    { "POST",   "/v1/approvals/{id}/approve",        api_approvals_approve,       { AUTH_RESOURCE, AUTH_ROLE_APPROVER } },
-    { "POST",   "/v1/approvals/{id}/deny",           api_approvals_deny,          { AUTH_RESOURCE, AUTH_ROLE_APPROVER } },
-    { "POST",   "/v1/mcp",                           api_mcp_post,                { AUTH_RESOURCE, AUTH_ROLE_AGENT } },
-    { "GET",    "/v1/openapi.json",                  api_system_openapi,          { AUTH_PUBLIC, 0 } },
-    { "GET",    "/metrics",                          api_system_metrics,          { AUTH_PUBLIC, 0 } },
+    { "GET",    "/healthz",                          api_system_healthz,          { AUTH_PUBLIC, 0 }, READS },
+    { "GET",    "/readyz",                           api_system_readyz,           { AUTH_PUBLIC, 0 }, READS },
+    { "GET",    "/v1/audit",                         api_audit_list,              { AUTH_ANY_DEPARTMENT, READERS }, READS },
+    { "GET",    "/v1/audit/export",                  api_audit_export,            { AUTH_ANY_DEPARTMENT, READERS }, WRITES },
+    { "GET",    "/v1/audit/verify",                  api_audit_verify,            { AUTH_ANY_DEPARTMENT, READERS }, READS },
+    { "GET",    "/v1/audit/checkpoint",              api_audit_checkpoint,        { AUTH_ANY_DEPARTMENT, READERS }, READS },
+    { "GET",    "/v1/me",                            api_principals_me,           { AUTH_PRINCIPAL, 0 }, READS },
+    { "POST",   "/v1/departments",                   api_departments_create,      { AUTH_ANY_DEPARTMENT, ADMIN }, WRITES },
+    { "GET",    "/v1/departments",                   api_departments_list,        { AUTH_ANY_DEPARTMENT, ANY_ROLES }, READS },
+    { "PUT",    "/v1/departments/{d}/policy",        api_departments_policy,      { AUTH_DEPARTMENT, ADMIN }, WRITES },
+    { "POST",   "/v1/principals",                    api_principals_create,       { AUTH_ANY_DEPARTMENT, ADMIN }, WRITES },
+    { "GET",    "/v1/principals",                    api_principals_list,         { AUTH_ANY_DEPARTMENT, READERS }, READS },
+    { "POST",   "/v1/principals/{p}/keys",           api_principals_key_create,   { AUTH_ANY_DEPARTMENT, ADMIN }, WRITES },
+    { "DELETE", "/v1/principals/{p}/keys/{prefix}",  api_principals_key_revoke,   { AUTH_ANY_DEPARTMENT, ADMIN }, WRITES },
+    { "POST",   "/v1/principals/{p}/roles",          api_principals_role_grant,   { AUTH_ANY_DEPARTMENT, ADMIN }, WRITES },
+    { "DELETE", "/v1/principals/{p}/roles",          api_principals_role_revoke,  { AUTH_ANY_DEPARTMENT, ADMIN }, WRITES },
+    { "POST",   "/v1/templates",                     api_templates_create,        { AUTH_RESOURCE, AUTH_ROLE_AUTHOR }, WRITES },
+    { "GET",    "/v1/templates",                     api_templates_list,          { AUTH_ANY_DEPARTMENT, ANY_ROLES }, READS },
+    { "GET",    "/v1/templates/{t}",                 api_templates_get,           { AUTH_RESOURCE, ANY_ROLES }, READS },
+    { "POST",   "/v1/templates/{t}/versions",        api_versions_create,         { AUTH_RESOURCE, AUTH_ROLE_AUTHOR }, WRITES },
+    { "GET",    "/v1/templates/{t}/versions/{v}",    api_versions_get,            { AUTH_RESOURCE, ANY_ROLES }, READS },
+    { "GET",    "/v1/templates/{t}/versions/{v}/diff", api_versions_diff,         { AUTH_RESOURCE, ANY_ROLES }, READS },
+    { "GET",    "/v1/templates/{t}/versions/{v}/types", api_versions_types,       { AUTH_RESOURCE, ANY_ROLES }, READS },
+    { "POST",   "/v1/templates/{t}/versions/{v}/submit", api_versions_submit,     { AUTH_RESOURCE, AUTH_ROLE_AUTHOR }, WRITES },
+    { "POST",   "/v1/templates/{t}/versions/{v}/approve", api_versions_approve,   { AUTH_RESOURCE, AUTH_ROLE_APPROVER }, WRITES },
+    { "POST",   "/v1/templates/{t}/versions/{v}/reject", api_versions_reject,     { AUTH_RESOURCE, AUTH_ROLE_APPROVER }, WRITES },
+    { "POST",   "/v1/templates/{t}/versions/{v}/revoke", api_versions_revoke,     { AUTH_RESOURCE, AUTH_ROLE_APPROVER | ADMIN }, WRITES },
+    { "POST",   "/v1/connectors",                    api_connectors_create,       { AUTH_ANY_DEPARTMENT, ADMIN }, WRITES },
+    { "GET",    "/v1/connectors",                    api_connectors_list,         { AUTH_ANY_DEPARTMENT, ANY_ROLES }, READS },
+    { "GET",    "/v1/connectors/{c}",                api_connectors_get,          { AUTH_RESOURCE, ANY_ROLES }, READS },
+    { "POST",   "/v1/runs",                          api_runs_create,             { AUTH_RESOURCE, AUTH_ROLE_AGENT }, READS },
+    { "GET",    "/v1/runs",                          api_runs_list,               { AUTH_ANY_DEPARTMENT, ANY_ROLES }, READS },
+    { "GET",    "/v1/runs/{id}",                     api_runs_get,                { AUTH_RESOURCE, ANY_ROLES }, READS },
+    { "POST",   "/v1/runs/{id}/cancel",              api_runs_cancel,             { AUTH_RESOURCE, AUTH_ROLE_AGENT | AUTH_ROLE_APPROVER | ADMIN }, WRITES },
+    { "GET",    "/v1/approvals",                     api_approvals_list,          { AUTH_ANY_DEPARTMENT, AUTH_ROLE_APPROVER | READERS }, READS },
+    { "POST",   "/v1/approvals/{id}/approve",        api_approvals_approve,       { AUTH_RESOURCE, AUTH_ROLE_APPROVER }, WRITES },
+    { "POST",   "/v1/approvals/{id}/deny",           api_approvals_deny,          { AUTH_RESOURCE, AUTH_ROLE_APPROVER }, WRITES },
+    { "POST",   "/v1/mcp",                           api_mcp_post,                { AUTH_RESOURCE, AUTH_ROLE_AGENT }, READS },
+    { "GET",    "/v1/openapi.json",                  api_system_openapi,          { AUTH_PUBLIC, 0 }, READS },
+    { "GET",    "/metrics",                          api_system_metrics,          { AUTH_PUBLIC, 0 }, READS },
     /* the web UI (ui.c): pages answer the HTML shell, /ui/ the assets; public, since what a
      * page shows comes from /v1/ with the user's key */
-    { "GET",    "/",                                 ui_page,                     { AUTH_PUBLIC, 0 } },
-    { "GET",    "/overview",                         ui_page,                     { AUTH_PUBLIC, 0 } },
-    { "GET",    "/approvals",                        ui_page,                     { AUTH_PUBLIC, 0 } },
-    { "GET",    "/templates",                        ui_page,                     { AUTH_PUBLIC, 0 } },
-    { "GET",    "/templates/{t}",                    ui_page,                     { AUTH_PUBLIC, 0 } },
-    { "GET",    "/templates/{t}/versions/{v}",       ui_page,                     { AUTH_PUBLIC, 0 } },
-    { "GET",    "/runs",                             ui_page,                     { AUTH_PUBLIC, 0 } },
-    { "GET",    "/runs/{id}",                        ui_page,                     { AUTH_PUBLIC, 0 } },
-    { "GET",    "/audit",                            ui_page,                     { AUTH_PUBLIC, 0 } },
-    { "GET",    "/admin",                            ui_page,                     { AUTH_PUBLIC, 0 } },
-    { "GET",    "/ui/{asset}",                       ui_asset,                    { AUTH_PUBLIC, 0 } },
-    { "GET",    "/ui/pages/{asset}",                 ui_asset,                    { AUTH_PUBLIC, 0 } },
+    { "GET",    "/",                                 ui_page,                     { AUTH_PUBLIC, 0 }, READS },
+    { "GET",    "/overview",                         ui_page,                     { AUTH_PUBLIC, 0 }, READS },
+    { "GET",    "/approvals",                        ui_page,                     { AUTH_PUBLIC, 0 }, READS },
+    { "GET",    "/templates",                        ui_page,                     { AUTH_PUBLIC, 0 }, READS },
+    { "GET",    "/templates/{t}",                    ui_page,                     { AUTH_PUBLIC, 0 }, READS },
+    { "GET",    "/templates/{t}/versions/{v}",       ui_page,                     { AUTH_PUBLIC, 0 }, READS },
+    { "GET",    "/runs",                             ui_page,                     { AUTH_PUBLIC, 0 }, READS },
+    { "GET",    "/runs/{id}",                        ui_page,                     { AUTH_PUBLIC, 0 }, READS },
+    { "GET",    "/audit",                            ui_page,                     { AUTH_PUBLIC, 0 }, READS },
+    { "GET",    "/admin",                            ui_page,                     { AUTH_PUBLIC, 0 }, READS },
+    { "GET",    "/ui/{asset}",                       ui_asset,                    { AUTH_PUBLIC, 0 }, READS },
+    { "GET",    "/ui/pages/{asset}",                 ui_asset,                    { AUTH_PUBLIC, 0 }, READS },
 };
 /* clang-format on */
 
@@ -190,49 +199,36 @@ static int router_limited(struct router *r, const struct http_request *req,
     return 1;
 }
 
-static void router_dispatch_locked(struct router *r, const struct http_request *req,
-                                   struct http_response *resp);
+/* A request's state from its admission to its end (http_request.app). */
+struct router_req {
+    struct router *router;
+    const struct route *route;
+    struct api_ctx ctx; /* route, rule and params from admission; the rest at dispatch */
+    struct auth_principal who;
+    unsigned refused; /* 401 or 403 decided at admission, recorded at dispatch */
+    char why[AUTH_WHY_MAX];
+    /* a route that writes: the job, its answer, and the suspended request it goes to */
+    struct writer_job job;
+    struct http_response answer;
+    struct http_deferred *deferred;
+};
 
-/* Whether a route may read while a batch of the run writer is committed but not yet on the
- * disk: only one that reads nothing the writer writes (runs, approvals, the audit). Starting a
- * run reads principals, templates, versions and connectors, and its answers come from the
- * writer after its fsync; every other route waits for that fsync first (runs_wait_synced). */
-static int router_unsynced_ok(const struct route *route)
+static void router_req_free(void *app)
 {
-    return route->handler == api_runs_create;
-}
-
-void router_dispatch(void *userdata, const struct http_request *req, struct http_response *resp)
-{
-    struct router *r = userdata;
-    if (r->store_lock) {
-        pthread_mutex_lock(r->store_lock);
-    }
-    router_dispatch_locked(r, req, resp);
-    if (r->store && r->store->ops->read_end) {
-        (void)r->store->ops->read_end(r->store);
-    }
-    if (r->store_lock) {
-        pthread_mutex_unlock(r->store_lock);
+    struct router_req *rq = app;
+    if (rq) {
+        json_doc_free(rq->ctx.doc);
+        http_response_done(&rq->answer);
+        free(rq);
     }
 }
 
-static void router_dispatch_locked(struct router *r, const struct http_request *req,
-                                   struct http_response *resp)
+/* The route of req (404 or 405 answered when there is none), its parameters into ctx. */
+static const struct route *router_route(const struct http_request *req, struct http_response *resp,
+                                        struct api_ctx *ctx)
 {
     struct router_path path;
-    struct api_ctx ctx;
-    struct auth_principal who;
-    const struct route *route = NULL;
-    char why[AUTH_WHY_MAX] = "";
     int path_known = 0;
-
-    memset(&ctx, 0, sizeof ctx);
-    ctx.store = r->store;
-    ctx.svc = r->svc;
-    ctx.req = req;
-    ctx.resp = resp;
-    ctx.secret_key = r->secret_key;
     if (router_split(req->path, &path) == 0) {
         for (size_t i = 0; i < NROUTES; i++) {
             if (!router_match(&path, routes[i].path, NULL)) {
@@ -242,71 +238,211 @@ static void router_dispatch_locked(struct router *r, const struct http_request *
             /* HEAD is GET without the body (libmicrohttpd leaves the body out) */
             if (strcmp(routes[i].method, req->method) == 0 ||
                 (strcmp(req->method, "HEAD") == 0 && strcmp(routes[i].method, "GET") == 0)) {
-                route = &routes[i];
-                router_match(&path, routes[i].path, &ctx);
-                ctx.method = route->method;
-                ctx.route = route->path;
-                ctx.rule = route->rule;
-                break;
+                router_match(&path, routes[i].path, ctx);
+                ctx->method = routes[i].method;
+                ctx->route = routes[i].path;
+                ctx->rule = routes[i].rule;
+                return &routes[i];
             }
         }
     }
-    if ((!route || route->rule.scope == AUTH_PUBLIC || req->body_too_large) &&
+    if (path_known) {
+        char *allow = resp->allow;
+        for (size_t i = 0; i < NROUTES; i++) {
+            if (router_match(&path, routes[i].path, NULL)) {
+                size_t used = strlen(allow);
+                snprintf(allow + used, sizeof resp->allow - used, "%s%s", used ? ", " : "",
+                         routes[i].method);
+            }
+        }
+        api_error_resp(req, resp, 405, "METHOD_NOT_ALLOWED", "method not allowed here");
+    } else {
+        api_error_resp(req, resp, 404, "NOT_FOUND", "no such route");
+    }
+    return NULL;
+}
+
+/* Authenticates on ctx's store and checks the route's roles: 0 with ctx->who set; -1 after
+ * answering (a 500, a 429), or with the refusal (401, 403) in rq->refused and rq->why for the
+ * caller to record. With `limit`, the key's (or the address's) rate limit is taken between the
+ * two. */
+static int router_authorize(struct router_req *rq, int limit)
+{
+    struct api_ctx *ctx = &rq->ctx;
+    enum auth_result ar = auth_authenticate(ctx->store, ctx->req->authorization, &rq->who, rq->why);
+    if (ar == AUTH_STORE_FAILED) {
+        api_error_resp(ctx->req, ctx->resp, 500, "INTERNAL", "the store failed");
+        return -1;
+    }
+    if (limit && router_limited(rq->router, ctx->req, ctx->resp,
+                                ar == AUTH_OK ? rq->who.key_prefix : NULL)) {
+        return -1;
+    }
+    if (ar != AUTH_OK) {
+        ctx->who = NULL;
+        rq->refused = 401;
+        return -1;
+    }
+    snprintf(ctx->resp->actor, sizeof ctx->resp->actor, "%s", rq->who.name);
+    ctx->who = &rq->who;
+    const char *dept = rq->route->rule.scope == AUTH_DEPARTMENT ? api_param(ctx, "d") : NULL;
+    if (auth_check(&rq->who, &rq->route->rule, dept, rq->why) != AUTH_OK) {
+        rq->refused = 403;
+        return -1;
+    }
+    return 0;
+}
+
+/* Points ctx at the request as it is now (admission and dispatch see different ones). */
+static void router_ctx(struct router_req *rq, const struct http_request *req,
+                       struct http_response *resp, struct store *store, struct writer_tx *tx)
+{
+    struct router *r = rq->router;
+    rq->ctx.store = store;
+    rq->ctx.tx = tx;
+    rq->ctx.svc = r->svc;
+    rq->ctx.req = req;
+    rq->ctx.resp = resp;
+    rq->ctx.secret_key = r->secret_key;
+}
+
+void router_admit(void *userdata, struct http_request *req, struct http_response *resp)
+{
+    struct router *r = userdata;
+    struct router_req *rq = calloc(1, sizeof *rq);
+    if (!rq) {
+        api_error_resp(req, resp, 500, "INTERNAL", "out of memory");
+        return;
+    }
+    req->app = rq;
+    req->app_free = router_req_free;
+    rq->router = r;
+    router_ctx(rq, req, resp, NULL, NULL);
+    rq->route = router_route(req, resp, &rq->ctx);
+    int too_large = req->has_content_length && req->content_length > r->body_limit_bytes;
+    if ((!rq->route || rq->route->rule.scope == AUTH_PUBLIC || too_large) &&
         router_limited(r, req, resp, NULL)) {
         return;
     }
-    if (!route) {
-        if (path_known) {
-            char *allow = resp->allow;
-            for (size_t i = 0; i < NROUTES; i++) {
-                if (router_match(&path, routes[i].path, NULL)) {
-                    size_t used = strlen(allow);
-                    snprintf(allow + used, sizeof resp->allow - used, "%s%s", used ? ", " : "",
-                             routes[i].method);
-                }
-            }
-            api_error_resp(req, resp, 405, "METHOD_NOT_ALLOWED", "method not allowed here");
-        } else {
-            api_error_resp(req, resp, 404, "NOT_FOUND", "no such route");
-        }
-        return;
+    if (!rq->route) {
+        return; /* answered 404 or 405 */
     }
-    snprintf(resp->route, sizeof resp->route, "%s", route->path);
-    /* starting a run reads the key, the principal, its roles, the version, the department and
-     * the connectors: from one snapshot (router_dispatch ends it) */
-    if (router_unsynced_ok(route) && r->store && r->store->ops->read_begin) {
-        (void)r->store->ops->read_begin(r->store);
-    }
-    if (req->body_too_large) {
+    snprintf(resp->route, sizeof resp->route, "%s", rq->route->path);
+    if (too_large) {
         api_error_resp(req, resp, 413, "PAYLOAD_TOO_LARGE", "the body is over the size limit");
         return;
     }
-    if (route->rule.scope != AUTH_PUBLIC) {
-        enum auth_result ar = auth_authenticate(r->store, req->authorization, &who, why);
-        if (ar == AUTH_STORE_FAILED) {
-            api_error_resp(req, resp, 500, "INTERNAL", "the store failed");
-            return;
-        }
-        if (router_limited(r, req, resp, ar == AUTH_OK ? who.key_prefix : NULL)) {
-            return;
-        }
-        if (ar != AUTH_OK) {
-            api_denied(&ctx, 401, why);
-            return;
-        }
-        snprintf(resp->actor, sizeof resp->actor, "%s", who.name);
-        ctx.who = &who;
-        const char *dept = route->rule.scope == AUTH_DEPARTMENT ? api_param(&ctx, "d") : NULL;
-        if (auth_check(&who, &route->rule, dept, why) != AUTH_OK) {
-            api_denied(&ctx, 403, why);
-            return;
-        }
+    if (rq->route->rule.scope == AUTH_PUBLIC) {
+        return; /* go on: read the body */
     }
-    if (!router_unsynced_ok(route) && r->svc && r->svc->runs) {
-        runs_wait_synced(r->svc->runs);
+    rq->ctx.store = readers_take(r->readers);
+    if (!rq->ctx.store) {
+        api_error_resp(req, resp, 500, "INTERNAL", "the store failed");
+        return;
     }
-    route->handler(&ctx);
-    json_doc_free(ctx.doc);
+    (void)router_authorize(rq, 1);
+    readers_give(r->readers, rq->ctx.store);
+    rq->ctx.store = NULL;
+    if (rq->refused) {
+        req->drain_body = 1; /* recorded and answered once the body is dropped */
+    }
+}
+
+/* A route that writes, on the writer's thread inside its batch: authenticated again on the
+ * writer's connection (nothing changes keys or grants between that read and this job's
+ * commit), then the handler. Its failures are in its answer; it rolls back its own writes. */
+static enum store_rc router_job(struct writer_tx *tx, void *arg)
+{
+    struct router_req *rq = arg;
+    router_ctx(rq, rq->ctx.req, &rq->answer, writer_store(tx), tx);
+    if (router_authorize(rq, 0) == 0) {
+        rq->route->handler(&rq->ctx);
+    } else if (rq->refused) {
+        api_denied(&rq->ctx, rq->refused, rq->why);
+    }
+    json_doc_free(rq->ctx.doc);
+    rq->ctx.doc = NULL;
+    return STORE_OK;
+}
+
+static void router_job_done(void *arg, enum store_rc rc)
+{
+    struct router_req *rq = arg;
+    if (rc != STORE_OK) {
+        http_response_done(&rq->answer);
+        api_error_resp(rq->ctx.req, &rq->answer, 500, "INTERNAL", "the store failed");
+    }
+    if (rq->deferred) {
+        http_deferred_reply(rq->deferred, &rq->answer);
+    }
+}
+
+void router_dispatch(void *userdata, const struct http_request *req, struct http_response *resp)
+{
+    struct router *r = userdata;
+    struct router_req *rq = req->app;
+    if (!rq || !rq->route) {
+        api_error_resp(req, resp, 500, "INTERNAL", "the request was not admitted");
+        return;
+    }
+    router_ctx(rq, req, resp, NULL, NULL);
+    /* the log line's and the metrics' (admission answered with another response) */
+    snprintf(resp->route, sizeof resp->route, "%s", rq->route->path);
+    if (rq->ctx.who) {
+        snprintf(resp->actor, sizeof resp->actor, "%s", rq->who.name);
+    }
+    if (rq->refused) {
+        api_denied(&rq->ctx, rq->refused, rq->why);
+        return;
+    }
+    if (req->body_too_large) {
+        if (!router_limited(r, req, resp, NULL)) {
+            api_error_resp(req, resp, 413, "PAYLOAD_TOO_LARGE", "the body is over the size limit");
+        }
+        return;
+    }
+    if (rq->route->writes) {
+        http_response_init(&rq->answer);
+        snprintf(rq->answer.route, sizeof rq->answer.route, "%s", resp->route);
+        snprintf(rq->answer.actor, sizeof rq->answer.actor, "%s", resp->actor);
+        rq->job.fn = router_job;
+        rq->job.done = router_job_done;
+        rq->job.arg = rq;
+        rq->deferred = http_defer(req, resp);
+        if (rq->deferred) {
+            writer_submit(r->writer, &rq->job);
+            return;
+        }
+        /* no connection to suspend (a harness): wait for the commit here */
+        router_job_done(rq, writer_call(r->writer, router_job, rq));
+        http_response_move(resp, &rq->answer);
+        return;
+    }
+    rq->ctx.store = readers_take(r->readers);
+    if (!rq->ctx.store) {
+        api_error_resp(req, resp, 500, "INTERNAL", "the store failed");
+        return;
+    }
+    rq->ctx.who = rq->route->rule.scope == AUTH_PUBLIC ? NULL : &rq->who;
+    /* every read of one request from one snapshot */
+    struct store *reader = rq->ctx.store;
+    if (reader->ops->read_begin) {
+        (void)reader->ops->read_begin(reader);
+    }
+    rq->route->handler(&rq->ctx);
+    if (reader->ops->read_end) {
+        (void)reader->ops->read_end(reader);
+    }
+    readers_give(r->readers, reader);
+    rq->ctx.store = NULL;
+}
+
+void router_handle(void *userdata, struct http_request *req, struct http_response *resp)
+{
+    router_admit(userdata, req, resp);
+    if (resp->status == 0 && !resp->deferred) {
+        router_dispatch(userdata, req, resp);
+    }
 }
 
 static const char *router_scope_name(enum auth_scope scope)

@@ -1,17 +1,17 @@
 /*
  * router.h - airlockd's one table of routes. Each row names the method, the path pattern
- * ({name} matches one segment), the handler and the permission rule; the router matches a
- * request against it (404 for no pattern, 405 for a pattern without that method), authenticates
- * and authorises it, records every refusal through the store's audit append and only then calls
- * the handler. Every request also takes a token from a rate limit bucket: its key's (by
- * prefix) once the key is valid, its client address's otherwise - so a flood of bad keys is
- * limited as well, and a limited request costs no audit write. The table is printed by
- * `airlockd --print-routes` so tests walk the same rows.
+ * ({name} matches one segment), the handler, the permission rule and whether the handler
+ * writes; the router matches a request against it (404 for no pattern, 405 for a pattern
+ * without that method), authenticates and authorises it from its headers alone, records every
+ * refusal in the audit log and only then has the body read and calls the handler: on a reader,
+ * or as a job of the writer for a route that writes. Every request also takes a token from a
+ * rate limit bucket: its key's (by prefix) once the key is valid, its client address's
+ * otherwise - so a flood of bad keys is limited as well, and a limited request costs no audit
+ * write. The table is printed by `airlockd --print-routes` so tests walk the same rows.
  */
 #ifndef AIRLOCK_SERVER_ROUTER_H
 #define AIRLOCK_SERVER_ROUTER_H
 
-#include <pthread.h>
 #include <stdio.h>
 
 #include "http.h"
@@ -19,19 +19,28 @@
 #include "store.h"
 
 struct api_services;
+struct readers;
+struct writer;
 
 struct router {
-    struct store *store;
+    struct readers *readers; /* request threads' connections */
+    struct writer *writer;   /* what routes that write run on */
     struct api_services *svc;
-    pthread_mutex_t *store_lock; /* held around every request: the run writer shares the store */
-    struct ratelimit *limit;     /* NULL: no rate limit */
+    struct ratelimit *limit; /* NULL: no rate limit */
+    size_t body_limit_bytes; /* a declared body past this is refused before it is read */
     /* The key that seals connector secrets (secretbox.h), 32 bytes; NULL: connectors cannot be
      * registered (500). */
     const unsigned char *secret_key;
 };
 
-/* An http_handler_fn: userdata is a struct router *. */
+/* An http_admit_fn (userdata is a struct router *): the route, the rate limit, the declared
+ * size, the key and the route's roles; answered there, or resp->status left 0. */
+void router_admit(void *userdata, struct http_request *req, struct http_response *resp);
+/* An http_handler_fn, after router_admit: the handler. */
 void router_dispatch(void *userdata, const struct http_request *req, struct http_response *resp);
+/* Both, for a request made without http.c (the fuzz target): router_admit, then
+ * router_dispatch unless it answered. A route that writes waits for its commit. */
+void router_handle(void *userdata, struct http_request *req, struct http_response *resp);
 /* Writes the table as a JSON array of {"method","path","scope","roles":[...]}. */
 void router_print(FILE *out);
 

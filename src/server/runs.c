@@ -4,15 +4,16 @@
  * A run in memory is a struct srun, alive from runs_submit (a new run) or runs_launch (a
  * resumed one) until the writer has recorded its end and answered whoever waits. Two references
  * keep it: the launcher's (dropped once al_run_start has returned, so the handle is set before
- * anyone frees) and the run's own (dropped by the writer). The active list (guarded by its own
- * mutex, never the store lock) is what cancel, revocation and drain walk.
+ * anyone frees) and the run's own (dropped once its end is recorded). The active list (guarded
+ * by its own mutex) is what cancel, revocation and drain walk.
  *
- * A new run starts executing as soon as it is submitted, beside the writer's batch that records
- * it: its start costs the run no commit of its own. Nothing leaves airlockd before that record
- * is on the disk, though: a connector call the run makes meanwhile is held (start_state
- * RUNS_START_PENDING) and sent right after the batch's fsync. A run whose record
- * is refused (its version was revoked meanwhile) or fails is cancelled, its held calls throw, and
- * its end is never recorded: for everyone outside, it never ran.
+ * A run starts executing as soon as it is submitted or launched, beside the writer's batch that
+ * records its start (or its resume): its start costs the run no commit of its own. Nothing
+ * leaves airlockd before that record is on the disk, though: a connector call the run makes
+ * meanwhile is held (start_state RUNS_START_PENDING) and sent once the batch has committed (a
+ * writer hook). A run whose record is refused (its version was revoked meanwhile) or fails is
+ * cancelled, its held calls throw, and its end is never recorded: for everyone outside, it
+ * never ran.
  *
  * A sensitive function's first call interrupts the run; the run's end then stores the
  * continuation and one approval per interruption. When every approval is decided the run is
@@ -37,9 +38,8 @@
 #include "connector.h"
 #include "json.h"
 #include "metrics.h"
-#include "thread.h"
+#include "writer.h"
 
-#define RUNS_BATCH_MAX   256
 #define RUNS_DETAILS_MAX ((size_t)96 << 20)
 #define RUNS_MESSAGE_MAX 512
 #define RUNS_COMMENT_MAX 4096 /* bytes of an approver's comment, as the API takes it */
@@ -82,76 +82,44 @@ struct srun {
     struct buf answer; /* the writer's answer to `deferred` */
     unsigned answer_status;
     enum runs_start_state start_state;
-    struct runs_pending *held;  /* connector calls waiting for the start record's fsync */
-    int unrecorded;             /* the writer's: its start was never recorded, nor is its end */
-    const char *counted_status; /* what its record said, for /metrics once committed */
+    struct runs_pending *held;   /* connector calls waiting for the start record's commit */
+    int unrecorded;              /* its start was never recorded, nor is its end */
+    const char *counted_status;  /* what its record said, for /metrics once committed */
+    struct writer_job end;       /* its end, for the writer */
+    struct writer_hook launched; /* its launch inside a writer job: settled at that commit */
     struct srun *next_active;
-    struct srun *next_done;
-};
-
-struct runs_job;
-
-/* What one transaction of the writer recorded, answered after its fsync (by the syncer, or by
- * the writer itself when nothing else waits). */
-struct runs_batch {
-    struct runs_job *jobs;
-    struct srun *ends[RUNS_BATCH_MAX];
-    size_t n;
-    uint64_t number; /* its place in runs.committed */
 };
 
 struct runs {
-    struct store *store;
-    pthread_mutex_t *store_lock;
+    struct writer *writer;
     struct al_runner *runner;
     struct connector_client *client;
 
-    pthread_mutex_t lock; /* active list, done queue, flags */
-    pthread_cond_t cond;  /* the writer waits on it; drain waits on it for the list to empty */
+    pthread_mutex_t lock; /* active list, counts, flags */
+    pthread_cond_t cond;  /* drain waits on it for the list to empty */
     struct srun *active;
     size_t nactive;
-    struct srun *done_head;
-    struct srun *done_tail;
     size_t nstarting; /* held starts (supervised, resumes) not yet launched or answered */
-    struct runs_job *start_head; /* new runs to record, then start */
-    struct runs_job *start_tail;
     int draining;
-    int stop;
-    /* The writer commits a batch while the syncer fsyncs the one before, or fsyncs a lone
-     * batch itself (see runs_writer): batches[] are the two, to_sync the committed one the
-     * syncer has not taken yet. */
-    struct runs_batch batches[2];
-    struct runs_batch *to_sync;
-    int sync_stop;            /* the writer has ended: the syncer ends once to_sync is empty */
-    int writer_waits;         /* the writer waits on sync_cond for the syncer to take to_sync */
-    int syncing;              /* the syncer has taken a batch and not finished it yet */
-    pthread_cond_t sync_cond; /* the syncer waits on it for a batch, the writer for the slot */
-    uint64_t committed;       /* batches committed: counted under the store lock */
-    uint64_t synced_upto;     /* batches on the disk */
-    pthread_cond_t synced;    /* synced_upto moved */
-    pthread_t writer;
-    pthread_t syncer;
-    /* With several nodes (runs_set_node): this node's id, and the connector calls the writer
-     * marks sent in the store before they leave. "" and empty with one node. */
+    /* With several nodes (runs_set_node): this node's id, and each connector call is marked
+     * sent in the store (a writer job) before it leaves. "" with one node. */
     char node[RUNS_NODE_MAX];
     size_t capacity;              /* runs executing here before new ones go to the queue */
     pthread_mutex_t kick_lock;    /* held while kick is called or set */
     void (*kick)(void *userdata); /* set before the first run; see runs_set_kick */
     void *kick_userdata;
-    struct runs_pending *mark_head;
-    struct runs_pending *mark_tail;
     unsigned char seed_key[32]; /* runs_set_seed_key; zero until set */
 };
 
-/* A new run waiting for the writer's next batch. */
+/* A new run's record, a job of the writer's. */
 struct runs_job {
+    struct writer_job job;
+    struct runs *owner;
     struct runs_start start;
     struct srun *sr; /* the run, active and executing since runs_submit (NULL: held) */
     int refused;     /* the record function refused it: answered 409 */
-    int failed;      /* it could not be recorded: answered 500 */
-    unsigned status; /* the answer, built under the store lock */
+    unsigned status; /* the answer, built in the record's transaction */
     struct buf answer;
-    struct runs_job *next;
 };
 
 /* A call in flight at a connector, or held until its run's record is durable: what the
@@ -166,6 +134,7 @@ struct runs_pending {
     int diverged; /* the mark found another call under the key: it is not sent */
     int taken;    /* the run is no longer this node's (taken over): it is not sent */
     char connector[STORE_NAME_MAX + 1];
+    struct writer_job mark; /* several nodes: the mark, a job of the writer's */
     struct runs_pending *next;
 };
 
@@ -378,8 +347,11 @@ static int runs_resolution_approved(const char *json, size_t len, char *ret_comm
     return approved;
 }
 
-/* Sends a call, or with several nodes first hands it to the writer, which marks it sent in the
- * store (call_mark) and sends it after that commit: a node that dies leaves behind the marks of
+static enum store_rc runs_mark_fn(struct writer_tx *tx, void *arg);
+static void runs_mark_done(void *arg, enum store_rc rc);
+
+/* Sends a call, or with several nodes first has the writer mark it sent in the store
+ * (call_mark) and sends it once that is committed: a node that dies leaves behind the marks of
  * the calls whose outcome nobody recorded. */
 static void runs_pending_mark(struct runs *r, struct runs_pending *p)
 {
@@ -387,16 +359,10 @@ static void runs_pending_mark(struct runs *r, struct runs_pending *p)
         runs_pending_send(p);
         return;
     }
-    pthread_mutex_lock(&r->lock);
-    p->next = NULL;
-    if (r->mark_tail) {
-        r->mark_tail->next = p;
-    } else {
-        r->mark_head = p;
-    }
-    r->mark_tail = p;
-    pthread_cond_broadcast(&r->cond);
-    pthread_mutex_unlock(&r->lock);
+    p->mark.fn = runs_mark_fn;
+    p->mark.done = runs_mark_done;
+    p->mark.arg = p;
+    writer_submit(r->writer, &p->mark);
 }
 
 static void runs_host(struct al_call *call, void *userdata)
@@ -478,22 +444,21 @@ static void runs_host(struct al_call *call, void *userdata)
     }
 }
 
-/* Queues a run's end for the writer; result (NULL when the start failed) is set under the lock
+static enum store_rc runs_end_fn(struct writer_tx *tx, void *arg);
+static void runs_end_done(void *arg, enum store_rc rc);
+
+/* Hands a run's end to the writer; result (NULL when the start failed) is set under the lock
  * that cancel reads the run under. */
 static void runs_enqueue_done(struct srun *sr, struct al_result *result)
 {
     struct runs *r = sr->owner;
     pthread_mutex_lock(&r->lock);
     sr->result = result;
-    sr->next_done = NULL;
-    if (r->done_tail) {
-        r->done_tail->next_done = sr;
-    } else {
-        r->done_head = sr;
-    }
-    r->done_tail = sr;
-    pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->lock);
+    sr->end.fn = runs_end_fn;
+    sr->end.done = runs_end_done;
+    sr->end.arg = sr;
+    writer_submit(r->writer, &sr->end);
 }
 
 static void runs_done(struct al_run *run, struct al_result *result, void *userdata)
@@ -698,11 +663,10 @@ static void runs_put_subject(struct buf *b, const struct runs_plan *plan)
     buf_printf(b, ",\"version\":%" PRId64, plan->version);
 }
 
-static enum store_rc runs_audit(struct runs *r, const char *actor, const char *action,
+static enum store_rc runs_audit(struct store *s, const char *actor, const char *action,
                                 const struct runs_plan *plan, const char *details)
 {
-    return r->store->ops->audit_append(r->store, actor, action, plan->id, plan->department, details,
-                                       NULL);
+    return s->ops->audit_append(s, actor, action, plan->id, plan->department, details, NULL);
 }
 
 static const char *runs_outcome_name(enum al_call_outcome o)
@@ -719,9 +683,8 @@ static const char *runs_outcome_name(enum al_call_outcome o)
 }
 
 /* The approvals of an interrupted run: one per interruption, each with approval.request. */
-static enum store_rc runs_record_approvals(struct runs *r, struct srun *sr, struct buf *d)
+static enum store_rc runs_record_approvals(struct store *s, struct srun *sr, struct buf *d)
 {
-    struct store *s = r->store;
     const struct runs_plan *plan = sr->plan;
     enum store_rc rc =
             s->ops->run_set_continuation(s, plan->id, al_result_continuation(sr->result, NULL));
@@ -768,9 +731,9 @@ static enum store_rc runs_record_approvals(struct runs *r, struct srun *sr, stru
  * approval), the approvals it waits for, and run.end or run.wait. With several nodes, nothing
  * of a run another node took over meanwhile (this one paused past its lease): it may be
  * executing again there, and its record is that execution's. */
-static enum store_rc runs_record(struct runs *r, struct srun *sr)
+static enum store_rc runs_record(struct store *s, struct srun *sr)
 {
-    struct store *s = r->store;
+    struct runs *r = sr->owner;
     const struct runs_plan *plan = sr->plan;
     struct buf outcome;
     struct buf audit;
@@ -796,7 +759,7 @@ static enum store_rc runs_record(struct runs *r, struct srun *sr)
             runs_put_str(&d, "message", c->message);
         }
         buf_append_str(&d, "}");
-        rc = d.data ? runs_audit(r, "airlockd", "run.host_call", plan, d.data) : STORE_ERROR;
+        rc = d.data ? runs_audit(s, "airlockd", "run.host_call", plan, d.data) : STORE_ERROR;
     }
 
     const char *status = runs_outcome(sr, &outcome, &audit);
@@ -828,7 +791,7 @@ static enum store_rc runs_record(struct runs *r, struct srun *sr)
     }
     int waits = status && strcmp(status, "awaiting_approval") == 0;
     if (rc == STORE_OK && recorded && waits) {
-        rc = runs_record_approvals(r, sr, &d);
+        rc = runs_record_approvals(s, sr, &d);
     }
     if (rc == STORE_OK && recorded) {
         buf_reset(&d);
@@ -839,7 +802,7 @@ static enum store_rc runs_record(struct runs *r, struct srun *sr)
         buf_append_str(&d, ",");
         buf_append(&d, audit.data, audit.len);
         buf_append_str(&d, "}");
-        rc = d.data ? runs_audit(r, "airlockd", waits ? "run.wait" : "run.end", plan, d.data)
+        rc = d.data ? runs_audit(s, "airlockd", waits ? "run.wait" : "run.end", plan, d.data)
                     : STORE_ERROR;
     }
     sr->counted_status = rc == STORE_OK && recorded ? status : NULL;
@@ -878,11 +841,11 @@ enum store_rc runs_json_by_id(struct store *s, const char *id, struct buf *b, un
 }
 
 /* The answer of a recorded run, read back from the store as GET /v1/runs/{id} would. */
-static void runs_build_answer(struct runs *r, struct srun *sr)
+static void runs_build_answer(struct store *s, struct srun *sr)
 {
     buf_reset(&sr->answer);
-    if (runs_json_by_id(r->store, sr->plan->id, &sr->answer, &sr->answer_status) != STORE_OK ||
-        !sr->answer.data) {
+    if (runs_json_by_id(s, sr->plan->id, &sr->answer, &sr->answer_status) != STORE_OK ||
+        buf_failed(&sr->answer)) {
         sr->answer_status = 500;
         buf_reset(&sr->answer);
         buf_printf(&sr->answer,
@@ -894,11 +857,11 @@ static void runs_build_answer(struct runs *r, struct srun *sr)
     buf_append_str(&sr->answer, "\n");
 }
 
-static void runs_log_store(struct runs *r, const char *what)
+static void runs_log_store(struct store *s, const char *what)
 {
     struct buf b;
     buf_init(&b, 4096);
-    json_write_string(&b, r->store->ops->errmsg(r->store), strlen(r->store->ops->errmsg(r->store)));
+    json_write_string(&b, s->ops->errmsg(s), strlen(s->ops->errmsg(s)));
     fprintf(stderr, "{\"log\":\"runs\",\"error\":\"%s\",\"store\":%s}\n", what,
             b.data ? b.data : "\"\"");
     buf_done(&b);
@@ -909,6 +872,9 @@ static int runs_go(struct runs *r, struct srun *sr, const char *continuation,
 static struct srun *srun_new(struct runs *r, struct runs_plan *plan,
                              struct http_deferred *deferred);
 static void srun_activate(struct runs *r, struct srun *sr);
+static void runs_cancel_one(struct srun *sr, const char *why);
+static enum store_rc runs_start_fn(struct writer_tx *tx, void *arg);
+static void runs_start_done(void *arg, enum store_rc rc);
 
 void runs_submit(struct runs *r, const struct runs_start *start)
 {
@@ -925,6 +891,7 @@ void runs_submit(struct runs *r, const struct runs_start *start)
     pthread_mutex_lock(&r->lock);
     int draining = r->draining;
     if (job && !draining) {
+        job->owner = r;
         job->start = *start;
         buf_init(&job->answer, (size_t)96 << 20);
         if (sr) {
@@ -938,16 +905,13 @@ void runs_submit(struct runs *r, const struct runs_start *start)
         } else {
             r->nstarting++;
         }
-        if (r->start_tail) {
-            r->start_tail->next = job;
-        } else {
-            r->start_head = job;
-        }
-        r->start_tail = job;
-        pthread_cond_broadcast(&r->cond);
     }
     pthread_mutex_unlock(&r->lock);
     if (job && !draining) {
+        job->job.fn = runs_start_fn;
+        job->job.done = runs_start_done;
+        job->job.arg = job;
+        writer_submit(r->writer, &job->job);
         if (sr) {
             runs_go(r, sr, NULL, NULL, 0);
         }
@@ -985,65 +949,35 @@ static void runs_internal_answer(struct buf *b, unsigned *ret_status, const char
     buf_printf(b, ",\"request_id\":\"%s\"}}\n", http_deferred_request_id(d));
 }
 
-static void runs_cancel_one(struct srun *sr, const char *why);
-
-/* After the batch's fsync, outside the store lock. Each new run's record is now durable, and
- * its held connector calls go out; or it never will be (refused: its version was revoked
- * meanwhile; or not recorded), and the run is cancelled, its held calls throw and its client
- * gets the refusal. Then every start that waits for no run is answered. */
-static void runs_finish_jobs(struct runs *r, struct runs_job *jobs)
+/* A launch's record has committed (rc STORE_OK): its held connector calls go out. Or it never
+ * will be (refused, failed, rolled back with the job that launched it): the run is cancelled,
+ * its held calls throw and its end is never recorded. On the writer's thread. */
+static void runs_settle(struct srun *sr, int recorded)
 {
-    int queued = 0;
-    while (jobs) {
-        struct runs_job *job = jobs;
-        jobs = job->next;
-        struct runs_start *st = &job->start;
-        struct srun *sr = job->sr;
-        if (sr) {
-            int recorded = !job->refused && !job->failed;
-            pthread_mutex_lock(&r->lock);
-            sr->start_state = recorded ? RUNS_START_DURABLE : RUNS_START_UNRECORDED;
-            struct runs_pending *held = sr->held;
-            sr->held = NULL;
-            if (!recorded) {
-                runs_cancel_one(sr, "the run was not recorded");
-            }
-            pthread_mutex_unlock(&r->lock);
-            while (held) {
-                struct runs_pending *next = held->next;
-                if (recorded) {
-                    runs_pending_mark(r, held);
-                } else {
-                    runs_pending_drop(held, "the run was not recorded");
-                }
-                held = next;
-            }
-            if (!recorded && sr->deferred) {
-                http_deferred_answer(sr->deferred, job->status,
-                                     job->answer.data ? job->answer.data : "", job->answer.len);
-                sr->deferred = NULL;
-            }
-        }
-        if (st->deferred) {
-            http_deferred_answer(st->deferred, job->status,
-                                 job->answer.data ? job->answer.data : "", job->answer.len);
-            st->deferred = NULL;
-        }
-        if (st->record_free) {
-            st->record_free(st->record_userdata);
-        }
-        queued |= st->mode == RUNS_START_QUEUED && !job->refused && !job->failed;
-        if (!sr && st->plan) {
-            /* not started: held for a person, or refused or not recorded */
-            runs_plan_free(st->plan);
-            runs_unhold(r);
-        }
-        buf_done(&job->answer);
-        free(job);
+    struct runs *r = sr->owner;
+    pthread_mutex_lock(&r->lock);
+    sr->start_state = recorded ? RUNS_START_DURABLE : RUNS_START_UNRECORDED;
+    struct runs_pending *held = sr->held;
+    sr->held = NULL;
+    if (!recorded) {
+        sr->unrecorded = 1;
+        runs_cancel_one(sr, "the run was not recorded");
     }
-    if (queued) {
-        runs_kick(r); /* committed: this node, or the first other to look, claims it */
+    pthread_mutex_unlock(&r->lock);
+    while (held) {
+        struct runs_pending *next = held->next;
+        if (recorded) {
+            runs_pending_mark(r, held);
+        } else {
+            runs_pending_drop(held, "the run was not recorded");
+        }
+        held = next;
     }
+}
+
+static void runs_started(void *arg, enum store_rc rc)
+{
+    runs_settle(arg, rc == STORE_OK);
 }
 
 /* The id of a new run, wherever its plan is now. */
@@ -1053,16 +987,17 @@ static const char *runs_job_id(const struct runs_job *job)
 }
 
 /* A new run's record and, for a start that waits for no run, its answer, read back at once:
- * the run's end may come in the same batch, and the answer says how it started. */
-static enum store_rc runs_record_job(struct store *s, const char *node, struct runs_job *job)
+ * the answer says how it started. A refusal writes nothing and keeps the job's transaction. */
+static enum store_rc runs_start_fn(struct writer_tx *tx, void *arg)
 {
+    struct runs_job *job = arg;
+    struct store *s = writer_store(tx);
+    const char *node = job->owner->node;
     buf_reset(&job->answer);
-    enum store_rc rc = job->start.record(s, job->start.record_userdata, &job->answer);
+    job->status = 409;
+    enum store_rc rc = job->start.record(s, job->start.record_userdata, &job->answer, &job->status);
     if (rc == STORE_CONFLICT) {
         job->refused = 1;
-        if (job->sr) {
-            job->sr->unrecorded = 1;
-        }
         return STORE_OK;
     }
     /* a run that executes here names this node; a held or queued one belongs to no node yet */
@@ -1076,70 +1011,75 @@ static enum store_rc runs_record_job(struct store *s, const char *node, struct r
     }
     if (rc == STORE_OK && job->start.mode != RUNS_START_WAIT) {
         rc = runs_json_by_id(s, runs_job_id(job), &job->answer, &job->status);
-        if (rc == STORE_OK && !job->answer.data) {
+        if (rc == STORE_OK && buf_failed(&job->answer)) {
             rc = STORE_ERROR;
         }
         buf_append_str(&job->answer, "\n");
     }
+    if (rc != STORE_OK) {
+        runs_log_store(s, "a run's start could not be recorded");
+    }
     return rc;
 }
 
-/* Everything in one transaction. */
-static enum store_rc runs_record_batch(struct runs *r, struct runs_job *jobs, struct srun **batch,
-                                       size_t n)
+/* After the start's commit: the run's held calls go out, or (refused, failed) it is cancelled
+ * and its client gets the refusal; a start that waits for no run is answered. */
+static void runs_start_done(void *arg, enum store_rc rc)
 {
-    struct store *s = r->store;
-    enum store_rc rc = s->ops->tx_begin_unsynced(s); /* the writer syncs off the store lock */
-    for (struct runs_job *job = jobs; job && rc == STORE_OK; job = job->next) {
-        rc = runs_record_job(s, r->node, job);
-    }
-    for (size_t i = 0; i < n && rc == STORE_OK; i++) {
-        rc = batch[i]->unrecorded ? STORE_OK : runs_record(r, batch[i]);
-    }
-    /* the answers read the batch back inside its own transaction (no snapshot of their own to
-     * take); a batch that fails is answered after it is recorded one by one */
-    for (size_t i = 0; i < n && rc == STORE_OK; i++) {
-        if (!batch[i]->unrecorded) {
-            runs_build_answer(r, batch[i]);
-        }
-    }
-    if (rc == STORE_OK) {
-        rc = s->ops->tx_commit(s);
-    }
+    struct runs_job *job = arg;
+    struct runs *r = job->owner;
+    struct runs_start *st = &job->start;
+    struct srun *sr = job->sr;
+    int recorded = rc == STORE_OK && !job->refused;
     if (rc != STORE_OK) {
-        s->ops->tx_rollback(s);
-        for (struct runs_job *job = jobs; job; job = job->next) {
-            job->refused = 0;
-            if (job->sr) {
-                job->sr->unrecorded = 0;
-            }
-        }
-        for (size_t i = 0; i < n; i++) {
-            batch[i]->counted_status = NULL; /* rolled back: recorded again, counted then */
+        runs_internal_answer(&job->answer, &job->status, "the run could not be recorded",
+                             sr && sr->deferred ? sr->deferred : st->deferred);
+    }
+    if (sr) {
+        runs_settle(sr, recorded);
+        if (!recorded && sr->deferred) {
+            http_deferred_answer(sr->deferred, job->status,
+                                 job->answer.data ? job->answer.data : "", job->answer.len);
+            sr->deferred = NULL;
         }
     }
-    return rc;
+    if (st->deferred) {
+        http_deferred_answer(st->deferred, job->status, job->answer.data ? job->answer.data : "",
+                             job->answer.len);
+    }
+    if (st->record_free) {
+        st->record_free(st->record_userdata);
+    }
+    if (!sr && st->plan) {
+        /* not started: held for a person, or refused or not recorded */
+        runs_plan_free(st->plan);
+        runs_unhold(r);
+    }
+    int queued = st->mode == RUNS_START_QUEUED && recorded;
+    buf_done(&job->answer);
+    free(job);
+    if (queued) {
+        runs_kick(r); /* committed: this node, or the first other to look, claims it */
+    }
 }
 
 /* A run whose end cannot be recorded (its store write fails) still ends: failed, with what
  * little is certain, so that it is never left running. */
-static void runs_record_minimal(struct runs *r, struct srun *sr)
+static enum store_rc runs_minimal_fn(struct writer_tx *tx, void *arg)
 {
-    struct store *s = r->store;
+    struct srun *sr = arg;
+    struct store *s = writer_store(tx);
     static const char outcome[] =
             "{\"error\":{\"code\":\"INTERNAL_ERROR\",\"name\":\"\",\"message\":\"the run's end "
             "could not be recorded\",\"stack\":\"\"},\"console\":[],\"stats\":{},"
             "\"host_calls\":[]}";
     struct buf d;
     buf_init(&d, 4096);
-    enum store_rc rc = s->ops->tx_begin(s);
     const char *status = "failed";
-    if (rc == STORE_OK) {
-        rc = s->ops->run_set_status(s, sr->plan->id, "running", "failed", outcome);
-        if (rc == STORE_CONFLICT) {
-            status = "cancelled"; /* the API ended it: that stays its end */
-            rc = STORE_OK;
-        }
+    enum store_rc rc = s->ops->run_set_status(s, sr->plan->id, "running", "failed", outcome);
+    if (rc == STORE_CONFLICT) {
+        status = "cancelled"; /* the API ended it: that stays its end */
+        rc = STORE_OK;
     }
     runs_put_subject(&d, sr->plan);
     buf_printf(&d,
@@ -1147,148 +1087,64 @@ static void runs_record_minimal(struct runs *r, struct srun *sr)
                "\"message\":\"the run's end could not be recorded\"}}",
                status);
     if (rc == STORE_OK) {
-        rc = d.data ? runs_audit(r, "airlockd", "run.end", sr->plan, d.data) : STORE_ERROR;
-    }
-    if (rc == STORE_OK) {
-        rc = s->ops->tx_commit(s);
-    }
-    if (rc != STORE_OK) {
-        s->ops->tx_rollback(s);
-        runs_log_store(r, "a run's end could not be recorded at all");
+        rc = buf_failed(&d) ? STORE_ERROR : runs_audit(s, "airlockd", "run.end", sr->plan, d.data);
     }
     buf_done(&d);
-}
-
-/* Each new run and each end in a transaction of its own. */
-static void runs_record_each(struct runs *r, struct runs_job *jobs, struct srun **batch, size_t n)
-{
-    struct store *s = r->store;
-    for (struct runs_job *job = jobs; job; job = job->next) {
-        enum store_rc rc = s->ops->tx_begin(s);
-        if (rc == STORE_OK) {
-            rc = runs_record_job(s, r->node, job);
-        }
-        if (rc == STORE_OK) {
-            rc = s->ops->tx_commit(s);
-        }
-        if (rc != STORE_OK) {
-            s->ops->tx_rollback(s);
-            job->refused = 0;
-            job->failed = 1;
-            if (job->sr) {
-                job->sr->unrecorded = 1;
-            }
-        }
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (batch[i]->unrecorded) {
-            continue;
-        }
-        enum store_rc rc = s->ops->tx_begin(s);
-        if (rc == STORE_OK) {
-            rc = runs_record(r, batch[i]);
-        }
-        if (rc == STORE_OK) {
-            rc = s->ops->tx_commit(s);
-        }
-        if (rc != STORE_OK) {
-            s->ops->tx_rollback(s);
-            batch[i]->counted_status = NULL;
-            runs_record_minimal(r, batch[i]);
-        }
-    }
-}
-
-/* Marks a batch of calls sent in one transaction, then sends them; calls that cannot be marked
- * throw instead of leaving unmarked. */
-static void runs_mark_batch(struct runs *r, struct runs_pending *marks)
-{
-    struct store *s = r->store;
-    pthread_mutex_lock(r->store_lock);
-    enum store_rc rc = s->ops->tx_begin(s);
-    const struct srun *locked = NULL; /* the run whose row this transaction locked last */
-    int locked_taken = 0;
-    for (struct runs_pending *p = marks; p && rc == STORE_OK; p = p->next) {
-        struct store_call c = { p->sr->plan->id,  p->key, p->f->name,
-                                p->f->idempotent, NULL,   p->args_sha256 };
-        /* a run cancelled on another node sends nothing more, even before the watch here
-         * sees it; and a node that was paused past its lease goes on as if nothing happened:
-         * the run may be another node's by now, executed again there. The row stays locked
-         * until the commit: the calls of one run that follow (a Promise.all) need no lock of
-         * their own. */
-        if (p->sr != locked) {
-            rc = s->ops->run_lock_on_node(s, c.run, r->node, "running");
-            locked = p->sr;
-            locked_taken = rc == STORE_CONFLICT;
-        }
-        p->taken = locked_taken;
-        if (rc == STORE_CONFLICT) {
-            rc = STORE_OK;
-        }
-        if (rc == STORE_OK && !p->taken) {
-            rc = s->ops->call_mark(s, &c);
-            p->diverged = rc == STORE_CONFLICT;
-            if (rc == STORE_CONFLICT) {
-                rc = STORE_OK;
-            }
-        }
-    }
+    sr->counted_status = NULL;
     if (rc == STORE_OK) {
-        rc = s->ops->tx_commit(s);
+        runs_build_answer(s, sr);
+    } else {
+        runs_log_store(s, "a run's end could not be recorded at all");
     }
-    if (rc != STORE_OK) {
-        s->ops->tx_rollback(s);
-        runs_log_store(r, "marking connector calls sent failed; they throw");
-    }
-    pthread_mutex_unlock(r->store_lock);
-    while (marks) {
-        struct runs_pending *next = marks->next;
-        if (rc == STORE_OK && marks->taken) {
-            runs_pending_drop(marks, "airlockd: the run no longer executes on this node "
-                                     "(cancelled, or taken over by another node); not sent");
-        } else if (rc == STORE_OK && marks->diverged) {
-            /* a retried execution that took another path: its key names a call already sent */
-            char message[RUNS_MESSAGE_MAX];
-            snprintf(message, sizeof message,
-                     "airlockd: call %" PRIu32 " (%s) is not the call the run's earlier execution "
-                     "sent under idempotency key %s; not sent",
-                     al_call_seq(marks->call), marks->f->name, marks->key);
-            runs_pending_drop(marks, message);
-        } else if (rc == STORE_OK) {
-            runs_pending_send(marks);
-        } else {
-            runs_pending_drop(marks, "the call could not be recorded before it was sent");
-        }
-        marks = next;
-    }
+    return rc;
 }
 
-/* After a batch's fsync, on the syncer or the writer: what it recorded is durable, so its new runs'
- * held connector calls go out, its clients are answered, and its ended runs leave the active list.
- */
-static void runs_finish_batch(struct runs *r, struct runs_batch *b)
+/* One finished run: its record and its answer, read back in the same transaction. */
+static enum store_rc runs_end_fn(struct writer_tx *tx, void *arg)
 {
-    runs_finish_jobs(r, b->jobs);
-    b->jobs = NULL;
-    for (size_t i = 0; i < b->n; i++) {
-        struct srun *sr = b->ends[i];
-        if (sr->deferred) {
-            http_deferred_answer(sr->deferred, sr->answer_status,
-                                 sr->answer.data ? sr->answer.data : "", sr->answer.len);
-            sr->deferred = NULL;
-        }
+    struct srun *sr = arg;
+    struct store *s = writer_store(tx);
+    if (sr->unrecorded) {
+        return STORE_OK; /* never recorded: nor is its end */
+    }
+    enum store_rc rc = runs_record(s, sr);
+    if (rc == STORE_OK) {
+        runs_build_answer(s, sr);
+    } else {
+        sr->counted_status = NULL;
+        runs_log_store(s, "a run's end could not be recorded; recording it failed");
+    }
+    return rc;
+}
+
+/* After the end's commit: its client is answered, it leaves the active list, and it is
+ * counted; an end that could not be recorded is recorded failed first (runs_minimal_fn). */
+static void runs_end_done(void *arg, enum store_rc rc)
+{
+    struct srun *sr = arg;
+    struct runs *r = sr->owner;
+    if (rc != STORE_OK && !sr->unrecorded && sr->end.fn == runs_end_fn) {
+        sr->end.fn = runs_minimal_fn;
+        writer_submit(r->writer, &sr->end);
+        return;
+    }
+    if (rc != STORE_OK && !sr->unrecorded) {
+        runs_internal_answer(&sr->answer, &sr->answer_status, "the run's end could not be recorded",
+                             sr->deferred);
+    }
+    if (sr->deferred) {
+        http_deferred_answer(sr->deferred, sr->answer_status,
+                             sr->answer.data ? sr->answer.data : "", sr->answer.len);
+        sr->deferred = NULL;
     }
     /* off the active list only once answered: the drain's "every run answered" */
     pthread_mutex_lock(&r->lock);
     int was_full = r->node[0] && r->nactive + r->nstarting >= r->capacity;
-    for (size_t i = 0; i < b->n; i++) {
-        struct srun *sr = b->ends[i];
-        for (struct srun **p = &r->active; *p; p = &(*p)->next_active) {
-            if (*p == sr) {
-                *p = sr->next_active;
-                r->nactive--;
-                break;
-            }
+    for (struct srun **p = &r->active; *p; p = &(*p)->next_active) {
+        if (*p == sr) {
+            *p = sr->next_active;
+            r->nactive--;
+            break;
         }
     }
     /* room again: what was queued while this node was full is claimed now, not at the
@@ -1299,168 +1155,60 @@ static void runs_finish_batch(struct runs *r, struct runs_batch *b)
     if (room) {
         runs_kick(r);
     }
-    for (size_t i = 0; i < b->n; i++) {
-        struct srun *sr = b->ends[i];
-        if (sr->counted_status) {
-            struct timespec now;
-            clock_gettime(CLOCK_MONOTONIC, &now);
-            double seconds = (double)(now.tv_sec - sr->started.tv_sec) +
-                             (double)(now.tv_nsec - sr->started.tv_nsec) / 1e9;
-            metrics_run(sr->plan->template_name[0] ? sr->plan->template_name : "_adhoc",
-                        sr->counted_status, seconds);
-        }
-        srun_unref(sr);
+    if (rc == STORE_OK && sr->counted_status) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double seconds = (double)(now.tv_sec - sr->started.tv_sec) +
+                         (double)(now.tv_nsec - sr->started.tv_nsec) / 1e9;
+        metrics_run(sr->plan->template_name[0] ? sr->plan->template_name : "_adhoc",
+                    sr->counted_status, seconds);
     }
-    b->n = 0;
+    srun_unref(sr);
 }
 
-/* A committed batch onto the disk, then finished. Nothing the batch records is answered, and
- * no connector call of its new runs sent, before its fsync. A failed fsync leaves no way to
- * know what reached the disk (its error is reported once): airlockd stops, as PostgreSQL does,
- * and its restart recovers from what the database says. fsync of the WAL needs no store lock.
- * Called without r->lock, by the syncer or by the writer itself (see runs_writer). */
-static void runs_sync_batch(struct runs *r, struct runs_batch *b)
+/* Marks one call sent. A run cancelled on another node sends nothing more, even before the
+ * watch here sees it; and a node that was paused past its lease goes on as if nothing
+ * happened: the run may be another node's by now, executed again there. */
+static enum store_rc runs_mark_fn(struct writer_tx *tx, void *arg)
 {
-    if (r->store->ops->sync(r->store) != STORE_OK) {
-        runs_log_store(r, "the database could not be synced to disk; stopping");
-        abort();
+    struct runs_pending *p = arg;
+    struct store *s = writer_store(tx);
+    struct store_call c = { p->sr->plan->id,  p->key, p->f->name,
+                            p->f->idempotent, NULL,   p->args_sha256 };
+    enum store_rc rc = s->ops->run_lock_on_node(s, c.run, p->sr->owner->node, "running");
+    p->taken = rc == STORE_CONFLICT;
+    if (rc == STORE_OK) {
+        rc = s->ops->call_mark(s, &c);
+        p->diverged = rc == STORE_CONFLICT;
     }
-    pthread_mutex_lock(&r->lock);
-    r->synced_upto = b->number;
-    pthread_cond_broadcast(&r->synced);
-    pthread_mutex_unlock(&r->lock);
-    runs_finish_batch(r, b);
+    if (rc == STORE_CONFLICT) {
+        rc = STORE_OK;
+    }
+    if (rc != STORE_OK) {
+        runs_log_store(s, "marking a connector call sent failed; it throws");
+    }
+    return rc;
 }
 
-/* The syncer: fsyncs each batch the writer hands it, then finishes it. While it waits for the
- * disk the writer commits the next batch, so a run's record waits for at most the fsync in
- * progress and its own, not also for the commit of the batch before. */
-static void *runs_syncer(void *arg)
+static void runs_mark_done(void *arg, enum store_rc rc)
 {
-    struct runs *r = arg;
-    pthread_setname_np(pthread_self(), "airlockd-sync");
-    thread_take_short_slice(); /* a run's answer waits for it: see thread.h */
-    pthread_mutex_lock(&r->lock);
-    while (1) {
-        while (!r->to_sync && !r->sync_stop) {
-            pthread_cond_wait(&r->sync_cond, &r->lock);
-        }
-        if (!r->to_sync) {
-            break;
-        }
-        struct runs_batch *b = r->to_sync;
-        r->to_sync = NULL;
-        r->syncing = 1;
-        if (r->writer_waits) {
-            pthread_cond_broadcast(&r->sync_cond); /* the writer may collect its next batch */
-        }
-        pthread_mutex_unlock(&r->lock);
-        runs_sync_batch(r, b);
-        pthread_mutex_lock(&r->lock);
-        r->syncing = 0;
+    struct runs_pending *p = arg;
+    if (rc == STORE_OK && p->taken) {
+        runs_pending_drop(p, "airlockd: the run no longer executes on this node "
+                             "(cancelled, or taken over by another node); not sent");
+    } else if (rc == STORE_OK && p->diverged) {
+        /* a retried execution that took another path: its key names a call already sent */
+        char message[RUNS_MESSAGE_MAX];
+        snprintf(message, sizeof message,
+                 "airlockd: call %" PRIu32 " (%s) is not the call the run's earlier execution "
+                 "sent under idempotency key %s; not sent",
+                 al_call_seq(p->call), p->f->name, p->key);
+        runs_pending_drop(p, message);
+    } else if (rc == STORE_OK) {
+        runs_pending_send(p);
+    } else {
+        runs_pending_drop(p, "the call could not be recorded before it was sent");
     }
-    pthread_mutex_unlock(&r->lock);
-    return NULL;
-}
-
-/* The writer: records new runs and ended runs in batches, one transaction each. A batch after
- * which something else waits goes to the syncer, and the writer commits the next one while
- * the syncer fsyncs the last, then waits until the syncer takes it: one commit for each fsync,
- * and everything that arrives meanwhile goes into one batch (group commit). A lone batch the
- * writer fsyncs and finishes itself. */
-static void *runs_writer(void *arg)
-{
-    struct runs *r = arg;
-    unsigned which = 0;
-    pthread_setname_np(pthread_self(), "airlockd-writer");
-    thread_take_short_slice(); /* every start and end waits for it: see thread.h */
-    pthread_mutex_lock(&r->lock);
-    while (1) {
-        while (!r->done_head && !r->start_head && !r->mark_head && !r->stop) {
-            pthread_cond_wait(&r->cond, &r->lock);
-        }
-        if (!r->done_head && !r->start_head && !r->mark_head && r->stop) {
-            break;
-        }
-        if (r->mark_head) {
-            struct runs_pending *marks = r->mark_head;
-            r->mark_head = NULL;
-            r->mark_tail = NULL;
-            pthread_mutex_unlock(&r->lock);
-            runs_mark_batch(r, marks);
-            pthread_mutex_lock(&r->lock);
-            continue;
-        }
-        /* this batch slot is free once the syncer has taken the batch handed to it last: it
-         * takes a batch only after finishing the one before, which used this slot */
-        while (r->to_sync) {
-            r->writer_waits = 1;
-            pthread_cond_wait(&r->sync_cond, &r->lock);
-        }
-        r->writer_waits = 0;
-        struct runs_batch *b = &r->batches[which];
-        which ^= 1;
-        size_t n = 0;
-        while (r->done_head && n < RUNS_BATCH_MAX) {
-            b->ends[n++] = r->done_head;
-            r->done_head = r->done_head->next_done;
-        }
-        if (!r->done_head) {
-            r->done_tail = NULL;
-        }
-        b->n = n;
-        b->jobs = r->start_head;
-        r->start_head = NULL;
-        r->start_tail = NULL;
-        pthread_mutex_unlock(&r->lock);
-
-        /* one transaction, one fsync for the whole batch: new runs first, then the ended */
-        pthread_mutex_lock(r->store_lock);
-        int batched = runs_record_batch(r, b->jobs, b->ends, n) == STORE_OK;
-        if (!batched) {
-            /* one bad run must not sink the others: each again on its own */
-            runs_log_store(r, "recording a batch of runs failed; recording them one by one");
-            runs_record_each(r, b->jobs, b->ends, n);
-        }
-        for (struct runs_job *job = b->jobs; job; job = job->next) {
-            if (job->failed) {
-                runs_internal_answer(&job->answer, &job->status, "the run could not be recorded",
-                                     job->sr && job->sr->deferred ? job->sr->deferred
-                                                                  : job->start.deferred);
-            } else if (job->refused) {
-                job->status = 409;
-            }
-        }
-        for (size_t i = 0; i < n && !batched; i++) {
-            if (!b->ends[i]->unrecorded) {
-                runs_build_answer(r, b->ends[i]);
-            }
-        }
-        pthread_mutex_lock(&r->lock);
-        b->number = ++r->committed; /* still under the store lock: no reader has seen it */
-        pthread_mutex_unlock(&r->lock);
-        pthread_mutex_unlock(r->store_lock);
-
-        /* Nothing arrived meanwhile and the syncer is idle: the writer fsyncs the batch itself,
-         * which spares two wake-ups of another thread (on a virtual machine each costs tens of
-         * microseconds: waking an idle processor is slow there). Otherwise to the syncer, so the
-         * next batch commits during this one's fsync; it is collected only once the syncer has
-         * taken this one (that is, once the fsync before it is done and its batch finished), and
-         * meanwhile what arrives waits in the queues. */
-        pthread_mutex_lock(&r->lock);
-        if (!r->syncing && !r->to_sync && !r->done_head && !r->start_head && !r->mark_head) {
-            pthread_mutex_unlock(&r->lock);
-            runs_sync_batch(r, b);
-            pthread_mutex_lock(&r->lock);
-            continue;
-        }
-        r->to_sync = b;
-        pthread_cond_broadcast(&r->sync_cond);
-    }
-    r->sync_stop = 1;
-    pthread_cond_broadcast(&r->sync_cond);
-    pthread_mutex_unlock(&r->lock);
-    return NULL;
 }
 
 /* ---------------------------------------------------------------- launching */
@@ -1689,12 +1437,20 @@ static int runs_go(struct runs *r, struct srun *sr, const char *continuation,
     return 0;
 }
 
-int runs_launch(struct runs *r, struct runs_plan *plan, const char *continuation,
-                const struct runs_resolution *resolutions, size_t nresolutions,
-                struct http_deferred *deferred)
+int runs_launch(struct runs *r, struct writer_tx *tx, struct runs_plan *plan,
+                const char *continuation, const struct runs_resolution *resolutions,
+                size_t nresolutions, struct http_deferred *deferred)
 {
     struct srun *sr = runs_prepare(r, plan, deferred);
-    return sr ? runs_go(r, sr, continuation, resolutions, nresolutions) : -1;
+    if (!sr) {
+        return -1;
+    }
+    if (tx) {
+        /* its calls wait for the commit of what launched it (a resume's claim) */
+        sr->start_state = RUNS_START_PENDING;
+        writer_after(tx, &sr->launched, runs_started, sr);
+    }
+    return runs_go(r, sr, continuation, resolutions, nresolutions);
 }
 
 /* ---------------------------------------------------------------- cancel, drain */
@@ -1716,8 +1472,8 @@ int runs_cancel(struct runs *r, const char *id, const char *why)
     int found = 0;
     pthread_mutex_lock(&r->lock);
     for (struct srun *sr = r->active; sr; sr = sr->next_active) {
-        /* also a run whose end waits for the writer: under the store lock the caller holds,
-         * the writer records it cancelled, as the database already says */
+        /* also a run whose end waits for the writer: the writer records it cancelled, as
+         * the database already says (whichever of the two commits first) */
         if (strcmp(sr->plan->id, id) == 0) {
             runs_cancel_one(sr, why);
             found = 1;
@@ -1740,15 +1496,6 @@ size_t runs_cancel_version(struct runs *r, const char *template_name, int64_t ve
     }
     pthread_mutex_unlock(&r->lock);
     return n;
-}
-
-void runs_wait_synced(struct runs *r)
-{
-    pthread_mutex_lock(&r->lock);
-    while (r->synced_upto < r->committed) {
-        pthread_cond_wait(&r->synced, &r->lock);
-    }
-    pthread_mutex_unlock(&r->lock);
 }
 
 size_t runs_active(struct runs *r)
@@ -1863,46 +1610,22 @@ void runs_drain(struct runs *r, unsigned grace_ms)
     pthread_mutex_unlock(&r->lock);
 }
 
-int runs_new(struct store *store, pthread_mutex_t *store_lock, struct al_runner *runner,
-             struct connector_client *client, struct runs **ret, char *err)
+int runs_new(struct writer *writer, struct al_runner *runner, struct connector_client *client,
+             struct runs **ret, char *err)
 {
     struct runs *r = calloc(1, sizeof *r);
     if (!r) {
         snprintf(err, 256, "out of memory");
         return -1;
     }
-    r->store = store;
-    r->store_lock = store_lock;
+    r->writer = writer;
     r->runner = runner;
     r->client = client;
     pthread_mutex_init(&r->lock, NULL);
     pthread_mutex_init(&r->kick_lock, NULL);
     pthread_cond_init(&r->cond, NULL);
-    pthread_cond_init(&r->synced, NULL);
-    pthread_cond_init(&r->sync_cond, NULL);
-    if (pthread_create(&r->syncer, NULL, runs_syncer, r) != 0) {
-        snprintf(err, 256, "cannot start the run syncer thread");
-        goto fail;
-    }
-    if (pthread_create(&r->writer, NULL, runs_writer, r) != 0) {
-        snprintf(err, 256, "cannot start the run writer thread");
-        pthread_mutex_lock(&r->lock);
-        r->sync_stop = 1;
-        pthread_cond_broadcast(&r->sync_cond);
-        pthread_mutex_unlock(&r->lock);
-        pthread_join(r->syncer, NULL);
-        goto fail;
-    }
     *ret = r;
     return 0;
-fail:
-    pthread_cond_destroy(&r->sync_cond);
-    pthread_cond_destroy(&r->cond);
-    pthread_cond_destroy(&r->synced);
-    pthread_mutex_destroy(&r->kick_lock);
-    pthread_mutex_destroy(&r->lock);
-    free(r);
-    return -1;
 }
 
 void runs_free(struct runs *r)
@@ -1911,15 +1634,7 @@ void runs_free(struct runs *r)
         return;
     }
     runs_drain(r, 0);
-    pthread_mutex_lock(&r->lock);
-    r->stop = 1;
-    pthread_cond_broadcast(&r->cond);
-    pthread_mutex_unlock(&r->lock);
-    pthread_join(r->writer, NULL); /* which ends the syncer once its last batch is done */
-    pthread_join(r->syncer, NULL);
-    pthread_cond_destroy(&r->sync_cond);
     pthread_cond_destroy(&r->cond);
-    pthread_cond_destroy(&r->synced);
     pthread_mutex_destroy(&r->kick_lock);
     pthread_mutex_destroy(&r->lock);
     OPENSSL_cleanse(r->seed_key, sizeof r->seed_key);

@@ -1,15 +1,14 @@
 /*
- * runs.h - the runs airlockd executes: libairlock's asynchronous runner underneath, one writer
- * thread above that makes each finished run durable (its row, its host calls, its end and the
- * approvals it opens) and only then answers the client waiting for it.
+ * runs.h - the runs airlockd executes: libairlock's asynchronous runner underneath, airlockd's
+ * writer (writer.h) above, which makes each run's start and end durable (its row, its host
+ * calls, its end and the approvals it opens) before anyone is answered or any connector call
+ * leaves.
  *
- * Threads: the HTTP thread plans a run and calls runs_submit; the runner's event thread drives
+ * Threads: a request thread plans a run and calls runs_submit; the runner's event thread drives
  * it and calls the host functions, which hand each connector call to the connector client's
- * thread; a run's end is queued for the writer, which takes the store lock once per batch of
- * new and finished runs and commits them in one transaction; the syncer thread then fsyncs it
- * (one fsync for the batch: group commit) and answers the deferred requests, while the writer
- * commits the next batch. When nothing else waits, the writer fsyncs and answers a batch
- * itself. Nothing here blocks the event thread.
+ * thread; a run's start and its end are jobs of the writer, whose batches commit many runs with
+ * one fsync (group commit) and then answer the deferred requests. Nothing here blocks the
+ * event thread.
  */
 #ifndef AIRLOCK_SERVER_RUNS_H
 #define AIRLOCK_SERVER_RUNS_H
@@ -23,6 +22,7 @@
 #include "buf.h"
 #include "http.h"
 #include "store.h"
+#include "writer.h"
 
 #define RUNS_ID_LEN          36 /* "run_" + 32 hex */
 #define RUNS_FN_NAME_MAX     (2 * STORE_NAME_MAX + 2)
@@ -91,11 +91,11 @@ struct runs_resolution {
 
 struct runs;
 
-/* The store is shared with the HTTP thread and guarded by store_lock, which every user of the
- * store holds. -1 with err (256 bytes) on failure. */
-int runs_new(struct store *store, pthread_mutex_t *store_lock, struct al_runner *runner,
-             struct connector_client *client, struct runs **ret, char *err);
-/* Cancels what still runs, waits for the writer to record it, frees. NULL-safe. */
+/* Runs recorded through `writer`. -1 with err (256 bytes) on failure. */
+int runs_new(struct writer *writer, struct al_runner *runner, struct connector_client *client,
+             struct runs **ret, char *err);
+/* Cancels what still runs, waits for the writer to record it, frees (the writer must still be
+ * running). NULL-safe. */
 void runs_free(struct runs *r);
 /* With several nodes on one database, before the first run: each run recorded here names this
  * node (run_set_node), and each connector call is marked sent in the store (call_mark, in a
@@ -129,11 +129,13 @@ void runs_unhold(struct runs *r);
 /* Starts a run whose row exists with status running, its launch reserved with runs_hold (so
  * it starts even while draining). `continuation` (NULL: a fresh start) and the resolutions
  * resume it. `deferred` (NULL: nobody waits) is answered once the run has ended or waits for a
- * person. Takes the plan in every case. -1 when it could not start: the run has then been
+ * person. Called inside a writer job (tx) whose writes make it running, the run's connector
+ * calls wait for that job's commit; if the job fails instead, the run is cancelled and never
+ * recorded. Takes the plan in every case. -1 when it could not start: the run has then been
  * recorded failed (and deferred answered). New runs go through runs_submit. */
-int runs_launch(struct runs *r, struct runs_plan *plan, const char *continuation,
-                const struct runs_resolution *resolutions, size_t nresolutions,
-                struct http_deferred *deferred);
+int runs_launch(struct runs *r, struct writer_tx *tx, struct runs_plan *plan,
+                const char *continuation, const struct runs_resolution *resolutions,
+                size_t nresolutions, struct http_deferred *deferred);
 
 /* A new run, recorded by the writer in its next batch (group commit) and then started. */
 enum runs_start_mode {
@@ -144,9 +146,11 @@ enum runs_start_mode {
                             * store notified and runs_kick; the claiming node runs it */
 };
 /* Writes the run's row and its start records inside the writer's transaction. STORE_CONFLICT
- * (having written nothing) refuses the run: ret_refusal then holds the error body of a 409
- * (say a version revoked after the request was checked). */
-typedef enum store_rc runs_record_fn(struct store *s, void *userdata, struct buf *ret_refusal);
+ * (having written nothing of the run) refuses it: ret_refusal then holds the error body and
+ * *ret_status its status (a version revoked after the request was checked: 409; the caller's
+ * key revoked meanwhile: 401, its refusal audited). */
+typedef enum store_rc runs_record_fn(struct store *s, void *userdata, struct buf *ret_refusal,
+                                     unsigned *ret_status);
 
 struct runs_start {
     struct runs_plan *plan; /* taken */
@@ -159,8 +163,8 @@ struct runs_start {
 
 /* Hands a new run to the writer: *start is copied and everything it points to taken. A run of
  * RUNS_START_WAIT or _NOWAIT is launched at once, its connector calls held until its record is
- * durable; after the batch's fsync the deferred request is answered with the run's object (or
- * a 500 when the batch could not be recorded). */
+ * durable; after the record's commit the deferred request is answered with the run's object
+ * (or a 500 when it could not be recorded). */
 void runs_submit(struct runs *r, const struct runs_start *start);
 
 /* Cancels an active run: it ends cancelled (error ABORTED) within a second. `why` goes to its
@@ -178,12 +182,6 @@ size_t runs_active(struct runs *r);
 /* The ids of the runs executing here, copied: *ret_ids (malloc'd, RUNS_ID_LEN + 1 bytes each,
  * the caller frees; NULL when there is none) and how many. -1 when out of memory. */
 int runs_active_ids(struct runs *r, char (**ret_ids)[RUNS_ID_LEN + 1], size_t *ret_n);
-/* Returns once every batch the writer has committed is on the disk. The caller holds the store
- * lock (so no new batch commits meanwhile) and may then read anything: what it answers is
- * durable. The batches are fsynced off the store lock, so a request that reads what runs
- * write (runs, approvals, the audit) waits here first. */
-void runs_wait_synced(struct runs *r);
-
 /* A run's API object (the answer of POST /v1/runs and GET /v1/runs/{id}) from its row; the
  * approvals' ids are read from the store. STORE_OK or the store's failure. */
 enum store_rc runs_json(struct store *s, const struct store_run *row, struct buf *b);

@@ -10,7 +10,7 @@
  *   would only fail the statement: the caller's transaction stays usable after a CONFLICT, as on
  *   SQLite. Any other failed statement inside a transaction dooms it, and tx_commit says so.
  * - Durability: synchronous_commit is set on for the session, so a commit has reached the disk
- *   (of the primary) when it returns; tx_begin_unsynced is tx_begin and sync is a no-op.
+ *   (of the primary) when it returns.
  * - Schema: the migrations of migrations/postgres/ (numbered as SQLite's), applied at open in one
  *   transaction under an advisory lock, so that two nodes starting together migrate once; the
  *   version is the one row of airlock_schema. A database from a newer airlockd is refused.
@@ -65,7 +65,8 @@ struct pg_store {
     struct pg_cached cache[PG_STMT_CACHE];
     int cached;
     unsigned next_name;
-    int in_tx;           /* between tx_begin and tx_commit / tx_rollback */
+    int depth;           /* transactions open: 1 for BEGIN, one more per savepoint */
+    int reader;          /* open_reader's: every session is read-only */
     int need_session;    /* a reset connection whose pg_session has not yet succeeded */
     EVP_PKEY *audit_key; /* owned reference; NULL: no checkpoints */
     char *url;           /* owned, for listeners; cleansed at close */
@@ -129,6 +130,13 @@ static enum store_rc pg_session(struct pg_store *st)
         rc = pg_fail(st, "session");
     }
     PQclear(res);
+    if (rc == STORE_OK && st->reader) {
+        res = PQexec(st->conn, "SET default_transaction_read_only TO on");
+        if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+            rc = pg_fail(st, "session");
+        }
+        PQclear(res);
+    }
     return rc;
 }
 
@@ -143,7 +151,7 @@ static enum store_rc pg_ready(struct pg_store *st)
         st->need_session = 0;
         return STORE_OK;
     }
-    if (st->in_tx) {
+    if (st->depth > 0) {
         snprintf(st->errmsg, sizeof st->errmsg,
                  "postgres: the connection was lost inside a transaction");
         return STORE_ERROR;
@@ -327,16 +335,20 @@ static enum store_rc pg_ping(struct store *s)
 
 /* ---------------------------------------------------------------- transactions */
 
+/* A transaction, or inside one a savepoint (txN for depth N): a caller's transaction nests
+ * inside the writer's batch, and a failed statement in it dooms only its savepoint. */
 static enum store_rc pg_tx_begin(struct store *s)
 {
     struct pg_store *st = pg_of(s);
-    if (st->in_tx) {
-        snprintf(st->errmsg, sizeof st->errmsg, "postgres: a transaction is open already");
-        return STORE_ERROR;
+    char sql[32];
+    if (st->depth == 0) {
+        snprintf(sql, sizeof sql, "BEGIN");
+    } else {
+        snprintf(sql, sizeof sql, "SAVEPOINT tx%d", st->depth);
     }
-    enum store_rc rc = pg_exec(st, "BEGIN", 0, NULL, NULL);
+    enum store_rc rc = pg_exec(st, sql, 0, NULL, NULL);
     if (rc == STORE_OK) {
-        st->in_tx = 1;
+        st->depth++;
     }
     return rc;
 }
@@ -345,6 +357,20 @@ static enum store_rc pg_tx_commit(struct store *s)
 {
     struct pg_store *st = pg_of(s);
     PGresult *res = NULL;
+    char sql[32];
+    if (st->depth == 0) {
+        snprintf(st->errmsg, sizeof st->errmsg, "postgres: commit outside a transaction");
+        return STORE_ERROR;
+    }
+    if (st->depth > 1) {
+        /* a failed RELEASE leaves the savepoint for the caller's tx_rollback */
+        snprintf(sql, sizeof sql, "RELEASE tx%d", st->depth - 1);
+        enum store_rc rc = pg_exec(st, sql, 0, NULL, NULL);
+        if (rc == STORE_OK) {
+            st->depth--;
+        }
+        return rc;
+    }
     enum store_rc rc = pg_query(st, "COMMIT", 0, NULL, &res);
     /* COMMIT of a transaction an earlier error aborted answers ROLLBACK, without an error */
     if (rc == STORE_OK && strcmp(PQcmdStatus(res), "COMMIT") != 0) {
@@ -353,29 +379,27 @@ static enum store_rc pg_tx_commit(struct store *s)
         rc = STORE_ERROR;
     }
     PQclear(res);
-    st->in_tx = 0;
+    st->depth = 0; /* committed or not, the transaction is over */
     return rc;
 }
 
 static void pg_tx_rollback(struct store *s)
 {
     struct pg_store *st = pg_of(s);
-    if (st->in_tx && PQstatus(st->conn) == CONNECTION_OK) {
+    char sql[64];
+    if (st->depth > 1) {
+        if (PQstatus(st->conn) == CONNECTION_OK) {
+            snprintf(sql, sizeof sql, "ROLLBACK TO tx%d; RELEASE tx%d", st->depth - 1,
+                     st->depth - 1);
+            PQclear(PQexec(st->conn, sql));
+        }
+        st->depth--;
+        return;
+    }
+    if (st->depth == 1 && PQstatus(st->conn) == CONNECTION_OK) {
         PQclear(PQexec(st->conn, "ROLLBACK"));
     }
-    st->in_tx = 0;
-}
-
-/* Every commit is durable when it returns (synchronous_commit on): nothing to wait for. */
-static enum store_rc pg_tx_begin_unsynced(struct store *s)
-{
-    return pg_tx_begin(s);
-}
-
-static enum store_rc pg_sync(struct store *s)
-{
-    (void)s; /* touches nothing: it may run beside any other call */
-    return STORE_OK;
+    st->depth = 0;
 }
 
 /* ---------------------------------------------------------------- principals, keys, roles */
@@ -732,12 +756,13 @@ static enum store_rc pg_audit_append_checkpoint(struct pg_store *st, int64_t seq
  * transaction of its own outside one - and takes the audit lock in it. */
 static enum store_rc pg_audit_open(struct pg_store *st, int *ret_own)
 {
-    enum store_rc rc = pg_exec(st, st->in_tx ? "SAVEPOINT audit_write" : "BEGIN", 0, NULL, NULL);
+    int own = st->depth == 0;
+    enum store_rc rc =
+            own ? pg_tx_begin(&st->base) : pg_exec(st, "SAVEPOINT audit_write", 0, NULL, NULL);
     if (rc != STORE_OK) {
         return rc;
     }
-    *ret_own = !st->in_tx;
-    st->in_tx = 1;
+    *ret_own = own;
     rc = pg_exec(st, "SELECT pg_advisory_xact_lock(" PG_AUDIT_LOCK ")", 0, NULL, NULL);
     return rc;
 }
@@ -1916,6 +1941,8 @@ static enum store_rc pg_listener_new(struct store *s, const char *name, const ch
     return STORE_OK;
 }
 
+static enum store_rc pg_open_reader(struct store *s, struct store **ret);
+
 static const struct store_ops pg_ops = {
     .version = STORE_OPS_VERSION,
     .name = "postgres",
@@ -1967,8 +1994,6 @@ static const struct store_ops pg_ops = {
     .connector_get = pg_connector_get,
     .connector_list = pg_connector_list,
     .audit_head = pg_audit_last_seq,
-    .tx_begin_unsynced = pg_tx_begin_unsynced,
-    .sync = pg_sync,
     .node_beat = pg_node_beat,
     .node_expired = pg_node_expired,
     .node_remove = pg_node_remove,
@@ -1986,6 +2011,8 @@ static const struct store_ops pg_ops = {
     /* every query is a round trip of its own: a transaction around reads would add two */
     .read_begin = NULL,
     .read_end = NULL,
+    .commit_failure_unknown = 0,
+    .open_reader = pg_open_reader,
 };
 
 /* ---------------------------------------------------------------- opening */
@@ -2148,5 +2175,40 @@ out:
         return rc;
     }
     *ret_store = &st->base;
+    return STORE_OK;
+}
+
+/* A reader: a session of its own on the same database, read-only by default (a write through
+ * it fails), with the writer's audit key for the checkpoints it signs. */
+static enum store_rc pg_open_reader(struct store *s, struct store **ret)
+{
+    struct pg_store *w = pg_of(s);
+    const char *keys[PG_PARAMS];
+    const char *values[PG_PARAMS];
+    struct pg_store *st = calloc(1, sizeof *st);
+    if (!st) {
+        snprintf(w->errmsg, sizeof w->errmsg, "postgres: out of memory");
+        return STORE_ERROR;
+    }
+    st->base.ops = &pg_ops;
+    st->reader = 1;
+    st->url = strdup(w->url);
+    pg_params(w->url, "airlockd-reader", keys, values);
+    st->conn = st->url ? PQconnectdbParams(keys, values, 1) : NULL;
+    enum store_rc rc = STORE_ERROR;
+    if (!st->conn) {
+        snprintf(st->errmsg, sizeof st->errmsg, "postgres: out of memory");
+    } else if (PQsetNoticeProcessor(st->conn, pg_notice, NULL),
+               PQstatus(st->conn) != CONNECTION_OK) {
+        pg_fail(st, "cannot connect a reader");
+    } else if (pg_session(st) == STORE_OK) {
+        rc = w->audit_key ? pg_audit_set_key(&st->base, w->audit_key) : STORE_OK;
+    }
+    if (rc != STORE_OK) {
+        snprintf(w->errmsg, sizeof w->errmsg, "%s", st->errmsg);
+        pg_close(&st->base);
+        return rc;
+    }
+    *ret = &st->base;
     return STORE_OK;
 }

@@ -40,12 +40,8 @@ struct sqlite_store {
     struct sqlite_cached cache[SQLITE_STMT_CACHE];
     int cached;
     EVP_PKEY *audit_key; /* owned reference; NULL: no checkpoints */
-    /* The WAL file, for sync: fsync of any descriptor of a file writes all of its data, so
-     * syncing here needs no lock of the connection. -1: no WAL (in memory), and then
-     * tx_begin_unsynced is tx_begin. */
-    int wal_fd;
-    int unsynced; /* the open transaction is tx_begin_unsynced's */
-    int reading;  /* read_begin's transaction is open */
+    int depth;           /* transactions open: 1 for BEGIN, one more per savepoint inside it */
+    int reading;         /* read_begin's transaction is open */
     /* The audit log's last record as this connection appended it, so that an append reads
      * nothing back; head_known is cleared by every rollback, and a record another connection
      * appended meanwhile makes the insert conflict, and the head is read again. */
@@ -216,9 +212,6 @@ static void sqlite_close(struct store *s)
         sqlite3_finalize(st->cache[i].stmt);
     }
     sqlite3_close_v2(st->db);
-    if (st->wal_fd >= 0) {
-        close(st->wal_fd);
-    }
     EVP_PKEY_free(st->audit_key);
     free(st);
 }
@@ -237,67 +230,72 @@ static enum store_rc sqlite_ping(struct store *s)
     return sqlite_principal_count(s, &n);
 }
 
-static void sqlite_tx_resync(struct sqlite_store *st);
-
+/* A transaction, or inside one a savepoint (txN for depth N), so that a caller's transaction
+ * nests inside the writer's batch and rolls back alone. */
 static enum store_rc sqlite_tx_begin(struct store *s)
 {
     struct sqlite_store *st = sqlite_of(s);
-    sqlite_tx_resync(st);
-    if (st->unsynced) {
-        return sqlite_fail(st, "pragma synchronous"); /* a durable transaction it would not be */
+    char sql[32];
+    if (st->depth == 0 && !sqlite3_get_autocommit(st->db)) {
+        (void)sqlite_read_leave(
+                st); /* read_begin's snapshot ends: a write starts from the newest */
     }
-    return sqlite_exec_args(st, "BEGIN IMMEDIATE", 0, NULL, NULL);
-}
-
-/* synchronous=NORMAL in WAL mode: a commit writes the WAL and does not fsync it (the WAL is
- * still synced before every checkpoint, so the database file never gets ahead of it). The
- * setting cannot change inside a transaction: it is set before BEGIN and back to FULL after
- * COMMIT or ROLLBACK, so every other transaction stays durable at its commit. */
-static enum store_rc sqlite_tx_begin_unsynced(struct store *s)
-{
-    struct sqlite_store *st = sqlite_of(s);
-    if (st->wal_fd < 0) {
-        return sqlite_tx_begin(s);
+    if (st->depth == 0) {
+        snprintf(sql, sizeof sql, "BEGIN IMMEDIATE");
+    } else {
+        snprintf(sql, sizeof sql, "SAVEPOINT tx%d", st->depth);
     }
-    enum store_rc rc = sqlite_exec_args(st, "PRAGMA synchronous = NORMAL", 0, NULL, NULL);
+    enum store_rc rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL) == SQLITE_OK
+                               ? STORE_OK
+                               : sqlite_fail(st, "begin");
     if (rc == STORE_OK) {
-        st->unsynced = 1;
-        rc = sqlite_exec_args(st, "BEGIN IMMEDIATE", 0, NULL, NULL);
-    }
-    if (rc != STORE_OK) {
-        sqlite_tx_resync(st);
+        st->depth++;
     }
     return rc;
 }
 
-/* Back to durable commits once a transaction of tx_begin_unsynced's has ended. A commit that
- * succeeded stays a success even if this fails (the caller must not record its batch twice):
- * unsynced then stays set, and the next tx_begin tries again before it begins, or fails. */
-static void sqlite_tx_resync(struct sqlite_store *st)
-{
-    if (st->unsynced && sqlite3_get_autocommit(st->db) &&
-        sqlite_exec_args(st, "PRAGMA synchronous = FULL", 0, NULL, NULL) == STORE_OK) {
-        st->unsynced = 0;
-    }
-}
-
+/* A COMMIT that fails (SQLITE_BUSY, an I/O error) may leave the transaction open: depth then
+ * stays, and the caller's tx_rollback ends it. */
 static enum store_rc sqlite_tx_commit(struct store *s)
 {
     struct sqlite_store *st = sqlite_of(s);
-    enum store_rc rc = sqlite_exec_args(st, "COMMIT", 0, NULL, NULL);
-    sqlite_tx_resync(st);
-    return rc;
+    char sql[32];
+    if (st->depth == 0) {
+        snprintf(st->errmsg, sizeof st->errmsg, "sqlite: commit outside a transaction");
+        return STORE_ERROR;
+    }
+    if (st->depth == 1) {
+        snprintf(sql, sizeof sql, "COMMIT");
+    } else {
+        snprintf(sql, sizeof sql, "RELEASE tx%d", st->depth - 1);
+    }
+    if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+        enum store_rc rc = sqlite_fail(st, st->depth == 1 ? "commit" : "release");
+        if (st->depth == 1 && sqlite3_get_autocommit(st->db)) {
+            st->depth = 0; /* rolled back by SQLite itself */
+        }
+        return rc;
+    }
+    st->depth--;
+    return STORE_OK;
 }
 
 static void sqlite_tx_rollback(struct store *s)
 {
     struct sqlite_store *st = sqlite_of(s);
+    char sql[64];
     st->reading = 0;
     st->head_known = 0;
+    if (st->depth > 1) {
+        snprintf(sql, sizeof sql, "ROLLBACK TO tx%d; RELEASE tx%d", st->depth - 1, st->depth - 1);
+        sqlite3_exec(st->db, sql, NULL, NULL, NULL);
+        st->depth--;
+        return;
+    }
     if (!sqlite3_get_autocommit(st->db)) {
         sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
     }
-    sqlite_tx_resync(st);
+    st->depth = 0;
 }
 
 /* One snapshot for the reads that follow, until read_end: one lock of the database and of
@@ -318,60 +316,6 @@ static enum store_rc sqlite_read_begin(struct store *s)
 static enum store_rc sqlite_read_end(struct store *s)
 {
     return sqlite_read_leave(sqlite_of(s));
-}
-
-/* Runs on any thread, beside the connection's own calls: it touches nothing but wal_fd (and
- * errmsg only on failure, which the caller then treats as fatal). */
-static enum store_rc sqlite_sync(struct store *s)
-{
-    struct sqlite_store *st = sqlite_of(s);
-    if (st->wal_fd < 0 || fdatasync(st->wal_fd) == 0) {
-        return STORE_OK;
-    }
-    snprintf(st->errmsg, sizeof st->errmsg, "sqlite: fsync of the WAL: %s", strerror(errno));
-    return STORE_ERROR;
-}
-
-/* The WAL's descriptor for sqlite_sync, and its directory entry made durable once (a WAL that
- * this connection created is otherwise only synced, with its directory, by a FULL commit). */
-static enum store_rc sqlite_open_wal(struct sqlite_store *st)
-{
-    const char *db = sqlite3_db_filename(st->db, "main");
-    char path[4096];
-    const char *failed = NULL;
-    int dir = -1;
-    if (!db || !db[0]) {
-        return STORE_OK; /* in memory: nothing to sync */
-    }
-    if ((size_t)snprintf(path, sizeof path, "%s-wal", db) >= sizeof path) {
-        snprintf(st->errmsg, sizeof st->errmsg, "sqlite: the WAL's path is too long");
-        return STORE_ERROR;
-    }
-    st->wal_fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (st->wal_fd < 0) {
-        failed = "cannot open the WAL";
-        goto out;
-    }
-    char *slash = strrchr(path, '/'); /* SQLite's file names are absolute */
-    if (slash) {
-        *(slash == path ? slash + 1 : slash) = '\0';
-    }
-    dir = open(slash ? path : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir < 0) {
-        failed = "cannot open the database's directory";
-    } else if (fsync(dir) != 0) {
-        failed = "cannot sync the database's directory";
-    } else if (fdatasync(st->wal_fd) != 0) {
-        failed = "cannot sync the WAL";
-    }
-out:
-    if (failed) {
-        snprintf(st->errmsg, sizeof st->errmsg, "sqlite: %s: %s", failed, strerror(errno));
-    }
-    if (dir >= 0) {
-        close(dir);
-    }
-    return failed ? STORE_ERROR : STORE_OK;
 }
 
 static enum store_rc sqlite_principal_count(struct store *s, int64_t *ret_count)
@@ -1917,6 +1861,8 @@ static enum store_rc sqlite_run_claim_queued(struct store *s, const char *node, 
     return rc;
 }
 
+static enum store_rc sqlite_open_reader(struct store *s, struct store **ret);
+
 static const struct store_ops sqlite_ops = {
     .version = STORE_OPS_VERSION,
     .name = "sqlite",
@@ -1970,8 +1916,6 @@ static const struct store_ops sqlite_ops = {
     .connector_list = sqlite_connector_list,
     /* Metrics */
     .audit_head = sqlite_audit_last_seq,
-    .tx_begin_unsynced = sqlite_tx_begin_unsynced,
-    .sync = sqlite_sync,
     .node_beat = sqlite_node_beat,
     .node_expired = sqlite_node_expired,
     .node_remove = sqlite_node_remove,
@@ -1989,6 +1933,8 @@ static const struct store_ops sqlite_ops = {
     .run_lock_on_node = sqlite_run_lock_on_node,
     .read_begin = sqlite_read_begin,
     .read_end = sqlite_read_end,
+    .commit_failure_unknown = 1,
+    .open_reader = sqlite_open_reader,
 };
 
 int store_schema_version(void)
@@ -2128,7 +2074,6 @@ enum store_rc store_sqlite_open(const char *path, struct store **ret_store, char
         return STORE_ERROR;
     }
     st->base.ops = &sqlite_ops;
-    st->wal_fd = -1;
     if (sqlite3_open_v2(path, &st->db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                         NULL) != SQLITE_OK) {
@@ -2168,9 +2113,6 @@ enum store_rc store_sqlite_open(const char *path, struct store **ret_store, char
     if (version == 1 && sqlite_audit_chain_legacy(st) != STORE_OK) {
         goto out;
     }
-    if (sqlite_open_wal(st) != STORE_OK) {
-        goto out;
-    }
     rc = STORE_OK;
 out:
     if (rc != STORE_OK) {
@@ -2179,5 +2121,36 @@ out:
         return rc;
     }
     *ret_store = &st->base;
+    return STORE_OK;
+}
+
+/* A reader: the same file, query_only (SQLite refuses every write through it), WAL's snapshot
+ * isolation between it and the writer, the writer's audit key for checkpoints it signs. */
+static enum store_rc sqlite_open_reader(struct store *s, struct store **ret)
+{
+    struct sqlite_store *w = sqlite_of(s);
+    const char *path = sqlite3_db_filename(w->db, "main");
+    struct sqlite_store *st = calloc(1, sizeof *st);
+    if (!st) {
+        snprintf(w->errmsg, sizeof w->errmsg, "out of memory");
+        return STORE_ERROR;
+    }
+    st->base.ops = &sqlite_ops;
+    if (sqlite3_open_v2(path && path[0] ? path : ":memory:", &st->db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK ||
+        sqlite3_exec(st->db, "PRAGMA query_only = ON; PRAGMA foreign_keys = ON", NULL, NULL,
+                     NULL) != SQLITE_OK) {
+        snprintf(w->errmsg, sizeof w->errmsg, "sqlite: cannot open a reader: %s",
+                 st->db ? sqlite3_errmsg(st->db) : "out of memory");
+        sqlite_close(&st->base);
+        return STORE_ERROR;
+    }
+    sqlite3_busy_timeout(st->db, 5000);
+    if (w->audit_key && sqlite_audit_set_key(&st->base, w->audit_key) != STORE_OK) {
+        snprintf(w->errmsg, sizeof w->errmsg, "%s", st->errmsg);
+        sqlite_close(&st->base);
+        return STORE_ERROR;
+    }
+    *ret = &st->base;
     return STORE_OK;
 }

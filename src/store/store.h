@@ -11,9 +11,14 @@
  *     borrowed until the callback returns; a callback returning non-zero stops the walk (the
  *     operation still returns STORE_OK);
  *   - names (principals, departments) are at most STORE_NAME_MAX bytes;
- *   - a store is used by one thread at a time.
+ *   - a store is one connection, used by one thread at a time; open_reader makes another.
  * Changes and their audit record belong in one transaction (tx_begin ... tx_commit), so that
- * neither is ever kept without the other.
+ * neither is ever kept without the other. Transactions nest: tx_begin inside a transaction
+ * opens a savepoint, whose tx_commit keeps its changes for the enclosing transaction and whose
+ * tx_rollback undoes them alone (airlockd's writer runs each request's transaction inside the
+ * batch it commits). A commit of the outermost transaction is durable when it returns (SQLite:
+ * WAL with synchronous=FULL; PostgreSQL: synchronous_commit on), and only then visible to
+ * other connections.
  */
 #ifndef AIRLOCK_STORE_H
 #define AIRLOCK_STORE_H
@@ -22,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_OPS_VERSION 7
+#define STORE_OPS_VERSION 8
 #define STORE_NAME_MAX    64
 #define STORE_HASH_LEN    32 /* SHA-256 of an API key */
 #define STORE_ERRMSG_MAX  256
@@ -274,6 +279,7 @@ struct store_ops {
     enum store_rc (*ping)(struct store *s);
 
     enum store_rc (*tx_begin)(struct store *s);
+    /* A failed commit leaves the transaction (or savepoint) for tx_rollback to end. */
     enum store_rc (*tx_commit)(struct store *s);
     void (*tx_rollback)(struct store *s); /* harmless outside a transaction */
 
@@ -414,14 +420,6 @@ struct store_ops {
     /* The seq of the last audit record (0 for an empty log): how many records were appended. */
     enum store_rc (*audit_head)(struct store *s, int64_t *ret_seq);
 
-    /* Group commit off the lock: tx_begin_unsynced opens a transaction whose tx_commit does
-     * not wait for the disk; sync, which needs no lock and may run beside any other call on
-     * this store, then waits until every commit made so far is on the disk. A caller answers
-     * nobody and starts nothing its commit records before sync has returned STORE_OK. A
-     * backend whose commits are always durable makes sync a no-op. */
-    enum store_rc (*tx_begin_unsynced)(struct store *s);
-    enum store_rc (*sync)(struct store *s);
-
     /* Several nodes (0006_nodes), since version 5. */
     /* Node `id` is alive now (the store's clock), for lease_ms from now: creates or renews. */
     enum store_rc (*node_beat)(struct store *s, const char *id, int64_t lease_ms);
@@ -482,6 +480,19 @@ struct store_ops {
      * snapshot: no caller writes there. read_end outside a snapshot does nothing. */
     enum store_rc (*read_begin)(struct store *s);
     enum store_rc (*read_end)(struct store *s);
+
+    /* Since version 8: 1 when a failed commit of the outermost transaction may still have
+     * reached the disk (SQLite: the WAL was written and its fsync failed, and recovery may find
+     * it whole), so that nobody can know what was kept; 0 when a failed commit kept nothing
+     * (PostgreSQL: the server answered ROLLBACK, or the transaction died with its session). */
+    int commit_failure_unknown;
+
+    /* Readers (since version 8). */
+    /* A new connection to the same database for another thread's reads, with s's audit key:
+     * it shares no state with s (both may be used at once, each by its own thread), and every
+     * write through it fails (SQLite: query_only; PostgreSQL: read-only transactions). Freed
+     * with its close, before or after s. */
+    enum store_rc (*open_reader)(struct store *s, struct store **ret);
 };
 
 /* Every backend's handle starts with this. */
@@ -500,7 +511,7 @@ enum store_rc store_sqlite_open(const char *path, struct store **ret_store, char
 /* Connects to the PostgreSQL database named by `url` (a libpq connection URI, postgres://... or
  * postgresql://...) and migrates it to store_schema_version() (migrations/postgres/, the same
  * numbers as SQLite's), refusing a newer schema as store_sqlite_open does. Commits are durable
- * when they return (synchronous_commit on): sync is a no-op. A lost connection is reset at the
+ * when they return (synchronous_commit on). A lost connection is reset at the
  * next call outside a transaction. errmsg never holds the URL (it may carry a password). */
 enum store_rc store_postgres_open(const char *url, struct store **ret_store, char *errmsg);
 

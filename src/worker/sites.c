@@ -84,7 +84,12 @@ void sites_note(JSContext *ctx, const char *file, int kind, int pos, const char 
     int fi = file_index(st, file);
     size_t keep = len > SITES_RAW_MAX ? utf8_cut(text, SITES_RAW_MAX) : len;
     size_t off = st->text.len;
-    if (fi < 0 || buf_append(&st->text, text, keep) != BUF_OK) {
+    if (fi < 0 || keep > st->text.max - st->text.len) {
+        return;
+    }
+    if (buf_append(&st->text, text, keep) != BUF_OK) {
+        st->n = 0; /* out of memory: the text the entries point into is gone, and so are they */
+        buf_reset(&st->text);
         return;
     }
     struct sites_entry *e = &st->tab[st->n++];

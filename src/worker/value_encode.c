@@ -98,26 +98,36 @@ static void render_seg_key(struct enc *e, struct buf *pb, JSAtom atom)
 static void render_path(struct enc *e, char *dst, size_t cap)
 {
     struct buf pb;
+    struct buf piece;
     buf_init(&pb, 200);
+    buf_init(&piece, 200);
     buf_append_str(&pb, e->root_name);
-    for (size_t i = 0; i < e->depth; i++) {
+    int cut = 0;
+    for (size_t i = 0; i < e->depth && !cut; i++) {
         const struct seg *s = &e->stack[i];
+        buf_reset(&piece);
         switch (s->kind) {
         case SEG_KEY:
-            render_seg_key(e, &pb, s->atom);
+            render_seg_key(e, &piece, s->atom);
             break;
         case SEG_INDEX:
         case SEG_ITEM:
-            buf_printf(&pb, "[%u]", (unsigned)s->index);
+            buf_printf(&piece, "[%u]", (unsigned)s->index);
             break;
         case SEG_FIELD:
             if (!s->hidden) {
-                buf_printf(&pb, ".%s", s->field);
+                buf_printf(&piece, ".%s", s->field);
             }
             break;
         }
+        /* the path as far as whole segments fit (a failed append would empty pb) */
+        cut = buf_failed(&piece) || piece.len > pb.max - pb.len;
+        if (!cut && piece.len) {
+            buf_append(&pb, piece.data, piece.len);
+        }
     }
-    snprintf(dst, cap, "%s%s", pb.data ? pb.data : e->root_name, pb.len >= 190 ? "..." : "");
+    snprintf(dst, cap, "%s%s", pb.data ? pb.data : e->root_name, cut || pb.len >= 190 ? "..." : "");
+    buf_done(&piece);
     buf_done(&pb);
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """airlockd under races that crashed it or made its audit disagree with its runs: a run cancelled
 while it makes a connector call, and a cancel that meets the run's own end; and a disk that
-fails the run writer's fsync.
+fails the writer's fsync.
 
 usage: test_crash.py --airlockd PATH --cli PATH [-k SUBSTRING]
 
@@ -115,12 +115,14 @@ def t_failed_fsync_stops_airlockd_before_any_answer_or_call(tmp):
     lib = os.environ.get("FAILSYNC_LIB", "")
     check(os.path.exists(lib), "FAILSYNC_LIB (the failsync library, set by ctest) is %r" % lib)
     asan = os.environ.get("ASAN_OPTIONS", "")
+    armed = os.path.join(tmp, "armed")
     w = tr.World(tmp, env_extra={
-        "LD_PRELOAD": lib, "FAILSYNC_THREAD": "airlockd-writer,airlockd-sync",
+        "LD_PRELOAD": lib, "FAILSYNC_THREAD": "airlockd-writer", "FAILSYNC_ARMED": armed,
         # under AddressSanitizer its runtime would insist on coming first
         "ASAN_OPTIONS": (asan + ":" if asan else "") + "verify_asan_link_order=0"})
     try:
         w.template("paid", "return (await shop.orders('paid')).length;", ["shop.orders"])
+        open(armed, "w").close()  # the setup's writes are in: the next fsync fails
         answered = None
         try:
             answered = w.run({"template": "paid"})
@@ -132,6 +134,7 @@ def t_failed_fsync_stops_airlockd_before_any_answer_or_call(tmp):
         check("could not be synced to disk" in w.s.stderr(), "no word of the failed fsync")
         check(w.shop.calls()["by_function"].get("shop.orders", 0) == 0,
               "a connector call left before its run's record was on the disk")
+        os.unlink(armed)
         w.s = ts.Server(w.dir)
         started = [r["subject"] for r in audit_rows(w.dir, "run.start")]
         check(len(started) <= 1, "run.start records: %r" % started)

@@ -575,7 +575,7 @@ def t_threads_are_named(tmp):
         w.template("paid", "return (await shop.orders('paid')).length;", ["shop.orders"])
         check(w.run({"template": "paid"}, want=200)[1]["value"] == 2, "the run")
         names = set(threads_of(w.s.proc.pid))
-        want = {"airlockd-writer", "airlockd-sync", "airlockd-curl", "airlock-loop"}
+        want = {"airlockd-writer", "airlockd-reaper", "airlockd-curl", "airlock-loop"}
         check(want <= names, "threads %r, want %r among them" % (sorted(names), sorted(want)))
     finally:
         w.close()
@@ -592,7 +592,7 @@ def t_nothing_of_a_batch_is_answered_before_its_fsync(tmp):
     so = os.environ.get("FAILSYNC_LIB", "")
     check(os.path.exists(so), "FAILSYNC_LIB (the failsync library, set by ctest) is %r" % so)
     gate = os.path.join(tmp, "gate")
-    env = {"FAILSYNC_THREAD": "airlockd-writer,airlockd-sync", "FAILSYNC_GATE": gate, "LD_PRELOAD": so,
+    env = {"FAILSYNC_THREAD": "airlockd-writer", "FAILSYNC_GATE": gate, "LD_PRELOAD": so,
            "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"}
     w = World(tmp, env_extra=env)
     try:
@@ -666,20 +666,17 @@ def t_nothing_of_a_batch_is_answered_before_its_fsync(tmp):
 def t_a_batch_that_arrives_during_an_fsync_waits_for_its_own(tmp):
     # A run started while the writer waits for the disk (docs/server.md) must wait for its own
     # batch's fsync, not only for the one in flight when it arrived: its POST is not answered,
-    # its run's connector call is not sent and no GET shows its run before then, though its
-    # batch is committed.
+    # its run's connector call is not sent and nothing - no GET, no other connection to the
+    # database - shows its run before then (a commit is visible only once it is durable).
     import sqlite3
     import threading
     so = os.environ.get("FAILSYNC_LIB", "")
     check(os.path.exists(so), "FAILSYNC_LIB (the failsync library, set by ctest) is %r" % so)
     gate = os.path.join(tmp, "gate")
-    env = {"FAILSYNC_THREAD": "airlockd-writer,airlockd-sync", "FAILSYNC_GATE": gate,
-           "LD_PRELOAD": so,
+    armed = os.path.join(tmp, "armed")
+    env = {"FAILSYNC_THREAD": "airlockd-writer", "FAILSYNC_GATE": gate,
+           "FAILSYNC_ARMED": armed, "LD_PRELOAD": so,
            "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"}
-    # the first batch fsync (run 1's start) and the second (run 2's) wait for the test; run 1
-    # naps long enough that its end cannot be the second
-    for n in (1, 2):
-        open("%s.%d" % (gate, n), "w").close()
     w = World(tmp, env_extra=env)
 
     def held(n):
@@ -688,9 +685,21 @@ def t_a_batch_that_arrives_during_an_fsync_waits_for_its_own(tmp):
             check(time.monotonic() < deadline, "batch fsync %d never came" % n)
             time.sleep(0.005)
 
+    def paid_rows():
+        db = sqlite3.connect("file:%s?mode=ro" % os.path.join(w.dir, "airlock.db"), uri=True)
+        try:
+            return db.execute("SELECT id FROM runs WHERE template = 'paid'").fetchall()
+        finally:
+            db.close()
+
     try:
         w.template("nap", "await shop.slow(3000); return 'rested';", ["shop.slow"])
         w.template("paid", "return (await shop.orders('paid')).length;", ["shop.orders"])
+        # from here the writer's first fsync (run 1's start) and its second (run 2's) wait for
+        # the test; run 1 naps long enough that its end cannot be the second
+        for n in (1, 2):
+            open("%s.%d" % (gate, n), "w").close()
+        open(armed, "w").close()
         answers = {}
 
         def post(name, template):
@@ -706,36 +715,35 @@ def t_a_batch_that_arrives_during_an_fsync_waits_for_its_own(tmp):
         first.join(HANG)
         check("nap" in answers and answers["nap"][0][0] == 202, "run 1: %r" % (answers.get("nap"),))
         held(2)
-        db = sqlite3.connect("file:%s?mode=ro" % os.path.join(w.dir, "airlock.db"), uri=True)
-        row = db.execute("SELECT id FROM runs WHERE template = 'paid'").fetchone()
-        db.close()
-        check(row is not None, "run 2's batch is not committed while its fsync is in flight")
-        paid_id = row[0]
         seen = {}
 
         def read():
-            st, doc, _ = w.s.request("GET", "/v1/runs/" + paid_id, None, key=w.keys["agent-7"])
+            st, doc, _ = w.s.request("GET", "/v1/runs?template=paid", None,
+                                     key=w.keys["agent-7"])
             seen["get"] = (time.monotonic(), st, doc)
 
         reader = threading.Thread(target=read)
         reader.start()
-        reader.join(1.0)
+        reader.join(HANG)
+        rows_meanwhile = paid_rows()
         calls_meanwhile = w.shop.calls()["by_function"].get("shop.orders", 0)
         released = time.monotonic()
         os.unlink("%s.2" % gate)
-        reader.join(HANG)
         second.join(HANG)
         wrong = []
         if calls_meanwhile:
             wrong.append("run 2's connector call was sent before its start record's fsync")
+        if rows_meanwhile:
+            wrong.append("run 2's row was visible before its batch's fsync: %r" % rows_meanwhile)
+        if "get" not in seen or seen["get"][1] != 200 or seen["get"][2]:
+            wrong.append("GET /v1/runs showed run 2 before its batch's fsync: %r"
+                         % (seen.get("get"),))
         if "paid" not in answers or answers["paid"][1] < released:
             wrong.append("POST /v1/runs of run 2 was answered before its batch's fsync: %r"
                          % (answers.get("paid"),))
-        if "get" not in seen or seen["get"][0] < released:
-            wrong.append("GET /v1/runs/%s was answered before the batch recording it was on the "
-                         "disk: %r" % (paid_id, seen.get("get")))
         check(not wrong, "; ".join(wrong))
-        check(answers["paid"][0][0] == 202 and answers["paid"][0][1]["id"] == paid_id,
+        paid_id = answers["paid"][0][1]["id"]
+        check(answers["paid"][0][0] == 202 and [r[0] for r in paid_rows()] == [paid_id],
               "run 2: %r" % (answers["paid"],))
         check(w.until(paid_id, ("completed",))["value"] == 2, "run 2 completes after its fsync")
         check(w.until(answers["nap"][0][1]["id"], ("completed",))["value"] == "rested", "run 1")

@@ -1,5 +1,6 @@
 /* unit.buf - the capped byte buffer (src/common/buf.c): every append fits under the cap or
- * fails leaving the buffer as it was, and the content stays NUL-terminated. */
+ * fails and poisons the buffer (empty, every later append failing) until a reset, and the
+ * content stays NUL-terminated. */
 /* cmocka.h needs these first */
 /* clang-format off */
 #include <setjmp.h>
@@ -26,19 +27,33 @@ static void test_buf_append_exactly_to_cap(void **state)
     buf_done(&b);
 }
 
-static void test_buf_append_past_cap_leaves_buffer_unchanged(void **state)
+/* A document cut short never goes out: after one failed append the buffer holds nothing and
+ * every later append, however small, fails the same way - so `{"a":1` + (too big) + `}` can
+ * never become the valid-looking `{"a":1}`. */
+static void test_buf_append_past_cap_poisons_the_buffer(void **state)
 {
     (void)state;
     struct buf b;
     buf_init(&b, 8);
-    assert_int_equal(buf_append(&b, "abcdef", 6), BUF_OK);
+    assert_int_equal(buf_append(&b, "{\"a\":1", 6), BUF_OK);
+    assert_false(buf_failed(&b));
     assert_int_equal(buf_append(&b, "xyz", 3), BUF_TOO_BIG);
-    assert_int_equal(buf_append_byte(&b, 'g'), BUF_OK);
-    assert_int_equal(buf_append_byte(&b, 'h'), BUF_OK);
-    assert_int_equal(buf_append_byte(&b, 'i'), BUF_TOO_BIG);
+    assert_true(buf_failed(&b));
+    assert_null(b.data);
+    assert_int_equal(b.len, 0);
+    assert_int_equal(buf_append_byte(&b, '}'), BUF_TOO_BIG);
+    assert_int_equal(buf_append_str(&b, ""), BUF_TOO_BIG);
     assert_int_equal(buf_printf(&b, "%d", 1), BUF_TOO_BIG);
-    assert_int_equal(b.len, 8);
-    assert_string_equal(b.data, "abcdefgh");
+    enum buf_status st = BUF_OK;
+    assert_null(buf_reserve(&b, 1, &st));
+    assert_int_equal(st, BUF_TOO_BIG);
+    assert_null(b.data);
+    assert_null(buf_steal(&b, NULL));
+    /* the owner starts over: the poison is gone */
+    buf_reset(&b);
+    assert_false(buf_failed(&b));
+    assert_int_equal(buf_append_str(&b, "error"), BUF_OK);
+    assert_string_equal(b.data, "error");
     buf_done(&b);
 }
 
@@ -52,8 +67,9 @@ static void test_buf_huge_length_does_not_wrap(void **state)
     /* len + SIZE_MAX would wrap around to a small size */
     assert_null(buf_reserve(&b, SIZE_MAX, &st));
     assert_int_not_equal(st, BUF_OK);
-    assert_int_equal(b.len, 1);
-    assert_string_equal(b.data, "a");
+    assert_true(buf_failed(&b));
+    assert_int_equal(b.len, 0);
+    assert_null(b.data);
     buf_done(&b);
 }
 
@@ -102,7 +118,8 @@ static void test_buf_reserve_commit(void **state)
     assert_string_equal(b.data, "hello");
     assert_null(buf_reserve(&b, 12, &st));
     assert_int_equal(st, BUF_TOO_BIG);
-    assert_int_equal(b.len, 5);
+    assert_true(buf_failed(&b));
+    assert_int_equal(b.len, 0);
     buf_done(&b);
 }
 
@@ -160,7 +177,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_buf_append_exactly_to_cap),
-        cmocka_unit_test(test_buf_append_past_cap_leaves_buffer_unchanged),
+        cmocka_unit_test(test_buf_append_past_cap_poisons_the_buffer),
         cmocka_unit_test(test_buf_huge_length_does_not_wrap),
         cmocka_unit_test(test_buf_growth_keeps_content),
         cmocka_unit_test(test_buf_printf_long_output),

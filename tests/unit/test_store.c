@@ -1168,45 +1168,95 @@ static void test_store_audit_head_is_last_seq(void **state)
     assert_int_equal(head, seq);
 }
 
-/* A transaction of tx_begin_unsynced commits with no fsync; sync makes it durable; the
- * transactions after it, committed or rolled back, are synced at their commit again. */
-static void test_store_unsynced_commit_then_sync(void **state)
+static int chain_length(struct store *s, char ret_head[AUDIT_HASH_HEX_LEN + 1]);
+
+static int count_actions(struct store *s, const char *action)
+{
+    int n = 0;
+    struct store_audit_filter f = { .action = action };
+    assert_int_equal(s->ops->audit_search(s, 0, 100, &f, count_audit, &n), STORE_OK);
+    return n;
+}
+
+/* A commit has reached the disk when it returns (SQLite's fsyncs are this process's, counted;
+ * PostgreSQL's are the server's), and a reader on another connection sees the transaction's
+ * changes only then, never before. */
+static void test_store_commit_durable_then_visible(void **state)
 {
     struct fixture *f = *state;
     struct store *s = f->s;
-    /* SQLite's fsyncs are this process's, counted; PostgreSQL's are the server's */
+    struct store *r = NULL;
     int sqlite = pg_base == NULL;
+    assert_int_equal(s->ops->open_reader(s, &r), STORE_OK);
     assert_int_equal(s->ops->tx_begin(s), STORE_OK);
     assert_int_equal(s->ops->audit_append(s, "admin", "durable", NULL, NULL, "{}", NULL), STORE_OK);
-    atomic_store(&datasyncs, 0);
-    assert_int_equal(s->ops->tx_commit(s), STORE_OK);
-    assert_true(!sqlite || atomic_load(&datasyncs) >= 1); /* a plain commit waits for the disk */
-
-    assert_int_equal(s->ops->tx_begin_unsynced(s), STORE_OK);
-    assert_int_equal(s->ops->audit_append(s, "admin", "batch", NULL, NULL, "{}", NULL), STORE_OK);
-    atomic_store(&datasyncs, 0);
-    assert_int_equal(s->ops->tx_commit(s), STORE_OK);
-    assert_int_equal(atomic_load(&datasyncs), 0);
-    assert_int_equal(s->ops->sync(s), STORE_OK);
-    assert_int_equal(atomic_load(&datasyncs), sqlite ? 1 : 0);
-
-    /* a rolled back unsynced transaction leaves commits durable too */
-    assert_int_equal(s->ops->tx_begin_unsynced(s), STORE_OK);
-    s->ops->tx_rollback(s);
-    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
-    assert_int_equal(s->ops->audit_append(s, "admin", "after", NULL, NULL, "{}", NULL), STORE_OK);
+    assert_int_equal(count_actions(r, "durable"), 0);
     atomic_store(&datasyncs, 0);
     assert_int_equal(s->ops->tx_commit(s), STORE_OK);
     assert_true(!sqlite || atomic_load(&datasyncs) >= 1);
+    assert_int_equal(count_actions(r, "durable"), 1);
+    r->ops->close(r);
+}
 
-    /* what the unsynced transaction wrote is there for another connection */
-    s->ops->close(s);
-    char err[STORE_ERRMSG_MAX];
-    assert_int_equal(store_open(f, &f->s, err), STORE_OK);
-    int n = 0;
-    struct store_audit_filter batch = { .action = "batch" };
-    assert_int_equal(f->s->ops->audit_search(f->s, 0, 100, &batch, count_audit, &n), STORE_OK);
+/* tx_begin inside a transaction is a savepoint: its rollback undoes its own changes and
+ * nothing else, its commit keeps them for the enclosing transaction, and the audit chain
+ * goes on from the last record kept (no gap, no fork). */
+static void test_store_transactions_nest(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    char head[AUDIT_HASH_HEX_LEN + 1];
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->audit_append(s, "admin", "outer", NULL, NULL, "{}", NULL), STORE_OK);
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->audit_append(s, "admin", "undone", NULL, NULL, "{}", NULL), STORE_OK);
+    assert_int_equal(s->ops->principal_create(s, "gone", "agent"), STORE_OK);
+    s->ops->tx_rollback(s);
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK); /* two deep */
+    assert_int_equal(s->ops->audit_append(s, "admin", "kept", NULL, NULL, "{}", NULL), STORE_OK);
+    assert_int_equal(s->ops->tx_commit(s), STORE_OK);
+    assert_int_equal(s->ops->tx_commit(s), STORE_OK);
+    assert_int_equal(s->ops->principal_create(s, "stays", "agent"), STORE_OK);
+    assert_int_equal(s->ops->tx_commit(s), STORE_OK);
+    /* a rollback outside any transaction does nothing */
+    s->ops->tx_rollback(s);
+    assert_int_equal(count_actions(s, "outer"), 1);
+    assert_int_equal(count_actions(s, "undone"), 0);
+    assert_int_equal(count_actions(s, "kept"), 1);
+    assert_int_equal(s->ops->principal_get(s, "gone", NULL, NULL), STORE_NOT_FOUND);
+    int64_t n = 0;
+    assert_int_equal(s->ops->principal_count(s, &n), STORE_OK);
     assert_int_equal(n, 1);
+    assert_int_equal(chain_length(s, head), 2);
+    /* a whole rolled back transaction with a savepoint inside it leaves nothing */
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->audit_append(s, "admin", "undone", NULL, NULL, "{}", NULL), STORE_OK);
+    assert_int_equal(s->ops->tx_commit(s), STORE_OK);
+    s->ops->tx_rollback(s);
+    assert_int_equal(count_actions(s, "undone"), 0);
+    assert_int_equal(chain_length(s, head), 2);
+}
+
+/* A reader reads what was committed and can write nothing. */
+static void test_store_reader_reads_only(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    struct store *r = NULL;
+    int64_t n = -1;
+    assert_int_equal(s->ops->principal_create(s, "alice", "user"), STORE_OK);
+    assert_int_equal(s->ops->open_reader(s, &r), STORE_OK);
+    assert_int_equal(r->ops->principal_count(r, &n), STORE_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(r->ops->principal_create(r, "mallory", "user"), STORE_ERROR);
+    assert_int_equal(r->ops->audit_append(r, "admin", "x", NULL, NULL, "{}", NULL), STORE_ERROR);
+    assert_int_equal(r->ops->department_create(r, "finance"), STORE_ERROR);
+    assert_int_equal(s->ops->principal_get(s, "mallory", NULL, NULL), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->principal_count(s, &n), STORE_OK);
+    assert_int_equal(n, 1);
+    r->ops->close(r);
 }
 
 static int count_template(void *userdata, const struct store_template *t);
@@ -1415,7 +1465,7 @@ static void test_store_postgres_listen_notify(void **state)
 }
 
 /* A CONFLICT inside a transaction leaves it usable (PostgreSQL would abort the whole transaction
- * on a unique violation: the store never lets one happen); a transaction does not nest. */
+ * on a unique violation: the store never lets one happen). */
 static void test_store_conflict_keeps_transaction(void **state)
 {
     struct fixture *f = *state;
@@ -1429,7 +1479,6 @@ static void test_store_conflict_keeps_transaction(void **state)
     assert_int_equal(s->ops->principal_count(s, &n), STORE_OK);
     assert_int_equal(n, 2);
     assert_int_equal(s->ops->tx_begin(s), STORE_OK);
-    assert_int_equal(s->ops->tx_begin(s), STORE_ERROR);
     assert_int_equal(s->ops->department_create(s, "finance"), STORE_OK);
     assert_int_equal(s->ops->department_create(s, "finance"), STORE_CONFLICT);
     assert_int_equal(s->ops->template_create(s, "t", "finance", "", "alice"), STORE_OK);
@@ -1545,7 +1594,7 @@ static void test_store_audit_head_follows_rollbacks(void **state)
     append_is(s, "gone", 2);
     s->ops->tx_rollback(s);
     append_is(s, "x.y", 2);
-    assert_int_equal(s->ops->tx_begin_unsynced(s), STORE_OK);
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
     assert_int_equal(s->ops->audit_append(s, "admin", "gone", NULL, NULL, "{}", &seq), STORE_OK);
     s->ops->tx_rollback(s);
     assert_int_equal(s->ops->audit_append(s, "admin", "x.y", NULL, NULL, "[]", &seq), STORE_ERROR);
@@ -1664,7 +1713,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_nodes_leases_and_calls, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_fifty_resume_one_continuation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_statements_kept, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_unsynced_commit_then_sync, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_commit_durable_then_visible, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_transactions_nest, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_reader_reads_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_conflict_keeps_transaction, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_audit_head_follows_rollbacks, setup, teardown),
     };

@@ -127,12 +127,13 @@ static void test_buf_cap_is_exact(void **state)
     struct buf b;
     buf_init(&b, 10);
     assert_int_equal(buf_append(&b, "0123456789", 10), BUF_OK);
-    assert_int_equal(buf_append_byte(&b, 'x'), BUF_TOO_BIG);
-    assert_int_equal(b.len, 10);
     assert_string_equal(b.data, "0123456789");
+    assert_int_equal(buf_append_byte(&b, 'x'), BUF_TOO_BIG);
+    assert_int_equal(b.len, 0); /* poisoned: nothing cut short stays */
     buf_reset(&b);
     assert_int_equal(buf_printf(&b, "%d-%s", 42, "abcdefgh"), BUF_TOO_BIG);
     assert_int_equal(b.len, 0);
+    buf_reset(&b);
     assert_int_equal(buf_printf(&b, "%d-%s", 42, "abcdef"), BUF_OK);
     assert_string_equal(b.data, "42-abcdef");
     buf_done(&b);

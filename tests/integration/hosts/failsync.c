@@ -1,15 +1,15 @@
 /*
  * failsync.c - an LD_PRELOAD library for the durability tests: what fdatasync does on the
- * threads named in FAILSYNC_THREAD (comma-separated; airlockd's run writer, "airlockd-writer",
- * which fsyncs a batch itself when nothing else waits, and its syncer, "airlockd-sync"):
+ * threads named in FAILSYNC_THREAD (comma-separated; airlockd's writer, "airlockd-writer",
+ * whose every commit fsyncs SQLite's WAL), once the file FAILSYNC_ARMED exists (when that is
+ * set: a test arms it after its setup, whose writes go through the same thread):
  *   FAILSYNC_GATE unset  it fails with EIO, as on a disk that lost the write (integration.crash)
  *   FAILSYNC_GATE=FILE   while FILE exists it waits, with FILE.held present meanwhile, then
  *                        syncs: the writer's batch is committed, its fsync not done
- *                        (integration.runs); those threads' Nth fdatasync (from 1, counted
- *                        together: the writer and the syncer never fsync a batch at once; the
- *                        writer's SQLite also syncs in checkpoints and in the one-by-one
- *                        fallback, which the tests' few small batches never reach) also
- *                        waits while FILE.N exists, with FILE.N.held present meanwhile
+ *                        (integration.runs); those threads' Nth fdatasync once armed (from 1;
+ *                        a commit syncs once, and the checkpoints that would add more are
+ *                        never reached by the tests' few records) also waits while FILE.N
+ *                        exists, with FILE.N.held present meanwhile
  * Every other fdatasync is made. The executable's and its libraries' calls all reach this
  * definition first.
  */
@@ -56,8 +56,10 @@ __attribute__((visibility("default"))) int fdatasync(int fd)
 {
     const char *victims = getenv("FAILSYNC_THREAD");
     const char *gate = getenv("FAILSYNC_GATE");
+    const char *armed = getenv("FAILSYNC_ARMED");
     char name[17] = "";
-    if (victims && prctl(PR_GET_NAME, name, 0, 0, 0) == 0 && named(victims, name)) {
+    if (victims && prctl(PR_GET_NAME, name, 0, 0, 0) == 0 && named(victims, name) &&
+        (!armed || access(armed, F_OK) == 0)) {
         if (!gate) {
             errno = EIO;
             return -1;
