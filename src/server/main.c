@@ -54,7 +54,10 @@ struct main_config {
     size_t body_limit_bytes;
     double rate_per_second; /* tokens per second of each caller's bucket */
     double rate_burst;      /* its size, >= 1 */
-    unsigned max_runs;      /* runs executing at once; more wait in the runner's queue */
+    unsigned max_runs;      /* runs executing at once; more wait for room (runs.h shares) */
+    unsigned per_principal; /* ... of one principal (0: runs.h's default) */
+    unsigned per_department;
+    unsigned per_principal_queued;
     unsigned max_queue;
     unsigned warm_workers;
     unsigned drain_grace_ms;     /* how long SIGTERM lets runs finish before cancelling them */
@@ -303,18 +306,24 @@ static int main_load_config(const char *path, struct main_config *cfg)
             cfg->body_limit_bytes = (size_t)num;
         } else if (strcmp(m->key, "runs") == 0 && m->type == JSON_OBJECT) {
             for (const struct json_node *r = m->child; r; r = r->next) {
-                unsigned *dst = strcmp(r->key, "max_concurrent") == 0   ? &cfg->max_runs
-                                : strcmp(r->key, "max_queue") == 0      ? &cfg->max_queue
-                                : strcmp(r->key, "warm_workers") == 0   ? &cfg->warm_workers
-                                : strcmp(r->key, "drain_grace_ms") == 0 ? &cfg->drain_grace_ms
-                                                                        : NULL;
+                unsigned *dst =
+                        strcmp(r->key, "max_concurrent") == 0              ? &cfg->max_runs
+                        : strcmp(r->key, "max_queue") == 0                 ? &cfg->max_queue
+                        : strcmp(r->key, "warm_workers") == 0              ? &cfg->warm_workers
+                        : strcmp(r->key, "drain_grace_ms") == 0            ? &cfg->drain_grace_ms
+                        : strcmp(r->key, "per_principal_concurrent") == 0  ? &cfg->per_principal
+                        : strcmp(r->key, "per_department_concurrent") == 0 ? &cfg->per_department
+                        : strcmp(r->key, "per_principal_queued") == 0 ? &cfg->per_principal_queued
+                                                                      : NULL;
                 int zero_ok = dst == &cfg->warm_workers || dst == &cfg->drain_grace_ms;
                 if (!dst || r->type != JSON_NUMBER || r->num != (double)(unsigned)r->num ||
                     r->num > 1e6 || (r->num == 0 && !zero_ok) ||
                     (dst == &cfg->warm_workers && r->num > AL_WARM_WORKERS_MAX)) {
                     fprintf(stderr,
-                            "airlockd: config %s: runs takes max_concurrent, max_queue (positive "
-                            "integers), warm_workers (0..%d) and drain_grace_ms (not \"%s\")\n",
+                            "airlockd: config %s: runs takes max_concurrent, max_queue, "
+                            "per_principal_concurrent, per_department_concurrent, "
+                            "per_principal_queued (positive integers), warm_workers (0..%d) and "
+                            "drain_grace_ms (not \"%s\")\n",
                             path, AL_WARM_WORKERS_MAX, r->key);
                     goto out;
                 }
@@ -682,6 +691,9 @@ static int main_runtime_start(const struct main_config *cfg, struct writer *writ
         goto out;
     }
     runs_set_seed_key(rt->runs, key, sizeof key); /* the same on every node of a cluster */
+    struct runs_shares shares = { cfg->per_principal, cfg->per_department,
+                                  cfg->per_principal_queued, cfg->max_runs };
+    runs_set_shares(rt->runs, &shares);
     svc->runs = rt->runs;
     /* SQLite is one node's alone: no lease, no marks, no queue (nodes start in main) */
     if (cfg->node[0]) {

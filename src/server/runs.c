@@ -87,7 +87,21 @@ struct srun {
     const char *counted_status;  /* what its record said, for /metrics once committed */
     struct writer_job end;       /* its end, for the writer */
     struct writer_hook launched; /* its launch inside a writer job: settled at that commit */
+    int holds_slot;              /* counted in its principal's and department's shares */
+    int waiting;                 /* in its department's queue for a slot (runs.lock) */
+    struct srun *next_waiting;
     struct srun *next_active;
+};
+
+/* What one principal, or one department, has executing and waiting (runs.lock). A department's
+ * waiting runs are its queue; the queues are served round-robin. */
+struct runs_share {
+    char name[STORE_NAME_MAX + 1];
+    size_t running;
+    size_t queued;
+    struct srun *head; /* a department's queue */
+    struct srun *tail;
+    struct runs_share *next;
 };
 
 struct runs {
@@ -109,6 +123,14 @@ struct runs {
     void (*kick)(void *userdata); /* set before the first run; see runs_set_kick */
     void *kick_userdata;
     unsigned char seed_key[32]; /* runs_set_seed_key; zero until set */
+    /* Fair shares (runs_set_shares): new runs start while their principal, their department
+     * and the whole have room, and wait in their department's queue otherwise. */
+    struct runs_shares limits;
+    size_t running; /* runs holding a slot */
+    struct runs_share *principals;
+    struct runs_share *departments;
+    struct runs_share *served; /* the department whose run started last */
+    struct srun *ending;       /* cancelled while waiting: to end (runs_end_cancelled) */
 };
 
 /* A new run's record, a job of the writer's. */
@@ -875,6 +897,161 @@ static void srun_activate(struct runs *r, struct srun *sr);
 static void runs_cancel_one(struct srun *sr, const char *why);
 static enum store_rc runs_start_fn(struct writer_tx *tx, void *arg);
 static void runs_start_done(void *arg, enum store_rc rc);
+static void runs_end_cancelled(struct runs *r);
+
+/* The share of `name` in `list`, made when missing (NULL when out of memory); runs.lock. */
+static struct runs_share *runs_share_of(struct runs_share **list, const char *name)
+{
+    for (struct runs_share *sh = *list; sh; sh = sh->next) {
+        if (strcmp(sh->name, name) == 0) {
+            return sh;
+        }
+    }
+    struct runs_share *sh = calloc(1, sizeof *sh);
+    if (sh) {
+        snprintf(sh->name, sizeof sh->name, "%s", name);
+        sh->next = *list;
+        *list = sh;
+    }
+    return sh;
+}
+
+/* Forgets the shares with nothing running or waiting; runs.lock. */
+static void runs_share_prune(struct runs *r, struct runs_share **list)
+{
+    for (struct runs_share **p = list; *p;) {
+        struct runs_share *sh = *p;
+        if (sh->running == 0 && sh->queued == 0 && sh != r->served) {
+            *p = sh->next;
+            free(sh);
+        } else {
+            p = &sh->next;
+        }
+    }
+}
+
+/* Whether sr may take a slot now; runs.lock. */
+static int runs_room(const struct runs *r, const struct runs_share *principal,
+                     const struct runs_share *department)
+{
+    return principal->running < r->limits.per_principal &&
+           department->running < r->limits.per_department && r->running < r->limits.total;
+}
+
+static void runs_take_slot(struct runs *r, struct srun *sr, struct runs_share *principal,
+                           struct runs_share *department)
+{
+    principal->running++;
+    department->running++;
+    r->running++;
+    sr->holds_slot = 1;
+}
+
+/* Takes sr off its department's queue; runs.lock. */
+static void runs_unqueue(struct runs *r, struct srun *sr)
+{
+    struct runs_share *dept = runs_share_of(&r->departments, sr->plan->department);
+    struct runs_share *principal = runs_share_of(&r->principals, sr->plan->principal);
+    for (struct srun **p = dept ? &dept->head : NULL; p && *p; p = &(*p)->next_waiting) {
+        if (*p == sr) {
+            *p = sr->next_waiting;
+            if (dept->tail == sr) {
+                dept->tail = NULL;
+                for (struct srun *w = dept->head; w; w = w->next_waiting) {
+                    dept->tail = w;
+                }
+            }
+            break;
+        }
+    }
+    dept->queued -= dept->queued > 0;
+    if (principal) {
+        principal->queued -= principal->queued > 0;
+    }
+    sr->waiting = 0;
+    sr->next_waiting = NULL;
+}
+
+/* The next waiting run that has room, its slot taken: the departments' queues in turn from
+ * the one after the last served, each its oldest run whose principal has room; NULL when none
+ * can start. runs.lock. */
+static struct srun *runs_next_waiting(struct runs *r)
+{
+    if (!r->departments) {
+        return NULL;
+    }
+    struct runs_share *start = r->served && r->served->next ? r->served->next : r->departments;
+    struct runs_share *d = start;
+    do {
+        for (struct srun *w = d->head; w && d->running < r->limits.per_department;
+             w = w->next_waiting) {
+            struct runs_share *principal = runs_share_of(&r->principals, w->plan->principal);
+            if (principal && runs_room(r, principal, d)) {
+                runs_unqueue(r, w);
+                runs_take_slot(r, w, principal, d);
+                r->served = d;
+                return w;
+            }
+        }
+        d = d->next ? d->next : r->departments;
+    } while (d != start);
+    return NULL;
+}
+
+/* A run's slot is free again: the waiting runs that now have room start, fairly. */
+static void runs_release(struct runs *r, struct srun *sr)
+{
+    struct srun *go[8];
+    size_t n = 0;
+    pthread_mutex_lock(&r->lock);
+    if (sr->holds_slot) {
+        sr->holds_slot = 0;
+        struct runs_share *principal = runs_share_of(&r->principals, sr->plan->principal);
+        struct runs_share *dept = runs_share_of(&r->departments, sr->plan->department);
+        principal->running -= principal && principal->running > 0;
+        dept->running -= dept && dept->running > 0;
+        r->running -= r->running > 0;
+    }
+    while (n < sizeof go / sizeof go[0] && (go[n] = runs_next_waiting(r)) != NULL) {
+        n++;
+    }
+    runs_share_prune(r, &r->principals);
+    runs_share_prune(r, &r->departments);
+    pthread_mutex_unlock(&r->lock);
+    for (size_t i = 0; i < n; i++) {
+        runs_go(r, go[i], NULL, NULL, 0);
+    }
+}
+
+/* Takes a slot for a new run that will execute, or queues it for one: 1 when it may go now,
+ * 0 when it waits, -1 when its principal has too many waiting already (or out of memory).
+ * runs.lock. */
+static int runs_admit(struct runs *r, struct srun *sr)
+{
+    struct runs_share *principal = runs_share_of(&r->principals, sr->plan->principal);
+    struct runs_share *dept = runs_share_of(&r->departments, sr->plan->department);
+    if (!principal || !dept) {
+        return -1;
+    }
+    /* the runs waiting ahead of it lack room of their own principal's, or this one lacks it */
+    if (runs_room(r, principal, dept)) {
+        runs_take_slot(r, sr, principal, dept);
+        return 1;
+    }
+    if (principal->queued >= r->limits.per_principal_queued) {
+        return -1;
+    }
+    sr->waiting = 1;
+    if (dept->tail) {
+        dept->tail->next_waiting = sr;
+    } else {
+        dept->head = sr;
+    }
+    dept->tail = sr;
+    dept->queued++;
+    principal->queued++;
+    return 0;
+}
 
 void runs_submit(struct runs *r, const struct runs_start *start)
 {
@@ -882,15 +1059,21 @@ void runs_submit(struct runs *r, const struct runs_start *start)
     int held = start->mode == RUNS_START_HELD || start->mode == RUNS_START_QUEUED;
     int wait = start->mode == RUNS_START_WAIT;
     /* a run that will execute is active from now on and executes at once (its connector calls
-     * held until its record is durable); a held one only counts as starting */
+     * held until its record is durable) or once its fair share has room; a held one only
+     * counts as starting */
     struct srun *sr = job && !held ? srun_new(r, start->plan, wait ? start->deferred : NULL) : NULL;
     if (job && !held && !sr) {
         free(job);
         job = NULL;
     }
+    int go = 0;
     pthread_mutex_lock(&r->lock);
     int draining = r->draining;
-    if (job && !draining) {
+    if (job && !draining && sr) {
+        go = runs_admit(r, sr);
+    }
+    int full = go < 0;
+    if (job && !draining && !full) {
         job->owner = r;
         job->start = *start;
         buf_init(&job->answer, (size_t)96 << 20);
@@ -907,12 +1090,12 @@ void runs_submit(struct runs *r, const struct runs_start *start)
         }
     }
     pthread_mutex_unlock(&r->lock);
-    if (job && !draining) {
+    if (job && !draining && !full) {
         job->job.fn = runs_start_fn;
         job->job.done = runs_start_done;
         job->job.arg = job;
         writer_submit(r->writer, &job->job);
-        if (sr) {
+        if (go > 0) {
             runs_go(r, sr, NULL, NULL, 0);
         }
         return;
@@ -923,20 +1106,32 @@ void runs_submit(struct runs *r, const struct runs_start *start)
         buf_done(&sr->answer);
         free(sr);
     }
-    /* refused: out of memory, or airlockd stops (no run starts once the drain has begun) */
-    char body[256];
-    int n = snprintf(body, sizeof body,
-                     "{\"error\":{\"code\":\"%s\",\"message\":\"%s\",\"request_id\":\"%s\"}}\n",
-                     "INTERNAL",
-                     draining ? "airlockd is shutting down: start the run again once it is back"
-                              : "out of memory",
-                     http_deferred_request_id(start->deferred));
+    /* refused: out of memory, too many waiting, or airlockd stops (no run starts once the
+     * drain has begun) */
+    struct http_response resp;
+    http_response_init(&resp);
+    resp.status = full && job ? 429 : 500;
+    resp.retry_after_s = full && job ? 1 : 0;
+    buf_printf(&resp.body, "{\"error\":{\"code\":\"%s\",\"message\":",
+               resp.status == 429 ? "RATE_LIMITED" : "INTERNAL");
+    if (resp.status == 429) {
+        buf_printf(&resp.body,
+                   "\"%zu runs of this principal wait for room already: retry "
+                   "later\"",
+                   r->limits.per_principal_queued);
+    } else {
+        buf_printf(&resp.body, "\"%s\"",
+                   draining ? "airlockd is shutting down: start the run again once it is back"
+                            : "out of memory");
+    }
+    buf_printf(&resp.body, ",\"request_id\":\"%s\"}}\n", http_deferred_request_id(start->deferred));
     free(job);
     runs_plan_free(start->plan);
     if (start->record_free) {
         start->record_free(start->record_userdata);
     }
-    http_deferred_answer(start->deferred, 500, body, (size_t)n);
+    http_deferred_reply(start->deferred, &resp);
+    http_response_done(&resp);
 }
 
 static void runs_internal_answer(struct buf *b, unsigned *ret_status, const char *message,
@@ -964,6 +1159,7 @@ static void runs_settle(struct srun *sr, int recorded)
         runs_cancel_one(sr, "the run was not recorded");
     }
     pthread_mutex_unlock(&r->lock);
+    runs_end_cancelled(r);
     while (held) {
         struct runs_pending *next = held->next;
         if (recorded) {
@@ -1152,6 +1348,7 @@ static void runs_end_done(void *arg, enum store_rc rc)
     int room = was_full && !r->draining && r->nactive + r->nstarting < r->capacity;
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->lock);
+    runs_release(r, sr); /* its slot goes to the next waiting run, department by department */
     if (room) {
         runs_kick(r);
     }
@@ -1394,6 +1591,12 @@ static struct srun *runs_prepare(struct runs *r, struct runs_plan *plan,
     pthread_mutex_lock(&r->lock);
     srun_activate(r, sr);
     r->nstarting--; /* handed over to nactive */
+    /* a resume counts in its shares but never waits: it was admitted at its start */
+    struct runs_share *principal = runs_share_of(&r->principals, plan->principal);
+    struct runs_share *dept = runs_share_of(&r->departments, plan->department);
+    if (principal && dept) {
+        runs_take_slot(r, sr, principal, dept);
+    }
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->lock);
     return sr;
@@ -1455,6 +1658,8 @@ int runs_launch(struct runs *r, struct writer_tx *tx, struct runs_plan *plan,
 
 /* ---------------------------------------------------------------- cancel, drain */
 
+/* Under runs.lock. A run still waiting for its slot leaves its queue for r->ending: whoever
+ * cancelled it ends it once the lock is let go (runs_end_cancelled). */
 static void runs_cancel_one(struct srun *sr, const char *why)
 {
     if (atomic_load(&sr->cancelled)) {
@@ -1464,6 +1669,28 @@ static void runs_cancel_one(struct srun *sr, const char *why)
     atomic_store(&sr->cancelled, 1);
     if (sr->handle) {
         al_run_cancel(sr->handle);
+    }
+    if (sr->waiting) {
+        struct runs *r = sr->owner;
+        runs_unqueue(r, sr);
+        sr->next_waiting = r->ending;
+        r->ending = sr;
+    }
+}
+
+/* Ends the waiting runs runs_cancel_one took off their queues (each as a start that finds
+ * itself cancelled); without runs.lock. */
+static void runs_end_cancelled(struct runs *r)
+{
+    pthread_mutex_lock(&r->lock);
+    struct srun *sr = r->ending;
+    r->ending = NULL;
+    pthread_mutex_unlock(&r->lock);
+    while (sr) {
+        struct srun *next = sr->next_waiting;
+        sr->next_waiting = NULL;
+        runs_go(r, sr, NULL, NULL, 0);
+        sr = next;
     }
 }
 
@@ -1480,6 +1707,7 @@ int runs_cancel(struct runs *r, const char *id, const char *why)
         }
     }
     pthread_mutex_unlock(&r->lock);
+    runs_end_cancelled(r);
     return found;
 }
 
@@ -1495,6 +1723,7 @@ size_t runs_cancel_version(struct runs *r, const char *template_name, int64_t ve
         }
     }
     pthread_mutex_unlock(&r->lock);
+    runs_end_cancelled(r);
     return n;
 }
 
@@ -1504,6 +1733,15 @@ size_t runs_active(struct runs *r)
     size_t n = r->nactive;
     pthread_mutex_unlock(&r->lock);
     return n;
+}
+
+void runs_set_shares(struct runs *r, const struct runs_shares *shares)
+{
+    r->limits.per_principal = shares->per_principal ? shares->per_principal : 8;
+    r->limits.per_department = shares->per_department ? shares->per_department : 32;
+    r->limits.per_principal_queued =
+            shares->per_principal_queued ? shares->per_principal_queued : 256;
+    r->limits.total = shares->total ? shares->total : SIZE_MAX;
 }
 
 void runs_set_seed_key(struct runs *r, const unsigned char *key, size_t len)
@@ -1605,6 +1843,12 @@ void runs_drain(struct runs *r, unsigned grace_ms)
         for (struct srun *sr = r->active; sr; sr = sr->next_active) {
             runs_cancel_one(sr, "cancelled: airlockd is shutting down");
         }
+        if (r->ending) {
+            pthread_mutex_unlock(&r->lock);
+            runs_end_cancelled(r);
+            pthread_mutex_lock(&r->lock);
+            continue;
+        }
         pthread_cond_wait(&r->cond, &r->lock);
     }
     pthread_mutex_unlock(&r->lock);
@@ -1621,6 +1865,8 @@ int runs_new(struct writer *writer, struct al_runner *runner, struct connector_c
     r->writer = writer;
     r->runner = runner;
     r->client = client;
+    struct runs_shares defaults = { 0, 0, 0, 0 };
+    runs_set_shares(r, &defaults);
     pthread_mutex_init(&r->lock, NULL);
     pthread_mutex_init(&r->kick_lock, NULL);
     pthread_cond_init(&r->cond, NULL);
@@ -1634,6 +1880,14 @@ void runs_free(struct runs *r)
         return;
     }
     runs_drain(r, 0);
+    for (struct runs_share **list = &r->principals; list;
+         list = list == &r->principals ? &r->departments : NULL) {
+        while (*list) {
+            struct runs_share *sh = *list;
+            *list = sh->next;
+            free(sh);
+        }
+    }
     pthread_cond_destroy(&r->cond);
     pthread_mutex_destroy(&r->kick_lock);
     pthread_mutex_destroy(&r->lock);

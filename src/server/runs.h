@@ -103,6 +103,21 @@ void runs_free(struct runs *r);
  * is recorded. `capacity` is how many runs this node executes before it claims no more (runs_busy).
  * Without it (SQLite: one node) calls go out at once and nothing is marked. */
 void runs_set_node(struct runs *r, const char *node, size_t capacity);
+/* Fair shares of the runs executing here: at most per_principal of one principal's runs and
+ * per_department of one department's execute at once, and total in all; a new run beyond them
+ * waits in its department's queue (its record made, its status running, nothing executed yet),
+ * and the queues are served round-robin across departments, so one department's flood never
+ * delays another's run. A principal with per_principal_queued runs waiting has a new one
+ * refused (429 RATE_LIMITED). Resumed runs (runs_launch) count but never wait. */
+struct runs_shares {
+    size_t per_principal;        /* default 8 */
+    size_t per_department;       /* default 32 */
+    size_t per_principal_queued; /* default 256 */
+    size_t total;                /* the runner's max_concurrent */
+};
+/* Before the first run; zero members keep their defaults (total: unlimited). */
+void runs_set_shares(struct runs *r, const struct runs_shares *shares);
+
 /* The key Math.random's seed of a run's fixed start is derived from with the run's id
  * (HMAC-SHA256): the cluster's continuation key, so that every node derives the same seed and
  * nobody without the key can predict it. Copied; before the first run. */

@@ -335,6 +335,22 @@ static enum store_rc pg_ping(struct store *s)
 
 /* ---------------------------------------------------------------- transactions */
 
+/* A statement made here (not a literal: the statement cache keys texts by their pointer), sent
+ * as a simple query, never prepared. */
+static enum store_rc pg_exec_once(struct pg_store *st, const char *sql)
+{
+    enum store_rc rc = pg_ready(st);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    PGresult *res = PQexec(st->conn, sql);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+        rc = pg_fail_text(st, "query", res ? PQresultErrorMessage(res) : PQerrorMessage(st->conn));
+    }
+    PQclear(res);
+    return rc;
+}
+
 /* A transaction, or inside one a savepoint (txN for depth N): a caller's transaction nests
  * inside the writer's batch, and a failed statement in it dooms only its savepoint. */
 static enum store_rc pg_tx_begin(struct store *s)
@@ -346,7 +362,7 @@ static enum store_rc pg_tx_begin(struct store *s)
     } else {
         snprintf(sql, sizeof sql, "SAVEPOINT tx%d", st->depth);
     }
-    enum store_rc rc = pg_exec(st, sql, 0, NULL, NULL);
+    enum store_rc rc = pg_exec_once(st, sql);
     if (rc == STORE_OK) {
         st->depth++;
     }
@@ -365,7 +381,7 @@ static enum store_rc pg_tx_commit(struct store *s)
     if (st->depth > 1) {
         /* a failed RELEASE leaves the savepoint for the caller's tx_rollback */
         snprintf(sql, sizeof sql, "RELEASE tx%d", st->depth - 1);
-        enum store_rc rc = pg_exec(st, sql, 0, NULL, NULL);
+        enum store_rc rc = pg_exec_once(st, sql);
         if (rc == STORE_OK) {
             st->depth--;
         }
