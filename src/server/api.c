@@ -308,6 +308,40 @@ void api_after_commit(struct writer_tx *tx, void (*fn)(void *arg, int committed)
     writer_after(tx, &a->hook, api_after_fire, a);
 }
 
+int api_decision(struct api_ctx *ctx, const struct gov_decision *d)
+{
+    if (d->reason == GOV_ALLOWED) {
+        return 0;
+    }
+    if (d->reason == GOV_NO_ROLE) {
+        api_denied(ctx, 403, d->why);
+    } else {
+        api_error(ctx, d->status, d->code, "%s", d->why);
+    }
+    return -1;
+}
+
+enum gov_version_state api_version_state(const char *name)
+{
+    enum gov_version_state state = (enum gov_version_state)GOV_VERSION_STATES;
+    (void)gov_version_state_parse(name, &state);
+    return state;
+}
+
+enum gov_run_state api_run_state(const char *name)
+{
+    enum gov_run_state state = (enum gov_run_state)GOV_RUN_STATES;
+    (void)gov_run_state_parse(name, &state);
+    return state;
+}
+
+enum gov_approval_state api_approval_state(const char *name)
+{
+    enum gov_approval_state state = (enum gov_approval_state)GOV_APPROVAL_STATES;
+    (void)gov_approval_state_parse(name, &state);
+    return state;
+}
+
 int api_allow(struct api_ctx *ctx, const char *department)
 {
     char why[AUTH_WHY_MAX] = "";

@@ -14,6 +14,7 @@
 #include "auth.h"
 #include "http.h"
 #include "json.h"
+#include "rules.h"
 #include "store.h"
 #include "writer.h"
 
@@ -94,6 +95,17 @@ void api_denied(struct api_ctx *ctx, unsigned status, const char *why);
 /* For AUTH_RESOURCE routes, once the handler knows the resource's department: 0 when the
  * caller holds one of the route's roles there (or for "*"); -1 after api_denied(403). */
 int api_allow(struct api_ctx *ctx, const char *department);
+/* Answers a decision of src/gov (rules.h): 0 when it allows; otherwise -1 after answering it,
+ * a missing role (GOV_NO_ROLE) with api_denied(403, why) - audited; after it a read route's
+ * handler returns without touching ctx->resp -, any other reason with api_error(its status,
+ * code and why). */
+int api_decision(struct api_ctx *ctx, const struct gov_decision *d);
+/* A state read from the store as src/gov's enum (gov_*_state_parse); a name gov does not know
+ * is the enum's count, outside it: no rule takes it for a state it allows (a version outside
+ * is not approved, a run outside has ended, an approval outside is not pending). */
+enum gov_version_state api_version_state(const char *name);
+enum gov_run_state api_run_state(const char *name);
+enum gov_approval_state api_approval_state(const char *name);
 /* Answers a store failure: 500 INTERNAL, logged once. */
 void api_store_failed(struct api_ctx *ctx);
 /* Starts a JSON answer with status; the handler appends the body to ctx->resp->body. */

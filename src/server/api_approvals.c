@@ -4,7 +4,8 @@
  * decision), never by the principal that started the run (four eyes), and its decision and
  * audit record commit together. When the last pending approval of a run is decided, the run's
  * continuation is claimed in the same transaction and the run resumes with every decision as
- * its resolutions; a supervised run starts when approved and ends "denied" when denied.
+ * its resolutions; a supervised run starts when approved and ends "denied" when denied. Who
+ * sees and decides an approval is src/gov's decision (gov_approval_may_see, _may_decide).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -81,20 +82,8 @@ static int api_approval_one(void *userdata, const struct store_approval *a)
     return 0;
 }
 
-/* The caller holds one of `roles` in the department (or for "*"). */
-static int api_holds(const struct auth_principal *who, unsigned roles, const char *department)
-{
-    for (size_t i = 0; i < who->ngrants; i++) {
-        if ((who->grants[i].role & roles) && (strcmp(who->grants[i].department, "*") == 0 ||
-                                              strcmp(who->grants[i].department, department) == 0)) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 struct api_approval_list {
-    struct api_ctx *ctx;
+    const struct gov_principal *who;
     struct buf *b;
     int n;
     int limit;
@@ -103,7 +92,10 @@ struct api_approval_list {
 static int api_approval_item(void *userdata, const struct store_approval *a)
 {
     struct api_approval_list *l = userdata;
-    if (!api_holds(l->ctx->who, l->ctx->rule.roles, a->department)) {
+    struct gov_approval g = { a->id, a->run, a->department, a->requested_by,
+                              api_approval_state(a->status) };
+    struct gov_decision d;
+    if (!gov_approval_may_see(l->who, &g, &d)) {
         return 0;
     }
     if (l->n == l->limit) {
@@ -124,7 +116,7 @@ static int api_approval_item(void *userdata, const struct store_approval *a)
 
 void api_approvals_list(struct api_ctx *ctx)
 {
-    struct api_approval_list l = { ctx, &ctx->resp->body, 0, API_APPROVALS_LIST_MAX };
+    struct api_approval_list l = { &ctx->who->gov, &ctx->resp->body, 0, API_APPROVALS_LIST_MAX };
     if (api_body(ctx, NULL, 0) != 0) {
         return;
     }
@@ -139,8 +131,7 @@ void api_approvals_list(struct api_ctx *ctx)
         l.limit = (int)n;
     }
     const char *status = http_query(ctx->req, "status");
-    if (status && strcmp(status, "pending") != 0 && strcmp(status, "approved") != 0 &&
-        strcmp(status, "denied") != 0 && strcmp(status, "cancelled") != 0) {
+    if (status && api_approval_state(status) == GOV_APPROVAL_STATES) {
         api_error(ctx, 400, "INVALID_REQUEST",
                   "status must be pending, approved, denied or cancelled");
         return;
@@ -160,13 +151,14 @@ void api_approvals_list(struct api_ctx *ctx)
     buf_append_str(l.b, "]\n");
 }
 
+/* What deciding an approval reads of it. */
 struct api_approval_copy {
     char id[RUNS_ID_LEN + 1];
     char run[RUNS_ID_LEN + 1];
     char kind[16];
-    char status[16];
     char department[STORE_NAME_MAX + 1];
     char requested_by[STORE_NAME_MAX + 1];
+    struct gov_approval g; /* its strings point into the members above */
 };
 
 static int api_approval_copy_fn(void *userdata, const struct store_approval *a)
@@ -175,9 +167,10 @@ static int api_approval_copy_fn(void *userdata, const struct store_approval *a)
     snprintf(c->id, sizeof c->id, "%s", a->id);
     snprintf(c->run, sizeof c->run, "%s", a->run);
     snprintf(c->kind, sizeof c->kind, "%s", a->kind);
-    snprintf(c->status, sizeof c->status, "%s", a->status);
     snprintf(c->department, sizeof c->department, "%s", a->department);
     snprintf(c->requested_by, sizeof c->requested_by, "%s", a->requested_by);
+    c->g = (struct gov_approval){ c->id, c->run, c->department, c->requested_by,
+                                  api_approval_state(a->status) };
     return 0;
 }
 
@@ -195,16 +188,17 @@ struct api_decisions {
 static int api_decision_fn(void *userdata, const struct store_approval *a)
 {
     struct api_decisions *d = userdata;
+    enum gov_approval_state state = api_approval_state(a->status);
     d->total++;
-    if (strcmp(a->status, "pending") == 0) {
+    if (state == GOV_APPROVAL_PENDING) {
         d->pending++;
         return 0;
     }
-    if (a->consumed || strcmp(a->status, "cancelled") == 0) {
+    if (a->consumed || state == GOV_APPROVAL_CANCELLED) {
         return 0;
     }
     if (strcmp(a->kind, "run") == 0) {
-        d->start_approved |= strcmp(a->status, "approved") == 0;
+        d->start_approved |= state == GOV_APPROVAL_APPROVED;
         return 0;
     }
     if (!a->interruption) {
@@ -222,7 +216,7 @@ static int api_decision_fn(void *userdata, const struct store_approval *a)
     struct runs_resolution *r = &d->res[d->n];
     r->interruption = strdup(a->interruption);
     r->comment = a->comment ? strdup(a->comment) : NULL;
-    r->approved = strcmp(a->status, "approved") == 0;
+    r->approved = state == GOV_APPROVAL_APPROVED;
     if (r->interruption && (r->comment || !a->comment)) {
         d->n++;
     } else {
@@ -486,7 +480,8 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
     }
     rc = s->ops->run_get(s, run_id, api_row_copy_fn, &run);
     if (rc != STORE_OK || !run.row.status ||
-        strcmp(run.row.status, claimed[0] ? "running" : "awaiting_approval") != 0) {
+        api_run_state(run.row.status) !=
+                (claimed[0] ? GOV_RUN_RUNNING : GOV_RUN_AWAITING_APPROVAL)) {
         goto out;
     }
     if (claimed[0]) {
@@ -630,7 +625,8 @@ enum store_rc api_run_resume(struct writer_tx *tx, const unsigned char *secret_k
     memset(&decisions, 0, sizeof decisions);
     memset(&run, 0, sizeof run);
     rc = s->ops->run_get(s, run_id, api_row_copy_fn, &run);
-    if (rc == STORE_OK && run.row.status && strcmp(run.row.status, "awaiting_approval") == 0) {
+    if (rc == STORE_OK && run.row.status &&
+        api_run_state(run.row.status) == GOV_RUN_AWAITING_APPROVAL) {
         rc = s->ops->approval_list(s, run_id, NULL, api_decision_fn, &decisions);
         if (rc == STORE_OK && decisions.pending == 0 &&
             (decisions.start_approved || decisions.n > 0)) {
@@ -705,6 +701,71 @@ static enum store_rc api_run_deny_start(struct api_ctx *ctx, const struct api_ap
     return rc;
 }
 
+/* Records the decision gov allowed, its approval.approve or .deny and, for a denied start,
+ * the run's end, in one transaction. 0, or -1 after answering. */
+static int api_approval_store(struct api_ctx *ctx, const struct api_approval_copy *a, int approve,
+                              const char *comment)
+{
+    struct store *s = ctx->store;
+    enum gov_approval_state to = approve ? GOV_APPROVAL_APPROVED : GOV_APPROVAL_DENIED;
+    struct buf d;
+    if (s->ops->tx_begin(s) != STORE_OK) {
+        api_store_failed(ctx);
+        return -1;
+    }
+    buf_init(&d, 64 * 1024);
+    enum store_rc rc =
+            s->ops->approval_decide(s, a->id, gov_approval_state_name(to), ctx->who->name, comment);
+    if (rc == STORE_OK) {
+        buf_append_str(&d, "{\"approval\":");
+        api_str(&d, a->id);
+        buf_append_str(&d, ",\"run\":");
+        api_str(&d, a->run);
+        buf_append_str(&d, ",\"kind\":");
+        api_str(&d, a->kind);
+        buf_append_str(&d, ",\"decision\":");
+        api_str(&d, gov_approval_state_name(to));
+        buf_append_str(&d, ",\"comment\":");
+        api_str(&d, comment);
+        buf_append_str(&d, "}");
+        rc = d.data ? api_audit(ctx, approve ? "approval.approve" : "approval.deny", a->id,
+                                a->department, d.data)
+                    : STORE_ERROR;
+    }
+    if (rc == STORE_OK && !approve && strcmp(a->kind, "run") == 0) {
+        rc = api_run_deny_start(ctx, a, comment);
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->tx_commit(s);
+    }
+    buf_done(&d);
+    if (rc == STORE_OK) {
+        return 0;
+    }
+    s->ops->tx_rollback(s);
+    if (rc == STORE_CONFLICT || rc == STORE_NOT_FOUND) {
+        api_error(ctx, 409, "CONFLICT", "approval %s was decided meanwhile", a->id);
+    } else {
+        api_store_failed(ctx);
+    }
+    return -1;
+}
+
+/* The decision stands: the run resumes (or starts) once nothing of it is pending. */
+static void api_approval_resume(struct api_ctx *ctx, const struct api_approval_copy *a, int approve)
+{
+    char err[256] = "";
+    if (!approve && strcmp(a->kind, "host_call") != 0) {
+        return; /* a denied start has ended the run */
+    }
+    enum store_rc rc = api_run_resume(ctx->tx, ctx->secret_key, ctx->svc->runs, a->run, err);
+    if (rc != STORE_OK) {
+        fprintf(stderr,
+                "{\"log\":\"resume\",\"request_id\":\"%s\",\"run\":\"%s\",\"error\":\"%s\"}\n",
+                ctx->req->request_id, a->run, rc == STORE_CONFLICT ? "refused" : "store");
+    }
+}
+
 static void api_approvals_decide(struct api_ctx *ctx, int approve)
 {
     struct store *s = ctx->store;
@@ -712,97 +773,41 @@ static void api_approvals_decide(struct api_ctx *ctx, int approve)
     const struct json_node *comment_node = NULL;
     const struct api_field fields[] = { { "comment", JSON_STRING, 0, &comment_node } };
     struct api_approval_copy a;
-    char err[256] = "";
-    struct buf d;
+    struct gov_decision d;
     memset(&a, 0, sizeof a);
-    buf_init(&d, 64 * 1024);
     if (api_body(ctx, fields, 1) != 0) {
-        goto out;
+        return;
     }
     if (!ctx->svc || !ctx->svc->runs) {
         api_error(ctx, 500, "INTERNAL", API_NO_RUNS_MESSAGE);
-        goto out;
+        return;
     }
     const char *comment = comment_node ? comment_node->str : "";
     if (strlen(comment) > 4096) {
         api_error(ctx, 400, "INVALID_REQUEST", "field \"comment\" is over 4096 bytes");
-        goto out;
+        return;
     }
     enum store_rc rc = s->ops->approval_get(s, id, api_approval_copy_fn, &a);
-    if (rc == STORE_NOT_FOUND) {
-        api_error(ctx, 404, "NOT_FOUND", "no approval %s", id);
-        goto out;
-    }
     if (rc != STORE_OK) {
-        api_store_failed(ctx);
-        goto out;
-    }
-    if (api_allow(ctx, a.department) != 0) {
-        goto out;
-    }
-    if (strcmp(a.requested_by, ctx->who->name) == 0) {
-        api_error(ctx, 409, "CONFLICT",
-                  "four eyes: %s started run %s and cannot decide its approval", ctx->who->name,
-                  a.run);
-        goto out;
-    }
-    if (strcmp(a.status, "pending") != 0) {
-        api_error(ctx, 409, "CONFLICT", "approval %s is %s already", id, a.status);
-        goto out;
-    }
-    const char *status = approve ? "approved" : "denied";
-    rc = s->ops->tx_begin(s);
-    if (rc == STORE_OK) {
-        rc = s->ops->approval_decide(s, id, status, ctx->who->name, comment);
-    }
-    if (rc == STORE_OK) {
-        buf_append_str(&d, "{\"approval\":");
-        api_str(&d, id);
-        buf_append_str(&d, ",\"run\":");
-        api_str(&d, a.run);
-        buf_append_str(&d, ",\"kind\":");
-        api_str(&d, a.kind);
-        buf_append_str(&d, ",\"decision\":");
-        api_str(&d, status);
-        buf_append_str(&d, ",\"comment\":");
-        api_str(&d, comment);
-        buf_append_str(&d, "}");
-        rc = d.data ? api_audit(ctx, approve ? "approval.approve" : "approval.deny", id,
-                                a.department, d.data)
-                    : STORE_ERROR;
-    }
-    if (rc == STORE_OK && !approve && strcmp(a.kind, "run") == 0) {
-        rc = api_run_deny_start(ctx, &a, comment);
-    }
-    if (rc == STORE_OK) {
-        rc = s->ops->tx_commit(s);
-    }
-    if (rc != STORE_OK) {
-        s->ops->tx_rollback(s);
-        if (rc == STORE_CONFLICT || rc == STORE_NOT_FOUND) {
-            api_error(ctx, 409, "CONFLICT", "approval %s was decided meanwhile", id);
+        if (rc == STORE_NOT_FOUND) {
+            api_error(ctx, 404, "NOT_FOUND", "no approval %s", id);
         } else {
             api_store_failed(ctx);
         }
-        goto out;
+        return;
     }
-    /* the decision stands; the run resumes (or starts) once nothing of it is pending */
-    if (approve || strcmp(a.kind, "host_call") == 0) {
-        rc = api_run_resume(ctx->tx, ctx->secret_key, ctx->svc->runs, a.run, err);
-        if (rc != STORE_OK) {
-            fprintf(stderr,
-                    "{\"log\":\"resume\",\"request_id\":\"%s\",\"run\":\"%s\",\"error\":\"%s\"}\n",
-                    ctx->req->request_id, a.run, rc == STORE_CONFLICT ? "refused" : "store");
-        }
+    /* an approver of its department, not the run's starter (four eyes), of a pending one */
+    gov_approval_may_decide(&ctx->who->gov, &a.g, &d);
+    if (api_decision(ctx, &d) != 0 || api_approval_store(ctx, &a, approve, comment) != 0) {
+        return;
     }
+    api_approval_resume(ctx, &a, approve);
     api_reply(ctx, 200);
     if (s->ops->approval_get(s, id, api_approval_one, &ctx->resp->body) != STORE_OK) {
         api_store_failed(ctx);
-        goto out;
+        return;
     }
     buf_append_str(&ctx->resp->body, "\n");
-out:
-    buf_done(&d);
 }
 
 void api_approvals_approve(struct api_ctx *ctx)

@@ -27,7 +27,6 @@
 
 #include "api.h"
 #include "json.h"
-#include "runs.h"
 
 #define MCP_ID_MAX     256 /* bytes of a request id's JSON text */
 #define MCP_ANSWER_MAX ((size_t)64 << 20)
@@ -140,8 +139,9 @@ static void mcp_put_run_result(struct buf *out, unsigned status, const char *bod
     const struct json_node *approvals = json_get(root, "approvals");
     const char *approvals_text = pending ? pending : approvals ? approvals->raw : "[]";
     size_t approvals_len = pending ? strlen(pending) : approvals ? approvals->raw_len : 2;
-    int ended = runs_http_status(st->str) == 200;
-    int failed = ended && strcmp(st->str, "completed") != 0;
+    enum gov_run_state state = api_run_state(st->str);
+    int ended = gov_run_state_ended(state);
+    int failed = ended && state != GOV_RUN_COMPLETED;
     if (ended && !failed) {
         if (value) {
             json_write_compact(&text, value->raw, value->raw_len);
@@ -154,7 +154,7 @@ static void mcp_put_run_result(struct buf *out, unsigned status, const char *bod
         buf_printf(&text, "run %s %s: %s: %s", id->str, st->str,
                    code && code->type == JSON_STRING ? code->str : "ERROR",
                    message && message->type == JSON_STRING ? message->str : "no message");
-    } else if (strcmp(st->str, "awaiting_approval") == 0) {
+    } else if (state == GOV_RUN_AWAITING_APPROVAL) {
         struct json_doc *adoc = NULL;
         struct buf ids;
         buf_init(&ids, MCP_ANSWER_MAX);
@@ -326,9 +326,7 @@ static void mcp_templates_done(struct mcp_templates *l)
 /* The caller is an agent of the department (or of every one). */
 static int mcp_agent_of(const struct auth_principal *who, const char *department)
 {
-    struct auth_rule rule = { AUTH_DEPARTMENT, AUTH_ROLE_AGENT };
-    char why[AUTH_WHY_MAX];
-    return auth_check(who, &rule, department, why) == AUTH_OK;
+    return gov_holds(&who->gov, GOV_ROLE_AGENT, department);
 }
 
 struct mcp_adhoc {
@@ -530,8 +528,11 @@ static void mcp_get_run(struct api_ctx *ctx, const char *id, const struct json_n
     /* too long for an id: no run has it, and the handler answers 404 for "" */
     snprintf(sub.params[0].value, sizeof sub.params[0].value, "%s",
              strlen(run->str) > STORE_NAME_MAX ? "" : run->str);
-    api_runs_get(&sub);
+    api_runs_get(&sub); /* gov_run_may_see decides, as for GET /v1/runs/{id} */
     json_doc_free(sub.doc);
+    if (ctx->resp->deferred) {
+        return; /* refused for want of a role: answered once the refusal is recorded */
+    }
     buf_init(&pending, (size_t)1 << 20);
     buf_append_str(&pending, "[");
     struct mcp_ids ids = { &pending, 0 };
@@ -687,22 +688,51 @@ static int mcp_origin_ok(const struct http_request *req)
     return rest && host && strcasecmp(rest + 3, host) == 0;
 }
 
-void api_mcp_post(struct api_ctx *ctx)
+/* The transport's headers: an Origin of this host (or none), a protocol version this server
+ * speaks (or none). 0, or -1 after answering. */
+static int mcp_headers_ok(struct api_ctx *ctx)
 {
-    struct al_error err;
-    char id[MCP_ID_MAX + 1];
-    const char *req_body = ctx->req->body;
-    size_t req_len = ctx->req->body_len;
     if (!mcp_origin_ok(ctx->req)) {
         mcp_error(ctx, 403, NULL, MCP_ERR_REQUEST,
                   "the Origin header names another host than this server");
-        return;
+        return -1;
     }
     const char *version = http_header(ctx->req, "MCP-Protocol-Version");
     if (version && strcmp(version, mcp_versions[0]) != 0 && strcmp(version, mcp_versions[1]) != 0) {
         mcp_error(ctx, 400, NULL, MCP_ERR_REQUEST,
                   "unsupported MCP-Protocol-Version %.32s: this server speaks %s and %s", version,
                   mcp_versions[0], mcp_versions[1]);
+        return -1;
+    }
+    return 0;
+}
+
+/* Answers request `id`: its method with its params. */
+static void mcp_dispatch(struct api_ctx *ctx, const char *id, const char *method,
+                         const struct json_node *params)
+{
+    if (strcmp(method, "initialize") == 0) {
+        mcp_initialize(ctx, id, params);
+    } else if (strcmp(method, "ping") == 0) {
+        api_reply(ctx, 200);
+        mcp_begin(&ctx->resp->body, id);
+        buf_append_str(&ctx->resp->body, ",\"result\":{}}\n");
+    } else if (strcmp(method, "tools/list") == 0) {
+        mcp_tools_list(ctx, id);
+    } else if (strcmp(method, "tools/call") == 0) {
+        mcp_tools_call(ctx, id, params);
+    } else {
+        mcp_error(ctx, 200, id, MCP_ERR_METHOD, "method not found: %.64s", method);
+    }
+}
+
+void api_mcp_post(struct api_ctx *ctx)
+{
+    struct al_error err;
+    char id[MCP_ID_MAX + 1];
+    const char *req_body = ctx->req->body;
+    size_t req_len = ctx->req->body_len;
+    if (mcp_headers_ok(ctx) != 0) {
         return;
     }
     memset(&err, 0, sizeof err);
@@ -751,17 +781,5 @@ void api_mcp_post(struct api_ctx *ctx)
         api_reply(ctx, 202);
         return;
     }
-    if (strcmp(method->str, "initialize") == 0) {
-        mcp_initialize(ctx, id, params);
-    } else if (strcmp(method->str, "ping") == 0) {
-        api_reply(ctx, 200);
-        mcp_begin(&ctx->resp->body, id);
-        buf_append_str(&ctx->resp->body, ",\"result\":{}}\n");
-    } else if (strcmp(method->str, "tools/list") == 0) {
-        mcp_tools_list(ctx, id);
-    } else if (strcmp(method->str, "tools/call") == 0) {
-        mcp_tools_call(ctx, id, params);
-    } else {
-        mcp_error(ctx, 200, id, MCP_ERR_METHOD, "method not found: %.64s", method->str);
-    }
+    mcp_dispatch(ctx, id, method->str, params);
 }

@@ -9,6 +9,11 @@
  * api_run_plan turns a run's row into what runs.c executes; the resume of an approved run and
  * the start of a supervised one go through it as well, so a run always executes exactly what
  * its row names.
+ *
+ * Who may start, see and cancel a run is src/gov's decision (gov_run_may_start, _may_see,
+ * _may_cancel), taken per run: an agent of a department sees its own runs there and no other
+ * agent's, whatever roles it holds in other departments; GET /v1/runs, GET /v1/runs/{id},
+ * cancel and MCP's get_run ask the same question.
  */
 #include "api_runs.h"
 
@@ -215,7 +220,7 @@ enum store_rc api_run_plan(struct store *s, const unsigned char *secret_key,
                      row->version);
             goto out;
         }
-        if (strcmp(v.state, "approved") != 0) {
+        if (api_version_state(v.state) != GOV_VERSION_APPROVED) {
             snprintf(err, 256, "template %s version %" PRId64 " is %s, not approved",
                      row->template_name, row->version, v.state);
             rc = STORE_CONFLICT;
@@ -265,6 +270,7 @@ static int api_dept_policy_fn(void *userdata, const struct store_department *d)
     return 0;
 }
 
+/* A POST /v1/runs request, checked (api_run_parse). */
 struct api_run_request {
     const struct json_node *template_name;
     const struct json_node *version;
@@ -274,6 +280,19 @@ struct api_run_request {
     const struct json_node *department;
     const struct json_node *functions;
     const struct json_node *language;
+    int adhoc;
+    int64_t asked;        /* the version asked for; 0: the newest approved one */
+    char *input_text;     /* the input as a C string, owned */
+    char *functions_text; /* an ad-hoc run's functions (a JSON array), owned; NULL otherwise */
+};
+
+/* How a new run starts: its effective autonomy (gov_autonomy_effective), the state it is
+ * created in and how the run writer takes it. */
+struct api_run_mode {
+    enum gov_autonomy autonomy;
+    int supervised;
+    enum gov_run_state state;
+    enum runs_start_mode start;
 };
 
 /* Answers the run's API object: 200 when it has ended, 202 otherwise. */
@@ -286,13 +305,6 @@ void api_run_reply(struct api_ctx *ctx, const char *id)
         return;
     }
     buf_append_str(b, "\n");
-}
-
-/* The stricter of two autonomies. */
-static const char *api_stricter(const char *a, const char *b)
-{
-    return strcmp(a, "supervised") == 0 || strcmp(b, "supervised") == 0 ? "supervised"
-                                                                        : "autonomous";
 }
 
 /* A new run as the writer records it (runs_submit): its row, run.start and, when supervised,
@@ -352,6 +364,28 @@ static int api_state_fn(void *userdata, const struct store_version *v)
     return 0;
 }
 
+/* The start's version, approved when the request was checked, is still approved: a
+ * revocation may have come between that and this batch. STORE_CONFLICT with the refusal. */
+static enum store_rc api_run_start_approved(struct store *s, const struct api_run_start *st,
+                                            struct buf *ret_refusal)
+{
+    struct api_state_copy c = { "" };
+    enum store_rc rc = s->ops->version_get(s, st->template_name, st->version, api_state_fn, &c);
+    if (rc != STORE_OK && rc != STORE_NOT_FOUND) {
+        return rc;
+    }
+    enum gov_version_state state = api_version_state(c.state);
+    if (state == GOV_VERSION_APPROVED) {
+        return STORE_OK;
+    }
+    buf_printf(ret_refusal,
+               "{\"error\":{\"code\":\"%s\",\"message\":\"template version is %s, not "
+               "approved\",\"request_id\":\"%s\"}}\n",
+               state == GOV_VERSION_REVOKED ? "TEMPLATE_REVOKED" : "VERSION_NOT_APPROVED",
+               c.state[0] ? c.state : "gone", st->request_id);
+    return STORE_CONFLICT;
+}
+
 /* The key revoked (or its principal's agent role taken back) after the request was checked: the
  * run is refused as the router would have refused it, and the refusal recorded. */
 static enum store_rc api_run_start_unauthorized(struct store *s, const struct api_run_start *st,
@@ -381,25 +415,13 @@ static enum store_rc api_run_start_unauthorized(struct store *s, const struct ap
     return STORE_CONFLICT;
 }
 
-struct api_agent_grant {
-    const char *department;
-    int found;
-};
-
-static int api_grant_fn(void *userdata, const struct store_grant *g)
+/* Checks the start again on the writer's connection, which sees the keys, grants and versions
+ * as they are now: a revocation that came while the request was checked and planned wins.
+ * STORE_OK, STORE_CONFLICT with the refusal (recorded when it is one of the key or the role),
+ * or the store's failure. */
+static enum store_rc api_run_start_recheck(struct store *s, const struct api_run_start *st,
+                                           struct buf *ret_refusal, unsigned *ret_status)
 {
-    struct api_agent_grant *a = userdata;
-    a->found |= strcmp(g->role, "agent") == 0 &&
-                (strcmp(g->department, "*") == 0 || strcmp(g->department, a->department) == 0);
-    return 0;
-}
-
-static enum store_rc api_run_start_record(struct store *s, void *userdata, struct buf *ret_refusal,
-                                          unsigned *ret_status)
-{
-    const struct api_run_start *st = userdata;
-    /* the writer's connection sees the keys and grants as they are now: a revocation that came
-     * while the request was checked and planned wins */
     char holder[STORE_NAME_MAX + 1] = "";
     unsigned char hash[STORE_HASH_LEN];
     enum store_rc krc = s->ops->key_lookup(s, st->key_prefix, holder, hash);
@@ -410,35 +432,59 @@ static enum store_rc api_run_start_record(struct store *s, void *userdata, struc
         return api_run_start_unauthorized(s, st, 401, "the API key was revoked", ret_refusal,
                                           ret_status);
     }
-    struct api_agent_grant agent = { st->department, 0 };
-    krc = s->ops->role_list(s, st->principal, api_grant_fn, &agent);
+    struct gov_principal now;
+    krc = auth_grants(s, st->principal, &now);
     if (krc != STORE_OK) {
         return krc;
     }
-    if (!agent.found) {
+    if (!gov_holds(&now, GOV_ROLE_AGENT, st->department)) {
         char why[STORE_NAME_MAX * 2 + 64];
         snprintf(why, sizeof why, "%s needs role agent in department %s", st->principal,
                  st->department);
         return api_run_start_unauthorized(s, st, 403, why, ret_refusal, ret_status);
     }
-    if (!st->adhoc) {
-        /* the version was approved when the request was checked; a revocation may have come
-         * between that and this batch */
-        struct api_state_copy c = { "" };
-        enum store_rc vrc =
-                s->ops->version_get(s, st->template_name, st->version, api_state_fn, &c);
-        if (vrc != STORE_OK && vrc != STORE_NOT_FOUND) {
-            return vrc;
-        }
-        if (strcmp(c.state, "approved") != 0) {
-            int revoked = strcmp(c.state, "revoked") == 0;
-            buf_printf(ret_refusal,
-                       "{\"error\":{\"code\":\"%s\",\"message\":\"template version is %s, not "
-                       "approved\",\"request_id\":\"%s\"}}\n",
-                       revoked ? "TEMPLATE_REVOKED" : "VERSION_NOT_APPROVED",
-                       c.state[0] ? c.state : "gone", st->request_id);
-            return STORE_CONFLICT;
-        }
+    return st->adhoc ? STORE_OK : api_run_start_approved(s, st, ret_refusal);
+}
+
+/* A held run's approval of kind run, and its approval.request record (details in d). */
+static enum store_rc api_run_start_approval(struct store *s, const struct api_run_start *st,
+                                            struct buf *d)
+{
+    struct store_approval a = {
+        .id = st->approval,
+        .run = st->id,
+        .kind = "run",
+        .requested_by = st->principal,
+        .department = st->department,
+        .template_name = st->template_name,
+        .version = st->version,
+    };
+    enum store_rc rc = s->ops->approval_create(s, &a);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    buf_reset(d);
+    buf_append_str(d, "{\"run\":");
+    api_str(d, st->id);
+    buf_append_str(d, ",\"approval\":");
+    api_str(d, st->approval);
+    buf_append_str(d, ",\"kind\":\"run\",\"template\":");
+    api_str(d, st->template_name);
+    buf_printf(d, ",\"version\":%" PRId64 ",\"requested_by\":", st->version);
+    api_str(d, st->principal);
+    buf_append_str(d, "}");
+    return d->data ? s->ops->audit_append(s, "airlockd", "approval.request", st->approval,
+                                          st->department, d->data, NULL)
+                   : STORE_ERROR;
+}
+
+static enum store_rc api_run_start_record(struct store *s, void *userdata, struct buf *ret_refusal,
+                                          unsigned *ret_status)
+{
+    const struct api_run_start *st = userdata;
+    enum store_rc rc = api_run_start_recheck(s, st, ret_refusal, ret_status);
+    if (rc != STORE_OK) {
+        return rc;
     }
     struct store_run row = {
         .id = st->id,
@@ -455,7 +501,7 @@ static enum store_rc api_run_start_record(struct store *s, void *userdata, struc
     };
     struct buf d;
     buf_init(&d, (size_t)96 << 20);
-    enum store_rc rc = s->ops->run_create(s, &row);
+    rc = s->ops->run_create(s, &row);
     buf_append_str(&d, "{\"run\":");
     api_str(&d, st->id);
     buf_append_str(&d, ",\"template\":");
@@ -486,31 +532,7 @@ static enum store_rc api_run_start_record(struct store *s, void *userdata, struc
                     : STORE_ERROR;
     }
     if (rc == STORE_OK && st->supervised) {
-        struct store_approval a = {
-            .id = st->approval,
-            .run = st->id,
-            .kind = "run",
-            .requested_by = st->principal,
-            .department = st->department,
-            .template_name = st->template_name,
-            .version = st->version,
-        };
-        rc = s->ops->approval_create(s, &a);
-        if (rc == STORE_OK) {
-            buf_reset(&d);
-            buf_append_str(&d, "{\"run\":");
-            api_str(&d, st->id);
-            buf_append_str(&d, ",\"approval\":");
-            api_str(&d, st->approval);
-            buf_append_str(&d, ",\"kind\":\"run\",\"template\":");
-            api_str(&d, st->template_name);
-            buf_printf(&d, ",\"version\":%" PRId64 ",\"requested_by\":", st->version);
-            api_str(&d, st->principal);
-            buf_append_str(&d, "}");
-            rc = d.data ? s->ops->audit_append(s, "airlockd", "approval.request", st->approval,
-                                               st->department, d.data, NULL)
-                        : STORE_ERROR;
-        }
+        rc = api_run_start_approval(s, st, &d);
     }
     buf_done(&d);
     /* a conflict past the version check is no refusal: the batch must not keep half a run */
@@ -574,7 +596,7 @@ static int api_versions_seen_fn(void *userdata, const struct store_version *v)
 {
     struct api_versions_seen *seen = userdata;
     seen->n++;
-    seen->revoked |= strcmp(v->state, "revoked") == 0;
+    seen->revoked |= api_version_state(v->state) == GOV_VERSION_REVOKED;
     snprintf(seen->department, sizeof seen->department, "%s", v->department);
     return 0;
 }
@@ -603,230 +625,291 @@ static int api_run_check_input(struct api_ctx *ctx, const char *schema_text, con
     return 0;
 }
 
-void api_runs_create(struct api_ctx *ctx)
+static void api_run_request_done(struct api_run_request *q)
 {
-    struct store *s = ctx->store;
-    struct api_run_request q;
-    struct api_version_copy v;
-    struct api_dept_policy policy;
-    struct runs_plan *plan = NULL;
-    char id[RUNS_ID_LEN + 1];
-    char approval[RUNS_ID_LEN + 1];
-    char err[256] = "";
-    char *functions_text = NULL;
-    char *input_text = NULL; /* the input as a C string, freed at out */
-    memset(&v, 0, sizeof v);
+    free(q->input_text);
+    free(q->functions_text);
+}
+
+/* Which of the body's members a kind of run takes: 0, or -1 after answering 400. */
+static int api_run_shape(struct api_ctx *ctx, const struct api_run_request *q)
+{
+    const char *wrong = NULL;
+    if (q->adhoc == (q->template_name != NULL)) {
+        wrong = "give either \"template\" (a template run) or \"source\" and \"department\" (an "
+                "ad-hoc run)";
+    } else if (!q->adhoc && (q->department || q->functions || q->language)) {
+        wrong = "a template run takes its department, functions and language from the version";
+    } else if (q->adhoc && (q->version || !q->department)) {
+        wrong = "an ad-hoc run needs \"department\" and takes no \"version\"";
+    } else if (q->version &&
+               (q->version->num < 1 || q->version->num != (double)(int64_t)q->version->num)) {
+        wrong = "field \"version\" must be a positive integer";
+    } else if (q->adhoc && q->language && strcmp(q->language->str, "js") != 0 &&
+               strcmp(q->language->str, "ts") != 0) {
+        wrong = "field \"language\" must be \"js\" or \"ts\"";
+    }
+    if (wrong) {
+        api_error(ctx, 400, "INVALID_REQUEST", "%s", wrong);
+        return -1;
+    }
+    return 0;
+}
+
+/* Parses and checks the body: 0, or -1 after answering. */
+static int api_run_parse(struct api_ctx *ctx, struct api_run_request *q)
+{
     const struct api_field fields[] = {
-        { "template", JSON_STRING, 0, &q.template_name },
-        { "version", JSON_NUMBER, 0, &q.version },
-        { "input", JSON_OBJECT, 0, &q.input },
-        { "wait", JSON_TRUE, 0, &q.wait },
-        { "source", JSON_STRING, 0, &q.source },
-        { "department", JSON_STRING, 0, &q.department },
-        { "functions", JSON_ARRAY, 0, &q.functions },
-        { "language", JSON_STRING, 0, &q.language },
+        { "template", JSON_STRING, 0, &q->template_name },
+        { "version", JSON_NUMBER, 0, &q->version },
+        { "input", JSON_OBJECT, 0, &q->input },
+        { "wait", JSON_TRUE, 0, &q->wait },
+        { "source", JSON_STRING, 0, &q->source },
+        { "department", JSON_STRING, 0, &q->department },
+        { "functions", JSON_ARRAY, 0, &q->functions },
+        { "language", JSON_STRING, 0, &q->language },
     };
     if (api_body(ctx, fields, sizeof fields / sizeof fields[0]) != 0) {
-        goto out;
+        return -1;
     }
-    int adhoc = q.source != NULL;
-    if (adhoc == (q.template_name != NULL)) {
-        api_error(ctx, 400, "INVALID_REQUEST",
-                  "give either \"template\" (a template run) or \"source\" and \"department\" "
-                  "(an ad-hoc run)");
-        goto out;
+    q->adhoc = q->source != NULL;
+    if (api_run_shape(ctx, q) != 0) {
+        return -1;
     }
-    if (!adhoc && (q.department || q.functions || q.language)) {
-        api_error(ctx, 400, "INVALID_REQUEST",
-                  "a template run takes its department, functions and language from the "
-                  "version");
-        goto out;
+    q->asked = q->version ? (int64_t)q->version->num : 0;
+    q->input_text = q->input ? strndup(q->input->raw, q->input->raw_len) : strdup("{}");
+    if (q->adhoc) {
+        q->functions_text =
+                q->functions ? strndup(q->functions->raw, q->functions->raw_len) : strdup("[]");
     }
-    if (adhoc && (q.version || !q.department)) {
-        api_error(ctx, 400, "INVALID_REQUEST",
-                  "an ad-hoc run needs \"department\" and takes no "
-                  "\"version\"");
-        goto out;
-    }
-    if (q.version && (q.version->num < 1 || q.version->num != (double)(int64_t)q.version->num)) {
-        api_error(ctx, 400, "INVALID_REQUEST", "field \"version\" must be a positive integer");
-        goto out;
-    }
-    if (adhoc && q.language && strcmp(q.language->str, "js") != 0 &&
-        strcmp(q.language->str, "ts") != 0) {
-        api_error(ctx, 400, "INVALID_REQUEST", "field \"language\" must be \"js\" or \"ts\"");
-        goto out;
-    }
-    const char *input = q.input ? q.input->raw : "{}";
-    size_t input_len = q.input ? q.input->raw_len : 2;
-    input_text = strndup(input, input_len);
-    if (!input_text) {
+    if (!q->input_text || (q->adhoc && !q->functions_text)) {
         api_error(ctx, 500, "INTERNAL", "out of memory");
-        goto out;
+        return -1;
     }
+    return 0;
+}
 
-    struct store_run row;
-    memset(&row, 0, sizeof row);
-    int64_t version = 0;
-    const char *dept;
-    if (!adhoc) {
-        enum store_rc rc = api_version_read(s, q.template_name->str,
-                                            q.version ? (int64_t)q.version->num : 0, &v);
-        if (rc == STORE_NOT_FOUND && !q.version) {
-            /* no approved version: is there a template, and was its approval taken back? */
-            struct api_versions_seen seen;
-            memset(&seen, 0, sizeof seen);
-            enum store_rc lrc =
-                    s->ops->version_list(s, q.template_name->str, api_versions_seen_fn, &seen);
-            if (lrc == STORE_OK && seen.n > 0) {
-                if (api_allow(ctx, seen.department) == 0) {
-                    if (seen.revoked) {
-                        api_error(ctx, 409, "TEMPLATE_REVOKED",
-                                  "template %s: its approved versions are revoked",
-                                  q.template_name->str);
-                    } else {
-                        api_error(ctx, 409, "VERSION_NOT_APPROVED",
-                                  "template %s has no approved version", q.template_name->str);
-                    }
-                }
-                goto out;
-            }
-        }
-        if (rc == STORE_NOT_FOUND) {
-            api_error(ctx, 404, "NOT_FOUND", "no template %s%s", q.template_name->str,
-                      q.version ? " with that version" : "");
-            goto out;
-        }
-        if (rc != STORE_OK) {
-            api_store_failed(ctx);
-            goto out;
-        }
-        if (api_allow(ctx, v.department) != 0) {
-            goto out;
-        }
-        if (strcmp(v.state, "revoked") == 0) {
-            api_error(ctx, 409, "TEMPLATE_REVOKED", "template %s version %" PRId64 " is revoked",
-                      q.template_name->str, (int64_t)(q.version ? q.version->num : 0));
-            goto out;
-        }
-        if (strcmp(v.state, "approved") != 0) {
-            api_error(ctx, 409, "VERSION_NOT_APPROVED",
-                      "template %s version %.0f is %s, not approved", q.template_name->str,
-                      q.version ? q.version->num : 0, v.state);
-            goto out;
-        }
-        version = v.version;
-        dept = v.department;
-        if (api_run_check_input(ctx, v.input_schema, input_text) != 0) {
-            goto out;
-        }
-    } else {
-        dept = q.department->str;
-        if (api_allow(ctx, dept) != 0) {
-            goto out;
-        }
-        /* the whole source goes into run.start: it must fit a record */
-        struct buf escaped;
-        buf_init(&escaped, API_ADHOC_AUDIT_MAX);
-        int fits = json_write_string(&escaped, q.source->str, q.source->str_len) == BUF_OK;
-        buf_done(&escaped);
-        if (!fits) {
-            api_error(ctx, 413, "PAYLOAD_TOO_LARGE",
-                      "an ad-hoc source is audited whole: at most %zu bytes once escaped as JSON",
-                      API_ADHOC_AUDIT_MAX);
-            goto out;
-        }
+/* The newest approved version was asked for and there is none: when the template has versions,
+ * answers why (to an agent of its department) and returns -1; 0 when it has none. */
+static int api_run_none_approved(struct api_ctx *ctx, const struct api_run_request *q)
+{
+    struct api_versions_seen seen;
+    struct gov_decision d;
+    memset(&seen, 0, sizeof seen);
+    enum store_rc rc = ctx->store->ops->version_list(ctx->store, q->template_name->str,
+                                                     api_versions_seen_fn, &seen);
+    if (rc != STORE_OK || seen.n == 0) {
+        return 0;
     }
-    enum store_rc prc = s->ops->department_get(s, dept, api_dept_policy_fn, &policy);
-    if (prc != STORE_OK) {
-        if (prc == STORE_NOT_FOUND) {
-            api_error(ctx, 404, "NOT_FOUND", "no department %s", dept);
+    gov_may(&ctx->who->gov, GOV_ROLE_AGENT, seen.department, &d);
+    if (api_decision(ctx, &d) != 0) {
+        return -1;
+    }
+    if (seen.revoked) {
+        api_error(ctx, 409, "TEMPLATE_REVOKED", "template %s: its approved versions are revoked",
+                  q->template_name->str);
+    } else {
+        api_error(ctx, 409, "VERSION_NOT_APPROVED", "template %s has no approved version",
+                  q->template_name->str);
+    }
+    return -1;
+}
+
+/* Reads the version a template run asks for: 0, or -1 after answering. */
+static int api_run_version(struct api_ctx *ctx, const struct api_run_request *q,
+                           struct api_version_copy *ret)
+{
+    enum store_rc rc = api_version_read(ctx->store, q->template_name->str, q->asked, ret);
+    if (rc == STORE_NOT_FOUND && !q->version && api_run_none_approved(ctx, q) != 0) {
+        return -1;
+    }
+    if (rc == STORE_NOT_FOUND) {
+        api_error(ctx, 404, "NOT_FOUND", "no template %s%s", q->template_name->str,
+                  q->version ? " with that version" : "");
+        return -1;
+    }
+    if (rc != STORE_OK) {
+        api_store_failed(ctx);
+        return -1;
+    }
+    return 0;
+}
+
+/* May the caller start the run (gov_run_may_start)? 0, or -1 after answering. */
+static int api_run_decide(struct api_ctx *ctx, const struct api_run_request *q,
+                          const struct api_version_copy *v, const char *department)
+{
+    struct gov_run_start start = { GOV_RUN_ADHOC, department, NULL, 0, GOV_VERSION_APPROVED };
+    struct gov_decision d;
+    if (!q->adhoc) {
+        start.kind = GOV_RUN_TEMPLATE;
+        start.template_name = q->template_name->str;
+        start.version = q->asked;
+        start.state = api_version_state(v->state);
+    }
+    gov_run_may_start(&ctx->who->gov, &start, &d);
+    return api_decision(ctx, &d);
+}
+
+/* A template run's input fits its version's schema; an ad-hoc run's source fits its run.start
+ * record, which holds it whole. 0, or -1 after answering. */
+static int api_run_check(struct api_ctx *ctx, const struct api_run_request *q,
+                         const struct api_version_copy *v)
+{
+    if (!q->adhoc) {
+        return api_run_check_input(ctx, v->input_schema, q->input_text);
+    }
+    struct buf escaped;
+    buf_init(&escaped, API_ADHOC_AUDIT_MAX);
+    int fits = json_write_string(&escaped, q->source->str, q->source->str_len) == BUF_OK;
+    buf_done(&escaped);
+    if (!fits) {
+        api_error(ctx, 413, "PAYLOAD_TOO_LARGE",
+                  "an ad-hoc source is audited whole: at most %zu bytes once escaped as JSON",
+                  API_ADHOC_AUDIT_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+/* The department's policy for the run: ad-hoc code allowed, and the effective autonomy (the
+ * stricter of the version's and the department's). 0, or -1 after answering. */
+static int api_run_mode(struct api_ctx *ctx, const struct api_run_request *q,
+                        const struct api_version_copy *v, const char *department,
+                        struct api_run_mode *ret)
+{
+    struct api_dept_policy policy;
+    enum gov_autonomy version = GOV_AUTONOMOUS;
+    enum gov_autonomy dept = GOV_AUTONOMOUS;
+    enum store_rc rc =
+            ctx->store->ops->department_get(ctx->store, department, api_dept_policy_fn, &policy);
+    if (rc != STORE_OK) {
+        if (rc == STORE_NOT_FOUND) {
+            api_error(ctx, 404, "NOT_FOUND", "no department %s", department);
         } else {
             api_store_failed(ctx);
         }
-        goto out;
+        return -1;
     }
-    if (adhoc && !policy.allow_adhoc) {
-        api_error(ctx, 403, "ADHOC_DISABLED", "department %s does not allow ad-hoc runs", dept);
-        goto out;
+    if (q->adhoc && !policy.allow_adhoc) {
+        api_error(ctx, 403, "ADHOC_DISABLED", "department %s does not allow ad-hoc runs",
+                  department);
+        return -1;
     }
-    const char *autonomy = adhoc ? policy.autonomy : api_stricter(v.autonomy, policy.autonomy);
-    int supervised = strcmp(autonomy, "supervised") == 0;
-    approval[0] = '\0'; /* only a supervised run opens an approval at its start */
-    if (runs_new_id("run_", id) != 0 || (supervised && runs_new_id("apr_", approval) != 0)) {
-        api_error(ctx, 500, "INTERNAL", "the random generator failed");
-        goto out;
+    /* an autonomy the store holds that gov does not know is supervised: a person decides */
+    if (gov_autonomy_parse(policy.autonomy, &dept) != 0) {
+        dept = GOV_SUPERVISED;
     }
-    if (adhoc) {
-        functions_text =
-                q.functions ? strndup(q.functions->raw, q.functions->raw_len) : strdup("[]");
+    if (!q->adhoc && gov_autonomy_parse(v->autonomy, &version) != 0) {
+        version = GOV_SUPERVISED;
     }
-    row.id = id;
-    row.template_name = adhoc ? "" : q.template_name->str;
-    row.version = version;
-    row.department = dept;
-    row.principal = ctx->who->name;
-    int wait = !q.wait || q.wait->type == JSON_TRUE;
+    ret->autonomy =
+            gov_autonomy_effective(q->adhoc ? GOV_RUN_ADHOC : GOV_RUN_TEMPLATE, version, dept);
+    ret->supervised = ret->autonomy == GOV_SUPERVISED;
+    int wait = !q->wait || q->wait->type == JSON_TRUE;
     /* with several nodes, a run nobody waits for goes to the queue: the first node with room
      * to claim it executes it (this one is kicked, every one notified) */
-    int queue = !supervised && !wait && ctx->svc && ctx->svc->runs && runs_node(ctx->svc->runs);
-    row.status = supervised ? "awaiting_approval" : queue ? "queued" : "running";
-    row.input = input_text;
-    row.source = adhoc ? q.source->str : NULL;
-    row.language = adhoc ? (q.language ? q.language->str : "js") : NULL;
-    row.functions = functions_text;
+    int queue =
+            !ret->supervised && !wait && ctx->svc && ctx->svc->runs && runs_node(ctx->svc->runs);
+    ret->state = ret->supervised ? GOV_RUN_AWAITING_APPROVAL
+                 : queue         ? GOV_RUN_QUEUED
+                                 : GOV_RUN_RUNNING;
+    ret->start = ret->supervised ? RUNS_START_HELD
+                 : queue         ? RUNS_START_QUEUED
+                 : wait          ? RUNS_START_WAIT
+                                 : RUNS_START_NOWAIT;
+    return 0;
+}
+
+/* Hands the checked run to the run writer (runs_submit), which records it with others in one
+ * commit, then answers and starts it; answers now on a failure. */
+static void api_run_submit(struct api_ctx *ctx, const struct api_run_request *q,
+                           const struct api_version_copy *v, const char *department,
+                           const struct api_run_mode *m)
+{
+    struct runs_plan *plan = NULL;
+    char id[RUNS_ID_LEN + 1];
+    char approval[RUNS_ID_LEN + 1] = ""; /* only a supervised run opens an approval at its start */
+    char err[256] = "";
+    char created[RUNS_TIME_LEN];
+    if (runs_new_id("run_", id) != 0 || (m->supervised && runs_new_id("apr_", approval) != 0)) {
+        api_error(ctx, 500, "INTERNAL", "the random generator failed");
+        return;
+    }
     /* a run executing at once starts its guest clock at its creation: an execution taken over
      * from a dead node starts at the same point (a held or queued run's starts when claimed) */
     int64_t created_ms = runs_now_ms();
-    char created[RUNS_TIME_LEN];
     runs_time_text(created_ms, created);
-    row.created = created;
-
+    struct store_run row = {
+        .id = id,
+        .template_name = q->adhoc ? "" : q->template_name->str,
+        .version = q->adhoc ? 0 : v->version,
+        .department = department,
+        .principal = ctx->who->name,
+        .status = gov_run_state_name(m->state),
+        .input = q->input_text,
+        .source = q->adhoc ? q->source->str : NULL,
+        .language = q->adhoc ? (q->language ? q->language->str : "js") : NULL,
+        .functions = q->functions_text,
+        .created = created,
+    };
     /* bind the functions before anything is recorded: a missing connector starts nothing */
-    enum store_rc plan_rc = api_run_plan(s, ctx->secret_key, &row, &plan, err);
-    if (plan_rc == STORE_OK && !supervised && !queue) {
-        plan->clock_ms = created_ms;
-    }
-    if (plan_rc != STORE_OK) {
-        if (plan_rc == STORE_CONFLICT) {
+    enum store_rc rc = api_run_plan(ctx->store, ctx->secret_key, &row, &plan, err);
+    if (rc != STORE_OK) {
+        if (rc == STORE_CONFLICT) {
             api_error(ctx, 409, "CONFLICT", "%s", err);
         } else {
             api_store_failed(ctx);
         }
-        goto out;
+        return;
     }
-
+    if (m->state == GOV_RUN_RUNNING) {
+        plan->clock_ms = created_ms;
+    }
     if (!ctx->svc || !ctx->svc->runs) {
         api_error(ctx, 500, "INTERNAL", API_NO_RUNS_MESSAGE);
-        goto out;
+        runs_plan_free(plan);
+        return;
     }
-    /* recorded by the run writer with others in one commit, then answered and started */
-    struct api_run_start *start =
-            api_run_start_new(&row, adhoc ? NULL : &v, autonomy, approval, supervised,
-                              ctx->req->request_id, ctx->who, ctx->route ? ctx->route : "");
+    struct api_run_start *start = api_run_start_new(
+            &row, q->adhoc ? NULL : v, gov_autonomy_name(m->autonomy), approval, m->supervised,
+            ctx->req->request_id, ctx->who, ctx->route ? ctx->route : "");
     struct http_deferred *deferred = start ? http_defer(ctx->req, ctx->resp) : NULL;
     if (!deferred) {
         api_run_start_free(start);
+        runs_plan_free(plan);
         api_error(ctx, 500, "INTERNAL", "out of memory");
-        goto out;
+        return;
     }
     struct runs_start job = {
         .plan = plan,
-        .mode = supervised ? RUNS_START_HELD
-                : queue    ? RUNS_START_QUEUED
-                : wait     ? RUNS_START_WAIT
-                           : RUNS_START_NOWAIT,
+        .mode = m->start,
         .deferred = deferred,
         .record = api_run_start_record,
         .record_userdata = start,
         .record_free = api_run_start_free,
     };
-    plan = NULL;
     runs_submit(ctx->svc->runs, &job);
+}
+
+void api_runs_create(struct api_ctx *ctx)
+{
+    struct api_run_request q;
+    struct api_version_copy v;
+    struct api_run_mode m;
+    memset(&q, 0, sizeof q);
+    memset(&v, 0, sizeof v);
+    if (api_run_parse(ctx, &q) != 0 || (!q.adhoc && api_run_version(ctx, &q, &v) != 0)) {
+        goto out;
+    }
+    const char *department = q.adhoc ? q.department->str : v.department;
+    if (api_run_decide(ctx, &q, &v, department) != 0 || api_run_check(ctx, &q, &v) != 0 ||
+        api_run_mode(ctx, &q, &v, department, &m) != 0) {
+        goto out;
+    }
+    api_run_submit(ctx, &q, &v, department, &m);
 out:
-    runs_plan_free(plan);
-    free(input_text);
-    free(functions_text);
+    api_run_request_done(&q);
     api_version_copy_done(&v);
 }
 
@@ -834,101 +917,74 @@ out:
 
 struct api_run_head {
     int found;
-    char status[24];
+    enum gov_run_state state;
     char department[STORE_NAME_MAX + 1];
     char principal[STORE_NAME_MAX + 1];
-    char template_name[STORE_NAME_MAX + 1];
-    int64_t version;
 };
 
 static int api_run_head_fn(void *userdata, const struct store_run *row)
 {
     struct api_run_head *h = userdata;
     h->found = 1;
-    snprintf(h->status, sizeof h->status, "%s", row->status);
+    h->state = api_run_state(row->status);
     snprintf(h->department, sizeof h->department, "%s", row->department);
     snprintf(h->principal, sizeof h->principal, "%s", row->principal);
-    snprintf(h->template_name, sizeof h->template_name, "%s", row->template_name);
-    h->version = row->version;
     return 0;
 }
 
-/* The caller may see the run: its own, or one of a department where the route's roles are
- * granted - except that an agent sees only its own runs (another's in its department answers
- * 404, as if it did not exist). 0 after answering otherwise. */
-static int api_run_visible(struct api_ctx *ctx, const struct api_run_head *h, const char *id)
+/* Reads the head of run `id` into *h: 0, or -1 after answering 404 or 500. The run as src/gov
+ * sees it is then { id, h->department, h->principal, h->state }. */
+static int api_run_find(struct api_ctx *ctx, const char *id, struct api_run_head *h)
 {
-    if (strcmp(h->principal, ctx->who->name) == 0) {
-        return 1;
-    }
-    if (api_allow(ctx, h->department) != 0) {
-        return 0;
-    }
-    int only_agent = 1;
-    for (size_t i = 0; i < ctx->who->ngrants; i++) {
-        if (ctx->who->grants[i].role != AUTH_ROLE_AGENT) {
-            only_agent = 0;
-        }
-    }
-    if (only_agent) {
+    memset(h, 0, sizeof *h);
+    enum store_rc rc = ctx->store->ops->run_get(ctx->store, id, api_run_head_fn, h);
+    if (rc == STORE_NOT_FOUND || (rc == STORE_OK && !h->found)) {
         api_error(ctx, 404, "NOT_FOUND", "no run %s", id);
-        return 0;
+        return -1;
     }
-    return 1;
+    if (rc != STORE_OK) {
+        api_store_failed(ctx);
+        return -1;
+    }
+    return 0;
 }
 
 void api_runs_get(struct api_ctx *ctx)
 {
     struct api_run_head h;
+    struct gov_decision d;
     const char *id = api_param(ctx, "id");
-    memset(&h, 0, sizeof h);
-    if (api_body(ctx, NULL, 0) != 0) {
+    if (api_body(ctx, NULL, 0) != 0 || api_run_find(ctx, id, &h) != 0) {
         return;
     }
-    enum store_rc rc = ctx->store->ops->run_get(ctx->store, id, api_run_head_fn, &h);
-    if (rc == STORE_NOT_FOUND) {
-        api_error(ctx, 404, "NOT_FOUND", "no run %s", id);
+    /* its starter, and a holder of a role other than agent in its department; another agent
+     * of the department is answered 404, as if the run did not exist */
+    struct gov_run r = { id, h.department, h.principal, h.state };
+    gov_run_may_see(&ctx->who->gov, &r, &d);
+    if (api_decision(ctx, &d) != 0) {
         return;
     }
-    if (rc != STORE_OK) {
-        api_store_failed(ctx);
-        return;
-    }
-    if (api_run_visible(ctx, &h, id)) {
-        api_run_reply(ctx, id);
-        /* GET answers 200 whatever the run's state: the status says where it is */
-        ctx->resp->status = 200;
-    }
+    api_run_reply(ctx, id);
+    /* GET answers 200 whatever the run's state: the status says where it is */
+    ctx->resp->status = 200;
 }
 
 struct api_run_list {
     struct api_ctx *ctx;
+    const struct gov_principal *who;
     struct buf *b;
     int n;
     int limit;
-    int own_only;
     const char *after_time;
     enum store_rc rc;
 };
 
-/* The caller holds some role in the department (or "*"). */
-static int api_has_department(const struct auth_principal *who, const char *department)
-{
-    for (size_t i = 0; i < who->ngrants; i++) {
-        if (strcmp(who->grants[i].department, "*") == 0 ||
-            strcmp(who->grants[i].department, department) == 0) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 static int api_run_list_fn(void *userdata, const struct store_run *row)
 {
     struct api_run_list *l = userdata;
-    const struct auth_principal *who = l->ctx->who;
-    int own = strcmp(row->principal, who->name) == 0;
-    if (l->own_only ? !own : !(own || api_has_department(who, row->department))) {
+    struct gov_run r = { row->id, row->department, row->principal, api_run_state(row->status) };
+    struct gov_decision d;
+    if (!gov_run_may_see(l->who, &r, &d)) {
         return 0;
     }
     if (l->after_time && strcmp(row->created, l->after_time) <= 0) {
@@ -966,55 +1022,59 @@ static int api_run_seq_fn(void *userdata, const struct store_run *row)
     return 0;
 }
 
-void api_runs_list(struct api_ctx *ctx)
+/* The list's query: template, status, principal, after (a run id or a time) and limit. 0, or
+ * -1 after answering 400. */
+static int api_runs_list_query(struct api_ctx *ctx, struct store_run_filter *f,
+                               struct api_run_list *l)
 {
-    struct store_run_filter f;
-    struct api_run_list l;
-    memset(&f, 0, sizeof f);
-    memset(&l, 0, sizeof l);
-    if (api_body(ctx, NULL, 0) != 0) {
-        return;
-    }
-    f.template_name = http_query(ctx->req, "template");
-    f.status = http_query(ctx->req, "status");
-    f.principal = http_query(ctx->req, "principal");
+    f->template_name = http_query(ctx->req, "template");
+    f->status = http_query(ctx->req, "status");
+    f->principal = http_query(ctx->req, "principal");
     const char *after = http_query(ctx->req, "after");
     const char *limit = http_query(ctx->req, "limit");
-    l.limit = 100;
+    l->limit = 100;
     if (limit) {
         char *end = NULL;
         long n = strtol(limit, &end, 10);
         if (*limit == '\0' || *end != '\0' || n < 1 || n > API_RUNS_LIST_MAX) {
             api_error(ctx, 400, "INVALID_REQUEST", "limit must be 1..%d", API_RUNS_LIST_MAX);
-            return;
+            return -1;
         }
-        l.limit = (int)n;
+        l->limit = (int)n;
     }
     if (after && strncmp(after, "run_", 4) == 0) {
         /* a run id: the runs after it */
-        f.after_seq = -1;
-        if (ctx->store->ops->run_get(ctx->store, after, api_run_seq_fn, &f.after_seq) != STORE_OK ||
-            f.after_seq < 0) {
+        f->after_seq = -1;
+        if (ctx->store->ops->run_get(ctx->store, after, api_run_seq_fn, &f->after_seq) !=
+                    STORE_OK ||
+            f->after_seq < 0) {
             api_error(ctx, 400, "INVALID_REQUEST", "after: no run %.64s", after);
-            return;
+            return -1;
         }
     } else if (after) {
         /* a time: RFC 3339 UTC, compared as text like the stored times */
         if (strlen(after) < 10 || strlen(after) > 30 || after[4] != '-') {
             api_error(ctx, 400, "INVALID_REQUEST",
                       "after must be a run id or a time like 2026-01-02T03:04:05Z");
-            return;
+            return -1;
         }
-        l.after_time = after;
+        l->after_time = after;
     }
-    int only_agent = 1;
-    for (size_t i = 0; i < ctx->who->ngrants; i++) {
-        if (ctx->who->grants[i].role != AUTH_ROLE_AGENT) {
-            only_agent = 0;
-        }
+    return 0;
+}
+
+void api_runs_list(struct api_ctx *ctx)
+{
+    struct store_run_filter f;
+    struct api_run_list l;
+    memset(&f, 0, sizeof f);
+    memset(&l, 0, sizeof l);
+    if (api_body(ctx, NULL, 0) != 0 || api_runs_list_query(ctx, &f, &l) != 0) {
+        return;
     }
+    /* the runs gov_run_may_see shows the caller, decided run by run */
     l.ctx = ctx;
-    l.own_only = only_agent;
+    l.who = &ctx->who->gov;
     l.b = &ctx->resp->body;
     api_reply(ctx, 200);
     buf_append_str(l.b, "[");
@@ -1142,11 +1202,11 @@ static enum store_rc api_run_set_error(struct store *s, const char *id, const ch
  * executing - waiting for a person, or queued for a node to claim - and ended here. */
 enum api_run_found { API_RUN_EXECUTING = 0, API_RUN_AWAITING = 1, API_RUN_QUEUED = 2 };
 
-static enum api_run_found api_run_found_as(const char *status)
+static enum api_run_found api_run_found_as(enum gov_run_state state)
 {
-    return strcmp(status, "awaiting_approval") == 0 ? API_RUN_AWAITING
-           : strcmp(status, "queued") == 0          ? API_RUN_QUEUED
-                                                    : API_RUN_EXECUTING;
+    return state == GOV_RUN_AWAITING_APPROVAL ? API_RUN_AWAITING
+           : state == GOV_RUN_QUEUED          ? API_RUN_QUEUED
+                                              : API_RUN_EXECUTING;
 }
 
 static int api_execution_seen(void *userdata, const struct store_execution *e)
@@ -1258,47 +1318,19 @@ static void api_cancel_fire(void *arg, int committed)
     free(c);
 }
 
-void api_runs_cancel(struct api_ctx *ctx)
+/* Ends run `id` (found as its head says) cancelled, in one transaction; once that is durable,
+ * an execution here ends ABORTED (its end adds its console and stats). 0, or -1 after
+ * answering. */
+static int api_run_cancel(struct api_ctx *ctx, const char *id, const struct api_run_head *h,
+                          const char *why)
 {
     struct store *s = ctx->store;
-    struct api_run_head h;
-    char why[STORE_NAME_MAX + 32];
-    const char *id = api_param(ctx, "id");
-    memset(&h, 0, sizeof h);
-    if (api_body(ctx, NULL, 0) != 0) {
-        return;
-    }
-    enum store_rc rc = s->ops->run_get(s, id, api_run_head_fn, &h);
-    if (rc == STORE_NOT_FOUND) {
-        api_error(ctx, 404, "NOT_FOUND", "no run %s", id);
-        return;
-    }
-    if (rc != STORE_OK) {
+    if (s->ops->tx_begin(s) != STORE_OK) {
         api_store_failed(ctx);
-        return;
+        return -1;
     }
-    /* the principal that started it, an approver of its department or an admin */
-    int own = strcmp(h.principal, ctx->who->name) == 0;
-    if (!own) {
-        struct auth_rule rule = { AUTH_DEPARTMENT, AUTH_ROLE_APPROVER | AUTH_ROLE_ADMIN };
-        char reason[AUTH_WHY_MAX] = "";
-        if (auth_check(ctx->who, &rule, h.department, reason) != AUTH_OK) {
-            if (!api_run_visible(ctx, &h, id)) {
-                return;
-            }
-            api_denied(ctx, 403, reason);
-            return;
-        }
-    }
-    if (runs_http_status(h.status) == 200) {
-        api_error(ctx, 409, "CONFLICT", "run %s has ended (%s)", id, h.status);
-        return;
-    }
-    snprintf(why, sizeof why, "cancelled by %s", ctx->who->name);
-    rc = s->ops->tx_begin(s);
-    if (rc == STORE_OK) {
-        rc = api_run_cancel_stored(ctx, id, h.department, why, api_run_found_as(h.status));
-    }
+    enum store_rc rc =
+            api_run_cancel_stored(ctx, id, h->department, why, api_run_found_as(h->state));
     if (rc == STORE_OK) {
         rc = s->ops->tx_commit(s);
     }
@@ -1309,16 +1341,37 @@ void api_runs_cancel(struct api_ctx *ctx)
         } else {
             api_store_failed(ctx);
         }
-        return;
+        return -1;
     }
-    /* once that is durable, a run executing here ends ABORTED (its end adds its console and
-     * stats) */
     struct api_cancel *c = ctx->svc && ctx->svc->runs ? calloc(1, sizeof *c) : NULL;
     if (c) {
         c->runs = ctx->svc->runs;
         snprintf(c->id, sizeof c->id, "%s", id);
         snprintf(c->why, sizeof c->why, "%s", why);
         api_after_commit(ctx->tx, api_cancel_fire, c);
+    }
+    return 0;
+}
+
+void api_runs_cancel(struct api_ctx *ctx)
+{
+    struct api_run_head h;
+    struct gov_decision d;
+    char why[STORE_NAME_MAX + 32];
+    const char *id = api_param(ctx, "id");
+    if (api_body(ctx, NULL, 0) != 0 || api_run_find(ctx, id, &h) != 0) {
+        return;
+    }
+    /* its starter, an approver of its department or an admin; a run the caller may not see is
+     * not there (404), one it sees but may not cancel is refused (403) */
+    struct gov_run r = { id, h.department, h.principal, h.state };
+    gov_run_may_cancel(&ctx->who->gov, &r, &d);
+    if (api_decision(ctx, &d) != 0) {
+        return;
+    }
+    snprintf(why, sizeof why, "cancelled by %s", ctx->who->name);
+    if (api_run_cancel(ctx, id, &h, why) != 0) {
+        return;
     }
     api_run_reply(ctx, id);
     ctx->resp->status = 200;
@@ -1337,7 +1390,8 @@ struct api_run_ids {
 static int api_run_ids_fn(void *userdata, const struct store_run *row)
 {
     struct api_run_ids *l = userdata;
-    if (row->version != l->version || runs_http_status(row->status) == 200) {
+    enum gov_run_state state = api_run_state(row->status);
+    if (row->version != l->version || gov_run_state_ended(state)) {
         return 0;
     }
     if (l->n == l->cap) {
@@ -1361,7 +1415,7 @@ static int api_run_ids_fn(void *userdata, const struct store_run *row)
     }
     snprintf(l->ids[l->n], RUNS_ID_LEN + 1, "%s", row->id);
     snprintf(l->departments[l->n], STORE_NAME_MAX + 1, "%s", row->department);
-    l->waiting[l->n] = (int)api_run_found_as(row->status);
+    l->waiting[l->n] = (int)api_run_found_as(state);
     l->n++;
     return 0;
 }

@@ -9,7 +9,8 @@
  * Every change and its audit record are one transaction, and a state change is conditional on
  * the state it leaves (store version_set_state), so two approvers racing a revoker cannot leave
  * a revoked version approved. Reads follow the department: an agent sees only approved versions
- * of its own departments; admins and auditors see everything.
+ * of its own departments; admins and auditors see everything. Who may read, write or move a
+ * version is src/gov's decision (rules.h); a handler reads the facts, asks, writes, answers.
  *
  * The connectors named in a version's functions are not checked here: a version may be written
  * before its connector exists; a run refuses a function no connector serves.
@@ -82,59 +83,36 @@ static int tpl_lookup(struct api_ctx *ctx, struct tpl_info *ti)
     return 0;
 }
 
-/* Admins and auditors read every department. */
-static int tpl_reads_all(const struct auth_principal *who)
-{
-    for (size_t i = 0; i < who->ngrants; i++) {
-        if (who->grants[i].role & (AUTH_ROLE_ADMIN | AUTH_ROLE_AUDITOR)) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static int tpl_grant_covers(const struct auth_grant *g, const char *department)
-{
-    return strcmp(g->department, "*") == 0 || strcmp(g->department, department) == 0;
-}
-
-/* 1 when who sees every version of the department's templates, 0 when only approved ones (an
- * agent, and nothing more, there). */
-static int tpl_full_view(const struct auth_principal *who, const char *department)
-{
-    if (tpl_reads_all(who)) {
-        return 1;
-    }
-    for (size_t i = 0; i < who->ngrants; i++) {
-        const struct auth_grant *g = &who->grants[i];
-        if ((g->role & (AUTH_ROLE_AUTHOR | AUTH_ROLE_APPROVER)) &&
-            tpl_grant_covers(g, department)) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static int tpl_sees(const struct auth_principal *who, const char *department)
-{
-    if (tpl_reads_all(who)) {
-        return 1;
-    }
-    for (size_t i = 0; i < who->ngrants; i++) {
-        if (tpl_grant_covers(&who->grants[i], department)) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* A read route's permission: admins and auditors anywhere, others in the department. */
+/* A read route's permission (gov_template_may_read): 0, or -1 after answering 403. */
 static int tpl_allow_read(struct api_ctx *ctx, const char *department)
 {
-    if (ctx->who && tpl_reads_all(ctx->who)) {
-        return 0;
-    }
-    return api_allow(ctx, department);
+    struct gov_decision d;
+    gov_template_may_read(&ctx->who->gov, department, &d);
+    return api_decision(ctx, &d);
+}
+
+/* May the caller write the department's templates (a template, a version)? 0, or -1 after
+ * answering 403. */
+static int tpl_allow_write(struct api_ctx *ctx, const char *department)
+{
+    struct gov_decision d;
+    gov_may(&ctx->who->gov, GOV_ROLE_AUTHOR, department, &d);
+    return api_decision(ctx, &d);
+}
+
+/* 1 when the caller sees only the department's approved versions (gov_template_view). */
+static int tpl_approved_only(const struct api_ctx *ctx, const char *department)
+{
+    return gov_template_view(&ctx->who->gov, department) != GOV_VIEW_ALL;
+}
+
+/* May `reader` read stored version v (gov_version_may_read)? */
+static int tpl_readable(const struct gov_principal *reader, const struct store_version *v)
+{
+    struct gov_version g = { v->template_name, v->version, v->department, v->author,
+                             api_version_state(v->state) };
+    struct gov_decision d;
+    return gov_version_may_read(reader, &g, &d);
 }
 
 /* The route's {v} (or a query's from=): a decimal version number 1..TPL_VERSION_MAX, else 0. */
@@ -233,13 +211,13 @@ static int tpl_version_one(void *userdata, const struct store_version *v)
 struct tpl_versions {
     struct buf *b;
     int n;
-    int approved_only;
+    const struct gov_principal *reader;
 };
 
 static int tpl_version_item(void *userdata, const struct store_version *v)
 {
     struct tpl_versions *l = userdata;
-    if (l->approved_only && strcmp(v->state, "approved") != 0) {
+    if (!tpl_readable(l->reader, v)) {
         return 0;
     }
     if (l->n++) {
@@ -249,12 +227,13 @@ static int tpl_version_item(void *userdata, const struct store_version *v)
     return 0;
 }
 
-/* Appends the template object with its version summaries; *ret_n gets how many. */
+/* Appends the template object with the summaries of the versions `reader` may read; *ret_n
+ * gets how many. */
 static enum store_rc tpl_template_json(struct store *s, struct buf *b,
-                                       const struct store_template *t, int approved_only,
-                                       int *ret_n)
+                                       const struct store_template *t,
+                                       const struct gov_principal *reader, int *ret_n)
 {
-    struct tpl_versions l = { b, 0, approved_only };
+    struct tpl_versions l = { b, 0, reader };
     buf_append_str(b, "{\"name\":");
     api_str(b, t->name);
     buf_append_str(b, ",\"department\":");
@@ -276,7 +255,7 @@ static enum store_rc tpl_template_json(struct store *s, struct buf *b,
 
 struct tpl_list {
     struct store *store;
-    const struct auth_principal *who;
+    const struct gov_principal *who;
     struct buf *b;
     int n;
     enum store_rc rc;
@@ -295,7 +274,7 @@ struct tpl_list {
 static int tpl_list_collect(void *userdata, const struct store_template *t)
 {
     struct tpl_list *l = userdata;
-    if (!tpl_sees(l->who, t->department)) {
+    if (gov_template_view(l->who, t->department) == GOV_VIEW_NONE) {
         return 0;
     }
     if (l->count == l->cap) {
@@ -328,7 +307,7 @@ void api_templates_list(struct api_ctx *ctx)
     struct tpl_list l;
     memset(&l, 0, sizeof l);
     l.store = s;
-    l.who = ctx->who;
+    l.who = &ctx->who->gov;
     l.b = &ctx->resp->body;
     if (api_body(ctx, NULL, 0) != 0) {
         goto out;
@@ -348,13 +327,13 @@ void api_templates_list(struct api_ctx *ctx)
         struct tpl_row *r = &l.rows[i];
         struct store_template t = { r->name, r->department, r->description, r->created,
                                     r->created_by };
-        int approved_only = !tpl_full_view(ctx->who, r->department);
+        int approved_only = tpl_approved_only(ctx, r->department);
         size_t mark = l.b->len;
         int n = 0;
         if (shown) {
             buf_append_str(l.b, ",");
         }
-        rc = tpl_template_json(s, l.b, &t, approved_only, &n);
+        rc = tpl_template_json(s, l.b, &t, l.who, &n);
         if (approved_only && n == 0 && l.b->data) {
             /* an agent lists the approved templates only */
             l.b->len = mark;
@@ -378,7 +357,7 @@ out:
 struct tpl_one {
     struct store *store;
     struct buf *b;
-    int approved_only;
+    const struct gov_principal *reader;
     enum store_rc rc;
     int n;
 };
@@ -386,15 +365,15 @@ struct tpl_one {
 static int tpl_template_one(void *userdata, const struct store_template *t)
 {
     struct tpl_one *o = userdata;
-    o->rc = tpl_template_json(o->store, o->b, t, o->approved_only, &o->n);
+    o->rc = tpl_template_json(o->store, o->b, t, o->reader, &o->n);
     return 0;
 }
 
-/* Answers status with the template object of `name`. */
+/* Answers status with the template object of `name`, as the caller may read it. */
 static void tpl_reply_template(struct api_ctx *ctx, unsigned status, const char *name,
                                int approved_only)
 {
-    struct tpl_one o = { ctx->store, &ctx->resp->body, approved_only, STORE_OK, 0 };
+    struct tpl_one o = { ctx->store, &ctx->resp->body, &ctx->who->gov, STORE_OK, 0 };
     api_reply(ctx, status);
     enum store_rc rc = ctx->store->ops->template_get(ctx->store, name, tpl_template_one, &o);
     if (rc != STORE_OK || o.rc != STORE_OK) {
@@ -409,67 +388,74 @@ static void tpl_reply_template(struct api_ctx *ctx, unsigned status, const char 
     buf_append_str(&ctx->resp->body, "\n");
 }
 
-void api_templates_create(struct api_ctx *ctx)
+/* Writes template `name` and its template.create record in one transaction: 0, or -1 after
+ * answering. */
+static int tpl_create_store(struct api_ctx *ctx, const char *name, const char *department,
+                            const char *description)
 {
     struct store *s = ctx->store;
+    struct buf details;
+    buf_init(&details, 16 * 1024);
+    buf_append_str(&details, "{\"template\":");
+    api_str(&details, name);
+    buf_append_str(&details, ",\"department\":");
+    api_str(&details, department);
+    buf_append_str(&details, ",\"description\":");
+    api_str(&details, description);
+    buf_append_str(&details, "}");
+    if (s->ops->tx_begin(s) != STORE_OK) {
+        buf_done(&details);
+        api_store_failed(ctx);
+        return -1;
+    }
+    enum store_rc rc = s->ops->template_create(s, name, department, description, ctx->who->name);
+    if (rc == STORE_OK) {
+        rc = details.data ? api_audit(ctx, "template.create", name, department, details.data)
+                          : STORE_ERROR;
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->tx_commit(s);
+    }
+    buf_done(&details);
+    if (rc == STORE_OK) {
+        return 0;
+    }
+    s->ops->tx_rollback(s);
+    if (rc == STORE_CONFLICT) {
+        api_error(ctx, 409, "CONFLICT", "template %s exists", name);
+    } else if (rc == STORE_NOT_FOUND) {
+        api_error(ctx, 404, "NOT_FOUND", "no department %s", department);
+    } else {
+        api_store_failed(ctx);
+    }
+    return -1;
+}
+
+void api_templates_create(struct api_ctx *ctx)
+{
     const struct json_node *name = NULL;
     const struct json_node *dept = NULL;
     const struct json_node *desc = NULL;
     const struct api_field fields[] = { { "name", JSON_STRING, 1, &name },
                                         { "department", JSON_STRING, 1, &dept },
                                         { "description", JSON_STRING, 0, &desc } };
-    struct buf details;
-    buf_init(&details, 16 * 1024);
-    if (api_body(ctx, fields, 3) != 0) {
-        goto out;
-    }
-    if (api_allow(ctx, dept->str) != 0) {
-        goto out;
+    if (api_body(ctx, fields, 3) != 0 || tpl_allow_write(ctx, dept->str) != 0) {
+        return;
     }
     if (!api_name_ok(name->str)) {
         api_error(ctx, 400, "INVALID_REQUEST",
                   "field \"name\" must match [a-z0-9][a-z0-9._-]{0,63}");
-        goto out;
+        return;
     }
     const char *description = desc ? desc->str : "";
     if (strlen(description) > TPL_DESC_MAX) {
         api_error(ctx, 400, "INVALID_REQUEST", "field \"description\" is over %u bytes",
                   TPL_DESC_MAX);
-        goto out;
+        return;
     }
-    buf_append_str(&details, "{\"template\":");
-    api_str(&details, name->str);
-    buf_append_str(&details, ",\"department\":");
-    api_str(&details, dept->str);
-    buf_append_str(&details, ",\"description\":");
-    api_str(&details, description);
-    buf_append_str(&details, "}");
-    if (s->ops->tx_begin(s) != STORE_OK) {
-        api_store_failed(ctx);
-        goto out;
+    if (tpl_create_store(ctx, name->str, dept->str, description) == 0) {
+        tpl_reply_template(ctx, 201, name->str, 0);
     }
-    enum store_rc rc =
-            s->ops->template_create(s, name->str, dept->str, description, ctx->who->name);
-    if (rc == STORE_OK) {
-        rc = api_audit(ctx, "template.create", name->str, dept->str, details.data);
-    }
-    if (rc == STORE_OK) {
-        rc = s->ops->tx_commit(s);
-    }
-    if (rc != STORE_OK) {
-        s->ops->tx_rollback(s);
-        if (rc == STORE_CONFLICT) {
-            api_error(ctx, 409, "CONFLICT", "template %s exists", name->str);
-        } else if (rc == STORE_NOT_FOUND) {
-            api_error(ctx, 404, "NOT_FOUND", "no department %s", dept->str);
-        } else {
-            api_store_failed(ctx);
-        }
-        goto out;
-    }
-    tpl_reply_template(ctx, 201, name->str, 0);
-out:
-    buf_done(&details);
 }
 
 void api_templates_get(struct api_ctx *ctx)
@@ -479,7 +465,7 @@ void api_templates_get(struct api_ctx *ctx)
         tpl_allow_read(ctx, ti.department) != 0) {
         return;
     }
-    tpl_reply_template(ctx, 200, ti.name, !tpl_full_view(ctx->who, ti.department));
+    tpl_reply_template(ctx, 200, ti.name, tpl_approved_only(ctx, ti.department));
 }
 
 /* ---------------------------------------------------------------- versions */
@@ -605,290 +591,410 @@ out:
     return rc;
 }
 
-void api_versions_create(struct api_ctx *ctx)
-{
-    struct store *s = ctx->store;
-    const struct json_node *source = NULL;
-    const struct json_node *language = NULL;
-    const struct json_node *schema = NULL;
-    const struct json_node *functions = NULL;
-    const struct json_node *autonomy = NULL;
-    const struct json_node *limits = NULL;
-    const struct api_field fields[] = {
-        { "source", JSON_STRING, 1, &source },       { "language", JSON_STRING, 0, &language },
-        { "input_schema", JSON_OBJECT, 0, &schema }, { "functions", JSON_ARRAY, 0, &functions },
-        { "autonomy", JSON_STRING, 0, &autonomy },   { "limits", JSON_OBJECT, 0, &limits },
-    };
-    struct tpl_info ti;
+/* A new version's body, and its parts checked, in the forms stored and digested. */
+struct tpl_draft {
+    const struct json_node *source;
+    const struct json_node *language;
+    const struct json_node *schema;
+    const struct json_node *functions;
+    const struct json_node *autonomy;
+    const struct json_node *limits;
+    const char *lang; /* "js" or "ts" */
+    const char *mode; /* an autonomy's name */
     struct buf funcs;
     struct buf lims;
     struct buf schema_text;
-    struct buf content;
-    struct buf details;
-    struct schema *compiled = NULL;
-    struct al_error err;
+    struct buf content; /* what the digest covers */
     char digest[72];
-    int64_t number = 0;
-    buf_init(&funcs, 64 * 1024);
-    buf_init(&lims, 4096);
-    buf_init(&schema_text, SCHEMA_TEXT_MAX);
-    buf_init(&content, (size_t)4 << 20);
-    buf_init(&details, (size_t)4 << 20);
-    if (api_body(ctx, fields, 6) != 0 || tpl_lookup(ctx, &ti) != 0 ||
-        api_allow(ctx, ti.department) != 0) {
-        goto out;
-    }
-    if (source->str_len == 0) {
+};
+
+static void tpl_draft_init(struct tpl_draft *d)
+{
+    memset(d, 0, sizeof *d);
+    buf_init(&d->funcs, 64 * 1024);
+    buf_init(&d->lims, 4096);
+    buf_init(&d->schema_text, SCHEMA_TEXT_MAX);
+    buf_init(&d->content, (size_t)4 << 20);
+}
+
+static void tpl_draft_done(struct tpl_draft *d)
+{
+    buf_done(&d->funcs);
+    buf_done(&d->lims);
+    buf_done(&d->schema_text);
+    buf_done(&d->content);
+}
+
+static int tpl_draft_body(struct api_ctx *ctx, struct tpl_draft *d)
+{
+    const struct api_field fields[] = {
+        { "source", JSON_STRING, 1, &d->source },
+        { "language", JSON_STRING, 0, &d->language },
+        { "input_schema", JSON_OBJECT, 0, &d->schema },
+        { "functions", JSON_ARRAY, 0, &d->functions },
+        { "autonomy", JSON_STRING, 0, &d->autonomy },
+        { "limits", JSON_OBJECT, 0, &d->limits },
+    };
+    return api_body(ctx, fields, sizeof fields / sizeof fields[0]);
+}
+
+/* Checks the source, language and autonomy: 0, or -1 after answering 400. */
+static int tpl_draft_scalars(struct api_ctx *ctx, struct tpl_draft *d)
+{
+    enum gov_autonomy autonomy = GOV_AUTONOMOUS;
+    if (d->source->str_len == 0) {
         api_error(ctx, 400, "INVALID_REQUEST", "field \"source\" is empty");
-        goto out;
+        return -1;
     }
-    if (source->str_len > TPL_SOURCE_MAX) {
+    if (d->source->str_len > TPL_SOURCE_MAX) {
         api_error(ctx, 400, "INVALID_REQUEST", "field \"source\" is over %zu bytes",
                   TPL_SOURCE_MAX);
-        goto out;
+        return -1;
     }
-    const char *lang = language ? language->str : "js";
-    if (strcmp(lang, "js") != 0 && strcmp(lang, "ts") != 0) {
+    d->lang = d->language ? d->language->str : "js";
+    if (strcmp(d->lang, "js") != 0 && strcmp(d->lang, "ts") != 0) {
         api_error(ctx, 400, "INVALID_REQUEST", "field \"language\" must be \"js\" or \"ts\"");
-        goto out;
+        return -1;
     }
-    const char *mode = autonomy ? autonomy->str : "autonomous";
-    if (strcmp(mode, "autonomous") != 0 && strcmp(mode, "supervised") != 0) {
+    if (d->autonomy && gov_autonomy_parse(d->autonomy->str, &autonomy) != 0) {
         api_error(ctx, 400, "INVALID_REQUEST",
                   "field \"autonomy\" must be \"autonomous\" or \"supervised\"");
-        goto out;
+        return -1;
     }
-    if (schema) {
+    d->mode = gov_autonomy_name(autonomy);
+    return 0;
+}
+
+/* Checks the body's members and makes the content and its digest: 0, or -1 after answering
+ * 400. */
+static int tpl_draft_check(struct api_ctx *ctx, struct tpl_draft *d)
+{
+    struct schema *compiled = NULL;
+    struct al_error err;
+    if (tpl_draft_scalars(ctx, d) != 0) {
+        return -1;
+    }
+    if (d->schema) {
         memset(&err, 0, sizeof err);
-        if (schema_compile(schema->raw, schema->raw_len, &compiled, &err) != AL_OK) {
+        if (schema_compile(d->schema->raw, d->schema->raw_len, &compiled, &err) != AL_OK) {
             api_error(ctx, 400, "INVALID_REQUEST", "field \"input_schema\": %s", err.message);
-            goto out;
+            return -1;
         }
-        if (json_write_compact(&schema_text, schema->raw, schema->raw_len) != BUF_OK) {
+        schema_free(compiled);
+        if (json_write_compact(&d->schema_text, d->schema->raw, d->schema->raw_len) != BUF_OK) {
             api_error(ctx, 400, "INVALID_REQUEST", "field \"input_schema\" is too large");
-            goto out;
+            return -1;
         }
     } else {
-        buf_append_str(&schema_text, "{}");
+        buf_append_str(&d->schema_text, "{}");
     }
-    if (tpl_functions(ctx, functions, &funcs) != 0 || tpl_limits_read(ctx, limits, &lims) != 0) {
-        goto out;
+    if (tpl_functions(ctx, d->functions, &d->funcs) != 0 ||
+        tpl_limits_read(ctx, d->limits, &d->lims) != 0) {
+        return -1;
     }
     /* the content the digest covers, in a form jcs sorts */
-    buf_append_str(&content, "{\"source\":");
-    api_str(&content, source->str);
-    buf_append_str(&content, ",\"language\":");
-    api_str(&content, lang);
-    buf_append_str(&content, ",\"input_schema\":");
-    buf_append(&content, schema_text.data, schema_text.len);
-    buf_printf(&content, ",\"functions\":%s,\"autonomy\":\"%s\",\"limits\":%s}", funcs.data, mode,
-               lims.data);
-    if (!content.data || tpl_digest(content.data, content.len, digest) != 0) {
+    buf_append_str(&d->content, "{\"source\":");
+    api_str(&d->content, d->source->str);
+    buf_append_str(&d->content, ",\"language\":");
+    api_str(&d->content, d->lang);
+    buf_append_str(&d->content, ",\"input_schema\":");
+    buf_append(&d->content, d->schema_text.data, d->schema_text.len);
+    buf_printf(&d->content, ",\"functions\":%s,\"autonomy\":\"%s\",\"limits\":%s}", d->funcs.data,
+               d->mode, d->lims.data);
+    if (!d->content.data || tpl_digest(d->content.data, d->content.len, d->digest) != 0) {
         api_error(ctx, 400, "INVALID_REQUEST",
                   "the version has no canonical form (a number out of range in input_schema?)");
-        goto out;
+        return -1;
     }
-    if (s->ops->tx_begin(s) != STORE_OK) {
-        api_store_failed(ctx);
-        goto out;
+    return 0;
+}
+
+/* The version.create record: the whole content, so the log shows what each digest stands
+ * for. -1 after answering 400 when it would be over TPL_AUDIT_MAX. */
+static int tpl_draft_details(struct api_ctx *ctx, const struct tpl_info *ti,
+                             const struct tpl_draft *d, int64_t number, struct buf *out)
+{
+    buf_append_str(out, "{\"template\":");
+    api_str(out, ti->name);
+    buf_printf(out, ",\"version\":%" PRId64 ",\"digest\":\"%s\",", number, d->digest);
+    buf_append(out, d->content.data + 1, d->content.len - 1);
+    if (out->len > TPL_AUDIT_MAX) {
+        /* escaped control characters can make a short source a long record */
+        api_error(ctx, 400, "INVALID_REQUEST", "the version's audit record would be over %zu bytes",
+                  TPL_AUDIT_MAX);
+        return -1;
     }
+    return 0;
+}
+
+/* Writes the version and its record in one transaction: 0 with *ret_number, or -1 after
+ * answering. */
+static int tpl_draft_store(struct api_ctx *ctx, const struct tpl_info *ti,
+                           const struct tpl_draft *d, int64_t *ret_number)
+{
+    struct store *s = ctx->store;
+    struct buf details;
+    int64_t number = 0;
+    int answered = 0;
     struct store_version v = {
-        .template_name = ti.name,
-        .source = source->str,
-        .language = lang,
-        .input_schema = schema_text.data,
-        .functions = funcs.data,
-        .autonomy = mode,
-        .limits = lims.data,
-        .digest = digest,
+        .template_name = ti->name,
+        .source = d->source->str,
+        .language = d->lang,
+        .input_schema = d->schema_text.data,
+        .functions = d->funcs.data,
+        .autonomy = d->mode,
+        .limits = d->lims.data,
+        .digest = d->digest,
         .author = ctx->who->name,
     };
+    if (s->ops->tx_begin(s) != STORE_OK) {
+        api_store_failed(ctx);
+        return -1;
+    }
+    buf_init(&details, (size_t)4 << 20);
     enum store_rc rc = s->ops->version_create(s, &v, &number);
+    if (rc == STORE_OK && tpl_draft_details(ctx, ti, d, number, &details) != 0) {
+        answered = 1;
+        rc = STORE_ERROR;
+    }
     if (rc == STORE_OK) {
-        /* the whole content is audited: the log shows what each digest stands for */
-        buf_append_str(&details, "{\"template\":");
-        api_str(&details, ti.name);
-        buf_printf(&details, ",\"version\":%" PRId64 ",\"digest\":\"%s\",", number, digest);
-        buf_append(&details, content.data + 1, content.len - 1);
-        if (details.len > TPL_AUDIT_MAX) {
-            /* escaped control characters can make a short source a long record */
-            s->ops->tx_rollback(s);
-            api_error(ctx, 400, "INVALID_REQUEST",
-                      "the version's audit record would be over %zu bytes", TPL_AUDIT_MAX);
-            goto out;
-        }
-        rc = details.data ? api_audit(ctx, "version.create", ti.name, ti.department, details.data)
+        rc = details.data ? api_audit(ctx, "version.create", ti->name, ti->department, details.data)
                           : STORE_ERROR;
     }
     if (rc == STORE_OK) {
         rc = s->ops->tx_commit(s);
     }
-    if (rc != STORE_OK) {
-        s->ops->tx_rollback(s);
-        if (rc == STORE_NOT_FOUND) {
-            api_error(ctx, 404, "NOT_FOUND", "no template %s", ti.name);
-        } else if (rc == STORE_CONFLICT) {
-            api_error(ctx, 409, "CONFLICT", "a version of %s was created at the same time",
-                      ti.name);
-        } else {
-            api_store_failed(ctx);
-        }
-        goto out;
-    }
-    api_reply(ctx, 201);
-    if (s->ops->version_get(s, ti.name, number, tpl_version_one, &ctx->resp->body) != STORE_OK) {
-        api_store_failed(ctx);
-        goto out;
-    }
-    buf_append_str(&ctx->resp->body, "\n");
-out:
-    schema_free(compiled);
-    buf_done(&funcs);
-    buf_done(&lims);
-    buf_done(&schema_text);
-    buf_done(&content);
     buf_done(&details);
+    if (rc == STORE_OK) {
+        *ret_number = number;
+        return 0;
+    }
+    s->ops->tx_rollback(s);
+    if (answered) {
+        return -1;
+    }
+    if (rc == STORE_NOT_FOUND) {
+        api_error(ctx, 404, "NOT_FOUND", "no template %s", ti->name);
+    } else if (rc == STORE_CONFLICT) {
+        api_error(ctx, 409, "CONFLICT", "a version of %s was created at the same time", ti->name);
+    } else {
+        api_store_failed(ctx);
+    }
+    return -1;
 }
 
+/* Answers status with version `number` of template `name`, whole. */
+static void tpl_reply_version(struct api_ctx *ctx, unsigned status, const char *name,
+                              int64_t number)
+{
+    api_reply(ctx, status);
+    if (ctx->store->ops->version_get(ctx->store, name, number, tpl_version_one, &ctx->resp->body) !=
+        STORE_OK) {
+        api_store_failed(ctx);
+        return;
+    }
+    buf_append_str(&ctx->resp->body, "\n");
+}
+
+void api_versions_create(struct api_ctx *ctx)
+{
+    struct tpl_info ti;
+    struct tpl_draft d;
+    int64_t number = 0;
+    tpl_draft_init(&d);
+    if (tpl_draft_body(ctx, &d) != 0 || tpl_lookup(ctx, &ti) != 0 ||
+        tpl_allow_write(ctx, ti.department) != 0 || tpl_draft_check(ctx, &d) != 0 ||
+        tpl_draft_store(ctx, &ti, &d, &number) != 0) {
+        goto out;
+    }
+    tpl_reply_version(ctx, 201, ti.name, number);
+out:
+    tpl_draft_done(&d);
+}
+
+/* What a state move reads of the version it moves, in its transaction. */
 struct tpl_state {
     int found;
-    char state[16];
+    struct gov_version v; /* its strings point into the members below */
     char author[STORE_NAME_MAX + 1];
     char digest[72];
 };
 
+/* The caller sets v.template_name and v.department (the route's template) before the read. */
 static int tpl_state_read(void *userdata, const struct store_version *v)
 {
     struct tpl_state *st = userdata;
     st->found = 1;
-    snprintf(st->state, sizeof st->state, "%s", v->state);
+    st->v.number = v->version;
+    st->v.state = api_version_state(v->state);
     snprintf(st->author, sizeof st->author, "%s", v->author);
     snprintf(st->digest, sizeof st->digest, "%s", v->digest);
+    st->v.author = st->author;
     return 0;
 }
 
-/* One state move: from -> to, recorded as action, with the body's optional `note_field`
- * ("comment" or "reason"; NULL: no body). */
-static void tpl_move(struct api_ctx *ctx, const char *from, const char *to, const char *action,
-                     const char *note_field)
-{
-    struct store *s = ctx->store;
-    const struct json_node *note = NULL;
-    const struct api_field fields[] = { { note_field ? note_field : "", JSON_STRING, 0, &note } };
+/* A state move's request: the version it names and the body's note. */
+struct tpl_move_req {
+    enum gov_version_action action;
+    const char *note_field; /* "comment" or "reason"; NULL: no body */
+    const char *note;       /* NULL: none given */
     struct tpl_info ti;
-    struct tpl_state cur;
-    struct buf details;
-    buf_init(&details, 16 * 1024);
-    memset(&cur, 0, sizeof cur);
-    if (api_body(ctx, fields, note_field ? 1 : 0) != 0 || tpl_lookup(ctx, &ti) != 0 ||
-        api_allow(ctx, ti.department) != 0) {
-        goto out;
+    int64_t number;
+};
+
+/* Parses a move: its body, the template (404), the action's roles in the template's department
+ * (403), the version number (404). 0, or -1 after answering. */
+static int tpl_move_parse(struct api_ctx *ctx, struct tpl_move_req *q)
+{
+    const struct json_node *note = NULL;
+    const char *field = q->note_field ? q->note_field : "";
+    const struct api_field fields[] = { { field, JSON_STRING, 0, &note } };
+    struct gov_decision d;
+    if (api_body(ctx, fields, q->note_field ? 1 : 0) != 0 || tpl_lookup(ctx, &q->ti) != 0) {
+        return -1;
     }
-    int64_t number = tpl_version_number(api_param(ctx, "v"));
-    if (number == 0) {
+    gov_may(&ctx->who->gov, gov_version_action_roles(q->action), q->ti.department, &d);
+    if (api_decision(ctx, &d) != 0) {
+        return -1;
+    }
+    q->number = tpl_version_number(api_param(ctx, "v"));
+    if (q->number == 0) {
         api_error(ctx, 404, "NOT_FOUND", "no version %.32s of template %s", api_param(ctx, "v"),
-                  ti.name);
-        goto out;
+                  q->ti.name);
+        return -1;
     }
     if (note && strlen(note->str) > TPL_COMMENT_MAX) {
-        api_error(ctx, 400, "INVALID_REQUEST", "field \"%s\" is over %u bytes", note_field,
+        api_error(ctx, 400, "INVALID_REQUEST", "field \"%s\" is over %u bytes", field,
                   TPL_COMMENT_MAX);
-        goto out;
+        return -1;
     }
-    if (s->ops->tx_begin(s) != STORE_OK) {
-        api_store_failed(ctx);
-        goto out;
+    q->note = note ? note->str : NULL;
+    return 0;
+}
+
+/* Records the move gov allowed: the conditional state change, its record and, for a
+ * revocation, the end of the version's runs. Inside the move's transaction. */
+static enum store_rc tpl_move_store(struct api_ctx *ctx, const struct tpl_move_req *q,
+                                    const struct tpl_state *cur)
+{
+    struct store *s = ctx->store;
+    const char *from = gov_version_state_name(gov_version_action_from(q->action));
+    const char *to = gov_version_state_name(gov_version_action_to(q->action));
+    char action[32];
+    struct buf details;
+    buf_init(&details, 16 * 1024);
+    enum store_rc rc =
+            s->ops->version_set_state(s, q->ti.name, q->number, from, to, ctx->who->name, q->note);
+    buf_append_str(&details, "{\"template\":");
+    api_str(&details, q->ti.name);
+    buf_printf(&details, ",\"version\":%" PRId64 ",\"digest\":\"%s\",\"from\":\"%s\",\"to\":\"%s\"",
+               q->number, cur->digest, from, to);
+    if (q->note_field) {
+        buf_printf(&details, ",\"%s\":", q->note_field);
+        tpl_str_or_null(&details, q->note);
     }
-    enum store_rc rc = s->ops->version_get(s, ti.name, number, tpl_state_read, &cur);
-    if (rc == STORE_OK && strcmp(to, "approved") == 0 && strcmp(cur.author, ctx->who->name) == 0) {
-        s->ops->tx_rollback(s);
-        api_error(ctx, 409, "CONFLICT",
-                  "four eyes: %s wrote version %" PRId64 " of %s and cannot approve it", cur.author,
-                  number, ti.name);
-        goto out;
-    }
-    if (rc == STORE_OK && strcmp(cur.state, from) != 0) {
-        rc = STORE_CONFLICT;
-    }
+    buf_append_str(&details, "}");
+    snprintf(action, sizeof action, "version.%s", gov_version_action_name(q->action));
     if (rc == STORE_OK) {
-        rc = s->ops->version_set_state(s, ti.name, number, from, to, ctx->who->name,
-                                       note ? note->str : NULL);
-    }
-    if (rc == STORE_OK) {
-        buf_append_str(&details, "{\"template\":");
-        api_str(&details, ti.name);
-        buf_printf(&details,
-                   ",\"version\":%" PRId64 ",\"digest\":\"%s\",\"from\":\"%s\","
-                   "\"to\":\"%s\"",
-                   number, cur.digest, from, to);
-        if (note_field) {
-            buf_printf(&details, ",\"%s\":", note_field);
-            tpl_str_or_null(&details, note ? note->str : NULL);
-        }
-        buf_append_str(&details, "}");
-        rc = details.data ? api_audit(ctx, action, ti.name, ti.department, details.data)
+        rc = details.data ? api_audit(ctx, action, q->ti.name, q->ti.department, details.data)
                           : STORE_ERROR;
     }
-    if (rc == STORE_OK && strcmp(to, "revoked") == 0) {
+    if (rc == STORE_OK && q->action == GOV_VERSION_REVOKE) {
         /* its waiting and running runs end cancelled in the same transaction */
-        rc = api_version_revoking(ctx, ti.name, number);
+        rc = api_version_revoking(ctx, q->ti.name, q->number);
+    }
+    buf_done(&details);
+    return rc;
+}
+
+/* Answers a move's failed transaction (rolled back). */
+static void tpl_move_failed(struct api_ctx *ctx, const struct tpl_move_req *q,
+                            const struct tpl_state *cur, enum store_rc rc)
+{
+    if (rc == STORE_NOT_FOUND) {
+        api_error(ctx, 404, "NOT_FOUND", "no version %" PRId64 " of template %s", q->number,
+                  q->ti.name);
+    } else if (rc == STORE_CONFLICT) {
+        /* moved by another transaction between the read and the change */
+        api_error(ctx, 409, "CONFLICT", "version %" PRId64 " of %s is %s, not %s", q->number,
+                  q->ti.name, cur->found ? gov_version_state_name(cur->v.state) : "changing",
+                  gov_version_state_name(gov_version_action_from(q->action)));
+    } else {
+        api_store_failed(ctx);
+    }
+}
+
+/* One state move of a version (gov_version_may_act: roles, four eyes, the state it leaves). */
+static void tpl_move(struct api_ctx *ctx, enum gov_version_action action, const char *note_field)
+{
+    struct store *s = ctx->store;
+    struct tpl_move_req q = { action, note_field, NULL, { 0 }, 0 };
+    struct tpl_state cur;
+    struct gov_decision d;
+    memset(&cur, 0, sizeof cur);
+    if (tpl_move_parse(ctx, &q) != 0) {
+        return;
+    }
+    cur.v.template_name = q.ti.name;
+    cur.v.department = q.ti.department;
+    if (s->ops->tx_begin(s) != STORE_OK) {
+        api_store_failed(ctx);
+        return;
+    }
+    enum store_rc rc = s->ops->version_get(s, q.ti.name, q.number, tpl_state_read, &cur);
+    if (rc == STORE_OK && !cur.found) {
+        rc = STORE_NOT_FOUND;
+    }
+    if (rc == STORE_OK && !gov_version_may_act(&ctx->who->gov, &cur.v, action, &d)) {
+        s->ops->tx_rollback(s);
+        api_decision(ctx, &d);
+        return;
+    }
+    if (rc == STORE_OK) {
+        rc = tpl_move_store(ctx, &q, &cur);
     }
     if (rc == STORE_OK) {
         rc = s->ops->tx_commit(s);
     }
     if (rc != STORE_OK) {
         s->ops->tx_rollback(s);
-        if (rc == STORE_NOT_FOUND) {
-            api_error(ctx, 404, "NOT_FOUND", "no version %" PRId64 " of template %s", number,
-                      ti.name);
-        } else if (rc == STORE_CONFLICT) {
-            api_error(ctx, 409, "CONFLICT", "version %" PRId64 " of %s is %s, not %s", number,
-                      ti.name, cur.state[0] ? cur.state : "changing", from);
-        } else {
-            api_store_failed(ctx);
-        }
-        goto out;
+        tpl_move_failed(ctx, &q, &cur, rc);
+        return;
     }
-    if (strcmp(to, "revoked") == 0) {
-        api_version_revoked(ctx, ti.name, number);
+    if (action == GOV_VERSION_REVOKE) {
+        api_version_revoked(ctx, q.ti.name, q.number);
     }
-    api_reply(ctx, 200);
-    if (s->ops->version_get(s, ti.name, number, tpl_version_one, &ctx->resp->body) != STORE_OK) {
-        api_store_failed(ctx);
-        goto out;
-    }
-    buf_append_str(&ctx->resp->body, "\n");
-out:
-    buf_done(&details);
+    tpl_reply_version(ctx, 200, q.ti.name, q.number);
 }
 
 void api_versions_submit(struct api_ctx *ctx)
 {
-    tpl_move(ctx, "draft", "submitted", "version.submit", NULL);
+    tpl_move(ctx, GOV_VERSION_SUBMIT, NULL);
 }
 
 void api_versions_approve(struct api_ctx *ctx)
 {
-    tpl_move(ctx, "submitted", "approved", "version.approve", "comment");
+    tpl_move(ctx, GOV_VERSION_APPROVE, "comment");
 }
 
 void api_versions_reject(struct api_ctx *ctx)
 {
-    tpl_move(ctx, "submitted", "rejected", "version.reject", "comment");
+    tpl_move(ctx, GOV_VERSION_REJECT, "comment");
 }
 
 void api_versions_revoke(struct api_ctx *ctx)
 {
-    tpl_move(ctx, "approved", "revoked", "version.revoke", "reason");
+    tpl_move(ctx, GOV_VERSION_REVOKE, "reason");
 }
 
 /* ---------------------------------------------------------------- reading versions */
 
-/* A copy of one version's content, kept past the store's callback. */
+/* A copy of one version's content, kept past the store's callback: found only when `reader`
+ * may read it. */
 struct tpl_copy {
+    const struct gov_principal *reader;
     int found;
     int64_t version;
-    char state[16];
     char *source;
     char *language;
     char *input_schema;
@@ -911,9 +1017,11 @@ static void tpl_copy_done(struct tpl_copy *c)
 static int tpl_copy_read(void *userdata, const struct store_version *v)
 {
     struct tpl_copy *c = userdata;
+    if (!tpl_readable(c->reader, v)) {
+        return 0;
+    }
     c->found = 1;
     c->version = v->version;
-    snprintf(c->state, sizeof c->state, "%s", v->state);
     c->source = buf_dup(v->source, strlen(v->source));
     c->language = buf_dup(v->language, strlen(v->language));
     c->input_schema = buf_dup(v->input_schema, strlen(v->input_schema));
@@ -929,7 +1037,7 @@ static int tpl_copy_ok(const struct tpl_copy *c)
 }
 
 struct tpl_visible {
-    int approved_only;
+    const struct gov_principal *reader;
     int found;
     struct buf *b;
 };
@@ -937,8 +1045,8 @@ struct tpl_visible {
 static int tpl_visible_one(void *userdata, const struct store_version *v)
 {
     struct tpl_visible *t = userdata;
-    if (t->approved_only && strcmp(v->state, "approved") != 0) {
-        return 0;
+    if (!tpl_readable(t->reader, v)) {
+        return 0; /* to an agent, a version not approved does not exist */
     }
     t->found = 1;
     tpl_version_json(t->b, v);
@@ -953,7 +1061,7 @@ void api_versions_get(struct api_ctx *ctx)
         return;
     }
     int64_t number = tpl_version_number(api_param(ctx, "v"));
-    struct tpl_visible t = { !tpl_full_view(ctx->who, ti.department), 0, &ctx->resp->body };
+    struct tpl_visible t = { &ctx->who->gov, 0, &ctx->resp->body };
     api_reply(ctx, 200);
     enum store_rc rc =
             number ? ctx->store->ops->version_get(ctx->store, ti.name, number, tpl_visible_one, &t)
@@ -974,7 +1082,7 @@ void api_versions_get(struct api_ctx *ctx)
 
 /* GET .../types: the version's functions and input schema, for tsdecl. */
 struct tpl_types {
-    int approved_only;
+    const struct gov_principal *reader;
     int found;
     char *functions;
     char *input_schema;
@@ -983,7 +1091,7 @@ struct tpl_types {
 static int tpl_types_read(void *userdata, const struct store_version *v)
 {
     struct tpl_types *t = userdata;
-    if (t->approved_only && strcmp(v->state, "approved") != 0) {
+    if (!tpl_readable(t->reader, v)) {
         return 0;
     }
     t->found = 1;
@@ -1015,24 +1123,73 @@ static const char *tpl_json_string(const struct json_node *obj, const char *key)
     return n && n->type == JSON_STRING ? n->str : NULL;
 }
 
+/* A version's functions as tsdecl declares them, each with its connector's definition. */
+struct tpl_decls {
+    size_t n;
+    struct tsdecl_fn fns[TPL_FUNCS_MAX];
+    struct json_doc *cdocs[TPL_FUNCS_MAX];
+    char *ctexts[TPL_FUNCS_MAX]; /* a doc points into its text */
+};
+
+static void tpl_decls_done(struct tpl_decls *d)
+{
+    for (size_t i = 0; i < TPL_FUNCS_MAX; i++) {
+        json_doc_free(d->cdocs[i]);
+        free(d->ctexts[i]);
+    }
+}
+
+/* Reads each function's definition at its connector (stored versions name existing ones),
+ * sorted by name. */
+static void tpl_decls_read(struct store *s, const struct json_node *functions, struct tpl_decls *d)
+{
+    for (const struct json_node *f = functions->child; f && d->n < TPL_FUNCS_MAX; f = f->next) {
+        if (f->type != JSON_STRING) {
+            continue;
+        }
+        const char *dot = strchr(f->str, '.');
+        char conn[STORE_NAME_MAX + 1];
+        snprintf(conn, sizeof conn, "%.*s", dot ? (int)(dot - f->str) : 0, f->str);
+        struct tpl_types_conn tc = { NULL };
+        const struct json_node *def = NULL;
+        if (dot && s->ops->connector_get(s, conn, tpl_types_conn_read, &tc) == STORE_OK &&
+            tc.functions &&
+            json_parse(tc.functions, strlen(tc.functions), 64, &d->cdocs[d->n], NULL) == AL_OK) {
+            def = json_get(json_root(d->cdocs[d->n]), dot + 1);
+        }
+        d->ctexts[d->n] = tc.functions;
+        int obj = def && def->type == JSON_OBJECT;
+        const struct json_node *sens = obj ? json_get(def, "sensitive") : NULL;
+        d->fns[d->n] = (struct tsdecl_fn){
+            .name = f->str,
+            .description = tpl_json_string(def, "description"),
+            .args = obj ? json_get(def, "args_schema") : NULL,
+            .result = obj ? json_get(def, "result_schema") : NULL,
+            .sensitive = sens && sens->type == JSON_TRUE,
+        };
+        d->n++;
+    }
+    qsort(d->fns, d->n, sizeof d->fns[0], tpl_types_cmp);
+}
+
 void api_versions_types(struct api_ctx *ctx)
 {
     struct tpl_info ti;
+    struct tpl_types t = { NULL, 0, NULL, NULL };
+    struct json_doc *fdoc = NULL;
+    struct json_doc *idoc = NULL;
+    struct tpl_decls decls;
+    char title[2 * STORE_NAME_MAX + 64];
+    memset(&decls, 0, sizeof decls);
     if (api_body(ctx, NULL, 0) != 0 || tpl_lookup(ctx, &ti) != 0 ||
         tpl_allow_read(ctx, ti.department) != 0) {
-        return;
+        goto out;
     }
     int64_t number = tpl_version_number(api_param(ctx, "v"));
-    struct tpl_types t = { !tpl_full_view(ctx->who, ti.department), 0, NULL, NULL };
+    t.reader = &ctx->who->gov;
     struct store *s = ctx->store;
     enum store_rc rc =
             number ? s->ops->version_get(s, ti.name, number, tpl_types_read, &t) : STORE_NOT_FOUND;
-    struct json_doc *fdoc = NULL;
-    struct json_doc *idoc = NULL;
-    struct json_doc *cdocs[TPL_FUNCS_MAX] = { 0 };
-    char *ctexts[TPL_FUNCS_MAX] = { 0 }; /* a doc points into its text */
-    struct tsdecl_fn fns[TPL_FUNCS_MAX];
-    size_t n = 0;
     if (rc == STORE_NOT_FOUND || (rc == STORE_OK && !t.found)) {
         api_error(ctx, 404, "NOT_FOUND", "no version %.32s of template %s", api_param(ctx, "v"),
                   ti.name);
@@ -1044,46 +1201,15 @@ void api_versions_types(struct api_ctx *ctx)
         api_store_failed(ctx);
         goto out;
     }
-    /* each function's definition at its connector (stored versions name existing ones) */
-    for (const struct json_node *f = json_root(fdoc)->child; f && n < TPL_FUNCS_MAX; f = f->next) {
-        if (f->type != JSON_STRING) {
-            continue;
-        }
-        const char *dot = strchr(f->str, '.');
-        char conn[STORE_NAME_MAX + 1];
-        snprintf(conn, sizeof conn, "%.*s", dot ? (int)(dot - f->str) : 0, f->str);
-        struct tpl_types_conn tc = { NULL };
-        const struct json_node *def = NULL;
-        if (dot && s->ops->connector_get(s, conn, tpl_types_conn_read, &tc) == STORE_OK &&
-            tc.functions &&
-            json_parse(tc.functions, strlen(tc.functions), 64, &cdocs[n], NULL) == AL_OK) {
-            def = json_get(json_root(cdocs[n]), dot + 1);
-        }
-        ctexts[n] = tc.functions;
-        const struct json_node *sens =
-                def && def->type == JSON_OBJECT ? json_get(def, "sensitive") : NULL;
-        fns[n] = (struct tsdecl_fn){
-            .name = f->str,
-            .description = tpl_json_string(def, "description"),
-            .args = def && def->type == JSON_OBJECT ? json_get(def, "args_schema") : NULL,
-            .result = def && def->type == JSON_OBJECT ? json_get(def, "result_schema") : NULL,
-            .sensitive = sens && sens->type == JSON_TRUE,
-        };
-        n++;
-    }
-    qsort(fns, n, sizeof fns[0], tpl_types_cmp);
-    char title[2 * STORE_NAME_MAX + 64];
+    tpl_decls_read(s, json_root(fdoc), &decls);
     snprintf(title, sizeof title, "template %s version %" PRId64, ti.name, number);
     api_reply(ctx, 200);
     ctx->resp->content_type = "text/plain; charset=utf-8";
-    if (tsdecl_write(&ctx->resp->body, title, fns, n, json_root(idoc)) != BUF_OK) {
+    if (tsdecl_write(&ctx->resp->body, title, decls.fns, decls.n, json_root(idoc)) != BUF_OK) {
         api_error(ctx, 500, "INTERNAL", "the declarations could not be written");
     }
 out:
-    for (size_t i = 0; i < TPL_FUNCS_MAX; i++) {
-        json_doc_free(cdocs[i]);
-        free(ctexts[i]);
-    }
+    tpl_decls_done(&decls);
     json_doc_free(fdoc);
     json_doc_free(idoc);
     free(t.functions);
@@ -1098,7 +1224,7 @@ struct tpl_base {
 static int tpl_base_read(void *userdata, const struct store_version *v)
 {
     struct tpl_base *b = userdata;
-    if (v->version < b->below && strcmp(v->state, "approved") == 0) {
+    if (v->version < b->below && api_version_state(v->state) == GOV_VERSION_APPROVED) {
         b->found = v->version;
     }
     return 0;
@@ -1202,80 +1328,78 @@ out:
     return rc;
 }
 
-void api_versions_diff(struct api_ctx *ctx)
+/* The ?from= of a diff: 0 when absent (the newest approved version before), else a version
+ * number; -1 after answering 400. */
+static int64_t tpl_diff_from(struct api_ctx *ctx)
+{
+    const char *text = http_query(ctx->req, "from");
+    int64_t from = text ? tpl_version_number(text) : 0;
+    if (text && from == 0) {
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "query argument from must be a version number (1, 2, ...)");
+        return -1;
+    }
+    return from;
+}
+
+/* Reads version `number` into v and the one to diff from into base (*from: the one asked for,
+ * or 0 for the newest approved version before number - none: 0 stays), each only when the
+ * caller may read it. 0, or -1 after answering. */
+static int tpl_diff_read(struct api_ctx *ctx, const struct tpl_info *ti, int64_t number,
+                         int64_t *from, struct tpl_copy *v, struct tpl_copy *base)
 {
     struct store *s = ctx->store;
-    struct tpl_info ti;
-    struct tpl_copy v;
-    struct tpl_copy base;
+    enum store_rc rc =
+            number ? s->ops->version_get(s, ti->name, number, tpl_copy_read, v) : STORE_NOT_FOUND;
+    if (rc == STORE_NOT_FOUND || (rc == STORE_OK && !v->found)) {
+        api_error(ctx, 404, "NOT_FOUND", "no version %.32s of template %s", api_param(ctx, "v"),
+                  ti->name);
+        return -1;
+    }
+    if (rc == STORE_OK && !*from) {
+        struct tpl_base tb = { number, 0 };
+        rc = s->ops->version_list(s, ti->name, tpl_base_read, &tb);
+        *from = tb.found;
+    }
+    if (rc == STORE_OK && *from) {
+        rc = s->ops->version_get(s, ti->name, *from, tpl_copy_read, base);
+        if (rc == STORE_NOT_FOUND || (rc == STORE_OK && !base->found)) {
+            api_error(ctx, 404, "NOT_FOUND", "no version %" PRId64 " of template %s to diff from",
+                      *from, ti->name);
+            return -1;
+        }
+    }
+    if (rc != STORE_OK || !tpl_copy_ok(v) || (*from && !tpl_copy_ok(base))) {
+        api_store_failed(ctx);
+        return -1;
+    }
+    return 0;
+}
+
+/* Answers the diff of base (from; 0: none) to v (number). */
+static void tpl_diff_reply(struct api_ctx *ctx, const struct tpl_info *ti, int64_t number,
+                           int64_t from, const struct tpl_copy *v, const struct tpl_copy *base)
+{
     struct buf diff;
     struct al_error err;
     char la[STORE_NAME_MAX + 32];
     char lb[STORE_NAME_MAX + 32];
-    memset(&v, 0, sizeof v);
-    memset(&base, 0, sizeof base);
+    struct buf *b = &ctx->resp->body;
     buf_init(&diff, TPL_DIFF_MAX);
-    if (api_body(ctx, NULL, 0) != 0 || tpl_lookup(ctx, &ti) != 0 ||
-        tpl_allow_read(ctx, ti.department) != 0) {
-        goto out;
-    }
-    int approved_only = !tpl_full_view(ctx->who, ti.department);
-    int64_t number = tpl_version_number(api_param(ctx, "v"));
-    const char *from_text = http_query(ctx->req, "from");
-    int64_t from = 0;
-    if (from_text) {
-        from = tpl_version_number(from_text);
-        if (from == 0) {
-            api_error(ctx, 400, "INVALID_REQUEST",
-                      "query argument from must be a version number (1, 2, ...)");
-            goto out;
-        }
-    }
-    enum store_rc rc =
-            number ? s->ops->version_get(s, ti.name, number, tpl_copy_read, &v) : STORE_NOT_FOUND;
-    if (rc == STORE_OK && (!v.found || (approved_only && strcmp(v.state, "approved") != 0))) {
-        rc = STORE_NOT_FOUND;
-    }
-    if (rc == STORE_NOT_FOUND) {
-        api_error(ctx, 404, "NOT_FOUND", "no version %.32s of template %s", api_param(ctx, "v"),
-                  ti.name);
-        goto out;
-    }
-    if (rc == STORE_OK && !from) {
-        struct tpl_base tb = { number, 0 };
-        rc = s->ops->version_list(s, ti.name, tpl_base_read, &tb);
-        from = tb.found;
-    }
-    if (rc == STORE_OK && from) {
-        rc = s->ops->version_get(s, ti.name, from, tpl_copy_read, &base);
-        if (rc == STORE_OK && approved_only && strcmp(base.state, "approved") != 0) {
-            rc = STORE_NOT_FOUND;
-        }
-        if (rc == STORE_NOT_FOUND) {
-            api_error(ctx, 404, "NOT_FOUND", "no version %" PRId64 " of template %s to diff from",
-                      from, ti.name);
-            goto out;
-        }
-    }
-    if (rc != STORE_OK || !tpl_copy_ok(&v) || (from && !tpl_copy_ok(&base))) {
-        api_store_failed(ctx);
-        goto out;
-    }
-    snprintf(la, sizeof la, "%s v%" PRId64, ti.name, from);
-    snprintf(lb, sizeof lb, "%s v%" PRId64, ti.name, number);
+    snprintf(la, sizeof la, "%s v%" PRId64, ti->name, from);
+    snprintf(lb, sizeof lb, "%s v%" PRId64, ti->name, number);
     memset(&err, 0, sizeof err);
-    enum al_code code = diff_unified(from ? base.source : "", from ? strlen(base.source) : 0,
-                                     v.source, strlen(v.source), la, lb, &diff, &err);
+    enum al_code code = diff_unified(from ? base->source : "", from ? strlen(base->source) : 0,
+                                     v->source, strlen(v->source), la, lb, &diff, &err);
     if (code != AL_OK) {
         api_error(ctx, code == AL_OUTPUT_LIMIT ? 400 : 500,
                   code == AL_OUTPUT_LIMIT ? "INVALID_REQUEST" : "INTERNAL", "diff: %s",
                   err.message);
         goto out;
     }
-    struct buf *b = &ctx->resp->body;
     api_reply(ctx, 200);
     buf_append_str(b, "{\"template\":");
-    api_str(b, ti.name);
+    api_str(b, ti->name);
     buf_printf(b, ",\"version\":%" PRId64 ",\"from\":", number);
     if (from) {
         buf_printf(b, "%" PRId64, from);
@@ -1285,13 +1409,34 @@ void api_versions_diff(struct api_ctx *ctx)
     buf_append_str(b, ",\"source_diff\":");
     json_write_string(b, diff.data ? diff.data : "", diff.len);
     buf_append_str(b, ",\"changes\":");
-    if (tpl_changes(b, from ? &base : NULL, &v) != 0) {
+    if (tpl_changes(b, from ? base : NULL, v) != 0) {
         api_error(ctx, 500, "INTERNAL", "a stored version is not JSON");
         goto out;
     }
     buf_append_str(b, "}\n");
 out:
+    buf_done(&diff);
+}
+
+void api_versions_diff(struct api_ctx *ctx)
+{
+    struct tpl_info ti;
+    struct tpl_copy v;
+    struct tpl_copy base;
+    memset(&v, 0, sizeof v);
+    memset(&base, 0, sizeof base);
+    v.reader = base.reader = &ctx->who->gov;
+    if (api_body(ctx, NULL, 0) != 0 || tpl_lookup(ctx, &ti) != 0 ||
+        tpl_allow_read(ctx, ti.department) != 0) {
+        goto out;
+    }
+    int64_t number = tpl_version_number(api_param(ctx, "v"));
+    int64_t from = tpl_diff_from(ctx);
+    if (from < 0 || tpl_diff_read(ctx, &ti, number, &from, &v, &base) != 0) {
+        goto out;
+    }
+    tpl_diff_reply(ctx, &ti, number, from, &v, &base);
+out:
     tpl_copy_done(&v);
     tpl_copy_done(&base);
-    buf_done(&diff);
 }

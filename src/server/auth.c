@@ -3,6 +3,8 @@
  * A presented key is hashed and compared with CRYPTO_memcmp against the stored hash found by
  * its prefix, so neither timing nor a database read reveals a key. Secrets are cleansed once
  * used. Nothing here writes the audit log: the router records denials where it answers them.
+ * A principal's grants are a struct gov_principal: auth_check and the handlers' rules
+ * (src/gov/rules.h) read the same grants the same way.
  */
 #include "auth.h"
 
@@ -12,26 +14,17 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const auth_role_names[] = { "admin", "author", "approver", "auditor", "agent" };
+_Static_assert(AUTH_GRANTS_MAX == GOV_GRANTS_MAX && STORE_NAME_MAX == GOV_NAME_MAX,
+               "a principal's grants are a gov_principal");
 
 unsigned auth_role_bit(const char *name)
 {
-    for (unsigned i = 0; i < sizeof auth_role_names / sizeof auth_role_names[0]; i++) {
-        if (strcmp(name, auth_role_names[i]) == 0) {
-            return 1u << i;
-        }
-    }
-    return 0;
+    return gov_role_bit(name);
 }
 
 const char *auth_role_name(unsigned bit)
 {
-    for (unsigned i = 0; i < sizeof auth_role_names / sizeof auth_role_names[0]; i++) {
-        if (bit == 1u << i) {
-            return auth_role_names[i];
-        }
-    }
-    return "?";
+    return gov_role_name(bit);
 }
 
 static void auth_hex(const unsigned char *in, size_t len, char *out)
@@ -93,17 +86,18 @@ int auth_key_digest(const char *key, char *ret_prefix, unsigned char ret_hash[ST
     return 0;
 }
 
+/* A grant of an unknown role, past AUTH_GRANTS_MAX or of a too long department is not kept
+ * (gov_principal_grant refuses it): it grants nothing. */
 static int auth_add_grant(void *userdata, const struct store_grant *g)
 {
-    struct auth_principal *who = userdata;
-    unsigned bit = auth_role_bit(g->role);
-    if (bit == 0 || who->ngrants == AUTH_GRANTS_MAX || strlen(g->department) > STORE_NAME_MAX) {
-        return 0;
-    }
-    who->grants[who->ngrants].role = bit;
-    snprintf(who->grants[who->ngrants].department, STORE_NAME_MAX + 1, "%s", g->department);
-    who->ngrants++;
+    (void)gov_principal_grant(userdata, gov_role_bit(g->role), g->department);
     return 0;
+}
+
+enum store_rc auth_grants(struct store *s, const char *name, struct gov_principal *ret)
+{
+    (void)gov_principal_init(ret, name); /* a stored name always fits; a longer one owns nothing */
+    return s->ops->role_list(s, name, auth_add_grant, ret);
 }
 
 static int auth_set_kind(void *userdata, const struct store_principal *p)
@@ -148,7 +142,7 @@ enum auth_result auth_authenticate(struct store *s, const char *authorization,
     memcpy(ret->name, name, sizeof name);
     memcpy(ret->key_prefix, prefix, sizeof prefix);
     if (s->ops->principal_get(s, name, auth_set_kind, ret) != STORE_OK ||
-        s->ops->role_list(s, name, auth_add_grant, ret) != STORE_OK) {
+        auth_grants(s, name, &ret->gov) != STORE_OK) {
         snprintf(why, AUTH_WHY_MAX, "store: %s", s->ops->errmsg(s));
         result = AUTH_STORE_FAILED;
         goto out;
@@ -162,12 +156,7 @@ out:
 
 int auth_has_global(const struct auth_principal *who, unsigned role)
 {
-    for (size_t i = 0; i < who->ngrants; i++) {
-        if (who->grants[i].role == role && strcmp(who->grants[i].department, "*") == 0) {
-            return 1;
-        }
-    }
-    return 0;
+    return gov_holds(&who->gov, role, GOV_EVERYWHERE);
 }
 
 static void auth_roles_text(unsigned roles, char *out, size_t len)
@@ -189,17 +178,12 @@ enum auth_result auth_check(const struct auth_principal *who, const struct auth_
     if (rule->scope == AUTH_PUBLIC || rule->scope == AUTH_PRINCIPAL) {
         return AUTH_OK;
     }
-    for (size_t i = 0; i < who->ngrants; i++) {
-        const struct auth_grant *g = &who->grants[i];
-        if (!(g->role & rule->roles)) {
-            continue;
-        }
-        int anywhere =
-                rule->scope == AUTH_ANY_DEPARTMENT || (rule->scope == AUTH_RESOURCE && !department);
-        if (anywhere || strcmp(g->department, "*") == 0 ||
-            (department && strcmp(g->department, department) == 0)) {
-            return AUTH_OK;
-        }
+    int anywhere =
+            rule->scope == AUTH_ANY_DEPARTMENT || (rule->scope == AUTH_RESOURCE && !department);
+    /* a department rule without a department is met by a grant for every department only */
+    const char *where = department ? department : GOV_EVERYWHERE;
+    if (gov_holds(&who->gov, rule->roles, anywhere ? NULL : where)) {
+        return AUTH_OK;
     }
     auth_roles_text(rule->roles, roles, sizeof roles);
     if ((rule->scope == AUTH_DEPARTMENT || rule->scope == AUTH_RESOURCE) && department) {

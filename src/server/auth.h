@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 
+#include "rules.h"
 #include "store.h"
 
 #define AUTH_PREFIX_LEN 12
@@ -22,14 +23,15 @@
 #define AUTH_GRANTS_MAX 64
 #define AUTH_WHY_MAX    160
 
+/* The roles as bits: src/gov's enum gov_role, so a principal's grants are its gov_principal. */
 enum auth_role {
-    AUTH_ROLE_ADMIN = 1u << 0,
-    AUTH_ROLE_AUTHOR = 1u << 1,
-    AUTH_ROLE_APPROVER = 1u << 2,
-    AUTH_ROLE_AUDITOR = 1u << 3,
-    AUTH_ROLE_AGENT = 1u << 4,
+    AUTH_ROLE_ADMIN = GOV_ROLE_ADMIN,
+    AUTH_ROLE_AUTHOR = GOV_ROLE_AUTHOR,
+    AUTH_ROLE_APPROVER = GOV_ROLE_APPROVER,
+    AUTH_ROLE_AUDITOR = GOV_ROLE_AUDITOR,
+    AUTH_ROLE_AGENT = GOV_ROLE_AGENT,
 };
-#define AUTH_ROLES_ALL 0x1fu
+#define AUTH_ROLES_ALL GOV_ROLES_ALL
 
 enum auth_scope {
     AUTH_PUBLIC = 0,     /* no key needed */
@@ -47,20 +49,17 @@ struct auth_rule {
     unsigned roles; /* enum auth_role bits; unused for AUTH_PUBLIC and AUTH_PRINCIPAL */
 };
 
-struct auth_grant {
-    unsigned role; /* one enum auth_role bit */
-    char department[STORE_NAME_MAX + 1];
-};
-
+/* An authenticated principal. Its grants live in `gov` (its name again, and every role it
+ * holds in each department or "*"), which the handlers hand to src/gov's rules as it is. */
 struct auth_principal {
     char name[STORE_NAME_MAX + 1];
     char kind[8];
     char key_prefix[AUTH_PREFIX_LEN + 1]; /* the prefix of the key it authenticated with */
-    size_t ngrants;
-    struct auth_grant grants[AUTH_GRANTS_MAX];
+    struct gov_principal gov;
 };
 
-/* The bit of a role's name, or 0 for an unknown name. */
+/* The bit of a role's name, or 0 for an unknown name (gov_role_bit); a bit's name, "?" for
+ * anything but one known bit (gov_role_name). */
 unsigned auth_role_bit(const char *name);
 const char *auth_role_name(unsigned bit);
 
@@ -79,10 +78,15 @@ enum auth_result {
 };
 
 /* Checks an Authorization header value ("Bearer KEY"; may be NULL) against the store: on
- * AUTH_OK *ret fills with the principal and its grants. On failure `why` (AUTH_WHY_MAX) says
+ * AUTH_OK *ret fills with the principal and its grants (at most AUTH_GRANTS_MAX; further ones,
+ * and grants of an unknown role, are not kept). On failure `why` (AUTH_WHY_MAX) says
  * why, naming no secret. */
 enum auth_result auth_authenticate(struct store *s, const char *authorization,
                                    struct auth_principal *ret, char *why);
+
+/* The grants `name` holds as the store says now (the connection's view), into *ret, named
+ * `name`; grants kept as auth_authenticate keeps them. STORE_OK or the store's failure. */
+enum store_rc auth_grants(struct store *s, const char *name, struct gov_principal *ret);
 
 /* AUTH_OK when `who` may use a route with `rule` on `department` (the route's {d}, or the
  * resource's department for AUTH_RESOURCE; NULL when it has none - an AUTH_RESOURCE rule then

@@ -1085,6 +1085,66 @@ def t_visibility(tmp):
         w.close()
 
 
+def t_an_agent_with_another_role_sees_only_its_own_runs(tmp):
+    """Issue 33 item 1: a run is visible per run. A principal that is an agent in finance and an
+    author in hr reads no other agent's finance run - not by id, not in the list, not over MCP -
+    and cancels none (each answers as if the run did not exist); a finance auditor and an admin
+    still see it, and the principal still sees its own. (World's mallory is an approver of
+    finance as well, who may see finance runs: this principal is another.)"""
+    w = World(tmp)
+    try:
+        w.ok("POST", "/v1/departments", {"name": "hr"}, w.admin, 201)
+        keys = {}
+        for name, grants in (("mallory-hr", (("agent", "finance"), ("author", "hr"))),
+                             ("audra", (("auditor", "finance"),))):
+            keys[name] = w.ok("POST", "/v1/principals", {"name": name, "kind": "user"}, w.admin,
+                              201)["key"]
+            for role, dept in grants:
+                w.ok("POST", "/v1/principals/%s/roles" % name, {"role": role, "department": dept},
+                     w.admin, 201)
+        mallory = keys["mallory-hr"]
+        w.template("payroll", "console.log('pin ' + input.pin); return {pin: input.pin};", [])
+        w.template("payout", "return input.pin;", [], autonomy="supervised")
+        secret = "pin-4711-of-agent-7"
+        st, done = w.run({"template": "payroll", "input": {"pin": secret}}, want=200)
+        check(done["status"] == "completed", "the victim's run: %r" % done)
+        st, held = w.run({"template": "payout", "input": {"pin": secret}}, want=202)
+        check(held["status"] == "awaiting_approval", "the victim's held run: %r" % held)
+        victims = (done["id"], held["id"])
+        for run_id in victims:
+            st, e, _ = w.s.request("GET", "/v1/runs/" + run_id, key=mallory)
+            error_of(st, e, 404, "NOT_FOUND")
+            check(secret not in json.dumps(e), "GET leaks: %r" % e)
+        for query in ("", "?template=payroll", "?principal=agent-7", "?status=completed"):
+            seen = w.ok("GET", "/v1/runs" + query, None, mallory)
+            check(not {r["id"] for r in seen} & set(victims) and secret not in json.dumps(seen),
+                  "the list %r leaks: %r" % (query, seen))
+        for run_id in victims:
+            r = mcp_call(w, "get_run", {"run": run_id}, key=mallory)
+            check(r.get("isError") is True and r["structuredContent"]["http_status"] == 404 and
+                  r["structuredContent"]["error"]["code"] == "NOT_FOUND" and
+                  secret not in json.dumps(r), "MCP get_run leaks: %r" % r)
+        st, e, _ = w.s.request("POST", "/v1/runs/%s/cancel" % held["id"], key=mallory)
+        error_of(st, e, 404, "NOT_FOUND")
+        check(w.get(held["id"])["status"] == "awaiting_approval", "cancelled by mallory-hr")
+        # whoever may see the department's runs still does, whole
+        for key in (keys["audra"], w.admin, w.keys["eve"]):
+            got = w.get(done["id"], key)
+            check(got["value"] == {"pin": secret} and got["input"] == {"pin": secret},
+                  "a reader of finance: %r" % got)
+            ids = {r["id"] for r in w.ok("GET", "/v1/runs", None, key)}
+            check(set(victims) <= ids, "a reader's list: %r" % ids)
+        # and the principal its own runs, by id, in the list and over MCP
+        st, own = w.run({"template": "payroll", "input": {"pin": "mine"}}, key=mallory, want=200)
+        check(w.get(own["id"], mallory)["value"] == {"pin": "mine"}, "its own run")
+        check([r["id"] for r in w.ok("GET", "/v1/runs", None, mallory)] == [own["id"]],
+              "its own list")
+        r = mcp_call(w, "get_run", {"run": own["id"]}, key=mallory)
+        check(r["structuredContent"]["value"] == {"pin": "mine"}, "its own run over MCP: %r" % r)
+    finally:
+        w.close()
+
+
 def t_restart_keeps_waiting_runs(tmp):
     w = World(tmp)
     try:

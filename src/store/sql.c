@@ -1,0 +1,1045 @@
+/*
+ * sql.c - the operations of store.h that read the same in SQLite's and PostgreSQL's SQL, once for
+ * both backends (sql.h): each is its statement, its arguments as text and what its answer means
+ * (no row: NOT_FOUND; no row changed: NOT_FOUND, or CONFLICT when the row is there in another
+ * state; no row inserted: CONFLICT), run through the backend's exec and walk. An insert says ON
+ * CONFLICT DO NOTHING in both dialects, so that a taken key is a row not inserted rather than an
+ * error, which on PostgreSQL would abort the caller's whole transaction. Rows become store.h's
+ * structs here, borrowed from the backend's result for the callback. This file never logs and
+ * knows no backend: errors are the backend's (errmsg), or said here with its name.
+ */
+#include "sql.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define SQL_LINE_MAX ((size_t)1 << 20) /* an audit record's line */
+
+static struct sql_store *sql_of(struct store *s)
+{
+    return (struct sql_store *)s;
+}
+
+void sql_now(char out[32])
+{
+    struct timespec ts;
+    struct tm tm;
+    char date[24];
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, 32, "%.20s.%03dZ", date, (int)(ts.tv_nsec / 1000000));
+}
+
+static const char *col(const struct sql_row *r, int i)
+{
+    return r->text(r, i);
+}
+
+static int64_t num(const struct sql_row *r, int i)
+{
+    return r->int64(r, i);
+}
+
+/* An INSERT ... ON CONFLICT DO NOTHING: a row not inserted is a CONFLICT. */
+static enum store_rc sql_insert(struct sql_store *q, const char *sql, int n,
+                                const char *const *args)
+{
+    int64_t changes = 0;
+    enum store_rc rc = q->db->exec(q, sql, n, args, &changes);
+    return rc == STORE_OK && changes == 0 ? STORE_CONFLICT : rc;
+}
+
+/* An UPDATE or DELETE of one named row: no row changed is NOT_FOUND. */
+static enum store_rc sql_change(struct sql_store *q, const char *sql, int n,
+                                const char *const *args)
+{
+    int64_t changes = 0;
+    enum store_rc rc = q->db->exec(q, sql, n, args, &changes);
+    return rc == STORE_OK && changes == 0 ? STORE_NOT_FOUND : rc;
+}
+
+static int sql_stop(const struct sql_row *row, void *fn, void *userdata)
+{
+    (void)row;
+    (void)fn;
+    (void)userdata;
+    return 1;
+}
+
+enum store_rc sql_exists(struct sql_store *q, const char *sql, int n, const char *const *args)
+{
+    return q->db->walk(q, sql, n, args, 1, sql_stop, NULL, NULL);
+}
+
+enum store_rc sql_principal_exists(struct sql_store *q, const char *name)
+{
+    return sql_exists(q, "SELECT 1 FROM principals WHERE name = $1", 1, &name);
+}
+
+/* After an UPDATE of the row `exists` names by arg: OK when it changed, CONFLICT when the row is
+ * there (in another state), NOT_FOUND when not. */
+static enum store_rc sql_changed_or(struct sql_store *q, enum store_rc rc, int64_t changes,
+                                    const char *exists, const char *arg)
+{
+    if (rc != STORE_OK || changes > 0) {
+        return rc;
+    }
+    rc = sql_exists(q, exists, 1, &arg);
+    return rc == STORE_OK ? STORE_CONFLICT : rc;
+}
+
+static int sql_int_each(const struct sql_row *row, void *fn, void *userdata)
+{
+    (void)fn;
+    *(int64_t *)userdata = num(row, 0);
+    return 1;
+}
+
+/* The number in the first column of sql's one row. */
+static enum store_rc sql_int(struct sql_store *q, const char *sql, int64_t *ret_value)
+{
+    int64_t value = 0;
+    enum store_rc rc = q->db->walk(q, sql, 0, NULL, 1, sql_int_each, NULL, &value);
+    if (rc == STORE_OK) {
+        *ret_value = value;
+    }
+    return rc;
+}
+
+const char *sql_errmsg(struct store *s)
+{
+    return sql_of(s)->errmsg;
+}
+
+enum store_rc sql_ping(struct store *s)
+{
+    /* Reads a table, not just the connection: a database file gone bad answers an error, and
+     * PostgreSQL resets a broken connection here first, so /readyz both reports an outage and
+     * ends it once the database answers again. */
+    int64_t n = 0;
+    return sql_principal_count(s, &n);
+}
+
+/* ---------------------------------------------------------------- principals, keys, roles */
+
+enum store_rc sql_principal_count(struct store *s, int64_t *ret_count)
+{
+    return sql_int(sql_of(s), "SELECT count(*) FROM principals", ret_count);
+}
+
+enum store_rc sql_principal_create(struct store *s, const char *name, const char *kind)
+{
+    char now[32];
+    sql_now(now);
+    const char *args[] = { name, kind, now };
+    return sql_insert(sql_of(s),
+                      "INSERT INTO principals(name, kind, created) VALUES ($1, $2, $3) "
+                      "ON CONFLICT DO NOTHING",
+                      3, args);
+}
+
+static int sql_principal_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct store_principal p = { col(r, 0), col(r, 1), col(r, 2) };
+    return ((store_principal_fn *)fn)(userdata, &p);
+}
+
+enum store_rc sql_principal_get(struct store *s, const char *name, store_principal_fn *fn,
+                                void *userdata)
+{
+    return sql_of(s)->db->walk(sql_of(s),
+                               "SELECT name, kind, created FROM principals WHERE name = $1", 1,
+                               &name, 1, sql_principal_each, (void *)fn, userdata);
+}
+
+enum store_rc sql_principal_list(struct store *s, store_principal_fn *fn, void *userdata)
+{
+    return sql_of(s)->db->walk(sql_of(s),
+                               "SELECT name, kind, created FROM principals ORDER BY name", 0, NULL,
+                               0, sql_principal_each, (void *)fn, userdata);
+}
+
+enum store_rc sql_key_revoke(struct store *s, const char *principal, const char *prefix)
+{
+    char now[32];
+    sql_now(now);
+    const char *args[] = { now, prefix, principal };
+    return sql_change(sql_of(s),
+                      "UPDATE api_keys SET revoked = $1 WHERE prefix = $2 AND principal = $3 "
+                      "AND revoked IS NULL",
+                      3, args);
+}
+
+static int sql_key_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct store_key k = { col(r, 0), col(r, 1), col(r, 2) };
+    return ((store_key_fn *)fn)(userdata, &k);
+}
+
+enum store_rc sql_key_list(struct store *s, const char *principal, store_key_fn *fn, void *userdata)
+{
+    return sql_of(s)->db->walk(
+            sql_of(s),
+            "SELECT prefix, created, revoked FROM api_keys WHERE principal = $1 ORDER BY created",
+            1, &principal, 0, sql_key_each, (void *)fn, userdata);
+}
+
+enum store_rc sql_role_grant(struct store *s, const char *principal, const char *role,
+                             const char *department)
+{
+    struct sql_store *q = sql_of(s);
+    enum store_rc rc = sql_principal_exists(q, principal);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    char now[32];
+    sql_now(now);
+    const char *args[] = { principal, role, department, now };
+    return sql_insert(q,
+                      "INSERT INTO role_grants(principal, role, department, created) VALUES ($1, "
+                      "$2, $3, $4) ON CONFLICT DO NOTHING",
+                      4, args);
+}
+
+enum store_rc sql_role_revoke(struct store *s, const char *principal, const char *role,
+                              const char *department)
+{
+    const char *args[] = { principal, role, department };
+    return sql_change(
+            sql_of(s),
+            "DELETE FROM role_grants WHERE principal = $1 AND role = $2 AND department = $3", 3,
+            args);
+}
+
+static int sql_grant_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct store_grant g = { col(r, 0), col(r, 1) };
+    return ((store_grant_fn *)fn)(userdata, &g);
+}
+
+enum store_rc sql_role_list(struct store *s, const char *principal, store_grant_fn *fn,
+                            void *userdata)
+{
+    return sql_of(s)->db->walk(sql_of(s),
+                               "SELECT role, department FROM role_grants WHERE principal = $1 "
+                               "ORDER BY department, role",
+                               1, &principal, 0, sql_grant_each, (void *)fn, userdata);
+}
+
+/* ---------------------------------------------------------------- departments */
+
+enum store_rc sql_department_create(struct store *s, const char *name)
+{
+    char now[32];
+    sql_now(now);
+    const char *args[] = { name, now };
+    return sql_insert(sql_of(s),
+                      "INSERT INTO departments(name, created) VALUES ($1, $2) "
+                      "ON CONFLICT DO NOTHING",
+                      2, args);
+}
+
+static int sql_department_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct store_department d = { col(r, 0), col(r, 1), (int)num(r, 2), col(r, 3) };
+    return ((store_department_fn *)fn)(userdata, &d);
+}
+
+enum store_rc sql_department_get(struct store *s, const char *name, store_department_fn *fn,
+                                 void *userdata)
+{
+    return sql_of(s)->db->walk(
+            sql_of(s),
+            "SELECT name, autonomy, allow_adhoc, created FROM departments WHERE name = $1", 1,
+            &name, 1, sql_department_each, (void *)fn, userdata);
+}
+
+enum store_rc sql_department_list(struct store *s, store_department_fn *fn, void *userdata)
+{
+    return sql_of(s)->db->walk(
+            sql_of(s), "SELECT name, autonomy, allow_adhoc, created FROM departments ORDER BY name",
+            0, NULL, 0, sql_department_each, (void *)fn, userdata);
+}
+
+enum store_rc sql_department_set_policy(struct store *s, const char *name, const char *autonomy,
+                                        int allow_adhoc)
+{
+    const char *args[] = { autonomy, allow_adhoc ? "1" : "0", name };
+    return sql_change(sql_of(s),
+                      "UPDATE departments SET autonomy = $1, allow_adhoc = $2 WHERE name = $3", 3,
+                      args);
+}
+
+/* ---------------------------------------------------------------- audit */
+
+int sql_audit_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct store_audit a = { num(r, 0), col(r, 1), col(r, 2), col(r, 3), col(r, 4),
+                             col(r, 5), col(r, 6), col(r, 7), col(r, 8), col(r, 9) };
+    return ((store_audit_fn *)fn)(userdata, &a);
+}
+
+struct sql_head {
+    int64_t seq;
+    char hash[AUDIT_HASH_HEX_LEN + 1];
+    int checkpoint;
+};
+
+static int sql_head_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct sql_head *h = userdata;
+    const char *hash = col(r, 1);
+    const char *action = col(r, 2);
+    const char *details = col(r, 3);
+    (void)fn;
+    h->seq = num(r, 0);
+    snprintf(h->hash, sizeof h->hash, "%s", hash ? hash : "");
+    if (action && details && strcmp(action, AUDIT_CHECKPOINT_ACTION) == 0) {
+        /* details written by audit_checkpoint_details: {"hash":..,"public_key":..,"seq":N */
+        char want[48];
+        snprintf(want, sizeof want, "\"seq\":%" PRId64 ",", h->seq - 1);
+        h->checkpoint = strstr(details, want) != NULL;
+    }
+    return 1;
+}
+
+enum store_rc sql_audit_head(struct sql_store *q, int64_t *ret_seq,
+                             char ret_hash[AUDIT_HASH_HEX_LEN + 1], int *ret_checkpoint)
+{
+    struct sql_head h = { .seq = 0, .checkpoint = 0 };
+    memset(h.hash, '0', AUDIT_HASH_HEX_LEN);
+    enum store_rc rc =
+            q->db->walk(q, "SELECT seq, hash, action, details FROM audit ORDER BY seq DESC LIMIT 1",
+                        0, NULL, 0, sql_head_each, NULL, &h);
+    if (rc == STORE_OK) {
+        *ret_seq = h.seq;
+        memcpy(ret_hash, h.hash, sizeof h.hash);
+        if (ret_checkpoint) {
+            *ret_checkpoint = h.checkpoint;
+        }
+    }
+    return rc;
+}
+
+enum store_rc sql_audit_write(struct sql_store *q, int64_t seq, const char *prev, const char *actor,
+                              const char *action, const char *subject, const char *department,
+                              const char *details_json, char ret_hash[AUDIT_HASH_HEX_LEN + 1])
+{
+    char now[32];
+    char number[24];
+    char hash[AUDIT_HASH_HEX_LEN + 1];
+    struct buf line;
+    struct al_error err;
+    enum store_rc rc;
+    buf_init(&line, SQL_LINE_MAX);
+    memset(&err, 0, sizeof err);
+    sql_now(now);
+    struct audit_record rec = { (uint64_t)seq,          now,        actor,        action,
+                                subject ? subject : "", department, details_json, prev };
+    if (audit_record_write(&rec, &line, hash, &err) != AL_OK || buf_append_byte(&line, 0)) {
+        snprintf(q->errmsg, sizeof q->errmsg, "audit record: %.200s",
+                 err.message[0] ? err.message : "too large");
+        rc = STORE_ERROR;
+        goto out;
+    }
+    snprintf(number, sizeof number, "%" PRId64, seq);
+    const char *args[] = { number,     now,          actor, action, subject,
+                           department, details_json, prev,  hash,   line.data };
+    rc = q->db->exec(q,
+                     "INSERT INTO audit(seq, time, actor, action, subject, department, details, "
+                     "prev, hash, line) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                     10, args, NULL);
+    if (rc == STORE_OK) {
+        memcpy(ret_hash, hash, sizeof hash);
+    }
+out:
+    buf_done(&line);
+    return rc;
+}
+
+enum store_rc sql_audit_sign(struct sql_store *q, int64_t seq, const char *hash,
+                             struct store_checkpoint *ret)
+{
+    struct al_error err;
+    memset(&err, 0, sizeof err);
+    if (!q->audit_key) {
+        snprintf(q->errmsg, sizeof q->errmsg, "audit: no signing key");
+        return STORE_ERROR;
+    }
+    ret->seq = seq;
+    snprintf(ret->hash, sizeof ret->hash, "%s", hash);
+    sql_now(ret->time);
+    if (audit_public_key_hex(q->audit_key, ret->public_key, &err) != AL_OK ||
+        audit_checkpoint_sign(q->audit_key, (uint64_t)seq, hash, ret->signature, &err) != AL_OK) {
+        snprintf(q->errmsg, sizeof q->errmsg, "audit checkpoint: %.200s", err.message);
+        return STORE_ERROR;
+    }
+    return STORE_OK;
+}
+
+enum store_rc sql_audit_append_checkpoint(struct sql_store *q, int64_t seq, const char *hash,
+                                          struct store_checkpoint *ret)
+{
+    char cp_hash[AUDIT_HASH_HEX_LEN + 1];
+    int64_t cp_seq = 0;
+    struct buf details;
+    buf_init(&details, 1024);
+    enum store_rc rc = sql_audit_sign(q, seq, hash, ret);
+    if (rc == STORE_OK && audit_checkpoint_details(&details, (uint64_t)seq, hash, ret->public_key,
+                                                   ret->signature) != BUF_OK) {
+        rc = STORE_ERROR;
+    }
+    if (rc == STORE_OK) {
+        rc = q->db->audit_insert(q, AUDIT_SERVER_ACTOR, AUDIT_CHECKPOINT_ACTION, "audit", NULL,
+                                 details.data, &cp_seq, cp_hash);
+    }
+    buf_done(&details);
+    return rc;
+}
+
+struct sql_chain {
+    struct sql_store *q;
+    char prev[AUDIT_HASH_HEX_LEN + 1];
+    struct buf line;
+    enum store_rc rc;
+};
+
+static int sql_chain_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct sql_chain *c = userdata;
+    char hash[AUDIT_HASH_HEX_LEN + 1];
+    char seq[24];
+    struct al_error err;
+    (void)fn;
+    memset(&err, 0, sizeof err);
+    struct audit_record rec = { (uint64_t)num(r, 0),        col(r, 1), col(r, 2), col(r, 3),
+                                col(r, 4) ? col(r, 4) : "", col(r, 5), col(r, 6), c->prev };
+    buf_reset(&c->line);
+    if (audit_record_write(&rec, &c->line, hash, &err) != AL_OK || buf_append_byte(&c->line, 0)) {
+        snprintf(c->q->errmsg, sizeof c->q->errmsg, "audit: cannot chain seq %" PRIu64 ": %.150s",
+                 rec.seq, err.message);
+        c->rc = STORE_ERROR;
+        return 1;
+    }
+    snprintf(seq, sizeof seq, "%" PRIu64, rec.seq);
+    const char *args[] = { c->prev, hash, c->line.data, seq };
+    c->rc = c->q->db->exec(c->q, "UPDATE audit SET prev = $1, hash = $2, line = $3 WHERE seq = $4",
+                           4, args, NULL);
+    memcpy(c->prev, hash, sizeof hash);
+    return c->rc != STORE_OK;
+}
+
+enum store_rc sql_audit_chain_legacy(struct sql_store *q)
+{
+    struct sql_chain c = { .q = q, .rc = STORE_OK };
+    memset(c.prev, '0', AUDIT_HASH_HEX_LEN);
+    buf_init(&c.line, SQL_LINE_MAX);
+    enum store_rc rc = q->db->walk(q,
+                                   "SELECT seq, time, actor, action, subject, department, details "
+                                   "FROM audit WHERE line IS NULL ORDER BY seq",
+                                   0, NULL, 0, sql_chain_each, NULL, &c);
+    buf_done(&c.line);
+    return rc == STORE_OK ? c.rc : rc;
+}
+
+enum store_rc sql_audit_list(struct store *s, int64_t after_seq, int64_t limit, store_audit_fn *fn,
+                             void *userdata)
+{
+    return s->ops->audit_search(s, after_seq, limit, NULL, fn, userdata);
+}
+
+enum store_rc sql_audit_set_key(struct store *s, EVP_PKEY *key)
+{
+    struct sql_store *q = sql_of(s);
+    if (key && EVP_PKEY_up_ref(key) != 1) {
+        snprintf(q->errmsg, sizeof q->errmsg, "audit: cannot keep the key");
+        return STORE_ERROR;
+    }
+    EVP_PKEY_free(q->audit_key);
+    q->audit_key = key;
+    return STORE_OK;
+}
+
+enum store_rc sql_audit_last_seq(struct store *s, int64_t *ret_seq)
+{
+    return sql_int(sql_of(s), "SELECT coalesce(max(seq), 0) FROM audit", ret_seq);
+}
+
+/* ---------------------------------------------------------------- templates (0003) */
+
+enum store_rc sql_template_create(struct store *s, const char *name, const char *department,
+                                  const char *description, const char *created_by)
+{
+    struct sql_store *q = sql_of(s);
+    enum store_rc rc = sql_exists(q, "SELECT 1 FROM departments WHERE name = $1", 1, &department);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    char now[32];
+    sql_now(now);
+    const char *args[] = { name, department, description ? description : "", now, created_by };
+    return sql_insert(q,
+                      "INSERT INTO templates(name, department, description, created, created_by) "
+                      "VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+                      5, args);
+}
+
+static int sql_template_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct store_template t = { col(r, 0), col(r, 1), col(r, 2), col(r, 3), col(r, 4) };
+    return ((store_template_fn *)fn)(userdata, &t);
+}
+
+enum store_rc sql_template_get(struct store *s, const char *name, store_template_fn *fn,
+                               void *userdata)
+{
+    return sql_of(s)->db->walk(sql_of(s),
+                               "SELECT name, department, description, created, created_by FROM "
+                               "templates WHERE name = $1",
+                               1, &name, 1, sql_template_each, (void *)fn, userdata);
+}
+
+enum store_rc sql_template_list(struct store *s, store_template_fn *fn, void *userdata)
+{
+    return sql_of(s)->db->walk(sql_of(s),
+                               "SELECT name, department, description, created, created_by FROM "
+                               "templates ORDER BY name",
+                               0, NULL, 0, sql_template_each, (void *)fn, userdata);
+}
+
+static int sql_version_number_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    (void)fn;
+    *(int64_t *)userdata = num(r, 0);
+    return 0; /* on to the end: the INSERT is done with it */
+}
+
+enum store_rc sql_version_create(struct store *s, const struct store_version *v,
+                                 int64_t *ret_version)
+{
+    struct sql_store *q = sql_of(s);
+    enum store_rc rc =
+            sql_exists(q, "SELECT 1 FROM templates WHERE name = $1", 1, &v->template_name);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    char now[32];
+    int64_t version = 0;
+    sql_now(now);
+    const char *args[] = { v->template_name, v->source, v->language, v->input_schema, v->functions,
+                           v->autonomy,      v->limits, v->digest,   v->author,       now };
+    /* the CAST: PostgreSQL would not know $1's type in the select list; the WHERE tells SQLite's
+     * parser that ON CONFLICT is the upsert's */
+    rc = q->db->walk(q,
+                     "INSERT INTO versions(template, version, state, source, language, "
+                     "input_schema, functions, autonomy, limits, digest, author, created) SELECT "
+                     "CAST($1 AS TEXT), coalesce(max(version), 0) + 1, 'draft', $2, $3, $4, $5, "
+                     "$6, $7, $8, $9, $10 FROM versions WHERE template = CAST($1 AS TEXT) "
+                     "ON CONFLICT DO NOTHING RETURNING version",
+                     10, args, 1, sql_version_number_each, NULL, &version);
+    if (rc == STORE_OK) {
+        *ret_version = version;
+    }
+    return rc == STORE_NOT_FOUND ? STORE_CONFLICT : rc;
+}
+
+#define SQL_VERSION_COLUMNS                                                                       \
+    "SELECT v.template, v.version, t.department, v.state, v.source, v.language, v.input_schema, " \
+    "v.functions, v.autonomy, v.limits, v.digest, v.author, v.created, v.approved_by, "           \
+    "v.approved, v.approve_comment, v.submitted_by, v.submitted, v.rejected_by, v.rejected, "     \
+    "v.reject_comment, v.revoked_by, v.revoked, v.revoke_reason FROM versions v JOIN templates "  \
+    "t ON t.name = v.template "
+
+static int sql_version_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct store_version v = {
+        .template_name = col(r, 0),
+        .version = num(r, 1),
+        .department = col(r, 2),
+        .state = col(r, 3),
+        .source = col(r, 4),
+        .language = col(r, 5),
+        .input_schema = col(r, 6),
+        .functions = col(r, 7),
+        .autonomy = col(r, 8),
+        .limits = col(r, 9),
+        .digest = col(r, 10),
+        .author = col(r, 11),
+        .created = col(r, 12),
+        .approved_by = col(r, 13),
+        .approved = col(r, 14),
+        .approve_comment = col(r, 15),
+        .submitted_by = col(r, 16),
+        .submitted = col(r, 17),
+        .rejected_by = col(r, 18),
+        .rejected = col(r, 19),
+        .reject_comment = col(r, 20),
+        .revoked_by = col(r, 21),
+        .revoked = col(r, 22),
+        .revoke_reason = col(r, 23),
+    };
+    return ((store_version_fn *)fn)(userdata, &v);
+}
+
+enum store_rc sql_version_get(struct store *s, const char *template_name, int64_t version,
+                              store_version_fn *fn, void *userdata)
+{
+    char number[24];
+    const char *args[] = { template_name, number };
+    if (version < 0) {
+        return STORE_NOT_FOUND;
+    }
+    snprintf(number, sizeof number, "%" PRId64, version);
+    return sql_of(s)->db->walk(
+            sql_of(s),
+            version == 0 ? SQL_VERSION_COLUMNS "WHERE v.template = $1 AND v.state = 'approved' "
+                                               "ORDER BY v.version DESC LIMIT 1"
+                         : SQL_VERSION_COLUMNS "WHERE v.template = $1 AND v.version = $2",
+            version == 0 ? 1 : 2, args, 1, sql_version_each, (void *)fn, userdata);
+}
+
+enum store_rc sql_version_list(struct store *s, const char *template_name, store_version_fn *fn,
+                               void *userdata)
+{
+    return sql_of(s)->db->walk(sql_of(s),
+                               SQL_VERSION_COLUMNS "WHERE v.template = $1 ORDER BY v.version", 1,
+                               &template_name, 0, sql_version_each, (void *)fn, userdata);
+}
+
+enum store_rc sql_version_set_state(struct store *s, const char *template_name, int64_t version,
+                                    const char *from_state, const char *to_state, const char *by,
+                                    const char *comment)
+{
+    struct sql_store *q = sql_of(s);
+    /* the columns come from this table, never from the caller; a submission keeps no comment,
+     * which is the last parameter, so that every parameter of a statement is used (PostgreSQL
+     * infers each one's type from its use) */
+    static const char *const sql[][2] = {
+        { "submitted", "UPDATE versions SET state = $1, submitted = $2, submitted_by = $3 "
+                       "WHERE template = $4 AND version = $5 AND state = $6" },
+        { "approved", "UPDATE versions SET state = $1, approved = $2, approved_by = $3, "
+                      "approve_comment = $7 WHERE template = $4 AND version = $5 AND state = $6" },
+        { "rejected", "UPDATE versions SET state = $1, rejected = $2, rejected_by = $3, "
+                      "reject_comment = $7 WHERE template = $4 AND version = $5 AND state = $6" },
+        { "revoked", "UPDATE versions SET state = $1, revoked = $2, revoked_by = $3, "
+                     "revoke_reason = $7 WHERE template = $4 AND version = $5 AND state = $6" },
+    };
+    const char *text = NULL;
+    for (size_t i = 0; i < sizeof sql / sizeof sql[0]; i++) {
+        if (strcmp(sql[i][0], to_state) == 0) {
+            text = sql[i][1];
+        }
+    }
+    if (!text) {
+        snprintf(q->errmsg, sizeof q->errmsg, "%s: no state %.64s", s->ops->name, to_state);
+        return STORE_ERROR;
+    }
+    char now[32];
+    char number[24];
+    int64_t changes = 0;
+    sql_now(now);
+    snprintf(number, sizeof number, "%" PRId64, version);
+    const char *args[] = { to_state, now, by, template_name, number, from_state, comment };
+    enum store_rc rc =
+            q->db->exec(q, text, strcmp(to_state, "submitted") == 0 ? 6 : 7, args, &changes);
+    if (rc == STORE_CONFLICT) {
+        snprintf(q->errmsg, sizeof q->errmsg, "%s: version state: constraint", s->ops->name);
+        return STORE_ERROR;
+    }
+    if (rc != STORE_OK || changes > 0) {
+        return rc;
+    }
+    rc = sql_exists(q, "SELECT 1 FROM versions WHERE template = $1 AND version = $2", 2, &args[3]);
+    return rc == STORE_OK ? STORE_CONFLICT : rc;
+}
+
+/* ---------------------------------------------------------------- runs and approvals */
+
+int sql_run_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct store_run run = {
+        .seq = num(r, 0),
+        .id = col(r, 1),
+        .template_name = col(r, 2),
+        .version = num(r, 3),
+        .department = col(r, 4),
+        .principal = col(r, 5),
+        .status = col(r, 6),
+        .input = col(r, 7),
+        .source = col(r, 8),
+        .language = col(r, 9),
+        .functions = col(r, 10),
+        .outcome = col(r, 11),
+        .created = col(r, 12),
+        .updated = col(r, 13),
+    };
+    return ((store_run_fn *)fn)(userdata, &run);
+}
+
+enum store_rc sql_run_create(struct store *s, const struct store_run *r)
+{
+    char now[32];
+    char version[24];
+    sql_now(now);
+    if (r->created) {
+        snprintf(now, sizeof now, "%s", r->created); /* the time the run's clock starts at */
+    }
+    snprintf(version, sizeof version, "%" PRId64, r->version);
+    int adhoc = !r->template_name || !r->template_name[0];
+    const char *args[] = { r->id,
+                           adhoc ? NULL : r->template_name,
+                           adhoc ? NULL : version,
+                           r->department,
+                           r->principal,
+                           r->status,
+                           r->input,
+                           r->source,
+                           r->language,
+                           r->functions,
+                           now,
+                           now };
+    return sql_insert(sql_of(s),
+                      "INSERT INTO runs (id, template, version, department, principal, status, "
+                      "input, source, language, functions, created, updated) VALUES ($1, $2, $3, "
+                      "$4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING",
+                      12, args);
+}
+
+enum store_rc sql_run_get(struct store *s, const char *id, store_run_fn *fn, void *userdata)
+{
+    return sql_of(s)->db->walk(sql_of(s), "SELECT " SQL_RUN_COLUMNS " FROM runs WHERE id = $1", 1,
+                               &id, 1, sql_run_each, (void *)fn, userdata);
+}
+
+enum store_rc sql_run_set_status(struct store *s, const char *id, const char *from,
+                                 const char *status, const char *outcome)
+{
+    struct sql_store *q = sql_of(s);
+    char now[32];
+    int64_t changes = 0;
+    sql_now(now);
+    const char *args[] = { status, outcome, now, id, from };
+    enum store_rc rc = q->db->exec(q, q->db->run_set_status, 5, args, &changes);
+    return sql_changed_or(q, rc, changes, "SELECT 1 FROM runs WHERE id = $1", id);
+}
+
+enum store_rc sql_run_set_continuation(struct store *s, const char *id, const char *token)
+{
+    const char *args[] = { token, id };
+    return sql_change(sql_of(s), "UPDATE runs SET continuation = $1 WHERE id = $2", 2, args);
+}
+
+static int sql_dup_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    (void)fn;
+    *(char **)userdata = strdup(col(r, 0));
+    return 1;
+}
+
+enum store_rc sql_run_take_continuation(struct store *s, const char *id, char **ret_token)
+{
+    struct sql_store *q = sql_of(s);
+    char *token = NULL;
+    int64_t changes = 0;
+    enum store_rc rc =
+            q->db->walk(q, q->db->run_take_continuation, 1, &id, 1, sql_dup_each, NULL, &token);
+    if (rc == STORE_OK && !token) {
+        snprintf(q->errmsg, sizeof q->errmsg, "out of memory");
+        rc = STORE_ERROR;
+    }
+    if (rc == STORE_OK) {
+        rc = q->db->exec(q,
+                         "UPDATE runs SET continuation = NULL WHERE id = $1 AND continuation IS "
+                         "NOT NULL",
+                         1, &id, &changes);
+        if (rc == STORE_OK && changes != 1) {
+            rc = STORE_NOT_FOUND;
+        }
+    }
+    if (rc == STORE_OK) {
+        *ret_token = token;
+    } else {
+        free(token);
+    }
+    return rc;
+}
+
+#define SQL_APPROVAL_COLUMNS                                                                \
+    "id, run, kind, interruption, function, args, status, requested_by, department, "       \
+    "COALESCE(template, ''), COALESCE(version, 0), created, decided_by, decided, comment, " \
+    "consumed"
+
+static int sql_approval_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct store_approval a = {
+        .id = col(r, 0),
+        .run = col(r, 1),
+        .kind = col(r, 2),
+        .interruption = col(r, 3),
+        .function = col(r, 4),
+        .args = col(r, 5),
+        .status = col(r, 6),
+        .requested_by = col(r, 7),
+        .department = col(r, 8),
+        .template_name = col(r, 9),
+        .version = num(r, 10),
+        .created = col(r, 11),
+        .decided_by = col(r, 12),
+        .decided = col(r, 13),
+        .comment = col(r, 14),
+        .consumed = (int)num(r, 15),
+    };
+    return ((store_approval_fn *)fn)(userdata, &a);
+}
+
+enum store_rc sql_approval_create(struct store *s, const struct store_approval *a)
+{
+    char now[32];
+    char version[24];
+    sql_now(now);
+    snprintf(version, sizeof version, "%" PRId64, a->version);
+    int adhoc = !a->template_name || !a->template_name[0];
+    const char *args[] = { a->id,
+                           a->run,
+                           a->kind,
+                           a->interruption,
+                           a->function,
+                           a->args,
+                           a->requested_by,
+                           a->department,
+                           adhoc ? NULL : a->template_name,
+                           adhoc ? NULL : version,
+                           now };
+    return sql_insert(sql_of(s),
+                      "INSERT INTO approvals (id, run, kind, interruption, function, args, status, "
+                      "requested_by, department, template, version, created) VALUES ($1, $2, $3, "
+                      "$4, $5, $6, 'pending', $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING",
+                      11, args);
+}
+
+enum store_rc sql_approval_get(struct store *s, const char *id, store_approval_fn *fn,
+                               void *userdata)
+{
+    return sql_of(s)->db->walk(sql_of(s),
+                               "SELECT " SQL_APPROVAL_COLUMNS " FROM approvals WHERE id = $1", 1,
+                               &id, 1, sql_approval_each, (void *)fn, userdata);
+}
+
+enum store_rc sql_approval_list(struct store *s, const char *run, const char *status,
+                                store_approval_fn *fn, void *userdata)
+{
+    const char *args[] = { run, status };
+    /* the CASTs: PostgreSQL would not know the type of a parameter only tested for NULL */
+    return sql_of(s)->db->walk(sql_of(s),
+                               "SELECT " SQL_APPROVAL_COLUMNS " FROM approvals WHERE (CAST($1 AS "
+                               "TEXT) IS NULL OR run = $1) AND (CAST($2 AS TEXT) IS NULL OR "
+                               "status = $2) ORDER BY seq DESC",
+                               2, args, 0, sql_approval_each, (void *)fn, userdata);
+}
+
+enum store_rc sql_approval_decide(struct store *s, const char *id, const char *status,
+                                  const char *by, const char *comment)
+{
+    struct sql_store *q = sql_of(s);
+    char now[32];
+    int64_t changes = 0;
+    sql_now(now);
+    const char *args[] = { status, by, now, comment, id };
+    enum store_rc rc = q->db->exec(q,
+                                   "UPDATE approvals SET status = $1, decided_by = $2, decided = "
+                                   "$3, comment = $4 WHERE id = $5 AND status = 'pending'",
+                                   5, args, &changes);
+    return sql_changed_or(q, rc, changes, "SELECT 1 FROM approvals WHERE id = $1", id);
+}
+
+enum store_rc sql_approval_consume(struct store *s, const char *run)
+{
+    return sql_of(s)->db->exec(sql_of(s),
+                               "UPDATE approvals SET consumed = 1 WHERE run = $1 "
+                               "AND status IN ('approved', 'denied')",
+                               1, &run, NULL);
+}
+
+/* ---------------------------------------------------------------- connectors (0005) */
+
+enum store_rc sql_connector_create(struct store *s, const struct store_connector *c)
+{
+    struct sql_store *q = sql_of(s);
+    enum store_rc rc =
+            sql_exists(q, "SELECT 1 FROM departments WHERE name = $1", 1, &c->department);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    char now[32];
+    char timeout[24];
+    sql_now(now);
+    snprintf(timeout, sizeof timeout, "%" PRId64, c->timeout_ms);
+    const char *args[] = {
+        c->name,           c->department,   c->url,       c->signing_secret_sealed,
+        c->headers_sealed, c->header_names, c->functions, now,
+        c->created_by,     timeout
+    };
+    return sql_insert(q,
+                      "INSERT INTO connectors(name, department, url, signing_secret, headers, "
+                      "header_names, functions, created, created_by, timeout_ms) VALUES ($1, $2, "
+                      "$3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING",
+                      10, args);
+}
+
+static int sql_connector_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct store_connector c = { col(r, 0), col(r, 1), col(r, 2), col(r, 3), col(r, 4),
+                                 col(r, 5), col(r, 6), num(r, 7), col(r, 8), col(r, 9) };
+    return ((store_connector_fn *)fn)(userdata, &c);
+}
+
+enum store_rc sql_connector_get(struct store *s, const char *name, store_connector_fn *fn,
+                                void *userdata)
+{
+    return sql_of(s)->db->walk(
+            sql_of(s),
+            "SELECT name, department, url, signing_secret, headers, header_names, functions, "
+            "timeout_ms, created, created_by FROM connectors WHERE name = $1",
+            1, &name, 1, sql_connector_each, (void *)fn, userdata);
+}
+
+enum store_rc sql_connector_list(struct store *s, store_connector_fn *fn, void *userdata)
+{
+    return sql_of(s)->db->walk(
+            sql_of(s),
+            "SELECT name, department, url, signing_secret, headers, header_names, functions, "
+            "timeout_ms, created, created_by FROM connectors ORDER BY name",
+            0, NULL, 0, sql_connector_each, (void *)fn, userdata);
+}
+
+/* ---------------------------------------------------------------- several nodes (0006, 0007) */
+
+int sql_node_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    return ((store_node_fn *)fn)(userdata, col(r, 0));
+}
+
+enum store_rc sql_node_remove(struct store *s, const char *id)
+{
+    return sql_change(sql_of(s), "DELETE FROM nodes WHERE id = $1", 1, &id);
+}
+
+enum store_rc sql_run_set_node(struct store *s, const char *id, const char *node)
+{
+    const char *args[] = { node, id };
+    return sql_change(sql_of(s), "UPDATE runs SET node = $1 WHERE id = $2", 2, args);
+}
+
+enum store_rc sql_run_list_on_node(struct store *s, const char *node, store_run_fn *fn,
+                                   void *userdata)
+{
+    return sql_of(s)->db->walk(
+            sql_of(s),
+            /* the cancelled ones from the few execution rows, not from every run the node ever
+             * had cancelled */
+            node ? "SELECT " SQL_RUN_COLUMNS " FROM runs WHERE node = $1 AND status = 'running' "
+                   "UNION ALL SELECT " SQL_RUN_COLUMNS " FROM runs WHERE id IN (SELECT run FROM "
+                   "executions) AND node = $1 AND status = 'cancelled' ORDER BY seq"
+                 : "SELECT " SQL_RUN_COLUMNS " FROM runs WHERE node IS NULL AND status = "
+                   "'running' ORDER BY seq",
+            node ? 1 : 0, &node, 0, sql_run_each, (void *)fn, userdata);
+}
+
+enum store_rc sql_call_mark(struct store *s, const struct store_call *c)
+{
+    char now[32];
+    sql_now(now);
+    const char *args[] = { c->run,      c->idempotency_key,
+                           c->function, c->idempotent ? "1" : "0",
+                           now,         c->args_sha256 ? c->args_sha256 : "" };
+    /* the same call marked again updates its row; another call under the key updates none */
+    return sql_insert(sql_of(s),
+                      "INSERT INTO calls_sent(run, idempotency_key, function, idempotent, sent, "
+                      "args_sha256) VALUES ($1, $2, $3, CAST($4 AS INTEGER), $5, $6) ON CONFLICT "
+                      "(run, idempotency_key) DO UPDATE SET idempotent = excluded.idempotent "
+                      "WHERE calls_sent.function = excluded.function AND calls_sent.args_sha256 "
+                      "= excluded.args_sha256",
+                      6, args);
+}
+
+static int sql_call_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct store_call c = { col(r, 0), col(r, 1), col(r, 2), (int)num(r, 3), col(r, 4), col(r, 5) };
+    return ((store_call_fn *)fn)(userdata, &c);
+}
+
+enum store_rc sql_call_list(struct store *s, const char *run, store_call_fn *fn, void *userdata)
+{
+    struct sql_store *q = sql_of(s);
+    return q->db->walk(q, q->db->call_list, 1, &run, 0, sql_call_each, (void *)fn, userdata);
+}
+
+enum store_rc sql_call_clear(struct store *s, const char *run)
+{
+    struct sql_store *q = sql_of(s);
+    enum store_rc rc = q->db->exec(q, "DELETE FROM calls_sent WHERE run = $1", 1, &run, NULL);
+    if (rc == STORE_OK) {
+        rc = q->db->exec(q, "DELETE FROM executions WHERE run = $1", 1, &run, NULL);
+    }
+    return rc;
+}
+
+static int sql_id_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    (void)fn;
+    snprintf(userdata, STORE_NAME_MAX + 1, "%s", col(r, 0));
+    return 0; /* on to the end: the UPDATE is done with it */
+}
+
+enum store_rc sql_run_claim_queued(struct store *s, const char *node, char *ret_id)
+{
+    struct sql_store *q = sql_of(s);
+    char now[32];
+    sql_now(now);
+    const char *args[] = { node, now };
+    return q->db->walk(q, q->db->run_claim_queued, 2, args, 1, sql_id_each, NULL, ret_id);
+}
+
+enum store_rc sql_execution_put(struct store *s, const struct store_execution *e)
+{
+    char clock[24];
+    char attempt[24];
+    snprintf(clock, sizeof clock, "%" PRId64, e->clock_ms);
+    snprintf(attempt, sizeof attempt, "%" PRId64, e->attempt);
+    const char *args[] = { e->run, e->resume, e->resolutions, clock, attempt };
+    return sql_of(s)->db->exec(
+            sql_of(s),
+            "INSERT INTO executions(run, resume, resolutions, clock_ms, attempt) VALUES ($1, $2, "
+            "$3, CAST($4 AS BIGINT), CAST($5 AS INTEGER)) ON CONFLICT (run) DO UPDATE SET resume "
+            "= excluded.resume, resolutions = excluded.resolutions, clock_ms = excluded.clock_ms, "
+            "attempt = excluded.attempt",
+            5, args, NULL);
+}
+
+static int sql_execution_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct store_execution e = { col(r, 0), col(r, 1), col(r, 2), num(r, 3), num(r, 4) };
+    return ((store_execution_fn *)fn)(userdata, &e);
+}
+
+enum store_rc sql_execution_get(struct store *s, const char *run, store_execution_fn *fn,
+                                void *userdata)
+{
+    return sql_of(s)->db->walk(
+            sql_of(s),
+            "SELECT run, resume, resolutions, clock_ms, attempt FROM executions WHERE run = $1", 1,
+            &run, 1, sql_execution_each, (void *)fn, userdata);
+}
+
+enum store_rc sql_run_lock_on_node(struct store *s, const char *id, const char *node,
+                                   const char *from)
+{
+    struct sql_store *q = sql_of(s);
+    const char *args[] = { id, node, from };
+    enum store_rc rc = sql_exists(q, q->db->run_lock_on_node, 3, args);
+    return rc == STORE_NOT_FOUND ? STORE_CONFLICT : rc;
+}
