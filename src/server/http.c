@@ -2,12 +2,12 @@
  * http.c - libmicrohttpd behind http.h. MHD serves connections from a pool of threads (its own
  * epoll in each); a request's state is made on the first call of the access handler, which is
  * MHD's call once the headers are in and before any body byte is read: the framing is checked
- * and `admit` decides there. A request refused there never has its body kept: a bounded one is
- * read and dropped and then answered (a client that sends its whole body before it reads gets
- * the answer, not a reset), any other answered at once - MHD's "early response" - and the
- * connection closed. Otherwise, within the budget of all bodies, the body is collected into a
- * capped buffer (past the cap it is dropped too, for the 413) and the handler is called once it
- * is in.
+ * and `admit` decides there. A request refused there is answered at once - MHD's "early
+ * response": its body is never read, the connection is closed after the answer and lingers a
+ * little (http_linger). A refusal being recorded suspends the request there and is answered the
+ * same way once resumed. Otherwise, within the budget of all bodies, the body is collected into
+ * a capped buffer (past the cap it is read and dropped, for the 413 of a chunked body) and the
+ * handler is called once it is in.
  *
  * MHD has connection limits (all, per address) and an idle timeout, but no deadline that a
  * client sending one byte every few seconds cannot stretch. So every connection is tracked
@@ -25,6 +25,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -58,19 +59,30 @@ struct http_track {
     enum http_phase phase;
     int64_t since_ms;             /* monotonic */
     char client[HTTP_CLIENT_MAX]; /* its address, as http_client names it */
+    int linger;                   /* answered before its body was read: see http_linger */
     struct http_track *prev;
     struct http_track *next;
+};
+
+/* A closed connection whose body was never read, kept open a little to drop what still comes
+ * (http_linger). */
+struct http_lingering {
+    int fd; /* our duplicate of the socket */
+    int64_t until_ms;
+    size_t left; /* bytes it may still send */
+    struct http_lingering *next;
 };
 
 struct http_server {
     struct MHD_Daemon *daemon;
     atomic_int inflight; /* requests begun and not yet completed */
-    int quiesced;
+    int quiesced;        /* (lock) stopping: connections accepted now are closed */
     struct http_options o;
     int fd;
     pthread_mutex_t lock; /* tracks, budget_used, stop */
     pthread_cond_t cond;  /* the reaper waits on it */
     struct http_track *tracks;
+    struct http_lingering *lingering;
     size_t budget_used; /* body bytes reserved by requests receiving or holding a body */
     int stop;
     pthread_t reaper;
@@ -103,11 +115,8 @@ struct http_conn {
     struct buf body;
     struct timespec start;
     struct http_track *track;
-    size_t reserved;     /* bytes of the body budget this request holds */
-    int drain;           /* refused from its headers: the body is read and dropped */
-    uint64_t drain_left; /* ... this many bytes at most */
-    int has_early;       /* the answer admit gave, sent once the body is dropped */
-    struct http_response early;
+    size_t reserved;                /* bytes of the body budget this request holds */
+    int early;                      /* answered from its headers: its body is never read */
     struct http_deferred *deferred; /* while the answer is awaited, and until it is sent */
 };
 
@@ -560,6 +569,21 @@ static int http_has_body(struct MHD_Connection *conn, const struct http_request 
            NULL;
 }
 
+/* An answer given from the headers alone (MHD's "early response"): the body is never read and
+ * the connection closes after the answer; one that was to come with a body lingers there (see
+ * http_linger), so that a client that sends all of it before it reads gets the answer. */
+static enum MHD_Result http_early(struct MHD_Connection *conn, struct http_conn *c,
+                                  struct http_response *resp)
+{
+    resp->close = 1;
+    if (c->track && http_has_body(conn, &c->req)) {
+        pthread_mutex_lock(&c->srv->lock);
+        c->track->linger = 1;
+        pthread_mutex_unlock(&c->srv->lock);
+    }
+    return http_queue(conn, c, resp);
+}
+
 /* The first call: a request's headers are in, its body not read yet. */
 static enum MHD_Result http_begin(struct http_server *srv, struct MHD_Connection *conn,
                                   const char *url, const char *method, void **con_cls)
@@ -594,67 +618,42 @@ static enum MHD_Result http_begin(struct http_server *srv, struct MHD_Connection
     *con_cls = c;
     atomic_fetch_add(&srv->inflight, 1);
     http_set_phase(srv, c->track, HTTP_PHASE_BUSY);
+    c->early = 1;
 
     http_response_init(&resp);
     const char *framing = http_framing_error(conn);
     if (framing) {
         http_error(&resp, c->req.request_id, 400, "INVALID_REQUEST", framing);
-        resp.close = 1;
-        ret = http_queue(conn, c, &resp); /* at once: which body would there be to drain? */
-        goto out;
+    } else {
+        srv->o.admit(srv->o.userdata, &c->req, &resp);
     }
-    srv->o.admit(srv->o.userdata, &c->req, &resp);
-    int body = http_has_body(conn, &c->req);
-    if (resp.status != 0 || c->req.drain_body) {
-        /* Refused from its headers: the body is never kept. It is read and dropped, within
-         * the body deadline, so that a client that sends it all before it reads gets the
-         * answer rather than a reset; one declared past the drain cap is not even read. */
-        uint64_t cap = (uint64_t)srv->o.body_limit_bytes * 2 + 65536;
-        if (resp.status != 0 &&
-            (!body || !c->req.has_content_length || c->req.content_length > cap)) {
-            resp.close = body;
-            ret = http_queue(conn, c, &resp);
-            goto out;
-        }
-        c->drain = 1;
-        c->drain_left = c->req.has_content_length ? c->req.content_length : cap;
-        if (resp.status != 0) {
-            http_response_init(&c->early);
-            http_response_move(&c->early, &resp);
-            c->early.close = 1;
-            c->has_early = 1;
-        }
-        http_set_phase(srv, c->track, HTTP_PHASE_BODY);
-        goto out;
+    if (resp.deferred) {
+        goto out; /* suspended (a refusal being recorded): answered early once resumed */
     }
-    if (http_reserve(srv, c) != 0) {
+    if (resp.status == 0 && http_reserve(srv, c) != 0) {
         http_error(&resp, c->req.request_id, 503, "UNAVAILABLE",
                    "too many request bodies are being received: retry later");
         resp.retry_after_s = 1;
-        resp.close = body;
-        ret = http_queue(conn, c, &resp);
+    }
+    if (resp.status != 0) {
+        ret = http_early(conn, c, &resp);
         goto out;
     }
+    c->early = 0;
     http_set_phase(srv, c->track, HTTP_PHASE_BODY);
 out:
     http_response_done(&resp);
     return ret;
 }
 
-/* The body is in (or dropped): the handler answers, now or later. */
+/* The body is in (or dropped past the cap): the handler answers, now or later. */
 static enum MHD_Result http_answer(struct http_server *srv, struct MHD_Connection *conn,
                                    struct http_conn *c)
 {
     struct http_response resp;
     enum MHD_Result ret = MHD_NO;
-    http_set_phase(srv, c->track, HTTP_PHASE_BUSY);
-    if (c->has_early) {
-        c->has_early = 0;
-        ret = http_queue(conn, c, &c->early);
-        http_response_done(&c->early);
-        return ret;
-    }
     http_response_init(&resp);
+    http_set_phase(srv, c->track, HTTP_PHASE_BUSY);
     http_release(srv, c, c->body.len);
     resp.status = 500;
     c->req.body = c->body.data ? c->body.data : "";
@@ -690,17 +689,11 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
         if (d->resp.reshape) {
             d->resp.reshape(d->resp.reshape_data, &d->resp);
         }
-        return http_queue(conn, c, &d->resp);
+        return c->early ? http_early(conn, c, &d->resp) : http_queue(conn, c, &d->resp);
     }
     if (*upload_data_size > 0) {
-        if (c->drain) {
-            /* dropped; past what it declared, or past the cap, it is not read on */
-            if (*upload_data_size > c->drain_left) {
-                return MHD_NO;
-            }
-            c->drain_left -= *upload_data_size;
-        } else if (!c->req.body_too_large &&
-                   buf_append(&c->body, upload_data, *upload_data_size) != BUF_OK) {
+        if (!c->req.body_too_large &&
+            buf_append(&c->body, upload_data, *upload_data_size) != BUF_OK) {
             c->req.body_too_large = 1;
             buf_done(&c->body);
             buf_init(&c->body, 0);
@@ -726,9 +719,6 @@ static void http_completed(void *cls, struct MHD_Connection *conn, void **con_cl
     /* a kept-alive connection waits for its next request's headers from now */
     http_set_phase(srv, c->track, HTTP_PHASE_HEADERS);
     buf_done(&c->body);
-    if (c->has_early) {
-        http_response_done(&c->early);
-    }
     if (c->deferred) {
         /* handed over first: the answerer reads them once it sees the deferral orphaned */
         c->deferred->app = c->req.app;
@@ -749,6 +739,8 @@ static void http_completed(void *cls, struct MHD_Connection *conn, void **con_cl
     free(c);
     *con_cls = NULL;
 }
+
+static void http_linger(struct http_server *srv, int fd);
 
 /* Whether connections from `client` are limited per address: all but those named in
  * per_client_exempt (the local machine's own, by default: a reverse proxy on it speaks for
@@ -783,7 +775,10 @@ static void http_notify(void *cls, struct MHD_Connection *conn, void **socket_co
         t->since_ms = http_now_ms();
         http_client(conn, t->client);
         pthread_mutex_lock(&srv->lock);
-        if (http_limited(srv, t->client)) {
+        if (srv->quiesced) {
+            shutdown(t->fd, SHUT_RDWR); /* stopping: no new connection */
+            t->phase = HTTP_PHASE_CLOSING;
+        } else if (http_limited(srv, t->client)) {
             unsigned same = 0;
             for (struct http_track *o = srv->tracks; o; o = o->next) {
                 same += strcmp(o->client, t->client) == 0 && o->phase != HTTP_PHASE_CLOSING;
@@ -804,6 +799,9 @@ static void http_notify(void *cls, struct MHD_Connection *conn, void **socket_co
     }
     if (code == MHD_CONNECTION_NOTIFY_CLOSED && t) {
         pthread_mutex_lock(&srv->lock);
+        if (t->linger) {
+            http_linger(srv, t->fd);
+        }
         if (t->prev) {
             t->prev->next = t->next;
         } else {
@@ -815,6 +813,52 @@ static void http_notify(void *cls, struct MHD_Connection *conn, void **socket_co
         pthread_mutex_unlock(&srv->lock);
         free(t);
         *socket_context = NULL;
+    }
+}
+
+/* Lingering close (as nginx's): a connection answered before its body was read is closed by
+ * MHD once the answer is out, and a close with unread data makes the kernel reset the
+ * connection - a client still sending its body (one that reads only after it has sent all, as
+ * many do) would lose the answer it was sent. So the socket stays open a little longer on a
+ * duplicate, and what the client still sends is read and dropped: for at most 2 s and twice the
+ * body limit. Under srv->lock. */
+static void http_linger(struct http_server *srv, int fd)
+{
+    struct http_lingering *l = calloc(1, sizeof *l);
+    int dup = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (!l || dup < 0) {
+        free(l);
+        if (dup >= 0) {
+            close(dup);
+        }
+        return;
+    }
+    l->fd = dup;
+    l->until_ms = http_now_ms() + 2000;
+    l->left = srv->o.body_limit_bytes * 2 + 65536;
+    l->next = srv->lingering;
+    srv->lingering = l;
+}
+
+/* Drops what the lingering connections sent; closes those done. Under srv->lock. */
+static void http_linger_step(struct http_server *srv, int64_t now)
+{
+    char sink[16384];
+    for (struct http_lingering **p = &srv->lingering; *p;) {
+        struct http_lingering *l = *p;
+        ssize_t n;
+        while (l->left > 0 && (n = recv(l->fd, sink, sizeof sink, MSG_DONTWAIT)) > 0) {
+            l->left = (size_t)n < l->left ? l->left - (size_t)n : 0;
+        }
+        int over = now >= l->until_ms || l->left == 0 ||
+                   (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK));
+        if (over) {
+            close(l->fd);
+            *p = l->next;
+            free(l);
+        } else {
+            p = &l->next;
+        }
     }
 }
 
@@ -839,10 +883,12 @@ static void *http_reaper(void *arg)
                 t->phase = HTTP_PHASE_CLOSING; /* once */
             }
         }
+        http_linger_step(srv, now);
+        int64_t wait = srv->lingering ? 20 : tick; /* a lingering socket is read often */
         struct timespec at;
         clock_gettime(CLOCK_REALTIME, &at);
-        at.tv_sec += (time_t)(tick / 1000);
-        at.tv_nsec += (long)(tick % 1000) * 1000000L;
+        at.tv_sec += (time_t)(wait / 1000);
+        at.tv_nsec += (long)(wait % 1000) * 1000000L;
         if (at.tv_nsec >= 1000000000L) {
             at.tv_sec++;
             at.tv_nsec -= 1000000000L;
@@ -973,16 +1019,17 @@ fail:
     return -1;
 }
 
+/* Not MHD_quiesce_daemon: with a thread pool on epoll, libmicrohttpd 0.9.75 races its workers
+ * for the listening socket's place in their epoll sets and may abort ("Failed to remove listen
+ * FD from epoll set"). A connection accepted from now on is closed at once instead. */
 void http_quiesce(struct http_server *srv)
 {
-    if (!srv || !srv->daemon || srv->quiesced) {
+    if (!srv) {
         return;
     }
-    MHD_socket fd = MHD_quiesce_daemon(srv->daemon);
-    if (fd != MHD_INVALID_SOCKET) {
-        close(fd);
-    }
+    pthread_mutex_lock(&srv->lock);
     srv->quiesced = 1;
+    pthread_mutex_unlock(&srv->lock);
 }
 
 void http_stop(struct http_server *srv)
@@ -1004,6 +1051,12 @@ void http_stop(struct http_server *srv)
     pthread_cond_signal(&srv->cond);
     pthread_mutex_unlock(&srv->lock);
     pthread_join(srv->reaper, NULL);
+    while (srv->lingering) {
+        struct http_lingering *l = srv->lingering;
+        srv->lingering = l->next;
+        close(l->fd);
+        free(l);
+    }
     pthread_cond_destroy(&srv->cond);
     pthread_mutex_destroy(&srv->lock);
     free(srv);

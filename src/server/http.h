@@ -3,8 +3,7 @@
  * by a pool of threads and never wait for one another. Each request is handled in two steps:
  * `admit` once its headers are in, before any byte of its body is read (routing,
  * authentication, the rate limit, size: an unauthenticated, limited or oversized request is
- * decided there and its body never kept - read and dropped when it is small enough, so that a
- * client that sends all before it reads gets its answer), and `handler` once its body is in.
+ * answered there and its body never read), and `handler` once its body is in.
  * Handlers never see the wire (h2o's model). One JSON log line per request goes to stderr.
  *
  * What no client can hold: a connection limit per client address and in all, an absolute
@@ -44,9 +43,6 @@ struct http_request {
     /* What admit keeps for the handler; app_free(app) is called once the request is done. */
     void *app;
     void (*app_free)(void *app);
-    /* Set by admit to refuse the request only once its body is in: the body is read and dropped
-     * (body_len 0), then the handler is called to record and answer the refusal. */
-    int drain_body;
 };
 
 /*

@@ -344,7 +344,7 @@ void router_admit(void *userdata, struct http_request *req, struct http_response
     readers_give(r->readers, rq->ctx.store);
     rq->ctx.store = NULL;
     if (rq->refused) {
-        req->drain_body = 1; /* recorded and answered once the body is dropped */
+        api_denied(&rq->ctx, rq->refused, rq->why); /* answered once recorded, its body unread */
     }
 }
 
@@ -390,10 +390,6 @@ void router_dispatch(void *userdata, const struct http_request *req, struct http
     snprintf(resp->route, sizeof resp->route, "%s", rq->route->path);
     if (rq->ctx.who) {
         snprintf(resp->actor, sizeof resp->actor, "%s", rq->who.name);
-    }
-    if (rq->refused) {
-        api_denied(&rq->ctx, rq->refused, rq->why);
-        return;
     }
     if (req->body_too_large) {
         if (!router_limited(r, req, resp, NULL)) {
