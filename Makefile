@@ -15,7 +15,7 @@ help:
 	@echo "make run      build and start airlockd in ./var with a demo (Ctrl-C stops it)"
 	@echo "make example  build and run examples/orders.js once with the airlock CLI"
 	@echo "make test     build and run every test (CTest), then the sanitizer build"
-	@echo "make asan     unit and integration tests under AddressSanitizer + UBSan"
+	@echo "make asan     unit, integration and hostile tests under AddressSanitizer + UBSan"
 	@echo "make bench    compare airlock with run@2.1.5 (writes docs/benchmarks.md)"
 	@echo "make soak     20,000 mixed runs at concurrency 4, then leak checks"
 	@echo "make loadtest 200 clients x 30 s against airlockd, then audit and RSS checks"
@@ -62,7 +62,8 @@ test: build
 asan: bootstrap
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DAIRLOCK_SANITIZE=ON $(CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L 'unit|integration' -LE 'fuzz|differential' --timeout 600
+	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L 'unit|integration|hostile' \
+		-LE 'fuzz|differential' --timeout 600
 
 bench: bootstrap
 	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
