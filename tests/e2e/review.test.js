@@ -68,8 +68,8 @@ test('review: the run inspector shows who decided the approvals of a run older t
         await signIn(page, w.a.url, '/runs/' + old.id, w.keys.bob);
         await page.locator('h1 .badge', { hasText: 'completed' }).waitFor();
         // the run's one approval, who decided it and the comment
-        await page.locator('#approvals td', { hasText: 'carol' }).waitFor({ timeout: 5000 });
-        await page.locator('#approvals td', { hasText: 'refund ok' }).waitFor({ timeout: 5000 });
+        await page.locator('#approvals td', { hasText: 'carol' }).waitFor();
+        await page.locator('#approvals td', { hasText: 'refund ok' }).waitFor();
         assert.deepEqual(page.problems, []);
     } finally {
         await ctx.close();
@@ -91,9 +91,9 @@ test('review: an approver of the run\'s department sees its host calls in the ru
         await runStatus(w, run.id, 'completed');
         await signIn(page, w.a.url, '/runs/' + run.id, w.keys.bob);
         await page.locator('h1 .badge', { hasText: 'completed' }).waitFor();
-        await page.locator('#host-calls svg.timeline').waitFor({ timeout: 5000 });
-        await page.locator('#host-calls td code', { hasText: 'shop.orders' }).waitFor({ timeout: 5000 });
-        await page.locator('#host-calls pre.args', { hasText: '"paid"' }).waitFor({ timeout: 5000 });
+        await page.locator('#host-calls svg.timeline').waitFor();
+        await page.locator('#host-calls td code', { hasText: 'shop.orders' }).waitFor();
+        await page.locator('#host-calls pre.args', { hasText: '"paid"' }).waitFor();
         assert.deepEqual(page.problems, []);
     } finally {
         await ctx.close();

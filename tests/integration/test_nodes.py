@@ -1,22 +1,22 @@
 #!/usr/bin/env python3
 """Integration tests of several airlockd nodes on one PostgreSQL database: three nodes started
-together bootstrap the database once; templates run through all three; a run interrupted on one
-node is approved on another and completes without repeating its finished calls; races of
-concurrent decisions across nodes (50 on one approval: one decision; 50 racing to resume one
-continuation: one resume); a decided run, and a run started without waiting on a full node, go
-through the queue to a node that can run them (a queued run can be cancelled); a cancel, a
-revocation and a key revocation decided on one node take effect on the others within a second;
-with a minute between polls, only the wake-ups (LISTEN/NOTIFY) can make that so: a run queued on
-a full node is claimed by another, a cancel and a revocation stop runs on other nodes within a
-second; listeners whose connections the server ends log it, polling still claims meanwhile, they
-listen again and wake-ups work again; a node killed with -9 while it holds runs has them taken
-over once its lease runs out, with no call made twice (runs whose calls in doubt are all
-idempotent executed again, at most three times; a run cancelled before the takeover ended by
-it); a node paused past its lease (SIGSTOP) sends, claims and records nothing of the runs taken
-over meanwhile when it goes on; a live node keeps its runs past the lease (its heartbeat does not
-wait for a minute's poll); --lease-ms and --poll-ms; the one audit chain verifies with `airlock
-audit verify`. Runs that must execute on one given node are started with "wait": true (a run
-started without waiting goes to the queue, for any node).
+together bootstrap the database once; templates run through all three; a run interrupted on one node
+is approved on another and completes without repeating its finished calls; races of concurrent
+decisions across nodes (50 on one approval: one decision; 50 racing to resume one continuation: one
+resume); a decided run, and a run started without waiting on a full node, go through the queue to a
+node that can run them (a queued run can be cancelled); a cancel, a revocation and a key revocation
+decided on one node take effect on the others (the run ends cancelled with the stored reason); with
+an hour between polls, only the wake-ups (LISTEN/NOTIFY) can make that so: a run queued on a full
+node is claimed by another, a cancel and a revocation stop runs on other nodes; listeners whose
+connections the server ends log it, polling still claims meanwhile, they listen again and wake-ups
+work again; a node killed with -9 while it holds runs has them taken over once its lease runs out,
+with no call made twice (runs whose calls in doubt are all idempotent executed again, at most three
+times; a run cancelled before the takeover ended by it); a node paused past its lease (SIGSTOP)
+sends, claims and records nothing of the runs taken over meanwhile when it goes on; a live node
+keeps its runs past the lease (its heartbeat does not wait for a minute's poll); --lease-ms and
+--poll-ms; the one audit chain verifies with `airlock audit verify`. Runs that must execute on one
+given node are started with "wait": true (a run started without waiting goes to the queue, for any
+node).
 
 usage: test_nodes.py --airlockd PATH --cli PATH [-k SUBSTRING]
 
@@ -25,7 +25,11 @@ integration.nodes.postgres): without it every test fails, none is skipped. Each 
 fresh database, and three data directories whose nodes share it: two get the cluster's keys
 from the environment, the third as key files copied into its data directory (both ways
 docs/server.md describes). The shop connector (hosts/shop_connector.py) counts calls by
-idempotency key. Waits poll with a deadline; nothing sleeps for timing.
+idempotency key. Waits poll with a deadline; nothing sleeps for timing. No verdict depends on
+how fast the machine is: a deadline is only there so that a hang fails, at least 10 times what
+the wait takes on a machine whose cores are all busy (`make test-busy`); the time a wake-up or a
+cancel took is printed, never asserted (docs/server.md's "within a second" is for an idle
+machine).
 """
 import binascii
 import http.client
@@ -43,7 +47,9 @@ import test_runs as tr  # noqa: E402
 import test_server as ts  # noqa: E402
 from test_server import Fail, Server, audit_rows, check, error_of  # noqa: E402
 
-HANG = ts.HANG
+# s: a wait's deadline (never a measure). Twice the other files' HANG: waits here include a lease
+# running out (1.5 s) and a takeover, which a busy machine stretches.
+HANG = 2 * ts.HANG
 KEY_NAMES = (("audit.key", "AIRLOCK_AUDIT_KEY"), ("secret.key", "AIRLOCK_SECRET_KEY"),
              ("continuation.key", "AIRLOCK_CONTINUATION_KEY"))
 
@@ -146,12 +152,14 @@ class Cluster:
         check(st == want, "%s %s: %d, want %d: %r" % (method, path, st, want, doc))
         return doc
 
-    def template(self, name, source, functions):
+    def template(self, name, source, functions, limits=None):
         a, b, c = self.nodes
         self.ok(a, "POST", "/v1/templates", {"name": name, "department": "finance",
                                              "description": name}, self.keys["alice"], 201)
-        v = self.ok(b, "POST", "/v1/templates/%s/versions" % name,
-                    {"source": source, "functions": functions, "input_schema": {}},
+        body = {"source": source, "functions": functions, "input_schema": {}}
+        if limits:
+            body["limits"] = limits
+        v = self.ok(b, "POST", "/v1/templates/%s/versions" % name, body,
                     self.keys["alice"], 201)["version"]
         self.ok(c, "POST", "/v1/templates/%s/versions/%d/submit" % (name, v), {},
                 self.keys["alice"])
@@ -476,9 +484,10 @@ def t_queue_takes_what_a_full_node_cannot(tmp):
     try:
         a, b, cc = c.nodes
         c.template("slow", SLOW_AFTER, ["shop.orders", "shop.slow"])
-        # node a executes one run at a time: this one (waited for: it executes there) keeps it
-        # full
-        waiter, _ = c.start_waiting(a, {"template": "slow", "input": {"ms": 10000}})
+        c.template("fill", endless("shop.slow"), ["shop.slow"], ENDLESS_LIMITS)
+        # node a executes one run at a time: this one (waited for: it executes there, until it
+        # is cancelled) keeps it full
+        waiter, _ = c.start_waiting(a, {"template": "fill"})
         deadline = time.monotonic() + HANG
         while not c.running_on(0):
             check(time.monotonic() < deadline, "node a's run never started")
@@ -511,7 +520,8 @@ def t_queue_takes_what_a_full_node_cannot(tmp):
         check(gone["error"]["code"] == "ABORTED", "%r" % gone)
         ends = c.records("run.end", q["id"])
         check(len(ends) == 1 and ends[0]["details"]["status"] == "cancelled", "%r" % ends)
-        check(c.shop.calls()["by_function"].get("shop.orders") == 2, "the cancelled run ran")
+        # one shop.orders, of the run from the queue: the cancelled one never ran
+        check(c.shop.calls()["by_function"].get("shop.orders") == 1, "the cancelled run ran")
         c.ok(a, "POST", "/v1/runs/%s/cancel" % busy, {}, c.keys["agent-7"])
         waiter.join(timeout=HANG)
         c.verify_chain()
@@ -520,13 +530,23 @@ def t_queue_takes_what_a_full_node_cannot(tmp):
 
 
 SLOW = "return await shop.slow(20000);"
+ENDLESS_LIMITS = {"timeout_ms": 3600000}  # an hour: longer than CTest lets a test run
+
+
+def endless(function):
+    """The source of a run that never ends by itself: calls of function (20 s each) one after
+    the other, up to its timeout (ENDLESS_LIMITS). Only a cancel, a revocation or the end of its
+    node stops it, so a node it fills stays full however long a busy machine takes over the
+    test's steps (a run of N seconds would make the verdict depend on finishing them within N
+    seconds)."""
+    return "for (;;) { await %s(20000); }" % function
 
 
 def t_cancel_revoke_and_key_revoke_reach_every_node(tmp):
     c = Cluster(tmp)
     try:
         a, b, cc = c.nodes
-        v = c.template("slow", SLOW, ["shop.slow"])
+        v = c.template("slow", endless("shop.slow"), ["shop.slow"], ENDLESS_LIMITS)
         # a cancel on another node than the one executing the run (whichever claimed it)
         run1 = c.run(a, {"template": "slow", "wait": False}, 202)["id"]
         on = c.executing(run1)
@@ -535,23 +555,19 @@ def t_cancel_revoke_and_key_revoke_reach_every_node(tmp):
             check(time.monotonic() < deadline, "the slow call never reached the shop")
             time.sleep(0.02)
         c.ok(c.nodes[(on + 1) % 3], "POST", "/v1/runs/%s/cancel" % run1, {}, c.keys["agent-7"])
-        t0 = time.monotonic()
-        while not c.records("run.end", run1):
-            check(time.monotonic() - t0 < 1.0, "a node still executes a run cancelled elsewhere")
-            time.sleep(0.02)
-        end = c.records("run.end", run1)[0]["details"]
-        check(end["status"] == "cancelled" and end["error"]["code"] == "ABORTED" and
-              "cancelled by agent-7" in end["error"]["message"], "run.end: %r" % end)
+        # the executing node ended it, inside its call, with the stored reason: its watch found
+        # the cancel (had it not, the run would never end)
+        end = ended(c, run1, "a node still executes a run cancelled elsewhere")
+        check(end["status"] == "cancelled" and error_in(end)["code"] == "ABORTED" and
+              "cancelled by agent-7" in error_in(end)["message"], "run.end: %r" % end)
         # a revocation on another node of the version a run executes
         run2 = c.run(a, {"template": "slow", "wait": False}, 202)["id"]
         on = c.executing(run2)
         c.ok(c.nodes[(on + 2) % 3], "POST", "/v1/templates/slow/versions/%d/revoke" % v,
              {"reason": "stop"}, c.keys["carol"])
-        t0 = time.monotonic()
-        while not c.records("run.end", run2):
-            check(time.monotonic() - t0 < 1.0, "a node still executes a revoked version's run")
-            time.sleep(0.02)
-        check(c.records("run.end", run2)[0]["details"]["status"] == "cancelled", "run2's end")
+        end = ended(c, run2, "a node still executes a revoked version's run")
+        check(end["status"] == "cancelled" and "was revoked" in error_in(end)["message"],
+              "run2's end: %r" % end)
         check(c.until(b, run2, ("cancelled",))["error"]["code"] == "ABORTED", "run2")
         # their ends recorded, nothing of them is left for a takeover
         check(not ts.db_rows(c.dirs[0], "SELECT run FROM executions"), "execution rows left")
@@ -600,18 +616,21 @@ def t_kill9_node_holding_runs(tmp):
         # b and c go on serving meanwhile
         check(c.run(b, {"template": "slow", "input": {"ms": 1}}, 200)["status"] == "completed",
               "node b after the kill")
+        # a deadline 10 times the lease, a heartbeat period to notice and a watch tick: without
+        # a takeover the runs would stay running for good
+        deadline = killed + 10 * (lease / 1000.0 * 2 + 1.0)
         for run_id in held:
             while True:
                 doc = c.ok(cc, "GET", "/v1/runs/" + run_id, None, c.keys["agent-7"])
                 if doc["status"] != "running":
                     break
-                # the lease, a heartbeat period to notice, and a watch tick of slack
-                check(time.monotonic() - killed < lease / 1000.0 * 2 + 1.0,
+                check(time.monotonic() < deadline,
                       "run %s still running %.1f s after its node died" % (
                           run_id, time.monotonic() - killed))
                 time.sleep(0.05)
             check(doc["status"] == "failed" and doc["error"]["code"] == "ABORTED",
                   "taken over: %r" % doc)
+        note("taken over %.1f s after the kill (lease %d ms)" % (time.monotonic() - killed, lease))
         calls = c.shop.calls()
         for run_id in held:
             recs = c.records("run.abandoned", run_id)
@@ -815,9 +834,9 @@ def t_paused_node_claims_no_run_it_still_executes(tmp):
         c.template("pause",
                    HOLD_THEN_SLOW.replace("return 1;", "await shop.stall(5000);\nreturn 1;"),
                    ["shop.hold", "shop.slow", "shop.stall"])
-        c.template("busy", "await shop.stall(input.ms); return 1;", ["shop.stall"])
+        c.template("busy", endless("shop.stall"), ["shop.stall"], ENDLESS_LIMITS)
         for n in (b, cc):
-            busy = c.run(n, {"template": "busy", "input": {"ms": 30000}, "wait": False}, 202)
+            busy = c.run(n, {"template": "busy", "wait": False}, 202)
             c.until(n, busy["id"], ("running",))
         [run_id], [(client, answers)] = start_until_call(
             c, a, {"template": "pause", "input": {"ms": 4000}}, "shop.hold")
@@ -849,13 +868,15 @@ def t_paused_node_claims_no_run_it_still_executes(tmp):
 def t_run_cancelled_on_another_node_sends_nothing_more(tmp):
     # a cancel decided on node b commits the run's status before node a's watch sees it: a
     # call the run makes on node a after that commit is not sent (node a paused meanwhile, well
-    # within its lease, so that its run's next call comes first)
+    # within its lease, so that its run's next call comes first). The hold lasts a second, 10
+    # times what a busy machine takes from the hold reaching the shop to the pause: a shorter
+    # one could answer, and the run end, before node a is paused.
     c = Cluster(tmp)
     try:
         a, b, cc = c.nodes
         c.template("pause", HOLD_THEN_SLOW, ["shop.hold", "shop.slow"])
         [run_id], [(client, answers)] = start_until_call(
-            c, a, {"template": "pause", "input": {"ms": 200}}, "shop.hold")
+            c, a, {"template": "pause", "input": {"ms": 1000}}, "shop.hold")
         os.kill(a.proc.pid, signal.SIGSTOP)
         try:
             doc = c.ok(b, "POST", "/v1/runs/%s/cancel" % run_id, {}, c.keys["agent-7"])
@@ -990,9 +1011,9 @@ def t_kill9_run_queued_again_then_cancelled(tmp):
     try:
         a, b, cc = c.nodes
         c.template("safe", SAFE, ["shop.orders", "shop.hold"])
-        c.template("busy", "await shop.stall(input.ms); return 1;", ["shop.stall"])
+        c.template("busy", endless("shop.stall"), ["shop.stall"], ENDLESS_LIMITS)
         for n in (b, cc):  # each executing where it is asked, so that b and c are full
-            c.start_waiting(n, {"template": "busy", "input": {"ms": 30000}})
+            c.start_waiting(n, {"template": "busy"})
         wait_calls(c, "shop.stall", 2)
         busy = [r[0] for r in ts.db_rows(c.dirs[0], "SELECT id FROM runs WHERE template = "
                                          "'busy' AND node = '%s'" % c.node_id(1))]
@@ -1185,8 +1206,13 @@ def t_live_node_keeps_its_runs_past_the_lease(tmp):
         c.close()
 
 
-NO_POLL = 60000  # ms: a poll so rare that only a wake-up can make a node look within the test
-WAKE = 10.0      # s: what a wake-up must take less than (a poll would take 60)
+# ms: the longest --poll-ms, an hour: no node started by a test polls before CTest ends the test
+# (600 s), so whatever such a node claims or cancels, a wake-up made it look (or its own kick,
+# for a run of its own that ended)
+NO_POLL = 3600000
+# s: how long a wake-up may take before the test fails, a deadline only: on an idle machine it
+# takes milliseconds, and without it nothing would happen for an hour
+WAKE = 60.0
 
 
 def wait_line(node, text, count=1):
@@ -1197,22 +1223,38 @@ def wait_line(node, text, count=1):
         time.sleep(0.02)
 
 
-def until_within(c, node, run_id, statuses, seconds, why):
+def note(what):
+    """Information for the log (a time taken, say), never a verdict."""
+    print("     " + what, flush=True)
+
+
+def error_in(end):
+    """The error of a run.end's details (code None, message "" for a run that completed)."""
+    return end.get("error") or {"code": None, "message": ""}
+
+
+def until_woken(c, node, run_id, statuses, why):
+    """The run once its status is one of statuses (within WAKE seconds, or the test fails)."""
     t0 = time.monotonic()
     while True:
         doc = c.ok(node, "GET", "/v1/runs/" + run_id, None, c.keys["agent-7"])
         if doc["status"] in statuses:
+            note("%s: %.2f s" % (why, time.monotonic() - t0))
             return doc
-        check(time.monotonic() - t0 < seconds, "%s: run %s still %s after %.1f s" % (
+        check(time.monotonic() - t0 < WAKE, "%s: run %s still %s after %.1f s" % (
             why, run_id, doc["status"], time.monotonic() - t0))
         time.sleep(0.02)
 
 
-def ended_within(c, run_id, seconds, why):
+def ended(c, run_id, why):
+    """The details of the run's run.end once it is recorded (within WAKE seconds, or the test
+    fails with why)."""
     t0 = time.monotonic()
     while not c.records("run.end", run_id):
-        check(time.monotonic() - t0 < seconds, why)
+        check(time.monotonic() - t0 < WAKE, "%s: no run.end after %.1f s" % (
+            why, time.monotonic() - t0))
         time.sleep(0.02)
+    note("run.end of %s: %.2f s" % (run_id, time.monotonic() - t0))
     return c.records("run.end", run_id)[0]["details"]
 
 
@@ -1222,36 +1264,39 @@ def t_wakeups_without_polling(tmp):
         a, b, cc = c.nodes
         c.listening()
         c.template("slow", SLOW_AFTER, ["shop.orders", "shop.slow"])
-        c.template("nap", SLOW, ["shop.slow"])
-        # node a is full (one run at a time, this one waited for, so executing there)
-        waiter, _ = c.start_waiting(a, {"template": "slow", "input": {"ms": 20000}})
+        c.template("nap", endless("shop.slow"), ["shop.slow"], ENDLESS_LIMITS)
+        c.template("fill", endless("shop.slow"), ["shop.slow"], ENDLESS_LIMITS)
+        # node a is full (one run at a time, this one waited for, so executing there, until it
+        # is cancelled)
+        waiter, _ = c.start_waiting(a, {"template": "fill"})
         deadline = time.monotonic() + HANG
         while not c.running_on(0):
             check(time.monotonic() < deadline, "node a's run never started")
             time.sleep(0.02)
         busy = c.running_on(0)[0]
-        # a run queued on the full node: another claims and completes it at once (notified)
+        # a run queued on the full node: another claims and completes it (notified: no node
+        # polls within the hour)
         doc = c.run(a, {"template": "slow", "input": {"ms": 1}, "wait": False}, 202)
         check(doc["status"] == "queued", "%r" % doc)
-        done = until_within(c, b, doc["id"], ("completed", "failed", "cancelled"), WAKE,
-                            "the queued run was not claimed on a wake-up")
+        done = until_woken(c, b, doc["id"], ("completed", "failed", "cancelled"),
+                           "the queued run claimed on a wake-up")
         check(done["status"] == "completed" and done["value"] == 2, "%r" % done)
         check(c.node_of(doc["id"]) != c.node_id(0), "claimed by the full node")
-        # a cancel decided on another node stops a run within a second (the documented bound)
-        slow_calls = c.shop.calls()["by_function"].get("shop.slow", 0)
+        # a cancel decided on another node stops a run there, inside its call: its watch, woken,
+        # ends it with the stored reason (unwoken, the run would never end)
         run1 = c.run(a, {"template": "nap", "wait": False}, 202)["id"]
         on = c.executing(run1)
         check(on in (1, 2), "a full node claimed a run")
         deadline = time.monotonic() + HANG
-        while c.shop.calls()["by_function"].get("shop.slow", 0) <= slow_calls:
+        while not c.shop.calls()["by_key"].get(run1 + ":1"):
             check(time.monotonic() < deadline, "the slow call never reached the shop")
             time.sleep(0.02)
         c.ok(c.nodes[3 - on], "POST", "/v1/runs/%s/cancel" % run1, {}, c.keys["agent-7"])
-        end = ended_within(c, run1, 1.0, "a run cancelled on another node still executes")
-        check(end["status"] == "cancelled" and "cancelled by agent-7" in end["error"]["message"],
+        end = ended(c, run1, "a run cancelled on another node still executes")
+        check(end["status"] == "cancelled" and "cancelled by agent-7" in error_in(end)["message"],
               "run.end: %r" % end)
         # with the other nodes stopped, a run queued on the full node waits; once its own run
-        # ends, the node claims it at once
+        # ends, the node claims it (kicked by that end: it polls once an hour)
         for n in (b, cc):
             n.proc.send_signal(signal.SIGSTOP)
         try:
@@ -1260,43 +1305,48 @@ def t_wakeups_without_polling(tmp):
                   "claimed while every node with room was stopped")
             c.ok(a, "POST", "/v1/runs/%s/cancel" % busy, {}, c.keys["agent-7"])
             waiter.join(timeout=HANG)
-            done = until_within(c, a, q, ("completed", "failed", "cancelled"), WAKE,
-                                "a node with room again did not claim")
+            done = until_woken(c, a, q, ("completed", "failed", "cancelled"),
+                               "claimed by the node with room again")
             check(done["status"] == "completed" and c.node_of(q) == c.node_id(0), "%r" % done)
         finally:
             for n in (b, cc):
                 n.proc.send_signal(signal.SIGCONT)
-        waiter, _ = c.start_waiting(a, {"template": "slow", "input": {"ms": 20000}})
+        waiter, _ = c.start_waiting(a, {"template": "fill"})
         deadline = time.monotonic() + HANG
         while not c.running_on(0):
             check(time.monotonic() < deadline, "node a's second run never started")
             time.sleep(0.02)
         busy = c.running_on(0)[0]
-        # a revocation decided on one node stops the runs of its version on the others in a
-        # second
+        # a revocation decided on one node stops the runs of its version on the others (each
+        # ends with the revocation as its reason)
         run2 = c.run(b, {"template": "nap", "wait": False}, 202)["id"]
         on2 = c.executing(run2)
         deciding = 2 if on2 == 1 else 1
-        for name, run_id in (("slow", busy), ("nap", run2)):
+        for name, run_id in (("fill", busy), ("nap", run2)):
             c.ok(c.nodes[deciding], "POST", "/v1/templates/%s/versions/1/revoke" % name,
                  {"reason": "stop"}, c.keys["carol"])
-            end = ended_within(c, run_id, 1.0, "a revoked version's run still executes")
-            check(end["status"] == "cancelled" and "was revoked" in end["error"]["message"],
+            end = ended(c, run_id, "a revoked version's run still executes")
+            check(end["status"] == "cancelled" and "was revoked" in error_in(end)["message"],
                   "run.end: %r" % end)
         waiter.join(timeout=HANG)
+        # no listener reconnected meanwhile: no node looked because of a reconnect either
+        for i, n in enumerate(c.nodes):
+            check('"listener":"lost"' not in n.stderr(), "node %d's listener was lost: %s" % (
+                i, n.stderr()[-2000:]))
         c.verify_chain()
     finally:
         c.close()
 
 
 def t_listener_lost_polling_covers_then_listens_again(tmp):
-    # node a full and node b polling once a minute; node c polls as by default
+    # node a full and node b polling once an hour; node c polls as by default
     c = Cluster(tmp, node_args={1: ["--poll-ms", str(NO_POLL)]}, one_at_a_time=(0,))
     try:
         a, b, cc = c.nodes
         c.listening()
         c.template("slow", SLOW_AFTER, ["shop.orders", "shop.slow"])
-        waiter, _ = c.start_waiting(a, {"template": "slow", "input": {"ms": 12000}})
+        c.template("fill", endless("shop.slow"), ["shop.slow"], ENDLESS_LIMITS)
+        waiter, _ = c.start_waiting(a, {"template": "fill"})
         deadline = time.monotonic() + HANG
         while not c.running_on(0):
             check(time.monotonic() < deadline, "node a's run never started")
@@ -1319,24 +1369,25 @@ def t_listener_lost_polling_covers_then_listens_again(tmp):
             if '"listener":"lost"' in line:
                 check(json.loads(line)["error"], "the loss says why: %r" % line)
         c.listening()
-        # wake-ups work again: with node c stopped only node b (a minute between its polls)
-        # can claim, and it does at once, twice (the look after its reconnect was only one)
+        # wake-ups work again: with node c stopped only node b (an hour between its polls)
+        # can claim, and it does, twice (the look after its reconnect was only one)
         cc.proc.send_signal(signal.SIGSTOP)
         try:
             for _ in range(2):
                 doc = c.run(a, {"template": "slow", "input": {"ms": 1}, "wait": False}, 202)
-                done = until_within(c, a, doc["id"], ("completed", "failed", "cancelled"), WAKE,
-                                    "no wake-up after the listener reconnected")
+                done = until_woken(c, a, doc["id"], ("completed", "failed", "cancelled"),
+                                   "claimed on a wake-up after the listener reconnected")
                 check(done["status"] == "completed", "%r" % done)
                 check(c.node_of(doc["id"]) == c.node_id(1), "not claimed by node b")
         finally:
             cc.proc.send_signal(signal.SIGCONT)
         c.ok(a, "POST", "/v1/runs/%s/cancel" % busy, {}, c.keys["agent-7"])
         waiter.join(timeout=HANG)
-        # and a node stops at once while its listener waits: no hang on SIGTERM
+        # and a node stops while its listener waits: SIGTERM wakes the listener (stop() fails
+        # after ts.HANG s; a listener left in its wait would hold the node for up to a minute)
         t0 = time.monotonic()
         check(b.stop() == 0, "node b's exit: %s" % b.stderr()[-2000:])
-        check(time.monotonic() - t0 < 5.0, "node b took %.1f s to stop" % (time.monotonic() - t0))
+        note("node b stopped in %.2f s" % (time.monotonic() - t0))
     finally:
         c.close()
 

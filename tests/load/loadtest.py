@@ -19,7 +19,9 @@ without a gap or a repeat;
 errors and the peak RSS.
 
 --kill9: clients post slow runs (shop.slow, 300 ms), sensitive runs that end awaiting approval
-and pure compute, and airlockd gets SIGKILL while runs are executing. Every answer a client got
+and pure compute; after T seconds, once two sensitive runs were answered awaiting approval, one
+more slow run (5 s) is started and airlockd gets SIGKILL while its call is in the shop, so that a
+run is executing at the kill however slow the machine is. Every answer a client got
 is kept; airlockd restarts on the same data directory; then every run that got an answer has its
 complete audit (run.start; run.end when it was answered ended; run.wait and its approvals when
 it was answered awaiting_approval), the runs that were executing are failed with ABORTED and a
@@ -523,22 +525,40 @@ def kill9(a, tmp):
         for t in threads:
             t.start()
         stop.wait(a.seconds)
-        # kill while a slow run is executing: right after one was answered "running", or
-        # (PostgreSQL: several nodes) answered "queued" and then claimed
-        deadline = time.monotonic() + ts.HANG
-        seen = len(stats.acked)
-        queued = None  # the last slow run answered queued
+        # What the checks after the restart need, whatever the machine's speed (a deadline
+        # only): two refunds answered awaiting approval (the approver decides every second one
+        # it sees, so one at least still waits at the kill) ...
+        deadline = time.monotonic() + 4 * ts.HANG
         while True:
             with stats.lock:
-                fresh = [(i, v) for i, v in list(stats.acked.items())[seen:]
-                         if v[0] == "slow" and v[2] in ("running", "queued")]
-                seen = len(stats.acked)
-            if any(v[2] == "running" for _, v in fresh):
+                waits = sum(1 for v in stats.acked.values()
+                            if v[0] == "refund" and v[2] == "awaiting_approval")
+            if waits >= 2:
                 break
-            queued = fresh[-1][0] if fresh else queued
-            if queued and db_runs(w.dir).get(queued, ("",))[0] == "running":
+            alive(w, stats)
+            check(time.monotonic() < deadline, "%d refunds answered awaiting approval, want 2"
+                  % waits)
+            time.sleep(0.02)
+        # ... and a run executing at the kill: one of the load's slow runs may end (300 ms)
+        # between a look and the kill on a busy machine, so the kill waits for a run of its
+        # own to be inside its 5 s call (its first, key RUN:1, at the shop and not answered)
+        conn = Conn(port, w.keys["agent-7"])
+        try:
+            st, doc, _ = conn.call("POST", "/v1/runs", {"template": "slow", "input": {"ms": 5000},
+                                                         "wait": False})
+        finally:
+            conn.close()
+        check(st == 202 and doc.get("status") in ("running", "queued"),
+              "the run executing at the kill: %d %r" % (st, doc))
+        with stats.lock:
+            stats.acked[doc["id"]] = ("slow", st, doc["status"], ())
+        key = doc["id"] + ":1"
+        while True:
+            calls = w.shop.calls()
+            if calls["by_key"].get(key) and not calls["answered_by_key"].get(key):
                 break
-            check(time.monotonic() < deadline, "no slow run was answered running")
+            check(time.monotonic() < deadline, "run %s's call never reached the shop: %r" %
+                  (doc["id"], calls["by_key"].get(key)))
             time.sleep(0.005)
         stop.set()
         w.s.proc.kill()
