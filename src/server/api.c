@@ -123,7 +123,12 @@ int api_body(struct api_ctx *ctx, const struct api_field *fields, size_t nfields
         len = 2;
     }
     memset(&err, 0, sizeof err);
-    if (json_parse(text, len, API_DEPTH_MAX, &ctx->doc, &err) != AL_OK) {
+    enum al_code code = json_parse(text, len, API_DEPTH_MAX, &ctx->doc, &err);
+    if (code == AL_INTERNAL_ERROR) {
+        api_error(ctx, 500, "INTERNAL", "out of memory");
+        return -1;
+    }
+    if (code != AL_OK) {
         api_error(ctx, 400, "INVALID_REQUEST", "the body is not valid JSON: %s", err.message);
         return -1;
     }

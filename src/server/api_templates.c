@@ -564,31 +564,36 @@ static int tpl_limits_read(struct api_ctx *ctx, const struct json_node *obj, str
 }
 
 /* "sha256:" + hex of the canonical form of content_json (a JSON object). 0 or -1. */
-static int tpl_digest(const char *content_json, size_t len, char ret[72])
+/* The digest of the content: AL_OK; AL_SERIALIZATION_ERROR when it has no canonical form (a
+ * number out of range); AL_INTERNAL_ERROR when out of memory. */
+static enum al_code tpl_digest(const char *content_json, size_t len, char ret[72])
 {
     struct json_doc *doc = NULL;
     struct buf canon;
     struct al_error err;
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned mdlen = 0;
-    int rc = -1;
     buf_init(&canon, (size_t)8 << 20);
-    if (json_parse(content_json, len, 2 * API_DEPTH_MAX, &doc, &err) != AL_OK ||
-        jcs_write(&canon, json_root(doc), NULL, &err) != AL_OK || !canon.data) {
-        goto out;
+    enum al_code code = json_parse(content_json, len, 2 * API_DEPTH_MAX, &doc, &err);
+    if (code == AL_OK) {
+        code = jcs_write(&canon, json_root(doc), NULL, &err);
     }
-    if (EVP_Digest(canon.data, canon.len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32) {
-        goto out;
+    if (code == AL_OK && buf_failed(&canon)) {
+        code = canon.err == BUF_NO_MEMORY ? AL_INTERNAL_ERROR : AL_SERIALIZATION_ERROR;
     }
-    memcpy(ret, "sha256:", 7);
-    for (unsigned i = 0; i < mdlen; i++) {
-        snprintf(ret + 7 + 2 * i, 3, "%02x", md[i]);
+    if (code == AL_OK &&
+        (EVP_Digest(canon.data, canon.len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32)) {
+        code = AL_INTERNAL_ERROR;
     }
-    rc = 0;
-out:
+    if (code == AL_OK) {
+        memcpy(ret, "sha256:", 7);
+        for (unsigned i = 0; i < mdlen; i++) {
+            snprintf(ret + 7 + 2 * i, 3, "%02x", md[i]);
+        }
+    }
     json_doc_free(doc);
     buf_done(&canon);
-    return rc;
+    return code == AL_OK || code == AL_INTERNAL_ERROR ? code : AL_SERIALIZATION_ERROR;
 }
 
 /* A new version's body, and its parts checked, in the forms stored and digested. */
@@ -676,13 +681,23 @@ static int tpl_draft_check(struct api_ctx *ctx, struct tpl_draft *d)
     }
     if (d->schema) {
         memset(&err, 0, sizeof err);
-        if (schema_compile(d->schema->raw, d->schema->raw_len, &compiled, &err) != AL_OK) {
+        enum al_code code = schema_compile(d->schema->raw, d->schema->raw_len, &compiled, &err);
+        if (code == AL_INTERNAL_ERROR) {
+            api_error(ctx, 500, "INTERNAL", "out of memory");
+            return -1;
+        }
+        if (code != AL_OK) {
             api_error(ctx, 400, "INVALID_REQUEST", "field \"input_schema\": %s", err.message);
             return -1;
         }
         schema_free(compiled);
-        if (json_write_compact(&d->schema_text, d->schema->raw, d->schema->raw_len) != BUF_OK) {
-            api_error(ctx, 400, "INVALID_REQUEST", "field \"input_schema\" is too large");
+        enum buf_status st =
+                json_write_compact(&d->schema_text, d->schema->raw, d->schema->raw_len);
+        if (st != BUF_OK) {
+            api_error(ctx, st == BUF_NO_MEMORY ? 500 : 400,
+                      st == BUF_NO_MEMORY ? "INTERNAL" : "INVALID_REQUEST",
+                      st == BUF_NO_MEMORY ? "out of memory"
+                                          : "field \"input_schema\" is too large");
             return -1;
         }
     } else {
@@ -701,7 +716,25 @@ static int tpl_draft_check(struct api_ctx *ctx, struct tpl_draft *d)
     buf_append(&d->content, d->schema_text.data, d->schema_text.len);
     buf_printf(&d->content, ",\"functions\":%s,\"autonomy\":\"%s\",\"limits\":%s}", d->funcs.data,
                d->mode, d->lims.data);
-    if (!d->content.data || tpl_digest(d->content.data, d->content.len, d->digest) != 0) {
+    const struct buf *parts[] = { &d->content, &d->funcs, &d->lims, &d->schema_text };
+    enum al_code code = AL_OK;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0] && code == AL_OK; i++) {
+        code = parts[i]->err == BUF_NO_MEMORY ? AL_INTERNAL_ERROR
+               : parts[i]->err != BUF_OK      ? AL_OUTPUT_LIMIT
+                                              : AL_OK;
+    }
+    if (code == AL_OUTPUT_LIMIT) {
+        api_error(ctx, 400, "INVALID_REQUEST", "the version is too large");
+        return -1;
+    }
+    if (code == AL_OK) {
+        code = tpl_digest(d->content.data, d->content.len, d->digest);
+    }
+    if (code == AL_INTERNAL_ERROR) {
+        api_error(ctx, 500, "INTERNAL", "out of memory");
+        return -1;
+    }
+    if (code != AL_OK) {
         api_error(ctx, 400, "INVALID_REQUEST",
                   "the version has no canonical form (a number out of range in input_schema?)");
         return -1;

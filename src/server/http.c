@@ -631,8 +631,8 @@ static enum MHD_Result http_begin(struct http_server *srv, struct MHD_Connection
         goto out; /* suspended (a refusal being recorded): answered early once resumed */
     }
     if (resp.status == 0 && http_reserve(srv, c) != 0) {
-        http_error(&resp, c->req.request_id, 503, "UNAVAILABLE",
-                   "too many request bodies are being received: retry later");
+        http_error(&resp, c->req.request_id, 429, "RATE_LIMITED",
+                   "too many request bodies are being received at once: retry later");
         resp.retry_after_s = 1;
     }
     if (resp.status != 0) {
