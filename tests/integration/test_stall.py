@@ -23,6 +23,7 @@ loadtest` runs it with a bigger log. Needs FAILSYNC_LIB (set by ctest) for the h
 import argparse
 import http.client
 import json
+import multiprocessing
 import os
 import resource
 import selectors
@@ -129,17 +130,26 @@ def fill_audit(port, n):
         t.join()
 
 
-class Slowloris(threading.Thread):
+class Slowloris(multiprocessing.Process):
     """count sockets from `source`, each holding a request's headers open, one byte at a time;
-    a socket airlockd closes is opened again after `again` seconds."""
+    a socket airlockd closes is opened again after `again` seconds. A process of its own, so
+    that its busy loop never holds up the probes' thread in this one."""
 
     def __init__(self, port, source, count, first, trickle, every, again=0.5):
         super().__init__(daemon=True)
         self.port, self.source, self.count = port, source, count
         self.first, self.trickle, self.every, self.again = first, trickle, every, again
-        self.stop = threading.Event()
-        self.opened = 0
-        self.closed_by_server = 0
+        self.stop = multiprocessing.Event()
+        self._n_opened = multiprocessing.Value("l", 0)
+        self._n_closed = multiprocessing.Value("l", 0)
+
+    @property
+    def opened(self):
+        return self._n_opened.value
+
+    @property
+    def closed_by_server(self):
+        return self._n_closed.value
 
     def open(self, sel, now):
         s = socket.socket()
@@ -150,11 +160,14 @@ class Slowloris(threading.Thread):
         except OSError:
             s.close()
             return None
-        self.opened += 1
+        with self._n_opened.get_lock():
+            self._n_opened.value += 1
         sel.register(s, selectors.EVENT_READ, {"sent_first": False, "next": now})
         return s
 
     def run(self):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
         sel = selectors.DefaultSelector()
         waiting = []  # times at which a closed socket is opened again
         now = time.monotonic()
@@ -173,7 +186,8 @@ class Slowloris(threading.Thread):
                 if not data:
                     sel.unregister(s)
                     s.close()
-                    self.closed_by_server += 1
+                    with self._n_closed.get_lock():
+                        self._n_closed.value += 1
                     waiting.append(now + self.again)
             for key in list(sel.get_map().values()):
                 st = key.data
@@ -185,10 +199,8 @@ class Slowloris(threading.Thread):
                         st["sent_first"] = True
                     else:
                         key.fileobj.send(self.trickle)
-                except (BlockingIOError, InterruptedError):
-                    pass
                 except OSError:
-                    pass  # the read side sees it closed
+                    pass  # full, or closed: the read side sees it closed
                 st["next"] = now + self.every
             due = [t for t in waiting if t <= now]
             waiting = [t for t in waiting if t > now]
