@@ -19,7 +19,8 @@ help:
 	@echo "make asan     unit, integration and hostile tests under AddressSanitizer + UBSan"
 	@echo "make bench    compare airlock with run@2.1.5 (writes docs/benchmarks.md)"
 	@echo "make soak     20,000 mixed runs at concurrency 4, then leak checks"
-	@echo "make loadtest 200 clients x 30 s against airlockd, then audit and RSS checks"
+	@echo "make loadtest 200 clients x 30 s against airlockd, then audit and RSS checks; then"
+	@echo "             the stall test with a 200,000-record log, printing the probes' p99"
 	@echo "make install  release build installed into PREFIX (/usr/local), under DESTDIR if set"
 	@echo "make deb      a Debian package of it in build-deb/ (CPack; prefix /usr)"
 	@echo "make format   clang-format the sources"
@@ -84,6 +85,8 @@ soak: build
 loadtest: build
 	python3 tests/load/loadtest.py --airlockd $(BUILD)/bin/airlockd --cli $(BUILD)/bin/airlock \
 		--clients 200 --seconds 30
+	FAILSYNC_LIB=$(BUILD)/lib/libfailsync.so python3 tests/integration/test_stall.py \
+		--airlockd $(BUILD)/bin/airlockd --records 200000 --seconds 30 --report
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
