@@ -14,6 +14,7 @@
 
 #include "api.h"
 #include "api_runs.h"
+#include "error.h"
 #include "json.h"
 #include "runs.h"
 
@@ -435,16 +436,18 @@ static int api_run_executing_here(struct runs *runs, const char *id)
 /* Resumes (or starts, when supervised) a run whose approvals are all decided, on this node:
  * the run `run_id` waiting for a person, or with `node` (run_id NULL) the oldest run in the
  * queue, claimed for this node in the same transaction that claims its continuation (then
- * *ret_claimed says whether there was one). */
+ * *ret_claimed says whether there was one). A failure with a reason of its own (why) hands it
+ * to reterr; the store's own failures leave reterr alone (ops->errmsg says why). */
 static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secret_key,
                                 struct runs *runs, const char *run_id, const char *node,
-                                int *ret_claimed, char *err)
+                                int *ret_claimed, struct al_error *reterr)
 {
     struct store *s = writer_store(tx);
     struct api_decisions decisions;
     struct api_row_copy run;
     struct api_execution retry;
     struct runs_plan *plan = NULL;
+    struct al_error why; /* the reason the run cannot go on; message "" while there is none */
     char *token = NULL;
     char claimed[STORE_NAME_MAX + 1] = "";
     const char *from = run_id ? "awaiting_approval" : "queued";
@@ -454,7 +457,7 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
     memset(&decisions, 0, sizeof decisions);
     memset(&run, 0, sizeof run);
     memset(&retry, 0, sizeof retry);
-    err[0] = '\0';
+    memset(&why, 0, sizeof why);
     if (runs_hold(runs) != 0) {
         return STORE_OK; /* draining: the next start, or another node, resumes it */
     }
@@ -498,7 +501,8 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
                        : retry.clock_ms > 0 ? retry.clock_ms
                                             : runs_time_ms(run.row.created);
             if (rc != STORE_OK) {
-                snprintf(err, 256, "run %s: its execution row cannot be read", run_id);
+                error_set(&why, AL_INTERNAL_ERROR, "run %s: its execution row cannot be read",
+                          run_id);
             }
             goto plan;
         }
@@ -513,8 +517,8 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
              * claimed again and again */
             s->ops->tx_rollback(s);
             in_tx = 0;
-            snprintf(err, 256, "run %s was queued without its decisions", run_id);
-            rc = api_run_end_unresumable(s, &run.row, from, err);
+            error_set(&why, AL_INTERNAL_ERROR, "run %s was queued without its decisions", run_id);
+            rc = api_run_end_unresumable(s, &run.row, from, why.message);
         }
         goto out;
     }
@@ -554,7 +558,7 @@ plan:
     }
     if (rc == STORE_OK) {
         /* refuses a version that is no longer approved */
-        rc = api_run_plan(s, secret_key, &run.row, &plan, err);
+        rc = api_run_plan(s, secret_key, &run.row, &plan, &why);
     }
     if (rc == STORE_OK) {
         rc = s->ops->tx_commit(s);
@@ -565,15 +569,16 @@ plan:
         in_tx = 0;
         if (rc == STORE_NOT_FOUND && claimed[0]) {
             /* queued, but its continuation is gone: it would be claimed again and again */
-            snprintf(err, 256, "run %s was queued without its continuation", run_id);
+            error_set(&why, AL_INTERNAL_ERROR, "run %s was queued without its continuation",
+                      run_id);
             rc = STORE_CONFLICT;
         }
-        if ((rc == STORE_CONFLICT || (rc == STORE_ERROR && retry.found)) && err[0]) {
+        if ((rc == STORE_CONFLICT || (rc == STORE_ERROR && retry.found)) && why.message[0]) {
             /* it cannot run any more (its version revoked meanwhile, a connector gone): it ends
              * rather than wait for nothing; a claimed run is back in the queue after the
              * rollback, and ends from there */
             run.row.status = from;
-            enum store_rc frc = api_run_end_unresumable(s, &run.row, from, err);
+            enum store_rc frc = api_run_end_unresumable(s, &run.row, from, why.message);
             if (frc != STORE_OK) {
                 rc = frc;
             }
@@ -598,6 +603,9 @@ out:
     api_decisions_done(&decisions);
     api_execution_done(&retry);
     api_row_copy_done(&run);
+    if (rc != STORE_OK && rc != STORE_NOT_FOUND && why.message[0] && reterr) {
+        *reterr = why;
+    }
     return rc == STORE_NOT_FOUND ? STORE_OK : rc;
 }
 
@@ -612,16 +620,15 @@ static void api_kick(void *arg, int committed)
 }
 
 enum store_rc api_run_resume(struct writer_tx *tx, const unsigned char *secret_key,
-                             struct runs *runs, const char *run_id, char *err)
+                             struct runs *runs, const char *run_id, struct al_error *reterr)
 {
     struct store *s = writer_store(tx);
     struct api_decisions decisions;
     struct api_row_copy run;
     enum store_rc rc;
     if (!runs_node(runs)) {
-        return api_run_go(tx, secret_key, runs, run_id, NULL, NULL, err);
+        return api_run_go(tx, secret_key, runs, run_id, NULL, NULL, reterr);
     }
-    err[0] = '\0';
     memset(&decisions, 0, sizeof decisions);
     memset(&run, 0, sizeof run);
     rc = s->ops->run_get(s, run_id, api_row_copy_fn, &run);
@@ -658,13 +665,13 @@ enum store_rc api_run_resume(struct writer_tx *tx, const unsigned char *secret_k
 }
 
 enum store_rc api_run_claim(struct writer_tx *tx, const unsigned char *secret_key,
-                            struct runs *runs, int *ret_claimed, char *err)
+                            struct runs *runs, int *ret_claimed, struct al_error *reterr)
 {
     *ret_claimed = 0;
     if (!runs_node(runs)) {
         return STORE_OK;
     }
-    return api_run_go(tx, secret_key, runs, NULL, runs_node(runs), ret_claimed, err);
+    return api_run_go(tx, secret_key, runs, NULL, runs_node(runs), ret_claimed, reterr);
 }
 
 /* A supervised run whose start is denied ends "denied", with its run.end record. */
@@ -754,11 +761,11 @@ static int api_approval_store(struct api_ctx *ctx, const struct api_approval_cop
 /* The decision stands: the run resumes (or starts) once nothing of it is pending. */
 static void api_approval_resume(struct api_ctx *ctx, const struct api_approval_copy *a, int approve)
 {
-    char err[256] = "";
     if (!approve && strcmp(a->kind, "host_call") != 0) {
         return; /* a denied start has ended the run */
     }
-    enum store_rc rc = api_run_resume(ctx->tx, ctx->secret_key, ctx->svc->runs, a->run, err);
+    /* the log line names the kind of failure alone, so no detail is asked for */
+    enum store_rc rc = api_run_resume(ctx->tx, ctx->secret_key, ctx->svc->runs, a->run, NULL);
     if (rc != STORE_OK) {
         fprintf(stderr,
                 "{\"log\":\"resume\",\"request_id\":\"%s\",\"run\":\"%s\",\"error\":\"%s\"}\n",

@@ -24,6 +24,7 @@
 
 #include "api.h"
 #include "connector.h"
+#include "error.h"
 #include "runs.h"
 #include "schema.h"
 
@@ -96,12 +97,12 @@ static enum store_rc api_version_read(struct store *s, const char *template_name
     return rc;
 }
 
-static int api_plan_limits(struct runs_plan *plan, const char *limits_json, char *err)
+static int api_plan_limits(struct runs_plan *plan, const char *limits_json, struct al_error *reterr)
 {
     struct json_doc *doc = NULL;
     struct al_error jerr;
     if (json_parse(limits_json, strlen(limits_json), 4, &doc, &jerr) != AL_OK) {
-        snprintf(err, 256, "the version's limits are not JSON");
+        error_set(reterr, AL_CONFIG_ERROR, "the version's limits are not JSON");
         return -1;
     }
     const struct json_node *root = json_root(doc);
@@ -129,13 +130,14 @@ static int api_connector_department(void *userdata, const struct store_connector
 
 /* Binds every "connector.fn" of the JSON array to its connector. */
 static int api_plan_functions(struct store *s, const unsigned char *secret_key,
-                              struct runs_plan *plan, const char *functions_json, char *err)
+                              struct runs_plan *plan, const char *functions_json,
+                              struct al_error *reterr)
 {
     struct json_doc *doc = NULL;
     struct al_error jerr;
     int ret = -1;
     if (json_parse(functions_json, strlen(functions_json), 4, &doc, &jerr) != AL_OK) {
-        snprintf(err, 256, "the functions are not JSON");
+        error_set(reterr, AL_CONFIG_ERROR, "the functions are not JSON");
         return -1;
     }
     const struct json_node *root = json_root(doc);
@@ -143,14 +145,15 @@ static int api_plan_functions(struct store *s, const unsigned char *secret_key,
     plan->functions = calloc(n ? n : 1, sizeof *plan->functions);
     plan->targets = calloc(n ? n : 1, sizeof *plan->targets);
     if (!plan->functions || !plan->targets) {
-        snprintf(err, 256, "out of memory");
+        error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
         goto out;
     }
     for (const struct json_node *e = n ? root->child : NULL; e; e = e->next) {
         struct runs_function *f = &plan->functions[plan->nfunctions];
         const char *dot = e->type == JSON_STRING ? strchr(e->str, '.') : NULL;
         if (!dot || (size_t)(dot - e->str) > STORE_NAME_MAX || e->str_len >= sizeof f->name) {
-            snprintf(err, 256, "function %.64s is not connector.function", e->str ? e->str : "?");
+            error_set(reterr, AL_CONFIG_ERROR, "function %.64s is not connector.function",
+                      e->str ? e->str : "?");
             goto out;
         }
         snprintf(f->name, sizeof f->name, "%s", e->str);
@@ -165,17 +168,21 @@ static int api_plan_functions(struct store *s, const unsigned char *secret_key,
         }
         if (!target) {
             char dept[STORE_NAME_MAX + 1] = "";
-            char cerr[256] = "";
+            struct al_error cerr;
             struct connector_target *t = NULL;
             if (s->ops->connector_get(s, f->connector, api_connector_department, dept) !=
                         STORE_OK ||
                 strcmp(dept, plan->department) != 0) {
-                snprintf(err, 256, "connector %s is not registered in department %s", f->connector,
-                         plan->department);
+                error_set(reterr, AL_CONFIG_ERROR,
+                          "connector %s is not registered in department %s", f->connector,
+                          plan->department);
                 goto out;
             }
-            if (connector_target_load(s, secret_key, f->connector, &t, cerr) != 0) {
-                snprintf(err, 256, "connector %s cannot be used: %.160s", f->connector, cerr);
+            memset(&cerr, 0, sizeof cerr);
+            if (connector_target_load(s, secret_key, f->connector, &t, &cerr) != 0) {
+                /* a connector deleted since the check above (1) sets no detail */
+                error_set(reterr, cerr.code != AL_OK ? cerr.code : AL_CONFIG_ERROR,
+                          "connector %s cannot be used: %.160s", f->connector, cerr.message);
                 goto out;
             }
             plan->targets[plan->ntargets++] = t;
@@ -183,7 +190,8 @@ static int api_plan_functions(struct store *s, const unsigned char *secret_key,
         }
         f->target = target;
         if (connector_function_flags(target, f->fn, &f->sensitive, &f->idempotent) != 0) {
-            snprintf(err, 256, "connector %s has no function %s", f->connector, f->fn);
+            error_set(reterr, AL_CONFIG_ERROR, "connector %s has no function %s", f->connector,
+                      f->fn);
             goto out;
         }
         plan->nfunctions++;
@@ -195,14 +203,15 @@ out:
 }
 
 enum store_rc api_run_plan(struct store *s, const unsigned char *secret_key,
-                           const struct store_run *row, struct runs_plan **ret_plan, char *err)
+                           const struct store_run *row, struct runs_plan **ret_plan,
+                           struct al_error *reterr)
 {
     struct api_version_copy v;
     enum store_rc rc = STORE_OK;
     struct runs_plan *plan = calloc(1, sizeof *plan);
     memset(&v, 0, sizeof v);
     if (!plan) {
-        snprintf(err, 256, "out of memory");
+        error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
         return STORE_ERROR;
     }
     snprintf(plan->id, sizeof plan->id, "%s", row->id);
@@ -216,13 +225,14 @@ enum store_rc api_run_plan(struct store *s, const unsigned char *secret_key,
         plan->version = row->version;
         rc = api_version_read(s, row->template_name, row->version, &v);
         if (rc != STORE_OK) {
-            snprintf(err, 256, "template %s version %" PRId64 " cannot be read", row->template_name,
-                     row->version);
+            error_set(reterr, AL_INTERNAL_ERROR, "template %s version %" PRId64 " cannot be read",
+                      row->template_name, row->version);
             goto out;
         }
         if (api_version_state(v.state) != GOV_VERSION_APPROVED) {
-            snprintf(err, 256, "template %s version %" PRId64 " is %s, not approved",
-                     row->template_name, row->version, v.state);
+            error_set(reterr, AL_CONFIG_ERROR,
+                      "template %s version %" PRId64 " is %s, not approved", row->template_name,
+                      row->version, v.state);
             rc = STORE_CONFLICT;
             goto out;
         }
@@ -236,12 +246,12 @@ enum store_rc api_run_plan(struct store *s, const unsigned char *secret_key,
         plan->typescript = row->language && strcmp(row->language, "ts") == 0;
     }
     if (!plan->source || !plan->input_json) {
-        snprintf(err, 256, "out of memory");
+        error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
         rc = STORE_ERROR;
         goto out;
     }
-    if (api_plan_limits(plan, limits, err) != 0 ||
-        api_plan_functions(s, secret_key, plan, functions, err) != 0) {
+    if (api_plan_limits(plan, limits, reterr) != 0 ||
+        api_plan_functions(s, secret_key, plan, functions, reterr) != 0) {
         rc = STORE_CONFLICT;
         goto out;
     }
@@ -830,7 +840,7 @@ static void api_run_submit(struct api_ctx *ctx, const struct api_run_request *q,
     struct runs_plan *plan = NULL;
     char id[RUNS_ID_LEN + 1];
     char approval[RUNS_ID_LEN + 1] = ""; /* only a supervised run opens an approval at its start */
-    char err[256] = "";
+    struct al_error err;
     char created[RUNS_TIME_LEN];
     if (runs_new_id("run_", id) != 0 || (m->supervised && runs_new_id("apr_", approval) != 0)) {
         api_error(ctx, 500, "INTERNAL", "the random generator failed");
@@ -854,10 +864,11 @@ static void api_run_submit(struct api_ctx *ctx, const struct api_run_request *q,
         .created = created,
     };
     /* bind the functions before anything is recorded: a missing connector starts nothing */
-    enum store_rc rc = api_run_plan(ctx->store, ctx->secret_key, &row, &plan, err);
+    memset(&err, 0, sizeof err);
+    enum store_rc rc = api_run_plan(ctx->store, ctx->secret_key, &row, &plan, &err);
     if (rc != STORE_OK) {
         if (rc == STORE_CONFLICT) {
-            api_error(ctx, 409, "CONFLICT", "%s", err);
+            api_error(ctx, 409, "CONFLICT", "%s", err.message);
         } else {
             api_store_failed(ctx);
         }

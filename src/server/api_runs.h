@@ -5,31 +5,36 @@
 #ifndef AIRLOCK_SERVER_API_RUNS_H
 #define AIRLOCK_SERVER_API_RUNS_H
 
+#include "airlock.h"
+
 #include "api.h"
 #include "buf.h"
 #include "runs.h"
 #include "store.h"
 
 /* The plan of a run's row: its version's (or its own ad-hoc) source, limits and functions, each
- * bound to its connector of the run's department. STORE_OK with *ret_plan; STORE_CONFLICT with
- * err (256 bytes) when a function cannot be bound; the store's failure otherwise. */
+ * bound to its connector of the run's department. STORE_OK with *ret_plan; STORE_CONFLICT when
+ * the version is not approved or a function cannot be bound; the store's failure (the version
+ * not read) or STORE_ERROR (out of memory) otherwise. reterr is set on every failure. */
 enum store_rc api_run_plan(struct store *s, const unsigned char *secret_key,
-                           const struct store_run *row, struct runs_plan **ret_plan, char *err);
+                           const struct store_run *row, struct runs_plan **ret_plan,
+                           struct al_error *reterr);
 /* Inside a writer job (tx): resumes a waiting run once none of its approvals is pending: claims
  * its continuation (or, for a supervised run whose start was approved, starts it), marks the
  * decisions consumed and the run running in one (nested) transaction, and launches it, its
  * connector calls held until the job commits. Nothing to do (still pending, resumed already) is
- * STORE_OK; while draining it leaves the run for the next start. STORE_CONFLICT with err (256
- * bytes) when the run cannot be planned (its version is no longer approved). */
+ * STORE_OK; while draining it leaves the run for the next start. STORE_CONFLICT with reterr set
+ * when the run cannot be planned (its version is no longer approved). Any other failure is the
+ * store's (ops->errmsg says why) and sets reterr only when the run failed for a reason too. */
 enum store_rc api_run_resume(struct writer_tx *tx, const unsigned char *secret_key,
-                             struct runs *runs, const char *run_id, char *err);
+                             struct runs *runs, const char *run_id, struct al_error *reterr);
 /* With several nodes (runs_node set) api_run_resume does not resume: it moves the run to the
  * queue (status queued) in a transaction that notifies STORE_CHANNEL_QUEUE, and kicks runs_kick
  * once that has committed. api_run_claim (a writer job too) then takes the oldest queued run for
  * this node (another node never gets it) and resumes it as above; *ret_claimed is 1 when it
  * took one, 0 when the queue was empty or this node drains. */
 enum store_rc api_run_claim(struct writer_tx *tx, const unsigned char *secret_key,
-                            struct runs *runs, int *ret_claimed, char *err);
+                            struct runs *runs, int *ret_claimed, struct al_error *reterr);
 /* Answers the run's API object with its status code (200 ended, 202 running or waiting). */
 void api_run_reply(struct api_ctx *ctx, const char *id);
 

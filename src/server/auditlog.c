@@ -17,19 +17,20 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "error.h"
 #include "keyfile.h"
 
 #define AUDITLOG_SEED_LEN 32
 
-int auditlog_key_load(const char *data_dir, EVP_PKEY **ret_key, char *err)
+int auditlog_key_load(const char *data_dir, EVP_PKEY **ret_key, struct al_error *reterr)
 {
     /* an Ed25519 private key is 32 random bytes: kept like every key of the data directory */
     unsigned char seed[AUDITLOG_SEED_LEN];
-    int rc = keyfile_load(data_dir, "audit.key", "AIRLOCK_AUDIT_KEY", sizeof seed, seed, err);
+    int rc = keyfile_load(data_dir, "audit.key", "AIRLOCK_AUDIT_KEY", sizeof seed, seed, reterr);
     if (rc == 0) {
         *ret_key = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, seed, sizeof seed);
         if (!*ret_key) {
-            snprintf(err, 256, "the audit key is not an Ed25519 private key");
+            error_set(reterr, AL_INTERNAL_ERROR, "the audit key is not an Ed25519 private key");
             rc = -1;
         }
     }

@@ -9,12 +9,15 @@
 #include <openssl/evp.h>
 #include <stdint.h>
 
+#include "airlock.h"
+
 #include "store.h"
 
 /* The key: AIRLOCK_AUDIT_KEY (64 hex digits, the raw Ed25519 private key) when set, else the
  * hex in DATA_DIR/audit.key, created (0600) with a new random key when missing. 0 with
- * *ret_key owned by the caller (EVP_PKEY_free); -1 with a message in err (256 bytes). */
-int auditlog_key_load(const char *data_dir, EVP_PKEY **ret_key, char *err);
+ * *ret_key owned by the caller (EVP_PKEY_free); -1 with reterr set (as keyfile_load;
+ * AL_INTERNAL_ERROR when OpenSSL makes no Ed25519 key of the 32 bytes). */
+int auditlog_key_load(const char *data_dir, EVP_PKEY **ret_key, struct al_error *reterr);
 
 struct auditlog_result {
     int ok;

@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "buf.h"
+#include "error.h"
 #include "json.h"
 #include "schema.h"
 #include "secretbox.h"
@@ -116,29 +117,31 @@ static int connector_row_copy(void *userdata, const struct store_connector *c)
 }
 
 static int connector_load_headers(struct connector_target *t, const char *plain, size_t len,
-                                  char *err)
+                                  struct al_error *reterr)
 {
     struct json_doc *doc = NULL;
     int rc = -1;
     if (json_parse(plain, len, 4, &doc, NULL) != AL_OK || json_root(doc)->type != JSON_OBJECT) {
-        snprintf(err, 256, "connector %s: the stored headers are not a JSON object", t->name);
+        error_set(reterr, AL_CONFIG_ERROR, "connector %s: the stored headers are not a JSON object",
+                  t->name);
         goto out;
     }
     const struct json_node *root = json_root(doc);
     t->headers = calloc(root->count + 1, sizeof *t->headers);
     if (!t->headers) {
-        snprintf(err, 256, "out of memory");
+        error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
         goto out;
     }
     for (const struct json_node *h = root->child; h; h = h->next) {
         if (h->type != JSON_STRING) {
-            snprintf(err, 256, "connector %s: a stored header is not a string", t->name);
+            error_set(reterr, AL_CONFIG_ERROR, "connector %s: a stored header is not a string",
+                      t->name);
             goto out;
         }
         size_t n = h->key_len + 2 + h->str_len + 1;
         char *line = malloc(n);
         if (!line) {
-            snprintf(err, 256, "out of memory");
+            error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
             goto out;
         }
         snprintf(line, n, "%s: %s", h->key, h->str);
@@ -150,7 +153,8 @@ out:
     return rc;
 }
 
-static int connector_load_functions(struct connector_target *t, const char *text, char *err)
+static int connector_load_functions(struct connector_target *t, const char *text,
+                                    struct al_error *reterr)
 {
     struct json_doc *doc = NULL;
     struct al_error e;
@@ -158,13 +162,14 @@ static int connector_load_functions(struct connector_target *t, const char *text
     memset(&e, 0, sizeof e);
     if (json_parse(text, strlen(text), SCHEMA_JSON_DEPTH, &doc, &e) != AL_OK ||
         json_root(doc)->type != JSON_OBJECT) {
-        snprintf(err, 256, "connector %s: the stored functions are not a JSON object", t->name);
+        error_set(reterr, AL_CONFIG_ERROR,
+                  "connector %s: the stored functions are not a JSON object", t->name);
         goto out;
     }
     const struct json_node *root = json_root(doc);
     t->fns = calloc(root->count + 1, sizeof *t->fns);
     if (!t->fns) {
-        snprintf(err, 256, "out of memory");
+        error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
         goto out;
     }
     for (const struct json_node *f = root->child; f; f = f->next) {
@@ -179,8 +184,10 @@ static int connector_load_functions(struct connector_target *t, const char *text
         if (!fn->name ||
             (args && schema_compile(args->raw, args->raw_len, &fn->args, &e) != AL_OK) ||
             (result && schema_compile(result->raw, result->raw_len, &fn->result, &e) != AL_OK)) {
-            snprintf(err, 256, "connector %.64s: function %.40s does not load: %.100s", t->name,
-                     f->key, e.message);
+            /* a schema's own code (AL_CONFIG_ERROR, or AL_INTERNAL_ERROR out of memory) */
+            error_set(reterr, fn->name ? e.code : AL_INTERNAL_ERROR,
+                      "connector %.64s: function %.40s does not load: %.100s", t->name, f->key,
+                      e.message);
             goto out;
         }
     }
@@ -191,7 +198,7 @@ out:
 }
 
 int connector_target_load(struct store *s, const unsigned char secret_key[32], const char *name,
-                          struct connector_target **ret, char *err)
+                          struct connector_target **ret, struct al_error *reterr)
 {
     struct connector_row row;
     struct connector_target *t = NULL;
@@ -209,12 +216,12 @@ int connector_target_load(struct store *s, const unsigned char secret_key[32], c
         goto out;
     }
     if (src != STORE_OK) {
-        snprintf(err, 256, "%.250s", s->ops->errmsg(s));
+        error_set(reterr, AL_INTERNAL_ERROR, "%.250s", s->ops->errmsg(s));
         goto out;
     }
     t = calloc(1, sizeof *t);
     if (!t || !row.url || !row.secret_sealed || !row.headers_sealed || !row.functions) {
-        snprintf(err, 256, "out of memory");
+        error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
         goto out;
     }
     snprintf(t->name, sizeof t->name, "%s", name);
@@ -223,16 +230,18 @@ int connector_target_load(struct store *s, const unsigned char secret_key[32], c
     row.url = NULL;
     snprintf(context, sizeof context, "connector/%s/signing_secret", name);
     if (secretbox_open(secret_key, context, row.secret_sealed, &t->secret, &t->secret_len) != 0) {
-        snprintf(err, 256, "connector %s: the signing secret does not open (another key?)", name);
+        error_set(reterr, AL_CONFIG_ERROR,
+                  "connector %s: the signing secret does not open (another key?)", name);
         goto out;
     }
     snprintf(context, sizeof context, "connector/%s/headers", name);
     if (secretbox_open(secret_key, context, row.headers_sealed, &headers, &headers_len) != 0) {
-        snprintf(err, 256, "connector %s: the headers do not open (another key?)", name);
+        error_set(reterr, AL_CONFIG_ERROR, "connector %s: the headers do not open (another key?)",
+                  name);
         goto out;
     }
-    if (connector_load_headers(t, headers, headers_len, err) != 0 ||
-        connector_load_functions(t, row.functions, err) != 0) {
+    if (connector_load_headers(t, headers, headers_len, reterr) != 0 ||
+        connector_load_functions(t, row.functions, reterr) != 0) {
         goto out;
     }
     *ret = t;

@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "airlock.h"
+
 #include "store.h"
 
 #define CONNECTOR_ANSWER_MAX     ((size_t)1 << 20) /* bytes of an answer's body */
@@ -35,10 +37,10 @@ struct connector_target;
 
 /* Loads connector `name` from the store and opens its sealed secret and headers with
  * secret_key. 0 with *ret (free with connector_target_free); 1 when there is no such connector;
- * -1 with a message in err (256 bytes) when the store fails or the stored row does not open or
- * parse (a wrong key, an altered row). */
+ * -1 with reterr set when the store fails or out of memory (AL_INTERNAL_ERROR) or the stored row
+ * does not open or parse (AL_CONFIG_ERROR: a wrong key, an altered row). */
 int connector_target_load(struct store *s, const unsigned char secret_key[32], const char *name,
-                          struct connector_target **ret, char *err);
+                          struct connector_target **ret, struct al_error *reterr);
 /* NULL-safe; cleanses the secret and the headers. */
 void connector_target_free(struct connector_target *t);
 /* The connector's name (borrowed from t). */

@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "error.h"
 #include "json.h"
 #include "metrics.h"
 
@@ -899,13 +900,15 @@ static void *http_reaper(void *arg)
     return NULL;
 }
 
-static int http_bind(const char *host, unsigned port, unsigned *ret_port, char *err)
+static int http_bind(const char *host, unsigned port, unsigned *ret_port, struct al_error *reterr)
 {
     struct addrinfo hints;
     struct addrinfo *res = NULL;
     char service[16];
     int fd = -1;
     int one = 1;
+    int bind_failed = 0; /* an address refused: bind_errno says why (the last one's) */
+    int bind_errno = 0;
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -913,7 +916,7 @@ static int http_bind(const char *host, unsigned port, unsigned *ret_port, char *
     snprintf(service, sizeof service, "%u", port);
     int gai = getaddrinfo(host, service, &hints, &res);
     if (gai != 0) {
-        snprintf(err, 256, "cannot resolve %s: %s", host, gai_strerror(gai));
+        error_set(reterr, AL_CONFIG_ERROR, "cannot resolve %s: %s", host, gai_strerror(gai));
         return -1;
     }
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
@@ -925,18 +928,23 @@ static int http_bind(const char *host, unsigned port, unsigned *ret_port, char *
         if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1024) == 0) {
             break;
         }
-        snprintf(err, 256, "cannot listen on %s:%u: %s", host, port, strerror(errno));
+        bind_failed = 1;
+        bind_errno = errno;
         close(fd);
         fd = -1;
     }
     freeaddrinfo(res);
     if (fd < 0) {
+        if (bind_failed) {
+            error_set_errno(reterr, AL_INTERNAL_ERROR, bind_errno, "cannot listen on %s:%u", host,
+                            port);
+        }
         return -1;
     }
     struct sockaddr_storage ss;
     socklen_t sslen = sizeof ss;
     if (getsockname(fd, (struct sockaddr *)&ss, &sslen) != 0) {
-        snprintf(err, 256, "getsockname: %s", strerror(errno));
+        error_set_errno(reterr, AL_INTERNAL_ERROR, errno, "getsockname");
         close(fd);
         return -1;
     }
@@ -967,24 +975,24 @@ static void http_defaults(struct http_options *o)
 }
 
 int http_start(const struct http_options *opts, struct http_server **ret_server, unsigned *ret_port,
-               char *err)
+               struct al_error *reterr)
 {
     struct http_server *srv = calloc(1, sizeof *srv);
     unsigned bound = 0;
     if (!srv) {
-        snprintf(err, 256, "out of memory");
+        error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
         return -1;
     }
     srv->o = *opts;
     http_defaults(&srv->o);
     pthread_mutex_init(&srv->lock, NULL);
     pthread_cond_init(&srv->cond, NULL);
-    srv->fd = http_bind(opts->host, opts->port, &bound, err);
+    srv->fd = http_bind(opts->host, opts->port, &bound, reterr);
     if (srv->fd < 0) {
         goto fail;
     }
     if (pthread_create(&srv->reaper, NULL, http_reaper, srv) != 0) {
-        snprintf(err, 256, "cannot start the HTTP reaper thread");
+        error_set(reterr, AL_INTERNAL_ERROR, "cannot start the HTTP reaper thread");
         close(srv->fd);
         goto fail;
     }
@@ -998,7 +1006,8 @@ int http_start(const struct http_options *opts, struct http_server **ret_server,
             MHD_OPTION_CONNECTION_TIMEOUT, srv->o.idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
             srv->o.max_connections, MHD_OPTION_END);
     if (!srv->daemon) {
-        snprintf(err, 256, "cannot start the HTTP server on %s:%u", opts->host, bound);
+        error_set(reterr, AL_INTERNAL_ERROR, "cannot start the HTTP server on %s:%u", opts->host,
+                  bound);
         close(srv->fd);
         goto fail;
     }

@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "airlock.h"
+
 #include "buf.h"
 
 #define HTTP_REQUEST_ID_LEN 20 /* "req_" + 16 hex */
@@ -160,10 +162,10 @@ struct http_options {
 
 struct http_server;
 
-/* Binds host:port and starts serving. On success *ret_port holds the bound port. -1 with a
- * message in err (256 bytes) otherwise. */
+/* Binds host:port and starts serving. On success *ret_port holds the bound port. -1 with reterr
+ * set otherwise (AL_CONFIG_ERROR when the host does not resolve, else AL_INTERNAL_ERROR). */
 int http_start(const struct http_options *opts, struct http_server **ret_server, unsigned *ret_port,
-               char *err);
+               struct al_error *reterr);
 /* Stops accepting connections; those open are still served. NULL-safe. */
 void http_quiesce(struct http_server *server);
 /* Stops accepting, gives the requests in progress up to 5 s to finish and frees the server

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "error.h"
+
 static int keyfile_unhex(const char *hex, size_t len, unsigned char *ret)
 {
     for (size_t i = 0; i < len; i++) {
@@ -34,7 +36,7 @@ static int keyfile_unhex(const char *hex, size_t len, unsigned char *ret)
     return 0;
 }
 
-static int keyfile_create(const char *path, size_t len, char *err)
+static int keyfile_create(const char *path, size_t len, struct al_error *reterr)
 {
     static const char digits[] = "0123456789abcdef";
     unsigned char raw[KEYFILE_MAX];
@@ -42,7 +44,7 @@ static int keyfile_create(const char *path, size_t len, char *err)
     char tmp[4200];
     int rc = -1;
     if (RAND_bytes(raw, (int)len) != 1) {
-        snprintf(err, 256, "the random generator failed");
+        error_set(reterr, AL_INTERNAL_ERROR, "the random generator failed");
         return -1;
     }
     for (size_t i = 0; i < len; i++) {
@@ -51,24 +53,24 @@ static int keyfile_create(const char *path, size_t len, char *err)
     }
     hex[2 * len] = '\n';
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >= sizeof tmp) {
-        snprintf(err, 256, "the data directory's path is too long");
+        error_set(reterr, AL_CONFIG_ERROR, "the data directory's path is too long");
         goto out;
     }
     unlink(tmp); /* a crash during an earlier creation may have left it */
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) {
-        snprintf(err, 256, "cannot create %.150s: %s", tmp, strerror(errno));
+        error_set_errno(reterr, AL_INTERNAL_ERROR, errno, "cannot create %.150s", tmp);
         goto out;
     }
     int ok = write(fd, hex, 2 * len + 1) == (ssize_t)(2 * len + 1) && fsync(fd) == 0;
     close(fd);
     if (!ok) {
-        snprintf(err, 256, "cannot write %.150s: %s", tmp, strerror(errno));
+        error_set_errno(reterr, AL_INTERNAL_ERROR, errno, "cannot write %.150s", tmp);
         unlink(tmp);
         goto out;
     }
     if (link(tmp, path) != 0 && errno != EEXIST) {
-        snprintf(err, 256, "cannot create %.150s: %s", path, strerror(errno));
+        error_set_errno(reterr, AL_INTERNAL_ERROR, errno, "cannot create %.150s", path);
         unlink(tmp);
         goto out;
     }
@@ -76,7 +78,7 @@ static int keyfile_create(const char *path, size_t len, char *err)
     /* the new name durable before anything is signed or sealed with the key */
     char dir[4200];
     if ((size_t)snprintf(dir, sizeof dir, "%s", path) >= sizeof dir) {
-        snprintf(err, 256, "the data directory's path is too long");
+        error_set(reterr, AL_CONFIG_ERROR, "the data directory's path is too long");
         goto out;
     }
     char *slash = strrchr(dir, '/');
@@ -85,7 +87,8 @@ static int keyfile_create(const char *path, size_t len, char *err)
     }
     int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0 || fsync(dfd) != 0) {
-        snprintf(err, 256, "cannot sync the directory of %.150s: %s", path, strerror(errno));
+        error_set_errno(reterr, AL_INTERNAL_ERROR, errno, "cannot sync the directory of %.150s",
+                        path);
         if (dfd >= 0) {
             close(dfd);
         }
@@ -100,7 +103,7 @@ out:
 }
 
 int keyfile_load(const char *data_dir, const char *file, const char *env, size_t len,
-                 unsigned char *ret, char *err)
+                 unsigned char *ret, struct al_error *reterr)
 {
     char path[4200];
     char hex[2 * KEYFILE_MAX + 8] = "";
@@ -108,11 +111,11 @@ int keyfile_load(const char *data_dir, const char *file, const char *env, size_t
     const char *what = env;
     int rc = -1;
     if (len == 0 || len > KEYFILE_MAX) {
-        snprintf(err, 256, "bad key length");
+        error_set(reterr, AL_CONFIG_ERROR, "bad key length");
         return -1;
     }
     if ((size_t)snprintf(path, sizeof path, "%s/%s", data_dir, file) >= sizeof path) {
-        snprintf(err, 256, "the data directory's path is too long");
+        error_set(reterr, AL_CONFIG_ERROR, "the data directory's path is too long");
         return -1;
     }
     if (given && given[0]) {
@@ -121,13 +124,13 @@ int keyfile_load(const char *data_dir, const char *file, const char *env, size_t
         /* never through a symbolic link: the key is airlockd's own file */
         int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0 && errno == ENOENT) {
-            if (keyfile_create(path, len, err) != 0) {
+            if (keyfile_create(path, len, reterr) != 0) {
                 return -1;
             }
             fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         }
         if (fd < 0) {
-            snprintf(err, 256, "cannot read %.150s: %s", path, strerror(errno));
+            error_set_errno(reterr, AL_INTERNAL_ERROR, errno, "cannot read %.150s", path);
             return -1;
         }
         ssize_t got = read(fd, hex, sizeof hex - 1);
@@ -137,7 +140,7 @@ int keyfile_load(const char *data_dir, const char *file, const char *env, size_t
     }
     size_t hlen = strcspn(hex, "\r\n");
     if (hlen != 2 * len || keyfile_unhex(hex, len, ret) != 0) {
-        snprintf(err, 256, "%.150s must hold %zu hex digits", what, 2 * len);
+        error_set(reterr, AL_CONFIG_ERROR, "%.150s must hold %zu hex digits", what, 2 * len);
         goto out;
     }
     rc = 0;

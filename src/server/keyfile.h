@@ -8,12 +8,15 @@
 
 #include <stddef.h>
 
+#include "airlock.h"
+
 #define KEYFILE_MAX 64 /* bytes of a key */
 
 /* Fills ret with len (<= KEYFILE_MAX) bytes: from $env when set (2*len hex digits), else from
- * DATA_DIR/file, which is created with new random bytes when missing. 0, or -1 with a message in
- * err (256 bytes) naming where the bad key came from. */
+ * DATA_DIR/file, which is created with new random bytes when missing. 0, or -1 with reterr set
+ * (AL_CONFIG_ERROR for a bad key, naming where it came from; AL_INTERNAL_ERROR when the file or
+ * the random generator fails). */
 int keyfile_load(const char *data_dir, const char *file, const char *env, size_t len,
-                 unsigned char *ret, char *err);
+                 unsigned char *ret, struct al_error *reterr);
 
 #endif

@@ -502,11 +502,12 @@ out:
 static int main_audit(struct store *s, const char *data_dir)
 {
     EVP_PKEY *key = NULL;
-    char err[256];
+    struct al_error err;
     char pub[AUDIT_KEY_HEX_LEN + 1];
     int rc = -1;
-    if (auditlog_key_load(data_dir, &key, err) != 0) {
-        fprintf(stderr, "airlockd: audit key: %s\n", err);
+    memset(&err, 0, sizeof err);
+    if (auditlog_key_load(data_dir, &key, &err) != 0) {
+        fprintf(stderr, "airlockd: audit key: %s\n", err.message);
         goto out;
     }
     if (audit_public_key_hex(key, pub, NULL) != AL_OK ||
@@ -658,13 +659,12 @@ static int main_runtime_start(const struct main_config *cfg, struct writer *writ
                               struct api_services *svc, struct main_runtime *rt)
 {
     unsigned char key[32];
-    char err[256];
     struct al_error aerr;
     int rc = -1;
     memset(&aerr, 0, sizeof aerr);
     if (keyfile_load(cfg->data_dir, "continuation.key", "AIRLOCK_CONTINUATION_KEY", sizeof key, key,
-                     err) != 0) {
-        fprintf(stderr, "airlockd: continuation key: %s\n", err);
+                     &aerr) != 0) {
+        fprintf(stderr, "airlockd: continuation key: %s\n", aerr.message);
         goto out;
     }
     rt->config = al_config_new();
@@ -686,8 +686,8 @@ static int main_runtime_start(const struct main_config *cfg, struct writer *writ
         fprintf(stderr, "airlockd: cannot start the connector client\n");
         goto out;
     }
-    if (runs_new(writer, rt->runner, rt->client, &rt->runs, err) != 0) {
-        fprintf(stderr, "airlockd: %s\n", err);
+    if (runs_new(writer, rt->runner, rt->client, &rt->runs, &aerr) != 0) {
+        fprintf(stderr, "airlockd: %s\n", aerr.message);
         goto out;
     }
     runs_set_seed_key(rt->runs, key, sizeof key); /* the same on every node of a cluster */
@@ -771,13 +771,13 @@ struct main_resume {
     const unsigned char *secret_key;
     struct runs *runs;
     const char *id;
-    char err[256];
 };
 
 static enum store_rc main_resume_fn(struct writer_tx *tx, void *arg)
 {
     struct main_resume *m = arg;
-    enum store_rc rc = api_run_resume(tx, m->secret_key, m->runs, m->id, m->err);
+    /* a run refused here ends failed with its reason recorded: no detail is asked for */
+    enum store_rc rc = api_run_resume(tx, m->secret_key, m->runs, m->id, NULL);
     return rc == STORE_CONFLICT ? STORE_OK : rc;
 }
 
@@ -791,7 +791,7 @@ static int main_resume_decided(struct readers *readers, struct writer *writer,
     enum store_rc rc = s ? s->ops->run_list(s, &f, main_waiting_fn, &w) : STORE_ERROR;
     readers_give(readers, s);
     for (size_t i = 0; i < w.n && rc == STORE_OK; i++) {
-        struct main_resume m = { secret_key, runs, w.ids[i], "" };
+        struct main_resume m = { secret_key, runs, w.ids[i] };
         int64_t before = runs_active(runs);
         rc = writer_call(writer, main_resume_fn, &m);
         if (rc == STORE_OK && (int64_t)runs_active(runs) > before) {
@@ -921,7 +921,8 @@ int main(int argc, char **argv)
     struct ratelimit *verify_limit = NULL;
     struct ratelimit_options limit_opts;
     char db_path[MAIN_PATH_MAX + 16];
-    char errmsg[STORE_ERRMSG_MAX > 256 ? STORE_ERRMSG_MAX : 256];
+    char errmsg[STORE_ERRMSG_MAX];
+    struct al_error err;
     unsigned port = 0;
     unsigned char secret_key[SECRETBOX_KEY_LEN];
     sigset_t stop;
@@ -929,6 +930,7 @@ int main(int argc, char **argv)
     int status = 1;
 
     memset(&cfg, 0, sizeof cfg);
+    memset(&err, 0, sizeof err);
     memset(&svc, 0, sizeof svc);
     memset(&rt, 0, sizeof rt);
     memset(&router, 0, sizeof router);
@@ -975,8 +977,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "airlockd: %s\n", errmsg);
         goto out;
     }
-    if (cfg.database[0] && nodes_id(cfg.data_dir, cfg.node, errmsg) != 0) {
-        fprintf(stderr, "airlockd: node id: %s\n", errmsg);
+    if (cfg.database[0] && nodes_id(cfg.data_dir, cfg.node, &err) != 0) {
+        fprintf(stderr, "airlockd: node id: %s\n", err.message);
         goto out;
     }
     if (main_audit(store, cfg.data_dir) != 0 || main_bootstrap(store, cfg.data_dir) != 0 ||
@@ -985,8 +987,8 @@ int main(int argc, char **argv)
     }
     /* From here on the store is the writer's alone; every other thread reads on a reader of
      * its own. One reader per request thread, and a few for streamed answers and the nodes. */
-    if (readers_new(store, 64, &readers, errmsg) != 0 || writer_new(store, &writer, errmsg) != 0) {
-        fprintf(stderr, "airlockd: %s\n", errmsg);
+    if (readers_new(store, 64, &readers, &err) != 0 || writer_new(store, &writer, &err) != 0) {
+        fprintf(stderr, "airlockd: %s\n", err.message);
         goto out;
     }
     svc.writer = writer;
@@ -995,14 +997,14 @@ int main(int argc, char **argv)
         goto out;
     }
     main_gauges(readers, &rt);
-    if (secretbox_key_load(cfg.data_dir, secret_key, errmsg) != 0) {
-        fprintf(stderr, "airlockd: secret key: %s\n", errmsg);
+    if (secretbox_key_load(cfg.data_dir, secret_key, &err) != 0) {
+        fprintf(stderr, "airlockd: secret key: %s\n", err.message);
         goto out;
     }
     /* the lease, the takeover, the queue's claims: once the plans of claimed runs can be made */
     if (cfg.node[0] && nodes_start(writer, readers, rt.runs, secret_key, cfg.node, cfg.lease_ms,
-                                   cfg.poll_ms, &rt.nodes, errmsg) != 0) {
-        fprintf(stderr, "airlockd: %s\n", errmsg);
+                                   cfg.poll_ms, &rt.nodes, &err) != 0) {
+        fprintf(stderr, "airlockd: %s\n", err.message);
         goto out;
     }
     memset(&limit_opts, 0, sizeof limit_opts);
@@ -1037,8 +1039,8 @@ int main(int argc, char **argv)
     cfg.http.admit = router_admit;
     cfg.http.handler = router_dispatch;
     cfg.http.userdata = &router;
-    if (http_start(&cfg.http, &http, &port, errmsg) != 0) {
-        fprintf(stderr, "airlockd: %s\n", errmsg);
+    if (http_start(&cfg.http, &http, &port, &err) != 0) {
+        fprintf(stderr, "airlockd: %s\n", err.message);
         goto out;
     }
     fprintf(stderr, "airlockd: listening on http://%s%s%s:%u\n", strchr(cfg.host, ':') ? "[" : "",

@@ -54,6 +54,7 @@
 
 #include "api_runs.h"
 #include "buf.h"
+#include "error.h"
 #include "json.h"
 #include "keyfile.h"
 #include "readers.h"
@@ -93,10 +94,10 @@ static int64_t nodes_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int nodes_id(const char *data_dir, char *ret, char *err)
+int nodes_id(const char *data_dir, char *ret, struct al_error *reterr)
 {
     unsigned char raw[16];
-    if (keyfile_load(data_dir, "node.id", NULL, sizeof raw, raw, err) != 0) {
+    if (keyfile_load(data_dir, "node.id", NULL, sizeof raw, raw, reterr) != 0) {
         return -1;
     }
     memcpy(ret, "node_", 5);
@@ -503,10 +504,9 @@ static enum store_rc nodes_claim_fn(struct writer_tx *tx, void *arg)
 {
     struct nodes_look *look = arg;
     struct nodes *n = look->n;
-    char err[256];
     for (; look->claimed < NODES_CLAIMS_MAX && !runs_busy(n->runs); look->claimed++) {
         int claimed = 0;
-        enum store_rc rc = api_run_claim(tx, n->secret_key, n->runs, &claimed, err);
+        enum store_rc rc = api_run_claim(tx, n->secret_key, n->runs, &claimed, NULL);
         if (rc != STORE_OK && rc != STORE_CONFLICT) {
             fprintf(stderr, "{\"log\":\"nodes\",\"error\":\"claiming a queued run: %s\"}\n",
                     writer_store(tx)->ops->errmsg(writer_store(tx)));
@@ -708,12 +708,12 @@ static enum store_rc nodes_first_fn(struct writer_tx *tx, void *arg)
 
 int nodes_start(struct writer *writer, struct readers *readers, struct runs *runs,
                 const unsigned char *secret_key, const char *id, int64_t lease_ms, int64_t poll_ms,
-                struct nodes **ret, char *err)
+                struct nodes **ret, struct al_error *reterr)
 {
     pthread_condattr_t attr;
     struct nodes *n = calloc(1, sizeof *n);
     if (!n) {
-        snprintf(err, 256, "out of memory");
+        error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
         return -1;
     }
     n->writer = writer;
@@ -724,7 +724,8 @@ int nodes_start(struct writer *writer, struct readers *readers, struct runs *run
     n->secret_key = secret_key;
     snprintf(n->id, sizeof n->id, "%s", id);
     if (writer_call(writer, nodes_first_fn, n) != STORE_OK) {
-        snprintf(err, 256, "%s", n->err[0] ? n->err : "cannot renew the node's lease");
+        error_set(reterr, AL_INTERNAL_ERROR, "%s",
+                  n->err[0] ? n->err : "cannot renew the node's lease");
         if (n->listener) {
             n->listener->ops->free(n->listener);
         }
@@ -737,11 +738,11 @@ int nodes_start(struct writer *writer, struct readers *readers, struct runs *run
     pthread_cond_init(&n->cond, &attr);
     pthread_condattr_destroy(&attr);
     if (pthread_create(&n->thread, NULL, nodes_thread, n) != 0) {
-        snprintf(err, 256, "cannot start the nodes thread");
+        error_set(reterr, AL_INTERNAL_ERROR, "cannot start the nodes thread");
         goto fail;
     }
     if (n->listener && pthread_create(&n->listen_thread, NULL, nodes_listen_thread, n) != 0) {
-        snprintf(err, 256, "cannot start the listener's thread");
+        error_set(reterr, AL_INTERNAL_ERROR, "cannot start the listener's thread");
         pthread_mutex_lock(&n->lock);
         n->stop = 1;
         pthread_cond_signal(&n->cond);

@@ -17,6 +17,8 @@
 
 #include <stdint.h>
 
+#include "airlock.h"
+
 #include "readers.h"
 #include "runs.h"
 #include "store.h"
@@ -32,8 +34,8 @@
 
 /* This node's id from DIR/node.id (16 random bytes as hex, made on the first start): the same
  * data directory is the same node across restarts. ret holds NODES_ID_LEN + 1 bytes. -1 with
- * err (256 bytes). */
-int nodes_id(const char *data_dir, char *ret, char *err);
+ * reterr set (as keyfile_load). */
+int nodes_id(const char *data_dir, char *ret, struct al_error *reterr);
 
 /* Takes over the runs that `node` (NULL: no recorded node) left running. A run whose execution
  * had sent only calls to functions marked idempotent (or none) goes back to the queue, to be
@@ -49,17 +51,19 @@ int nodes_recover(struct store *s, const char *node, const char *reason, int *re
 
 struct nodes;
 
-/* Renews this node's lease at once (-1 with err when the store refuses), then starts the
+/* Renews this node's lease at once (-1 with reterr set when the store refuses), then starts the
  * thread over `runs` (which must outlive it, as must secret_key, the connectors' key): the
  * heartbeat every lease_ms / 3 (whatever poll_ms is), the takeover of expired nodes' runs, and
  * every poll_ms, at once when runs_kick is called or when a wake-up comes, the claims of queued
  * runs and the watch. With a store that has listeners (PostgreSQL) a second thread keeps one
  * (application_name "airlockd-listen") connected, reconnecting with a backoff, and after each
  * (re)connect the node looks at everything once. A node that could not renew its lease for
- * lease_ms cancels the runs it executes (another node may have taken them over). */
+ * lease_ms cancels the runs it executes (another node may have taken them over). 0 with *ret;
+ * -1 with reterr set (AL_INTERNAL_ERROR: the lease refused, out of memory, a thread not started).
+ */
 int nodes_start(struct writer *writer, struct readers *readers, struct runs *runs,
                 const unsigned char *secret_key, const char *id, int64_t lease_ms, int64_t poll_ms,
-                struct nodes **ret, char *err);
+                struct nodes **ret, struct al_error *reterr);
 /* Stops the threads and frees them; returns once both have ended, at once even while the
  * listener connects. NULL-safe. The lease is left to run out (a drained node holds no run). */
 void nodes_stop(struct nodes *n);

@@ -7,8 +7,9 @@
 #include "readers.h"
 
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
+
+#include "error.h"
 
 struct readers {
     struct store *proto; /* opens the others; never lent */
@@ -20,16 +21,16 @@ struct readers {
     struct store **stack; /* the idle ones, max slots */
 };
 
-int readers_new(struct store *store, size_t max, struct readers **ret, char *err)
+int readers_new(struct store *store, size_t max, struct readers **ret, struct al_error *reterr)
 {
     struct readers *r = calloc(1, sizeof *r);
     if (!r || max == 0 || !(r->stack = calloc(max, sizeof *r->stack))) {
-        snprintf(err, 256, "out of memory");
+        error_set(reterr, max == 0 ? AL_CONFIG_ERROR : AL_INTERNAL_ERROR, "out of memory");
         free(r);
         return -1;
     }
     if (store->ops->open_reader(store, &r->proto) != STORE_OK) {
-        snprintf(err, 256, "cannot open a reader: %s", store->ops->errmsg(store));
+        error_set(reterr, AL_INTERNAL_ERROR, "cannot open a reader: %s", store->ops->errmsg(store));
         free(r->stack);
         free(r);
         return -1;

@@ -9,13 +9,15 @@
 
 #include <stddef.h>
 
+#include "airlock.h"
+
 #include "store.h"
 
 struct readers;
 
-/* A pool of up to `max` readers of `store`'s database (opened as needed). -1 with err (256
- * bytes) when not even the first can be opened. */
-int readers_new(struct store *store, size_t max, struct readers **ret, char *err);
+/* A pool of up to `max` readers of `store`'s database (opened as needed). -1 with reterr set
+ * when not even the first can be opened (AL_INTERNAL_ERROR; AL_CONFIG_ERROR for max 0). */
+int readers_new(struct store *store, size_t max, struct readers **ret, struct al_error *reterr);
 /* Closes every reader; all must have been given back. NULL-safe. */
 void readers_free(struct readers *r);
 /* A reader for this thread's use until readers_give: an idle one, a new one while fewer than

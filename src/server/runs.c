@@ -36,6 +36,7 @@
 #include <time.h>
 
 #include "connector.h"
+#include "error.h"
 #include "json.h"
 #include "metrics.h"
 #include "writer.h"
@@ -1855,11 +1856,11 @@ void runs_drain(struct runs *r, unsigned grace_ms)
 }
 
 int runs_new(struct writer *writer, struct al_runner *runner, struct connector_client *client,
-             struct runs **ret, char *err)
+             struct runs **ret, struct al_error *reterr)
 {
     struct runs *r = calloc(1, sizeof *r);
     if (!r) {
-        snprintf(err, 256, "out of memory");
+        error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
         return -1;
     }
     r->writer = writer;

@@ -91,9 +91,9 @@ struct runs_resolution {
 
 struct runs;
 
-/* Runs recorded through `writer`. -1 with err (256 bytes) on failure. */
+/* Runs recorded through `writer`. -1 with reterr set (AL_INTERNAL_ERROR) on failure. */
 int runs_new(struct writer *writer, struct al_runner *runner, struct connector_client *client,
-             struct runs **ret, char *err);
+             struct runs **ret, struct al_error *reterr);
 /* Cancels what still runs, waits for the writer to record it, frees (the writer must still be
  * running). NULL-safe. */
 void runs_free(struct runs *r);

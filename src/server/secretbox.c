@@ -55,12 +55,13 @@ static void secretbox_hex(const unsigned char *in, size_t n, char *out)
     out[2 * n] = '\0';
 }
 
-int secretbox_key_load(const char *data_dir, unsigned char ret_key[SECRETBOX_KEY_LEN], char *err)
+int secretbox_key_load(const char *data_dir, unsigned char ret_key[SECRETBOX_KEY_LEN],
+                       struct al_error *reterr)
 {
     /* the same key files as the continuation key's (keyfile.c): created 0600, never read
      * through a link */
     return keyfile_load(data_dir, "secret.key", "AIRLOCK_SECRET_KEY", SECRETBOX_KEY_LEN, ret_key,
-                        err);
+                        reterr);
 }
 
 /* The associated data: the version and the context, with a NUL between them so that no two

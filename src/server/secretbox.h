@@ -14,13 +14,16 @@
 
 #include <stddef.h>
 
+#include "airlock.h"
+
 #define SECRETBOX_KEY_LEN   32
 #define SECRETBOX_NONCE_LEN 12
 #define SECRETBOX_TAG_LEN   16
 #define SECRETBOX_PLAIN_MAX ((size_t)1 << 20) /* bytes of one sealed value */
 
-/* 0 with the key in ret_key; -1 with a message in err (256 bytes). */
-int secretbox_key_load(const char *data_dir, unsigned char ret_key[SECRETBOX_KEY_LEN], char *err);
+/* 0 with the key in ret_key; -1 with reterr set (as keyfile_load). */
+int secretbox_key_load(const char *data_dir, unsigned char ret_key[SECRETBOX_KEY_LEN],
+                       struct al_error *reterr);
 
 /* Seals len bytes of plain for `context`. 0 with *ret_sealed (NUL-terminated, free()); -1 when
  * len is over SECRETBOX_PLAIN_MAX, the random generator or the cipher fails, or out of memory. */

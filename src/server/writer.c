@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "error.h"
 #include "json.h"
 
 #define WRITER_BATCH_MAX 256
@@ -178,18 +179,18 @@ static void *writer_thread(void *arg)
     return NULL;
 }
 
-int writer_new(struct store *store, struct writer **ret, char *err)
+int writer_new(struct store *store, struct writer **ret, struct al_error *reterr)
 {
     struct writer *w = calloc(1, sizeof *w);
     if (!w) {
-        snprintf(err, 256, "out of memory");
+        error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
         return -1;
     }
     w->store = store;
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->cond, NULL);
     if (pthread_create(&w->thread, NULL, writer_thread, w) != 0) {
-        snprintf(err, 256, "cannot start the writer's thread");
+        error_set(reterr, AL_INTERNAL_ERROR, "cannot start the writer's thread");
         pthread_cond_destroy(&w->cond);
         pthread_mutex_destroy(&w->lock);
         free(w);

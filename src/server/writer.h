@@ -15,6 +15,8 @@
 #ifndef AIRLOCK_SERVER_WRITER_H
 #define AIRLOCK_SERVER_WRITER_H
 
+#include "airlock.h"
+
 #include "store.h"
 
 struct writer;
@@ -47,9 +49,9 @@ struct writer_hook {
     struct writer_hook *next;
 };
 
-/* Starts the writer's thread on `store`, which from then on only that thread uses. -1 with err
- * (256 bytes) on failure. */
-int writer_new(struct store *store, struct writer **ret, char *err);
+/* Starts the writer's thread on `store`, which from then on only that thread uses. -1 with reterr
+ * set (AL_INTERNAL_ERROR) on failure. */
+int writer_new(struct store *store, struct writer **ret, struct al_error *reterr);
 /* A writer without a thread, for a harness that drives requests on one thread (the fuzz target,
  * the allocation-failure test): writer_submit runs the batch before it returns (a job its done
  * submits runs right after). -1 when out of memory. */

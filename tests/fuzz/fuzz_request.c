@@ -100,10 +100,12 @@ static void add_key(const char *principal, const char *key)
 
 static void setup(void)
 {
-    char err[STORE_ERRMSG_MAX > 256 ? STORE_ERRMSG_MAX : 256];
+    char err[STORE_ERRMSG_MAX];
+    struct al_error aerr;
     if (store) {
         return;
     }
+    memset(&aerr, 0, sizeof aerr);
     const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
     snprintf(dir, sizeof dir, "%s/airlock-fuzz-request-XXXXXX", base);
     if (!mkdtemp(dir)) {
@@ -128,8 +130,8 @@ static void setup(void)
         fail("ratelimit_new", NULL);
     }
     /* one thread, as libFuzzer wants it: the writer's batches run inside the request */
-    if (readers_new(store, 4, &readers, err) != 0 || writer_new_inline(store, &writer) != 0) {
-        fail("the store's readers or writer", err);
+    if (readers_new(store, 4, &readers, &aerr) != 0 || writer_new_inline(store, &writer) != 0) {
+        fail("the store's readers or writer", aerr.message);
     }
     svc.writer = writer;
     svc.readers = readers;

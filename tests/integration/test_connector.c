@@ -121,7 +121,7 @@ static struct connector_target *target_at(const char *name, const char *url_or_p
     char context[128];
     char *sealed_secret = NULL;
     char *sealed_headers = NULL;
-    char err[256] = "";
+    struct al_error err;
     const char *headers = "{\"Authorization\":\"Bearer crm-token\",\"X-Tenant\":\"acme\"}";
     struct connector_target *t = NULL;
     if (url_or_path[0] == '/') {
@@ -140,7 +140,9 @@ static struct connector_target *target_at(const char *name, const char *url_or_p
     assert_int_equal(store->ops->connector_create(store, &c), STORE_OK);
     free(sealed_secret);
     free(sealed_headers);
-    assert_int_equal(connector_target_load(store, key, name, &t, err), 0);
+    memset(&err, 0, sizeof err);
+    assert_int_equal(connector_target_load(store, key, name, &t, &err), 0);
+    assert_string_equal(err.message, ""); /* written only on failure */
     return t;
 }
 
@@ -439,13 +441,15 @@ static void test_connector_load_refuses_wrong_key_and_missing(void **state)
 {
     (void)state;
     struct connector_target *t = NULL;
-    char err[256] = "";
+    struct al_error err;
     unsigned char other[SECRETBOX_KEY_LEN] = { 1 };
+    memset(&err, 0, sizeof err);
     connector_target_free(target("keyed", "/value", 5000));
-    assert_int_equal(connector_target_load(store, other, "keyed", &t, err), -1);
+    assert_int_equal(connector_target_load(store, other, "keyed", &t, &err), -1);
     assert_null(t);
-    assert_non_null(strstr(err, "does not open"));
-    assert_int_equal(connector_target_load(store, key, "no_such", &t, err), 1);
+    assert_int_equal(err.code, AL_CONFIG_ERROR);
+    assert_non_null(strstr(err.message, "does not open"));
+    assert_int_equal(connector_target_load(store, key, "no_such", &t, NULL), 1);
     assert_null(t);
 }
 

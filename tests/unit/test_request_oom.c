@@ -119,7 +119,7 @@ static const unsigned char secret_key[32] = { 7 };
 
 static int setup(void **state)
 {
-    char err[STORE_ERRMSG_MAX > 256 ? STORE_ERRMSG_MAX : 256];
+    char err[STORE_ERRMSG_MAX];
     char prefix[AUTH_PREFIX_LEN + 1];
     unsigned char hash[STORE_HASH_LEN];
     (void)state;
@@ -145,7 +145,7 @@ static int setup(void **state)
     EVP_PKEY_free(key);
     struct ratelimit_options o = { 1e9, 1e9, 64, 1, NULL, NULL };
     assert_int_equal(ratelimit_new(&o, &w.limit), 0);
-    assert_int_equal(readers_new(s, 4, &w.readers, err), 0);
+    assert_int_equal(readers_new(s, 4, &w.readers, NULL), 0);
     assert_int_equal(writer_new_inline(s, &w.writer), 0);
     w.svc.writer = w.writer;
     w.svc.readers = w.readers;

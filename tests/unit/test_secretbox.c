@@ -117,35 +117,38 @@ static void test_secretbox_key_file(void **state)
     (void)state;
     char dir[] = "/tmp/unit-secretbox-XXXXXX";
     char path[64];
-    char err[256] = "";
+    struct al_error err;
     unsigned char k1[SECRETBOX_KEY_LEN];
     unsigned char k2[SECRETBOX_KEY_LEN];
     struct stat st;
+    memset(&err, 0, sizeof err);
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/secret.key", dir);
     unsetenv("AIRLOCK_SECRET_KEY");
-    assert_int_equal(secretbox_key_load(dir, k1, err), 0);
+    assert_int_equal(secretbox_key_load(dir, k1, &err), 0);
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0600);
     assert_int_equal(st.st_size, 65);
-    assert_int_equal(secretbox_key_load(dir, k2, err), 0);
+    assert_int_equal(secretbox_key_load(dir, k2, &err), 0);
     assert_memory_equal(k1, k2, sizeof k1);
     /* the environment wins */
     setenv("AIRLOCK_SECRET_KEY", "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
            1);
-    assert_int_equal(secretbox_key_load(dir, k2, err), 0);
+    assert_int_equal(secretbox_key_load(dir, k2, &err), 0);
     assert_int_equal(k2[0], 0);
     assert_int_equal(k2[31], 0x1f);
     setenv("AIRLOCK_SECRET_KEY", "0011", 1);
-    assert_int_equal(secretbox_key_load(dir, k2, err), -1);
-    assert_non_null(strstr(err, "AIRLOCK_SECRET_KEY"));
+    assert_int_equal(secretbox_key_load(dir, k2, &err), -1);
+    assert_int_equal(err.code, AL_CONFIG_ERROR);
+    assert_non_null(strstr(err.message, "AIRLOCK_SECRET_KEY"));
     unsetenv("AIRLOCK_SECRET_KEY");
     /* a damaged file is refused, never replaced */
     FILE *f = fopen(path, "w");
     fputs("not hex\n", f);
     fclose(f);
-    assert_int_equal(secretbox_key_load(dir, k2, err), -1);
-    assert_non_null(strstr(err, "secret.key"));
+    assert_int_equal(secretbox_key_load(dir, k2, &err), -1);
+    assert_int_equal(err.code, AL_CONFIG_ERROR);
+    assert_non_null(strstr(err.message, "secret.key"));
     unlink(path);
     rmdir(dir);
 }
