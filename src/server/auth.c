@@ -154,11 +154,6 @@ out:
     return result;
 }
 
-int auth_has_global(const struct auth_principal *who, unsigned role)
-{
-    return gov_holds(&who->gov, role, GOV_EVERYWHERE);
-}
-
 static void auth_roles_text(unsigned roles, char *out, size_t len)
 {
     size_t used = 0;

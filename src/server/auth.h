@@ -94,7 +94,4 @@ enum store_rc auth_grants(struct store *s, const char *name, struct gov_principa
 enum auth_result auth_check(const struct auth_principal *who, const struct auth_rule *rule,
                             const char *department, char *why);
 
-/* The principal holds `role` granted for "*". */
-int auth_has_global(const struct auth_principal *who, unsigned role);
-
 #endif

@@ -90,11 +90,6 @@ void connector_target_free(struct connector_target *t)
     free(t);
 }
 
-const char *connector_target_name(const struct connector_target *t)
-{
-    return t->name;
-}
-
 struct connector_row {
     int seen;
     char *url;

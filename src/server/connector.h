@@ -43,8 +43,6 @@ int connector_target_load(struct store *s, const unsigned char secret_key[32], c
                           struct connector_target **ret, struct al_error *reterr);
 /* NULL-safe; cleanses the secret and the headers. */
 void connector_target_free(struct connector_target *t);
-/* The connector's name (borrowed from t). */
-const char *connector_target_name(const struct connector_target *t);
 /* The function's flags (each 0 or 1); -1 when the connector has no function `fn` ("lookup"). */
 int connector_function_flags(const struct connector_target *t, const char *fn, int *ret_sensitive,
                              int *ret_idempotent);

@@ -448,20 +448,6 @@ void http_deferred_answer(struct http_deferred *d, unsigned status, const char *
     http_deferred_send(d);
 }
 
-void http_deferred_answer_buf(struct http_deferred *d, unsigned status, const struct buf *b)
-{
-    if (buf_failed(b)) {
-        char body[160];
-        int n = snprintf(body, sizeof body,
-                         "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"the answer could not "
-                         "be built\",\"request_id\":\"%s\"}}\n",
-                         d->request_id);
-        http_deferred_answer(d, 500, body, (size_t)n);
-        return;
-    }
-    http_deferred_answer(d, status, b->data ? b->data : "", b->len);
-}
-
 const char *http_query(const struct http_request *req, const char *name)
 {
     return req->conn ? MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name) : NULL;

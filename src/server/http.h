@@ -120,8 +120,6 @@ struct http_deferred *http_defer(const struct http_request *req, struct http_res
 void http_deferred_reply(struct http_deferred *d, struct http_response *resp);
 /* Sends status and a JSON body (copied). */
 void http_deferred_answer(struct http_deferred *d, unsigned status, const char *json, size_t len);
-/* The same with the body of b, or a 500 INTERNAL when an append to b failed. */
-void http_deferred_answer_buf(struct http_deferred *d, unsigned status, const struct buf *b);
 /* The request id of a deferred request, for the error body of its answer (NULL-safe: ""). */
 const char *http_deferred_request_id(const struct http_deferred *d);
 
