@@ -183,4 +183,57 @@ enum store_rc sql_execution_get(struct store *s, const char *run, store_executio
 enum store_rc sql_run_lock_on_node(struct store *s, const char *id, const char *node,
                                    const char *from);
 
+/* Those operations, as members of a store_ops table. */
+/* clang-format off */
+#define SQL_OPS_SHARED                                  \
+    .errmsg = sql_errmsg,                               \
+    .ping = sql_ping,                                   \
+    .principal_count = sql_principal_count,             \
+    .principal_create = sql_principal_create,           \
+    .principal_get = sql_principal_get,                 \
+    .principal_list = sql_principal_list,               \
+    .key_revoke = sql_key_revoke,                       \
+    .key_list = sql_key_list,                           \
+    .role_grant = sql_role_grant,                       \
+    .role_revoke = sql_role_revoke,                     \
+    .role_list = sql_role_list,                         \
+    .department_create = sql_department_create,         \
+    .department_get = sql_department_get,               \
+    .department_list = sql_department_list,             \
+    .department_set_policy = sql_department_set_policy, \
+    .audit_list = sql_audit_list,                       \
+    .audit_set_key = sql_audit_set_key,                 \
+    .template_create = sql_template_create,             \
+    .template_get = sql_template_get,                   \
+    .template_list = sql_template_list,                 \
+    .version_create = sql_version_create,               \
+    .version_get = sql_version_get,                     \
+    .version_list = sql_version_list,                   \
+    .version_set_state = sql_version_set_state,         \
+    .run_create = sql_run_create,                       \
+    .run_get = sql_run_get,                             \
+    .run_set_status = sql_run_set_status,               \
+    .run_set_continuation = sql_run_set_continuation,   \
+    .run_take_continuation = sql_run_take_continuation, \
+    .approval_create = sql_approval_create,             \
+    .approval_get = sql_approval_get,                   \
+    .approval_list = sql_approval_list,                 \
+    .approval_decide = sql_approval_decide,             \
+    .approval_consume = sql_approval_consume,           \
+    .connector_create = sql_connector_create,           \
+    .connector_get = sql_connector_get,                 \
+    .connector_list = sql_connector_list,               \
+    .audit_head = sql_audit_last_seq,                   \
+    .node_remove = sql_node_remove,                     \
+    .run_set_node = sql_run_set_node,                   \
+    .run_list_on_node = sql_run_list_on_node,           \
+    .call_mark = sql_call_mark,                         \
+    .call_list = sql_call_list,                         \
+    .call_clear = sql_call_clear,                       \
+    .run_claim_queued = sql_run_claim_queued,           \
+    .execution_put = sql_execution_put,                 \
+    .execution_get = sql_execution_get,                 \
+    .run_lock_on_node = sql_run_lock_on_node
+/* clang-format on */
+
 #endif
