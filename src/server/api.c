@@ -180,6 +180,17 @@ enum store_rc api_audit(struct api_ctx *ctx, const char *action, const char *sub
                                          subject, department, details_json, NULL);
 }
 
+enum store_rc api_tx_end(struct store *s, enum store_rc rc)
+{
+    if (rc == STORE_OK) {
+        rc = s->ops->tx_commit(s);
+    }
+    if (rc != STORE_OK) {
+        s->ops->tx_rollback(s);
+    }
+    return rc;
+}
+
 /* A refusal's record, a job of the writer's when the refusal is made off it. */
 struct api_denial {
     struct writer_job job;

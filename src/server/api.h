@@ -118,6 +118,9 @@ int api_name_ok(const char *s);
  * object. STORE_OK or the store's failure. */
 enum store_rc api_audit(struct api_ctx *ctx, const char *action, const char *subject,
                         const char *department, const char *details_json);
+/* Ends the transaction a change ran in: commits it when rc is STORE_OK, rolls it back when rc
+ * or the commit failed. Returns rc, or the commit's failure. */
+enum store_rc api_tx_end(struct store *s, enum store_rc rc);
 
 /* Handlers (api_audit.c, api_departments.c, api_principals.c, api_system.c). */
 void api_audit_list(struct api_ctx *ctx);

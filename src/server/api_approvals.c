@@ -319,11 +319,8 @@ static enum store_rc api_run_end_unresumable(struct store *s, const struct store
     if (rc == STORE_OK) {
         rc = s->ops->audit_append(s, "airlockd", "run.end", row->id, row->department, d.data, NULL);
     }
-    if (rc == STORE_OK) {
-        rc = s->ops->tx_commit(s);
-    }
+    rc = api_tx_end(s, rc);
     if (rc != STORE_OK) {
-        s->ops->tx_rollback(s);
     }
     buf_done(&o);
     buf_done(&d);
@@ -646,11 +643,8 @@ enum store_rc api_run_resume(struct writer_tx *tx, const unsigned char *secret_k
             if (rc == STORE_OK && s->ops->notify) {
                 rc = s->ops->notify(s, STORE_CHANNEL_QUEUE, run_id);
             }
-            if (rc == STORE_OK) {
-                rc = s->ops->tx_commit(s);
-            }
+            rc = api_tx_end(s, rc);
             if (rc != STORE_OK) {
-                s->ops->tx_rollback(s);
             }
             if (rc == STORE_OK) {
                 api_after_commit(tx, api_kick, runs); /* told once the queue holds it */
@@ -742,14 +736,11 @@ static int api_approval_store(struct api_ctx *ctx, const struct api_approval_cop
     if (rc == STORE_OK && !approve && strcmp(a->kind, "run") == 0) {
         rc = api_run_deny_start(ctx, a, comment);
     }
-    if (rc == STORE_OK) {
-        rc = s->ops->tx_commit(s);
-    }
+    rc = api_tx_end(s, rc);
     buf_done(&d);
     if (rc == STORE_OK) {
         return 0;
     }
-    s->ops->tx_rollback(s);
     if (rc == STORE_CONFLICT || rc == STORE_NOT_FOUND) {
         api_error(ctx, 409, "CONFLICT", "approval %s was decided meanwhile", a->id);
     } else {

@@ -525,11 +525,8 @@ void api_connectors_create(struct api_ctx *ctx)
     if (rc == STORE_OK) {
         rc = api_audit(ctx, "connector.create", name->str, department->str, details.data);
     }
-    if (rc == STORE_OK) {
-        rc = s->ops->tx_commit(s);
-    }
+    rc = api_tx_end(s, rc);
     if (rc != STORE_OK) {
-        s->ops->tx_rollback(s);
         if (rc == STORE_CONFLICT) {
             api_error(ctx, 409, "CONFLICT", "connector %s exists", name->str);
         } else if (rc == STORE_NOT_FOUND) {

@@ -66,11 +66,8 @@ void api_departments_create(struct api_ctx *ctx)
     if (rc == STORE_OK) {
         rc = api_audit(ctx, "department.create", name->str, name->str, details.data);
     }
-    if (rc == STORE_OK) {
-        rc = s->ops->tx_commit(s);
-    }
+    rc = api_tx_end(s, rc);
     if (rc != STORE_OK) {
-        s->ops->tx_rollback(s);
         if (rc == STORE_CONFLICT) {
             api_error(ctx, 409, "CONFLICT", "department %s exists", name->str);
         } else {
@@ -156,11 +153,8 @@ void api_departments_policy(struct api_ctx *ctx)
     if (rc == STORE_OK) {
         rc = api_audit(ctx, "department.policy", dept, dept, details.data);
     }
-    if (rc == STORE_OK) {
-        rc = s->ops->tx_commit(s);
-    }
+    rc = api_tx_end(s, rc);
     if (rc != STORE_OK) {
-        s->ops->tx_rollback(s);
         if (rc == STORE_NOT_FOUND) {
             api_error(ctx, 404, "NOT_FOUND", "no department %s", dept);
         } else {

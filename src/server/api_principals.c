@@ -122,11 +122,8 @@ void api_principals_create(struct api_ctx *ctx)
     if (rc == STORE_OK) {
         rc = api_key_issue(ctx, name->str, key, prefix);
     }
-    if (rc == STORE_OK) {
-        rc = s->ops->tx_commit(s);
-    }
+    rc = api_tx_end(s, rc);
     if (rc != STORE_OK) {
-        s->ops->tx_rollback(s);
         if (rc == STORE_CONFLICT) {
             api_error(ctx, 409, "CONFLICT", "principal %s exists", name->str);
         } else {
@@ -186,11 +183,8 @@ void api_principals_key_create(struct api_ctx *ctx)
     if (rc == STORE_OK) {
         rc = api_key_issue(ctx, principal, key, prefix);
     }
-    if (rc == STORE_OK) {
-        rc = s->ops->tx_commit(s);
-    }
+    rc = api_tx_end(s, rc);
     if (rc != STORE_OK) {
-        s->ops->tx_rollback(s);
         if (rc == STORE_NOT_FOUND) {
             api_error(ctx, 404, "NOT_FOUND", "no principal %s", principal);
         } else {
@@ -226,11 +220,8 @@ void api_principals_key_revoke(struct api_ctx *ctx)
     if (rc == STORE_OK) {
         rc = api_audit(ctx, "key.revoke", principal, NULL, details.data);
     }
-    if (rc == STORE_OK) {
-        rc = s->ops->tx_commit(s);
-    }
+    rc = api_tx_end(s, rc);
     if (rc != STORE_OK) {
-        s->ops->tx_rollback(s);
         if (rc == STORE_NOT_FOUND) {
             api_error(ctx, 404, "NOT_FOUND", "principal %s has no active key %s", principal,
                       prefix);
@@ -309,11 +300,8 @@ static void api_principals_role(struct api_ctx *ctx, int grant)
         rc = api_audit(ctx, grant ? "role.grant" : "role.revoke", principal,
                        global ? NULL : dept->str, details.data);
     }
-    if (rc == STORE_OK) {
-        rc = s->ops->tx_commit(s);
-    }
+    rc = api_tx_end(s, rc);
     if (rc != STORE_OK) {
-        s->ops->tx_rollback(s);
         if (rc == STORE_CONFLICT) {
             api_error(ctx, 409, "CONFLICT", "%s already has role %s in %s", principal, role->str,
                       dept->str);

@@ -1342,11 +1342,8 @@ static int api_run_cancel(struct api_ctx *ctx, const char *id, const struct api_
     }
     enum store_rc rc =
             api_run_cancel_stored(ctx, id, h->department, why, api_run_found_as(h->state));
-    if (rc == STORE_OK) {
-        rc = s->ops->tx_commit(s);
-    }
+    rc = api_tx_end(s, rc);
     if (rc != STORE_OK) {
-        s->ops->tx_rollback(s);
         if (rc == STORE_CONFLICT) {
             api_error(ctx, 409, "CONFLICT", "run %s has ended", id);
         } else {

@@ -413,14 +413,11 @@ static int tpl_create_store(struct api_ctx *ctx, const char *name, const char *d
         rc = details.data ? api_audit(ctx, "template.create", name, department, details.data)
                           : STORE_ERROR;
     }
-    if (rc == STORE_OK) {
-        rc = s->ops->tx_commit(s);
-    }
+    rc = api_tx_end(s, rc);
     buf_done(&details);
     if (rc == STORE_OK) {
         return 0;
     }
-    s->ops->tx_rollback(s);
     if (rc == STORE_CONFLICT) {
         api_error(ctx, 409, "CONFLICT", "template %s exists", name);
     } else if (rc == STORE_NOT_FOUND) {
@@ -794,15 +791,12 @@ static int tpl_draft_store(struct api_ctx *ctx, const struct tpl_info *ti,
         rc = details.data ? api_audit(ctx, "version.create", ti->name, ti->department, details.data)
                           : STORE_ERROR;
     }
-    if (rc == STORE_OK) {
-        rc = s->ops->tx_commit(s);
-    }
+    rc = api_tx_end(s, rc);
     buf_done(&details);
     if (rc == STORE_OK) {
         *ret_number = number;
         return 0;
     }
-    s->ops->tx_rollback(s);
     if (answered) {
         return -1;
     }
@@ -986,11 +980,8 @@ static void tpl_move(struct api_ctx *ctx, enum gov_version_action action, const 
     if (rc == STORE_OK) {
         rc = tpl_move_store(ctx, &q, &cur);
     }
-    if (rc == STORE_OK) {
-        rc = s->ops->tx_commit(s);
-    }
+    rc = api_tx_end(s, rc);
     if (rc != STORE_OK) {
-        s->ops->tx_rollback(s);
         tpl_move_failed(ctx, &q, &cur, rc);
         return;
     }
