@@ -87,23 +87,14 @@ static const char main_usage[] =
         "  --poll-ms MS    several nodes: how often a node looks at the queue and at its runs\n"
         "                  when no wake-up came (default 250, 10 to 3600000)\n";
 
-/* A lease in ms, NODES_LEASE_MIN_MS..NODES_LEASE_MAX_MS, into cfg; -1 for anything else. */
-static int main_lease(double ms, struct main_config *cfg)
+/* A whole number of ms from min to max into *ret (a lease, a poll period); -1 for anything
+ * else. */
+static int main_ms(double ms, int min, int max, int64_t *ret)
 {
-    if (ms != (double)(int64_t)ms || ms < NODES_LEASE_MIN_MS || ms > NODES_LEASE_MAX_MS) {
+    if (ms != (double)(int64_t)ms || ms < min || ms > max) {
         return -1;
     }
-    cfg->lease_ms = (int64_t)ms;
-    return 0;
-}
-
-/* A poll period in ms, NODES_POLL_MIN_MS..NODES_POLL_MAX_MS, into cfg; -1 for anything else. */
-static int main_poll(double ms, struct main_config *cfg)
-{
-    if (ms != (double)(int64_t)ms || ms < NODES_POLL_MIN_MS || ms > NODES_POLL_MAX_MS) {
-        return -1;
-    }
-    cfg->poll_ms = (int64_t)ms;
+    *ret = (int64_t)ms;
     return 0;
 }
 
@@ -291,13 +282,15 @@ static int main_load_config(const char *path, struct main_config *cfg)
             }
             memcpy(cfg->database, m->str, m->str_len + 1);
         } else if (strcmp(m->key, "lease_ms") == 0) {
-            if (m->type != JSON_NUMBER || main_lease(m->num, cfg) != 0) {
+            if (m->type != JSON_NUMBER ||
+                main_ms(m->num, NODES_LEASE_MIN_MS, NODES_LEASE_MAX_MS, &cfg->lease_ms) != 0) {
                 fprintf(stderr, "airlockd: config %s: lease_ms must be an integer from %d to %d\n",
                         path, NODES_LEASE_MIN_MS, NODES_LEASE_MAX_MS);
                 goto out;
             }
         } else if (strcmp(m->key, "poll_ms") == 0) {
-            if (m->type != JSON_NUMBER || main_poll(m->num, cfg) != 0) {
+            if (m->type != JSON_NUMBER ||
+                main_ms(m->num, NODES_POLL_MIN_MS, NODES_POLL_MAX_MS, &cfg->poll_ms) != 0) {
                 fprintf(stderr, "airlockd: config %s: poll_ms must be an integer from %d to %d\n",
                         path, NODES_POLL_MIN_MS, NODES_POLL_MAX_MS);
                 goto out;
@@ -888,7 +881,8 @@ static int main_options(int argc, char **argv, struct main_config *cfg)
         char *end = NULL;
         errno = 0;
         long long ms = strtoll(lease_opt, &end, 10);
-        if (errno != 0 || end == lease_opt || *end != '\0' || main_lease((double)ms, cfg) != 0) {
+        if (errno != 0 || end == lease_opt || *end != '\0' ||
+            main_ms((double)ms, NODES_LEASE_MIN_MS, NODES_LEASE_MAX_MS, &cfg->lease_ms) != 0) {
             fprintf(stderr, "airlockd: --lease-ms must be an integer from %d to %d\n%s",
                     NODES_LEASE_MIN_MS, NODES_LEASE_MAX_MS, main_usage);
             return 2;
@@ -898,7 +892,8 @@ static int main_options(int argc, char **argv, struct main_config *cfg)
         char *end = NULL;
         errno = 0;
         long long ms = strtoll(poll_opt, &end, 10);
-        if (errno != 0 || end == poll_opt || *end != '\0' || main_poll((double)ms, cfg) != 0) {
+        if (errno != 0 || end == poll_opt || *end != '\0' ||
+            main_ms((double)ms, NODES_POLL_MIN_MS, NODES_POLL_MAX_MS, &cfg->poll_ms) != 0) {
             fprintf(stderr, "airlockd: --poll-ms must be an integer from %d to %d\n%s",
                     NODES_POLL_MIN_MS, NODES_POLL_MAX_MS, main_usage);
             return 2;
