@@ -20,18 +20,26 @@ void api_str(struct buf *b, const char *s)
     json_write_string(b, s, strlen(s));
 }
 
+void api_member(struct buf *b, const char *key, const char *s)
+{
+    buf_append_str(b, key);
+    if (s) {
+        api_str(b, s);
+    } else {
+        buf_append_str(b, "null");
+    }
+}
+
 void api_error_resp(const struct http_request *req, struct http_response *resp, unsigned status,
                     const char *code, const char *message)
 {
     buf_reset(&resp->body);
     resp->status = status;
     resp->content_type = "application/json";
-    buf_append_str(&resp->body, "{\"error\":{\"code\":");
-    api_str(&resp->body, code);
+    api_member(&resp->body, "{\"error\":{\"code\":", code);
     buf_append_str(&resp->body, ",\"message\":");
     json_write_string(&resp->body, message, strnlen(message, 1024));
-    buf_append_str(&resp->body, ",\"request_id\":");
-    api_str(&resp->body, req->request_id);
+    api_member(&resp->body, ",\"request_id\":", req->request_id);
     buf_append_str(&resp->body, "}}\n");
 }
 
@@ -255,10 +263,8 @@ void api_denied(struct api_ctx *ctx, unsigned status, const char *why)
     snprintf(d->why, sizeof d->why, "%s", why);
     d->req = req;
     buf_init(&d->details, 16 * 1024); /* room for 512 bytes of path escaped six times over */
-    buf_append_str(&d->details, "{\"method\":");
-    api_str(&d->details, ctx->method ? ctx->method : req->method);
-    buf_append_str(&d->details, ",\"route\":");
-    api_str(&d->details, ctx->route ? ctx->route : "");
+    api_member(&d->details, "{\"method\":", ctx->method ? ctx->method : req->method);
+    api_member(&d->details, ",\"route\":", ctx->route ? ctx->route : "");
     buf_append_str(&d->details, ",\"path\":");
     /* the path as the client sent it, made well-formed: the audit record must be valid UTF-8 */
     size_t path_len = 0;

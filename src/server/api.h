@@ -112,6 +112,9 @@ void api_store_failed(struct api_ctx *ctx);
 void api_reply(struct api_ctx *ctx, unsigned status);
 /* Appends s as a JSON string. */
 void api_str(struct buf *b, const char *s);
+/* Appends key, the text before a member's value (",\"id\":"), then s as a JSON string, or null
+ * when s is NULL. */
+void api_member(struct buf *b, const char *key, const char *s);
 /* A valid principal or department name: [a-z0-9][a-z0-9._-]{0,63}. */
 int api_name_ok(const char *s);
 /* Records a change through the store's audit append, actor = the caller. details_json is an

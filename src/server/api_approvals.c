@@ -23,57 +23,29 @@
 
 static void api_approval_json(struct buf *b, const struct store_approval *a)
 {
-    buf_append_str(b, "{\"id\":");
-    api_str(b, a->id);
-    buf_append_str(b, ",\"kind\":");
-    api_str(b, a->kind);
-    buf_append_str(b, ",\"status\":");
-    api_str(b, a->status);
-    buf_append_str(b, ",\"run\":");
-    api_str(b, a->run);
+    api_member(b, "{\"id\":", a->id);
+    api_member(b, ",\"kind\":", a->kind);
+    api_member(b, ",\"status\":", a->status);
+    api_member(b, ",\"run\":", a->run);
     if (a->template_name[0]) {
-        buf_append_str(b, ",\"template\":");
-        api_str(b, a->template_name);
+        api_member(b, ",\"template\":", a->template_name);
         buf_printf(b, ",\"version\":%" PRId64, a->version);
     } else {
         buf_append_str(b, ",\"template\":null,\"version\":null");
     }
-    buf_append_str(b, ",\"department\":");
-    api_str(b, a->department);
-    buf_append_str(b, ",\"function\":");
-    if (a->function) {
-        api_str(b, a->function);
-    } else {
-        buf_append_str(b, "null");
-    }
+    api_member(b, ",\"department\":", a->department);
+    api_member(b, ",\"function\":", a->function);
     buf_append_str(b, ",\"args\":");
     if (a->args) {
         json_write_compact(b, a->args, strlen(a->args));
     } else {
         buf_append_str(b, "null");
     }
-    buf_append_str(b, ",\"requested_by\":");
-    api_str(b, a->requested_by);
-    buf_append_str(b, ",\"created\":");
-    api_str(b, a->created);
-    buf_append_str(b, ",\"decided_by\":");
-    if (a->decided_by) {
-        api_str(b, a->decided_by);
-    } else {
-        buf_append_str(b, "null");
-    }
-    buf_append_str(b, ",\"decided\":");
-    if (a->decided) {
-        api_str(b, a->decided);
-    } else {
-        buf_append_str(b, "null");
-    }
-    buf_append_str(b, ",\"comment\":");
-    if (a->comment) {
-        api_str(b, a->comment);
-    } else {
-        buf_append_str(b, "null");
-    }
+    api_member(b, ",\"requested_by\":", a->requested_by);
+    api_member(b, ",\"created\":", a->created);
+    api_member(b, ",\"decided_by\":", a->decided_by);
+    api_member(b, ",\"decided\":", a->decided);
+    api_member(b, ",\"comment\":", a->comment);
     buf_append_str(b, "}");
 }
 
@@ -298,13 +270,10 @@ static enum store_rc api_run_end_unresumable(struct store *s, const struct store
     struct buf d;
     buf_init(&o, 4096);
     buf_init(&d, 4096);
-    buf_append_str(&o, "{\"error\":{\"code\":\"CONFLICT\",\"name\":\"\",\"message\":");
-    api_str(&o, why);
+    api_member(&o, "{\"error\":{\"code\":\"CONFLICT\",\"name\":\"\",\"message\":", why);
     buf_append_str(&o, ",\"stack\":\"\"},\"console\":[],\"stats\":{},\"host_calls\":[]}");
-    buf_append_str(&d, "{\"run\":");
-    api_str(&d, row->id);
-    buf_append_str(&d, ",\"status\":\"failed\",\"error\":{\"code\":\"CONFLICT\",\"message\":");
-    api_str(&d, why);
+    api_member(&d, "{\"run\":", row->id);
+    api_member(&d, ",\"status\":\"failed\",\"error\":{\"code\":\"CONFLICT\",\"message\":", why);
     buf_append_str(&d, "}}");
     enum store_rc rc = o.data && d.data ? s->ops->tx_begin(s) : STORE_ERROR;
     if (rc == STORE_OK) {
@@ -679,19 +648,15 @@ static enum store_rc api_run_deny_start(struct api_ctx *ctx, const struct api_ap
     buf_init(&o, 64 * 1024);
     buf_init(&d, 64 * 1024);
     snprintf(message, sizeof message, comment[0] ? "denied: %s" : "denied", comment);
-    buf_append_str(&o, "{\"error\":{\"code\":\"DENIED\",\"name\":\"\",\"message\":");
-    api_str(&o, message);
+    api_member(&o, "{\"error\":{\"code\":\"DENIED\",\"name\":\"\",\"message\":", message);
     buf_append_str(&o, ",\"stack\":\"\"},\"console\":[],\"stats\":{},\"host_calls\":[]}");
     enum store_rc rc =
             o.data ? s->ops->run_set_status(s, a->run, "awaiting_approval", "denied", o.data)
                    : STORE_ERROR;
     if (rc == STORE_OK) {
-        buf_append_str(&d, "{\"run\":");
-        api_str(&d, a->run);
-        buf_append_str(&d, ",\"status\":\"denied\",\"approval\":");
-        api_str(&d, a->id);
-        buf_append_str(&d, ",\"error\":{\"code\":\"DENIED\",\"message\":");
-        api_str(&d, message);
+        api_member(&d, "{\"run\":", a->run);
+        api_member(&d, ",\"status\":\"denied\",\"approval\":", a->id);
+        api_member(&d, ",\"error\":{\"code\":\"DENIED\",\"message\":", message);
         buf_append_str(&d, "}}");
         rc = d.data ? s->ops->audit_append(s, "airlockd", "run.end", a->run, a->department, d.data,
                                            NULL)
@@ -718,16 +683,11 @@ static int api_approval_store(struct api_ctx *ctx, const struct api_approval_cop
     enum store_rc rc =
             s->ops->approval_decide(s, a->id, gov_approval_state_name(to), ctx->who->name, comment);
     if (rc == STORE_OK) {
-        buf_append_str(&d, "{\"approval\":");
-        api_str(&d, a->id);
-        buf_append_str(&d, ",\"run\":");
-        api_str(&d, a->run);
-        buf_append_str(&d, ",\"kind\":");
-        api_str(&d, a->kind);
-        buf_append_str(&d, ",\"decision\":");
-        api_str(&d, gov_approval_state_name(to));
-        buf_append_str(&d, ",\"comment\":");
-        api_str(&d, comment);
+        api_member(&d, "{\"approval\":", a->id);
+        api_member(&d, ",\"run\":", a->run);
+        api_member(&d, ",\"kind\":", a->kind);
+        api_member(&d, ",\"decision\":", gov_approval_state_name(to));
+        api_member(&d, ",\"comment\":", comment);
         buf_append_str(&d, "}");
         rc = d.data ? api_audit(ctx, approve ? "approval.approve" : "approval.deny", a->id,
                                 a->department, d.data)

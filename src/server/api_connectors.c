@@ -218,20 +218,15 @@ static int api_header_value_ok(const char *s, size_t len)
 
 static void api_connector_json(struct buf *b, const struct store_connector *c)
 {
-    buf_append_str(b, "{\"name\":");
-    api_str(b, c->name);
-    buf_append_str(b, ",\"department\":");
-    api_str(b, c->department);
-    buf_append_str(b, ",\"url\":");
-    api_str(b, c->url);
+    api_member(b, "{\"name\":", c->name);
+    api_member(b, ",\"department\":", c->department);
+    api_member(b, ",\"url\":", c->url);
     buf_append_str(b, ",\"header_names\":");
     buf_append_str(b, c->header_names);
     buf_printf(b, ",\"timeout_ms\":%lld,\"functions\":", (long long)c->timeout_ms);
     buf_append_str(b, c->functions);
-    buf_append_str(b, ",\"created\":");
-    api_str(b, c->created);
-    buf_append_str(b, ",\"created_by\":");
-    api_str(b, c->created_by);
+    api_member(b, ",\"created\":", c->created);
+    api_member(b, ",\"created_by\":", c->created_by);
     buf_append_str(b, "}");
 }
 
@@ -499,10 +494,8 @@ void api_connectors_create(struct api_ctx *ctx)
         goto out;
     }
     /* The audit sees the names of headers, never their values nor the secret. */
-    buf_append_str(&details, "{\"url\":");
-    api_str(&details, url->str);
-    buf_append_str(&details, ",\"department\":");
-    api_str(&details, department->str);
+    api_member(&details, "{\"url\":", url->str);
+    api_member(&details, ",\"department\":", department->str);
     buf_printf(&details, ",\"timeout_ms\":%lld,\"header_names\":", (long long)timeout_ms);
     buf_append_str(&details, names.data);
     buf_append_str(&details, ",\"functions\":");

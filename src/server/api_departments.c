@@ -10,10 +10,8 @@
 
 static void api_department_json(struct buf *b, const struct store_department *d)
 {
-    buf_append_str(b, "{\"name\":");
-    api_str(b, d->name);
-    buf_append_str(b, ",\"autonomy\":");
-    api_str(b, d->autonomy);
+    api_member(b, "{\"name\":", d->name);
+    api_member(b, ",\"autonomy\":", d->autonomy);
     buf_printf(b, ",\"allow_adhoc\":%s,\"created\":", d->allow_adhoc ? "true" : "false");
     api_str(b, d->created);
     buf_append_str(b, "}");
@@ -55,8 +53,7 @@ void api_departments_create(struct api_ctx *ctx)
                   "field \"name\" must match [a-z0-9][a-z0-9._-]{0,63}");
         goto out;
     }
-    buf_append_str(&details, "{\"name\":");
-    api_str(&details, name->str);
+    api_member(&details, "{\"name\":", name->str);
     buf_append_str(&details, ",\"autonomy\":\"autonomous\",\"allow_adhoc\":false}");
     if (s->ops->tx_begin(s) != STORE_OK) {
         api_store_failed(ctx);
@@ -145,8 +142,7 @@ void api_departments_policy(struct api_ctx *ctx)
         if (adhoc) {
             policy.allow_adhoc = adhoc->type == JSON_TRUE;
         }
-        buf_append_str(&details, "{\"autonomy\":");
-        api_str(&details, policy.autonomy);
+        api_member(&details, "{\"autonomy\":", policy.autonomy);
         buf_printf(&details, ",\"allow_adhoc\":%s}", policy.allow_adhoc ? "true" : "false");
         rc = s->ops->department_set_policy(s, dept, policy.autonomy, policy.allow_adhoc);
     }

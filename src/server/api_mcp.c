@@ -79,8 +79,7 @@ static void mcp_tool_error(struct api_ctx *ctx, const char *id, const char *text
     struct buf *b = &ctx->resp->body;
     api_reply(ctx, 200);
     mcp_begin(b, id);
-    buf_append_str(b, ",\"result\":{\"content\":[{\"type\":\"text\",\"text\":");
-    api_str(b, text);
+    api_member(b, ",\"result\":{\"content\":[{\"type\":\"text\",\"text\":", text);
     buf_append_str(b, "}],\"isError\":true}}\n");
 }
 
@@ -461,12 +460,9 @@ static void mcp_tools_list(struct api_ctx *ctx, const char *id)
             mcp_error(ctx, 500, id, MCP_ERR_SERVER, "the store failed");
             goto out;
         }
-        buf_append_str(b, "{\"name\":");
-        api_str(b, t->name);
-        buf_append_str(b, ",\"title\":");
-        api_str(b, t->name);
-        buf_append_str(b, ",\"description\":");
-        api_str(b, t->description);
+        api_member(b, "{\"name\":", t->name);
+        api_member(b, ",\"title\":", t->name);
+        api_member(b, ",\"description\":", t->description);
         buf_append_str(b, ",\"inputSchema\":");
         mcp_put_schema(b, c.input_schema);
         buf_append_str(b, "},");
@@ -661,8 +657,7 @@ static void mcp_tools_call(struct api_ctx *ctx, const char *id, const struct jso
     }
     struct buf body;
     buf_init(&body, MCP_ANSWER_MAX);
-    buf_append_str(&body, "{\"template\":");
-    api_str(&body, name->str);
+    api_member(&body, "{\"template\":", name->str);
     buf_append_str(&body, ",\"input\":");
     if (args) {
         buf_append(&body, args->raw, args->raw_len);

@@ -20,8 +20,7 @@ static int api_grant_item(void *userdata, const struct store_grant *g)
     struct api_list *l = userdata;
     buf_append_str(l->b, l->n++ ? ",{\"role\":" : "{\"role\":");
     api_str(l->b, g->role);
-    buf_append_str(l->b, ",\"department\":");
-    api_str(l->b, g->department);
+    api_member(l->b, ",\"department\":", g->department);
     buf_append_str(l->b, "}");
     return 0;
 }
@@ -31,14 +30,8 @@ static int api_key_item(void *userdata, const struct store_key *k)
     struct api_list *l = userdata;
     buf_append_str(l->b, l->n++ ? ",{\"prefix\":" : "{\"prefix\":");
     api_str(l->b, k->prefix);
-    buf_append_str(l->b, ",\"created\":");
-    api_str(l->b, k->created);
-    buf_append_str(l->b, ",\"revoked\":");
-    if (k->revoked) {
-        api_str(l->b, k->revoked);
-    } else {
-        buf_append_str(l->b, "null");
-    }
+    api_member(l->b, ",\"created\":", k->created);
+    api_member(l->b, ",\"revoked\":", k->revoked);
     buf_append_str(l->b, "}");
     return 0;
 }
@@ -52,12 +45,9 @@ static int api_principal_item(void *userdata, const struct store_principal *p)
     if (l->n++) {
         buf_append_str(l->b, ",");
     }
-    buf_append_str(l->b, "{\"name\":");
-    api_str(l->b, p->name);
-    buf_append_str(l->b, ",\"kind\":");
-    api_str(l->b, p->kind);
-    buf_append_str(l->b, ",\"created\":");
-    api_str(l->b, p->created);
+    api_member(l->b, "{\"name\":", p->name);
+    api_member(l->b, ",\"kind\":", p->kind);
+    api_member(l->b, ",\"created\":", p->created);
     buf_append_str(l->b, ",\"roles\":[");
     if (l->store->ops->role_list(l->store, p->name, api_grant_item, &roles) != STORE_OK) {
         return 1;
@@ -132,8 +122,7 @@ void api_principals_create(struct api_ctx *ctx)
         goto out;
     }
     api_reply(ctx, 201);
-    buf_append_str(&ctx->resp->body, "{\"name\":");
-    api_str(&ctx->resp->body, name->str);
+    api_member(&ctx->resp->body, "{\"name\":", name->str);
     buf_printf(&ctx->resp->body, ",\"kind\":\"%s\",\"key\":\"%s\",\"prefix\":\"%s\"}\n", k, key,
                prefix);
 out:
@@ -193,8 +182,7 @@ void api_principals_key_create(struct api_ctx *ctx)
         goto out;
     }
     api_reply(ctx, 201);
-    buf_append_str(&ctx->resp->body, "{\"principal\":");
-    api_str(&ctx->resp->body, principal);
+    api_member(&ctx->resp->body, "{\"principal\":", principal);
     buf_printf(&ctx->resp->body, ",\"key\":\"%s\",\"prefix\":\"%s\"}\n", key, prefix);
 out:
     OPENSSL_cleanse(key, sizeof key);
@@ -210,8 +198,7 @@ void api_principals_key_revoke(struct api_ctx *ctx)
     if (api_body(ctx, NULL, 0) != 0) {
         goto out;
     }
-    buf_append_str(&details, "{\"prefix\":");
-    api_str(&details, prefix);
+    api_member(&details, "{\"prefix\":", prefix);
     buf_append_str(&details, "}");
     enum store_rc rc = s->ops->tx_begin(s);
     if (rc == STORE_OK) {
@@ -231,10 +218,8 @@ void api_principals_key_revoke(struct api_ctx *ctx)
         goto out;
     }
     api_reply(ctx, 200);
-    buf_append_str(&ctx->resp->body, "{\"principal\":");
-    api_str(&ctx->resp->body, principal);
-    buf_append_str(&ctx->resp->body, ",\"prefix\":");
-    api_str(&ctx->resp->body, prefix);
+    api_member(&ctx->resp->body, "{\"principal\":", principal);
+    api_member(&ctx->resp->body, ",\"prefix\":", prefix);
     buf_append_str(&ctx->resp->body, ",\"revoked\":true}\n");
 out:
     buf_done(&details);
@@ -278,10 +263,8 @@ static void api_principals_role(struct api_ctx *ctx, int grant)
         api_error(ctx, 400, "INVALID_REQUEST", "admin is global: its department must be \"*\"");
         goto out;
     }
-    buf_append_str(&details, "{\"role\":");
-    api_str(&details, role->str);
-    buf_append_str(&details, ",\"department\":");
-    api_str(&details, dept->str);
+    api_member(&details, "{\"role\":", role->str);
+    api_member(&details, ",\"department\":", dept->str);
     buf_append_str(&details, "}");
     rc = s->ops->tx_begin(s);
     if (rc == STORE_OK && grant && !global) {
@@ -316,12 +299,9 @@ static void api_principals_role(struct api_ctx *ctx, int grant)
         goto out;
     }
     api_reply(ctx, grant ? 201 : 200);
-    buf_append_str(&ctx->resp->body, "{\"principal\":");
-    api_str(&ctx->resp->body, principal);
-    buf_append_str(&ctx->resp->body, ",\"role\":");
-    api_str(&ctx->resp->body, role->str);
-    buf_append_str(&ctx->resp->body, ",\"department\":");
-    api_str(&ctx->resp->body, dept->str);
+    api_member(&ctx->resp->body, "{\"principal\":", principal);
+    api_member(&ctx->resp->body, ",\"role\":", role->str);
+    api_member(&ctx->resp->body, ",\"department\":", dept->str);
     buf_append_str(&ctx->resp->body, "}\n");
 out:
     buf_done(&details);

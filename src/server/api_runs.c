@@ -474,12 +474,9 @@ static enum store_rc api_run_start_approval(struct store *s, const struct api_ru
         return rc;
     }
     buf_reset(d);
-    buf_append_str(d, "{\"run\":");
-    api_str(d, st->id);
-    buf_append_str(d, ",\"approval\":");
-    api_str(d, st->approval);
-    buf_append_str(d, ",\"kind\":\"run\",\"template\":");
-    api_str(d, st->template_name);
+    api_member(d, "{\"run\":", st->id);
+    api_member(d, ",\"approval\":", st->approval);
+    api_member(d, ",\"kind\":\"run\",\"template\":", st->template_name);
     buf_printf(d, ",\"version\":%" PRId64 ",\"requested_by\":", st->version);
     api_str(d, st->principal);
     buf_append_str(d, "}");
@@ -512,26 +509,19 @@ static enum store_rc api_run_start_record(struct store *s, void *userdata, struc
     struct buf d;
     buf_init(&d, (size_t)96 << 20);
     rc = s->ops->run_create(s, &row);
-    buf_append_str(&d, "{\"run\":");
-    api_str(&d, st->id);
-    buf_append_str(&d, ",\"template\":");
-    api_str(&d, st->template_name);
+    api_member(&d, "{\"run\":", st->id);
+    api_member(&d, ",\"template\":", st->template_name);
     buf_printf(&d, ",\"version\":%" PRId64 ",\"principal\":", st->version);
     api_str(&d, st->principal);
-    buf_append_str(&d, ",\"approved_by\":");
-    api_str(&d, st->approved_by);
-    buf_append_str(&d, ",\"digest\":");
-    api_str(&d, st->digest);
-    buf_append_str(&d, ",\"autonomy\":");
-    api_str(&d, st->autonomy);
+    api_member(&d, ",\"approved_by\":", st->approved_by);
+    api_member(&d, ",\"digest\":", st->digest);
+    api_member(&d, ",\"autonomy\":", st->autonomy);
     buf_append_str(&d, ",");
     runs_put_bounded(&d, "input", st->input, strlen(st->input));
     if (st->adhoc) {
         /* an ad-hoc run's whole source is audited */
-        buf_append_str(&d, ",\"source\":");
-        api_str(&d, st->source);
-        buf_append_str(&d, ",\"language\":");
-        api_str(&d, st->language);
+        api_member(&d, ",\"source\":", st->source);
+        api_member(&d, ",\"language\":", st->language);
         buf_append_str(&d, ",\"functions\":");
         json_write_compact(&d, st->functions, strlen(st->functions));
     }
@@ -1012,10 +1002,8 @@ static int api_run_list_fn(void *userdata, const struct store_run *row)
     if (l->rc == STORE_OK && !fits && l->n == 0) {
         /* one run too large for a page on its own: listed by name, so paging goes on past it */
         buf_reset(&item);
-        buf_append_str(&item, "{\"id\":");
-        api_str(&item, row->id);
-        buf_append_str(&item, ",\"status\":");
-        api_str(&item, row->status);
+        api_member(&item, "{\"id\":", row->id);
+        api_member(&item, ",\"status\":", row->status);
         buf_append_str(&item, ",\"truncated\":true}");
         fits = 1;
     }
@@ -1130,12 +1118,9 @@ static enum store_rc api_run_close_approvals(struct api_ctx *ctx, const char *ru
         struct buf d;
         buf_init(&d, 4096);
         rc = s->ops->approval_decide(s, l.ids[i], "cancelled", "airlockd", why);
-        buf_append_str(&d, "{\"approval\":");
-        api_str(&d, l.ids[i]);
-        buf_append_str(&d, ",\"run\":");
-        api_str(&d, run);
-        buf_append_str(&d, ",\"reason\":");
-        api_str(&d, why);
+        api_member(&d, "{\"approval\":", l.ids[i]);
+        api_member(&d, ",\"run\":", run);
+        api_member(&d, ",\"reason\":", why);
         buf_append_str(&d, "}");
         if (rc == STORE_OK) {
             rc = d.data ? s->ops->audit_append(s, "airlockd", "approval.cancel", l.ids[i],
@@ -1254,8 +1239,7 @@ static enum store_rc api_run_cancel_stored(struct api_ctx *ctx, const char *id,
     struct buf d;
     buf_init(&outcome, 64 * 1024);
     buf_init(&d, 64 * 1024);
-    buf_append_str(&outcome, "{\"error\":{\"code\":\"ABORTED\",\"name\":\"\",\"message\":");
-    api_str(&outcome, why);
+    api_member(&outcome, "{\"error\":{\"code\":\"ABORTED\",\"name\":\"\",\"message\":", why);
     buf_append_str(&outcome, ",\"stack\":\"\"}}");
     enum store_rc rc = !outcome.data ? STORE_ERROR
                        : found == API_RUN_QUEUED
@@ -1285,18 +1269,15 @@ static enum store_rc api_run_cancel_stored(struct api_ctx *ctx, const char *id,
         rc = s->ops->notify(s, STORE_CHANNEL_CANCEL, id);
     }
     if (rc == STORE_OK) {
-        buf_append_str(&d, "{\"run\":");
-        api_str(&d, id);
-        buf_append_str(&d, ",\"reason\":");
-        api_str(&d, why);
+        api_member(&d, "{\"run\":", id);
+        api_member(&d, ",\"reason\":", why);
         buf_append_str(&d, "}");
         rc = d.data ? api_audit(ctx, "run.cancel", id, department, d.data) : STORE_ERROR;
     }
     if (rc == STORE_OK && waiting) {
         /* a run that executes gets its run.end from the writer; one that waited ends here */
         buf_reset(&d);
-        buf_append_str(&d, "{\"run\":");
-        api_str(&d, id);
+        api_member(&d, "{\"run\":", id);
         buf_append_str(&d,
                        ",\"status\":\"cancelled\",\"error\":{\"code\":\"ABORTED\",\"message\":");
         api_str(&d, why);

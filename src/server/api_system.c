@@ -21,8 +21,8 @@ void api_system_readyz(struct api_ctx *ctx)
 {
     if (ctx->store->ops->ping(ctx->store) != STORE_OK) {
         api_reply(ctx, 503);
-        buf_append_str(&ctx->resp->body, "{\"status\":\"unavailable\",\"reason\":");
-        api_str(&ctx->resp->body, ctx->store->ops->errmsg(ctx->store));
+        api_member(&ctx->resp->body,
+                   "{\"status\":\"unavailable\",\"reason\":", ctx->store->ops->errmsg(ctx->store));
         buf_append_str(&ctx->resp->body, "}\n");
         return;
     }

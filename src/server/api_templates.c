@@ -144,16 +144,12 @@ static void tpl_str_or_null(struct buf *b, const char *s)
 
 static void tpl_version_summary(struct buf *b, const struct store_version *v)
 {
-    buf_append_str(b, "{\"template\":");
-    api_str(b, v->template_name);
+    api_member(b, "{\"template\":", v->template_name);
     buf_printf(b, ",\"version\":%" PRId64 ",\"state\":", v->version);
     api_str(b, v->state);
-    buf_append_str(b, ",\"digest\":");
-    api_str(b, v->digest);
-    buf_append_str(b, ",\"author\":");
-    api_str(b, v->author);
-    buf_append_str(b, ",\"created\":");
-    api_str(b, v->created);
+    api_member(b, ",\"digest\":", v->digest);
+    api_member(b, ",\"author\":", v->author);
+    api_member(b, ",\"created\":", v->created);
     buf_append_str(b, "}");
 }
 
@@ -175,22 +171,15 @@ static void tpl_version_json(struct buf *b, const struct store_version *v)
         { "revoked_by", v->revoked_by },
         { "revoke_reason", v->revoke_reason },
     };
-    buf_append_str(b, "{\"template\":");
-    api_str(b, v->template_name);
+    api_member(b, "{\"template\":", v->template_name);
     buf_printf(b, ",\"version\":%" PRId64 ",\"department\":", v->version);
     api_str(b, v->department);
-    buf_append_str(b, ",\"state\":");
-    api_str(b, v->state);
-    buf_append_str(b, ",\"digest\":");
-    api_str(b, v->digest);
-    buf_append_str(b, ",\"author\":");
-    api_str(b, v->author);
-    buf_append_str(b, ",\"created\":");
-    api_str(b, v->created);
-    buf_append_str(b, ",\"language\":");
-    api_str(b, v->language);
-    buf_append_str(b, ",\"autonomy\":");
-    api_str(b, v->autonomy);
+    api_member(b, ",\"state\":", v->state);
+    api_member(b, ",\"digest\":", v->digest);
+    api_member(b, ",\"author\":", v->author);
+    api_member(b, ",\"created\":", v->created);
+    api_member(b, ",\"language\":", v->language);
+    api_member(b, ",\"autonomy\":", v->autonomy);
     /* stored compact by this file: valid JSON */
     buf_printf(b, ",\"functions\":%s,\"limits\":%s,\"input_schema\":%s,\"source\":", v->functions,
                v->limits, v->input_schema);
@@ -234,16 +223,11 @@ static enum store_rc tpl_template_json(struct store *s, struct buf *b,
                                        const struct gov_principal *reader, int *ret_n)
 {
     struct tpl_versions l = { b, 0, reader };
-    buf_append_str(b, "{\"name\":");
-    api_str(b, t->name);
-    buf_append_str(b, ",\"department\":");
-    api_str(b, t->department);
-    buf_append_str(b, ",\"description\":");
-    api_str(b, t->description);
-    buf_append_str(b, ",\"created\":");
-    api_str(b, t->created);
-    buf_append_str(b, ",\"created_by\":");
-    api_str(b, t->created_by);
+    api_member(b, "{\"name\":", t->name);
+    api_member(b, ",\"department\":", t->department);
+    api_member(b, ",\"description\":", t->description);
+    api_member(b, ",\"created\":", t->created);
+    api_member(b, ",\"created_by\":", t->created_by);
     buf_append_str(b, ",\"versions\":[");
     enum store_rc rc = s->ops->version_list(s, t->name, tpl_version_item, &l);
     buf_append_str(b, "]}");
@@ -396,12 +380,9 @@ static int tpl_create_store(struct api_ctx *ctx, const char *name, const char *d
     struct store *s = ctx->store;
     struct buf details;
     buf_init(&details, 16 * 1024);
-    buf_append_str(&details, "{\"template\":");
-    api_str(&details, name);
-    buf_append_str(&details, ",\"department\":");
-    api_str(&details, department);
-    buf_append_str(&details, ",\"description\":");
-    api_str(&details, description);
+    api_member(&details, "{\"template\":", name);
+    api_member(&details, ",\"department\":", department);
+    api_member(&details, ",\"description\":", description);
     buf_append_str(&details, "}");
     if (s->ops->tx_begin(s) != STORE_OK) {
         buf_done(&details);
@@ -705,10 +686,8 @@ static int tpl_draft_check(struct api_ctx *ctx, struct tpl_draft *d)
         return -1;
     }
     /* the content the digest covers, in a form jcs sorts */
-    buf_append_str(&d->content, "{\"source\":");
-    api_str(&d->content, d->source->str);
-    buf_append_str(&d->content, ",\"language\":");
-    api_str(&d->content, d->lang);
+    api_member(&d->content, "{\"source\":", d->source->str);
+    api_member(&d->content, ",\"language\":", d->lang);
     buf_append_str(&d->content, ",\"input_schema\":");
     buf_append(&d->content, d->schema_text.data, d->schema_text.len);
     buf_printf(&d->content, ",\"functions\":%s,\"autonomy\":\"%s\",\"limits\":%s}", d->funcs.data,
@@ -744,8 +723,7 @@ static int tpl_draft_check(struct api_ctx *ctx, struct tpl_draft *d)
 static int tpl_draft_details(struct api_ctx *ctx, const struct tpl_info *ti,
                              const struct tpl_draft *d, int64_t number, struct buf *out)
 {
-    buf_append_str(out, "{\"template\":");
-    api_str(out, ti->name);
+    api_member(out, "{\"template\":", ti->name);
     buf_printf(out, ",\"version\":%" PRId64 ",\"digest\":\"%s\",", number, d->digest);
     buf_append(out, d->content.data + 1, d->content.len - 1);
     if (out->len > TPL_AUDIT_MAX) {
@@ -912,8 +890,7 @@ static enum store_rc tpl_move_store(struct api_ctx *ctx, const struct tpl_move_r
     buf_init(&details, 16 * 1024);
     enum store_rc rc =
             s->ops->version_set_state(s, q->ti.name, q->number, from, to, ctx->who->name, q->note);
-    buf_append_str(&details, "{\"template\":");
-    api_str(&details, q->ti.name);
+    api_member(&details, "{\"template\":", q->ti.name);
     buf_printf(&details, ",\"version\":%" PRId64 ",\"digest\":\"%s\",\"from\":\"%s\",\"to\":\"%s\"",
                q->number, cur->digest, from, to);
     if (q->note_field) {
@@ -1422,8 +1399,7 @@ static void tpl_diff_reply(struct api_ctx *ctx, const struct tpl_info *ti, int64
         goto out;
     }
     api_reply(ctx, 200);
-    buf_append_str(b, "{\"template\":");
-    api_str(b, ti->name);
+    api_member(b, "{\"template\":", ti->name);
     buf_printf(b, ",\"version\":%" PRId64 ",\"from\":", number);
     if (from) {
         buf_printf(b, "%" PRId64, from);
