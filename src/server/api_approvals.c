@@ -289,8 +289,6 @@ static enum store_rc api_run_end_unresumable(struct store *s, const struct store
         rc = s->ops->audit_append(s, "airlockd", "run.end", row->id, row->department, d.data, NULL);
     }
     rc = api_tx_end(s, rc);
-    if (rc != STORE_OK) {
-    }
     buf_done(&o);
     buf_done(&d);
     return rc == STORE_CONFLICT ? STORE_OK : rc;
@@ -613,8 +611,6 @@ enum store_rc api_run_resume(struct writer_tx *tx, const unsigned char *secret_k
                 rc = s->ops->notify(s, STORE_CHANNEL_QUEUE, run_id);
             }
             rc = api_tx_end(s, rc);
-            if (rc != STORE_OK) {
-            }
             if (rc == STORE_OK) {
                 api_after_commit(tx, api_kick, runs); /* told once the queue holds it */
             } else if (rc == STORE_CONFLICT) {
