@@ -133,15 +133,6 @@ static int64_t tpl_version_number(const char *s)
 
 /* ---------------------------------------------------------------- JSON of rows */
 
-static void tpl_str_or_null(struct buf *b, const char *s)
-{
-    if (s) {
-        api_str(b, s);
-    } else {
-        buf_append_str(b, "null");
-    }
-}
-
 static void tpl_version_summary(struct buf *b, const struct store_version *v)
 {
     api_member(b, "{\"template\":", v->template_name);
@@ -155,22 +146,6 @@ static void tpl_version_summary(struct buf *b, const struct store_version *v)
 
 static void tpl_version_json(struct buf *b, const struct store_version *v)
 {
-    const struct {
-        const char *key;
-        const char *value;
-    } opt[] = {
-        { "submitted", v->submitted },
-        { "submitted_by", v->submitted_by },
-        { "approved", v->approved },
-        { "approved_by", v->approved_by },
-        { "approve_comment", v->approve_comment },
-        { "rejected", v->rejected },
-        { "rejected_by", v->rejected_by },
-        { "reject_comment", v->reject_comment },
-        { "revoked", v->revoked },
-        { "revoked_by", v->revoked_by },
-        { "revoke_reason", v->revoke_reason },
-    };
     api_member(b, "{\"template\":", v->template_name);
     buf_printf(b, ",\"version\":%" PRId64 ",\"department\":", v->version);
     api_str(b, v->department);
@@ -184,10 +159,17 @@ static void tpl_version_json(struct buf *b, const struct store_version *v)
     buf_printf(b, ",\"functions\":%s,\"limits\":%s,\"input_schema\":%s,\"source\":", v->functions,
                v->limits, v->input_schema);
     api_str(b, v->source);
-    for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++) {
-        buf_printf(b, ",\"%s\":", opt[i].key);
-        tpl_str_or_null(b, opt[i].value);
-    }
+    api_member(b, ",\"submitted\":", v->submitted);
+    api_member(b, ",\"submitted_by\":", v->submitted_by);
+    api_member(b, ",\"approved\":", v->approved);
+    api_member(b, ",\"approved_by\":", v->approved_by);
+    api_member(b, ",\"approve_comment\":", v->approve_comment);
+    api_member(b, ",\"rejected\":", v->rejected);
+    api_member(b, ",\"rejected_by\":", v->rejected_by);
+    api_member(b, ",\"reject_comment\":", v->reject_comment);
+    api_member(b, ",\"revoked\":", v->revoked);
+    api_member(b, ",\"revoked_by\":", v->revoked_by);
+    api_member(b, ",\"revoke_reason\":", v->revoke_reason);
     buf_append_str(b, "}");
 }
 
@@ -895,7 +877,7 @@ static enum store_rc tpl_move_store(struct api_ctx *ctx, const struct tpl_move_r
                q->number, cur->digest, from, to);
     if (q->note_field) {
         buf_printf(&details, ",\"%s\":", q->note_field);
-        tpl_str_or_null(&details, q->note);
+        api_member(&details, "", q->note);
     }
     buf_append_str(&details, "}");
     snprintf(action, sizeof action, "version.%s", gov_version_action_name(q->action));
