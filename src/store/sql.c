@@ -401,6 +401,28 @@ enum store_rc sql_audit_append_checkpoint(struct sql_store *q, int64_t seq, cons
     return rc;
 }
 
+enum store_rc sql_audit_checkpoint_in(struct sql_store *q, int append, struct store_checkpoint *ret)
+{
+    char hash[AUDIT_HASH_HEX_LEN + 1];
+    int64_t seq = 0;
+    int sealed = 0;
+    enum store_rc rc = sql_audit_head(q, &seq, hash, &sealed);
+    if (rc == STORE_OK && seq == 0) {
+        rc = STORE_NOT_FOUND;
+    }
+    if (rc == STORE_OK && append && !sealed) {
+        struct store_checkpoint cp;
+        rc = sql_audit_append_checkpoint(q, seq, hash, &cp);
+        if (rc == STORE_OK) {
+            rc = sql_audit_head(q, &seq, hash, NULL);
+        }
+    }
+    if (rc == STORE_OK) {
+        rc = sql_audit_sign(q, seq, hash, ret);
+    }
+    return rc;
+}
+
 struct sql_chain {
     struct sql_store *q;
     char prev[AUDIT_HASH_HEX_LEN + 1];

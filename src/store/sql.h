@@ -105,6 +105,10 @@ enum store_rc sql_audit_sign(struct sql_store *q, int64_t seq, const char *hash,
 /* Signs (seq, hash) into *ret and appends the checkpoint record of it (db->audit_insert). */
 enum store_rc sql_audit_append_checkpoint(struct sql_store *q, int64_t seq, const char *hash,
                                           struct store_checkpoint *ret);
+/* store_ops.audit_checkpoint inside the backend's savepoint or transaction, which keeps other
+ * appends out: NOT_FOUND for an empty log. */
+enum store_rc sql_audit_checkpoint_in(struct sql_store *q, int append,
+                                      struct store_checkpoint *ret);
 /* Chains the records written before 0002_audit_chain (no prev, hash or line), in seq order; the
  * caller holds a transaction. */
 enum store_rc sql_audit_chain_legacy(struct sql_store *q);

@@ -490,34 +490,17 @@ static enum store_rc sqlite_audit_checkpoint(struct store *s, int append,
                                              struct store_checkpoint *ret)
 {
     struct sqlite_store *st = sqlite_of(s);
-    char hash[AUDIT_HASH_HEX_LEN + 1];
-    int64_t seq = 0;
-    int sealed = 0;
     enum store_rc rc = sqlite_savepoint(st, "SAVEPOINT audit_checkpoint");
-    if (rc != STORE_OK) {
-        return rc;
-    }
-    rc = sql_audit_head(&st->sql, &seq, hash, &sealed);
-    if (rc == STORE_OK && seq == 0) {
-        rc = STORE_NOT_FOUND;
-    }
-    if (rc == STORE_OK && append && !sealed) {
-        struct store_checkpoint cp;
-        rc = sql_audit_append_checkpoint(&st->sql, seq, hash, &cp);
+    if (rc == STORE_OK) {
+        rc = sql_audit_checkpoint_in(&st->sql, append, ret);
         if (rc == STORE_OK) {
-            rc = sql_audit_head(&st->sql, &seq, hash, NULL);
+            rc = sqlite_savepoint(st, "RELEASE audit_checkpoint");
         }
-    }
-    if (rc == STORE_OK) {
-        rc = sql_audit_sign(&st->sql, seq, hash, ret);
-    }
-    if (rc == STORE_OK) {
-        rc = sqlite_savepoint(st, "RELEASE audit_checkpoint");
-    }
-    if (rc != STORE_OK) {
-        st->head_known = 0;
-        sqlite3_exec(st->db, "ROLLBACK TO audit_checkpoint; RELEASE audit_checkpoint", NULL, NULL,
-                     NULL);
+        if (rc != STORE_OK) {
+            st->head_known = 0;
+            sqlite3_exec(st->db, "ROLLBACK TO audit_checkpoint; RELEASE audit_checkpoint", NULL,
+                         NULL, NULL);
+        }
     }
     return rc;
 }
