@@ -527,26 +527,10 @@ static enum store_rc pg_audit_append(struct store *s, const char *actor, const c
 static enum store_rc pg_audit_checkpoint(struct store *s, int append, struct store_checkpoint *ret)
 {
     struct pg_store *st = pg_of(s);
-    char hash[AUDIT_HASH_HEX_LEN + 1];
-    int64_t seq = 0;
-    int sealed = 0;
     int own = 0;
     enum store_rc rc = pg_audit_open(st, &own);
     if (rc == STORE_OK) {
-        rc = sql_audit_head(&st->sql, &seq, hash, &sealed);
-    }
-    if (rc == STORE_OK && seq == 0) {
-        rc = STORE_NOT_FOUND;
-    }
-    if (rc == STORE_OK && append && !sealed) {
-        struct store_checkpoint cp;
-        rc = sql_audit_append_checkpoint(&st->sql, seq, hash, &cp);
-        if (rc == STORE_OK) {
-            rc = sql_audit_head(&st->sql, &seq, hash, NULL);
-        }
-    }
-    if (rc == STORE_OK) {
-        rc = sql_audit_sign(&st->sql, seq, hash, ret);
+        rc = sql_audit_checkpoint_in(&st->sql, append, ret);
     }
     return pg_audit_close(st, own, rc);
 }
@@ -1096,39 +1080,40 @@ out:
     return rc;
 }
 
+/* Connects st to url (pg_params with `listener`) and sets up its session; `what` names a
+ * connection refused in st's errmsg. */
+static enum store_rc pg_connect(struct pg_store *st, const char *url, const char *listener,
+                                const char *what)
+{
+    const char *keys[PG_PARAMS];
+    const char *values[PG_PARAMS];
+    st->sql.base.ops = &pg_ops;
+    st->sql.db = &pg_sql;
+    pg_params(url, listener, keys, values);
+    st->url = strdup(url);
+    st->conn = st->url ? PQconnectdbParams(keys, values, 1) : NULL;
+    if (!st->conn) {
+        snprintf(st->sql.errmsg, sizeof st->sql.errmsg, "postgres: out of memory");
+        return STORE_ERROR;
+    }
+    PQsetNoticeProcessor(st->conn, pg_notice, NULL);
+    if (PQstatus(st->conn) != CONNECTION_OK) {
+        return pg_fail(st, what);
+    }
+    return pg_session(st);
+}
+
 enum store_rc store_postgres_open(const char *url, struct store **ret_store, char *errmsg)
 {
-    enum store_rc rc = STORE_ERROR;
     struct pg_store *st = calloc(1, sizeof *st);
     if (!st) {
         snprintf(errmsg, STORE_ERRMSG_MAX, "out of memory");
         return STORE_ERROR;
     }
-    st->sql.base.ops = &pg_ops;
-    st->sql.db = &pg_sql;
-    const char *keys[PG_PARAMS];
-    const char *values[PG_PARAMS];
-    pg_params(url, NULL, keys, values);
-    st->url = strdup(url);
-    st->conn = st->url ? PQconnectdbParams(keys, values, 1) : NULL;
-    if (!st->conn) {
-        snprintf(st->sql.errmsg, sizeof st->sql.errmsg, "postgres: out of memory");
-        goto out;
-    }
-    PQsetNoticeProcessor(st->conn, pg_notice, NULL);
-    if (PQstatus(st->conn) != CONNECTION_OK) {
-        pg_fail(st, "cannot connect");
-        goto out;
-    }
-    if (pg_session(st) != STORE_OK || pg_migrate(st) != STORE_OK) {
-        goto out;
-    }
-    rc = STORE_OK;
-out:
-    if (rc != STORE_OK) {
+    if (pg_connect(st, url, NULL, "cannot connect") != STORE_OK || pg_migrate(st) != STORE_OK) {
         snprintf(errmsg, STORE_ERRMSG_MAX, "%s", st->sql.errmsg);
         pg_close(&st->sql.base);
-        return rc;
+        return STORE_ERROR;
     }
     *ret_store = &st->sql.base;
     return STORE_OK;
@@ -1139,27 +1124,15 @@ out:
 static enum store_rc pg_open_reader(struct store *s, struct store **ret)
 {
     struct pg_store *w = pg_of(s);
-    const char *keys[PG_PARAMS];
-    const char *values[PG_PARAMS];
     struct pg_store *st = calloc(1, sizeof *st);
     if (!st) {
         snprintf(w->sql.errmsg, sizeof w->sql.errmsg, "postgres: out of memory");
         return STORE_ERROR;
     }
-    st->sql.base.ops = &pg_ops;
-    st->sql.db = &pg_sql;
     st->reader = 1;
-    st->url = strdup(w->url);
-    pg_params(w->url, "airlockd-reader", keys, values);
-    st->conn = st->url ? PQconnectdbParams(keys, values, 1) : NULL;
-    enum store_rc rc = STORE_ERROR;
-    if (!st->conn) {
-        snprintf(st->sql.errmsg, sizeof st->sql.errmsg, "postgres: out of memory");
-    } else if (PQsetNoticeProcessor(st->conn, pg_notice, NULL),
-               PQstatus(st->conn) != CONNECTION_OK) {
-        pg_fail(st, "cannot connect a reader");
-    } else if (pg_session(st) == STORE_OK) {
-        rc = w->sql.audit_key ? sql_audit_set_key(&st->sql.base, w->sql.audit_key) : STORE_OK;
+    enum store_rc rc = pg_connect(st, w->url, "airlockd-reader", "cannot connect a reader");
+    if (rc == STORE_OK && w->sql.audit_key) {
+        rc = sql_audit_set_key(&st->sql.base, w->sql.audit_key);
     }
     if (rc != STORE_OK) {
         snprintf(w->sql.errmsg, sizeof w->sql.errmsg, "%s", st->sql.errmsg);
