@@ -1369,9 +1369,11 @@ void api_runs_cancel(struct api_ctx *ctx)
 struct api_run_ids {
     size_t n;
     size_t cap;
-    char (*ids)[RUNS_ID_LEN + 1];
-    char (*departments)[STORE_NAME_MAX + 1];
-    int *waiting;
+    struct api_run_id {
+        char id[RUNS_ID_LEN + 1];
+        char department[STORE_NAME_MAX + 1];
+        enum api_run_found waiting;
+    } * rows;
     const char *template_name;
     int64_t version;
 };
@@ -1385,26 +1387,17 @@ static int api_run_ids_fn(void *userdata, const struct store_run *row)
     }
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 8;
-        void *ids = realloc(l->ids, cap * sizeof *l->ids);
-        if (ids) {
-            l->ids = ids;
-        }
-        void *depts = realloc(l->departments, cap * sizeof *l->departments);
-        if (depts) {
-            l->departments = depts;
-        }
-        void *waiting = realloc(l->waiting, cap * sizeof *l->waiting);
-        if (waiting) {
-            l->waiting = waiting;
-        }
-        if (!ids || !depts || !waiting) {
+        struct api_run_id *rows = realloc(l->rows, cap * sizeof *rows);
+        if (!rows) {
             return 1;
         }
+        l->rows = rows;
         l->cap = cap;
     }
-    snprintf(l->ids[l->n], RUNS_ID_LEN + 1, "%s", row->id);
-    snprintf(l->departments[l->n], STORE_NAME_MAX + 1, "%s", row->department);
-    l->waiting[l->n] = (int)api_run_found_as(state);
+    struct api_run_id *r = &l->rows[l->n];
+    snprintf(r->id, sizeof r->id, "%s", row->id);
+    snprintf(r->department, sizeof r->department, "%s", row->department);
+    r->waiting = api_run_found_as(state);
     l->n++;
     return 0;
 }
@@ -1423,12 +1416,9 @@ enum store_rc api_version_revoking(struct api_ctx *ctx, const char *template_nam
     api_revoke_why(why, sizeof why, template_name, version);
     enum store_rc rc = s->ops->run_list(s, &f, api_run_ids_fn, &l);
     for (size_t i = 0; i < l.n && rc == STORE_OK; i++) {
-        rc = api_run_cancel_stored(ctx, l.ids[i], l.departments[i], why,
-                                   (enum api_run_found)l.waiting[i]);
+        rc = api_run_cancel_stored(ctx, l.rows[i].id, l.rows[i].department, why, l.rows[i].waiting);
     }
-    free(l.ids);
-    free(l.departments);
-    free(l.waiting);
+    free(l.rows);
     return rc;
 }
 

@@ -112,10 +112,12 @@ int nodes_id(const char *data_dir, char *ret, struct al_error *reterr)
 struct nodes_runs {
     size_t n;
     size_t cap;
-    char (*ids)[RUNS_ID_LEN + 1];
-    char (*departments)[STORE_NAME_MAX + 1];
-    int64_t *created_ms;
-    char (*cancels)[NODES_WHY_MAX]; /* a cancelled run's reason; "" for a running one */
+    struct nodes_run {
+        char id[RUNS_ID_LEN + 1];
+        char department[STORE_NAME_MAX + 1];
+        int64_t created_ms;
+        char cancel[NODES_WHY_MAX]; /* a cancelled run's reason; "" for a running one */
+    } * rows;
 };
 
 /* The reason a cancel stored in a run's outcome (its error's message). */
@@ -139,33 +141,20 @@ static int nodes_runs_fn(void *userdata, const struct store_run *row)
     struct nodes_runs *l = userdata;
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 16;
-        char(*ids)[RUNS_ID_LEN + 1] = realloc(l->ids, cap * sizeof *ids);
-        if (ids) {
-            l->ids = ids;
-        }
-        char(*deps)[STORE_NAME_MAX + 1] = realloc(l->departments, cap * sizeof *deps);
-        if (deps) {
-            l->departments = deps;
-        }
-        int64_t *created = realloc(l->created_ms, cap * sizeof *created);
-        if (created) {
-            l->created_ms = created;
-        }
-        char(*cancels)[NODES_WHY_MAX] = realloc(l->cancels, cap * sizeof *cancels);
-        if (cancels) {
-            l->cancels = cancels;
-        }
-        if (!ids || !deps || !created || !cancels) {
+        struct nodes_run *rows = realloc(l->rows, cap * sizeof *rows);
+        if (!rows) {
             return 1;
         }
+        l->rows = rows;
         l->cap = cap;
     }
-    snprintf(l->ids[l->n], sizeof l->ids[0], "%s", row->id);
-    snprintf(l->departments[l->n], sizeof l->departments[0], "%s", row->department);
-    l->created_ms[l->n] = runs_time_ms(row->created);
-    l->cancels[l->n][0] = '\0';
+    struct nodes_run *r = &l->rows[l->n];
+    snprintf(r->id, sizeof r->id, "%s", row->id);
+    snprintf(r->department, sizeof r->department, "%s", row->department);
+    r->created_ms = runs_time_ms(row->created);
+    r->cancel[0] = '\0';
     if (strcmp(row->status, "cancelled") == 0) {
-        nodes_cancel_why(row->outcome, l->cancels[l->n], sizeof l->cancels[0]);
+        nodes_cancel_why(row->outcome, r->cancel, sizeof r->cancel);
     }
     l->n++;
     return 0;
@@ -350,8 +339,9 @@ int nodes_recover(struct store *s, const char *node, const char *reason, int *re
     enum store_rc rc = s->ops->run_list_on_node(s, node, nodes_runs_fn, &l);
     for (size_t i = 0; i < l.n && rc == STORE_OK; i++) {
         int again = 0;
-        rc = nodes_take_over(s, l.ids[i], l.departments[i], l.created_ms[i], node, reason,
-                             l.cancels[i][0] ? l.cancels[i] : NULL, &again);
+        const struct nodes_run *r = &l.rows[i];
+        rc = nodes_take_over(s, r->id, r->department, r->created_ms, node, reason,
+                             r->cancel[0] ? r->cancel : NULL, &again);
         if (rc == STORE_CONFLICT) {
             rc = STORE_OK; /* ended, or taken over by another node, meanwhile */
         } else if (rc == STORE_OK) {
@@ -359,10 +349,7 @@ int nodes_recover(struct store *s, const char *node, const char *reason, int *re
             retried += again;
         }
     }
-    free(l.ids);
-    free(l.departments);
-    free(l.created_ms);
-    free(l.cancels);
+    free(l.rows);
     if (ret_retried) {
         *ret_retried = retried;
     }
