@@ -23,7 +23,11 @@
  *   PG_AUDIT_LOCK from the read of the head to the end of its transaction, so appends from any
  *   connection (later, any node) are serialised; a row lock of the head would not do, since an
  *   empty log has no row to lock and a waiter would chain to the head it read before waiting.
- *   The primary key on seq stays behind it: two records never share a number.
+ *   The primary key on seq stays behind it: two records never share a number. Every
+ *   transaction takes that lock first, at BEGIN: a transaction that changed a row and then
+ *   appended would otherwise wait for the lock while another node's, holding it since its first
+ *   append, waited for that row (a deadlock PostgreSQL ends by failing one). The writer's
+ *   batches append nearly always, so taking it first serialises nothing that was not already.
  * - Reconnect: a broken connection is reset (PQreset) at the next operation, statements are
  *   prepared again; inside a transaction it is not, since the transaction is gone: every call
  *   fails until tx_rollback (or a failed tx_commit) ends it.
@@ -305,6 +309,8 @@ static enum store_rc pg_exec_once(struct pg_store *st, const char *sql)
     return rc;
 }
 
+static void pg_tx_rollback(struct store *s);
+
 /* A transaction, or inside one a savepoint (txN for depth N): a caller's transaction nests
  * inside the writer's batch, and a failed statement in it dooms only its savepoint. */
 static enum store_rc pg_tx_begin(struct store *s)
@@ -319,6 +325,13 @@ static enum store_rc pg_tx_begin(struct store *s)
     enum store_rc rc = pg_exec_once(st, sql);
     if (rc == STORE_OK) {
         st->depth++;
+        if (st->depth == 1) { /* the audit lock before any row: the comment at the top */
+            rc = pg_exec(&st->sql, "SELECT pg_advisory_xact_lock(" PG_AUDIT_LOCK ")", 0, NULL,
+                         NULL);
+            if (rc != STORE_OK) {
+                pg_tx_rollback(s); /* a failed tx_begin leaves no transaction */
+            }
+        }
     }
     return rc;
 }

@@ -1309,6 +1309,104 @@ static void test_store_postgres_one_chain_across_connections(void **state)
     assert_int_equal(c.n, 900);
 }
 
+/* PostgreSQL only (nodes share it): a transaction that changes a run's row and then appends
+ * (a cancel) meets another node's that appended first and then changes the same row (its
+ * writer's batch). Both must commit; before every transaction took the audit lock at BEGIN,
+ * they waited for each other and PostgreSQL failed one as a deadlock. */
+struct crossing {
+    struct store *s;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int row_held, appended;
+    enum store_rc rc;
+};
+
+static void crossing_signal(struct crossing *c, int *flag)
+{
+    pthread_mutex_lock(&c->mu);
+    *flag = 1;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Waits for *flag up to 3 s: with the lock taken at BEGIN the other side cannot get there
+ * before this one commits, and this side goes on without it. */
+static void crossing_wait(struct crossing *c, const int *flag)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 3;
+    pthread_mutex_lock(&c->mu);
+    while (!*flag && pthread_cond_timedwait(&c->cv, &c->mu, &until) == 0) {
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void *row_then_append(void *arg)
+{
+    struct crossing *c = arg;
+    struct store *s = c->s;
+    enum store_rc rc = s->ops->tx_begin(s);
+    if (rc == STORE_OK) {
+        rc = s->ops->run_set_node(s, "run_x", "node-a");
+    }
+    crossing_signal(c, &c->row_held);
+    crossing_wait(c, &c->appended);
+    if (rc == STORE_OK) {
+        rc = s->ops->audit_append(s, "airlockd", "run.cancel", "run_x", NULL, "{}", NULL);
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->tx_commit(s);
+    }
+    if (rc != STORE_OK) {
+        s->ops->tx_rollback(s);
+    }
+    c->rc = rc;
+    return NULL;
+}
+
+static void test_store_postgres_row_and_audit_never_deadlock(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    struct crossing c = { .rc = STORE_ERROR };
+    char err[STORE_ERRMSG_MAX];
+    pthread_t other;
+    struct store_run r = { .id = "run_x", .template_name = "", .department = "finance",
+                           .principal = "agent", .status = "running", .input = "{}",
+                           .source = "return 1", .language = "js", .functions = "[]" };
+    assert_int_equal(s->ops->run_create(s, &r), STORE_OK);
+    assert_int_equal(store_open(f, &c.s, err), STORE_OK);
+    pthread_mutex_init(&c.mu, NULL);
+    pthread_cond_init(&c.cv, NULL);
+    assert_int_equal(pthread_create(&other, NULL, row_then_append, &c), 0);
+    crossing_wait(&c, &c.row_held);
+    enum store_rc rc = s->ops->tx_begin(s);
+    if (rc == STORE_OK) {
+        rc = s->ops->audit_append(s, "airlockd", "run.end", "run_y", NULL, "{}", NULL);
+    }
+    crossing_signal(&c, &c.appended);
+    if (rc == STORE_OK) {
+        rc = s->ops->run_set_node(s, "run_x", "node-b");
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->tx_commit(s);
+    }
+    if (rc != STORE_OK) {
+        fprintf(stderr, "append, then the row: %s\n", s->ops->errmsg(s));
+        s->ops->tx_rollback(s);
+    }
+    assert_int_equal(pthread_join(other, NULL), 0);
+    if (c.rc != STORE_OK) {
+        fprintf(stderr, "the row, then append: %s\n", c.s->ops->errmsg(c.s));
+    }
+    c.s->ops->close(c.s);
+    pthread_cond_destroy(&c.cv);
+    pthread_mutex_destroy(&c.mu);
+    assert_int_equal(rc, STORE_OK);
+    assert_int_equal(c.rc, STORE_OK);
+}
+
 /* PostgreSQL only (SQLite has no connection to lose): a connection the server ended is reset at
  * the next call; inside a transaction the calls fail until tx_rollback, and only then reset. */
 static void test_store_postgres_reconnects(void **state)
@@ -1731,6 +1829,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_postgres_stalled_transaction_ends, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_store_postgres_one_chain_across_connections, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_store_postgres_row_and_audit_never_deadlock, setup,
                                         teardown),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
