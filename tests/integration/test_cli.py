@@ -446,9 +446,12 @@ def test_host_process_exits_immediately():
 
 
 def test_host_process_exits_immediately_shell():
+    # airlock sees the exit, not the end of the wait for a declaration (the run's timeout, 30 s
+    # by default: past HANG, a hang)
     f = write("hp.js", "return await echo.f(1);")
-    rc, out, err = run(["run", "--host-process", "exit 3", f], timeout=5)
-    check(rc == 2 and "host process" in err, f"{rc} {err!r}")
+    rc, out, err = run(["run", "--host-process", "exit 3", f])
+    check(rc == 2 and "host process exited before declaring its functions" in err,
+          f"{rc} {err!r}")
 
 
 def test_host_process_garbage_first_line():
@@ -476,7 +479,7 @@ def test_host_process_dies_mid_run():
 
 
 def test_host_process_never_declares():
-    rc, out, err = host_process_fails("silent", timeout=10)
+    rc, out, err = host_process_fails("silent")
     check("declaration" in err or "declar" in err, f"{err!r}")
 
 
@@ -497,13 +500,47 @@ def test_host_process_that_stops_reading_cannot_hang_airlock():
     check(json.loads(out)["error"]["code"] == "TIMEOUT", out)
 
 
+def processes_naming(text):
+    """The ids of the processes whose command line contains text (zombies have none)."""
+    pids = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit() or int(p) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                if text.encode() in f.read():
+                    pids.append(int(p))
+        except OSError:
+            pass  # ended meanwhile
+    return pids
+
+
+def sleeper(tag):
+    """A shell command sleeping 1000 s, far past HANG, with tag in its command line."""
+    return f"{PY} -c 'import time; time.sleep(1000)' {tag}"
+
+
+def kill_processes_naming(text):
+    import signal
+    for pid in processes_naming(text):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def test_exec_host_descendant_cannot_hang_airlock():
-    # a descendant that leaves the command's process group keeps the output pipe open
+    # a descendant that leaves the command's process group keeps the output pipe open, here
+    # for longer than HANG: airlock waiting for it is a hang
+    tag = os.path.join(TMP, "setsid-descendant")
     f = write("setsid.js", "return await g.f()")
-    rc, out, err = run(["run", "--json", "--limit", "timeout=1s", "--host", "g.f=exec:setsid sleep 5",
-                        f], timeout=10)
-    check(rc == 1, f"exit {rc}: {err!r}")
-    check(json.loads(out)["error"]["code"] == "TIMEOUT", out)
+    try:
+        rc, out, err = run(["run", "--json", "--limit", "timeout=1s", "--host",
+                            f"g.f=exec:setsid {sleeper(tag)}", f])
+        check(rc == 1, f"exit {rc}: {err!r}")
+        check(json.loads(out)["error"]["code"] == "TIMEOUT", out)
+    finally:
+        kill_processes_naming(tag)  # it left airlock's reach on purpose
 
 
 def test_doctor_reports_the_jail():
@@ -532,7 +569,7 @@ def test_host_process_bad_declarations():
 
 def test_host_process_command_not_found():
     f = write("hp.js", "return 1;")
-    rc, out, err = run(["run", "--host-process", "/nonexistent/host-binary", f], timeout=10)
+    rc, out, err = run(["run", "--host-process", "/nonexistent/host-binary", f])
     check(rc == 2 and out == "" and err.strip(), f"{rc} {out!r} {err!r}")
 
 
@@ -581,15 +618,24 @@ def test_reserved_members_never_reach_process_host():
 
 
 def test_exec_host_killed_at_timeout():
-    # a slow exec host is killed with the run: its side effect after the sleep never happens
+    # a slow exec host is killed with the run: once airlock has exited nothing of its command
+    # is left (the shell, and the sleeper it waits for, both naming the marker), so its side
+    # effect after the sleep never happens. A kill may take a moment to land: HANG for that.
+    import time
     marker = os.path.join(TMP, "marker-late")
     f = write("sl.js", "return await sl.f();")
-    rc, res, err = run_json(["--limit", "timeout=300ms", "--host",
-                             f"sl.f=exec:sleep 2; touch {marker}", f])
-    check(res["error"]["code"] == "TIMEOUT", f"{res}")
-    import time
-    time.sleep(2.5)
-    check(not os.path.exists(marker), "the exec host outlived the run")
+    try:
+        rc, res, err = run_json(["--limit", "timeout=300ms", "--host",
+                                 f"sl.f=exec:{sleeper(marker)}; touch {marker}", f])
+        check(res["error"]["code"] == "TIMEOUT", f"{res}")
+        deadline = time.monotonic() + HANG
+        while processes_naming(marker):
+            check(time.monotonic() < deadline,
+                  f"the exec host outlived the run: {processes_naming(marker)}")
+            time.sleep(0.02)
+        check(not os.path.exists(marker), "the exec host's side effect happened")
+    finally:
+        kill_processes_naming(marker)
 
 
 # ------------------------------------------------------------------ interrupt and resume
@@ -1150,8 +1196,7 @@ def test_modules_fifo_does_not_hang():
     os.mkfifo(os.path.join(root, "f.mjs"))
     main = write("fifo_main.js",
                  'try { await import("./f.mjs"); } catch (e) { return e.message; }')
-    rc, out, err = run(["run", "--json", "--limit", "timeout=5s", "--modules", root, main],
-                       timeout=10)
+    rc, out, err = run(["run", "--json", "--limit", "timeout=5s", "--modules", root, main])
     res = json.loads(out)
     check(res.get("value") == "module '/f.mjs' cannot be read", f"{rc} {out} {err}")
 

@@ -476,19 +476,47 @@ def t_cancel_as_the_run_ends_records_one_end(tmp):
         ended = {}
         for run_id in ids:
             ended[run_id] = w.until(run_id, ("completed", "cancelled", "failed"))["status"]
-        ends = {}
-        for r in audit_rows(w.dir, "run.end"):
-            ends.setdefault(r["subject"], []).append(r["details"]["status"])
+        # a run cancelled while it executes shows "cancelled" once the cancel commits; its
+        # run.end comes from the writer once its execution has ended (it may still be on its
+        # way): count them once nothing executes (airlock_runs_active counts a run until its end
+        # is committed) and every run has one
+        deadline = time.monotonic() + HANG
+        while True:
+            executing = metric(w, "airlock_runs_active")
+            ends = {}
+            for r in audit_rows(w.dir, "run.end"):
+                ends.setdefault(r["subject"], []).append(r["details"]["status"])
+            missing = [run_id for run_id in ids if run_id not in ends]
+            if executing == 0 and not missing:
+                break
+            check(time.monotonic() < deadline, "%r runs still executing, %d without a run.end "
+                  "(%s...)" % (executing, len(missing), missing[:3]))
+            time.sleep(0.05)
         for run_id in ids:
             check(ends.get(run_id) == [ended[run_id]],
                   "run %s is %s with run.end %r" % (run_id, ended[run_id], ends.get(run_id)))
     finally:
         w.close()
 
+
+def join_all(threads, deadline, what):
+    """Joins threads against one deadline (a time.monotonic()) for them all, and fails naming
+    how many still run at it: their answers are not all in, and a count of them would say
+    something else."""
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    alive = sum(t.is_alive() for t in threads)
+    check(not alive, "%s: %d of %d threads still running at their deadline" %
+          (what, alive, len(threads)))
+
+
 def t_connector_calls_wait_for_the_runs_record(tmp):
     # a run executes while the writer records its start, but its connector call leaves only
     # once that record is committed (the shop looks it up in the database at each call);
-    # revoking the version meanwhile cancels or refuses runs, never leaves one unrecorded
+    # revoking the version meanwhile cancels or refuses runs, never leaves one unrecorded.
+    # The deadlines are for the work, HANG for each run an agent makes one after another (as
+    # one run gets anywhere here): on PostgreSQL every connector call starts a psql, and the 120
+    # runs took 16 s on an idle machine, 21 s with both cores busy.
     import threading
     d = os.path.join(tmp, "var")
     w = World(tmp, shop=Shop(database=ts.pg_url(d) if ts.PG else os.path.join(d, "airlock.db")))
@@ -506,8 +534,7 @@ def t_connector_calls_wait_for_the_runs_record(tmp):
         threads = [threading.Thread(target=agent, args=(20,)) for _ in range(6)]
         for t in threads:
             t.start()
-        for t in threads:
-            t.join(HANG)
+        join_all(threads, time.monotonic() + 20 * HANG, "6 agents of 20 runs")
         check(len(answers) == 120 and all(st == 200 and d["value"] == 2 for st, d in answers),
               "runs: %r" % [a for a in answers if a[0] != 200 or a[1].get("value") != 2][:3])
         check(w.shop.calls()["unrecorded"] == [], "calls before their run's record: %r" %
@@ -528,21 +555,22 @@ def t_connector_calls_wait_for_the_runs_record(tmp):
         threads = [threading.Thread(target=racer) for _ in range(6)]
         for t in threads:
             t.start()
-        deadline = time.monotonic() + HANG
+        deadline = time.monotonic() + 5 * HANG  # 30 runs, 5 an agent
         while True:
             with lock:
                 if len(answers) >= 30:
                     break
-            check(time.monotonic() < deadline, "no answers")
+            check(time.monotonic() < deadline, "%d answers of 30" % len(answers))
             time.sleep(0.005)
         w.ok("POST", "/v1/templates/racy/versions/1/revoke", {"reason": "race"}, w.keys["bob"])
-        for t in threads:
-            t.join(HANG)
+        # once revoked an agent finishes the run it has in flight, then is refused
+        join_all(threads, time.monotonic() + 2 * HANG, "agents after the revocation")
         bad = [(st, d) for st, d in answers
                if not ((st == 200 and d["status"] in ("completed", "cancelled")) or
                        (st == 409 and d["error"]["code"] == "TEMPLATE_REVOKED"))]
         check(not bad, "answers around the revocation: %r" % bad[:3])
-        check(sum(st == 409 for st, _ in answers) == 6, "every agent refused once revoked")
+        refused = sum(st == 409 for st, _ in answers)
+        check(refused == 6, "every agent refused once revoked: %d refusals" % refused)
         check(w.shop.calls()["unrecorded"] == [], "calls before their run's record: %r" %
               w.shop.calls()["unrecorded"][:3])
         # every run is recorded with one end, none is left running; the chain verifies
