@@ -33,6 +33,8 @@
 #include "store.h"
 #include "writer.h"
 
+/* The linker's names for a wrapped function (--wrap) are reserved identifiers by design. */
+/* NOLINTBEGIN(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp) */
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t size);
 void *__real_realloc(void *p, size_t n);
@@ -100,6 +102,7 @@ char *__wrap_strndup(const char *s, size_t n)
     live += p != NULL;
     return p;
 }
+/* NOLINTEND(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp) */
 
 static const char admin_key[] = "oom-admin-key-0123456789abcdef0123456789abcd";
 
