@@ -4,7 +4,9 @@
  * reports). Exit 0 when the whole export verifies, 1 at the first bad record (named by line,
  * seq and why), 2 for usage errors or an unreadable file. Without --public-key the checkpoints
  * are checked against the key they carry, and the report says the key was not pinned: anyone
- * able to rewrite the file could also have re-signed it with a key of their own.
+ * able to rewrite the file could also have re-signed it with a key of their own. A file alone
+ * cannot show that records were cut from its end together with their checkpoints: --checkpoint
+ * takes one the auditor kept (GET /v1/audit/checkpoint), which the export must reach.
  *
  * `airlock audit export [--after SEQ] [-o FILE]` streams GET /v1/audit/export from airlockd as
  * it arrives (constant memory for any size), so `airlock audit export | airlock audit verify -`
@@ -29,8 +31,13 @@
 #include "json.h"
 
 static const char audit_usage[] =
-        "usage: airlock audit verify FILE.jsonl [--public-key HEX] [--allow-unsealed] [--json]\n"
+        "usage: airlock audit verify FILE.jsonl [--public-key HEX] [--checkpoint CP.json]\n"
+        "                            [--allow-unsealed] [--json]\n"
         "       airlock audit export [--after SEQ] [-o FILE]\n"
+        "       airlock audit checkpoint\n"
+        "  checkpoint: the last record airlockd signs now (GET /v1/audit/checkpoint) as one\n"
+        "  JSON object; kept somewhere the server cannot reach, it is what --checkpoint\n"
+        "  checks a later export against.\n"
         "  export: airlockd's audit log (GET /v1/audit/export at $AIRLOCK_URL, key\n"
         "  $AIRLOCK_KEY; admin or auditor) as JSON Lines on stdout or into FILE, ending with a\n"
         "  signed checkpoint; --after SEQ leaves out the records up to SEQ (the rest of an\n"
@@ -41,6 +48,9 @@ static const char audit_usage[] =
         "  every record's hash, the prev links and seq order, every checkpoint's signature\n"
         "  --public-key HEX   the server's raw Ed25519 public key (64 hex digits); every\n"
         "                     checkpoint must carry it. Without it the key is not pinned.\n"
+        "  --checkpoint CP.json  a checkpoint kept earlier (the JSON of GET\n"
+        "                     /v1/audit/checkpoint): the export must reach its seq with its\n"
+        "                     hash, signed by the same key; an export cut before it fails\n"
         "  --allow-unsealed   accept records after the last checkpoint (reported, not refused)\n"
         "  --json             print one JSON object: {\"ok\":true,\"records\":N,...} or\n"
         "                     {\"ok\":false,\"fault\":\"...\",\"seq\":N,\"line\":N,...}\n"
@@ -63,7 +73,11 @@ static void print_result(int json, const char *path, enum audit_fault f,
             } else {
                 buf_append_str(&b, "null");
             }
-            buf_printf(&b, ",\"key_pinned\":%s}\n", s->key_pinned ? "true" : "false");
+            buf_printf(&b, ",\"key_pinned\":%s", s->key_pinned ? "true" : "false");
+            if (s->kept_seq) {
+                buf_printf(&b, ",\"checkpoint_seq\":%" PRIu64, s->kept_seq);
+            }
+            buf_append_str(&b, "}\n");
         } else {
             buf_append_str(&b, "{\"ok\":false,\"fault\":");
             json_write_string(&b, audit_fault_name(f), strlen(audit_fault_name(f)));
@@ -95,6 +109,9 @@ static void print_result(int json, const char *path, enum audit_fault f,
                s->sealed_seq + 1, s->last_seq);
     }
     printf("head: %s\n", s->last_hash);
+    if (s->kept_seq) {
+        printf("the kept checkpoint of seq %" PRIu64 " is reached, with its hash\n", s->kept_seq);
+    }
     if (s->key_pinned) {
         printf("key:  %s (pinned)\n", s->key);
     } else {
@@ -103,8 +120,49 @@ static void print_result(int json, const char *path, enum audit_fault f,
     }
 }
 
+/* CP.json: {"seq","hash","public_key","signature",...} as GET /v1/audit/checkpoint answers;
+ * handed to the verifier, else prints why and -1. */
+static int kept_checkpoint(const char *path, struct audit_verifier *v)
+{
+    const char *what = "audit verify: --checkpoint";
+    struct buf text;
+    struct json_doc *doc = NULL;
+    struct al_error err = { 0 };
+    int rc = -1;
+    buf_init(&text, 1 << 16);
+    if (client_cmd_read_file(what, path, &text) != 0) {
+        goto out;
+    }
+    if (json_parse(text.data, text.len, 8, &doc, &err) != AL_OK) {
+        cli_error("%s: %s is not JSON: %s", what, path, err.message);
+        goto out;
+    }
+    const struct json_node *root = json_root(doc);
+    const struct json_node *seq = json_get(root, "seq");
+    const struct json_node *f[3] = { json_get(root, "hash"), json_get(root, "public_key"),
+                                     json_get(root, "signature") };
+    int ok = seq && seq->type == JSON_NUMBER && seq->num >= 1 && seq->num <= AUDIT_MAX_SEQ &&
+             seq->num == (double)(uint64_t)seq->num;
+    for (size_t i = 0; i < 3; i++) {
+        ok = ok && f[i] && f[i]->type == JSON_STRING;
+    }
+    if (!ok || audit_verifier_expect(v, (uint64_t)seq->num, f[0]->str, f[1]->str, f[2]->str,
+                                     &err) != AL_OK) {
+        cli_error("%s: %s is not a checkpoint (GET /v1/audit/checkpoint's "
+                  "{\"seq\",\"hash\",\"public_key\",\"signature\"})",
+                  what, path);
+        goto out;
+    }
+    rc = 0;
+out:
+    json_doc_free(doc);
+    buf_done(&text);
+    return rc;
+}
+
 static int audit_verify(int argc, char **argv)
 {
+    const char *checkpoint = NULL;
     const char *path = NULL;
     char key[AUDIT_KEY_HEX_LEN + 1];
     int pinned = 0;
@@ -139,6 +197,12 @@ static int audit_verify(int argc, char **argv)
                 key[k] = (char)tolower((unsigned char)argv[i][k]);
             }
             pinned = 1;
+        } else if (strcmp(argv[i], "--checkpoint") == 0) {
+            if (i + 1 >= argc) {
+                cli_error("audit verify: --checkpoint needs a file (GET /v1/audit/checkpoint)");
+                goto out;
+            }
+            checkpoint = argv[++i];
         } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
             cli_error("audit verify: unknown option '%s' (see `airlock audit --help`)", argv[i]);
             goto out;
@@ -155,6 +219,9 @@ static int audit_verify(int argc, char **argv)
     }
     if (audit_verifier_new(pinned ? key : NULL, flags, &v, &err) != AL_OK) {
         cli_error("audit verify: %s", err.message);
+        goto out;
+    }
+    if (checkpoint && kept_checkpoint(checkpoint, v) != 0) {
         goto out;
     }
     f = strcmp(path, "-") == 0 ? stdin : fopen(path, "re");
@@ -351,9 +418,37 @@ out:
     return rc;
 }
 
+static int audit_checkpoint(int argc, char **argv)
+{
+    const char *what = "audit checkpoint";
+    int json = 0;
+    const struct client_cmd_opt opts[] = { { "--json", NULL, &json } }; /* it is JSON already */
+    struct client c = { 0 };
+    struct buf answer;
+    long status = 0;
+    buf_init(&answer, CLIENT_ANSWER_MAX);
+    int rc = client_cmd_args(what, audit_usage, argc, argv, opts, 1, NULL, 0, 0);
+    if (rc != 0) {
+        rc = rc > 0 ? CLI_EXIT_COMPLETED : CLI_EXIT_USAGE;
+        goto out;
+    }
+    rc = client_cmd_open(&c, what);
+    if (rc == 0) {
+        rc = client_cmd_call(&c, what, "GET", "/v1/audit/checkpoint", NULL, &answer, &status);
+    }
+    if (rc == 0) {
+        rc = client_cmd_print_answer(what, &answer);
+    }
+out:
+    buf_done(&answer);
+    client_close(&c);
+    return rc;
+}
+
 static const struct client_cmd_sub audit_subs[] = {
     { "verify", audit_verify, "check an export offline: hashes, links, signatures" },
     { "export", audit_export, "airlockd's audit log as JSON Lines" },
+    { "checkpoint", audit_checkpoint, "the signed head of the log, to keep for verify" },
 };
 
 int cmd_audit(int argc, char **argv)

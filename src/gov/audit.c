@@ -379,6 +379,8 @@ const char *audit_fault_name(enum audit_fault fault)
         return "unsealed tail";
     case AUDIT_FAULT_EMPTY:
         return "empty export";
+    case AUDIT_FAULT_TRUNCATED:
+        return "export ends before the kept checkpoint";
     case AUDIT_FAULT_INTERNAL:
         return "internal error";
     }
@@ -398,6 +400,12 @@ struct audit_verifier {
     uint64_t sealed_seq;
     int last_is_seal; /* the last record is a checkpoint of the record before it */
     struct audit_problem problem;
+    struct { /* audit_verifier_expect's checkpoint; seq 0: none */
+        uint64_t seq;
+        char hash[AUDIT_HASH_HEX_LEN + 1];
+        char key[AUDIT_KEY_HEX_LEN + 1];
+        char sig[AUDIT_SIG_HEX_LEN + 1];
+    } kept;
 };
 
 enum al_code audit_verifier_new(const char *pinned_key_hex, unsigned flags,
@@ -717,11 +725,64 @@ out:
     return f;
 }
 
+enum al_code audit_verifier_expect(struct audit_verifier *v, uint64_t seq, const char *hash_hex,
+                                   const char *public_key_hex, const char *signature_hex,
+                                   struct al_error *reterr)
+{
+    if (seq == 0 || seq > AUDIT_MAX_SEQ || !is_hex(hash_hex, AUDIT_HASH_HEX_LEN) ||
+        !is_hex(public_key_hex, AUDIT_KEY_HEX_LEN) || !is_hex(signature_hex, AUDIT_SIG_HEX_LEN)) {
+        return error_set(reterr, AL_CONFIG_ERROR,
+                         "the checkpoint needs a seq from 1, a hash, a public_key and a signature "
+                         "in lowercase hex");
+    }
+    v->kept.seq = seq;
+    memcpy(v->kept.hash, hash_hex, sizeof v->kept.hash);
+    memcpy(v->kept.key, public_key_hex, sizeof v->kept.key);
+    memcpy(v->kept.sig, signature_hex, sizeof v->kept.sig);
+    return AL_OK;
+}
+
+/* The kept checkpoint against the whole export: it was signed by the export's key and the
+ * export reaches it with the same record (a cut or a rewrite after it is kept shows here). */
+static enum audit_fault check_kept(struct audit_verifier *v)
+{
+    uint64_t seq = v->kept.seq;
+    const char *want = v->pinned[0] ? v->pinned : v->key;
+    int valid = 0;
+    if (want[0] && strcmp(want, v->kept.key) != 0) {
+        return fail(v, AUDIT_FAULT_KEY, seq, "the kept checkpoint's key %.16s... is not %s %.16s...",
+                    v->kept.key, v->pinned[0] ? "the pinned key" : "the export's key", want);
+    }
+    if (audit_checkpoint_verify(v->kept.key, seq, v->kept.hash, v->kept.sig, &valid, NULL) !=
+        AL_OK) {
+        return fail(v, AUDIT_FAULT_INTERNAL, seq, "Ed25519 verification failed to run");
+    }
+    if (!valid) {
+        return fail(v, AUDIT_FAULT_SIGNATURE, seq,
+                    "the kept checkpoint's signature over seq %" PRIu64 " does not verify", seq);
+    }
+    if (v->last_seq < seq) {
+        return fail(v, AUDIT_FAULT_TRUNCATED, seq,
+                    "the export ends at seq %" PRIu64 ", before seq %" PRIu64
+                    " of the kept checkpoint: records after seq %" PRIu64 " were removed",
+                    v->last_seq, seq, v->last_seq);
+    }
+    if (seq < v->base || memcmp(hash_of(v, seq), v->kept.hash, AUDIT_HASH_HEX_LEN) != 0) {
+        return fail(v, AUDIT_FAULT_CHECKPOINT, seq,
+                    "the kept checkpoint signs hash %.16s... for seq %" PRIu64
+                    ", but the export's record there %s: the log was rewritten",
+                    v->kept.hash, seq, seq < v->base ? "is not in it" : "hashes otherwise");
+    }
+    return AUDIT_FAULT_NONE;
+}
+
 enum audit_fault audit_verifier_finish(struct audit_verifier *v, struct audit_problem *ret_problem)
 {
     enum audit_fault f = v->problem.fault;
     if (f == AUDIT_FAULT_NONE && v->last_seq == 0) {
         f = fail(v, AUDIT_FAULT_EMPTY, 0, "the export holds no records");
+        v->problem.line = 0;
+    } else if (f == AUDIT_FAULT_NONE && v->kept.seq && (f = check_kept(v)) != AUDIT_FAULT_NONE) {
         v->problem.line = 0;
     } else if (f == AUDIT_FAULT_NONE && !v->last_is_seal && !(v->flags & AUDIT_ALLOW_UNSEALED)) {
         f = fail(v, AUDIT_FAULT_UNSEALED, v->last_seq,
@@ -747,4 +808,5 @@ void audit_verifier_summary(const struct audit_verifier *v, struct audit_summary
     }
     memcpy(ret_summary->key, v->key, sizeof v->key);
     ret_summary->key_pinned = v->pinned[0] != '\0';
+    ret_summary->kept_seq = v->kept.seq;
 }

@@ -88,6 +88,7 @@ enum audit_fault {
     AUDIT_FAULT_KEY,        /* a checkpoint's key is not the pinned key (or the first one seen) */
     AUDIT_FAULT_UNSEALED,   /* the export does not end with a checkpoint of its last record */
     AUDIT_FAULT_EMPTY,      /* no records at all */
+    AUDIT_FAULT_TRUNCATED,  /* the export ends before the seq of a checkpoint kept earlier */
     AUDIT_FAULT_INTERNAL,   /* out of memory or a libcrypto failure: nothing was decided */
 };
 
@@ -109,6 +110,7 @@ struct audit_summary {
     char last_hash[AUDIT_HASH_HEX_LEN + 1];
     char key[AUDIT_KEY_HEX_LEN + 1]; /* the checkpoints' key ("" when none) */
     int key_pinned;                  /* 1 when a key was given to audit_verifier_new */
+    uint64_t kept_seq;               /* audit_verifier_expect's seq (0: none given) */
 };
 
 /* Accept an export whose tail after its last checkpoint is unsealed (it is reported, not
@@ -129,6 +131,16 @@ void audit_verifier_free(struct audit_verifier *v);
  * a malformed hash; AL_INTERNAL_ERROR when out of memory. */
 enum al_code audit_verifier_start_at(struct audit_verifier *v, uint64_t seq, const char *hash_hex,
                                      struct al_error *reterr);
+
+/* A checkpoint kept from the server earlier (the fields of GET /v1/audit/checkpoint): the
+ * export must reach `seq` with that record hash, the checkpoint's key must be the pinned key
+ * (or, unpinned, the export's checkpoints' key) and its signature must verify. Checked by
+ * audit_verifier_finish: AUDIT_FAULT_TRUNCATED when the export ends before `seq`,
+ * AUDIT_FAULT_CHECKPOINT when that record hashes otherwise, AUDIT_FAULT_KEY or
+ * AUDIT_FAULT_SIGNATURE. AL_CONFIG_ERROR (nothing kept) for a seq or hex field out of format. */
+enum al_code audit_verifier_expect(struct audit_verifier *v, uint64_t seq, const char *hash_hex,
+                                   const char *public_key_hex, const char *signature_hex,
+                                   struct al_error *reterr);
 
 /* Feeds the next line (without its newline; len bytes, need not be NUL-terminated). Returns
  * AUDIT_FAULT_NONE, or the fault with *ret_problem filled (may be NULL); once a fault is

@@ -262,6 +262,7 @@ def t_whole_flow(tmp):
                   "run.start", "approval.approve", "run.cancel", "version.revoke"):
             check(a in actions, "the export lacks %s" % a)
         last = json.loads(lines[-1])["seq"]
+        early = write(tmp, "early.jsonl", "\n".join(lines) + "\n")
         # --after: the rest of an export; appended to the first one, the whole file verifies
         alice("template", "create", "later", "--department", "finance")
         rest, _ = eve("audit", "export", "--after", str(last))
@@ -272,6 +273,30 @@ def t_whole_flow(tmp):
             f.write(rest)
         out, _ = eve("audit", "verify", path, "--public-key", pub)
         check("verified %d records" % recs[-1]["seq"] in out, out)
+        # A file alone cannot show that its tail was cut together with its checkpoints: the
+        # earlier export is such a cut, and it verifies, pinned key and all. The checkpoint the
+        # auditor kept (`airlock audit checkpoint`) is what finds it.
+        cp_text, _ = eve("audit", "checkpoint")
+        cp = json.loads(cp_text)
+        check(cp["seq"] == recs[-1]["seq"] and cp["public_key"] == pub, "checkpoint: %r" % cp)
+        cp_file = write(tmp, "cp.json", cp_text)
+        out, _ = eve("audit", "verify", path, "--public-key", pub, "--checkpoint", cp_file)
+        check("the kept checkpoint of seq %d is reached" % cp["seq"] in out, out)
+        eve("audit", "verify", early, "--public-key", pub)
+        _, err = eve("audit", "verify", early, "--public-key", pub, "--checkpoint", cp_file,
+                     want=1)
+        check("export ends before the kept checkpoint" in err and
+              "ends at seq %d" % last in err, err)
+        doc = eve.json("audit", "verify", early, "--checkpoint", cp_file, want=1)
+        check(doc["ok"] is False and doc["fault"] == "export ends before the kept checkpoint" and
+              doc["seq"] == cp["seq"], "%r" % doc)
+        forged = dict(cp, hash="0" * 64)
+        _, err = eve("audit", "verify", path, "--checkpoint",
+                     write(tmp, "forged.json", json.dumps(forged)), want=1)
+        check("bad checkpoint signature" in err, err)
+        _, err = eve("audit", "verify", path, "--checkpoint",
+                     write(tmp, "bad.json", '{"seq":1}'), want=2)
+        check("is not a checkpoint" in err, err)
         # the agent may not read the audit log: refused, and no file is left behind
         gone = os.path.join(tmp, "agent.jsonl")
         _, err = agent("audit", "export", "-o", gone, want=1)

@@ -497,6 +497,86 @@ static void test_audit_detects_truncation(void **state)
     expect_fault(&c, NULL, AUDIT_FAULT_EMPTY, 0, 0);
 }
 
+/* A kept checkpoint (GET /v1/audit/checkpoint's fields) of c's seq `seq`, signed with `key`. */
+static enum audit_fault verify_kept(const struct chain *c, const char *pinned, EVP_PKEY *key,
+                                    uint64_t seq, const char *hash, struct audit_problem *ret)
+{
+    char sig[AUDIT_SIG_HEX_LEN + 1];
+    char pub[AUDIT_KEY_HEX_LEN + 1];
+    struct audit_verifier *v = NULL;
+    assert_int_equal(audit_checkpoint_sign(key, seq, hash, sig, NULL), AL_OK);
+    assert_int_equal(audit_public_key_hex(key, pub, NULL), AL_OK);
+    assert_int_equal(audit_verifier_new(pinned, 0, &v, NULL), AL_OK);
+    assert_int_equal(audit_verifier_expect(v, seq, hash, pub, sig, NULL), AL_OK);
+    memset(ret, 0, sizeof *ret);
+    for (size_t i = 0; i < c->n; i++) {
+        audit_verifier_line(v, c->lines[i], strlen(c->lines[i]), ret);
+    }
+    enum audit_fault f = audit_verifier_finish(v, ret);
+    struct audit_summary sum;
+    audit_verifier_summary(v, &sum);
+    assert_int_equal(sum.kept_seq, seq);
+    audit_verifier_free(v);
+    return f;
+}
+
+/* An export cut at an earlier checkpoint (its own seal included) verifies on its own, pinned key
+ * and all; the checkpoint the auditor kept is what shows the cut. */
+static void test_audit_kept_checkpoint_finds_a_cut_at_a_checkpoint(void **state)
+{
+    (void)state;
+    struct chain c;
+    struct audit_problem p;
+    char pub[AUDIT_KEY_HEX_LEN + 1];
+    char kept[AUDIT_HASH_HEX_LEN + 1];
+    assert_int_equal(audit_public_key_hex(key_a, pub, NULL), AL_OK);
+    build(&c, key_a);
+    memcpy(kept, c.hashes[8], sizeof kept);
+    assert_int_equal(verify_kept(&c, pub, key_a, 9, kept, &p), AUDIT_FAULT_NONE);
+    assert_int_equal(verify_kept(&c, NULL, key_a, 9, kept, &p), AUDIT_FAULT_NONE);
+    assert_int_equal(verify_kept(&c, pub, key_a, 4, c.hashes[3], &p), AUDIT_FAULT_NONE);
+    for (int i = 9; i >= 5; i--) {
+        drop(&c, (size_t)i); /* back to records 1..5: sealed by the checkpoint of seq 4 */
+    }
+    assert_int_equal(verify(&c, pub, 0, &p), AUDIT_FAULT_NONE);
+    assert_int_equal(verify_kept(&c, pub, key_a, 9, kept, &p), AUDIT_FAULT_TRUNCATED);
+    assert_int_equal(p.seq, 9);
+    assert_non_null(strstr(p.why, "ends at seq 5"));
+    chain_free(&c);
+    /* The checkpoint's record rewritten (and everything re-chained and re-sealed after it). */
+    build(&c, key_a);
+    struct chain forged;
+    memset(&forged, 0, sizeof forged);
+    for (int i = 0; i < 8; i++) {
+        add(&forged, "orders-v1", "{\"ok\":true}");
+    }
+    add(&forged, "forged", NULL);
+    add_checkpoint(&forged, key_a);
+    assert_int_equal(verify(&forged, pub, 0, &p), AUDIT_FAULT_NONE);
+    assert_int_equal(verify_kept(&forged, pub, key_a, 9, kept, &p), AUDIT_FAULT_CHECKPOINT);
+    /* A kept checkpoint of another key: not the pinned key, nor the export's. */
+    assert_int_equal(verify_kept(&c, pub, key_b, 9, kept, &p), AUDIT_FAULT_KEY);
+    assert_int_equal(verify_kept(&c, NULL, key_b, 9, kept, &p), AUDIT_FAULT_KEY);
+    chain_free(&forged);
+    chain_free(&c);
+    /* A forged signature, and fields out of format. */
+    struct audit_verifier *v = NULL;
+    assert_int_equal(audit_verifier_new(NULL, 0, &v, NULL), AL_OK);
+    char sig[AUDIT_SIG_HEX_LEN + 1];
+    memset(sig, 'a', AUDIT_SIG_HEX_LEN);
+    sig[AUDIT_SIG_HEX_LEN] = '\0';
+    assert_int_equal(audit_verifier_expect(v, 0, kept, pub, sig, NULL), AL_CONFIG_ERROR);
+    assert_int_equal(audit_verifier_expect(v, 9, "00", pub, sig, NULL), AL_CONFIG_ERROR);
+    assert_int_equal(audit_verifier_expect(v, 9, kept, pub, sig, NULL), AL_OK);
+    build(&c, key_a);
+    for (size_t i = 0; i < c.n; i++) {
+        audit_verifier_line(v, c.lines[i], strlen(c.lines[i]), &p);
+    }
+    assert_int_equal(audit_verifier_finish(v, &p), AUDIT_FAULT_SIGNATURE);
+    audit_verifier_free(v);
+    chain_free(&c);
+}
+
 static void test_audit_detects_changed_signature(void **state)
 {
     (void)state;
@@ -604,6 +684,7 @@ int main(void)
         cmocka_unit_test(test_audit_detects_rewritten_tail),
         cmocka_unit_test(test_audit_detects_swapped_records),
         cmocka_unit_test(test_audit_detects_truncation),
+        cmocka_unit_test(test_audit_kept_checkpoint_finds_a_cut_at_a_checkpoint),
         cmocka_unit_test(test_audit_detects_changed_signature),
         cmocka_unit_test(test_audit_detects_other_key),
         cmocka_unit_test(test_audit_detects_malformed),
