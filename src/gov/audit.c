@@ -750,8 +750,9 @@ static enum audit_fault check_kept(struct audit_verifier *v)
     const char *want = v->pinned[0] ? v->pinned : v->key;
     int valid = 0;
     if (want[0] && strcmp(want, v->kept.key) != 0) {
-        return fail(v, AUDIT_FAULT_KEY, seq, "the kept checkpoint's key %.16s... is not %s %.16s...",
-                    v->kept.key, v->pinned[0] ? "the pinned key" : "the export's key", want);
+        return fail(v, AUDIT_FAULT_KEY, seq,
+                    "the kept checkpoint's key %.16s... is not %s %.16s...", v->kept.key,
+                    v->pinned[0] ? "the pinned key" : "the export's key", want);
     }
     if (audit_checkpoint_verify(v->kept.key, seq, v->kept.hash, v->kept.sig, &valid, NULL) !=
         AL_OK) {
