@@ -325,6 +325,22 @@ int gov_approval_may_see(const struct gov_principal *p, const struct gov_approva
 int gov_approval_may_decide(const struct gov_principal *p, const struct gov_approval *a,
                             struct gov_decision *ret);
 
+/* ---------------------------------------------------------------- version sources */
+
+/* A character of a source: its line and column from 1 (the column counts characters). */
+struct gov_source_char {
+    unsigned line;
+    unsigned column;
+    uint32_t code_point;
+};
+
+/* The first bidirectional control character of a version's source (U+202A..U+202E,
+ * U+2066..U+2069, U+200E, U+200F, U+061C), which can make a reviewer read code where a comment
+ * or a string is (Trojan Source, CVE-2021-42574). A version holding one anywhere is refused, as
+ * rustc refuses them; a string that needs one writes it as an escape ("\u202e"). 1 with *ret
+ * filled, 0 when there is none. `src` is UTF-8 (invalid bytes count as one character each). */
+int gov_source_bidi(const char *src, size_t len, struct gov_source_char *ret);
+
 /* ---------------------------------------------------------------- audit */
 
 /* May p read the audit log (list, export, verify, checkpoint)? An admin or auditor of any

@@ -955,6 +955,52 @@ static void test_gov_nameless_owns_nothing(void **state)
               OK, NULL);
 }
 
+/* Trojan Source: every bidirectional control is found, wherever it is, at its line and column
+ * in characters; the invisible but harmless characters and escapes of them are not. */
+static void test_gov_source_bidi(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *src;
+        unsigned line, column;
+        uint32_t cp;
+    } found[] = {
+        { "\xe2\x80\xae", 1, 1, 0x202E },
+        { "if (a) {\n  /* x \xe2\x80\xae } \xe2\x81\xa6 if (amount <= 50) { */", 2, 8, 0x202E },
+        { "const s = \"\xe2\x81\xa7\";", 1, 12, 0x2067 },
+        { "// \xc3\xa9\xc3\xa9 \xe2\x80\xaa", 1, 7, 0x202A },
+        { "x\n\ny\xe2\x80\x8e", 3, 2, 0x200E },
+        { "\xe2\x80\x8f", 1, 1, 0x200F },
+        { "a\xd8\x9c", 1, 2, 0x061C },
+        { "\xe2\x81\xa9", 1, 1, 0x2069 },
+        { "\xe2\x81\xa6", 1, 1, 0x2066 },
+        { "\xff\xe2\x80\xab", 1, 2, 0x202B }, /* an invalid byte is one character */
+    };
+    for (size_t i = 0; i < sizeof found / sizeof found[0]; i++) {
+        struct gov_source_char c = { 0 };
+        assert_int_equal(gov_source_bidi(found[i].src, strlen(found[i].src), &c), 1);
+        if (c.line != found[i].line || c.column != found[i].column || c.code_point != found[i].cp) {
+            fail_msg("case %zu: %u:%u U+%04X, want %u:%u U+%04X", i, c.line, c.column,
+                     (unsigned)c.code_point, found[i].line, found[i].column, (unsigned)found[i].cp);
+        }
+    }
+    static const char *const clean[] = {
+        "",
+        "return input.amount <= 50;",
+        "const s = \"\\u202e\"; // an escape is fine",
+        "zero\xe2\x80\x8bwidth \xef\xbb\xbf \xe2\x81\xa0 \xe2\x80\x8d", /* invisible, not bidi */
+        "\xe2\x80",                           /* truncated: U+202D without its last byte */
+        "\xe2\x80\xaf \xe2\x81\xaa \xd8\x9b", /* U+202F, U+206A, U+061B: neighbours */
+    };
+    for (size_t i = 0; i < sizeof clean / sizeof clean[0]; i++) {
+        struct gov_source_char c = { 0 };
+        if (gov_source_bidi(clean[i], strlen(clean[i]), &c) != 0) {
+            fail_msg("clean case %zu: found U+%04X at %u:%u", i, (unsigned)c.code_point, c.line,
+                     c.column);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -982,6 +1028,7 @@ int main(void)
         cmocka_unit_test(test_gov_approval_words),
         cmocka_unit_test(test_gov_audit_read),
         cmocka_unit_test(test_gov_nameless_owns_nothing),
+        cmocka_unit_test(test_gov_source_bidi),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     printf("unit.gov: %zu table rows checked\n", gov_rows);
