@@ -9,6 +9,11 @@
  * \x1b, CR \x0d), the C1 controls U+0080-U+009F as \u0080-\u009f, and each byte that is not
  * part of well-formed UTF-8 as \xHH. Backslashes are not doubled: this is for display, not a
  * reversible encoding (--json is).
+ *
+ * Shown visibly as \uXXXX too, in readable output and inside --json's strings on a terminal:
+ * the bidirectional controls and the invisible characters, with which text can read otherwise
+ * than it is (Trojan Source: code shown as a comment, an argument shown reversed) to a person
+ * deciding on it.
  */
 #include "term.h"
 
@@ -52,6 +57,27 @@ static size_t utf8_seq(const unsigned char *s, size_t len)
     return n;
 }
 
+/* The length of the character at s when it is a bidirectional control (U+061C, U+200E, U+200F,
+ * U+202A-U+202E, U+2066-U+2069) or invisible (U+200B-U+200D, U+2060, U+FEFF), with its code
+ * point; else 0. */
+static size_t hidden_seq(const unsigned char *s, size_t len, unsigned *ret_cp)
+{
+    if (len >= 2 && s[0] == 0xd8 && s[1] == 0x9c) {
+        *ret_cp = 0x061c;
+        return 2;
+    }
+    if (len < 3 || (s[0] != 0xe2 && s[0] != 0xef) || (s[1] & 0xc0) != 0x80 ||
+        (s[2] & 0xc0) != 0x80) {
+        return 0;
+    }
+    unsigned cp = (s[0] & 0x0fu) << 12 | (s[1] & 0x3fu) << 6 | (s[2] & 0x3fu);
+    *ret_cp = cp;
+    return (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x202a && cp <= 0x202e) || cp == 0x2060 ||
+                           (cp >= 0x2066 && cp <= 0x2069) || cp == 0xfeff
+                   ? 3
+                   : 0;
+}
+
 enum buf_status term_escape(struct buf *b, const char *text, size_t len)
 {
     const unsigned char *s = (const unsigned char *)text;
@@ -61,8 +87,12 @@ enum buf_status term_escape(struct buf *b, const char *text, size_t len)
     char esc[8];
     for (size_t i = 0; i < len;) {
         size_t n = utf8_seq(s + i, len - i);
+        unsigned cp;
         int bad;
-        if (n == 1) {
+        if (n > 1 && hidden_seq(s + i, n, &cp) == n) {
+            bad = 1;
+            snprintf(esc, sizeof esc, "\\u%04x", cp);
+        } else if (n == 1) {
             bad = (s[i] < 0x20 && s[i] != '\t' && s[i] != '\n') || s[i] == 0x7f;
             if (bad) {
                 snprintf(esc, sizeof esc, "\\x%02x", s[i]);
@@ -126,8 +156,9 @@ void term_write_json(FILE *f, const char *json, size_t len)
 enum buf_status term_json_escape(struct buf *b, const char *json, size_t len)
 {
     /* Valid JSON holds no raw C0 control and is well-formed UTF-8: what is left to hide from a
-     * terminal is DEL and the C1 controls inside strings, written as the \u escapes that
-     * JSON.parse reads back as the same characters. */
+     * terminal is DEL and the C1 controls inside strings, and to show a person the hidden
+     * characters (hidden_seq), written as the \u escapes that JSON.parse reads back as the same
+     * characters. */
     const unsigned char *s = (const unsigned char *)json;
     size_t start = b->len;
     size_t run = 0;
@@ -135,7 +166,10 @@ enum buf_status term_json_escape(struct buf *b, const char *json, size_t len)
     char esc[8];
     for (size_t i = 0; i < len; i++) {
         size_t skip;
-        if (s[i] == 0x7f) {
+        unsigned cp;
+        if ((skip = hidden_seq(s + i, len - i, &cp)) != 0) {
+            snprintf(esc, sizeof esc, "\\u%04x", cp);
+        } else if (s[i] == 0x7f) {
             snprintf(esc, sizeof esc, "\\u007f");
             skip = 1;
         } else if (s[i] == 0xc2 && i + 1 < len && s[i + 1] >= 0x80 && s[i + 1] < 0xa0) {

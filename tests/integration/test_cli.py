@@ -1512,6 +1512,23 @@ def test_readable_output_escapes_controls():
     check(not [c for c in out if 0x7f <= ord(c) < 0xa0], f"raw controls in the value: {out!r}")
 
 
+HIDDEN = "\u061c\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2060\u2066\u2067\u2068\u2069\ufeff"
+
+
+def test_readable_output_shows_hidden_characters():
+    # Trojan Source in a value or a console line: "refund 05" reads "refund 50" with U+202E
+    # before it. Bidirectional and invisible characters are shown as \u escapes, so a person
+    # reads the text as it is; the value is the same JSON value.
+    f = write("hidden.js", 'console.log("refund \\u202e05 \\ufeff ok");\n'
+              'return {"amount\\u2066": "' + "".join("\\u%04x" % ord(c) for c in HIDDEN) + '"};')
+    rc, out, err = run(["run", f])
+    check(rc == 0 and json.loads(out) == {"amount\u2066": HIDDEN}, f"{rc} {out!r}")
+    check("refund \\u202e05 \\ufeff ok" in err, f"console line: {err!r}")
+    for text in (out, err):
+        check(not [c for c in text if c in HIDDEN], f"a hidden character shown raw: {text!r}")
+    check("".join("\\u%04x" % ord(c) for c in HIDDEN) in out, f"value: {out!r}")
+
+
 # ------------------------------------------------------------------ main
 
 # ---- airlock audit verify: exports written here by an independent Python implementation of
