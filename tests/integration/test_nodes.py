@@ -780,7 +780,7 @@ def t_kill9_retry_that_diverges_sends_nothing_new(tmp):
 
 # an idempotent call, then one that is not
 HOLD_THEN_SLOW = """
-await shop.hold(input.ms);
+await shop.hold(input.gate);
 await shop.slow(1);
 return 1;
 """
@@ -795,14 +795,16 @@ def t_paused_node_sends_nothing_its_retry_sent(tmp):
     try:
         a, b, cc = c.nodes
         c.template("pause", HOLD_THEN_SLOW, ["shop.hold", "shop.slow"])
+        # the hold answers node a only once the retry has ended (its retry answers at once)
         [run_id], [(client, answers)] = start_until_call(
-            c, a, {"template": "pause", "input": {"ms": 3000}}, "shop.hold")
+            c, a, {"template": "pause", "input": {"gate": "retried"}}, "shop.hold")
         os.kill(a.proc.pid, signal.SIGSTOP)
         try:
             doc = c.until(b, run_id, ("completed", "failed", "cancelled"))
             check(doc["status"] == "completed" and doc["value"] == 1, "retried run: %r" % doc)
             check(len(c.records("run.retried", run_id)) == 1, "run.retried of %s" % run_id)
         finally:
+            c.shop.open("retried")
             os.kill(a.proc.pid, signal.SIGCONT)
         client.join(timeout=2 * HANG)
         check(not client.is_alive(), "node a never answered its client after it went on")
@@ -839,7 +841,7 @@ def t_paused_node_claims_no_run_it_still_executes(tmp):
             busy = c.run(n, {"template": "busy", "wait": False}, 202)
             c.until(n, busy["id"], ("running",))
         [run_id], [(client, answers)] = start_until_call(
-            c, a, {"template": "pause", "input": {"ms": 4000}}, "shop.hold")
+            c, a, {"template": "pause", "input": {"gate": "queued"}}, "shop.hold")
         os.kill(a.proc.pid, signal.SIGSTOP)
         try:
             deadline = time.monotonic() + HANG
@@ -849,6 +851,7 @@ def t_paused_node_claims_no_run_it_still_executes(tmp):
             check(c.ok(b, "GET", "/v1/runs/" + run_id, None, c.keys["agent-7"])["status"] ==
                   "queued", "a full node claimed the run")
         finally:
+            c.shop.open("queued")
             os.kill(a.proc.pid, signal.SIGCONT)
         client.join(timeout=2 * HANG)
         check(not client.is_alive(), "node a never answered its client after it went on")
@@ -868,19 +871,19 @@ def t_paused_node_claims_no_run_it_still_executes(tmp):
 def t_run_cancelled_on_another_node_sends_nothing_more(tmp):
     # a cancel decided on node b commits the run's status before node a's watch sees it: a
     # call the run makes on node a after that commit is not sent (node a paused meanwhile, well
-    # within its lease, so that its run's next call comes first). The hold lasts a second, 10
-    # times what a busy machine takes from the hold reaching the shop to the pause: a shorter
-    # one could answer, and the run end, before node a is paused.
+    # within its lease, so that its run's next call comes first). The hold answers only once
+    # node a is paused and the cancel committed.
     c = Cluster(tmp)
     try:
         a, b, cc = c.nodes
         c.template("pause", HOLD_THEN_SLOW, ["shop.hold", "shop.slow"])
         [run_id], [(client, answers)] = start_until_call(
-            c, a, {"template": "pause", "input": {"ms": 1000}}, "shop.hold")
+            c, a, {"template": "pause", "input": {"gate": "cancelled"}}, "shop.hold")
         os.kill(a.proc.pid, signal.SIGSTOP)
         try:
             doc = c.ok(b, "POST", "/v1/runs/%s/cancel" % run_id, {}, c.keys["agent-7"])
             check(doc["status"] == "cancelled", "cancel: %r" % doc)
+            c.shop.open("cancelled")
             deadline = time.monotonic() + HANG
             while not c.shop.calls()["answered_by_key"].get(run_id + ":1"):
                 check(time.monotonic() < deadline, "the hold never answered")

@@ -42,6 +42,11 @@ class Shop:
         with urllib.request.urlopen(self.url + "calls", timeout=HANG) as r:
             return json.loads(r.read())
 
+    def open(self, gate):
+        """Lets the shop.hold calls waiting on gate answer."""
+        with urllib.request.urlopen(self.url + "open/" + gate, timeout=HANG) as r:
+            r.read()
+
     def stop(self):
         self.proc.kill()
         self.proc.wait(timeout=HANG)

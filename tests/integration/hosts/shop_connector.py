@@ -11,7 +11,9 @@ call (docs/server.md) and answers by its function:
   shop.fail(message)         {"error": message}: the connector's own error
   shop.slow(ms)              answers after ms milliseconds (at most 30 s)
   shop.hold(ms, ...)         as shop.slow the first time a key comes, at once after that (an
-                             idempotent service answering a repeated key from what it did)
+                             idempotent service answering a repeated key from what it did);
+                             with a string GATE instead of ms, the first time waits until GET
+                             /open/GATE (at most 30 s): a test decides when it answers
   shop.stall(ms)             as shop.slow every time a key comes (declared idempotent by the
                              tests: an execution that is there each time its run is retried)
   shop.credit(order, amount) as shop.refund (declared sensitive and idempotent by the tests)
@@ -47,6 +49,7 @@ BY_KEY = {}
 BY_FUNCTION = {}
 ARGS_BY_KEY = {}
 ANSWERED = {}
+GATES = {}
 ORDERS = [
     {"id": "o-1", "customer": "acme", "amount": 120, "status": "paid"},
     {"id": "o-2", "customer": "globex", "amount": 30, "status": "paid"},
@@ -76,6 +79,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         self.key = None
+        if self.path.startswith("/open/"):
+            gate(self.path[len("/open/"):]).set()
+            self.answer(200, {"opened": self.path[len("/open/"):]})
+            return
         with LOCK:
             self.answer(200, {"by_key": dict(BY_KEY), "by_function": dict(BY_FUNCTION),
                               "args_by_key": dict(ARGS_BY_KEY), "unrecorded": list(UNRECORDED),
@@ -104,7 +111,9 @@ class Handler(BaseHTTPRequestHandler):
         if fn == "shop.orders":
             self.answer(200, {"result": [o for o in ORDERS if o["status"] == args[0]]})
         elif fn == "shop.hold":
-            if seen == 1:
+            if seen == 1 and isinstance(args[0], str):
+                gate(args[0]).wait(30)
+            elif seen == 1:
                 time.sleep(min(args[0], 30000) / 1000.0)
             self.answer(200, {"result": "held"})
         elif fn in ("shop.refund", "shop.credit"):
@@ -120,6 +129,11 @@ class Handler(BaseHTTPRequestHandler):
             self.answer(200, {"result": "slept"})
         else:
             self.answer(200, {"error": "no function " + fn})
+
+
+def gate(name):
+    with LOCK:
+        return GATES.setdefault(name, threading.Event())
 
 
 def started(run):
