@@ -2,7 +2,8 @@
 // and the key stays in sessionStorage only; the author of a version sees Approve disabled with
 // the reason; batch approval sends one decision per item (one audit record each); and guest
 // text (source, console, host call arguments, error message and stack, comments, description)
-// containing HTML is shown as text and never runs.
+// containing HTML is shown as text and never runs; its bidirectional and invisible characters
+// are shown marked.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -221,6 +222,50 @@ test('guest text with HTML in it is shown as text and never runs', { timeout: 90
         await rec.getByRole('button', { name: 'Details' }).click();
         await page.locator('tr.details:not([hidden]) pre', { hasText: 'onerror' }).waitFor();
         await clean('audit');
+        assert.deepEqual(page.problems, []);
+    } finally {
+        await ctx.close();
+        await w.stop();
+    }
+});
+
+test('hidden characters in source, arguments, input and console are shown marked, never as they act', { timeout: 90000 }, async () => {
+    // "o-1\u202e05" shows as "o-150" to an approver who reads it raw; a zero-width space in a
+    // source is invisible. Each is shown as a marked code point, and the version page warns.
+    const w = await world();
+    const { ctx, page } = await newPage(browser);
+    const raw = async (locator) => {
+        const t = await locator.evaluate((e) => e.textContent);
+        assert.ok(!/[\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]/.test(t), 'a hidden character shown as it is: ' + JSON.stringify(t));
+        return t;
+    };
+    try {
+        const source = '// refunds\u200b of paid orders\nconsole.log("order " + input.p);\nawait shop.refund(input.p, 1);\nreturn input.p;\n';
+        await approvedTemplate(w, 'hidden', source);
+        const run = await w.a.ok('POST', '/v1/runs', { template: 'hidden', input: { p: 'o-1\u202e05' }, wait: false }, w.keys['agent-7']);
+        await runStatus(w, run.id, 'awaiting_approval');
+
+        await signIn(page, w.a.url, '/approvals', w.keys.bob);
+        const args = page.locator('li.approval', { hasText: run.id }).locator('pre.args');
+        await args.locator('.hidden-char', { hasText: 'U+202E' }).waitFor();
+        assert.ok((await raw(args)).includes('o-1U+202E05'));
+
+        await page.goto(w.a.url + '/templates/hidden/versions/1');
+        await page.locator('.notice-error', { hasText: 'invisible or bidirectional characters' }).waitFor();
+        const line = page.locator('.code .line', { hasText: '// refunds' });
+        await line.locator('.hidden-char', { hasText: 'U+200B' }).waitFor();
+        await raw(page.locator('.code'));
+        await shot(page, 'hidden-source');
+
+        await page.goto(w.a.url + '/runs/' + run.id);
+        await page.locator('pre.input .hidden-char', { hasText: 'U+202E' }).waitFor();
+        await page.locator('.console .text .hidden-char', { hasText: 'U+202E' }).waitFor();
+        await raw(page.locator('main'));
+        // a source without any has no warning
+        await approvedTemplate(w, 'plain', 'return 1;\n');
+        await page.goto(w.a.url + '/templates/plain/versions/1');
+        await page.locator('.code .line', { hasText: 'return 1;' }).waitFor();
+        assert.equal(await page.locator('.notice-error').count(), 0);
         assert.deepEqual(page.problems, []);
     } finally {
         await ctx.close();

@@ -1,10 +1,55 @@
 // dom.js - the only way the UI makes elements. Text is always a text node (textContent), never
-// HTML: a guest's console line, arguments, error or source is shown as the characters it is.
+// HTML: a guest's console line, arguments, error or source is shown as the characters it is,
+// its hidden characters marked (text()).
 // Event handlers must be functions (never a string of code), and no attribute takes a URL
 // except href/src built by the pages from encoded path pieces (see path()).
 
 const SVG_NS = 'http://www.w3.org/2000/svg';
 const FORBIDDEN = new Set(['style', 'srcdoc', 'innerHTML', 'outerHTML']);
+
+// Bidirectional controls and invisible characters: with them text reads otherwise than it is
+// (Trojan Source: code shown where a comment is, an argument reversed). Wherever the UI shows
+// text, each is shown as a marked "U+202E", so a person deciding reads the text as it is; only
+// form fields and options, which hold no elements, keep the characters.
+const HIDDEN = /([\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff])/;
+const INVISIBLE = /[\u200b-\u200d\u2060\ufeff]/;
+const PLAIN = new Set(['OPTION', 'TEXTAREA', 'TITLE']);
+
+// Does s hold a bidirectional control or an invisible character?
+export function hasHidden(s) {
+    return HIDDEN.test(String(s));
+}
+
+// Does s hold an invisible character (zero-width, word joiner, byte order mark)?
+export function hasInvisible(s) {
+    return INVISIBLE.test(String(s));
+}
+
+// A text node of s, or a fragment with each hidden character shown as a marked code point.
+export function text(s) {
+    const parts = String(s).split(HIDDEN);
+    if (parts.length === 1) {
+        return document.createTextNode(parts[0]);
+    }
+    const f = document.createDocumentFragment();
+    parts.forEach((part, i) => {
+        if (i % 2 === 0) {
+            f.append(part);
+            return;
+        }
+        const cp = 'U+' + part.codePointAt(0).toString(16).toUpperCase().padStart(4, '0');
+        const mark = document.createElement('span');
+        mark.className = 'hidden-char';
+        mark.title = 'hidden character ' + cp;
+        mark.textContent = cp;
+        f.append(mark);
+    });
+    return f;
+}
+
+function textOf(parent, s) {
+    return PLAIN.has(parent.tagName.toUpperCase()) ? document.createTextNode(String(s)) : text(s);
+}
 
 function build(e, attrs, children) {
     for (const [k, v] of Object.entries(attrs || {})) {
@@ -22,7 +67,7 @@ function build(e, attrs, children) {
         } else if (k === 'class') {
             e.setAttribute('class', Array.isArray(v) ? v.filter(Boolean).join(' ') : v);
         } else if (k === 'text') {
-            e.textContent = String(v);
+            e.replaceChildren(textOf(e, v));
         } else if (v === true) {
             e.setAttribute(k, '');
         } else {
@@ -33,7 +78,7 @@ function build(e, attrs, children) {
         if (c === null || c === undefined || c === false) {
             continue;
         }
-        e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+        e.append(c instanceof Node ? c : textOf(e, c));
     }
     return e;
 }
@@ -58,7 +103,7 @@ export function add(parent, ...children) {
         if (c === null || c === undefined || c === false) {
             continue;
         }
-        parent.append(c instanceof Node ? c : document.createTextNode(String(c)));
+        parent.append(c instanceof Node ? c : textOf(parent, c));
     }
     return parent;
 }

@@ -3,7 +3,7 @@
 // text node inside a <span class="tok-KIND">, so the source is shown exactly as written and
 // nothing in it is ever parsed as HTML.
 
-import { el } from './dom.js';
+import { el, text as textNode } from './dom.js';
 
 const KEYWORDS = new Set(('await async break case catch class const continue debugger default delete do else export extends ' +
     'false finally for function if import in instanceof let new null return static super switch this throw true try typeof ' +
@@ -54,7 +54,7 @@ export function codeBlock(src, label) {
                 lines.push([]);
             }
             if (part) {
-                lines[lines.length - 1].push(kind ? el('span', { class: 'tok-' + kind }, part) : document.createTextNode(part));
+                lines[lines.length - 1].push(kind ? el('span', { class: 'tok-' + kind }, part) : textNode(part));
             }
         });
     }
@@ -64,7 +64,7 @@ export function codeBlock(src, label) {
     return el('div', { class: 'code', role: 'region', 'aria-label': label || 'Source', tabindex: 0 },
         lines.map((spans, i) => el('div', { class: 'line' },
             el('span', { class: 'ln', 'aria-hidden': 'true' }, String(i + 1)),
-            el('span', { class: 'src' }, spans.length ? spans : '\u200b'))));
+            el('span', { class: 'src' }, spans.length ? spans : ' '))));
 }
 
 // A unified diff, each line classed by its first character.

@@ -5,7 +5,7 @@
 // The author of a version sees Approve disabled with the reason (four eyes).
 
 import { ApiError, get, post } from '../api.js';
-import { add, badge, clear, confirmDialog, el, field, notice, path, pretty, when } from '../dom.js';
+import { add, badge, clear, confirmDialog, el, field, hasHidden, notice, path, pretty, when } from '../dom.js';
 import { codeBlock, diffBlock } from '../highlight.js';
 
 function stateBadge(s) {
@@ -186,7 +186,10 @@ export async function renderVersion(ctx, t, v) {
             ['Digest', el('code', { class: 'digest' }, ver.digest)], ...history.filter(Boolean)])),
         el('div', { class: 'card' }, el('h2', null, 'Input schema'), el('pre', { class: 'json' }, pretty(ver.input_schema)))));
 
-    add(m, el('section', { class: 'card' }, el('h2', null, 'Source'), codeBlock(ver.source, 'Source of ' + t + ' v' + v)));
+    add(m, el('section', { class: 'card' }, el('h2', null, 'Source'),
+        hasHidden(ver.source) ? notice('This source holds invisible or bidirectional characters, each shown as a marked code point (U+…): ' +
+            'with them code can read otherwise than it runs. Read it with care.', 'error') : null,
+        codeBlock(ver.source, 'Source of ' + t + ' v' + v)));
 }
 
 function actions(ctx, ver, base) {
