@@ -14,8 +14,11 @@
 #include "json.h"
 
 #include <locale.h>
+#include <math.h>
 #include <stdalign.h>
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -801,4 +804,117 @@ enum buf_status json_write_compact(struct buf *b, const char *text, size_t len)
         b->data[b->len] = '\0';
     }
     return BUF_OK;
+}
+
+/* ------------------------------------------------------------------------------ I-JSON */
+
+/* A lone surrogate kept as WTF-8: ED A0..BF xx (a pair is one 4-byte sequence). */
+static int has_lone_surrogate(const char *s, size_t len)
+{
+    for (size_t i = 0; i + 1 < len; i++) {
+        if ((unsigned char)s[i] == 0xED && (unsigned char)s[i + 1] >= 0xA0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int key_order(const void *a, const void *b)
+{
+    const struct json_node *x = *(const struct json_node *const *)a;
+    const struct json_node *y = *(const struct json_node *const *)b;
+    size_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
+    int c = memcmp(x->key, y->key, n);
+    return c ? c : (x->key_len > y->key_len) - (x->key_len < y->key_len);
+}
+
+/* The first member of `obj` whose name an earlier one has, or NULL; *ret_oom on failure. */
+static const struct json_node *duplicate_member(const struct json_node *obj, int *ret_oom)
+{
+    if (obj->count < 2) {
+        return NULL;
+    }
+    const struct json_node **m = malloc(obj->count * sizeof *m);
+    if (!m) {
+        *ret_oom = 1;
+        return NULL;
+    }
+    size_t n = 0;
+    for (const struct json_node *c = obj->child; c && n < obj->count; c = c->next) {
+        m[n++] = c;
+    }
+    qsort(m, n, sizeof *m, key_order); /* n log n: a body may hold many members */
+    const struct json_node *dup = NULL;
+    for (size_t i = 1; i < n && !dup; i++) {
+        dup = key_order(&m[i - 1], &m[i]) == 0 ? m[i] : NULL;
+    }
+    free(m);
+    return dup;
+}
+
+static void path_add(char *path, size_t size, size_t at, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+
+static void path_add(char *path, size_t size, size_t at, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (at < size) {
+        vsnprintf(path + at, size - at, fmt, ap);
+    }
+    va_end(ap);
+}
+
+static int ijson_walk(const struct json_node *n, char *path, size_t size, const char **ret_why)
+{
+    size_t at = strnlen(path, size);
+    int oom = 0;
+    if (n->type == JSON_STRING && has_lone_surrogate(n->str, n->str_len)) {
+        *ret_why = "a string holds a lone surrogate (not Unicode text)";
+        return 1;
+    }
+    if (n->type == JSON_NUMBER && !isfinite(n->num)) {
+        *ret_why = "a number is outside the range of a double";
+        return 1;
+    }
+    if (n->type == JSON_OBJECT) {
+        const struct json_node *dup = duplicate_member(n, &oom);
+        if (oom) {
+            return -1;
+        }
+        if (dup) {
+            path_add(path, size, at, ".%.64s", dup->key);
+            *ret_why = "a member name appears twice";
+            return 1;
+        }
+    }
+    size_t i = 0;
+    for (const struct json_node *c = n->child; c; c = c->next, i++) {
+        if (n->type == JSON_OBJECT) {
+            path_add(path, size, at, ".%.64s", c->key);
+            if (has_lone_surrogate(c->key, c->key_len)) {
+                *ret_why = "a member name holds a lone surrogate (not Unicode text)";
+                return 1;
+            }
+        } else {
+            path_add(path, size, at, "[%zu]", i);
+        }
+        int rc = ijson_walk(c, path, size, ret_why);
+        if (rc != 0) {
+            return rc;
+        }
+        path[at < size ? at : size - 1] = '\0';
+    }
+    return 0;
+}
+
+int json_ijson_check(const struct json_node *node, char *path, size_t path_size,
+                     const char **ret_why)
+{
+    if (path_size < 2) {
+        return -1;
+    }
+    path[0] = '$';
+    path[1] = '\0';
+    return ijson_walk(node, path, path_size, ret_why);
 }

@@ -53,6 +53,14 @@ void json_doc_free(struct json_doc *doc);
 /* The member `key` of an object node (first match), or NULL. */
 const struct json_node *json_get(const struct json_node *obj, const char *key);
 
+/* Where `node` first stops being I-JSON (RFC 7493), which is what a request body must be: a
+ * string or a member name holding a lone surrogate, a number outside the range of a double
+ * (1e999), or a member name twice in one object. 0 when it is I-JSON. Otherwise 1, with the
+ * place as a path ("$.input.items[2]", cut to fit) in `path` and what is wrong (static text) in
+ * *ret_why; -1 when out of memory. Nesting is bounded by what json_parse accepted. */
+int json_ijson_check(const struct json_node *node, char *path, size_t path_size,
+                     const char **ret_why);
+
 /* Appends `s` (len bytes of UTF-8 or WTF-8) as a JSON string literal exactly as
  * JSON.stringify writes it: quotes, \" \\ \b \f \n \r \t, other controls as \u00xx (lowercase
  * hex), lone surrogates as \udxxx; everything else as is. */
