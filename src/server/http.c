@@ -61,7 +61,6 @@ struct http_track {
     int64_t since_ms;             /* monotonic */
     char client[HTTP_CLIENT_MAX]; /* its address, as http_client names it */
     int linger;                   /* answered before its body was read: see http_linger */
-    struct http_track *prev;
     struct http_track *next;
 };
 
@@ -249,6 +248,19 @@ void http_stream(struct http_response *resp, http_stream_fn *fn, http_stream_fre
     resp->stream_data = userdata;
 }
 
+static void http_error(struct http_response *resp, const char *request_id, unsigned status,
+                       const char *code, const char *message)
+{
+    resp->status = status;
+    resp->content_type = "application/json";
+    buf_reset(&resp->body);
+    buf_append_str(&resp->body, "{\"error\":{\"code\":\"");
+    buf_append_str(&resp->body, code);
+    buf_append_str(&resp->body, "\",\"message\":");
+    json_write_string(&resp->body, message, strlen(message));
+    buf_printf(&resp->body, ",\"request_id\":\"%s\"}}\n", request_id);
+}
+
 /* The answer in resp's body, unless an append to it failed: then a 500 with the error body
  * (a document cut short never goes out as a success). */
 static void http_whole_or_500(struct http_response *resp, const char *request_id)
@@ -256,19 +268,14 @@ static void http_whole_or_500(struct http_response *resp, const char *request_id
     if (resp->stream_fn || !buf_failed(&resp->body)) {
         return;
     }
-    resp->status = 500;
-    resp->content_type = "application/json";
     resp->etag = NULL;
     resp->headers = NULL;
-    buf_reset(&resp->body);
-    buf_printf(&resp->body,
-               "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"the answer could not be built "
-               "(too large, or out of memory)\",\"request_id\":\"%s\"}}\n",
-               request_id);
+    http_error(resp, request_id, 500, "INTERNAL",
+               "the answer could not be built (too large, or out of memory)");
 }
 
 /* The MHD response of resp: its buffer copied, or its stream (handed over to MHD, which frees
- * it through http_stream_release; freed here when that cannot be set up). */
+ * it through http_stream_release; left in resp, which frees it, when there is no memory). */
 static struct MHD_Response *http_response_new(struct http_response *resp)
 {
     if (!resp->stream_fn) {
@@ -278,10 +285,6 @@ static struct MHD_Response *http_response_new(struct http_response *resp)
     struct http_stream *st = calloc(1, sizeof *st);
     struct MHD_Response *r = NULL;
     if (!st) {
-        if (resp->stream_free) {
-            resp->stream_free(resp->stream_data);
-        }
-        resp->stream_fn = NULL;
         return NULL;
     }
     st->fn = resp->stream_fn;
@@ -422,20 +425,18 @@ static void http_deferred_send(struct http_deferred *d)
 void http_deferred_reply(struct http_deferred *d, struct http_response *resp)
 {
     struct http_response *to = &d->resp;
-    /* the deferral's reshape stays (it was taken from the handler's response) */
-    http_reshape_fn *reshape = to->reshape;
-    void *reshape_data = to->reshape_data;
-    void (*reshape_free)(void *userdata) = to->reshape_free;
-    char actor[HTTP_ACTOR_MAX + 1];
-    char route[64];
-    snprintf(actor, sizeof actor, "%s", resp->actor[0] ? resp->actor : to->actor);
-    snprintf(route, sizeof route, "%s", resp->route[0] ? resp->route : to->route);
+    struct http_response kept = *to; /* its body is gone with the move: only its fields are read */
     http_response_move(to, resp);
-    snprintf(to->actor, sizeof to->actor, "%s", actor);
-    snprintf(to->route, sizeof to->route, "%s", route);
-    to->reshape = reshape;
-    to->reshape_data = reshape_data;
-    to->reshape_free = reshape_free;
+    if (!to->actor[0]) {
+        memcpy(to->actor, kept.actor, sizeof to->actor);
+    }
+    if (!to->route[0]) {
+        memcpy(to->route, kept.route, sizeof to->route);
+    }
+    /* the deferral's reshape stays (it was taken from the handler's response) */
+    to->reshape = kept.reshape;
+    to->reshape_data = kept.reshape_data;
+    to->reshape_free = kept.reshape_free;
     http_deferred_send(d);
 }
 
@@ -455,10 +456,7 @@ const char *http_query(const struct http_request *req, const char *name)
 
 const char *http_header(const struct http_request *req, const char *name)
 {
-    if (!req->conn) {
-        return NULL;
-    }
-    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+    return req->conn ? MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name) : NULL;
 }
 
 /* Counts what decides how a body is framed. */
@@ -498,19 +496,6 @@ static const char *http_framing_error(struct MHD_Connection *conn)
         return "a Transfer-Encoding other than chunked";
     }
     return NULL;
-}
-
-static void http_error(struct http_response *resp, const char *request_id, unsigned status,
-                       const char *code, const char *message)
-{
-    resp->status = status;
-    resp->content_type = "application/json";
-    buf_reset(&resp->body);
-    buf_append_str(&resp->body, "{\"error\":{\"code\":\"");
-    buf_append_str(&resp->body, code);
-    buf_append_str(&resp->body, "\",\"message\":");
-    json_write_string(&resp->body, message, strlen(message));
-    buf_printf(&resp->body, ",\"request_id\":\"%s\"}}\n", request_id);
 }
 
 /* Reserves room for the body in the budget of all bodies: its declared length, or the cap for
@@ -776,9 +761,6 @@ static void http_notify(void *cls, struct MHD_Connection *conn, void **socket_co
             }
         }
         t->next = srv->tracks;
-        if (srv->tracks) {
-            srv->tracks->prev = t;
-        }
         srv->tracks = t;
         pthread_mutex_unlock(&srv->lock);
         *socket_context = t;
@@ -789,14 +771,12 @@ static void http_notify(void *cls, struct MHD_Connection *conn, void **socket_co
         if (t->linger) {
             http_linger(srv, t->fd);
         }
-        if (t->prev) {
-            t->prev->next = t->next;
-        } else {
-            srv->tracks = t->next;
+        /* a walk like the start's limit check: at most max_connections long */
+        struct http_track **p = &srv->tracks;
+        while (*p != t) {
+            p = &(*p)->next;
         }
-        if (t->next) {
-            t->next->prev = t->prev;
-        }
+        *p = t->next;
         pthread_mutex_unlock(&srv->lock);
         free(t);
         *socket_context = NULL;
@@ -874,12 +854,9 @@ static void *http_reaper(void *arg)
         int64_t wait = srv->lingering ? 20 : tick; /* a lingering socket is read often */
         struct timespec at;
         clock_gettime(CLOCK_REALTIME, &at);
-        at.tv_sec += (time_t)(wait / 1000);
-        at.tv_nsec += (long)(wait % 1000) * 1000000L;
-        if (at.tv_nsec >= 1000000000L) {
-            at.tv_sec++;
-            at.tv_nsec -= 1000000000L;
-        }
+        at.tv_nsec += (long)wait * 1000000L; /* wait <= 1000 ms */
+        at.tv_sec += at.tv_nsec / 1000000000L;
+        at.tv_nsec %= 1000000000L;
         pthread_cond_timedwait(&srv->cond, &srv->lock, &at);
     }
     pthread_mutex_unlock(&srv->lock);
@@ -960,6 +937,27 @@ static void http_defaults(struct http_options *o)
     o->idle_timeout_s = o->idle_timeout_s ? o->idle_timeout_s : 30;
 }
 
+/* Stops the reaper (when it runs), closes the lingering connections and frees srv. */
+static void http_free(struct http_server *srv)
+{
+    if (srv->reaping) {
+        pthread_mutex_lock(&srv->lock);
+        srv->stop = 1;
+        pthread_cond_signal(&srv->cond);
+        pthread_mutex_unlock(&srv->lock);
+        pthread_join(srv->reaper, NULL);
+    }
+    while (srv->lingering) {
+        struct http_lingering *l = srv->lingering;
+        srv->lingering = l->next;
+        close(l->fd);
+        free(l);
+    }
+    pthread_cond_destroy(&srv->cond);
+    pthread_mutex_destroy(&srv->lock);
+    free(srv);
+}
+
 int http_start(const struct http_options *opts, struct http_server **ret_server, unsigned *ret_port,
                struct al_error *reterr)
 {
@@ -1001,16 +999,7 @@ int http_start(const struct http_options *opts, struct http_server **ret_server,
     *ret_port = bound;
     return 0;
 fail:
-    if (srv->reaping) {
-        pthread_mutex_lock(&srv->lock);
-        srv->stop = 1;
-        pthread_cond_signal(&srv->cond);
-        pthread_mutex_unlock(&srv->lock);
-        pthread_join(srv->reaper, NULL);
-    }
-    pthread_cond_destroy(&srv->cond);
-    pthread_mutex_destroy(&srv->lock);
-    free(srv);
+    http_free(srv);
     return -1;
 }
 
@@ -1041,18 +1030,5 @@ void http_stop(struct http_server *srv)
         }
         MHD_stop_daemon(srv->daemon);
     }
-    pthread_mutex_lock(&srv->lock);
-    srv->stop = 1;
-    pthread_cond_signal(&srv->cond);
-    pthread_mutex_unlock(&srv->lock);
-    pthread_join(srv->reaper, NULL);
-    while (srv->lingering) {
-        struct http_lingering *l = srv->lingering;
-        srv->lingering = l->next;
-        close(l->fd);
-        free(l);
-    }
-    pthread_cond_destroy(&srv->cond);
-    pthread_mutex_destroy(&srv->lock);
-    free(srv);
+    http_free(srv);
 }
