@@ -228,13 +228,12 @@ static const struct route *router_route(const struct http_request *req, struct h
                                         struct api_ctx *ctx)
 {
     struct router_path path;
-    int path_known = 0;
+    char allow[sizeof resp->allow] = ""; /* the methods of the path's routes, for a 405 */
     if (router_split(req->path, &path) == 0) {
         for (size_t i = 0; i < NROUTES; i++) {
             if (!router_match(&path, routes[i].path, NULL)) {
                 continue;
             }
-            path_known = 1;
             /* HEAD is GET without the body (libmicrohttpd leaves the body out) */
             if (strcmp(routes[i].method, req->method) == 0 ||
                 (strcmp(req->method, "HEAD") == 0 && strcmp(routes[i].method, "GET") == 0)) {
@@ -244,17 +243,12 @@ static const struct route *router_route(const struct http_request *req, struct h
                 ctx->rule = routes[i].rule;
                 return &routes[i];
             }
+            size_t used = strlen(allow);
+            snprintf(allow + used, sizeof allow - used, "%s%s", used ? ", " : "", routes[i].method);
         }
     }
-    if (path_known) {
-        char *allow = resp->allow;
-        for (size_t i = 0; i < NROUTES; i++) {
-            if (router_match(&path, routes[i].path, NULL)) {
-                size_t used = strlen(allow);
-                snprintf(allow + used, sizeof resp->allow - used, "%s%s", used ? ", " : "",
-                         routes[i].method);
-            }
-        }
+    if (allow[0]) {
+        memcpy(resp->allow, allow, sizeof allow);
         api_error_resp(req, resp, 405, "METHOD_NOT_ALLOWED", "method not allowed here");
     } else {
         api_error_resp(req, resp, 404, "NOT_FOUND", "no such route");
@@ -441,22 +435,9 @@ void router_handle(void *userdata, struct http_request *req, struct http_respons
     }
 }
 
-static const char *router_scope_name(enum auth_scope scope)
-{
-    switch (scope) {
-    case AUTH_PUBLIC:
-        return "public";
-    case AUTH_PRINCIPAL:
-        return "principal";
-    case AUTH_ANY_DEPARTMENT:
-        return "any_department";
-    case AUTH_DEPARTMENT:
-        return "department";
-    case AUTH_RESOURCE:
-        return "resource";
-    }
-    return "?";
-}
+/* enum auth_scope's names, in its order */
+static const char *const router_scope_names[] = { "public", "principal", "any_department",
+                                                  "department", "resource" };
 
 void router_print(FILE *out)
 {
@@ -465,7 +446,7 @@ void router_print(FILE *out)
         const struct route *rt = &routes[i];
         int ui = rt->handler == ui_page || rt->handler == ui_asset;
         fprintf(out, "  {\"method\":\"%s\",\"path\":\"%s\",\"scope\":\"%s\",\"ui\":%s,\"roles\":[",
-                rt->method, rt->path, router_scope_name(rt->rule.scope), ui ? "true" : "false");
+                rt->method, rt->path, router_scope_names[rt->rule.scope], ui ? "true" : "false");
         int first = 1;
         for (unsigned bit = 1; bit <= AUTH_ROLE_AGENT; bit <<= 1) {
             if (rt->rule.roles & bit) {
