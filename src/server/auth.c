@@ -133,16 +133,16 @@ enum auth_result auth_authenticate(struct store *s, const char *authorization,
         snprintf(why, AUTH_WHY_MAX, "unknown or revoked key %s", prefix);
         goto out;
     }
-    if (rc != STORE_OK) {
-        snprintf(why, AUTH_WHY_MAX, "store: %s", s->ops->errmsg(s));
-        result = AUTH_STORE_FAILED;
-        goto out;
+    if (rc == STORE_OK) {
+        memset(ret, 0, sizeof *ret);
+        memcpy(ret->name, name, sizeof name);
+        memcpy(ret->key_prefix, prefix, sizeof prefix);
+        rc = s->ops->principal_get(s, name, auth_set_kind, ret);
+        if (rc == STORE_OK) {
+            rc = auth_grants(s, name, &ret->gov);
+        }
     }
-    memset(ret, 0, sizeof *ret);
-    memcpy(ret->name, name, sizeof name);
-    memcpy(ret->key_prefix, prefix, sizeof prefix);
-    if (s->ops->principal_get(s, name, auth_set_kind, ret) != STORE_OK ||
-        auth_grants(s, name, &ret->gov) != STORE_OK) {
+    if (rc != STORE_OK) {
         snprintf(why, AUTH_WHY_MAX, "store: %s", s->ops->errmsg(s));
         result = AUTH_STORE_FAILED;
         goto out;

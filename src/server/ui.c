@@ -54,13 +54,7 @@ const struct ui_asset *ui_asset_find(const char *path)
 static int ui_not_modified(const struct api_ctx *ctx, const char *etag)
 {
     const char *inm = http_header(ctx->req, "If-None-Match");
-    if (!inm) {
-        return 0;
-    }
-    if (strcmp(inm, "*") == 0) {
-        return 1;
-    }
-    return strstr(inm, etag) != NULL;
+    return inm && (strcmp(inm, "*") == 0 || strstr(inm, etag) != NULL);
 }
 
 static void ui_send(struct api_ctx *ctx, const struct ui_asset *a)
@@ -68,15 +62,13 @@ static void ui_send(struct api_ctx *ctx, const struct ui_asset *a)
     struct http_response *resp = ctx->resp;
     resp->headers = ui_headers;
     resp->etag = a->etag;
+    resp->content_type = a->content_type;
+    buf_reset(&resp->body);
     if (ui_not_modified(ctx, a->etag)) {
         resp->status = 304;
-        resp->content_type = a->content_type;
-        buf_reset(&resp->body);
         return;
     }
     resp->status = 200;
-    resp->content_type = a->content_type;
-    buf_reset(&resp->body);
     if (buf_append(&resp->body, a->bytes, a->len) != BUF_OK) {
         resp->headers = NULL;
         resp->etag = NULL;
