@@ -349,6 +349,7 @@ struct connector_client {
     CURLM *multi;
     pthread_mutex_t lock;
     struct connector_call *queue;  /* handed over, not yet added to multi (under lock) */
+    struct connector_call **tail;  /* where the next one goes: calls start in order */
     int stopping;                  /* under lock */
     struct connector_call *active; /* the thread's own */
 };
@@ -535,25 +536,18 @@ static void *connector_thread(void *arg)
         pthread_mutex_lock(&c->lock);
         struct connector_call *queue = c->queue;
         c->queue = NULL;
+        c->tail = &c->queue;
         stopping = c->stopping;
         pthread_mutex_unlock(&c->lock);
-        /* the queue is newest first: start the oldest first */
-        struct connector_call *rev = NULL;
         while (queue) {
             struct connector_call *next = queue->next;
-            queue->next = rev;
-            rev = queue;
-            queue = next;
-        }
-        while (rev) {
-            struct connector_call *next = rev->next;
             if (stopping) {
-                connector_fail(rev, "airlockd is stopping");
-                connector_call_free(rev);
+                connector_fail(queue, "airlockd is stopping");
+                connector_call_free(queue);
             } else {
-                connector_start(c, rev);
+                connector_start(c, queue);
             }
-            rev = next;
+            queue = next;
         }
         if (stopping) {
             break;
@@ -595,17 +589,12 @@ struct connector_client *connector_client_new(void)
         return NULL;
     }
     c = calloc(1, sizeof *c);
-    if (!c) {
-        return NULL;
-    }
-    c->multi = curl_multi_init();
-    if (!c->multi || pthread_mutex_init(&c->lock, NULL) != 0) {
-        if (c->multi) {
-            curl_multi_cleanup(c->multi);
-        }
+    if (!c || !(c->multi = curl_multi_init())) {
         free(c);
         return NULL;
     }
+    pthread_mutex_init(&c->lock, NULL);
+    c->tail = &c->queue;
     if (pthread_create(&c->thread, NULL, connector_thread, c) != 0) {
         pthread_mutex_destroy(&c->lock);
         curl_multi_cleanup(c->multi);
@@ -682,18 +671,12 @@ static int connector_prepare(struct connector_call *call, const struct connector
     connector_hex(mac, mac_len, mac_hex);
     snprintf(sig, sizeof sig, "X-Airlock-Signature: t=%s,v1=%s", stamp, mac_hex);
 
-    struct curl_slist *l = NULL;
-    for (size_t i = 0; i < t->nheaders; i++) {
-        l = curl_slist_append(call->headers, t->headers[i]);
-        if (!l) {
-            goto out;
-        }
-        call->headers = l;
-    }
+    /* the connector's headers, then airlockd's own */
     const char *own[] = { "Content-Type: application/json", "Expect:", "Accept: application/json",
                           sig };
-    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
-        l = curl_slist_append(call->headers, own[i]);
+    for (size_t i = 0; i < t->nheaders + sizeof own / sizeof own[0]; i++) {
+        const char *h = i < t->nheaders ? t->headers[i] : own[i - t->nheaders];
+        struct curl_slist *l = curl_slist_append(call->headers, h);
         if (!l) {
             goto out;
         }
@@ -777,8 +760,8 @@ int connector_client_call(struct connector_client *c, const struct connector_req
         pthread_mutex_unlock(&c->lock);
         goto out;
     }
-    call->next = c->queue;
-    c->queue = call;
+    *c->tail = call;
+    c->tail = &call->next;
     call = NULL;
     pthread_mutex_unlock(&c->lock);
     curl_multi_wakeup(c->multi);
