@@ -73,16 +73,15 @@ int auth_key_digest(const char *key, char *ret_prefix, unsigned char ret_hash[ST
         }
     }
     SHA256((const unsigned char *)key, len, ret_hash);
-    if (len == 3 + AUTH_PREFIX_LEN + 1 + 64 && memcmp(key, "ak_", 3) == 0 &&
-        key[3 + AUTH_PREFIX_LEN] == '_' && auth_is_hex(key + 3, AUTH_PREFIX_LEN)) {
-        memcpy(ret_prefix, key + 3, AUTH_PREFIX_LEN);
-        ret_prefix[AUTH_PREFIX_LEN] = '\0';
-    } else {
-        char hex[2 * STORE_HASH_LEN + 1];
+    char hex[2 * STORE_HASH_LEN + 1];
+    const char *prefix = key + 3;
+    if (len != 3 + AUTH_PREFIX_LEN + 1 + 64 || memcmp(key, "ak_", 3) != 0 ||
+        key[3 + AUTH_PREFIX_LEN] != '_' || !auth_is_hex(key + 3, AUTH_PREFIX_LEN)) {
         auth_hex(ret_hash, STORE_HASH_LEN, hex);
-        memcpy(ret_prefix, hex, AUTH_PREFIX_LEN);
-        ret_prefix[AUTH_PREFIX_LEN] = '\0';
+        prefix = hex;
     }
+    memcpy(ret_prefix, prefix, AUTH_PREFIX_LEN);
+    ret_prefix[AUTH_PREFIX_LEN] = '\0';
     return 0;
 }
 
