@@ -22,11 +22,6 @@ unsigned auth_role_bit(const char *name)
     return gov_role_bit(name);
 }
 
-const char *auth_role_name(unsigned bit)
-{
-    return gov_role_name(bit);
-}
-
 static void auth_hex(const unsigned char *in, size_t len, char *out)
 {
     static const char digits[] = "0123456789abcdef";
@@ -159,7 +154,7 @@ static void auth_roles_text(unsigned roles, char *out, size_t len)
     out[0] = '\0';
     for (unsigned bit = 1; bit <= AUTH_ROLE_AGENT; bit <<= 1) {
         if ((roles & bit) && used < len) {
-            int n = snprintf(out + used, len - used, "%s%s", used ? "|" : "", auth_role_name(bit));
+            int n = snprintf(out + used, len - used, "%s%s", used ? "|" : "", gov_role_name(bit));
             used += n > 0 ? (size_t)n : 0;
         }
     }

@@ -464,10 +464,9 @@ static void connector_judge(struct connector_call *call, CURLcode code)
         goto out;
     }
     if (error) {
-        size_t len = error->str_len;
-        if (len > CONNECTOR_ERROR_MAX) {
-            len = utf8_cut(error->str, CONNECTOR_ERROR_MAX);
-        }
+        size_t len = error->str_len > CONNECTOR_ERROR_MAX
+                             ? utf8_cut(error->str, CONNECTOR_ERROR_MAX)
+                             : error->str_len;
         size_t clean_len = 0;
         char *clean = utf8_valid_dup(error->str, len, 0, &clean_len);
         /* a NUL inside would end the message early: it stays readable up to there */

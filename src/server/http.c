@@ -531,24 +531,19 @@ static void http_release(struct http_server *srv, struct http_conn *c, size_t ke
     pthread_mutex_unlock(&srv->lock);
 }
 
-/* Whether a request comes with a body: a declared length above 0, or chunks. */
-static int http_has_body(struct MHD_Connection *conn, const struct http_request *req)
-{
-    if (req->has_content_length) {
-        return req->content_length > 0;
-    }
-    return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) !=
-           NULL;
-}
-
 /* An answer given from the headers alone (MHD's "early response"): the body is never read and
  * the connection closes after the answer; one that was to come with a body lingers there (see
  * http_linger), so that a client that sends all of it before it reads gets the answer. */
 static enum MHD_Result http_early(struct MHD_Connection *conn, struct http_conn *c,
                                   struct http_response *resp)
 {
+    /* a body comes with a declared length above 0, or in chunks */
+    int body = c->req.has_content_length
+                       ? c->req.content_length > 0
+                       : MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
     resp->close = 1;
-    if (c->track && http_has_body(conn, &c->req)) {
+    if (c->track && body) {
         pthread_mutex_lock(&c->srv->lock);
         c->track->linger = 1;
         pthread_mutex_unlock(&c->srv->lock);
@@ -870,8 +865,7 @@ static int http_bind(const char *host, unsigned port, unsigned *ret_port, struct
     char service[16];
     int fd = -1;
     int one = 1;
-    int bind_failed = 0; /* an address refused: bind_errno says why (the last one's) */
-    int bind_errno = 0;
+    int bind_errno = 0; /* an address refused: why (the last one's) */
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -891,14 +885,13 @@ static int http_bind(const char *host, unsigned port, unsigned *ret_port, struct
         if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1024) == 0) {
             break;
         }
-        bind_failed = 1;
         bind_errno = errno;
         close(fd);
         fd = -1;
     }
     freeaddrinfo(res);
     if (fd < 0) {
-        if (bind_failed) {
+        if (bind_errno) {
             error_set_errno(reterr, AL_INTERNAL_ERROR, bind_errno, "cannot listen on %s:%u", host,
                             port);
         }

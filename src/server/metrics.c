@@ -146,27 +146,22 @@ static void metrics_label(const char *s, const char *fallback, char *out)
 /* Adds 1 to the series (a, b) of f, or to its "_other" series once f is full. Lock held. */
 static void metrics_count(struct metrics_family *f, const char *a, const char *b)
 {
-    size_t i;
-    for (i = 0; i < f->n; i++) {
+    for (size_t i = 0; i < f->n; i++) {
         if (strcmp(f->series[i].a, a) == 0 && strcmp(f->series[i].b, b) == 0) {
             f->series[i].count++;
             return;
         }
     }
-    if (f->n == METRICS_SERIES_MAX) {
-        snprintf(f->series[f->n].a, sizeof f->series[f->n].a, "%s", OTHER);
-        snprintf(f->series[f->n].b, sizeof f->series[f->n].b, "%s", OTHER);
-        f->series[f->n].count = 0;
+    struct metrics_series *s = &f->series[f->n < METRICS_SERIES_MAX ? f->n : METRICS_SERIES_MAX];
+    if (f->n <= METRICS_SERIES_MAX) {
+        /* a new series, or the first past the limit: "_other" */
+        int other = f->n == METRICS_SERIES_MAX;
+        snprintf(s->a, sizeof s->a, "%s", other ? OTHER : a);
+        snprintf(s->b, sizeof s->b, "%s", other ? OTHER : b);
+        s->count = 0; /* a slot used before metrics_reset */
         f->n++;
     }
-    if (f->n > METRICS_SERIES_MAX) {
-        f->series[METRICS_SERIES_MAX].count++;
-        return;
-    }
-    memcpy(f->series[f->n].a, a, strlen(a) + 1);
-    memcpy(f->series[f->n].b, b, strlen(b) + 1);
-    f->series[f->n].count = 1;
-    f->n++;
+    s->count++;
 }
 
 /* Counts (a, b) in f, their labels normalised; and a run's duration when duration_s is not

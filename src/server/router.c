@@ -166,12 +166,9 @@ static int router_match(const struct router_path *req, const char *pattern, stru
         /* the pattern is a literal of the table: the name may point into it */
         prm->name = pat.seg[i] + 1;
         prm->name_len = pat.len[i] - 2;
-        size_t vlen = req->len[i] < STORE_NAME_MAX ? req->len[i] : STORE_NAME_MAX;
+        size_t vlen = req->len[i] <= STORE_NAME_MAX ? req->len[i] : 0;
         memcpy(prm->value, req->seg[i], vlen);
         prm->value[vlen] = '\0';
-        if (req->len[i] > STORE_NAME_MAX) {
-            prm->value[0] = '\0';
-        }
     }
     ctx->nparams = nparams;
     return 1;
@@ -450,7 +447,7 @@ void router_print(FILE *out)
         int first = 1;
         for (unsigned bit = 1; bit <= AUTH_ROLE_AGENT; bit <<= 1) {
             if (rt->rule.roles & bit) {
-                fprintf(out, "%s\"%s\"", first ? "" : ",", auth_role_name(bit));
+                fprintf(out, "%s\"%s\"", first ? "" : ",", gov_role_name(bit));
                 first = 0;
             }
         }
