@@ -1,11 +1,8 @@
 /*
- * router.c - the route table and the request path through it, in two steps. Admission, once the
- * headers are in and before any body byte is read: match, the rate limit, the declared size,
- * authentication and the route's roles; whatever fails is answered there and its body never
- * read. Dispatch, once the body is in: the handler, on a reader (a request thread's own
- * connection) or, for a route that writes, as a job of the writer, with the request suspended
- * until that job's batch has committed. A job authenticates again on the writer's connection:
- * a key revoked while the body was arriving writes nothing.
+ * router.c - the route table and the request path through it (router.h): admission from the
+ * headers, dispatch once the body is in. A route that writes runs as a job of the writer, its
+ * request suspended until the job's batch has committed, and the job authenticates again on the
+ * writer's connection: a key revoked while the body was arriving writes nothing.
  *
  * Authentication comes before any lookup so an outsider learns nothing about which principals
  * or departments exist; a refusal is answered and audited once, with the reason auth_check gave
