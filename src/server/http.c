@@ -61,6 +61,7 @@ struct http_track {
     int64_t since_ms;             /* monotonic */
     char client[HTTP_CLIENT_MAX]; /* its address, as http_client names it */
     int linger;                   /* answered before its body was read: see http_linger */
+    struct http_track *prev;
     struct http_track *next;
 };
 
@@ -756,6 +757,9 @@ static void http_notify(void *cls, struct MHD_Connection *conn, void **socket_co
             }
         }
         t->next = srv->tracks;
+        if (srv->tracks) {
+            srv->tracks->prev = t;
+        }
         srv->tracks = t;
         pthread_mutex_unlock(&srv->lock);
         *socket_context = t;
@@ -766,12 +770,14 @@ static void http_notify(void *cls, struct MHD_Connection *conn, void **socket_co
         if (t->linger) {
             http_linger(srv, t->fd);
         }
-        /* a walk like the start's limit check: at most max_connections long */
-        struct http_track **p = &srv->tracks;
-        while (*p != t) {
-            p = &(*p)->next;
+        if (t->prev) {
+            t->prev->next = t->next;
+        } else {
+            srv->tracks = t->next;
         }
-        *p = t->next;
+        if (t->next) {
+            t->next->prev = t->prev;
+        }
         pthread_mutex_unlock(&srv->lock);
         free(t);
         *socket_context = NULL;
