@@ -98,25 +98,9 @@ int api_name_ok(const char *s)
     return 1;
 }
 
-static const char *api_type_name(enum json_type t)
-{
-    switch (t) {
-    case JSON_NULL:
-        return "null";
-    case JSON_FALSE:
-    case JSON_TRUE:
-        return "a boolean";
-    case JSON_NUMBER:
-        return "a number";
-    case JSON_STRING:
-        return "a string";
-    case JSON_ARRAY:
-        return "an array";
-    case JSON_OBJECT:
-        return "an object";
-    }
-    return "?";
-}
+/* enum json_type's names in a message, in its order (JSON_TRUE stands for a boolean) */
+static const char *const api_type_names[] = { "null",     "a boolean", "a boolean", "a number",
+                                              "a string", "an array",  "an object" };
 
 int api_body(struct api_ctx *ctx, const struct api_field *fields, size_t nfields)
 {
@@ -163,7 +147,7 @@ int api_body(struct api_ctx *ctx, const struct api_field *fields, size_t nfields
         int bool_ok = f->type == JSON_TRUE && (m->type == JSON_TRUE || m->type == JSON_FALSE);
         if (!bool_ok && m->type != f->type) {
             api_error(ctx, 400, "INVALID_REQUEST", "field \"%s\" must be %s", f->name,
-                      api_type_name(f->type));
+                      api_type_names[f->type]);
             return -1;
         }
         if (m->type == JSON_STRING && strlen(m->str) != m->str_len) {
@@ -222,31 +206,40 @@ static enum store_rc api_denial_fn(struct writer_tx *tx, void *arg)
                                 NULL, d->details.data, NULL);
 }
 
-/* The refusal's answer, once its record is in (or could not be made: 500). */
-static void api_denial_answer(const struct http_request *req, struct http_response *resp,
-                              unsigned status, const char *why, int recorded)
+/* The refusal's answer into resp, once its record is in (or could not be made: 500); frees d. */
+static void api_denial_answer(struct api_denial *d, struct http_response *resp, enum store_rc rc)
 {
-    if (!recorded) {
-        api_error_resp(req, resp, 500, "INTERNAL", "the audit log could not record a refusal");
-    } else if (status == 401) {
-        api_error_resp(req, resp, 401, "UNAUTHENTICATED", why);
+    if (rc != STORE_OK) {
+        api_error_resp(d->req, resp, 500, "INTERNAL", "the audit log could not record a refusal");
+    } else if (d->status == 401) {
+        api_error_resp(d->req, resp, 401, "UNAUTHENTICATED", d->why);
     } else {
-        api_error_resp(req, resp, 403, "FORBIDDEN", why);
+        api_error_resp(d->req, resp, 403, "FORBIDDEN", d->why);
     }
+    buf_done(&d->details);
+    free(d);
 }
 
 static void api_denial_done(void *arg, enum store_rc rc)
 {
     struct api_denial *d = arg;
-    if (d->deferred) {
+    struct http_deferred *deferred = d->deferred;
+    if (deferred) {
         struct http_response resp;
         http_response_init(&resp);
-        api_denial_answer(d->req, &resp, d->status, d->why, rc == STORE_OK);
-        http_deferred_reply(d->deferred, &resp);
+        api_denial_answer(d, &resp, rc);
+        http_deferred_reply(deferred, &resp);
         http_response_done(&resp);
-        buf_done(&d->details);
-        free(d);
     }
+}
+
+/* Appends s[0..len) as a JSON string made well-formed: the audit record must be valid UTF-8. */
+static void api_valid_str(struct buf *b, const char *s, size_t len)
+{
+    size_t valid_len = 0;
+    char *valid = utf8_valid_dup(s, len, 0, &valid_len);
+    json_write_string(b, valid ? valid : "", valid ? valid_len : 0);
+    free(valid);
 }
 
 void api_denied(struct api_ctx *ctx, unsigned status, const char *why)
@@ -265,25 +258,15 @@ void api_denied(struct api_ctx *ctx, unsigned status, const char *why)
     buf_init(&d->details, 16 * 1024); /* room for 512 bytes of path escaped six times over */
     api_member(&d->details, "{\"method\":", ctx->method ? ctx->method : req->method);
     api_member(&d->details, ",\"route\":", ctx->route ? ctx->route : "");
+    /* the path as the client sent it; the reason, which may quote the path's department */
     buf_append_str(&d->details, ",\"path\":");
-    /* the path as the client sent it, made well-formed: the audit record must be valid UTF-8 */
-    size_t path_len = 0;
-    char *path = utf8_valid_dup(req->path, strnlen(req->path, 512), 0, &path_len);
-    json_write_string(&d->details, path ? path : "", path ? path_len : 0);
-    free(path);
+    api_valid_str(&d->details, req->path, strnlen(req->path, 512));
     buf_printf(&d->details, ",\"status\":%u,\"reason\":", status);
-    /* the reason may quote the path's department: made well-formed too */
-    size_t why_len = 0;
-    char *why_valid = utf8_valid_dup(why, strlen(why), 0, &why_len);
-    json_write_string(&d->details, why_valid ? why_valid : "", why_valid ? why_len : 0);
-    free(why_valid);
+    api_valid_str(&d->details, why, strlen(why));
     buf_printf(&d->details, ",\"request_id\":\"%s\"}", req->request_id);
     if (ctx->tx) {
         /* on the writer already: in the batch, answered with it */
-        enum store_rc rc = api_denial_fn(ctx->tx, d);
-        api_denial_answer(req, ctx->resp, status, d->why, rc == STORE_OK);
-        buf_done(&d->details);
-        free(d);
+        api_denial_answer(d, ctx->resp, api_denial_fn(ctx->tx, d));
         return;
     }
     d->job.fn = api_denial_fn;
@@ -295,12 +278,9 @@ void api_denied(struct api_ctx *ctx, unsigned status, const char *why)
         return;
     }
     /* no connection to suspend (a harness): wait for the commit here */
-    enum store_rc rc = ctx->svc && ctx->svc->writer
-                               ? writer_call(ctx->svc->writer, api_denial_fn, d)
-                               : STORE_ERROR;
-    api_denial_answer(req, ctx->resp, status, d->why, rc == STORE_OK);
-    buf_done(&d->details);
-    free(d);
+    api_denial_answer(d, ctx->resp,
+                      ctx->svc && ctx->svc->writer ? writer_call(ctx->svc->writer, api_denial_fn, d)
+                                                   : STORE_ERROR);
 }
 
 /* api_after_commit's hook, with the caller's function. */

@@ -7,14 +7,10 @@
  */
 #include "auditlog.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
 #include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "audit.h"
 #include "error.h"
@@ -147,9 +143,7 @@ enum store_rc auditlog_check_step(struct auditlog_check *c, struct store *s, int
         memset(&p, 0, sizeof p);
         enum audit_fault fault = audit_verifier_finish(c->v, &p);
         if (fault != AUDIT_FAULT_NONE) {
-            c->ret.ok = 0;
-            c->ret.first_bad_seq = (int64_t)p.seq;
-            snprintf(c->ret.reason, sizeof c->ret.reason, "%s: %s", audit_fault_name(fault), p.why);
+            auditlog_bad(c, (int64_t)p.seq, audit_fault_name(fault), p.why);
         }
     }
     *ret_done = c->done;

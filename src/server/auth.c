@@ -22,11 +22,6 @@ unsigned auth_role_bit(const char *name)
     return gov_role_bit(name);
 }
 
-const char *auth_role_name(unsigned bit)
-{
-    return gov_role_name(bit);
-}
-
 static void auth_hex(const unsigned char *in, size_t len, char *out)
 {
     static const char digits[] = "0123456789abcdef";
@@ -73,16 +68,15 @@ int auth_key_digest(const char *key, char *ret_prefix, unsigned char ret_hash[ST
         }
     }
     SHA256((const unsigned char *)key, len, ret_hash);
-    if (len == 3 + AUTH_PREFIX_LEN + 1 + 64 && memcmp(key, "ak_", 3) == 0 &&
-        key[3 + AUTH_PREFIX_LEN] == '_' && auth_is_hex(key + 3, AUTH_PREFIX_LEN)) {
-        memcpy(ret_prefix, key + 3, AUTH_PREFIX_LEN);
-        ret_prefix[AUTH_PREFIX_LEN] = '\0';
-    } else {
-        char hex[2 * STORE_HASH_LEN + 1];
+    char hex[2 * STORE_HASH_LEN + 1];
+    const char *prefix = key + 3;
+    if (len != 3 + AUTH_PREFIX_LEN + 1 + 64 || memcmp(key, "ak_", 3) != 0 ||
+        key[3 + AUTH_PREFIX_LEN] != '_' || !auth_is_hex(key + 3, AUTH_PREFIX_LEN)) {
         auth_hex(ret_hash, STORE_HASH_LEN, hex);
-        memcpy(ret_prefix, hex, AUTH_PREFIX_LEN);
-        ret_prefix[AUTH_PREFIX_LEN] = '\0';
+        prefix = hex;
     }
+    memcpy(ret_prefix, prefix, AUTH_PREFIX_LEN);
+    ret_prefix[AUTH_PREFIX_LEN] = '\0';
     return 0;
 }
 
@@ -133,16 +127,16 @@ enum auth_result auth_authenticate(struct store *s, const char *authorization,
         snprintf(why, AUTH_WHY_MAX, "unknown or revoked key %s", prefix);
         goto out;
     }
-    if (rc != STORE_OK) {
-        snprintf(why, AUTH_WHY_MAX, "store: %s", s->ops->errmsg(s));
-        result = AUTH_STORE_FAILED;
-        goto out;
+    if (rc == STORE_OK) {
+        memset(ret, 0, sizeof *ret);
+        memcpy(ret->name, name, sizeof name);
+        memcpy(ret->key_prefix, prefix, sizeof prefix);
+        rc = s->ops->principal_get(s, name, auth_set_kind, ret);
+        if (rc == STORE_OK) {
+            rc = auth_grants(s, name, &ret->gov);
+        }
     }
-    memset(ret, 0, sizeof *ret);
-    memcpy(ret->name, name, sizeof name);
-    memcpy(ret->key_prefix, prefix, sizeof prefix);
-    if (s->ops->principal_get(s, name, auth_set_kind, ret) != STORE_OK ||
-        auth_grants(s, name, &ret->gov) != STORE_OK) {
+    if (rc != STORE_OK) {
         snprintf(why, AUTH_WHY_MAX, "store: %s", s->ops->errmsg(s));
         result = AUTH_STORE_FAILED;
         goto out;
@@ -160,7 +154,7 @@ static void auth_roles_text(unsigned roles, char *out, size_t len)
     out[0] = '\0';
     for (unsigned bit = 1; bit <= AUTH_ROLE_AGENT; bit <<= 1) {
         if ((roles & bit) && used < len) {
-            int n = snprintf(out + used, len - used, "%s%s", used ? "|" : "", auth_role_name(bit));
+            int n = snprintf(out + used, len - used, "%s%s", used ? "|" : "", gov_role_name(bit));
             used += n > 0 ? (size_t)n : 0;
         }
     }

@@ -58,10 +58,8 @@ struct auth_principal {
     struct gov_principal gov;
 };
 
-/* The bit of a role's name, or 0 for an unknown name (gov_role_bit); a bit's name, "?" for
- * anything but one known bit (gov_role_name). */
+/* The bit of a role's name, or 0 for an unknown name (gov_role_bit). */
 unsigned auth_role_bit(const char *name);
-const char *auth_role_name(unsigned bit);
 
 /* A new random key (AUTH_KEY_MAX + 1 bytes), its prefix (AUTH_PREFIX_LEN + 1) and hash. 0 on
  * success, -1 when the random generator fails. */

@@ -349,6 +349,7 @@ struct connector_client {
     CURLM *multi;
     pthread_mutex_t lock;
     struct connector_call *queue;  /* handed over, not yet added to multi (under lock) */
+    struct connector_call **tail;  /* where the next one goes: calls start in order */
     int stopping;                  /* under lock */
     struct connector_call *active; /* the thread's own */
 };
@@ -463,10 +464,9 @@ static void connector_judge(struct connector_call *call, CURLcode code)
         goto out;
     }
     if (error) {
-        size_t len = error->str_len;
-        if (len > CONNECTOR_ERROR_MAX) {
-            len = utf8_cut(error->str, CONNECTOR_ERROR_MAX);
-        }
+        size_t len = error->str_len > CONNECTOR_ERROR_MAX
+                             ? utf8_cut(error->str, CONNECTOR_ERROR_MAX)
+                             : error->str_len;
         size_t clean_len = 0;
         char *clean = utf8_valid_dup(error->str, len, 0, &clean_len);
         /* a NUL inside would end the message early: it stays readable up to there */
@@ -535,25 +535,18 @@ static void *connector_thread(void *arg)
         pthread_mutex_lock(&c->lock);
         struct connector_call *queue = c->queue;
         c->queue = NULL;
+        c->tail = &c->queue;
         stopping = c->stopping;
         pthread_mutex_unlock(&c->lock);
-        /* the queue is newest first: start the oldest first */
-        struct connector_call *rev = NULL;
         while (queue) {
             struct connector_call *next = queue->next;
-            queue->next = rev;
-            rev = queue;
-            queue = next;
-        }
-        while (rev) {
-            struct connector_call *next = rev->next;
             if (stopping) {
-                connector_fail(rev, "airlockd is stopping");
-                connector_call_free(rev);
+                connector_fail(queue, "airlockd is stopping");
+                connector_call_free(queue);
             } else {
-                connector_start(c, rev);
+                connector_start(c, queue);
             }
-            rev = next;
+            queue = next;
         }
         if (stopping) {
             break;
@@ -595,17 +588,12 @@ struct connector_client *connector_client_new(void)
         return NULL;
     }
     c = calloc(1, sizeof *c);
-    if (!c) {
-        return NULL;
-    }
-    c->multi = curl_multi_init();
-    if (!c->multi || pthread_mutex_init(&c->lock, NULL) != 0) {
-        if (c->multi) {
-            curl_multi_cleanup(c->multi);
-        }
+    if (!c || !(c->multi = curl_multi_init())) {
         free(c);
         return NULL;
     }
+    pthread_mutex_init(&c->lock, NULL);
+    c->tail = &c->queue;
     if (pthread_create(&c->thread, NULL, connector_thread, c) != 0) {
         pthread_mutex_destroy(&c->lock);
         curl_multi_cleanup(c->multi);
@@ -659,9 +647,8 @@ static int connector_prepare(struct connector_call *call, const struct connector
     int rc = -1;
     buf_init(&signed_text, CONNECTOR_BODY_MAX + 32);
 
-    buf_append_str(&call->body, "{\"function\":");
-    buf_printf(&call->body, "\"%s.%s\"", t->name, call->fn->name);
-    buf_append_str(&call->body, ",\"args\":");
+    /* names checked at registration (identifiers): nothing to escape */
+    buf_printf(&call->body, "{\"function\":\"%s.%s\",\"args\":", t->name, call->fn->name);
     buf_append_str(&call->body, req->args_json);
     connector_opt_str(&call->body, "run", req->run_id);
     connector_opt_str(&call->body, "template", req->template_name);
@@ -682,18 +669,12 @@ static int connector_prepare(struct connector_call *call, const struct connector
     connector_hex(mac, mac_len, mac_hex);
     snprintf(sig, sizeof sig, "X-Airlock-Signature: t=%s,v1=%s", stamp, mac_hex);
 
-    struct curl_slist *l = NULL;
-    for (size_t i = 0; i < t->nheaders; i++) {
-        l = curl_slist_append(call->headers, t->headers[i]);
-        if (!l) {
-            goto out;
-        }
-        call->headers = l;
-    }
+    /* the connector's headers, then airlockd's own */
     const char *own[] = { "Content-Type: application/json", "Expect:", "Accept: application/json",
                           sig };
-    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
-        l = curl_slist_append(call->headers, own[i]);
+    for (size_t i = 0; i < t->nheaders + sizeof own / sizeof own[0]; i++) {
+        const char *h = i < t->nheaders ? t->headers[i] : own[i - t->nheaders];
+        struct curl_slist *l = curl_slist_append(call->headers, h);
         if (!l) {
             goto out;
         }
@@ -777,8 +758,8 @@ int connector_client_call(struct connector_client *c, const struct connector_req
         pthread_mutex_unlock(&c->lock);
         goto out;
     }
-    call->next = c->queue;
-    c->queue = call;
+    *c->tail = call;
+    c->tail = &call->next;
     call = NULL;
     pthread_mutex_unlock(&c->lock);
     curl_multi_wakeup(c->multi);

@@ -249,6 +249,19 @@ void http_stream(struct http_response *resp, http_stream_fn *fn, http_stream_fre
     resp->stream_data = userdata;
 }
 
+static void http_error(struct http_response *resp, const char *request_id, unsigned status,
+                       const char *code, const char *message)
+{
+    resp->status = status;
+    resp->content_type = "application/json";
+    buf_reset(&resp->body);
+    buf_append_str(&resp->body, "{\"error\":{\"code\":\"");
+    buf_append_str(&resp->body, code);
+    buf_append_str(&resp->body, "\",\"message\":");
+    json_write_string(&resp->body, message, strlen(message));
+    buf_printf(&resp->body, ",\"request_id\":\"%s\"}}\n", request_id);
+}
+
 /* The answer in resp's body, unless an append to it failed: then a 500 with the error body
  * (a document cut short never goes out as a success). */
 static void http_whole_or_500(struct http_response *resp, const char *request_id)
@@ -256,19 +269,14 @@ static void http_whole_or_500(struct http_response *resp, const char *request_id
     if (resp->stream_fn || !buf_failed(&resp->body)) {
         return;
     }
-    resp->status = 500;
-    resp->content_type = "application/json";
     resp->etag = NULL;
     resp->headers = NULL;
-    buf_reset(&resp->body);
-    buf_printf(&resp->body,
-               "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"the answer could not be built "
-               "(too large, or out of memory)\",\"request_id\":\"%s\"}}\n",
-               request_id);
+    http_error(resp, request_id, 500, "INTERNAL",
+               "the answer could not be built (too large, or out of memory)");
 }
 
 /* The MHD response of resp: its buffer copied, or its stream (handed over to MHD, which frees
- * it through http_stream_release; freed here when that cannot be set up). */
+ * it through http_stream_release; left in resp, which frees it, when there is no memory). */
 static struct MHD_Response *http_response_new(struct http_response *resp)
 {
     if (!resp->stream_fn) {
@@ -278,10 +286,6 @@ static struct MHD_Response *http_response_new(struct http_response *resp)
     struct http_stream *st = calloc(1, sizeof *st);
     struct MHD_Response *r = NULL;
     if (!st) {
-        if (resp->stream_free) {
-            resp->stream_free(resp->stream_data);
-        }
-        resp->stream_fn = NULL;
         return NULL;
     }
     st->fn = resp->stream_fn;
@@ -422,20 +426,18 @@ static void http_deferred_send(struct http_deferred *d)
 void http_deferred_reply(struct http_deferred *d, struct http_response *resp)
 {
     struct http_response *to = &d->resp;
-    /* the deferral's reshape stays (it was taken from the handler's response) */
-    http_reshape_fn *reshape = to->reshape;
-    void *reshape_data = to->reshape_data;
-    void (*reshape_free)(void *userdata) = to->reshape_free;
-    char actor[HTTP_ACTOR_MAX + 1];
-    char route[64];
-    snprintf(actor, sizeof actor, "%s", resp->actor[0] ? resp->actor : to->actor);
-    snprintf(route, sizeof route, "%s", resp->route[0] ? resp->route : to->route);
+    struct http_response kept = *to; /* its body is gone with the move: only its fields are read */
     http_response_move(to, resp);
-    snprintf(to->actor, sizeof to->actor, "%s", actor);
-    snprintf(to->route, sizeof to->route, "%s", route);
-    to->reshape = reshape;
-    to->reshape_data = reshape_data;
-    to->reshape_free = reshape_free;
+    if (!to->actor[0]) {
+        memcpy(to->actor, kept.actor, sizeof to->actor);
+    }
+    if (!to->route[0]) {
+        memcpy(to->route, kept.route, sizeof to->route);
+    }
+    /* the deferral's reshape stays (it was taken from the handler's response) */
+    to->reshape = kept.reshape;
+    to->reshape_data = kept.reshape_data;
+    to->reshape_free = kept.reshape_free;
     http_deferred_send(d);
 }
 
@@ -455,10 +457,7 @@ const char *http_query(const struct http_request *req, const char *name)
 
 const char *http_header(const struct http_request *req, const char *name)
 {
-    if (!req->conn) {
-        return NULL;
-    }
-    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+    return req->conn ? MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name) : NULL;
 }
 
 /* Counts what decides how a body is framed. */
@@ -500,19 +499,6 @@ static const char *http_framing_error(struct MHD_Connection *conn)
     return NULL;
 }
 
-static void http_error(struct http_response *resp, const char *request_id, unsigned status,
-                       const char *code, const char *message)
-{
-    resp->status = status;
-    resp->content_type = "application/json";
-    buf_reset(&resp->body);
-    buf_append_str(&resp->body, "{\"error\":{\"code\":\"");
-    buf_append_str(&resp->body, code);
-    buf_append_str(&resp->body, "\",\"message\":");
-    json_write_string(&resp->body, message, strlen(message));
-    buf_printf(&resp->body, ",\"request_id\":\"%s\"}}\n", request_id);
-}
-
 /* Reserves room for the body in the budget of all bodies: its declared length, or the cap for
  * one of unknown length (chunked). 0 when it fits. */
 static int http_reserve(struct http_server *srv, struct http_conn *c)
@@ -546,24 +532,19 @@ static void http_release(struct http_server *srv, struct http_conn *c, size_t ke
     pthread_mutex_unlock(&srv->lock);
 }
 
-/* Whether a request comes with a body: a declared length above 0, or chunks. */
-static int http_has_body(struct MHD_Connection *conn, const struct http_request *req)
-{
-    if (req->has_content_length) {
-        return req->content_length > 0;
-    }
-    return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) !=
-           NULL;
-}
-
 /* An answer given from the headers alone (MHD's "early response"): the body is never read and
  * the connection closes after the answer; one that was to come with a body lingers there (see
  * http_linger), so that a client that sends all of it before it reads gets the answer. */
 static enum MHD_Result http_early(struct MHD_Connection *conn, struct http_conn *c,
                                   struct http_response *resp)
 {
+    /* a body comes with a declared length above 0, or in chunks */
+    int body = c->req.has_content_length
+                       ? c->req.content_length > 0
+                       : MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
     resp->close = 1;
-    if (c->track && http_has_body(conn, &c->req)) {
+    if (c->track && body) {
         pthread_mutex_lock(&c->srv->lock);
         c->track->linger = 1;
         pthread_mutex_unlock(&c->srv->lock);
@@ -874,12 +855,9 @@ static void *http_reaper(void *arg)
         int64_t wait = srv->lingering ? 20 : tick; /* a lingering socket is read often */
         struct timespec at;
         clock_gettime(CLOCK_REALTIME, &at);
-        at.tv_sec += (time_t)(wait / 1000);
-        at.tv_nsec += (long)(wait % 1000) * 1000000L;
-        if (at.tv_nsec >= 1000000000L) {
-            at.tv_sec++;
-            at.tv_nsec -= 1000000000L;
-        }
+        at.tv_nsec += (long)wait * 1000000L; /* wait <= 1000 ms */
+        at.tv_sec += at.tv_nsec / 1000000000L;
+        at.tv_nsec %= 1000000000L;
         pthread_cond_timedwait(&srv->cond, &srv->lock, &at);
     }
     pthread_mutex_unlock(&srv->lock);
@@ -893,8 +871,7 @@ static int http_bind(const char *host, unsigned port, unsigned *ret_port, struct
     char service[16];
     int fd = -1;
     int one = 1;
-    int bind_failed = 0; /* an address refused: bind_errno says why (the last one's) */
-    int bind_errno = 0;
+    int bind_errno = 0; /* an address refused: why (the last one's) */
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -914,14 +891,13 @@ static int http_bind(const char *host, unsigned port, unsigned *ret_port, struct
         if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1024) == 0) {
             break;
         }
-        bind_failed = 1;
         bind_errno = errno;
         close(fd);
         fd = -1;
     }
     freeaddrinfo(res);
     if (fd < 0) {
-        if (bind_failed) {
+        if (bind_errno) {
             error_set_errno(reterr, AL_INTERNAL_ERROR, bind_errno, "cannot listen on %s:%u", host,
                             port);
         }
@@ -958,6 +934,27 @@ static void http_defaults(struct http_options *o)
     o->header_timeout_ms = o->header_timeout_ms ? o->header_timeout_ms : 10000;
     o->body_timeout_ms = o->body_timeout_ms ? o->body_timeout_ms : 30000;
     o->idle_timeout_s = o->idle_timeout_s ? o->idle_timeout_s : 30;
+}
+
+/* Stops the reaper (when it runs), closes the lingering connections and frees srv. */
+static void http_free(struct http_server *srv)
+{
+    if (srv->reaping) {
+        pthread_mutex_lock(&srv->lock);
+        srv->stop = 1;
+        pthread_cond_signal(&srv->cond);
+        pthread_mutex_unlock(&srv->lock);
+        pthread_join(srv->reaper, NULL);
+    }
+    while (srv->lingering) {
+        struct http_lingering *l = srv->lingering;
+        srv->lingering = l->next;
+        close(l->fd);
+        free(l);
+    }
+    pthread_cond_destroy(&srv->cond);
+    pthread_mutex_destroy(&srv->lock);
+    free(srv);
 }
 
 int http_start(const struct http_options *opts, struct http_server **ret_server, unsigned *ret_port,
@@ -1001,16 +998,7 @@ int http_start(const struct http_options *opts, struct http_server **ret_server,
     *ret_port = bound;
     return 0;
 fail:
-    if (srv->reaping) {
-        pthread_mutex_lock(&srv->lock);
-        srv->stop = 1;
-        pthread_cond_signal(&srv->cond);
-        pthread_mutex_unlock(&srv->lock);
-        pthread_join(srv->reaper, NULL);
-    }
-    pthread_cond_destroy(&srv->cond);
-    pthread_mutex_destroy(&srv->lock);
-    free(srv);
+    http_free(srv);
     return -1;
 }
 
@@ -1041,18 +1029,5 @@ void http_stop(struct http_server *srv)
         }
         MHD_stop_daemon(srv->daemon);
     }
-    pthread_mutex_lock(&srv->lock);
-    srv->stop = 1;
-    pthread_cond_signal(&srv->cond);
-    pthread_mutex_unlock(&srv->lock);
-    pthread_join(srv->reaper, NULL);
-    while (srv->lingering) {
-        struct http_lingering *l = srv->lingering;
-        srv->lingering = l->next;
-        close(l->fd);
-        free(l);
-    }
-    pthread_cond_destroy(&srv->cond);
-    pthread_mutex_destroy(&srv->lock);
-    free(srv);
+    http_free(srv);
 }

@@ -41,12 +41,9 @@ struct metrics_gauge {
     void *userdata;
 };
 
-/* seconds; the +Inf bucket is the count */
+/* seconds, each printed as written here by %g; the +Inf bucket is the count */
 static const double bucket_le[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                     0.5,   1,      2.5,   5,    10,    30,   60 };
-static const char *const bucket_text[] = { "0.001", "0.0025", "0.005", "0.01", "0.025",
-                                           "0.05",  "0.1",    "0.25",  "0.5",  "1",
-                                           "2.5",   "5",      "10",    "30",   "60" };
 #define NBUCKETS (sizeof bucket_le / sizeof bucket_le[0])
 
 /* The gauges every scrape shows, 0 until their owners register. */
@@ -60,23 +57,23 @@ static const char *const gauge_defaults[][2] = {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct metrics_family http_requests = {
-    "airlock_http_requests_total",
-    "HTTP requests answered, by route pattern and status.",
-    "route",
-    "code",
-    0,
-    { { "", "", 0 } }
+    .name = "airlock_http_requests_total",
+    .help = "HTTP requests answered, by route pattern and status.",
+    .label_a = "route",
+    .label_b = "code",
 };
 static struct metrics_family runs = {
-    "airlock_runs_total", "Runs ended, by template and status.", "template", "status", 0,
-    { { "", "", 0 } }
+    .name = "airlock_runs_total",
+    .help = "Runs ended, by template and status.",
+    .label_a = "template",
+    .label_b = "status",
 };
-static struct metrics_family host_calls = { "airlock_host_calls_total",
-                                            "Host (connector) calls, by connector and outcome.",
-                                            "connector",
-                                            "outcome",
-                                            0,
-                                            { { "", "", 0 } } };
+static struct metrics_family host_calls = {
+    .name = "airlock_host_calls_total",
+    .help = "Host (connector) calls, by connector and outcome.",
+    .label_a = "connector",
+    .label_b = "outcome",
+};
 static struct {
     uint64_t bucket[NBUCKETS];
     uint64_t count;
@@ -149,31 +146,28 @@ static void metrics_label(const char *s, const char *fallback, char *out)
 /* Adds 1 to the series (a, b) of f, or to its "_other" series once f is full. Lock held. */
 static void metrics_count(struct metrics_family *f, const char *a, const char *b)
 {
-    size_t i;
-    for (i = 0; i < f->n; i++) {
+    for (size_t i = 0; i < f->n; i++) {
         if (strcmp(f->series[i].a, a) == 0 && strcmp(f->series[i].b, b) == 0) {
             f->series[i].count++;
             return;
         }
     }
-    if (f->n == METRICS_SERIES_MAX) {
-        snprintf(f->series[f->n].a, sizeof f->series[f->n].a, "%s", OTHER);
-        snprintf(f->series[f->n].b, sizeof f->series[f->n].b, "%s", OTHER);
-        f->series[f->n].count = 0;
+    struct metrics_series *s = &f->series[f->n < METRICS_SERIES_MAX ? f->n : METRICS_SERIES_MAX];
+    if (f->n <= METRICS_SERIES_MAX) {
+        /* a new series, or the first past the limit: "_other" */
+        int other = f->n == METRICS_SERIES_MAX;
+        snprintf(s->a, sizeof s->a, "%s", other ? OTHER : a);
+        snprintf(s->b, sizeof s->b, "%s", other ? OTHER : b);
+        s->count = 0; /* a slot used before metrics_reset */
         f->n++;
     }
-    if (f->n > METRICS_SERIES_MAX) {
-        f->series[METRICS_SERIES_MAX].count++;
-        return;
-    }
-    memcpy(f->series[f->n].a, a, strlen(a) + 1);
-    memcpy(f->series[f->n].b, b, strlen(b) + 1);
-    f->series[f->n].count = 1;
-    f->n++;
+    s->count++;
 }
 
+/* Counts (a, b) in f, their labels normalised; and a run's duration when duration_s is not
+ * NULL, under the same lock so a scrape sees both or neither. */
 static void metrics_count2(struct metrics_family *f, const char *a, const char *fallback_a,
-                           const char *b)
+                           const char *b, const double *duration_s)
 {
     char la[METRICS_LABEL_MAX + 1];
     char lb[METRICS_LABEL_MAX + 1];
@@ -181,6 +175,13 @@ static void metrics_count2(struct metrics_family *f, const char *a, const char *
     metrics_label(b, "unknown", lb);
     pthread_mutex_lock(&lock);
     metrics_count(f, la, lb);
+    if (duration_s) {
+        for (size_t i = 0; i < NBUCKETS; i++) {
+            duration.bucket[i] += *duration_s <= bucket_le[i];
+        }
+        duration.count++;
+        duration.sum += isfinite(*duration_s) ? *duration_s : 0;
+    }
     pthread_mutex_unlock(&lock);
 }
 
@@ -188,35 +189,20 @@ void metrics_http_request(const char *route, unsigned status)
 {
     char code[16];
     snprintf(code, sizeof code, "%u", status);
-    metrics_count2(&http_requests, route, "unmatched", code);
+    metrics_count2(&http_requests, route, "unmatched", code, NULL);
 }
 
 void metrics_run(const char *template_name, const char *status, double duration_s)
 {
-    char la[METRICS_LABEL_MAX + 1];
-    char lb[METRICS_LABEL_MAX + 1];
     if (!(duration_s > 0)) { /* negative and NaN alike */
         duration_s = 0;
     }
-    metrics_label(template_name, "adhoc", la);
-    metrics_label(status, "unknown", lb);
-    pthread_mutex_lock(&lock);
-    metrics_count(&runs, la, lb);
-    for (size_t i = 0; i < NBUCKETS; i++) {
-        if (duration_s <= bucket_le[i]) {
-            duration.bucket[i]++;
-        }
-    }
-    duration.count++;
-    if (isfinite(duration_s)) {
-        duration.sum += duration_s;
-    }
-    pthread_mutex_unlock(&lock);
+    metrics_count2(&runs, template_name, "adhoc", status, &duration_s);
 }
 
 void metrics_host_call(const char *connector, const char *outcome)
 {
-    metrics_count2(&host_calls, connector, "unknown", outcome);
+    metrics_count2(&host_calls, connector, "unknown", outcome, NULL);
 }
 
 static int metrics_name_ok(const char *name)
@@ -380,7 +366,7 @@ int metrics_render(struct buf *out)
     out_family(&o, &runs);
     out_header(&o, dname, "Wall time of runs that ended, in seconds.", "histogram");
     for (size_t i = 0; i < NBUCKETS; i++) {
-        out_printf(&o, "%s_bucket{le=\"%s\"} %llu\n", dname, bucket_text[i],
+        out_printf(&o, "%s_bucket{le=\"%g\"} %llu\n", dname, bucket_le[i],
                    (unsigned long long)duration.bucket[i]);
     }
     out_printf(&o, "%s_bucket{le=\"+Inf\"} %llu\n", dname, (unsigned long long)duration.count);

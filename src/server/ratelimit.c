@@ -120,21 +120,10 @@ static struct ratelimit_bucket *ratelimit_slot(struct ratelimit *rl, const char 
         if (b->hash == h && strncmp(b->key, key, RATELIMIT_KEY_MAX) == 0) {
             return b;
         }
-        if (b->hash == 0) {
-            if (pick_rank > 0) {
-                pick = b;
-                pick_rank = 0;
-            }
-            continue;
-        }
-        if (b->tat_ns <= now) {
-            if (pick_rank > 1) {
-                pick = b;
-                pick_rank = 1;
-            }
-        } else if (pick_rank > 2 || (pick_rank == 2 && b->used_ns < pick->used_ns)) {
+        int rank = b->hash == 0 ? 0 : b->tat_ns <= now ? 1 : 2;
+        if (rank < pick_rank || (rank == 2 && pick_rank == 2 && b->used_ns < pick->used_ns)) {
             pick = b;
-            pick_rank = 2;
+            pick_rank = rank;
         }
     }
     pick->hash = h;

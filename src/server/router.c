@@ -1,11 +1,8 @@
 /*
- * router.c - the route table and the request path through it, in two steps. Admission, once the
- * headers are in and before any body byte is read: match, the rate limit, the declared size,
- * authentication and the route's roles; whatever fails is answered there and its body never
- * read. Dispatch, once the body is in: the handler, on a reader (a request thread's own
- * connection) or, for a route that writes, as a job of the writer, with the request suspended
- * until that job's batch has committed. A job authenticates again on the writer's connection:
- * a key revoked while the body was arriving writes nothing.
+ * router.c - the route table and the request path through it (router.h): admission from the
+ * headers, dispatch once the body is in. A route that writes runs as a job of the writer, its
+ * request suspended until the job's batch has committed, and the job authenticates again on the
+ * writer's connection: a key revoked while the body was arriving writes nothing.
  *
  * Authentication comes before any lookup so an outsider learns nothing about which principals
  * or departments exist; a refusal is answered and audited once, with the reason auth_check gave
@@ -166,12 +163,9 @@ static int router_match(const struct router_path *req, const char *pattern, stru
         /* the pattern is a literal of the table: the name may point into it */
         prm->name = pat.seg[i] + 1;
         prm->name_len = pat.len[i] - 2;
-        size_t vlen = req->len[i] < STORE_NAME_MAX ? req->len[i] : STORE_NAME_MAX;
+        size_t vlen = req->len[i] <= STORE_NAME_MAX ? req->len[i] : 0;
         memcpy(prm->value, req->seg[i], vlen);
         prm->value[vlen] = '\0';
-        if (req->len[i] > STORE_NAME_MAX) {
-            prm->value[0] = '\0';
-        }
     }
     ctx->nparams = nparams;
     return 1;
@@ -228,13 +222,12 @@ static const struct route *router_route(const struct http_request *req, struct h
                                         struct api_ctx *ctx)
 {
     struct router_path path;
-    int path_known = 0;
+    char allow[sizeof resp->allow] = ""; /* the methods of the path's routes, for a 405 */
     if (router_split(req->path, &path) == 0) {
         for (size_t i = 0; i < NROUTES; i++) {
             if (!router_match(&path, routes[i].path, NULL)) {
                 continue;
             }
-            path_known = 1;
             /* HEAD is GET without the body (libmicrohttpd leaves the body out) */
             if (strcmp(routes[i].method, req->method) == 0 ||
                 (strcmp(req->method, "HEAD") == 0 && strcmp(routes[i].method, "GET") == 0)) {
@@ -244,17 +237,12 @@ static const struct route *router_route(const struct http_request *req, struct h
                 ctx->rule = routes[i].rule;
                 return &routes[i];
             }
+            size_t used = strlen(allow);
+            snprintf(allow + used, sizeof allow - used, "%s%s", used ? ", " : "", routes[i].method);
         }
     }
-    if (path_known) {
-        char *allow = resp->allow;
-        for (size_t i = 0; i < NROUTES; i++) {
-            if (router_match(&path, routes[i].path, NULL)) {
-                size_t used = strlen(allow);
-                snprintf(allow + used, sizeof resp->allow - used, "%s%s", used ? ", " : "",
-                         routes[i].method);
-            }
-        }
+    if (allow[0]) {
+        memcpy(resp->allow, allow, sizeof allow);
         api_error_resp(req, resp, 405, "METHOD_NOT_ALLOWED", "method not allowed here");
     } else {
         api_error_resp(req, resp, 404, "NOT_FOUND", "no such route");
@@ -441,22 +429,9 @@ void router_handle(void *userdata, struct http_request *req, struct http_respons
     }
 }
 
-static const char *router_scope_name(enum auth_scope scope)
-{
-    switch (scope) {
-    case AUTH_PUBLIC:
-        return "public";
-    case AUTH_PRINCIPAL:
-        return "principal";
-    case AUTH_ANY_DEPARTMENT:
-        return "any_department";
-    case AUTH_DEPARTMENT:
-        return "department";
-    case AUTH_RESOURCE:
-        return "resource";
-    }
-    return "?";
-}
+/* enum auth_scope's names, in its order */
+static const char *const router_scope_names[] = { "public", "principal", "any_department",
+                                                  "department", "resource" };
 
 void router_print(FILE *out)
 {
@@ -465,11 +440,11 @@ void router_print(FILE *out)
         const struct route *rt = &routes[i];
         int ui = rt->handler == ui_page || rt->handler == ui_asset;
         fprintf(out, "  {\"method\":\"%s\",\"path\":\"%s\",\"scope\":\"%s\",\"ui\":%s,\"roles\":[",
-                rt->method, rt->path, router_scope_name(rt->rule.scope), ui ? "true" : "false");
+                rt->method, rt->path, router_scope_names[rt->rule.scope], ui ? "true" : "false");
         int first = 1;
         for (unsigned bit = 1; bit <= AUTH_ROLE_AGENT; bit <<= 1) {
             if (rt->rule.roles & bit) {
-                fprintf(out, "%s\"%s\"", first ? "" : ",", auth_role_name(bit));
+                fprintf(out, "%s\"%s\"", first ? "" : ",", gov_role_name(bit));
                 first = 0;
             }
         }

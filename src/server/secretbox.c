@@ -8,15 +8,11 @@
  */
 #include "secretbox.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "keyfile.h"
 
@@ -64,17 +60,21 @@ int secretbox_key_load(const char *data_dir, unsigned char ret_key[SECRETBOX_KEY
                         reterr);
 }
 
-/* The associated data: the version and the context, with a NUL between them so that no two
- * (version, context) pairs give the same bytes. */
-static int secretbox_aad(EVP_CIPHER_CTX *ctx, const char *context)
+/* Starts AES-256-GCM (enc 1 seals, 0 opens) with the nonce, and feeds the associated data: the
+ * version and the context, with a NUL between them so that no two (version, context) pairs give
+ * the same bytes. */
+static int secretbox_start(EVP_CIPHER_CTX *ctx, int enc, const unsigned char *key,
+                           const unsigned char *nonce, const char *context)
 {
     int outl = 0;
-    return EVP_CipherUpdate(ctx, NULL, &outl, (const unsigned char *)SECRETBOX_PREFIX,
-                            (int)sizeof SECRETBOX_PREFIX) == 1 &&
-                           EVP_CipherUpdate(ctx, NULL, &outl, (const unsigned char *)context,
-                                            (int)strlen(context)) == 1
-                   ? 0
-                   : -1;
+    int ok = EVP_CipherInit_ex(ctx, EVP_aes_256_gcm(), NULL, NULL, NULL, enc) == 1 &&
+             EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, SECRETBOX_NONCE_LEN, NULL) == 1 &&
+             EVP_CipherInit_ex(ctx, NULL, NULL, key, nonce, enc) == 1 &&
+             EVP_CipherUpdate(ctx, NULL, &outl, (const unsigned char *)SECRETBOX_PREFIX,
+                              (int)sizeof SECRETBOX_PREFIX) == 1 &&
+             EVP_CipherUpdate(ctx, NULL, &outl, (const unsigned char *)context,
+                              (int)strlen(context)) == 1;
+    return ok ? 0 : -1;
 }
 
 int secretbox_seal(const unsigned char key[SECRETBOX_KEY_LEN], const char *context,
@@ -96,9 +96,7 @@ int secretbox_seal(const unsigned char key[SECRETBOX_KEY_LEN], const char *conte
     if (!raw || !text || !ctx || RAND_bytes(raw, SECRETBOX_NONCE_LEN) != 1) {
         goto out;
     }
-    if (EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, NULL, NULL) != 1 ||
-        EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, SECRETBOX_NONCE_LEN, NULL) != 1 ||
-        EVP_EncryptInit_ex(ctx, NULL, NULL, key, raw) != 1 || secretbox_aad(ctx, context) != 0 ||
+    if (secretbox_start(ctx, 1, key, raw, context) != 0 ||
         EVP_EncryptUpdate(ctx, raw + SECRETBOX_NONCE_LEN, &outl, plain, (int)len) != 1 ||
         EVP_EncryptFinal_ex(ctx, raw + SECRETBOX_NONCE_LEN + outl, &fin) != 1 ||
         (size_t)outl + (size_t)fin != len ||
@@ -148,9 +146,7 @@ int secretbox_open(const unsigned char key[SECRETBOX_KEY_LEN], const char *conte
     if (!raw || !plain || !ctx || secretbox_unhex(sealed + prefix_len, hex_len, raw) != 0) {
         goto out;
     }
-    if (EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, NULL, NULL) != 1 ||
-        EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, SECRETBOX_NONCE_LEN, NULL) != 1 ||
-        EVP_DecryptInit_ex(ctx, NULL, NULL, key, raw) != 1 || secretbox_aad(ctx, context) != 0 ||
+    if (secretbox_start(ctx, 0, key, raw, context) != 0 ||
         EVP_DecryptUpdate(ctx, plain, &outl, raw + SECRETBOX_NONCE_LEN, (int)plain_len) != 1 ||
         EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, SECRETBOX_TAG_LEN,
                             raw + SECRETBOX_NONCE_LEN + plain_len) != 1 ||

@@ -54,29 +54,27 @@ const struct ui_asset *ui_asset_find(const char *path)
 static int ui_not_modified(const struct api_ctx *ctx, const char *etag)
 {
     const char *inm = http_header(ctx->req, "If-None-Match");
-    if (!inm) {
-        return 0;
-    }
-    if (strcmp(inm, "*") == 0) {
-        return 1;
-    }
-    return strstr(inm, etag) != NULL;
+    return inm && (strcmp(inm, "*") == 0 || strstr(inm, etag) != NULL);
 }
 
-static void ui_send(struct api_ctx *ctx, const struct ui_asset *a)
+/* Answers asset a, or the error (status, message) when there is none. */
+static void ui_send(struct api_ctx *ctx, const struct ui_asset *a, unsigned status,
+                    const char *message)
 {
     struct http_response *resp = ctx->resp;
+    if (!a) {
+        api_error(ctx, status, status == 404 ? "NOT_FOUND" : "INTERNAL", "%s", message);
+        return;
+    }
     resp->headers = ui_headers;
     resp->etag = a->etag;
+    resp->content_type = a->content_type;
+    buf_reset(&resp->body);
     if (ui_not_modified(ctx, a->etag)) {
         resp->status = 304;
-        resp->content_type = a->content_type;
-        buf_reset(&resp->body);
         return;
     }
     resp->status = 200;
-    resp->content_type = a->content_type;
-    buf_reset(&resp->body);
     if (buf_append(&resp->body, a->bytes, a->len) != BUF_OK) {
         resp->headers = NULL;
         resp->etag = NULL;
@@ -86,20 +84,10 @@ static void ui_send(struct api_ctx *ctx, const struct ui_asset *a)
 
 void ui_page(struct api_ctx *ctx)
 {
-    const struct ui_asset *a = ui_asset_find("/ui/index.html");
-    if (!a) {
-        api_error(ctx, 500, "INTERNAL", "this airlockd was built without its UI");
-        return;
-    }
-    ui_send(ctx, a);
+    ui_send(ctx, ui_asset_find("/ui/index.html"), 500, "this airlockd was built without its UI");
 }
 
 void ui_asset(struct api_ctx *ctx)
 {
-    const struct ui_asset *a = ui_asset_find(ctx->req->path);
-    if (!a) {
-        api_error(ctx, 404, "NOT_FOUND", "no such UI asset");
-        return;
-    }
-    ui_send(ctx, a);
+    ui_send(ctx, ui_asset_find(ctx->req->path), 404, "no such UI asset");
 }

@@ -36,8 +36,7 @@ struct writer {
     pthread_t thread;
 };
 
-static void writer_batch(struct writer *w, struct writer_job *jobs, size_t n);
-static struct writer_job *writer_take(struct writer *w, size_t *ret_n);
+static void writer_drain(struct writer *w);
 
 struct store *writer_store(struct writer_tx *tx)
 {
@@ -67,13 +66,7 @@ void writer_submit(struct writer *w, struct writer_job *job)
     pthread_cond_signal(&w->cond);
     if (w->inline_mode && !w->running) {
         w->running = 1;
-        while (w->head) {
-            size_t n = 0;
-            struct writer_job *jobs = writer_take(w, &n);
-            pthread_mutex_unlock(&w->lock);
-            writer_batch(w, jobs, n);
-            pthread_mutex_lock(&w->lock);
-        }
+        writer_drain(w);
         w->running = 0;
     }
     pthread_mutex_unlock(&w->lock);
@@ -90,12 +83,12 @@ static void writer_log(struct store *s, const char *what)
     buf_done(&b);
 }
 
-/* One batch: jobs (n of them, linked) in one transaction. */
-static void writer_batch(struct writer *w, struct writer_job *jobs, size_t n)
+/* One batch: jobs (linked) in one transaction. */
+static void writer_batch(struct writer *w, struct writer_job *jobs)
 {
     struct store *s = w->store;
     struct writer_tx tx = { s, NULL };
-    int own = n > 1; /* a savepoint per job */
+    int own = jobs->next != NULL; /* a savepoint per job */
     enum store_rc rc = s->ops->tx_begin(s);
     if (rc != STORE_OK) {
         writer_log(s, "a batch could not begin; its writes are refused");
@@ -138,23 +131,24 @@ static void writer_batch(struct writer *w, struct writer_job *jobs, size_t n)
     }
 }
 
-/* The next batch off the queue; under the lock, the queue not empty. */
-static struct writer_job *writer_take(struct writer *w, size_t *ret_n)
+/* Runs batches until the queue is empty; the lock held, released while a batch runs. */
+static void writer_drain(struct writer *w)
 {
-    struct writer_job *jobs = w->head;
-    struct writer_job *last = jobs;
-    size_t n = 1;
-    while (last->next && n < WRITER_BATCH_MAX) {
-        last = last->next;
-        n++;
+    while (w->head) {
+        struct writer_job *jobs = w->head;
+        struct writer_job *last = jobs;
+        for (size_t n = 1; last->next && n < WRITER_BATCH_MAX; n++) {
+            last = last->next;
+        }
+        w->head = last->next;
+        if (!w->head) {
+            w->tail = NULL;
+        }
+        last->next = NULL;
+        pthread_mutex_unlock(&w->lock);
+        writer_batch(w, jobs);
+        pthread_mutex_lock(&w->lock);
     }
-    w->head = last->next;
-    if (!w->head) {
-        w->tail = NULL;
-    }
-    last->next = NULL;
-    *ret_n = n;
-    return jobs;
 }
 
 static void *writer_thread(void *arg)
@@ -162,42 +156,14 @@ static void *writer_thread(void *arg)
     struct writer *w = arg;
     pthread_setname_np(pthread_self(), "airlockd-writer");
     pthread_mutex_lock(&w->lock);
-    while (1) {
+    while (w->head || !w->stop) {
+        writer_drain(w);
         while (!w->head && !w->stop) {
             pthread_cond_wait(&w->cond, &w->lock);
         }
-        if (!w->head) {
-            break;
-        }
-        size_t n = 0;
-        struct writer_job *jobs = writer_take(w, &n);
-        pthread_mutex_unlock(&w->lock);
-        writer_batch(w, jobs, n);
-        pthread_mutex_lock(&w->lock);
     }
     pthread_mutex_unlock(&w->lock);
     return NULL;
-}
-
-int writer_new(struct store *store, struct writer **ret, struct al_error *reterr)
-{
-    struct writer *w = calloc(1, sizeof *w);
-    if (!w) {
-        error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
-        return -1;
-    }
-    w->store = store;
-    pthread_mutex_init(&w->lock, NULL);
-    pthread_cond_init(&w->cond, NULL);
-    if (pthread_create(&w->thread, NULL, writer_thread, w) != 0) {
-        error_set(reterr, AL_INTERNAL_ERROR, "cannot start the writer's thread");
-        pthread_cond_destroy(&w->cond);
-        pthread_mutex_destroy(&w->lock);
-        free(w);
-        return -1;
-    }
-    *ret = w;
-    return 0;
 }
 
 int writer_new_inline(struct store *store, struct writer **ret)
@@ -210,6 +176,23 @@ int writer_new_inline(struct store *store, struct writer **ret)
     w->inline_mode = 1;
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->cond, NULL);
+    *ret = w;
+    return 0;
+}
+
+int writer_new(struct store *store, struct writer **ret, struct al_error *reterr)
+{
+    struct writer *w = NULL;
+    if (writer_new_inline(store, &w) != 0) {
+        error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+        return -1;
+    }
+    if (pthread_create(&w->thread, NULL, writer_thread, w) != 0) {
+        error_set(reterr, AL_INTERNAL_ERROR, "cannot start the writer's thread");
+        writer_free(w); /* still inline: no thread to join */
+        return -1;
+    }
+    w->inline_mode = 0; /* read by no one before writer_new returns */
     *ret = w;
     return 0;
 }
