@@ -129,6 +129,17 @@ int api_body(struct api_ctx *ctx, const struct api_field *fields, size_t nfields
         api_error(ctx, 400, "INVALID_REQUEST", "the body must be a JSON object");
         return -1;
     }
+    /* I-JSON only (RFC 7493): what is stored is also hashed into the audit log, whose canonical
+     * form has no lone surrogate, no infinity and no second member of one name. */
+    char where[128];
+    const char *why = "";
+    int bad = json_ijson_check(root, where, sizeof where, &why);
+    if (bad != 0) {
+        bad < 0 ? api_error(ctx, 500, "INTERNAL", "out of memory")
+                : api_error(ctx, 400, "INVALID_REQUEST", "the body is not I-JSON at %s: %s", where,
+                            why);
+        return -1;
+    }
     for (const struct json_node *m = root->child; m; m = m->next) {
         const struct api_field *f = NULL;
         for (size_t i = 0; i < nfields; i++) {
@@ -138,10 +149,6 @@ int api_body(struct api_ctx *ctx, const struct api_field *fields, size_t nfields
         }
         if (!f) {
             api_error(ctx, 400, "INVALID_REQUEST", "unknown field \"%.64s\"", m->key);
-            return -1;
-        }
-        if (*f->ret) {
-            api_error(ctx, 400, "INVALID_REQUEST", "field \"%s\" appears twice", f->name);
             return -1;
         }
         int bool_ok = f->type == JSON_TRUE && (m->type == JSON_TRUE || m->type == JSON_FALSE);
