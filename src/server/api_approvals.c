@@ -209,41 +209,19 @@ static void api_decisions_done(struct api_decisions *d)
 }
 
 struct api_row_copy {
-    struct store_run row;
-    char *strings[9];
+    struct api_run_copy copy;
     char *host_calls; /* the calls its outcome lists so far (a JSON array), for the resumed leg */
 };
 
-static char *api_dup(const char *s)
-{
-    return s ? strdup(s) : NULL;
-}
-
+/* Copies the run; out of memory, its status is NULL (as if there were nothing to resume). */
 static int api_row_copy_fn(void *userdata, const struct store_run *row)
 {
     struct api_row_copy *c = userdata;
-    c->row = *row;
-    c->strings[0] = api_dup(row->id);
-    c->strings[1] = api_dup(row->template_name);
-    c->strings[2] = api_dup(row->department);
-    c->strings[3] = api_dup(row->principal);
-    c->strings[4] = api_dup(row->input);
-    c->strings[5] = api_dup(row->source);
-    c->strings[6] = api_dup(row->language);
-    c->strings[7] = api_dup(row->functions);
-    c->strings[8] = api_dup(row->status);
-    c->row.id = c->strings[0];
-    c->row.template_name = c->strings[1];
-    c->row.department = c->strings[2];
-    c->row.principal = c->strings[3];
-    c->row.input = c->strings[4];
-    c->row.source = c->strings[5];
-    c->row.language = c->strings[6];
-    c->row.functions = c->strings[7];
-    c->row.status = c->strings[8];
-    c->row.outcome = NULL;
     struct json_doc *doc = NULL;
     struct al_error err;
+    if (api_run_copy_set(&c->copy, row) != 0) {
+        return 0;
+    }
     if (row->outcome && json_parse(row->outcome, strlen(row->outcome), 512, &doc, &err) == AL_OK) {
         const struct json_node *calls = json_get(json_root(doc), "host_calls");
         if (calls && calls->type == JSON_ARRAY) {
@@ -256,9 +234,7 @@ static int api_row_copy_fn(void *userdata, const struct store_run *row)
 
 static void api_row_copy_done(struct api_row_copy *c)
 {
-    for (size_t i = 0; i < sizeof c->strings / sizeof c->strings[0]; i++) {
-        free(c->strings[i]);
-    }
+    api_run_copy_done(&c->copy);
     free(c->host_calls);
 }
 
@@ -446,8 +422,8 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
         }
     }
     rc = s->ops->run_get(s, run_id, api_row_copy_fn, &run);
-    if (rc != STORE_OK || !run.row.status ||
-        api_run_state(run.row.status) !=
+    if (rc != STORE_OK || !run.copy.row.status ||
+        api_run_state(run.copy.row.status) !=
                 (claimed[0] ? GOV_RUN_RUNNING : GOV_RUN_AWAITING_APPROVAL)) {
         goto out;
     }
@@ -463,7 +439,7 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
             rc = api_resolutions_parse(retry.resolutions, &decisions);
             clock_ms = token                ? 0
                        : retry.clock_ms > 0 ? retry.clock_ms
-                                            : runs_time_ms(run.row.created);
+                                            : runs_time_ms(run.copy.row.created);
             if (rc != STORE_OK) {
                 error_set(&why, AL_INTERNAL_ERROR, "run %s: its execution row cannot be read",
                           run_id);
@@ -482,7 +458,7 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
             s->ops->tx_rollback(s);
             in_tx = 0;
             error_set(&why, AL_INTERNAL_ERROR, "run %s was queued without its decisions", run_id);
-            rc = api_run_end_unresumable(s, &run.row, from, why.message);
+            rc = api_run_end_unresumable(s, &run.copy.row, from, why.message);
         }
         goto out;
     }
@@ -522,7 +498,7 @@ plan:
     }
     if (rc == STORE_OK) {
         /* refuses a version that is no longer approved */
-        rc = api_run_plan(s, secret_key, &run.row, &plan, &why);
+        rc = api_run_plan(s, secret_key, &run.copy.row, &plan, &why);
     }
     if (rc == STORE_OK) {
         rc = s->ops->tx_commit(s);
@@ -541,8 +517,8 @@ plan:
             /* it cannot run any more (its version revoked meanwhile, a connector gone): it ends
              * rather than wait for nothing; a claimed run is back in the queue after the
              * rollback, and ends from there */
-            run.row.status = from;
-            enum store_rc frc = api_run_end_unresumable(s, &run.row, from, why.message);
+            run.copy.row.status = from;
+            enum store_rc frc = api_run_end_unresumable(s, &run.copy.row, from, why.message);
             if (frc != STORE_OK) {
                 rc = frc;
             }
@@ -596,8 +572,8 @@ enum store_rc api_run_resume(struct writer_tx *tx, const unsigned char *secret_k
     memset(&decisions, 0, sizeof decisions);
     memset(&run, 0, sizeof run);
     rc = s->ops->run_get(s, run_id, api_row_copy_fn, &run);
-    if (rc == STORE_OK && run.row.status &&
-        api_run_state(run.row.status) == GOV_RUN_AWAITING_APPROVAL) {
+    if (rc == STORE_OK && run.copy.row.status &&
+        api_run_state(run.copy.row.status) == GOV_RUN_AWAITING_APPROVAL) {
         rc = s->ops->approval_list(s, run_id, NULL, api_decision_fn, &decisions);
         if (rc == STORE_OK && decisions.pending == 0 &&
             (decisions.start_approved || decisions.n > 0)) {

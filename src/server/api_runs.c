@@ -43,6 +43,36 @@ static const struct {
 
 /* ---------------------------------------------------------------- the plan */
 
+void api_run_copy_done(struct api_run_copy *c)
+{
+    for (size_t i = 0; i < sizeof c->strings / sizeof c->strings[0]; i++) {
+        free(c->strings[i]);
+    }
+    memset(c, 0, sizeof *c);
+}
+
+int api_run_copy_set(struct api_run_copy *c, const struct store_run *row)
+{
+    const char **str[] = { &c->row.id,        &c->row.template_name, &c->row.department,
+                           &c->row.principal, &c->row.status,        &c->row.input,
+                           &c->row.source,    &c->row.language,      &c->row.functions,
+                           &c->row.created };
+    int failed = 0;
+    c->row = *row;
+    c->row.outcome = NULL;
+    c->row.updated = NULL;
+    for (size_t i = 0; i < sizeof str / sizeof str[0]; i++) {
+        c->strings[i] = *str[i] ? strdup(*str[i]) : NULL;
+        failed |= *str[i] && !c->strings[i];
+        *str[i] = c->strings[i];
+    }
+    if (failed) {
+        api_run_copy_done(c);
+        return -1;
+    }
+    return 0;
+}
+
 struct api_version_copy {
     int found;
     int64_t version;
@@ -64,6 +94,7 @@ static void api_version_copy_done(struct api_version_copy *v)
     free(v->input_schema);
     free(v->functions);
     free(v->limits);
+    memset(v, 0, sizeof *v);
 }
 
 static int api_version_copy_fn(void *userdata, const struct store_version *sv)
@@ -318,27 +349,16 @@ void api_run_reply(struct api_ctx *ctx, const char *id)
 }
 
 /* A new run as the writer records it (runs_submit): its row, run.start and, when supervised,
- * its approval of kind run and approval.request. Every string is owned. */
+ * its approval of kind run and approval.request. */
 struct api_run_start {
-    char id[RUNS_ID_LEN + 1];
+    struct api_run_copy run;
     char request_id[HTTP_REQUEST_ID_LEN + 1];
     char key_prefix[AUTH_PREFIX_LEN + 1]; /* the key it was asked with, still valid at its record */
     char route[64];                       /* ... and the request, for a refusal's record */
-    char method[8];
     char approval[RUNS_ID_LEN + 1];
-    char created[RUNS_TIME_LEN]; /* where the run's guest clock starts */
-    char *template_name;
-    int64_t version;
-    char *department;
-    char *principal;
-    char *status;
-    char *input;
-    char *source;
-    char *language;
-    char *functions;
-    char *approved_by;
-    char *digest;
-    char *autonomy;
+    char approved_by[STORE_NAME_MAX + 1];
+    char digest[80];
+    char autonomy[16];
     int adhoc;
     int supervised;
 };
@@ -346,32 +366,10 @@ struct api_run_start {
 static void api_run_start_free(void *userdata)
 {
     struct api_run_start *st = userdata;
-    if (!st) {
-        return;
+    if (st) {
+        api_run_copy_done(&st->run);
     }
-    free(st->template_name);
-    free(st->department);
-    free(st->principal);
-    free(st->status);
-    free(st->input);
-    free(st->source);
-    free(st->language);
-    free(st->functions);
-    free(st->approved_by);
-    free(st->digest);
-    free(st->autonomy);
     free(st);
-}
-
-struct api_state_copy {
-    char state[16];
-};
-
-static int api_state_fn(void *userdata, const struct store_version *v)
-{
-    struct api_state_copy *c = userdata;
-    snprintf(c->state, sizeof c->state, "%s", v->state);
-    return 0;
 }
 
 /* The start's version, approved when the request was checked, is still approved: a
@@ -379,20 +377,18 @@ static int api_state_fn(void *userdata, const struct store_version *v)
 static enum store_rc api_run_start_approved(struct store *s, const struct api_run_start *st,
                                             struct buf *ret_refusal)
 {
-    struct api_state_copy c = { "" };
-    enum store_rc rc = s->ops->version_get(s, st->template_name, st->version, api_state_fn, &c);
-    if (rc != STORE_OK && rc != STORE_NOT_FOUND) {
+    struct api_version_copy v;
+    enum store_rc rc = api_version_read(s, st->run.row.template_name, st->run.row.version, &v);
+    enum gov_version_state state = api_version_state(v.state);
+    api_version_copy_done(&v);
+    if ((rc != STORE_OK && rc != STORE_NOT_FOUND) || state == GOV_VERSION_APPROVED) {
         return rc;
-    }
-    enum gov_version_state state = api_version_state(c.state);
-    if (state == GOV_VERSION_APPROVED) {
-        return STORE_OK;
     }
     buf_printf(ret_refusal,
                "{\"error\":{\"code\":\"%s\",\"message\":\"template version is %s, not "
                "approved\",\"request_id\":\"%s\"}}\n",
                state == GOV_VERSION_REVOKED ? "TEMPLATE_REVOKED" : "VERSION_NOT_APPROVED",
-               c.state[0] ? c.state : "gone", st->request_id);
+               v.state[0] ? v.state : "gone", st->request_id);
     return STORE_CONFLICT;
 }
 
@@ -404,11 +400,12 @@ static enum store_rc api_run_start_unauthorized(struct store *s, const struct ap
 {
     struct buf d;
     buf_init(&d, 4096);
-    buf_printf(&d, "{\"method\":\"%s\",\"route\":\"%s\",\"path\":\"%s\",\"status\":%u,\"reason\":",
-               st->method, st->route, st->route, status);
+    buf_printf(&d,
+               "{\"method\":\"POST\",\"route\":\"%s\",\"path\":\"%s\",\"status\":%u,\"reason\":",
+               st->route, st->route, status);
     api_str(&d, why);
     buf_printf(&d, ",\"request_id\":\"%s\"}", st->request_id);
-    const char *actor = status == 401 ? "airlockd" : st->principal;
+    const char *actor = status == 401 ? "airlockd" : st->run.row.principal;
     enum store_rc rc =
             buf_failed(&d) ? STORE_ERROR
                            : s->ops->audit_append(s, actor, "auth.denied",
@@ -432,25 +429,26 @@ static enum store_rc api_run_start_unauthorized(struct store *s, const struct ap
 static enum store_rc api_run_start_recheck(struct store *s, const struct api_run_start *st,
                                            struct buf *ret_refusal, unsigned *ret_status)
 {
+    const struct store_run *r = &st->run.row;
     char holder[STORE_NAME_MAX + 1] = "";
     unsigned char hash[STORE_HASH_LEN];
     enum store_rc krc = s->ops->key_lookup(s, st->key_prefix, holder, hash);
     if (krc != STORE_OK && krc != STORE_NOT_FOUND) {
         return krc;
     }
-    if (krc == STORE_NOT_FOUND || strcmp(holder, st->principal) != 0) {
+    if (krc == STORE_NOT_FOUND || strcmp(holder, r->principal) != 0) {
         return api_run_start_unauthorized(s, st, 401, "the API key was revoked", ret_refusal,
                                           ret_status);
     }
     struct gov_principal now;
-    krc = auth_grants(s, st->principal, &now);
+    krc = auth_grants(s, r->principal, &now);
     if (krc != STORE_OK) {
         return krc;
     }
-    if (!gov_holds(&now, GOV_ROLE_AGENT, st->department)) {
+    if (!gov_holds(&now, GOV_ROLE_AGENT, r->department)) {
         char why[STORE_NAME_MAX * 2 + 64];
-        snprintf(why, sizeof why, "%s needs role agent in department %s", st->principal,
-                 st->department);
+        snprintf(why, sizeof why, "%s needs role agent in department %s", r->principal,
+                 r->department);
         return api_run_start_unauthorized(s, st, 403, why, ret_refusal, ret_status);
     }
     return st->adhoc ? STORE_OK : api_run_start_approved(s, st, ret_refusal);
@@ -460,28 +458,29 @@ static enum store_rc api_run_start_recheck(struct store *s, const struct api_run
 static enum store_rc api_run_start_approval(struct store *s, const struct api_run_start *st,
                                             struct buf *d)
 {
+    const struct store_run *r = &st->run.row;
     struct store_approval a = {
         .id = st->approval,
-        .run = st->id,
+        .run = r->id,
         .kind = "run",
-        .requested_by = st->principal,
-        .department = st->department,
-        .template_name = st->template_name,
-        .version = st->version,
+        .requested_by = r->principal,
+        .department = r->department,
+        .template_name = r->template_name,
+        .version = r->version,
     };
     enum store_rc rc = s->ops->approval_create(s, &a);
     if (rc != STORE_OK) {
         return rc;
     }
     buf_reset(d);
-    api_member(d, "{\"run\":", st->id);
+    api_member(d, "{\"run\":", r->id);
     api_member(d, ",\"approval\":", st->approval);
-    api_member(d, ",\"kind\":\"run\",\"template\":", st->template_name);
-    buf_printf(d, ",\"version\":%" PRId64 ",\"requested_by\":", st->version);
-    api_str(d, st->principal);
+    api_member(d, ",\"kind\":\"run\",\"template\":", r->template_name);
+    buf_printf(d, ",\"version\":%" PRId64 ",\"requested_by\":", r->version);
+    api_str(d, r->principal);
     buf_append_str(d, "}");
     return d->data ? s->ops->audit_append(s, "airlockd", "approval.request", st->approval,
-                                          st->department, d->data, NULL)
+                                          r->department, d->data, NULL)
                    : STORE_ERROR;
 }
 
@@ -489,45 +488,33 @@ static enum store_rc api_run_start_record(struct store *s, void *userdata, struc
                                           unsigned *ret_status)
 {
     const struct api_run_start *st = userdata;
+    const struct store_run *r = &st->run.row;
     enum store_rc rc = api_run_start_recheck(s, st, ret_refusal, ret_status);
     if (rc != STORE_OK) {
         return rc;
     }
-    struct store_run row = {
-        .id = st->id,
-        .template_name = st->template_name,
-        .version = st->version,
-        .department = st->department,
-        .principal = st->principal,
-        .status = st->status,
-        .input = st->input,
-        .source = st->source,
-        .language = st->language,
-        .functions = st->functions,
-        .created = st->created[0] ? st->created : NULL,
-    };
     struct buf d;
     buf_init(&d, (size_t)96 << 20);
-    rc = s->ops->run_create(s, &row);
-    api_member(&d, "{\"run\":", st->id);
-    api_member(&d, ",\"template\":", st->template_name);
-    buf_printf(&d, ",\"version\":%" PRId64 ",\"principal\":", st->version);
-    api_str(&d, st->principal);
+    rc = s->ops->run_create(s, r);
+    api_member(&d, "{\"run\":", r->id);
+    api_member(&d, ",\"template\":", r->template_name);
+    buf_printf(&d, ",\"version\":%" PRId64 ",\"principal\":", r->version);
+    api_str(&d, r->principal);
     api_member(&d, ",\"approved_by\":", st->approved_by);
     api_member(&d, ",\"digest\":", st->digest);
     api_member(&d, ",\"autonomy\":", st->autonomy);
     buf_append_str(&d, ",");
-    runs_put_bounded(&d, "input", st->input, strlen(st->input));
+    runs_put_bounded(&d, "input", r->input, strlen(r->input));
     if (st->adhoc) {
         /* an ad-hoc run's whole source is audited */
-        api_member(&d, ",\"source\":", st->source);
-        api_member(&d, ",\"language\":", st->language);
+        api_member(&d, ",\"source\":", r->source);
+        api_member(&d, ",\"language\":", r->language);
         buf_append_str(&d, ",\"functions\":");
-        json_write_compact(&d, st->functions, strlen(st->functions));
+        json_write_compact(&d, r->functions, strlen(r->functions));
     }
     buf_append_str(&d, "}");
     if (rc == STORE_OK) {
-        rc = d.data ? s->ops->audit_append(s, st->principal, "run.start", st->id, st->department,
+        rc = d.data ? s->ops->audit_append(s, r->principal, "run.start", r->id, r->department,
                                            d.data, NULL)
                     : STORE_ERROR;
     }
@@ -539,49 +526,27 @@ static enum store_rc api_run_start_record(struct store *s, void *userdata, struc
     return rc == STORE_CONFLICT ? STORE_ERROR : rc;
 }
 
-static char *api_strdup0(const char *s)
-{
-    return s ? strdup(s) : NULL;
-}
-
-/* An owned copy of what the writer records; NULL when out of memory. */
-static struct api_run_start *api_run_start_new(const struct store_run *row,
+/* An owned copy of what the writer records of the request's run `row` (of version v, NULL for
+ * an ad-hoc run); NULL when out of memory. */
+static struct api_run_start *api_run_start_new(const struct api_ctx *ctx,
+                                               const struct store_run *row,
                                                const struct api_version_copy *v,
-                                               const char *autonomy, const char *approval,
-                                               int supervised, const char *request_id,
-                                               const struct auth_principal *who, const char *route)
+                                               const struct api_run_mode *m, const char *approval)
 {
     struct api_run_start *st = calloc(1, sizeof *st);
-    if (!st) {
+    if (!st || api_run_copy_set(&st->run, row) != 0) {
+        free(st);
         return NULL;
     }
-    snprintf(st->request_id, sizeof st->request_id, "%s", request_id);
-    snprintf(st->id, sizeof st->id, "%s", row->id);
-    snprintf(st->key_prefix, sizeof st->key_prefix, "%s", who->key_prefix);
-    snprintf(st->route, sizeof st->route, "%s", route);
-    snprintf(st->method, sizeof st->method, "POST");
+    snprintf(st->request_id, sizeof st->request_id, "%s", ctx->req->request_id);
+    snprintf(st->key_prefix, sizeof st->key_prefix, "%s", ctx->who->key_prefix);
+    snprintf(st->route, sizeof st->route, "%s", ctx->route ? ctx->route : "");
     snprintf(st->approval, sizeof st->approval, "%s", approval);
-    snprintf(st->created, sizeof st->created, "%s", row->created ? row->created : "");
-    st->version = row->version;
+    snprintf(st->approved_by, sizeof st->approved_by, "%s", v ? v->approved_by : "");
+    snprintf(st->digest, sizeof st->digest, "%s", v ? v->digest : "");
+    snprintf(st->autonomy, sizeof st->autonomy, "%s", gov_autonomy_name(m->autonomy));
     st->adhoc = v == NULL;
-    st->supervised = supervised;
-    st->template_name = strdup(row->template_name);
-    st->department = strdup(row->department);
-    st->principal = strdup(row->principal);
-    st->status = strdup(row->status);
-    st->input = strdup(row->input);
-    st->source = api_strdup0(row->source);
-    st->language = api_strdup0(row->language);
-    st->functions = api_strdup0(row->functions);
-    st->approved_by = strdup(v ? v->approved_by : "");
-    st->digest = strdup(v ? v->digest : "");
-    st->autonomy = strdup(autonomy);
-    if (!st->template_name || !st->department || !st->principal || !st->status || !st->input ||
-        (row->source && !st->source) || (row->language && !st->language) ||
-        (row->functions && !st->functions) || !st->approved_by || !st->digest || !st->autonomy) {
-        api_run_start_free(st);
-        return NULL;
-    }
+    st->supervised = m->supervised;
     return st;
 }
 
@@ -872,9 +837,7 @@ static void api_run_submit(struct api_ctx *ctx, const struct api_run_request *q,
         runs_plan_free(plan);
         return;
     }
-    struct api_run_start *start = api_run_start_new(
-            &row, q->adhoc ? NULL : v, gov_autonomy_name(m->autonomy), approval, m->supervised,
-            ctx->req->request_id, ctx->who, ctx->route ? ctx->route : "");
+    struct api_run_start *start = api_run_start_new(ctx, &row, q->adhoc ? NULL : v, m, approval);
     struct http_deferred *deferred = start ? http_defer(ctx->req, ctx->resp) : NULL;
     if (!deferred) {
         api_run_start_free(start);
