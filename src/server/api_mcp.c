@@ -85,11 +85,22 @@ static void mcp_tool_error(struct api_ctx *ctx, const char *id, const char *text
 
 /* ---------------------------------------------------------------- a run's answer as a result */
 
-static void mcp_put_text(struct buf *b, const char *text, size_t len)
+/* Opens a tool result with its text content. */
+static void mcp_put_text(struct buf *b, const struct buf *text)
 {
-    buf_append_str(b, "\"content\":[{\"type\":\"text\",\"text\":");
-    json_write_string(b, text, len);
+    buf_append_str(b, "{\"content\":[{\"type\":\"text\",\"text\":");
+    json_write_string(b, text->data ? text->data : "", text->len);
     buf_append_str(b, "}]");
+}
+
+/* Appends n's JSON text, or `none` when n is NULL. */
+static void mcp_put_raw(struct buf *b, const struct json_node *n, const char *none)
+{
+    if (n) {
+        buf_append(b, n->raw, n->raw_len);
+    } else {
+        buf_append_str(b, none);
+    }
 }
 
 /* The result of an answer of the runs API: an error body ({"error":{code,message}}) is an
@@ -108,8 +119,7 @@ static void mcp_put_run_result(struct buf *out, unsigned status, const char *bod
     if (json_parse(body, len, MCP_RUN_DEPTH, &doc, &err) != AL_OK ||
         json_root(doc)->type != JSON_OBJECT) {
         buf_printf(&text, "airlockd answered %u with a body that is not a JSON object", status);
-        buf_append_str(out, "{");
-        mcp_put_text(out, text.data ? text.data : "", text.len);
+        mcp_put_text(out, &text);
         buf_append_str(out, ",\"isError\":true}");
         goto out;
     }
@@ -117,20 +127,18 @@ static void mcp_put_run_result(struct buf *out, unsigned status, const char *bod
     const struct json_node *error = json_get(root, "error");
     const struct json_node *id = json_get(root, "id");
     const struct json_node *st = json_get(root, "status");
+    const struct json_node *code = error ? json_get(error, "code") : NULL;
+    const struct json_node *message = error ? json_get(error, "message") : NULL;
+    const char *code_text = code && code->type == JSON_STRING ? code->str : "ERROR";
+    const char *message_text =
+            message && message->type == JSON_STRING ? message->str : "no message";
+    error = error && error->type == JSON_OBJECT ? error : NULL;
     if (!id || id->type != JSON_STRING || !st || st->type != JSON_STRING) {
         /* an error body of the API: {"error":{"code","message","request_id"}} */
-        const struct json_node *code = error ? json_get(error, "code") : NULL;
-        const struct json_node *message = error ? json_get(error, "message") : NULL;
-        buf_printf(&text, "%s: %s", code && code->type == JSON_STRING ? code->str : "ERROR",
-                   message && message->type == JSON_STRING ? message->str : "no message");
-        buf_append_str(out, "{");
-        mcp_put_text(out, text.data ? text.data : "", text.len);
+        buf_printf(&text, "%s: %s", code_text, message_text);
+        mcp_put_text(out, &text);
         buf_append_str(out, ",\"structuredContent\":{\"error\":");
-        if (error && error->type == JSON_OBJECT) {
-            buf_append(out, error->raw, error->raw_len);
-        } else {
-            buf_append_str(out, "null");
-        }
+        mcp_put_raw(out, error, "null");
         buf_printf(out, ",\"http_status\":%u},\"isError\":true}", status);
         goto out;
     }
@@ -148,11 +156,7 @@ static void mcp_put_run_result(struct buf *out, unsigned status, const char *bod
             buf_append_str(&text, "null");
         }
     } else if (failed) {
-        const struct json_node *code = error ? json_get(error, "code") : NULL;
-        const struct json_node *message = error ? json_get(error, "message") : NULL;
-        buf_printf(&text, "run %s %s: %s: %s", id->str, st->str,
-                   code && code->type == JSON_STRING ? code->str : "ERROR",
-                   message && message->type == JSON_STRING ? message->str : "no message");
+        buf_printf(&text, "run %s %s: %s: %s", id->str, st->str, code_text, message_text);
     } else if (state == GOV_RUN_AWAITING_APPROVAL) {
         struct json_doc *adoc = NULL;
         struct buf ids;
@@ -180,26 +184,17 @@ static void mcp_put_run_result(struct buf *out, unsigned status, const char *bod
         buf_printf(&text, "run %s is %s: call get_run with {\"run\":\"%s\"} to see its result.",
                    id->str, st->str, id->str);
     }
-    buf_append_str(out, "{");
-    mcp_put_text(out, text.data ? text.data : "", text.len);
+    mcp_put_text(out, &text);
     buf_append_str(out, ",\"structuredContent\":{\"run\":");
     buf_append(out, id->raw, id->raw_len);
     buf_append_str(out, ",\"status\":");
     buf_append(out, st->raw, st->raw_len);
     if (ended && !failed) {
         buf_append_str(out, ",\"value\":");
-        if (value) {
-            buf_append(out, value->raw, value->raw_len);
-        } else {
-            buf_append_str(out, "null");
-        }
+        mcp_put_raw(out, value, "null");
     } else if (failed) {
         buf_append_str(out, ",\"error\":");
-        if (error && error->type == JSON_OBJECT) {
-            buf_append(out, error->raw, error->raw_len);
-        } else {
-            buf_append_str(out, "null");
-        }
+        mcp_put_raw(out, error, "null");
     } else {
         buf_append_str(out, ",\"approvals\":");
         buf_append(out, approvals_text, approvals_len);
@@ -605,21 +600,16 @@ static int mcp_runnable(struct api_ctx *ctx, const char *name)
 {
     struct mcp_schema_copy c = { 0, NULL };
     struct mcp_templates l;
-    int ret = 0;
     memset(&l, 0, sizeof l);
-    enum store_rc rc = ctx->store->ops->template_list(ctx->store, mcp_template_fn, &l);
-    if (rc != STORE_OK || l.failed) {
-        ret = -1;
-        goto out;
-    }
-    for (size_t i = 0; i < l.n && ret == 0; i++) {
-        if (strcmp(l.items[i].name, name) != 0 || !mcp_agent_of(ctx->who, l.items[i].department)) {
-            continue;
-        }
+    enum store_rc rc = ctx->store->ops->template_get(ctx->store, name, mcp_template_fn, &l);
+    if (rc == STORE_OK && l.failed) {
+        rc = STORE_ERROR;
+    } else if (rc == STORE_OK && (l.n == 0 || !mcp_agent_of(ctx->who, l.items[0].department))) {
+        rc = STORE_NOT_FOUND;
+    } else if (rc == STORE_OK) {
         rc = ctx->store->ops->version_get(ctx->store, name, 0, mcp_schema_fn, &c);
-        ret = rc == STORE_OK ? 1 : rc == STORE_NOT_FOUND ? 0 : -1;
     }
-out:
+    int ret = rc == STORE_OK ? 1 : rc == STORE_NOT_FOUND ? 0 : -1;
     free(c.input_schema);
     mcp_templates_done(&l);
     return ret;
@@ -659,11 +649,7 @@ static void mcp_tools_call(struct api_ctx *ctx, const char *id, const struct jso
     buf_init(&body, MCP_ANSWER_MAX);
     api_member(&body, "{\"template\":", name->str);
     buf_append_str(&body, ",\"input\":");
-    if (args) {
-        buf_append(&body, args->raw, args->raw_len);
-    } else {
-        buf_append_str(&body, "{}");
-    }
+    mcp_put_raw(&body, args, "{}");
     buf_append_str(&body, ",\"wait\":true}");
     mcp_start_run(ctx, id, &body);
     buf_done(&body);
