@@ -158,6 +158,32 @@ struct api_decisions {
     struct runs_resolution *res;
 };
 
+/* Adds a resolution, its strings copied: 0, or -1 out of memory. */
+static int api_resolution_add(struct api_decisions *d, const char *interruption, int approved,
+                              const char *comment)
+{
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? 2 * d->cap : 8;
+        struct runs_resolution *res = realloc(d->res, cap * sizeof *res);
+        if (!res) {
+            return -1;
+        }
+        d->res = res;
+        d->cap = cap;
+    }
+    struct runs_resolution *r = &d->res[d->n];
+    r->interruption = strdup(interruption);
+    r->comment = comment ? strdup(comment) : NULL;
+    r->approved = approved;
+    if (!r->interruption || (comment && !r->comment)) {
+        free((char *)r->interruption);
+        free((char *)r->comment);
+        return -1;
+    }
+    d->n++;
+    return 0;
+}
+
 static int api_decision_fn(void *userdata, const struct store_approval *a)
 {
     struct api_decisions *d = userdata;
@@ -174,29 +200,8 @@ static int api_decision_fn(void *userdata, const struct store_approval *a)
         d->start_approved |= state == GOV_APPROVAL_APPROVED;
         return 0;
     }
-    if (!a->interruption) {
-        return 0;
-    }
-    if (d->n == d->cap) {
-        size_t cap = d->cap ? 2 * d->cap : 8;
-        struct runs_resolution *res = realloc(d->res, cap * sizeof *res);
-        if (!res) {
-            return 1;
-        }
-        d->res = res;
-        d->cap = cap;
-    }
-    struct runs_resolution *r = &d->res[d->n];
-    r->interruption = strdup(a->interruption);
-    r->comment = a->comment ? strdup(a->comment) : NULL;
-    r->approved = state == GOV_APPROVAL_APPROVED;
-    if (r->interruption && (r->comment || !a->comment)) {
-        d->n++;
-    } else {
-        free((char *)r->interruption);
-        free((char *)r->comment);
-    }
-    return 0;
+    return a->interruption &&
+           api_resolution_add(d, a->interruption, state == GOV_APPROVAL_APPROVED, a->comment) != 0;
 }
 
 static void api_decisions_done(struct api_decisions *d)
@@ -333,29 +338,16 @@ static enum store_rc api_resolutions_parse(const char *json, struct api_decision
         json_doc_free(doc);
         return STORE_ERROR;
     }
-    const struct json_node *root = json_root(doc);
-    d->res = calloc(root->count ? root->count : 1, sizeof *d->res);
-    if (!d->res) {
-        rc = STORE_ERROR;
-    }
-    for (const struct json_node *e = root->child; e && rc == STORE_OK; e = e->next) {
+    for (const struct json_node *e = json_root(doc)->child; e && rc == STORE_OK; e = e->next) {
         const struct json_node *id = json_get(e, "interruption");
         const struct json_node *ok = json_get(e, "approved");
         const struct json_node *c = json_get(e, "comment");
-        struct runs_resolution *r = &d->res[d->n];
-        if (!id || id->type != JSON_STRING) {
-            rc = STORE_ERROR;
-            break;
-        }
-        r->interruption = strdup(id->str);
-        r->approved = ok && ok->type == JSON_TRUE;
-        r->comment = c && c->type == JSON_STRING ? strdup(c->str) : NULL;
-        d->n++;
-        if (!r->interruption || (c && c->type == JSON_STRING && !r->comment)) {
+        if (!id || id->type != JSON_STRING ||
+            api_resolution_add(d, id->str, ok && ok->type == JSON_TRUE,
+                               c && c->type == JSON_STRING ? c->str : NULL) != 0) {
             rc = STORE_ERROR;
         }
     }
-    d->cap = d->n;
     json_doc_free(doc);
     return rc;
 }
