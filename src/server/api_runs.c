@@ -896,11 +896,18 @@ static int api_run_head_fn(void *userdata, const struct store_run *row)
     return 0;
 }
 
-/* Reads the head of run `id` into *h: 0, or -1 after answering 404 or 500. The run as src/gov
- * sees it is then { id, h->department, h->principal, h->state }. */
-static int api_run_find(struct api_ctx *ctx, const char *id, struct api_run_head *h)
+/* Reads the head of run {id} (a request without a body) into *h and asks src/gov whether the
+ * caller may (see, cancel) it: 0, or -1 after answering. */
+static int api_run_find(struct api_ctx *ctx, struct api_run_head *h,
+                        int (*may)(const struct gov_principal *p, const struct gov_run *r,
+                                   struct gov_decision *ret))
 {
+    const char *id = api_param(ctx, "id");
+    struct gov_decision d;
     memset(h, 0, sizeof *h);
+    if (api_body(ctx, NULL, 0) != 0) {
+        return -1;
+    }
     enum store_rc rc = ctx->store->ops->run_get(ctx->store, id, api_run_head_fn, h);
     if (rc == STORE_NOT_FOUND || (rc == STORE_OK && !h->found)) {
         api_error(ctx, 404, "NOT_FOUND", "no run %s", id);
@@ -910,22 +917,18 @@ static int api_run_find(struct api_ctx *ctx, const char *id, struct api_run_head
         api_store_failed(ctx);
         return -1;
     }
-    return 0;
+    struct gov_run r = { id, h->department, h->principal, h->state };
+    may(&ctx->who->gov, &r, &d);
+    return api_decision(ctx, &d);
 }
 
 void api_runs_get(struct api_ctx *ctx)
 {
     struct api_run_head h;
-    struct gov_decision d;
     const char *id = api_param(ctx, "id");
-    if (api_body(ctx, NULL, 0) != 0 || api_run_find(ctx, id, &h) != 0) {
-        return;
-    }
     /* its starter, and a holder of a role other than agent in its department; another agent
      * of the department is answered 404, as if the run did not exist */
-    struct gov_run r = { id, h.department, h.principal, h.state };
-    gov_run_may_see(&ctx->who->gov, &r, &d);
-    if (api_decision(ctx, &d) != 0) {
+    if (api_run_find(ctx, &h, gov_run_may_see) != 0) {
         return;
     }
     api_run_reply(ctx, id);
@@ -1096,63 +1099,43 @@ static enum store_rc api_run_close_approvals(struct api_ctx *ctx, const char *ru
     return rc;
 }
 
-struct api_outcome_copy {
-    char *outcome;
-};
-
 static int api_outcome_fn(void *userdata, const struct store_run *row)
 {
-    struct api_outcome_copy *c = userdata;
-    c->outcome = row->outcome ? strdup(row->outcome) : NULL;
+    *(char **)userdata = row->outcome ? strdup(row->outcome) : NULL;
     return 0;
 }
 
-/* Replaces the outcome's value or error with `error_outcome`'s error, keeping its console and
- * stats. */
-static enum store_rc api_run_set_error(struct store *s, const char *id, const char *status,
-                                       const char *error_outcome)
+/* Gives cancelled run `id` the outcome of error ABORTED with message `why`, keeping the console,
+ * stats and host calls of the outcome it had (every outcome has both or neither of the first
+ * two). */
+static enum store_rc api_run_set_aborted(struct store *s, const char *id, const char *why)
 {
-    struct api_outcome_copy c = { NULL };
+    static const char *const kept[][2] = { { "console", "[]" },
+                                           { "stats", "{}" },
+                                           { "host_calls", "[]" } };
+    char *outcome = NULL;
     struct json_doc *doc = NULL;
     struct al_error err;
     struct buf b;
     buf_init(&b, (size_t)96 << 20);
-    enum store_rc rc = s->ops->run_get(s, id, api_outcome_fn, &c);
-    buf_append(&b, error_outcome, strlen(error_outcome) - 1);
-    if (rc == STORE_OK && c.outcome &&
-        json_parse(c.outcome, strlen(c.outcome), API_DEPTH_MAX + 8, &doc, &err) == AL_OK) {
-        const struct json_node *root = json_root(doc);
-        const struct json_node *console = json_get(root, "console");
-        const struct json_node *stats = json_get(root, "stats");
-        if (console) {
-            buf_append_str(&b, ",\"console\":");
-            buf_append(&b, console->raw, console->raw_len);
-        }
-        if (stats) {
-            buf_append_str(&b, ",\"stats\":");
-            buf_append(&b, stats->raw, stats->raw_len);
-        }
-        if (!console || !stats) {
-            buf_append_str(&b, !console && !stats ? ",\"console\":[],\"stats\":{}"
-                               : !console         ? ",\"console\":[]"
-                                                  : ",\"stats\":{}");
-        }
-        const struct json_node *calls = json_get(root, "host_calls");
-        buf_append_str(&b, ",\"host_calls\":");
-        if (calls) {
-            buf_append(&b, calls->raw, calls->raw_len);
-        } else {
-            buf_append_str(&b, "[]");
-        }
-    } else {
-        buf_append_str(&b, ",\"console\":[],\"stats\":{},\"host_calls\":[]");
+    enum store_rc rc = s->ops->run_get(s, id, api_outcome_fn, &outcome);
+    if (rc == STORE_OK && outcome &&
+        json_parse(outcome, strlen(outcome), API_DEPTH_MAX + 8, &doc, &err) != AL_OK) {
+        doc = NULL; /* an outcome that is not JSON keeps nothing */
+    }
+    api_member(&b, "{\"error\":{\"code\":\"ABORTED\",\"name\":\"\",\"message\":", why);
+    buf_append_str(&b, ",\"stack\":\"\"}");
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
+        const struct json_node *n = doc ? json_get(json_root(doc), kept[i][0]) : NULL;
+        buf_printf(&b, ",\"%s\":", kept[i][0]);
+        buf_append(&b, n ? n->raw : kept[i][1], n ? n->raw_len : strlen(kept[i][1]));
     }
     buf_append_str(&b, "}");
     if (rc == STORE_OK) {
-        rc = b.data ? s->ops->run_set_status(s, id, status, status, b.data) : STORE_ERROR;
+        rc = b.data ? s->ops->run_set_status(s, id, "cancelled", "cancelled", b.data) : STORE_ERROR;
     }
     json_doc_free(doc);
-    free(c.outcome);
+    free(outcome);
     buf_done(&b);
     return rc;
 }
@@ -1198,17 +1181,11 @@ static enum store_rc api_run_cancel_stored(struct api_ctx *ctx, const char *id,
 {
     int waiting = found != API_RUN_EXECUTING;
     struct store *s = ctx->store;
-    struct buf outcome;
     struct buf d;
-    buf_init(&outcome, 64 * 1024);
     buf_init(&d, 64 * 1024);
-    api_member(&outcome, "{\"error\":{\"code\":\"ABORTED\",\"name\":\"\",\"message\":", why);
-    buf_append_str(&outcome, ",\"stack\":\"\"}}");
-    enum store_rc rc = !outcome.data ? STORE_ERROR
-                       : found == API_RUN_QUEUED
-                               ? s->ops->run_set_status(s, id, "queued", "cancelled", NULL)
-                               : s->ops->run_set_status(s, id, "running|queued|awaiting_approval",
-                                                        "cancelled", NULL);
+    enum store_rc rc = s->ops->run_set_status(
+            s, id, found == API_RUN_QUEUED ? "queued" : "running|queued|awaiting_approval",
+            "cancelled", NULL);
     if (rc == STORE_CONFLICT && found == API_RUN_QUEUED) {
         waiting = 0; /* claimed meanwhile: it executes now */
         rc = s->ops->run_set_status(s, id, "running", "cancelled", NULL);
@@ -1225,7 +1202,7 @@ static enum store_rc api_run_cancel_stored(struct api_ctx *ctx, const char *id,
         rc = api_run_close_approvals(ctx, id, department, why);
     }
     if (rc == STORE_OK) {
-        rc = api_run_set_error(s, id, "cancelled", outcome.data);
+        rc = api_run_set_aborted(s, id, why);
     }
     /* the node executing it (maybe another) hears of it once this commits */
     if (rc == STORE_OK && s->ops->notify) {
@@ -1248,7 +1225,6 @@ static enum store_rc api_run_cancel_stored(struct api_ctx *ctx, const char *id,
         rc = d.data ? s->ops->audit_append(s, "airlockd", "run.end", id, department, d.data, NULL)
                     : STORE_ERROR;
     }
-    buf_done(&outcome);
     buf_done(&d);
     return rc;
 }
@@ -1308,17 +1284,11 @@ static int api_run_cancel(struct api_ctx *ctx, const char *id, const struct api_
 void api_runs_cancel(struct api_ctx *ctx)
 {
     struct api_run_head h;
-    struct gov_decision d;
     char why[STORE_NAME_MAX + 32];
     const char *id = api_param(ctx, "id");
-    if (api_body(ctx, NULL, 0) != 0 || api_run_find(ctx, id, &h) != 0) {
-        return;
-    }
     /* its starter, an approver of its department or an admin; a run the caller may not see is
      * not there (404), one it sees but may not cancel is refused (403) */
-    struct gov_run r = { id, h.department, h.principal, h.state };
-    gov_run_may_cancel(&ctx->who->gov, &r, &d);
-    if (api_decision(ctx, &d) != 0) {
+    if (api_run_find(ctx, &h, gov_run_may_cancel) != 0) {
         return;
     }
     snprintf(why, sizeof why, "cancelled by %s", ctx->who->name);
