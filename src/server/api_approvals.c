@@ -483,11 +483,7 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
         }
         buf_done(&res);
     }
-plan:
-    if (!in_tx && rc == STORE_OK) {
-        rc = s->ops->tx_begin(s);
-        in_tx = rc == STORE_OK;
-    }
+plan: /* in the transaction begun above, or rc says why not */
     if (rc == STORE_OK) {
         /* refuses a version that is no longer approved */
         rc = api_run_plan(s, secret_key, &run.copy.row, &plan, &why);

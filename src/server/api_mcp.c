@@ -347,16 +347,10 @@ static enum store_rc mcp_adhoc_department(struct api_ctx *ctx, char *ret)
     return rc;
 }
 
-struct mcp_schema_copy {
-    int found;
-    char *input_schema;
-};
-
+/* A version's input schema, copied into *(char **)userdata. */
 static int mcp_schema_fn(void *userdata, const struct store_version *v)
 {
-    struct mcp_schema_copy *c = userdata;
-    c->found = 1;
-    c->input_schema = strdup(v->input_schema ? v->input_schema : "true");
+    *(char **)userdata = strdup(v->input_schema ? v->input_schema : "true");
     return 0;
 }
 
@@ -441,16 +435,16 @@ static void mcp_tools_list(struct api_ctx *ctx, const char *id)
     buf_append_str(b, ",\"result\":{\"tools\":[");
     for (size_t i = 0; i < l.n; i++) {
         const struct mcp_template *t = &l.items[i];
-        struct mcp_schema_copy c = { 0, NULL };
+        char *schema = NULL;
         if (mcp_builtin(t->name) || !mcp_agent_of(ctx->who, t->department)) {
             continue;
         }
-        rc = s->ops->version_get(s, t->name, 0, mcp_schema_fn, &c);
+        rc = s->ops->version_get(s, t->name, 0, mcp_schema_fn, &schema);
         if (rc == STORE_NOT_FOUND) {
             continue; /* no approved version: a draft, or revoked */
         }
-        if (rc != STORE_OK || !c.input_schema) {
-            free(c.input_schema);
+        if (rc != STORE_OK || !schema) {
+            free(schema);
             api_store_failed(ctx);
             mcp_error(ctx, 500, id, MCP_ERR_SERVER, "the store failed");
             goto out;
@@ -459,9 +453,9 @@ static void mcp_tools_list(struct api_ctx *ctx, const char *id)
         api_member(b, ",\"title\":", t->name);
         api_member(b, ",\"description\":", t->description);
         buf_append_str(b, ",\"inputSchema\":");
-        mcp_put_schema(b, c.input_schema);
+        mcp_put_schema(b, schema);
         buf_append_str(b, "},");
-        free(c.input_schema);
+        free(schema);
     }
     buf_append_str(b, "{\"name\":\"get_run\",\"title\":\"get_run\",\"description\":\"The status of "
                       "a run started by a tool call: its value once completed, its error once "
@@ -574,20 +568,12 @@ static void mcp_execute_code(struct api_ctx *ctx, const char *id, const struct j
                        "and department");
         return;
     }
+    /* the arguments are members of the body, checked above: the first department of the
+     * caller's that allows ad-hoc code unless they name one */
     buf_init(&body, MCP_ANSWER_MAX);
-    buf_append_str(&body, "{\"source\":");
-    buf_append(&body, source->raw, source->raw_len);
-    buf_append_str(&body, ",\"functions\":");
-    buf_append(&body, functions->raw, functions->raw_len);
-    if (language) {
-        buf_append_str(&body, ",\"language\":");
-        buf_append(&body, language->raw, language->raw_len);
-    }
-    buf_append_str(&body, ",\"department\":");
-    if (department) {
-        buf_append(&body, department->raw, department->raw_len);
-    } else {
-        api_str(&body, dept);
+    buf_append(&body, args->raw, args->raw_len - 1);
+    if (!department) {
+        api_member(&body, ",\"department\":", dept);
     }
     buf_append_str(&body, ",\"wait\":true}");
     mcp_start_run(ctx, id, &body);
@@ -598,7 +584,7 @@ static void mcp_execute_code(struct api_ctx *ctx, const char *id, const struct j
  * it is no tool of the caller's, -1 on a store failure. */
 static int mcp_runnable(struct api_ctx *ctx, const char *name)
 {
-    struct mcp_schema_copy c = { 0, NULL };
+    char *schema = NULL;
     struct mcp_templates l;
     memset(&l, 0, sizeof l);
     enum store_rc rc = ctx->store->ops->template_get(ctx->store, name, mcp_template_fn, &l);
@@ -607,10 +593,10 @@ static int mcp_runnable(struct api_ctx *ctx, const char *name)
     } else if (rc == STORE_OK && (l.n == 0 || !mcp_agent_of(ctx->who, l.items[0].department))) {
         rc = STORE_NOT_FOUND;
     } else if (rc == STORE_OK) {
-        rc = ctx->store->ops->version_get(ctx->store, name, 0, mcp_schema_fn, &c);
+        rc = ctx->store->ops->version_get(ctx->store, name, 0, mcp_schema_fn, &schema);
     }
     int ret = rc == STORE_OK ? 1 : rc == STORE_NOT_FOUND ? 0 : -1;
-    free(c.input_schema);
+    free(schema);
     mcp_templates_done(&l);
     return ret;
 }

@@ -74,7 +74,6 @@ int api_run_copy_set(struct api_run_copy *c, const struct store_run *row)
 }
 
 struct api_version_copy {
-    int found;
     int64_t version;
     char department[STORE_NAME_MAX + 1];
     char state[16];
@@ -100,7 +99,6 @@ static void api_version_copy_done(struct api_version_copy *v)
 static int api_version_copy_fn(void *userdata, const struct store_version *sv)
 {
     struct api_version_copy *v = userdata;
-    v->found = 1;
     v->version = sv->version;
     snprintf(v->department, sizeof v->department, "%s", sv->department);
     snprintf(v->state, sizeof v->state, "%s", sv->state);
@@ -336,12 +334,13 @@ struct api_run_mode {
     enum runs_start_mode start;
 };
 
-/* Answers the run's API object: 200 when it has ended, 202 otherwise. */
-void api_run_reply(struct api_ctx *ctx, const char *id)
+/* Answers the run's API object: 200 whatever the run's state, its status says where it is (a
+ * new run's answer, 202 while it waits, comes from the run writer). */
+static void api_run_reply(struct api_ctx *ctx, const char *id)
 {
     struct buf *b = &ctx->resp->body;
     api_reply(ctx, 200);
-    if (runs_json_by_id(ctx->store, id, b, &ctx->resp->status) != STORE_OK) {
+    if (runs_json_by_id(ctx->store, id, b, NULL) != STORE_OK) {
         api_store_failed(ctx);
         return;
     }
@@ -932,8 +931,6 @@ void api_runs_get(struct api_ctx *ctx)
         return;
     }
     api_run_reply(ctx, id);
-    /* GET answers 200 whatever the run's state: the status says where it is */
-    ctx->resp->status = 200;
 }
 
 struct api_run_list {
@@ -1051,26 +1048,40 @@ void api_runs_list(struct api_ctx *ctx)
     buf_append_str(l.b, "]\n");
 }
 
-struct api_ids {
+/* Runs (or approvals: id alone) to change once the store's walk over them has ended. */
+struct api_run_ids {
     size_t n;
     size_t cap;
-    char (*ids)[RUNS_ID_LEN + 1];
+    struct api_run_id {
+        char id[RUNS_ID_LEN + 1];
+        char department[STORE_NAME_MAX + 1];
+        enum gov_run_state state;
+    } * rows;
+    int64_t version; /* of the runs a revocation cancels */
 };
+
+/* A new row at the end of l; NULL when out of memory. */
+static struct api_run_id *api_run_ids_add(struct api_run_ids *l)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 8;
+        struct api_run_id *rows = realloc(l->rows, cap * sizeof *rows);
+        if (!rows) {
+            return NULL;
+        }
+        l->rows = rows;
+        l->cap = cap;
+    }
+    return &l->rows[l->n++];
+}
 
 static int api_ids_fn(void *userdata, const struct store_approval *a)
 {
-    struct api_ids *l = userdata;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 8;
-        void *ids = realloc(l->ids, cap * sizeof *l->ids);
-        if (!ids) {
-            return 1;
-        }
-        l->ids = ids;
-        l->cap = cap;
+    struct api_run_id *r = api_run_ids_add(userdata);
+    if (r) {
+        snprintf(r->id, sizeof r->id, "%s", a->id);
     }
-    snprintf(l->ids[l->n++], RUNS_ID_LEN + 1, "%s", a->id);
-    return 0;
+    return r == NULL;
 }
 
 /* Closes the pending approvals of a run (status cancelled), one approval.cancel record each. */
@@ -1078,24 +1089,25 @@ static enum store_rc api_run_close_approvals(struct api_ctx *ctx, const char *ru
                                              const char *department, const char *why)
 {
     struct store *s = ctx->store;
-    struct api_ids l = { 0, 0, NULL };
+    struct api_run_ids l = { 0, 0, NULL, 0 };
     enum store_rc rc = s->ops->approval_list(s, run, "pending", api_ids_fn, &l);
     for (size_t i = 0; i < l.n && rc == STORE_OK; i++) {
+        const char *id = l.rows[i].id;
         struct buf d;
         buf_init(&d, 4096);
-        rc = s->ops->approval_decide(s, l.ids[i], "cancelled", "airlockd", why);
-        api_member(&d, "{\"approval\":", l.ids[i]);
+        rc = s->ops->approval_decide(s, id, "cancelled", "airlockd", why);
+        api_member(&d, "{\"approval\":", id);
         api_member(&d, ",\"run\":", run);
         api_member(&d, ",\"reason\":", why);
         buf_append_str(&d, "}");
         if (rc == STORE_OK) {
-            rc = d.data ? s->ops->audit_append(s, "airlockd", "approval.cancel", l.ids[i],
-                                               department, d.data, NULL)
+            rc = d.data ? s->ops->audit_append(s, "airlockd", "approval.cancel", id, department,
+                                               d.data, NULL)
                         : STORE_ERROR;
         }
         buf_done(&d);
     }
-    free(l.ids);
+    free(l.rows);
     return rc;
 }
 
@@ -1140,17 +1152,6 @@ static enum store_rc api_run_set_aborted(struct store *s, const char *id, const 
     return rc;
 }
 
-/* How a run to cancel was found: executing (its node's writer records its end), or not
- * executing - waiting for a person, or queued for a node to claim - and ended here. */
-enum api_run_found { API_RUN_EXECUTING = 0, API_RUN_AWAITING = 1, API_RUN_QUEUED = 2 };
-
-static enum api_run_found api_run_found_as(enum gov_run_state state)
-{
-    return state == GOV_RUN_AWAITING_APPROVAL ? API_RUN_AWAITING
-           : state == GOV_RUN_QUEUED          ? API_RUN_QUEUED
-                                              : API_RUN_EXECUTING;
-}
-
 static int api_execution_seen(void *userdata, const struct store_execution *e)
 {
     (void)userdata;
@@ -1171,22 +1172,23 @@ static enum store_rc api_run_keep_execution(struct store *s, const char *id)
     return rc;
 }
 
-/* Ends a run that waits for a person, waits in the queue or is still running as cancelled,
- * with error ABORTED and `why`: its pending approvals close and its continuation is dropped.
- * Inside a transaction. A queued run a node claims meanwhile is cancelled as an executing one
- * (that node records its end), so its end is recorded once. */
+/* Ends a run that waits for a person, waits in the queue or is still running (found in `state`)
+ * as cancelled, with error ABORTED and `why`: its pending approvals close and its continuation
+ * is dropped. Inside a transaction. One executing has its end recorded by its node's writer; one
+ * not executing ends here. A queued run a node claims meanwhile is cancelled as an executing
+ * one (that node records its end), so its end is recorded once. */
 static enum store_rc api_run_cancel_stored(struct api_ctx *ctx, const char *id,
                                            const char *department, const char *why,
-                                           enum api_run_found found)
+                                           enum gov_run_state state)
 {
-    int waiting = found != API_RUN_EXECUTING;
+    int queued = state == GOV_RUN_QUEUED;
+    int waiting = queued || state == GOV_RUN_AWAITING_APPROVAL;
     struct store *s = ctx->store;
     struct buf d;
     buf_init(&d, 64 * 1024);
     enum store_rc rc = s->ops->run_set_status(
-            s, id, found == API_RUN_QUEUED ? "queued" : "running|queued|awaiting_approval",
-            "cancelled", NULL);
-    if (rc == STORE_CONFLICT && found == API_RUN_QUEUED) {
+            s, id, queued ? "queued" : "running|queued|awaiting_approval", "cancelled", NULL);
+    if (rc == STORE_CONFLICT && queued) {
         waiting = 0; /* claimed meanwhile: it executes now */
         rc = s->ops->run_set_status(s, id, "running", "cancelled", NULL);
     }
@@ -1260,8 +1262,7 @@ static int api_run_cancel(struct api_ctx *ctx, const char *id, const struct api_
         api_store_failed(ctx);
         return -1;
     }
-    enum store_rc rc =
-            api_run_cancel_stored(ctx, id, h->department, why, api_run_found_as(h->state));
+    enum store_rc rc = api_run_cancel_stored(ctx, id, h->department, why, h->state);
     rc = api_tx_end(s, rc);
     if (rc != STORE_OK) {
         if (rc == STORE_CONFLICT) {
@@ -1296,20 +1297,7 @@ void api_runs_cancel(struct api_ctx *ctx)
         return;
     }
     api_run_reply(ctx, id);
-    ctx->resp->status = 200;
 }
-
-struct api_run_ids {
-    size_t n;
-    size_t cap;
-    struct api_run_id {
-        char id[RUNS_ID_LEN + 1];
-        char department[STORE_NAME_MAX + 1];
-        enum api_run_found waiting;
-    } * rows;
-    const char *template_name;
-    int64_t version;
-};
 
 static int api_run_ids_fn(void *userdata, const struct store_run *row)
 {
@@ -1318,20 +1306,13 @@ static int api_run_ids_fn(void *userdata, const struct store_run *row)
     if (row->version != l->version || gov_run_state_ended(state)) {
         return 0;
     }
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 8;
-        struct api_run_id *rows = realloc(l->rows, cap * sizeof *rows);
-        if (!rows) {
-            return 1;
-        }
-        l->rows = rows;
-        l->cap = cap;
+    struct api_run_id *r = api_run_ids_add(l);
+    if (!r) {
+        return 1;
     }
-    struct api_run_id *r = &l->rows[l->n];
     snprintf(r->id, sizeof r->id, "%s", row->id);
     snprintf(r->department, sizeof r->department, "%s", row->department);
-    r->waiting = api_run_found_as(state);
-    l->n++;
+    r->state = state;
     return 0;
 }
 
@@ -1344,12 +1325,12 @@ enum store_rc api_version_revoking(struct api_ctx *ctx, const char *template_nam
 {
     struct store *s = ctx->store;
     struct store_run_filter f = { .template_name = template_name };
-    struct api_run_ids l = { .template_name = template_name, .version = version };
+    struct api_run_ids l = { .version = version };
     char why[STORE_NAME_MAX * 2 + 64];
     api_revoke_why(why, sizeof why, template_name, version);
     enum store_rc rc = s->ops->run_list(s, &f, api_run_ids_fn, &l);
     for (size_t i = 0; i < l.n && rc == STORE_OK; i++) {
-        rc = api_run_cancel_stored(ctx, l.rows[i].id, l.rows[i].department, why, l.rows[i].waiting);
+        rc = api_run_cancel_stored(ctx, l.rows[i].id, l.rows[i].department, why, l.rows[i].state);
     }
     free(l.rows);
     return rc;

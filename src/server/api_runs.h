@@ -1,6 +1,6 @@
 /*
  * api_runs.h - what the run handlers share with the approval handlers: a run's row copied,
- * turned into what runs.c executes, and a run's API object.
+ * turned into what runs.c executes, and resumed once its approvals are decided.
  */
 #ifndef AIRLOCK_SERVER_API_RUNS_H
 #define AIRLOCK_SERVER_API_RUNS_H
@@ -44,7 +44,5 @@ enum store_rc api_run_resume(struct writer_tx *tx, const unsigned char *secret_k
  * took one, 0 when the queue was empty or this node drains. */
 enum store_rc api_run_claim(struct writer_tx *tx, const unsigned char *secret_key,
                             struct runs *runs, int *ret_claimed, struct al_error *reterr);
-/* Answers the run's API object with its status code (200 ended, 202 running or waiting). */
-void api_run_reply(struct api_ctx *ctx, const char *id);
 
 #endif
