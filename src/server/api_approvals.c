@@ -21,8 +21,10 @@
 #define API_APPROVALS_LIST_MAX   1000
 #define API_APPROVALS_PAGE_BYTES ((size_t)48 << 20) /* a list answer stays under the body cap */
 
-static void api_approval_json(struct buf *b, const struct store_approval *a)
+/* Appends the approval's API object to the buf userdata; 0 (a store_approval_fn). */
+static int api_approval_json(void *userdata, const struct store_approval *a)
 {
+    struct buf *b = userdata;
     api_member(b, "{\"id\":", a->id);
     api_member(b, ",\"kind\":", a->kind);
     api_member(b, ",\"status\":", a->status);
@@ -47,11 +49,6 @@ static void api_approval_json(struct buf *b, const struct store_approval *a)
     api_member(b, ",\"decided\":", a->decided);
     api_member(b, ",\"comment\":", a->comment);
     buf_append_str(b, "}");
-}
-
-static int api_approval_one(void *userdata, const struct store_approval *a)
-{
-    api_approval_json(userdata, a);
     return 0;
 }
 
@@ -721,7 +718,7 @@ static void api_approvals_decide(struct api_ctx *ctx, int approve)
     }
     api_approval_resume(ctx, &a, approve);
     api_reply(ctx, 200);
-    if (s->ops->approval_get(s, id, api_approval_one, &ctx->resp->body) != STORE_OK) {
+    if (s->ops->approval_get(s, id, api_approval_json, &ctx->resp->body) != STORE_OK) {
         api_store_failed(ctx);
         return;
     }

@@ -34,15 +34,24 @@
  * sandbox's boundary (1000 levels, far past a request's API_DEPTH_MAX), and the run object holds
  * it a level down; the text is airlockd's own and the parser's recursion is bounded by this. */
 #define MCP_RUN_DEPTH   1100
-#define MCP_LATEST      "2025-06-18"
 #define MCP_ERR_PARSE   (-32700)
 #define MCP_ERR_REQUEST (-32600)
 #define MCP_ERR_METHOD  (-32601)
 #define MCP_ERR_PARAMS  (-32602)
 #define MCP_ERR_SERVER  (-32603)
 
-static const char *const mcp_versions[] = { "2025-06-18", "2025-03-26" };
-#define MCP_NVERSIONS (sizeof mcp_versions / sizeof mcp_versions[0])
+static const char *const mcp_versions[] = { "2025-06-18", "2025-03-26" }; /* the latest first */
+
+/* The revision named `asked` when this server speaks it; NULL otherwise. */
+static const char *mcp_version(const char *asked)
+{
+    for (size_t i = 0; asked && i < sizeof mcp_versions / sizeof mcp_versions[0]; i++) {
+        if (strcmp(asked, mcp_versions[i]) == 0) {
+            return mcp_versions[i];
+        }
+    }
+    return NULL;
+}
 
 /* ---------------------------------------------------------------- JSON-RPC answers */
 
@@ -393,19 +402,14 @@ static int mcp_builtin(const char *name)
 static void mcp_initialize(struct api_ctx *ctx, const char *id, const struct json_node *params)
 {
     const struct json_node *asked = params ? json_get(params, "protocolVersion") : NULL;
-    const char *version = MCP_LATEST;
-    for (size_t i = 0; asked && asked->type == JSON_STRING && i < MCP_NVERSIONS; i++) {
-        if (strcmp(asked->str, mcp_versions[i]) == 0) {
-            version = mcp_versions[i];
-        }
-    }
+    const char *version = mcp_version(asked && asked->type == JSON_STRING ? asked->str : NULL);
     struct buf *b = &ctx->resp->body;
     api_reply(ctx, 200);
     mcp_begin(b, id);
     buf_printf(b,
                ",\"result\":{\"protocolVersion\":\"%s\",\"capabilities\":{\"tools\":{"
                "\"listChanged\":false}},\"serverInfo\":{\"name\":\"airlockd\",\"version\":",
-               version);
+               version ? version : mcp_versions[0]);
     api_str(b, al_version());
     buf_append_str(b, "},\"instructions\":");
     api_str(b, "Each tool but get_run and execute_code runs an approved airlock template of the "
@@ -665,7 +669,7 @@ static int mcp_headers_ok(struct api_ctx *ctx)
         return -1;
     }
     const char *version = http_header(ctx->req, "MCP-Protocol-Version");
-    if (version && strcmp(version, mcp_versions[0]) != 0 && strcmp(version, mcp_versions[1]) != 0) {
+    if (version && !mcp_version(version)) {
         mcp_error(ctx, 400, NULL, MCP_ERR_REQUEST,
                   "unsupported MCP-Protocol-Version %.32s: this server speaks %s and %s", version,
                   mcp_versions[0], mcp_versions[1]);
