@@ -21,8 +21,10 @@
 #define API_APPROVALS_LIST_MAX   1000
 #define API_APPROVALS_PAGE_BYTES ((size_t)48 << 20) /* a list answer stays under the body cap */
 
-static void api_approval_json(struct buf *b, const struct store_approval *a)
+/* Appends the approval's API object to the buf userdata; 0 (a store_approval_fn). */
+static int api_approval_json(void *userdata, const struct store_approval *a)
 {
+    struct buf *b = userdata;
     api_member(b, "{\"id\":", a->id);
     api_member(b, ",\"kind\":", a->kind);
     api_member(b, ",\"status\":", a->status);
@@ -47,11 +49,6 @@ static void api_approval_json(struct buf *b, const struct store_approval *a)
     api_member(b, ",\"decided\":", a->decided);
     api_member(b, ",\"comment\":", a->comment);
     buf_append_str(b, "}");
-}
-
-static int api_approval_one(void *userdata, const struct store_approval *a)
-{
-    api_approval_json(userdata, a);
     return 0;
 }
 
@@ -158,6 +155,32 @@ struct api_decisions {
     struct runs_resolution *res;
 };
 
+/* Adds a resolution, its strings copied: 0, or -1 out of memory. */
+static int api_resolution_add(struct api_decisions *d, const char *interruption, int approved,
+                              const char *comment)
+{
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? 2 * d->cap : 8;
+        struct runs_resolution *res = realloc(d->res, cap * sizeof *res);
+        if (!res) {
+            return -1;
+        }
+        d->res = res;
+        d->cap = cap;
+    }
+    struct runs_resolution *r = &d->res[d->n];
+    r->interruption = strdup(interruption);
+    r->comment = comment ? strdup(comment) : NULL;
+    r->approved = approved;
+    if (!r->interruption || (comment && !r->comment)) {
+        free((char *)r->interruption);
+        free((char *)r->comment);
+        return -1;
+    }
+    d->n++;
+    return 0;
+}
+
 static int api_decision_fn(void *userdata, const struct store_approval *a)
 {
     struct api_decisions *d = userdata;
@@ -174,29 +197,8 @@ static int api_decision_fn(void *userdata, const struct store_approval *a)
         d->start_approved |= state == GOV_APPROVAL_APPROVED;
         return 0;
     }
-    if (!a->interruption) {
-        return 0;
-    }
-    if (d->n == d->cap) {
-        size_t cap = d->cap ? 2 * d->cap : 8;
-        struct runs_resolution *res = realloc(d->res, cap * sizeof *res);
-        if (!res) {
-            return 1;
-        }
-        d->res = res;
-        d->cap = cap;
-    }
-    struct runs_resolution *r = &d->res[d->n];
-    r->interruption = strdup(a->interruption);
-    r->comment = a->comment ? strdup(a->comment) : NULL;
-    r->approved = state == GOV_APPROVAL_APPROVED;
-    if (r->interruption && (r->comment || !a->comment)) {
-        d->n++;
-    } else {
-        free((char *)r->interruption);
-        free((char *)r->comment);
-    }
-    return 0;
+    return a->interruption &&
+           api_resolution_add(d, a->interruption, state == GOV_APPROVAL_APPROVED, a->comment) != 0;
 }
 
 static void api_decisions_done(struct api_decisions *d)
@@ -209,41 +211,19 @@ static void api_decisions_done(struct api_decisions *d)
 }
 
 struct api_row_copy {
-    struct store_run row;
-    char *strings[9];
+    struct api_run_copy copy;
     char *host_calls; /* the calls its outcome lists so far (a JSON array), for the resumed leg */
 };
 
-static char *api_dup(const char *s)
-{
-    return s ? strdup(s) : NULL;
-}
-
+/* Copies the run; out of memory, its status is NULL (as if there were nothing to resume). */
 static int api_row_copy_fn(void *userdata, const struct store_run *row)
 {
     struct api_row_copy *c = userdata;
-    c->row = *row;
-    c->strings[0] = api_dup(row->id);
-    c->strings[1] = api_dup(row->template_name);
-    c->strings[2] = api_dup(row->department);
-    c->strings[3] = api_dup(row->principal);
-    c->strings[4] = api_dup(row->input);
-    c->strings[5] = api_dup(row->source);
-    c->strings[6] = api_dup(row->language);
-    c->strings[7] = api_dup(row->functions);
-    c->strings[8] = api_dup(row->status);
-    c->row.id = c->strings[0];
-    c->row.template_name = c->strings[1];
-    c->row.department = c->strings[2];
-    c->row.principal = c->strings[3];
-    c->row.input = c->strings[4];
-    c->row.source = c->strings[5];
-    c->row.language = c->strings[6];
-    c->row.functions = c->strings[7];
-    c->row.status = c->strings[8];
-    c->row.outcome = NULL;
     struct json_doc *doc = NULL;
     struct al_error err;
+    if (api_run_copy_set(&c->copy, row) != 0) {
+        return 0;
+    }
     if (row->outcome && json_parse(row->outcome, strlen(row->outcome), 512, &doc, &err) == AL_OK) {
         const struct json_node *calls = json_get(json_root(doc), "host_calls");
         if (calls && calls->type == JSON_ARRAY) {
@@ -256,9 +236,7 @@ static int api_row_copy_fn(void *userdata, const struct store_run *row)
 
 static void api_row_copy_done(struct api_row_copy *c)
 {
-    for (size_t i = 0; i < sizeof c->strings / sizeof c->strings[0]; i++) {
-        free(c->strings[i]);
-    }
+    api_run_copy_done(&c->copy);
     free(c->host_calls);
 }
 
@@ -357,29 +335,16 @@ static enum store_rc api_resolutions_parse(const char *json, struct api_decision
         json_doc_free(doc);
         return STORE_ERROR;
     }
-    const struct json_node *root = json_root(doc);
-    d->res = calloc(root->count ? root->count : 1, sizeof *d->res);
-    if (!d->res) {
-        rc = STORE_ERROR;
-    }
-    for (const struct json_node *e = root->child; e && rc == STORE_OK; e = e->next) {
+    for (const struct json_node *e = json_root(doc)->child; e && rc == STORE_OK; e = e->next) {
         const struct json_node *id = json_get(e, "interruption");
         const struct json_node *ok = json_get(e, "approved");
         const struct json_node *c = json_get(e, "comment");
-        struct runs_resolution *r = &d->res[d->n];
-        if (!id || id->type != JSON_STRING) {
-            rc = STORE_ERROR;
-            break;
-        }
-        r->interruption = strdup(id->str);
-        r->approved = ok && ok->type == JSON_TRUE;
-        r->comment = c && c->type == JSON_STRING ? strdup(c->str) : NULL;
-        d->n++;
-        if (!r->interruption || (c && c->type == JSON_STRING && !r->comment)) {
+        if (!id || id->type != JSON_STRING ||
+            api_resolution_add(d, id->str, ok && ok->type == JSON_TRUE,
+                               c && c->type == JSON_STRING ? c->str : NULL) != 0) {
             rc = STORE_ERROR;
         }
     }
-    d->cap = d->n;
     json_doc_free(doc);
     return rc;
 }
@@ -446,8 +411,8 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
         }
     }
     rc = s->ops->run_get(s, run_id, api_row_copy_fn, &run);
-    if (rc != STORE_OK || !run.row.status ||
-        api_run_state(run.row.status) !=
+    if (rc != STORE_OK || !run.copy.row.status ||
+        api_run_state(run.copy.row.status) !=
                 (claimed[0] ? GOV_RUN_RUNNING : GOV_RUN_AWAITING_APPROVAL)) {
         goto out;
     }
@@ -463,7 +428,7 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
             rc = api_resolutions_parse(retry.resolutions, &decisions);
             clock_ms = token                ? 0
                        : retry.clock_ms > 0 ? retry.clock_ms
-                                            : runs_time_ms(run.row.created);
+                                            : runs_time_ms(run.copy.row.created);
             if (rc != STORE_OK) {
                 error_set(&why, AL_INTERNAL_ERROR, "run %s: its execution row cannot be read",
                           run_id);
@@ -482,7 +447,7 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
             s->ops->tx_rollback(s);
             in_tx = 0;
             error_set(&why, AL_INTERNAL_ERROR, "run %s was queued without its decisions", run_id);
-            rc = api_run_end_unresumable(s, &run.row, from, why.message);
+            rc = api_run_end_unresumable(s, &run.copy.row, from, why.message);
         }
         goto out;
     }
@@ -515,14 +480,10 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
         }
         buf_done(&res);
     }
-plan:
-    if (!in_tx && rc == STORE_OK) {
-        rc = s->ops->tx_begin(s);
-        in_tx = rc == STORE_OK;
-    }
+plan: /* in the transaction begun above, or rc says why not */
     if (rc == STORE_OK) {
         /* refuses a version that is no longer approved */
-        rc = api_run_plan(s, secret_key, &run.row, &plan, &why);
+        rc = api_run_plan(s, secret_key, &run.copy.row, &plan, &why);
     }
     if (rc == STORE_OK) {
         rc = s->ops->tx_commit(s);
@@ -541,8 +502,8 @@ plan:
             /* it cannot run any more (its version revoked meanwhile, a connector gone): it ends
              * rather than wait for nothing; a claimed run is back in the queue after the
              * rollback, and ends from there */
-            run.row.status = from;
-            enum store_rc frc = api_run_end_unresumable(s, &run.row, from, why.message);
+            run.copy.row.status = from;
+            enum store_rc frc = api_run_end_unresumable(s, &run.copy.row, from, why.message);
             if (frc != STORE_OK) {
                 rc = frc;
             }
@@ -596,8 +557,8 @@ enum store_rc api_run_resume(struct writer_tx *tx, const unsigned char *secret_k
     memset(&decisions, 0, sizeof decisions);
     memset(&run, 0, sizeof run);
     rc = s->ops->run_get(s, run_id, api_row_copy_fn, &run);
-    if (rc == STORE_OK && run.row.status &&
-        api_run_state(run.row.status) == GOV_RUN_AWAITING_APPROVAL) {
+    if (rc == STORE_OK && run.copy.row.status &&
+        api_run_state(run.copy.row.status) == GOV_RUN_AWAITING_APPROVAL) {
         rc = s->ops->approval_list(s, run_id, NULL, api_decision_fn, &decisions);
         if (rc == STORE_OK && decisions.pending == 0 &&
             (decisions.start_approved || decisions.n > 0)) {
@@ -757,7 +718,7 @@ static void api_approvals_decide(struct api_ctx *ctx, int approve)
     }
     api_approval_resume(ctx, &a, approve);
     api_reply(ctx, 200);
-    if (s->ops->approval_get(s, id, api_approval_one, &ctx->resp->body) != STORE_OK) {
+    if (s->ops->approval_get(s, id, api_approval_json, &ctx->resp->body) != STORE_OK) {
         api_store_failed(ctx);
         return;
     }

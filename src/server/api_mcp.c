@@ -34,15 +34,24 @@
  * sandbox's boundary (1000 levels, far past a request's API_DEPTH_MAX), and the run object holds
  * it a level down; the text is airlockd's own and the parser's recursion is bounded by this. */
 #define MCP_RUN_DEPTH   1100
-#define MCP_LATEST      "2025-06-18"
 #define MCP_ERR_PARSE   (-32700)
 #define MCP_ERR_REQUEST (-32600)
 #define MCP_ERR_METHOD  (-32601)
 #define MCP_ERR_PARAMS  (-32602)
 #define MCP_ERR_SERVER  (-32603)
 
-static const char *const mcp_versions[] = { "2025-06-18", "2025-03-26" };
-#define MCP_NVERSIONS (sizeof mcp_versions / sizeof mcp_versions[0])
+static const char *const mcp_versions[] = { "2025-06-18", "2025-03-26" }; /* the latest first */
+
+/* The revision named `asked` when this server speaks it; NULL otherwise. */
+static const char *mcp_version(const char *asked)
+{
+    for (size_t i = 0; asked && i < sizeof mcp_versions / sizeof mcp_versions[0]; i++) {
+        if (strcmp(asked, mcp_versions[i]) == 0) {
+            return mcp_versions[i];
+        }
+    }
+    return NULL;
+}
 
 /* ---------------------------------------------------------------- JSON-RPC answers */
 
@@ -85,11 +94,22 @@ static void mcp_tool_error(struct api_ctx *ctx, const char *id, const char *text
 
 /* ---------------------------------------------------------------- a run's answer as a result */
 
-static void mcp_put_text(struct buf *b, const char *text, size_t len)
+/* Opens a tool result with its text content. */
+static void mcp_put_text(struct buf *b, const struct buf *text)
 {
-    buf_append_str(b, "\"content\":[{\"type\":\"text\",\"text\":");
-    json_write_string(b, text, len);
+    buf_append_str(b, "{\"content\":[{\"type\":\"text\",\"text\":");
+    json_write_string(b, text->data ? text->data : "", text->len);
     buf_append_str(b, "}]");
+}
+
+/* Appends n's JSON text, or `none` when n is NULL. */
+static void mcp_put_raw(struct buf *b, const struct json_node *n, const char *none)
+{
+    if (n) {
+        buf_append(b, n->raw, n->raw_len);
+    } else {
+        buf_append_str(b, none);
+    }
 }
 
 /* The result of an answer of the runs API: an error body ({"error":{code,message}}) is an
@@ -108,8 +128,7 @@ static void mcp_put_run_result(struct buf *out, unsigned status, const char *bod
     if (json_parse(body, len, MCP_RUN_DEPTH, &doc, &err) != AL_OK ||
         json_root(doc)->type != JSON_OBJECT) {
         buf_printf(&text, "airlockd answered %u with a body that is not a JSON object", status);
-        buf_append_str(out, "{");
-        mcp_put_text(out, text.data ? text.data : "", text.len);
+        mcp_put_text(out, &text);
         buf_append_str(out, ",\"isError\":true}");
         goto out;
     }
@@ -117,20 +136,18 @@ static void mcp_put_run_result(struct buf *out, unsigned status, const char *bod
     const struct json_node *error = json_get(root, "error");
     const struct json_node *id = json_get(root, "id");
     const struct json_node *st = json_get(root, "status");
+    const struct json_node *code = error ? json_get(error, "code") : NULL;
+    const struct json_node *message = error ? json_get(error, "message") : NULL;
+    const char *code_text = code && code->type == JSON_STRING ? code->str : "ERROR";
+    const char *message_text =
+            message && message->type == JSON_STRING ? message->str : "no message";
+    error = error && error->type == JSON_OBJECT ? error : NULL;
     if (!id || id->type != JSON_STRING || !st || st->type != JSON_STRING) {
         /* an error body of the API: {"error":{"code","message","request_id"}} */
-        const struct json_node *code = error ? json_get(error, "code") : NULL;
-        const struct json_node *message = error ? json_get(error, "message") : NULL;
-        buf_printf(&text, "%s: %s", code && code->type == JSON_STRING ? code->str : "ERROR",
-                   message && message->type == JSON_STRING ? message->str : "no message");
-        buf_append_str(out, "{");
-        mcp_put_text(out, text.data ? text.data : "", text.len);
+        buf_printf(&text, "%s: %s", code_text, message_text);
+        mcp_put_text(out, &text);
         buf_append_str(out, ",\"structuredContent\":{\"error\":");
-        if (error && error->type == JSON_OBJECT) {
-            buf_append(out, error->raw, error->raw_len);
-        } else {
-            buf_append_str(out, "null");
-        }
+        mcp_put_raw(out, error, "null");
         buf_printf(out, ",\"http_status\":%u},\"isError\":true}", status);
         goto out;
     }
@@ -148,11 +165,7 @@ static void mcp_put_run_result(struct buf *out, unsigned status, const char *bod
             buf_append_str(&text, "null");
         }
     } else if (failed) {
-        const struct json_node *code = error ? json_get(error, "code") : NULL;
-        const struct json_node *message = error ? json_get(error, "message") : NULL;
-        buf_printf(&text, "run %s %s: %s: %s", id->str, st->str,
-                   code && code->type == JSON_STRING ? code->str : "ERROR",
-                   message && message->type == JSON_STRING ? message->str : "no message");
+        buf_printf(&text, "run %s %s: %s: %s", id->str, st->str, code_text, message_text);
     } else if (state == GOV_RUN_AWAITING_APPROVAL) {
         struct json_doc *adoc = NULL;
         struct buf ids;
@@ -180,26 +193,17 @@ static void mcp_put_run_result(struct buf *out, unsigned status, const char *bod
         buf_printf(&text, "run %s is %s: call get_run with {\"run\":\"%s\"} to see its result.",
                    id->str, st->str, id->str);
     }
-    buf_append_str(out, "{");
-    mcp_put_text(out, text.data ? text.data : "", text.len);
+    mcp_put_text(out, &text);
     buf_append_str(out, ",\"structuredContent\":{\"run\":");
     buf_append(out, id->raw, id->raw_len);
     buf_append_str(out, ",\"status\":");
     buf_append(out, st->raw, st->raw_len);
     if (ended && !failed) {
         buf_append_str(out, ",\"value\":");
-        if (value) {
-            buf_append(out, value->raw, value->raw_len);
-        } else {
-            buf_append_str(out, "null");
-        }
+        mcp_put_raw(out, value, "null");
     } else if (failed) {
         buf_append_str(out, ",\"error\":");
-        if (error && error->type == JSON_OBJECT) {
-            buf_append(out, error->raw, error->raw_len);
-        } else {
-            buf_append_str(out, "null");
-        }
+        mcp_put_raw(out, error, "null");
     } else {
         buf_append_str(out, ",\"approvals\":");
         buf_append(out, approvals_text, approvals_len);
@@ -352,16 +356,10 @@ static enum store_rc mcp_adhoc_department(struct api_ctx *ctx, char *ret)
     return rc;
 }
 
-struct mcp_schema_copy {
-    int found;
-    char *input_schema;
-};
-
+/* A version's input schema, copied into *(char **)userdata. */
 static int mcp_schema_fn(void *userdata, const struct store_version *v)
 {
-    struct mcp_schema_copy *c = userdata;
-    c->found = 1;
-    c->input_schema = strdup(v->input_schema ? v->input_schema : "true");
+    *(char **)userdata = strdup(v->input_schema ? v->input_schema : "true");
     return 0;
 }
 
@@ -404,19 +402,14 @@ static int mcp_builtin(const char *name)
 static void mcp_initialize(struct api_ctx *ctx, const char *id, const struct json_node *params)
 {
     const struct json_node *asked = params ? json_get(params, "protocolVersion") : NULL;
-    const char *version = MCP_LATEST;
-    for (size_t i = 0; asked && asked->type == JSON_STRING && i < MCP_NVERSIONS; i++) {
-        if (strcmp(asked->str, mcp_versions[i]) == 0) {
-            version = mcp_versions[i];
-        }
-    }
+    const char *version = mcp_version(asked && asked->type == JSON_STRING ? asked->str : NULL);
     struct buf *b = &ctx->resp->body;
     api_reply(ctx, 200);
     mcp_begin(b, id);
     buf_printf(b,
                ",\"result\":{\"protocolVersion\":\"%s\",\"capabilities\":{\"tools\":{"
                "\"listChanged\":false}},\"serverInfo\":{\"name\":\"airlockd\",\"version\":",
-               version);
+               version ? version : mcp_versions[0]);
     api_str(b, al_version());
     buf_append_str(b, "},\"instructions\":");
     api_str(b, "Each tool but get_run and execute_code runs an approved airlock template of the "
@@ -446,16 +439,16 @@ static void mcp_tools_list(struct api_ctx *ctx, const char *id)
     buf_append_str(b, ",\"result\":{\"tools\":[");
     for (size_t i = 0; i < l.n; i++) {
         const struct mcp_template *t = &l.items[i];
-        struct mcp_schema_copy c = { 0, NULL };
+        char *schema = NULL;
         if (mcp_builtin(t->name) || !mcp_agent_of(ctx->who, t->department)) {
             continue;
         }
-        rc = s->ops->version_get(s, t->name, 0, mcp_schema_fn, &c);
+        rc = s->ops->version_get(s, t->name, 0, mcp_schema_fn, &schema);
         if (rc == STORE_NOT_FOUND) {
             continue; /* no approved version: a draft, or revoked */
         }
-        if (rc != STORE_OK || !c.input_schema) {
-            free(c.input_schema);
+        if (rc != STORE_OK || !schema) {
+            free(schema);
             api_store_failed(ctx);
             mcp_error(ctx, 500, id, MCP_ERR_SERVER, "the store failed");
             goto out;
@@ -464,9 +457,9 @@ static void mcp_tools_list(struct api_ctx *ctx, const char *id)
         api_member(b, ",\"title\":", t->name);
         api_member(b, ",\"description\":", t->description);
         buf_append_str(b, ",\"inputSchema\":");
-        mcp_put_schema(b, c.input_schema);
+        mcp_put_schema(b, schema);
         buf_append_str(b, "},");
-        free(c.input_schema);
+        free(schema);
     }
     buf_append_str(b, "{\"name\":\"get_run\",\"title\":\"get_run\",\"description\":\"The status of "
                       "a run started by a tool call: its value once completed, its error once "
@@ -579,20 +572,12 @@ static void mcp_execute_code(struct api_ctx *ctx, const char *id, const struct j
                        "and department");
         return;
     }
+    /* the arguments are members of the body, checked above: the first department of the
+     * caller's that allows ad-hoc code unless they name one */
     buf_init(&body, MCP_ANSWER_MAX);
-    buf_append_str(&body, "{\"source\":");
-    buf_append(&body, source->raw, source->raw_len);
-    buf_append_str(&body, ",\"functions\":");
-    buf_append(&body, functions->raw, functions->raw_len);
-    if (language) {
-        buf_append_str(&body, ",\"language\":");
-        buf_append(&body, language->raw, language->raw_len);
-    }
-    buf_append_str(&body, ",\"department\":");
-    if (department) {
-        buf_append(&body, department->raw, department->raw_len);
-    } else {
-        api_str(&body, dept);
+    buf_append(&body, args->raw, args->raw_len - 1);
+    if (!department) {
+        api_member(&body, ",\"department\":", dept);
     }
     buf_append_str(&body, ",\"wait\":true}");
     mcp_start_run(ctx, id, &body);
@@ -603,24 +588,19 @@ static void mcp_execute_code(struct api_ctx *ctx, const char *id, const struct j
  * it is no tool of the caller's, -1 on a store failure. */
 static int mcp_runnable(struct api_ctx *ctx, const char *name)
 {
-    struct mcp_schema_copy c = { 0, NULL };
+    char *schema = NULL;
     struct mcp_templates l;
-    int ret = 0;
     memset(&l, 0, sizeof l);
-    enum store_rc rc = ctx->store->ops->template_list(ctx->store, mcp_template_fn, &l);
-    if (rc != STORE_OK || l.failed) {
-        ret = -1;
-        goto out;
+    enum store_rc rc = ctx->store->ops->template_get(ctx->store, name, mcp_template_fn, &l);
+    if (rc == STORE_OK && l.failed) {
+        rc = STORE_ERROR;
+    } else if (rc == STORE_OK && (l.n == 0 || !mcp_agent_of(ctx->who, l.items[0].department))) {
+        rc = STORE_NOT_FOUND;
+    } else if (rc == STORE_OK) {
+        rc = ctx->store->ops->version_get(ctx->store, name, 0, mcp_schema_fn, &schema);
     }
-    for (size_t i = 0; i < l.n && ret == 0; i++) {
-        if (strcmp(l.items[i].name, name) != 0 || !mcp_agent_of(ctx->who, l.items[i].department)) {
-            continue;
-        }
-        rc = ctx->store->ops->version_get(ctx->store, name, 0, mcp_schema_fn, &c);
-        ret = rc == STORE_OK ? 1 : rc == STORE_NOT_FOUND ? 0 : -1;
-    }
-out:
-    free(c.input_schema);
+    int ret = rc == STORE_OK ? 1 : rc == STORE_NOT_FOUND ? 0 : -1;
+    free(schema);
     mcp_templates_done(&l);
     return ret;
 }
@@ -659,11 +639,7 @@ static void mcp_tools_call(struct api_ctx *ctx, const char *id, const struct jso
     buf_init(&body, MCP_ANSWER_MAX);
     api_member(&body, "{\"template\":", name->str);
     buf_append_str(&body, ",\"input\":");
-    if (args) {
-        buf_append(&body, args->raw, args->raw_len);
-    } else {
-        buf_append_str(&body, "{}");
-    }
+    mcp_put_raw(&body, args, "{}");
     buf_append_str(&body, ",\"wait\":true}");
     mcp_start_run(ctx, id, &body);
     buf_done(&body);
@@ -693,7 +669,7 @@ static int mcp_headers_ok(struct api_ctx *ctx)
         return -1;
     }
     const char *version = http_header(ctx->req, "MCP-Protocol-Version");
-    if (version && strcmp(version, mcp_versions[0]) != 0 && strcmp(version, mcp_versions[1]) != 0) {
+    if (version && !mcp_version(version)) {
         mcp_error(ctx, 400, NULL, MCP_ERR_REQUEST,
                   "unsupported MCP-Protocol-Version %.32s: this server speaks %s and %s", version,
                   mcp_versions[0], mcp_versions[1]);

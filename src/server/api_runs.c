@@ -43,8 +43,37 @@ static const struct {
 
 /* ---------------------------------------------------------------- the plan */
 
+void api_run_copy_done(struct api_run_copy *c)
+{
+    for (size_t i = 0; i < sizeof c->strings / sizeof c->strings[0]; i++) {
+        free(c->strings[i]);
+    }
+    memset(c, 0, sizeof *c);
+}
+
+int api_run_copy_set(struct api_run_copy *c, const struct store_run *row)
+{
+    const char **str[] = { &c->row.id,        &c->row.template_name, &c->row.department,
+                           &c->row.principal, &c->row.status,        &c->row.input,
+                           &c->row.source,    &c->row.language,      &c->row.functions,
+                           &c->row.created };
+    int failed = 0;
+    c->row = *row;
+    c->row.outcome = NULL;
+    c->row.updated = NULL;
+    for (size_t i = 0; i < sizeof str / sizeof str[0]; i++) {
+        c->strings[i] = *str[i] ? strdup(*str[i]) : NULL;
+        failed |= *str[i] && !c->strings[i];
+        *str[i] = c->strings[i];
+    }
+    if (failed) {
+        api_run_copy_done(c);
+        return -1;
+    }
+    return 0;
+}
+
 struct api_version_copy {
-    int found;
     int64_t version;
     char department[STORE_NAME_MAX + 1];
     char state[16];
@@ -64,12 +93,12 @@ static void api_version_copy_done(struct api_version_copy *v)
     free(v->input_schema);
     free(v->functions);
     free(v->limits);
+    memset(v, 0, sizeof *v);
 }
 
 static int api_version_copy_fn(void *userdata, const struct store_version *sv)
 {
     struct api_version_copy *v = userdata;
-    v->found = 1;
     v->version = sv->version;
     snprintf(v->department, sizeof v->department, "%s", sv->department);
     snprintf(v->state, sizeof v->state, "%s", sv->state);
@@ -305,12 +334,13 @@ struct api_run_mode {
     enum runs_start_mode start;
 };
 
-/* Answers the run's API object: 200 when it has ended, 202 otherwise. */
-void api_run_reply(struct api_ctx *ctx, const char *id)
+/* Answers the run's API object: 200 whatever the run's state, its status says where it is (a
+ * new run's answer, 202 while it waits, comes from the run writer). */
+static void api_run_reply(struct api_ctx *ctx, const char *id)
 {
     struct buf *b = &ctx->resp->body;
     api_reply(ctx, 200);
-    if (runs_json_by_id(ctx->store, id, b, &ctx->resp->status) != STORE_OK) {
+    if (runs_json_by_id(ctx->store, id, b, NULL) != STORE_OK) {
         api_store_failed(ctx);
         return;
     }
@@ -318,27 +348,16 @@ void api_run_reply(struct api_ctx *ctx, const char *id)
 }
 
 /* A new run as the writer records it (runs_submit): its row, run.start and, when supervised,
- * its approval of kind run and approval.request. Every string is owned. */
+ * its approval of kind run and approval.request. */
 struct api_run_start {
-    char id[RUNS_ID_LEN + 1];
+    struct api_run_copy run;
     char request_id[HTTP_REQUEST_ID_LEN + 1];
     char key_prefix[AUTH_PREFIX_LEN + 1]; /* the key it was asked with, still valid at its record */
     char route[64];                       /* ... and the request, for a refusal's record */
-    char method[8];
     char approval[RUNS_ID_LEN + 1];
-    char created[RUNS_TIME_LEN]; /* where the run's guest clock starts */
-    char *template_name;
-    int64_t version;
-    char *department;
-    char *principal;
-    char *status;
-    char *input;
-    char *source;
-    char *language;
-    char *functions;
-    char *approved_by;
-    char *digest;
-    char *autonomy;
+    char approved_by[STORE_NAME_MAX + 1];
+    char digest[80];
+    char autonomy[16];
     int adhoc;
     int supervised;
 };
@@ -346,32 +365,10 @@ struct api_run_start {
 static void api_run_start_free(void *userdata)
 {
     struct api_run_start *st = userdata;
-    if (!st) {
-        return;
+    if (st) {
+        api_run_copy_done(&st->run);
     }
-    free(st->template_name);
-    free(st->department);
-    free(st->principal);
-    free(st->status);
-    free(st->input);
-    free(st->source);
-    free(st->language);
-    free(st->functions);
-    free(st->approved_by);
-    free(st->digest);
-    free(st->autonomy);
     free(st);
-}
-
-struct api_state_copy {
-    char state[16];
-};
-
-static int api_state_fn(void *userdata, const struct store_version *v)
-{
-    struct api_state_copy *c = userdata;
-    snprintf(c->state, sizeof c->state, "%s", v->state);
-    return 0;
 }
 
 /* The start's version, approved when the request was checked, is still approved: a
@@ -379,20 +376,18 @@ static int api_state_fn(void *userdata, const struct store_version *v)
 static enum store_rc api_run_start_approved(struct store *s, const struct api_run_start *st,
                                             struct buf *ret_refusal)
 {
-    struct api_state_copy c = { "" };
-    enum store_rc rc = s->ops->version_get(s, st->template_name, st->version, api_state_fn, &c);
-    if (rc != STORE_OK && rc != STORE_NOT_FOUND) {
+    struct api_version_copy v;
+    enum store_rc rc = api_version_read(s, st->run.row.template_name, st->run.row.version, &v);
+    enum gov_version_state state = api_version_state(v.state);
+    api_version_copy_done(&v);
+    if ((rc != STORE_OK && rc != STORE_NOT_FOUND) || state == GOV_VERSION_APPROVED) {
         return rc;
-    }
-    enum gov_version_state state = api_version_state(c.state);
-    if (state == GOV_VERSION_APPROVED) {
-        return STORE_OK;
     }
     buf_printf(ret_refusal,
                "{\"error\":{\"code\":\"%s\",\"message\":\"template version is %s, not "
                "approved\",\"request_id\":\"%s\"}}\n",
                state == GOV_VERSION_REVOKED ? "TEMPLATE_REVOKED" : "VERSION_NOT_APPROVED",
-               c.state[0] ? c.state : "gone", st->request_id);
+               v.state[0] ? v.state : "gone", st->request_id);
     return STORE_CONFLICT;
 }
 
@@ -404,11 +399,12 @@ static enum store_rc api_run_start_unauthorized(struct store *s, const struct ap
 {
     struct buf d;
     buf_init(&d, 4096);
-    buf_printf(&d, "{\"method\":\"%s\",\"route\":\"%s\",\"path\":\"%s\",\"status\":%u,\"reason\":",
-               st->method, st->route, st->route, status);
+    buf_printf(&d,
+               "{\"method\":\"POST\",\"route\":\"%s\",\"path\":\"%s\",\"status\":%u,\"reason\":",
+               st->route, st->route, status);
     api_str(&d, why);
     buf_printf(&d, ",\"request_id\":\"%s\"}", st->request_id);
-    const char *actor = status == 401 ? "airlockd" : st->principal;
+    const char *actor = status == 401 ? "airlockd" : st->run.row.principal;
     enum store_rc rc =
             buf_failed(&d) ? STORE_ERROR
                            : s->ops->audit_append(s, actor, "auth.denied",
@@ -432,25 +428,26 @@ static enum store_rc api_run_start_unauthorized(struct store *s, const struct ap
 static enum store_rc api_run_start_recheck(struct store *s, const struct api_run_start *st,
                                            struct buf *ret_refusal, unsigned *ret_status)
 {
+    const struct store_run *r = &st->run.row;
     char holder[STORE_NAME_MAX + 1] = "";
     unsigned char hash[STORE_HASH_LEN];
     enum store_rc krc = s->ops->key_lookup(s, st->key_prefix, holder, hash);
     if (krc != STORE_OK && krc != STORE_NOT_FOUND) {
         return krc;
     }
-    if (krc == STORE_NOT_FOUND || strcmp(holder, st->principal) != 0) {
+    if (krc == STORE_NOT_FOUND || strcmp(holder, r->principal) != 0) {
         return api_run_start_unauthorized(s, st, 401, "the API key was revoked", ret_refusal,
                                           ret_status);
     }
     struct gov_principal now;
-    krc = auth_grants(s, st->principal, &now);
+    krc = auth_grants(s, r->principal, &now);
     if (krc != STORE_OK) {
         return krc;
     }
-    if (!gov_holds(&now, GOV_ROLE_AGENT, st->department)) {
+    if (!gov_holds(&now, GOV_ROLE_AGENT, r->department)) {
         char why[STORE_NAME_MAX * 2 + 64];
-        snprintf(why, sizeof why, "%s needs role agent in department %s", st->principal,
-                 st->department);
+        snprintf(why, sizeof why, "%s needs role agent in department %s", r->principal,
+                 r->department);
         return api_run_start_unauthorized(s, st, 403, why, ret_refusal, ret_status);
     }
     return st->adhoc ? STORE_OK : api_run_start_approved(s, st, ret_refusal);
@@ -460,28 +457,29 @@ static enum store_rc api_run_start_recheck(struct store *s, const struct api_run
 static enum store_rc api_run_start_approval(struct store *s, const struct api_run_start *st,
                                             struct buf *d)
 {
+    const struct store_run *r = &st->run.row;
     struct store_approval a = {
         .id = st->approval,
-        .run = st->id,
+        .run = r->id,
         .kind = "run",
-        .requested_by = st->principal,
-        .department = st->department,
-        .template_name = st->template_name,
-        .version = st->version,
+        .requested_by = r->principal,
+        .department = r->department,
+        .template_name = r->template_name,
+        .version = r->version,
     };
     enum store_rc rc = s->ops->approval_create(s, &a);
     if (rc != STORE_OK) {
         return rc;
     }
     buf_reset(d);
-    api_member(d, "{\"run\":", st->id);
+    api_member(d, "{\"run\":", r->id);
     api_member(d, ",\"approval\":", st->approval);
-    api_member(d, ",\"kind\":\"run\",\"template\":", st->template_name);
-    buf_printf(d, ",\"version\":%" PRId64 ",\"requested_by\":", st->version);
-    api_str(d, st->principal);
+    api_member(d, ",\"kind\":\"run\",\"template\":", r->template_name);
+    buf_printf(d, ",\"version\":%" PRId64 ",\"requested_by\":", r->version);
+    api_str(d, r->principal);
     buf_append_str(d, "}");
     return d->data ? s->ops->audit_append(s, "airlockd", "approval.request", st->approval,
-                                          st->department, d->data, NULL)
+                                          r->department, d->data, NULL)
                    : STORE_ERROR;
 }
 
@@ -489,45 +487,33 @@ static enum store_rc api_run_start_record(struct store *s, void *userdata, struc
                                           unsigned *ret_status)
 {
     const struct api_run_start *st = userdata;
+    const struct store_run *r = &st->run.row;
     enum store_rc rc = api_run_start_recheck(s, st, ret_refusal, ret_status);
     if (rc != STORE_OK) {
         return rc;
     }
-    struct store_run row = {
-        .id = st->id,
-        .template_name = st->template_name,
-        .version = st->version,
-        .department = st->department,
-        .principal = st->principal,
-        .status = st->status,
-        .input = st->input,
-        .source = st->source,
-        .language = st->language,
-        .functions = st->functions,
-        .created = st->created[0] ? st->created : NULL,
-    };
     struct buf d;
     buf_init(&d, (size_t)96 << 20);
-    rc = s->ops->run_create(s, &row);
-    api_member(&d, "{\"run\":", st->id);
-    api_member(&d, ",\"template\":", st->template_name);
-    buf_printf(&d, ",\"version\":%" PRId64 ",\"principal\":", st->version);
-    api_str(&d, st->principal);
+    rc = s->ops->run_create(s, r);
+    api_member(&d, "{\"run\":", r->id);
+    api_member(&d, ",\"template\":", r->template_name);
+    buf_printf(&d, ",\"version\":%" PRId64 ",\"principal\":", r->version);
+    api_str(&d, r->principal);
     api_member(&d, ",\"approved_by\":", st->approved_by);
     api_member(&d, ",\"digest\":", st->digest);
     api_member(&d, ",\"autonomy\":", st->autonomy);
     buf_append_str(&d, ",");
-    runs_put_bounded(&d, "input", st->input, strlen(st->input));
+    runs_put_bounded(&d, "input", r->input, strlen(r->input));
     if (st->adhoc) {
         /* an ad-hoc run's whole source is audited */
-        api_member(&d, ",\"source\":", st->source);
-        api_member(&d, ",\"language\":", st->language);
+        api_member(&d, ",\"source\":", r->source);
+        api_member(&d, ",\"language\":", r->language);
         buf_append_str(&d, ",\"functions\":");
-        json_write_compact(&d, st->functions, strlen(st->functions));
+        json_write_compact(&d, r->functions, strlen(r->functions));
     }
     buf_append_str(&d, "}");
     if (rc == STORE_OK) {
-        rc = d.data ? s->ops->audit_append(s, st->principal, "run.start", st->id, st->department,
+        rc = d.data ? s->ops->audit_append(s, r->principal, "run.start", r->id, r->department,
                                            d.data, NULL)
                     : STORE_ERROR;
     }
@@ -539,49 +525,27 @@ static enum store_rc api_run_start_record(struct store *s, void *userdata, struc
     return rc == STORE_CONFLICT ? STORE_ERROR : rc;
 }
 
-static char *api_strdup0(const char *s)
-{
-    return s ? strdup(s) : NULL;
-}
-
-/* An owned copy of what the writer records; NULL when out of memory. */
-static struct api_run_start *api_run_start_new(const struct store_run *row,
+/* An owned copy of what the writer records of the request's run `row` (of version v, NULL for
+ * an ad-hoc run); NULL when out of memory. */
+static struct api_run_start *api_run_start_new(const struct api_ctx *ctx,
+                                               const struct store_run *row,
                                                const struct api_version_copy *v,
-                                               const char *autonomy, const char *approval,
-                                               int supervised, const char *request_id,
-                                               const struct auth_principal *who, const char *route)
+                                               const struct api_run_mode *m, const char *approval)
 {
     struct api_run_start *st = calloc(1, sizeof *st);
-    if (!st) {
+    if (!st || api_run_copy_set(&st->run, row) != 0) {
+        free(st);
         return NULL;
     }
-    snprintf(st->request_id, sizeof st->request_id, "%s", request_id);
-    snprintf(st->id, sizeof st->id, "%s", row->id);
-    snprintf(st->key_prefix, sizeof st->key_prefix, "%s", who->key_prefix);
-    snprintf(st->route, sizeof st->route, "%s", route);
-    snprintf(st->method, sizeof st->method, "POST");
+    snprintf(st->request_id, sizeof st->request_id, "%s", ctx->req->request_id);
+    snprintf(st->key_prefix, sizeof st->key_prefix, "%s", ctx->who->key_prefix);
+    snprintf(st->route, sizeof st->route, "%s", ctx->route ? ctx->route : "");
     snprintf(st->approval, sizeof st->approval, "%s", approval);
-    snprintf(st->created, sizeof st->created, "%s", row->created ? row->created : "");
-    st->version = row->version;
+    snprintf(st->approved_by, sizeof st->approved_by, "%s", v ? v->approved_by : "");
+    snprintf(st->digest, sizeof st->digest, "%s", v ? v->digest : "");
+    snprintf(st->autonomy, sizeof st->autonomy, "%s", gov_autonomy_name(m->autonomy));
     st->adhoc = v == NULL;
-    st->supervised = supervised;
-    st->template_name = strdup(row->template_name);
-    st->department = strdup(row->department);
-    st->principal = strdup(row->principal);
-    st->status = strdup(row->status);
-    st->input = strdup(row->input);
-    st->source = api_strdup0(row->source);
-    st->language = api_strdup0(row->language);
-    st->functions = api_strdup0(row->functions);
-    st->approved_by = strdup(v ? v->approved_by : "");
-    st->digest = strdup(v ? v->digest : "");
-    st->autonomy = strdup(autonomy);
-    if (!st->template_name || !st->department || !st->principal || !st->status || !st->input ||
-        (row->source && !st->source) || (row->language && !st->language) ||
-        (row->functions && !st->functions) || !st->approved_by || !st->digest || !st->autonomy) {
-        api_run_start_free(st);
-        return NULL;
-    }
+    st->supervised = m->supervised;
     return st;
 }
 
@@ -872,9 +836,7 @@ static void api_run_submit(struct api_ctx *ctx, const struct api_run_request *q,
         runs_plan_free(plan);
         return;
     }
-    struct api_run_start *start = api_run_start_new(
-            &row, q->adhoc ? NULL : v, gov_autonomy_name(m->autonomy), approval, m->supervised,
-            ctx->req->request_id, ctx->who, ctx->route ? ctx->route : "");
+    struct api_run_start *start = api_run_start_new(ctx, &row, q->adhoc ? NULL : v, m, approval);
     struct http_deferred *deferred = start ? http_defer(ctx->req, ctx->resp) : NULL;
     if (!deferred) {
         api_run_start_free(start);
@@ -933,11 +895,18 @@ static int api_run_head_fn(void *userdata, const struct store_run *row)
     return 0;
 }
 
-/* Reads the head of run `id` into *h: 0, or -1 after answering 404 or 500. The run as src/gov
- * sees it is then { id, h->department, h->principal, h->state }. */
-static int api_run_find(struct api_ctx *ctx, const char *id, struct api_run_head *h)
+/* Reads the head of run {id} (a request without a body) into *h and asks src/gov whether the
+ * caller may (see, cancel) it: 0, or -1 after answering. */
+static int api_run_find(struct api_ctx *ctx, struct api_run_head *h,
+                        int (*may)(const struct gov_principal *p, const struct gov_run *r,
+                                   struct gov_decision *ret))
 {
+    const char *id = api_param(ctx, "id");
+    struct gov_decision d;
     memset(h, 0, sizeof *h);
+    if (api_body(ctx, NULL, 0) != 0) {
+        return -1;
+    }
     enum store_rc rc = ctx->store->ops->run_get(ctx->store, id, api_run_head_fn, h);
     if (rc == STORE_NOT_FOUND || (rc == STORE_OK && !h->found)) {
         api_error(ctx, 404, "NOT_FOUND", "no run %s", id);
@@ -947,27 +916,21 @@ static int api_run_find(struct api_ctx *ctx, const char *id, struct api_run_head
         api_store_failed(ctx);
         return -1;
     }
-    return 0;
+    struct gov_run r = { id, h->department, h->principal, h->state };
+    may(&ctx->who->gov, &r, &d);
+    return api_decision(ctx, &d);
 }
 
 void api_runs_get(struct api_ctx *ctx)
 {
     struct api_run_head h;
-    struct gov_decision d;
     const char *id = api_param(ctx, "id");
-    if (api_body(ctx, NULL, 0) != 0 || api_run_find(ctx, id, &h) != 0) {
-        return;
-    }
     /* its starter, and a holder of a role other than agent in its department; another agent
      * of the department is answered 404, as if the run did not exist */
-    struct gov_run r = { id, h.department, h.principal, h.state };
-    gov_run_may_see(&ctx->who->gov, &r, &d);
-    if (api_decision(ctx, &d) != 0) {
+    if (api_run_find(ctx, &h, gov_run_may_see) != 0) {
         return;
     }
     api_run_reply(ctx, id);
-    /* GET answers 200 whatever the run's state: the status says where it is */
-    ctx->resp->status = 200;
 }
 
 struct api_run_list {
@@ -1085,26 +1048,40 @@ void api_runs_list(struct api_ctx *ctx)
     buf_append_str(l.b, "]\n");
 }
 
-struct api_ids {
+/* Runs (or approvals: id alone) to change once the store's walk over them has ended. */
+struct api_run_ids {
     size_t n;
     size_t cap;
-    char (*ids)[RUNS_ID_LEN + 1];
+    struct api_run_id {
+        char id[RUNS_ID_LEN + 1];
+        char department[STORE_NAME_MAX + 1];
+        enum gov_run_state state;
+    } * rows;
+    int64_t version; /* of the runs a revocation cancels */
 };
+
+/* A new row at the end of l; NULL when out of memory. */
+static struct api_run_id *api_run_ids_add(struct api_run_ids *l)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 8;
+        struct api_run_id *rows = realloc(l->rows, cap * sizeof *rows);
+        if (!rows) {
+            return NULL;
+        }
+        l->rows = rows;
+        l->cap = cap;
+    }
+    return &l->rows[l->n++];
+}
 
 static int api_ids_fn(void *userdata, const struct store_approval *a)
 {
-    struct api_ids *l = userdata;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 8;
-        void *ids = realloc(l->ids, cap * sizeof *l->ids);
-        if (!ids) {
-            return 1;
-        }
-        l->ids = ids;
-        l->cap = cap;
+    struct api_run_id *r = api_run_ids_add(userdata);
+    if (r) {
+        snprintf(r->id, sizeof r->id, "%s", a->id);
     }
-    snprintf(l->ids[l->n++], RUNS_ID_LEN + 1, "%s", a->id);
-    return 0;
+    return r == NULL;
 }
 
 /* Closes the pending approvals of a run (status cancelled), one approval.cancel record each. */
@@ -1112,97 +1089,67 @@ static enum store_rc api_run_close_approvals(struct api_ctx *ctx, const char *ru
                                              const char *department, const char *why)
 {
     struct store *s = ctx->store;
-    struct api_ids l = { 0, 0, NULL };
+    struct api_run_ids l = { 0, 0, NULL, 0 };
     enum store_rc rc = s->ops->approval_list(s, run, "pending", api_ids_fn, &l);
     for (size_t i = 0; i < l.n && rc == STORE_OK; i++) {
+        const char *id = l.rows[i].id;
         struct buf d;
         buf_init(&d, 4096);
-        rc = s->ops->approval_decide(s, l.ids[i], "cancelled", "airlockd", why);
-        api_member(&d, "{\"approval\":", l.ids[i]);
+        rc = s->ops->approval_decide(s, id, "cancelled", "airlockd", why);
+        api_member(&d, "{\"approval\":", id);
         api_member(&d, ",\"run\":", run);
         api_member(&d, ",\"reason\":", why);
         buf_append_str(&d, "}");
         if (rc == STORE_OK) {
-            rc = d.data ? s->ops->audit_append(s, "airlockd", "approval.cancel", l.ids[i],
-                                               department, d.data, NULL)
+            rc = d.data ? s->ops->audit_append(s, "airlockd", "approval.cancel", id, department,
+                                               d.data, NULL)
                         : STORE_ERROR;
         }
         buf_done(&d);
     }
-    free(l.ids);
+    free(l.rows);
     return rc;
 }
 
-struct api_outcome_copy {
-    char *outcome;
-};
-
 static int api_outcome_fn(void *userdata, const struct store_run *row)
 {
-    struct api_outcome_copy *c = userdata;
-    c->outcome = row->outcome ? strdup(row->outcome) : NULL;
+    *(char **)userdata = row->outcome ? strdup(row->outcome) : NULL;
     return 0;
 }
 
-/* Replaces the outcome's value or error with `error_outcome`'s error, keeping its console and
- * stats. */
-static enum store_rc api_run_set_error(struct store *s, const char *id, const char *status,
-                                       const char *error_outcome)
+/* Gives cancelled run `id` the outcome of error ABORTED with message `why`, keeping the console,
+ * stats and host calls of the outcome it had (every outcome has both or neither of the first
+ * two). */
+static enum store_rc api_run_set_aborted(struct store *s, const char *id, const char *why)
 {
-    struct api_outcome_copy c = { NULL };
+    static const char *const kept[][2] = { { "console", "[]" },
+                                           { "stats", "{}" },
+                                           { "host_calls", "[]" } };
+    char *outcome = NULL;
     struct json_doc *doc = NULL;
     struct al_error err;
     struct buf b;
     buf_init(&b, (size_t)96 << 20);
-    enum store_rc rc = s->ops->run_get(s, id, api_outcome_fn, &c);
-    buf_append(&b, error_outcome, strlen(error_outcome) - 1);
-    if (rc == STORE_OK && c.outcome &&
-        json_parse(c.outcome, strlen(c.outcome), API_DEPTH_MAX + 8, &doc, &err) == AL_OK) {
-        const struct json_node *root = json_root(doc);
-        const struct json_node *console = json_get(root, "console");
-        const struct json_node *stats = json_get(root, "stats");
-        if (console) {
-            buf_append_str(&b, ",\"console\":");
-            buf_append(&b, console->raw, console->raw_len);
-        }
-        if (stats) {
-            buf_append_str(&b, ",\"stats\":");
-            buf_append(&b, stats->raw, stats->raw_len);
-        }
-        if (!console || !stats) {
-            buf_append_str(&b, !console && !stats ? ",\"console\":[],\"stats\":{}"
-                               : !console         ? ",\"console\":[]"
-                                                  : ",\"stats\":{}");
-        }
-        const struct json_node *calls = json_get(root, "host_calls");
-        buf_append_str(&b, ",\"host_calls\":");
-        if (calls) {
-            buf_append(&b, calls->raw, calls->raw_len);
-        } else {
-            buf_append_str(&b, "[]");
-        }
-    } else {
-        buf_append_str(&b, ",\"console\":[],\"stats\":{},\"host_calls\":[]");
+    enum store_rc rc = s->ops->run_get(s, id, api_outcome_fn, &outcome);
+    if (rc == STORE_OK && outcome &&
+        json_parse(outcome, strlen(outcome), API_DEPTH_MAX + 8, &doc, &err) != AL_OK) {
+        doc = NULL; /* an outcome that is not JSON keeps nothing */
+    }
+    api_member(&b, "{\"error\":{\"code\":\"ABORTED\",\"name\":\"\",\"message\":", why);
+    buf_append_str(&b, ",\"stack\":\"\"}");
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
+        const struct json_node *n = doc ? json_get(json_root(doc), kept[i][0]) : NULL;
+        buf_printf(&b, ",\"%s\":", kept[i][0]);
+        buf_append(&b, n ? n->raw : kept[i][1], n ? n->raw_len : strlen(kept[i][1]));
     }
     buf_append_str(&b, "}");
     if (rc == STORE_OK) {
-        rc = b.data ? s->ops->run_set_status(s, id, status, status, b.data) : STORE_ERROR;
+        rc = b.data ? s->ops->run_set_status(s, id, "cancelled", "cancelled", b.data) : STORE_ERROR;
     }
     json_doc_free(doc);
-    free(c.outcome);
+    free(outcome);
     buf_done(&b);
     return rc;
-}
-
-/* How a run to cancel was found: executing (its node's writer records its end), or not
- * executing - waiting for a person, or queued for a node to claim - and ended here. */
-enum api_run_found { API_RUN_EXECUTING = 0, API_RUN_AWAITING = 1, API_RUN_QUEUED = 2 };
-
-static enum api_run_found api_run_found_as(enum gov_run_state state)
-{
-    return state == GOV_RUN_AWAITING_APPROVAL ? API_RUN_AWAITING
-           : state == GOV_RUN_QUEUED          ? API_RUN_QUEUED
-                                              : API_RUN_EXECUTING;
 }
 
 static int api_execution_seen(void *userdata, const struct store_execution *e)
@@ -1225,28 +1172,23 @@ static enum store_rc api_run_keep_execution(struct store *s, const char *id)
     return rc;
 }
 
-/* Ends a run that waits for a person, waits in the queue or is still running as cancelled,
- * with error ABORTED and `why`: its pending approvals close and its continuation is dropped.
- * Inside a transaction. A queued run a node claims meanwhile is cancelled as an executing one
- * (that node records its end), so its end is recorded once. */
+/* Ends a run that waits for a person, waits in the queue or is still running (found in `state`)
+ * as cancelled, with error ABORTED and `why`: its pending approvals close and its continuation
+ * is dropped. Inside a transaction. One executing has its end recorded by its node's writer; one
+ * not executing ends here. A queued run a node claims meanwhile is cancelled as an executing
+ * one (that node records its end), so its end is recorded once. */
 static enum store_rc api_run_cancel_stored(struct api_ctx *ctx, const char *id,
                                            const char *department, const char *why,
-                                           enum api_run_found found)
+                                           enum gov_run_state state)
 {
-    int waiting = found != API_RUN_EXECUTING;
+    int queued = state == GOV_RUN_QUEUED;
+    int waiting = queued || state == GOV_RUN_AWAITING_APPROVAL;
     struct store *s = ctx->store;
-    struct buf outcome;
     struct buf d;
-    buf_init(&outcome, 64 * 1024);
     buf_init(&d, 64 * 1024);
-    api_member(&outcome, "{\"error\":{\"code\":\"ABORTED\",\"name\":\"\",\"message\":", why);
-    buf_append_str(&outcome, ",\"stack\":\"\"}}");
-    enum store_rc rc = !outcome.data ? STORE_ERROR
-                       : found == API_RUN_QUEUED
-                               ? s->ops->run_set_status(s, id, "queued", "cancelled", NULL)
-                               : s->ops->run_set_status(s, id, "running|queued|awaiting_approval",
-                                                        "cancelled", NULL);
-    if (rc == STORE_CONFLICT && found == API_RUN_QUEUED) {
+    enum store_rc rc = s->ops->run_set_status(
+            s, id, queued ? "queued" : "running|queued|awaiting_approval", "cancelled", NULL);
+    if (rc == STORE_CONFLICT && queued) {
         waiting = 0; /* claimed meanwhile: it executes now */
         rc = s->ops->run_set_status(s, id, "running", "cancelled", NULL);
     }
@@ -1262,7 +1204,7 @@ static enum store_rc api_run_cancel_stored(struct api_ctx *ctx, const char *id,
         rc = api_run_close_approvals(ctx, id, department, why);
     }
     if (rc == STORE_OK) {
-        rc = api_run_set_error(s, id, "cancelled", outcome.data);
+        rc = api_run_set_aborted(s, id, why);
     }
     /* the node executing it (maybe another) hears of it once this commits */
     if (rc == STORE_OK && s->ops->notify) {
@@ -1285,7 +1227,6 @@ static enum store_rc api_run_cancel_stored(struct api_ctx *ctx, const char *id,
         rc = d.data ? s->ops->audit_append(s, "airlockd", "run.end", id, department, d.data, NULL)
                     : STORE_ERROR;
     }
-    buf_done(&outcome);
     buf_done(&d);
     return rc;
 }
@@ -1321,8 +1262,7 @@ static int api_run_cancel(struct api_ctx *ctx, const char *id, const struct api_
         api_store_failed(ctx);
         return -1;
     }
-    enum store_rc rc =
-            api_run_cancel_stored(ctx, id, h->department, why, api_run_found_as(h->state));
+    enum store_rc rc = api_run_cancel_stored(ctx, id, h->department, why, h->state);
     rc = api_tx_end(s, rc);
     if (rc != STORE_OK) {
         if (rc == STORE_CONFLICT) {
@@ -1345,17 +1285,11 @@ static int api_run_cancel(struct api_ctx *ctx, const char *id, const struct api_
 void api_runs_cancel(struct api_ctx *ctx)
 {
     struct api_run_head h;
-    struct gov_decision d;
     char why[STORE_NAME_MAX + 32];
     const char *id = api_param(ctx, "id");
-    if (api_body(ctx, NULL, 0) != 0 || api_run_find(ctx, id, &h) != 0) {
-        return;
-    }
     /* its starter, an approver of its department or an admin; a run the caller may not see is
      * not there (404), one it sees but may not cancel is refused (403) */
-    struct gov_run r = { id, h.department, h.principal, h.state };
-    gov_run_may_cancel(&ctx->who->gov, &r, &d);
-    if (api_decision(ctx, &d) != 0) {
+    if (api_run_find(ctx, &h, gov_run_may_cancel) != 0) {
         return;
     }
     snprintf(why, sizeof why, "cancelled by %s", ctx->who->name);
@@ -1363,20 +1297,7 @@ void api_runs_cancel(struct api_ctx *ctx)
         return;
     }
     api_run_reply(ctx, id);
-    ctx->resp->status = 200;
 }
-
-struct api_run_ids {
-    size_t n;
-    size_t cap;
-    struct api_run_id {
-        char id[RUNS_ID_LEN + 1];
-        char department[STORE_NAME_MAX + 1];
-        enum api_run_found waiting;
-    } * rows;
-    const char *template_name;
-    int64_t version;
-};
 
 static int api_run_ids_fn(void *userdata, const struct store_run *row)
 {
@@ -1385,20 +1306,13 @@ static int api_run_ids_fn(void *userdata, const struct store_run *row)
     if (row->version != l->version || gov_run_state_ended(state)) {
         return 0;
     }
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 8;
-        struct api_run_id *rows = realloc(l->rows, cap * sizeof *rows);
-        if (!rows) {
-            return 1;
-        }
-        l->rows = rows;
-        l->cap = cap;
+    struct api_run_id *r = api_run_ids_add(l);
+    if (!r) {
+        return 1;
     }
-    struct api_run_id *r = &l->rows[l->n];
     snprintf(r->id, sizeof r->id, "%s", row->id);
     snprintf(r->department, sizeof r->department, "%s", row->department);
-    r->waiting = api_run_found_as(state);
-    l->n++;
+    r->state = state;
     return 0;
 }
 
@@ -1411,12 +1325,12 @@ enum store_rc api_version_revoking(struct api_ctx *ctx, const char *template_nam
 {
     struct store *s = ctx->store;
     struct store_run_filter f = { .template_name = template_name };
-    struct api_run_ids l = { .template_name = template_name, .version = version };
+    struct api_run_ids l = { .version = version };
     char why[STORE_NAME_MAX * 2 + 64];
     api_revoke_why(why, sizeof why, template_name, version);
     enum store_rc rc = s->ops->run_list(s, &f, api_run_ids_fn, &l);
     for (size_t i = 0; i < l.n && rc == STORE_OK; i++) {
-        rc = api_run_cancel_stored(ctx, l.rows[i].id, l.rows[i].department, why, l.rows[i].waiting);
+        rc = api_run_cancel_stored(ctx, l.rows[i].id, l.rows[i].department, why, l.rows[i].state);
     }
     free(l.rows);
     return rc;

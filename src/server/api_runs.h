@@ -1,6 +1,6 @@
 /*
- * api_runs.h - what the run handlers share with the approval handlers: turning a run's row into
- * what runs.c executes, and a run's API object.
+ * api_runs.h - what the run handlers share with the approval handlers: a run's row copied,
+ * turned into what runs.c executes, and resumed once its approvals are decided.
  */
 #ifndef AIRLOCK_SERVER_API_RUNS_H
 #define AIRLOCK_SERVER_API_RUNS_H
@@ -12,6 +12,15 @@
 #include "runs.h"
 #include "store.h"
 
+/* An owned copy of a run's row: each of its strings is the copy's own; outcome and updated are
+ * NULL. api_run_copy_set fills a zeroed copy: 0, or -1 out of memory with the copy zeroed again
+ * (row.status NULL). api_run_copy_done frees it (NULL-safe members). */
+struct api_run_copy {
+    struct store_run row;
+    char *strings[10];
+};
+int api_run_copy_set(struct api_run_copy *c, const struct store_run *row);
+void api_run_copy_done(struct api_run_copy *c);
 /* The plan of a run's row: its version's (or its own ad-hoc) source, limits and functions, each
  * bound to its connector of the run's department. STORE_OK with *ret_plan; STORE_CONFLICT when
  * the version is not approved or a function cannot be bound; the store's failure (the version
@@ -35,7 +44,5 @@ enum store_rc api_run_resume(struct writer_tx *tx, const unsigned char *secret_k
  * took one, 0 when the queue was empty or this node drains. */
 enum store_rc api_run_claim(struct writer_tx *tx, const unsigned char *secret_key,
                             struct runs *runs, int *ret_claimed, struct al_error *reterr);
-/* Answers the run's API object with its status code (200 ended, 202 running or waiting). */
-void api_run_reply(struct api_ctx *ctx, const char *id);
 
 #endif
