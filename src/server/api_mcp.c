@@ -720,6 +720,14 @@ void api_mcp_post(struct api_ctx *ctx)
         mcp_error(ctx, 400, NULL, MCP_ERR_REQUEST, "a JSON-RPC message is an object");
         return;
     }
+    char where[128];
+    const char *why = "";
+    int bad = json_ijson_check(msg, where, sizeof where, &why);
+    if (bad != 0) { /* as api_body: the audit log's canonical JSON could not hold it */
+        mcp_error(ctx, bad < 0 ? 500 : 400, NULL, MCP_ERR_PARSE, "not I-JSON at %s: %s",
+                  bad < 0 ? "$" : where, bad < 0 ? "out of memory" : why);
+        return;
+    }
     const struct json_node *jsonrpc = json_get(msg, "jsonrpc");
     const struct json_node *idn = json_get(msg, "id");
     const struct json_node *method = json_get(msg, "method");
