@@ -58,7 +58,6 @@
 #define PG_STMT_CACHE   96 /* more than the distinct statements of sql.c and this file */
 #define PG_AUDIT_LOCK   "7310313582143337985" /* pg_advisory_xact_lock key of audit appends */
 #define PG_MIGRATE_LOCK "7310313582143337986" /* ... and of migrations */
-#define PG_RUN_CHUNK    64                    /* runs read per query of run_list */
 #define PG_CONNECT_MS   10000                 /* a listener's connect, as connect_timeout */
 
 /* A statement prepared on this connection as "s<n>"; sql is the caller's literal. */
@@ -234,25 +233,14 @@ static enum store_rc pg_exec(struct sql_store *q, const char *sql, int n, const 
     return rc;
 }
 
-/* Column i of row, NULL for SQL NULL. */
-static const char *pg_col(const PGresult *res, int row, int i)
-{
-    return PQgetisnull(res, row, i) ? NULL : PQgetvalue(res, row, i);
-}
-
-static int64_t pg_int(const PGresult *res, int row, int i)
-{
-    return PQgetisnull(res, row, i) ? 0 : strtoll(PQgetvalue(res, row, i), NULL, 10);
-}
-
 static const char *pg_row_text(const struct sql_row *row, int col)
 {
-    return pg_col(row->res, row->i, col);
+    return PQgetisnull(row->res, row->i, col) ? NULL : PQgetvalue(row->res, row->i, col);
 }
 
 static int64_t pg_row_int(const struct sql_row *row, int col)
 {
-    return pg_int(row->res, row->i, col);
+    return strtoll(PQgetvalue(row->res, row->i, col), NULL, 10); /* "" for NULL: 0 */
 }
 
 /* sql.h's walk: the whole result is read, then handed on row by row (a callback may nest a call
@@ -413,45 +401,6 @@ static enum store_rc pg_key_add(struct store *s, const char *principal, const ch
     return rc;
 }
 
-static int pg_hex_nibble(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-static enum store_rc pg_key_lookup(struct store *s, const char *prefix, char *ret_principal,
-                                   unsigned char ret_hash[STORE_HASH_LEN])
-{
-    PGresult *res = NULL;
-    const char *args[] = { prefix };
-    unsigned char hash[STORE_HASH_LEN];
-    enum store_rc rc = pg_query(pg_of(s),
-                                "SELECT principal, encode(hash, 'hex') FROM api_keys "
-                                "WHERE prefix = $1 AND revoked IS NULL",
-                                1, args, &res);
-    if (rc != STORE_OK) {
-        return rc;
-    }
-    rc = STORE_NOT_FOUND;
-    if (PQntuples(res) == 1) {
-        const char *name = pg_col(res, 0, 0);
-        const char *hex = pg_col(res, 0, 1);
-        int ok = name && hex && strlen(name) <= STORE_NAME_MAX && strlen(hex) == 2 * STORE_HASH_LEN;
-        for (size_t i = 0; ok && i < STORE_HASH_LEN; i++) {
-            int hi = pg_hex_nibble(hex[2 * i]);
-            int lo = pg_hex_nibble(hex[2 * i + 1]);
-            ok = hi >= 0 && lo >= 0;
-            hash[i] = (unsigned char)(hi << 4 | lo);
-        }
-        if (ok) {
-            memcpy(ret_principal, name, strlen(name) + 1);
-            memcpy(ret_hash, hash, STORE_HASH_LEN);
-            rc = STORE_OK;
-        }
-    }
-    PQclear(res);
-    return rc;
-}
-
 /* ---------------------------------------------------------------- audit */
 
 /* sql.h's audit_insert: the head read afresh; the caller holds PG_AUDIT_LOCK in a
@@ -463,7 +412,7 @@ static enum store_rc pg_audit_insert(struct sql_store *q, const char *actor, con
 {
     char prev[AUDIT_HASH_HEX_LEN + 1];
     int64_t last = 0;
-    enum store_rc rc = sql_audit_head(q, &last, prev, NULL);
+    enum store_rc rc = sql_audit_last(q, &last, prev, NULL);
     if (rc == STORE_OK) {
         rc = sql_audit_write(q, last + 1, prev, actor, action, subject, department, details_json,
                              ret_hash);
@@ -548,94 +497,7 @@ static enum store_rc pg_audit_checkpoint(struct store *s, int append, struct sto
     return pg_audit_close(st, own, rc);
 }
 
-/* libpq holds a whole result in memory, and a record may be most of a MiB (a version's source):
- * records are read this many at a time, so that a walk its callback ends early (a page of the
- * export, cut at its size) holds a few of them, not a page of 256. */
-#define PG_AUDIT_CHUNK 4
-
-static enum store_rc pg_audit_search(struct store *s, int64_t after_seq, int64_t limit,
-                                     const struct store_audit_filter *filter, store_audit_fn *fn,
-                                     void *userdata)
-{
-    static const struct store_audit_filter none = { NULL, NULL, NULL };
-    const struct store_audit_filter *f = filter ? filter : &none;
-    struct pg_store *st = pg_of(s);
-    int64_t done = 0;
-    int stopped = 0;
-    while (!stopped && done < limit) {
-        char after[24];
-        char max[24];
-        int64_t want = limit - done < PG_AUDIT_CHUNK ? limit - done : PG_AUDIT_CHUNK;
-        PGresult *res = NULL;
-        snprintf(after, sizeof after, "%" PRId64, after_seq);
-        snprintf(max, sizeof max, "%" PRId64, want);
-        const char *args[] = { f->action, f->run, f->template_name, after, max };
-        /* details is always a JSON object (audit_append checks it); json, not jsonb, takes any */
-        enum store_rc rc = pg_query(
-                st,
-                "SELECT " SQL_AUDIT_COLUMNS " FROM audit WHERE seq > $4::bigint AND ($1::text IS "
-                "NULL OR action = $1) AND ($2::text IS NULL OR subject = $2 OR details::json ->> "
-                "'run' = $2) AND ($3::text IS NULL OR subject = $3 OR details::json ->> "
-                "'template' = $3) ORDER BY seq LIMIT $5::bigint",
-                5, args, &res);
-        if (rc != STORE_OK) {
-            return rc;
-        }
-        struct sql_row row = { pg_row_text, pg_row_int, res, 0 };
-        int rows = PQntuples(res);
-        for (row.i = 0; row.i < rows && !stopped; row.i++) {
-            after_seq = pg_int(res, row.i, 0);
-            stopped = sql_audit_each(&row, (void *)fn, userdata) != 0;
-        }
-        PQclear(res);
-        done += rows;
-        if (rows < want) {
-            break;
-        }
-    }
-    return STORE_OK;
-}
-
 /* ---------------------------------------------------------------- runs, nodes */
-
-/* In chunks of PG_RUN_CHUNK by seq (libpq holds a whole result: every run ever, with its input
- * and outcome, is what airlockd's start walks), each one a result a callback may nest a call in. */
-static enum store_rc pg_run_list(struct store *s, const struct store_run_filter *f,
-                                 store_run_fn *fn, void *userdata)
-{
-    int64_t after_seq = f ? f->after_seq : 0;
-    int stopped = 0;
-    while (!stopped) {
-        char after[24];
-        char chunk[24];
-        PGresult *res = NULL;
-        snprintf(after, sizeof after, "%" PRId64, after_seq);
-        snprintf(chunk, sizeof chunk, "%d", PG_RUN_CHUNK);
-        const char *args[] = { after, f ? f->template_name : NULL, f ? f->status : NULL,
-                               f ? f->principal : NULL, chunk };
-        enum store_rc rc = pg_query(pg_of(s),
-                                    "SELECT " SQL_RUN_COLUMNS " FROM runs WHERE seq > $1::bigint "
-                                    "AND ($2::text IS NULL OR template = $2) "
-                                    "AND ($3::text IS NULL OR status = $3) "
-                                    "AND ($4::text IS NULL OR principal = $4) ORDER BY seq "
-                                    "LIMIT $5::bigint",
-                                    5, args, &res);
-        if (rc != STORE_OK) {
-            return rc;
-        }
-        struct sql_row row = { pg_row_text, pg_row_int, res, 0 };
-        int rows = PQntuples(res);
-        for (row.i = 0; row.i < rows && !stopped; row.i++) {
-            after_seq = pg_int(res, row.i, 0);
-            stopped = sql_run_each(&row, (void *)fn, userdata) != 0;
-        }
-        PQclear(res);
-        if (rows < PG_RUN_CHUNK) {
-            break;
-        }
-    }
-    return STORE_OK;
-}
 
 /* Times of leases are the database server's (ms since the epoch), one clock for every node. */
 #define PG_NOW_MS "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
@@ -974,16 +836,12 @@ static const struct store_ops pg_ops = {
     .version = STORE_OPS_VERSION,
     .name = "postgres",
     .close = pg_close,
-    SQL_OPS_SHARED,
-    .tx_begin = pg_tx_begin,
+    SQL_OPS_SHARED(SQL_OP_MEMBER).tx_begin = pg_tx_begin,
     .tx_commit = pg_tx_commit,
     .tx_rollback = pg_tx_rollback,
     .key_add = pg_key_add,
-    .key_lookup = pg_key_lookup,
     .audit_append = pg_audit_append,
-    .audit_search = pg_audit_search,
     .audit_checkpoint = pg_audit_checkpoint,
-    .run_list = pg_run_list,
     .node_beat = pg_node_beat,
     .node_expired = pg_node_expired,
     .notify = pg_notify,
@@ -1016,6 +874,18 @@ static const struct sql_backend pg_sql = {
                         "UPDATE SKIP LOCKED) RETURNING id",
     .call_list = "SELECT run, idempotency_key, function, idempotent, sent, args_sha256 FROM "
                  "calls_sent WHERE run = $1 ORDER BY sent, idempotency_key",
+    .key_lookup = "SELECT principal, encode(hash, 'hex') FROM api_keys WHERE prefix = $1 AND "
+                  "revoked IS NULL",
+    /* details is always a JSON object (audit_append checks it); json, not jsonb, takes any */
+    .audit_search = "SELECT " SQL_AUDIT_COLUMNS " FROM audit WHERE seq > $1::bigint AND ($3::text "
+                    "IS NULL OR action = $3) AND ($4::text IS NULL OR subject = $4 OR "
+                    "details::json ->> 'run' = $4) AND ($5::text IS NULL OR subject = $5 OR "
+                    "details::json ->> 'template' = $5) ORDER BY seq LIMIT $2::bigint",
+    /* libpq holds a whole result in memory, and a record may be most of a MiB (a version's
+     * source): records are read a few at a time, so that a walk its callback ends early (a page
+     * of the export, cut at its size) holds a few of them, not a page of 256 */
+    .audit_page = 4,
+    .run_page = 64,
 };
 
 /* ---------------------------------------------------------------- opening */
@@ -1053,7 +923,7 @@ static enum store_rc pg_migrate(struct pg_store *st)
     if (rc != STORE_OK) {
         goto out;
     }
-    version = (int)pg_int(res, 0, 0);
+    version = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10); /* "" for NULL: 0 */
     if (version > postgres_migrations_count) {
         snprintf(st->sql.errmsg, sizeof st->sql.errmsg,
                  "the database has schema version %d, newer than this airlockd's %d: use a "

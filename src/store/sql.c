@@ -17,6 +17,9 @@
 #include <time.h>
 
 #define SQL_LINE_MAX ((size_t)1 << 20) /* an audit record's line */
+#define SQL_RUN_COLUMNS                                                                      \
+    "seq, id, COALESCE(template, ''), COALESCE(version, 0), department, principal, status, " \
+    "input, source, language, functions, outcome, created, updated"
 
 static struct sql_store *sql_of(struct store *s)
 {
@@ -70,7 +73,9 @@ static int sql_stop(const struct sql_row *row, void *fn, void *userdata)
     return 1;
 }
 
-enum store_rc sql_exists(struct sql_store *q, const char *sql, int n, const char *const *args)
+/* STORE_OK when sql (n arguments) finds a row, NOT_FOUND when not. */
+static enum store_rc sql_exists(struct sql_store *q, const char *sql, int n,
+                                const char *const *args)
 {
     return q->db->walk(q, sql, n, args, 1, sql_stop, NULL, NULL);
 }
@@ -108,6 +113,52 @@ static enum store_rc sql_int(struct sql_store *q, const char *sql, int64_t *ret_
         *ret_value = value;
     }
     return rc;
+}
+
+/* A walk in seq order (the first column) of sql, whose $1 is the seq to start after, $2 the most
+ * rows and $3..$5 the filter's, through at most limit rows, page of them per query (0: all in
+ * one). */
+struct sql_pager {
+    sql_each_fn *each;
+    void *fn;
+    void *userdata;
+    int64_t seq;
+    int64_t rows; /* of the current page */
+    int stopped;
+};
+
+static int sql_pager_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct sql_pager *p = userdata;
+    (void)fn;
+    p->seq = num(r, 0);
+    p->rows++;
+    p->stopped = p->each(r, p->fn, p->userdata) != 0;
+    return p->stopped;
+}
+
+static enum store_rc sql_walk_pages(struct sql_store *q, const char *sql, const char *const *filter,
+                                    int64_t after, int64_t limit, int64_t page, sql_each_fn *each,
+                                    void *fn, void *userdata)
+{
+    struct sql_pager p = { each, fn, userdata, after, 0, 0 };
+    char from[24];
+    char most[24];
+    const char *args[] = { from, most, filter[0], filter[1], filter[2] };
+    for (int64_t done = 0; done < limit && !p.stopped; done += p.rows) {
+        int64_t want = page > 0 && limit - done > page ? page : limit - done;
+        snprintf(from, sizeof from, "%" PRId64, p.seq);
+        snprintf(most, sizeof most, "%" PRId64, want);
+        p.rows = 0;
+        enum store_rc rc = q->db->walk(q, sql, 5, args, 0, sql_pager_each, NULL, &p);
+        if (rc != STORE_OK) {
+            return rc;
+        }
+        if (p.rows < want) {
+            break;
+        }
+    }
+    return STORE_OK;
 }
 
 const char *sql_errmsg(struct store *s)
@@ -172,6 +223,51 @@ enum store_rc sql_key_revoke(struct store *s, const char *principal, const char 
                       "UPDATE api_keys SET revoked = $1 WHERE prefix = $2 AND principal = $3 "
                       "AND revoked IS NULL",
                       3, args);
+}
+
+static int sql_hex_nibble(char c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+struct sql_key {
+    char *principal;
+    unsigned char *hash;
+    int found;
+};
+
+static int sql_key_found(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct sql_key *k = userdata;
+    const char *name = col(r, 0);
+    const char *hex = col(r, 1);
+    unsigned char hash[STORE_HASH_LEN];
+    int ok = name && hex && strlen(name) <= STORE_NAME_MAX && strlen(hex) == 2 * STORE_HASH_LEN;
+    (void)fn;
+    for (size_t i = 0; ok && i < STORE_HASH_LEN; i++) {
+        int hi = sql_hex_nibble(hex[2 * i]);
+        int lo = sql_hex_nibble(hex[2 * i + 1]);
+        ok = hi >= 0 && lo >= 0;
+        hash[i] = (unsigned char)(hi << 4 | lo);
+    }
+    if (ok) {
+        memcpy(k->principal, name, strlen(name) + 1);
+        memcpy(k->hash, hash, STORE_HASH_LEN);
+        k->found = 1;
+    }
+    return 1;
+}
+
+enum store_rc sql_key_lookup(struct store *s, const char *prefix, char *ret_principal,
+                             unsigned char ret_hash[STORE_HASH_LEN])
+{
+    struct sql_key k = { ret_principal, ret_hash, 0 };
+    enum store_rc rc = sql_of(s)->db->walk(sql_of(s), sql_of(s)->db->key_lookup, 1, &prefix, 1,
+                                           sql_key_found, NULL, &k);
+    return rc == STORE_OK && !k.found ? STORE_NOT_FOUND : rc;
 }
 
 static int sql_key_each(const struct sql_row *r, void *fn, void *userdata)
@@ -276,7 +372,7 @@ enum store_rc sql_department_set_policy(struct store *s, const char *name, const
 
 /* ---------------------------------------------------------------- audit */
 
-int sql_audit_each(const struct sql_row *r, void *fn, void *userdata)
+static int sql_audit_each(const struct sql_row *r, void *fn, void *userdata)
 {
     struct store_audit a = { num(r, 0), col(r, 1), col(r, 2), col(r, 3), col(r, 4),
                              col(r, 5), col(r, 6), col(r, 7), col(r, 8), col(r, 9) };
@@ -307,7 +403,7 @@ static int sql_head_each(const struct sql_row *r, void *fn, void *userdata)
     return 1;
 }
 
-enum store_rc sql_audit_head(struct sql_store *q, int64_t *ret_seq,
+enum store_rc sql_audit_last(struct sql_store *q, int64_t *ret_seq,
                              char ret_hash[AUDIT_HASH_HEX_LEN + 1], int *ret_checkpoint)
 {
     struct sql_head h = { .seq = 0, .checkpoint = 0 };
@@ -361,8 +457,9 @@ out:
     return rc;
 }
 
-enum store_rc sql_audit_sign(struct sql_store *q, int64_t seq, const char *hash,
-                             struct store_checkpoint *ret)
+/* A checkpoint of (seq, hash), signed now with q's key. */
+static enum store_rc sql_audit_sign(struct sql_store *q, int64_t seq, const char *hash,
+                                    struct store_checkpoint *ret)
 {
     struct al_error err;
     memset(&err, 0, sizeof err);
@@ -406,7 +503,7 @@ enum store_rc sql_audit_checkpoint_in(struct sql_store *q, int append, struct st
     char hash[AUDIT_HASH_HEX_LEN + 1];
     int64_t seq = 0;
     int sealed = 0;
-    enum store_rc rc = sql_audit_head(q, &seq, hash, &sealed);
+    enum store_rc rc = sql_audit_last(q, &seq, hash, &sealed);
     if (rc == STORE_OK && seq == 0) {
         rc = STORE_NOT_FOUND;
     }
@@ -414,7 +511,7 @@ enum store_rc sql_audit_checkpoint_in(struct sql_store *q, int append, struct st
         struct store_checkpoint cp;
         rc = sql_audit_append_checkpoint(q, seq, hash, &cp);
         if (rc == STORE_OK) {
-            rc = sql_audit_head(q, &seq, hash, NULL);
+            rc = sql_audit_last(q, &seq, hash, NULL);
         }
     }
     if (rc == STORE_OK) {
@@ -468,10 +565,22 @@ enum store_rc sql_audit_chain_legacy(struct sql_store *q)
     return rc == STORE_OK ? c.rc : rc;
 }
 
+enum store_rc sql_audit_search(struct store *s, int64_t after_seq, int64_t limit,
+                               const struct store_audit_filter *filter, store_audit_fn *fn,
+                               void *userdata)
+{
+    static const struct store_audit_filter none = { NULL, NULL, NULL };
+    const struct store_audit_filter *f = filter ? filter : &none;
+    const char *args[] = { f->action, f->run, f->template_name };
+    struct sql_store *q = sql_of(s);
+    return sql_walk_pages(q, q->db->audit_search, args, after_seq, limit, q->db->audit_page,
+                          sql_audit_each, (void *)fn, userdata);
+}
+
 enum store_rc sql_audit_list(struct store *s, int64_t after_seq, int64_t limit, store_audit_fn *fn,
                              void *userdata)
 {
-    return s->ops->audit_search(s, after_seq, limit, NULL, fn, userdata);
+    return sql_audit_search(s, after_seq, limit, NULL, fn, userdata);
 }
 
 enum store_rc sql_audit_set_key(struct store *s, EVP_PKEY *key)
@@ -486,7 +595,7 @@ enum store_rc sql_audit_set_key(struct store *s, EVP_PKEY *key)
     return STORE_OK;
 }
 
-enum store_rc sql_audit_last_seq(struct store *s, int64_t *ret_seq)
+enum store_rc sql_audit_head(struct store *s, int64_t *ret_seq)
 {
     return sql_int(sql_of(s), "SELECT coalesce(max(seq), 0) FROM audit", ret_seq);
 }
@@ -681,7 +790,7 @@ enum store_rc sql_version_set_state(struct store *s, const char *template_name, 
 
 /* ---------------------------------------------------------------- runs and approvals */
 
-int sql_run_each(const struct sql_row *r, void *fn, void *userdata)
+static int sql_run_each(const struct sql_row *r, void *fn, void *userdata)
 {
     struct store_run run = {
         .seq = num(r, 0),
@@ -735,6 +844,24 @@ enum store_rc sql_run_get(struct store *s, const char *id, store_run_fn *fn, voi
 {
     return sql_of(s)->db->walk(sql_of(s), "SELECT " SQL_RUN_COLUMNS " FROM runs WHERE id = $1", 1,
                                &id, 1, sql_run_each, (void *)fn, userdata);
+}
+
+/* In pages of db->run_page: every run ever, with its input and outcome, is what airlockd's start
+ * walks. */
+enum store_rc sql_run_list(struct store *s, const struct store_run_filter *f, store_run_fn *fn,
+                           void *userdata)
+{
+    const char *args[] = { f ? f->template_name : NULL, f ? f->status : NULL,
+                           f ? f->principal : NULL };
+    struct sql_store *q = sql_of(s);
+    /* the CASTs: PostgreSQL would not know the type of a parameter only tested for NULL */
+    return sql_walk_pages(q,
+                          "SELECT " SQL_RUN_COLUMNS " FROM runs WHERE seq > CAST($1 AS BIGINT) "
+                          "AND (CAST($3 AS TEXT) IS NULL OR template = $3) AND (CAST($4 AS TEXT) "
+                          "IS NULL OR status = $4) AND (CAST($5 AS TEXT) IS NULL OR principal = "
+                          "$5) ORDER BY seq LIMIT CAST($2 AS BIGINT)",
+                          args, f ? f->after_seq : 0, INT64_MAX, q->db->run_page, sql_run_each,
+                          (void *)fn, userdata);
 }
 
 enum store_rc sql_run_set_status(struct store *s, const char *id, const char *from,

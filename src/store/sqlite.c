@@ -367,37 +367,6 @@ static enum store_rc sqlite_key_add(struct store *s, const char *principal, cons
     return rc;
 }
 
-static enum store_rc sqlite_key_lookup(struct store *s, const char *prefix, char *ret_principal,
-                                       unsigned char ret_hash[STORE_HASH_LEN])
-{
-    struct sqlite_store *st = sqlite_of(s);
-    sqlite3_stmt *stmt = NULL;
-    enum store_rc rc = sqlite_prepare(
-            st, "SELECT principal, hash FROM api_keys WHERE prefix = $1 AND revoked IS NULL", 1,
-            &prefix, &stmt);
-    if (rc != STORE_OK) {
-        return rc;
-    }
-    int step = sqlite3_step(stmt);
-    if (step == SQLITE_ROW) {
-        const char *name = (const char *)sqlite3_column_text(stmt, 0);
-        const void *hash = sqlite3_column_blob(stmt, 1);
-        if (!name || !hash || strlen(name) > STORE_NAME_MAX ||
-            sqlite3_column_bytes(stmt, 1) != STORE_HASH_LEN) {
-            rc = STORE_NOT_FOUND;
-        } else {
-            memcpy(ret_principal, name, strlen(name) + 1);
-            memcpy(ret_hash, hash, STORE_HASH_LEN);
-        }
-    } else if (step == SQLITE_DONE) {
-        rc = STORE_NOT_FOUND;
-    } else {
-        rc = sqlite_fail(st, "key");
-    }
-    sqlite_release(st, stmt);
-    return rc;
-}
-
 /* ---------------------------------------------------------------- audit */
 
 /* sql.h's audit_insert: chained to the head this connection knows, read only when it knows
@@ -418,7 +387,7 @@ static enum store_rc sqlite_audit_insert(struct sql_store *q, const char *actor,
             last = st->head_seq;
             memcpy(prev, st->head_hash, sizeof prev);
         } else {
-            rc = sql_audit_head(q, &last, prev, NULL);
+            rc = sql_audit_last(q, &last, prev, NULL);
         }
         st->head_known = 0; /* until this insert is in */
         if (rc == STORE_OK) {
@@ -505,40 +474,7 @@ static enum store_rc sqlite_audit_checkpoint(struct store *s, int append,
     return rc;
 }
 
-static enum store_rc sqlite_audit_search(struct store *s, int64_t after_seq, int64_t limit,
-                                         const struct store_audit_filter *filter,
-                                         store_audit_fn *fn, void *userdata)
-{
-    static const struct store_audit_filter none = { NULL, NULL, NULL };
-    const struct store_audit_filter *f = filter ? filter : &none;
-    char after[24];
-    char max[24];
-    snprintf(after, sizeof after, "%" PRId64, after_seq);
-    snprintf(max, sizeof max, "%" PRId64, limit);
-    const char *args[] = { f->action, f->run, f->template_name, after, max };
-    return sqlite_walk(&sqlite_of(s)->sql,
-                       "SELECT " SQL_AUDIT_COLUMNS " FROM audit WHERE seq > $4 AND ($1 IS NULL "
-                       "OR action = $1) AND ($2 IS NULL OR subject = $2 OR json_extract(details, "
-                       "'$.run') = $2) AND ($3 IS NULL OR subject = $3 OR json_extract(details, "
-                       "'$.template') = $3) ORDER BY seq LIMIT $5",
-                       5, args, 0, sql_audit_each, (void *)fn, userdata);
-}
-
 /* ---------------------------------------------------------------- runs, nodes */
-
-static enum store_rc sqlite_run_list(struct store *s, const struct store_run_filter *f,
-                                     store_run_fn *fn, void *userdata)
-{
-    char after[24];
-    snprintf(after, sizeof after, "%" PRId64, f ? f->after_seq : 0);
-    const char *args[] = { after, f ? f->template_name : NULL, f ? f->status : NULL,
-                           f ? f->principal : NULL };
-    return sqlite_walk(&sqlite_of(s)->sql,
-                       "SELECT " SQL_RUN_COLUMNS " FROM runs WHERE seq > $1 "
-                       "AND ($2 IS NULL OR template = $2) AND ($3 IS NULL OR status = $3) "
-                       "AND ($4 IS NULL OR principal = $4) ORDER BY seq",
-                       4, args, 0, sql_run_each, (void *)fn, userdata);
-}
 
 /* Several nodes (0006_nodes). SQLite is one node's, but the operations work as on PostgreSQL,
  * with this process's clock. */
@@ -582,16 +518,12 @@ static const struct store_ops sqlite_ops = {
     .version = STORE_OPS_VERSION,
     .name = "sqlite",
     .close = sqlite_close,
-    SQL_OPS_SHARED,
-    .tx_begin = sqlite_tx_begin,
+    SQL_OPS_SHARED(SQL_OP_MEMBER).tx_begin = sqlite_tx_begin,
     .tx_commit = sqlite_tx_commit,
     .tx_rollback = sqlite_tx_rollback,
     .key_add = sqlite_key_add,
-    .key_lookup = sqlite_key_lookup,
     .audit_append = sqlite_audit_append,
-    .audit_search = sqlite_audit_search,
     .audit_checkpoint = sqlite_audit_checkpoint,
-    .run_list = sqlite_run_list,
     .node_beat = sqlite_node_beat,
     .node_expired = sqlite_node_expired,
     /* one node: nobody to wake */
@@ -621,6 +553,11 @@ static const struct sql_backend sqlite_sql = {
                         "RETURNING id",
     .call_list = "SELECT run, idempotency_key, function, idempotent, sent, args_sha256 FROM "
                  "calls_sent WHERE run = $1 ORDER BY rowid",
+    .key_lookup = "SELECT principal, hex(hash) FROM api_keys WHERE prefix = $1 AND revoked IS NULL",
+    .audit_search = "SELECT " SQL_AUDIT_COLUMNS " FROM audit WHERE seq > $1 AND ($3 IS NULL OR "
+                    "action = $3) AND ($4 IS NULL OR subject = $4 OR json_extract(details, "
+                    "'$.run') = $4) AND ($5 IS NULL OR subject = $5 OR json_extract(details, "
+                    "'$.template') = $5) ORDER BY seq LIMIT $2",
 };
 
 int store_schema_version(void)
