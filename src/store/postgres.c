@@ -426,75 +426,33 @@ static enum store_rc pg_audit_insert(struct sql_store *q, const char *actor, con
     return rc;
 }
 
-/* Opens what an audit write runs in - a savepoint inside the caller's transaction, a
- * transaction of its own outside one - and takes the audit lock in it. */
-static enum store_rc pg_audit_open(struct pg_store *st, int *ret_own)
+/* sql.h's audit_open: a savepoint inside the caller's transaction, a transaction of its own
+ * outside one, and the audit lock in it. */
+static enum store_rc pg_audit_open(struct sql_store *q, int append, int *ret_own)
 {
-    int own = st->depth == 0;
-    enum store_rc rc = own ? pg_tx_begin(&st->sql.base)
-                           : pg_exec(&st->sql, "SAVEPOINT audit_write", 0, NULL, NULL);
-    if (rc != STORE_OK) {
-        return rc;
+    struct pg_store *st = pg_of(&q->base);
+    (void)append;
+    *ret_own = st->depth == 0;
+    enum store_rc rc =
+            *ret_own ? pg_tx_begin(&q->base) : pg_exec(q, "SAVEPOINT audit_write", 0, NULL, NULL);
+    if (rc == STORE_OK) {
+        rc = pg_exec(q, "SELECT pg_advisory_xact_lock(" PG_AUDIT_LOCK ")", 0, NULL, NULL);
     }
-    *ret_own = own;
-    rc = pg_exec(&st->sql, "SELECT pg_advisory_xact_lock(" PG_AUDIT_LOCK ")", 0, NULL, NULL);
     return rc;
 }
 
-/* Ends it: kept (rc STORE_OK) or undone. Returns rc, or the error of keeping it. */
-static enum store_rc pg_audit_close(struct pg_store *st, int own, enum store_rc rc)
+static enum store_rc pg_audit_close(struct sql_store *q, int own, enum store_rc rc)
 {
+    struct pg_store *st = pg_of(&q->base);
     if (rc == STORE_OK) {
-        if (own) {
-            return pg_tx_commit(&st->sql.base);
-        }
-        return pg_exec(&st->sql, "RELEASE audit_write", 0, NULL, NULL);
+        return own ? pg_tx_commit(&q->base) : pg_exec(q, "RELEASE audit_write", 0, NULL, NULL);
     }
     if (own) {
-        pg_tx_rollback(&st->sql.base);
+        pg_tx_rollback(&q->base);
     } else if (PQstatus(st->conn) == CONNECTION_OK) {
         PQclear(PQexec(st->conn, "ROLLBACK TO audit_write; RELEASE audit_write"));
     }
     return rc;
-}
-
-static enum store_rc pg_audit_append(struct store *s, const char *actor, const char *action,
-                                     const char *subject, const char *department,
-                                     const char *details_json, int64_t *ret_seq)
-{
-    struct pg_store *st = pg_of(s);
-    struct store_checkpoint cp;
-    char hash[AUDIT_HASH_HEX_LEN + 1];
-    int64_t seq = 0;
-    int own = 0;
-    enum store_rc rc = pg_audit_open(st, &own);
-    if (rc == STORE_OK) {
-        rc = pg_audit_insert(&st->sql, actor, action, subject, department, details_json, &seq,
-                             hash);
-    }
-    if (rc == STORE_OK && st->sql.audit_key &&
-        seq % SQL_CHECKPOINT_EVERY == SQL_CHECKPOINT_EVERY - 1) {
-        rc = sql_audit_append_checkpoint(&st->sql, seq, hash, &cp);
-    }
-    rc = pg_audit_close(st, own, rc);
-    if (rc != STORE_OK) {
-        return rc == STORE_CONFLICT ? pg_fail_text(st, "audit", "conflict") : rc;
-    }
-    if (ret_seq) {
-        *ret_seq = seq;
-    }
-    return STORE_OK;
-}
-
-static enum store_rc pg_audit_checkpoint(struct store *s, int append, struct store_checkpoint *ret)
-{
-    struct pg_store *st = pg_of(s);
-    int own = 0;
-    enum store_rc rc = pg_audit_open(st, &own);
-    if (rc == STORE_OK) {
-        rc = sql_audit_checkpoint_in(&st->sql, append, ret);
-    }
-    return pg_audit_close(st, own, rc);
 }
 
 /* ---------------------------------------------------------------- runs, nodes */
@@ -840,8 +798,6 @@ static const struct store_ops pg_ops = {
     .tx_commit = pg_tx_commit,
     .tx_rollback = pg_tx_rollback,
     .key_add = pg_key_add,
-    .audit_append = pg_audit_append,
-    .audit_checkpoint = pg_audit_checkpoint,
     .node_beat = pg_node_beat,
     .node_expired = pg_node_expired,
     .notify = pg_notify,
@@ -863,6 +819,8 @@ static const struct sql_backend pg_sql = {
     .exec = pg_exec,
     .walk = pg_walk,
     .audit_insert = pg_audit_insert,
+    .audit_open = pg_audit_open,
+    .audit_close = pg_audit_close,
     .run_set_status = "UPDATE runs SET status = $1, outcome = COALESCE($2, outcome), updated = $3 "
                       "WHERE id = $4 AND status = ANY (string_to_array($5::text, '|'))",
     .run_take_continuation = "SELECT continuation FROM runs WHERE id = $1 AND continuation IS NOT "

@@ -478,8 +478,9 @@ static enum store_rc sql_audit_sign(struct sql_store *q, int64_t seq, const char
     return STORE_OK;
 }
 
-enum store_rc sql_audit_append_checkpoint(struct sql_store *q, int64_t seq, const char *hash,
-                                          struct store_checkpoint *ret)
+/* Signs (seq, hash) into *ret and appends the checkpoint record of it (db->audit_insert). */
+static enum store_rc sql_audit_append_checkpoint(struct sql_store *q, int64_t seq, const char *hash,
+                                                 struct store_checkpoint *ret)
 {
     char cp_hash[AUDIT_HASH_HEX_LEN + 1];
     int64_t cp_seq = 0;
@@ -498,12 +499,47 @@ enum store_rc sql_audit_append_checkpoint(struct sql_store *q, int64_t seq, cons
     return rc;
 }
 
-enum store_rc sql_audit_checkpoint_in(struct sql_store *q, int append, struct store_checkpoint *ret)
+enum store_rc sql_audit_append(struct store *s, const char *actor, const char *action,
+                               const char *subject, const char *department,
+                               const char *details_json, int64_t *ret_seq)
 {
+    struct sql_store *q = sql_of(s);
+    struct store_checkpoint cp;
+    char hash[AUDIT_HASH_HEX_LEN + 1];
+    int64_t seq = 0;
+    int scope = 0;
+    enum store_rc rc = q->db->audit_open(q, 1, &scope);
+    if (rc == STORE_OK) {
+        rc = q->db->audit_insert(q, actor, action, subject, department, details_json, &seq, hash);
+    }
+    if (rc == STORE_OK && q->audit_key && seq % SQL_CHECKPOINT_EVERY == SQL_CHECKPOINT_EVERY - 1) {
+        /* without a scope, only when another connection's records moved it to a checkpoint's
+         * place */
+        rc = sql_audit_append_checkpoint(q, seq, hash, &cp);
+    }
+    rc = q->db->audit_close(q, scope, rc);
+    if (rc == STORE_CONFLICT) {
+        snprintf(q->errmsg, sizeof q->errmsg, "%s: audit: conflict", s->ops->name);
+        rc = STORE_ERROR;
+    }
+    if (rc == STORE_OK && ret_seq) {
+        *ret_seq = seq;
+    }
+    return rc;
+}
+
+/* Inside the backend's audit scope, which keeps other appends out. */
+enum store_rc sql_audit_checkpoint(struct store *s, int append, struct store_checkpoint *ret)
+{
+    struct sql_store *q = sql_of(s);
     char hash[AUDIT_HASH_HEX_LEN + 1];
     int64_t seq = 0;
     int sealed = 0;
-    enum store_rc rc = sql_audit_last(q, &seq, hash, &sealed);
+    int scope = 0;
+    enum store_rc rc = q->db->audit_open(q, 0, &scope);
+    if (rc == STORE_OK) {
+        rc = sql_audit_last(q, &seq, hash, &sealed);
+    }
     if (rc == STORE_OK && seq == 0) {
         rc = STORE_NOT_FOUND;
     }
@@ -517,7 +553,7 @@ enum store_rc sql_audit_checkpoint_in(struct sql_store *q, int append, struct st
     if (rc == STORE_OK) {
         rc = sql_audit_sign(q, seq, hash, ret);
     }
-    return rc;
+    return q->db->audit_close(q, scope, rc);
 }
 
 struct sql_chain {

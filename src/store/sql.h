@@ -54,6 +54,12 @@ struct sql_backend {
                                   const char *subject, const char *department,
                                   const char *details_json, int64_t *ret_seq,
                                   char ret_hash[AUDIT_HASH_HEX_LEN + 1]);
+    /* Opens what an audit append (append 1) or checkpoint (0) runs in, which keeps other
+     * appends out: a savepoint, a transaction of its own, or nothing for one INSERT; *ret_scope
+     * is what audit_close ends. */
+    enum store_rc (*audit_open)(struct sql_store *q, int append, int *ret_scope);
+    /* Ends it: kept when rc is STORE_OK, undone otherwise. rc, or the error of keeping it. */
+    enum store_rc (*audit_close)(struct sql_store *q, int scope, enum store_rc rc);
 
     /* The dialect's own statements, for operations that are otherwise the same. */
     /* $1 status, $2 outcome (NULL: keep), $3 now, $4 id, $5 the statuses moved from, "a|b" */
@@ -101,13 +107,6 @@ enum store_rc sql_audit_last(struct sql_store *q, int64_t *ret_seq,
 enum store_rc sql_audit_write(struct sql_store *q, int64_t seq, const char *prev, const char *actor,
                               const char *action, const char *subject, const char *department,
                               const char *details_json, char ret_hash[AUDIT_HASH_HEX_LEN + 1]);
-/* Signs (seq, hash) into *ret and appends the checkpoint record of it (db->audit_insert). */
-enum store_rc sql_audit_append_checkpoint(struct sql_store *q, int64_t seq, const char *hash,
-                                          struct store_checkpoint *ret);
-/* store_ops.audit_checkpoint inside the backend's savepoint or transaction, which keeps other
- * appends out: NOT_FOUND for an empty log. */
-enum store_rc sql_audit_checkpoint_in(struct sql_store *q, int append,
-                                      struct store_checkpoint *ret);
 /* Chains the records written before 0002_audit_chain (no prev, hash or line), in seq order; the
  * caller holds a transaction. */
 enum store_rc sql_audit_chain_legacy(struct sql_store *q);
@@ -117,16 +116,16 @@ enum store_rc sql_audit_chain_legacy(struct sql_store *q);
  * backend's table lists them with SQL_OPS_SHARED(SQL_OP_MEMBER). */
 /* clang-format off */
 #define SQL_OPS_SHARED(X)                                                                          \
-    X(errmsg) X(ping) X(principal_count) X(principal_create) X(principal_get) X(principal_list)   \
-    X(key_revoke) X(key_lookup) X(key_list) X(role_grant) X(role_revoke) X(role_list)            \
-    X(department_create) X(department_get) X(department_list) X(department_set_policy)           \
-    X(audit_list) X(audit_set_key) X(audit_search) X(audit_head)                                  \
-    X(template_create) X(template_get) X(template_list) X(version_create) X(version_get)         \
-    X(version_list) X(version_set_state) X(run_create) X(run_get) X(run_list) X(run_set_status)  \
-    X(run_set_continuation) X(run_take_continuation) X(approval_create) X(approval_get)          \
-    X(approval_list) X(approval_decide) X(approval_consume) X(connector_create)                  \
-    X(connector_get) X(connector_list) X(node_remove) X(run_set_node) X(run_list_on_node)        \
-    X(call_mark) X(call_list) X(call_clear) X(run_claim_queued) X(execution_put)                 \
+    X(errmsg) X(ping) X(principal_count) X(principal_create) X(principal_get) X(principal_list)    \
+    X(key_revoke) X(key_lookup) X(key_list) X(role_grant) X(role_revoke) X(role_list)              \
+    X(department_create) X(department_get) X(department_list) X(department_set_policy)             \
+    X(audit_append) X(audit_list) X(audit_set_key) X(audit_search) X(audit_checkpoint)             \
+    X(audit_head) X(template_create) X(template_get) X(template_list) X(version_create)            \
+    X(version_get) X(version_list) X(version_set_state) X(run_create) X(run_get) X(run_list)       \
+    X(run_set_status) X(run_set_continuation) X(run_take_continuation) X(approval_create)          \
+    X(approval_get) X(approval_list) X(approval_decide) X(approval_consume) X(connector_create)    \
+    X(connector_get) X(connector_list) X(node_remove) X(run_set_node) X(run_list_on_node)          \
+    X(call_mark) X(call_list) X(call_clear) X(run_claim_queued) X(execution_put)                   \
     X(execution_get) X(run_lock_on_node)
 #define SQL_OP_DECLARE(m) extern __typeof__(*((struct store_ops *)0)->m) sql_##m;
 #define SQL_OP_MEMBER(m)  .m = sql_##m,

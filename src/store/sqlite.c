@@ -411,65 +411,27 @@ static enum store_rc sqlite_audit_insert(struct sql_store *q, const char *actor,
     return STORE_OK;
 }
 
-static enum store_rc sqlite_savepoint(struct sqlite_store *st, const char *sql)
+/* sql.h's audit_open. A record no checkpoint follows is one INSERT, atomic on its own: the
+ * savepoint binds a record to its checkpoint (and covers a head not known yet, which might need
+ * one). */
+static enum store_rc sqlite_audit_open(struct sql_store *q, int append, int *ret_scope)
 {
-    return sqlite_exec(&st->sql, sql, 0, NULL, NULL);
+    struct sqlite_store *st = sqlite_of(&q->base);
+    *ret_scope =
+            !append || !st->head_known ||
+            (q->audit_key && (st->head_seq + 1) % SQL_CHECKPOINT_EVERY == SQL_CHECKPOINT_EVERY - 1);
+    return *ret_scope ? sqlite_exec(q, "SAVEPOINT audit_write", 0, NULL, NULL) : STORE_OK;
 }
 
-static enum store_rc sqlite_audit_append(struct store *s, const char *actor, const char *action,
-                                         const char *subject, const char *department,
-                                         const char *details_json, int64_t *ret_seq)
+static enum store_rc sqlite_audit_close(struct sql_store *q, int scope, enum store_rc rc)
 {
-    struct sqlite_store *st = sqlite_of(s);
-    struct store_checkpoint cp;
-    char hash[AUDIT_HASH_HEX_LEN + 1];
-    int64_t seq = 0;
-    enum store_rc rc = STORE_OK;
-    /* A record no checkpoint follows is one INSERT, atomic on its own: the savepoint binds a
-     * record to its checkpoint (and covers a head not known yet, which might need one). */
-    int alone = st->head_known &&
-                !(st->sql.audit_key &&
-                  (st->head_seq + 1) % SQL_CHECKPOINT_EVERY == SQL_CHECKPOINT_EVERY - 1);
-    if (!alone) {
-        rc = sqlite_savepoint(st, "SAVEPOINT audit_append");
+    struct sqlite_store *st = sqlite_of(&q->base);
+    if (scope && rc == STORE_OK) {
+        rc = sqlite_exec(q, "RELEASE audit_write", 0, NULL, NULL);
     }
-    if (rc == STORE_OK) {
-        rc = sqlite_audit_insert(&st->sql, actor, action, subject, department, details_json, &seq,
-                                 hash);
-    }
-    if (rc == STORE_OK && st->sql.audit_key &&
-        seq % SQL_CHECKPOINT_EVERY == SQL_CHECKPOINT_EVERY - 1) {
-        /* alone, only when another connection's records moved it to a checkpoint's place */
-        rc = sql_audit_append_checkpoint(&st->sql, seq, hash, &cp);
-    }
-    if (rc == STORE_OK && !alone) {
-        rc = sqlite_savepoint(st, "RELEASE audit_append");
-    }
-    if (rc != STORE_OK && !alone) {
+    if (scope && rc != STORE_OK) {
         st->head_known = 0;
-        sqlite3_exec(st->db, "ROLLBACK TO audit_append; RELEASE audit_append", NULL, NULL, NULL);
-    }
-    if (rc == STORE_OK && ret_seq) {
-        *ret_seq = seq;
-    }
-    return rc == STORE_CONFLICT ? sqlite_fail(st, "audit") : rc;
-}
-
-static enum store_rc sqlite_audit_checkpoint(struct store *s, int append,
-                                             struct store_checkpoint *ret)
-{
-    struct sqlite_store *st = sqlite_of(s);
-    enum store_rc rc = sqlite_savepoint(st, "SAVEPOINT audit_checkpoint");
-    if (rc == STORE_OK) {
-        rc = sql_audit_checkpoint_in(&st->sql, append, ret);
-        if (rc == STORE_OK) {
-            rc = sqlite_savepoint(st, "RELEASE audit_checkpoint");
-        }
-        if (rc != STORE_OK) {
-            st->head_known = 0;
-            sqlite3_exec(st->db, "ROLLBACK TO audit_checkpoint; RELEASE audit_checkpoint", NULL,
-                         NULL, NULL);
-        }
+        sqlite3_exec(st->db, "ROLLBACK TO audit_write; RELEASE audit_write", NULL, NULL, NULL);
     }
     return rc;
 }
@@ -522,8 +484,6 @@ static const struct store_ops sqlite_ops = {
     .tx_commit = sqlite_tx_commit,
     .tx_rollback = sqlite_tx_rollback,
     .key_add = sqlite_key_add,
-    .audit_append = sqlite_audit_append,
-    .audit_checkpoint = sqlite_audit_checkpoint,
     .node_beat = sqlite_node_beat,
     .node_expired = sqlite_node_expired,
     /* one node: nobody to wake */
@@ -542,6 +502,8 @@ static const struct sql_backend sqlite_sql = {
     .exec = sqlite_exec,
     .walk = sqlite_walk,
     .audit_insert = sqlite_audit_insert,
+    .audit_open = sqlite_audit_open,
+    .audit_close = sqlite_audit_close,
     .run_set_status = "UPDATE runs SET status = $1, outcome = COALESCE($2, outcome), updated = $3 "
                       "WHERE id = $4 AND instr('|' || $5 || '|', '|' || status || '|') > 0",
     .run_take_continuation = "SELECT continuation FROM runs WHERE id = $1 AND continuation IS NOT "
