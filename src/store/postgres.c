@@ -6,8 +6,8 @@
  * - SQL: the operations whose statements read the same as SQLite's are sql.c's, over this file's
  *   pg_exec and pg_walk (sql.h); what is PostgreSQL's own stays here: row locks (FOR UPDATE,
  *   SKIP LOCKED), advisory locks, string_to_array and JSON operators, the casts that tell it a
- *   parameter's type, bytea, the server's clock for leases, LISTEN/NOTIFY, and reading long
- *   results in chunks. Every statement is a literal, prepared once per connection (PQprepare,
+ *   parameter's type, bytea, the server's clock for leases, LISTEN/NOTIFY, and the page sizes of
+ *   long walks. Every statement is a literal, prepared once per connection (PQprepare,
  *   kept by its text's pointer) and run with its values always bound as parameters, never
  *   written into the text; transactions and savepoints, whose texts are made per depth, go as
  *   simple queries. A unique violation is answered by INSERT ... ON CONFLICT DO NOTHING rather
@@ -83,20 +83,40 @@ static struct pg_store *pg_of(struct store *s)
     return (struct pg_store *)s;
 }
 
-/* libpq's message without its trailing newline. */
-static enum store_rc pg_fail_text(struct pg_store *st, const char *what, const char *message)
+/* The length of libpq's message without its trailing newline. */
+static int pg_trimmed(const char *message)
 {
     int len = (int)strlen(message);
     while (len > 0 && (message[len - 1] == '\n' || message[len - 1] == ' ')) {
         len--;
     }
-    snprintf(st->sql.errmsg, sizeof st->sql.errmsg, "postgres: %s: %.*s", what, len, message);
+    return len;
+}
+
+static enum store_rc pg_fail_text(struct pg_store *st, const char *what, const char *message)
+{
+    snprintf(st->sql.errmsg, sizeof st->sql.errmsg, "postgres: %s: %.*s", what, pg_trimmed(message),
+             message);
     return STORE_ERROR;
 }
 
 static enum store_rc pg_fail(struct pg_store *st, const char *what)
 {
     return pg_fail_text(st, what, PQerrorMessage(st->conn));
+}
+
+/* Runs a text of statements without parameters (a migration's, the session's, a transaction's),
+ * never prepared. */
+static enum store_rc pg_exec_script(struct pg_store *st, const char *what, const char *sql)
+{
+    PGresult *res = PQexec(st->conn, sql);
+    ExecStatusType status = PQresultStatus(res);
+    enum store_rc rc = STORE_OK;
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
+        rc = pg_fail_text(st, what, res ? PQresultErrorMessage(res) : PQerrorMessage(st->conn));
+    }
+    PQclear(res);
+    return rc;
 }
 
 static void pg_notice(void *arg, const char *message)
@@ -114,22 +134,14 @@ static void pg_notice(void *arg, const char *message)
 #define PG_IDLE_IN_TX "5s"
 static enum store_rc pg_session(struct pg_store *st)
 {
-    PGresult *res = PQexec(st->conn, "SET synchronous_commit TO on; SET client_min_messages TO "
-                                     "warning; SELECT set_config("
-                                     "'idle_in_transaction_session_timeout', '" PG_IDLE_IN_TX
-                                     "', false) WHERE current_setting("
-                                     "'idle_in_transaction_session_timeout') = '0'");
-    enum store_rc rc = STORE_OK;
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        rc = pg_fail(st, "session");
-    }
-    PQclear(res);
+    enum store_rc rc = pg_exec_script(st, "session",
+                                      "SET synchronous_commit TO on; SET client_min_messages TO "
+                                      "warning; SELECT set_config("
+                                      "'idle_in_transaction_session_timeout', '" PG_IDLE_IN_TX
+                                      "', false) WHERE current_setting("
+                                      "'idle_in_transaction_session_timeout') = '0'");
     if (rc == STORE_OK && st->reader) {
-        res = PQexec(st->conn, "SET default_transaction_read_only TO on");
-        if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-            rc = pg_fail(st, "session");
-        }
-        PQclear(res);
+        rc = pg_exec_script(st, "session", "SET default_transaction_read_only TO on");
     }
     return rc;
 }
@@ -163,12 +175,11 @@ static enum store_rc pg_ready(struct pg_store *st)
     return STORE_OK;
 }
 
-/* Runs sql with n parameters (text unless formats says binary; a NULL value binds NULL) and
- * hands back its result on success (the caller PQclears it). An error of integrity class 23
- * (a constraint) is a CONFLICT, as on SQLite. */
-static enum store_rc pg_exec_full(struct pg_store *st, const char *sql, int n,
-                                  const char *const *values, const int *lengths, const int *formats,
-                                  PGresult **ret_res)
+/* Runs sql with n text parameters (a NULL value binds NULL) and hands back its result on
+ * success (the caller PQclears it). An error of integrity class 23 (a constraint) is a CONFLICT,
+ * as on SQLite. */
+static enum store_rc pg_query(struct pg_store *st, const char *sql, int n,
+                              const char *const *values, PGresult **ret_res)
 {
     struct pg_cached *c = NULL;
     PGresult *res = NULL;
@@ -196,8 +207,8 @@ static enum store_rc pg_exec_full(struct pg_store *st, const char *sql, int n,
         c = slot;
         st->cached++;
     }
-    res = c ? PQexecPrepared(st->conn, c->name, n, values, lengths, formats, 0)
-            : PQexecParams(st->conn, sql, n, NULL, values, lengths, formats, 0);
+    res = c ? PQexecPrepared(st->conn, c->name, n, values, NULL, NULL, 0)
+            : PQexecParams(st->conn, sql, n, NULL, values, NULL, NULL, 0);
     ExecStatusType status = PQresultStatus(res);
     if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
         *ret_res = res;
@@ -211,12 +222,6 @@ static enum store_rc pg_exec_full(struct pg_store *st, const char *sql, int n,
     }
     PQclear(res);
     return rc;
-}
-
-static enum store_rc pg_query(struct pg_store *st, const char *sql, int n,
-                              const char *const *values, PGresult **ret_res)
-{
-    return pg_exec_full(st, sql, n, values, NULL, NULL, ret_res);
 }
 
 /* sql.h's exec. */
@@ -281,20 +286,11 @@ static void pg_close(struct store *s)
 
 /* ---------------------------------------------------------------- transactions */
 
-/* A statement made here (not a literal: the statement cache keys texts by their pointer), sent
- * as a simple query, never prepared. */
+/* A statement made here (not a literal: the statement cache keys texts by their pointer). */
 static enum store_rc pg_exec_once(struct pg_store *st, const char *sql)
 {
     enum store_rc rc = pg_ready(st);
-    if (rc != STORE_OK) {
-        return rc;
-    }
-    PGresult *res = PQexec(st->conn, sql);
-    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-        rc = pg_fail_text(st, "query", res ? PQresultErrorMessage(res) : PQerrorMessage(st->conn));
-    }
-    PQclear(res);
-    return rc;
+    return rc == STORE_OK ? pg_exec_script(st, "query", sql) : rc;
 }
 
 static void pg_tx_rollback(struct store *s);
@@ -375,30 +371,28 @@ static void pg_tx_rollback(struct store *s)
 
 /* ---------------------------------------------------------------- keys */
 
-/* The hash goes as bytes. */
+/* The hash goes as hex, decoded into bytea. */
 static enum store_rc pg_key_add(struct store *s, const char *principal, const char *prefix,
                                 const unsigned char hash[STORE_HASH_LEN])
 {
     struct pg_store *st = pg_of(s);
+    char hex[2 * STORE_HASH_LEN + 1];
+    char now[32];
+    int64_t changes = 0;
     enum store_rc rc = sql_principal_exists(&st->sql, principal);
     if (rc != STORE_OK) {
         return rc;
     }
-    char now[32];
-    sql_now(now);
-    const char *args[] = { prefix, principal, (const char *)hash, now };
-    const int lengths[] = { 0, 0, STORE_HASH_LEN, 0 };
-    const int formats[] = { 0, 0, 1, 0 }; /* the hash goes as bytes */
-    PGresult *res = NULL;
-    rc = pg_exec_full(st,
-                      "INSERT INTO api_keys(prefix, principal, hash, created) VALUES ($1, $2, "
-                      "$3::bytea, $4) ON CONFLICT DO NOTHING",
-                      4, args, lengths, formats, &res);
-    if (rc == STORE_OK && strcmp(PQcmdTuples(res), "1") != 0) {
-        rc = STORE_CONFLICT;
+    for (size_t i = 0; i < STORE_HASH_LEN; i++) {
+        snprintf(hex + 2 * i, 3, "%02x", hash[i]);
     }
-    PQclear(res);
-    return rc;
+    sql_now(now);
+    const char *args[] = { prefix, principal, hex, now };
+    rc = pg_exec(&st->sql,
+                 "INSERT INTO api_keys(prefix, principal, hash, created) VALUES ($1, $2, "
+                 "decode($3, 'hex'), $4) ON CONFLICT DO NOTHING",
+                 4, args, &changes);
+    return rc == STORE_OK && changes != 1 ? STORE_CONFLICT : rc;
 }
 
 /* ---------------------------------------------------------------- audit */
@@ -539,10 +533,7 @@ static int64_t pgl_now_ms(void)
 
 static enum store_rc pgl_fail(struct pg_listener *pl, const char *what, const char *message)
 {
-    int len = (int)strlen(message);
-    while (len > 0 && (message[len - 1] == '\n' || message[len - 1] == ' ')) {
-        len--;
-    }
+    int len = pg_trimmed(message);
     snprintf(pl->errmsg, sizeof pl->errmsg, "postgres: listener: %s%s%.*s", what, len ? ": " : "",
              len, message);
     return STORE_ERROR;
@@ -847,19 +838,6 @@ static const struct sql_backend pg_sql = {
 };
 
 /* ---------------------------------------------------------------- opening */
-
-/* Runs a text of statements without parameters (a migration's, the session's). */
-static enum store_rc pg_exec_script(struct pg_store *st, const char *what, const char *sql)
-{
-    PGresult *res = PQexec(st->conn, sql);
-    ExecStatusType status = PQresultStatus(res);
-    enum store_rc rc = STORE_OK;
-    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
-        rc = pg_fail_text(st, what, res ? PQresultErrorMessage(res) : PQerrorMessage(st->conn));
-    }
-    PQclear(res);
-    return rc;
-}
 
 /* Brings the schema to the last migration, in one transaction under PG_MIGRATE_LOCK; records
  * written before 0002_audit_chain are chained in it. */

@@ -104,8 +104,7 @@ static int sql_int_each(const struct sql_row *row, void *fn, void *userdata)
     return 1;
 }
 
-/* The number in the first column of sql's one row. */
-static enum store_rc sql_int(struct sql_store *q, const char *sql, int64_t *ret_value)
+enum store_rc sql_int(struct sql_store *q, const char *sql, int64_t *ret_value)
 {
     int64_t value = 0;
     enum store_rc rc = q->db->walk(q, sql, 0, NULL, 1, sql_int_each, NULL, &value);
@@ -161,6 +160,18 @@ static enum store_rc sql_walk_pages(struct sql_store *q, const char *sql, const 
     return STORE_OK;
 }
 
+/* db->walk and db->exec of an operation's store. */
+static enum store_rc sql_walk(struct store *s, const char *sql, int n, const char *const *args,
+                              int one, sql_each_fn *each, void *fn, void *userdata)
+{
+    return sql_of(s)->db->walk(sql_of(s), sql, n, args, one, each, fn, userdata);
+}
+
+static enum store_rc sql_exec(struct store *s, const char *sql, int n, const char *const *args)
+{
+    return sql_of(s)->db->exec(sql_of(s), sql, n, args, NULL);
+}
+
 const char *sql_errmsg(struct store *s)
 {
     return sql_of(s)->errmsg;
@@ -202,16 +213,14 @@ static int sql_principal_each(const struct sql_row *r, void *fn, void *userdata)
 enum store_rc sql_principal_get(struct store *s, const char *name, store_principal_fn *fn,
                                 void *userdata)
 {
-    return sql_of(s)->db->walk(sql_of(s),
-                               "SELECT name, kind, created FROM principals WHERE name = $1", 1,
-                               &name, 1, sql_principal_each, (void *)fn, userdata);
+    return sql_walk(s, "SELECT name, kind, created FROM principals WHERE name = $1", 1, &name, 1,
+                    sql_principal_each, (void *)fn, userdata);
 }
 
 enum store_rc sql_principal_list(struct store *s, store_principal_fn *fn, void *userdata)
 {
-    return sql_of(s)->db->walk(sql_of(s),
-                               "SELECT name, kind, created FROM principals ORDER BY name", 0, NULL,
-                               0, sql_principal_each, (void *)fn, userdata);
+    return sql_walk(s, "SELECT name, kind, created FROM principals ORDER BY name", 0, NULL, 0,
+                    sql_principal_each, (void *)fn, userdata);
 }
 
 enum store_rc sql_key_revoke(struct store *s, const char *principal, const char *prefix)
@@ -265,8 +274,8 @@ enum store_rc sql_key_lookup(struct store *s, const char *prefix, char *ret_prin
                              unsigned char ret_hash[STORE_HASH_LEN])
 {
     struct sql_key k = { ret_principal, ret_hash, 0 };
-    enum store_rc rc = sql_of(s)->db->walk(sql_of(s), sql_of(s)->db->key_lookup, 1, &prefix, 1,
-                                           sql_key_found, NULL, &k);
+    enum store_rc rc =
+            sql_walk(s, sql_of(s)->db->key_lookup, 1, &prefix, 1, sql_key_found, NULL, &k);
     return rc == STORE_OK && !k.found ? STORE_NOT_FOUND : rc;
 }
 
@@ -278,8 +287,8 @@ static int sql_key_each(const struct sql_row *r, void *fn, void *userdata)
 
 enum store_rc sql_key_list(struct store *s, const char *principal, store_key_fn *fn, void *userdata)
 {
-    return sql_of(s)->db->walk(
-            sql_of(s),
+    return sql_walk(
+            s,
             "SELECT prefix, created, revoked FROM api_keys WHERE principal = $1 ORDER BY created",
             1, &principal, 0, sql_key_each, (void *)fn, userdata);
 }
@@ -320,10 +329,10 @@ static int sql_grant_each(const struct sql_row *r, void *fn, void *userdata)
 enum store_rc sql_role_list(struct store *s, const char *principal, store_grant_fn *fn,
                             void *userdata)
 {
-    return sql_of(s)->db->walk(sql_of(s),
-                               "SELECT role, department FROM role_grants WHERE principal = $1 "
-                               "ORDER BY department, role",
-                               1, &principal, 0, sql_grant_each, (void *)fn, userdata);
+    return sql_walk(s,
+                    "SELECT role, department FROM role_grants WHERE principal = $1 "
+                    "ORDER BY department, role",
+                    1, &principal, 0, sql_grant_each, (void *)fn, userdata);
 }
 
 /* ---------------------------------------------------------------- departments */
@@ -348,17 +357,15 @@ static int sql_department_each(const struct sql_row *r, void *fn, void *userdata
 enum store_rc sql_department_get(struct store *s, const char *name, store_department_fn *fn,
                                  void *userdata)
 {
-    return sql_of(s)->db->walk(
-            sql_of(s),
-            "SELECT name, autonomy, allow_adhoc, created FROM departments WHERE name = $1", 1,
-            &name, 1, sql_department_each, (void *)fn, userdata);
+    return sql_walk(s,
+                    "SELECT name, autonomy, allow_adhoc, created FROM departments WHERE name = $1",
+                    1, &name, 1, sql_department_each, (void *)fn, userdata);
 }
 
 enum store_rc sql_department_list(struct store *s, store_department_fn *fn, void *userdata)
 {
-    return sql_of(s)->db->walk(
-            sql_of(s), "SELECT name, autonomy, allow_adhoc, created FROM departments ORDER BY name",
-            0, NULL, 0, sql_department_each, (void *)fn, userdata);
+    return sql_walk(s, "SELECT name, autonomy, allow_adhoc, created FROM departments ORDER BY name",
+                    0, NULL, 0, sql_department_each, (void *)fn, userdata);
 }
 
 enum store_rc sql_department_set_policy(struct store *s, const char *name, const char *autonomy,
@@ -655,6 +662,9 @@ enum store_rc sql_template_create(struct store *s, const char *name, const char 
                       5, args);
 }
 
+#define SQL_TEMPLATE_SELECT \
+    "SELECT name, department, description, created, created_by FROM templates "
+
 static int sql_template_each(const struct sql_row *r, void *fn, void *userdata)
 {
     struct store_template t = { col(r, 0), col(r, 1), col(r, 2), col(r, 3), col(r, 4) };
@@ -664,18 +674,14 @@ static int sql_template_each(const struct sql_row *r, void *fn, void *userdata)
 enum store_rc sql_template_get(struct store *s, const char *name, store_template_fn *fn,
                                void *userdata)
 {
-    return sql_of(s)->db->walk(sql_of(s),
-                               "SELECT name, department, description, created, created_by FROM "
-                               "templates WHERE name = $1",
-                               1, &name, 1, sql_template_each, (void *)fn, userdata);
+    return sql_walk(s, SQL_TEMPLATE_SELECT "WHERE name = $1", 1, &name, 1, sql_template_each,
+                    (void *)fn, userdata);
 }
 
 enum store_rc sql_template_list(struct store *s, store_template_fn *fn, void *userdata)
 {
-    return sql_of(s)->db->walk(sql_of(s),
-                               "SELECT name, department, description, created, created_by FROM "
-                               "templates ORDER BY name",
-                               0, NULL, 0, sql_template_each, (void *)fn, userdata);
+    return sql_walk(s, SQL_TEMPLATE_SELECT "ORDER BY name", 0, NULL, 0, sql_template_each,
+                    (void *)fn, userdata);
 }
 
 static int sql_version_number_each(const struct sql_row *r, void *fn, void *userdata)
@@ -761,20 +767,18 @@ enum store_rc sql_version_get(struct store *s, const char *template_name, int64_
         return STORE_NOT_FOUND;
     }
     snprintf(number, sizeof number, "%" PRId64, version);
-    return sql_of(s)->db->walk(
-            sql_of(s),
-            version == 0 ? SQL_VERSION_COLUMNS "WHERE v.template = $1 AND v.state = 'approved' "
-                                               "ORDER BY v.version DESC LIMIT 1"
-                         : SQL_VERSION_COLUMNS "WHERE v.template = $1 AND v.version = $2",
-            version == 0 ? 1 : 2, args, 1, sql_version_each, (void *)fn, userdata);
+    return sql_walk(s,
+                    version == 0 ? SQL_VERSION_COLUMNS "WHERE v.template = $1 AND v.state = "
+                                                       "'approved' ORDER BY v.version DESC LIMIT 1"
+                                 : SQL_VERSION_COLUMNS "WHERE v.template = $1 AND v.version = $2",
+                    version == 0 ? 1 : 2, args, 1, sql_version_each, (void *)fn, userdata);
 }
 
 enum store_rc sql_version_list(struct store *s, const char *template_name, store_version_fn *fn,
                                void *userdata)
 {
-    return sql_of(s)->db->walk(sql_of(s),
-                               SQL_VERSION_COLUMNS "WHERE v.template = $1 ORDER BY v.version", 1,
-                               &template_name, 0, sql_version_each, (void *)fn, userdata);
+    return sql_walk(s, SQL_VERSION_COLUMNS "WHERE v.template = $1 ORDER BY v.version", 1,
+                    &template_name, 0, sql_version_each, (void *)fn, userdata);
 }
 
 enum store_rc sql_version_set_state(struct store *s, const char *template_name, int64_t version,
@@ -878,8 +882,8 @@ enum store_rc sql_run_create(struct store *s, const struct store_run *r)
 
 enum store_rc sql_run_get(struct store *s, const char *id, store_run_fn *fn, void *userdata)
 {
-    return sql_of(s)->db->walk(sql_of(s), "SELECT " SQL_RUN_COLUMNS " FROM runs WHERE id = $1", 1,
-                               &id, 1, sql_run_each, (void *)fn, userdata);
+    return sql_walk(s, "SELECT " SQL_RUN_COLUMNS " FROM runs WHERE id = $1", 1, &id, 1,
+                    sql_run_each, (void *)fn, userdata);
 }
 
 /* In pages of db->run_page: every run ever, with its input and outcome, is what airlockd's start
@@ -1009,9 +1013,8 @@ enum store_rc sql_approval_create(struct store *s, const struct store_approval *
 enum store_rc sql_approval_get(struct store *s, const char *id, store_approval_fn *fn,
                                void *userdata)
 {
-    return sql_of(s)->db->walk(sql_of(s),
-                               "SELECT " SQL_APPROVAL_COLUMNS " FROM approvals WHERE id = $1", 1,
-                               &id, 1, sql_approval_each, (void *)fn, userdata);
+    return sql_walk(s, "SELECT " SQL_APPROVAL_COLUMNS " FROM approvals WHERE id = $1", 1, &id, 1,
+                    sql_approval_each, (void *)fn, userdata);
 }
 
 enum store_rc sql_approval_list(struct store *s, const char *run, const char *status,
@@ -1019,11 +1022,11 @@ enum store_rc sql_approval_list(struct store *s, const char *run, const char *st
 {
     const char *args[] = { run, status };
     /* the CASTs: PostgreSQL would not know the type of a parameter only tested for NULL */
-    return sql_of(s)->db->walk(sql_of(s),
-                               "SELECT " SQL_APPROVAL_COLUMNS " FROM approvals WHERE (CAST($1 AS "
-                               "TEXT) IS NULL OR run = $1) AND (CAST($2 AS TEXT) IS NULL OR "
-                               "status = $2) ORDER BY seq DESC",
-                               2, args, 0, sql_approval_each, (void *)fn, userdata);
+    return sql_walk(s,
+                    "SELECT " SQL_APPROVAL_COLUMNS " FROM approvals WHERE (CAST($1 AS "
+                    "TEXT) IS NULL OR run = $1) AND (CAST($2 AS TEXT) IS NULL OR "
+                    "status = $2) ORDER BY seq DESC",
+                    2, args, 0, sql_approval_each, (void *)fn, userdata);
 }
 
 enum store_rc sql_approval_decide(struct store *s, const char *id, const char *status,
@@ -1043,10 +1046,10 @@ enum store_rc sql_approval_decide(struct store *s, const char *id, const char *s
 
 enum store_rc sql_approval_consume(struct store *s, const char *run)
 {
-    return sql_of(s)->db->exec(sql_of(s),
-                               "UPDATE approvals SET consumed = 1 WHERE run = $1 "
-                               "AND status IN ('approved', 'denied')",
-                               1, &run, NULL);
+    return sql_exec(s,
+                    "UPDATE approvals SET consumed = 1 WHERE run = $1 AND status IN ('approved', "
+                    "'denied')",
+                    1, &run);
 }
 
 /* ---------------------------------------------------------------- connectors (0005) */
@@ -1075,6 +1078,10 @@ enum store_rc sql_connector_create(struct store *s, const struct store_connector
                       10, args);
 }
 
+#define SQL_CONNECTOR_SELECT                                                                       \
+    "SELECT name, department, url, signing_secret, headers, header_names, functions, timeout_ms, " \
+    "created, created_by FROM connectors "
+
 static int sql_connector_each(const struct sql_row *r, void *fn, void *userdata)
 {
     struct store_connector c = { col(r, 0), col(r, 1), col(r, 2), col(r, 3), col(r, 4),
@@ -1085,20 +1092,14 @@ static int sql_connector_each(const struct sql_row *r, void *fn, void *userdata)
 enum store_rc sql_connector_get(struct store *s, const char *name, store_connector_fn *fn,
                                 void *userdata)
 {
-    return sql_of(s)->db->walk(
-            sql_of(s),
-            "SELECT name, department, url, signing_secret, headers, header_names, functions, "
-            "timeout_ms, created, created_by FROM connectors WHERE name = $1",
-            1, &name, 1, sql_connector_each, (void *)fn, userdata);
+    return sql_walk(s, SQL_CONNECTOR_SELECT "WHERE name = $1", 1, &name, 1, sql_connector_each,
+                    (void *)fn, userdata);
 }
 
 enum store_rc sql_connector_list(struct store *s, store_connector_fn *fn, void *userdata)
 {
-    return sql_of(s)->db->walk(
-            sql_of(s),
-            "SELECT name, department, url, signing_secret, headers, header_names, functions, "
-            "timeout_ms, created, created_by FROM connectors ORDER BY name",
-            0, NULL, 0, sql_connector_each, (void *)fn, userdata);
+    return sql_walk(s, SQL_CONNECTOR_SELECT "ORDER BY name", 0, NULL, 0, sql_connector_each,
+                    (void *)fn, userdata);
 }
 
 /* ---------------------------------------------------------------- several nodes (0006, 0007) */
@@ -1122,10 +1123,10 @@ enum store_rc sql_run_set_node(struct store *s, const char *id, const char *node
 enum store_rc sql_run_list_on_node(struct store *s, const char *node, store_run_fn *fn,
                                    void *userdata)
 {
-    return sql_of(s)->db->walk(
-            sql_of(s),
-            /* the cancelled ones from the few execution rows, not from every run the node ever
-             * had cancelled */
+    /* the cancelled ones from the few execution rows, not from every run the node ever had
+     * cancelled */
+    return sql_walk(
+            s,
             node ? "SELECT " SQL_RUN_COLUMNS " FROM runs WHERE node = $1 AND status = 'running' "
                    "UNION ALL SELECT " SQL_RUN_COLUMNS " FROM runs WHERE id IN (SELECT run FROM "
                    "executions) AND node = $1 AND status = 'cancelled' ORDER BY seq"
@@ -1196,13 +1197,12 @@ enum store_rc sql_execution_put(struct store *s, const struct store_execution *e
     snprintf(clock, sizeof clock, "%" PRId64, e->clock_ms);
     snprintf(attempt, sizeof attempt, "%" PRId64, e->attempt);
     const char *args[] = { e->run, e->resume, e->resolutions, clock, attempt };
-    return sql_of(s)->db->exec(
-            sql_of(s),
-            "INSERT INTO executions(run, resume, resolutions, clock_ms, attempt) VALUES ($1, $2, "
-            "$3, CAST($4 AS BIGINT), CAST($5 AS INTEGER)) ON CONFLICT (run) DO UPDATE SET resume "
-            "= excluded.resume, resolutions = excluded.resolutions, clock_ms = excluded.clock_ms, "
-            "attempt = excluded.attempt",
-            5, args, NULL);
+    return sql_exec(s,
+                    "INSERT INTO executions(run, resume, resolutions, clock_ms, attempt) VALUES "
+                    "($1, $2, $3, CAST($4 AS BIGINT), CAST($5 AS INTEGER)) ON CONFLICT (run) DO "
+                    "UPDATE SET resume = excluded.resume, resolutions = excluded.resolutions, "
+                    "clock_ms = excluded.clock_ms, attempt = excluded.attempt",
+                    5, args);
 }
 
 static int sql_execution_each(const struct sql_row *r, void *fn, void *userdata)
@@ -1214,10 +1214,9 @@ static int sql_execution_each(const struct sql_row *r, void *fn, void *userdata)
 enum store_rc sql_execution_get(struct store *s, const char *run, store_execution_fn *fn,
                                 void *userdata)
 {
-    return sql_of(s)->db->walk(
-            sql_of(s),
-            "SELECT run, resume, resolutions, clock_ms, attempt FROM executions WHERE run = $1", 1,
-            &run, 1, sql_execution_each, (void *)fn, userdata);
+    return sql_walk(
+            s, "SELECT run, resume, resolutions, clock_ms, attempt FROM executions WHERE run = $1",
+            1, &run, 1, sql_execution_each, (void *)fn, userdata);
 }
 
 enum store_rc sql_run_lock_on_node(struct store *s, const char *id, const char *node,

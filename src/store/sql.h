@@ -2,9 +2,10 @@
  * sql.h - what the SQLite (sqlite.c) and PostgreSQL (postgres.c) backends share, internal to
  * src/store. Every operation of store.h whose statement reads the same in both dialects is
  * written once in sql.c, over the few primitives a backend gives (struct sql_backend: run a
- * statement, walk its rows, append the next audit record) and the statements that are the
- * dialects' own (the same columns and parameters, other words). Rows are decoded into store.h's
- * structs once too, through a column reader each backend fills (struct sql_row).
+ * statement, walk its rows, keep other audit appends out and append the next record) and the
+ * statements that are the dialects' own (the same columns and parameters, other words). Rows are
+ * decoded into store.h's structs once too, through a column reader each backend fills (struct
+ * sql_row).
  *
  * Statements are literals, in PostgreSQL's placeholder style ($1, $2, ...) for both: SQLite takes
  * "$1" as a named parameter, numbered by first appearance, and sqlite.c binds each by the number
@@ -95,6 +96,8 @@ struct sql_store {
 /* The current time, RFC 3339 UTC with milliseconds. */
 void sql_now(char out[32]);
 enum store_rc sql_principal_exists(struct sql_store *q, const char *name);
+/* The number in the first column of sql's one row (no arguments). */
+enum store_rc sql_int(struct sql_store *q, const char *sql, int64_t *ret_value);
 int sql_node_each(const struct sql_row *row, void *fn, void *userdata); /* store_node_fn */
 
 /* The audit log's last record: its seq and hash (0 and 64 '0' for an empty log; a record without

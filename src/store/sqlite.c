@@ -527,22 +527,6 @@ int store_schema_version(void)
     return migrations_count;
 }
 
-static enum store_rc sqlite_pragma_int(struct sqlite_store *st, const char *sql, int *ret_value)
-{
-    sqlite3_stmt *stmt = NULL;
-    enum store_rc rc = sqlite_prepare(st, sql, 0, NULL, &stmt);
-    if (rc != STORE_OK) {
-        return rc;
-    }
-    if (sqlite3_step(stmt) == SQLITE_ROW) {
-        *ret_value = sqlite3_column_int(stmt, 0);
-    } else {
-        rc = sqlite_fail(st, sql);
-    }
-    sqlite_release(st, stmt);
-    return rc;
-}
-
 /* Applies the migrations after `from`, all in one transaction with the new user_version. */
 static enum store_rc sqlite_migrate(struct sqlite_store *st, int from)
 {
@@ -594,7 +578,7 @@ static enum store_rc sqlite_audit_chain_legacy(struct sqlite_store *st)
 enum store_rc store_sqlite_open(const char *path, struct store **ret_store, char *errmsg)
 {
     enum store_rc rc = STORE_ERROR;
-    int version = 0;
+    int64_t version = 0;
     char mode[16] = "";
     sqlite3_stmt *stmt = NULL;
     struct sqlite_store *st = calloc(1, sizeof *st);
@@ -612,13 +596,13 @@ enum store_rc store_sqlite_open(const char *path, struct store **ret_store, char
         goto out;
     }
     sqlite3_busy_timeout(st->db, 5000);
-    if (sqlite_pragma_int(st, "PRAGMA user_version", &version) != STORE_OK) {
+    if (sql_int(&st->sql, "PRAGMA user_version", &version) != STORE_OK) {
         goto out;
     }
     if (version > migrations_count) {
         snprintf(st->sql.errmsg, sizeof st->sql.errmsg,
                  "%s has schema version %d, newer than this airlockd's %d: use a newer airlockd",
-                 path, version, migrations_count);
+                 path, (int)version, migrations_count);
         goto out;
     }
     if (sqlite_prepare(st, "PRAGMA journal_mode = WAL", 0, NULL, &stmt) != STORE_OK) {
@@ -637,7 +621,7 @@ enum store_rc store_sqlite_open(const char *path, struct store **ret_store, char
         sqlite_fail(st, "pragma");
         goto out;
     }
-    if (version < migrations_count && sqlite_migrate(st, version) != STORE_OK) {
+    if (version < migrations_count && sqlite_migrate(st, (int)version) != STORE_OK) {
         goto out;
     }
     if (version == 1 && sqlite_audit_chain_legacy(st) != STORE_OK) {
