@@ -243,8 +243,8 @@ static int sql_hex_nibble(char c)
 }
 
 struct sql_key {
-    char *principal;
-    unsigned char *hash;
+    char principal[STORE_NAME_MAX + 1];
+    unsigned char hash[STORE_HASH_LEN];
     int found;
 };
 
@@ -253,18 +253,16 @@ static int sql_key_found(const struct sql_row *r, void *fn, void *userdata)
     struct sql_key *k = userdata;
     const char *name = col(r, 0);
     const char *hex = col(r, 1);
-    unsigned char hash[STORE_HASH_LEN];
     int ok = name && hex && strlen(name) <= STORE_NAME_MAX && strlen(hex) == 2 * STORE_HASH_LEN;
     (void)fn;
     for (size_t i = 0; ok && i < STORE_HASH_LEN; i++) {
         int hi = sql_hex_nibble(hex[2 * i]);
         int lo = sql_hex_nibble(hex[2 * i + 1]);
         ok = hi >= 0 && lo >= 0;
-        hash[i] = (unsigned char)(hi << 4 | lo);
+        k->hash[i] = (unsigned char)(hi << 4 | lo);
     }
     if (ok) {
         memcpy(k->principal, name, strlen(name) + 1);
-        memcpy(k->hash, hash, STORE_HASH_LEN);
         k->found = 1;
     }
     return 1;
@@ -273,10 +271,17 @@ static int sql_key_found(const struct sql_row *r, void *fn, void *userdata)
 enum store_rc sql_key_lookup(struct store *s, const char *prefix, char *ret_principal,
                              unsigned char ret_hash[STORE_HASH_LEN])
 {
-    struct sql_key k = { ret_principal, ret_hash, 0 };
+    struct sql_key k = { .found = 0 };
     enum store_rc rc =
             sql_walk(s, sql_of(s)->db->key_lookup, 1, &prefix, 1, sql_key_found, NULL, &k);
-    return rc == STORE_OK && !k.found ? STORE_NOT_FOUND : rc;
+    if (rc == STORE_OK && !k.found) {
+        return STORE_NOT_FOUND;
+    }
+    if (rc == STORE_OK) {
+        memcpy(ret_principal, k.principal, strlen(k.principal) + 1);
+        memcpy(ret_hash, k.hash, STORE_HASH_LEN);
+    }
+    return rc;
 }
 
 static int sql_key_each(const struct sql_row *r, void *fn, void *userdata)
