@@ -98,6 +98,20 @@ static int main_ms(double ms, int min, int max, int64_t *ret)
     return 0;
 }
 
+/* --lease-ms and --poll-ms: a whole number of ms from min to max into *ret, or -1 said. */
+static int main_ms_option(const char *name, const char *text, int min, int max, int64_t *ret)
+{
+    char *end = NULL;
+    errno = 0;
+    long long ms = strtoll(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || main_ms((double)ms, min, max, ret) != 0) {
+        fprintf(stderr, "airlockd: %s must be an integer from %d to %d\n%s", name, min, max,
+                main_usage);
+        return -1;
+    }
+    return 0;
+}
+
 /* 0 when text is a URL --database takes: PostgreSQL's, the one other store there is. */
 static int main_database_url(const char *text)
 {
@@ -165,8 +179,6 @@ static int main_positive(const struct json_node *n, double *ret)
     return 0;
 }
 
-/* The config file's "http" object: what no client may hold (http.h), each a positive
- * integer. */
 /* An address as http.h names clients: "ip4:A.B.C.D", or "ip6:" and its /64. -1 for no
  * address. */
 static int main_client_key(const char *text, char *out)
@@ -187,6 +199,8 @@ static int main_client_key(const char *text, char *out)
     return -1;
 }
 
+/* The config file's "http" object: what no client may hold (http.h), each a positive
+ * integer, and the clients exempt from the per-client limit. */
 static int main_http_config(const char *path, const struct json_node *obj, struct http_options *o)
 {
     for (const struct json_node *h = obj->child; h; h = h->next) {
@@ -281,18 +295,14 @@ static int main_load_config(const char *path, struct main_config *cfg)
                 goto out;
             }
             memcpy(cfg->database, m->str, m->str_len + 1);
-        } else if (strcmp(m->key, "lease_ms") == 0) {
+        } else if (strcmp(m->key, "lease_ms") == 0 || strcmp(m->key, "poll_ms") == 0) {
+            int lease = m->key[0] == 'l';
+            int min = lease ? NODES_LEASE_MIN_MS : NODES_POLL_MIN_MS;
+            int max = lease ? NODES_LEASE_MAX_MS : NODES_POLL_MAX_MS;
             if (m->type != JSON_NUMBER ||
-                main_ms(m->num, NODES_LEASE_MIN_MS, NODES_LEASE_MAX_MS, &cfg->lease_ms) != 0) {
-                fprintf(stderr, "airlockd: config %s: lease_ms must be an integer from %d to %d\n",
-                        path, NODES_LEASE_MIN_MS, NODES_LEASE_MAX_MS);
-                goto out;
-            }
-        } else if (strcmp(m->key, "poll_ms") == 0) {
-            if (m->type != JSON_NUMBER ||
-                main_ms(m->num, NODES_POLL_MIN_MS, NODES_POLL_MAX_MS, &cfg->poll_ms) != 0) {
-                fprintf(stderr, "airlockd: config %s: poll_ms must be an integer from %d to %d\n",
-                        path, NODES_POLL_MIN_MS, NODES_POLL_MAX_MS);
+                main_ms(m->num, min, max, lease ? &cfg->lease_ms : &cfg->poll_ms) != 0) {
+                fprintf(stderr, "airlockd: config %s: %s must be an integer from %d to %d\n", path,
+                        m->key, min, max);
                 goto out;
             }
         } else if (strcmp(m->key, "body_limit_bytes") == 0 && main_positive(m, &num) == 0) {
@@ -533,40 +543,36 @@ static int main_audit_check(struct store *s, struct audit_head *head)
     return 0;
 }
 
-/* Runs that were executing when the last airlockd stopped without recording their end (a
- * crash, kill -9) cannot be resumed: each ends failed with ABORTED and a record saying so. Runs
- * waiting for a person keep waiting. */
-struct main_abandoned {
+/* The runs a walk of run_list found in one of `states` (a bit per enum gov_run_state), their
+ * id and department copied. */
+struct main_runs {
+    unsigned states;
     size_t n;
     size_t cap;
-    struct store_run *rows; /* id and department copied */
+    struct main_run {
+        char id[RUNS_ID_LEN + 1];
+        char department[STORE_NAME_MAX + 1];
+    } * rows;
 };
 
-static int main_abandoned_fn(void *userdata, const struct store_run *row)
+static int main_runs_fn(void *userdata, const struct store_run *row)
 {
-    struct main_abandoned *a = userdata;
-    if (strcmp(row->status, "running") != 0 && strcmp(row->status, "queued") != 0) {
+    struct main_runs *w = userdata;
+    if (!(w->states & 1u << api_run_state(row->status))) {
         return 0;
     }
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? 2 * a->cap : 16;
-        struct store_run *rows = realloc(a->rows, cap * sizeof *rows);
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? 2 * w->cap : 16;
+        struct main_run *rows = realloc(w->rows, cap * sizeof *rows);
         if (!rows) {
             return 1;
         }
-        a->rows = rows;
-        a->cap = cap;
+        w->rows = rows;
+        w->cap = cap;
     }
-    struct store_run *r = &a->rows[a->n];
-    memset(r, 0, sizeof *r);
-    r->id = strdup(row->id);
-    r->department = strdup(row->department);
-    if (r->id && r->department) {
-        a->n++;
-    } else {
-        free((char *)r->id);
-        free((char *)r->department);
-    }
+    snprintf(w->rows[w->n].id, sizeof w->rows[w->n].id, "%s", row->id);
+    snprintf(w->rows[w->n].department, sizeof w->rows[w->n].department, "%s", row->department);
+    w->n++;
     return 0;
 }
 
@@ -604,14 +610,17 @@ static int main_recover(struct store *s, const char *node)
     return 0;
 }
 
+/* Runs that were executing when the last airlockd stopped without recording their end (a
+ * crash, kill -9) cannot be resumed: each ends failed with ABORTED and a record saying so. Runs
+ * waiting for a person keep waiting. */
 static int main_recover_sqlite(struct store *s)
 {
-    struct main_abandoned a = { 0, 0, NULL };
+    struct main_runs a = { 1u << GOV_RUN_RUNNING | 1u << GOV_RUN_QUEUED, 0, 0, NULL };
     static const char outcome[] =
             "{\"error\":{\"code\":\"ABORTED\",\"name\":\"\",\"message\":\"airlockd stopped "
             "while the run was executing\",\"stack\":\"\"},\"console\":[],\"stats\":{},"
             "\"host_calls\":[]}";
-    enum store_rc rc = s->ops->run_list(s, NULL, main_abandoned_fn, &a);
+    enum store_rc rc = s->ops->run_list(s, NULL, main_runs_fn, &a);
     if (rc == STORE_OK && a.n > 0) {
         rc = s->ops->tx_begin(s);
         for (size_t i = 0; i < a.n && rc == STORE_OK; i++) {
@@ -635,10 +644,6 @@ static int main_recover_sqlite(struct store *s)
             fprintf(stderr, "airlockd: %zu run%s abandoned by the last stop marked failed\n", a.n,
                     a.n == 1 ? "" : "s");
         }
-    }
-    for (size_t i = 0; i < a.n; i++) {
-        free((char *)a.rows[i].id);
-        free((char *)a.rows[i].department);
     }
     free(a.rows);
     if (rc != STORE_OK) {
@@ -736,30 +741,6 @@ static void main_gauges(struct readers *readers, struct main_runtime *rt)
                      main_gauge_pending, readers);
 }
 
-/* Waiting runs whose approvals were all decided but that never resumed (a stop in between, or
- * decisions made while the last airlockd drained) resume now. */
-struct main_waiting {
-    size_t n;
-    size_t cap;
-    char (*ids)[RUNS_ID_LEN + 1];
-};
-
-static int main_waiting_fn(void *userdata, const struct store_run *row)
-{
-    struct main_waiting *w = userdata;
-    if (w->n == w->cap) {
-        size_t cap = w->cap ? 2 * w->cap : 16;
-        void *ids = realloc(w->ids, cap * sizeof *w->ids);
-        if (!ids) {
-            return 1;
-        }
-        w->ids = ids;
-        w->cap = cap;
-    }
-    snprintf(w->ids[w->n++], RUNS_ID_LEN + 1, "%s", row->id);
-    return 0;
-}
-
 struct main_resume {
     const unsigned char *secret_key;
     struct runs *runs;
@@ -774,24 +755,26 @@ static enum store_rc main_resume_fn(struct writer_tx *tx, void *arg)
     return rc == STORE_CONFLICT ? STORE_OK : rc;
 }
 
+/* Waiting runs whose approvals were all decided but that never resumed (a stop in between, or
+ * decisions made while the last airlockd drained) resume now. */
 static int main_resume_decided(struct readers *readers, struct writer *writer,
                                const unsigned char *secret_key, struct runs *runs)
 {
-    struct main_waiting w = { 0, 0, NULL };
+    struct main_runs w = { 1u << GOV_RUN_AWAITING_APPROVAL, 0, 0, NULL };
     struct store_run_filter f = { .status = "awaiting_approval" };
     size_t resumed = 0;
     struct store *s = readers_take(readers);
-    enum store_rc rc = s ? s->ops->run_list(s, &f, main_waiting_fn, &w) : STORE_ERROR;
+    enum store_rc rc = s ? s->ops->run_list(s, &f, main_runs_fn, &w) : STORE_ERROR;
     readers_give(readers, s);
     for (size_t i = 0; i < w.n && rc == STORE_OK; i++) {
-        struct main_resume m = { secret_key, runs, w.ids[i] };
+        struct main_resume m = { secret_key, runs, w.rows[i].id };
         int64_t before = runs_active(runs);
         rc = writer_call(writer, main_resume_fn, &m);
         if (rc == STORE_OK && (int64_t)runs_active(runs) > before) {
             resumed++;
         }
     }
-    free(w.ids);
+    free(w.rows);
     if (rc != STORE_OK) {
         fprintf(stderr, "airlockd: resuming decided runs failed\n");
         return -1;
@@ -877,34 +860,29 @@ static int main_options(int argc, char **argv, struct main_config *cfg)
         }
         snprintf(cfg->database, sizeof cfg->database, "%s", database_opt);
     }
-    if (lease_opt) {
-        char *end = NULL;
-        errno = 0;
-        long long ms = strtoll(lease_opt, &end, 10);
-        if (errno != 0 || end == lease_opt || *end != '\0' ||
-            main_ms((double)ms, NODES_LEASE_MIN_MS, NODES_LEASE_MAX_MS, &cfg->lease_ms) != 0) {
-            fprintf(stderr, "airlockd: --lease-ms must be an integer from %d to %d\n%s",
-                    NODES_LEASE_MIN_MS, NODES_LEASE_MAX_MS, main_usage);
-            return 2;
-        }
-    }
-    if (poll_opt) {
-        char *end = NULL;
-        errno = 0;
-        long long ms = strtoll(poll_opt, &end, 10);
-        if (errno != 0 || end == poll_opt || *end != '\0' ||
-            main_ms((double)ms, NODES_POLL_MIN_MS, NODES_POLL_MAX_MS, &cfg->poll_ms) != 0) {
-            fprintf(stderr, "airlockd: --poll-ms must be an integer from %d to %d\n%s",
-                    NODES_POLL_MIN_MS, NODES_POLL_MAX_MS, main_usage);
-            return 2;
-        }
+    if ((lease_opt && main_ms_option("--lease-ms", lease_opt, NODES_LEASE_MIN_MS,
+                                     NODES_LEASE_MAX_MS, &cfg->lease_ms) != 0) ||
+        (poll_opt && main_ms_option("--poll-ms", poll_opt, NODES_POLL_MIN_MS, NODES_POLL_MAX_MS,
+                                    &cfg->poll_ms) != 0)) {
+        return 2;
     }
     return 0;
 }
 
 int main(int argc, char **argv)
 {
-    struct main_config cfg;
+    struct main_config cfg = { .host = "127.0.0.1",
+                               .port = 8080,
+                               .data_dir = "./var",
+                               .body_limit_bytes = MAIN_DEFAULT_BODY,
+                               .rate_per_second = 200,
+                               .rate_burst = 1000,
+                               .max_runs = 64,
+                               .max_queue = 4096,
+                               .warm_workers = 2,
+                               .drain_grace_ms = 10000,
+                               .lease_ms = NODES_LEASE_MS,
+                               .poll_ms = NODES_POLL_MS };
     struct store *store = NULL;
     struct readers *readers = NULL;
     struct writer *writer = NULL;
@@ -924,23 +902,10 @@ int main(int argc, char **argv)
     int sig = 0;
     int status = 1;
 
-    memset(&cfg, 0, sizeof cfg);
     memset(&err, 0, sizeof err);
     memset(&svc, 0, sizeof svc);
     memset(&rt, 0, sizeof rt);
     memset(&router, 0, sizeof router);
-    cfg.max_runs = 64;
-    cfg.max_queue = 4096;
-    cfg.warm_workers = 2;
-    cfg.drain_grace_ms = 10000;
-    cfg.lease_ms = NODES_LEASE_MS;
-    cfg.poll_ms = NODES_POLL_MS;
-    snprintf(cfg.host, sizeof cfg.host, "127.0.0.1");
-    cfg.port = 8080;
-    snprintf(cfg.data_dir, sizeof cfg.data_dir, "./var");
-    cfg.body_limit_bytes = MAIN_DEFAULT_BODY;
-    cfg.rate_per_second = 200;
-    cfg.rate_burst = 1000;
 
     umask(077); /* the database, its WAL and the key files are airlockd's alone */
     int opt = main_options(argc, argv, &cfg);

@@ -6,8 +6,8 @@
  * - SQL: the operations whose statements read the same as SQLite's are sql.c's, over this file's
  *   pg_exec and pg_walk (sql.h); what is PostgreSQL's own stays here: row locks (FOR UPDATE,
  *   SKIP LOCKED), advisory locks, string_to_array and JSON operators, the casts that tell it a
- *   parameter's type, bytea, the server's clock for leases, LISTEN/NOTIFY, and reading long
- *   results in chunks. Every statement is a literal, prepared once per connection (PQprepare,
+ *   parameter's type, bytea, the server's clock for leases, LISTEN/NOTIFY, and the page sizes of
+ *   long walks. Every statement is a literal, prepared once per connection (PQprepare,
  *   kept by its text's pointer) and run with its values always bound as parameters, never
  *   written into the text; transactions and savepoints, whose texts are made per depth, go as
  *   simple queries. A unique violation is answered by INSERT ... ON CONFLICT DO NOTHING rather
@@ -58,7 +58,6 @@
 #define PG_STMT_CACHE   96 /* more than the distinct statements of sql.c and this file */
 #define PG_AUDIT_LOCK   "7310313582143337985" /* pg_advisory_xact_lock key of audit appends */
 #define PG_MIGRATE_LOCK "7310313582143337986" /* ... and of migrations */
-#define PG_RUN_CHUNK    64                    /* runs read per query of run_list */
 #define PG_CONNECT_MS   10000                 /* a listener's connect, as connect_timeout */
 
 /* A statement prepared on this connection as "s<n>"; sql is the caller's literal. */
@@ -84,20 +83,40 @@ static struct pg_store *pg_of(struct store *s)
     return (struct pg_store *)s;
 }
 
-/* libpq's message without its trailing newline. */
-static enum store_rc pg_fail_text(struct pg_store *st, const char *what, const char *message)
+/* The length of libpq's message without its trailing newline. */
+static int pg_trimmed(const char *message)
 {
     int len = (int)strlen(message);
     while (len > 0 && (message[len - 1] == '\n' || message[len - 1] == ' ')) {
         len--;
     }
-    snprintf(st->sql.errmsg, sizeof st->sql.errmsg, "postgres: %s: %.*s", what, len, message);
+    return len;
+}
+
+static enum store_rc pg_fail_text(struct pg_store *st, const char *what, const char *message)
+{
+    snprintf(st->sql.errmsg, sizeof st->sql.errmsg, "postgres: %s: %.*s", what, pg_trimmed(message),
+             message);
     return STORE_ERROR;
 }
 
 static enum store_rc pg_fail(struct pg_store *st, const char *what)
 {
     return pg_fail_text(st, what, PQerrorMessage(st->conn));
+}
+
+/* Runs a text of statements without parameters (a migration's, the session's, a transaction's),
+ * never prepared. */
+static enum store_rc pg_exec_script(struct pg_store *st, const char *what, const char *sql)
+{
+    PGresult *res = PQexec(st->conn, sql);
+    ExecStatusType status = PQresultStatus(res);
+    enum store_rc rc = STORE_OK;
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
+        rc = pg_fail_text(st, what, res ? PQresultErrorMessage(res) : PQerrorMessage(st->conn));
+    }
+    PQclear(res);
+    return rc;
 }
 
 static void pg_notice(void *arg, const char *message)
@@ -115,22 +134,14 @@ static void pg_notice(void *arg, const char *message)
 #define PG_IDLE_IN_TX "5s"
 static enum store_rc pg_session(struct pg_store *st)
 {
-    PGresult *res = PQexec(st->conn, "SET synchronous_commit TO on; SET client_min_messages TO "
-                                     "warning; SELECT set_config("
-                                     "'idle_in_transaction_session_timeout', '" PG_IDLE_IN_TX
-                                     "', false) WHERE current_setting("
-                                     "'idle_in_transaction_session_timeout') = '0'");
-    enum store_rc rc = STORE_OK;
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        rc = pg_fail(st, "session");
-    }
-    PQclear(res);
+    enum store_rc rc = pg_exec_script(st, "session",
+                                      "SET synchronous_commit TO on; SET client_min_messages TO "
+                                      "warning; SELECT set_config("
+                                      "'idle_in_transaction_session_timeout', '" PG_IDLE_IN_TX
+                                      "', false) WHERE current_setting("
+                                      "'idle_in_transaction_session_timeout') = '0'");
     if (rc == STORE_OK && st->reader) {
-        res = PQexec(st->conn, "SET default_transaction_read_only TO on");
-        if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-            rc = pg_fail(st, "session");
-        }
-        PQclear(res);
+        rc = pg_exec_script(st, "session", "SET default_transaction_read_only TO on");
     }
     return rc;
 }
@@ -164,12 +175,11 @@ static enum store_rc pg_ready(struct pg_store *st)
     return STORE_OK;
 }
 
-/* Runs sql with n parameters (text unless formats says binary; a NULL value binds NULL) and
- * hands back its result on success (the caller PQclears it). An error of integrity class 23
- * (a constraint) is a CONFLICT, as on SQLite. */
-static enum store_rc pg_exec_full(struct pg_store *st, const char *sql, int n,
-                                  const char *const *values, const int *lengths, const int *formats,
-                                  PGresult **ret_res)
+/* Runs sql with n text parameters (a NULL value binds NULL) and hands back its result on
+ * success (the caller PQclears it). An error of integrity class 23 (a constraint) is a CONFLICT,
+ * as on SQLite. */
+static enum store_rc pg_query(struct pg_store *st, const char *sql, int n,
+                              const char *const *values, PGresult **ret_res)
 {
     struct pg_cached *c = NULL;
     PGresult *res = NULL;
@@ -197,8 +207,8 @@ static enum store_rc pg_exec_full(struct pg_store *st, const char *sql, int n,
         c = slot;
         st->cached++;
     }
-    res = c ? PQexecPrepared(st->conn, c->name, n, values, lengths, formats, 0)
-            : PQexecParams(st->conn, sql, n, NULL, values, lengths, formats, 0);
+    res = c ? PQexecPrepared(st->conn, c->name, n, values, NULL, NULL, 0)
+            : PQexecParams(st->conn, sql, n, NULL, values, NULL, NULL, 0);
     ExecStatusType status = PQresultStatus(res);
     if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
         *ret_res = res;
@@ -212,12 +222,6 @@ static enum store_rc pg_exec_full(struct pg_store *st, const char *sql, int n,
     }
     PQclear(res);
     return rc;
-}
-
-static enum store_rc pg_query(struct pg_store *st, const char *sql, int n,
-                              const char *const *values, PGresult **ret_res)
-{
-    return pg_exec_full(st, sql, n, values, NULL, NULL, ret_res);
 }
 
 /* sql.h's exec. */
@@ -234,25 +238,14 @@ static enum store_rc pg_exec(struct sql_store *q, const char *sql, int n, const 
     return rc;
 }
 
-/* Column i of row, NULL for SQL NULL. */
-static const char *pg_col(const PGresult *res, int row, int i)
-{
-    return PQgetisnull(res, row, i) ? NULL : PQgetvalue(res, row, i);
-}
-
-static int64_t pg_int(const PGresult *res, int row, int i)
-{
-    return PQgetisnull(res, row, i) ? 0 : strtoll(PQgetvalue(res, row, i), NULL, 10);
-}
-
 static const char *pg_row_text(const struct sql_row *row, int col)
 {
-    return pg_col(row->res, row->i, col);
+    return PQgetisnull(row->res, row->i, col) ? NULL : PQgetvalue(row->res, row->i, col);
 }
 
 static int64_t pg_row_int(const struct sql_row *row, int col)
 {
-    return pg_int(row->res, row->i, col);
+    return strtoll(PQgetvalue(row->res, row->i, col), NULL, 10); /* "" for NULL: 0 */
 }
 
 /* sql.h's walk: the whole result is read, then handed on row by row (a callback may nest a call
@@ -293,20 +286,11 @@ static void pg_close(struct store *s)
 
 /* ---------------------------------------------------------------- transactions */
 
-/* A statement made here (not a literal: the statement cache keys texts by their pointer), sent
- * as a simple query, never prepared. */
+/* A statement made here (not a literal: the statement cache keys texts by their pointer). */
 static enum store_rc pg_exec_once(struct pg_store *st, const char *sql)
 {
     enum store_rc rc = pg_ready(st);
-    if (rc != STORE_OK) {
-        return rc;
-    }
-    PGresult *res = PQexec(st->conn, sql);
-    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-        rc = pg_fail_text(st, "query", res ? PQresultErrorMessage(res) : PQerrorMessage(st->conn));
-    }
-    PQclear(res);
-    return rc;
+    return rc == STORE_OK ? pg_exec_script(st, "query", sql) : rc;
 }
 
 static void pg_tx_rollback(struct store *s);
@@ -387,69 +371,28 @@ static void pg_tx_rollback(struct store *s)
 
 /* ---------------------------------------------------------------- keys */
 
-/* The hash goes as bytes. */
+/* The hash goes as hex, decoded into bytea. */
 static enum store_rc pg_key_add(struct store *s, const char *principal, const char *prefix,
                                 const unsigned char hash[STORE_HASH_LEN])
 {
     struct pg_store *st = pg_of(s);
+    char hex[2 * STORE_HASH_LEN + 1];
+    char now[32];
+    int64_t changes = 0;
     enum store_rc rc = sql_principal_exists(&st->sql, principal);
     if (rc != STORE_OK) {
         return rc;
     }
-    char now[32];
+    for (size_t i = 0; i < STORE_HASH_LEN; i++) {
+        snprintf(hex + 2 * i, 3, "%02x", hash[i]);
+    }
     sql_now(now);
-    const char *args[] = { prefix, principal, (const char *)hash, now };
-    const int lengths[] = { 0, 0, STORE_HASH_LEN, 0 };
-    const int formats[] = { 0, 0, 1, 0 }; /* the hash goes as bytes */
-    PGresult *res = NULL;
-    rc = pg_exec_full(st,
-                      "INSERT INTO api_keys(prefix, principal, hash, created) VALUES ($1, $2, "
-                      "$3::bytea, $4) ON CONFLICT DO NOTHING",
-                      4, args, lengths, formats, &res);
-    if (rc == STORE_OK && strcmp(PQcmdTuples(res), "1") != 0) {
-        rc = STORE_CONFLICT;
-    }
-    PQclear(res);
-    return rc;
-}
-
-static int pg_hex_nibble(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-static enum store_rc pg_key_lookup(struct store *s, const char *prefix, char *ret_principal,
-                                   unsigned char ret_hash[STORE_HASH_LEN])
-{
-    PGresult *res = NULL;
-    const char *args[] = { prefix };
-    unsigned char hash[STORE_HASH_LEN];
-    enum store_rc rc = pg_query(pg_of(s),
-                                "SELECT principal, encode(hash, 'hex') FROM api_keys "
-                                "WHERE prefix = $1 AND revoked IS NULL",
-                                1, args, &res);
-    if (rc != STORE_OK) {
-        return rc;
-    }
-    rc = STORE_NOT_FOUND;
-    if (PQntuples(res) == 1) {
-        const char *name = pg_col(res, 0, 0);
-        const char *hex = pg_col(res, 0, 1);
-        int ok = name && hex && strlen(name) <= STORE_NAME_MAX && strlen(hex) == 2 * STORE_HASH_LEN;
-        for (size_t i = 0; ok && i < STORE_HASH_LEN; i++) {
-            int hi = pg_hex_nibble(hex[2 * i]);
-            int lo = pg_hex_nibble(hex[2 * i + 1]);
-            ok = hi >= 0 && lo >= 0;
-            hash[i] = (unsigned char)(hi << 4 | lo);
-        }
-        if (ok) {
-            memcpy(ret_principal, name, strlen(name) + 1);
-            memcpy(ret_hash, hash, STORE_HASH_LEN);
-            rc = STORE_OK;
-        }
-    }
-    PQclear(res);
-    return rc;
+    const char *args[] = { prefix, principal, hex, now };
+    rc = pg_exec(&st->sql,
+                 "INSERT INTO api_keys(prefix, principal, hash, created) VALUES ($1, $2, "
+                 "decode($3, 'hex'), $4) ON CONFLICT DO NOTHING",
+                 4, args, &changes);
+    return rc == STORE_OK && changes != 1 ? STORE_CONFLICT : rc;
 }
 
 /* ---------------------------------------------------------------- audit */
@@ -463,7 +406,7 @@ static enum store_rc pg_audit_insert(struct sql_store *q, const char *actor, con
 {
     char prev[AUDIT_HASH_HEX_LEN + 1];
     int64_t last = 0;
-    enum store_rc rc = sql_audit_head(q, &last, prev, NULL);
+    enum store_rc rc = sql_audit_last(q, &last, prev, NULL);
     if (rc == STORE_OK) {
         rc = sql_audit_write(q, last + 1, prev, actor, action, subject, department, details_json,
                              ret_hash);
@@ -477,165 +420,36 @@ static enum store_rc pg_audit_insert(struct sql_store *q, const char *actor, con
     return rc;
 }
 
-/* Opens what an audit write runs in - a savepoint inside the caller's transaction, a
- * transaction of its own outside one - and takes the audit lock in it. */
-static enum store_rc pg_audit_open(struct pg_store *st, int *ret_own)
+/* sql.h's audit_open: a savepoint inside the caller's transaction, a transaction of its own
+ * outside one, and the audit lock in it. */
+static enum store_rc pg_audit_open(struct sql_store *q, int append, int *ret_own)
 {
-    int own = st->depth == 0;
-    enum store_rc rc = own ? pg_tx_begin(&st->sql.base)
-                           : pg_exec(&st->sql, "SAVEPOINT audit_write", 0, NULL, NULL);
-    if (rc != STORE_OK) {
-        return rc;
+    struct pg_store *st = pg_of(&q->base);
+    (void)append;
+    *ret_own = st->depth == 0;
+    enum store_rc rc =
+            *ret_own ? pg_tx_begin(&q->base) : pg_exec(q, "SAVEPOINT audit_write", 0, NULL, NULL);
+    if (rc == STORE_OK) {
+        rc = pg_exec(q, "SELECT pg_advisory_xact_lock(" PG_AUDIT_LOCK ")", 0, NULL, NULL);
     }
-    *ret_own = own;
-    rc = pg_exec(&st->sql, "SELECT pg_advisory_xact_lock(" PG_AUDIT_LOCK ")", 0, NULL, NULL);
     return rc;
 }
 
-/* Ends it: kept (rc STORE_OK) or undone. Returns rc, or the error of keeping it. */
-static enum store_rc pg_audit_close(struct pg_store *st, int own, enum store_rc rc)
+static enum store_rc pg_audit_close(struct sql_store *q, int own, enum store_rc rc)
 {
+    struct pg_store *st = pg_of(&q->base);
     if (rc == STORE_OK) {
-        if (own) {
-            return pg_tx_commit(&st->sql.base);
-        }
-        return pg_exec(&st->sql, "RELEASE audit_write", 0, NULL, NULL);
+        return own ? pg_tx_commit(&q->base) : pg_exec(q, "RELEASE audit_write", 0, NULL, NULL);
     }
     if (own) {
-        pg_tx_rollback(&st->sql.base);
+        pg_tx_rollback(&q->base);
     } else if (PQstatus(st->conn) == CONNECTION_OK) {
         PQclear(PQexec(st->conn, "ROLLBACK TO audit_write; RELEASE audit_write"));
     }
     return rc;
 }
 
-static enum store_rc pg_audit_append(struct store *s, const char *actor, const char *action,
-                                     const char *subject, const char *department,
-                                     const char *details_json, int64_t *ret_seq)
-{
-    struct pg_store *st = pg_of(s);
-    struct store_checkpoint cp;
-    char hash[AUDIT_HASH_HEX_LEN + 1];
-    int64_t seq = 0;
-    int own = 0;
-    enum store_rc rc = pg_audit_open(st, &own);
-    if (rc == STORE_OK) {
-        rc = pg_audit_insert(&st->sql, actor, action, subject, department, details_json, &seq,
-                             hash);
-    }
-    if (rc == STORE_OK && st->sql.audit_key &&
-        seq % SQL_CHECKPOINT_EVERY == SQL_CHECKPOINT_EVERY - 1) {
-        rc = sql_audit_append_checkpoint(&st->sql, seq, hash, &cp);
-    }
-    rc = pg_audit_close(st, own, rc);
-    if (rc != STORE_OK) {
-        return rc == STORE_CONFLICT ? pg_fail_text(st, "audit", "conflict") : rc;
-    }
-    if (ret_seq) {
-        *ret_seq = seq;
-    }
-    return STORE_OK;
-}
-
-static enum store_rc pg_audit_checkpoint(struct store *s, int append, struct store_checkpoint *ret)
-{
-    struct pg_store *st = pg_of(s);
-    int own = 0;
-    enum store_rc rc = pg_audit_open(st, &own);
-    if (rc == STORE_OK) {
-        rc = sql_audit_checkpoint_in(&st->sql, append, ret);
-    }
-    return pg_audit_close(st, own, rc);
-}
-
-/* libpq holds a whole result in memory, and a record may be most of a MiB (a version's source):
- * records are read this many at a time, so that a walk its callback ends early (a page of the
- * export, cut at its size) holds a few of them, not a page of 256. */
-#define PG_AUDIT_CHUNK 4
-
-static enum store_rc pg_audit_search(struct store *s, int64_t after_seq, int64_t limit,
-                                     const struct store_audit_filter *filter, store_audit_fn *fn,
-                                     void *userdata)
-{
-    static const struct store_audit_filter none = { NULL, NULL, NULL };
-    const struct store_audit_filter *f = filter ? filter : &none;
-    struct pg_store *st = pg_of(s);
-    int64_t done = 0;
-    int stopped = 0;
-    while (!stopped && done < limit) {
-        char after[24];
-        char max[24];
-        int64_t want = limit - done < PG_AUDIT_CHUNK ? limit - done : PG_AUDIT_CHUNK;
-        PGresult *res = NULL;
-        snprintf(after, sizeof after, "%" PRId64, after_seq);
-        snprintf(max, sizeof max, "%" PRId64, want);
-        const char *args[] = { f->action, f->run, f->template_name, after, max };
-        /* details is always a JSON object (audit_append checks it); json, not jsonb, takes any */
-        enum store_rc rc = pg_query(
-                st,
-                "SELECT " SQL_AUDIT_COLUMNS " FROM audit WHERE seq > $4::bigint AND ($1::text IS "
-                "NULL OR action = $1) AND ($2::text IS NULL OR subject = $2 OR details::json ->> "
-                "'run' = $2) AND ($3::text IS NULL OR subject = $3 OR details::json ->> "
-                "'template' = $3) ORDER BY seq LIMIT $5::bigint",
-                5, args, &res);
-        if (rc != STORE_OK) {
-            return rc;
-        }
-        struct sql_row row = { pg_row_text, pg_row_int, res, 0 };
-        int rows = PQntuples(res);
-        for (row.i = 0; row.i < rows && !stopped; row.i++) {
-            after_seq = pg_int(res, row.i, 0);
-            stopped = sql_audit_each(&row, (void *)fn, userdata) != 0;
-        }
-        PQclear(res);
-        done += rows;
-        if (rows < want) {
-            break;
-        }
-    }
-    return STORE_OK;
-}
-
 /* ---------------------------------------------------------------- runs, nodes */
-
-/* In chunks of PG_RUN_CHUNK by seq (libpq holds a whole result: every run ever, with its input
- * and outcome, is what airlockd's start walks), each one a result a callback may nest a call in. */
-static enum store_rc pg_run_list(struct store *s, const struct store_run_filter *f,
-                                 store_run_fn *fn, void *userdata)
-{
-    int64_t after_seq = f ? f->after_seq : 0;
-    int stopped = 0;
-    while (!stopped) {
-        char after[24];
-        char chunk[24];
-        PGresult *res = NULL;
-        snprintf(after, sizeof after, "%" PRId64, after_seq);
-        snprintf(chunk, sizeof chunk, "%d", PG_RUN_CHUNK);
-        const char *args[] = { after, f ? f->template_name : NULL, f ? f->status : NULL,
-                               f ? f->principal : NULL, chunk };
-        enum store_rc rc = pg_query(pg_of(s),
-                                    "SELECT " SQL_RUN_COLUMNS " FROM runs WHERE seq > $1::bigint "
-                                    "AND ($2::text IS NULL OR template = $2) "
-                                    "AND ($3::text IS NULL OR status = $3) "
-                                    "AND ($4::text IS NULL OR principal = $4) ORDER BY seq "
-                                    "LIMIT $5::bigint",
-                                    5, args, &res);
-        if (rc != STORE_OK) {
-            return rc;
-        }
-        struct sql_row row = { pg_row_text, pg_row_int, res, 0 };
-        int rows = PQntuples(res);
-        for (row.i = 0; row.i < rows && !stopped; row.i++) {
-            after_seq = pg_int(res, row.i, 0);
-            stopped = sql_run_each(&row, (void *)fn, userdata) != 0;
-        }
-        PQclear(res);
-        if (rows < PG_RUN_CHUNK) {
-            break;
-        }
-    }
-    return STORE_OK;
-}
 
 /* Times of leases are the database server's (ms since the epoch), one clock for every node. */
 #define PG_NOW_MS "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
@@ -719,10 +533,7 @@ static int64_t pgl_now_ms(void)
 
 static enum store_rc pgl_fail(struct pg_listener *pl, const char *what, const char *message)
 {
-    int len = (int)strlen(message);
-    while (len > 0 && (message[len - 1] == '\n' || message[len - 1] == ' ')) {
-        len--;
-    }
+    int len = pg_trimmed(message);
     snprintf(pl->errmsg, sizeof pl->errmsg, "postgres: listener: %s%s%.*s", what, len ? ": " : "",
              len, message);
     return STORE_ERROR;
@@ -974,16 +785,10 @@ static const struct store_ops pg_ops = {
     .version = STORE_OPS_VERSION,
     .name = "postgres",
     .close = pg_close,
-    SQL_OPS_SHARED,
-    .tx_begin = pg_tx_begin,
+    SQL_OPS_SHARED(SQL_OP_MEMBER).tx_begin = pg_tx_begin,
     .tx_commit = pg_tx_commit,
     .tx_rollback = pg_tx_rollback,
     .key_add = pg_key_add,
-    .key_lookup = pg_key_lookup,
-    .audit_append = pg_audit_append,
-    .audit_search = pg_audit_search,
-    .audit_checkpoint = pg_audit_checkpoint,
-    .run_list = pg_run_list,
     .node_beat = pg_node_beat,
     .node_expired = pg_node_expired,
     .notify = pg_notify,
@@ -1005,6 +810,8 @@ static const struct sql_backend pg_sql = {
     .exec = pg_exec,
     .walk = pg_walk,
     .audit_insert = pg_audit_insert,
+    .audit_open = pg_audit_open,
+    .audit_close = pg_audit_close,
     .run_set_status = "UPDATE runs SET status = $1, outcome = COALESCE($2, outcome), updated = $3 "
                       "WHERE id = $4 AND status = ANY (string_to_array($5::text, '|'))",
     .run_take_continuation = "SELECT continuation FROM runs WHERE id = $1 AND continuation IS NOT "
@@ -1016,22 +823,21 @@ static const struct sql_backend pg_sql = {
                         "UPDATE SKIP LOCKED) RETURNING id",
     .call_list = "SELECT run, idempotency_key, function, idempotent, sent, args_sha256 FROM "
                  "calls_sent WHERE run = $1 ORDER BY sent, idempotency_key",
+    .key_lookup = "SELECT principal, encode(hash, 'hex') FROM api_keys WHERE prefix = $1 AND "
+                  "revoked IS NULL",
+    /* details is always a JSON object (audit_append checks it); json, not jsonb, takes any */
+    .audit_search = "SELECT " SQL_AUDIT_COLUMNS " FROM audit WHERE seq > $1::bigint AND ($3::text "
+                    "IS NULL OR action = $3) AND ($4::text IS NULL OR subject = $4 OR "
+                    "details::json ->> 'run' = $4) AND ($5::text IS NULL OR subject = $5 OR "
+                    "details::json ->> 'template' = $5) ORDER BY seq LIMIT $2::bigint",
+    /* libpq holds a whole result in memory, and a record may be most of a MiB (a version's
+     * source): records are read a few at a time, so that a walk its callback ends early (a page
+     * of the export, cut at its size) holds a few of them, not a page of 256 */
+    .audit_page = 4,
+    .run_page = 64,
 };
 
 /* ---------------------------------------------------------------- opening */
-
-/* Runs a text of statements without parameters (a migration's, the session's). */
-static enum store_rc pg_exec_script(struct pg_store *st, const char *what, const char *sql)
-{
-    PGresult *res = PQexec(st->conn, sql);
-    ExecStatusType status = PQresultStatus(res);
-    enum store_rc rc = STORE_OK;
-    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
-        rc = pg_fail_text(st, what, res ? PQresultErrorMessage(res) : PQerrorMessage(st->conn));
-    }
-    PQclear(res);
-    return rc;
-}
 
 /* Brings the schema to the last migration, in one transaction under PG_MIGRATE_LOCK; records
  * written before 0002_audit_chain are chained in it. */
@@ -1053,7 +859,7 @@ static enum store_rc pg_migrate(struct pg_store *st)
     if (rc != STORE_OK) {
         goto out;
     }
-    version = (int)pg_int(res, 0, 0);
+    version = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10); /* "" for NULL: 0 */
     if (version > postgres_migrations_count) {
         snprintf(st->sql.errmsg, sizeof st->sql.errmsg,
                  "the database has schema version %d, newer than this airlockd's %d: use a "

@@ -17,6 +17,9 @@
 #include <time.h>
 
 #define SQL_LINE_MAX ((size_t)1 << 20) /* an audit record's line */
+#define SQL_RUN_COLUMNS                                                                      \
+    "seq, id, COALESCE(template, ''), COALESCE(version, 0), department, principal, status, " \
+    "input, source, language, functions, outcome, created, updated"
 
 static struct sql_store *sql_of(struct store *s)
 {
@@ -70,7 +73,9 @@ static int sql_stop(const struct sql_row *row, void *fn, void *userdata)
     return 1;
 }
 
-enum store_rc sql_exists(struct sql_store *q, const char *sql, int n, const char *const *args)
+/* STORE_OK when sql (n arguments) finds a row, NOT_FOUND when not. */
+static enum store_rc sql_exists(struct sql_store *q, const char *sql, int n,
+                                const char *const *args)
 {
     return q->db->walk(q, sql, n, args, 1, sql_stop, NULL, NULL);
 }
@@ -99,8 +104,7 @@ static int sql_int_each(const struct sql_row *row, void *fn, void *userdata)
     return 1;
 }
 
-/* The number in the first column of sql's one row. */
-static enum store_rc sql_int(struct sql_store *q, const char *sql, int64_t *ret_value)
+enum store_rc sql_int(struct sql_store *q, const char *sql, int64_t *ret_value)
 {
     int64_t value = 0;
     enum store_rc rc = q->db->walk(q, sql, 0, NULL, 1, sql_int_each, NULL, &value);
@@ -108,6 +112,64 @@ static enum store_rc sql_int(struct sql_store *q, const char *sql, int64_t *ret_
         *ret_value = value;
     }
     return rc;
+}
+
+/* A walk in seq order (the first column) of sql, whose $1 is the seq to start after, $2 the most
+ * rows and $3..$5 the filter's, through at most limit rows, page of them per query (0: all in
+ * one). */
+struct sql_pager {
+    sql_each_fn *each;
+    void *fn;
+    void *userdata;
+    int64_t seq;
+    int64_t rows; /* of the current page */
+    int stopped;
+};
+
+static int sql_pager_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct sql_pager *p = userdata;
+    (void)fn;
+    p->seq = num(r, 0);
+    p->rows++;
+    p->stopped = p->each(r, p->fn, p->userdata) != 0;
+    return p->stopped;
+}
+
+static enum store_rc sql_walk_pages(struct sql_store *q, const char *sql, const char *const *filter,
+                                    int64_t after, int64_t limit, int64_t page, sql_each_fn *each,
+                                    void *fn, void *userdata)
+{
+    struct sql_pager p = { each, fn, userdata, after, 0, 0 };
+    char from[24];
+    char most[24];
+    const char *args[] = { from, most, filter[0], filter[1], filter[2] };
+    for (int64_t done = 0; done < limit && !p.stopped; done += p.rows) {
+        int64_t want = page > 0 && limit - done > page ? page : limit - done;
+        snprintf(from, sizeof from, "%" PRId64, p.seq);
+        snprintf(most, sizeof most, "%" PRId64, want);
+        p.rows = 0;
+        enum store_rc rc = q->db->walk(q, sql, 5, args, 0, sql_pager_each, NULL, &p);
+        if (rc != STORE_OK) {
+            return rc;
+        }
+        if (p.rows < want) {
+            break;
+        }
+    }
+    return STORE_OK;
+}
+
+/* db->walk and db->exec of an operation's store. */
+static enum store_rc sql_walk(struct store *s, const char *sql, int n, const char *const *args,
+                              int one, sql_each_fn *each, void *fn, void *userdata)
+{
+    return sql_of(s)->db->walk(sql_of(s), sql, n, args, one, each, fn, userdata);
+}
+
+static enum store_rc sql_exec(struct store *s, const char *sql, int n, const char *const *args)
+{
+    return sql_of(s)->db->exec(sql_of(s), sql, n, args, NULL);
 }
 
 const char *sql_errmsg(struct store *s)
@@ -151,16 +213,14 @@ static int sql_principal_each(const struct sql_row *r, void *fn, void *userdata)
 enum store_rc sql_principal_get(struct store *s, const char *name, store_principal_fn *fn,
                                 void *userdata)
 {
-    return sql_of(s)->db->walk(sql_of(s),
-                               "SELECT name, kind, created FROM principals WHERE name = $1", 1,
-                               &name, 1, sql_principal_each, (void *)fn, userdata);
+    return sql_walk(s, "SELECT name, kind, created FROM principals WHERE name = $1", 1, &name, 1,
+                    sql_principal_each, (void *)fn, userdata);
 }
 
 enum store_rc sql_principal_list(struct store *s, store_principal_fn *fn, void *userdata)
 {
-    return sql_of(s)->db->walk(sql_of(s),
-                               "SELECT name, kind, created FROM principals ORDER BY name", 0, NULL,
-                               0, sql_principal_each, (void *)fn, userdata);
+    return sql_walk(s, "SELECT name, kind, created FROM principals ORDER BY name", 0, NULL, 0,
+                    sql_principal_each, (void *)fn, userdata);
 }
 
 enum store_rc sql_key_revoke(struct store *s, const char *principal, const char *prefix)
@@ -174,6 +234,56 @@ enum store_rc sql_key_revoke(struct store *s, const char *principal, const char 
                       3, args);
 }
 
+static int sql_hex_nibble(char c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+struct sql_key {
+    char principal[STORE_NAME_MAX + 1];
+    unsigned char hash[STORE_HASH_LEN];
+    int found;
+};
+
+static int sql_key_found(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct sql_key *k = userdata;
+    const char *name = col(r, 0);
+    const char *hex = col(r, 1);
+    int ok = name && hex && strlen(name) <= STORE_NAME_MAX && strlen(hex) == 2 * STORE_HASH_LEN;
+    (void)fn;
+    for (size_t i = 0; ok && i < STORE_HASH_LEN; i++) {
+        int hi = sql_hex_nibble(hex[2 * i]);
+        int lo = sql_hex_nibble(hex[2 * i + 1]);
+        ok = hi >= 0 && lo >= 0;
+        k->hash[i] = (unsigned char)(hi << 4 | lo);
+    }
+    if (ok) {
+        memcpy(k->principal, name, strlen(name) + 1);
+        k->found = 1;
+    }
+    return 1;
+}
+
+enum store_rc sql_key_lookup(struct store *s, const char *prefix, char *ret_principal,
+                             unsigned char ret_hash[STORE_HASH_LEN])
+{
+    struct sql_key k = { .found = 0 };
+    enum store_rc rc =
+            sql_walk(s, sql_of(s)->db->key_lookup, 1, &prefix, 1, sql_key_found, NULL, &k);
+    if (rc == STORE_OK && !k.found) {
+        return STORE_NOT_FOUND;
+    }
+    if (rc == STORE_OK) {
+        memcpy(ret_principal, k.principal, strlen(k.principal) + 1);
+        memcpy(ret_hash, k.hash, STORE_HASH_LEN);
+    }
+    return rc;
+}
+
 static int sql_key_each(const struct sql_row *r, void *fn, void *userdata)
 {
     struct store_key k = { col(r, 0), col(r, 1), col(r, 2) };
@@ -182,8 +292,8 @@ static int sql_key_each(const struct sql_row *r, void *fn, void *userdata)
 
 enum store_rc sql_key_list(struct store *s, const char *principal, store_key_fn *fn, void *userdata)
 {
-    return sql_of(s)->db->walk(
-            sql_of(s),
+    return sql_walk(
+            s,
             "SELECT prefix, created, revoked FROM api_keys WHERE principal = $1 ORDER BY created",
             1, &principal, 0, sql_key_each, (void *)fn, userdata);
 }
@@ -224,10 +334,10 @@ static int sql_grant_each(const struct sql_row *r, void *fn, void *userdata)
 enum store_rc sql_role_list(struct store *s, const char *principal, store_grant_fn *fn,
                             void *userdata)
 {
-    return sql_of(s)->db->walk(sql_of(s),
-                               "SELECT role, department FROM role_grants WHERE principal = $1 "
-                               "ORDER BY department, role",
-                               1, &principal, 0, sql_grant_each, (void *)fn, userdata);
+    return sql_walk(s,
+                    "SELECT role, department FROM role_grants WHERE principal = $1 "
+                    "ORDER BY department, role",
+                    1, &principal, 0, sql_grant_each, (void *)fn, userdata);
 }
 
 /* ---------------------------------------------------------------- departments */
@@ -252,17 +362,15 @@ static int sql_department_each(const struct sql_row *r, void *fn, void *userdata
 enum store_rc sql_department_get(struct store *s, const char *name, store_department_fn *fn,
                                  void *userdata)
 {
-    return sql_of(s)->db->walk(
-            sql_of(s),
-            "SELECT name, autonomy, allow_adhoc, created FROM departments WHERE name = $1", 1,
-            &name, 1, sql_department_each, (void *)fn, userdata);
+    return sql_walk(s,
+                    "SELECT name, autonomy, allow_adhoc, created FROM departments WHERE name = $1",
+                    1, &name, 1, sql_department_each, (void *)fn, userdata);
 }
 
 enum store_rc sql_department_list(struct store *s, store_department_fn *fn, void *userdata)
 {
-    return sql_of(s)->db->walk(
-            sql_of(s), "SELECT name, autonomy, allow_adhoc, created FROM departments ORDER BY name",
-            0, NULL, 0, sql_department_each, (void *)fn, userdata);
+    return sql_walk(s, "SELECT name, autonomy, allow_adhoc, created FROM departments ORDER BY name",
+                    0, NULL, 0, sql_department_each, (void *)fn, userdata);
 }
 
 enum store_rc sql_department_set_policy(struct store *s, const char *name, const char *autonomy,
@@ -276,7 +384,7 @@ enum store_rc sql_department_set_policy(struct store *s, const char *name, const
 
 /* ---------------------------------------------------------------- audit */
 
-int sql_audit_each(const struct sql_row *r, void *fn, void *userdata)
+static int sql_audit_each(const struct sql_row *r, void *fn, void *userdata)
 {
     struct store_audit a = { num(r, 0), col(r, 1), col(r, 2), col(r, 3), col(r, 4),
                              col(r, 5), col(r, 6), col(r, 7), col(r, 8), col(r, 9) };
@@ -307,7 +415,7 @@ static int sql_head_each(const struct sql_row *r, void *fn, void *userdata)
     return 1;
 }
 
-enum store_rc sql_audit_head(struct sql_store *q, int64_t *ret_seq,
+enum store_rc sql_audit_last(struct sql_store *q, int64_t *ret_seq,
                              char ret_hash[AUDIT_HASH_HEX_LEN + 1], int *ret_checkpoint)
 {
     struct sql_head h = { .seq = 0, .checkpoint = 0 };
@@ -361,8 +469,9 @@ out:
     return rc;
 }
 
-enum store_rc sql_audit_sign(struct sql_store *q, int64_t seq, const char *hash,
-                             struct store_checkpoint *ret)
+/* A checkpoint of (seq, hash), signed now with q's key. */
+static enum store_rc sql_audit_sign(struct sql_store *q, int64_t seq, const char *hash,
+                                    struct store_checkpoint *ret)
 {
     struct al_error err;
     memset(&err, 0, sizeof err);
@@ -381,8 +490,9 @@ enum store_rc sql_audit_sign(struct sql_store *q, int64_t seq, const char *hash,
     return STORE_OK;
 }
 
-enum store_rc sql_audit_append_checkpoint(struct sql_store *q, int64_t seq, const char *hash,
-                                          struct store_checkpoint *ret)
+/* Signs (seq, hash) into *ret and appends the checkpoint record of it (db->audit_insert). */
+static enum store_rc sql_audit_append_checkpoint(struct sql_store *q, int64_t seq, const char *hash,
+                                                 struct store_checkpoint *ret)
 {
     char cp_hash[AUDIT_HASH_HEX_LEN + 1];
     int64_t cp_seq = 0;
@@ -401,12 +511,47 @@ enum store_rc sql_audit_append_checkpoint(struct sql_store *q, int64_t seq, cons
     return rc;
 }
 
-enum store_rc sql_audit_checkpoint_in(struct sql_store *q, int append, struct store_checkpoint *ret)
+enum store_rc sql_audit_append(struct store *s, const char *actor, const char *action,
+                               const char *subject, const char *department,
+                               const char *details_json, int64_t *ret_seq)
 {
+    struct sql_store *q = sql_of(s);
+    struct store_checkpoint cp;
+    char hash[AUDIT_HASH_HEX_LEN + 1];
+    int64_t seq = 0;
+    int scope = 0;
+    enum store_rc rc = q->db->audit_open(q, 1, &scope);
+    if (rc == STORE_OK) {
+        rc = q->db->audit_insert(q, actor, action, subject, department, details_json, &seq, hash);
+    }
+    if (rc == STORE_OK && q->audit_key && seq % SQL_CHECKPOINT_EVERY == SQL_CHECKPOINT_EVERY - 1) {
+        /* without a scope, only when another connection's records moved it to a checkpoint's
+         * place */
+        rc = sql_audit_append_checkpoint(q, seq, hash, &cp);
+    }
+    rc = q->db->audit_close(q, scope, rc);
+    if (rc == STORE_CONFLICT) {
+        snprintf(q->errmsg, sizeof q->errmsg, "%s: audit: conflict", s->ops->name);
+        rc = STORE_ERROR;
+    }
+    if (rc == STORE_OK && ret_seq) {
+        *ret_seq = seq;
+    }
+    return rc;
+}
+
+/* Inside the backend's audit scope, which keeps other appends out. */
+enum store_rc sql_audit_checkpoint(struct store *s, int append, struct store_checkpoint *ret)
+{
+    struct sql_store *q = sql_of(s);
     char hash[AUDIT_HASH_HEX_LEN + 1];
     int64_t seq = 0;
     int sealed = 0;
-    enum store_rc rc = sql_audit_head(q, &seq, hash, &sealed);
+    int scope = 0;
+    enum store_rc rc = q->db->audit_open(q, 0, &scope);
+    if (rc == STORE_OK) {
+        rc = sql_audit_last(q, &seq, hash, &sealed);
+    }
     if (rc == STORE_OK && seq == 0) {
         rc = STORE_NOT_FOUND;
     }
@@ -414,13 +559,13 @@ enum store_rc sql_audit_checkpoint_in(struct sql_store *q, int append, struct st
         struct store_checkpoint cp;
         rc = sql_audit_append_checkpoint(q, seq, hash, &cp);
         if (rc == STORE_OK) {
-            rc = sql_audit_head(q, &seq, hash, NULL);
+            rc = sql_audit_last(q, &seq, hash, NULL);
         }
     }
     if (rc == STORE_OK) {
         rc = sql_audit_sign(q, seq, hash, ret);
     }
-    return rc;
+    return q->db->audit_close(q, scope, rc);
 }
 
 struct sql_chain {
@@ -468,10 +613,22 @@ enum store_rc sql_audit_chain_legacy(struct sql_store *q)
     return rc == STORE_OK ? c.rc : rc;
 }
 
+enum store_rc sql_audit_search(struct store *s, int64_t after_seq, int64_t limit,
+                               const struct store_audit_filter *filter, store_audit_fn *fn,
+                               void *userdata)
+{
+    static const struct store_audit_filter none = { NULL, NULL, NULL };
+    const struct store_audit_filter *f = filter ? filter : &none;
+    const char *args[] = { f->action, f->run, f->template_name };
+    struct sql_store *q = sql_of(s);
+    return sql_walk_pages(q, q->db->audit_search, args, after_seq, limit, q->db->audit_page,
+                          sql_audit_each, (void *)fn, userdata);
+}
+
 enum store_rc sql_audit_list(struct store *s, int64_t after_seq, int64_t limit, store_audit_fn *fn,
                              void *userdata)
 {
-    return s->ops->audit_search(s, after_seq, limit, NULL, fn, userdata);
+    return sql_audit_search(s, after_seq, limit, NULL, fn, userdata);
 }
 
 enum store_rc sql_audit_set_key(struct store *s, EVP_PKEY *key)
@@ -486,7 +643,7 @@ enum store_rc sql_audit_set_key(struct store *s, EVP_PKEY *key)
     return STORE_OK;
 }
 
-enum store_rc sql_audit_last_seq(struct store *s, int64_t *ret_seq)
+enum store_rc sql_audit_head(struct store *s, int64_t *ret_seq)
 {
     return sql_int(sql_of(s), "SELECT coalesce(max(seq), 0) FROM audit", ret_seq);
 }
@@ -510,6 +667,9 @@ enum store_rc sql_template_create(struct store *s, const char *name, const char 
                       5, args);
 }
 
+#define SQL_TEMPLATE_SELECT \
+    "SELECT name, department, description, created, created_by FROM templates "
+
 static int sql_template_each(const struct sql_row *r, void *fn, void *userdata)
 {
     struct store_template t = { col(r, 0), col(r, 1), col(r, 2), col(r, 3), col(r, 4) };
@@ -519,18 +679,14 @@ static int sql_template_each(const struct sql_row *r, void *fn, void *userdata)
 enum store_rc sql_template_get(struct store *s, const char *name, store_template_fn *fn,
                                void *userdata)
 {
-    return sql_of(s)->db->walk(sql_of(s),
-                               "SELECT name, department, description, created, created_by FROM "
-                               "templates WHERE name = $1",
-                               1, &name, 1, sql_template_each, (void *)fn, userdata);
+    return sql_walk(s, SQL_TEMPLATE_SELECT "WHERE name = $1", 1, &name, 1, sql_template_each,
+                    (void *)fn, userdata);
 }
 
 enum store_rc sql_template_list(struct store *s, store_template_fn *fn, void *userdata)
 {
-    return sql_of(s)->db->walk(sql_of(s),
-                               "SELECT name, department, description, created, created_by FROM "
-                               "templates ORDER BY name",
-                               0, NULL, 0, sql_template_each, (void *)fn, userdata);
+    return sql_walk(s, SQL_TEMPLATE_SELECT "ORDER BY name", 0, NULL, 0, sql_template_each,
+                    (void *)fn, userdata);
 }
 
 static int sql_version_number_each(const struct sql_row *r, void *fn, void *userdata)
@@ -616,20 +772,18 @@ enum store_rc sql_version_get(struct store *s, const char *template_name, int64_
         return STORE_NOT_FOUND;
     }
     snprintf(number, sizeof number, "%" PRId64, version);
-    return sql_of(s)->db->walk(
-            sql_of(s),
-            version == 0 ? SQL_VERSION_COLUMNS "WHERE v.template = $1 AND v.state = 'approved' "
-                                               "ORDER BY v.version DESC LIMIT 1"
-                         : SQL_VERSION_COLUMNS "WHERE v.template = $1 AND v.version = $2",
-            version == 0 ? 1 : 2, args, 1, sql_version_each, (void *)fn, userdata);
+    return sql_walk(s,
+                    version == 0 ? SQL_VERSION_COLUMNS "WHERE v.template = $1 AND v.state = "
+                                                       "'approved' ORDER BY v.version DESC LIMIT 1"
+                                 : SQL_VERSION_COLUMNS "WHERE v.template = $1 AND v.version = $2",
+                    version == 0 ? 1 : 2, args, 1, sql_version_each, (void *)fn, userdata);
 }
 
 enum store_rc sql_version_list(struct store *s, const char *template_name, store_version_fn *fn,
                                void *userdata)
 {
-    return sql_of(s)->db->walk(sql_of(s),
-                               SQL_VERSION_COLUMNS "WHERE v.template = $1 ORDER BY v.version", 1,
-                               &template_name, 0, sql_version_each, (void *)fn, userdata);
+    return sql_walk(s, SQL_VERSION_COLUMNS "WHERE v.template = $1 ORDER BY v.version", 1,
+                    &template_name, 0, sql_version_each, (void *)fn, userdata);
 }
 
 enum store_rc sql_version_set_state(struct store *s, const char *template_name, int64_t version,
@@ -681,7 +835,7 @@ enum store_rc sql_version_set_state(struct store *s, const char *template_name, 
 
 /* ---------------------------------------------------------------- runs and approvals */
 
-int sql_run_each(const struct sql_row *r, void *fn, void *userdata)
+static int sql_run_each(const struct sql_row *r, void *fn, void *userdata)
 {
     struct store_run run = {
         .seq = num(r, 0),
@@ -733,8 +887,26 @@ enum store_rc sql_run_create(struct store *s, const struct store_run *r)
 
 enum store_rc sql_run_get(struct store *s, const char *id, store_run_fn *fn, void *userdata)
 {
-    return sql_of(s)->db->walk(sql_of(s), "SELECT " SQL_RUN_COLUMNS " FROM runs WHERE id = $1", 1,
-                               &id, 1, sql_run_each, (void *)fn, userdata);
+    return sql_walk(s, "SELECT " SQL_RUN_COLUMNS " FROM runs WHERE id = $1", 1, &id, 1,
+                    sql_run_each, (void *)fn, userdata);
+}
+
+/* In pages of db->run_page: every run ever, with its input and outcome, is what airlockd's start
+ * walks. */
+enum store_rc sql_run_list(struct store *s, const struct store_run_filter *f, store_run_fn *fn,
+                           void *userdata)
+{
+    const char *args[] = { f ? f->template_name : NULL, f ? f->status : NULL,
+                           f ? f->principal : NULL };
+    struct sql_store *q = sql_of(s);
+    /* the CASTs: PostgreSQL would not know the type of a parameter only tested for NULL */
+    return sql_walk_pages(q,
+                          "SELECT " SQL_RUN_COLUMNS " FROM runs WHERE seq > CAST($1 AS BIGINT) "
+                          "AND (CAST($3 AS TEXT) IS NULL OR template = $3) AND (CAST($4 AS TEXT) "
+                          "IS NULL OR status = $4) AND (CAST($5 AS TEXT) IS NULL OR principal = "
+                          "$5) ORDER BY seq LIMIT CAST($2 AS BIGINT)",
+                          args, f ? f->after_seq : 0, INT64_MAX, q->db->run_page, sql_run_each,
+                          (void *)fn, userdata);
 }
 
 enum store_rc sql_run_set_status(struct store *s, const char *id, const char *from,
@@ -846,9 +1018,8 @@ enum store_rc sql_approval_create(struct store *s, const struct store_approval *
 enum store_rc sql_approval_get(struct store *s, const char *id, store_approval_fn *fn,
                                void *userdata)
 {
-    return sql_of(s)->db->walk(sql_of(s),
-                               "SELECT " SQL_APPROVAL_COLUMNS " FROM approvals WHERE id = $1", 1,
-                               &id, 1, sql_approval_each, (void *)fn, userdata);
+    return sql_walk(s, "SELECT " SQL_APPROVAL_COLUMNS " FROM approvals WHERE id = $1", 1, &id, 1,
+                    sql_approval_each, (void *)fn, userdata);
 }
 
 enum store_rc sql_approval_list(struct store *s, const char *run, const char *status,
@@ -856,11 +1027,11 @@ enum store_rc sql_approval_list(struct store *s, const char *run, const char *st
 {
     const char *args[] = { run, status };
     /* the CASTs: PostgreSQL would not know the type of a parameter only tested for NULL */
-    return sql_of(s)->db->walk(sql_of(s),
-                               "SELECT " SQL_APPROVAL_COLUMNS " FROM approvals WHERE (CAST($1 AS "
-                               "TEXT) IS NULL OR run = $1) AND (CAST($2 AS TEXT) IS NULL OR "
-                               "status = $2) ORDER BY seq DESC",
-                               2, args, 0, sql_approval_each, (void *)fn, userdata);
+    return sql_walk(s,
+                    "SELECT " SQL_APPROVAL_COLUMNS " FROM approvals WHERE (CAST($1 AS "
+                    "TEXT) IS NULL OR run = $1) AND (CAST($2 AS TEXT) IS NULL OR "
+                    "status = $2) ORDER BY seq DESC",
+                    2, args, 0, sql_approval_each, (void *)fn, userdata);
 }
 
 enum store_rc sql_approval_decide(struct store *s, const char *id, const char *status,
@@ -880,10 +1051,10 @@ enum store_rc sql_approval_decide(struct store *s, const char *id, const char *s
 
 enum store_rc sql_approval_consume(struct store *s, const char *run)
 {
-    return sql_of(s)->db->exec(sql_of(s),
-                               "UPDATE approvals SET consumed = 1 WHERE run = $1 "
-                               "AND status IN ('approved', 'denied')",
-                               1, &run, NULL);
+    return sql_exec(s,
+                    "UPDATE approvals SET consumed = 1 WHERE run = $1 AND status IN ('approved', "
+                    "'denied')",
+                    1, &run);
 }
 
 /* ---------------------------------------------------------------- connectors (0005) */
@@ -912,6 +1083,10 @@ enum store_rc sql_connector_create(struct store *s, const struct store_connector
                       10, args);
 }
 
+#define SQL_CONNECTOR_SELECT                                                                       \
+    "SELECT name, department, url, signing_secret, headers, header_names, functions, timeout_ms, " \
+    "created, created_by FROM connectors "
+
 static int sql_connector_each(const struct sql_row *r, void *fn, void *userdata)
 {
     struct store_connector c = { col(r, 0), col(r, 1), col(r, 2), col(r, 3), col(r, 4),
@@ -922,20 +1097,14 @@ static int sql_connector_each(const struct sql_row *r, void *fn, void *userdata)
 enum store_rc sql_connector_get(struct store *s, const char *name, store_connector_fn *fn,
                                 void *userdata)
 {
-    return sql_of(s)->db->walk(
-            sql_of(s),
-            "SELECT name, department, url, signing_secret, headers, header_names, functions, "
-            "timeout_ms, created, created_by FROM connectors WHERE name = $1",
-            1, &name, 1, sql_connector_each, (void *)fn, userdata);
+    return sql_walk(s, SQL_CONNECTOR_SELECT "WHERE name = $1", 1, &name, 1, sql_connector_each,
+                    (void *)fn, userdata);
 }
 
 enum store_rc sql_connector_list(struct store *s, store_connector_fn *fn, void *userdata)
 {
-    return sql_of(s)->db->walk(
-            sql_of(s),
-            "SELECT name, department, url, signing_secret, headers, header_names, functions, "
-            "timeout_ms, created, created_by FROM connectors ORDER BY name",
-            0, NULL, 0, sql_connector_each, (void *)fn, userdata);
+    return sql_walk(s, SQL_CONNECTOR_SELECT "ORDER BY name", 0, NULL, 0, sql_connector_each,
+                    (void *)fn, userdata);
 }
 
 /* ---------------------------------------------------------------- several nodes (0006, 0007) */
@@ -959,10 +1128,10 @@ enum store_rc sql_run_set_node(struct store *s, const char *id, const char *node
 enum store_rc sql_run_list_on_node(struct store *s, const char *node, store_run_fn *fn,
                                    void *userdata)
 {
-    return sql_of(s)->db->walk(
-            sql_of(s),
-            /* the cancelled ones from the few execution rows, not from every run the node ever
-             * had cancelled */
+    /* the cancelled ones from the few execution rows, not from every run the node ever had
+     * cancelled */
+    return sql_walk(
+            s,
             node ? "SELECT " SQL_RUN_COLUMNS " FROM runs WHERE node = $1 AND status = 'running' "
                    "UNION ALL SELECT " SQL_RUN_COLUMNS " FROM runs WHERE id IN (SELECT run FROM "
                    "executions) AND node = $1 AND status = 'cancelled' ORDER BY seq"
@@ -1033,13 +1202,12 @@ enum store_rc sql_execution_put(struct store *s, const struct store_execution *e
     snprintf(clock, sizeof clock, "%" PRId64, e->clock_ms);
     snprintf(attempt, sizeof attempt, "%" PRId64, e->attempt);
     const char *args[] = { e->run, e->resume, e->resolutions, clock, attempt };
-    return sql_of(s)->db->exec(
-            sql_of(s),
-            "INSERT INTO executions(run, resume, resolutions, clock_ms, attempt) VALUES ($1, $2, "
-            "$3, CAST($4 AS BIGINT), CAST($5 AS INTEGER)) ON CONFLICT (run) DO UPDATE SET resume "
-            "= excluded.resume, resolutions = excluded.resolutions, clock_ms = excluded.clock_ms, "
-            "attempt = excluded.attempt",
-            5, args, NULL);
+    return sql_exec(s,
+                    "INSERT INTO executions(run, resume, resolutions, clock_ms, attempt) VALUES "
+                    "($1, $2, $3, CAST($4 AS BIGINT), CAST($5 AS INTEGER)) ON CONFLICT (run) DO "
+                    "UPDATE SET resume = excluded.resume, resolutions = excluded.resolutions, "
+                    "clock_ms = excluded.clock_ms, attempt = excluded.attempt",
+                    5, args);
 }
 
 static int sql_execution_each(const struct sql_row *r, void *fn, void *userdata)
@@ -1051,10 +1219,9 @@ static int sql_execution_each(const struct sql_row *r, void *fn, void *userdata)
 enum store_rc sql_execution_get(struct store *s, const char *run, store_execution_fn *fn,
                                 void *userdata)
 {
-    return sql_of(s)->db->walk(
-            sql_of(s),
-            "SELECT run, resume, resolutions, clock_ms, attempt FROM executions WHERE run = $1", 1,
-            &run, 1, sql_execution_each, (void *)fn, userdata);
+    return sql_walk(
+            s, "SELECT run, resume, resolutions, clock_ms, attempt FROM executions WHERE run = $1",
+            1, &run, 1, sql_execution_each, (void *)fn, userdata);
 }
 
 enum store_rc sql_run_lock_on_node(struct store *s, const char *id, const char *node,

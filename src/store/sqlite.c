@@ -367,37 +367,6 @@ static enum store_rc sqlite_key_add(struct store *s, const char *principal, cons
     return rc;
 }
 
-static enum store_rc sqlite_key_lookup(struct store *s, const char *prefix, char *ret_principal,
-                                       unsigned char ret_hash[STORE_HASH_LEN])
-{
-    struct sqlite_store *st = sqlite_of(s);
-    sqlite3_stmt *stmt = NULL;
-    enum store_rc rc = sqlite_prepare(
-            st, "SELECT principal, hash FROM api_keys WHERE prefix = $1 AND revoked IS NULL", 1,
-            &prefix, &stmt);
-    if (rc != STORE_OK) {
-        return rc;
-    }
-    int step = sqlite3_step(stmt);
-    if (step == SQLITE_ROW) {
-        const char *name = (const char *)sqlite3_column_text(stmt, 0);
-        const void *hash = sqlite3_column_blob(stmt, 1);
-        if (!name || !hash || strlen(name) > STORE_NAME_MAX ||
-            sqlite3_column_bytes(stmt, 1) != STORE_HASH_LEN) {
-            rc = STORE_NOT_FOUND;
-        } else {
-            memcpy(ret_principal, name, strlen(name) + 1);
-            memcpy(ret_hash, hash, STORE_HASH_LEN);
-        }
-    } else if (step == SQLITE_DONE) {
-        rc = STORE_NOT_FOUND;
-    } else {
-        rc = sqlite_fail(st, "key");
-    }
-    sqlite_release(st, stmt);
-    return rc;
-}
-
 /* ---------------------------------------------------------------- audit */
 
 /* sql.h's audit_insert: chained to the head this connection knows, read only when it knows
@@ -418,7 +387,7 @@ static enum store_rc sqlite_audit_insert(struct sql_store *q, const char *actor,
             last = st->head_seq;
             memcpy(prev, st->head_hash, sizeof prev);
         } else {
-            rc = sql_audit_head(q, &last, prev, NULL);
+            rc = sql_audit_last(q, &last, prev, NULL);
         }
         st->head_known = 0; /* until this insert is in */
         if (rc == STORE_OK) {
@@ -442,103 +411,32 @@ static enum store_rc sqlite_audit_insert(struct sql_store *q, const char *actor,
     return STORE_OK;
 }
 
-static enum store_rc sqlite_savepoint(struct sqlite_store *st, const char *sql)
+/* sql.h's audit_open. A record no checkpoint follows is one INSERT, atomic on its own: the
+ * savepoint binds a record to its checkpoint (and covers a head not known yet, which might need
+ * one). */
+static enum store_rc sqlite_audit_open(struct sql_store *q, int append, int *ret_scope)
 {
-    return sqlite_exec(&st->sql, sql, 0, NULL, NULL);
+    struct sqlite_store *st = sqlite_of(&q->base);
+    *ret_scope =
+            !append || !st->head_known ||
+            (q->audit_key && (st->head_seq + 1) % SQL_CHECKPOINT_EVERY == SQL_CHECKPOINT_EVERY - 1);
+    return *ret_scope ? sqlite_exec(q, "SAVEPOINT audit_write", 0, NULL, NULL) : STORE_OK;
 }
 
-static enum store_rc sqlite_audit_append(struct store *s, const char *actor, const char *action,
-                                         const char *subject, const char *department,
-                                         const char *details_json, int64_t *ret_seq)
+static enum store_rc sqlite_audit_close(struct sql_store *q, int scope, enum store_rc rc)
 {
-    struct sqlite_store *st = sqlite_of(s);
-    struct store_checkpoint cp;
-    char hash[AUDIT_HASH_HEX_LEN + 1];
-    int64_t seq = 0;
-    enum store_rc rc = STORE_OK;
-    /* A record no checkpoint follows is one INSERT, atomic on its own: the savepoint binds a
-     * record to its checkpoint (and covers a head not known yet, which might need one). */
-    int alone = st->head_known &&
-                !(st->sql.audit_key &&
-                  (st->head_seq + 1) % SQL_CHECKPOINT_EVERY == SQL_CHECKPOINT_EVERY - 1);
-    if (!alone) {
-        rc = sqlite_savepoint(st, "SAVEPOINT audit_append");
+    struct sqlite_store *st = sqlite_of(&q->base);
+    if (scope && rc == STORE_OK) {
+        rc = sqlite_exec(q, "RELEASE audit_write", 0, NULL, NULL);
     }
-    if (rc == STORE_OK) {
-        rc = sqlite_audit_insert(&st->sql, actor, action, subject, department, details_json, &seq,
-                                 hash);
-    }
-    if (rc == STORE_OK && st->sql.audit_key &&
-        seq % SQL_CHECKPOINT_EVERY == SQL_CHECKPOINT_EVERY - 1) {
-        /* alone, only when another connection's records moved it to a checkpoint's place */
-        rc = sql_audit_append_checkpoint(&st->sql, seq, hash, &cp);
-    }
-    if (rc == STORE_OK && !alone) {
-        rc = sqlite_savepoint(st, "RELEASE audit_append");
-    }
-    if (rc != STORE_OK && !alone) {
+    if (scope && rc != STORE_OK) {
         st->head_known = 0;
-        sqlite3_exec(st->db, "ROLLBACK TO audit_append; RELEASE audit_append", NULL, NULL, NULL);
-    }
-    if (rc == STORE_OK && ret_seq) {
-        *ret_seq = seq;
-    }
-    return rc == STORE_CONFLICT ? sqlite_fail(st, "audit") : rc;
-}
-
-static enum store_rc sqlite_audit_checkpoint(struct store *s, int append,
-                                             struct store_checkpoint *ret)
-{
-    struct sqlite_store *st = sqlite_of(s);
-    enum store_rc rc = sqlite_savepoint(st, "SAVEPOINT audit_checkpoint");
-    if (rc == STORE_OK) {
-        rc = sql_audit_checkpoint_in(&st->sql, append, ret);
-        if (rc == STORE_OK) {
-            rc = sqlite_savepoint(st, "RELEASE audit_checkpoint");
-        }
-        if (rc != STORE_OK) {
-            st->head_known = 0;
-            sqlite3_exec(st->db, "ROLLBACK TO audit_checkpoint; RELEASE audit_checkpoint", NULL,
-                         NULL, NULL);
-        }
+        sqlite3_exec(st->db, "ROLLBACK TO audit_write; RELEASE audit_write", NULL, NULL, NULL);
     }
     return rc;
 }
 
-static enum store_rc sqlite_audit_search(struct store *s, int64_t after_seq, int64_t limit,
-                                         const struct store_audit_filter *filter,
-                                         store_audit_fn *fn, void *userdata)
-{
-    static const struct store_audit_filter none = { NULL, NULL, NULL };
-    const struct store_audit_filter *f = filter ? filter : &none;
-    char after[24];
-    char max[24];
-    snprintf(after, sizeof after, "%" PRId64, after_seq);
-    snprintf(max, sizeof max, "%" PRId64, limit);
-    const char *args[] = { f->action, f->run, f->template_name, after, max };
-    return sqlite_walk(&sqlite_of(s)->sql,
-                       "SELECT " SQL_AUDIT_COLUMNS " FROM audit WHERE seq > $4 AND ($1 IS NULL "
-                       "OR action = $1) AND ($2 IS NULL OR subject = $2 OR json_extract(details, "
-                       "'$.run') = $2) AND ($3 IS NULL OR subject = $3 OR json_extract(details, "
-                       "'$.template') = $3) ORDER BY seq LIMIT $5",
-                       5, args, 0, sql_audit_each, (void *)fn, userdata);
-}
-
 /* ---------------------------------------------------------------- runs, nodes */
-
-static enum store_rc sqlite_run_list(struct store *s, const struct store_run_filter *f,
-                                     store_run_fn *fn, void *userdata)
-{
-    char after[24];
-    snprintf(after, sizeof after, "%" PRId64, f ? f->after_seq : 0);
-    const char *args[] = { after, f ? f->template_name : NULL, f ? f->status : NULL,
-                           f ? f->principal : NULL };
-    return sqlite_walk(&sqlite_of(s)->sql,
-                       "SELECT " SQL_RUN_COLUMNS " FROM runs WHERE seq > $1 "
-                       "AND ($2 IS NULL OR template = $2) AND ($3 IS NULL OR status = $3) "
-                       "AND ($4 IS NULL OR principal = $4) ORDER BY seq",
-                       4, args, 0, sql_run_each, (void *)fn, userdata);
-}
 
 /* Several nodes (0006_nodes). SQLite is one node's, but the operations work as on PostgreSQL,
  * with this process's clock. */
@@ -582,16 +480,10 @@ static const struct store_ops sqlite_ops = {
     .version = STORE_OPS_VERSION,
     .name = "sqlite",
     .close = sqlite_close,
-    SQL_OPS_SHARED,
-    .tx_begin = sqlite_tx_begin,
+    SQL_OPS_SHARED(SQL_OP_MEMBER).tx_begin = sqlite_tx_begin,
     .tx_commit = sqlite_tx_commit,
     .tx_rollback = sqlite_tx_rollback,
     .key_add = sqlite_key_add,
-    .key_lookup = sqlite_key_lookup,
-    .audit_append = sqlite_audit_append,
-    .audit_search = sqlite_audit_search,
-    .audit_checkpoint = sqlite_audit_checkpoint,
-    .run_list = sqlite_run_list,
     .node_beat = sqlite_node_beat,
     .node_expired = sqlite_node_expired,
     /* one node: nobody to wake */
@@ -610,6 +502,8 @@ static const struct sql_backend sqlite_sql = {
     .exec = sqlite_exec,
     .walk = sqlite_walk,
     .audit_insert = sqlite_audit_insert,
+    .audit_open = sqlite_audit_open,
+    .audit_close = sqlite_audit_close,
     .run_set_status = "UPDATE runs SET status = $1, outcome = COALESCE($2, outcome), updated = $3 "
                       "WHERE id = $4 AND instr('|' || $5 || '|', '|' || status || '|') > 0",
     .run_take_continuation = "SELECT continuation FROM runs WHERE id = $1 AND continuation IS NOT "
@@ -621,27 +515,16 @@ static const struct sql_backend sqlite_sql = {
                         "RETURNING id",
     .call_list = "SELECT run, idempotency_key, function, idempotent, sent, args_sha256 FROM "
                  "calls_sent WHERE run = $1 ORDER BY rowid",
+    .key_lookup = "SELECT principal, hex(hash) FROM api_keys WHERE prefix = $1 AND revoked IS NULL",
+    .audit_search = "SELECT " SQL_AUDIT_COLUMNS " FROM audit WHERE seq > $1 AND ($3 IS NULL OR "
+                    "action = $3) AND ($4 IS NULL OR subject = $4 OR json_extract(details, "
+                    "'$.run') = $4) AND ($5 IS NULL OR subject = $5 OR json_extract(details, "
+                    "'$.template') = $5) ORDER BY seq LIMIT $2",
 };
 
 int store_schema_version(void)
 {
     return migrations_count;
-}
-
-static enum store_rc sqlite_pragma_int(struct sqlite_store *st, const char *sql, int *ret_value)
-{
-    sqlite3_stmt *stmt = NULL;
-    enum store_rc rc = sqlite_prepare(st, sql, 0, NULL, &stmt);
-    if (rc != STORE_OK) {
-        return rc;
-    }
-    if (sqlite3_step(stmt) == SQLITE_ROW) {
-        *ret_value = sqlite3_column_int(stmt, 0);
-    } else {
-        rc = sqlite_fail(st, sql);
-    }
-    sqlite_release(st, stmt);
-    return rc;
 }
 
 /* Applies the migrations after `from`, all in one transaction with the new user_version. */
@@ -695,7 +578,7 @@ static enum store_rc sqlite_audit_chain_legacy(struct sqlite_store *st)
 enum store_rc store_sqlite_open(const char *path, struct store **ret_store, char *errmsg)
 {
     enum store_rc rc = STORE_ERROR;
-    int version = 0;
+    int64_t version = 0;
     char mode[16] = "";
     sqlite3_stmt *stmt = NULL;
     struct sqlite_store *st = calloc(1, sizeof *st);
@@ -713,13 +596,13 @@ enum store_rc store_sqlite_open(const char *path, struct store **ret_store, char
         goto out;
     }
     sqlite3_busy_timeout(st->db, 5000);
-    if (sqlite_pragma_int(st, "PRAGMA user_version", &version) != STORE_OK) {
+    if (sql_int(&st->sql, "PRAGMA user_version", &version) != STORE_OK) {
         goto out;
     }
     if (version > migrations_count) {
         snprintf(st->sql.errmsg, sizeof st->sql.errmsg,
                  "%s has schema version %d, newer than this airlockd's %d: use a newer airlockd",
-                 path, version, migrations_count);
+                 path, (int)version, migrations_count);
         goto out;
     }
     if (sqlite_prepare(st, "PRAGMA journal_mode = WAL", 0, NULL, &stmt) != STORE_OK) {
@@ -738,7 +621,7 @@ enum store_rc store_sqlite_open(const char *path, struct store **ret_store, char
         sqlite_fail(st, "pragma");
         goto out;
     }
-    if (version < migrations_count && sqlite_migrate(st, version) != STORE_OK) {
+    if (version < migrations_count && sqlite_migrate(st, (int)version) != STORE_OK) {
         goto out;
     }
     if (version == 1 && sqlite_audit_chain_legacy(st) != STORE_OK) {
