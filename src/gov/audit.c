@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "hex.h"
 #include "jcs.h"
 #include "json.h"
 
@@ -40,29 +41,6 @@ static int is_hex(const char *s, size_t want)
         }
     }
     return s[want] == '\0';
-}
-
-static void to_hex(const unsigned char *in, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[in[i] >> 4];
-        out[2 * i + 1] = digits[in[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
-static int hex_val(char c)
-{
-    return c <= '9' ? c - '0' : c - 'a' + 10;
-}
-
-/* `hex` already passed is_hex(hex, 2 * n). */
-static void from_hex(const char *hex, unsigned char *out, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        out[i] = (unsigned char)(hex_val(hex[2 * i]) << 4 | hex_val(hex[2 * i + 1]));
-    }
 }
 
 /* "YYYY-MM-DDTHH:MM:SS.mmmZ" with plausible field ranges. */
@@ -104,7 +82,7 @@ enum al_code audit_hash(const char *prev_hex, const char *canon, size_t len,
         rc = error_set(reterr, AL_INTERNAL_ERROR, "SHA-256 failed");
         goto out;
     }
-    to_hex(md, sizeof md, ret_hash);
+    hex_encode(md, sizeof md, ret_hash);
 out:
     EVP_MD_CTX_free(ctx);
     return rc;
@@ -283,7 +261,7 @@ enum al_code audit_public_key_hex(EVP_PKEY *key, char ret_hex[AUDIT_KEY_HEX_LEN 
         EVP_PKEY_get_raw_public_key(key, raw, &n) != 1 || n != sizeof raw) {
         return error_set(reterr, AL_CONFIG_ERROR, "not an Ed25519 key");
     }
-    to_hex(raw, sizeof raw, ret_hex);
+    hex_encode(raw, sizeof raw, ret_hex);
     return AL_OK;
 }
 
@@ -314,7 +292,7 @@ enum al_code audit_checkpoint_sign(EVP_PKEY *key, uint64_t seq, const char *hash
         rc = error_set(reterr, AL_INTERNAL_ERROR, "Ed25519 signing failed");
         goto out;
     }
-    to_hex(sig, sizeof sig, ret_sig);
+    hex_encode(sig, sizeof sig, ret_sig);
 out:
     EVP_MD_CTX_free(ctx);
     return rc;
@@ -335,8 +313,8 @@ enum al_code audit_checkpoint_verify(const char *public_key_hex, uint64_t seq, c
         !is_hex(hash_hex, AUDIT_HASH_HEX_LEN) || !ret_valid) {
         return error_set(reterr, AL_CONFIG_ERROR, "checkpoint: key, signature or hash not hex");
     }
-    from_hex(public_key_hex, raw, sizeof raw);
-    from_hex(signature_hex, sig, sizeof sig);
+    hex_decode(public_key_hex, sizeof raw, raw);
+    hex_decode(signature_hex, sizeof sig, sig);
     int n = checkpoint_text(msg, sizeof msg, seq, hash_hex);
     key = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, raw, sizeof raw);
     if (!key) {

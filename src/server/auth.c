@@ -14,22 +14,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "hex.h"
+
 _Static_assert(AUTH_GRANTS_MAX == GOV_GRANTS_MAX && STORE_NAME_MAX == GOV_NAME_MAX,
                "a principal's grants are a gov_principal");
 
 unsigned auth_role_bit(const char *name)
 {
     return gov_role_bit(name);
-}
-
-static void auth_hex(const unsigned char *in, size_t len, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < len; i++) {
-        out[2 * i] = digits[in[i] >> 4];
-        out[2 * i + 1] = digits[in[i] & 15];
-    }
-    out[2 * len] = '\0';
 }
 
 static int auth_is_hex(const char *s, size_t len)
@@ -49,7 +41,7 @@ int auth_key_new(char *ret_key, char *ret_prefix, unsigned char ret_hash[STORE_H
     if (RAND_bytes(raw, sizeof raw) != 1) {
         return -1;
     }
-    auth_hex(raw, sizeof raw, hex);
+    hex_encode(raw, sizeof raw, hex);
     OPENSSL_cleanse(raw, sizeof raw);
     snprintf(ret_key, AUTH_KEY_MAX + 1, "ak_%.*s_%s", AUTH_PREFIX_LEN, hex, hex + AUTH_PREFIX_LEN);
     OPENSSL_cleanse(hex, sizeof hex);
@@ -72,7 +64,7 @@ int auth_key_digest(const char *key, char *ret_prefix, unsigned char ret_hash[ST
     const char *prefix = key + 3;
     if (len != 3 + AUTH_PREFIX_LEN + 1 + 64 || memcmp(key, "ak_", 3) != 0 ||
         key[3 + AUTH_PREFIX_LEN] != '_' || !auth_is_hex(key + 3, AUTH_PREFIX_LEN)) {
-        auth_hex(ret_hash, STORE_HASH_LEN, hex);
+        hex_encode(ret_hash, STORE_HASH_LEN, hex);
         prefix = hex;
     }
     memcpy(ret_prefix, prefix, AUTH_PREFIX_LEN);

@@ -28,6 +28,7 @@
 
 #include "buf.h"
 #include "error.h"
+#include "hex.h"
 #include "json.h"
 #include "schema.h"
 #include "secretbox.h"
@@ -618,16 +619,6 @@ void connector_client_free(struct connector_client *c)
     free(c);
 }
 
-static void connector_hex(const unsigned char *in, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[in[i] >> 4];
-        out[2 * i + 1] = digits[in[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
 static void connector_opt_str(struct buf *b, const char *name, const char *value)
 {
     buf_printf(b, ",\"%s\":", name);
@@ -666,7 +657,7 @@ static int connector_prepare(struct connector_call *call, const struct connector
               signed_text.len, mac, &mac_len)) {
         goto out;
     }
-    connector_hex(mac, mac_len, mac_hex);
+    hex_encode(mac, mac_len, mac_hex);
     snprintf(sig, sizeof sig, "X-Airlock-Signature: t=%s,v1=%s", stamp, mac_hex);
 
     /* the connector's headers, then airlockd's own */

@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "hex.h"
 #include "json.h"
 #include "metrics.h"
 
@@ -143,7 +144,6 @@ static void http_set_phase(struct http_server *srv, struct http_track *t, enum h
 
 static void http_request_id(char *out)
 {
-    static const char digits[] = "0123456789abcdef";
     unsigned char raw[8] = { 0 };
     if (RAND_bytes(raw, sizeof raw) != 1) {
         /* Only a label for logs: the clock is as good as anything when the generator fails. */
@@ -152,11 +152,7 @@ static void http_request_id(char *out)
         memcpy(raw, &ts.tv_nsec, sizeof raw < sizeof ts.tv_nsec ? sizeof raw : sizeof ts.tv_nsec);
     }
     memcpy(out, "req_", 4);
-    for (size_t i = 0; i < sizeof raw; i++) {
-        out[4 + 2 * i] = digits[raw[i] >> 4];
-        out[5 + 2 * i] = digits[raw[i] & 15];
-    }
-    out[HTTP_REQUEST_ID_LEN] = '\0';
+    hex_encode(raw, sizeof raw, out + 4);
 }
 
 static void http_log(const struct http_conn *c, const struct http_response *resp)

@@ -15,30 +15,10 @@
 #include <unistd.h>
 
 #include "error.h"
-
-static int keyfile_unhex(const char *hex, size_t len, unsigned char *ret)
-{
-    for (size_t i = 0; i < len; i++) {
-        unsigned v = 0;
-        for (size_t j = 0; j < 2; j++) {
-            char c = hex[2 * i + j];
-            unsigned d = c >= '0' && c <= '9'   ? (unsigned)(c - '0')
-                         : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
-                         : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10)
-                                                : 16;
-            if (d == 16) {
-                return -1;
-            }
-            v = v * 16 + d;
-        }
-        ret[i] = (unsigned char)v;
-    }
-    return 0;
-}
+#include "hex.h"
 
 static int keyfile_create(const char *path, size_t len, struct al_error *reterr)
 {
-    static const char digits[] = "0123456789abcdef";
     unsigned char raw[KEYFILE_MAX];
     char hex[2 * KEYFILE_MAX + 2];
     char tmp[4200];
@@ -47,10 +27,7 @@ static int keyfile_create(const char *path, size_t len, struct al_error *reterr)
         error_set(reterr, AL_INTERNAL_ERROR, "the random generator failed");
         return -1;
     }
-    for (size_t i = 0; i < len; i++) {
-        hex[2 * i] = digits[raw[i] >> 4];
-        hex[2 * i + 1] = digits[raw[i] & 15];
-    }
+    hex_encode(raw, len, hex);
     hex[2 * len] = '\n';
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >= sizeof tmp) {
         error_set(reterr, AL_CONFIG_ERROR, "the data directory's path is too long");
@@ -136,7 +113,7 @@ int keyfile_load(const char *data_dir, const char *file, const char *env, size_t
         what = path;
     }
     size_t hlen = strcspn(hex, "\r\n");
-    if (hlen != 2 * len || keyfile_unhex(hex, len, ret) != 0) {
+    if (hlen != 2 * len || hex_decode(hex, len, ret) != 0) {
         error_set(reterr, AL_CONFIG_ERROR, "%.150s must hold %zu hex digits", what, 2 * len);
         goto out;
     }

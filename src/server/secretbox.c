@@ -14,42 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hex.h"
 #include "keyfile.h"
 
 #define SECRETBOX_PREFIX "v1:"
-
-static int secretbox_unhex(const char *hex, size_t hex_len, unsigned char *out)
-{
-    if (hex_len % 2 != 0) {
-        return -1;
-    }
-    for (size_t i = 0; i < hex_len / 2; i++) {
-        unsigned v = 0;
-        for (int j = 0; j < 2; j++) {
-            char c = hex[2 * i + (size_t)j];
-            unsigned d = c >= '0' && c <= '9'   ? (unsigned)(c - '0')
-                         : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
-                         : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10)
-                                                : 16u;
-            if (d == 16) {
-                return -1;
-            }
-            v = v * 16 + d;
-        }
-        out[i] = (unsigned char)v;
-    }
-    return 0;
-}
-
-static void secretbox_hex(const unsigned char *in, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[in[i] >> 4];
-        out[2 * i + 1] = digits[in[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
 
 int secretbox_key_load(const char *data_dir, unsigned char ret_key[SECRETBOX_KEY_LEN],
                        struct al_error *reterr)
@@ -105,7 +73,7 @@ int secretbox_seal(const unsigned char key[SECRETBOX_KEY_LEN], const char *conte
         goto out;
     }
     memcpy(text, SECRETBOX_PREFIX, sizeof SECRETBOX_PREFIX - 1);
-    secretbox_hex(raw, raw_len, text + sizeof SECRETBOX_PREFIX - 1);
+    hex_encode(raw, raw_len, text + sizeof SECRETBOX_PREFIX - 1);
     *ret_sealed = text;
     text = NULL;
     rc = 0;
@@ -143,7 +111,7 @@ int secretbox_open(const unsigned char key[SECRETBOX_KEY_LEN], const char *conte
     raw = malloc(raw_len);
     plain = malloc(plain_len + 1);
     ctx = EVP_CIPHER_CTX_new();
-    if (!raw || !plain || !ctx || secretbox_unhex(sealed + prefix_len, hex_len, raw) != 0) {
+    if (!raw || !plain || !ctx || hex_decode(sealed + prefix_len, raw_len, raw) != 0) {
         goto out;
     }
     if (secretbox_start(ctx, 0, key, raw, context) != 0 ||
