@@ -35,6 +35,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "api.h"
+#include "clock.h"
 #include "connector.h"
 #include "error.h"
 #include "json.h"
@@ -179,9 +181,7 @@ void runs_plan_free(struct runs_plan *plan)
 
 int64_t runs_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return clock_wall_ms();
 }
 
 void runs_time_text(int64_t ms, char out[RUNS_TIME_LEN])
@@ -221,13 +221,6 @@ int runs_new_id(const char *prefix, char *ret)
     }
     ret[n + 2 * sizeof raw] = '\0';
     return 0;
-}
-
-unsigned runs_http_status(const char *status)
-{
-    int waiting = strcmp(status, "running") == 0 || strcmp(status, "queued") == 0 ||
-                  strcmp(status, "awaiting_approval") == 0;
-    return waiting ? 202 : 200;
 }
 
 static void srun_unref(struct srun *sr)
@@ -577,13 +570,14 @@ static void runs_put_calls(struct buf *b, const struct srun *sr)
     buf_append_str(b, "]");
 }
 
-/* The run's status; its outcome object {value|error, console, stats, host_calls} into
- * `outcome` and the same members but the host calls (their own records), huge values bounded,
- * into `audit` (no braces). */
-static const char *runs_outcome(struct srun *sr, struct buf *outcome, struct buf *audit)
+/* The run's state into *ret_state; its outcome object {value|error, console, stats, host_calls}
+ * into `outcome` and the same members but the host calls (their own records), huge values
+ * bounded, into `audit` (no braces). -1 when a buffer overflowed. */
+static int runs_outcome(struct srun *sr, struct buf *outcome, struct buf *audit,
+                        enum gov_run_state *ret_state)
 {
     const struct al_result *res = sr->result;
-    const char *status;
+    enum gov_run_state state;
     struct buf value;
     struct buf console;
     struct buf error;
@@ -594,25 +588,25 @@ static const char *runs_outcome(struct srun *sr, struct buf *outcome, struct buf
     int cancelled = atomic_load(&sr->cancelled);
     if (cancelled) {
         /* cancelled through the API or by a revocation: that is its end, whatever came back */
-        status = "cancelled";
+        state = GOV_RUN_CANCELLED;
         runs_put_error(&error, al_code_name(AL_ABORTED), "", 0, sr->cancel_why,
                        strlen(sr->cancel_why), "", 0);
     } else if (!res) {
-        status = "failed";
+        state = GOV_RUN_FAILED;
         runs_put_error(&error, al_code_name(AL_INTERNAL_ERROR), "", 0, sr->start_error,
                        strlen(sr->start_error), "", 0);
     } else if (st == AL_STATUS_COMPLETED) {
         size_t vlen;
         const char *v = al_result_value(res, &vlen);
-        status = "completed";
+        state = GOV_RUN_COMPLETED;
         json_write_compact(&value, v, vlen);
     } else if (st == AL_STATUS_INTERRUPTED) {
-        status = "awaiting_approval";
+        state = GOV_RUN_AWAITING_APPROVAL;
         buf_append_str(&value, "null");
     } else {
         struct al_error_text et;
         al_result_error_text(res, &et);
-        status = "failed";
+        state = GOV_RUN_FAILED;
         runs_put_error(&error, al_code_name(al_result_error_code(res)), et.name, et.name_len,
                        et.message, et.message_len, et.stack, et.stack_len);
     }
@@ -646,7 +640,7 @@ static const char *runs_outcome(struct srun *sr, struct buf *outcome, struct buf
         buf_done(&value);
         buf_done(&console);
         buf_done(&error);
-        return NULL;
+        return -1;
     }
     buf_append_str(outcome, "{");
     if (error.len) {
@@ -668,7 +662,8 @@ static const char *runs_outcome(struct srun *sr, struct buf *outcome, struct buf
     buf_done(&value);
     buf_done(&console);
     buf_done(&error);
-    return status;
+    *ret_state = state;
+    return 0;
 }
 
 static void runs_put_str(struct buf *b, const char *key, const char *value)
@@ -785,16 +780,17 @@ static enum store_rc runs_record(struct store *s, struct srun *sr)
         rc = d.data ? runs_audit(s, "airlockd", "run.host_call", plan, d.data) : STORE_ERROR;
     }
 
-    const char *status = runs_outcome(sr, &outcome, &audit);
-    if (rc == STORE_OK && (!status || !outcome.data || !audit.data)) {
+    enum gov_run_state state = GOV_RUN_FAILED;
+    int whole = runs_outcome(sr, &outcome, &audit, &state) == 0;
+    if (rc == STORE_OK && (!whole || !outcome.data || !audit.data)) {
         rc = STORE_ERROR;
     }
     int recorded = 0;
     if (rc == STORE_OK) {
         /* a run cancelled through the API is recorded cancelled already: add its outcome */
-        rc = s->ops->run_set_status(
-                s, plan->id, strcmp(status, "cancelled") == 0 ? "running|cancelled" : "running",
-                status, outcome.data);
+        rc = s->ops->run_set_status(s, plan->id,
+                                    state == GOV_RUN_CANCELLED ? "running|cancelled" : "running",
+                                    gov_run_state_name(state), outcome.data);
         recorded = rc == STORE_OK;
         if (rc == STORE_CONFLICT) {
             /* cancelled through the API just as it ended: the cancel stands (its status and
@@ -803,7 +799,7 @@ static enum store_rc runs_record(struct store *s, struct srun *sr)
             rc = s->ops->run_set_status(s, plan->id, "cancelled", "cancelled", NULL);
             recorded = rc == STORE_OK;
             if (recorded) {
-                status = "cancelled";
+                state = GOV_RUN_CANCELLED;
             } else if (rc == STORE_CONFLICT) {
                 rc = STORE_OK; /* ended otherwise meanwhile: that end stands */
             }
@@ -812,7 +808,7 @@ static enum store_rc runs_record(struct store *s, struct srun *sr)
     if (rc == STORE_OK && r->node[0]) {
         rc = s->ops->call_clear(s, plan->id); /* this execution's calls are recorded above */
     }
-    int waits = status && strcmp(status, "awaiting_approval") == 0;
+    int waits = state == GOV_RUN_AWAITING_APPROVAL;
     if (rc == STORE_OK && recorded && waits) {
         rc = runs_record_approvals(s, sr, &d);
     }
@@ -821,14 +817,14 @@ static enum store_rc runs_record(struct store *s, struct srun *sr)
         runs_put_subject(&d, plan);
         runs_put_str(&d, "principal", plan->principal);
         runs_put_str(&d, "approved_by", plan->approved_by);
-        runs_put_str(&d, "status", status);
+        runs_put_str(&d, "status", gov_run_state_name(state));
         buf_append_str(&d, ",");
         buf_append(&d, audit.data, audit.len);
         buf_append_str(&d, "}");
         rc = d.data ? runs_audit(s, "airlockd", waits ? "run.wait" : "run.end", plan, d.data)
                     : STORE_ERROR;
     }
-    sr->counted_status = rc == STORE_OK && recorded ? status : NULL;
+    sr->counted_status = rc == STORE_OK && recorded ? gov_run_state_name(state) : NULL;
     buf_done(&outcome);
     buf_done(&audit);
     buf_done(&d);
@@ -845,7 +841,7 @@ struct runs_row_json {
 static int runs_row_json(void *userdata, const struct store_run *row)
 {
     struct runs_row_json *j = userdata;
-    j->status = runs_http_status(row->status);
+    j->status = gov_run_state_http_status(api_run_state(row->status));
     j->rc = runs_json(j->s, row, j->b);
     return 0;
 }
