@@ -173,8 +173,7 @@ static int nodes_call_fn(void *userdata, const struct store_call *c)
     if (b->data && b->data[b->len - 1] != '[') {
         buf_append_str(b, ",");
     }
-    buf_append_str(b, "{\"function\":");
-    json_write_string(b, c->function, strlen(c->function));
+    api_member(b, "{\"function\":", c->function);
     api_member(b, ",\"idempotency_key\":", c->idempotency_key);
     api_member(b, ",\"sent\":", c->sent);
     buf_printf(b, ",\"idempotent\":%s,\"outcome\":\"unknown\"}", c->idempotent ? "true" : "false");
@@ -245,8 +244,7 @@ static enum store_rc nodes_take_over(struct store *s, const char *id, const char
     /* a run of no recorded node predates the marks: what it sent is not known */
     int retry = rc == STORE_OK && node && !cancelled && doubt.unsafe == 0 &&
                 x.e.attempt < NODES_RETRIES_MAX;
-    buf_append_str(&b, "{\"run\":");
-    json_write_string(&b, id, strlen(id));
+    api_member(&b, "{\"run\":", id);
     if (retry) {
         struct store_execution e = { id, x.e.resume, x.e.resolutions,
                                      x.e.clock_ms > 0 ? x.e.clock_ms : created_ms,
@@ -261,7 +259,7 @@ static enum store_rc nodes_take_over(struct store *s, const char *id, const char
         buf_append_str(&b, ",\"status\":\"queued\"");
         api_member(&b, ",\"reason\":", reason);
         api_member(&b, ",\"node\":", node);
-        buf_printf(&b, ",\"attempt\":%" PRId64 ",\"calls_retried\":", e.attempt);
+        buf_printf(&b, ",\"attempt\":%" PRId64, e.attempt);
     } else if (rc == STORE_OK && cancelled) {
         rc = s->ops->call_clear(s, id);
         if (rc == STORE_OK) {
@@ -269,20 +267,17 @@ static enum store_rc nodes_take_over(struct store *s, const char *id, const char
              * it goes on, finds the run not its own (runs.c) */
             rc = s->ops->run_set_node(s, id, NULL);
         }
-        buf_append_str(&b,
-                       ",\"status\":\"cancelled\",\"error\":{\"code\":\"ABORTED\",\"message\":");
-        json_write_string(&b, cancelled, strlen(cancelled));
+        api_member(&b, ",\"status\":\"cancelled\",\"error\":{\"code\":\"ABORTED\",\"message\":",
+                   cancelled);
         buf_append_str(&b, "}");
         api_member(&b, ",\"node\":", node);
-        buf_append_str(&b, ",\"calls_in_doubt\":");
     } else if (rc == STORE_OK) {
         snprintf(why, sizeof why, "%s", reason);
         if (doubt.unsafe == 0 && node) {
             snprintf(why, sizeof why, "%s; taken over %d times already, not again", reason,
                      NODES_RETRIES_MAX);
         }
-        buf_append_str(&outcome, "{\"error\":{\"code\":\"ABORTED\",\"name\":\"\",\"message\":");
-        json_write_string(&outcome, why, strlen(why));
+        api_member(&outcome, "{\"error\":{\"code\":\"ABORTED\",\"name\":\"\",\"message\":", why);
         buf_append_str(&outcome, ",\"stack\":\"\"},\"console\":[],\"stats\":{},\"host_calls\":[]}");
         rc = outcome.data ? s->ops->run_set_status(s, id, "running", "failed", outcome.data)
                           : STORE_ERROR;
@@ -294,9 +289,9 @@ static enum store_rc nodes_take_over(struct store *s, const char *id, const char
         if (node) {
             api_member(&b, ",\"node\":", node);
         }
-        buf_append_str(&b, ",\"calls_in_doubt\":");
     }
     if (rc == STORE_OK) {
+        buf_printf(&b, ",\"%s\":", retry ? "calls_retried" : "calls_in_doubt");
         buf_append(&b, calls.data ? calls.data : "", calls.len);
         buf_append_str(&b, "}");
         rc = calls.data && b.data ? s->ops->audit_append(s, "airlockd",

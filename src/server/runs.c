@@ -58,7 +58,8 @@ struct runs_call {
     char *message;
 };
 
-/* Where a run's own record stands (srun.start_state, under runs.lock). */
+/* Where a run's own record stands (srun.start_state, under runs.lock; only the writer's thread
+ * makes it UNRECORDED, and then neither its start nor its end is recorded). */
 enum runs_start_state {
     RUNS_START_DURABLE = 0, /* on the disk: connector calls go out (every resumed run) */
     RUNS_START_PENDING,     /* in the writer's next batch: connector calls are held */
@@ -86,7 +87,6 @@ struct srun {
     unsigned answer_status;
     enum runs_start_state start_state;
     struct runs_pending *held;   /* connector calls waiting for the start record's commit */
-    int unrecorded;              /* its start was never recorded, nor is its end */
     const char *counted_status;  /* what its record said, for /metrics once committed */
     struct writer_job end;       /* its end, for the writer */
     struct writer_hook launched; /* its launch inside a writer job: settled at that commit */
@@ -156,9 +156,8 @@ struct runs_pending {
     const char *args; /* the call's, valid until it is completed */
     char key[RUNS_ID_LEN + 32];
     char args_sha256[2 * SHA256_DIGEST_LENGTH + 1]; /* hex, for the mark (call_mark) */
-    int diverged; /* the mark found another call under the key: it is not sent */
-    int taken;    /* the run is no longer this node's (taken over): it is not sent */
-    char connector[STORE_NAME_MAX + 1];
+    int diverged;           /* the mark found another call under the key: it is not sent */
+    int taken;              /* the run is no longer this node's (taken over): it is not sent */
     struct writer_job mark; /* several nodes: the mark, a job of the writer's */
     struct runs_pending *next;
 };
@@ -206,20 +205,26 @@ int64_t runs_time_ms(const char *text)
     return (int64_t)timegm(&tm) * 1000 + ms;
 }
 
+/* len bytes as lowercase hex, NUL-terminated: out holds 2 * len + 1 bytes. */
+static void runs_hex(const unsigned char *raw, size_t len, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < len; i++) {
+        out[2 * i] = digits[raw[i] >> 4];
+        out[2 * i + 1] = digits[raw[i] & 15];
+    }
+    out[2 * len] = '\0';
+}
+
 int runs_new_id(const char *prefix, char *ret)
 {
     unsigned char raw[16];
-    static const char digits[] = "0123456789abcdef";
     if (RAND_bytes(raw, sizeof raw) != 1) {
         return -1;
     }
     size_t n = strlen(prefix);
     memcpy(ret, prefix, n);
-    for (size_t i = 0; i < sizeof raw; i++) {
-        ret[n + 2 * i] = digits[raw[i] >> 4];
-        ret[n + 2 * i + 1] = digits[raw[i] & 15];
-    }
-    ret[n + 2 * sizeof raw] = '\0';
+    runs_hex(raw, sizeof raw, ret + n);
     return 0;
 }
 
@@ -292,7 +297,7 @@ static void runs_call_done(void *userdata, enum connector_outcome outcome, const
                            size_t len, const char *message)
 {
     struct runs_pending *p = userdata;
-    metrics_host_call(p->connector, outcome == CONNECTOR_RETURNED ? "returned" : "threw");
+    metrics_host_call(p->f->connector, outcome == CONNECTOR_RETURNED ? "returned" : "threw");
     if (outcome == CONNECTOR_RETURNED) {
         al_call_return(p->call, result_json, len);
     } else if (outcome == CONNECTOR_ARGS_REFUSED) {
@@ -336,7 +341,7 @@ static void runs_pending_send(struct runs_pending *p)
     if (connector_client_call(sr->owner->client, &req, runs_call_done, p) != 0) {
         char message[RUNS_MESSAGE_MAX];
         snprintf(message, sizeof message, "connector %s: the call could not be started",
-                 p->connector);
+                 p->f->connector);
         runs_pending_drop(p, message);
     }
 }
@@ -399,8 +404,7 @@ static void runs_host(struct al_call *call, void *userdata)
         }
         struct buf payload;
         buf_init(&payload, (size_t)64 << 20);
-        buf_append_str(&payload, "{\"function\":");
-        json_write_string(&payload, f->name, strlen(f->name));
+        api_member(&payload, "{\"function\":", f->name);
         buf_append_str(&payload, ",\"args\":");
         buf_append(&payload, args, args_len);
         buf_append_str(&payload, "}");
@@ -438,13 +442,10 @@ static void runs_host(struct al_call *call, void *userdata)
     if (sr->owner->node[0]) {
         unsigned char digest[SHA256_DIGEST_LENGTH];
         SHA256((const unsigned char *)args, args_len, digest);
-        for (size_t i = 0; i < sizeof digest; i++) {
-            snprintf(p->args_sha256 + 2 * i, 3, "%02x", digest[i]);
-        }
+        runs_hex(digest, sizeof digest, p->args_sha256);
     }
     atomic_fetch_add(&sr->refs, 1);
     snprintf(p->key, sizeof p->key, "%s", key);
-    snprintf(p->connector, sizeof p->connector, "%s", f->connector);
     struct runs *r = sr->owner;
     pthread_mutex_lock(&r->lock);
     enum runs_start_state state = sr->start_state;
@@ -463,11 +464,13 @@ static void runs_host(struct al_call *call, void *userdata)
 static enum store_rc runs_end_fn(struct writer_tx *tx, void *arg);
 static void runs_end_done(void *arg, enum store_rc rc);
 
-/* Hands a run's end to the writer; result (NULL when the start failed) is set under the lock
- * that cancel reads the run under. */
-static void runs_enqueue_done(struct srun *sr, struct al_result *result)
+/* The runner's end of a run (also called with NULL run and result when it never started):
+ * hands it to the writer; result is set under the lock that cancel reads the run under. */
+static void runs_done(struct al_run *run, struct al_result *result, void *userdata)
 {
+    struct srun *sr = userdata;
     struct runs *r = sr->owner;
+    (void)run;
     pthread_mutex_lock(&r->lock);
     sr->result = result;
     pthread_mutex_unlock(&r->lock);
@@ -477,21 +480,13 @@ static void runs_enqueue_done(struct srun *sr, struct al_result *result)
     writer_submit(r->writer, &sr->end);
 }
 
-static void runs_done(struct al_run *run, struct al_result *result, void *userdata)
-{
-    struct srun *sr = userdata;
-    (void)run;
-    runs_enqueue_done(sr, result);
-}
-
 /* ---------------------------------------------------------------- the writer */
 
 static void runs_put_error(struct buf *b, const char *code, const char *name, size_t name_len,
                            const char *message, size_t message_len, const char *stack,
                            size_t stack_len)
 {
-    buf_append_str(b, "\"error\":{\"code\":");
-    json_write_string(b, code, strlen(code));
+    api_member(b, "\"error\":{\"code\":", code);
     buf_append_str(b, ",\"name\":");
     json_write_string(b, name, name_len);
     buf_append_str(b, ",\"message\":");
@@ -511,34 +506,28 @@ void runs_put_bounded(struct buf *b, const char *key, const char *json, size_t l
         buf_append(b, json, len);
         return;
     }
-    unsigned char md[32];
-    char hex[65];
-    static const char digits[] = "0123456789abcdef";
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    char hex[2 * SHA256_DIGEST_LENGTH + 1];
     SHA256((const unsigned char *)json, len, md);
-    for (size_t i = 0; i < sizeof md; i++) {
-        hex[2 * i] = digits[md[i] >> 4];
-        hex[2 * i + 1] = digits[md[i] & 15];
-    }
-    hex[64] = '\0';
+    runs_hex(md, sizeof md, hex);
     buf_printf(b, "{\"$truncated\":true,\"bytes\":%zu,\"sha256\":\"%s\"}", len, hex);
 }
 
 static const char *runs_outcome_name(enum al_call_outcome o);
-static void runs_put_str(struct buf *b, const char *key, const char *value);
 
 /* One host call's members, no braces: "call", "function", "args" (huge ones bounded), "outcome"
  * and "duration_ms", as its run.host_call record and the run's host_calls show them. */
 static void runs_put_call(struct buf *b, const struct runs_call *c)
 {
     buf_printf(b, "\"call\":%" PRIu32, c->seq);
-    runs_put_str(b, "function", c->function ? c->function : "");
+    api_member(b, ",\"function\":", c->function ? c->function : "");
     buf_append_str(b, ",");
     if (c->args) {
         runs_put_bounded(b, "args", c->args, strlen(c->args));
     } else {
         buf_append_str(b, "\"args\":null");
     }
-    runs_put_str(b, "outcome", c->ended ? runs_outcome_name(c->outcome) : "unfinished");
+    api_member(b, ",\"outcome\":", c->ended ? runs_outcome_name(c->outcome) : "unfinished");
     buf_printf(b, ",\"duration_ms\":%.3f", (double)c->duration_us / 1000.0);
 }
 
@@ -559,12 +548,7 @@ static void runs_put_calls(struct buf *b, const struct srun *sr)
         const struct runs_call *c = &sr->calls[i];
         buf_append_str(b, any++ ? ",{" : "{");
         runs_put_call(b, c);
-        buf_append_str(b, ",\"message\":");
-        if (c->message) {
-            json_write_string(b, c->message, strlen(c->message));
-        } else {
-            buf_append_str(b, "null");
-        }
+        api_member(b, ",\"message\":", c->message);
         buf_append_str(b, "}");
     }
     buf_append_str(b, "]");
@@ -636,48 +620,38 @@ static int runs_outcome(struct srun *sr, struct buf *outcome, struct buf *audit,
                  stats.jailed ? "seccomp" : "none");
     }
     /* a buffer past its cap has dropped its data: the one in use must be whole */
-    if ((error.len == 0 && !value.data) || !console.data) {
-        buf_done(&value);
-        buf_done(&console);
-        buf_done(&error);
-        return -1;
+    int whole = (error.len > 0 || value.data) && console.data;
+    if (whole) {
+        buf_append_str(outcome, "{");
+        if (error.len) {
+            buf_append(outcome, error.data, error.len);
+            buf_append(audit, error.data, error.len);
+        } else {
+            buf_append_str(outcome, "\"value\":");
+            buf_append(outcome, value.data, value.len);
+            runs_put_bounded(audit, "value", value.data, value.len);
+        }
+        buf_append_str(outcome, ",\"console\":");
+        buf_append(outcome, console.data, console.len);
+        buf_printf(outcome, ",\"stats\":%s,\"host_calls\":", stats_text);
+        runs_put_calls(outcome, sr);
+        buf_append_str(outcome, "}");
+        buf_append_str(audit, ",");
+        runs_put_bounded(audit, "console", console.data, console.len);
+        buf_printf(audit, ",\"stats\":%s", stats_text);
+        *ret_state = state;
     }
-    buf_append_str(outcome, "{");
-    if (error.len) {
-        buf_append(outcome, error.data, error.len);
-        buf_append(audit, error.data, error.len);
-    } else {
-        buf_append_str(outcome, "\"value\":");
-        buf_append(outcome, value.data, value.len);
-        runs_put_bounded(audit, "value", value.data, value.len);
-    }
-    buf_append_str(outcome, ",\"console\":");
-    buf_append(outcome, console.data, console.len);
-    buf_printf(outcome, ",\"stats\":%s,\"host_calls\":", stats_text);
-    runs_put_calls(outcome, sr);
-    buf_append_str(outcome, "}");
-    buf_append_str(audit, ",");
-    runs_put_bounded(audit, "console", console.data, console.len);
-    buf_printf(audit, ",\"stats\":%s", stats_text);
     buf_done(&value);
     buf_done(&console);
     buf_done(&error);
-    *ret_state = state;
-    return 0;
-}
-
-static void runs_put_str(struct buf *b, const char *key, const char *value)
-{
-    buf_printf(b, ",\"%s\":", key);
-    json_write_string(b, value, strlen(value));
+    return whole ? 0 : -1;
 }
 
 /* The JSON members every record of a run carries: run, template, version. */
 static void runs_put_subject(struct buf *b, const struct runs_plan *plan)
 {
-    buf_append_str(b, "{\"run\":");
-    json_write_string(b, plan->id, strlen(plan->id));
-    runs_put_str(b, "template", plan->template_name);
+    api_member(b, "{\"run\":", plan->id);
+    api_member(b, ",\"template\":", plan->template_name);
     buf_printf(b, ",\"version\":%" PRId64, plan->version);
 }
 
@@ -729,12 +703,12 @@ static enum store_rc runs_record_approvals(struct store *s, struct srun *sr, str
         if (rc == STORE_OK) {
             buf_reset(d);
             runs_put_subject(d, plan);
-            runs_put_str(d, "approval", id);
-            runs_put_str(d, "kind", "host_call");
-            runs_put_str(d, "function", in.function);
+            api_member(d, ",\"approval\":", id);
+            api_member(d, ",\"kind\":", "host_call");
+            api_member(d, ",\"function\":", in.function);
             buf_append_str(d, ",");
             runs_put_bounded(d, "args", in.args, strlen(in.args));
-            runs_put_str(d, "requested_by", plan->principal);
+            api_member(d, ",\"requested_by\":", plan->principal);
             buf_append_str(d, "}");
             rc = d->data ? s->ops->audit_append(s, "airlockd", "approval.request", id,
                                                 plan->department, d->data, NULL)
@@ -774,7 +748,7 @@ static enum store_rc runs_record(struct store *s, struct srun *sr)
         buf_append_str(&d, ",");
         runs_put_call(&d, c);
         if (c->message) {
-            runs_put_str(&d, "message", c->message);
+            api_member(&d, ",\"message\":", c->message);
         }
         buf_append_str(&d, "}");
         rc = d.data ? runs_audit(s, "airlockd", "run.host_call", plan, d.data) : STORE_ERROR;
@@ -815,9 +789,9 @@ static enum store_rc runs_record(struct store *s, struct srun *sr)
     if (rc == STORE_OK && recorded) {
         buf_reset(&d);
         runs_put_subject(&d, plan);
-        runs_put_str(&d, "principal", plan->principal);
-        runs_put_str(&d, "approved_by", plan->approved_by);
-        runs_put_str(&d, "status", gov_run_state_name(state));
+        api_member(&d, ",\"principal\":", plan->principal);
+        api_member(&d, ",\"approved_by\":", plan->approved_by);
+        api_member(&d, ",\"status\":", gov_run_state_name(state));
         buf_append_str(&d, ",");
         buf_append(&d, audit.data, audit.len);
         buf_append_str(&d, "}");
@@ -859,18 +833,24 @@ enum store_rc runs_json_by_id(struct store *s, const char *id, struct buf *b, un
     return rc;
 }
 
+/* A 500 INTERNAL answer into b, naming the request d. */
+static void runs_internal_answer(struct buf *b, unsigned *ret_status, const char *message,
+                                 const struct http_deferred *d)
+{
+    *ret_status = 500;
+    buf_reset(b);
+    api_member(b, "{\"error\":{\"code\":\"INTERNAL\",\"message\":", message);
+    buf_printf(b, ",\"request_id\":\"%s\"}}\n", http_deferred_request_id(d));
+}
+
 /* The answer of a recorded run, read back from the store as GET /v1/runs/{id} would. */
 static void runs_build_answer(struct store *s, struct srun *sr)
 {
     buf_reset(&sr->answer);
     if (runs_json_by_id(s, sr->plan->id, &sr->answer, &sr->answer_status) != STORE_OK ||
         buf_failed(&sr->answer)) {
-        sr->answer_status = 500;
-        buf_reset(&sr->answer);
-        buf_printf(&sr->answer,
-                   "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"the run could not be read "
-                   "back\",\"request_id\":\"%s\"}}\n",
-                   http_deferred_request_id(sr->deferred));
+        runs_internal_answer(&sr->answer, &sr->answer_status, "the run could not be read back",
+                             sr->deferred);
         return;
     }
     buf_append_str(&sr->answer, "\n");
@@ -1109,15 +1089,13 @@ void runs_submit(struct runs *r, const struct runs_start *start)
     http_response_init(&resp);
     resp.status = full && job ? 429 : 500;
     resp.retry_after_s = full && job ? 1 : 0;
-    buf_printf(&resp.body, "{\"error\":{\"code\":\"%s\",\"message\":",
-               resp.status == 429 ? "RATE_LIMITED" : "INTERNAL");
     if (resp.status == 429) {
         buf_printf(&resp.body,
-                   "\"%zu runs of this principal wait for room already: retry "
-                   "later\"",
+                   "{\"error\":{\"code\":\"RATE_LIMITED\",\"message\":\"%zu runs of this "
+                   "principal wait for room already: retry later\"",
                    r->limits.per_principal_queued);
     } else {
-        buf_printf(&resp.body, "\"%s\"",
+        buf_printf(&resp.body, "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"%s\"",
                    draining ? "airlockd is shutting down: start the run again once it is back"
                             : "out of memory");
     }
@@ -1131,16 +1109,6 @@ void runs_submit(struct runs *r, const struct runs_start *start)
     http_response_done(&resp);
 }
 
-static void runs_internal_answer(struct buf *b, unsigned *ret_status, const char *message,
-                                 const struct http_deferred *d)
-{
-    *ret_status = 500;
-    buf_reset(b);
-    buf_append_str(b, "{\"error\":{\"code\":\"INTERNAL\",\"message\":");
-    json_write_string(b, message, strlen(message));
-    buf_printf(b, ",\"request_id\":\"%s\"}}\n", http_deferred_request_id(d));
-}
-
 /* A launch's record has committed (rc STORE_OK): its held connector calls go out. Or it never
  * will be (refused, failed, rolled back with the job that launched it): the run is cancelled,
  * its held calls throw and its end is never recorded. On the writer's thread. */
@@ -1152,7 +1120,6 @@ static void runs_settle(struct srun *sr, int recorded)
     struct runs_pending *held = sr->held;
     sr->held = NULL;
     if (!recorded) {
-        sr->unrecorded = 1;
         runs_cancel_one(sr, "the run was not recorded");
     }
     pthread_mutex_unlock(&r->lock);
@@ -1297,7 +1264,7 @@ static enum store_rc runs_end_fn(struct writer_tx *tx, void *arg)
 {
     struct srun *sr = arg;
     struct store *s = writer_store(tx);
-    if (sr->unrecorded) {
+    if (sr->start_state == RUNS_START_UNRECORDED) {
         return STORE_OK; /* never recorded: nor is its end */
     }
     enum store_rc rc = runs_record(s, sr);
@@ -1316,12 +1283,12 @@ static void runs_end_done(void *arg, enum store_rc rc)
 {
     struct srun *sr = arg;
     struct runs *r = sr->owner;
-    if (rc != STORE_OK && !sr->unrecorded && sr->end.fn == runs_end_fn) {
-        sr->end.fn = runs_minimal_fn;
-        writer_submit(r->writer, &sr->end);
-        return;
-    }
-    if (rc != STORE_OK && !sr->unrecorded) {
+    if (rc != STORE_OK && sr->start_state != RUNS_START_UNRECORDED) {
+        if (sr->end.fn == runs_end_fn) {
+            sr->end.fn = runs_minimal_fn;
+            writer_submit(r->writer, &sr->end);
+            return;
+        }
         runs_internal_answer(&sr->answer, &sr->answer_status, "the run's end could not be recorded",
                              sr->deferred);
     }
@@ -1442,19 +1409,16 @@ static int runs_source(const struct runs_plan *plan, struct buf *b)
 
 static enum al_code runs_opts(struct srun *sr, const char *continuation,
                               const struct runs_resolution *res, size_t nres,
-                              struct al_run_opts *opts, struct al_error *err)
+                              struct al_run_opts *opts)
 {
     const struct runs_plan *plan = sr->plan;
     struct buf src;
-    enum al_code code = AL_OK;
     buf_init(&src, (size_t)64 << 20);
-    memset(err, 0, sizeof *err);
-    if (runs_source(plan, &src) != 0) {
-        code = AL_INTERNAL_ERROR;
-        goto out;
-    }
-    code = al_run_opts_set_source(opts, src.data, src.len,
-                                  plan->template_name[0] ? "template.js" : "adhoc.js");
+    enum al_code code =
+            runs_source(plan, &src) != 0
+                    ? AL_INTERNAL_ERROR
+                    : al_run_opts_set_source(opts, src.data, src.len,
+                                             plan->template_name[0] ? "template.js" : "adhoc.js");
     if (code == AL_OK && plan->typescript) {
         code = al_run_opts_set_source_type(opts, AL_SOURCE_BODY | AL_SOURCE_TYPESCRIPT);
     }
@@ -1508,10 +1472,6 @@ static enum al_code runs_opts(struct srun *sr, const char *continuation,
     if (code == AL_OK) {
         al_run_opts_set_userdata(opts, sr);
         al_run_opts_set_event_callback(opts, runs_event, sr);
-    }
-out:
-    if (code != AL_OK && !err->message[0]) {
-        snprintf(err->message, sizeof err->message, "%s", al_code_name(code));
     }
     buf_done(&src);
     return code;
@@ -1606,14 +1566,15 @@ static int runs_go(struct runs *r, struct srun *sr, const char *continuation,
                    const struct runs_resolution *resolutions, size_t nresolutions)
 {
     struct al_error err;
+    memset(&err, 0, sizeof err);
     if (atomic_load(&sr->cancelled)) {
         atomic_fetch_sub(&sr->refs, 1);
-        runs_enqueue_done(sr, NULL);
+        runs_done(NULL, NULL, sr);
         return -1;
     }
     struct al_run_opts *opts = al_run_opts_new();
-    enum al_code code = opts ? runs_opts(sr, continuation, resolutions, nresolutions, opts, &err)
-                             : AL_INTERNAL_ERROR;
+    enum al_code code =
+            opts ? runs_opts(sr, continuation, resolutions, nresolutions, opts) : AL_INTERNAL_ERROR;
     struct al_run *handle = NULL;
     if (code == AL_OK) {
         code = al_run_start(r->runner, opts, runs_done, sr, &handle, &err);
@@ -1623,7 +1584,7 @@ static int runs_go(struct runs *r, struct srun *sr, const char *continuation,
         snprintf(sr->start_error, sizeof sr->start_error, "the run could not start: %s",
                  err.message[0] ? err.message : al_code_name(code));
         atomic_fetch_sub(&sr->refs, 1);
-        runs_enqueue_done(sr, NULL);
+        runs_done(NULL, NULL, sr);
         return -1;
     }
     pthread_mutex_lock(&r->lock);
@@ -1691,30 +1652,18 @@ static void runs_end_cancelled(struct runs *r)
     }
 }
 
-int runs_cancel(struct runs *r, const char *id, const char *why)
-{
-    int found = 0;
-    pthread_mutex_lock(&r->lock);
-    for (struct srun *sr = r->active; sr; sr = sr->next_active) {
-        /* also a run whose end waits for the writer: the writer records it cancelled, as
-         * the database already says (whichever of the two commits first) */
-        if (strcmp(sr->plan->id, id) == 0) {
-            runs_cancel_one(sr, why);
-            found = 1;
-        }
-    }
-    pthread_mutex_unlock(&r->lock);
-    runs_end_cancelled(r);
-    return found;
-}
-
-size_t runs_cancel_version(struct runs *r, const char *template_name, int64_t version,
-                           const char *why)
+/* Cancels the active runs of id `id`, or (id NULL) of a template's version; how many. Also a
+ * run whose end waits for the writer: the writer records it cancelled, as the database already
+ * says (whichever of the two commits first). */
+static size_t runs_cancel_where(struct runs *r, const char *id, const char *template_name,
+                                int64_t version, const char *why)
 {
     size_t n = 0;
     pthread_mutex_lock(&r->lock);
     for (struct srun *sr = r->active; sr; sr = sr->next_active) {
-        if (strcmp(sr->plan->template_name, template_name) == 0 && sr->plan->version == version) {
+        const struct runs_plan *p = sr->plan;
+        if (id ? strcmp(p->id, id) == 0
+               : strcmp(p->template_name, template_name) == 0 && p->version == version) {
             runs_cancel_one(sr, why);
             n++;
         }
@@ -1722,6 +1671,17 @@ size_t runs_cancel_version(struct runs *r, const char *template_name, int64_t ve
     pthread_mutex_unlock(&r->lock);
     runs_end_cancelled(r);
     return n;
+}
+
+int runs_cancel(struct runs *r, const char *id, const char *why)
+{
+    return runs_cancel_where(r, id, NULL, 0, why) > 0;
+}
+
+size_t runs_cancel_version(struct runs *r, const char *template_name, int64_t version,
+                           const char *why)
+{
+    return runs_cancel_where(r, NULL, template_name, version, why);
 }
 
 size_t runs_active(struct runs *r)
@@ -1796,9 +1756,7 @@ int runs_active_ids(struct runs *r, char (**ret_ids)[RUNS_ID_LEN + 1], size_t *r
     pthread_mutex_lock(&r->lock);
     if (r->nactive > 0) {
         ids = malloc(r->nactive * sizeof *ids);
-        if (!ids) {
-            rc = -1;
-        }
+        rc = ids ? 0 : -1;
         for (struct srun *sr = r->active; sr && ids && n < r->nactive; sr = sr->next_active) {
             snprintf(ids[n++], sizeof ids[0], "%s", sr->plan->id);
         }
@@ -1820,14 +1778,8 @@ void runs_refuse(struct runs *r)
 
 void runs_drain(struct runs *r, unsigned grace_ms)
 {
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += grace_ms / 1000;
-    deadline.tv_nsec += (long)(grace_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    int64_t until = clock_wall_ms() + grace_ms;
+    struct timespec deadline = { (time_t)(until / 1000), (long)(until % 1000) * 1000000L };
     pthread_mutex_lock(&r->lock);
     r->draining = 1;
     while (r->nactive > 0 || r->nstarting > 0) {
@@ -1902,28 +1854,26 @@ struct runs_ids {
 static int runs_approval_id(void *userdata, const struct store_approval *a)
 {
     struct runs_ids *ids = userdata;
-    buf_append_str(ids->b, ids->n++ ? "," : "");
-    json_write_string(ids->b, a->id, strlen(a->id));
+    api_member(ids->b, ids->n++ ? "," : "", a->id);
     return 0;
 }
 
 enum store_rc runs_json(struct store *s, const struct store_run *row, struct buf *b)
 {
-    buf_append_str(b, "{\"id\":");
-    json_write_string(b, row->id, strlen(row->id));
-    runs_put_str(b, "status", row->status);
+    api_member(b, "{\"id\":", row->id);
+    api_member(b, ",\"status\":", row->status);
     if (row->template_name[0]) {
-        runs_put_str(b, "template", row->template_name);
+        api_member(b, ",\"template\":", row->template_name);
         buf_printf(b, ",\"version\":%" PRId64, row->version);
     } else {
         buf_append_str(b, ",\"template\":null,\"version\":null");
     }
-    runs_put_str(b, "department", row->department);
-    runs_put_str(b, "principal", row->principal);
+    api_member(b, ",\"department\":", row->department);
+    api_member(b, ",\"principal\":", row->principal);
     buf_append_str(b, ",\"input\":");
     json_write_compact(b, row->input, strlen(row->input));
-    runs_put_str(b, "created", row->created);
-    runs_put_str(b, "updated", row->updated);
+    api_member(b, ",\"created\":", row->created);
+    api_member(b, ",\"updated\":", row->updated);
     if (row->outcome && row->outcome[0] == '{' && row->outcome[1] != '}') {
         /* the outcome holds value or error: the other one is null, so both are always there */
         int failed = strncmp(row->outcome, "{\"error\":", 9) == 0;
