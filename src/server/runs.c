@@ -78,7 +78,7 @@ struct srun {
     atomic_int refs;
     atomic_int cancelled;
     char cancel_why[RUNS_MESSAGE_MAX]; /* written before cancelled is set */
-    struct timespec started;
+    uint64_t started_us;               /* clock_mono_us */
     /* the host calls, appended on the event thread, read by the writer after the end */
     size_t ncalls;
     size_t calls_cap;
@@ -248,6 +248,31 @@ static void srun_unref(struct srun *sr)
     free(sr);
 }
 
+/* A run in memory, not active yet; NULL when out of memory. */
+static struct srun *srun_new(struct runs *r, struct runs_plan *plan, struct http_deferred *deferred)
+{
+    struct srun *sr = calloc(1, sizeof *sr);
+    if (!sr) {
+        return NULL;
+    }
+    sr->owner = r;
+    sr->plan = plan;
+    sr->deferred = deferred;
+    atomic_init(&sr->refs, 2);
+    atomic_init(&sr->cancelled, 0);
+    buf_init(&sr->answer, (size_t)96 << 20);
+    sr->started_us = clock_mono_us();
+    return sr;
+}
+
+/* Puts a run on the list cancel, revocation and drain walk; under r->lock. */
+static void srun_activate(struct runs *r, struct srun *sr)
+{
+    sr->next_active = r->active;
+    r->active = sr;
+    r->nactive++;
+}
+
 /* ---------------------------------------------------------------- on the event thread */
 
 static void runs_event(const struct al_event *ev, void *userdata)
@@ -368,8 +393,60 @@ static int runs_resolution_approved(const char *json, size_t len, char *ret_comm
     return approved;
 }
 
-static enum store_rc runs_mark_fn(struct writer_tx *tx, void *arg);
-static void runs_mark_done(void *arg, enum store_rc rc);
+static void runs_log_store(struct store *s, const char *what)
+{
+    struct buf b;
+    buf_init(&b, 4096);
+    json_write_string(&b, s->ops->errmsg(s), strlen(s->ops->errmsg(s)));
+    fprintf(stderr, "{\"log\":\"runs\",\"error\":\"%s\",\"store\":%s}\n", what,
+            b.data ? b.data : "\"\"");
+    buf_done(&b);
+}
+
+/* Marks one call sent. A run cancelled on another node sends nothing more, even before the
+ * watch here sees it; and a node that was paused past its lease goes on as if nothing
+ * happened: the run may be another node's by now, executed again there. */
+static enum store_rc runs_mark_fn(struct writer_tx *tx, void *arg)
+{
+    struct runs_pending *p = arg;
+    struct store *s = writer_store(tx);
+    struct store_call c = { p->sr->plan->id,  p->key, p->f->name,
+                            p->f->idempotent, NULL,   p->args_sha256 };
+    enum store_rc rc = s->ops->run_lock_on_node(s, c.run, p->sr->owner->node, "running");
+    p->taken = rc == STORE_CONFLICT;
+    if (rc == STORE_OK) {
+        rc = s->ops->call_mark(s, &c);
+        p->diverged = rc == STORE_CONFLICT;
+    }
+    if (rc == STORE_CONFLICT) {
+        rc = STORE_OK;
+    }
+    if (rc != STORE_OK) {
+        runs_log_store(s, "marking a connector call sent failed; it throws");
+    }
+    return rc;
+}
+
+static void runs_mark_done(void *arg, enum store_rc rc)
+{
+    struct runs_pending *p = arg;
+    if (rc == STORE_OK && p->taken) {
+        runs_pending_drop(p, "airlockd: the run no longer executes on this node "
+                             "(cancelled, or taken over by another node); not sent");
+    } else if (rc == STORE_OK && p->diverged) {
+        /* a retried execution that took another path: its key names a call already sent */
+        char message[RUNS_MESSAGE_MAX];
+        snprintf(message, sizeof message,
+                 "airlockd: call %" PRIu32 " (%s) is not the call the run's earlier execution "
+                 "sent under idempotency key %s; not sent",
+                 al_call_seq(p->call), p->f->name, p->key);
+        runs_pending_drop(p, message);
+    } else if (rc == STORE_OK) {
+        runs_pending_send(p);
+    } else {
+        runs_pending_drop(p, "the call could not be recorded before it was sent");
+    }
+}
 
 /* Sends a call, or with several nodes first has the writer mark it sent in the store
  * (call_mark) and sends it once that is committed: a node that dies leaves behind the marks of
@@ -513,7 +590,18 @@ void runs_put_bounded(struct buf *b, const char *key, const char *json, size_t l
     buf_printf(b, "{\"$truncated\":true,\"bytes\":%zu,\"sha256\":\"%s\"}", len, hex);
 }
 
-static const char *runs_outcome_name(enum al_call_outcome o);
+static const char *runs_outcome_name(enum al_call_outcome o)
+{
+    switch (o) {
+    case AL_CALL_RETURNED:
+        return "returned";
+    case AL_CALL_THREW:
+        return "threw";
+    case AL_CALL_INTERRUPTED:
+        return "interrupted";
+    }
+    return "?";
+}
 
 /* One host call's members, no braces: "call", "function", "args" (huge ones bounded), "outcome"
  * and "duration_ms", as its run.host_call record and the run's host_calls show them. */
@@ -659,19 +747,6 @@ static enum store_rc runs_audit(struct store *s, const char *actor, const char *
                                 const struct runs_plan *plan, const char *details)
 {
     return s->ops->audit_append(s, actor, action, plan->id, plan->department, details, NULL);
-}
-
-static const char *runs_outcome_name(enum al_call_outcome o)
-{
-    switch (o) {
-    case AL_CALL_RETURNED:
-        return "returned";
-    case AL_CALL_THREW:
-        return "threw";
-    case AL_CALL_INTERRUPTED:
-        return "interrupted";
-    }
-    return "?";
 }
 
 /* The approvals of an interrupted run: one per interruption, each with approval.request. */
@@ -856,25 +931,8 @@ static void runs_build_answer(struct store *s, struct srun *sr)
     buf_append_str(&sr->answer, "\n");
 }
 
-static void runs_log_store(struct store *s, const char *what)
-{
-    struct buf b;
-    buf_init(&b, 4096);
-    json_write_string(&b, s->ops->errmsg(s), strlen(s->ops->errmsg(s)));
-    fprintf(stderr, "{\"log\":\"runs\",\"error\":\"%s\",\"store\":%s}\n", what,
-            b.data ? b.data : "\"\"");
-    buf_done(&b);
-}
-
 static int runs_go(struct runs *r, struct srun *sr, const char *continuation,
                    const struct runs_resolution *resolutions, size_t nresolutions);
-static struct srun *srun_new(struct runs *r, struct runs_plan *plan,
-                             struct http_deferred *deferred);
-static void srun_activate(struct runs *r, struct srun *sr);
-static void runs_cancel_one(struct srun *sr, const char *why);
-static enum store_rc runs_start_fn(struct writer_tx *tx, void *arg);
-static void runs_start_done(void *arg, enum store_rc rc);
-static void runs_end_cancelled(struct runs *r);
 
 /* The share of `name` in `list`, made when missing (NULL when out of memory); runs.lock. */
 static struct runs_share *runs_share_of(struct runs_share **list, const char *name)
@@ -929,14 +987,12 @@ static void runs_unqueue(struct runs *r, struct srun *sr)
 {
     struct runs_share *dept = runs_share_of(&r->departments, sr->plan->department);
     struct runs_share *principal = runs_share_of(&r->principals, sr->plan->principal);
-    for (struct srun **p = dept ? &dept->head : NULL; p && *p; p = &(*p)->next_waiting) {
+    struct srun *prev = NULL;
+    for (struct srun **p = dept ? &dept->head : NULL; p && *p; prev = *p, p = &(*p)->next_waiting) {
         if (*p == sr) {
             *p = sr->next_waiting;
             if (dept->tail == sr) {
-                dept->tail = NULL;
-                for (struct srun *w = dept->head; w; w = w->next_waiting) {
-                    dept->tail = w;
-                }
+                dept->tail = prev;
             }
             break;
         }
@@ -947,6 +1003,42 @@ static void runs_unqueue(struct runs *r, struct srun *sr)
     }
     sr->waiting = 0;
     sr->next_waiting = NULL;
+}
+
+/* Under runs.lock. A run still waiting for its slot leaves its queue for r->ending: whoever
+ * cancelled it ends it once the lock is let go (runs_end_cancelled). */
+static void runs_cancel_one(struct srun *sr, const char *why)
+{
+    if (atomic_load(&sr->cancelled)) {
+        return;
+    }
+    snprintf(sr->cancel_why, sizeof sr->cancel_why, "%s", why);
+    atomic_store(&sr->cancelled, 1);
+    if (sr->handle) {
+        al_run_cancel(sr->handle);
+    }
+    if (sr->waiting) {
+        struct runs *r = sr->owner;
+        runs_unqueue(r, sr);
+        sr->next_waiting = r->ending;
+        r->ending = sr;
+    }
+}
+
+/* Ends the waiting runs runs_cancel_one took off their queues (each as a start that finds
+ * itself cancelled); without runs.lock. */
+static void runs_end_cancelled(struct runs *r)
+{
+    pthread_mutex_lock(&r->lock);
+    struct srun *sr = r->ending;
+    r->ending = NULL;
+    pthread_mutex_unlock(&r->lock);
+    while (sr) {
+        struct srun *next = sr->next_waiting;
+        sr->next_waiting = NULL;
+        runs_go(r, sr, NULL, NULL, 0);
+        sr = next;
+    }
 }
 
 /* The next waiting run that has room, its slot taken: the departments' queues in turn from
@@ -1028,85 +1120,6 @@ static int runs_admit(struct runs *r, struct srun *sr)
     dept->queued++;
     principal->queued++;
     return 0;
-}
-
-void runs_submit(struct runs *r, const struct runs_start *start)
-{
-    struct runs_job *job = calloc(1, sizeof *job);
-    int held = start->mode == RUNS_START_HELD || start->mode == RUNS_START_QUEUED;
-    int wait = start->mode == RUNS_START_WAIT;
-    /* a run that will execute is active from now on and executes at once (its connector calls
-     * held until its record is durable) or once its fair share has room; a held one only
-     * counts as starting */
-    struct srun *sr = job && !held ? srun_new(r, start->plan, wait ? start->deferred : NULL) : NULL;
-    if (job && !held && !sr) {
-        free(job);
-        job = NULL;
-    }
-    int go = 0;
-    pthread_mutex_lock(&r->lock);
-    int draining = r->draining;
-    if (job && !draining && sr) {
-        go = runs_admit(r, sr);
-    }
-    int full = go < 0;
-    if (job && !draining && !full) {
-        job->owner = r;
-        job->start = *start;
-        buf_init(&job->answer, (size_t)96 << 20);
-        if (sr) {
-            sr->start_state = RUNS_START_PENDING;
-            srun_activate(r, sr);
-            job->sr = sr;
-            job->start.plan = NULL; /* the run's now */
-            if (wait) {
-                job->start.deferred = NULL; /* the run answers it */
-            }
-        } else {
-            r->nstarting++;
-        }
-    }
-    pthread_mutex_unlock(&r->lock);
-    if (job && !draining && !full) {
-        job->job.fn = runs_start_fn;
-        job->job.done = runs_start_done;
-        job->job.arg = job;
-        writer_submit(r->writer, &job->job);
-        if (go > 0) {
-            runs_go(r, sr, NULL, NULL, 0);
-        }
-        return;
-    }
-    if (sr) {
-        sr->plan = NULL; /* freed below with the start's */
-        sr->deferred = NULL;
-        buf_done(&sr->answer);
-        free(sr);
-    }
-    /* refused: out of memory, too many waiting, or airlockd stops (no run starts once the
-     * drain has begun) */
-    struct http_response resp;
-    http_response_init(&resp);
-    resp.status = full && job ? 429 : 500;
-    resp.retry_after_s = full && job ? 1 : 0;
-    if (resp.status == 429) {
-        buf_printf(&resp.body,
-                   "{\"error\":{\"code\":\"RATE_LIMITED\",\"message\":\"%zu runs of this "
-                   "principal wait for room already: retry later\"",
-                   r->limits.per_principal_queued);
-    } else {
-        buf_printf(&resp.body, "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"%s\"",
-                   draining ? "airlockd is shutting down: start the run again once it is back"
-                            : "out of memory");
-    }
-    buf_printf(&resp.body, ",\"request_id\":\"%s\"}}\n", http_deferred_request_id(start->deferred));
-    free(job);
-    runs_plan_free(start->plan);
-    if (start->record_free) {
-        start->record_free(start->record_userdata);
-    }
-    http_deferred_reply(start->deferred, &resp);
-    http_response_done(&resp);
 }
 
 /* A launch's record has committed (rc STORE_OK): its held connector calls go out. Or it never
@@ -1223,6 +1236,85 @@ static void runs_start_done(void *arg, enum store_rc rc)
     }
 }
 
+void runs_submit(struct runs *r, const struct runs_start *start)
+{
+    struct runs_job *job = calloc(1, sizeof *job);
+    int held = start->mode == RUNS_START_HELD || start->mode == RUNS_START_QUEUED;
+    int wait = start->mode == RUNS_START_WAIT;
+    /* a run that will execute is active from now on and executes at once (its connector calls
+     * held until its record is durable) or once its fair share has room; a held one only
+     * counts as starting */
+    struct srun *sr = job && !held ? srun_new(r, start->plan, wait ? start->deferred : NULL) : NULL;
+    if (job && !held && !sr) {
+        free(job);
+        job = NULL;
+    }
+    int go = 0;
+    pthread_mutex_lock(&r->lock);
+    int draining = r->draining;
+    if (job && !draining && sr) {
+        go = runs_admit(r, sr);
+    }
+    int full = go < 0;
+    if (job && !draining && !full) {
+        job->owner = r;
+        job->start = *start;
+        buf_init(&job->answer, (size_t)96 << 20);
+        if (sr) {
+            sr->start_state = RUNS_START_PENDING;
+            srun_activate(r, sr);
+            job->sr = sr;
+            job->start.plan = NULL; /* the run's now */
+            if (wait) {
+                job->start.deferred = NULL; /* the run answers it */
+            }
+        } else {
+            r->nstarting++;
+        }
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (job && !draining && !full) {
+        job->job.fn = runs_start_fn;
+        job->job.done = runs_start_done;
+        job->job.arg = job;
+        writer_submit(r->writer, &job->job);
+        if (go > 0) {
+            runs_go(r, sr, NULL, NULL, 0);
+        }
+        return;
+    }
+    if (sr) {
+        sr->plan = NULL; /* freed below with the start's */
+        sr->deferred = NULL;
+        buf_done(&sr->answer);
+        free(sr);
+    }
+    /* refused: out of memory, too many waiting, or airlockd stops (no run starts once the
+     * drain has begun) */
+    struct http_response resp;
+    http_response_init(&resp);
+    resp.status = full && job ? 429 : 500;
+    resp.retry_after_s = full && job ? 1 : 0;
+    if (resp.status == 429) {
+        buf_printf(&resp.body,
+                   "{\"error\":{\"code\":\"RATE_LIMITED\",\"message\":\"%zu runs of this "
+                   "principal wait for room already: retry later\"",
+                   r->limits.per_principal_queued);
+    } else {
+        buf_printf(&resp.body, "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"%s\"",
+                   draining ? "airlockd is shutting down: start the run again once it is back"
+                            : "out of memory");
+    }
+    buf_printf(&resp.body, ",\"request_id\":\"%s\"}}\n", http_deferred_request_id(start->deferred));
+    free(job);
+    runs_plan_free(start->plan);
+    if (start->record_free) {
+        start->record_free(start->record_userdata);
+    }
+    http_deferred_reply(start->deferred, &resp);
+    http_response_done(&resp);
+}
+
 /* A run whose end cannot be recorded (its store write fails) still ends: failed, with what
  * little is certain, so that it is never left running. */
 static enum store_rc runs_minimal_fn(struct writer_tx *tx, void *arg)
@@ -1271,7 +1363,6 @@ static enum store_rc runs_end_fn(struct writer_tx *tx, void *arg)
     if (rc == STORE_OK) {
         runs_build_answer(s, sr);
     } else {
-        sr->counted_status = NULL;
         runs_log_store(s, "a run's end could not be recorded; recording it failed");
     }
     return rc;
@@ -1317,59 +1408,10 @@ static void runs_end_done(void *arg, enum store_rc rc)
         runs_kick(r);
     }
     if (rc == STORE_OK && sr->counted_status) {
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        double seconds = (double)(now.tv_sec - sr->started.tv_sec) +
-                         (double)(now.tv_nsec - sr->started.tv_nsec) / 1e9;
         metrics_run(sr->plan->template_name[0] ? sr->plan->template_name : "_adhoc",
-                    sr->counted_status, seconds);
+                    sr->counted_status, (double)(clock_mono_us() - sr->started_us) / 1e6);
     }
     srun_unref(sr);
-}
-
-/* Marks one call sent. A run cancelled on another node sends nothing more, even before the
- * watch here sees it; and a node that was paused past its lease goes on as if nothing
- * happened: the run may be another node's by now, executed again there. */
-static enum store_rc runs_mark_fn(struct writer_tx *tx, void *arg)
-{
-    struct runs_pending *p = arg;
-    struct store *s = writer_store(tx);
-    struct store_call c = { p->sr->plan->id,  p->key, p->f->name,
-                            p->f->idempotent, NULL,   p->args_sha256 };
-    enum store_rc rc = s->ops->run_lock_on_node(s, c.run, p->sr->owner->node, "running");
-    p->taken = rc == STORE_CONFLICT;
-    if (rc == STORE_OK) {
-        rc = s->ops->call_mark(s, &c);
-        p->diverged = rc == STORE_CONFLICT;
-    }
-    if (rc == STORE_CONFLICT) {
-        rc = STORE_OK;
-    }
-    if (rc != STORE_OK) {
-        runs_log_store(s, "marking a connector call sent failed; it throws");
-    }
-    return rc;
-}
-
-static void runs_mark_done(void *arg, enum store_rc rc)
-{
-    struct runs_pending *p = arg;
-    if (rc == STORE_OK && p->taken) {
-        runs_pending_drop(p, "airlockd: the run no longer executes on this node "
-                             "(cancelled, or taken over by another node); not sent");
-    } else if (rc == STORE_OK && p->diverged) {
-        /* a retried execution that took another path: its key names a call already sent */
-        char message[RUNS_MESSAGE_MAX];
-        snprintf(message, sizeof message,
-                 "airlockd: call %" PRIu32 " (%s) is not the call the run's earlier execution "
-                 "sent under idempotency key %s; not sent",
-                 al_call_seq(p->call), p->f->name, p->key);
-        runs_pending_drop(p, message);
-    } else if (rc == STORE_OK) {
-        runs_pending_send(p);
-    } else {
-        runs_pending_drop(p, "the call could not be recorded before it was sent");
-    }
 }
 
 /* ---------------------------------------------------------------- launching */
@@ -1496,31 +1538,6 @@ void runs_unhold(struct runs *r)
     pthread_mutex_unlock(&r->lock);
 }
 
-/* A run in memory, not active yet; NULL when out of memory. */
-static struct srun *srun_new(struct runs *r, struct runs_plan *plan, struct http_deferred *deferred)
-{
-    struct srun *sr = calloc(1, sizeof *sr);
-    if (!sr) {
-        return NULL;
-    }
-    sr->owner = r;
-    sr->plan = plan;
-    sr->deferred = deferred;
-    atomic_init(&sr->refs, 2);
-    atomic_init(&sr->cancelled, 0);
-    buf_init(&sr->answer, (size_t)96 << 20);
-    clock_gettime(CLOCK_MONOTONIC, &sr->started);
-    return sr;
-}
-
-/* Puts a run on the list cancel, revocation and drain walk; under r->lock. */
-static void srun_activate(struct runs *r, struct srun *sr)
-{
-    sr->next_active = r->active;
-    r->active = sr;
-    r->nactive++;
-}
-
 static void runs_answer_oom(struct http_deferred *deferred)
 {
     char oom[160];
@@ -1615,42 +1632,6 @@ int runs_launch(struct runs *r, struct writer_tx *tx, struct runs_plan *plan,
 }
 
 /* ---------------------------------------------------------------- cancel, drain */
-
-/* Under runs.lock. A run still waiting for its slot leaves its queue for r->ending: whoever
- * cancelled it ends it once the lock is let go (runs_end_cancelled). */
-static void runs_cancel_one(struct srun *sr, const char *why)
-{
-    if (atomic_load(&sr->cancelled)) {
-        return;
-    }
-    snprintf(sr->cancel_why, sizeof sr->cancel_why, "%s", why);
-    atomic_store(&sr->cancelled, 1);
-    if (sr->handle) {
-        al_run_cancel(sr->handle);
-    }
-    if (sr->waiting) {
-        struct runs *r = sr->owner;
-        runs_unqueue(r, sr);
-        sr->next_waiting = r->ending;
-        r->ending = sr;
-    }
-}
-
-/* Ends the waiting runs runs_cancel_one took off their queues (each as a start that finds
- * itself cancelled); without runs.lock. */
-static void runs_end_cancelled(struct runs *r)
-{
-    pthread_mutex_lock(&r->lock);
-    struct srun *sr = r->ending;
-    r->ending = NULL;
-    pthread_mutex_unlock(&r->lock);
-    while (sr) {
-        struct srun *next = sr->next_waiting;
-        sr->next_waiting = NULL;
-        runs_go(r, sr, NULL, NULL, 0);
-        sr = next;
-    }
-}
 
 /* Cancels the active runs of id `id`, or (id NULL) of a template's version; how many. Also a
  * run whose end waits for the writer: the writer records it cancelled, as the database already
