@@ -198,14 +198,10 @@ static int nodes_execution_fn(void *userdata, const struct store_execution *e)
     return (e->resume && !x->resume) || (e->resolutions && !x->resolutions);
 }
 
-/* One run of a dead node, in one transaction. When every call its execution had sent is to a
- * function marked idempotent (or it had sent none), it goes back to the queue (run.retried) and
- * the node that claims it executes it again from the same start (api_run_go), its calls going
- * out again under the same idempotency keys; its marks stay, so that a call the new execution
- * makes under a key the old one used is sent only if it is the same call. Otherwise it ends
- * failed ABORTED with its calls in doubt (run.abandoned). *ret_retried says which. A run
- * cancelled (`cancelled`: the reason) while the dead node executed it is not executed again:
- * its run.end, which that node's writer never recorded, is recorded here. */
+/* One run of a dead node, in one transaction, as nodes_recover says (`cancelled`: the reason of
+ * its cancel; *ret_retried: whether it was queued again). The marks of a run queued again stay,
+ * so that a call its new execution (api_run_go) makes under a key the old one used is sent only
+ * if it is the same call. */
 static enum store_rc nodes_take_over(struct store *s, const char *id, const char *department,
                                      int64_t created_ms, const char *node, const char *reason,
                                      const char *cancelled, int *ret_retried)
@@ -294,12 +290,10 @@ static enum store_rc nodes_take_over(struct store *s, const char *id, const char
         buf_printf(&b, ",\"%s\":", retry ? "calls_retried" : "calls_in_doubt");
         buf_append(&b, calls.data ? calls.data : "", calls.len);
         buf_append_str(&b, "}");
-        rc = calls.data && b.data ? s->ops->audit_append(s, "airlockd",
-                                                         retry       ? "run.retried"
-                                                         : cancelled ? "run.end"
-                                                                     : "run.abandoned",
-                                                         id, department, b.data, NULL)
-                                  : STORE_ERROR;
+        const char *action = retry ? "run.retried" : cancelled ? "run.end" : "run.abandoned";
+        rc = calls.data && b.data
+                     ? s->ops->audit_append(s, "airlockd", action, id, department, b.data, NULL)
+                     : STORE_ERROR;
     }
     if (rc == STORE_OK) {
         rc = s->ops->tx_commit(s);
@@ -372,8 +366,7 @@ static void nodes_watch(struct nodes *n, int all)
     }
     struct store *s = all ? NULL : readers_take(n->readers);
     for (size_t i = 0; i < count; i++) {
-        struct nodes_row row;
-        memset(&row, 0, sizeof row);
+        struct nodes_row row = { 0, "" };
         if (all) {
             runs_cancel(n->runs, ids[i], "airlockd lost its lease on the database");
             continue;

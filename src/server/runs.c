@@ -118,18 +118,14 @@ struct runs {
     size_t nactive;
     size_t nstarting; /* held starts (supervised, resumes) not yet launched or answered */
     int draining;
-    /* With several nodes (runs_set_node): this node's id, and each connector call is marked
-     * sent in the store (a writer job) before it leaves. "" with one node. */
-    char node[RUNS_NODE_MAX];
+    char node[RUNS_NODE_MAX];     /* runs_set_node's; "" with one node */
     size_t capacity;              /* runs executing here before new ones go to the queue */
     pthread_mutex_t kick_lock;    /* held while kick is called or set */
     void (*kick)(void *userdata); /* set before the first run; see runs_set_kick */
     void *kick_userdata;
     unsigned char seed_key[32]; /* runs_set_seed_key; zero until set */
-    /* Fair shares (runs_set_shares): new runs start while their principal, their department
-     * and the whole have room, and wait in their department's queue otherwise. */
-    struct runs_shares limits;
-    size_t running; /* runs holding a slot */
+    struct runs_shares limits;  /* runs_set_shares */
+    size_t running;             /* runs holding a slot */
     struct runs_share *principals;
     struct runs_share *departments;
     struct runs_share *served; /* the department whose run started last */
@@ -527,7 +523,7 @@ static void runs_host(struct al_call *call, void *userdata)
     pthread_mutex_lock(&r->lock);
     enum runs_start_state state = sr->start_state;
     if (state == RUNS_START_PENDING) {
-        p->next = sr->held; /* the writer sends it after the fsync (runs_finish_jobs) */
+        p->next = sr->held; /* the writer sends it after the fsync (runs_settle) */
         sr->held = p;
     }
     pthread_mutex_unlock(&r->lock);
@@ -687,9 +683,7 @@ static int runs_outcome(struct srun *sr, struct buf *outcome, struct buf *audit,
         enum al_console_level level;
         size_t len;
         const char *text = al_result_console_text(res, i, &level, &len);
-        buf_append_str(&console, i ? ",{\"level\":" : "{\"level\":");
-        const char *lname = al_console_level_name(level);
-        json_write_string(&console, lname, strlen(lname));
+        api_member(&console, i ? ",{\"level\":" : "{\"level\":", al_console_level_name(level));
         buf_append_str(&console, ",\"text\":");
         json_write_string(&console, text, len);
         buf_append_str(&console, "}");
@@ -735,18 +729,24 @@ static int runs_outcome(struct srun *sr, struct buf *outcome, struct buf *audit,
     return whole ? 0 : -1;
 }
 
-/* The JSON members every record of a run carries: run, template, version. */
-static void runs_put_subject(struct buf *b, const struct runs_plan *plan)
+/* Starts a record's details over with the members every record of a run carries: run,
+ * template, version. */
+static void runs_put_subject(struct buf *d, const struct runs_plan *plan)
 {
-    api_member(b, "{\"run\":", plan->id);
-    api_member(b, ",\"template\":", plan->template_name);
-    buf_printf(b, ",\"version\":%" PRId64, plan->version);
+    buf_reset(d);
+    api_member(d, "{\"run\":", plan->id);
+    api_member(d, ",\"template\":", plan->template_name);
+    buf_printf(d, ",\"version\":%" PRId64, plan->version);
 }
 
-static enum store_rc runs_audit(struct store *s, const char *actor, const char *action,
-                                const struct runs_plan *plan, const char *details)
+/* Closes a record's details and appends the record, airlockd's, on `subject`. */
+static enum store_rc runs_audit(struct store *s, const char *action, const char *subject,
+                                const struct runs_plan *plan, struct buf *d)
 {
-    return s->ops->audit_append(s, actor, action, plan->id, plan->department, details, NULL);
+    buf_append_str(d, "}");
+    return d->data ? s->ops->audit_append(s, "airlockd", action, subject, plan->department, d->data,
+                                          NULL)
+                   : STORE_ERROR;
 }
 
 /* The approvals of an interrupted run: one per interruption, each with approval.request. */
@@ -776,7 +776,6 @@ static enum store_rc runs_record_approvals(struct store *s, struct srun *sr, str
         };
         rc = s->ops->approval_create(s, &a);
         if (rc == STORE_OK) {
-            buf_reset(d);
             runs_put_subject(d, plan);
             api_member(d, ",\"approval\":", id);
             api_member(d, ",\"kind\":", "host_call");
@@ -784,10 +783,7 @@ static enum store_rc runs_record_approvals(struct store *s, struct srun *sr, str
             buf_append_str(d, ",");
             runs_put_bounded(d, "args", in.args, strlen(in.args));
             api_member(d, ",\"requested_by\":", plan->principal);
-            buf_append_str(d, "}");
-            rc = d->data ? s->ops->audit_append(s, "airlockd", "approval.request", id,
-                                                plan->department, d->data, NULL)
-                         : STORE_ERROR;
+            rc = runs_audit(s, "approval.request", id, plan, d);
         }
     }
     return rc;
@@ -809,7 +805,6 @@ static enum store_rc runs_record(struct store *s, struct srun *sr)
                                ? s->ops->run_lock_on_node(s, plan->id, r->node, "running|cancelled")
                                : STORE_OK;
     if (rc != STORE_OK) {
-        sr->counted_status = NULL;
         return rc == STORE_CONFLICT ? STORE_OK : rc;
     }
     buf_init(&outcome, RUNS_DETAILS_MAX);
@@ -818,15 +813,13 @@ static enum store_rc runs_record(struct store *s, struct srun *sr)
 
     for (size_t i = 0; i < sr->ncalls && rc == STORE_OK; i++) {
         const struct runs_call *c = &sr->calls[i];
-        buf_reset(&d);
         runs_put_subject(&d, plan);
         buf_append_str(&d, ",");
         runs_put_call(&d, c);
         if (c->message) {
             api_member(&d, ",\"message\":", c->message);
         }
-        buf_append_str(&d, "}");
-        rc = d.data ? runs_audit(s, "airlockd", "run.host_call", plan, d.data) : STORE_ERROR;
+        rc = runs_audit(s, "run.host_call", plan->id, plan, &d);
     }
 
     enum gov_run_state state = GOV_RUN_FAILED;
@@ -862,16 +855,13 @@ static enum store_rc runs_record(struct store *s, struct srun *sr)
         rc = runs_record_approvals(s, sr, &d);
     }
     if (rc == STORE_OK && recorded) {
-        buf_reset(&d);
         runs_put_subject(&d, plan);
         api_member(&d, ",\"principal\":", plan->principal);
         api_member(&d, ",\"approved_by\":", plan->approved_by);
         api_member(&d, ",\"status\":", gov_run_state_name(state));
         buf_append_str(&d, ",");
         buf_append(&d, audit.data, audit.len);
-        buf_append_str(&d, "}");
-        rc = d.data ? runs_audit(s, "airlockd", waits ? "run.wait" : "run.end", plan, d.data)
-                    : STORE_ERROR;
+        rc = runs_audit(s, waits ? "run.wait" : "run.end", plan->id, plan, &d);
     }
     sr->counted_status = rc == STORE_OK && recorded ? gov_run_state_name(state) : NULL;
     buf_done(&outcome);
@@ -1336,10 +1326,10 @@ static enum store_rc runs_minimal_fn(struct writer_tx *tx, void *arg)
     runs_put_subject(&d, sr->plan);
     buf_printf(&d,
                ",\"status\":\"%s\",\"error\":{\"code\":\"INTERNAL_ERROR\","
-               "\"message\":\"the run's end could not be recorded\"}}",
+               "\"message\":\"the run's end could not be recorded\"}",
                status);
     if (rc == STORE_OK) {
-        rc = buf_failed(&d) ? STORE_ERROR : runs_audit(s, "airlockd", "run.end", sr->plan, d.data);
+        rc = runs_audit(s, "run.end", sr->plan->id, sr->plan, &d);
     }
     buf_done(&d);
     sr->counted_status = NULL;
@@ -1710,8 +1700,7 @@ const char *runs_node(const struct runs *r)
     return r->node[0] ? r->node : NULL;
 }
 
-/* Under kick_lock: once runs_set_kick(NULL) has returned no kick is under way, so the one who
- * set it may free its userdata (a batch finished during a shutdown may still kick). */
+/* Under kick_lock: a batch finished during a shutdown may still kick. */
 void runs_set_kick(struct runs *r, void (*fn)(void *userdata), void *userdata)
 {
     pthread_mutex_lock(&r->kick_lock);
