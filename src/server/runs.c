@@ -1115,9 +1115,11 @@ static int runs_admit(struct runs *r, struct srun *sr)
 /* A launch's record has committed (rc STORE_OK): its held connector calls go out. Or it never
  * will be (refused, failed, rolled back with the job that launched it): the run is cancelled,
  * its held calls throw and its end is never recorded. On the writer's thread. */
-static void runs_settle(struct srun *sr, int recorded)
+static void runs_settle(void *arg, enum store_rc rc)
 {
+    struct srun *sr = arg;
     struct runs *r = sr->owner;
+    int recorded = rc == STORE_OK;
     pthread_mutex_lock(&r->lock);
     sr->start_state = recorded ? RUNS_START_DURABLE : RUNS_START_UNRECORDED;
     struct runs_pending *held = sr->held;
@@ -1138,17 +1140,6 @@ static void runs_settle(struct srun *sr, int recorded)
     }
 }
 
-static void runs_started(void *arg, enum store_rc rc)
-{
-    runs_settle(arg, rc == STORE_OK);
-}
-
-/* The id of a new run, wherever its plan is now. */
-static const char *runs_job_id(const struct runs_job *job)
-{
-    return job->sr ? job->sr->plan->id : job->start.plan->id;
-}
-
 /* A new run's record and, for a start that waits for no run, its answer, read back at once:
  * the answer says how it started. A refusal writes nothing and keeps the job's transaction. */
 static enum store_rc runs_start_fn(struct writer_tx *tx, void *arg)
@@ -1156,6 +1147,7 @@ static enum store_rc runs_start_fn(struct writer_tx *tx, void *arg)
     struct runs_job *job = arg;
     struct store *s = writer_store(tx);
     const char *node = job->owner->node;
+    const char *id = job->sr ? job->sr->plan->id : job->start.plan->id; /* wherever its plan is */
     buf_reset(&job->answer);
     job->status = 409;
     enum store_rc rc = job->start.record(s, job->start.record_userdata, &job->answer, &job->status);
@@ -1166,14 +1158,14 @@ static enum store_rc runs_start_fn(struct writer_tx *tx, void *arg)
     /* a run that executes here names this node; a held or queued one belongs to no node yet */
     int executes = job->start.mode == RUNS_START_WAIT || job->start.mode == RUNS_START_NOWAIT;
     if (rc == STORE_OK && node[0] && executes) {
-        rc = s->ops->run_set_node(s, runs_job_id(job), node);
+        rc = s->ops->run_set_node(s, id, node);
     }
     /* every node hears of a queued run once this commits (the first to claim it executes it) */
     if (rc == STORE_OK && job->start.mode == RUNS_START_QUEUED && s->ops->notify) {
-        rc = s->ops->notify(s, STORE_CHANNEL_QUEUE, runs_job_id(job));
+        rc = s->ops->notify(s, STORE_CHANNEL_QUEUE, id);
     }
     if (rc == STORE_OK && job->start.mode != RUNS_START_WAIT) {
-        rc = runs_json_by_id(s, runs_job_id(job), &job->answer, &job->status);
+        rc = runs_json_by_id(s, id, &job->answer, &job->status);
         if (rc == STORE_OK && buf_failed(&job->answer)) {
             rc = STORE_ERROR;
         }
@@ -1199,7 +1191,7 @@ static void runs_start_done(void *arg, enum store_rc rc)
                              sr && sr->deferred ? sr->deferred : st->deferred);
     }
     if (sr) {
-        runs_settle(sr, recorded);
+        runs_settle(sr, recorded ? STORE_OK : STORE_CONFLICT);
         if (!recorded && sr->deferred) {
             http_deferred_answer(sr->deferred, job->status,
                                  job->answer.data ? job->answer.data : "", job->answer.len);
@@ -1616,7 +1608,7 @@ int runs_launch(struct runs *r, struct writer_tx *tx, struct runs_plan *plan,
     if (tx) {
         /* its calls wait for the commit of what launched it (a resume's claim) */
         sr->start_state = RUNS_START_PENDING;
-        writer_after(tx, &sr->launched, runs_started, sr);
+        writer_after(tx, &sr->launched, runs_settle, sr);
     }
     return runs_go(r, sr, continuation, resolutions, nresolutions);
 }
