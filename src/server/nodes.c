@@ -54,6 +54,7 @@
 
 #include "api_runs.h"
 #include "buf.h"
+#include "clock.h"
 #include "error.h"
 #include "json.h"
 #include "keyfile.h"
@@ -89,9 +90,7 @@ struct nodes {
 
 static int64_t nodes_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (int64_t)(clock_mono_us() / 1000);
 }
 
 int nodes_id(const char *data_dir, char *ret, struct al_error *reterr)
@@ -120,12 +119,12 @@ struct nodes_runs {
     } * rows;
 };
 
-/* The reason a cancel stored in a run's outcome (its error's message). */
-static void nodes_cancel_why(const char *outcome, char *why, size_t cap)
+/* The reason a cancel stored in a run's outcome (its error's message), else `fallback`. */
+static void nodes_cancel_why(const char *outcome, const char *fallback, char *why, size_t cap)
 {
     struct json_doc *doc = NULL;
     struct al_error err;
-    snprintf(why, cap, "cancelled");
+    snprintf(why, cap, "%s", fallback);
     if (outcome && json_parse(outcome, strlen(outcome), 16, &doc, &err) == AL_OK) {
         const struct json_node *e = json_get(json_root(doc), "error");
         const struct json_node *m = e ? json_get(e, "message") : NULL;
@@ -153,17 +152,11 @@ static int nodes_runs_fn(void *userdata, const struct store_run *row)
     snprintf(r->department, sizeof r->department, "%s", row->department);
     r->created_ms = runs_time_ms(row->created);
     r->cancel[0] = '\0';
-    if (strcmp(row->status, "cancelled") == 0) {
-        nodes_cancel_why(row->outcome, r->cancel, sizeof r->cancel);
+    if (api_run_state(row->status) == GOV_RUN_CANCELLED) {
+        nodes_cancel_why(row->outcome, "cancelled", r->cancel, sizeof r->cancel);
     }
     l->n++;
     return 0;
-}
-
-static void nodes_json_str(struct buf *b, const char *key, const char *value)
-{
-    buf_printf(b, ",\"%s\":", key);
-    json_write_string(b, value, strlen(value));
 }
 
 /* The calls a dead execution had sent, as the audit lists them; `unsafe` counts those whose
@@ -180,10 +173,9 @@ static int nodes_call_fn(void *userdata, const struct store_call *c)
     if (b->data && b->data[b->len - 1] != '[') {
         buf_append_str(b, ",");
     }
-    buf_append_str(b, "{\"function\":");
-    json_write_string(b, c->function, strlen(c->function));
-    nodes_json_str(b, "idempotency_key", c->idempotency_key);
-    nodes_json_str(b, "sent", c->sent);
+    api_member(b, "{\"function\":", c->function);
+    api_member(b, ",\"idempotency_key\":", c->idempotency_key);
+    api_member(b, ",\"sent\":", c->sent);
     buf_printf(b, ",\"idempotent\":%s,\"outcome\":\"unknown\"}", c->idempotent ? "true" : "false");
     d->unsafe += !c->idempotent;
     return 0;
@@ -206,14 +198,10 @@ static int nodes_execution_fn(void *userdata, const struct store_execution *e)
     return (e->resume && !x->resume) || (e->resolutions && !x->resolutions);
 }
 
-/* One run of a dead node, in one transaction. When every call its execution had sent is to a
- * function marked idempotent (or it had sent none), it goes back to the queue (run.retried) and
- * the node that claims it executes it again from the same start (api_run_go), its calls going
- * out again under the same idempotency keys; its marks stay, so that a call the new execution
- * makes under a key the old one used is sent only if it is the same call. Otherwise it ends
- * failed ABORTED with its calls in doubt (run.abandoned). *ret_retried says which. A run
- * cancelled (`cancelled`: the reason) while the dead node executed it is not executed again:
- * its run.end, which that node's writer never recorded, is recorded here. */
+/* One run of a dead node, in one transaction, as nodes_recover says (`cancelled`: the reason of
+ * its cancel; *ret_retried: whether it was queued again). The marks of a run queued again stay,
+ * so that a call its new execution (api_run_go) makes under a key the old one used is sent only
+ * if it is the same call. */
 static enum store_rc nodes_take_over(struct store *s, const char *id, const char *department,
                                      int64_t created_ms, const char *node, const char *reason,
                                      const char *cancelled, int *ret_retried)
@@ -252,10 +240,8 @@ static enum store_rc nodes_take_over(struct store *s, const char *id, const char
     /* a run of no recorded node predates the marks: what it sent is not known */
     int retry = rc == STORE_OK && node && !cancelled && doubt.unsafe == 0 &&
                 x.e.attempt < NODES_RETRIES_MAX;
-    buf_append_str(&b, "{\"run\":");
-    json_write_string(&b, id, strlen(id));
+    api_member(&b, "{\"run\":", id);
     if (retry) {
-        snprintf(why, sizeof why, "%s", reason);
         struct store_execution e = { id, x.e.resume, x.e.resolutions,
                                      x.e.clock_ms > 0 ? x.e.clock_ms : created_ms,
                                      x.e.attempt + 1 };
@@ -267,9 +253,9 @@ static enum store_rc nodes_take_over(struct store *s, const char *id, const char
             rc = s->ops->notify(s, STORE_CHANNEL_QUEUE, id); /* every node hears at the commit */
         }
         buf_append_str(&b, ",\"status\":\"queued\"");
-        nodes_json_str(&b, "reason", why);
-        nodes_json_str(&b, "node", node);
-        buf_printf(&b, ",\"attempt\":%" PRId64 ",\"calls_retried\":", e.attempt);
+        api_member(&b, ",\"reason\":", reason);
+        api_member(&b, ",\"node\":", node);
+        buf_printf(&b, ",\"attempt\":%" PRId64, e.attempt);
     } else if (rc == STORE_OK && cancelled) {
         rc = s->ops->call_clear(s, id);
         if (rc == STORE_OK) {
@@ -277,21 +263,17 @@ static enum store_rc nodes_take_over(struct store *s, const char *id, const char
              * it goes on, finds the run not its own (runs.c) */
             rc = s->ops->run_set_node(s, id, NULL);
         }
-        buf_append_str(&b,
-                       ",\"status\":\"cancelled\",\"error\":{\"code\":\"ABORTED\",\"message\":");
-        json_write_string(&b, cancelled, strlen(cancelled));
+        api_member(&b, ",\"status\":\"cancelled\",\"error\":{\"code\":\"ABORTED\",\"message\":",
+                   cancelled);
         buf_append_str(&b, "}");
-        nodes_json_str(&b, "node", node);
-        buf_append_str(&b, ",\"calls_in_doubt\":");
+        api_member(&b, ",\"node\":", node);
     } else if (rc == STORE_OK) {
+        snprintf(why, sizeof why, "%s", reason);
         if (doubt.unsafe == 0 && node) {
             snprintf(why, sizeof why, "%s; taken over %d times already, not again", reason,
                      NODES_RETRIES_MAX);
-        } else {
-            snprintf(why, sizeof why, "%s", reason);
         }
-        buf_append_str(&outcome, "{\"error\":{\"code\":\"ABORTED\",\"name\":\"\",\"message\":");
-        json_write_string(&outcome, why, strlen(why));
+        api_member(&outcome, "{\"error\":{\"code\":\"ABORTED\",\"name\":\"\",\"message\":", why);
         buf_append_str(&outcome, ",\"stack\":\"\"},\"console\":[],\"stats\":{},\"host_calls\":[]}");
         rc = outcome.data ? s->ops->run_set_status(s, id, "running", "failed", outcome.data)
                           : STORE_ERROR;
@@ -299,21 +281,19 @@ static enum store_rc nodes_take_over(struct store *s, const char *id, const char
             rc = s->ops->call_clear(s, id);
         }
         buf_append_str(&b, ",\"status\":\"failed\",\"code\":\"ABORTED\"");
-        nodes_json_str(&b, "reason", why);
+        api_member(&b, ",\"reason\":", why);
         if (node) {
-            nodes_json_str(&b, "node", node);
+            api_member(&b, ",\"node\":", node);
         }
-        buf_append_str(&b, ",\"calls_in_doubt\":");
     }
     if (rc == STORE_OK) {
+        buf_printf(&b, ",\"%s\":", retry ? "calls_retried" : "calls_in_doubt");
         buf_append(&b, calls.data ? calls.data : "", calls.len);
         buf_append_str(&b, "}");
-        rc = calls.data && b.data ? s->ops->audit_append(s, "airlockd",
-                                                         retry       ? "run.retried"
-                                                         : cancelled ? "run.end"
-                                                                     : "run.abandoned",
-                                                         id, department, b.data, NULL)
-                                  : STORE_ERROR;
+        const char *action = retry ? "run.retried" : cancelled ? "run.end" : "run.abandoned";
+        rc = calls.data && b.data
+                     ? s->ops->audit_append(s, "airlockd", action, id, department, b.data, NULL)
+                     : STORE_ERROR;
     }
     if (rc == STORE_OK) {
         rc = s->ops->tx_commit(s);
@@ -363,23 +343,14 @@ struct nodes_row {
     char why[NODES_WHY_MAX];
 };
 
-/* The run's stored status, and the message of its stored error (its cancel's reason). */
+/* Whether the run's stored status is cancelled, and the reason stored with the cancel. */
 static int nodes_row_fn(void *userdata, const struct store_run *row)
 {
     struct nodes_row *r = userdata;
-    struct json_doc *doc = NULL;
-    struct al_error err;
-    r->cancelled = strcmp(row->status, "cancelled") == 0;
-    snprintf(r->why, sizeof r->why, "cancelled on another node");
-    if (r->cancelled && row->outcome &&
-        json_parse(row->outcome, strlen(row->outcome), 16, &doc, &err) == AL_OK) {
-        const struct json_node *e = json_get(json_root(doc), "error");
-        const struct json_node *m = e ? json_get(e, "message") : NULL;
-        if (m && m->type == JSON_STRING && m->str_len > 0) {
-            snprintf(r->why, sizeof r->why, "%s", m->str);
-        }
+    r->cancelled = api_run_state(row->status) == GOV_RUN_CANCELLED;
+    if (r->cancelled) {
+        nodes_cancel_why(row->outcome, "cancelled on another node", r->why, sizeof r->why);
     }
-    json_doc_free(doc);
     return 0;
 }
 
@@ -395,8 +366,7 @@ static void nodes_watch(struct nodes *n, int all)
     }
     struct store *s = all ? NULL : readers_take(n->readers);
     for (size_t i = 0; i < count; i++) {
-        struct nodes_row row;
-        memset(&row, 0, sizeof row);
+        struct nodes_row row = { 0, "" };
         if (all) {
             runs_cancel(n->runs, ids[i], "airlockd lost its lease on the database");
             continue;
@@ -545,7 +515,7 @@ static void nodes_log_listener(struct nodes *n, const char *what, const char *er
     buf_init(&b, 4096);
     buf_printf(&b, "{\"log\":\"nodes\",\"node\":\"%s\",\"listener\":\"%s\"", n->id, what);
     if (error) {
-        nodes_json_str(&b, "error", error);
+        api_member(&b, ",\"error\":", error);
     }
     buf_append_str(&b, "}\n");
     if (b.data) {
@@ -693,6 +663,15 @@ static enum store_rc nodes_first_fn(struct writer_tx *tx, void *arg)
     return rc;
 }
 
+/* Ends the nodes thread's loop (and the listener's at its next look). */
+static void nodes_halt(struct nodes *n)
+{
+    pthread_mutex_lock(&n->lock);
+    n->stop = 1;
+    pthread_cond_signal(&n->cond);
+    pthread_mutex_unlock(&n->lock);
+}
+
 int nodes_start(struct writer *writer, struct readers *readers, struct runs *runs,
                 const unsigned char *secret_key, const char *id, int64_t lease_ms, int64_t poll_ms,
                 struct nodes **ret, struct al_error *reterr)
@@ -710,30 +689,23 @@ int nodes_start(struct writer *writer, struct readers *readers, struct runs *run
     n->poll_ms = poll_ms;
     n->secret_key = secret_key;
     snprintf(n->id, sizeof n->id, "%s", id);
-    if (writer_call(writer, nodes_first_fn, n) != STORE_OK) {
-        error_set(reterr, AL_INTERNAL_ERROR, "%s",
-                  n->err[0] ? n->err : "cannot renew the node's lease");
-        if (n->listener) {
-            n->listener->ops->free(n->listener);
-        }
-        free(n);
-        return -1;
-    }
     pthread_mutex_init(&n->lock, NULL);
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&n->cond, &attr);
     pthread_condattr_destroy(&attr);
+    if (writer_call(writer, nodes_first_fn, n) != STORE_OK) {
+        error_set(reterr, AL_INTERNAL_ERROR, "%s",
+                  n->err[0] ? n->err : "cannot renew the node's lease");
+        goto fail;
+    }
     if (pthread_create(&n->thread, NULL, nodes_thread, n) != 0) {
         error_set(reterr, AL_INTERNAL_ERROR, "cannot start the nodes thread");
         goto fail;
     }
     if (n->listener && pthread_create(&n->listen_thread, NULL, nodes_listen_thread, n) != 0) {
         error_set(reterr, AL_INTERNAL_ERROR, "cannot start the listener's thread");
-        pthread_mutex_lock(&n->lock);
-        n->stop = 1;
-        pthread_cond_signal(&n->cond);
-        pthread_mutex_unlock(&n->lock);
+        nodes_halt(n);
         pthread_join(n->thread, NULL);
         goto fail;
     }
@@ -755,10 +727,7 @@ void nodes_stop(struct nodes *n)
     if (!n) {
         return;
     }
-    pthread_mutex_lock(&n->lock);
-    n->stop = 1;
-    pthread_cond_signal(&n->cond);
-    pthread_mutex_unlock(&n->lock);
+    nodes_halt(n);
     if (n->listener) {
         n->listener->ops->wake(n->listener); /* ends its wait, or its connect */
         pthread_join(n->listen_thread, NULL);

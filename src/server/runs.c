@@ -35,6 +35,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "api.h"
+#include "clock.h"
 #include "connector.h"
 #include "error.h"
 #include "json.h"
@@ -56,7 +58,8 @@ struct runs_call {
     char *message;
 };
 
-/* Where a run's own record stands (srun.start_state, under runs.lock). */
+/* Where a run's own record stands (srun.start_state, under runs.lock; only the writer's thread
+ * makes it UNRECORDED, and then neither its start nor its end is recorded). */
 enum runs_start_state {
     RUNS_START_DURABLE = 0, /* on the disk: connector calls go out (every resumed run) */
     RUNS_START_PENDING,     /* in the writer's next batch: connector calls are held */
@@ -75,7 +78,7 @@ struct srun {
     atomic_int refs;
     atomic_int cancelled;
     char cancel_why[RUNS_MESSAGE_MAX]; /* written before cancelled is set */
-    struct timespec started;
+    uint64_t started_us;               /* clock_mono_us */
     /* the host calls, appended on the event thread, read by the writer after the end */
     size_t ncalls;
     size_t calls_cap;
@@ -84,7 +87,6 @@ struct srun {
     unsigned answer_status;
     enum runs_start_state start_state;
     struct runs_pending *held;   /* connector calls waiting for the start record's commit */
-    int unrecorded;              /* its start was never recorded, nor is its end */
     const char *counted_status;  /* what its record said, for /metrics once committed */
     struct writer_job end;       /* its end, for the writer */
     struct writer_hook launched; /* its launch inside a writer job: settled at that commit */
@@ -116,18 +118,14 @@ struct runs {
     size_t nactive;
     size_t nstarting; /* held starts (supervised, resumes) not yet launched or answered */
     int draining;
-    /* With several nodes (runs_set_node): this node's id, and each connector call is marked
-     * sent in the store (a writer job) before it leaves. "" with one node. */
-    char node[RUNS_NODE_MAX];
+    char node[RUNS_NODE_MAX];     /* runs_set_node's; "" with one node */
     size_t capacity;              /* runs executing here before new ones go to the queue */
     pthread_mutex_t kick_lock;    /* held while kick is called or set */
     void (*kick)(void *userdata); /* set before the first run; see runs_set_kick */
     void *kick_userdata;
     unsigned char seed_key[32]; /* runs_set_seed_key; zero until set */
-    /* Fair shares (runs_set_shares): new runs start while their principal, their department
-     * and the whole have room, and wait in their department's queue otherwise. */
-    struct runs_shares limits;
-    size_t running; /* runs holding a slot */
+    struct runs_shares limits;  /* runs_set_shares */
+    size_t running;             /* runs holding a slot */
     struct runs_share *principals;
     struct runs_share *departments;
     struct runs_share *served; /* the department whose run started last */
@@ -154,9 +152,8 @@ struct runs_pending {
     const char *args; /* the call's, valid until it is completed */
     char key[RUNS_ID_LEN + 32];
     char args_sha256[2 * SHA256_DIGEST_LENGTH + 1]; /* hex, for the mark (call_mark) */
-    int diverged; /* the mark found another call under the key: it is not sent */
-    int taken;    /* the run is no longer this node's (taken over): it is not sent */
-    char connector[STORE_NAME_MAX + 1];
+    int diverged;           /* the mark found another call under the key: it is not sent */
+    int taken;              /* the run is no longer this node's (taken over): it is not sent */
     struct writer_job mark; /* several nodes: the mark, a job of the writer's */
     struct runs_pending *next;
 };
@@ -179,9 +176,7 @@ void runs_plan_free(struct runs_plan *plan)
 
 int64_t runs_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return clock_wall_ms();
 }
 
 void runs_time_text(int64_t ms, char out[RUNS_TIME_LEN])
@@ -206,28 +201,27 @@ int64_t runs_time_ms(const char *text)
     return (int64_t)timegm(&tm) * 1000 + ms;
 }
 
+/* len bytes as lowercase hex, NUL-terminated: out holds 2 * len + 1 bytes. */
+static void runs_hex(const unsigned char *raw, size_t len, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < len; i++) {
+        out[2 * i] = digits[raw[i] >> 4];
+        out[2 * i + 1] = digits[raw[i] & 15];
+    }
+    out[2 * len] = '\0';
+}
+
 int runs_new_id(const char *prefix, char *ret)
 {
     unsigned char raw[16];
-    static const char digits[] = "0123456789abcdef";
     if (RAND_bytes(raw, sizeof raw) != 1) {
         return -1;
     }
     size_t n = strlen(prefix);
     memcpy(ret, prefix, n);
-    for (size_t i = 0; i < sizeof raw; i++) {
-        ret[n + 2 * i] = digits[raw[i] >> 4];
-        ret[n + 2 * i + 1] = digits[raw[i] & 15];
-    }
-    ret[n + 2 * sizeof raw] = '\0';
+    runs_hex(raw, sizeof raw, ret + n);
     return 0;
-}
-
-unsigned runs_http_status(const char *status)
-{
-    int waiting = strcmp(status, "running") == 0 || strcmp(status, "queued") == 0 ||
-                  strcmp(status, "awaiting_approval") == 0;
-    return waiting ? 202 : 200;
 }
 
 static void srun_unref(struct srun *sr)
@@ -248,6 +242,31 @@ static void srun_unref(struct srun *sr)
     }
     runs_plan_free(sr->plan);
     free(sr);
+}
+
+/* A run in memory, not active yet; NULL when out of memory. */
+static struct srun *srun_new(struct runs *r, struct runs_plan *plan, struct http_deferred *deferred)
+{
+    struct srun *sr = calloc(1, sizeof *sr);
+    if (!sr) {
+        return NULL;
+    }
+    sr->owner = r;
+    sr->plan = plan;
+    sr->deferred = deferred;
+    atomic_init(&sr->refs, 2);
+    atomic_init(&sr->cancelled, 0);
+    buf_init(&sr->answer, (size_t)96 << 20);
+    sr->started_us = clock_mono_us();
+    return sr;
+}
+
+/* Puts a run on the list cancel, revocation and drain walk; under r->lock. */
+static void srun_activate(struct runs *r, struct srun *sr)
+{
+    sr->next_active = r->active;
+    r->active = sr;
+    r->nactive++;
 }
 
 /* ---------------------------------------------------------------- on the event thread */
@@ -299,7 +318,7 @@ static void runs_call_done(void *userdata, enum connector_outcome outcome, const
                            size_t len, const char *message)
 {
     struct runs_pending *p = userdata;
-    metrics_host_call(p->connector, outcome == CONNECTOR_RETURNED ? "returned" : "threw");
+    metrics_host_call(p->f->connector, outcome == CONNECTOR_RETURNED ? "returned" : "threw");
     if (outcome == CONNECTOR_RETURNED) {
         al_call_return(p->call, result_json, len);
     } else if (outcome == CONNECTOR_ARGS_REFUSED) {
@@ -343,7 +362,7 @@ static void runs_pending_send(struct runs_pending *p)
     if (connector_client_call(sr->owner->client, &req, runs_call_done, p) != 0) {
         char message[RUNS_MESSAGE_MAX];
         snprintf(message, sizeof message, "connector %s: the call could not be started",
-                 p->connector);
+                 p->f->connector);
         runs_pending_drop(p, message);
     }
 }
@@ -370,8 +389,60 @@ static int runs_resolution_approved(const char *json, size_t len, char *ret_comm
     return approved;
 }
 
-static enum store_rc runs_mark_fn(struct writer_tx *tx, void *arg);
-static void runs_mark_done(void *arg, enum store_rc rc);
+static void runs_log_store(struct store *s, const char *what)
+{
+    struct buf b;
+    buf_init(&b, 4096);
+    json_write_string(&b, s->ops->errmsg(s), strlen(s->ops->errmsg(s)));
+    fprintf(stderr, "{\"log\":\"runs\",\"error\":\"%s\",\"store\":%s}\n", what,
+            b.data ? b.data : "\"\"");
+    buf_done(&b);
+}
+
+/* Marks one call sent. A run cancelled on another node sends nothing more, even before the
+ * watch here sees it; and a node that was paused past its lease goes on as if nothing
+ * happened: the run may be another node's by now, executed again there. */
+static enum store_rc runs_mark_fn(struct writer_tx *tx, void *arg)
+{
+    struct runs_pending *p = arg;
+    struct store *s = writer_store(tx);
+    struct store_call c = { p->sr->plan->id,  p->key, p->f->name,
+                            p->f->idempotent, NULL,   p->args_sha256 };
+    enum store_rc rc = s->ops->run_lock_on_node(s, c.run, p->sr->owner->node, "running");
+    p->taken = rc == STORE_CONFLICT;
+    if (rc == STORE_OK) {
+        rc = s->ops->call_mark(s, &c);
+        p->diverged = rc == STORE_CONFLICT;
+    }
+    if (rc == STORE_CONFLICT) {
+        rc = STORE_OK;
+    }
+    if (rc != STORE_OK) {
+        runs_log_store(s, "marking a connector call sent failed; it throws");
+    }
+    return rc;
+}
+
+static void runs_mark_done(void *arg, enum store_rc rc)
+{
+    struct runs_pending *p = arg;
+    if (rc == STORE_OK && p->taken) {
+        runs_pending_drop(p, "airlockd: the run no longer executes on this node "
+                             "(cancelled, or taken over by another node); not sent");
+    } else if (rc == STORE_OK && p->diverged) {
+        /* a retried execution that took another path: its key names a call already sent */
+        char message[RUNS_MESSAGE_MAX];
+        snprintf(message, sizeof message,
+                 "airlockd: call %" PRIu32 " (%s) is not the call the run's earlier execution "
+                 "sent under idempotency key %s; not sent",
+                 al_call_seq(p->call), p->f->name, p->key);
+        runs_pending_drop(p, message);
+    } else if (rc == STORE_OK) {
+        runs_pending_send(p);
+    } else {
+        runs_pending_drop(p, "the call could not be recorded before it was sent");
+    }
+}
 
 /* Sends a call, or with several nodes first has the writer mark it sent in the store
  * (call_mark) and sends it once that is committed: a node that dies leaves behind the marks of
@@ -406,8 +477,7 @@ static void runs_host(struct al_call *call, void *userdata)
         }
         struct buf payload;
         buf_init(&payload, (size_t)64 << 20);
-        buf_append_str(&payload, "{\"function\":");
-        json_write_string(&payload, f->name, strlen(f->name));
+        api_member(&payload, "{\"function\":", f->name);
         buf_append_str(&payload, ",\"args\":");
         buf_append(&payload, args, args_len);
         buf_append_str(&payload, "}");
@@ -445,18 +515,15 @@ static void runs_host(struct al_call *call, void *userdata)
     if (sr->owner->node[0]) {
         unsigned char digest[SHA256_DIGEST_LENGTH];
         SHA256((const unsigned char *)args, args_len, digest);
-        for (size_t i = 0; i < sizeof digest; i++) {
-            snprintf(p->args_sha256 + 2 * i, 3, "%02x", digest[i]);
-        }
+        runs_hex(digest, sizeof digest, p->args_sha256);
     }
     atomic_fetch_add(&sr->refs, 1);
     snprintf(p->key, sizeof p->key, "%s", key);
-    snprintf(p->connector, sizeof p->connector, "%s", f->connector);
     struct runs *r = sr->owner;
     pthread_mutex_lock(&r->lock);
     enum runs_start_state state = sr->start_state;
     if (state == RUNS_START_PENDING) {
-        p->next = sr->held; /* the writer sends it after the fsync (runs_finish_jobs) */
+        p->next = sr->held; /* the writer sends it after the fsync (runs_settle) */
         sr->held = p;
     }
     pthread_mutex_unlock(&r->lock);
@@ -470,11 +537,13 @@ static void runs_host(struct al_call *call, void *userdata)
 static enum store_rc runs_end_fn(struct writer_tx *tx, void *arg);
 static void runs_end_done(void *arg, enum store_rc rc);
 
-/* Hands a run's end to the writer; result (NULL when the start failed) is set under the lock
- * that cancel reads the run under. */
-static void runs_enqueue_done(struct srun *sr, struct al_result *result)
+/* The runner's end of a run (also called with NULL run and result when it never started):
+ * hands it to the writer; result is set under the lock that cancel reads the run under. */
+static void runs_done(struct al_run *run, struct al_result *result, void *userdata)
 {
+    struct srun *sr = userdata;
     struct runs *r = sr->owner;
+    (void)run;
     pthread_mutex_lock(&r->lock);
     sr->result = result;
     pthread_mutex_unlock(&r->lock);
@@ -484,21 +553,13 @@ static void runs_enqueue_done(struct srun *sr, struct al_result *result)
     writer_submit(r->writer, &sr->end);
 }
 
-static void runs_done(struct al_run *run, struct al_result *result, void *userdata)
-{
-    struct srun *sr = userdata;
-    (void)run;
-    runs_enqueue_done(sr, result);
-}
-
 /* ---------------------------------------------------------------- the writer */
 
 static void runs_put_error(struct buf *b, const char *code, const char *name, size_t name_len,
                            const char *message, size_t message_len, const char *stack,
                            size_t stack_len)
 {
-    buf_append_str(b, "\"error\":{\"code\":");
-    json_write_string(b, code, strlen(code));
+    api_member(b, "\"error\":{\"code\":", code);
     buf_append_str(b, ",\"name\":");
     json_write_string(b, name, name_len);
     buf_append_str(b, ",\"message\":");
@@ -518,34 +579,39 @@ void runs_put_bounded(struct buf *b, const char *key, const char *json, size_t l
         buf_append(b, json, len);
         return;
     }
-    unsigned char md[32];
-    char hex[65];
-    static const char digits[] = "0123456789abcdef";
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    char hex[2 * SHA256_DIGEST_LENGTH + 1];
     SHA256((const unsigned char *)json, len, md);
-    for (size_t i = 0; i < sizeof md; i++) {
-        hex[2 * i] = digits[md[i] >> 4];
-        hex[2 * i + 1] = digits[md[i] & 15];
-    }
-    hex[64] = '\0';
+    runs_hex(md, sizeof md, hex);
     buf_printf(b, "{\"$truncated\":true,\"bytes\":%zu,\"sha256\":\"%s\"}", len, hex);
 }
 
-static const char *runs_outcome_name(enum al_call_outcome o);
-static void runs_put_str(struct buf *b, const char *key, const char *value);
+static const char *runs_outcome_name(enum al_call_outcome o)
+{
+    switch (o) {
+    case AL_CALL_RETURNED:
+        return "returned";
+    case AL_CALL_THREW:
+        return "threw";
+    case AL_CALL_INTERRUPTED:
+        return "interrupted";
+    }
+    return "?";
+}
 
 /* One host call's members, no braces: "call", "function", "args" (huge ones bounded), "outcome"
  * and "duration_ms", as its run.host_call record and the run's host_calls show them. */
 static void runs_put_call(struct buf *b, const struct runs_call *c)
 {
     buf_printf(b, "\"call\":%" PRIu32, c->seq);
-    runs_put_str(b, "function", c->function ? c->function : "");
+    api_member(b, ",\"function\":", c->function ? c->function : "");
     buf_append_str(b, ",");
     if (c->args) {
         runs_put_bounded(b, "args", c->args, strlen(c->args));
     } else {
         buf_append_str(b, "\"args\":null");
     }
-    runs_put_str(b, "outcome", c->ended ? runs_outcome_name(c->outcome) : "unfinished");
+    api_member(b, ",\"outcome\":", c->ended ? runs_outcome_name(c->outcome) : "unfinished");
     buf_printf(b, ",\"duration_ms\":%.3f", (double)c->duration_us / 1000.0);
 }
 
@@ -566,24 +632,20 @@ static void runs_put_calls(struct buf *b, const struct srun *sr)
         const struct runs_call *c = &sr->calls[i];
         buf_append_str(b, any++ ? ",{" : "{");
         runs_put_call(b, c);
-        buf_append_str(b, ",\"message\":");
-        if (c->message) {
-            json_write_string(b, c->message, strlen(c->message));
-        } else {
-            buf_append_str(b, "null");
-        }
+        api_member(b, ",\"message\":", c->message);
         buf_append_str(b, "}");
     }
     buf_append_str(b, "]");
 }
 
-/* The run's status; its outcome object {value|error, console, stats, host_calls} into
- * `outcome` and the same members but the host calls (their own records), huge values bounded,
- * into `audit` (no braces). */
-static const char *runs_outcome(struct srun *sr, struct buf *outcome, struct buf *audit)
+/* The run's state into *ret_state; its outcome object {value|error, console, stats, host_calls}
+ * into `outcome` and the same members but the host calls (their own records), huge values
+ * bounded, into `audit` (no braces). -1 when a buffer overflowed. */
+static int runs_outcome(struct srun *sr, struct buf *outcome, struct buf *audit,
+                        enum gov_run_state *ret_state)
 {
     const struct al_result *res = sr->result;
-    const char *status;
+    enum gov_run_state state;
     struct buf value;
     struct buf console;
     struct buf error;
@@ -594,25 +656,25 @@ static const char *runs_outcome(struct srun *sr, struct buf *outcome, struct buf
     int cancelled = atomic_load(&sr->cancelled);
     if (cancelled) {
         /* cancelled through the API or by a revocation: that is its end, whatever came back */
-        status = "cancelled";
+        state = GOV_RUN_CANCELLED;
         runs_put_error(&error, al_code_name(AL_ABORTED), "", 0, sr->cancel_why,
                        strlen(sr->cancel_why), "", 0);
     } else if (!res) {
-        status = "failed";
+        state = GOV_RUN_FAILED;
         runs_put_error(&error, al_code_name(AL_INTERNAL_ERROR), "", 0, sr->start_error,
                        strlen(sr->start_error), "", 0);
     } else if (st == AL_STATUS_COMPLETED) {
         size_t vlen;
         const char *v = al_result_value(res, &vlen);
-        status = "completed";
+        state = GOV_RUN_COMPLETED;
         json_write_compact(&value, v, vlen);
     } else if (st == AL_STATUS_INTERRUPTED) {
-        status = "awaiting_approval";
+        state = GOV_RUN_AWAITING_APPROVAL;
         buf_append_str(&value, "null");
     } else {
         struct al_error_text et;
         al_result_error_text(res, &et);
-        status = "failed";
+        state = GOV_RUN_FAILED;
         runs_put_error(&error, al_code_name(al_result_error_code(res)), et.name, et.name_len,
                        et.message, et.message_len, et.stack, et.stack_len);
     }
@@ -621,9 +683,7 @@ static const char *runs_outcome(struct srun *sr, struct buf *outcome, struct buf
         enum al_console_level level;
         size_t len;
         const char *text = al_result_console_text(res, i, &level, &len);
-        buf_append_str(&console, i ? ",{\"level\":" : "{\"level\":");
-        const char *lname = al_console_level_name(level);
-        json_write_string(&console, lname, strlen(lname));
+        api_member(&console, i ? ",{\"level\":" : "{\"level\":", al_console_level_name(level));
         buf_append_str(&console, ",\"text\":");
         json_write_string(&console, text, len);
         buf_append_str(&console, "}");
@@ -642,67 +702,51 @@ static const char *runs_outcome(struct srun *sr, struct buf *outcome, struct buf
                  stats.jailed ? "seccomp" : "none");
     }
     /* a buffer past its cap has dropped its data: the one in use must be whole */
-    if ((error.len == 0 && !value.data) || !console.data) {
-        buf_done(&value);
-        buf_done(&console);
-        buf_done(&error);
-        return NULL;
+    int whole = (error.len > 0 || value.data) && console.data;
+    if (whole) {
+        buf_append_str(outcome, "{");
+        if (error.len) {
+            buf_append(outcome, error.data, error.len);
+            buf_append(audit, error.data, error.len);
+        } else {
+            buf_append_str(outcome, "\"value\":");
+            buf_append(outcome, value.data, value.len);
+            runs_put_bounded(audit, "value", value.data, value.len);
+        }
+        buf_append_str(outcome, ",\"console\":");
+        buf_append(outcome, console.data, console.len);
+        buf_printf(outcome, ",\"stats\":%s,\"host_calls\":", stats_text);
+        runs_put_calls(outcome, sr);
+        buf_append_str(outcome, "}");
+        buf_append_str(audit, ",");
+        runs_put_bounded(audit, "console", console.data, console.len);
+        buf_printf(audit, ",\"stats\":%s", stats_text);
+        *ret_state = state;
     }
-    buf_append_str(outcome, "{");
-    if (error.len) {
-        buf_append(outcome, error.data, error.len);
-        buf_append(audit, error.data, error.len);
-    } else {
-        buf_append_str(outcome, "\"value\":");
-        buf_append(outcome, value.data, value.len);
-        runs_put_bounded(audit, "value", value.data, value.len);
-    }
-    buf_append_str(outcome, ",\"console\":");
-    buf_append(outcome, console.data, console.len);
-    buf_printf(outcome, ",\"stats\":%s,\"host_calls\":", stats_text);
-    runs_put_calls(outcome, sr);
-    buf_append_str(outcome, "}");
-    buf_append_str(audit, ",");
-    runs_put_bounded(audit, "console", console.data, console.len);
-    buf_printf(audit, ",\"stats\":%s", stats_text);
     buf_done(&value);
     buf_done(&console);
     buf_done(&error);
-    return status;
+    return whole ? 0 : -1;
 }
 
-static void runs_put_str(struct buf *b, const char *key, const char *value)
+/* Starts a record's details over with the members every record of a run carries: run,
+ * template, version. */
+static void runs_put_subject(struct buf *d, const struct runs_plan *plan)
 {
-    buf_printf(b, ",\"%s\":", key);
-    json_write_string(b, value, strlen(value));
+    buf_reset(d);
+    api_member(d, "{\"run\":", plan->id);
+    api_member(d, ",\"template\":", plan->template_name);
+    buf_printf(d, ",\"version\":%" PRId64, plan->version);
 }
 
-/* The JSON members every record of a run carries: run, template, version. */
-static void runs_put_subject(struct buf *b, const struct runs_plan *plan)
+/* Closes a record's details and appends the record, airlockd's, on `subject`. */
+static enum store_rc runs_audit(struct store *s, const char *action, const char *subject,
+                                const struct runs_plan *plan, struct buf *d)
 {
-    buf_append_str(b, "{\"run\":");
-    json_write_string(b, plan->id, strlen(plan->id));
-    runs_put_str(b, "template", plan->template_name);
-    buf_printf(b, ",\"version\":%" PRId64, plan->version);
-}
-
-static enum store_rc runs_audit(struct store *s, const char *actor, const char *action,
-                                const struct runs_plan *plan, const char *details)
-{
-    return s->ops->audit_append(s, actor, action, plan->id, plan->department, details, NULL);
-}
-
-static const char *runs_outcome_name(enum al_call_outcome o)
-{
-    switch (o) {
-    case AL_CALL_RETURNED:
-        return "returned";
-    case AL_CALL_THREW:
-        return "threw";
-    case AL_CALL_INTERRUPTED:
-        return "interrupted";
-    }
-    return "?";
+    buf_append_str(d, "}");
+    return d->data ? s->ops->audit_append(s, "airlockd", action, subject, plan->department, d->data,
+                                          NULL)
+                   : STORE_ERROR;
 }
 
 /* The approvals of an interrupted run: one per interruption, each with approval.request. */
@@ -732,18 +776,14 @@ static enum store_rc runs_record_approvals(struct store *s, struct srun *sr, str
         };
         rc = s->ops->approval_create(s, &a);
         if (rc == STORE_OK) {
-            buf_reset(d);
             runs_put_subject(d, plan);
-            runs_put_str(d, "approval", id);
-            runs_put_str(d, "kind", "host_call");
-            runs_put_str(d, "function", in.function);
+            api_member(d, ",\"approval\":", id);
+            api_member(d, ",\"kind\":", "host_call");
+            api_member(d, ",\"function\":", in.function);
             buf_append_str(d, ",");
             runs_put_bounded(d, "args", in.args, strlen(in.args));
-            runs_put_str(d, "requested_by", plan->principal);
-            buf_append_str(d, "}");
-            rc = d->data ? s->ops->audit_append(s, "airlockd", "approval.request", id,
-                                                plan->department, d->data, NULL)
-                         : STORE_ERROR;
+            api_member(d, ",\"requested_by\":", plan->principal);
+            rc = runs_audit(s, "approval.request", id, plan, d);
         }
     }
     return rc;
@@ -765,7 +805,6 @@ static enum store_rc runs_record(struct store *s, struct srun *sr)
                                ? s->ops->run_lock_on_node(s, plan->id, r->node, "running|cancelled")
                                : STORE_OK;
     if (rc != STORE_OK) {
-        sr->counted_status = NULL;
         return rc == STORE_CONFLICT ? STORE_OK : rc;
     }
     buf_init(&outcome, RUNS_DETAILS_MAX);
@@ -774,27 +813,26 @@ static enum store_rc runs_record(struct store *s, struct srun *sr)
 
     for (size_t i = 0; i < sr->ncalls && rc == STORE_OK; i++) {
         const struct runs_call *c = &sr->calls[i];
-        buf_reset(&d);
         runs_put_subject(&d, plan);
         buf_append_str(&d, ",");
         runs_put_call(&d, c);
         if (c->message) {
-            runs_put_str(&d, "message", c->message);
+            api_member(&d, ",\"message\":", c->message);
         }
-        buf_append_str(&d, "}");
-        rc = d.data ? runs_audit(s, "airlockd", "run.host_call", plan, d.data) : STORE_ERROR;
+        rc = runs_audit(s, "run.host_call", plan->id, plan, &d);
     }
 
-    const char *status = runs_outcome(sr, &outcome, &audit);
-    if (rc == STORE_OK && (!status || !outcome.data || !audit.data)) {
+    enum gov_run_state state = GOV_RUN_FAILED;
+    int whole = runs_outcome(sr, &outcome, &audit, &state) == 0;
+    if (rc == STORE_OK && (!whole || !outcome.data || !audit.data)) {
         rc = STORE_ERROR;
     }
     int recorded = 0;
     if (rc == STORE_OK) {
         /* a run cancelled through the API is recorded cancelled already: add its outcome */
-        rc = s->ops->run_set_status(
-                s, plan->id, strcmp(status, "cancelled") == 0 ? "running|cancelled" : "running",
-                status, outcome.data);
+        rc = s->ops->run_set_status(s, plan->id,
+                                    state == GOV_RUN_CANCELLED ? "running|cancelled" : "running",
+                                    gov_run_state_name(state), outcome.data);
         recorded = rc == STORE_OK;
         if (rc == STORE_CONFLICT) {
             /* cancelled through the API just as it ended: the cancel stands (its status and
@@ -803,7 +841,7 @@ static enum store_rc runs_record(struct store *s, struct srun *sr)
             rc = s->ops->run_set_status(s, plan->id, "cancelled", "cancelled", NULL);
             recorded = rc == STORE_OK;
             if (recorded) {
-                status = "cancelled";
+                state = GOV_RUN_CANCELLED;
             } else if (rc == STORE_CONFLICT) {
                 rc = STORE_OK; /* ended otherwise meanwhile: that end stands */
             }
@@ -812,23 +850,20 @@ static enum store_rc runs_record(struct store *s, struct srun *sr)
     if (rc == STORE_OK && r->node[0]) {
         rc = s->ops->call_clear(s, plan->id); /* this execution's calls are recorded above */
     }
-    int waits = status && strcmp(status, "awaiting_approval") == 0;
+    int waits = state == GOV_RUN_AWAITING_APPROVAL;
     if (rc == STORE_OK && recorded && waits) {
         rc = runs_record_approvals(s, sr, &d);
     }
     if (rc == STORE_OK && recorded) {
-        buf_reset(&d);
         runs_put_subject(&d, plan);
-        runs_put_str(&d, "principal", plan->principal);
-        runs_put_str(&d, "approved_by", plan->approved_by);
-        runs_put_str(&d, "status", status);
+        api_member(&d, ",\"principal\":", plan->principal);
+        api_member(&d, ",\"approved_by\":", plan->approved_by);
+        api_member(&d, ",\"status\":", gov_run_state_name(state));
         buf_append_str(&d, ",");
         buf_append(&d, audit.data, audit.len);
-        buf_append_str(&d, "}");
-        rc = d.data ? runs_audit(s, "airlockd", waits ? "run.wait" : "run.end", plan, d.data)
-                    : STORE_ERROR;
+        rc = runs_audit(s, waits ? "run.wait" : "run.end", plan->id, plan, &d);
     }
-    sr->counted_status = rc == STORE_OK && recorded ? status : NULL;
+    sr->counted_status = rc == STORE_OK && recorded ? gov_run_state_name(state) : NULL;
     buf_done(&outcome);
     buf_done(&audit);
     buf_done(&d);
@@ -845,7 +880,7 @@ struct runs_row_json {
 static int runs_row_json(void *userdata, const struct store_run *row)
 {
     struct runs_row_json *j = userdata;
-    j->status = runs_http_status(row->status);
+    j->status = gov_run_state_http_status(api_run_state(row->status));
     j->rc = runs_json(j->s, row, j->b);
     return 0;
 }
@@ -863,42 +898,31 @@ enum store_rc runs_json_by_id(struct store *s, const char *id, struct buf *b, un
     return rc;
 }
 
+/* A 500 INTERNAL answer into b, naming the request d. */
+static void runs_internal_answer(struct buf *b, unsigned *ret_status, const char *message,
+                                 const struct http_deferred *d)
+{
+    *ret_status = 500;
+    buf_reset(b);
+    api_member(b, "{\"error\":{\"code\":\"INTERNAL\",\"message\":", message);
+    buf_printf(b, ",\"request_id\":\"%s\"}}\n", http_deferred_request_id(d));
+}
+
 /* The answer of a recorded run, read back from the store as GET /v1/runs/{id} would. */
 static void runs_build_answer(struct store *s, struct srun *sr)
 {
     buf_reset(&sr->answer);
     if (runs_json_by_id(s, sr->plan->id, &sr->answer, &sr->answer_status) != STORE_OK ||
         buf_failed(&sr->answer)) {
-        sr->answer_status = 500;
-        buf_reset(&sr->answer);
-        buf_printf(&sr->answer,
-                   "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"the run could not be read "
-                   "back\",\"request_id\":\"%s\"}}\n",
-                   http_deferred_request_id(sr->deferred));
+        runs_internal_answer(&sr->answer, &sr->answer_status, "the run could not be read back",
+                             sr->deferred);
         return;
     }
     buf_append_str(&sr->answer, "\n");
 }
 
-static void runs_log_store(struct store *s, const char *what)
-{
-    struct buf b;
-    buf_init(&b, 4096);
-    json_write_string(&b, s->ops->errmsg(s), strlen(s->ops->errmsg(s)));
-    fprintf(stderr, "{\"log\":\"runs\",\"error\":\"%s\",\"store\":%s}\n", what,
-            b.data ? b.data : "\"\"");
-    buf_done(&b);
-}
-
 static int runs_go(struct runs *r, struct srun *sr, const char *continuation,
                    const struct runs_resolution *resolutions, size_t nresolutions);
-static struct srun *srun_new(struct runs *r, struct runs_plan *plan,
-                             struct http_deferred *deferred);
-static void srun_activate(struct runs *r, struct srun *sr);
-static void runs_cancel_one(struct srun *sr, const char *why);
-static enum store_rc runs_start_fn(struct writer_tx *tx, void *arg);
-static void runs_start_done(void *arg, enum store_rc rc);
-static void runs_end_cancelled(struct runs *r);
 
 /* The share of `name` in `list`, made when missing (NULL when out of memory); runs.lock. */
 static struct runs_share *runs_share_of(struct runs_share **list, const char *name)
@@ -953,14 +977,12 @@ static void runs_unqueue(struct runs *r, struct srun *sr)
 {
     struct runs_share *dept = runs_share_of(&r->departments, sr->plan->department);
     struct runs_share *principal = runs_share_of(&r->principals, sr->plan->principal);
-    for (struct srun **p = dept ? &dept->head : NULL; p && *p; p = &(*p)->next_waiting) {
+    struct srun *prev = NULL;
+    for (struct srun **p = dept ? &dept->head : NULL; p && *p; prev = *p, p = &(*p)->next_waiting) {
         if (*p == sr) {
             *p = sr->next_waiting;
             if (dept->tail == sr) {
-                dept->tail = NULL;
-                for (struct srun *w = dept->head; w; w = w->next_waiting) {
-                    dept->tail = w;
-                }
+                dept->tail = prev;
             }
             break;
         }
@@ -971,6 +993,42 @@ static void runs_unqueue(struct runs *r, struct srun *sr)
     }
     sr->waiting = 0;
     sr->next_waiting = NULL;
+}
+
+/* Under runs.lock. A run still waiting for its slot leaves its queue for r->ending: whoever
+ * cancelled it ends it once the lock is let go (runs_end_cancelled). */
+static void runs_cancel_one(struct srun *sr, const char *why)
+{
+    if (atomic_load(&sr->cancelled)) {
+        return;
+    }
+    snprintf(sr->cancel_why, sizeof sr->cancel_why, "%s", why);
+    atomic_store(&sr->cancelled, 1);
+    if (sr->handle) {
+        al_run_cancel(sr->handle);
+    }
+    if (sr->waiting) {
+        struct runs *r = sr->owner;
+        runs_unqueue(r, sr);
+        sr->next_waiting = r->ending;
+        r->ending = sr;
+    }
+}
+
+/* Ends the waiting runs runs_cancel_one took off their queues (each as a start that finds
+ * itself cancelled); without runs.lock. */
+static void runs_end_cancelled(struct runs *r)
+{
+    pthread_mutex_lock(&r->lock);
+    struct srun *sr = r->ending;
+    r->ending = NULL;
+    pthread_mutex_unlock(&r->lock);
+    while (sr) {
+        struct srun *next = sr->next_waiting;
+        sr->next_waiting = NULL;
+        runs_go(r, sr, NULL, NULL, 0);
+        sr = next;
+    }
 }
 
 /* The next waiting run that has room, its slot taken: the departments' queues in turn from
@@ -1054,6 +1112,112 @@ static int runs_admit(struct runs *r, struct srun *sr)
     return 0;
 }
 
+/* A launch's record has committed (rc STORE_OK): its held connector calls go out. Or it never
+ * will be (refused, failed, rolled back with the job that launched it): the run is cancelled,
+ * its held calls throw and its end is never recorded. On the writer's thread. */
+static void runs_settle(void *arg, enum store_rc rc)
+{
+    struct srun *sr = arg;
+    struct runs *r = sr->owner;
+    int recorded = rc == STORE_OK;
+    pthread_mutex_lock(&r->lock);
+    sr->start_state = recorded ? RUNS_START_DURABLE : RUNS_START_UNRECORDED;
+    struct runs_pending *held = sr->held;
+    sr->held = NULL;
+    if (!recorded) {
+        runs_cancel_one(sr, "the run was not recorded");
+    }
+    pthread_mutex_unlock(&r->lock);
+    runs_end_cancelled(r);
+    while (held) {
+        struct runs_pending *next = held->next;
+        if (recorded) {
+            runs_pending_mark(r, held);
+        } else {
+            runs_pending_drop(held, "the run was not recorded");
+        }
+        held = next;
+    }
+}
+
+/* A new run's record and, for a start that waits for no run, its answer, read back at once:
+ * the answer says how it started. A refusal writes nothing and keeps the job's transaction. */
+static enum store_rc runs_start_fn(struct writer_tx *tx, void *arg)
+{
+    struct runs_job *job = arg;
+    struct store *s = writer_store(tx);
+    const char *node = job->owner->node;
+    const char *id = job->sr ? job->sr->plan->id : job->start.plan->id; /* wherever its plan is */
+    buf_reset(&job->answer);
+    job->status = 409;
+    enum store_rc rc = job->start.record(s, job->start.record_userdata, &job->answer, &job->status);
+    if (rc == STORE_CONFLICT) {
+        job->refused = 1;
+        return STORE_OK;
+    }
+    /* a run that executes here names this node; a held or queued one belongs to no node yet */
+    int executes = job->start.mode == RUNS_START_WAIT || job->start.mode == RUNS_START_NOWAIT;
+    if (rc == STORE_OK && node[0] && executes) {
+        rc = s->ops->run_set_node(s, id, node);
+    }
+    /* every node hears of a queued run once this commits (the first to claim it executes it) */
+    if (rc == STORE_OK && job->start.mode == RUNS_START_QUEUED && s->ops->notify) {
+        rc = s->ops->notify(s, STORE_CHANNEL_QUEUE, id);
+    }
+    if (rc == STORE_OK && job->start.mode != RUNS_START_WAIT) {
+        rc = runs_json_by_id(s, id, &job->answer, &job->status);
+        if (rc == STORE_OK && buf_failed(&job->answer)) {
+            rc = STORE_ERROR;
+        }
+        buf_append_str(&job->answer, "\n");
+    }
+    if (rc != STORE_OK) {
+        runs_log_store(s, "a run's start could not be recorded");
+    }
+    return rc;
+}
+
+/* After the start's commit: the run's held calls go out, or (refused, failed) it is cancelled
+ * and its client gets the refusal; a start that waits for no run is answered. */
+static void runs_start_done(void *arg, enum store_rc rc)
+{
+    struct runs_job *job = arg;
+    struct runs *r = job->owner;
+    struct runs_start *st = &job->start;
+    struct srun *sr = job->sr;
+    int recorded = rc == STORE_OK && !job->refused;
+    if (rc != STORE_OK) {
+        runs_internal_answer(&job->answer, &job->status, "the run could not be recorded",
+                             sr && sr->deferred ? sr->deferred : st->deferred);
+    }
+    if (sr) {
+        runs_settle(sr, recorded ? STORE_OK : STORE_CONFLICT);
+        if (!recorded && sr->deferred) {
+            http_deferred_answer(sr->deferred, job->status,
+                                 job->answer.data ? job->answer.data : "", job->answer.len);
+            sr->deferred = NULL;
+        }
+    }
+    if (st->deferred) {
+        http_deferred_answer(st->deferred, job->status, job->answer.data ? job->answer.data : "",
+                             job->answer.len);
+    }
+    if (st->record_free) {
+        st->record_free(st->record_userdata);
+    }
+    if (!sr && st->plan) {
+        /* not started: held for a person, or refused or not recorded */
+        runs_plan_free(st->plan);
+        runs_unhold(r);
+    }
+    int queued = st->mode == RUNS_START_QUEUED && recorded;
+    buf_done(&job->answer);
+    free(job);
+    if (queued) {
+        runs_kick(r); /* committed: this node, or the first other to look, claims it */
+    }
+}
+
 void runs_submit(struct runs *r, const struct runs_start *start)
 {
     struct runs_job *job = calloc(1, sizeof *job);
@@ -1113,15 +1277,13 @@ void runs_submit(struct runs *r, const struct runs_start *start)
     http_response_init(&resp);
     resp.status = full && job ? 429 : 500;
     resp.retry_after_s = full && job ? 1 : 0;
-    buf_printf(&resp.body, "{\"error\":{\"code\":\"%s\",\"message\":",
-               resp.status == 429 ? "RATE_LIMITED" : "INTERNAL");
     if (resp.status == 429) {
         buf_printf(&resp.body,
-                   "\"%zu runs of this principal wait for room already: retry "
-                   "later\"",
+                   "{\"error\":{\"code\":\"RATE_LIMITED\",\"message\":\"%zu runs of this "
+                   "principal wait for room already: retry later\"",
                    r->limits.per_principal_queued);
     } else {
-        buf_printf(&resp.body, "\"%s\"",
+        buf_printf(&resp.body, "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"%s\"",
                    draining ? "airlockd is shutting down: start the run again once it is back"
                             : "out of memory");
     }
@@ -1133,131 +1295,6 @@ void runs_submit(struct runs *r, const struct runs_start *start)
     }
     http_deferred_reply(start->deferred, &resp);
     http_response_done(&resp);
-}
-
-static void runs_internal_answer(struct buf *b, unsigned *ret_status, const char *message,
-                                 const struct http_deferred *d)
-{
-    *ret_status = 500;
-    buf_reset(b);
-    buf_append_str(b, "{\"error\":{\"code\":\"INTERNAL\",\"message\":");
-    json_write_string(b, message, strlen(message));
-    buf_printf(b, ",\"request_id\":\"%s\"}}\n", http_deferred_request_id(d));
-}
-
-/* A launch's record has committed (rc STORE_OK): its held connector calls go out. Or it never
- * will be (refused, failed, rolled back with the job that launched it): the run is cancelled,
- * its held calls throw and its end is never recorded. On the writer's thread. */
-static void runs_settle(struct srun *sr, int recorded)
-{
-    struct runs *r = sr->owner;
-    pthread_mutex_lock(&r->lock);
-    sr->start_state = recorded ? RUNS_START_DURABLE : RUNS_START_UNRECORDED;
-    struct runs_pending *held = sr->held;
-    sr->held = NULL;
-    if (!recorded) {
-        sr->unrecorded = 1;
-        runs_cancel_one(sr, "the run was not recorded");
-    }
-    pthread_mutex_unlock(&r->lock);
-    runs_end_cancelled(r);
-    while (held) {
-        struct runs_pending *next = held->next;
-        if (recorded) {
-            runs_pending_mark(r, held);
-        } else {
-            runs_pending_drop(held, "the run was not recorded");
-        }
-        held = next;
-    }
-}
-
-static void runs_started(void *arg, enum store_rc rc)
-{
-    runs_settle(arg, rc == STORE_OK);
-}
-
-/* The id of a new run, wherever its plan is now. */
-static const char *runs_job_id(const struct runs_job *job)
-{
-    return job->sr ? job->sr->plan->id : job->start.plan->id;
-}
-
-/* A new run's record and, for a start that waits for no run, its answer, read back at once:
- * the answer says how it started. A refusal writes nothing and keeps the job's transaction. */
-static enum store_rc runs_start_fn(struct writer_tx *tx, void *arg)
-{
-    struct runs_job *job = arg;
-    struct store *s = writer_store(tx);
-    const char *node = job->owner->node;
-    buf_reset(&job->answer);
-    job->status = 409;
-    enum store_rc rc = job->start.record(s, job->start.record_userdata, &job->answer, &job->status);
-    if (rc == STORE_CONFLICT) {
-        job->refused = 1;
-        return STORE_OK;
-    }
-    /* a run that executes here names this node; a held or queued one belongs to no node yet */
-    int executes = job->start.mode == RUNS_START_WAIT || job->start.mode == RUNS_START_NOWAIT;
-    if (rc == STORE_OK && node[0] && executes) {
-        rc = s->ops->run_set_node(s, runs_job_id(job), node);
-    }
-    /* every node hears of a queued run once this commits (the first to claim it executes it) */
-    if (rc == STORE_OK && job->start.mode == RUNS_START_QUEUED && s->ops->notify) {
-        rc = s->ops->notify(s, STORE_CHANNEL_QUEUE, runs_job_id(job));
-    }
-    if (rc == STORE_OK && job->start.mode != RUNS_START_WAIT) {
-        rc = runs_json_by_id(s, runs_job_id(job), &job->answer, &job->status);
-        if (rc == STORE_OK && buf_failed(&job->answer)) {
-            rc = STORE_ERROR;
-        }
-        buf_append_str(&job->answer, "\n");
-    }
-    if (rc != STORE_OK) {
-        runs_log_store(s, "a run's start could not be recorded");
-    }
-    return rc;
-}
-
-/* After the start's commit: the run's held calls go out, or (refused, failed) it is cancelled
- * and its client gets the refusal; a start that waits for no run is answered. */
-static void runs_start_done(void *arg, enum store_rc rc)
-{
-    struct runs_job *job = arg;
-    struct runs *r = job->owner;
-    struct runs_start *st = &job->start;
-    struct srun *sr = job->sr;
-    int recorded = rc == STORE_OK && !job->refused;
-    if (rc != STORE_OK) {
-        runs_internal_answer(&job->answer, &job->status, "the run could not be recorded",
-                             sr && sr->deferred ? sr->deferred : st->deferred);
-    }
-    if (sr) {
-        runs_settle(sr, recorded);
-        if (!recorded && sr->deferred) {
-            http_deferred_answer(sr->deferred, job->status,
-                                 job->answer.data ? job->answer.data : "", job->answer.len);
-            sr->deferred = NULL;
-        }
-    }
-    if (st->deferred) {
-        http_deferred_answer(st->deferred, job->status, job->answer.data ? job->answer.data : "",
-                             job->answer.len);
-    }
-    if (st->record_free) {
-        st->record_free(st->record_userdata);
-    }
-    if (!sr && st->plan) {
-        /* not started: held for a person, or refused or not recorded */
-        runs_plan_free(st->plan);
-        runs_unhold(r);
-    }
-    int queued = st->mode == RUNS_START_QUEUED && recorded;
-    buf_done(&job->answer);
-    free(job);
-    if (queued) {
-        runs_kick(r); /* committed: this node, or the first other to look, claims it */
-    }
 }
 
 /* A run whose end cannot be recorded (its store write fails) still ends: failed, with what
@@ -1281,10 +1318,10 @@ static enum store_rc runs_minimal_fn(struct writer_tx *tx, void *arg)
     runs_put_subject(&d, sr->plan);
     buf_printf(&d,
                ",\"status\":\"%s\",\"error\":{\"code\":\"INTERNAL_ERROR\","
-               "\"message\":\"the run's end could not be recorded\"}}",
+               "\"message\":\"the run's end could not be recorded\"}",
                status);
     if (rc == STORE_OK) {
-        rc = buf_failed(&d) ? STORE_ERROR : runs_audit(s, "airlockd", "run.end", sr->plan, d.data);
+        rc = runs_audit(s, "run.end", sr->plan->id, sr->plan, &d);
     }
     buf_done(&d);
     sr->counted_status = NULL;
@@ -1301,14 +1338,13 @@ static enum store_rc runs_end_fn(struct writer_tx *tx, void *arg)
 {
     struct srun *sr = arg;
     struct store *s = writer_store(tx);
-    if (sr->unrecorded) {
+    if (sr->start_state == RUNS_START_UNRECORDED) {
         return STORE_OK; /* never recorded: nor is its end */
     }
     enum store_rc rc = runs_record(s, sr);
     if (rc == STORE_OK) {
         runs_build_answer(s, sr);
     } else {
-        sr->counted_status = NULL;
         runs_log_store(s, "a run's end could not be recorded; recording it failed");
     }
     return rc;
@@ -1320,12 +1356,12 @@ static void runs_end_done(void *arg, enum store_rc rc)
 {
     struct srun *sr = arg;
     struct runs *r = sr->owner;
-    if (rc != STORE_OK && !sr->unrecorded && sr->end.fn == runs_end_fn) {
-        sr->end.fn = runs_minimal_fn;
-        writer_submit(r->writer, &sr->end);
-        return;
-    }
-    if (rc != STORE_OK && !sr->unrecorded) {
+    if (rc != STORE_OK && sr->start_state != RUNS_START_UNRECORDED) {
+        if (sr->end.fn == runs_end_fn) {
+            sr->end.fn = runs_minimal_fn;
+            writer_submit(r->writer, &sr->end);
+            return;
+        }
         runs_internal_answer(&sr->answer, &sr->answer_status, "the run's end could not be recorded",
                              sr->deferred);
     }
@@ -1354,59 +1390,10 @@ static void runs_end_done(void *arg, enum store_rc rc)
         runs_kick(r);
     }
     if (rc == STORE_OK && sr->counted_status) {
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        double seconds = (double)(now.tv_sec - sr->started.tv_sec) +
-                         (double)(now.tv_nsec - sr->started.tv_nsec) / 1e9;
         metrics_run(sr->plan->template_name[0] ? sr->plan->template_name : "_adhoc",
-                    sr->counted_status, seconds);
+                    sr->counted_status, (double)(clock_mono_us() - sr->started_us) / 1e6);
     }
     srun_unref(sr);
-}
-
-/* Marks one call sent. A run cancelled on another node sends nothing more, even before the
- * watch here sees it; and a node that was paused past its lease goes on as if nothing
- * happened: the run may be another node's by now, executed again there. */
-static enum store_rc runs_mark_fn(struct writer_tx *tx, void *arg)
-{
-    struct runs_pending *p = arg;
-    struct store *s = writer_store(tx);
-    struct store_call c = { p->sr->plan->id,  p->key, p->f->name,
-                            p->f->idempotent, NULL,   p->args_sha256 };
-    enum store_rc rc = s->ops->run_lock_on_node(s, c.run, p->sr->owner->node, "running");
-    p->taken = rc == STORE_CONFLICT;
-    if (rc == STORE_OK) {
-        rc = s->ops->call_mark(s, &c);
-        p->diverged = rc == STORE_CONFLICT;
-    }
-    if (rc == STORE_CONFLICT) {
-        rc = STORE_OK;
-    }
-    if (rc != STORE_OK) {
-        runs_log_store(s, "marking a connector call sent failed; it throws");
-    }
-    return rc;
-}
-
-static void runs_mark_done(void *arg, enum store_rc rc)
-{
-    struct runs_pending *p = arg;
-    if (rc == STORE_OK && p->taken) {
-        runs_pending_drop(p, "airlockd: the run no longer executes on this node "
-                             "(cancelled, or taken over by another node); not sent");
-    } else if (rc == STORE_OK && p->diverged) {
-        /* a retried execution that took another path: its key names a call already sent */
-        char message[RUNS_MESSAGE_MAX];
-        snprintf(message, sizeof message,
-                 "airlockd: call %" PRIu32 " (%s) is not the call the run's earlier execution "
-                 "sent under idempotency key %s; not sent",
-                 al_call_seq(p->call), p->f->name, p->key);
-        runs_pending_drop(p, message);
-    } else if (rc == STORE_OK) {
-        runs_pending_send(p);
-    } else {
-        runs_pending_drop(p, "the call could not be recorded before it was sent");
-    }
 }
 
 /* ---------------------------------------------------------------- launching */
@@ -1446,19 +1433,16 @@ static int runs_source(const struct runs_plan *plan, struct buf *b)
 
 static enum al_code runs_opts(struct srun *sr, const char *continuation,
                               const struct runs_resolution *res, size_t nres,
-                              struct al_run_opts *opts, struct al_error *err)
+                              struct al_run_opts *opts)
 {
     const struct runs_plan *plan = sr->plan;
     struct buf src;
-    enum al_code code = AL_OK;
     buf_init(&src, (size_t)64 << 20);
-    memset(err, 0, sizeof *err);
-    if (runs_source(plan, &src) != 0) {
-        code = AL_INTERNAL_ERROR;
-        goto out;
-    }
-    code = al_run_opts_set_source(opts, src.data, src.len,
-                                  plan->template_name[0] ? "template.js" : "adhoc.js");
+    enum al_code code =
+            runs_source(plan, &src) != 0
+                    ? AL_INTERNAL_ERROR
+                    : al_run_opts_set_source(opts, src.data, src.len,
+                                             plan->template_name[0] ? "template.js" : "adhoc.js");
     if (code == AL_OK && plan->typescript) {
         code = al_run_opts_set_source_type(opts, AL_SOURCE_BODY | AL_SOURCE_TYPESCRIPT);
     }
@@ -1513,10 +1497,6 @@ static enum al_code runs_opts(struct srun *sr, const char *continuation,
         al_run_opts_set_userdata(opts, sr);
         al_run_opts_set_event_callback(opts, runs_event, sr);
     }
-out:
-    if (code != AL_OK && !err->message[0]) {
-        snprintf(err->message, sizeof err->message, "%s", al_code_name(code));
-    }
     buf_done(&src);
     return code;
 }
@@ -1538,31 +1518,6 @@ void runs_unhold(struct runs *r)
     r->nstarting--;
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->lock);
-}
-
-/* A run in memory, not active yet; NULL when out of memory. */
-static struct srun *srun_new(struct runs *r, struct runs_plan *plan, struct http_deferred *deferred)
-{
-    struct srun *sr = calloc(1, sizeof *sr);
-    if (!sr) {
-        return NULL;
-    }
-    sr->owner = r;
-    sr->plan = plan;
-    sr->deferred = deferred;
-    atomic_init(&sr->refs, 2);
-    atomic_init(&sr->cancelled, 0);
-    buf_init(&sr->answer, (size_t)96 << 20);
-    clock_gettime(CLOCK_MONOTONIC, &sr->started);
-    return sr;
-}
-
-/* Puts a run on the list cancel, revocation and drain walk; under r->lock. */
-static void srun_activate(struct runs *r, struct srun *sr)
-{
-    sr->next_active = r->active;
-    r->active = sr;
-    r->nactive++;
 }
 
 static void runs_answer_oom(struct http_deferred *deferred)
@@ -1610,14 +1565,15 @@ static int runs_go(struct runs *r, struct srun *sr, const char *continuation,
                    const struct runs_resolution *resolutions, size_t nresolutions)
 {
     struct al_error err;
+    memset(&err, 0, sizeof err);
     if (atomic_load(&sr->cancelled)) {
         atomic_fetch_sub(&sr->refs, 1);
-        runs_enqueue_done(sr, NULL);
+        runs_done(NULL, NULL, sr);
         return -1;
     }
     struct al_run_opts *opts = al_run_opts_new();
-    enum al_code code = opts ? runs_opts(sr, continuation, resolutions, nresolutions, opts, &err)
-                             : AL_INTERNAL_ERROR;
+    enum al_code code =
+            opts ? runs_opts(sr, continuation, resolutions, nresolutions, opts) : AL_INTERNAL_ERROR;
     struct al_run *handle = NULL;
     if (code == AL_OK) {
         code = al_run_start(r->runner, opts, runs_done, sr, &handle, &err);
@@ -1627,7 +1583,7 @@ static int runs_go(struct runs *r, struct srun *sr, const char *continuation,
         snprintf(sr->start_error, sizeof sr->start_error, "the run could not start: %s",
                  err.message[0] ? err.message : al_code_name(code));
         atomic_fetch_sub(&sr->refs, 1);
-        runs_enqueue_done(sr, NULL);
+        runs_done(NULL, NULL, sr);
         return -1;
     }
     pthread_mutex_lock(&r->lock);
@@ -1652,73 +1608,25 @@ int runs_launch(struct runs *r, struct writer_tx *tx, struct runs_plan *plan,
     if (tx) {
         /* its calls wait for the commit of what launched it (a resume's claim) */
         sr->start_state = RUNS_START_PENDING;
-        writer_after(tx, &sr->launched, runs_started, sr);
+        writer_after(tx, &sr->launched, runs_settle, sr);
     }
     return runs_go(r, sr, continuation, resolutions, nresolutions);
 }
 
 /* ---------------------------------------------------------------- cancel, drain */
 
-/* Under runs.lock. A run still waiting for its slot leaves its queue for r->ending: whoever
- * cancelled it ends it once the lock is let go (runs_end_cancelled). */
-static void runs_cancel_one(struct srun *sr, const char *why)
-{
-    if (atomic_load(&sr->cancelled)) {
-        return;
-    }
-    snprintf(sr->cancel_why, sizeof sr->cancel_why, "%s", why);
-    atomic_store(&sr->cancelled, 1);
-    if (sr->handle) {
-        al_run_cancel(sr->handle);
-    }
-    if (sr->waiting) {
-        struct runs *r = sr->owner;
-        runs_unqueue(r, sr);
-        sr->next_waiting = r->ending;
-        r->ending = sr;
-    }
-}
-
-/* Ends the waiting runs runs_cancel_one took off their queues (each as a start that finds
- * itself cancelled); without runs.lock. */
-static void runs_end_cancelled(struct runs *r)
-{
-    pthread_mutex_lock(&r->lock);
-    struct srun *sr = r->ending;
-    r->ending = NULL;
-    pthread_mutex_unlock(&r->lock);
-    while (sr) {
-        struct srun *next = sr->next_waiting;
-        sr->next_waiting = NULL;
-        runs_go(r, sr, NULL, NULL, 0);
-        sr = next;
-    }
-}
-
-int runs_cancel(struct runs *r, const char *id, const char *why)
-{
-    int found = 0;
-    pthread_mutex_lock(&r->lock);
-    for (struct srun *sr = r->active; sr; sr = sr->next_active) {
-        /* also a run whose end waits for the writer: the writer records it cancelled, as
-         * the database already says (whichever of the two commits first) */
-        if (strcmp(sr->plan->id, id) == 0) {
-            runs_cancel_one(sr, why);
-            found = 1;
-        }
-    }
-    pthread_mutex_unlock(&r->lock);
-    runs_end_cancelled(r);
-    return found;
-}
-
-size_t runs_cancel_version(struct runs *r, const char *template_name, int64_t version,
-                           const char *why)
+/* Cancels the active runs of id `id`, or (id NULL) of a template's version; how many. Also a
+ * run whose end waits for the writer: the writer records it cancelled, as the database already
+ * says (whichever of the two commits first). */
+static size_t runs_cancel_where(struct runs *r, const char *id, const char *template_name,
+                                int64_t version, const char *why)
 {
     size_t n = 0;
     pthread_mutex_lock(&r->lock);
     for (struct srun *sr = r->active; sr; sr = sr->next_active) {
-        if (strcmp(sr->plan->template_name, template_name) == 0 && sr->plan->version == version) {
+        const struct runs_plan *p = sr->plan;
+        if (id ? strcmp(p->id, id) == 0
+               : strcmp(p->template_name, template_name) == 0 && p->version == version) {
             runs_cancel_one(sr, why);
             n++;
         }
@@ -1726,6 +1634,17 @@ size_t runs_cancel_version(struct runs *r, const char *template_name, int64_t ve
     pthread_mutex_unlock(&r->lock);
     runs_end_cancelled(r);
     return n;
+}
+
+int runs_cancel(struct runs *r, const char *id, const char *why)
+{
+    return runs_cancel_where(r, id, NULL, 0, why) > 0;
+}
+
+size_t runs_cancel_version(struct runs *r, const char *template_name, int64_t version,
+                           const char *why)
+{
+    return runs_cancel_where(r, NULL, template_name, version, why);
 }
 
 size_t runs_active(struct runs *r)
@@ -1773,8 +1692,7 @@ const char *runs_node(const struct runs *r)
     return r->node[0] ? r->node : NULL;
 }
 
-/* Under kick_lock: once runs_set_kick(NULL) has returned no kick is under way, so the one who
- * set it may free its userdata (a batch finished during a shutdown may still kick). */
+/* Under kick_lock: a batch finished during a shutdown may still kick. */
 void runs_set_kick(struct runs *r, void (*fn)(void *userdata), void *userdata)
 {
     pthread_mutex_lock(&r->kick_lock);
@@ -1800,9 +1718,7 @@ int runs_active_ids(struct runs *r, char (**ret_ids)[RUNS_ID_LEN + 1], size_t *r
     pthread_mutex_lock(&r->lock);
     if (r->nactive > 0) {
         ids = malloc(r->nactive * sizeof *ids);
-        if (!ids) {
-            rc = -1;
-        }
+        rc = ids ? 0 : -1;
         for (struct srun *sr = r->active; sr && ids && n < r->nactive; sr = sr->next_active) {
             snprintf(ids[n++], sizeof ids[0], "%s", sr->plan->id);
         }
@@ -1824,14 +1740,8 @@ void runs_refuse(struct runs *r)
 
 void runs_drain(struct runs *r, unsigned grace_ms)
 {
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += grace_ms / 1000;
-    deadline.tv_nsec += (long)(grace_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    int64_t until = clock_wall_ms() + grace_ms;
+    struct timespec deadline = { (time_t)(until / 1000), (long)(until % 1000) * 1000000L };
     pthread_mutex_lock(&r->lock);
     r->draining = 1;
     while (r->nactive > 0 || r->nstarting > 0) {
@@ -1906,28 +1816,26 @@ struct runs_ids {
 static int runs_approval_id(void *userdata, const struct store_approval *a)
 {
     struct runs_ids *ids = userdata;
-    buf_append_str(ids->b, ids->n++ ? "," : "");
-    json_write_string(ids->b, a->id, strlen(a->id));
+    api_member(ids->b, ids->n++ ? "," : "", a->id);
     return 0;
 }
 
 enum store_rc runs_json(struct store *s, const struct store_run *row, struct buf *b)
 {
-    buf_append_str(b, "{\"id\":");
-    json_write_string(b, row->id, strlen(row->id));
-    runs_put_str(b, "status", row->status);
+    api_member(b, "{\"id\":", row->id);
+    api_member(b, ",\"status\":", row->status);
     if (row->template_name[0]) {
-        runs_put_str(b, "template", row->template_name);
+        api_member(b, ",\"template\":", row->template_name);
         buf_printf(b, ",\"version\":%" PRId64, row->version);
     } else {
         buf_append_str(b, ",\"template\":null,\"version\":null");
     }
-    runs_put_str(b, "department", row->department);
-    runs_put_str(b, "principal", row->principal);
+    api_member(b, ",\"department\":", row->department);
+    api_member(b, ",\"principal\":", row->principal);
     buf_append_str(b, ",\"input\":");
     json_write_compact(b, row->input, strlen(row->input));
-    runs_put_str(b, "created", row->created);
-    runs_put_str(b, "updated", row->updated);
+    api_member(b, ",\"created\":", row->created);
+    api_member(b, ",\"updated\":", row->updated);
     if (row->outcome && row->outcome[0] == '{' && row->outcome[1] != '}') {
         /* the outcome holds value or error: the other one is null, so both are always there */
         int failed = strncmp(row->outcome, "{\"error\":", 9) == 0;

@@ -201,10 +201,9 @@ int runs_active_ids(struct runs *r, char (**ret_ids)[RUNS_ID_LEN + 1], size_t *r
  * approvals' ids are read from the store. STORE_OK or the store's failure. */
 enum store_rc runs_json(struct store *s, const struct store_run *row, struct buf *b);
 /* runs_json of the run `id`, read from the store; *ret_status (may be NULL) is what it answers
- * with (runs_http_status). NOT_FOUND for no such run. */
+ * with: 200 for a run that has ended, 202 for one still running or waiting for a person.
+ * NOT_FOUND for no such run. */
 enum store_rc runs_json_by_id(struct store *s, const char *id, struct buf *b, unsigned *ret_status);
-/* 200 for a run that has ended, 202 for one still running or waiting for a person. */
-unsigned runs_http_status(const char *status);
 /* Appends `"key":JSON` for an audit record: as is up to RUNS_AUDIT_FIELD_MAX bytes and
  * RUNS_AUDIT_FIELD_DEPTH levels, else {"$truncated":true,"bytes":N,"sha256":HEX} (the run's row
  * keeps the whole value): a record must fit the store's line cap and the reader's depth. */
