@@ -203,7 +203,7 @@ int gov_run_state_parse(const char *name, enum gov_run_state *ret_state);
 /* 1 for completed, failed, cancelled and denied (and outside the enum): nothing changes it
  * any more but its recorded outcome. */
 int gov_run_state_ended(enum gov_run_state state);
-/* The HTTP status of a run's answer (runs_http_status): 202 while it waits - queued, running,
+/* The HTTP status of a run's answer (runs_json_by_id): 202 while it waits - queued, running,
  * awaiting_approval -, 200 once ended. */
 unsigned gov_run_state_http_status(enum gov_run_state state);
 /* 1 for the states a run is created in: running (executes at once), queued (nobody waits for

@@ -39,6 +39,7 @@
 #include "clock.h"
 #include "connector.h"
 #include "error.h"
+#include "hex.h"
 #include "json.h"
 #include "metrics.h"
 #include "writer.h"
@@ -201,17 +202,6 @@ int64_t runs_time_ms(const char *text)
     return (int64_t)timegm(&tm) * 1000 + ms;
 }
 
-/* len bytes as lowercase hex, NUL-terminated: out holds 2 * len + 1 bytes. */
-static void runs_hex(const unsigned char *raw, size_t len, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < len; i++) {
-        out[2 * i] = digits[raw[i] >> 4];
-        out[2 * i + 1] = digits[raw[i] & 15];
-    }
-    out[2 * len] = '\0';
-}
-
 int runs_new_id(const char *prefix, char *ret)
 {
     unsigned char raw[16];
@@ -220,7 +210,7 @@ int runs_new_id(const char *prefix, char *ret)
     }
     size_t n = strlen(prefix);
     memcpy(ret, prefix, n);
-    runs_hex(raw, sizeof raw, ret + n);
+    hex_encode(raw, sizeof raw, ret + n);
     return 0;
 }
 
@@ -515,7 +505,7 @@ static void runs_host(struct al_call *call, void *userdata)
     if (sr->owner->node[0]) {
         unsigned char digest[SHA256_DIGEST_LENGTH];
         SHA256((const unsigned char *)args, args_len, digest);
-        runs_hex(digest, sizeof digest, p->args_sha256);
+        hex_encode(digest, sizeof digest, p->args_sha256);
     }
     atomic_fetch_add(&sr->refs, 1);
     snprintf(p->key, sizeof p->key, "%s", key);
@@ -582,7 +572,7 @@ void runs_put_bounded(struct buf *b, const char *key, const char *json, size_t l
     unsigned char md[SHA256_DIGEST_LENGTH];
     char hex[2 * SHA256_DIGEST_LENGTH + 1];
     SHA256((const unsigned char *)json, len, md);
-    runs_hex(md, sizeof md, hex);
+    hex_encode(md, sizeof md, hex);
     buf_printf(b, "{\"$truncated\":true,\"bytes\":%zu,\"sha256\":\"%s\"}", len, hex);
 }
 
