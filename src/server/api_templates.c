@@ -30,6 +30,7 @@
 #define TPL_SOURCE_MAX  ((size_t)256 << 10) /* the runner's default source limit */
 #define TPL_FUNCS_MAX   64u
 #define TPL_IDENT_MAX   64u
+#define TPL_IDENT_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$"
 #define TPL_DESC_MAX    1024u
 #define TPL_COMMENT_MAX 4096u
 #define TPL_VERSION_MAX 1000000000000LL
@@ -83,11 +84,15 @@ static int tpl_lookup(struct api_ctx *ctx, struct tpl_info *ti)
     return 0;
 }
 
-/* A read route's permission (gov_template_may_read): 0, or -1 after answering 403. */
-static int tpl_allow_read(struct api_ctx *ctx, const char *department)
+/* A read route's start: no body, the template {t} (404), the caller's right to read it
+ * (gov_template_may_read, 403). 0 with ti filled, or -1 after answering. */
+static int tpl_read_route(struct api_ctx *ctx, struct tpl_info *ti)
 {
     struct gov_decision d;
-    gov_template_may_read(&ctx->who->gov, department, &d);
+    if (api_body(ctx, NULL, 0) != 0 || tpl_lookup(ctx, ti) != 0) {
+        return -1;
+    }
+    gov_template_may_read(&ctx->who->gov, ti->department, &d);
     return api_decision(ctx, &d);
 }
 
@@ -133,26 +138,22 @@ static int64_t tpl_version_number(const char *s)
 
 /* ---------------------------------------------------------------- JSON of rows */
 
-static void tpl_version_summary(struct buf *b, const struct store_version *v)
+/* A version's summary (whole: 0), as a template lists it, or the whole version (whole: 1). */
+static void tpl_version_json(struct buf *b, const struct store_version *v, int whole)
 {
     api_member(b, "{\"template\":", v->template_name);
-    buf_printf(b, ",\"version\":%" PRId64 ",\"state\":", v->version);
-    api_str(b, v->state);
-    api_member(b, ",\"digest\":", v->digest);
-    api_member(b, ",\"author\":", v->author);
-    api_member(b, ",\"created\":", v->created);
-    buf_append_str(b, "}");
-}
-
-static void tpl_version_json(struct buf *b, const struct store_version *v)
-{
-    api_member(b, "{\"template\":", v->template_name);
-    buf_printf(b, ",\"version\":%" PRId64 ",\"department\":", v->version);
-    api_str(b, v->department);
+    buf_printf(b, ",\"version\":%" PRId64, v->version);
+    if (whole) {
+        api_member(b, ",\"department\":", v->department);
+    }
     api_member(b, ",\"state\":", v->state);
     api_member(b, ",\"digest\":", v->digest);
     api_member(b, ",\"author\":", v->author);
     api_member(b, ",\"created\":", v->created);
+    if (!whole) {
+        buf_append_str(b, "}");
+        return;
+    }
     api_member(b, ",\"language\":", v->language);
     api_member(b, ",\"autonomy\":", v->autonomy);
     /* stored compact by this file: valid JSON */
@@ -175,7 +176,7 @@ static void tpl_version_json(struct buf *b, const struct store_version *v)
 
 static int tpl_version_one(void *userdata, const struct store_version *v)
 {
-    tpl_version_json(userdata, v);
+    tpl_version_json(userdata, v, 1);
     return 0;
 }
 
@@ -194,7 +195,7 @@ static int tpl_version_item(void *userdata, const struct store_version *v)
     if (l->n++) {
         buf_append_str(l->b, ",");
     }
-    tpl_version_summary(l->b, v);
+    tpl_version_json(l->b, v, 0);
     return 0;
 }
 
@@ -220,10 +221,8 @@ static enum store_rc tpl_template_json(struct store *s, struct buf *b,
 /* ---------------------------------------------------------------- templates */
 
 struct tpl_list {
-    struct store *store;
     const struct gov_principal *who;
     struct buf *b;
-    int n;
     enum store_rc rc;
     /* template_list's rows are borrowed while it walks; the versions are read after it */
     size_t count;
@@ -272,7 +271,6 @@ void api_templates_list(struct api_ctx *ctx)
     struct store *s = ctx->store;
     struct tpl_list l;
     memset(&l, 0, sizeof l);
-    l.store = s;
     l.who = &ctx->who->gov;
     l.b = &ctx->resp->body;
     if (api_body(ctx, NULL, 0) != 0) {
@@ -421,8 +419,7 @@ void api_templates_create(struct api_ctx *ctx)
 void api_templates_get(struct api_ctx *ctx)
 {
     struct tpl_info ti;
-    if (api_body(ctx, NULL, 0) != 0 || tpl_lookup(ctx, &ti) != 0 ||
-        tpl_allow_read(ctx, ti.department) != 0) {
+    if (tpl_read_route(ctx, &ti) != 0) {
         return;
     }
     tpl_reply_template(ctx, 200, ti.name, tpl_approved_only(ctx, ti.department));
@@ -430,19 +427,12 @@ void api_templates_get(struct api_ctx *ctx)
 
 /* ---------------------------------------------------------------- versions */
 
+/* The len bytes at s, which a '.' or NUL ends, are a JavaScript identifier of ASCII letters,
+ * digits, _ and $. */
 static int tpl_ident_ok(const char *s, size_t len)
 {
-    if (len == 0 || len > TPL_IDENT_MAX || (s[0] >= '0' && s[0] <= '9')) {
-        return 0;
-    }
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '$')) {
-            return 0;
-        }
-    }
-    return 1;
+    return len > 0 && len <= TPL_IDENT_MAX && !(s[0] >= '0' && s[0] <= '9') &&
+           strspn(s, TPL_IDENT_CHARS) >= len;
 }
 
 /* Checks functions and writes them compact to out; -1 after answering 400. */
@@ -523,9 +513,9 @@ static int tpl_limits_read(struct api_ctx *ctx, const struct json_node *obj, str
     return 0;
 }
 
-/* "sha256:" + hex of the canonical form of content_json (a JSON object). 0 or -1. */
-/* The digest of the content: AL_OK; AL_SERIALIZATION_ERROR when it has no canonical form (a
- * number out of range); AL_INTERNAL_ERROR when out of memory. */
+/* "sha256:" + hex of the canonical form of content_json (a JSON object): AL_OK;
+ * AL_SERIALIZATION_ERROR when it has no canonical form (a number out of range);
+ * AL_INTERNAL_ERROR when out of memory. */
 static enum al_code tpl_digest(const char *content_json, size_t len, char ret[72])
 {
     struct json_doc *doc = NULL;
@@ -972,12 +962,13 @@ void api_versions_revoke(struct api_ctx *ctx)
 
 /* ---------------------------------------------------------------- reading versions */
 
-/* A copy of one version's content, kept past the store's callback: found only when `reader`
- * may read it. */
+/* One version as `reader` may read it (found only then; to an agent, a version not approved
+ * does not exist): appended whole to b when b is set, else its content copied past the store's
+ * callback. */
 struct tpl_copy {
     const struct gov_principal *reader;
+    struct buf *b;
     int found;
-    int64_t version;
     char *source;
     char *language;
     char *input_schema;
@@ -1004,7 +995,10 @@ static int tpl_copy_read(void *userdata, const struct store_version *v)
         return 0;
     }
     c->found = 1;
-    c->version = v->version;
+    if (c->b) {
+        tpl_version_json(c->b, v, 1);
+        return 0;
+    }
     c->source = buf_dup(v->source, strlen(v->source));
     c->language = buf_dup(v->language, strlen(v->language));
     c->input_schema = buf_dup(v->input_schema, strlen(v->input_schema));
@@ -1019,79 +1013,46 @@ static int tpl_copy_ok(const struct tpl_copy *c)
     return c->source && c->language && c->input_schema && c->functions && c->autonomy && c->limits;
 }
 
-struct tpl_visible {
-    const struct gov_principal *reader;
-    int found;
-    struct buf *b;
-};
-
-static int tpl_visible_one(void *userdata, const struct store_version *v)
+/* Reads version `number` (0: none) of ti into c (c->reader set): 0, or -1 after answering 404
+ * or 500. */
+static int tpl_copy_get(struct api_ctx *ctx, const struct tpl_info *ti, int64_t number,
+                        struct tpl_copy *c)
 {
-    struct tpl_visible *t = userdata;
-    if (!tpl_readable(t->reader, v)) {
-        return 0; /* to an agent, a version not approved does not exist */
+    struct store *s = ctx->store;
+    enum store_rc rc =
+            number ? s->ops->version_get(s, ti->name, number, tpl_copy_read, c) : STORE_NOT_FOUND;
+    if (rc == STORE_NOT_FOUND || (rc == STORE_OK && !c->found)) {
+        api_error(ctx, 404, "NOT_FOUND", "no version %.32s of template %s", api_param(ctx, "v"),
+                  ti->name);
+        return -1;
     }
-    t->found = 1;
-    tpl_version_json(t->b, v);
+    if (rc != STORE_OK || (!c->b && !tpl_copy_ok(c))) {
+        api_store_failed(ctx);
+        return -1;
+    }
     return 0;
 }
 
 void api_versions_get(struct api_ctx *ctx)
 {
     struct tpl_info ti;
-    if (api_body(ctx, NULL, 0) != 0 || tpl_lookup(ctx, &ti) != 0 ||
-        tpl_allow_read(ctx, ti.department) != 0) {
+    if (tpl_read_route(ctx, &ti) != 0) {
         return;
     }
-    int64_t number = tpl_version_number(api_param(ctx, "v"));
-    struct tpl_visible t = { &ctx->who->gov, 0, &ctx->resp->body };
+    struct tpl_copy c = { &ctx->who->gov, &ctx->resp->body, 0, NULL, NULL, NULL, NULL, NULL, NULL };
     api_reply(ctx, 200);
-    enum store_rc rc =
-            number ? ctx->store->ops->version_get(ctx->store, ti.name, number, tpl_visible_one, &t)
-                   : STORE_NOT_FOUND;
-    if (rc == STORE_NOT_FOUND || (rc == STORE_OK && !t.found)) {
-        api_error(ctx, 404, "NOT_FOUND", "no version %.32s of template %s", api_param(ctx, "v"),
-                  ti.name);
-        return;
+    if (tpl_copy_get(ctx, &ti, tpl_version_number(api_param(ctx, "v")), &c) == 0) {
+        buf_append_str(&ctx->resp->body, "\n");
     }
-    if (rc != STORE_OK) {
-        api_store_failed(ctx);
-        return;
-    }
-    buf_append_str(&ctx->resp->body, "\n");
 }
 
 /* ---------------------------------------------------------------- types */
 
-/* GET .../types: the version's functions and input schema, for tsdecl. */
-struct tpl_types {
-    const struct gov_principal *reader;
-    int found;
-    char *functions;
-    char *input_schema;
-};
-
-static int tpl_types_read(void *userdata, const struct store_version *v)
-{
-    struct tpl_types *t = userdata;
-    if (!tpl_readable(t->reader, v)) {
-        return 0;
-    }
-    t->found = 1;
-    t->functions = buf_dup(v->functions, strlen(v->functions));
-    t->input_schema = buf_dup(v->input_schema, strlen(v->input_schema));
-    return 0;
-}
-
-/* One connector's function definitions (a JSON object), parsed, kept for the answer. */
-struct tpl_types_conn {
-    char *functions;
-};
-
+/* One connector's function definitions (a JSON object), kept for the answer. */
 static int tpl_types_conn_read(void *userdata, const struct store_connector *c)
 {
-    struct tpl_types_conn *tc = userdata;
-    tc->functions = buf_dup(c->functions, strlen(c->functions));
+    char **functions = userdata;
+    *functions = buf_dup(c->functions, strlen(c->functions));
     return 0;
 }
 
@@ -1133,14 +1094,13 @@ static void tpl_decls_read(struct store *s, const struct json_node *functions, s
         const char *dot = strchr(f->str, '.');
         char conn[STORE_NAME_MAX + 1];
         snprintf(conn, sizeof conn, "%.*s", dot ? (int)(dot - f->str) : 0, f->str);
-        struct tpl_types_conn tc = { NULL };
+        char *text = NULL;
         const struct json_node *def = NULL;
-        if (dot && s->ops->connector_get(s, conn, tpl_types_conn_read, &tc) == STORE_OK &&
-            tc.functions &&
-            json_parse(tc.functions, strlen(tc.functions), 64, &d->cdocs[d->n], NULL) == AL_OK) {
+        if (dot && s->ops->connector_get(s, conn, tpl_types_conn_read, &text) == STORE_OK && text &&
+            json_parse(text, strlen(text), 64, &d->cdocs[d->n], NULL) == AL_OK) {
             def = json_get(json_root(d->cdocs[d->n]), dot + 1);
         }
-        d->ctexts[d->n] = tc.functions;
+        d->ctexts[d->n] = text;
         int obj = def && def->type == JSON_OBJECT;
         const struct json_node *sens = obj ? json_get(def, "sensitive") : NULL;
         d->fns[d->n] = (struct tsdecl_fn){
@@ -1158,33 +1118,27 @@ static void tpl_decls_read(struct store *s, const struct json_node *functions, s
 void api_versions_types(struct api_ctx *ctx)
 {
     struct tpl_info ti;
-    struct tpl_types t = { NULL, 0, NULL, NULL };
+    struct tpl_copy t;
     struct json_doc *fdoc = NULL;
     struct json_doc *idoc = NULL;
     struct tpl_decls decls;
     char title[2 * STORE_NAME_MAX + 64];
+    memset(&t, 0, sizeof t);
     memset(&decls, 0, sizeof decls);
-    if (api_body(ctx, NULL, 0) != 0 || tpl_lookup(ctx, &ti) != 0 ||
-        tpl_allow_read(ctx, ti.department) != 0) {
+    if (tpl_read_route(ctx, &ti) != 0) {
         goto out;
     }
     int64_t number = tpl_version_number(api_param(ctx, "v"));
     t.reader = &ctx->who->gov;
-    struct store *s = ctx->store;
-    enum store_rc rc =
-            number ? s->ops->version_get(s, ti.name, number, tpl_types_read, &t) : STORE_NOT_FOUND;
-    if (rc == STORE_NOT_FOUND || (rc == STORE_OK && !t.found)) {
-        api_error(ctx, 404, "NOT_FOUND", "no version %.32s of template %s", api_param(ctx, "v"),
-                  ti.name);
+    if (tpl_copy_get(ctx, &ti, number, &t) != 0) {
         goto out;
     }
-    if (rc != STORE_OK || !t.functions || !t.input_schema ||
-        json_parse(t.functions, strlen(t.functions), 4, &fdoc, NULL) != AL_OK ||
+    if (json_parse(t.functions, strlen(t.functions), 4, &fdoc, NULL) != AL_OK ||
         json_parse(t.input_schema, strlen(t.input_schema), 64, &idoc, NULL) != AL_OK) {
         api_store_failed(ctx);
         goto out;
     }
-    tpl_decls_read(s, json_root(fdoc), &decls);
+    tpl_decls_read(ctx->store, json_root(fdoc), &decls);
     snprintf(title, sizeof title, "template %s version %" PRId64, ti.name, number);
     api_reply(ctx, 200);
     ctx->resp->content_type = "text/plain; charset=utf-8";
@@ -1195,8 +1149,7 @@ out:
     tpl_decls_done(&decls);
     json_doc_free(fdoc);
     json_doc_free(idoc);
-    free(t.functions);
-    free(t.input_schema);
+    tpl_copy_done(&t);
 }
 
 struct tpl_base {
@@ -1213,24 +1166,12 @@ static int tpl_base_read(void *userdata, const struct store_version *v)
     return 0;
 }
 
-/* Appends "key":{"from":A,"to":B} for two JSON values (raw JSON when json, else strings). */
-static void tpl_change(struct buf *b, int *n, const char *key, const char *from, const char *to,
-                       int json)
+/* Appends ,"key":{"from":A,"to":B} for two strings (from NULL: null). */
+static void tpl_change(struct buf *b, const char *key, const char *from, const char *to)
 {
-    buf_printf(b, "%s\"%s\":{\"from\":", (*n)++ ? "," : "", key);
-    if (!from) {
-        buf_append_str(b, "null");
-    } else if (json) {
-        buf_append_str(b, from);
-    } else {
-        api_str(b, from);
-    }
-    buf_append_str(b, ",\"to\":");
-    if (json) {
-        buf_append_str(b, to);
-    } else {
-        api_str(b, to);
-    }
+    buf_printf(b, ",\"%s\":", key);
+    api_member(b, "{\"from\":", from);
+    api_member(b, ",\"to\":", to);
     buf_append_str(b, "}");
 }
 
@@ -1294,12 +1235,11 @@ static int tpl_changes(struct buf *b, const struct tpl_copy *base, const struct 
                    v->input_schema);
     }
     buf_append_str(b, "}");
-    n = 1;
     if (!base || strcmp(base->autonomy, v->autonomy) != 0) {
-        tpl_change(b, &n, "autonomy", base ? base->autonomy : NULL, v->autonomy, 0);
+        tpl_change(b, "autonomy", base ? base->autonomy : NULL, v->autonomy);
     }
     if (!base || strcmp(base->language, v->language) != 0) {
-        tpl_change(b, &n, "language", base ? base->language : NULL, v->language, 0);
+        tpl_change(b, "language", base ? base->language : NULL, v->language);
     }
     buf_append_str(b, "}");
     rc = 0;
@@ -1332,14 +1272,11 @@ static int tpl_diff_read(struct api_ctx *ctx, const struct tpl_info *ti, int64_t
                          int64_t *from, struct tpl_copy *v, struct tpl_copy *base)
 {
     struct store *s = ctx->store;
-    enum store_rc rc =
-            number ? s->ops->version_get(s, ti->name, number, tpl_copy_read, v) : STORE_NOT_FOUND;
-    if (rc == STORE_NOT_FOUND || (rc == STORE_OK && !v->found)) {
-        api_error(ctx, 404, "NOT_FOUND", "no version %.32s of template %s", api_param(ctx, "v"),
-                  ti->name);
+    enum store_rc rc = STORE_OK;
+    if (tpl_copy_get(ctx, ti, number, v) != 0) {
         return -1;
     }
-    if (rc == STORE_OK && !*from) {
+    if (!*from) {
         struct tpl_base tb = { number, 0 };
         rc = s->ops->version_list(s, ti->name, tpl_base_read, &tb);
         *from = tb.found;
@@ -1352,7 +1289,7 @@ static int tpl_diff_read(struct api_ctx *ctx, const struct tpl_info *ti, int64_t
             return -1;
         }
     }
-    if (rc != STORE_OK || !tpl_copy_ok(v) || (*from && !tpl_copy_ok(base))) {
+    if (rc != STORE_OK || (*from && !tpl_copy_ok(base))) {
         api_store_failed(ctx);
         return -1;
     }
@@ -1408,8 +1345,7 @@ void api_versions_diff(struct api_ctx *ctx)
     memset(&v, 0, sizeof v);
     memset(&base, 0, sizeof base);
     v.reader = base.reader = &ctx->who->gov;
-    if (api_body(ctx, NULL, 0) != 0 || tpl_lookup(ctx, &ti) != 0 ||
-        tpl_allow_read(ctx, ti.department) != 0) {
+    if (tpl_read_route(ctx, &ti) != 0) {
         goto out;
     }
     int64_t number = tpl_version_number(api_param(ctx, "v"));
