@@ -23,6 +23,18 @@ static int api_department_one(void *userdata, const struct store_department *d)
     return 0;
 }
 
+/* Answers status with department `name` as stored after a change. */
+static void api_department_reply(struct api_ctx *ctx, unsigned status, const char *name)
+{
+    api_reply(ctx, status);
+    if (ctx->store->ops->department_get(ctx->store, name, api_department_one, &ctx->resp->body) !=
+        STORE_OK) {
+        api_store_failed(ctx);
+        return;
+    }
+    buf_append_str(&ctx->resp->body, "\n");
+}
+
 struct api_list {
     struct buf *b;
     int n;
@@ -43,25 +55,25 @@ void api_departments_create(struct api_ctx *ctx)
     struct store *s = ctx->store;
     const struct json_node *name = NULL;
     const struct api_field fields[] = { { "name", JSON_STRING, 1, &name } };
-    struct buf details;
-    buf_init(&details, 4096);
+    char details[STORE_NAME_MAX + 64];
     if (api_body(ctx, fields, 1) != 0) {
-        goto out;
+        return;
     }
     if (!api_name_ok(name->str) || strcmp(name->str, "*") == 0) {
         api_error(ctx, 400, "INVALID_REQUEST",
                   "field \"name\" must match [a-z0-9][a-z0-9._-]{0,63}");
-        goto out;
+        return;
     }
-    api_member(&details, "{\"name\":", name->str);
-    buf_append_str(&details, ",\"autonomy\":\"autonomous\",\"allow_adhoc\":false}");
+    /* a valid name needs no escaping */
+    snprintf(details, sizeof details,
+             "{\"name\":\"%s\",\"autonomy\":\"autonomous\",\"allow_adhoc\":false}", name->str);
     if (s->ops->tx_begin(s) != STORE_OK) {
         api_store_failed(ctx);
-        goto out;
+        return;
     }
     enum store_rc rc = s->ops->department_create(s, name->str);
     if (rc == STORE_OK) {
-        rc = api_audit(ctx, "department.create", name->str, name->str, details.data);
+        rc = api_audit(ctx, "department.create", name->str, name->str, details);
     }
     rc = api_tx_end(s, rc);
     if (rc != STORE_OK) {
@@ -70,16 +82,9 @@ void api_departments_create(struct api_ctx *ctx)
         } else {
             api_store_failed(ctx);
         }
-        goto out;
+        return;
     }
-    api_reply(ctx, 201);
-    if (s->ops->department_get(s, name->str, api_department_one, &ctx->resp->body) != STORE_OK) {
-        api_store_failed(ctx);
-        goto out;
-    }
-    buf_append_str(&ctx->resp->body, "\n");
-out:
-    buf_done(&details);
+    api_department_reply(ctx, 201, name->str);
 }
 
 void api_departments_list(struct api_ctx *ctx)
@@ -158,12 +163,7 @@ void api_departments_policy(struct api_ctx *ctx)
         }
         goto out;
     }
-    api_reply(ctx, 200);
-    if (s->ops->department_get(s, dept, api_department_one, &ctx->resp->body) != STORE_OK) {
-        api_store_failed(ctx);
-        goto out;
-    }
-    buf_append_str(&ctx->resp->body, "\n");
+    api_department_reply(ctx, 200, dept);
 out:
     buf_done(&details);
 }
