@@ -75,33 +75,16 @@ static int api_connector_reserved(const char *s)
 static int api_connector_name_ok(const char *s)
 {
     size_t len = strlen(s);
-    if (len == 0 || len > STORE_NAME_MAX || s[0] < 'a' || s[0] > 'z') {
-        return 0;
-    }
-    for (size_t i = 1; i < len; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) {
-            return 0;
-        }
-    }
-    return !api_connector_reserved(s);
+    return len <= STORE_NAME_MAX && s[0] >= 'a' && s[0] <= 'z' &&
+           strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") == len && !api_connector_reserved(s);
 }
 
 /* A JavaScript identifier of ASCII letters, digits, _ and $, not reserved. */
 static int api_function_name_ok(const char *s, size_t len)
 {
-    if (len == 0 || len > API_CONNECTOR_FUNCTION_MAX || strlen(s) != len) {
-        return 0;
-    }
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '$' ||
-                 (i > 0 && c >= '0' && c <= '9');
-        if (!ok) {
-            return 0;
-        }
-    }
-    return !api_connector_reserved(s);
+    return len > 0 && len <= API_CONNECTOR_FUNCTION_MAX && !(s[0] >= '0' && s[0] <= '9') &&
+           strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$") == len &&
+           !api_connector_reserved(s);
 }
 
 /* http:// or https://, a host, no userinfo, printable ASCII without spaces. */
@@ -149,16 +132,10 @@ static int api_url_ok(const char *url, size_t len)
         }
     }
     if (colon) {
+        /* the authority ends at '/', '?', '#' or the end, none of them a digit */
         size_t plen = (size_t)(auth + alen - colon - 1);
-        if (plen == 0 || plen > 5) {
-            return 0;
-        }
-        for (size_t i = 1; i <= plen; i++) {
-            if (colon[i] < '0' || colon[i] > '9') {
-                return 0;
-            }
-        }
-        if (strtol(colon + 1, NULL, 10) > 65535) {
+        if (plen == 0 || plen > 5 || strspn(colon + 1, "0123456789") != plen ||
+            strtol(colon + 1, NULL, 10) > 65535) {
             return 0;
         }
     }
@@ -168,16 +145,10 @@ static int api_url_ok(const char *url, size_t len)
 /* RFC 9110 token characters. */
 static int api_header_name_ok(const char *s, size_t len)
 {
-    static const char extra[] = "!#$%&'*+-.^_`|~";
-    if (len == 0 || len > API_CONNECTOR_HEADER_NAME_MAX || strlen(s) != len) {
+    static const char token[] = "!#$%&'*+-.^_`|~0123456789"
+                                "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    if (len == 0 || len > API_CONNECTOR_HEADER_NAME_MAX || strspn(s, token) != len) {
         return 0;
-    }
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              strchr(extra, c))) {
-            return 0;
-        }
     }
     /* the client sets these itself */
     static const char *const own[] = { "content-type",
