@@ -174,12 +174,6 @@ static void tpl_version_json(struct buf *b, const struct store_version *v, int w
     buf_append_str(b, "}");
 }
 
-static int tpl_version_one(void *userdata, const struct store_version *v)
-{
-    tpl_version_json(userdata, v, 1);
-    return 0;
-}
-
 struct tpl_versions {
     struct buf *b;
     int n;
@@ -218,11 +212,91 @@ static enum store_rc tpl_template_json(struct store *s, struct buf *b,
     return rc;
 }
 
+/* One version as `reader` (NULL: anyone) may read it (found only then; to an agent, a version
+ * not approved does not exist): appended whole to b when b is set, else its content copied past
+ * the store's callback. */
+struct tpl_copy {
+    const struct gov_principal *reader;
+    struct buf *b;
+    int found;
+    char *source;
+    char *language;
+    char *input_schema;
+    char *functions;
+    char *autonomy;
+    char *limits;
+};
+
+static void tpl_copy_done(struct tpl_copy *c)
+{
+    free(c->source);
+    free(c->language);
+    free(c->input_schema);
+    free(c->functions);
+    free(c->autonomy);
+    free(c->limits);
+    memset(c, 0, sizeof *c);
+}
+
+static int tpl_copy_read(void *userdata, const struct store_version *v)
+{
+    struct tpl_copy *c = userdata;
+    if (c->reader && !tpl_readable(c->reader, v)) {
+        return 0;
+    }
+    c->found = 1;
+    if (c->b) {
+        tpl_version_json(c->b, v, 1);
+        return 0;
+    }
+    c->source = buf_dup(v->source, strlen(v->source));
+    c->language = buf_dup(v->language, strlen(v->language));
+    c->input_schema = buf_dup(v->input_schema, strlen(v->input_schema));
+    c->functions = buf_dup(v->functions, strlen(v->functions));
+    c->autonomy = buf_dup(v->autonomy, strlen(v->autonomy));
+    c->limits = buf_dup(v->limits, strlen(v->limits));
+    return 0;
+}
+
+static int tpl_copy_ok(const struct tpl_copy *c)
+{
+    return c->source && c->language && c->input_schema && c->functions && c->autonomy && c->limits;
+}
+
+/* Reads version `number` (0: none) of ti into c: 0, or -1 after answering 404 or 500. */
+static int tpl_copy_get(struct api_ctx *ctx, const struct tpl_info *ti, int64_t number,
+                        struct tpl_copy *c)
+{
+    struct store *s = ctx->store;
+    enum store_rc rc =
+            number ? s->ops->version_get(s, ti->name, number, tpl_copy_read, c) : STORE_NOT_FOUND;
+    if (rc == STORE_NOT_FOUND || (rc == STORE_OK && !c->found)) {
+        api_error(ctx, 404, "NOT_FOUND", "no version %.32s of template %s", api_param(ctx, "v"),
+                  ti->name);
+        return -1;
+    }
+    if (rc != STORE_OK || (!c->b && !tpl_copy_ok(c))) {
+        api_store_failed(ctx);
+        return -1;
+    }
+    return 0;
+}
+
+/* Answers status with version `number` of ti, whole, when `reader` (NULL: anyone) may read it. */
+static void tpl_reply_version(struct api_ctx *ctx, unsigned status, const struct tpl_info *ti,
+                              int64_t number, const struct gov_principal *reader)
+{
+    struct tpl_copy c = { .reader = reader, .b = &ctx->resp->body };
+    api_reply(ctx, status);
+    if (tpl_copy_get(ctx, ti, number, &c) == 0) {
+        buf_append_str(&ctx->resp->body, "\n");
+    }
+}
+
 /* ---------------------------------------------------------------- templates */
 
 struct tpl_list {
     const struct gov_principal *who;
-    struct buf *b;
     enum store_rc rc;
     /* template_list's rows are borrowed while it walks; the versions are read after it */
     size_t count;
@@ -269,10 +343,10 @@ static int tpl_list_collect(void *userdata, const struct store_template *t)
 void api_templates_list(struct api_ctx *ctx)
 {
     struct store *s = ctx->store;
+    struct buf *b = &ctx->resp->body;
     struct tpl_list l;
     memset(&l, 0, sizeof l);
     l.who = &ctx->who->gov;
-    l.b = &ctx->resp->body;
     if (api_body(ctx, NULL, 0) != 0) {
         goto out;
     }
@@ -285,23 +359,23 @@ void api_templates_list(struct api_ctx *ctx)
         goto out;
     }
     api_reply(ctx, 200);
-    buf_append_str(l.b, "[");
+    buf_append_str(b, "[");
     int shown = 0;
     for (size_t i = 0; i < l.count && rc == STORE_OK; i++) {
         struct tpl_row *r = &l.rows[i];
         struct store_template t = { r->name, r->department, r->description, r->created,
                                     r->created_by };
         int approved_only = tpl_approved_only(ctx, r->department);
-        size_t mark = l.b->len;
+        size_t mark = b->len;
         int n = 0;
         if (shown) {
-            buf_append_str(l.b, ",");
+            buf_append_str(b, ",");
         }
-        rc = tpl_template_json(s, l.b, &t, l.who, &n);
-        if (approved_only && n == 0 && l.b->data) {
+        rc = tpl_template_json(s, b, &t, l.who, &n);
+        if (approved_only && n == 0 && b->data) {
             /* an agent lists the approved templates only */
-            l.b->len = mark;
-            l.b->data[mark] = '\0';
+            b->len = mark;
+            b->data[mark] = '\0';
         } else {
             shown = 1;
         }
@@ -310,7 +384,7 @@ void api_templates_list(struct api_ctx *ctx)
         api_store_failed(ctx);
         goto out;
     }
-    buf_append_str(l.b, "]\n");
+    buf_append_str(b, "]\n");
 out:
     for (size_t i = 0; i < l.count; i++) {
         free(l.rows[i].description);
@@ -760,19 +834,6 @@ static int tpl_draft_store(struct api_ctx *ctx, const struct tpl_info *ti,
     return -1;
 }
 
-/* Answers status with version `number` of template `name`, whole. */
-static void tpl_reply_version(struct api_ctx *ctx, unsigned status, const char *name,
-                              int64_t number)
-{
-    api_reply(ctx, status);
-    if (ctx->store->ops->version_get(ctx->store, name, number, tpl_version_one, &ctx->resp->body) !=
-        STORE_OK) {
-        api_store_failed(ctx);
-        return;
-    }
-    buf_append_str(&ctx->resp->body, "\n");
-}
-
 void api_versions_create(struct api_ctx *ctx)
 {
     struct tpl_info ti;
@@ -784,7 +845,7 @@ void api_versions_create(struct api_ctx *ctx)
         tpl_draft_store(ctx, &ti, &d, &number) != 0) {
         goto out;
     }
-    tpl_reply_version(ctx, 201, ti.name, number);
+    tpl_reply_version(ctx, 201, &ti, number, NULL);
 out:
     tpl_draft_done(&d);
 }
@@ -937,7 +998,7 @@ static void tpl_move(struct api_ctx *ctx, enum gov_version_action action, const 
     if (action == GOV_VERSION_REVOKE) {
         api_version_revoked(ctx, q.ti.name, q.number);
     }
-    tpl_reply_version(ctx, 200, q.ti.name, q.number);
+    tpl_reply_version(ctx, 200, &q.ti, q.number, NULL);
 }
 
 void api_versions_submit(struct api_ctx *ctx)
@@ -962,87 +1023,11 @@ void api_versions_revoke(struct api_ctx *ctx)
 
 /* ---------------------------------------------------------------- reading versions */
 
-/* One version as `reader` may read it (found only then; to an agent, a version not approved
- * does not exist): appended whole to b when b is set, else its content copied past the store's
- * callback. */
-struct tpl_copy {
-    const struct gov_principal *reader;
-    struct buf *b;
-    int found;
-    char *source;
-    char *language;
-    char *input_schema;
-    char *functions;
-    char *autonomy;
-    char *limits;
-};
-
-static void tpl_copy_done(struct tpl_copy *c)
-{
-    free(c->source);
-    free(c->language);
-    free(c->input_schema);
-    free(c->functions);
-    free(c->autonomy);
-    free(c->limits);
-    memset(c, 0, sizeof *c);
-}
-
-static int tpl_copy_read(void *userdata, const struct store_version *v)
-{
-    struct tpl_copy *c = userdata;
-    if (!tpl_readable(c->reader, v)) {
-        return 0;
-    }
-    c->found = 1;
-    if (c->b) {
-        tpl_version_json(c->b, v, 1);
-        return 0;
-    }
-    c->source = buf_dup(v->source, strlen(v->source));
-    c->language = buf_dup(v->language, strlen(v->language));
-    c->input_schema = buf_dup(v->input_schema, strlen(v->input_schema));
-    c->functions = buf_dup(v->functions, strlen(v->functions));
-    c->autonomy = buf_dup(v->autonomy, strlen(v->autonomy));
-    c->limits = buf_dup(v->limits, strlen(v->limits));
-    return 0;
-}
-
-static int tpl_copy_ok(const struct tpl_copy *c)
-{
-    return c->source && c->language && c->input_schema && c->functions && c->autonomy && c->limits;
-}
-
-/* Reads version `number` (0: none) of ti into c (c->reader set): 0, or -1 after answering 404
- * or 500. */
-static int tpl_copy_get(struct api_ctx *ctx, const struct tpl_info *ti, int64_t number,
-                        struct tpl_copy *c)
-{
-    struct store *s = ctx->store;
-    enum store_rc rc =
-            number ? s->ops->version_get(s, ti->name, number, tpl_copy_read, c) : STORE_NOT_FOUND;
-    if (rc == STORE_NOT_FOUND || (rc == STORE_OK && !c->found)) {
-        api_error(ctx, 404, "NOT_FOUND", "no version %.32s of template %s", api_param(ctx, "v"),
-                  ti->name);
-        return -1;
-    }
-    if (rc != STORE_OK || (!c->b && !tpl_copy_ok(c))) {
-        api_store_failed(ctx);
-        return -1;
-    }
-    return 0;
-}
-
 void api_versions_get(struct api_ctx *ctx)
 {
     struct tpl_info ti;
-    if (tpl_read_route(ctx, &ti) != 0) {
-        return;
-    }
-    struct tpl_copy c = { &ctx->who->gov, &ctx->resp->body, 0, NULL, NULL, NULL, NULL, NULL, NULL };
-    api_reply(ctx, 200);
-    if (tpl_copy_get(ctx, &ti, tpl_version_number(api_param(ctx, "v")), &c) == 0) {
-        buf_append_str(&ctx->resp->body, "\n");
+    if (tpl_read_route(ctx, &ti) == 0) {
+        tpl_reply_version(ctx, 200, &ti, tpl_version_number(api_param(ctx, "v")), &ctx->who->gov);
     }
 }
 
