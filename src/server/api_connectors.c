@@ -192,10 +192,9 @@ static void api_connector_json(struct buf *b, const struct store_connector *c)
     api_member(b, "{\"name\":", c->name);
     api_member(b, ",\"department\":", c->department);
     api_member(b, ",\"url\":", c->url);
-    buf_append_str(b, ",\"header_names\":");
-    buf_append_str(b, c->header_names);
-    buf_printf(b, ",\"timeout_ms\":%lld,\"functions\":", (long long)c->timeout_ms);
-    buf_append_str(b, c->functions);
+    /* stored compact by this file: valid JSON */
+    buf_printf(b, ",\"header_names\":%s,\"timeout_ms\":%lld,\"functions\":%s", c->header_names,
+               (long long)c->timeout_ms, c->functions);
     api_member(b, ",\"created\":", c->created);
     api_member(b, ",\"created_by\":", c->created_by);
     buf_append_str(b, "}");
@@ -467,11 +466,8 @@ void api_connectors_create(struct api_ctx *ctx)
     /* The audit sees the names of headers, never their values nor the secret. */
     api_member(&details, "{\"url\":", url->str);
     api_member(&details, ",\"department\":", department->str);
-    buf_printf(&details, ",\"timeout_ms\":%lld,\"header_names\":", (long long)timeout_ms);
-    buf_append_str(&details, names.data);
-    buf_append_str(&details, ",\"functions\":");
-    buf_append_str(&details, flags.data);
-    buf_append_str(&details, "}");
+    buf_printf(&details, ",\"timeout_ms\":%lld,\"header_names\":%s,\"functions\":%s}",
+               (long long)timeout_ms, names.data, flags.data);
     if (!api_built(&details)) {
         api_error(ctx, 400, "INVALID_REQUEST", "the connector's definition is too large");
         goto out;
@@ -490,22 +486,20 @@ void api_connectors_create(struct api_ctx *ctx)
         rc = api_audit(ctx, "connector.create", name->str, department->str, details.data);
     }
     rc = api_tx_end(s, rc);
-    if (rc != STORE_OK) {
-        if (rc == STORE_CONFLICT) {
-            api_error(ctx, 409, "CONFLICT", "connector %s exists", name->str);
-        } else if (rc == STORE_NOT_FOUND) {
-            api_error(ctx, 400, "INVALID_REQUEST", "no department %s", department->str);
+    if (rc == STORE_CONFLICT) {
+        api_error(ctx, 409, "CONFLICT", "connector %s exists", name->str);
+    } else if (rc == STORE_NOT_FOUND) {
+        api_error(ctx, 400, "INVALID_REQUEST", "no department %s", department->str);
+    } else if (rc != STORE_OK) {
+        api_store_failed(ctx);
+    } else {
+        api_reply(ctx, 201);
+        if (s->ops->connector_get(s, name->str, api_connector_one, &ctx->resp->body) == STORE_OK) {
+            buf_append_str(&ctx->resp->body, "\n");
         } else {
             api_store_failed(ctx);
         }
-        goto out;
     }
-    api_reply(ctx, 201);
-    if (s->ops->connector_get(s, name->str, api_connector_one, &ctx->resp->body) != STORE_OK) {
-        api_store_failed(ctx);
-        goto out;
-    }
-    buf_append_str(&ctx->resp->body, "\n");
 out:
     free(sealed_secret);
     free(sealed_headers);

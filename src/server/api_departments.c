@@ -76,15 +76,13 @@ void api_departments_create(struct api_ctx *ctx)
         rc = api_audit(ctx, "department.create", name->str, name->str, details);
     }
     rc = api_tx_end(s, rc);
-    if (rc != STORE_OK) {
-        if (rc == STORE_CONFLICT) {
-            api_error(ctx, 409, "CONFLICT", "department %s exists", name->str);
-        } else {
-            api_store_failed(ctx);
-        }
-        return;
+    if (rc == STORE_CONFLICT) {
+        api_error(ctx, 409, "CONFLICT", "department %s exists", name->str);
+    } else if (rc != STORE_OK) {
+        api_store_failed(ctx);
+    } else {
+        api_department_reply(ctx, 201, name->str);
     }
-    api_department_reply(ctx, 201, name->str);
 }
 
 void api_departments_list(struct api_ctx *ctx)
@@ -155,15 +153,13 @@ void api_departments_policy(struct api_ctx *ctx)
         rc = api_audit(ctx, "department.policy", dept, dept, details.data);
     }
     rc = api_tx_end(s, rc);
-    if (rc != STORE_OK) {
-        if (rc == STORE_NOT_FOUND) {
-            api_error(ctx, 404, "NOT_FOUND", "no department %s", dept);
-        } else {
-            api_store_failed(ctx);
-        }
-        goto out;
+    if (rc == STORE_NOT_FOUND) {
+        api_error(ctx, 404, "NOT_FOUND", "no department %s", dept);
+    } else if (rc != STORE_OK) {
+        api_store_failed(ctx);
+    } else {
+        api_department_reply(ctx, 200, dept);
     }
-    api_department_reply(ctx, 200, dept);
 out:
     buf_done(&details);
 }

@@ -113,18 +113,16 @@ void api_principals_create(struct api_ctx *ctx)
         rc = api_key_issue(ctx, name->str, key, prefix);
     }
     rc = api_tx_end(s, rc);
-    if (rc != STORE_OK) {
-        if (rc == STORE_CONFLICT) {
-            api_error(ctx, 409, "CONFLICT", "principal %s exists", name->str);
-        } else {
-            api_store_failed(ctx);
-        }
-        goto out;
+    if (rc == STORE_CONFLICT) {
+        api_error(ctx, 409, "CONFLICT", "principal %s exists", name->str);
+    } else if (rc != STORE_OK) {
+        api_store_failed(ctx);
+    } else {
+        api_reply(ctx, 201);
+        api_member(&ctx->resp->body, "{\"name\":", name->str);
+        buf_printf(&ctx->resp->body, ",\"kind\":\"%s\",\"key\":\"%s\",\"prefix\":\"%s\"}\n", k, key,
+                   prefix);
     }
-    api_reply(ctx, 201);
-    api_member(&ctx->resp->body, "{\"name\":", name->str);
-    buf_printf(&ctx->resp->body, ",\"kind\":\"%s\",\"key\":\"%s\",\"prefix\":\"%s\"}\n", k, key,
-               prefix);
 out:
     OPENSSL_cleanse(key, sizeof key);
 }
@@ -173,18 +171,15 @@ void api_principals_key_create(struct api_ctx *ctx)
         rc = api_key_issue(ctx, principal, key, prefix);
     }
     rc = api_tx_end(s, rc);
-    if (rc != STORE_OK) {
-        if (rc == STORE_NOT_FOUND) {
-            api_error(ctx, 404, "NOT_FOUND", "no principal %s", principal);
-        } else {
-            api_store_failed(ctx);
-        }
-        goto out;
+    if (rc == STORE_NOT_FOUND) {
+        api_error(ctx, 404, "NOT_FOUND", "no principal %s", principal);
+    } else if (rc != STORE_OK) {
+        api_store_failed(ctx);
+    } else {
+        api_reply(ctx, 201);
+        api_member(&ctx->resp->body, "{\"principal\":", principal);
+        buf_printf(&ctx->resp->body, ",\"key\":\"%s\",\"prefix\":\"%s\"}\n", key, prefix);
     }
-    api_reply(ctx, 201);
-    api_member(&ctx->resp->body, "{\"principal\":", principal);
-    buf_printf(&ctx->resp->body, ",\"key\":\"%s\",\"prefix\":\"%s\"}\n", key, prefix);
-out:
     OPENSSL_cleanse(key, sizeof key);
 }
 
@@ -208,19 +203,16 @@ void api_principals_key_revoke(struct api_ctx *ctx)
         rc = api_audit(ctx, "key.revoke", principal, NULL, details.data);
     }
     rc = api_tx_end(s, rc);
-    if (rc != STORE_OK) {
-        if (rc == STORE_NOT_FOUND) {
-            api_error(ctx, 404, "NOT_FOUND", "principal %s has no active key %s", principal,
-                      prefix);
-        } else {
-            api_store_failed(ctx);
-        }
-        goto out;
+    if (rc == STORE_NOT_FOUND) {
+        api_error(ctx, 404, "NOT_FOUND", "principal %s has no active key %s", principal, prefix);
+    } else if (rc != STORE_OK) {
+        api_store_failed(ctx);
+    } else {
+        api_reply(ctx, 200);
+        api_member(&ctx->resp->body, "{\"principal\":", principal);
+        api_member(&ctx->resp->body, ",\"prefix\":", prefix);
+        buf_append_str(&ctx->resp->body, ",\"revoked\":true}\n");
     }
-    api_reply(ctx, 200);
-    api_member(&ctx->resp->body, "{\"principal\":", principal);
-    api_member(&ctx->resp->body, ",\"prefix\":", prefix);
-    buf_append_str(&ctx->resp->body, ",\"revoked\":true}\n");
 out:
     buf_done(&details);
 }
@@ -283,23 +275,21 @@ static void api_principals_role(struct api_ctx *ctx, int grant)
                        global ? NULL : dept->str, details);
     }
     rc = api_tx_end(s, rc);
-    if (rc != STORE_OK) {
-        if (rc == STORE_CONFLICT) {
-            api_error(ctx, 409, "CONFLICT", "%s already has role %s in %s", principal, role->str,
-                      dept->str);
-        } else if (rc == STORE_NOT_FOUND && grant) {
-            api_error(ctx, 404, "NOT_FOUND", "no principal %s", principal);
-        } else if (rc == STORE_NOT_FOUND) {
-            api_error(ctx, 404, "NOT_FOUND", "%s has no role %s in %s", principal, role->str,
-                      dept->str);
-        } else {
-            api_store_failed(ctx);
-        }
-        return;
+    if (rc == STORE_CONFLICT) {
+        api_error(ctx, 409, "CONFLICT", "%s already has role %s in %s", principal, role->str,
+                  dept->str);
+    } else if (rc == STORE_NOT_FOUND && grant) {
+        api_error(ctx, 404, "NOT_FOUND", "no principal %s", principal);
+    } else if (rc == STORE_NOT_FOUND) {
+        api_error(ctx, 404, "NOT_FOUND", "%s has no role %s in %s", principal, role->str,
+                  dept->str);
+    } else if (rc != STORE_OK) {
+        api_store_failed(ctx);
+    } else {
+        api_reply(ctx, grant ? 201 : 200);
+        api_member(&ctx->resp->body, "{\"principal\":", principal);
+        buf_printf(&ctx->resp->body, ",%s\n", details + 1); /* the record's members follow */
     }
-    api_reply(ctx, grant ? 201 : 200);
-    api_member(&ctx->resp->body, "{\"principal\":", principal);
-    buf_printf(&ctx->resp->body, ",%s\n", details + 1); /* the record's members follow */
 }
 
 void api_principals_role_grant(struct api_ctx *ctx)
