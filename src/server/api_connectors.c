@@ -394,7 +394,6 @@ void api_connectors_create(struct api_ctx *ctx)
     char context[STORE_NAME_MAX + 64];
     char *sealed_secret = NULL;
     char *sealed_headers = NULL;
-    int64_t timeout_ms = API_CONNECTOR_TIMEOUT_DEFAULT;
     buf_init(&fns, (size_t)1 << 20);
     buf_init(&flags, (size_t)64 << 10);
     buf_init(&plain_headers, (size_t)256 << 10);
@@ -426,16 +425,14 @@ void api_connectors_create(struct api_ctx *ctx)
                   API_CONNECTOR_SECRET_MAX);
         goto out;
     }
-    if (timeout) {
-        if (timeout->num < 1 || timeout->num > API_CONNECTOR_TIMEOUT_MAX ||
-            timeout->num != (double)(int64_t)timeout->num) {
-            api_error(ctx, 400, "INVALID_REQUEST",
-                      "field \"timeout_ms\" must be an integer from 1 to %d",
-                      API_CONNECTOR_TIMEOUT_MAX);
-            goto out;
-        }
-        timeout_ms = (int64_t)timeout->num;
+    if (timeout && (timeout->num < 1 || timeout->num > API_CONNECTOR_TIMEOUT_MAX ||
+                    timeout->num != (double)(int64_t)timeout->num)) {
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "field \"timeout_ms\" must be an integer from 1 to %d",
+                  API_CONNECTOR_TIMEOUT_MAX);
+        goto out;
     }
+    int64_t timeout_ms = timeout ? (int64_t)timeout->num : API_CONNECTOR_TIMEOUT_DEFAULT;
     if (api_connector_headers(ctx, headers, &plain_headers, &names) != 0 ||
         api_connector_functions(ctx, functions, &fns, &flags) != 0) {
         goto out;

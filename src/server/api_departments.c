@@ -8,33 +8,6 @@
 
 #include "api.h"
 
-static void api_department_json(struct buf *b, const struct store_department *d)
-{
-    api_member(b, "{\"name\":", d->name);
-    api_member(b, ",\"autonomy\":", d->autonomy);
-    buf_printf(b, ",\"allow_adhoc\":%s,\"created\":", d->allow_adhoc ? "true" : "false");
-    api_str(b, d->created);
-    buf_append_str(b, "}");
-}
-
-static int api_department_one(void *userdata, const struct store_department *d)
-{
-    api_department_json(userdata, d);
-    return 0;
-}
-
-/* Answers status with department `name` as stored after a change. */
-static void api_department_reply(struct api_ctx *ctx, unsigned status, const char *name)
-{
-    api_reply(ctx, status);
-    if (ctx->store->ops->department_get(ctx->store, name, api_department_one, &ctx->resp->body) !=
-        STORE_OK) {
-        api_store_failed(ctx);
-        return;
-    }
-    buf_append_str(&ctx->resp->body, "\n");
-}
-
 struct api_list {
     struct buf *b;
     int n;
@@ -43,11 +16,24 @@ struct api_list {
 static int api_department_item(void *userdata, const struct store_department *d)
 {
     struct api_list *l = userdata;
-    if (l->n++) {
-        buf_append_str(l->b, ",");
-    }
-    api_department_json(l->b, d);
+    api_member(l->b, l->n++ ? ",{\"name\":" : "{\"name\":", d->name);
+    api_member(l->b, ",\"autonomy\":", d->autonomy);
+    buf_printf(l->b, ",\"allow_adhoc\":%s,\"created\":", d->allow_adhoc ? "true" : "false");
+    api_str(l->b, d->created);
+    buf_append_str(l->b, "}");
     return 0;
+}
+
+/* Answers status with department `name` as stored after a change. */
+static void api_department_reply(struct api_ctx *ctx, unsigned status, const char *name)
+{
+    struct api_list one = { &ctx->resp->body, 0 };
+    api_reply(ctx, status);
+    if (ctx->store->ops->department_get(ctx->store, name, api_department_item, &one) != STORE_OK) {
+        api_store_failed(ctx);
+        return;
+    }
+    buf_append_str(&ctx->resp->body, "\n");
 }
 
 void api_departments_create(struct api_ctx *ctx)

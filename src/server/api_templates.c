@@ -123,16 +123,10 @@ static int tpl_readable(const struct gov_principal *reader, const struct store_v
 /* The route's {v} (or a query's from=): a decimal version number 1..TPL_VERSION_MAX, else 0. */
 static int64_t tpl_version_number(const char *s)
 {
-    int64_t n = 0;
-    if (!s || !*s || *s == '0') {
+    if (!s || !*s || *s == '0' || strspn(s, "0123456789") != strlen(s)) {
         return 0;
     }
-    for (const char *p = s; *p; p++) {
-        if (*p < '0' || *p > '9' || n > TPL_VERSION_MAX / 10) {
-            return 0;
-        }
-        n = n * 10 + (*p - '0');
-    }
+    long long n = strtoll(s, NULL, 10); /* saturates: too long is past the maximum too */
     return n <= TPL_VERSION_MAX ? n : 0;
 }
 
@@ -1046,12 +1040,6 @@ static int tpl_types_cmp(const void *a, const void *b)
     return strcmp(((const struct tsdecl_fn *)a)->name, ((const struct tsdecl_fn *)b)->name);
 }
 
-static const char *tpl_json_string(const struct json_node *obj, const char *key)
-{
-    const struct json_node *n = obj && obj->type == JSON_OBJECT ? json_get(obj, key) : NULL;
-    return n && n->type == JSON_STRING ? n->str : NULL;
-}
-
 /* A version's functions as tsdecl declares them, each with its connector's definition. */
 struct tpl_decls {
     size_t n;
@@ -1087,10 +1075,11 @@ static void tpl_decls_read(struct store *s, const struct json_node *functions, s
         }
         d->ctexts[d->n] = text;
         int obj = def && def->type == JSON_OBJECT;
+        const struct json_node *desc = obj ? json_get(def, "description") : NULL;
         const struct json_node *sens = obj ? json_get(def, "sensitive") : NULL;
         d->fns[d->n] = (struct tsdecl_fn){
             .name = f->str,
-            .description = tpl_json_string(def, "description"),
+            .description = desc && desc->type == JSON_STRING ? desc->str : NULL,
             .args = obj ? json_get(def, "args_schema") : NULL,
             .result = obj ? json_get(def, "result_schema") : NULL,
             .sensitive = sens && sens->type == JSON_TRUE,
