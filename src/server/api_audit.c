@@ -15,7 +15,6 @@
  * thousand records per call, answering leading spaces until its JSON object (valid JSON), so
  * that other requests on the same thread are served in between.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -56,14 +55,12 @@ static int api_audit_number(struct api_ctx *ctx, const char *name, int64_t def, 
                             int64_t *ret)
 {
     const char *text = http_query(ctx->req, name);
-    char *end = NULL;
     if (!text) {
         *ret = def;
         return 0;
     }
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (errno || end == text || *end != '\0' || text[0] < '0' || text[0] > '9' || v > max) {
+    long long v = strtoll(text, NULL, 10); /* saturates: too long is past max too */
+    if (!*text || strspn(text, "0123456789") != strlen(text) || v > max) {
         api_error(ctx, 400, "INVALID_REQUEST",
                   "query argument %s must be an integer in 0..%" PRId64, name, max);
         return -1;

@@ -90,15 +90,8 @@ static int api_function_name_ok(const char *s, size_t len)
 /* http:// or https://, a host, no userinfo, printable ASCII without spaces. */
 static int api_url_ok(const char *url, size_t len)
 {
-    size_t scheme;
-    if (len > API_CONNECTOR_URL_MAX || strlen(url) != len) {
-        return 0;
-    }
-    if (strncmp(url, "http://", 7) == 0) {
-        scheme = 7;
-    } else if (strncmp(url, "https://", 8) == 0) {
-        scheme = 8;
-    } else {
+    size_t scheme = strncmp(url, "http://", 7) == 0 ? 7 : strncmp(url, "https://", 8) == 0 ? 8 : 0;
+    if (scheme == 0 || len > API_CONNECTOR_URL_MAX || strlen(url) != len) {
         return 0;
     }
     for (size_t i = 0; i < len; i++) {
