@@ -427,16 +427,15 @@ static int tpl_create_store(struct api_ctx *ctx, const char *name, const char *d
 {
     struct store *s = ctx->store;
     struct buf details;
+    if (s->ops->tx_begin(s) != STORE_OK) {
+        api_store_failed(ctx);
+        return -1;
+    }
     buf_init(&details, 16 * 1024);
     api_member(&details, "{\"template\":", name);
     api_member(&details, ",\"department\":", department);
     api_member(&details, ",\"description\":", description);
     buf_append_str(&details, "}");
-    if (s->ops->tx_begin(s) != STORE_OK) {
-        buf_done(&details);
-        api_store_failed(ctx);
-        return -1;
-    }
     enum store_rc rc = s->ops->template_create(s, name, department, description, ctx->who->name);
     if (rc == STORE_OK) {
         rc = details.data ? api_audit(ctx, "template.create", name, department, details.data)
