@@ -15,7 +15,6 @@
  * thousand records per call, answering leading spaces until its JSON object (valid JSON), so
  * that other requests on the same thread are served in between.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -56,14 +55,12 @@ static int api_audit_number(struct api_ctx *ctx, const char *name, int64_t def, 
                             int64_t *ret)
 {
     const char *text = http_query(ctx->req, name);
-    char *end = NULL;
     if (!text) {
         *ret = def;
         return 0;
     }
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (errno || end == text || *end != '\0' || text[0] < '0' || text[0] > '9' || v > max) {
+    long long v = strtoll(text, NULL, 10); /* saturates: too long is past max too */
+    if (!*text || strspn(text, "0123456789") != strlen(text) || v > max) {
         api_error(ctx, 400, "INVALID_REQUEST",
                   "query argument %s must be an integer in 0..%" PRId64, name, max);
         return -1;
@@ -111,6 +108,15 @@ struct api_audit_stream {
     size_t sent;     /* bytes of page already sent */
 };
 
+/* Copies what is left of b after *sent into out, at most max bytes. */
+static ssize_t api_audit_send(const struct buf *b, size_t *sent, char *out, size_t max)
+{
+    size_t n = b->len - *sent < max ? b->len - *sent : max;
+    memcpy(out, b->data + *sent, n);
+    *sent += n;
+    return (ssize_t)n;
+}
+
 static int api_audit_line(void *userdata, const struct store_audit *a)
 {
     struct api_audit_stream *st = userdata;
@@ -148,13 +154,7 @@ static ssize_t api_audit_stream_read(void *userdata, char *out, size_t max)
             return HTTP_STREAM_ERROR;
         }
     }
-    size_t n = st->page.len - st->sent;
-    if (n > max) {
-        n = max;
-    }
-    memcpy(out, st->page.data + st->sent, n);
-    st->sent += n;
-    return (ssize_t)n;
+    return api_audit_send(&st->page, &st->sent, out, max);
 }
 
 static void api_audit_stream_free(void *userdata)
@@ -252,6 +252,17 @@ struct api_verify {
     size_t sent;
 };
 
+/* Ends a finished check: its result goes to the head (when there is one) and, as JSON, to b. */
+static void api_verify_done(const struct api_verify *v, struct buf *b)
+{
+    struct auditlog_result res;
+    auditlog_check_result(v->check, &res);
+    if (v->head) {
+        api_audit_head_set(v->head, &res, v->full);
+    }
+    api_audit_result_json(b, &res);
+}
+
 static ssize_t api_verify_read(void *userdata, char *out, size_t max)
 {
     struct api_verify *v = userdata;
@@ -268,10 +279,7 @@ static ssize_t api_verify_read(void *userdata, char *out, size_t max)
             out[0] = ' '; /* JSON's leading whitespace: the client waits, the thread serves */
             return 1;
         }
-        struct auditlog_result res;
-        auditlog_check_result(v->check, &res);
-        api_audit_head_set(v->head, &res, v->full);
-        api_audit_result_json(&v->answer, &res);
+        api_verify_done(v, &v->answer);
         if (buf_failed(&v->answer)) {
             return HTTP_STREAM_ERROR;
         }
@@ -279,10 +287,7 @@ static ssize_t api_verify_read(void *userdata, char *out, size_t max)
     if (v->sent == v->answer.len) {
         return HTTP_STREAM_END;
     }
-    size_t n = v->answer.len - v->sent < max ? v->answer.len - v->sent : max;
-    memcpy(out, v->answer.data + v->sent, n);
-    v->sent += n;
-    return (ssize_t)n;
+    return api_audit_send(&v->answer, &v->sent, out, max);
 }
 
 static void api_verify_free(void *userdata)
@@ -359,12 +364,7 @@ void api_audit_verify(struct api_ctx *ctx)
         while (!done && rc == STORE_OK) {
             rc = auditlog_check_step(v->check, s, API_AUDIT_CHECK_STEP, &done);
         }
-        struct auditlog_result res;
-        auditlog_check_result(v->check, &res);
-        if (head) {
-            api_audit_head_set(head, &res, full);
-        }
-        api_audit_result_json(&ctx->resp->body, &res);
+        api_verify_done(v, &ctx->resp->body);
         api_verify_free(v);
         if (rc != STORE_OK) {
             api_store_failed(ctx);

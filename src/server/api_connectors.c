@@ -75,47 +75,23 @@ static int api_connector_reserved(const char *s)
 static int api_connector_name_ok(const char *s)
 {
     size_t len = strlen(s);
-    if (len == 0 || len > STORE_NAME_MAX || s[0] < 'a' || s[0] > 'z') {
-        return 0;
-    }
-    for (size_t i = 1; i < len; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) {
-            return 0;
-        }
-    }
-    return !api_connector_reserved(s);
+    return len <= STORE_NAME_MAX && s[0] >= 'a' && s[0] <= 'z' &&
+           strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") == len && !api_connector_reserved(s);
 }
 
 /* A JavaScript identifier of ASCII letters, digits, _ and $, not reserved. */
 static int api_function_name_ok(const char *s, size_t len)
 {
-    if (len == 0 || len > API_CONNECTOR_FUNCTION_MAX || strlen(s) != len) {
-        return 0;
-    }
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '$' ||
-                 (i > 0 && c >= '0' && c <= '9');
-        if (!ok) {
-            return 0;
-        }
-    }
-    return !api_connector_reserved(s);
+    return len > 0 && len <= API_CONNECTOR_FUNCTION_MAX && !(s[0] >= '0' && s[0] <= '9') &&
+           strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$") == len &&
+           !api_connector_reserved(s);
 }
 
 /* http:// or https://, a host, no userinfo, printable ASCII without spaces. */
 static int api_url_ok(const char *url, size_t len)
 {
-    size_t scheme;
-    if (len > API_CONNECTOR_URL_MAX || strlen(url) != len) {
-        return 0;
-    }
-    if (strncmp(url, "http://", 7) == 0) {
-        scheme = 7;
-    } else if (strncmp(url, "https://", 8) == 0) {
-        scheme = 8;
-    } else {
+    size_t scheme = strncmp(url, "http://", 7) == 0 ? 7 : strncmp(url, "https://", 8) == 0 ? 8 : 0;
+    if (scheme == 0 || len > API_CONNECTOR_URL_MAX || strlen(url) != len) {
         return 0;
     }
     for (size_t i = 0; i < len; i++) {
@@ -149,16 +125,10 @@ static int api_url_ok(const char *url, size_t len)
         }
     }
     if (colon) {
+        /* the authority ends at '/', '?', '#' or the end, none of them a digit */
         size_t plen = (size_t)(auth + alen - colon - 1);
-        if (plen == 0 || plen > 5) {
-            return 0;
-        }
-        for (size_t i = 1; i <= plen; i++) {
-            if (colon[i] < '0' || colon[i] > '9') {
-                return 0;
-            }
-        }
-        if (strtol(colon + 1, NULL, 10) > 65535) {
+        if (plen == 0 || plen > 5 || strspn(colon + 1, "0123456789") != plen ||
+            strtol(colon + 1, NULL, 10) > 65535) {
             return 0;
         }
     }
@@ -168,16 +138,10 @@ static int api_url_ok(const char *url, size_t len)
 /* RFC 9110 token characters. */
 static int api_header_name_ok(const char *s, size_t len)
 {
-    static const char extra[] = "!#$%&'*+-.^_`|~";
-    if (len == 0 || len > API_CONNECTOR_HEADER_NAME_MAX || strlen(s) != len) {
+    static const char token[] = "!#$%&'*+-.^_`|~0123456789"
+                                "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    if (len == 0 || len > API_CONNECTOR_HEADER_NAME_MAX || strspn(s, token) != len) {
         return 0;
-    }
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              strchr(extra, c))) {
-            return 0;
-        }
     }
     /* the client sets these itself */
     static const char *const own[] = { "content-type",
@@ -221,10 +185,9 @@ static void api_connector_json(struct buf *b, const struct store_connector *c)
     api_member(b, "{\"name\":", c->name);
     api_member(b, ",\"department\":", c->department);
     api_member(b, ",\"url\":", c->url);
-    buf_append_str(b, ",\"header_names\":");
-    buf_append_str(b, c->header_names);
-    buf_printf(b, ",\"timeout_ms\":%lld,\"functions\":", (long long)c->timeout_ms);
-    buf_append_str(b, c->functions);
+    /* stored compact by this file: valid JSON */
+    buf_printf(b, ",\"header_names\":%s,\"timeout_ms\":%lld,\"functions\":%s", c->header_names,
+               (long long)c->timeout_ms, c->functions);
     api_member(b, ",\"created\":", c->created);
     api_member(b, ",\"created_by\":", c->created_by);
     buf_append_str(b, "}");
@@ -424,7 +387,6 @@ void api_connectors_create(struct api_ctx *ctx)
     char context[STORE_NAME_MAX + 64];
     char *sealed_secret = NULL;
     char *sealed_headers = NULL;
-    int64_t timeout_ms = API_CONNECTOR_TIMEOUT_DEFAULT;
     buf_init(&fns, (size_t)1 << 20);
     buf_init(&flags, (size_t)64 << 10);
     buf_init(&plain_headers, (size_t)256 << 10);
@@ -456,16 +418,14 @@ void api_connectors_create(struct api_ctx *ctx)
                   API_CONNECTOR_SECRET_MAX);
         goto out;
     }
-    if (timeout) {
-        if (timeout->num < 1 || timeout->num > API_CONNECTOR_TIMEOUT_MAX ||
-            timeout->num != (double)(int64_t)timeout->num) {
-            api_error(ctx, 400, "INVALID_REQUEST",
-                      "field \"timeout_ms\" must be an integer from 1 to %d",
-                      API_CONNECTOR_TIMEOUT_MAX);
-            goto out;
-        }
-        timeout_ms = (int64_t)timeout->num;
+    if (timeout && (timeout->num < 1 || timeout->num > API_CONNECTOR_TIMEOUT_MAX ||
+                    timeout->num != (double)(int64_t)timeout->num)) {
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "field \"timeout_ms\" must be an integer from 1 to %d",
+                  API_CONNECTOR_TIMEOUT_MAX);
+        goto out;
     }
+    int64_t timeout_ms = timeout ? (int64_t)timeout->num : API_CONNECTOR_TIMEOUT_DEFAULT;
     if (api_connector_headers(ctx, headers, &plain_headers, &names) != 0 ||
         api_connector_functions(ctx, functions, &fns, &flags) != 0) {
         goto out;
@@ -496,11 +456,8 @@ void api_connectors_create(struct api_ctx *ctx)
     /* The audit sees the names of headers, never their values nor the secret. */
     api_member(&details, "{\"url\":", url->str);
     api_member(&details, ",\"department\":", department->str);
-    buf_printf(&details, ",\"timeout_ms\":%lld,\"header_names\":", (long long)timeout_ms);
-    buf_append_str(&details, names.data);
-    buf_append_str(&details, ",\"functions\":");
-    buf_append_str(&details, flags.data);
-    buf_append_str(&details, "}");
+    buf_printf(&details, ",\"timeout_ms\":%lld,\"header_names\":%s,\"functions\":%s}",
+               (long long)timeout_ms, names.data, flags.data);
     if (!api_built(&details)) {
         api_error(ctx, 400, "INVALID_REQUEST", "the connector's definition is too large");
         goto out;
@@ -519,22 +476,20 @@ void api_connectors_create(struct api_ctx *ctx)
         rc = api_audit(ctx, "connector.create", name->str, department->str, details.data);
     }
     rc = api_tx_end(s, rc);
-    if (rc != STORE_OK) {
-        if (rc == STORE_CONFLICT) {
-            api_error(ctx, 409, "CONFLICT", "connector %s exists", name->str);
-        } else if (rc == STORE_NOT_FOUND) {
-            api_error(ctx, 400, "INVALID_REQUEST", "no department %s", department->str);
+    if (rc == STORE_CONFLICT) {
+        api_error(ctx, 409, "CONFLICT", "connector %s exists", name->str);
+    } else if (rc == STORE_NOT_FOUND) {
+        api_error(ctx, 400, "INVALID_REQUEST", "no department %s", department->str);
+    } else if (rc != STORE_OK) {
+        api_store_failed(ctx);
+    } else {
+        api_reply(ctx, 201);
+        if (s->ops->connector_get(s, name->str, api_connector_one, &ctx->resp->body) == STORE_OK) {
+            buf_append_str(&ctx->resp->body, "\n");
         } else {
             api_store_failed(ctx);
         }
-        goto out;
     }
-    api_reply(ctx, 201);
-    if (s->ops->connector_get(s, name->str, api_connector_one, &ctx->resp->body) != STORE_OK) {
-        api_store_failed(ctx);
-        goto out;
-    }
-    buf_append_str(&ctx->resp->body, "\n");
 out:
     free(sealed_secret);
     free(sealed_headers);

@@ -8,21 +8,6 @@
 
 #include "api.h"
 
-static void api_department_json(struct buf *b, const struct store_department *d)
-{
-    api_member(b, "{\"name\":", d->name);
-    api_member(b, ",\"autonomy\":", d->autonomy);
-    buf_printf(b, ",\"allow_adhoc\":%s,\"created\":", d->allow_adhoc ? "true" : "false");
-    api_str(b, d->created);
-    buf_append_str(b, "}");
-}
-
-static int api_department_one(void *userdata, const struct store_department *d)
-{
-    api_department_json(userdata, d);
-    return 0;
-}
-
 struct api_list {
     struct buf *b;
     int n;
@@ -31,11 +16,24 @@ struct api_list {
 static int api_department_item(void *userdata, const struct store_department *d)
 {
     struct api_list *l = userdata;
-    if (l->n++) {
-        buf_append_str(l->b, ",");
-    }
-    api_department_json(l->b, d);
+    api_member(l->b, l->n++ ? ",{\"name\":" : "{\"name\":", d->name);
+    api_member(l->b, ",\"autonomy\":", d->autonomy);
+    buf_printf(l->b, ",\"allow_adhoc\":%s,\"created\":", d->allow_adhoc ? "true" : "false");
+    api_str(l->b, d->created);
+    buf_append_str(l->b, "}");
     return 0;
+}
+
+/* Answers status with department `name` as stored after a change. */
+static void api_department_reply(struct api_ctx *ctx, unsigned status, const char *name)
+{
+    struct api_list one = { &ctx->resp->body, 0 };
+    api_reply(ctx, status);
+    if (ctx->store->ops->department_get(ctx->store, name, api_department_item, &one) != STORE_OK) {
+        api_store_failed(ctx);
+        return;
+    }
+    buf_append_str(&ctx->resp->body, "\n");
 }
 
 void api_departments_create(struct api_ctx *ctx)
@@ -43,43 +41,34 @@ void api_departments_create(struct api_ctx *ctx)
     struct store *s = ctx->store;
     const struct json_node *name = NULL;
     const struct api_field fields[] = { { "name", JSON_STRING, 1, &name } };
-    struct buf details;
-    buf_init(&details, 4096);
+    char details[STORE_NAME_MAX + 64];
     if (api_body(ctx, fields, 1) != 0) {
-        goto out;
+        return;
     }
     if (!api_name_ok(name->str) || strcmp(name->str, "*") == 0) {
         api_error(ctx, 400, "INVALID_REQUEST",
                   "field \"name\" must match [a-z0-9][a-z0-9._-]{0,63}");
-        goto out;
+        return;
     }
-    api_member(&details, "{\"name\":", name->str);
-    buf_append_str(&details, ",\"autonomy\":\"autonomous\",\"allow_adhoc\":false}");
+    /* a valid name needs no escaping */
+    snprintf(details, sizeof details,
+             "{\"name\":\"%s\",\"autonomy\":\"autonomous\",\"allow_adhoc\":false}", name->str);
     if (s->ops->tx_begin(s) != STORE_OK) {
         api_store_failed(ctx);
-        goto out;
+        return;
     }
     enum store_rc rc = s->ops->department_create(s, name->str);
     if (rc == STORE_OK) {
-        rc = api_audit(ctx, "department.create", name->str, name->str, details.data);
+        rc = api_audit(ctx, "department.create", name->str, name->str, details);
     }
     rc = api_tx_end(s, rc);
-    if (rc != STORE_OK) {
-        if (rc == STORE_CONFLICT) {
-            api_error(ctx, 409, "CONFLICT", "department %s exists", name->str);
-        } else {
-            api_store_failed(ctx);
-        }
-        goto out;
-    }
-    api_reply(ctx, 201);
-    if (s->ops->department_get(s, name->str, api_department_one, &ctx->resp->body) != STORE_OK) {
+    if (rc == STORE_CONFLICT) {
+        api_error(ctx, 409, "CONFLICT", "department %s exists", name->str);
+    } else if (rc != STORE_OK) {
         api_store_failed(ctx);
-        goto out;
+    } else {
+        api_department_reply(ctx, 201, name->str);
     }
-    buf_append_str(&ctx->resp->body, "\n");
-out:
-    buf_done(&details);
 }
 
 void api_departments_list(struct api_ctx *ctx)
@@ -150,20 +139,13 @@ void api_departments_policy(struct api_ctx *ctx)
         rc = api_audit(ctx, "department.policy", dept, dept, details.data);
     }
     rc = api_tx_end(s, rc);
-    if (rc != STORE_OK) {
-        if (rc == STORE_NOT_FOUND) {
-            api_error(ctx, 404, "NOT_FOUND", "no department %s", dept);
-        } else {
-            api_store_failed(ctx);
-        }
-        goto out;
-    }
-    api_reply(ctx, 200);
-    if (s->ops->department_get(s, dept, api_department_one, &ctx->resp->body) != STORE_OK) {
+    if (rc == STORE_NOT_FOUND) {
+        api_error(ctx, 404, "NOT_FOUND", "no department %s", dept);
+    } else if (rc != STORE_OK) {
         api_store_failed(ctx);
-        goto out;
+    } else {
+        api_department_reply(ctx, 200, dept);
     }
-    buf_append_str(&ctx->resp->body, "\n");
 out:
     buf_done(&details);
 }

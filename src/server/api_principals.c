@@ -113,18 +113,16 @@ void api_principals_create(struct api_ctx *ctx)
         rc = api_key_issue(ctx, name->str, key, prefix);
     }
     rc = api_tx_end(s, rc);
-    if (rc != STORE_OK) {
-        if (rc == STORE_CONFLICT) {
-            api_error(ctx, 409, "CONFLICT", "principal %s exists", name->str);
-        } else {
-            api_store_failed(ctx);
-        }
-        goto out;
+    if (rc == STORE_CONFLICT) {
+        api_error(ctx, 409, "CONFLICT", "principal %s exists", name->str);
+    } else if (rc != STORE_OK) {
+        api_store_failed(ctx);
+    } else {
+        api_reply(ctx, 201);
+        api_member(&ctx->resp->body, "{\"name\":", name->str);
+        buf_printf(&ctx->resp->body, ",\"kind\":\"%s\",\"key\":\"%s\",\"prefix\":\"%s\"}\n", k, key,
+                   prefix);
     }
-    api_reply(ctx, 201);
-    api_member(&ctx->resp->body, "{\"name\":", name->str);
-    buf_printf(&ctx->resp->body, ",\"kind\":\"%s\",\"key\":\"%s\",\"prefix\":\"%s\"}\n", k, key,
-               prefix);
 out:
     OPENSSL_cleanse(key, sizeof key);
 }
@@ -173,18 +171,15 @@ void api_principals_key_create(struct api_ctx *ctx)
         rc = api_key_issue(ctx, principal, key, prefix);
     }
     rc = api_tx_end(s, rc);
-    if (rc != STORE_OK) {
-        if (rc == STORE_NOT_FOUND) {
-            api_error(ctx, 404, "NOT_FOUND", "no principal %s", principal);
-        } else {
-            api_store_failed(ctx);
-        }
-        goto out;
+    if (rc == STORE_NOT_FOUND) {
+        api_error(ctx, 404, "NOT_FOUND", "no principal %s", principal);
+    } else if (rc != STORE_OK) {
+        api_store_failed(ctx);
+    } else {
+        api_reply(ctx, 201);
+        api_member(&ctx->resp->body, "{\"principal\":", principal);
+        buf_printf(&ctx->resp->body, ",\"key\":\"%s\",\"prefix\":\"%s\"}\n", key, prefix);
     }
-    api_reply(ctx, 201);
-    api_member(&ctx->resp->body, "{\"principal\":", principal);
-    buf_printf(&ctx->resp->body, ",\"key\":\"%s\",\"prefix\":\"%s\"}\n", key, prefix);
-out:
     OPENSSL_cleanse(key, sizeof key);
 }
 
@@ -208,19 +203,16 @@ void api_principals_key_revoke(struct api_ctx *ctx)
         rc = api_audit(ctx, "key.revoke", principal, NULL, details.data);
     }
     rc = api_tx_end(s, rc);
-    if (rc != STORE_OK) {
-        if (rc == STORE_NOT_FOUND) {
-            api_error(ctx, 404, "NOT_FOUND", "principal %s has no active key %s", principal,
-                      prefix);
-        } else {
-            api_store_failed(ctx);
-        }
-        goto out;
+    if (rc == STORE_NOT_FOUND) {
+        api_error(ctx, 404, "NOT_FOUND", "principal %s has no active key %s", principal, prefix);
+    } else if (rc != STORE_OK) {
+        api_store_failed(ctx);
+    } else {
+        api_reply(ctx, 200);
+        api_member(&ctx->resp->body, "{\"principal\":", principal);
+        api_member(&ctx->resp->body, ",\"prefix\":", prefix);
+        buf_append_str(&ctx->resp->body, ",\"revoked\":true}\n");
     }
-    api_reply(ctx, 200);
-    api_member(&ctx->resp->body, "{\"principal\":", principal);
-    api_member(&ctx->resp->body, ",\"prefix\":", prefix);
-    buf_append_str(&ctx->resp->body, ",\"revoked\":true}\n");
 out:
     buf_done(&details);
 }
@@ -241,38 +233,37 @@ static void api_principals_role(struct api_ctx *ctx, int grant)
     const struct json_node *dept = NULL;
     const struct api_field fields[] = { { "role", JSON_STRING, 1, &role },
                                         { "department", JSON_STRING, 1, &dept } };
-    struct buf details;
+    char details[2 * STORE_NAME_MAX + 64];
     enum store_rc rc;
-    buf_init(&details, 4096);
     if (api_body(ctx, fields, 2) != 0) {
-        goto out;
+        return;
     }
     unsigned bit = auth_role_bit(role->str);
     int global = strcmp(dept->str, "*") == 0;
     if (bit == 0) {
         api_error(ctx, 400, "INVALID_REQUEST",
                   "field \"role\" must be admin, author, approver, auditor or agent");
-        goto out;
+        return;
     }
     if (!global && !api_name_ok(dept->str)) {
         api_error(ctx, 400, "INVALID_REQUEST",
                   "field \"department\" must be a department's name or \"*\"");
-        goto out;
+        return;
     }
     if (bit == AUTH_ROLE_ADMIN && !global) {
         api_error(ctx, 400, "INVALID_REQUEST", "admin is global: its department must be \"*\"");
-        goto out;
+        return;
     }
-    api_member(&details, "{\"role\":", role->str);
-    api_member(&details, ",\"department\":", dept->str);
-    buf_append_str(&details, "}");
+    /* a role's and a department's names need no escaping */
+    snprintf(details, sizeof details, "{\"role\":\"%s\",\"department\":\"%s\"}", role->str,
+             dept->str);
     rc = s->ops->tx_begin(s);
     if (rc == STORE_OK && grant && !global) {
         rc = s->ops->department_get(s, dept->str, api_department_exists, NULL);
         if (rc == STORE_NOT_FOUND) {
             s->ops->tx_rollback(s);
             api_error(ctx, 404, "NOT_FOUND", "no department %s", dept->str);
-            goto out;
+            return;
         }
     }
     if (rc == STORE_OK) {
@@ -281,30 +272,24 @@ static void api_principals_role(struct api_ctx *ctx, int grant)
     }
     if (rc == STORE_OK) {
         rc = api_audit(ctx, grant ? "role.grant" : "role.revoke", principal,
-                       global ? NULL : dept->str, details.data);
+                       global ? NULL : dept->str, details);
     }
     rc = api_tx_end(s, rc);
-    if (rc != STORE_OK) {
-        if (rc == STORE_CONFLICT) {
-            api_error(ctx, 409, "CONFLICT", "%s already has role %s in %s", principal, role->str,
-                      dept->str);
-        } else if (rc == STORE_NOT_FOUND && grant) {
-            api_error(ctx, 404, "NOT_FOUND", "no principal %s", principal);
-        } else if (rc == STORE_NOT_FOUND) {
-            api_error(ctx, 404, "NOT_FOUND", "%s has no role %s in %s", principal, role->str,
-                      dept->str);
-        } else {
-            api_store_failed(ctx);
-        }
-        goto out;
+    if (rc == STORE_CONFLICT) {
+        api_error(ctx, 409, "CONFLICT", "%s already has role %s in %s", principal, role->str,
+                  dept->str);
+    } else if (rc == STORE_NOT_FOUND && grant) {
+        api_error(ctx, 404, "NOT_FOUND", "no principal %s", principal);
+    } else if (rc == STORE_NOT_FOUND) {
+        api_error(ctx, 404, "NOT_FOUND", "%s has no role %s in %s", principal, role->str,
+                  dept->str);
+    } else if (rc != STORE_OK) {
+        api_store_failed(ctx);
+    } else {
+        api_reply(ctx, grant ? 201 : 200);
+        api_member(&ctx->resp->body, "{\"principal\":", principal);
+        buf_printf(&ctx->resp->body, ",%s\n", details + 1); /* the record's members follow */
     }
-    api_reply(ctx, grant ? 201 : 200);
-    api_member(&ctx->resp->body, "{\"principal\":", principal);
-    api_member(&ctx->resp->body, ",\"role\":", role->str);
-    api_member(&ctx->resp->body, ",\"department\":", dept->str);
-    buf_append_str(&ctx->resp->body, "}\n");
-out:
-    buf_done(&details);
 }
 
 void api_principals_role_grant(struct api_ctx *ctx)

@@ -30,6 +30,7 @@
 #define TPL_SOURCE_MAX  ((size_t)256 << 10) /* the runner's default source limit */
 #define TPL_FUNCS_MAX   64u
 #define TPL_IDENT_MAX   64u
+#define TPL_IDENT_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$"
 #define TPL_DESC_MAX    1024u
 #define TPL_COMMENT_MAX 4096u
 #define TPL_VERSION_MAX 1000000000000LL
@@ -83,11 +84,15 @@ static int tpl_lookup(struct api_ctx *ctx, struct tpl_info *ti)
     return 0;
 }
 
-/* A read route's permission (gov_template_may_read): 0, or -1 after answering 403. */
-static int tpl_allow_read(struct api_ctx *ctx, const char *department)
+/* A read route's start: no body, the template {t} (404), the caller's right to read it
+ * (gov_template_may_read, 403). 0 with ti filled, or -1 after answering. */
+static int tpl_read_route(struct api_ctx *ctx, struct tpl_info *ti)
 {
     struct gov_decision d;
-    gov_template_may_read(&ctx->who->gov, department, &d);
+    if (api_body(ctx, NULL, 0) != 0 || tpl_lookup(ctx, ti) != 0) {
+        return -1;
+    }
+    gov_template_may_read(&ctx->who->gov, ti->department, &d);
     return api_decision(ctx, &d);
 }
 
@@ -118,41 +123,31 @@ static int tpl_readable(const struct gov_principal *reader, const struct store_v
 /* The route's {v} (or a query's from=): a decimal version number 1..TPL_VERSION_MAX, else 0. */
 static int64_t tpl_version_number(const char *s)
 {
-    int64_t n = 0;
-    if (!s || !*s || *s == '0') {
+    if (!s || !*s || *s == '0' || strspn(s, "0123456789") != strlen(s)) {
         return 0;
     }
-    for (const char *p = s; *p; p++) {
-        if (*p < '0' || *p > '9' || n > TPL_VERSION_MAX / 10) {
-            return 0;
-        }
-        n = n * 10 + (*p - '0');
-    }
+    long long n = strtoll(s, NULL, 10); /* saturates: too long is past the maximum too */
     return n <= TPL_VERSION_MAX ? n : 0;
 }
 
 /* ---------------------------------------------------------------- JSON of rows */
 
-static void tpl_version_summary(struct buf *b, const struct store_version *v)
+/* A version's summary (whole: 0), as a template lists it, or the whole version (whole: 1). */
+static void tpl_version_json(struct buf *b, const struct store_version *v, int whole)
 {
     api_member(b, "{\"template\":", v->template_name);
-    buf_printf(b, ",\"version\":%" PRId64 ",\"state\":", v->version);
-    api_str(b, v->state);
-    api_member(b, ",\"digest\":", v->digest);
-    api_member(b, ",\"author\":", v->author);
-    api_member(b, ",\"created\":", v->created);
-    buf_append_str(b, "}");
-}
-
-static void tpl_version_json(struct buf *b, const struct store_version *v)
-{
-    api_member(b, "{\"template\":", v->template_name);
-    buf_printf(b, ",\"version\":%" PRId64 ",\"department\":", v->version);
-    api_str(b, v->department);
+    buf_printf(b, ",\"version\":%" PRId64, v->version);
+    if (whole) {
+        api_member(b, ",\"department\":", v->department);
+    }
     api_member(b, ",\"state\":", v->state);
     api_member(b, ",\"digest\":", v->digest);
     api_member(b, ",\"author\":", v->author);
     api_member(b, ",\"created\":", v->created);
+    if (!whole) {
+        buf_append_str(b, "}");
+        return;
+    }
     api_member(b, ",\"language\":", v->language);
     api_member(b, ",\"autonomy\":", v->autonomy);
     /* stored compact by this file: valid JSON */
@@ -173,12 +168,6 @@ static void tpl_version_json(struct buf *b, const struct store_version *v)
     buf_append_str(b, "}");
 }
 
-static int tpl_version_one(void *userdata, const struct store_version *v)
-{
-    tpl_version_json(userdata, v);
-    return 0;
-}
-
 struct tpl_versions {
     struct buf *b;
     int n;
@@ -194,7 +183,7 @@ static int tpl_version_item(void *userdata, const struct store_version *v)
     if (l->n++) {
         buf_append_str(l->b, ",");
     }
-    tpl_version_summary(l->b, v);
+    tpl_version_json(l->b, v, 0);
     return 0;
 }
 
@@ -217,13 +206,91 @@ static enum store_rc tpl_template_json(struct store *s, struct buf *b,
     return rc;
 }
 
+/* One version as `reader` (NULL: anyone) may read it (found only then; to an agent, a version
+ * not approved does not exist): appended whole to b when b is set, else its content copied past
+ * the store's callback. */
+struct tpl_copy {
+    const struct gov_principal *reader;
+    struct buf *b;
+    int found;
+    char *source;
+    char *language;
+    char *input_schema;
+    char *functions;
+    char *autonomy;
+    char *limits;
+};
+
+static void tpl_copy_done(struct tpl_copy *c)
+{
+    free(c->source);
+    free(c->language);
+    free(c->input_schema);
+    free(c->functions);
+    free(c->autonomy);
+    free(c->limits);
+    memset(c, 0, sizeof *c);
+}
+
+static int tpl_copy_read(void *userdata, const struct store_version *v)
+{
+    struct tpl_copy *c = userdata;
+    if (c->reader && !tpl_readable(c->reader, v)) {
+        return 0;
+    }
+    c->found = 1;
+    if (c->b) {
+        tpl_version_json(c->b, v, 1);
+        return 0;
+    }
+    c->source = buf_dup(v->source, strlen(v->source));
+    c->language = buf_dup(v->language, strlen(v->language));
+    c->input_schema = buf_dup(v->input_schema, strlen(v->input_schema));
+    c->functions = buf_dup(v->functions, strlen(v->functions));
+    c->autonomy = buf_dup(v->autonomy, strlen(v->autonomy));
+    c->limits = buf_dup(v->limits, strlen(v->limits));
+    return 0;
+}
+
+static int tpl_copy_ok(const struct tpl_copy *c)
+{
+    return c->source && c->language && c->input_schema && c->functions && c->autonomy && c->limits;
+}
+
+/* Reads version `number` (0: none) of ti into c: 0, or -1 after answering 404 or 500. */
+static int tpl_copy_get(struct api_ctx *ctx, const struct tpl_info *ti, int64_t number,
+                        struct tpl_copy *c)
+{
+    struct store *s = ctx->store;
+    enum store_rc rc =
+            number ? s->ops->version_get(s, ti->name, number, tpl_copy_read, c) : STORE_NOT_FOUND;
+    if (rc == STORE_NOT_FOUND || (rc == STORE_OK && !c->found)) {
+        api_error(ctx, 404, "NOT_FOUND", "no version %.32s of template %s", api_param(ctx, "v"),
+                  ti->name);
+        return -1;
+    }
+    if (rc != STORE_OK || (!c->b && !tpl_copy_ok(c))) {
+        api_store_failed(ctx);
+        return -1;
+    }
+    return 0;
+}
+
+/* Answers status with version `number` of ti, whole, when `reader` (NULL: anyone) may read it. */
+static void tpl_reply_version(struct api_ctx *ctx, unsigned status, const struct tpl_info *ti,
+                              int64_t number, const struct gov_principal *reader)
+{
+    struct tpl_copy c = { .reader = reader, .b = &ctx->resp->body };
+    api_reply(ctx, status);
+    if (tpl_copy_get(ctx, ti, number, &c) == 0) {
+        buf_append_str(&ctx->resp->body, "\n");
+    }
+}
+
 /* ---------------------------------------------------------------- templates */
 
 struct tpl_list {
-    struct store *store;
     const struct gov_principal *who;
-    struct buf *b;
-    int n;
     enum store_rc rc;
     /* template_list's rows are borrowed while it walks; the versions are read after it */
     size_t count;
@@ -270,11 +337,10 @@ static int tpl_list_collect(void *userdata, const struct store_template *t)
 void api_templates_list(struct api_ctx *ctx)
 {
     struct store *s = ctx->store;
+    struct buf *b = &ctx->resp->body;
     struct tpl_list l;
     memset(&l, 0, sizeof l);
-    l.store = s;
     l.who = &ctx->who->gov;
-    l.b = &ctx->resp->body;
     if (api_body(ctx, NULL, 0) != 0) {
         goto out;
     }
@@ -287,23 +353,23 @@ void api_templates_list(struct api_ctx *ctx)
         goto out;
     }
     api_reply(ctx, 200);
-    buf_append_str(l.b, "[");
+    buf_append_str(b, "[");
     int shown = 0;
     for (size_t i = 0; i < l.count && rc == STORE_OK; i++) {
         struct tpl_row *r = &l.rows[i];
         struct store_template t = { r->name, r->department, r->description, r->created,
                                     r->created_by };
         int approved_only = tpl_approved_only(ctx, r->department);
-        size_t mark = l.b->len;
+        size_t mark = b->len;
         int n = 0;
         if (shown) {
-            buf_append_str(l.b, ",");
+            buf_append_str(b, ",");
         }
-        rc = tpl_template_json(s, l.b, &t, l.who, &n);
-        if (approved_only && n == 0 && l.b->data) {
+        rc = tpl_template_json(s, b, &t, l.who, &n);
+        if (approved_only && n == 0 && b->data) {
             /* an agent lists the approved templates only */
-            l.b->len = mark;
-            l.b->data[mark] = '\0';
+            b->len = mark;
+            b->data[mark] = '\0';
         } else {
             shown = 1;
         }
@@ -312,7 +378,7 @@ void api_templates_list(struct api_ctx *ctx)
         api_store_failed(ctx);
         goto out;
     }
-    buf_append_str(l.b, "]\n");
+    buf_append_str(b, "]\n");
 out:
     for (size_t i = 0; i < l.count; i++) {
         free(l.rows[i].description);
@@ -361,16 +427,15 @@ static int tpl_create_store(struct api_ctx *ctx, const char *name, const char *d
 {
     struct store *s = ctx->store;
     struct buf details;
+    if (s->ops->tx_begin(s) != STORE_OK) {
+        api_store_failed(ctx);
+        return -1;
+    }
     buf_init(&details, 16 * 1024);
     api_member(&details, "{\"template\":", name);
     api_member(&details, ",\"department\":", department);
     api_member(&details, ",\"description\":", description);
     buf_append_str(&details, "}");
-    if (s->ops->tx_begin(s) != STORE_OK) {
-        buf_done(&details);
-        api_store_failed(ctx);
-        return -1;
-    }
     enum store_rc rc = s->ops->template_create(s, name, department, description, ctx->who->name);
     if (rc == STORE_OK) {
         rc = details.data ? api_audit(ctx, "template.create", name, department, details.data)
@@ -421,8 +486,7 @@ void api_templates_create(struct api_ctx *ctx)
 void api_templates_get(struct api_ctx *ctx)
 {
     struct tpl_info ti;
-    if (api_body(ctx, NULL, 0) != 0 || tpl_lookup(ctx, &ti) != 0 ||
-        tpl_allow_read(ctx, ti.department) != 0) {
+    if (tpl_read_route(ctx, &ti) != 0) {
         return;
     }
     tpl_reply_template(ctx, 200, ti.name, tpl_approved_only(ctx, ti.department));
@@ -430,19 +494,12 @@ void api_templates_get(struct api_ctx *ctx)
 
 /* ---------------------------------------------------------------- versions */
 
+/* The len bytes at s, which a '.' or NUL ends, are a JavaScript identifier of ASCII letters,
+ * digits, _ and $. */
 static int tpl_ident_ok(const char *s, size_t len)
 {
-    if (len == 0 || len > TPL_IDENT_MAX || (s[0] >= '0' && s[0] <= '9')) {
-        return 0;
-    }
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '$')) {
-            return 0;
-        }
-    }
-    return 1;
+    return len > 0 && len <= TPL_IDENT_MAX && !(s[0] >= '0' && s[0] <= '9') &&
+           strspn(s, TPL_IDENT_CHARS) >= len;
 }
 
 /* Checks functions and writes them compact to out; -1 after answering 400. */
@@ -523,9 +580,9 @@ static int tpl_limits_read(struct api_ctx *ctx, const struct json_node *obj, str
     return 0;
 }
 
-/* "sha256:" + hex of the canonical form of content_json (a JSON object). 0 or -1. */
-/* The digest of the content: AL_OK; AL_SERIALIZATION_ERROR when it has no canonical form (a
- * number out of range); AL_INTERNAL_ERROR when out of memory. */
+/* "sha256:" + hex of the canonical form of content_json (a JSON object): AL_OK;
+ * AL_SERIALIZATION_ERROR when it has no canonical form (a number out of range);
+ * AL_INTERNAL_ERROR when out of memory. */
 static enum al_code tpl_digest(const char *content_json, size_t len, char ret[72])
 {
     struct json_doc *doc = NULL;
@@ -770,19 +827,6 @@ static int tpl_draft_store(struct api_ctx *ctx, const struct tpl_info *ti,
     return -1;
 }
 
-/* Answers status with version `number` of template `name`, whole. */
-static void tpl_reply_version(struct api_ctx *ctx, unsigned status, const char *name,
-                              int64_t number)
-{
-    api_reply(ctx, status);
-    if (ctx->store->ops->version_get(ctx->store, name, number, tpl_version_one, &ctx->resp->body) !=
-        STORE_OK) {
-        api_store_failed(ctx);
-        return;
-    }
-    buf_append_str(&ctx->resp->body, "\n");
-}
-
 void api_versions_create(struct api_ctx *ctx)
 {
     struct tpl_info ti;
@@ -794,7 +838,7 @@ void api_versions_create(struct api_ctx *ctx)
         tpl_draft_store(ctx, &ti, &d, &number) != 0) {
         goto out;
     }
-    tpl_reply_version(ctx, 201, ti.name, number);
+    tpl_reply_version(ctx, 201, &ti, number, NULL);
 out:
     tpl_draft_done(&d);
 }
@@ -947,7 +991,7 @@ static void tpl_move(struct api_ctx *ctx, enum gov_version_action action, const 
     if (action == GOV_VERSION_REVOKE) {
         api_version_revoked(ctx, q.ti.name, q.number);
     }
-    tpl_reply_version(ctx, 200, q.ti.name, q.number);
+    tpl_reply_version(ctx, 200, &q.ti, q.number, NULL);
 }
 
 void api_versions_submit(struct api_ctx *ctx)
@@ -972,138 +1016,27 @@ void api_versions_revoke(struct api_ctx *ctx)
 
 /* ---------------------------------------------------------------- reading versions */
 
-/* A copy of one version's content, kept past the store's callback: found only when `reader`
- * may read it. */
-struct tpl_copy {
-    const struct gov_principal *reader;
-    int found;
-    int64_t version;
-    char *source;
-    char *language;
-    char *input_schema;
-    char *functions;
-    char *autonomy;
-    char *limits;
-};
-
-static void tpl_copy_done(struct tpl_copy *c)
-{
-    free(c->source);
-    free(c->language);
-    free(c->input_schema);
-    free(c->functions);
-    free(c->autonomy);
-    free(c->limits);
-    memset(c, 0, sizeof *c);
-}
-
-static int tpl_copy_read(void *userdata, const struct store_version *v)
-{
-    struct tpl_copy *c = userdata;
-    if (!tpl_readable(c->reader, v)) {
-        return 0;
-    }
-    c->found = 1;
-    c->version = v->version;
-    c->source = buf_dup(v->source, strlen(v->source));
-    c->language = buf_dup(v->language, strlen(v->language));
-    c->input_schema = buf_dup(v->input_schema, strlen(v->input_schema));
-    c->functions = buf_dup(v->functions, strlen(v->functions));
-    c->autonomy = buf_dup(v->autonomy, strlen(v->autonomy));
-    c->limits = buf_dup(v->limits, strlen(v->limits));
-    return 0;
-}
-
-static int tpl_copy_ok(const struct tpl_copy *c)
-{
-    return c->source && c->language && c->input_schema && c->functions && c->autonomy && c->limits;
-}
-
-struct tpl_visible {
-    const struct gov_principal *reader;
-    int found;
-    struct buf *b;
-};
-
-static int tpl_visible_one(void *userdata, const struct store_version *v)
-{
-    struct tpl_visible *t = userdata;
-    if (!tpl_readable(t->reader, v)) {
-        return 0; /* to an agent, a version not approved does not exist */
-    }
-    t->found = 1;
-    tpl_version_json(t->b, v);
-    return 0;
-}
-
 void api_versions_get(struct api_ctx *ctx)
 {
     struct tpl_info ti;
-    if (api_body(ctx, NULL, 0) != 0 || tpl_lookup(ctx, &ti) != 0 ||
-        tpl_allow_read(ctx, ti.department) != 0) {
-        return;
+    if (tpl_read_route(ctx, &ti) == 0) {
+        tpl_reply_version(ctx, 200, &ti, tpl_version_number(api_param(ctx, "v")), &ctx->who->gov);
     }
-    int64_t number = tpl_version_number(api_param(ctx, "v"));
-    struct tpl_visible t = { &ctx->who->gov, 0, &ctx->resp->body };
-    api_reply(ctx, 200);
-    enum store_rc rc =
-            number ? ctx->store->ops->version_get(ctx->store, ti.name, number, tpl_visible_one, &t)
-                   : STORE_NOT_FOUND;
-    if (rc == STORE_NOT_FOUND || (rc == STORE_OK && !t.found)) {
-        api_error(ctx, 404, "NOT_FOUND", "no version %.32s of template %s", api_param(ctx, "v"),
-                  ti.name);
-        return;
-    }
-    if (rc != STORE_OK) {
-        api_store_failed(ctx);
-        return;
-    }
-    buf_append_str(&ctx->resp->body, "\n");
 }
 
 /* ---------------------------------------------------------------- types */
 
-/* GET .../types: the version's functions and input schema, for tsdecl. */
-struct tpl_types {
-    const struct gov_principal *reader;
-    int found;
-    char *functions;
-    char *input_schema;
-};
-
-static int tpl_types_read(void *userdata, const struct store_version *v)
-{
-    struct tpl_types *t = userdata;
-    if (!tpl_readable(t->reader, v)) {
-        return 0;
-    }
-    t->found = 1;
-    t->functions = buf_dup(v->functions, strlen(v->functions));
-    t->input_schema = buf_dup(v->input_schema, strlen(v->input_schema));
-    return 0;
-}
-
-/* One connector's function definitions (a JSON object), parsed, kept for the answer. */
-struct tpl_types_conn {
-    char *functions;
-};
-
+/* One connector's function definitions (a JSON object), kept for the answer. */
 static int tpl_types_conn_read(void *userdata, const struct store_connector *c)
 {
-    struct tpl_types_conn *tc = userdata;
-    tc->functions = buf_dup(c->functions, strlen(c->functions));
+    char **functions = userdata;
+    *functions = buf_dup(c->functions, strlen(c->functions));
     return 0;
 }
 
 static int tpl_types_cmp(const void *a, const void *b)
 {
     return strcmp(((const struct tsdecl_fn *)a)->name, ((const struct tsdecl_fn *)b)->name);
-}
-
-static const char *tpl_json_string(const struct json_node *obj, const char *key)
-{
-    const struct json_node *n = obj && obj->type == JSON_OBJECT ? json_get(obj, key) : NULL;
-    return n && n->type == JSON_STRING ? n->str : NULL;
 }
 
 /* A version's functions as tsdecl declares them, each with its connector's definition. */
@@ -1133,19 +1066,19 @@ static void tpl_decls_read(struct store *s, const struct json_node *functions, s
         const char *dot = strchr(f->str, '.');
         char conn[STORE_NAME_MAX + 1];
         snprintf(conn, sizeof conn, "%.*s", dot ? (int)(dot - f->str) : 0, f->str);
-        struct tpl_types_conn tc = { NULL };
+        char *text = NULL;
         const struct json_node *def = NULL;
-        if (dot && s->ops->connector_get(s, conn, tpl_types_conn_read, &tc) == STORE_OK &&
-            tc.functions &&
-            json_parse(tc.functions, strlen(tc.functions), 64, &d->cdocs[d->n], NULL) == AL_OK) {
+        if (dot && s->ops->connector_get(s, conn, tpl_types_conn_read, &text) == STORE_OK && text &&
+            json_parse(text, strlen(text), 64, &d->cdocs[d->n], NULL) == AL_OK) {
             def = json_get(json_root(d->cdocs[d->n]), dot + 1);
         }
-        d->ctexts[d->n] = tc.functions;
+        d->ctexts[d->n] = text;
         int obj = def && def->type == JSON_OBJECT;
+        const struct json_node *desc = obj ? json_get(def, "description") : NULL;
         const struct json_node *sens = obj ? json_get(def, "sensitive") : NULL;
         d->fns[d->n] = (struct tsdecl_fn){
             .name = f->str,
-            .description = tpl_json_string(def, "description"),
+            .description = desc && desc->type == JSON_STRING ? desc->str : NULL,
             .args = obj ? json_get(def, "args_schema") : NULL,
             .result = obj ? json_get(def, "result_schema") : NULL,
             .sensitive = sens && sens->type == JSON_TRUE,
@@ -1158,33 +1091,27 @@ static void tpl_decls_read(struct store *s, const struct json_node *functions, s
 void api_versions_types(struct api_ctx *ctx)
 {
     struct tpl_info ti;
-    struct tpl_types t = { NULL, 0, NULL, NULL };
+    struct tpl_copy t;
     struct json_doc *fdoc = NULL;
     struct json_doc *idoc = NULL;
     struct tpl_decls decls;
     char title[2 * STORE_NAME_MAX + 64];
+    memset(&t, 0, sizeof t);
     memset(&decls, 0, sizeof decls);
-    if (api_body(ctx, NULL, 0) != 0 || tpl_lookup(ctx, &ti) != 0 ||
-        tpl_allow_read(ctx, ti.department) != 0) {
+    if (tpl_read_route(ctx, &ti) != 0) {
         goto out;
     }
     int64_t number = tpl_version_number(api_param(ctx, "v"));
     t.reader = &ctx->who->gov;
-    struct store *s = ctx->store;
-    enum store_rc rc =
-            number ? s->ops->version_get(s, ti.name, number, tpl_types_read, &t) : STORE_NOT_FOUND;
-    if (rc == STORE_NOT_FOUND || (rc == STORE_OK && !t.found)) {
-        api_error(ctx, 404, "NOT_FOUND", "no version %.32s of template %s", api_param(ctx, "v"),
-                  ti.name);
+    if (tpl_copy_get(ctx, &ti, number, &t) != 0) {
         goto out;
     }
-    if (rc != STORE_OK || !t.functions || !t.input_schema ||
-        json_parse(t.functions, strlen(t.functions), 4, &fdoc, NULL) != AL_OK ||
+    if (json_parse(t.functions, strlen(t.functions), 4, &fdoc, NULL) != AL_OK ||
         json_parse(t.input_schema, strlen(t.input_schema), 64, &idoc, NULL) != AL_OK) {
         api_store_failed(ctx);
         goto out;
     }
-    tpl_decls_read(s, json_root(fdoc), &decls);
+    tpl_decls_read(ctx->store, json_root(fdoc), &decls);
     snprintf(title, sizeof title, "template %s version %" PRId64, ti.name, number);
     api_reply(ctx, 200);
     ctx->resp->content_type = "text/plain; charset=utf-8";
@@ -1195,8 +1122,7 @@ out:
     tpl_decls_done(&decls);
     json_doc_free(fdoc);
     json_doc_free(idoc);
-    free(t.functions);
-    free(t.input_schema);
+    tpl_copy_done(&t);
 }
 
 struct tpl_base {
@@ -1213,24 +1139,12 @@ static int tpl_base_read(void *userdata, const struct store_version *v)
     return 0;
 }
 
-/* Appends "key":{"from":A,"to":B} for two JSON values (raw JSON when json, else strings). */
-static void tpl_change(struct buf *b, int *n, const char *key, const char *from, const char *to,
-                       int json)
+/* Appends ,"key":{"from":A,"to":B} for two strings (from NULL: null). */
+static void tpl_change(struct buf *b, const char *key, const char *from, const char *to)
 {
-    buf_printf(b, "%s\"%s\":{\"from\":", (*n)++ ? "," : "", key);
-    if (!from) {
-        buf_append_str(b, "null");
-    } else if (json) {
-        buf_append_str(b, from);
-    } else {
-        api_str(b, from);
-    }
-    buf_append_str(b, ",\"to\":");
-    if (json) {
-        buf_append_str(b, to);
-    } else {
-        api_str(b, to);
-    }
+    buf_printf(b, ",\"%s\":", key);
+    api_member(b, "{\"from\":", from);
+    api_member(b, ",\"to\":", to);
     buf_append_str(b, "}");
 }
 
@@ -1294,12 +1208,11 @@ static int tpl_changes(struct buf *b, const struct tpl_copy *base, const struct 
                    v->input_schema);
     }
     buf_append_str(b, "}");
-    n = 1;
     if (!base || strcmp(base->autonomy, v->autonomy) != 0) {
-        tpl_change(b, &n, "autonomy", base ? base->autonomy : NULL, v->autonomy, 0);
+        tpl_change(b, "autonomy", base ? base->autonomy : NULL, v->autonomy);
     }
     if (!base || strcmp(base->language, v->language) != 0) {
-        tpl_change(b, &n, "language", base ? base->language : NULL, v->language, 0);
+        tpl_change(b, "language", base ? base->language : NULL, v->language);
     }
     buf_append_str(b, "}");
     rc = 0;
@@ -1332,14 +1245,11 @@ static int tpl_diff_read(struct api_ctx *ctx, const struct tpl_info *ti, int64_t
                          int64_t *from, struct tpl_copy *v, struct tpl_copy *base)
 {
     struct store *s = ctx->store;
-    enum store_rc rc =
-            number ? s->ops->version_get(s, ti->name, number, tpl_copy_read, v) : STORE_NOT_FOUND;
-    if (rc == STORE_NOT_FOUND || (rc == STORE_OK && !v->found)) {
-        api_error(ctx, 404, "NOT_FOUND", "no version %.32s of template %s", api_param(ctx, "v"),
-                  ti->name);
+    enum store_rc rc = STORE_OK;
+    if (tpl_copy_get(ctx, ti, number, v) != 0) {
         return -1;
     }
-    if (rc == STORE_OK && !*from) {
+    if (!*from) {
         struct tpl_base tb = { number, 0 };
         rc = s->ops->version_list(s, ti->name, tpl_base_read, &tb);
         *from = tb.found;
@@ -1352,7 +1262,7 @@ static int tpl_diff_read(struct api_ctx *ctx, const struct tpl_info *ti, int64_t
             return -1;
         }
     }
-    if (rc != STORE_OK || !tpl_copy_ok(v) || (*from && !tpl_copy_ok(base))) {
+    if (rc != STORE_OK || (*from && !tpl_copy_ok(base))) {
         api_store_failed(ctx);
         return -1;
     }
@@ -1408,8 +1318,7 @@ void api_versions_diff(struct api_ctx *ctx)
     memset(&v, 0, sizeof v);
     memset(&base, 0, sizeof base);
     v.reader = base.reader = &ctx->who->gov;
-    if (api_body(ctx, NULL, 0) != 0 || tpl_lookup(ctx, &ti) != 0 ||
-        tpl_allow_read(ctx, ti.department) != 0) {
+    if (tpl_read_route(ctx, &ti) != 0) {
         goto out;
     }
     int64_t number = tpl_version_number(api_param(ctx, "v"));
