@@ -405,6 +405,13 @@ void api_connectors_create(struct api_ctx *ctx)
         api_error(ctx, 400, "INVALID_REQUEST", "field \"department\" is not a department name");
         goto out;
     }
+    if (strpbrk(url->str, "?#")) { /* named, never shown: it may hold a credential */
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "field \"url\" must have no query or fragment: the URL is stored in the clear "
+                  "and shown to the department, so credentials go in \"headers\", which are "
+                  "sealed");
+        goto out;
+    }
     if (!api_url_ok(url->str, url->str_len)) {
         api_error(ctx, 400, "INVALID_REQUEST",
                   "field \"url\" must be an http:// or https:// URL with a host, without "

@@ -673,6 +673,15 @@ static int tpl_draft_scalars(struct api_ctx *ctx, struct tpl_draft *d)
                   TPL_SOURCE_MAX);
         return -1;
     }
+    struct gov_source_char bidi;
+    if (gov_source_bidi(d->source->str, d->source->str_len, &bidi)) {
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "field \"source\" holds U+%04X at %u:%u, a bidirectional control character: "
+                  "with it code can read as a comment or a string to a reviewer (Trojan Source); "
+                  "a string that needs one writes it as an escape (\"\\u%04x\")",
+                  (unsigned)bidi.code_point, bidi.line, bidi.column, (unsigned)bidi.code_point);
+        return -1;
+    }
     d->lang = d->language ? d->language->str : "js";
     if (strcmp(d->lang, "js") != 0 && strcmp(d->lang, "ts") != 0) {
         api_error(ctx, 400, "INVALID_REQUEST", "field \"language\" must be \"js\" or \"ts\"");

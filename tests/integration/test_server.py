@@ -1115,6 +1115,92 @@ def t_templates_validation(tmp):
         s.kill()
 
 
+BIDI = [0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069, 0x200E, 0x200F,
+        0x061C]
+
+
+def t_trojan_source_refused(tmp):
+    # Trojan Source (CVE-2021-42574): with bidirectional controls, a diff shows
+    # `if (input.amount <= 50) {` as code while it sits inside a comment, so a reviewer approves
+    # a refund of any amount. A version holding any of them is refused, naming LINE:COL and
+    # the code point, whatever its language; written as an escape in a string, it is fine.
+    s = Server(os.path.join(tmp, "var"))
+    try:
+        k = s.admin_key()
+        a = tpl_setup(s, k)["alice"]
+        check(s.request("POST", "/v1/templates", {"name": "t", "department": "finance"},
+                        key=a)[0] == 201, "template")
+        trojan = ("let allowed = false;\n"
+                  "/* refunds \u202e } \u2066if (input.amount <= 50) {\u2069 \u2066 // small */\n"
+                  "allowed = true;\n"
+                  "/* end \u202e } \u2066*/\n"
+                  "if (allowed) await shop.refund(input.order, input.amount);\n")
+        col = trojan.split("\n")[1].index("\u202e") + 1
+        for lang in ("js", "ts"):
+            st, doc, _ = s.request("POST", "/v1/templates/t/versions",
+                                   {"source": trojan, "language": lang}, key=a)
+            error_of(st, doc, 400, "INVALID_REQUEST")
+            msg = doc["error"]["message"]
+            check("2:%d" % col in msg and "U+202E" in msg, "the refusal: %r" % msg)
+        for cp in BIDI:
+            st, doc, _ = s.request("POST", "/v1/templates/t/versions",
+                                   {"source": "return 1;\n// a" + chr(cp) + "b\n"}, key=a)
+            error_of(st, doc, 400, "INVALID_REQUEST")
+            check("2:5" in doc["error"]["message"] and "U+%04X" % cp in doc["error"]["message"],
+                  "U+%04X: %r" % (cp, doc))
+        st, doc, _ = s.request("GET", "/v1/templates/t", key=a)
+        check(st == 200 and doc["versions"] == [], "a refused source was kept: %r" % doc)
+        # an escape is text the reviewer sees as it is; a zero-width space is shown, not refused
+        st, doc, _ = s.request("POST", "/v1/templates/t/versions",
+                               {"source": 'return "\\u202e" + "a\u200bb";\n'}, key=a)
+        check(st == 201, "an escaped control: %d %r" % (st, doc))
+    finally:
+        s.kill()
+
+
+def t_bodies_must_be_ijson(tmp):
+    # A lone surrogate or 1e999 in a body cannot be recorded in the audit log (its canonical
+    # JSON has neither): the request is refused 400 naming where, never a 500 after the fact.
+    s = Server(os.path.join(tmp, "var"))
+    try:
+        k = s.admin_key()
+        keys = tpl_setup(s, k)
+        a, bob, agent = keys["alice"], keys["bob"], keys["carol"]
+        for raw, where in ((b'{"name":"t1","department":"finance","description":"x\\ud800"}',
+                            "$.description"),
+                           (b'{"name":"t1","department":"finance","description":"\\udc00y"}',
+                            "$.description"),
+                           (b'{"name":"t1","department":"finance","name":"t2"}', "$.name")):
+            st, doc, _ = s.request("POST", "/v1/templates", raw=raw, key=a)
+            error_of(st, doc, 400, "INVALID_REQUEST")
+            check("not I-JSON at " + where in doc["error"]["message"], "%r" % doc)
+        st, doc, _ = s.request("POST", "/v1/templates", raw=b'{"name":"t","department":'
+                               b'"finance","description":"pair \\ud83d\\ude00"}', key=a)
+        check(st == 201 and doc["description"] == "pair \U0001F600", "%d %r" % (st, doc))
+        check(s.request("POST", "/v1/templates/t/versions",
+                        {"source": "return input;\n"}, key=a)[0] == 201, "version")
+        check(s.request("POST", "/v1/templates/t/versions/1/submit", {}, key=a)[0] == 200, "")
+        st, doc, _ = s.request("POST", "/v1/templates/t/versions/1/approve",
+                               raw=b'{"comment":"ok \\ud800"}', key=bob)
+        error_of(st, doc, 400, "INVALID_REQUEST")
+        check("$.comment" in doc["error"]["message"], "%r" % doc)
+        check(s.request("POST", "/v1/templates/t/versions/1/approve", {}, key=bob)[0] == 200, "")
+        for raw, where in ((b'{"template":"t","input":{"a":1e999}}', "$.input.a"),
+                           (b'{"template":"t","input":{"l":[1,"\\ud800"]}}', "$.input.l[1]"),
+                           (b'{"template":"t","input":{"a":1,"a":2}}', "$.input.a"),
+                           (b'{"template":"t","input":{"\\udfff":1}}', "$.input")):
+            st, doc, _ = s.request("POST", "/v1/runs", raw=raw, key=agent)
+            error_of(st, doc, 400, "INVALID_REQUEST")
+            check("not I-JSON at " + where in doc["error"]["message"], "%s: %r" % (raw, doc))
+        st, doc, _ = s.request("POST", "/v1/runs", raw=b'{"template":"t","input":{"a":-1e308}}',
+                               key=agent)
+        check(st == 200 and doc["value"] == {"a": -1e308}, "%d %r" % (st, doc))
+        st, v, _ = s.request("GET", "/v1/audit/verify", key=k)
+        check(st == 200 and v["ok"], "the audit log: %r" % v)
+    finally:
+        s.kill()
+
+
 def t_templates_visibility(tmp):
     d = os.path.join(tmp, "var")
     s = Server(d)
@@ -1625,6 +1711,19 @@ def t_connectors(tmp):
             error_of(st, doc, 400, "INVALID_REQUEST")
             check("header-secret-of" not in json.dumps(doc) and "a\r\n" not in json.dumps(doc),
                   "a secret in an error: %r" % doc)
+        # a credential in the URL would be stored in the clear and shown to every role of the
+        # department and in the audit log: a query or a fragment is refused (headers are sealed)
+        for i, url in enumerate(("http://127.0.0.1:9/crm?token=tok-SECRET-1",
+                                 "http://127.0.0.1:9/crm?", "http://127.0.0.1:9/crm#tok-SECRET-1",
+                                 "https://crm.example/api/?a=1&token=tok-SECRET-1")):
+            b = connector_body("query%d" % i, "finance")
+            b["url"] = url
+            st, doc, _ = s.request("POST", "/v1/connectors", b, key=k)
+            error_of(st, doc, 400, "INVALID_REQUEST")
+            check("tok-SECRET-1" not in json.dumps(doc) and "headers" in doc["error"]["message"],
+                  "%s: %r" % (url, doc))
+        rows = db_rows(d, "SELECT count(*) FROM audit WHERE line LIKE '%tok-SECRET-1%'")
+        check(rows[0][0] == 0, "a refused URL's credential is in the audit log")
         b = connector_body("nofns", "finance")
         del b["functions"]
         error_of(*s.request("POST", "/v1/connectors", b, key=k)[:2], 400, "INVALID_REQUEST")
