@@ -1372,9 +1372,15 @@ static void test_store_postgres_row_and_audit_never_deadlock(void **state)
     struct crossing c = { .rc = STORE_ERROR };
     char err[STORE_ERRMSG_MAX];
     pthread_t other;
-    struct store_run r = { .id = "run_x", .template_name = "", .department = "finance",
-                           .principal = "agent", .status = "running", .input = "{}",
-                           .source = "return 1", .language = "js", .functions = "[]" };
+    struct store_run r = { .id = "run_x",
+                           .template_name = "",
+                           .department = "finance",
+                           .principal = "agent",
+                           .status = "running",
+                           .input = "{}",
+                           .source = "return 1",
+                           .language = "js",
+                           .functions = "[]" };
     assert_int_equal(s->ops->run_create(s, &r), STORE_OK);
     assert_int_equal(store_open(f, &c.s, err), STORE_OK);
     pthread_mutex_init(&c.mu, NULL);
