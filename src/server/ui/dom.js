@@ -48,7 +48,7 @@ export function text(s) {
 }
 
 function textOf(parent, s) {
-    return PLAIN.has(parent.tagName.toUpperCase()) ? document.createTextNode(String(s)) : text(s);
+    return PLAIN.has(String(parent.tagName || '').toUpperCase()) ? document.createTextNode(String(s)) : text(s);
 }
 
 function build(e, attrs, children) {
