@@ -808,8 +808,7 @@ enum buf_status json_write_compact(struct buf *b, const char *text, size_t len)
 
 /* ------------------------------------------------------------------------------ I-JSON */
 
-/* A lone surrogate kept as WTF-8: ED A0..BF xx (a pair is one 4-byte sequence). */
-static int has_lone_surrogate(const char *s, size_t len)
+int json_has_lone_surrogate(const char *s, size_t len)
 {
     for (size_t i = 0; i + 1 < len; i++) {
         if ((unsigned char)s[i] == 0xED && (unsigned char)s[i + 1] >= 0xA0) {
@@ -869,7 +868,7 @@ static int ijson_walk(const struct json_node *n, char *path, size_t size, const 
 {
     size_t at = strnlen(path, size);
     int oom = 0;
-    if (n->type == JSON_STRING && has_lone_surrogate(n->str, n->str_len)) {
+    if (n->type == JSON_STRING && json_has_lone_surrogate(n->str, n->str_len)) {
         *ret_why = "a string holds a lone surrogate (not Unicode text)";
         return 1;
     }
@@ -892,7 +891,7 @@ static int ijson_walk(const struct json_node *n, char *path, size_t size, const 
     for (const struct json_node *c = n->child; c; c = c->next, i++) {
         if (n->type == JSON_OBJECT) {
             path_add(path, size, at, ".%.64s", c->key);
-            if (has_lone_surrogate(c->key, c->key_len)) {
+            if (json_has_lone_surrogate(c->key, c->key_len)) {
                 *ret_why = "a member name holds a lone surrogate (not Unicode text)";
                 return 1;
             }

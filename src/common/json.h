@@ -61,6 +61,10 @@ const struct json_node *json_get(const struct json_node *obj, const char *key);
 int json_ijson_check(const struct json_node *node, char *path, size_t path_size,
                      const char **ret_why);
 
+/* 1 when s[0..len) (a string or member name from json_parse) holds a lone surrogate, which
+ * json_parse keeps as 3-byte WTF-8 (ED A0..BF xx; a pair is one 4-byte sequence); else 0. */
+int json_has_lone_surrogate(const char *s, size_t len);
+
 /* Appends `s` (len bytes of UTF-8 or WTF-8) as a JSON string literal exactly as
  * JSON.stringify writes it: quotes, \" \\ \b \f \n \r \t, other controls as \u00xx (lowercase
  * hex), lone surrogates as \udxxx; everything else as is. */

@@ -15,6 +15,7 @@
 
 #include <inttypes.h>
 #include <openssl/crypto.h>
+#include <openssl/sha.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 #include "hex.h"
 #include "jcs.h"
 #include "json.h"
+#include "utf8.h"
 
 #define RECORD_MAX_DEPTH 64
 #define LINE_MAX_BYTES   ((size_t)64 << 20)
@@ -241,6 +243,172 @@ out:
     json_doc_free(doc);
     buf_done(&text);
     buf_done(&canon);
+    return rc;
+}
+
+/* s[0..len) as a JSON string with each lone surrogate made U+FFFD (same length: json_parse
+ * validated the rest, so nothing else changes), then `suffix`. */
+static enum buf_status put_replaced_string(struct buf *b, const char *s, size_t len,
+                                           const char *suffix)
+{
+    size_t n = 0;
+    char *clean = utf8_valid_dup(s, len, 0, &n);
+    struct buf text;
+    buf_init(&text, n + strlen(suffix));
+    enum buf_status st = clean ? buf_append(&text, clean, n) : BUF_NO_MEMORY;
+    if (st == BUF_OK) {
+        st = buf_append_str(&text, suffix);
+    }
+    if (st == BUF_OK) {
+        st = json_write_string(b, text.data, text.len);
+    }
+    free(clean);
+    buf_done(&text);
+    return st;
+}
+
+/* `node` as JSON with each lone surrogate, in a string or a member name, made U+FFFD. */
+static enum buf_status put_replaced(struct buf *b, const struct json_node *node)
+{
+    int array = node->type == JSON_ARRAY;
+    if (node->type == JSON_STRING) {
+        return put_replaced_string(b, node->str, node->str_len, "");
+    }
+    if (!array && node->type != JSON_OBJECT) {
+        return buf_append(b, node->raw, node->raw_len);
+    }
+    enum buf_status st = buf_append_byte(b, array ? '[' : '{');
+    for (const struct json_node *c = node->child; st == BUF_OK && c; c = c->next) {
+        if (c != node->child) {
+            st = buf_append_byte(b, ',');
+        }
+        if (st == BUF_OK && !array) {
+            st = put_replaced_string(b, c->key, c->key_len, "");
+        }
+        if (st == BUF_OK && !array) {
+            st = buf_append_byte(b, ':');
+        }
+        if (st == BUF_OK) {
+            st = put_replaced(b, c);
+        }
+    }
+    if (st == BUF_OK) {
+        st = buf_append_byte(b, array ? ']' : '}');
+    }
+    return st;
+}
+
+/* 1 when text[0..len) is I-JSON, 0 when not, -1 when out of memory. */
+static int is_ijson(const char *text, size_t len)
+{
+    struct json_doc *doc = NULL;
+    char path[8];
+    const char *why = NULL;
+    enum al_code rc = json_parse(text, len, RECORD_MAX_DEPTH, &doc, NULL);
+    int bad = rc == AL_OK ? json_ijson_check(json_root(doc), path, sizeof path, &why) : 1;
+    json_doc_free(doc);
+    return rc == AL_INTERNAL_ERROR || bad < 0 ? -1 : !bad;
+}
+
+/* The member m of details, replaced (audit_details_total): "NAME":VALUE,"NAME_sha256":HEX. */
+static enum al_code put_replaced_member(struct buf *total, const struct json_node *m,
+                                        struct al_error *reterr)
+{
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    char hex[2 * SHA256_DIGEST_LENGTH + 1];
+    struct buf value;
+    buf_init(&value, total->max);
+    enum buf_status st = put_replaced(&value, m);
+    int ok = st == BUF_OK ? is_ijson(value.data, value.len) : 0;
+    if (ok < 0) {
+        st = BUF_NO_MEMORY;
+    }
+    if (st == BUF_OK) {
+        st = put_replaced_string(total, m->key, m->key_len, "");
+    }
+    if (st == BUF_OK) {
+        st = buf_append_byte(total, ':');
+    }
+    if (st == BUF_OK) {
+        /* still not I-JSON (names that became equal, 1e999): only its digest is kept */
+        st = ok ? buf_append(total, value.data, value.len) : buf_append_str(total, "null");
+    }
+    /* the digest is of what the value was, in the boundary format: compact, \udxxx kept */
+    buf_reset(&value);
+    if (st == BUF_OK) {
+        st = json_write_compact(&value, m->raw, m->raw_len);
+    }
+    if (st == BUF_OK) {
+        SHA256((const unsigned char *)value.data, value.len, md);
+        hex_encode(md, sizeof md, hex);
+        st = buf_append_byte(total, ',');
+    }
+    if (st == BUF_OK) {
+        st = put_replaced_string(total, m->key, m->key_len, "_sha256");
+    }
+    if (st == BUF_OK) {
+        st = buf_printf(total, ":\"%s\"", hex);
+    }
+    buf_done(&value);
+    return from_buf(st, reterr);
+}
+
+enum al_code audit_details_total(const char *details, size_t len, struct buf *total,
+                                 int *ret_changed, struct al_error *reterr)
+{
+    enum al_code rc = AL_OK;
+    struct json_doc *doc = NULL;
+    char path[8];
+    const char *why = NULL;
+
+    if (!details || !total || !ret_changed ||
+        json_parse(details, len, RECORD_MAX_DEPTH - 1, &doc, NULL) != AL_OK ||
+        json_root(doc)->type != JSON_OBJECT) {
+        rc = error_set(reterr, AL_CONFIG_ERROR, "details is not one JSON object");
+        goto out;
+    }
+    const struct json_node *root = json_root(doc);
+    int bad = json_ijson_check(root, path, sizeof path, &why);
+    if (bad <= 0) {
+        rc = bad < 0 ? error_set(reterr, AL_INTERNAL_ERROR, "out of memory") : AL_OK;
+        *ret_changed = 0;
+        goto out;
+    }
+    rc = from_buf(buf_append_byte(total, '{'), reterr);
+    for (const struct json_node *m = root->child; rc == AL_OK && m; m = m->next) {
+        if (m != root->child) {
+            rc = from_buf(buf_append_byte(total, ','), reterr);
+        }
+        if (rc != AL_OK) {
+            break;
+        }
+        bad = json_has_lone_surrogate(m->key, m->key_len);
+        if (!bad) {
+            bad = json_ijson_check(m, path, sizeof path, &why);
+        }
+        if (bad < 0) {
+            rc = error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+        } else if (bad) {
+            rc = put_replaced_member(total, m, reterr);
+        } else {
+            enum buf_status st = json_write_string(total, m->key, m->key_len);
+            if (st == BUF_OK) {
+                st = buf_append_byte(total, ':');
+            }
+            if (st == BUF_OK) {
+                st = buf_append(total, m->raw, m->raw_len);
+            }
+            rc = from_buf(st, reterr);
+        }
+    }
+    if (rc == AL_OK) {
+        rc = from_buf(buf_append_byte(total, '}'), reterr);
+    }
+    if (rc == AL_OK) {
+        *ret_changed = 1;
+    }
+out:
+    json_doc_free(doc);
     return rc;
 }
 

@@ -54,6 +54,19 @@ enum al_code audit_hash(const char *prev_hex, const char *canon, size_t len,
 enum al_code audit_record_write(const struct audit_record *rec, struct buf *line,
                                 char ret_hash[AUDIT_HASH_HEX_LEN + 1], struct al_error *reterr);
 
+/* Makes a record's details total: `details` (len bytes, one JSON object) as I-JSON, so that a
+ * record of it can always be written whatever text a guest or a connector put in it. Each
+ * top-level member whose value (or name) is not I-JSON is written with every lone surrogate
+ * replaced by U+FFFD, followed by the member "NAME_sha256": lowercase hex SHA-256 of the
+ * member's value as it stood, as compact JSON (the boundary format's bytes: a lone surrogate
+ * as \udxxx); a value that is still not I-JSON then (two member names that became the same, a
+ * number beyond a double) is written as null. Other members are copied byte for byte. With
+ * nothing to replace *ret_changed is 0 and `total` untouched; else 1 and the new details are
+ * appended to `total`. AL_CONFIG_ERROR when details is not one JSON object (nothing written),
+ * AL_OUTPUT_LIMIT when `total`'s cap is reached, AL_INTERNAL_ERROR when out of memory. */
+enum al_code audit_details_total(const char *details, size_t len, struct buf *total,
+                                 int *ret_changed, struct al_error *reterr);
+
 /* Appends the details of a checkpoint record covering (seq, hash):
  * {"hash":...,"public_key":...,"seq":...,"signature":...}, ready for audit_record.details. */
 enum buf_status audit_checkpoint_details(struct buf *b, uint64_t seq, const char *hash_hex,

@@ -520,6 +520,22 @@ enum store_rc sql_audit_append(struct store *s, const char *actor, const char *a
     char hash[AUDIT_HASH_HEX_LEN + 1];
     int64_t seq = 0;
     int scope = 0;
+    int changed = 0;
+    struct buf total;
+    struct al_error err;
+    memset(&err, 0, sizeof err);
+    buf_init(&total, SQL_LINE_MAX);
+    /* a guest's or a connector's text that is not Unicode must not make the record fail (and
+     * with it the rest of what it commits with): it is recorded replaced, with its digest */
+    if (details_json &&
+        audit_details_total(details_json, strlen(details_json), &total, &changed, &err) != AL_OK) {
+        snprintf(q->errmsg, sizeof q->errmsg, "audit record: %.200s", err.message);
+        buf_done(&total);
+        return STORE_ERROR;
+    }
+    if (changed) {
+        details_json = total.data;
+    }
     enum store_rc rc = q->db->audit_open(q, 1, &scope);
     if (rc == STORE_OK) {
         rc = q->db->audit_insert(q, actor, action, subject, department, details_json, &seq, hash);
@@ -537,6 +553,7 @@ enum store_rc sql_audit_append(struct store *s, const char *actor, const char *a
     if (rc == STORE_OK && ret_seq) {
         *ret_seq = seq;
     }
+    buf_done(&total);
     return rc;
 }
 

@@ -322,7 +322,9 @@ struct store_ops {
      * record (prev = its hash, 64 '0' for the first) and stored with its canonical line, all in
      * one savepoint, so inside tx_begin it commits or rolls back with the change it records.
      * subject and department may be NULL (subject is "" in the record); details_json must be a
-     * JSON object (STORE_ERROR otherwise). With a key set (audit_set_key), a record whose seq
+     * JSON object (STORE_ERROR otherwise); what in it is not I-JSON is recorded as
+     * audit_details_total makes it (a lone surrogate as U+FFFD, with the digest of the member
+     * as it was), never refused. With a key set (audit_set_key), a record whose seq
      * is 999 mod 1000 is followed by a checkpoint of it, so every 1000th record is a
      * checkpoint. */
     enum store_rc (*audit_append)(struct store *s, const char *actor, const char *action,

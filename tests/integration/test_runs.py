@@ -10,9 +10,11 @@ Each test starts airlockd (test_server.Server) and the shop connector
 (hosts/shop_connector.py) on free ports in a fresh directory. Waiting for a run to reach a state
 polls GET /v1/runs/{id} with a deadline; nothing sleeps for timing.
 """
+import hashlib
 import http.client
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -1084,6 +1086,112 @@ def t_deep_values_are_recorded(tmp):
         calls = [r for r in audit_rows(w.dir, "run.host_call") if r["subject"] == doc["id"]]
         check(len(calls) == 1 and calls[0]["details"]["function"] == "shop.orders" and
               calls[0]["details"]["args"]["$truncated"] is True, "run.host_call: %r" % calls)
+    finally:
+        w.close()
+
+
+def stringify(value):
+    """JSON.stringify's text of a value as the boundary format carries it: compact, everything
+    as is but a lone surrogate, written as lowercase \\udxxx."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return re.sub("[\ud800-\udfff]", lambda m: "\\u%04x" % ord(m.group()), text)
+
+
+def sha256_of(value):
+    return hashlib.sha256(stringify(value).encode()).hexdigest()
+
+
+def the_log_verifies(w, tmp):
+    """GET /v1/audit/verify says ok, and so does `airlock audit verify` on an export."""
+    v = w.ok("GET", "/v1/audit/verify", None, w.admin)
+    check(v["ok"], "the chain does not verify: %r" % v)
+    pub = w.ok("GET", "/v1/audit/checkpoint", None, w.admin)["public_key"]
+    st, _, body = w.s.raw_get("/v1/audit/export", w.admin)
+    check(st == 200, "export: %d" % st)
+    path = os.path.join(tmp, "export.jsonl")
+    with open(path, "wb") as f:
+        f.write(body)
+    p = subprocess.run([ts.CLI, "audit", "verify", path, "--public-key", pub],
+                       capture_output=True, timeout=HANG)
+    check(p.returncode == 0, "audit verify: %d %r %r" % (p.returncode, p.stdout, p.stderr))
+
+
+NOTE = """
+const s = input.note.slice(0, 5);
+console.log(s);
+await shop.orders(s);
+return s;
+"""
+
+
+def t_a_lone_surrogate_is_recorded_replaced_with_its_digest(tmp):
+    """Cutting an emoji in two (a lone surrogate) in the value and a call's arguments (and
+    logging it) ends the run as it ended; its records hold U+FFFD and the SHA-256 of what the
+    boundary format carried, and the chain verifies."""
+    w = World(tmp)
+    try:
+        w.template("note", NOTE, ["shop.orders"])
+        st, doc = w.run({"template": "note", "input": {"note": "abcd\U0001F600ef"}}, want=200)
+        cut = "abcd\ud83d"
+        check(doc["status"] == "completed" and doc["value"] == cut, "run: %r" % doc)
+        # the run's own JSON keeps the value as the guest made it
+        got = w.get(doc["id"])
+        # (console texts are Unicode already: libairlock hands them out with U+FFFD)
+        logged = [{"level": "log", "text": "abcd\ufffd"}]
+        check(got["value"] == cut and got["console"] == logged and
+              [c["args"] for c in got["host_calls"]] == [[cut]], "GET: %r" % got)
+        check(w.shop.calls()["by_function"] == {"shop.orders": 1}, "%r" % w.shop.calls())
+        calls = [r["details"] for r in audit_rows(w.dir, "run.host_call")
+                 if r["subject"] == doc["id"]]
+        check(len(calls) == 1 and calls[0]["function"] == "shop.orders" and
+              calls[0]["args"] == ["abcd\ufffd"] and calls[0]["args_sha256"] == sha256_of([cut]),
+              "run.host_call: %r" % calls)
+        ends = [r["details"] for r in audit_rows(w.dir, "run.end") if r["subject"] == doc["id"]]
+        check(len(ends) == 1, "run.end: %r" % ends)
+        end = ends[0]
+        check(end["status"] == "completed" and end["value"] == "abcd\ufffd" and
+              end["value_sha256"] == sha256_of(cut) and
+              end["console"] == logged and "console_sha256" not in end, "run.end: %r" % end)
+        the_log_verifies(w, tmp)
+    finally:
+        w.close()
+
+
+GARBLED = """
+const refund = await shop.refund("o-1", 7);
+const g = await garbled.note();
+return { refund, note: g.note };
+"""
+
+
+def t_a_connector_answering_a_lone_surrogate_erases_no_call(tmp):
+    """A connector that answers with a lone surrogate cannot erase the records of the calls
+    made before it: the approved refund that reached the shop keeps its run.host_call."""
+    w = World(tmp)
+    try:
+        w.ok("POST", "/v1/connectors", {
+            "name": "garbled", "department": "finance", "url": w.shop.url,
+            "signing_secret": SECRET, "functions": {"note": {}}}, w.admin, 201)
+        w.template("garbled", GARBLED, ["shop.refund", "garbled.note"])
+        st, doc = w.run({"template": "garbled"}, want=202)
+        run_id = doc["id"]
+        w.ok("POST", "/v1/approvals/%s/approve" % doc["approvals"][0], {}, w.keys["bob"])
+        doc = w.until(run_id, ("completed", "failed"))
+        check(doc["status"] == "completed" and doc["value"] == {
+            "refund": {"refunded": "o-1", "amount": 7}, "note": "ok \ud800"}, "run: %r" % doc)
+        check(w.shop.calls()["by_function"] == {"shop.refund": 1, "garbled.note": 1},
+              "%r" % w.shop.calls())
+        calls = [(r["details"]["function"], r["details"]["outcome"])
+                 for r in audit_rows(w.dir, "run.host_call") if r["subject"] == run_id]
+        # the first leg's refund interrupted; the resumed leg sent it, then the garbled call
+        check(calls == [("shop.refund", "interrupted"), ("shop.refund", "returned"),
+                        ("garbled.note", "returned")], "run.host_call records: %r" % calls)
+        ends = [r["details"] for r in audit_rows(w.dir, "run.end") if r["subject"] == run_id]
+        check(len(ends) == 1 and ends[0]["status"] == "completed" and
+              ends[0]["value"] == {"refund": {"refunded": "o-1", "amount": 7},
+                                   "note": "ok \ufffd"} and
+              ends[0]["value_sha256"] == sha256_of(doc["value"]), "run.end: %r" % ends)
+        the_log_verifies(w, tmp)
     finally:
         w.close()
 

@@ -17,6 +17,8 @@ call (docs/server.md) and answers by its function:
   shop.stall(ms)             as shop.slow every time a key comes (declared idempotent by the
                              tests: an execution that is there each time its run is retried)
   shop.credit(order, amount) as shop.refund (declared sensitive and idempotent by the tests)
+  garbled.note()             {"note": "ok \\ud800"}: an answer holding a lone surrogate (a
+                             connector serving garbled text, or a compromised one)
   store.listOrders(status)   the orders with that status (examples/orders.ts's host functions,
   billing.invoices(customer) for tests/typescript) and {"due": 10} per order of the customer
 
@@ -120,6 +122,8 @@ class Handler(BaseHTTPRequestHandler):
             self.answer(200, {"result": {"refunded": args[0], "amount": args[1]}})
         elif fn == "shop.fail":
             self.answer(200, {"error": args[0]})
+        elif fn == "garbled.note":
+            self.answer(200, {"result": {"note": "ok \ud800"}})
         elif fn == "store.listOrders":
             self.answer(200, {"result": [o for o in ORDERS if o["status"] == args[0]]})
         elif fn == "billing.invoices":
