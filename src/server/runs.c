@@ -779,6 +779,19 @@ static enum store_rc runs_record_approvals(struct store *s, struct srun *sr, str
     return rc;
 }
 
+/* The run.host_call record of one call of this execution. */
+static enum store_rc runs_record_call(struct store *s, const struct srun *sr,
+                                      const struct runs_call *c, struct buf *d)
+{
+    runs_put_subject(d, sr->plan);
+    buf_append_str(d, ",");
+    runs_put_call(d, c);
+    if (c->message) {
+        api_member(d, ",\"message\":", c->message);
+    }
+    return runs_audit(s, "run.host_call", sr->plan->id, sr->plan, d);
+}
+
 /* Writes one finished run inside the writer's transaction: its host calls, its status and
  * outcome (from running only: a run the API has ended meanwhile keeps that end, and opens no
  * approval), the approvals it waits for, and run.end or run.wait. With several nodes, nothing
@@ -802,14 +815,7 @@ static enum store_rc runs_record(struct store *s, struct srun *sr)
     buf_init(&d, RUNS_DETAILS_MAX);
 
     for (size_t i = 0; i < sr->ncalls && rc == STORE_OK; i++) {
-        const struct runs_call *c = &sr->calls[i];
-        runs_put_subject(&d, plan);
-        buf_append_str(&d, ",");
-        runs_put_call(&d, c);
-        if (c->message) {
-            api_member(&d, ",\"message\":", c->message);
-        }
-        rc = runs_audit(s, "run.host_call", plan->id, plan, &d);
+        rc = runs_record_call(s, sr, &sr->calls[i], &d);
     }
 
     enum gov_run_state state = GOV_RUN_FAILED;
@@ -1288,22 +1294,44 @@ void runs_submit(struct runs *r, const struct runs_start *start)
 }
 
 /* A run whose end cannot be recorded (its store write fails) still ends: failed, with what
- * little is certain, so that it is never left running. */
+ * little is certain (the calls it made, and that it failed), so that it is never left running
+ * and no call that reached a connector goes unrecorded. */
 static enum store_rc runs_minimal_fn(struct writer_tx *tx, void *arg)
 {
     struct srun *sr = arg;
     struct store *s = writer_store(tx);
-    static const char outcome[] =
+    static const char head[] =
             "{\"error\":{\"code\":\"INTERNAL_ERROR\",\"name\":\"\",\"message\":\"the run's end "
-            "could not be recorded\",\"stack\":\"\"},\"console\":[],\"stats\":{},"
-            "\"host_calls\":[]}";
+            "could not be recorded\",\"stack\":\"\"},\"console\":[],\"stats\":{},\"host_calls\":";
+    struct buf outcome;
     struct buf d;
-    buf_init(&d, 4096);
+    buf_init(&outcome, RUNS_DETAILS_MAX);
+    buf_init(&d, RUNS_DETAILS_MAX);
+    buf_append_str(&outcome, head);
+    runs_put_calls(&outcome, sr);
+    buf_append_str(&outcome, "}");
+    if (buf_failed(&outcome)) {
+        buf_reset(&outcome);
+        buf_append_str(&outcome, head);
+        buf_append_str(&outcome, "[]}");
+    }
     const char *status = "failed";
-    enum store_rc rc = s->ops->run_set_status(s, sr->plan->id, "running", "failed", outcome);
+    enum store_rc rc = s->ops->run_set_status(s, sr->plan->id, "running", "failed", outcome.data);
     if (rc == STORE_CONFLICT) {
         status = "cancelled"; /* the API ended it: that stays its end */
         rc = STORE_OK;
+    }
+    /* the calls it made were made: each keeps its record, in a savepoint of its own so that
+     * one that cannot be written takes nothing else with it */
+    for (size_t i = 0; i < sr->ncalls && rc == STORE_OK; i++) {
+        if (s->ops->tx_begin(s) != STORE_OK) {
+            break;
+        }
+        if (runs_record_call(s, sr, &sr->calls[i], &d) != STORE_OK ||
+            s->ops->tx_commit(s) != STORE_OK) {
+            s->ops->tx_rollback(s);
+            runs_log_store(s, "a host call of a run whose end failed could not be recorded");
+        }
     }
     runs_put_subject(&d, sr->plan);
     buf_printf(&d,
@@ -1313,6 +1341,7 @@ static enum store_rc runs_minimal_fn(struct writer_tx *tx, void *arg)
     if (rc == STORE_OK) {
         rc = runs_audit(s, "run.end", sr->plan->id, sr->plan, &d);
     }
+    buf_done(&outcome);
     buf_done(&d);
     sr->counted_status = NULL;
     if (rc == STORE_OK) {

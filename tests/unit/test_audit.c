@@ -2,7 +2,8 @@
  * test_audit.c - unit tests for src/gov/audit.c: the record hash (checked against SHA-256 of
  * the documented input), chain building, checkpoint signatures, and the verifier finding every
  * kind of tampering at the right record: an edited field, a deleted, inserted, duplicated or
- * swapped record, a rewritten tail, truncation, a changed signature, another key.
+ * swapped record, a rewritten tail, truncation, a changed signature, another key; and details
+ * made total (a lone surrogate recorded as U+FFFD beside its digest).
  */
 /* cmocka.h needs these first */
 /* clang-format off */
@@ -272,6 +273,88 @@ static void test_audit_record_write_refuses_bad_fields(void **state)
     r = ok;
     r.actor = "";
     assert_int_equal(audit_record_write(&r, &line, hash, NULL), AL_CONFIG_ERROR);
+    buf_done(&line);
+}
+
+/* "NAME_sha256":"HEX" of SHA-256(text), into out. */
+static void digest_member(char *out, size_t size, const char *name, const char *text)
+{
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    SHA256((const unsigned char *)text, strlen(text), md);
+    int n = snprintf(out, size, "\"%s_sha256\":\"", name);
+    for (int i = 0; i < SHA256_DIGEST_LENGTH; i++) {
+        n += snprintf(out + n, size - (size_t)n, "%02x", md[i]);
+    }
+    snprintf(out + n, size - (size_t)n, "\"");
+}
+
+/* audit_details_total of `details`: its text, NULL when nothing changed. */
+static char *total_of(const char *details)
+{
+    struct buf total;
+    int changed = -1;
+    buf_init(&total, 1 << 16);
+    assert_int_equal(audit_details_total(details, strlen(details), &total, &changed, NULL), AL_OK);
+    assert_int_equal(changed, total.data != NULL);
+    return buf_steal(&total, NULL);
+}
+
+/* A member holding a lone surrogate (a cut emoji, a garbled connector answer) is recorded with
+ * U+FFFD, beside the SHA-256 of its compact text as it was; every other member stays byte for
+ * byte, and the result is a record audit_record_write takes. */
+static void test_audit_details_total_replaces_lone_surrogates_beside_their_digest(void **state)
+{
+    (void)state;
+    char want[1024];
+    char value_digest[128];
+    char args_digest[128];
+    char hash[AUDIT_HASH_HEX_LEN + 1];
+    struct buf line;
+    buf_init(&line, 1 << 16);
+
+    /* I-JSON already: nothing to do */
+    assert_null(total_of("{\"a\":\"fine \\ud83d\\ude00\",\"b\":[1,{\"c\":null}]}"));
+
+    const char *details = "{\"run\":\"r1\", \"value\" : { \"note\" : \"abcd\\ud83d\", \"n\" : 1 },"
+                          "\"args\":[\"x\\udc00y\"],\"ok\":\"fine \\ud83d\\ude00\"}";
+    struct audit_record rec = {
+        1, "2026-01-31T12:00:00.000Z", "airlockd", "run.end", "r1", NULL, details, ZERO64,
+    };
+    assert_int_equal(audit_record_write(&rec, &line, hash, NULL), AL_CONFIG_ERROR);
+    char *total = total_of(details);
+    digest_member(value_digest, sizeof value_digest, "value", "{\"note\":\"abcd\\ud83d\",\"n\":1}");
+    digest_member(args_digest, sizeof args_digest, "args", "[\"x\\udc00y\"]");
+    snprintf(want, sizeof want,
+             "{\"run\":\"r1\",\"value\":{\"note\":\"abcd\xef\xbf\xbd\",\"n\":1},%s,"
+             "\"args\":[\"x\xef\xbf\xbdy\"],%s,\"ok\":\"fine \\ud83d\\ude00\"}",
+             value_digest, args_digest);
+    assert_string_equal(total, want);
+    rec.details = total;
+    buf_reset(&line);
+    assert_int_equal(audit_record_write(&rec, &line, hash, NULL), AL_OK);
+    free(total);
+
+    /* names that become one name once replaced: only the digest is kept */
+    total = total_of("{\"value\":{\"\\ud800\":1,\"\\udbff\":2}}");
+    digest_member(value_digest, sizeof value_digest, "value", "{\"\\ud800\":1,\"\\udbff\":2}");
+    snprintf(want, sizeof want, "{\"value\":null,%s}", value_digest);
+    assert_string_equal(total, want);
+    free(total);
+
+    /* a member name of its own */
+    total = total_of("{\"\\udfff\":\"x\"}");
+    digest_member(value_digest, sizeof value_digest, "\xef\xbf\xbd", "\"x\"");
+    snprintf(want, sizeof want, "{\"\xef\xbf\xbd\":\"x\",%s}", value_digest);
+    assert_string_equal(total, want);
+    free(total);
+
+    struct buf b;
+    int changed = 0;
+    buf_init(&b, 1 << 16);
+    assert_int_equal(audit_details_total("[\"\\ud800\"]", 10, &b, &changed, NULL), AL_CONFIG_ERROR);
+    assert_int_equal(audit_details_total("{\"a\":", 5, &b, &changed, NULL), AL_CONFIG_ERROR);
+    assert_null(b.data);
+    buf_done(&b);
     buf_done(&line);
 }
 
@@ -675,6 +758,7 @@ int main(void)
         cmocka_unit_test(test_audit_hash_is_sha256_of_prev_hex_and_jcs),
         cmocka_unit_test(test_audit_line_is_canonical_whatever_the_details),
         cmocka_unit_test(test_audit_record_write_refuses_bad_fields),
+        cmocka_unit_test(test_audit_details_total_replaces_lone_surrogates_beside_their_digest),
         cmocka_unit_test(test_audit_checkpoint_sign_verify),
         cmocka_unit_test(test_audit_chain_verifies),
         cmocka_unit_test(test_audit_detects_edited_field),
