@@ -126,9 +126,8 @@ export async function render(ctx) {
         batchButton.disabled = held || batching;
     };
     const counts = () => {
-        const open = [...shown.values()].filter((it) => it.open).length;
-        heading.textContent = String(open);
-        empty.hidden = open > 0;
+        heading.textContent = String(latest.length); /* those behind the bar too */
+        empty.hidden = latest.length > 0;
         const fresh = latest.filter((a) => !shown.has(a.id)).length;
         bar.textContent = fresh === 1 ? '1 new approval' : fresh + ' new approvals';
         bar.hidden = fresh === 0;
