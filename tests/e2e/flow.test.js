@@ -136,7 +136,8 @@ test('author, approver, agent, inbox, auditor, revocation', { timeout: 120000 },
         await ad.page.locator('svg.chart rect.bar').first().waitFor();
         await shot(ad.page, 'overview');
 
-        // a waiting run of a version revoked in the UI leaves the open inbox
+        // a waiting run of a version revoked in the UI is marked no longer pending in the open
+        // inbox and leaves its count
         await ap.page.goto(base + '/approvals');
         const run2 = await w.a.ok('POST', '/v1/runs', { template: 'refund', input: { amount: 10 }, wait: false }, w.keys['agent-7']);
         await runStatus(w, run2.id, 'awaiting_approval');
