@@ -93,10 +93,11 @@ test('batch approve: each selected item is its own decision and audit record; de
     const { ctx, page } = await newPage(browser);
     try {
         await approvedTemplate(w, 'batch', 'const rs = await Promise.all([shop.refund("o-1", 1), shop.refund("o-2", 2), shop.refund("o-3", 3)]);\nreturn rs.length;\n');
-        await signIn(page, w.a.url, '/approvals', w.keys.bob);
         const run = await w.a.ok('POST', '/v1/runs', { template: 'batch', wait: false }, w.keys['agent-7']);
         await runStatus(w, run.id, 'awaiting_approval');
-        const items = page.locator('li.approval', { hasText: run.id });
+        await signIn(page, w.a.url, '/approvals', w.keys.bob);
+        // decided items stay, marked, until the list is next refreshed: count the open ones
+        const items = page.locator('li.approval:not(.decided)', { hasText: run.id });
         await until('three items', async () => (await items.count()) === 3);
         await page.locator('#pending-badge', { hasText: '3' }).waitFor();
         // the batch controls appear once something is selected
@@ -121,8 +122,11 @@ test('batch approve: each selected item is its own decision and audit record; de
             'return rs.map((r) => (r.status === "fulfilled" ? "refunded " + r.value.refunded : r.reason.message));\n');
         const run2 = await w.a.ok('POST', '/v1/runs', { template: 'settled', wait: false }, w.keys['agent-7']);
         await runStatus(w, run2.id, 'awaiting_approval');
-        const items2 = page.locator('li.approval', { hasText: run2.id });
+        // they wait behind the bar while the decided items are shown
+        await page.getByRole('button', { name: '3 new approvals', exact: true }).click();
+        const items2 = page.locator('li.approval:not(.decided)', { hasText: run2.id });
         await until('three more items', async () => (await items2.count()) === 3);
+        assert.equal(await page.locator('li.approval.decided').count(), 0);
         await items2.first().getByLabel('Comment').fill('not this one');
         await items2.first().getByRole('button', { name: 'Deny' }).click();
         await until('two left', async () => (await items2.count()) === 2);
@@ -180,7 +184,7 @@ test('guest text with HTML in it is shown as text and never runs', { timeout: 90
         await clean('inbox');
         await item.getByLabel('Comment').fill(IMG + SCRIPT);
         await item.getByRole('button', { name: 'Approve' }).click();
-        await item.waitFor({ state: 'detached' });
+        await item.locator('.item-status', { hasText: 'Approved by you.' }).waitFor();
         const failed = await runStatus(w, run.id, 'failed');
         assert.ok(failed.error.message.includes(IMG + SCRIPT));
 
@@ -342,7 +346,8 @@ test('keyboard only: sign in, reach an item\'s Approve button with Tab, see its 
         await page.keyboard.type(w.keys.bob);
         await page.keyboard.press('Enter');
         const item = page.locator('li.approval', { hasText: run.id });
-        await item.waitFor();
+        // a fresh list holds its buttons for half a second; Tab passes disabled ones by
+        await until('Approve enabled', async () => item.getByRole('button', { name: 'Approve' }).isEnabled());
         let focused = '';
         for (let i = 0; i < 40 && focused !== 'Approve'; i++) {
             await page.keyboard.press('Tab');
@@ -355,7 +360,7 @@ test('keyboard only: sign in, reach an item\'s Approve button with Tab, see its 
         });
         assert.deepEqual(outline, { style: 'solid', width: 3, visible: true });
         await page.keyboard.press('Enter');
-        await item.waitFor({ state: 'detached' });
+        await item.locator('.item-status', { hasText: 'Approved by you.' }).waitFor();
         await runStatus(w, run.id, 'completed');
 
         // an approver cancels a waiting run from its inspector, after a confirmation
@@ -388,7 +393,7 @@ test('a supervised run waits in the inbox for its start and runs once approved',
         await item.getByRole('heading', { name: 'Start of a supervised run' }).waitFor();
         assert.equal(await item.locator('pre.args').count(), 0);
         await item.getByRole('button', { name: 'Approve' }).click();
-        await item.waitFor({ state: 'detached' });
+        await item.locator('.item-status', { hasText: 'Approved by you.' }).waitFor();
         const done = await runStatus(w, run.id, 'completed');
         assert.deepEqual(done.value, [{ id: 'o-3', customer: 'acme', amount: 5, status: 'pending' }]);
         assert.deepEqual(page.problems, []);

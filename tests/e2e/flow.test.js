@@ -81,7 +81,8 @@ test('author, approver, agent, inbox, auditor, revocation', { timeout: 120000 },
         await shot(ap.page, 'approvals');
         await item.getByLabel('Comment').fill('ok to refund o-1');
         await item.getByRole('button', { name: 'Approve' }).click();
-        await item.waitFor({ state: 'detached' });
+        // marked where it is (nothing in the inbox moves while shown)
+        await item.locator('.item-status', { hasText: 'Approved by you.' }).waitFor();
         const done = await runStatus(w, run.id, 'completed');
         assert.deepEqual(done.value, { refunded: 'o-1', amount: 30 });
 
@@ -135,7 +136,8 @@ test('author, approver, agent, inbox, auditor, revocation', { timeout: 120000 },
         await ad.page.locator('svg.chart rect.bar').first().waitFor();
         await shot(ad.page, 'overview');
 
-        // a waiting run of a version revoked in the UI leaves the open inbox
+        // a waiting run of a version revoked in the UI is marked no longer pending in the open
+        // inbox and leaves its count
         await ap.page.goto(base + '/approvals');
         const run2 = await w.a.ok('POST', '/v1/runs', { template: 'refund', input: { amount: 10 }, wait: false }, w.keys['agent-7']);
         await runStatus(w, run2.id, 'awaiting_approval');
@@ -152,7 +154,7 @@ test('author, approver, agent, inbox, auditor, revocation', { timeout: 120000 },
         assert.equal(await rv.page.getByRole('button', { name: 'Revoke' }).count(), 1, 'the opener hides behind the dialog');
         await dialog.getByRole('button', { name: 'Revoke' }).click();
         await rv.page.locator('h1 .badge', { hasText: 'revoked' }).waitFor();
-        await item2.waitFor({ state: 'detached' });
+        await item2.locator('.item-status', { hasText: 'No longer pending' }).waitFor();
         await ap.page.locator('#pending-badge', { hasText: '0' }).waitFor();
         const cancelled = await runStatus(w, run2.id, 'cancelled');
         assert.equal(cancelled.error.code, 'ABORTED');

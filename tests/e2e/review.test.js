@@ -138,9 +138,12 @@ test('review: after deciding an inbox item from the keyboard, the focus stays in
         const run = await w.a.ok('POST', '/v1/runs', { template: 'two', wait: false }, w.keys['agent-7']);
         await runStatus(w, run.id, 'awaiting_approval');
         await signIn(page, w.a.url, '/approvals', w.keys.bob);
-        const items = page.locator('li.approval', { hasText: run.id });
+        const items = page.locator('li.approval:not(.decided)', { hasText: run.id });
         await until('two items', async () => (await items.count()) === 2);
-        await items.first().getByRole('button', { name: 'Approve' }).focus();
+        const approve = items.first().getByRole('button', { name: 'Approve' });
+        // a fresh list holds its buttons for half a second: focus() does not wait for that
+        await until('Approve enabled', async () => approve.isEnabled());
+        await approve.focus();
         await page.keyboard.press('Enter');
         await until('one item left', async () => (await items.count()) === 1);
         const where = await page.evaluate(() => ({ tag: document.activeElement.tagName, inMain: document.getElementById('main').contains(document.activeElement) && document.activeElement.id !== 'main' }));

@@ -2,39 +2,77 @@
 // Each item shows what is asked (a sensitive call's function and its exact arguments, pretty
 // printed, or a supervised run's start), has its own comment field and Approve / Deny buttons
 // when the API would let this person decide it, and a checkbox for batch approval, which sends
-// one POST per item so each decision is its own audit record. The list follows the poll of
-// app.js: items decided elsewhere leave, new ones arrive, typed comments stay.
+// one POST per item so each decision is its own audit record.
+//
+// The list holds still under the approver's pointer: the poll of app.js never inserts, removes
+// or reorders a shown item, or an approval arriving above the one aimed at would take its place
+// under the click. New approvals wait behind an "N new approvals" bar (in space kept for it);
+// items decided here or elsewhere are marked where they are; opening the bar (or the page) brings
+// in the new ones and drops the decided ones. Typed comments stay. Every decision control acts on
+// its own item's id, and after any change of the page's layout all of them are disabled for
+// HOLD_MS, so a click aimed before a change never lands on what the change put there.
 
 import { get, post } from '../api.js';
 import { add, badge, clear, el, notice, path, pretty, when } from '../dom.js';
 
-function item(ctx, a, onDecided) {
+const HOLD_MS = 500;
+
+// One item of the inbox. hold: the page's guard ({ on() }, start()); onDecided(id, how).
+function item(ctx, a, hold, onDecided) {
     const can = ctx.me.canDecideApproval(a);
     const comment = el('input', { type: 'text', id: 'comment-' + a.id, name: 'comment', maxlength: 4096, autocomplete: 'off' });
     const status = el('p', { class: 'item-status', role: 'status' });
+    const controls = [];
+    let select = null;
+    let busy = false;
+    const it = {
+        id: a.id,
+        open: true,
+        // held: the layout just changed; a control is usable only when none of these holds
+        sync(held) {
+            for (const c of controls) {
+                c.disabled = held || busy || !it.open;
+            }
+        },
+        // decided here or elsewhere: marked in place, same size, nothing left to press
+        close(text) {
+            it.open = false;
+            it.node.classList.add('decided');
+            if (select) {
+                select.checked = false;
+            }
+            comment.disabled = true;
+            it.sync(false);
+            status.textContent = text;
+        },
+    };
     const decide = async (verb) => {
-        for (const b of buttons.querySelectorAll('button')) {
-            b.disabled = true;
+        // the button is disabled while held; this catches a click that came first anyway
+        if (hold.on() || busy || !it.open) {
+            return;
         }
+        busy = true;
+        it.sync(false);
         try {
             const body = comment.value ? { comment: comment.value } : {};
             await post('/v1/approvals/' + encodeURIComponent(a.id) + '/' + verb, body);
+            busy = false;
             onDecided(a.id, verb === 'approve' ? 'approved' : 'denied');
         } catch (e) {
+            busy = false;
             add(clear(status), notice(e.message, 'error'));
-            for (const b of buttons.querySelectorAll('button')) {
-                b.disabled = false;
-            }
+            hold.start(); /* the message may take more room than the line kept for it */
         }
     };
     const buttons = el('div', { class: 'actions' });
-    let select = null;
     if (can.ok) {
         select = el('input', { type: 'checkbox', class: 'select', id: 'select-' + a.id, 'aria-label': 'Select ' + (a.function || 'run start') + ' of ' + a.run });
-        add(buttons, 
+        const approve = el('button', { type: 'button', class: 'approve', onclick: () => decide('approve') }, 'Approve');
+        const deny = el('button', { type: 'button', class: 'deny', onclick: () => decide('deny') }, 'Deny');
+        controls.push(select, approve, deny);
+        add(buttons,
             el('div', { class: 'field inline' }, el('label', { for: comment.id }, 'Comment'), comment),
-            el('button', { type: 'button', class: 'approve', onclick: () => decide('approve') }, 'Approve'),
-            el('button', { type: 'button', class: 'deny', onclick: () => decide('deny') }, 'Deny'));
+            approve, deny);
     } else {
         add(buttons, el('p', { class: 'muted why' }, can.why));
     }
@@ -47,11 +85,12 @@ function item(ctx, a, onDecided) {
     const tpl = a.template
         ? el('a', { href: path('templates', a.template, 'versions', a.version) }, a.template + ' v' + a.version)
         : el('span', null, 'ad-hoc run');
-    return el('li', { class: 'approval card', 'data-id': a.id },
+    it.node = el('li', { class: 'approval card', 'data-id': a.id, tabindex: -1 },
         el('div', { class: 'approval-head' }, select, title),
         el('p', { class: 'meta' }, tpl, ' · run ', el('a', { href: path('runs', a.run) }, a.run), ' · started by ',
             el('strong', { class: 'requested-by' }, a.requested_by), ' · ', a.department, ' · ', el('time', { datetime: a.created }, when(a.created))),
         args, buttons, status);
+    return it;
 }
 
 export async function render(ctx) {
@@ -59,69 +98,116 @@ export async function render(ctx) {
     const list = el('ol', { class: 'approvals', 'aria-label': 'Pending approvals' });
     const empty = el('p', { class: 'muted empty', tabindex: -1 }, 'Nothing waits for a decision.');
     const live = el('p', { class: 'live', role: 'status', 'aria-live': 'polite' });
+    const bar = el('button', { type: 'button', class: 'news-bar', id: 'new-approvals', hidden: true });
+    const news = el('div', { class: 'news', 'aria-live': 'polite' }, bar);
     const batchComment = el('input', { type: 'text', id: 'batch-comment', autocomplete: 'off', maxlength: 4096 });
     const batchButton = el('button', { type: 'button', class: 'approve', id: 'approve-selected' }, 'Approve selected');
-    const shown = new Map();
+    const shown = new Map(); /* id -> item, in the list's order */
+    let latest = []; /* the last poll's pending approvals, newest first */
+    let batching = false;
     let syncBatch = () => {};
 
-    const decided = (id, how) => {
-        const node = shown.get(id);
-        if (node) {
-            // the focus was on this item's button (or fell to the page when the button was
-            // disabled during the request): it moves to the next item (or the one before, or
-            // the "nothing waits" line), never back to the page's start
-            const had = node.contains(document.activeElement) || document.activeElement === document.body;
-            const next = node.nextElementSibling || node.previousElementSibling;
-            node.remove();
-            shown.delete(id);
-            if (had) {
-                const target = next && next.querySelector('button:not([disabled])');
-                empty.hidden = shown.size > 0;
-                (target || empty).focus();
-            }
-        }
-        live.textContent = 'Approval ' + id + ' ' + how + '.';
-        empty.hidden = shown.size > 0;
-        heading.textContent = String(shown.size);
-        syncBatch();
+    let heldUntil = 0; /* ms, performance.now() */
+    let holdTimer = null;
+    const hold = {
+        on: () => performance.now() < heldUntil,
+        // the layout changed: every control waits HOLD_MS before it acts again
+        start() {
+            heldUntil = performance.now() + HOLD_MS;
+            clearTimeout(holdTimer);
+            holdTimer = setTimeout(() => sync(false), HOLD_MS);
+            sync(true);
+        },
     };
-    const update = (pending) => {
-        // newest first; the id breaks ties, so the order is the same at every poll (a moved
-        // node would lose its focus)
-        const key = (a) => a.created + ' ' + a.id;
-        pending = pending.slice().sort((x, y) => (key(x) < key(y) ? 1 : key(x) > key(y) ? -1 : 0));
-        const ids = new Set(pending.map((a) => a.id));
-        for (const [id, node] of shown) {
-            if (!ids.has(id)) {
-                node.remove();
+    const sync = (held) => {
+        for (const it of shown.values()) {
+            it.sync(held);
+        }
+        batchButton.disabled = held || batching;
+    };
+    const counts = () => {
+        heading.textContent = String(latest.length); /* those behind the bar too */
+        empty.hidden = latest.length > 0;
+        const fresh = latest.filter((a) => !shown.has(a.id)).length;
+        bar.textContent = fresh === 1 ? '1 new approval' : fresh + ' new approvals';
+        bar.hidden = fresh === 0;
+    };
+    // the list becomes latest: decided items leave, new ones come in, in order
+    const settle = () => {
+        for (const [id, it] of shown) {
+            if (!it.open) {
+                it.node.remove();
                 shown.delete(id);
             }
         }
         let prev = null;
-        for (const a of pending) {
-            let node = shown.get(a.id);
-            if (!node) {
-                node = item(ctx, a, decided);
-                shown.set(a.id, node);
+        for (const a of latest) {
+            let it = shown.get(a.id);
+            if (!it) {
+                it = item(ctx, a, hold, decided);
+                shown.set(a.id, it);
             }
-            if (prev ? prev.nextSibling !== node : list.firstChild !== node) {
+            if (prev ? prev.nextSibling !== it.node : list.firstChild !== it.node) {
                 if (prev) {
-                    prev.after(node);
+                    prev.after(it.node);
                 } else {
-                    list.prepend(node);
+                    list.prepend(it.node);
                 }
             }
-            prev = node;
+            prev = it.node;
         }
-        empty.hidden = shown.size > 0;
+        hold.start();
+        counts();
         syncBatch();
     };
+    const decided = (id, how) => {
+        latest = latest.filter((a) => a.id !== id); /* until the next poll says so too */
+        const it = shown.get(id);
+        if (it) {
+            // the focus was on this item's button (or fell to the page when the button was
+            // disabled): it stays on the item, never on another item's button (a second Enter
+            // would decide that one) and never back at the page's start
+            const had = it.node.contains(document.activeElement) || document.activeElement === document.body;
+            it.close(how === 'approved' ? 'Approved by you.' : 'Denied by you.');
+            if (had) {
+                it.node.focus();
+            }
+        }
+        live.textContent = 'Approval ' + id + ' ' + how + '.';
+        counts();
+        syncBatch();
+    };
+    const update = (pending) => {
+        // newest first; the id breaks ties, so the order is the same at every poll
+        const key = (a) => a.created + ' ' + a.id;
+        latest = pending.slice().sort((x, y) => (key(x) < key(y) ? 1 : key(x) > key(y) ? -1 : 0));
+        const ids = new Set(latest.map((a) => a.id));
+        for (const it of shown.values()) {
+            if (it.open && !ids.has(it.id)) {
+                it.close('No longer pending: decided elsewhere, cancelled or expired.');
+            }
+        }
+        if (list.childElementCount === 0 && latest.length) {
+            settle(); /* an empty list has nothing to move */
+        } else {
+            counts();
+        }
+    };
+    bar.addEventListener('click', () => {
+        settle();
+        const first = list.firstElementChild;
+        (first || empty).focus();
+    });
     batchButton.addEventListener('click', async () => {
+        if (hold.on()) {
+            return;
+        }
         const chosen = [...list.querySelectorAll('input.select:checked')].map((c) => c.closest('li').dataset.id);
         if (!chosen.length) {
             live.textContent = 'Select the approvals to approve first.';
             return;
         }
+        batching = true;
         batchButton.disabled = true;
         const failed = [];
         for (const id of chosen) {
@@ -132,14 +218,15 @@ export async function render(ctx) {
                 failed.push(id + ': ' + e.message);
             }
         }
-        batchButton.disabled = false;
+        batching = false;
+        batchButton.disabled = hold.on();
         live.textContent = (chosen.length - failed.length) + ' approved' + (failed.length ? '; failed: ' + failed.join('; ') : '.');
     });
 
     add(m, el('h1', null, 'Approvals ', badge(String(0), 'count')));
     const heading = m.querySelector('h1 .badge');
     heading.id = 'inbox-count';
-    add(m, el('p', { class: 'muted' }, 'Pending decisions of your departments, newest first. The list refreshes every few seconds.'));
+    add(m, el('p', { class: 'muted' }, 'Pending decisions of your departments, newest first. The list is checked every few seconds; new approvals wait behind a bar until you open it, so nothing moves under your pointer.'));
     // in the page only while an item is selected, so an item's own Approve and Comment are
     // otherwise the only ones there
     const batch = el('div', { class: 'batch card' },
@@ -147,18 +234,18 @@ export async function render(ctx) {
         batchButton);
     syncBatch = () => {
         const any = Boolean(list.querySelector('input.select:checked'));
-        if (any && !batch.isConnected) {
-            live.before(batch);
-        } else if (!any && batch.isConnected) {
-            batch.remove();
+        if (any !== batch.isConnected) {
+            if (any) {
+                live.before(batch);
+            } else {
+                batch.remove();
+            }
+            hold.start(); /* the list moved down or up */
         }
     };
     list.addEventListener('change', syncBatch);
-    add(m, live, empty, list);
-    const refresh = (pending) => {
-        update(pending);
-        heading.textContent = String(shown.size);
-    };
-    refresh(await get('/v1/approvals?status=pending'));
-    ctx.page.onPending = refresh;
+    // the "nothing waits" line comes after the list, so showing it moves no item
+    add(m, live, news, list, empty);
+    update(await get('/v1/approvals?status=pending'));
+    ctx.page.onPending = update;
 }
