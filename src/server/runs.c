@@ -938,8 +938,8 @@ static enum store_rc runs_refusal_fn(struct writer_tx *tx, void *arg)
     struct runs_refusal *f = arg;
     struct store *s = writer_store(tx);
     return buf_failed(&f->details) ? STORE_ERROR
-                                   : s->ops->audit_append(s, "airlockd", "auth.denied", NULL,
-                                                          NULL, f->details.data, NULL);
+                                   : s->ops->audit_append(s, "airlockd", "auth.denied", NULL, NULL,
+                                                          f->details.data, NULL);
 }
 
 /* Answered 401 whether or not the record could be made: the key is revoked either way. */
@@ -1023,7 +1023,7 @@ static void runs_watch_once(struct runs *r)
     }
     for (size_t i = 0; i < n; i++) {
         struct http_deferred *d = NULL;
-        char route[sizeof ((struct srun *)0)->waiter_route] = "";
+        char route[sizeof((struct srun *)0)->waiter_route] = "";
         pthread_mutex_lock(&r->lock);
         for (struct srun *sr = r->active; sr && w[i].revoked; sr = sr->next_active) {
             if (strcmp(sr->plan->id, w[i].id) == 0 && strcmp(sr->waiter_key, w[i].key) == 0) {
@@ -1361,9 +1361,9 @@ static void runs_start_done(void *arg, enum store_rc rc)
     int recorded = rc == STORE_OK && !job->refused;
     if (rc != STORE_OK) {
         runs_internal_answer(&job->answer, &job->status, "the run could not be recorded",
-                             st->deferred   ? http_deferred_request_id(st->deferred)
-                             : sr           ? sr->request_id
-                                            : "");
+                             st->deferred ? http_deferred_request_id(st->deferred)
+                             : sr         ? sr->request_id
+                                          : "");
     }
     if (sr) {
         runs_settle(sr, recorded ? STORE_OK : STORE_CONFLICT);

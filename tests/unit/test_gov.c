@@ -777,7 +777,7 @@ static void test_gov_run_go_on(void **state)
         { "agent1", "agent1", 1, "hr", SR, "agent1 no longer holds role agent in department hr" },
         { "nobody", "nobody", 1, "finance", SR,
           "nobody no longer holds role agent in department finance" },
-        { "mixed", "mixed", 1, "hr", SR, NULL },             /* author there: not agent */
+        { "mixed", "mixed", 1, "hr", SR, NULL },                    /* author there: not agent */
         { "approver_all", "approver_all", 1, "finance", SR, NULL }, /* other roles everywhere */
         { "every_role", "every_role", 0, "finance", SR, NULL },
         /* another principal's grants */
@@ -788,8 +788,7 @@ static void test_gov_run_go_on(void **state)
         for (int st = GOV_RUN_QUEUED; st <= GOV_RUN_AWAITING_APPROVAL; st++) {
             struct gov_principal p;
             struct gov_decision d;
-            struct gov_run r = { "run_1", rows[i].dept, rows[i].principal,
-                                 (enum gov_run_state)st };
+            struct gov_run r = { "run_1", rows[i].dept, rows[i].principal, (enum gov_run_state)st };
             gov_make(&p, rows[i].starter);
             int got = gov_run_may_go_on(&p, rows[i].keys, &r, &d);
             gov_check("run go on", i, rows[i].starter, got, &d, rows[i].want, rows[i].why);
