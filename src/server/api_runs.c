@@ -1445,19 +1445,20 @@ int api_run_may_resume(struct api_ctx *ctx, const char *id)
     char why[GOV_WHY_MAX + 16] = "";
     memset(&h, 0, sizeof h);
     memset(&d, 0, sizeof d);
-    enum store_rc rc = s->ops->tx_begin(s);
-    if (rc == STORE_OK) {
-        rc = s->ops->run_get(s, id, api_run_head_fn, &h);
+    if (s->ops->tx_begin(s) != STORE_OK) {
+        api_store_failed(ctx);
+        return -1;
     }
+    enum store_rc rc = s->ops->run_get(s, id, api_run_head_fn, &h);
     struct gov_run r = { id, h.department, h.principal, h.state };
-    int go_on = rc == STORE_OK && h.found && !gov_run_state_ended(h.state)
-                        ? api_run_may_go_on(s, &r, &d)
-                        : 1;
-    if (rc == STORE_NOT_FOUND || go_on > 0) {
+    int go_on = rc != STORE_OK                             ? -1
+                : !h.found || gov_run_state_ended(h.state) ? 1
+                                                           : api_run_may_go_on(s, &r, &d);
+    if (go_on > 0 || rc == STORE_NOT_FOUND) {
         s->ops->tx_rollback(s);
-        return 0; /* nothing to resume, or it may: the decision goes on */
+        return 0; /* nothing to resume, or it may go on: the decision is taken */
     }
-    if (rc == STORE_OK && go_on == 0) {
+    if (go_on == 0) {
         snprintf(why, sizeof why, "cancelled: %s", d.why);
         rc = api_run_cancel_stored(ctx, id, h.department, why, h.state);
     } else if (rc == STORE_OK) {
