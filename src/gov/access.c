@@ -100,6 +100,7 @@ static const struct {
     [GOV_WRONG_STATE] = { "wrong_state", 409, "CONFLICT" },
     [GOV_REVOKED] = { "revoked", 409, "TEMPLATE_REVOKED" },
     [GOV_NOT_APPROVED] = { "not_approved", 409, "VERSION_NOT_APPROVED" },
+    [GOV_STARTER_REVOKED] = { "starter_revoked", 409, "CONFLICT" },
 };
 #define GOV_NREASONS (sizeof gov_reasons / sizeof gov_reasons[0])
 
@@ -312,6 +313,22 @@ int gov_run_may_start(const struct gov_principal *p, const struct gov_run_start 
         return gov_deny(ret, GOV_NOT_APPROVED,
                         "template %s version %" PRId64 " is %s, not approved", tpl, s->version,
                         gov_version_state_name(s->state));
+    }
+    return gov_allow(ret);
+}
+
+int gov_run_may_go_on(const struct gov_principal *starter, size_t starter_keys,
+                      const struct gov_run *r, struct gov_decision *ret)
+{
+    const char *who = gov_str(r->principal);
+    const char *dept = gov_str(r->department);
+    /* grants of anyone but the run's principal vouch for nothing */
+    if (starter_keys == 0) {
+        return gov_deny(ret, GOV_STARTER_REVOKED, "%s has no API key left", who);
+    }
+    if (!gov_is(starter, who) || !gov_holds(starter, GOV_ROLE_AGENT, dept)) {
+        return gov_deny(ret, GOV_STARTER_REVOKED, "%s no longer holds role agent in department %s",
+                        who, dept);
     }
     return gov_allow(ret);
 }

@@ -72,13 +72,14 @@ int gov_holds(const struct gov_principal *p, unsigned roles, const char *departm
 
 /* Why a decision came out as it did. Each reason has one HTTP status and error code. */
 enum gov_reason {
-    GOV_ALLOWED = 0,      /* status 0, code "" */
-    GOV_NO_ROLE = 1,      /* 403 FORBIDDEN: a role missing (anywhere, or in the department) */
-    GOV_HIDDEN = 2,       /* 404 NOT_FOUND: the object is not shown to this principal */
-    GOV_FOUR_EYES = 3,    /* 409 CONFLICT: one's own version or run */
-    GOV_WRONG_STATE = 4,  /* 409 CONFLICT: the object is not in the state the action leaves */
-    GOV_REVOKED = 5,      /* 409 TEMPLATE_REVOKED: a run of a revoked version */
-    GOV_NOT_APPROVED = 6, /* 409 VERSION_NOT_APPROVED: a run of a version not approved */
+    GOV_ALLOWED = 0,         /* status 0, code "" */
+    GOV_NO_ROLE = 1,         /* 403 FORBIDDEN: a role missing (anywhere, or in the department) */
+    GOV_HIDDEN = 2,          /* 404 NOT_FOUND: the object is not shown to this principal */
+    GOV_FOUR_EYES = 3,       /* 409 CONFLICT: one's own version or run */
+    GOV_WRONG_STATE = 4,     /* 409 CONFLICT: the object is not in the state the action leaves */
+    GOV_REVOKED = 5,         /* 409 TEMPLATE_REVOKED: a run of a revoked version */
+    GOV_NOT_APPROVED = 6,    /* 409 VERSION_NOT_APPROVED: a run of a version not approved */
+    GOV_STARTER_REVOKED = 7, /* 409 CONFLICT: a run whose principal lost its role or its keys */
 };
 
 /* A decision: filled by every gov_*_may_* call, allowed or not.
@@ -93,8 +94,8 @@ struct gov_decision {
 };
 
 /* The reason's name ("allowed", "no_role", "hidden", "four_eyes", "wrong_state", "revoked",
- * "not_approved"), its HTTP status and its error code; "?", 500, "INTERNAL" for a value outside
- * the enum. Static storage. */
+ * "not_approved", "starter_revoked"), its HTTP status and its error code; "?", 500, "INTERNAL" for
+ * a value outside the enum. Static storage. */
 const char *gov_reason_name(enum gov_reason reason);
 unsigned gov_reason_status(enum gov_reason reason);
 const char *gov_reason_code(enum gov_reason reason);
@@ -266,6 +267,16 @@ struct gov_run_start {
  * unknown department comes first. 1 when allowed; *ret always filled. */
 int gov_run_may_start(const struct gov_principal *p, const struct gov_run_start *s,
                       struct gov_decision *ret);
+
+/* May run r go on - execute, start once approved, resume after a decision? Only while the
+ * principal that started it still holds what let it start it: role agent in r's department or
+ * everywhere (`starter`: its grants as the store has them now) and at least one API key that is
+ * not revoked (`starter_keys`: how many it has). Revoking either takes the run with it, so an
+ * approver's decision never resumes a run its principal could no longer start. Denied
+ * GOV_STARTER_REVOKED (409 CONFLICT "P has no API key left" or "P no longer holds role agent in
+ * department D"). 1 when allowed; *ret always filled. */
+int gov_run_may_go_on(const struct gov_principal *starter, size_t starter_keys,
+                      const struct gov_run *r, struct gov_decision *ret);
 
 /* ---------------------------------------------------------------- autonomy */
 

@@ -180,6 +180,23 @@ void api_versions_diff(struct api_ctx *ctx);
 enum store_rc api_version_revoking(struct api_ctx *ctx, const char *template_name, int64_t version);
 void api_version_revoked(struct api_ctx *ctx, const char *template_name, int64_t version);
 
+/* A principal's revocation (a key revoked, a role taken back), in its transaction: every run of
+ * `principal` in progress that gov_run_may_go_on no longer allows - no role agent left in its
+ * department, or no key left - is recorded cancelled as a version's revocation cancels it
+ * (error ABORTED, "cancelled: " and gov's reason), its pending approvals cancelled and its
+ * continuation dropped; *ret (NULL: none) lists them. After the transaction
+ * api_principal_revoked(ctx, list, committed) stops those executing here once the writer's
+ * batch is durable (other nodes hear of them from the store), and frees the list. */
+struct api_cancels;
+enum store_rc api_principal_revoking(struct api_ctx *ctx, const char *principal,
+                                     struct api_cancels **ret);
+void api_principal_revoked(struct api_ctx *ctx, struct api_cancels *c, int committed);
+/* Before a decision on one of run `id`'s approvals, on the writer: 0 when its principal may
+ * still go on with it (gov_run_may_go_on), or when it has ended; otherwise the run is cancelled
+ * as above and the caller answered 409 CONFLICT ("run R cannot go on: P no longer holds role
+ * agent in department D; it was cancelled"), -1. */
+int api_run_may_resume(struct api_ctx *ctx, const char *id);
+
 /* Calls fn(arg) once the writer's current job has committed (a writing route's ctx->tx), or at
  * once with no tx; arg is the caller's, fn frees it. Something that must never happen before
  * the change it follows is durable (a run cancelled because its version was revoked). */

@@ -713,7 +713,11 @@ static void api_approvals_decide(struct api_ctx *ctx, int approve)
     }
     /* an approver of its department, not the run's starter (four eyes), of a pending one */
     gov_approval_may_decide(&ctx->who->gov, &a.g, &d);
-    if (api_decision(ctx, &d) != 0 || api_approval_store(ctx, &a, approve, comment) != 0) {
+    if (api_decision(ctx, &d) != 0) {
+        return;
+    }
+    /* never resumes a run its principal could no longer start: that run ends instead */
+    if (api_run_may_resume(ctx, a.run) != 0 || api_approval_store(ctx, &a, approve, comment) != 0) {
         return;
     }
     api_approval_resume(ctx, &a, approve);

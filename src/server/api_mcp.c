@@ -245,6 +245,9 @@ struct mcp_pending {
 static void mcp_reshape(void *userdata, struct http_response *resp)
 {
     const struct mcp_pending *p = userdata;
+    if (resp->status == 401) {
+        return; /* the key was revoked while the run went on: 401, as the router refuses it */
+    }
     mcp_wrap(resp, p->id, NULL);
 }
 

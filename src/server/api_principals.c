@@ -188,6 +188,7 @@ void api_principals_key_revoke(struct api_ctx *ctx)
     struct store *s = ctx->store;
     const char *principal = api_param(ctx, "p");
     const char *prefix = api_param(ctx, "prefix");
+    struct api_cancels *cancels = NULL;
     struct buf details;
     buf_init(&details, 4096);
     if (api_body(ctx, NULL, 0) != 0) {
@@ -202,7 +203,12 @@ void api_principals_key_revoke(struct api_ctx *ctx)
     if (rc == STORE_OK) {
         rc = api_audit(ctx, "key.revoke", principal, NULL, details.data);
     }
+    if (rc == STORE_OK) {
+        /* its last key gone, its runs in progress go with it */
+        rc = api_principal_revoking(ctx, principal, &cancels);
+    }
     rc = api_tx_end(s, rc);
+    api_principal_revoked(ctx, cancels, rc == STORE_OK);
     if (rc == STORE_NOT_FOUND) {
         api_error(ctx, 404, "NOT_FOUND", "principal %s has no active key %s", principal, prefix);
     } else if (rc != STORE_OK) {
@@ -234,6 +240,7 @@ static void api_principals_role(struct api_ctx *ctx, int grant)
     const struct api_field fields[] = { { "role", JSON_STRING, 1, &role },
                                         { "department", JSON_STRING, 1, &dept } };
     char details[2 * STORE_NAME_MAX + 64];
+    struct api_cancels *cancels = NULL;
     enum store_rc rc;
     if (api_body(ctx, fields, 2) != 0) {
         return;
@@ -274,7 +281,12 @@ static void api_principals_role(struct api_ctx *ctx, int grant)
         rc = api_audit(ctx, grant ? "role.grant" : "role.revoke", principal,
                        global ? NULL : dept->str, details);
     }
+    if (rc == STORE_OK && !grant) {
+        /* the runs it may no longer start end with the role that let it start them */
+        rc = api_principal_revoking(ctx, principal, &cancels);
+    }
     rc = api_tx_end(s, rc);
+    api_principal_revoked(ctx, cancels, rc == STORE_OK);
     if (rc == STORE_CONFLICT) {
         api_error(ctx, 409, "CONFLICT", "%s already has role %s in %s", principal, role->str,
                   dept->str);

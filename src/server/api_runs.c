@@ -429,13 +429,11 @@ static enum store_rc api_run_start_recheck(struct store *s, const struct api_run
                                            struct buf *ret_refusal, unsigned *ret_status)
 {
     const struct store_run *r = &st->run.row;
-    char holder[STORE_NAME_MAX + 1] = "";
-    unsigned char hash[STORE_HASH_LEN];
-    enum store_rc krc = s->ops->key_lookup(s, st->key_prefix, holder, hash);
+    enum store_rc krc = auth_key_active(s, st->key_prefix, r->principal);
     if (krc != STORE_OK && krc != STORE_NOT_FOUND) {
         return krc;
     }
-    if (krc == STORE_NOT_FOUND || strcmp(holder, r->principal) != 0) {
+    if (krc == STORE_NOT_FOUND) {
         return api_run_start_unauthorized(s, st, 401, "the API key was revoked", ret_refusal,
                                           ret_status);
     }
@@ -852,6 +850,8 @@ static void api_run_submit(struct api_ctx *ctx, const struct api_run_request *q,
         .record_userdata = start,
         .record_free = api_run_start_free,
     };
+    snprintf(job.key_prefix, sizeof job.key_prefix, "%s", ctx->who->key_prefix);
+    snprintf(job.route, sizeof job.route, "%s", ctx->route ? ctx->route : "");
     runs_submit(ctx->svc->runs, &job);
 }
 
@@ -1058,6 +1058,7 @@ struct api_run_ids {
         enum gov_run_state state;
     } * rows;
     int64_t version; /* of the runs a revocation cancels */
+    int any_version; /* ... or of every version, and ad-hoc runs */
 };
 
 /* A new row at the end of l; NULL when out of memory. */
@@ -1089,7 +1090,7 @@ static enum store_rc api_run_close_approvals(struct api_ctx *ctx, const char *ru
                                              const char *department, const char *why)
 {
     struct store *s = ctx->store;
-    struct api_run_ids l = { 0, 0, NULL, 0 };
+    struct api_run_ids l = { 0, 0, NULL, 0, 0 };
     enum store_rc rc = s->ops->approval_list(s, run, "pending", api_ids_fn, &l);
     for (size_t i = 0; i < l.n && rc == STORE_OK; i++) {
         const char *id = l.rows[i].id;
@@ -1237,7 +1238,7 @@ struct api_cancel {
     char id[RUNS_ID_LEN + 1]; /* "": every run of template_name's version */
     char template_name[STORE_NAME_MAX + 1];
     int64_t version;
-    char why[STORE_NAME_MAX * 2 + 64];
+    char why[GOV_WHY_MAX + 16];
 };
 
 static void api_cancel_fire(void *arg, int committed)
@@ -1249,6 +1250,18 @@ static void api_cancel_fire(void *arg, int committed)
         runs_cancel_version(c->runs, c->template_name, c->version, c->why);
     }
     free(c);
+}
+
+/* Once the writer's batch is durable, run `id` executing here ends ABORTED with `why`. */
+static void api_cancel_after(struct api_ctx *ctx, const char *id, const char *why)
+{
+    struct api_cancel *c = ctx->svc && ctx->svc->runs ? calloc(1, sizeof *c) : NULL;
+    if (c) {
+        c->runs = ctx->svc->runs;
+        snprintf(c->id, sizeof c->id, "%s", id);
+        snprintf(c->why, sizeof c->why, "%s", why);
+        api_after_commit(ctx->tx, api_cancel_fire, c);
+    }
 }
 
 /* Ends run `id` (found as its head says) cancelled, in one transaction; once that is durable,
@@ -1272,13 +1285,7 @@ static int api_run_cancel(struct api_ctx *ctx, const char *id, const struct api_
         }
         return -1;
     }
-    struct api_cancel *c = ctx->svc && ctx->svc->runs ? calloc(1, sizeof *c) : NULL;
-    if (c) {
-        c->runs = ctx->svc->runs;
-        snprintf(c->id, sizeof c->id, "%s", id);
-        snprintf(c->why, sizeof c->why, "%s", why);
-        api_after_commit(ctx->tx, api_cancel_fire, c);
-    }
+    api_cancel_after(ctx, id, why);
     return 0;
 }
 
@@ -1303,7 +1310,7 @@ static int api_run_ids_fn(void *userdata, const struct store_run *row)
 {
     struct api_run_ids *l = userdata;
     enum gov_run_state state = api_run_state(row->status);
-    if (row->version != l->version || gov_run_state_ended(state)) {
+    if ((!l->any_version && row->version != l->version) || gov_run_state_ended(state)) {
         return 0;
     }
     struct api_run_id *r = api_run_ids_add(l);
@@ -1346,4 +1353,123 @@ void api_version_revoked(struct api_ctx *ctx, const char *template_name, int64_t
         api_revoke_why(c->why, sizeof c->why, template_name, version);
         api_after_commit(ctx->tx, api_cancel_fire, c);
     }
+}
+
+/* ---------------------------------------------------------------- a principal's revocation */
+
+static int api_key_active_fn(void *userdata, const struct store_key *k)
+{
+    *(size_t *)userdata += k->revoked == NULL;
+    return 0;
+}
+
+/* May run `r` go on, its principal's grants and keys read as the store `s` says now
+ * (gov_run_may_go_on)? 1 or 0 with *ret filled; -1 on a store failure. */
+static int api_run_may_go_on(struct store *s, const struct gov_run *r, struct gov_decision *ret)
+{
+    struct gov_principal starter;
+    size_t keys = 0;
+    enum store_rc rc = auth_grants(s, r->principal, &starter);
+    if (rc == STORE_OK) {
+        rc = s->ops->key_list(s, r->principal, api_key_active_fn, &keys);
+    }
+    return rc == STORE_OK ? gov_run_may_go_on(&starter, keys, r, ret) : -1;
+}
+
+/* The runs a principal's revocation cancelled, to stop here once it has committed. */
+struct api_cancels {
+    size_t n;
+    struct api_cancel *c[];
+};
+
+enum store_rc api_principal_revoking(struct api_ctx *ctx, const char *principal,
+                                     struct api_cancels **ret)
+{
+    static const char *const in_progress[] = { "queued", "running", "awaiting_approval" };
+    struct store *s = ctx->store;
+    struct api_run_ids l = { .any_version = 1 };
+    struct api_cancels *c = NULL;
+    enum store_rc rc = STORE_OK;
+    *ret = NULL;
+    for (size_t i = 0; i < sizeof in_progress / sizeof in_progress[0] && rc == STORE_OK; i++) {
+        struct store_run_filter f = { .principal = principal, .status = in_progress[i] };
+        rc = s->ops->run_list(s, &f, api_run_ids_fn, &l);
+    }
+    if (rc == STORE_OK && l.n) {
+        c = calloc(1, sizeof *c + l.n * sizeof c->c[0]);
+        rc = c ? STORE_OK : STORE_ERROR;
+    }
+    for (size_t i = 0; i < l.n && rc == STORE_OK; i++) {
+        struct gov_run r = { l.rows[i].id, l.rows[i].department, principal, l.rows[i].state };
+        struct gov_decision d;
+        int go_on = api_run_may_go_on(s, &r, &d);
+        if (go_on != 0) {
+            rc = go_on < 0 ? STORE_ERROR : STORE_OK;
+            continue;
+        }
+        struct api_cancel *one = calloc(1, sizeof *one);
+        if (!one) {
+            rc = STORE_ERROR;
+            break;
+        }
+        c->c[c->n++] = one;
+        snprintf(one->id, sizeof one->id, "%s", r.id);
+        snprintf(one->why, sizeof one->why, "cancelled: %s", d.why);
+        rc = api_run_cancel_stored(ctx, r.id, r.department, one->why, r.state);
+    }
+    free(l.rows);
+    if (rc != STORE_OK) {
+        api_principal_revoked(ctx, c, 0);
+        return rc;
+    }
+    *ret = c;
+    return STORE_OK;
+}
+
+void api_principal_revoked(struct api_ctx *ctx, struct api_cancels *c, int committed)
+{
+    for (size_t i = 0; c && i < c->n; i++) {
+        if (committed) {
+            api_cancel_after(ctx, c->c[i]->id, c->c[i]->why);
+        }
+        free(c->c[i]);
+    }
+    free(c);
+}
+
+int api_run_may_resume(struct api_ctx *ctx, const char *id)
+{
+    struct store *s = ctx->store;
+    struct api_run_head h;
+    struct gov_decision d;
+    char why[GOV_WHY_MAX + 16] = "";
+    memset(&h, 0, sizeof h);
+    memset(&d, 0, sizeof d);
+    if (s->ops->tx_begin(s) != STORE_OK) {
+        api_store_failed(ctx);
+        return -1;
+    }
+    enum store_rc rc = s->ops->run_get(s, id, api_run_head_fn, &h);
+    struct gov_run r = { id, h.department, h.principal, h.state };
+    int go_on = rc != STORE_OK                             ? -1
+                : !h.found || gov_run_state_ended(h.state) ? 1
+                                                           : api_run_may_go_on(s, &r, &d);
+    if (go_on > 0 || rc == STORE_NOT_FOUND) {
+        s->ops->tx_rollback(s);
+        return 0; /* nothing to resume, or it may go on: the decision is taken */
+    }
+    if (go_on == 0) {
+        snprintf(why, sizeof why, "cancelled: %s", d.why);
+        rc = api_run_cancel_stored(ctx, id, h.department, why, h.state);
+    } else if (rc == STORE_OK) {
+        rc = STORE_ERROR;
+    }
+    rc = api_tx_end(s, rc);
+    if (rc != STORE_OK) {
+        api_store_failed(ctx);
+        return -1;
+    }
+    api_cancel_after(ctx, id, why);
+    api_error(ctx, d.status, d.code, "run %s cannot go on: %s; it was cancelled", id, d.why);
+    return -1;
 }

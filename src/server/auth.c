@@ -72,6 +72,18 @@ int auth_key_digest(const char *key, char *ret_prefix, unsigned char ret_hash[ST
     return 0;
 }
 
+enum store_rc auth_key_active(struct store *s, const char *prefix, const char *principal)
+{
+    char holder[STORE_NAME_MAX + 1] = "";
+    unsigned char hash[STORE_HASH_LEN];
+    enum store_rc rc = s->ops->key_lookup(s, prefix, holder, hash);
+    OPENSSL_cleanse(hash, sizeof hash);
+    if (rc == STORE_OK && strcmp(holder, principal) != 0) {
+        rc = STORE_NOT_FOUND;
+    }
+    return rc;
+}
+
 /* A grant of an unknown role, past AUTH_GRANTS_MAX or of a too long department is not kept
  * (gov_principal_grant refuses it): it grants nothing. */
 static int auth_add_grant(void *userdata, const struct store_grant *g)

@@ -82,6 +82,11 @@ enum auth_result {
 enum auth_result auth_authenticate(struct store *s, const char *authorization,
                                    struct auth_principal *ret, char *why);
 
+/* STORE_OK when the key of `prefix` is still active and held by `principal`, as the store says
+ * now (a key revoked since it was checked, or never known); STORE_NOT_FOUND otherwise, or the
+ * store's failure. One indexed read. */
+enum store_rc auth_key_active(struct store *s, const char *prefix, const char *principal);
+
 /* The grants `name` holds as the store says now (the connection's view), into *ret, named
  * `name`; grants kept as auth_authenticate keeps them. STORE_OK or the store's failure. */
 enum store_rc auth_grants(struct store *s, const char *name, struct gov_principal *ret);

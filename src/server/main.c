@@ -957,6 +957,10 @@ int main(int argc, char **argv)
         goto out;
     }
     main_gauges(readers, &rt);
+    if (runs_watch_keys(rt.runs, readers, &err) != 0) {
+        fprintf(stderr, "airlockd: %s\n", err.message);
+        goto out;
+    }
     if (secretbox_key_load(cfg.data_dir, secret_key, &err) != 0) {
         fprintf(stderr, "airlockd: secret key: %s\n", err.message);
         goto out;

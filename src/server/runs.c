@@ -42,12 +42,14 @@
 #include "hex.h"
 #include "json.h"
 #include "metrics.h"
+#include "readers.h"
 #include "writer.h"
 
 #define RUNS_DETAILS_MAX ((size_t)96 << 20)
 #define RUNS_MESSAGE_MAX 512
 #define RUNS_COMMENT_MAX 4096 /* bytes of an approver's comment, as the API takes it */
 #define RUNS_AUDIENCE    "airlockd"
+#define RUNS_WATCH_MS    500 /* how often the keys of waiting clients are looked at */
 
 struct runs_call {
     uint32_t seq;
@@ -73,7 +75,13 @@ struct srun {
     struct runs *owner;
     struct runs_plan *plan;
     struct al_run *handle;
+    /* the client waiting for it (runs.lock once active: the key watch may take it), the id of
+     * its request, and the key and route it waits with ("": no key to watch) */
     struct http_deferred *deferred;
+    char request_id[HTTP_REQUEST_ID_LEN + 1];
+    char waiter_key[AUTH_PREFIX_LEN + 1];
+    char waiter_route[64];
+    int waiter_revoked;                 /* the writer found its key revoked at the end's record */
     struct al_result *result;           /* set by the done callback */
     char start_error[RUNS_MESSAGE_MAX]; /* the runner refused the start: no result */
     atomic_int refs;
@@ -131,6 +139,11 @@ struct runs {
     struct runs_share *departments;
     struct runs_share *served; /* the department whose run started last */
     struct srun *ending;       /* cancelled while waiting: to end (runs_end_cancelled) */
+    struct readers *readers;   /* runs_watch_keys: the key watch's thread and its stop */
+    pthread_t watch_thread;
+    pthread_cond_t watch_cond;
+    int watching;
+    int watch_stop;
 };
 
 /* A new run's record, a job of the writer's. */
@@ -244,6 +257,7 @@ static struct srun *srun_new(struct runs *r, struct runs_plan *plan, struct http
     sr->owner = r;
     sr->plan = plan;
     sr->deferred = deferred;
+    snprintf(sr->request_id, sizeof sr->request_id, "%s", http_deferred_request_id(deferred));
     atomic_init(&sr->refs, 2);
     atomic_init(&sr->cancelled, 0);
     buf_init(&sr->answer, (size_t)96 << 20);
@@ -894,14 +908,183 @@ enum store_rc runs_json_by_id(struct store *s, const char *id, struct buf *b, un
     return rc;
 }
 
-/* A 500 INTERNAL answer into b, naming the request d. */
+/* ---------------------------------------------------------------- clients with a revoked key */
+
+/* The client waiting for sr, taken: whoever takes it answers it (the run's end, or the key
+ * watch refusing it); NULL when nobody waits any more. */
+static struct http_deferred *runs_take_waiter(struct srun *sr)
+{
+    pthread_mutex_lock(&sr->owner->lock);
+    struct http_deferred *d = sr->deferred;
+    sr->deferred = NULL;
+    pthread_mutex_unlock(&sr->owner->lock);
+    return d;
+}
+
+/* 1 when a client still waits for sr with a key the store `s` says is revoked (or no longer
+ * its principal's). A store failure is no proof: 0. */
+static int runs_waiter_revoked(struct store *s, struct srun *sr)
+{
+    pthread_mutex_lock(&sr->owner->lock);
+    int waits = sr->deferred && sr->waiter_key[0];
+    pthread_mutex_unlock(&sr->owner->lock);
+    return waits && auth_key_active(s, sr->waiter_key, sr->plan->principal) == STORE_NOT_FOUND;
+}
+
+/* A waiting client's refusal: its auth.denied record, then its 401. */
+struct runs_refusal {
+    struct writer_job job;
+    struct http_deferred *deferred;
+    struct buf details;
+    struct buf body;
+};
+
+static enum store_rc runs_refusal_fn(struct writer_tx *tx, void *arg)
+{
+    struct runs_refusal *f = arg;
+    struct store *s = writer_store(tx);
+    return buf_failed(&f->details) ? STORE_ERROR
+                                   : s->ops->audit_append(s, "airlockd", "auth.denied", NULL, NULL,
+                                                          f->details.data, NULL);
+}
+
+/* Answered 401 whether or not the record could be made: the key is revoked either way. */
+static void runs_refusal_done(void *arg, enum store_rc rc)
+{
+    struct runs_refusal *f = arg;
+    (void)rc;
+    http_deferred_answer(f->deferred, 401, f->body.data ? f->body.data : "", f->body.len);
+    buf_done(&f->details);
+    buf_done(&f->body);
+    free(f);
+}
+
+/* Answers a client waiting with key `key` on `route` 401 UNAUTHENTICATED, as the router answers
+ * a revoked key, once its auth.denied record is in; takes d. Any thread. */
+static void runs_refuse_waiter(struct runs *r, struct http_deferred *d, const char *key,
+                               const char *route)
+{
+    char why[AUTH_PREFIX_LEN + 64];
+    const char *request_id = http_deferred_request_id(d);
+    struct runs_refusal *f = calloc(1, sizeof *f);
+    snprintf(why, sizeof why, "the API key %s was revoked while the request waited", key);
+    if (!f) {
+        char body[256 + HTTP_REQUEST_ID_LEN];
+        int n = snprintf(body, sizeof body,
+                         "{\"error\":{\"code\":\"UNAUTHENTICATED\",\"message\":\"%s\","
+                         "\"request_id\":\"%s\"}}\n",
+                         why, request_id);
+        http_deferred_answer(d, 401, body, n > 0 ? (size_t)n : 0);
+        return;
+    }
+    f->deferred = d;
+    buf_init(&f->details, 4096);
+    buf_init(&f->body, 4096);
+    api_member(&f->details, "{\"method\":\"POST\",\"route\":", route);
+    api_member(&f->details, ",\"path\":", route);
+    api_member(&f->details, ",\"status\":401,\"reason\":", why);
+    api_member(&f->details, ",\"request_id\":", request_id);
+    buf_append_str(&f->details, "}");
+    api_member(&f->body, "{\"error\":{\"code\":\"UNAUTHENTICATED\",\"message\":", why);
+    api_member(&f->body, ",\"request_id\":", request_id);
+    buf_append_str(&f->body, "}}\n");
+    f->job.fn = runs_refusal_fn;
+    f->job.done = runs_refusal_done;
+    f->job.arg = f;
+    writer_submit(r->writer, &f->job);
+}
+
+/* A client waiting for a run here, as the key watch copies it out of the active list. */
+struct runs_waiter {
+    char id[RUNS_ID_LEN + 1];
+    char key[AUTH_PREFIX_LEN + 1];
+    char principal[STORE_NAME_MAX + 1];
+    int revoked;
+};
+
+/* One look: the waiting clients' keys are read on a reader, outside runs.lock, and each client
+ * whose key is revoked is taken from its run (if the run has not answered it meanwhile) and
+ * refused. */
+static void runs_watch_once(struct runs *r)
+{
+    struct runs_waiter *w = NULL;
+    size_t n = 0;
+    pthread_mutex_lock(&r->lock);
+    w = r->nactive ? calloc(r->nactive, sizeof *w) : NULL;
+    for (struct srun *sr = r->active; sr && w && n < r->nactive; sr = sr->next_active) {
+        if (sr->deferred && sr->waiter_key[0]) {
+            snprintf(w[n].id, sizeof w[n].id, "%s", sr->plan->id);
+            snprintf(w[n].key, sizeof w[n].key, "%s", sr->waiter_key);
+            snprintf(w[n].principal, sizeof w[n].principal, "%s", sr->plan->principal);
+            n++;
+        }
+    }
+    pthread_mutex_unlock(&r->lock);
+    struct store *s = n ? readers_take(r->readers) : NULL;
+    for (size_t i = 0; i < n && s; i++) {
+        w[i].revoked = auth_key_active(s, w[i].key, w[i].principal) == STORE_NOT_FOUND;
+    }
+    if (s) {
+        readers_give(r->readers, s);
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct http_deferred *d = NULL;
+        char route[sizeof((struct srun *)0)->waiter_route] = "";
+        pthread_mutex_lock(&r->lock);
+        for (struct srun *sr = r->active; sr && w[i].revoked; sr = sr->next_active) {
+            if (strcmp(sr->plan->id, w[i].id) == 0 && strcmp(sr->waiter_key, w[i].key) == 0) {
+                d = sr->deferred;
+                sr->deferred = NULL;
+                memcpy(route, sr->waiter_route, sizeof route);
+                break;
+            }
+        }
+        pthread_mutex_unlock(&r->lock);
+        if (d) {
+            runs_refuse_waiter(r, d, w[i].key, route);
+        }
+    }
+    free(w);
+}
+
+static void *runs_watch_thread(void *arg)
+{
+    struct runs *r = arg;
+    pthread_mutex_lock(&r->lock);
+    while (!r->watch_stop) {
+        int64_t until = clock_wall_ms() + RUNS_WATCH_MS;
+        struct timespec deadline = { (time_t)(until / 1000), (long)(until % 1000) * 1000000L };
+        (void)pthread_cond_timedwait(&r->watch_cond, &r->lock, &deadline);
+        if (r->watch_stop) {
+            break;
+        }
+        pthread_mutex_unlock(&r->lock);
+        runs_watch_once(r);
+        pthread_mutex_lock(&r->lock);
+    }
+    pthread_mutex_unlock(&r->lock);
+    return NULL;
+}
+
+int runs_watch_keys(struct runs *r, struct readers *readers, struct al_error *reterr)
+{
+    r->readers = readers;
+    if (pthread_create(&r->watch_thread, NULL, runs_watch_thread, r) != 0) {
+        error_set(reterr, AL_INTERNAL_ERROR, "cannot start the thread that watches keys");
+        return -1;
+    }
+    r->watching = 1;
+    return 0;
+}
+
+/* A 500 INTERNAL answer into b, naming the request. */
 static void runs_internal_answer(struct buf *b, unsigned *ret_status, const char *message,
-                                 const struct http_deferred *d)
+                                 const char *request_id)
 {
     *ret_status = 500;
     buf_reset(b);
     api_member(b, "{\"error\":{\"code\":\"INTERNAL\",\"message\":", message);
-    buf_printf(b, ",\"request_id\":\"%s\"}}\n", http_deferred_request_id(d));
+    buf_printf(b, ",\"request_id\":\"%s\"}}\n", request_id);
 }
 
 /* The answer of a recorded run, read back from the store as GET /v1/runs/{id} would. */
@@ -911,7 +1094,7 @@ static void runs_build_answer(struct store *s, struct srun *sr)
     if (runs_json_by_id(s, sr->plan->id, &sr->answer, &sr->answer_status) != STORE_OK ||
         buf_failed(&sr->answer)) {
         runs_internal_answer(&sr->answer, &sr->answer_status, "the run could not be read back",
-                             sr->deferred);
+                             sr->request_id);
         return;
     }
     buf_append_str(&sr->answer, "\n");
@@ -1184,14 +1367,16 @@ static void runs_start_done(void *arg, enum store_rc rc)
     int recorded = rc == STORE_OK && !job->refused;
     if (rc != STORE_OK) {
         runs_internal_answer(&job->answer, &job->status, "the run could not be recorded",
-                             sr && sr->deferred ? sr->deferred : st->deferred);
+                             st->deferred ? http_deferred_request_id(st->deferred)
+                             : sr         ? sr->request_id
+                                          : "");
     }
     if (sr) {
         runs_settle(sr, recorded ? STORE_OK : STORE_CONFLICT);
-        if (!recorded && sr->deferred) {
-            http_deferred_answer(sr->deferred, job->status,
-                                 job->answer.data ? job->answer.data : "", job->answer.len);
-            sr->deferred = NULL;
+        struct http_deferred *waiter = recorded ? NULL : runs_take_waiter(sr);
+        if (waiter) {
+            http_deferred_answer(waiter, job->status, job->answer.data ? job->answer.data : "",
+                                 job->answer.len);
         }
     }
     if (st->deferred) {
@@ -1226,6 +1411,10 @@ void runs_submit(struct runs *r, const struct runs_start *start)
     if (job && !held && !sr) {
         free(job);
         job = NULL;
+    }
+    if (sr && wait) {
+        snprintf(sr->waiter_key, sizeof sr->waiter_key, "%s", start->key_prefix);
+        snprintf(sr->waiter_route, sizeof sr->waiter_route, "%s", start->route);
     }
     int go = 0;
     pthread_mutex_lock(&r->lock);
@@ -1363,6 +1552,7 @@ static enum store_rc runs_end_fn(struct writer_tx *tx, void *arg)
     enum store_rc rc = runs_record(s, sr);
     if (rc == STORE_OK) {
         runs_build_answer(s, sr);
+        sr->waiter_revoked = runs_waiter_revoked(s, sr);
     } else {
         runs_log_store(s, "a run's end could not be recorded; recording it failed");
     }
@@ -1382,12 +1572,14 @@ static void runs_end_done(void *arg, enum store_rc rc)
             return;
         }
         runs_internal_answer(&sr->answer, &sr->answer_status, "the run's end could not be recorded",
-                             sr->deferred);
+                             sr->request_id);
     }
-    if (sr->deferred) {
-        http_deferred_answer(sr->deferred, sr->answer_status,
-                             sr->answer.data ? sr->answer.data : "", sr->answer.len);
-        sr->deferred = NULL;
+    struct http_deferred *waiter = runs_take_waiter(sr);
+    if (waiter && sr->waiter_revoked) {
+        runs_refuse_waiter(r, waiter, sr->waiter_key, sr->waiter_route);
+    } else if (waiter) {
+        http_deferred_answer(waiter, sr->answer_status, sr->answer.data ? sr->answer.data : "",
+                             sr->answer.len);
     }
     /* off the active list only once answered: the drain's "every run answered" */
     pthread_mutex_lock(&r->lock);
@@ -1800,6 +1992,7 @@ int runs_new(struct writer *writer, struct al_runner *runner, struct connector_c
     pthread_mutex_init(&r->lock, NULL);
     pthread_mutex_init(&r->kick_lock, NULL);
     pthread_cond_init(&r->cond, NULL);
+    pthread_cond_init(&r->watch_cond, NULL);
     *ret = r;
     return 0;
 }
@@ -1808,6 +2001,13 @@ void runs_free(struct runs *r)
 {
     if (!r) {
         return;
+    }
+    if (r->watching) {
+        pthread_mutex_lock(&r->lock);
+        r->watch_stop = 1;
+        pthread_cond_broadcast(&r->watch_cond);
+        pthread_mutex_unlock(&r->lock);
+        pthread_join(r->watch_thread, NULL);
     }
     runs_drain(r, 0);
     for (struct runs_share **list = &r->principals; list;
@@ -1819,6 +2019,7 @@ void runs_free(struct runs *r)
         }
     }
     pthread_cond_destroy(&r->cond);
+    pthread_cond_destroy(&r->watch_cond);
     pthread_mutex_destroy(&r->kick_lock);
     pthread_mutex_destroy(&r->lock);
     OPENSSL_cleanse(r->seed_key, sizeof r->seed_key);

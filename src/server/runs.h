@@ -19,6 +19,7 @@
 
 #include "airlock.h"
 
+#include "auth.h"
 #include "buf.h"
 #include "http.h"
 #include "store.h"
@@ -171,6 +172,10 @@ struct runs_start {
     struct runs_plan *plan; /* taken */
     enum runs_start_mode mode;
     struct http_deferred *deferred; /* answered in every case */
+    /* RUNS_START_WAIT: the key the client waits with and its route; once that key is revoked
+     * the client is answered 401, never the run (runs_watch_keys) */
+    char key_prefix[AUTH_PREFIX_LEN + 1];
+    char route[64];
     runs_record_fn *record;
     void *record_userdata;
     void (*record_free)(void *userdata); /* called once the start has been handled */
@@ -181,6 +186,14 @@ struct runs_start {
  * durable; after the record's commit the deferred request is answered with the run's object
  * (or a 500 when it could not be recorded). */
 void runs_submit(struct runs *r, const struct runs_start *start);
+
+struct readers;
+/* Starts the thread that looks, twice a second, at the key of every client waiting for a run
+ * here (one read per waiting client on `readers`; none while nobody waits): a client whose key
+ * was revoked, on any node, is answered 401 UNAUTHENTICATED with an auth.denied record, and the
+ * run goes on without it. The writer checks the key again when it records the run's end or
+ * wait, so a revoked key never gets the run's answer. runs_free stops it. -1 with reterr set. */
+int runs_watch_keys(struct runs *r, struct readers *readers, struct al_error *reterr);
 
 /* Cancels an active run: it ends cancelled (error ABORTED) within a second. `why` goes to its
  * error message. 1 when it was active, 0 when no run of that id runs here. */

@@ -583,6 +583,38 @@ def t_cancel_revoke_and_key_revoke_reach_every_node(tmp):
         c.close()
 
 
+def t_key_and_role_revoked_on_another_node_reach_work_in_flight(tmp):
+    """A client waiting on node a for a run, its key revoked on node b, is answered 401 by a
+    (its watch reads the key in the database, with no notification to go by); the agent role
+    taken back on node c ends that run, still executing on a, cancelled with the reason."""
+    c = Cluster(tmp)
+    try:
+        a, b, cc = c.nodes
+        c.template("slow", endless("shop.slow"), ["shop.slow"], ENDLESS_LIMITS)
+        k = c.ok(a, "POST", "/v1/principals/agent-7/keys", {}, c.admin, 201)
+        waiter = tr.Waiter(a.port, "/v1/runs", {"template": "slow", "wait": True}, k["key"])
+        waiter.start()
+        deadline = time.monotonic() + HANG
+        while c.shop.calls()["by_function"].get("shop.slow", 0) < 1:
+            check(time.monotonic() < deadline, "the slow call never reached the shop")
+            time.sleep(0.02)
+        c.ok(b, "DELETE", "/v1/principals/agent-7/keys/%s" % k["prefix"], None, c.admin)
+        waiter.join(HANG)
+        check(not waiter.is_alive(), "no answer on a %d s after the key was revoked on b" % HANG)
+        error_of(waiter.status, waiter.doc, 401, "UNAUTHENTICATED")
+        runs = c.ok(a, "GET", "/v1/runs?template=slow", None, c.admin)
+        check(len(runs) == 1 and runs[0]["status"] == "running", "the run: %r" % runs)
+        c.ok(cc, "DELETE", "/v1/principals/agent-7/roles", {"role": "agent",
+                                                           "department": "finance"}, c.admin)
+        end = ended(c, runs[0]["id"], "a node still executes a run whose principal lost its role")
+        check(end["status"] == "cancelled" and error_in(end)["code"] == "ABORTED" and
+              "agent-7 no longer holds role agent in department finance" in
+              error_in(end)["message"], "run.end: %r" % end)
+        c.verify_chain()
+    finally:
+        c.close()
+
+
 SLOW_AFTER = """
 const orders = await shop.orders("paid");
 await shop.slow(input.ms);

@@ -18,6 +18,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 
@@ -433,6 +434,176 @@ def t_cancel_and_revoke(tmp):
         w.close()
 
 
+
+
+class Waiter(threading.Thread):
+    """One request that waits for a run (POST /v1/runs with "wait": true, or an MCP tool call),
+    made on a thread of its own with a timeout far past the run's own end."""
+
+    def __init__(self, port, path, body, key):
+        super().__init__(daemon=True)
+        self.args = (port, path, json.dumps(body), key)
+        self.status = None
+        self.doc = None
+
+    def run(self):
+        port, path, body, key = self.args
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=4 * HANG)
+        try:
+            conn.request("POST", path, body=body, headers={
+                "Authorization": "Bearer " + key, "Content-Type": "application/json"})
+            r = conn.getresponse()
+            self.status, self.doc = r.status, json.loads(r.read() or b"null")
+        except OSError as e:
+            self.doc = repr(e)
+        finally:
+            conn.close()
+
+
+def t_a_revoked_key_ends_its_wait(tmp):
+    """A client waiting for a run, over POST /v1/runs or an MCP tool call, whose key is revoked
+    meanwhile is answered 401 (recorded as auth.denied), not the run's result, long before the
+    run would end; the run itself goes on (its principal holds another key) and completes."""
+    w = World(tmp)
+    try:
+        w.template("nap", "return await shop.slow(input.ms)", ["shop.slow"])
+        waiting = {}
+        for how in ("api", "mcp"):
+            key = w.ok("POST", "/v1/principals/agent-7/keys", None, w.admin, 201)
+            if how == "api":
+                body = {"template": "nap", "input": {"ms": 25000}, "wait": True}
+                waiting[how] = (key, Waiter(w.s.port, "/v1/runs", body, key["key"]))
+            else:
+                body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                        "params": {"name": "nap", "arguments": {"ms": 25000}}}
+                waiting[how] = (key, Waiter(w.s.port, "/v1/mcp", body, key["key"]))
+            waiting[how][1].start()
+        deadline = time.monotonic() + HANG
+        while w.shop.calls()["by_function"].get("shop.slow", 0) < 2:
+            check(time.monotonic() < deadline, "the runs never reached the shop")
+            time.sleep(0.02)
+        runs = w.ok("GET", "/v1/runs?template=nap", None, w.admin)
+        check(len(runs) == 2 and all(r["status"] == "running" for r in runs), "%r" % runs)
+        for key, _ in waiting.values():
+            w.ok("DELETE", "/v1/principals/agent-7/keys/" + key["prefix"], None, w.admin)
+        # the runs answer after 25 s: well before, each client has its 401
+        for how, (key, t) in waiting.items():
+            t.join(HANG)
+            check(not t.is_alive(), "%s: no answer %d s after its key was revoked" % (how, HANG))
+            error_of(t.status, t.doc, 401, "UNAUTHENTICATED")
+            check(key["prefix"] in t.doc["error"]["message"], "%s: %r" % (how, t.doc))
+        denied = [r["details"] for r in audit_rows(w.dir, "auth.denied")
+                  if r["details"]["status"] == 401]
+        check(sorted(d["route"] for d in denied) == ["/v1/mcp", "/v1/runs"] and
+              all("was revoked while the request waited" in d["reason"] for d in denied),
+              "auth.denied: %r" % denied)
+        # agent-7 keeps its first key: its runs go on
+        for r in runs:
+            check(w.get(r["id"])["status"] == "running", "run ended with the waiter: %r" % r)
+    finally:
+        w.close()
+
+
+def revoke_setup(w, agent):
+    """A supervised run of `agent` waiting for a person, and one executing (wait: false)."""
+    w.ok("PUT", "/v1/departments/finance/policy", {"autonomy": "supervised"}, w.admin)
+    st, held = w.run({"template": "summary", "input": {"status": "paid"}},
+                     key=w.keys[agent], want=202)
+    check(held["status"] == "awaiting_approval" and len(held["approvals"]) == 1, "%r" % held)
+    w.ok("PUT", "/v1/departments/finance/policy", {"autonomy": "autonomous"}, w.admin)
+    st, running = w.run({"template": "slow", "wait": False}, key=w.keys[agent], want=202)
+    w.until(running["id"], ("running",), key=w.admin)
+    return held, running
+
+
+def revoke_check(w, agent, held, running, reason):
+    """Both runs ended cancelled ABORTED with `reason` in their run.cancel records, the approval
+    closed (approval.cancel), and no decision resumes the held run."""
+    for run in (held, running):
+        done = w.until(run["id"], ("cancelled", "completed", "failed", "denied"), key=w.admin)
+        check(done["status"] == "cancelled" and done["error"]["code"] == "ABORTED" and
+              done["error"]["message"] == reason, "%s: %r" % (run["id"], done))
+        cancels = [r for r in audit_rows(w.dir, "run.cancel") if r["subject"] == run["id"]]
+        check(len(cancels) == 1 and cancels[0]["details"] == {"run": run["id"], "reason": reason},
+              "run.cancel of %s: %r" % (run["id"], cancels))
+    apr = held["approvals"][0]
+    a = w.ok("GET", "/v1/approvals?run=" + held["id"], None, w.keys["bob"])
+    check([x["status"] for x in a] == ["cancelled"], "approval: %r" % a)
+    closed = [r["details"] for r in audit_rows(w.dir, "approval.cancel") if r["subject"] == apr]
+    check(closed == [{"approval": apr, "run": held["id"], "reason": reason}], "%r" % closed)
+    error_of(*w.s.request("POST", "/v1/approvals/%s/approve" % apr, {}, key=w.keys["bob"])[:2],
+             409, "CONFLICT")
+    check(w.get(held["id"], key=w.admin)["status"] == "cancelled", "a decision resumed it")
+    check(w.shop.calls()["by_function"].get("shop.orders", 0) == 0, "the held run executed")
+
+
+def t_a_lost_agent_role_ends_the_runs_it_let_start(tmp):
+    """Taking back the agent role that let a principal start its runs ends them: the one waiting
+    for a person (its approval closed) and the one executing, cancelled ABORTED with the reason
+    recorded; an approver's decision does not resume it."""
+    w = World(tmp)
+    try:
+        w.template("summary", SUMMARY, ["shop.orders"])
+        w.template("slow", SLOW, ["shop.slow"])
+        held, running = revoke_setup(w, "agent-7")
+        # another principal's run, and another role of agent-7's, are not touched
+        st, other = w.run({"template": "slow", "wait": False}, key=w.keys["mallory"], want=202)
+        w.ok("DELETE", "/v1/principals/agent-7/roles", {"role": "agent", "department": "finance"},
+             w.admin)
+        revoke_check(w, "agent-7", held, running,
+                     "cancelled: agent-7 no longer holds role agent in department finance")
+        check(w.get(other["id"], key=w.admin)["status"] == "running", "mallory's run ended")
+    finally:
+        w.close()
+
+
+def t_a_revoked_last_key_ends_its_principals_runs(tmp):
+    """Revoking a principal's last key ends its runs in progress as a lost role does; while it
+    holds another key they go on."""
+    w = World(tmp)
+    try:
+        w.template("summary", SUMMARY, ["shop.orders"])
+        w.template("slow", SLOW, ["shop.slow"])
+        extra = w.ok("POST", "/v1/principals/agent-7/keys", None, w.admin, 201)
+        held, running = revoke_setup(w, "agent-7")
+        first = w.ok("GET", "/v1/principals", None, w.admin)
+        first = [k["prefix"] for p in first if p["name"] == "agent-7" for k in p["keys"]
+                 if k["prefix"] != extra["prefix"]][0]
+        w.ok("DELETE", "/v1/principals/agent-7/keys/" + first, None, w.admin)
+        check(w.get(held["id"], key=w.admin)["status"] == "awaiting_approval" and
+              w.get(running["id"], key=w.admin)["status"] == "running",
+              "a key revoked while another is left ended the runs")
+        w.ok("DELETE", "/v1/principals/agent-7/keys/" + extra["prefix"], None, w.admin)
+        revoke_check(w, "agent-7", held, running, "cancelled: agent-7 has no API key left")
+    finally:
+        w.close()
+
+
+def t_a_decision_never_resumes_a_run_its_principal_could_not_start(tmp):
+    """The role taken back behind airlockd's back (the grant deleted in the database, so the
+    approval is still pending): the decision answers 409 CONFLICT and the run ends cancelled
+    ABORTED instead of executing."""
+    w = World(tmp, autonomy="supervised")
+    try:
+        w.template("summary", SUMMARY, ["shop.orders"])
+        st, held = w.run({"template": "summary", "input": {"status": "paid"}}, want=202)
+        ts.db_exec(w.dir, "DELETE FROM role_grants WHERE principal = ? AND role = ?",
+                   ("agent-7", "agent"))
+        st, doc, _ = w.s.request("POST", "/v1/approvals/%s/approve" % held["approvals"][0], {},
+                                 key=w.keys["bob"])
+        error_of(st, doc, 409, "CONFLICT")
+        reason = "cancelled: agent-7 no longer holds role agent in department finance"
+        check(reason[len("cancelled: "):] in doc["error"]["message"], "%r" % doc)
+        done = w.get(held["id"], key=w.admin)
+        check(done["status"] == "cancelled" and done["error"]["code"] == "ABORTED" and
+              done["error"]["message"] == reason, "%r" % done)
+        a = w.ok("GET", "/v1/approvals?run=" + held["id"], None, w.keys["bob"])
+        check([x["status"] for x in a] == ["cancelled"], "approval: %r" % a)
+        check([r["details"]["reason"] for r in audit_rows(w.dir, "run.cancel")] == [reason],
+              "run.cancel")
+        check(w.shop.calls()["by_function"] == {}, "the run executed")
+    finally:
+        w.close()
 
 
 def t_a_runs_start_is_fixed_and_keyed(tmp):

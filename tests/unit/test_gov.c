@@ -27,6 +27,7 @@
 #define WS  GOV_WRONG_STATE
 #define REV GOV_REVOKED
 #define NA  GOV_NOT_APPROVED
+#define SR  GOV_STARTER_REVOKED
 
 static size_t gov_rows; /* table rows checked, printed at the end */
 
@@ -243,6 +244,7 @@ static void test_gov_reasons_have_status_and_code(void **state)
         { GOV_WRONG_STATE, "wrong_state", 409, "CONFLICT" },
         { GOV_REVOKED, "revoked", 409, "TEMPLATE_REVOKED" },
         { GOV_NOT_APPROVED, "not_approved", 409, "VERSION_NOT_APPROVED" },
+        { GOV_STARTER_REVOKED, "starter_revoked", 409, "CONFLICT" },
         { (enum gov_reason)99, "?", 500, "INTERNAL" },
     };
     for (size_t i = 0; i < NELEMS(rows); i++) {
@@ -750,6 +752,50 @@ static void test_gov_run_start(void **state)
     }
 }
 
+/* gov_run_may_go_on: a run goes on (executes, starts once approved, resumes after a decision)
+ * only while its principal still holds role agent in its department, or everywhere, and a key
+ * not revoked; the grants of another principal vouch for nothing. */
+static void test_gov_run_go_on(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *starter; /* its grants as the store has them now */
+        const char *principal;
+        size_t keys;
+        const char *dept;
+        enum gov_reason want;
+        const char *why;
+    } rows[] = {
+        { "agent1", "agent1", 1, "finance", OK, NULL },
+        { "agent1", "agent1", 3, "finance", OK, NULL },
+        { "agent_all", "agent_all", 1, "ops", OK, NULL },
+        { "mixed", "mixed", 1, "finance", OK, NULL },
+        /* its last key revoked */
+        { "agent1", "agent1", 0, "finance", SR, "agent1 has no API key left" },
+        { "agent_all", "agent_all", 0, "finance", SR, NULL },
+        /* its agent role taken back (here: never held in the run's department) */
+        { "agent1", "agent1", 1, "hr", SR, "agent1 no longer holds role agent in department hr" },
+        { "nobody", "nobody", 1, "finance", SR,
+          "nobody no longer holds role agent in department finance" },
+        { "mixed", "mixed", 1, "hr", SR, NULL },                    /* author there: not agent */
+        { "approver_all", "approver_all", 1, "finance", SR, NULL }, /* other roles everywhere */
+        { "every_role", "every_role", 0, "finance", SR, NULL },
+        /* another principal's grants */
+        { "agent1", "agent2", 1, "finance", SR,
+          "agent2 no longer holds role agent in department finance" },
+    };
+    for (size_t i = 0; i < NELEMS(rows); i++) {
+        for (int st = GOV_RUN_QUEUED; st <= GOV_RUN_AWAITING_APPROVAL; st++) {
+            struct gov_principal p;
+            struct gov_decision d;
+            struct gov_run r = { "run_1", rows[i].dept, rows[i].principal, (enum gov_run_state)st };
+            gov_make(&p, rows[i].starter);
+            int got = gov_run_may_go_on(&p, rows[i].keys, &r, &d);
+            gov_check("run go on", i, rows[i].starter, got, &d, rows[i].want, rows[i].why);
+        }
+    }
+}
+
 /* ---------------------------------------------------------------- autonomy */
 
 static void test_gov_autonomy_effective(void **state)
@@ -1022,6 +1068,7 @@ int main(void)
         cmocka_unit_test(test_gov_run_words),
         cmocka_unit_test(test_gov_run_cancel_every_state),
         cmocka_unit_test(test_gov_run_start),
+        cmocka_unit_test(test_gov_run_go_on),
         cmocka_unit_test(test_gov_autonomy_effective),
         cmocka_unit_test(test_gov_approval_states),
         cmocka_unit_test(test_gov_approval_see_and_decide),
