@@ -1653,6 +1653,182 @@ def t_audit_tamper_found(tmp):
         s.kill()
 
 
+def two_departments(s, k):
+    """finance and hr (supervised: a run waits for a person, with its input recorded), a
+    principal per grant; hr's template payroll with v1 approved and v2 a draft, finance's refund
+    with a draft only and paused with its one version revoked. The keys by name."""
+    keys = {"admin": k}
+    for dept in ("finance", "hr"):
+        check(s.request("POST", "/v1/departments", {"name": dept}, key=k)[0] == 201, dept)
+    check(s.request("PUT", "/v1/departments/hr/policy", {"autonomy": "supervised"},
+                    key=k)[0] == 200, "hr policy")
+    for name, grants in (("fin-auditor", (("auditor", "finance"),)),
+                         ("all-auditor", (("auditor", "*"),)),
+                         ("fin-author", (("author", "finance"),)),
+                         ("fin-approver", (("approver", "finance"),)),
+                         ("fin-agent", (("agent", "finance"),)),
+                         ("fin-author-agent", (("author", "finance"), ("agent", "finance"))),
+                         ("hr-author", (("author", "hr"),)), ("hr-approver", (("approver", "hr"),)),
+                         ("hr-agent", (("agent", "hr"),))):
+        st, doc, _ = s.request("POST", "/v1/principals", {"name": name}, key=k)
+        check(st == 201, "principal %s: %r" % (name, doc))
+        keys[name] = doc["key"]
+        for role, dept in grants:
+            check(s.request("POST", "/v1/principals/%s/roles" % name,
+                            {"role": role, "department": dept}, key=k)[0] == 201, "grant")
+
+    def template(name, dept, versions, approve=(), revoke=()):
+        short = "fin" if dept == "finance" else dept
+        author, approver = keys[short + "-author"], keys[short + "-approver"]
+        check(s.request("POST", "/v1/templates", {"name": name, "department": dept},
+                        key=author)[0] == 201, "template " + name)
+        for source in versions:
+            check(s.request("POST", "/v1/templates/%s/versions" % name, {"source": source},
+                            key=author)[0] == 201, "version of " + name)
+        for v in approve:
+            for path, key in (("submit", author), ("approve", approver)):
+                st, doc, _ = s.request("POST", "/v1/templates/%s/versions/%d/%s" % (name, v, path),
+                                       {}, key=key)
+                check(st == 200, "%s %s v%d: %r" % (path, name, v, doc))
+        for v in revoke:
+            check(s.request("POST", "/v1/templates/%s/versions/%d/revoke" % (name, v),
+                            {"reason": "paused"}, key=approver)[0] == 200, "revoke")
+
+    template("payroll", "hr", ("return input.salary", "return 'HR-DRAFT-SOURCE'"), approve=(1,))
+    template("refund", "finance", ("return 'FIN-DRAFT-SOURCE'",))
+    template("paused", "finance", ("return 1",), approve=(1,), revoke=(1,))
+    return keys
+
+
+def t_audit_follows_the_auditors_departments(tmp):
+    """An auditor of finance reads finance's records only: not an hr run's input through
+    ?run=, not hr's drafts through ?template=, not the records without a department
+    (principals, keys, grants for all, refusals), and no export (a chain with records left out
+    does not verify). An auditor of every department and an admin read them all."""
+    d = os.path.join(tmp, "var")
+    s = Server(d)
+    try:
+        k = s.admin_key()
+        keys = two_departments(s, k)
+        secret = "HR-SALARY-4711"
+        st, run, _ = s.request("POST", "/v1/runs", {"template": "payroll",
+                                                    "input": {"salary": secret}},
+                               key=keys["hr-agent"])
+        check(st == 202 and run["status"] == "awaiting_approval", "hr run: %r" % run)
+        fin = keys["fin-auditor"]
+        for query in ("run=" + run["id"], "template=payroll", "action=run.start"):
+            st, doc, _ = s.request("GET", "/v1/audit?" + query, key=fin)
+            check(st == 200 and doc["records"] == [], "%s to finance's auditor: %r" % (query, doc))
+        st, doc, _ = s.request("GET", "/v1/audit?limit=1000", key=fin)
+        text = json.dumps(doc)
+        check(st == 200 and doc["records"] and
+              all(r["department"] == "finance" for r in doc["records"]) and
+              secret not in text and "HR-DRAFT-SOURCE" not in text,
+              "finance's auditor reads: %r" % sorted({r["department"] for r in doc["records"]},
+                                                     key=str))
+        actions = {r["action"] for r in doc["records"]}
+        check({"department.create", "template.create", "version.create"} <= actions and
+              not actions & {"principal.create", "key.create", "auth.denied"},
+              "finance's auditor: %r" % actions)
+        # pages of one walk past the records it may not read, to the same records
+        seen, after = [], 0
+        for _ in range(200):
+            st, page, _ = s.request("GET", "/v1/audit?after=%d&limit=1" % after, key=fin)
+            check(st == 200 and len(page["records"]) <= 1, "page: %r" % page)
+            if not page["records"]:
+                break
+            seen += page["records"]
+            after = page["next"]
+        check(seen == doc["records"], "pages differ from the list")
+        st, e, _ = s.request("GET", "/v1/audit/export", key=fin)
+        error_of(st, e, 403, "FORBIDDEN")
+        st, v, _ = s.request("GET", "/v1/audit/verify", key=fin)
+        check(st == 200 and v["ok"] is True, "verify to finance's auditor: %r" % v)
+        # hr's templates are not there to finance's auditor; finance's, drafts included, are
+        for path in ("/v1/templates/payroll", "/v1/templates/payroll/versions/2",
+                     "/v1/templates/payroll/versions/1/diff",
+                     "/v1/templates/payroll/versions/1/types"):
+            st, e, _ = s.request("GET", path, key=fin)
+            error_of(st, e, 404, "NOT_FOUND")
+            check("hr" not in e["error"]["message"], "names the department: %r" % e)
+        st, doc, _ = s.request("GET", "/v1/templates", key=fin)
+        check(st == 200 and [t["name"] for t in doc] == ["paused", "refund"], "list: %r" % doc)
+        st, doc, _ = s.request("GET", "/v1/templates/refund/versions/1", key=fin)
+        check(st == 200 and doc["source"] == "return 'FIN-DRAFT-SOURCE'", "own draft: %r" % doc)
+        # an auditor of every department and an admin read everything, and export it whole
+        for key in (keys["all-auditor"], k):
+            st, doc, _ = s.request("GET", "/v1/audit?run=" + run["id"], key=key)
+            check(st == 200 and secret in json.dumps(doc), "?run= to a reader of all: %r" % doc)
+            st, doc, _ = s.request("GET", "/v1/audit?limit=1000", key=key)
+            check({"principal.create", "key.create", "role.grant"} <=
+                  {r["action"] for r in doc["records"]}, "a reader of all: %r" % doc)
+            st, _, body = s.raw_get("/v1/audit/export", key)
+            check(st == 200 and secret.encode() in body, "export: %d" % st)
+            st, doc, _ = s.request("GET", "/v1/templates/payroll/versions/2", key=key)
+            check(st == 200 and doc["source"] == "return 'HR-DRAFT-SOURCE'", "draft: %r" % doc)
+    finally:
+        s.kill()
+
+
+def t_runs_hide_versions_the_caller_cannot_read(tmp):
+    """POST /v1/runs answers a version the caller may not read as one that does not exist: an
+    agent learns neither that a draft is there nor another department's name. Whoever reads the
+    version learns its state; a revoked version stays known to the department's agents."""
+    d = os.path.join(tmp, "var")
+    s = Server(d)
+    try:
+        k = s.admin_key()
+        keys = two_departments(s, k)
+        agent = keys["fin-agent"]
+
+        def message(body, key=agent, want=404, code="NOT_FOUND"):
+            st, e, _ = s.request("POST", "/v1/runs", body, key=key)
+            error_of(st, e, want, code)
+            check("hr" not in e["error"]["message"] and
+                  "finance" not in e["error"]["message"], "names a department: %r" % e)
+            return e["error"]["message"].replace(body["template"], "T")
+
+        missing = message({"template": "nosuch", "version": 1})
+        newest = message({"template": "nosuch"})
+        for body in ({"template": "refund", "version": 1}, {"template": "payroll", "version": 1},
+                     {"template": "payroll", "version": 2}):
+            check(message(body) == missing, "%r answers otherwise than a missing one" % body)
+        for body in ({"template": "refund"}, {"template": "payroll"}):
+            check(message(body) == newest, "%r answers otherwise than a missing one" % body)
+        # the same from the routes that read templates and versions, and from MCP
+        for path in ("/v1/templates/refund", "/v1/templates/refund/versions/1",
+                     "/v1/templates/payroll", "/v1/templates/payroll/versions/1"):
+            st, e, _ = s.request("GET", path, key=agent)
+            error_of(st, e, 404, "NOT_FOUND")
+            check("hr" not in e["error"]["message"], "names the department: %r" % e)
+        for name in ("refund", "payroll"):
+            st, doc, _ = s.request("POST", "/v1/mcp", {
+                "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": name, "arguments": {}}}, key=agent)
+            check(st == 200 and doc["error"]["message"] == "unknown tool " + name,
+                  "MCP %s: %r" % (name, doc))
+        # an author who is also an agent of finance reads the draft, and learns its state
+        message({"template": "refund", "version": 1}, keys["fin-author-agent"], 409,
+                "VERSION_NOT_APPROVED")
+        message({"template": "refund"}, keys["fin-author-agent"], 409, "VERSION_NOT_APPROVED")
+        # a revoked version was approved: finance's agents learn it was taken back
+        message({"template": "paused", "version": 1}, agent, 409, "TEMPLATE_REVOKED")
+        message({"template": "paused"}, agent, 409, "TEMPLATE_REVOKED")
+        # an author of another department moves none of hr's versions, nor learns they exist
+        for v, action, who in ((2, "submit", "fin-author"), (1, "revoke", "fin-approver"),
+                               (2, "reject", "fin-approver")):
+            st, e, _ = s.request("POST", "/v1/templates/payroll/versions/%d/%s" % (v, action),
+                                 {}, key=keys[who])
+            error_of(st, e, 404, "NOT_FOUND")
+        st, e, _ = s.request("POST", "/v1/templates/payroll/versions", {"source": "1"},
+                             key=keys["fin-author"])
+        error_of(st, e, 404, "NOT_FOUND")
+        moved = [r for r in audit_rows(d, "version.submit") if r["subject"] == "payroll"]
+        check(len(moved) == 1, "a move went through: %r" % moved)
+    finally:
+        s.kill()
+
+
 # ---------------------------------------------------------------------------------------------
 def t_connectors(tmp):
     d = os.path.join(tmp, "var")
