@@ -248,8 +248,7 @@ int gov_version_may_read(const struct gov_principal *p, const struct gov_version
     if (view == GOV_VIEW_NONE) {
         return gov_deny(ret, GOV_HIDDEN, "no template %s", gov_str(v->template_name));
     }
-    if (view == GOV_VIEW_APPROVED &&
-        v->state != GOV_VERSION_APPROVED) {
+    if (view == GOV_VIEW_APPROVED && v->state != GOV_VERSION_APPROVED) {
         /* to an agent, a version not approved does not exist */
         return gov_deny(ret, GOV_HIDDEN, "no version %" PRId64 " of template %s", v->number,
                         gov_str(v->template_name));

@@ -109,8 +109,8 @@ void api_audit_list(struct api_ctx *ctx)
     int64_t most = gov_audit_may_see(pg.reader, NULL, &d) ? limit : INT64_MAX;
     api_reply(ctx, 200);
     buf_append_str(b, "{\"records\":[");
-    if (limit > 0 && ctx->store->ops->audit_search(ctx->store, after, most, &filter,
-                                                   api_audit_item, &pg) != STORE_OK) {
+    if (limit > 0 && ctx->store->ops->audit_search(ctx->store, after, most, &filter, api_audit_item,
+                                                   &pg) != STORE_OK) {
         api_store_failed(ctx);
         return;
     }

@@ -100,8 +100,8 @@ static int tpl_may_read(struct api_ctx *ctx, const struct tpl_info *ti)
 {
     struct gov_template t = { ti->name, ti->department, 0 };
     struct gov_decision d;
-    enum store_rc rc = ctx->store->ops->version_get(ctx->store, ti->name, 0, tpl_found,
-                                                    &t.approved);
+    enum store_rc rc =
+            ctx->store->ops->version_get(ctx->store, ti->name, 0, tpl_found, &t.approved);
     if (rc != STORE_OK && rc != STORE_NOT_FOUND) {
         api_store_failed(ctx);
         return -1;

@@ -491,7 +491,7 @@ static void test_gov_template_view_and_read(void **state)
         for (int s = 0; s < GOV_VERSION_STATES; s++) {
             struct gov_version v = { "payroll", 2, "finance", "wa", (enum gov_version_state)s };
             struct gov_decision d;
-            enum gov_reason want = roleless                           ? NR
+            enum gov_reason want = roleless                            ? NR
                                    : views[i].finance == GOV_VIEW_NONE ? HID
                                    : views[i].finance == GOV_VIEW_ALL  ? OK
                                    : v.state == GOV_VERSION_APPROVED   ? OK
@@ -501,7 +501,7 @@ static void test_gov_template_view_and_read(void **state)
                      gov_version_state_name(v.state));
             int got = gov_version_may_read(&p, &v, &d);
             gov_check("version read", i * GOV_VERSION_STATES + (size_t)s, label, got, &d, want,
-                      want != HID                          ? NULL
+                      want != HID                         ? NULL
                       : views[i].finance == GOV_VIEW_NONE ? "no template payroll"
                                                           : "no version 2 of template payroll");
         }
@@ -997,7 +997,8 @@ static void test_gov_audit_see(void **state)
         const char *why;
     } rows[] = {
         { "auditor_hr", "hr", OK, NULL },
-        { "auditor_hr", "finance", NR, "auditor_hr needs role admin|auditor in department finance" },
+        { "auditor_hr", "finance", NR,
+          "auditor_hr needs role admin|auditor in department finance" },
         { "auditor_hr", NULL, NR, "auditor_hr needs role admin|auditor in department *" },
         { "auditor_hr", "", NR, NULL },
         { "auditor_hr", "*", NR, NULL },
