@@ -18,9 +18,9 @@
  * Records follow the reader's departments (gov_audit_may_see): an auditor of finance lists
  * finance's records only, and never a record without a department (principals, keys, grants for
  * all, refusals, checkpoints). The export is the whole chain or nothing, since a chain with
- * records left out no longer verifies: only a reader of every record exports. The check answers
- * such a reader whether the chain holds and where it breaks, and why only to a reader of every
- * record (a fault's reason may quote what another department's record holds).
+ * records left out no longer verifies: only a reader of every record exports. The check tells
+ * an auditor of some departments whether the chain holds and where it breaks, but not what it
+ * found there (a fault's reason may quote what another department's record holds).
  */
 #include <inttypes.h>
 #include <pthread.h>
