@@ -216,31 +216,40 @@ int gov_version_may_act(const struct gov_principal *p, const struct gov_version 
 
 enum gov_view gov_template_view(const struct gov_principal *p, const char *department)
 {
-    /* admins and auditors of any department read every department's templates */
-    if (gov_holds(p, GOV_ROLE_ADMIN | GOV_ROLE_AUDITOR, NULL) ||
-        gov_holds(p, GOV_ROLE_AUTHOR | GOV_ROLE_APPROVER, gov_str(department))) {
+    /* an admin reads every department (admin is granted for all); an auditor reads the
+     * departments it audits, as an author or approver those it works in */
+    if (gov_holds(p, GOV_ROLE_ADMIN, NULL) ||
+        gov_holds(p, GOV_ROLE_AUTHOR | GOV_ROLE_APPROVER | GOV_ROLE_AUDITOR, gov_str(department))) {
         return GOV_VIEW_ALL;
     }
     return gov_holds(p, GOV_ROLES_ALL, gov_str(department)) ? GOV_VIEW_APPROVED : GOV_VIEW_NONE;
 }
 
-int gov_template_may_read(const struct gov_principal *p, const char *department,
+int gov_template_may_read(const struct gov_principal *p, const struct gov_template *t,
                           struct gov_decision *ret)
 {
-    if (gov_template_view(p, department) != GOV_VIEW_NONE) {
-        return gov_allow(ret);
+    if (!gov_may(p, GOV_ROLES_ALL, NULL, ret)) {
+        return 0;
     }
-    return gov_may(p, GOV_ROLES_ALL, gov_str(department), ret);
+    enum gov_view view = gov_template_view(p, t->department);
+    if (view == GOV_VIEW_NONE || (view == GOV_VIEW_APPROVED && !t->approved)) {
+        /* as if it did not exist: a refusal would confirm the name and name its department */
+        return gov_deny(ret, GOV_HIDDEN, "no template %s", gov_str(t->name));
+    }
+    return gov_allow(ret);
 }
 
 int gov_version_may_read(const struct gov_principal *p, const struct gov_version *v,
                          struct gov_decision *ret)
 {
-    if (!gov_template_may_read(p, v->department, ret)) {
+    enum gov_view view = gov_template_view(p, v->department);
+    if (!gov_may(p, GOV_ROLES_ALL, NULL, ret)) {
         return 0;
     }
-    if (gov_template_view(p, v->department) == GOV_VIEW_APPROVED &&
-        v->state != GOV_VERSION_APPROVED) {
+    if (view == GOV_VIEW_NONE) {
+        return gov_deny(ret, GOV_HIDDEN, "no template %s", gov_str(v->template_name));
+    }
+    if (view == GOV_VIEW_APPROVED && v->state != GOV_VERSION_APPROVED) {
         /* to an agent, a version not approved does not exist */
         return gov_deny(ret, GOV_HIDDEN, "no version %" PRId64 " of template %s", v->number,
                         gov_str(v->template_name));
@@ -298,13 +307,26 @@ int gov_run_may_cancel(const struct gov_principal *p, const struct gov_run *r,
 int gov_run_may_start(const struct gov_principal *p, const struct gov_run_start *s,
                       struct gov_decision *ret)
 {
-    if (!gov_may(p, GOV_ROLE_AGENT, gov_str(s->department), ret)) {
+    const char *dept = gov_str(s->department);
+    if (!gov_may(p, GOV_ROLE_AGENT, NULL, ret)) {
         return 0;
     }
     if (s->kind == GOV_RUN_ADHOC) {
-        return gov_allow(ret);
+        return gov_may(p, GOV_ROLE_AGENT, dept, ret);
     }
     const char *tpl = gov_str(s->template_name);
+    enum gov_view view = gov_template_view(p, dept);
+    /* a version the caller may not read answers as one that does not exist, in the words of
+     * the handler's 404; but a revoked version was approved, and its agents learn that it was
+     * taken back */
+    if (view == GOV_VIEW_NONE || (view == GOV_VIEW_APPROVED && s->state != GOV_VERSION_APPROVED &&
+                                  s->state != GOV_VERSION_REVOKED)) {
+        return gov_deny(ret, GOV_HIDDEN, "no template %s%s", tpl,
+                        s->version ? " with that version" : "");
+    }
+    if (!gov_may(p, GOV_ROLE_AGENT, dept, ret)) {
+        return 0;
+    }
     if (s->state == GOV_VERSION_REVOKED) {
         return gov_deny(ret, GOV_REVOKED, "template %s version %" PRId64 " is revoked", tpl,
                         s->version);
@@ -363,4 +385,20 @@ int gov_approval_may_decide(const struct gov_principal *p, const struct gov_appr
 int gov_audit_may_read(const struct gov_principal *p, struct gov_decision *ret)
 {
     return gov_may(p, GOV_ROLE_ADMIN | GOV_ROLE_AUDITOR, NULL, ret);
+}
+
+int gov_audit_may_see(const struct gov_principal *p, const char *department,
+                      struct gov_decision *ret)
+{
+    const unsigned roles = GOV_ROLE_ADMIN | GOV_ROLE_AUDITOR;
+    if (!gov_audit_may_read(p, ret)) {
+        return 0;
+    }
+    /* a record without a department (principals, keys, grants for all, refusals, checkpoints)
+     * is everyone's business, so only an admin's or an auditor's of every department */
+    const char *dept = department && department[0] ? department : GOV_EVERYWHERE;
+    if (gov_holds(p, GOV_ROLE_ADMIN, NULL) || gov_holds(p, GOV_ROLE_AUDITOR, dept)) {
+        return gov_allow(ret);
+    }
+    return gov_deny_role(p, roles, dept, ret);
 }

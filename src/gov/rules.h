@@ -164,22 +164,33 @@ int gov_version_may_act(const struct gov_principal *p, const struct gov_version 
 
 /* How much of a department's templates p sees (tpl_sees, tpl_full_view). */
 enum gov_view {
-    GOV_VIEW_NONE = 0,     /* nothing: the template is not listed, a read is refused (403) */
+    GOV_VIEW_NONE = 0,     /* nothing: the template is not listed, nor found (404) */
     GOV_VIEW_APPROVED = 1, /* approved versions only (an agent, and nothing more, there) */
     GOV_VIEW_ALL = 2,      /* every version */
 };
 
-/* ALL for an admin or an auditor of any department (they read every department) and for an
- * author or approver in `department` or everywhere; APPROVED for any other role there (an
- * agent); NONE otherwise. */
+/* ALL for an admin (of any department: admin is granted for every department) and for an
+ * author, approver or auditor in `department` or everywhere (an auditor of finance does not
+ * read hr); APPROVED for any other role there (an agent); NONE otherwise. */
 enum gov_view gov_template_view(const struct gov_principal *p, const char *department);
-/* May p read a template of `department` (api_templates_get, and the version routes' first
- * check)? Denied GOV_NO_ROLE when its view is NONE. 1 when allowed; *ret always filled. */
-int gov_template_may_read(const struct gov_principal *p, const char *department,
+/* A template as its rows say. Strings are borrowed for the call; NULL reads as "". */
+struct gov_template {
+    const char *name;
+    const char *department;
+    int approved; /* 1 when one of its versions is approved now */
+};
+
+/* May p read template t (every route that names a template: reads, the version routes, the
+ * moves)? Denied GOV_NO_ROLE to a principal without any role (the router), GOV_HIDDEN (404
+ * NOT_FOUND "no template T", what a template that does not exist answers, naming no
+ * department) when its view is NONE, or APPROVED and t has no approved version. 1 when
+ * allowed; *ret always filled. */
+int gov_template_may_read(const struct gov_principal *p, const struct gov_template *t,
                           struct gov_decision *ret);
-/* May p read version v (api_versions_get, _types, _diff)? gov_template_may_read of its
- * department, then a version other than approved is GOV_HIDDEN (404 NOT_FOUND "no version N of
- * template T") to a view of APPROVED only. 1 when allowed; *ret always filled. */
+/* May p read version v (every route that names a version)? As gov_template_may_read (the
+ * router's GOV_NO_ROLE, GOV_HIDDEN "no template T" to a view of NONE), then a version other than
+ * approved is GOV_HIDDEN (404 NOT_FOUND "no version N of template T") to a view of APPROVED
+ * only. 1 when allowed; *ret always filled. */
 int gov_version_may_read(const struct gov_principal *p, const struct gov_version *v,
                          struct gov_decision *ret);
 
@@ -260,11 +271,16 @@ struct gov_run_start {
     enum gov_version_state state; /* GOV_RUN_TEMPLATE: the version's */
 };
 
-/* May p start s? An agent of its department or everywhere (GOV_NO_ROLE); a template's version
- * must be approved: revoked is GOV_REVOKED (409 TEMPLATE_REVOKED "template T version N is
- * revoked"), any other state GOV_NOT_APPROVED (409 VERSION_NOT_APPROVED "template T version N is
- * S, not approved"). The department's policy (allow_adhoc) stays the handler's: its 404 for an
- * unknown department comes first. 1 when allowed; *ret always filled. */
+/* May p start s? An agent somewhere (GOV_NO_ROLE, the router). A template's version p may not
+ * read is GOV_HIDDEN (404 NOT_FOUND "no template T", "... with that version" when one was
+ * asked for: what a template or version that does not exist answers), except that a revoked
+ * version stays known to a reader of the department's approved versions (it was approved).
+ * Then an agent of its department or everywhere (GOV_NO_ROLE); the version must be approved:
+ * revoked is GOV_REVOKED (409 TEMPLATE_REVOKED "template T version N is revoked"), any other
+ * state GOV_NOT_APPROVED (409 VERSION_NOT_APPROVED "template T version N is S, not approved"),
+ * which only a reader of every version of the department (an author, say) gets. The
+ * department's policy (allow_adhoc) stays the handler's: its 404 for an unknown department
+ * comes first. 1 when allowed; *ret always filled. */
 int gov_run_may_start(const struct gov_principal *p, const struct gov_run_start *s,
                       struct gov_decision *ret);
 
@@ -357,5 +373,13 @@ int gov_source_bidi(const char *src, size_t len, struct gov_source_char *ret);
 /* May p read the audit log (list, export, verify, checkpoint)? An admin or auditor of any
  * department; GOV_NO_ROLE otherwise. 1 when allowed; *ret always filled. */
 int gov_audit_may_read(const struct gov_principal *p, struct gov_decision *ret);
+/* May p see a record of `department` (NULL or "": a record without one - principals, keys,
+ * grants for all, refusals, checkpoints)? gov_audit_may_read, then an admin, or an auditor of
+ * the department or everywhere; a record without a department only to an admin or an auditor
+ * everywhere, who thus see every record (the export, whose chain verifies only whole). Denied
+ * GOV_NO_ROLE ("P needs role admin|auditor in department D", D "*" for none). 1 when allowed;
+ * *ret always filled. */
+int gov_audit_may_see(const struct gov_principal *p, const char *department,
+                      struct gov_decision *ret);
 
 #endif

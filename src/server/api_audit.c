@@ -14,6 +14,13 @@
  * over from the first record, under a rate limit of its own. A long check is streamed a few
  * thousand records per call, answering leading spaces until its JSON object (valid JSON), so
  * that other requests on the same thread are served in between.
+ *
+ * Records follow the reader's departments (gov_audit_may_see): an auditor of finance lists
+ * finance's records only, and never a record without a department (principals, keys, grants for
+ * all, refusals, checkpoints). The export is the whole chain or nothing, since a chain with
+ * records left out no longer verifies: only a reader of every record exports. The check tells
+ * an auditor of some departments whether the chain holds and where it breaks, but not what it
+ * found there (a fault's reason may quote what another department's record holds).
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -35,6 +42,8 @@
 
 struct api_audit_page {
     struct buf *b;
+    const struct gov_principal *reader;
+    int64_t limit; /* records to answer */
     int64_t n;
     int64_t last;
 };
@@ -42,6 +51,13 @@ struct api_audit_page {
 static int api_audit_item(void *userdata, const struct store_audit *a)
 {
     struct api_audit_page *pg = userdata;
+    struct gov_decision d;
+    if (pg->n >= pg->limit) {
+        return 1;
+    }
+    if (!gov_audit_may_see(pg->reader, a->department, &d)) {
+        return 0;
+    }
     if (pg->n++) {
         buf_append_str(pg->b, ",");
     }
@@ -86,11 +102,15 @@ void api_audit_list(struct api_ctx *ctx)
     }
     struct store_audit_filter filter = { api_audit_text(ctx, "action"), api_audit_text(ctx, "run"),
                                          api_audit_text(ctx, "template") };
-    struct api_audit_page pg = { b, 0, after };
+    struct api_audit_page pg = { b, &ctx->who->gov, limit, 0, after };
+    struct gov_decision d;
+    /* a reader of some departments reads on past the records it may not see, up to limit
+     * records it may see (or the log's end) */
+    int64_t most = gov_audit_may_see(pg.reader, NULL, &d) ? limit : INT64_MAX;
     api_reply(ctx, 200);
     buf_append_str(b, "{\"records\":[");
-    if (ctx->store->ops->audit_search(ctx->store, after, limit, &filter, api_audit_item, &pg) !=
-        STORE_OK) {
+    if (limit > 0 && ctx->store->ops->audit_search(ctx->store, after, most, &filter, api_audit_item,
+                                                   &pg) != STORE_OK) {
         api_store_failed(ctx);
         return;
     }
@@ -171,6 +191,12 @@ void api_audit_export(struct api_ctx *ctx)
     struct store *s = ctx->store;
     struct store_checkpoint cp;
     struct api_audit_stream *st = NULL;
+    struct gov_decision d;
+    /* the chain verifies whole or not at all: only a reader of every record exports it */
+    gov_audit_may_see(&ctx->who->gov, NULL, &d);
+    if (api_decision(ctx, &d) != 0) {
+        return;
+    }
     /* the seal is appended under the router's lock: its seq is the end of a prefix that
      * verifies; what is appended while the export streams is left for the next one */
     enum store_rc rc = s->ops->audit_checkpoint(s, 1, &cp);
@@ -227,7 +253,9 @@ void api_audit_head_set(struct audit_head *h, const struct auditlog_result *res,
     pthread_mutex_unlock(&h->lock);
 }
 
-static void api_audit_result_json(struct buf *b, const struct auditlog_result *res)
+/* A verification's result as JSON; `brief`: the reason is only the fault's name, without
+ * what it found in the record (for a reader of some departments only). */
+static void api_audit_result_json(struct buf *b, const struct auditlog_result *res, int brief)
 {
     if (res->ok) {
         buf_printf(b, "{\"ok\":true,\"records\":%" PRId64 ",\"head\":", res->records);
@@ -236,7 +264,9 @@ static void api_audit_result_json(struct buf *b, const struct auditlog_result *r
     } else {
         buf_printf(b,
                    "{\"ok\":false,\"first_bad_seq\":%" PRId64 ",\"reason\":", res->first_bad_seq);
-        json_write_string(b, res->reason, strlen(res->reason));
+        const char *colon = brief ? strchr(res->reason, ':') : NULL;
+        json_write_string(b, res->reason,
+                          colon ? (size_t)(colon - res->reason) : strlen(res->reason));
         buf_append_str(b, "}\n");
     }
 }
@@ -247,6 +277,7 @@ struct api_verify {
     struct audit_head *head;
     struct auditlog_check *check;
     int full;
+    int brief; /* api_audit_result_json's */
     int done;
     struct buf answer; /* the JSON object, once done */
     size_t sent;
@@ -260,7 +291,7 @@ static void api_verify_done(const struct api_verify *v, struct buf *b)
     if (v->head) {
         api_audit_head_set(v->head, &res, v->full);
     }
-    api_audit_result_json(b, &res);
+    api_audit_result_json(b, &res, v->brief);
 }
 
 static ssize_t api_verify_read(void *userdata, char *out, size_t max)
@@ -310,6 +341,8 @@ void api_audit_verify(struct api_ctx *ctx)
     const char *full_arg = http_query(ctx->req, "full");
     int64_t end = 0;
     int done = 0;
+    struct gov_decision d;
+    int brief = !gov_audit_may_see(&ctx->who->gov, NULL, &d);
     if (full_arg && strcmp(full_arg, "true") != 0 && strcmp(full_arg, "false") != 0) {
         api_error(ctx, 400, "INVALID_REQUEST", "query argument full must be true or false");
         return;
@@ -332,7 +365,7 @@ void api_audit_verify(struct api_ctx *ctx)
     }
     if (!full && !known.ok) {
         api_reply(ctx, 200); /* broken before: nothing appended since can mend it */
-        api_audit_result_json(&ctx->resp->body, &known);
+        api_audit_result_json(&ctx->resp->body, &known, brief);
         return;
     }
     /* the key the checkpoints must carry: this server's */
@@ -351,6 +384,7 @@ void api_audit_verify(struct api_ctx *ctx)
     v->readers = ctx->svc ? ctx->svc->readers : NULL;
     v->head = head;
     v->full = full;
+    v->brief = brief;
     buf_init(&v->answer, 4096);
     /* the first step here: a check of what was appended since the last is usually all */
     rc = auditlog_check_step(v->check, s, API_AUDIT_CHECK_STEP, &done);

@@ -652,7 +652,8 @@ static int api_run_parse(struct api_ctx *ctx, struct api_run_request *q)
 }
 
 /* The newest approved version was asked for and there is none: when the template has versions,
- * answers why (to an agent of its department) and returns -1; 0 when it has none. */
+ * answers why (gov_run_may_start: to a caller who may read them, and to its agents when they
+ * were revoked) and returns -1; 0 when it has none. */
 static int api_run_none_approved(struct api_ctx *ctx, const struct api_run_request *q)
 {
     struct api_versions_seen seen;
@@ -663,9 +664,11 @@ static int api_run_none_approved(struct api_ctx *ctx, const struct api_run_reque
     if (rc != STORE_OK || seen.n == 0) {
         return 0;
     }
-    gov_may(&ctx->who->gov, GOV_ROLE_AGENT, seen.department, &d);
-    if (api_decision(ctx, &d) != 0) {
-        return -1;
+    struct gov_run_start start = { GOV_RUN_TEMPLATE, seen.department, q->template_name->str, 0,
+                                   seen.revoked ? GOV_VERSION_REVOKED : GOV_VERSION_DRAFT };
+    gov_run_may_start(&ctx->who->gov, &start, &d);
+    if (d.reason != GOV_REVOKED && d.reason != GOV_NOT_APPROVED) {
+        return api_decision(ctx, &d) != 0 ? -1 : 0;
     }
     if (seen.revoked) {
         api_error(ctx, 409, "TEMPLATE_REVOKED", "template %s: its approved versions are revoked",

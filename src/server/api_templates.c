@@ -9,8 +9,11 @@
  * Every change and its audit record are one transaction, and a state change is conditional on
  * the state it leaves (store version_set_state), so two approvers racing a revoker cannot leave
  * a revoked version approved. Reads follow the department: an agent sees only approved versions
- * of its own departments; admins and auditors see everything. Who may read, write or move a
- * version is src/gov's decision (rules.h); a handler reads the facts, asks, writes, answers.
+ * of its own departments, an auditor the departments it audits; admins see everything. A
+ * template or version the caller may not read answers 404 from every route that names it, the
+ * same as one that does not exist, before any check of the caller's role there. Who may read,
+ * write or move a version is src/gov's decision (rules.h); a handler reads the facts, asks,
+ * writes, answers.
  *
  * The connectors named in a version's functions are not checked here: a version may be written
  * before its connector exists; a run refuses a function no connector serves.
@@ -84,16 +87,44 @@ static int tpl_lookup(struct api_ctx *ctx, struct tpl_info *ti)
     return 0;
 }
 
-/* A read route's start: no body, the template {t} (404), the caller's right to read it
- * (gov_template_may_read, 403). 0 with ti filled, or -1 after answering. */
-static int tpl_read_route(struct api_ctx *ctx, struct tpl_info *ti)
+static int tpl_found(void *userdata, const struct store_version *v)
 {
+    (void)v;
+    *(int *)userdata = 1;
+    return 0;
+}
+
+/* May the caller read template ti (gov_template_may_read)? 0, or -1 after answering 404 (to
+ * the caller, it does not exist), 403 (no role at all) or 500. */
+static int tpl_may_read(struct api_ctx *ctx, const struct tpl_info *ti)
+{
+    struct gov_template t = { ti->name, ti->department, 0 };
     struct gov_decision d;
-    if (api_body(ctx, NULL, 0) != 0 || tpl_lookup(ctx, ti) != 0) {
+    enum store_rc rc =
+            ctx->store->ops->version_get(ctx->store, ti->name, 0, tpl_found, &t.approved);
+    if (rc != STORE_OK && rc != STORE_NOT_FOUND) {
+        api_store_failed(ctx);
         return -1;
     }
-    gov_template_may_read(&ctx->who->gov, ti->department, &d);
+    gov_template_may_read(&ctx->who->gov, &t, &d);
     return api_decision(ctx, &d);
+}
+
+/* Looks the route's {t} up as the caller may see it: 0 with ti filled, or -1 after answering
+ * (tpl_lookup, tpl_may_read). */
+static int tpl_lookup_readable(struct api_ctx *ctx, struct tpl_info *ti)
+{
+    return tpl_lookup(ctx, ti) != 0 || tpl_may_read(ctx, ti) != 0 ? -1 : 0;
+}
+
+/* A read route's start: no body, the template {t} as the caller may see it (404). 0 with ti
+ * filled, or -1 after answering. */
+static int tpl_read_route(struct api_ctx *ctx, struct tpl_info *ti)
+{
+    if (api_body(ctx, NULL, 0) != 0 || tpl_lookup_readable(ctx, ti) != 0) {
+        return -1;
+    }
+    return 0;
 }
 
 /* May the caller write the department's templates (a template, a version)? 0, or -1 after
@@ -401,20 +432,14 @@ static int tpl_template_one(void *userdata, const struct store_template *t)
     return 0;
 }
 
-/* Answers status with the template object of `name`, as the caller may read it. */
-static void tpl_reply_template(struct api_ctx *ctx, unsigned status, const char *name,
-                               int approved_only)
+/* Answers status with the template object of `name`, with the versions the caller may read. */
+static void tpl_reply_template(struct api_ctx *ctx, unsigned status, const char *name)
 {
     struct tpl_one o = { ctx->store, &ctx->resp->body, &ctx->who->gov, STORE_OK, 0 };
     api_reply(ctx, status);
     enum store_rc rc = ctx->store->ops->template_get(ctx->store, name, tpl_template_one, &o);
     if (rc != STORE_OK || o.rc != STORE_OK) {
         api_store_failed(ctx);
-        return;
-    }
-    if (approved_only && o.n == 0) {
-        /* to an agent, a template without an approved version does not exist */
-        api_error(ctx, 404, "NOT_FOUND", "no approved version of template %s", name);
         return;
     }
     buf_append_str(&ctx->resp->body, "\n");
@@ -479,7 +504,7 @@ void api_templates_create(struct api_ctx *ctx)
         return;
     }
     if (tpl_create_store(ctx, name->str, dept->str, description) == 0) {
-        tpl_reply_template(ctx, 201, name->str, 0);
+        tpl_reply_template(ctx, 201, name->str);
     }
 }
 
@@ -489,7 +514,7 @@ void api_templates_get(struct api_ctx *ctx)
     if (tpl_read_route(ctx, &ti) != 0) {
         return;
     }
-    tpl_reply_template(ctx, 200, ti.name, tpl_approved_only(ctx, ti.department));
+    tpl_reply_template(ctx, 200, ti.name);
 }
 
 /* ---------------------------------------------------------------- versions */
@@ -842,7 +867,7 @@ void api_versions_create(struct api_ctx *ctx)
     struct tpl_draft d;
     int64_t number = 0;
     tpl_draft_init(&d);
-    if (tpl_draft_body(ctx, &d) != 0 || tpl_lookup(ctx, &ti) != 0 ||
+    if (tpl_draft_body(ctx, &d) != 0 || tpl_lookup_readable(ctx, &ti) != 0 ||
         tpl_allow_write(ctx, ti.department) != 0 || tpl_draft_check(ctx, &d) != 0 ||
         tpl_draft_store(ctx, &ti, &d, &number) != 0) {
         goto out;
@@ -882,19 +907,16 @@ struct tpl_move_req {
     int64_t number;
 };
 
-/* Parses a move: its body, the template (404), the action's roles in the template's department
- * (403), the version number (404). 0, or -1 after answering. */
+/* Parses a move: its body, the template as the caller may see it (404), the version number
+ * (404). 0, or -1 after answering. The version itself, and the caller's roles, are decided
+ * once it is read (gov_version_may_read, gov_version_may_act). */
 static int tpl_move_parse(struct api_ctx *ctx, struct tpl_move_req *q)
 {
     const struct json_node *note = NULL;
     const char *field = q->note_field ? q->note_field : "";
     const struct api_field fields[] = { { field, JSON_STRING, 0, &note } };
-    struct gov_decision d;
-    if (api_body(ctx, fields, q->note_field ? 1 : 0) != 0 || tpl_lookup(ctx, &q->ti) != 0) {
-        return -1;
-    }
-    gov_may(&ctx->who->gov, gov_version_action_roles(q->action), q->ti.department, &d);
-    if (api_decision(ctx, &d) != 0) {
+    if (api_body(ctx, fields, q->note_field ? 1 : 0) != 0 ||
+        tpl_lookup_readable(ctx, &q->ti) != 0) {
         return -1;
     }
     q->number = tpl_version_number(api_param(ctx, "v"));
@@ -984,7 +1006,9 @@ static void tpl_move(struct api_ctx *ctx, enum gov_version_action action, const 
     if (rc == STORE_OK && !cur.found) {
         rc = STORE_NOT_FOUND;
     }
-    if (rc == STORE_OK && !gov_version_may_act(&ctx->who->gov, &cur.v, action, &d)) {
+    /* a version the caller may not read is not there; then its roles, four eyes, the state */
+    if (rc == STORE_OK && (!gov_version_may_read(&ctx->who->gov, &cur.v, &d) ||
+                           !gov_version_may_act(&ctx->who->gov, &cur.v, action, &d))) {
         s->ops->tx_rollback(s);
         api_decision(ctx, &d);
         return;

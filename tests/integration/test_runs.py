@@ -251,14 +251,23 @@ def t_only_approved_versions_run(tmp):
     w = World(tmp)
     try:
         w.template("draft", "return 1", [], approve=False)
-        error_of(*w.run({"template": "draft"}), 409, "VERSION_NOT_APPROVED")
-        error_of(*w.run({"template": "draft", "version": 1}), 409, "VERSION_NOT_APPROVED")
+        # to an agent, a version not approved is not there; to one who reads it (mallory is an
+        # approver too), it is not approved
+        error_of(*w.run({"template": "draft"}), 404, "NOT_FOUND")
+        error_of(*w.run({"template": "draft", "version": 1}), 404, "NOT_FOUND")
+        mallory = w.keys["mallory"]
+        error_of(*w.run({"template": "draft"}, key=mallory), 409, "VERSION_NOT_APPROVED")
+        error_of(*w.run({"template": "draft", "version": 1}, key=mallory), 409,
+                 "VERSION_NOT_APPROVED")
         w.ok("POST", "/v1/templates/draft/versions/1/submit", {}, w.keys["alice"])
-        error_of(*w.run({"template": "draft", "version": 1}), 409, "VERSION_NOT_APPROVED")
+        error_of(*w.run({"template": "draft", "version": 1}), 404, "NOT_FOUND")
+        error_of(*w.run({"template": "draft", "version": 1}, key=mallory), 409,
+                 "VERSION_NOT_APPROVED")
         error_of(*w.run({"template": "nosuch"}), 404, "NOT_FOUND")
-        # an agent of another department, an author, an auditor: not theirs to run
+        # an agent of another department (to which it is not there), an author, an auditor:
+        # not theirs to run
         w.ok("POST", "/v1/templates/draft/versions/1/approve", {}, w.keys["bob"])
-        error_of(*w.run({"template": "draft"}, key=w.keys["agent-9"]), 403, "FORBIDDEN")
+        error_of(*w.run({"template": "draft"}, key=w.keys["agent-9"]), 404, "NOT_FOUND")
         error_of(*w.run({"template": "draft"}, key=w.keys["alice"]), 403, "FORBIDDEN")
         error_of(*w.run({"template": "draft"}, key=w.keys["eve"]), 403, "FORBIDDEN")
         st, doc = w.run({"template": "draft"}, want=200)
@@ -1014,7 +1023,8 @@ def t_types_declare_what_a_run_has(tmp):
                 args, p.returncode, p.stdout[:200], p.stderr))
         p = subprocess.run([ts.CLI, "types", "draft"], env=env, capture_output=True, text=True,
                            timeout=HANG)
-        check(p.returncode == 1 and "no approved version" in p.stderr,
+        # to an agent, a template without an approved version is not there
+        check(p.returncode == 1 and "404 NOT_FOUND: no template draft" in p.stderr,
               "airlock types of a draft-only template: %d %r" % (p.returncode, p.stderr))
         p = subprocess.run([ts.CLI, "types", "greet", "9"], env=env, capture_output=True,
                            text=True, timeout=HANG)

@@ -589,7 +589,8 @@ EXPECT = {
     ("GET", "/readyz"): "public",
     ("GET", "/v1/me"): "principal",
     ("GET", "/v1/audit"): {"admin", "auditor"},
-    ("GET", "/v1/audit/export"): {"admin", "auditor"},
+    # ("everywhere", roles): those roles granted for "*" (the export is every record or none)
+    ("GET", "/v1/audit/export"): ("everywhere", {"admin", "auditor"}),
     ("GET", "/v1/audit/verify"): {"admin", "auditor"},
     ("GET", "/v1/audit/checkpoint"): {"admin", "auditor"},
     ("POST", "/v1/departments"): {"admin"},
@@ -605,11 +606,11 @@ EXPECT = {
     # the `anywhere` roles (besides admin's "*") in every department
     ("POST", "/v1/templates"): ("dept", {"author"}, set()),
     ("GET", "/v1/templates"): set(ROLES),
-    ("GET", "/v1/templates/{t}"): ("dept", set(ROLES), {"auditor"}),
+    ("GET", "/v1/templates/{t}"): ("dept", set(ROLES), set()),
     ("POST", "/v1/templates/{t}/versions"): ("dept", {"author"}, set()),
-    ("GET", "/v1/templates/{t}/versions/{v}"): ("dept", set(ROLES), {"auditor"}),
-    ("GET", "/v1/templates/{t}/versions/{v}/diff"): ("dept", set(ROLES), {"auditor"}),
-    ("GET", "/v1/templates/{t}/versions/{v}/types"): ("dept", set(ROLES), {"auditor"}),
+    ("GET", "/v1/templates/{t}/versions/{v}"): ("dept", set(ROLES), set()),
+    ("GET", "/v1/templates/{t}/versions/{v}/diff"): ("dept", set(ROLES), set()),
+    ("GET", "/v1/templates/{t}/versions/{v}/types"): ("dept", set(ROLES), set()),
     ("POST", "/v1/templates/{t}/versions/{v}/submit"): ("dept", {"author"}, set()),
     ("POST", "/v1/templates/{t}/versions/{v}/approve"): ("dept", {"approver"}, set()),
     ("POST", "/v1/templates/{t}/versions/{v}/reject"): ("dept", {"approver"}, set()),
@@ -756,10 +757,28 @@ def walk_principals():
     return grants
 
 
+def hidden(method, path, grants, where):
+    """Whether the template (or version) a probe names is not there to these grants: a route
+    naming one answers 404 to a caller who may not read it, before its roles in the department.
+    The probes' templates have v1 approved and v2 a draft (see probe)."""
+    if "{t}" not in path and (method, path) != ("POST", "/v1/runs"):
+        return False
+    here = {role for role, dept in grants if dept in ("*", where)}
+    if any(role == "admin" for role, _ in grants) or here & {"author", "approver", "auditor"}:
+        return False  # every version
+    if not here:
+        return True
+    # an agent there reads the approved version only
+    draft = path.endswith("/revoke") or (method, path) == ("POST", "/v1/runs")
+    return draft and ("{v}" in path or path == "/v1/runs")
+
+
 def grants_allow(rule, grants, where):
     """Whether any of a principal's grants meets the rule for the department `where` names."""
     if rule == "public" or rule == "principal":
         return True
+    if isinstance(rule, tuple) and rule[0] == "everywhere":
+        return any(role in rule[1] and dept == "*" for role, dept in grants)
     return any(rule_allows(rule, role, "own" if dept in ("*", where) else "other")
                for role, dept in grants)
 
@@ -809,7 +828,11 @@ def t_permission_table(tmp):
                                                                    st, doc)
                     check(st < 500, what)
                     here = {role for role, dept in grants if dept in ("*", where)}
-                    if allowed and path.startswith("/v1/runs/{id}") and here == {"agent"}:
+                    passes = isinstance(rule, tuple) and any(r in rule[1] for r, _ in grants)
+                    if passes and hidden(method, path, grants, where):
+                        # past the router, a template or version it may not read is not there
+                        error_of(st, doc, 404, "NOT_FOUND")
+                    elif allowed and path.startswith("/v1/runs/{id}") and here == {"agent"}:
                         # another's run, to a principal that is only an agent there (whatever it
                         # holds elsewhere), is not there: decided per run
                         error_of(st, doc, 404, "NOT_FOUND")
@@ -1099,15 +1122,16 @@ def t_templates_validation(tmp):
             "limits": {"timeout_ms": 31536000000, "cpu_ms": 1, "memory_bytes": 1099511627776,
                        "output_bytes": 67108864, "host_calls": 16777216}}, key=a)
         check(st == 201 and doc["version"] == 1 and doc["input_schema"] == {}, "edges: %r" % doc)
-        # another department's author may not add versions; nothing was written by the refusals
+        # another department's author may not add versions (to it, the template is not there);
+        # nothing was written by the refusals
         st, doc, _ = s.request("POST", "/v1/principals", {"name": "olga"}, key=k)
         olga = doc["key"]
         s.request("POST", "/v1/principals/olga/roles", {"role": "author", "department": "ops"},
                   key=k)
         error_of(*s.request("POST", "/v1/templates/t/versions", {"source": "1"}, key=olga)[:2],
-                 403, "FORBIDDEN")
-        error_of(*s.request("POST", "/v1/templates/t/versions/1/submit", key=olga)[:2], 403,
-                 "FORBIDDEN")
+                 404, "NOT_FOUND")
+        error_of(*s.request("POST", "/v1/templates/t/versions/1/submit", key=olga)[:2], 404,
+                 "NOT_FOUND")
         check(len(audit_rows(d, "version.create")) == 1, "refused versions recorded")
         st, doc, _ = s.request("GET", "/v1/templates/t", key=k)
         check([x["version"] for x in doc["versions"]] == [1], "versions: %r" % doc)
@@ -1238,7 +1262,10 @@ def t_templates_visibility(tmp):
                      404, "NOT_FOUND")
         error_of(*s.request("GET", "/v1/templates/fin/versions/2/diff?from=1", key=agent)[:2],
                  404, "NOT_FOUND")
-        error_of(*s.request("GET", "/v1/templates/opt", key=agent)[:2], 403, "FORBIDDEN")
+        # another department's template is not there, as if it did not exist
+        st, e, _ = s.request("GET", "/v1/templates/opt", key=agent)
+        error_of(st, e, 404, "NOT_FOUND")
+        check(e["error"]["message"] == "no template opt", "opt: %r" % e)
         # a template of its department without an approved version is not listed to an agent
         check(s.request("POST", "/v1/templates", {"name": "drafty", "department": "finance"},
                         key=keys["alice"])[0] == 201, "drafty")
@@ -1257,9 +1284,14 @@ def t_templates_visibility(tmp):
         st, doc, _ = s.request("GET", "/v1/templates", key=keys["alice"])
         check([t["name"] for t in doc] == ["drafty", "fin"] and len(doc[1]["versions"]) == 3,
               "author's list: %r" % doc)
-        error_of(*s.request("GET", "/v1/templates/opt", key=keys["alice"])[:2], 403, "FORBIDDEN")
-        # "*", admins and auditors see everything
-        for who in (otto, k, keys["dave"]):
+        error_of(*s.request("GET", "/v1/templates/opt", key=keys["alice"])[:2], 404, "NOT_FOUND")
+        # an auditor reads its department's templates, every version
+        st, doc, _ = s.request("GET", "/v1/templates", key=keys["dave"])
+        check([t["name"] for t in doc] == ["drafty", "fin"] and len(doc[1]["versions"]) == 3,
+              "auditor's list: %r" % doc)
+        error_of(*s.request("GET", "/v1/templates/opt", key=keys["dave"])[:2], 404, "NOT_FOUND")
+        # "*" and admins see everything
+        for who in (otto, k):
             st, doc, _ = s.request("GET", "/v1/templates", key=who)
             check([t["name"] for t in doc] == ["drafty", "fin", "opt"] and
                   len(doc[1]["versions"]) == 3, "list: %r" % doc)
@@ -1362,7 +1394,7 @@ def some_admin_actions(s, k):
     st, doc, _ = s.request("POST", "/v1/principals", {"name": "carol", "kind": "user"}, key=k)
     check(st == 201, "principal: %r" % doc)
     check(s.request("POST", "/v1/principals/carol/roles",
-                    {"role": "auditor", "department": "finance"}, key=k)[0] == 201, "grant")
+                    {"role": "auditor", "department": "*"}, key=k)[0] == 201, "grant")
     error_of(*s.request("GET", "/v1/principals")[:2], 401, "UNAUTHENTICATED")
     return doc["key"]
 
@@ -1649,6 +1681,182 @@ def t_audit_tamper_found(tmp):
     try:
         st, v, _ = s.request("GET", "/v1/audit/verify", key=s.admin_key())
         check(v["ok"] is False and v["first_bad_seq"] == 1, "column edit: %r" % v)
+    finally:
+        s.kill()
+
+
+def two_departments(s, k):
+    """finance and hr (supervised: a run waits for a person, with its input recorded), a
+    principal per grant; hr's template payroll with v1 approved and v2 a draft, finance's refund
+    with a draft only and paused with its one version revoked. The keys by name."""
+    keys = {"admin": k}
+    for dept in ("finance", "hr"):
+        check(s.request("POST", "/v1/departments", {"name": dept}, key=k)[0] == 201, dept)
+    check(s.request("PUT", "/v1/departments/hr/policy", {"autonomy": "supervised"},
+                    key=k)[0] == 200, "hr policy")
+    for name, grants in (("fin-auditor", (("auditor", "finance"),)),
+                         ("all-auditor", (("auditor", "*"),)),
+                         ("fin-author", (("author", "finance"),)),
+                         ("fin-approver", (("approver", "finance"),)),
+                         ("fin-agent", (("agent", "finance"),)),
+                         ("fin-author-agent", (("author", "finance"), ("agent", "finance"))),
+                         ("hr-author", (("author", "hr"),)), ("hr-approver", (("approver", "hr"),)),
+                         ("hr-agent", (("agent", "hr"),))):
+        st, doc, _ = s.request("POST", "/v1/principals", {"name": name}, key=k)
+        check(st == 201, "principal %s: %r" % (name, doc))
+        keys[name] = doc["key"]
+        for role, dept in grants:
+            check(s.request("POST", "/v1/principals/%s/roles" % name,
+                            {"role": role, "department": dept}, key=k)[0] == 201, "grant")
+
+    def template(name, dept, versions, approve=(), revoke=()):
+        short = "fin" if dept == "finance" else dept
+        author, approver = keys[short + "-author"], keys[short + "-approver"]
+        check(s.request("POST", "/v1/templates", {"name": name, "department": dept},
+                        key=author)[0] == 201, "template " + name)
+        for source in versions:
+            check(s.request("POST", "/v1/templates/%s/versions" % name, {"source": source},
+                            key=author)[0] == 201, "version of " + name)
+        for v in approve:
+            for path, key in (("submit", author), ("approve", approver)):
+                st, doc, _ = s.request("POST", "/v1/templates/%s/versions/%d/%s" % (name, v, path),
+                                       {}, key=key)
+                check(st == 200, "%s %s v%d: %r" % (path, name, v, doc))
+        for v in revoke:
+            check(s.request("POST", "/v1/templates/%s/versions/%d/revoke" % (name, v),
+                            {"reason": "paused"}, key=approver)[0] == 200, "revoke")
+
+    template("payroll", "hr", ("return input.salary", "return 'HR-DRAFT-SOURCE'"), approve=(1,))
+    template("refund", "finance", ("return 'FIN-DRAFT-SOURCE'",))
+    template("paused", "finance", ("return 1",), approve=(1,), revoke=(1,))
+    return keys
+
+
+def t_audit_follows_the_auditors_departments(tmp):
+    """An auditor of finance reads finance's records only: not an hr run's input through
+    ?run=, not hr's drafts through ?template=, not the records without a department
+    (principals, keys, grants for all, refusals), and no export (a chain with records left out
+    does not verify). An auditor of every department and an admin read them all."""
+    d = os.path.join(tmp, "var")
+    s = Server(d)
+    try:
+        k = s.admin_key()
+        keys = two_departments(s, k)
+        secret = "HR-SALARY-4711"
+        st, run, _ = s.request("POST", "/v1/runs", {"template": "payroll",
+                                                    "input": {"salary": secret}},
+                               key=keys["hr-agent"])
+        check(st == 202 and run["status"] == "awaiting_approval", "hr run: %r" % run)
+        fin = keys["fin-auditor"]
+        for query in ("run=" + run["id"], "template=payroll", "action=run.start"):
+            st, doc, _ = s.request("GET", "/v1/audit?" + query, key=fin)
+            check(st == 200 and doc["records"] == [], "%s to finance's auditor: %r" % (query, doc))
+        st, doc, _ = s.request("GET", "/v1/audit?limit=1000", key=fin)
+        text = json.dumps(doc)
+        check(st == 200 and doc["records"] and
+              all(r["department"] == "finance" for r in doc["records"]) and
+              secret not in text and "HR-DRAFT-SOURCE" not in text,
+              "finance's auditor reads: %r" % sorted({r["department"] for r in doc["records"]},
+                                                     key=str))
+        actions = {r["action"] for r in doc["records"]}
+        check({"department.create", "template.create", "version.create"} <= actions and
+              not actions & {"principal.create", "key.create", "auth.denied"},
+              "finance's auditor: %r" % actions)
+        # pages of one walk past the records it may not read, to the same records
+        seen, after = [], 0
+        for _ in range(200):
+            st, page, _ = s.request("GET", "/v1/audit?after=%d&limit=1" % after, key=fin)
+            check(st == 200 and len(page["records"]) <= 1, "page: %r" % page)
+            if not page["records"]:
+                break
+            seen += page["records"]
+            after = page["next"]
+        check(seen == doc["records"], "pages differ from the list")
+        st, e, _ = s.request("GET", "/v1/audit/export", key=fin)
+        error_of(st, e, 403, "FORBIDDEN")
+        st, v, _ = s.request("GET", "/v1/audit/verify", key=fin)
+        check(st == 200 and v["ok"] is True, "verify to finance's auditor: %r" % v)
+        # hr's templates are not there to finance's auditor; finance's, drafts included, are
+        for path in ("/v1/templates/payroll", "/v1/templates/payroll/versions/2",
+                     "/v1/templates/payroll/versions/1/diff",
+                     "/v1/templates/payroll/versions/1/types"):
+            st, e, _ = s.request("GET", path, key=fin)
+            error_of(st, e, 404, "NOT_FOUND")
+            check("hr" not in e["error"]["message"], "names the department: %r" % e)
+        st, doc, _ = s.request("GET", "/v1/templates", key=fin)
+        check(st == 200 and [t["name"] for t in doc] == ["paused", "refund"], "list: %r" % doc)
+        st, doc, _ = s.request("GET", "/v1/templates/refund/versions/1", key=fin)
+        check(st == 200 and doc["source"] == "return 'FIN-DRAFT-SOURCE'", "own draft: %r" % doc)
+        # an auditor of every department and an admin read everything, and export it whole
+        for key in (keys["all-auditor"], k):
+            st, doc, _ = s.request("GET", "/v1/audit?run=" + run["id"], key=key)
+            check(st == 200 and secret in json.dumps(doc), "?run= to a reader of all: %r" % doc)
+            st, doc, _ = s.request("GET", "/v1/audit?limit=1000", key=key)
+            check({"principal.create", "key.create", "role.grant"} <=
+                  {r["action"] for r in doc["records"]}, "a reader of all: %r" % doc)
+            st, _, body = s.raw_get("/v1/audit/export", key)
+            check(st == 200 and secret.encode() in body, "export: %d" % st)
+            st, doc, _ = s.request("GET", "/v1/templates/payroll/versions/2", key=key)
+            check(st == 200 and doc["source"] == "return 'HR-DRAFT-SOURCE'", "draft: %r" % doc)
+    finally:
+        s.kill()
+
+
+def t_runs_hide_versions_the_caller_cannot_read(tmp):
+    """POST /v1/runs answers a version the caller may not read as one that does not exist: an
+    agent learns neither that a draft is there nor another department's name. Whoever reads the
+    version learns its state; a revoked version stays known to the department's agents."""
+    d = os.path.join(tmp, "var")
+    s = Server(d)
+    try:
+        k = s.admin_key()
+        keys = two_departments(s, k)
+        agent = keys["fin-agent"]
+
+        def message(body, key=agent, want=404, code="NOT_FOUND"):
+            st, e, _ = s.request("POST", "/v1/runs", body, key=key)
+            error_of(st, e, want, code)
+            check("hr" not in e["error"]["message"] and
+                  "finance" not in e["error"]["message"], "names a department: %r" % e)
+            return e["error"]["message"].replace(body["template"], "T")
+
+        missing = message({"template": "nosuch", "version": 1})
+        newest = message({"template": "nosuch"})
+        for body in ({"template": "refund", "version": 1}, {"template": "payroll", "version": 1},
+                     {"template": "payroll", "version": 2}):
+            check(message(body) == missing, "%r answers otherwise than a missing one" % body)
+        for body in ({"template": "refund"}, {"template": "payroll"}):
+            check(message(body) == newest, "%r answers otherwise than a missing one" % body)
+        # the same from the routes that read templates and versions, and from MCP
+        for path in ("/v1/templates/refund", "/v1/templates/refund/versions/1",
+                     "/v1/templates/payroll", "/v1/templates/payroll/versions/1"):
+            st, e, _ = s.request("GET", path, key=agent)
+            error_of(st, e, 404, "NOT_FOUND")
+            check("hr" not in e["error"]["message"], "names the department: %r" % e)
+        for name in ("refund", "payroll"):
+            st, doc, _ = s.request("POST", "/v1/mcp", {
+                "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": name, "arguments": {}}}, key=agent)
+            check(st == 200 and doc["error"]["message"] == "unknown tool " + name,
+                  "MCP %s: %r" % (name, doc))
+        # an author who is also an agent of finance reads the draft, and learns its state
+        message({"template": "refund", "version": 1}, keys["fin-author-agent"], 409,
+                "VERSION_NOT_APPROVED")
+        message({"template": "refund"}, keys["fin-author-agent"], 409, "VERSION_NOT_APPROVED")
+        # a revoked version was approved: finance's agents learn it was taken back
+        message({"template": "paused", "version": 1}, agent, 409, "TEMPLATE_REVOKED")
+        message({"template": "paused"}, agent, 409, "TEMPLATE_REVOKED")
+        # an author of another department moves none of hr's versions, nor learns they exist
+        for v, action, who in ((2, "submit", "fin-author"), (1, "revoke", "fin-approver"),
+                               (2, "reject", "fin-approver")):
+            st, e, _ = s.request("POST", "/v1/templates/payroll/versions/%d/%s" % (v, action),
+                                 {}, key=keys[who])
+            error_of(st, e, 404, "NOT_FOUND")
+        st, e, _ = s.request("POST", "/v1/templates/payroll/versions", {"source": "1"},
+                             key=keys["fin-author"])
+        error_of(st, e, 404, "NOT_FOUND")
+        moved = [r for r in audit_rows(d, "version.submit") if r["subject"] == "payroll"]
+        check(len(moved) == 1, "a move went through: %r" % moved)
     finally:
         s.kill()
 

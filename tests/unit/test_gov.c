@@ -54,6 +54,8 @@ static const struct gov_spec {
     { "approver_all", "approver_all", "approver:*" },
     { "auditor_hr", "auditor_hr", "auditor:hr" },
     { "auditor_all", "auditor_all", "auditor:*" },
+    /* an auditor of one department who is an agent in another */
+    { "auditor_fin_agent_hr", "afah", "auditor:finance agent:hr" },
     { "admin_fin", "admin_fin", "admin:finance" },
     { "admin_hr", "admin_hr", "admin:hr" },
     { "admin_all", "admin_all", "admin:*" },
@@ -457,7 +459,8 @@ static void test_gov_version_act_words(void **state)
     }
 }
 
-/* How much of finance's templates each principal sees, and which versions it may read. */
+/* How much of finance's templates each principal sees, and which templates and versions it may
+ * read: one it may not read is not there (404, naming no department). */
 static void test_gov_template_view_and_read(void **state)
 {
     (void)state;
@@ -473,41 +476,59 @@ static void test_gov_template_view_and_read(void **state)
         { "mixed2", GOV_VIEW_APPROVED, GOV_VIEW_ALL },
         { "author_fin", GOV_VIEW_ALL, GOV_VIEW_NONE },
         { "approver_all", GOV_VIEW_ALL, GOV_VIEW_ALL },
-        /* admins and auditors of any department read every department */
-        { "auditor_hr", GOV_VIEW_ALL, GOV_VIEW_ALL },
+        /* an auditor reads the departments it audits; admins (granted for all) every one */
+        { "auditor_hr", GOV_VIEW_NONE, GOV_VIEW_ALL },
+        { "auditor_all", GOV_VIEW_ALL, GOV_VIEW_ALL },
+        { "auditor_fin_agent_hr", GOV_VIEW_ALL, GOV_VIEW_APPROVED },
         { "admin_hr", GOV_VIEW_ALL, GOV_VIEW_ALL },
-        { "agent_auditor", GOV_VIEW_ALL, GOV_VIEW_ALL },
+        { "agent_auditor", GOV_VIEW_ALL, GOV_VIEW_NONE },
     };
     for (size_t i = 0; i < NELEMS(views); i++) {
         struct gov_principal p;
         gov_make(&p, views[i].who);
+        int roleless = strcmp(views[i].who, "nobody") == 0;
         gov_check_int("view finance", i, views[i].who, gov_template_view(&p, "finance"),
                       views[i].finance);
         gov_check_int("view hr", i, views[i].who, gov_template_view(&p, "hr"), views[i].hr);
         for (int s = 0; s < GOV_VERSION_STATES; s++) {
             struct gov_version v = { "payroll", 2, "finance", "wa", (enum gov_version_state)s };
             struct gov_decision d;
-            enum gov_reason want = views[i].finance == GOV_VIEW_NONE  ? NR
-                                   : views[i].finance == GOV_VIEW_ALL ? OK
-                                   : v.state == GOV_VERSION_APPROVED  ? OK
-                                                                      : HID;
+            enum gov_reason want = roleless                            ? NR
+                                   : views[i].finance == GOV_VIEW_NONE ? HID
+                                   : views[i].finance == GOV_VIEW_ALL  ? OK
+                                   : v.state == GOV_VERSION_APPROVED   ? OK
+                                                                       : HID;
             char label[96];
             snprintf(label, sizeof label, "%s reads a %s version", views[i].who,
                      gov_version_state_name(v.state));
             int got = gov_version_may_read(&p, &v, &d);
             gov_check("version read", i * GOV_VERSION_STATES + (size_t)s, label, got, &d, want,
-                      want == HID ? "no version 2 of template payroll" : NULL);
+                      want != HID                         ? NULL
+                      : views[i].finance == GOV_VIEW_NONE ? "no template payroll"
+                                                          : "no version 2 of template payroll");
         }
-        struct gov_decision d;
-        int got = gov_template_may_read(&p, "finance", &d);
-        gov_check("template read", i, views[i].who, got, &d,
-                  views[i].finance == GOV_VIEW_NONE ? NR : OK, NULL);
+        for (int approved = 0; approved < 2; approved++) {
+            struct gov_template t = { "payroll", "finance", approved };
+            struct gov_decision d;
+            enum gov_reason want = roleless                            ? NR
+                                   : views[i].finance == GOV_VIEW_NONE ? HID
+                                   : views[i].finance == GOV_VIEW_ALL  ? OK
+                                   : approved                          ? OK
+                                                                       : HID;
+            int got = gov_template_may_read(&p, &t, &d);
+            gov_check("template read", i * 2 + (size_t)approved, views[i].who, got, &d, want,
+                      want == HID ? "no template payroll" : NULL);
+        }
     }
     struct gov_principal p;
     struct gov_decision d;
+    struct gov_template hr = { "payroll", "hr", 1 };
     gov_make(&p, "agent1");
-    gov_check("template read", 0, "agent1 in hr", gov_template_may_read(&p, "hr", &d), &d, NR,
-              "agent1 needs role admin|author|approver|auditor|agent in department hr");
+    gov_check("template read", 0, "agent1 in hr", gov_template_may_read(&p, &hr, &d), &d, HID,
+              "no template payroll");
+    gov_make(&p, "nobody");
+    gov_check("template read", 1, "nobody", gov_template_may_read(&p, &hr, &d), &d, NR,
+              "nobody needs role admin|author|approver|auditor|agent");
 }
 
 /* ---------------------------------------------------------------- runs */
@@ -724,17 +745,37 @@ static void test_gov_run_start(void **state)
         const char *why;
     } rows[] = {
         { "agent1", GOV_RUN_TEMPLATE, "finance", GOV_VERSION_APPROVED, OK, NULL },
+        /* a revoked version was approved: its agents learn it was taken back */
         { "agent1", GOV_RUN_TEMPLATE, "finance", GOV_VERSION_REVOKED, REV,
           "template payroll version 4 is revoked" },
-        { "agent1", GOV_RUN_TEMPLATE, "finance", GOV_VERSION_DRAFT, NA,
+        /* a version an agent may not read is not there, in the words of a missing one */
+        { "agent1", GOV_RUN_TEMPLATE, "finance", GOV_VERSION_DRAFT, HID,
+          "no template payroll with that version" },
+        { "agent1", GOV_RUN_TEMPLATE, "finance", GOV_VERSION_SUBMITTED, HID, NULL },
+        { "agent1", GOV_RUN_TEMPLATE, "finance", GOV_VERSION_REJECTED, HID, NULL },
+        { "agent_all", GOV_RUN_TEMPLATE, "ops", GOV_VERSION_DRAFT, HID, NULL },
+        { "agent_all", GOV_RUN_TEMPLATE, "ops", GOV_VERSION_REVOKED, REV, NULL },
+        /* ... and another department's template, naming no department, in every state */
+        { "agent1", GOV_RUN_TEMPLATE, "hr", GOV_VERSION_APPROVED, HID,
+          "no template payroll with that version" },
+        { "agent1", GOV_RUN_TEMPLATE, "hr", GOV_VERSION_REVOKED, HID, NULL },
+        { "agent1", GOV_RUN_TEMPLATE, "hr", GOV_VERSION_DRAFT, HID, NULL },
+        { "auditor_fin_agent_hr", GOV_RUN_TEMPLATE, "ops", GOV_VERSION_APPROVED, HID, NULL },
+        /* a caller who reads every version of the department learns its state */
+        { "agent1+approver", GOV_RUN_TEMPLATE, "finance", GOV_VERSION_DRAFT, NA,
           "template payroll version 4 is draft, not approved" },
-        { "agent1", GOV_RUN_TEMPLATE, "finance", GOV_VERSION_SUBMITTED, NA, NULL },
-        { "agent1", GOV_RUN_TEMPLATE, "finance", GOV_VERSION_REJECTED, NA, NULL },
-        { "agent1", GOV_RUN_TEMPLATE, "hr", GOV_VERSION_APPROVED, NR,
-          "agent1 needs role agent in department hr" },
-        /* the role before the state */
-        { "agent1", GOV_RUN_TEMPLATE, "hr", GOV_VERSION_REVOKED, NR, NULL },
-        { "mixed", GOV_RUN_TEMPLATE, "hr", GOV_VERSION_APPROVED, NR, NULL },
+        { "agent1+approver", GOV_RUN_TEMPLATE, "finance", GOV_VERSION_SUBMITTED, NA, NULL },
+        { "agent_auditor", GOV_RUN_TEMPLATE, "finance", GOV_VERSION_REJECTED, NA, NULL },
+        { "agent1+approver", GOV_RUN_TEMPLATE, "finance", GOV_VERSION_REVOKED, REV, NULL },
+        /* one who reads it and is no agent there: the role, then the state */
+        { "mixed", GOV_RUN_TEMPLATE, "hr", GOV_VERSION_APPROVED, NR,
+          "mixed needs role agent in department hr" },
+        { "mixed2", GOV_RUN_TEMPLATE, "hr", GOV_VERSION_DRAFT, NR, NULL },
+        { "auditor_fin_agent_hr", GOV_RUN_TEMPLATE, "finance", GOV_VERSION_DRAFT, NR,
+          "afah needs role agent in department finance" },
+        { "auditor_fin_agent_hr", GOV_RUN_TEMPLATE, "hr", GOV_VERSION_APPROVED, OK, NULL },
+        { "author_fin", GOV_RUN_TEMPLATE, "finance", GOV_VERSION_DRAFT, NR,
+          "author_fin needs role agent" },
         { "mixed", GOV_RUN_ADHOC, "finance", GOV_VERSION_DRAFT, OK, NULL },
         { "agent_all", GOV_RUN_ADHOC, "ops", GOV_VERSION_DRAFT, OK, NULL },
         { "approver_all", GOV_RUN_TEMPLATE, "finance", GOV_VERSION_APPROVED, NR,
@@ -750,6 +791,13 @@ static void test_gov_run_start(void **state)
         int got = gov_run_may_start(&p, &s, &d);
         gov_check("run start", i, rows[i].who, got, &d, rows[i].want, rows[i].why);
     }
+    /* the newest approved version asked for (0), where there is none it may read */
+    struct gov_principal p;
+    struct gov_decision d;
+    struct gov_run_start s = { GOV_RUN_TEMPLATE, "hr", "payroll", 0, GOV_VERSION_DRAFT };
+    gov_make(&p, "agent1");
+    gov_check("run start", 0, "agent1, newest", gov_run_may_start(&p, &s, &d), &d, HID,
+              "no template payroll");
 }
 
 /* gov_run_may_go_on: a run goes on (executes, starts once approved, resumes after a decision)
@@ -983,6 +1031,49 @@ static void test_gov_audit_read(void **state)
               "nobody needs role admin|auditor");
 }
 
+/* Which records a reader of the audit log sees: its departments', and those without a
+ * department only when it sees every department. */
+static void test_gov_audit_see(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *who;
+        const char *dept; /* NULL: a record without one */
+        enum gov_reason want;
+        const char *why;
+    } rows[] = {
+        { "auditor_hr", "hr", OK, NULL },
+        { "auditor_hr", "finance", NR,
+          "auditor_hr needs role admin|auditor in department finance" },
+        { "auditor_hr", NULL, NR, "auditor_hr needs role admin|auditor in department *" },
+        { "auditor_hr", "", NR, NULL },
+        { "auditor_hr", "*", NR, NULL },
+        { "agent_auditor", "finance", OK, NULL },
+        { "agent_auditor", "hr", NR, NULL },
+        { "agent_auditor", NULL, NR, NULL },
+        { "auditor_fin_agent_hr", "hr", NR, NULL },
+        { "auditor_fin_agent_hr", "finance", OK, NULL },
+        { "auditor_all", "hr", OK, NULL },
+        { "auditor_all", NULL, OK, NULL },
+        { "auditor_all", "*", OK, NULL },
+        { "admin_all", "finance", OK, NULL },
+        { "admin_all", NULL, OK, NULL },
+        { "admin_hr", "finance", OK, NULL },
+        { "admin_hr", NULL, OK, NULL },
+        { "every_role", NULL, OK, NULL },
+        { "approver_all", "finance", NR, "approver_all needs role admin|auditor" },
+        { "agent1", "finance", NR, NULL },
+        { "nobody", NULL, NR, NULL },
+    };
+    for (size_t i = 0; i < NELEMS(rows); i++) {
+        struct gov_principal p;
+        struct gov_decision d;
+        gov_make(&p, rows[i].who);
+        int got = gov_audit_may_see(&p, rows[i].dept, &d);
+        gov_check("audit see", i, rows[i].who, got, &d, rows[i].want, rows[i].why);
+    }
+}
+
 /* A principal without a name owns nothing: not a run or approval whose principal is "". */
 static void test_gov_nameless_owns_nothing(void **state)
 {
@@ -1061,6 +1152,7 @@ int main(void)
         cmocka_unit_test(test_gov_version_act_roles),
         cmocka_unit_test(test_gov_version_act_words),
         cmocka_unit_test(test_gov_template_view_and_read),
+        cmocka_unit_test(test_gov_audit_see),
         cmocka_unit_test(test_gov_run_names_round_trip),
         cmocka_unit_test(test_gov_run_moves_every_pair),
         cmocka_unit_test(test_gov_run_see_mixed_roles),

@@ -26,6 +26,11 @@ export class Me {
         return this.admin || this.hasAnywhere('auditor');
     }
 
+    // the export is every record of the log: an admin's, or an auditor's of every department
+    get canExportAudit() {
+        return this.admin || this.has('auditor', '*');
+    }
+
     get canListApprovals() {
         return this.admin || this.hasAnywhere('auditor') || this.hasAnywhere('approver');
     }

@@ -54,7 +54,9 @@ export async function render(ctx) {
         }
         exportButton.disabled = false;
     });
-    add(m, el('h1', null, 'Audit log'), el('div', { class: 'actions' }, verify, exportButton, exportMsg), form);
+    // an auditor of some departments reads their records, but the export is the whole log
+    const exporting = ctx.me.canExportAudit ? [exportButton, exportMsg] : [];
+    add(m, el('h1', null, 'Audit log'), el('div', { class: 'actions' }, verify, ...exporting), form);
     get('/v1/audit/verify').then((v) => {
         verify.classList.add(v.ok ? 'ok' : 'bad');
         verify.textContent = v.ok ? 'Chain verified up to seq ' + v.records : 'Chain broken at seq ' + v.first_bad_seq + ': ' + v.reason;
