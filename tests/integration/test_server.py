@@ -655,6 +655,9 @@ def t_unauthenticated_refusals_tallied(tmp):
         check(len([r for r in rows if r["details"]["status"] == 403]) == 3,
               "403 records: %r" % [r["details"] for r in rows if r["details"]["status"] == 403])
         # while airlockd runs: the first refusal of each address, recorded at once
+        n = len([r for r in rows if r["details"]["status"] == 401])
+        check(n == len(sources), "%d records of %d refusals from %d addresses"
+              % (n, sum(refused.values()), len(sources)))
         by = unauth_rows(d)
         check(sorted(by) == sorted("ip4:" + src for src in sources),
               "addresses: %r" % sorted(by))
