@@ -330,9 +330,8 @@ void api_denied(struct api_ctx *ctx, unsigned status, const char *why)
         }
         rec = &tally;
     }
-    struct api_denial *d =
-            api_denial_new(status == 401 || !ctx->who ? AUDIT_SERVER_ACTOR : ctx->who->name,
-                           status, why);
+    struct api_denial *d = api_denial_new(
+            status == 401 || !ctx->who ? AUDIT_SERVER_ACTOR : ctx->who->name, status, why);
     if (!d) {
         api_error_resp(req, ctx->resp, 500, "INTERNAL", "the audit log could not record a refusal");
         return;

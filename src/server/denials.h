@@ -83,7 +83,8 @@ void denials_free(struct denials *d);
 /* Counts one refusal. 1 when a record is due now: *ret_rec holds it (count >= 1, this refusal
  * included) for the caller to write; 0 when the refusal was folded into the address's next
  * summary. */
-int denials_note(struct denials *d, const struct denials_refusal *r, struct denials_record *ret_rec);
+int denials_note(struct denials *d, const struct denials_refusal *r,
+                 struct denials_record *ret_rec);
 /* Writes the summaries that are due (all of them, due or not, when `all`) through write, and
  * forgets the addresses with nothing left to record. Returns the number of records written. */
 size_t denials_flush(struct denials *d, int all, denials_write_fn *write, void *userdata);

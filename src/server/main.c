@@ -53,8 +53,8 @@ struct main_config {
     char data_dir[MAIN_PATH_MAX];
     char database[MAIN_PATH_MAX]; /* a PostgreSQL URL; "": SQLite in data_dir */
     size_t body_limit_bytes;
-    double rate_per_second; /* tokens per second of each caller's bucket */
-    double rate_burst;      /* its size, >= 1 */
+    double rate_per_second;   /* tokens per second of each caller's bucket */
+    double rate_burst;        /* its size, >= 1 */
     double unauth_per_second; /* ... of each address's bucket for requests refused for their key */
     double unauth_burst;
     double unauth_audit_ms; /* an address's 401s: at most one auth.denied record this often */

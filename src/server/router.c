@@ -274,8 +274,8 @@ static int router_authorize(struct router_req *rq, int limit)
      * keys is held to far fewer refusals than a key's own requests */
     struct router *r = rq->router;
     struct ratelimit *bucket = ar == AUTH_OK || !r->unauth_limit ? r->limit : r->unauth_limit;
-    if (limit && router_limited_by(bucket, ctx->req, ctx->resp,
-                                   ar == AUTH_OK ? rq->who.key_prefix : NULL)) {
+    if (limit &&
+        router_limited_by(bucket, ctx->req, ctx->resp, ar == AUTH_OK ? rq->who.key_prefix : NULL)) {
         return -1;
     }
     if (ar != AUTH_OK) {

@@ -7,7 +7,8 @@
  * or as a job of the writer for a route that writes. Every request also takes a token from a
  * rate limit bucket: its key's (by prefix) once the key is valid, its client address's
  * otherwise - a far smaller one when the key is missing or bad, so a flood of bad keys is limited
- * as well, and a limited request costs no audit write. The table is printed by `airlockd --print-routes` so tests walk the same rows.
+ * as well, and a limited request costs no audit write. The table is printed by `airlockd
+ * --print-routes` so tests walk the same rows.
  */
 #ifndef AIRLOCK_SERVER_ROUTER_H
 #define AIRLOCK_SERVER_ROUTER_H

@@ -62,7 +62,9 @@ static void keep(const struct denials_record *rec, void *userdata)
 static int note(struct denials *d, const char *address, const char *reason,
                 struct denials_record *ret)
 {
-    struct denials_refusal r = { address, "GET", "/v1/me", "/v1/me", reason, "req_0123456789abcdef" };
+    struct denials_refusal r = {
+        address, "GET", "/v1/me", "/v1/me", reason, "req_0123456789abcdef"
+    };
     return denials_note(d, &r, ret);
 }
 
@@ -156,8 +158,9 @@ static void test_denials_at_most_one_per_interval(void **state)
     }
     (void)denials_flush(d, 1, keep, &w);
     for (size_t i = 0; i < w.n; i++) {
-        total[strcmp(w.rec[i].address, addrs[0]) == 0 ? 0 : strcmp(w.rec[i].address, addrs[1]) == 0 ? 1 : 2] +=
-                w.rec[i].count;
+        total[strcmp(w.rec[i].address, addrs[0]) == 0   ? 0
+              : strcmp(w.rec[i].address, addrs[1]) == 0 ? 1
+                                                        : 2] += w.rec[i].count;
     }
     assert_int_equal(total[0] + total[1] + total[2], made);
     assert_int_equal(total[0], made / 3);
