@@ -40,7 +40,8 @@ static int64_t fake_clock(void *userdata)
 
 static struct denials *make(int64_t interval_ms, size_t max, int64_t *now)
 {
-    struct denials_options o = { interval_ms, max, fake_clock, now };
+    struct denials_options o = { interval_ms, max, fake_clock, NULL };
+    o.clock_userdata = now;
     struct denials *d = NULL;
     assert_int_equal(denials_new(&o, &d), 0);
     return d;
