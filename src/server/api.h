@@ -93,12 +93,12 @@ void api_error_resp(const struct http_request *req, struct http_response *resp, 
 /* Refuses the request: records auth.denied (actor: the principal, or airlockd for a 401; details
  * method, route, path, status, reason, request_id) and answers 401 UNAUTHENTICATED or 403
  * FORBIDDEN with `why` - or 500 when the refusal could not be recorded. Off the writer the
- * record is a job of its own and the request is answered once it has committed (deferred). */
-void api_denied(struct api_ctx *ctx, unsigned status, const char *why);
-/* A 401 made before the writer (no key, a malformed, unknown or revoked one) goes through
+ * record is a job of its own and the request is answered once it has committed (deferred).
+ * A 401 made before the writer (no key, a malformed, unknown or revoked one) goes through
  * ctx->svc->denials when there is one: recorded as above only when its address is due a record
  * (details then also hold address, count, first, last and reasons), otherwise answered at once
  * and folded into that address's next record. */
+void api_denied(struct api_ctx *ctx, unsigned status, const char *why);
 /* A denials_write_fn (userdata: the struct writer): submits a tally's summary as an
  * auth.denied record, as api_denied's. */
 void api_denials_write(const struct denials_record *rec, void *writer);

@@ -95,7 +95,7 @@ int denials_start(struct denials *d, denials_write_fn *write, void *userdata);
  * denials_start. NULL-safe; a no-op when the thread was never started. */
 void denials_stop(struct denials *d);
 
-/* The addresses in the table, the "*" entry included when in use (for tests). */
+/* The addresses in the table, plus 1 while refusals wait in the "*" entry (for tests). */
 size_t denials_count(struct denials *d);
 
 #endif
