@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit.h"
+#include "runs.h"
 #include "utf8.h"
 #include "writer.h"
 
@@ -237,6 +239,10 @@ static void api_denial_done(void *arg, enum store_rc rc)
         api_denial_answer(d, &resp, rc);
         http_deferred_reply(deferred, &resp);
         http_response_done(&resp);
+    } else if (!d->req) {
+        /* a tally's summary (api_denials_write): nobody to answer */
+        buf_done(&d->details);
+        free(d);
     }
 }
 
@@ -249,28 +255,89 @@ static void api_valid_str(struct buf *b, const char *s, size_t len)
     free(valid);
 }
 
+/* The details of a refusal's record: the request's fields, and for a tally of 401s (rec not
+ * NULL) the address, the count, the first and last time and the distinct reasons. */
+static void api_denial_details(struct buf *b, const char *method, const char *route,
+                               const char *path, unsigned status, const char *why,
+                               const char *request_id, const struct denials_record *rec)
+{
+    api_member(b, "{\"method\":", method);
+    api_member(b, ",\"route\":", route);
+    /* the path as the client sent it; the reason, which may quote the path's department */
+    buf_append_str(b, ",\"path\":");
+    api_valid_str(b, path, strnlen(path, DENIALS_PATH_MAX));
+    buf_printf(b, ",\"status\":%u,\"reason\":", status);
+    api_valid_str(b, why, strlen(why));
+    buf_printf(b, ",\"request_id\":\"%s\"", request_id);
+    if (rec) {
+        char first[RUNS_TIME_LEN];
+        char last[RUNS_TIME_LEN];
+        runs_time_text(rec->first_ms, first);
+        runs_time_text(rec->last_ms, last);
+        api_member(b, ",\"address\":", rec->address);
+        buf_printf(b, ",\"count\":%llu,\"first\":\"%s\",\"last\":\"%s\",\"reasons\":[",
+                   (unsigned long long)rec->count, first, last);
+        for (size_t i = 0; i < rec->nreasons; i++) {
+            buf_append_str(b, i ? "," : "");
+            api_valid_str(b, rec->reasons[i], strlen(rec->reasons[i]));
+        }
+        buf_append_str(b, "]");
+    }
+    buf_append_str(b, "}");
+}
+
+/* A new refusal record for the writer, its details to be filled; NULL when out of memory. */
+static struct api_denial *api_denial_new(const char *actor, unsigned status, const char *why)
+{
+    struct api_denial *d = calloc(1, sizeof *d);
+    if (d) {
+        snprintf(d->actor, sizeof d->actor, "%s", actor);
+        d->status = status;
+        snprintf(d->why, sizeof d->why, "%s", why);
+        buf_init(&d->details, 16 * 1024); /* room for 512 bytes of path escaped six times over */
+    }
+    return d;
+}
+
+void api_denials_write(const struct denials_record *rec, void *writer)
+{
+    struct api_denial *d = api_denial_new(AUDIT_SERVER_ACTOR, 401, rec->reasons[0]);
+    if (!d) {
+        return;
+    }
+    api_denial_details(&d->details, rec->method, rec->route, rec->path, 401, rec->reasons[0],
+                       rec->request_id, rec);
+    d->job.fn = api_denial_fn;
+    d->job.done = api_denial_done;
+    d->job.arg = d;
+    writer_submit(writer, &d->job); /* no request waits for it: its done frees it */
+}
+
 void api_denied(struct api_ctx *ctx, unsigned status, const char *why)
 {
     const struct http_request *req = ctx->req;
-    struct api_denial *d = calloc(1, sizeof *d);
+    const char *method = ctx->method ? ctx->method : req->method;
+    const char *route = ctx->route ? ctx->route : "";
+    struct denials_record tally;
+    const struct denials_record *rec = NULL;
+    if (status == 401 && !ctx->tx && ctx->svc && ctx->svc->denials) {
+        /* a request without a valid key: one record per address per interval, the refusals
+         * between two folded into the next one's count */
+        struct denials_refusal r = { req->client, method, route, req->path, why, req->request_id };
+        if (denials_note(ctx->svc->denials, &r, &tally) == 0) {
+            api_error_resp(req, ctx->resp, 401, "UNAUTHENTICATED", why);
+            return;
+        }
+        rec = &tally;
+    }
+    struct api_denial *d = api_denial_new(
+            status == 401 || !ctx->who ? AUDIT_SERVER_ACTOR : ctx->who->name, status, why);
     if (!d) {
         api_error_resp(req, ctx->resp, 500, "INTERNAL", "the audit log could not record a refusal");
         return;
     }
-    snprintf(d->actor, sizeof d->actor, "%s",
-             status == 401 || !ctx->who ? "airlockd" : ctx->who->name);
-    d->status = status;
-    snprintf(d->why, sizeof d->why, "%s", why);
     d->req = req;
-    buf_init(&d->details, 16 * 1024); /* room for 512 bytes of path escaped six times over */
-    api_member(&d->details, "{\"method\":", ctx->method ? ctx->method : req->method);
-    api_member(&d->details, ",\"route\":", ctx->route ? ctx->route : "");
-    /* the path as the client sent it; the reason, which may quote the path's department */
-    buf_append_str(&d->details, ",\"path\":");
-    api_valid_str(&d->details, req->path, strnlen(req->path, 512));
-    buf_printf(&d->details, ",\"status\":%u,\"reason\":", status);
-    api_valid_str(&d->details, why, strlen(why));
-    buf_printf(&d->details, ",\"request_id\":\"%s\"}", req->request_id);
+    api_denial_details(&d->details, method, route, req->path, status, why, req->request_id, rec);
     if (ctx->tx) {
         /* on the writer already: in the batch, answered with it */
         api_denial_answer(d, ctx->resp, api_denial_fn(ctx->tx, d));

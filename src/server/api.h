@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "auth.h"
+#include "denials.h"
 #include "http.h"
 #include "json.h"
 #include "rules.h"
@@ -43,6 +44,8 @@ struct api_services {
     struct readers *readers;  /* for work after the handler has returned (a streamed answer) */
     struct audit_head *audit; /* what /v1/audit/verify has verified (api_audit.c) */
     struct ratelimit *verify_limit; /* full re-verifications of the audit log; NULL: none */
+    /* the 401s of admission, tallied per client address (denials.h); NULL: a record each */
+    struct denials *denials;
 };
 
 struct api_ctx {
@@ -90,8 +93,15 @@ void api_error_resp(const struct http_request *req, struct http_response *resp, 
 /* Refuses the request: records auth.denied (actor: the principal, or airlockd for a 401; details
  * method, route, path, status, reason, request_id) and answers 401 UNAUTHENTICATED or 403
  * FORBIDDEN with `why` - or 500 when the refusal could not be recorded. Off the writer the
- * record is a job of its own and the request is answered once it has committed (deferred). */
+ * record is a job of its own and the request is answered once it has committed (deferred).
+ * A 401 made before the writer (no key, a malformed, unknown or revoked one) goes through
+ * ctx->svc->denials when there is one: recorded as above only when its address is due a record
+ * (details then also hold address, count, first, last and reasons), otherwise answered at once
+ * and folded into that address's next record. */
 void api_denied(struct api_ctx *ctx, unsigned status, const char *why);
+/* A denials_write_fn (userdata: the struct writer): submits a tally's summary as an
+ * auth.denied record, as api_denied's. */
+void api_denials_write(const struct denials_record *rec, void *writer);
 /* For AUTH_RESOURCE routes, once the handler knows the resource's department: 0 when the
  * caller holds one of the route's roles there (or for "*"); -1 after api_denied(403). */
 int api_allow(struct api_ctx *ctx, const char *department);

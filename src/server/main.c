@@ -27,6 +27,7 @@
 #include "auditlog.h"
 #include "auth.h"
 #include "connector.h"
+#include "denials.h"
 #include "http.h"
 #include "json.h"
 #include "keyfile.h"
@@ -52,8 +53,11 @@ struct main_config {
     char data_dir[MAIN_PATH_MAX];
     char database[MAIN_PATH_MAX]; /* a PostgreSQL URL; "": SQLite in data_dir */
     size_t body_limit_bytes;
-    double rate_per_second; /* tokens per second of each caller's bucket */
-    double rate_burst;      /* its size, >= 1 */
+    double rate_per_second;   /* tokens per second of each caller's bucket */
+    double rate_burst;        /* its size, >= 1 */
+    double unauth_per_second; /* ... of each address's bucket for requests refused for their key */
+    double unauth_burst;
+    double unauth_audit_ms; /* an address's 401s: at most one auth.denied record this often */
     unsigned max_runs;      /* runs executing at once; more wait for room (runs.h shares) */
     unsigned per_principal; /* ... of one principal (0: runs.h's default) */
     unsigned per_department;
@@ -338,19 +342,37 @@ static int main_load_config(const char *path, struct main_config *cfg)
             }
         } else if (strcmp(m->key, "rate_limit") == 0 && m->type == JSON_OBJECT) {
             for (const struct json_node *r = m->child; r; r = r->next) {
-                double *dst = strcmp(r->key, "requests_per_second") == 0 ? &cfg->rate_per_second
-                              : strcmp(r->key, "burst") == 0             ? &cfg->rate_burst
-                                                                         : NULL;
+                const char *k = r->key;
+                double *dst = strcmp(k, "requests_per_second") == 0 ? &cfg->rate_per_second
+                              : strcmp(k, "burst") == 0             ? &cfg->rate_burst
+                              : strcmp(k, "unauthenticated_requests_per_second") == 0
+                                      ? &cfg->unauth_per_second
+                              : strcmp(k, "unauthenticated_burst") == 0 ? &cfg->unauth_burst
+                              : strcmp(k, "unauthenticated_audit_interval_ms") == 0
+                                      ? &cfg->unauth_audit_ms
+                                      : NULL;
                 if (!dst || main_positive(r, dst) != 0) {
                     fprintf(stderr,
-                            "airlockd: config %s: rate_limit takes requests_per_second and "
-                            "burst, positive numbers (not \"%s\")\n",
+                            "airlockd: config %s: rate_limit takes requests_per_second, burst, "
+                            "unauthenticated_requests_per_second, unauthenticated_burst and "
+                            "unauthenticated_audit_interval_ms, positive numbers (not \"%s\")\n",
                             path, r->key);
                     goto out;
                 }
             }
-            if (cfg->rate_burst < 1) {
-                fprintf(stderr, "airlockd: config %s: rate_limit.burst must be at least 1\n", path);
+            if (cfg->rate_burst < 1 || cfg->unauth_burst < 1) {
+                fprintf(stderr,
+                        "airlockd: config %s: rate_limit.burst and "
+                        "rate_limit.unauthenticated_burst must be at least 1\n",
+                        path);
+                goto out;
+            }
+            if (cfg->unauth_audit_ms != (double)(int64_t)cfg->unauth_audit_ms ||
+                cfg->unauth_audit_ms < 1000 || cfg->unauth_audit_ms > 86400000) {
+                fprintf(stderr,
+                        "airlockd: config %s: rate_limit.unauthenticated_audit_interval_ms must be "
+                        "an integer from 1000 to 86400000\n",
+                        path);
                 goto out;
             }
         } else {
@@ -877,6 +899,9 @@ int main(int argc, char **argv)
                                .body_limit_bytes = MAIN_DEFAULT_BODY,
                                .rate_per_second = 200,
                                .rate_burst = 1000,
+                               .unauth_per_second = 10,
+                               .unauth_burst = 50,
+                               .unauth_audit_ms = DENIALS_INTERVAL_DEFAULT,
                                .max_runs = 64,
                                .max_queue = 4096,
                                .warm_workers = 2,
@@ -892,7 +917,10 @@ int main(int argc, char **argv)
     struct main_runtime rt;
     struct ratelimit *limit = NULL;
     struct ratelimit *verify_limit = NULL;
+    struct ratelimit *unauth_limit = NULL;
     struct ratelimit_options limit_opts;
+    struct denials *denials = NULL;
+    struct denials_options denials_opts = { 0 };
     char db_path[MAIN_PATH_MAX + 16];
     char errmsg[STORE_ERRMSG_MAX];
     struct al_error err;
@@ -979,6 +1007,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "airlockd: cannot set up the rate limit\n");
         goto out;
     }
+    limit_opts.per_second = cfg.unauth_per_second;
+    limit_opts.burst = cfg.unauth_burst;
+    if (ratelimit_new(&limit_opts, &unauth_limit) != 0) {
+        fprintf(stderr, "airlockd: cannot set up the rate limit\n");
+        goto out;
+    }
+    /* the 401s that pass it: one auth.denied record per address per interval */
+    denials_opts.interval_ms = (int64_t)cfg.unauth_audit_ms;
+    if (denials_new(&denials_opts, &denials) != 0 ||
+        denials_start(denials, api_denials_write, writer) != 0) {
+        fprintf(stderr, "airlockd: cannot set up the tally of refusals\n");
+        goto out;
+    }
+    svc.denials = denials;
     /* a full re-verification reads the whole log: two at once, then one a minute */
     limit_opts.per_second = 1.0 / 60;
     limit_opts.burst = 2;
@@ -991,6 +1033,7 @@ int main(int argc, char **argv)
     router.readers = readers;
     router.writer = writer;
     router.limit = limit;
+    router.unauth_limit = unauth_limit;
     router.svc = &svc;
     router.secret_key = secret_key;
     router.body_limit_bytes = cfg.body_limit_bytes;
@@ -1029,11 +1072,14 @@ out:
         runs_drain(rt.runs, 0);
     }
     http_stop(http);
+    denials_stop(denials);  /* the refusals tallied since their address's last record */
     main_runtime_stop(&rt); /* the runs' last records go through the writer */
     writer_free(writer);    /* every job queued is done */
     readers_free(readers);
     ratelimit_free(limit);
     ratelimit_free(verify_limit);
+    ratelimit_free(unauth_limit);
+    denials_free(denials);
     OPENSSL_cleanse(secret_key, sizeof secret_key);
     if (store) {
         store->ops->close(store);

@@ -8,8 +8,9 @@
  * or departments exist; a refusal is answered and audited once, with the reason auth_check gave
  * (Redis ACL's model). The rate limit comes before anything that writes: requests that need no
  * key (public routes, 404, 405, 413) are limited by client address at once; the others after
- * the key lookup (a read), by key prefix when the key is valid and by client address when it is
- * not, so a 401's audit record is only written for requests within the address's limit.
+ * the key lookup (a read), by key prefix when the key is valid and, when it is not, by client
+ * address in a far smaller bucket of its own (unauth_limit), so a 401 is only answered (and
+ * tallied for the audit log, api_denied) for requests within that limit.
  */
 #include "router.h"
 
@@ -171,13 +172,14 @@ static int router_match(const struct router_path *req, const char *pattern, stru
     return 1;
 }
 
-/* 1 after answering 429 when bucket `key` ("key:PREFIX", or the client address) is empty. */
-static int router_limited(struct router *r, const struct http_request *req,
-                          struct http_response *resp, const char *prefix)
+/* 1 after answering 429 when bucket `key` ("key:PREFIX", or the client address) of `limit` is
+ * empty. */
+static int router_limited_by(struct ratelimit *limit, const struct http_request *req,
+                             struct http_response *resp, const char *prefix)
 {
     char key[RATELIMIT_KEY_MAX + 1];
     unsigned retry = 0;
-    if (!r->limit) {
+    if (!limit) {
         return 0;
     }
     if (prefix) {
@@ -185,12 +187,18 @@ static int router_limited(struct router *r, const struct http_request *req,
     } else {
         snprintf(key, sizeof key, "%s", req->client[0] ? req->client : "unknown");
     }
-    if (ratelimit_take(r->limit, key, &retry) == 0) {
+    if (ratelimit_take(limit, key, &retry) == 0) {
         return 0;
     }
     api_error_resp(req, resp, 429, "RATE_LIMITED", "too many requests: retry later");
     resp->retry_after_s = retry;
     return 1;
+}
+
+static int router_limited(struct router *r, const struct http_request *req,
+                          struct http_response *resp, const char *prefix)
+{
+    return router_limited_by(r->limit, req, resp, prefix);
 }
 
 /* A request's state from its admission to its end (http_request.app). */
@@ -262,8 +270,12 @@ static int router_authorize(struct router_req *rq, int limit)
         api_error_resp(ctx->req, ctx->resp, 500, "INTERNAL", "the store failed");
         return -1;
     }
-    if (limit && router_limited(rq->router, ctx->req, ctx->resp,
-                                ar == AUTH_OK ? rq->who.key_prefix : NULL)) {
+    /* a request refused for its key draws from its address's smaller bucket: a flood of bad
+     * keys is held to far fewer refusals than a key's own requests */
+    struct router *r = rq->router;
+    struct ratelimit *bucket = ar == AUTH_OK || !r->unauth_limit ? r->limit : r->unauth_limit;
+    if (limit &&
+        router_limited_by(bucket, ctx->req, ctx->resp, ar == AUTH_OK ? rq->who.key_prefix : NULL)) {
         return -1;
     }
     if (ar != AUTH_OK) {

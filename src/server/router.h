@@ -6,8 +6,9 @@
  * refusal in the audit log and only then has the body read and calls the handler: on a reader,
  * or as a job of the writer for a route that writes. Every request also takes a token from a
  * rate limit bucket: its key's (by prefix) once the key is valid, its client address's
- * otherwise - so a flood of bad keys is limited as well, and a limited request costs no audit
- * write. The table is printed by `airlockd --print-routes` so tests walk the same rows.
+ * otherwise - a far smaller one when the key is missing or bad, so a flood of bad keys is limited
+ * as well, and a limited request costs no audit write. The table is printed by `airlockd
+ * --print-routes` so tests walk the same rows.
  */
 #ifndef AIRLOCK_SERVER_ROUTER_H
 #define AIRLOCK_SERVER_ROUTER_H
@@ -27,6 +28,8 @@ struct router {
     struct writer *writer;   /* what routes that write run on */
     struct api_services *svc;
     struct ratelimit *limit; /* NULL: no rate limit */
+    /* requests refused for their key (401), by client address; NULL: `limit` */
+    struct ratelimit *unauth_limit;
     size_t body_limit_bytes; /* a declared body past this is refused before it is read */
     /* The key that seals connector secrets (secretbox.h), 32 bytes; NULL: connectors cannot be
      * registered (500). */

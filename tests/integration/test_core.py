@@ -128,11 +128,13 @@ def t_refused_from_the_headers(tmp):
     s = start(tmp)
     try:
         k = s.admin_key()
-        # the headers alone: the answer comes though no byte of the body is sent
-        for key, length, want in ((None, 1 << 20, "401"), ("ak_000000000000_" + "0" * 64,
-                                                          1 << 20, "401"),
-                                  (k, (1 << 20) + 1, "413"), (None, 1 << 40, "413")):
-            c = connect(s.port)
+        # the headers alone: the answer comes though no byte of the body is sent (each from an
+        # address of its own, whose first 401 is recorded at once)
+        for i, (key, length, want) in enumerate(((None, 1 << 20, "401"),
+                                                 ("ak_000000000000_" + "0" * 64, 1 << 20, "401"),
+                                                 (k, (1 << 20) + 1, "413"),
+                                                 (None, 1 << 40, "413"))):
+            c = connect(s.port, "127.0.0.%d" % (2 + i))
             auth = "Authorization: Bearer %s\r\n" % key if key else ""
             c.sendall(("POST /v1/departments HTTP/1.1\r\nHost: x\r\n%s"
                        "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"

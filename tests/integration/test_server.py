@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import sqlite3
 import stat
 import subprocess
@@ -336,14 +337,19 @@ def t_error_bodies(tmp):
         check(st == 200 and doc == {"status": "ok"}, "healthz: %d %r" % (st, doc))
         st, doc, _ = s.request("GET", "/readyz")
         check(st == 200 and doc["status"] == "ready", "readyz: %d %r" % (st, doc))
+        # the address's first 401 is recorded at once; the two after it wait for its next record
         denied = audit_rows(d, "auth.denied")
-        check(len(denied) == 3, "auth.denied records: %r" % denied)
+        check(len(denied) == 1, "auth.denied records: %r" % denied)
         check(denied[0]["details"]["method"] == "GET" and
               denied[0]["details"]["route"] == "/v1/principals" and
-              denied[0]["details"]["status"] == 401, "auth.denied details: %r" % denied[0])
+              denied[0]["details"]["status"] == 401 and denied[0]["details"]["count"] == 1,
+              "auth.denied details: %r" % denied[0])
         log = [json.loads(l) for l in s.stderr().splitlines() if l.startswith("{")]
         check(len(log) >= len(bad) + 10, "request log lines: %d" % len(log))
         check(all(re.fullmatch(r"req_[0-9a-f]{16}", l["request_id"]) for l in log), "log ids")
+        check(s.stop() == 0, "SIGTERM exit status not 0")
+        denied = audit_rows(d, "auth.denied")
+        check([r["details"]["count"] for r in denied] == [1, 2], "auth.denied: %r" % denied)
     finally:
         s.kill()
 
@@ -528,7 +534,9 @@ def t_rate_limit(tmp):
     cfg = os.path.join(tmp, "limit.json")
     with open(cfg, "w") as f:
         json.dump({"listen": "127.0.0.1:0", "data_dir": d,
-                   "rate_limit": {"requests_per_second": 0.001, "burst": 5}}, f)
+                   "rate_limit": {"requests_per_second": 0.001, "burst": 5,
+                                  "unauthenticated_requests_per_second": 0.001,
+                                  "unauthenticated_burst": 5}}, f)
     s = Server(d, args=["--config", cfg])
     try:
         check(s.port, "did not start: %s" % s.stderr())
@@ -560,23 +568,166 @@ def t_rate_limit(tmp):
         st, doc, _ = s.request("GET", "/v1/me", key=other)
         check(st == 200 and doc["name"] == "bystander", "other key: %d %r" % (st, doc))
 
-        # bad keys are limited by client address: most of a flood is refused before any audit
+        # bad keys are limited by client address: most of a flood is refused before the tally
         before = len(audit_rows(d, "auth.denied"))
         answers = flood(n, key="ak_000000000000_" + "0" * 64)
         denied = [a for a in answers if a[0] == 401]
         limited = [a for a in answers if a[0] == 429]
         check(len(denied) + len(limited) == n, "bad keys: %r" % answers[:3])
-        # the address's bucket is full (every request so far had a valid key): 5 pass to be
-        # refused 401, the rest are 429
+        # the address's bucket for bad keys is full (every request so far had a valid key): 5
+        # pass to be refused 401, the rest are 429
         check([a[0] for a in answers] == [401] * 5 + [429] * (n - 5),
               "bad keys: %d 401, %d 429: %r" % (len(denied), len(limited),
                                                 [a[0] for a in answers]))
-        check(len(audit_rows(d, "auth.denied")) - before == len(denied), "audited 429s")
+        # the first 401 recorded at once, the others counted for the address's next record
+        check(len(audit_rows(d, "auth.denied")) - before == 1, "audited 401s")
         # ... and not the valid keys
         st, doc, _ = s.request("GET", "/v1/me", key=other)
         check(st == 200, "other key after the bad keys: %d %r" % (st, doc))
+        check(s.stop() == 0, "SIGTERM exit status not 0")
+        counts = [r["details"]["count"] for r in audit_rows(d, "auth.denied")[before:]]
+        check(counts == [1, len(denied) - 1], "audited 401s: %r" % counts)
     finally:
         s.kill()
+
+
+def status_from(source, port, path, key=None):
+    """The status of one GET sent from the loopback address source (Linux routes all of 127/8
+    to lo), on a connection of its own."""
+    c = socket.socket()
+    c.settimeout(HANG)
+    try:
+        c.bind((source, 0))
+        c.connect(("127.0.0.1", port))
+        auth = "Authorization: Bearer %s\r\n" % key if key else ""
+        c.sendall(("GET %s HTTP/1.1\r\nHost: x\r\n%sConnection: close\r\n\r\n"
+                   % (path, auth)).encode())
+        data = b""
+        while True:
+            chunk = c.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        c.close()
+    check(data.startswith(b"HTTP/1.1 "), "no answer from %s: %r" % (source, data[:100]))
+    return int(data.split(b" ")[1])
+
+
+def unauth_rows(d):
+    """The auth.denied records of 401s, by client address."""
+    by = {}
+    for r in audit_rows(d, "auth.denied"):
+        if r["details"]["status"] == 401:
+            by.setdefault(r["details"].get("address"), []).append(r)
+    return by
+
+
+def t_unauthenticated_refusals_tallied(tmp):
+    # refusals of requests without a valid key: one auth.denied record per address per minute,
+    # their counts adding up to the refusals, and a far smaller bucket than a key's (the defaults:
+    # 50 at once, then 10 a second)
+    d = os.path.join(tmp, "var")
+    s = Server(d)
+    try:
+        check(s.port, "did not start: %s" % s.stderr())
+        k = s.admin_key()
+        st, doc, _ = s.request("POST", "/v1/principals", {"name": "nobody"}, key=k)
+        check(st == 201, "principal: %d %r" % (st, doc))
+        nobody = doc["key"]
+        sources = ["127.0.0.%d" % i for i in range(2, 7)]
+        bad = [None, "nope", "ak_000000000000_" + "0" * 64]
+        refused = {}
+        for src in sources:
+            answers = [status_from(src, s.port, "/v1/me", bad[i % 3]) for i in range(80)]
+            refused[src] = answers.count(401)
+            # the burst answers 401, then 429s and what the refill lets through (how many
+            # depends on the machine's speed: test_unauthenticated_bucket_... pins it)
+            check(set(answers) <= {401, 429} and answers[:50] == [401] * 50,
+                  "%s: %r" % (src, answers))
+        # a public route keeps the address's own bucket (1000 at once) ...
+        check(all(status_from(sources[0], s.port, "/healthz") == 200 for _ in range(60)),
+              "healthz limited with the bad keys' bucket")
+        # ... and a valid key its own, its 403s one record each
+        forbidden = [status_from(sources[0], s.port, "/v1/principals", nobody) for _ in range(3)]
+        check(forbidden == [403] * 3, "403s: %r" % forbidden)
+        rows = audit_rows(d, "auth.denied")
+        check(len([r for r in rows if r["details"]["status"] == 403]) == 3,
+              "403 records: %r" % [r["details"] for r in rows if r["details"]["status"] == 403])
+        # while airlockd runs: the first refusal of each address, recorded at once
+        n = len([r for r in rows if r["details"]["status"] == 401])
+        check(n == len(sources), "%d records of %d refusals from %d addresses"
+              % (n, sum(refused.values()), len(sources)))
+        by = unauth_rows(d)
+        check(sorted(by) == sorted("ip4:" + src for src in sources),
+              "addresses: %r" % sorted(by))
+        for src in sources:
+            recs = by["ip4:" + src]
+            check(len(recs) == 1 and recs[0]["details"]["count"] == 1,
+                  "%s: %d records while running: %r" % (src, len(recs),
+                                                        [r["details"] for r in recs[:3]]))
+            det = recs[0]["details"]
+            check(recs[0]["actor"] == "airlockd" and det["route"] == "/v1/me" and
+                  det["reason"] == "no Authorization header" and
+                  det["reasons"] == ["no Authorization header"] and
+                  re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", det["first"]) and
+                  det["first"] == det["last"], "record: %r" % recs[0])
+        # stopping writes what waits: at most one more record per address, the counts complete
+        check(s.stop() == 0, "SIGTERM exit status not 0")
+        by = unauth_rows(d)
+        for src in sources:
+            recs = by["ip4:" + src]
+            check(len(recs) <= 2, "%s: %d records" % (src, len(recs)))
+            total = sum(r["details"]["count"] for r in recs)
+            check(total == refused[src], "%s: counts %d, refusals %d" % (src, total, refused[src]))
+            check(recs[-1]["details"]["first"] <= recs[-1]["details"]["last"], "times: %r" % recs)
+            check(set(recs[-1]["details"]["reasons"]) <= {
+                "no Authorization header", "malformed key",
+                "unknown or revoked key 000000000000"}, "reasons: %r" % recs[-1]["details"])
+    finally:
+        s.kill()
+
+
+def t_unauthenticated_bucket_and_interval_configured(tmp):
+    # a smaller bad-key bucket, and a short interval: the summary comes at the interval's end
+    d = os.path.join(tmp, "var")
+    cfg = os.path.join(tmp, "limit.json")
+    with open(cfg, "w") as f:
+        json.dump({"listen": "127.0.0.1:0", "data_dir": d,
+                   "rate_limit": {"unauthenticated_burst": 4,
+                                  "unauthenticated_requests_per_second": 0.001,
+                                  "unauthenticated_audit_interval_ms": 1000}}, f)
+    s = Server(d, args=["--config", cfg])
+    try:
+        check(s.port, "did not start: %s" % s.stderr())
+        answers = [status_from("127.0.0.2", s.port, "/v1/me") for _ in range(10)]
+        check(answers == [401] * 4 + [429] * 6, "bad-key bucket of 4: %r" % answers)
+        check(status_from("127.0.0.2", s.port, "/healthz") == 200, "healthz limited")
+        deadline = time.monotonic() + HANG
+        while time.monotonic() < deadline:
+            recs = unauth_rows(d).get("ip4:127.0.0.2", [])
+            if len(recs) >= 2:
+                break
+            time.sleep(0.1)
+        check([r["details"]["count"] for r in recs] == [1, 3],
+              "records of 127.0.0.2: %r" % [r["details"] for r in recs])
+        check(recs[1]["details"]["first"] >= recs[0]["details"]["last"], "times: %r" % recs)
+        # nothing was waiting: stopping adds nothing
+        check(s.stop() == 0, "SIGTERM exit status not 0")
+        check(len(unauth_rows(d).get("ip4:127.0.0.2", [])) == 2, "a record at stop")
+    finally:
+        s.kill()
+    # out of range: refused at start
+    for bad in ({"unauthenticated_burst": 0.5}, {"unauthenticated_audit_interval_ms": 999},
+                {"unauthenticated_audit_interval_ms": 1500.5}):
+        with open(cfg, "w") as f:
+            json.dump({"listen": "127.0.0.1:0", "data_dir": d, "rate_limit": bad}, f)
+        s = Server(d, args=["--config", cfg])
+        try:
+            check(s.proc.wait(timeout=HANG) != 0 and "unauthenticated" in s.stderr(),
+                  "config %r accepted: %s" % (bad, s.stderr()))
+        finally:
+            s.kill()
 
 
 # The permission table as this test expects it: (method, path) -> who may, where.
@@ -816,7 +967,7 @@ def t_permission_table(tmp):
                 check(st == 201, "grant %s: %r" % (who, doc))
         probe_setup(s, k)
         before = len(audit_rows(d, "auth.denied"))
-        denials = 0
+        forbidden = unauthenticated = 0
         for method, path in sorted(routes):
             rule = EXPECT[(method, path)]
             for who, grants in principals.items():
@@ -840,18 +991,25 @@ def t_permission_table(tmp):
                         check(st not in (401, 403), "denied, want allowed: " + what)
                     else:
                         error_of(st, doc, 403, "FORBIDDEN")
-                        denials += 1
+                        forbidden += 1
             if rule == "public":
                 st, doc, _ = s.request(method, probe(method, path, "own")[0])
                 check(st == 200, "public route needs a key: %s %s %d" % (method, path, st))
             else:
                 concrete, body = probe(method, path, "own")
                 error_of(*s.request(method, concrete, body)[:2], 401, "UNAUTHENTICATED")
-                denials += 1
+                unauthenticated += 1
+        # every 403 a record; the 401s (one address) a record at once and one when airlockd stops
         rows = audit_rows(d, "auth.denied")[before:]
-        check(len(rows) == denials, "auth.denied records %d, refusals %d" % (len(rows), denials))
+        check(len(rows) == forbidden + 1, "auth.denied records %d, refusals %d + the first 401"
+              % (len(rows), forbidden))
         check(all({"method", "route", "status"} <= set(r["details"]) for r in rows),
               "auth.denied details: %r" % rows[:2])
+        check(s.stop() == 0, "SIGTERM exit status not 0")
+        counts = [r["details"]["count"] for r in audit_rows(d, "auth.denied")[before:]
+                  if r["details"]["status"] == 401]
+        check(counts == [1, unauthenticated - 1], "401 records: %r of %d" % (counts,
+                                                                            unauthenticated))
     finally:
         s.kill()
 
