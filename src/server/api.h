@@ -39,10 +39,10 @@ struct auditlog_kept;
 
 /* What handlers reach beyond the store (main.c fills it). */
 struct api_services {
-    struct runs *runs;        /* NULL: no run engine (the fuzz target) */
-    struct writer *writer;    /* where a read route's refusal is recorded */
-    struct readers *readers;  /* for work after the handler has returned (a streamed answer) */
-    struct audit_head *audit; /* what /v1/audit/verify has verified (api_audit.c) */
+    struct runs *runs;          /* NULL: no run engine (the fuzz target) */
+    struct writer *writer;      /* where a read route's refusal is recorded */
+    struct readers *readers;    /* for work after the handler has returned (a streamed answer) */
+    struct audit_head *audit;   /* what /v1/audit/verify has verified (api_audit.c) */
     struct auditlog_kept *kept; /* the newest checkpoint kept outside the database; NULL: none */
     struct ratelimit *verify_limit; /* full re-verifications of the audit log; NULL: none */
 };

@@ -72,6 +72,7 @@ enum store_rc auditlog_kept_check(struct auditlog_kept *k, struct store *s,
  * one kept and the log still holds that one: written to audit.head (a temporary file, fsync,
  * rename, fsync of the directory), then handed to the witness. A log found cut keeps the old
  * one, so the evidence stays until an operator removes audit.head. Thread-safe; k may be NULL. */
-void auditlog_kept_keep(struct auditlog_kept *k, struct store *s, const struct store_checkpoint *cp);
+void auditlog_kept_keep(struct auditlog_kept *k, struct store *s,
+                        const struct store_checkpoint *cp);
 
 #endif

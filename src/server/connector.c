@@ -742,8 +742,8 @@ static int connector_enqueue(struct connector_client *c, struct connector_call *
     return 0;
 }
 
-struct connector_target *connector_target_new(const char *name, const char *url,
-                                              const char *secret, int64_t timeout_ms)
+struct connector_target *connector_target_new(const char *name, const char *url, const char *secret,
+                                              int64_t timeout_ms)
 {
     struct connector_target *t = calloc(1, sizeof *t);
     if (!t) {

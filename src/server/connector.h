@@ -109,8 +109,8 @@ typedef void connector_post_fn(void *userdata, int ok, const char *message);
 /* A target that is a URL and a signing secret alone, no headers and no functions, for
  * connector_client_post (the audit witness); `name` names it in messages. NULL when out of
  * memory. Free with connector_target_free. */
-struct connector_target *connector_target_new(const char *name, const char *url,
-                                              const char *secret, int64_t timeout_ms);
+struct connector_target *connector_target_new(const char *name, const char *url, const char *secret,
+                                              int64_t timeout_ms);
 
 /* POSTs body (len bytes of JSON) to t's URL as a call goes (Content-Type: application/json,
  * X-Airlock-Signature: t=UNIX,v1=HEX over "UNIX.BODY", the same hardening and t's timeout). 0,

@@ -258,15 +258,15 @@ static int main_http_config(const char *path, const struct json_node *obj, struc
 /* The config file's "audit" object: witness, the URL every checkpoint is posted to, and
  * witness_secret, the secret that signs the posts (16 to 1024 bytes, as a connector's); both or
  * neither. */
-static int main_audit_config(const char *path, const struct json_node *obj,
-                             struct main_config *cfg)
+static int main_audit_config(const char *path, const struct json_node *obj, struct main_config *cfg)
 {
     const struct json_node *url = json_get(obj, "witness");
     const struct json_node *secret = json_get(obj, "witness_secret");
     for (const struct json_node *a = obj->child; a; a = a->next) {
         if (strcmp(a->key, "witness") != 0 && strcmp(a->key, "witness_secret") != 0) {
-            fprintf(stderr, "airlockd: config %s: audit takes witness and witness_secret (not "
-                            "\"%s\")\n",
+            fprintf(stderr,
+                    "airlockd: config %s: audit takes witness and witness_secret (not "
+                    "\"%s\")\n",
                     path, a->key);
             return -1;
         }

@@ -15,8 +15,8 @@
 
 #include "airlock.h"
 
-#define WITNESS_TIMEOUT_MS  5000  /* one delivery, connection included */
-#define WITNESS_RETRY_MS    1000  /* the first retry's delay, doubled up to WITNESS_RETRY_MAX_MS */
+#define WITNESS_TIMEOUT_MS   5000 /* one delivery, connection included */
+#define WITNESS_RETRY_MS     1000 /* the first retry's delay, doubled up to WITNESS_RETRY_MAX_MS */
 #define WITNESS_RETRY_MAX_MS 60000
 
 struct witness;

@@ -89,7 +89,7 @@ struct sql_backend {
 struct sql_store {
     struct store base; /* first: a struct store * is a struct sql_store * */
     const struct sql_backend *db;
-    EVP_PKEY *audit_key; /* owned reference; NULL: no checkpoints */
+    EVP_PKEY *audit_key;              /* owned reference; NULL: no checkpoints */
     struct store_checkpoint appended; /* audit_take_appended's, when appended_valid */
     int appended_valid;
     char errmsg[STORE_ERRMSG_MAX];
