@@ -923,6 +923,35 @@ static enum audit_fault check_kept(struct audit_verifier *v)
     return AUDIT_FAULT_NONE;
 }
 
+enum audit_fault audit_kept_compare(uint64_t kept_seq, const char *kept_hash, uint64_t last_seq,
+                                    const char *stored_hash, struct audit_problem *ret_problem)
+{
+    struct audit_problem p;
+    memset(&p, 0, sizeof p);
+    p.fault = AUDIT_FAULT_TRUNCATED;
+    if (last_seq < kept_seq) {
+        /* deleting records, their checkpoints among them, leaves a shorter chain that is whole */
+        p.seq = last_seq + 1;
+        snprintf(p.why, sizeof p.why,
+                 "the log ends at seq %" PRIu64 ", before the checkpoint of seq %" PRIu64
+                 " (hash %.64s) kept outside it: records %" PRIu64 " to %" PRIu64 " are missing",
+                 last_seq, kept_seq, kept_hash, last_seq + 1, kept_seq);
+    } else if (!stored_hash || strcmp(stored_hash, kept_hash) != 0) {
+        /* cut and written again: the chain is whole, but not the one that was signed */
+        p.seq = kept_seq;
+        snprintf(p.why, sizeof p.why,
+                 "the record at seq %" PRIu64 " is not the one the checkpoint kept outside the "
+                 "log signs (hash %.64s): the log was cut and written again",
+                 kept_seq, kept_hash);
+    } else {
+        p.fault = AUDIT_FAULT_NONE;
+    }
+    if (p.fault != AUDIT_FAULT_NONE && ret_problem) {
+        *ret_problem = p;
+    }
+    return p.fault;
+}
+
 enum audit_fault audit_verifier_finish(struct audit_verifier *v, struct audit_problem *ret_problem)
 {
     enum audit_fault f = v->problem.fault;

@@ -155,6 +155,15 @@ enum al_code audit_verifier_expect(struct audit_verifier *v, uint64_t seq, const
                                    const char *public_key_hex, const char *signature_hex,
                                    struct al_error *reterr);
 
+/* The newest checkpoint kept outside the log (kept_seq, kept_hash: airlockd's DATA_DIR/audit.head)
+ * against the log as stored now: last_seq, its last seq, and stored_hash, the hash of its
+ * record at kept_seq (NULL when there is none). A log only grows, so AUDIT_FAULT_NONE when it
+ * reaches kept_seq with that hash; otherwise AUDIT_FAULT_TRUNCATED with *ret_problem (may be
+ * NULL): seq is the first seq missing (last_seq + 1) when the log ends before kept_seq, else
+ * kept_seq (its record was replaced), and why names the checkpoint's seq and hash. */
+enum audit_fault audit_kept_compare(uint64_t kept_seq, const char *kept_hash, uint64_t last_seq,
+                                    const char *stored_hash, struct audit_problem *ret_problem);
+
 /* Feeds the next line (without its newline; len bytes, need not be NUL-terminated). Returns
  * AUDIT_FAULT_NONE, or the fault with *ret_problem filled (may be NULL); once a fault is
  * returned every later call returns it again. */

@@ -36,13 +36,15 @@ struct runs;
 
 struct readers;
 struct audit_head;
+struct auditlog_kept;
 
 /* What handlers reach beyond the store (main.c fills it). */
 struct api_services {
-    struct runs *runs;        /* NULL: no run engine (the fuzz target) */
-    struct writer *writer;    /* where a read route's refusal is recorded */
-    struct readers *readers;  /* for work after the handler has returned (a streamed answer) */
-    struct audit_head *audit; /* what /v1/audit/verify has verified (api_audit.c) */
+    struct runs *runs;          /* NULL: no run engine (the fuzz target) */
+    struct writer *writer;      /* where a read route's refusal is recorded */
+    struct readers *readers;    /* for work after the handler has returned (a streamed answer) */
+    struct audit_head *audit;   /* what /v1/audit/verify has verified (api_audit.c) */
+    struct auditlog_kept *kept; /* the newest checkpoint kept outside the database; NULL: none */
     struct ratelimit *verify_limit; /* full re-verifications of the audit log; NULL: none */
     /* the 401s of admission, tallied per client address (denials.h); NULL: a record each */
     struct denials *denials;
@@ -70,6 +72,10 @@ struct api_ctx {
 };
 
 typedef void api_handler_fn(struct api_ctx *ctx);
+
+/* 1 when url (len bytes) is http:// or https://, a host, no userinfo, printable ASCII without
+ * spaces, at most 2048 bytes: a URL airlockd may call (a connector's, the audit witness's). */
+int api_url_ok(const char *url, size_t len);
 
 /* How a body member is read: its name, its JSON type (JSON_TRUE stands for a boolean), whether
  * it must be there; *ret gets the node or NULL. */

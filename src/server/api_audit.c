@@ -275,6 +275,7 @@ static void api_audit_result_json(struct buf *b, const struct auditlog_result *r
 struct api_verify {
     struct readers *readers;
     struct audit_head *head;
+    struct auditlog_kept *kept;
     struct auditlog_check *check;
     int full;
     int brief; /* api_audit_result_json's */
@@ -283,15 +284,29 @@ struct api_verify {
     size_t sent;
 };
 
-/* Ends a finished check: its result goes to the head (when there is one) and, as JSON, to b. */
-static void api_verify_done(const struct api_verify *v, struct buf *b)
+/* Ends a finished check: a whole chain is then checked against the checkpoint kept outside the
+ * database (through s: a cut tail leaves a chain that is whole), and the result goes to the head
+ * (when there is one) and, as JSON, to b. */
+static enum store_rc api_verify_done(const struct api_verify *v, struct store *s, struct buf *b)
 {
     struct auditlog_result res;
+    struct auditlog_result kept;
+    enum store_rc rc = STORE_OK;
     auditlog_check_result(v->check, &res);
+    if (res.ok && v->kept) {
+        rc = auditlog_kept_check(v->kept, s, &kept);
+        if (rc != STORE_OK) {
+            return rc;
+        }
+        if (!kept.ok) {
+            res = kept;
+        }
+    }
     if (v->head) {
         api_audit_head_set(v->head, &res, v->full);
     }
     api_audit_result_json(b, &res, v->brief);
+    return STORE_OK;
 }
 
 static ssize_t api_verify_read(void *userdata, char *out, size_t max)
@@ -301,6 +316,9 @@ static ssize_t api_verify_read(void *userdata, char *out, size_t max)
         struct store *s = readers_take(v->readers);
         enum store_rc rc =
                 s ? auditlog_check_step(v->check, s, API_AUDIT_CHECK_STEP, &v->done) : STORE_ERROR;
+        if (rc == STORE_OK && v->done) {
+            rc = api_verify_done(v, s, &v->answer);
+        }
         readers_give(v->readers, s);
         if (rc != STORE_OK) {
             fprintf(stderr, "airlockd: the audit check could not read the log\n");
@@ -310,7 +328,6 @@ static ssize_t api_verify_read(void *userdata, char *out, size_t max)
             out[0] = ' '; /* JSON's leading whitespace: the client waits, the thread serves */
             return 1;
         }
-        api_verify_done(v, &v->answer);
         if (buf_failed(&v->answer)) {
             return HTTP_STREAM_ERROR;
         }
@@ -383,6 +400,7 @@ void api_audit_verify(struct api_ctx *ctx)
     }
     v->readers = ctx->svc ? ctx->svc->readers : NULL;
     v->head = head;
+    v->kept = ctx->svc ? ctx->svc->kept : NULL;
     v->full = full;
     v->brief = brief;
     buf_init(&v->answer, 4096);
@@ -398,7 +416,9 @@ void api_audit_verify(struct api_ctx *ctx)
         while (!done && rc == STORE_OK) {
             rc = auditlog_check_step(v->check, s, API_AUDIT_CHECK_STEP, &done);
         }
-        api_verify_done(v, &ctx->resp->body);
+        if (rc == STORE_OK) {
+            rc = api_verify_done(v, s, &ctx->resp->body);
+        }
         api_verify_free(v);
         if (rc != STORE_OK) {
             api_store_failed(ctx);
@@ -420,10 +440,8 @@ void api_audit_checkpoint(struct api_ctx *ctx)
         api_store_failed(ctx);
         return;
     }
-    struct buf *b = &ctx->resp->body;
+    /* a checkpoint handed out is one airlockd keeps too: the log may not end before it */
+    auditlog_kept_keep(ctx->svc ? ctx->svc->kept : NULL, ctx->store, &cp);
     api_reply(ctx, 200);
-    buf_printf(b,
-               "{\"seq\":%" PRId64 ",\"hash\":\"%s\",\"time\":\"%s\",\"public_key\":\"%s\","
-               "\"signature\":\"%s\"}\n",
-               cp.seq, cp.hash, cp.time, cp.public_key, cp.signature);
+    auditlog_checkpoint_json(&cp, &ctx->resp->body);
 }

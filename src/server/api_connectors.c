@@ -87,8 +87,7 @@ static int api_function_name_ok(const char *s, size_t len)
            !api_connector_reserved(s);
 }
 
-/* http:// or https://, a host, no userinfo, printable ASCII without spaces. */
-static int api_url_ok(const char *url, size_t len)
+int api_url_ok(const char *url, size_t len)
 {
     size_t scheme = strncmp(url, "http://", 7) == 0 ? 7 : strncmp(url, "https://", 8) == 0 ? 8 : 0;
     if (scheme == 0 || len > API_CONNECTOR_URL_MAX || strlen(url) != len) {

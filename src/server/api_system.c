@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "api.h"
+#include "auditlog.h"
 #include "metrics.h"
 #include "openapi.h"
 
@@ -24,6 +25,14 @@ void api_system_readyz(struct api_ctx *ctx)
         api_member(&ctx->resp->body,
                    "{\"status\":\"unavailable\",\"reason\":", ctx->store->ops->errmsg(ctx->store));
         buf_append_str(&ctx->resp->body, "}\n");
+        return;
+    }
+    /* a cut audit log is said, but the node stays ready: the log is to be read and exported */
+    struct auditlog_result kept;
+    if (auditlog_kept_check(ctx->svc ? ctx->svc->kept : NULL, ctx->store, &kept) == STORE_OK &&
+        !kept.ok) {
+        api_reply(ctx, 200);
+        buf_append_str(&ctx->resp->body, "{\"status\":\"ready\",\"audit\":\"truncated\"}\n");
         return;
     }
     api_reply(ctx, 200);

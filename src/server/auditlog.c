@@ -7,14 +7,24 @@
  */
 #include "auditlog.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <openssl/crypto.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "audit.h"
 #include "error.h"
+#include "json.h"
 #include "keyfile.h"
+#include "witness.h"
+
+#define AUDITLOG_PATH_MAX 4200
+#define AUDITLOG_HEAD_MAX 4096 /* bytes of audit.head read */
 
 #define AUDITLOG_SEED_LEN 32
 
@@ -172,4 +182,224 @@ enum store_rc auditlog_verify(struct store *s, const char *public_key_hex,
     auditlog_check_result(c, ret);
     auditlog_check_free(c);
     return rc;
+}
+
+enum buf_status auditlog_checkpoint_json(const struct store_checkpoint *cp, struct buf *b)
+{
+    return buf_printf(b,
+                      "{\"seq\":%" PRId64 ",\"hash\":\"%s\",\"time\":\"%s\",\"public_key\":\"%s\","
+                      "\"signature\":\"%s\"}\n",
+                      cp->seq, cp->hash, cp->time, cp->public_key, cp->signature);
+}
+
+struct auditlog_kept {
+    pthread_mutex_t lock;      /* cp and have: short holds only */
+    pthread_mutex_t file_lock; /* one writer of audit.head at a time, held across its fsync */
+    struct store_checkpoint cp;
+    int have;
+    struct witness *witness;
+    char dir[AUDITLOG_PATH_MAX];
+};
+
+/* A string member of exactly len characters (len 0: up to cap - 1) into out. */
+static int auditlog_member(const struct json_node *root, const char *name, size_t len, char *out,
+                           size_t cap)
+{
+    const struct json_node *n = json_get(root, name);
+    if (!n || n->type != JSON_STRING || n->str_len >= cap || (len && n->str_len != len)) {
+        return -1;
+    }
+    memcpy(out, n->str, n->str_len + 1);
+    return 0;
+}
+
+/* audit.head's text as a checkpoint whose signature verifies under its own key (a key changed
+ * since does not make the records it signed any less the log's). */
+static int auditlog_head_parse(const char *text, size_t len, struct store_checkpoint *cp)
+{
+    struct json_doc *doc = NULL;
+    int valid = 0;
+    int rc = -1;
+    if (json_parse(text, len, 4, &doc, NULL) != AL_OK || json_root(doc)->type != JSON_OBJECT) {
+        goto out;
+    }
+    const struct json_node *root = json_root(doc);
+    const struct json_node *seq = json_get(root, "seq");
+    if (!seq || seq->type != JSON_NUMBER || seq->num < 1 || seq->num > (double)AUDIT_MAX_SEQ ||
+        seq->num != (double)(int64_t)seq->num ||
+        auditlog_member(root, "hash", AUDIT_HASH_HEX_LEN, cp->hash, sizeof cp->hash) != 0 ||
+        auditlog_member(root, "time", 0, cp->time, sizeof cp->time) != 0 ||
+        auditlog_member(root, "public_key", AUDIT_KEY_HEX_LEN, cp->public_key,
+                        sizeof cp->public_key) != 0 ||
+        auditlog_member(root, "signature", AUDIT_SIG_HEX_LEN, cp->signature,
+                        sizeof cp->signature) != 0) {
+        goto out;
+    }
+    cp->seq = (int64_t)seq->num;
+    if (audit_checkpoint_verify(cp->public_key, (uint64_t)cp->seq, cp->hash, cp->signature, &valid,
+                                NULL) == AL_OK &&
+        valid) {
+        rc = 0;
+    }
+out:
+    json_doc_free(doc);
+    return rc;
+}
+
+int auditlog_kept_open(const char *data_dir, struct witness *witness, struct auditlog_kept **ret)
+{
+    char path[AUDITLOG_PATH_MAX + 16];
+    struct buf text;
+    char chunk[512];
+    struct auditlog_kept *k = calloc(1, sizeof *k);
+    if (!k) {
+        return -1;
+    }
+    pthread_mutex_init(&k->lock, NULL);
+    pthread_mutex_init(&k->file_lock, NULL);
+    k->witness = witness;
+    snprintf(k->dir, sizeof k->dir, "%s", data_dir);
+    snprintf(path, sizeof path, "%s/audit.head", data_dir);
+    buf_init(&text, AUDITLOG_HEAD_MAX);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0 && errno != ENOENT) {
+        fprintf(stderr, "airlockd: audit: cannot read %s: %s\n", path, strerror(errno));
+    }
+    ssize_t n = 0;
+    int over = 0;
+    while (fd >= 0 && (n = read(fd, chunk, sizeof chunk)) > 0) {
+        over |= buf_append(&text, chunk, (size_t)n) != BUF_OK;
+    }
+    if (fd >= 0) {
+        close(fd);
+        if (n < 0 || over || auditlog_head_parse(text.data ? text.data : "", text.len, &k->cp)) {
+            fprintf(stderr,
+                    "airlockd: audit: %s is not a signed checkpoint: set aside (the next "
+                    "checkpoint replaces it)\n",
+                    path);
+        } else {
+            k->have = 1;
+        }
+    }
+    buf_done(&text);
+    *ret = k;
+    return 0;
+}
+
+void auditlog_kept_free(struct auditlog_kept *k)
+{
+    if (k) {
+        pthread_mutex_destroy(&k->lock);
+        pthread_mutex_destroy(&k->file_lock);
+        free(k);
+    }
+}
+
+struct auditlog_at {
+    int64_t seq;
+    char hash[AUDIT_HASH_HEX_LEN + 1];
+    int found;
+};
+
+static int auditlog_at_row(void *userdata, const struct store_audit *a)
+{
+    struct auditlog_at *at = userdata;
+    if (a->seq == at->seq && a->hash) {
+        snprintf(at->hash, sizeof at->hash, "%s", a->hash);
+        at->found = 1;
+    }
+    return 1;
+}
+
+enum store_rc auditlog_kept_check(struct auditlog_kept *k, struct store *s,
+                                  struct auditlog_result *ret)
+{
+    struct store_checkpoint cp;
+    struct auditlog_at at;
+    struct audit_problem p;
+    int64_t last = 0;
+    int have = 0;
+    memset(ret, 0, sizeof *ret);
+    ret->ok = 1;
+    if (k) {
+        pthread_mutex_lock(&k->lock);
+        cp = k->cp;
+        have = k->have;
+        pthread_mutex_unlock(&k->lock);
+    }
+    if (!have) {
+        return STORE_OK;
+    }
+    memset(&at, 0, sizeof at);
+    at.seq = cp.seq;
+    enum store_rc rc = s->ops->audit_head(s, &last);
+    if (rc == STORE_OK && last >= cp.seq) {
+        rc = s->ops->audit_list(s, cp.seq - 1, 1, auditlog_at_row, &at);
+    }
+    if (rc == STORE_OK && audit_kept_compare((uint64_t)cp.seq, cp.hash, (uint64_t)last,
+                                             at.found ? at.hash : NULL, &p) != AUDIT_FAULT_NONE) {
+        ret->ok = 0;
+        ret->first_bad_seq = (int64_t)p.seq;
+        snprintf(ret->reason, sizeof ret->reason, "truncated: %s", p.why);
+    }
+    return rc;
+}
+
+/* audit.head replaced by text: whole or not at all, and on the disk when it returns. */
+static int auditlog_head_write(const char *dir, const struct buf *text)
+{
+    char path[AUDITLOG_PATH_MAX + 16];
+    char tmp[AUDITLOG_PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/audit.head", dir);
+    snprintf(tmp, sizeof tmp, "%s/audit.head.tmp", dir);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        return -1;
+    }
+    int ok = write(fd, text->data, text->len) == (ssize_t)text->len && fsync(fd) == 0;
+    ok &= close(fd) == 0;
+    ok = ok && rename(tmp, path) == 0;
+    int dfd = ok ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    ok = ok && dfd >= 0 && fsync(dfd) == 0; /* the rename itself survives a crash */
+    if (dfd >= 0) {
+        close(dfd);
+    }
+    if (!ok) {
+        unlink(tmp);
+    }
+    return ok ? 0 : -1;
+}
+
+void auditlog_kept_keep(struct auditlog_kept *k, struct store *s, const struct store_checkpoint *cp)
+{
+    struct auditlog_result res;
+    struct buf text;
+    if (!k) {
+        return;
+    }
+    buf_init(&text, 1024);
+    pthread_mutex_lock(&k->file_lock);
+    pthread_mutex_lock(&k->lock);
+    int newer = !k->have || cp->seq > k->cp.seq;
+    pthread_mutex_unlock(&k->lock);
+    if (!newer) {
+        goto out;
+    }
+    /* never past a cut: the checkpoint it lost stays kept as the evidence */
+    if (auditlog_kept_check(k, s, &res) != STORE_OK || !res.ok) {
+        goto out;
+    }
+    if (auditlog_checkpoint_json(cp, &text) != BUF_OK || auditlog_head_write(k->dir, &text) != 0) {
+        fprintf(stderr, "airlockd: audit: cannot write %s/audit.head: %s\n", k->dir,
+                strerror(errno));
+        goto out;
+    }
+    pthread_mutex_lock(&k->lock);
+    k->cp = *cp;
+    k->have = 1;
+    pthread_mutex_unlock(&k->lock);
+    witness_send(k->witness, cp->seq, text.data, text.len);
+out:
+    pthread_mutex_unlock(&k->file_lock);
+    buf_done(&text);
 }

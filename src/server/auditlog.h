@@ -11,6 +11,7 @@
 
 #include "airlock.h"
 
+#include "buf.h"
 #include "store.h"
 
 /* The key: AIRLOCK_AUDIT_KEY (64 hex digits, the raw Ed25519 private key) when set, else the
@@ -46,5 +47,32 @@ enum store_rc auditlog_check_step(struct auditlog_check *c, struct store *s, int
 /* What has been verified (records counts from the start of the log, from_seq included). */
 void auditlog_check_result(const struct auditlog_check *c, struct auditlog_result *ret);
 void auditlog_check_free(struct auditlog_check *c);
+
+/* The JSON of a checkpoint, as GET /v1/audit/checkpoint answers it and DATA_DIR/audit.head
+ * holds it: {"seq","hash","time","public_key","signature"} and a newline. */
+enum buf_status auditlog_checkpoint_json(const struct store_checkpoint *cp, struct buf *b);
+
+/* The newest checkpoint this airlockd knows, kept outside the database as well: in
+ * DATA_DIR/audit.head (each node of several its own) and, with a witness, sent there. A log
+ * only grows, so a log that ends before it, or whose record at its seq hashes otherwise, was
+ * cut: that is what auditlog_kept_check reports. */
+struct auditlog_kept;
+struct witness;
+
+/* Reads DATA_DIR/audit.head when there is one: a file that is not a checkpoint whose signature
+ * verifies under its own key is reported on stderr and set aside (the next checkpoint replaces
+ * it). Checkpoints kept later go to `witness` too (NULL: none). -1 when out of memory. */
+int auditlog_kept_open(const char *data_dir, struct witness *witness, struct auditlog_kept **ret);
+void auditlog_kept_free(struct auditlog_kept *k);
+/* The kept checkpoint against the log read through s: *ret ok, or not ok with first_bad_seq
+ * and a reason "truncated: ...". STORE_OK, or the store's failure. k may be NULL (ok). */
+enum store_rc auditlog_kept_check(struct auditlog_kept *k, struct store *s,
+                                  struct auditlog_result *ret);
+/* Keeps cp (a checkpoint of records committed and read through s) when it is newer than the
+ * one kept and the log still holds that one: written to audit.head (a temporary file, fsync,
+ * rename, fsync of the directory), then handed to the witness. A log found cut keeps the old
+ * one, so the evidence stays until an operator removes audit.head. Thread-safe; k may be NULL. */
+void auditlog_kept_keep(struct auditlog_kept *k, struct store *s,
+                        const struct store_checkpoint *cp);
 
 #endif

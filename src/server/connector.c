@@ -334,6 +334,7 @@ struct connector_call {
     const struct connector_target *target;
     const struct connector_fn *fn;
     connector_done_fn *done;
+    connector_post_fn *post_done; /* a post (connector_client_post) instead of a call */
     void *userdata;
     int (*cancelled)(void *userdata);
     CURL *easy;
@@ -393,6 +394,11 @@ static void connector_fail(struct connector_call *call, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
+    if (call->post_done) {
+        snprintf(message, sizeof message, "%s: %s", call->target->name, what);
+        call->post_done(call->userdata, 0, message);
+        return;
+    }
     snprintf(message, sizeof message, "connector %s (%s.%s): %s", call->target->name,
              call->target->name, call->fn->name, what);
     call->done(call->userdata, CONNECTOR_FAILED, NULL, 0, message);
@@ -447,7 +453,11 @@ static void connector_judge(struct connector_call *call, CURLcode code)
         goto out;
     }
     curl_easy_getinfo(call->easy, CURLINFO_RESPONSE_CODE, &status);
-    if (status != 200) {
+    if (call->post_done && status >= 200 && status < 300) {
+        call->post_done(call->userdata, 1, NULL); /* a post's answer is its status alone */
+        goto out;
+    }
+    if (status != 200 || call->post_done) {
         connector_fail(call, "answered HTTP %ld", status);
         goto out;
     }
@@ -625,8 +635,9 @@ static void connector_opt_str(struct buf *b, const char *name, const char *value
     json_write_string(b, value ? value : "", value ? strlen(value) : 0);
 }
 
-/* The body, the signature and the easy handle of a call. -1 when out of memory. */
-static int connector_prepare(struct connector_call *call, const struct connector_request *req)
+/* The signature, the headers and the easy handle of a call whose body is ready. -1 when out of
+ * memory. */
+static int connector_setup(struct connector_call *call)
 {
     const struct connector_target *t = call->target;
     unsigned char mac[EVP_MAX_MD_SIZE];
@@ -638,18 +649,6 @@ static int connector_prepare(struct connector_call *call, const struct connector
     int rc = -1;
     buf_init(&signed_text, CONNECTOR_BODY_MAX + 32);
 
-    /* names checked at registration (identifiers): nothing to escape */
-    buf_printf(&call->body, "{\"function\":\"%s.%s\",\"args\":", t->name, call->fn->name);
-    buf_append_str(&call->body, req->args_json);
-    connector_opt_str(&call->body, "run", req->run_id);
-    connector_opt_str(&call->body, "template", req->template_name);
-    buf_printf(&call->body, ",\"version\":%lld", (long long)req->version);
-    connector_opt_str(&call->body, "principal", req->principal);
-    buf_printf(&call->body, ",\"call\":%u", (unsigned)req->call);
-    connector_opt_str(&call->body, "idempotency_key", req->idempotency_key);
-    if (buf_append_str(&call->body, "}") != BUF_OK) {
-        goto out;
-    }
     snprintf(stamp, sizeof stamp, "%lld", (long long)time(NULL));
     if (buf_printf(&signed_text, "%s.", stamp) != BUF_OK ||
         buf_append(&signed_text, call->body.data, call->body.len) != BUF_OK ||
@@ -709,6 +708,79 @@ out:
     return rc;
 }
 
+/* The body of a call, then the rest. -1 when out of memory. */
+static int connector_prepare(struct connector_call *call, const struct connector_request *req)
+{
+    const struct connector_target *t = call->target;
+    /* names checked at registration (identifiers): nothing to escape */
+    buf_printf(&call->body, "{\"function\":\"%s.%s\",\"args\":", t->name, call->fn->name);
+    buf_append_str(&call->body, req->args_json);
+    connector_opt_str(&call->body, "run", req->run_id);
+    connector_opt_str(&call->body, "template", req->template_name);
+    buf_printf(&call->body, ",\"version\":%lld", (long long)req->version);
+    connector_opt_str(&call->body, "principal", req->principal);
+    buf_printf(&call->body, ",\"call\":%u", (unsigned)req->call);
+    connector_opt_str(&call->body, "idempotency_key", req->idempotency_key);
+    if (buf_append_str(&call->body, "}") != BUF_OK) {
+        return -1;
+    }
+    return connector_setup(call);
+}
+
+/* Hands a prepared call to the client's thread. 0, or -1 when the client is stopping. */
+static int connector_enqueue(struct connector_client *c, struct connector_call *call)
+{
+    pthread_mutex_lock(&c->lock);
+    if (c->stopping) {
+        pthread_mutex_unlock(&c->lock);
+        return -1;
+    }
+    *c->tail = call;
+    c->tail = &call->next;
+    pthread_mutex_unlock(&c->lock);
+    curl_multi_wakeup(c->multi);
+    return 0;
+}
+
+struct connector_target *connector_target_new(const char *name, const char *url, const char *secret,
+                                              int64_t timeout_ms)
+{
+    struct connector_target *t = calloc(1, sizeof *t);
+    if (!t) {
+        return NULL;
+    }
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->url = buf_dup(url, strlen(url));
+    t->secret = buf_dup(secret, strlen(secret));
+    t->secret_len = strlen(secret);
+    t->timeout_ms = timeout_ms;
+    if (!t->url || !t->secret) {
+        connector_target_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+int connector_client_post(struct connector_client *c, const struct connector_target *t,
+                          const char *body, size_t len, connector_post_fn *done, void *userdata)
+{
+    struct connector_call *call = NULL;
+    if (!c || !t || !body || !done || !(call = calloc(1, sizeof *call))) {
+        return -1;
+    }
+    call->target = t;
+    call->post_done = done;
+    call->userdata = userdata;
+    buf_init(&call->body, CONNECTOR_BODY_MAX);
+    buf_init(&call->answer, CONNECTOR_ANSWER_MAX);
+    if (buf_append(&call->body, body, len) != BUF_OK || connector_setup(call) != 0 ||
+        connector_enqueue(c, call) != 0) {
+        connector_call_free(call);
+        return -1;
+    }
+    return 0;
+}
+
 int connector_client_call(struct connector_client *c, const struct connector_request *req,
                           connector_done_fn *done, void *userdata)
 {
@@ -744,16 +816,10 @@ int connector_client_call(struct connector_client *c, const struct connector_req
     } else if (connector_prepare(call, req) != 0) {
         goto out;
     }
-    pthread_mutex_lock(&c->lock);
-    if (c->stopping) {
-        pthread_mutex_unlock(&c->lock);
+    if (connector_enqueue(c, call) != 0) {
         goto out;
     }
-    *c->tail = call;
-    c->tail = &call->next;
     call = NULL;
-    pthread_mutex_unlock(&c->lock);
-    curl_multi_wakeup(c->multi);
     rc = 0;
 out:
     connector_call_free(call);

@@ -102,4 +102,21 @@ typedef void connector_done_fn(void *userdata, enum connector_outcome outcome,
 int connector_client_call(struct connector_client *c, const struct connector_request *req,
                           connector_done_fn *done, void *userdata);
 
+/* A post's end: ok 1 when the URL answered HTTP 2xx (its body is not read further), else 0 with
+ * message saying how it failed (as a call's). Called exactly once, on the client thread. */
+typedef void connector_post_fn(void *userdata, int ok, const char *message);
+
+/* A target that is a URL and a signing secret alone, no headers and no functions, for
+ * connector_client_post (the audit witness); `name` names it in messages. NULL when out of
+ * memory. Free with connector_target_free. */
+struct connector_target *connector_target_new(const char *name, const char *url, const char *secret,
+                                              int64_t timeout_ms);
+
+/* POSTs body (len bytes of JSON) to t's URL as a call goes (Content-Type: application/json,
+ * X-Airlock-Signature: t=UNIX,v1=HEX over "UNIX.BODY", the same hardening and t's timeout). 0,
+ * and done will be called; -1 (out of memory, the client stopping) and it never is. body is
+ * copied, t borrowed until done. Thread-safe. */
+int connector_client_post(struct connector_client *c, const struct connector_target *t,
+                          const char *body, size_t len, connector_post_fn *done, void *userdata);
+
 #endif

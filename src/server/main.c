@@ -39,11 +39,13 @@
 #include "runs.h"
 #include "secretbox.h"
 #include "store.h"
+#include "witness.h"
 #include "writer.h"
 
 #define MAIN_PATH_MAX            4096
 #define MAIN_CONFIG_MAX          ((size_t)1 << 20)
 #define MAIN_DEFAULT_BODY        ((size_t)1 << 20)
+#define MAIN_WITNESS_HELP        "Deliveries of audit checkpoints to the witness that failed."
 #define MAIN_CONTINUATION_TTL_MS (365ull * 24 * 3600 * 1000) /* the longest libairlock takes */
 
 struct main_config {
@@ -68,6 +70,8 @@ struct main_config {
     int64_t lease_ms;            /* several nodes: the lease on the runs a node executes */
     int64_t poll_ms;             /* ... and how often a node looks without a wake-up */
     char node[NODES_ID_LEN + 1]; /* this node's id (DIR/node.id), PostgreSQL only */
+    char witness[MAIN_PATH_MAX]; /* audit.witness: where checkpoints go too; "": nowhere */
+    char witness_secret[1025];   /* audit.witness_secret: signs them (cleansed at exit) */
 };
 
 /* What executes runs: the runner with the continuation key, the connector client and the run
@@ -255,9 +259,44 @@ static int main_http_config(const char *path, const struct json_node *obj, struc
     return 0;
 }
 
+/* The config file's "audit" object: witness, the URL every checkpoint is posted to, and
+ * witness_secret, the secret that signs the posts (16 to 1024 bytes, as a connector's); both or
+ * neither. */
+static int main_audit_config(const char *path, const struct json_node *obj, struct main_config *cfg)
+{
+    const struct json_node *url = json_get(obj, "witness");
+    const struct json_node *secret = json_get(obj, "witness_secret");
+    for (const struct json_node *a = obj->child; a; a = a->next) {
+        if (strcmp(a->key, "witness") != 0 && strcmp(a->key, "witness_secret") != 0) {
+            fprintf(stderr,
+                    "airlockd: config %s: audit takes witness and witness_secret (not "
+                    "\"%s\")\n",
+                    path, a->key);
+            return -1;
+        }
+    }
+    if (!url || url->type != JSON_STRING || !api_url_ok(url->str, url->str_len) ||
+        url->str_len >= sizeof cfg->witness) {
+        fprintf(stderr,
+                "airlockd: config %s: audit.witness must be an http:// or https:// URL with a "
+                "host, without credentials\n",
+                path);
+        return -1;
+    }
+    if (!secret || secret->type != JSON_STRING || secret->str_len < 16 ||
+        secret->str_len >= sizeof cfg->witness_secret || strlen(secret->str) != secret->str_len) {
+        fprintf(stderr, "airlockd: config %s: audit.witness_secret must be 16 to 1024 bytes\n",
+                path);
+        return -1;
+    }
+    memcpy(cfg->witness, url->str, url->str_len + 1);
+    memcpy(cfg->witness_secret, secret->str, secret->str_len + 1);
+    return 0;
+}
+
 /* Reads the config file: an object of listen, data_dir, database, lease_ms, poll_ms,
- * body_limit_bytes, http, rate_limit {requests_per_second, burst} and runs; any other member
- * is refused. */
+ * body_limit_bytes, http, rate_limit {requests_per_second, burst}, runs and audit; any other
+ * member is refused. */
 static int main_load_config(const char *path, struct main_config *cfg)
 {
     struct buf text;
@@ -336,6 +375,10 @@ static int main_load_config(const char *path, struct main_config *cfg)
                 }
                 *dst = (unsigned)r->num;
             }
+        } else if (strcmp(m->key, "audit") == 0 && m->type == JSON_OBJECT) {
+            if (main_audit_config(path, m, cfg) != 0) {
+                goto out;
+            }
         } else if (strcmp(m->key, "http") == 0 && m->type == JSON_OBJECT) {
             if (main_http_config(path, m, &cfg->http) != 0) {
                 goto out;
@@ -379,7 +422,7 @@ static int main_load_config(const char *path, struct main_config *cfg)
             fprintf(stderr,
                     "airlockd: config %s: unknown or malformed member \"%s\" (known: listen, "
                     "data_dir, database, lease_ms, poll_ms, body_limit_bytes, http, rate_limit, "
-                    "runs)\n",
+                    "runs, audit)\n",
                     path, m->key);
             goto out;
         }
@@ -547,22 +590,41 @@ out:
     return rc;
 }
 
-static int main_audit_check(struct store *s, struct audit_head *head)
+/* The chain verified, then against the checkpoint kept outside the database (a cut tail leaves
+ * a whole chain); either fault is logged and airlockd serves on. A whole log's last record is
+ * signed and kept now, so what is there at the start is covered from the start. */
+static int main_audit_check(struct store *s, struct audit_head *head, struct auditlog_kept *kept)
 {
     struct store_checkpoint cp;
     struct auditlog_result res;
     enum store_rc rc = s->ops->audit_checkpoint(s, 0, &cp);
     if ((rc != STORE_OK && rc != STORE_NOT_FOUND) ||
-        auditlog_verify(s, rc == STORE_OK ? cp.public_key : NULL, &res) != STORE_OK) {
+        auditlog_verify(s, rc == STORE_OK ? cp.public_key : NULL, &res) != STORE_OK ||
+        (res.ok && auditlog_kept_check(kept, s, &res) != STORE_OK)) {
         fprintf(stderr, "airlockd: audit: %s\n", s->ops->errmsg(s));
         return -1;
     }
     api_audit_head_set(head, &res, 1); /* /v1/audit/verify goes on from here */
-    if (!res.ok) {
+    if (!res.ok && strncmp(res.reason, "truncated: ", 11) == 0) {
+        fprintf(stderr, "airlockd: audit: the log is cut at seq %lld: %s\n",
+                (long long)res.first_bad_seq, res.reason);
+    } else if (!res.ok) {
         fprintf(stderr, "airlockd: audit: the chain is broken at seq %lld: %s\n",
                 (long long)res.first_bad_seq, res.reason);
+    } else if (rc == STORE_OK) {
+        auditlog_kept_keep(kept, s, &cp);
     }
     return 0;
+}
+
+static void main_kept_fn(void *arg, struct store *s, const struct store_checkpoint *cp)
+{
+    auditlog_kept_keep(arg, s, cp);
+}
+
+static double main_gauge_witness(void *userdata)
+{
+    return (double)witness_failures(userdata);
 }
 
 /* The runs a walk of run_list found in one of `states` (a bit per enum gov_run_state), their
@@ -918,6 +980,8 @@ int main(int argc, char **argv)
     struct ratelimit *limit = NULL;
     struct ratelimit *verify_limit = NULL;
     struct ratelimit *unauth_limit = NULL;
+    struct witness *witness = NULL;
+    struct auditlog_kept *kept = NULL;
     struct ratelimit_options limit_opts;
     struct denials *denials = NULL;
     struct denials_options denials_opts = { 0 };
@@ -969,9 +1033,22 @@ int main(int argc, char **argv)
         fprintf(stderr, "airlockd: node id: %s\n", err.message);
         goto out;
     }
-    if (main_audit(store, cfg.data_dir) != 0 || main_bootstrap(store, cfg.data_dir) != 0 ||
-        main_audit_check(store, svc.audit) != 0 || main_recover(store, cfg.node) != 0) {
+    if (cfg.witness[0] && witness_new(cfg.witness, cfg.witness_secret, &witness, &err) != 0) {
+        fprintf(stderr, "airlockd: %s\n", err.message);
         goto out;
+    }
+    if (auditlog_kept_open(cfg.data_dir, witness, &kept) != 0) {
+        fprintf(stderr, "airlockd: out of memory\n");
+        goto out;
+    }
+    svc.kept = kept;
+    if (main_audit(store, cfg.data_dir) != 0 || main_bootstrap(store, cfg.data_dir) != 0 ||
+        main_audit_check(store, svc.audit, kept) != 0 || main_recover(store, cfg.node) != 0) {
+        goto out;
+    }
+    if (witness) {
+        metrics_gauge_fn("airlock_audit_witness_failures", MAIN_WITNESS_HELP, main_gauge_witness,
+                         witness);
     }
     /* From here on the store is the writer's alone; every other thread reads on a reader of
      * its own. One reader per request thread, and a few for streamed answers and the nodes. */
@@ -981,6 +1058,7 @@ int main(int argc, char **argv)
     }
     svc.writer = writer;
     svc.readers = readers;
+    writer_on_checkpoint(writer, main_kept_fn, kept);
     if (main_runtime_start(&cfg, writer, &svc, &rt) != 0) {
         goto out;
     }
@@ -1076,6 +1154,17 @@ out:
     main_runtime_stop(&rt); /* the runs' last records go through the writer */
     writer_free(writer);    /* every job queued is done */
     readers_free(readers);
+    struct store_checkpoint last;
+    if (store && kept && store->ops->audit_checkpoint(store, 0, &last) == STORE_OK) {
+        /* the last record signed and kept: a cut made while airlockd is stopped shows too */
+        auditlog_kept_keep(kept, store, &last);
+    }
+    if (witness) { /* its gauge goes before it does */
+        metrics_gauge_fn("airlock_audit_witness_failures", MAIN_WITNESS_HELP, NULL, NULL);
+    }
+    witness_free(witness); /* what is still queued is tried once */
+    auditlog_kept_free(kept);
+    OPENSSL_cleanse(cfg.witness_secret, sizeof cfg.witness_secret);
     ratelimit_free(limit);
     ratelimit_free(verify_limit);
     ratelimit_free(unauth_limit);

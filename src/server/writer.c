@@ -34,7 +34,15 @@ struct writer {
     int inline_mode; /* writer_new_inline: batches run on the submitting thread */
     int running;     /* ... and one is running now (a done's submit waits for the loop) */
     pthread_t thread;
+    writer_checkpoint_fn *checkpoint_fn;
+    void *checkpoint_arg;
 };
+
+void writer_on_checkpoint(struct writer *w, writer_checkpoint_fn *fn, void *arg)
+{
+    w->checkpoint_fn = fn;
+    w->checkpoint_arg = arg;
+}
 
 static void writer_drain(struct writer *w);
 
@@ -115,6 +123,11 @@ static void writer_batch(struct writer *w, struct writer_job *jobs)
         }
         writer_log(s, "a batch could not be committed; its writes are refused");
         s->ops->tx_rollback(s);
+    }
+    struct store_checkpoint cp;
+    if (rc == STORE_OK && s->ops->audit_take_appended &&
+        s->ops->audit_take_appended(s, &cp) == STORE_OK && w->checkpoint_fn) {
+        w->checkpoint_fn(w->checkpoint_arg, s, &cp); /* durable now: kept outside too */
     }
     for (struct writer_job *job = jobs; job;) {
         struct writer_job *next = job->next; /* done may free or resubmit the job */

@@ -65,6 +65,12 @@ void writer_submit(struct writer *w, struct writer_job *job);
  * any thread but the writer's. */
 enum store_rc writer_call(struct writer *w, writer_fn *fn, void *arg);
 
+/* A checkpoint record a batch appended (store.h audit_take_appended), once the batch is durable;
+ * on the writer's thread, with its connection (outside any transaction) for reads. */
+typedef void writer_checkpoint_fn(void *arg, struct store *s, const struct store_checkpoint *cp);
+/* Sets it, before the first job is submitted (NULL: none, the default). */
+void writer_on_checkpoint(struct writer *w, writer_checkpoint_fn *fn, void *arg);
+
 /* The connection a job writes (and reads) through; inside the batch's transaction. */
 struct store *writer_store(struct writer_tx *tx);
 /* Registers hook to run after the current job's batch; see struct writer_hook. */

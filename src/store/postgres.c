@@ -354,6 +354,7 @@ static void pg_tx_rollback(struct store *s)
 {
     struct pg_store *st = pg_of(s);
     char sql[64];
+    st->sql.appended_valid = 0; /* a checkpoint appended before may be undone now */
     if (st->depth > 1) {
         if (PQstatus(st->conn) == CONNECTION_OK) {
             snprintf(sql, sizeof sql, "ROLLBACK TO tx%d; RELEASE tx%d", st->depth - 1,

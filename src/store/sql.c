@@ -507,6 +507,10 @@ static enum store_rc sql_audit_append_checkpoint(struct sql_store *q, int64_t se
         rc = q->db->audit_insert(q, AUDIT_SERVER_ACTOR, AUDIT_CHECKPOINT_ACTION, "audit", NULL,
                                  details.data, &cp_seq, cp_hash);
     }
+    if (rc == STORE_OK) {
+        q->appended = *ret;
+        q->appended_valid = 1;
+    }
     buf_done(&details);
     return rc;
 }
@@ -546,6 +550,9 @@ enum store_rc sql_audit_append(struct store *s, const char *actor, const char *a
         rc = sql_audit_append_checkpoint(q, seq, hash, &cp);
     }
     rc = q->db->audit_close(q, scope, rc);
+    if (rc != STORE_OK) {
+        q->appended_valid = 0; /* its scope was undone */
+    }
     if (rc == STORE_CONFLICT) {
         snprintf(q->errmsg, sizeof q->errmsg, "%s: audit: conflict", s->ops->name);
         rc = STORE_ERROR;
@@ -582,7 +589,22 @@ enum store_rc sql_audit_checkpoint(struct store *s, int append, struct store_che
     if (rc == STORE_OK) {
         rc = sql_audit_sign(q, seq, hash, ret);
     }
-    return q->db->audit_close(q, scope, rc);
+    rc = q->db->audit_close(q, scope, rc);
+    if (rc != STORE_OK) {
+        q->appended_valid = 0;
+    }
+    return rc;
+}
+
+enum store_rc sql_audit_take_appended(struct store *s, struct store_checkpoint *ret)
+{
+    struct sql_store *q = sql_of(s);
+    if (!q->appended_valid) {
+        return STORE_NOT_FOUND;
+    }
+    *ret = q->appended;
+    q->appended_valid = 0;
+    return STORE_OK;
 }
 
 struct sql_chain {

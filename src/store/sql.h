@@ -89,7 +89,9 @@ struct sql_backend {
 struct sql_store {
     struct store base; /* first: a struct store * is a struct sql_store * */
     const struct sql_backend *db;
-    EVP_PKEY *audit_key; /* owned reference; NULL: no checkpoints */
+    EVP_PKEY *audit_key;              /* owned reference; NULL: no checkpoints */
+    struct store_checkpoint appended; /* audit_take_appended's, when appended_valid */
+    int appended_valid;
     char errmsg[STORE_ERRMSG_MAX];
 };
 
@@ -129,7 +131,7 @@ enum store_rc sql_audit_chain_legacy(struct sql_store *q);
     X(approval_get) X(approval_list) X(approval_decide) X(approval_consume) X(connector_create)    \
     X(connector_get) X(connector_list) X(node_remove) X(run_set_node) X(run_list_on_node)          \
     X(call_mark) X(call_list) X(call_clear) X(run_claim_queued) X(execution_put)                   \
-    X(execution_get) X(run_lock_on_node)
+    X(execution_get) X(run_lock_on_node) X(audit_take_appended)
 #define SQL_OP_DECLARE(m) extern __typeof__(*((struct store_ops *)0)->m) sql_##m;
 #define SQL_OP_MEMBER(m)  .m = sql_##m,
 /* clang-format on */

@@ -304,6 +304,7 @@ static void sqlite_tx_rollback(struct store *s)
     char sql[64];
     st->reading = 0;
     st->head_known = 0;
+    st->sql.appended_valid = 0; /* a checkpoint appended before may be undone now */
     if (st->depth > 1) {
         snprintf(sql, sizeof sql, "ROLLBACK TO tx%d; RELEASE tx%d", st->depth - 1, st->depth - 1);
         sqlite3_exec(st->db, sql, NULL, NULL, NULL);

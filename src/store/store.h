@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_OPS_VERSION 8
+#define STORE_OPS_VERSION 9
 #define STORE_NAME_MAX    64
 #define STORE_HASH_LEN    32 /* SHA-256 of an API key */
 #define STORE_ERRMSG_MAX  256
@@ -495,6 +495,13 @@ struct store_ops {
      * write through it fails (SQLite: query_only; PostgreSQL: read-only transactions). Freed
      * with its close, before or after s. */
     enum store_rc (*open_reader)(struct store *s, struct store **ret);
+
+    /* Since version 9: the newest checkpoint record appended through s (every 1000th record,
+     * an export's seal) since the last call, forgotten by then: for the caller that has just
+     * committed, to keep it outside the database too. NOT_FOUND when there is none, or when a
+     * rollback (of any savepoint) came after it, so a checkpoint handed out is never one the
+     * database lost. */
+    enum store_rc (*audit_take_appended)(struct store *s, struct store_checkpoint *ret);
 };
 
 /* Every backend's handle starts with this. */

@@ -14,7 +14,8 @@ with no call made twice (runs whose calls in doubt are all idempotent executed a
 times; a run cancelled before the takeover ended by it); a node paused past its lease (SIGSTOP)
 sends, claims and records nothing of the runs taken over meanwhile when it goes on; a live node
 keeps its runs past the lease (its heartbeat does not wait for a minute's poll); --lease-ms and
---poll-ms; the one audit chain verifies with `airlock audit verify`. Runs that must execute on one
+--poll-ms; the one audit chain verifies with `airlock audit verify`, and each node keeps its own
+newest checkpoint (DIR/audit.head) without taking the others' later ones for a cut. Runs that must execute on one
 given node are started with "wait": true (a run started without waiting goes to the queue, for any
 node).
 
@@ -1447,6 +1448,36 @@ def t_listener_lost_polling_covers_then_listens_again(tmp):
         t0 = time.monotonic()
         check(b.stop() == 0, "node b's exit: %s" % b.stderr()[-2000:])
         note("node b stopped in %.2f s" % (time.monotonic() - t0))
+    finally:
+        c.close()
+
+
+def t_audit_head_per_node(tmp):
+    """Each node keeps the newest checkpoint it knows in its own DIR/audit.head; records and
+    checkpoints other nodes append later are no cut: a restarted node reports nothing."""
+    c = Cluster(tmp)
+    try:
+        heads = []
+        for i, node in enumerate(c.nodes):
+            c.ok(node, "POST", "/v1/departments", {"name": "audit-%d" % i}, c.admin, 201)
+            cp = c.ok(node, "GET", "/v1/audit/checkpoint", None, c.keys["eve"], 200)
+            with open(os.path.join(c.dirs[i], "audit.head")) as f:
+                head = json.load(f)
+            check(head == cp, "node %d's audit.head %r is not its checkpoint %r" % (i, head, cp))
+            heads.append(head["seq"])
+        check(heads == sorted(set(heads)), "heads: %r" % heads)
+        # node a restarts behind the others' later checkpoints
+        check(c.nodes[0].stop() == 0, "SIGTERM")
+        c.nodes[0] = c.start_node(0)
+        check(c.nodes[0].port, "node a did not restart: " + c.nodes[0].stderr())
+        c.ok(c.nodes[1], "POST", "/v1/departments", {"name": "audit-later"}, c.admin, 201)
+        for i, node in enumerate(c.nodes):
+            check("airlockd: audit: " not in node.stderr(), "node %d: %s" % (i, node.stderr()))
+            st, doc, _ = node.request("GET", "/readyz")
+            check(st == 200 and doc == {"status": "ready"}, "node %d readyz: %r" % (i, doc))
+            v = c.ok(node, "GET", "/v1/audit/verify", None, c.keys["eve"], 200)
+            check(v["ok"] is True, "node %d verify: %r" % (i, v))
+        c.verify_chain()
     finally:
         c.close()
 

@@ -1843,6 +1843,236 @@ def t_audit_tamper_found(tmp):
         s.kill()
 
 
+def read_head(d):
+    """DIR/audit.head: the newest checkpoint airlockd kept outside the database."""
+    with open(os.path.join(d, "audit.head"), "rb") as f:
+        return f.read()
+
+
+def t_audit_cut_tail_found(tmp):
+    """With airlockd stopped, an insider deletes the newest records and their checkpoints (the
+    creation of eve, approver for *): the chain left is whole, but it ends before the checkpoint
+    airlockd kept in DIR/audit.head, so the start warns, /readyz says so (still 200) and
+    /v1/audit/verify fails from the first record missing; records appended after the cut do not
+    hide it (the record at the kept seq is another one), nor move audit.head past it."""
+    d = os.path.join(tmp, "var")
+    pub = public_key_of(AUDIT_KEY)
+    s = Server(d, env_extra={"AIRLOCK_AUDIT_KEY": AUDIT_KEY})
+    try:
+        k = s.admin_key()
+        some_admin_actions(s, k)
+        st, doc, _ = s.request("POST", "/v1/principals", {"name": "eve", "kind": "user"}, key=k)
+        check(st == 201, "eve: %r" % doc)
+        st, doc, _ = s.request("POST", "/v1/principals/eve/roles",
+                               {"role": "approver", "department": "*"}, key=k)
+        check(st == 201, "eve approver: %r" % doc)
+        # the export seals the log: the checkpoint it appends is kept in audit.head once durable
+        st, _, body = s.raw_get("/v1/audit/export", k)
+        seal = json.loads(body.decode().splitlines()[-1])
+        check(st == 200 and seal["action"] == "audit.checkpoint", "export: %r" % seal)
+        head = json.loads(read_head(d))
+        check(head["seq"] == seal["details"]["seq"] and head["hash"] == seal["details"]["hash"] and
+              head["signature"] == seal["details"]["signature"], "audit.head: %r" % head)
+        check(stat.S_IMODE(os.stat(os.path.join(d, "audit.head")).st_mode) == 0o600, "mode")
+        # a checkpoint handed out is kept too, as the very JSON answered
+        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=HANG)
+        conn.request("GET", "/v1/audit/checkpoint", headers={"Authorization": "Bearer " + k})
+        answered = conn.getresponse().read()
+        conn.close()
+        check(read_head(d) == answered, "audit.head %r is not %r" % (read_head(d), answered))
+        path = os.path.join(tmp, "export.jsonl")
+        with open(path, "wb") as f:
+            f.write(body)
+        p = subprocess.run([CLI, "audit", "verify", path, "--public-key", pub, "--checkpoint",
+                            os.path.join(d, "audit.head")], capture_output=True, timeout=HANG)
+        check(p.returncode == 0, "verify against audit.head: %r %r" % (p.stdout, p.stderr))
+        check(s.stop() == 0, "SIGTERM")
+    finally:
+        s.kill()
+    kept = json.loads(read_head(d))
+    eve = [r for r in audit_rows(d, "principal.create") if r["subject"] == "eve"][0]["seq"]
+    check(kept["seq"] > eve, "kept %r, eve at %d" % (kept, eve))
+    db_exec(d, "DELETE FROM audit WHERE seq >= ?", (eve,))
+    s = Server(d, env_extra={"AIRLOCK_AUDIT_KEY": AUDIT_KEY})
+    try:
+        check(s.port, "no start on a cut log: %s" % s.stderr())
+        check("airlockd: audit: the log is cut at seq %d: truncated: " % eve in s.stderr(),
+              "the cut is not logged: %s" % s.stderr())
+        st, doc, _ = s.request("GET", "/readyz")
+        check(st == 200 and doc == {"status": "ready", "audit": "truncated"}, "readyz: %r" % doc)
+        k = s.admin_key()
+        st, v, _ = s.request("GET", "/v1/audit/verify", key=k)
+        check(st == 200 and v["ok"] is False and v["first_bad_seq"] == eve and
+              v["reason"].startswith("truncated: ") and str(kept["seq"]) in v["reason"] and
+              kept["hash"] in v["reason"], "verify: %r" % v)
+        # the next export verifies against the pinned key alone, but not against audit.head
+        st, _, body = s.raw_get("/v1/audit/export", k)
+        check(st == 200, "export of a cut log: %d" % st)
+        with open(path, "wb") as f:
+            f.write(body)
+        p = subprocess.run([CLI, "audit", "verify", path, "--public-key", pub, "--checkpoint",
+                            os.path.join(d, "audit.head")], capture_output=True, timeout=HANG)
+        check(p.returncode == 1, "a cut export verified against audit.head: %r" % p.stdout)
+        # records written again over the cut: the record at the kept seq is another one
+        for i in range(kept["seq"] - eve + 2):
+            check(s.request("POST", "/v1/departments", {"name": "d%d" % i}, key=k)[0] == 201, i)
+        st, doc, _ = s.request("GET", "/v1/audit/checkpoint", key=k)
+        check(st == 200 and doc["seq"] > kept["seq"], "checkpoint: %r" % doc)
+        check(json.loads(read_head(d)) == kept, "audit.head moved past the cut")
+        st, v, _ = s.request("GET", "/v1/audit/verify?full=true", key=k)
+        check(v["ok"] is False and v["first_bad_seq"] == kept["seq"] and
+              v["reason"].startswith("truncated: ") and "written again" in v["reason"],
+              "verify after rewriting: %r" % v)
+        st, doc, _ = s.request("GET", "/readyz")
+        check(st == 200 and doc.get("audit") == "truncated", "readyz: %r" % doc)
+    finally:
+        s.kill()
+
+
+def t_audit_head_whole_log(tmp):
+    """A log that was not cut: restarts report nothing, and audit.head follows the log."""
+    d = os.path.join(tmp, "var")
+    s = Server(d)
+    try:
+        k = s.admin_key()
+        some_admin_actions(s, k)
+        st, doc, _ = s.request("GET", "/readyz")
+        check(doc == {"status": "ready"}, "readyz: %r" % doc)
+        check(s.stop() == 0, "SIGTERM")
+    finally:
+        s.kill()
+    last = max(r["seq"] for r in audit_rows(d))
+    check(json.loads(read_head(d))["seq"] == last, "audit.head at stop: %r" % read_head(d))
+    s = Server(d)
+    try:
+        check("airlockd: audit: " not in s.stderr(), "a whole log reported: %s" % s.stderr())
+        st, doc, _ = s.request("GET", "/readyz")
+        check(doc == {"status": "ready"}, "readyz after restart: %r" % doc)
+        st, v, _ = s.request("GET", "/v1/audit/verify", key=s.admin_key())
+        check(v["ok"] is True, "verify: %r" % v)
+    finally:
+        s.kill()
+
+
+class Witness:
+    """A witness: keeps every checkpoint POSTed to it with its signature header; answers 500 to
+    the first `fail` posts."""
+
+    def __init__(self, fail=0):
+        import http.server
+        outer = self
+        self.posts = []
+        self.fail = fail
+        self.lock = threading.Lock()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                with outer.lock:
+                    failing = outer.fail > 0
+                    outer.fail -= 1 if failing else 0
+                    if not failing:
+                        outer.posts.append((self.path, dict(self.headers), body))
+                self.send_response(500 if failing else 204)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def wait_seq(self, seq):
+        deadline = time.monotonic() + HANG
+        while time.monotonic() < deadline:
+            with self.lock:
+                if any(json.loads(b)["seq"] == seq for _, _, b in self.posts):
+                    return
+            time.sleep(0.02)
+        raise Fail("the witness got no checkpoint of seq %d: %r" % (seq, self.posts))
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def check_witnessed(posts, secret, pub):
+    """Each post: signed as a connector call (HMAC-SHA-256 over "T.BODY"), a checkpoint whose
+    Ed25519 signature verifies under the pinned key; seqs only grow."""
+    import hashlib
+    import hmac
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    seqs = []
+    for path, headers, body in posts:
+        check(path == "/witness" and headers.get("Content-Type") == "application/json", path)
+        m = re.fullmatch(r"t=(\d+),v1=([0-9a-f]{64})", headers.get("X-Airlock-Signature", ""))
+        check(m, "signature header: %r" % headers)
+        want = hmac.new(secret.encode(), m.group(1).encode() + b"." + body,
+                        hashlib.sha256).hexdigest()
+        check(hmac.compare_digest(want, m.group(2)), "HMAC of %r" % body)
+        check(abs(int(m.group(1)) - time.time()) < 600, "timestamp %s" % m.group(1))
+        cp = json.loads(body)
+        check(set(cp) == {"seq", "hash", "time", "public_key", "signature"} and
+              cp["public_key"] == pub, "checkpoint: %r" % cp)
+        text = ("airlock-audit-checkpoint\n%d\n%s\n" % (cp["seq"], cp["hash"])).encode()
+        Ed25519PublicKey.from_public_bytes(bytes.fromhex(pub)).verify(
+            bytes.fromhex(cp["signature"]), text)  # raises when it does not verify
+        seqs.append(cp["seq"])
+    check(seqs == sorted(set(seqs)), "seqs delivered: %r" % seqs)
+
+
+def t_audit_witness(tmp):
+    """audit.witness receives each checkpoint, signed with audit.witness_secret; a witness that
+    fails is tried again in the background (counted in /metrics) and blocks nothing."""
+    d = os.path.join(tmp, "var")
+    secret = "witness-secret-0123456789"
+    w = Witness(fail=1)
+    cfg = os.path.join(tmp, "airlockd.json")
+    with open(cfg, "w") as f:
+        json.dump({"audit": {"witness": "http://127.0.0.1:%d/witness" % w.port,
+                             "witness_secret": secret}}, f)
+    s = Server(d, env_extra={"AIRLOCK_AUDIT_KEY": AUDIT_KEY},
+               args=["--listen", "127.0.0.1:0", "--data-dir", d, "--config", cfg])
+    try:
+        check(s.port, "no start: %s" % s.stderr())
+        k = s.admin_key()
+        some_admin_actions(s, k)  # answered while the witness fails
+        st, _, body = s.raw_get("/v1/audit/export", k)
+        seal = json.loads(body.decode().splitlines()[-1])
+        w.wait_seq(seal["details"]["seq"])  # the checkpoint the export appended
+        st, cp, _ = s.request("GET", "/v1/audit/checkpoint", key=k)
+        w.wait_seq(cp["seq"])
+        with w.lock:
+            posts = list(w.posts)
+        check_witnessed(posts, secret, public_key_of(AUDIT_KEY))
+        check(json.loads(posts[-1][2]) == cp, "the last delivered: %r" % posts[-1][2])
+        check(posts[-1][2] == read_head(d), "the witness and audit.head differ")
+        st, text, _ = s.request("GET", "/metrics")
+        m = re.search(r"^airlock_audit_witness_failures (\d+)", text, re.M)
+        check(m and int(m.group(1)) >= 1, "failures not counted: %s" % text[-600:])
+        check("audit witness: answered HTTP 500" in s.stderr(), "not logged: %s" % s.stderr())
+    finally:
+        s.kill()
+        w.close()
+    # a witness the config names wrong refuses the start
+    for audit in ({"witness": "ftp://h/x", "witness_secret": secret},
+                  {"witness": "http://u:p@h/x", "witness_secret": secret},
+                  {"witness": "http://h/x", "witness_secret": "short"}, {"witness": "http://h/x"},
+                  {"witness": "http://h/x", "witness_secret": secret, "other": 1}):
+        with open(cfg, "w") as f:
+            json.dump({"audit": audit}, f)
+        p = subprocess.run([AIRLOCKD, "--config", cfg, "--data-dir", d], capture_output=True,
+                           timeout=HANG)
+        check(p.returncode == 2 and b"audit" in p.stderr and b"u:p" not in p.stderr,
+              "config %r: %d %r" % (audit, p.returncode, p.stderr))
+
+
+# ---------------------------------------------------------------------------------------------
+def t_connectors(tmp):
+    d = os.path.join(tmp, "var")
 def two_departments(s, k):
     """finance and hr (supervised: a run waits for a person, with its input recorded), a
     principal per grant; hr's template payroll with v1 approved and v2 a draft, finance's refund

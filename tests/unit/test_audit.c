@@ -752,6 +752,35 @@ static void test_audit_detects_malformed(void **state)
     }
 }
 
+/* The checkpoint airlockd keeps outside the log against the log as stored. */
+static void test_audit_kept_compare_finds_a_cut_tail(void **state)
+{
+    char kept[AUDIT_HASH_HEX_LEN + 1];
+    char other[AUDIT_HASH_HEX_LEN + 1];
+    struct audit_problem p;
+    (void)state;
+    memset(kept, 'a', AUDIT_HASH_HEX_LEN);
+    kept[AUDIT_HASH_HEX_LEN] = '\0';
+    memset(other, 'b', AUDIT_HASH_HEX_LEN);
+    other[AUDIT_HASH_HEX_LEN] = '\0';
+    memset(&p, 0, sizeof p);
+    /* the log reaches it with that record, or has grown past it */
+    assert_int_equal(audit_kept_compare(8, kept, 8, kept, &p), AUDIT_FAULT_NONE);
+    assert_int_equal(audit_kept_compare(8, kept, 12, kept, &p), AUDIT_FAULT_NONE);
+    /* its tail deleted: the first record missing is the fault */
+    assert_int_equal(audit_kept_compare(8, kept, 5, NULL, &p), AUDIT_FAULT_TRUNCATED);
+    assert_int_equal(p.seq, 6);
+    assert_non_null(strstr(p.why, "seq 8"));
+    assert_non_null(strstr(p.why, kept));
+    assert_int_equal(audit_kept_compare(8, kept, 0, NULL, &p), AUDIT_FAULT_TRUNCATED);
+    assert_int_equal(p.seq, 1);
+    /* cut and written again past it: the record at its seq is another */
+    assert_int_equal(audit_kept_compare(8, kept, 9, other, &p), AUDIT_FAULT_TRUNCATED);
+    assert_int_equal(p.seq, 8);
+    assert_non_null(strstr(p.why, "written again"));
+    assert_int_equal(audit_kept_compare(8, kept, 9, NULL, NULL), AUDIT_FAULT_TRUNCATED);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -768,6 +797,7 @@ int main(void)
         cmocka_unit_test(test_audit_detects_rewritten_tail),
         cmocka_unit_test(test_audit_detects_swapped_records),
         cmocka_unit_test(test_audit_detects_truncation),
+        cmocka_unit_test(test_audit_kept_compare_finds_a_cut_tail),
         cmocka_unit_test(test_audit_kept_checkpoint_finds_a_cut_at_a_checkpoint),
         cmocka_unit_test(test_audit_detects_changed_signature),
         cmocka_unit_test(test_audit_detects_other_key),

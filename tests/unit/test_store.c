@@ -424,10 +424,31 @@ static void test_store_audit_chained(void **state)
     assert_int_equal(c.checkpoints, 1);
     assert_int_equal(c.last_checkpoint, 1000);
 
+    /* the checkpoint of record 999 (appended as 1000) is handed out once, to keep outside */
+    struct store_checkpoint taken;
+    assert_int_equal(s->ops->audit_take_appended(s, &taken), STORE_OK);
+    assert_int_equal(taken.seq, 999);
+    assert_int_equal(s->ops->audit_take_appended(s, &taken), STORE_NOT_FOUND);
+
     /* sealing appends a checkpoint of the head once, not again while nothing changed */
     assert_int_equal(s->ops->audit_checkpoint(s, 1, &cp), STORE_OK);
     assert_int_equal(cp.seq, 1203);
+    assert_int_equal(s->ops->audit_take_appended(s, &taken), STORE_OK);
+    assert_int_equal(taken.seq, 1202);
     assert_int_equal(s->ops->audit_checkpoint(s, 1, &cp), STORE_OK);
+    assert_int_equal(cp.seq, 1203);
+    assert_int_equal(s->ops->audit_take_appended(s, &taken), STORE_NOT_FOUND);
+
+    /* a seal rolled back, even as a savepoint in a transaction that commits, is never handed
+     * out: airlockd would keep a checkpoint the database does not hold */
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->audit_append(s, "admin", "x.y", NULL, NULL, "{}", NULL), STORE_OK);
+    assert_int_equal(s->ops->audit_checkpoint(s, 1, &cp), STORE_OK);
+    s->ops->tx_rollback(s);
+    assert_int_equal(s->ops->tx_commit(s), STORE_OK);
+    assert_int_equal(s->ops->audit_take_appended(s, &taken), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->audit_checkpoint(s, 0, &cp), STORE_OK);
     assert_int_equal(cp.seq, 1203);
 
     /* the stored lines are an export `airlock audit verify` accepts */
