@@ -171,7 +171,9 @@ test('error answers are AirlockErrors with the server\'s status, code and reques
     await alice.templates.submit('draft-only', v.version);
     const four = await refused(alice.templates.approve('draft-only', v.version), 409, 'CONFLICT');
     assert.match(four.message, /four eyes/);
-    await refused(agent.runs.start({ template: 'draft-only' }), 409, 'VERSION_NOT_APPROVED');
+    // a version the agent may not read (submitted, not approved) is one that does not exist
+    const hidden = await refused(agent.runs.start({ template: 'draft-only' }), 404, 'NOT_FOUND');
+    assert.match(hidden.message, /^no template draft-only/);
     await refused(alice.templates.createVersion('draft-only', { source: 'return 1', limits:
         { timeout_ms: -1 } }), 400, 'INVALID_REQUEST');
 

@@ -38,11 +38,11 @@ def test_templates_versions_runs_approvals_audit(world):
                                                                      "maximum": 50}},
                                            "required": ["amount"]})
     assert v["version"] == 1 and v["state"] == "draft"
-    # a draft does not run
-    with pytest.raises(errors.VersionNotApproved) as e:
+    # a draft does not run, and to an agent it is not there at all
+    with pytest.raises(errors.NotFound) as e:
         agent.run("refund", {"amount": 7})
-    assert e.value.status == 409 and e.value.code == "VERSION_NOT_APPROVED"
-    assert isinstance(e.value, errors.Conflict) and e.value.request_id.startswith("req_")
+    assert e.value.status == 404 and e.value.code == "NOT_FOUND"
+    assert e.value.request_id.startswith("req_")
     assert alice.submit("refund", 1)["state"] == "submitted"
     # four eyes: the author cannot approve her own version
     with pytest.raises(errors.ApiError) as e:

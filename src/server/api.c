@@ -240,7 +240,13 @@ static void api_denial_done(void *arg, enum store_rc rc)
         http_deferred_reply(deferred, &resp);
         http_response_done(&resp);
     } else if (!d->req) {
-        /* a tally's summary (api_denials_write): nobody to answer */
+        /* a tally's summary (api_denials_write): nobody to answer, so the log says it was lost */
+        if (rc != STORE_OK) {
+            fprintf(stderr,
+                    "{\"log\":\"audit\",\"error\":\"a tally of refusals could not be "
+                    "recorded\",\"details\":%s}\n",
+                    d->details.data ? d->details.data : "null");
+        }
         buf_done(&d->details);
         free(d);
     }

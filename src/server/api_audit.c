@@ -39,6 +39,7 @@
 #define API_AUDIT_PAGE          256          /* records read per page of the export */
 #define API_AUDIT_PAGE_BYTES    (256 * 1024) /* and a page ends early past this much */
 #define API_AUDIT_CHECK_STEP    2000         /* records verified per call of a streamed check */
+#define API_AUDIT_SCAN_MAX      10000 /* records a page reads for a reader of some departments */
 
 struct api_audit_page {
     struct buf *b;
@@ -55,6 +56,7 @@ static int api_audit_item(void *userdata, const struct store_audit *a)
     if (pg->n >= pg->limit) {
         return 1;
     }
+    pg->last = a->seq; /* a hidden record too: the next page goes on past it */
     if (!gov_audit_may_see(pg->reader, a->department, &d)) {
         return 0;
     }
@@ -62,7 +64,6 @@ static int api_audit_item(void *userdata, const struct store_audit *a)
         buf_append_str(pg->b, ",");
     }
     buf_append_str(pg->b, a->line ? a->line : "null");
-    pg->last = a->seq;
     return 0;
 }
 
@@ -105,8 +106,9 @@ void api_audit_list(struct api_ctx *ctx)
     struct api_audit_page pg = { b, &ctx->who->gov, limit, 0, after };
     struct gov_decision d;
     /* a reader of some departments reads on past the records it may not see, up to limit
-     * records it may see (or the log's end) */
-    int64_t most = gov_audit_may_see(pg.reader, NULL, &d) ? limit : INT64_MAX;
+     * records it may see, the log's end or API_AUDIT_SCAN_MAX records read (a page may then
+     * hold fewer than limit: `next` says where the next one starts) */
+    int64_t most = gov_audit_may_see(pg.reader, NULL, &d) ? limit : API_AUDIT_SCAN_MAX;
     api_reply(ctx, 200);
     buf_append_str(b, "{\"records\":[");
     if (limit > 0 && ctx->store->ops->audit_search(ctx->store, after, most, &filter, api_audit_item,

@@ -13,11 +13,16 @@ struct api_list {
     struct buf *b;
     int n;
     struct store *store;
+    const struct gov_principal *scoped; /* a reader of some departments only, else NULL */
 };
 
 static int api_grant_item(void *userdata, const struct store_grant *g)
 {
     struct api_list *l = userdata;
+    struct gov_decision d;
+    if (l->scoped && !gov_audit_may_see(l->scoped, g->department, &d)) {
+        return 0; /* another department's grant, or one for all: not this reader's business */
+    }
     buf_append_str(l->b, l->n++ ? ",{\"role\":" : "{\"role\":");
     api_str(l->b, g->role);
     api_member(l->b, ",\"department\":", g->department);
@@ -36,12 +41,26 @@ static int api_key_item(void *userdata, const struct store_key *k)
     return 0;
 }
 
-/* Appends a principal with its roles and keys; non-zero stops the walk on a store failure. */
+/* Appends a principal with its roles and keys; non-zero stops the walk on a store failure. A
+ * reader of some departments only (l->scoped) sees the principals holding a role in one of them,
+ * with those roles alone and no keys: the rest is for readers of every department, as in the
+ * audit log (gov_audit_may_see). */
 static int api_principal_item(void *userdata, const struct store_principal *p)
 {
     struct api_list *l = userdata;
-    struct api_list roles = { l->b, 0, l->store };
-    struct api_list keys = { l->b, 0, l->store };
+    struct buf rb; /* its roles first: a scoped reader may see none, and then not it */
+    buf_init(&rb, l->b->max);
+    struct api_list roles = { &rb, 0, l->store, l->scoped };
+    struct api_list keys = { l->b, 0, l->store, NULL };
+    if (l->store->ops->role_list(l->store, p->name, api_grant_item, &roles) != STORE_OK ||
+        buf_failed(&rb)) {
+        buf_done(&rb);
+        return 1;
+    }
+    if (l->scoped && roles.n == 0) {
+        buf_done(&rb);
+        return 0; /* none of its roles is in the reader's departments */
+    }
     if (l->n++) {
         buf_append_str(l->b, ",");
     }
@@ -49,11 +68,12 @@ static int api_principal_item(void *userdata, const struct store_principal *p)
     api_member(l->b, ",\"kind\":", p->kind);
     api_member(l->b, ",\"created\":", p->created);
     buf_append_str(l->b, ",\"roles\":[");
-    if (l->store->ops->role_list(l->store, p->name, api_grant_item, &roles) != STORE_OK) {
-        return 1;
+    if (rb.len) {
+        buf_append(l->b, rb.data, rb.len);
     }
+    buf_done(&rb);
     buf_append_str(l->b, "],\"keys\":[");
-    if (l->store->ops->key_list(l->store, p->name, api_key_item, &keys) != STORE_OK) {
+    if (!l->scoped && l->store->ops->key_list(l->store, p->name, api_key_item, &keys) != STORE_OK) {
         return 1;
     }
     buf_append_str(l->b, "]}");
@@ -129,7 +149,10 @@ out:
 
 void api_principals_list(struct api_ctx *ctx)
 {
-    struct api_list l = { &ctx->resp->body, 0, ctx->store };
+    struct gov_decision d;
+    const struct gov_principal *who = &ctx->who->gov;
+    struct api_list l = { &ctx->resp->body, 0, ctx->store,
+                          gov_audit_may_see(who, NULL, &d) ? NULL : who };
     if (api_body(ctx, NULL, 0) != 0) {
         return;
     }
@@ -144,7 +167,7 @@ void api_principals_list(struct api_ctx *ctx)
 
 void api_principals_me(struct api_ctx *ctx)
 {
-    struct api_list l = { &ctx->resp->body, 0, ctx->store };
+    struct api_list l = { &ctx->resp->body, 0, ctx->store, NULL };
     if (api_body(ctx, NULL, 0) != 0) {
         return;
     }

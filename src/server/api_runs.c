@@ -1341,6 +1341,9 @@ enum store_rc api_version_revoking(struct api_ctx *ctx, const char *template_nam
     enum store_rc rc = s->ops->run_list(s, &f, api_run_ids_fn, &l);
     for (size_t i = 0; i < l.n && rc == STORE_OK; i++) {
         rc = api_run_cancel_stored(ctx, l.rows[i].id, l.rows[i].department, why, l.rows[i].state);
+        if (rc == STORE_CONFLICT) {
+            rc = STORE_OK; /* it ended meanwhile (on another node): nothing was written */
+        }
     }
     free(l.rows);
     return rc;
@@ -1366,17 +1369,14 @@ static int api_key_active_fn(void *userdata, const struct store_key *k)
     return 0;
 }
 
-/* May run `r` go on, its principal's grants and keys read as the store `s` says now
- * (gov_run_may_go_on)? 1 or 0 with *ret filled; -1 on a store failure. */
-static int api_run_may_go_on(struct store *s, const struct gov_run *r, struct gov_decision *ret)
+/* A run's starter as the store `s` says now: its grants and how many keys it has left, for
+ * gov_run_may_go_on. */
+static enum store_rc api_starter_read(struct store *s, const char *principal,
+                                      struct gov_principal *starter, size_t *keys)
 {
-    struct gov_principal starter;
-    size_t keys = 0;
-    enum store_rc rc = auth_grants(s, r->principal, &starter);
-    if (rc == STORE_OK) {
-        rc = s->ops->key_list(s, r->principal, api_key_active_fn, &keys);
-    }
-    return rc == STORE_OK ? gov_run_may_go_on(&starter, keys, r, ret) : -1;
+    *keys = 0;
+    enum store_rc rc = auth_grants(s, principal, starter);
+    return rc == STORE_OK ? s->ops->key_list(s, principal, api_key_active_fn, keys) : rc;
 }
 
 /* The runs a principal's revocation cancelled, to stop here once it has committed. */
@@ -1398,16 +1398,16 @@ enum store_rc api_principal_revoking(struct api_ctx *ctx, const char *principal,
         struct store_run_filter f = { .principal = principal, .status = in_progress[i] };
         rc = s->ops->run_list(s, &f, api_run_ids_fn, &l);
     }
+    struct gov_principal starter; /* one principal's runs: read once */
+    size_t keys = 0;
     if (rc == STORE_OK && l.n) {
         c = calloc(1, sizeof *c + l.n * sizeof c->c[0]);
-        rc = c ? STORE_OK : STORE_ERROR;
+        rc = c ? api_starter_read(s, principal, &starter, &keys) : STORE_ERROR;
     }
     for (size_t i = 0; i < l.n && rc == STORE_OK; i++) {
         struct gov_run r = { l.rows[i].id, l.rows[i].department, principal, l.rows[i].state };
         struct gov_decision d;
-        int go_on = api_run_may_go_on(s, &r, &d);
-        if (go_on != 0) {
-            rc = go_on < 0 ? STORE_ERROR : STORE_OK;
+        if (gov_run_may_go_on(&starter, keys, &r, &d)) {
             continue;
         }
         struct api_cancel *one = calloc(1, sizeof *one);
@@ -1415,10 +1415,15 @@ enum store_rc api_principal_revoking(struct api_ctx *ctx, const char *principal,
             rc = STORE_ERROR;
             break;
         }
-        c->c[c->n++] = one;
         snprintf(one->id, sizeof one->id, "%s", r.id);
         snprintf(one->why, sizeof one->why, "cancelled: %s", d.why);
         rc = api_run_cancel_stored(ctx, r.id, r.department, one->why, r.state);
+        if (rc == STORE_CONFLICT) {
+            rc = STORE_OK; /* it ended meanwhile (on another node): nothing was written */
+            free(one);
+        } else {
+            c->c[c->n++] = one;
+        }
     }
     free(l.rows);
     if (rc != STORE_OK) {
@@ -1454,20 +1459,22 @@ int api_run_may_resume(struct api_ctx *ctx, const char *id)
     }
     enum store_rc rc = s->ops->run_get(s, id, api_run_head_fn, &h);
     struct gov_run r = { id, h.department, h.principal, h.state };
-    int go_on = rc != STORE_OK                             ? -1
-                : !h.found || gov_run_state_ended(h.state) ? 1
-                                                           : api_run_may_go_on(s, &r, &d);
-    if (go_on > 0 || rc == STORE_NOT_FOUND) {
-        s->ops->tx_rollback(s);
-        return 0; /* nothing to resume, or it may go on: the decision is taken */
+    struct gov_principal starter;
+    size_t keys = 0;
+    int go_on = 1; /* nothing to resume (not found, or ended) */
+    if (rc == STORE_OK && h.found && !gov_run_state_ended(h.state)) {
+        rc = api_starter_read(s, h.principal, &starter, &keys);
+        go_on = rc == STORE_OK ? gov_run_may_go_on(&starter, keys, &r, &d) : -1;
     }
     if (go_on == 0) {
         snprintf(why, sizeof why, "cancelled: %s", d.why);
         rc = api_run_cancel_stored(ctx, id, h.department, why, h.state);
-    } else if (rc == STORE_OK) {
-        rc = STORE_ERROR;
     }
-    rc = api_tx_end(s, rc);
+    if ((go_on > 0 && rc != STORE_ERROR) || rc == STORE_NOT_FOUND || rc == STORE_CONFLICT) {
+        s->ops->tx_rollback(s);
+        return 0; /* it may go on, or it is gone or ended meanwhile: the decision is taken */
+    }
+    rc = api_tx_end(s, go_on < 0 ? STORE_ERROR : rc);
     if (rc != STORE_OK) {
         api_store_failed(ctx);
         return -1;

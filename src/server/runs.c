@@ -1052,8 +1052,11 @@ static void *runs_watch_thread(void *arg)
     struct runs *r = arg;
     pthread_mutex_lock(&r->lock);
     while (!r->watch_stop) {
-        int64_t until = clock_wall_ms() + RUNS_WATCH_MS;
-        struct timespec deadline = { (time_t)(until / 1000), (long)(until % 1000) * 1000000L };
+        struct timespec deadline; /* monotonic (watch_cond's clock): a clock step never stalls it */
+        clock_gettime(CLOCK_MONOTONIC, &deadline);
+        deadline.tv_nsec += (long)RUNS_WATCH_MS * 1000000L;
+        deadline.tv_sec += deadline.tv_nsec / 1000000000L;
+        deadline.tv_nsec %= 1000000000L;
         (void)pthread_cond_timedwait(&r->watch_cond, &r->lock, &deadline);
         if (r->watch_stop) {
             break;
@@ -1535,6 +1538,7 @@ static enum store_rc runs_minimal_fn(struct writer_tx *tx, void *arg)
     sr->counted_status = NULL;
     if (rc == STORE_OK) {
         runs_build_answer(s, sr);
+        sr->waiter_revoked = runs_waiter_revoked(s, sr); /* as runs_end_fn: the answer has calls */
     } else {
         runs_log_store(s, "a run's end could not be recorded at all");
     }
@@ -1992,7 +1996,11 @@ int runs_new(struct writer *writer, struct al_runner *runner, struct connector_c
     pthread_mutex_init(&r->lock, NULL);
     pthread_mutex_init(&r->kick_lock, NULL);
     pthread_cond_init(&r->cond, NULL);
-    pthread_cond_init(&r->watch_cond, NULL);
+    pthread_condattr_t mono;
+    pthread_condattr_init(&mono);
+    pthread_condattr_setclock(&mono, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->watch_cond, &mono);
+    pthread_condattr_destroy(&mono);
     *ret = r;
     return 0;
 }

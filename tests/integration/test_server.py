@@ -402,10 +402,15 @@ def t_lifecycle(tmp):
                  "NOT_FOUND")
         error_of(*s.request("POST", "/v1/principals/bob/roles", grant, key=k)[:2], 404,
                  "NOT_FOUND")
+        # an auditor of finance sees the principals of finance, without their keys
         st, doc, _ = s.request("GET", "/v1/principals", key=alice["key"])
+        check(st == 200 and doc == [{"name": "alice", "kind": "agent", "created": doc[0]["created"],
+                                     "roles": [grant], "keys": []}], "list: %r" % doc)
+        st, doc, _ = s.request("GET", "/v1/principals", key=k)
         check(st == 200 and {p["name"] for p in doc} == {"admin", "alice"}, "list: %r" % doc)
-        check(all("key" not in p and all(set(x) == {"prefix", "created", "revoked"}
-                                         for x in p["keys"]) for p in doc), "keys shown: %r" % doc)
+        check(all("key" not in p and p["keys"] and all(set(x) == {"prefix", "created", "revoked"}
+                                                       for x in p["keys"]) for p in doc),
+              "keys shown: %r" % doc)
         st, doc, _ = s.request("DELETE", "/v1/principals/alice/roles", grant, key=k)
         check(st == 200, "revoke role: %d %r" % (st, doc))
         error_of(*s.request("DELETE", "/v1/principals/alice/roles", grant, key=k)[:2], 404,
@@ -2162,6 +2167,18 @@ def t_audit_follows_the_auditors_departments(tmp):
         check(seen == doc["records"], "pages differ from the list")
         st, e, _ = s.request("GET", "/v1/audit/export", key=fin)
         error_of(st, e, 403, "FORBIDDEN")
+        # the principals: those holding a role in finance, with those roles alone, and no keys
+        st, doc, _ = s.request("GET", "/v1/principals", key=fin)
+        check(st == 200, "principals to finance's auditor: %r" % doc)
+        check(sorted(p["name"] for p in doc) == ["fin-agent", "fin-approver", "fin-auditor",
+                                                 "fin-author", "fin-author-agent"],
+              "principals to finance's auditor: %r" % doc)
+        check(all(p["keys"] == [] and p["roles"] and
+                  all(r["department"] == "finance" for r in p["roles"]) for p in doc),
+              "roles and keys to finance's auditor: %r" % doc)
+        st, doc, _ = s.request("GET", "/v1/principals", key=keys["all-auditor"])
+        check(st == 200 and {"hr-agent", "all-auditor"} <= {p["name"] for p in doc} and
+              all(p["keys"] for p in doc), "principals to an auditor of all: %r" % doc)
         st, v, _ = s.request("GET", "/v1/audit/verify", key=fin)
         check(st == 200 and v["ok"] is True, "verify to finance's auditor: %r" % v)
         # hr's templates are not there to finance's auditor; finance's, drafts included, are
