@@ -13,8 +13,12 @@
  * does nothing). The queue: 50 connections racing to claim one queued run and take its
  * continuation, round after round, exactly one gets it. PostgreSQL's wake-ups: a listener hears a
  * committed notification, never a rolled-back one, is woken, and listens again after its
- * connection was ended. Raw SQL in this file (a second connection) only sets up what the store must
- * cope with. */
+ * connection was ended. The journal of durable runs: batches read back whole and in order, answers
+ * stored once whatever number of entries name them (forks share them), a batch appended again
+ * changes nothing and one that differs is refused, answers of 1 MiB with any bytes come back exact,
+ * changed ones are refused, a rolled-back savepoint drops its entries, and a database of the
+ * schema before it is migrated with its runs. Raw SQL in this file (a second connection) only sets
+ * up what the store must cope with or counts rows. */
 /* cmocka.h needs these first */
 /* clang-format off */
 #include <setjmp.h>
