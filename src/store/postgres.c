@@ -280,8 +280,8 @@ static const unsigned char *pg_row_blob(const struct sql_row *row, int col, size
         return NULL;
     }
     PQfreemem(*row->memory);
-    *row->memory = PQunescapeBytea((const unsigned char *)PQgetvalue(row->res, row->i, col),
-                                   ret_len);
+    *row->memory =
+            PQunescapeBytea((const unsigned char *)PQgetvalue(row->res, row->i, col), ret_len);
     return *row->memory;
 }
 
@@ -567,8 +567,8 @@ static enum store_rc pg_journal_insert(struct sql_store *q, const char *run,
             buf_printf(&sql,
                        "%s($1, $%d::bigint, $%d, $%d, $%d, $%d, $%d::integer, $%d::integer, "
                        "$%d::bigint, $%d)",
-                       i > from ? ", " : "", p + 1, p + 2, p + 3, p + 4, p + 5, p + 6, p + 7,
-                       p + 8, p + 9);
+                       i > from ? ", " : "", p + 1, p + 2, p + 3, p + 4, p + 5, p + 6, p + 7, p + 8,
+                       p + 9);
             snprintf(numbers[i - from][0], 24, "%" PRId64, e->position);
             snprintf(numbers[i - from][1], 24, "%d", e->kind);
             snprintf(numbers[i - from][2], 24, "%" PRId64, e->clock_ms);

@@ -18,8 +18,8 @@
 #include <time.h>
 
 #define SQL_LINE_MAX ((size_t)1 << 20) /* an audit record's line */
-#define SQL_RUN_COLUMNS                                                                      \
-    "seq, id, COALESCE(template, ''), COALESCE(version, 0), department, principal, status, " \
+#define SQL_RUN_COLUMNS                                                                            \
+    "seq, id, COALESCE(template, ''), COALESCE(version, 0), department, principal, status, "       \
     "input, source, language, functions, outcome, created, updated, seed, COALESCE(clock_ms, 0), " \
     "recovered"
 
@@ -1279,7 +1279,7 @@ enum store_rc sql_run_lock_on_node(struct store *s, const char *id, const char *
 
 /* ---------------------------------------------------------------- the journal */
 
-#define SQL_JOURNAL_COLUMNS                                                                  \
+#define SQL_JOURNAL_COLUMNS                                                             \
     "position, call_id, function, args_sha256, idempotency_key, kind, sync, clock_ms, " \
     "answer_sha256"
 
@@ -1347,8 +1347,8 @@ static enum store_rc sql_journal_valid(struct sql_store *q, const struct store_j
                                   ? "answer"
                                   : NULL;
         if (bad) {
-            snprintf(q->errmsg, sizeof q->errmsg, "%s: journal entry %zu: %s", q->base.ops->name,
-                     i, bad);
+            snprintf(q->errmsg, sizeof q->errmsg, "%s: journal entry %zu: %s", q->base.ops->name, i,
+                     bad);
             return STORE_ERROR;
         }
     }
@@ -1377,8 +1377,7 @@ enum store_rc sql_journal_append(struct store *s, const char *run,
     if (entries[0].position > 1) {
         snprintf(first, sizeof first, "%" PRId64, entries[0].position - 1);
         const char *args[] = { run, first };
-        rc = sql_exists(q,
-                        "SELECT 1 FROM journal WHERE run = $1 AND position = CAST($2 AS BIGINT)",
+        rc = sql_exists(q, "SELECT 1 FROM journal WHERE run = $1 AND position = CAST($2 AS BIGINT)",
                         2, args);
         if (rc == STORE_NOT_FOUND) {
             snprintf(q->errmsg, sizeof q->errmsg,
@@ -1519,8 +1518,9 @@ enum store_rc sql_journal_copy_prefix(struct store *s, const char *from_run, con
         return rc == STORE_OK ? STORE_CONFLICT : rc;
     }
     return q->db->exec(q,
-                       "INSERT INTO journal(run, " SQL_JOURNAL_COLUMNS ") SELECT CAST($2 AS TEXT), "
-                       SQL_JOURNAL_COLUMNS " FROM journal WHERE run = $1 AND position <= CAST($3 "
+                       "INSERT INTO journal(run, " SQL_JOURNAL_COLUMNS
+                       ") SELECT CAST($2 AS TEXT), " SQL_JOURNAL_COLUMNS
+                       " FROM journal WHERE run = $1 AND position <= CAST($3 "
                        "AS BIGINT) ORDER BY position",
                        3, args, NULL);
 }

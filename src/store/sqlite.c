@@ -496,9 +496,16 @@ static enum store_rc sqlite_journal_insert(struct sql_store *q, const char *run,
         snprintf(position, sizeof position, "%" PRId64, e->position);
         snprintf(kind, sizeof kind, "%d", e->kind);
         snprintf(clock, sizeof clock, "%" PRId64, e->clock_ms);
-        const char *args[] = { run,          position,           e->call_id, e->function,
-                               e->args_sha256, e->idempotency_key, kind,     e->sync ? "1" : "0",
-                               clock,        hashes[i] };
+        const char *args[] = { run,
+                               position,
+                               e->call_id,
+                               e->function,
+                               e->args_sha256,
+                               e->idempotency_key,
+                               kind,
+                               e->sync ? "1" : "0",
+                               clock,
+                               hashes[i] };
         if (rc == STORE_OK) {
             rc = sqlite_exec(q, row_sql, 10, args, &changes);
         }

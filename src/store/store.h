@@ -155,8 +155,8 @@ struct store_run {
     const char *created;
     const char *updated;
     /* since version 10 (0010_journal): where a replay from the journal starts, run_set_origin */
-    const char *seed; /* the guest's random seed, 16 lowercase hex digits; NULL until set */
-    int64_t clock_ms; /* the guest clock's start, ms since the epoch; 0 until set */
+    const char *seed;  /* the guest's random seed, 16 lowercase hex digits; NULL until set */
+    int64_t clock_ms;  /* the guest clock's start, ms since the epoch; 0 until set */
     int64_t recovered; /* times the run was recovered from its journal (run_add_recovered) */
 };
 

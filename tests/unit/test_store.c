@@ -1981,9 +1981,9 @@ static void test_store_journal_append_and_read(void **state)
 
     /* where a replay starts, and its recoveries */
     int64_t recovered = 0;
-    assert_int_equal(s->ops->run_set_origin(s, "run_j", UINT64_C(0xfedcba9876543210),
-                                            1767225600123),
-                     STORE_OK);
+    assert_int_equal(
+            s->ops->run_set_origin(s, "run_j", UINT64_C(0xfedcba9876543210), 1767225600123),
+            STORE_OK);
     assert_int_equal(s->ops->run_set_origin(s, "nope", 1, 1), STORE_NOT_FOUND);
     assert_int_equal(s->ops->run_add_recovered(s, "run_j", &recovered), STORE_OK);
     assert_int_equal(recovered, 1);
@@ -2011,8 +2011,7 @@ static void test_store_journal_answers_shared(void **state)
     struct journal_got g = { 0 };
     char origin[64] = "";
     struct store_journal_entry a[3] = { journal_entry(1, "[1,2,3]", 7),
-                                        journal_entry(2, "[1,2,3]", 7),
-                                        journal_entry(3, "{}", 2) };
+                                        journal_entry(2, "[1,2,3]", 7), journal_entry(3, "{}", 2) };
     struct store_journal_entry b[1] = { journal_entry(1, "[1,2,3]", 7) };
     journal_run(s, "run_a");
     journal_run(s, "run_b");
@@ -2091,9 +2090,9 @@ static void test_store_journal_append_again(void **state)
         assert_int_equal(s->ops->tx_begin(s), STORE_OK);
         assert_int_equal(s->ops->journal_append(s, "run_j", &x, 1), STORE_CONFLICT);
         s->ops->tx_rollback(s);
-        assert_int_equal(s->ops->audit_append(s, "bob", "run.host_call", "run_j", "ops", "{}",
-                                              NULL),
-                         STORE_OK);
+        assert_int_equal(
+                s->ops->audit_append(s, "bob", "run.host_call", "run_j", "ops", "{}", NULL),
+                STORE_OK);
         assert_int_equal(s->ops->tx_commit(s), STORE_OK);
     }
     journal_read(s, "run_j", 0, &g);
