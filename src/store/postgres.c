@@ -56,7 +56,7 @@
 #include "sql.h"
 #include "store.h"
 
-#define PG_STMT_CACHE   96 /* more than the distinct statements of sql.c and this file */
+#define PG_STMT_CACHE   128 /* more than the distinct statements of sql.c and this file */
 #define PG_AUDIT_LOCK   "7310313582143337985" /* pg_advisory_xact_lock key of audit appends */
 #define PG_MIGRATE_LOCK "7310313582143337986" /* ... and of migrations */
 #define PG_CONNECT_MS   10000                 /* a listener's connect, as connect_timeout */
@@ -993,7 +993,7 @@ static const struct sql_backend pg_sql = {
      * of the export, cut at its size) holds a few of them, not a page of 256 */
     .audit_page = 4,
     .run_page = 64,
-    .journal_page = 16,
+    .journal_page = 8,
 };
 
 /* ---------------------------------------------------------------- opening */

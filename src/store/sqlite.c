@@ -27,7 +27,7 @@
 #include "sql.h"
 #include "store.h"
 
-#define SQLITE_STMT_CACHE 96 /* more than the distinct statements of sql.c and this file */
+#define SQLITE_STMT_CACHE 128 /* more than the distinct statements of sql.c and this file */
 
 /* A prepared statement kept for the next call with the same SQL; sql is the caller's pointer
  * (a literal), checked against the statement's own text before reuse. */

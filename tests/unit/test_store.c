@@ -2002,6 +2002,51 @@ static int read_origin(void *userdata, const struct store_run *r)
     return 0;
 }
 
+struct journal_walk {
+    int n;
+    int64_t last;
+    int ordered;
+    int stop_at; /* 0: never */
+};
+
+static int journal_walk_each(void *userdata, const struct store_journal_entry *e)
+{
+    struct journal_walk *w = userdata;
+    w->ordered = w->ordered && e->position == w->last + 1 && e->answer_len == 2 &&
+                 e->answer[0] == (unsigned char)('a' + e->position % 26);
+    w->last = e->position;
+    return ++w->n == w->stop_at;
+}
+
+/* A journal longer than PostgreSQL's page of answers reads whole and in order, from any
+ * position; the callback stops the walk. */
+static void test_store_journal_read_in_pages(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    struct store_journal_entry e[40];
+    char answers[40][2];
+    for (int i = 0; i < 40; i++) {
+        answers[i][0] = (char)('a' + (i + 1) % 26);
+        answers[i][1] = 0;
+        e[i] = journal_entry(i + 1, answers[i], 2);
+    }
+    journal_run(s, "run_j");
+    assert_int_equal(s->ops->journal_append(s, "run_j", e, 40), STORE_OK);
+    struct journal_walk w = { 0, 0, 1, 0 };
+    assert_int_equal(s->ops->journal_read(s, "run_j", 0, journal_walk_each, &w), STORE_OK);
+    assert_int_equal(w.n, 40);
+    assert_true(w.ordered);
+    w = (struct journal_walk){ 0, 13, 1, 0 };
+    assert_int_equal(s->ops->journal_read(s, "run_j", 13, journal_walk_each, &w), STORE_OK);
+    assert_int_equal(w.n, 27);
+    assert_true(w.ordered);
+    w = (struct journal_walk){ 0, 0, 1, 11 };
+    assert_int_equal(s->ops->journal_read(s, "run_j", 0, journal_walk_each, &w), STORE_OK);
+    assert_int_equal(w.n, 11);
+    assert_int_equal(raw_count(f, "SELECT count(*) FROM journal_blobs"), 26);
+}
+
 /* An answer's bytes are stored once, however many runs' entries name them; a fork copies a
  * prefix of the journal and shares its answers. */
 static void test_store_journal_answers_shared(void **state)
@@ -2273,6 +2318,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_conflict_keeps_transaction, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_audit_head_follows_rollbacks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_journal_append_and_read, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_journal_read_in_pages, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_journal_answers_shared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_journal_append_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_journal_large_answer, setup, teardown),
