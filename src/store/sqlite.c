@@ -11,9 +11,9 @@
  * sqlite_exec and sqlite_walk (sql.h); their statements say $1, $2, ..., which SQLite takes as
  * named parameters, and sqlite_prepare binds each to the argument its name numbers. What is
  * SQLite's own stays here: transactions and savepoints, read_begin's snapshot, the audit log's
- * head kept by the connection, JSON and string functions, the key's hash as a blob, this
- * process's clock for leases, and no row locks (one writer at a time holds the database). This
- * file never logs: errors go to errmsg for the caller.
+ * head kept by the connection, JSON and string functions, the key's hash and the journal's
+ * answers as blobs, this process's clock for leases, and no row locks (one writer at a time holds
+ * the database). This file never logs: errors go to errmsg for the caller.
  */
 #include <inttypes.h>
 #include <sqlite3.h>
