@@ -51,11 +51,12 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "buf.h"
 #include "migrations.h"
 #include "sql.h"
 #include "store.h"
 
-#define PG_STMT_CACHE   96 /* more than the distinct statements of sql.c and this file */
+#define PG_STMT_CACHE   128 /* more than the distinct statements of sql.c and this file */
 #define PG_AUDIT_LOCK   "7310313582143337985" /* pg_advisory_xact_lock key of audit appends */
 #define PG_MIGRATE_LOCK "7310313582143337986" /* ... and of migrations */
 #define PG_CONNECT_MS   10000                 /* a listener's connect, as connect_timeout */
@@ -175,31 +176,46 @@ static enum store_rc pg_ready(struct pg_store *st)
     return STORE_OK;
 }
 
-/* Runs sql with n text parameters (a NULL value binds NULL) and hands back its result on
- * success (the caller PQclears it). An error of integrity class 23 (a constraint) is a CONFLICT,
- * as on SQLite. */
-static enum store_rc pg_query(struct pg_store *st, const char *sql, int n,
-                              const char *const *values, PGresult **ret_res)
+/* Runs sql with n parameters (a NULL value binds NULL), text or, where lengths[i] >= 0 (lengths
+ * may be NULL), lengths[i] bytes in binary (bytea's binary form is the bytes), and hands back
+ * its result on success (the caller PQclears it). sql is prepared and kept when `keep`, which a
+ * text made per call (not a literal) must not be. An error of integrity class 23 (a constraint)
+ * is a CONFLICT, as on SQLite. */
+static enum store_rc pg_query_params(struct pg_store *st, const char *sql, int n,
+                                     const char *const *values, const int *lengths, int keep,
+                                     PGresult **ret_res)
 {
+    int *formats = NULL;
     struct pg_cached *c = NULL;
     PGresult *res = NULL;
     enum store_rc rc = pg_ready(st);
     if (rc != STORE_OK) {
         return rc;
     }
-    for (int i = 0; i < st->cached; i++) {
+    for (int i = 0; keep && i < st->cached; i++) {
         if (st->cache[i].sql == sql) {
             c = &st->cache[i];
             break;
         }
     }
-    if (!c && st->cached < PG_STMT_CACHE) {
+    if (lengths) {
+        formats = calloc((size_t)n, sizeof *formats);
+        if (!formats) {
+            snprintf(st->sql.errmsg, sizeof st->sql.errmsg, "postgres: out of memory");
+            return STORE_ERROR;
+        }
+        for (int i = 0; i < n; i++) {
+            formats[i] = lengths[i] >= 0;
+        }
+    }
+    if (keep && !c && st->cached < PG_STMT_CACHE) {
         struct pg_cached *slot = &st->cache[st->cached];
         snprintf(slot->name, sizeof slot->name, "s%u", st->next_name++);
         res = PQprepare(st->conn, slot->name, sql, n, NULL);
         if (PQresultStatus(res) != PGRES_COMMAND_OK) {
             rc = pg_fail_text(st, "prepare", PQresultErrorMessage(res));
             PQclear(res);
+            free(formats);
             return rc;
         }
         PQclear(res);
@@ -207,8 +223,9 @@ static enum store_rc pg_query(struct pg_store *st, const char *sql, int n,
         c = slot;
         st->cached++;
     }
-    res = c ? PQexecPrepared(st->conn, c->name, n, values, NULL, NULL, 0)
-            : PQexecParams(st->conn, sql, n, NULL, values, NULL, NULL, 0);
+    res = c ? PQexecPrepared(st->conn, c->name, n, values, lengths, formats, 0)
+            : PQexecParams(st->conn, sql, n, NULL, values, lengths, formats, 0);
+    free(formats);
     ExecStatusType status = PQresultStatus(res);
     if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
         *ret_res = res;
@@ -222,6 +239,13 @@ static enum store_rc pg_query(struct pg_store *st, const char *sql, int n,
     }
     PQclear(res);
     return rc;
+}
+
+/* Runs sql, a literal kept prepared, with n text parameters: pg_query_params. */
+static enum store_rc pg_query(struct pg_store *st, const char *sql, int n,
+                              const char *const *values, PGresult **ret_res)
+{
+    return pg_query_params(st, sql, n, values, NULL, 1, ret_res);
 }
 
 /* sql.h's exec. */
@@ -248,6 +272,19 @@ static int64_t pg_row_int(const struct sql_row *row, int col)
     return strtoll(PQgetvalue(row->res, row->i, col), NULL, 10); /* "" for NULL: 0 */
 }
 
+/* bytea comes as text ("\\x" and hex); its bytes are decoded into row->memory, which the walk
+ * frees after the row. */
+static const unsigned char *pg_row_blob(const struct sql_row *row, int col, size_t *ret_len)
+{
+    if (PQgetisnull(row->res, row->i, col)) {
+        return NULL;
+    }
+    PQfreemem(*row->memory);
+    *row->memory =
+            PQunescapeBytea((const unsigned char *)PQgetvalue(row->res, row->i, col), ret_len);
+    return *row->memory;
+}
+
 /* sql.h's walk: the whole result is read, then handed on row by row (a callback may nest a call
  * of its own meanwhile). */
 static enum store_rc pg_walk(struct sql_store *q, const char *sql, int n, const char *const *values,
@@ -258,10 +295,14 @@ static enum store_rc pg_walk(struct sql_store *q, const char *sql, int n, const 
     if (rc != STORE_OK) {
         return rc;
     }
-    struct sql_row row = { pg_row_text, pg_row_int, res, 0 };
+    void *memory = NULL;
+    struct sql_row row = { pg_row_text, pg_row_int, pg_row_blob, res, 0, &memory };
     int rows = PQntuples(res);
     for (row.i = 0; row.i < rows; row.i++) {
-        if (each(&row, fn, userdata) != 0) {
+        int stop = each(&row, fn, userdata) != 0;
+        PQfreemem(memory);
+        memory = NULL;
+        if (stop) {
             break;
         }
     }
@@ -446,6 +487,121 @@ static enum store_rc pg_audit_close(struct sql_store *q, int own, enum store_rc 
         pg_tx_rollback(&q->base);
     } else if (PQstatus(st->conn) == CONNECTION_OK) {
         PQclear(PQexec(st->conn, "ROLLBACK TO audit_write; RELEASE audit_write"));
+    }
+    return rc;
+}
+
+/* ---------------------------------------------------------------- the journal */
+
+#define PG_JOURNAL_ROWS 1000 /* rows per INSERT: 9 parameters each, PostgreSQL takes 65535 */
+
+/* sql.h's journal_insert: one INSERT of the batch's answers (each once, bytea bound in binary)
+ * and one of its rows, each a round trip, in statements made for the batch's size (run
+ * unprepared: the statement cache keeps literals). */
+static enum store_rc pg_journal_insert(struct sql_store *q, const char *run,
+                                       const struct store_journal_entry *entries,
+                                       const char (*hashes)[65], size_t n, int64_t *ret_inserted)
+{
+    struct pg_store *st = pg_of(&q->base);
+    enum store_rc rc = STORE_OK;
+    struct buf sql;
+    const char **values = NULL;
+    int *lengths = NULL;
+    char(*numbers)[3][24] = NULL;
+    PGresult *res = NULL;
+    int64_t inserted = 0;
+    buf_init(&sql, SIZE_MAX);
+    for (size_t from = 0; from < n && rc == STORE_OK; from += PG_JOURNAL_ROWS) {
+        size_t rows = n - from < PG_JOURNAL_ROWS ? n - from : PG_JOURNAL_ROWS;
+        free(values);
+        free(lengths);
+        free(numbers);
+        values = calloc(1 + 9 * rows, sizeof *values);
+        lengths = calloc(1 + 9 * rows, sizeof *lengths);
+        numbers = calloc(rows, sizeof *numbers);
+        if (!values || !lengths || !numbers) {
+            snprintf(q->errmsg, sizeof q->errmsg, "postgres: out of memory");
+            rc = STORE_ERROR;
+            break;
+        }
+        /* the answers, each once */
+        int p = 0;
+        buf_reset(&sql);
+        buf_append_str(&sql, "INSERT INTO journal_blobs(sha256, bytes) VALUES ");
+        for (size_t i = from; i < from + rows; i++) {
+            int again = 0;
+            for (size_t j = from; j < i && !again; j++) {
+                again = strcmp(hashes[j], hashes[i]) == 0;
+            }
+            if (again) {
+                continue;
+            }
+            buf_printf(&sql, "%s($%d, $%d)", p ? ", " : "", p + 1, p + 2);
+            values[p] = hashes[i];
+            lengths[p++] = -1;
+            values[p] = entries[i].answer_len ? (const char *)entries[i].answer : "";
+            lengths[p++] = (int)entries[i].answer_len;
+        }
+        buf_append_str(&sql, " ON CONFLICT DO NOTHING");
+        if (buf_failed(&sql)) {
+            snprintf(q->errmsg, sizeof q->errmsg, "postgres: out of memory");
+            rc = STORE_ERROR;
+            break;
+        }
+        rc = pg_query_params(st, sql.data, p, values, lengths, 0, &res);
+        PQclear(res);
+        res = NULL;
+        if (rc != STORE_OK) {
+            break;
+        }
+        /* the rows, the run's id once */
+        p = 0;
+        values[p++] = run;
+        buf_reset(&sql);
+        buf_append_str(&sql, "INSERT INTO journal(run, position, call_id, function, "
+                             "args_sha256, idempotency_key, kind, sync, clock_ms, "
+                             "answer_sha256) VALUES ");
+        for (size_t i = from; i < from + rows; i++) {
+            const struct store_journal_entry *e = &entries[i];
+            char *num = numbers[i - from][0];
+            buf_printf(&sql,
+                       "%s($1, $%d::bigint, $%d, $%d, $%d, $%d, $%d::integer, $%d::integer, "
+                       "$%d::bigint, $%d)",
+                       i > from ? ", " : "", p + 1, p + 2, p + 3, p + 4, p + 5, p + 6, p + 7, p + 8,
+                       p + 9);
+            snprintf(numbers[i - from][0], 24, "%" PRId64, e->position);
+            snprintf(numbers[i - from][1], 24, "%d", e->kind);
+            snprintf(numbers[i - from][2], 24, "%" PRId64, e->clock_ms);
+            values[p++] = num;
+            values[p++] = e->call_id;
+            values[p++] = e->function;
+            values[p++] = e->args_sha256;
+            values[p++] = e->idempotency_key;
+            values[p++] = numbers[i - from][1];
+            values[p++] = e->sync ? "1" : "0";
+            values[p++] = numbers[i - from][2];
+            values[p++] = hashes[i];
+        }
+        buf_append_str(&sql, " ON CONFLICT DO NOTHING");
+        if (buf_failed(&sql)) {
+            snprintf(q->errmsg, sizeof q->errmsg, "postgres: out of memory");
+            rc = STORE_ERROR;
+            break;
+        }
+        rc = pg_query_params(st, sql.data, p, values, NULL, 0, &res);
+        if (rc == STORE_OK) {
+            const char *t = PQcmdTuples(res);
+            inserted += t && t[0] ? strtoll(t, NULL, 10) : 0;
+        }
+        PQclear(res);
+        res = NULL;
+    }
+    buf_done(&sql);
+    free(values);
+    free(lengths);
+    free(numbers);
+    if (rc == STORE_OK) {
+        *ret_inserted = inserted;
     }
     return rc;
 }
@@ -813,6 +969,7 @@ static const struct sql_backend pg_sql = {
     .audit_insert = pg_audit_insert,
     .audit_open = pg_audit_open,
     .audit_close = pg_audit_close,
+    .journal_insert = pg_journal_insert,
     .run_set_status = "UPDATE runs SET status = $1, outcome = COALESCE($2, outcome), updated = $3 "
                       "WHERE id = $4 AND status = ANY (string_to_array($5::text, '|'))",
     .run_take_continuation = "SELECT continuation FROM runs WHERE id = $1 AND continuation IS NOT "
@@ -836,6 +993,7 @@ static const struct sql_backend pg_sql = {
      * of the export, cut at its size) holds a few of them, not a page of 256 */
     .audit_page = 4,
     .run_page = 64,
+    .journal_page = 8,
 };
 
 /* ---------------------------------------------------------------- opening */

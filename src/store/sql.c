@@ -11,15 +11,17 @@
 #include "sql.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #define SQL_LINE_MAX ((size_t)1 << 20) /* an audit record's line */
-#define SQL_RUN_COLUMNS                                                                      \
-    "seq, id, COALESCE(template, ''), COALESCE(version, 0), department, principal, status, " \
-    "input, source, language, functions, outcome, created, updated"
+#define SQL_RUN_COLUMNS                                                                            \
+    "seq, id, COALESCE(template, ''), COALESCE(version, 0), department, principal, status, "       \
+    "input, source, language, functions, outcome, created, updated, seed, COALESCE(clock_ms, 0), " \
+    "recovered"
 
 static struct sql_store *sql_of(struct store *s)
 {
@@ -891,6 +893,9 @@ static int sql_run_each(const struct sql_row *r, void *fn, void *userdata)
         .outcome = col(r, 11),
         .created = col(r, 12),
         .updated = col(r, 13),
+        .seed = col(r, 14),
+        .clock_ms = num(r, 15),
+        .recovered = num(r, 16),
     };
     return ((store_run_fn *)fn)(userdata, &run);
 }
@@ -1270,4 +1275,284 @@ enum store_rc sql_run_lock_on_node(struct store *s, const char *id, const char *
     const char *args[] = { id, node, from };
     enum store_rc rc = sql_exists(q, q->db->run_lock_on_node, 3, args);
     return rc == STORE_NOT_FOUND ? STORE_CONFLICT : rc;
+}
+
+/* ---------------------------------------------------------------- the journal */
+
+#define SQL_JOURNAL_COLUMNS                                                             \
+    "position, call_id, function, args_sha256, idempotency_key, kind, sync, clock_ms, " \
+    "answer_sha256"
+
+/* The lowercase hex SHA-256 of n bytes. */
+static int sql_sha256_hex(const unsigned char *p, size_t n, char out[65])
+{
+    unsigned char md[32];
+    unsigned int len = 0;
+    if (EVP_Digest(n ? p : (const unsigned char *)"", n, md, &len, EVP_sha256(), NULL) != 1 ||
+        len != sizeof md) {
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof md; i++) {
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+    }
+    return 0;
+}
+
+static int sql_same_text(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* Compares the stored rows of a batch with the batch, in position order. */
+struct sql_journal_check {
+    const struct store_journal_entry *entries;
+    const char (*hashes)[65];
+    size_t n;
+    size_t seen;
+    int differs;
+};
+
+static int sql_journal_check_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct sql_journal_check *c = userdata;
+    (void)fn;
+    int64_t i = num(r, 0) - c->entries[0].position;
+    if (i < 0 || (size_t)i >= c->n) {
+        c->differs = 1;
+        return 1;
+    }
+    const struct store_journal_entry *e = &c->entries[i];
+    c->seen++;
+    c->differs = !sql_same_text(col(r, 1), e->call_id) || !sql_same_text(col(r, 2), e->function) ||
+                 !sql_same_text(col(r, 3), e->args_sha256) ||
+                 !sql_same_text(col(r, 4), e->idempotency_key) || num(r, 5) != e->kind ||
+                 num(r, 6) != e->sync || num(r, 7) != e->clock_ms ||
+                 !sql_same_text(col(r, 8), c->hashes[i]);
+    return c->differs;
+}
+
+/* A batch is checked whole before anything is written: positions in a row, known kinds. */
+static enum store_rc sql_journal_valid(struct sql_store *q, const struct store_journal_entry *e,
+                                       size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *bad = e[i].position != e[0].position + (int64_t)i ? "positions not in a row"
+                          : e[i].position < 1                         ? "position below 1"
+                          : !e[i].call_id || !e[i].function || !e[i].args_sha256
+                                  ? "call_id, function and args_sha256 are required"
+                          : e[i].kind < STORE_JOURNAL_VALUE || e[i].kind > STORE_JOURNAL_THROW_TYPE
+                                  ? "unknown kind"
+                          : e[i].sync != 0 && e[i].sync != 1 ? "sync is 0 or 1"
+                          : (!e[i].answer && e[i].answer_len) || e[i].answer_len > INT_MAX
+                                  ? "answer"
+                                  : NULL;
+        if (bad) {
+            snprintf(q->errmsg, sizeof q->errmsg, "%s: journal entry %zu: %s", q->base.ops->name, i,
+                     bad);
+            return STORE_ERROR;
+        }
+    }
+    return STORE_OK;
+}
+
+enum store_rc sql_journal_append(struct store *s, const char *run,
+                                 const struct store_journal_entry *entries, size_t n)
+{
+    struct sql_store *q = sql_of(s);
+    char(*hashes)[65] = NULL;
+    char first[24];
+    char last[24];
+    int64_t inserted = 0;
+    if (n == 0) {
+        return STORE_OK;
+    }
+    enum store_rc rc = sql_journal_valid(q, entries, n);
+    if (rc == STORE_OK) {
+        rc = sql_exists(q, "SELECT 1 FROM runs WHERE id = $1", 1, &run);
+    }
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    /* no gap: a replay from the journal hands out its entries by position, one after another */
+    if (entries[0].position > 1) {
+        snprintf(first, sizeof first, "%" PRId64, entries[0].position - 1);
+        const char *args[] = { run, first };
+        rc = sql_exists(q, "SELECT 1 FROM journal WHERE run = $1 AND position = CAST($2 AS BIGINT)",
+                        2, args);
+        if (rc == STORE_NOT_FOUND) {
+            snprintf(q->errmsg, sizeof q->errmsg,
+                     "%s: journal: position %" PRId64 " does not follow the run's journal",
+                     s->ops->name, entries[0].position);
+            return STORE_ERROR;
+        }
+        if (rc != STORE_OK) {
+            return rc;
+        }
+    }
+    hashes = malloc(n * sizeof *hashes);
+    if (!hashes) {
+        snprintf(q->errmsg, sizeof q->errmsg, "out of memory");
+        return STORE_ERROR;
+    }
+    for (size_t i = 0; i < n && rc == STORE_OK; i++) {
+        if (sql_sha256_hex(entries[i].answer, entries[i].answer_len, hashes[i]) != 0) {
+            snprintf(q->errmsg, sizeof q->errmsg, "%s: journal: SHA-256 failed", s->ops->name);
+            rc = STORE_ERROR;
+        }
+    }
+    if (rc == STORE_OK) {
+        rc = q->db->journal_insert(q, run, entries, (const char(*)[65])hashes, n, &inserted);
+    }
+    /* positions the run had already: the same entries (a batch appended again), or a conflict */
+    if (rc == STORE_OK && inserted != (int64_t)n) {
+        struct sql_journal_check c = { entries, (const char(*)[65])hashes, n, 0, 0 };
+        snprintf(first, sizeof first, "%" PRId64, entries[0].position);
+        snprintf(last, sizeof last, "%" PRId64, entries[n - 1].position);
+        const char *args[] = { run, first, last };
+        rc = q->db->walk(q,
+                         "SELECT " SQL_JOURNAL_COLUMNS " FROM journal WHERE run = $1 AND position "
+                         ">= CAST($2 AS BIGINT) AND position <= CAST($3 AS BIGINT) ORDER BY "
+                         "position",
+                         3, args, 0, sql_journal_check_each, NULL, &c);
+        if (rc == STORE_OK && (c.differs || c.seen != n)) {
+            rc = STORE_CONFLICT;
+        }
+    }
+    free(hashes);
+    return rc;
+}
+
+/* journal_read's walk: each row handed on with its answer, whose bytes are checked against the
+ * hash they are stored under. */
+struct sql_journal_walk {
+    store_journal_fn *fn;
+    void *userdata;
+    int64_t position; /* the last row's */
+    int64_t rows;     /* of the current page */
+    int stopped;
+    enum store_rc rc;
+    struct sql_store *q;
+};
+
+static int sql_journal_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct sql_journal_walk *w = userdata;
+    char hash[65];
+    size_t len = 0;
+    (void)fn;
+    const unsigned char *bytes = r->blob(r, 9, &len);
+    const char *stored = col(r, 8);
+    w->position = num(r, 0);
+    w->rows++;
+    if (!bytes || !stored || sql_sha256_hex(bytes, len, hash) != 0 || strcmp(hash, stored) != 0) {
+        snprintf(w->q->errmsg, sizeof w->q->errmsg,
+                 "%s: journal: the answer of position %" PRId64 " %s", w->q->base.ops->name,
+                 w->position,
+                 bytes ? "does not match its SHA-256" : "cannot be read (out of memory)");
+        w->rc = STORE_ERROR;
+        w->stopped = 1;
+        return 1;
+    }
+    struct store_journal_entry e = {
+        .position = w->position,
+        .call_id = col(r, 1),
+        .function = col(r, 2),
+        .args_sha256 = col(r, 3),
+        .idempotency_key = col(r, 4),
+        .kind = (int)num(r, 5),
+        .sync = (int)num(r, 6),
+        .clock_ms = num(r, 7),
+        .answer = bytes,
+        .answer_len = len,
+        .answer_sha256 = stored,
+    };
+    w->stopped = w->fn(w->userdata, &e) != 0;
+    return w->stopped;
+}
+
+/* In pages of db->journal_page: a whole result is held in memory by libpq, and answers may be
+ * MiBs each. */
+enum store_rc sql_journal_read(struct store *s, const char *run, int64_t after_position,
+                               store_journal_fn *fn, void *userdata)
+{
+    struct sql_store *q = sql_of(s);
+    struct sql_journal_walk w = { fn, userdata, after_position, 0, 0, STORE_OK, q };
+    char from[24];
+    char most[24];
+    const char *args[] = { run, from, most };
+    int64_t page = q->db->journal_page > 0 ? q->db->journal_page : INT64_MAX;
+    snprintf(most, sizeof most, "%" PRId64, page);
+    while (!w.stopped) {
+        snprintf(from, sizeof from, "%" PRId64, w.position);
+        w.rows = 0;
+        enum store_rc rc = q->db->walk(
+                q,
+                "SELECT j.position, j.call_id, j.function, j.args_sha256, j.idempotency_key, "
+                "j.kind, j.sync, j.clock_ms, j.answer_sha256, b.bytes FROM journal j JOIN "
+                "journal_blobs b ON b.sha256 = j.answer_sha256 WHERE j.run = $1 AND j.position > "
+                "CAST($2 AS BIGINT) ORDER BY j.position LIMIT CAST($3 AS BIGINT)",
+                3, args, 0, sql_journal_each, NULL, &w);
+        if (rc != STORE_OK) {
+            return rc;
+        }
+        if (w.rows < page) {
+            break;
+        }
+    }
+    return w.rc;
+}
+
+enum store_rc sql_journal_copy_prefix(struct store *s, const char *from_run, const char *to_run,
+                                      int64_t upto_position)
+{
+    struct sql_store *q = sql_of(s);
+    char upto[24];
+    snprintf(upto, sizeof upto, "%" PRId64, upto_position);
+    const char *args[] = { from_run, to_run, upto };
+    enum store_rc rc = sql_exists(q, "SELECT 1 FROM runs WHERE id = $1", 1, &to_run);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    rc = sql_exists(q, "SELECT 1 FROM journal WHERE run = $1", 1, &to_run);
+    if (rc != STORE_NOT_FOUND) {
+        return rc == STORE_OK ? STORE_CONFLICT : rc;
+    }
+    return q->db->exec(q,
+                       "INSERT INTO journal(run, " SQL_JOURNAL_COLUMNS
+                       ") SELECT CAST($2 AS TEXT), " SQL_JOURNAL_COLUMNS
+                       " FROM journal WHERE run = $1 AND position <= CAST($3 "
+                       "AS BIGINT) ORDER BY position",
+                       3, args, NULL);
+}
+
+enum store_rc sql_run_set_origin(struct store *s, const char *id, uint64_t seed, int64_t clock_ms)
+{
+    char hex[17];
+    char clock[24];
+    snprintf(hex, sizeof hex, "%016" PRIx64, seed);
+    snprintf(clock, sizeof clock, "%" PRId64, clock_ms);
+    const char *args[] = { hex, clock, id };
+    return sql_change(sql_of(s),
+                      "UPDATE runs SET seed = $1, clock_ms = CAST($2 AS BIGINT) WHERE id = $3", 3,
+                      args);
+}
+
+static int sql_returned_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    (void)fn;
+    *(int64_t *)userdata = num(r, 0);
+    return 0; /* on to the end: the UPDATE is done with it */
+}
+
+enum store_rc sql_run_add_recovered(struct store *s, const char *id, int64_t *ret_recovered)
+{
+    int64_t n = 0;
+    enum store_rc rc = sql_walk(s,
+                                "UPDATE runs SET recovered = recovered + 1 WHERE id = $1 "
+                                "RETURNING recovered",
+                                1, &id, 1, sql_returned_each, NULL, &n);
+    if (rc == STORE_OK && ret_recovered) {
+        *ret_recovered = n;
+    }
+    return rc;
 }

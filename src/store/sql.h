@@ -30,8 +30,11 @@
 struct sql_row {
     const char *(*text)(const struct sql_row *row, int col); /* NULL for SQL NULL */
     int64_t (*int64)(const struct sql_row *row, int col);    /* 0 for SQL NULL */
-    void *res;                                               /* sqlite3_stmt * or PGresult * */
-    int i;                                                   /* the row of a PGresult */
+    /* A BLOB (bytea) column's bytes and their count; NULL when it is NULL or out of memory */
+    const unsigned char *(*blob)(const struct sql_row *row, int col, size_t *ret_len);
+    void *res;     /* sqlite3_stmt * or PGresult * */
+    int i;         /* the row of a PGresult */
+    void **memory; /* PostgreSQL: what blob decoded, freed by the walk after the row */
 };
 
 /* Hands a row to fn (a store.h callback such as store_run_fn, or the caller's own): non-zero
@@ -62,6 +65,14 @@ struct sql_backend {
     /* Ends it: kept when rc is STORE_OK, undone otherwise. rc, or the error of keeping it. */
     enum store_rc (*audit_close)(struct sql_store *q, int scope, enum store_rc rc);
 
+    /* Inserts the journal rows entries[0..n) of `run`, each answer's bytes under hashes[i] (the
+     * hex SHA-256 of them) unless a blob has that hash already, and an entry whose (run,
+     * position) is taken not at all (ON CONFLICT DO NOTHING); *ret_inserted gets the number of
+     * journal rows inserted. The caller has checked the entries. */
+    enum store_rc (*journal_insert)(struct sql_store *q, const char *run,
+                                    const struct store_journal_entry *entries,
+                                    const char (*hashes)[65], size_t n, int64_t *ret_inserted);
+
     /* The dialect's own statements, for operations that are otherwise the same. */
     /* $1 status, $2 outcome (NULL: keep), $3 now, $4 id, $5 the statuses moved from, "a|b" */
     const char *run_set_status;
@@ -83,6 +94,7 @@ struct sql_backend {
      * 0: all in one query. */
     int64_t audit_page;
     int64_t run_page;
+    int64_t journal_page; /* ... and of journal_read, whose rows hold answers of up to MiBs */
 };
 
 /* Every backend's handle starts with this. */
@@ -131,7 +143,8 @@ enum store_rc sql_audit_chain_legacy(struct sql_store *q);
     X(approval_get) X(approval_list) X(approval_decide) X(approval_consume) X(connector_create)    \
     X(connector_get) X(connector_list) X(node_remove) X(run_set_node) X(run_list_on_node)          \
     X(call_mark) X(call_list) X(call_clear) X(run_claim_queued) X(execution_put)                   \
-    X(execution_get) X(run_lock_on_node) X(audit_take_appended)
+    X(execution_get) X(run_lock_on_node) X(audit_take_appended) X(journal_append)                  \
+    X(journal_read) X(journal_copy_prefix) X(run_set_origin) X(run_add_recovered)
 #define SQL_OP_DECLARE(m) extern __typeof__(*((struct store_ops *)0)->m) sql_##m;
 #define SQL_OP_MEMBER(m)  .m = sql_##m,
 /* clang-format on */

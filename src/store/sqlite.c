@@ -11,9 +11,9 @@
  * sqlite_exec and sqlite_walk (sql.h); their statements say $1, $2, ..., which SQLite takes as
  * named parameters, and sqlite_prepare binds each to the argument its name numbers. What is
  * SQLite's own stays here: transactions and savepoints, read_begin's snapshot, the audit log's
- * head kept by the connection, JSON and string functions, the key's hash as a blob, this
- * process's clock for leases, and no row locks (one writer at a time holds the database). This
- * file never logs: errors go to errmsg for the caller.
+ * head kept by the connection, JSON and string functions, the key's hash and the journal's
+ * answers as blobs, this process's clock for leases, and no row locks (one writer at a time holds
+ * the database). This file never logs: errors go to errmsg for the caller.
  */
 #include <inttypes.h>
 #include <sqlite3.h>
@@ -27,7 +27,7 @@
 #include "sql.h"
 #include "store.h"
 
-#define SQLITE_STMT_CACHE 96 /* more than the distinct statements of sql.c and this file */
+#define SQLITE_STMT_CACHE 128 /* more than the distinct statements of sql.c and this file */
 
 /* A prepared statement kept for the next call with the same SQL; sql is the caller's pointer
  * (a literal), checked against the statement's own text before reuse. */
@@ -204,6 +204,18 @@ static int64_t sqlite_row_int(const struct sql_row *row, int col)
     return sqlite3_column_int64(row->res, col);
 }
 
+/* A zero-length blob is "" (sqlite3_column_blob gives NULL for it, as for SQL NULL). */
+static const unsigned char *sqlite_row_blob(const struct sql_row *row, int col, size_t *ret_len)
+{
+    if (sqlite3_column_type(row->res, col) == SQLITE_NULL) {
+        return NULL;
+    }
+    const unsigned char *p = sqlite3_column_blob(row->res, col);
+    int n = sqlite3_column_bytes(row->res, col);
+    *ret_len = (size_t)n;
+    return p ? p : n == 0 ? (const unsigned char *)"" : NULL;
+}
+
 /* sql.h's walk: steps the statement, each row read in place. */
 static enum store_rc sqlite_walk(struct sql_store *q, const char *sql, int n,
                                  const char *const *args, int one, sql_each_fn *each, void *fn,
@@ -215,7 +227,7 @@ static enum store_rc sqlite_walk(struct sql_store *q, const char *sql, int n,
     if (rc != STORE_OK) {
         return rc;
     }
-    struct sql_row row = { sqlite_row_text, sqlite_row_int, stmt, 0 };
+    struct sql_row row = { sqlite_row_text, sqlite_row_int, sqlite_row_blob, stmt, 0, NULL };
     int seen = 0;
     int step;
     while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
@@ -437,6 +449,74 @@ static enum store_rc sqlite_audit_close(struct sql_store *q, int scope, enum sto
     return rc;
 }
 
+/* ---------------------------------------------------------------- the journal */
+
+/* sql.h's journal_insert: one row at a time through two kept statements (a round trip costs
+ * nothing here); each answer's bytes bound as a blob, in place. */
+static enum store_rc sqlite_journal_insert(struct sql_store *q, const char *run,
+                                           const struct store_journal_entry *entries,
+                                           const char (*hashes)[65], size_t n,
+                                           int64_t *ret_inserted)
+{
+    static const char blob_sql[] = "INSERT INTO journal_blobs(sha256, bytes) VALUES ($1, $2) ON "
+                                   "CONFLICT DO NOTHING";
+    static const char row_sql[] =
+            "INSERT INTO journal(run, position, call_id, function, args_sha256, idempotency_key, "
+            "kind, sync, clock_ms, answer_sha256) VALUES ($1, CAST($2 AS INTEGER), $3, $4, $5, "
+            "$6, CAST($7 AS INTEGER), CAST($8 AS INTEGER), CAST($9 AS INTEGER), $10) ON CONFLICT "
+            "DO NOTHING";
+    struct sqlite_store *st = sqlite_of(&q->base);
+    enum store_rc rc = STORE_OK;
+    int64_t inserted = 0;
+    for (size_t i = 0; i < n && rc == STORE_OK; i++) {
+        const struct store_journal_entry *e = &entries[i];
+        int again = 0; /* the same answer earlier in the batch */
+        for (size_t j = 0; j < i && !again; j++) {
+            again = strcmp(hashes[j], hashes[i]) == 0;
+        }
+        if (!again) {
+            sqlite3_stmt *stmt = NULL;
+            const char *hash = hashes[i];
+            rc = sqlite_prepare(st, blob_sql, 1, &hash, &stmt);
+            if (rc != STORE_OK) {
+                break;
+            }
+            if (sqlite3_bind_blob(stmt, sqlite3_bind_parameter_index(stmt, "$2"),
+                                  e->answer_len ? (const void *)e->answer : "", (int)e->answer_len,
+                                  SQLITE_STATIC) != SQLITE_OK ||
+                sqlite3_step(stmt) != SQLITE_DONE) {
+                rc = sqlite_fail(st, "journal answer");
+            }
+            sqlite_release(st, stmt);
+        }
+        char position[24];
+        char kind[8];
+        char clock[24];
+        int64_t changes = 0;
+        snprintf(position, sizeof position, "%" PRId64, e->position);
+        snprintf(kind, sizeof kind, "%d", e->kind);
+        snprintf(clock, sizeof clock, "%" PRId64, e->clock_ms);
+        const char *args[] = { run,
+                               position,
+                               e->call_id,
+                               e->function,
+                               e->args_sha256,
+                               e->idempotency_key,
+                               kind,
+                               e->sync ? "1" : "0",
+                               clock,
+                               hashes[i] };
+        if (rc == STORE_OK) {
+            rc = sqlite_exec(q, row_sql, 10, args, &changes);
+        }
+        inserted += changes;
+    }
+    if (rc == STORE_OK) {
+        *ret_inserted = inserted;
+    }
+    return rc;
+}
+
 /* ---------------------------------------------------------------- runs, nodes */
 
 /* Several nodes (0006_nodes). SQLite is one node's, but the operations work as on PostgreSQL,
@@ -505,6 +585,7 @@ static const struct sql_backend sqlite_sql = {
     .audit_insert = sqlite_audit_insert,
     .audit_open = sqlite_audit_open,
     .audit_close = sqlite_audit_close,
+    .journal_insert = sqlite_journal_insert,
     .run_set_status = "UPDATE runs SET status = $1, outcome = COALESCE($2, outcome), updated = $3 "
                       "WHERE id = $4 AND instr('|' || $5 || '|', '|' || status || '|') > 0",
     .run_take_continuation = "SELECT continuation FROM runs WHERE id = $1 AND continuation IS NOT "

@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_OPS_VERSION 9
+#define STORE_OPS_VERSION 10
 #define STORE_NAME_MAX    64
 #define STORE_HASH_LEN    32 /* SHA-256 of an API key */
 #define STORE_ERRMSG_MAX  256
@@ -154,6 +154,10 @@ struct store_run {
     const char *outcome;   /* JSON object {value|error, console, stats}; NULL before one */
     const char *created;
     const char *updated;
+    /* since version 10 (0010_journal): where a replay from the journal starts, run_set_origin */
+    const char *seed;  /* the guest's random seed, 16 lowercase hex digits; NULL until set */
+    int64_t clock_ms;  /* the guest clock's start, ms since the epoch; 0 until set */
+    int64_t recovered; /* times the run was recovered from its journal (run_add_recovered) */
 };
 
 /* Which runs run_list walks; a NULL or 0 member matches every run. */
@@ -229,6 +233,30 @@ struct store_execution {
 typedef int store_execution_fn(void *userdata, const struct store_execution *e);
 
 typedef int store_call_fn(void *userdata, const struct store_call *c);
+
+/* Durable runs (0010_journal, docs/server.md "Durable runs"): what a journal entry's answer was. */
+enum store_journal_kind {
+    STORE_JOURNAL_VALUE = 0,      /* a value */
+    STORE_JOURNAL_THROW = 1,      /* a throw (the guest sees an Error) */
+    STORE_JOURNAL_THROW_TYPE = 2, /* a throw of a TypeError */
+};
+
+/* One answered connector call of a run: its answer exactly as the guest was given it, at its
+ * place in the order answers reached the guest. */
+struct store_journal_entry {
+    int64_t position;            /* 1, 2, 3...: the answer's place in the delivery order */
+    const char *call_id;         /* the call's id within the run */
+    const char *function;        /* "connector.fn" */
+    const char *args_sha256;     /* 64 lowercase hex: SHA-256 of the call's argument bytes */
+    const char *idempotency_key; /* may be NULL */
+    int kind;                    /* enum store_journal_kind */
+    int sync;                    /* 1: the call was synchronous */
+    int64_t clock_ms;            /* the guest clock when the answer was delivered */
+    const unsigned char *answer; /* answer_len bytes, any bytes (NULs, not UTF-8) */
+    size_t answer_len;
+    const char *answer_sha256; /* journal_read: 64 lowercase hex of answer; append ignores it */
+};
+typedef int store_journal_fn(void *userdata, const struct store_journal_entry *e);
 typedef int store_node_fn(void *userdata, const char *id);
 
 /* Wake-ups between nodes (since version 6): the channels a node listens on, each payload a run's
@@ -502,6 +530,39 @@ struct store_ops {
      * rollback (of any savepoint) came after it, so a checkpoint handed out is never one the
      * database lost. */
     enum store_rc (*audit_take_appended)(struct store *s, struct store_checkpoint *ret);
+
+    /* Durable runs (0010_journal), since version 10. The journal sits in the same database as
+     * the audit log: airlockd appends a batch of entries as a writer job (writer.h) in the same
+     * group commit as the run's audit records, and hands the answers to the guest from the
+     * job's done (or a writer_after hook), which runs once the commit is durable. */
+    /* Appends entries[0..n) to the journal of `run` (n 0 does nothing). Their positions must
+     * follow each other (entries[i].position = entries[0].position + i) and the journal: the
+     * first is 1 or one past an entry the run has (STORE_ERROR otherwise). The answers' bytes
+     * are stored once each, under their SHA-256 (computed here), however many entries of any
+     * run name them. An entry whose position the run has already is a no-op when it is the
+     * same (call_id, function, args_sha256, idempotency_key, kind, sync, clock_ms and answer
+     * bytes), so a batch appended again changes nothing; CONFLICT when it differs. NOT_FOUND
+     * when there is no such run. Inside tx_begin (the writer's job): a failure leaves what the
+     * batch wrote for the rollback to undo. */
+    enum store_rc (*journal_append)(struct store *s, const char *run,
+                                    const struct store_journal_entry *entries, size_t n);
+    /* The entries of `run` with a position after `after_position` (0: all), in position order,
+     * each with its answer's bytes (borrowed for the callback). STORE_ERROR when stored bytes
+     * no longer match their SHA-256. None for an unknown run. */
+    enum store_rc (*journal_read)(struct store *s, const char *run, int64_t after_position,
+                                  store_journal_fn *fn, void *userdata);
+    /* A fork: copies the entries of `from_run` up to and including `upto_position` to
+     * `to_run`, whose journal must be empty (CONFLICT otherwise); the answers' bytes are
+     * shared, not copied. NOT_FOUND when to_run does not exist. */
+    enum store_rc (*journal_copy_prefix)(struct store *s, const char *from_run, const char *to_run,
+                                         int64_t upto_position);
+    /* Records where run `id`'s guest starts from (its random seed and clock), for a replay
+     * from its journal. NOT_FOUND when no such run. */
+    enum store_rc (*run_set_origin)(struct store *s, const char *id, uint64_t seed,
+                                    int64_t clock_ms);
+    /* Counts one more recovery of run `id` from its journal; *ret_recovered (may be NULL) gets
+     * the new count. NOT_FOUND when no such run. */
+    enum store_rc (*run_add_recovered)(struct store *s, const char *id, int64_t *ret_recovered);
 };
 
 /* Every backend's handle starts with this. */

@@ -13,8 +13,12 @@
  * does nothing). The queue: 50 connections racing to claim one queued run and take its
  * continuation, round after round, exactly one gets it. PostgreSQL's wake-ups: a listener hears a
  * committed notification, never a rolled-back one, is woken, and listens again after its
- * connection was ended. Raw SQL in this file (a second connection) only sets up what the store must
- * cope with. */
+ * connection was ended. The journal of durable runs: batches read back whole and in order, answers
+ * stored once whatever number of entries name them (forks share them), a batch appended again
+ * changes nothing and one that differs is refused, answers of 1 MiB with any bytes come back exact,
+ * changed ones are refused, a rolled-back savepoint drops its entries, and a database of the
+ * schema before it is migrated with its runs. Raw SQL in this file (a second connection) only sets
+ * up what the store must cope with or counts rows. */
 /* cmocka.h needs these first */
 /* clang-format off */
 #include <setjmp.h>
@@ -24,6 +28,7 @@
 #include <cmocka.h>
 /* clang-format on */
 
+#include <inttypes.h>
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -1810,6 +1815,475 @@ static void test_store_sqlite_read_snapshot(void **state)
     assert_int_equal(s->ops->tx_commit(s), STORE_OK);
 }
 
+/* ---------------------------------------------------------------- the journal (0010) */
+
+/* The number in the first column of sql's first row, read on a connection of its own. */
+static int64_t raw_count(const struct fixture *f, const char *sql)
+{
+    int64_t n = -1;
+    if (!pg_base) {
+        sqlite3 *db = NULL;
+        sqlite3_stmt *stmt = NULL;
+        if (sqlite3_open(f->path, &db) == SQLITE_OK &&
+            sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) == SQLITE_OK &&
+            sqlite3_step(stmt) == SQLITE_ROW) {
+            n = sqlite3_column_int64(stmt, 0);
+        }
+        sqlite3_finalize(stmt);
+        sqlite3_close(db);
+        return n;
+    }
+    PGconn *conn = PQconnectdb(f->url);
+    PGresult *res = PQexec(conn, sql);
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1) {
+        n = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    }
+    PQclear(res);
+    PQfinish(conn);
+    return n;
+}
+
+static void journal_run(struct store *s, const char *id)
+{
+    struct store_run r = { .id = id,
+                           .template_name = "",
+                           .department = "ops",
+                           .principal = "bob",
+                           .status = "running",
+                           .input = "{}",
+                           .source = "return 1",
+                           .language = "js",
+                           .functions = "[]" };
+    assert_int_equal(s->ops->run_create(s, &r), STORE_OK);
+}
+
+/* An entry at position p answering `answer` (len bytes). */
+static struct store_journal_entry journal_entry(int64_t p, const void *answer, size_t len)
+{
+    static const char args[] = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+    return (struct store_journal_entry){ .position = p,
+                                         .call_id = p % 2 ? "c1" : "c2",
+                                         .function = "orders.refund",
+                                         .args_sha256 = args,
+                                         .idempotency_key = p % 2 ? "run_j:1" : NULL,
+                                         .kind = (int)(p % 3),
+                                         .sync = (int)(p % 2),
+                                         .clock_ms = 1767225600000 + p,
+                                         .answer = answer,
+                                         .answer_len = len };
+}
+
+#define JOURNAL_READ_MAX 8
+
+/* What journal_read handed out, copied. */
+struct journal_got {
+    int n;
+    int64_t position[JOURNAL_READ_MAX];
+    char call_id[JOURNAL_READ_MAX][16];
+    char key[JOURNAL_READ_MAX][16]; /* "(null)" for NULL */
+    int kind[JOURNAL_READ_MAX];
+    int sync[JOURNAL_READ_MAX];
+    int64_t clock_ms[JOURNAL_READ_MAX];
+    char sha256[JOURNAL_READ_MAX][65];
+    unsigned char *answer[JOURNAL_READ_MAX];
+    size_t answer_len[JOURNAL_READ_MAX];
+};
+
+static int journal_collect(void *userdata, const struct store_journal_entry *e)
+{
+    struct journal_got *g = userdata;
+    assert_true(g->n < JOURNAL_READ_MAX);
+    int i = g->n++;
+    g->position[i] = e->position;
+    snprintf(g->call_id[i], sizeof g->call_id[i], "%s", e->call_id);
+    snprintf(g->key[i], sizeof g->key[i], "%s", e->idempotency_key ? e->idempotency_key : "(null)");
+    assert_string_equal(e->function, "orders.refund");
+    g->kind[i] = e->kind;
+    g->sync[i] = e->sync;
+    g->clock_ms[i] = e->clock_ms;
+    snprintf(g->sha256[i], sizeof g->sha256[i], "%s", e->answer_sha256);
+    g->answer[i] = malloc(e->answer_len + 1);
+    assert_non_null(g->answer[i]);
+    memcpy(g->answer[i], e->answer, e->answer_len);
+    g->answer_len[i] = e->answer_len;
+    return 0;
+}
+
+static void journal_got_free(struct journal_got *g)
+{
+    for (int i = 0; i < g->n; i++) {
+        free(g->answer[i]);
+    }
+    memset(g, 0, sizeof *g);
+}
+
+static void journal_read(struct store *s, const char *run, int64_t after, struct journal_got *g)
+{
+    journal_got_free(g);
+    assert_int_equal(s->ops->journal_read(s, run, after, journal_collect, g), STORE_OK);
+}
+
+/* A batch appended in the writer's way (a savepoint in a transaction) reads back in position
+ * order, whole, from any position; batches must follow the journal; a run keeps its seed, start
+ * clock and count of recoveries. */
+static void test_store_journal_append_and_read(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    struct journal_got g = { 0 };
+    struct store_journal_entry e[3] = { journal_entry(1, "{\"ok\":1}", 8),
+                                        journal_entry(2, "\"boom\"", 6), journal_entry(3, "", 0) };
+    journal_run(s, "run_j");
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->journal_append(s, "run_j", e, 2), STORE_OK);
+    assert_int_equal(s->ops->tx_commit(s), STORE_OK);
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->journal_append(s, "run_j", &e[2], 1), STORE_OK);
+    assert_int_equal(s->ops->tx_commit(s), STORE_OK);
+    assert_int_equal(s->ops->tx_commit(s), STORE_OK);
+
+    journal_read(s, "run_j", 0, &g);
+    assert_int_equal(g.n, 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(g.position[i], i + 1);
+        assert_string_equal(g.call_id[i], e[i].call_id);
+        assert_string_equal(g.key[i], e[i].idempotency_key ? e[i].idempotency_key : "(null)");
+        assert_int_equal(g.kind[i], e[i].kind);
+        assert_int_equal(g.sync[i], e[i].sync);
+        assert_int_equal(g.clock_ms[i], e[i].clock_ms);
+        assert_int_equal(g.answer_len[i], e[i].answer_len);
+        assert_memory_equal(g.answer[i], e[i].answer, e[i].answer_len);
+    }
+    /* SHA-256("") */
+    assert_string_equal(g.sha256[2],
+                        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    journal_read(s, "run_j", 2, &g);
+    assert_int_equal(g.n, 1);
+    assert_int_equal(g.position[0], 3);
+    journal_read(s, "nope", 0, &g);
+    assert_int_equal(g.n, 0);
+
+    /* a gap, a batch out of order, an unknown kind, a run that is not there */
+    struct store_journal_entry gap = journal_entry(5, "1", 1);
+    struct store_journal_entry twisted[2] = { journal_entry(5, "1", 1), journal_entry(4, "1", 1) };
+    struct store_journal_entry odd = journal_entry(4, "1", 1);
+    odd.kind = 7;
+    assert_int_equal(s->ops->journal_append(s, "run_j", &gap, 1), STORE_ERROR);
+    assert_non_null(strstr(s->ops->errmsg(s), "does not follow"));
+    assert_int_equal(s->ops->journal_append(s, "run_j", twisted, 2), STORE_ERROR);
+    assert_int_equal(s->ops->journal_append(s, "run_j", &odd, 1), STORE_ERROR);
+    assert_int_equal(s->ops->journal_append(s, "nope", e, 1), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->journal_append(s, "run_j", e, 0), STORE_OK);
+    journal_read(s, "run_j", 0, &g);
+    assert_int_equal(g.n, 3);
+    journal_got_free(&g);
+
+    /* where a replay starts, and its recoveries */
+    int64_t recovered = 0;
+    assert_int_equal(
+            s->ops->run_set_origin(s, "run_j", UINT64_C(0xfedcba9876543210), 1767225600123),
+            STORE_OK);
+    assert_int_equal(s->ops->run_set_origin(s, "nope", 1, 1), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->run_add_recovered(s, "run_j", &recovered), STORE_OK);
+    assert_int_equal(recovered, 1);
+    assert_int_equal(s->ops->run_add_recovered(s, "run_j", NULL), STORE_OK);
+    assert_int_equal(s->ops->run_add_recovered(s, "run_j", &recovered), STORE_OK);
+    assert_int_equal(recovered, 3);
+    assert_int_equal(s->ops->run_add_recovered(s, "nope", &recovered), STORE_NOT_FOUND);
+    assert_int_equal(raw_count(f, "SELECT recovered FROM runs WHERE id = 'run_j'"), 3);
+    assert_int_equal(raw_count(f, "SELECT clock_ms FROM runs WHERE id = 'run_j'"), 1767225600123);
+}
+
+static int read_origin(void *userdata, const struct store_run *r)
+{
+    snprintf(userdata, 64, "%s/%" PRId64 "/%" PRId64, r->seed ? r->seed : "(null)", r->clock_ms,
+             r->recovered);
+    return 0;
+}
+
+struct journal_walk {
+    int n;
+    int64_t last;
+    int ordered;
+    int stop_at; /* 0: never */
+};
+
+static int journal_walk_each(void *userdata, const struct store_journal_entry *e)
+{
+    struct journal_walk *w = userdata;
+    w->ordered = w->ordered && e->position == w->last + 1 && e->answer_len == 2 &&
+                 e->answer[0] == (unsigned char)('a' + e->position % 26);
+    w->last = e->position;
+    return ++w->n == w->stop_at;
+}
+
+/* A journal longer than PostgreSQL's page of answers reads whole and in order, from any
+ * position; the callback stops the walk. */
+static void test_store_journal_read_in_pages(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    struct store_journal_entry e[40];
+    char answers[40][2];
+    for (int i = 0; i < 40; i++) {
+        answers[i][0] = (char)('a' + (i + 1) % 26);
+        answers[i][1] = 0;
+        e[i] = journal_entry(i + 1, answers[i], 2);
+    }
+    journal_run(s, "run_j");
+    assert_int_equal(s->ops->journal_append(s, "run_j", e, 40), STORE_OK);
+    struct journal_walk w = { 0, 0, 1, 0 };
+    assert_int_equal(s->ops->journal_read(s, "run_j", 0, journal_walk_each, &w), STORE_OK);
+    assert_int_equal(w.n, 40);
+    assert_true(w.ordered);
+    w = (struct journal_walk){ 0, 13, 1, 0 };
+    assert_int_equal(s->ops->journal_read(s, "run_j", 13, journal_walk_each, &w), STORE_OK);
+    assert_int_equal(w.n, 27);
+    assert_true(w.ordered);
+    w = (struct journal_walk){ 0, 0, 1, 11 };
+    assert_int_equal(s->ops->journal_read(s, "run_j", 0, journal_walk_each, &w), STORE_OK);
+    assert_int_equal(w.n, 11);
+    assert_int_equal(raw_count(f, "SELECT count(*) FROM journal_blobs"), 26);
+}
+
+/* An answer's bytes are stored once, however many runs' entries name them; a fork copies a
+ * prefix of the journal and shares its answers. */
+static void test_store_journal_answers_shared(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    struct journal_got g = { 0 };
+    char origin[64] = "";
+    struct store_journal_entry a[3] = { journal_entry(1, "[1,2,3]", 7),
+                                        journal_entry(2, "[1,2,3]", 7), journal_entry(3, "{}", 2) };
+    struct store_journal_entry b[1] = { journal_entry(1, "[1,2,3]", 7) };
+    journal_run(s, "run_a");
+    journal_run(s, "run_b");
+    journal_run(s, "run_fork");
+    assert_int_equal(s->ops->journal_append(s, "run_a", a, 3), STORE_OK);
+    assert_int_equal(s->ops->journal_append(s, "run_b", b, 1), STORE_OK);
+    assert_int_equal(raw_count(f, "SELECT count(*) FROM journal"), 4);
+    assert_int_equal(raw_count(f, "SELECT count(*) FROM journal_blobs"), 2);
+
+    assert_int_equal(s->ops->journal_copy_prefix(s, "run_a", "run_fork", 2), STORE_OK);
+    journal_read(s, "run_fork", 0, &g);
+    assert_int_equal(g.n, 2);
+    assert_int_equal(g.position[1], 2);
+    assert_memory_equal(g.answer[1], "[1,2,3]", 7);
+    assert_int_equal(raw_count(f, "SELECT count(*) FROM journal_blobs"), 2);
+    /* the fork goes on from there */
+    struct store_journal_entry next = journal_entry(3, "\"forked\"", 8);
+    assert_int_equal(s->ops->journal_append(s, "run_fork", &next, 1), STORE_OK);
+    assert_int_equal(s->ops->journal_copy_prefix(s, "run_a", "run_fork", 2), STORE_CONFLICT);
+    assert_int_equal(s->ops->journal_copy_prefix(s, "run_a", "nope", 2), STORE_NOT_FOUND);
+    journal_read(s, "run_a", 0, &g);
+    assert_int_equal(g.n, 3);
+    journal_got_free(&g);
+    /* a run made before its origin was recorded */
+    assert_int_equal(s->ops->run_get(s, "run_fork", read_origin, origin), STORE_OK);
+    assert_string_equal(origin, "(null)/0/0");
+    assert_int_equal(s->ops->run_set_origin(s, "run_fork", 42, 7), STORE_OK);
+    assert_int_equal(s->ops->run_get(s, "run_fork", read_origin, origin), STORE_OK);
+    assert_string_equal(origin, "000000000000002a/7/0");
+}
+
+/* A batch appended again (a job run twice, a retried commit) changes nothing, also when it
+ * reaches past the journal's end; one that says anything else about a position is refused,
+ * and the transaction it was refused in goes on. */
+static void test_store_journal_append_again(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    struct journal_got g = { 0 };
+    struct store_journal_entry e[3] = { journal_entry(1, "1", 1), journal_entry(2, "2", 1),
+                                        journal_entry(3, "3", 1) };
+    journal_run(s, "run_j");
+    assert_int_equal(s->ops->journal_append(s, "run_j", e, 2), STORE_OK);
+    assert_int_equal(s->ops->journal_append(s, "run_j", e, 2), STORE_OK);
+    assert_int_equal(s->ops->journal_append(s, "run_j", &e[1], 2), STORE_OK);
+    journal_read(s, "run_j", 0, &g);
+    assert_int_equal(g.n, 3);
+
+    /* each member of an entry, changed alone */
+    for (int m = 0; m < 7; m++) {
+        struct store_journal_entry x = e[1];
+        switch (m) {
+        case 0:
+            x.answer = (const unsigned char *)"7";
+            break;
+        case 1:
+            x.call_id = "c9";
+            break;
+        case 2:
+            x.args_sha256 = "00";
+            break;
+        case 3:
+            x.idempotency_key = "run_j:2";
+            break;
+        case 4:
+            x.kind = (x.kind + 1) % 3;
+            break;
+        case 5:
+            x.sync = 1;
+            break;
+        default:
+            x.clock_ms++;
+            break;
+        }
+        assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+        assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+        assert_int_equal(s->ops->journal_append(s, "run_j", &x, 1), STORE_CONFLICT);
+        s->ops->tx_rollback(s);
+        assert_int_equal(
+                s->ops->audit_append(s, "bob", "run.host_call", "run_j", "ops", "{}", NULL),
+                STORE_OK);
+        assert_int_equal(s->ops->tx_commit(s), STORE_OK);
+    }
+    journal_read(s, "run_j", 0, &g);
+    assert_int_equal(g.n, 3);
+    assert_memory_equal(g.answer[1], "2", 1);
+    assert_int_equal(g.clock_ms[1], e[1].clock_ms);
+    journal_got_free(&g);
+    assert_int_equal(raw_count(f, "SELECT count(*) FROM audit WHERE action = 'run.host_call'"), 7);
+}
+
+/* An answer of 1 MiB with every byte value, NULs and bytes that are not UTF-8 included, comes
+ * back exactly; so do answers that differ in one byte, each under its own hash. */
+static void test_store_journal_large_answer(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    struct journal_got g = { 0 };
+    size_t len = (size_t)1 << 20;
+    unsigned char *big = malloc(len);
+    unsigned char *other = malloc(len);
+    assert_non_null(big);
+    assert_non_null(other);
+    uint32_t x = 2463534242u;
+    for (size_t i = 0; i < len; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        big[i] = i < 256 ? (unsigned char)i : (unsigned char)x;
+    }
+    big[len - 1] = 0;
+    memcpy(other, big, len);
+    other[len / 2] ^= 0x80;
+    struct store_journal_entry e[2] = { journal_entry(1, big, len), journal_entry(2, other, len) };
+    journal_run(s, "run_big");
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->journal_append(s, "run_big", e, 2), STORE_OK);
+    assert_int_equal(s->ops->tx_commit(s), STORE_OK);
+    journal_read(s, "run_big", 0, &g);
+    assert_int_equal(g.n, 2);
+    assert_int_equal(g.answer_len[0], len);
+    assert_int_equal(g.answer_len[1], len);
+    assert_memory_equal(g.answer[0], big, len);
+    assert_memory_equal(g.answer[1], other, len);
+    assert_string_not_equal(g.sha256[0], g.sha256[1]);
+    assert_int_equal(raw_count(f, "SELECT count(*) FROM journal_blobs"), 2);
+    journal_got_free(&g);
+    free(big);
+    free(other);
+}
+
+/* Bytes changed in the database behind the store are refused on reading, not replayed. */
+static void test_store_journal_read_checks_answers(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    struct journal_got g = { 0 };
+    struct store_journal_entry e = journal_entry(1, "{\"amount\":10}", 13);
+    journal_run(s, "run_j");
+    assert_int_equal(s->ops->journal_append(s, "run_j", &e, 1), STORE_OK);
+    assert_int_equal(raw_exec(f, 0,
+                              pg_base ? "UPDATE journal_blobs SET bytes = "
+                                        "convert_to('{\"amount\":99}', 'UTF8')"
+                                      : "UPDATE journal_blobs SET bytes = "
+                                        "CAST('{\"amount\":99}' AS BLOB)"),
+                     0);
+    assert_int_equal(s->ops->journal_read(s, "run_j", 0, journal_collect, &g), STORE_ERROR);
+    assert_non_null(strstr(s->ops->errmsg(s), "does not match its SHA-256"));
+    assert_int_equal(g.n, 0);
+}
+
+/* A savepoint rolled back (a writer's job that failed) takes its entries and answers with it;
+ * the batch's other jobs keep theirs. */
+static void test_store_journal_rollback_drops_rows(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    struct journal_got g = { 0 };
+    struct store_journal_entry e[2] = { journal_entry(1, "\"kept\"", 6),
+                                        journal_entry(2, "\"undone\"", 8) };
+    journal_run(s, "run_j");
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->journal_append(s, "run_j", e, 1), STORE_OK);
+    assert_int_equal(s->ops->tx_commit(s), STORE_OK);
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->journal_append(s, "run_j", &e[1], 1), STORE_OK);
+    s->ops->tx_rollback(s);
+    assert_int_equal(s->ops->tx_commit(s), STORE_OK);
+    journal_read(s, "run_j", 0, &g);
+    assert_int_equal(g.n, 1);
+    assert_memory_equal(g.answer[0], "\"kept\"", 6);
+    journal_got_free(&g);
+    assert_int_equal(raw_count(f, "SELECT count(*) FROM journal_blobs"), 1);
+    /* the whole transaction rolled back: nothing */
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->journal_append(s, "run_j", &e[1], 1), STORE_OK);
+    s->ops->tx_rollback(s);
+    assert_int_equal(raw_count(f, "SELECT count(*) FROM journal"), 1);
+    assert_int_equal(raw_count(f, "SELECT count(*) FROM journal_blobs"), 1);
+}
+
+/* A database of the schema before the journal, with runs in it, is brought to it on open: its
+ * runs have no origin and no recoveries yet, and their journals start empty. */
+static void test_store_journal_migrated_from_0009(void **state)
+{
+    struct fixture *f = *state;
+    struct journal_got g = { 0 };
+    char err[STORE_ERRMSG_MAX];
+    char origin[64] = "";
+    f->s->ops->close(f->s);
+    f->s = NULL;
+    if (pg_base) {
+        assert_int_equal(raw_exec(f, 0, "DROP SCHEMA public CASCADE; CREATE SCHEMA public"), 0);
+        for (int i = 0; i < 9; i++) {
+            assert_int_equal(raw_exec(f, 0, postgres_migrations[i].sql), 0);
+        }
+        assert_int_equal(raw_exec(f, 0,
+                                  "CREATE TABLE airlock_schema (version INTEGER NOT NULL); "
+                                  "INSERT INTO airlock_schema VALUES (9)"),
+                         0);
+    } else {
+        unlink(f->path);
+        for (int i = 0; i < 9; i++) {
+            assert_int_equal(raw_exec(f, 0, migrations[i].sql), 0);
+        }
+        assert_int_equal(raw_exec(f, 0, "PRAGMA user_version = 9"), 0);
+    }
+    assert_string_equal(migrations[9].name, "0010_journal.sql");
+    assert_int_equal(raw_exec(f, 0,
+                              "INSERT INTO runs(id, department, principal, status, input, "
+                              "created, updated) VALUES ('run_old', 'ops', 'bob', 'completed', "
+                              "'{}', '2026-01-31T12:00:01.007Z', '2026-01-31T12:00:01.007Z')"),
+                     0);
+    assert_int_equal(store_open(f, &f->s, err), STORE_OK);
+    struct store *s = f->s;
+    assert_int_equal(s->ops->run_get(s, "run_old", read_origin, origin), STORE_OK);
+    assert_string_equal(origin, "(null)/0/0");
+    journal_read(s, "run_old", 0, &g);
+    assert_int_equal(g.n, 0);
+    struct store_journal_entry e = journal_entry(1, "1", 1);
+    assert_int_equal(s->ops->journal_append(s, "run_old", &e, 1), STORE_OK);
+    journal_read(s, "run_old", 0, &g);
+    assert_int_equal(g.n, 1);
+    journal_got_free(&g);
+}
+
 int main(void)
 {
     pg_base = getenv("AIRLOCK_TEST_DATABASE");
@@ -1843,6 +2317,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_reader_reads_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_conflict_keeps_transaction, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_audit_head_follows_rollbacks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_journal_append_and_read, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_journal_read_in_pages, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_journal_answers_shared, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_journal_append_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_journal_large_answer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_journal_read_checks_answers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_journal_rollback_drops_rows, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_journal_migrated_from_0009, setup, teardown),
     };
     const struct CMUnitTest sqlite_tests[] = {
         cmocka_unit_test_setup_teardown(test_store_sqlite_read_snapshot, setup, teardown),
