@@ -41,6 +41,15 @@ static int api_key_item(void *userdata, const struct store_key *k)
     return 0;
 }
 
+/* Counts the grants a scoped reader may see (api_grant_item's filter). */
+static int api_grant_count(void *userdata, const struct store_grant *g)
+{
+    struct api_list *l = userdata;
+    struct gov_decision d;
+    l->n += gov_audit_may_see(l->scoped, g->department, &d);
+    return 0;
+}
+
 /* Appends a principal with its roles and keys; non-zero stops the walk on a store failure. A
  * reader of some departments only (l->scoped) sees the principals holding a role in one of them,
  * with those roles alone and no keys: the rest is for readers of every department, as in the
@@ -48,18 +57,16 @@ static int api_key_item(void *userdata, const struct store_key *k)
 static int api_principal_item(void *userdata, const struct store_principal *p)
 {
     struct api_list *l = userdata;
-    struct buf rb; /* its roles first: a scoped reader may see none, and then not it */
-    buf_init(&rb, l->b->max);
-    struct api_list roles = { &rb, 0, l->store, l->scoped };
+    struct api_list roles = { l->b, 0, l->store, l->scoped };
     struct api_list keys = { l->b, 0, l->store, NULL };
-    if (l->store->ops->role_list(l->store, p->name, api_grant_item, &roles) != STORE_OK ||
-        buf_failed(&rb)) {
-        buf_done(&rb);
-        return 1;
-    }
-    if (l->scoped && roles.n == 0) {
-        buf_done(&rb);
-        return 0; /* none of its roles is in the reader's departments */
+    if (l->scoped) {
+        struct api_list seen = { NULL, 0, l->store, l->scoped };
+        if (l->store->ops->role_list(l->store, p->name, api_grant_count, &seen) != STORE_OK) {
+            return 1;
+        }
+        if (seen.n == 0) {
+            return 0; /* none of its roles is in the reader's departments */
+        }
     }
     if (l->n++) {
         buf_append_str(l->b, ",");
@@ -68,10 +75,9 @@ static int api_principal_item(void *userdata, const struct store_principal *p)
     api_member(l->b, ",\"kind\":", p->kind);
     api_member(l->b, ",\"created\":", p->created);
     buf_append_str(l->b, ",\"roles\":[");
-    if (rb.len) {
-        buf_append(l->b, rb.data, rb.len);
+    if (l->store->ops->role_list(l->store, p->name, api_grant_item, &roles) != STORE_OK) {
+        return 1;
     }
-    buf_done(&rb);
     buf_append_str(l->b, "],\"keys\":[");
     if (!l->scoped && l->store->ops->key_list(l->store, p->name, api_key_item, &keys) != STORE_OK) {
         return 1;
