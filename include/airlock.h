@@ -536,8 +536,8 @@ struct al_journal_entry {
     uint8_t args_sha256[32]; /* SHA-256 of the call's arguments (the boundary-JSON array that
                                 al_call_args gives) */
     enum al_journal_kind kind;
-    int sync;         /* 1: a synchronous (AL_HOST_SYNC) call, answered where it was made */
-    int64_t clock_ms; /* the guest clock the answer set (Date.now() after it) */
+    int sync;            /* 1: a synchronous (AL_HOST_SYNC) call, answered where it was made */
+    int64_t clock_ms;    /* the guest clock the answer set (Date.now() after it) */
     const char *payload; /* VALUE: boundary JSON, empty for undefined; THROW*: the message.
                             Not NUL-terminated in general: `len` bytes */
     size_t len;
@@ -545,6 +545,7 @@ struct al_journal_entry {
 enum al_journal_verdict {
     AL_JOURNAL_DELIVER = 0, /* deliver the answer now */
     AL_JOURNAL_HOLD = 1,    /* hold it until al_run_journal_release */
+    AL_JOURNAL_FAIL = 2,    /* the application could not keep it: the run fails */
 };
 /*
  * Called with each answer just before it is delivered to the guest, in delivery order, exactly
@@ -558,9 +559,11 @@ enum al_journal_verdict {
  * durable (group commit). Cancellation and the run's deadlines still end a run that is held.
  * HOLD needs a handle to release with, so only runs started with al_run_start may hold: from a
  * run of al_run it fails the run with CONFIG_ERROR.
+ * FAIL: the application could not make the entry durable (its store failed): the run fails with
+ * INTERNAL_ERROR and the answer never reaches the guest. Any other value fails it with
+ * CONFIG_ERROR.
  */
-typedef enum al_journal_verdict al_journal_fn(const struct al_journal_entry *entry,
-                                              void *userdata);
+typedef enum al_journal_verdict al_journal_fn(const struct al_journal_entry *entry, void *userdata);
 /* Sets (fn != NULL) or clears the run's journal callback. */
 AL_API void al_run_opts_set_journal(struct al_run_opts *opts, al_journal_fn *fn, void *userdata);
 /*
@@ -586,8 +589,8 @@ AL_API void al_run_opts_set_journal(struct al_run_opts *opts, al_journal_fn *fn,
  * The run keeps an entry's payload only until it has been delivered; al_run_opts_free frees
  * the options' copy.
  */
-AL_NODISCARD AL_API enum al_code al_run_opts_add_journal_entry(struct al_run_opts *opts,
-                                                               const struct al_journal_entry *entry);
+AL_NODISCARD AL_API enum al_code
+al_run_opts_add_journal_entry(struct al_run_opts *opts, const struct al_journal_entry *entry);
 
 enum al_status {
     AL_STATUS_COMPLETED = 0,
@@ -723,11 +726,15 @@ AL_API void al_run_cancel(struct al_run *run);
 AL_NODISCARD AL_API enum al_code al_run_wait(struct al_run *run, struct al_result **ret_result,
                                              struct al_error *reterr);
 /* The run's id (as al_call_run_id gives it); borrowed from the handle. */
-AL_API const char *al_run_id(const struct al_run *run);/* Lets the answers the journal callback held (AL_JOURNAL_HOLD) go to the guest, those at
- * positions up to `position` (and any after them that were not held themselves), in order.
- * Releasing a position twice, or one that is not held (yet), is harmless: answers at positions
- * up to `position` are never held afterwards. Any thread; no effect once the run is over.
- * AL_CONFIG_ERROR for a NULL run or position 0. The handle must not have been released. */
+AL_API const char *
+al_run_id(const struct al_run
+                  *run); /* Lets the answers the journal callback held (AL_JOURNAL_HOLD) go to the
+                          * guest, those at positions up to `position` (and any after them that were
+                          * not held themselves), in order. Releasing a position twice, or one that
+                          * is not held (yet), is harmless: answers at positions up to `position`
+                          * are never held afterwards. Any thread; no effect once the run is over.
+                          * AL_CONFIG_ERROR for a NULL run or position 0. The handle must not have
+                          * been released. */
 AL_NODISCARD AL_API enum al_code al_run_journal_release(struct al_run *run, uint32_t position);
 
 /* Gives the handle up; the run goes on (cancel it first to stop it) and its result is still

@@ -665,7 +665,8 @@ enum ledger_decision ledger_on_call(struct ledger *l, uint32_t id, uint32_t fn, 
     if (e->sync != (sync != 0)) { /* a continuation binds the sync flags: only a journal */
         return fail(ret, id, LEDGER_DIVERGED, AL_PROTOCOL_ERROR,
                     JOURNAL_DIVERGES "%s is %s, the journal has it %s", id, name,
-                    sync ? "synchronous" : "asynchronous", e->sync ? "synchronous" : "asynchronous");
+                    sync ? "synchronous" : "asynchronous",
+                    e->sync ? "synchronous" : "asynchronous");
     }
     rp->arrived[k] = 1;
     rp->missing--;

@@ -56,7 +56,7 @@ struct ledger_action {
     int64_t clock_ms;                    /* ANSWER: the guest clock it sets */
     const char *payload;                 /* ANSWER */
     size_t len;
-    int held;                            /* ANSWER: a live answer that waited (ledger_deliver) */
+    int held;          /* ANSWER: a live answer that waited (ledger_deliver) */
     enum al_code code; /* FAIL */
     char message[256]; /* DIVERGED, FAIL */
 };

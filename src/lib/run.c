@@ -483,6 +483,12 @@ static void deliver_journaled(struct run_state *st, const struct completion *c, 
         return;
     }
     enum al_journal_verdict v = st->opts->journal_fn(&e, st->opts->journal_userdata);
+    if (v == AL_JOURNAL_FAIL) {
+        run_fail(st, AL_INTERNAL_ERROR,
+                 "the journal could not keep the answer at position %u (call %u)", e.position,
+                 e.call);
+        return;
+    }
     if (v != AL_JOURNAL_DELIVER && v != AL_JOURNAL_HOLD) {
         run_fail(st, AL_CONFIG_ERROR, "the journal callback returned %d for position %u", (int)v,
                  e.position);

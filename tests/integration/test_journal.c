@@ -33,7 +33,7 @@ static const char key[] = "k1-0123456789abcdef0123456789abcdef";
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static int invoked; /* every host invocation */
+static int invoked;    /* every host invocation */
 static int now_done;   /* clock.now() was invoked */
 static int get17_done; /* store.get(17) was invoked */
 
@@ -224,8 +224,8 @@ static void journal_wait(struct journal *j, size_t n)
 
 struct req {
     const char *src;
-    int logical;               /* AL_CLOCK_LOGICAL, step 1000 */
-    struct journal *record;    /* journal callback */
+    int logical;                /* AL_CLOCK_LOGICAL, step 1000 */
+    struct journal *record;     /* journal callback */
     const struct journal *from; /* start from its first `k` entries */
     size_t k;
     const char *resume;
@@ -329,7 +329,6 @@ static void open_gates(const struct journal *j, size_t k)
     }
     pthread_mutex_unlock(&mu);
 }
-
 
 /* Each answer is journaled once, in delivery order, with what the guest saw; the whole journal
  * gives the same value without a single host invocation, and its clocks are the guest's. */
@@ -464,9 +463,14 @@ static void test_journal_divergence(void **state)
         const char *to;
         const char *message;
     } cases[] = {
-        { "store.get(4)", "store.get(5)", "diverges at call 5" },  /* other arguments */
-        { "store.slow(2)", "store.get(2)", "diverges at call 2" }, /* another function */
+        { "store.get(4)", "store.get(5)", "diverges at call 5" },           /* other arguments */
+        { "store.slow(2)", "store.get(2)", "diverges at call 2" },          /* another function */
         { "const s = clock.now();", "const s = 7;", "diverges at call 3" }, /* a call left out */
+        /* waits for a journaled answer whose call it never makes */
+        { "const z = await store.get(x + s);", "const z = 0;",
+          "at call 7 from its journal: it waits" },
+        /* ends before making every journaled call */
+        { "const a = store.get(1);", "return 1;", "at call 1 from its journal: it ended" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char src[1024];
@@ -765,13 +769,34 @@ static void test_journal_hold_cancel(void **state)
     al_runner_free(r);
 }
 
+/* An entry the application could not keep never reaches the guest: the run fails. */
+static void test_journal_fail(void **state)
+{
+    (void)state;
+    struct al_runner *r = new_runner(0);
+    const char *src = "const a = await store.get(1);\n"
+                      "const b = await store.get(2);\n"
+                      "return [a, b, await store.get(3)];\n";
+    struct journal j;
+    journal_init(&j);
+    j.verdict[2] = AL_JOURNAL_FAIL;
+    reset();
+    struct req q = { .src = src, .record = &j };
+    struct al_result *res = run_req(r, &q);
+    expect_failure(res, AL_INTERNAL_ERROR, "position 2");
+    assert_int_equal(invocations(), 2); /* get(2)'s answer never arrived: no get(3) */
+    al_result_free(res);
+    journal_done(&j);
+    al_runner_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_journal_full_replay),  cmocka_unit_test(test_journal_prefixes),
-        cmocka_unit_test(test_journal_divergence),   cmocka_unit_test(test_journal_malformed),
+        cmocka_unit_test(test_journal_full_replay),   cmocka_unit_test(test_journal_prefixes),
+        cmocka_unit_test(test_journal_divergence),    cmocka_unit_test(test_journal_malformed),
         cmocka_unit_test(test_journal_across_resume), cmocka_unit_test(test_journal_hold_release),
-        cmocka_unit_test(test_journal_hold_cancel),
+        cmocka_unit_test(test_journal_hold_cancel),   cmocka_unit_test(test_journal_fail),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
