@@ -726,15 +726,12 @@ AL_API void al_run_cancel(struct al_run *run);
 AL_NODISCARD AL_API enum al_code al_run_wait(struct al_run *run, struct al_result **ret_result,
                                              struct al_error *reterr);
 /* The run's id (as al_call_run_id gives it); borrowed from the handle. */
-AL_API const char *
-al_run_id(const struct al_run
-                  *run); /* Lets the answers the journal callback held (AL_JOURNAL_HOLD) go to the
-                          * guest, those at positions up to `position` (and any after them that were
-                          * not held themselves), in order. Releasing a position twice, or one that
-                          * is not held (yet), is harmless: answers at positions up to `position`
-                          * are never held afterwards. Any thread; no effect once the run is over.
-                          * AL_CONFIG_ERROR for a NULL run or position 0. The handle must not have
-                          * been released. */
+AL_API const char *al_run_id(const struct al_run *run);
+/* Lets the answers the journal callback held (AL_JOURNAL_HOLD) go to the guest: those at
+ * positions up to `position`, and the answers after them that were not held themselves, in
+ * order. Releasing a position twice, or one not held (yet), is harmless: answers at positions up
+ * to `position` are never held afterwards. Any thread; no effect once the run is over.
+ * AL_CONFIG_ERROR for a NULL run or position 0. The handle must not have been released. */
 AL_NODISCARD AL_API enum al_code al_run_journal_release(struct al_run *run, uint32_t position);
 
 /* Gives the handle up; the run goes on (cancel it first to stop it) and its result is still
