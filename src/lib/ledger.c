@@ -763,18 +763,9 @@ enum ledger_decision ledger_on_idle(struct ledger *l, int caught_up, struct ledg
                 DIVERGED "it waits without making every call its ledger records");
 }
 
-enum al_code ledger_on_answer(struct ledger *l, uint32_t id, uint8_t kind, int64_t clock_ms,
-                              const char *payload, size_t len, struct al_error *reterr)
+static enum al_code record_answer(struct ledger *l, uint32_t id, uint8_t kind, int64_t clock_ms,
+                                  const char *payload, size_t len, struct al_error *reterr)
 {
-    struct replay *rp = l->replay;
-    if (rp && rp->journal && !rp->done) {
-        int k = find_entry(&rp->cont, id);
-        if (k >= 0) { /* delivered: the journal's copy is not needed any more */
-            free(rp->cont.entries[k].payload);
-            rp->cont.entries[k].payload = NULL;
-            rp->cont.entries[k].len = 0;
-        }
-    }
     struct ledger_call *lc = pending(l, id);
     if (!lc) {
         return AL_OK;
@@ -865,6 +856,22 @@ int ledger_release(struct ledger *l, uint32_t position)
     }
     l->released = position;
     return l->held != NULL;
+}
+
+enum al_code ledger_on_answer(struct ledger *l, uint32_t id, uint8_t kind, int64_t clock_ms,
+                              const char *payload, size_t len, struct al_error *reterr)
+{
+    enum al_code rc = record_answer(l, id, kind, clock_ms, payload, len, reterr);
+    struct replay *rp = l->replay;
+    if (rp && rp->journal && !rp->done) {
+        int k = find_entry(&rp->cont, id);
+        if (k >= 0) { /* delivered (and recorded, from these very bytes): the journal's copy goes */
+            free(rp->cont.entries[k].payload);
+            rp->cont.entries[k].payload = NULL;
+            rp->cont.entries[k].len = 0;
+        }
+    }
+    return rc;
 }
 
 enum ledger_decision ledger_on_interrupt(struct ledger *l, uint32_t id, const char *payload,
