@@ -485,6 +485,17 @@ static void test_journal_divergence(void **state)
         assert_int_equal(invocations(), 0);
         al_result_free(res);
     }
+
+    /* an entry that says an asynchronous call was synchronous */
+    for (size_t i = 0; i < j.n; i++) {
+        j.e[i].sync ^= j.e[i].call == 1;
+    }
+    reset();
+    struct req qs = { .src = mixed_src, .logical = 1, .from = &j, .k = j.n };
+    struct al_result *res = run_req(r, &qs);
+    expect_failure(res, AL_PROTOCOL_ERROR, "diverges at call 1");
+    assert_int_equal(invocations(), 0);
+    al_result_free(res);
     journal_done(&j);
     al_runner_free(r);
 }
