@@ -36,6 +36,8 @@ static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int invoked;    /* every host invocation */
 static int now_done;   /* clock.now() was invoked */
 static int get17_done; /* store.get(17) was invoked */
+static int release_sent;     /* the test is releasing a held answer */
+static int get3_saw_release; /* store.get(3) was invoked after that */
 
 /* store.get(n) -> n * 10, at once */
 static void host_get(struct al_call *call, void *ud)
@@ -48,6 +50,9 @@ static void host_get(struct al_call *call, void *ud)
     pthread_mutex_lock(&mu);
     invoked++;
     get17_done |= n == 17;
+    if (n == 3) {
+        get3_saw_release = release_sent;
+    }
     pthread_cond_broadcast(&cv);
     pthread_mutex_unlock(&mu);
 }
@@ -125,7 +130,7 @@ static void reset(void)
 {
     pthread_mutex_lock(&mu);
     invoked = 0;
-    now_done = get17_done = 0;
+    now_done = get17_done = release_sent = get3_saw_release = 0;
     pthread_mutex_unlock(&mu);
 }
 
@@ -683,6 +688,13 @@ static int box_over(struct box *b)
     return over;
 }
 
+static void pause_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
 struct release_arg {
     struct al_run *run;
     uint32_t position;
@@ -728,12 +740,18 @@ static void test_journal_hold_release(void **state)
     al_run_opts_free(o);
 
     journal_wait(&j, 2);
-    /* nothing reached the guest: it cannot have finished, nor made call 3 */
+    /* Nothing reached the guest: it cannot have finished, nor made call 3. The pause only gives
+     * an answer delivered too early the time to show; a held run passes whatever its length. */
+    pause_ms(200);
     assert_false(box_over(&b));
     assert_int_equal(invocations(), 2);
+    pthread_mutex_lock(&mu);
+    release_sent = 1;
+    pthread_mutex_unlock(&mu);
     release_from_thread(run, 1);
     journal_wait(&j, 3); /* call 3, made once the first two were delivered, is held too */
     assert_int_equal(j.e[2].call, 3);
+    assert_int_equal(get3_saw_release, 1); /* the guest made call 3 only after the release */
     assert_false(box_over(&b));
     release_from_thread(run, 3);
     struct al_result *res = box_wait(&b);
@@ -765,6 +783,7 @@ static void test_journal_hold_cancel(void **state)
     struct al_run *run = NULL;
     assert_int_equal(al_run_start(r, o, on_done, &b, &run, NULL), AL_OK);
     journal_wait(&j, 1);
+    pause_ms(200); /* as above: time for an answer that was not held to finish the run */
     al_run_cancel(run);
     struct al_result *res = box_wait(&b);
     expect_failure(res, AL_ABORTED, NULL);
