@@ -92,7 +92,8 @@ enum ledger_decision ledger_on_call(struct ledger *l, uint32_t id, uint32_t fn, 
                                     int sync, const char *args, size_t len,
                                     struct ledger_action *ret);
 /* What became due: replayed answers in the order they were first sent, then, once the replay
- * has caught up, the invocations of resolved interruptions. NONE when nothing is. */
+ * has caught up, the invocations of resolved interruptions (of a journal: the calls it does not
+ * have), then live answers that waited and may go now. NONE when nothing is. */
 enum ledger_decision ledger_next(struct ledger *l, struct ledger_action *ret);
 /* An answer run.c is sending the worker (kind: enum wire_answer_kind, not INTERRUPT): recorded.
  * AL_OK, or AL_INTERNAL_ERROR out of memory. */

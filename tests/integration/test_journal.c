@@ -33,9 +33,9 @@ static const char key[] = "k1-0123456789abcdef0123456789abcdef";
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static int invoked;    /* every host invocation */
-static int now_done;   /* clock.now() was invoked */
-static int get17_done; /* store.get(17) was invoked */
+static int invoked;          /* every host invocation */
+static int now_done;         /* clock.now() was invoked */
+static int get17_done;       /* store.get(17) was invoked */
 static int release_sent;     /* the test is releasing a held answer */
 static int get3_saw_release; /* store.get(3) was invoked after that */
 
