@@ -516,6 +516,82 @@ enum al_clock_mode {
 AL_NODISCARD AL_API enum al_code
 al_run_opts_set_clock_mode(struct al_run_opts *opts, enum al_clock_mode mode, uint64_t step_ms);
 
+/*
+ * The journal (docs/journal.md): every answer a host function gave the run, in the order the
+ * guest received them, so that a run whose process died can start again from it and go on where
+ * it was without calling the host again for the calls it has. A journal is exactly-once for
+ * answered calls only: a call the host was working on when the process died is not in it and is
+ * invoked again.
+ */
+enum al_journal_kind {
+    AL_JOURNAL_VALUE = 0,      /* the call returned a value */
+    AL_JOURNAL_THROW = 1,      /* it threw: the guest saw an Error */
+    AL_JOURNAL_THROW_TYPE = 2, /* it threw a TypeError (al_call_throw_type_error) */
+};
+struct al_journal_entry {
+    uint32_t position;       /* 1-based: the order in which answers were delivered to the guest,
+                                across every leg of a run resumed from a continuation */
+    uint32_t call;           /* the call's id (al_call_seq) */
+    const char *function;    /* "group.fn", NUL-terminated */
+    uint8_t args_sha256[32]; /* SHA-256 of the call's arguments (the boundary-JSON array that
+                                al_call_args gives) */
+    enum al_journal_kind kind;
+    int sync;            /* 1: a synchronous (AL_HOST_SYNC) call, answered where it was made */
+    int64_t clock_ms;    /* the guest clock the answer set (Date.now() after it) */
+    const char *payload; /* VALUE: boundary JSON, empty for undefined; THROW*: the message.
+                            Not NUL-terminated in general: `len` bytes */
+    size_t len;
+};
+enum al_journal_verdict {
+    AL_JOURNAL_DELIVER = 0, /* deliver the answer now */
+    AL_JOURNAL_HOLD = 1,    /* hold it until al_run_journal_release */
+    AL_JOURNAL_FAIL = 2,    /* the application could not keep it: the run fails */
+};
+/*
+ * Called with each answer just before it is delivered to the guest, in delivery order, exactly
+ * once per answered call: answers replayed from a journal or from a continuation were journaled
+ * by the run that first received them and are not seen again; an interruption is not an answer
+ * and is not journaled. Called on the thread driving the run, as host functions are: it must not
+ * block. `entry` and its strings are borrowed for the duration of the callback.
+ * DELIVER: the answer goes to the guest now (after any answer still held before it).
+ * HOLD: it, and every answer after it, waits until al_run_journal_release(run, p) with
+ * p >= entry->position - from any thread, for instance once the application has made the entry
+ * durable (group commit). Cancellation and the run's deadlines still end a run that is held.
+ * HOLD needs a handle to release with, so only runs started with al_run_start may hold: from a
+ * run of al_run it fails the run with CONFIG_ERROR.
+ * FAIL: the application could not make the entry durable (its store failed): the run fails with
+ * INTERNAL_ERROR and the answer never reaches the guest. Any other value fails it with
+ * CONFIG_ERROR.
+ */
+typedef enum al_journal_verdict al_journal_fn(const struct al_journal_entry *entry, void *userdata);
+/* Sets (fn != NULL) or clears the run's journal callback. */
+AL_API void al_run_opts_set_journal(struct al_run_opts *opts, al_journal_fn *fn, void *userdata);
+/*
+ * Starts the run from a journal: add its entries in position order (each is copied). Every
+ * entry is answered to the guest in its position with its clock, and never reaches the host
+ * (stats.host_calls does not count it; the host-calls limit counts every call the guest makes,
+ * as it does for a resumed continuation). Each must match the call the guest makes - its id,
+ * function, argument digest and sync flag - or the run fails with PROTOCOL_ERROR, "the run
+ * diverges at call K from its journal" (K the call's id), before that call reaches the host; so
+ * does a run that ends, or waits, without making every journaled call. Calls the journal does
+ * not have are invoked live once every entry has been delivered, and the journal callback sees
+ * their answers from position n+1. A journal gives correct results only when the run has the
+ * same source and type, host functions, filename, limits, seed and clock (al_run_opts_set_seed,
+ * al_run_opts_set_clock, and the clock mode) as the run that wrote it; the seed and the clock
+ * must be set (CONFIG_ERROR otherwise).
+ * Checked when the run starts, failing it with CONFIG_ERROR before any host call: positions
+ * that are not exactly 1, 2, ... n in the order added (a gap, a duplicate, out of order); a call
+ * id given twice, 0, or above the host-calls limit; a clock beyond AL_CLOCK_MAX_MS; a journal
+ * and a continuation (al_run_opts_set_resume) together. (A VALUE payload is delivered as a host
+ * gave it: one that is not boundary JSON makes the guest's call throw, as it did live.)
+ * Here: AL_CONFIG_ERROR for a NULL opts, entry or function, an unknown kind, or a NULL payload
+ * with len > 0; AL_INTERNAL_ERROR when out of memory.
+ * The run keeps an entry's payload only until it has been delivered; al_run_opts_free frees
+ * the options' copy.
+ */
+AL_NODISCARD AL_API enum al_code
+al_run_opts_add_journal_entry(struct al_run_opts *opts, const struct al_journal_entry *entry);
+
 enum al_status {
     AL_STATUS_COMPLETED = 0,
     AL_STATUS_FAILED = 1,
@@ -651,6 +727,13 @@ AL_NODISCARD AL_API enum al_code al_run_wait(struct al_run *run, struct al_resul
                                              struct al_error *reterr);
 /* The run's id (as al_call_run_id gives it); borrowed from the handle. */
 AL_API const char *al_run_id(const struct al_run *run);
+/* Lets the answers the journal callback held (AL_JOURNAL_HOLD) go to the guest: those at
+ * positions up to `position`, and the answers after them that were not held themselves, in
+ * order. Releasing a position twice, or one not held (yet), is harmless: answers at positions up
+ * to `position` are never held afterwards. Any thread; no effect once the run is over.
+ * AL_CONFIG_ERROR for a NULL run or position 0. The handle must not have been released. */
+AL_NODISCARD AL_API enum al_code al_run_journal_release(struct al_run *run, uint32_t position);
+
 /* Gives the handle up; the run goes on (cancel it first to stop it) and its result is still
  * delivered to `done`, or freed when nobody will wait for it. NULL is fine. No other thread may
  * be using the handle (al_run_cancel included) once it is released: an application that

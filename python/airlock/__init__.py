@@ -1,6 +1,7 @@
 """airlock: run code that AI agents write in an isolated QuickJS worker, from Python.
 
-Embedded mode (libairlock through ctypes): Runner, Result, call_context(), interrupt().
+Embedded mode (libairlock through ctypes): Runner, Result, call_context(), interrupt(),
+JournalEntry.
 Client mode (airlockd over HTTP): Client, with typed errors in airlock.errors.
 """
 from . import errors
@@ -9,15 +10,15 @@ from .errors import (AdhocDisabled, AirlockError, ApiError, BadRequest, ConfigEr
                      Forbidden, InputInvalid, LibraryNotFound, MethodNotAllowed, NotFound,
                      PayloadTooLarge, RateLimited, ServerError, TemplateRevoked,
                      Unauthenticated, VersionNotApproved)
-from .runner import (CallContext, ConsoleEntry, Interrupt, Interruption, Result, Run, Runner,
-                     RunError, Stats, call_context, interrupt)
+from .runner import (CallContext, ConsoleEntry, Interrupt, Interruption, JournalEntry, Result,
+                     Run, Runner, RunError, Stats, call_context, interrupt)
 from .values import UNDEFINED, BigInt, DataView, JSError, Map, RegExp
 
 __version__ = "0.1.0"
 
 __all__ = ["Runner", "Run", "Result", "RunError", "Stats", "ConsoleEntry", "Interruption",
-           "CallContext", "call_context", "interrupt", "Interrupt", "Client", "errors",
-           "AirlockError", "ApiError", "ConfigError", "LibraryNotFound", "BadRequest",
+           "CallContext", "call_context", "interrupt", "Interrupt", "JournalEntry", "Client",
+           "errors", "AirlockError", "ApiError", "ConfigError", "LibraryNotFound", "BadRequest",
            "Unauthenticated", "Forbidden", "AdhocDisabled", "NotFound", "MethodNotAllowed",
            "Conflict", "VersionNotApproved", "TemplateRevoked", "PayloadTooLarge",
            "InputInvalid", "RateLimited", "ServerError", "BigInt", "Map",

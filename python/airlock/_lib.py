@@ -52,9 +52,21 @@ class ErrorText(ctypes.Structure):
                 ("message_len", c_size_t), ("stack", c_void_p), ("stack_len", c_size_t)]
 
 
+class JournalEntry(ctypes.Structure):
+    _fields_ = [("position", c_uint32), ("call", c_uint32), ("function", c_char_p),
+                ("args_sha256", ctypes.c_uint8 * 32), ("kind", c_int), ("sync", c_int),
+                ("clock_ms", c_int64), ("payload", c_void_p), ("len", c_size_t)]
+
+
+JOURNAL_KINDS = {0: "value", 1: "throw", 2: "throw_type"}
+JOURNAL_DELIVER = 0
+JOURNAL_FAIL = 2
+
 # void al_host_fn(struct al_call *, void *); void al_run_done_fn(struct al_run *, result, ud)
 HOST_FN = ctypes.CFUNCTYPE(None, c_void_p, c_void_p)
 DONE_FN = ctypes.CFUNCTYPE(None, c_void_p, c_void_p, c_void_p)
+# enum al_journal_verdict al_journal_fn(const struct al_journal_entry *, void *)
+JOURNAL_FN = ctypes.CFUNCTYPE(c_int, ctypes.POINTER(JournalEntry), c_void_p)
 
 _PROTOTYPES = {
     "al_version": (c_char_p, []),
@@ -84,6 +96,8 @@ _PROTOTYPES = {
     "al_run_opts_add_host": (c_int, [c_void_p, c_char_p, HOST_FN, c_void_p, c_uint]),
     "al_run_opts_set_userdata": (None, [c_void_p, c_void_p]),
     "al_run_opts_set_run_id": (c_int, [c_void_p, c_char_p]),
+    "al_run_opts_set_journal": (None, [c_void_p, JOURNAL_FN, c_void_p]),
+    "al_run_opts_add_journal_entry": (c_int, [c_void_p, ctypes.POINTER(JournalEntry)]),
     "al_run": (c_int, [c_void_p, c_void_p, ctypes.POINTER(c_void_p), ctypes.POINTER(Error)]),
     "al_run_start": (c_int, [c_void_p, c_void_p, DONE_FN, c_void_p, ctypes.POINTER(c_void_p),
                              ctypes.POINTER(Error)]),

@@ -123,6 +123,29 @@ class Interruption:
 
 
 @dataclasses.dataclass
+class JournalEntry:
+    """One answer a host function gave a run, as the journal callback receives it and as
+    journal_entries takes it back (or as the dict of to_dict()): the run that starts from a
+    journal answers these calls from it, in their positions, without calling the host."""
+
+    position: int       # 1-based: the order in which the guest received the answers
+    call: int           # the call's id (CallContext.seq)
+    function: str       # "group.fn"
+    args_sha256: str    # hex SHA-256 of the call's arguments (boundary JSON)
+    kind: str           # "value", "throw" or "throw_type"
+    sync: bool          # a synchronous host function's call
+    clock_ms: int       # the guest clock the answer set
+    payload: str        # "value": the boundary JSON ("" for undefined); else the message
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d):
+        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls)})
+
+
+@dataclasses.dataclass
 class RunError:
     code: str      # TIMEOUT, USER_ERROR, HOST_FUNCTION_ERROR, ...
     name: str      # the guest's error name ("TypeError"), "" when none
@@ -244,6 +267,7 @@ class _RunState:
         self.mode = mode
         self.loop = loop
         self.entries = {}
+        self.journal = None  # the journal callback
 
 
 def _context(lib, ptr, args):
@@ -358,6 +382,45 @@ def _done_trampoline(run_ptr, result_ptr, userdata):
 
 
 _DONE = _lib.DONE_FN(_done_trampoline)
+
+
+def _journal_trampoline(entry_ptr, userdata):
+    """An answer about to reach the guest: the run's journal callback keeps it. Its exception
+    fails the run (INTERNAL_ERROR) without the answer being delivered; nothing unwinds into C."""
+    try:
+        st = _lookup(userdata or 0)
+        e = entry_ptr.contents
+        payload = ctypes.string_at(e.payload, e.len) if e.len else b""
+        st.journal(JournalEntry(e.position, e.call, e.function.decode(),
+                                bytes(e.args_sha256).hex(), _lib.JOURNAL_KINDS[e.kind],
+                                bool(e.sync), e.clock_ms,
+                                payload.decode("utf-8", "surrogateescape")))
+        return _lib.JOURNAL_DELIVER
+    except BaseException:  # noqa: B902
+        return _lib.JOURNAL_FAIL
+
+
+_JOURNAL = _lib.JOURNAL_FN(_journal_trampoline)
+_JOURNAL_KIND_CODES = {v: k for k, v in _lib.JOURNAL_KINDS.items()}
+
+
+def _add_journal_entry(lib, opts, entry):
+    if isinstance(entry, dict):
+        entry = JournalEntry.from_dict(entry)
+    if entry.kind not in _JOURNAL_KIND_CODES:
+        raise ConfigError("journal entry %r: kind must be value, throw or throw_type" % (
+            entry.position,))
+    payload = entry.payload.encode("utf-8", "surrogateescape")
+    digest = bytes.fromhex(entry.args_sha256)
+    if len(digest) != 32:
+        raise ConfigError("journal entry %r: args_sha256 is not 64 hex digits" % (
+            entry.position,))
+    c = _lib.JournalEntry(int(entry.position), int(entry.call), entry.function.encode(),
+                          (ctypes.c_uint8 * 32)(*digest), _JOURNAL_KIND_CODES[entry.kind],
+                          1 if entry.sync else 0, int(entry.clock_ms),
+                          ctypes.cast(ctypes.c_char_p(payload), ctypes.c_void_p), len(payload))
+    _check(lib.al_run_opts_add_journal_entry(opts, ctypes.byref(c)),
+           "journal entry %r" % (entry.position,))
 
 
 class _AsyncRun:
@@ -547,7 +610,7 @@ class Runner:
 
     # ------------------------------------------------------------------ runs
     def _opts(self, state, source, host, lang, seed, timeout, limits, module, filename,
-              resume, resolutions, run_id, clock_ms):
+              resume, resolutions, run_id, clock_ms, journal=None, journal_entries=None):
         lib = self._lib
         if not self._runner:
             raise ConfigError("the runner is closed")
@@ -588,8 +651,13 @@ class Runner:
                 data = values.encode(v, "resolution").encode()
                 _check(lib.al_run_opts_add_resolution(opts, iid.encode(), data, len(data)),
                        "resolution %r" % iid)
+            for entry in journal_entries or ():
+                _add_journal_entry(lib, opts, entry)
             state.key = _register(state)
             lib.al_run_opts_set_userdata(opts, state.key)
+            if journal is not None:
+                state.journal = journal
+                lib.al_run_opts_set_journal(opts, _JOURNAL, state.key)
             return opts
         except BaseException:
             lib.al_run_opts_free(opts)
@@ -599,16 +667,24 @@ class Runner:
 
     def run(self, source, host=None, lang="js", seed=None, timeout=None, limits=None,
             module=False, filename=None, resume=None, resolutions=None, run_id=None,
-            clock_ms=None):
+            clock_ms=None, journal=None, journal_entries=None):
         """Runs `source` (a function body; module=True for an ES module) and returns its
         Result. host: {"group.fn": callable} for this run only, called with the guest's
         arguments; timeout in seconds; resume=a continuation with resolutions={id: value}
-        (the same source and host functions as the interrupted run)."""
+        (the same source and host functions as the interrupted run).
+
+        journal=fn calls fn(JournalEntry) with each answer before the guest sees it (on the
+        thread driving the run: here the caller's, for start() and arun() libairlock's event
+        thread, so keep it quick); if fn raises, the run fails INTERNAL_ERROR and the answer is
+        not delivered. journal_entries=[JournalEntry or its dict, ...] starts the run from a
+        journal: those calls are answered from it and never reach the host; the run needs the
+        same source, host functions, seed and clock_ms as the run that wrote it
+        (docs/journal.md)."""
         lib = self._lib
         state = _RunState(self, "sync")
         state.key = None
         opts = self._opts(state, source, host, lang, seed, timeout, limits, module, filename,
-                          resume, resolutions, run_id, clock_ms)
+                          resume, resolutions, run_id, clock_ms, journal, journal_entries)
         res = ctypes.c_void_p()
         err = _lib.Error()
         try:
@@ -654,20 +730,20 @@ class Runner:
 
     def start(self, source, host=None, lang="js", seed=None, timeout=None, limits=None,
               module=False, filename=None, resume=None, resolutions=None, run_id=None,
-              clock_ms=None):
+              clock_ms=None, journal=None, journal_entries=None):
         """Starts a run and returns at once a Run (cancel(), result(timeout)); its host
         functions run on the runner's own event loop thread (plain ones in its executor)."""
         loop = self._background_loop()
         state = _RunState(self, "async", loop)
         state.key = None
         opts = self._opts(state, source, host, lang, seed, timeout, limits, module, filename,
-                          resume, resolutions, run_id, clock_ms)
+                          resume, resolutions, run_id, clock_ms, journal, journal_entries)
         ar = self._start(opts, state, None)
         return Run(ar, ar.run_id)
 
     async def arun(self, source, host=None, lang="js", seed=None, timeout=None, limits=None,
                    module=False, filename=None, resume=None, resolutions=None, run_id=None,
-                   clock_ms=None):
+                   clock_ms=None, journal=None, journal_entries=None):
         """run() for asyncio: the loop goes on while the run runs; host functions run on this
         loop (async ones as tasks, plain ones in its default executor). Cancelling the task
         cancels the run."""
@@ -675,7 +751,7 @@ class Runner:
         state = _RunState(self, "async", loop)
         state.key = None
         opts = self._opts(state, source, host, lang, seed, timeout, limits, module, filename,
-                          resume, resolutions, run_id, clock_ms)
+                          resume, resolutions, run_id, clock_ms, journal, journal_entries)
         ar = self._start(opts, state, loop)
         try:
             return await asyncio.shield(ar.future)

@@ -71,6 +71,21 @@ def test_embedded_example():
         "completed {'refunded': 'o-7', 'amount': 30, 'approved_by': 'alice'}"]
 
 
+def test_durable_example():
+    """A run journaled to SQLite dies in its second host call and runs again: the first call
+    comes from the journal, only the call in doubt reaches the host again."""
+    out = subprocess.run([sys.executable, os.path.join(PKG, "examples", "durable.py")],
+                         capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=PKG))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["charging o-1", "charging o-2", "charging o-2",
+                                       "completed ['ch-o-1', 'ch-o-2']"]
+    with open(os.path.join(PKG, "README.md")) as f:
+        readme = f.read()
+    with open(os.path.join(PKG, "examples", "durable.py")) as f:
+        assert "```python\n" + f.read() + "```" in readme, "python/README.md lacks durable.py"
+
+
 def test_readme_shows_the_examples():
     with open(os.path.join(ROOT, "README.md")) as f:
         readme = f.read()

@@ -398,3 +398,68 @@ def test_cancelled_flag_for_slow_hosts(runner):
     while len(seen) < 2 and time.monotonic() < deadline:
         time.sleep(0.01)
     assert seen == [False, True]
+
+
+# ---------------------------------------------------------------------------------- journal
+
+JOURNAL_SRC = """
+const a = await shop.get(1);
+let e;
+try { await shop.fail(); } catch (x) { e = x.message; }
+const [b, c] = await Promise.all([shop.get(2), shop.get(3)]);
+return [a, e, b, c, Date.now(), Math.random()];
+"""
+
+
+def _journal_host(calls):
+    def get(n):
+        calls.append(n)
+        return n * 10
+
+    def fail():
+        calls.append("fail")
+        raise ValueError("out of stock")
+    return {"shop.get": get, "shop.fail": fail}
+
+
+def test_journal_replays_without_the_host(runner):
+    calls, kept = [], []
+    first = runner.run(JOURNAL_SRC, host=_journal_host(calls), seed=5, clock_ms=1_000_000,
+                       journal=kept.append)
+    assert first.ok and len(calls) == 4 and [e.position for e in kept] == [1, 2, 3, 4]
+    assert kept[0].function == "shop.get" and kept[0].call == 1 and kept[0].payload == "10"
+    assert kept[1].kind == "throw" and kept[1].payload == "out of stock"
+    assert all(len(e.args_sha256) == 64 and not e.sync for e in kept)
+
+    # from the whole journal, as dicts (what a database gives back): no host call at all
+    calls.clear()
+    again = runner.run(JOURNAL_SRC, host=_journal_host(calls), seed=5, clock_ms=1_000_000,
+                       journal_entries=[e.to_dict() for e in kept])
+    assert again.value == first.value and calls == [] and again.stats.host_calls == 0
+
+    # from the first two: only the calls after them reach the host, journaled from position 3
+    calls.clear()
+    rest = []
+    part = runner.run(JOURNAL_SRC, host=_journal_host(calls), seed=5, clock_ms=1_000_000,
+                      journal_entries=kept[:2], journal=rest.append)
+    assert part.ok and sorted(calls) == [2, 3]
+    assert [e.position for e in rest] == [3, 4]
+    assert part.value[:4] == first.value[:4]
+
+
+def test_journal_refusals(runner):
+    kept = []
+    host = _journal_host([])
+    runner.run(JOURNAL_SRC, host=host, seed=5, clock_ms=0, journal=kept.append)
+    gap = [kept[0], airlock.JournalEntry(**dict(kept[1].to_dict(), position=3))]
+    r = runner.run(JOURNAL_SRC, host=host, seed=5, clock_ms=0, journal_entries=gap)
+    assert r.status == "failed" and r.error.code == "CONFIG_ERROR"
+    other = runner.run(JOURNAL_SRC.replace("shop.get(1)", "shop.get(9)"), host=host, seed=5,
+                       clock_ms=0, journal_entries=kept)
+    assert other.error.code == "PROTOCOL_ERROR" and "diverges at call 1" in other.error.message
+
+    def broken(entry):
+        raise OSError("disk full")
+    calls = []
+    r = runner.run(JOURNAL_SRC, host=_journal_host(calls), journal=broken)
+    assert r.status == "failed" and r.error.code == "INTERNAL_ERROR" and calls == [1]

@@ -118,6 +118,10 @@ struct al_run_opts {
     void *event_userdata;
     unsigned clock_mode; /* enum al_clock_mode */
     uint64_t clock_step_ms;
+    al_journal_fn *journal_fn; /* NULL: no journal callback */
+    void *journal_userdata;
+    struct al_journal_entry *journal; /* a journal to start from; function and payload owned */
+    size_t njournal;
 };
 
 struct resolution {
@@ -147,6 +151,8 @@ enum al_code runner_manifest(const struct host_entry *hosts, size_t n, const cha
                              uint8_t out[CONT_DIGEST]);
 /* A deep copy of run options (al_run_start keeps one); NULL when out of memory. */
 struct al_run_opts *runner_opts_copy(const struct al_run_opts *opts);
+/* Frees the journal of run options (the run has its own copy once it started). */
+void runner_opts_drop_journal(struct al_run_opts *opts);
 
 /* limits.c */
 enum al_code limits_check(enum al_limit which, uint64_t value);
@@ -175,6 +181,7 @@ struct run_link {
     void *userdata;       /* al_call_run_userdata */
     char run_id[AL_RUN_ID_MAX + 1];
     atomic_int pending;    /* a completion was queued since the last take (read without the lock) */
+    atomic_uint released;  /* al_run_journal_release: held answers up to this position may go */
     pthread_t loop_thread; /* with skip_self_wake: completions from it need no wake-up */
     int skip_self_wake;    /* al_run's driver: it takes the queue right after each callback */
     struct completion *head;

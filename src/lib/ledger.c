@@ -18,6 +18,17 @@
  * their resume context once everything recorded is delivered, which is where the first run
  * stopped. Calls past the ledger go to the host as usual.
  *
+ * A journal (docs/journal.md) is replayed the same way: it is in effect an unsigned continuation
+ * the embedder trusts, with no interruptions, that may end anywhere. A call it does not have was
+ * in doubt when the journal ended (or came after it): it is invoked once every journaled answer
+ * has been delivered - its answer came after them the first time - and never earlier, so a
+ * replay that diverges on its way has invoked nothing. The journal's payloads are freed as they
+ * are delivered.
+ *
+ * Journaling out: each live answer gets the next position (replayed answers count too, so a
+ * resumed run goes on numbering where the first leg stopped); an answer the journal callback
+ * holds waits here, with every answer after it, until it is released.
+ *
  * This file only decides (enum ledger_decision); run.c acts. It must never call into run.c.
  */
 #include "ledger.h"
@@ -61,9 +72,23 @@ struct replay {
     size_t missing;   /* entries that have not arrived yet */
     int done;         /* every entry arrived and every recorded answer was delivered */
     const struct resolution **resolution; /* per entry: the resolution of an interruption */
-    uint32_t *waiting;                    /* ids of resolved interruptions to invoke once done */
+    uint32_t *waiting; /* ids to invoke once done: resolved interruptions, or the calls a journal
+                          does not have */
     size_t nwaiting;
     size_t next_waiting; /* next of `waiting` to invoke */
+    int journal;         /* replaying a journal (done as soon as every entry is delivered) */
+};
+
+/* A live answer journaled but not delivered yet: held, or behind one that is. */
+struct held {
+    struct held *next;
+    uint32_t id;
+    uint32_t position;
+    int hold; /* the journal callback held it: it waits for its release */
+    uint8_t kind;
+    int64_t clock_ms;
+    size_t len;
+    char payload[]; /* NUL-terminated */
 };
 
 struct ledger {
@@ -83,6 +108,12 @@ struct ledger {
     int too_big;              /* they passed the continuation limit: none are kept any more */
     struct replay *replay;    /* NULL: a fresh run */
     char *claimed_id;         /* a stored continuation this run holds a claim on */
+    int journaling;           /* the run has a journal callback: arguments are digested */
+    uint32_t position;        /* answers given a place in the delivery order so far */
+    uint32_t released;        /* held answers up to this position may go */
+    struct held *held;        /* in position order */
+    struct held **held_tail;
+    struct held *spent; /* the held answer last handed out: freed at the next ledger_next */
 };
 
 static int is_json(const char *text, size_t len)
@@ -335,6 +366,92 @@ static enum al_code load(struct ledger *l, struct replay *rp, struct al_error *r
     return check_resolutions(l, rp, reterr);
 }
 
+static int by_call(const void *a, const void *b)
+{
+    uint32_t x = ((const struct cont_entry *)a)->id;
+    uint32_t y = ((const struct cont_entry *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+/* Loads opts' journal as the replay's ledger: the embedder's input, checked as such. */
+static enum al_code load_journal(struct ledger *l, struct replay *rp, struct al_error *reterr)
+{
+    const struct al_run_opts *o = l->opts;
+    size_t n = o->njournal;
+    if (o->resume) {
+        return error_set(reterr, AL_CONFIG_ERROR,
+                         "a run starts from a journal or resumes a continuation, not both");
+    }
+    if (o->nresolutions > 0) {
+        return error_set(reterr, AL_CONFIG_ERROR,
+                         "resolutions are only for a resume (al_run_opts_set_resume)");
+    }
+    if (!o->has_seed || !o->has_clock) {
+        return error_set(reterr, AL_CONFIG_ERROR,
+                         "a journal replays only with the seed and clock of the run that wrote "
+                         "it (al_run_opts_set_seed, al_run_opts_set_clock)");
+    }
+    rp->journal = 1;
+    rp->cont.entries = calloc(n, sizeof *rp->cont.entries);
+    rp->order = calloc(n, sizeof *rp->order);
+    rp->arrived = calloc(n, 1);
+    rp->resolution = calloc(n, sizeof *rp->resolution);
+    rp->waiting = calloc((size_t)l->host_calls_max, sizeof *rp->waiting);
+    if (!rp->cont.entries || !rp->order || !rp->arrived || !rp->resolution || !rp->waiting) {
+        return error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+    }
+    uint32_t settle = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct al_journal_entry *j = &o->journal[i];
+        if (j->position != i + 1) {
+            return error_set(reterr, AL_CONFIG_ERROR,
+                             "journal entry %zu has position %u: positions must be 1, 2, 3, ... "
+                             "in the order the entries are added",
+                             i + 1, j->position);
+        }
+        if (j->call == 0 || j->call > l->host_calls_max) {
+            return error_set(reterr, AL_CONFIG_ERROR,
+                             "journal entry %u is for call %u, outside 1 to the host-calls limit "
+                             "of %llu",
+                             j->position, j->call, (unsigned long long)l->host_calls_max);
+        }
+        if (j->clock_ms < -AL_CLOCK_MAX_MS || j->clock_ms > AL_CLOCK_MAX_MS) {
+            return error_set(reterr, AL_CONFIG_ERROR,
+                             "journal entry %u has a clock outside the range of a JavaScript Date",
+                             j->position);
+        }
+        struct cont_entry *e = &rp->cont.entries[i];
+        e->id = j->call;
+        e->kind = j->kind == AL_JOURNAL_THROW        ? CONT_THROW
+                  : j->kind == AL_JOURNAL_THROW_TYPE ? CONT_THROW_TYPE
+                                                     : CONT_VALUE;
+        e->sync = j->sync != 0;
+        memcpy(e->args_digest, j->args_sha256, CONT_DIGEST);
+        e->settle = e->sync ? 0 : settle++;
+        e->clock_ms = j->clock_ms;
+        e->fn = strdup(j->function);
+        e->payload = buf_dup(j->payload, j->len);
+        e->len = j->len;
+        rp->cont.nentries++;
+        if (!e->fn || !e->payload) {
+            return error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+        }
+    }
+    qsort(rp->cont.entries, n, sizeof *rp->cont.entries, by_call);
+    for (size_t i = 0; i < n; i++) {
+        const struct cont_entry *e = &rp->cont.entries[i];
+        if (i > 0 && e->id == rp->cont.entries[i - 1].id) {
+            return error_set(reterr, AL_CONFIG_ERROR, "the journal answers call %u twice", e->id);
+        }
+        if (!e->sync) {
+            rp->order[e->settle] = (uint32_t)i;
+            rp->norder++;
+        }
+    }
+    rp->missing = n;
+    return AL_OK;
+}
+
 enum al_code ledger_begin(const struct al_runner *runner, const struct al_run_opts *opts,
                           const uint64_t limits[AL_LIMIT_COUNT_],
                           const uint8_t manifest[CONT_DIGEST], uint64_t seed, int64_t clock_ms,
@@ -353,6 +470,15 @@ enum al_code ledger_begin(const struct al_runner *runner, const struct al_run_op
     l->seed = seed;
     l->clock_ms = clock_ms;
     l->recording = runner->nkeys > 0;
+    l->journaling = opts->journal_fn != NULL;
+    l->held_tail = &l->held;
+    if (opts->njournal > 0) {
+        l->replay = calloc(1, sizeof *l->replay);
+        if (!l->replay) {
+            return error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+        }
+        return load_journal(l, l->replay, reterr);
+    }
     if (!opts->resume) {
         if (opts->nresolutions > 0) {
             return error_set(reterr, AL_CONFIG_ERROR,
@@ -395,7 +521,19 @@ int64_t ledger_clock(const struct ledger *l)
 
 /* ------------------------------------------------------------------ during the run */
 
-#define DIVERGED "the run diverged from its continuation: "
+#define DIVERGED         "the run diverged from its continuation: "
+#define JOURNAL_DIVERGES "the run diverges at call %u from its journal: "
+
+/* The first journaled call the run has not made (0: none). */
+static uint32_t first_missing(const struct replay *rp)
+{
+    for (size_t k = 0; k < rp->cont.nentries; k++) {
+        if (!rp->arrived[k]) {
+            return rp->cont.entries[k].id;
+        }
+    }
+    return 0;
+}
 
 /* Records an interruption of pending call `lc` and decides INTERRUPT, or fails. */
 static enum ledger_decision interrupt(struct ledger *l, struct ledger_call *lc, const char *payload,
@@ -438,8 +576,10 @@ static enum ledger_decision interrupt(struct ledger *l, struct ledger_call *lc, 
     return decide(ret, LEDGER_INTERRUPT, id);
 }
 
-static enum ledger_decision answer_from(const struct cont_entry *e, struct ledger_action *ret)
+static enum ledger_decision answer_from(struct ledger *l, const struct cont_entry *e,
+                                        struct ledger_action *ret)
 {
+    l->position++; /* journaled by the run that first received it */
     decide(ret, LEDGER_ANSWER, e->id);
     ret->kind = e->kind == CONT_THROW        ? WIRE_ANSWER_THROW
                 : e->kind == CONT_THROW_TYPE ? WIRE_ANSWER_TYPE_ERROR
@@ -465,7 +605,7 @@ enum ledger_decision ledger_on_call(struct ledger *l, uint32_t id, uint32_t fn, 
     lc->entry.sync = sync != 0;
     struct replay *rp = l->replay;
     int replaying = rp && !rp->done;
-    if (l->recording || replaying) {
+    if (l->recording || replaying || l->journaling) {
         cont_sha256(args, len, lc->entry.args_digest);
     }
     if (l->recording) {
@@ -485,18 +625,48 @@ enum ledger_decision ledger_on_call(struct ledger *l, uint32_t id, uint32_t fn, 
         return LEDGER_INVOKE;
     }
     int k = find_entry(&rp->cont, id);
+    if (k < 0 && rp->journal && !sync) {
+        /* In doubt, or past the journal: its answer came after every journaled one, so it is
+         * invoked once they are all delivered. */
+        if (!lc->args && !(lc->args = buf_dup(args, len))) {
+            return fail(ret, id, LEDGER_FAIL, AL_INTERNAL_ERROR, "out of memory for a host call");
+        }
+        lc->args_len = len;
+        rp->waiting[rp->nwaiting++] = id;
+        return decide(ret, LEDGER_NONE, id);
+    }
+    if (k < 0 && rp->journal) {
+        return fail(ret, id, LEDGER_DIVERGED, AL_PROTOCOL_ERROR,
+                    JOURNAL_DIVERGES "the journal does not have this synchronous call to %s, "
+                                     "and journaled calls are still to come",
+                    id, name);
+    }
     if (k < 0) {
         return fail(ret, id, LEDGER_DIVERGED, AL_PROTOCOL_ERROR,
                     DIVERGED "call #%u (to %s) is not in the ledger", id, name);
     }
     const struct cont_entry *e = &rp->cont.entries[k];
     if (strcmp(e->fn, name) != 0) {
+        if (rp->journal) {
+            return fail(ret, id, LEDGER_DIVERGED, AL_PROTOCOL_ERROR,
+                        JOURNAL_DIVERGES "it calls %s, the journal has %s", id, name, e->fn);
+        }
         return fail(ret, id, LEDGER_DIVERGED, AL_PROTOCOL_ERROR,
                     DIVERGED "call #%u is to %s, the ledger has %s", id, name, e->fn);
     }
     if (memcmp(e->args_digest, lc->entry.args_digest, CONT_DIGEST) != 0) {
+        if (rp->journal) {
+            return fail(ret, id, LEDGER_DIVERGED, AL_PROTOCOL_ERROR,
+                        JOURNAL_DIVERGES "%s has other arguments than in the journal", id, name);
+        }
         return fail(ret, id, LEDGER_DIVERGED, AL_PROTOCOL_ERROR,
                     DIVERGED "call #%u to %s has other arguments than the ledger", id, name);
+    }
+    if (e->sync != (sync != 0)) { /* a continuation binds the sync flags: only a journal */
+        return fail(ret, id, LEDGER_DIVERGED, AL_PROTOCOL_ERROR,
+                    JOURNAL_DIVERGES "%s is %s, the journal has it %s", id, name,
+                    sync ? "synchronous" : "asynchronous",
+                    e->sync ? "synchronous" : "asynchronous");
     }
     rp->arrived[k] = 1;
     rp->missing--;
@@ -508,22 +678,51 @@ enum ledger_decision ledger_on_call(struct ledger *l, uint32_t id, uint32_t fn, 
         return interrupt(l, lc, e->payload, e->len, e->iid, ret); /* still undecided */
     }
     if (e->sync) {
-        return answer_from(e, ret);
+        return answer_from(l, e, ret);
     }
     return decide(ret, LEDGER_NONE, id); /* in its turn: ledger_next */
 }
 
+/* A live answer that may go now: first in line, and not held past what was released. */
+static enum ledger_decision next_held(struct ledger *l, struct ledger_action *ret)
+{
+    struct held *h = l->held;
+    if (!h || (h->hold && h->position > l->released)) {
+        return decide(ret, LEDGER_NONE, 0);
+    }
+    l->held = h->next;
+    if (!l->held) {
+        l->held_tail = &l->held;
+    }
+    l->spent = h; /* its payload is borrowed by the action */
+    decide(ret, LEDGER_ANSWER, h->id);
+    ret->kind = h->kind;
+    ret->clock_ms = h->clock_ms;
+    ret->payload = h->payload;
+    ret->len = h->len;
+    ret->held = 1;
+    return LEDGER_ANSWER;
+}
+
 enum ledger_decision ledger_next(struct ledger *l, struct ledger_action *ret)
 {
+    free(l->spent);
+    l->spent = NULL;
     struct replay *rp = l->replay;
     if (!rp) {
-        return decide(ret, LEDGER_NONE, 0);
+        return next_held(l, ret);
     }
     if (!rp->done) {
         if (rp->next < rp->norder && rp->arrived[rp->order[rp->next]]) {
-            return answer_from(&rp->cont.entries[rp->order[rp->next++]], ret);
+            return answer_from(l, &rp->cont.entries[rp->order[rp->next++]], ret);
         }
-        return decide(ret, LEDGER_NONE, 0);
+        if (!rp->journal || rp->next < rp->norder || rp->missing > 0) {
+            return decide(ret, LEDGER_NONE, 0);
+        }
+        /* Every journaled answer is delivered: the run goes on live. Unlike a continuation's
+         * resolutions this needs no IDLE: a call invoked now answers after them all, and no
+         * journaled call is left that could diverge. */
+        rp->done = 1;
     }
     /* The worker has applied everything recorded and waits: the run is where the first one
      * stopped, and now the people's decisions take effect. Not earlier: a host function that
@@ -531,17 +730,17 @@ enum ledger_decision ledger_next(struct ledger *l, struct ledger_action *ret)
      * there. */
     if (rp->next_waiting < rp->nwaiting) {
         uint32_t id = rp->waiting[rp->next_waiting++];
-        int k = find_entry(&rp->cont, id);
+        int k = find_entry(&rp->cont, id); /* -1: a call the journal does not have */
         const struct ledger_call *lc = &l->call[id - 1];
         decide(ret, LEDGER_INVOKE, id);
         ret->fn = lc->fn;
         ret->args = lc->args;
         ret->args_len = lc->args_len;
-        ret->resumed = &rp->cont.entries[k];
-        ret->resolution = rp->resolution[k];
+        ret->resumed = k >= 0 ? &rp->cont.entries[k] : NULL;
+        ret->resolution = k >= 0 ? rp->resolution[k] : NULL;
         return LEDGER_INVOKE;
     }
-    return decide(ret, LEDGER_NONE, 0);
+    return next_held(l, ret);
 }
 
 enum ledger_decision ledger_on_idle(struct ledger *l, int caught_up, struct ledger_action *ret)
@@ -555,12 +754,17 @@ enum ledger_decision ledger_on_idle(struct ledger *l, int caught_up, struct ledg
         return decide(ret, LEDGER_NONE, 0);
     }
     /* It waits for us, and we wait for a call it will never make. */
+    if (rp->journal) {
+        uint32_t k = first_missing(rp);
+        return fail(ret, k, LEDGER_DIVERGED, AL_PROTOCOL_ERROR,
+                    JOURNAL_DIVERGES "it waits without making that call", k);
+    }
     return fail(ret, 0, LEDGER_DIVERGED, AL_PROTOCOL_ERROR,
                 DIVERGED "it waits without making every call its ledger records");
 }
 
-enum al_code ledger_on_answer(struct ledger *l, uint32_t id, uint8_t kind, int64_t clock_ms,
-                              const char *payload, size_t len, struct al_error *reterr)
+static enum al_code record_answer(struct ledger *l, uint32_t id, uint8_t kind, int64_t clock_ms,
+                                  const char *payload, size_t len, struct al_error *reterr)
 {
     struct ledger_call *lc = pending(l, id);
     if (!lc) {
@@ -591,6 +795,83 @@ enum al_code ledger_on_answer(struct ledger *l, uint32_t id, uint8_t kind, int64
         return error_set(reterr, AL_INTERNAL_ERROR, "out of memory recording a host answer");
     }
     return AL_OK;
+}
+
+int ledger_journal(struct ledger *l, uint32_t id, uint8_t kind, int64_t clock_ms,
+                   const char *payload, size_t len, struct al_journal_entry *ret)
+{
+    const struct ledger_call *lc = pending(l, id);
+    if (!lc) {
+        return -1;
+    }
+    memset(ret, 0, sizeof *ret);
+    ret->position = ++l->position;
+    ret->call = id;
+    ret->function = lc->entry.fn;
+    memcpy(ret->args_sha256, lc->entry.args_digest, CONT_DIGEST);
+    ret->kind = kind == WIRE_ANSWER_THROW        ? AL_JOURNAL_THROW
+                : kind == WIRE_ANSWER_TYPE_ERROR ? AL_JOURNAL_THROW_TYPE
+                                                 : AL_JOURNAL_VALUE;
+    ret->sync = lc->entry.sync;
+    ret->clock_ms = clock_ms;
+    ret->payload = payload;
+    ret->len = len;
+    return 0;
+}
+
+enum ledger_decision ledger_deliver(struct ledger *l, const struct al_journal_entry *e,
+                                    uint8_t kind, int hold, struct ledger_action *ret)
+{
+    if (!hold && !l->held) {
+        decide(ret, LEDGER_ANSWER, e->call);
+        ret->kind = kind;
+        ret->clock_ms = e->clock_ms;
+        ret->payload = e->payload;
+        ret->len = e->len;
+        return LEDGER_ANSWER;
+    }
+    struct held *h = malloc(sizeof *h + e->len + 1);
+    if (!h) {
+        return fail(ret, e->call, LEDGER_FAIL, AL_INTERNAL_ERROR,
+                    "out of memory holding a host answer");
+    }
+    h->next = NULL;
+    h->id = e->call;
+    h->position = e->position;
+    h->hold = hold;
+    h->kind = kind;
+    h->clock_ms = e->clock_ms;
+    h->len = e->len;
+    memcpy(h->payload, e->payload, e->len);
+    h->payload[e->len] = '\0';
+    *l->held_tail = h;
+    l->held_tail = &h->next;
+    return decide(ret, LEDGER_NONE, e->call); /* in its turn: ledger_next */
+}
+
+int ledger_release(struct ledger *l, uint32_t position)
+{
+    if (position <= l->released) {
+        return 0;
+    }
+    l->released = position;
+    return l->held != NULL;
+}
+
+enum al_code ledger_on_answer(struct ledger *l, uint32_t id, uint8_t kind, int64_t clock_ms,
+                              const char *payload, size_t len, struct al_error *reterr)
+{
+    enum al_code rc = record_answer(l, id, kind, clock_ms, payload, len, reterr);
+    struct replay *rp = l->replay;
+    if (rp && rp->journal && !rp->done) {
+        int k = find_entry(&rp->cont, id);
+        if (k >= 0) { /* delivered (and recorded, from these very bytes): the journal's copy goes */
+            free(rp->cont.entries[k].payload);
+            rp->cont.entries[k].payload = NULL;
+            rp->cont.entries[k].len = 0;
+        }
+    }
+    return rc;
 }
 
 enum ledger_decision ledger_on_interrupt(struct ledger *l, uint32_t id, const char *payload,
@@ -721,6 +1002,14 @@ enum al_code ledger_on_done(struct ledger *l, int interrupted, enum al_code code
     struct replay *rp = l->replay;
     if (rp && !rp->done) {
         /* A limit is the run's own failure; anything else the guest did early is divergence. */
+        if ((interrupted || code == AL_OK || code == AL_USER_ERROR ||
+             code == AL_HOST_FUNCTION_ERROR || code == AL_DETACHED_BRIDGE_REQUEST ||
+             code == AL_SERIALIZATION_ERROR) &&
+            rp->journal) {
+            return error_set(reterr, AL_PROTOCOL_ERROR,
+                             JOURNAL_DIVERGES "it ended without making that call",
+                             first_missing(rp));
+        }
         if (interrupted || code == AL_OK || code == AL_USER_ERROR ||
             code == AL_HOST_FUNCTION_ERROR || code == AL_DETACHED_BRIDGE_REQUEST ||
             code == AL_SERIALIZATION_ERROR) {
@@ -789,6 +1078,12 @@ void ledger_end(struct ledger *l, int delivered, int failed)
         free(l->call[i].entry.payload);
     }
     free(l->call);
+    free(l->spent);
+    while (l->held) {
+        struct held *h = l->held;
+        l->held = h->next;
+        free(h);
+    }
     if (l->replay) {
         cont_free(&l->replay->cont);
         free(l->replay->order);

@@ -9,6 +9,9 @@
  * event made due (recorded answers in their turn, resolved interruptions once the replay has
  * caught up).
  *
+ * Journal: a journal replays as a continuation does (ledger_begin loads it in its place); live
+ * answers are numbered and, when the journal callback holds them, kept here until released.
+ *
  * Memory: a call's argument bytes are kept only while it is pending or interrupted (the token
  * holds their digest), so what the ledger holds for arguments is bounded by the calls in flight;
  * recorded answers are kept up to the continuation limit, past which the run can no longer make a
@@ -53,6 +56,7 @@ struct ledger_action {
     int64_t clock_ms;                    /* ANSWER: the guest clock it sets */
     const char *payload;                 /* ANSWER */
     size_t len;
+    int held;          /* ANSWER: a live answer that waited (ledger_deliver) */
     enum al_code code; /* FAIL */
     char message[256]; /* DIVERGED, FAIL */
 };
@@ -88,12 +92,25 @@ enum ledger_decision ledger_on_call(struct ledger *l, uint32_t id, uint32_t fn, 
                                     int sync, const char *args, size_t len,
                                     struct ledger_action *ret);
 /* What became due: replayed answers in the order they were first sent, then, once the replay
- * has caught up, the invocations of resolved interruptions. NONE when nothing is. */
+ * has caught up, the invocations of resolved interruptions (of a journal: the calls it does not
+ * have), then live answers that waited and may go now. NONE when nothing is. */
 enum ledger_decision ledger_next(struct ledger *l, struct ledger_action *ret);
 /* An answer run.c is sending the worker (kind: enum wire_answer_kind, not INTERRUPT): recorded.
  * AL_OK, or AL_INTERNAL_ERROR out of memory. */
 enum al_code ledger_on_answer(struct ledger *l, uint32_t id, uint8_t kind, int64_t clock_ms,
                               const char *payload, size_t len, struct al_error *reterr);
+/* A live answer to call `id` (from the host, not a replay; kind: enum wire_answer_kind, not
+ * INTERRUPT) is about to be delivered: *ret gets its journal entry, with the next position
+ * (payload and function borrowed). -1 when no such call is pending. */
+int ledger_journal(struct ledger *l, uint32_t id, uint8_t kind, int64_t clock_ms,
+                   const char *payload, size_t len, struct al_journal_entry *ret);
+/* Delivers the answer of journal entry `e` (ledger_journal; `kind` its wire kind): ANSWER now,
+ * or NONE when it waits - `hold` (the journal callback held it), or an earlier answer is held -
+ * until ledger_release lets it go (ledger_next then yields it); FAIL out of memory. */
+enum ledger_decision ledger_deliver(struct ledger *l, const struct al_journal_entry *e,
+                                    uint8_t kind, int hold, struct ledger_action *ret);
+/* Held answers up to `position` may go. 1 when some may go now (drain ledger_next). */
+int ledger_release(struct ledger *l, uint32_t position);
 /* A host function interrupted call `id` (keep_iid: the id a resumed interruption keeps).
  * INTERRUPT, NONE (no such pending call), or FAIL. */
 enum ledger_decision ledger_on_interrupt(struct ledger *l, uint32_t id, const char *payload,

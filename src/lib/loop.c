@@ -221,7 +221,9 @@ static void advance(struct loop *lp, struct al_run *run)
             finish(lp, run);
             return;
         }
-        if (run_launch(st) != 0) {
+        int launched = run_launch(st);
+        runner_opts_drop_journal(run->opts); /* the ledger has its own copy */
+        if (launched != 0) {
             finish(lp, run);
             return;
         }
@@ -281,7 +283,9 @@ static void take_in(struct loop *lp, struct al_run *run, int stopping)
     }
     st->admitted = 1;
     run->phase = PHASE_RUNNING;
-    if (run_launch(st) != 0) {
+    int launched = run_launch(st);
+    runner_opts_drop_journal(run->opts); /* the ledger has its own copy */
+    if (launched != 0) {
         finish(lp, run);
         return;
     }
@@ -468,6 +472,7 @@ enum al_code al_run_start(struct al_runner *runner, const struct al_run_opts *op
     }
     run->loop = lp;
     run_prepare(&run->st, runner, run->opts); /* a failure is decided in the result */
+    run->st.can_hold = 1;
     if (run->st.link) {
         run->link = run->st.link;
         host_link_ref(run->link);
@@ -543,6 +548,18 @@ enum al_code al_run_wait(struct al_run *run, struct al_result **ret_result, stru
 const char *al_run_id(const struct al_run *run)
 {
     return run->run_id;
+}
+
+enum al_code al_run_journal_release(struct al_run *run, uint32_t position)
+{
+    if (!run || position == 0) {
+        return AL_CONFIG_ERROR;
+    }
+    unsigned cur = atomic_load(&run->link->released);
+    while (cur < position && !atomic_compare_exchange_weak(&run->link->released, &cur, position)) {
+    }
+    host_wake(run->link->wake_fd); /* as a completion from another thread does */
+    return AL_OK;
 }
 
 void al_run_release(struct al_run *run)

@@ -122,6 +122,9 @@ static void carry_out(struct run_state *st, struct ledger_action *a)
             run_invoke_host(st, a->id, a->fn, a->args, a->args_len, a->resumed, a->resolution);
             break;
         case LEDGER_ANSWER:
+            if (!a->held) {
+                st->last_clock_ms = a->clock_ms; /* replayed: a held one's counted when made */
+            }
             run_emit_answer(st, a->id, a->kind, a->clock_ms, a->payload, a->len);
             break;
         case LEDGER_INTERRUPT:
@@ -462,13 +465,47 @@ void run_emit_answer(struct run_state *st, uint32_t id, uint8_t kind, int64_t cl
     wire_end(&st->out, start);
     st->frames_sent++;
     if (kind != WIRE_ANSWER_INTERRUPT) {
-        st->last_clock_ms = clock_ms; /* an interruption carries no clock (it is sent as 0) */
-        st->in_flight--;              /* an interrupted call stays in flight for the worker too */
+        st->in_flight--; /* an interrupted call stays in flight for the worker too */
         struct al_error err;
         if (ledger_on_answer(st->ledger, id, kind, clock_ms, payload, len, &err) != AL_OK) {
             run_fail(st, AL_INTERNAL_ERROR, "%s", err.message);
         }
     }
+}
+
+/* A live answer of a run with a journal callback: journaled, then delivered in its turn (the
+ * callback may hold it, and then every answer after it, until al_run_journal_release). */
+static void deliver_journaled(struct run_state *st, const struct completion *c, int64_t clock_ms)
+{
+    struct al_journal_entry e;
+    if (ledger_journal(st->ledger, c->id, c->kind, clock_ms, c->payload, c->len, &e) != 0) {
+        run_emit_answer(st, c->id, c->kind, clock_ms, c->payload, c->len); /* no such call */
+        return;
+    }
+    enum al_journal_verdict v = st->opts->journal_fn(&e, st->opts->journal_userdata);
+    if (v == AL_JOURNAL_FAIL) {
+        run_fail(st, AL_INTERNAL_ERROR,
+                 "the journal could not keep the answer at position %u (call %u)", e.position,
+                 e.call);
+        return;
+    }
+    if (v != AL_JOURNAL_DELIVER && v != AL_JOURNAL_HOLD) {
+        run_fail(st, AL_CONFIG_ERROR, "the journal callback returned %d for position %u", (int)v,
+                 e.position);
+        return;
+    }
+    if (v == AL_JOURNAL_HOLD && !st->can_hold) {
+        run_fail(st, AL_CONFIG_ERROR,
+                 "the journal callback held position %u, but only a run started with "
+                 "al_run_start can be released (al_run_journal_release)",
+                 e.position);
+        return;
+    }
+    /* The callback may have released it already, from this thread or another. */
+    ledger_release(st->ledger, atomic_load(&st->link->released));
+    struct ledger_action a;
+    ledger_deliver(st->ledger, &e, c->kind, v == AL_JOURNAL_HOLD, &a);
+    carry_out(st, &a);
 }
 
 /* Turns queued completions into ANSWER frames. */
@@ -517,7 +554,12 @@ static void send_answers(struct run_state *st)
                                ? AL_CLOCK_MAX_MS
                                : st->last_clock_ms + (int64_t)step;
         }
-        run_emit_answer(st, c->id, c->kind, clock_ms, c->payload, c->len);
+        st->last_clock_ms = clock_ms; /* an interruption carries no clock */
+        if (st->opts->journal_fn) {
+            deliver_journaled(st, c, clock_ms);
+        } else {
+            run_emit_answer(st, c->id, c->kind, clock_ms, c->payload, c->len);
+        }
     }
     host_completion_free(list);
 }
@@ -845,6 +887,10 @@ int run_step(struct run_state *st, int *ret_busy)
     if (atomic_load(&st->link->cancelled)) {
         run_fail(st, AL_ABORTED, "the run was cancelled"); /* keeps what arrived before */
         return 1;
+    }
+    if (!st->done && ledger_release(st->ledger, atomic_load(&st->link->released))) {
+        struct ledger_action a = { .what = LEDGER_NONE }; /* what the release let go: */
+        carry_out(st, &a);
     }
     if (!st->done && host_link_pending(st->link)) {
         send_answers(st);

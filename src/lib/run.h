@@ -73,6 +73,7 @@ struct run_state {
     int kill;              /* the worker must be killed (it may be alive and misbehaving) */
     uint32_t frames_sent;  /* ANSWER frames written to the worker */
     struct ledger *ledger; /* host calls, continuations, replay (ledger.h) */
+    int can_hold;          /* al_run_start: the journal callback may hold answers */
 };
 
 /* run.c: one run as steps, driven by al_run on the caller's thread or by loop.c.

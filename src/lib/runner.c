@@ -444,6 +444,8 @@ struct al_run_opts *runner_opts_copy(const struct al_run_opts *o)
     c->nresolutions = 0;
     c->hosts = NULL;
     c->nhosts = 0;
+    c->journal = NULL;
+    c->njournal = 0;
     int bad = 0;
     c->source = buf_dup(o->source, o->source_len);
     bad |= !c->source;
@@ -462,6 +464,9 @@ struct al_run_opts *runner_opts_copy(const struct al_run_opts *o)
     for (size_t i = 0; i < o->nresolutions && !bad; i++) {
         bad |= al_run_opts_add_resolution(c, o->resolutions[i].id, o->resolutions[i].json,
                                           o->resolutions[i].len) != AL_OK;
+    }
+    for (size_t i = 0; i < o->njournal && !bad; i++) {
+        bad |= al_run_opts_add_journal_entry(c, &o->journal[i]) != AL_OK;
     }
     for (size_t i = 0; i < o->nhosts && !bad; i++) {
         const struct host_entry *h = &o->hosts[i];
@@ -846,8 +851,54 @@ void al_run_opts_free(struct al_run_opts *opts)
         free(opts->resolutions[i].json);
     }
     free(opts->resolutions);
+    runner_opts_drop_journal(opts);
     free_hosts(opts->hosts, opts->nhosts);
     free(opts);
+}
+
+void runner_opts_drop_journal(struct al_run_opts *opts)
+{
+    for (size_t i = 0; i < opts->njournal; i++) {
+        free((char *)opts->journal[i].function);
+        free((char *)opts->journal[i].payload);
+    }
+    free(opts->journal);
+    opts->journal = NULL;
+    opts->njournal = 0;
+}
+
+void al_run_opts_set_journal(struct al_run_opts *opts, al_journal_fn *fn, void *userdata)
+{
+    if (opts) {
+        opts->journal_fn = fn;
+        opts->journal_userdata = fn ? userdata : NULL;
+    }
+}
+
+enum al_code al_run_opts_add_journal_entry(struct al_run_opts *opts,
+                                           const struct al_journal_entry *entry)
+{
+    if (!opts || !entry || !entry->function || (!entry->payload && entry->len) ||
+        (unsigned)entry->kind > AL_JOURNAL_THROW_TYPE) {
+        return AL_CONFIG_ERROR;
+    }
+    struct al_journal_entry *j = realloc(opts->journal, (opts->njournal + 1) * sizeof *j);
+    if (!j) {
+        return AL_INTERNAL_ERROR;
+    }
+    opts->journal = j;
+    struct al_journal_entry *n = &j[opts->njournal];
+    *n = *entry;
+    n->sync = entry->sync != 0;
+    n->function = strdup(entry->function);
+    n->payload = buf_dup(entry->payload ? entry->payload : "", entry->len);
+    if (!n->function || !n->payload) {
+        free((char *)n->function);
+        free((char *)n->payload);
+        return AL_INTERNAL_ERROR;
+    }
+    opts->njournal++;
+    return AL_OK;
 }
 
 enum al_code al_run_opts_set_context(struct al_run_opts *opts, const char *context, size_t len)
