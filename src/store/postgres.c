@@ -493,7 +493,8 @@ static enum store_rc pg_audit_close(struct sql_store *q, int own, enum store_rc 
 
 /* ---------------------------------------------------------------- the journal */
 
-#define PG_JOURNAL_ROWS 1000 /* rows per INSERT: 9 parameters each, PostgreSQL takes 65535 */
+#define PG_JOURNAL_ROWS  1000 /* rows per INSERT: 9 parameters each, PostgreSQL takes 65535 */
+#define PG_JOURNAL_BYTES (16u << 20) /* and answers per INSERT (a message is at most 1 GiB) */
 
 /* sql.h's journal_insert: one INSERT of the batch's answers (each once, bytea bound in binary)
  * and one of its rows, each a round trip, in statements made for the batch's size (run
@@ -511,8 +512,14 @@ static enum store_rc pg_journal_insert(struct sql_store *q, const char *run,
     PGresult *res = NULL;
     int64_t inserted = 0;
     buf_init(&sql, SIZE_MAX);
-    for (size_t from = 0; from < n && rc == STORE_OK; from += PG_JOURNAL_ROWS) {
-        size_t rows = n - from < PG_JOURNAL_ROWS ? n - from : PG_JOURNAL_ROWS;
+    size_t rows = 0;
+    for (size_t from = 0; from < n && rc == STORE_OK; from += rows) {
+        size_t bytes = 0; /* a statement of at least one row, then up to both caps */
+        for (rows = 0; from + rows < n && rows < PG_JOURNAL_ROWS &&
+                       (rows == 0 || bytes + entries[from + rows].answer_len <= PG_JOURNAL_BYTES);
+             rows++) {
+            bytes += entries[from + rows].answer_len;
+        }
         free(values);
         free(lengths);
         free(numbers);

@@ -1336,8 +1336,9 @@ static enum store_rc sql_journal_valid(struct sql_store *q, const struct store_j
                                        size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        const char *bad = e[i].position != e[0].position + (int64_t)i ? "positions not in a row"
-                          : e[i].position < 1                         ? "position below 1"
+        const char *bad = e[0].position > INT64_MAX - (int64_t)n        ? "position out of range"
+                          : e[i].position != e[0].position + (int64_t)i ? "positions not in a row"
+                          : e[i].position < 1                           ? "position below 1"
                           : !e[i].call_id || !e[i].function || !e[i].args_sha256
                                   ? "call_id, function and args_sha256 are required"
                           : e[i].kind < STORE_JOURNAL_VALUE || e[i].kind > STORE_JOURNAL_THROW_TYPE
@@ -1400,6 +1401,8 @@ enum store_rc sql_journal_append(struct store *s, const char *run,
             rc = STORE_ERROR;
         }
     }
+    /* all of the batch or none of it, also outside the caller's transaction (this nests) */
+    int tx = rc == STORE_OK && (rc = s->ops->tx_begin(s)) == STORE_OK;
     if (rc == STORE_OK) {
         rc = q->db->journal_insert(q, run, entries, (const char(*)[65])hashes, n, &inserted);
     }
@@ -1417,6 +1420,9 @@ enum store_rc sql_journal_append(struct store *s, const char *run,
         if (rc == STORE_OK && (c.differs || c.seen != n)) {
             rc = STORE_CONFLICT;
         }
+    }
+    if (tx) {
+        rc = rc == STORE_OK ? s->ops->tx_commit(s) : (s->ops->tx_rollback(s), rc);
     }
     free(hashes);
     return rc;
@@ -1517,12 +1523,25 @@ enum store_rc sql_journal_copy_prefix(struct store *s, const char *from_run, con
     if (rc != STORE_NOT_FOUND) {
         return rc == STORE_OK ? STORE_CONFLICT : rc;
     }
-    return q->db->exec(q,
-                       "INSERT INTO journal(run, " SQL_JOURNAL_COLUMNS
-                       ") SELECT CAST($2 AS TEXT), " SQL_JOURNAL_COLUMNS
-                       " FROM journal WHERE run = $1 AND position <= CAST($3 "
-                       "AS BIGINT) ORDER BY position",
-                       3, args, NULL);
+    /* all of the prefix or none of it: a fork must not start from part of what it asked for */
+    int64_t copied = 0;
+    rc = s->ops->tx_begin(s);
+    if (rc == STORE_OK) {
+        rc = q->db->exec(q,
+                         "INSERT INTO journal(run, " SQL_JOURNAL_COLUMNS
+                         ") SELECT CAST($2 AS TEXT), " SQL_JOURNAL_COLUMNS
+                         " FROM journal WHERE run = $1 AND position <= CAST($3 "
+                         "AS BIGINT) ORDER BY position",
+                         3, args, &copied);
+        if (rc == STORE_OK && copied != upto_position) {
+            snprintf(q->errmsg, sizeof q->errmsg,
+                     "%s: journal: run %s has %" PRId64 " of the %" PRId64 " entries asked for",
+                     s->ops->name, from_run, copied, upto_position);
+            rc = STORE_NOT_FOUND;
+        }
+        rc = rc == STORE_OK ? s->ops->tx_commit(s) : (s->ops->tx_rollback(s), rc);
+    }
+    return rc;
 }
 
 enum store_rc sql_run_set_origin(struct store *s, const char *id, uint64_t seed, int64_t clock_ms)

@@ -553,7 +553,8 @@ struct store_ops {
                                   store_journal_fn *fn, void *userdata);
     /* A fork: copies the entries of `from_run` up to and including `upto_position` to
      * `to_run`, whose journal must be empty (CONFLICT otherwise); the answers' bytes are
-     * shared, not copied. NOT_FOUND when to_run does not exist. */
+     * shared, not copied. NOT_FOUND when to_run does not exist, or from_run has fewer entries
+     * than upto_position (then nothing is copied). */
     enum store_rc (*journal_copy_prefix)(struct store *s, const char *from_run, const char *to_run,
                                          int64_t upto_position);
     /* Records where run `id`'s guest starts from (its random seed and clock), for a replay

@@ -2077,6 +2077,11 @@ static void test_store_journal_answers_shared(void **state)
     assert_int_equal(s->ops->journal_append(s, "run_fork", &next, 1), STORE_OK);
     assert_int_equal(s->ops->journal_copy_prefix(s, "run_a", "run_fork", 2), STORE_CONFLICT);
     assert_int_equal(s->ops->journal_copy_prefix(s, "run_a", "nope", 2), STORE_NOT_FOUND);
+    /* a prefix longer than the journal copies nothing */
+    assert_int_equal(s->ops->journal_copy_prefix(s, "run_b", "run_a_fork", 2), STORE_NOT_FOUND);
+    journal_run(s, "run_b_fork");
+    assert_int_equal(s->ops->journal_copy_prefix(s, "run_b", "run_b_fork", 2), STORE_NOT_FOUND);
+    assert_int_equal(raw_count(f, "SELECT count(*) FROM journal WHERE run = 'run_b_fork'"), 0);
     journal_read(s, "run_a", 0, &g);
     assert_int_equal(g.n, 3);
     journal_got_free(&g);
@@ -2144,6 +2149,13 @@ static void test_store_journal_append_again(void **state)
     assert_int_equal(g.n, 3);
     assert_memory_equal(g.answer[1], "2", 1);
     assert_int_equal(g.clock_ms[1], e[1].clock_ms);
+    journal_got_free(&g);
+    /* outside a transaction too, a refused batch writes nothing of itself: not its new
+     * position 4 beside the conflicting 3 */
+    struct store_journal_entry tail[2] = { journal_entry(3, "x", 1), journal_entry(4, "4", 1) };
+    assert_int_equal(s->ops->journal_append(s, "run_j", tail, 2), STORE_CONFLICT);
+    journal_read(s, "run_j", 0, &g);
+    assert_int_equal(g.n, 3);
     journal_got_free(&g);
     assert_int_equal(raw_count(f, "SELECT count(*) FROM audit WHERE action = 'run.host_call'"), 7);
 }
