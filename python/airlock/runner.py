@@ -20,6 +20,7 @@ import dataclasses
 import inspect
 import itertools
 import threading
+import traceback
 import typing
 
 from . import _lib, values
@@ -397,6 +398,7 @@ def _journal_trampoline(entry_ptr, userdata):
                                 payload.decode("utf-8", "surrogateescape")))
         return _lib.JOURNAL_DELIVER
     except BaseException:  # noqa: B902
+        traceback.print_exc()  # the run fails INTERNAL_ERROR: say why where the application sees
         return _lib.JOURNAL_FAIL
 
 
@@ -410,6 +412,10 @@ def _add_journal_entry(lib, opts, entry):
     if entry.kind not in _JOURNAL_KIND_CODES:
         raise ConfigError("journal entry %r: kind must be value, throw or throw_type" % (
             entry.position,))
+    for name in ("position", "call"):
+        if not 1 <= int(getattr(entry, name)) <= 0xFFFFFFFF:  # ctypes would wrap it silently
+            raise ConfigError("journal entry %r: %s must be in 1..4294967295" % (
+                entry.position, name))
     payload = entry.payload.encode("utf-8", "surrogateescape")
     digest = bytes.fromhex(entry.args_sha256)
     if len(digest) != 32:

@@ -454,6 +454,10 @@ def test_journal_refusals(runner):
     gap = [kept[0], airlock.JournalEntry(**dict(kept[1].to_dict(), position=3))]
     r = runner.run(JOURNAL_SRC, host=host, seed=5, clock_ms=0, journal_entries=gap)
     assert r.status == "failed" and r.error.code == "CONFIG_ERROR"
+    # a position past 32 bits is refused, not wrapped into 1
+    wrapped = [airlock.JournalEntry(**dict(kept[0].to_dict(), position=2**32 + 1))]
+    with pytest.raises(airlock.ConfigError):
+        runner.run(JOURNAL_SRC, host=host, seed=5, clock_ms=0, journal_entries=wrapped)
     other = runner.run(JOURNAL_SRC.replace("shop.get(1)", "shop.get(9)"), host=host, seed=5,
                        clock_ms=0, journal_entries=kept)
     assert other.error.code == "PROTOCOL_ERROR" and "diverges at call 1" in other.error.message
