@@ -480,6 +480,10 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
         }
         buf_done(&res);
     }
+    if (rc == STORE_OK && clock_ms > 0) {
+        /* where a replay of its journal starts, should this execution die */
+        rc = s->ops->run_set_origin(s, run_id, runs_seed(runs, run_id), clock_ms);
+    }
 plan: /* in the transaction begun above, or rc says why not */
     if (rc == STORE_OK) {
         /* refuses a version that is no longer approved */
