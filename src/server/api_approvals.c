@@ -272,6 +272,92 @@ static enum store_rc api_run_end_unresumable(struct store *s, const struct store
     return rc == STORE_CONFLICT ? STORE_OK : rc;
 }
 
+/* ---------------------------------------------------------------- recovery from the journal */
+
+#define API_RECOVERIES_MAX 3 /* recoveries of one run; the next ends it (it must not loop) */
+
+struct api_journal {
+    struct runs_plan *plan;
+    int failed;
+};
+
+static int api_journal_fn(void *userdata, const struct store_journal_entry *e)
+{
+    struct api_journal *j = userdata;
+    j->failed = runs_plan_add_journal(j->plan, e) != 0;
+    return j->failed;
+}
+
+/* A run whose execution died (its node, a drain) goes on from its journal, in the claim's
+ * transaction: counted (the fourth time it ends failed ABORTED instead: *ret_ended), recorded
+ * (run.recover: the node resuming it and from_call, the position of the first answer it will
+ * take live), and its plan given every answer, with the seed and clock its start recorded. */
+static enum store_rc api_run_recovering(struct store *s, struct runs *runs,
+                                        const struct store_run *row, struct runs_plan *plan,
+                                        int *ret_ended)
+{
+    struct api_journal j = { plan, 0 };
+    struct buf d;
+    int64_t recovered = 0;
+    uint64_t seed = 0;
+    *ret_ended = 0;
+    buf_init(&d, 4096);
+    enum store_rc rc = s->ops->run_add_recovered(s, row->id, &recovered);
+    if (rc == STORE_OK && recovered > API_RECOVERIES_MAX) {
+        char why[160];
+        snprintf(why, sizeof why,
+                 "airlockd stopped while the run was executing; recovered %d times already, "
+                 "not again",
+                 API_RECOVERIES_MAX);
+        struct buf o;
+        buf_init(&o, 4096);
+        api_member(&o, "{\"error\":{\"code\":\"ABORTED\",\"name\":\"\",\"message\":", why);
+        buf_append_str(&o, ",\"stack\":\"\"},\"console\":[],\"stats\":{},\"host_calls\":[]}");
+        api_member(&d, "{\"run\":", row->id);
+        api_member(&d, ",\"status\":\"failed\",\"code\":\"ABORTED\",\"reason\":", why);
+        buf_printf(&d, ",\"recovered\":%" PRId64 ",\"calls_in_doubt\":[]}", recovered - 1);
+        rc = o.data && d.data ? s->ops->run_set_status(s, row->id, "running", "failed", o.data)
+                              : STORE_ERROR;
+        if (rc == STORE_OK) {
+            rc = s->ops->call_clear(s, row->id);
+        }
+        if (rc == STORE_OK) {
+            rc = s->ops->audit_append(s, "airlockd", "run.abandoned", row->id, row->department,
+                                      d.data, NULL);
+        }
+        buf_done(&o);
+        buf_done(&d);
+        *ret_ended = rc == STORE_OK;
+        return rc;
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->journal_read(s, row->id, 0, api_journal_fn, &j);
+        if (rc == STORE_OK && j.failed) {
+            rc = STORE_ERROR;
+        }
+    }
+    if (rc == STORE_OK && row->seed && strlen(row->seed) == 16) {
+        char *end = NULL;
+        seed = strtoull(row->seed, &end, 16);
+        plan->has_seed = end && *end == '\0';
+        plan->seed = seed;
+    }
+    if (row->clock_ms > 0) {
+        plan->clock_ms = row->clock_ms;
+    }
+    api_member(&d, "{\"run\":", row->id);
+    api_member(&d, ",\"node\":", runs_node(runs) ? runs_node(runs) : "");
+    buf_printf(&d, ",\"from_call\":%zu,\"recovered\":%" PRId64 "}", plan->njournal + 1,
+               recovered);
+    if (rc == STORE_OK) {
+        rc = d.data ? s->ops->audit_append(s, "airlockd", "run.recover", row->id,
+                                           row->department, d.data, NULL)
+                    : STORE_ERROR;
+    }
+    buf_done(&d);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- executions (several nodes) */
 
 /* What a claimed run's execution starts from, when another node's execution of it died and
@@ -382,6 +468,8 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
     const char *from = run_id ? "awaiting_approval" : "queued";
     enum store_rc rc = STORE_OK;
     int in_tx = 0;
+    int recover = 0;
+    int ended = 0;
     int64_t clock_ms = 0;
     memset(&decisions, 0, sizeof decisions);
     memset(&run, 0, sizeof run);
@@ -429,6 +517,7 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
             clock_ms = token                ? 0
                        : retry.clock_ms > 0 ? retry.clock_ms
                                             : runs_time_ms(run.copy.row.created);
+            recover = !token; /* from its input: it goes on from its journal */
             if (rc != STORE_OK) {
                 error_set(&why, AL_INTERNAL_ERROR, "run %s: its execution row cannot be read",
                           run_id);
@@ -490,8 +579,17 @@ plan: /* in the transaction begun above, or rc says why not */
         rc = api_run_plan(s, secret_key, &run.copy.row, &plan, &why);
     }
     if (rc == STORE_OK) {
+        plan->clock_ms = clock_ms;
+    }
+    if (rc == STORE_OK && recover) {
+        rc = api_run_recovering(s, runs, &run.copy.row, plan, &ended);
+    }
+    if (rc == STORE_OK) {
         rc = s->ops->tx_commit(s);
         in_tx = 0;
+    }
+    if (rc == STORE_OK && ended) {
+        goto out; /* recovered too often: ended, not launched */
     }
     if (rc != STORE_OK) {
         s->ops->tx_rollback(s);
@@ -516,7 +614,6 @@ plan: /* in the transaction begun above, or rc says why not */
     }
     held = 0;
     plan->prior_calls = run.host_calls; /* the run's host_calls go on from these */
-    plan->clock_ms = clock_ms;
     run.host_calls = NULL;
     runs_launch(runs, tx, plan, token, decisions.res, decisions.n, NULL);
     plan = NULL;
@@ -592,10 +689,9 @@ enum store_rc api_run_claim(struct writer_tx *tx, const unsigned char *secret_ke
                             struct runs *runs, int *ret_claimed, struct al_error *reterr)
 {
     *ret_claimed = 0;
-    if (!runs_node(runs)) {
-        return STORE_OK;
-    }
-    return api_run_go(tx, secret_key, runs, NULL, runs_node(runs), ret_claimed, reterr);
+    /* one node (SQLite) claims only at its start: the runs its last stop left queued */
+    return api_run_go(tx, secret_key, runs, NULL, runs_node(runs) ? runs_node(runs) : "",
+                      ret_claimed, reterr);
 }
 
 /* A supervised run whose start is denied ends "denied", with its run.end record. */

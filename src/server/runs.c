@@ -2323,6 +2323,7 @@ enum store_rc runs_json(struct store *s, const struct store_run *row, struct buf
     buf_append_str(b, ",\"approvals\":[");
     struct runs_ids ids = { b, 0 };
     enum store_rc rc = s->ops->approval_list(s, row->id, NULL, runs_approval_id, &ids);
-    buf_append_str(b, "]}");
+    /* how many times it went on from its journal after its execution died */
+    buf_printf(b, "],\"recovered\":%" PRId64 "}", row->recovered);
     return rc;
 }
