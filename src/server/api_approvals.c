@@ -302,8 +302,8 @@ static enum store_rc api_run_recovering(struct store *s, struct runs *runs,
     uint64_t seed = 0;
     *ret_ended = 0;
     buf_init(&d, 4096);
-    enum store_rc rc = s->ops->run_add_recovered(s, row->id, &recovered);
-    if (rc == STORE_OK && recovered > API_RECOVERIES_MAX) {
+    enum store_rc rc = STORE_OK;
+    if (row->recovered >= API_RECOVERIES_MAX) {
         char why[160];
         snprintf(why, sizeof why,
                  "airlockd stopped while the run was executing; recovered %d times already, "
@@ -315,7 +315,7 @@ static enum store_rc api_run_recovering(struct store *s, struct runs *runs,
         buf_append_str(&o, ",\"stack\":\"\"},\"console\":[],\"stats\":{},\"host_calls\":[]}");
         api_member(&d, "{\"run\":", row->id);
         api_member(&d, ",\"status\":\"failed\",\"code\":\"ABORTED\",\"reason\":", why);
-        buf_printf(&d, ",\"recovered\":%" PRId64 ",\"calls_in_doubt\":[]}", recovered - 1);
+        buf_printf(&d, ",\"recovered\":%" PRId64 ",\"calls_in_doubt\":[]}", row->recovered);
         rc = o.data && d.data ? s->ops->run_set_status(s, row->id, "running", "failed", o.data)
                               : STORE_ERROR;
         if (rc == STORE_OK) {
@@ -330,6 +330,7 @@ static enum store_rc api_run_recovering(struct store *s, struct runs *runs,
         *ret_ended = rc == STORE_OK;
         return rc;
     }
+    rc = s->ops->run_add_recovered(s, row->id, &recovered);
     if (rc == STORE_OK) {
         rc = s->ops->journal_read(s, row->id, 0, api_journal_fn, &j);
         if (rc == STORE_OK && j.failed) {
