@@ -274,8 +274,6 @@ static enum store_rc api_run_end_unresumable(struct store *s, const struct store
 
 /* ---------------------------------------------------------------- recovery from the journal */
 
-#define API_RECOVERIES_MAX 3 /* recoveries of one run; the next ends it (it must not loop) */
-
 struct api_journal {
     struct runs_plan *plan;
     int failed;
@@ -289,47 +287,18 @@ static int api_journal_fn(void *userdata, const struct store_journal_entry *e)
 }
 
 /* A run whose execution died (its node, a drain) goes on from its journal, in the claim's
- * transaction: counted (the fourth time it ends failed ABORTED instead: *ret_ended), recorded
- * (run.recover: the node resuming it and from_call, the position of the first answer it will
- * take live), and its plan given every answer, with the seed and clock its start recorded. */
+ * transaction: counted, recorded (run.recover: the node resuming it and from_call, the
+ * position of the first answer it will take live), and its plan given every answer, with the
+ * seed and clock its start recorded. (Whether it goes on at all, nodes_take_over decided.) */
 static enum store_rc api_run_recovering(struct store *s, struct runs *runs,
-                                        const struct store_run *row, struct runs_plan *plan,
-                                        int *ret_ended)
+                                        const struct store_run *row, struct runs_plan *plan)
 {
     struct api_journal j = { plan, 0 };
     struct buf d;
     int64_t recovered = 0;
     uint64_t seed = 0;
-    *ret_ended = 0;
     buf_init(&d, 4096);
-    enum store_rc rc = STORE_OK;
-    if (row->recovered >= API_RECOVERIES_MAX) {
-        char why[160];
-        snprintf(why, sizeof why,
-                 "airlockd stopped while the run was executing; recovered %d times already, "
-                 "not again",
-                 API_RECOVERIES_MAX);
-        struct buf o;
-        buf_init(&o, 4096);
-        api_member(&o, "{\"error\":{\"code\":\"ABORTED\",\"name\":\"\",\"message\":", why);
-        buf_append_str(&o, ",\"stack\":\"\"},\"console\":[],\"stats\":{},\"host_calls\":[]}");
-        api_member(&d, "{\"run\":", row->id);
-        api_member(&d, ",\"status\":\"failed\",\"code\":\"ABORTED\",\"reason\":", why);
-        buf_printf(&d, ",\"recovered\":%" PRId64 ",\"calls_in_doubt\":[]}", row->recovered);
-        rc = o.data && d.data ? s->ops->run_set_status(s, row->id, "running", "failed", o.data)
-                              : STORE_ERROR;
-        if (rc == STORE_OK) {
-            rc = s->ops->call_clear(s, row->id);
-        }
-        if (rc == STORE_OK) {
-            rc = s->ops->audit_append(s, "airlockd", "run.abandoned", row->id, row->department,
-                                      d.data, NULL);
-        }
-        buf_done(&o);
-        buf_done(&d);
-        *ret_ended = rc == STORE_OK;
-        return rc;
-    }
+    enum store_rc rc;
     rc = s->ops->run_add_recovered(s, row->id, &recovered);
     if (rc == STORE_OK) {
         rc = s->ops->journal_read(s, row->id, 0, api_journal_fn, &j);
@@ -470,7 +439,7 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
     enum store_rc rc = STORE_OK;
     int in_tx = 0;
     int recover = 0;
-    int ended = 0;
+    int no_journal = 0; /* an execution from a continuation again: its first one journaled */
     int64_t clock_ms = 0;
     memset(&decisions, 0, sizeof decisions);
     memset(&run, 0, sizeof run);
@@ -519,6 +488,7 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
                        : retry.clock_ms > 0 ? retry.clock_ms
                                             : runs_time_ms(run.copy.row.created);
             recover = !token; /* from its input: it goes on from its journal */
+            no_journal = token != NULL;
             if (rc != STORE_OK) {
                 error_set(&why, AL_INTERNAL_ERROR, "run %s: its execution row cannot be read",
                           run_id);
@@ -583,14 +553,11 @@ plan: /* in the transaction begun above, or rc says why not */
         plan->clock_ms = clock_ms;
     }
     if (rc == STORE_OK && recover) {
-        rc = api_run_recovering(s, runs, &run.copy.row, plan, &ended);
+        rc = api_run_recovering(s, runs, &run.copy.row, plan);
     }
     if (rc == STORE_OK) {
         rc = s->ops->tx_commit(s);
         in_tx = 0;
-    }
-    if (rc == STORE_OK && ended) {
-        goto out; /* recovered too often: ended, not launched */
     }
     if (rc != STORE_OK) {
         s->ops->tx_rollback(s);
@@ -615,6 +582,7 @@ plan: /* in the transaction begun above, or rc says why not */
     }
     held = 0;
     plan->prior_calls = run.host_calls; /* the run's host_calls go on from these */
+    plan->no_journal = no_journal;
     run.host_calls = NULL;
     runs_launch(runs, tx, plan, token, decisions.res, decisions.n, NULL);
     plan = NULL;

@@ -64,7 +64,7 @@
 #define NODES_WHY_MAX        512
 #define NODES_DETAILS_MAX    ((size_t)4 << 20)
 #define NODES_CLAIMS_MAX     16 /* queued runs one node claims per look, so that others get some */
-#define NODES_RETRIES_MAX    3  /* takeovers of one run that execute it again; the next aborts it */
+#define NODES_RETRIES_MAX    3  /* takeovers (recoveries) of one run; the next aborts it */
 #define NODES_BACKOFF_MIN_MS 100  /* the listener's first retry after a loss */
 #define NODES_BACKOFF_MAX_MS 5000 /* ... doubling up to this */
 #define NODES_LISTEN_WAIT_MS 60000
@@ -245,9 +245,16 @@ static int nodes_execution_fn(void *userdata, const struct store_execution *e)
     return (e->resume && !x->resume) || (e->resolutions && !x->resolutions);
 }
 
+struct nodes_origin {
+    int64_t clock_ms;
+    int64_t recovered;
+};
+
 static int nodes_origin_fn(void *userdata, const struct store_run *row)
 {
-    *(int64_t *)userdata = row->clock_ms;
+    struct nodes_origin *o = userdata;
+    o->clock_ms = row->clock_ms;
+    o->recovered = row->recovered;
     return 0;
 }
 
@@ -264,7 +271,7 @@ enum store_rc nodes_take_over(struct store *s, const char *id, const char *depar
     struct nodes_doubt doubt = { &calls, NULL, 0 };
     char why[NODES_WHY_MAX];
     int resumed = 0;
-    int64_t origin = 0;
+    struct nodes_origin origin = { 0, 0 };
     memset(&x, 0, sizeof x);
     memset(&journal, 0, sizeof journal);
     *ret_retried = 0;
@@ -305,15 +312,17 @@ enum store_rc nodes_take_over(struct store *s, const char *id, const char *depar
     if (rc == STORE_OK && journaled) {
         rc = s->ops->run_get(s, id, nodes_origin_fn, &origin);
     }
-    /* a run of no recorded node predates the marks: what it sent is not known */
-    int retry = rc == STORE_OK && node && !cancelled && doubt.unsafe == 0 &&
-                (journaled ? origin > 0 : node[0] && x.e.attempt < NODES_RETRIES_MAX);
+    /* a run of no recorded node predates the marks: what it sent is not known; one that
+     * brought its host down at each of its recoveries must not loop */
+    int again = journaled ? origin.clock_ms > 0 && origin.recovered < NODES_RETRIES_MAX
+                          : node && node[0] && x.e.attempt < NODES_RETRIES_MAX;
+    int retry = rc == STORE_OK && node && !cancelled && doubt.unsafe == 0 && again;
     api_member(&b, "{\"run\":", id);
     if (retry) {
         /* queued with its start: the node that claims it goes on from its journal (a recovery,
          * api_run_go) or from its continuation */
         struct store_execution e = { id, x.e.resume, x.e.resolutions,
-                                     journaled    ? origin
+                                     journaled    ? origin.clock_ms
                                      : x.e.clock_ms > 0 ? x.e.clock_ms
                                                         : created_ms,
                                      x.e.attempt + 1 };
@@ -343,6 +352,9 @@ enum store_rc nodes_take_over(struct store *s, const char *id, const char *depar
         snprintf(why, sizeof why, "%s", reason);
         if (doubt.unsafe == 0 && node && !journaled) {
             snprintf(why, sizeof why, "%s; taken over %d times already, not again", reason,
+                     NODES_RETRIES_MAX);
+        } else if (doubt.unsafe == 0 && node && origin.recovered >= NODES_RETRIES_MAX) {
+            snprintf(why, sizeof why, "%s; recovered %d times already, not again", reason,
                      NODES_RETRIES_MAX);
         }
         api_member(&outcome, "{\"error\":{\"code\":\"ABORTED\",\"name\":\"\",\"message\":", why);

@@ -42,6 +42,7 @@
 #include "hex.h"
 #include "json.h"
 #include "metrics.h"
+#include "nodes.h"
 #include "readers.h"
 #include "writer.h"
 
@@ -119,6 +120,7 @@ struct srun {
     struct runs_jentry *jbatch; /* in the writer's job */
     int jbusy;                  /* jjob is submitted */
     int jfailed;                /* an append failed: the run fails, the answer is never seen */
+    int handed_back;            /* stopped by a drain past its grace: it goes on elsewhere */
     uint32_t jreleased;         /* written before the handle was set: released by runs_go */
     struct writer_job jjob;
     struct srun *next_waiting;
@@ -650,7 +652,13 @@ static enum store_rc runs_journal_fn(struct writer_tx *tx, void *arg)
     for (struct runs_jentry *j = sr->jbatch; j; j = j->next) {
         e[n++] = j->e;
     }
-    enum store_rc rc = s->ops->journal_append(s, sr->plan->id, e, n);
+    /* a node paused past its lease writes nothing into a run another node has taken */
+    const char *node = sr->owner->node;
+    enum store_rc rc = node[0] ? s->ops->run_lock_on_node(s, sr->plan->id, node, "running")
+                               : STORE_OK;
+    if (rc == STORE_OK) {
+        rc = s->ops->journal_append(s, sr->plan->id, e, n);
+    }
     free(e);
     if (rc != STORE_OK) {
         runs_log_store(s, "a run's journal could not be written; the run fails");
@@ -1785,6 +1793,26 @@ static enum store_rc runs_end_fn(struct writer_tx *tx, void *arg)
     if (sr->start_state == RUNS_START_UNRECORDED) {
         return STORE_OK; /* never recorded: nor is its end */
     }
+    const struct al_result *res = sr->result;
+    if (sr->handed_back && !sr->jfailed &&
+        (!res || (al_result_status(res) == AL_STATUS_FAILED &&
+                  al_result_error_code(res) == AL_ABORTED))) {
+        /* stopped by the drain, not ended: queued to go on from its journal (on another node,
+         * or at the next start), unless a call it sent is in doubt and not idempotent */
+        int queued = 0;
+        enum store_rc rc = nodes_take_over(s, sr->plan->id, sr->plan->department, 0,
+                                           sr->owner->node,
+                                           "airlockd drained past its grace period while the "
+                                           "run was executing",
+                                           NULL, &queued);
+        if (rc == STORE_CONFLICT) {
+            rc = STORE_OK; /* ended otherwise meanwhile: that end stands */
+        }
+        if (rc == STORE_OK) {
+            runs_build_answer(s, sr);
+        }
+        return rc;
+    }
     enum store_rc rc = runs_record(s, sr);
     if (rc == STORE_OK) {
         runs_build_answer(s, sr);
@@ -1936,7 +1964,9 @@ static enum al_code runs_opts(struct srun *sr, const char *continuation,
     if (code == AL_OK) {
         al_run_opts_set_userdata(opts, sr);
         al_run_opts_set_event_callback(opts, runs_event, sr);
-        al_run_opts_set_journal(opts, runs_journal, sr);
+        if (!plan->no_journal) {
+            al_run_opts_set_journal(opts, runs_journal, sr);
+        }
     }
     buf_done(&src);
     return code;
@@ -2211,9 +2241,14 @@ void runs_drain(struct runs *r, unsigned grace_ms)
             break;
         }
     }
-    /* past the grace period: cancel what runs, and whatever a held start adds meanwhile */
+    /* past the grace period: stop what runs, and whatever a held start adds meanwhile. A run
+     * executing is handed back (runs_end_fn): it goes on from its journal; one still waiting
+     * for its slot never started, and is cancelled */
     while (r->nactive > 0 || r->nstarting > 0) {
         for (struct srun *sr = r->active; sr; sr = sr->next_active) {
+            if (!atomic_load(&sr->cancelled) && !sr->waiting) {
+                sr->handed_back = 1;
+            }
             runs_cancel_one(sr, "cancelled: airlockd is shutting down");
         }
         if (r->ending) {

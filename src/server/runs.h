@@ -78,6 +78,10 @@ struct runs_plan {
     uint64_t seed;
     size_t njournal;
     struct al_journal_entry *journal; /* each function and payload owned */
+    /* An execution from a continuation again (a takeover of a resumed run): its answers are
+     * not journaled a second time (its first execution's are there, and such a run is not
+     * recovered from its journal). */
+    int no_journal;
 };
 
 struct runs;

@@ -214,6 +214,42 @@ def t_fourth_recovery_ends_the_run(tmp):
         w.close()
 
 
+def t_drain_past_its_grace_hands_the_run_back(tmp):
+    """A SIGTERM drain whose grace runs out while call 10 is at the connector hands the run
+    back instead of cancelling it: the next start (or another node) goes on from its journal."""
+    w = tr.World(tmp, config={"runs": {"drain_grace_ms": 0}})
+    try:
+        w.ok("POST", "/v1/connectors", {
+            "name": "steps", "department": "finance", "url": w.shop.url,
+            "signing_secret": tr.SECRET, "timeout_ms": 30000,
+            "functions": {"step": {"idempotent": True}}}, w.admin, 201)
+        w.template("steps", STEPS % "steps", ["steps.step"])
+        with urllib.request.urlopen(w.shop.url + "hold/10", timeout=ts.HANG) as r:
+            r.read()
+        run_id = start(w, "steps")
+        deadline = time.monotonic() + ts.HANG
+        while 10 not in counts(w, run_id):
+            check(time.monotonic() < deadline, "call 10 never reached the connector")
+            time.sleep(0.02)
+        check(w.s.stop() == 0, "SIGTERM exit status")
+        w.shop.open("step-10")
+        stopped = w.s.stderr()
+        w.s = ts.Server(w.dir)
+        check(w.s.port, "airlockd did not start again: " + w.s.stderr())
+        done = w.until(run_id, ("completed", "failed", "cancelled"))
+        check(done["status"] == "completed" and done["value"] == TOTAL and
+              done["recovered"] == 1, "after the drain: %r (%s)" % (done, stopped[-2000:]))
+        got = counts(w, run_id)
+        want = {i: 1 for i in range(1, 21)}
+        want[10] = 2
+        check(got == want, "calls by number: %r" % got)
+        check([r["from_call"] for r in recover_records(w, run_id)] == [10],
+              "run.recover: %r" % recover_records(w, run_id))
+        verifies(w)
+    finally:
+        w.close()
+
+
 TESTS = [(name, fn) for name, fn in sorted(globals().items()) if name.startswith("t_")]
 
 

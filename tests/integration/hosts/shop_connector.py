@@ -24,7 +24,8 @@ call (docs/server.md) and answers by its function:
                              /kill/PID/I arms step I: its first call to arrive SIGKILLs process
                              PID (airlockd) and is never answered. PID 0 arms a step for a pid
                              given later; I 0 gives only the pid (a restarted airlockd's): a
-                             step armed without one waits for it (at most 60 s)
+                             step armed without one waits for it (at most 60 s). GET /hold/I:
+                             the first call of step I waits until GET /open/step-I (at most 30 s)
   store.listOrders(status)   the orders with that status (examples/orders.ts's host functions,
   billing.invoices(customer) for tests/typescript) and {"due": 10} per order of the customer
 
@@ -91,6 +92,11 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         self.key = None
+        if self.path.startswith("/hold/"):
+            with LOCK:
+                KILL.setdefault("hold", set()).add(int(self.path[len("/hold/"):]))
+            self.answer(200, {"held": self.path[len("/hold/"):]})
+            return
         if self.path.startswith("/kill/"):
             pid, at = (int(x) for x in self.path[len("/kill/"):].split("/"))
             with LOCK:
@@ -149,6 +155,8 @@ class Handler(BaseHTTPRequestHandler):
                     KILL["at"].discard(args[0])
                     KILL_SET.wait_for(lambda: KILL["pid"], timeout=60)
                     pid, KILL["pid"] = KILL["pid"], 0
+            if seen == 1 and args[0] in KILL.get("hold", ()):
+                gate("step-%d" % args[0]).wait(30)
             if kill and pid:
                 os.kill(pid, signal.SIGKILL)  # sent, never answered: in doubt
                 time.sleep(1)
