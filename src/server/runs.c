@@ -534,9 +534,9 @@ static void runs_mark_done(void *arg, enum store_rc rc)
     }
 }
 
-/* Sends a call, or with several nodes first has the writer mark it sent in the store
- * (call_mark) and sends it once that is committed: a node that dies leaves behind the marks of
- * the calls whose outcome nobody recorded. */
+/* Has the writer mark a call sent in the store (call_mark) and sends it once that is
+ * committed: an airlockd that dies leaves behind the marks of the calls whose outcome nobody
+ * recorded, and those of them with no journaled answer are in doubt. */
 static void runs_pending_mark(struct runs *r, struct runs_pending *p)
 {
     p->mark.fn = runs_mark_fn;

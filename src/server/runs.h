@@ -120,7 +120,8 @@ void runs_free(struct runs *r);
  * node (run_set_node), and each connector call is marked sent in the store (call_mark, in a
  * transaction of the writer's) before it leaves; the marks of a run go once its end or wait
  * is recorded. `capacity` is how many runs this node executes before it claims no more (runs_busy).
- * Without it (SQLite: one node) calls go out at once and nothing is marked. */
+ * Without it (SQLite: one node) calls are marked all the same (a run recovered from its
+ * journal after a crash needs to know which call was in doubt), but nothing is locked. */
 void runs_set_node(struct runs *r, const char *node, size_t capacity);
 /* Fair shares of the runs executing here: at most per_principal of one principal's runs and
  * per_department of one department's execute at once, and total in all; a new run beyond them

@@ -815,6 +815,55 @@ def t_kill9_retry_reads_the_journaled_clock(tmp):
         c.close()
 
 
+def t_kill9_node_midway_through_twenty_calls_goes_on_elsewhere(tmp):
+    # the node executing a 20-call run is SIGKILLed by the connector when call 10 arrives;
+    # once its lease has run out another node takes the run over and goes on from its journal:
+    # calls 1-9 are replayed, never sent again, call 10 (idempotent) is sent again with its key
+    import urllib.request
+    import test_durable as td
+    c = Cluster(tmp, lease_ms=1500)
+    try:
+        a, b, cc = c.nodes
+        c.ok(b, "POST", "/v1/connectors", {
+            "name": "steps", "department": "finance", "url": c.shop.url,
+            "signing_secret": tr.SECRET, "timeout_ms": 30000,
+            "functions": {"step": {"idempotent": True}}}, c.admin, 201)
+        c.template("steps", td.STEPS % "steps", ["steps.step"])
+
+        def shop(path):
+            with urllib.request.urlopen(c.shop.url + path, timeout=HANG) as r:
+                r.read()
+        shop("kill/0/10")  # call 10 waits for the pid of the node to kill
+        run_id = c.run(a, {"template": "steps", "input": {}, "wait": False}, 202)["id"]
+        wait_calls(c, "steps.step", 10)
+        i = c.executing(run_id)
+        victim = c.nodes[i]
+        shop("kill/%d/0" % victim.proc.pid)
+        check(victim.proc.wait(timeout=HANG) == -signal.SIGKILL, "the node was not killed")
+        others = [n for j, n in enumerate(c.nodes) if j != i]
+        deadline = time.monotonic() + 4 * HANG
+        while True:
+            doc = c.ok(others[0], "GET", "/v1/runs/" + run_id, None, c.keys["agent-7"])
+            if doc["status"] in ("completed", "failed", "cancelled"):
+                break
+            check(time.monotonic() < deadline, "run %s still %s" % (run_id, doc["status"]))
+            time.sleep(0.05)
+        check(doc["status"] == "completed" and doc["value"] == td.TOTAL and
+              doc["recovered"] == 1, "after the takeover: %r" % doc)
+        got = {int(k.split(":")[1]): n for k, n in c.shop.calls()["by_key"].items()
+               if k.startswith(run_id + ":")}
+        want = {k: 1 for k in range(1, 21)}
+        want[10] = 2
+        check(got == want, "calls by number: %r" % got)
+        rec = c.records("run.recover", run_id)
+        ids = [c.node_id(j) for j in range(3) if j != i]
+        check(len(rec) == 1 and rec[0]["details"]["from_call"] == 10 and
+              rec[0]["details"]["node"] in ids, "run.recover: %r" % rec)
+        c.verify_chain(nodes=others)
+    finally:
+        c.close()
+
+
 # an idempotent call, then one that is not
 HOLD_THEN_SLOW = """
 await shop.hold(input.gate);
