@@ -272,6 +272,62 @@ static enum store_rc api_run_end_unresumable(struct store *s, const struct store
     return rc == STORE_CONFLICT ? STORE_OK : rc;
 }
 
+/* ---------------------------------------------------------------- recovery from the journal */
+
+struct api_journal {
+    struct runs_plan *plan;
+    int failed;
+};
+
+static int api_journal_fn(void *userdata, const struct store_journal_entry *e)
+{
+    struct api_journal *j = userdata;
+    j->failed = runs_plan_add_journal(j->plan, e) != 0;
+    return j->failed;
+}
+
+/* A run whose execution died (its node, a drain) goes on from its journal, in the claim's
+ * transaction: counted, recorded (run.recover: the node resuming it and from_call, the
+ * position of the first answer it will take live), and its plan given every answer, with the
+ * seed and clock its start recorded. (Whether it goes on at all, nodes_take_over decided.) */
+static enum store_rc api_run_recovering(struct store *s, struct runs *runs,
+                                        const struct store_run *row, struct runs_plan *plan)
+{
+    struct api_journal j = { plan, 0 };
+    struct buf d;
+    int64_t recovered = 0;
+    uint64_t seed = 0;
+    buf_init(&d, 4096);
+    enum store_rc rc;
+    rc = s->ops->run_add_recovered(s, row->id, &recovered);
+    if (rc == STORE_OK) {
+        rc = s->ops->journal_read(s, row->id, 0, api_journal_fn, &j);
+        if (rc == STORE_OK && j.failed) {
+            rc = STORE_ERROR;
+        }
+    }
+    if (rc == STORE_OK && row->seed && strlen(row->seed) == 16) {
+        char *end = NULL;
+        seed = strtoull(row->seed, &end, 16);
+        plan->has_seed = end && *end == '\0';
+        plan->seed = seed;
+    }
+    if (row->clock_ms > 0) {
+        plan->clock_ms = row->clock_ms;
+    }
+    api_member(&d, "{\"run\":", row->id);
+    api_member(&d, ",\"node\":", runs_node(runs) ? runs_node(runs) : "");
+    buf_printf(&d, ",\"from_call\":%zu,\"recovered\":%" PRId64 "}", plan->njournal + 1,
+               recovered);
+    if (rc == STORE_OK) {
+        rc = d.data ? s->ops->audit_append(s, "airlockd", "run.recover", row->id,
+                                           row->department, d.data, NULL)
+                    : STORE_ERROR;
+    }
+    buf_done(&d);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- executions (several nodes) */
 
 /* What a claimed run's execution starts from, when another node's execution of it died and
@@ -382,6 +438,8 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
     const char *from = run_id ? "awaiting_approval" : "queued";
     enum store_rc rc = STORE_OK;
     int in_tx = 0;
+    int recover = 0;
+    int no_journal = 0; /* an execution from a continuation again: its first one journaled */
     int64_t clock_ms = 0;
     memset(&decisions, 0, sizeof decisions);
     memset(&run, 0, sizeof run);
@@ -429,6 +487,8 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
             clock_ms = token                ? 0
                        : retry.clock_ms > 0 ? retry.clock_ms
                                             : runs_time_ms(run.copy.row.created);
+            recover = !token; /* from its input: it goes on from its journal */
+            no_journal = token != NULL;
             if (rc != STORE_OK) {
                 error_set(&why, AL_INTERNAL_ERROR, "run %s: its execution row cannot be read",
                           run_id);
@@ -480,10 +540,20 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
         }
         buf_done(&res);
     }
+    if (rc == STORE_OK && clock_ms > 0) {
+        /* where a replay of its journal starts, should this execution die */
+        rc = s->ops->run_set_origin(s, run_id, runs_seed(runs, run_id), clock_ms);
+    }
 plan: /* in the transaction begun above, or rc says why not */
     if (rc == STORE_OK) {
         /* refuses a version that is no longer approved */
         rc = api_run_plan(s, secret_key, &run.copy.row, &plan, &why);
+    }
+    if (rc == STORE_OK) {
+        plan->clock_ms = clock_ms;
+    }
+    if (rc == STORE_OK && recover) {
+        rc = api_run_recovering(s, runs, &run.copy.row, plan);
     }
     if (rc == STORE_OK) {
         rc = s->ops->tx_commit(s);
@@ -512,7 +582,7 @@ plan: /* in the transaction begun above, or rc says why not */
     }
     held = 0;
     plan->prior_calls = run.host_calls; /* the run's host_calls go on from these */
-    plan->clock_ms = clock_ms;
+    plan->no_journal = no_journal;
     run.host_calls = NULL;
     runs_launch(runs, tx, plan, token, decisions.res, decisions.n, NULL);
     plan = NULL;
@@ -588,10 +658,9 @@ enum store_rc api_run_claim(struct writer_tx *tx, const unsigned char *secret_ke
                             struct runs *runs, int *ret_claimed, struct al_error *reterr)
 {
     *ret_claimed = 0;
-    if (!runs_node(runs)) {
-        return STORE_OK;
-    }
-    return api_run_go(tx, secret_key, runs, NULL, runs_node(runs), ret_claimed, reterr);
+    /* one node (SQLite) claims only at its start: the runs its last stop left queued */
+    return api_run_go(tx, secret_key, runs, NULL, runs_node(runs) ? runs_node(runs) : "",
+                      ret_claimed, reterr);
 }
 
 /* A supervised run whose start is denied ends "denied", with its run.end record. */

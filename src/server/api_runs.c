@@ -56,7 +56,7 @@ int api_run_copy_set(struct api_run_copy *c, const struct store_run *row)
     const char **str[] = { &c->row.id,        &c->row.template_name, &c->row.department,
                            &c->row.principal, &c->row.status,        &c->row.input,
                            &c->row.source,    &c->row.language,      &c->row.functions,
-                           &c->row.created };
+                           &c->row.created,   &c->row.seed };
     int failed = 0;
     c->row = *row;
     c->row.outcome = NULL;

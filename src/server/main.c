@@ -636,6 +636,7 @@ struct main_runs {
     struct main_run {
         char id[RUNS_ID_LEN + 1];
         char department[STORE_NAME_MAX + 1];
+        int64_t created_ms;
     } * rows;
 };
 
@@ -656,6 +657,7 @@ static int main_runs_fn(void *userdata, const struct store_run *row)
     }
     snprintf(w->rows[w->n].id, sizeof w->rows[w->n].id, "%s", row->id);
     snprintf(w->rows[w->n].department, sizeof w->rows[w->n].department, "%s", row->department);
+    w->rows[w->n].created_ms = runs_time_ms(row->created);
     w->n++;
     return 0;
 }
@@ -695,44 +697,40 @@ static int main_recover(struct store *s, const char *node)
 }
 
 /* Runs that were executing when the last airlockd stopped without recording their end (a
- * crash, kill -9) cannot be resumed: each ends failed with ABORTED and a record saying so. Runs
- * waiting for a person keep waiting. */
+ * crash, kill -9) go on from their journal: each is queued (nodes_take_over, with the one node
+ * "") and claimed once the runs can start (main_claim_recovered). One that had sent a call not
+ * marked idempotent whose answer is not journaled, or that was resumed after a person's
+ * decision, ends failed ABORTED with a run.abandoned record. Runs waiting for a person keep
+ * waiting; runs queued by the last start stay queued. */
 static int main_recover_sqlite(struct store *s)
 {
-    struct main_runs a = { 1u << GOV_RUN_RUNNING | 1u << GOV_RUN_QUEUED, 0, 0, NULL };
-    static const char outcome[] =
-            "{\"error\":{\"code\":\"ABORTED\",\"name\":\"\",\"message\":\"airlockd stopped "
-            "while the run was executing\",\"stack\":\"\"},\"console\":[],\"stats\":{},"
-            "\"host_calls\":[]}";
+    struct main_runs a = { 1u << GOV_RUN_RUNNING, 0, 0, NULL };
+    static const char reason[] = "airlockd stopped while the run was executing";
     enum store_rc rc = s->ops->run_list(s, NULL, main_runs_fn, &a);
-    if (rc == STORE_OK && a.n > 0) {
-        rc = s->ops->tx_begin(s);
-        for (size_t i = 0; i < a.n && rc == STORE_OK; i++) {
-            char details[256];
-            snprintf(details, sizeof details,
-                     "{\"run\":\"%s\",\"status\":\"failed\",\"code\":\"ABORTED\","
-                     "\"reason\":\"airlockd stopped while the run was executing\"}",
-                     a.rows[i].id);
-            rc = s->ops->run_set_status(s, a.rows[i].id, "running|queued", "failed", outcome);
-            if (rc == STORE_OK) {
-                rc = s->ops->audit_append(s, "airlockd", "run.abandoned", a.rows[i].id,
-                                          a.rows[i].department, details, NULL);
-            }
+    size_t failed = 0;
+    size_t again = 0;
+    for (size_t i = 0; i < a.n && rc == STORE_OK; i++) {
+        int queued = 0;
+        rc = nodes_take_over(s, a.rows[i].id, a.rows[i].department, a.rows[i].created_ms, "",
+                             reason, NULL, &queued);
+        if (rc == STORE_CONFLICT) {
+            rc = STORE_OK;
         }
-        if (rc == STORE_OK) {
-            rc = s->ops->tx_commit(s);
-        }
-        if (rc != STORE_OK) {
-            s->ops->tx_rollback(s);
-        } else {
-            fprintf(stderr, "airlockd: %zu run%s abandoned by the last stop marked failed\n", a.n,
-                    a.n == 1 ? "" : "s");
-        }
+        again += queued;
+        failed += !queued;
     }
     free(a.rows);
     if (rc != STORE_OK) {
         fprintf(stderr, "airlockd: recovering runs: %s\n", s->ops->errmsg(s));
         return -1;
+    }
+    if (failed > 0) {
+        fprintf(stderr, "airlockd: %zu run%s abandoned by the last stop marked failed\n", failed,
+                failed == 1 ? "" : "s");
+    }
+    if (again > 0) {
+        fprintf(stderr, "airlockd: %zu run%s left by the last stop resume from their journal\n",
+                again, again == 1 ? "" : "s");
     }
     return 0;
 }
@@ -865,6 +863,43 @@ static int main_resume_decided(struct readers *readers, struct writer *writer,
     }
     if (resumed) {
         fprintf(stderr, "airlockd: %zu decided run%s resumed\n", resumed, resumed == 1 ? "" : "s");
+    }
+    return 0;
+}
+
+struct main_claim {
+    const unsigned char *secret_key;
+    struct runs *runs;
+    int claimed;
+};
+
+static enum store_rc main_claim_fn(struct writer_tx *tx, void *arg)
+{
+    struct main_claim *c = arg;
+    enum store_rc rc = api_run_claim(tx, c->secret_key, c->runs, &c->claimed, NULL);
+    return rc == STORE_CONFLICT ? STORE_OK : rc;
+}
+
+/* One node (SQLite): the runs main_recover_sqlite queued (and those a drain handed back) start
+ * again from their journal, each in a claim of its own. */
+static int main_claim_recovered(struct writer *writer, const unsigned char *secret_key,
+                                struct runs *runs)
+{
+    size_t n = 0;
+    for (;;) {
+        struct main_claim c = { secret_key, runs, 0 };
+        if (writer_call(writer, main_claim_fn, &c) != STORE_OK) {
+            /* left queued for the next start: this one serves the rest */
+            fprintf(stderr, "airlockd: resuming runs from their journal failed\n");
+            break;
+        }
+        if (!c.claimed) {
+            break;
+        }
+        n++;
+    }
+    if (n) {
+        fprintf(stderr, "airlockd: %zu run%s resumed from the journal\n", n, n == 1 ? "" : "s");
     }
     return 0;
 }
@@ -1115,7 +1150,8 @@ int main(int argc, char **argv)
     router.svc = &svc;
     router.secret_key = secret_key;
     router.body_limit_bytes = cfg.body_limit_bytes;
-    if (main_resume_decided(readers, writer, secret_key, rt.runs) != 0) {
+    if (main_resume_decided(readers, writer, secret_key, rt.runs) != 0 ||
+        (!cfg.node[0] && main_claim_recovered(writer, secret_key, rt.runs) != 0)) {
         goto out;
     }
     cfg.http.host = cfg.host;

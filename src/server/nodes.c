@@ -64,7 +64,7 @@
 #define NODES_WHY_MAX        512
 #define NODES_DETAILS_MAX    ((size_t)4 << 20)
 #define NODES_CLAIMS_MAX     16 /* queued runs one node claims per look, so that others get some */
-#define NODES_RETRIES_MAX    3  /* takeovers of one run that execute it again; the next aborts it */
+#define NODES_RETRIES_MAX    3  /* takeovers (recoveries) of one run; the next aborts it */
 #define NODES_BACKOFF_MIN_MS 100  /* the listener's first retry after a loss */
 #define NODES_BACKOFF_MAX_MS 5000 /* ... doubling up to this */
 #define NODES_LISTEN_WAIT_MS 60000
@@ -159,10 +159,44 @@ static int nodes_runs_fn(void *userdata, const struct store_run *row)
     return 0;
 }
 
-/* The calls a dead execution had sent, as the audit lists them; `unsafe` counts those whose
- * function is not marked idempotent. */
+/* What a run's journal answers: the idempotency keys of its answered calls (those are not in
+ * doubt) and how many answers it has. */
+struct nodes_journal {
+    size_t n;
+    size_t cap;
+    char **keys;
+};
+
+static int nodes_journal_fn(void *userdata, const struct store_journal_entry *e)
+{
+    struct nodes_journal *j = userdata;
+    if (j->n == j->cap) {
+        size_t cap = j->cap ? 2 * j->cap : 32;
+        char **keys = realloc(j->keys, cap * sizeof *keys);
+        if (!keys) {
+            return 1;
+        }
+        j->keys = keys;
+        j->cap = cap;
+    }
+    j->keys[j->n] = strdup(e->idempotency_key ? e->idempotency_key : "");
+    return !j->keys[j->n++];
+}
+
+static void nodes_journal_done(struct nodes_journal *j)
+{
+    for (size_t i = 0; i < j->n; i++) {
+        free(j->keys[i]);
+    }
+    free(j->keys);
+}
+
+/* The calls a dead execution had sent whose answer is not in the journal (with `journal` NULL:
+ * every call it had sent), as the audit lists them; `unsafe` counts those whose function is not
+ * marked idempotent. */
 struct nodes_doubt {
     struct buf *b;
+    const struct nodes_journal *journal;
     int unsafe;
 };
 
@@ -170,6 +204,11 @@ static int nodes_call_fn(void *userdata, const struct store_call *c)
 {
     struct nodes_doubt *d = userdata;
     struct buf *b = d->b;
+    for (size_t i = 0; d->journal && i < d->journal->n; i++) {
+        if (strcmp(d->journal->keys[i], c->idempotency_key) == 0) {
+            return 0; /* answered: replayed from the journal, never sent again */
+        }
+    }
     if (b->data && b->data[b->len - 1] != '[') {
         buf_append_str(b, ",");
     }
@@ -178,6 +217,14 @@ static int nodes_call_fn(void *userdata, const struct store_call *c)
     api_member(b, ",\"sent\":", c->sent);
     buf_printf(b, ",\"idempotent\":%s,\"outcome\":\"unknown\"}", c->idempotent ? "true" : "false");
     d->unsafe += !c->idempotent;
+    return 0;
+}
+
+/* A run resumed after a person's decision has its first leg's answers in its journal and a
+ * continuation besides: it is not recovered from its journal (docs/server.md "Durable runs"). */
+static int nodes_resumed_fn(void *userdata, const struct store_approval *a)
+{
+    *(int *)userdata |= strcmp(a->kind, "host_call") == 0;
     return 0;
 }
 
@@ -198,36 +245,49 @@ static int nodes_execution_fn(void *userdata, const struct store_execution *e)
     return (e->resume && !x->resume) || (e->resolutions && !x->resolutions);
 }
 
-/* One run of a dead node, in one transaction, as nodes_recover says (`cancelled`: the reason of
- * its cancel; *ret_retried: whether it was queued again). The marks of a run queued again stay,
- * so that a call its new execution (api_run_go) makes under a key the old one used is sent only
- * if it is the same call. */
-static enum store_rc nodes_take_over(struct store *s, const char *id, const char *department,
-                                     int64_t created_ms, const char *node, const char *reason,
-                                     const char *cancelled, int *ret_retried)
+struct nodes_origin {
+    int64_t clock_ms;
+    int64_t recovered;
+};
+
+static int nodes_origin_fn(void *userdata, const struct store_run *row)
+{
+    struct nodes_origin *o = userdata;
+    o->clock_ms = row->clock_ms;
+    o->recovered = row->recovered;
+    return 0;
+}
+
+enum store_rc nodes_take_over(struct store *s, const char *id, const char *department,
+                              int64_t created_ms,
+                    const char *node, const char *reason, const char *cancelled,
+                    int *ret_retried)
 {
     struct buf outcome;
-    struct buf calls; /* the calls the dead execution had sent, a JSON array */
+    struct buf calls; /* the calls in doubt, a JSON array */
     struct buf b;     /* the audit record's details */
     struct nodes_execution x;
-    struct nodes_doubt doubt = { &calls, 0 };
+    struct nodes_journal journal;
+    struct nodes_doubt doubt = { &calls, NULL, 0 };
     char why[NODES_WHY_MAX];
+    int resumed = 0;
+    struct nodes_origin origin = { 0, 0 };
     memset(&x, 0, sizeof x);
+    memset(&journal, 0, sizeof journal);
     *ret_retried = 0;
     buf_init(&outcome, 4096);
     buf_init(&calls, NODES_DETAILS_MAX);
     buf_init(&b, NODES_DETAILS_MAX);
     buf_append_str(&calls, "[");
     enum store_rc rc = calls.data ? s->ops->tx_begin(s) : STORE_ERROR;
-    if (rc == STORE_OK && node) {
+    if (rc == STORE_OK && node && node[0]) {
         /* first the run's row: a mark the node commits before this lock is among the calls
          * read below, and one it tries after finds the run no longer its own (it was only
          * paused, and goes on) */
         rc = s->ops->run_lock_on_node(s, id, node, "running|cancelled");
     }
     if (rc == STORE_OK) {
-        rc = s->ops->call_list(s, id, nodes_call_fn, &doubt);
-        buf_append_str(&calls, "]");
+        rc = s->ops->approval_list(s, id, NULL, nodes_resumed_fn, &resumed);
     }
     if (rc == STORE_OK) {
         rc = s->ops->execution_get(s, id, nodes_execution_fn, &x);
@@ -237,13 +297,34 @@ static enum store_rc nodes_take_over(struct store *s, const char *id, const char
             rc = cancelled ? STORE_CONFLICT : STORE_OK;
         }
     }
-    /* a run of no recorded node predates the marks: what it sent is not known */
-    int retry = rc == STORE_OK && node && !cancelled && doubt.unsafe == 0 &&
-                x.e.attempt < NODES_RETRIES_MAX;
+    /* a run executing from its input goes on from its journal: only the calls sent and not
+     * answered there are in doubt. A resumed one is executed again from its continuation, as
+     * long as all it had sent is idempotent (and never on one node: it has no execution row) */
+    int journaled = !resumed && !x.resume;
+    if (rc == STORE_OK && journaled) {
+        doubt.journal = &journal;
+        rc = s->ops->journal_read(s, id, 0, nodes_journal_fn, &journal);
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->call_list(s, id, nodes_call_fn, &doubt);
+        buf_append_str(&calls, "]");
+    }
+    if (rc == STORE_OK && journaled) {
+        rc = s->ops->run_get(s, id, nodes_origin_fn, &origin);
+    }
+    /* a run of no recorded node predates the marks: what it sent is not known; one that
+     * brought its host down at each of its recoveries must not loop */
+    int again = journaled ? origin.clock_ms > 0 && origin.recovered < NODES_RETRIES_MAX
+                          : node && node[0] && x.e.attempt < NODES_RETRIES_MAX;
+    int retry = rc == STORE_OK && node && !cancelled && doubt.unsafe == 0 && again;
     api_member(&b, "{\"run\":", id);
     if (retry) {
+        /* queued with its start: the node that claims it goes on from its journal (a recovery,
+         * api_run_go) or from its continuation */
         struct store_execution e = { id, x.e.resume, x.e.resolutions,
-                                     x.e.clock_ms > 0 ? x.e.clock_ms : created_ms,
+                                     journaled    ? origin.clock_ms
+                                     : x.e.clock_ms > 0 ? x.e.clock_ms
+                                                        : created_ms,
                                      x.e.attempt + 1 };
         rc = s->ops->run_set_status(s, id, "running", "queued", NULL);
         if (rc == STORE_OK) {
@@ -269,8 +350,11 @@ static enum store_rc nodes_take_over(struct store *s, const char *id, const char
         api_member(&b, ",\"node\":", node);
     } else if (rc == STORE_OK) {
         snprintf(why, sizeof why, "%s", reason);
-        if (doubt.unsafe == 0 && node) {
+        if (doubt.unsafe == 0 && node && !journaled) {
             snprintf(why, sizeof why, "%s; taken over %d times already, not again", reason,
+                     NODES_RETRIES_MAX);
+        } else if (doubt.unsafe == 0 && node && origin.recovered >= NODES_RETRIES_MAX) {
+            snprintf(why, sizeof why, "%s; recovered %d times already, not again", reason,
                      NODES_RETRIES_MAX);
         }
         api_member(&outcome, "{\"error\":{\"code\":\"ABORTED\",\"name\":\"\",\"message\":", why);
@@ -304,6 +388,7 @@ static enum store_rc nodes_take_over(struct store *s, const char *id, const char
     *ret_retried = rc == STORE_OK && retry;
     free(x.resume);
     free(x.resolutions);
+    nodes_journal_done(&journal);
     buf_done(&outcome);
     buf_done(&calls);
     buf_done(&b);

@@ -48,6 +48,17 @@ int nodes_id(const char *data_dir, char *ret, struct al_error *reterr);
  * (*ret_retried, when not NULL: how many of them were queued again), or -1 when the store failed
  * (errmsg says why). On the writer's connection (a writer job, or before the writer starts). */
 int nodes_recover(struct store *s, const char *node, const char *reason, int *ret_retried);
+/* One run of nodes_recover, in one transaction of its own (a savepoint inside a writer job).
+ * `node` "" is the one node of SQLite (nothing to lock). A run that executed from its input
+ * goes back to the queue unless a call it sent has no journaled answer and is not idempotent;
+ * the node that claims it resumes it from its journal (api_run_go, a run.recover record). A run
+ * resumed after a person's decision is handled as before journals: executed again from its
+ * continuation only when all it sent is idempotent (never on one node). `cancelled`: the reason
+ * of its cancel, or NULL. CONFLICT: ended or taken meanwhile. */
+enum store_rc nodes_take_over(struct store *s, const char *id, const char *department,
+                              int64_t created_ms,
+                    const char *node, const char *reason, const char *cancelled,
+                    int *ret_retried);
 
 struct nodes;
 

@@ -42,6 +42,7 @@
 #include "hex.h"
 #include "json.h"
 #include "metrics.h"
+#include "nodes.h"
 #include "readers.h"
 #include "writer.h"
 
@@ -59,6 +60,7 @@ struct runs_call {
     enum al_call_outcome outcome;
     uint64_t duration_us;
     char *message;
+    char *key; /* the idempotency key, when not "run:seq" (an approved call's interruption id) */
 };
 
 /* Where a run's own record stands (srun.start_state, under runs.lock; only the writer's thread
@@ -70,6 +72,17 @@ enum runs_start_state {
 };
 
 struct runs_pending;
+
+/* An answer waiting for the journal (0010_journal), a copy of libairlock's entry. */
+struct runs_jentry {
+    struct store_journal_entry e;
+    char call_id[16];
+    char args_sha256[2 * SHA256_DIGEST_LENGTH + 1];
+    char *function;
+    char *key;
+    unsigned char *answer;
+    struct runs_jentry *next;
+};
 
 struct srun {
     struct runs *owner;
@@ -101,6 +114,15 @@ struct srun {
     struct writer_hook launched; /* its launch inside a writer job: settled at that commit */
     int holds_slot;              /* counted in its principal's and department's shares */
     int waiting;                 /* in its department's queue for a slot (runs.lock) */
+    /* the journal (runs.lock): answers held until the writer has them on the disk; one job at
+     * a time per run carries every answer that came meanwhile */
+    struct runs_jentry *jqueue; /* not yet handed to the writer, oldest first */
+    struct runs_jentry *jbatch; /* in the writer's job */
+    int jbusy;                  /* jjob is submitted */
+    int jfailed;                /* an append failed: the run fails, the answer is never seen */
+    int handed_back;            /* stopped by a drain past its grace: it goes on elsewhere */
+    uint32_t jreleased;         /* written before the handle was set: released by runs_go */
+    struct writer_job jjob;
     struct srun *next_waiting;
     struct srun *next_active;
 };
@@ -185,7 +207,53 @@ void runs_plan_free(struct runs_plan *plan)
     free(plan->source);
     free(plan->input_json);
     free(plan->prior_calls);
+    for (size_t i = 0; i < plan->njournal; i++) {
+        free((char *)plan->journal[i].function);
+        free((char *)plan->journal[i].payload);
+    }
+    free(plan->journal);
     free(plan);
+}
+
+int runs_plan_add_journal(struct runs_plan *plan, const struct store_journal_entry *e)
+{
+    if ((plan->njournal & (plan->njournal + 1)) == 0) { /* 0, 1, 3, 7...: full */
+        size_t cap = 2 * (plan->njournal + 1);
+        struct al_journal_entry *j = realloc(plan->journal, cap * sizeof *j);
+        if (!j) {
+            return -1;
+        }
+        plan->journal = j;
+    }
+    struct al_journal_entry *j = &plan->journal[plan->njournal];
+    memset(j, 0, sizeof *j);
+    char *end = NULL;
+    unsigned long call = strtoul(e->call_id, &end, 10);
+    if (!end || *end || call == 0 || call > UINT32_MAX || e->position <= 0 ||
+        e->position > UINT32_MAX || strlen(e->args_sha256) != 2 * sizeof j->args_sha256 ||
+        hex_decode(e->args_sha256, sizeof j->args_sha256, j->args_sha256) != 0) {
+        return -1;
+    }
+    j->position = (uint32_t)e->position;
+    j->call = (uint32_t)call;
+    j->kind = (enum al_journal_kind)e->kind;
+    j->sync = e->sync;
+    j->clock_ms = e->clock_ms;
+    j->len = e->answer_len;
+    char *function = strdup(e->function);
+    char *payload = malloc(e->answer_len ? e->answer_len : 1);
+    if (!function || !payload) {
+        free(function);
+        free(payload);
+        return -1;
+    }
+    if (e->answer_len) {
+        memcpy(payload, e->answer, e->answer_len);
+    }
+    j->function = function;
+    j->payload = payload;
+    plan->njournal++;
+    return 0;
 }
 
 int64_t runs_now_ms(void)
@@ -227,6 +295,18 @@ int runs_new_id(const char *prefix, char *ret)
     return 0;
 }
 
+static void runs_jentries_free(struct runs_jentry *j)
+{
+    while (j) {
+        struct runs_jentry *next = j->next;
+        free(j->function);
+        free(j->key);
+        free(j->answer);
+        free(j);
+        j = next;
+    }
+}
+
 static void srun_unref(struct srun *sr)
 {
     if (atomic_fetch_sub(&sr->refs, 1) != 1) {
@@ -236,8 +316,11 @@ static void srun_unref(struct srun *sr)
         free(sr->calls[i].function);
         free(sr->calls[i].args);
         free(sr->calls[i].message);
+        free(sr->calls[i].key);
     }
     free(sr->calls);
+    runs_jentries_free(sr->jqueue);
+    runs_jentries_free(sr->jbatch);
     buf_done(&sr->answer);
     al_result_free(sr->result);
     if (sr->handle) {
@@ -412,7 +495,10 @@ static enum store_rc runs_mark_fn(struct writer_tx *tx, void *arg)
     struct store *s = writer_store(tx);
     struct store_call c = { p->sr->plan->id,  p->key, p->f->name,
                             p->f->idempotent, NULL,   p->args_sha256 };
-    enum store_rc rc = s->ops->run_lock_on_node(s, c.run, p->sr->owner->node, "running");
+    /* one node (SQLite) executes every run: nobody can have taken it */
+    enum store_rc rc = p->sr->owner->node[0]
+                               ? s->ops->run_lock_on_node(s, c.run, p->sr->owner->node, "running")
+                               : STORE_OK;
     p->taken = rc == STORE_CONFLICT;
     if (rc == STORE_OK) {
         rc = s->ops->call_mark(s, &c);
@@ -448,19 +534,26 @@ static void runs_mark_done(void *arg, enum store_rc rc)
     }
 }
 
-/* Sends a call, or with several nodes first has the writer mark it sent in the store
- * (call_mark) and sends it once that is committed: a node that dies leaves behind the marks of
- * the calls whose outcome nobody recorded. */
+/* Has the writer mark a call sent in the store (call_mark) and sends it once that is
+ * committed: an airlockd that dies leaves behind the marks of the calls whose outcome nobody
+ * recorded, and those of them with no journaled answer are in doubt. */
 static void runs_pending_mark(struct runs *r, struct runs_pending *p)
 {
-    if (!r->node[0]) {
-        runs_pending_send(p);
-        return;
-    }
     p->mark.fn = runs_mark_fn;
     p->mark.done = runs_mark_done;
     p->mark.arg = p;
     writer_submit(r->writer, &p->mark);
+}
+
+/* The call of id `seq` the events recorded; on the event thread. */
+static struct runs_call *runs_call_of(struct srun *sr, uint32_t seq)
+{
+    for (size_t i = sr->ncalls; i-- > 0;) {
+        if (sr->calls[i].seq == seq) {
+            return &sr->calls[i];
+        }
+    }
+    return NULL;
 }
 
 static void runs_host(struct al_call *call, void *userdata)
@@ -504,6 +597,10 @@ static void runs_host(struct al_call *call, void *userdata)
             return;
         }
         snprintf(key, sizeof key, "%s", interruption);
+        struct runs_call *c = runs_call_of(sr, al_call_seq(call));
+        if (c && !c->key) {
+            c->key = strdup(interruption); /* for its journal entry */
+        }
     } else {
         snprintf(key, sizeof key, "%s:%" PRIu32, sr->plan->id, al_call_seq(call));
     }
@@ -516,11 +613,9 @@ static void runs_host(struct al_call *call, void *userdata)
     p->sr = sr;
     p->f = f;
     p->args = args;
-    if (sr->owner->node[0]) {
-        unsigned char digest[SHA256_DIGEST_LENGTH];
-        SHA256((const unsigned char *)args, args_len, digest);
-        hex_encode(digest, sizeof digest, p->args_sha256);
-    }
+    unsigned char digest[SHA256_DIGEST_LENGTH];
+    SHA256((const unsigned char *)args, args_len, digest);
+    hex_encode(digest, sizeof digest, p->args_sha256);
     atomic_fetch_add(&sr->refs, 1);
     snprintf(p->key, sizeof p->key, "%s", key);
     struct runs *r = sr->owner;
@@ -536,6 +631,139 @@ static void runs_host(struct al_call *call, void *userdata)
     } else if (state == RUNS_START_UNRECORDED) {
         runs_pending_drop(p, "the run was not recorded");
     }
+}
+
+/* ---------------------------------------------------------------- the journal */
+
+/* One batch of a run's answers, appended in the writer's transaction. */
+static enum store_rc runs_journal_fn(struct writer_tx *tx, void *arg)
+{
+    struct srun *sr = arg;
+    struct store *s = writer_store(tx);
+    size_t n = 0;
+    for (struct runs_jentry *j = sr->jbatch; j; j = j->next) {
+        n++;
+    }
+    struct store_journal_entry *e = calloc(n ? n : 1, sizeof *e);
+    if (!e) {
+        return STORE_ERROR;
+    }
+    n = 0;
+    for (struct runs_jentry *j = sr->jbatch; j; j = j->next) {
+        e[n++] = j->e;
+    }
+    /* a node paused past its lease writes nothing into a run another node has taken */
+    const char *node = sr->owner->node;
+    enum store_rc rc = node[0] ? s->ops->run_lock_on_node(s, sr->plan->id, node, "running")
+                               : STORE_OK;
+    if (rc == STORE_OK) {
+        rc = s->ops->journal_append(s, sr->plan->id, e, n);
+    }
+    free(e);
+    if (rc != STORE_OK) {
+        runs_log_store(s, "a run's journal could not be written; the run fails");
+    }
+    return rc;
+}
+
+/* After the batch's commit: its answers go to the guest, and the answers that came meanwhile
+ * make the next batch. A batch that failed fails the run: the guest never sees its answers. */
+static void runs_journal_done(void *arg, enum store_rc rc)
+{
+    struct srun *sr = arg;
+    struct runs *r = sr->owner;
+    uint32_t last = 0;
+    for (struct runs_jentry *j = sr->jbatch; j; j = j->next) {
+        last = (uint32_t)j->e.position;
+    }
+    pthread_mutex_lock(&r->lock);
+    runs_jentries_free(sr->jbatch);
+    sr->jbatch = NULL;
+    struct al_run *handle = sr->handle;
+    if (rc != STORE_OK) {
+        sr->jfailed = 1;
+    } else if (!handle) {
+        sr->jreleased = last; /* runs_go releases it once it has the handle */
+    }
+    int again = rc == STORE_OK && sr->jqueue;
+    if (again) {
+        sr->jbatch = sr->jqueue;
+        sr->jqueue = NULL;
+    } else {
+        sr->jbusy = 0;
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (handle && rc != STORE_OK) {
+        al_run_cancel(handle); /* its end says INTERNAL_ERROR (runs_outcome) */
+    } else if (handle) {
+        if (al_run_journal_release(handle, last) != AL_OK) {
+            al_run_cancel(handle);
+        }
+    }
+    if (again) {
+        writer_submit(r->writer, &sr->jjob);
+        return;
+    }
+    srun_unref(sr);
+}
+
+/* libairlock's journal callback, on the event thread: the answer is copied into the run's queue
+ * and held until the writer has made it durable; never a commit of its own. */
+static enum al_journal_verdict runs_journal(const struct al_journal_entry *entry, void *userdata)
+{
+    struct srun *sr = userdata;
+    struct runs *r = sr->owner;
+    struct runs_jentry *j = calloc(1, sizeof *j);
+    if (!j) {
+        return AL_JOURNAL_FAIL;
+    }
+    const struct runs_call *c = runs_call_of(sr, entry->call);
+    char key[RUNS_ID_LEN + 32];
+    snprintf(key, sizeof key, "%s:%" PRIu32, sr->plan->id, entry->call);
+    snprintf(j->call_id, sizeof j->call_id, "%" PRIu32, entry->call);
+    hex_encode(entry->args_sha256, sizeof entry->args_sha256, j->args_sha256);
+    j->function = strdup(entry->function);
+    j->key = strdup(c && c->key ? c->key : key);
+    j->answer = malloc(entry->len ? entry->len : 1);
+    if (!j->function || !j->key || !j->answer) {
+        runs_jentries_free(j);
+        return AL_JOURNAL_FAIL;
+    }
+    memcpy(j->answer, entry->payload, entry->len);
+    j->e.position = entry->position;
+    j->e.call_id = j->call_id;
+    j->e.function = j->function;
+    j->e.args_sha256 = j->args_sha256;
+    j->e.idempotency_key = j->key;
+    j->e.kind = (int)entry->kind;
+    j->e.sync = entry->sync;
+    j->e.clock_ms = entry->clock_ms;
+    j->e.answer = j->answer;
+    j->e.answer_len = entry->len;
+    pthread_mutex_lock(&r->lock);
+    int failed = sr->jfailed;
+    int submit = !failed && !sr->jbusy;
+    if (!failed) {
+        struct runs_jentry **tail = submit ? &sr->jbatch : &sr->jqueue;
+        while (*tail) {
+            tail = &(*tail)->next;
+        }
+        *tail = j;
+        sr->jbusy = 1;
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (failed) {
+        runs_jentries_free(j);
+        return AL_JOURNAL_FAIL;
+    }
+    if (submit) {
+        atomic_fetch_add(&sr->refs, 1); /* the job's, until its last done */
+        sr->jjob.fn = runs_journal_fn;
+        sr->jjob.done = runs_journal_done;
+        sr->jjob.arg = sr;
+        writer_submit(r->writer, &sr->jjob);
+    }
+    return AL_JOURNAL_HOLD;
 }
 
 static enum store_rc runs_end_fn(struct writer_tx *tx, void *arg);
@@ -658,7 +886,14 @@ static int runs_outcome(struct srun *sr, struct buf *outcome, struct buf *audit,
     buf_init(&error, RUNS_DETAILS_MAX);
     enum al_status st = res ? al_result_status(res) : AL_STATUS_FAILED;
     int cancelled = atomic_load(&sr->cancelled);
-    if (cancelled) {
+    pthread_mutex_lock(&sr->owner->lock);
+    int jfailed = sr->jfailed;
+    pthread_mutex_unlock(&sr->owner->lock);
+    if (jfailed && !cancelled) {
+        static const char why[] = "the run's journal could not be written";
+        state = GOV_RUN_FAILED;
+        runs_put_error(&error, al_code_name(AL_INTERNAL_ERROR), "", 0, why, strlen(why), "", 0);
+    } else if (cancelled) {
         /* cancelled through the API or by a revocation: that is its end, whatever came back */
         state = GOV_RUN_CANCELLED;
         runs_put_error(&error, al_code_name(AL_ABORTED), "", 0, sr->cancel_why,
@@ -857,7 +1092,7 @@ static enum store_rc runs_record(struct store *s, struct srun *sr)
             }
         }
     }
-    if (rc == STORE_OK && r->node[0]) {
+    if (rc == STORE_OK) {
         rc = s->ops->call_clear(s, plan->id); /* this execution's calls are recorded above */
     }
     int waits = state == GOV_RUN_AWAITING_APPROVAL;
@@ -1342,6 +1577,11 @@ static enum store_rc runs_start_fn(struct writer_tx *tx, void *arg)
     if (rc == STORE_OK && node[0] && executes) {
         rc = s->ops->run_set_node(s, id, node);
     }
+    /* where a replay of its journal starts (a held or queued run's is set when it starts) */
+    const struct runs_plan *plan = job->sr ? job->sr->plan : job->start.plan;
+    if (rc == STORE_OK && executes && plan->clock_ms > 0) {
+        rc = s->ops->run_set_origin(s, id, runs_seed(job->owner, id), plan->clock_ms);
+    }
     /* every node hears of a queued run once this commits (the first to claim it executes it) */
     if (rc == STORE_OK && job->start.mode == RUNS_START_QUEUED && s->ops->notify) {
         rc = s->ops->notify(s, STORE_CHANNEL_QUEUE, id);
@@ -1553,6 +1793,26 @@ static enum store_rc runs_end_fn(struct writer_tx *tx, void *arg)
     if (sr->start_state == RUNS_START_UNRECORDED) {
         return STORE_OK; /* never recorded: nor is its end */
     }
+    const struct al_result *res = sr->result;
+    if (sr->handed_back && !sr->jfailed &&
+        (!res || (al_result_status(res) == AL_STATUS_FAILED &&
+                  al_result_error_code(res) == AL_ABORTED))) {
+        /* stopped by the drain, not ended: queued to go on from its journal (on another node,
+         * or at the next start), unless a call it sent is in doubt and not idempotent */
+        int queued = 0;
+        enum store_rc rc = nodes_take_over(s, sr->plan->id, sr->plan->department, 0,
+                                           sr->owner->node,
+                                           "airlockd drained past its grace period while the "
+                                           "run was executing",
+                                           NULL, &queued);
+        if (rc == STORE_CONFLICT) {
+            rc = STORE_OK; /* ended otherwise meanwhile: that end stands */
+        }
+        if (rc == STORE_OK) {
+            runs_build_answer(s, sr);
+        }
+        return rc;
+    }
     enum store_rc rc = runs_record(s, sr);
     if (rc == STORE_OK) {
         runs_build_answer(s, sr);
@@ -1681,19 +1941,12 @@ static enum al_code runs_opts(struct srun *sr, const char *continuation,
     if (code == AL_OK && continuation) {
         code = al_run_opts_set_resume(opts, continuation, strlen(continuation));
     } else if (code == AL_OK && plan->clock_ms > 0) {
-        unsigned char digest[SHA256_DIGEST_LENGTH];
-        char text[RUNS_ID_LEN + 32];
-        uint64_t seed = 0;
-        int n = snprintf(text, sizeof text, "airlock-run-seed\n%s", plan->id);
-        if (!HMAC(EVP_sha256(), sr->owner->seed_key, (int)sizeof sr->owner->seed_key,
-                  (const unsigned char *)text, (size_t)n, digest, NULL)) {
-            code = AL_INTERNAL_ERROR;
-        }
-        for (int i = 0; i < 8; i++) {
-            seed = seed << 8 | digest[i];
-        }
-        al_run_opts_set_seed(opts, seed);
+        /* a fixed start: a recovery replays the journal from the same point */
+        al_run_opts_set_seed(opts, plan->has_seed ? plan->seed : runs_seed(sr->owner, plan->id));
         al_run_opts_set_clock(opts, plan->clock_ms);
+    }
+    for (size_t i = 0; i < plan->njournal && code == AL_OK && !continuation; i++) {
+        code = al_run_opts_add_journal_entry(opts, &plan->journal[i]);
     }
     for (size_t i = 0; i < nres && code == AL_OK; i++) {
         struct buf rj;
@@ -1711,6 +1964,9 @@ static enum al_code runs_opts(struct srun *sr, const char *continuation,
     if (code == AL_OK) {
         al_run_opts_set_userdata(opts, sr);
         al_run_opts_set_event_callback(opts, runs_event, sr);
+        if (!plan->no_journal) {
+            al_run_opts_set_journal(opts, runs_journal, sr);
+        }
     }
     buf_done(&src);
     return code;
@@ -1803,10 +2059,15 @@ static int runs_go(struct runs *r, struct srun *sr, const char *continuation,
     }
     pthread_mutex_lock(&r->lock);
     sr->handle = handle;
-    int cancelled = atomic_load(&sr->cancelled);
+    int cancelled = atomic_load(&sr->cancelled) || sr->jfailed;
+    uint32_t released = sr->jreleased;
     pthread_mutex_unlock(&r->lock);
     if (cancelled) {
         al_run_cancel(handle);
+    } else if (released > 0) {
+        if (al_run_journal_release(handle, released) != AL_OK) {
+            al_run_cancel(handle);
+        }
     }
     srun_unref(sr);
     return 0;
@@ -1877,6 +2138,22 @@ void runs_set_shares(struct runs *r, const struct runs_shares *shares)
     r->limits.per_principal_queued =
             shares->per_principal_queued ? shares->per_principal_queued : 256;
     r->limits.total = shares->total ? shares->total : SIZE_MAX;
+}
+
+uint64_t runs_seed(const struct runs *r, const char *id)
+{
+    unsigned char digest[SHA256_DIGEST_LENGTH];
+    char text[RUNS_ID_LEN + 32];
+    uint64_t seed = 0;
+    int n = snprintf(text, sizeof text, "airlock-run-seed\n%s", id);
+    if (!HMAC(EVP_sha256(), r->seed_key, (int)sizeof r->seed_key, (const unsigned char *)text,
+              (size_t)n, digest, NULL)) {
+        return 0;
+    }
+    for (int i = 0; i < 8; i++) {
+        seed = seed << 8 | digest[i];
+    }
+    return seed;
 }
 
 void runs_set_seed_key(struct runs *r, const unsigned char *key, size_t len)
@@ -1964,9 +2241,14 @@ void runs_drain(struct runs *r, unsigned grace_ms)
             break;
         }
     }
-    /* past the grace period: cancel what runs, and whatever a held start adds meanwhile */
+    /* past the grace period: stop what runs, and whatever a held start adds meanwhile. A run
+     * executing is handed back (runs_end_fn): it goes on from its journal; one still waiting
+     * for its slot never started, and is cancelled */
     while (r->nactive > 0 || r->nstarting > 0) {
         for (struct srun *sr = r->active; sr; sr = sr->next_active) {
+            if (!atomic_load(&sr->cancelled) && !sr->waiting) {
+                sr->handed_back = 1;
+            }
             runs_cancel_one(sr, "cancelled: airlockd is shutting down");
         }
         if (r->ending) {
@@ -2076,6 +2358,7 @@ enum store_rc runs_json(struct store *s, const struct store_run *row, struct buf
     buf_append_str(b, ",\"approvals\":[");
     struct runs_ids ids = { b, 0 };
     enum store_rc rc = s->ops->approval_list(s, row->id, NULL, runs_approval_id, &ids);
-    buf_append_str(b, "]}");
+    /* how many times it went on from its journal after its execution died */
+    buf_printf(b, "],\"recovered\":%" PRId64 "}", row->recovered);
     return rc;
 }

@@ -72,9 +72,27 @@ struct runs_plan {
      * node is the same again: the guest clock starts at clock_ms and Math.random's seed comes
      * from the run's id. 0: the runner's (a resume has the continuation's). */
     int64_t clock_ms;
+    /* A recovery from the run's journal (docs/server.md "Durable runs"): the seed its start
+     * recorded (run_set_origin) and the answers it had, replayed and never sent again. */
+    int has_seed;
+    uint64_t seed;
+    size_t njournal;
+    struct al_journal_entry *journal; /* each function and payload owned */
+    /* An execution from a continuation again (a takeover of a resumed run): its answers are
+     * not journaled a second time (its first execution's are there, and such a run is not
+     * recovered from its journal). */
+    int no_journal;
 };
 
+struct runs;
+
 void runs_plan_free(struct runs_plan *plan);
+/* Appends a journal entry read from the store to plan->journal (copied). -1 out of memory or a
+ * malformed entry. */
+int runs_plan_add_journal(struct runs_plan *plan, const struct store_journal_entry *e);
+/* The seed of run `id`'s guest (Math.random), derived from the cluster's key: every node
+ * derives the same one. */
+uint64_t runs_seed(const struct runs *r, const char *id);
 
 /* Wall-clock time in ms since the epoch, and as the stores write times
  * ("2026-12-01T21:40:00.123Z"); runs_time_ms reads that text back (0 when it cannot). */
@@ -102,7 +120,8 @@ void runs_free(struct runs *r);
  * node (run_set_node), and each connector call is marked sent in the store (call_mark, in a
  * transaction of the writer's) before it leaves; the marks of a run go once its end or wait
  * is recorded. `capacity` is how many runs this node executes before it claims no more (runs_busy).
- * Without it (SQLite: one node) calls go out at once and nothing is marked. */
+ * Without it (SQLite: one node) calls are marked all the same (a run recovered from its
+ * journal after a crash needs to know which call was in doubt), but nothing is locked. */
 void runs_set_node(struct runs *r, const char *node, size_t capacity);
 /* Fair shares of the runs executing here: at most per_principal of one principal's runs and
  * per_department of one department's execute at once, and total in all; a new run beyond them

@@ -246,6 +246,14 @@ def t_document_served(tmp):
         s.kill()
 
 
+def t_every_run_says_how_often_it_was_recovered(tmp):
+    """A run object always has "recovered" (0 for a run that never went on from its journal)."""
+    run = openapi_check.document()["components"]["schemas"]["Run"]
+    check("recovered" in run["required"], "Run does not require recovered")
+    check(run["properties"]["recovered"]["type"] == "integer", "recovered: %r" %
+          run["properties"]["recovered"])
+
+
 def t_response_check_catches_mismatch(tmp):
     """The hook in test_server.Server.request fails a test whose answer breaks the document."""
     s = Server(os.path.join(tmp, "var"))

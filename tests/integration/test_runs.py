@@ -1553,7 +1553,9 @@ def t_runs_config(tmp):
             json.dump({"runs": bad}, f)
         p = subprocess.run([ts.AIRLOCKD, "--config", path], capture_output=True, timeout=HANG)
         check(p.returncode == 2 and b"runs takes" in p.stderr, "bad %r: %r" % (bad, p.stderr))
-    # no grace: SIGTERM cancels the run in flight, and its client still gets the answer
+    # no grace: SIGTERM stops the run in flight and hands it back; its call to shop.slow (not
+    # idempotent) was sent and never answered, so it cannot go on: it ends failed ABORTED with
+    # that call in doubt, and its client still gets the answer
     w = World(tmp, config={"runs": {"max_concurrent": 1, "warm_workers": 0,
                                     "drain_grace_ms": 0}})
     try:
@@ -1566,8 +1568,12 @@ def t_runs_config(tmp):
         check(w.s.stop() == 0, "SIGTERM exit status")
         t.join(HANG)
         st, doc = got["a"]
-        check(st == 200 and doc["status"] == "cancelled" and doc["error"]["code"] == "ABORTED",
-              "no grace: %d %r" % (st, doc))
+        check(st == 200 and doc["status"] == "failed" and doc["error"]["code"] == "ABORTED" and
+              "drained" in doc["error"]["message"], "no grace: %d %r" % (st, doc))
+        doubt = [r["details"]["calls_in_doubt"] for r in audit_rows(w.dir, "run.abandoned")
+                 if r["subject"] == doc["id"]]
+        check(len(doubt) == 1 and [c["function"] for c in doubt[0]] == ["shop.slow"],
+              "run.abandoned: %r" % doubt)
     finally:
         w.close()
 

@@ -19,6 +19,13 @@ call (docs/server.md) and answers by its function:
   shop.credit(order, amount) as shop.refund (declared sensitive and idempotent by the tests)
   garbled.note()             {"note": "ok \\ud800"}: an answer holding a lone surrogate (a
                              connector serving garbled text, or a compromised one)
+  steps.step(i), once.step(i)
+                             i (durable runs: steps is declared idempotent, once is not). GET
+                             /kill/PID/I arms step I: its first call to arrive SIGKILLs process
+                             PID (airlockd) and is never answered. PID 0 arms a step for a pid
+                             given later; I 0 gives only the pid (a restarted airlockd's): a
+                             step armed without one waits for it (at most 60 s). GET /hold/I:
+                             the first call of step I waits until GET /open/step-I (at most 30 s)
   store.listOrders(status)   the orders with that status (examples/orders.ts's host functions,
   billing.invoices(customer) for tests/typescript) and {"due": 10} per order of the customer
 
@@ -36,6 +43,8 @@ lists the runs whose call arrived before that record.
 import hashlib
 import hmac
 import json
+import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -52,6 +61,8 @@ BY_FUNCTION = {}
 ARGS_BY_KEY = {}
 ANSWERED = {}
 GATES = {}
+KILL = {"pid": 0, "at": set()}  # GET /kill/PID/I
+KILL_SET = threading.Condition(LOCK)
 ORDERS = [
     {"id": "o-1", "customer": "acme", "amount": 120, "status": "paid"},
     {"id": "o-2", "customer": "globex", "amount": 30, "status": "paid"},
@@ -81,6 +92,21 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         self.key = None
+        if self.path.startswith("/hold/"):
+            with LOCK:
+                KILL.setdefault("hold", set()).add(int(self.path[len("/hold/"):]))
+            self.answer(200, {"held": self.path[len("/hold/"):]})
+            return
+        if self.path.startswith("/kill/"):
+            pid, at = (int(x) for x in self.path[len("/kill/"):].split("/"))
+            with LOCK:
+                if pid:
+                    KILL["pid"] = pid
+                if at:
+                    KILL["at"].add(at)
+                KILL_SET.notify_all()
+            self.answer(200, {"armed": sorted(KILL["at"])})
+            return
         if self.path.startswith("/open/"):
             gate(self.path[len("/open/"):]).set()
             self.answer(200, {"opened": self.path[len("/open/"):]})
@@ -122,6 +148,20 @@ class Handler(BaseHTTPRequestHandler):
             self.answer(200, {"result": {"refunded": args[0], "amount": args[1]}})
         elif fn == "shop.fail":
             self.answer(200, {"error": args[0]})
+        elif fn in ("steps.step", "once.step"):
+            with LOCK:
+                kill = args[0] in KILL["at"] and seen == 1
+                if kill:
+                    KILL["at"].discard(args[0])
+                    KILL_SET.wait_for(lambda: KILL["pid"], timeout=60)
+                    pid, KILL["pid"] = KILL["pid"], 0
+            if seen == 1 and args[0] in KILL.get("hold", ()):
+                gate("step-%d" % args[0]).wait(30)
+            if kill and pid:
+                os.kill(pid, signal.SIGKILL)  # sent, never answered: in doubt
+                time.sleep(1)
+                return
+            self.answer(200, {"result": args[0]})
         elif fn == "garbled.note":
             self.answer(200, {"result": {"note": "ok \ud800"}})
         elif fn == "store.listOrders":
