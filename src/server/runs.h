@@ -78,6 +78,9 @@ struct runs_plan {
     uint64_t seed;
     size_t njournal;
     struct al_journal_entry *journal; /* each function and payload owned */
+    /* A fork (POST /v1/runs/{id}/fork): the call it goes live from, 0 for other runs. A fork
+     * that diverges from its journal answers its waiting client 409 CONFLICT. */
+    int64_t fork_at_call;
 };
 
 struct runs;
