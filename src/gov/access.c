@@ -276,6 +276,19 @@ int gov_run_may_see(const struct gov_principal *p, const struct gov_run *r,
     return gov_deny_role(p, GOV_ROLES_ALL, dept, ret);
 }
 
+int gov_run_may_fork(const struct gov_principal *p, const struct gov_run *r,
+                     const struct gov_run_start *s, struct gov_decision *ret)
+{
+    if (!gov_may(p, GOV_ROLES_ALL, NULL, ret)) {
+        return 0;
+    }
+    /* a fork shows the original's answers: whoever may not see the run is told it is not there */
+    if (!gov_run_may_see(p, r, ret)) {
+        return gov_deny(ret, GOV_HIDDEN, "no run %s", gov_str(r->id));
+    }
+    return gov_run_may_start(p, s, ret);
+}
+
 int gov_run_may_cancel(const struct gov_principal *p, const struct gov_run *r,
                        struct gov_decision *ret)
 {

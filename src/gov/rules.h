@@ -284,6 +284,13 @@ struct gov_run_start {
 int gov_run_may_start(const struct gov_principal *p, const struct gov_run_start *s,
                       struct gov_decision *ret);
 
+/* May p fork run r (POST /v1/runs/{id}/fork), starting s, a new run of r's version? Only a
+ * principal that may see r (gov_run_may_see; any denial but the router's GOV_NO_ROLE reads
+ * GOV_HIDDEN, 404 NOT_FOUND "no run ID": a run it may not see is not there) and may start s
+ * (gov_run_may_start: a revoked version is GOV_REVOKED). 1 when allowed; *ret always filled. */
+int gov_run_may_fork(const struct gov_principal *p, const struct gov_run *r,
+                     const struct gov_run_start *s, struct gov_decision *ret);
+
 /* May run r go on - execute, start once approved, resume after a decision? Only while the
  * principal that started it still holds what let it start it: role agent in r's department or
  * everywhere (`starter`: its grants as the store has them now) and at least one API key that is

@@ -166,6 +166,7 @@ void api_runs_create(struct api_ctx *ctx);
 void api_runs_get(struct api_ctx *ctx);
 void api_runs_list(struct api_ctx *ctx);
 void api_runs_cancel(struct api_ctx *ctx);
+void api_runs_fork(struct api_ctx *ctx);
 void api_approvals_list(struct api_ctx *ctx);
 void api_approvals_approve(struct api_ctx *ctx);
 void api_approvals_deny(struct api_ctx *ctx);

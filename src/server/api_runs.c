@@ -56,7 +56,7 @@ int api_run_copy_set(struct api_run_copy *c, const struct store_run *row)
     const char **str[] = { &c->row.id,        &c->row.template_name, &c->row.department,
                            &c->row.principal, &c->row.status,        &c->row.input,
                            &c->row.source,    &c->row.language,      &c->row.functions,
-                           &c->row.created,   &c->row.seed };
+                           &c->row.created,   &c->row.seed,          &c->row.forked_from };
     int failed = 0;
     c->row = *row;
     c->row.outcome = NULL;
@@ -360,6 +360,11 @@ struct api_run_start {
     char autonomy[16];
     int adhoc;
     int supervised;
+    /* a fork: its original, the call it goes live from, and the original's journal positions
+     * it replays (1..fork_upto, 0: none) */
+    char forked_from[RUNS_ID_LEN + 1];
+    int64_t at_call;
+    int64_t fork_upto;
 };
 
 static void api_run_start_free(void *userdata)
@@ -500,6 +505,16 @@ static enum store_rc api_run_start_record(struct store *s, void *userdata, struc
     api_member(&d, ",\"approved_by\":", st->approved_by);
     api_member(&d, ",\"digest\":", st->digest);
     api_member(&d, ",\"autonomy\":", st->autonomy);
+    if (rc == STORE_OK && st->forked_from[0]) {
+        /* the fork's journal starts as the original's prefix it replays (the answers' bytes
+         * shared), so that a fork recovered after a crash replays the same */
+        api_member(&d, ",\"forked_from\":", st->forked_from);
+        buf_printf(&d, ",\"at_call\":%" PRId64, st->at_call);
+        rc = s->ops->run_set_fork(s, r->id, st->forked_from, st->at_call);
+        if (rc == STORE_OK && st->fork_upto > 0) {
+            rc = s->ops->journal_copy_prefix(s, st->forked_from, r->id, st->fork_upto);
+        }
+    }
     buf_append_str(&d, ",");
     runs_put_bounded(&d, "input", r->input, strlen(r->input));
     if (st->adhoc) {
@@ -788,9 +803,13 @@ static int api_run_mode(struct api_ctx *ctx, const struct api_run_request *q,
 
 /* Hands the checked run to the run writer (runs_submit), which records it with others in one
  * commit, then answers and starts it; answers now on a failure. */
+struct api_fork;
+static int api_fork_plan(struct api_ctx *ctx, struct api_fork *f, struct runs_plan *plan);
+static void api_fork_start(const struct api_fork *f, struct api_run_start *st);
+
 static void api_run_submit(struct api_ctx *ctx, const struct api_run_request *q,
                            const struct api_version_copy *v, const char *department,
-                           const struct api_run_mode *m)
+                           const struct api_run_mode *m, struct api_fork *fork)
 {
     struct runs_plan *plan = NULL;
     char id[RUNS_ID_LEN + 1];
@@ -832,12 +851,19 @@ static void api_run_submit(struct api_ctx *ctx, const struct api_run_request *q,
     if (m->state == GOV_RUN_RUNNING) {
         plan->clock_ms = created_ms;
     }
+    if (fork && api_fork_plan(ctx, fork, plan) != 0) {
+        runs_plan_free(plan);
+        return;
+    }
     if (!ctx->svc || !ctx->svc->runs) {
         api_error(ctx, 500, "INTERNAL", API_NO_RUNS_MESSAGE);
         runs_plan_free(plan);
         return;
     }
     struct api_run_start *start = api_run_start_new(ctx, &row, q->adhoc ? NULL : v, m, approval);
+    if (start && fork) {
+        api_fork_start(fork, start);
+    }
     struct http_deferred *deferred = start ? http_defer(ctx->req, ctx->resp) : NULL;
     if (!deferred) {
         api_run_start_free(start);
@@ -873,10 +899,188 @@ void api_runs_create(struct api_ctx *ctx)
         api_run_mode(ctx, &q, &v, department, &m) != 0) {
         goto out;
     }
-    api_run_submit(ctx, &q, &v, department, &m);
+    api_run_submit(ctx, &q, &v, department, &m, NULL);
 out:
     api_run_request_done(&q);
     api_version_copy_done(&v);
+}
+
+/* ---------------------------------------------------------------- POST /v1/runs/{id}/fork */
+
+/* A fork of run `original` from call at_call: a new run of the same version whose journal is
+ * the original's longest prefix of delivery positions whose calls all come before at_call
+ * (docs/server.md "Durable runs"), with the original's seed and clock. */
+struct api_fork {
+    struct api_run_copy original;
+    int found;
+    int64_t at_call;
+    int64_t upto;      /* the last position replayed; 0: none */
+    int64_t last_call; /* the highest call id in the original's journal */
+    int live;          /* a position with a call >= at_call was met: the rest runs live */
+    struct runs_plan *plan;
+    int failed;
+};
+
+static int api_fork_row_fn(void *userdata, const struct store_run *row)
+{
+    struct api_fork *f = userdata;
+    f->found = api_run_copy_set(&f->original, row) == 0;
+    f->failed = !f->found;
+    return 0;
+}
+
+static int api_fork_entry_fn(void *userdata, const struct store_journal_entry *e)
+{
+    struct api_fork *f = userdata;
+    char *end = NULL;
+    long long call = strtoll(e->call_id, &end, 10);
+    if (!end || *end || call < 1) {
+        f->failed = 1;
+        return 1;
+    }
+    f->last_call = call > f->last_call ? call : f->last_call;
+    if (!f->live && call < f->at_call) {
+        if (runs_plan_add_journal(f->plan, e) != 0) {
+            f->failed = 1;
+            return 1;
+        }
+        f->upto = e->position;
+    } else {
+        /* a journal replays a prefix of positions: a call before at_call answered after one
+         * from at_call on is made live too */
+        f->live = 1;
+    }
+    return 0;
+}
+
+/* The fork's plan gets the original's journal prefix, seed and clock: 0, or -1 after answering
+ * (400 for an at_call outside 1..the journal's last call + 1). */
+static int api_fork_plan(struct api_ctx *ctx, struct api_fork *f, struct runs_plan *plan)
+{
+    const struct store_run *o = &f->original.row;
+    char *end = NULL;
+    uint64_t seed = strtoull(o->seed, &end, 16);
+    f->plan = plan;
+    enum store_rc rc = ctx->store->ops->journal_read(ctx->store, o->id, 0, api_fork_entry_fn, f);
+    f->plan = NULL;
+    if (rc != STORE_OK || f->failed || !end || *end) {
+        api_store_failed(ctx);
+        return -1;
+    }
+    if (f->at_call > f->last_call + 1) {
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "field \"at_call\" must be from 1 to %" PRId64 " (run %s has answers of calls "
+                  "up to %" PRId64 ")",
+                  f->last_call + 1, o->id, f->last_call);
+        return -1;
+    }
+    plan->has_seed = 1;
+    plan->seed = seed;
+    plan->clock_ms = o->clock_ms;
+    plan->fork_at_call = f->at_call;
+    return 0;
+}
+
+static void api_fork_start(const struct api_fork *f, struct api_run_start *st)
+{
+    snprintf(st->forked_from, sizeof st->forked_from, "%s", f->original.row.id);
+    st->at_call = f->at_call;
+    st->fork_upto = f->upto;
+}
+
+void api_runs_fork(struct api_ctx *ctx)
+{
+    const char *id = api_param(ctx, "id");
+    const struct json_node *at_call = NULL;
+    struct api_run_request q;
+    struct api_version_copy v;
+    struct api_run_mode m;
+    struct api_fork f;
+    struct gov_decision d;
+    struct json_node template_name;
+    memset(&q, 0, sizeof q);
+    memset(&v, 0, sizeof v);
+    memset(&f, 0, sizeof f);
+    memset(&template_name, 0, sizeof template_name);
+    const struct api_field fields[] = {
+        { "at_call", JSON_NUMBER, 1, &at_call },
+        { "input", JSON_OBJECT, 0, &q.input },
+        { "wait", JSON_TRUE, 0, &q.wait },
+    };
+    if (api_body(ctx, fields, sizeof fields / sizeof fields[0]) != 0) {
+        return;
+    }
+    if (at_call->num < 1 || at_call->num > 1e15 || at_call->num != (double)(int64_t)at_call->num) {
+        api_error(ctx, 400, "INVALID_REQUEST", "field \"at_call\" must be a positive integer");
+        return;
+    }
+    f.at_call = (int64_t)at_call->num;
+    enum store_rc rc = ctx->store->ops->run_get(ctx->store, id, api_fork_row_fn, &f);
+    if (rc == STORE_NOT_FOUND || (rc == STORE_OK && !f.found && !f.failed)) {
+        api_error(ctx, 404, "NOT_FOUND", "no run %s", id);
+        goto out;
+    }
+    if (rc != STORE_OK || f.failed) {
+        api_store_failed(ctx);
+        goto out;
+    }
+    const struct store_run *o = &f.original.row;
+    struct gov_run r = { o->id, o->department, o->principal, api_run_state(o->status) };
+    if (!o->template_name[0]) {
+        /* an ad-hoc run has no approved version to run again: only who sees it is told why */
+        if (gov_run_may_see(&ctx->who->gov, &r, &d)) {
+            api_error(ctx, 409, "CONFLICT", "run %s is ad-hoc: only a template run forks", id);
+        } else {
+            api_error(ctx, 404, "NOT_FOUND", "no run %s", id);
+        }
+        goto out;
+    }
+    rc = api_version_read(ctx->store, o->template_name, o->version, &v);
+    if (rc != STORE_OK && rc != STORE_NOT_FOUND) {
+        api_store_failed(ctx);
+        goto out;
+    }
+    struct gov_run_start start = { GOV_RUN_TEMPLATE, v.department[0] ? v.department : o->department,
+                                   o->template_name, o->version, api_version_state(v.state) };
+    gov_run_may_fork(&ctx->who->gov, &r, &start, &d);
+    if (api_decision(ctx, &d) != 0) {
+        goto out;
+    }
+    if (!o->seed || strlen(o->seed) != 16 || o->clock_ms <= 0) {
+        api_error(ctx, 409, "CONFLICT", "run %s never started from its input: no journal to fork",
+                  id);
+        goto out;
+    }
+    template_name.type = JSON_STRING;
+    template_name.str = o->template_name;
+    template_name.str_len = strlen(o->template_name);
+    q.template_name = &template_name;
+    q.asked = o->version;
+    q.input_text = q.input ? strndup(q.input->raw, q.input->raw_len) : strdup(o->input);
+    if (!q.input_text) {
+        api_error(ctx, 500, "INTERNAL", "out of memory");
+        goto out;
+    }
+    if (api_run_check(ctx, &q, &v) != 0 || api_run_mode(ctx, &q, &v, v.department, &m) != 0) {
+        goto out;
+    }
+    if (m.supervised) {
+        /* its start would wait for a person, and a supervised start replays no journal */
+        api_error(ctx, 409, "CONFLICT",
+                  "template %s version %" PRId64 " runs supervised: its runs do not fork",
+                  o->template_name, o->version);
+        goto out;
+    }
+    if (m.start == RUNS_START_QUEUED) {
+        /* a fork executes here, with its plan: a claim from the queue would start it afresh */
+        m.state = GOV_RUN_RUNNING;
+        m.start = RUNS_START_NOWAIT;
+    }
+    api_run_submit(ctx, &q, &v, v.department, &m, &f);
+out:
+    api_run_request_done(&q);
+    api_version_copy_done(&v);
+    api_run_copy_done(&f.original);
 }
 
 /* ---------------------------------------------------------------- reading and cancelling */

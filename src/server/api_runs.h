@@ -17,7 +17,7 @@
  * (row.status NULL). api_run_copy_done frees it (NULL-safe members). */
 struct api_run_copy {
     struct store_run row;
-    char *strings[11];
+    char *strings[12];
 };
 int api_run_copy_set(struct api_run_copy *c, const struct store_run *row);
 void api_run_copy_done(struct api_run_copy *c);

@@ -77,6 +77,7 @@ static const struct route routes[] = {
     { "GET",    "/v1/runs",                          api_runs_list,               { AUTH_ANY_DEPARTMENT, ANY_ROLES }, READS },
     { "GET",    "/v1/runs/{id}",                     api_runs_get,                { AUTH_RESOURCE, ANY_ROLES }, READS },
     { "POST",   "/v1/runs/{id}/cancel",              api_runs_cancel,             { AUTH_RESOURCE, AUTH_ROLE_AGENT | AUTH_ROLE_APPROVER | ADMIN }, WRITES },
+    { "POST",   "/v1/runs/{id}/fork",                api_runs_fork,               { AUTH_RESOURCE, AUTH_ROLE_AGENT }, READS },
     { "GET",    "/v1/approvals",                     api_approvals_list,          { AUTH_ANY_DEPARTMENT, AUTH_ROLE_APPROVER | READERS }, READS },
     { "POST",   "/v1/approvals/{id}/approve",        api_approvals_approve,       { AUTH_RESOURCE, AUTH_ROLE_APPROVER }, WRITES },
     { "POST",   "/v1/approvals/{id}/deny",           api_approvals_deny,          { AUTH_RESOURCE, AUTH_ROLE_APPROVER }, WRITES },

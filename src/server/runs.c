@@ -1336,6 +1336,23 @@ static void runs_build_answer(struct store *s, struct srun *sr)
         return;
     }
     buf_append_str(&sr->answer, "\n");
+    /* a fork whose new input changed the path before its at_call: refused as a conflict (the
+     * run itself is recorded failed PROTOCOL_ERROR) */
+    struct al_error_text et;
+    memset(&et, 0, sizeof et);
+    if (sr->plan->fork_at_call > 0 && sr->result &&
+        al_result_status(sr->result) == AL_STATUS_FAILED &&
+        al_result_error_code(sr->result) == AL_PROTOCOL_ERROR) {
+        al_result_error_text(sr->result, &et);
+    }
+    if (et.message && memmem(et.message, et.message_len, "diverges at call", 16)) {
+        sr->answer_status = 409;
+        buf_reset(&sr->answer);
+        buf_append_str(&sr->answer, "{\"error\":{\"code\":\"CONFLICT\",\"message\":");
+        json_write_string(&sr->answer, et.message, et.message_len);
+        api_member(&sr->answer, ",\"run\":", sr->plan->id);
+        buf_printf(&sr->answer, ",\"request_id\":\"%s\"}}\n", sr->request_id);
+    }
 }
 
 static int runs_go(struct runs *r, struct srun *sr, const char *continuation,
@@ -1580,7 +1597,9 @@ static enum store_rc runs_start_fn(struct writer_tx *tx, void *arg)
     /* where a replay of its journal starts (a held or queued run's is set when it starts) */
     const struct runs_plan *plan = job->sr ? job->sr->plan : job->start.plan;
     if (rc == STORE_OK && executes && plan->clock_ms > 0) {
-        rc = s->ops->run_set_origin(s, id, runs_seed(job->owner, id), plan->clock_ms);
+        /* a fork replays its original's journal: it keeps the original's seed */
+        rc = s->ops->run_set_origin(s, id, plan->has_seed ? plan->seed : runs_seed(job->owner, id),
+                                    plan->clock_ms);
     }
     /* every node hears of a queued run once this commits (the first to claim it executes it) */
     if (rc == STORE_OK && job->start.mode == RUNS_START_QUEUED && s->ops->notify) {
@@ -2359,6 +2378,13 @@ enum store_rc runs_json(struct store *s, const struct store_run *row, struct buf
     struct runs_ids ids = { b, 0 };
     enum store_rc rc = s->ops->approval_list(s, row->id, NULL, runs_approval_id, &ids);
     /* how many times it went on from its journal after its execution died */
-    buf_printf(b, "],\"recovered\":%" PRId64 "}", row->recovered);
+    buf_printf(b, "],\"recovered\":%" PRId64, row->recovered);
+    /* a fork's original and the call it went live from; null for other runs */
+    if (row->forked_from) {
+        api_member(b, ",\"forked_from\":", row->forked_from);
+        buf_printf(b, ",\"at_call\":%" PRId64 "}", row->at_call);
+    } else {
+        buf_append_str(b, ",\"forked_from\":null,\"at_call\":null}");
+    }
     return rc;
 }

@@ -82,6 +82,9 @@ struct runs_plan {
      * not journaled a second time (its first execution's are there, and such a run is not
      * recovered from its journal). */
     int no_journal;
+    /* A fork (POST /v1/runs/{id}/fork): the call it goes live from, 0 for other runs. A fork
+     * that diverges from its journal answers its waiting client 409 CONFLICT. */
+    int64_t fork_at_call;
 };
 
 struct runs;

@@ -21,7 +21,7 @@
 #define SQL_RUN_COLUMNS                                                                            \
     "seq, id, COALESCE(template, ''), COALESCE(version, 0), department, principal, status, "       \
     "input, source, language, functions, outcome, created, updated, seed, COALESCE(clock_ms, 0), " \
-    "recovered"
+    "recovered, forked_from, COALESCE(at_call, 0)"
 
 static struct sql_store *sql_of(struct store *s)
 {
@@ -896,6 +896,8 @@ static int sql_run_each(const struct sql_row *r, void *fn, void *userdata)
         .seed = col(r, 14),
         .clock_ms = num(r, 15),
         .recovered = num(r, 16),
+        .forked_from = col(r, 17),
+        .at_call = num(r, 18),
     };
     return ((store_run_fn *)fn)(userdata, &run);
 }
@@ -1554,6 +1556,17 @@ enum store_rc sql_run_set_origin(struct store *s, const char *id, uint64_t seed,
     return sql_change(sql_of(s),
                       "UPDATE runs SET seed = $1, clock_ms = CAST($2 AS BIGINT) WHERE id = $3", 3,
                       args);
+}
+
+enum store_rc sql_run_set_fork(struct store *s, const char *id, const char *forked_from,
+                               int64_t at_call)
+{
+    char n[24];
+    snprintf(n, sizeof n, "%" PRId64, at_call);
+    const char *args[] = { forked_from, n, id };
+    return sql_change(sql_of(s),
+                      "UPDATE runs SET forked_from = $1, at_call = CAST($2 AS BIGINT) WHERE id = $3",
+                      3, args);
 }
 
 static int sql_returned_each(const struct sql_row *r, void *fn, void *userdata)

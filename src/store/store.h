@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_OPS_VERSION 10
+#define STORE_OPS_VERSION 11
 #define STORE_NAME_MAX    64
 #define STORE_HASH_LEN    32 /* SHA-256 of an API key */
 #define STORE_ERRMSG_MAX  256
@@ -158,6 +158,9 @@ struct store_run {
     const char *seed;  /* the guest's random seed, 16 lowercase hex digits; NULL until set */
     int64_t clock_ms;  /* the guest clock's start, ms since the epoch; 0 until set */
     int64_t recovered; /* times the run was recovered from its journal (run_add_recovered) */
+    /* since version 11 (0011_fork): a fork's original and the call it went live from */
+    const char *forked_from; /* NULL for a run that is no fork */
+    int64_t at_call;         /* 0 for a run that is no fork */
 };
 
 /* Which runs run_list walks; a NULL or 0 member matches every run. */
@@ -564,6 +567,11 @@ struct store_ops {
     /* Counts one more recovery of run `id` from its journal; *ret_recovered (may be NULL) gets
      * the new count. NOT_FOUND when no such run. */
     enum store_rc (*run_add_recovered)(struct store *s, const char *id, int64_t *ret_recovered);
+
+    /* Since version 11 (0011_fork): records that run `id` is a fork of run `forked_from` whose
+     * calls from `at_call` on ran live. NOT_FOUND when no such run. */
+    enum store_rc (*run_set_fork)(struct store *s, const char *id, const char *forked_from,
+                                  int64_t at_call);
 };
 
 /* Every backend's handle starts with this. */

@@ -48,6 +48,7 @@ CONTRACT = PUBLIC | {
     ("GET", "/v1/templates/{t}/versions/{v}/types"),
     ("POST", "/v1/runs"), ("GET", "/v1/runs"), ("GET", "/v1/runs/{id}"),
     ("POST", "/v1/runs/{id}/cancel"),
+    ("POST", "/v1/runs/{id}/fork"),
     ("GET", "/v1/approvals"), ("POST", "/v1/approvals/{id}/approve"),
     ("POST", "/v1/approvals/{id}/deny"),
     ("GET", "/v1/audit"), ("GET", "/v1/audit/export"), ("GET", "/v1/audit/verify"),

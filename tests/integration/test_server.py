@@ -781,6 +781,9 @@ EXPECT = {
     ("GET", "/v1/runs"): set(ROLES),
     ("GET", "/v1/runs/{id}"): ("dept", set(ROLES), set()),
     ("POST", "/v1/runs/{id}/cancel"): ("dept", {"agent", "approver", "admin"}, set()),
+    # a fork: an agent of the run's department; to an agent elsewhere that may not see the run,
+    # it is not there (404)
+    ("POST", "/v1/runs/{id}/fork"): ("dept", {"agent"}, set()),
     ("GET", "/v1/approvals"): {"approver", "auditor", "admin"},
     ("POST", "/v1/approvals/{id}/approve"): ("dept", {"approver"}, set()),
     ("POST", "/v1/approvals/{id}/deny"): ("dept", {"approver"}, set()),
@@ -844,6 +847,7 @@ def probe(method, path, where):
         ("POST", "/v1/connectors"): connector_body("c_" + dept, dept),
         # version 2 is a draft: an allowed agent gets 409 and no run starts
         ("POST", "/v1/runs"): {"template": "tpl-" + dept, "version": 2},
+        ("POST", "/v1/runs/{id}/fork"): {"at_call": 1},
         ("POST", "/v1/mcp"): {"jsonrpc": "2.0", "id": 1, "method": "ping"},
     }.get((method, path))
     return concrete, body
@@ -991,6 +995,10 @@ def t_permission_table(tmp):
                     elif allowed and path.startswith("/v1/runs/{id}") and here == {"agent"}:
                         # another's run, to a principal that is only an agent there (whatever it
                         # holds elsewhere), is not there: decided per run
+                        error_of(st, doc, 404, "NOT_FOUND")
+                    elif (path == "/v1/runs/{id}/fork" and not here and
+                          any(r == "agent" for r, _ in grants)):
+                        # a fork of a run the caller may not see: not there
                         error_of(st, doc, 404, "NOT_FOUND")
                     elif allowed:
                         check(st not in (401, 403), "denied, want allowed: " + what)

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Forks of durable runs: POST /v1/runs/{id}/fork {"at_call": N, "input"} starts a new run of the
+same approved version whose calls before N are answered from the original's journal (never sent
+again) and whose calls from N on run live (docs/server.md "Durable runs").
+
+usage: test_fork.py --airlockd PATH --cli PATH [-k SUBSTRING]
+
+The shop connector (hosts/shop_connector.py) counts every call it receives by idempotency key
+(RUN:CALL), so a test sees which calls of which run reached it. Waiting polls with deadlines.
+"""
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import test_durable as td  # noqa: E402
+import test_runs as tr  # noqa: E402
+import test_server as ts  # noqa: E402
+from test_server import audit_rows, check  # noqa: E402
+
+# Five sequential calls; each carries a tag drawn from Math.random, so a replay with another
+# seed than the original's diverges at call 1.
+FIVE = """
+const tag = Math.floor(Math.random() * 1e9);
+let total = 0;
+for (let i = 1; i <= 5; i++) {
+    total += await steps.step(i * (input.k || 1), tag);
+}
+return total;
+"""
+
+
+def world(tmp):
+    w = tr.World(tmp)
+    w.ok("POST", "/v1/connectors", {
+        "name": "steps", "department": "finance", "url": w.shop.url,
+        "signing_secret": tr.SECRET, "timeout_ms": 30000,
+        "functions": {"step": {"idempotent": True}}}, w.admin, 201)
+    w.template("five", FIVE, ["steps.step"])
+    # another agent of finance: agent-7's runs are not its to see
+    w.keys["agent-8"] = w.ok("POST", "/v1/principals", {"name": "agent-8", "kind": "user"},
+                             w.admin, 201)["key"]
+    w.ok("POST", "/v1/principals/agent-8/roles", {"role": "agent", "department": "finance"},
+         w.admin, 201)
+    return w
+
+
+def original(w):
+    st, doc = w.run({"template": "five", "input": {}}, want=200)
+    check(doc["status"] == "completed" and doc["value"] == 15, "the original: %r" % doc)
+    check(td.counts(w, doc["id"]) == {i: 1 for i in range(1, 6)},
+          "the original's calls: %r" % td.counts(w, doc["id"]))
+    return doc["id"]
+
+
+def fork(w, run_id, body, key=None):
+    st, doc, _ = w.s.request("POST", "/v1/runs/%s/fork" % run_id, body,
+                             key=key or w.keys["agent-7"])
+    return st, doc
+
+
+def t_fork_replays_calls_before_at_call(tmp):
+    """Forked at call 3: the same value, calls 1-2 answered from the original's journal and
+    never sent again, calls 3-5 sent for the fork; forked_from and at_call in its JSON and its
+    run.start record; the original's calls are not sent again either."""
+    w = world(tmp)
+    try:
+        run_id = original(w)
+        st, doc = fork(w, run_id, {"at_call": 3})
+        check(st == 200 and doc["status"] == "completed" and doc["value"] == 15,
+              "fork at 3: %d %r" % (st, doc))
+        fork_id = doc["id"]
+        check(fork_id != run_id, "the fork is the original")
+        check(doc["forked_from"] == run_id and doc["at_call"] == 3, "fork's object: %r" % doc)
+        got = w.get(fork_id)
+        check(got["forked_from"] == run_id and got["at_call"] == 3 and got["template"] == "five",
+              "GET the fork: %r" % got)
+        orig = w.get(run_id)
+        check(orig["forked_from"] is None and orig["at_call"] is None, "the original: %r" % orig)
+        check(td.counts(w, fork_id) == {3: 1, 4: 1, 5: 1},
+              "the fork's calls: %r" % td.counts(w, fork_id))
+        check(td.counts(w, run_id) == {i: 1 for i in range(1, 6)},
+              "the original's calls after the fork: %r" % td.counts(w, run_id))
+        starts = [r for r in audit_rows(w.dir, "run.start") if r["subject"] == fork_id]
+        check(len(starts) == 1 and starts[0]["details"]["forked_from"] == run_id and
+              starts[0]["details"]["at_call"] == 3 and starts[0]["actor"] == "agent-7",
+              "the fork's run.start: %r" % starts)
+        plain = [r for r in audit_rows(w.dir, "run.start") if r["subject"] == run_id]
+        check(len(plain) == 1 and "forked_from" not in plain[0]["details"],
+              "the original's run.start: %r" % plain)
+        # past the last call: every call replayed, nothing sent
+        st, doc = fork(w, run_id, {"at_call": 6})
+        check(st == 200 and doc["status"] == "completed" and doc["value"] == 15,
+              "fork at 6: %d %r" % (st, doc))
+        check(td.counts(w, doc["id"]) == {}, "fork at 6 sent %r" % td.counts(w, doc["id"]))
+        # without waiting: answered 202, then completes
+        st, doc = fork(w, run_id, {"at_call": 2, "wait": False})
+        check(st == 202 and doc["forked_from"] == run_id, "fork without wait: %d %r" % (st, doc))
+        done = w.until(doc["id"], ("completed", "failed", "cancelled"))
+        check(done["status"] == "completed" and done["value"] == 15, "fork at 2: %r" % done)
+        check(td.counts(w, doc["id"]) == {2: 1, 3: 1, 4: 1, 5: 1},
+              "fork at 2's calls: %r" % td.counts(w, doc["id"]))
+        td.verifies(w)
+    finally:
+        w.close()
+
+
+def t_fork_with_a_diverging_input(tmp):
+    """A new input that changes call 1's arguments: 409 CONFLICT "diverges at call 1", the fork
+    recorded failed PROTOCOL_ERROR and nothing sent; without wait its status says so. A new
+    input that changes nothing before at_call runs."""
+    w = world(tmp)
+    try:
+        run_id = original(w)
+        st, doc = fork(w, run_id, {"at_call": 3, "input": {"k": 2}})
+        check(st == 409 and doc["error"]["code"] == "CONFLICT" and
+              "diverges at call 1" in doc["error"]["message"], "diverging fork: %d %r" % (st, doc))
+        failed = w.get(doc["error"]["run"])
+        check(failed["status"] == "failed" and failed["error"]["code"] == "PROTOCOL_ERROR" and
+              "diverges at call 1" in failed["error"]["message"] and
+              failed["forked_from"] == run_id, "the diverged fork: %r" % failed)
+        check(td.counts(w, failed["id"]) == {}, "a diverged fork sent %r"
+              % td.counts(w, failed["id"]))
+        st, doc = fork(w, run_id, {"at_call": 3, "input": {"k": 2}, "wait": False})
+        check(st == 202, "diverging fork without wait: %d %r" % (st, doc))
+        done = w.until(doc["id"], ("completed", "failed", "cancelled"))
+        check(done["status"] == "failed" and "diverges at call 1" in done["error"]["message"],
+              "diverged without wait: %r" % done)
+        # at_call 1: nothing is replayed, the new input runs live
+        st, doc = fork(w, run_id, {"at_call": 1, "input": {"k": 2}})
+        check(st == 200 and doc["status"] == "completed" and doc["value"] == 30,
+              "fork at 1 with a new input: %d %r" % (st, doc))
+    finally:
+        w.close()
+
+
+def t_fork_refusals(tmp):
+    """A caller who may not see the original gets the 404 of a run that does not exist; at_call
+    out of range is 400; a revoked version is 409 TEMPLATE_REVOKED as POST /v1/runs answers."""
+    w = world(tmp)
+    try:
+        run_id = original(w)
+        st, missing = fork(w, "run_" + "0" * 32, {"at_call": 1})
+        check(st == 404 and missing["error"]["code"] == "NOT_FOUND", "no such run: %d %r"
+              % (st, missing))
+        for who in ("agent-8", "agent-9"):
+            st, doc = fork(w, run_id, {"at_call": 3}, key=w.keys[who])
+            check(st == 404 and doc["error"]["code"] == "NOT_FOUND" and
+                  doc["error"]["message"] == "no run " + run_id, "%s: %d %r" % (who, st, doc))
+        for at in (0, 7, -1, 2.5, 1e300):
+            st, doc = fork(w, run_id, {"at_call": at})
+            check(st == 400 and doc["error"]["code"] == "INVALID_REQUEST",
+                  "at_call %r: %d %r" % (at, st, doc))
+        for body in ({}, {"at_call": "3"}, {"at_call": 3, "template": "five"},
+                     {"at_call": 3, "input": [1]}):
+            st, doc = fork(w, run_id, body)
+            check(st == 400, "%r: %d %r" % (body, st, doc))
+        n = len(audit_rows(w.dir, "run.start"))
+        w.ok("POST", "/v1/templates/five/versions/1/revoke", {"reason": "leak"}, w.keys["bob"])
+        st, doc = fork(w, run_id, {"at_call": 3})
+        st2, doc2 = w.run({"template": "five", "version": 1, "input": {}})
+        check(st == 409 and doc["error"]["code"] == "TEMPLATE_REVOKED" and st2 == st and
+              doc2["error"]["code"] == doc["error"]["code"], "revoked: %d %r (POST /v1/runs: %d %r)"
+              % (st, doc, st2, doc2))
+        check(len(audit_rows(w.dir, "run.start")) == n, "a refused fork was recorded")
+    finally:
+        w.close()
+
+
+TESTS = [(name, fn) for name, fn in sorted(globals().items()) if name.startswith("t_")]
+
+
+def main():
+    return ts.run_tests(TESTS, "airlockd-fork-")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
