@@ -317,11 +317,10 @@ static enum store_rc api_run_recovering(struct store *s, struct runs *runs,
     }
     api_member(&d, "{\"run\":", row->id);
     api_member(&d, ",\"node\":", runs_node(runs) ? runs_node(runs) : "");
-    buf_printf(&d, ",\"from_call\":%zu,\"recovered\":%" PRId64 "}", plan->njournal + 1,
-               recovered);
+    buf_printf(&d, ",\"from_call\":%zu,\"recovered\":%" PRId64 "}", plan->njournal + 1, recovered);
     if (rc == STORE_OK) {
-        rc = d.data ? s->ops->audit_append(s, "airlockd", "run.recover", row->id,
-                                           row->department, d.data, NULL)
+        rc = d.data ? s->ops->audit_append(s, "airlockd", "run.recover", row->id, row->department,
+                                           d.data, NULL)
                     : STORE_ERROR;
     }
     buf_done(&d);

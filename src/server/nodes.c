@@ -63,9 +63,9 @@
 
 #define NODES_WHY_MAX        512
 #define NODES_DETAILS_MAX    ((size_t)4 << 20)
-#define NODES_CLAIMS_MAX     16 /* queued runs one node claims per look, so that others get some */
-#define NODES_RETRIES_MAX    3  /* takeovers (recoveries) of one run; the next aborts it */
-#define NODES_BACKOFF_MIN_MS 100  /* the listener's first retry after a loss */
+#define NODES_CLAIMS_MAX     16  /* queued runs one node claims per look, so that others get some */
+#define NODES_RETRIES_MAX    3   /* takeovers (recoveries) of one run; the next aborts it */
+#define NODES_BACKOFF_MIN_MS 100 /* the listener's first retry after a loss */
 #define NODES_BACKOFF_MAX_MS 5000 /* ... doubling up to this */
 #define NODES_LISTEN_WAIT_MS 60000
 
@@ -259,9 +259,8 @@ static int nodes_origin_fn(void *userdata, const struct store_run *row)
 }
 
 enum store_rc nodes_take_over(struct store *s, const char *id, const char *department,
-                              int64_t created_ms,
-                    const char *node, const char *reason, const char *cancelled,
-                    int *ret_retried)
+                              int64_t created_ms, const char *node, const char *reason,
+                              const char *cancelled, int *ret_retried)
 {
     struct buf outcome;
     struct buf calls; /* the calls in doubt, a JSON array */
@@ -322,7 +321,7 @@ enum store_rc nodes_take_over(struct store *s, const char *id, const char *depar
         /* queued with its start: the node that claims it goes on from its journal (a recovery,
          * api_run_go) or from its continuation */
         struct store_execution e = { id, x.e.resume, x.e.resolutions,
-                                     journaled    ? origin.clock_ms
+                                     journaled          ? origin.clock_ms
                                      : x.e.clock_ms > 0 ? x.e.clock_ms
                                                         : created_ms,
                                      x.e.attempt + 1 };

@@ -56,9 +56,8 @@ int nodes_recover(struct store *s, const char *node, const char *reason, int *re
  * continuation only when all it sent is idempotent (never on one node). `cancelled`: the reason
  * of its cancel, or NULL. CONFLICT: ended or taken meanwhile. */
 enum store_rc nodes_take_over(struct store *s, const char *id, const char *department,
-                              int64_t created_ms,
-                    const char *node, const char *reason, const char *cancelled,
-                    int *ret_retried);
+                              int64_t created_ms, const char *node, const char *reason,
+                              const char *cancelled, int *ret_retried);
 
 struct nodes;
 

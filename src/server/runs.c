@@ -654,8 +654,8 @@ static enum store_rc runs_journal_fn(struct writer_tx *tx, void *arg)
     }
     /* a node paused past its lease writes nothing into a run another node has taken */
     const char *node = sr->owner->node;
-    enum store_rc rc = node[0] ? s->ops->run_lock_on_node(s, sr->plan->id, node, "running")
-                               : STORE_OK;
+    enum store_rc rc =
+            node[0] ? s->ops->run_lock_on_node(s, sr->plan->id, node, "running") : STORE_OK;
     if (rc == STORE_OK) {
         rc = s->ops->journal_append(s, sr->plan->id, e, n);
     }
@@ -1814,16 +1814,16 @@ static enum store_rc runs_end_fn(struct writer_tx *tx, void *arg)
     }
     const struct al_result *res = sr->result;
     if (sr->handed_back && !sr->jfailed &&
-        (!res || (al_result_status(res) == AL_STATUS_FAILED &&
-                  al_result_error_code(res) == AL_ABORTED))) {
+        (!res ||
+         (al_result_status(res) == AL_STATUS_FAILED && al_result_error_code(res) == AL_ABORTED))) {
         /* stopped by the drain, not ended: queued to go on from its journal (on another node,
          * or at the next start), unless a call it sent is in doubt and not idempotent */
         int queued = 0;
-        enum store_rc rc = nodes_take_over(s, sr->plan->id, sr->plan->department, 0,
-                                           sr->owner->node,
-                                           "airlockd drained past its grace period while the "
-                                           "run was executing",
-                                           NULL, &queued);
+        enum store_rc rc =
+                nodes_take_over(s, sr->plan->id, sr->plan->department, 0, sr->owner->node,
+                                "airlockd drained past its grace period while the "
+                                "run was executing",
+                                NULL, &queued);
         if (rc == STORE_CONFLICT) {
             rc = STORE_OK; /* ended otherwise meanwhile: that end stands */
         }

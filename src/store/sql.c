@@ -1564,9 +1564,10 @@ enum store_rc sql_run_set_fork(struct store *s, const char *id, const char *fork
     char n[24];
     snprintf(n, sizeof n, "%" PRId64, at_call);
     const char *args[] = { forked_from, n, id };
-    return sql_change(sql_of(s),
-                      "UPDATE runs SET forked_from = $1, at_call = CAST($2 AS BIGINT) WHERE id = $3",
-                      3, args);
+    return sql_change(
+            sql_of(s),
+            "UPDATE runs SET forked_from = $1, at_call = CAST($2 AS BIGINT) WHERE id = $3", 3,
+            args);
 }
 
 static int sql_returned_each(const struct sql_row *r, void *fn, void *userdata)
