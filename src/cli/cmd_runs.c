@@ -1,6 +1,7 @@
 /*
- * cmd_runs.c - `airlock runs start|show|list|cancel`: runs on airlockd (POST /v1/runs,
- * GET /v1/runs[/{id}], POST /v1/runs/{id}/cancel; docs/server.md "Runs"). The exit status of
+ * cmd_runs.c - `airlock runs start|fork|show|list|cancel`: runs on airlockd (POST /v1/runs,
+ * POST /v1/runs/{id}/fork, GET /v1/runs[/{id}], POST /v1/runs/{id}/cancel; docs/server.md
+ * "Runs"). The exit status of
  * start and show is the run's: 0 completed (or still running), 1 failed, cancelled or denied,
  * 3 waiting for a person - so a script can tell a run that needs a decision from one that
  * broke. A run's value, console and error are the guest's text: shown through term.c.
@@ -125,6 +126,13 @@ static void print_run(const struct json_node *run)
         fputs(" ms", stdout);
     }
     fputc('\n', stdout);
+    if (client_cmd_str(run, "forked_from")) {
+        fputs("forked from ", stdout);
+        client_cmd_put(stdout, run, "forked_from", "?");
+        fputs(" at call ", stdout);
+        client_cmd_put(stdout, run, "at_call", "?");
+        fputc('\n', stdout);
+    }
     const struct json_node *console = json_get(run, "console");
     if (console && console->type == JSON_ARRAY && console->count) {
         fputs("console:\n", stdout);
@@ -319,6 +327,97 @@ out:
     return rc;
 }
 
+/* -------------------------------------------------------------------------------- fork */
+
+static const char fork_usage[] =
+        "usage: airlock runs fork RUN --at-call N [--input JSON | --input-file FILE]\n"
+        "           [--no-wait] [--timeout SECONDS] [--json]\n"
+        "  a new run of RUN's approved version whose calls before N are answered from RUN's\n"
+        "  journal and whose call N onwards run live (\"try again from step N\")\n"
+        "  --at-call      the first call made live (1 runs everything again)\n"
+        "  --input        the new run's input, a JSON object (default: RUN's; --input-file FILE,\n"
+        "                 - for stdin); an input that changes the calls before N is refused\n"
+        "  --no-wait      answer once airlockd has accepted the run (then see `runs show`)\n"
+        "  --timeout      give up waiting for airlockd after SECONDS (default: "
+        "never)\n" CLIENT_CMD_EXIT_HELP;
+
+static int runs_fork(int argc, char **argv)
+{
+    const char *what = "runs fork";
+    const char *at_call = NULL, *input = NULL, *input_file = NULL, *timeout = NULL, *pos[1];
+    int no_wait = 0, json = 0;
+    const struct client_cmd_opt opts[] = {
+        { "--at-call", &at_call, NULL },       { "--input", &input, NULL },
+        { "--input-file", &input_file, NULL }, { "--no-wait", NULL, &no_wait },
+        { "--timeout", &timeout, NULL },       { "--json", NULL, &json },
+    };
+    struct buf in, body, answer;
+    struct client c = { 0 };
+    long long at = 0, timeout_s = 0;
+    long status;
+    char path[512];
+    int rc = CLI_EXIT_USAGE;
+    buf_init(&in, RUNS_INPUT_MAX);
+    buf_init(&body, 2 * RUNS_INPUT_MAX);
+    buf_init(&answer, CLIENT_ANSWER_MAX);
+    int a = client_cmd_args(what, fork_usage, argc, argv, opts, sizeof opts / sizeof opts[0], pos,
+                            1, 1);
+    if (a != 0) {
+        rc = a > 0 ? CLI_EXIT_COMPLETED : CLI_EXIT_USAGE;
+        goto out;
+    }
+    if (!at_call) {
+        cli_error("%s: --at-call N is needed (the first call made live)", what);
+        goto out;
+    }
+    if (input && input_file) {
+        cli_error("%s: give --input or --input-file, not both", what);
+        goto out;
+    }
+    if (client_cmd_name(what, "run id", pos[0]) != 0 ||
+        client_cmd_number(what, "--at-call", at_call, 1LL << 31, &at) != 0 ||
+        (timeout && client_cmd_number(what, "--timeout", timeout, 1LL << 30, &timeout_s) != 0)) {
+        goto out;
+    }
+    if (input) {
+        buf_append_str(&in, input);
+    } else if (input_file && client_cmd_read_file(what, input_file, &in) != 0) {
+        goto out;
+    }
+    if (in.data &&
+        client_cmd_json_object(what, input ? "--input" : input_file, in.data, in.len) != 0) {
+        goto out;
+    }
+    buf_printf(&body, "{\"at_call\":%lld", at);
+    if (in.data) {
+        buf_append_str(&body, ",\"input\":");
+        buf_append(&body, in.data, in.len);
+    }
+    if (no_wait) {
+        buf_append_str(&body, ",\"wait\":false");
+    }
+    if (buf_append_str(&body, "}") != BUF_OK) {
+        cli_error("%s: the input is too large to send", what);
+        goto out;
+    }
+    rc = client_cmd_open(&c, what);
+    if (rc != 0) {
+        goto out;
+    }
+    c.timeout_s = (long)timeout_s;
+    snprintf(path, sizeof path, "/v1/runs/%s/fork", pos[0]);
+    rc = client_cmd_call(&c, what, "POST", path, &body, &answer, &status);
+    if (rc == 0) {
+        rc = show_run(what, json, &answer);
+    }
+out:
+    buf_done(&in);
+    buf_done(&body);
+    buf_done(&answer);
+    client_close(&c);
+    return rc;
+}
+
 /* ------------------------------------------------------------------------- show, cancel */
 
 static const char show_usage[] = "usage: airlock runs show RUN [--json]\n"
@@ -477,6 +576,7 @@ static int runs_list(int argc, char **argv)
 
 static const struct client_cmd_sub runs_subs[] = {
     { "start", runs_start, "start a run of an approved template version (agent)" },
+    { "fork", runs_fork, "a new run from a run's journal, live from call N" },
     { "show", runs_show, "a run's status, value or error, and what it waits for" },
     { "list", runs_list, "the runs you may see, with filters" },
     { "cancel", runs_cancel, "cancel a running or waiting run" },

@@ -505,7 +505,7 @@ def t_usage_errors_and_unreachable(tmp):
                  ["template", "create"], ["template", "submit"], ["template", "approve"],
                  ["template", "reject"], ["template", "revoke"], ["template", "diff"],
                  ["template", "list"], ["template", "show"], ["runs", "start"], ["runs", "show"],
-                 ["runs", "list"], ["runs", "cancel"], ["approvals", "list"],
+                 ["runs", "fork"], ["runs", "list"], ["runs", "cancel"], ["approvals", "list"],
                  ["approvals", "approve"], ["approvals", "deny"], ["audit", "export"]):
         rc, out, err = cli(args + ["--help"])
         check(rc == 0 and out.startswith("usage: airlock " + args[0]) and err == "",

@@ -8,7 +8,9 @@ usage: test_fork.py --airlockd PATH --cli PATH [-k SUBSTRING]
 The shop connector (hosts/shop_connector.py) counts every call it receives by idempotency key
 (RUN:CALL), so a test sees which calls of which run reached it. Waiting polls with deadlines.
 """
+import json
 import os
+import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -130,6 +132,37 @@ def t_fork_with_a_diverging_input(tmp):
         st, doc = fork(w, run_id, {"at_call": 1, "input": {"k": 2}})
         check(st == 200 and doc["status"] == "completed" and doc["value"] == 30,
               "fork at 1 with a new input: %d %r" % (st, doc))
+    finally:
+        w.close()
+
+
+def t_fork_from_the_cli(tmp):
+    """`airlock runs fork RUN --at-call N` forks as the route does and prints where the fork
+    comes from; --json prints the answer; a missing --at-call is a usage error (exit 2) and a
+    run the caller may not see exits 1 with airlockd's 404."""
+    w = world(tmp)
+    try:
+        run_id = original(w)
+
+        def cli(key, *args):
+            env = dict(os.environ, AIRLOCK_URL="http://127.0.0.1:%d" % w.s.port,
+                       AIRLOCK_KEY=key)
+            return subprocess.run([ts.CLI, "runs", "fork"] + list(args), env=env,
+                                  capture_output=True, text=True, timeout=120)
+
+        p = cli(w.keys["agent-7"], run_id, "--at-call", "4")
+        check(p.returncode == 0 and "completed" in p.stdout and "value:\n15" in p.stdout and
+              "forked from %s at call 4" % run_id in p.stdout, "runs fork: %r" % (p,))
+        p = cli(w.keys["agent-7"], run_id, "--at-call", "5", "--json")
+        doc = json.loads(p.stdout)
+        check(p.returncode == 0 and doc["forked_from"] == run_id and doc["at_call"] == 5 and
+              doc["value"] == 15, "runs fork --json: %r" % (p,))
+        check(td.counts(w, doc["id"]) == {5: 1}, "the fork's calls: %r" % td.counts(w, doc["id"]))
+        p = cli(w.keys["agent-7"], run_id)
+        check(p.returncode == 2 and "--at-call" in p.stderr, "no --at-call: %r" % (p,))
+        p = cli(w.keys["agent-8"], run_id, "--at-call", "2")
+        check(p.returncode == 1 and "404" in p.stderr and p.stdout == "",
+              "another agent's run: %r" % (p,))
     finally:
         w.close()
 
