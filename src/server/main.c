@@ -82,7 +82,7 @@ struct main_runtime {
     struct al_runner *runner;
     struct connector_client *client;
     struct runs *runs;
-    struct nodes *nodes; /* on PostgreSQL: what other nodes decide about runs executing here */
+    struct nodes *nodes;     /* on PostgreSQL: what other nodes decide about runs executing here */
     struct replays *replays; /* submitted versions replayed before approval */
 };
 
@@ -909,7 +909,7 @@ static int main_claim_recovered(struct writer *writer, const unsigned char *secr
 /* Runs first (they use the client and the runner), then the client, then the runner. */
 static void main_runtime_stop(struct main_runtime *rt)
 {
-    nodes_stop(rt->nodes); /* before the runs it watches */
+    nodes_stop(rt->nodes);     /* before the runs it watches */
     replays_free(rt->replays); /* before the runner it replays on */
     runs_free(rt->runs);
     connector_client_free(rt->client);

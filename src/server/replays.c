@@ -47,11 +47,11 @@ struct replay_pending {
 struct replay_one {
     struct replays *owner;
     char run[RUNS_ID_LEN + 1];
-    int waiting;   /* the run waits for a person */
-    int completed; /* the run completed: its journal holds every call it made */
-    char error_code[32];                   /* a failed run's error code, "" for others */
+    int waiting;         /* the run waits for a person */
+    int completed;       /* the run completed: its journal holds every call it made */
+    char error_code[32]; /* a failed run's error code, "" for others */
     char error_message[REPLAYS_MESSAGE_MAX]; /* and its message */
-    struct replay_pending *pending;        /* a waiting run's calls waiting on a person */
+    struct replay_pending *pending;          /* a waiting run's calls waiting on a person */
     size_t npending;
     int64_t last_call; /* the highest call id of its journal */
     struct runs_plan *plan;
@@ -339,8 +339,7 @@ static int replays_approval_fn(void *userdata, const struct store_approval *a)
 
 /* Reads run o->run into o: its plan with v's source and its journal, and what it waits on.
  * o->start_error says why when it cannot be replayed. */
-static void replays_read_one(struct replays *r, struct replay_one *o,
-                             const struct store_version *v)
+static void replays_read_one(struct replays *r, struct replay_one *o, const struct store_version *v)
 {
     struct store *s = readers_take(r->readers);
     struct replay_row rr = { o, v, { 0 }, 0, 0 };
@@ -484,8 +483,8 @@ static void replays_put_diverged(struct buf *b, int *n, const struct replay_one 
     buf_append_str(b, "}");
 }
 
-static void replays_put_failed(struct buf *b, int *n, const struct replay_one *o,
-                               const char *code, const char *message, size_t len)
+static void replays_put_failed(struct buf *b, int *n, const struct replay_one *o, const char *code,
+                               const char *message, size_t len)
 {
     buf_append_str(b, (*n)++ ? "," : "");
     api_member(b, "{\"run\":", o->run);
@@ -552,8 +551,7 @@ static int replays_judge(const struct replay_one *o, struct replay_lists *l)
             hex_encode(d.got_args_sha256, sizeof d.got_args_sha256, got);
             replays_put_diverged(&l->diverged, &l->ndiverged, o, d.call, d.expected_function, exp,
                                  d.got_function, got);
-        } else if (strcmp(code, o->error_code) != 0 ||
-                   strlen(o->error_message) != et.message_len ||
+        } else if (strcmp(code, o->error_code) != 0 || strlen(o->error_message) != et.message_len ||
                    memcmp(o->error_message, et.message, et.message_len) != 0) {
             /* a failure the recorded run did not have */
             replays_put_failed(&l->failed, &l->nfailed, o, code, et.message, et.message_len);
@@ -577,7 +575,7 @@ static int replays_judge(const struct replay_one *o, struct replay_lists *l)
 /* The result object of version v replayed against `against` (0: none) with ones[0..n): 0, or
  * -1 when it does not fit. */
 static int replays_result(struct buf *b, const struct store_version *v, int64_t against,
-                           const struct replay_one *ones, size_t n)
+                          const struct replay_one *ones, size_t n)
 {
     struct replay_lists l;
     memset(&l, 0, sizeof l);
@@ -827,8 +825,9 @@ void replays_start(struct replays *r, const char *template_name, int64_t version
 {
     pthread_mutex_lock(&r->lock);
     if (!r->stop && !replays_job_of(r, template_name, version)) {
-        fprintf(stderr, "airlockd: out of memory: the replay of %s version %" PRId64
-                        " starts when it is asked for\n",
+        fprintf(stderr,
+                "airlockd: out of memory: the replay of %s version %" PRId64
+                " starts when it is asked for\n",
                 template_name, version);
     }
     pthread_mutex_unlock(&r->lock);
