@@ -681,6 +681,29 @@ struct al_error_text {
 };
 AL_API void al_result_error_text(const struct al_result *result, struct al_error_text *ret);
 
+/*
+ * Where a run left its journal (al_run_opts_add_journal_entry): the structured form of the
+ * message "the run diverges at call K from its journal", so that an application can compare a
+ * new source against recorded runs (airlockd's replay of a submitted version does) without
+ * parsing text. Digests are SHA-256 of the call's arguments, the boundary-JSON array that
+ * al_call_args gives, as in struct al_journal_entry.
+ */
+struct al_divergence {
+    uint32_t call;                    /* K: the id of the call where the run and its journal part */
+    const char *expected_function;    /* the journal's entry for call K, "group.fn"; NULL when the
+                                         journal has none (the run made a synchronous call the
+                                         journal does not have while journaled calls were to come) */
+    uint8_t expected_args_sha256[32]; /* with expected_function; zero without */
+    const char *got_function;         /* the call K the run made, "group.fn"; NULL when it waited or
+                                         ended without making it */
+    uint8_t got_args_sha256[32];      /* with got_function; zero without */
+};
+/* 0 with *ret (may be NULL) filled when the run failed PROTOCOL_ERROR because it diverged from
+ * its journal; -1 for any other result (completed, interrupted, another failure - a
+ * continuation's divergence included) and for a NULL result. The strings are borrowed from the
+ * result. */
+AL_API int al_result_divergence(const struct al_result *result, struct al_divergence *ret);
+
 /* ---------------------------------------------------------------- asynchronous runs */
 
 /*

@@ -359,7 +359,9 @@ static const char diff_usage[] =
         "usage: airlock template diff NAME VERSION [--from U] [--json]\n"
         "  what VERSION changes against the newest approved version before it (or U): its\n"
         "  functions, limits, input schema, autonomy, language, and its source as a unified\n"
-        "  diff\n" CLIENT_CMD_EXIT_HELP;
+        "  diff; then how VERSION replays against recent runs of the approved version (GET\n"
+        "  .../replay; --json: its \"replay\" member, null when the caller may not read it)\n"
+        "" CLIENT_CMD_EXIT_HELP;
 
 static void print_names(const char *sign, const struct json_node *list)
 {
@@ -439,6 +441,143 @@ static void print_diff(const struct json_node *d)
     }
 }
 
+/* One side of a divergence: "shop.orders (args sha256 0123abcd...)", or "nothing". */
+static void print_replay_call(const struct json_node *call)
+{
+    const char *fn = call ? client_cmd_str(call, "function") : NULL;
+    const char *sha = call ? client_cmd_str(call, "args_sha256") : NULL;
+    if (!fn) {
+        fputs("nothing", stdout);
+        return;
+    }
+    term_write(stdout, fn, strlen(fn));
+    printf(" (args sha256 %.12s)", sha ? sha : "?");
+}
+
+/* The replay's summary, as the web UI words it: "replays 18 of 20 recent runs identically;
+ * diverges on 2 at call 3", then a line per diverged or failed run. */
+static void print_replay(const struct json_node *r)
+{
+    const struct json_node *runs = json_get(r, "runs");
+    const struct json_node *same = json_get(r, "same");
+    const struct json_node *div = json_get(r, "diverged");
+    const struct json_node *failed = json_get(r, "failed");
+    const char *state = client_cmd_str(r, "state");
+    fputs("replay: ", stdout);
+    if (state && strcmp(state, "running") == 0) {
+        fputs("still running (ask again)\n", stdout);
+        return;
+    }
+    if (!runs || runs->type != JSON_NUMBER || !same || same->type != JSON_NUMBER) {
+        fputs("none\n", stdout);
+        return;
+    }
+    if (runs->num == 0) {
+        const struct json_node *against = json_get(r, "against");
+        fputs(against && against->type == JSON_NUMBER ? "no recent runs to replay\n"
+                                                      : "nothing to replay (no approved version)\n",
+              stdout);
+        return;
+    }
+    printf("replays %.0f of %.0f recent runs of v", same->num, runs->num);
+    client_cmd_put(stdout, r, "against", "?");
+    fputs(" identically", stdout);
+    size_t ndiv = div && div->type == JSON_ARRAY ? div->count : 0;
+    size_t nfailed = failed && failed->type == JSON_ARRAY ? failed->count : 0;
+    if (ndiv) {
+        /* the distinct calls, in the order the runs are listed */
+        double calls[8];
+        size_t ncalls = 0;
+        for (const struct json_node *d = div->child; d; d = d->next) {
+            const struct json_node *at = json_get(d, "at_call");
+            int seen = !at || at->type != JSON_NUMBER;
+            for (size_t i = 0; i < ncalls && !seen; i++) {
+                seen = calls[i] == at->num;
+            }
+            if (!seen && ncalls < sizeof calls / sizeof calls[0]) {
+                calls[ncalls++] = at->num;
+            }
+        }
+        printf("; diverges on %zu at call%s", ndiv, ncalls > 1 ? "s" : "");
+        for (size_t i = 0; i < ncalls; i++) {
+            printf("%s%.0f", i ? ", " : " ", calls[i]);
+        }
+    }
+    if (nfailed) {
+        printf("; fails on %zu", nfailed);
+    }
+    fputc('\n', stdout);
+    for (const struct json_node *d = ndiv ? div->child : NULL; d; d = d->next) {
+        fputs("  ", stdout);
+        client_cmd_put(stdout, d, "run", "?");
+        fputs(" diverges at call ", stdout);
+        client_cmd_put(stdout, d, "at_call", "?");
+        fputs(": expected ", stdout);
+        print_replay_call(json_get(d, "expected"));
+        fputs(", got ", stdout);
+        print_replay_call(json_get(d, "got"));
+        fputc('\n', stdout);
+    }
+    for (const struct json_node *f = nfailed ? failed->child : NULL; f; f = f->next) {
+        const struct json_node *e = json_get(f, "error");
+        fputs("  ", stdout);
+        client_cmd_put(stdout, f, "run", "?");
+        fputs(" fails: ", stdout);
+        client_cmd_put(stdout, e, "code", "?");
+        fputs(" ", stdout);
+        client_cmd_put(stdout, e, "message", "");
+        fputc('\n', stdout);
+    }
+    const struct json_node *waiting = json_get(r, "waiting");
+    for (const struct json_node *w = waiting && waiting->type == JSON_ARRAY ? waiting->child : NULL;
+         w; w = w->next) {
+        if (w->type == JSON_STRING) {
+            fputs("  waiting run ", stdout);
+            term_write(stdout, w->str, w->str_len);
+            fputs(" would diverge\n", stdout);
+        }
+    }
+}
+
+/* The diff and the replay as one --json document: the diff's object with a "replay" member
+ * (the replay's object, or null). -1 when the diff's answer is not an object. */
+static int diff_with_replay(const struct buf *diff, const struct buf *replay, struct buf *out)
+{
+    size_t n = diff->data ? diff->len : 0;
+    while (n > 0 && (diff->data[n - 1] == '\n' || diff->data[n - 1] == ' ')) {
+        n--;
+    }
+    if (n < 2 || diff->data[n - 1] != '}') {
+        return -1;
+    }
+    buf_append(out, diff->data, n - 1);
+    buf_append_str(out, ",\"replay\":");
+    if (replay && replay->data) {
+        buf_append(out, replay->data, replay->len);
+    } else {
+        buf_append_str(out, "null");
+    }
+    buf_append_str(out, "}\n");
+    return buf_failed(out) ? -1 : 0;
+}
+
+/* GET .../replay into *ret_replay when airlockd answers it (200, or 202 while it runs) with
+ * JSON; 0 otherwise (the caller may not read it: an agent): the diff is shown without it. */
+static int diff_replay(struct client *c, const char *name, long long version, struct buf *answer)
+{
+    char path[512];
+    long status = 0;
+    struct al_error err = { 0 };
+    snprintf(path, sizeof path, "/v1/templates/%s/versions/%lld/replay", name, version);
+    if (client_request(c, "GET", path, NULL, 0, answer, &status) != 0 ||
+        (status != 200 && status != 202) || !answer->data ||
+        json_check(answer->data, answer->len, CLIENT_ANSWER_DEPTH, &err) != AL_OK) {
+        buf_reset(answer);
+        return 0;
+    }
+    return 1;
+}
+
 static int template_diff(int argc, char **argv)
 {
     const char *what = "template diff";
@@ -472,9 +611,23 @@ static int template_diff(int argc, char **argv)
         snprintf(path + strlen(path), sizeof path - strlen(path), "?from=%lld", from_n);
     }
     rc = client_cmd_call(&c, what, "GET", path, NULL, &answer, &status);
-    if (rc == 0) {
-        rc = show_answer(what, json, &answer, print_diff);
+    struct buf replay;
+    struct buf both;
+    buf_init(&replay, CLIENT_ANSWER_MAX);
+    buf_init(&both, 2 * CLIENT_ANSWER_MAX);
+    int has_replay = rc == 0 && diff_replay(&c, pos[0], version, &replay);
+    if (rc == 0 && json) {
+        rc = diff_with_replay(&answer, has_replay ? &replay : NULL, &both) == 0
+                     ? client_cmd_print_answer(what, &both)
+                     : client_cmd_print_answer(what, &answer);
+    } else if (rc == 0) {
+        rc = show_answer(what, 0, &answer, print_diff);
+        if (rc == 0 && has_replay) {
+            rc = show_answer(what, 0, &replay, print_replay);
+        }
     }
+    buf_done(&both);
+    buf_done(&replay);
     buf_done(&answer);
     client_close(&c);
     return rc;

@@ -114,6 +114,7 @@ struct ledger {
     struct held *held;        /* in position order */
     struct held **held_tail;
     struct held *spent; /* the held answer last handed out: freed at the next ledger_next */
+    struct ledger_divergence *divergence; /* the first divergence from a journal; NULL: none */
 };
 
 static int is_json(const char *text, size_t len)
@@ -535,6 +536,50 @@ static uint32_t first_missing(const struct replay *rp)
     return 0;
 }
 
+/* Notes where the run left its journal, for al_result_divergence: call `id`, the journal's
+ * entry for it (NULL: none) and the call the run made there (got_fn NULL: none). Only the first
+ * divergence counts: it is the one that fails the run. Out of memory, nothing is noted (the run
+ * fails all the same). */
+static void note_divergence(struct ledger *l, uint32_t id, const struct cont_entry *expected,
+                            const char *got_fn, const uint8_t *got_digest)
+{
+    if (l->divergence) {
+        return;
+    }
+    struct ledger_divergence *d = calloc(1, sizeof *d);
+    if (!d) {
+        return;
+    }
+    d->call = id;
+    if (expected) {
+        d->expected_fn = strdup(expected->fn);
+        memcpy(d->expected_digest, expected->args_digest, CONT_DIGEST);
+    }
+    if (got_fn) {
+        d->got_fn = strdup(got_fn);
+        memcpy(d->got_digest, got_digest, CONT_DIGEST);
+    }
+    if ((expected && !d->expected_fn) || (got_fn && !d->got_fn)) {
+        free(d->expected_fn);
+        free(d->got_fn);
+        free(d);
+        return;
+    }
+    l->divergence = d;
+}
+
+/* The journal's entry for the first call the run has not made, for a divergence's note. */
+static const struct cont_entry *missing_entry(const struct replay *rp, uint32_t id)
+{
+    int k = find_entry(&rp->cont, id);
+    return k >= 0 ? &rp->cont.entries[k] : NULL;
+}
+
+const struct ledger_divergence *ledger_divergence(const struct ledger *l)
+{
+    return l ? l->divergence : NULL;
+}
+
 /* Records an interruption of pending call `lc` and decides INTERRUPT, or fails. */
 static enum ledger_decision interrupt(struct ledger *l, struct ledger_call *lc, const char *payload,
                                       size_t len, const uint8_t *keep_iid,
@@ -636,6 +681,7 @@ enum ledger_decision ledger_on_call(struct ledger *l, uint32_t id, uint32_t fn, 
         return decide(ret, LEDGER_NONE, id);
     }
     if (k < 0 && rp->journal) {
+        note_divergence(l, id, NULL, name, lc->entry.args_digest);
         return fail(ret, id, LEDGER_DIVERGED, AL_PROTOCOL_ERROR,
                     JOURNAL_DIVERGES "the journal does not have this synchronous call to %s, "
                                      "and journaled calls are still to come",
@@ -648,6 +694,7 @@ enum ledger_decision ledger_on_call(struct ledger *l, uint32_t id, uint32_t fn, 
     const struct cont_entry *e = &rp->cont.entries[k];
     if (strcmp(e->fn, name) != 0) {
         if (rp->journal) {
+            note_divergence(l, id, e, name, lc->entry.args_digest);
             return fail(ret, id, LEDGER_DIVERGED, AL_PROTOCOL_ERROR,
                         JOURNAL_DIVERGES "it calls %s, the journal has %s", id, name, e->fn);
         }
@@ -656,6 +703,7 @@ enum ledger_decision ledger_on_call(struct ledger *l, uint32_t id, uint32_t fn, 
     }
     if (memcmp(e->args_digest, lc->entry.args_digest, CONT_DIGEST) != 0) {
         if (rp->journal) {
+            note_divergence(l, id, e, name, lc->entry.args_digest);
             return fail(ret, id, LEDGER_DIVERGED, AL_PROTOCOL_ERROR,
                         JOURNAL_DIVERGES "%s has other arguments than in the journal", id, name);
         }
@@ -663,6 +711,7 @@ enum ledger_decision ledger_on_call(struct ledger *l, uint32_t id, uint32_t fn, 
                     DIVERGED "call #%u to %s has other arguments than the ledger", id, name);
     }
     if (e->sync != (sync != 0)) { /* a continuation binds the sync flags: only a journal */
+        note_divergence(l, id, e, name, lc->entry.args_digest);
         return fail(ret, id, LEDGER_DIVERGED, AL_PROTOCOL_ERROR,
                     JOURNAL_DIVERGES "%s is %s, the journal has it %s", id, name,
                     sync ? "synchronous" : "asynchronous",
@@ -756,6 +805,7 @@ enum ledger_decision ledger_on_idle(struct ledger *l, int caught_up, struct ledg
     /* It waits for us, and we wait for a call it will never make. */
     if (rp->journal) {
         uint32_t k = first_missing(rp);
+        note_divergence(l, k, missing_entry(rp, k), NULL, NULL);
         return fail(ret, k, LEDGER_DIVERGED, AL_PROTOCOL_ERROR,
                     JOURNAL_DIVERGES "it waits without making that call", k);
     }
@@ -1006,9 +1056,10 @@ enum al_code ledger_on_done(struct ledger *l, int interrupted, enum al_code code
              code == AL_HOST_FUNCTION_ERROR || code == AL_DETACHED_BRIDGE_REQUEST ||
              code == AL_SERIALIZATION_ERROR) &&
             rp->journal) {
+            uint32_t k = first_missing(rp);
+            note_divergence(l, k, missing_entry(rp, k), NULL, NULL);
             return error_set(reterr, AL_PROTOCOL_ERROR,
-                             JOURNAL_DIVERGES "it ended without making that call",
-                             first_missing(rp));
+                             JOURNAL_DIVERGES "it ended without making that call", k);
         }
         if (interrupted || code == AL_OK || code == AL_USER_ERROR ||
             code == AL_HOST_FUNCTION_ERROR || code == AL_DETACHED_BRIDGE_REQUEST ||
@@ -1091,6 +1142,11 @@ void ledger_end(struct ledger *l, int delivered, int failed)
         free(l->replay->resolution);
         free(l->replay->waiting);
         free(l->replay);
+    }
+    if (l->divergence) {
+        free(l->divergence->expected_fn);
+        free(l->divergence->got_fn);
+        free(l->divergence);
     }
     free(l);
 }

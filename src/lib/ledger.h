@@ -33,6 +33,15 @@ struct result_interruption {
     char *payload;  /* owned */
 };
 
+/* Where a run left its journal (al_result_divergence): noted by the decision that failed it. */
+struct ledger_divergence {
+    uint32_t call;
+    char *expected_fn; /* owned; NULL: the journal has no entry for the call */
+    uint8_t expected_digest[CONT_DIGEST];
+    char *got_fn; /* owned; NULL: the run waited or ended without making the call */
+    uint8_t got_digest[CONT_DIGEST];
+};
+
 enum ledger_decision {
     LEDGER_NONE = 0,  /* nothing to do */
     LEDGER_INVOKE,    /* invoke the host function: args; `resumed` for a resolved interruption */
@@ -127,6 +136,9 @@ enum al_code ledger_before_host(struct ledger *l, struct al_error *reterr);
 enum al_code ledger_on_done(struct ledger *l, int interrupted, enum al_code code,
                             struct ledger_outcome *ret, struct al_error *reterr);
 void ledger_outcome_done(struct ledger_outcome *o);
+/* The divergence from its journal that failed the run; NULL when none did. Owned by the
+ * ledger. */
+const struct ledger_divergence *ledger_divergence(const struct ledger *l);
 /* After the run: consumes or releases a claim, frees everything. `delivered`: the result goes
  * to the caller; `failed`: it is a failure. NULL is fine. */
 void ledger_end(struct ledger *l, int delivered, int failed);

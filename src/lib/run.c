@@ -1013,6 +1013,23 @@ static void emit_interruptions(struct run_state *st)
     }
 }
 
+/* The result's copy of where the run left its journal (d NULL: it did not): 0, or -1 out of
+ * memory. */
+static int keep_divergence(struct al_result *res, const struct ledger_divergence *d)
+{
+    if (!d) {
+        return 0;
+    }
+    struct al_divergence *v = &res->divergence;
+    v->call = d->call;
+    v->expected_function = d->expected_fn ? strdup(d->expected_fn) : NULL;
+    memcpy(v->expected_args_sha256, d->expected_digest, sizeof v->expected_args_sha256);
+    v->got_function = d->got_fn ? strdup(d->got_fn) : NULL;
+    memcpy(v->got_args_sha256, d->got_digest, sizeof v->got_args_sha256);
+    res->diverged = 1;
+    return (d->expected_fn && !v->expected_function) || (d->got_fn && !v->got_function) ? -1 : 0;
+}
+
 enum al_code run_deliver(struct run_state *st, struct al_result **ret_result,
                          struct al_error *reterr)
 {
@@ -1040,6 +1057,11 @@ enum al_code run_deliver(struct run_state *st, struct al_result **ret_result,
         goto out;
     }
     res->stats.host_calls = st->host_calls;
+    if (res->status == AL_STATUS_FAILED && res->code == AL_PROTOCOL_ERROR &&
+        keep_divergence(res, ledger_divergence(st->ledger)) != 0) {
+        rc = error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+        goto out;
+    }
     emit_interruptions(st);
     *ret_result = res;
     res = NULL;
@@ -1167,6 +1189,8 @@ void al_result_free(struct al_result *result)
     }
     free(result->interruptions);
     free(result->continuation);
+    free((char *)result->divergence.expected_function);
+    free((char *)result->divergence.got_function);
     free(result);
 }
 
@@ -1242,6 +1266,17 @@ void al_result_error_text(const struct al_result *result, struct al_error_text *
     ret->message_len = result->message ? result->message_len : 0;
     ret->stack = al_result_error_stack(result);
     ret->stack_len = result->stack ? result->stack_len : 0;
+}
+
+int al_result_divergence(const struct al_result *result, struct al_divergence *ret)
+{
+    if (!result || !result->diverged) {
+        return -1;
+    }
+    if (ret) {
+        *ret = result->divergence;
+    }
+    return 0;
 }
 
 void al_result_stats(const struct al_result *result, struct al_stats *ret_stats)

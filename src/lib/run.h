@@ -35,6 +35,8 @@ struct al_result {
     size_t message_len;
     size_t stack_len;
     char run_id[AL_RUN_ID_MAX + 1];
+    int diverged;                    /* failed by leaving its journal: */
+    struct al_divergence divergence; /* its function names owned */
 };
 
 struct run_state {

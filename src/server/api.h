@@ -29,6 +29,7 @@ struct api_param {
 };
 
 struct runs;
+struct replays;
 
 /* The answer (500) where a request would hand a run to an engine the server lacks (the fuzz
  * harness of the request path has none). */
@@ -41,6 +42,7 @@ struct auditlog_kept;
 /* What handlers reach beyond the store (main.c fills it). */
 struct api_services {
     struct runs *runs;          /* NULL: no run engine (the fuzz target) */
+    struct replays *replays;    /* NULL: versions are not replayed (the fuzz target) */
     struct writer *writer;      /* where a read route's refusal is recorded */
     struct readers *readers;    /* for work after the handler has returned (a streamed answer) */
     struct audit_head *audit;   /* what /v1/audit/verify has verified (api_audit.c) */
@@ -189,6 +191,7 @@ void api_versions_approve(struct api_ctx *ctx);
 void api_versions_reject(struct api_ctx *ctx);
 void api_versions_revoke(struct api_ctx *ctx);
 void api_versions_diff(struct api_ctx *ctx);
+void api_versions_replay(struct api_ctx *ctx);
 
 /* A revocation's effect on runs (api_runs.c). Inside the revoking transaction: every run of the
  * version not yet ended is recorded cancelled (error ABORTED), its pending approvals cancelled

@@ -294,6 +294,71 @@ out:
     return STORE_OK;
 }
 
+int api_replay_plan(const struct store_run *row, const struct store_version *v,
+                    struct runs_plan **ret_plan, struct al_error *reterr)
+{
+    struct json_doc *doc = NULL;
+    struct al_error jerr;
+    struct runs_plan *plan = calloc(1, sizeof *plan);
+    char *end = NULL;
+    int ret = -1;
+    if (!plan) {
+        error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+        return -1;
+    }
+    snprintf(plan->id, sizeof plan->id, "%s", row->id);
+    snprintf(plan->template_name, sizeof plan->template_name, "%s", v->template_name);
+    plan->version = v->version;
+    snprintf(plan->department, sizeof plan->department, "%s", row->department);
+    snprintf(plan->principal, sizeof plan->principal, "%s", row->principal);
+    plan->input_json = strdup(row->input);
+    plan->source = strdup(v->source);
+    plan->typescript = strcmp(v->language, "ts") == 0;
+    plan->has_seed = 1;
+    plan->seed = row->seed ? strtoull(row->seed, &end, 16) : 0;
+    plan->clock_ms = row->clock_ms;
+    if (!plan->input_json || !plan->source) {
+        error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+        goto out;
+    }
+    if (!end || *end || plan->clock_ms <= 0) {
+        error_set(reterr, AL_CONFIG_ERROR, "run %s has no recorded start to replay from", row->id);
+        goto out;
+    }
+    if (api_plan_limits(plan, v->limits, reterr) != 0) {
+        goto out;
+    }
+    if (json_parse(v->functions, strlen(v->functions), 4, &doc, &jerr) != AL_OK ||
+        json_root(doc)->type != JSON_ARRAY) {
+        error_set(reterr, AL_CONFIG_ERROR, "the version's functions are not a JSON array");
+        goto out;
+    }
+    size_t n = json_root(doc)->count;
+    plan->functions = calloc(n ? n : 1, sizeof *plan->functions);
+    if (!plan->functions) {
+        error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+        goto out;
+    }
+    for (const struct json_node *e = json_root(doc)->child; e; e = e->next) {
+        struct runs_function *f = &plan->functions[plan->nfunctions];
+        if (e->type != JSON_STRING || e->str_len >= sizeof f->name) {
+            error_set(reterr, AL_CONFIG_ERROR, "the version's functions are not names");
+            goto out;
+        }
+        snprintf(f->name, sizeof f->name, "%s", e->str);
+        plan->nfunctions++;
+    }
+    ret = 0;
+out:
+    json_doc_free(doc);
+    if (ret != 0) {
+        runs_plan_free(plan);
+        return -1;
+    }
+    *ret_plan = plan;
+    return 0;
+}
+
 /* ---------------------------------------------------------------- POST /v1/runs */
 
 struct api_dept_policy {

@@ -27,6 +27,7 @@
 #include "api.h"
 #include "diff.h"
 #include "jcs.h"
+#include "replays.h"
 #include "schema.h"
 #include "tsdecl.h"
 
@@ -985,6 +986,36 @@ static void tpl_move_failed(struct api_ctx *ctx, const struct tpl_move_req *q,
     }
 }
 
+/* A submitted version's replay, started once the submission has committed. */
+struct tpl_replay_start {
+    struct replays *replays;
+    char template_name[STORE_NAME_MAX + 1];
+    int64_t version;
+};
+
+static void tpl_replay_after(void *arg, int committed)
+{
+    struct tpl_replay_start *rs = arg;
+    if (committed) {
+        replays_start(rs->replays, rs->template_name, rs->version);
+    }
+    free(rs);
+}
+
+/* Once the submission of version `number` has committed, its replay starts (replays.h). A
+ * replay that cannot be queued now (out of memory) starts when it is first asked for. */
+static void tpl_replay_on_submit(struct api_ctx *ctx, const char *template_name, int64_t number)
+{
+    struct tpl_replay_start *rs = ctx->svc && ctx->svc->replays ? calloc(1, sizeof *rs) : NULL;
+    if (!rs) {
+        return;
+    }
+    rs->replays = ctx->svc->replays;
+    snprintf(rs->template_name, sizeof rs->template_name, "%s", template_name);
+    rs->version = number;
+    api_after_commit(ctx->tx, tpl_replay_after, rs);
+}
+
 /* One state move of a version (gov_version_may_act: roles, four eyes, the state it leaves). */
 static void tpl_move(struct api_ctx *ctx, enum gov_version_action action, const char *note_field)
 {
@@ -1024,6 +1055,9 @@ static void tpl_move(struct api_ctx *ctx, enum gov_version_action action, const 
     if (action == GOV_VERSION_REVOKE) {
         api_version_revoked(ctx, q.ti.name, q.number);
     }
+    if (action == GOV_VERSION_SUBMIT) {
+        tpl_replay_on_submit(ctx, q.ti.name, q.number);
+    }
     tpl_reply_version(ctx, 200, &q.ti, q.number, NULL);
 }
 
@@ -1055,6 +1089,83 @@ void api_versions_get(struct api_ctx *ctx)
     if (tpl_read_route(ctx, &ti) == 0) {
         tpl_reply_version(ctx, 200, &ti, tpl_version_number(api_param(ctx, "v")), &ctx->who->gov);
     }
+}
+
+/* ---------------------------------------------------------------- replay */
+
+/* What GET .../replay reads: the version as the caller may read it, and its kept replay. */
+struct tpl_replay {
+    const struct gov_principal *reader;
+    int found;
+    enum gov_version_state state;
+    struct buf *b; /* the kept replay's object, when there is one */
+    int kept;
+};
+
+static int tpl_replay_version_read(void *userdata, const struct store_version *v)
+{
+    struct tpl_replay *t = userdata;
+    t->found = tpl_readable(t->reader, v);
+    t->state = api_version_state(v->state);
+    return 0;
+}
+
+static int tpl_replay_read(void *userdata, const struct store_replay *r)
+{
+    struct tpl_replay *t = userdata;
+    t->kept = 1;
+    buf_append_str(t->b, r->result);
+    buf_append_str(t->b, "\n");
+    return 0;
+}
+
+/* GET /v1/templates/{t}/versions/{v}/replay (docs/server.md "Replay before approval"): the kept
+ * replay; for a submitted version whose replay is still under way (or was lost with a stopped
+ * airlockd), the request waits for it (replays_wait); a version never submitted, or one that was
+ * decided before any replay was kept, has none ("state":"none", nothing replayed). */
+void api_versions_replay(struct api_ctx *ctx)
+{
+    struct tpl_info ti;
+    struct tpl_replay t = { &ctx->who->gov, 0, GOV_VERSION_DRAFT, &ctx->resp->body, 0 };
+    struct store *s = ctx->store;
+    if (tpl_read_route(ctx, &ti) != 0) {
+        return;
+    }
+    int64_t number = tpl_version_number(api_param(ctx, "v"));
+    enum store_rc rc = number ? s->ops->version_get(s, ti.name, number, tpl_replay_version_read, &t)
+                              : STORE_NOT_FOUND;
+    if (rc == STORE_NOT_FOUND || (rc == STORE_OK && !t.found)) {
+        api_error(ctx, 404, "NOT_FOUND", "no version %.32s of template %s", api_param(ctx, "v"),
+                  ti.name);
+        return;
+    }
+    /* it names runs: only who sees the department's runs reads it (not an agent) */
+    if (rc == STORE_OK && api_allow(ctx, ti.department) != 0) {
+        return;
+    }
+    api_reply(ctx, 200);
+    if (rc == STORE_OK) {
+        rc = s->ops->replay_get(s, ti.name, number, tpl_replay_read, &t);
+    }
+    if (rc != STORE_OK && rc != STORE_NOT_FOUND) {
+        api_store_failed(ctx);
+        return;
+    }
+    if (t.kept) {
+        return;
+    }
+    if (t.state == GOV_VERSION_SUBMITTED && ctx->svc && ctx->svc->replays) {
+        struct http_deferred *d = http_defer(ctx->req, ctx->resp);
+        if (d) {
+            replays_wait(ctx->svc->replays, ti.name, number, d);
+            return;
+        }
+    }
+    api_member(&ctx->resp->body, "{\"template\":", ti.name);
+    buf_printf(&ctx->resp->body,
+               ",\"version\":%" PRId64 ",\"state\":\"none\",\"against\":null,\"runs\":0,"
+               "\"same\":0,\"diverged\":[],\"failed\":[],\"waiting\":[]}\n",
+               number);
 }
 
 /* ---------------------------------------------------------------- types */

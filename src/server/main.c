@@ -35,6 +35,7 @@
 #include "nodes.h"
 #include "ratelimit.h"
 #include "readers.h"
+#include "replays.h"
 #include "router.h"
 #include "runs.h"
 #include "secretbox.h"
@@ -81,7 +82,8 @@ struct main_runtime {
     struct al_runner *runner;
     struct connector_client *client;
     struct runs *runs;
-    struct nodes *nodes; /* on PostgreSQL: what other nodes decide about runs executing here */
+    struct nodes *nodes;     /* on PostgreSQL: what other nodes decide about runs executing here */
+    struct replays *replays; /* submitted versions replayed before approval */
 };
 
 static const char main_usage[] =
@@ -907,7 +909,8 @@ static int main_claim_recovered(struct writer *writer, const unsigned char *secr
 /* Runs first (they use the client and the runner), then the client, then the runner. */
 static void main_runtime_stop(struct main_runtime *rt)
 {
-    nodes_stop(rt->nodes); /* before the runs it watches */
+    nodes_stop(rt->nodes);     /* before the runs it watches */
+    replays_free(rt->replays); /* before the runner it replays on */
     runs_free(rt->runs);
     connector_client_free(rt->client);
     al_runner_free(rt->runner);
@@ -1098,10 +1101,12 @@ int main(int argc, char **argv)
         goto out;
     }
     main_gauges(readers, &rt);
-    if (runs_watch_keys(rt.runs, readers, &err) != 0) {
+    if (runs_watch_keys(rt.runs, readers, &err) != 0 ||
+        replays_new(rt.runner, readers, writer, &rt.replays, &err) != 0) {
         fprintf(stderr, "airlockd: %s\n", err.message);
         goto out;
     }
+    svc.replays = rt.replays;
     if (secretbox_key_load(cfg.data_dir, secret_key, &err) != 0) {
         fprintf(stderr, "airlockd: secret key: %s\n", err.message);
         goto out;
@@ -1185,6 +1190,7 @@ out:
     if (rt.runs) {
         runs_drain(rt.runs, 0);
     }
+    replays_stop(rt.replays); /* its waiting requests answered before the server stops */
     http_stop(http);
     denials_stop(denials);  /* the refusals tallied since their address's last record */
     main_runtime_stop(&rt); /* the runs' last records go through the writer */

@@ -66,6 +66,7 @@ static const struct route routes[] = {
     { "GET",    "/v1/templates/{t}/versions/{v}",    api_versions_get,            { AUTH_RESOURCE, ANY_ROLES }, READS },
     { "GET",    "/v1/templates/{t}/versions/{v}/diff", api_versions_diff,         { AUTH_RESOURCE, ANY_ROLES }, READS },
     { "GET",    "/v1/templates/{t}/versions/{v}/types", api_versions_types,       { AUTH_RESOURCE, ANY_ROLES }, READS },
+    { "GET",    "/v1/templates/{t}/versions/{v}/replay", api_versions_replay,     { AUTH_RESOURCE, ADMIN | AUTH_ROLE_AUDITOR | AUTH_ROLE_APPROVER | AUTH_ROLE_AUTHOR }, READS },
     { "POST",   "/v1/templates/{t}/versions/{v}/submit", api_versions_submit,     { AUTH_RESOURCE, AUTH_ROLE_AUTHOR }, WRITES },
     { "POST",   "/v1/templates/{t}/versions/{v}/approve", api_versions_approve,   { AUTH_RESOURCE, AUTH_ROLE_APPROVER }, WRITES },
     { "POST",   "/v1/templates/{t}/versions/{v}/reject", api_versions_reject,     { AUTH_RESOURCE, AUTH_ROLE_APPROVER }, WRITES },

@@ -1925,11 +1925,9 @@ static int runs_source(const struct runs_plan *plan, struct buf *b)
     return b->data ? 0 : -1;
 }
 
-static enum al_code runs_opts(struct srun *sr, const char *continuation,
-                              const struct runs_resolution *res, size_t nres,
-                              struct al_run_opts *opts)
+/* What every execution of a plan has: its source with the input, its limits, its id. */
+static enum al_code runs_opts_base(const struct runs_plan *plan, struct al_run_opts *opts)
 {
-    const struct runs_plan *plan = sr->plan;
     struct buf src;
     buf_init(&src, (size_t)64 << 20);
     enum al_code code =
@@ -1946,6 +1944,36 @@ static enum al_code runs_opts(struct srun *sr, const char *continuation,
     if (code == AL_OK) {
         code = al_run_opts_set_run_id(opts, plan->id);
     }
+    buf_done(&src);
+    return code;
+}
+
+enum al_code runs_replay_opts(const struct runs_plan *plan, al_host_fn *host, void *userdata,
+                              struct al_run_opts *opts)
+{
+    enum al_code code = runs_opts_base(plan, opts);
+    for (size_t i = 0; i < plan->nfunctions && code == AL_OK; i++) {
+        code = al_run_opts_add_host(opts, plan->functions[i].name, host, NULL, 0);
+    }
+    if (code == AL_OK) {
+        al_run_opts_set_seed(opts, plan->seed);
+        al_run_opts_set_clock(opts, plan->clock_ms);
+    }
+    for (size_t i = 0; i < plan->njournal && code == AL_OK; i++) {
+        code = al_run_opts_add_journal_entry(opts, &plan->journal[i]);
+    }
+    if (code == AL_OK) {
+        al_run_opts_set_userdata(opts, userdata);
+    }
+    return code;
+}
+
+static enum al_code runs_opts(struct srun *sr, const char *continuation,
+                              const struct runs_resolution *res, size_t nres,
+                              struct al_run_opts *opts)
+{
+    const struct runs_plan *plan = sr->plan;
+    enum al_code code = runs_opts_base(plan, opts);
     if (code == AL_OK) {
         /* a continuation resumes this run only */
         code = al_run_opts_set_context(opts, plan->id, strlen(plan->id));
@@ -1987,7 +2015,6 @@ static enum al_code runs_opts(struct srun *sr, const char *continuation,
             al_run_opts_set_journal(opts, runs_journal, sr);
         }
     }
-    buf_done(&src);
     return code;
 }
 

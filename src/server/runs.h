@@ -93,6 +93,12 @@ void runs_plan_free(struct runs_plan *plan);
 /* Appends a journal entry read from the store to plan->journal (copied). -1 out of memory or a
  * malformed entry. */
 int runs_plan_add_journal(struct runs_plan *plan, const struct store_journal_entry *e);
+/* The options of a replay of `plan` (replays.h): the source as a run of the plan executes it
+ * (with its input), its limits, its seed and clock and its journal; every function of the plan
+ * calls `host` (a call the journal does not answer), and `userdata` is the run's
+ * (al_call_run_userdata). */
+enum al_code runs_replay_opts(const struct runs_plan *plan, al_host_fn *host, void *userdata,
+                              struct al_run_opts *opts);
 /* The seed of run `id`'s guest (Math.random), derived from the cluster's key: every node
  * derives the same one. */
 uint64_t runs_seed(const struct runs *r, const char *id);

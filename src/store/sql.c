@@ -1589,3 +1589,49 @@ enum store_rc sql_run_add_recovered(struct store *s, const char *id, int64_t *re
     }
     return rc;
 }
+
+/* ---------------------------------------------------------------- replays (0013_replay) */
+
+enum store_rc sql_replay_put(struct store *s, const struct store_replay *r)
+{
+    char version[24];
+    char against[24];
+    char now[32];
+    snprintf(version, sizeof version, "%" PRId64, r->version);
+    snprintf(against, sizeof against, "%" PRId64, r->against);
+    sql_now(now);
+    const char *args[] = { r->template_name, version, r->against > 0 ? against : NULL, r->result,
+                           now };
+    struct sql_store *q = sql_of(s);
+    enum store_rc rc = sql_exists(q,
+                                  "SELECT 1 FROM versions WHERE template = $1 AND version = "
+                                  "CAST($2 AS BIGINT)",
+                                  2, args);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    return sql_exec(s,
+                    "INSERT INTO version_replays(template, version, against, result, created) "
+                    "VALUES ($1, CAST($2 AS BIGINT), CAST($3 AS BIGINT), $4, $5) ON CONFLICT "
+                    "(template, version) DO UPDATE SET against = excluded.against, result = "
+                    "excluded.result, created = excluded.created",
+                    5, args);
+}
+
+static int sql_replay_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct store_replay v = { col(r, 0), num(r, 1), num(r, 2), col(r, 3), col(r, 4) };
+    return ((store_replay_fn *)fn)(userdata, &v);
+}
+
+enum store_rc sql_replay_get(struct store *s, const char *template_name, int64_t version,
+                             store_replay_fn *fn, void *userdata)
+{
+    char n[24];
+    snprintf(n, sizeof n, "%" PRId64, version);
+    const char *args[] = { template_name, n };
+    return sql_walk(s,
+                    "SELECT template, version, COALESCE(against, 0), result, created FROM "
+                    "version_replays WHERE template = $1 AND version = CAST($2 AS BIGINT)",
+                    2, args, 1, sql_replay_each, (void *)fn, userdata);
+}

@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_OPS_VERSION 11
+#define STORE_OPS_VERSION 13
 #define STORE_NAME_MAX    64
 #define STORE_HASH_LEN    32 /* SHA-256 of an API key */
 #define STORE_ERRMSG_MAX  256
@@ -261,6 +261,17 @@ struct store_journal_entry {
 };
 typedef int store_journal_fn(void *userdata, const struct store_journal_entry *e);
 typedef int store_node_fn(void *userdata, const char *id);
+
+/* A submitted version's replay against recent runs (0013_replay, docs/server.md "Replay before
+ * approval"). */
+struct store_replay {
+    const char *template_name;
+    int64_t version;
+    int64_t against;     /* the approved version whose runs were replayed; 0: none */
+    const char *result;  /* a JSON object, as GET .../replay answers it */
+    const char *created; /* set by the store on replay_put; ignored there */
+};
+typedef int store_replay_fn(void *userdata, const struct store_replay *r);
 
 /* Wake-ups between nodes (since version 6): the channels a node listens on, each payload a run's
  * id. A notification is a hint, never a record: it is lost when no listener is connected, so a
@@ -572,6 +583,14 @@ struct store_ops {
      * calls from `at_call` on ran live. NOT_FOUND when no such run. */
     enum store_rc (*run_set_fork)(struct store *s, const char *id, const char *forked_from,
                                   int64_t at_call);
+
+    /* Since version 13 (0013_replay): a version's replay. */
+    /* Keeps r (template_name, version, against, result) as the replay of that version, in place
+     * of one it had. NOT_FOUND when no such version. */
+    enum store_rc (*replay_put)(struct store *s, const struct store_replay *r);
+    /* The replay kept for a version: fn sees it once; NOT_FOUND when it has none. */
+    enum store_rc (*replay_get)(struct store *s, const char *template_name, int64_t version,
+                                store_replay_fn *fn, void *userdata);
 };
 
 /* Every backend's handle starts with this. */

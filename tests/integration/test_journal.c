@@ -298,6 +298,39 @@ static void expect_failure(struct al_result *res, enum al_code code, const char 
     }
 }
 
+/* al_result_divergence of res: call `call`, the journal's entry for it (its function and
+ * argument digest, expected NULL: none) and the run's call there (got NULL: none). */
+static void expect_divergence(const struct al_result *res, const struct journal *j, uint32_t call,
+                              const char *expected, const char *got)
+{
+    static const uint8_t zero[32];
+    struct al_divergence d;
+    memset(&d, 0xa5, sizeof d);
+    assert_int_equal(al_result_divergence(res, &d), 0);
+    assert_int_equal(d.call, call);
+    if (expected) {
+        assert_non_null(d.expected_function);
+        assert_string_equal(d.expected_function, expected);
+        const struct al_journal_entry *e = NULL;
+        for (size_t i = 0; i < j->n; i++) {
+            e = j->e[i].call == call ? &j->e[i] : e;
+        }
+        assert_non_null(e);
+        assert_memory_equal(d.expected_args_sha256, e->args_sha256, 32);
+    } else {
+        assert_null(d.expected_function);
+        assert_memory_equal(d.expected_args_sha256, zero, 32);
+    }
+    if (got) {
+        assert_non_null(d.got_function);
+        assert_string_equal(d.got_function, got);
+        assert_memory_not_equal(d.got_args_sha256, zero, 32);
+    } else {
+        assert_null(d.got_function);
+        assert_memory_equal(d.got_args_sha256, zero, 32);
+    }
+}
+
 static uint32_t host_calls_of(const struct al_result *res)
 {
     struct al_stats s;
@@ -463,19 +496,30 @@ static void test_journal_divergence(void **state)
     expect_completed(first, NULL);
     al_result_free(first);
 
+    /* al_result_divergence: the call, the journal's side and the run's; same_args: the two
+     * argument digests are equal (the same arguments to another function) */
     struct {
         const char *from;
         const char *to;
         const char *message;
+        uint32_t call;
+        const char *expected;
+        const char *got;
+        int same_args;
     } cases[] = {
-        { "store.get(4)", "store.get(5)", "diverges at call 5" },           /* other arguments */
-        { "store.slow(2)", "store.get(2)", "diverges at call 2" },          /* another function */
-        { "const s = clock.now();", "const s = 7;", "diverges at call 3" }, /* a call left out */
+        /* other arguments */
+        { "store.get(4)", "store.get(5)", "diverges at call 5", 5, "store.get", "store.get", 0 },
+        /* another function */
+        { "store.slow(2)", "store.get(2)", "diverges at call 2", 2, "store.slow", "store.get", 1 },
+        /* a call left out: call 3 is slow(3) now */
+        { "const s = clock.now();", "const s = 7;", "diverges at call 3", 3, "clock.now",
+          "store.slow", 0 },
         /* waits for a journaled answer whose call it never makes */
         { "const z = await store.get(x + s);", "const z = 0;",
-          "at call 7 from its journal: it waits" },
+          "at call 7 from its journal: it waits", 7, "store.get", NULL, 0 },
         /* ends before making every journaled call */
-        { "const a = store.get(1);", "return 1;", "at call 1 from its journal: it ended" },
+        { "const a = store.get(1);", "return 1;", "at call 1 from its journal: it ended", 1,
+          "store.get", NULL, 0 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char src[1024];
@@ -488,6 +532,13 @@ static void test_journal_divergence(void **state)
         struct al_result *res = run_req(r, &qd);
         expect_failure(res, AL_PROTOCOL_ERROR, cases[i].message);
         assert_int_equal(invocations(), 0);
+        expect_divergence(res, &j, cases[i].call, cases[i].expected, cases[i].got);
+        struct al_divergence d;
+        assert_int_equal(al_result_divergence(res, &d), 0);
+        if (cases[i].got) {
+            assert_int_equal(memcmp(d.got_args_sha256, d.expected_args_sha256, 32) == 0,
+                             cases[i].same_args);
+        }
         al_result_free(res);
     }
 
@@ -500,7 +551,24 @@ static void test_journal_divergence(void **state)
     struct al_result *res = run_req(r, &qs);
     expect_failure(res, AL_PROTOCOL_ERROR, "diverges at call 1");
     assert_int_equal(invocations(), 0);
+    expect_divergence(res, &j, 1, "store.get", "store.get");
     al_result_free(res);
+
+    /* a run that fits its journal, or has none, did not diverge */
+    for (size_t i = 0; i < j.n; i++) {
+        j.e[i].sync ^= j.e[i].call == 1;
+    }
+    struct req qf = { .src = mixed_src, .logical = 1, .from = &j, .k = j.n };
+    res = run_req(r, &qf);
+    expect_completed(res, NULL);
+    assert_int_equal(al_result_divergence(res, NULL), -1);
+    al_result_free(res);
+    reset();
+    struct req qn = { .src = "return 1;" };
+    res = run_req(r, &qn);
+    assert_int_equal(al_result_divergence(res, NULL), -1);
+    al_result_free(res);
+    assert_int_equal(al_result_divergence(NULL, NULL), -1);
     journal_done(&j);
     al_runner_free(r);
 }

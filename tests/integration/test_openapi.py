@@ -46,6 +46,7 @@ CONTRACT = PUBLIC | {
     ("POST", "/v1/templates/{t}/versions/{v}/revoke"),
     ("GET", "/v1/templates/{t}/versions/{v}/diff"),
     ("GET", "/v1/templates/{t}/versions/{v}/types"),
+    ("GET", "/v1/templates/{t}/versions/{v}/replay"),
     ("POST", "/v1/runs"), ("GET", "/v1/runs"), ("GET", "/v1/runs/{id}"),
     ("POST", "/v1/runs/{id}/cancel"),
     ("POST", "/v1/runs/{id}/fork"),

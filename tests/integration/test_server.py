@@ -767,6 +767,9 @@ EXPECT = {
     ("GET", "/v1/templates/{t}/versions/{v}"): ("dept", set(ROLES), set()),
     ("GET", "/v1/templates/{t}/versions/{v}/diff"): ("dept", set(ROLES), set()),
     ("GET", "/v1/templates/{t}/versions/{v}/types"): ("dept", set(ROLES), set()),
+    # the replay names runs: the department's roles that see its runs, not an agent
+    ("GET", "/v1/templates/{t}/versions/{v}/replay"): ("dept", {"admin", "author", "approver",
+                                                               "auditor"}, set()),
     ("POST", "/v1/templates/{t}/versions/{v}/submit"): ("dept", {"author"}, set()),
     ("POST", "/v1/templates/{t}/versions/{v}/approve"): ("dept", {"approver"}, set()),
     ("POST", "/v1/templates/{t}/versions/{v}/reject"): ("dept", {"approver"}, set()),

@@ -1,7 +1,9 @@
 // pages/templates.js - templates, a template's versions (with a small authoring form for its
 // authors) and the review of one version: its source (numbered, highlighted), input schema,
 // limits, functions (sensitive ones marked, from the connectors) and autonomy; the diff against
-// the last approved version; submit, approve / reject with a comment, revoke with a reason.
+// the last approved version; how it replays against recent runs of the approved version (the
+// same calls, or where it diverges); submit, approve / reject with a comment, revoke with a
+// reason.
 // The author of a version sees Approve disabled with the reason (four eyes).
 
 import { ApiError, get, post } from '../api.js';
@@ -135,14 +137,64 @@ function changesBlock(ch) {
     return items.length ? el('ul', { class: 'changes' }, items) : el('p', { class: 'muted' }, 'The capabilities are the same.');
 }
 
+// "replays 18 of 20 recent runs identically; diverges on 2 at call 3" (the CLI's words too).
+export function replaySummary(r) {
+    if (r.state === 'running') {
+        return 'The replay against recent runs is still running: reload to see it.';
+    }
+    if (r.state === 'none') {
+        return 'Not replayed: the version was never submitted.';
+    }
+    if (!r.runs) {
+        return r.against === null ? 'Nothing to replay: no version was approved before.' : 'No recent runs of v' + r.against + ' to replay.';
+    }
+    let s = 'replays ' + r.same + ' of ' + r.runs + ' recent runs identically';
+    if (r.diverged.length) {
+        const calls = [...new Set(r.diverged.map((d) => d.at_call))];
+        s += '; diverges on ' + r.diverged.length + ' at call' + (calls.length > 1 ? 's ' : ' ') + calls.join(', ');
+    }
+    if (r.failed.length) {
+        s += '; fails on ' + r.failed.length;
+    }
+    return s;
+}
+
+function replayCall(c) {
+    return c ? [el('code', null, c.function), ' ', el('code', { class: 'digest', title: 'SHA-256 of the arguments' }, c.args_sha256.slice(0, 12))] : el('span', { class: 'muted' }, 'nothing');
+}
+
+// The replay's card: its summary, then each run it diverges on (what the run called at that
+// call, what this version calls) and each it fails on; waiting runs are marked.
+function replayCard(r) {
+    const sec = el('section', { class: 'card', id: 'replay' }, el('h2', null, 'Replay against recent runs'));
+    if (r.error) {
+        return add(sec, notice('No replay: ' + r.error.message, 'error'));
+    }
+    add(sec, el('p', { class: 'replay-summary' }, replaySummary(r)));
+    const waiting = new Set(r.waiting || []);
+    const runLink = (id) => [el('a', { href: path('runs', id) }, id), waiting.has(id) ? [' ', badge('waiting', 'state-awaiting_approval')] : ''];
+    if (r.diverged && r.diverged.length) {
+        add(sec, el('table', { class: 'replay-diverged' },
+            el('thead', null, el('tr', null, el('th', null, 'Run'), el('th', null, 'Call'), el('th', null, 'The run called'), el('th', null, 'This version calls'))),
+            el('tbody', null, r.diverged.map((d) => el('tr', null, el('td', null, runLink(d.run)), el('td', null, String(d.at_call)),
+                el('td', null, replayCall(d.expected)), el('td', null, replayCall(d.got)))))));
+    }
+    if (r.failed && r.failed.length) {
+        add(sec, el('ul', { class: 'replay-failed' }, r.failed.map((f) => el('li', null, runLink(f.run), ' fails: ', el('code', null, f.error.code), ' ', f.error.message))));
+    }
+    return sec;
+}
+
 export async function renderVersion(ctx, t, v) {
     const m = ctx.main;
     const base = '/v1/templates/' + encodeURIComponent(t) + '/versions/' + encodeURIComponent(v);
     const ver = await get(base);
-    const [tpl, diff, connectors] = await Promise.all([
+    const [tpl, diff, connectors, replay] = await Promise.all([
         get('/v1/templates/' + encodeURIComponent(t)).catch(() => null),
         get(base + '/diff').catch((e) => ({ error: e })),
         get('/v1/connectors').catch(() => []),
+        // an agent may not read it (it names runs): no card then
+        get(base + '/replay').catch((e) => (e instanceof ApiError && e.status === 403 ? null : { error: e })),
     ]);
     const sensitive = new Set();
     for (const c of connectors) {
@@ -167,6 +219,9 @@ export async function renderVersion(ctx, t, v) {
             el('h3', null, 'Capabilities'), changesBlock(diff.changes || {}), el('h3', null, 'Source'), diffBlock(diff.source_diff));
     }
     add(m, diffSec);
+    if (replay) {
+        add(m, replayCard(replay));
+    }
 
     const history = [
         ver.submitted_by && ['Submitted', ver.submitted_by + ' · ' + when(ver.submitted)],

@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""Replay before approval: a submitted version is replayed against the journals of recent runs of
+the approved version it would replace, no connector called (docs/server.md "Replay before
+approval"); GET /v1/templates/{t}/versions/{v}/replay and `airlock template diff` show it.
+
+usage: test_replay.py --airlockd PATH --cli PATH [-k SUBSTRING]
+
+The shop connector (hosts/shop_connector.py) counts every call it receives, so a test sees that
+a replay sent nothing. Waiting polls with deadlines; nothing sleeps.
+"""
+import hashlib
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import test_client_cli as tc  # noqa: E402
+import test_runs as tr  # noqa: E402
+import test_server as ts  # noqa: E402
+from test_server import check, db_rows  # noqa: E402
+
+# Three calls; with input.refund the third is the sensitive shop.refund, which waits for a
+# person. v1 is approved and run; the other versions are replayed against its runs.
+V1 = """
+const paid = await shop.orders("paid");
+const pending = await shop.orders("pending");
+if (input.refund) {
+    return await shop.refund(paid[0].id, input.refund);
+}
+const again = await shop.orders("paid");
+return paid.length + pending.length + again.length;
+"""
+# the same calls, written otherwise
+V2 = """
+// the same behaviour, refactored
+const [paid, pending] = [await shop.orders("paid"), await shop.orders("pending")];
+if (input.refund) { return await shop.refund(paid[0].id, input.refund); }
+return paid.length + pending.length + (await shop.orders("paid")).length;
+"""
+# call 3 changes: other arguments for the completed runs, a doubled refund for the waiting one
+V3 = V1.replace('const again = await shop.orders("paid");',
+                'const again = await shop.orders("refunded");').replace(
+                    "input.refund);", "input.refund * 2);")
+# makes every recorded call, then throws
+V4 = V1.replace("return paid.length", 'throw new Error("v4 is broken"); return paid.length')
+
+FUNCTIONS = ["shop.orders", "shop.refund"]
+
+
+def digest(args):
+    """SHA-256 of a call's arguments as the guest sends them (JSON.stringify of the array)."""
+    return hashlib.sha256(json.dumps(args, separators=(",", ":")).encode()).hexdigest()
+
+
+def push(w, source, submit=True):
+    v = w.ok("POST", "/v1/templates/refunds/versions",
+             {"source": source, "language": "js", "functions": FUNCTIONS,
+              "input_schema": {"type": "object"}, "autonomy": "autonomous"},
+             w.keys["alice"], 201)["version"]
+    if submit:
+        w.ok("POST", "/v1/templates/refunds/versions/%d/submit" % v, {}, w.keys["alice"])
+    return v
+
+
+def replay(w, v, key=None):
+    """GET .../replay, polled while it answers 202 (a replay still under way)."""
+    deadline = time.monotonic() + 240
+    while True:
+        st, doc, _ = w.s.request("GET", "/v1/templates/refunds/versions/%d/replay" % v, None,
+                                 key=key or w.keys["bob"])
+        if st != 202 or time.monotonic() > deadline:
+            check(st == 200 and doc["state"] == "done", "replay of v%d: %d %r" % (v, st, doc))
+            return doc
+
+
+def world(tmp):
+    """v1 approved and run three times to completion; a fourth run waits on its refund."""
+    w = tr.World(tmp)
+    w.template("refunds", V1, FUNCTIONS)
+    done = []
+    for _ in range(3):
+        st, doc = w.run({"template": "refunds", "input": {}}, want=200)
+        check(doc["status"] == "completed" and doc["value"] == 5, "a run of v1: %r" % doc)
+        done.append(doc["id"])
+    st, doc = w.run({"template": "refunds", "input": {"refund": 7}}, want=202)
+    check(doc["status"] == "awaiting_approval", "the waiting run: %r" % doc)
+    return w, done, doc["id"]
+
+
+def t_replay_before_approval(tmp):
+    """v2 (same calls) replays every run identically and sends nothing; v3 diverges at call 3 on
+    every run, both sides named, the waiting run listed; v4 fails where v1 completed."""
+    w, done, waiting = world(tmp)
+    try:
+        before = w.shop.calls()
+        v2 = push(w, V2)
+        r = replay(w, v2)
+        check(r["template"] == "refunds" and r["version"] == v2 and r["against"] == 1 and
+              r["runs"] == 4 and r["same"] == 4 and r["diverged"] == [] and r["failed"] == [] and
+              r["waiting"] == [], "v2's replay: %r" % r)
+        check(w.shop.calls() == before, "a replay reached the connector: %r -> %r"
+              % (before, w.shop.calls()))
+        kept = db_rows(w.dir, "SELECT against, result FROM version_replays WHERE template = ? "
+                       "AND version = ?", ("refunds", v2))
+        check(len(kept) == 1 and kept[0][0] == 1 and json.loads(kept[0][1]) == r,
+              "the replay is kept with the version: %r" % kept)
+
+        v3 = push(w, V3)
+        r = replay(w, v3)
+        check(r["runs"] == 4 and r["same"] == 0 and r["failed"] == [] and
+              sorted(d["run"] for d in r["diverged"]) == sorted(done + [waiting]),
+              "v3's replay: %r" % r)
+        journal = {(run, int(call)): sha for run, call, sha in db_rows(
+            w.dir, "SELECT run, call_id, args_sha256 FROM journal")}
+        for d in r["diverged"]:
+            check(d["at_call"] == 3, "v3 diverges at call 3: %r" % d)
+            if d["run"] == waiting:
+                want = ({"function": "shop.refund", "args_sha256": digest(["o-1", 7])},
+                        {"function": "shop.refund", "args_sha256": digest(["o-1", 14])})
+            else:
+                want = ({"function": "shop.orders", "args_sha256": digest(["paid"])},
+                        {"function": "shop.orders", "args_sha256": digest(["refunded"])})
+                check(journal[(d["run"], 3)] == want[0]["args_sha256"],
+                      "expected is the journal's call: %r %r" % (d, journal))
+            check((d["expected"], d["got"]) == want, "v3's divergence: %r, want %r" % (d, want))
+        check(r["waiting"] == [waiting], "the waiting run v3 diverges on: %r" % r["waiting"])
+
+        v4 = push(w, V4)
+        r = replay(w, v4)
+        check(r["runs"] == 4 and r["same"] == 1 and r["diverged"] == [] and
+              sorted(f["run"] for f in r["failed"]) == sorted(done), "v4's replay: %r" % r)
+        for f in r["failed"]:
+            check(f["error"]["code"] == "USER_ERROR" and "v4 is broken" in f["error"]["message"],
+                  "v4's failure: %r" % f)
+        check(w.shop.calls() == before, "replays reached the connector: %r -> %r"
+              % (before, w.shop.calls()))
+
+        # the approver reads it with the diff
+        bob = tc.As(w, "bob")
+        out, _ = bob("template", "diff", "refunds", str(v3))
+        for want in ("replay: replays 0 of 4 recent runs of v1 identically; diverges on 4 at "
+                     "call 3", "diverges at call 3: expected shop.orders (args sha256 %s), got "
+                     "shop.orders (args sha256 %s)" % (digest(["paid"])[:12],
+                                                      digest(["refunded"])[:12]),
+                     "waiting run %s would diverge" % waiting):
+            check(want in out, "diff lacks %r:\n%s" % (want, out))
+        out, _ = bob("template", "diff", "refunds", str(v2))
+        check("replay: replays 4 of 4 recent runs of v1 identically\n" in out, out)
+        d = bob.json("template", "diff", "refunds", str(v3))
+        check(d["version"] == v3 and d["replay"] == replay(w, v3), "diff --json: %r" % d)
+        # an agent reads the diff of an approved version, never the replay naming runs
+        d = tc.As(w, "agent-7").json("template", "diff", "refunds", "1")
+        check(d["replay"] is None, "an agent's diff --json: %r" % d)
+        ts.check(w.ok("GET", "/v1/audit/verify", None, w.admin)["ok"], "the audit chain")
+    finally:
+        w.close()
+
+
+def t_replay_edges(tmp):
+    """Nothing approved: nothing to replay; a draft has none; who may not read the version gets
+    404, an agent 403."""
+    w = tr.World(tmp)
+    try:
+        w.template("refunds", V1, FUNCTIONS, approve=False)
+        w.ok("POST", "/v1/templates/refunds/versions/1/submit", {}, w.keys["alice"])
+        r = replay(w, 1)
+        check(r["runs"] == 0 and r["same"] == 0 and r["against"] is None and
+              r["diverged"] == [] and r["failed"] == [], "nothing approved: %r" % r)
+        w.ok("POST", "/v1/templates/refunds/versions/1/approve", {"comment": "ok"}, w.keys["bob"])
+        v2 = push(w, V2, submit=False)
+        r = w.ok("GET", "/v1/templates/refunds/versions/%d/replay" % v2, None, w.keys["bob"])
+        check(r["state"] == "none" and r["runs"] == 0 and r["against"] is None,
+              "a draft: %r" % r)
+        v3 = push(w, V3)
+        r = replay(w, v3)
+        check(r["runs"] == 0 and r["against"] == 1, "no runs of v1 yet: %r" % r)
+        # an author of another department may not read finance's versions: they do not exist
+        w.keys["olga"] = w.ok("POST", "/v1/principals", {"name": "olga", "kind": "user"},
+                              w.admin, 201)["key"]
+        w.ok("POST", "/v1/principals/olga/roles", {"role": "author", "department": "other"},
+             w.admin, 201)
+        for v in (1, v2, v3):
+            st, doc, _ = w.s.request("GET", "/v1/templates/refunds/versions/%d/replay" % v, None,
+                                     key=w.keys["olga"])
+            check(st == 404 and doc["error"]["code"] == "NOT_FOUND", "olga v%d: %d %r"
+                  % (v, st, doc))
+        # the replay names runs: agents, who see only their own, are refused
+        for who in ("agent-7", "agent-9"):
+            st, doc, _ = w.s.request("GET", "/v1/templates/refunds/versions/1/replay", None,
+                                     key=w.keys[who])
+            check(st == 403 and doc["error"]["code"] == "FORBIDDEN", "%s v1: %d %r"
+                  % (who, st, doc))
+        st, doc, _ = w.s.request("GET", "/v1/templates/refunds/versions/99/replay", None,
+                                 key=w.keys["bob"])
+        check(st == 404, "no such version: %d %r" % (st, doc))
+        for who in ("alice", "eve"):
+            w.ok("GET", "/v1/templates/refunds/versions/%d/replay" % v3, None, w.keys[who])
+    finally:
+        w.close()
+
+
+TESTS = [(name, fn) for name, fn in sorted(globals().items()) if name.startswith("t_")]
+
+
+def main():
+    return ts.run_tests(TESTS, "airlockd-replay-")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
