@@ -857,6 +857,7 @@ struct call_walk {
     char keys[4][32];
     int idempotent[4];
     char digests[4][8];
+    char args[4][16];
 };
 
 struct execution_copy {
@@ -888,6 +889,7 @@ static int walk_call(void *userdata, const struct store_call *c)
         snprintf(w->keys[w->n], sizeof w->keys[0], "%s", c->idempotency_key);
         w->idempotent[w->n] = c->idempotent;
         snprintf(w->digests[w->n], sizeof w->digests[0], "%s", c->args_sha256);
+        snprintf(w->args[w->n], sizeof w->args[0], "%s", c->args ? c->args : "(null)");
         assert_non_null(c->sent);
         assert_string_equal(c->run, "run_a");
     }
@@ -990,10 +992,10 @@ static void test_store_nodes_leases_and_calls(void **state)
 
     /* calls marked sent: in order, a key once, gone with call_clear (rolled back with the tx);
      * the same call marked again (a retried execution) is fine, another under its key is not */
-    struct store_call c1 = { "run_a", "run_a:1", "shop.orders", 1, NULL, "aa" };
-    struct store_call c2 = { "run_a", "run_a:2", "shop.slow", 0, NULL, "bb" };
-    struct store_call other_args = { "run_a", "run_a:2", "shop.slow", 0, NULL, "cc" };
-    struct store_call other_fn = { "run_a", "run_a:2", "shop.orders", 0, NULL, "bb" };
+    struct store_call c1 = { "run_a", "run_a:1", "shop.orders", 1, NULL, "aa", NULL };
+    struct store_call c2 = { "run_a", "run_a:2", "shop.slow", 0, NULL, "bb", "[\"x\",1]" };
+    struct store_call other_args = { "run_a", "run_a:2", "shop.slow", 0, NULL, "cc", "[2]" };
+    struct store_call other_fn = { "run_a", "run_a:2", "shop.orders", 0, NULL, "bb", NULL };
     assert_int_equal(s->ops->tx_begin(s), STORE_OK);
     assert_int_equal(s->ops->call_mark(s, &c1), STORE_OK);
     assert_int_equal(s->ops->call_mark(s, &c2), STORE_OK);
@@ -1009,6 +1011,9 @@ static void test_store_nodes_leases_and_calls(void **state)
     assert_int_equal(cw.idempotent[0], 1);
     assert_string_equal(cw.keys[1], "run_a:2");
     assert_int_equal(cw.idempotent[1], 0);
+    /* a call not idempotent keeps its arguments (0012_in_doubt), one that is keeps none */
+    assert_string_equal(cw.args[0], "(null)");
+    assert_string_equal(cw.args[1], "[\"x\",1]");
     assert_int_equal(s->ops->tx_begin(s), STORE_OK);
     assert_int_equal(s->ops->call_clear(s, "run_a"), STORE_OK);
     s->ops->tx_rollback(s);
