@@ -2301,6 +2301,80 @@ static void test_store_journal_migrated_from_0009(void **state)
     journal_got_free(&g);
 }
 
+struct approval_seen {
+    char text[512];
+};
+
+static int read_approval(void *userdata, const struct store_approval *a)
+{
+    struct approval_seen *seen = userdata;
+    snprintf(seen->text, sizeof seen->text, "%s/%s/%s/%s/%s/%s/%" PRId64 "/%s/%d", a->kind,
+             a->status, a->function ? a->function : "(null)", a->args ? a->args : "(null)",
+             a->connector ? a->connector : "(null)", a->idempotency_key ? a->idempotency_key : "(null)",
+             a->call_seq, a->result ? a->result : "(null)", a->consumed);
+    return 0;
+}
+
+/* A database of the schema before 0012_in_doubt, with approvals in it, is brought to it on
+ * open: its approvals are kept as they were (SQLite builds the table again), and it takes
+ * in_doubt approvals, answered ones and marks that keep their arguments. */
+static void test_store_in_doubt_migrated_from_0011(void **state)
+{
+    struct fixture *f = *state;
+    struct approval_seen seen;
+    char err[STORE_ERRMSG_MAX];
+    f->s->ops->close(f->s);
+    f->s = NULL;
+    if (pg_base) {
+        assert_int_equal(raw_exec(f, 0, "DROP SCHEMA public CASCADE; CREATE SCHEMA public"), 0);
+        for (int i = 0; i < 11; i++) {
+            assert_int_equal(raw_exec(f, 0, postgres_migrations[i].sql), 0);
+        }
+        assert_int_equal(raw_exec(f, 0,
+                                  "CREATE TABLE airlock_schema (version INTEGER NOT NULL); "
+                                  "INSERT INTO airlock_schema VALUES (11)"),
+                         0);
+    } else {
+        unlink(f->path);
+        for (int i = 0; i < 11; i++) {
+            assert_int_equal(raw_exec(f, 0, migrations[i].sql), 0);
+        }
+        assert_int_equal(raw_exec(f, 0, "PRAGMA user_version = 11"), 0);
+    }
+    assert_string_equal(migrations[11].name, "0012_in_doubt.sql");
+    assert_int_equal(raw_exec(f, 0,
+                              "INSERT INTO runs(id, department, principal, status, input, "
+                              "created, updated) VALUES ('run_old', 'ops', 'bob', "
+                              "'awaiting_approval', '{}', '2026-01-31T12:00:01.007Z', "
+                              "'2026-01-31T12:00:01.007Z'); INSERT INTO approvals(id, run, kind, "
+                              "interruption, function, args, status, requested_by, department, "
+                              "created, consumed) VALUES ('apr_old', 'run_old', 'host_call', "
+                              "'int_1', 'shop.refund', '[1]', 'denied', 'bob', 'ops', "
+                              "'2026-01-31T12:00:02.000Z', 1)"),
+                     0);
+    assert_int_equal(store_open(f, &f->s, err), STORE_OK);
+    struct store *s = f->s;
+    assert_int_equal(s->ops->approval_get(s, "apr_old", read_approval, &seen), STORE_OK);
+    assert_string_equal(seen.text, "host_call/denied/shop.refund/[1]/(null)/(null)/0/(null)/1");
+    struct store_approval a = {
+        .id = "apr_new", .run = "run_old", .kind = "in_doubt", .function = "shop.refund",
+        .args = "[2]", .requested_by = "bob", .department = "ops", .template_name = "",
+        .connector = "shop", .sent = "2026-01-31T12:00:03.000Z",
+        .idempotency_key = "run_old:4", .call_seq = 4, .args_sha256 = "ab",
+    };
+    assert_int_equal(s->ops->approval_create(s, &a), STORE_OK);
+    assert_int_equal(s->ops->approval_answer(s, "apr_new", "carol", "seen", "{\"ok\":1}"),
+                     STORE_OK);
+    assert_int_equal(s->ops->approval_answer(s, "apr_new", "carol", "again", "2"), STORE_CONFLICT);
+    assert_int_equal(s->ops->approval_answer(s, "apr_none", "carol", "", "2"), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->approval_consume(s, "run_old"), STORE_OK);
+    assert_int_equal(s->ops->approval_get(s, "apr_new", read_approval, &seen), STORE_OK);
+    assert_string_equal(seen.text,
+                        "in_doubt/answered/shop.refund/[2]/shop/run_old:4/4/{\"ok\":1}/1");
+    struct store_call c = { "run_old", "run_old:5", "shop.refund", 0, NULL, "cd", "[3]" };
+    assert_int_equal(s->ops->call_mark(s, &c), STORE_OK);
+}
+
 int main(void)
 {
     pg_base = getenv("AIRLOCK_TEST_DATABASE");
@@ -2342,6 +2416,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_journal_read_checks_answers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_journal_rollback_drops_rows, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_journal_migrated_from_0009, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_in_doubt_migrated_from_0011, setup, teardown),
     };
     const struct CMUnitTest sqlite_tests[] = {
         cmocka_unit_test_setup_teardown(test_store_sqlite_read_snapshot, setup, teardown),
