@@ -166,11 +166,7 @@ int gov_run_may_move(enum gov_run_state from, enum gov_run_state to)
 /* ---------------------------------------------------------------- approvals */
 
 static const char *const gov_approval_names[GOV_APPROVAL_STATES] = {
-    "pending",
-    "approved",
-    "denied",
-    "cancelled",
-    "answered",
+    "pending", "approved", "denied", "cancelled", "answered",
 };
 
 const char *gov_approval_state_name(enum gov_approval_state state)

@@ -21,7 +21,7 @@
 
 #define API_APPROVALS_LIST_MAX   1000
 #define API_APPROVALS_PAGE_BYTES ((size_t)48 << 20) /* a list answer stays under the body cap */
-#define API_ANSWER_MAX           ((size_t)4 << 20)  /* an answer's result: the host-call output limit */
+#define API_ANSWER_MAX           ((size_t)4 << 20) /* an answer's result: the host-call output limit */
 
 /* Appends the approval's API object to the buf userdata; 0 (a store_approval_fn). */
 static int api_approval_json(void *userdata, const struct store_approval *a)
@@ -927,7 +927,8 @@ static int api_answer_check(struct api_ctx *ctx, const char *id, const struct js
     memset(&f, 0, sizeof f);
     memset(&err, 0, sizeof err);
     if (len > API_ANSWER_MAX) {
-        api_error(ctx, 400, "INVALID_REQUEST", "field \"result\" is over %zu bytes", API_ANSWER_MAX);
+        api_error(ctx, 400, "INVALID_REQUEST", "field \"result\" is over %zu bytes",
+                  API_ANSWER_MAX);
         return -1;
     }
     if (ctx->store->ops->approval_get(ctx->store, id, api_doubt_fn, &f) != STORE_OK) {
@@ -935,8 +936,8 @@ static int api_answer_check(struct api_ctx *ctx, const char *id, const struct js
         return -1;
     }
     const char *dot = strchr(f.function, '.');
-    int loaded = dot ? connector_target_load(ctx->store, ctx->secret_key, f.connector, &t, &err)
-                     : 1;
+    int loaded =
+            dot ? connector_target_load(ctx->store, ctx->secret_key, f.connector, &t, &err) : 1;
     if (loaded < 0) {
         api_store_failed(ctx);
         return -1;
@@ -945,8 +946,8 @@ static int api_answer_check(struct api_ctx *ctx, const char *id, const struct js
     int bad = loaded == 0 && connector_check_result(t, dot + 1, result, why, sizeof why) != 0;
     connector_target_free(t);
     if (bad) {
-        api_error(ctx, 400, "INVALID_REQUEST", "field \"result\" breaks the result_schema of %s: %s",
-                  f.function, why);
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "field \"result\" breaks the result_schema of %s: %s", f.function, why);
         return -1;
     }
     return 0;

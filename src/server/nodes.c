@@ -327,8 +327,8 @@ static int64_t nodes_key_call(const char *run, const char *key)
  * with its marks forgotten (what the approvals say is kept with them). The decisions resume it
  * from its journal (api_run_go). `b` gets the run.wait record's members. */
 static enum store_rc nodes_wait(struct store *s, const char *id, const char *department,
-                                const struct nodes_origin *origin,
-                                const struct nodes_doubt *doubt, struct buf *b)
+                                const struct nodes_origin *origin, const struct nodes_doubt *doubt,
+                                struct buf *b)
 {
     struct buf d;
     enum store_rc rc = s->ops->run_set_status(s, id, "running", "awaiting_approval", NULL);

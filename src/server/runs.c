@@ -494,8 +494,12 @@ static enum store_rc runs_mark_fn(struct writer_tx *tx, void *arg)
     struct runs_pending *p = arg;
     struct store *s = writer_store(tx);
     /* a call not idempotent keeps its arguments: left in doubt, a person is shown them */
-    struct store_call c = { p->sr->plan->id, p->key,         p->f->name,
-                            p->f->idempotent, NULL,          p->args_sha256,
+    struct store_call c = { p->sr->plan->id,
+                            p->key,
+                            p->f->name,
+                            p->f->idempotent,
+                            NULL,
+                            p->args_sha256,
                             p->f->idempotent ? NULL : p->args };
     /* one node (SQLite) executes every run: nobody can have taken it */
     enum store_rc rc = p->sr->owner->node[0]

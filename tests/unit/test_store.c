@@ -2310,8 +2310,9 @@ static int read_approval(void *userdata, const struct store_approval *a)
     struct approval_seen *seen = userdata;
     snprintf(seen->text, sizeof seen->text, "%s/%s/%s/%s/%s/%s/%" PRId64 "/%s/%d", a->kind,
              a->status, a->function ? a->function : "(null)", a->args ? a->args : "(null)",
-             a->connector ? a->connector : "(null)", a->idempotency_key ? a->idempotency_key : "(null)",
-             a->call_seq, a->result ? a->result : "(null)", a->consumed);
+             a->connector ? a->connector : "(null)",
+             a->idempotency_key ? a->idempotency_key : "(null)", a->call_seq,
+             a->result ? a->result : "(null)", a->consumed);
     return 0;
 }
 
@@ -2357,10 +2358,19 @@ static void test_store_in_doubt_migrated_from_0011(void **state)
     assert_int_equal(s->ops->approval_get(s, "apr_old", read_approval, &seen), STORE_OK);
     assert_string_equal(seen.text, "host_call/denied/shop.refund/[1]/(null)/(null)/0/(null)/1");
     struct store_approval a = {
-        .id = "apr_new", .run = "run_old", .kind = "in_doubt", .function = "shop.refund",
-        .args = "[2]", .requested_by = "bob", .department = "ops", .template_name = "",
-        .connector = "shop", .sent = "2026-01-31T12:00:03.000Z",
-        .idempotency_key = "run_old:4", .call_seq = 4, .args_sha256 = "ab",
+        .id = "apr_new",
+        .run = "run_old",
+        .kind = "in_doubt",
+        .function = "shop.refund",
+        .args = "[2]",
+        .requested_by = "bob",
+        .department = "ops",
+        .template_name = "",
+        .connector = "shop",
+        .sent = "2026-01-31T12:00:03.000Z",
+        .idempotency_key = "run_old:4",
+        .call_seq = 4,
+        .args_sha256 = "ab",
     };
     assert_int_equal(s->ops->approval_create(s, &a), STORE_OK);
     assert_int_equal(s->ops->approval_answer(s, "apr_new", "carol", "seen", "{\"ok\":1}"),
