@@ -33,7 +33,7 @@ import type {
     VersionCreate,
     VersionDiff,
 } from './types.js';
-import { decode } from './values.js';
+import { decode, encode } from './values.js';
 
 export interface ClientOptions {
     /** airlockd's base URL, e.g. "http://127.0.0.1:8080" */
@@ -154,6 +154,9 @@ function decodeRun<T>(doc: unknown): Run<T> {
 function decodeApproval(doc: unknown): Approval {
     if (isObject(doc) && doc.args !== undefined && doc.args !== null) {
         doc.args = decode(doc.args);
+    }
+    if (isObject(doc) && doc.result !== undefined && doc.result !== null) {
+        doc.result = decode(doc.result);
     }
     return doc as Approval;
 }
@@ -414,6 +417,16 @@ export class Client {
         deny: async (id: string, comment?: string, o?: RequestOptions): Promise<Approval> =>
             decodeApproval(await this.request('POST', `/v1/approvals/${seg(id)}/deny`,
                 { ...o, body: comment === undefined ? {} : { comment } })),
+        /**
+         * POST /v1/approvals/{id}/answer: a call in doubt (kind in_doubt) returns `result` to the
+         * guest (encoded to boundary JSON) and nothing is sent; 409 for another kind.
+         */
+        answer: async (id: string, result: unknown, comment?: string,
+            o?: RequestOptions): Promise<Approval> =>
+            decodeApproval(await this.request('POST', `/v1/approvals/${seg(id)}/answer`,
+                { ...o, body: comment === undefined
+                    ? { result: JSON.parse(encode(result, 'result')) }
+                    : { result: JSON.parse(encode(result, 'result')), comment } })),
     };
 
     readonly audit = {

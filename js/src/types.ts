@@ -20,7 +20,7 @@ export type RunStatus =
     | 'denied';
 /** The statuses a run never leaves. */
 export type EndedRunStatus = 'completed' | 'failed' | 'cancelled' | 'denied';
-export type ApprovalStatus = 'pending' | 'approved' | 'denied' | 'cancelled';
+export type ApprovalStatus = 'pending' | 'approved' | 'denied' | 'cancelled' | 'answered';
 /** A JSON Schema of the subset airlockd implements (docs/schema.md). */
 export type JsonSchema = { [keyword: string]: unknown } | boolean;
 
@@ -222,13 +222,14 @@ export interface Run<T = unknown> {
 
 export interface Approval {
     id: string;
-    kind: 'run' | 'host_call';
+    /** in_doubt: a call a dead execution sent whose answer was never recorded */
+    kind: 'run' | 'host_call' | 'in_doubt';
     status: ApprovalStatus;
     run: string;
     template: string | null;
     version: number | null;
     department: string;
-    /** "connector.fn" for kind host_call, else null */
+    /** "connector.fn" for kinds host_call and in_doubt, else null */
     function: string | null;
     /** the call's exact arguments, decoded; null for kind run */
     args: unknown[] | null;
@@ -237,6 +238,16 @@ export interface Approval {
     decided_by: string | null;
     decided: string | null;
     comment: string | null;
+    /** in_doubt only: the call's connector */
+    connector?: string;
+    /** in_doubt only: when the call was marked sent (RFC 3339) */
+    sent?: string;
+    /** in_doubt only: the key it was sent under (and is sent again under, when approved) */
+    idempotency_key?: string;
+    /** in_doubt only: the call's number in the run */
+    call?: number;
+    /** in_doubt only: the value a person answered (status answered), decoded; null before */
+    result?: unknown;
 }
 
 /** A record of the audit log, exactly as exported (docs/audit.md). */

@@ -121,6 +121,9 @@ test('a sensitive call waits for a person, then the run completes once approved'
     assert.equal(approval.requested_by, 'agent-7');
     // the agent holds no approver role
     await refused(agent.approvals.approve(approval.id), 403, 'FORBIDDEN');
+    // only a call in doubt is answered: a sensitive call's approval is refused, still pending
+    await refused(bob.approvals.answer(approval.id, { refunded: 'o-1' }, 'it happened'), 409, 'CONFLICT');
+    assert.equal((await bob.approvals.list({ run: run.id }))[0].status, 'pending');
 
     const decided = await bob.approvals.approve(approval.id, 'refund ok');
     assert.equal(decided.status, 'approved');

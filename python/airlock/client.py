@@ -93,7 +93,7 @@ class _Runs:
 
 
 class _Approvals:
-    """client.approvals(status): the list; .list, .approve, .deny."""
+    """client.approvals(status): the list; .list, .approve, .deny, .answer."""
 
     def __init__(self, c):
         self._c = c
@@ -108,6 +108,9 @@ class _Approvals:
 
     def deny(self, approval_id, comment=None):
         return self._c.deny(approval_id, comment)
+
+    def answer(self, approval_id, result, comment=None):
+        return self._c.answer(approval_id, result, comment)
 
 
 class _Audit:
@@ -300,6 +303,14 @@ class Client:
     def deny(self, approval_id, comment=None):
         return self.request("POST", "/v1/approvals/%s/deny" % _q(approval_id),
                             {} if comment is None else {"comment": comment})
+
+    def answer(self, approval_id, result, comment=None):
+        """A call in doubt (kind in_doubt) returns `result` (JSON) to the guest; nothing is
+        sent. ApiError 409 for an approval of another kind."""
+        body = {"result": result}
+        if comment is not None:
+            body["comment"] = comment
+        return self.request("POST", "/v1/approvals/%s/answer" % _q(approval_id), body)
 
     # ------------------------------------------------------------------ audit
     def audit_export(self):

@@ -68,6 +68,11 @@ def test_templates_versions_runs_approvals_audit(world):
     assert world.shop_calls()["by_function"].get("shop.refund", 0) == 0
     with pytest.raises(errors.Forbidden):
         agent.approve(apr)
+    # only a call in doubt is answered: a sensitive call's approval is refused, still pending
+    with pytest.raises(errors.Conflict) as e:
+        bob.answer(apr, {"refunded": "o-1"}, "it happened")
+    assert "in_doubt" in e.value.message
+    assert [a for a in bob.approvals() if a["id"] == apr][0]["status"] == "pending"
     assert bob.approve(apr, "ok")["status"] == "approved"
     with pytest.raises(errors.Conflict) as e:
         carol.deny(apr, "late")

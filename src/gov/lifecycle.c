@@ -166,10 +166,7 @@ int gov_run_may_move(enum gov_run_state from, enum gov_run_state to)
 /* ---------------------------------------------------------------- approvals */
 
 static const char *const gov_approval_names[GOV_APPROVAL_STATES] = {
-    "pending",
-    "approved",
-    "denied",
-    "cancelled",
+    "pending", "approved", "denied", "cancelled", "answered",
 };
 
 const char *gov_approval_state_name(enum gov_approval_state state)
@@ -191,7 +188,7 @@ int gov_approval_may_move(enum gov_approval_state from, enum gov_approval_state 
 {
     return from == GOV_APPROVAL_PENDING &&
            (to == GOV_APPROVAL_APPROVED || to == GOV_APPROVAL_DENIED ||
-            to == GOV_APPROVAL_CANCELLED);
+            to == GOV_APPROVAL_CANCELLED || to == GOV_APPROVAL_ANSWERED);
 }
 
 /* ---------------------------------------------------------------- autonomy */

@@ -326,14 +326,15 @@ enum gov_approval_state {
     GOV_APPROVAL_APPROVED = 1,
     GOV_APPROVAL_DENIED = 2,
     GOV_APPROVAL_CANCELLED = 3, /* its run was cancelled or its version revoked */
+    GOV_APPROVAL_ANSWERED = 4,  /* a call in doubt a person gave the result of */
 };
-#define GOV_APPROVAL_STATES 4
+#define GOV_APPROVAL_STATES 5
 
-/* "pending", "approved", "denied", "cancelled"; "?" outside the enum. */
+/* "pending", "approved", "denied", "cancelled", "answered"; "?" outside the enum. */
 const char *gov_approval_state_name(enum gov_approval_state state);
 /* 0 and *ret_state, or -1 (NULL or unknown). */
 int gov_approval_state_parse(const char *name, enum gov_approval_state *ret_state);
-/* 1 for pending -> approved | denied | cancelled; an approval is decided once. */
+/* 1 for pending -> approved | denied | cancelled | answered; an approval is decided once. */
 int gov_approval_may_move(enum gov_approval_state from, enum gov_approval_state to);
 
 /* An approval (of a supervised run's start, or of a host call) as its row says. Strings are

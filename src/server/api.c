@@ -154,7 +154,7 @@ int api_body(struct api_ctx *ctx, const struct api_field *fields, size_t nfields
             return -1;
         }
         int bool_ok = f->type == JSON_TRUE && (m->type == JSON_TRUE || m->type == JSON_FALSE);
-        if (!bool_ok && m->type != f->type) {
+        if (f->type != API_FIELD_ANY && !bool_ok && m->type != f->type) {
             api_error(ctx, 400, "INVALID_REQUEST", "field \"%s\" must be %s", f->name,
                       api_type_names[f->type]);
             return -1;

@@ -88,8 +88,12 @@ struct api_field {
     const struct json_node **ret;
 };
 
+/* A field of any JSON type (a value the caller gives as it is). */
+#define API_FIELD_ANY ((enum json_type) - 1)
+
 /* Parses the body as one JSON object whose members are exactly among `fields`, each of its
- * type. An empty body is {}. 0 on success; -1 after answering 400 INVALID_REQUEST. */
+ * type (API_FIELD_ANY: any). An empty body is {}. 0 on success; -1 after answering 400
+ * INVALID_REQUEST. */
 int api_body(struct api_ctx *ctx, const struct api_field *fields, size_t nfields);
 /* The value of path parameter `name` ("" when absent). */
 const char *api_param(const struct api_ctx *ctx, const char *name);
@@ -172,6 +176,7 @@ void api_runs_fork(struct api_ctx *ctx);
 void api_approvals_list(struct api_ctx *ctx);
 void api_approvals_approve(struct api_ctx *ctx);
 void api_approvals_deny(struct api_ctx *ctx);
+void api_approvals_answer(struct api_ctx *ctx);
 void api_system_healthz(struct api_ctx *ctx);
 void api_system_readyz(struct api_ctx *ctx);
 /* Connectors (api_connectors.c). */

@@ -14,12 +14,14 @@
 
 #include "api.h"
 #include "api_runs.h"
+#include "connector.h"
 #include "error.h"
 #include "json.h"
 #include "runs.h"
 
 #define API_APPROVALS_LIST_MAX   1000
 #define API_APPROVALS_PAGE_BYTES ((size_t)48 << 20) /* a list answer stays under the body cap */
+#define API_ANSWER_MAX           ((size_t)4 << 20) /* an answer's result: the host-call output limit */
 
 /* Appends the approval's API object to the buf userdata; 0 (a store_approval_fn). */
 static int api_approval_json(void *userdata, const struct store_approval *a)
@@ -48,6 +50,19 @@ static int api_approval_json(void *userdata, const struct store_approval *a)
     api_member(b, ",\"decided_by\":", a->decided_by);
     api_member(b, ",\"decided\":", a->decided);
     api_member(b, ",\"comment\":", a->comment);
+    if (strcmp(a->kind, "in_doubt") == 0) {
+        /* the call a dead execution sent whose answer nobody recorded: where it went and when,
+         * under which key, and what a person said it returned */
+        api_member(b, ",\"connector\":", a->connector);
+        api_member(b, ",\"sent\":", a->sent);
+        api_member(b, ",\"idempotency_key\":", a->idempotency_key);
+        buf_printf(b, ",\"call\":%" PRId64 ",\"result\":", a->call_seq);
+        if (a->result) {
+            json_write_compact(b, a->result, strlen(a->result));
+        } else {
+            buf_append_str(b, "null");
+        }
+    }
     buf_append_str(b, "}");
     return 0;
 }
@@ -103,7 +118,7 @@ void api_approvals_list(struct api_ctx *ctx)
     const char *status = http_query(ctx->req, "status");
     if (status && api_approval_state(status) == GOV_APPROVAL_STATES) {
         api_error(ctx, 400, "INVALID_REQUEST",
-                  "status must be pending, approved, denied or cancelled");
+                  "status must be pending, approved, denied, cancelled or answered");
         return;
     }
     const char *run = http_query(ctx->req, "run");
@@ -153,7 +168,45 @@ struct api_decisions {
     int pending;
     int start_approved;
     struct runs_resolution *res;
+    /* calls in doubt decided and not yet consumed: the run goes on from its journal, each
+     * denied or answered one journaled first (settled), the approved ones sent again */
+    int in_doubt;
+    size_t nsettled;
+    struct api_settled {
+        int64_t call_seq;
+        int64_t decided_ms;
+        int kind; /* enum store_journal_kind */
+        char *function;
+        char *args_sha256;
+        char *key;
+        char *answer; /* the thrown message, or the value (boundary JSON) */
+    } * settled;
 };
+
+/* Keeps a denied or answered call in doubt for its journal entry: 0, or -1 out of memory. */
+static int api_settled_add(struct api_decisions *d, const struct store_approval *a, int answered)
+{
+    char message[4200];
+    struct api_settled *settled = realloc(d->settled, (d->nsettled + 1) * sizeof *settled);
+    if (!settled) {
+        return -1;
+    }
+    d->settled = settled;
+    struct api_settled *e = &settled[d->nsettled];
+    memset(e, 0, sizeof *e);
+    /* a denied call throws in the guest, as a connector's error would */
+    snprintf(message, sizeof message, a->comment && a->comment[0] ? "in doubt: %s" : "in doubt",
+             a->comment ? a->comment : "");
+    e->call_seq = a->call_seq;
+    e->decided_ms = runs_time_ms(a->decided);
+    e->kind = answered ? STORE_JOURNAL_VALUE : STORE_JOURNAL_THROW;
+    e->function = strdup(a->function ? a->function : "");
+    e->args_sha256 = strdup(a->args_sha256 ? a->args_sha256 : "");
+    e->key = strdup(a->idempotency_key ? a->idempotency_key : "");
+    e->answer = strdup(answered ? (a->result ? a->result : "null") : message);
+    d->nsettled++;
+    return !e->function || !e->args_sha256 || !e->key || !e->answer ? -1 : 0;
+}
 
 /* Adds a resolution, its strings copied: 0, or -1 out of memory. */
 static int api_resolution_add(struct api_decisions *d, const char *interruption, int approved,
@@ -197,6 +250,11 @@ static int api_decision_fn(void *userdata, const struct store_approval *a)
         d->start_approved |= state == GOV_APPROVAL_APPROVED;
         return 0;
     }
+    if (strcmp(a->kind, "in_doubt") == 0) {
+        d->in_doubt++;
+        return state != GOV_APPROVAL_APPROVED &&
+               api_settled_add(d, a, state == GOV_APPROVAL_ANSWERED) != 0;
+    }
     return a->interruption &&
            api_resolution_add(d, a->interruption, state == GOV_APPROVAL_APPROVED, a->comment) != 0;
 }
@@ -208,6 +266,13 @@ static void api_decisions_done(struct api_decisions *d)
         free((char *)d->res[i].comment);
     }
     free(d->res);
+    for (size_t i = 0; i < d->nsettled; i++) {
+        free(d->settled[i].function);
+        free(d->settled[i].args_sha256);
+        free(d->settled[i].key);
+        free(d->settled[i].answer);
+    }
+    free(d->settled);
 }
 
 struct api_row_copy {
@@ -286,18 +351,64 @@ static int api_journal_fn(void *userdata, const struct store_journal_entry *e)
     return j->failed;
 }
 
+static int api_settled_cmp(const void *a, const void *b)
+{
+    int64_t x = ((const struct api_settled *)a)->call_seq;
+    int64_t y = ((const struct api_settled *)b)->call_seq;
+    return (x > y) - (x < y);
+}
+
+/* Journals the calls in doubt a person denied or answered, after the journal's last entry (in
+ * call order, each at the guest clock of its decision or of the entry before, the later), and
+ * gives them to the plan: the guest's call throws "in doubt: ..." or returns the value, and
+ * nothing is sent. */
+static enum store_rc api_settle(struct store *s, const char *run, struct api_decisions *d,
+                                struct runs_plan *plan)
+{
+    enum store_rc rc = STORE_OK;
+    qsort(d->settled, d->nsettled, sizeof *d->settled, api_settled_cmp);
+    for (size_t i = 0; i < d->nsettled && rc == STORE_OK; i++) {
+        const struct api_settled *x = &d->settled[i];
+        char call_id[24];
+        int64_t clock_ms = x->decided_ms;
+        if (plan->njournal > 0 && plan->journal[plan->njournal - 1].clock_ms > clock_ms) {
+            clock_ms = plan->journal[plan->njournal - 1].clock_ms;
+        }
+        snprintf(call_id, sizeof call_id, "%" PRId64, x->call_seq);
+        struct store_journal_entry e = {
+            .position = (int64_t)plan->njournal + 1,
+            .call_id = call_id,
+            .function = x->function,
+            .args_sha256 = x->args_sha256,
+            .idempotency_key = x->key,
+            .kind = x->kind,
+            .sync = 0, /* a connector's functions are asynchronous */
+            .clock_ms = clock_ms,
+            .answer = (const unsigned char *)x->answer,
+            .answer_len = strlen(x->answer),
+        };
+        rc = s->ops->journal_append(s, run, &e, 1);
+        if (rc == STORE_OK && runs_plan_add_journal(plan, &e) != 0) {
+            rc = STORE_ERROR;
+        }
+    }
+    return rc;
+}
+
 /* A run whose execution died (its node, a drain) goes on from its journal, in the claim's
  * transaction: counted, recorded (run.recover: the node resuming it and from_call, the
  * position of the first answer it will take live), and its plan given every answer, with the
- * seed and clock its start recorded. (Whether it goes on at all, nodes_take_over decided.) */
+ * seed and clock its start recorded, and the calls in doubt a person settled (`d`, NULL for
+ * none). (Whether it goes on at all, nodes_take_over decided.) */
 static enum store_rc api_run_recovering(struct store *s, struct runs *runs,
-                                        const struct store_run *row, struct runs_plan *plan)
+                                        const struct store_run *row, struct runs_plan *plan,
+                                        struct api_decisions *d)
 {
     struct api_journal j = { plan, 0 };
-    struct buf d;
+    struct buf b;
     int64_t recovered = 0;
     uint64_t seed = 0;
-    buf_init(&d, 4096);
+    buf_init(&b, 4096);
     enum store_rc rc;
     rc = s->ops->run_add_recovered(s, row->id, &recovered);
     if (rc == STORE_OK) {
@@ -305,6 +416,9 @@ static enum store_rc api_run_recovering(struct store *s, struct runs *runs,
         if (rc == STORE_OK && j.failed) {
             rc = STORE_ERROR;
         }
+    }
+    if (rc == STORE_OK && d) {
+        rc = api_settle(s, row->id, d, plan);
     }
     if (rc == STORE_OK && row->seed && strlen(row->seed) == 16) {
         char *end = NULL;
@@ -315,15 +429,15 @@ static enum store_rc api_run_recovering(struct store *s, struct runs *runs,
     if (row->clock_ms > 0) {
         plan->clock_ms = row->clock_ms;
     }
-    api_member(&d, "{\"run\":", row->id);
-    api_member(&d, ",\"node\":", runs_node(runs) ? runs_node(runs) : "");
-    buf_printf(&d, ",\"from_call\":%zu,\"recovered\":%" PRId64 "}", plan->njournal + 1, recovered);
+    api_member(&b, "{\"run\":", row->id);
+    api_member(&b, ",\"node\":", runs_node(runs) ? runs_node(runs) : "");
+    buf_printf(&b, ",\"from_call\":%zu,\"recovered\":%" PRId64 "}", plan->njournal + 1, recovered);
     if (rc == STORE_OK) {
-        rc = d.data ? s->ops->audit_append(s, "airlockd", "run.recover", row->id, row->department,
-                                           d.data, NULL)
+        rc = b.data ? s->ops->audit_append(s, "airlockd", "run.recover", row->id, row->department,
+                                           b.data, NULL)
                     : STORE_ERROR;
     }
-    buf_done(&d);
+    buf_done(&b);
     return rc;
 }
 
@@ -498,8 +612,11 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
     rc = rc == STORE_OK ? s->ops->approval_list(s, run_id, NULL, api_decision_fn, &decisions) : rc;
     /* a queued run never interrupted (queued at its start) starts afresh */
     int fresh = rc == STORE_OK && claimed[0] && decisions.total == 0 && !run.host_calls;
-    if (!fresh && (rc != STORE_OK || decisions.pending > 0 ||
-                   (!decisions.start_approved && decisions.n == 0))) {
+    /* a run whose calls in doubt a person decided goes on from its journal */
+    int settle = rc == STORE_OK && decisions.pending == 0 && decisions.in_doubt > 0;
+    if (!fresh && !settle &&
+        (rc != STORE_OK || decisions.pending > 0 ||
+         (!decisions.start_approved && decisions.n == 0))) {
         if (rc == STORE_OK && claimed[0]) {
             /* queued with nothing to resume from (never made so): it ends, or it would be
              * claimed again and again */
@@ -514,7 +631,7 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
         rc = s->ops->tx_begin(s);
         in_tx = rc == STORE_OK;
     }
-    if (rc == STORE_OK && !decisions.start_approved && !fresh) {
+    if (rc == STORE_OK && !decisions.start_approved && !fresh && !settle) {
         rc = s->ops->run_take_continuation(s, run_id, &token);
     }
     if (rc == STORE_OK) {
@@ -527,6 +644,20 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
         rc = s->ops->run_set_node(s, run_id, runs_node(runs)); /* this node executes it now */
     }
     clock_ms = token ? 0 : runs_now_ms(); /* a start from the input starts its clock now */
+    if (settle) {
+        /* from its journal, at the start its first execution recorded: no execution row (as a
+         * start from the input has none), and its origin stays */
+        recover = 1;
+        clock_ms = run.copy.row.clock_ms;
+        for (size_t i = 0; i < decisions.nsettled && rc == STORE_OK; i++) {
+            if (decisions.settled[i].call_seq <= 0) {
+                error_set(&why, AL_INTERNAL_ERROR,
+                          "run %s: a call in doubt has no call number to answer", run_id);
+                rc = STORE_CONFLICT;
+            }
+        }
+        goto plan;
+    }
     if (rc == STORE_OK && runs_node(runs)) {
         /* what this execution starts from, kept until its end is recorded: should this node
          * die meanwhile, the node that takes the run over can start it again from there */
@@ -552,7 +683,7 @@ plan: /* in the transaction begun above, or rc says why not */
         plan->clock_ms = clock_ms;
     }
     if (rc == STORE_OK && recover) {
-        rc = api_run_recovering(s, runs, &run.copy.row, plan);
+        rc = api_run_recovering(s, runs, &run.copy.row, plan, settle ? &decisions : NULL);
     }
     if (rc == STORE_OK) {
         rc = s->ops->tx_commit(s);
@@ -630,7 +761,7 @@ enum store_rc api_run_resume(struct writer_tx *tx, const unsigned char *secret_k
         api_run_state(run.copy.row.status) == GOV_RUN_AWAITING_APPROVAL) {
         rc = s->ops->approval_list(s, run_id, NULL, api_decision_fn, &decisions);
         if (rc == STORE_OK && decisions.pending == 0 &&
-            (decisions.start_approved || decisions.n > 0)) {
+            (decisions.start_approved || decisions.n > 0 || decisions.in_doubt > 0)) {
             /* of several deciders queueing at once, one moves it; the others find it moved.
              * Every node hears of it once this commits. */
             rc = s->ops->tx_begin(s);
@@ -692,34 +823,53 @@ static enum store_rc api_run_deny_start(struct api_ctx *ctx, const struct api_ap
     return rc;
 }
 
-/* Records the decision gov allowed, its approval.approve or .deny and, for a denied start,
- * the run's end, in one transaction. 0, or -1 after answering. */
-static int api_approval_store(struct api_ctx *ctx, const struct api_approval_copy *a, int approve,
-                              const char *comment)
+/* What a person decides: approve, deny, or (in_doubt only) answer with the call's result. */
+struct api_verdict {
+    enum gov_approval_state to; /* approved, denied or answered */
+    const char *comment;        /* "" when none */
+    const char *result;         /* answered: the value (compact JSON); NULL otherwise */
+};
+
+static const char *api_verdict_action(enum gov_approval_state to)
+{
+    return to == GOV_APPROVAL_APPROVED ? "approval.approve"
+           : to == GOV_APPROVAL_DENIED ? "approval.deny"
+                                       : "approval.answer";
+}
+
+/* Records the decision gov allowed, its approval.approve, .deny or .answer (an answer's result
+ * bounded as a host call's arguments are: whole up to 64 KiB, its SHA-256 beyond) and, for a
+ * denied start, the run's end, in one transaction. 0, or -1 after answering. */
+static int api_approval_store(struct api_ctx *ctx, const struct api_approval_copy *a,
+                              const struct api_verdict *v)
 {
     struct store *s = ctx->store;
-    enum gov_approval_state to = approve ? GOV_APPROVAL_APPROVED : GOV_APPROVAL_DENIED;
+    const char *to = gov_approval_state_name(v->to);
     struct buf d;
     if (s->ops->tx_begin(s) != STORE_OK) {
         api_store_failed(ctx);
         return -1;
     }
-    buf_init(&d, 64 * 1024);
+    buf_init(&d, 64 * 1024 + 4096 + 1024);
     enum store_rc rc =
-            s->ops->approval_decide(s, a->id, gov_approval_state_name(to), ctx->who->name, comment);
+            v->result ? s->ops->approval_answer(s, a->id, ctx->who->name, v->comment, v->result)
+                      : s->ops->approval_decide(s, a->id, to, ctx->who->name, v->comment);
     if (rc == STORE_OK) {
         api_member(&d, "{\"approval\":", a->id);
         api_member(&d, ",\"run\":", a->run);
         api_member(&d, ",\"kind\":", a->kind);
-        api_member(&d, ",\"decision\":", gov_approval_state_name(to));
-        api_member(&d, ",\"comment\":", comment);
+        api_member(&d, ",\"decision\":", to);
+        api_member(&d, ",\"comment\":", v->comment);
+        if (v->result) {
+            buf_append_str(&d, ",");
+            runs_put_bounded(&d, "result", v->result, strlen(v->result));
+        }
         buf_append_str(&d, "}");
-        rc = d.data ? api_audit(ctx, approve ? "approval.approve" : "approval.deny", a->id,
-                                a->department, d.data)
+        rc = d.data ? api_audit(ctx, api_verdict_action(v->to), a->id, a->department, d.data)
                     : STORE_ERROR;
     }
-    if (rc == STORE_OK && !approve && strcmp(a->kind, "run") == 0) {
-        rc = api_run_deny_start(ctx, a, comment);
+    if (rc == STORE_OK && v->to == GOV_APPROVAL_DENIED && strcmp(a->kind, "run") == 0) {
+        rc = api_run_deny_start(ctx, a, v->comment);
     }
     rc = api_tx_end(s, rc);
     buf_done(&d);
@@ -735,9 +885,10 @@ static int api_approval_store(struct api_ctx *ctx, const struct api_approval_cop
 }
 
 /* The decision stands: the run resumes (or starts) once nothing of it is pending. */
-static void api_approval_resume(struct api_ctx *ctx, const struct api_approval_copy *a, int approve)
+static void api_approval_resume(struct api_ctx *ctx, const struct api_approval_copy *a,
+                                const struct api_verdict *v)
 {
-    if (!approve && strcmp(a->kind, "host_call") != 0) {
+    if (v->to == GOV_APPROVAL_DENIED && strcmp(a->kind, "run") == 0) {
         return; /* a denied start has ended the run */
     }
     /* the log line names the kind of failure alone, so no detail is asked for */
@@ -749,26 +900,86 @@ static void api_approval_resume(struct api_ctx *ctx, const struct api_approval_c
     }
 }
 
-static void api_approvals_decide(struct api_ctx *ctx, int approve)
+/* The function an in_doubt approval is of, and its connector; "" when not readable. */
+struct api_doubt_fn {
+    char function[RUNS_FN_NAME_MAX];
+    char connector[STORE_NAME_MAX + 1];
+};
+
+static int api_doubt_fn(void *userdata, const struct store_approval *a)
+{
+    struct api_doubt_fn *f = userdata;
+    snprintf(f->function, sizeof f->function, "%s", a->function ? a->function : "");
+    snprintf(f->connector, sizeof f->connector, "%s", a->connector ? a->connector : "");
+    return 0;
+}
+
+/* An answer's result is what the call's connector could have answered: a JSON value of at most
+ * the host-call output limit that keeps the function's result_schema. 0, or -1 after answering
+ * 400. */
+static int api_answer_check(struct api_ctx *ctx, const char *id, const struct json_node *result,
+                            size_t len)
+{
+    struct api_doubt_fn f;
+    struct connector_target *t = NULL;
+    struct al_error err;
+    char why[512];
+    memset(&f, 0, sizeof f);
+    memset(&err, 0, sizeof err);
+    if (len > API_ANSWER_MAX) {
+        api_error(ctx, 400, "INVALID_REQUEST", "field \"result\" is over %zu bytes",
+                  API_ANSWER_MAX);
+        return -1;
+    }
+    if (ctx->store->ops->approval_get(ctx->store, id, api_doubt_fn, &f) != STORE_OK) {
+        api_store_failed(ctx);
+        return -1;
+    }
+    const char *dot = strchr(f.function, '.');
+    int loaded =
+            dot ? connector_target_load(ctx->store, ctx->secret_key, f.connector, &t, &err) : 1;
+    if (loaded < 0) {
+        api_store_failed(ctx);
+        return -1;
+    }
+    /* a connector gone since leaves nothing to check against: any value */
+    int bad = loaded == 0 && connector_check_result(t, dot + 1, result, why, sizeof why) != 0;
+    connector_target_free(t);
+    if (bad) {
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "field \"result\" breaks the result_schema of %s: %s", f.function, why);
+        return -1;
+    }
+    return 0;
+}
+
+/* approve, deny or answer (`answer`): parse, gov, one transaction, then the run resumes once
+ * nothing of it is pending. */
+static void api_approvals_decide(struct api_ctx *ctx, enum gov_approval_state to)
 {
     struct store *s = ctx->store;
     const char *id = api_param(ctx, "id");
     const struct json_node *comment_node = NULL;
-    const struct api_field fields[] = { { "comment", JSON_STRING, 0, &comment_node } };
+    const struct json_node *result_node = NULL;
+    const struct api_field fields[] = { { "comment", JSON_STRING, 0, &comment_node },
+                                        { "result", API_FIELD_ANY, 1, &result_node } };
+    int answer = to == GOV_APPROVAL_ANSWERED;
     struct api_approval_copy a;
     struct gov_decision d;
+    struct buf result;
     memset(&a, 0, sizeof a);
-    if (api_body(ctx, fields, 1) != 0) {
-        return;
+    buf_init(&result, API_ANSWER_MAX + 1);
+    if (api_body(ctx, fields, answer ? 2 : 1) != 0) {
+        goto out;
     }
     if (!ctx->svc || !ctx->svc->runs) {
         api_error(ctx, 500, "INTERNAL", API_NO_RUNS_MESSAGE);
-        return;
+        goto out;
     }
     const char *comment = comment_node ? comment_node->str : "";
     if (strlen(comment) > 4096) {
         api_error(ctx, 400, "INVALID_REQUEST", "field \"comment\" is over 4096 bytes");
-        return;
+        goto out;
     }
     enum store_rc rc = s->ops->approval_get(s, id, api_approval_copy_fn, &a);
     if (rc != STORE_OK) {
@@ -777,32 +988,58 @@ static void api_approvals_decide(struct api_ctx *ctx, int approve)
         } else {
             api_store_failed(ctx);
         }
-        return;
+        goto out;
     }
     /* an approver of its department, not the run's starter (four eyes), of a pending one */
     gov_approval_may_decide(&ctx->who->gov, &a.g, &d);
     if (api_decision(ctx, &d) != 0) {
-        return;
+        goto out;
     }
+    if (answer && strcmp(a.kind, "in_doubt") != 0) {
+        /* only a call in doubt has a result a person can know; any other is approved or denied */
+        api_error(ctx, 409, "CONFLICT",
+                  "approval %s is of kind %s: only a call in doubt (in_doubt) is answered", id,
+                  a.kind);
+        goto out;
+    }
+    if (answer) {
+        json_write_compact(&result, result_node->raw, result_node->raw_len);
+        if (!result.data) {
+            api_error(ctx, 400, "INVALID_REQUEST", "field \"result\" is over %zu bytes",
+                      API_ANSWER_MAX);
+            goto out;
+        }
+        if (api_answer_check(ctx, id, result_node, result.len) != 0) {
+            goto out;
+        }
+    }
+    struct api_verdict v = { to, comment, answer ? result.data : NULL };
     /* never resumes a run its principal could no longer start: that run ends instead */
-    if (api_run_may_resume(ctx, a.run) != 0 || api_approval_store(ctx, &a, approve, comment) != 0) {
-        return;
+    if (api_run_may_resume(ctx, a.run) != 0 || api_approval_store(ctx, &a, &v) != 0) {
+        goto out;
     }
-    api_approval_resume(ctx, &a, approve);
+    api_approval_resume(ctx, &a, &v);
     api_reply(ctx, 200);
     if (s->ops->approval_get(s, id, api_approval_json, &ctx->resp->body) != STORE_OK) {
         api_store_failed(ctx);
-        return;
+        goto out;
     }
     buf_append_str(&ctx->resp->body, "\n");
+out:
+    buf_done(&result);
 }
 
 void api_approvals_approve(struct api_ctx *ctx)
 {
-    api_approvals_decide(ctx, 1);
+    api_approvals_decide(ctx, GOV_APPROVAL_APPROVED);
 }
 
 void api_approvals_deny(struct api_ctx *ctx)
 {
-    api_approvals_decide(ctx, 0);
+    api_approvals_decide(ctx, GOV_APPROVAL_DENIED);
+}
+
+void api_approvals_answer(struct api_ctx *ctx)
+{
+    api_approvals_decide(ctx, GOV_APPROVAL_ANSWERED);
 }

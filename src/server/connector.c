@@ -327,6 +327,19 @@ int connector_check_args(const struct connector_target *t, const char *fn, const
     return rc;
 }
 
+int connector_check_result(const struct connector_target *t, const char *fn,
+                           const struct json_node *result, char *message, size_t cap)
+{
+    const struct connector_fn *f = t && fn ? connector_find(t, fn) : NULL;
+    struct al_error err;
+    memset(&err, 0, sizeof err);
+    if (!f || !f->result || schema_validate_node(f->result, result, &err) == AL_OK) {
+        return 0;
+    }
+    snprintf(message, cap, "%s", err.message);
+    return -1;
+}
+
 /* ---- client -------------------------------------------------------------------------------- */
 
 struct connector_call {

@@ -34,6 +34,7 @@
  * number of calls (on the client thread) may use it at once. It must outlive every call made
  * with it. */
 struct connector_target;
+struct json_node;
 
 /* Loads connector `name` from the store and opens its sealed secret and headers with
  * secret_key. 0 with *ret (free with connector_target_free); 1 when there is no such connector;
@@ -52,6 +53,12 @@ int connector_function_flags(const struct connector_target *t, const char *fn, i
  * it. For a sensitive call, checked before a person is asked to approve it. */
 int connector_check_args(const struct connector_target *t, const char *fn, const char *args_json,
                          char *message, size_t cap);
+
+/* 0 when `result` (a JSON value) keeps the function's result_schema (or it has none, or the
+ * connector has no function `fn`); -1 with the schema's reason in `message` when it breaks it:
+ * the check a connector's own answer gets, for a result a person gives (an in_doubt answer). */
+int connector_check_result(const struct connector_target *t, const char *fn,
+                           const struct json_node *result, char *message, size_t cap);
 
 /* One thread driving curl_multi: any number of calls in flight, no thread per call. */
 struct connector_client;

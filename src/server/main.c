@@ -676,15 +676,23 @@ static int main_recover(struct store *s, const char *node)
     }
     int again = 0;
     int again_none = 0;
-    int mine = nodes_recover(s, node, "airlockd stopped while the run was executing", &again);
+    int waiting = 0;
+    int mine = nodes_recover(s, node, "airlockd stopped while the run was executing", &again,
+                             &waiting);
     int none = mine < 0 ? -1
                         : nodes_recover(s, NULL, "airlockd stopped while the run was executing",
-                                        &again_none);
+                                        &again_none, NULL);
     if (mine < 0 || none < 0) {
         fprintf(stderr, "airlockd: recovering runs: %s\n", s->ops->errmsg(s));
         return -1;
     }
-    int failed = mine + none - again - again_none;
+    int failed = mine + none - again - again_none - waiting;
+    if (waiting > 0) {
+        fprintf(stderr,
+                "airlockd: %d run%s left by the last stop wait%s for a person to settle "
+                "calls in doubt\n",
+                waiting, waiting == 1 ? "" : "s", waiting == 1 ? "s" : "");
+    }
     if (failed > 0) {
         fprintf(stderr, "airlockd: %d run%s abandoned by the last stop marked failed\n", failed,
                 failed == 1 ? "" : "s");
@@ -701,9 +709,10 @@ static int main_recover(struct store *s, const char *node)
 /* Runs that were executing when the last airlockd stopped without recording their end (a
  * crash, kill -9) go on from their journal: each is queued (nodes_take_over, with the one node
  * "") and claimed once the runs can start (main_claim_recovered). One that had sent a call not
- * marked idempotent whose answer is not journaled, or that was resumed after a person's
- * decision, ends failed ABORTED with a run.abandoned record. Runs waiting for a person keep
- * waiting; runs queued by the last start stay queued. */
+ * marked idempotent whose answer is not journaled waits for a person to settle it (an in_doubt
+ * approval); one that was resumed after a person's decision ends failed ABORTED with a
+ * run.abandoned record. Runs waiting for a person keep waiting; runs queued by the last start
+ * stay queued. */
 static int main_recover_sqlite(struct store *s)
 {
     struct main_runs a = { 1u << GOV_RUN_RUNNING, 0, 0, NULL };
@@ -711,15 +720,18 @@ static int main_recover_sqlite(struct store *s)
     enum store_rc rc = s->ops->run_list(s, NULL, main_runs_fn, &a);
     size_t failed = 0;
     size_t again = 0;
+    size_t waiting = 0;
     for (size_t i = 0; i < a.n && rc == STORE_OK; i++) {
         int queued = 0;
+        int waits = 0;
         rc = nodes_take_over(s, a.rows[i].id, a.rows[i].department, a.rows[i].created_ms, "",
-                             reason, NULL, &queued);
+                             reason, NULL, &queued, &waits);
         if (rc == STORE_CONFLICT) {
             rc = STORE_OK;
         }
         again += queued;
-        failed += !queued;
+        waiting += waits;
+        failed += !queued && !waits;
     }
     free(a.rows);
     if (rc != STORE_OK) {
@@ -733,6 +745,12 @@ static int main_recover_sqlite(struct store *s)
     if (again > 0) {
         fprintf(stderr, "airlockd: %zu run%s left by the last stop resume from their journal\n",
                 again, again == 1 ? "" : "s");
+    }
+    if (waiting > 0) {
+        fprintf(stderr,
+                "airlockd: %zu run%s left by the last stop wait%s for a person to settle calls "
+                "in doubt\n",
+                waiting, waiting == 1 ? "" : "s", waiting == 1 ? "s" : "");
     }
     return 0;
 }

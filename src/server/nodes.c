@@ -191,14 +191,44 @@ static void nodes_journal_done(struct nodes_journal *j)
     free(j->keys);
 }
 
+/* A call in doubt whose function is not marked idempotent: a person settles it (in_doubt). */
+struct nodes_unsafe {
+    char *key;
+    char *function;
+    char *sent;
+    char *args_sha256;
+    char *args; /* NULL for a call marked before 0012_in_doubt kept arguments */
+};
+
 /* The calls a dead execution had sent whose answer is not in the journal (with `journal` NULL:
  * every call it had sent), as the audit lists them; `unsafe` counts those whose function is not
- * marked idempotent. */
+ * marked idempotent, and `calls` holds them. */
 struct nodes_doubt {
     struct buf *b;
     const struct nodes_journal *journal;
     int unsafe;
+    int failed; /* out of memory copying a call */
+    struct nodes_unsafe *calls;
 };
+
+static char *nodes_dup(const char *text, int *failed)
+{
+    char *copy = text ? strdup(text) : NULL;
+    *failed |= text && !copy;
+    return copy;
+}
+
+static void nodes_doubt_done(struct nodes_doubt *d)
+{
+    for (int i = 0; d->calls && i < d->unsafe; i++) {
+        free(d->calls[i].key);
+        free(d->calls[i].function);
+        free(d->calls[i].sent);
+        free(d->calls[i].args_sha256);
+        free(d->calls[i].args);
+    }
+    free(d->calls);
+}
 
 static int nodes_call_fn(void *userdata, const struct store_call *c)
 {
@@ -216,8 +246,22 @@ static int nodes_call_fn(void *userdata, const struct store_call *c)
     api_member(b, ",\"idempotency_key\":", c->idempotency_key);
     api_member(b, ",\"sent\":", c->sent);
     buf_printf(b, ",\"idempotent\":%s,\"outcome\":\"unknown\"}", c->idempotent ? "true" : "false");
-    d->unsafe += !c->idempotent;
-    return 0;
+    if (c->idempotent) {
+        return 0;
+    }
+    struct nodes_unsafe *calls = realloc(d->calls, (size_t)(d->unsafe + 1) * sizeof *calls);
+    if (!calls) {
+        d->failed = 1;
+        return 1;
+    }
+    d->calls = calls;
+    struct nodes_unsafe *u = &calls[d->unsafe++];
+    u->key = nodes_dup(c->idempotency_key, &d->failed);
+    u->function = nodes_dup(c->function, &d->failed);
+    u->sent = nodes_dup(c->sent, &d->failed);
+    u->args_sha256 = nodes_dup(c->args_sha256, &d->failed);
+    u->args = nodes_dup(c->args, &d->failed);
+    return d->failed;
 }
 
 /* A run resumed after a person's decision has its first leg's answers in its journal and a
@@ -248,6 +292,10 @@ static int nodes_execution_fn(void *userdata, const struct store_execution *e)
 struct nodes_origin {
     int64_t clock_ms;
     int64_t recovered;
+    /* for the approvals of its calls in doubt */
+    char principal[STORE_NAME_MAX + 1];
+    char template_name[STORE_NAME_MAX + 1];
+    int64_t version;
 };
 
 static int nodes_origin_fn(void *userdata, const struct store_run *row)
@@ -255,24 +303,110 @@ static int nodes_origin_fn(void *userdata, const struct store_run *row)
     struct nodes_origin *o = userdata;
     o->clock_ms = row->clock_ms;
     o->recovered = row->recovered;
+    snprintf(o->principal, sizeof o->principal, "%s", row->principal);
+    snprintf(o->template_name, sizeof o->template_name, "%s", row->template_name);
+    o->version = row->version;
     return 0;
+}
+
+/* The call number of idempotency key RUN:N (a run executing from its input sends its call N
+ * under it); 0 when the key is not of that form. */
+static int64_t nodes_key_call(const char *run, const char *key)
+{
+    size_t n = strlen(run);
+    char *end = NULL;
+    if (strncmp(key, run, n) != 0 || key[n] != ':' || key[n + 1] < '1' || key[n + 1] > '9') {
+        return 0;
+    }
+    unsigned long long call = strtoull(key + n + 1, &end, 10);
+    return *end == '\0' && call <= UINT32_MAX ? (int64_t)call : 0;
+}
+
+/* A journaled run whose calls in doubt include some not marked idempotent waits for a person:
+ * one approval of kind in_doubt per such call (its approval.request), the run awaiting_approval
+ * with its marks forgotten (what the approvals say is kept with them). The decisions resume it
+ * from its journal (api_run_go). `b` gets the run.wait record's members. */
+static enum store_rc nodes_wait(struct store *s, const char *id, const char *department,
+                                const struct nodes_origin *origin, const struct nodes_doubt *doubt,
+                                struct buf *b)
+{
+    struct buf d;
+    enum store_rc rc = s->ops->run_set_status(s, id, "running", "awaiting_approval", NULL);
+    if (rc == STORE_OK) {
+        rc = s->ops->call_clear(s, id);
+    }
+    buf_init(&d, NODES_DETAILS_MAX);
+    buf_append_str(b, ",\"approvals\":[");
+    for (int i = 0; i < doubt->unsafe && rc == STORE_OK; i++) {
+        const struct nodes_unsafe *u = &doubt->calls[i];
+        char apr[RUNS_ID_LEN + 1];
+        char connector[STORE_NAME_MAX + 1];
+        const char *dot = strchr(u->function, '.');
+        snprintf(connector, sizeof connector, "%.*s",
+                 (int)(dot ? (size_t)(dot - u->function) : strlen(u->function)), u->function);
+        if (runs_new_id("apr_", apr) != 0) {
+            rc = STORE_ERROR;
+            break;
+        }
+        struct store_approval a = {
+            .id = apr,
+            .run = id,
+            .kind = "in_doubt",
+            .function = u->function,
+            .args = u->args,
+            .requested_by = origin->principal,
+            .department = department,
+            .template_name = origin->template_name,
+            .version = origin->version,
+            .connector = connector,
+            .sent = u->sent,
+            .idempotency_key = u->key,
+            .call_seq = nodes_key_call(id, u->key),
+            .args_sha256 = u->args_sha256,
+        };
+        rc = s->ops->approval_create(s, &a);
+        buf_reset(&d);
+        api_member(&d, "{\"run\":", id);
+        api_member(&d, ",\"template\":", origin->template_name);
+        buf_printf(&d, ",\"version\":%" PRId64, origin->version);
+        api_member(&d, ",\"approval\":", apr);
+        api_member(&d, ",\"kind\":", "in_doubt");
+        api_member(&d, ",\"function\":", u->function);
+        buf_append_str(&d, ",");
+        runs_put_bounded(&d, "args", u->args ? u->args : "null", u->args ? strlen(u->args) : 4);
+        api_member(&d, ",\"connector\":", connector);
+        api_member(&d, ",\"sent\":", u->sent);
+        api_member(&d, ",\"idempotency_key\":", u->key);
+        api_member(&d, ",\"requested_by\":", origin->principal);
+        buf_append_str(&d, "}");
+        if (rc == STORE_OK) {
+            rc = d.data ? s->ops->audit_append(s, "airlockd", "approval.request", apr, department,
+                                               d.data, NULL)
+                        : STORE_ERROR;
+        }
+        api_member(b, i ? "," : "", apr);
+    }
+    buf_append_str(b, "]");
+    buf_done(&d);
+    return rc;
 }
 
 enum store_rc nodes_take_over(struct store *s, const char *id, const char *department,
                               int64_t created_ms, const char *node, const char *reason,
-                              const char *cancelled, int *ret_retried)
+                              const char *cancelled, int *ret_retried, int *ret_waiting)
 {
     struct buf outcome;
     struct buf calls; /* the calls in doubt, a JSON array */
     struct buf b;     /* the audit record's details */
     struct nodes_execution x;
     struct nodes_journal journal;
-    struct nodes_doubt doubt = { &calls, NULL, 0 };
+    struct nodes_doubt doubt = { &calls, NULL, 0, 0, NULL };
     char why[NODES_WHY_MAX];
     int resumed = 0;
-    struct nodes_origin origin = { 0, 0 };
+    struct nodes_origin origin;
     memset(&x, 0, sizeof x);
     memset(&journal, 0, sizeof journal);
+    memset(&origin, 0, sizeof origin);
     *ret_retried = 0;
     buf_init(&outcome, 4096);
     buf_init(&calls, NODES_DETAILS_MAX);
@@ -306,6 +440,7 @@ enum store_rc nodes_take_over(struct store *s, const char *id, const char *depar
     }
     if (rc == STORE_OK) {
         rc = s->ops->call_list(s, id, nodes_call_fn, &doubt);
+        rc = rc == STORE_OK && doubt.failed ? STORE_ERROR : rc;
         buf_append_str(&calls, "]");
     }
     if (rc == STORE_OK && journaled) {
@@ -316,8 +451,15 @@ enum store_rc nodes_take_over(struct store *s, const char *id, const char *depar
     int again = journaled ? origin.clock_ms > 0 && origin.recovered < NODES_RETRIES_MAX
                           : node && node[0] && x.e.attempt < NODES_RETRIES_MAX;
     int retry = rc == STORE_OK && node && !cancelled && doubt.unsafe == 0 && again;
+    /* a journaled run with calls in doubt not idempotent: a person settles them */
+    int wait = rc == STORE_OK && node && !cancelled && doubt.unsafe > 0 && journaled && again;
     api_member(&b, "{\"run\":", id);
-    if (retry) {
+    if (wait) {
+        buf_append_str(&b, ",\"status\":\"awaiting_approval\"");
+        api_member(&b, ",\"reason\":", reason);
+        api_member(&b, ",\"node\":", node);
+        rc = nodes_wait(s, id, department, &origin, &doubt, &b);
+    } else if (retry) {
         /* queued with its start: the node that claims it goes on from its journal (a recovery,
          * api_run_go) or from its continuation */
         struct store_execution e = { id, x.e.resume, x.e.resolutions,
@@ -373,7 +515,10 @@ enum store_rc nodes_take_over(struct store *s, const char *id, const char *depar
         buf_printf(&b, ",\"%s\":", retry ? "calls_retried" : "calls_in_doubt");
         buf_append(&b, calls.data ? calls.data : "", calls.len);
         buf_append_str(&b, "}");
-        const char *action = retry ? "run.retried" : cancelled ? "run.end" : "run.abandoned";
+        const char *action = retry       ? "run.retried"
+                             : wait      ? "run.wait"
+                             : cancelled ? "run.end"
+                                         : "run.abandoned";
         rc = calls.data && b.data
                      ? s->ops->audit_append(s, "airlockd", action, id, department, b.data, NULL)
                      : STORE_ERROR;
@@ -385,6 +530,10 @@ enum store_rc nodes_take_over(struct store *s, const char *id, const char *depar
         s->ops->tx_rollback(s);
     }
     *ret_retried = rc == STORE_OK && retry;
+    if (ret_waiting) {
+        *ret_waiting = rc == STORE_OK && wait;
+    }
+    nodes_doubt_done(&doubt);
     free(x.resume);
     free(x.resolutions);
     nodes_journal_done(&journal);
@@ -394,28 +543,35 @@ enum store_rc nodes_take_over(struct store *s, const char *id, const char *depar
     return rc;
 }
 
-int nodes_recover(struct store *s, const char *node, const char *reason, int *ret_retried)
+int nodes_recover(struct store *s, const char *node, const char *reason, int *ret_retried,
+                  int *ret_waiting)
 {
     struct nodes_runs l;
     int n = 0;
     int retried = 0;
+    int waiting = 0;
     memset(&l, 0, sizeof l);
     enum store_rc rc = s->ops->run_list_on_node(s, node, nodes_runs_fn, &l);
     for (size_t i = 0; i < l.n && rc == STORE_OK; i++) {
         int again = 0;
+        int waits = 0;
         const struct nodes_run *r = &l.rows[i];
         rc = nodes_take_over(s, r->id, r->department, r->created_ms, node, reason,
-                             r->cancel[0] ? r->cancel : NULL, &again);
+                             r->cancel[0] ? r->cancel : NULL, &again, &waits);
         if (rc == STORE_CONFLICT) {
             rc = STORE_OK; /* ended, or taken over by another node, meanwhile */
         } else if (rc == STORE_OK) {
             n++;
             retried += again;
+            waiting += waits;
         }
     }
     free(l.rows);
     if (ret_retried) {
         *ret_retried = retried;
+    }
+    if (ret_waiting) {
+        *ret_waiting = waiting;
     }
     return rc == STORE_OK ? n : -1;
 }
@@ -508,7 +664,7 @@ static enum store_rc nodes_beat_fn(struct writer_tx *tx, void *arg)
         snprintf(reason, sizeof reason,
                  "the node executing the run stopped renewing its lease (%s)", e.ids[i]);
         int retried = 0;
-        int taken = nodes_recover(s, e.ids[i], reason, &retried);
+        int taken = nodes_recover(s, e.ids[i], reason, &retried, NULL);
         if (taken < 0) {
             fprintf(stderr, "{\"log\":\"nodes\",\"error\":\"taking over %s: %s\"}\n", e.ids[i],
                     s->ops->errmsg(s));

@@ -45,19 +45,24 @@ int nodes_id(const char *data_dir, char *ret, struct al_error *reterr);
  * (function, idempotency key, whether the function is marked idempotent). A run cancelled while
  * `node` executed it, its end never recorded, gets its run.end (status cancelled) and is taken off
  * the node. A run another node ended or took over meanwhile is left alone. How many were taken over
- * (*ret_retried, when not NULL: how many of them were queued again), or -1 when the store failed
+ * (*ret_retried, when not NULL: how many of them were queued again; *ret_waiting, when not NULL:
+ * how many wait for a person's decision on their calls in doubt), or -1 when the store failed
  * (errmsg says why). On the writer's connection (a writer job, or before the writer starts). */
-int nodes_recover(struct store *s, const char *node, const char *reason, int *ret_retried);
+int nodes_recover(struct store *s, const char *node, const char *reason, int *ret_retried,
+                  int *ret_waiting);
 /* One run of nodes_recover, in one transaction of its own (a savepoint inside a writer job).
  * `node` "" is the one node of SQLite (nothing to lock). A run that executed from its input
  * goes back to the queue unless a call it sent has no journaled answer and is not idempotent;
- * the node that claims it resumes it from its journal (api_run_go, a run.recover record). A run
- * resumed after a person's decision is handled as before journals: executed again from its
- * continuation only when all it sent is idempotent (never on one node). `cancelled`: the reason
- * of its cancel, or NULL. CONFLICT: ended or taken meanwhile. */
+ * the node that claims it resumes it from its journal (api_run_go, a run.recover record). With
+ * such calls it waits for a person instead (awaiting_approval, one approval of kind in_doubt per
+ * call, a run.wait record listing calls_in_doubt; *ret_waiting 1 when ret_waiting is not NULL),
+ * and the decisions resume it from its journal. A run resumed after a person's decision is
+ * handled as before journals: executed again from its continuation only when all it sent is
+ * idempotent (never on one node). `cancelled`: the reason of its cancel, or NULL. CONFLICT:
+ * ended or taken meanwhile. */
 enum store_rc nodes_take_over(struct store *s, const char *id, const char *department,
                               int64_t created_ms, const char *node, const char *reason,
-                              const char *cancelled, int *ret_retried);
+                              const char *cancelled, int *ret_retried, int *ret_waiting);
 
 struct nodes;
 

@@ -82,6 +82,7 @@ static const struct route routes[] = {
     { "GET",    "/v1/approvals",                     api_approvals_list,          { AUTH_ANY_DEPARTMENT, AUTH_ROLE_APPROVER | READERS }, READS },
     { "POST",   "/v1/approvals/{id}/approve",        api_approvals_approve,       { AUTH_RESOURCE, AUTH_ROLE_APPROVER }, WRITES },
     { "POST",   "/v1/approvals/{id}/deny",           api_approvals_deny,          { AUTH_RESOURCE, AUTH_ROLE_APPROVER }, WRITES },
+    { "POST",   "/v1/approvals/{id}/answer",         api_approvals_answer,        { AUTH_RESOURCE, AUTH_ROLE_APPROVER }, WRITES },
     { "POST",   "/v1/mcp",                           api_mcp_post,                { AUTH_RESOURCE, AUTH_ROLE_AGENT }, READS },
     { "GET",    "/v1/openapi.json",                  api_system_openapi,          { AUTH_PUBLIC, 0 }, READS },
     { "GET",    "/metrics",                          api_system_metrics,          { AUTH_PUBLIC, 0 }, READS },

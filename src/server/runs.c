@@ -493,8 +493,14 @@ static enum store_rc runs_mark_fn(struct writer_tx *tx, void *arg)
 {
     struct runs_pending *p = arg;
     struct store *s = writer_store(tx);
-    struct store_call c = { p->sr->plan->id,  p->key, p->f->name,
-                            p->f->idempotent, NULL,   p->args_sha256 };
+    /* a call not idempotent keeps its arguments: left in doubt, a person is shown them */
+    struct store_call c = { p->sr->plan->id,
+                            p->key,
+                            p->f->name,
+                            p->f->idempotent,
+                            NULL,
+                            p->args_sha256,
+                            p->f->idempotent ? NULL : p->args };
     /* one node (SQLite) executes every run: nobody can have taken it */
     enum store_rc rc = p->sr->owner->node[0]
                                ? s->ops->run_lock_on_node(s, c.run, p->sr->owner->node, "running")
@@ -1823,7 +1829,7 @@ static enum store_rc runs_end_fn(struct writer_tx *tx, void *arg)
                 nodes_take_over(s, sr->plan->id, sr->plan->department, 0, sr->owner->node,
                                 "airlockd drained past its grace period while the "
                                 "run was executing",
-                                NULL, &queued);
+                                NULL, &queued, NULL);
         if (rc == STORE_CONFLICT) {
             rc = STORE_OK; /* ended otherwise meanwhile: that end stands */
         }

@@ -986,7 +986,7 @@ static const struct sql_backend pg_sql = {
     .run_claim_queued = "UPDATE runs SET status = 'running', node = $1, updated = $2 WHERE seq = "
                         "(SELECT seq FROM runs WHERE status = 'queued' ORDER BY seq LIMIT 1 FOR "
                         "UPDATE SKIP LOCKED) RETURNING id",
-    .call_list = "SELECT run, idempotency_key, function, idempotent, sent, args_sha256 FROM "
+    .call_list = "SELECT run, idempotency_key, function, idempotent, sent, args_sha256, args FROM "
                  "calls_sent WHERE run = $1 ORDER BY sent, idempotency_key",
     .key_lookup = "SELECT principal, encode(hash, 'hex') FROM api_keys WHERE prefix = $1 AND "
                   "revoked IS NULL",

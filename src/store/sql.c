@@ -1011,7 +1011,7 @@ enum store_rc sql_run_take_continuation(struct store *s, const char *id, char **
 #define SQL_APPROVAL_COLUMNS                                                                \
     "id, run, kind, interruption, function, args, status, requested_by, department, "       \
     "COALESCE(template, ''), COALESCE(version, 0), created, decided_by, decided, comment, " \
-    "consumed"
+    "consumed, connector, sent, idempotency_key, COALESCE(call_seq, 0), args_sha256, result"
 
 static int sql_approval_each(const struct sql_row *r, void *fn, void *userdata)
 {
@@ -1032,6 +1032,12 @@ static int sql_approval_each(const struct sql_row *r, void *fn, void *userdata)
         .decided = col(r, 13),
         .comment = col(r, 14),
         .consumed = (int)num(r, 15),
+        .connector = col(r, 16),
+        .sent = col(r, 17),
+        .idempotency_key = col(r, 18),
+        .call_seq = num(r, 19),
+        .args_sha256 = col(r, 20),
+        .result = col(r, 21),
     };
     return ((store_approval_fn *)fn)(userdata, &a);
 }
@@ -1040,8 +1046,10 @@ enum store_rc sql_approval_create(struct store *s, const struct store_approval *
 {
     char now[32];
     char version[24];
+    char call_seq[24];
     sql_now(now);
     snprintf(version, sizeof version, "%" PRId64, a->version);
+    snprintf(call_seq, sizeof call_seq, "%" PRId64, a->call_seq);
     int adhoc = !a->template_name || !a->template_name[0];
     const char *args[] = { a->id,
                            a->run,
@@ -1053,12 +1061,19 @@ enum store_rc sql_approval_create(struct store *s, const struct store_approval *
                            a->department,
                            adhoc ? NULL : a->template_name,
                            adhoc ? NULL : version,
-                           now };
+                           now,
+                           a->connector,
+                           a->sent,
+                           a->idempotency_key,
+                           a->call_seq > 0 ? call_seq : NULL,
+                           a->args_sha256 };
     return sql_insert(sql_of(s),
                       "INSERT INTO approvals (id, run, kind, interruption, function, args, status, "
-                      "requested_by, department, template, version, created) VALUES ($1, $2, $3, "
-                      "$4, $5, $6, 'pending', $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING",
-                      11, args);
+                      "requested_by, department, template, version, created, connector, sent, "
+                      "idempotency_key, call_seq, args_sha256) VALUES ($1, $2, $3, $4, $5, $6, "
+                      "'pending', $7, $8, $9, $10, $11, $12, $13, $14, CAST($15 AS BIGINT), $16) "
+                      "ON CONFLICT DO NOTHING",
+                      16, args);
 }
 
 enum store_rc sql_approval_get(struct store *s, const char *id, store_approval_fn *fn,
@@ -1095,11 +1110,27 @@ enum store_rc sql_approval_decide(struct store *s, const char *id, const char *s
     return sql_changed_or(q, rc, changes, "SELECT 1 FROM approvals WHERE id = $1", id);
 }
 
+enum store_rc sql_approval_answer(struct store *s, const char *id, const char *by,
+                                  const char *comment, const char *result)
+{
+    struct sql_store *q = sql_of(s);
+    char now[32];
+    int64_t changes = 0;
+    sql_now(now);
+    const char *args[] = { by, now, comment, result, id };
+    enum store_rc rc = q->db->exec(q,
+                                   "UPDATE approvals SET status = 'answered', decided_by = $1, "
+                                   "decided = $2, comment = $3, result = $4 WHERE id = $5 AND "
+                                   "status = 'pending'",
+                                   5, args, &changes);
+    return sql_changed_or(q, rc, changes, "SELECT 1 FROM approvals WHERE id = $1", id);
+}
+
 enum store_rc sql_approval_consume(struct store *s, const char *run)
 {
     return sql_exec(s,
                     "UPDATE approvals SET consumed = 1 WHERE run = $1 AND status IN ('approved', "
-                    "'denied')",
+                    "'denied', 'answered')",
                     1, &run);
 }
 
@@ -1192,20 +1223,22 @@ enum store_rc sql_call_mark(struct store *s, const struct store_call *c)
     sql_now(now);
     const char *args[] = { c->run,      c->idempotency_key,
                            c->function, c->idempotent ? "1" : "0",
-                           now,         c->args_sha256 ? c->args_sha256 : "" };
+                           now,         c->args_sha256 ? c->args_sha256 : "",
+                           c->args };
     /* the same call marked again updates its row; another call under the key updates none */
     return sql_insert(sql_of(s),
                       "INSERT INTO calls_sent(run, idempotency_key, function, idempotent, sent, "
-                      "args_sha256) VALUES ($1, $2, $3, CAST($4 AS INTEGER), $5, $6) ON CONFLICT "
-                      "(run, idempotency_key) DO UPDATE SET idempotent = excluded.idempotent "
-                      "WHERE calls_sent.function = excluded.function AND calls_sent.args_sha256 "
-                      "= excluded.args_sha256",
-                      6, args);
+                      "args_sha256, args) VALUES ($1, $2, $3, CAST($4 AS INTEGER), $5, $6, $7) ON "
+                      "CONFLICT (run, idempotency_key) DO UPDATE SET idempotent = "
+                      "excluded.idempotent WHERE calls_sent.function = excluded.function AND "
+                      "calls_sent.args_sha256 = excluded.args_sha256",
+                      7, args);
 }
 
 static int sql_call_each(const struct sql_row *r, void *fn, void *userdata)
 {
-    struct store_call c = { col(r, 0), col(r, 1), col(r, 2), (int)num(r, 3), col(r, 4), col(r, 5) };
+    struct store_call c = { col(r, 0), col(r, 1), col(r, 2), (int)num(r, 3),
+                            col(r, 4), col(r, 5), col(r, 6) };
     return ((store_call_fn *)fn)(userdata, &c);
 }
 

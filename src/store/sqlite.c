@@ -595,7 +595,7 @@ static const struct sql_backend sqlite_sql = {
     .run_claim_queued = "UPDATE runs SET status = 'running', node = $1, updated = $2 WHERE seq = "
                         "(SELECT seq FROM runs WHERE status = 'queued' ORDER BY seq LIMIT 1) "
                         "RETURNING id",
-    .call_list = "SELECT run, idempotency_key, function, idempotent, sent, args_sha256 FROM "
+    .call_list = "SELECT run, idempotency_key, function, idempotent, sent, args_sha256, args FROM "
                  "calls_sent WHERE run = $1 ORDER BY rowid",
     .key_lookup = "SELECT principal, hex(hash) FROM api_keys WHERE prefix = $1 AND revoked IS NULL",
     .audit_search = "SELECT " SQL_AUDIT_COLUMNS " FROM audit WHERE seq > $1 AND ($3 IS NULL OR "

@@ -171,8 +171,9 @@ struct store_run_filter {
     int64_t after_seq; /* runs with seq > after_seq */
 };
 
-/* An approval: of a whole run (kind "run", supervised mode) or of one sensitive call
- * ("host_call": its interruption id, function and boundary-JSON args). */
+/* An approval: of a whole run (kind "run", supervised mode), of one sensitive call
+ * ("host_call": its interruption id, function and boundary-JSON args), or of a call in doubt
+ * ("in_doubt", since version 12: a call a dead execution sent whose answer is not journaled). */
 struct store_approval {
     const char *id;
     const char *run;
@@ -190,6 +191,13 @@ struct store_approval {
     const char *decided;
     const char *comment;
     int consumed; /* its decision has gone into a resume of the run */
+    /* since version 12 (0012_in_doubt), in_doubt only (NULL or 0 for the other kinds) */
+    const char *connector;       /* the call's connector */
+    const char *sent;            /* when it was marked sent (RFC 3339) */
+    const char *idempotency_key; /* the key it was sent under */
+    int64_t call_seq;            /* its number in the run: the guest's call id */
+    const char *args_sha256;     /* 64 lowercase hex: SHA-256 of its argument bytes */
+    const char *result;          /* status answered: the value it returns (boundary JSON) */
 };
 
 typedef int store_run_fn(void *userdata, const struct store_run *r);
@@ -221,6 +229,9 @@ struct store_call {
     int idempotent;          /* the connector marks the function idempotent */
     const char *sent;        /* set by the store on call_mark; ignored there */
     const char *args_sha256; /* hex SHA-256 of the call's argument bytes (0007_retry) */
+    /* since version 12 (0012_in_doubt): the arguments (boundary JSON), kept for a function not
+     * marked idempotent (a person is shown them if the call is left in doubt); NULL otherwise */
+    const char *args;
 };
 
 /* What a run's execution in flight started from (0007_retry), with several nodes: kept until
@@ -437,7 +448,8 @@ struct store_ops {
      * with the change that resumes). NOT_FOUND when there is none. */
     enum store_rc (*run_take_continuation)(struct store *s, const char *id, char **ret_token);
     /* Creates a pending approval from a's id, run, kind, interruption, function, args,
-     * requested_by, department, template_name and version. */
+     * requested_by, department, template_name and version, and (since version 12) connector,
+     * sent, idempotency_key, call_seq and args_sha256. */
     enum store_rc (*approval_create)(struct store *s, const struct store_approval *a);
     enum store_rc (*approval_get)(struct store *s, const char *id, store_approval_fn *fn,
                                   void *userdata);
@@ -448,7 +460,8 @@ struct store_ops {
      * not pending any more (decided at most once). */
     enum store_rc (*approval_decide)(struct store *s, const char *id, const char *status,
                                      const char *by, const char *comment);
-    /* Marks the decided approvals of a run consumed (their resolutions resumed it). */
+    /* Marks the decided approvals of a run consumed (their resolutions resumed it): approved,
+     * denied and (since version 12) answered ones. */
     enum store_rc (*approval_consume)(struct store *s, const char *run);
 
     /* Connectors (0005_connectors). */
@@ -478,7 +491,7 @@ struct store_ops {
      * recorded yet (they keep an execution row until then: api_runs.c). */
     enum store_rc (*run_list_on_node)(struct store *s, const char *node, store_run_fn *fn,
                                       void *userdata);
-    /* Marks a call sent (c->run, idempotency_key, function, idempotent, args_sha256). A key
+    /* Marks a call sent (c->run, idempotency_key, function, idempotent, args_sha256, args). A key
      * marked already for that run with the same function and argument digest is fine (a
      * retried execution sending the same call again); with another one, CONFLICT. */
     enum store_rc (*call_mark)(struct store *s, const struct store_call *c);
@@ -583,6 +596,12 @@ struct store_ops {
      * calls from `at_call` on ran live. NOT_FOUND when no such run. */
     enum store_rc (*run_set_fork)(struct store *s, const char *id, const char *forked_from,
                                   int64_t at_call);
+
+    /* Since version 12 (0012_in_doubt): decides a pending approval (of kind in_doubt) as
+     * answered, keeping `result` (boundary JSON) as the value its call returns. CONFLICT when
+     * it is not pending any more, NOT_FOUND when there is no such approval. */
+    enum store_rc (*approval_answer)(struct store *s, const char *id, const char *by,
+                                     const char *comment, const char *result);
 
     /* Since version 13 (0013_replay): a version's replay. */
     /* Keeps r (template_name, version, against, result) as the replay of that version, in place

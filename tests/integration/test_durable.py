@@ -34,6 +34,18 @@ for (let i = 1; i <= 20; i++) {
 return total;
 """
 TOTAL = 210
+# the steps of `once`, each call's throw caught and returned: what a denied call in doubt gives
+DOUBT = """
+let total = 0;
+for (let i = 1; i <= 20; i++) {
+    try {
+        total += await once.step(i);
+    } catch (e) {
+        return "call " + i + " threw: " + e.message;
+    }
+}
+return total;
+"""
 
 
 def world(tmp):
@@ -42,9 +54,11 @@ def world(tmp):
         w.ok("POST", "/v1/connectors", {
             "name": name, "department": "finance", "url": w.shop.url,
             "signing_secret": tr.SECRET, "timeout_ms": 30000,
-            "functions": {"step": {"idempotent": idempotent}}}, w.admin, 201)
+            "functions": {"step": {"idempotent": idempotent,
+                                   "result_schema": {"type": "integer"}}}}, w.admin, 201)
         w.template(name, STEPS % name, [name + ".step"],
                    limits={"cpu_ms": 600000, "timeout_ms": 600000})
+    w.template("doubt", DOUBT, ["once.step"], limits={"cpu_ms": 600000, "timeout_ms": 600000})
     return w
 
 
@@ -118,24 +132,130 @@ def t_idempotent_call_in_doubt_is_sent_again(tmp):
         w.close()
 
 
-def t_call_in_doubt_not_idempotent_aborts(tmp):
-    """(b) the same with a function not marked idempotent: the run ends ABORTED naming call 10
-    in doubt; calls 1-9 reached the connector once and are not in doubt."""
+def in_doubt(w, run_id, key=None):
+    """The run, killed at call 10 of a function not idempotent, waits for a person: one pending
+    approval of kind in_doubt showing the call. Returns that approval."""
+    doc = w.until(run_id, ("awaiting_approval", "completed", "failed", "cancelled"),
+                  key=w.keys[key] if key else None)
+    check(doc["status"] == "awaiting_approval", "after the restart: %r" % doc)
+    got = w.ok("GET", "/v1/approvals?run=" + run_id, None, w.keys["bob"])
+    check(len(got) == 1, "approvals: %r" % got)
+    a = got[0]
+    check(a["kind"] == "in_doubt" and a["status"] == "pending" and a["run"] == run_id and
+          a["function"] == "once.step" and a["args"] == [10] and a["connector"] == "once" and
+          a["idempotency_key"] == run_id + ":10" and a["call"] == 10 and a["result"] is None and
+          a["requested_by"] == (key or "agent-7") and doc["approvals"] == [a["id"]],
+          "the in_doubt approval: %r" % a)
+    check(len(a["sent"]) == 24 and a["sent"].endswith("Z") and a["sent"][10] == "T",
+          "sent is no RFC 3339 time: %r" % a["sent"])
+    check(a["id"] in [x["id"] for x in w.ok("GET", "/v1/approvals?status=pending", None,
+                                            w.keys["carol"])], "not in carol's inbox")
+    waits = [r["details"] for r in audit_rows(w.dir, "run.wait") if r["subject"] == run_id]
+    check(len(waits) == 1 and waits[0]["approvals"] == [a["id"]] and
+          [c["idempotency_key"] for c in waits[0]["calls_in_doubt"]] == [run_id + ":10"],
+          "run.wait: %r" % waits)
+    asked = [r["details"] for r in audit_rows(w.dir, "approval.request") if r["subject"] == a["id"]]
+    check(len(asked) == 1 and asked[0]["kind"] == "in_doubt" and asked[0]["args"] == [10],
+          "approval.request: %r" % asked)
+    check(counts(w, run_id) == {i: 1 for i in range(1, 11)}, "calls: %r" % counts(w, run_id))
+    return a
+
+
+def decide(w, a, verb, body, key, want=200):
+    return w.ok("POST", "/v1/approvals/%s/%s" % (a["id"], verb), body, w.keys[key], want)
+
+
+def t_call_in_doubt_approved_is_sent_again(tmp):
+    """(b) the same with a function not marked idempotent: the run waits for a person; the
+    starter (an agent) and an auditor cannot decide; approved, call 10 is sent again under the
+    same key and the run completes."""
     w = world(tmp)
     try:
         arm(w, 10)
-        run_id = start(w, "once")
+        run_id = start(w, "doubt")
         died(w)
+        a = in_doubt(w, run_id)
+        for who in ("agent-7", "eve", "agent-9"):
+            st, doc, _ = w.s.request("POST", "/v1/approvals/%s/approve" % a["id"], {},
+                                     key=w.keys[who])
+            check(st == 403, "%s approving: %d %r" % (who, st, doc))
+        got = decide(w, a, "approve", {"comment": "not at the shop: send it"}, "bob")
+        check(got["status"] == "approved" and got["decided_by"] == "bob", "approved: %r" % got)
         done = w.until(run_id, ("completed", "failed", "cancelled"))
-        check(done["status"] == "failed" and done["error"]["code"] == "ABORTED",
-              "after the restart: %r" % done)
-        rows = [r["details"] for r in audit_rows(w.dir, "run.abandoned") if r["subject"] == run_id]
-        check(len(rows) == 1, "run.abandoned: %r" % rows)
-        doubt = [c["idempotency_key"] for c in rows[0]["calls_in_doubt"]]
-        check(doubt == [run_id + ":10"], "calls_in_doubt: %r" % rows[0])
-        got = counts(w, run_id)
-        check(got == {i: 1 for i in range(1, 11)}, "calls by number: %r" % got)
-        check(done["recovered"] == 0, "recovered: %r" % done["recovered"])
+        check(done["status"] == "completed" and done["value"] == TOTAL, "after: %r" % done)
+        want = {i: 1 for i in range(1, 21)}
+        want[10] = 2  # sent again, under the same key: the shop counts it by key
+        check(counts(w, run_id) == want, "calls by number: %r" % counts(w, run_id))
+        check([r["from_call"] for r in recover_records(w, run_id)] == [10],
+              "run.recover: %r" % recover_records(w, run_id))
+        check(done["recovered"] == 1, "recovered: %r" % done["recovered"])
+        decided = [r for r in audit_rows(w.dir, "approval.approve") if r["subject"] == a["id"]]
+        check(len(decided) == 1 and decided[0]["actor"] == "bob" and
+              decided[0]["details"]["kind"] == "in_doubt", "approval.approve: %r" % decided)
+        verifies(w)
+    finally:
+        w.close()
+
+
+def t_call_in_doubt_denied_throws_in_the_guest(tmp):
+    """Denied, the guest's call 10 throws Error("in doubt: COMMENT") and the run goes on (the
+    template catches it); nothing is sent again. Its starter, an approver too, is refused (four
+    eyes)."""
+    w = world(tmp)
+    try:
+        arm(w, 10)
+        st, doc = w.run({"template": "doubt", "input": {}, "wait": False},
+                        key=w.keys["mallory"], want=202)
+        run_id = doc["id"]
+        died(w)
+        a = in_doubt(w, run_id, key="mallory")
+        st, doc, _ = w.s.request("POST", "/v1/approvals/%s/deny" % a["id"], {},
+                                 key=w.keys["mallory"])
+        check(st == 409 and "four eyes" in doc["error"]["message"], "mallory: %d %r" % (st, doc))
+        got = decide(w, a, "deny", {"comment": "it went through at the shop"}, "carol")
+        check(got["status"] == "denied", "denied: %r" % got)
+        done = w.until(run_id, ("completed", "failed", "cancelled"), key=w.keys["mallory"])
+        check(done["status"] == "completed" and
+              done["value"] == "call 10 threw: in doubt: it went through at the shop",
+              "after: %r" % done)
+        check(counts(w, run_id) == {i: 1 for i in range(1, 11)}, "calls: %r" % counts(w, run_id))
+        verifies(w)
+    finally:
+        w.close()
+
+
+def t_call_in_doubt_answered_returns_the_value(tmp):
+    """Answered, the guest's call 10 returns the value given, nothing is sent again, and the run
+    goes on live from call 11. A result that breaks the function's result_schema, or an answer
+    to an approval of another kind, is refused."""
+    w = world(tmp)
+    try:
+        arm(w, 10)
+        run_id = start(w, "doubt")
+        died(w)
+        a = in_doubt(w, run_id)
+        decide(w, a, "answer", {"result": "ten"}, "bob", 400)
+        decide(w, a, "answer", {"comment": "no result"}, "bob", 400)
+        decide(w, a, "answer", {"result": 1000}, "agent-7", 403)
+        got = decide(w, a, "answer", {"result": 1000, "comment": "the shop says 1000"}, "bob")
+        check(got["status"] == "answered" and got["result"] == 1000 and
+              got["comment"] == "the shop says 1000", "answered: %r" % got)
+        decide(w, a, "approve", {}, "carol", 409)  # decided once
+        done = w.until(run_id, ("completed", "failed", "cancelled"))
+        check(done["status"] == "completed" and done["value"] == TOTAL - 10 + 1000,
+              "after: %r" % done)
+        check(counts(w, run_id) == {i: 1 for i in range(1, 21)}, "calls: %r" % counts(w, run_id))
+        rows = [r for r in audit_rows(w.dir, "approval.answer") if r["subject"] == a["id"]]
+        check(len(rows) == 1 and rows[0]["actor"] == "bob" and rows[0]["details"]["result"] == 1000
+              and rows[0]["details"]["decision"] == "answered", "approval.answer: %r" % rows)
+        # a sensitive call's approval is approved or denied, never answered
+        w.template("refund", "return await shop.refund(7, 1);", ["shop.refund"])
+        st, doc = w.run({"template": "refund", "input": {}}, want=202)
+        ask = w.ok("GET", "/v1/approvals?run=" + doc["id"], None, w.keys["bob"])[0]
+        check(ask["kind"] == "host_call" and "connector" not in ask, "host_call: %r" % ask)
+        decide(w, ask, "answer", {"result": 1}, "bob", 409)
+        check(w.ok("GET", "/v1/approvals?run=" + doc["id"], None, w.keys["bob"])[0]["status"] ==
+              "pending", "the refused answer decided it")
         verifies(w)
     finally:
         w.close()

@@ -51,7 +51,7 @@ CONTRACT = PUBLIC | {
     ("POST", "/v1/runs/{id}/cancel"),
     ("POST", "/v1/runs/{id}/fork"),
     ("GET", "/v1/approvals"), ("POST", "/v1/approvals/{id}/approve"),
-    ("POST", "/v1/approvals/{id}/deny"),
+    ("POST", "/v1/approvals/{id}/deny"), ("POST", "/v1/approvals/{id}/answer"),
     ("GET", "/v1/audit"), ("GET", "/v1/audit/export"), ("GET", "/v1/audit/verify"),
     ("GET", "/v1/audit/checkpoint"),
     ("POST", "/v1/mcp"),

@@ -1483,21 +1483,22 @@ def t_restart_keeps_waiting_runs(tmp):
         w.close()
 
 
-def t_kill9_marks_executing_runs_aborted(tmp):
+def t_kill9_leaves_a_call_in_doubt_to_a_person(tmp):
     w = World(tmp)
     try:
         w.template("slow", SLOW, ["shop.slow"])
         st, doc = w.run({"template": "slow", "wait": False}, want=202)
         # executing, its call sent (on PostgreSQL: claimed from the queue first; a run killed
-        # before it sent anything would be executed again, not aborted)
+        # before it sent anything would be executed again, not left to a person)
         w.until_called("shop.slow")
         w.s.proc.kill()
         w.s.proc.wait(timeout=HANG)
         w.s = Server(w.dir)
         done = w.get(doc["id"])
-        check(done["status"] == "failed" and done["error"]["code"] == "ABORTED", "%r" % done)
-        check([r for r in audit_rows(w.dir, "run.abandoned") if r["subject"] == doc["id"]],
-              "no run.abandoned record")
+        # shop.slow is not idempotent: the run waits for a person to settle the call in doubt
+        check(done["status"] == "awaiting_approval" and len(done["approvals"]) == 1, "%r" % done)
+        check([r for r in audit_rows(w.dir, "run.wait") if r["subject"] == doc["id"]],
+              "no run.wait record")
         check(w.ok("GET", "/v1/audit/verify", None, w.admin)["ok"], "the chain verifies")
     finally:
         w.close()
@@ -1554,8 +1555,8 @@ def t_runs_config(tmp):
         p = subprocess.run([ts.AIRLOCKD, "--config", path], capture_output=True, timeout=HANG)
         check(p.returncode == 2 and b"runs takes" in p.stderr, "bad %r: %r" % (bad, p.stderr))
     # no grace: SIGTERM stops the run in flight and hands it back; its call to shop.slow (not
-    # idempotent) was sent and never answered, so it cannot go on: it ends failed ABORTED with
-    # that call in doubt, and its client still gets the answer
+    # idempotent) was sent and never answered, so it cannot go on alone: it waits for a person
+    # to settle that call in doubt, and its client still gets the answer
     w = World(tmp, config={"runs": {"max_concurrent": 1, "warm_workers": 0,
                                     "drain_grace_ms": 0}})
     try:
@@ -1568,12 +1569,11 @@ def t_runs_config(tmp):
         check(w.s.stop() == 0, "SIGTERM exit status")
         t.join(HANG)
         st, doc = got["a"]
-        check(st == 200 and doc["status"] == "failed" and doc["error"]["code"] == "ABORTED" and
-              "drained" in doc["error"]["message"], "no grace: %d %r" % (st, doc))
-        doubt = [r["details"]["calls_in_doubt"] for r in audit_rows(w.dir, "run.abandoned")
-                 if r["subject"] == doc["id"]]
-        check(len(doubt) == 1 and [c["function"] for c in doubt[0]] == ["shop.slow"],
-              "run.abandoned: %r" % doubt)
+        check(st == 202 and doc["status"] == "awaiting_approval" and len(doc["approvals"]) == 1,
+              "no grace: %d %r" % (st, doc))
+        waits = [r["details"] for r in audit_rows(w.dir, "run.wait") if r["subject"] == doc["id"]]
+        check(len(waits) == 1 and [c["function"] for c in waits[0]["calls_in_doubt"]] ==
+              ["shop.slow"] and "drained" in waits[0]["reason"], "run.wait: %r" % waits)
     finally:
         w.close()
 

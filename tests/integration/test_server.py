@@ -790,6 +790,8 @@ EXPECT = {
     ("GET", "/v1/approvals"): {"approver", "auditor", "admin"},
     ("POST", "/v1/approvals/{id}/approve"): ("dept", {"approver"}, set()),
     ("POST", "/v1/approvals/{id}/deny"): ("dept", {"approver"}, set()),
+    # an answer (in_doubt only): the probe's approval, of kind run and decided, is then a 409
+    ("POST", "/v1/approvals/{id}/answer"): ("dept", {"approver"}, set()),
     # MCP (docs/mcp.md): an agent's; the probe is a ping
     ("POST", "/v1/mcp"): {"agent"},
     ("GET", "/v1/openapi.json"): "public",
@@ -851,6 +853,7 @@ def probe(method, path, where):
         # version 2 is a draft: an allowed agent gets 409 and no run starts
         ("POST", "/v1/runs"): {"template": "tpl-" + dept, "version": 2},
         ("POST", "/v1/runs/{id}/fork"): {"at_call": 1},
+        ("POST", "/v1/approvals/{id}/answer"): {"result": 1},
         ("POST", "/v1/mcp"): {"jsonrpc": "2.0", "id": 1, "method": "ping"},
     }.get((method, path))
     return concrete, body

@@ -900,7 +900,7 @@ static void test_gov_approval_states(void **state)
 {
     (void)state;
     static const char *const names[GOV_APPROVAL_STATES] = { "pending", "approved", "denied",
-                                                            "cancelled" };
+                                                            "cancelled", "answered" };
     for (int s = 0; s < GOV_APPROVAL_STATES; s++) {
         enum gov_approval_state got = GOV_APPROVAL_CANCELLED;
         gov_check_int("approval name", (size_t)s, names[s],

@@ -857,6 +857,7 @@ struct call_walk {
     char keys[4][32];
     int idempotent[4];
     char digests[4][8];
+    char args[4][16];
 };
 
 struct execution_copy {
@@ -888,6 +889,7 @@ static int walk_call(void *userdata, const struct store_call *c)
         snprintf(w->keys[w->n], sizeof w->keys[0], "%s", c->idempotency_key);
         w->idempotent[w->n] = c->idempotent;
         snprintf(w->digests[w->n], sizeof w->digests[0], "%s", c->args_sha256);
+        snprintf(w->args[w->n], sizeof w->args[0], "%s", c->args ? c->args : "(null)");
         assert_non_null(c->sent);
         assert_string_equal(c->run, "run_a");
     }
@@ -990,10 +992,10 @@ static void test_store_nodes_leases_and_calls(void **state)
 
     /* calls marked sent: in order, a key once, gone with call_clear (rolled back with the tx);
      * the same call marked again (a retried execution) is fine, another under its key is not */
-    struct store_call c1 = { "run_a", "run_a:1", "shop.orders", 1, NULL, "aa" };
-    struct store_call c2 = { "run_a", "run_a:2", "shop.slow", 0, NULL, "bb" };
-    struct store_call other_args = { "run_a", "run_a:2", "shop.slow", 0, NULL, "cc" };
-    struct store_call other_fn = { "run_a", "run_a:2", "shop.orders", 0, NULL, "bb" };
+    struct store_call c1 = { "run_a", "run_a:1", "shop.orders", 1, NULL, "aa", NULL };
+    struct store_call c2 = { "run_a", "run_a:2", "shop.slow", 0, NULL, "bb", "[\"x\",1]" };
+    struct store_call other_args = { "run_a", "run_a:2", "shop.slow", 0, NULL, "cc", "[2]" };
+    struct store_call other_fn = { "run_a", "run_a:2", "shop.orders", 0, NULL, "bb", NULL };
     assert_int_equal(s->ops->tx_begin(s), STORE_OK);
     assert_int_equal(s->ops->call_mark(s, &c1), STORE_OK);
     assert_int_equal(s->ops->call_mark(s, &c2), STORE_OK);
@@ -1009,6 +1011,9 @@ static void test_store_nodes_leases_and_calls(void **state)
     assert_int_equal(cw.idempotent[0], 1);
     assert_string_equal(cw.keys[1], "run_a:2");
     assert_int_equal(cw.idempotent[1], 0);
+    /* a call not idempotent keeps its arguments (0012_in_doubt), one that is keeps none */
+    assert_string_equal(cw.args[0], "(null)");
+    assert_string_equal(cw.args[1], "[\"x\",1]");
     assert_int_equal(s->ops->tx_begin(s), STORE_OK);
     assert_int_equal(s->ops->call_clear(s, "run_a"), STORE_OK);
     s->ops->tx_rollback(s);
@@ -2296,6 +2301,90 @@ static void test_store_journal_migrated_from_0009(void **state)
     journal_got_free(&g);
 }
 
+struct approval_seen {
+    char text[512];
+};
+
+static int read_approval(void *userdata, const struct store_approval *a)
+{
+    struct approval_seen *seen = userdata;
+    snprintf(seen->text, sizeof seen->text, "%s/%s/%s/%s/%s/%s/%" PRId64 "/%s/%d", a->kind,
+             a->status, a->function ? a->function : "(null)", a->args ? a->args : "(null)",
+             a->connector ? a->connector : "(null)",
+             a->idempotency_key ? a->idempotency_key : "(null)", a->call_seq,
+             a->result ? a->result : "(null)", a->consumed);
+    return 0;
+}
+
+/* A database of the schema before 0012_in_doubt, with approvals in it, is brought to it on
+ * open: its approvals are kept as they were (SQLite builds the table again), and it takes
+ * in_doubt approvals, answered ones and marks that keep their arguments. */
+static void test_store_in_doubt_migrated_from_0011(void **state)
+{
+    struct fixture *f = *state;
+    struct approval_seen seen;
+    char err[STORE_ERRMSG_MAX];
+    f->s->ops->close(f->s);
+    f->s = NULL;
+    if (pg_base) {
+        assert_int_equal(raw_exec(f, 0, "DROP SCHEMA public CASCADE; CREATE SCHEMA public"), 0);
+        for (int i = 0; i < 11; i++) {
+            assert_int_equal(raw_exec(f, 0, postgres_migrations[i].sql), 0);
+        }
+        assert_int_equal(raw_exec(f, 0,
+                                  "CREATE TABLE airlock_schema (version INTEGER NOT NULL); "
+                                  "INSERT INTO airlock_schema VALUES (11)"),
+                         0);
+    } else {
+        unlink(f->path);
+        for (int i = 0; i < 11; i++) {
+            assert_int_equal(raw_exec(f, 0, migrations[i].sql), 0);
+        }
+        assert_int_equal(raw_exec(f, 0, "PRAGMA user_version = 11"), 0);
+    }
+    assert_string_equal(migrations[11].name, "0012_in_doubt.sql");
+    assert_int_equal(raw_exec(f, 0,
+                              "INSERT INTO runs(id, department, principal, status, input, "
+                              "created, updated) VALUES ('run_old', 'ops', 'bob', "
+                              "'awaiting_approval', '{}', '2026-01-31T12:00:01.007Z', "
+                              "'2026-01-31T12:00:01.007Z'); INSERT INTO approvals(id, run, kind, "
+                              "interruption, function, args, status, requested_by, department, "
+                              "created, consumed) VALUES ('apr_old', 'run_old', 'host_call', "
+                              "'int_1', 'shop.refund', '[1]', 'denied', 'bob', 'ops', "
+                              "'2026-01-31T12:00:02.000Z', 1)"),
+                     0);
+    assert_int_equal(store_open(f, &f->s, err), STORE_OK);
+    struct store *s = f->s;
+    assert_int_equal(s->ops->approval_get(s, "apr_old", read_approval, &seen), STORE_OK);
+    assert_string_equal(seen.text, "host_call/denied/shop.refund/[1]/(null)/(null)/0/(null)/1");
+    struct store_approval a = {
+        .id = "apr_new",
+        .run = "run_old",
+        .kind = "in_doubt",
+        .function = "shop.refund",
+        .args = "[2]",
+        .requested_by = "bob",
+        .department = "ops",
+        .template_name = "",
+        .connector = "shop",
+        .sent = "2026-01-31T12:00:03.000Z",
+        .idempotency_key = "run_old:4",
+        .call_seq = 4,
+        .args_sha256 = "ab",
+    };
+    assert_int_equal(s->ops->approval_create(s, &a), STORE_OK);
+    assert_int_equal(s->ops->approval_answer(s, "apr_new", "carol", "seen", "{\"ok\":1}"),
+                     STORE_OK);
+    assert_int_equal(s->ops->approval_answer(s, "apr_new", "carol", "again", "2"), STORE_CONFLICT);
+    assert_int_equal(s->ops->approval_answer(s, "apr_none", "carol", "", "2"), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->approval_consume(s, "run_old"), STORE_OK);
+    assert_int_equal(s->ops->approval_get(s, "apr_new", read_approval, &seen), STORE_OK);
+    assert_string_equal(seen.text,
+                        "in_doubt/answered/shop.refund/[2]/shop/run_old:4/4/{\"ok\":1}/1");
+    struct store_call c = { "run_old", "run_old:5", "shop.refund", 0, NULL, "cd", "[3]" };
+    assert_int_equal(s->ops->call_mark(s, &c), STORE_OK);
+}
+
 int main(void)
 {
     pg_base = getenv("AIRLOCK_TEST_DATABASE");
@@ -2337,6 +2426,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_journal_read_checks_answers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_journal_rollback_drops_rows, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_journal_migrated_from_0009, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_in_doubt_migrated_from_0011, setup, teardown),
     };
     const struct CMUnitTest sqlite_tests[] = {
         cmocka_unit_test_setup_teardown(test_store_sqlite_read_snapshot, setup, teardown),

@@ -1,8 +1,11 @@
 // pages/approvals.js - the inbox: pending approvals of the caller's departments, newest first.
 // Each item shows what is asked (a sensitive call's function and its exact arguments, pretty
-// printed, or a supervised run's start), has its own comment field and Approve / Deny buttons
-// when the API would let this person decide it, and a checkbox for batch approval, which sends
-// one POST per item so each decision is its own audit record.
+// printed, a supervised run's start, or a call in doubt: a call a dead execution sent whose
+// answer was never recorded, with its connector, when it was sent and its idempotency key), has
+// its own comment field and Approve / Deny buttons when the API would let this person decide it
+// (a call in doubt also an Answer button, with a JSON box for the result it had at the
+// connector), and a checkbox for batch approval, which sends one POST per item so each decision
+// is its own audit record. A call in doubt is never batch-approved: each is checked on its own.
 //
 // The list holds still under the approver's pointer: the poll of app.js never inserts, removes
 // or reorders a shown item, or an approval arriving above the one aimed at would take its place
@@ -46,18 +49,30 @@ function item(ctx, a, hold, onDecided) {
             status.textContent = text;
         },
     };
+    const doubt = a.kind === 'in_doubt';
+    const result = doubt ? el('textarea', { id: 'result-' + a.id, name: 'result', rows: 3, spellcheck: 'false', class: 'result' }) : null;
+    const outcome = { approve: 'approved', deny: 'denied', answer: 'answered' };
     const decide = async (verb) => {
         // the button is disabled while held; this catches a click that came first anyway
         if (hold.on() || busy || !it.open) {
             return;
         }
+        const body = comment.value ? { comment: comment.value } : {};
+        if (verb === 'answer') {
+            try {
+                body.result = JSON.parse(result.value);
+            } catch (e) {
+                add(clear(status), notice('The result is not JSON: ' + e.message, 'error'));
+                hold.start();
+                return;
+            }
+        }
         busy = true;
         it.sync(false);
         try {
-            const body = comment.value ? { comment: comment.value } : {};
             await post('/v1/approvals/' + encodeURIComponent(a.id) + '/' + verb, body);
             busy = false;
-            onDecided(a.id, verb === 'approve' ? 'approved' : 'denied');
+            onDecided(a.id, outcome[verb]);
         } catch (e) {
             busy = false;
             add(clear(status), notice(e.message, 'error'));
@@ -66,21 +81,39 @@ function item(ctx, a, hold, onDecided) {
     };
     const buttons = el('div', { class: 'actions' });
     if (can.ok) {
-        select = el('input', { type: 'checkbox', class: 'select', id: 'select-' + a.id, 'aria-label': 'Select ' + (a.function || 'run start') + ' of ' + a.run });
-        const approve = el('button', { type: 'button', class: 'approve', onclick: () => decide('approve') }, 'Approve');
-        const deny = el('button', { type: 'button', class: 'deny', onclick: () => decide('deny') }, 'Deny');
-        controls.push(select, approve, deny);
+        const approve = el('button', { type: 'button', class: 'approve', onclick: () => decide('approve') }, doubt ? 'Approve: send again' : 'Approve');
+        const deny = el('button', { type: 'button', class: 'deny', onclick: () => decide('deny') }, doubt ? 'Deny: it fails' : 'Deny');
+        if (!doubt) {
+            select = el('input', { type: 'checkbox', class: 'select', id: 'select-' + a.id, 'aria-label': 'Select ' + (a.function || 'run start') + ' of ' + a.run });
+            controls.push(select);
+        }
+        controls.push(approve, deny);
         add(buttons,
             el('div', { class: 'field inline' }, el('label', { for: comment.id }, 'Comment'), comment),
             approve, deny);
+        if (doubt) {
+            const answer = el('button', { type: 'button', class: 'answer', onclick: () => decide('answer') }, 'Answer');
+            controls.push(result, answer);
+            add(buttons,
+                el('div', { class: 'field' }, el('label', { for: result.id }, 'Result it had (JSON): the call returns it, nothing is sent'), result),
+                answer);
+        }
     } else {
         add(buttons, el('p', { class: 'muted why' }, can.why));
     }
     const title = a.kind === 'host_call'
         ? el('h3', null, 'Sensitive call ', el('code', { class: 'function' }, a.function))
-        : el('h3', null, 'Start of a supervised run');
-    const args = a.kind === 'host_call'
+        : doubt
+            ? el('h3', null, 'Call in doubt ', el('code', { class: 'function' }, a.function))
+            : el('h3', null, 'Start of a supervised run');
+    const args = a.kind === 'host_call' || doubt
         ? el('div', { class: 'args-box' }, el('p', { class: 'label' }, 'Arguments'), el('pre', { class: 'args' }, pretty(a.args)))
+        : null;
+    // where the call went and when, and the key to look it up by at the connector
+    const sent = doubt
+        ? el('p', { class: 'doubt' }, 'Sent to ', el('strong', { class: 'connector' }, a.connector), ' ',
+            el('time', { class: 'sent', datetime: a.sent }, when(a.sent)), ' (call ', String(a.call), '), its answer never recorded; idempotency key ',
+            el('code', { class: 'key' }, a.idempotency_key))
         : null;
     const tpl = a.template
         ? el('a', { href: path('templates', a.template, 'versions', a.version) }, a.template + ' v' + a.version)
@@ -89,7 +122,7 @@ function item(ctx, a, hold, onDecided) {
         el('div', { class: 'approval-head' }, select, title),
         el('p', { class: 'meta' }, tpl, ' · run ', el('a', { href: path('runs', a.run) }, a.run), ' · started by ',
             el('strong', { class: 'requested-by' }, a.requested_by), ' · ', a.department, ' · ', el('time', { datetime: a.created }, when(a.created))),
-        args, buttons, status);
+        sent, args, buttons, status);
     return it;
 }
 
@@ -168,7 +201,7 @@ export async function render(ctx) {
             // disabled): it stays on the item, never on another item's button (a second Enter
             // would decide that one) and never back at the page's start
             const had = it.node.contains(document.activeElement) || document.activeElement === document.body;
-            it.close(how === 'approved' ? 'Approved by you.' : 'Denied by you.');
+            it.close(how === 'approved' ? 'Approved by you.' : how === 'answered' ? 'Answered by you.' : 'Denied by you.');
             if (had) {
                 it.node.focus();
             }
