@@ -28,6 +28,7 @@
 #include "auth.h"
 #include "connector.h"
 #include "denials.h"
+#include "fault.h"
 #include "http.h"
 #include "json.h"
 #include "keyfile.h"
@@ -1059,6 +1060,11 @@ int main(int argc, char **argv)
     int opt = main_options(argc, argv, &cfg);
     if (opt != 0) {
         return opt == 1 ? 0 : 2;
+    }
+    if (FAULT_INIT() != 0) {
+        fprintf(stderr, "airlockd: AIRLOCK_CRASH_AT must be BOUNDARY:CALL, BOUNDARY one of "
+                        "before_mark, after_send, after_journal, after_delivery and CALL from 1\n");
+        return 2;
     }
 
     /* Every thread started from here on inherits the mask: only sigwait below takes these. */

@@ -39,6 +39,7 @@
 #include "clock.h"
 #include "connector.h"
 #include "error.h"
+#include "fault.h"
 #include "hex.h"
 #include "json.h"
 #include "metrics.h"
@@ -76,6 +77,7 @@ struct runs_pending;
 /* An answer waiting for the journal (0010_journal), a copy of libairlock's entry. */
 struct runs_jentry {
     struct store_journal_entry e;
+    uint32_t call; /* the guest's call id, call_id's number */
     char call_id[16];
     char args_sha256[2 * SHA256_DIGEST_LENGTH + 1];
     char *function;
@@ -405,6 +407,7 @@ static void runs_call_done(void *userdata, enum connector_outcome outcome, const
                            size_t len, const char *message)
 {
     struct runs_pending *p = userdata;
+    FAULT_POINT(FAULT_AFTER_SEND, al_call_seq(p->call));
     metrics_host_call(p->f->connector, outcome == CONNECTOR_RETURNED ? "returned" : "threw");
     if (outcome == CONNECTOR_RETURNED) {
         al_call_return(p->call, result_json, len);
@@ -571,6 +574,8 @@ static void runs_host(struct al_call *call, void *userdata)
     size_t args_len = 0;
     const char *args = al_call_args(call, &args_len);
 
+    /* the guest makes this call once it had the previous one's answer */
+    FAULT_POINT(FAULT_AFTER_DELIVERY, al_call_seq(call) - 1);
     if (f->sensitive && !interruption) {
         /* nobody is asked to approve a call that could not be made */
         char refused[CONNECTOR_MESSAGE_MAX];
@@ -633,6 +638,7 @@ static void runs_host(struct al_call *call, void *userdata)
     }
     pthread_mutex_unlock(&r->lock);
     if (state == RUNS_START_DURABLE) {
+        FAULT_POINT(FAULT_BEFORE_MARK, al_call_seq(call));
         runs_pending_mark(r, p);
     } else if (state == RUNS_START_UNRECORDED) {
         runs_pending_drop(p, "the run was not recorded");
@@ -681,6 +687,9 @@ static void runs_journal_done(void *arg, enum store_rc rc)
     uint32_t last = 0;
     for (struct runs_jentry *j = sr->jbatch; j; j = j->next) {
         last = (uint32_t)j->e.position;
+        if (rc == STORE_OK) {
+            FAULT_POINT(FAULT_AFTER_JOURNAL, j->call);
+        }
     }
     pthread_mutex_lock(&r->lock);
     runs_jentries_free(sr->jbatch);
@@ -726,6 +735,7 @@ static enum al_journal_verdict runs_journal(const struct al_journal_entry *entry
     const struct runs_call *c = runs_call_of(sr, entry->call);
     char key[RUNS_ID_LEN + 32];
     snprintf(key, sizeof key, "%s:%" PRIu32, sr->plan->id, entry->call);
+    j->call = entry->call;
     snprintf(j->call_id, sizeof j->call_id, "%" PRIu32, entry->call);
     hex_encode(entry->args_sha256, sizeof entry->args_sha256, j->args_sha256);
     j->function = strdup(entry->function);
@@ -782,6 +792,8 @@ static void runs_done(struct al_run *run, struct al_result *result, void *userda
     struct srun *sr = userdata;
     struct runs *r = sr->owner;
     (void)run;
+    /* the guest had the answer of its last call */
+    FAULT_POINT(FAULT_AFTER_DELIVERY, sr->ncalls ? sr->calls[sr->ncalls - 1].seq : 0);
     pthread_mutex_lock(&r->lock);
     sr->result = result;
     pthread_mutex_unlock(&r->lock);
@@ -1572,6 +1584,7 @@ static void runs_settle(void *arg, enum store_rc rc)
     while (held) {
         struct runs_pending *next = held->next;
         if (recorded) {
+            FAULT_POINT(FAULT_BEFORE_MARK, al_call_seq(held->call));
             runs_pending_mark(r, held);
         } else {
             runs_pending_drop(held, "the run was not recorded");

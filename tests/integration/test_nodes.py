@@ -62,13 +62,15 @@ def public_key_of(private_hex):
 class Cluster:
     """Three airlockd nodes on one database, department finance, its people, the shop."""
 
-    def __init__(self, tmp, lease_ms=None, node_args=None, poll_ms=None, one_at_a_time=()):
+    def __init__(self, tmp, lease_ms=None, node_args=None, poll_ms=None, one_at_a_time=(),
+                 node_env=None):
         """one_at_a_time: the nodes (0, 1, 2) that execute one run at a time, so that a test can
-        fill them."""
+        fill them. node_env: {node: {variable: value}}, more environment for those nodes."""
         check(ts.PG, "AIRLOCK_TEST_DATABASE is not set: these tests need a PostgreSQL cluster")
         self.lease_ms = lease_ms
         self.poll_ms = poll_ms
         self.node_args = dict(node_args or {})
+        self.node_env = dict(node_env or {})
         if one_at_a_time:
             cfg = os.path.join(tmp, "one-at-a-time.json")
             with open(cfg, "w") as f:
@@ -141,7 +143,9 @@ class Cluster:
         if self.poll_ms:
             args += ["--poll-ms", str(self.poll_ms)]
         args += self.node_args.get(i, [])
-        return Server(self.dirs[i], env_extra=self.keys_hex if i < 2 else None, args=args)
+        env = dict(self.keys_hex) if i < 2 else {}
+        env.update(self.node_env.get(i, {}))
+        return Server(self.dirs[i], env_extra=env or None, args=args)
 
     def node_id(self, i):
         """The id node i names itself by: its data directory's node.id, in hex."""
