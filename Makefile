@@ -6,7 +6,7 @@ CMAKE_ARGS ?=
 PREFIX     ?= /usr/local
 DESTDIR    ?=
 
-.PHONY: all build run example test test-busy asan bench soak loadtest install deb format lint clean help bootstrap
+.PHONY: all build run example test test-busy crashtest asan bench soak loadtest install deb format lint clean help bootstrap
 
 all: build
 
@@ -16,6 +16,8 @@ help:
 	@echo "make example  build and run examples/orders.js once with the airlock CLI"
 	@echo "make test     build and run every test (CTest), then the sanitizer build"
 	@echo "make test-busy  the integration tests while two busy loops keep both cores busy"
+	@echo "make crashtest  the full crash matrix: airlockd SIGKILLed at each boundary of calls"
+	@echo "             1, 10, 19 of a 20-call run, on SQLite and on 3 PostgreSQL nodes"
 	@echo "make asan     unit, integration and hostile tests under AddressSanitizer + UBSan"
 	@echo "make bench    compare airlock with run@2.1.5 (writes docs/benchmarks.md)"
 	@echo "make soak     20,000 mixed runs at concurrency 4, then leak checks"
@@ -67,6 +69,12 @@ test: build
 test-busy: build
 	cd $(BUILD) && $(CURDIR)/scripts/busy.sh ctest --output-on-failure -j $(JOBS) -L integration \
 		--timeout 600
+
+# The crash matrix in full (docs/server.md "Durable runs"): every boundary of calls 1, 10 and 19,
+# idempotent and not, on SQLite and on three PostgreSQL nodes, and a fork killed mid-run. `make
+# test` runs a short one. Needs the crash points: a Debug build (AIRLOCK_FAULT_HOOKS).
+crashtest: build
+	cd $(BUILD) && AIRLOCK_CRASH_MATRIX=full ctest --output-on-failure -R '^integration\.crash_matrix'
 
 asan: bootstrap
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DAIRLOCK_SANITIZE=ON $(CMAKE_ARGS)

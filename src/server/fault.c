@@ -57,7 +57,6 @@ void fault_point(enum fault_boundary at, uint32_t call)
         return;
     }
     /* stderr is unbuffered: the line is out before the process is gone */
-    fprintf(stderr, "{\"log\":\"fault\",\"crash_at\":\"%s:%" PRIu32 "\"}\n", fault_names[at],
-            call);
+    fprintf(stderr, "{\"log\":\"fault\",\"crash_at\":\"%s:%" PRIu32 "\"}\n", fault_names[at], call);
     raise(SIGKILL);
 }

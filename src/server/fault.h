@@ -44,11 +44,11 @@ enum fault_boundary {
 int fault_init(void);
 /* SIGKILLs the process when (at, call) is the point AIRLOCK_CRASH_AT names; any thread. */
 void fault_point(enum fault_boundary at, uint32_t call);
-#define FAULT_INIT()           fault_init()
-#define FAULT_POINT(at, call)  fault_point((at), (call))
+#define FAULT_INIT()          fault_init()
+#define FAULT_POINT(at, call) fault_point((at), (call))
 #else
-#define FAULT_INIT()           0
-#define FAULT_POINT(at, call)  ((void)0)
+#define FAULT_INIT()          0
+#define FAULT_POINT(at, call) ((void)0)
 #endif
 
 #endif

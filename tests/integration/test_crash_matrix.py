@@ -168,9 +168,9 @@ class ThreeNodes:
         """As OneNode's, but only while the run is still recorded running on the dead node
         (read in one statement): once another node has taken it over, None."""
         rows = db_rows(self.dir, "SELECT r.node, r.status, (SELECT string_agg(j.call_id, ',' "
-                       "ORDER BY j.position) FROM journal j WHERE j.run = r.id), (SELECT "
+                       "ORDER BY j.position) FROM journal j WHERE j.run = r.id) AS calls, (SELECT "
                        "string_agg(m.idempotency_key, ',') FROM calls_sent m WHERE m.run = r.id) "
-                       "FROM runs r WHERE r.id = ?", (run_id,))
+                       "AS marks FROM runs r WHERE r.id = ?", (run_id,))
         node, status, calls, marks = rows[0]
         if node != self.c.node_id(0) or status != "running":
             print("note: run %s taken over before the journal was read; its crash state is "
