@@ -56,8 +56,6 @@ ENDED = ("completed", "failed", "cancelled", "denied")
 class OneNode:
     """airlockd on SQLite, restarted on the same data after its death."""
 
-    name = "sqlite"
-
     def __init__(self, tmp, crash_at):
         self.w = tr.World(tmp, env_extra={"AIRLOCK_CRASH_AT": crash_at})
         self.victim = self.w.s
@@ -120,8 +118,6 @@ class OneNode:
 class ThreeNodes:
     """Three airlockd on one PostgreSQL database; node a (the victim) has the crash point, and
     the run executes there; b or c takes it over once a's lease has run out."""
-
-    name = "postgres"
 
     def __init__(self, tmp, crash_at):
         self.c = tn.Cluster(tmp, lease_ms=LEASE_MS,
@@ -200,7 +196,8 @@ def died(be, crash_at):
         code = be.victim.proc.wait(timeout=HANG)
     except Exception:  # noqa: BLE001
         raise Fail("airlockd was never killed at %s: %s" % (crash_at, be.victim.stderr()[-2000:]))
-    check(code == -9, "airlockd exited with %r, not SIGKILL: %s" % (code, be.victim.stderr()[-2000:]))
+    check(code == -9, "airlockd exited with %r, not SIGKILL: %s" % (code,
+                                                                  be.victim.stderr()[-2000:]))
     check('{"log":"fault","crash_at":"%s"}' % crash_at in be.victim.stderr(),
           "airlockd was killed, but not by its crash point %s" % crash_at)
 
@@ -301,6 +298,8 @@ def crash_case(boundary, n, idempotent):
             if boundary == "after_send":
                 want[n] = 2
             got = counts(be, run_id)
+            check(all(got.get(i) == 1 for i in range(1, from_call)),
+                  "a call journaled before the crash reached the connector again: %r" % got)
             check(got == want, "calls by number: %r" % got)
             journaled = {r[0] for r in db_rows(be.dir, "SELECT idempotency_key FROM journal "
                                                "WHERE run = ?", (run_id,))}
