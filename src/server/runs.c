@@ -2120,8 +2120,10 @@ static size_t runs_cancel_where(struct runs *r, const char *id, const char *temp
     pthread_mutex_lock(&r->lock);
     for (struct srun *sr = r->active; sr; sr = sr->next_active) {
         const struct runs_plan *p = sr->plan;
+        /* template_name is tested too: GCC's -Wnonnull sees runs_cancel's NULL otherwise */
         if (id ? strcmp(p->id, id) == 0
-               : strcmp(p->template_name, template_name) == 0 && p->version == version) {
+               : template_name && strcmp(p->template_name, template_name) == 0 &&
+                            p->version == version) {
             runs_cancel_one(sr, why);
             n++;
         }
