@@ -536,9 +536,16 @@ static void runs_mark_done(void *arg, enum store_rc rc)
 
 /* Has the writer mark a call sent in the store (call_mark) and sends it once that is
  * committed: an airlockd that dies leaves behind the marks of the calls whose outcome nobody
- * recorded, and those of them with no journaled answer are in doubt. */
+ * recorded, and those of them with no journaled answer are in doubt. A call of a function
+ * marked idempotent is sent at once, unmarked: in doubt or not sent at all, a recovery makes it
+ * again live with the same idempotency key, so its mark would decide nothing and cost a commit
+ * per call (docs/server.md, "Durable runs"). */
 static void runs_pending_mark(struct runs *r, struct runs_pending *p)
 {
+    if (p->f->idempotent) {
+        runs_pending_send(p);
+        return;
+    }
     p->mark.fn = runs_mark_fn;
     p->mark.done = runs_mark_done;
     p->mark.arg = p;
