@@ -157,9 +157,14 @@ int main(int argc, char **argv)
         setenv("AIRLOCK_CONTINUATION_KEY", AB_KEY1, 1);
         setenv("AIRLOCK_AUDIT_KEY", AB_KEY2, 1);
         setenv("AIRLOCK_SECRET_KEY", AB_KEY3, 1);
+        char name[2][48];
+        for (int i = 0; i < 2; i++) {
+            /* named by this process, so that the cluster can serve several A/B runs */
+            snprintf(name[i], sizeof name[i], "airlock_ab_%ld_%c", (long)getpid(), 'a' + i);
+        }
         if (pg_cluster_open(pgdir, pg_url, sizeof pg_url, &postmaster) != 0 ||
-            pg_database_create(pg_url, "airlock_ab_a", db_url[0], sizeof db_url[0]) != 0 ||
-            pg_database_create(pg_url, "airlock_ab_b", db_url[1], sizeof db_url[1]) != 0) {
+            pg_database_create(pg_url, name[0], db_url[0], sizeof db_url[0]) != 0 ||
+            pg_database_create(pg_url, name[1], db_url[1], sizeof db_url[1]) != 0) {
             return 1;
         }
     }
