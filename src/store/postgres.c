@@ -493,24 +493,12 @@ static enum store_rc pg_audit_close(struct sql_store *q, int own, enum store_rc 
 
 /* ---------------------------------------------------------------- the journal */
 
-#define PG_JOURNAL_ROWS 1000 /* rows per INSERT: up to 11 parameters each, PostgreSQL takes 65535 \
-                              */
+#define PG_JOURNAL_ROWS  1000 /* rows per INSERT: 9 parameters each, PostgreSQL takes 65535 */
 #define PG_JOURNAL_BYTES (16u << 20) /* and answers per INSERT (a message is at most 1 GiB) */
 
-/* A batch of one answer, the common case (a run's answers come one at a time while its calls
- * are sequential): the same text each time, so kept prepared. $2 is the answer's hash, for both
- * tables. */
-#define PG_JOURNAL_ONE                                                                             \
-    "WITH b AS (INSERT INTO journal_blobs(sha256, bytes) VALUES ($2, $3) ON CONFLICT DO NOTHING) " \
-    "INSERT INTO journal(run, position, call_id, function, args_sha256, idempotency_key, kind, "   \
-    "sync, clock_ms, answer_sha256) VALUES ($1, $4::bigint, $5, $6, $7, $8, $9::integer, "         \
-    "$10::integer, $11::bigint, $2) ON CONFLICT DO NOTHING"
-
-/* sql.h's journal_insert: the batch's answers (each once, bytea bound in binary) and its rows in
- * one statement, one round trip: the answers are inserted by a WITH, whose rows the journal's
- * foreign key sees at the statement's end. A batch of one answer is PG_JOURNAL_ONE, prepared;
- * a larger one a statement made for its size (run unprepared: the statement cache keeps
- * literals). The count of rows inserted is the journal's. */
+/* sql.h's journal_insert: one INSERT of the batch's answers (each once, bytea bound in binary)
+ * and one of its rows, each a round trip, in statements made for the batch's size (run
+ * unprepared: the statement cache keeps literals). */
 static enum store_rc pg_journal_insert(struct sql_store *q, const char *run,
                                        const struct store_journal_entry *entries,
                                        const char (*hashes)[65], size_t n, int64_t *ret_inserted)
@@ -535,21 +523,18 @@ static enum store_rc pg_journal_insert(struct sql_store *q, const char *run,
         free(values);
         free(lengths);
         free(numbers);
-        values = calloc(1 + 11 * rows, sizeof *values);
-        lengths = calloc(1 + 11 * rows, sizeof *lengths);
+        values = calloc(1 + 9 * rows, sizeof *values);
+        lengths = calloc(1 + 9 * rows, sizeof *lengths);
         numbers = calloc(rows, sizeof *numbers);
         if (!values || !lengths || !numbers) {
             snprintf(q->errmsg, sizeof q->errmsg, "postgres: out of memory");
             rc = STORE_ERROR;
             break;
         }
-        int one = rows == 1;
-        /* the run's id once, then the answers, each once */
+        /* the answers, each once */
         int p = 0;
-        values[p] = run;
-        lengths[p++] = -1;
         buf_reset(&sql);
-        buf_append_str(&sql, "WITH b AS (INSERT INTO journal_blobs(sha256, bytes) VALUES ");
+        buf_append_str(&sql, "INSERT INTO journal_blobs(sha256, bytes) VALUES ");
         for (size_t i = from; i < from + rows; i++) {
             int again = 0;
             for (size_t j = from; j < i && !again; j++) {
@@ -558,16 +543,31 @@ static enum store_rc pg_journal_insert(struct sql_store *q, const char *run,
             if (again) {
                 continue;
             }
-            buf_printf(&sql, "%s($%d, $%d)", p > 1 ? ", " : "", p + 1, p + 2);
+            buf_printf(&sql, "%s($%d, $%d)", p ? ", " : "", p + 1, p + 2);
             values[p] = hashes[i];
             lengths[p++] = -1;
             values[p] = entries[i].answer_len ? (const char *)entries[i].answer : "";
             lengths[p++] = (int)entries[i].answer_len;
         }
-        /* the rows */
-        buf_append_str(&sql, " ON CONFLICT DO NOTHING) INSERT INTO journal(run, position, "
-                             "call_id, function, args_sha256, idempotency_key, kind, sync, "
-                             "clock_ms, answer_sha256) VALUES ");
+        buf_append_str(&sql, " ON CONFLICT DO NOTHING");
+        if (buf_failed(&sql)) {
+            snprintf(q->errmsg, sizeof q->errmsg, "postgres: out of memory");
+            rc = STORE_ERROR;
+            break;
+        }
+        rc = pg_query_params(st, sql.data, p, values, lengths, 0, &res);
+        PQclear(res);
+        res = NULL;
+        if (rc != STORE_OK) {
+            break;
+        }
+        /* the rows, the run's id once */
+        p = 0;
+        values[p++] = run;
+        buf_reset(&sql);
+        buf_append_str(&sql, "INSERT INTO journal(run, position, call_id, function, "
+                             "args_sha256, idempotency_key, kind, sync, clock_ms, "
+                             "answer_sha256) VALUES ");
         for (size_t i = from; i < from + rows; i++) {
             const struct store_journal_entry *e = &entries[i];
             char *num = numbers[i - from][0];
@@ -579,19 +579,15 @@ static enum store_rc pg_journal_insert(struct sql_store *q, const char *run,
             snprintf(numbers[i - from][0], 24, "%" PRId64, e->position);
             snprintf(numbers[i - from][1], 24, "%d", e->kind);
             snprintf(numbers[i - from][2], 24, "%" PRId64, e->clock_ms);
-            const char *row[] = { num,
-                                  e->call_id,
-                                  e->function,
-                                  e->args_sha256,
-                                  e->idempotency_key,
-                                  numbers[i - from][1],
-                                  e->sync ? "1" : "0",
-                                  numbers[i - from][2],
-                                  hashes[i] };
-            for (size_t k = 0; k < sizeof row / sizeof row[0]; k++) {
-                values[p] = row[k];
-                lengths[p++] = -1;
-            }
+            values[p++] = num;
+            values[p++] = e->call_id;
+            values[p++] = e->function;
+            values[p++] = e->args_sha256;
+            values[p++] = e->idempotency_key;
+            values[p++] = numbers[i - from][1];
+            values[p++] = e->sync ? "1" : "0";
+            values[p++] = numbers[i - from][2];
+            values[p++] = hashes[i];
         }
         buf_append_str(&sql, " ON CONFLICT DO NOTHING");
         if (buf_failed(&sql)) {
@@ -599,9 +595,7 @@ static enum store_rc pg_journal_insert(struct sql_store *q, const char *run,
             rc = STORE_ERROR;
             break;
         }
-        /* one answer: PG_JOURNAL_ONE's parameters are the same less the row's second hash */
-        rc = pg_query_params(st, one ? PG_JOURNAL_ONE : sql.data, one ? p - 1 : p, values, lengths,
-                             one, &res);
+        rc = pg_query_params(st, sql.data, p, values, NULL, 0, &res);
         if (rc == STORE_OK) {
             const char *t = PQcmdTuples(res);
             inserted += t && t[0] ? strtoll(t, NULL, 10) : 0;

@@ -1358,15 +1358,6 @@ static enum store_rc sql_journal_valid(struct sql_store *q, const struct store_j
     return STORE_OK;
 }
 
-static int sql_journal_found_each(const struct sql_row *r, void *fn, void *userdata)
-{
-    int64_t *found = userdata;
-    (void)fn;
-    found[0] = num(r, 0);
-    found[1] = num(r, 1);
-    return 1;
-}
-
 enum store_rc sql_journal_append(struct store *s, const char *run,
                                  const struct store_journal_entry *entries, size_t n)
 {
@@ -1379,29 +1370,27 @@ enum store_rc sql_journal_append(struct store *s, const char *run,
         return STORE_OK;
     }
     enum store_rc rc = sql_journal_valid(q, entries, n);
-    if (rc != STORE_OK) {
-        return rc;
-    }
-    /* the run, and no gap: a replay from the journal hands out its entries by position, one
-     * after another (position 0 is never taken: a batch from 1 follows nothing); one query, on
-     * PostgreSQL one round trip */
-    int64_t found[2] = { 0, 0 };
-    snprintf(first, sizeof first, "%" PRId64, entries[0].position - 1);
-    const char *where[] = { run, first };
-    rc = q->db->walk(q,
-                     "SELECT (SELECT count(*) FROM runs WHERE id = $1), (SELECT count(*) FROM "
-                     "journal WHERE run = $1 AND position = CAST($2 AS BIGINT))",
-                     2, where, 1, sql_journal_found_each, NULL, found);
-    if (rc == STORE_OK && found[0] == 0) {
-        rc = STORE_NOT_FOUND;
-    } else if (rc == STORE_OK && entries[0].position > 1 && found[1] == 0) {
-        snprintf(q->errmsg, sizeof q->errmsg,
-                 "%s: journal: position %" PRId64 " does not follow the run's journal",
-                 s->ops->name, entries[0].position);
-        rc = STORE_ERROR;
+    if (rc == STORE_OK) {
+        rc = sql_exists(q, "SELECT 1 FROM runs WHERE id = $1", 1, &run);
     }
     if (rc != STORE_OK) {
         return rc;
+    }
+    /* no gap: a replay from the journal hands out its entries by position, one after another */
+    if (entries[0].position > 1) {
+        snprintf(first, sizeof first, "%" PRId64, entries[0].position - 1);
+        const char *args[] = { run, first };
+        rc = sql_exists(q, "SELECT 1 FROM journal WHERE run = $1 AND position = CAST($2 AS BIGINT)",
+                        2, args);
+        if (rc == STORE_NOT_FOUND) {
+            snprintf(q->errmsg, sizeof q->errmsg,
+                     "%s: journal: position %" PRId64 " does not follow the run's journal",
+                     s->ops->name, entries[0].position);
+            return STORE_ERROR;
+        }
+        if (rc != STORE_OK) {
+            return rc;
+        }
     }
     hashes = malloc(n * sizeof *hashes);
     if (!hashes) {
