@@ -358,7 +358,9 @@ if c1 or fs:
     if fs:
         parts.append(f"a 4 KiB append and fsync in airlockd's data directory (the floor of one "
                      f"durable SQLite commit): median {ms(fs['median_ms'])} ms, p99 "
-                     f"{ms(fs['p99_ms'])} ms (of {fs['iterations']})")
+                     f"{ms(fs['p99_ms'])} ms (of {fs['iterations']})"
+                     + (f", {ms(fs['cpu_ms'])} ms of the calling thread's CPU each"
+                        if "cpu_ms" in fs else ""))
     lines.append("This machine's floor for governed runs, measured by the bench: "
                  + "; ".join(parts) + ".")
 
