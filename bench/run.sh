@@ -433,7 +433,8 @@ if any(abs_.values()):
     lines.append("|---|---|--:|--:|--:|--:|---|")
     def row(db, label, a, b, goal, diff=True):
         d = f"{b - a:+.3f}" if diff else ""
-        lines.append(f"| {db} | {label} | {a:.3f} | {b:.3f} | {d} | {ratio(b, a)} | {goal} |")
+        f = ".3f" if diff else ".1f"
+        lines.append(f"| {db} | {label} | {a:{f}} | {b:{f}} | {d} | {ratio(b, a)} | {goal} |")
     for db, r in abs_.items():
         if not r:
             continue
