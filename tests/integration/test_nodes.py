@@ -1239,6 +1239,10 @@ def t_kill9_approved_call_not_idempotent_is_not_sent_again(tmp):
         check(doubt["shop.refund"]["idempotent"] is False and
               calls["by_key"].get(doubt["shop.refund"]["idempotency_key"]) == 1,
               "in doubt: %r %r" % (doubt, calls))
+        # a resumed execution marks its idempotent calls too (executed again from its
+        # continuation, a call under a key already used must be checked against its mark)
+        check(set(doubt) == {"shop.refund", "shop.hold"} and
+              doubt["shop.hold"]["idempotent"] is True, "in doubt: %r" % doubt)
         check(not c.records("run.retried", doc["id"]), "retried")
     finally:
         c.close()
