@@ -414,13 +414,19 @@ int server_setup(struct server *sv, int connector_port)
         server_principal(sv, "agent", "agent", sv->agent, sizeof sv->agent, &a) != 0) {
         return -1;
     }
+    /* istore: the same answers from a function marked idempotent (no mark before a call) */
     if (server_connector(sv, connector_port, "store", "{\"lookup\":{}}", &a) != 0 ||
+        server_connector(sv, connector_port, "istore", "{\"lookup\":{\"idempotent\":true}}", &a) !=
+                0 ||
         server_connector(sv, connector_port, "orders", "{\"refund\":{\"sensitive\":true}}", &a) !=
                 0) {
         return -1;
     }
     if (server_template(sv, author, "get", GET_SRC, "[\"store.lookup\"]", &a) != 0 ||
-        server_template(sv, author, "refund", REFUND_SRC, "[\"orders.refund\"]", &a) != 0) {
+        server_template(sv, author, "refund", REFUND_SRC, "[\"orders.refund\"]", &a) != 0 ||
+        server_template(sv, author, "get100", GET100_SRC, "[\"store.lookup\"]", &a) != 0 ||
+        server_template(sv, author, "iget", IGET_SRC, "[\"istore.lookup\"]", &a) != 0 ||
+        server_template(sv, author, "iget100", IGET100_SRC, "[\"istore.lookup\"]", &a) != 0) {
         return -1;
     }
     return 0;
@@ -445,6 +451,68 @@ int server_log_runs(const struct server *sv, long from, struct samples *s, long 
     }
     *ret_end = ftell(f);
     fclose(f);
+    return 0;
+}
+
+/* The first line of a file, without its newline. */
+static int read_line(const char *path, char *out, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        return -1;
+    }
+    int ok = fgets(out, (int)cap, f) != NULL;
+    fclose(f);
+    out[strcspn(out, "\r\n")] = '\0';
+    return ok && out[0] ? 0 : -1;
+}
+
+int pg_cluster_open(const char *pgdir, char *ret_url, size_t cap, pid_t *ret_postmaster)
+{
+    char path[4200];
+    char datadir[4096];
+    char pidline[32];
+    snprintf(path, sizeof path, "%s/url", pgdir);
+    if (read_line(path, ret_url, cap) != 0) {
+        fprintf(stderr, "bench: no cluster in %s (pg_cluster.sh setup)\n", pgdir);
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/datadir", pgdir);
+    if (read_line(path, datadir, sizeof datadir) != 0) {
+        fprintf(stderr, "bench: no %s\n", path);
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/postmaster.pid", datadir);
+    pid_t pid =
+            read_line(path, pidline, sizeof pidline) == 0 ? (pid_t)strtol(pidline, NULL, 10) : 0;
+    if (pid <= 0 || kill(pid, 0) != 0) {
+        fprintf(stderr, "bench: the cluster's postmaster is not running (%s)\n", path);
+        return -1;
+    }
+    *ret_postmaster = pid;
+    return 0;
+}
+
+int pg_database_create(const char *url, const char *name, char *ret_url, size_t cap)
+{
+    char sql[128];
+    int status = 0;
+    snprintf(sql, sizeof sql, "CREATE DATABASE %s", name);
+    pid_t pid = fork();
+    if (pid < 0) {
+        return -1;
+    }
+    if (pid == 0) {
+        execlp("psql", "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql,
+               (char *)NULL);
+        _exit(127);
+    }
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "bench: psql could not create database %s\n", name);
+        return -1;
+    }
+    /* libpq takes the last dbname: the query parameter wins over the URL's path */
+    snprintf(ret_url, cap, "%s%cdbname=%s", url, strchr(url, '?') ? '&' : '?', name);
     return 0;
 }
 
@@ -484,6 +552,10 @@ static void *client_main(void *p)
     struct al_run_opts *opts = NULL;
     static __thread struct answer a;
     CURL *e = NULL;
+    const char *tpl = c->template_name ? c->template_name : "get";
+    const char *value = strstr(tpl, "100") ? "\"value\":4200" : "\"value\":42";
+    char body[128];
+    snprintf(body, sizeof body, "{\"template\":\"%s\",\"input\":{},\"wait\":true}", tpl);
     if (c->kind == 0) {
         opts = al_run_opts_new();
         if (!opts || al_run_opts_set_source(opts, GET_SRC, strlen(GET_SRC), NULL) != AL_OK) {
@@ -506,10 +578,8 @@ static void *client_main(void *p)
                 break;
             }
         } else if (c->kind == 1) {
-            if (http_call(e, "POST", c->url, c->key,
-                          "{\"template\":\"get\",\"input\":{},\"wait\":true}", &a, &status) != 0 ||
-                status != 200 || !strstr(a.data, "\"status\":\"completed\"") ||
-                !strstr(a.data, "\"value\":42")) {
+            if (http_call(e, "POST", c->url, c->key, body, &a, &status) != 0 || status != 200 ||
+                !strstr(a.data, "\"status\":\"completed\"") || !strstr(a.data, value)) {
                 fprintf(stderr, "bench: POST /v1/runs: %ld %s\n", status, a.data);
                 c->failed = 1;
                 break;

@@ -28,6 +28,15 @@
  * the sensitive call of W7. */
 #define GET_SRC    "return (await store.lookup(\"k1\")).value;"
 #define REFUND_SRC "const r = await orders.refund(42); return r;"
+/* W3's guest, 100 sequential connector calls (bench/ab.c: the journal's cost per call); and W2's
+ * and W3's through istore, whose lookup is marked idempotent */
+#define GET100_SRC                                                                              \
+    "let s = 0; for (let i = 0; i < 100; i++) { s += (await store.lookup(\"k\" + i)).value; } " \
+    "return s;"
+#define IGET_SRC "return (await istore.lookup(\"k1\")).value;"
+#define IGET100_SRC                                                                              \
+    "let s = 0; for (let i = 0; i < 100; i++) { s += (await istore.lookup(\"k\" + i)).value; } " \
+    "return s;"
 
 /* Calls the connector answered, over the bench's life. */
 extern atomic_long connector_calls;
@@ -44,6 +53,9 @@ struct client {
     struct al_runner *runner;
     const char *url;
     const char *key;
+    /* kind 1: the template server_setup made ("get" when NULL: W2's guest, value 42); "get100"
+     * is W3's (value 4200), "iget" and "iget100" the same through a function marked idempotent */
+    const char *template_name;
     uint64_t deadline_ns;
     long runs;
     int failed;
@@ -89,6 +101,12 @@ void server_stop(struct server *sv);
 int server_ok(struct server *sv, const char *method, const char *path, const char *key,
               const char *body, long want, struct answer *a);
 int server_setup(struct server *sv, int connector_port);
+/* A PostgreSQL cluster of tests/support/pg_cluster.sh in `pgdir`: its URL and its postmaster's
+ * pid (-1 and a message on stderr when there is none, or it is not running). */
+int pg_cluster_open(const char *pgdir, char *ret_url, size_t cap, pid_t *ret_postmaster);
+/* CREATE DATABASE `name` in the cluster at `url` (through psql); the URL of the new database
+ * into ret_url. */
+int pg_database_create(const char *url, const char *name, char *ret_url, size_t cap);
 int server_log_runs(const struct server *sv, long from, struct samples *s, long *ret_end);
 long file_size(const char *path);
 

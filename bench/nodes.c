@@ -23,13 +23,11 @@
  * fsync'd commits; run from the folder that holds airlock-worker, psql on the PATH)
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -76,41 +74,6 @@ static void cpu_extra(void *ctx, long runs, FILE *out)
             ",\"db_cpu_ms_per_run\":%.4f,\"nodes_cpu_ms_per_run\":%.4f,"
             "\"bench_cpu_ms_per_run\":%.4f,\"db_share\":%.4f",
             db, nodes, self, all > 0 ? db / all : 0);
-}
-
-/* The first line of a file, without its newline. */
-static int read_line(const char *path, char *out, size_t cap)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        return -1;
-    }
-    int ok = fgets(out, (int)cap, f) != NULL;
-    fclose(f);
-    out[strcspn(out, "\r\n")] = '\0';
-    return ok && out[0] ? 0 : -1;
-}
-
-/* CREATE DATABASE `name` in the cluster at `url`, through psql. */
-static int create_database(const char *url, const char *name)
-{
-    char sql[128];
-    int status = 0;
-    snprintf(sql, sizeof sql, "CREATE DATABASE %s", name);
-    pid_t pid = fork();
-    if (pid < 0) {
-        return -1;
-    }
-    if (pid == 0) {
-        execlp("psql", "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql,
-               (char *)NULL);
-        _exit(127);
-    }
-    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        fprintf(stderr, "airlock_nodes: psql could not create database %s\n", name);
-        return -1;
-    }
-    return 0;
 }
 
 /* One configuration: `n` fresh nodes (on a fresh database `db_url`, or SQLite when it is NULL),
@@ -181,31 +144,15 @@ int main(int argc, char **argv)
     const char *airlockd = quick + 1 < argc ? argv[quick + 1] : NULL;
     const char *dir = quick + 2 < argc ? argv[quick + 2] : NULL;
     const char *pgdir = quick + 3 < argc ? argv[quick + 3] : NULL;
-    char path[4200];
     char url[1024];
-    char datadir[4096];
-    char pidline[32];
     int port = 0;
 
     if (!airlockd || !dir || !pgdir) {
         fprintf(stderr, "usage: airlock_nodes [--quick] AIRLOCKD DIR PGDIR\n");
         return 2;
     }
-    snprintf(path, sizeof path, "%s/url", pgdir);
-    if (read_line(path, url, sizeof url) != 0) {
-        fprintf(stderr, "airlock_nodes: no cluster in %s (pg_cluster.sh setup)\n", pgdir);
-        return 1;
-    }
-    snprintf(path, sizeof path, "%s/datadir", pgdir);
-    if (read_line(path, datadir, sizeof datadir) != 0) {
-        fprintf(stderr, "airlock_nodes: no %s\n", path);
-        return 1;
-    }
-    snprintf(path, sizeof path, "%s/postmaster.pid", datadir);
-    pid_t pg_root =
-            read_line(path, pidline, sizeof pidline) == 0 ? (pid_t)strtol(pidline, NULL, 10) : 0;
-    if (pg_root <= 0 || kill(pg_root, 0) != 0) {
-        fprintf(stderr, "airlock_nodes: the cluster's postmaster is not running (%s)\n", path);
+    pid_t pg_root = -1;
+    if (pg_cluster_open(pgdir, url, sizeof url, &pg_root) != 0) {
         return 1;
     }
     if (mkdir(dir, 0700) != 0) {
@@ -227,9 +174,7 @@ int main(int argc, char **argv)
         char name[32];
         char db_url[1200];
         snprintf(name, sizeof name, "airlock_bench_%d", n);
-        /* libpq takes the last dbname: the query parameter wins over the URL's path */
-        snprintf(db_url, sizeof db_url, "%s%cdbname=%s", url, strchr(url, '?') ? '&' : '?', name);
-        if (create_database(url, name) != 0 ||
+        if (pg_database_create(url, name, db_url, sizeof db_url) != 0 ||
             configuration(airlockd, dir, "pg", n, db_url, pg_root, port, quick) != 0) {
             return 1;
         }

@@ -17,6 +17,13 @@
 # SQLite's commits are fsync'd) in BUILD/bench-pg, removed afterwards; 1, 2 and 3 airlockd nodes
 # on one database against SQLite on one node, joined into the third table.
 #
+# BENCH_BASELINE=COMMIT adds the journal's cost against that commit (docs/benchmarks.md, "The
+# journal's cost"; f4334e3 is the commit before the journal): its airlockd and airlock-worker are
+# built from `git archive COMMIT` in BUILD/baseline (Release), then BUILD/bin/airlock_ab runs it
+# against this build's, once on SQLite after the rounds and once on the nodes phase's PostgreSQL
+# cluster (--pg), into BUILD/bench-ab.sqlite.jsonl and BUILD/bench-ab.pg.jsonl, joined into a
+# fourth table.
+#
 # BENCH_QUICK=1 runs a tenth of the iterations and 1 s throughput phases, and leaves
 # docs/benchmarks.md alone (a smoke test of the harness, not a measurement).
 set -eu
@@ -48,6 +55,31 @@ command -v node >/dev/null || { echo "run.sh: node is required for the peer" >&2
 command -v python3 >/dev/null || { echo "run.sh: python3 is required for the table" >&2; exit 1; }
 command -v psql >/dev/null || { echo "run.sh: psql (postgresql, scripts/bootstrap.sh) is required for the nodes phase" >&2; exit 1; }
 
+# The baseline for the journal's cost, built once per commit: only airlockd and its worker. Its
+# Release build trips GCC's -Wnonnull in runs.c (runs_cancel_where), fixed since; the flag keeps
+# that one warning a warning and changes no code.
+BASELINE=${BENCH_BASELINE:-}
+if [ -n "$BASELINE" ]; then
+    BASE_SHA=$(git -C "$ROOT" rev-parse --verify "$BASELINE^{commit}")
+    BASE_DIR=$BUILD/baseline
+    if [ "$(cat "$BASE_DIR/commit" 2>/dev/null)" != "$BASE_SHA" ]; then
+        echo "run.sh: building airlockd of $BASELINE into $BASE_DIR" >&2
+        rm -rf "$BASE_DIR"
+        mkdir -p "$BASE_DIR/src" "$BASE_DIR/build/_deps" "$BASE_DIR/ab-base" "$BASE_DIR/ab-this"
+        git -C "$ROOT" archive "$BASE_SHA" | tar -x -C "$BASE_DIR/src"
+        if [ -f "$BUILD/_deps/qjsc-0.3.0.tgz" ]; then
+            cp "$BUILD/_deps/qjsc-0.3.0.tgz" "$BASE_DIR/build/_deps/"
+        fi
+        cmake -S "$BASE_DIR/src" -B "$BASE_DIR/build" -DCMAKE_BUILD_TYPE=Release \
+            -DCMAKE_C_FLAGS=-Wno-error=nonnull >&2
+        cmake --build "$BASE_DIR/build" -j "$(nproc)" --target airlockd airlock-worker >&2
+        cp "$BASE_DIR/build/bin/airlockd" "$BASE_DIR/build/bin/airlock-worker" "$BASE_DIR/ab-base/"
+        echo "$BASE_SHA" >"$BASE_DIR/commit"
+    fi
+    # each airlockd finds the airlock-worker beside it
+    cp "$BUILD/bin/airlockd" "$BUILD/bin/airlock-worker" "$BASE_DIR/ab-this/"
+fi
+
 # The peer, installed into the build folder only. npm ci checks the lock's integrity hash.
 want=$(node -p "require('$ROOT/bench/package.json').dependencies.run")
 have=$(node -p "try { require('$PEER/node_modules/run/package.json').version } catch { '' }")
@@ -76,6 +108,17 @@ while [ "$round" -le "$ROUNDS" ]; do
         >"$BUILD/bench-governed.$round.jsonl"
     round=$((round + 1))
 done
+AB_PAIRS=1000
+if [ -n "$QUICK" ]; then
+    AB_PAIRS=100
+fi
+rm -f "$BUILD/bench-ab.sqlite.jsonl" "$BUILD/bench-ab.pg.jsonl"
+if [ -n "$BASELINE" ]; then
+    echo "run.sh: the journal's cost: airlockd of $BASELINE against this one, SQLite ..." >&2
+    rm -rf "$BUILD/bench-ab"
+    (cd "$BUILD/bin" && ./airlock_ab "$BASE_DIR/ab-base/airlockd" "$BASE_DIR/ab-this/airlockd" \
+        "$BUILD/bench-ab" $AB_PAIRS) >"$BUILD/bench-ab.sqlite.jsonl"
+fi
 
 # The nodes phase, once (its nodes share the cores with PostgreSQL: one run, not rounds).
 PG=$BUILD/bench-pg
@@ -87,6 +130,12 @@ trap '"$PG_CLUSTER" teardown "$PG" >/dev/null 2>&1 || true' EXIT
 PG_VERSION=$(psql -X -At -d "$(cat "$PG/url")" -c 'SHOW server_version' 2>/dev/null || echo '?')
 (cd "$BUILD/bin" && ./airlock_nodes $QUICK ./airlockd "$BUILD/bench-nodes" "$PG") \
     >"$BUILD/bench-nodes.jsonl"
+if [ -n "$BASELINE" ]; then
+    echo "run.sh: the journal's cost: airlockd of $BASELINE against this one, PostgreSQL ..." >&2
+    rm -rf "$BUILD/bench-ab-pg"
+    (cd "$BUILD/bin" && ./airlock_ab --pg "$PG" "$BASE_DIR/ab-base/airlockd" \
+        "$BASE_DIR/ab-this/airlockd" "$BUILD/bench-ab-pg" $AB_PAIRS) >"$BUILD/bench-ab.pg.jsonl"
+fi
 "$PG_CLUSTER" teardown "$PG" >&2
 trap - EXIT
 
@@ -309,7 +358,9 @@ if c1 or fs:
     if fs:
         parts.append(f"a 4 KiB append and fsync in airlockd's data directory (the floor of one "
                      f"durable SQLite commit): median {ms(fs['median_ms'])} ms, p99 "
-                     f"{ms(fs['p99_ms'])} ms (of {fs['iterations']})")
+                     f"{ms(fs['p99_ms'])} ms (of {fs['iterations']})"
+                     + (f", {ms(fs['cpu_ms'])} ms of the calling thread's CPU each"
+                        if "cpu_ms" in fs else ""))
     lines.append("This machine's floor for governed runs, measured by the bench: "
                  + "; ".join(parts) + ".")
 
@@ -359,6 +410,50 @@ if any(k.startswith("Npg") for k in nd):
                          f"workers ({db if db[0] == 'S' else 'plus ' + db}), "
                          f"{r['bench_cpu_ms_per_run']:.2f} ms in the bench's clients and connector")
     lines.append("CPU per run at concurrency 8: " + "; ".join(parts) + ".")
+# The fourth table: the journal's cost, the baseline's airlockd (A) against this one (B).
+def ab_final(path):
+    try:
+        with open(path) as f:
+            rows = [json.loads(l) for l in f if l.startswith("{\"workload\":\"AB\"")]
+    except FileNotFoundError:
+        return None
+    return rows[-1] if rows else None
+
+abs_ = {db: ab_final(f"{build}/bench-ab.{db}.jsonl") for db in ("sqlite", "pg")}
+if any(abs_.values()):
+    base = os.environ.get("BENCH_BASELINE", "?")
+    lines.append("")
+    lines.append("### The journal's cost")
+    lines.append("")
+    lines.append(f"`airlock_ab` of airlockd at {base} (A, before the journal) and this build (B), "
+                 "both at once, interleaved; medians of the phases (CPU: utime + stime from /proc "
+                 "over each phase, per run; a call's cost is (W3 - W2) / 99).")
+    lines.append("")
+    lines.append("| store | row | before | after | after - before | after / before | goal |")
+    lines.append("|---|---|--:|--:|--:|--:|---|")
+    def row(db, label, a, b, goal, diff=True):
+        d = f"{b - a:+.3f}" if diff else ""
+        f = ".3f" if diff else ".1f"
+        lines.append(f"| {db} | {label} | {a:{f}} | {b:{f}} | {d} | {ratio(b, a)} | {goal} |")
+    for db, r in abs_.items():
+        if not r:
+            continue
+        name = "SQLite" if db == "sqlite" else "PostgreSQL"
+        A, B = r["A"], r["B"]
+        row(name, "airlockd's own CPU ms per extra connector call (W3)", A["own_ms_per_call"],
+            B["own_ms_per_call"], "+0.1 ms" if db == "sqlite" else "")
+        row(name, "... per extra call of a function marked idempotent",
+            A["own_ms_per_idempotent_call"], B["own_ms_per_idempotent_call"], "")
+        row(name, "runs/s at concurrency 8 (W2)", A["c8_runs_per_s"], B["c8_runs_per_s"],
+            ">= 0.90x", diff=False)
+        row(name, "median ms at concurrency 1 (W2)", A["c1_median_ms"], B["c1_median_ms"], "")
+        row(name, "airlockd's own CPU ms per one-call run", A["get"]["own_ms"], B["get"]["own_ms"],
+            "")
+        if db == "pg":
+            row(name, "database CPU ms per one-call run", A["get"]["database_ms"],
+                B["get"]["database_ms"], "<= 0.8 ms")
+            row(name, "database CPU ms per extra connector call", A["database_ms_per_call"],
+                B["database_ms_per_call"], "")
 table = "\n".join(lines)
 
 commit = sh("git", "rev-parse", "--short", "HEAD")
