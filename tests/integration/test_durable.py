@@ -315,8 +315,14 @@ def t_fourth_recovery_ends_the_run(tmp):
         for n in range(1, 5):
             died(w)
             if n < 4:
-                # resumed (counted before airlockd listens), and held at the next armed step
+                # resumed, and held at the next armed step. With SQLite the recovery is counted
+                # before airlockd listens; on PostgreSQL the restarted node queues the run and
+                # counts it when it claims it, which may come after it listens
+                deadline = time.monotonic() + ts.HANG
                 doc = w.get(run_id)
+                while doc["recovered"] < n and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                    doc = w.get(run_id)
                 check(doc["recovered"] == n, "recovered after kill %d: %r" % (n, doc))
                 arm(w, 0)  # that step kills this airlockd
         done = w.until(run_id, ("completed", "failed", "cancelled"))
