@@ -486,7 +486,7 @@ struct al_event {
     enum al_console_level level; /* AL_EVENT_CONSOLE */
     const char *text;            /* see the kinds; "" when none */
     size_t text_len;
-    uint32_t seq;         /* the call's al_call_seq (calls) */
+    uint32_t seq;         /* the call's al_call_seq (calls, interruptions) */
     const char *function; /* "group.fn" (calls, interruptions); "" otherwise */
     const char *args;     /* boundary-JSON array (CALL_START, INTERRUPTION); "" otherwise */
     size_t args_len;
