@@ -697,8 +697,7 @@ static int main_recover(struct store *s, const char *node)
     }
     if (again + again_none > 0) {
         fprintf(stderr,
-                "airlockd: %d run%s left by the last stop queued to execute again (only "
-                "idempotent calls in doubt)\n",
+                "airlockd: %d run%s left by the last stop queued to go on from their journal\n",
                 again + again_none, again + again_none == 1 ? "" : "s");
     }
     return 0;

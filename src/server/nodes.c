@@ -7,10 +7,12 @@
  * connector call it had sent that is not idempotent may have had its effect. The calls in doubt
  * are known: a node marks each connector call sent (calls_sent) in a commit before the call
  * leaves, and forgets a run's marks in the commit that records that execution's end. What is
- * marked for a run whose node died was sent and its outcome never recorded. If all of it is
- * idempotent the run goes back to the queue to be executed again (run.retried, nodes_take_over);
- * otherwise it ends failed ABORTED and its run.abandoned record lists those calls with their
- * idempotency keys, for a person to check at the connector. A run cancelled while the dead node
+ * marked for a run whose node died was sent and its outcome never recorded, unless its answer
+ * is in the run's journal. If all the rest is idempotent the run goes back to the queue to go on
+ * from its journal (run.retried, nodes_take_over); otherwise it waits for a person to settle
+ * those calls (in_doubt approvals). A run that cannot be replayed (its start not recorded) ends
+ * failed ABORTED and its run.abandoned record lists those calls with their idempotency keys, for
+ * a person to check at the connector. A run cancelled while the dead node
  * executed it gets its run.end here. Two nodes taking over at once cannot both take a run: the
  * takeover locks the run's row and changes it from status running, and the loser finds it
  * changed. A node that was only paused past its lease locks the same row before each mark and

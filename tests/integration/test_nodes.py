@@ -10,8 +10,8 @@ an hour between polls, only the wake-ups (LISTEN/NOTIFY) can make that so: a run
 node is claimed by another, a cancel and a revocation stop runs on other nodes; listeners whose
 connections the server ends log it, polling still claims meanwhile, they listen again and wake-ups
 work again; a node killed with -9 while it holds runs has them taken over once its lease runs out,
-with no call made twice (runs whose calls in doubt are all idempotent executed again, at most three
-times; a run cancelled before the takeover ended by it); a node paused past its lease (SIGSTOP)
+with no call made twice (runs whose calls in doubt are all idempotent go on from their journal,
+resumed runs too, at most three times; a run cancelled before the takeover ended by it); a node paused past its lease (SIGSTOP)
 sends, claims and records nothing of the runs taken over meanwhile when it goes on; a live node
 keeps its runs past the lease (its heartbeat does not wait for a minute's poll); --lease-ms and
 --poll-ms; the one audit chain verifies with `airlock audit verify`, and each node keeps its own
