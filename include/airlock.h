@@ -473,7 +473,8 @@ enum al_event_kind {
     AL_EVENT_CALL_END = 2,     /* its outcome reached the run: seq, function, outcome,
                                   duration_us, and for AL_CALL_THREW the message in text */
     AL_EVENT_INTERRUPTION = 3, /* the run ended interrupted: one event per interruption, in call
-                                  order: interruption_id, function, args, payload in text */
+                                  order: interruption_id, seq (the interrupted call's),
+                                  function, args, payload in text */
 };
 enum al_call_outcome {
     AL_CALL_RETURNED = 0,
