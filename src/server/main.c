@@ -708,8 +708,8 @@ static int main_recover(struct store *s, const char *node)
  * "") and claimed once the runs can start (main_claim_recovered). One that had sent a call not
  * marked idempotent whose answer is not journaled waits for a person to settle it (an in_doubt
  * approval); one whose start was not recorded (before 0010_journal) ends failed
- * ABORTED with a run.abandoned record. Runs waiting for a person keep waiting; runs queued by the last start
- * stay queued. */
+ * ABORTED with a run.abandoned record. Runs waiting for a person keep waiting; runs queued by the
+ * last start stay queued. */
 static int main_recover_sqlite(struct store *s)
 {
     struct main_runs a = { 1u << GOV_RUN_RUNNING, 0, 0, NULL };
@@ -721,8 +721,8 @@ static int main_recover_sqlite(struct store *s)
     for (size_t i = 0; i < a.n && rc == STORE_OK; i++) {
         int queued = 0;
         int waits = 0;
-        rc = nodes_take_over(s, a.rows[i].id, a.rows[i].department, "",
-                             reason, NULL, &queued, &waits);
+        rc = nodes_take_over(s, a.rows[i].id, a.rows[i].department, "", reason, NULL, &queued,
+                             &waits);
         if (rc == STORE_CONFLICT) {
             rc = STORE_OK;
         }

@@ -412,8 +412,8 @@ static enum store_rc nodes_wait(struct store *s, const char *id, const char *dep
 }
 
 enum store_rc nodes_take_over(struct store *s, const char *id, const char *department,
-                              const char *node, const char *reason,
-                              const char *cancelled, int *ret_retried, int *ret_waiting)
+                              const char *node, const char *reason, const char *cancelled,
+                              int *ret_retried, int *ret_waiting)
 {
     struct buf outcome;
     struct buf calls; /* the calls in doubt, a JSON array */
@@ -566,8 +566,8 @@ int nodes_recover(struct store *s, const char *node, const char *reason, int *re
         int again = 0;
         int waits = 0;
         const struct nodes_run *r = &l.rows[i];
-        rc = nodes_take_over(s, r->id, r->department, node, reason,
-                             r->cancel[0] ? r->cancel : NULL, &again, &waits);
+        rc = nodes_take_over(s, r->id, r->department, node, reason, r->cancel[0] ? r->cancel : NULL,
+                             &again, &waits);
         if (rc == STORE_CONFLICT) {
             rc = STORE_OK; /* ended, or taken over by another node, meanwhile */
         } else if (rc == STORE_OK) {

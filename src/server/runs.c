@@ -249,8 +249,8 @@ static const struct runs_decided *runs_decided_of(const struct runs_plan *plan, 
 {
     for (size_t i = 0; i < plan->ndecided; i++) {
         const struct runs_decided *d = &plan->decided[i];
-        if (d->call == seq && strcmp(d->function, function) == 0 &&
-            strlen(d->args) == args_len && memcmp(d->args, args, args_len) == 0) {
+        if (d->call == seq && strcmp(d->function, function) == 0 && strlen(d->args) == args_len &&
+            memcmp(d->args, args, args_len) == 0) {
             return d;
         }
     }
@@ -654,8 +654,9 @@ static void runs_host(struct al_call *call, void *userdata)
         char message[RUNS_COMMENT_MAX + 16];
         size_t rlen = 0;
         const char *res = decided ? NULL : al_call_resolution(call, &rlen);
-        int approved = decided ? decided->approved
-                               : res && runs_resolution_approved(res, rlen, comment, sizeof comment);
+        int approved =
+                decided ? decided->approved
+                        : res && runs_resolution_approved(res, rlen, comment, sizeof comment);
         if (decided && decided->comment) {
             snprintf(comment, sizeof comment, "%s", decided->comment);
         }
@@ -1900,11 +1901,10 @@ static enum store_rc runs_end_fn(struct writer_tx *tx, void *arg)
         /* stopped by the drain, not ended: queued to go on from its journal (on another node,
          * or at the next start), unless a call it sent is in doubt and not idempotent */
         int queued = 0;
-        enum store_rc rc =
-                nodes_take_over(s, sr->plan->id, sr->plan->department, sr->owner->node,
-                                "airlockd drained past its grace period while the "
-                                "run was executing",
-                                NULL, &queued, NULL);
+        enum store_rc rc = nodes_take_over(s, sr->plan->id, sr->plan->department, sr->owner->node,
+                                           "airlockd drained past its grace period while the "
+                                           "run was executing",
+                                           NULL, &queued, NULL);
         if (rc == STORE_CONFLICT) {
             rc = STORE_OK; /* ended otherwise meanwhile: that end stands */
         }

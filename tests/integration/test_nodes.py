@@ -865,6 +865,66 @@ def t_kill9_node_midway_through_twenty_calls_goes_on_elsewhere(tmp):
         c.close()
 
 
+def t_kill9_at_an_approved_call_goes_on_elsewhere(tmp):
+    # a run resumed after its sensitive call 4 was approved, its node SIGKILLed by the connector
+    # when that call arrives (before its answer is journaled): another node goes on from the
+    # journal, sends call 4 again under its interruption id and asks nobody again
+    import urllib.request
+    import test_durable as td
+    c = Cluster(tmp, lease_ms=1500)
+    try:
+        a, b, cc = c.nodes
+        c.ok(b, "POST", "/v1/connectors", {
+            "name": "steps", "department": "finance", "url": c.shop.url,
+            "signing_secret": tr.SECRET, "timeout_ms": 30000,
+            "functions": {"step": {"idempotent": True},
+                          "ask": {"idempotent": True, "sensitive": True}}}, c.admin, 201)
+        c.template("asks", td.ASKS % ("steps", "steps"), ["steps.step", "steps.ask"])
+
+        def shop(path):
+            with urllib.request.urlopen(c.shop.url + path, timeout=HANG) as r:
+                r.read()
+        shop("kill/0/4")  # call 4 waits for the pid of the node to kill
+        run_id = c.run(a, {"template": "asks", "input": {"asks": [4]}, "wait": False}, 202)["id"]
+        deadline = time.monotonic() + 4 * HANG
+        while True:
+            asked = c.ok(b, "GET", "/v1/approvals?run=" + run_id, None, c.keys["bob"])
+            if asked:
+                break
+            check(time.monotonic() < deadline, "call 4 never asked")
+            time.sleep(0.05)
+        check(len(asked) == 1 and asked[0]["kind"] == "host_call", "asked: %r" % asked)
+        c.ok(b, "POST", "/v1/approvals/%s/approve" % asked[0]["id"], {}, c.keys["bob"])
+        wait_calls(c, "steps.ask", 1)
+        i = c.executing(run_id)
+        victim = c.nodes[i]
+        shop("kill/%d/0" % victim.proc.pid)
+        check(victim.proc.wait(timeout=HANG) == -signal.SIGKILL, "the node was not killed")
+        others = [n for j, n in enumerate(c.nodes) if j != i]
+        deadline = time.monotonic() + 4 * HANG
+        while True:
+            doc = c.ok(others[0], "GET", "/v1/runs/" + run_id, None, c.keys["agent-7"])
+            if doc["status"] in ("completed", "failed", "cancelled"):
+                break
+            check(time.monotonic() < deadline, "run %s still %s" % (run_id, doc["status"]))
+            time.sleep(0.05)
+        check(doc["status"] == "completed" and doc["value"] == 36 and doc["recovered"] == 1,
+              "after the takeover: %r" % doc)
+        by_key = c.shop.calls()["by_key"]
+        got = {int(k.split(":")[1]): n for k, n in by_key.items() if k.startswith(run_id + ":")}
+        check(got == {k: 1 for k in (1, 2, 3, 5, 6, 7, 8)}, "calls by number: %r" % got)
+        approved = [n for k, n in by_key.items() if ":" not in k]
+        check(approved == [2], "call 4 under its interruption id: %r" % by_key)
+        asked = c.ok(others[0], "GET", "/v1/approvals?run=" + run_id, None, c.keys["bob"])
+        check([x["id"] for x in asked] == [asked[0]["id"]] and asked[0]["kind"] == "host_call",
+              "asked again: %r" % asked)
+        rec = c.records("run.recover", run_id)
+        check(len(rec) == 1 and rec[0]["details"]["from_call"] == 4, "run.recover: %r" % rec)
+        c.verify_chain(nodes=others)
+    finally:
+        c.close()
+
+
 def t_kill9_call_in_doubt_answered_on_another_node(tmp):
     # the same with a function not idempotent: once the lease has run out the run waits for a
     # person (an in_doubt approval, seen on every node); answered on one node, the run goes on
