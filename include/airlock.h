@@ -473,7 +473,8 @@ enum al_event_kind {
     AL_EVENT_CALL_END = 2,     /* its outcome reached the run: seq, function, outcome,
                                   duration_us, and for AL_CALL_THREW the message in text */
     AL_EVENT_INTERRUPTION = 3, /* the run ended interrupted: one event per interruption, in call
-                                  order: interruption_id, function, args, payload in text */
+                                  order: interruption_id, seq (the interrupted call's),
+                                  function, args, payload in text */
 };
 enum al_call_outcome {
     AL_CALL_RETURNED = 0,
@@ -486,7 +487,7 @@ struct al_event {
     enum al_console_level level; /* AL_EVENT_CONSOLE */
     const char *text;            /* see the kinds; "" when none */
     size_t text_len;
-    uint32_t seq;         /* the call's al_call_seq (calls) */
+    uint32_t seq;         /* the call's al_call_seq (calls, interruptions) */
     const char *function; /* "group.fn" (calls, interruptions); "" otherwise */
     const char *args;     /* boundary-JSON array (CALL_START, INTERRUPTION); "" otherwise */
     size_t args_len;

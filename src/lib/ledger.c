@@ -1035,6 +1035,7 @@ static enum al_code collect_interruptions(struct ledger *l, struct ledger_outcom
         }
         struct result_interruption *ri = &out->interruptions[out->ninterruptions++];
         cont_iid_hex(lc->entry.iid, ri->id);
+        ri->call = lc->entry.id;
         ri->function = strdup(lc->entry.fn);
         ri->args = buf_dup(lc->args, lc->args_len);
         ri->payload = buf_dup(lc->entry.payload, lc->entry.len);

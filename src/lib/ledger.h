@@ -28,6 +28,7 @@ struct ledger;
 /* An interruption of an interrupted run, as the result lists it. */
 struct result_interruption {
     char id[CONT_IID_HEX + 1];
+    uint32_t call;  /* the interrupted call's id (al_call_seq) */
     char *function; /* owned */
     char *args;     /* owned */
     char *payload;  /* owned */

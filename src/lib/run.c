@@ -1002,6 +1002,7 @@ static void emit_interruptions(struct run_state *st)
         struct al_event ev = {
             .kind = AL_EVENT_INTERRUPTION,
             .run_id = res->run_id,
+            .seq = ri->call,
             .text = ri->payload,
             .text_len = strlen(ri->payload),
             .function = ri->function,

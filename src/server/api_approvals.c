@@ -351,6 +351,20 @@ static int api_journal_fn(void *userdata, const struct store_journal_entry *e)
     return j->failed;
 }
 
+/* A sensitive call a person decided: a recovery that reaches it live again keeps the decision
+ * (approved: sent under its interruption id; denied: it throws), never asks anew. */
+static int api_decided_fn(void *userdata, const struct store_approval *a)
+{
+    struct api_journal *j = userdata;
+    enum gov_approval_state state = api_approval_state(a->status);
+    if (strcmp(a->kind, "host_call") != 0 || a->call_seq <= 0 ||
+        (state != GOV_APPROVAL_APPROVED && state != GOV_APPROVAL_DENIED)) {
+        return 0;
+    }
+    j->failed = runs_plan_add_decided(j->plan, a) != 0;
+    return j->failed;
+}
+
 static int api_settled_cmp(const void *a, const void *b)
 {
     int64_t x = ((const struct api_settled *)a)->call_seq;
@@ -398,8 +412,9 @@ static enum store_rc api_settle(struct store *s, const char *run, struct api_dec
 /* A run whose execution died (its node, a drain) goes on from its journal, in the claim's
  * transaction: counted, recorded (run.recover: the node resuming it and from_call, the
  * position of the first answer it will take live), and its plan given every answer, with the
- * seed and clock its start recorded, and the calls in doubt a person settled (`d`, NULL for
- * none). (Whether it goes on at all, nodes_take_over decided.) */
+ * seed and clock its start recorded, the calls in doubt a person settled (`d`, NULL for none)
+ * and, for a run resumed after approvals, the decisions on its sensitive calls. (Whether it
+ * goes on at all, nodes_take_over decided.) */
 static enum store_rc api_run_recovering(struct store *s, struct runs *runs,
                                         const struct store_run *row, struct runs_plan *plan,
                                         struct api_decisions *d)
@@ -413,6 +428,12 @@ static enum store_rc api_run_recovering(struct store *s, struct runs *runs,
     rc = s->ops->run_add_recovered(s, row->id, &recovered);
     if (rc == STORE_OK) {
         rc = s->ops->journal_read(s, row->id, 0, api_journal_fn, &j);
+        if (rc == STORE_OK && j.failed) {
+            rc = STORE_ERROR;
+        }
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->approval_list(s, row->id, NULL, api_decided_fn, &j);
         if (rc == STORE_OK && j.failed) {
             rc = STORE_ERROR;
         }
@@ -443,79 +464,13 @@ static enum store_rc api_run_recovering(struct store *s, struct runs *runs,
 
 /* ---------------------------------------------------------------- executions (several nodes) */
 
-/* What a claimed run's execution starts from, when another node's execution of it died and
- * was put back in the queue (nodes.c): its execution row. */
-struct api_execution {
-    int found;
-    char *resume;
-    char *resolutions;
-    int64_t clock_ms;
-    int64_t attempt;
-};
-
+/* A claimed run with an execution row was put back in the queue after its execution died
+ * (nodes.c): it goes on from its journal. */
 static int api_execution_fn(void *userdata, const struct store_execution *e)
 {
-    struct api_execution *x = userdata;
-    x->found = 1;
-    x->resume = e->resume ? strdup(e->resume) : NULL;
-    x->resolutions = e->resolutions ? strdup(e->resolutions) : NULL;
-    x->clock_ms = e->clock_ms;
-    x->attempt = e->attempt;
-    return (e->resume && !x->resume) || (e->resolutions && !x->resolutions);
-}
-
-static void api_execution_done(struct api_execution *x)
-{
-    free(x->resume);
-    free(x->resolutions);
-}
-
-/* The decisions an execution resumed with, as its row keeps them. */
-static enum store_rc api_resolutions_json(const struct api_decisions *d, struct buf *b)
-{
-    buf_append_str(b, "[");
-    for (size_t i = 0; i < d->n; i++) {
-        const struct runs_resolution *r = &d->res[i];
-        buf_append_str(b, i ? ",{\"interruption\":" : "{\"interruption\":");
-        api_str(b, r->interruption);
-        buf_printf(b, ",\"approved\":%s,\"comment\":", r->approved ? "true" : "false");
-        if (r->comment) {
-            api_str(b, r->comment);
-        } else {
-            buf_append_str(b, "null");
-        }
-        buf_append_str(b, "}");
-    }
-    buf_append_str(b, "]");
-    return b->data ? STORE_OK : STORE_ERROR;
-}
-
-/* ... and read back into d (empty before). */
-static enum store_rc api_resolutions_parse(const char *json, struct api_decisions *d)
-{
-    struct json_doc *doc = NULL;
-    struct al_error err;
-    enum store_rc rc = STORE_OK;
-    if (!json) {
-        return STORE_OK;
-    }
-    if (json_parse(json, strlen(json), 4, &doc, &err) != AL_OK ||
-        json_root(doc)->type != JSON_ARRAY) {
-        json_doc_free(doc);
-        return STORE_ERROR;
-    }
-    for (const struct json_node *e = json_root(doc)->child; e && rc == STORE_OK; e = e->next) {
-        const struct json_node *id = json_get(e, "interruption");
-        const struct json_node *ok = json_get(e, "approved");
-        const struct json_node *c = json_get(e, "comment");
-        if (!id || id->type != JSON_STRING ||
-            api_resolution_add(d, id->str, ok && ok->type == JSON_TRUE,
-                               c && c->type == JSON_STRING ? c->str : NULL) != 0) {
-            rc = STORE_ERROR;
-        }
-    }
-    json_doc_free(doc);
-    return rc;
+    (void)e;
+    *(int *)userdata = 1;
+    return 0;
 }
 
 /* 1 when this node has an execution of run `id` in flight (or cannot tell: out of memory). */
@@ -543,7 +498,7 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
     struct store *s = writer_store(tx);
     struct api_decisions decisions;
     struct api_row_copy run;
-    struct api_execution retry;
+    int retry = 0; /* an execution of it died: a recovery */
     struct runs_plan *plan = NULL;
     struct al_error why; /* the reason the run cannot go on; message "" while there is none */
     char *token = NULL;
@@ -552,11 +507,9 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
     enum store_rc rc = STORE_OK;
     int in_tx = 0;
     int recover = 0;
-    int no_journal = 0; /* an execution from a continuation again: its first one journaled */
     int64_t clock_ms = 0;
     memset(&decisions, 0, sizeof decisions);
     memset(&run, 0, sizeof run);
-    memset(&retry, 0, sizeof retry);
     memset(&why, 0, sizeof why);
     if (runs_hold(runs) != 0) {
         return STORE_OK; /* draining: the next start, or another node, resumes it */
@@ -588,24 +541,15 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
         goto out;
     }
     if (claimed[0]) {
-        /* an execution of it died with its node: it starts again from where that one did */
+        /* an execution of it died (its node, a drain): it goes on from its journal, at the
+         * start its first execution recorded */
         rc = s->ops->execution_get(s, run_id, api_execution_fn, &retry);
         if (rc == STORE_NOT_FOUND) {
             rc = STORE_OK;
         }
-        if (rc == STORE_OK && retry.found) {
-            token = retry.resume;
-            retry.resume = NULL;
-            rc = api_resolutions_parse(retry.resolutions, &decisions);
-            clock_ms = token                ? 0
-                       : retry.clock_ms > 0 ? retry.clock_ms
-                                            : runs_time_ms(run.copy.row.created);
-            recover = !token; /* from its input: it goes on from its journal */
-            no_journal = token != NULL;
-            if (rc != STORE_OK) {
-                error_set(&why, AL_INTERNAL_ERROR, "run %s: its execution row cannot be read",
-                          run_id);
-            }
+        if (rc == STORE_OK && retry) {
+            recover = 1;
+            clock_ms = run.copy.row.clock_ms;
             goto plan;
         }
     }
@@ -658,18 +602,6 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
         }
         goto plan;
     }
-    if (rc == STORE_OK && runs_node(runs)) {
-        /* what this execution starts from, kept until its end is recorded: should this node
-         * die meanwhile, the node that takes the run over can start it again from there */
-        struct buf res;
-        buf_init(&res, (size_t)1 << 20);
-        rc = api_resolutions_json(&decisions, &res);
-        struct store_execution e = { run_id, token, res.data, clock_ms, 0 };
-        if (rc == STORE_OK) {
-            rc = s->ops->execution_put(s, &e);
-        }
-        buf_done(&res);
-    }
     if (rc == STORE_OK && clock_ms > 0) {
         /* where a replay of its journal starts, should this execution die */
         rc = s->ops->run_set_origin(s, run_id, runs_seed(runs, run_id), clock_ms);
@@ -698,7 +630,7 @@ plan: /* in the transaction begun above, or rc says why not */
                       run_id);
             rc = STORE_CONFLICT;
         }
-        if ((rc == STORE_CONFLICT || (rc == STORE_ERROR && retry.found)) && why.message[0]) {
+        if ((rc == STORE_CONFLICT || (rc == STORE_ERROR && retry)) && why.message[0]) {
             /* it cannot run any more (its version revoked meanwhile, a connector gone): it ends
              * rather than wait for nothing; a claimed run is back in the queue after the
              * rollback, and ends from there */
@@ -712,7 +644,6 @@ plan: /* in the transaction begun above, or rc says why not */
     }
     held = 0;
     plan->prior_calls = run.host_calls; /* the run's host_calls go on from these */
-    plan->no_journal = no_journal;
     run.host_calls = NULL;
     runs_launch(runs, tx, plan, token, decisions.res, decisions.n, NULL);
     plan = NULL;
@@ -726,7 +657,6 @@ out:
     runs_plan_free(plan);
     free(token);
     api_decisions_done(&decisions);
-    api_execution_done(&retry);
     api_row_copy_done(&run);
     if (rc != STORE_OK && rc != STORE_NOT_FOUND && why.message[0] && reterr) {
         *reterr = why;

@@ -639,7 +639,6 @@ struct main_runs {
     struct main_run {
         char id[RUNS_ID_LEN + 1];
         char department[STORE_NAME_MAX + 1];
-        int64_t created_ms;
     } * rows;
 };
 
@@ -660,7 +659,6 @@ static int main_runs_fn(void *userdata, const struct store_run *row)
     }
     snprintf(w->rows[w->n].id, sizeof w->rows[w->n].id, "%s", row->id);
     snprintf(w->rows[w->n].department, sizeof w->rows[w->n].department, "%s", row->department);
-    w->rows[w->n].created_ms = runs_time_ms(row->created);
     w->n++;
     return 0;
 }
@@ -700,8 +698,7 @@ static int main_recover(struct store *s, const char *node)
     }
     if (again + again_none > 0) {
         fprintf(stderr,
-                "airlockd: %d run%s left by the last stop queued to execute again (only "
-                "idempotent calls in doubt)\n",
+                "airlockd: %d run%s left by the last stop queued to go on from their journal\n",
                 again + again_none, again + again_none == 1 ? "" : "s");
     }
     return 0;
@@ -711,9 +708,9 @@ static int main_recover(struct store *s, const char *node)
  * crash, kill -9) go on from their journal: each is queued (nodes_take_over, with the one node
  * "") and claimed once the runs can start (main_claim_recovered). One that had sent a call not
  * marked idempotent whose answer is not journaled waits for a person to settle it (an in_doubt
- * approval); one that was resumed after a person's decision ends failed ABORTED with a
- * run.abandoned record. Runs waiting for a person keep waiting; runs queued by the last start
- * stay queued. */
+ * approval); one whose start was not recorded (before 0010_journal) ends failed
+ * ABORTED with a run.abandoned record. Runs waiting for a person keep waiting; runs queued by the
+ * last start stay queued. */
 static int main_recover_sqlite(struct store *s)
 {
     struct main_runs a = { 1u << GOV_RUN_RUNNING, 0, 0, NULL };
@@ -725,8 +722,8 @@ static int main_recover_sqlite(struct store *s)
     for (size_t i = 0; i < a.n && rc == STORE_OK; i++) {
         int queued = 0;
         int waits = 0;
-        rc = nodes_take_over(s, a.rows[i].id, a.rows[i].department, a.rows[i].created_ms, "",
-                             reason, NULL, &queued, &waits);
+        rc = nodes_take_over(s, a.rows[i].id, a.rows[i].department, "", reason, NULL, &queued,
+                             &waits);
         if (rc == STORE_CONFLICT) {
             rc = STORE_OK;
         }

@@ -7,10 +7,12 @@
  * connector call it had sent that is not idempotent may have had its effect. The calls in doubt
  * are known: a node marks each connector call sent (calls_sent) in a commit before the call
  * leaves, and forgets a run's marks in the commit that records that execution's end. What is
- * marked for a run whose node died was sent and its outcome never recorded. If all of it is
- * idempotent the run goes back to the queue to be executed again (run.retried, nodes_take_over);
- * otherwise it ends failed ABORTED and its run.abandoned record lists those calls with their
- * idempotency keys, for a person to check at the connector. A run cancelled while the dead node
+ * marked for a run whose node died was sent and its outcome never recorded, unless its answer
+ * is in the run's journal. If all the rest is idempotent the run goes back to the queue to go on
+ * from its journal (run.retried, nodes_take_over); otherwise it waits for a person to settle
+ * those calls (in_doubt approvals). A run that cannot be replayed (its start not recorded) ends
+ * failed ABORTED and its run.abandoned record lists those calls with their idempotency keys, for
+ * a person to check at the connector. A run cancelled while the dead node
  * executed it gets its run.end here. Two nodes taking over at once cannot both take a run: the
  * takeover locks the run's row and changes it from status running, and the loser finds it
  * changed. A node that was only paused past its lease locks the same row before each mark and
@@ -114,7 +116,6 @@ struct nodes_runs {
     struct nodes_run {
         char id[RUNS_ID_LEN + 1];
         char department[STORE_NAME_MAX + 1];
-        int64_t created_ms;
         char cancel[NODES_WHY_MAX]; /* a cancelled run's reason; "" for a running one */
     } * rows;
 };
@@ -150,7 +151,6 @@ static int nodes_runs_fn(void *userdata, const struct store_run *row)
     struct nodes_run *r = &l->rows[l->n];
     snprintf(r->id, sizeof r->id, "%s", row->id);
     snprintf(r->department, sizeof r->department, "%s", row->department);
-    r->created_ms = runs_time_ms(row->created);
     r->cancel[0] = '\0';
     if (api_run_state(row->status) == GOV_RUN_CANCELLED) {
         nodes_cancel_why(row->outcome, "cancelled", r->cancel, sizeof r->cancel);
@@ -264,29 +264,44 @@ static int nodes_call_fn(void *userdata, const struct store_call *c)
     return d->failed;
 }
 
-/* A run resumed after a person's decision has its first leg's answers in its journal and a
- * continuation besides: it is not recovered from its journal (docs/server.md "Durable runs"). */
-static int nodes_resumed_fn(void *userdata, const struct store_approval *a)
+/* A run resumed after a person's decisions is recovered from its journal as any run (its legs'
+ * answers make one journal) as long as each of its sensitive calls' approvals knows the call's
+ * number: the recovery finds the decision by it, and an approved call in doubt, sent under its
+ * interruption id, is numbered by it. */
+struct nodes_asked {
+    size_t n;
+    int unnumbered; /* an approval from before call numbers were kept */
+    struct nodes_asked_call {
+        char interruption[64];
+        int64_t call_seq;
+    } * calls;
+};
+
+static int nodes_asked_fn(void *userdata, const struct store_approval *a)
 {
-    *(int *)userdata |= strcmp(a->kind, "host_call") == 0;
+    struct nodes_asked *q = userdata;
+    if (strcmp(a->kind, "host_call") != 0) {
+        return 0;
+    }
+    if (a->call_seq <= 0 || !a->interruption) {
+        q->unnumbered = 1;
+        return 0;
+    }
+    struct nodes_asked_call *calls = realloc(q->calls, (q->n + 1) * sizeof *calls);
+    if (!calls) {
+        return 1;
+    }
+    q->calls = calls;
+    snprintf(calls[q->n].interruption, sizeof calls[q->n].interruption, "%s", a->interruption);
+    calls[q->n++].call_seq = a->call_seq;
     return 0;
 }
 
-struct nodes_execution {
-    struct store_execution e;
-    char *resume;
-    char *resolutions;
-};
-
 static int nodes_execution_fn(void *userdata, const struct store_execution *e)
 {
-    struct nodes_execution *x = userdata;
-    x->e = *e;
-    x->resume = e->resume ? strdup(e->resume) : NULL;
-    x->resolutions = e->resolutions ? strdup(e->resolutions) : NULL;
-    x->e.resume = x->resume;
-    x->e.resolutions = x->resolutions;
-    return (e->resume && !x->resume) || (e->resolutions && !x->resolutions);
+    (void)userdata;
+    (void)e;
+    return 0;
 }
 
 struct nodes_origin {
@@ -309,12 +324,17 @@ static int nodes_origin_fn(void *userdata, const struct store_run *row)
     return 0;
 }
 
-/* The call number of idempotency key RUN:N (a run executing from its input sends its call N
- * under it); 0 when the key is not of that form. */
-static int64_t nodes_key_call(const char *run, const char *key)
+/* The call number of idempotency key `key`: RUN:N for call N, or the interruption id of an
+ * approved sensitive call (its approval has the number); 0 when neither. */
+static int64_t nodes_key_call(const char *run, const char *key, const struct nodes_asked *asked)
 {
     size_t n = strlen(run);
     char *end = NULL;
+    for (size_t i = 0; i < asked->n; i++) {
+        if (strcmp(asked->calls[i].interruption, key) == 0) {
+            return asked->calls[i].call_seq;
+        }
+    }
     if (strncmp(key, run, n) != 0 || key[n] != ':' || key[n + 1] < '1' || key[n + 1] > '9') {
         return 0;
     }
@@ -328,7 +348,7 @@ static int64_t nodes_key_call(const char *run, const char *key)
  * from its journal (api_run_go). `b` gets the run.wait record's members. */
 static enum store_rc nodes_wait(struct store *s, const char *id, const char *department,
                                 const struct nodes_origin *origin, const struct nodes_doubt *doubt,
-                                struct buf *b)
+                                const struct nodes_asked *asked, struct buf *b)
 {
     struct buf d;
     enum store_rc rc = s->ops->run_set_status(s, id, "running", "awaiting_approval", NULL);
@@ -361,7 +381,7 @@ static enum store_rc nodes_wait(struct store *s, const char *id, const char *dep
             .connector = connector,
             .sent = u->sent,
             .idempotency_key = u->key,
-            .call_seq = nodes_key_call(id, u->key),
+            .call_seq = nodes_key_call(id, u->key, asked),
             .args_sha256 = u->args_sha256,
         };
         rc = s->ops->approval_create(s, &a);
@@ -392,19 +412,18 @@ static enum store_rc nodes_wait(struct store *s, const char *id, const char *dep
 }
 
 enum store_rc nodes_take_over(struct store *s, const char *id, const char *department,
-                              int64_t created_ms, const char *node, const char *reason,
-                              const char *cancelled, int *ret_retried, int *ret_waiting)
+                              const char *node, const char *reason, const char *cancelled,
+                              int *ret_retried, int *ret_waiting)
 {
     struct buf outcome;
     struct buf calls; /* the calls in doubt, a JSON array */
     struct buf b;     /* the audit record's details */
-    struct nodes_execution x;
+    struct nodes_asked asked;
     struct nodes_journal journal;
     struct nodes_doubt doubt = { &calls, NULL, 0, 0, NULL };
     char why[NODES_WHY_MAX];
-    int resumed = 0;
     struct nodes_origin origin;
-    memset(&x, 0, sizeof x);
+    memset(&asked, 0, sizeof asked);
     memset(&journal, 0, sizeof journal);
     memset(&origin, 0, sizeof origin);
     *ret_retried = 0;
@@ -420,20 +439,23 @@ enum store_rc nodes_take_over(struct store *s, const char *id, const char *depar
         rc = s->ops->run_lock_on_node(s, id, node, "running|cancelled");
     }
     if (rc == STORE_OK) {
-        rc = s->ops->approval_list(s, id, NULL, nodes_resumed_fn, &resumed);
+        rc = s->ops->approval_list(s, id, NULL, nodes_asked_fn, &asked);
     }
     if (rc == STORE_OK) {
-        rc = s->ops->execution_get(s, id, nodes_execution_fn, &x);
+        rc = s->ops->execution_get(s, id, nodes_execution_fn, NULL);
         if (rc == STORE_NOT_FOUND) {
-            /* a run executing from its start at its creation has no row; a cancelled one
-             * without it has its end recorded (by another node taking this one over) */
+            /* a run executing from its start or a resume has no row; a cancelled one without
+             * it has its end recorded (by another node taking this one over) */
             rc = cancelled ? STORE_CONFLICT : STORE_OK;
         }
     }
-    /* a run executing from its input goes on from its journal: only the calls sent and not
-     * answered there are in doubt. A resumed one is executed again from its continuation, as
-     * long as all it had sent is idempotent (and never on one node: it has no execution row) */
-    int journaled = !resumed && !x.resume;
+    if (rc == STORE_OK) {
+        rc = s->ops->run_get(s, id, nodes_origin_fn, &origin);
+    }
+    /* a run whose start was recorded (0010_journal: seed and clock) goes on from its journal,
+     * from its input or resumed after decisions alike: only the calls sent and not answered
+     * there are in doubt. One from before that cannot be replayed: all it sent is in doubt */
+    int journaled = origin.clock_ms > 0 && !asked.unnumbered;
     if (rc == STORE_OK && journaled) {
         doubt.journal = &journal;
         rc = s->ops->journal_read(s, id, 0, nodes_journal_fn, &journal);
@@ -443,30 +465,22 @@ enum store_rc nodes_take_over(struct store *s, const char *id, const char *depar
         rc = rc == STORE_OK && doubt.failed ? STORE_ERROR : rc;
         buf_append_str(&calls, "]");
     }
-    if (rc == STORE_OK && journaled) {
-        rc = s->ops->run_get(s, id, nodes_origin_fn, &origin);
-    }
     /* a run of no recorded node predates the marks: what it sent is not known; one that
      * brought its host down at each of its recoveries must not loop */
-    int again = journaled ? origin.clock_ms > 0 && origin.recovered < NODES_RETRIES_MAX
-                          : node && node[0] && x.e.attempt < NODES_RETRIES_MAX;
+    int again = journaled && origin.recovered < NODES_RETRIES_MAX;
     int retry = rc == STORE_OK && node && !cancelled && doubt.unsafe == 0 && again;
-    /* a journaled run with calls in doubt not idempotent: a person settles them */
-    int wait = rc == STORE_OK && node && !cancelled && doubt.unsafe > 0 && journaled && again;
+    /* calls in doubt not idempotent: a person settles them */
+    int wait = rc == STORE_OK && node && !cancelled && doubt.unsafe > 0 && again;
     api_member(&b, "{\"run\":", id);
     if (wait) {
         buf_append_str(&b, ",\"status\":\"awaiting_approval\"");
         api_member(&b, ",\"reason\":", reason);
         api_member(&b, ",\"node\":", node);
-        rc = nodes_wait(s, id, department, &origin, &doubt, &b);
+        rc = nodes_wait(s, id, department, &origin, &doubt, &asked, &b);
     } else if (retry) {
-        /* queued with its start: the node that claims it goes on from its journal (a recovery,
-         * api_run_go) or from its continuation */
-        struct store_execution e = { id, x.e.resume, x.e.resolutions,
-                                     journaled          ? origin.clock_ms
-                                     : x.e.clock_ms > 0 ? x.e.clock_ms
-                                                        : created_ms,
-                                     x.e.attempt + 1 };
+        /* queued with an execution row: the node that claims it goes on from its journal (a
+         * recovery, api_run_go) */
+        struct store_execution e = { id, NULL, NULL, origin.clock_ms, origin.recovered + 1 };
         rc = s->ops->run_set_status(s, id, "running", "queued", NULL);
         if (rc == STORE_OK) {
             rc = s->ops->execution_put(s, &e);
@@ -491,10 +505,7 @@ enum store_rc nodes_take_over(struct store *s, const char *id, const char *depar
         api_member(&b, ",\"node\":", node);
     } else if (rc == STORE_OK) {
         snprintf(why, sizeof why, "%s", reason);
-        if (doubt.unsafe == 0 && node && !journaled) {
-            snprintf(why, sizeof why, "%s; taken over %d times already, not again", reason,
-                     NODES_RETRIES_MAX);
-        } else if (doubt.unsafe == 0 && node && origin.recovered >= NODES_RETRIES_MAX) {
+        if (node && journaled && origin.recovered >= NODES_RETRIES_MAX) {
             snprintf(why, sizeof why, "%s; recovered %d times already, not again", reason,
                      NODES_RETRIES_MAX);
         }
@@ -534,8 +545,7 @@ enum store_rc nodes_take_over(struct store *s, const char *id, const char *depar
         *ret_waiting = rc == STORE_OK && wait;
     }
     nodes_doubt_done(&doubt);
-    free(x.resume);
-    free(x.resolutions);
+    free(asked.calls);
     nodes_journal_done(&journal);
     buf_done(&outcome);
     buf_done(&calls);
@@ -556,8 +566,8 @@ int nodes_recover(struct store *s, const char *node, const char *reason, int *re
         int again = 0;
         int waits = 0;
         const struct nodes_run *r = &l.rows[i];
-        rc = nodes_take_over(s, r->id, r->department, r->created_ms, node, reason,
-                             r->cancel[0] ? r->cancel : NULL, &again, &waits);
+        rc = nodes_take_over(s, r->id, r->department, node, reason, r->cancel[0] ? r->cancel : NULL,
+                             &again, &waits);
         if (rc == STORE_CONFLICT) {
             rc = STORE_OK; /* ended, or taken over by another node, meanwhile */
         } else if (rc == STORE_OK) {

@@ -56,13 +56,14 @@ int nodes_recover(struct store *s, const char *node, const char *reason, int *re
  * the node that claims it resumes it from its journal (api_run_go, a run.recover record). With
  * such calls it waits for a person instead (awaiting_approval, one approval of kind in_doubt per
  * call, a run.wait record listing calls_in_doubt; *ret_waiting 1 when ret_waiting is not NULL),
- * and the decisions resume it from its journal. A run resumed after a person's decision is
- * handled as before journals: executed again from its continuation only when all it sent is
- * idempotent (never on one node). `cancelled`: the reason of its cancel, or NULL. CONFLICT:
- * ended or taken meanwhile. */
+ * and the decisions resume it from its journal. A run resumed after a person's decisions goes on
+ * from its journal the same way (its legs' answers are one journal; its sensitive calls keep
+ * their decisions). A run whose start was not recorded (before 0010_journal) cannot be replayed
+ * and ends failed ABORTED. `cancelled`: the reason of its cancel, or NULL. CONFLICT: ended or
+ * taken meanwhile. */
 enum store_rc nodes_take_over(struct store *s, const char *id, const char *department,
-                              int64_t created_ms, const char *node, const char *reason,
-                              const char *cancelled, int *ret_retried, int *ret_waiting);
+                              const char *node, const char *reason, const char *cancelled,
+                              int *ret_retried, int *ret_waiting);
 
 struct nodes;
 

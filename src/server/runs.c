@@ -62,6 +62,7 @@ struct runs_call {
     uint64_t duration_us;
     char *message;
     char *key; /* the idempotency key, when not "run:seq" (an approved call's interruption id) */
+    char *interruption; /* the id of its interruption, when it interrupted the run */
 };
 
 /* Where a run's own record stands (srun.start_state, under runs.lock; only the writer's thread
@@ -217,7 +218,48 @@ void runs_plan_free(struct runs_plan *plan)
         free((char *)plan->journal[i].payload);
     }
     free(plan->journal);
+    for (size_t i = 0; i < plan->ndecided; i++) {
+        free(plan->decided[i].function);
+        free(plan->decided[i].args);
+        free(plan->decided[i].interruption);
+        free(plan->decided[i].comment);
+    }
+    free(plan->decided);
     free(plan);
+}
+
+int runs_plan_add_decided(struct runs_plan *plan, const struct store_approval *a)
+{
+    struct runs_decided *d = realloc(plan->decided, (plan->ndecided + 1) * sizeof *d);
+    if (!d) {
+        return -1;
+    }
+    plan->decided = d;
+    d = &d[plan->ndecided++];
+    d->call = (uint32_t)a->call_seq;
+    d->function = strdup(a->function ? a->function : "");
+    d->args = strdup(a->args ? a->args : "");
+    d->interruption = strdup(a->interruption ? a->interruption : "");
+    d->approved = strcmp(a->status, "approved") == 0;
+    d->comment = a->comment ? strdup(a->comment) : NULL;
+    return !d->function || !d->args || !d->interruption || (a->comment && !d->comment) ? -1 : 0;
+}
+
+/* The decision already taken on call `seq` (a recovery reaching a decided sensitive call live
+ * again), NULL when there is none for that call with that function and those arguments: a call
+ * the guest now makes otherwise is asked anew. */
+static const struct runs_decided *runs_decided_of(const struct runs_plan *plan, uint32_t seq,
+                                                  const char *function, const char *args,
+                                                  size_t args_len)
+{
+    for (size_t i = 0; i < plan->ndecided; i++) {
+        const struct runs_decided *d = &plan->decided[i];
+        if (d->call == seq && strcmp(d->function, function) == 0 && strlen(d->args) == args_len &&
+            memcmp(d->args, args, args_len) == 0) {
+            return d;
+        }
+    }
+    return NULL;
 }
 
 int runs_plan_add_journal(struct runs_plan *plan, const struct store_journal_entry *e)
@@ -322,6 +364,7 @@ static void srun_unref(struct srun *sr)
         free(sr->calls[i].args);
         free(sr->calls[i].message);
         free(sr->calls[i].key);
+        free(sr->calls[i].interruption);
     }
     free(sr->calls);
     runs_jentries_free(sr->jqueue);
@@ -363,6 +406,17 @@ static void srun_activate(struct runs *r, struct srun *sr)
 
 /* ---------------------------------------------------------------- on the event thread */
 
+/* The call of id `seq` the events recorded; on the event thread. */
+static struct runs_call *runs_call_of(struct srun *sr, uint32_t seq)
+{
+    for (size_t i = sr->ncalls; i-- > 0;) {
+        if (sr->calls[i].seq == seq) {
+            return &sr->calls[i];
+        }
+    }
+    return NULL;
+}
+
 static void runs_event(const struct al_event *ev, void *userdata)
 {
     struct srun *sr = userdata;
@@ -381,6 +435,14 @@ static void runs_event(const struct al_event *ev, void *userdata)
         c->seq = ev->seq;
         c->function = strdup(ev->function);
         c->args = strndup(ev->args, ev->args_len);
+        return;
+    }
+    if (ev->kind == AL_EVENT_INTERRUPTION) {
+        /* its approval keeps the call's number: a recovery finds the decision by it */
+        struct runs_call *c = runs_call_of(sr, ev->seq);
+        if (c && !c->interruption) {
+            c->interruption = strdup(ev->interruption_id);
+        }
         return;
     }
     if (ev->kind != AL_EVENT_CALL_END) {
@@ -566,28 +628,23 @@ static void runs_pending_mark(struct runs *r, struct runs_pending *p)
     writer_submit(r->writer, &p->mark);
 }
 
-/* The call of id `seq` the events recorded; on the event thread. */
-static struct runs_call *runs_call_of(struct srun *sr, uint32_t seq)
-{
-    for (size_t i = sr->ncalls; i-- > 0;) {
-        if (sr->calls[i].seq == seq) {
-            return &sr->calls[i];
-        }
-    }
-    return NULL;
-}
-
 static void runs_host(struct al_call *call, void *userdata)
 {
     const struct runs_function *f = userdata;
     struct srun *sr = al_call_run_userdata(call);
     const char *interruption = al_call_interruption_id(call);
+    const struct runs_decided *decided = NULL;
     char key[RUNS_ID_LEN + 32];
     size_t args_len = 0;
     const char *args = al_call_args(call, &args_len);
 
     /* the guest makes this call once it had the previous one's answer */
     FAULT_POINT(FAULT_AFTER_DELIVERY, al_call_seq(call) - 1);
+    if (f->sensitive && !interruption) {
+        /* a recovery of a resumed run: a person decided this call already */
+        decided = runs_decided_of(sr->plan, al_call_seq(call), f->name, args, args_len);
+        interruption = decided ? decided->interruption : NULL;
+    }
     if (f->sensitive && !interruption) {
         /* nobody is asked to approve a call that could not be made */
         char refused[CONNECTOR_MESSAGE_MAX];
@@ -610,13 +667,19 @@ static void runs_host(struct al_call *call, void *userdata)
         return;
     }
     if (interruption) {
-        char comment[RUNS_COMMENT_MAX + 1];
+        char comment[RUNS_COMMENT_MAX + 1] = "";
         char message[RUNS_COMMENT_MAX + 16];
         size_t rlen = 0;
-        const char *res = al_call_resolution(call, &rlen);
-        if (!res || !runs_resolution_approved(res, rlen, comment, sizeof comment)) {
+        const char *res = decided ? NULL : al_call_resolution(call, &rlen);
+        int approved =
+                decided ? decided->approved
+                        : res && runs_resolution_approved(res, rlen, comment, sizeof comment);
+        if (decided && decided->comment) {
+            snprintf(comment, sizeof comment, "%s", decided->comment);
+        }
+        if (!approved) {
             snprintf(message, sizeof message, comment[0] ? "denied: %s" : "denied", comment);
-            al_call_throw(call, res ? message : "denied");
+            al_call_throw(call, message);
             return;
         }
         snprintf(key, sizeof key, "%s", interruption);
@@ -1018,6 +1081,18 @@ static enum store_rc runs_audit(struct store *s, const char *action, const char 
                    : STORE_ERROR;
 }
 
+/* The number of the call that interrupted with id `interruption`, 0 when unknown. */
+static int64_t runs_interrupted_call(const struct srun *sr, const char *interruption)
+{
+    for (size_t i = 0; i < sr->ncalls; i++) {
+        const struct runs_call *c = &sr->calls[i];
+        if (c->interruption && strcmp(c->interruption, interruption) == 0) {
+            return c->seq;
+        }
+    }
+    return 0;
+}
+
 /* The approvals of an interrupted run: one per interruption, each with approval.request. */
 static enum store_rc runs_record_approvals(struct store *s, struct srun *sr, struct buf *d)
 {
@@ -1042,6 +1117,7 @@ static enum store_rc runs_record_approvals(struct store *s, struct srun *sr, str
             .department = plan->department,
             .template_name = plan->template_name,
             .version = plan->version,
+            .call_seq = runs_interrupted_call(sr, in.id),
         };
         rc = s->ops->approval_create(s, &a);
         if (rc == STORE_OK) {
@@ -1850,11 +1926,10 @@ static enum store_rc runs_end_fn(struct writer_tx *tx, void *arg)
         /* stopped by the drain, not ended: queued to go on from its journal (on another node,
          * or at the next start), unless a call it sent is in doubt and not idempotent */
         int queued = 0;
-        enum store_rc rc =
-                nodes_take_over(s, sr->plan->id, sr->plan->department, 0, sr->owner->node,
-                                "airlockd drained past its grace period while the "
-                                "run was executing",
-                                NULL, &queued, NULL);
+        enum store_rc rc = nodes_take_over(s, sr->plan->id, sr->plan->department, sr->owner->node,
+                                           "airlockd drained past its grace period while the "
+                                           "run was executing",
+                                           NULL, &queued, NULL);
         if (rc == STORE_CONFLICT) {
             rc = STORE_OK; /* ended otherwise meanwhile: that end stands */
         }
@@ -2042,9 +2117,7 @@ static enum al_code runs_opts(struct srun *sr, const char *continuation,
     if (code == AL_OK) {
         al_run_opts_set_userdata(opts, sr);
         al_run_opts_set_event_callback(opts, runs_event, sr);
-        if (!plan->no_journal) {
-            al_run_opts_set_journal(opts, runs_journal, sr);
-        }
+        al_run_opts_set_journal(opts, runs_journal, sr);
     }
     return code;
 }

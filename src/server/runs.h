@@ -78,18 +78,33 @@ struct runs_plan {
     uint64_t seed;
     size_t njournal;
     struct al_journal_entry *journal; /* each function and payload owned */
-    /* An execution from a continuation again (a takeover of a resumed run): its answers are
-     * not journaled a second time (its first execution's are there, and such a run is not
-     * recovered from its journal). */
-    int no_journal;
+    /* The sensitive calls a person decided (a recovery of a run resumed after approvals): the
+     * call that reaches one live again uses its decision instead of asking anew. */
+    size_t ndecided;
+    struct runs_decided *decided;
     /* A fork (POST /v1/runs/{id}/fork): the call it goes live from, 0 for other runs. A fork
      * that diverges from its journal answers its waiting client 409 CONFLICT. */
     int64_t fork_at_call;
 };
 
+/* A sensitive call's decision, from its host_call approval: the guest's call `call` to
+ * `function` with the argument bytes `args` is approved (sent under the interruption id, its
+ * idempotency key) or denied (it throws "denied: COMMENT"). Strings owned by the plan. */
+struct runs_decided {
+    uint32_t call;
+    char *function;
+    char *args;
+    char *interruption;
+    int approved;
+    char *comment; /* NULL: none */
+};
+
 struct runs;
 
 void runs_plan_free(struct runs_plan *plan);
+/* Adds the decision of host_call approval `a` (approved or denied, with its call number) to
+ * plan->decided (copied). -1 out of memory. */
+int runs_plan_add_decided(struct runs_plan *plan, const struct store_approval *a);
 /* Appends a journal entry read from the store to plan->journal (copied). -1 out of memory or a
  * malformed entry. */
 int runs_plan_add_journal(struct runs_plan *plan, const struct store_journal_entry *e);

@@ -195,7 +195,7 @@ struct store_approval {
     const char *connector;       /* the call's connector */
     const char *sent;            /* when it was marked sent (RFC 3339) */
     const char *idempotency_key; /* the key it was sent under */
-    int64_t call_seq;            /* its number in the run: the guest's call id */
+    int64_t call_seq;            /* the guest's call id (host_call too, when known; else 0) */
     const char *args_sha256;     /* 64 lowercase hex: SHA-256 of its argument bytes */
     const char *result;          /* status answered: the value it returns (boundary JSON) */
 };

@@ -718,7 +718,7 @@ static void on_event(const struct al_event *ev, void *ud)
         log->total_duration_us += ev->duration_us;
         break;
     case AL_EVENT_INTERRUPTION:
-        snprintf(line, sizeof line, "interruption %s %.*s %.*s %s\n", ev->function,
+        snprintf(line, sizeof line, "interruption #%u %s %.*s %.*s %s\n", ev->seq, ev->function,
                  (int)ev->args_len, ev->args, (int)ev->text_len, ev->text,
                  ev->interruption_id[0] ? "id" : "no-id");
         break;
@@ -759,7 +759,7 @@ static void test_events(void **state)
                                   "console warn card declined\n"
                                   "start #3 pay.approve [9]\n"
                                   "end #3 pay.approve interrupted\n"
-                                  "interruption pay.approve [9] {\"ask\":\"refund?\"} id\n");
+                                  "interruption #3 pay.approve [9] {\"ask\":\"refund?\"} id\n");
     assert_int_equal(log.call_ends, 3);
     struct al_stats st;
     al_result_stats(res, &st);

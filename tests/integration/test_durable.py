@@ -34,6 +34,14 @@ for (let i = 1; i <= 20; i++) {
 return total;
 """
 TOTAL = 210
+# calls 1-8, those named in input.asks to the sensitive `ask` (each waits for a person)
+ASKS = """
+let total = 0;
+for (let i = 1; i <= 8; i++) {
+    total += await (input.asks.includes(i) ? %s.ask(i) : %s.step(i));
+}
+return total;
+"""
 # the steps of `once`, each call's throw caught and returned: what a denied call in doubt gives
 DOUBT = """
 let total = 0;
@@ -55,8 +63,12 @@ def world(tmp):
             "name": name, "department": "finance", "url": w.shop.url,
             "signing_secret": tr.SECRET, "timeout_ms": 30000,
             "functions": {"step": {"idempotent": idempotent,
-                                   "result_schema": {"type": "integer"}}}}, w.admin, 201)
+                                   "result_schema": {"type": "integer"}},
+                          "ask": {"idempotent": idempotent, "sensitive": True,
+                                  "result_schema": {"type": "integer"}}}}, w.admin, 201)
         w.template(name, STEPS % name, [name + ".step"],
+                   limits={"cpu_ms": 600000, "timeout_ms": 600000})
+        w.template("asks-" + name, ASKS % (name, name), [name + ".step", name + ".ask"],
                    limits={"cpu_ms": 600000, "timeout_ms": 600000})
     w.template("doubt", DOUBT, ["once.step"], limits={"cpu_ms": 600000, "timeout_ms": 600000})
     return w
@@ -373,6 +385,177 @@ def t_drain_past_its_grace_hands_the_run_back(tmp):
         check(got == want, "calls by number: %r" % got)
         check([r["from_call"] for r in recover_records(w, run_id)] == [10],
               "run.recover: %r" % recover_records(w, run_id))
+        verifies(w)
+    finally:
+        w.close()
+
+
+def asked(w, run_id, asks):
+    """Starts template asks-CONNECTOR, waits for its approval of call `asks`, approves it (bob)
+    and returns the approval."""
+    deadline = time.monotonic() + ts.HANG * 4
+    while True:
+        doc = w.get(run_id)
+        check(doc["status"] not in ("completed", "failed", "cancelled"),
+              "before call %d: %r" % (asks, doc))
+        got = [a for a in w.ok("GET", "/v1/approvals?run=" + run_id, None, w.keys["bob"])
+               if a["status"] == "pending"]
+        if doc["status"] == "awaiting_approval" and got:
+            break
+        check(time.monotonic() < deadline, "call %d never asked: %r" % (asks, doc))
+        time.sleep(0.05)
+    check(len(got) == 1 and got[0]["kind"] == "host_call" and got[0]["args"] == [asks],
+          "approvals: %r" % got)
+    decide(w, got[0], "approve", {"comment": "yes"}, "bob")
+    return got[0]
+
+
+def start_asks(w, connector, asks):
+    st, doc = w.run({"template": "asks-" + connector, "input": {"asks": asks}, "wait": False},
+                    want=202)
+    return doc["id"]
+
+
+def sent(w, run_id):
+    """{call number: times the shop received it}, under RUN:N or, for an approved sensitive
+    call, under its interruption id (the world runs no other run), and {call number: keys}."""
+    got, keys = {}, {}
+    for key, args in w.shop.calls()["args_by_key"].items():
+        if key.startswith(run_id + ":") or ":" not in key:
+            got[args[0][0]] = got.get(args[0][0], 0) + len(args)
+            keys.setdefault(args[0][0], set()).add(key)
+    return got, keys
+
+
+def journal_of(w, run_id):
+    """The run's journal: [(position, call, idempotency key)] in position order."""
+    return [(int(p), int(c), k) for p, c, k in db_rows(
+        w.dir, "SELECT position, call_id, idempotency_key FROM journal WHERE run = ? "
+        "ORDER BY position", (run_id,))]
+
+
+def host_calls_asked(w, run_id):
+    return [a for a in w.ok("GET", "/v1/approvals?run=" + run_id, None, w.keys["bob"])
+            if a["kind"] == "host_call"]
+
+
+def t_resumed_run_killed_goes_on_from_its_journal(tmp):
+    """A run resumed after its sensitive call 4 was approved, airlockd killed when call 6 reaches
+    the connector: after the restart it goes on from its journal (both legs' answers, positions
+    1-5 in one journal, call 4's under its interruption id), calls 1-5 are never sent again, call
+    6 is sent again under its key, nobody is asked again."""
+    w = world(tmp)
+    try:
+        arm(w, 6)
+        run_id = start_asks(w, "steps", [4])
+        a = asked(w, run_id, 4)
+        died(w)
+        done = w.until(run_id, ("completed", "failed", "cancelled"))
+        check(done["status"] == "completed" and done["value"] == 36 and done["recovered"] == 1,
+              "after the restart: %r" % done)
+        got, keys = sent(w, run_id)
+        want = {i: 1 for i in range(1, 9)}
+        want[6] = 2
+        check(got == want, "calls by number: %r" % got)
+        (interruption,) = keys[4]
+        check(not interruption.startswith(run_id), "call 4's key: %r" % keys[4])
+        check(journal_of(w, run_id) == [(i, i, interruption if i == 4 else "%s:%d" % (run_id, i))
+                                        for i in range(1, 9)],
+              "the journal: %r" % journal_of(w, run_id))
+        check([r["from_call"] for r in recover_records(w, run_id)] == [6],
+              "run.recover: %r" % recover_records(w, run_id))
+        check([x["id"] for x in host_calls_asked(w, run_id)] == [a["id"]], "asked again")
+        verifies(w)
+    finally:
+        w.close()
+
+
+def t_resumed_run_killed_at_its_approved_call(tmp):
+    """The hard case: killed after call 4 was approved and sent, before its answer was
+    journaled. Idempotent, it is sent again under the same key (its interruption id) - the
+    decision is kept, nobody is asked again - and the run completes."""
+    w = world(tmp)
+    try:
+        arm(w, 4)
+        run_id = start_asks(w, "steps", [4])
+        a = asked(w, run_id, 4)
+        died(w)
+        done = w.until(run_id, ("completed", "failed", "cancelled"))
+        check(done["status"] == "completed" and done["value"] == 36 and done["recovered"] == 1,
+              "after the restart: %r" % done)
+        got, keys = sent(w, run_id)
+        want = {i: 1 for i in range(1, 9)}
+        want[4] = 2
+        check(got == want and len(keys[4]) == 1, "calls by number: %r %r" % (got, keys))
+        (interruption,) = keys[4]
+        retried = [r["details"] for r in audit_rows(w.dir, "run.retried")
+                   if r["subject"] == run_id]
+        check(len(retried) == 1 and [c["idempotency_key"] for c in
+                                     retried[0]["calls_retried"]] == [interruption],
+              "run.retried: %r" % retried)
+        check([r["from_call"] for r in recover_records(w, run_id)] == [4],
+              "run.recover: %r" % recover_records(w, run_id))
+        check([x["id"] for x in host_calls_asked(w, run_id)] == [a["id"]], "asked again")
+        verifies(w)
+    finally:
+        w.close()
+
+
+def t_resumed_run_killed_at_its_approved_call_not_idempotent(tmp):
+    """The same with call 4 not idempotent: a person settles it (in_doubt, call 4 under its
+    interruption id); answered, the guest's call returns the value and nothing is sent again."""
+    w = world(tmp)
+    try:
+        arm(w, 4)
+        run_id = start_asks(w, "once", [4])
+        a = asked(w, run_id, 4)
+        died(w)
+        doc = w.until(run_id, ("awaiting_approval", "completed", "failed", "cancelled"))
+        check(doc["status"] == "awaiting_approval", "after the restart: %r" % doc)
+        got, keys = sent(w, run_id)
+        (interruption,) = keys[4]
+        doubt = [x for x in w.ok("GET", "/v1/approvals?run=" + run_id, None, w.keys["bob"])
+                 if x["status"] == "pending"]
+        check(len(doubt) == 1 and doubt[0]["kind"] == "in_doubt" and
+              doubt[0]["function"] == "once.ask" and doubt[0]["args"] == [4] and
+              doubt[0]["call"] == 4 and doubt[0]["idempotency_key"] == interruption,
+              "the in_doubt approval: %r" % doubt)
+        decide(w, doubt[0], "answer", {"result": 400, "comment": "the shop says 400"}, "bob")
+        done = w.until(run_id, ("completed", "failed", "cancelled"))
+        check(done["status"] == "completed" and done["value"] == 36 - 4 + 400 and
+              done["recovered"] == 1, "after the answer: %r" % done)
+        got, keys = sent(w, run_id)
+        check(got == {i: 1 for i in range(1, 9)}, "calls by number: %r" % got)
+        check([x["id"] for x in host_calls_asked(w, run_id)] == [a["id"]], "asked again")
+        verifies(w)
+    finally:
+        w.close()
+
+
+def t_run_resumed_twice_killed_goes_on_from_its_journal(tmp):
+    """A run that interrupts at call 4, is resumed, interrupts again at call 7, is resumed
+    again and killed when call 8 reaches the connector: recovered from its journal (positions
+    1-7 from three legs), only call 8 sent again."""
+    w = world(tmp)
+    try:
+        arm(w, 8)
+        run_id = start_asks(w, "steps", [4, 7])
+        first = asked(w, run_id, 4)
+        second = asked(w, run_id, 7)
+        died(w)
+        done = w.until(run_id, ("completed", "failed", "cancelled"))
+        check(done["status"] == "completed" and done["value"] == 36 and done["recovered"] == 1,
+              "after the restart: %r" % done)
+        got, keys = sent(w, run_id)
+        want = {i: 1 for i in range(1, 9)}
+        want[8] = 2
+        check(got == want, "calls by number: %r" % got)
+        check([(p, c) for p, c, _ in journal_of(w, run_id)] == [(i, i) for i in range(1, 9)],
+              "the journal: %r" % journal_of(w, run_id))
+        check([r["from_call"] for r in recover_records(w, run_id)] == [8],
+              "run.recover: %r" % recover_records(w, run_id))
+        check(sorted(x["id"] for x in host_calls_asked(w, run_id)) ==
+              sorted([first["id"], second["id"]]), "asked again")
         verifies(w)
     finally:
         w.close()

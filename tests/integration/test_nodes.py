@@ -10,8 +10,8 @@ an hour between polls, only the wake-ups (LISTEN/NOTIFY) can make that so: a run
 node is claimed by another, a cancel and a revocation stop runs on other nodes; listeners whose
 connections the server ends log it, polling still claims meanwhile, they listen again and wake-ups
 work again; a node killed with -9 while it holds runs has them taken over once its lease runs out,
-with no call made twice (runs whose calls in doubt are all idempotent executed again, at most three
-times; a run cancelled before the takeover ended by it); a node paused past its lease (SIGSTOP)
+with no call made twice (runs whose calls in doubt are all idempotent go on from their journal,
+resumed runs too, at most three times; a run cancelled before the takeover ended by it); a node paused past its lease (SIGSTOP)
 sends, claims and records nothing of the runs taken over meanwhile when it goes on; a live node
 keeps its runs past the lease (its heartbeat does not wait for a minute's poll); --lease-ms and
 --poll-ms; the one audit chain verifies with `airlock audit verify`, and each node keeps its own
@@ -866,6 +866,66 @@ def t_kill9_node_midway_through_twenty_calls_goes_on_elsewhere(tmp):
         c.close()
 
 
+def t_kill9_at_an_approved_call_goes_on_elsewhere(tmp):
+    # a run resumed after its sensitive call 4 was approved, its node SIGKILLed by the connector
+    # when that call arrives (before its answer is journaled): another node goes on from the
+    # journal, sends call 4 again under its interruption id and asks nobody again
+    import urllib.request
+    import test_durable as td
+    c = Cluster(tmp, lease_ms=1500)
+    try:
+        a, b, cc = c.nodes
+        c.ok(b, "POST", "/v1/connectors", {
+            "name": "steps", "department": "finance", "url": c.shop.url,
+            "signing_secret": tr.SECRET, "timeout_ms": 30000,
+            "functions": {"step": {"idempotent": True},
+                          "ask": {"idempotent": True, "sensitive": True}}}, c.admin, 201)
+        c.template("asks", td.ASKS % ("steps", "steps"), ["steps.step", "steps.ask"])
+
+        def shop(path):
+            with urllib.request.urlopen(c.shop.url + path, timeout=HANG) as r:
+                r.read()
+        shop("kill/0/4")  # call 4 waits for the pid of the node to kill
+        run_id = c.run(a, {"template": "asks", "input": {"asks": [4]}, "wait": False}, 202)["id"]
+        deadline = time.monotonic() + 4 * HANG
+        while True:
+            asked = c.ok(b, "GET", "/v1/approvals?run=" + run_id, None, c.keys["bob"])
+            if asked:
+                break
+            check(time.monotonic() < deadline, "call 4 never asked")
+            time.sleep(0.05)
+        check(len(asked) == 1 and asked[0]["kind"] == "host_call", "asked: %r" % asked)
+        c.ok(b, "POST", "/v1/approvals/%s/approve" % asked[0]["id"], {}, c.keys["bob"])
+        wait_calls(c, "steps.ask", 1)
+        i = c.executing(run_id)
+        victim = c.nodes[i]
+        shop("kill/%d/0" % victim.proc.pid)
+        check(victim.proc.wait(timeout=HANG) == -signal.SIGKILL, "the node was not killed")
+        others = [n for j, n in enumerate(c.nodes) if j != i]
+        deadline = time.monotonic() + 4 * HANG
+        while True:
+            doc = c.ok(others[0], "GET", "/v1/runs/" + run_id, None, c.keys["agent-7"])
+            if doc["status"] in ("completed", "failed", "cancelled"):
+                break
+            check(time.monotonic() < deadline, "run %s still %s" % (run_id, doc["status"]))
+            time.sleep(0.05)
+        check(doc["status"] == "completed" and doc["value"] == 36 and doc["recovered"] == 1,
+              "after the takeover: %r" % doc)
+        by_key = c.shop.calls()["by_key"]
+        got = {int(k.split(":")[1]): n for k, n in by_key.items() if k.startswith(run_id + ":")}
+        check(got == {k: 1 for k in (1, 2, 3, 5, 6, 7, 8)}, "calls by number: %r" % got)
+        approved = [n for k, n in by_key.items() if ":" not in k]
+        check(approved == [2], "call 4 under its interruption id: %r" % by_key)
+        asked = c.ok(others[0], "GET", "/v1/approvals?run=" + run_id, None, c.keys["bob"])
+        check([x["id"] for x in asked] == [asked[0]["id"]] and asked[0]["kind"] == "host_call",
+              "asked again: %r" % asked)
+        rec = c.records("run.recover", run_id)
+        check(len(rec) == 1 and rec[0]["details"]["from_call"] == 4, "run.recover: %r" % rec)
+        c.verify_chain(nodes=others)
+    finally:
+        c.close()
+
+
 def t_kill9_call_in_doubt_answered_on_another_node(tmp):
     # the same with a function not idempotent: once the lease has run out the run waits for a
     # person (an in_doubt approval, seen on every node); answered on one node, the run goes on
@@ -1197,7 +1257,9 @@ def t_kill9_run_queued_again_then_cancelled(tmp):
         c.close()
 
 
-def t_kill9_retries_a_resumed_run_from_its_continuation(tmp):
+def t_kill9_resumed_run_goes_on_from_its_journal(tmp):
+    # a run resumed after its approval, its node killed at the call after the approved one: it
+    # goes on from its journal on another node, the approved call never sent again
     lease = 1500
     c = Cluster(tmp, lease_ms=lease)
     try:
@@ -1213,14 +1275,13 @@ def t_kill9_retries_a_resumed_run_from_its_continuation(tmp):
         other = c.nodes[(i + 1) % 3]
         done = c.until(other, doc["id"], ("completed", "failed", "cancelled"))
         check(done["status"] == "completed" and done["value"] == {"orders": 2, "credited": "o-1"},
-              "retried resume: %r" % done)
+              "recovered resume: %r" % done)
+        check(done["recovered"] == 1, "recovered: %r" % done)
         calls = c.shop.calls()
-        check(calls["by_function"] == {"shop.orders": 1, "shop.credit": 2, "shop.hold": 2},
+        check(calls["by_function"] == {"shop.orders": 1, "shop.credit": 1, "shop.hold": 2},
               "calls: %r" % calls)
-        credit = [k for k in calls["by_key"] if k.startswith("int_") or ":" not in k]
-        check(len(credit) == 1 and calls["by_key"][credit[0]] == 2,
-              "the approved call is not retried under its interruption id: %r" % calls)
         check(len(c.records("run.retried", doc["id"])) == 1 and
+              len(c.records("run.recover", doc["id"])) == 1 and
               len(c.records("run.end", doc["id"])) == 1 and
               not c.records("run.abandoned", doc["id"]), "audit of %s" % doc["id"])
         c.verify_chain(nodes=[n for j, n in enumerate(c.nodes) if j != i])
@@ -1236,9 +1297,10 @@ return { refund: a.status === "rejected" ? a.reason.message : "sent",
 """
 
 
-def t_kill9_retried_resume_keeps_its_decisions(tmp):
-    # a run resumed with one call denied and one approved, its node killed: the execution
-    # retried from the continuation is resumed with the same decisions (the comment too)
+def t_kill9_recovered_resume_keeps_its_decisions(tmp):
+    # a run resumed with one call denied and one approved, its node killed: recovered from its
+    # journal, the denied call throws as it did (the comment too), the approved one is not
+    # sent again
     lease = 1500
     c = Cluster(tmp, lease_ms=lease)
     try:
@@ -1265,7 +1327,7 @@ def t_kill9_retried_resume_keeps_its_decisions(tmp):
               done["value"] == {"refund": "denied: " + comment, "credit": "o-2"},
               "retried resume: %r" % done)
         calls = c.shop.calls()
-        check(calls["by_function"] == {"shop.credit": 2, "shop.hold": 2},
+        check(calls["by_function"] == {"shop.credit": 1, "shop.hold": 2},
               "calls: %r" % calls)
         check(len(c.records("run.retried", doc["id"])) == 1 and
               len(c.records("run.end", doc["id"])) == 1, "audit of %s" % doc["id"])
@@ -1274,8 +1336,8 @@ def t_kill9_retried_resume_keeps_its_decisions(tmp):
 
 
 def t_kill9_approved_call_not_idempotent_is_not_sent_again(tmp):
-    # an approved sensitive call that is not idempotent, sent by the resumed execution before
-    # its node died: the run is aborted with that call in doubt under its interruption id
+    # an approved sensitive call that is not idempotent, answered in the resumed execution before
+    # its node died at the next call: replayed from the journal, never sent again
     lease = 1500
     c = Cluster(tmp, lease_ms=lease)
     try:
@@ -1292,20 +1354,15 @@ def t_kill9_approved_call_not_idempotent_is_not_sent_again(tmp):
         c.nodes[i].kill()
         other = c.nodes[(i + 1) % 3]
         done = c.until(other, doc["id"], ("completed", "failed", "cancelled"))
-        check(done["status"] == "failed" and done["error"]["code"] == "ABORTED", "%r" % done)
+        check(done["status"] == "completed" and done["value"] == "o-1" and
+              done["recovered"] == 1, "%r" % done)
         calls = c.shop.calls()
-        check(calls["by_function"] == {"shop.refund": 1, "shop.hold": 1}, "calls: %r" % calls)
-        gone = c.records("run.abandoned", doc["id"])
-        check(len(gone) == 1, "run.abandoned: %r" % gone)
-        doubt = {x["function"]: x for x in gone[0]["details"]["calls_in_doubt"]}
-        check(doubt["shop.refund"]["idempotent"] is False and
-              calls["by_key"].get(doubt["shop.refund"]["idempotency_key"]) == 1,
-              "in doubt: %r %r" % (doubt, calls))
-        # a resumed execution marks its idempotent calls too (executed again from its
-        # continuation, a call under a key already used must be checked against its mark)
-        check(set(doubt) == {"shop.refund", "shop.hold"} and
-              doubt["shop.hold"]["idempotent"] is True, "in doubt: %r" % doubt)
-        check(not c.records("run.retried", doc["id"]), "retried")
+        check(calls["by_function"] == {"shop.refund": 1, "shop.hold": 2}, "calls: %r" % calls)
+        check(not c.records("run.abandoned", doc["id"]), "abandoned")
+        retried = c.records("run.retried", doc["id"])
+        check(len(retried) == 1 and [x["function"] for x in
+                                     retried[0]["details"]["calls_retried"]] == ["shop.hold"],
+              "run.retried: %r" % retried)
     finally:
         c.close()
 

@@ -19,8 +19,9 @@ call (docs/server.md) and answers by its function:
   shop.credit(order, amount) as shop.refund (declared sensitive and idempotent by the tests)
   garbled.note()             {"note": "ok \\ud800"}: an answer holding a lone surrogate (a
                              connector serving garbled text, or a compromised one)
-  steps.step(i), once.step(i)
-                             i (durable runs: steps is declared idempotent, once is not). GET
+  steps.step(i), once.step(i), steps.ask(i), once.ask(i)
+                             i (durable runs: steps is declared idempotent, once is not; ask is
+                             declared sensitive, and counts as a step for /kill and /hold). GET
                              /kill/PID/I arms step I: its first call to arrive SIGKILLs process
                              PID (airlockd) and is never answered. PID 0 arms a step for a pid
                              given later; I 0 gives only the pid (a restarted airlockd's): a
@@ -148,7 +149,7 @@ class Handler(BaseHTTPRequestHandler):
             self.answer(200, {"result": {"refunded": args[0], "amount": args[1]}})
         elif fn == "shop.fail":
             self.answer(200, {"error": args[0]})
-        elif fn in ("steps.step", "once.step"):
+        elif fn in ("steps.step", "once.step", "steps.ask", "once.ask"):
             with LOCK:
                 kill = args[0] in KILL["at"] and seen == 1
                 if kill:
