@@ -124,10 +124,7 @@ struct srun {
     int jbusy;                  /* jjob is submitted */
     int jfailed;                /* an append failed: the run fails, the answer is never seen */
     int handed_back;            /* stopped by a drain past its grace: it goes on elsewhere */
-    int resumed;        /* executes from a continuation: a takeover executes it again, not from its
-                         * journal, so each of its calls is marked, idempotent or not (runs_pending_mark);
-                         * set before its start */
-    uint32_t jreleased; /* written before the handle was set: released by runs_go */
+    uint32_t jreleased;         /* written before the handle was set: released by runs_go */
     struct writer_job jjob;
     struct srun *next_waiting;
     struct srun *next_active;
@@ -611,14 +608,13 @@ static void runs_mark_done(void *arg, enum store_rc rc)
 /* Has the writer mark a call sent in the store (call_mark) and sends it once that is
  * committed: an airlockd that dies leaves behind the marks of the calls whose outcome nobody
  * recorded, and those of them with no journaled answer are in doubt. A call of a function
- * marked idempotent in a run executing from its input is sent at once, unmarked: in doubt or not
- * sent at all, a recovery from the journal makes it again live with the same idempotency key and,
- * the journal replayed, the same arguments, so its mark would decide nothing and cost a commit
- * per call (docs/server.md, "Durable runs"). A resumed run's is marked: executed again from its
- * continuation, its call under that key may differ, and the mark is what refuses it. */
+ * marked idempotent is sent at once, unmarked: in doubt or not sent at all, a recovery from the
+ * journal makes it again live with the same idempotency key and, the journal replayed, the same
+ * arguments, so its mark would decide nothing and cost a commit per call (docs/server.md,
+ * "Durable runs"). */
 static void runs_pending_mark(struct runs *r, struct runs_pending *p)
 {
-    if (p->f->idempotent && !p->sr->resumed) {
+    if (p->f->idempotent) {
         runs_pending_send(p);
         return;
     }
@@ -2192,7 +2188,6 @@ static int runs_go(struct runs *r, struct srun *sr, const char *continuation,
         runs_done(NULL, NULL, sr);
         return -1;
     }
-    sr->resumed = continuation != NULL;
     struct al_run_opts *opts = al_run_opts_new();
     enum al_code code =
             opts ? runs_opts(sr, continuation, resolutions, nresolutions, opts) : AL_INTERNAL_ERROR;

@@ -1359,9 +1359,9 @@ def t_kill9_approved_call_not_idempotent_is_not_sent_again(tmp):
         calls = c.shop.calls()
         check(calls["by_function"] == {"shop.refund": 1, "shop.hold": 2}, "calls: %r" % calls)
         check(not c.records("run.abandoned", doc["id"]), "abandoned")
+        # shop.hold is idempotent: sent unmarked, so in doubt it is made again, not listed
         retried = c.records("run.retried", doc["id"])
-        check(len(retried) == 1 and [x["function"] for x in
-                                     retried[0]["details"]["calls_retried"]] == ["shop.hold"],
+        check(len(retried) == 1 and retried[0]["details"]["calls_retried"] == [],
               "run.retried: %r" % retried)
     finally:
         c.close()
