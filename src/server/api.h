@@ -42,6 +42,7 @@ struct auditlog_kept;
 /* What handlers reach beyond the store (main.c fills it). */
 struct api_services {
     struct runs *runs;          /* NULL: no run engine (the fuzz target) */
+    struct al_runner *runner;   /* the runs' runner, for airlockd's own checks (boundary.h) */
     struct replays *replays;    /* NULL: versions are not replayed (the fuzz target) */
     struct writer *writer;      /* where a read route's refusal is recorded */
     struct readers *readers;    /* for work after the handler has returned (a streamed answer) */
@@ -177,6 +178,9 @@ void api_approvals_list(struct api_ctx *ctx);
 void api_approvals_approve(struct api_ctx *ctx);
 void api_approvals_deny(struct api_ctx *ctx);
 void api_approvals_answer(struct api_ctx *ctx);
+/* POST .../answer before its writer job, on the request thread (no store): a result the worker's
+ * decoder refuses (boundary.h) is answered 400 INVALID_REQUEST there, the approval untouched. */
+void api_approvals_answer_before(struct api_ctx *ctx);
 void api_system_healthz(struct api_ctx *ctx);
 void api_system_readyz(struct api_ctx *ctx);
 /* Connectors (api_connectors.c). */
