@@ -954,7 +954,7 @@ static int api_answer_check(struct api_ctx *ctx, const char *id, const struct js
     return 0;
 }
 
-void api_approvals_answer_before(struct api_ctx *ctx)
+int api_approvals_answer_before(struct api_ctx *ctx)
 {
     const struct json_node *comment_node = NULL;
     const struct json_node *result_node = NULL;
@@ -962,10 +962,12 @@ void api_approvals_answer_before(struct api_ctx *ctx)
                                         { "result", API_FIELD_ANY, 1, &result_node } };
     struct buf result;
     char why[512];
+    int ret = -1;
     buf_init(&result, API_ANSWER_MAX + 1);
     if (api_body(ctx, fields, 2) != 0) {
         goto out;
     }
+    ret = 0;
     json_write_compact(&result, result_node->raw, result_node->raw_len);
     /* too large: the handler says so; no runner (a harness): nothing to check with */
     if (!result.data || !ctx->svc || !ctx->svc->runner) {
@@ -976,13 +978,16 @@ void api_approvals_answer_before(struct api_ctx *ctx)
     if (decoded > 0) {
         api_error(ctx, 400, "INVALID_REQUEST",
                   "field \"result\" is not a boundary value (docs/values.md): %s", why);
+        ret = -1;
     } else if (decoded < 0) {
         fprintf(stderr, "airlockd: the answer to approval %s could not be checked: %s\n",
                 api_param(ctx, "id"), why);
         api_error(ctx, 500, "INTERNAL", "the answer could not be checked: %s", why);
+        ret = -1;
     }
 out:
     buf_done(&result);
+    return ret;
 }
 
 /* approve, deny or answer (`answer`): parse, gov, one transaction, then the run resumes once

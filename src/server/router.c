@@ -33,8 +33,8 @@ struct route {
     struct auth_rule rule;
     int writes; /* WRITES: the handler runs as a job of the writer; READS: on a reader */
     /* WRITES only, may be NULL: runs first on the request thread, with no store, for a check the
-     * writer must never wait on; an answer it gives (resp->status set) ends the request */
-    api_handler_fn *before;
+     * writer must never wait on; when it answers, the job never runs */
+    api_check_fn *before;
 };
 
 /* a row's last members: where its handler runs, and what runs before it */
@@ -407,10 +407,10 @@ void router_dispatch(void *userdata, const struct http_request *req, struct http
     }
     if (rq->route->writes && rq->route->before) {
         rq->ctx.who = &rq->who;
-        rq->route->before(&rq->ctx);
+        int answered = rq->route->before(&rq->ctx) != 0;
         json_doc_free(rq->ctx.doc);
         rq->ctx.doc = NULL;
-        if (resp->status) {
+        if (answered) {
             return;
         }
     }
