@@ -39,8 +39,9 @@ int boundary_check(struct al_runner *runner, const char *json, size_t len, char 
     int ret = -1;
     memset(&err, 0, sizeof err);
     snprintf(why, why_len, "out of memory");
-    if (!opts || al_run_opts_set_source(opts, boundary_source, sizeof boundary_source - 1,
-                                                "check.js") != AL_OK ||
+    if (!opts ||
+        al_run_opts_set_source(opts, boundary_source, sizeof boundary_source - 1, "check.js") !=
+                AL_OK ||
         al_run_opts_add_host(opts, "value.get", boundary_answer, &v, 0) != AL_OK ||
         al_run_opts_set_limit(opts, AL_LIMIT_TIMEOUT_MS, BOUNDARY_CHECK_TIMEOUT_MS) != AL_OK ||
         al_run_opts_set_limit(opts, AL_LIMIT_MEMORY_BYTES, BOUNDARY_CHECK_HEAP_BYTES) != AL_OK) {

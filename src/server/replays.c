@@ -59,7 +59,7 @@ struct replay_one {
      * (its own throw, or a failed call it did not catch); a run stopped by a limit, a cancel or
      * a crash may have had more to make */
     int complete;
-    char error_code[32]; /* a failed run's error code, "" for others */
+    char error_code[32];                     /* a failed run's error code, "" for others */
     char error_message[REPLAYS_MESSAGE_MAX]; /* and its message */
     struct replay_pending *pending;          /* a waiting run's calls waiting on a person */
     size_t npending;
@@ -112,8 +112,8 @@ struct replays {
     /* waiting their turn, oldest first: at most one per template (its newest submitted
      * version), at most REPLAYS_QUEUED_MAX per department, departments served in turn */
     struct replay_job *queue;
-    struct replay_job *current;              /* under way */
-    char served[STORE_NAME_MAX + 1];         /* the department served last */
+    struct replay_job *current;      /* under way */
+    char served[STORE_NAME_MAX + 1]; /* the department served last */
     int stop;
     int joined; /* replays_stop has joined the thread, or is joining it */
     pthread_t thread;
@@ -227,9 +227,9 @@ struct replay_version {
     enum gov_version_state state;
     struct store_version v; /* strings owned (below) */
     char *strings[5];
-    int64_t against;       /* the newest approved version but this one; 0: none */
-    char *against_limits;  /* its limits (JSON), NULL until read */
-    int64_t newer;         /* a newer version of the template that is submitted; 0: none */
+    int64_t against;      /* the newest approved version but this one; 0: none */
+    char *against_limits; /* its limits (JSON), NULL until read */
+    int64_t newer;        /* a newer version of the template that is submitted; 0: none */
 };
 
 static int replays_version_fn(void *userdata, const struct store_version *v)
@@ -345,9 +345,10 @@ static int replays_row_fn(void *userdata, const struct store_run *row)
         replays_outcome_error(rr->o, row->outcome);
     }
     /* the guest ended it: by its own throw or a failed call it let through */
-    rr->o->complete = st == GOV_RUN_COMPLETED ||
-                      (st == GOV_RUN_FAILED && (strcmp(rr->o->error_code, "USER_ERROR") == 0 ||
-                                                strcmp(rr->o->error_code, "HOST_FUNCTION_ERROR") == 0));
+    rr->o->complete =
+            st == GOV_RUN_COMPLETED ||
+            (st == GOV_RUN_FAILED && (strcmp(rr->o->error_code, "USER_ERROR") == 0 ||
+                                      strcmp(rr->o->error_code, "HOST_FUNCTION_ERROR") == 0));
     rr->failed = api_replay_plan(row, rr->v, rr->against_limits, &rr->o->plan, &rr->err) != 0;
     return 0;
 }
@@ -682,8 +683,7 @@ static int replays_result(struct buf *b, const struct store_version *v, int64_t 
     buf_append_str(b, "],\"waiting\":[");
     buf_append(b, waiting.data ? waiting.data : "", waiting.len);
     buf_append_str(b, "]}");
-    int bad = buf_failed(&diverged) || buf_failed(&failed) || buf_failed(&waiting) ||
-              buf_failed(b);
+    int bad = buf_failed(&diverged) || buf_failed(&failed) || buf_failed(&waiting) || buf_failed(b);
     buf_done(&diverged);
     buf_done(&failed);
     buf_done(&waiting);
@@ -733,8 +733,7 @@ static enum replay_end replays_job(struct replays *r, const struct replay_job *j
     }
     int skip = rc == STORE_OK && rv.found && (rv.state != GOV_VERSION_SUBMITTED || rv.newer);
     if (rc == STORE_OK && rv.found && !skip && rv.against > 0) {
-        rc = s->ops->version_get(s, job->template_name, rv.against, replays_against_limits_fn,
-                                 &rv);
+        rc = s->ops->version_get(s, job->template_name, rv.against, replays_against_limits_fn, &rv);
         rc = rc == STORE_OK && !rv.against_limits ? STORE_ERROR : rc;
     }
     if (rc == STORE_OK && rv.found && !skip && rv.against > 0) {
@@ -913,8 +912,7 @@ void replays_free(struct replays *r)
     free(r);
 }
 
-void replays_put_empty(struct buf *b, const char *template_name, int64_t version,
-                       const char *state)
+void replays_put_empty(struct buf *b, const char *template_name, int64_t version, const char *state)
 {
     api_member(b, "{\"template\":", template_name);
     buf_printf(b, ",\"version\":%" PRId64 ",", version);
@@ -998,8 +996,7 @@ void replays_start(struct replays *r, const char *department, const char *templa
     pthread_mutex_unlock(&r->lock);
     if (q == REPLAY_FULL || q == REPLAY_NO_MEMORY) {
         fprintf(stderr,
-                "airlockd: %s: the replay of %s version %" PRId64
-                " starts when it is asked for\n",
+                "airlockd: %s: the replay of %s version %" PRId64 " starts when it is asked for\n",
                 q == REPLAY_FULL ? "the department's replays are full" : "out of memory",
                 template_name, version);
     }

@@ -37,7 +37,7 @@
 /* A whole replay's bound: what has not finished by then is cancelled and counted failed. */
 #define REPLAYS_DEADLINE_MS 120000
 /* How long a request waits for a replay under way before it is answered 202 "running". */
-#define REPLAYS_WAIT_MS 30000
+#define REPLAYS_WAIT_MS    30000
 #define REPLAYS_QUEUED_MAX 16 /* replays of one department waiting their turn */
 #define REPLAYS_RETRY_S    30 /* the Retry-After of a request refused for a full department */
 

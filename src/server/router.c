@@ -38,8 +38,8 @@ struct route {
 };
 
 /* a row's last members: where its handler runs, and what runs before it */
-#define READS                0, NULL
-#define WRITES               1, NULL
+#define READS                 0, NULL
+#define WRITES                1, NULL
 #define WRITES_CHECKED(check) 1, check
 
 #define ADMIN     AUTH_ROLE_ADMIN
