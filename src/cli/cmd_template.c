@@ -468,6 +468,10 @@ static void print_replay(const struct json_node *r)
         fputs("still running (ask again)\n", stdout);
         return;
     }
+    if (state && strcmp(state, "superseded") == 0) {
+        fputs("superseded (a newer version is submitted: only the newest is replayed)\n", stdout);
+        return;
+    }
     if (!runs || runs->type != JSON_NUMBER || !same || same->type != JSON_NUMBER) {
         fputs("none\n", stdout);
         return;
@@ -524,9 +528,10 @@ static void print_replay(const struct json_node *r)
         client_cmd_put(stdout, f, "run", "?");
         fputs(" fails: ", stdout);
         client_cmd_put(stdout, e, "code", "?");
-        fputs(" ", stdout);
-        client_cmd_put(stdout, e, "message", "");
-        fputc('\n', stdout);
+        const struct json_node *same_as_run = e ? json_get(e, "same_as_run") : NULL;
+        fputs(same_as_run && same_as_run->type == JSON_TRUE ? " (as the run did)\n"
+                                                            : " (the run did not)\n",
+              stdout);
     }
     const struct json_node *waiting = json_get(r, "waiting");
     for (const struct json_node *w = waiting && waiting->type == JSON_ARRAY ? waiting->child : NULL;

@@ -42,6 +42,7 @@ struct auditlog_kept;
 /* What handlers reach beyond the store (main.c fills it). */
 struct api_services {
     struct runs *runs;          /* NULL: no run engine (the fuzz target) */
+    struct al_runner *runner;   /* the runs' runner, for airlockd's own checks (boundary.h) */
     struct replays *replays;    /* NULL: versions are not replayed (the fuzz target) */
     struct writer *writer;      /* where a read route's refusal is recorded */
     struct readers *readers;    /* for work after the handler has returned (a streamed answer) */
@@ -74,6 +75,9 @@ struct api_ctx {
 };
 
 typedef void api_handler_fn(struct api_ctx *ctx);
+/* A check a writing route makes before its writer job, on the request thread: 0 to go on, -1
+ * after answering (the job never runs). */
+typedef int api_check_fn(struct api_ctx *ctx);
 
 /* 1 when url (len bytes) is http:// or https://, a host, no userinfo, printable ASCII without
  * spaces, at most 2048 bytes: a URL airlockd may call (a connector's, the audit witness's). */
@@ -177,6 +181,10 @@ void api_approvals_list(struct api_ctx *ctx);
 void api_approvals_approve(struct api_ctx *ctx);
 void api_approvals_deny(struct api_ctx *ctx);
 void api_approvals_answer(struct api_ctx *ctx);
+/* POST .../answer before its writer job, on the request thread (no store; an api_check_fn): a
+ * result the worker's decoder refuses (boundary.h) is answered 400 INVALID_REQUEST there, the
+ * approval untouched. */
+int api_approvals_answer_before(struct api_ctx *ctx);
 void api_system_healthz(struct api_ctx *ctx);
 void api_system_readyz(struct api_ctx *ctx);
 /* Connectors (api_connectors.c). */

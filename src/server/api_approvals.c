@@ -14,6 +14,7 @@
 
 #include "api.h"
 #include "api_runs.h"
+#include "boundary.h"
 #include "connector.h"
 #include "error.h"
 #include "json.h"
@@ -845,8 +846,8 @@ static int api_doubt_fn(void *userdata, const struct store_approval *a)
 }
 
 /* An answer's result is what the call's connector could have answered: a JSON value of at most
- * the host-call output limit that keeps the function's result_schema. 0, or -1 after answering
- * 400. */
+ * the host-call output limit that keeps the function's result_schema (and a boundary value:
+ * api_approvals_answer_before). 0, or -1 after answering 400. */
 static int api_answer_check(struct api_ctx *ctx, const char *id, const struct json_node *result,
                             size_t len)
 {
@@ -881,6 +882,42 @@ static int api_answer_check(struct api_ctx *ctx, const char *id, const struct js
         return -1;
     }
     return 0;
+}
+
+int api_approvals_answer_before(struct api_ctx *ctx)
+{
+    const struct json_node *comment_node = NULL;
+    const struct json_node *result_node = NULL;
+    const struct api_field fields[] = { { "comment", JSON_STRING, 0, &comment_node },
+                                        { "result", API_FIELD_ANY, 1, &result_node } };
+    struct buf result;
+    char why[512];
+    int ret = -1;
+    buf_init(&result, API_ANSWER_MAX + 1);
+    if (api_body(ctx, fields, 2) != 0) {
+        goto out;
+    }
+    ret = 0;
+    json_write_compact(&result, result_node->raw, result_node->raw_len);
+    /* too large: the handler says so; no runner (a harness): nothing to check with */
+    if (!result.data || !ctx->svc || !ctx->svc->runner) {
+        goto out;
+    }
+    /* what the guest would be handed: a value the decoder refuses is no answer at all */
+    int decoded = boundary_check(ctx->svc->runner, result.data, result.len, why, sizeof why);
+    if (decoded > 0) {
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "field \"result\" is not a boundary value (docs/values.md): %s", why);
+        ret = -1;
+    } else if (decoded < 0) {
+        fprintf(stderr, "airlockd: the answer to approval %s could not be checked: %s\n",
+                api_param(ctx, "id"), why);
+        api_error(ctx, 500, "INTERNAL", "the answer could not be checked: %s", why);
+        ret = -1;
+    }
+out:
+    buf_done(&result);
+    return ret;
 }
 
 /* approve, deny or answer (`answer`): parse, gov, one transaction, then the run resumes once

@@ -294,9 +294,23 @@ out:
     return STORE_OK;
 }
 
-int api_replay_plan(const struct store_run *row, const struct store_version *v,
-                    struct runs_plan **ret_plan, struct al_error *reterr)
+/* The limit `which` of plan as the runner applies it: its own value, else the runner's default
+ * (airlockd sets none of its own). */
+static uint64_t api_replay_limit_of(const struct runs_plan *plan, enum al_limit which)
 {
+    for (size_t i = 0; i < plan->nlimits; i++) {
+        if (plan->limit_which[i] == which) {
+            return plan->limit_value[i];
+        }
+    }
+    return al_limit_default(which);
+}
+
+int api_replay_plan(const struct store_run *row, const struct store_version *v,
+                    const char *against_limits, struct runs_plan **ret_plan,
+                    struct al_error *reterr)
+{
+    struct runs_plan against;
     struct json_doc *doc = NULL;
     struct al_error jerr;
     struct runs_plan *plan = calloc(1, sizeof *plan);
@@ -325,9 +339,23 @@ int api_replay_plan(const struct store_run *row, const struct store_version *v,
         error_set(reterr, AL_CONFIG_ERROR, "run %s has no recorded start to replay from", row->id);
         goto out;
     }
-    if (api_plan_limits(plan, v->limits, reterr) != 0) {
+    /* the stricter of v's limits and those the recorded run ran under, each limit alone: a
+     * version not approved never gets more than an approved one had */
+    memset(&against, 0, sizeof against);
+    if (api_plan_limits(plan, v->limits, reterr) != 0 ||
+        api_plan_limits(&against, against_limits ? against_limits : "{}", reterr) != 0) {
         goto out;
     }
+    for (size_t i = 0; i < sizeof api_limit_names / sizeof api_limit_names[0]; i++) {
+        enum al_limit which = api_limit_names[i].which;
+        uint64_t mine = api_replay_limit_of(plan, which);
+        uint64_t theirs = api_replay_limit_of(&against, which);
+        against.limit_which[i] = which;
+        against.limit_value[i] = mine < theirs ? mine : theirs;
+    }
+    plan->nlimits = sizeof api_limit_names / sizeof api_limit_names[0];
+    memcpy(plan->limit_which, against.limit_which, sizeof plan->limit_which);
+    memcpy(plan->limit_value, against.limit_value, sizeof plan->limit_value);
     if (json_parse(v->functions, strlen(v->functions), 4, &doc, &jerr) != AL_OK ||
         json_root(doc)->type != JSON_ARRAY) {
         error_set(reterr, AL_CONFIG_ERROR, "the version's functions are not a JSON array");

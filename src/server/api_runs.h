@@ -29,12 +29,15 @@ enum store_rc api_run_plan(struct store *s, const unsigned char *secret_key,
                            const struct store_run *row, struct runs_plan **ret_plan,
                            struct al_error *reterr);
 /* The plan of a replay of run `row` with another version `v` (replays.h): the run's id,
- * principal, input, seed and clock, and v's source, language and limits; v's functions are named
- * but bound to no connector (a replay sends nothing). The caller adds the run's journal
+ * principal, input, seed and clock, and v's source and language; its limits are, each one, the
+ * stricter of v's and `against_limits` (the limits JSON of the approved version the run ran;
+ * NULL: none set), a limit one leaves unset counting as the runner's default. v's functions are
+ * named but bound to no connector (a replay sends nothing). The caller adds the run's journal
  * (runs_plan_add_journal). 0 with *ret_plan; -1 with reterr set (CONFIG_ERROR for stored text
  * that is not what this server writes, INTERNAL_ERROR out of memory). */
 int api_replay_plan(const struct store_run *row, const struct store_version *v,
-                    struct runs_plan **ret_plan, struct al_error *reterr);
+                    const char *against_limits, struct runs_plan **ret_plan,
+                    struct al_error *reterr);
 /* Inside a writer job (tx): resumes a waiting run once none of its approvals is pending: claims
  * its continuation (or, for a supervised run whose start was approved, starts it), marks the
  * decisions consumed and the run running in one (nested) transaction, and launches it, its

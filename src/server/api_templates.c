@@ -989,6 +989,7 @@ static void tpl_move_failed(struct api_ctx *ctx, const struct tpl_move_req *q,
 /* A submitted version's replay, started once the submission has committed. */
 struct tpl_replay_start {
     struct replays *replays;
+    char department[STORE_NAME_MAX + 1];
     char template_name[STORE_NAME_MAX + 1];
     int64_t version;
 };
@@ -997,21 +998,22 @@ static void tpl_replay_after(void *arg, int committed)
 {
     struct tpl_replay_start *rs = arg;
     if (committed) {
-        replays_start(rs->replays, rs->template_name, rs->version);
+        replays_start(rs->replays, rs->department, rs->template_name, rs->version);
     }
     free(rs);
 }
 
 /* Once the submission of version `number` has committed, its replay starts (replays.h). A
  * replay that cannot be queued now (out of memory) starts when it is first asked for. */
-static void tpl_replay_on_submit(struct api_ctx *ctx, const char *template_name, int64_t number)
+static void tpl_replay_on_submit(struct api_ctx *ctx, const struct tpl_info *ti, int64_t number)
 {
     struct tpl_replay_start *rs = ctx->svc && ctx->svc->replays ? calloc(1, sizeof *rs) : NULL;
     if (!rs) {
         return;
     }
     rs->replays = ctx->svc->replays;
-    snprintf(rs->template_name, sizeof rs->template_name, "%s", template_name);
+    snprintf(rs->department, sizeof rs->department, "%s", ti->department);
+    snprintf(rs->template_name, sizeof rs->template_name, "%s", ti->name);
     rs->version = number;
     api_after_commit(ctx->tx, tpl_replay_after, rs);
 }
@@ -1056,7 +1058,7 @@ static void tpl_move(struct api_ctx *ctx, enum gov_version_action action, const 
         api_version_revoked(ctx, q.ti.name, q.number);
     }
     if (action == GOV_VERSION_SUBMIT) {
-        tpl_replay_on_submit(ctx, q.ti.name, q.number);
+        tpl_replay_on_submit(ctx, &q.ti, q.number);
     }
     tpl_reply_version(ctx, 200, &q.ti, q.number, NULL);
 }
@@ -1100,7 +1102,18 @@ struct tpl_replay {
     enum gov_version_state state;
     struct buf *b; /* the kept replay's object, when there is one */
     int kept;
+    int64_t number;
+    int64_t newer; /* a newer version of the template that is submitted; 0: none */
 };
+
+static int tpl_replay_newer(void *userdata, const struct store_version *v)
+{
+    struct tpl_replay *t = userdata;
+    if (v->version > t->number && api_version_state(v->state) == GOV_VERSION_SUBMITTED) {
+        t->newer = v->version;
+    }
+    return 0;
+}
 
 static int tpl_replay_version_read(void *userdata, const struct store_version *v)
 {
@@ -1122,11 +1135,12 @@ static int tpl_replay_read(void *userdata, const struct store_replay *r)
 /* GET /v1/templates/{t}/versions/{v}/replay (docs/server.md "Replay before approval"): the kept
  * replay; for a submitted version whose replay is still under way (or was lost with a stopped
  * airlockd), the request waits for it (replays_wait); a version never submitted, or one that was
- * decided before any replay was kept, has none ("state":"none", nothing replayed). */
+ * decided before any replay was kept, has none ("state":"none", nothing replayed), and a
+ * submitted one with a newer submitted version is not replayed ("state":"superseded"). */
 void api_versions_replay(struct api_ctx *ctx)
 {
     struct tpl_info ti;
-    struct tpl_replay t = { &ctx->who->gov, 0, GOV_VERSION_DRAFT, &ctx->resp->body, 0 };
+    struct tpl_replay t = { &ctx->who->gov, 0, GOV_VERSION_DRAFT, &ctx->resp->body, 0, 0, 0 };
     struct store *s = ctx->store;
     if (tpl_read_route(ctx, &ti) != 0) {
         return;
@@ -1154,18 +1168,20 @@ void api_versions_replay(struct api_ctx *ctx)
     if (t.kept) {
         return;
     }
-    if (t.state == GOV_VERSION_SUBMITTED && ctx->svc && ctx->svc->replays) {
+    t.number = number;
+    if (t.state == GOV_VERSION_SUBMITTED &&
+        s->ops->version_list(s, ti.name, tpl_replay_newer, &t) != STORE_OK) {
+        api_store_failed(ctx);
+        return;
+    }
+    if (t.state == GOV_VERSION_SUBMITTED && !t.newer && ctx->svc && ctx->svc->replays) {
         struct http_deferred *d = http_defer(ctx->req, ctx->resp);
         if (d) {
-            replays_wait(ctx->svc->replays, ti.name, number, d);
+            replays_wait(ctx->svc->replays, ti.department, ti.name, number, d);
             return;
         }
     }
-    api_member(&ctx->resp->body, "{\"template\":", ti.name);
-    buf_printf(&ctx->resp->body,
-               ",\"version\":%" PRId64 ",\"state\":\"none\",\"against\":null,\"runs\":0,"
-               "\"same\":0,\"diverged\":[],\"failed\":[],\"waiting\":[]}\n",
-               number);
+    replays_put_empty(&ctx->resp->body, ti.name, number, t.newer ? "superseded" : "none");
 }
 
 /* ---------------------------------------------------------------- types */

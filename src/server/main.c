@@ -793,6 +793,7 @@ static int main_runtime_start(const struct main_config *cfg, struct writer *writ
                                   cfg->per_principal_queued, cfg->max_runs };
     runs_set_shares(rt->runs, &shares);
     svc->runs = rt->runs;
+    svc->runner = rt->runner;
     /* SQLite is one node's alone: no lease, no marks, no queue (nodes start in main) */
     if (cfg->node[0]) {
         runs_set_node(rt->runs, cfg->node, cfg->max_runs);

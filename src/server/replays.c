@@ -43,19 +43,29 @@ struct replay_pending {
     char args_sha256[REPLAYS_SHA_HEX];
 };
 
+/* What one replay came to (replays_judge). */
+enum replay_verdict {
+    REPLAY_VERDICT_SAME = 0,
+    REPLAY_VERDICT_DIVERGED = 1, /* at v_call: v_expected, v_got ("" function: none made) */
+    REPLAY_VERDICT_FAILED = 2,   /* with v_code, v_same_as_run */
+};
+
 /* One recorded run replayed. */
 struct replay_one {
     struct replays *owner;
     char run[RUNS_ID_LEN + 1];
-    int waiting;         /* the run waits for a person */
-    int completed;       /* the run completed: its journal holds every call it made */
-    char error_code[32]; /* a failed run's error code, "" for others */
+    int waiting; /* the run waits for a person */
+    /* its journal holds every call it made: it completed, or the guest itself ended it failing
+     * (its own throw, or a failed call it did not catch); a run stopped by a limit, a cancel or
+     * a crash may have had more to make */
+    int complete;
+    char error_code[32];                     /* a failed run's error code, "" for others */
     char error_message[REPLAYS_MESSAGE_MAX]; /* and its message */
     struct replay_pending *pending;          /* a waiting run's calls waiting on a person */
     size_t npending;
     int64_t last_call; /* the highest call id of its journal */
     struct runs_plan *plan;
-    char start_error[REPLAYS_MESSAGE_MAX]; /* it could not be replayed at all: why */
+    char start_error[REPLAYS_MESSAGE_MAX]; /* it could not be replayed at all: why (logged) */
     /* under owner->lock */
     struct al_run *handle;
     int past_end; /* it made a call its journal does not answer: */
@@ -66,6 +76,17 @@ struct replay_one {
     int timed_out; /* cancelled at the replay's deadline */
     int done;
     struct al_result *result;
+    /* The verdict, set once it is done (replays_judge), when its plan, result and the calls it
+     * waits on are freed: nothing the guest computed is kept but what the verdict names. */
+    int judged;
+    enum replay_verdict verdict;
+    uint32_t v_call;
+    char v_expected_function[RUNS_FN_NAME_MAX];
+    char v_expected_sha256[REPLAYS_SHA_HEX];
+    char v_got_function[RUNS_FN_NAME_MAX];
+    char v_got_sha256[REPLAYS_SHA_HEX];
+    char v_code[32];
+    int v_same_as_run;
 };
 
 struct replay_waiter {
@@ -75,6 +96,7 @@ struct replay_waiter {
 };
 
 struct replay_job {
+    char department[STORE_NAME_MAX + 1];
     char template_name[STORE_NAME_MAX + 1];
     int64_t version;
     struct replay_waiter *waiters; /* under the lock */
@@ -87,8 +109,11 @@ struct replays {
     struct writer *writer;
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    struct replay_job *queue;   /* waiting their turn, oldest first */
-    struct replay_job *current; /* under way */
+    /* waiting their turn, oldest first: at most one per template (its newest submitted
+     * version), at most REPLAYS_QUEUED_MAX per department, departments served in turn */
+    struct replay_job *queue;
+    struct replay_job *current;      /* under way */
+    char served[STORE_NAME_MAX + 1]; /* the department served last */
     int stop;
     int joined; /* replays_stop has joined the thread, or is joining it */
     pthread_t thread;
@@ -199,9 +224,12 @@ static void replays_done(struct al_run *run, struct al_result *result, void *use
 /* The version replayed and the approved one it would replace. */
 struct replay_version {
     int found;
+    enum gov_version_state state;
     struct store_version v; /* strings owned (below) */
     char *strings[5];
-    int64_t against; /* the newest approved version but this one; 0: none */
+    int64_t against;      /* the newest approved version but this one; 0: none */
+    char *against_limits; /* its limits (JSON), NULL until read */
+    int64_t newer;        /* a newer version of the template that is submitted; 0: none */
 };
 
 static int replays_version_fn(void *userdata, const struct store_version *v)
@@ -209,6 +237,7 @@ static int replays_version_fn(void *userdata, const struct store_version *v)
     struct replay_version *rv = userdata;
     const char *from[] = { v->template_name, v->source, v->language, v->functions, v->limits };
     rv->found = 1;
+    rv->state = api_version_state(v->state);
     rv->v.version = v->version;
     for (size_t i = 0; i < 5; i++) {
         rv->strings[i] = strdup(from[i] ? from[i] : "");
@@ -224,10 +253,20 @@ static int replays_version_fn(void *userdata, const struct store_version *v)
 static int replays_against_fn(void *userdata, const struct store_version *v)
 {
     struct replay_version *rv = userdata;
-    if (v->version != rv->v.version && api_version_state(v->state) == GOV_VERSION_APPROVED &&
-        v->version > rv->against) {
+    enum gov_version_state st = api_version_state(v->state);
+    if (v->version != rv->v.version && st == GOV_VERSION_APPROVED && v->version > rv->against) {
         rv->against = v->version;
     }
+    if (v->version > rv->v.version && st == GOV_VERSION_SUBMITTED) {
+        rv->newer = v->version;
+    }
+    return 0;
+}
+
+static int replays_against_limits_fn(void *userdata, const struct store_version *v)
+{
+    struct replay_version *rv = userdata;
+    rv->against_limits = strdup(v->limits ? v->limits : "{}");
     return 0;
 }
 
@@ -236,6 +275,7 @@ static void replays_version_done(struct replay_version *rv)
     for (size_t i = 0; i < 5; i++) {
         free(rv->strings[i]);
     }
+    free(rv->against_limits);
     memset(rv, 0, sizeof *rv);
 }
 
@@ -266,10 +306,12 @@ static int replays_pick_fn(void *userdata, const struct store_run *row)
     return 0;
 }
 
-/* A run's row, read into a replay of version v. */
+/* A run's row, read into a replay of version v under the limits of both v and the approved
+ * version the run ran (against_limits). */
 struct replay_row {
     struct replay_one *o;
     const struct store_version *v;
+    const char *against_limits;
     struct al_error err;
     int found;
     int failed;
@@ -299,11 +341,15 @@ static int replays_row_fn(void *userdata, const struct store_run *row)
     enum gov_run_state st = api_run_state(row->status);
     rr->found = 1;
     rr->o->waiting = st == GOV_RUN_AWAITING_APPROVAL;
-    rr->o->completed = st == GOV_RUN_COMPLETED;
     if (st == GOV_RUN_FAILED) {
         replays_outcome_error(rr->o, row->outcome);
     }
-    rr->failed = api_replay_plan(row, rr->v, &rr->o->plan, &rr->err) != 0;
+    /* the guest ended it: by its own throw or a failed call it let through */
+    rr->o->complete =
+            st == GOV_RUN_COMPLETED ||
+            (st == GOV_RUN_FAILED && (strcmp(rr->o->error_code, "USER_ERROR") == 0 ||
+                                      strcmp(rr->o->error_code, "HOST_FUNCTION_ERROR") == 0));
+    rr->failed = api_replay_plan(row, rr->v, rr->against_limits, &rr->o->plan, &rr->err) != 0;
     return 0;
 }
 
@@ -339,10 +385,11 @@ static int replays_approval_fn(void *userdata, const struct store_approval *a)
 
 /* Reads run o->run into o: its plan with v's source and its journal, and what it waits on.
  * o->start_error says why when it cannot be replayed. */
-static void replays_read_one(struct replays *r, struct replay_one *o, const struct store_version *v)
+static void replays_read_one(struct replays *r, struct replay_one *o, const struct store_version *v,
+                             const char *against_limits)
 {
     struct store *s = readers_take(r->readers);
-    struct replay_row rr = { o, v, { 0 }, 0, 0 };
+    struct replay_row rr = { o, v, against_limits, { 0 }, 0, 0 };
     enum store_rc rc = s ? s->ops->run_get(s, o->run, replays_row_fn, &rr) : STORE_ERROR;
     if (rc == STORE_OK && rr.found && !rr.failed) {
         rc = s->ops->journal_read(s, o->run, 0, replays_entry_fn, o);
@@ -360,15 +407,99 @@ static void replays_read_one(struct replays *r, struct replay_one *o, const stru
     }
 }
 
-static void replays_one_free(struct replay_one *o)
+/* Frees what o holds but its verdict: what it read, its run and its result. */
+static void replays_one_release(struct replay_one *o)
 {
     if (o->handle) {
         al_run_release(o->handle);
+        o->handle = NULL;
     }
     al_result_free(o->result);
+    o->result = NULL;
     runs_plan_free(o->plan);
+    o->plan = NULL;
     free(o->pending);
-    memset(o, 0, sizeof *o);
+    o->pending = NULL;
+    o->npending = 0;
+}
+
+/* ---------------------------------------------------------------- judging */
+
+static void replays_diverged(struct replay_one *o, uint32_t at_call, const char *exp_fn,
+                             const char *exp_sha, const char *got_fn, const char *got_sha)
+{
+    o->verdict = REPLAY_VERDICT_DIVERGED;
+    o->v_call = at_call;
+    snprintf(o->v_expected_function, sizeof o->v_expected_function, "%s", exp_fn ? exp_fn : "");
+    snprintf(o->v_expected_sha256, sizeof o->v_expected_sha256, "%s", exp_fn ? exp_sha : "");
+    snprintf(o->v_got_function, sizeof o->v_got_function, "%s", got_fn ? got_fn : "");
+    snprintf(o->v_got_sha256, sizeof o->v_got_sha256, "%s", got_fn ? got_sha : "");
+}
+
+/* A failure: only its code is kept, and whether it is the recorded run's (same code and
+ * message). Never its message: the guest chose it, and could have put in it the answers of the
+ * journal, which the readers of a version never see unapproved code handle. */
+static void replays_failed(struct replay_one *o, const char *code, int same_as_run)
+{
+    o->verdict = REPLAY_VERDICT_FAILED;
+    snprintf(o->v_code, sizeof o->v_code, "%s", code);
+    o->v_same_as_run = same_as_run;
+}
+
+/* A waiting run's call past the journal against the calls it waits on: 1 when it is one. */
+static int replays_is_pending(const struct replay_one *o)
+{
+    for (size_t i = 0; i < o->npending; i++) {
+        if (strcmp(o->pending[i].function, o->got_function) == 0 &&
+            strcmp(o->pending[i].args_sha256, o->got_sha256) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Judges o, which is done (docs/server.md's table), into its verdict. */
+static void replays_judge(struct replay_one *o)
+{
+    /* the oldest approval a waiting run opened is what it waits on first */
+    const struct replay_pending *want = o->npending ? &o->pending[o->npending - 1] : NULL;
+    o->verdict = REPLAY_VERDICT_SAME;
+    if (o->start_error[0]) {
+        replays_failed(o, "INTERNAL_ERROR", 0);
+    } else if (o->past_end) {
+        if (want && !replays_is_pending(o)) {
+            replays_diverged(o, o->at_call, want->function, want->args_sha256, o->got_function,
+                             o->got_sha256);
+        } else if (o->complete) {
+            /* the recorded run had ended here by itself: the new source makes one call more */
+            replays_diverged(o, o->at_call, NULL, NULL, o->got_function, o->got_sha256);
+        }
+    } else if (o->timed_out) {
+        replays_failed(o, "TIMEOUT", 0);
+    } else if (al_result_status(o->result) == AL_STATUS_FAILED) {
+        struct al_divergence d;
+        struct al_error_text et;
+        al_result_error_text(o->result, &et);
+        const char *code = al_code_name(al_result_error_code(o->result));
+        int same_as_run = strcmp(code, o->error_code) == 0 &&
+                          strlen(o->error_message) == et.message_len &&
+                          memcmp(o->error_message, et.message, et.message_len) == 0;
+        if (al_result_divergence(o->result, &d) == 0) {
+            char exp[REPLAYS_SHA_HEX];
+            char got[REPLAYS_SHA_HEX];
+            hex_encode(d.expected_args_sha256, sizeof d.expected_args_sha256, exp);
+            hex_encode(d.got_args_sha256, sizeof d.got_args_sha256, got);
+            replays_diverged(o, d.call, d.expected_function, exp, d.got_function, got);
+        } else if (!same_as_run) {
+            /* a failure the recorded run did not have */
+            replays_failed(o, code, same_as_run);
+        }
+    } else if (want) {
+        /* it ended (or waits) without making the call the recorded run waits on */
+        replays_diverged(o, (uint32_t)o->last_call + 1, want->function, want->args_sha256, NULL,
+                         NULL);
+    }
+    o->judged = 1;
 }
 
 /* ---------------------------------------------------------------- executing */
@@ -420,24 +551,50 @@ static size_t replays_tend(struct replays *r, struct replay_one *ones, size_t n,
     return active;
 }
 
-/* Replays every run of ones[0..n) with v, REPLAYS_PARALLEL at a time, within the deadline. 0, or
- * -1 when airlockd stops meanwhile. */
+/* Judges and releases, as each ends, the replays of ones[0..n) that are done: what is held is
+ * never more than the replays executing. */
+static void replays_settle(struct replays *r, struct replay_one *ones, size_t n, const char *what)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct replay_one *o = &ones[i];
+        pthread_mutex_lock(&r->lock);
+        int done = o->done && !o->judged;
+        pthread_mutex_unlock(&r->lock);
+        if (!done) {
+            continue;
+        }
+        if (o->start_error[0]) {
+            fprintf(stderr, "airlockd: the replay of %s against run %s: %s\n", what, o->run,
+                    o->start_error);
+        }
+        replays_judge(o);
+        replays_one_release(o);
+    }
+}
+
+/* Replays every run of ones[0..n) with v (under the limits of v and against_limits),
+ * REPLAYS_PARALLEL at a time, within the deadline, judging each as it ends. 0, or -1 when
+ * airlockd stops meanwhile. */
 static int replays_execute(struct replays *r, struct replay_one *ones, size_t n,
-                           const struct store_version *v)
+                           const struct store_version *v, const char *against_limits)
 {
     uint64_t deadline_us = clock_mono_us() + (uint64_t)REPLAYS_DEADLINE_MS * 1000;
+    char what[STORE_NAME_MAX + 32];
     size_t next = 0;
+    snprintf(what, sizeof what, "%s version %" PRId64, v->template_name, v->version);
     for (;;) {
+        replays_settle(r, ones, next, what);
         pthread_mutex_lock(&r->lock);
         int late = clock_mono_us() >= deadline_us;
         size_t active = replays_tend(r, ones, next, late);
         int stop = r->stop;
         pthread_mutex_unlock(&r->lock);
         if (active == 0 && (next == n || stop)) {
+            replays_settle(r, ones, next, what);
             return stop ? -1 : 0;
         }
         if (active < REPLAYS_PARALLEL && next < n && !stop && !late) {
-            replays_read_one(r, &ones[next], v);
+            replays_read_one(r, &ones[next], v, against_limits);
             replays_launch(r, &ones[next]);
             next++;
             continue;
@@ -448,7 +605,12 @@ static int replays_execute(struct replays *r, struct replay_one *ones, size_t n,
         until.tv_nsec += REPLAYS_TICK_MS * 1000000L;
         until.tv_sec += until.tv_nsec / 1000000000L;
         until.tv_nsec %= 1000000000L;
-        if (!r->stop && replays_tend(r, ones, next, late) > 0) {
+        /* wait for a replay to end (replays_done broadcasts) unless one has ended already */
+        int ended = 0;
+        for (size_t i = 0; i < next; i++) {
+            ended |= ones[i].done && !ones[i].judged;
+        }
+        if (!r->stop && !ended && replays_tend(r, ones, next, late) > 0) {
             pthread_cond_timedwait(&r->cond, &r->lock, &until);
         }
         replays_expire_all(r);
@@ -460,7 +622,7 @@ static int replays_execute(struct replays *r, struct replay_one *ones, size_t n,
 
 static void replays_put_call(struct buf *b, const char *function, const char *sha256)
 {
-    if (!function) {
+    if (!function[0]) {
         buf_append_str(b, "null");
         return;
     }
@@ -469,122 +631,43 @@ static void replays_put_call(struct buf *b, const char *function, const char *sh
     buf_append_str(b, "}");
 }
 
-/* Appends o to the diverged list: call at_call, the recorded side and the new one. */
-static void replays_put_diverged(struct buf *b, int *n, const struct replay_one *o,
-                                 uint32_t at_call, const char *exp_fn, const char *exp_sha,
-                                 const char *got_fn, const char *got_sha)
-{
-    buf_append_str(b, (*n)++ ? "," : "");
-    api_member(b, "{\"run\":", o->run);
-    buf_printf(b, ",\"at_call\":%" PRIu32 ",\"expected\":", at_call);
-    replays_put_call(b, exp_fn, exp_sha);
-    buf_append_str(b, ",\"got\":");
-    replays_put_call(b, got_fn, got_sha);
-    buf_append_str(b, "}");
-}
-
-static void replays_put_failed(struct buf *b, int *n, const struct replay_one *o, const char *code,
-                               const char *message, size_t len)
-{
-    buf_append_str(b, (*n)++ ? "," : "");
-    api_member(b, "{\"run\":", o->run);
-    api_member(b, ",\"error\":{\"code\":", code);
-    buf_append_str(b, ",\"message\":");
-    json_write_string(b, message, len < REPLAYS_MESSAGE_MAX ? len : REPLAYS_MESSAGE_MAX);
-    buf_append_str(b, "}}");
-}
-
-/* What one replay came to: same (1), or 0 with its entry appended to diverged or failed. */
-struct replay_lists {
-    struct buf diverged;
-    struct buf failed;
-    struct buf waiting;
-    int ndiverged;
-    int nfailed;
-    int nwaiting;
-};
-
-/* A waiting run's call past the journal against the calls it waits on: 1 when it is one. */
-static int replays_is_pending(const struct replay_one *o)
-{
-    for (size_t i = 0; i < o->npending; i++) {
-        if (strcmp(o->pending[i].function, o->got_function) == 0 &&
-            strcmp(o->pending[i].args_sha256, o->got_sha256) == 0) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static int replays_judge(const struct replay_one *o, struct replay_lists *l)
-{
-    /* the oldest approval a waiting run opened is what it waits on first */
-    const struct replay_pending *want = o->npending ? &o->pending[o->npending - 1] : NULL;
-    int diverged_before = l->ndiverged;
-    if (o->start_error[0]) {
-        replays_put_failed(&l->failed, &l->nfailed, o, "INTERNAL_ERROR", o->start_error,
-                           strlen(o->start_error));
-        return 0;
-    }
-    if (o->past_end) {
-        if (want && !replays_is_pending(o)) {
-            replays_put_diverged(&l->diverged, &l->ndiverged, o, o->at_call, want->function,
-                                 want->args_sha256, o->got_function, o->got_sha256);
-        } else if (o->completed) {
-            /* the recorded run had ended here: the new source makes one call more */
-            replays_put_diverged(&l->diverged, &l->ndiverged, o, o->at_call, NULL, NULL,
-                                 o->got_function, o->got_sha256);
-        }
-    } else if (o->timed_out) {
-        static const char late[] = "the replay did not finish in time";
-        replays_put_failed(&l->failed, &l->nfailed, o, "TIMEOUT", late, sizeof late - 1);
-        return 0;
-    } else if (al_result_status(o->result) == AL_STATUS_FAILED) {
-        struct al_divergence d;
-        struct al_error_text et;
-        al_result_error_text(o->result, &et);
-        const char *code = al_code_name(al_result_error_code(o->result));
-        if (al_result_divergence(o->result, &d) == 0) {
-            char exp[REPLAYS_SHA_HEX];
-            char got[REPLAYS_SHA_HEX];
-            hex_encode(d.expected_args_sha256, sizeof d.expected_args_sha256, exp);
-            hex_encode(d.got_args_sha256, sizeof d.got_args_sha256, got);
-            replays_put_diverged(&l->diverged, &l->ndiverged, o, d.call, d.expected_function, exp,
-                                 d.got_function, got);
-        } else if (strcmp(code, o->error_code) != 0 || strlen(o->error_message) != et.message_len ||
-                   memcmp(o->error_message, et.message, et.message_len) != 0) {
-            /* a failure the recorded run did not have */
-            replays_put_failed(&l->failed, &l->nfailed, o, code, et.message, et.message_len);
-            return 0;
-        }
-    } else if (want) {
-        /* it ended (or waits) without making the call the recorded run waits on */
-        replays_put_diverged(&l->diverged, &l->ndiverged, o, (uint32_t)o->last_call + 1,
-                             want->function, want->args_sha256, NULL, NULL);
-    }
-    if (l->ndiverged == diverged_before) {
-        return 1;
-    }
-    if (o->waiting) {
-        buf_append_str(&l->waiting, l->nwaiting++ ? "," : "");
-        api_str(&l->waiting, o->run);
-    }
-    return 0;
-}
-
-/* The result object of version v replayed against `against` (0: none) with ones[0..n): 0, or
- * -1 when it does not fit. */
+/* The result object of version v replayed against `against` (0: none) with ones[0..n), each
+ * judged: 0, or -1 when it does not fit. */
 static int replays_result(struct buf *b, const struct store_version *v, int64_t against,
                           const struct replay_one *ones, size_t n)
 {
-    struct replay_lists l;
-    memset(&l, 0, sizeof l);
-    buf_init(&l.diverged, REPLAYS_RESULT_MAX);
-    buf_init(&l.failed, REPLAYS_RESULT_MAX);
-    buf_init(&l.waiting, REPLAYS_RESULT_MAX);
+    struct buf diverged;
+    struct buf failed;
+    struct buf waiting;
+    int ndiverged = 0;
+    int nfailed = 0;
+    int nwaiting = 0;
     size_t same = 0;
+    buf_init(&diverged, REPLAYS_RESULT_MAX);
+    buf_init(&failed, REPLAYS_RESULT_MAX);
+    buf_init(&waiting, REPLAYS_RESULT_MAX);
     for (size_t i = 0; i < n; i++) {
-        same += (size_t)replays_judge(&ones[i], &l);
+        const struct replay_one *o = &ones[i];
+        if (o->verdict == REPLAY_VERDICT_SAME) {
+            same++;
+        } else if (o->verdict == REPLAY_VERDICT_FAILED) {
+            buf_append_str(&failed, nfailed++ ? "," : "");
+            api_member(&failed, "{\"run\":", o->run);
+            api_member(&failed, ",\"error\":{\"code\":", o->v_code);
+            buf_printf(&failed, ",\"same_as_run\":%s}}", o->v_same_as_run ? "true" : "false");
+        } else {
+            buf_append_str(&diverged, ndiverged++ ? "," : "");
+            api_member(&diverged, "{\"run\":", o->run);
+            buf_printf(&diverged, ",\"at_call\":%" PRIu32 ",\"expected\":", o->v_call);
+            replays_put_call(&diverged, o->v_expected_function, o->v_expected_sha256);
+            buf_append_str(&diverged, ",\"got\":");
+            replays_put_call(&diverged, o->v_got_function, o->v_got_sha256);
+            buf_append_str(&diverged, "}");
+            if (o->waiting) {
+                buf_append_str(&waiting, nwaiting++ ? "," : "");
+                api_str(&waiting, o->run);
+            }
+        }
     }
     api_member(b, "{\"template\":", v->template_name);
     buf_printf(b, ",\"version\":%" PRId64 ",\"state\":\"done\",\"against\":", v->version);
@@ -594,18 +677,17 @@ static int replays_result(struct buf *b, const struct store_version *v, int64_t 
         buf_append_str(b, "null");
     }
     buf_printf(b, ",\"runs\":%zu,\"same\":%zu,\"diverged\":[", n, same);
-    buf_append(b, l.diverged.data ? l.diverged.data : "", l.diverged.len);
+    buf_append(b, diverged.data ? diverged.data : "", diverged.len);
     buf_append_str(b, "],\"failed\":[");
-    buf_append(b, l.failed.data ? l.failed.data : "", l.failed.len);
+    buf_append(b, failed.data ? failed.data : "", failed.len);
     buf_append_str(b, "],\"waiting\":[");
-    buf_append(b, l.waiting.data ? l.waiting.data : "", l.waiting.len);
+    buf_append(b, waiting.data ? waiting.data : "", waiting.len);
     buf_append_str(b, "]}");
-    int failed = buf_failed(&l.diverged) || buf_failed(&l.failed) || buf_failed(&l.waiting) ||
-                 buf_failed(b);
-    buf_done(&l.diverged);
-    buf_done(&l.failed);
-    buf_done(&l.waiting);
-    return failed ? -1 : 0;
+    int bad = buf_failed(&diverged) || buf_failed(&failed) || buf_failed(&waiting) || buf_failed(b);
+    buf_done(&diverged);
+    buf_done(&failed);
+    buf_done(&waiting);
+    return bad ? -1 : 0;
 }
 
 /* ---------------------------------------------------------------- one job */
@@ -624,12 +706,14 @@ static enum store_rc replays_record_fn(struct writer_tx *tx, void *arg)
 
 /* How a job ended. */
 enum replay_end {
-    REPLAY_DONE = 0,    /* result holds the object, recorded */
+    REPLAY_DONE = 0,    /* result holds the object, recorded, or the object of a version not
+                           replayed (no longer submitted, or superseded) */
     REPLAY_FAILED = 1,  /* it could not be made or recorded (logged) */
     REPLAY_STOPPED = 2, /* airlockd stops: nothing recorded */
 };
 
-/* Replays job's version into result (the object to answer) and records it. */
+/* Replays job's version into result (the object to answer) and records it; a version no longer
+ * submitted, or superseded by a newer submitted one, is not replayed. */
 static enum replay_end replays_job(struct replays *r, const struct replay_job *job,
                                    struct buf *result)
 {
@@ -647,7 +731,12 @@ static enum replay_end replays_job(struct replays *r, const struct replay_job *j
     if (rc == STORE_OK && rv.found) {
         rc = s->ops->version_list(s, job->template_name, replays_against_fn, &rv);
     }
-    if (rc == STORE_OK && rv.found && rv.against > 0) {
+    int skip = rc == STORE_OK && rv.found && (rv.state != GOV_VERSION_SUBMITTED || rv.newer);
+    if (rc == STORE_OK && rv.found && !skip && rv.against > 0) {
+        rc = s->ops->version_get(s, job->template_name, rv.against, replays_against_limits_fn, &rv);
+        rc = rc == STORE_OK && !rv.against_limits ? STORE_ERROR : rc;
+    }
+    if (rc == STORE_OK && rv.found && !skip && rv.against > 0) {
         struct store_run_filter f = { .template_name = job->template_name };
         pick->version = rv.against;
         rc = s->ops->run_list(s, &f, replays_pick_fn, pick);
@@ -661,6 +750,12 @@ static enum replay_end replays_job(struct replays *r, const struct replay_job *j
     if (rc != STORE_OK || !rv.found) {
         fprintf(stderr, "airlockd: the replay of %s version %" PRId64 " could not be read\n",
                 job->template_name, job->version);
+        goto out;
+    }
+    if (skip) {
+        replays_put_empty(result, job->template_name, job->version,
+                          rv.newer ? "superseded" : "none");
+        ret = buf_failed(result) ? REPLAY_FAILED : REPLAY_DONE;
         goto out;
     }
     size_t nended = pick->nended < REPLAYS_ENDED_MAX ? pick->nended : REPLAYS_ENDED_MAX;
@@ -680,7 +775,7 @@ static enum replay_end replays_job(struct replays *r, const struct replay_job *j
         ones[n].owner = r;
         snprintf(ones[n++].run, RUNS_ID_LEN + 1, "%s", pick->waiting[k]);
     }
-    if (replays_execute(r, ones, n, &rv.v) != 0) {
+    if (replays_execute(r, ones, n, &rv.v, rv.against_limits) != 0) {
         ret = REPLAY_STOPPED;
         goto out;
     }
@@ -699,12 +794,31 @@ static enum replay_end replays_job(struct replays *r, const struct replay_job *j
     ret = buf_append_str(result, "\n") == BUF_OK ? REPLAY_DONE : REPLAY_FAILED;
 out:
     for (size_t i = 0; i < n; i++) {
-        replays_one_free(&ones[i]);
+        replays_one_release(&ones[i]);
     }
     free(ones);
     free(pick);
     replays_version_done(&rv);
     return ret;
+}
+
+/* Under the lock: the link to the job to serve next, the queue not empty. Departments in turn,
+ * in the order of their names: the oldest job of the first department after the one served
+ * last, else of the first department. */
+static struct replay_job **replays_next(struct replays *r)
+{
+    struct replay_job **first = NULL;
+    struct replay_job **after = NULL;
+    for (struct replay_job **j = &r->queue; *j; j = &(*j)->next) {
+        const char *d = (*j)->department;
+        if (!first || strcmp(d, (*first)->department) < 0) {
+            first = j;
+        }
+        if (strcmp(d, r->served) > 0 && (!after || strcmp(d, (*after)->department) < 0)) {
+            after = j;
+        }
+    }
+    return after ? after : first;
 }
 
 static void *replays_thread(void *arg)
@@ -716,10 +830,12 @@ static void *replays_thread(void *arg)
             pthread_cond_wait(&r->cond, &r->lock);
             continue;
         }
-        struct replay_job *job = r->queue;
-        r->queue = job->next;
+        struct replay_job **next = replays_next(r);
+        struct replay_job *job = *next;
+        *next = job->next;
         job->next = NULL;
         r->current = job;
+        snprintf(r->served, sizeof r->served, "%s", job->department);
         pthread_mutex_unlock(&r->lock);
         struct buf result;
         buf_init(&result, REPLAYS_RESULT_MAX);
@@ -796,49 +912,104 @@ void replays_free(struct replays *r)
     free(r);
 }
 
-/* Under the lock: the job of that version queued or under way, queued now if there is none
- * (NULL out of memory). */
-static struct replay_job *replays_job_of(struct replays *r, const char *template_name,
-                                         int64_t version)
+void replays_put_empty(struct buf *b, const char *template_name, int64_t version, const char *state)
 {
-    struct replay_job **tail = &r->queue;
+    api_member(b, "{\"template\":", template_name);
+    buf_printf(b, ",\"version\":%" PRId64 ",", version);
+    api_member(b, "\"state\":", state);
+    buf_append_str(b, ",\"against\":null,\"runs\":0,\"same\":0,\"diverged\":[],\"failed\":[],"
+                      "\"waiting\":[]}\n");
+}
+
+/* Answers, under the lock, the waiters of a job superseded in the queue and frees it. */
+static void replays_supersede(struct replay_job *job)
+{
+    struct buf b;
+    buf_init(&b, 1024);
+    replays_put_empty(&b, job->template_name, job->version, "superseded");
+    replays_job_finish(job, buf_failed(&b) ? NULL : &b, 0);
+    buf_done(&b);
+}
+
+/* What replays_job_of found. */
+enum replay_queued {
+    REPLAY_QUEUED = 0,     /* the job returned: queued now, or already */
+    REPLAY_SUPERSEDED = 1, /* a newer version of the template is queued: no job */
+    REPLAY_FULL = 2,       /* the department has REPLAYS_QUEUED_MAX queued: no job */
+    REPLAY_NO_MEMORY = 3,
+};
+
+/* Under the lock: the job of that version queued or under way, queued now if there is none.
+ * A template keeps one job queued, its newest version's: an older one queued is superseded (its
+ * waiters answered), and one older than the queued is not queued. */
+static struct replay_job *replays_job_of(struct replays *r, const char *department,
+                                         const char *template_name, int64_t version,
+                                         enum replay_queued *ret)
+{
+    size_t in_department = 0;
+    *ret = REPLAY_QUEUED;
     if (r->current && r->current->version == version &&
         strcmp(r->current->template_name, template_name) == 0) {
         return r->current;
     }
-    for (; *tail; tail = &(*tail)->next) {
-        if ((*tail)->version == version && strcmp((*tail)->template_name, template_name) == 0) {
-            return *tail;
+    struct replay_job **tail = &r->queue;
+    while (*tail) {
+        struct replay_job *j = *tail;
+        if (strcmp(j->template_name, template_name) != 0) {
+            in_department += strcmp(j->department, department) == 0;
+            tail = &j->next;
+        } else if (j->version == version) {
+            return j;
+        } else if (j->version > version) {
+            *ret = REPLAY_SUPERSEDED;
+            return NULL;
+        } else {
+            *tail = j->next;
+            replays_supersede(j);
         }
     }
-    struct replay_job *job = calloc(1, sizeof *job);
-    if (job) {
-        snprintf(job->template_name, sizeof job->template_name, "%s", template_name);
-        job->version = version;
-        *tail = job;
-        pthread_cond_broadcast(&r->cond);
+    if (in_department >= REPLAYS_QUEUED_MAX) {
+        *ret = REPLAY_FULL;
+        return NULL;
     }
+    struct replay_job *job = calloc(1, sizeof *job);
+    if (!job) {
+        *ret = REPLAY_NO_MEMORY;
+        return NULL;
+    }
+    snprintf(job->department, sizeof job->department, "%s", department);
+    snprintf(job->template_name, sizeof job->template_name, "%s", template_name);
+    job->version = version;
+    *tail = job;
+    pthread_cond_broadcast(&r->cond);
     return job;
 }
 
-void replays_start(struct replays *r, const char *template_name, int64_t version)
+void replays_start(struct replays *r, const char *department, const char *template_name,
+                   int64_t version)
 {
+    enum replay_queued q = REPLAY_QUEUED;
     pthread_mutex_lock(&r->lock);
-    if (!r->stop && !replays_job_of(r, template_name, version)) {
-        fprintf(stderr,
-                "airlockd: out of memory: the replay of %s version %" PRId64
-                " starts when it is asked for\n",
-                template_name, version);
+    if (!r->stop) {
+        replays_job_of(r, department, template_name, version, &q);
     }
     pthread_mutex_unlock(&r->lock);
+    if (q == REPLAY_FULL || q == REPLAY_NO_MEMORY) {
+        fprintf(stderr,
+                "airlockd: %s: the replay of %s version %" PRId64 " starts when it is asked for\n",
+                q == REPLAY_FULL ? "the department's replays are full" : "out of memory",
+                template_name, version);
+    }
 }
 
-void replays_wait(struct replays *r, const char *template_name, int64_t version,
-                  struct http_deferred *d)
+void replays_wait(struct replays *r, const char *department, const char *template_name,
+                  int64_t version, struct http_deferred *d)
 {
     struct replay_waiter *w = calloc(1, sizeof *w);
+    enum replay_queued q = REPLAY_NO_MEMORY;
     pthread_mutex_lock(&r->lock);
-    struct replay_job *job = w && !r->stop ? replays_job_of(r, template_name, version) : NULL;
+    struct replay_job *job =
+            w && !r->stop ? replays_job_of(r, department, template_name, version, &q) : NULL;
     if (job) {
         w->d = d;
         w->deadline_us = clock_mono_us() + (uint64_t)REPLAYS_WAIT_MS * 1000;
@@ -848,8 +1019,32 @@ void replays_wait(struct replays *r, const char *template_name, int64_t version,
     }
     int stopping = r->stop;
     pthread_mutex_unlock(&r->lock);
-    if (!job) {
-        free(w);
+    if (job) {
+        return;
+    }
+    free(w);
+    if (q == REPLAY_SUPERSEDED) {
+        struct buf b;
+        buf_init(&b, 1024);
+        replays_put_empty(&b, template_name, version, "superseded");
+        if (!buf_failed(&b)) {
+            http_deferred_answer(d, 200, b.data, b.len);
+        } else {
+            replays_answer_error(d, 500, "INTERNAL", "out of memory");
+        }
+        buf_done(&b);
+    } else if (q == REPLAY_FULL && !stopping) {
+        struct http_response resp;
+        http_response_init(&resp);
+        resp.status = 429;
+        resp.retry_after_s = REPLAYS_RETRY_S;
+        buf_printf(&resp.body,
+                   "{\"error\":{\"code\":\"RATE_LIMITED\",\"message\":\"%d replays of this "
+                   "department are waiting: ask again later\",\"request_id\":\"%s\"}}\n",
+                   REPLAYS_QUEUED_MAX, http_deferred_request_id(d));
+        http_deferred_reply(d, &resp);
+        http_response_done(&resp);
+    } else {
         replays_answer_error(d, 500, "INTERNAL",
                              stopping ? "airlockd is stopping" : "out of memory");
     }

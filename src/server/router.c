@@ -32,10 +32,15 @@ struct route {
     api_handler_fn *handler;
     struct auth_rule rule;
     int writes; /* WRITES: the handler runs as a job of the writer; READS: on a reader */
+    /* WRITES only, may be NULL: runs first on the request thread, with no store, for a check the
+     * writer must never wait on; when it answers, the job never runs */
+    api_check_fn *before;
 };
 
-#define READS  0
-#define WRITES 1
+/* a row's last members: where its handler runs, and what runs before it */
+#define READS                 0, NULL
+#define WRITES                1, NULL
+#define WRITES_CHECKED(check) 1, check
 
 #define ADMIN     AUTH_ROLE_ADMIN
 #define READERS   (AUTH_ROLE_ADMIN | AUTH_ROLE_AUDITOR)
@@ -82,7 +87,7 @@ static const struct route routes[] = {
     { "GET",    "/v1/approvals",                     api_approvals_list,          { AUTH_ANY_DEPARTMENT, AUTH_ROLE_APPROVER | READERS }, READS },
     { "POST",   "/v1/approvals/{id}/approve",        api_approvals_approve,       { AUTH_RESOURCE, AUTH_ROLE_APPROVER }, WRITES },
     { "POST",   "/v1/approvals/{id}/deny",           api_approvals_deny,          { AUTH_RESOURCE, AUTH_ROLE_APPROVER }, WRITES },
-    { "POST",   "/v1/approvals/{id}/answer",         api_approvals_answer,        { AUTH_RESOURCE, AUTH_ROLE_APPROVER }, WRITES },
+    { "POST",   "/v1/approvals/{id}/answer",         api_approvals_answer,        { AUTH_RESOURCE, AUTH_ROLE_APPROVER }, WRITES_CHECKED(api_approvals_answer_before) },
     { "POST",   "/v1/mcp",                           api_mcp_post,                { AUTH_RESOURCE, AUTH_ROLE_AGENT }, READS },
     { "GET",    "/v1/openapi.json",                  api_system_openapi,          { AUTH_PUBLIC, 0 }, READS },
     { "GET",    "/metrics",                          api_system_metrics,          { AUTH_PUBLIC, 0 }, READS },
@@ -399,6 +404,15 @@ void router_dispatch(void *userdata, const struct http_request *req, struct http
             api_error_resp(req, resp, 413, "PAYLOAD_TOO_LARGE", "the body is over the size limit");
         }
         return;
+    }
+    if (rq->route->writes && rq->route->before) {
+        rq->ctx.who = &rq->who;
+        int answered = rq->route->before(&rq->ctx) != 0;
+        json_doc_free(rq->ctx.doc);
+        rq->ctx.doc = NULL;
+        if (answered) {
+            return;
+        }
     }
     if (rq->route->writes) {
         http_response_init(&rq->answer);

@@ -275,6 +275,62 @@ def t_call_in_doubt_answered_returns_the_value(tmp):
         w.close()
 
 
+# each call's answer described as the guest sees it, a throw caught
+DESCRIBE = """
+let out = [];
+for (let i = 1; i <= 3; i++) {
+    try {
+        const v = await once.step(i);
+        out.push(typeof v === "object" && v ? Object.prototype.toString.call(v) : typeof v);
+    } catch (e) {
+        out.push("threw: " + e.message);
+    }
+}
+return out;
+"""
+
+
+def t_answer_that_is_no_boundary_value_is_refused(tmp):
+    """An answer's result is decoded as the guest would be handed it (docs/values.md) before it
+    is accepted: an unknown tag, a reference to nothing or bad base64 is 400 INVALID_REQUEST
+    naming why, and the approval stays pending; a tagged value that decodes is answered and the
+    guest gets it (a Map), even for a function with no result_schema."""
+    w = tr.World(tmp)
+    try:
+        w.ok("POST", "/v1/connectors", {
+            "name": "once", "department": "finance", "url": w.shop.url,
+            "signing_secret": tr.SECRET, "timeout_ms": 30000, "functions": {"step": {}}},
+            w.admin, 201)
+        w.template("loose", DESCRIBE, ["once.step"])
+        arm(w, 2)
+        run_id = start(w, "loose")
+        died(w)
+        doc = w.until(run_id, ("awaiting_approval", "completed", "failed", "cancelled"))
+        check(doc["status"] == "awaiting_approval", "after the restart: %r" % doc)
+        a = w.ok("GET", "/v1/approvals?run=" + run_id, None, w.keys["bob"])[0]
+        check(a["kind"] == "in_doubt" and a["call"] == 2, "the approval: %r" % a)
+        for bad, why in (({"$type": "nope"}, 'unknown tag "nope"'),
+                         ({"$type": "ref", "path": [0, 1, 2]}, "reference to nothing"),
+                         ({"$type": "arraybuffer", "base64": "!!!"}, "bad base64")):
+            st, got, _ = w.s.request("POST", "/v1/approvals/%s/answer" % a["id"],
+                                     {"result": bad}, key=w.keys["bob"])
+            check(st == 400 and got["error"]["code"] == "INVALID_REQUEST" and
+                  "not a boundary value" in got["error"]["message"] and
+                  why in got["error"]["message"], "answer %r: %d %r" % (bad, st, got))
+            check(w.ok("GET", "/v1/approvals?run=" + run_id, None, w.keys["bob"])[0]["status"]
+                  == "pending", "a refused answer decided it")
+        check(not [r for r in audit_rows(w.dir, "approval.answer") if r["subject"] == a["id"]],
+              "a refused answer was recorded")
+        got = decide(w, a, "answer", {"result": {"$type": "map", "entries": [[1, 2]]}}, "bob")
+        check(got["status"] == "answered", "answered: %r" % got)
+        done = w.until(run_id, ("completed", "failed", "cancelled"))
+        check(done["status"] == "completed" and
+              done["value"] == ["number", "[object Map]", "number"], "after: %r" % done)
+        verifies(w)
+    finally:
+        w.close()
+
+
 def t_killed_after_an_answer_was_delivered(tmp):
     """(c) killed while the guest computes after call 10's answer was journaled and delivered:
     every call reaches the connector exactly once."""

@@ -145,6 +145,9 @@ export function replaySummary(r) {
     if (r.state === 'none') {
         return 'Not replayed: the version was never submitted.';
     }
+    if (r.state === 'superseded') {
+        return 'Not replayed: a newer version of the template is submitted, and only the newest is replayed.';
+    }
     if (!r.runs) {
         return r.against === null ? 'Nothing to replay: no version was approved before.' : 'No recent runs of v' + r.against + ' to replay.';
     }
@@ -180,7 +183,7 @@ function replayCard(r) {
                 el('td', null, replayCall(d.expected)), el('td', null, replayCall(d.got)))))));
     }
     if (r.failed && r.failed.length) {
-        add(sec, el('ul', { class: 'replay-failed' }, r.failed.map((f) => el('li', null, runLink(f.run), ' fails: ', el('code', null, f.error.code), ' ', f.error.message))));
+        add(sec, el('ul', { class: 'replay-failed' }, r.failed.map((f) => el('li', null, runLink(f.run), ' fails: ', el('code', null, f.error.code), f.error.same_as_run ? ' (as the run did)' : ' (the run did not)'))));
     }
     return sec;
 }
