@@ -611,10 +611,12 @@ static void runs_mark_done(void *arg, enum store_rc rc)
  * marked idempotent is sent at once, unmarked: in doubt or not sent at all, a recovery from the
  * journal makes it again live with the same idempotency key and, the journal replayed, the same
  * arguments, so its mark would decide nothing and cost a commit per call (docs/server.md,
- * "Durable runs"). */
+ * "Durable runs"). A sensitive one is marked all the same: only a person's approval sends it,
+ * and the mark (refused once the run is cancelled or taken over) is what keeps a cancel or a
+ * revocation after that approval from being outrun. */
 static void runs_pending_mark(struct runs *r, struct runs_pending *p)
 {
-    if (p->f->idempotent) {
+    if (p->f->idempotent && !p->f->sensitive) {
         runs_pending_send(p);
         return;
     }

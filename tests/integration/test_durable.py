@@ -543,10 +543,12 @@ def t_resumed_run_killed_at_its_approved_call(tmp):
         want = {i: 1 for i in range(1, 9)}
         want[4] = 2
         check(got == want and len(keys[4]) == 1, "calls by number: %r %r" % (got, keys))
-        # idempotent, call 4 left unmarked: made again live, not listed as retried
+        (interruption,) = keys[4]
+        # an approved sensitive call is marked, idempotent or not: listed as retried
         retried = [r["details"] for r in audit_rows(w.dir, "run.retried")
                    if r["subject"] == run_id]
-        check(len(retried) == 1 and retried[0]["calls_retried"] == [],
+        check(len(retried) == 1 and [c["idempotency_key"] for c in
+                                     retried[0]["calls_retried"]] == [interruption],
               "run.retried: %r" % retried)
         check([r["from_call"] for r in recover_records(w, run_id)] == [4],
               "run.recover: %r" % recover_records(w, run_id))

@@ -303,21 +303,23 @@ SPIN = "for (;;) {}"
 
 def t_replay_storm_queues_the_newest(tmp):
     """Versions of one template submitted one after another while the replays' thread is busy
-    (another template's replay spins until its 20 s) queue one replay, the newest's: the others
+    (another template's replay spins until its 60 s) queue one replay, the newest's: the others
     answer "superseded" (runs 0), and nothing is kept for them."""
     w = tr.World(tmp)
     try:
         for name in ("spinner", "refunds"):
-            w.template(name, V1, FUNCTIONS, limits={"timeout_ms": 20000, "cpu_ms": 20000})
+            w.template(name, V1, FUNCTIONS, limits={"timeout_ms": 60000, "cpu_ms": 60000})
             st, doc = w.run({"template": name, "input": {}}, want=200)
             check(doc["status"] == "completed", "a run of %s: %r" % (name, doc))
         busy = w.ok("POST", "/v1/templates/spinner/versions",
-                    {"source": SPIN, "functions": FUNCTIONS}, w.keys["alice"], 201)["version"]
+                    {"source": SPIN, "functions": FUNCTIONS,
+                     "limits": {"timeout_ms": 60000, "cpu_ms": 60000}},
+                    w.keys["alice"], 201)["version"]
         w.ok("POST", "/v1/templates/spinner/versions/%d/submit" % busy, {}, w.keys["alice"])
         versions = [push(w, V2 + "\n// %d" % i) for i in range(6)]
         kept = db_rows(w.dir, "SELECT template, version FROM version_replays WHERE version > 1")
         check(kept == [], "the spinning replay ended before the versions were submitted "
-              "(the machine took over 20 s): %r" % kept)
+              "(the machine took over 60 s): %r" % kept)
         for v in versions[:-1]:
             r = w.ok("GET", "/v1/templates/refunds/versions/%d/replay" % v, None, w.keys["bob"])
             check(r["state"] == "superseded" and r["runs"] == 0 and r["against"] is None,
