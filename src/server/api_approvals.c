@@ -463,6 +463,29 @@ static enum store_rc api_run_recovering(struct store *s, struct runs *runs,
     return rc;
 }
 
+/* A supervised fork whose start a person approved starts from the journal prefix it was given
+ * at its creation, at its original's seed and clock (its origin, recorded then), its calls
+ * from at_call on live: as an autonomous fork starts at once (api_runs.c). */
+static enum store_rc api_run_forked(struct store *s, const struct store_run *row,
+                                    struct runs_plan *plan)
+{
+    struct api_journal j = { plan, 0 };
+    char *end = NULL;
+    uint64_t seed = row->seed ? strtoull(row->seed, &end, 16) : 0;
+    if (!row->seed || strlen(row->seed) != 16 || !end || *end || row->clock_ms <= 0) {
+        return STORE_ERROR;
+    }
+    enum store_rc rc = s->ops->journal_read(s, row->id, 0, api_journal_fn, &j);
+    if (rc == STORE_OK && j.failed) {
+        rc = STORE_ERROR;
+    }
+    plan->has_seed = 1;
+    plan->seed = seed;
+    plan->clock_ms = row->clock_ms;
+    plan->fork_at_call = row->at_call;
+    return rc;
+}
+
 /* ---------------------------------------------------------------- executions (several nodes) */
 
 /* A claimed run with an execution row was put back in the queue after its execution died
@@ -508,6 +531,7 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
     enum store_rc rc = STORE_OK;
     int in_tx = 0;
     int recover = 0;
+    int forked = 0; /* a supervised fork, its start approved */
     int64_t clock_ms = 0;
     memset(&decisions, 0, sizeof decisions);
     memset(&run, 0, sizeof run);
@@ -589,6 +613,12 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
         rc = s->ops->run_set_node(s, run_id, runs_node(runs)); /* this node executes it now */
     }
     clock_ms = token ? 0 : runs_now_ms(); /* a start from the input starts its clock now */
+    if (decisions.start_approved && run.copy.row.forked_from) {
+        /* its origin is its original's, recorded at its creation */
+        forked = 1;
+        clock_ms = run.copy.row.clock_ms;
+        goto plan;
+    }
     if (settle) {
         /* from its journal, at the start its first execution recorded: no execution row (as a
          * start from the input has none), and its origin stays */
@@ -614,6 +644,9 @@ plan: /* in the transaction begun above, or rc says why not */
     }
     if (rc == STORE_OK) {
         plan->clock_ms = clock_ms;
+    }
+    if (rc == STORE_OK && forked) {
+        rc = api_run_forked(s, &run.copy.row, plan);
     }
     if (rc == STORE_OK && recover) {
         rc = api_run_recovering(s, runs, &run.copy.row, plan, settle ? &decisions : NULL);

@@ -1157,13 +1157,6 @@ void api_runs_fork(struct api_ctx *ctx)
     if (api_run_check(ctx, &q, &v) != 0 || api_run_mode(ctx, &q, &v, v.department, &m) != 0) {
         goto out;
     }
-    if (m.supervised) {
-        /* its start would wait for a person, and a supervised start replays no journal */
-        api_error(ctx, 409, "CONFLICT",
-                  "template %s version %" PRId64 " runs supervised: its runs do not fork",
-                  o->template_name, o->version);
-        goto out;
-    }
     if (m.start == RUNS_START_QUEUED) {
         /* a fork executes here, with its plan: a claim from the queue would start it afresh */
         m.state = GOV_RUN_RUNNING;

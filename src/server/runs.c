@@ -1699,9 +1699,10 @@ static enum store_rc runs_start_fn(struct writer_tx *tx, void *arg)
     if (rc == STORE_OK && node[0] && executes) {
         rc = s->ops->run_set_node(s, id, node);
     }
-    /* where a replay of its journal starts (a held or queued run's is set when it starts) */
+    /* where a replay of its journal starts (a held or queued run's is set when it starts, but
+     * a fork's is its original's, whenever it starts) */
     const struct runs_plan *plan = job->sr ? job->sr->plan : job->start.plan;
-    if (rc == STORE_OK && executes && plan->clock_ms > 0) {
+    if (rc == STORE_OK && (executes || plan->fork_at_call > 0) && plan->clock_ms > 0) {
         /* a fork replays its original's journal: it keeps the original's seed */
         rc = s->ops->run_set_origin(s, id, plan->has_seed ? plan->seed : runs_seed(job->owner, id),
                                     plan->clock_ms);

@@ -167,6 +167,43 @@ def t_fork_from_the_cli(tmp):
         w.close()
 
 
+def t_fork_of_a_supervised_version(tmp):
+    """In a supervised department a fork waits for a person as POST /v1/runs does (202
+    awaiting_approval, an approval of kind run); approved, it replays the original's calls before
+    at_call and sends only the rest, at the original's seed (its Math.random tag matches, or call
+    1 would diverge). A new input that changes the path is refused at its start: failed
+    PROTOCOL_ERROR "diverges at call 1", nothing sent."""
+    w = world(tmp)
+    try:
+        run_id = original(w)
+        w.ok("PUT", "/v1/departments/finance/policy", {"autonomy": "supervised"}, w.admin)
+        st, doc = fork(w, run_id, {"at_call": 3})
+        check(st == 202 and doc["status"] == "awaiting_approval" and
+              doc["forked_from"] == run_id and doc["at_call"] == 3 and len(doc["approvals"]) == 1,
+              "supervised fork: %d %r" % (st, doc))
+        check(td.counts(w, doc["id"]) == {}, "a fork waiting for its start sent %r"
+              % td.counts(w, doc["id"]))
+        (apr,) = doc["approvals"]
+        check([x["kind"] for x in w.pending() if x["id"] == apr] == ["run"], "the fork's approval")
+        w.ok("POST", "/v1/approvals/%s/approve" % apr, {"comment": "again from 3"}, w.keys["bob"])
+        done = w.until(doc["id"], ("completed", "failed", "cancelled"))
+        check(done["status"] == "completed" and done["value"] == 15, "approved fork: %r" % done)
+        check(td.counts(w, doc["id"]) == {3: 1, 4: 1, 5: 1},
+              "the approved fork's calls: %r" % td.counts(w, doc["id"]))
+        check(td.counts(w, run_id) == {i: 1 for i in range(1, 6)},
+              "the original's calls: %r" % td.counts(w, run_id))
+        st, doc = fork(w, run_id, {"at_call": 3, "input": {"k": 2}})
+        check(st == 202 and doc["status"] == "awaiting_approval", "%d %r" % (st, doc))
+        w.ok("POST", "/v1/approvals/%s/approve" % doc["approvals"][0], {}, w.keys["bob"])
+        done = w.until(doc["id"], ("completed", "failed", "cancelled"))
+        check(done["status"] == "failed" and done["error"]["code"] == "PROTOCOL_ERROR" and
+              "diverges at call 1" in done["error"]["message"], "diverging fork: %r" % done)
+        check(td.counts(w, doc["id"]) == {}, "a diverged fork sent %r" % td.counts(w, doc["id"]))
+        td.verifies(w)
+    finally:
+        w.close()
+
+
 def t_fork_refusals(tmp):
     """A caller who may not see the original gets the 404 of a run that does not exist; at_call
     out of range is 400; a revoked version is 409 TEMPLATE_REVOKED as POST /v1/runs answers."""
