@@ -37,6 +37,41 @@ test('review: an author who is not an approver sees Approve disabled on their ow
     }
 });
 
+test('review: a submitted version shows the approver how it replays against the recent runs of the approved one', { timeout: 90000 }, async () => {
+    // docs/server.md "Replay before approval": the version's page says it in the CLI's words and
+    // lists each run it diverges on, linked, with what the run called and what it calls
+    const w = await world();
+    const { ctx, page } = await newPage(browser);
+    try {
+        await approvedTemplate(w, 'counts', 'const o = await shop.orders("paid");\nreturn o.length;\n');
+        const ids = [];
+        for (let i = 0; i < 3; i++) {
+            const r = await w.a.ok('POST', '/v1/runs', { template: 'counts' }, w.keys['agent-7']);
+            assert.equal(r.status, 'completed');
+            ids.push(r.id);
+        }
+        const v = await w.a.ok('POST', '/v1/templates/counts/versions', { source: 'const o = await shop.orders("refunded");\nreturn o.length;\n', functions: ['shop.orders', 'shop.refund'] }, w.keys.alice);
+        await w.a.ok('POST', '/v1/templates/counts/versions/' + v.version + '/submit', {}, w.keys.alice);
+        const r = await until('the replay', async () => {
+            const x = await w.a.req('GET', '/v1/templates/counts/versions/' + v.version + '/replay', undefined, w.keys.bob);
+            return x.status === 200 && x.doc.state === 'done' ? x.doc : null;
+        }, 60000);
+        assert.equal(r.runs, 3);
+        assert.equal(r.diverged.length, 3);
+        await signIn(page, w.a.url, '/templates/counts/versions/' + v.version, w.keys.bob);
+        const card = page.locator('#replay');
+        await card.getByText('replays 0 of 3 recent runs identically; diverges on 3 at call 1').waitFor();
+        for (const id of ids) {
+            await card.getByRole('link', { name: id }).waitFor();
+        }
+        assert.equal(await card.locator('.replay-diverged tbody tr').count(), 3);
+        assert.deepEqual(page.problems, []);
+    } finally {
+        await ctx.close();
+        await w.stop();
+    }
+});
+
 // 32 runs of 32 sensitive calls each (a run has at most 32 host calls in flight): 1024
 // pending approvals, more than GET /v1/approvals answers at once (1000)
 async function manyPending(w) {
