@@ -119,3 +119,41 @@ test('a poll never moves the item under the click: the attacker\'s approval wait
         await w.stop();
     }
 });
+
+test('a call in doubt after a crash waits in the inbox with its call, and an approver answers it: the run goes on with that value, nothing sent again', { timeout: 90000 }, async () => {
+    // docs/server.md "Durable runs": shop.slow is not idempotent; airlockd dies while the call
+    // is at the shop, so after the restart the run waits for a person on that call
+    const w = await world();
+    const { ctx, page } = await newPage(browser);
+    try {
+        await approvedTemplate(w, 'slowly', 'const r = await shop.slow(30000);\nreturn "got " + r;\n', { version: { functions: ['shop.slow'] } });
+        const run = await w.a.ok('POST', '/v1/runs', { template: 'slowly', wait: false }, w.keys['agent-7']);
+        const key = run.id + ':1';
+        await until('the call at the shop', async () => {
+            const r = await fetch(w.shop.url + 'calls');
+            const calls = await r.json();
+            return calls.by_key[key] === 1;
+        });
+        await w.a.crash();
+        const a = await until('the in_doubt approval', async () => {
+            const pending = await w.a.ok('GET', '/v1/approvals?status=pending', undefined, w.keys.bob);
+            return pending.find((x) => x.kind === 'in_doubt' && x.run === run.id) || null;
+        });
+        assert.equal(a.function, 'shop.slow');
+        assert.deepEqual(a.args, [30000]);
+        await signIn(page, w.a.url, '/approvals', w.keys.bob);
+        const item = page.locator('li.approval[data-id="' + a.id + '"]');
+        await item.getByText('Call in doubt').waitFor();
+        await item.getByText('shop.slow').first().waitFor();
+        await item.getByLabel(/Result it had/).fill('"settled"');
+        await item.getByRole('button', { name: 'Answer' }).click();
+        const done = await runStatus(w, run.id, 'completed');
+        assert.equal(done.value, 'got settled');
+        const r = await fetch(w.shop.url + 'calls');
+        assert.equal((await r.json()).by_key[key], 1, 'the call in doubt was not sent again');
+        assert.deepEqual(page.problems, []);
+    } finally {
+        await ctx.close();
+        await w.stop();
+    }
+});

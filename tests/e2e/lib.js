@@ -56,15 +56,27 @@ export class Airlockd {
         const a = new Airlockd();
         a.tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'airlock-e2e-'));
         a.dir = path.join(a.tmp, 'var');
-        const env = { ...process.env };
-        delete env.AIRLOCK_BOOTSTRAP_KEY;
-        a.proc = spawn(AIRLOCKD, ['--listen', '127.0.0.1:0', '--data-dir', a.dir], { env, stdio: ['ignore', 'ignore', 'pipe'] });
         a.log = fs.createWriteStream(path.join(a.tmp, 'airlockd.log'));
-        a.proc.stderr.pipe(a.log);
-        const m = await lineOf(a.proc.stderr, /^airlockd: listening on (http:\/\/127\.0\.0\.1:\d+)$/, TIMEOUT, 'airlockd');
-        a.url = m[1];
+        await a.spawn();
         a.adminKey = fs.readFileSync(path.join(a.dir, 'admin.key'), 'utf8').trim();
         return a;
+    }
+
+    async spawn() {
+        const env = { ...process.env };
+        delete env.AIRLOCK_BOOTSTRAP_KEY;
+        this.proc = spawn(AIRLOCKD, ['--listen', '127.0.0.1:0', '--data-dir', this.dir], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+        this.proc.stderr.pipe(this.log, { end: false });
+        const m = await lineOf(this.proc.stderr, /^airlockd: listening on (http:\/\/127\.0\.0\.1:\d+)$/, TIMEOUT, 'airlockd');
+        this.url = m[1];
+    }
+
+    // SIGKILL, then airlockd again on the same data (on another port: this.url changes)
+    async crash() {
+        const done = new Promise((resolve) => this.proc.once('exit', resolve));
+        this.proc.kill('SIGKILL');
+        await done;
+        await this.spawn();
     }
 
     async req(method, url, body, key) {
