@@ -194,6 +194,41 @@ static int show_run(const char *what, int json, const struct buf *answer)
     return rc;
 }
 
+/* Ends a start's body begun in `body` (the input, the wait) and posts it to `path`, waiting as
+ * long as the run takes unless timeout_s; shows the run answered. The exit status. */
+static int post_run(const char *what, const char *path, struct buf *body, const struct buf *in,
+                    int no_wait, long long timeout_s, int json)
+{
+    if (in->data) {
+        buf_append_str(body, ",\"input\":");
+        buf_append(body, in->data, in->len);
+    }
+    if (no_wait) {
+        buf_append_str(body, ",\"wait\":false");
+    }
+    if (buf_append_str(body, "}") != BUF_OK) {
+        cli_error("%s: the run is too large to send", what);
+        return CLI_EXIT_USAGE;
+    }
+    struct client c = { 0 };
+    struct buf answer;
+    long status;
+    int rc = client_cmd_open(&c, what);
+    if (rc != 0) {
+        return rc;
+    }
+    buf_init(&answer, CLIENT_ANSWER_MAX);
+    /* a run may wait for its connectors as long as its limits allow: no deadline of ours */
+    c.timeout_s = (long)timeout_s;
+    rc = client_cmd_call(&c, what, "POST", path, body, &answer, &status);
+    if (rc == 0) {
+        rc = show_run(what, json, &answer);
+    }
+    buf_done(&answer);
+    client_close(&c);
+    return rc;
+}
+
 /* ------------------------------------------------------------------------------- start */
 
 static const char start_usage[] =
@@ -221,15 +256,12 @@ static int runs_start(int argc, char **argv)
         { "--functions", &functions, NULL },   { "--language", &language, NULL },
         { "--timeout", &timeout, NULL },       { "--json", NULL, &json },
     };
-    struct buf in, source, body, answer;
-    struct client c = { 0 };
+    struct buf in, source, body;
     long long version_n = 0, timeout_s = 0;
-    long status;
     int rc = CLI_EXIT_USAGE;
     buf_init(&in, RUNS_INPUT_MAX);
     buf_init(&source, RUNS_INPUT_MAX);
     buf_init(&body, 4 * RUNS_INPUT_MAX);
-    buf_init(&answer, CLIENT_ANSWER_MAX);
     int a = client_cmd_args(what, start_usage, argc, argv, opts, sizeof opts / sizeof opts[0], pos,
                             0, 1);
     if (a != 0) {
@@ -297,33 +329,11 @@ static int runs_start(int argc, char **argv)
             }
         }
     }
-    if (in.data) {
-        buf_append_str(&body, ",\"input\":");
-        buf_append(&body, in.data, in.len);
-    }
-    if (no_wait) {
-        buf_append_str(&body, ",\"wait\":false");
-    }
-    if (buf_append_str(&body, "}") != BUF_OK) {
-        cli_error("%s: the run is too large to send", what);
-        goto out;
-    }
-    rc = client_cmd_open(&c, what);
-    if (rc != 0) {
-        goto out;
-    }
-    /* a run may wait for its connectors as long as its limits allow: no deadline of ours */
-    c.timeout_s = (long)timeout_s;
-    rc = client_cmd_call(&c, what, "POST", "/v1/runs", &body, &answer, &status);
-    if (rc == 0) {
-        rc = show_run(what, json, &answer);
-    }
+    rc = post_run(what, "/v1/runs", &body, &in, no_wait, timeout_s, json);
 out:
     buf_done(&in);
     buf_done(&source);
     buf_done(&body);
-    buf_done(&answer);
-    client_close(&c);
     return rc;
 }
 
@@ -351,15 +361,12 @@ static int runs_fork(int argc, char **argv)
         { "--input-file", &input_file, NULL }, { "--no-wait", NULL, &no_wait },
         { "--timeout", &timeout, NULL },       { "--json", NULL, &json },
     };
-    struct buf in, body, answer;
-    struct client c = { 0 };
+    struct buf in, body;
     long long at = 0, timeout_s = 0;
-    long status;
     char path[512];
     int rc = CLI_EXIT_USAGE;
     buf_init(&in, RUNS_INPUT_MAX);
     buf_init(&body, 2 * RUNS_INPUT_MAX);
-    buf_init(&answer, CLIENT_ANSWER_MAX);
     int a = client_cmd_args(what, fork_usage, argc, argv, opts, sizeof opts / sizeof opts[0], pos,
                             1, 1);
     if (a != 0) {
@@ -389,32 +396,11 @@ static int runs_fork(int argc, char **argv)
         goto out;
     }
     buf_printf(&body, "{\"at_call\":%lld", at);
-    if (in.data) {
-        buf_append_str(&body, ",\"input\":");
-        buf_append(&body, in.data, in.len);
-    }
-    if (no_wait) {
-        buf_append_str(&body, ",\"wait\":false");
-    }
-    if (buf_append_str(&body, "}") != BUF_OK) {
-        cli_error("%s: the input is too large to send", what);
-        goto out;
-    }
-    rc = client_cmd_open(&c, what);
-    if (rc != 0) {
-        goto out;
-    }
-    c.timeout_s = (long)timeout_s;
     snprintf(path, sizeof path, "/v1/runs/%s/fork", pos[0]);
-    rc = client_cmd_call(&c, what, "POST", path, &body, &answer, &status);
-    if (rc == 0) {
-        rc = show_run(what, json, &answer);
-    }
+    rc = post_run(what, path, &body, &in, no_wait, timeout_s, json);
 out:
     buf_done(&in);
     buf_done(&body);
-    buf_done(&answer);
-    client_close(&c);
     return rc;
 }
 
