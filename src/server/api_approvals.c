@@ -381,7 +381,9 @@ static enum store_rc api_settle(struct store *s, const char *run, struct api_dec
                                 struct runs_plan *plan)
 {
     enum store_rc rc = STORE_OK;
-    qsort(d->settled, d->nsettled, sizeof *d->settled, api_settled_cmp);
+    if (d->nsettled > 1) {
+        qsort(d->settled, d->nsettled, sizeof *d->settled, api_settled_cmp);
+    }
     for (size_t i = 0; i < d->nsettled && rc == STORE_OK; i++) {
         const struct api_settled *x = &d->settled[i];
         char call_id[24];
