@@ -1095,35 +1095,33 @@ enum store_rc sql_approval_list(struct store *s, const char *run, const char *st
                     2, args, 0, sql_approval_each, (void *)fn, userdata);
 }
 
-enum store_rc sql_approval_decide(struct store *s, const char *id, const char *status,
-                                  const char *by, const char *comment)
+/* A pending approval decided: status, who, when, the comment and (answered) the result. */
+static enum store_rc sql_approval_set(struct store *s, const char *id, const char *status,
+                                      const char *by, const char *comment, const char *result)
 {
     struct sql_store *q = sql_of(s);
     char now[32];
     int64_t changes = 0;
     sql_now(now);
-    const char *args[] = { status, by, now, comment, id };
+    const char *args[] = { status, by, now, comment, result, id };
     enum store_rc rc = q->db->exec(q,
                                    "UPDATE approvals SET status = $1, decided_by = $2, decided = "
-                                   "$3, comment = $4 WHERE id = $5 AND status = 'pending'",
-                                   5, args, &changes);
+                                   "$3, comment = $4, result = $5 WHERE id = $6 AND status = "
+                                   "'pending'",
+                                   6, args, &changes);
     return sql_changed_or(q, rc, changes, "SELECT 1 FROM approvals WHERE id = $1", id);
+}
+
+enum store_rc sql_approval_decide(struct store *s, const char *id, const char *status,
+                                  const char *by, const char *comment)
+{
+    return sql_approval_set(s, id, status, by, comment, NULL);
 }
 
 enum store_rc sql_approval_answer(struct store *s, const char *id, const char *by,
                                   const char *comment, const char *result)
 {
-    struct sql_store *q = sql_of(s);
-    char now[32];
-    int64_t changes = 0;
-    sql_now(now);
-    const char *args[] = { by, now, comment, result, id };
-    enum store_rc rc = q->db->exec(q,
-                                   "UPDATE approvals SET status = 'answered', decided_by = $1, "
-                                   "decided = $2, comment = $3, result = $4 WHERE id = $5 AND "
-                                   "status = 'pending'",
-                                   5, args, &changes);
-    return sql_changed_or(q, rc, changes, "SELECT 1 FROM approvals WHERE id = $1", id);
+    return sql_approval_set(s, id, "answered", by, comment, result);
 }
 
 enum store_rc sql_approval_consume(struct store *s, const char *run)
