@@ -2,28 +2,15 @@
 # Fetched with `npm pack` at configure time, checked against the pinned sha512 (the same digest
 # npm publishes as dist.integrity, in hex), extracted and compiled inside the build folder.
 # Nothing of it is committed. Only the engine is linked: no quickjs-libc (std/os).
+include(${CMAKE_CURRENT_LIST_DIR}/npm_fetch.cmake)
 set(QJS_NPM_SPEC "qjsc@0.3.0")
-set(QJS_NPM_INTEGRITY "sha512-a7+cU6/IVcZbIejffdt/wZVMX6LL2MDL3HQ9Zb5Gm23G9DvBMS/z9GHFxz39bAvp2PvMOM+ypSOAyokt2DdZ2w==")
 set(QJS_SHA512 "6bbf9c53afc855c65b21e8df7ddb7fc1954c5fa2cbd8c0cbdc743d65be469b6dc6f43bc1312ff3f461c5c73dfd6c0be9d8fbcc38cfb2a52380ca892dd83759db")
 set(QJS_DL_DIR "${CMAKE_BINARY_DIR}/_deps")
 set(QJS_TARBALL "${QJS_DL_DIR}/qjsc-0.3.0.tgz")
 set(QJS_DIR "${QJS_DL_DIR}/quickjs-2021-03-27")
 
 if(NOT EXISTS "${QJS_DIR}/quickjs.c")
-    file(MAKE_DIRECTORY "${QJS_DL_DIR}")
-    if(NOT EXISTS "${QJS_TARBALL}")
-        message(STATUS "Fetching ${QJS_NPM_SPEC} with npm pack")
-        execute_process(COMMAND npm pack ${QJS_NPM_SPEC} --silent --pack-destination "${QJS_DL_DIR}"
-            WORKING_DIRECTORY "${QJS_DL_DIR}" RESULT_VARIABLE rc OUTPUT_QUIET)
-        if(NOT rc EQUAL 0 OR NOT EXISTS "${QJS_TARBALL}")
-            message(FATAL_ERROR "npm pack ${QJS_NPM_SPEC} failed (rc=${rc}); is npm installed and the npm registry reachable? Run scripts/bootstrap.sh.")
-        endif()
-    endif()
-    file(SHA512 "${QJS_TARBALL}" got)
-    if(NOT got STREQUAL QJS_SHA512)
-        file(REMOVE "${QJS_TARBALL}")
-        message(FATAL_ERROR "${QJS_NPM_SPEC}: integrity mismatch (expected ${QJS_NPM_INTEGRITY}); the tarball was removed")
-    endif()
+    al_npm_fetch(${QJS_NPM_SPEC} ${QJS_SHA512} "${QJS_TARBALL}")
     set(tmp "${QJS_DL_DIR}/extract")
     file(REMOVE_RECURSE "${tmp}")
     file(ARCHIVE_EXTRACT INPUT "${QJS_TARBALL}" DESTINATION "${tmp}"
