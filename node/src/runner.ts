@@ -527,6 +527,7 @@ function failure(result: NativeResult, st: RunState, timeoutMs: number): RunErro
         error = new RunError(message, `RUN_${result.code ?? 'ERROR'}`, details);
         break;
     }
+    (error as { details: unknown }).details = { ...(error.details as object), ...details };
     if (result.stack) {
         error.stack = `${result.name || 'Error'}: ${message}\n${result.stack}`;
     }
