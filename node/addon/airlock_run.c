@@ -14,19 +14,16 @@
  * runner is freed with its environment or when collected.
  *
  * Exports (all on Node's thread):
- *   init(dispatch)                  dispatch(1, key, call, name, args, seq, iid, payload, resolution)
- *                                   for a host call, dispatch(2, key, result) for a run's end
- *   newRunner({worker, warm, secret?, verify?, ttlMs?, loader?, unsafeNoJail?}) -> runner
- *   start(runner, key, {source, type, hosts, limits, context, audience, resume, resolutions,
- *                       runId}) -> run
- *   cancel(run)
+ *   init(dispatch)                  dispatch(1, key, call, name, args, seq, iid, payload,
+ * resolution) for a host call, dispatch(2, key, result) for a run's end newRunner({worker, warm,
+ * secret?, verify?, ttlMs?, loader?, unsafeNoJail?}) -> runner start(runner, key, {source, type,
+ * hosts, limits, context, audience, resume, resolutions, runId}) -> run cancel(run)
  *   callReturn(call, json) / callThrow(call, message, isTypeError) / callInterrupt(call, json)
  *   limitDefault(index) -> number;  version() -> string
  */
 #define NAPI_VERSION 8
-#include <node_api.h>
-
 #include <airlock.h>
+#include <node_api.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -251,7 +248,7 @@ static napi_value result_object(napi_env env, struct al_result *res)
 {
     napi_value o;
     napi_create_object(env, &o);
-    static const char *const statuses[] = {"completed", "failed", "interrupted"};
+    static const char *const statuses[] = { "completed", "failed", "interrupted" };
     enum al_status st = al_result_status(res);
     set(env, o, "status", cstr(env, (unsigned)st < 3 ? statuses[st] : "failed"));
     set(env, o, "runId", cstr(env, al_result_run_id(res)));
@@ -471,7 +468,7 @@ static napi_value js_new_runner(napi_env env, napi_callback_info info)
         return NULL;
     }
     struct instance *inst = instance_of(env);
-    struct al_error err = {0};
+    struct al_error err = { 0 };
     struct al_config *cfg = al_config_new();
     if (!cfg) {
         return fail(env, "out of memory");
@@ -481,8 +478,7 @@ static napi_value js_new_runner(napi_env env, napi_callback_info info)
     size_t len = 0;
     int ok = 1;
     if ((v = get(env, argv[0], "worker")) != NULL) {
-        ok = (s = utf8_of(env, v, &len)) != NULL &&
-             al_config_set_worker_path(cfg, s) == AL_OK;
+        ok = (s = utf8_of(env, v, &len)) != NULL && al_config_set_worker_path(cfg, s) == AL_OK;
         free(s);
     }
     if (ok && (v = get(env, argv[0], "warm")) != NULL) {
@@ -706,7 +702,7 @@ static napi_value js_start(napi_env env, napi_callback_info info)
     rs->inst = inst;
     rs->ref = ref;
     rs->key = key;
-    struct al_error err = {0};
+    struct al_error err = { 0 };
     ref->run = NULL;
     ref->dropped = 0;
     /* Counted before the start: the result may be posted before al_run_start returns. */
@@ -843,15 +839,15 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */)
         const char *name;
         napi_callback fn;
     } fns[] = {
-        {"init", js_init},
-        {"newRunner", js_new_runner},
-        {"start", js_start},
-        {"cancel", js_cancel},
-        {"callReturn", js_call_return},
-        {"callThrow", js_call_throw},
-        {"callInterrupt", js_call_interrupt},
-        {"limitDefault", js_limit_default},
-        {"version", js_version},
+        { "init", js_init },
+        { "newRunner", js_new_runner },
+        { "start", js_start },
+        { "cancel", js_cancel },
+        { "callReturn", js_call_return },
+        { "callThrow", js_call_throw },
+        { "callInterrupt", js_call_interrupt },
+        { "limitDefault", js_limit_default },
+        { "version", js_version },
     };
     for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
         napi_value f;
