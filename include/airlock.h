@@ -439,6 +439,13 @@ AL_NODISCARD AL_API enum al_code al_run_opts_set_resume(struct al_run_opts *opts
  * the continuation does not hold, or one given twice, fails the run with CONFIG_ERROR. */
 AL_NODISCARD AL_API enum al_code
 al_run_opts_add_resolution(struct al_run_opts *opts, const char *id, const char *json, size_t len);
+/* As al_run_opts_add_resolution, naming the interruption by the id of the call that interrupted
+ * (al_result_interruption_call) instead of its interruption id, for an application that shows
+ * its own ids. AL_CONFIG_ERROR for call 0; a call with no pending interruption fails the run
+ * with CONFIG_ERROR, as an unknown id does. */
+AL_NODISCARD AL_API enum al_code al_run_opts_add_resolution_for_call(struct al_run_opts *opts,
+                                                                     uint32_t call,
+                                                                     const char *json, size_t len);
 
 /* The level of a console entry (console.log, .info, .warn, .error, .debug). */
 enum al_console_level {
@@ -664,6 +671,9 @@ AL_API size_t al_result_interruption_count(const struct al_result *result);
 /* Fills *ret for interruption i; -1 when i is out of range. */
 AL_API int al_result_interruption(const struct al_result *result, size_t i,
                                   struct al_interruption *ret);
+/* The id of interruption i's call (the al_call_seq of the call that interrupted; stable across
+ * resumes), 0 when i is out of range. */
+AL_API uint32_t al_result_interruption_call(const struct al_result *result, size_t i);
 /* The continuation of an interrupted run (a token, or an id with a store), NULL otherwise. */
 AL_API const char *al_result_continuation(const struct al_result *result, size_t *ret_len);
 

@@ -13,13 +13,14 @@
  * (libairlock discards a late answer), a run handle is released when its result arrives, a
  * runner is freed with its environment or when collected.
  *
- * Exports (all on Node's thread):
- *   init(dispatch)                  dispatch(1, key, call, name, args, seq, iid, payload,
- * resolution) for a host call, dispatch(2, key, result) for a run's end newRunner({worker, warm,
- * secret?, verify?, ttlMs?, loader?, unsafeNoJail?}) -> runner start(runner, key, {source, type,
- * hosts, limits, context, audience, resume, resolutions, runId}) -> run cancel(run)
- *   callReturn(call, json) / callThrow(call, message, isTypeError) / callInterrupt(call, json)
- *   limitDefault(index) -> number;  version() -> string
+ * Exports, all called on Node's thread:
+ * - init(dispatch): dispatch(1, key, call, name, args, seq[, iid, payload, resolution]) is a
+ *   host call, dispatch(2, key, result) a run's end;
+ * - newRunner({worker, warm, secret, verify, ttlMs, loader, unsafeNoJail}) -> runner;
+ * - start(runner, key, {source, type, hosts, limits, context, audience, runId, resume,
+ *   resolutions: [[call, json]]}) -> run; cancel(run);
+ * - callReturn(call, json), callThrow(call, message, isTypeError), callInterrupt(call, json);
+ * - limitDefault(index), version().
  */
 #define NAPI_VERSION 8
 #include <airlock.h>
@@ -307,6 +308,7 @@ static napi_value result_object(napi_env env, struct al_result *res)
             napi_value e;
             napi_create_object(env, &e);
             set(env, e, "id", cstr(env, it.id));
+            set(env, e, "call", num(env, al_result_interruption_call(res, i)));
             set(env, e, "function", cstr(env, it.function));
             set(env, e, "args", cstr(env, it.args));
             set(env, e, "payload", cstr(env, it.payload));
@@ -642,19 +644,21 @@ static int run_opts_fill(napi_env env, napi_value o, struct al_run_opts *opts,
         uint32_t n = 0;
         napi_get_array_length(env, v, &n);
         for (uint32_t i = 0; rc == AL_OK && i < n; i++) {
-            napi_value e, id, json;
-            char *j = NULL;
+            napi_value e, call, json;
+            uint32_t n_call = 0;
             size_t jl = 0;
             napi_get_element(env, v, i, &e);
-            napi_get_element(env, e, 0, &id);
+            napi_get_element(env, e, 0, &call);
             napi_get_element(env, e, 1, &json);
-            if (!(s = utf8_of(env, id, &len)) || !(j = utf8_of(env, json, &jl))) {
-                free(s);
+            if (napi_get_value_uint32(env, call, &n_call) != napi_ok) {
+                fail(env, "a resolution names its call by number");
                 return -1;
             }
-            rc = al_run_opts_add_resolution(opts, s, j, jl);
+            if (!(s = utf8_of(env, json, &jl))) {
+                return -1;
+            }
+            rc = al_run_opts_add_resolution_for_call(opts, n_call, s, jl);
             free(s);
-            free(j);
         }
     }
     *ret_rc = rc;

@@ -31,9 +31,16 @@ export interface HostFunctionContext {
     resume?: HostFunctionResumeContext;
 }
 
-/** Thrown by interrupt(); the call's answer becomes the interruption whatever happens to it. */
-export class InterruptSignal {
-    readonly message = 'interrupt() suspends the run; do not catch it in the host function.';
+/**
+ * Thrown by interrupt(); the call's answer becomes the interruption whatever happens to it. Its
+ * name is the one `run` gives its signal, which code that wraps host functions (the AI SDK's code
+ * mode) lets through.
+ */
+export class InterruptSignal extends Error {
+    constructor() {
+        super('Host function interruption requested.');
+        this.name = 'HostFunctionInterruptSignal';
+    }
 }
 
 export class CallContext implements HostFunctionContext {

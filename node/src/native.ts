@@ -28,7 +28,7 @@ export interface Native {
         context?: string;
         audience?: string;
         resume?: string;
-        resolutions?: [string, string][];
+        resolutions?: [number, string][];
         runId?: string;
     }): NativeRun;
     cancel(run: NativeRun): void;
@@ -62,7 +62,7 @@ export interface NativeResult {
         clockMs: number;
         jailed: boolean;
     };
-    interruptions?: { id: string; function: string; args: string; payload: string }[];
+    interruptions?: { id: string; call: number; function: string; args: string; payload: string }[];
     continuation?: string;
 }
 

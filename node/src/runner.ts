@@ -8,8 +8,9 @@
  * The run's end arrives the same way and settles the promise run() returned.
  *
  * What crosses is airlock's boundary format (values.ts, docs/values.md), which carries the same
- * values `run` does. What the guest sees of a failing host function is "Host function failed.";
- * the caller gets the original error as the RunError's `cause`.
+ * values `run` does. What the guest sees of a failing host function is "Host function failed."
+ * (the caller gets the original error as the RunError's `cause`), unless the function threw a
+ * RunError: that is the host's own report, and crosses with its message, as in `run`.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import os from 'node:os';
@@ -215,6 +216,13 @@ function limitOf(merged: Map<number, number>, index: number): number {
     return merged.get(index) ?? native.limitDefault(index);
 }
 
+/* ---------------------------------------------------------------- interruptions */
+
+// An interruption is named by its call, as `run` names it: "interrupt-N", N the call's 1-based
+// requestIndex, stable across resumes (libairlock resolves it by the call).
+const INTERRUPTION_ID = /^interrupt-([1-9][0-9]{0,9})$/;
+const NO_MATCH = 'A resolution does not match exactly one pending interruption.';
+
 /* ---------------------------------------------------------------- concurrency */
 
 let maxWorkers: number | undefined;
@@ -299,7 +307,8 @@ interface RunState {
     aborted: boolean;
     /** A failure decided here (a host answer that cannot cross), thrown instead. */
     failure: RunError | undefined;
-    lastHostError: unknown;
+    /** What host functions threw, by the message the guest saw. */
+    hostErrors: Map<string, unknown>;
     transaction: ContinuationDecodeTransaction | undefined;
     done(result: NativeResult): void;
 }
@@ -344,7 +353,7 @@ function onCall(key: number, call: NativeCall, name: string, argsJson: string, s
         args = decode(argsJson) as unknown[];
         if (interruptionId !== undefined) {
             resume = {
-                interruptionId,
+                interruptionId: `interrupt-${seq}`,
                 payload: decode(payloadJson || '{"$type":"undefined"}'),
                 resolution: decode(resolutionJson || '{"$type":"undefined"}'),
             };
@@ -400,8 +409,11 @@ function settle(st: RunState, p: PendingCall, ok: boolean, value: unknown): void
         return;
     }
     if (!ok) {
-        st.lastHostError = value;
-        native.callThrow(p.call, 'Host function failed.', false);
+        // A RunError is the host's own report and crosses as it is; anything else may hold
+        // what the guest must not read.
+        const message = RunError.isInstance(value) ? value.message : 'Host function failed.';
+        st.hostErrors.set(message, value);
+        native.callThrow(p.call, message, false);
         return;
     }
     let json: string;
@@ -506,6 +518,12 @@ function failure(result: NativeResult, st: RunState, timeoutMs: number): RunErro
         return new RunDetachedBridgeRequestError(message, details);
     case 'PROTOCOL_ERROR':
         return new RunProtocolError(message, details);
+    case 'CONFIG_ERROR':
+        if (/interruption/.test(message)) { // a resolution the continuation does not hold
+            return new RunProtocolError(NO_MATCH, details);
+        }
+        error = new RunError(message, 'RUN_CONFIG_ERROR', details);
+        break;
     case 'CONCURRENCY_LIMIT':
         return new RunConcurrencyError(maxWorkers ?? activeRuns);
     case 'SOURCE_TOO_LARGE':
@@ -514,12 +532,17 @@ function failure(result: NativeResult, st: RunState, timeoutMs: number): RunErro
     case 'SERIALIZATION_ERROR':
         error = new RunError(message, 'RUN_SERIALIZATION_ERROR', details);
         break;
-    case 'HOST_FUNCTION_ERROR':
+    case 'HOST_FUNCTION_ERROR': {
+        const thrown = st.hostErrors.get(result.message ?? '');
+        if (RunError.isInstance(thrown)) {
+            return thrown; // the host's own RunError, code and class kept, as `run` does
+        }
         error = new RunError('Host function failed.', 'RUN_HOST_FUNCTION_ERROR', details);
-        if (st.lastHostError !== undefined) {
-            error.cause = st.lastHostError;
+        if (thrown !== undefined) {
+            error.cause = thrown;
         }
         break;
+    }
     case 'USER_ERROR':
         error = new RunError(message, 'RUN_USER_SOURCE_ERROR', details);
         break;
@@ -683,7 +706,7 @@ export function createRunner<TOKEN = string>(options: RunnerOptions<TOKEN> = {})
 
         let logicalRunId = newLogicalId();
         let resume: string | undefined;
-        let resolutions: [string, string][] | undefined;
+        let resolutions: [number, string][] | undefined;
         let tx: ContinuationDecodeTransaction | undefined;
         if (input.continuation !== undefined) {
             if (!Array.isArray(input.resolutions) || input.resolutions.length === 0) {
@@ -693,7 +716,11 @@ export function createRunner<TOKEN = string>(options: RunnerOptions<TOKEN> = {})
                 if (typeof r !== 'object' || r === null || typeof r.interruptionId !== 'string') {
                     throw new TypeError(`resolutions[${i}] must have an interruptionId.`);
                 }
-                return [r.interruptionId, encode(r.value)];
+                const call = INTERRUPTION_ID.exec(r.interruptionId);
+                if (!call) {
+                    throw new RunProtocolError(NO_MATCH);
+                }
+                return [Number(call[1]), encode(r.value)];
             });
             const decoded = await decodeContinuation(input.continuation, input.abortSignal);
             logicalRunId = decoded.state.logicalRunId;
@@ -732,7 +759,7 @@ export function createRunner<TOKEN = string>(options: RunnerOptions<TOKEN> = {})
                 pending: new Set(),
                 aborted: false,
                 failure: undefined,
-                lastHostError: undefined,
+                hostErrors: new Map(),
                 transaction: tx,
                 done: result => {
                     input.abortSignal?.removeEventListener('abort', onAbort);
@@ -773,7 +800,7 @@ export function createRunner<TOKEN = string>(options: RunnerOptions<TOKEN> = {})
                     };
                 }
                 const interruptions = (result.interruptions ?? []).map(i => ({
-                    id: i.id,
+                    id: `interrupt-${i.call}`,
                     hostFunctionName: i.function,
                     arguments: decode(i.args) as unknown[],
                     payload: decode(i.payload || '{"$type":"undefined"}'),

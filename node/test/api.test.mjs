@@ -87,6 +87,17 @@ test('a failing host function: the guest sees "Host function failed.", the calle
         assert.equal(err.code, 'RUN_HOST_FUNCTION_ERROR');
         assert.equal(err.message, 'Host function failed.');
         assert.equal(err.cause, secret, 'the host keeps the original error');
+
+        // A RunError is the host's own report: the guest reads its message, the caller gets it.
+        const own = new RunError('quota exceeded', 'APP_QUOTA', { left: 0 });
+        const report = { t: { quota: () => { throw own; } } };
+        const read = await run({
+            source: 'try { await t.quota(); } catch (e) { return e.message; }',
+            hostFunctions: report,
+        });
+        assert.equal(read.value, 'quota exceeded');
+        assert.equal(await run({ source: 'await t.quota();', hostFunctions: report })
+            .catch(e => e), own);
     });
 
 test('airlock limits: cpuTimeoutMs ends a spinning guest, memory and host calls are capped',
@@ -147,8 +158,10 @@ test('interrupt and resume: finished calls are not repeated, the context carries
         const first = await runner.run({ source, hostFunctions });
         assert.equal(first.status, 'interrupted');
         assert.equal(typeof first.continuation, 'string');
-        assert.deepEqual(first.interruptions.map(i => [i.hostFunctionName, i.arguments, i.payload]),
-            [['shop.refund', [{ id: 'o-1', amount: 42 }], { ask: 'refund 42?' }]]);
+        assert.deepEqual(first.interruptions, [{
+            id: 'interrupt-2', hostFunctionName: 'shop.refund',
+            arguments: [{ id: 'o-1', amount: 42 }], payload: { ask: 'refund 42?' },
+        }]);
         const second = await runner.run({
             source, hostFunctions, continuation: first.continuation,
             resolutions: [{ interruptionId: first.interruptions[0].id, value: 'yes' }],
@@ -157,6 +170,13 @@ test('interrupt and resume: finished calls are not repeated, the context carries
         assert.equal(second.value, 'refunded');
         assert.deepEqual(seen, ['order o-1', 'refund yes'], 'shop.order ran once');
         assert.equal(ids[0], ids[1], 'logicalRunId is stable across the resume');
+        const unknown = await runner.run({
+            source, hostFunctions, continuation: first.continuation,
+            resolutions: [{ interruptionId: 'interrupt-1', value: 'yes' }],
+        }).catch(e => e);
+        assert.ok(unknown instanceof RunProtocolError, `${unknown}`);
+        assert.equal(unknown.message,
+            'A resolution does not match exactly one pending interruption.');
     });
 
 test('a continuation cannot be altered, moved to another context or replayed elsewhere',

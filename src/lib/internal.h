@@ -125,7 +125,8 @@ struct al_run_opts {
 };
 
 struct resolution {
-    char *id; /* as given */
+    uint32_t call; /* al_run_opts_add_resolution_for_call: the interrupted call; 0: by id */
+    char *id;      /* as given, or "call N" */
     char *json;
     size_t len;
 };

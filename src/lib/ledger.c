@@ -217,12 +217,12 @@ static enum al_code check_resolutions(struct ledger *l, struct replay *rp, struc
         const struct resolution *r = &o->resolutions[i];
         uint8_t iid[CONT_IID];
         int k = -1;
-        if (cont_iid_parse(r->id, iid) == 0) {
-            for (size_t j = 0; j < rp->cont.nentries; j++) {
-                const struct cont_entry *e = &rp->cont.entries[j];
-                if (e->kind == CONT_INTERRUPTED && memcmp(e->iid, iid, CONT_IID) == 0) {
-                    k = (int)j;
-                }
+        int by_id = r->call == 0 && cont_iid_parse(r->id, iid) == 0;
+        for (size_t j = 0; (by_id || r->call) && j < rp->cont.nentries; j++) {
+            const struct cont_entry *e = &rp->cont.entries[j];
+            if (e->kind == CONT_INTERRUPTED &&
+                (r->call ? e->id == r->call : memcmp(e->iid, iid, CONT_IID) == 0)) {
+                k = (int)j;
             }
         }
         if (k < 0) {

@@ -1303,6 +1303,11 @@ int al_result_interruption(const struct al_result *result, size_t i, struct al_i
     return 0;
 }
 
+uint32_t al_result_interruption_call(const struct al_result *result, size_t i)
+{
+    return result && i < result->ninterruptions ? result->interruptions[i].call : 0;
+}
+
 const char *al_result_continuation(const struct al_result *result, size_t *ret_len)
 {
     if (ret_len) {

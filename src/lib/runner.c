@@ -17,6 +17,8 @@
 #include "internal.h"
 
 /* Members every object inherits or that the language treats specially: never capabilities. */
+static enum al_code add_resolution(struct al_run_opts *opts, uint32_t call, const char *id,
+                                   const char *json, size_t len);
 static const char *const reserved_members[] = {
     "constructor",
     "__proto__",
@@ -462,8 +464,8 @@ struct al_run_opts *runner_opts_copy(const struct al_run_opts *o)
         bad |= !(c->resume = buf_dup(o->resume, o->resume_len));
     }
     for (size_t i = 0; i < o->nresolutions && !bad; i++) {
-        bad |= al_run_opts_add_resolution(c, o->resolutions[i].id, o->resolutions[i].json,
-                                          o->resolutions[i].len) != AL_OK;
+        bad |= add_resolution(c, o->resolutions[i].call, o->resolutions[i].id,
+                              o->resolutions[i].json, o->resolutions[i].len) != AL_OK;
     }
     for (size_t i = 0; i < o->njournal && !bad; i++) {
         bad |= al_run_opts_add_journal_entry(c, &o->journal[i]) != AL_OK;
@@ -945,8 +947,8 @@ enum al_code al_run_opts_set_resume(struct al_run_opts *opts, const char *contin
     return AL_OK;
 }
 
-enum al_code al_run_opts_add_resolution(struct al_run_opts *opts, const char *id, const char *json,
-                                        size_t len)
+static enum al_code add_resolution(struct al_run_opts *opts, uint32_t call, const char *id,
+                                   const char *json, size_t len)
 {
     if (!opts || !id || !json) {
         return AL_CONFIG_ERROR;
@@ -958,6 +960,7 @@ enum al_code al_run_opts_add_resolution(struct al_run_opts *opts, const char *id
     }
     opts->resolutions = r;
     struct resolution *n = &r[opts->nresolutions];
+    n->call = call;
     n->id = strdup(id);
     n->json = buf_dup(json, len);
     n->len = len;
@@ -968,6 +971,20 @@ enum al_code al_run_opts_add_resolution(struct al_run_opts *opts, const char *id
     }
     opts->nresolutions++;
     return AL_OK;
+}
+
+enum al_code al_run_opts_add_resolution(struct al_run_opts *opts, const char *id, const char *json,
+                                        size_t len)
+{
+    return add_resolution(opts, 0, id, json, len);
+}
+
+enum al_code al_run_opts_add_resolution_for_call(struct al_run_opts *opts, uint32_t call,
+                                                 const char *json, size_t len)
+{
+    char id[24];
+    snprintf(id, sizeof id, "call %u", call);
+    return call ? add_resolution(opts, call, id, json, len) : AL_CONFIG_ERROR;
 }
 
 enum al_code al_run_opts_set_source(struct al_run_opts *opts, const char *src, size_t len,

@@ -177,6 +177,7 @@ struct req {
     const char *resume;
     const char *ids[20]; /* resolutions: ids[i] = values[i] */
     const char *values[20];
+    uint32_t calls[20]; /* non-zero: resolve by the call instead of ids[i] */
     size_t n;
     const char *audience;
     const char *context;
@@ -192,8 +193,10 @@ static struct al_result *run_req(struct al_runner *r, const struct req *q)
         assert_int_equal(al_run_opts_set_resume(o, q->resume, strlen(q->resume)), AL_OK);
     }
     for (size_t i = 0; i < q->n; i++) {
+        size_t len = strlen(q->values[i]);
         assert_int_equal(
-                al_run_opts_add_resolution(o, q->ids[i], q->values[i], strlen(q->values[i])),
+                q->calls[i] ? al_run_opts_add_resolution_for_call(o, q->calls[i], q->values[i], len)
+                            : al_run_opts_add_resolution(o, q->ids[i], q->values[i], len),
                 AL_OK);
     }
     if (q->type) {
@@ -383,6 +386,79 @@ static void test_batch_and_partial(void **state)
         q2.values[q2.n++] = values[i];
     }
     res = run_req(r, &q2);
+    expect_completed(res,
+                     "[\"ok0\",\"ok1\",\"ok2\",\"ok3\",\"ok4\",\"ok5\",\"ok6\",\"ok7\",\"ok8\","
+                     "\"ok9\",\"ok10\",\"ok11\",\"ok12\",\"ok13\",\"ok14\",\"ok15\"]");
+    assert_int_equal(counts.refund, 16);
+    assert_int_equal(counts.resumed, 16);
+    al_result_free(res);
+    free(cont);
+    free(cont2);
+    al_runner_free(r);
+}
+
+/* Interruptions named by their calls (al_result_interruption_call,
+ * al_run_opts_add_resolution_for_call), as an application showing its own ids does: the call
+ * numbers are stable across a partial resume, a call without a pending interruption and one
+ * interruption resolved both ways are refused, and nothing is invoked twice. */
+static void test_resolution_by_call(void **state)
+{
+    (void)state;
+    reset_counts();
+    struct al_runner *r = default_runner();
+    struct al_result *res = run_src(r, src_sixteen);
+    char *cont = expect_interrupted(res, 16);
+    uint32_t calls[16];
+    char first_id[40];
+    snprintf(first_id, sizeof first_id, "%s", iid_of(res, 0));
+    for (size_t i = 0; i < 16; i++) {
+        calls[i] = al_result_interruption_call(res, i);
+        assert_true(calls[i] > 0);
+        assert_true(i == 0 || calls[i] > calls[i - 1]);
+    }
+    assert_int_equal(al_result_interruption_call(res, 16), 0);
+    assert_int_equal(al_result_interruption_call(NULL, 0), 0);
+    al_result_free(res);
+
+    struct al_run_opts *o = al_run_opts_new();
+    assert_int_equal(al_run_opts_add_resolution_for_call(o, 0, "1", 1), AL_CONFIG_ERROR);
+    al_run_opts_free(o);
+    struct req unknown = {
+        .src = src_sixteen, .resume = cont, .calls = { 9999 }, .values = { "1" }, .n = 1
+    };
+    res = run_req(r, &unknown);
+    expect_failure(res, AL_CONFIG_ERROR, "no pending interruption");
+    al_result_free(res);
+    struct req both = { .src = src_sixteen,
+                        .resume = cont,
+                        .ids = { first_id, NULL },
+                        .calls = { 0, calls[0] },
+                        .values = { "1", "2" },
+                        .n = 2 };
+    res = run_req(r, &both);
+    expect_failure(res, AL_CONFIG_ERROR, "twice");
+    al_result_free(res);
+
+    struct req even = { .src = src_sixteen, .resume = cont };
+    char values[16][16];
+    for (size_t i = 0; i < 16; i += 2) {
+        snprintf(values[i], sizeof values[i], "\"ok%zu\"", i);
+        even.calls[even.n] = calls[i];
+        even.values[even.n++] = values[i];
+    }
+    res = run_req(r, &even);
+    char *cont2 = expect_interrupted(res, 8);
+    for (size_t i = 0; i < 8; i++) {
+        assert_int_equal(al_result_interruption_call(res, i), calls[2 * i + 1]);
+    }
+    al_result_free(res);
+    struct req odd = { .src = src_sixteen, .resume = cont2 };
+    for (size_t i = 1; i < 16; i += 2) {
+        snprintf(values[i], sizeof values[i], "\"ok%zu\"", i);
+        odd.calls[odd.n] = calls[i];
+        odd.values[odd.n++] = values[i];
+    }
+    res = run_req(r, &odd);
     expect_completed(res,
                      "[\"ok0\",\"ok1\",\"ok2\",\"ok3\",\"ok4\",\"ok5\",\"ok6\",\"ok7\",\"ok8\","
                      "\"ok9\",\"ok10\",\"ok11\",\"ok12\",\"ok13\",\"ok14\",\"ok15\"]");
@@ -1375,6 +1451,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_interrupt_then_resume),
         cmocka_unit_test(test_batch_and_partial),
+        cmocka_unit_test(test_resolution_by_call),
         cmocka_unit_test(test_rounds_and_interrupt_again),
         cmocka_unit_test(test_race),
         cmocka_unit_test(test_determinism),
