@@ -1,0 +1,199 @@
+// agent.test.mjs - the shop agent of agent.mjs driven by the AI SDK's mock language model: no
+// network, no provider. The scripted model answers the prompt with a code_mode program that
+// calls both plain tools at once and then the refund, which needs approval; once the program's
+// outcome comes back as code_mode's tool result, it writes its answer from that outcome alone.
+// The shop records every call, so the test sees what the sandboxed program really did.
+//
+// EXPECT_RUN_IMPL (run-test.sh sets it) names the package that must be installed as `run`:
+// `run` for the real one, `@airlock/run` once overridden.
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { MockLanguageModelV4 } from 'ai/test';
+
+import { createShopAgent } from './agent.mjs';
+
+const SIGNING_KEY = 'example signing key shared by every process that resumes';
+
+const PROGRAM = `const [order, paid] = await Promise.all([
+    tools.getOrder({ id: 'A-2' }),
+    tools.listOrders({ status: 'paid' }),
+]);
+const refund = await tools.refundOrder({ id: order.id, amount: order.amount });
+return {
+    refund,
+    paidOrders: paid.length,
+    paidTotal: paid.reduce((sum, o) => sum + o.amount, 0),
+};`;
+
+// The application's data: three orders, and a log of every call the tools made.
+function fakeShop() {
+    const orders = new Map([
+        ['A-1', { id: 'A-1', customer: 'Ada', amount: 20.5, status: 'paid' }],
+        ['A-2', { id: 'A-2', customer: 'Bob', amount: 42, status: 'paid' }],
+        ['A-3', { id: 'A-3', customer: 'Cy', amount: 7, status: 'pending' }],
+    ]);
+    const calls = [];
+    return {
+        calls,
+        async getOrder(id) {
+            calls.push(['getOrder', id]);
+            return { ...orders.get(id) };
+        },
+        async listOrders(status) {
+            calls.push(['listOrders', status]);
+            return [...orders.values()].filter((o) => o.status === status).map((o) => ({ ...o }));
+        },
+        async refund(id, amount) {
+            calls.push(['refund', id, amount]);
+            orders.get(id).status = 'refunded';
+            return { id, refunded: amount };
+        },
+    };
+}
+
+const USAGE = {
+    inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 },
+    outputTokens: { total: 10, text: 10, reasoning: 0 },
+};
+
+// A model that writes PROGRAM for the person's question, then answers from the tool result.
+function scriptedModel() {
+    return new MockLanguageModelV4({
+        doGenerate: async ({ prompt }) => {
+            const last = prompt.at(-1);
+            if (last.role === 'user') {
+                return {
+                    content: [{ type: 'tool-call', toolCallId: 'call-1', toolName: 'code_mode',
+                        input: JSON.stringify({ js: PROGRAM }) }],
+                    finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+                    usage: USAGE,
+                    warnings: [],
+                };
+            }
+            const { output } = last.content.find((p) => p.type === 'tool-result');
+            let text;
+            if (output.type === 'json') {
+                const { refund, paidOrders, paidTotal } = output.value;
+                text = `Refunded ${refund.refunded} EUR on order ${refund.id}; ` +
+                    `${paidOrders} paid orders came to ${paidTotal} EUR.`;
+            } else {
+                text = `No refund was made: ${output.type}: ${output.reason}`;
+            }
+            return {
+                content: [{ type: 'text', text }],
+                finishReason: { unified: 'stop', raw: 'stop' },
+                usage: USAGE,
+                warnings: [],
+            };
+        },
+    });
+}
+
+function startShop() {
+    const shop = fakeShop();
+    const model = scriptedModel();
+    const agent = createShopAgent({ model, shop, signingKey: SIGNING_KEY });
+    return { shop, model, agent };
+}
+
+const approvalReply = (request, approved, reason) => ({
+    role: 'tool',
+    content: [{ type: 'tool-approval-response', approvalId: request[0].content[1].approvalId,
+        approved, ...(reason === undefined ? {} : { reason }) }],
+});
+
+const sorted = (calls) => [...calls].sort((a, b) => a[0].localeCompare(b[0]));
+
+// The package Node loads for code mode's `import 'run'`: the nearest node_modules/run above
+// @ai-sdk/code-mode, as Node's resolution finds it.
+function runImplementation() {
+    let dir = path.dirname(fileURLToPath(import.meta.resolve('@ai-sdk/code-mode')));
+    for (;;) {
+        const manifest = path.join(dir, 'node_modules', 'run', 'package.json');
+        if (existsSync(manifest)) {
+            const { name, version } = JSON.parse(readFileSync(manifest, 'utf8'));
+            return { name, version, dir: path.dirname(manifest) };
+        }
+        const up = path.dirname(dir);
+        assert.notEqual(up, dir, 'no node_modules/run above @ai-sdk/code-mode');
+        dir = up;
+    }
+}
+
+test('the run implementation is the expected one', (t) => {
+    const impl = runImplementation();
+    t.diagnostic(`run implementation: ${impl.name}@${impl.version} (${impl.dir})`);
+    if (process.env.EXPECT_RUN_IMPL) {
+        assert.equal(impl.name, process.env.EXPECT_RUN_IMPL);
+    }
+});
+
+test('the model is offered code_mode alone, with the shop\'s tools in its description',
+    async () => {
+        const { model, agent } = startShop();
+        await agent.ask('Refund order A-2 in full, and tell me what paid orders brought in.');
+        const offered = model.doGenerateCalls[0].tools;
+        assert.deepEqual(offered.map((t) => t.name), ['code_mode']);
+        for (const name of ['getOrder', 'listOrders', 'refundOrder']) {
+            assert.match(offered[0].description, new RegExp(`\\b${name}: \\(input`));
+        }
+    });
+
+test('the program runs the plain tools, and the refund stops it for a person', async () => {
+    const { shop, model, agent } = startShop();
+    const turn = await agent.ask('Refund order A-2 in full, and tell me what paid orders brought in.');
+
+    assert.deepEqual(sorted(shop.calls), [['getOrder', 'A-2'], ['listOrders', 'paid']]);
+    assert.equal(turn.text, undefined);
+    // the request as the AI SDK shows any tool approval: the nested call and its request
+    const [message] = turn.approvalRequest;
+    assert.equal(message.role, 'assistant');
+    const [call, request] = message.content;
+    assert.equal(call.type, 'tool-call');
+    assert.equal(call.toolName, 'refundOrder');
+    assert.deepEqual(call.input, { id: 'A-2', amount: 42 });
+    assert.equal(request.type, 'tool-approval-request');
+    assert.equal(request.toolCallId, call.toolCallId);
+    assert.equal(typeof request.approvalId, 'string');
+    // the turn ended at the interrupt: the model never saw it
+    assert.equal(model.doGenerateCalls.length, 1);
+});
+
+test('approved, the program resumes past the refund without calling the other tools again, ' +
+    'and the answer holds the tools\' results', async () => {
+    const { shop, model, agent } = startShop();
+    const paused = await agent.ask('Refund order A-2 in full, and tell me what paid orders brought in.');
+    const before = [...shop.calls];
+
+    // the conversation is kept as JSON between requests and resumed by another agent instance
+    const stored = JSON.parse(JSON.stringify(paused));
+    const later = createShopAgent({ model, shop, signingKey: SIGNING_KEY });
+    const turn = await later.resume(stored.messages, [approvalReply(stored.approvalRequest, true)]);
+
+    assert.deepEqual(shop.calls, [...before, ['refund', 'A-2', 42]]);
+    assert.equal(turn.approvalRequest, undefined);
+    assert.equal(turn.text, 'Refunded 42 EUR on order A-2; 2 paid orders came to 62.5 EUR.');
+    const result = turn.messages.flatMap((m) => (m.role === 'tool' ? m.content : []))
+        .find((p) => p.toolName === 'code_mode');
+    assert.deepEqual(result.output, { type: 'json', value: {
+        refund: { id: 'A-2', refunded: 42 }, paidOrders: 2, paidTotal: 62.5 } });
+    assert.equal(model.doGenerateCalls.length, 2);
+});
+
+test('denied, the refund never runs and the model is told why', async () => {
+    const { shop, model, agent } = startShop();
+    const paused = await agent.ask('Refund order A-2 in full, and tell me what paid orders brought in.');
+    const before = [...shop.calls];
+
+    const turn = await agent.resume(paused.messages,
+        [approvalReply(paused.approvalRequest, false, 'refunds over 40 EUR need a manager')]);
+
+    assert.deepEqual(shop.calls, before);
+    assert.match(turn.text, /^No refund was made: execution-denied: /);
+    assert.match(turn.text, /refundOrder.*denied: refunds over 40 EUR need a manager/);
+    assert.equal(model.doGenerateCalls.length, 2);
+});
