@@ -18,7 +18,10 @@ import { createShopAgent } from './agent.mjs';
 
 const SIGNING_KEY = 'example signing key shared by every process that resumes';
 
-const PROGRAM = `const [order, paid] = await Promise.all([
+// TypeScript, as code mode's tool description invites: run strips the types before QuickJS
+// sees the program (on Node 20 with the typescript package, hence its place in package.json).
+const PROGRAM = `type Order = { id: string; amount: number };
+const [order, paid] = await Promise.all([
     tools.getOrder({ id: 'A-2' }),
     tools.listOrders({ status: 'paid' }),
 ]);
@@ -26,8 +29,14 @@ const refund = await tools.refundOrder({ id: order.id, amount: order.amount });
 return {
     refund,
     paidOrders: paid.length,
-    paidTotal: paid.reduce((sum, o) => sum + o.amount, 0),
+    paidTotal: paid.reduce((sum: number, o: Order) => sum + o.amount, 0),
 };`;
+
+// Both paid orders refunded at once: two approvals in one batch of the sandbox.
+const REFUND_ALL_PAID = `const paid = await tools.listOrders({ status: 'paid' });
+const refunds = await Promise.all(paid.map((o: { id: string; amount: number }) =>
+    tools.refundOrder({ id: o.id, amount: o.amount })));
+return { refunds };`;
 
 // The application's data: three orders, and a log of every call the tools made.
 function fakeShop() {
@@ -60,15 +69,15 @@ const USAGE = {
     outputTokens: { total: 10, text: 10, reasoning: 0 },
 };
 
-// A model that writes PROGRAM for the person's question, then answers from the tool result.
-function scriptedModel() {
+// A model that writes `program` for the person's question, then answers from the tool result.
+function scriptedModel(program) {
     return new MockLanguageModelV4({
         doGenerate: async ({ prompt }) => {
             const last = prompt.at(-1);
             if (last.role === 'user') {
                 return {
                     content: [{ type: 'tool-call', toolCallId: 'call-1', toolName: 'code_mode',
-                        input: JSON.stringify({ js: PROGRAM }) }],
+                        input: JSON.stringify({ js: program }) }],
                     finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
                     usage: USAGE,
                     warnings: [],
@@ -76,7 +85,10 @@ function scriptedModel() {
             }
             const { output } = last.content.find((p) => p.type === 'tool-result');
             let text;
-            if (output.type === 'json') {
+            if (output.type === 'json' && output.value.refunds !== undefined) {
+                text = `Refunded ${output.value.refunds.map((r) => `${r.refunded} EUR on ${r.id}`)
+                    .join(' and ')}.`;
+            } else if (output.type === 'json') {
                 const { refund, paidOrders, paidTotal } = output.value;
                 text = `Refunded ${refund.refunded} EUR on order ${refund.id}; ` +
                     `${paidOrders} paid orders came to ${paidTotal} EUR.`;
@@ -93,9 +105,9 @@ function scriptedModel() {
     });
 }
 
-function startShop() {
+function startShop(program = PROGRAM) {
     const shop = fakeShop();
-    const model = scriptedModel();
+    const model = scriptedModel(program);
     const agent = createShopAgent({ model, shop, signingKey: SIGNING_KEY });
     return { shop, model, agent };
 }
@@ -106,7 +118,9 @@ const approvalReply = (request, approved, reason) => ({
         approved, ...(reason === undefined ? {} : { reason }) }],
 });
 
-const sorted = (calls) => [...calls].sort((a, b) => a[0].localeCompare(b[0]));
+// concurrent calls reach the host in an order the test does not rely on
+const sorted = (calls) => [...calls].sort((a, b) =>
+    JSON.stringify(a).localeCompare(JSON.stringify(b)));
 
 // The package Node loads for code mode's `import 'run'`: the nearest node_modules/run above
 // @ai-sdk/code-mode, as Node's resolution finds it.
@@ -197,3 +211,25 @@ test('denied, the refund never runs and the model is told why', async () => {
     assert.match(turn.text, /refundOrder.*denied: refunds over 40 EUR need a manager/);
     assert.equal(model.doGenerateCalls.length, 2);
 });
+
+test('two refunds at once: each waits for its own answer, and both run once both are approved',
+    async () => {
+        const { shop, model, agent } = startShop(REFUND_ALL_PAID);
+        const first = await agent.ask('Refund every paid order.');
+        assert.deepEqual(shop.calls, [['listOrders', 'paid']]);
+        assert.deepEqual(first.approvalRequest[0].content[0].input, { id: 'A-1', amount: 20.5 });
+
+        const second = await agent.resume(first.messages, [approvalReply(first.approvalRequest, true)]);
+        // code mode holds the first answer until the batch's last one: nothing ran yet
+        assert.deepEqual(shop.calls, [['listOrders', 'paid']]);
+        assert.deepEqual(second.approvalRequest[0].content[0].input, { id: 'A-2', amount: 42 });
+        assert.notEqual(second.approvalRequest[0].content[1].approvalId,
+            first.approvalRequest[0].content[1].approvalId);
+
+        const done = await agent.resume(second.messages,
+            [approvalReply(second.approvalRequest, true)]);
+        assert.deepEqual(sorted(shop.calls),
+            [['listOrders', 'paid'], ['refund', 'A-1', 20.5], ['refund', 'A-2', 42]]);
+        assert.equal(done.text, 'Refunded 20.5 EUR on A-1 and 42 EUR on A-2.');
+        assert.equal(model.doGenerateCalls.length, 2);
+    });
