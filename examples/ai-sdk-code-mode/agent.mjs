@@ -79,7 +79,7 @@ export function createShopAgent({ model, shop, signingKey }) {
     async function step(messages) {
         const result = await generateText({
             model,
-            system: 'You help the staff of a shop. Use code_mode to look at orders and refund them.',
+            system: 'You help the staff of a shop. Use code_mode to look at and refund orders.',
             messages,
             tools: { code_mode: codeMode, ...tools },
             // the shop's tools are reachable only from programs the model writes

@@ -16,6 +16,8 @@ import { MockLanguageModelV4 } from 'ai/test';
 
 import { createShopAgent } from './agent.mjs';
 
+const QUESTION = 'Refund order A-2 in full, and tell me what paid orders brought in.';
+
 const SIGNING_KEY = 'example signing key shared by every process that resumes';
 
 // TypeScript, as code mode's tool description invites: run strips the types before QuickJS
@@ -149,7 +151,7 @@ test('the run implementation is the expected one', (t) => {
 test('the model is offered code_mode alone, with the shop\'s tools in its description',
     async () => {
         const { model, agent } = startShop();
-        await agent.ask('Refund order A-2 in full, and tell me what paid orders brought in.');
+        await agent.ask(QUESTION);
         const offered = model.doGenerateCalls[0].tools;
         assert.deepEqual(offered.map((t) => t.name), ['code_mode']);
         for (const name of ['getOrder', 'listOrders', 'refundOrder']) {
@@ -159,7 +161,7 @@ test('the model is offered code_mode alone, with the shop\'s tools in its descri
 
 test('the program runs the plain tools, and the refund stops it for a person', async () => {
     const { shop, model, agent } = startShop();
-    const turn = await agent.ask('Refund order A-2 in full, and tell me what paid orders brought in.');
+    const turn = await agent.ask(QUESTION);
 
     assert.deepEqual(sorted(shop.calls), [['getOrder', 'A-2'], ['listOrders', 'paid']]);
     assert.equal(turn.text, undefined);
@@ -180,7 +182,7 @@ test('the program runs the plain tools, and the refund stops it for a person', a
 test('approved, the program resumes past the refund without calling the other tools again, ' +
     'and the answer holds the tools\' results', async () => {
     const { shop, model, agent } = startShop();
-    const paused = await agent.ask('Refund order A-2 in full, and tell me what paid orders brought in.');
+    const paused = await agent.ask(QUESTION);
     const before = [...shop.calls];
 
     // the conversation is kept as JSON between requests and resumed by another agent instance
@@ -200,7 +202,7 @@ test('approved, the program resumes past the refund without calling the other to
 
 test('denied, the refund never runs and the model is told why', async () => {
     const { shop, model, agent } = startShop();
-    const paused = await agent.ask('Refund order A-2 in full, and tell me what paid orders brought in.');
+    const paused = await agent.ask(QUESTION);
     const before = [...shop.calls];
 
     const turn = await agent.resume(paused.messages,
@@ -219,7 +221,8 @@ test('two refunds at once: each waits for its own answer, and both run once both
         assert.deepEqual(shop.calls, [['listOrders', 'paid']]);
         assert.deepEqual(first.approvalRequest[0].content[0].input, { id: 'A-1', amount: 20.5 });
 
-        const second = await agent.resume(first.messages, [approvalReply(first.approvalRequest, true)]);
+        const second = await agent.resume(first.messages,
+            [approvalReply(first.approvalRequest, true)]);
         // code mode holds the first answer until the batch's last one: nothing ran yet
         assert.deepEqual(shop.calls, [['listOrders', 'paid']]);
         assert.deepEqual(second.approvalRequest[0].content[0].input, { id: 'A-2', amount: 42 });
