@@ -336,7 +336,8 @@ describe('values across the boundary', () => {
 
     test('values: no return and return undefined complete with value undefined; a returned '
         + 'promise is awaited', T, async () => {
-        assert.deepEqual(await run({ source: '1 + 1;' }), { status: 'completed', value: undefined });
+        assert.deepEqual(await run({ source: '1 + 1;' }),
+            { status: 'completed', value: undefined });
         assert.deepEqual(await run({ source: 'return undefined' }),
             { status: 'completed', value: undefined });
         assert.deepEqual(await run({ source: 'return Promise.resolve(3)' }),
@@ -424,7 +425,8 @@ describe('values across the boundary', () => {
                 u8: v.u8 instanceof Uint8Array && [...v.u8],
                 b64: v.b64 instanceof BigInt64Array && v.b64[0],
                 ab: v.ab instanceof ArrayBuffer && v.ab.byteLength,
-                dv: v.dv instanceof DataView && [v.dv.byteOffset, v.dv.byteLength, v.dv.getUint8(0)],
+                dv: v.dv instanceof DataView
+                    && [v.dv.byteOffset, v.dv.byteLength, v.dv.getUint8(0)],
                 e: v.e instanceof TypeError && [v.e.name, v.e.message,
                     v.e.cause instanceof RangeError, v.e.cause.message],
                 ag: v.ag instanceof AggregateError && [v.ag.message, v.ag.errors.length,
@@ -497,6 +499,25 @@ describe('host functions', () => {
                 missing: 'undefined' } });
         });
 
+    test('host functions: a call returns a promise-like with then, catch and finally', T,
+        async () => {
+            const hostFunctions = { t: {
+                one: () => 1,
+                boom: () => {
+                    throw new Error('x');
+                },
+            } };
+            const result = await run({ hostFunctions, source: `
+                const p = t.one();
+                const shape = [typeof p.then, typeof p.catch, typeof p.finally];
+                const caught = await t.boom().catch((e) => 'caught ' + e.message);
+                let settled = false;
+                await t.one().finally(() => { settled = true; });
+                return [shape, await p, caught, settled];` });
+            assert.deepEqual(result.value, [['function', 'function', 'function'], 1,
+                'caught Host function failed.', true]);
+        });
+
     test('host functions: a thrown error reaches the guest as Error "Host function failed." '
         + 'with code RUN_HOST_FUNCTION_ERROR', T, async () => {
         const hostFunctions = { t: {
@@ -538,7 +559,8 @@ describe('host functions', () => {
         const hostFunctions = { t: { boom: async () => {
             throw new Error('secret db password');
         } } };
-        const error = await failure(run({ hostFunctions, source: '\nconst x = 1;\nawait t.boom();' }));
+        const error = await failure(run({ hostFunctions,
+            source: '\nconst x = 1;\nawait t.boom();' }));
         assertBaseRunError(error, 'RUN_HOST_FUNCTION_ERROR');
         assert.equal(error.name, 'Error');
         assert.equal(error.message, 'Host function failed.');
@@ -851,7 +873,8 @@ describe('limits', () => {
             assert.deepEqual(result, { status: 'completed', value: 1 });
             const lines = rest.split('\n').filter((l) => l !== '');
             const pad = 'x'.repeat(20);
-            assert.deepEqual(lines.slice(0, 3), [`line-0-${pad}`, `line-1-${pad}`, `line-2-${pad}`]);
+            assert.deepEqual(lines.slice(0, 3),
+                [`line-0-${pad}`, `line-1-${pad}`, `line-2-${pad}`]);
             assert.ok(Buffer.byteLength(rest) <= 100, `at most 100 bytes, got ${rest}`);
             for (let i = 4; i < 10; i++) {
                 assert.ok(!rest.includes(`line-${i}-`), `line ${i} dropped`);
@@ -877,7 +900,8 @@ describe('limits', () => {
         const promise = run({ source: 'return 1', limits: { timeoutMs: -1 } });
         assert.ok(promise instanceof Promise, 'run() rejects rather than throws');
         await failure(promise);
-        for (const limits of [{ timeoutMs: 2147483647 }, { timeoutMs: null }, null, {}]) {
+        for (const limits of [{ timeoutMs: 2147483647 }, { timeoutMs: null }, null, {},
+            { notALimit: -1 }]) {
             assert.deepEqual(await run({ source: 'return 1', limits }),
                 { status: 'completed', value: 1 });
         }
@@ -1280,7 +1304,8 @@ describe('interrupt and resume', () => {
     test('interrupt: a non-serializable or oversized payload is RUN_SERIALIZATION_ERROR', T,
         async () => {
             const bad = await failure(runner.run({ source: 'return await a.b()',
-                hostFunctions: { a: { b: () => getHostFunctionContext().interrupt({ f() {} }) } } }));
+                hostFunctions: { a: { b: () => getHostFunctionContext().interrupt({ f() {} }),
+                } } }));
             assertBaseRunError(bad, 'RUN_SERIALIZATION_ERROR');
             assert.match(bad.message, /^Interruption payload is not serializable/);
             const big = await failure(runner.run({ source: 'return await a.b()',
@@ -1380,7 +1405,8 @@ describe('interrupt and resume', () => {
                     resolutions: [{ interruptionId: first.interruptions[0].id, value: 'env' }] });
                 const explicit = await R.createRunner({
                     continuationSecret: ${JSON.stringify(SECRET)} }).run({ source, hostFunctions });
-                process.stdout.write('RESULT ' + JSON.stringify({ first, again, explicit }) + '\\n');
+                const all = { first, again, explicit };
+                process.stdout.write('RESULT ' + JSON.stringify(all) + '\\n');
             `, { RUN_CONTINUATION_SECRET: envSecret });
             assert.equal(code, 0, stderr);
             const { result: { first, again, explicit } } = childResult(stdout);
@@ -1567,7 +1593,8 @@ describe('interrupt and resume', () => {
     test('createStoredContinuationCodec: set on interrupt, acquire and consume on resume; a '
         + 'second resume is RunProtocolError', T, async () => {
         const { entries, calls, storage } = memoryStorage();
-        const stored = createRunner({ continuationCodec: createStoredContinuationCodec({ storage }) });
+        const stored = createRunner({
+            continuationCodec: createStoredContinuationCodec({ storage }) });
         const log = [];
         const hostFunctions = { a: { ask: asking(log) } };
         const source = 'return await a.ask("go")';
@@ -1590,7 +1617,8 @@ describe('interrupt and resume', () => {
     test('createStoredContinuationCodec: a resume that fails validation releases the claim; '
         + 'the token still resumes', T, async () => {
         const { calls, storage } = memoryStorage();
-        const stored = createRunner({ continuationCodec: createStoredContinuationCodec({ storage }) });
+        const stored = createRunner({
+            continuationCodec: createStoredContinuationCodec({ storage }) });
         const hostFunctions = { a: { ask: asking() } };
         const source = 'return await a.ask("go")';
         const first = await stored.run({ source, hostFunctions });
@@ -1860,6 +1888,7 @@ describe('results and console', () => {
         assert.equal(isRunInterruptedResult({ status: 'interrupted', interruptions: [],
             continuation: 'token' }), true);
         for (const value of [null, undefined, 'interrupted', { status: 'interrupted' },
+            { status: 'interrupted', interruptions: [] },
             { status: 'interrupted', interruptions: {}, continuation: 'token' },
             { status: 'completed', value: 1 }]) {
             assert.equal(isRunInterruptedResult(value), false, JSON.stringify(value));
