@@ -95,7 +95,7 @@ export function secretBytes(secret: unknown, what: string): Uint8Array {
         throw new TypeError(`${what} must be a string or a Uint8Array.`);
     }
     if (bytes.length < 32) {
-        throw new TypeError(`${what} must contain at least 32 bytes.`);
+        throw new TypeError(`${what} must contain at least 32 bytes of key material.`);
     }
     return new Uint8Array(bytes);
 }
@@ -148,7 +148,7 @@ export function createSignedContinuationCodec(options: SignedContinuationCodecOp
         throw new TypeError('createSignedContinuationCodec options must be an object.');
     }
     const verify = (options.verificationSecrets ?? []).map(
-        (s, i) => secretBytes(s, `verificationSecrets[${i}]`));
+        s => secretBytes(s, 'Continuation secret'));
     if (verify.length > 7) {
         throw new TypeError('verificationSecrets holds at most 7 secrets.');
     }

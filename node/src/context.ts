@@ -43,39 +43,46 @@ export class InterruptSignal extends Error {
     }
 }
 
-export class CallContext implements HostFunctionContext {
-    active = true;
+/** A call's context: exactly `run`'s members; what the package tracks stays in `CallState`. */
+export interface CallState {
+    context: HostFunctionContext;
+    active: boolean;
     interruption: { payload: unknown } | undefined;
-    resume?: HostFunctionResumeContext;
-
-    constructor(readonly abortSignal: AbortSignal, readonly invocationId: string,
-        readonly logicalRunId: string, readonly requestIndex: number,
-        readonly hostFunctionName: string, resume: HostFunctionResumeContext | undefined) {
-        if (resume) {
-            this.resume = resume;
-        }
-        this.interrupt = this.interrupt.bind(this);
-    }
-
-    get requestId(): string {
-        return `${this.invocationId}:${this.requestIndex}`;
-    }
-
-    interrupt(payload: unknown): never {
-        this.interruption ??= { payload };
-        throw new InterruptSignal();
-    }
 }
 
-export const callStorage = new AsyncLocalStorage<CallContext>();
+export function newCallState(abortSignal: AbortSignal, invocationId: string,
+    logicalRunId: string, requestIndex: number, hostFunctionName: string,
+    resume: HostFunctionResumeContext | undefined): CallState {
+    const state: CallState = { context: undefined as never, active: true, interruption: undefined };
+    const context: HostFunctionContext = {
+        abortSignal,
+        hostFunctionName,
+        interrupt(payload: unknown): never {
+            state.interruption ??= { payload };
+            throw new InterruptSignal();
+        },
+        invocationId,
+        logicalRunId,
+        requestId: `${invocationId}:${requestIndex}`,
+        requestIndex,
+    };
+    if (resume) {
+        context.resume = resume;
+    }
+    state.context = context;
+    return state;
+}
+
+export const callStorage = new AsyncLocalStorage<CallState>();
 
 /** The context of the host function call being served; throws anywhere else. */
 export function getHostFunctionContext(): HostFunctionContext {
-    const context = callStorage.getStore();
-    if (!context?.active) {
-        throw new Error('getHostFunctionContext() must be called inside an active host function.');
+    const state = callStorage.getStore();
+    if (!state?.active) {
+        throw new Error(
+            'getHostFunctionContext() can only be called while executing a host function.');
     }
-    return context;
+    return state.context;
 }
 
 /** The name `run`'s next version gives getHostFunctionContext. */

@@ -1,6 +1,7 @@
 /*
  * errors.ts - the errors a run throws, as the npm package `run` names them: a RunError with a
- * stable `code` (RUN_*), and a subclass for the failures a caller handles on their own.
+ * stable `code` (RUN_*), and a subclass for the failures a caller handles on their own; the
+ * messages are `run`'s.
  * libairlock's codes (docs/errors.md) map onto them in runner.ts; the airlock code is kept in
  * `details.airlockCode` for whoever wants the finer one (CPU_LIMIT, MEMORY_LIMIT, ...).
  */
@@ -34,7 +35,7 @@ export class RunError extends Error {
 /** The caller's abort signal aborted the run. */
 export class RunAbortedError extends RunError {
     constructor() {
-        super('The run was aborted.', 'RUN_ABORTED');
+        super('JavaScript runtime execution was aborted.', 'RUN_ABORTED');
     }
 }
 
@@ -55,7 +56,7 @@ export class RunBridgeLimitError extends RunError {
 /** The process-wide cap on concurrent runs (setMaxWorkers) was reached: nothing was queued. */
 export class RunConcurrencyError extends RunError {
     constructor(maxWorkers: number) {
-        super(`The maximum number of concurrent runs (${maxWorkers}) is active.`,
+        super(`JavaScript runtime maxWorkers limit reached (${maxWorkers}).`,
             'RUN_CONCURRENCY_LIMIT', { maxWorkers });
     }
 }
@@ -77,7 +78,7 @@ export class RunProtocolError extends RunError {
 /** The source is larger than limits.maxSourceBytes. */
 export class RunSourceTooLargeError extends RunError {
     constructor(bytes: number, maxBytes: number) {
-        super(`Source is ${bytes} bytes, larger than the limit of ${maxBytes} bytes.`,
+        super(`JavaScript runtime source exceeds the ${maxBytes} byte size limit.`,
             'RUN_SOURCE_TOO_LARGE', { bytes, maxBytes });
     }
 }
@@ -85,6 +86,7 @@ export class RunSourceTooLargeError extends RunError {
 /** The run went past its timeout. */
 export class RunTimeoutError extends RunError {
     constructor(timeoutMs: number) {
-        super(`The run timed out after ${timeoutMs} ms.`, 'RUN_TIMEOUT', { timeoutMs });
+        super(`JavaScript runtime execution timed out after ${timeoutMs}ms.`, 'RUN_TIMEOUT',
+            { timeoutMs });
     }
 }

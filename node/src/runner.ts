@@ -19,7 +19,7 @@ import {
     checkState, type ContinuationCodec, type ContinuationDecodeTransaction, joinToken,
     type RunContinuationState, secretBytes, SIGNED_KEYS, type SignedCodec, splitToken,
 } from './codecs.js';
-import { CallContext, callStorage, type HostFunctionResumeContext } from './context.js';
+import { callStorage, type CallState, type HostFunctionResumeContext, newCallState } from './context.js';
 import {
     RunAbortedError, RunBridgeLimitError, RunConcurrencyError, RunDetachedBridgeRequestError,
     RunError, RunProtocolError, RunSourceTooLargeError, RunTimeoutError,
@@ -175,39 +175,38 @@ const LIMIT_INDEX: Record<string, number> = {
 const LIMIT_MAX = 2_147_483_647;
 const STACK_MAX = 64 * 1024 * 1024; // libairlock's ceiling for the guest stack
 
-function checkLimits(limits: unknown, path: string): [number, number][] {
-    if (limits === undefined) {
+function limitEntries(limits: unknown): [string, unknown][] {
+    if (limits === undefined || limits === null) {
         return [];
     }
     if (typeof limits !== 'object' || limits === null) {
-        throw new TypeError(`${path} must be an object.`);
+        throw new TypeError('limits must be an object.');
     }
-    const out: [number, number][] = [];
-    for (const [name, value] of Object.entries(limits)) {
-        const index = LIMIT_INDEX[name];
-        if (index === undefined) {
-            throw new TypeError(`${path}.${name} is not a limit.`);
-        }
-        if (value === undefined) {
-            continue;
-        }
-        if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) {
-            throw new TypeError(`${path}.${name} must be a positive integer.`);
-        }
-        const max = index === 3 ? STACK_MAX : LIMIT_MAX;
-        if (value > max) {
-            throw new TypeError(`${path}.${name} must be at most ${max}.`);
-        }
-        out.push([index, value]);
-    }
-    return out;
+    return Object.entries(limits);
 }
 
-/** Runner limits, then the run's: a run's key replaces the runner's for that key only. */
-function mergeLimits(runner: [number, number][], input: [number, number][]): Map<number, number> {
+/**
+ * The run's limits: the runner's, then the run's key by key (a run's key replaces the runner's
+ * for that key only, and may mend an invalid one), checked as `run` checks them when a run
+ * starts. The stack is capped at libairlock's 64 MiB.
+ */
+function mergeLimits(runner: unknown, input: unknown): Map<number, number> {
+    const named = new Map<string, unknown>();
+    for (const [name, value] of [...limitEntries(runner), ...limitEntries(input)]) {
+        if (value !== undefined && value !== null && LIMIT_INDEX[name] !== undefined) {
+            named.set(name, value); // other keys are not limits, and ignored as `run` does
+        }
+    }
     const merged = new Map<number, number>();
-    for (const [i, v] of [...runner, ...input]) {
-        merged.set(i, v);
+    for (const [name, value] of named) {
+        const index = LIMIT_INDEX[name] as number;
+        if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) {
+            throw new TypeError(`limits.${name} must be a positive integer.`);
+        }
+        if (value > LIMIT_MAX) {
+            throw new TypeError(`limits.${name} must be at most ${LIMIT_MAX}.`);
+        }
+        merged.set(index, index === 3 ? Math.min(value, STACK_MAX) : value);
     }
     return merged;
 }
@@ -293,12 +292,18 @@ function nativeRunner(keys: { secret?: Uint8Array; verify: Uint8Array[]; ttlMs?:
 
 interface PendingCall {
     call: NativeCall;
-    context: CallContext;
+    state: CallState;
     abort: AbortController;
+    sync: boolean;
 }
 
 interface RunState {
-    hosts: Map<string, HostFunction<unknown[]>>;
+    hosts: Map<string, Host>;
+    /** The largest host answer, in bytes of boundary JSON (maxHostFunctionOutputBytes). */
+    maxOutput: number;
+    timeoutMs: number;
+    limits: Map<number, number>;
+    resuming: boolean;
     loader: RunModuleLoader | undefined;
     invocationId: string;
     logicalRunId: string;
@@ -310,7 +315,7 @@ interface RunState {
     /** What host functions threw, by the message the guest saw. */
     hostErrors: Map<string, unknown>;
     transaction: ContinuationDecodeTransaction | undefined;
-    done(result: NativeResult): void;
+    done(result: NativeResult, error: Error | undefined): void;
 }
 
 const runs = new Map<number, RunState>();
@@ -366,19 +371,19 @@ function onCall(key: number, call: NativeCall, name: string, argsJson: string, s
         loaderCall(st, call, name, args);
         return;
     }
-    const fn = st.hosts.get(name);
-    if (!fn) {
+    const host = st.hosts.get(name);
+    if (!host) {
         native.callThrow(call, 'Host function failed.', false);
         return;
     }
     const abort = new AbortController();
-    const context = new CallContext(abort.signal, st.invocationId, st.logicalRunId, seq, name,
+    const state = newCallState(abort.signal, st.invocationId, st.logicalRunId, seq, name,
         resume);
-    const p: PendingCall = { call, context, abort };
+    const p: PendingCall = { call, state, abort, sync: host.sync };
     st.pending.add(p);
     let out: unknown;
     try {
-        out = callStorage.run(context, fn, ...args);
+        out = callStorage.run(state, host.fn, ...args);
     } catch (e) {
         settle(st, p, false, e);
         return;
@@ -394,15 +399,25 @@ function settle(st: RunState, p: PendingCall, ok: boolean, value: unknown): void
     if (!st.pending.delete(p)) {
         return; // the run ended first; its calls were answered then
     }
-    p.context.active = false;
-    const name = p.context.hostFunctionName;
-    if (p.context.interruption) {
+    p.state.active = false;
+    const name = p.state.context.hostFunctionName;
+    if (p.state.interruption) {
+        if (p.sync) {
+            failRun(st, p,
+                new RunProtocolError('Synchronous host functions cannot interrupt a run.'));
+            return;
+        }
+        if (st.loader && !st.loader.identity) {
+            failRun(st, p, new RunProtocolError(
+                'A module loader must have a non-empty identity to create a continuation.'));
+            return;
+        }
         let json: string;
         try {
-            json = encode(p.context.interruption.payload);
+            json = encode(p.state.interruption.payload);
         } catch (e) {
-            failRun(st, p, new RunError(`Host function "${name}" interruption payload is not ` +
-                `serializable: ${(e as Error).message}`, 'RUN_SERIALIZATION_ERROR'));
+            failRun(st, p, new RunError(`Interruption payload is not serializable: ${
+                (e as Error).message}`, 'RUN_SERIALIZATION_ERROR'));
             return;
         }
         native.callInterrupt(p.call, json);
@@ -411,20 +426,33 @@ function settle(st: RunState, p: PendingCall, ok: boolean, value: unknown): void
     if (!ok) {
         // A RunError is the host's own report and crosses as it is; anything else may hold
         // what the guest must not read.
-        const message = RunError.isInstance(value) ? value.message : 'Host function failed.';
-        st.hostErrors.set(message, value);
-        native.callThrow(p.call, message, false);
+        hostThrow(st, p, RunError.isInstance(value) ? value.message : 'Host function failed.',
+            value);
         return;
     }
     let json: string;
     try {
         json = encode(value);
     } catch (e) {
-        failRun(st, p, new RunError(`Host function "${name}" output is not serializable: ` +
-            `${(e as Error).message}`, 'RUN_SERIALIZATION_ERROR'));
+        const message = `Host function "${name}" output is not serializable: ${
+            (e as Error).message}`;
+        hostThrow(st, p, message, new RunError(message, 'RUN_SERIALIZATION_ERROR'));
+        return;
+    }
+    if (json.length > st.maxOutput / 3 && Buffer.byteLength(json) > st.maxOutput) {
+        const message = `Host function "${name}" output exceeds the ${st.maxOutput} byte size ` +
+            'limit.';
+        hostThrow(st, p, message, new RunError(message, 'RUN_SERIALIZATION_ERROR',
+            { maxBytes: st.maxOutput }));
         return;
     }
     native.callReturn(p.call, json);
+}
+
+/** The guest's call throws `message`; uncaught, the run fails with `error` (hostErrors). */
+function hostThrow(st: RunState, p: PendingCall, message: string, error: unknown): void {
+    st.hostErrors.set(message, error);
+    native.callThrow(p.call, message, false);
 }
 
 function failRun(st: RunState, p: PendingCall, error: RunError): void {
@@ -434,6 +462,9 @@ function failRun(st: RunState, p: PendingCall, error: RunError): void {
         native.cancel(st.handle);
     }
 }
+
+// What the guest sees of a loader's failure: its own message stays with the host.
+const LOADER_FAILED = 'Host bridge request failed.';
 
 function loaderCall(st: RunState, call: NativeCall, name: string, args: unknown[]): void {
     const loader = st.loader;
@@ -447,16 +478,16 @@ function loaderCall(st: RunState, call: NativeCall, name: string, args: unknown[
             (loader.normalize ? loader.normalize(specifier, importer) : specifier) :
             loader.load(specifier);
     } catch {
-        native.callThrow(call, `Cannot load module "${String(specifier)}".`, false);
+        native.callThrow(call, LOADER_FAILED, false);
         return;
     }
     Promise.resolve(out).then(v => {
         if (typeof v !== 'string') {
-            native.callThrow(call, `Cannot load module "${String(specifier)}".`, false);
+            native.callThrow(call, LOADER_FAILED, false);
         } else {
             native.callReturn(call, JSON.stringify(v));
         }
-    }, () => native.callThrow(call, `Cannot load module "${String(specifier)}".`, false));
+    }, () => native.callThrow(call, LOADER_FAILED, false));
 }
 
 function onDone(key: number, result: NativeResult): void {
@@ -467,13 +498,15 @@ function onDone(key: number, result: NativeResult): void {
     runs.delete(key);
     activeRuns--;
     st.handle = undefined;
+    const error = result.status !== 'failed' ? undefined :
+        st.failure ?? (st.aborted ? new RunAbortedError() : failure(result, st));
     for (const p of st.pending) { // calls the guest can no longer read: end them
-        p.context.active = false;
-        p.abort.abort(new RunAbortedError());
+        p.state.active = false;
+        p.abort.abort(error ?? new RunAbortedError());
         native.callThrow(p.call, 'the run is over', false);
     }
     st.pending.clear();
-    st.done(result);
+    st.done(result, error);
 }
 
 function dispatch(kind: number, key: number, ...rest: unknown[]): void {
@@ -488,100 +521,198 @@ function dispatch(kind: number, key: number, ...rest: unknown[]): void {
 
 /* ---------------------------------------------------------------- results */
 
+// As `run` writes the guest's console: errors and warnings to stderr, the rest to stdout.
+// libairlock's note that the console limit cut the output is for the result only.
 function forwardConsole(entries: ConsoleEntry[]): void {
-    for (const e of entries) {
-        (console[e.level] ?? console.log)(e.text);
+    const last = entries.at(-1);
+    const truncated = last?.level === 'warn' &&
+        last.text.startsWith('[console output truncated: limit of ');
+    const shown = truncated ? entries.slice(0, -1) : entries;
+    for (const e of shown) {
+        (e.level === 'error' || e.level === 'warn' ? process.stderr : process.stdout)
+            .write(`${e.text}\n`);
     }
 }
 
-function stats(result: NativeResult): RunStats {
-    return { ...result.stats, runId: result.runId };
+/** airlock's console and stats on a result, not enumerable: the result's shape is `run`'s. */
+function extras(out: object, result: NativeResult): object {
+    return Object.defineProperties(out, {
+        console: { value: result.console, writable: true, configurable: true },
+        stats: { value: { ...result.stats, runId: result.runId }, writable: true,
+            configurable: true },
+    });
 }
 
-function failure(result: NativeResult, st: RunState, timeoutMs: number): RunError {
+const SCOPE = 'Continuation does not match the supplied source, scope, or runtime version.';
+const UNSIGNED = 'Continuation signing is not configured. Set RUN_CONTINUATION_SECRET or pass ' +
+    'continuationSecret or continuationCodec to createRunner().';
+
+/**
+ * The error a failed run rejects with: `run`'s class, code, message and details for each
+ * failure, and airlock's own code and the run's id as `airlockCode` and `runId` (not enumerable,
+ * so the error looks as `run`'s does).
+ */
+function failure(result: NativeResult, st: RunState): Error {
+    const error = runFailure(result, st);
+    if (error !== st.hostErrors.get(result.message ?? '')) { // never relabel the host's own
+        Object.defineProperties(error, {
+            airlockCode: { value: result.code, configurable: true, writable: true },
+            runId: { value: result.runId, configurable: true, writable: true },
+        });
+    }
+    return error;
+}
+
+function runFailure(result: NativeResult, st: RunState): Error {
     const message = result.message || 'The run failed.';
-    const details = { airlockCode: result.code, runId: result.runId };
+    const details = undefined;
+    const limit = (index: number) => limitOf(st.limits, index);
     let error: RunError;
     switch (result.code) {
     case 'ABORTED':
         return new RunAbortedError();
     case 'TIMEOUT':
-        error = new RunTimeoutError(timeoutMs);
-        break;
     case 'CPU_LIMIT':
-        error = new RunTimeoutError(timeoutMs);
-        error.message = `The run used more CPU time than its limit. ${message}`;
+        error = new RunTimeoutError(st.timeoutMs);
         break;
     case 'BRIDGE_LIMIT':
+        if (/in flight/.test(message)) {
+            return new RunBridgeLimitError(`JavaScript runtime exceeded the ${limit(10)} ` +
+                'in-flight bridge request limit.', { maxInFlightBridgeRequests: limit(10) });
+        }
+        if (/host calls/.test(message)) {
+            return new RunBridgeLimitError(`JavaScript runtime exceeded the ${limit(9)} bridge ` +
+                'request limit.', { maxBridgeRequests: limit(9) });
+        }
+        if (/host-args/.test(message)) {
+            return new RunBridgeLimitError(`Host function arguments exceed the ${limit(7)} byte ` +
+                'size limit.', { maxBytes: limit(7) });
+        }
         return new RunBridgeLimitError(message, details);
     case 'DETACHED_BRIDGE_REQUEST':
         return new RunDetachedBridgeRequestError(message, details);
     case 'PROTOCOL_ERROR':
-        return new RunProtocolError(message, details);
+        return new RunProtocolError(st.resuming && /another|made for/.test(message) ? SCOPE :
+            message, details);
+    case 'CONCURRENCY_LIMIT':
+        return new RunConcurrencyError(maxWorkers ?? activeRuns);
     case 'CONFIG_ERROR':
+        if (/no continuation key/.test(message)) {
+            return new TypeError(UNSIGNED);
+        }
         if (/interruption/.test(message)) { // a resolution the continuation does not hold
             return new RunProtocolError(NO_MATCH, details);
         }
-        error = new RunError(message, 'RUN_CONFIG_ERROR', details);
+        error = new RunError(message, 'RUN_CONFIG_ERROR');
         break;
-    case 'CONCURRENCY_LIMIT':
-        return new RunConcurrencyError(maxWorkers ?? activeRuns);
     case 'SOURCE_TOO_LARGE':
-        error = new RunError(message, 'RUN_SOURCE_TOO_LARGE', details);
-        break;
+        return new RunSourceTooLargeError(Buffer.byteLength(message), limit(4));
     case 'SERIALIZATION_ERROR':
-        error = new RunError(message, 'RUN_SERIALIZATION_ERROR', details);
+        if (/\(call to /.test(message)) { // the guest's arguments
+            error = new RunError(`Host function arguments are not serializable: ${message}`,
+                'RUN_USER_SOURCE_ERROR');
+            error.name = 'TypeError';
+        } else {
+            error = new RunError(`JavaScript runtime result is not serializable: ${message}`,
+                'RUN_SERIALIZATION_ERROR');
+        }
+        break;
+    case 'OUTPUT_LIMIT':
+        error = /continuation/.test(message) ? new RunError(message, 'RUN_SERIALIZATION_ERROR') :
+            new RunError(`JavaScript runtime result exceeds the ${limit(5)} byte size limit.`,
+                'RUN_SERIALIZATION_ERROR', { maxBytes: limit(5) });
         break;
     case 'HOST_FUNCTION_ERROR': {
-        const thrown = st.hostErrors.get(result.message ?? '');
+        const thrown = st.hostErrors.get(message);
         if (RunError.isInstance(thrown)) {
             return thrown; // the host's own RunError, code and class kept, as `run` does
         }
-        error = new RunError('Host function failed.', 'RUN_HOST_FUNCTION_ERROR', details);
+        error = new RunError('Host function failed.', 'RUN_HOST_FUNCTION_ERROR');
+        error.name = 'Error';
         if (thrown !== undefined) {
             error.cause = thrown;
         }
         break;
     }
     case 'USER_ERROR':
-        error = new RunError(message, 'RUN_USER_SOURCE_ERROR', details);
+        error = new RunError(message, 'RUN_USER_SOURCE_ERROR');
+        error.name = result.name || 'Error';
         break;
-    default: // memory, stack, output, configuration, a crashed worker, the host side
-        error = new RunError(message, `RUN_${result.code ?? 'ERROR'}`, details);
+    case 'MEMORY_LIMIT': // a hard limit here: the guest cannot catch it
+        error = new RunError('out of memory', 'RUN_USER_SOURCE_ERROR');
+        error.name = 'InternalError';
+        break;
+    case 'STACK_OVERFLOW': // likewise
+        error = new RunError('Maximum call stack size exceeded', 'RUN_USER_SOURCE_ERROR');
+        error.name = 'RangeError';
+        break;
+    default: // a crashed worker, the host side
+        error = new RunError(message, `RUN_${result.code ?? 'ERROR'}`);
         break;
     }
-    (error as { details: unknown }).details = { ...(error.details as object), ...details };
-    if (result.stack) {
-        error.stack = `${result.name || 'Error'}: ${message}\n${result.stack}`;
+    if (result.stack && (result.code === 'USER_ERROR' || result.code === 'HOST_FUNCTION_ERROR')) {
+        error.stack = `${error.name}: ${error.message}\n${result.stack}`;
     }
     return error;
 }
 
 /* ---------------------------------------------------------------- the runner */
 
-function checkHostFunctions(groups: unknown, path: string, sync: boolean,
-    out: Map<string, HostFunction<unknown[]>>, hosts: [string, boolean][]): void {
+const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+// Globals a group cannot replace, and names that are no capability (libairlock refuses both).
+const RESERVED = new Set(['globalThis', 'console', 'Object', 'Function', 'Array', 'Number',
+    'parseFloat', 'parseInt', 'Infinity', 'NaN', 'undefined', 'Boolean', 'String', 'Symbol',
+    'Date', 'Promise', 'RegExp', 'Error', 'AggregateError', 'EvalError', 'RangeError',
+    'ReferenceError', 'SyntaxError', 'TypeError', 'URIError', 'JSON', 'Math', 'Intl',
+    'ArrayBuffer', 'Uint8Array', 'Int8Array', 'Uint16Array', 'Int16Array', 'Uint32Array',
+    'Int32Array', 'Float32Array', 'Float64Array', 'Uint8ClampedArray', 'BigUint64Array',
+    'BigInt64Array', 'DataView', 'Map', 'BigInt', 'Set', 'WeakMap', 'WeakSet', 'Proxy',
+    'Reflect', 'FinalizationRegistry', 'WeakRef', 'decodeURI', 'decodeURIComponent',
+    'encodeURI', 'encodeURIComponent', 'escape', 'unescape', 'eval', 'isFinite', 'isNaN',
+    'SharedArrayBuffer', 'Atomics', 'queueMicrotask', 'structuredClone', 'TextEncoder',
+    'TextDecoder', 'URL', 'URLSearchParams', 'atob', 'btoa', 'workspace']);
+const NOT_DATA = new Set(['constructor', '__proto__', 'toString', 'valueOf', 'hasOwnProperty',
+    'isPrototypeOf', 'propertyIsEnumerable', 'toLocaleString', 'then', '__defineGetter__',
+    '__defineSetter__', '__lookupGetter__', '__lookupSetter__']);
+
+interface Host {
+    fn: HostFunction<unknown[]>;
+    sync: boolean;
+}
+
+function checkHostFunctions(groups: unknown, sync: boolean, out: Map<string, Host>,
+    hosts: [string, boolean][]): void {
     if (groups === undefined) {
         return;
     }
     if (typeof groups !== 'object' || groups === null) {
-        throw new TypeError(`${path} must be an object.`);
+        throw new TypeError('hostFunctions must be an object.');
     }
     for (const group of Object.keys(groups)) {
+        if (!IDENTIFIER.test(group) || NOT_DATA.has(group)) {
+            throw new TypeError(`Invalid host function namespace: ${group}`);
+        }
+        if (RESERVED.has(group)) {
+            throw new TypeError(`Reserved host function namespace: ${group}`);
+        }
         const fns = (groups as Record<string, unknown>)[group];
         if (typeof fns !== 'object' || fns === null) {
-            throw new TypeError(`${path}.${group} must be an object of functions.`);
+            throw new TypeError(`Host function namespace "${group}" must be an object.`);
         }
         for (const name of Object.keys(fns)) {
+            if (!IDENTIFIER.test(name) || NOT_DATA.has(name)) {
+                throw new TypeError(`Invalid host function name: ${group}.${name}`);
+            }
             const fn = (fns as Record<string, unknown>)[name];
             if (typeof fn !== 'function') {
-                throw new TypeError(`${path}.${group}.${name} must be a function.`);
+                throw new TypeError(`Host function "${group}.${name}" must be a function.`);
             }
             const full = `${group}.${name}`;
-            if (out.has(full)) {
-                throw new TypeError(`Host function ${full} is defined twice.`);
+            if (out.has(full) || hosts.some(([n, s]) => s !== sync && n.startsWith(`${group}.`))) {
+                throw new TypeError(`Host function namespace "${group}" cannot be both ` +
+                    'asynchronous and synchronous.');
             }
-            out.set(full, fn as HostFunction<unknown[]>);
+            out.set(full, { fn: fn as HostFunction<unknown[]>, sync });
             hosts.push([full, sync]);
         }
     }
@@ -596,16 +727,17 @@ export function createRunner<TOKEN = string>(options: RunnerOptions<TOKEN> = {})
     if (typeof options !== 'object' || options === null) {
         throw new TypeError('createRunner options must be an object.');
     }
-    const runnerLimits = checkLimits(options.limits, 'limits');
-    const syncHosts = new Map<string, HostFunction<unknown[]>>();
+    const runnerLimits = options.limits;
+    const syncHosts = new Map<string, Host>();
     const syncList: [string, boolean][] = [];
-    checkHostFunctions(options.syncHostFunctions ?? options.syncBindings, 'syncHostFunctions',
-        true, syncHosts, syncList);
+    checkHostFunctions(options.syncHostFunctions ?? options.syncBindings, true, syncHosts,
+        syncList);
     if (options.continuationSecret !== undefined && options.continuationCodec !== undefined) {
-        throw new TypeError('continuationSecret and continuationCodec cannot be used together.');
+        throw new TypeError(
+            'Runner continuationCodec and continuationSecret cannot be used together.');
     }
     const secret = options.continuationSecret !== undefined ?
-        secretBytes(options.continuationSecret, 'continuationSecret') : undefined;
+        secretBytes(options.continuationSecret, 'Continuation secret') : undefined;
     const codec = options.continuationCodec as ContinuationCodec<unknown> | undefined;
     if (codec !== undefined && (typeof codec?.encode !== 'function' ||
         typeof codec.decode !== 'function')) {
@@ -639,7 +771,7 @@ export function createRunner<TOKEN = string>(options: RunnerOptions<TOKEN> = {})
             return { secret, verify: [] };
         }
         const env = process.env.RUN_CONTINUATION_SECRET;
-        return env ? { secret: secretBytes(env, 'RUN_CONTINUATION_SECRET'), verify: [] } : null;
+        return env ? { secret: secretBytes(env, 'Continuation secret'), verify: [] } : null;
     }
 
     async function encodeContinuation(state: RunContinuationState): Promise<unknown> {
@@ -676,11 +808,10 @@ export function createRunner<TOKEN = string>(options: RunnerOptions<TOKEN> = {})
         if (typeof input.source !== 'string') {
             throw new TypeError('source must be a string.');
         }
-        const limits = mergeLimits(runnerLimits, checkLimits(input.limits, 'limits'));
+        const limits = mergeLimits(runnerLimits, input.limits);
         const hosts = new Map(syncHosts);
         const hostList = [...syncList];
-        checkHostFunctions(input.hostFunctions ?? input.bindings, 'hostFunctions', false, hosts,
-            hostList);
+        checkHostFunctions(input.hostFunctions ?? input.bindings, false, hosts, hostList);
         const loader = input.moduleLoader;
         if (loader !== undefined && (typeof loader !== 'object' || loader === null ||
             typeof loader.load !== 'function')) {
@@ -710,16 +841,18 @@ export function createRunner<TOKEN = string>(options: RunnerOptions<TOKEN> = {})
         let tx: ContinuationDecodeTransaction | undefined;
         if (input.continuation !== undefined) {
             if (!Array.isArray(input.resolutions) || input.resolutions.length === 0) {
-                throw new TypeError('Resuming a continuation needs at least one resolution.');
+                throw new RunProtocolError('A continuation requires at least one resolution for ' +
+                    'a pending interruption.');
             }
-            resolutions = input.resolutions.map((r, i) => {
-                if (typeof r !== 'object' || r === null || typeof r.interruptionId !== 'string') {
-                    throw new TypeError(`resolutions[${i}] must have an interruptionId.`);
-                }
-                const call = INTERRUPTION_ID.exec(r.interruptionId);
-                if (!call) {
+            const seen = new Set<number>();
+            resolutions = input.resolutions.map(r => {
+                const call = typeof r === 'object' && r !== null &&
+                    typeof r.interruptionId === 'string' ? INTERRUPTION_ID.exec(r.interruptionId) :
+                    null;
+                if (!call || seen.has(Number(call[1]))) {
                     throw new RunProtocolError(NO_MATCH);
                 }
+                seen.add(Number(call[1]));
                 return [Number(call[1]), encode(r.value)];
             });
             const decoded = await decodeContinuation(input.continuation, input.abortSignal);
@@ -727,7 +860,7 @@ export function createRunner<TOKEN = string>(options: RunnerOptions<TOKEN> = {})
             resume = decoded.state.token;
             tx = decoded.tx;
         } else if (input.resolutions !== undefined && input.resolutions.length > 0) {
-            throw new TypeError('resolutions need a continuation.');
+            throw new RunProtocolError('Interruption resolutions require a continuation.');
         }
         let loaderIdentity: string | undefined;
         if (loader) {
@@ -752,6 +885,10 @@ export function createRunner<TOKEN = string>(options: RunnerOptions<TOKEN> = {})
             const key = takeKey();
             const st: RunState = {
                 hosts,
+                maxOutput: limitOf(limits, 8),
+                timeoutMs,
+                limits,
+                resuming: resume !== undefined,
                 loader,
                 invocationId: newLogicalId(),
                 logicalRunId,
@@ -761,10 +898,10 @@ export function createRunner<TOKEN = string>(options: RunnerOptions<TOKEN> = {})
                 failure: undefined,
                 hostErrors: new Map(),
                 transaction: tx,
-                done: result => {
+                done: (result, error) => {
                     input.abortSignal?.removeEventListener('abort', onAbort);
                     forwardConsole(result.console);
-                    settleRun(result).then(resolve, reject);
+                    settleRun(result, error).then(resolve, reject);
                 },
             };
             const onAbort = () => {
@@ -773,7 +910,8 @@ export function createRunner<TOKEN = string>(options: RunnerOptions<TOKEN> = {})
                     native.cancel(st.handle);
                 }
             };
-            const settleRun = async (result: NativeResult): Promise<RunResult<OUTPUT, TOKEN>> => {
+            const settleRun = async (result: NativeResult, error: Error | undefined):
+                Promise<RunResult<OUTPUT, TOKEN>> => {
                 if (st.transaction) { // never got past the continuation's checks
                     const t = st.transaction;
                     st.transaction = undefined;
@@ -784,20 +922,15 @@ export function createRunner<TOKEN = string>(options: RunnerOptions<TOKEN> = {})
                         await t.commit();
                     }
                 }
-                if (st.failure) {
-                    throw st.failure;
-                }
-                if (result.status === 'failed') {
-                    throw st.aborted ? new RunAbortedError() : failure(result, st, timeoutMs);
+                if (error) {
+                    throw error;
                 }
                 if (result.status === 'completed') {
-                    return {
+                    return extras({
                         status: 'completed',
                         value: (sourceType === 'module' ? undefined :
                             decode(result.value ?? '{"$type":"undefined"}')) as OUTPUT,
-                        console: result.console,
-                        stats: stats(result),
-                    };
+                    }, result) as RunCompletedResult<OUTPUT>;
                 }
                 const interruptions = (result.interruptions ?? []).map(i => ({
                     id: `interrupt-${i.call}`,
@@ -811,8 +944,8 @@ export function createRunner<TOKEN = string>(options: RunnerOptions<TOKEN> = {})
                     logicalRunId,
                     token: result.continuation ?? '',
                 }) as TOKEN;
-                return { status: 'interrupted', interruptions, continuation,
-                    console: result.console, stats: stats(result) };
+                return extras({ status: 'interrupted', interruptions, continuation },
+                    result) as RunInterruptedResult<TOKEN>;
             };
             let handle: NativeRun;
             try {
@@ -854,5 +987,6 @@ export function run<OUTPUT = unknown>(input: RunInput<string>): Promise<RunResul
 export function isRunInterruptedResult(value: unknown): value is RunInterruptedResult<unknown> {
     return typeof value === 'object' && value !== null &&
         (value as { status?: unknown }).status === 'interrupted' &&
-        Array.isArray((value as { interruptions?: unknown }).interruptions);
+        Array.isArray((value as { interruptions?: unknown }).interruptions) &&
+        (value as { continuation?: unknown }).continuation !== undefined;
 }

@@ -107,14 +107,14 @@ test('airlock limits: cpuTimeoutMs ends a spinning guest, memory and host calls 
             limits: { cpuTimeoutMs: 200, timeoutMs: 60_000 },
         }).catch(e => e);
         assert.ok(cpu instanceof RunTimeoutError, `${cpu}`);
-        assert.equal(cpu.details.airlockCode, 'CPU_LIMIT');
+        assert.equal(cpu.airlockCode, 'CPU_LIMIT');
 
         const mem = await run({
             source: 'const a = []; while (true) a.push(new Array(100000).fill(1));',
             limits: { memoryLimitBytes: 16 * 1024 * 1024 },
         }).catch(e => e);
         assert.ok(RunError.isInstance(mem), `${mem}`);
-        assert.equal(mem.details.airlockCode, 'MEMORY_LIMIT');
+        assert.equal(mem.airlockCode, 'MEMORY_LIMIT');
 
         const calls = await run({
             source: 'for (let i = 0; i < 10; i++) await t.f();',
