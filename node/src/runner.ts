@@ -420,6 +420,11 @@ function settle(st: RunState, p: PendingCall, ok: boolean, value: unknown): void
                 (e as Error).message}`, 'RUN_SERIALIZATION_ERROR'));
             return;
         }
+        if (json.length > st.maxOutput / 3 && Buffer.byteLength(json) > st.maxOutput) {
+            failRun(st, p, new RunError(`Host function "${name}" interruption payload exceeds ` +
+                `the ${st.maxOutput} byte size limit.`, 'RUN_SERIALIZATION_ERROR'));
+            return;
+        }
         native.callInterrupt(p.call, json);
         return;
     }
@@ -618,11 +623,22 @@ function runFailure(result: NativeResult, st: RunState): Error {
         }
         break;
     case 'OUTPUT_LIMIT':
-        error = /continuation/.test(message) ? new RunError(message, 'RUN_SERIALIZATION_ERROR') :
-            new RunError(`JavaScript runtime result exceeds the ${limit(5)} byte size limit.`,
-                'RUN_SERIALIZATION_ERROR', { maxBytes: limit(5) });
+        if (/console/.test(message)) { // a hard limit here, where `run` drops the rest
+            error = new RunError(`JavaScript runtime console output exceeds the ${limit(6)} ` +
+                'byte size limit.', 'RUN_OUTPUT_LIMIT', { maxBytes: limit(6) });
+        } else {
+            error = /continuation/.test(message) ?
+                new RunError(message, 'RUN_SERIALIZATION_ERROR') :
+                new RunError(`JavaScript runtime result exceeds the ${limit(5)} byte size ` +
+                    'limit.', 'RUN_SERIALIZATION_ERROR', { maxBytes: limit(5) });
+        }
         break;
     case 'HOST_FUNCTION_ERROR': {
+        if (message === LOADER_FAILED) { // an import the loader could not serve
+            error = new RunError(message, 'RUN_USER_SOURCE_ERROR');
+            error.name = 'Error';
+            break;
+        }
         const thrown = st.hostErrors.get(message);
         if (RunError.isInstance(thrown)) {
             return thrown; // the host's own RunError, code and class kept, as `run` does
