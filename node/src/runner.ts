@@ -304,6 +304,8 @@ interface RunState {
     timeoutMs: number;
     limits: Map<number, number>;
     resuming: boolean;
+    /** The source is an ES module. */
+    module: boolean;
     loader: RunModuleLoader | undefined;
     invocationId: string;
     logicalRunId: string;
@@ -473,7 +475,9 @@ const LOADER_FAILED = 'Host bridge request failed.';
 
 function loaderCall(st: RunState, call: NativeCall, name: string, args: unknown[]): void {
     const loader = st.loader;
-    const [specifier, importer] = args as [string, string];
+    const [specifier, referrer] = args as [string, string];
+    // `run` names the entry module's importer "<entry>" (a function body's is its file name).
+    const importer = st.module && referrer === 'run.js' ? '<entry>' : referrer;
     let out: unknown;
     try {
         if (!loader) {
@@ -559,12 +563,10 @@ const UNSIGNED = 'Continuation signing is not configured. Set RUN_CONTINUATION_S
  */
 function failure(result: NativeResult, st: RunState): Error {
     const error = runFailure(result, st);
-    if (error !== st.hostErrors.get(result.message ?? '')) { // never relabel the host's own
-        Object.defineProperties(error, {
-            airlockCode: { value: result.code, configurable: true, writable: true },
-            runId: { value: result.runId, configurable: true, writable: true },
-        });
-    }
+    Object.defineProperties(error, {
+        airlockCode: { value: result.code, configurable: true, writable: true },
+        runId: { value: result.runId, configurable: true, writable: true },
+    });
     return error;
 }
 
@@ -640,8 +642,11 @@ function runFailure(result: NativeResult, st: RunState): Error {
             break;
         }
         const thrown = st.hostErrors.get(message);
-        if (RunError.isInstance(thrown)) {
-            return thrown; // the host's own RunError, code and class kept, as `run` does
+        if (RunError.isInstance(thrown)) { // the host's own report: its name, code and message
+            error = new RunError(thrown.message, thrown.code, thrown.details);
+            error.name = thrown.name;
+            error.cause = thrown;
+            break;
         }
         error = new RunError('Host function failed.', 'RUN_HOST_FUNCTION_ERROR');
         error.name = 'Error';
@@ -905,6 +910,7 @@ export function createRunner<TOKEN = string>(options: RunnerOptions<TOKEN> = {})
                 timeoutMs,
                 limits,
                 resuming: resume !== undefined,
+                module: sourceType === 'module',
                 loader,
                 invocationId: newLogicalId(),
                 logicalRunId,

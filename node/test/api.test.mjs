@@ -96,8 +96,11 @@ test('a failing host function: the guest sees "Host function failed.", the calle
             hostFunctions: report,
         });
         assert.equal(read.value, 'quota exceeded');
-        assert.equal(await run({ source: 'await t.quota();', hostFunctions: report })
-            .catch(e => e), own);
+        const failed = await run({ source: 'await t.quota();', hostFunctions: report })
+            .catch(e => e);
+        assert.ok(RunError.isInstance(failed));
+        assert.deepEqual([failed.code, failed.message, failed.details, failed.cause],
+            ['APP_QUOTA', 'quota exceeded', { left: 0 }, own]);
     });
 
 test('airlock limits: cpuTimeoutMs ends a spinning guest, memory and host calls are capped',
