@@ -6,7 +6,7 @@
  * calls on that thread - a host function, the end of a run - is handed to JavaScript through one
  * napi_threadsafe_function per Node environment, whose JavaScript side (src/native.ts) owns the
  * host functions, their contexts and the promises. JavaScript answers a call on Node's thread
- * with callReturn, callThrow or callInterrupt; libairlock takes a completion from any thread.
+ * with answer(); libairlock takes a completion from any thread.
  *
  * Everything JavaScript holds is an external with a finalizer, so nothing is freed twice and
  * nothing leaks when a handle is dropped: a call dropped unanswered is answered with a throw
@@ -19,7 +19,8 @@
  * - newRunner({worker, warm, secret, verify, ttlMs, loader, unsafeNoJail}) -> runner;
  * - start(runner, key, {source, type, hosts, limits, context, audience, runId, resume,
  *   resolutions: [[call, json]]}) -> run; cancel(run);
- * - callReturn(call, json), callThrow(call, message, isTypeError), callInterrupt(call, json);
+ * - answer(call, kind, text): return (0, JSON), throw (1) or TypeError (2) with a message,
+ *   interrupt (3, JSON);
  * - limitDefault(index), version().
  */
 #define NAPI_VERSION 8
@@ -756,62 +757,46 @@ static struct al_call *take_call(napi_env env, napi_value v)
     return call;
 }
 
-static napi_value js_call_return(napi_env env, napi_callback_info info)
-{
-    napi_value argv[2];
-    if (args_of(env, info, 2, argv) < 0) {
-        return NULL;
-    }
-    size_t len = 0;
-    char *json = utf8_of(env, argv[1], &len);
-    if (!json) {
-        return NULL;
-    }
-    struct al_call *call = take_call(env, argv[0]);
-    if (call) {
-        al_call_return(call, json, len);
-    }
-    free(json);
-    return NULL;
-}
+/* How JavaScript answers a call (runner.ts has the same numbers). */
+enum answer_kind {
+    ANSWER_RETURN = 0,
+    ANSWER_THROW = 1,
+    ANSWER_TYPE_ERROR = 2,
+    ANSWER_INTERRUPT = 3
+};
 
-static napi_value js_call_throw(napi_env env, napi_callback_info info)
+/* answer(call, kind, text): text is boundary JSON (return, interrupt) or a message (throws). */
+static napi_value js_answer(napi_env env, napi_callback_info info)
 {
     napi_value argv[3];
-    if (args_of(env, info, 3, argv) < 0) {
-        return NULL;
+    uint32_t kind = 0;
+    if (args_of(env, info, 3, argv) < 0 || napi_get_value_uint32(env, argv[1], &kind) != napi_ok ||
+        kind > ANSWER_INTERRUPT) {
+        return fail(env, "answer(call, kind, text)");
     }
     size_t len = 0;
-    char *message = utf8_of(env, argv[1], &len);
-    if (!message) {
-        return NULL;
-    }
-    bool type_error = false;
-    napi_get_value_bool(env, argv[2], &type_error);
-    struct al_call *call = take_call(env, argv[0]);
-    if (call) {
-        (type_error ? al_call_throw_type_error : al_call_throw)(call, message);
-    }
-    free(message);
-    return NULL;
-}
-
-static napi_value js_call_interrupt(napi_env env, napi_callback_info info)
-{
-    napi_value argv[2];
-    if (args_of(env, info, 2, argv) < 0) {
-        return NULL;
-    }
-    size_t len = 0;
-    char *json = utf8_of(env, argv[1], &len);
-    if (!json) {
+    char *text = utf8_of(env, argv[2], &len);
+    if (!text) {
         return NULL;
     }
     struct al_call *call = take_call(env, argv[0]);
     if (call) {
-        al_call_interrupt(call, json, len);
+        switch ((enum answer_kind)kind) {
+        case ANSWER_RETURN:
+            al_call_return(call, text, len);
+            break;
+        case ANSWER_THROW:
+            al_call_throw(call, text);
+            break;
+        case ANSWER_TYPE_ERROR:
+            al_call_throw_type_error(call, text);
+            break;
+        case ANSWER_INTERRUPT:
+            al_call_interrupt(call, text, len);
+            break;
+        }
     }
-    free(json);
+    free(text);
     return NULL;
 }
 
@@ -843,14 +828,9 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */)
         const char *name;
         napi_callback fn;
     } fns[] = {
-        { "init", js_init },
-        { "newRunner", js_new_runner },
-        { "start", js_start },
-        { "cancel", js_cancel },
-        { "callReturn", js_call_return },
-        { "callThrow", js_call_throw },
-        { "callInterrupt", js_call_interrupt },
-        { "limitDefault", js_limit_default },
+        { "init", js_init },       { "newRunner", js_new_runner },
+        { "start", js_start },     { "cancel", js_cancel },
+        { "answer", js_answer },   { "limitDefault", js_limit_default },
         { "version", js_version },
     };
     for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {

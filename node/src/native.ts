@@ -32,12 +32,12 @@ export interface Native {
         runId?: string;
     }): NativeRun;
     cancel(run: NativeRun): void;
-    callReturn(call: NativeCall, json: string): void;
-    callThrow(call: NativeCall, message: string, typeError: boolean): void;
-    callInterrupt(call: NativeCall, json: string): void;
+    answer(call: NativeCall, kind: Answer, text: string): void;
     limitDefault(index: number): number;
     version(): string;
 }
+/** How a call is answered: with a value (boundary JSON), a throw, or an interruption. */
+export const enum Answer { Return = 0, Throw = 1, TypeError = 2, Interrupt = 3 }
 declare const nativeBrand: unique symbol;
 export type NativeRunner = { readonly [nativeBrand]: 'runner' };
 export type NativeRun = { readonly [nativeBrand]: 'run' };

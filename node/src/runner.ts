@@ -25,7 +25,7 @@ import {
     RunError, RunProtocolError, RunSourceTooLargeError, RunTimeoutError,
 } from './errors.js';
 import {
-    native, type NativeCall, type NativeResult, type NativeRun, type NativeRunner, workerPath,
+    Answer, native, type NativeCall, type NativeResult, type NativeRun, type NativeRunner, workerPath,
 } from './native.js';
 import { decode, encode } from './values.js';
 
@@ -350,7 +350,7 @@ function onCall(key: number, call: NativeCall, name: string, argsJson: string, s
     interruptionId?: string, payloadJson?: string, resolutionJson?: string): void {
     const st = runs.get(key);
     if (!st) {
-        native.callThrow(call, 'the run is over', false);
+        native.answer(call, Answer.Throw, 'the run is over');
         return;
     }
     commit(st); // libairlock verified the continuation: it is used now, whatever follows
@@ -366,7 +366,7 @@ function onCall(key: number, call: NativeCall, name: string, argsJson: string, s
             };
         }
     } catch {
-        native.callThrow(call, 'Host function failed.', true);
+        native.answer(call, Answer.TypeError, 'Host function failed.');
         return;
     }
     if (name === '#modules.resolve' || name === '#modules.load') {
@@ -375,7 +375,7 @@ function onCall(key: number, call: NativeCall, name: string, argsJson: string, s
     }
     const host = st.hosts.get(name);
     if (!host) {
-        native.callThrow(call, 'Host function failed.', false);
+        native.answer(call, Answer.Throw, 'Host function failed.');
         return;
     }
     const abort = new AbortController();
@@ -427,7 +427,7 @@ function settle(st: RunState, p: PendingCall, ok: boolean, value: unknown): void
                 `the ${st.maxOutput} byte size limit.`, 'RUN_SERIALIZATION_ERROR'));
             return;
         }
-        native.callInterrupt(p.call, json);
+        native.answer(p.call, Answer.Interrupt, json);
         return;
     }
     if (!ok) {
@@ -453,18 +453,18 @@ function settle(st: RunState, p: PendingCall, ok: boolean, value: unknown): void
             { maxBytes: st.maxOutput }));
         return;
     }
-    native.callReturn(p.call, json);
+    native.answer(p.call, Answer.Return, json);
 }
 
 /** The guest's call throws `message`; uncaught, the run fails with `error` (hostErrors). */
 function hostThrow(st: RunState, p: PendingCall, message: string, error: unknown): void {
     st.hostErrors.set(message, error);
-    native.callThrow(p.call, message, false);
+    native.answer(p.call, Answer.Throw, message);
 }
 
 function failRun(st: RunState, p: PendingCall, error: RunError): void {
     st.failure ??= error;
-    native.callThrow(p.call, 'Host function failed.', false);
+    native.answer(p.call, Answer.Throw, 'Host function failed.');
     if (st.handle) {
         native.cancel(st.handle);
     }
@@ -487,16 +487,16 @@ function loaderCall(st: RunState, call: NativeCall, name: string, args: unknown[
             (loader.normalize ? loader.normalize(specifier, importer) : specifier) :
             loader.load(specifier);
     } catch {
-        native.callThrow(call, LOADER_FAILED, false);
+        native.answer(call, Answer.Throw, LOADER_FAILED);
         return;
     }
     Promise.resolve(out).then(v => {
         if (typeof v !== 'string') {
-            native.callThrow(call, LOADER_FAILED, false);
+            native.answer(call, Answer.Throw, LOADER_FAILED);
         } else {
-            native.callReturn(call, JSON.stringify(v));
+            native.answer(call, Answer.Return, JSON.stringify(v));
         }
-    }, () => native.callThrow(call, LOADER_FAILED, false));
+    }, () => native.answer(call, Answer.Throw, LOADER_FAILED));
 }
 
 function onDone(key: number, result: NativeResult): void {
@@ -512,7 +512,7 @@ function onDone(key: number, result: NativeResult): void {
     for (const p of st.pending) { // calls the guest can no longer read: end them
         p.state.active = false;
         p.abort.abort(error ?? new RunAbortedError());
-        native.callThrow(p.call, 'the run is over', false);
+        native.answer(p.call, Answer.Throw, 'the run is over');
     }
     st.pending.clear();
     st.done(result, error);
