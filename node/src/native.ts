@@ -43,6 +43,20 @@ export type NativeRunner = { readonly [nativeBrand]: 'runner' };
 export type NativeRun = { readonly [nativeBrand]: 'run' };
 export type NativeCall = { readonly [nativeBrand]: 'call' };
 
+/** What airlock measured of a run (al_stats). */
+export interface NativeStats {
+    wallMs: number;
+    cpuMs: number;
+    peakMemoryBytes: number;
+    hostCalls: number;
+    /** The Math.random seed, decimal. */
+    seed: string;
+    /** The guest clock's start, ms since the epoch. */
+    clockMs: number;
+    /** The worker ran under its seccomp filter. */
+    jailed: boolean;
+}
+
 /** What a finished run looks like when it reaches JavaScript. */
 export interface NativeResult {
     status: 'completed' | 'failed' | 'interrupted';
@@ -53,15 +67,7 @@ export interface NativeResult {
     message?: string;
     stack?: string;
     console: { level: 'log' | 'info' | 'warn' | 'error' | 'debug'; text: string }[];
-    stats: {
-        wallMs: number;
-        cpuMs: number;
-        peakMemoryBytes: number;
-        hostCalls: number;
-        seed: string;
-        clockMs: number;
-        jailed: boolean;
-    };
+    stats: NativeStats;
     interruptions?: { id: string; call: number; function: string; args: string; payload: string }[];
     continuation?: string;
 }

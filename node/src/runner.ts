@@ -25,7 +25,7 @@ import {
     RunError, RunProtocolError, RunSourceTooLargeError, RunTimeoutError,
 } from './errors.js';
 import {
-    Answer, native, type NativeCall, type NativeResult, type NativeRun, type NativeRunner, workerPath,
+    Answer, native, type NativeCall, type NativeStats, type NativeResult, type NativeRun, type NativeRunner, workerPath,
 } from './native.js';
 import { decode, encode } from './values.js';
 
@@ -106,16 +106,7 @@ export interface ConsoleEntry {
 }
 
 /** What airlock measured of a run. */
-export interface RunStats {
-    wallMs: number;
-    cpuMs: number;
-    peakMemoryBytes: number;
-    hostCalls: number;
-    /** The Math.random seed, decimal. */
-    seed: string;
-    clockMs: number;
-    /** The worker ran under its seccomp filter. */
-    jailed: boolean;
+export interface RunStats extends NativeStats {
     runId: string;
 }
 
