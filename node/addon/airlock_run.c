@@ -400,6 +400,8 @@ static void instance_cleanup(void *arg)
         r->runner = NULL;
         r->inst = NULL;
     }
+    /* The refs are their externals' to free, which may happen before instance_finalize. */
+    inst->runners = NULL;
     if (inst->tsfn) {
         napi_release_threadsafe_function(inst->tsfn, napi_tsfn_abort);
         inst->tsfn = NULL;
@@ -774,27 +776,31 @@ static napi_value js_answer(napi_env env, napi_callback_info info)
         kind > ANSWER_INTERRUPT) {
         return fail(env, "answer(call, kind, text)");
     }
-    size_t len = 0;
-    char *text = utf8_of(env, argv[2], &len);
-    if (!text) {
+    struct al_call *call = take_call(env, argv[0]);
+    if (!call) {
         return NULL;
     }
-    struct al_call *call = take_call(env, argv[0]);
-    if (call) {
-        switch ((enum answer_kind)kind) {
-        case ANSWER_RETURN:
-            al_call_return(call, text, len);
-            break;
-        case ANSWER_THROW:
-            al_call_throw(call, text);
-            break;
-        case ANSWER_TYPE_ERROR:
-            al_call_throw_type_error(call, text);
-            break;
-        case ANSWER_INTERRUPT:
-            al_call_interrupt(call, text, len);
-            break;
-        }
+    size_t len = 0;
+    char *text = utf8_of(env, argv[2], &len);
+    if (!text) { /* not a string, or too long: the call is answered all the same */
+        napi_value ignored;
+        napi_get_and_clear_last_exception(env, &ignored);
+        al_call_throw(call, "Host function failed.");
+        return NULL;
+    }
+    switch ((enum answer_kind)kind) {
+    case ANSWER_RETURN:
+        al_call_return(call, text, len);
+        break;
+    case ANSWER_THROW:
+        al_call_throw(call, text);
+        break;
+    case ANSWER_TYPE_ERROR:
+        al_call_throw_type_error(call, text);
+        break;
+    case ANSWER_INTERRUPT:
+        al_call_interrupt(call, text, len);
+        break;
     }
     free(text);
     return NULL;

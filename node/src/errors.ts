@@ -27,8 +27,12 @@ export class RunError extends Error {
 
     /** Whether `error` is a RunError, also one of another copy of this package. */
     static isInstance(error: unknown): error is RunError {
-        return typeof error === 'object' && error !== null &&
-            (error as Record<symbol, unknown>)[RUN_ERROR] === true;
+        try {
+            return typeof error === 'object' && error !== null &&
+                (error as Record<symbol, unknown>)[RUN_ERROR] === true;
+        } catch { // a revoked Proxy, a trap that throws: no RunError
+            return false;
+        }
     }
 }
 

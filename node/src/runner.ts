@@ -164,7 +164,13 @@ const LIMIT_INDEX: Record<string, number> = {
     maxContinuationBytes: 11,
 };
 const LIMIT_MAX = 2_147_483_647;
-const STACK_MAX = 64 * 1024 * 1024; // libairlock's ceiling for the guest stack
+// libairlock's ceilings (src/lib/limits.c): 64 MiB for the stack and every size, 2^24 calls. A
+// larger value `run` accepts means "no smaller bound", and is taken as the ceiling.
+const MIB64 = 64 * 1024 * 1024;
+const LIMIT_CEILING: Record<number, number> = {
+    3: MIB64, 4: MIB64, 5: MIB64, 6: MIB64, 7: MIB64, 8: MIB64, 9: 1 << 24, 10: 1 << 24,
+    11: MIB64,
+};
 
 function limitEntries(limits: unknown): [string, unknown][] {
     if (limits === undefined || limits === null) {
@@ -179,7 +185,7 @@ function limitEntries(limits: unknown): [string, unknown][] {
 /**
  * The run's limits: the runner's, then the run's key by key (a run's key replaces the runner's
  * for that key only, and may mend an invalid one), checked as `run` checks them when a run
- * starts. The stack is capped at libairlock's 64 MiB.
+ * starts. Values above libairlock's ceilings are taken as the ceiling.
  */
 function mergeLimits(runner: unknown, input: unknown): Map<number, number> {
     const named = new Map<string, unknown>();
@@ -197,7 +203,7 @@ function mergeLimits(runner: unknown, input: unknown): Map<number, number> {
         if (value > LIMIT_MAX) {
             throw new TypeError(`limits.${name} must be at most ${LIMIT_MAX}.`);
         }
-        merged.set(index, index === 3 ? Math.min(value, STACK_MAX) : value);
+        merged.set(index, Math.min(value, LIMIT_CEILING[index] ?? LIMIT_MAX));
     }
     return merged;
 }
@@ -252,9 +258,12 @@ interface NativeEntry {
 }
 const nativeRunners = new Map<string, NativeEntry>();
 const anonymousLoaders = new WeakMap<RunModuleLoader, string>();
+// A runner made for a loader without identity serves that loader object alone: it goes (its
+// thread, zygote and warm worker with it, once its external is collected) with the loader.
+const anonymousRunners = new FinalizationRegistry<string>(id => nativeRunners.delete(id));
 
 function nativeRunner(keys: { secret?: Uint8Array; verify: Uint8Array[]; ttlMs?: number } | null,
-    loaderIdentity: string | undefined, warm: number): NativeRunner {
+    loaderIdentity: string | undefined, warm: number, anonymousLoader?: object): NativeRunner {
     const h = createHash('sha256');
     if (keys?.secret) {
         h.update(keys.secret).update('|');
@@ -275,6 +284,9 @@ function nativeRunner(keys: { secret?: Uint8Array; verify: Uint8Array[]; ttlMs?:
             }),
         };
         nativeRunners.set(id, entry);
+        if (anonymousLoader) {
+            anonymousRunners.register(anonymousLoader, id);
+        }
     }
     return entry.runner;
 }
@@ -290,6 +302,12 @@ interface PendingCall {
 
 interface RunState {
     hosts: Map<string, Host>;
+    /** Its libairlock runner, held while the run is in flight. */
+    runner: NativeRunner;
+    key: number;
+    /** The stored continuation's consumption, once libairlock verified the token. */
+    committed: Promise<void> | undefined;
+    maxSource: number;
     /** The largest host answer, in bytes of boundary JSON (maxHostFunctionOutputBytes). */
     maxOutput: number;
     timeoutMs: number;
@@ -324,6 +342,27 @@ function takeKey(): number {
     return key;
 }
 
+/** The message of what was thrown, never throwing itself. */
+function messageOf(e: unknown): string {
+    try {
+        const m = (e as { message?: unknown } | null)?.message;
+        return typeof m === 'string' ? m : String(e);
+    } catch {
+        return 'an unreadable value was thrown';
+    }
+}
+
+/** What the guest reads of a host function's throw: a RunError's message, else nothing. */
+function guestMessage(e: unknown): string {
+    try {
+        if (RunError.isInstance(e) && typeof e.message === 'string') {
+            // no NUL (it crosses as a C string), bounded as the worker's own messages are
+            return e.message.replace(/\0/g, '\uFFFD').slice(0, 1024);
+        }
+    } catch { /* a getter that throws: nothing of it crosses */ }
+    return 'Host function failed.';
+}
+
 function isThenable(v: unknown): v is PromiseLike<unknown> {
     return (typeof v === 'object' || typeof v === 'function') && v !== null &&
         typeof (v as { then?: unknown }).then === 'function';
@@ -333,7 +372,8 @@ function commit(st: RunState): void {
     const tx = st.transaction;
     if (tx) {
         st.transaction = undefined;
-        Promise.resolve().then(() => tx.commit()).catch(() => undefined);
+        st.committed = Promise.resolve().then(() => tx.commit());
+        st.committed.catch(() => undefined);
     }
 }
 
@@ -344,7 +384,30 @@ function onCall(key: number, call: NativeCall, name: string, argsJson: string, s
         native.answer(call, Answer.Throw, 'the run is over');
         return;
     }
-    commit(st); // libairlock verified the continuation: it is used now, whatever follows
+    // libairlock verified the continuation: it is used now, and nothing is served before the
+    // storage said so (a key it could not consume would resume again).
+    commit(st);
+    if (st.committed) {
+        st.committed.then(() => serve(st, call, name, argsJson, seq, interruptionId, payloadJson,
+            resolutionJson), e => {
+            st.failure ??= new RunProtocolError('The stored continuation could not be consumed.',
+                { cause: e });
+            native.answer(call, Answer.Throw, 'Host function failed.');
+            if (st.handle) {
+                native.cancel(st.handle);
+            }
+        });
+        return;
+    }
+    serve(st, call, name, argsJson, seq, interruptionId, payloadJson, resolutionJson);
+}
+
+function serve(st: RunState, call: NativeCall, name: string, argsJson: string, seq: number,
+    interruptionId?: string, payloadJson?: string, resolutionJson?: string): void {
+    if (!runs.has(st.key)) { // the run ended while its continuation was being consumed
+        native.answer(call, Answer.Throw, 'the run is over');
+        return;
+    }
     let args: unknown[];
     let resume: HostFunctionResumeContext | undefined;
     try {
@@ -375,13 +438,15 @@ function onCall(key: number, call: NativeCall, name: string, argsJson: string, s
     const p: PendingCall = { call, state, abort, sync: host.sync };
     st.pending.add(p);
     let out: unknown;
+    let thenable: boolean;
     try {
         out = callStorage.run(state, host.fn, ...args);
+        thenable = isThenable(out);
     } catch (e) {
         settle(st, p, false, e);
         return;
     }
-    if (isThenable(out)) {
+    if (thenable) {
         Promise.resolve(out).then(v => settle(st, p, true, v), e => settle(st, p, false, e));
     } else {
         settle(st, p, true, out);
@@ -410,7 +475,7 @@ function settle(st: RunState, p: PendingCall, ok: boolean, value: unknown): void
             json = encode(p.state.interruption.payload);
         } catch (e) {
             failRun(st, p, new RunError(`Interruption payload is not serializable: ${
-                (e as Error).message}`, 'RUN_SERIALIZATION_ERROR'));
+                messageOf(e)}`, 'RUN_SERIALIZATION_ERROR'));
             return;
         }
         if (json.length > st.maxOutput / 3 && Buffer.byteLength(json) > st.maxOutput) {
@@ -424,16 +489,14 @@ function settle(st: RunState, p: PendingCall, ok: boolean, value: unknown): void
     if (!ok) {
         // A RunError is the host's own report and crosses as it is; anything else may hold
         // what the guest must not read.
-        hostThrow(st, p, RunError.isInstance(value) ? value.message : 'Host function failed.',
-            value);
+        hostThrow(st, p, guestMessage(value), value);
         return;
     }
     let json: string;
     try {
         json = encode(value);
     } catch (e) {
-        const message = `Host function "${name}" output is not serializable: ${
-            (e as Error).message}`;
+        const message = `Host function "${name}" output is not serializable: ${messageOf(e)}`;
         hostThrow(st, p, message, new RunError(message, 'RUN_SERIALIZATION_ERROR'));
         return;
     }
@@ -484,6 +547,8 @@ function loaderCall(st: RunState, call: NativeCall, name: string, args: unknown[
     Promise.resolve(out).then(v => {
         if (typeof v !== 'string') {
             native.answer(call, Answer.Throw, LOADER_FAILED);
+        } else if (v.length > st.maxSource) { // past the source limit: libairlock names it
+            native.answer(call, Answer.Return, JSON.stringify(v.slice(0, st.maxSource + 1)));
         } else {
             native.answer(call, Answer.Return, JSON.stringify(v));
         }
@@ -500,6 +565,12 @@ function onDone(key: number, result: NativeResult): void {
     st.handle = undefined;
     const error = result.status !== 'failed' ? undefined :
         st.failure ?? (st.aborted ? new RunAbortedError() : failure(result, st));
+    if (error && !('runId' in error)) { // every error of a run names it (not enumerable)
+        Object.defineProperties(error, {
+            airlockCode: { value: result.code, configurable: true, writable: true },
+            runId: { value: result.runId, configurable: true, writable: true },
+        });
+    }
     for (const p of st.pending) { // calls the guest can no longer read: end them
         p.state.active = false;
         p.abort.abort(error ?? new RunAbortedError());
@@ -756,7 +827,8 @@ export function createRunner<TOKEN = string>(options: RunnerOptions<TOKEN> = {})
         throw new TypeError('continuationCodec must have encode and decode.');
     }
     const audience = options.continuationAudience ?? 'run';
-    if (typeof audience !== 'string' || audience.length === 0 || audience.length > 255) {
+    if (typeof audience !== 'string' || audience.length === 0 || audience.length > 255 ||
+        audience.includes('\0')) {
         throw new TypeError('continuationAudience must be a string of 1 to 255 characters.');
     }
     const warm = options.warmWorkers ?? 1;
@@ -861,13 +933,17 @@ export function createRunner<TOKEN = string>(options: RunnerOptions<TOKEN> = {})
                 const call = typeof r === 'object' && r !== null &&
                     typeof r.interruptionId === 'string' ? INTERRUPTION_ID.exec(r.interruptionId) :
                     null;
-                if (!call || seen.has(Number(call[1]))) {
+                if (!call || Number(call[1]) > 0xffffffff || seen.has(Number(call[1]))) {
                     throw new RunProtocolError(NO_MATCH);
                 }
                 seen.add(Number(call[1]));
                 return [Number(call[1]), encode(r.value)];
             });
             const decoded = await decodeContinuation(input.continuation, input.abortSignal);
+            if (input.abortSignal?.aborted) { // while decoding: the resume never starts
+                await decoded.tx?.rollback();
+                throw new RunAbortedError();
+            }
             logicalRunId = decoded.state.logicalRunId;
             resume = decoded.state.token;
             tx = decoded.tx;
@@ -877,6 +953,9 @@ export function createRunner<TOKEN = string>(options: RunnerOptions<TOKEN> = {})
         let loaderIdentity: string | undefined;
         if (loader) {
             loaderIdentity = loader.identity;
+            if (typeof loaderIdentity === 'string' && loaderIdentity.includes('\0')) {
+                throw new TypeError('Invalid moduleLoader configuration.');
+            }
             if (!loaderIdentity) {
                 loaderIdentity = anonymousLoaders.get(loader) ?? `anonymous:${newLogicalId()}`;
                 anonymousLoaders.set(loader, loaderIdentity);
@@ -884,7 +963,8 @@ export function createRunner<TOKEN = string>(options: RunnerOptions<TOKEN> = {})
         }
         let runner: NativeRunner;
         try {
-            runner = nativeRunner(keys(), loaderIdentity, warm);
+            runner = nativeRunner(keys(), loaderIdentity, warm,
+                loader && !loader.identity ? loader : undefined);
         } catch (e) {
             await tx?.rollback();
             throw e;
@@ -897,6 +977,10 @@ export function createRunner<TOKEN = string>(options: RunnerOptions<TOKEN> = {})
             const key = takeKey();
             const st: RunState = {
                 hosts,
+                runner,
+                key,
+                committed: undefined,
+                maxSource,
                 maxOutput: limitOf(limits, 8),
                 timeoutMs,
                 limits,
@@ -974,8 +1058,8 @@ export function createRunner<TOKEN = string>(options: RunnerOptions<TOKEN> = {})
                 });
             } catch (e) {
                 const t = tx;
-                (t ? Promise.resolve(t.rollback()) : Promise.resolve()).finally(() =>
-                    reject(new RunError((e as Error).message, 'RUN_ERROR')));
+                Promise.resolve().then(() => t?.rollback()).catch(() => undefined).then(() =>
+                    reject(new RunError(messageOf(e), 'RUN_ERROR')));
                 return;
             }
             st.handle = handle;

@@ -14,9 +14,11 @@
  * handler from running. The first limit that trips decides the code; the guest cannot catch it.
  */
 #include <malloc.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "guest.h"
@@ -29,7 +31,8 @@
 #define ENGINE_VALUE_DEPTH     1000       /* nesting bound of values crossing the boundary */
 #define ENGINE_MEM_SLACK       (2u << 20) /* heap allowed past the limit so unwinding works */
 #define ENGINE_MALLOC_OVERHEAD 8
-#define ENGINE_FLUSH_US        2000u /* console output waits at most this long while busy */
+#define ENGINE_FLUSH_US        2000u  /* console output waits at most this long while busy */
+#define ENGINE_HOST_CHECK_US   50000u /* a worker whose host is gone ends within about this */
 
 /* The source is a function body: wrapped so top-level await and return work. The head keeps
  * the user's first line on line 1, so only line-1 columns need correcting. */
@@ -155,6 +158,14 @@ static const JSMallocFunctions mem_functions = {
 
 /* ------------------------------------------------------------------ limits */
 
+/* The host hung up (it died, or was killed before it could kill this worker): nobody will read
+ * what the run does, and a guest spinning without host calls would never notice otherwise. */
+static int host_gone(const struct worker *w)
+{
+    struct pollfd pfd = { .fd = w->io.fd, .events = 0 };
+    return poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLHUP | POLLERR)) != 0;
+}
+
 static int interrupt_handler(JSRuntime *rt, void *opaque)
 {
     (void)rt;
@@ -163,6 +174,12 @@ static int interrupt_handler(JSRuntime *rt, void *opaque)
         return 1;
     }
     uint64_t now = clock_mono_us();
+    if (now - w->io.last_host_check_us > ENGINE_HOST_CHECK_US) {
+        w->io.last_host_check_us = now;
+        if (host_gone(w)) {
+            _exit(0);
+        }
+    }
     if (w->io.out.len && now - w->io.last_flush_us > ENGINE_FLUSH_US) {
         worker_flush(w); /* w->io.out holds whole frames only: console entries */
     }

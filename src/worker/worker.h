@@ -76,6 +76,7 @@ struct worker {
         struct buf out;         /* frames to send; flushed before blocking, at the end, and every
                                    few ms of computation so console output survives a kill */
         uint64_t last_flush_us; /* monotonic */
+        uint64_t last_host_check_us; /* monotonic: when the engine last looked for a hang-up */
     } io;
 
     /* engine.c (parse_run): the run's request; read-only once parsed */
