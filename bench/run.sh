@@ -2,11 +2,15 @@
 # bench/run.sh BUILD - the driver of `make bench`.
 #
 # Installs the peer (npm `run`, pinned by bench/package.json + bench/package-lock.json) into
-# BUILD/bench-peer with `npm ci` when it is missing, runs BUILD/bin/airlock_bench and
-# bench/run_bench.mjs one after the other (one process per runtime, never both at once) for
-# BENCH_ROUNDS alternating rounds (default 2), keeps each side's best round per workload, joins
-# the JSON lines into a markdown table, prints it and rewrites the generated part of
-# docs/benchmarks.md (between the bench:begin and bench:end markers).
+# BUILD/bench-peer with `npm ci` when it is missing, then runs three sides one after the other
+# (one process per side, never two at once) for BENCH_ROUNDS rounds (default 2): airlock, the C
+# library (BUILD/bin/airlock_bench); @airlock/run, the package the build makes in
+# BUILD/npm/airlock-run (target airlock_run_npm); and `run`. Both npm packages go through the same
+# bench/run_bench.mjs, given the package's folder. Each round starts one side later than the
+# round before, so no side always runs first or always follows the same one. It keeps each
+# side's best round per workload, joins the JSON lines into a markdown table, prints it and
+# rewrites the generated part of docs/benchmarks.md (between the bench:begin and bench:end
+# markers).
 #
 # Each round ends with BUILD/bin/airlock_governed (bench/governed.c): al_run against airlockd's
 # POST /v1/runs of an approved template, in a fresh BUILD/bench-governed (airlockd's data
@@ -51,6 +55,11 @@ for f in "$BUILD/bin/airlock_bench" "$BUILD/bin/airlock-worker" "$BUILD/bin/airl
         exit 1
     fi
 done
+AIRLOCK_RUN=$BUILD/npm/airlock-run
+if [ ! -f "$AIRLOCK_RUN/package.json" ]; then
+    echo "run.sh: $AIRLOCK_RUN is missing; build first (make bench does; target airlock_run_npm)" >&2
+    exit 1
+fi
 command -v node >/dev/null || { echo "run.sh: node is required for the peer" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "run.sh: python3 is required for the table" >&2; exit 1; }
 command -v psql >/dev/null || { echo "run.sh: psql (postgresql, scripts/bootstrap.sh) is required for the nodes phase" >&2; exit 1; }
@@ -93,15 +102,40 @@ fi
 # The machine, read before the runs (the load average says whether anything else was busy).
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
-# Rounds alternate the two sides, so a burst of outside load hits one round, not one side.
-rm -f "$BUILD"/bench-airlock.*.jsonl "$BUILD"/bench-run.*.jsonl "$BUILD"/bench-governed.*.jsonl \
-    "$BUILD/bench-nodes.jsonl"
+# One side of a round, into BUILD/bench-SIDE.ROUND.jsonl.
+bench_side() {
+    case $1 in
+    airlock)
+        echo "run.sh: round $2/$ROUNDS: airlock (C API) ..." >&2
+        (cd "$BUILD/bin" && ./airlock_bench $QUICK) >"$BUILD/bench-airlock.$2.jsonl"
+        ;;
+    airlock-run)
+        echo "run.sh: round $2/$ROUNDS: @airlock/run $AIRLOCK_RUN_VERSION (Node $(node --version)) ..." >&2
+        node --expose-gc "$ROOT/bench/run_bench.mjs" airlock-run "$AIRLOCK_RUN" $QUICK \
+            >"$BUILD/bench-airlock-run.$2.jsonl"
+        ;;
+    run)
+        echo "run.sh: round $2/$ROUNDS: run@$want (Node $(node --version)) ..." >&2
+        node --expose-gc "$ROOT/bench/run_bench.mjs" run "$PEER/node_modules/run" $QUICK \
+            >"$BUILD/bench-run.$2.jsonl"
+        ;;
+    esac
+}
+AIRLOCK_RUN_VERSION=$(node -p "require('$AIRLOCK_RUN/package.json').version")
+
+# Rounds rotate the order of the sides, so a burst of outside load hits one round, not one side.
+rm -f "$BUILD"/bench-airlock.*.jsonl "$BUILD"/bench-airlock-run.*.jsonl "$BUILD"/bench-run.*.jsonl \
+    "$BUILD"/bench-governed.*.jsonl "$BUILD/bench-nodes.jsonl"
 round=1
 while [ "$round" -le "$ROUNDS" ]; do
-    echo "run.sh: round $round/$ROUNDS: airlock (C API) ..." >&2
-    (cd "$BUILD/bin" && ./airlock_bench $QUICK) >"$BUILD/bench-airlock.$round.jsonl"
-    echo "run.sh: round $round/$ROUNDS: run@$want (Node $(node --version)) ..." >&2
-    node --expose-gc "$ROOT/bench/run_bench.mjs" "$PEER" $QUICK >"$BUILD/bench-run.$round.jsonl"
+    case $(((round - 1) % 3)) in
+    0) order="airlock airlock-run run" ;;
+    1) order="airlock-run run airlock" ;;
+    *) order="run airlock airlock-run" ;;
+    esac
+    for side in $order; do
+        bench_side "$side" "$round"
+    done
     echo "run.sh: round $round/$ROUNDS: governed runs (al_run against airlockd) ..." >&2
     rm -rf "$BUILD/bench-governed"
     (cd "$BUILD/bin" && ./airlock_governed $QUICK ./airlockd "$BUILD/bench-governed") \
@@ -146,10 +180,10 @@ if [ -n "$QUICK" ]; then
 fi
 
 export LOAD_BEFORE LOAD_AFTER PG_VERSION
-python3 - "$BUILD" "$ROUNDS" "$want" "$ROOT" "$DOC" <<'PY'
+python3 - "$BUILD" "$ROUNDS" "$want" "$ROOT" "$DOC" "$AIRLOCK_RUN_VERSION" <<'PY'
 import json, os, platform, subprocess, sys, time
 
-build, rounds, run_version, root, doc = sys.argv[1:6]
+build, rounds, run_version, root, doc, airlock_run_version = sys.argv[1:7]
 rounds = int(rounds)
 
 # Per workload, the best round of each side: lowest median, most runs/s, least memory.
@@ -176,7 +210,7 @@ def load(side):
         rows["W3call"] = {"median_ms": (rows["W3"]["median_ms"] - rows["W2"]["median_ms"]) / 99}
     return rows
 
-a, r = load("airlock"), load("run")
+a, pkg, r = load("airlock"), load("airlock-run"), load("run")
 
 # Governed runs: per row, the best round (most runs/s for throughput, lowest median otherwise).
 g = {}
@@ -223,32 +257,34 @@ def ratio(x, y):
 def get(rows, w, key):
     return rows.get(w, {}).get(key)
 
+def size(x):
+    return "-" if x is None else f"{x:,} bytes"
+
 lines = []
-lines.append("| workload | airlock median ms | airlock p99 ms | run median ms | run p99 ms "
-             "| airlock/run (median) |")
-lines.append("|---|--:|--:|--:|--:|--:|")
-for w in ["W1", "W2", "W3", "W4", "W5", "W1p", "W2p"]:
-    desc = get(a, w, "desc") or get(r, w, "desc") or ""
+lines.append("| workload | airlock median ms | airlock p99 ms | @airlock/run median ms "
+             "| @airlock/run p99 ms | run median ms | run p99 ms | airlock/run (median) "
+             "| @airlock/run/run (median) |")
+lines.append("|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+for w in ["W1", "W2", "W3", "W4", "W5", "W1p", "W2p", "W7"]:
+    if w not in a and w not in pkg and w not in r:
+        continue
+    desc = get(a, w, "desc") or get(pkg, w, "desc") or get(r, w, "desc") or ""
     am, ap = get(a, w, "median_ms"), get(a, w, "p99_ms")
+    nm, np_ = get(pkg, w, "median_ms"), get(pkg, w, "p99_ms")
     rm, rp = get(r, w, "median_ms"), get(r, w, "p99_ms")
-    n = get(a, w, "iterations")
-    lines.append(f"| {w} {desc} ({n} runs) | {ms(am)} | {ms(ap)} | {ms(rm)} | {ms(rp)} "
-                 f"| {ratio(am, rm)} |")
-am, rm = get(a, "W3call", "median_ms"), get(r, "W3call", "median_ms")
-lines.append(f"| W3 per extra host call, (W3-W2)/99 | {ms(am)} | | {ms(rm)} | "
-             f"| {ratio(am, rm)} |")
-if "W7" in a or "W7" in r:
-    desc = get(a, "W7", "desc") or get(r, "W7", "desc") or ""
-    am, ap = get(a, "W7", "median_ms"), get(a, "W7", "p99_ms")
-    rm, rp = get(r, "W7", "median_ms"), get(r, "W7", "p99_ms")
-    n = get(a, "W7", "iterations") or get(r, "W7", "iterations")
-    lines.append(f"| W7 {desc} ({n} pairs) | {ms(am)} | {ms(ap)} | {ms(rm)} | {ms(rp)} "
-                 f"| {ratio(am, rm)} |")
+    count = get(a, w, "iterations") or get(pkg, w, "iterations") or get(r, w, "iterations")
+    unit = "pairs" if w == "W7" else "runs"
+    lines.append(f"| {w} {desc} ({count} {unit}) | {ms(am)} | {ms(ap)} | {ms(nm)} | {ms(np_)} "
+                 f"| {ms(rm)} | {ms(rp)} | {ratio(am, rm)} | {ratio(nm, rm)} |")
+    if w == "W2p":
+        am, nm, rm = (get(x, "W3call", "median_ms") for x in (a, pkg, r))
+        lines.append(f"| W3 per extra host call, (W3-W2)/99 | {ms(am)} | | {ms(nm)} | "
+                     f"| {ms(rm)} | | {ratio(am, rm)} | {ratio(nm, rm)} |")
+if "W7" in a or "W7" in pkg or "W7" in r:
     lines.append("")
-    at, rt = get(a, "W7", "token_bytes"), get(r, "W7", "token_bytes")
     lines.append(f"W7 continuation token (the largest of the pairs): airlock "
-                 f"{'-' if at is None else f'{at:,} bytes'}, run "
-                 f"{'-' if rt is None else f'{rt:,} bytes'}.")
+                 f"{size(get(a, 'W7', 'token_bytes'))}, @airlock/run "
+                 f"{size(get(pkg, 'W7', 'token_bytes'))}, run {size(get(r, 'W7', 'token_bytes'))}.")
 if "FLOOR" in a:
     f = a["FLOOR"]
     lines.append("")
@@ -270,30 +306,77 @@ if "W8" in a:
                  f"{get(a, 'W8', 'percent_of_w1'):.1f}% of W1's median hello run; run has no "
                  f"TypeScript of its own (it needs Node's stripper or the typescript package).")
 lines.append("")
-lines.append("| throughput of W2 | airlock runs/s | run runs/s | airlock/run |")
-lines.append("|---|--:|--:|--:|")
-for w in sorted(k for k in set(a) | set(r) if k.startswith("W6c")):
-    ar, rr = get(a, w, "runs_per_s"), get(r, w, "runs_per_s")
-    c = get(a, w, "concurrency") or get(r, w, "concurrency")
-    lines.append(f"| concurrency {c}, {get(a, w, 'seconds') or '-'} s | "
-                 f"{'-' if ar is None else f'{ar:.1f}'} | {'-' if rr is None else f'{rr:.1f}'} "
-                 f"| {ratio(ar, rr)} |")
+lines.append("| throughput of W2 | airlock runs/s | @airlock/run runs/s | run runs/s | airlock/run "
+             "| @airlock/run/run |")
+lines.append("|---|--:|--:|--:|--:|--:|")
+def rate(x):
+    return "-" if x is None else f"{x:.1f}"
+for w in sorted(k for k in set(a) | set(pkg) | set(r) if k.startswith("W6c")):
+    ar, nr, rr = (get(x, w, "runs_per_s") for x in (a, pkg, r))
+    c = get(a, w, "concurrency") or get(pkg, w, "concurrency") or get(r, w, "concurrency")
+    secs = get(a, w, "seconds") or get(pkg, w, "seconds") or get(r, w, "seconds")
+    lines.append(f"| concurrency {c}, {secs or '-'} s | {rate(ar)} | {rate(nr)} | {rate(rr)} "
+                 f"| {ratio(ar, rr)} | {ratio(nr, rr)} |")
 lines.append("")
-if "MEM8" in a or "MEM8" in r:
-    am, rm = get(a, "MEM8", "added_mb"), get(r, "MEM8", "added_mb")
-    lines.append("| memory, 8 concurrent idle runs | airlock MB | run MB | airlock/run |")
-    lines.append("|---|--:|--:|--:|")
-    lines.append(f"| added RSS | {ms(am)} | {ms(rm)} | {ratio(am, rm)} |")
-    pss = get(a, "MEM8", "workers_pss_mb")
+if "MEM8" in a or "MEM8" in pkg or "MEM8" in r:
+    am, nm, rm = (get(x, "MEM8", "added_mb") for x in (a, pkg, r))
+    lines.append("| memory, 8 concurrent idle runs | airlock MB | @airlock/run MB | run MB "
+                 "| airlock/run | @airlock/run/run |")
+    lines.append("|---|--:|--:|--:|--:|--:|")
+    lines.append(f"| added RSS: the process's RSS delta + its children's summed RSS | {ms(am)} "
+                 f"| {ms(nm)} | {ms(rm)} | {ratio(am, rm)} | {ratio(nm, rm)} |")
     lines.append("")
-    lines.append(
-        f"airlock: host process RSS delta {ms(get(a, 'MEM8', 'host_delta_mb'))} MB + the "
-        f"{get(a, 'MEM8', 'workers')} workers' summed RSS {ms(get(a, 'MEM8', 'workers_rss_mb'))} MB"
-        + (f" (summed PSS, which splits shared pages: {ms(pss)} MB)" if pss and pss > 0 else "")
-        + f"; run: process RSS {ms(get(r, 'MEM8', 'process_rss_before_mb'))} MB before, "
-        f"{ms(get(r, 'MEM8', 'process_rss_during_mb'))} MB during.")
+    def memory(name, rows, what):
+        m = rows.get("MEM8")
+        if not m:
+            return f"{name}: not measured"
+        text = f"{name}: {what} RSS delta {ms(m.get('host_delta_mb'))} MB"
+        if "process_rss_before_mb" in m:
+            text += (f" ({ms(m['process_rss_before_mb'])} MB before, "
+                     f"{ms(m['process_rss_during_mb'])} MB during)")
+        if m.get("workers"):
+            pss = m.get("workers_pss_mb")
+            text += (f" + the {m['workers']} workers' summed RSS {ms(m.get('workers_rss_mb'))} MB"
+                     + (f" (summed PSS, which splits shared pages: {ms(pss)} MB)"
+                        if pss and pss > 0 else ""))
+        else:
+            text += ", no child processes"
+        return text
+    lines.append(memory("airlock", a, "host process") + "; " +
+                 memory("@airlock/run", pkg, "Node process") + "; " +
+                 memory("run", r, "Node process") + ".")
 else:
     lines.append("Memory: not measured.")
+
+# @airlock/run against the goals set for it: `run`'s interface at a fraction of its cost, and a
+# host call that costs little more than the C library's.
+def goal_row(label, value, fmt, goal, met):
+    shown = "-" if value is None else fmt(value)
+    verdict = "-" if value is None else ("met" if met(value) else "not met")
+    lines.append(f"| {label} | {shown} | {goal} | {verdict} |")
+
+lines.append("")
+lines.append("| @airlock/run | measured | goal | |")
+lines.append("|---|--:|--:|---|")
+def over(x, y):
+    return None if x is None or y in (None, 0) else x / y
+for w in ("W1", "W2"):
+    goal_row(f"{w} median, @airlock/run / run", over(get(pkg, w, "median_ms"), get(r, w, "median_ms")),
+             lambda v: f"{v:.2f}", "<= 0.20", lambda v: v <= 0.20)
+for c in (2, 8):
+    w = f"W6c{c}"
+    goal_row(f"W6 at concurrency {c}, runs/s, @airlock/run / run",
+             over(get(pkg, w, "runs_per_s"), get(r, w, "runs_per_s")), lambda v: f"{v:.2f}",
+             ">= 8.00", lambda v: v >= 8)
+goal_row("MEM8 added RSS, @airlock/run / run",
+         over(get(pkg, "MEM8", "added_mb"), get(r, "MEM8", "added_mb")), lambda v: f"{v:.3f}",
+         "<= 0.125", lambda v: v <= 0.125)
+goal_row("W7 median, @airlock/run / run", over(get(pkg, "W7", "median_ms"), get(r, "W7", "median_ms")),
+         lambda v: f"{v:.3f}", "<= 0.100", lambda v: v <= 0.10)
+nc, ac = get(pkg, "W3call", "median_ms"), get(a, "W3call", "median_ms")
+goal_row("W3 per extra host call, @airlock/run - airlock (ms)",
+         None if nc is None or ac is None else nc - ac, lambda v: f"{v:+.3f}", "<= +0.050",
+         lambda v: v <= 0.05)
 
 # The second table: governed runs (airlockd) beside the same runs through al_run.
 lines.append("")
@@ -466,9 +549,10 @@ machine = [
     f"after: {os.environ.get('LOAD_AFTER', '?')}",
     f"- airlock {commit}{' (with uncommitted changes)' if dirty else ''}, Release build, "
     f"{sh('cc', '-dumpfullversion') and 'cc ' + sh('cc', '-dumpfullversion')}; "
-    f"run {run_version} on Node {sh('node', '--version')}",
-    f"- {rounds} alternating round{'s' if rounds > 1 else ''} per side; each cell is the side's "
-    f"best round for that workload",
+    f"@airlock/run {airlock_run_version} (its package folder) and run {run_version} on Node "
+    f"{sh('node', '--version')}",
+    f"- {rounds} round{'s' if rounds > 1 else ''} per side, the order of the three sides rotated "
+    f"each round; each cell is the side's best round for that workload",
 ]
 section = "\n".join(machine) + "\n\n" + table + "\n"
 

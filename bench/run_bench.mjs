@@ -1,26 +1,30 @@
-// run_bench.mjs - the peer's side of `make bench`: the workloads of bench/bench.c on the npm
-// package `run` (2.1.5, QuickJS in WASM on Node worker threads), one JSON object per line on
-// stdout in bench.c's format, progress on stderr. Every run's value is checked (for W7, the
-// interruption and the resume's value).
+// run_bench.mjs - the Node side of `make bench`: the workloads of bench/bench.c on a package with
+// the interface of the npm package `run` 2.1.5, one JSON object per line on stdout in bench.c's
+// format (its runtime named by the first argument), progress on stderr. The same code measures
+// `run` itself (QuickJS in WASM on Node worker threads) and @airlock/run (libairlock in a
+// Node-API addon, each run in an airlock-worker process): only the package differs. Every run's
+// value is checked (for W7, the interruption and the resume's value).
 //
-// Usage: node --expose-gc bench/run_bench.mjs PEER_DIR [--quick]
-//   PEER_DIR: the npm prefix `run` was installed into (build-release/bench-peer).
-import { createRequire } from 'node:module';
+// Usage: node --expose-gc bench/run_bench.mjs RUNTIME PACKAGE_DIR [--quick]
+//   RUNTIME: the name its lines carry ("run", "airlock-run").
+//   PACKAGE_DIR: the package's folder, where its package.json is (for `run`,
+//   build-release/bench-peer/node_modules/run; for @airlock/run, build-release/npm/airlock-run).
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const peerDir = process.argv[2];
+const [runtime, packageDir] = process.argv.slice(2);
 const quick = process.argv.includes('--quick');
-if (!peerDir) {
-  process.stderr.write('usage: run_bench.mjs PEER_DIR [--quick]\n');
+if (!runtime || !packageDir || runtime.startsWith('--') || packageDir.startsWith('--')) {
+  process.stderr.write('usage: run_bench.mjs RUNTIME PACKAGE_DIR [--quick]\n');
   process.exit(2);
 }
-const require = createRequire(path.resolve(peerDir, 'package.json'));
-const pkgPath = require.resolve('run/package.json');
-const pkg = require(pkgPath);
+const pkg = JSON.parse(readFileSync(path.join(packageDir, 'package.json'), 'utf8'));
+const entry = pkg.exports['.'];
 const { createRunner, getHostFunctionContext } = await import(
-  pathToFileURL(path.join(path.dirname(pkgPath), pkg.exports['.'].import)).href
+  pathToFileURL(path.resolve(packageDir, typeof entry === 'string' ? entry : entry.import)).href
 );
+const log = text => process.stderr.write(`run_bench (${runtime}): ${text}\n`);
 
 const scale = quick ? 10 : 1;
 const tputSeconds = quick ? 1 : 10;
@@ -77,11 +81,11 @@ const median = s => (s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[
 // Nearest rank: the smallest sample with at least 99% of the samples at or below it.
 const p99 = s => s[Math.max(1, Math.ceil(0.99 * s.length)) - 1];
 const fix = x => Number(x.toFixed(4));
-const emit = obj => process.stdout.write(`${JSON.stringify({ runtime: 'run', ...obj })}\n`);
+const emit = obj => process.stdout.write(`${JSON.stringify({ runtime, ...obj })}\n`);
 
 async function benchLatency(w) {
   const iterations = Math.max(5, Math.floor(w.iterations / scale));
-  process.stderr.write(`run_bench: ${w.name} (${iterations} runs)\n`);
+  log(`${w.name} (${iterations} runs)`);
   for (let i = 0; i < w.warmup; i++) {
     await runOnce(w.src, w.expect);
   }
@@ -154,7 +158,7 @@ async function pairOnce() {
 // Reports the largest token, as bench.c does.
 async function benchInterrupt(w) {
   const iterations = Math.max(5, Math.floor(w.iterations / scale));
-  process.stderr.write(`run_bench: ${w.name} (${iterations} pairs)\n`);
+  log(`${w.name} (${iterations} pairs)`);
   for (let i = 0; i < w.warmup; i++) {
     await pairOnce();
   }
@@ -177,9 +181,10 @@ async function benchInterrupt(w) {
   });
 }
 
-// N concurrent async loops on one runner (run gives each in-flight run its own worker thread).
+// N concurrent async loops on one runner (run gives each in-flight run its own worker thread,
+// @airlock/run its own worker process).
 async function benchThroughput(w, concurrency, seconds) {
-  process.stderr.write(`run_bench: W6 at concurrency ${concurrency} (${seconds} s)\n`);
+  log(`W6 at concurrency ${concurrency} (${seconds} s)`);
   const t0 = now();
   const deadline = t0 + seconds * 1000;
   let runs = 0;
@@ -201,11 +206,58 @@ async function benchThroughput(w, concurrency, seconds) {
   });
 }
 
-// 8 runs parked on a host call; process RSS measured once all 8 wait, answered 1 s after the
-// first arrived. The baseline follows the sequential workloads, so run's pool then holds the
-// one worker thread they used.
+// A "Key:   123 kB" line of a /proc file, in kB; -1 when absent or unreadable.
+function procKb(file, key) {
+  let text;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return -1;
+  }
+  const m = text.match(new RegExp(`^${key}:\\s*(\\d+) kB`, 'm'));
+  return m ? Number(m[1]) : -1;
+}
+
+// RSS and PSS (kB) summed over this process's children, as bench.c sums its workers: @airlock/run
+// runs each run in an airlock-worker process (and its zygote) started by this one; `run` starts
+// none. PSS stays -1 when any child's smaps_rollup is unreadable.
+function childrenMemory() {
+  let count = 0;
+  let rss = 0;
+  let pss = 0;
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) {
+      continue;
+    }
+    let stat;
+    try {
+      stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+    } catch {
+      continue; // ended meanwhile
+    }
+    // the name, in parentheses, may hold spaces: the fields after the last ')' are fixed
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (ppid !== process.pid) {
+      continue;
+    }
+    const kb = procKb(`/proc/${name}/status`, 'VmRSS');
+    if (kb < 0) {
+      continue;
+    }
+    count++;
+    rss += kb;
+    const p = procKb(`/proc/${name}/smaps_rollup`, 'Pss');
+    pss = p < 0 || pss < 0 ? -1 : pss + p;
+  }
+  return { count, rss, pss };
+}
+
+// 8 runs parked on a host call; measured once all 8 wait, answered 1 s after the first arrived.
+// The measure is bench.c's: this process's RSS delta plus the summed RSS of its children then.
+// The baseline follows the sequential workloads, so run's pool then holds the one worker thread
+// they used, and @airlock/run's runner its zygote and one warm worker.
 async function benchMemory() {
-  process.stderr.write('run_bench: MEM8\n');
+  log('MEM8');
   globalThis.gc?.();
   const before = process.memoryUsage().rss;
   let firstAt = 0;
@@ -225,6 +277,7 @@ async function benchMemory() {
   );
   await allParked;
   const during = process.memoryUsage().rss;
+  const children = childrenMemory();
   const wait = firstAt + PARK_HOLD_MS - now();
   if (wait > 0) {
     await new Promise(resolve => setTimeout(resolve, wait));
@@ -234,13 +287,17 @@ async function benchMemory() {
     resolve(1);
   }
   await Promise.all(runs);
-  const mb = (during - before) / 1048576;
+  const mb = bytes => Number((bytes / 1048576).toFixed(2));
   emit({
     workload: 'MEM8',
     desc: `memory added by ${PARKED_RUNS} concurrent idle runs`,
-    process_rss_before_mb: Number((before / 1048576).toFixed(2)),
-    process_rss_during_mb: Number((during / 1048576).toFixed(2)),
-    added_mb: Number(mb.toFixed(2)),
+    process_rss_before_mb: mb(before),
+    process_rss_during_mb: mb(during),
+    host_delta_mb: mb(during - before),
+    workers: children.count,
+    workers_rss_mb: mb(children.rss * 1024),
+    workers_pss_mb: children.pss < 0 ? -1 : mb(children.pss * 1024),
+    added_mb: mb(during - before + children.rss * 1024),
   });
 }
 
