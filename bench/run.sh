@@ -3,11 +3,11 @@
 #
 # Installs the peer (npm `run`, pinned by bench/package.json + bench/package-lock.json) into
 # BUILD/bench-peer with `npm ci` when it is missing, then runs three sides one after the other
-# (one process per side, never two at once) for BENCH_ROUNDS rounds (default 2): airlock, the C
+# (one process per side, never two at once) for BENCH_ROUNDS rounds (default 3): airlock, the C
 # library (BUILD/bin/airlock_bench); @airlock/run, the package the build makes in
 # BUILD/npm/airlock-run (target airlock_run_npm); and `run`. Both npm packages go through the same
 # bench/run_bench.mjs, given the package's folder. Each round starts one side later than the
-# round before, so no side always runs first or always follows the same one. It keeps each
+# round before, so over three rounds each side runs once in each place. It keeps each
 # side's best round per workload, joins the JSON lines into a markdown table, prints it and
 # rewrites the generated part of docs/benchmarks.md (between the bench:begin and bench:end
 # markers).
@@ -43,7 +43,7 @@ QUICK=
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
     QUICK=--quick
 fi
-ROUNDS=${BENCH_ROUNDS:-2}
+ROUNDS=${BENCH_ROUNDS:-3}
 case $ROUNDS in
 '' | *[!0-9]* | 0) echo "run.sh: BENCH_ROUNDS must be a positive integer" >&2; exit 1 ;;
 esac
