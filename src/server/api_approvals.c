@@ -567,6 +567,7 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
                 (claimed[0] ? GOV_RUN_RUNNING : GOV_RUN_AWAITING_APPROVAL)) {
         goto out;
     }
+    int settle = 0; /* set before `plan` only when the run is not recovered */
     if (claimed[0]) {
         /* an execution of it died (its node, a drain): it goes on from its journal, at the
          * start its first execution recorded */
@@ -584,7 +585,7 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
     /* a queued run never interrupted (queued at its start) starts afresh */
     int fresh = rc == STORE_OK && claimed[0] && decisions.total == 0 && !run.host_calls;
     /* a run whose calls in doubt a person decided goes on from its journal */
-    int settle = rc == STORE_OK && decisions.pending == 0 && decisions.in_doubt > 0;
+    settle = rc == STORE_OK && decisions.pending == 0 && decisions.in_doubt > 0;
     if (!fresh && !settle &&
         (rc != STORE_OK || decisions.pending > 0 ||
          (!decisions.start_approved && decisions.n == 0))) {
