@@ -615,32 +615,28 @@ static int run_opts_fill(napi_env env, napi_value o, struct al_run_opts *opts,
                         : AL_CONFIG_ERROR;
         }
     }
-    if (rc == AL_OK && (v = get(env, o, "context")) != NULL) {
+    static const char *const strings[] = { "context", "audience", "runId", "resume" };
+    for (size_t k = 0; rc == AL_OK && k < sizeof strings / sizeof strings[0]; k++) {
+        if ((v = get(env, o, strings[k])) == NULL) {
+            continue;
+        }
         if (!(s = utf8_of(env, v, &len))) {
             return -1;
         }
-        rc = al_run_opts_set_context(opts, s, len);
-        free(s);
-    }
-    if (rc == AL_OK && (v = get(env, o, "audience")) != NULL) {
-        if (!(s = utf8_of(env, v, &len))) {
-            return -1;
+        switch (k) {
+        case 0:
+            rc = al_run_opts_set_context(opts, s, len);
+            break;
+        case 1:
+            rc = al_run_opts_set_audience(opts, s);
+            break;
+        case 2:
+            rc = al_run_opts_set_run_id(opts, s);
+            break;
+        default:
+            rc = al_run_opts_set_resume(opts, s, len);
+            break;
         }
-        rc = al_run_opts_set_audience(opts, s);
-        free(s);
-    }
-    if (rc == AL_OK && (v = get(env, o, "runId")) != NULL) {
-        if (!(s = utf8_of(env, v, &len))) {
-            return -1;
-        }
-        rc = al_run_opts_set_run_id(opts, s);
-        free(s);
-    }
-    if (rc == AL_OK && (v = get(env, o, "resume")) != NULL) {
-        if (!(s = utf8_of(env, v, &len))) {
-            return -1;
-        }
-        rc = al_run_opts_set_resume(opts, s, len);
         free(s);
     }
     if (rc == AL_OK && (v = get(env, o, "resolutions")) != NULL) {

@@ -208,8 +208,11 @@ function mergeLimits(runner: unknown, input: unknown): Map<number, number> {
     return merged;
 }
 
+// libairlock's defaults, the same as `run`'s (constants of the library).
+const LIMIT_DEFAULTS = Array.from({ length: 12 }, (_, i) => native.limitDefault(i));
+
 function limitOf(merged: Map<number, number>, index: number): number {
-    return merged.get(index) ?? native.limitDefault(index);
+    return merged.get(index) ?? LIMIT_DEFAULTS[index] as number;
 }
 
 /* ---------------------------------------------------------------- interruptions */
@@ -253,10 +256,7 @@ function admit(memoryBytes: number): void {
 const CODEC_KEY = new TextEncoder().encode('@airlock/run: a codec keeps this state; key fixed');
 const CODEC_TTL_MS = 365 * 24 * 3_600_000;
 
-interface NativeEntry {
-    runner: NativeRunner;
-}
-const nativeRunners = new Map<string, NativeEntry>();
+const nativeRunners = new Map<string, NativeRunner>();
 const anonymousLoaders = new WeakMap<RunModuleLoader, string>();
 // A runner made for a loader without identity serves that loader object alone: it goes (its
 // thread, zygote and warm worker with it, once its external is collected) with the loader.
@@ -272,23 +272,21 @@ function nativeRunner(keys: { secret?: Uint8Array; verify: Uint8Array[]; ttlMs?:
         }
     }
     const id = `${h.digest('hex')}/${keys?.ttlMs ?? ''}/${loaderIdentity ?? ''}/${warm}`;
-    let entry = nativeRunners.get(id);
-    if (!entry) {
-        entry = {
-            runner: native.newRunner({
-                worker: workerPath,
-                warm,
-                ...(keys?.secret ? { secret: keys.secret, verify: keys.verify } : {}),
-                ...(keys?.ttlMs ? { ttlMs: keys.ttlMs } : {}),
-                ...(loaderIdentity !== undefined ? { loader: loaderIdentity } : {}),
-            }),
-        };
-        nativeRunners.set(id, entry);
+    let runner = nativeRunners.get(id);
+    if (!runner) {
+        runner = native.newRunner({
+            worker: workerPath,
+            warm,
+            ...(keys?.secret ? { secret: keys.secret, verify: keys.verify } : {}),
+            ...(keys?.ttlMs ? { ttlMs: keys.ttlMs } : {}),
+            ...(loaderIdentity !== undefined ? { loader: loaderIdentity } : {}),
+        });
+        nativeRunners.set(id, runner);
         if (anonymousLoader) {
             anonymousRunners.register(anonymousLoader, id);
         }
     }
-    return entry.runner;
+    return runner;
 }
 
 /* ---------------------------------------------------------------- runs in flight */
@@ -307,10 +305,6 @@ interface RunState {
     key: number;
     /** The stored continuation's consumption, once libairlock verified the token. */
     committed: Promise<void> | undefined;
-    maxSource: number;
-    /** The largest host answer, in bytes of boundary JSON (maxHostFunctionOutputBytes). */
-    maxOutput: number;
-    timeoutMs: number;
     limits: Map<number, number>;
     resuming: boolean;
     /** The source is an ES module. */
@@ -459,6 +453,7 @@ function settle(st: RunState, p: PendingCall, ok: boolean, value: unknown): void
     }
     p.state.active = false;
     const name = p.state.context.hostFunctionName;
+    const maxOutput = limitOf(st.limits, 8); // maxHostFunctionOutputBytes
     if (p.state.interruption) {
         if (p.sync) {
             failRun(st, p,
@@ -478,9 +473,9 @@ function settle(st: RunState, p: PendingCall, ok: boolean, value: unknown): void
                 messageOf(e)}`, 'RUN_SERIALIZATION_ERROR'));
             return;
         }
-        if (json.length > st.maxOutput / 3 && Buffer.byteLength(json) > st.maxOutput) {
+        if (tooLarge(json, maxOutput)) {
             failRun(st, p, new RunError(`Host function "${name}" interruption payload exceeds ` +
-                `the ${st.maxOutput} byte size limit.`, 'RUN_SERIALIZATION_ERROR'));
+                `the ${maxOutput} byte size limit.`, 'RUN_SERIALIZATION_ERROR'));
             return;
         }
         native.answer(p.call, Answer.Interrupt, json);
@@ -500,14 +495,19 @@ function settle(st: RunState, p: PendingCall, ok: boolean, value: unknown): void
         hostThrow(st, p, message, new RunError(message, 'RUN_SERIALIZATION_ERROR'));
         return;
     }
-    if (json.length > st.maxOutput / 3 && Buffer.byteLength(json) > st.maxOutput) {
-        const message = `Host function "${name}" output exceeds the ${st.maxOutput} byte size ` +
+    if (tooLarge(json, maxOutput)) {
+        const message = `Host function "${name}" output exceeds the ${maxOutput} byte size ` +
             'limit.';
         hostThrow(st, p, message, new RunError(message, 'RUN_SERIALIZATION_ERROR',
-            { maxBytes: st.maxOutput }));
+            { maxBytes: maxOutput }));
         return;
     }
     native.answer(p.call, Answer.Return, json);
+}
+
+/** Whether boundary JSON is over `max` UTF-8 bytes (counted only when it may be). */
+function tooLarge(json: string, max: number): boolean {
+    return json.length > max / 3 && Buffer.byteLength(json) > max;
 }
 
 /** The guest's call throws `message`; uncaught, the run fails with `error` (hostErrors). */
@@ -547,8 +547,9 @@ function loaderCall(st: RunState, call: NativeCall, name: string, args: unknown[
     Promise.resolve(out).then(v => {
         if (typeof v !== 'string') {
             native.answer(call, Answer.Throw, LOADER_FAILED);
-        } else if (v.length > st.maxSource) { // past the source limit: libairlock names it
-            native.answer(call, Answer.Return, JSON.stringify(v.slice(0, st.maxSource + 1)));
+        } else if (v.length > limitOf(st.limits, 4)) { // past the source limit: libairlock names it
+            native.answer(call, Answer.Return,
+                JSON.stringify(v.slice(0, limitOf(st.limits, 4) + 1)));
         } else {
             native.answer(call, Answer.Return, JSON.stringify(v));
         }
@@ -565,7 +566,7 @@ function onDone(key: number, result: NativeResult): void {
     st.handle = undefined;
     const error = result.status !== 'failed' ? undefined :
         st.failure ?? (st.aborted ? new RunAbortedError() : failure(result, st));
-    if (error && !('runId' in error)) { // every error of a run names it (not enumerable)
+    if (error) { // every error of a run names it (not enumerable: it looks as `run`'s does)
         Object.defineProperties(error, {
             airlockCode: { value: result.code, configurable: true, writable: true },
             runId: { value: result.runId, configurable: true, writable: true },
@@ -620,21 +621,10 @@ const UNSIGNED = 'Continuation signing is not configured. Set RUN_CONTINUATION_S
 
 /**
  * The error a failed run rejects with: `run`'s class, code, message and details for each
- * failure, and airlock's own code and the run's id as `airlockCode` and `runId` (not enumerable,
- * so the error looks as `run`'s does).
+ * failure (onDone adds airlock's own code and the run's id, not enumerable).
  */
 function failure(result: NativeResult, st: RunState): Error {
-    const error = runFailure(result, st);
-    Object.defineProperties(error, {
-        airlockCode: { value: result.code, configurable: true, writable: true },
-        runId: { value: result.runId, configurable: true, writable: true },
-    });
-    return error;
-}
-
-function runFailure(result: NativeResult, st: RunState): Error {
     const message = result.message || 'The run failed.';
-    const details = undefined;
     const limit = (index: number) => limitOf(st.limits, index);
     let error: RunError;
     switch (result.code) {
@@ -642,7 +632,7 @@ function runFailure(result: NativeResult, st: RunState): Error {
         return new RunAbortedError();
     case 'TIMEOUT':
     case 'CPU_LIMIT':
-        error = new RunTimeoutError(st.timeoutMs);
+        error = new RunTimeoutError(limit(0));
         break;
     case 'BRIDGE_LIMIT':
         if (/in flight/.test(message)) {
@@ -657,12 +647,12 @@ function runFailure(result: NativeResult, st: RunState): Error {
             return new RunBridgeLimitError(`Host function arguments exceed the ${limit(7)} byte ` +
                 'size limit.', { maxBytes: limit(7) });
         }
-        return new RunBridgeLimitError(message, details);
+        return new RunBridgeLimitError(message);
     case 'DETACHED_BRIDGE_REQUEST':
-        return new RunDetachedBridgeRequestError(message, details);
+        return new RunDetachedBridgeRequestError(message);
     case 'PROTOCOL_ERROR':
         return new RunProtocolError(st.resuming && /another|made for/.test(message) ? SCOPE :
-            message, details);
+            message);
     case 'CONCURRENCY_LIMIT':
         return new RunConcurrencyError(maxWorkers ?? activeRuns);
     case 'CONFIG_ERROR':
@@ -670,7 +660,7 @@ function runFailure(result: NativeResult, st: RunState): Error {
             return new TypeError(UNSIGNED);
         }
         if (/interruption/.test(message)) { // a resolution the continuation does not hold
-            return new RunProtocolError(NO_MATCH, details);
+            return new RunProtocolError(NO_MATCH);
         }
         error = new RunError(message, 'RUN_CONFIG_ERROR');
         break;
@@ -763,8 +753,7 @@ interface Host {
     sync: boolean;
 }
 
-function checkHostFunctions(groups: unknown, sync: boolean, out: Map<string, Host>,
-    hosts: [string, boolean][]): void {
+function checkHostFunctions(groups: unknown, sync: boolean, out: Map<string, Host>): void {
     if (groups === undefined) {
         return;
     }
@@ -791,12 +780,12 @@ function checkHostFunctions(groups: unknown, sync: boolean, out: Map<string, Hos
                 throw new TypeError(`Host function "${group}.${name}" must be a function.`);
             }
             const full = `${group}.${name}`;
-            if (out.has(full) || hosts.some(([n, s]) => s !== sync && n.startsWith(`${group}.`))) {
+            if (out.has(full) ||
+                [...out].some(([n, h]) => h.sync !== sync && n.startsWith(`${group}.`))) {
                 throw new TypeError(`Host function namespace "${group}" cannot be both ` +
                     'asynchronous and synchronous.');
             }
             out.set(full, { fn: fn as HostFunction<unknown[]>, sync });
-            hosts.push([full, sync]);
         }
     }
 }
@@ -812,9 +801,7 @@ export function createRunner<TOKEN = string>(options: RunnerOptions<TOKEN> = {})
     }
     const runnerLimits = options.limits;
     const syncHosts = new Map<string, Host>();
-    const syncList: [string, boolean][] = [];
-    checkHostFunctions(options.syncHostFunctions ?? options.syncBindings, true, syncHosts,
-        syncList);
+    checkHostFunctions(options.syncHostFunctions ?? options.syncBindings, true, syncHosts);
     if (options.continuationSecret !== undefined && options.continuationCodec !== undefined) {
         throw new TypeError(
             'Runner continuationCodec and continuationSecret cannot be used together.');
@@ -894,8 +881,7 @@ export function createRunner<TOKEN = string>(options: RunnerOptions<TOKEN> = {})
         }
         const limits = mergeLimits(runnerLimits, input.limits);
         const hosts = new Map(syncHosts);
-        const hostList = [...syncList];
-        checkHostFunctions(input.hostFunctions ?? input.bindings, false, hosts, hostList);
+        checkHostFunctions(input.hostFunctions ?? input.bindings, false, hosts);
         const loader = input.moduleLoader;
         if (loader !== undefined && (typeof loader !== 'object' || loader === null ||
             typeof loader.load !== 'function')) {
@@ -971,7 +957,6 @@ export function createRunner<TOKEN = string>(options: RunnerOptions<TOKEN> = {})
         }
         const context = JSON.stringify([logicalRunId,
             input.continuationContext === undefined ? null : encode(input.continuationContext)]);
-        const timeoutMs = limitOf(limits, 0);
 
         return new Promise((resolve, reject) => {
             const key = takeKey();
@@ -980,9 +965,6 @@ export function createRunner<TOKEN = string>(options: RunnerOptions<TOKEN> = {})
                 runner,
                 key,
                 committed: undefined,
-                maxSource,
-                maxOutput: limitOf(limits, 8),
-                timeoutMs,
                 limits,
                 resuming: resume !== undefined,
                 module: sourceType === 'module',
@@ -1049,7 +1031,7 @@ export function createRunner<TOKEN = string>(options: RunnerOptions<TOKEN> = {})
                 handle = native.start(runner, key, {
                     source: input.source,
                     type: (sourceType === 'module' ? 1 : 0) | (lang === 'ts' ? 0x100 : 0),
-                    hosts: hostList,
+                    hosts: [...hosts].map(([name, h]) => [name, h.sync]),
                     limits: [...limits],
                     context,
                     audience,
