@@ -719,7 +719,7 @@ AL_API int al_result_divergence(const struct al_result *result, struct al_diverg
 
 /*
  * A run's files: a tree the guest reaches through the global `workspace` and the module
- * `node:fs/promises`, never a real file system (the worker has none). Built from a manifest:
+ * `node:fs/promises`, never a real filesystem (the worker has none). Built from a manifest:
  *
  *   {"version": 1, "root": "/workspace",
  *    "entries": {"README.md": {"type": "file", "content": "..."},
