@@ -26,6 +26,9 @@
 
 #define WS_GLOB_MAX_WALK 100000 /* entries a glob looks at in mounts */
 #define WS_DEPTH_MAX     256    /* directory levels a glob walks into a mount */
+/* bytes of one answer: under the worker's frame cap (128 MiB) with room to spare, and above a
+ * file of the largest file_bytes as text (a JSON string of 16 MiB of control characters) */
+#define WS_ANSWER_MAX (100u << 20)
 
 enum ws_op {
     OP_READ_FILE = 0,
@@ -925,8 +928,14 @@ static void op_rename(struct ws_ctx *c)
     }
     struct ws_node *src = ws_find(ws, from, flen);
     if (!src || src->entry) {
-        ws_fail(c->e, src ? "EROFS" : "ENOENT", "%s, rename '%.100s' -> '%.100s'",
-                src ? "read-only file system" : "no such file or directory", fshown, tshown);
+        /* a mount's own file (or the entry) cannot move; only what this run wrote can */
+        uint64_t size;
+        int what = src ? 2 : stat_path(c, from, flen, fshown, &size);
+        if (what >= 0) {
+            ws_fail(c->e, what ? "EROFS" : "ENOENT", "%s, rename '%.100s' -> '%.100s'",
+                    what ? "read-only file system" : "no such file or directory", fshown,
+                    tshown);
+        }
         return;
     }
     if (ws_under(to, tlen, from)) {
@@ -1212,7 +1221,12 @@ static void exec_op(struct al_workspace *ws, int op, const char *args, size_t le
     }
     json_doc_free(doc);
     if (!e->code && buf_failed(answer)) {
-        ws_fail(e, "ENOMEM", "out of memory for the answer");
+        if (answer->err == BUF_TOO_BIG) {
+            ws_fail(e, "EFBIG", "the answer to %s passes %u MiB (a listing too long?)",
+                    ws_op_names[op], WS_ANSWER_MAX >> 20);
+        } else {
+            ws_fail(e, "ENOMEM", "out of memory for the answer");
+        }
     }
 }
 
@@ -1221,7 +1235,7 @@ void ws_run_job(struct al_workspace *ws, struct ws_job *job)
     struct buf answer;
     struct ws_err e = { 0 };
     struct ws_ctx *c = malloc(sizeof *c);
-    buf_init(&answer, SIZE_MAX / 2);
+    buf_init(&answer, WS_ANSWER_MAX);
     if (!c) {
         if (job->call) {
             al_call_throw(job->call, "ENOMEM: out of memory");
