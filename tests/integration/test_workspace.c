@@ -644,6 +644,35 @@ static void test_workspace_app_mount(void **state)
     al_runner_free(r);
 }
 
+/* On the runner's event thread (al_run_start), mount operations run on the workspace's own
+ * thread and answer from there. */
+static void test_workspace_async_run(void **state)
+{
+    (void)state;
+    struct al_runner *r = new_runner();
+    struct al_workspace *ws = new_ws(
+            "{\"entries\": {\"lake\": {\"type\": \"s3_mount\", \"mount\": \"finance-lake\", "
+            "\"prefix\": \"2026/\"}}, \"outputs\": [\"out\"]}");
+    struct mem_mount mm = { 0 };
+    assert_int_equal(al_workspace_set_mount(ws, "finance-lake", &mem_ops, &mm), AL_OK);
+    struct al_run_opts *o = al_run_opts_new();
+    static const char src[] = "const all = await Promise.all([workspace.readFile('lake/q1.csv'),\n"
+                              "  workspace.writeFile('out/a', 'a'), workspace.readdir('lake')]);\n"
+                              "return [all[0], all[2], await workspace.readFile('out/a')];";
+    assert_int_equal(al_run_opts_set_source(o, src, strlen(src), NULL), AL_OK);
+    assert_int_equal(al_run_opts_set_workspace(o, ws), AL_OK);
+    struct al_run *run = NULL;
+    struct al_error err;
+    assert_int_equal(al_run_start(r, o, NULL, NULL, &run, &err), AL_OK);
+    al_run_opts_free(o);
+    struct al_result *res = NULL;
+    assert_int_equal(al_run_wait(run, &res, &err), AL_OK);
+    al_run_release(run);
+    expect_done(res, "[\"a,b\\n\",[\"broken.csv\",\"q1.csv\"],\"a\"]");
+    al_workspace_free(ws);
+    al_runner_free(r);
+}
+
 /* ------------------------------------------------------------ replay */
 
 struct journal {
@@ -757,6 +786,7 @@ int main(void)
         cmocka_unit_test(test_workspace_local_mount),
         cmocka_unit_test(test_workspace_directory),
         cmocka_unit_test(test_workspace_app_mount),
+        cmocka_unit_test(test_workspace_async_run),
         cmocka_unit_test(test_workspace_journal_replay),
         cmocka_unit_test(test_workspace_resume),
     };
