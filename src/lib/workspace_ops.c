@@ -933,8 +933,7 @@ static void op_rename(struct ws_ctx *c)
         int what = src ? 2 : stat_path(c, from, flen, fshown, &size);
         if (what >= 0) {
             ws_fail(c->e, what ? "EROFS" : "ENOENT", "%s, rename '%.100s' -> '%.100s'",
-                    what ? "read-only file system" : "no such file or directory", fshown,
-                    tshown);
+                    what ? "read-only file system" : "no such file or directory", fshown, tshown);
         }
         return;
     }

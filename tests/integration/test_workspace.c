@@ -650,9 +650,9 @@ static void test_workspace_async_run(void **state)
 {
     (void)state;
     struct al_runner *r = new_runner();
-    struct al_workspace *ws = new_ws(
-            "{\"entries\": {\"lake\": {\"type\": \"s3_mount\", \"mount\": \"finance-lake\", "
-            "\"prefix\": \"2026/\"}}, \"outputs\": [\"out\"]}");
+    struct al_workspace *ws =
+            new_ws("{\"entries\": {\"lake\": {\"type\": \"s3_mount\", \"mount\": \"finance-lake\", "
+                   "\"prefix\": \"2026/\"}}, \"outputs\": [\"out\"]}");
     struct mem_mount mm = { 0 };
     assert_int_equal(al_workspace_set_mount(ws, "finance-lake", &mem_ops, &mm), AL_OK);
     struct al_run_opts *o = al_run_opts_new();
