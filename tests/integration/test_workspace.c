@@ -252,6 +252,25 @@ static void test_workspace_limits(void **state)
     al_runner_free(r);
 }
 
+/* Each file operation is a host call: it counts against the host-calls limit. */
+static void test_workspace_ops_are_host_calls(void **state)
+{
+    (void)state;
+    struct al_runner *r = new_runner();
+    struct al_workspace *ws = new_ws(manifest);
+    struct al_run_opts *o = al_run_opts_new();
+    assert_int_equal(al_run_opts_set_limit(o, AL_LIMIT_HOST_CALLS, 3), AL_OK);
+    struct al_result *res = run_opts(r, o,
+                                     "for (let i = 0; i < 4; i++) await workspace.exists('x');\n"
+                                     "return 'done';",
+                                     ws);
+    assert_int_equal(al_result_error_code(res), AL_BRIDGE_LIMIT);
+    al_result_free(res);
+    al_run_opts_free(o);
+    al_workspace_free(ws);
+    al_runner_free(r);
+}
+
 /* File bytes are bounded by file_bytes, not by the host-call limits (1 MiB / 4 MiB). */
 static void test_workspace_large_file(void **state)
 {
@@ -780,6 +799,7 @@ int main(void)
         cmocka_unit_test(test_workspace_node_fs),
         cmocka_unit_test(test_workspace_errors),
         cmocka_unit_test(test_workspace_limits),
+        cmocka_unit_test(test_workspace_ops_are_host_calls),
         cmocka_unit_test(test_workspace_large_file),
         cmocka_unit_test(test_workspace_manifest_errors),
         cmocka_unit_test(test_workspace_absent),
