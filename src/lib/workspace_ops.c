@@ -335,6 +335,29 @@ static int parent_is_dir(struct ws_ctx *c, const char *path, size_t len, const c
     return 0;
 }
 
+/* Where a path lies in a mount (whose directories are implicit), none of its parents in the
+ * tree may be a file this run wrote there: ENOTDIR, as Node says. */
+static int parents_not_files(struct ws_ctx *c, const char *path, size_t len, const char *shown,
+                             const char *syscall)
+{
+    for (size_t i = 0; i < len; i++) {
+        struct ws_node *a = path[i] == '/' ? ws_find(c->ws, path, i) : NULL;
+        if (a && !a->is_dir) {
+            ws_fail_path(c->e, "ENOTDIR", syscall, shown);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The parent of `path` can hold it: a directory of the tree, or, in a mount, no file. */
+static int parent_ok(struct ws_ctx *c, const char *path, size_t len, const char *shown,
+                     const char *syscall)
+{
+    return ws_entry_of(c->ws, path, len) < 0 ? parent_is_dir(c, path, len, shown, syscall)
+                                             : parents_not_files(c, path, len, shown, syscall);
+}
+
 /* May the guest change `path`? EROFS outside the outputs and in read-only mounts. */
 static int writable(struct ws_ctx *c, const char *path, size_t len, const char *shown,
                     const char *syscall)
@@ -459,7 +482,7 @@ static void put_file(struct ws_ctx *c, const char *path, size_t len, const char 
         ws_fail_path(c->e, "EISDIR", syscall, shown);
         return;
     }
-    if (m < 0 && parent_is_dir(c, path, len, shown, syscall) != 0) {
+    if (parent_ok(c, path, len, shown, syscall) != 0) {
         return;
     }
     char *base = NULL; /* an append to a mount's file not written yet: its bytes */
@@ -815,7 +838,7 @@ static void op_mkdir(struct ws_ctx *c)
                 return;
             }
         }
-    } else if (m < 0 && parent_is_dir(c, path, len, shown, "mkdir") != 0) {
+    } else if (parent_ok(c, path, len, shown, "mkdir") != 0) {
         return;
     }
     n = ws_node_new(path, len, 1, m);
@@ -944,7 +967,7 @@ static void op_rename(struct ws_ctx *c)
         }
         return; /* onto itself: nothing to do */
     }
-    if (ws_entry_of(ws, to, tlen) < 0 && parent_is_dir(c, to, tlen, tshown, "rename") != 0) {
+    if (parent_ok(c, to, tlen, tshown, "rename") != 0) {
         return;
     }
     int found;

@@ -426,11 +426,12 @@ static void test_workspace_local_mount(void **state)
           "await t(() => workspace.writeFile('docs/new.md', 'x'));\n"
           "await t(() => workspace.rm('docs/travel.md'));\n"
           "await t(() => workspace.writeFile('out/back/r.md', 'report'));\n"
+          "await t(() => workspace.writeFile('out/back/r.md/x', 'below a file'));\n"
           "await t(() => workspace.glob('docs/*.md'));\n"
           "await t(() => workspace.readdir('out'));\n"
           "return codes;",
           "[\"no first class\",[\"etc\",\"passwd\",\"travel.md\"],\"EACCES\",\"EACCES\","
-          "\"EACCES\",\"EACCES\",\"ENOENT\",\"ENOENT\",\"EROFS\",\"EROFS\",null,"
+          "\"EACCES\",\"EACCES\",\"ENOENT\",\"ENOENT\",\"EROFS\",\"EROFS\",null,\"ENOTDIR\","
           "[\"docs/travel.md\"],[\"back\"]]");
     /* nothing reached the directory before commit; commit writes it below the prefix */
     char p[256];
