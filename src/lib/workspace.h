@@ -80,6 +80,7 @@ struct al_workspace {
     uint64_t max_file_bytes;
     uint64_t bytes; /* of the files in the tree */
     uint64_t files;
+    uint64_t dirs; /* directories of the tree: at most WS_DIRS_MAX(ws) made by the guest */
     al_workspace_op_fn *observer;
     void *observer_ud;
     /* the thread of a workspace with mounts (workspace_mount.c) */
@@ -114,6 +115,10 @@ uint64_t ws_args_max(const struct al_workspace *ws);
 
 #define WS_PATH_MAX   4096 /* bytes of a path the guest gives */
 #define WS_JSON_DEPTH 64   /* nesting of a manifest or of an operation's arguments */
+
+/* Directories a workspace may hold: as many as a snapshot may bring (twice the files limit
+ * and 1024), so that mkdir - which the files limit does not count - is bounded too. */
+#define WS_DIRS_MAX(ws) (2 * (ws)->max_files + 1024)
 
 /* An operation's failure: a Node error code and its message. */
 struct ws_err {
