@@ -1358,6 +1358,12 @@ void ws_run_job(struct al_workspace *ws, struct ws_job *job)
         }
         return;
     }
+    if (job->call && al_call_cancelled(job->call) && !ws_op_mutates(job->op)) {
+        /* the run is over (a read queued behind a slow mount): nobody reads the answer */
+        al_call_throw(job->call, "EIO: the run is over");
+        free(c);
+        return;
+    }
     exec_op(ws, job->op, job->args, job->len, &answer, &e, c);
     if (job->call) {
         if (ws->observer) {
