@@ -18,7 +18,8 @@
 
 #include "buf.h"
 
-#define WS_OPS_COUNT 10 /* the host calls of a workspace: ws_op_names */
+#define WS_OPS_COUNT     10 /* the host calls of a workspace: ws_host_names */
+#define WS_HOST_NAME_MAX 24 /* bytes of the longest, "workspace.appendFile", and its NUL */
 #define WS_MOUNT_DENIED \
     3 /* enum al_mount_status of the lib's own local backend: a symbolic link, EACCES */
 
@@ -58,7 +59,7 @@ struct ws_backend {
 struct ws_job {
     struct ws_job *next;
     struct al_call *call;
-    int op;     /* index into ws_op_names */
+    int op;     /* index into ws_host_names */
     char *args; /* owned, NUL-terminated */
     size_t len;
 };
@@ -94,9 +95,10 @@ struct al_workspace {
     struct ws_job **tail;
 };
 
-/* workspace_ops.c: the host calls' op names ("readFile", ...), WS_OPS_COUNT of them; index =
- * op. */
-extern const char *const ws_op_names[WS_OPS_COUNT];
+/* workspace_ops.c: the host calls' names ("workspace.readFile", ...); index = op. */
+extern char ws_host_names[WS_OPS_COUNT][WS_HOST_NAME_MAX];
+/* The op's name without the group ("readFile"): what the observer reports. */
+const char *ws_op_name(int op);
 /* 1 for an op that changes the tree (replayed for its effect). */
 int ws_op_mutates(int op);
 /* The op of a host call name "workspace.<op>", or -1. */

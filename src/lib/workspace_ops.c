@@ -43,10 +43,17 @@ enum ws_op {
     OP_GLOB,
 };
 
-const char *const ws_op_names[WS_OPS_COUNT] = {
-    "readFile", "writeFile", "appendFile", "readdir", "stat",
-    "exists",   "mkdir",     "rm",         "rename",  "glob",
+/* Writable because struct host_entry's name is (the run's table borrows these). */
+char ws_host_names[WS_OPS_COUNT][WS_HOST_NAME_MAX] = {
+    "workspace.readFile", "workspace.writeFile", "workspace.appendFile", "workspace.readdir",
+    "workspace.stat",     "workspace.exists",    "workspace.mkdir",      "workspace.rm",
+    "workspace.rename",   "workspace.glob",
 };
+
+const char *ws_op_name(int op)
+{
+    return ws_host_names[op] + 10; /* after "workspace." */
+}
 
 int ws_op_mutates(int op)
 {
@@ -60,7 +67,7 @@ int ws_op_of(const char *name)
         return -1;
     }
     for (int i = 0; i < WS_OPS_COUNT; i++) {
-        if (strcmp(name + 10, ws_op_names[i]) == 0) {
+        if (strcmp(name, ws_host_names[i]) == 0) {
             return i;
         }
     }
@@ -1339,7 +1346,7 @@ static void exec_op(struct al_workspace *ws, int op, const char *args, size_t le
     if (!e->code && buf_failed(answer)) {
         if (answer->err == BUF_TOO_BIG) {
             ws_fail(e, "EFBIG", "the answer to %s passes %u MiB (a listing too long?)",
-                    ws_op_names[op], WS_ANSWER_MAX >> 20);
+                    ws_op_name(op), WS_ANSWER_MAX >> 20);
         } else {
             ws_fail(e, "ENOMEM", "out of memory for the answer");
         }
@@ -1368,7 +1375,7 @@ void ws_run_job(struct al_workspace *ws, struct ws_job *job)
     if (job->call) {
         if (ws->observer) {
             struct al_workspace_op o = {
-                .op = ws_op_names[job->op],
+                .op = ws_op_name(job->op),
                 .path = c->path,
                 .size = c->hashed ? c->size : 0,
                 .sha256 = c->hashed && !e.code ? c->sha256 : NULL,
