@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "jcs.h"
 #include "mounts.h"
 #include "secretbox.h"
 
@@ -141,11 +142,21 @@ int api_workspace_read(struct api_ctx *ctx, const struct json_node *ws, const ch
     if (rc != 0) {
         return -1; /* answered */
     }
-    enum buf_status st = json_write_compact(out, ws->raw, ws->raw_len);
-    if (st != BUF_OK) {
-        api_error(ctx, st == BUF_NO_MEMORY ? 500 : 400,
-                  st == BUF_NO_MEMORY ? "INTERNAL" : "INVALID_REQUEST",
-                  st == BUF_NO_MEMORY ? "out of memory" : "field \"workspace\" is too large");
+    /* kept canonical (RFC 8785): two manifests that differ only in the order of their members
+     * are the same text, as they have the same digest */
+    struct al_error err;
+    memset(&err, 0, sizeof err);
+    enum al_code code = jcs_write(out, ws, NULL, &err);
+    if (code == AL_OK && buf_failed(out)) {
+        code = out->err == BUF_NO_MEMORY ? AL_INTERNAL_ERROR : AL_OUTPUT_LIMIT;
+    }
+    if (code == AL_INTERNAL_ERROR) {
+        api_error(ctx, 500, "INTERNAL", "out of memory");
+        return -1;
+    }
+    if (code != AL_OK) {
+        api_error(ctx, 400, "INVALID_REQUEST", "field \"workspace\": %s",
+                  code == AL_OUTPUT_LIMIT ? "too large" : err.message);
         return -1;
     }
     return 0;

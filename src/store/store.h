@@ -132,7 +132,7 @@ struct store_version {
     const char *submitted_by, *submitted;
     const char *rejected_by, *rejected, *reject_comment;
     const char *revoked_by, *revoked, *revoke_reason;
-    /* since version 14 (0014_mounts): the workspace manifest, a JSON object (compact) covered by
+    /* since version 14 (0014_mounts): the workspace manifest, a JSON object (RFC 8785) covered by
      * the digest; NULL when the version has none */
     const char *workspace;
 };
