@@ -202,8 +202,8 @@ void api_mounts_delete(struct api_ctx *ctx);
 /* Reads `ws`, the `workspace` member of a body (a version's, an ad-hoc run's), for a run in
  * `department`: its structure, and every local_dir / s3_mount entry naming a mount of that
  * department of the matching kind (local, s3), on ctx->store. 0 with the manifest's canonical
- * text (RFC 8785) appended to out; -1 after answering 400 INVALID_REQUEST naming the entry (500 when the
- * store failed). */
+ * text (RFC 8785) appended to out; -1 after answering 400 INVALID_REQUEST naming the entry (500
+ * when the store failed). */
 int api_workspace_read(struct api_ctx *ctx, const struct json_node *ws, const char *department,
                        struct buf *out);
 

@@ -311,8 +311,8 @@ static int api_mount_parse(struct api_ctx *ctx, struct api_mount_new *n)
         }
         /* a local stat and readlinks, no network: fine on the writer */
         if (strlen(n->path->str) != n->path->str_len ||
-            mounts_local_resolve(ctx->svc ? ctx->svc->mount_roots : NULL, n->path->str,
-                                 n->resolved, why) != 0) {
+            mounts_local_resolve(ctx->svc ? ctx->svc->mount_roots : NULL, n->path->str, n->resolved,
+                                 why) != 0) {
             api_error(ctx, 400, "INVALID_REQUEST", "field \"path\": %s",
                       strlen(n->path->str) != n->path->str_len ? "holds NUL" : why);
             return -1;

@@ -185,7 +185,8 @@ static void tpl_version_json(struct buf *b, const struct store_version *v, int w
     api_member(b, ",\"language\":", v->language);
     api_member(b, ",\"autonomy\":", v->autonomy);
     /* stored compact by this file: valid JSON */
-    buf_printf(b, ",\"functions\":%s,\"limits\":%s,\"input_schema\":%s,\"workspace\":%s,\"source\":",
+    buf_printf(b,
+               ",\"functions\":%s,\"limits\":%s,\"input_schema\":%s,\"workspace\":%s,\"source\":",
                v->functions, v->limits, v->input_schema, v->workspace ? v->workspace : "null");
     api_str(b, v->source);
     api_member(b, ",\"submitted\":", v->submitted);
@@ -253,7 +254,7 @@ struct tpl_copy {
     char *functions;
     char *autonomy;
     char *limits;
-    char *workspace; /* NULL: the version has none */
+    char *workspace;    /* NULL: the version has none */
     int workspace_lost; /* it has one, not copied (out of memory) */
 };
 
@@ -656,8 +657,8 @@ struct tpl_draft {
     const struct json_node *autonomy;
     const struct json_node *limits;
     const struct json_node *workspace; /* NULL: none */
-    const char *lang; /* "js" or "ts" */
-    const char *mode; /* an autonomy's name */
+    const char *lang;                  /* "js" or "ts" */
+    const char *mode;                  /* an autonomy's name */
     struct buf funcs;
     struct buf lims;
     struct buf schema_text;
