@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "airlock.h"
+
 #include "api.h"
 #include "jcs.h"
 #include "mounts.h"
@@ -128,8 +130,20 @@ int api_workspace_read(struct api_ctx *ctx, const struct json_node *ws, const ch
     struct api_workspace_check c = { ctx, department, 400, "INVALID_REQUEST", "field \"workspace\"",
                                      0,   0,          "" };
     const char *entry = NULL;
-    /* TODO(#36): validate the manifest's structure with al_workspace_new (libairlock) once it
-     * is there; until then only what the mount checks below need is checked. */
+    struct al_workspace *built = NULL;
+    struct al_error err;
+    /* the structure is libairlock's to judge, as a run will build it: the same rules here */
+    memset(&err, 0, sizeof err);
+    enum al_code code = al_workspace_new(ws->raw, ws->raw_len, &built, &err);
+    al_workspace_free(built);
+    if (code == AL_INTERNAL_ERROR) {
+        api_error(ctx, 500, "INTERNAL", "out of memory");
+        return -1;
+    }
+    if (code != AL_OK) {
+        api_error(ctx, 400, "INVALID_REQUEST", "field \"workspace\": %s", err.message);
+        return -1;
+    }
     int rc = api_workspace_mounts(ws, api_workspace_mount_ok, &c, &entry);
     if (rc < 0) {
         if (entry) {
@@ -149,9 +163,8 @@ int api_workspace_read(struct api_ctx *ctx, const struct json_node *ws, const ch
     }
     /* kept canonical (RFC 8785): two manifests that differ only in the order of their members
      * are the same text, as they have the same digest */
-    struct al_error err;
     memset(&err, 0, sizeof err);
-    enum al_code code = jcs_write(out, ws, NULL, &err);
+    code = jcs_write(out, ws, NULL, &err);
     if (code == AL_OK && buf_failed(out)) {
         code = out->err == BUF_NO_MEMORY ? AL_INTERNAL_ERROR : AL_OUTPUT_LIMIT;
     }
