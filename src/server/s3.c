@@ -407,7 +407,7 @@ static int s3_xml_open(struct s3_xml *x, int *ret_closed)
         } else if (*x->p == '"' || *x->p == '\'') {
             quote = *x->p;
         } else if (*x->p == '>') {
-            *ret_closed = x->p > x->end - 1 ? 0 : x->p[-1] == '/';
+            *ret_closed = x->p[-1] == '/'; /* the name came first: p[-1] is ours */
             x->p++;
             x->text_len = 0;
             return 0;
@@ -429,6 +429,17 @@ static int s3_xml_close(struct s3_xml *x, s3_xml_fn *fn, void *ud)
     x->path_len = x->marks[--x->depth];
     x->path[x->path_len] = '\0';
     return 0;
+}
+
+/* 1 when s[0..n) is XML white space alone (s need not be NUL-terminated) */
+static int s3_xml_blank(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n') {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 static int s3_xml_walk(const char *xml, size_t len, s3_xml_fn *fn, void *ud, char *err,
@@ -465,7 +476,7 @@ static int s3_xml_walk(const char *xml, size_t len, s3_xml_fn *fn, void *ud, cha
                 if (s3_xml_text_add(x, x->p, (size_t)(stop - x->p)) != 0) {
                     goto fail;
                 }
-            } else if (strspn(x->p, " \t\r\n") < (size_t)(stop - x->p)) {
+            } else if (!s3_xml_blank(x->p, (size_t)(stop - x->p))) {
                 s3_xml_error(x, "text outside the root element");
                 goto fail;
             }
