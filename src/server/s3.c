@@ -40,7 +40,7 @@
 #define S3_XML_DEPTH      16
 #define S3_XML_TEXT_MAX   4096 /* bytes of one element's text, decoded */
 #define S3_XML_PATH_MAX   256
-#define S3_CODE_MAX       64 /* bytes of S3's <Code> kept in a message */
+#define S3_CODE_MAX       64  /* bytes of S3's <Code> kept in a message */
 #define S3_KEY_SHOWN_MAX  120 /* bytes of a key shown in a message */
 
 struct s3_mount {
@@ -296,8 +296,9 @@ static int s3_xml_entity(struct s3_xml *x)
     static const struct {
         const char *name;
         char c;
-    } named[] = { { "lt;", '<' }, { "gt;", '>' }, { "amp;", '&' }, { "quot;", '"' },
-                  { "apos;", '\'' } };
+    } named[] = {
+        { "lt;", '<' }, { "gt;", '>' }, { "amp;", '&' }, { "quot;", '"' }, { "apos;", '\'' }
+    };
     const char *p = x->p + 1;
     size_t left = (size_t)(x->end - p);
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
@@ -353,8 +354,8 @@ static const char *s3_xml_find(const struct s3_xml *x, const char *from, const c
 
 static int s3_xml_name_char(char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-' || c == '.' || c == ':' || (unsigned char)c >= 0x80;
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.' || c == ':' || (unsigned char)c >= 0x80;
 }
 
 /* The element name at x->p, namespace prefix dropped; advances past it. */
@@ -493,8 +494,8 @@ static int s3_xml_walk(const char *xml, size_t len, s3_xml_fn *fn, void *ud, cha
             x->p = close ? close + 3 : x->p;
         } else if (left >= 9 && memcmp(x->p, "<![CDATA[", 9) == 0) {
             close = s3_xml_find(x, x->p + 9, "]]>");
-            if (close && (x->depth == 0 || s3_xml_text_add(x, x->p + 9,
-                                                           (size_t)(close - x->p - 9)) != 0)) {
+            if (close &&
+                (x->depth == 0 || s3_xml_text_add(x, x->p + 9, (size_t)(close - x->p - 9)) != 0)) {
                 goto fail;
             }
             x->p = close ? close + 3 : x->p;
@@ -508,14 +509,14 @@ static int s3_xml_walk(const char *xml, size_t len, s3_xml_fn *fn, void *ud, cha
             if (s3_xml_name(x, &name, &name_len) != 0) {
                 goto fail;
             }
-            const char *open = x->path + x->marks[x->depth > 0 ? x->depth - 1 : 0] +
-                               (x->depth > 1 ? 1 : 0);
+            const char *open =
+                    x->path + x->marks[x->depth > 0 ? x->depth - 1 : 0] + (x->depth > 1 ? 1 : 0);
             if (x->depth == 0 || strlen(open) != name_len || memcmp(open, name, name_len) != 0) {
                 s3_xml_error(x, "not well-formed XML (mismatched tags)");
                 goto fail;
             }
-            while (x->p < x->end && (*x->p == ' ' || *x->p == '\t' || *x->p == '\r' ||
-                                     *x->p == '\n')) {
+            while (x->p < x->end &&
+                   (*x->p == ' ' || *x->p == '\t' || *x->p == '\r' || *x->p == '\n')) {
                 x->p++;
             }
             if (x->p >= x->end || *x->p != '>') {

@@ -39,10 +39,11 @@
 #define S3_KEY_MAX            1024               /* bytes of a key, as S3 allows */
 
 struct s3_mount_config {
-    const char *endpoint; /* "https://s3.eu-west-1.amazonaws.com", "http://127.0.0.1:9000";
-                             http or https, no user info, query or fragment; a path is kept */
-    const char *bucket;   /* 3-63 of a-z 0-9 . - (S3's bucket names) */
-    const char *region;   /* "us-east-1": 1-32 of a-z 0-9 - */
+    /* "https://s3.eu-west-1.amazonaws.com", "http://127.0.0.1:9000": http or https, no user
+     * info, query or fragment; a path is kept */
+    const char *endpoint;
+    const char *bucket;            /* 3-63 of a-z 0-9 . - (S3's bucket names) */
+    const char *region;            /* "us-east-1": 1-32 of a-z 0-9 - */
     const char *access_key_id;     /* 1-128 printable ASCII, no space */
     const char *secret_access_key; /* 1-256 bytes, no NUL */
     int64_t timeout_ms;            /* a whole operation; 0: S3_TIMEOUT_MS */

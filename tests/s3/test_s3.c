@@ -285,8 +285,7 @@ static void test_s3_mount_ops(void **state)
     /* S3 lists the objects, then the common prefixes */
     assert_string_equal(names.text, "top.md:5;in/:0;");
     memset(&names, 0, sizeof names);
-    assert_int_equal(ops->list(m, "ops/2026/in", add_name, &names, err, sizeof err),
-                     AL_MOUNT_OK);
+    assert_int_equal(ops->list(m, "ops/2026/in", add_name, &names, err, sizeof err), AL_MOUNT_OK);
     assert_string_equal(names.text, "a.csv:8;deep/:0;");
     memset(&names, 0, sizeof names);
     assert_int_equal(ops->list(m, "ops/2026/none", add_name, &names, err, sizeof err),
@@ -313,14 +312,12 @@ static void test_s3_wrong_access_key_id(void **state)
     (void)state;
     /* s3rver refuses an unknown access key id with 403 InvalidAccessKeyId (it never checks a
      * V4 signature: fake_s3.py's test below does) */
-    struct s3_mount *m =
-            mount_at(env("S3RVER_ENDPOINT"), BUCKET, "AKIDWRONG", env("S3_CANARY"), 0);
+    struct s3_mount *m = mount_at(env("S3RVER_ENDPOINT"), BUCKET, "AKIDWRONG", env("S3_CANARY"), 0);
     char *data = NULL;
     size_t n = 0;
     uint64_t size = 0;
     int is_dir = 0;
-    assert_int_equal(s3_get(m, "basic/empty", 0, 10, &data, &n, err, sizeof err),
-                     AL_MOUNT_ERROR);
+    assert_int_equal(s3_get(m, "basic/empty", 0, 10, &data, &n, err, sizeof err), AL_MOUNT_ERROR);
     expect_message(BUCKET, "HTTP 403 InvalidAccessKeyId");
     assert_null(strstr(err, "AKIDWRONG"));
     assert_int_equal(s3_put(m, "basic/x", "x", 1, err, sizeof err), AL_MOUNT_ERROR);
@@ -345,8 +342,7 @@ static void test_s3_missing_bucket(void **state)
     assert_int_equal(s3_mount_ops.stat(m, "a/b.csv", &size, &is_dir, err, sizeof err),
                      AL_MOUNT_ERROR);
     expect_message("no-such-bucket", "NoSuchBucket");
-    assert_int_equal(s3_mount_ops.list(m, "", add_name, &names, err, sizeof err),
-                     AL_MOUNT_ERROR);
+    assert_int_equal(s3_mount_ops.list(m, "", add_name, &names, err, sizeof err), AL_MOUNT_ERROR);
     expect_message("no-such-bucket", "NoSuchBucket");
     assert_int_equal(s3_get(m, "a/b.csv", 0, 10, &data, &n, err, sizeof err), AL_MOUNT_ERROR);
     expect_message("no-such-bucket", "NoSuchBucket");
@@ -362,8 +358,10 @@ static void test_s3_signature_verified(void **state)
      * here passing means libcurl's signature, with x-amz-content-sha256, the encoded keys and
      * the sorted query (continuation tokens with '+', '/' and '='), is what S3 computes */
     struct s3_mount *m = fake("signed", 0);
-    const char *keys[] = { "k/with space", "k/na\xc3\xafve \xe2\x98\x83", "k/a+b=c&d", "k/x~y_z",
-                           "k/sub/one", "k/sub2/two", "k/last" };
+    const char *keys[] = { "k/with space", "k/na\xc3\xafve \xe2\x98\x83",
+                           "k/a+b=c&d",    "k/x~y_z",
+                           "k/sub/one",    "k/sub2/two",
+                           "k/last" };
     size_t n = 0;
     uint64_t size = 0;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
@@ -423,8 +421,7 @@ static void test_s3_failing_server(void **state)
     m = fake("garbage", 0);
     assert_int_equal(s3_list(m, "in/", count_item, &t, err, sizeof err), AL_MOUNT_ERROR);
     expect_message("garbage", "not well-formed XML");
-    assert_int_equal(s3_get(m, "in/a.csv", 0, 2000, &data, &n, err, sizeof err),
-                     AL_MOUNT_ERROR);
+    assert_int_equal(s3_get(m, "in/a.csv", 0, 2000, &data, &n, err, sizeof err), AL_MOUNT_ERROR);
     expect_message("garbage", "closed the connection mid-answer");
     s3_mount_free(m);
 
