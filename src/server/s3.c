@@ -2,7 +2,8 @@
  * s3.c - the S3 client: path-style requests signed by libcurl (CURLOPT_AWS_SIGV4), the answer
  * judged and, for a listing, parsed by a small bounded XML scanner; and s3_mount_ops over it.
  *
- * What libcurl 7.88 (Debian 12) does and does not do for SigV4, and what this file adds:
+ * What libcurl 7.88 (Debian 12) does and does not do for SigV4 (curl issues 8810 and 9717), and
+ * what this file adds:
  * - it signs every header we set (x-amz-*, Range, Content-Type) but never adds
  *   x-amz-content-sha256, which S3 requires on every request: we add it, the SHA-256 hex of the
  *   body. Its payload hash is that of CURLOPT_POSTFIELDS (empty for a GET), so a PUT sends its

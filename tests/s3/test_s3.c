@@ -377,6 +377,13 @@ static void test_s3_signature_verified(void **state)
     assert_int_equal(s3_list(m, "k/", count_item, &t, err, sizeof err), AL_MOUNT_OK);
     assert_int_equal(t.objects, 5); /* pages of 2: three continuation tokens */
     assert_int_equal(t.prefixes, 2);
+    /* a prefix that needs encoding in the signed query */
+    put(m, "k/sp ace+\xe2\x98\x83/one", "1", 1);
+    memset(&t, 0, sizeof t);
+    t.sorted = 1;
+    assert_int_equal(s3_list(m, "k/sp ace+\xe2\x98\x83/", count_item, &t, err, sizeof err),
+                     AL_MOUNT_OK);
+    assert_int_equal(t.objects, 1);
     assert_int_equal(s3_delete(m, "k/last", err, sizeof err), AL_MOUNT_OK);
     assert_int_equal(s3_head(m, "k/last", &size, err, sizeof err), AL_MOUNT_NOT_FOUND);
     s3_mount_free(m);
