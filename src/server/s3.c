@@ -460,7 +460,11 @@ static int s3_xml_walk(const char *xml, size_t len, s3_xml_fn *fn, void *ud, cha
     x->errlen = errlen;
     while (x->p < x->end) {
         if (*x->p == '&') {
-            if (x->depth == 0 || s3_xml_entity(x) != 0) {
+            if (x->depth == 0) {
+                s3_xml_error(x, "text outside the root element");
+                goto fail;
+            }
+            if (s3_xml_entity(x) != 0) {
                 goto fail;
             }
             continue;
@@ -495,8 +499,11 @@ static int s3_xml_walk(const char *xml, size_t len, s3_xml_fn *fn, void *ud, cha
             x->p = close ? close + 3 : x->p;
         } else if (left >= 9 && memcmp(x->p, "<![CDATA[", 9) == 0) {
             close = s3_xml_find(x, x->p + 9, "]]>");
-            if (close &&
-                (x->depth == 0 || s3_xml_text_add(x, x->p + 9, (size_t)(close - x->p - 9)) != 0)) {
+            if (close && x->depth == 0) {
+                s3_xml_error(x, "text outside the root element");
+                goto fail;
+            }
+            if (close && s3_xml_text_add(x, x->p + 9, (size_t)(close - x->p - 9)) != 0) {
                 goto fail;
             }
             x->p = close ? close + 3 : x->p;
@@ -635,7 +642,7 @@ static int s3_list_node(const char *path, const char *text, size_t len, void *ud
     return 0;
 }
 
-/* 1 when the listing was stopped by its callback. */
+/* s3_list_parse, and *ret_stopped 1 when the callback stopped the listing (then no token). */
 static int s3_list_parse_page(const char *xml, size_t len, s3_list_fn *each, void *ud,
                               char **ret_token, int *ret_stopped, char *err, size_t errlen)
 {

@@ -133,6 +133,8 @@ static void test_s3_xml_hostile_refused(void **state)
                    "second root");
     expect_refused("", "cut short");
     expect_refused("just text", "outside the root");
+    expect_refused("&amp;<ListBucketResult/>", "outside the root");
+    expect_refused("<![CDATA[x]]><ListBucketResult/>", "outside the root");
     expect_refused("<Error><Code>AccessDenied</Code></Error>", "not a ListBucketResult");
     expect_refused("<ListBucketResult><IsTruncated>true</IsTruncated></ListBucketResult>",
                    "without a continuation token");
