@@ -29,8 +29,6 @@
 
 #include "airlock.h"
 
-#include "mount_ops.h"
-
 #define S3_CONNECT_TIMEOUT_MS 5000               /* to open a connection */
 #define S3_TIMEOUT_MS         60000              /* a whole operation, by default */
 #define S3_READ_MAX           ((size_t)1 << 30)  /* bytes one s3_get returns at most */
@@ -99,7 +97,7 @@ enum al_mount_status s3_list(struct s3_mount *m, const char *prefix, s3_list_fn 
 int s3_list_parse(const char *xml, size_t len, s3_list_fn *each, void *ud, char **ret_token,
                   char *err, size_t errlen);
 
-/* The mount backend over an s3_mount (ud: struct s3_mount *). A key "" or ending in "/" is a
+/* The mount backend (struct al_mount_ops, airlock.h) over an s3_mount (ud: struct s3_mount *). A key "" or ending in "/" is a
  * directory (the entry's prefix); stat of another key is the object's size, else a directory
  * when keys lie below "key/", else AL_MOUNT_NOT_FOUND. list names the direct children: objects
  * and common prefixes below "key/" (or below key when it is "" or ends in "/"), skipping the

@@ -478,6 +478,125 @@ static void test_s3_config_refused(void **state)
     }
 }
 
+/* ---- a run's workspace over s3_mount_ops ---------------------------------------------- */
+
+static struct al_runner *new_runner(void)
+{
+    struct al_config *c = al_config_new();
+    struct al_runner *r = NULL;
+    struct al_error e;
+    assert_non_null(c);
+    assert_int_equal(al_config_set_warm_workers(c, 0), AL_OK);
+    if (al_runner_new(c, &r, &e) != AL_OK) {
+        fail_msg("al_runner_new: %s", e.message);
+    }
+    al_config_free(c);
+    return r;
+}
+
+/* The run's value (malloc'd), after it completed. */
+static char *run_in(struct al_runner *r, struct al_workspace *ws, const char *src)
+{
+    struct al_run_opts *o = al_run_opts_new();
+    struct al_result *res = NULL;
+    struct al_error e;
+    assert_non_null(o);
+    assert_int_equal(al_run_opts_set_source(o, src, strlen(src), NULL), AL_OK);
+    assert_int_equal(al_run_opts_set_workspace(o, ws), AL_OK);
+    if (al_run(r, o, &res, &e) != AL_OK) {
+        fail_msg("al_run: %s", e.message);
+    }
+    if (al_result_status(res) != AL_STATUS_COMPLETED) {
+        fail_msg("the run failed: %s: %s", al_code_name(al_result_error_code(res)),
+                 al_result_error_message(res));
+    }
+    char *value = strdup(al_result_value(res, NULL));
+    al_result_free(res);
+    al_run_opts_free(o);
+    return value;
+}
+
+static struct al_workspace *workspace_over(struct s3_mount *m)
+{
+    static const char manifest[] =
+            "{\"version\": 1, \"root\": \"/workspace\", \"entries\": {"
+            " \"lake\": {\"type\": \"s3_mount\", \"mount\": \"finance-lake\", \"prefix\": "
+            "\"ws/2026/\"},"
+            " \"out/export\": {\"type\": \"s3_mount\", \"mount\": \"finance-lake\", \"prefix\": "
+            "\"ws/reports/\", \"read_only\": false}},"
+            " \"outputs\": [\"out/\"]}";
+    struct al_workspace *ws = NULL;
+    struct al_error e;
+    if (al_workspace_new(manifest, strlen(manifest), &ws, &e) != AL_OK) {
+        fail_msg("al_workspace_new: %s", e.message);
+    }
+    assert_int_equal(al_workspace_set_mount(ws, "finance-lake", &s3_mount_ops, m), AL_OK);
+    return ws;
+}
+
+static void test_s3_workspace_run(void **state)
+{
+    (void)state;
+    struct s3_mount *m = s3rver();
+    struct al_runner *r = new_runner();
+    struct al_error e;
+    size_t n = 0;
+    put(m, "ws/2026/q1.csv", "region,amount\nnorth,10\nsouth,32\n", 31);
+    put(m, "ws/2026/old/q4.csv", "region,amount\n", 14);
+    struct al_workspace *ws = workspace_over(m);
+    char *value = run_in(
+            r, ws,
+            "const csv = await workspace.readFile('lake/q1.csv');\n"
+            "const total = csv.trim().split('\\n').slice(1)"
+            ".reduce((t, l) => t + Number(l.split(',')[1]), 0);\n"
+            "const fs = await import('node:fs/promises');\n"
+            "let missing;\n"
+            "try { await fs.readFile('/workspace/lake/nope.csv'); } catch (x) { missing = x.code; "
+            "}\n"
+            "await workspace.writeFile('out/export/report.md', `# Q1\\n\\ntotal ${total}\\n`);\n"
+            "await workspace.writeJson('out/export/summary.json', {total});\n"
+            "return [total, (await workspace.readdir('lake')).sort(), "
+            "(await workspace.stat('lake/q1.csv')).size, missing];");
+    assert_string_equal(value, "[42,[\"old\",\"q1.csv\"],31,\"ENOENT\"]");
+    free(value);
+    /* nothing reaches the bucket before the commit, all of it after */
+    uint64_t size = 0;
+    assert_int_equal(s3_head(m, "ws/reports/report.md", &size, err, sizeof err),
+                     AL_MOUNT_NOT_FOUND);
+    if (al_workspace_commit(ws, &e) != AL_OK) {
+        fail_msg("al_workspace_commit: %s", e.message);
+    }
+    char *data = get(m, "ws/reports/report.md", 0, UINT64_MAX, &n);
+    assert_int_equal(n, strlen("# Q1\n\ntotal 42\n"));
+    assert_memory_equal(data, "# Q1\n\ntotal 42\n", n);
+    free(data);
+    assert_int_equal(s3_head(m, "ws/reports/summary.json", &size, err, sizeof err), AL_MOUNT_OK);
+    al_workspace_free(ws);
+
+    /* a bucket that is not there: the guest gets EIO naming the mount and the bucket, and the
+     * commit fails naming them too */
+    struct s3_mount *gone =
+            mount_at(env("S3RVER_ENDPOINT"), "gone-bucket", "S3RVER", env("S3_CANARY"), 0);
+    ws = workspace_over(gone);
+    value = run_in(r, ws,
+                   "let m;\n"
+                   "try { await workspace.readFile('lake/q1.csv'); } catch (x) { m = x.message; }\n"
+                   "await workspace.writeFile('out/export/report.md', 'x');\n"
+                   "return m;");
+    snprintf(err, sizeof err, "%s", value);
+    expect_message("gone-bucket", "finance-lake");
+    expect_message("gone-bucket", "NoSuchBucket");
+    assert_non_null(strstr(value, "EIO"));
+    free(value);
+    assert_int_not_equal(al_workspace_commit(ws, &e), AL_OK);
+    snprintf(err, sizeof err, "%s", e.message);
+    expect_message("gone-bucket", "finance-lake");
+    al_workspace_free(ws);
+    s3_mount_free(gone);
+    al_runner_free(r);
+    s3_mount_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -493,6 +612,7 @@ int main(void)
         cmocka_unit_test(test_s3_slow_server),
         cmocka_unit_test(test_s3_failing_server),
         cmocka_unit_test(test_s3_config_refused),
+        cmocka_unit_test(test_s3_workspace_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
