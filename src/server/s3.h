@@ -97,13 +97,14 @@ enum al_mount_status s3_list(struct s3_mount *m, const char *prefix, s3_list_fn 
 int s3_list_parse(const char *xml, size_t len, s3_list_fn *each, void *ud, char **ret_token,
                   char *err, size_t errlen);
 
-/* The mount backend (struct al_mount_ops, airlock.h) over an s3_mount (ud: struct s3_mount *). A key "" or ending in "/" is a
- * directory (the entry's prefix); stat of another key is the object's size, else a directory
- * when keys lie below "key/", else AL_MOUNT_NOT_FOUND. list names the direct children: objects
- * and common prefixes below "key/" (or below key when it is "" or ends in "/"), skipping the
- * names that are no single path segment ("", ".", "..") and a directory marker object ("dir/"
- * itself); a directory with nothing below is AL_MOUNT_NOT_FOUND unless its key is "" or ends in
- * "/". */
+/* The mount backend (struct al_mount_ops, airlock.h) over an s3_mount (ud: struct s3_mount *).
+ * A key "" or ending in "/" is a directory (the entry's prefix); stat of another key is the
+ * object's size, else a directory when keys lie below "key/", else AL_MOUNT_NOT_FOUND. list
+ * names the direct children: objects and common prefixes below "key/" (or below key when it is
+ * "" or ends in "/"), skipping the names that are no single path segment ("", ".", "..") and a
+ * directory marker object ("dir/" itself); a directory with nothing below is
+ * AL_MOUNT_NOT_FOUND unless its key is "" or ends in "/". write is s3_put, remove s3_delete;
+ * a mount may serve several workspaces at once. */
 extern const struct al_mount_ops s3_mount_ops;
 
 #endif
