@@ -494,6 +494,13 @@ static struct al_runner *new_runner(void)
     return r;
 }
 
+/* report.note(text): a host function of the run, as airlockd gives a run its connectors */
+static void host_note(struct al_call *call, void *ud)
+{
+    (void)ud;
+    al_call_return(call, "null", 4);
+}
+
 /* The run's value (malloc'd), after it completed. */
 static char *run_in(struct al_runner *r, struct al_workspace *ws, const char *src)
 {
@@ -501,6 +508,7 @@ static char *run_in(struct al_runner *r, struct al_workspace *ws, const char *sr
     struct al_result *res = NULL;
     struct al_error e;
     assert_non_null(o);
+    assert_int_equal(al_run_opts_add_host(o, "report.note", host_note, NULL, 0), AL_OK);
     assert_int_equal(al_run_opts_set_source(o, src, strlen(src), NULL), AL_OK);
     assert_int_equal(al_run_opts_set_workspace(o, ws), AL_OK);
     if (al_run(r, o, &res, &e) != AL_OK) {
@@ -555,6 +563,7 @@ static void test_s3_workspace_run(void **state)
             "}\n"
             "await workspace.writeFile('out/export/report.md', `# Q1\\n\\ntotal ${total}\\n`);\n"
             "await workspace.writeJson('out/export/summary.json', {total});\n"
+            "await report.note('written');\n"
             "return [total, (await workspace.readdir('lake')).sort(), "
             "(await workspace.stat('lake/q1.csv')).size, missing];");
     assert_string_equal(value, "[42,[\"old\",\"q1.csv\"],31,\"ENOENT\"]");
