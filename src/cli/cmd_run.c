@@ -65,9 +65,12 @@ static const char usage[] =
         "for a\n"
         "                             .mjs FILE)\n"
         "  --modules DIR              imports resolve inside DIR only (a read-only module root)\n"
-        "  --workspace DIR            the guest's `workspace` and node:fs/promises over DIR, read-only\n"
-        "                             (symbolic links answer EACCES) except under --workspace-output\n"
-        "  --workspace-output PREFIX  a writable prefix of the workspace (repeatable); what the guest\n"
+        "  --workspace DIR            the guest's `workspace` and node:fs/promises over DIR, "
+        "read-only\n"
+        "                             (symbolic links answer EACCES) except under "
+        "--workspace-output\n"
+        "  --workspace-output PREFIX  a writable prefix of the workspace (repeatable); what the "
+        "guest\n"
         "                             writes there is written into DIR once the run completed\n"
         "  --unsafe-no-jail           run without the worker's seccomp filter (stats.jail says "
         "\"none\")\n"
@@ -133,8 +136,8 @@ struct run_args {
     uint64_t ttl_ms;       /* 0: the default */
     const char **resolves; /* ID=JSON */
     size_t nresolves;
-    const char *workspace;       /* --workspace DIR */
-    const char **ws_outputs;     /* --workspace-output PREFIX, in order */
+    const char *workspace;   /* --workspace DIR */
+    const char **ws_outputs; /* --workspace-output PREFIX, in order */
     size_t nws_outputs;
 };
 

@@ -481,11 +481,11 @@ enum al_code al_workspace_load_tar(struct al_workspace *ws, const char *tar, siz
                            "snapshot: member '%.100s' is a %s, only files and directories are "
                            "accepted",
                            name,
-                           type == '1'                 ? "hard link"
-                           : type == '2'               ? "symbolic link"
+                           type == '1'                  ? "hard link"
+                           : type == '2'                ? "symbolic link"
                            : type == '3' || type == '4' ? "device"
-                           : type == '6'               ? "FIFO"
-                                                       : "member of an unknown type");
+                           : type == '6'                ? "FIFO"
+                                                        : "member of an unknown type");
             goto out;
         }
         if (clean_name(name, nlen, clean, &clen) != 0) {

@@ -27,14 +27,15 @@
 
 static const char key[] = "k1-0123456789abcdef0123456789abcdef";
 
-static const char manifest[] = "{\"version\": 1, \"root\": \"/workspace\","
-                               " \"entries\": {\"README.md\": {\"type\": \"file\", \"content\": "
-                               "\"hello\"},"
-                               "  \"in\": {\"type\": \"dir\"},"
-                               "  \"in/a.csv\": {\"type\": \"file\", \"content\": \"x,y\\n1,2\\n\"}},"
-                               " \"outputs\": [\"out/\"],"
-                               " \"limits\": {\"bytes\": 33554432, \"files\": 20, \"file_bytes\": "
-                               "12582912}}";
+static const char manifest[] =
+        "{\"version\": 1, \"root\": \"/workspace\","
+        " \"entries\": {\"README.md\": {\"type\": \"file\", \"content\": "
+        "\"hello\"},"
+        "  \"in\": {\"type\": \"dir\"},"
+        "  \"in/a.csv\": {\"type\": \"file\", \"content\": \"x,y\\n1,2\\n\"}},"
+        " \"outputs\": [\"out/\"],"
+        " \"limits\": {\"bytes\": 33554432, \"files\": 20, \"file_bytes\": "
+        "12582912}}";
 
 /* approve.ask(x): interrupts for a person (a continuation needs one) */
 static void host_ask(struct al_call *call, void *ud)
@@ -142,7 +143,8 @@ static void test_workspace_guest_api(void **state)
           "await workspace.readdir('out'), await workspace.exists('out/a'), "
           "await workspace.exists('out/c/b/x.txt'), st.size, st.isFile(), dst.isDirectory(), "
           "await workspace.glob('**/*.txt'), await workspace.glob('/workspace/*.md'), "
-          "(await workspace.readdir('.', {withFileTypes: true})).map(d => d.name + d.isDirectory())];",
+          "(await workspace.readdir('.', {withFileTypes: true})).map(d => d.name + "
+          "d.isDirectory())];",
           "[\"hello\",\"hello\",true,8,120,\"# report\\nhi\",{\"n\":1},[\"c\",\"r.md\",\"s.json\"],"
           "false,true,11,true,true,[\"out/c/b/x.txt\"],[\"README.md\"],"
           "[\"README.mdfalse\",\"intrue\",\"outtrue\"]]");
@@ -180,10 +182,10 @@ static void test_workspace_node_fs(void **state)
     struct al_run_opts *o = al_run_opts_new();
     assert_int_equal(al_run_opts_set_source_type(o, AL_SOURCE_MODULE), AL_OK);
     expect_done(run_opts(r, o,
-                          "import { readFile } from 'node:fs/promises';\n"
-                          "export default readFile('README.md', 'utf8');",
-                          ws),
-                 "\"hello\"");
+                         "import { readFile } from 'node:fs/promises';\n"
+                         "export default readFile('README.md', 'utf8');",
+                         ws),
+                "\"hello\"");
     al_run_opts_free(o);
     al_workspace_free(ws);
     al_runner_free(r);
@@ -220,8 +222,7 @@ static void test_workspace_errors(void **state)
           "\"EACCES\",\"EACCES\",\"EACCES\",\"ENOENT\",\"EISDIR\",\"EROFS\","
           "\"ERR_INVALID_ARG_VALUE\",\"ERR_INVALID_ARG_TYPE\",\"ERR_INVALID_ARG_VALUE\"]");
     /* the message reads as Node's */
-    check(r, ws,
-          "try { await workspace.readFile('nope.txt'); } catch (e) { return e.message; }",
+    check(r, ws, "try { await workspace.readFile('nope.txt'); } catch (e) { return e.message; }",
           "\"ENOENT: no such file or directory, open 'nope.txt'\"");
     al_workspace_free(ws);
     al_runner_free(r);
@@ -381,12 +382,12 @@ static void test_workspace_local_mount(void **state)
     (void)state;
     make_tree();
     struct al_runner *r = new_runner();
-    struct al_workspace *ws = new_ws(
-            "{\"entries\": {\"docs\": {\"type\": \"local_dir\", \"mount\": \"handbook\", "
-            "\"prefix\": \"policies/\"},"
-            " \"out/back\": {\"type\": \"local_dir\", \"mount\": \"handbook\", \"prefix\": "
-            "\"written\", \"read_only\": false}},"
-            " \"outputs\": [\"out\"]}");
+    struct al_workspace *ws =
+            new_ws("{\"entries\": {\"docs\": {\"type\": \"local_dir\", \"mount\": \"handbook\", "
+                   "\"prefix\": \"policies/\"},"
+                   " \"out/back\": {\"type\": \"local_dir\", \"mount\": \"handbook\", \"prefix\": "
+                   "\"written\", \"read_only\": false}},"
+                   " \"outputs\": [\"out\"]}");
     assert_int_equal(al_workspace_set_mount_local(ws, "nobody", tmpdir), AL_CONFIG_ERROR);
     assert_int_equal(al_workspace_set_mount_local(ws, "handbook", "/nonexistent/dir"),
                      AL_CONFIG_ERROR);
@@ -556,8 +557,9 @@ static enum al_mount_status mem_remove(void *ud, const char *k, char *err, size_
     return AL_MOUNT_OK;
 }
 
-static const struct al_mount_ops mem_ops = { AL_MOUNT_OPS_VERSION, mem_stat, mem_read, mem_list,
-                                             mem_write, mem_remove };
+static const struct al_mount_ops mem_ops = {
+    AL_MOUNT_OPS_VERSION, mem_stat, mem_read, mem_list, mem_write, mem_remove
+};
 
 struct seen {
     char ops[1024];
