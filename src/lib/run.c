@@ -716,7 +716,9 @@ static enum al_code build_hosts(struct run_state *st, char *msg, size_t msg_len)
         snprintf(msg, msg_len, "out of memory");
         return AL_INTERNAL_ERROR;
     }
-    memcpy(own, o->hosts, o->nhosts * sizeof *own);
+    if (o->nhosts > 0) {
+        memcpy(own, o->hosts, o->nhosts * sizeof *own); /* hosts is NULL when there are none */
+    }
     for (size_t i = 0; o->workspace && i < WS_OPS_COUNT; i++) {
         own[o->nhosts + i] = (struct host_entry){ ws_host_names[i], 9, ws_host, o->workspace,
                                                   HOST_HIDDEN | HOST_FILE };
