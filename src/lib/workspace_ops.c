@@ -996,6 +996,17 @@ static void op_rename(struct ws_ctx *c)
         }
         return;
     }
+    /* a mount entry stays where the manifest put it: its keys are cut at that path */
+    size_t lo;
+    size_t hi;
+    ws_descendants(ws, from, flen, &lo, &hi);
+    for (size_t k = lo; src->is_dir && k < hi; k++) {
+        if (ws->nodes[k]->entry) {
+            ws_fail(c->e, "EROFS", "read-only file system, rename '%.100s' -> '%.100s' (it holds "
+                    "a mount)", fshown, tshown);
+            return;
+        }
+    }
     if (ws_under(to, tlen, from)) {
         if (tlen != flen) {
             ws_fail(c->e, "EINVAL", "invalid argument, rename '%.100s' -> '%.100s'", fshown,
@@ -1008,8 +1019,6 @@ static void op_rename(struct ws_ctx *c)
     }
     int found;
     size_t ti = ws_index(ws, to, tlen, &found);
-    size_t lo;
-    size_t hi;
     if (found) {
         struct ws_node *dst = ws->nodes[ti];
         ws_descendants(ws, to, tlen, &lo, &hi);

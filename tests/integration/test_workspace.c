@@ -675,6 +675,40 @@ static void test_workspace_app_mount(void **state)
     al_runner_free(r);
 }
 
+/* A directory holding a mount entry cannot be renamed: the entry would move in the tree but not
+ * in the manifest, so the files written into it would be committed under keys cut at the old
+ * entry's length (outside the mount's prefix, or a read past the path). EROFS, as for rm. */
+static void test_workspace_rename_holding_mount(void **state)
+{
+    (void)state;
+    struct al_runner *r = new_runner();
+    static const char m[] =
+            "{\"entries\": {\"out/a-rather-long-directory/export\": {\"type\": \"s3_mount\", "
+            "\"mount\": \"finance-lake\", \"prefix\": \"reports/2026/quarterly/\", "
+            "\"read_only\": false}},"
+            " \"outputs\": [\"out/\"]}";
+    struct al_workspace *ws = new_ws(m);
+    struct mem_mount mm = { 0 };
+    assert_int_equal(al_workspace_set_mount(ws, "finance-lake", &mem_ops, &mm), AL_OK);
+    check(r, ws,
+          "await workspace.writeFile('out/a-rather-long-directory/export/r.md', 'R');\n"
+          "const codes = [];\n"
+          "for (const to of ['out/b', 'out/a-rather-long-directory-2', 'out/x/y']) {\n"
+          "  try { await workspace.rename('out/a-rather-long-directory', to); codes.push('ok'); }\n"
+          "  catch (e) { codes.push(e.code); }\n"
+          "}\n"
+          "try { await workspace.rename('out', 'out2'); codes.push('ok'); }"
+          " catch (e) { codes.push(e.code); }\n"
+          "return [codes, await workspace.readdir('out')];",
+          "[[\"EROFS\",\"EROFS\",\"EROFS\",\"EROFS\"],[\"a-rather-long-directory\"]]");
+    struct seen s = { 0 };
+    al_workspace_outputs(ws, each_output, &s);
+    assert_string_equal(s.keys, "out/a-rather-long-directory/export/r.md=finance-lake@"
+                                "reports/2026/quarterly/r.md;");
+    al_workspace_free(ws);
+    al_runner_free(r);
+}
+
 /* On the runner's event thread (al_run_start), mount operations run on the workspace's own
  * thread and answer from there. */
 static void test_workspace_async_run(void **state)
@@ -818,6 +852,7 @@ int main(void)
         cmocka_unit_test(test_workspace_local_mount),
         cmocka_unit_test(test_workspace_directory),
         cmocka_unit_test(test_workspace_app_mount),
+        cmocka_unit_test(test_workspace_rename_holding_mount),
         cmocka_unit_test(test_workspace_async_run),
         cmocka_unit_test(test_workspace_journal_replay),
         cmocka_unit_test(test_workspace_resume),
