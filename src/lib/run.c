@@ -160,9 +160,10 @@ static void on_call(struct run_state *st, struct wire_cursor *c)
     st->in_flight++;
     const struct host_entry *h = &st->hosts[fn];
     /* A workspace write answered from a journal or continuation happened in the first run:
-     * the fresh workspace gets it again, in call order, before the answer is replayed. */
+     * the fresh workspace gets it again, in call order, before the answer is replayed. One
+     * that failed there is not tried again: a mount that answers now would make it succeed. */
     int op = file ? ws_op_of(h->name) : -1;
-    int replay_write = op >= 0 && ws_op_mutates(op) && ledger_will_replay(st->ledger, id);
+    int replay_write = op >= 0 && ws_op_mutates(op) && ledger_will_replay_value(st->ledger, id);
     struct ledger_action a; /* from a continuation's ledger, or the host */
     ledger_on_call(st->ledger, id, fn, h->name, (h->flags & AL_HOST_SYNC) != 0, args, len, &a);
     if (replay_write && a.what != LEDGER_DIVERGED && a.what != LEDGER_FAIL) {

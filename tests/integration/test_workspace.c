@@ -838,6 +838,116 @@ static void test_workspace_resume(void **state)
     al_runner_free(r);
 }
 
+/* A bucket of one object, reports/log.txt, whose bytes and health a test changes between runs. */
+struct flaky {
+    const char *log; /* the object's bytes */
+    int broken;      /* every call fails */
+};
+
+static enum al_mount_status flaky_stat(void *ud, const char *k, uint64_t *size, int *dir,
+                                       char *err, size_t errlen)
+{
+    struct flaky *f = ud;
+    if (f->broken) {
+        snprintf(err, errlen, "connection reset");
+        return AL_MOUNT_ERROR;
+    }
+    if (strcmp(k, "reports/log.txt") != 0) {
+        return AL_MOUNT_NOT_FOUND;
+    }
+    *dir = 0;
+    *size = strlen(f->log);
+    return AL_MOUNT_OK;
+}
+
+static enum al_mount_status flaky_read(void *ud, const char *k, uint64_t off, uint64_t len,
+                                       char **ret, size_t *ret_len, char *err, size_t errlen)
+{
+    struct flaky *f = ud;
+    (void)off;
+    (void)len;
+    if (f->broken) {
+        snprintf(err, errlen, "connection reset");
+        return AL_MOUNT_ERROR;
+    }
+    if (strcmp(k, "reports/log.txt") != 0) {
+        return AL_MOUNT_NOT_FOUND;
+    }
+    *ret = strdup(f->log);
+    *ret_len = strlen(f->log);
+    return AL_MOUNT_OK;
+}
+
+static enum al_mount_status flaky_list(void *ud, const char *k, al_mount_list_fn *each, void *lud,
+                                       char *err, size_t errlen)
+{
+    (void)ud;
+    (void)k;
+    (void)each;
+    (void)lud;
+    snprintf(err, errlen, "not listed");
+    return AL_MOUNT_ERROR;
+}
+
+static const struct al_mount_ops flaky_ops = { AL_MOUNT_OPS_VERSION, flaky_stat, flaky_read,
+                                               flaky_list, NULL, NULL };
+
+static const char flaky_manifest[] =
+        "{\"entries\": {\"out/export\": {\"type\": \"s3_mount\", \"mount\": \"lake\", "
+        "\"prefix\": \"reports/\", \"read_only\": false}}, \"outputs\": [\"out/\"]}";
+
+/* A write that failed in the first run (its mount was down) changed nothing; replayed from the
+ * journal against a mount that answers now, it still changes nothing: the replayed workspace is
+ * the one the first run left, and its outputs are what the guest saw. */
+static void test_workspace_replay_failed_write(void **state)
+{
+    (void)state;
+    struct al_runner *r = new_runner();
+    struct journal *j = calloc(1, sizeof *j);
+    struct flaky f = { .log = "old", .broken = 1 };
+    struct al_workspace *ws = new_ws(flaky_manifest);
+    assert_int_equal(al_workspace_set_mount(ws, "lake", &flaky_ops, &f), AL_OK);
+    struct al_run_opts *o = al_run_opts_new();
+    al_run_opts_set_journal(o, keep, j);
+    struct al_result *res = run_opts(r, o,
+                                     "let e = 'none';\n"
+                                     "try { await workspace.appendFile('out/export/log.txt', "
+                                     "'+x'); } catch (x) { e = x.code; }\n"
+                                     "await approve.ask(1);\n"
+                                     "return e;",
+                                     ws);
+    assert_int_equal(al_result_status(res), AL_STATUS_INTERRUPTED);
+    al_result_free(res);
+    al_run_opts_free(o);
+    al_workspace_free(ws);
+
+    f.broken = 0;
+    struct al_workspace *fresh = new_ws(flaky_manifest);
+    assert_int_equal(al_workspace_set_mount(fresh, "lake", &flaky_ops, &f), AL_OK);
+    o = al_run_opts_new();
+    for (size_t i = 0; i < j->n; i++) {
+        assert_int_equal(al_run_opts_add_journal_entry(o, &j->e[i]), AL_OK);
+    }
+    expect_done(run_opts(r, o,
+                         "let e = 'none';\n"
+                         "try { await workspace.appendFile('out/export/log.txt', '+x'); }"
+                         " catch (x) { e = x.code; }\n"
+                         "return e;",
+                         fresh),
+                "\"EIO\"");
+    struct seen s = { 0 };
+    al_workspace_outputs(fresh, each_output, &s);
+    assert_string_equal(s.keys, "");
+    al_run_opts_free(o);
+    al_workspace_free(fresh);
+    for (size_t i = 0; i < j->n; i++) {
+        free(j->payload[i]);
+        free(j->fn[i]);
+    }
+    free(j);
+    al_runner_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -856,6 +966,7 @@ int main(void)
         cmocka_unit_test(test_workspace_async_run),
         cmocka_unit_test(test_workspace_journal_replay),
         cmocka_unit_test(test_workspace_resume),
+        cmocka_unit_test(test_workspace_replay_failed_write),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
