@@ -273,11 +273,25 @@ static enum al_mount_status local_write(void *ud, const char *key, const char *d
         snprintf(err, errlen, "%.200s is a directory", key);
         return AL_MOUNT_ERROR;
     }
-    int fd = openat(dfd, last, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    /* only a regular file is replaced: a FIFO would block (or take the bytes), a device would
+     * get them; checked before the open (which a device may act on) and again after it, on
+     * what was opened, without O_TRUNC until then */
+    struct stat st;
+    if (fstatat(dfd, last, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
+        close(dfd);
+        snprintf(err, errlen, "%.200s is not a regular file", key);
+        return AL_MOUNT_ERROR;
+    }
+    int fd = openat(dfd, last, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
     int e = errno;
     close(dfd);
     if (fd < 0) {
         say(err, errlen, "open", e);
+        return AL_MOUNT_ERROR;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || ftruncate(fd, 0) != 0) {
+        close(fd);
+        snprintf(err, errlen, "%.200s is not a regular file", key);
         return AL_MOUNT_ERROR;
     }
     size_t done = 0;

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 /* clang-format on */
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -502,6 +503,35 @@ static void test_workspace_directory(void **state)
     remove_tree();
 }
 
+/* A FIFO (or a device) where commit would write a file is never opened: the commit fails and
+ * nothing reaches it. (The test holds the FIFO open for reading, so a write that opened it
+ * would not block but land.) */
+static void test_workspace_commit_fifo(void **state)
+{
+    (void)state;
+    make_tree();
+    struct al_runner *r = new_runner();
+    char p[256];
+    snprintf(p, sizeof p, "%s/out", tmpdir);
+    assert_int_equal(mkdir(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/out/r.md", tmpdir);
+    assert_int_equal(mkfifo(p, 0644), 0);
+    int rfd = open(p, O_RDONLY | O_NONBLOCK);
+    assert_true(rfd >= 0);
+    struct al_workspace *ws = new_ws("{\"entries\": {\".\": {\"type\": \"local_dir\", \"mount\": "
+                                     "\"dir\", \"read_only\": false}}, \"outputs\": [\"out/\"]}");
+    assert_int_equal(al_workspace_set_mount_local(ws, "dir", tmpdir), AL_OK);
+    check(r, ws, "await workspace.writeFile('out/r.md', 'into a fifo'); return 1;", "1");
+    struct al_error err;
+    assert_int_not_equal(al_workspace_commit(ws, &err), AL_OK);
+    char got[32];
+    assert_true(read(rfd, got, sizeof got) <= 0);
+    close(rfd);
+    al_workspace_free(ws);
+    al_runner_free(r);
+    remove_tree();
+}
+
 /* ------------------------------------------------------------ application mounts */
 
 struct mem_mount {
@@ -961,6 +991,7 @@ int main(void)
         cmocka_unit_test(test_workspace_absent),
         cmocka_unit_test(test_workspace_local_mount),
         cmocka_unit_test(test_workspace_directory),
+        cmocka_unit_test(test_workspace_commit_fifo),
         cmocka_unit_test(test_workspace_app_mount),
         cmocka_unit_test(test_workspace_rename_holding_mount),
         cmocka_unit_test(test_workspace_async_run),
