@@ -858,8 +858,10 @@ typedef void al_workspace_file_fn(const struct al_workspace_file *file, void *ud
 AL_API void al_workspace_outputs(const struct al_workspace *ws, al_workspace_file_fn *fn, void *ud);
 
 /* Writes the files written into writable mounts (read_only: false under an outputs prefix) to
- * their backends, all or nothing: after a failed write the ones written are removed, and the
- * error (AL_INTERNAL_ERROR) names the mount and the path. The application calls it when the
+ * their backends, all or nothing: what each key holds is read first (stat, read; an object
+ * above file_bytes, or more than `bytes` of them in all, fails the commit before any write),
+ * and after a failed write the objects replaced are written back and the ones made removed;
+ * the error (AL_INTERNAL_ERROR) names the mount and the path. The application calls it when the
  * run completed and before it answers; never for a failed or cancelled run. AL_OK with
  * nothing to write. */
 AL_NODISCARD AL_API enum al_code al_workspace_commit(struct al_workspace *ws,

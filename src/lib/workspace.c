@@ -883,6 +883,52 @@ void al_workspace_outputs(const struct al_workspace *ws, al_workspace_file_fn *f
     }
 }
 
+/* What a key held before commit replaced it, put back when a later write fails. */
+struct ws_backup {
+    char *data; /* malloc'd; NULL for a key that held nothing */
+    size_t len;
+    int existed;
+};
+
+/* Reads what node n's key holds now into *b; AL_OK, or the error naming the mount and path.
+ * `*budget`: bytes all backups may still take (the workspace's own limit: a commit never holds
+ * more than the guest could write). */
+static enum al_code backup_key(const struct al_workspace *ws, const struct ws_node *n,
+                               struct ws_backup *b, uint64_t *budget, struct al_error *reterr)
+{
+    const struct ws_mount_entry *me = &ws->entries[n->mount];
+    const struct ws_backend *be = ws_backend_of(ws, n->mount);
+    char *key = ws_mount_key(ws, n->mount, n->path, n->path_len);
+    char err[256] = "";
+    uint64_t size = 0;
+    int is_dir = 0;
+    enum al_code rc = AL_OK;
+    if (!key) {
+        return error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+    }
+    int st = be->ops->stat(be->ud, key, &size, &is_dir, err, sizeof err);
+    if (st == AL_MOUNT_OK && !is_dir) {
+        if (size > ws->max_file_bytes || size > *budget) {
+            rc = error_set(reterr, AL_INTERNAL_ERROR,
+                           "mount %s: writing %.200s failed: it would replace an object of %llu "
+                           "bytes, more than a failed commit could put back",
+                           me->name, n->path, (unsigned long long)size);
+        } else {
+            st = be->ops->read(be->ud, key, 0, size, &b->data, &b->len, err, sizeof err);
+            b->existed = st == AL_MOUNT_OK;
+            if (b->existed) {
+                *budget -= b->len < *budget ? b->len : *budget;
+            }
+        }
+    }
+    if (rc == AL_OK && st != AL_MOUNT_OK && st != AL_MOUNT_NOT_FOUND) {
+        rc = error_set(reterr, AL_INTERNAL_ERROR, "mount %s: writing %.200s failed: %s", me->name,
+                       n->path, err[0] ? err : "the backend failed");
+    }
+    free(key);
+    return rc;
+}
+
 enum al_code al_workspace_commit(struct al_workspace *ws, struct al_error *reterr)
 {
     if (!ws) {
@@ -890,8 +936,21 @@ enum al_code al_workspace_commit(struct al_workspace *ws, struct al_error *reter
     }
     ws_thread_drain(ws);
     enum al_code rc = AL_OK;
+    struct ws_backup *backups = calloc(ws->nnodes + 1, sizeof *backups);
+    uint64_t budget = ws->max_bytes;
+    if (!backups) {
+        return error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+    }
+    /* all or nothing: what each key holds is read before anything is written, so that a
+     * failed write can put back what the ones before it replaced */
+    for (size_t i = 0; i < ws->nnodes && rc == AL_OK; i++) {
+        const struct ws_node *n = ws->nodes[i];
+        if (!n->is_dir && n->mount >= 0) {
+            rc = backup_key(ws, n, &backups[i], &budget, reterr);
+        }
+    }
     size_t i = 0;
-    for (; i < ws->nnodes; i++) {
+    for (; i < ws->nnodes && rc == AL_OK; i++) {
         const struct ws_node *n = ws->nodes[i];
         if (n->is_dir || n->mount < 0) {
             continue;
@@ -916,22 +975,28 @@ enum al_code al_workspace_commit(struct al_workspace *ws, struct al_error *reter
             break;
         }
     }
-    if (rc == AL_OK) {
-        return AL_OK;
-    }
-    /* all or nothing: what was written is removed again */
-    while (i-- > 0) {
-        const struct ws_node *n = ws->nodes[i];
-        if (n->is_dir || n->mount < 0) {
-            continue;
+    if (rc != AL_OK) {
+        /* what was written is put back as it was: replaced objects restored, new ones removed */
+        while (i-- > 0) {
+            const struct ws_node *n = ws->nodes[i];
+            if (n->is_dir || n->mount < 0) {
+                continue;
+            }
+            const struct ws_backend *be = ws_backend_of(ws, n->mount);
+            char *key = ws_mount_key(ws, n->mount, n->path, n->path_len);
+            char err[256];
+            const struct ws_backup *b = &backups[i];
+            if (key && b->existed) {
+                be->ops->write(be->ud, key, b->data ? b->data : "", b->len, err, sizeof err);
+            } else if (key && be->ops->remove) {
+                be->ops->remove(be->ud, key, err, sizeof err);
+            }
+            free(key);
         }
-        const struct ws_backend *be = ws_backend_of(ws, n->mount);
-        char *key = ws_mount_key(ws, n->mount, n->path, n->path_len);
-        char err[256];
-        if (key && be->ops->remove) {
-            be->ops->remove(be->ud, key, err, sizeof err);
-        }
-        free(key);
     }
+    for (size_t k = 0; k < ws->nnodes; k++) {
+        free(backups[k].data);
+    }
+    free(backups);
     return rc;
 }

@@ -978,6 +978,137 @@ static void test_workspace_replay_failed_write(void **state)
     al_runner_free(r);
 }
 
+/* A bucket of a few objects held in memory, whose n-th write fails when asked. */
+struct kv {
+    char *key[8];
+    char *val[8];
+    int n;
+    int writes;
+    int fail_at; /* the write that fails (1-based), 0: none */
+};
+
+static int kv_find(const struct kv *b, const char *k)
+{
+    for (int i = 0; i < b->n; i++) {
+        if (b->key[i] && strcmp(b->key[i], k) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static enum al_mount_status kv_stat(void *ud, const char *k, uint64_t *size, int *dir, char *err,
+                                    size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    int i = kv_find(ud, k);
+    if (i < 0) {
+        return AL_MOUNT_NOT_FOUND;
+    }
+    *dir = 0;
+    *size = strlen(((struct kv *)ud)->val[i]);
+    return AL_MOUNT_OK;
+}
+
+static enum al_mount_status kv_read(void *ud, const char *k, uint64_t off, uint64_t len, char **ret,
+                                    size_t *ret_len, char *err, size_t errlen)
+{
+    (void)off;
+    (void)len;
+    (void)err;
+    (void)errlen;
+    int i = kv_find(ud, k);
+    if (i < 0) {
+        return AL_MOUNT_NOT_FOUND;
+    }
+    *ret = strdup(((struct kv *)ud)->val[i]);
+    *ret_len = strlen(*ret);
+    return AL_MOUNT_OK;
+}
+
+static enum al_mount_status kv_list(void *ud, const char *k, al_mount_list_fn *each, void *lud,
+                                    char *err, size_t errlen)
+{
+    (void)ud;
+    (void)k;
+    (void)each;
+    (void)lud;
+    (void)err;
+    (void)errlen;
+    return AL_MOUNT_NOT_FOUND;
+}
+
+static enum al_mount_status kv_write(void *ud, const char *k, const char *data, size_t len,
+                                     char *err, size_t errlen)
+{
+    struct kv *b = ud;
+    if (++b->writes == b->fail_at) {
+        snprintf(err, errlen, "bucket full");
+        return AL_MOUNT_ERROR;
+    }
+    int i = kv_find(b, k);
+    if (i < 0) {
+        i = b->n++;
+        b->key[i] = strdup(k);
+    } else {
+        free(b->val[i]);
+    }
+    b->val[i] = strndup(data, len);
+    return AL_MOUNT_OK;
+}
+
+static enum al_mount_status kv_remove(void *ud, const char *k, char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    struct kv *b = ud;
+    int i = kv_find(b, k);
+    if (i >= 0) {
+        free(b->key[i]);
+        free(b->val[i]);
+        b->key[i] = NULL;
+        b->val[i] = NULL;
+    }
+    return AL_MOUNT_OK;
+}
+
+static const struct al_mount_ops kv_ops = { AL_MOUNT_OPS_VERSION, kv_stat, kv_read, kv_list,
+                                            kv_write, kv_remove };
+
+/* All or nothing: a commit that fails midway leaves the bucket as it was - an object it had
+ * replaced before the failure is put back, not deleted. */
+static void test_workspace_commit_restores(void **state)
+{
+    (void)state;
+    struct al_runner *r = new_runner();
+    struct al_workspace *ws = new_ws(flaky_manifest);
+    struct kv b = { .fail_at = 3 };
+    b.key[0] = strdup("reports/a.md");
+    b.val[0] = strdup("last year's");
+    b.n = 1;
+    assert_int_equal(al_workspace_set_mount(ws, "lake", &kv_ops, &b), AL_OK);
+    check(r, ws,
+          "await workspace.writeFile('out/export/a.md', 'A');\n"
+          "await workspace.writeFile('out/export/b.md', 'B');\n"
+          "await workspace.writeFile('out/export/c.md', 'C');\n"
+          "return 1;",
+          "1");
+    struct al_error err;
+    assert_int_not_equal(al_workspace_commit(ws, &err), AL_OK);
+    assert_non_null(strstr(err.message, "out/export/c.md"));
+    int a = kv_find(&b, "reports/a.md");
+    assert_true(a >= 0);
+    assert_string_equal(b.val[a], "last year's");
+    assert_int_equal(kv_find(&b, "reports/b.md"), -1);
+    al_workspace_free(ws);
+    for (int i = 0; i < b.n; i++) {
+        free(b.key[i]);
+        free(b.val[i]);
+    }
+    al_runner_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -998,6 +1129,7 @@ int main(void)
         cmocka_unit_test(test_workspace_journal_replay),
         cmocka_unit_test(test_workspace_resume),
         cmocka_unit_test(test_workspace_replay_failed_write),
+        cmocka_unit_test(test_workspace_commit_restores),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
