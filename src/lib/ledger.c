@@ -732,14 +732,20 @@ enum ledger_decision ledger_on_call(struct ledger *l, uint32_t id, uint32_t fn, 
     return decide(ret, LEDGER_NONE, id); /* in its turn: ledger_next */
 }
 
-int ledger_will_replay_value(const struct ledger *l, uint32_t id)
+int ledger_will_replay_value(const struct ledger *l, uint32_t id, const char **ret_payload,
+                             size_t *ret_len)
 {
     const struct replay *rp = l->replay;
     if (!rp || rp->done) {
         return 0;
     }
     int k = find_entry(&rp->cont, id);
-    return k >= 0 && rp->cont.entries[k].kind == CONT_VALUE;
+    if (k < 0 || rp->cont.entries[k].kind != CONT_VALUE) {
+        return 0;
+    }
+    *ret_payload = rp->cont.entries[k].payload;
+    *ret_len = rp->cont.entries[k].len;
+    return 1;
 }
 
 /* A live answer that may go now: first in line, and not held past what was released. */

@@ -102,9 +102,11 @@ enum ledger_decision ledger_on_call(struct ledger *l, uint32_t id, uint32_t fn, 
                                     int sync, const char *args, size_t len,
                                     struct ledger_action *ret);
 /* 1 when call `id`, about to be made, will be answered with a value from the continuation or
- * journal being replayed (not invoked): a workspace write it made is then applied again
+ * journal being replayed (not invoked), with *ret_payload and *ret_len that value (borrowed,
+ * valid until the call is answered): a workspace write it made is then applied again
  * (ws_replay). A call that threw there changed nothing, so it is not applied. */
-int ledger_will_replay_value(const struct ledger *l, uint32_t id);
+int ledger_will_replay_value(const struct ledger *l, uint32_t id, const char **ret_payload,
+                             size_t *ret_len);
 /* What became due: replayed answers in the order they were first sent, then, once the replay
  * has caught up, the invocations of resolved interruptions (of a journal: the calls it does not
  * have), then live answers that waited and may go now. NONE when nothing is. */

@@ -163,11 +163,14 @@ static void on_call(struct run_state *st, struct wire_cursor *c)
      * the fresh workspace gets it again, in call order, before the answer is replayed. One
      * that failed there is not tried again: a mount that answers now would make it succeed. */
     int op = file ? ws_op_of(h->name) : -1;
-    int replay_write = op >= 0 && ws_op_mutates(op) && ledger_will_replay_value(st->ledger, id);
+    const char *answer = NULL;
+    size_t answer_len = 0;
+    int replay_write = op >= 0 && ws_op_mutates(op) &&
+                       ledger_will_replay_value(st->ledger, id, &answer, &answer_len);
     struct ledger_action a; /* from a continuation's ledger, or the host */
     ledger_on_call(st->ledger, id, fn, h->name, (h->flags & AL_HOST_SYNC) != 0, args, len, &a);
     if (replay_write && a.what != LEDGER_DIVERGED && a.what != LEDGER_FAIL) {
-        ws_replay(st->opts->workspace, op, args, len);
+        ws_replay(st->opts->workspace, op, args, len, answer, answer_len);
     }
     carry_out(st, &a);
 }

@@ -62,6 +62,9 @@ struct ws_job {
     int op;     /* index into ws_host_names */
     char *args; /* owned, NUL-terminated */
     size_t len;
+    int replayed;        /* a write replayed (call NULL) */
+    char *answer;        /* ... and the first run's answer to it (owned; NULL when empty) */
+    size_t answer_len;
 };
 
 struct al_workspace {
@@ -107,8 +110,10 @@ int ws_op_of(const char *name);
 /* The host function of every "workspace.<op>" (userdata: the workspace). */
 void ws_host(struct al_call *call, void *userdata);
 /* Applies a mutating call replayed from a journal or a continuation (its answer comes from
- * there; the outcome here is dropped). */
-void ws_replay(struct al_workspace *ws, int op, const char *args, size_t len);
+ * there; the outcome here is dropped). `answer` is the first run's answer to it, which holds
+ * what it read from a mount (appendFile's base): a replay never reads a mount. */
+void ws_replay(struct al_workspace *ws, int op, const char *args, size_t len, const char *answer,
+               size_t answer_len);
 /* The first mount an entry names that was never set (for the run's CONFIG_ERROR), or NULL. */
 const char *ws_missing_mount(const struct al_workspace *ws);
 /* The largest encoded argument array one file operation may send (a file of file_bytes as a

@@ -363,6 +363,7 @@ static void *thread_main(void *arg)
         pthread_mutex_unlock(&ws->mu);
         ws_run_job(ws, job);
         free(job->args);
+        free(job->answer);
         free(job);
         pthread_mutex_lock(&ws->mu);
         ws->busy = 0;

@@ -266,6 +266,9 @@ struct ws_ctx {
     const struct json_node *args; /* the argument array */
     struct buf *answer;
     struct ws_err *e;
+    int replayed;              /* a write replayed from a journal or continuation */
+    const char *first_answer;  /* ... and the first run's answer to it ("" for none) */
+    size_t first_answer_len;
     /* for the observer */
     char path[WS_PATH_MAX + 1];
     size_t path_len;
@@ -489,6 +492,30 @@ static void op_read_file(struct ws_ctx *c)
     free(own);
 }
 
+/* The base a replayed appendFile appends to: the bytes its first answer recorded (none when
+ * the mount had no such file). 0 with *ret malloc'd or NULL, or -1 with e set. */
+static int replayed_base(struct ws_ctx *c, char **ret, size_t *ret_len)
+{
+    *ret = NULL;
+    *ret_len = 0;
+    if (c->first_answer_len == 0) {
+        return 0;
+    }
+    struct json_doc *doc = NULL;
+    struct al_error jerr;
+    const char *d;
+    char *own = NULL;
+    int rc = -1;
+    if (json_parse(c->first_answer, c->first_answer_len, WS_JSON_DEPTH, &doc, &jerr) != AL_OK) {
+        ws_fail(c->e, "EINVAL", "invalid argument (a malformed recorded answer)");
+    } else if (data_arg(json_root(doc), &d, ret_len, &own, c->e) == 0) {
+        *ret = own ? own : buf_dup(d, *ret_len);
+        rc = *ret ? 0 : (ws_fail(c->e, "ENOMEM", "out of memory"), -1);
+    }
+    json_doc_free(doc);
+    return rc;
+}
+
 /* Writes (or appends) bytes to a file of the tree, within the limits. */
 static void put_file(struct ws_ctx *c, const char *path, size_t len, const char *shown,
                      const char *data, size_t n, int append)
@@ -513,7 +540,14 @@ static void put_file(struct ws_ctx *c, const char *path, size_t len, const char 
     }
     char *base = NULL; /* an append to a mount's file not written yet: its bytes */
     size_t base_len = 0;
-    if (append && m >= 0 && !node) {
+    int from_mount = append && m >= 0 && !node;
+    if (from_mount && c->replayed) {
+        /* what the first run read, from its answer: the mount may have changed since, or be
+         * out of reach (a replay reaches none) */
+        if (replayed_base(c, &base, &base_len) != 0) {
+            return;
+        }
+    } else if (from_mount) {
         const char *d;
         char *own;
         struct ws_err quiet = { 0 };
@@ -523,9 +557,15 @@ static void put_file(struct ws_ctx *c, const char *path, size_t len, const char 
         c->e = keep;
         if (r == 0) {
             base = own ? own : buf_dup(d, base_len);
+            if (!base) {
+                ws_fail(c->e, "ENOMEM", "out of memory");
+                return;
+            }
         } else if (strcmp(quiet.code, "ENOENT") != 0) {
             *c->e = quiet;
             return;
+        } else {
+            base_len = 0; /* no such file in the mount: the append makes it */
         }
     }
     size_t old = node ? node->len : 0;
@@ -561,6 +601,10 @@ static void put_file(struct ws_ctx *c, const char *path, size_t len, const char 
     }
     if (n) {
         memcpy(bytes + pre, data, n);
+    }
+    if (base && !c->replayed) {
+        /* the answer records what was read, for a replay (the guest's wrapper drops it) */
+        put_bytes(c->answer, base, base_len);
     }
     free(base);
     if (!node) {
@@ -1299,16 +1343,22 @@ static void op_glob(struct ws_ctx *c)
 /* ------------------------------------------------------------------ dispatch */
 
 /* Runs op on args; the answer in `answer` or the failure in e. */
-static void exec_op(struct al_workspace *ws, int op, const char *args, size_t len,
-                    struct buf *answer, struct ws_err *e, struct ws_ctx *c)
+static void exec_op(struct al_workspace *ws, const struct ws_job *job, struct buf *answer,
+                    struct ws_err *e, struct ws_ctx *c)
 {
     struct json_doc *doc = NULL;
     struct al_error jerr;
+    int op = job->op;
     memset(c, 0, sizeof *c);
     c->ws = ws;
     c->op = op;
     c->answer = answer;
     c->e = e;
+    c->replayed = job->replayed;
+    c->first_answer = job->answer ? job->answer : "";
+    c->first_answer_len = job->answer ? job->answer_len : 0;
+    const char *args = job->args;
+    size_t len = job->len;
     if (json_parse(args, len, WS_JSON_DEPTH, &doc, &jerr) != AL_OK ||
         json_root(doc)->type != JSON_ARRAY) {
         json_doc_free(doc);
@@ -1380,7 +1430,7 @@ void ws_run_job(struct al_workspace *ws, struct ws_job *job)
         free(c);
         return;
     }
-    exec_op(ws, job->op, job->args, job->len, &answer, &e, c);
+    exec_op(ws, job, &answer, &e, c);
     if (job->call) {
         if (ws->observer) {
             struct al_workspace_op o = {
@@ -1437,18 +1487,23 @@ void ws_host(struct al_call *call, void *userdata)
     }
 }
 
-void ws_replay(struct al_workspace *ws, int op, const char *args, size_t len)
+void ws_replay(struct al_workspace *ws, int op, const char *args, size_t len, const char *answer,
+               size_t answer_len)
 {
-    struct ws_job job = { .op = op, .len = len };
+    struct ws_job job = { .op = op, .len = len, .replayed = 1, .answer_len = answer_len };
     if (!has_mounts(ws)) {
         job.args = (char *)args;
+        job.answer = (char *)answer;
         ws_run_job(ws, &job);
         return;
     }
     struct ws_job *j = malloc(sizeof *j);
     char *copy = buf_dup(args, len);
-    if (!j || !copy || (*j = job, j->args = copy, ws_thread_submit(ws, j) != 0)) {
+    char *answer_copy = answer && answer_len ? buf_dup(answer, answer_len) : NULL;
+    if (!j || !copy || (answer && answer_len && !answer_copy) ||
+        (*j = job, j->args = copy, j->answer = answer_copy, ws_thread_submit(ws, j) != 0)) {
         free(j);
         free(copy);
+        free(answer_copy);
     }
 }

@@ -182,7 +182,9 @@
             ops.readFile(path, checkEncoding(encoding))),
         readFileBytes: op('readFileBytes', (path) => ops.readFile(path, null)),
         writeFile: op('writeFile', (path, data) => ops.writeFile(path, toData(data))),
-        appendFile: op('appendFile', (path, data) => ops.appendFile(path, toData(data))),
+        appendFile: op('appendFile', async (path, data) => {
+            await ops.appendFile(path, toData(data)); /* its answer is for a replay only */
+        }),
         readJson: op('readJson', async (path) => JSONParse(await ops.readFile(path, 'utf8'))),
         writeJson: op('writeJson', (path, value, space) =>
             ops.writeFile(path, JSONStringify(value, null, space))),
@@ -203,7 +205,9 @@
         readFile: op('readFile', (path, options) =>
             ops.readFile(path, checkEncoding(encodingOf(options, null)))),
         writeFile: op('writeFile', (path, data) => ops.writeFile(path, toData(data))),
-        appendFile: op('appendFile', (path, data) => ops.appendFile(path, toData(data))),
+        appendFile: op('appendFile', async (path, data) => {
+            await ops.appendFile(path, toData(data)); /* its answer is for a replay only */
+        }),
         readdir: op('readdir', async (path, options) => {
             const list = await ops.readdir(path);
             return options && options.withFileTypes ? dirents(list, path) : names(list);

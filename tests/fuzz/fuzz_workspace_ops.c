@@ -128,7 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const char *line_end = nl ? nl : end;
         if (line_end > p) {
             int op = (unsigned char)p[0] % WS_OPS_COUNT;
-            ws_replay(ws, op, p + 1, (size_t)(line_end - p - 1));
+            ws_replay(ws, op, p + 1, (size_t)(line_end - p - 1), NULL, 0);
             ws_thread_drain(ws);
             check_tree(ws);
         }

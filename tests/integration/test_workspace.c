@@ -1109,6 +1109,74 @@ static void test_workspace_commit_restores(void **state)
     al_runner_free(r);
 }
 
+struct append_bytes {
+    char bytes[64];
+};
+
+static void each_output_bytes(const struct al_workspace_file *f, void *ud)
+{
+    struct append_bytes *ab = ud;
+    snprintf(ab->bytes, sizeof ab->bytes, "%.*s", (int)f->len, f->data);
+}
+
+/* appendFile onto a mount's file reads it first; replayed, it appends to what the first run
+ * read (recorded with its answer), never to what the mount holds now - nor fails when the
+ * mount cannot be reached (airlockd replays with no mount at all). */
+static void test_workspace_replay_append_base(void **state)
+{
+    (void)state;
+    struct al_runner *r = new_runner();
+    struct journal *j = calloc(1, sizeof *j);
+    struct flaky f = { .log = "old" };
+    struct al_workspace *ws = new_ws(flaky_manifest);
+    assert_int_equal(al_workspace_set_mount(ws, "lake", &flaky_ops, &f), AL_OK);
+    struct al_run_opts *o = al_run_opts_new();
+    al_run_opts_set_journal(o, keep, j);
+    struct al_result *res = run_opts(r, o,
+                                     "const a = await workspace.appendFile('out/export/log.txt', "
+                                     "'+x');\n"
+                                     "await approve.ask(1);\n"
+                                     "return a;",
+                                     ws);
+    assert_int_equal(al_result_status(res), AL_STATUS_INTERRUPTED);
+    al_result_free(res);
+    al_run_opts_free(o);
+    struct seen first = { 0 };
+    al_workspace_outputs(ws, each_output, &first);
+    al_workspace_free(ws);
+
+    for (int broken = 0; broken <= 1; broken++) {
+        f.log = "changed since";
+        f.broken = broken;
+        struct al_workspace *fresh = new_ws(flaky_manifest);
+        assert_int_equal(al_workspace_set_mount(fresh, "lake", &flaky_ops, &f), AL_OK);
+        o = al_run_opts_new();
+        for (size_t i = 0; i < j->n; i++) {
+            assert_int_equal(al_run_opts_add_journal_entry(o, &j->e[i]), AL_OK);
+        }
+        /* the answer the guest gets is undefined, first and replayed */
+        expect_done(run_opts(r, o,
+                             "return [await workspace.appendFile('out/export/log.txt', '+x')];",
+                             fresh),
+                    "[{\"$type\":\"undefined\"}]");
+        struct seen again = { 0 };
+        al_workspace_outputs(fresh, each_output, &again);
+        assert_string_equal(again.keys, first.keys);
+        /* the bytes too: what commit would write is what the first run left */
+        struct append_bytes ab = { "" };
+        al_workspace_outputs(fresh, each_output_bytes, &ab);
+        assert_string_equal(ab.bytes, "old+x");
+        al_run_opts_free(o);
+        al_workspace_free(fresh);
+    }
+    for (size_t i = 0; i < j->n; i++) {
+        free(j->payload[i]);
+        free(j->fn[i]);
+    }
+    free(j);
+    al_runner_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1130,6 +1198,7 @@ int main(void)
         cmocka_unit_test(test_workspace_resume),
         cmocka_unit_test(test_workspace_replay_failed_write),
         cmocka_unit_test(test_workspace_commit_restores),
+        cmocka_unit_test(test_workspace_replay_append_base),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
