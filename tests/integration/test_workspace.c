@@ -15,6 +15,7 @@
 /* clang-format on */
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1177,6 +1178,96 @@ static void test_workspace_replay_append_base(void **state)
     al_runner_free(r);
 }
 
+/* A mount whose reads block until the test lets them go. */
+struct gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int entered;
+    int open;
+};
+
+static enum al_mount_status gate_stat(void *ud, const char *k, uint64_t *size, int *dir, char *err,
+                                      size_t errlen)
+{
+    struct gate *g = ud;
+    (void)k;
+    pthread_mutex_lock(&g->mu);
+    g->entered++;
+    pthread_cond_broadcast(&g->cv);
+    while (!g->open) {
+        pthread_cond_wait(&g->cv, &g->mu);
+    }
+    pthread_mutex_unlock(&g->mu);
+    (void)size;
+    (void)dir;
+    snprintf(err, errlen, "connection reset");
+    return AL_MOUNT_ERROR;
+}
+
+static enum al_mount_status gate_read(void *ud, const char *k, uint64_t off, uint64_t len,
+                                      char **ret, size_t *ret_len, char *err, size_t errlen)
+{
+    (void)ud;
+    (void)k;
+    (void)off;
+    (void)len;
+    (void)ret;
+    (void)ret_len;
+    snprintf(err, errlen, "unreachable");
+    return AL_MOUNT_ERROR;
+}
+
+static const struct al_mount_ops gate_ops = { AL_MOUNT_OPS_VERSION, gate_stat, gate_read,
+                                              flaky_list, NULL, NULL };
+
+/* A run whose guest waits on a mount that never answers ends at its deadline, and when
+ * cancelled: the mount's thread holds neither. */
+static void test_workspace_blocked_mount(void **state)
+{
+    (void)state;
+    struct al_runner *r = new_runner();
+    struct gate g = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0 };
+    static const char src[] = "await workspace.readFile('out/export/a.txt'); return 'read';";
+    struct al_workspace *ws = new_ws(flaky_manifest);
+    assert_int_equal(al_workspace_set_mount(ws, "lake", &gate_ops, &g), AL_OK);
+    struct al_run_opts *o = al_run_opts_new();
+    assert_int_equal(al_run_opts_set_limit(o, AL_LIMIT_TIMEOUT_MS, 300), AL_OK);
+    struct al_result *res = run_opts(r, o, src, ws);
+    assert_int_equal(al_result_error_code(res), AL_TIMEOUT);
+    al_result_free(res);
+    al_run_opts_free(o);
+
+    /* cancelled while the read is stuck (another workspace: this one's thread is still in the
+     * first run's read) */
+    struct al_workspace *ws2 = new_ws(flaky_manifest);
+    assert_int_equal(al_workspace_set_mount(ws2, "lake", &gate_ops, &g), AL_OK);
+    o = al_run_opts_new();
+    assert_int_equal(al_run_opts_set_source(o, src, strlen(src), NULL), AL_OK);
+    assert_int_equal(al_run_opts_set_workspace(o, ws2), AL_OK);
+    struct al_run *run = NULL;
+    struct al_error err;
+    assert_int_equal(al_run_start(r, o, NULL, NULL, &run, &err), AL_OK);
+    al_run_opts_free(o);
+    pthread_mutex_lock(&g.mu);
+    while (g.entered < 2) {
+        pthread_cond_wait(&g.cv, &g.mu);
+    }
+    pthread_mutex_unlock(&g.mu);
+    al_run_cancel(run);
+    assert_int_equal(al_run_wait(run, &res, &err), AL_OK);
+    al_run_release(run);
+    assert_int_equal(al_result_error_code(res), AL_ABORTED);
+    al_result_free(res);
+
+    pthread_mutex_lock(&g.mu);
+    g.open = 1;
+    pthread_cond_broadcast(&g.cv);
+    pthread_mutex_unlock(&g.mu);
+    al_workspace_free(ws);
+    al_workspace_free(ws2);
+    al_runner_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1199,6 +1290,7 @@ int main(void)
         cmocka_unit_test(test_workspace_replay_failed_write),
         cmocka_unit_test(test_workspace_commit_restores),
         cmocka_unit_test(test_workspace_replay_append_base),
+        cmocka_unit_test(test_workspace_blocked_mount),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
