@@ -1098,11 +1098,13 @@ int main(int argc, char **argv)
     umask(077); /* the database, its WAL and the key files are airlockd's alone */
     int opt = main_options(argc, argv, &cfg);
     if (opt != 0) {
+        free(cfg.mount_roots); /* read before the refusal, if any */
         return opt == 1 ? 0 : 2;
     }
     if (FAULT_INIT() != 0) {
         fprintf(stderr, "airlockd: AIRLOCK_CRASH_AT must be BOUNDARY:CALL, BOUNDARY one of "
                         "before_mark, after_send, after_journal, after_delivery and CALL from 1\n");
+        free(cfg.mount_roots);
         return 2;
     }
 
