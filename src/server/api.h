@@ -37,6 +37,7 @@ struct replays;
 
 struct readers;
 struct audit_head;
+struct mounts_roots;
 struct auditlog_kept;
 
 /* What handlers reach beyond the store (main.c fills it). */
@@ -51,6 +52,8 @@ struct api_services {
     struct ratelimit *verify_limit; /* full re-verifications of the audit log; NULL: none */
     /* the 401s of admission, tallied per client address (denials.h); NULL: a record each */
     struct denials *denials;
+    /* the config's mounts.local_roots (mounts.h); NULL: none, no local mount */
+    const struct mounts_roots *mount_roots;
 };
 
 struct api_ctx {
@@ -192,6 +195,18 @@ void api_system_readyz(struct api_ctx *ctx);
 void api_connectors_create(struct api_ctx *ctx);
 void api_connectors_list(struct api_ctx *ctx);
 void api_connectors_get(struct api_ctx *ctx);
+
+/* Mounts (api_mounts.c). */
+void api_mounts_create(struct api_ctx *ctx);
+void api_mounts_list(struct api_ctx *ctx);
+void api_mounts_delete(struct api_ctx *ctx);
+/* Reads `ws`, the `workspace` member of a body (a version's, an ad-hoc run's), for a run in
+ * `department`: its structure, and every local_dir / s3_mount entry naming a mount of that
+ * department of the matching kind (local, s3), on ctx->store. 0 with the manifest's canonical
+ * text (RFC 8785) appended to out; -1 after answering 400 INVALID_REQUEST naming the entry (500 when the
+ * store failed). */
+int api_workspace_read(struct api_ctx *ctx, const struct json_node *ws, const char *department,
+                       struct buf *out);
 
 /* Templates and versions (api_templates.c). */
 void api_templates_create(struct api_ctx *ctx);

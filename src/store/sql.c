@@ -749,17 +749,18 @@ enum store_rc sql_version_create(struct store *s, const struct store_version *v,
     char now[32];
     int64_t version = 0;
     sql_now(now);
-    const char *args[] = { v->template_name, v->source, v->language, v->input_schema, v->functions,
-                           v->autonomy,      v->limits, v->digest,   v->author,       now };
+    const char *args[] = { v->template_name, v->source, v->language, v->input_schema,
+                           v->functions,     v->autonomy, v->limits,   v->digest,
+                           v->author,        now,         v->workspace };
     /* the CAST: PostgreSQL would not know $1's type in the select list; the WHERE tells SQLite's
      * parser that ON CONFLICT is the upsert's */
     rc = q->db->walk(q,
                      "INSERT INTO versions(template, version, state, source, language, "
-                     "input_schema, functions, autonomy, limits, digest, author, created) SELECT "
-                     "CAST($1 AS TEXT), coalesce(max(version), 0) + 1, 'draft', $2, $3, $4, $5, "
-                     "$6, $7, $8, $9, $10 FROM versions WHERE template = CAST($1 AS TEXT) "
-                     "ON CONFLICT DO NOTHING RETURNING version",
-                     10, args, 1, sql_version_number_each, NULL, &version);
+                     "input_schema, functions, autonomy, limits, digest, author, created, "
+                     "workspace) SELECT CAST($1 AS TEXT), coalesce(max(version), 0) + 1, 'draft', "
+                     "$2, $3, $4, $5, $6, $7, $8, $9, $10, $11 FROM versions WHERE template = "
+                     "CAST($1 AS TEXT) ON CONFLICT DO NOTHING RETURNING version",
+                     11, args, 1, sql_version_number_each, NULL, &version);
     if (rc == STORE_OK) {
         *ret_version = version;
     }
@@ -770,8 +771,8 @@ enum store_rc sql_version_create(struct store *s, const struct store_version *v,
     "SELECT v.template, v.version, t.department, v.state, v.source, v.language, v.input_schema, " \
     "v.functions, v.autonomy, v.limits, v.digest, v.author, v.created, v.approved_by, "           \
     "v.approved, v.approve_comment, v.submitted_by, v.submitted, v.rejected_by, v.rejected, "     \
-    "v.reject_comment, v.revoked_by, v.revoked, v.revoke_reason FROM versions v JOIN templates "  \
-    "t ON t.name = v.template "
+    "v.reject_comment, v.revoked_by, v.revoked, v.revoke_reason, v.workspace FROM versions v "    \
+    "JOIN templates t ON t.name = v.template "
 
 static int sql_version_each(const struct sql_row *r, void *fn, void *userdata)
 {
@@ -800,6 +801,7 @@ static int sql_version_each(const struct sql_row *r, void *fn, void *userdata)
         .revoked_by = col(r, 21),
         .revoked = col(r, 22),
         .revoke_reason = col(r, 23),
+        .workspace = col(r, 24),
     };
     return ((store_version_fn *)fn)(userdata, &v);
 }
@@ -825,6 +827,15 @@ enum store_rc sql_version_list(struct store *s, const char *template_name, store
 {
     return sql_walk(s, SQL_VERSION_COLUMNS "WHERE v.template = $1 ORDER BY v.version", 1,
                     &template_name, 0, sql_version_each, (void *)fn, userdata);
+}
+
+enum store_rc sql_version_list_with_workspace(struct store *s, const char *department,
+                                              store_version_fn *fn, void *userdata)
+{
+    return sql_walk(s,
+                    SQL_VERSION_COLUMNS "WHERE t.department = $1 AND v.state = 'approved' AND "
+                                        "v.workspace IS NOT NULL ORDER BY v.template, v.version",
+                    1, &department, 0, sql_version_each, (void *)fn, userdata);
 }
 
 enum store_rc sql_version_set_state(struct store *s, const char *template_name, int64_t version,
@@ -1180,6 +1191,57 @@ enum store_rc sql_connector_list(struct store *s, store_connector_fn *fn, void *
 {
     return sql_walk(s, SQL_CONNECTOR_SELECT "ORDER BY name", 0, NULL, 0, sql_connector_each,
                     (void *)fn, userdata);
+}
+
+/* ---------------------------------------------------------------- mounts (0014) */
+
+enum store_rc sql_mount_create(struct store *s, const struct store_mount *m)
+{
+    struct sql_store *q = sql_of(s);
+    enum store_rc rc =
+            sql_exists(q, "SELECT 1 FROM departments WHERE name = $1", 1, &m->department);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    char now[32];
+    sql_now(now);
+    const char *args[] = { m->name,     m->department,    m->kind,          m->path,
+                           m->endpoint, m->bucket,        m->region,        m->access_key_id,
+                           m->secret_sealed, now,         m->created_by };
+    return sql_insert(q,
+                      "INSERT INTO mounts(name, department, kind, path, endpoint, bucket, region, "
+                      "access_key_id, secret, created, created_by) VALUES ($1, $2, $3, $4, $5, "
+                      "$6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING",
+                      11, args);
+}
+
+#define SQL_MOUNT_SELECT                                                                           \
+    "SELECT name, department, kind, path, endpoint, bucket, region, access_key_id, secret, "       \
+    "created, created_by FROM mounts "
+
+static int sql_mount_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct store_mount m = { col(r, 0), col(r, 1), col(r, 2), col(r, 3),  col(r, 4), col(r, 5),
+                             col(r, 6), col(r, 7), col(r, 8), col(r, 9), col(r, 10) };
+    return ((store_mount_fn *)fn)(userdata, &m);
+}
+
+enum store_rc sql_mount_get(struct store *s, const char *name, store_mount_fn *fn,
+                            void *userdata)
+{
+    return sql_walk(s, SQL_MOUNT_SELECT "WHERE name = $1", 1, &name, 1, sql_mount_each,
+                    (void *)fn, userdata);
+}
+
+enum store_rc sql_mount_list(struct store *s, store_mount_fn *fn, void *userdata)
+{
+    return sql_walk(s, SQL_MOUNT_SELECT "ORDER BY name", 0, NULL, 0, sql_mount_each, (void *)fn,
+                    userdata);
+}
+
+enum store_rc sql_mount_delete(struct store *s, const char *name)
+{
+    return sql_change(sql_of(s), "DELETE FROM mounts WHERE name = $1", 1, &name);
 }
 
 /* ---------------------------------------------------------------- several nodes (0006, 0007) */

@@ -132,6 +132,9 @@ struct store_version {
     const char *submitted_by, *submitted;
     const char *rejected_by, *rejected, *reject_comment;
     const char *revoked_by, *revoked, *revoke_reason;
+    /* since version 14 (0014_mounts): the workspace manifest, a JSON object (RFC 8785) covered by
+     * the digest; NULL when the version has none */
+    const char *workspace;
 };
 
 typedef int store_template_fn(void *userdata, const struct store_template *t);
@@ -219,6 +222,25 @@ struct store_connector {
 };
 
 typedef int store_connector_fn(void *userdata, const struct store_connector *c);
+
+/* A mount (0014_mounts): storage a workspace manifest names. Kind "local" has path (NULL
+ * otherwise); kind "s3" has endpoint, bucket, region, access_key_id and secret_sealed (the
+ * secret access key, sealed by the caller: secretbox.h), NULL otherwise. */
+struct store_mount {
+    const char *name;
+    const char *department;
+    const char *kind; /* "local" | "s3" */
+    const char *path;
+    const char *endpoint;
+    const char *bucket;
+    const char *region;
+    const char *access_key_id;
+    const char *secret_sealed;
+    const char *created;    /* set by the store on create; ignored there */
+    const char *created_by; /* the principal that registered it */
+};
+
+typedef int store_mount_fn(void *userdata, const struct store_mount *m);
 
 /* A connector call a run's execution sent (0006_nodes): marked before it leaves, forgotten once
  * that execution's end or wait is recorded, so what is left of a dead node is in doubt. */
@@ -646,6 +668,22 @@ struct store_ops {
     /* The replay kept for a version: fn sees it once; NOT_FOUND when it has none. */
     enum store_rc (*replay_get)(struct store *s, const char *template_name, int64_t version,
                                 store_replay_fn *fn, void *userdata);
+
+    /* Since version 14 (0014_mounts): mounts, and versions' workspace manifests (version_create
+     * keeps v->workspace; the version reads give it). */
+    /* CONFLICT when the name is taken, NOT_FOUND when m->department does not exist. */
+    enum store_rc (*mount_create)(struct store *s, const struct store_mount *m);
+    /* NOT_FOUND when no such mount; otherwise fn sees it once. */
+    enum store_rc (*mount_get)(struct store *s, const char *name, store_mount_fn *fn,
+                               void *userdata);
+    /* Every mount, by name. */
+    enum store_rc (*mount_list)(struct store *s, store_mount_fn *fn, void *userdata);
+    /* NOT_FOUND when no such mount. */
+    enum store_rc (*mount_delete)(struct store *s, const char *name);
+    /* The approved versions of `department`'s templates that have a workspace manifest, by
+     * template and number (what may name a mount of the department). */
+    enum store_rc (*version_list_with_workspace)(struct store *s, const char *department,
+                                                 store_version_fn *fn, void *userdata);
 
     /* Since version 15 (0015_workspaces): workspaces on runs. */
     /* Keeps bytes[0..len) as a blob, unless one with their SHA-256 is kept already; ret_sha256
