@@ -478,6 +478,52 @@ def t_template_run_resumes_with_its_workspace(tmp):
         w.close()
 
 
+LOGGED = """
+await workspace.mkdir('out', {recursive: true});
+let total = 0;
+for (let i = 1; i <= 4; i++) {
+    total += await steps.step(i);
+    await workspace.appendFile('out/log.txt', 'step ' + i + '\\n');
+}
+return {total, log: await workspace.readFile('out/log.txt')};
+"""
+
+
+def t_recovered_run_rebuilds_its_workspace(tmp):
+    """airlockd SIGKILLed when call 3 of a template run with a workspace reaches its connector:
+    after the restart the run goes on from its journal in a workspace built again from its
+    manifest, the writes of its answered steps applied again (not written twice), and it
+    completes with every step's line once."""
+    import test_durable as td
+    w = world(tmp)
+    try:
+        w.ok("POST", "/v1/connectors", {
+            "name": "steps", "department": "finance", "url": w.shop.url,
+            "signing_secret": tr.SECRET, "timeout_ms": 30000,
+            "functions": {"step": {"idempotent": True, "result_schema": {"type": "integer"}}}},
+            w.admin, 201)
+        w.ok("POST", "/v1/templates", {"name": "logged", "department": "finance",
+                                      "description": "steps logged to a file"},
+             w.keys["alice"], 201)
+        w.ok("POST", "/v1/templates/logged/versions",
+             {"source": LOGGED, "functions": ["steps.step"],
+              "workspace": {"version": 1, "outputs": ["out/"]}}, w.keys["alice"], 201)
+        w.ok("POST", "/v1/templates/logged/versions/1/submit", {}, w.keys["alice"])
+        w.ok("POST", "/v1/templates/logged/versions/1/approve", {}, w.keys["bob"])
+        td.arm(w, 3)
+        st, doc = w.run({"template": "logged", "wait": False}, want=202)
+        run_id = doc["id"]
+        td.died(w)
+        done = w.until(run_id, ("completed", "failed", "cancelled"))
+        log = "".join("step %d\n" % i for i in range(1, 5))
+        check(done["status"] == "completed" and done["recovered"] == 1 and
+              done["value"]["log"] == log, "after the restart: %r" % done)
+        st, _, body = raw(w, "GET", "/v1/runs/%s/files/out/log.txt" % run_id, w.keys["agent-7"])
+        check(st == 200 and body == log.encode(), "out/log.txt: %d %r" % (st, body))
+    finally:
+        w.close()
+
+
 TESTS = [(name, fn) for name, fn in sorted(globals().items()) if name.startswith("t_")]
 
 
