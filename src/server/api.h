@@ -68,7 +68,7 @@ struct api_ctx {
     struct auth_rule rule; /* and its permission rule */
     size_t nparams;
     struct api_param params[API_PARAMS_MAX];
-    const char *tail; /* a {name+} parameter's value: the rest of the path, borrowed; or NULL */
+    const char *tail;     /* a {name+} parameter's value: the rest of the path, borrowed; or NULL */
     struct json_doc *doc; /* the parsed body, freed by the router */
     /* the body api_body reads when not NULL, instead of the request's: POST /v1/mcp hands a
      * tool call to the handler of the route it stands for (borrowed) */
@@ -203,8 +203,8 @@ void api_mounts_delete(struct api_ctx *ctx);
 /* Reads `ws`, the `workspace` member of a body (a version's, an ad-hoc run's), for a run in
  * `department`: its structure, and every local_dir / s3_mount entry naming a mount of that
  * department of the matching kind (local, s3), on ctx->store. 0 with the manifest's canonical
- * text (RFC 8785) appended to out; -1 after answering 400 INVALID_REQUEST naming the entry (500 when the
- * store failed). */
+ * text (RFC 8785) appended to out; -1 after answering 400 INVALID_REQUEST naming the entry (500
+ * when the store failed). */
 int api_workspace_read(struct api_ctx *ctx, const struct json_node *ws, const char *department,
                        struct buf *out);
 

@@ -169,8 +169,7 @@ static int api_snapshot_check(struct api_ctx *ctx, const char *body, size_t len)
         api_error(ctx, 400, "INVALID_REQUEST", "the body must be a tar archive");
         return -1;
     }
-    enum al_code code =
-            al_workspace_new(API_MANIFEST_EMPTY, strlen(API_MANIFEST_EMPTY), &ws, &err);
+    enum al_code code = al_workspace_new(API_MANIFEST_EMPTY, strlen(API_MANIFEST_EMPTY), &ws, &err);
     if (code == AL_OK) {
         code = al_workspace_load_tar(ws, body, len, &err);
     }
@@ -390,8 +389,8 @@ static int api_snapshot_seen_fn(void *userdata, const struct store_snapshot *sna
 
 /* "from_snapshot": a snapshot its caller uploaded (another's is 404, as if it did not exist),
  * for the run's department. */
-static int api_workspace_from_snapshot(struct api_ctx *ctx, const char *id,
-                                       const char *department, struct api_run_workspace *w)
+static int api_workspace_from_snapshot(struct api_ctx *ctx, const char *id, const char *department,
+                                       struct api_run_workspace *w)
 {
     struct store *s = ctx->store;
     struct api_snapshot_seen seen;
@@ -607,8 +606,9 @@ enum store_rc api_run_workspace_record(struct store *s, const char *run,
     runs_put_bounded(details, "workspace", w->manifest, strlen(w->manifest));
     api_member(details, ",\"workspace_sha256\":", manifest_sha256);
     if (w->from_run[0] || w->from_snapshot[0]) {
-        api_member(details, w->from_run[0] ? ",\"workspace_from\":{\"run\":"
-                                           : ",\"workspace_from\":{\"snapshot\":",
+        api_member(details,
+                   w->from_run[0] ? ",\"workspace_from\":{\"run\":"
+                                  : ",\"workspace_from\":{\"snapshot\":",
                    w->from_run[0] ? w->from_run : w->from_snapshot);
         api_member(details, ",\"sha256\":", w->start_sha256);
         buf_append_str(details, "}");
@@ -710,8 +710,7 @@ enum store_rc api_run_workspace_mounts(struct store *s, const unsigned char *sec
         error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
         rc = STORE_ERROR;
     }
-    for (const struct json_node *e = n ? entries->child : NULL; e && rc == STORE_OK;
-         e = e->next) {
+    for (const struct json_node *e = n ? entries->child : NULL; e && rc == STORE_OK; e = e->next) {
         const struct json_node *type = e->type == JSON_OBJECT ? json_get(e, "type") : NULL;
         const struct json_node *mount = e->type == JSON_OBJECT ? json_get(e, "mount") : NULL;
         int s3 = type && type->type == JSON_STRING && strcmp(type->str, "s3_mount") == 0;

@@ -33,6 +33,7 @@
 #include "json.h"
 #include "keyfile.h"
 #include "metrics.h"
+#include "mounts.h"
 #include "nodes.h"
 #include "ratelimit.h"
 #include "readers.h"
@@ -41,7 +42,6 @@
 #include "runs.h"
 #include "secretbox.h"
 #include "store.h"
-#include "mounts.h"
 #include "witness.h"
 #include "writer.h"
 
@@ -69,12 +69,12 @@ struct main_config {
     unsigned per_principal_queued;
     unsigned max_queue;
     unsigned warm_workers;
-    unsigned drain_grace_ms;     /* how long SIGTERM lets runs finish before cancelling them */
-    int64_t lease_ms;            /* several nodes: the lease on the runs a node executes */
-    int64_t poll_ms;             /* ... and how often a node looks without a wake-up */
-    char node[NODES_ID_LEN + 1]; /* this node's id (DIR/node.id), PostgreSQL only */
-    char witness[MAIN_PATH_MAX]; /* audit.witness: where checkpoints go too; "": nowhere */
-    char witness_secret[1025];   /* audit.witness_secret: signs them (cleansed at exit) */
+    unsigned drain_grace_ms;          /* how long SIGTERM lets runs finish before cancelling them */
+    int64_t lease_ms;                 /* several nodes: the lease on the runs a node executes */
+    int64_t poll_ms;                  /* ... and how often a node looks without a wake-up */
+    char node[NODES_ID_LEN + 1];      /* this node's id (DIR/node.id), PostgreSQL only */
+    char witness[MAIN_PATH_MAX];      /* audit.witness: where checkpoints go too; "": nowhere */
+    char witness_secret[1025];        /* audit.witness_secret: signs them (cleansed at exit) */
     struct mounts_roots *mount_roots; /* mounts.local_roots, resolved; NULL until one is read */
 };
 
@@ -301,13 +301,15 @@ static int main_audit_config(const char *path, const struct json_node *obj, stru
 
 /* The config file's "mounts" object: local_roots, the directories a local mount's path must lie
  * under (mounts.h), each an existing directory, resolved now. */
-static int main_mounts_config(const char *path, const struct json_node *obj, struct main_config *cfg)
+static int main_mounts_config(const char *path, const struct json_node *obj,
+                              struct main_config *cfg)
 {
     char why[MOUNTS_WHY_MAX];
     const struct json_node *roots = json_get(obj, "local_roots");
     if (obj->count != 1 || !roots || roots->type != JSON_ARRAY) {
-        fprintf(stderr, "airlockd: config %s: mounts takes local_roots (an array of absolute "
-                        "paths of directories)\n",
+        fprintf(stderr,
+                "airlockd: config %s: mounts takes local_roots (an array of absolute "
+                "paths of directories)\n",
                 path);
         return -1;
     }

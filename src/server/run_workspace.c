@@ -99,7 +99,7 @@ static enum al_code run_workspace_mount(struct run_workspace *w, const struct mo
     if (!m->s3) {
         return al_workspace_set_mount_local(w->ws, m->name, m->path);
     }
-    struct s3_mount_config c = { m->endpoint, m->bucket, m->region, m->access_key_id,
+    struct s3_mount_config c = { m->endpoint,          m->bucket, m->region, m->access_key_id,
                                  m->secret_access_key, 0 };
     struct s3_mount *s3 = NULL;
     struct s3_mount **all = realloc(w->s3, (w->ns3 + 1) * sizeof *all);
@@ -278,7 +278,7 @@ enum store_rc run_workspace_record(struct store *s, struct run_workspace *w,
     for (size_t i = 0; i < w->noutputs && rc == STORE_OK; i++) {
         const struct run_workspace_output *o = &w->outputs[i];
         rc = s->ops->blob_put(s, o->data, o->len, hashes[i]);
-        files[i] = (struct store_run_file){ plan->id, o->path,  (int64_t)o->len,
+        files[i] = (struct store_run_file){ plan->id,  o->path,  (int64_t)o->len,
                                             hashes[i], o->mount, o->key };
         if (rc == STORE_OK && o->mount) {
             rc = run_workspace_audit(s, plan, d, "commit", o->path, o->len, hashes[i], NULL,

@@ -172,7 +172,7 @@ struct runs {
     struct runs_share *served; /* the department whose run started last */
     struct srun *ending;       /* cancelled while waiting: to end (runs_end_cancelled) */
     const struct mounts_roots *mount_roots; /* runs_set_mount_roots */
-    struct readers *readers;   /* runs_watch_keys: the key watch's thread and its stop */
+    struct readers *readers; /* runs_watch_keys: the key watch's thread and its stop */
     pthread_t watch_thread;
     pthread_cond_t watch_cond;
     int watching;
@@ -2257,9 +2257,8 @@ static int runs_go(struct runs *r, struct srun *sr, const char *continuation,
         return -1;
     }
     /* every execution builds its workspace again from the plan: a replayed write lands again */
-    enum al_code code = sr->plan->workspace_manifest
-                                ? run_workspace_new(sr->plan, &sr->ws, &err)
-                                : AL_OK;
+    enum al_code code =
+            sr->plan->workspace_manifest ? run_workspace_new(sr->plan, &sr->ws, &err) : AL_OK;
     struct al_run_opts *opts = code == AL_OK ? al_run_opts_new() : NULL;
     if (code == AL_OK) {
         code = opts ? runs_opts(sr, continuation, resolutions, nresolutions, opts)

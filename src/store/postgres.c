@@ -41,8 +41,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <libpq-fe.h>
+#include <limits.h>
 #include <openssl/crypto.h>
 #include <poll.h>
 #include <stdio.h>

@@ -749,7 +749,7 @@ enum store_rc sql_version_create(struct store *s, const struct store_version *v,
     char now[32];
     int64_t version = 0;
     sql_now(now);
-    const char *args[] = { v->template_name, v->source, v->language, v->input_schema,
+    const char *args[] = { v->template_name, v->source,   v->language, v->input_schema,
                            v->functions,     v->autonomy, v->limits,   v->digest,
                            v->author,        now,         v->workspace };
     /* the CAST: PostgreSQL would not know $1's type in the select list; the WHERE tells SQLite's
@@ -1205,9 +1205,9 @@ enum store_rc sql_mount_create(struct store *s, const struct store_mount *m)
     }
     char now[32];
     sql_now(now);
-    const char *args[] = { m->name,     m->department,    m->kind,          m->path,
-                           m->endpoint, m->bucket,        m->region,        m->access_key_id,
-                           m->secret_sealed, now,         m->created_by };
+    const char *args[] = { m->name,          m->department, m->kind,      m->path,
+                           m->endpoint,      m->bucket,     m->region,    m->access_key_id,
+                           m->secret_sealed, now,           m->created_by };
     return sql_insert(q,
                       "INSERT INTO mounts(name, department, kind, path, endpoint, bucket, region, "
                       "access_key_id, secret, created, created_by) VALUES ($1, $2, $3, $4, $5, "
@@ -1215,22 +1215,21 @@ enum store_rc sql_mount_create(struct store *s, const struct store_mount *m)
                       11, args);
 }
 
-#define SQL_MOUNT_SELECT                                                                           \
-    "SELECT name, department, kind, path, endpoint, bucket, region, access_key_id, secret, "       \
+#define SQL_MOUNT_SELECT                                                                     \
+    "SELECT name, department, kind, path, endpoint, bucket, region, access_key_id, secret, " \
     "created, created_by FROM mounts "
 
 static int sql_mount_each(const struct sql_row *r, void *fn, void *userdata)
 {
-    struct store_mount m = { col(r, 0), col(r, 1), col(r, 2), col(r, 3),  col(r, 4), col(r, 5),
+    struct store_mount m = { col(r, 0), col(r, 1), col(r, 2), col(r, 3), col(r, 4), col(r, 5),
                              col(r, 6), col(r, 7), col(r, 8), col(r, 9), col(r, 10) };
     return ((store_mount_fn *)fn)(userdata, &m);
 }
 
-enum store_rc sql_mount_get(struct store *s, const char *name, store_mount_fn *fn,
-                            void *userdata)
+enum store_rc sql_mount_get(struct store *s, const char *name, store_mount_fn *fn, void *userdata)
 {
-    return sql_walk(s, SQL_MOUNT_SELECT "WHERE name = $1", 1, &name, 1, sql_mount_each,
-                    (void *)fn, userdata);
+    return sql_walk(s, SQL_MOUNT_SELECT "WHERE name = $1", 1, &name, 1, sql_mount_each, (void *)fn,
+                    userdata);
 }
 
 enum store_rc sql_mount_list(struct store *s, store_mount_fn *fn, void *userdata)
@@ -1784,8 +1783,8 @@ enum store_rc sql_snapshot_create(struct store *s, const struct store_snapshot *
 {
     char bytes[24];
     snprintf(bytes, sizeof bytes, "%" PRId64, snap->bytes);
-    const char *args[] = { snap->id, snap->principal, snap->department, snap->sha256, bytes,
-                           snap->created };
+    const char *args[] = { snap->id,     snap->principal, snap->department,
+                           snap->sha256, bytes,           snap->created };
     return sql_insert(sql_of(s),
                       "INSERT INTO snapshots(id, principal, department, sha256, bytes, created) "
                       "VALUES ($1, $2, $3, $4, CAST($5 AS BIGINT), $6) ON CONFLICT DO NOTHING",
@@ -1836,15 +1835,15 @@ enum store_rc sql_run_workspace_end(struct store *s, const char *run, const char
 {
     struct sql_store *q = sql_of(s);
     const char *args[] = { end_sha256, run };
-    enum store_rc rc = sql_change(q, "UPDATE run_workspaces SET end_sha256 = $1 WHERE run = $2",
-                                  2, args);
+    enum store_rc rc =
+            sql_change(q, "UPDATE run_workspaces SET end_sha256 = $1 WHERE run = $2", 2, args);
     if (rc == STORE_OK) {
         rc = sql_exec(s, "DELETE FROM run_files WHERE run = $1", 1, &run);
     }
     for (size_t i = 0; i < n && rc == STORE_OK; i++) {
         char size[24];
         snprintf(size, sizeof size, "%" PRId64, files[i].size);
-        const char *fargs[] = { run, files[i].path, size, files[i].sha256, files[i].mount,
+        const char *fargs[] = { run,         files[i].path, size, files[i].sha256, files[i].mount,
                                 files[i].key };
         rc = sql_insert(q,
                         "INSERT INTO run_files(run, path, size, sha256, mount, key) VALUES ($1, "

@@ -688,8 +688,7 @@ struct store_ops {
     /* Since version 15 (0015_workspaces): workspaces on runs. */
     /* Keeps bytes[0..len) as a blob, unless one with their SHA-256 is kept already; ret_sha256
      * gets the hex SHA-256 (64 digits and a NUL). */
-    enum store_rc (*blob_put)(struct store *s, const void *bytes, size_t len,
-                              char ret_sha256[65]);
+    enum store_rc (*blob_put)(struct store *s, const void *bytes, size_t len, char ret_sha256[65]);
     /* The bytes of blob `sha256`: fn sees them once (borrowed for the call). NOT_FOUND when no
      * such blob; STORE_ERROR when the bytes kept no longer match their SHA-256. */
     enum store_rc (*blob_get)(struct store *s, const char *sha256, store_blob_fn *fn,
@@ -703,8 +702,8 @@ struct store_ops {
      * end_sha256 ignored). CONFLICT when the run has one. */
     enum store_rc (*run_workspace_create)(struct store *s, const struct store_run_workspace *w);
     /* Run `run`'s workspace: fn sees it once; NOT_FOUND when it has none. */
-    enum store_rc (*run_workspace_get)(struct store *s, const char *run,
-                                       store_run_workspace_fn *fn, void *userdata);
+    enum store_rc (*run_workspace_get)(struct store *s, const char *run, store_run_workspace_fn *fn,
+                                       void *userdata);
     /* Keeps `end_sha256` (a blob) as run `run`'s workspace at its end and its outputs
      * files[0..n) (their blobs kept already), in place of what it had. NOT_FOUND when the run
      * has no workspace. */
