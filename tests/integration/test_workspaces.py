@@ -520,6 +520,15 @@ def t_recovered_run_rebuilds_its_workspace(tmp):
               done["value"]["log"] == log, "after the restart: %r" % done)
         st, _, body = raw(w, "GET", "/v1/runs/%s/files/out/log.txt" % run_id, w.keys["agent-7"])
         check(st == 200 and body == log.encode(), "out/log.txt: %d %r" % (st, body))
+        # a fork from its third call starts from the same workspace: the writes of the calls it
+        # replays land again, the rest it makes itself
+        st, fork = w.s.request("POST", "/v1/runs/%s/fork" % run_id, {"at_call": 3},
+                               key=w.keys["agent-7"])[:2]
+        check(st == 200 and fork["status"] == "completed" and fork["value"]["log"] == log,
+              "fork: %d %r" % (st, fork))
+        rows = db_rows(w.dir, "SELECT manifest_sha256 FROM run_workspaces WHERE run IN (?, ?)",
+                       (run_id, fork["id"]))
+        check(len(rows) == 2 and rows[0] == rows[1], "the fork's workspace: %r" % rows)
     finally:
         w.close()
 
