@@ -18,6 +18,7 @@
 
 #include "api.h"
 #include "error.h"
+#include "json.h"
 #include "mounts.h"
 #include "runs.h"
 #include "s3.h"
@@ -116,8 +117,82 @@ static enum al_code run_workspace_mount(struct run_workspace *w, const struct mo
     return al_workspace_set_mount(w->ws, m->name, &s3_mount_ops, s3);
 }
 
-enum al_code run_workspace_new(const struct runs_plan *plan, struct run_workspace **ret,
-                               struct al_error *reterr)
+/* A mount a replay never reaches. */
+static enum al_mount_status run_workspace_unreached(char *err, size_t errlen)
+{
+    snprintf(err, errlen, "a replay reaches no mount");
+    return AL_MOUNT_ERROR;
+}
+
+static enum al_mount_status run_workspace_unreached_stat(void *ud, const char *key,
+                                                         uint64_t *ret_size, int *ret_is_dir,
+                                                         char *err, size_t errlen)
+{
+    (void)ud;
+    (void)key;
+    (void)ret_size;
+    (void)ret_is_dir;
+    return run_workspace_unreached(err, errlen);
+}
+
+static enum al_mount_status run_workspace_unreached_read(void *ud, const char *key,
+                                                         uint64_t offset, uint64_t len, char **ret,
+                                                         size_t *ret_len, char *err, size_t errlen)
+{
+    (void)ud;
+    (void)key;
+    (void)offset;
+    (void)len;
+    (void)ret;
+    (void)ret_len;
+    return run_workspace_unreached(err, errlen);
+}
+
+static enum al_mount_status run_workspace_unreached_list(void *ud, const char *key,
+                                                         al_mount_list_fn *each, void *list_ud,
+                                                         char *err, size_t errlen)
+{
+    (void)ud;
+    (void)key;
+    (void)each;
+    (void)list_ud;
+    return run_workspace_unreached(err, errlen);
+}
+
+static const struct al_mount_ops run_workspace_unreached_ops = {
+    .version = AL_MOUNT_OPS_VERSION,
+    .stat = run_workspace_unreached_stat,
+    .read = run_workspace_unreached_read,
+    .list = run_workspace_unreached_list,
+};
+
+/* Every mount the manifest names served by run_workspace_unreached_ops. */
+static enum al_code run_workspace_unreachable(struct run_workspace *w, const char *manifest,
+                                              struct al_error *reterr)
+{
+    struct json_doc *doc = NULL;
+    if (json_parse(manifest, strlen(manifest), API_DEPTH_MAX, &doc, reterr) != AL_OK) {
+        return error_set(reterr, AL_CONFIG_ERROR, "the workspace manifest is not JSON");
+    }
+    enum al_code code = AL_OK;
+    const struct json_node *entries = json_get(json_root(doc), "entries");
+    for (const struct json_node *e = entries && entries->type == JSON_OBJECT ? entries->child
+                                                                             : NULL;
+         e && code == AL_OK; e = e->next) {
+        const struct json_node *mount = e->type == JSON_OBJECT ? json_get(e, "mount") : NULL;
+        if (mount && mount->type == JSON_STRING) {
+            code = al_workspace_set_mount(w->ws, mount->str, &run_workspace_unreached_ops, NULL);
+        }
+    }
+    json_doc_free(doc);
+    if (code != AL_OK) {
+        error_set(reterr, code, "the workspace's mounts cannot be set");
+    }
+    return code;
+}
+
+static enum al_code run_workspace_build(const struct runs_plan *plan, int replay,
+                                        struct run_workspace **ret, struct al_error *reterr)
 {
     struct run_workspace *w = calloc(1, sizeof *w);
     if (!w) {
@@ -130,7 +205,10 @@ enum al_code run_workspace_new(const struct runs_plan *plan, struct run_workspac
     if (code == AL_OK && plan->workspace_tar) {
         code = al_workspace_load_tar(w->ws, plan->workspace_tar, plan->workspace_tar_len, reterr);
     }
-    for (size_t i = 0; i < plan->nmounts && code == AL_OK; i++) {
+    if (code == AL_OK && replay) {
+        code = run_workspace_unreachable(w, manifest, reterr);
+    }
+    for (size_t i = 0; i < plan->nmounts && code == AL_OK && !replay; i++) {
         code = run_workspace_mount(w, &plan->mounts[i], reterr);
         if (code != AL_OK && !reterr->message[0]) {
             error_set(reterr, code, "mount %s cannot be used", plan->mounts[i].name);
@@ -143,6 +221,18 @@ enum al_code run_workspace_new(const struct runs_plan *plan, struct run_workspac
     al_workspace_set_observer(w->ws, run_workspace_observe, w);
     *ret = w;
     return AL_OK;
+}
+
+enum al_code run_workspace_new(const struct runs_plan *plan, struct run_workspace **ret,
+                               struct al_error *reterr)
+{
+    return run_workspace_build(plan, 0, ret, reterr);
+}
+
+enum al_code run_workspace_new_replay(const struct runs_plan *plan, struct run_workspace **ret,
+                                      struct al_error *reterr)
+{
+    return run_workspace_build(plan, 1, ret, reterr);
 }
 
 void run_workspace_free(struct run_workspace *w)

@@ -25,6 +25,12 @@ struct run_workspace;
  * manifest's member, the tar's member or the mount (never a credential). */
 AL_NODISCARD enum al_code run_workspace_new(const struct runs_plan *plan,
                                             struct run_workspace **ret, struct al_error *reterr);
+/* The workspace of a replay of plan (replays.h): as run_workspace_new, but every mount its
+ * manifest names is one no file operation reaches (EIO naming the mount): a replay's reads are
+ * answered from the journal, and it reaches nothing outside airlockd. */
+AL_NODISCARD enum al_code run_workspace_new_replay(const struct runs_plan *plan,
+                                                   struct run_workspace **ret,
+                                                   struct al_error *reterr);
 /* NULL-safe; after the execution has ended (its run released). */
 void run_workspace_free(struct run_workspace *w);
 /* What al_run_opts_set_workspace takes (borrowed from w). */

@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import tarfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -529,6 +530,59 @@ def t_recovered_run_rebuilds_its_workspace(tmp):
         rows = db_rows(w.dir, "SELECT manifest_sha256 FROM run_workspaces WHERE run IN (?, ?)",
                        (run_id, fork["id"]))
         check(len(rows) == 2 and rows[0] == rows[1], "the fork's workspace: %r" % rows)
+    finally:
+        w.close()
+
+
+REPORT = """
+const rows = (await workspace.readFile('in/data.csv')).trim().split('\\n');
+await workspace.mkdir('out', {recursive: true});
+await workspace.writeFile('out/count.txt', String(rows.length));
+return rows.length;
+"""
+
+
+def replay_of(w, name, v):
+    """GET .../replay of version v, polled while it answers 202."""
+    deadline = time.monotonic() + 240
+    while True:
+        st, doc, _ = w.s.request("GET", "/v1/templates/%s/versions/%d/replay" % (name, v), None,
+                                 key=w.keys["bob"])
+        if st != 202 or time.monotonic() > deadline:
+            check(st == 200 and doc["state"] == "done", "replay of v%d: %d %r" % (v, st, doc))
+            return doc
+
+
+def t_replay_before_approval_builds_the_workspace(tmp):
+    """A submitted version of a template with a workspace is replayed against the approved
+    one's runs in the workspace it would run with: the same file operations replay the same,
+    a write of other bytes diverges at that call."""
+    w = world(tmp)
+    try:
+        manifest = {"version": 1, "outputs": ["out/"],
+                    "entries": {"in/data.csv": {"type": "file", "content": "a\nb\nc\n"}}}
+        w.ok("POST", "/v1/templates", {"name": "counts", "department": "finance",
+                                      "description": "counts rows"}, w.keys["alice"], 201)
+
+        def version(source, submit=True):
+            v = w.ok("POST", "/v1/templates/counts/versions",
+                     {"source": source, "workspace": manifest}, w.keys["alice"], 201)["version"]
+            w.ok("POST", "/v1/templates/counts/versions/%d/submit" % v, {}, w.keys["alice"])
+            return v
+
+        version(REPORT)
+        w.ok("POST", "/v1/templates/counts/versions/1/approve", {}, w.keys["bob"])
+        for _ in range(2):
+            st, doc = w.run({"template": "counts"}, want=200)
+            check(doc["status"] == "completed" and doc["value"] == 3, "v1's run: %r" % doc)
+        same = replay_of(w, "counts", version("// refactored\n" + REPORT))
+        check(same["runs"] == 2 and same["same"] == 2 and same["diverged"] == [] and
+              same["failed"] == [], "the same file operations: %r" % same)
+        other = replay_of(w, "counts", version(REPORT.replace("String(rows.length)",
+                                                              "'rows: ' + rows.length")))
+        check(other["runs"] == 2 and other["same"] == 0 and len(other["diverged"]) == 2 and
+              all(d["got"]["function"] == "workspace.writeFile" for d in other["diverged"]),
+              "another write: %r" % other)
     finally:
         w.close()
 
