@@ -1,7 +1,7 @@
 """airlock: run code that AI agents write in an isolated QuickJS worker, from Python.
 
 Embedded mode (libairlock through ctypes): Runner, Result, call_context(), interrupt(),
-JournalEntry.
+JournalEntry, Workspace.
 Client mode (airlockd over HTTP): Client, with typed errors in airlock.errors.
 """
 from . import errors
@@ -13,6 +13,7 @@ from .errors import (AdhocDisabled, AirlockError, ApiError, BadRequest, ConfigEr
 from .runner import (CallContext, ConsoleEntry, Interrupt, Interruption, JournalEntry, Result,
                      Run, Runner, RunError, Stats, call_context, interrupt)
 from .values import UNDEFINED, BigInt, DataView, JSError, Map, RegExp
+from .workspace import Workspace
 
 __version__ = "0.1.0"
 
@@ -22,7 +23,7 @@ __all__ = ["Runner", "Run", "Result", "RunError", "Stats", "ConsoleEntry", "Inte
            "Unauthenticated", "Forbidden", "AdhocDisabled", "NotFound", "MethodNotAllowed",
            "Conflict", "VersionNotApproved", "TemplateRevoked", "PayloadTooLarge",
            "InputInvalid", "RateLimited", "ServerError", "BigInt", "Map",
-           "RegExp", "JSError", "DataView", "UNDEFINED", "library_version"]
+           "RegExp", "JSError", "DataView", "UNDEFINED", "Workspace", "library_version"]
 
 
 def library_version():

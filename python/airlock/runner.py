@@ -269,6 +269,7 @@ class _RunState:
         self.loop = loop
         self.entries = {}
         self.journal = None  # the journal callback
+        self.workspace = None  # kept alive for the run
 
 
 def _context(lib, ptr, args):
@@ -520,6 +521,12 @@ def _limit(lib, key, value):
     return which.value, out.value
 
 
+def _after_run(workspace, result):
+    """A directory workspace gets what a completed run wrote (Workspace.directory)."""
+    if workspace is not None and workspace.commit_after_run and result.status == "completed":
+        workspace.commit()
+
+
 def _check(rc, what):
     if rc != 0:
         raise ConfigError("%s: %s" % (what, _lib.code_name(rc)), _lib.code_name(rc))
@@ -616,7 +623,8 @@ class Runner:
 
     # ------------------------------------------------------------------ runs
     def _opts(self, state, source, host, lang, seed, timeout, limits, module, filename,
-              resume, resolutions, run_id, clock_ms, journal=None, journal_entries=None):
+              resume, resolutions, run_id, clock_ms, journal=None, journal_entries=None,
+              workspace=None):
         lib = self._lib
         if not self._runner:
             raise ConfigError("the runner is closed")
@@ -659,6 +667,10 @@ class Runner:
                        "resolution %r" % iid)
             for entry in journal_entries or ():
                 _add_journal_entry(lib, opts, entry)
+            if workspace is not None:
+                from . import workspace as _ws
+                _check(_ws.lib().al_run_opts_set_workspace(opts, workspace._h()), "workspace")
+                state.workspace = workspace  # it must outlive the run
             state.key = _register(state)
             lib.al_run_opts_set_userdata(opts, state.key)
             if journal is not None:
@@ -673,7 +685,7 @@ class Runner:
 
     def run(self, source, host=None, lang="js", seed=None, timeout=None, limits=None,
             module=False, filename=None, resume=None, resolutions=None, run_id=None,
-            clock_ms=None, journal=None, journal_entries=None):
+            clock_ms=None, journal=None, journal_entries=None, workspace=None):
         """Runs `source` (a function body; module=True for an ES module) and returns its
         Result. host: {"group.fn": callable} for this run only, called with the guest's
         arguments; timeout in seconds; resume=a continuation with resolutions={id: value}
@@ -685,12 +697,16 @@ class Runner:
         not delivered. journal_entries=[JournalEntry or its dict, ...] starts the run from a
         journal: those calls are answered from it and never reach the host; the run needs the
         same source, host functions, seed and clock_ms as the run that wrote it
-        (docs/journal.md)."""
+        (docs/journal.md).
+
+        workspace=airlock.Workspace gives the guest `workspace` and node:fs/promises over it
+        (docs/workspace.md); one from Workspace.directory is committed when the run completed."""
         lib = self._lib
         state = _RunState(self, "sync")
         state.key = None
         opts = self._opts(state, source, host, lang, seed, timeout, limits, module, filename,
-                          resume, resolutions, run_id, clock_ms, journal, journal_entries)
+                          resume, resolutions, run_id, clock_ms, journal, journal_entries,
+                          workspace)
         res = ctypes.c_void_p()
         err = _lib.Error()
         try:
@@ -702,9 +718,11 @@ class Runner:
                 raise ConfigError(err.message.decode("utf-8", "replace") or
                                   _lib.code_name(rc), _lib.code_name(rc))
             try:
-                return _result(lib, res.value)
+                result = _result(lib, res.value)
             finally:
                 lib.al_result_free(res.value)
+            _after_run(workspace, result)
+            return result
         finally:
             _unregister(state.key)
             for k in state.entries:
@@ -736,20 +754,21 @@ class Runner:
 
     def start(self, source, host=None, lang="js", seed=None, timeout=None, limits=None,
               module=False, filename=None, resume=None, resolutions=None, run_id=None,
-              clock_ms=None, journal=None, journal_entries=None):
+              clock_ms=None, journal=None, journal_entries=None, workspace=None):
         """Starts a run and returns at once a Run (cancel(), result(timeout)); its host
         functions run on the runner's own event loop thread (plain ones in its executor)."""
         loop = self._background_loop()
         state = _RunState(self, "async", loop)
         state.key = None
         opts = self._opts(state, source, host, lang, seed, timeout, limits, module, filename,
-                          resume, resolutions, run_id, clock_ms, journal, journal_entries)
+                          resume, resolutions, run_id, clock_ms, journal, journal_entries,
+                          workspace)
         ar = self._start(opts, state, None)
         return Run(ar, ar.run_id)
 
     async def arun(self, source, host=None, lang="js", seed=None, timeout=None, limits=None,
                    module=False, filename=None, resume=None, resolutions=None, run_id=None,
-                   clock_ms=None, journal=None, journal_entries=None):
+                   clock_ms=None, journal=None, journal_entries=None, workspace=None):
         """run() for asyncio: the loop goes on while the run runs; host functions run on this
         loop (async ones as tasks, plain ones in its default executor). Cancelling the task
         cancels the run."""
@@ -757,10 +776,13 @@ class Runner:
         state = _RunState(self, "async", loop)
         state.key = None
         opts = self._opts(state, source, host, lang, seed, timeout, limits, module, filename,
-                          resume, resolutions, run_id, clock_ms, journal, journal_entries)
+                          resume, resolutions, run_id, clock_ms, journal, journal_entries,
+                          workspace)
         ar = self._start(opts, state, loop)
         try:
-            return await asyncio.shield(ar.future)
+            result = await asyncio.shield(ar.future)
+            _after_run(workspace, result)
+            return result
         except asyncio.CancelledError:
             ar.cancel()
             raise

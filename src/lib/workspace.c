@@ -371,7 +371,7 @@ static char *mount_key(const struct al_workspace *ws, int m, const char *path, s
 {
     const struct ws_mount_entry *me = &ws->entries[m];
     size_t elen = strlen(me->path);
-    const char *rest = path + elen + (len > elen ? 1 : 0);
+    const char *rest = path + elen + (elen > 0 && len > elen ? 1 : 0);
     size_t rlen = len - (size_t)(rest - path);
     size_t plen = strlen(me->prefix);
     char *key = malloc(plen + rlen + 1);
@@ -566,11 +566,7 @@ static enum al_code add_mount_entry(struct al_workspace *ws, const char *path,
                          "workspace manifest: entries['%.100s'].read_only is not a boolean", path);
     }
     size_t len = strlen(path);
-    if (len == 0) {
-        return error_set(reterr, AL_CONFIG_ERROR,
-                         "workspace manifest: an entry cannot be the root itself");
-    }
-    if (ws_find(ws, path, len)) {
+    if (ws_find(ws, path, len) || (len == 0 && ws->nnodes > 0)) {
         return error_set(reterr, AL_CONFIG_ERROR,
                          "workspace manifest: mount entry '%.100s' is given twice or holds "
                          "another entry",
@@ -620,7 +616,8 @@ static enum al_code check_entries(struct al_workspace *ws, struct al_error *rete
 {
     for (size_t i = 0; i < ws->nentries; i++) {
         const struct ws_mount_entry *me = &ws->entries[i];
-        if (me->writable && !in_outputs(ws, me->path, strlen(me->path))) {
+        /* a writable mount at the root is writable under the outputs prefixes only */
+        if (me->writable && me->path[0] && !in_outputs(ws, me->path, strlen(me->path))) {
             return error_set(reterr, AL_CONFIG_ERROR,
                              "workspace manifest: entries['%.100s'] has read_only false but is "
                              "not under an outputs prefix",
@@ -628,7 +625,8 @@ static enum al_code check_entries(struct al_workspace *ws, struct al_error *rete
         }
         for (size_t k = 0; k < ws->nnodes; k++) {
             const struct ws_node *n = ws->nodes[k];
-            if (n->path_len > strlen(me->path) && under(n->path, n->path_len, me->path)) {
+            if (n->path_len > strlen(me->path) && under(n->path, n->path_len, me->path) &&
+                !(n->entry && n->path_len == 0)) {
                 return error_set(reterr, AL_CONFIG_ERROR,
                                  "workspace manifest: entry '%.100s' lies inside mount entry "
                                  "'%.100s'",
@@ -1185,7 +1183,7 @@ static int writable(struct ws_ctx *c, const char *path, size_t len, const char *
                     const char *syscall)
 {
     int m = entry_of(c->ws, path, len);
-    if (m >= 0 ? !c->ws->entries[m].writable : !in_outputs(c->ws, path, len)) {
+    if ((m >= 0 && !c->ws->entries[m].writable) || !in_outputs(c->ws, path, len)) {
         ws_fail_path(c->e, "EROFS", syscall, shown);
         return -1;
     }
@@ -1497,7 +1495,7 @@ static int list_dir(struct ws_ctx *c, const char *path, size_t len, const char *
     size_t skip = len ? len + 1 : 0;
     for (size_t i = lo; i < hi; i++) {
         const struct ws_node *d = ws->nodes[i];
-        if (!memchr(d->path + skip, '/', d->path_len - skip)) {
+        if (d->path_len > len && !memchr(d->path + skip, '/', d->path_len - skip)) {
             listing_add(l, d->path + skip, d->path_len - skip, d->is_dir, d->len);
         }
     }
@@ -1928,7 +1926,8 @@ static int glob_walk_mount(struct ws_ctx *c, int m, const char *path, size_t len
             break;
         }
         char child[WS_PATH_MAX + 1];
-        int n = snprintf(child, sizeof child, "%.*s/%s", (int)len, path, l.names[i]);
+        int n = snprintf(child, sizeof child, "%.*s%s%s", (int)len, path, len ? "/" : "",
+                         l.names[i]);
         if (n < 0 || (size_t)n >= sizeof child) {
             continue;
         }
@@ -1963,7 +1962,7 @@ static void op_glob(struct ws_ctx *c)
     struct glob_out g = { 0 };
     for (size_t i = 0; i < ws->nnodes; i++) {
         const struct ws_node *n = ws->nodes[i];
-        if (glob_match(pat, plen, n->path, n->path_len)) {
+        if (n->path_len > 0 && glob_match(pat, plen, n->path, n->path_len)) {
             listing_add(&g.found, n->path, n->path_len, 0, 0);
         }
     }

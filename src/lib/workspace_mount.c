@@ -220,8 +220,9 @@ static enum al_mount_status local_list(void *ud, const char *key, al_mount_list_
     if (dfd < 0) {
         return (enum al_mount_status)-dfd;
     }
-    int fd = last[0] ? openat(dfd, last, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                     : dup(dfd);
+    /* a fresh open of "." for the mount's own directory: a dup would share (and move) the
+     * directory offset of the descriptor every walk starts from */
+    int fd = openat(dfd, last[0] ? last : ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     int e = errno;
     close(dfd);
     if (fd < 0) {

@@ -536,7 +536,9 @@ enum al_code al_workspace_load_tar(struct al_workspace *ws, const char *tar, siz
             s.v[i]->entry = 0; /* parents and directories: order does not matter */
         }
     }
-    qsort(s.v, s.n, sizeof *s.v, staged_cmp);
+    if (s.n) {
+        qsort(s.v, s.n, sizeof *s.v, staged_cmp);
+    }
     /* duplicates: directories merge, a later file replaces an earlier one; a path that is a
      * file and a directory, or a file with something below it, is refused */
     size_t k = 0;

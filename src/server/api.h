@@ -207,6 +207,11 @@ void api_mounts_delete(struct api_ctx *ctx);
  * when the store failed). */
 int api_workspace_read(struct api_ctx *ctx, const struct json_node *ws, const char *department,
                        struct buf *out);
+/* Before version `workspace` (its stored manifest) of `department` is approved, in the approving
+ * transaction: 0 when every mount it names is still a mount of that department of the entry's
+ * kind; -1 after answering 409 CONFLICT naming the entry (a mount deleted or replaced since the
+ * version was written), or 500. */
+int api_workspace_mounts_ready(struct api_ctx *ctx, const char *workspace, const char *department);
 
 /* Templates and versions (api_templates.c). */
 void api_templates_create(struct api_ctx *ctx);

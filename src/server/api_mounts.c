@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "airlock.h"
+
 #include "api.h"
 #include "jcs.h"
 #include "mounts.h"
@@ -23,7 +25,8 @@
 #define API_MOUNT_REGION_MAX 64
 #define API_MOUNT_KEY_ID_MAX 256
 #define API_MOUNT_SECRET_MAX 1024
-#define API_WORKSPACE_DEPTH  16
+/* a stored manifest came inside a body of at most API_DEPTH_MAX levels */
+#define API_WORKSPACE_DEPTH API_DEPTH_MAX
 
 /* ---------------------------------------------------------------- workspace manifests */
 
@@ -72,6 +75,9 @@ static int api_workspace_mounts(const struct json_node *ws, api_workspace_mount_
 struct api_workspace_check {
     struct api_ctx *ctx;
     const char *department;
+    unsigned status;  /* of a refusal: 400 for a manifest given, 409 for one stored */
+    const char *code; /* ... and its code */
+    const char *what; /* how the message names the manifest */
     int found;
     int s3;
     char department_of[STORE_NAME_MAX + 1];
@@ -102,17 +108,17 @@ static int api_workspace_mount_ok(void *ud, const char *entry, const char *type,
     }
     /* a mount of another department is not there, as one that does not exist */
     if (!c->found || strcmp(c->department_of, c->department) != 0) {
-        api_error(c->ctx, 400, "INVALID_REQUEST",
-                  "field \"workspace\": entry \"%.200s\" names mount \"%.64s\", which is not a "
-                  "mount of department %s",
-                  entry, mount, c->department);
+        api_error(c->ctx, c->status, c->code,
+                  "%s: entry \"%.200s\" names mount \"%.64s\", which is not a mount of "
+                  "department %s",
+                  c->what, entry, mount, c->department);
         return 1;
     }
     if (c->s3 != want_s3) {
-        api_error(c->ctx, 400, "INVALID_REQUEST",
-                  "field \"workspace\": entry \"%.200s\" is of type %s, which needs a mount of "
-                  "kind %s; mount \"%s\" is of kind %s",
-                  entry, type, want_s3 ? "s3" : "local", mount, c->s3 ? "s3" : "local");
+        api_error(c->ctx, c->status, c->code,
+                  "%s: entry \"%.200s\" is of type %s, which needs a mount of kind %s; mount "
+                  "\"%s\" is of kind %s",
+                  c->what, entry, type, want_s3 ? "s3" : "local", mount, c->s3 ? "s3" : "local");
         return 1;
     }
     return 0;
@@ -121,10 +127,23 @@ static int api_workspace_mount_ok(void *ud, const char *entry, const char *type,
 int api_workspace_read(struct api_ctx *ctx, const struct json_node *ws, const char *department,
                        struct buf *out)
 {
-    struct api_workspace_check c = { ctx, department, 0, 0, "" };
+    struct api_workspace_check c = { ctx, department, 400, "INVALID_REQUEST", "field \"workspace\"",
+                                     0,   0,          "" };
     const char *entry = NULL;
-    /* TODO(#36): validate the manifest's structure with al_workspace_new (libairlock) once it
-     * is there; until then only what the mount checks below need is checked. */
+    struct al_workspace *built = NULL;
+    struct al_error err;
+    /* the structure is libairlock's to judge, as a run will build it: the same rules here */
+    memset(&err, 0, sizeof err);
+    enum al_code code = al_workspace_new(ws->raw, ws->raw_len, &built, &err);
+    al_workspace_free(built);
+    if (code == AL_INTERNAL_ERROR) {
+        api_error(ctx, 500, "INTERNAL", "out of memory");
+        return -1;
+    }
+    if (code != AL_OK) {
+        api_error(ctx, 400, "INVALID_REQUEST", "field \"workspace\": %s", err.message);
+        return -1;
+    }
     int rc = api_workspace_mounts(ws, api_workspace_mount_ok, &c, &entry);
     if (rc < 0) {
         if (entry) {
@@ -144,9 +163,8 @@ int api_workspace_read(struct api_ctx *ctx, const struct json_node *ws, const ch
     }
     /* kept canonical (RFC 8785): two manifests that differ only in the order of their members
      * are the same text, as they have the same digest */
-    struct al_error err;
     memset(&err, 0, sizeof err);
-    enum al_code code = jcs_write(out, ws, NULL, &err);
+    code = jcs_write(out, ws, NULL, &err);
     if (code == AL_OK && buf_failed(out)) {
         code = out->err == BUF_NO_MEMORY ? AL_INTERNAL_ERROR : AL_OUTPUT_LIMIT;
     }
@@ -160,6 +178,24 @@ int api_workspace_read(struct api_ctx *ctx, const struct json_node *ws, const ch
         return -1;
     }
     return 0;
+}
+
+int api_workspace_mounts_ready(struct api_ctx *ctx, const char *workspace, const char *department)
+{
+    struct api_workspace_check c = { ctx, department, 409, "CONFLICT", "the version's workspace",
+                                     0,   0,          "" };
+    struct json_doc *doc = NULL;
+    struct al_error err;
+    const char *entry = NULL;
+    int walked = -1; /* 0: all ready; 1: answered by api_workspace_mount_ok */
+    if (json_parse(workspace, strlen(workspace), API_WORKSPACE_DEPTH, &doc, &err) == AL_OK) {
+        walked = api_workspace_mounts(json_root(doc), api_workspace_mount_ok, &c, &entry);
+    }
+    if (walked < 0) {
+        api_error(ctx, 500, "INTERNAL", "a stored workspace manifest is not what was checked");
+    }
+    json_doc_free(doc);
+    return walked == 0 ? 0 : -1;
 }
 
 /* ---------------------------------------------------------------- the routes */
@@ -311,8 +347,8 @@ static int api_mount_parse(struct api_ctx *ctx, struct api_mount_new *n)
         }
         /* a local stat and readlinks, no network: fine on the writer */
         if (strlen(n->path->str) != n->path->str_len ||
-            mounts_local_resolve(ctx->svc ? ctx->svc->mount_roots : NULL, n->path->str,
-                                 n->resolved, why) != 0) {
+            mounts_local_resolve(ctx->svc ? ctx->svc->mount_roots : NULL, n->path->str, n->resolved,
+                                 why) != 0) {
             api_error(ctx, 400, "INVALID_REQUEST", "field \"path\": %s",
                       strlen(n->path->str) != n->path->str_len ? "holds NUL" : why);
             return -1;
@@ -476,8 +512,7 @@ static int api_mount_use_version(void *userdata, const struct store_version *v)
     struct json_doc *doc = NULL;
     struct al_error err;
     const char *entry = NULL;
-    if (json_parse(v->workspace, strlen(v->workspace), API_WORKSPACE_DEPTH * 4, &doc, &err) !=
-        AL_OK) {
+    if (json_parse(v->workspace, strlen(v->workspace), API_WORKSPACE_DEPTH, &doc, &err) != AL_OK) {
         u->bad = 1;
         return 1;
     }

@@ -185,7 +185,8 @@ static void tpl_version_json(struct buf *b, const struct store_version *v, int w
     api_member(b, ",\"language\":", v->language);
     api_member(b, ",\"autonomy\":", v->autonomy);
     /* stored compact by this file: valid JSON */
-    buf_printf(b, ",\"functions\":%s,\"limits\":%s,\"input_schema\":%s,\"workspace\":%s,\"source\":",
+    buf_printf(b,
+               ",\"functions\":%s,\"limits\":%s,\"input_schema\":%s,\"workspace\":%s,\"source\":",
                v->functions, v->limits, v->input_schema, v->workspace ? v->workspace : "null");
     api_str(b, v->source);
     api_member(b, ",\"submitted\":", v->submitted);
@@ -253,7 +254,7 @@ struct tpl_copy {
     char *functions;
     char *autonomy;
     char *limits;
-    char *workspace; /* NULL: the version has none */
+    char *workspace;    /* NULL: the version has none */
     int workspace_lost; /* it has one, not copied (out of memory) */
 };
 
@@ -656,8 +657,8 @@ struct tpl_draft {
     const struct json_node *autonomy;
     const struct json_node *limits;
     const struct json_node *workspace; /* NULL: none */
-    const char *lang; /* "js" or "ts" */
-    const char *mode; /* an autonomy's name */
+    const char *lang;                  /* "js" or "ts" */
+    const char *mode;                  /* an autonomy's name */
     struct buf funcs;
     struct buf lims;
     struct buf schema_text;
@@ -907,6 +908,8 @@ struct tpl_state {
     struct gov_version v; /* its strings point into the members below */
     char author[STORE_NAME_MAX + 1];
     char digest[72];
+    char *workspace; /* its manifest (NULL: none), for an approval's check of its mounts */
+    int lost;        /* out of memory copying it */
 };
 
 /* The caller sets v.template_name and v.department (the route's template) before the read. */
@@ -919,6 +922,8 @@ static int tpl_state_read(void *userdata, const struct store_version *v)
     snprintf(st->author, sizeof st->author, "%s", v->author);
     snprintf(st->digest, sizeof st->digest, "%s", v->digest);
     st->v.author = st->author;
+    st->workspace = v->workspace ? buf_dup(v->workspace, strlen(v->workspace)) : NULL;
+    st->lost = v->workspace && !st->workspace;
     return 0;
 }
 
@@ -1062,12 +1067,22 @@ static void tpl_move(struct api_ctx *ctx, enum gov_version_action action, const 
     if (rc == STORE_OK && !cur.found) {
         rc = STORE_NOT_FOUND;
     }
+    if (rc == STORE_OK && cur.lost) {
+        rc = STORE_ERROR;
+    }
     /* a version the caller may not read is not there; then its roles, four eyes, the state */
     if (rc == STORE_OK && (!gov_version_may_read(&ctx->who->gov, &cur.v, &d) ||
                            !gov_version_may_act(&ctx->who->gov, &cur.v, action, &d))) {
         s->ops->tx_rollback(s);
         api_decision(ctx, &d);
-        return;
+        goto out;
+    }
+    /* what is approved names mounts that exist: a mount deleted while the version was a draft
+     * is found here, not by its first run */
+    if (rc == STORE_OK && action == GOV_VERSION_APPROVE && cur.workspace &&
+        api_workspace_mounts_ready(ctx, cur.workspace, q.ti.department) != 0) {
+        s->ops->tx_rollback(s);
+        goto out;
     }
     if (rc == STORE_OK) {
         rc = tpl_move_store(ctx, &q, &cur);
@@ -1075,7 +1090,7 @@ static void tpl_move(struct api_ctx *ctx, enum gov_version_action action, const 
     rc = api_tx_end(s, rc);
     if (rc != STORE_OK) {
         tpl_move_failed(ctx, &q, &cur, rc);
-        return;
+        goto out;
     }
     if (action == GOV_VERSION_REVOKE) {
         api_version_revoked(ctx, q.ti.name, q.number);
@@ -1084,6 +1099,8 @@ static void tpl_move(struct api_ctx *ctx, enum gov_version_action action, const 
         tpl_replay_on_submit(ctx, &q.ti, q.number);
     }
     tpl_reply_version(ctx, 200, &q.ti, q.number, NULL);
+out:
+    free(cur.workspace);
 }
 
 void api_versions_submit(struct api_ctx *ctx)

@@ -50,8 +50,8 @@ int mounts_roots_add(struct mounts_roots *roots, const char *dir, char *why)
         return -1;
     }
     if (dir[0] != '/' || mounts_resolve_dir(dir, roots->dirs[roots->n]) != 0) {
-        snprintf(why, MOUNTS_WHY_MAX, "local root \"%.160s\" is not an absolute path of a directory",
-                 dir);
+        snprintf(why, MOUNTS_WHY_MAX,
+                 "local root \"%.160s\" is not an absolute path of a directory", dir);
         return -1;
     }
     roots->n++;

@@ -40,7 +40,7 @@ int mounts_local_resolve(const struct mounts_roots *roots, const char *path,
 struct mounts_mount {
     char name[STORE_NAME_MAX + 1];
     char department[STORE_NAME_MAX + 1];
-    int s3; /* 0: kind local (path), 1: kind s3 (endpoint .. secret_access_key) */
+    int s3;     /* 0: kind local (path), 1: kind s3 (endpoint .. secret_access_key) */
     char *path; /* resolved, checked again against the roots at lookup */
     char *endpoint;
     char *bucket;

@@ -13,6 +13,7 @@ usage: test_mounts.py --airlockd PATH [-k SUBSTRING]   (AIRLOCK_TEST_DATABASE: o
 import hashlib
 import json
 import os
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -328,16 +329,22 @@ def t_version_workspace_checked(tmp):
             # the kind must match the entry's type
             (with_entry("x", {"type": "local_dir", "mount": "lake"}), "kind"),
             (with_entry("x", {"type": "s3_mount", "mount": "handbook"}), "kind"),
-            (with_entry("x", {"type": "s3_mount"}), "\"x\""),
-            (with_entry("x", {"type": "local_dir", "mount": 7}), "\"x\""),
-            (with_entry("x", "a string"), "\"x\""),
+            # the structure, as libairlock's al_workspace_new judges it
+            (with_entry("x", {"type": "s3_mount"}), "[\"']x[\"']"),
+            (with_entry("x", {"type": "local_dir", "mount": 7}), "[\"']x[\"']"),
+            (with_entry("x", "a string"), "[\"']x[\"']"),
+            (with_entry("../x", {"type": "dir"}), "\\.\\./x"),
             (dict(MANIFEST, entries=[]), "entries"),
+            (dict(MANIFEST, version=2), "version"),
+            (dict(MANIFEST, extra=1), "extra"),
+            # a writable mount outside the outputs
+            (with_entry("w", {"type": "s3_mount", "mount": "lake", "read_only": False}), "w"),
         ]
         for ws, word in bad:
             st, doc = post(ws)
             error_of(st, doc, 400, "INVALID_REQUEST")
-            check("workspace" in doc["error"]["message"] and word in doc["error"]["message"],
-                  "message for %r: %r" % (word, doc))
+            check("workspace" in doc["error"]["message"] and
+                  re.search(word, doc["error"]["message"]), "message for %r: %r" % (word, doc))
         for ws in ("a string", [MANIFEST], None):
             error_of(*post(ws), 400, "INVALID_REQUEST")
         check(db_rows(d, "SELECT count(*) FROM versions")[0][0] == 0, "a refused version")
@@ -451,6 +458,36 @@ def t_delete(tmp):
         st, doc, _ = s.request("POST", "/v1/templates/t/versions",
                                {"source": "return 1", "workspace": MANIFEST}, key=author)
         error_of(st, doc, 400, "INVALID_REQUEST")
+        # nor approved when its mount went while it waited: 409, the version stays submitted
+        check(s.request("POST", "/v1/mounts", s3_body("scratch", "finance"), key=k)[0] == 201,
+              "scratch")
+        ws = {"entries": {"s": {"type": "s3_mount", "mount": "scratch"}}}
+        st, doc, _ = s.request("POST", "/v1/templates/t/versions",
+                               {"source": "return 2", "workspace": ws}, key=author)
+        check(st == 201 and doc["version"] == 2, "v2: %r" % doc)
+        check(s.request("POST", "/v1/templates/t/versions/2/submit", {}, key=author)[0] == 200,
+              "submit v2")
+        check(s.request("DELETE", "/v1/mounts/scratch", key=k)[0] == 200, "delete scratch")
+        st, doc, _ = s.request("POST", "/v1/templates/t/versions/2/approve", {}, key=approver)
+        error_of(st, doc, 409, "CONFLICT")
+        check("\"s\"" in doc["error"]["message"] and "scratch" in doc["error"]["message"],
+              "message: %r" % doc)
+        # a mount of that name again, of the other kind: still refused
+        check(s.request("POST", "/v1/mounts", {"name": "scratch", "department": "finance",
+                                               "kind": "local", "path": root},
+                        key=k)[0] == 201, "scratch again")
+        st, doc, _ = s.request("POST", "/v1/templates/t/versions/2/approve", {}, key=approver)
+        error_of(st, doc, 409, "CONFLICT")
+        check("kind" in doc["error"]["message"], "message: %r" % doc)
+        st, doc, _ = s.request("GET", "/v1/templates/t/versions/2", key=approver)
+        check(doc["state"] == "submitted" and not audit_rows(d, "version.approve")[1:],
+              "v2 after refusals: %r" % doc)
+        # the right kind again: approved
+        check(s.request("DELETE", "/v1/mounts/scratch", key=k)[0] == 200, "delete scratch")
+        check(s.request("POST", "/v1/mounts", s3_body("scratch", "finance"), key=k)[0] == 201,
+              "scratch as s3")
+        st, doc, _ = s.request("POST", "/v1/templates/t/versions/2/approve", {}, key=approver)
+        check(st == 200 and doc["state"] == "approved", "approve v2: %r" % doc)
     finally:
         s.kill()
 

@@ -429,6 +429,47 @@ static void test_workspace_local_mount(void **state)
     remove_tree();
 }
 
+/* A host directory as the whole workspace: read-only but for the output prefixes, which
+ * commit writes back into it (the shape the Python package's Workspace.directory builds). */
+static void test_workspace_directory(void **state)
+{
+    (void)state;
+    make_tree();
+    struct al_runner *r = new_runner();
+    struct al_workspace *ws = new_ws("{\"entries\": {\".\": {\"type\": \"local_dir\", \"mount\": "
+                                     "\"dir\", \"read_only\": false}}, \"outputs\": [\"out/\"]}");
+    assert_int_equal(al_workspace_set_mount_local(ws, "dir", tmpdir), AL_OK);
+    check(r, ws,
+          "const codes = [];\n"
+          "const t = async (f) => { try { codes.push((await f()) ?? null); }"
+          " catch (e) { codes.push(e.code); } };\n"
+          "await t(() => workspace.readdir('/workspace'));\n"
+          "await t(() => workspace.readFile('policies/travel.md'));\n"
+          "await t(() => workspace.readFile('policies/etc/passwd'));\n"
+          "await t(() => workspace.writeFile('secret.txt', 'x'));\n"
+          "await t(() => workspace.writeFile('policies/new.md', 'x'));\n"
+          "await t(() => workspace.writeFile('out/r.md', 'written back'));\n"
+          "await t(() => workspace.readdir('.'));\n"
+          "await t(() => workspace.glob('**/*.md'));\n"
+          "return codes;",
+          "[[\"policies\",\"secret.txt\"],\"no first class\",\"EACCES\",\"EROFS\","
+          "\"EROFS\",null,[\"out\",\"policies\",\"secret.txt\"],"
+          "[\"out/r.md\",\"policies/travel.md\"]]");
+    struct al_error err;
+    assert_int_equal(al_workspace_commit(ws, &err), AL_OK);
+    char p[256];
+    snprintf(p, sizeof p, "%s/out/r.md", tmpdir);
+    FILE *f = fopen(p, "r");
+    assert_non_null(f);
+    char got[32] = "";
+    assert_non_null(fgets(got, sizeof got, f));
+    fclose(f);
+    assert_string_equal(got, "written back");
+    al_workspace_free(ws);
+    al_runner_free(r);
+    remove_tree();
+}
+
 /* ------------------------------------------------------------ application mounts */
 
 struct mem_mount {
@@ -712,6 +753,7 @@ int main(void)
         cmocka_unit_test(test_workspace_manifest_errors),
         cmocka_unit_test(test_workspace_absent),
         cmocka_unit_test(test_workspace_local_mount),
+        cmocka_unit_test(test_workspace_directory),
         cmocka_unit_test(test_workspace_app_mount),
         cmocka_unit_test(test_workspace_journal_replay),
         cmocka_unit_test(test_workspace_resume),
