@@ -355,6 +355,92 @@ out:
     return ret;
 }
 
+/* WS1: a 50 MiB workspace (50 files of 1 MiB) restored from a tar (al_workspace_load_tar) and
+ * snapshotted to one (al_workspace_tar), as airlockd does for from_run, from_snapshot and
+ * GET /v1/runs/{id}/workspace.tar. The goal is at most 1 s each; the median is reported. */
+static int bench_workspace(int scale)
+{
+    const size_t per = 1u << 20;
+    const int files = 50;
+    int n = 10 / scale < 3 ? 3 : 10 / scale;
+    static const char manifest[] = "{\"limits\": {\"bytes\": 67108864}}";
+    double *load_ms = calloc((size_t)n, sizeof *load_ms);
+    double *tar_ms = calloc((size_t)n, sizeof *tar_ms);
+    char *file = malloc(per);
+    struct al_workspace *ws = NULL;
+    char *tar = NULL;
+    size_t tar_len = 0;
+    int ret = -1;
+    struct al_error err;
+    if (!load_ms || !tar_ms || !file ||
+        al_workspace_new(manifest, sizeof manifest - 1, &ws, &err) != AL_OK) {
+        goto out;
+    }
+    /* the tar to restore: the workspace's own, after a first load of generated members */
+    for (size_t i = 0; i < per; i++) {
+        file[i] = (char)(i * 31 + (i >> 12));
+    }
+    size_t seed_len = (size_t)files * (512 + per) + 1024;
+    char *seed = calloc(1, seed_len);
+    if (!seed) {
+        goto out;
+    }
+    for (int f = 0; f < files; f++) {
+        char *h = seed + (size_t)f * (512 + per);
+        snprintf(h, 100, "data/part-%02d.bin", f);
+        memcpy(h + 100, "0000644", 7);
+        snprintf(h + 124, 12, "%011zo", per);
+        h[156] = '0';
+        memcpy(h + 257, "ustar", 6);
+        memcpy(h + 263, "00", 2);
+        memset(h + 148, ' ', 8);
+        unsigned sum = 0;
+        for (int k = 0; k < 512; k++) {
+            sum += (unsigned char)h[k];
+        }
+        snprintf(h + 148, 8, "%06o", sum);
+        memcpy(h + 512, file, per);
+    }
+    int lrc = al_workspace_load_tar(ws, seed, seed_len, &err);
+    free(seed);
+    if (lrc != AL_OK || al_workspace_tar(ws, &tar, &tar_len, &err) != AL_OK) {
+        fprintf(stderr, "airlock_bench: WS1: %s\n", err.message);
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        char *again = NULL;
+        size_t again_len = 0;
+        uint64_t t0 = now_ns();
+        int rc = al_workspace_load_tar(ws, tar, tar_len, &err);
+        uint64_t t1 = now_ns();
+        rc |= al_workspace_tar(ws, &again, &again_len, &err);
+        uint64_t t2 = now_ns();
+        free(again);
+        if (rc != AL_OK || again_len != tar_len) {
+            fprintf(stderr, "airlock_bench: WS1: the workspace did not round-trip\n");
+            goto out;
+        }
+        load_ms[i] = (double)(t1 - t0) / 1e6;
+        tar_ms[i] = (double)(t2 - t1) / 1e6;
+    }
+    qsort(load_ms, (size_t)n, sizeof *load_ms, cmp_double);
+    qsort(tar_ms, (size_t)n, sizeof *tar_ms, cmp_double);
+    printf("{\"runtime\":\"airlock\",\"workload\":\"WS1\",\"desc\":\"a %zu-byte workspace "
+           "(%d files) restored from a tar and snapshotted to one\",\"iterations\":%d,"
+           "\"median_ms\":%.3f,\"load_median_ms\":%.3f,\"tar_median_ms\":%.3f}\n",
+           (size_t)files * per, files, n, load_ms[n / 2] + tar_ms[n / 2], load_ms[n / 2],
+           tar_ms[n / 2]);
+    fflush(stdout);
+    ret = 0;
+out:
+    free(tar);
+    free(file);
+    free(load_ms);
+    free(tar_ms);
+    al_workspace_free(ws);
+    return ret;
+}
+
 static int same_json(const char *got, size_t len, const char *want)
 {
     return got && len == strlen(want) && memcmp(got, want, len) == 0;
@@ -844,6 +930,11 @@ int main(int argc, char **argv)
 
     fprintf(stderr, "airlock_bench: W8\n");
     if (bench_typescript(w1, scale) != 0) {
+        goto out;
+    }
+
+    fprintf(stderr, "airlock_bench: WS1\n");
+    if (bench_workspace(scale) != 0) {
         goto out;
     }
 

@@ -305,6 +305,11 @@ if "W8" in a:
                  f"{ms(get(a, 'W8', 'median_ms'))} ms (median of {get(a, 'W8', 'iterations')}), "
                  f"{get(a, 'W8', 'percent_of_w1'):.1f}% of W1's median hello run; run has no "
                  f"TypeScript of its own (it needs Node's stripper or the typescript package).")
+if "WS1" in a:
+    lines.append("")
+    lines.append(f"WS1, {get(a, 'WS1', 'desc')}: restored in {ms(get(a, 'WS1', 'load_median_ms'))} "
+                 f"ms, snapshotted in {ms(get(a, 'WS1', 'tar_median_ms'))} ms (medians of "
+                 f"{get(a, 'WS1', 'iterations')}; the goal is at most 1000 ms each).")
 lines.append("")
 lines.append("| throughput of W2 | airlock runs/s | @airlock/run runs/s | run runs/s | airlock/run "
              "| @airlock/run/run |")

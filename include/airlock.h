@@ -715,11 +715,12 @@ struct al_divergence {
  * result. */
 AL_API int al_result_divergence(const struct al_result *result, struct al_divergence *ret);
 
-/* ---------------------------------------------------------------- workspaces (docs/workspace.md) */
+/* ---------------------------------------------------------------- workspaces (docs/workspace.md)
+ */
 
 /*
  * A run's files: a tree the guest reaches through the global `workspace` and the module
- * `node:fs/promises`, never a real file system (the worker has none). Built from a manifest:
+ * `node:fs/promises`, never a real filesystem (the worker has none). Built from a manifest:
  *
  *   {"version": 1, "root": "/workspace",
  *    "entries": {"README.md": {"type": "file", "content": "..."},
@@ -852,8 +853,7 @@ struct al_workspace_file {
     const char *key;
 };
 typedef void al_workspace_file_fn(const struct al_workspace_file *file, void *ud);
-AL_API void al_workspace_outputs(const struct al_workspace *ws, al_workspace_file_fn *fn,
-                                 void *ud);
+AL_API void al_workspace_outputs(const struct al_workspace *ws, al_workspace_file_fn *fn, void *ud);
 
 /* Writes the files written into writable mounts (read_only: false under an outputs prefix) to
  * their backends, all or nothing: after a failed write the ones written are removed, and the

@@ -65,6 +65,13 @@ static const char usage[] =
         "for a\n"
         "                             .mjs FILE)\n"
         "  --modules DIR              imports resolve inside DIR only (a read-only module root)\n"
+        "  --workspace DIR            the guest's `workspace` and node:fs/promises over DIR, "
+        "read-only\n"
+        "                             (symbolic links answer EACCES) except under "
+        "--workspace-output\n"
+        "  --workspace-output PREFIX  a writable prefix of the workspace (repeatable); what the "
+        "guest\n"
+        "                             writes there is written into DIR once the run completed\n"
         "  --unsafe-no-jail           run without the worker's seccomp filter (stats.jail says "
         "\"none\")\n"
         "  --json                     print one JSON object on one line on stdout:\n"
@@ -129,6 +136,9 @@ struct run_args {
     uint64_t ttl_ms;       /* 0: the default */
     const char **resolves; /* ID=JSON */
     size_t nresolves;
+    const char *workspace;   /* --workspace DIR */
+    const char **ws_outputs; /* --workspace-output PREFIX, in order */
+    size_t nws_outputs;
 };
 
 /* Reads the whole file (or stdin) but never more than max + 1 bytes: enough to tell the
@@ -243,6 +253,8 @@ static const struct option run_options[] = {
     { "module", no_argument, NULL, 'M' },
     { "lang", required_argument, NULL, 'G' },
     { "modules", required_argument, NULL, 'O' },
+    { "workspace", required_argument, NULL, 'W' },
+    { "workspace-output", required_argument, NULL, 'Y' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
 };
@@ -429,6 +441,19 @@ static int parse_args(int argc, char **argv, struct run_args *a)
         case 'O':
             a->modules = optarg;
             break;
+        case 'W':
+            a->workspace = optarg;
+            break;
+        case 'Y': {
+            const char **v = realloc(a->ws_outputs, (a->nws_outputs + 1) * sizeof *v);
+            if (!v) {
+                cli_error("out of memory");
+                return -1;
+            }
+            a->ws_outputs = v;
+            a->ws_outputs[a->nws_outputs++] = optarg;
+            break;
+        }
         case 'h':
             fputs(usage, stdout);
             exit(0);
@@ -805,6 +830,45 @@ static int exit_status_of(const struct al_result *res)
     }
 }
 
+/* --workspace DIR: the directory as the whole workspace (a local mount at its root), writable
+ * under the --workspace-output prefixes only. 0, or -1 (said). */
+static int setup_workspace(const struct run_args *a, struct al_workspace **ret)
+{
+    if (!a->workspace) {
+        if (a->nws_outputs) {
+            cli_error("--workspace-output needs --workspace DIR");
+            return -1;
+        }
+        return 0;
+    }
+    struct buf m;
+    buf_init(&m, 1 << 20);
+    buf_append_str(&m, "{\"version\":1,\"entries\":{\".\":{\"type\":\"local_dir\",\"mount\":"
+                       "\"dir\",\"read_only\":false}},\"outputs\":[");
+    for (size_t i = 0; i < a->nws_outputs; i++) {
+        if (i) {
+            buf_append_byte(&m, ',');
+        }
+        json_write_string(&m, a->ws_outputs[i], strlen(a->ws_outputs[i]));
+    }
+    buf_append_str(&m, "]}");
+    struct al_error err;
+    struct al_workspace *ws = NULL;
+    if (buf_failed(&m) || al_workspace_new(m.data, m.len, &ws, &err) != AL_OK) {
+        cli_error("--workspace: %s", buf_failed(&m) ? "out of memory" : err.message);
+        buf_done(&m);
+        return -1;
+    }
+    buf_done(&m);
+    if (al_workspace_set_mount_local(ws, "dir", a->workspace) != AL_OK) {
+        cli_error("--workspace %s: not a directory", a->workspace);
+        al_workspace_free(ws);
+        return -1;
+    }
+    *ret = ws;
+    return 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
     int exit_code = CLI_EXIT_USAGE;
@@ -816,6 +880,7 @@ int cmd_run(int argc, char **argv)
     struct host_process *hp = NULL;
     struct al_store *store = NULL;
     struct modules_dir *mods = NULL;
+    struct al_workspace *ws = NULL;
     char *source = NULL;
     size_t source_len = 0;
     struct al_error err;
@@ -897,6 +962,9 @@ int cmd_run(int argc, char **argv)
     if (al_run_opts_set_source_type(opts, type) != AL_OK) {
         goto out;
     }
+    if (setup_workspace(&a, &ws) != 0 || al_run_opts_set_workspace(opts, ws) != AL_OK) {
+        goto out;
+    }
     if (execute(runner, opts, &res, &err) != AL_OK) {
         cli_error("%s: %s", al_code_name(err.code), err.message);
         goto out;
@@ -914,6 +982,11 @@ int cmd_run(int argc, char **argv)
     }
     fflush(stdout);
     exit_code = exit_status_of(res);
+    if (ws && al_result_status(res) == AL_STATUS_COMPLETED &&
+        al_workspace_commit(ws, &err) != AL_OK) {
+        cli_error("--workspace: the outputs were not written: %s", err.message);
+        exit_code = CLI_EXIT_FAILED;
+    }
     if (hp_error) {
         cli_error("%s", hp_message);
         exit_code = CLI_EXIT_USAGE;
@@ -933,6 +1006,8 @@ out:
     al_config_free(config);
     al_store_free(store);
     modules_dir_free(mods);
+    al_workspace_free(ws);
+    free(a.ws_outputs);
     free(a.resolves);
     free(a.host_specs);
     for (size_t i = 0; i < a.nexecs; i++) {

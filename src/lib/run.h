@@ -66,16 +66,16 @@ struct run_state {
     uint32_t host_calls;
     uint32_t in_flight;
     uint64_t console_bytes;
-    int ready;             /* READY received: the run's wall and CPU clocks start */
-    uint64_t ready_us;     /* monotonic */
-    uint64_t cpu_base_us;  /* the worker's CPU time at READY (start-up is not the guest's) */
-    uint64_t cpu_read_us;  /* when the worker's CPU time was last read (0: never) */
-    uint64_t cpu_last_us;  /* its CPU time since READY then (UINT64_MAX: unknown) */
-    int done;              /* DONE received or a failure decided */
-    int kill;              /* the worker must be killed (it may be alive and misbehaving) */
-    uint32_t frames_sent;  /* ANSWER frames written to the worker */
-    struct ledger *ledger; /* host calls, continuations, replay (ledger.h) */
-    int can_hold;          /* al_run_start: the journal callback may hold answers */
+    int ready;              /* READY received: the run's wall and CPU clocks start */
+    uint64_t ready_us;      /* monotonic */
+    uint64_t cpu_base_us;   /* the worker's CPU time at READY (start-up is not the guest's) */
+    uint64_t cpu_read_us;   /* when the worker's CPU time was last read (0: never) */
+    uint64_t cpu_last_us;   /* its CPU time since READY then (UINT64_MAX: unknown) */
+    int done;               /* DONE received or a failure decided */
+    int kill;               /* the worker must be killed (it may be alive and misbehaving) */
+    uint32_t frames_sent;   /* ANSWER frames written to the worker */
+    struct ledger *ledger;  /* host calls, continuations, replay (ledger.h) */
+    int can_hold;           /* al_run_start: the journal callback may hold answers */
     uint64_t file_args_max; /* bytes of a workspace operation's arguments (0: no workspace) */
 };
 

@@ -1,7 +1,8 @@
 /*
  * workspace.h - libairlock's private view of struct al_workspace (docs/workspace.md):
- *   workspace.c        the manifest, the tree of files, path rules, limits, the guest's file
- *                      operations (host calls "workspace.<op>"), outputs, commit
+ *   workspace.c        the manifest, the tree of files, path rules, mounts, outputs, commit
+ *   workspace_ops.c    the guest's file operations (host calls "workspace.<op>"): limits,
+ *                      permissions, Node's errors, glob, dispatch
  *   workspace_tar.c    the tar codec: al_workspace_tar, al_workspace_load_tar
  *   workspace_mount.c  local directories as mounts, and the thread that runs the operations of
  *                      a workspace that has mounts (their backends may block)
@@ -18,7 +19,7 @@
 #include "buf.h"
 
 #define WS_OPS_COUNT 10 /* the host calls of a workspace: ws_op_names */
-#define WS_MOUNT_DENIED                                                                            \
+#define WS_MOUNT_DENIED \
     3 /* enum al_mount_status of the lib's own local backend: a symbolic link, EACCES */
 
 /* A file or directory of the tree (inline, from a snapshot, or written by the guest). */
@@ -92,7 +93,8 @@ struct al_workspace {
     struct ws_job **tail;
 };
 
-/* The host calls' op names ("readFile", ...), WS_OPS_COUNT of them; index = op. */
+/* workspace_ops.c: the host calls' op names ("readFile", ...), WS_OPS_COUNT of them; index =
+ * op. */
 extern const char *const ws_op_names[WS_OPS_COUNT];
 /* 1 for an op that changes the tree (replayed for its effect). */
 int ws_op_mutates(int op);
@@ -110,14 +112,53 @@ const char *ws_missing_mount(const struct al_workspace *ws);
  * JSON string or base64, and its path). */
 uint64_t ws_args_max(const struct al_workspace *ws);
 
+#define WS_PATH_MAX   4096 /* bytes of a path the guest gives */
+#define WS_JSON_DEPTH 64   /* nesting of a manifest or of an operation's arguments */
+
+/* An operation's failure: a Node error code and its message. */
+struct ws_err {
+    const char *code; /* NULL: none */
+    char msg[400];
+};
+/* Sets e (the first failure wins). */
+void ws_fail(struct ws_err *e, const char *code, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+
 /* The tree (workspace.c). */
 struct ws_node *ws_find(const struct al_workspace *ws, const char *path, size_t len);
 /* The index where `path` is or would go. */
 size_t ws_index(const struct al_workspace *ws, const char *path, size_t len, int *ret_found);
-/* Frees a node. */
+struct ws_node *ws_node_new(const char *path, size_t len, int is_dir, int mount);
 void ws_node_free(struct ws_node *n);
+/* Inserts n (its path not in the tree), counting a file; 0, or -1 out of memory. */
+int ws_tree_insert(struct al_workspace *ws, struct ws_node *n);
+/* Takes node i out of the tree, uncounted (the caller frees it). */
+struct ws_node *ws_tree_remove(struct al_workspace *ws, size_t i);
+/* The range [*ret_lo, *ret_hi) of the descendants of directory `path` ("" = root: all). */
+void ws_descendants(const struct al_workspace *ws, const char *path, size_t len, size_t *ret_lo,
+                    size_t *ret_hi);
+/* Adds directory nodes (with `mount`) for every missing parent of `path`; 0, or -1 out of
+ * memory. */
+int ws_add_parents(struct al_workspace *ws, const char *path, size_t len, int mount);
 
-/* Runs job's operation on the calling thread (workspace.c). */
+/* Paths (workspace.c). Normalizes `in` (relative to the root, or absolute under it) into out
+ * (WS_PATH_MAX + 1 bytes: relative, "" for the root, no '.', '..' or empty segments). 0, or
+ * -1 with e set (EACCES outside the root, ERR_INVALID_ARG_VALUE for a NUL). */
+int ws_normalize(const char *root, size_t root_len, const char *in, size_t in_len, char *out,
+                 size_t *ret_len, struct ws_err *e, const char *syscall);
+/* 1 when `path` is `pre` or lies below it ("" is everything). */
+int ws_under(const char *path, size_t len, const char *pre);
+int ws_in_outputs(const struct al_workspace *ws, const char *path, size_t len);
+/* The mount entry `path` lies in (or is), or -1. */
+int ws_entry_of(const struct al_workspace *ws, const char *path, size_t len);
+/* The backend key of `path` in mount entry m (malloc'd; NULL out of memory). */
+char *ws_mount_key(const struct al_workspace *ws, int m, const char *path, size_t len);
+const struct ws_backend *ws_backend_of(const struct al_workspace *ws, int m);
+struct json_node;
+/* 1 with *ret for a JSON number that is a non-negative integer (at most 2^53 - 1). */
+int ws_is_uint(const struct json_node *n, uint64_t *ret);
+
+/* Runs job's operation on the calling thread (workspace_ops.c). */
 void ws_run_job(struct al_workspace *ws, struct ws_job *job);
 
 /* workspace_mount.c: queues a job for the workspace's thread (started on the first), which

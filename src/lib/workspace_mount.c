@@ -142,7 +142,7 @@ static enum al_mount_status local_stat(void *ud, const char *key, uint64_t *ret_
     int fd = walk_parent(ud, key, 0, &last);
     if (fd < 0) {
         say(err, errlen, "stat", EIO);
-        return (enum al_mount_status)-fd;
+        return (enum al_mount_status) - fd;
     }
     struct stat st;
     int r = last[0] ? fstatat(fd, last, &st, AT_SYMLINK_NOFOLLOW) : fstat(fd, &st);
@@ -166,7 +166,7 @@ static enum al_mount_status local_read(void *ud, const char *key, uint64_t offse
     const char *last;
     int dfd = walk_parent(ud, key, 0, &last);
     if (dfd < 0) {
-        return (enum al_mount_status)-dfd;
+        return (enum al_mount_status) - dfd;
     }
     int fd = openat(dfd, last[0] ? last : ".", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     int e = errno;
@@ -218,7 +218,7 @@ static enum al_mount_status local_list(void *ud, const char *key, al_mount_list_
     const char *last;
     int dfd = walk_parent(ud, key, 0, &last);
     if (dfd < 0) {
-        return (enum al_mount_status)-dfd;
+        return (enum al_mount_status) - dfd;
     }
     /* a fresh open of "." for the mount's own directory: a dup would share (and move) the
      * directory offset of the descriptor every walk starts from */
@@ -306,7 +306,7 @@ static enum al_mount_status local_remove(void *ud, const char *key, char *err, s
     const char *last;
     int dfd = walk_parent(ud, key, 0, &last);
     if (dfd < 0) {
-        return (enum al_mount_status)-dfd;
+        return (enum al_mount_status) - dfd;
     }
     int r = last[0] ? unlinkat(dfd, last, 0) : -1;
     int e = errno;

@@ -481,11 +481,11 @@ enum al_code al_workspace_load_tar(struct al_workspace *ws, const char *tar, siz
                            "snapshot: member '%.100s' is a %s, only files and directories are "
                            "accepted",
                            name,
-                           type == '1'                 ? "hard link"
-                           : type == '2'               ? "symbolic link"
+                           type == '1'                  ? "hard link"
+                           : type == '2'                ? "symbolic link"
                            : type == '3' || type == '4' ? "device"
-                           : type == '6'               ? "FIFO"
-                                                       : "member of an unknown type");
+                           : type == '6'                ? "FIFO"
+                                                        : "member of an unknown type");
             goto out;
         }
         if (clean_name(name, nlen, clean, &clen) != 0) {
@@ -543,12 +543,15 @@ enum al_code al_workspace_load_tar(struct al_workspace *ws, const char *tar, siz
      * file and a directory, or a file with something below it, is refused */
     size_t k = 0;
     for (size_t i = 0; i < s.n; i++) {
+        /* each node is in exactly one slot at any time, so an error frees each once */
         struct ws_node *n = s.v[i];
+        s.v[i] = NULL;
         n->entry = 0;
         if (k > 0) {
             struct ws_node *prev = s.v[k - 1];
             if (prev->path_len == n->path_len && memcmp(prev->path, n->path, n->path_len) == 0) {
                 if (prev->is_dir != n->is_dir) {
+                    s.v[i] = n;
                     rc = error_set(reterr, AL_CONFIG_ERROR,
                                    "snapshot: '%.100s' is both a file and a directory", n->path);
                     goto out;
@@ -560,6 +563,7 @@ enum al_code al_workspace_load_tar(struct al_workspace *ws, const char *tar, siz
             if (!prev->is_dir && n->path_len > prev->path_len &&
                 memcmp(n->path, prev->path, prev->path_len) == 0 &&
                 n->path[prev->path_len] == '/') {
+                s.v[i] = n;
                 rc = error_set(reterr, AL_CONFIG_ERROR,
                                "snapshot: '%.100s' is a file with members below it", prev->path);
                 goto out;
@@ -578,13 +582,13 @@ enum al_code al_workspace_load_tar(struct al_workspace *ws, const char *tar, siz
         }
     }
     /* swap in: the mounts' nodes stay, the staged ones merge with them (both sorted) */
-    ws_drop_own_nodes(ws);
-    size_t total = ws->nnodes + s.n;
+    size_t total = ws->nnodes + s.n; /* at most: the own nodes go */
     struct ws_node **merged = malloc((total ? total : 1) * sizeof *merged);
     if (!merged) {
         rc = error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
         goto out;
     }
+    ws_drop_own_nodes(ws);
     size_t a = 0;
     size_t b = 0;
     size_t m = 0;

@@ -179,8 +179,9 @@ static JSValue host_call(JSContext *ctx, JSValueConst this_val, int argc, JSValu
     }
     if (rc == AL_OUTPUT_LIMIT && fn->file) {
         /* the guest's wrapper makes this an Error with code EFBIG: the run goes on */
-        JS_ThrowRangeError(ctx, "EFBIG: file too large (the data of a call to %s passes the "
-                                "workspace's file_bytes limit)",
+        JS_ThrowRangeError(ctx,
+                           "EFBIG: file too large (the data of a call to %s passes the "
+                           "workspace's file_bytes limit)",
                            fn->name);
         goto out;
     }

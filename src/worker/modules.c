@@ -28,7 +28,7 @@ extern const size_t builtins_workspace_len;
 
 /* node:fs/promises' exports: the members of workspace.js's `fs`, and `default` (all of it). */
 static const char *const fs_exports[] = {
-    "readFile", "writeFile", "appendFile", "readdir", "stat",   "lstat",  "access",
+    "readFile", "writeFile", "appendFile", "readdir", "stat",   "lstat", "access",
     "mkdir",    "rm",        "rmdir",      "unlink",  "rename", "glob",
 };
 
@@ -204,8 +204,8 @@ int modules_install_workspace(struct worker *w, JSContext *ctx)
     if (JS_DefinePropertyValueStr(ctx, native, "ops", JS_DupValue(ctx, ops), 0) < 0) {
         goto out;
     }
-    JSValue bc = JS_ReadObject(ctx, builtins_workspace, builtins_workspace_len,
-                               JS_READ_OBJ_BYTECODE);
+    JSValue bc =
+            JS_ReadObject(ctx, builtins_workspace, builtins_workspace_len, JS_READ_OBJ_BYTECODE);
     if (JS_IsException(bc)) {
         goto out;
     }

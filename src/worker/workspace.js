@@ -42,7 +42,7 @@
 
     const errnos = {
         __proto__: null,
-        ENOENT: -2, EIO: -5, EACCES: -13, EEXIST: -17, EXDEV: -18, ENOTDIR: -20, EISDIR: -21,
+        ENOENT: -2, EIO: -5, ENOMEM: -12, EACCES: -13, EEXIST: -17, EXDEV: -18, ENOTDIR: -20, EISDIR: -21,
         EINVAL: -22, EFBIG: -27, ENOSPC: -28, EROFS: -30, ENAMETOOLONG: -36, ENOTEMPTY: -39,
     };
 

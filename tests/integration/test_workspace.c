@@ -27,14 +27,15 @@
 
 static const char key[] = "k1-0123456789abcdef0123456789abcdef";
 
-static const char manifest[] = "{\"version\": 1, \"root\": \"/workspace\","
-                               " \"entries\": {\"README.md\": {\"type\": \"file\", \"content\": "
-                               "\"hello\"},"
-                               "  \"in\": {\"type\": \"dir\"},"
-                               "  \"in/a.csv\": {\"type\": \"file\", \"content\": \"x,y\\n1,2\\n\"}},"
-                               " \"outputs\": [\"out/\"],"
-                               " \"limits\": {\"bytes\": 33554432, \"files\": 20, \"file_bytes\": "
-                               "12582912}}";
+static const char manifest[] =
+        "{\"version\": 1, \"root\": \"/workspace\","
+        " \"entries\": {\"README.md\": {\"type\": \"file\", \"content\": "
+        "\"hello\"},"
+        "  \"in\": {\"type\": \"dir\"},"
+        "  \"in/a.csv\": {\"type\": \"file\", \"content\": \"x,y\\n1,2\\n\"}},"
+        " \"outputs\": [\"out/\"],"
+        " \"limits\": {\"bytes\": 33554432, \"files\": 20, \"file_bytes\": "
+        "12582912}}";
 
 /* approve.ask(x): interrupts for a person (a continuation needs one) */
 static void host_ask(struct al_call *call, void *ud)
@@ -142,7 +143,8 @@ static void test_workspace_guest_api(void **state)
           "await workspace.readdir('out'), await workspace.exists('out/a'), "
           "await workspace.exists('out/c/b/x.txt'), st.size, st.isFile(), dst.isDirectory(), "
           "await workspace.glob('**/*.txt'), await workspace.glob('/workspace/*.md'), "
-          "(await workspace.readdir('.', {withFileTypes: true})).map(d => d.name + d.isDirectory())];",
+          "(await workspace.readdir('.', {withFileTypes: true})).map(d => d.name + "
+          "d.isDirectory())];",
           "[\"hello\",\"hello\",true,8,120,\"# report\\nhi\",{\"n\":1},[\"c\",\"r.md\",\"s.json\"],"
           "false,true,11,true,true,[\"out/c/b/x.txt\"],[\"README.md\"],"
           "[\"README.mdfalse\",\"intrue\",\"outtrue\"]]");
@@ -180,10 +182,10 @@ static void test_workspace_node_fs(void **state)
     struct al_run_opts *o = al_run_opts_new();
     assert_int_equal(al_run_opts_set_source_type(o, AL_SOURCE_MODULE), AL_OK);
     expect_done(run_opts(r, o,
-                          "import { readFile } from 'node:fs/promises';\n"
-                          "export default readFile('README.md', 'utf8');",
-                          ws),
-                 "\"hello\"");
+                         "import { readFile } from 'node:fs/promises';\n"
+                         "export default readFile('README.md', 'utf8');",
+                         ws),
+                "\"hello\"");
     al_run_opts_free(o);
     al_workspace_free(ws);
     al_runner_free(r);
@@ -220,8 +222,7 @@ static void test_workspace_errors(void **state)
           "\"EACCES\",\"EACCES\",\"EACCES\",\"ENOENT\",\"EISDIR\",\"EROFS\","
           "\"ERR_INVALID_ARG_VALUE\",\"ERR_INVALID_ARG_TYPE\",\"ERR_INVALID_ARG_VALUE\"]");
     /* the message reads as Node's */
-    check(r, ws,
-          "try { await workspace.readFile('nope.txt'); } catch (e) { return e.message; }",
+    check(r, ws, "try { await workspace.readFile('nope.txt'); } catch (e) { return e.message; }",
           "\"ENOENT: no such file or directory, open 'nope.txt'\"");
     al_workspace_free(ws);
     al_runner_free(r);
@@ -247,6 +248,25 @@ static void test_workspace_limits(void **state)
           "await t(() => workspace.writeFile('out/a', 'short'));\n"
           "return codes;",
           "[\"EFBIG\",\"ok\",\"EFBIG\",\"ENOSPC\",\"ok\",\"ok\",\"ENOSPC\",\"ok\"]");
+    al_workspace_free(ws);
+    al_runner_free(r);
+}
+
+/* Each file operation is a host call: it counts against the host-calls limit. */
+static void test_workspace_ops_are_host_calls(void **state)
+{
+    (void)state;
+    struct al_runner *r = new_runner();
+    struct al_workspace *ws = new_ws(manifest);
+    struct al_run_opts *o = al_run_opts_new();
+    assert_int_equal(al_run_opts_set_limit(o, AL_LIMIT_HOST_CALLS, 3), AL_OK);
+    struct al_result *res = run_opts(r, o,
+                                     "for (let i = 0; i < 4; i++) await workspace.exists('x');\n"
+                                     "return 'done';",
+                                     ws);
+    assert_int_equal(al_result_error_code(res), AL_BRIDGE_LIMIT);
+    al_result_free(res);
+    al_run_opts_free(o);
     al_workspace_free(ws);
     al_runner_free(r);
 }
@@ -381,12 +401,12 @@ static void test_workspace_local_mount(void **state)
     (void)state;
     make_tree();
     struct al_runner *r = new_runner();
-    struct al_workspace *ws = new_ws(
-            "{\"entries\": {\"docs\": {\"type\": \"local_dir\", \"mount\": \"handbook\", "
-            "\"prefix\": \"policies/\"},"
-            " \"out/back\": {\"type\": \"local_dir\", \"mount\": \"handbook\", \"prefix\": "
-            "\"written\", \"read_only\": false}},"
-            " \"outputs\": [\"out\"]}");
+    struct al_workspace *ws =
+            new_ws("{\"entries\": {\"docs\": {\"type\": \"local_dir\", \"mount\": \"handbook\", "
+                   "\"prefix\": \"policies/\"},"
+                   " \"out/back\": {\"type\": \"local_dir\", \"mount\": \"handbook\", \"prefix\": "
+                   "\"written\", \"read_only\": false}},"
+                   " \"outputs\": [\"out\"]}");
     assert_int_equal(al_workspace_set_mount_local(ws, "nobody", tmpdir), AL_CONFIG_ERROR);
     assert_int_equal(al_workspace_set_mount_local(ws, "handbook", "/nonexistent/dir"),
                      AL_CONFIG_ERROR);
@@ -406,11 +426,12 @@ static void test_workspace_local_mount(void **state)
           "await t(() => workspace.writeFile('docs/new.md', 'x'));\n"
           "await t(() => workspace.rm('docs/travel.md'));\n"
           "await t(() => workspace.writeFile('out/back/r.md', 'report'));\n"
+          "await t(() => workspace.writeFile('out/back/r.md/x', 'below a file'));\n"
           "await t(() => workspace.glob('docs/*.md'));\n"
           "await t(() => workspace.readdir('out'));\n"
           "return codes;",
           "[\"no first class\",[\"etc\",\"passwd\",\"travel.md\"],\"EACCES\",\"EACCES\","
-          "\"EACCES\",\"EACCES\",\"ENOENT\",\"ENOENT\",\"EROFS\",\"EROFS\",null,"
+          "\"EACCES\",\"EACCES\",\"ENOENT\",\"ENOENT\",\"EROFS\",\"EROFS\",null,\"ENOTDIR\","
           "[\"docs/travel.md\"],[\"back\"]]");
     /* nothing reached the directory before commit; commit writes it below the prefix */
     char p[256];
@@ -556,8 +577,9 @@ static enum al_mount_status mem_remove(void *ud, const char *k, char *err, size_
     return AL_MOUNT_OK;
 }
 
-static const struct al_mount_ops mem_ops = { AL_MOUNT_OPS_VERSION, mem_stat, mem_read, mem_list,
-                                             mem_write, mem_remove };
+static const struct al_mount_ops mem_ops = {
+    AL_MOUNT_OPS_VERSION, mem_stat, mem_read, mem_list, mem_write, mem_remove
+};
 
 struct seen {
     char ops[1024];
@@ -639,6 +661,35 @@ static void test_workspace_app_mount(void **state)
         free(tar);
         al_workspace_free(ws);
     }
+    al_runner_free(r);
+}
+
+/* On the runner's event thread (al_run_start), mount operations run on the workspace's own
+ * thread and answer from there. */
+static void test_workspace_async_run(void **state)
+{
+    (void)state;
+    struct al_runner *r = new_runner();
+    struct al_workspace *ws =
+            new_ws("{\"entries\": {\"lake\": {\"type\": \"s3_mount\", \"mount\": \"finance-lake\", "
+                   "\"prefix\": \"2026/\"}}, \"outputs\": [\"out\"]}");
+    struct mem_mount mm = { 0 };
+    assert_int_equal(al_workspace_set_mount(ws, "finance-lake", &mem_ops, &mm), AL_OK);
+    struct al_run_opts *o = al_run_opts_new();
+    static const char src[] = "const all = await Promise.all([workspace.readFile('lake/q1.csv'),\n"
+                              "  workspace.writeFile('out/a', 'a'), workspace.readdir('lake')]);\n"
+                              "return [all[0], all[2], await workspace.readFile('out/a')];";
+    assert_int_equal(al_run_opts_set_source(o, src, strlen(src), NULL), AL_OK);
+    assert_int_equal(al_run_opts_set_workspace(o, ws), AL_OK);
+    struct al_run *run = NULL;
+    struct al_error err;
+    assert_int_equal(al_run_start(r, o, NULL, NULL, &run, &err), AL_OK);
+    al_run_opts_free(o);
+    struct al_result *res = NULL;
+    assert_int_equal(al_run_wait(run, &res, &err), AL_OK);
+    al_run_release(run);
+    expect_done(res, "[\"a,b\\n\",[\"broken.csv\",\"q1.csv\"],\"a\"]");
+    al_workspace_free(ws);
     al_runner_free(r);
 }
 
@@ -749,12 +800,14 @@ int main(void)
         cmocka_unit_test(test_workspace_node_fs),
         cmocka_unit_test(test_workspace_errors),
         cmocka_unit_test(test_workspace_limits),
+        cmocka_unit_test(test_workspace_ops_are_host_calls),
         cmocka_unit_test(test_workspace_large_file),
         cmocka_unit_test(test_workspace_manifest_errors),
         cmocka_unit_test(test_workspace_absent),
         cmocka_unit_test(test_workspace_local_mount),
         cmocka_unit_test(test_workspace_directory),
         cmocka_unit_test(test_workspace_app_mount),
+        cmocka_unit_test(test_workspace_async_run),
         cmocka_unit_test(test_workspace_journal_replay),
         cmocka_unit_test(test_workspace_resume),
     };

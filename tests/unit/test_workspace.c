@@ -83,7 +83,8 @@ static void end(struct tar *t)
 static const char manifest[] =
         "{\"entries\": {\"README.md\": {\"type\": \"file\", \"content\": \"hello\"},"
         " \"lake\": {\"type\": \"s3_mount\", \"mount\": \"m\"}},"
-        " \"outputs\": [\"out\"], \"limits\": {\"bytes\": 4096, \"files\": 4, \"file_bytes\": 1024}}";
+        " \"outputs\": [\"out\"], \"limits\": {\"bytes\": 4096, \"files\": 4, \"file_bytes\": "
+        "1024}}";
 
 /* ------------------------------------------------------------ tests */
 
@@ -350,8 +351,8 @@ static void test_tar_50mb(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tar_round_trip),   cmocka_unit_test(test_tar_gnu_long_name),
-        cmocka_unit_test(test_tar_hostile),      cmocka_unit_test(test_tar_structure),
+        cmocka_unit_test(test_tar_round_trip),      cmocka_unit_test(test_tar_gnu_long_name),
+        cmocka_unit_test(test_tar_hostile),         cmocka_unit_test(test_tar_structure),
         cmocka_unit_test(test_tar_replaces_inline), cmocka_unit_test(test_tar_50mb),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -42,7 +42,7 @@ def start():
     frame(READY, bytes([0]))
     _, run = read_frame()
     # RUN: 12 limits, seed, clock (u64 each), u8 flags, str filename, u32 n,
-    # n x (str name, u8), str source
+    # n x (str name, u8), u64 file-arguments cap, str source
     off = 14 * 8 + 1
     off += 4 + struct.unpack_from("<I", run, off)[0]
     n = struct.unpack_from("<I", run, off)[0]
@@ -52,6 +52,7 @@ def start():
         ln = struct.unpack_from("<I", run, off)[0]
         names.append(run[off + 4:off + 4 + ln].decode())
         off += 4 + ln + 1
+    off += 8
     slen = struct.unpack_from("<I", run, off)[0]
     return names, run[off + 4:off + 4 + slen]
 

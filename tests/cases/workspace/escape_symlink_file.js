@@ -1,0 +1,2 @@
+// A symbolic link to a file outside is never read.
+try { await workspace.readFile('docs/passwd'); return 'read'; } catch (e) { return e.code; }

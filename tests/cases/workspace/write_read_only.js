@@ -1,0 +1,2 @@
+// Without --workspace-output every path is read-only.
+try { await workspace.writeFile('new.txt', 'x'); return 'written'; } catch (e) { return e.code; }
