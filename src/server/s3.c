@@ -2,7 +2,8 @@
  * s3.c - the S3 client: path-style requests signed by libcurl (CURLOPT_AWS_SIGV4), the answer
  * judged and, for a listing, parsed by a small bounded XML scanner; and s3_mount_ops over it.
  *
- * What libcurl 7.88 (Debian 12) does and does not do for SigV4, and what this file adds:
+ * What libcurl 7.88 (Debian 12) does and does not do for SigV4 (curl issues 8810 and 9717), and
+ * what this file adds:
  * - it signs every header we set (x-amz-*, Range, Content-Type) but never adds
  *   x-amz-content-sha256, which S3 requires on every request: we add it, the SHA-256 hex of the
  *   body. Its payload hash is that of CURLOPT_POSTFIELDS (empty for a GET), so a PUT sends its
@@ -40,7 +41,7 @@
 #define S3_XML_DEPTH      16
 #define S3_XML_TEXT_MAX   4096 /* bytes of one element's text, decoded */
 #define S3_XML_PATH_MAX   256
-#define S3_CODE_MAX       64 /* bytes of S3's <Code> kept in a message */
+#define S3_CODE_MAX       64  /* bytes of S3's <Code> kept in a message */
 #define S3_KEY_SHOWN_MAX  120 /* bytes of a key shown in a message */
 
 struct s3_mount {
@@ -296,8 +297,9 @@ static int s3_xml_entity(struct s3_xml *x)
     static const struct {
         const char *name;
         char c;
-    } named[] = { { "lt;", '<' }, { "gt;", '>' }, { "amp;", '&' }, { "quot;", '"' },
-                  { "apos;", '\'' } };
+    } named[] = {
+        { "lt;", '<' }, { "gt;", '>' }, { "amp;", '&' }, { "quot;", '"' }, { "apos;", '\'' }
+    };
     const char *p = x->p + 1;
     size_t left = (size_t)(x->end - p);
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
@@ -353,8 +355,8 @@ static const char *s3_xml_find(const struct s3_xml *x, const char *from, const c
 
 static int s3_xml_name_char(char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-' || c == '.' || c == ':' || (unsigned char)c >= 0x80;
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.' || c == ':' || (unsigned char)c >= 0x80;
 }
 
 /* The element name at x->p, namespace prefix dropped; advances past it. */
@@ -458,7 +460,11 @@ static int s3_xml_walk(const char *xml, size_t len, s3_xml_fn *fn, void *ud, cha
     x->errlen = errlen;
     while (x->p < x->end) {
         if (*x->p == '&') {
-            if (x->depth == 0 || s3_xml_entity(x) != 0) {
+            if (x->depth == 0) {
+                s3_xml_error(x, "text outside the root element");
+                goto fail;
+            }
+            if (s3_xml_entity(x) != 0) {
                 goto fail;
             }
             continue;
@@ -493,8 +499,11 @@ static int s3_xml_walk(const char *xml, size_t len, s3_xml_fn *fn, void *ud, cha
             x->p = close ? close + 3 : x->p;
         } else if (left >= 9 && memcmp(x->p, "<![CDATA[", 9) == 0) {
             close = s3_xml_find(x, x->p + 9, "]]>");
-            if (close && (x->depth == 0 || s3_xml_text_add(x, x->p + 9,
-                                                           (size_t)(close - x->p - 9)) != 0)) {
+            if (close && x->depth == 0) {
+                s3_xml_error(x, "text outside the root element");
+                goto fail;
+            }
+            if (close && s3_xml_text_add(x, x->p + 9, (size_t)(close - x->p - 9)) != 0) {
                 goto fail;
             }
             x->p = close ? close + 3 : x->p;
@@ -508,14 +517,14 @@ static int s3_xml_walk(const char *xml, size_t len, s3_xml_fn *fn, void *ud, cha
             if (s3_xml_name(x, &name, &name_len) != 0) {
                 goto fail;
             }
-            const char *open = x->path + x->marks[x->depth > 0 ? x->depth - 1 : 0] +
-                               (x->depth > 1 ? 1 : 0);
+            const char *open =
+                    x->path + x->marks[x->depth > 0 ? x->depth - 1 : 0] + (x->depth > 1 ? 1 : 0);
             if (x->depth == 0 || strlen(open) != name_len || memcmp(open, name, name_len) != 0) {
                 s3_xml_error(x, "not well-formed XML (mismatched tags)");
                 goto fail;
             }
-            while (x->p < x->end && (*x->p == ' ' || *x->p == '\t' || *x->p == '\r' ||
-                                     *x->p == '\n')) {
+            while (x->p < x->end &&
+                   (*x->p == ' ' || *x->p == '\t' || *x->p == '\r' || *x->p == '\n')) {
                 x->p++;
             }
             if (x->p >= x->end || *x->p != '>') {
@@ -633,7 +642,7 @@ static int s3_list_node(const char *path, const char *text, size_t len, void *ud
     return 0;
 }
 
-/* 1 when the listing was stopped by its callback. */
+/* s3_list_parse, and *ret_stopped 1 when the callback stopped the listing (then no token). */
 static int s3_list_parse_page(const char *xml, size_t len, s3_list_fn *each, void *ud,
                               char **ret_token, int *ret_stopped, char *err, size_t errlen)
 {

@@ -29,8 +29,6 @@
 
 #include "airlock.h"
 
-#include "mount_ops.h"
-
 #define S3_CONNECT_TIMEOUT_MS 5000               /* to open a connection */
 #define S3_TIMEOUT_MS         60000              /* a whole operation, by default */
 #define S3_READ_MAX           ((size_t)1 << 30)  /* bytes one s3_get returns at most */
@@ -39,10 +37,11 @@
 #define S3_KEY_MAX            1024               /* bytes of a key, as S3 allows */
 
 struct s3_mount_config {
-    const char *endpoint; /* "https://s3.eu-west-1.amazonaws.com", "http://127.0.0.1:9000";
-                             http or https, no user info, query or fragment; a path is kept */
-    const char *bucket;   /* 3-63 of a-z 0-9 . - (S3's bucket names) */
-    const char *region;   /* "us-east-1": 1-32 of a-z 0-9 - */
+    /* "https://s3.eu-west-1.amazonaws.com", "http://127.0.0.1:9000": http or https, no user
+     * info, query or fragment; a path is kept */
+    const char *endpoint;
+    const char *bucket;            /* 3-63 of a-z 0-9 . - (S3's bucket names) */
+    const char *region;            /* "us-east-1": 1-32 of a-z 0-9 - */
     const char *access_key_id;     /* 1-128 printable ASCII, no space */
     const char *secret_access_key; /* 1-256 bytes, no NUL */
     int64_t timeout_ms;            /* a whole operation; 0: S3_TIMEOUT_MS */
@@ -98,13 +97,14 @@ enum al_mount_status s3_list(struct s3_mount *m, const char *prefix, s3_list_fn 
 int s3_list_parse(const char *xml, size_t len, s3_list_fn *each, void *ud, char **ret_token,
                   char *err, size_t errlen);
 
-/* The mount backend over an s3_mount (ud: struct s3_mount *). A key "" or ending in "/" is a
- * directory (the entry's prefix); stat of another key is the object's size, else a directory
- * when keys lie below "key/", else AL_MOUNT_NOT_FOUND. list names the direct children: objects
- * and common prefixes below "key/" (or below key when it is "" or ends in "/"), skipping the
- * names that are no single path segment ("", ".", "..") and a directory marker object ("dir/"
- * itself); a directory with nothing below is AL_MOUNT_NOT_FOUND unless its key is "" or ends in
- * "/". */
+/* The mount backend (struct al_mount_ops, airlock.h) over an s3_mount (ud: struct s3_mount *).
+ * A key "" or ending in "/" is a directory (the entry's prefix); stat of another key is the
+ * object's size, else a directory when keys lie below "key/", else AL_MOUNT_NOT_FOUND. list
+ * names the direct children: objects and common prefixes below "key/" (or below key when it is
+ * "" or ends in "/"), skipping the names that are no single path segment ("", ".", "..") and a
+ * directory marker object ("dir/" itself); a directory with nothing below is
+ * AL_MOUNT_NOT_FOUND unless its key is "" or ends in "/". write is s3_put, remove s3_delete;
+ * a mount may serve several workspaces at once. */
 extern const struct al_mount_ops s3_mount_ops;
 
 #endif

@@ -1,7 +1,7 @@
 """s3.client: starts s3rver (a temporary directory, a free port) and fake_s3.py, runs the C test
 against both, then checks that the canary secret of every mount left no trace: not in any
-request fake_s3.py received (line and headers), not in anything the test printed (which prints
-every error message it got).
+request fake_s3.py received (line and headers), not in s3rver's log of the requests it served,
+not in anything the test printed (which prints every error message it got).
   python3 run.py TEST_BINARY NODE NODE_MODULES
 """
 import os
@@ -9,8 +9,28 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 CANARY = 'CANARY-s3-secret-7f3a9c1e5b'
+
+
+def start_s3rver(node, here, modules, tmp):
+    """s3rver with its log in tmp/s3rver.log; its port, once it listens."""
+    port_file = os.path.join(tmp, 's3rver.port')
+    log = open(os.path.join(tmp, 's3rver.log'), 'w')
+    # s3rver makes its continuation tokens with DES, which OpenSSL 3 keeps in its legacy
+    # provider: without it, every listing past the first page answers HTTP 500
+    p = subprocess.Popen([node, '--openssl-legacy-provider', os.path.join(here, 's3rver.js'),
+                          modules, os.path.join(tmp, 'data'), port_file],
+                         stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
+    deadline = time.monotonic() + 120
+    while not os.path.exists(port_file):
+        if p.poll() is not None or time.monotonic() > deadline:
+            p.kill()
+            sys.exit('run.py: s3rver did not start: ' + open(log.name).read()[-2000:])
+        time.sleep(0.05)
+    with open(port_file) as f:
+        return p, int(f.read())
 
 
 def start(argv, cwd):
@@ -27,11 +47,7 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     with tempfile.TemporaryDirectory(prefix='airlock-s3-') as tmp:
         log = os.path.join(tmp, 'fake.log')
-        # s3rver makes its continuation tokens with DES, which OpenSSL 3 keeps in its legacy
-        # provider: without it, every listing past the first page answers HTTP 500
-        s3rver, s3rver_port = start([node, '--openssl-legacy-provider',
-                                     os.path.join(here, 's3rver.js'), modules,
-                                     os.path.join(tmp, 'data')], tmp)
+        s3rver, s3rver_port = start_s3rver(node, here, modules, tmp)
         fake, fake_port = start([sys.executable, os.path.join(here, 'fake_s3.py'), CANARY, log],
                                 tmp)
         with socket.socket() as s:  # a port nobody listens on
@@ -53,9 +69,15 @@ def main():
         sys.stdout.write(test.stdout)
         with open(log, encoding='utf-8', errors='replace') as f:
             sent = f.read()
+        with open(os.path.join(tmp, 's3rver.log'), encoding='utf-8', errors='replace') as f:
+            s3rver_log = f.read()
         if 'Authorization: AWS4-HMAC-SHA256' not in sent:
             sys.exit('run.py: fake_s3.py saw no signed request')
-        for where, text in (('a request fake_s3.py received', sent), ('the test output', test.stdout)):
+        if 'airlock-test' not in s3rver_log:
+            sys.exit('run.py: s3rver logged no request: ' + s3rver_log[-1000:])
+        for where, text in (('a request fake_s3.py received', sent),
+                            ("s3rver's log of requests", s3rver_log),
+                            ('the test output', test.stdout)):
             if CANARY in text:
                 sys.exit(f'run.py: FAILED: the canary secret is in {where}')
         print('run.py: the canary secret is in no request and no message')

@@ -1,7 +1,9 @@
 // Starts s3rver (pinned in package.json) on a free loopback port with its files in DIR and the
-// bucket airlock-test, prints the port on stdout, and serves until stdin closes or it is killed.
-//   node s3rver.js NODE_MODULES DIR
+// bucket airlock-test, writes the port into PORT_FILE, logs every request on stdout, and serves
+// until stdin closes or it is killed.
+//   node s3rver.js NODE_MODULES DIR PORT_FILE
 'use strict';
+const fs = require('fs');
 const path = require('path');
 const S3rver = require(path.join(process.argv[2], 's3rver'));
 
@@ -9,12 +11,14 @@ async function main() {
     const server = new S3rver({
         address: '127.0.0.1',
         port: 0,
-        silent: true,
+        silent: false,
         directory: process.argv[3],
         configureBuckets: [{ name: 'airlock-test' }],
     });
     const { port } = await server.run();
-    process.stdout.write(`${port}\n`);
+    const portFile = process.argv[4];
+    fs.writeFileSync(`${portFile}.tmp`, `${port}\n`);
+    fs.renameSync(`${portFile}.tmp`, portFile); /* whole or absent */
     process.stdin.resume();
     process.stdin.on('end', () => server.close().then(() => process.exit(0)));
 }

@@ -285,8 +285,7 @@ static void test_s3_mount_ops(void **state)
     /* S3 lists the objects, then the common prefixes */
     assert_string_equal(names.text, "top.md:5;in/:0;");
     memset(&names, 0, sizeof names);
-    assert_int_equal(ops->list(m, "ops/2026/in", add_name, &names, err, sizeof err),
-                     AL_MOUNT_OK);
+    assert_int_equal(ops->list(m, "ops/2026/in", add_name, &names, err, sizeof err), AL_MOUNT_OK);
     assert_string_equal(names.text, "a.csv:8;deep/:0;");
     memset(&names, 0, sizeof names);
     assert_int_equal(ops->list(m, "ops/2026/none", add_name, &names, err, sizeof err),
@@ -313,14 +312,12 @@ static void test_s3_wrong_access_key_id(void **state)
     (void)state;
     /* s3rver refuses an unknown access key id with 403 InvalidAccessKeyId (it never checks a
      * V4 signature: fake_s3.py's test below does) */
-    struct s3_mount *m =
-            mount_at(env("S3RVER_ENDPOINT"), BUCKET, "AKIDWRONG", env("S3_CANARY"), 0);
+    struct s3_mount *m = mount_at(env("S3RVER_ENDPOINT"), BUCKET, "AKIDWRONG", env("S3_CANARY"), 0);
     char *data = NULL;
     size_t n = 0;
     uint64_t size = 0;
     int is_dir = 0;
-    assert_int_equal(s3_get(m, "basic/empty", 0, 10, &data, &n, err, sizeof err),
-                     AL_MOUNT_ERROR);
+    assert_int_equal(s3_get(m, "basic/empty", 0, 10, &data, &n, err, sizeof err), AL_MOUNT_ERROR);
     expect_message(BUCKET, "HTTP 403 InvalidAccessKeyId");
     assert_null(strstr(err, "AKIDWRONG"));
     assert_int_equal(s3_put(m, "basic/x", "x", 1, err, sizeof err), AL_MOUNT_ERROR);
@@ -345,8 +342,7 @@ static void test_s3_missing_bucket(void **state)
     assert_int_equal(s3_mount_ops.stat(m, "a/b.csv", &size, &is_dir, err, sizeof err),
                      AL_MOUNT_ERROR);
     expect_message("no-such-bucket", "NoSuchBucket");
-    assert_int_equal(s3_mount_ops.list(m, "", add_name, &names, err, sizeof err),
-                     AL_MOUNT_ERROR);
+    assert_int_equal(s3_mount_ops.list(m, "", add_name, &names, err, sizeof err), AL_MOUNT_ERROR);
     expect_message("no-such-bucket", "NoSuchBucket");
     assert_int_equal(s3_get(m, "a/b.csv", 0, 10, &data, &n, err, sizeof err), AL_MOUNT_ERROR);
     expect_message("no-such-bucket", "NoSuchBucket");
@@ -362,8 +358,10 @@ static void test_s3_signature_verified(void **state)
      * here passing means libcurl's signature, with x-amz-content-sha256, the encoded keys and
      * the sorted query (continuation tokens with '+', '/' and '='), is what S3 computes */
     struct s3_mount *m = fake("signed", 0);
-    const char *keys[] = { "k/with space", "k/na\xc3\xafve \xe2\x98\x83", "k/a+b=c&d", "k/x~y_z",
-                           "k/sub/one", "k/sub2/two", "k/last" };
+    const char *keys[] = { "k/with space", "k/na\xc3\xafve \xe2\x98\x83",
+                           "k/a+b=c&d",    "k/x~y_z",
+                           "k/sub/one",    "k/sub2/two",
+                           "k/last" };
     size_t n = 0;
     uint64_t size = 0;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
@@ -379,6 +377,13 @@ static void test_s3_signature_verified(void **state)
     assert_int_equal(s3_list(m, "k/", count_item, &t, err, sizeof err), AL_MOUNT_OK);
     assert_int_equal(t.objects, 5); /* pages of 2: three continuation tokens */
     assert_int_equal(t.prefixes, 2);
+    /* a prefix that needs encoding in the signed query */
+    put(m, "k/sp ace+\xe2\x98\x83/one", "1", 1);
+    memset(&t, 0, sizeof t);
+    t.sorted = 1;
+    assert_int_equal(s3_list(m, "k/sp ace+\xe2\x98\x83/", count_item, &t, err, sizeof err),
+                     AL_MOUNT_OK);
+    assert_int_equal(t.objects, 1);
     assert_int_equal(s3_delete(m, "k/last", err, sizeof err), AL_MOUNT_OK);
     assert_int_equal(s3_head(m, "k/last", &size, err, sizeof err), AL_MOUNT_NOT_FOUND);
     s3_mount_free(m);
@@ -423,15 +428,16 @@ static void test_s3_failing_server(void **state)
     m = fake("garbage", 0);
     assert_int_equal(s3_list(m, "in/", count_item, &t, err, sizeof err), AL_MOUNT_ERROR);
     expect_message("garbage", "not well-formed XML");
-    assert_int_equal(s3_get(m, "in/a.csv", 0, 2000, &data, &n, err, sizeof err),
-                     AL_MOUNT_ERROR);
+    assert_int_equal(s3_get(m, "in/a.csv", 0, 2000, &data, &n, err, sizeof err), AL_MOUNT_ERROR);
     expect_message("garbage", "closed the connection mid-answer");
     s3_mount_free(m);
 
-    m = fake("endless", 1500);
+    m = fake("endless", 0);
     assert_int_equal(s3_list(m, "notoken/", count_item, &t, err, sizeof err), AL_MOUNT_ERROR);
     expect_message("endless", "truncated without a continuation token");
+    s3_mount_free(m);
     /* a server that pages forever: the operation's deadline ends it */
+    m = fake("endless", 1500);
     assert_int_equal(s3_list(m, "forever/", count_item, &t, err, sizeof err), AL_MOUNT_ERROR);
     expect_message("endless", "timed out");
     s3_mount_free(m);
@@ -472,6 +478,134 @@ static void test_s3_config_refused(void **state)
     }
 }
 
+/* ---- a run's workspace over s3_mount_ops ---------------------------------------------- */
+
+static struct al_runner *new_runner(void)
+{
+    struct al_config *c = al_config_new();
+    struct al_runner *r = NULL;
+    struct al_error e;
+    assert_non_null(c);
+    assert_int_equal(al_config_set_warm_workers(c, 0), AL_OK);
+    if (al_runner_new(c, &r, &e) != AL_OK) {
+        fail_msg("al_runner_new: %s", e.message);
+    }
+    al_config_free(c);
+    return r;
+}
+
+/* report.note(text): a host function of the run, as airlockd gives a run its connectors */
+static void host_note(struct al_call *call, void *ud)
+{
+    (void)ud;
+    al_call_return(call, "null", 4);
+}
+
+/* The run's value (malloc'd), after it completed. */
+static char *run_in(struct al_runner *r, struct al_workspace *ws, const char *src)
+{
+    struct al_run_opts *o = al_run_opts_new();
+    struct al_result *res = NULL;
+    struct al_error e;
+    assert_non_null(o);
+    assert_int_equal(al_run_opts_add_host(o, "report.note", host_note, NULL, 0), AL_OK);
+    assert_int_equal(al_run_opts_set_source(o, src, strlen(src), NULL), AL_OK);
+    assert_int_equal(al_run_opts_set_workspace(o, ws), AL_OK);
+    if (al_run(r, o, &res, &e) != AL_OK) {
+        fail_msg("al_run: %s", e.message);
+    }
+    if (al_result_status(res) != AL_STATUS_COMPLETED) {
+        fail_msg("the run failed: %s: %s", al_code_name(al_result_error_code(res)),
+                 al_result_error_message(res));
+    }
+    char *value = strdup(al_result_value(res, NULL));
+    al_result_free(res);
+    al_run_opts_free(o);
+    return value;
+}
+
+static struct al_workspace *workspace_over(struct s3_mount *m)
+{
+    static const char manifest[] =
+            "{\"version\": 1, \"root\": \"/workspace\", \"entries\": {"
+            " \"lake\": {\"type\": \"s3_mount\", \"mount\": \"finance-lake\", \"prefix\": "
+            "\"ws/2026/\"},"
+            " \"out/export\": {\"type\": \"s3_mount\", \"mount\": \"finance-lake\", \"prefix\": "
+            "\"ws/reports/\", \"read_only\": false}},"
+            " \"outputs\": [\"out/\"]}";
+    struct al_workspace *ws = NULL;
+    struct al_error e;
+    if (al_workspace_new(manifest, strlen(manifest), &ws, &e) != AL_OK) {
+        fail_msg("al_workspace_new: %s", e.message);
+    }
+    assert_int_equal(al_workspace_set_mount(ws, "finance-lake", &s3_mount_ops, m), AL_OK);
+    return ws;
+}
+
+static void test_s3_workspace_run(void **state)
+{
+    (void)state;
+    struct s3_mount *m = s3rver();
+    struct al_runner *r = new_runner();
+    struct al_error e;
+    size_t n = 0;
+    put(m, "ws/2026/q1.csv", "region,amount\nnorth,10\nsouth,32\n", 31);
+    put(m, "ws/2026/old/q4.csv", "region,amount\n", 14);
+    struct al_workspace *ws = workspace_over(m);
+    char *value = run_in(
+            r, ws,
+            "const csv = await workspace.readFile('lake/q1.csv');\n"
+            "const total = csv.trim().split('\\n').slice(1)"
+            ".reduce((t, l) => t + Number(l.split(',')[1]), 0);\n"
+            "const fs = await import('node:fs/promises');\n"
+            "let missing;\n"
+            "try { await fs.readFile('/workspace/lake/nope.csv'); } catch (x) { missing = x.code; "
+            "}\n"
+            "await workspace.writeFile('out/export/report.md', `# Q1\\n\\ntotal ${total}\\n`);\n"
+            "await workspace.writeJson('out/export/summary.json', {total});\n"
+            "await report.note('written');\n"
+            "return [total, (await workspace.readdir('lake')).sort(), "
+            "(await workspace.stat('lake/q1.csv')).size, missing];");
+    assert_string_equal(value, "[42,[\"old\",\"q1.csv\"],31,\"ENOENT\"]");
+    free(value);
+    /* nothing reaches the bucket before the commit, all of it after */
+    uint64_t size = 0;
+    assert_int_equal(s3_head(m, "ws/reports/report.md", &size, err, sizeof err),
+                     AL_MOUNT_NOT_FOUND);
+    if (al_workspace_commit(ws, &e) != AL_OK) {
+        fail_msg("al_workspace_commit: %s", e.message);
+    }
+    char *data = get(m, "ws/reports/report.md", 0, UINT64_MAX, &n);
+    assert_int_equal(n, strlen("# Q1\n\ntotal 42\n"));
+    assert_memory_equal(data, "# Q1\n\ntotal 42\n", n);
+    free(data);
+    assert_int_equal(s3_head(m, "ws/reports/summary.json", &size, err, sizeof err), AL_MOUNT_OK);
+    al_workspace_free(ws);
+
+    /* a bucket that is not there: the guest gets EIO naming the mount and the bucket, and the
+     * commit fails naming them too */
+    struct s3_mount *gone =
+            mount_at(env("S3RVER_ENDPOINT"), "gone-bucket", "S3RVER", env("S3_CANARY"), 0);
+    ws = workspace_over(gone);
+    value = run_in(r, ws,
+                   "let m;\n"
+                   "try { await workspace.readFile('lake/q1.csv'); } catch (x) { m = x.message; }\n"
+                   "await workspace.writeFile('out/export/report.md', 'x');\n"
+                   "return m;");
+    snprintf(err, sizeof err, "%s", value);
+    expect_message("gone-bucket", "finance-lake");
+    expect_message("gone-bucket", "NoSuchBucket");
+    assert_non_null(strstr(value, "EIO"));
+    free(value);
+    assert_int_not_equal(al_workspace_commit(ws, &e), AL_OK);
+    snprintf(err, sizeof err, "%s", e.message);
+    expect_message("gone-bucket", "finance-lake");
+    al_workspace_free(ws);
+    s3_mount_free(gone);
+    al_runner_free(r);
+    s3_mount_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -487,6 +621,7 @@ int main(void)
         cmocka_unit_test(test_s3_slow_server),
         cmocka_unit_test(test_s3_failing_server),
         cmocka_unit_test(test_s3_config_refused),
+        cmocka_unit_test(test_s3_workspace_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -46,19 +46,18 @@ static void test_s3_xml_page_parsed(void **state)
     struct seen s = { "", 0, 0 };
     char *token = NULL;
     char err[160] = "";
-    const char *xml =
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-            "<!-- a comment -->"
-            "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\" a='>'>"
-            "<Name>b</Name><IsTruncated>true</IsTruncated>"
-            "<Contents><Key>in/a&amp;b &lt;c&gt; &quot;d&quot; &apos;e&apos;</Key>"
-            "<Size>12</Size><ETag>&quot;x&quot;</ETag></Contents>"
-            "<Contents><Key>in/&#x263A;&#65;&#233;</Key><Size>0</Size></Contents>"
-            "<s3:Contents><s3:Key><![CDATA[in/<raw>&amp;]]></s3:Key><s3:Size>3</s3:Size>"
-            "</s3:Contents>"
-            "<CommonPrefixes><Prefix>in/sub/</Prefix></CommonPrefixes>"
-            "<NextContinuationToken>a+b/c==</NextContinuationToken>"
-            "</ListBucketResult>\n";
+    const char *xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                      "<!-- a comment -->"
+                      "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\" a='>'>"
+                      "<Name>b</Name><IsTruncated>true</IsTruncated>"
+                      "<Contents><Key>in/a&amp;b &lt;c&gt; &quot;d&quot; &apos;e&apos;</Key>"
+                      "<Size>12</Size><ETag>&quot;x&quot;</ETag></Contents>"
+                      "<Contents><Key>in/&#x263A;&#65;&#233;</Key><Size>0</Size></Contents>"
+                      "<s3:Contents><s3:Key><![CDATA[in/<raw>&amp;]]></s3:Key><s3:Size>3</s3:Size>"
+                      "</s3:Contents>"
+                      "<CommonPrefixes><Prefix>in/sub/</Prefix></CommonPrefixes>"
+                      "<NextContinuationToken>a+b/c==</NextContinuationToken>"
+                      "</ListBucketResult>\n";
     assert_int_equal(parse(xml, &s, &token, err, sizeof err), 0);
     assert_string_equal(s.text, "in/a&b <c> \"d\" 'e':12|in/\xe2\x98\xba"
                                 "A\xc3\xa9:0|in/<raw>&amp;:3|P in/sub/:0|");
@@ -134,6 +133,8 @@ static void test_s3_xml_hostile_refused(void **state)
                    "second root");
     expect_refused("", "cut short");
     expect_refused("just text", "outside the root");
+    expect_refused("&amp;<ListBucketResult/>", "outside the root");
+    expect_refused("<![CDATA[x]]><ListBucketResult/>", "outside the root");
     expect_refused("<Error><Code>AccessDenied</Code></Error>", "not a ListBucketResult");
     expect_refused("<ListBucketResult><IsTruncated>true</IsTruncated></ListBucketResult>",
                    "without a continuation token");
@@ -154,8 +155,10 @@ static void test_s3_xml_hostile_refused(void **state)
     size_t n = 5000;
     long_text = malloc(n + 200);
     assert_non_null(long_text);
-    snprintf(long_text, n + 200, "<ListBucketResult><Contents><Key>%01100d</Key></Contents>"
-             "</ListBucketResult>", 0);
+    snprintf(long_text, n + 200,
+             "<ListBucketResult><Contents><Key>%01100d</Key></Contents>"
+             "</ListBucketResult>",
+             0);
     expect_refused(long_text, "at most 1024 bytes");
     snprintf(long_text, n + 200, "<ListBucketResult><Name>%04500d</Name></ListBucketResult>", 0);
     expect_refused(long_text, "over 4096 bytes");
@@ -168,9 +171,8 @@ static void test_s3_xml_hostile_refused(void **state)
     struct seen s = { "", 0, 0 };
     char *token = NULL;
     char err[160] = "";
-    assert_int_equal(s3_list_parse(with_nul, sizeof with_nul - 1, collect, &s, &token, err,
-                                   sizeof err),
-                     -1);
+    assert_int_equal(
+            s3_list_parse(with_nul, sizeof with_nul - 1, collect, &s, &token, err, sizeof err), -1);
     assert_non_null(strstr(err, "NUL"));
 }
 
