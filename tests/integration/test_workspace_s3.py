@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -44,20 +45,33 @@ return {total, listed: await workspace.readdir('lake')};
 
 
 class S3rver:
-    """s3rver (tests/s3/s3rver.js) on a free port with its files in DIR."""
+    """s3rver (tests/s3/s3rver.js) on a free port with its files in tmp/s3 and every request it
+    receives logged in tmp/s3rver.log."""
 
     def __init__(self, tmp):
         node = os.environ.get("S3_NODE", "node")
         modules = os.environ["S3_MODULES"]
         script = os.path.join(HERE, "..", "s3", "s3rver.js")
+        port_file = os.path.join(tmp, "s3rver.port")
+        self.log_path = os.path.join(tmp, "s3rver.log")
+        self.log = open(self.log_path, "wb")
         # DES for its continuation tokens is in OpenSSL 3's legacy provider (tests/s3/run.py)
         self.p = subprocess.Popen([node, "--openssl-legacy-provider", script, modules,
-                                   os.path.join(tmp, "s3")], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, text=True)
-        line = self.p.stdout.readline().strip()
-        check(line.isdigit(), "s3rver did not start: %r" % line)
-        self.port = int(line)
+                                   os.path.join(tmp, "s3"), port_file], stdin=subprocess.PIPE,
+                                  stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + HANG
+        while not os.path.exists(port_file):
+            check(self.p.poll() is None and time.monotonic() < deadline,
+                  "s3rver did not start: %s" % self.logged())
+            time.sleep(0.05)
+        with open(port_file) as f:
+            self.port = int(f.read())
         self.endpoint = "http://127.0.0.1:%d" % self.port
+
+    def logged(self):
+        self.log.flush()
+        with open(self.log_path, encoding="utf-8", errors="replace") as f:
+            return f.read()
 
     def request(self, method, key, body=None):
         """s3rver checks no signature: an anonymous request reads and writes the bucket."""
@@ -73,6 +87,7 @@ class S3rver:
         self.p.stdin.close()
         self.p.kill()
         self.p.wait()
+        self.log.close()
 
 
 def world(tmp, s3):
@@ -204,7 +219,8 @@ return seen;
         for what, text in (("an API answer", "\n".join(answers)),
                            ("the database (journal, audit, runs)",
                             db_bytes(w.dir).decode("latin-1")),
-                           ("airlockd's log", w.s.stderr())):
+                           ("airlockd's log", w.s.stderr()),
+                           ("what s3rver received", s3.logged())):
             check(CANARY not in text, "the canary secret is in " + what)
     finally:
         if w:
