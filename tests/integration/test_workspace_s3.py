@@ -209,6 +209,24 @@ return seen;
         check(w.ok("GET", "/v1/runs/%s/files" % doc["id"], None, w.keys["agent-7"]) ==
               {"files": []}, "a failed run kept outputs")
 
+        # a department's mounts are its own: named by another department's ad-hoc manifest (400),
+        # or reached through from_run of a run of another department (409, nothing starts)
+        w.ok("POST", "/v1/principals/agent-7/roles", {"role": "agent", "department": "other"},
+             w.admin, 201)
+        w.ok("PUT", "/v1/departments/other/policy", {"allow_adhoc": True}, w.admin)
+        st, doc = w.run({"source": "return 1", "department": "other", "workspace": manifest()})
+        check(st == 400 and doc["error"]["code"] == "INVALID_REQUEST" and
+              "handbook" in doc["error"]["message"], "another department's mount: %d %r"
+              % (st, doc))
+        st, doc = w.run({"source": "return 1", "department": "finance",
+                         "workspace": {"version": 1, "entries": {"docs": {
+                             "type": "local_dir", "mount": "handbook"}}}}, want=200)
+        st, doc = w.run({"source": "return await workspace.readFile('docs/policies/policy.md')",
+                         "department": "other", "workspace": {"from_run": doc["id"]}})
+        check(st == 409 and doc["error"]["code"] == "CONFLICT" and
+              "handbook" in doc["error"]["message"], "from_run across departments: %d %r"
+              % (st, doc))
+
         for path in ("/v1/mounts", "/v1/runs", "/v1/audit?run=" + run_id,
                      "/v1/templates/sales-report/versions/1"):
             st, doc, _ = w.s.request("GET", path, key=w.admin)
