@@ -262,6 +262,9 @@ void api_runs_files(struct api_ctx *ctx);
 void api_runs_file(struct api_ctx *ctx);
 void api_runs_workspace_tar(struct api_ctx *ctx);
 void api_snapshots_create(struct api_ctx *ctx);
+/* POST /v1/snapshots before its writer job, on the request thread (an api_check_fn): the
+ * caller an agent of the query's department, the body a tar a workspace loads. */
+int api_snapshots_create_before(struct api_ctx *ctx);
 
 /* POST /v1/mcp: the Model Context Protocol for agents (api_mcp.c). */
 void api_mcp_post(struct api_ctx *ctx);

@@ -190,26 +190,39 @@ static int api_department_seen(void *userdata, const struct store_department *d)
     return 0;
 }
 
+/* The query's department, which the caller must be an agent of: NULL after answering. */
+static const char *api_snapshot_department(struct api_ctx *ctx)
+{
+    const char *department = http_query(ctx->req, "department");
+    if (!department || !api_name_ok(department) || strcmp(department, "*") == 0) {
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "query parameter \"department\" must name the department of the runs that "
+                  "start from the snapshot");
+        return NULL;
+    }
+    return api_allow(ctx, department) == 0 ? department : NULL;
+}
+
+int api_snapshots_create_before(struct api_ctx *ctx)
+{
+    /* a tar of 50 MB takes a while to check: never on the writer's thread */
+    if (!api_snapshot_department(ctx)) {
+        return -1;
+    }
+    return api_snapshot_check(ctx, ctx->req->body, ctx->req->body_len);
+}
+
 void api_snapshots_create(struct api_ctx *ctx)
 {
     struct store *s = ctx->store;
-    const char *department = http_query(ctx->req, "department");
+    const char *department = api_snapshot_department(ctx);
     const char *body = ctx->req->body;
     size_t len = ctx->req->body_len;
     char id[API_SNAPSHOT_ID_LEN + 1];
     char created[RUNS_TIME_LEN];
     char sha256[65] = "";
     int seen = 0;
-    if (!department || !api_name_ok(department) || strcmp(department, "*") == 0) {
-        api_error(ctx, 400, "INVALID_REQUEST",
-                  "query parameter \"department\" must name the department of the runs that "
-                  "start from the snapshot");
-        return;
-    }
-    if (api_allow(ctx, department) != 0) {
-        return;
-    }
-    if (api_snapshot_check(ctx, body, len) != 0) {
+    if (!department) {
         return;
     }
     enum store_rc rc = s->ops->department_get(s, department, api_department_seen, &seen);

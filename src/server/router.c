@@ -90,7 +90,7 @@ static const struct route routes[] = {
     { "GET",    "/v1/runs/{id}/files",               api_runs_files,              { AUTH_RESOURCE, ANY_ROLES }, READS },
     { "GET",    "/v1/runs/{id}/files/{path+}",       api_runs_file,               { AUTH_RESOURCE, ANY_ROLES }, READS },
     { "GET",    "/v1/runs/{id}/workspace.tar",       api_runs_workspace_tar,      { AUTH_RESOURCE, ANY_ROLES }, READS },
-    { "POST",   "/v1/snapshots",                     api_snapshots_create,        { AUTH_RESOURCE, AUTH_ROLE_AGENT }, WRITES },
+    { "POST",   "/v1/snapshots",                     api_snapshots_create,        { AUTH_RESOURCE, AUTH_ROLE_AGENT }, WRITES_CHECKED(api_snapshots_create_before) },
     { "GET",    "/v1/approvals",                     api_approvals_list,          { AUTH_ANY_DEPARTMENT, AUTH_ROLE_APPROVER | READERS }, READS },
     { "POST",   "/v1/approvals/{id}/approve",        api_approvals_approve,       { AUTH_RESOURCE, AUTH_ROLE_APPROVER }, WRITES },
     { "POST",   "/v1/approvals/{id}/deny",           api_approvals_deny,          { AUTH_RESOURCE, AUTH_ROLE_APPROVER }, WRITES },
