@@ -433,9 +433,8 @@ static int api_workspace_from_snapshot(struct api_ctx *ctx, const char *id, cons
     return 0;
 }
 
-/* The manifest members of `ws`: everything but from_run and from_snapshot, as a compact
- * object (its digest does not depend on the client's spacing); *ret_members the number of them.
- * NULL when out of memory. */
+/* The manifest members of `ws`: everything but from_run and from_snapshot, as an object;
+ * *ret_members the number of them. NULL when out of memory. */
 static char *api_manifest_of(const struct json_node *ws, size_t *ret_members)
 {
     struct buf b;
@@ -449,7 +448,7 @@ static char *api_manifest_of(const struct json_node *ws, size_t *ret_members)
         buf_append_str(&b, n++ ? "," : "");
         json_write_string(&b, m->key, m->key_len);
         buf_append_str(&b, ":");
-        json_write_compact(&b, m->raw, m->raw_len);
+        buf_append(&b, m->raw, m->raw_len);
     }
     buf_append_str(&b, "}");
     *ret_members = n;
@@ -512,16 +511,6 @@ static int api_manifest_check(struct api_ctx *ctx, const char *manifest,
     return code == AL_OK ? 0 : -1;
 }
 
-static const struct json_node *api_member_of(const struct json_node *obj, const char *key)
-{
-    for (const struct json_node *m = obj->child; m; m = m->next) {
-        if (strcmp(m->key, key) == 0) {
-            return m;
-        }
-    }
-    return NULL;
-}
-
 int api_run_workspace_resolve(struct api_ctx *ctx, const struct json_node *ws,
                               const char *template_name, const char *version_manifest,
                               const char *department, struct api_run_workspace *ret)
@@ -539,8 +528,8 @@ int api_run_workspace_resolve(struct api_ctx *ctx, const struct json_node *ws,
         }
         return 0;
     }
-    const struct json_node *from_run = api_member_of(ws, "from_run");
-    const struct json_node *from_snapshot = api_member_of(ws, "from_snapshot");
+    const struct json_node *from_run = json_get(ws, "from_run");
+    const struct json_node *from_snapshot = json_get(ws, "from_snapshot");
     const char *wrong = NULL;
     manifest = api_manifest_of(ws, &members);
     if (!manifest) {

@@ -66,7 +66,7 @@ struct replay_one {
     size_t npending;
     int64_t last_call; /* the highest call id of its journal */
     struct runs_plan *plan;
-    struct run_workspace *ws; /* the workspace v would run with, NULL: none */
+    struct run_workspace *ws;              /* the workspace v would run with, NULL: none */
     char start_error[REPLAYS_MESSAGE_MAX]; /* it could not be replayed at all: why (logged) */
     /* under owner->lock */
     struct al_run *handle;
@@ -528,9 +528,8 @@ static void replays_launch(struct replays *r, struct replay_one *o)
         o->done = 1;
         return;
     }
-    enum al_code code = o->plan->workspace_manifest
-                                ? run_workspace_new_replay(o->plan, &o->ws, &err)
-                                : AL_OK;
+    enum al_code code =
+            o->plan->workspace_manifest ? run_workspace_new_replay(o->plan, &o->ws, &err) : AL_OK;
     struct al_run_opts *opts = code == AL_OK ? al_run_opts_new() : NULL;
     if (code == AL_OK) {
         code = opts ? runs_replay_opts(o->plan, replays_host, o, opts) : AL_INTERNAL_ERROR;

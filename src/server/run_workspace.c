@@ -135,9 +135,9 @@ static enum al_mount_status run_workspace_unreached_stat(void *ud, const char *k
     return run_workspace_unreached(err, errlen);
 }
 
-static enum al_mount_status run_workspace_unreached_read(void *ud, const char *key,
-                                                         uint64_t offset, uint64_t len, char **ret,
-                                                         size_t *ret_len, char *err, size_t errlen)
+static enum al_mount_status run_workspace_unreached_read(void *ud, const char *key, uint64_t offset,
+                                                         uint64_t len, char **ret, size_t *ret_len,
+                                                         char *err, size_t errlen)
 {
     (void)ud;
     (void)key;
