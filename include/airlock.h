@@ -778,9 +778,11 @@ typedef void al_mount_list_fn(const struct al_mount_entry *entry, void *list_ud)
 #define AL_MOUNT_OPS_VERSION 1
 /*
  * A mount's backend. `key` is the object key or relative path: the manifest entry's "prefix"
- * followed by the path below the entry (no leading '/'; a directory key "" is the prefix
- * itself). Every function may block (network): the lib never calls them on its event thread,
- * but on a thread of the workspace's own (and al_workspace_commit on its caller's). On
+ * (with a '/' added when it has none) followed by the path below the entry, no leading '/'.
+ * The entry's own directory is the prefix itself ("" for no prefix, else ending in '/'); a
+ * directory below it has no trailing '/' ("reports/2026"): a backend of objects lists the keys
+ * under key + "/" then. Every function may block (network): the lib never calls them on its event
+ * thread, but on a thread of the workspace's own (and al_workspace_commit on its caller's). On
  * AL_MOUNT_ERROR they write a message into err (errlen bytes, NUL-terminated) that names no
  * credential; the lib prefixes the mount's name.
  */

@@ -710,11 +710,6 @@ static enum al_code build_hosts(struct run_state *st, char *msg, size_t msg_len)
         return AL_OK;
     }
     /* the run's own functions: the options', then the workspace's operations */
-    static char ws_names[WS_OPS_COUNT][24] = {
-        "workspace.readFile", "workspace.writeFile", "workspace.appendFile", "workspace.readdir",
-        "workspace.stat",     "workspace.exists",    "workspace.mkdir",      "workspace.rm",
-        "workspace.rename",   "workspace.glob",
-    };
     size_t nown = o->nhosts + (o->workspace ? WS_OPS_COUNT : 0);
     struct host_entry *own = malloc(nown * sizeof *own);
     if (!own) {
@@ -723,7 +718,7 @@ static enum al_code build_hosts(struct run_state *st, char *msg, size_t msg_len)
     }
     memcpy(own, o->hosts, o->nhosts * sizeof *own);
     for (size_t i = 0; o->workspace && i < WS_OPS_COUNT; i++) {
-        own[o->nhosts + i] = (struct host_entry){ ws_names[i], 9, ws_host, o->workspace,
+        own[o->nhosts + i] = (struct host_entry){ ws_host_names[i], 9, ws_host, o->workspace,
                                                   HOST_HIDDEN | HOST_FILE };
     }
     enum al_code rc = merge_hosts(st, own, nown, msg, msg_len);

@@ -124,6 +124,8 @@ int ws_tree_insert(struct al_workspace *ws, struct ws_node *n)
     if (!n->is_dir) {
         ws->files++;
         ws->bytes += n->len;
+    } else {
+        ws->dirs++;
     }
     return 0;
 }
@@ -137,6 +139,8 @@ struct ws_node *ws_tree_remove(struct al_workspace *ws, size_t i)
     if (!n->is_dir) {
         ws->files--;
         ws->bytes -= n->len;
+    } else {
+        ws->dirs--;
     }
     return n;
 }
@@ -334,6 +338,8 @@ void ws_drop_own_nodes(struct al_workspace *ws)
             if (!n->is_dir) {
                 ws->files--;
                 ws->bytes -= n->len;
+            } else {
+                ws->dirs--;
             }
             ws_node_free(n);
         } else {

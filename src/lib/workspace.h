@@ -18,7 +18,8 @@
 
 #include "buf.h"
 
-#define WS_OPS_COUNT 10 /* the host calls of a workspace: ws_op_names */
+#define WS_OPS_COUNT     10 /* the host calls of a workspace: ws_host_names */
+#define WS_HOST_NAME_MAX 24 /* bytes of the longest, "workspace.appendFile", and its NUL */
 #define WS_MOUNT_DENIED \
     3 /* enum al_mount_status of the lib's own local backend: a symbolic link, EACCES */
 
@@ -58,7 +59,7 @@ struct ws_backend {
 struct ws_job {
     struct ws_job *next;
     struct al_call *call;
-    int op;     /* index into ws_op_names */
+    int op;     /* index into ws_host_names */
     char *args; /* owned, NUL-terminated */
     size_t len;
 };
@@ -80,6 +81,7 @@ struct al_workspace {
     uint64_t max_file_bytes;
     uint64_t bytes; /* of the files in the tree */
     uint64_t files;
+    uint64_t dirs; /* directories of the tree: at most WS_DIRS_MAX(ws) made by the guest */
     al_workspace_op_fn *observer;
     void *observer_ud;
     /* the thread of a workspace with mounts (workspace_mount.c) */
@@ -93,9 +95,10 @@ struct al_workspace {
     struct ws_job **tail;
 };
 
-/* workspace_ops.c: the host calls' op names ("readFile", ...), WS_OPS_COUNT of them; index =
- * op. */
-extern const char *const ws_op_names[WS_OPS_COUNT];
+/* workspace_ops.c: the host calls' names ("workspace.readFile", ...); index = op. */
+extern char ws_host_names[WS_OPS_COUNT][WS_HOST_NAME_MAX];
+/* The op's name without the group ("readFile"): what the observer reports. */
+const char *ws_op_name(int op);
 /* 1 for an op that changes the tree (replayed for its effect). */
 int ws_op_mutates(int op);
 /* The op of a host call name "workspace.<op>", or -1. */
@@ -114,6 +117,10 @@ uint64_t ws_args_max(const struct al_workspace *ws);
 
 #define WS_PATH_MAX   4096 /* bytes of a path the guest gives */
 #define WS_JSON_DEPTH 64   /* nesting of a manifest or of an operation's arguments */
+
+/* Directories a workspace may hold: as many as a snapshot may bring (twice the files limit
+ * and 1024), so that mkdir - which the files limit does not count - is bounded too. */
+#define WS_DIRS_MAX(ws) (2 * (ws)->max_files + 1024)
 
 /* An operation's failure: a Node error code and its message. */
 struct ws_err {

@@ -43,10 +43,17 @@ enum ws_op {
     OP_GLOB,
 };
 
-const char *const ws_op_names[WS_OPS_COUNT] = {
-    "readFile", "writeFile", "appendFile", "readdir", "stat",
-    "exists",   "mkdir",     "rm",         "rename",  "glob",
+/* Writable because struct host_entry's name is (the run's table borrows these). */
+char ws_host_names[WS_OPS_COUNT][WS_HOST_NAME_MAX] = {
+    "workspace.readFile", "workspace.writeFile", "workspace.appendFile", "workspace.readdir",
+    "workspace.stat",     "workspace.exists",    "workspace.mkdir",      "workspace.rm",
+    "workspace.rename",   "workspace.glob",
 };
+
+const char *ws_op_name(int op)
+{
+    return ws_host_names[op] + 10; /* after "workspace." */
+}
 
 int ws_op_mutates(int op)
 {
@@ -60,7 +67,7 @@ int ws_op_of(const char *name)
         return -1;
     }
     for (int i = 0; i < WS_OPS_COUNT; i++) {
-        if (strcmp(name + 10, ws_op_names[i]) == 0) {
+        if (strcmp(name, ws_host_names[i]) == 0) {
             return i;
         }
     }
@@ -358,6 +365,25 @@ static int parent_ok(struct ws_ctx *c, const char *path, size_t len, const char 
                                              : parents_not_files(c, path, len, shown, syscall);
 }
 
+/* Room for the directories making `path` (its missing parents, and itself with `self`):
+ * ENOSPC past WS_DIRS_MAX. */
+static int room_for_dirs(struct ws_ctx *c, const char *path, size_t len, int self,
+                         const char *shown, const char *syscall)
+{
+    uint64_t k = self ? 1 : 0;
+    for (size_t i = 0; i < len; i++) {
+        k += path[i] == '/' && !ws_find(c->ws, path, i);
+    }
+    if (c->ws->dirs + k > WS_DIRS_MAX(c->ws)) {
+        ws_fail(c->e, "ENOSPC",
+                "no space left on device, %s '%.200s' (the workspace holds at "
+                "most %llu directories)",
+                syscall, shown, (unsigned long long)WS_DIRS_MAX(c->ws));
+        return -1;
+    }
+    return 0;
+}
+
 /* May the guest change `path`? EROFS outside the outputs and in read-only mounts. */
 static int writable(struct ws_ctx *c, const char *path, size_t len, const char *shown,
                     const char *syscall)
@@ -519,6 +545,10 @@ static void put_file(struct ws_ctx *c, const char *path, size_t len, const char 
                 shown, (unsigned long long)ws->max_bytes, (unsigned long long)ws->max_files);
         return;
     }
+    if (m >= 0 && room_for_dirs(c, path, len, 0, shown, syscall) != 0) {
+        free(base);
+        return;
+    }
     char *bytes = malloc(total ? total : 1);
     if (!bytes) {
         free(base);
@@ -582,11 +612,6 @@ struct listing {
 
 static void listing_add(struct listing *l, const char *name, size_t len, int dir, uint64_t size)
 {
-    for (size_t i = 0; i < l->n; i++) {
-        if (strlen(l->names[i]) == len && memcmp(l->names[i], name, len) == 0) {
-            return; /* written over a mount's file: listed once */
-        }
-    }
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
         char **names = realloc(l->names, cap * sizeof *names);
@@ -692,8 +717,9 @@ static int name_cmp(const void *a, const void *b)
     return strcmp(**(char *const *const *)a, **(char *const *const *)b);
 }
 
-/* The listing's indexes in name order. */
-static size_t *sorted(const struct listing *l)
+/* The listing's indexes in name order, each name once (a file written over a mount's is in
+ * both): *ret_n of them. Sorting first keeps a listing of n names O(n log n). */
+static size_t *sorted(const struct listing *l, size_t *ret_n)
 {
     char ***ptrs = malloc((l->n + 1) * sizeof *ptrs);
     size_t *order = malloc((l->n + 1) * sizeof *order);
@@ -705,11 +731,17 @@ static size_t *sorted(const struct listing *l)
     for (size_t i = 0; i < l->n; i++) {
         ptrs[i] = &l->names[i];
     }
-    qsort(ptrs, l->n, sizeof *ptrs, name_cmp);
+    if (l->n) {
+        qsort(ptrs, l->n, sizeof *ptrs, name_cmp);
+    }
+    size_t n = 0;
     for (size_t i = 0; i < l->n; i++) {
-        order[i] = (size_t)(ptrs[i] - l->names);
+        if (i == 0 || strcmp(*ptrs[i], *ptrs[i - 1]) != 0) {
+            order[n++] = (size_t)(ptrs[i] - l->names);
+        }
     }
     free(ptrs);
+    *ret_n = n;
     return order;
 }
 
@@ -725,12 +757,13 @@ static void op_readdir(struct ws_ctx *c)
     c->path_len = len;
     struct listing l = { 0 };
     if (list_dir(c, path, len, shown, &l) == 0) {
-        size_t *order = sorted(&l);
+        size_t n = 0;
+        size_t *order = sorted(&l, &n);
         if (!order) {
             ws_fail(c->e, "ENOMEM", "out of memory");
         } else {
             buf_append_byte(c->answer, '[');
-            for (size_t k = 0; k < l.n; k++) {
+            for (size_t k = 0; k < n; k++) {
                 size_t i = order[k];
                 buf_append_str(c->answer, k ? ",{\"name\":" : "{\"name\":");
                 put_text(c->answer, l.names[i], strlen(l.names[i]));
@@ -839,6 +872,9 @@ static void op_mkdir(struct ws_ctx *c)
             }
         }
     } else if (parent_ok(c, path, len, shown, "mkdir") != 0) {
+        return;
+    }
+    if (room_for_dirs(c, path, len, 1, shown, "mkdir") != 0) {
         return;
     }
     n = ws_node_new(path, len, 1, m);
@@ -1036,47 +1072,97 @@ static void op_rename(struct ws_ctx *c)
 
 /* ------------------------------------------------------------------ glob */
 
-/* Matches a glob pattern against a path: '*' any run of characters but '/', '?' one such
- * character, '**' as a whole segment any number of segments (zero included). */
-static int glob_match(const char *p, size_t plen, const char *s, size_t slen)
+/* Glob matching: '*' any run of characters but '/', '?' one such character, '**' as a whole
+ * segment any number of segments (zero included). A pattern and a path are compared segment
+ * by segment (a table of pattern segments x path segments, two rows at a time), each segment
+ * with the greedy one-star-backtrack match, so no pattern costs more than |pattern| x |path|
+ * per path; a budget of steps per glob call bounds the whole walk (EINVAL past it). */
+#define GLOB_SEGS_MAX  (WS_PATH_MAX / 2 + 2)
+#define GLOB_STEPS_MAX 200000000ull
+
+struct glob {
+    const char *seg[GLOB_SEGS_MAX]; /* the pattern's segments */
+    size_t seg_len[GLOB_SEGS_MAX];
+    size_t nseg;
+    uint64_t steps; /* left */
+};
+
+static size_t split(const char *s, size_t len, const char **seg, size_t *seg_len, size_t max)
 {
-    if (plen == 0) {
-        return slen == 0;
+    size_t n = 0;
+    size_t i = 0;
+    while (i < len && n < max) {
+        size_t b = i;
+        while (i < len && s[i] != '/') {
+            i++;
+        }
+        seg[n] = s + b;
+        seg_len[n++] = i - b;
+        i++;
     }
-    if (plen >= 2 && p[0] == '*' && p[1] == '*' && (plen == 2 || p[2] == '/')) {
-        const char *rest = plen == 2 ? p + 2 : p + 3;
-        size_t rlen = plen == 2 ? 0 : plen - 3;
-        if (plen == 2) {
-            return 1; /* trailing '**': everything below */
+    return n;
+}
+
+static int seg_match(struct glob *g, const char *p, size_t plen, const char *s, size_t slen)
+{
+    size_t pi = 0;
+    size_t si = 0;
+    size_t star = SIZE_MAX;
+    size_t mark = 0;
+    while (si < slen) {
+        if (g->steps == 0) {
+            return 0;
         }
-        /* zero segments, or skip one segment at a time */
-        if (glob_match(rest, rlen, s, slen)) {
-            return 1;
+        g->steps--;
+        if (pi < plen && (p[pi] == '?' || p[pi] == s[si]) && p[pi] != '*') {
+            pi++;
+            si++;
+        } else if (pi < plen && p[pi] == '*') {
+            star = pi++;
+            mark = si;
+        } else if (star != SIZE_MAX) {
+            pi = star + 1;
+            si = ++mark;
+        } else {
+            return 0;
         }
-        for (size_t i = 0; i < slen; i++) {
-            if (s[i] == '/' && glob_match(rest, rlen, s + i + 1, slen - i - 1)) {
-                return 1;
+    }
+    while (pi < plen && p[pi] == '*') {
+        pi++;
+    }
+    return pi == plen;
+}
+
+static int glob_match(struct glob *g, const char *s, size_t slen)
+{
+    static __thread const char *pseg[GLOB_SEGS_MAX];
+    static __thread size_t pseg_len[GLOB_SEGS_MAX];
+    static __thread uint8_t row_a[GLOB_SEGS_MAX + 1];
+    static __thread uint8_t row_b[GLOB_SEGS_MAX + 1];
+    size_t ns = split(s, slen, pseg, pseg_len, GLOB_SEGS_MAX);
+    uint8_t *next = row_a; /* pattern segments i+1.. against path segments j.. */
+    uint8_t *cur = row_b;
+    memset(next, 0, ns + 1);
+    next[ns] = 1;
+    for (size_t i = g->nseg; i-- > 0;) {
+        int globstar = g->seg_len[i] == 2 && g->seg[i][0] == '*' && g->seg[i][1] == '*';
+        if (globstar) {
+            cur[ns] = next[ns];
+            for (size_t j = ns; j-- > 0;) {
+                cur[j] = next[j] || cur[j + 1];
+            }
+        } else {
+            cur[ns] = 0;
+            for (size_t j = 0; j < ns; j++) {
+                cur[j] =
+                        next[j + 1] && seg_match(g, g->seg[i], g->seg_len[i], pseg[j], pseg_len[j]);
             }
         }
-        return 0;
+        uint8_t *t = next;
+        next = cur;
+        cur = t;
     }
-    if (p[0] == '*') {
-        for (size_t i = 0;; i++) {
-            if (glob_match(p + 1, plen - 1, s + i, slen - i)) {
-                return 1;
-            }
-            if (i == slen || s[i] == '/') {
-                return 0;
-            }
-        }
-    }
-    if (slen == 0) {
-        return 0;
-    }
-    if (p[0] == '?' ? s[0] != '/' : p[0] == s[0]) {
-        return glob_match(p + 1, plen - 1, s + 1, slen - 1);
-    }
-    return 0;
+    return next[0];
 }
 
 struct glob_out {
@@ -1085,8 +1171,8 @@ struct glob_out {
 };
 
 /* Walks a mount directory (key) below tree path `path`, adding matches. */
-static int glob_walk_mount(struct ws_ctx *c, int m, const char *path, size_t len, const char *pat,
-                           size_t plen, struct glob_out *g, int depth)
+static int glob_walk_mount(struct ws_ctx *c, int m, const char *path, size_t len, struct glob *pat,
+                           struct glob_out *g, int depth)
 {
     struct listing l = { 0 };
     char *key = ws_mount_key(c->ws, m, path, len);
@@ -1119,11 +1205,11 @@ static int glob_walk_mount(struct ws_ctx *c, int m, const char *path, size_t len
         if (n < 0 || (size_t)n >= sizeof child) {
             continue;
         }
-        if (glob_match(pat, plen, child, (size_t)n)) {
+        if (glob_match(pat, child, (size_t)n)) {
             listing_add(&g->found, child, (size_t)n, 0, 0);
         }
         if (l.dirs[i] && depth < WS_DEPTH_MAX) {
-            rc = glob_walk_mount(c, m, child, (size_t)n, pat, plen, g, depth + 1);
+            rc = glob_walk_mount(c, m, child, (size_t)n, pat, g, depth + 1);
         }
     }
     listing_done(&l);
@@ -1148,9 +1234,16 @@ static void op_glob(struct ws_ctx *c)
     c->path_len = plen;
     struct al_workspace *ws = c->ws;
     struct glob_out g = { 0 };
-    for (size_t i = 0; i < ws->nnodes; i++) {
+    struct glob *gp = malloc(sizeof *gp);
+    if (!gp) {
+        ws_fail(c->e, "ENOMEM", "out of memory");
+        return;
+    }
+    gp->nseg = split(pat, plen, gp->seg, gp->seg_len, GLOB_SEGS_MAX);
+    gp->steps = GLOB_STEPS_MAX;
+    for (size_t i = 0; i < ws->nnodes && gp->steps; i++) {
         const struct ws_node *n = ws->nodes[i];
-        if (n->path_len > 0 && glob_match(pat, plen, n->path, n->path_len)) {
+        if (n->path_len > 0 && glob_match(gp, n->path, n->path_len)) {
             listing_add(&g.found, n->path, n->path_len, 0, 0);
         }
     }
@@ -1161,19 +1254,27 @@ static void op_glob(struct ws_ctx *c)
         size_t lit = strcspn(pat, "*?");
         size_t cmp = lit < elen ? lit : elen;
         if (memcmp(pat, path, cmp) == 0) {
-            glob_walk_mount(c, (int)m, path, elen, pat, plen, &g, 0);
+            glob_walk_mount(c, (int)m, path, elen, gp, &g, 0);
         }
     }
+    if (!gp->steps) {
+        ws_fail(c->e, "EINVAL",
+                "invalid argument, glob '%.200s' (the pattern costs too much to "
+                "match against this workspace)",
+                p->str);
+    }
+    free(gp);
     if (!c->e->code && g.found.oom) {
         ws_fail(c->e, "ENOMEM", "out of memory");
     }
     if (!c->e->code) {
-        size_t *order = sorted(&g.found);
+        size_t n = 0;
+        size_t *order = sorted(&g.found, &n);
         if (!order) {
             ws_fail(c->e, "ENOMEM", "out of memory");
         } else {
             buf_append_byte(c->answer, '[');
-            for (size_t k = 0; k < g.found.n; k++) {
+            for (size_t k = 0; k < n; k++) {
                 if (k) {
                     buf_append_byte(c->answer, ',');
                 }
@@ -1245,7 +1346,7 @@ static void exec_op(struct al_workspace *ws, int op, const char *args, size_t le
     if (!e->code && buf_failed(answer)) {
         if (answer->err == BUF_TOO_BIG) {
             ws_fail(e, "EFBIG", "the answer to %s passes %u MiB (a listing too long?)",
-                    ws_op_names[op], WS_ANSWER_MAX >> 20);
+                    ws_op_name(op), WS_ANSWER_MAX >> 20);
         } else {
             ws_fail(e, "ENOMEM", "out of memory for the answer");
         }
@@ -1264,11 +1365,17 @@ void ws_run_job(struct al_workspace *ws, struct ws_job *job)
         }
         return;
     }
+    if (job->call && al_call_cancelled(job->call) && !ws_op_mutates(job->op)) {
+        /* the run is over (a read queued behind a slow mount): nobody reads the answer */
+        al_call_throw(job->call, "EIO: the run is over");
+        free(c);
+        return;
+    }
     exec_op(ws, job->op, job->args, job->len, &answer, &e, c);
     if (job->call) {
         if (ws->observer) {
             struct al_workspace_op o = {
-                .op = ws_op_names[job->op],
+                .op = ws_op_name(job->op),
                 .path = c->path,
                 .size = c->hashed ? c->size : 0,
                 .sha256 = c->hashed && !e.code ? c->sha256 : NULL,

@@ -614,6 +614,10 @@ enum al_code al_workspace_load_tar(struct al_workspace *ws, const char *tar, siz
     ws->cap_nodes = total ? total : 1;
     ws->files += files;
     ws->bytes += bytes;
+    ws->dirs = 0;
+    for (size_t i = 0; i < ws->nnodes; i++) {
+        ws->dirs += ws->nodes[i]->is_dir != 0;
+    }
     s.n = 0;
     if (ws_ensure_dirs(ws) != 0) {
         rc = error_set(reterr, AL_INTERNAL_ERROR, "out of memory");

@@ -246,8 +246,19 @@ static void test_workspace_limits(void **state)
           "await t(() => workspace.writeFile('out/c', ''));\n"
           "await t(() => workspace.writeFile('out/d', ''));\n"
           "await t(() => workspace.writeFile('out/a', 'short'));\n"
+          /* directories are bounded too: 2 * files + 1024 */
+          "await t(() => workspace.mkdir('out/' + 'd/'.repeat(1100), {recursive: true}));\n"
+          "await t(() => workspace.mkdir('out/' + 'd/'.repeat(1000), {recursive: true}));\n"
           "return codes;",
-          "[\"EFBIG\",\"ok\",\"EFBIG\",\"ENOSPC\",\"ok\",\"ok\",\"ENOSPC\",\"ok\"]");
+          "[\"EFBIG\",\"ok\",\"EFBIG\",\"ENOSPC\",\"ok\",\"ok\",\"ENOSPC\",\"ok\","
+          "\"ENOSPC\",\"ok\"]");
+    /* a pattern that backtracks exponentially in a naive matcher costs |pattern| x |path| */
+    check(r, ws,
+          "await workspace.rm('out/d', {recursive: true});\n"
+          "await workspace.rm('out/c');\n"
+          "await workspace.writeFile('out/' + 'a'.repeat(3000), '');\n"
+          "return await workspace.glob('out/' + '*a'.repeat(40) + '*b');",
+          "[]");
     al_workspace_free(ws);
     al_runner_free(r);
 }
