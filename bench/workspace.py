@@ -5,7 +5,7 @@
 workspace at the end is kept), and that run's snapshot read back (GET .../workspace.tar).
 
 airlockd is BUILD/bin/airlockd (the release build `make bench` makes) on a fresh data directory,
-SQLite with synchronous=FULL, body_limit_bytes raised to 64 MiB. The workspace is 50 files of
+SQLite with synchronous=FULL, a snapshot's body up to 64 MiB (the default). The workspace is 50 files of
 1 MiB of random bytes (nothing compresses). Each step runs ROUNDS times (default 5); the best and
 the median are printed as one JSON line per step, then a markdown table. Times are measured from
 the client (loopback), reported, never asserted.
@@ -62,7 +62,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="airlock-bench-workspace-") as tmp:
         cfg = os.path.join(tmp, "airlockd.json")
         with open(cfg, "w") as f:
-            json.dump({"body_limit_bytes": 64 << 20, "http": {"body_budget_bytes": 256 << 20}}, f)
+            json.dump({"http": {"body_budget_bytes": 256 << 20}}, f)
         d = os.path.join(tmp, "var")
         s = ts.Server(d, args=["--listen", "127.0.0.1:0", "--data-dir", d, "--config", cfg])
         try:

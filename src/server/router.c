@@ -35,12 +35,14 @@ struct route {
     /* WRITES only, may be NULL: runs first on the request thread, with no store, for a check the
      * writer must never wait on; when it answers, the job never runs */
     api_check_fn *before;
+    int snapshot; /* its body is a snapshot's tar: up to snapshot_limit_bytes */
 };
 
 /* a row's last members: where its handler runs, and what runs before it */
-#define READS                 0, NULL
-#define WRITES                1, NULL
-#define WRITES_CHECKED(check) 1, check
+#define READS                  0, NULL, 0
+#define WRITES                 1, NULL, 0
+#define WRITES_CHECKED(check)  1, check, 0
+#define WRITES_SNAPSHOT(check) 1, check, 1
 
 #define ADMIN     AUTH_ROLE_ADMIN
 #define READERS   (AUTH_ROLE_ADMIN | AUTH_ROLE_AUDITOR)
@@ -90,7 +92,7 @@ static const struct route routes[] = {
     { "GET",    "/v1/runs/{id}/files",               api_runs_files,              { AUTH_RESOURCE, ANY_ROLES }, READS },
     { "GET",    "/v1/runs/{id}/files/{path+}",       api_runs_file,               { AUTH_RESOURCE, ANY_ROLES }, READS },
     { "GET",    "/v1/runs/{id}/workspace.tar",       api_runs_workspace_tar,      { AUTH_RESOURCE, ANY_ROLES }, READS },
-    { "POST",   "/v1/snapshots",                     api_snapshots_create,        { AUTH_RESOURCE, AUTH_ROLE_AGENT }, WRITES_CHECKED(api_snapshots_create_before) },
+    { "POST",   "/v1/snapshots",                     api_snapshots_create,        { AUTH_RESOURCE, AUTH_ROLE_AGENT }, WRITES_SNAPSHOT(api_snapshots_create_before) },
     { "GET",    "/v1/approvals",                     api_approvals_list,          { AUTH_ANY_DEPARTMENT, AUTH_ROLE_APPROVER | READERS }, READS },
     { "POST",   "/v1/approvals/{id}/approve",        api_approvals_approve,       { AUTH_RESOURCE, AUTH_ROLE_APPROVER }, WRITES },
     { "POST",   "/v1/approvals/{id}/deny",           api_approvals_deny,          { AUTH_RESOURCE, AUTH_ROLE_APPROVER }, WRITES },
@@ -353,7 +355,13 @@ void router_admit(void *userdata, struct http_request *req, struct http_response
     rq->router = r;
     router_ctx(rq, req, resp, NULL, NULL);
     rq->route = router_route(req, resp, &rq->ctx);
-    int too_large = req->has_content_length && req->content_length > r->body_limit_bytes;
+    size_t cap = rq->route && rq->route->snapshot && r->snapshot_limit_bytes
+                         ? r->snapshot_limit_bytes
+                         : r->body_limit_bytes;
+    if (cap != r->body_limit_bytes) {
+        req->body_limit_bytes = cap; /* http.c reads the body up to it */
+    }
+    int too_large = req->has_content_length && req->content_length > cap;
     if ((!rq->route || rq->route->rule.scope == AUTH_PUBLIC || too_large) &&
         router_limited(r, req, resp, NULL)) {
         return;

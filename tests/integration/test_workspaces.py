@@ -75,7 +75,8 @@ def t_snapshot_upload(tmp):
     """An agent uploads a tar for its department: 201 with its id and the SHA-256 of the bytes,
     kept once (a second upload of the same bytes shares them), audited as snapshot.create
     without the bytes. Refused: no or a malformed department (400), one where the caller is no
-    agent (403), a body that is no tar (400), one past body_limit_bytes (413)."""
+    agent (403), a body that is no tar or one a workspace would refuse (400), one past
+    snapshot_limit_bytes (413), which is the only route's cap above body_limit_bytes."""
     w = world(tmp)
     try:
         data = tar_of({"in/a.csv": b"id,amount\n1,5\n", "notes.md": b"# notes\n"})
@@ -118,11 +119,27 @@ def t_snapshot_upload(tmp):
             st, doc = upload(w, bad)
             check(st == 400 and doc["error"]["code"] == "INVALID_REQUEST",
                   "%r...: %d %r" % (bad[:8], st, doc))
-        big = tar_of({"big.bin": b"x" * (1 << 20)})  # past the default 1 MiB body limit
+        # a snapshot's body has a cap of its own (snapshot_limit_bytes, 64 MiB by default):
+        # past body_limit_bytes (1 MiB), which every other route keeps
+        big = tar_of({"big-%d.bin" % i: os.urandom(1 << 20) for i in range(3)})
         st, doc = upload(w, big)
-        check(st == 413 and doc["error"]["code"] == "PAYLOAD_TOO_LARGE", "big: %d %r" % (st, doc))
+        check(st == 201 and doc["bytes"] == len(big), "3 MiB: %d %r" % (st, doc))
+        st, _, body = raw(w, "POST", "/v1/runs", w.keys["agent-7"],
+                          json.dumps({"source": "x" * (2 << 20)}).encode(), "application/json")
+        check(st == 413, "a 2 MiB run: %d %r" % (st, body[:200]))
     finally:
         w.close()
+    os.makedirs(os.path.join(tmp, "small"))
+    small = tr.World(os.path.join(tmp, "small"), adhoc=True,
+                     config={"snapshot_limit_bytes": 100000})
+    try:
+        st, doc = upload(small, tar_of({"a.bin": b"a" * 50000}))
+        check(st == 201, "under snapshot_limit_bytes: %d %r" % (st, doc))
+        st, doc = upload(small, tar_of({"a.bin": b"a" * 100000}))
+        check(st == 413 and doc["error"]["code"] == "PAYLOAD_TOO_LARGE",
+              "past snapshot_limit_bytes: %d %r" % (st, doc))
+    finally:
+        small.close()
 
 
 def t_workspace_refusals(tmp):
