@@ -88,9 +88,10 @@ export class Http {
         return (await r.json()) as T;
     }
 
-    /** POST /v1/snapshots: the archive's snapshot id (snap_…). */
-    async upload(tar: Uint8Array): Promise<string> {
-        const r = await this.#fetch('POST', '/v1/snapshots', tar, 'application/x-tar');
+    /** POST /v1/snapshots: the archive's snapshot id (snap_…), for runs of the department. */
+    async upload(tar: Uint8Array, department: string): Promise<string> {
+        const r = await this.#fetch('POST',
+            '/v1/snapshots?department=' + encodeURIComponent(department), tar, 'application/x-tar');
         const doc = (await r.json()) as { id?: unknown };
         if (typeof doc.id !== 'string') {
             throw new AirlockHttpError(r.status, 'BAD_ANSWER', 'POST /v1/snapshots: no id in the answer');

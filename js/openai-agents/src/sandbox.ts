@@ -455,7 +455,7 @@ export class AirlockSandboxSession implements SandboxSession<AirlockSandboxSessi
                     throw new TarError(`member ${e.path} lies in the mount entry ${mount}`);
                 }
             }
-            const id = await this.#client.http.upload(bytes);
+            const id = await this.#client.http.upload(bytes, this.#client.department);
             this.state.workspace = { from_snapshot: id };
             this.#adopt(bytes);
         });
@@ -506,7 +506,7 @@ export class AirlockSandboxClient implements SandboxClient<SandboxClientOptions,
         Promise<AirlockSandboxSession> {
         const { manifest } = normalizeSandboxClientCreateArgs(args, options);
         const archive = writeTar(manifestMembers(manifest, this.mounts));
-        const id = await this.http.upload(archive);
+        const id = await this.http.upload(archive, this.department);
         return new AirlockSandboxSession(this, { manifest, workspace: { from_snapshot: id } },
             archive);
     }

@@ -1,5 +1,5 @@
 // fake_airlockd.mjs - the part of airlockd's HTTP contract a sandbox session uses (issue 36:
-// POST /v1/snapshots, ad-hoc POST /v1/runs with a "workspace", GET /v1/runs/{id},
+// POST /v1/snapshots?department=D, ad-hoc POST /v1/runs with a "workspace", GET /v1/runs/{id},
 // GET /v1/runs/{id}/workspace.tar), kept by a small Node server that records every request, so
 // the package's tests can check what it sends before a real airlockd is at hand and can run
 // without one. The guest runs in node:vm with a `workspace` over the run's files: writes only
@@ -50,7 +50,10 @@ export class FakeAirlockd {
             return fail(401, 'UNAUTHENTICATED', 'no such key');
         }
         try {
-            if (req.method === 'POST' && req.url === '/v1/snapshots') {
+            if (req.method === 'POST' && req.url.startsWith('/v1/snapshots?')) {
+                if (new URL(req.url, this.url).searchParams.get('department') !== 'finance') {
+                    return fail(400, 'INVALID_REQUEST', 'query parameter "department" must name the department');
+                }
                 rec.body = new Uint8Array(body);
                 const members = this.readTar(rec.body);
                 const id = this.id('snap');
