@@ -715,6 +715,161 @@ struct al_divergence {
  * result. */
 AL_API int al_result_divergence(const struct al_result *result, struct al_divergence *ret);
 
+/* ---------------------------------------------------------------- workspaces (docs/workspace.md) */
+
+/*
+ * A run's files: a tree the guest reaches through the global `workspace` and the module
+ * `node:fs/promises`, never a real file system (the worker has none). Built from a manifest:
+ *
+ *   {"version": 1, "root": "/workspace",
+ *    "entries": {"README.md": {"type": "file", "content": "..."},
+ *                "in":   {"type": "dir"},
+ *                "docs": {"type": "local_dir", "mount": "handbook", "prefix": "policies/"},
+ *                "lake": {"type": "s3_mount", "mount": "finance-lake", "prefix": "2026/"},
+ *                "out/export": {"type": "s3_mount", "mount": "finance-lake",
+ *                               "prefix": "reports/", "read_only": false}},
+ *    "outputs": ["out/"],
+ *    "limits": {"bytes": 67108864, "files": 1000, "file_bytes": 16777216}}
+ *
+ * Every path is read-only except those under an `outputs` prefix; a mount entry with
+ * "read_only": false (it must lie under an outputs prefix) buffers what the guest writes into
+ * it until al_workspace_commit. Limits (defaults and maxima in AL_WORKSPACE_*): total bytes of
+ * the files (inline and written; mounts not counted), number of files, bytes of one file.
+ *
+ * Each guest file operation is a host call named "workspace.<op>" ("workspace.readFile", ...):
+ * counted against the host-calls limit, seen by the journal callback and recorded in a
+ * continuation like any answer, but bounded by the workspace's limits instead of the host-call
+ * argument and output limits. The group name `workspace` is reserved.
+ *
+ * Not thread-safe: one thread at a time, and one run at a time (the run reads and writes it on
+ * the thread driving the run, or on a thread of its own when it has mounts).
+ */
+struct al_workspace;
+
+#define AL_WORKSPACE_BYTES_DEFAULT      (64ull << 20)
+#define AL_WORKSPACE_BYTES_MAX          (1ull << 30)
+#define AL_WORKSPACE_FILES_DEFAULT      1000u
+#define AL_WORKSPACE_FILES_MAX          100000u
+#define AL_WORKSPACE_FILE_BYTES_DEFAULT (16ull << 20)
+#define AL_WORKSPACE_FILE_BYTES_MAX     (16ull << 20)
+
+/* Validates and builds a workspace from a manifest (len bytes of JSON, the shape above; for
+ * local_dir and s3_mount entries, "prefix" is optional and "read_only" defaults to true).
+ * AL_CONFIG_ERROR with a message naming the member for anything malformed: an unknown member,
+ * a version other than 1, a root that is not an absolute normalized path, an entry path with
+ * "..", a writable mount outside the outputs, a limit that is 0 or above its maximum, inline
+ * content above the limits. Entries of type local_dir / s3_mount need a mount set with
+ * al_workspace_set_mount* before a run uses the workspace, else the run fails CONFIG_ERROR
+ * naming the mount. AL_INTERNAL_ERROR when out of memory. Free with al_workspace_free. */
+AL_NODISCARD AL_API enum al_code al_workspace_new(const char *manifest, size_t len,
+                                                  struct al_workspace **ret,
+                                                  struct al_error *reterr);
+/* Frees a workspace (NULL is fine); waits for a file operation still running on its thread. */
+AL_API void al_workspace_free(struct al_workspace *ws);
+
+enum al_mount_status { AL_MOUNT_OK = 0, AL_MOUNT_NOT_FOUND = 1, AL_MOUNT_ERROR = 2 };
+struct al_mount_entry {
+    const char *name; /* one path segment */
+    uint64_t size;
+    int is_dir;
+};
+typedef void al_mount_list_fn(const struct al_mount_entry *entry, void *list_ud);
+#define AL_MOUNT_OPS_VERSION 1
+/*
+ * A mount's backend. `key` is the object key or relative path: the manifest entry's "prefix"
+ * followed by the path below the entry (no leading '/'; a directory key "" is the prefix
+ * itself). Every function may block (network): the lib never calls them on its event thread,
+ * but on a thread of the workspace's own (and al_workspace_commit on its caller's). On
+ * AL_MOUNT_ERROR they write a message into err (errlen bytes, NUL-terminated) that names no
+ * credential; the lib prefixes the mount's name.
+ */
+struct al_mount_ops {
+    unsigned version; /* AL_MOUNT_OPS_VERSION */
+    enum al_mount_status (*stat)(void *ud, const char *key, uint64_t *ret_size, int *ret_is_dir,
+                                 char *err, size_t errlen);
+    /* up to `len` bytes from `offset`; *ret is malloc'd, the lib free()s it */
+    enum al_mount_status (*read)(void *ud, const char *key, uint64_t offset, uint64_t len,
+                                 char **ret, size_t *ret_len, char *err, size_t errlen);
+    /* the direct children of directory `key` */
+    enum al_mount_status (*list)(void *ud, const char *key, al_mount_list_fn *each, void *list_ud,
+                                 char *err, size_t errlen);
+    /* NULL for a read-only backend; used only by al_workspace_commit */
+    enum al_mount_status (*write)(void *ud, const char *key, const char *data, size_t len,
+                                  char *err, size_t errlen);
+    enum al_mount_status (*remove)(void *ud, const char *key, char *err, size_t errlen);
+};
+/* Serves mount `name` (as the manifest's entries name it) with `ops` and `ud` (borrowed: both
+ * must outlive the workspace). Setting a name twice replaces it. AL_CONFIG_ERROR for a NULL
+ * argument, an unknown ops version, or a name no entry uses. */
+AL_NODISCARD AL_API enum al_code al_workspace_set_mount(struct al_workspace *ws, const char *name,
+                                                        const struct al_mount_ops *ops, void *ud);
+/* Serves mount `name` from the local directory `dir` (copied): files and directories below it,
+ * read through O_NOFOLLOW at every step, so a symbolic link - to /etc or anywhere - answers
+ * EACCES. Writable entries (commit) write files below it, creating directories. AL_CONFIG_ERROR
+ * for a NULL argument, a name no entry uses, or a `dir` that is not a directory. */
+AL_NODISCARD AL_API enum al_code al_workspace_set_mount_local(struct al_workspace *ws,
+                                                              const char *name, const char *dir);
+
+/* Replaces the manifest's inline entries (and everything written so far outside mounts) by a
+ * snapshot: a tar (ustar, with pax or GNU long names), its members checked as untrusted input -
+ * names relative and normalized (no absolute path, no ".."), only regular files and
+ * directories (no links, devices, FIFOs), sizes and counts within the manifest's limits, no
+ * truncated member, no member colliding with a mount entry. AL_CONFIG_ERROR naming the member
+ * (the workspace is then unchanged); AL_INTERNAL_ERROR out of memory. */
+AL_NODISCARD AL_API enum al_code al_workspace_load_tar(struct al_workspace *ws, const char *tar,
+                                                       size_t len, struct al_error *reterr);
+/* The workspace now - inline entries and everything written, names relative to the root,
+ * mounts (and what was written into them) excluded - as a tar (ustar, pax headers for long or
+ * non-ASCII names), directories before their contents, in path order. *ret is malloc'd
+ * (free()), *ret_len its length. AL_INTERNAL_ERROR when out of memory. */
+AL_NODISCARD AL_API enum al_code al_workspace_tar(const struct al_workspace *ws, char **ret,
+                                                  size_t *ret_len, struct al_error *reterr);
+
+/* Every file operation the guest makes, after it is done (also failed ones, with `error` the
+ * code "ENOENT"... or NULL): for the audit. Called on the thread that ran the op (the thread
+ * driving the run, or the workspace's own when it has mounts); never for an operation replayed
+ * from a journal or a continuation. Strings are borrowed for the duration of the call. */
+struct al_workspace_op {
+    const char *op;     /* "readFile", "writeFile", ... (the host call's name after "workspace.") */
+    const char *path;   /* normalized, relative to the root ("" is the root) */
+    uint64_t size;      /* bytes read or written; 0 otherwise */
+    const char *sha256; /* hex of the bytes read or written; NULL otherwise */
+    const char *error;  /* NULL on success */
+};
+typedef void al_workspace_op_fn(const struct al_workspace_op *op, void *ud);
+/* Sets (fn != NULL) or clears the observer. */
+AL_API void al_workspace_set_observer(struct al_workspace *ws, al_workspace_op_fn *fn, void *ud);
+
+/* The files under the manifest's outputs, in path order: `mount` is the mount's name for a
+ * file written into a writable mount entry (then `key` its object key), NULL otherwise.
+ * Strings and data are borrowed for the duration of the call. */
+struct al_workspace_file {
+    const char *path;
+    const char *data;
+    size_t len;
+    const char *sha256; /* hex */
+    const char *mount;
+    const char *key;
+};
+typedef void al_workspace_file_fn(const struct al_workspace_file *file, void *ud);
+AL_API void al_workspace_outputs(const struct al_workspace *ws, al_workspace_file_fn *fn,
+                                 void *ud);
+
+/* Writes the files written into writable mounts (read_only: false under an outputs prefix) to
+ * their backends, all or nothing: after a failed write the ones written are removed, and the
+ * error (AL_INTERNAL_ERROR) names the mount and the path. The application calls it when the
+ * run completed and before it answers; never for a failed or cancelled run. AL_OK with
+ * nothing to write. */
+AL_NODISCARD AL_API enum al_code al_workspace_commit(struct al_workspace *ws,
+                                                     struct al_error *reterr);
+
+/* The run uses ws (borrowed: it must outlive the run; NULL: no workspace). A run resumed
+ * (continuation) or restarted from a journal is given a workspace built the same way (same
+ * manifest, snapshot, mounts): the workspace writes the guest made before are applied again as
+ * they are replayed, while their answers come from the continuation or the journal. */
+AL_NODISCARD AL_API enum al_code al_run_opts_set_workspace(struct al_run_opts *opts,
+                                                           struct al_workspace *ws);
+
 /* ---------------------------------------------------------------- asynchronous runs */
 
 /*

@@ -35,6 +35,9 @@ enum wire_type {
 /* RUN per-function flags */
 #define WIRE_FN_SYNC   1u /* a synchronous group */
 #define WIRE_FN_HIDDEN 2u /* the module loader: the worker calls it, the guest never sees it */
+#define WIRE_FN_FILE                                                                               \
+    4u /* a workspace operation (hidden too): its arguments are bounded by the RUN frame's         \
+          file-arguments cap, not the host-args limit */
 
 /* READY payload: u8 flags */
 #define WIRE_READY_JAILED 1u /* the seccomp filter is active */

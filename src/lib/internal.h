@@ -27,6 +27,7 @@
 #define AL_STACK_MAX (64ull << 20)
 
 #define HOST_HIDDEN 0x100u /* the module loader: callable by the worker, never a guest global */
+#define HOST_FILE   0x200u /* a workspace operation (hidden too): workspace.c answers it */
 
 struct host_entry {
     char *name; /* "group.fn"; owned */
@@ -122,6 +123,7 @@ struct al_run_opts {
     void *journal_userdata;
     struct al_journal_entry *journal; /* a journal to start from; function and payload owned */
     size_t njournal;
+    struct al_workspace *workspace; /* borrowed; NULL: none */
 };
 
 struct resolution {

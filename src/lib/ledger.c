@@ -732,6 +732,16 @@ enum ledger_decision ledger_on_call(struct ledger *l, uint32_t id, uint32_t fn, 
     return decide(ret, LEDGER_NONE, id); /* in its turn: ledger_next */
 }
 
+int ledger_will_replay(const struct ledger *l, uint32_t id)
+{
+    const struct replay *rp = l->replay;
+    if (!rp || rp->done) {
+        return 0;
+    }
+    int k = find_entry(&rp->cont, id);
+    return k >= 0 && rp->cont.entries[k].kind != CONT_INTERRUPTED;
+}
+
 /* A live answer that may go now: first in line, and not held past what was released. */
 static enum ledger_decision next_held(struct ledger *l, struct ledger_action *ret)
 {

@@ -101,6 +101,9 @@ int64_t ledger_clock(const struct ledger *l);
 enum ledger_decision ledger_on_call(struct ledger *l, uint32_t id, uint32_t fn, const char *name,
                                     int sync, const char *args, size_t len,
                                     struct ledger_action *ret);
+/* 1 when call `id`, about to be made, will be answered from the continuation or journal being
+ * replayed (not invoked): a workspace write it made is then applied again (ws_replay). */
+int ledger_will_replay(const struct ledger *l, uint32_t id);
 /* What became due: replayed answers in the order they were first sent, then, once the replay
  * has caught up, the invocations of resolved interruptions (of a journal: the calls it does not
  * have), then live answers that waited and may go now. NONE when nothing is. */

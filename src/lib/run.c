@@ -32,6 +32,7 @@
 #include "sysname.h"
 #include "utf8.h"
 #include "wire.h"
+#include "workspace.h"
 
 #define RUN_GRACE_US     25000u    /* time the worker gets to report a limit itself */
 #define RUN_START_US     10000000u /* a worker not ready by then is broken */
@@ -147,17 +148,26 @@ static void on_call(struct run_state *st, struct wire_cursor *c)
     uint32_t fn = wire_get_u32(c);
     size_t len;
     const char *args = wire_get_str(c, &len);
+    int file = !c->bad && fn < st->nhosts && (st->hosts[fn].flags & HOST_FILE) != 0;
     if (c->bad || fn >= st->nhosts || id == 0 || id > st->limits[AL_LIMIT_HOST_CALLS] ||
         st->seen_ids[id - 1] || st->in_flight >= st->limits[AL_LIMIT_IN_FLIGHT] ||
-        len > st->limits[AL_LIMIT_HOST_ARGS_BYTES] || !is_json_array(args, len)) {
+        len > (file ? st->file_args_max : st->limits[AL_LIMIT_HOST_ARGS_BYTES]) ||
+        !is_json_array(args, len)) {
         run_fail(st, AL_PROTOCOL_ERROR, "the worker sent an invalid host call");
         return;
     }
     st->seen_ids[id - 1] = 1;
     st->in_flight++;
     const struct host_entry *h = &st->hosts[fn];
+    /* A workspace write answered from a journal or continuation happened in the first run:
+     * the fresh workspace gets it again, in call order, before the answer is replayed. */
+    int op = file ? ws_op_of(h->name) : -1;
+    int replay_write = op >= 0 && ws_op_mutates(op) && ledger_will_replay(st->ledger, id);
     struct ledger_action a; /* from a continuation's ledger, or the host */
     ledger_on_call(st->ledger, id, fn, h->name, (h->flags & AL_HOST_SYNC) != 0, args, len, &a);
+    if (replay_write && a.what != LEDGER_DIVERGED && a.what != LEDGER_FAIL) {
+        ws_replay(st->opts->workspace, op, args, len);
+    }
     carry_out(st, &a);
 }
 
@@ -314,7 +324,9 @@ static uint64_t frame_cap(const struct run_state *st, uint8_t type)
     case WIRE_IDLE:
         return 16;
     case WIRE_CALL:
-        return 1 + 4 + 4 + 4 + l[AL_LIMIT_HOST_ARGS_BYTES];
+        return 1 + 4 + 4 + 4 +
+               (l[AL_LIMIT_HOST_ARGS_BYTES] > st->file_args_max ? l[AL_LIMIT_HOST_ARGS_BYTES]
+                                                                : st->file_args_max);
     case WIRE_CONSOLE:
         return 1 + 1 + 4 + l[AL_LIMIT_CONSOLE_BYTES] + 256;
     case WIRE_DONE:
@@ -513,7 +525,9 @@ static void send_answers(struct run_state *st)
 {
     struct completion *list = host_link_take(st->link);
     for (struct completion *c = list; c && !st->done; c = c->next) {
-        if (!WIRE_ANSWER_THREW(c->kind) && c->len > st->limits[AL_LIMIT_HOST_OUTPUT_BYTES]) {
+        int file = c->fn < st->nhosts && (st->hosts[c->fn].flags & HOST_FILE) != 0;
+        if (!WIRE_ANSWER_THREW(c->kind) && !file &&
+            c->len > st->limits[AL_LIMIT_HOST_OUTPUT_BYTES]) {
             run_fail(st, AL_BRIDGE_LIMIT,
                      "the %s of host call #%u exceeds the host-output limit of %llu bytes",
                      c->kind == WIRE_ANSWER_INTERRUPT ? "interruption payload" : "answer", c->id,
@@ -606,8 +620,10 @@ static enum al_code build_run_frame(struct run_state *st, const struct al_run_op
         const struct host_entry *h = &st->hosts[i];
         bad |= wire_str(b, h->name, strlen(h->name)) != BUF_OK;
         bad |= wire_u8(b, ((h->flags & AL_HOST_SYNC) ? WIRE_FN_SYNC : 0) |
-                                  ((h->flags & HOST_HIDDEN) ? WIRE_FN_HIDDEN : 0)) != BUF_OK;
+                                  ((h->flags & HOST_HIDDEN) ? WIRE_FN_HIDDEN : 0) |
+                                  ((h->flags & HOST_FILE) ? WIRE_FN_FILE : 0)) != BUF_OK;
     }
+    bad |= wire_u64(b, st->file_args_max) != BUF_OK;
     bad |= wire_str(b, opts->source, opts->source_len) != BUF_OK;
     if (bad) {
         return AL_INTERNAL_ERROR;
@@ -678,20 +694,50 @@ static uint64_t run_cpu_us(struct run_state *st, uint64_t now)
     return st->cpu_last_us;
 }
 
+static enum al_code merge_hosts(struct run_state *st, const struct host_entry *oh, size_t on,
+                                char *msg, size_t msg_len);
+
 /* A run's host table: the runner's, or - when the run brings functions of its own - both,
  * each group's functions contiguous (the worker builds one frozen object per group). */
 static enum al_code build_hosts(struct run_state *st, char *msg, size_t msg_len)
 {
     const struct al_runner *r = st->runner;
     const struct al_run_opts *o = st->opts;
-    if (o->nhosts == 0) {
+    if (o->nhosts == 0 && !o->workspace) {
         st->hosts = r->hosts;
         st->nhosts = r->nhosts;
         memcpy(st->manifest, r->manifest, CONT_DIGEST);
         return AL_OK;
     }
-    for (size_t i = 0; i < o->nhosts; i++) {
-        const struct host_entry *h = &o->hosts[i];
+    /* the run's own functions: the options', then the workspace's operations */
+    static char ws_names[WS_OPS_COUNT][24] = {
+        "workspace.readFile", "workspace.writeFile", "workspace.appendFile", "workspace.readdir",
+        "workspace.stat",     "workspace.exists",    "workspace.mkdir",      "workspace.rm",
+        "workspace.rename",   "workspace.glob",
+    };
+    size_t nown = o->nhosts + (o->workspace ? WS_OPS_COUNT : 0);
+    struct host_entry *own = malloc(nown * sizeof *own);
+    if (!own) {
+        snprintf(msg, msg_len, "out of memory");
+        return AL_INTERNAL_ERROR;
+    }
+    memcpy(own, o->hosts, o->nhosts * sizeof *own);
+    for (size_t i = 0; o->workspace && i < WS_OPS_COUNT; i++) {
+        own[o->nhosts + i] = (struct host_entry){ ws_names[i], 9, ws_host, o->workspace,
+                                                  HOST_HIDDEN | HOST_FILE };
+    }
+    enum al_code rc = merge_hosts(st, own, nown, msg, msg_len);
+    free(own);
+    return rc;
+}
+
+/* The runner's table and the run's own functions `oh`, merged (see build_hosts). */
+static enum al_code merge_hosts(struct run_state *st, const struct host_entry *oh, size_t on,
+                                char *msg, size_t msg_len)
+{
+    const struct al_runner *r = st->runner;
+    for (size_t i = 0; i < on; i++) {
+        const struct host_entry *h = &oh[i];
         for (size_t j = 0; j < r->nhosts; j++) {
             const struct host_entry *g = &r->hosts[j];
             if (strcmp(g->name, h->name) == 0) {
@@ -708,7 +754,7 @@ static enum al_code build_hosts(struct run_state *st, char *msg, size_t msg_len)
             }
         }
     }
-    size_t n = r->nhosts + o->nhosts;
+    size_t n = r->nhosts + on;
     struct host_entry *all = malloc(n * sizeof *all);
     const struct host_entry **order = malloc(n * sizeof *order);
     if (!all || !order) {
@@ -720,8 +766,8 @@ static enum al_code build_hosts(struct run_state *st, char *msg, size_t msg_len)
     for (size_t i = 0; i < r->nhosts; i++) {
         order[i] = &r->hosts[i];
     }
-    for (size_t i = 0; i < o->nhosts; i++) {
-        order[r->nhosts + i] = &o->hosts[i];
+    for (size_t i = 0; i < on; i++) {
+        order[r->nhosts + i] = &oh[i];
     }
     /* groups in order of first appearance, the runner's first */
     size_t k = 0;
@@ -825,6 +871,14 @@ int run_prepare(struct run_state *st, struct al_runner *runner, const struct al_
         run_fail_early(st, AL_SOURCE_TOO_LARGE, msg);
         return -1;
     }
+    if (opts->workspace && ws_missing_mount(opts->workspace)) {
+        snprintf(msg, sizeof msg,
+                 "the workspace's mount %.100s was not set (al_workspace_set_mount)",
+                 ws_missing_mount(opts->workspace));
+        run_fail_early(st, AL_CONFIG_ERROR, msg);
+        return -1;
+    }
+    st->file_args_max = opts->workspace ? ws_args_max(opts->workspace) : 0;
     enum al_code hc = build_hosts(st, msg, sizeof msg);
     if (hc == AL_INTERNAL_ERROR) {
         set_rc(st, hc, msg);

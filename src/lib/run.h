@@ -76,6 +76,7 @@ struct run_state {
     uint32_t frames_sent;  /* ANSWER frames written to the worker */
     struct ledger *ledger; /* host calls, continuations, replay (ledger.h) */
     int can_hold;          /* al_run_start: the journal callback may hold answers */
+    uint64_t file_args_max; /* bytes of a workspace operation's arguments (0: no workspace) */
 };
 
 /* run.c: one run as steps, driven by al_run on the caller's thread or by loop.c.

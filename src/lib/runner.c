@@ -337,6 +337,9 @@ enum al_code runner_check_host_name(const char *name, unsigned flags, size_t *re
         in_list(name, glen, guest_removed_globals, guest_removed_globals_count)) {
         return AL_CONFIG_ERROR;
     }
+    if (glen == 9 && memcmp(name, "workspace", 9) == 0) {
+        return AL_CONFIG_ERROR; /* the workspace's own group (al_run_opts_set_workspace) */
+    }
     *ret_group_len = glen;
     return AL_OK;
 }
@@ -388,6 +391,15 @@ enum al_code al_run_opts_add_host(struct al_run_opts *opts, const char *name, al
         return AL_CONFIG_ERROR;
     }
     return add_host_entry(&opts->hosts, &opts->nhosts, name, fn, userdata, flags);
+}
+
+enum al_code al_run_opts_set_workspace(struct al_run_opts *opts, struct al_workspace *ws)
+{
+    if (!opts) {
+        return AL_CONFIG_ERROR;
+    }
+    opts->workspace = ws;
+    return AL_OK;
 }
 
 void al_run_opts_set_userdata(struct al_run_opts *opts, void *userdata)

@@ -37,6 +37,7 @@ struct replays;
 
 struct readers;
 struct audit_head;
+struct mounts_roots;
 struct auditlog_kept;
 
 /* What handlers reach beyond the store (main.c fills it). */
@@ -51,6 +52,8 @@ struct api_services {
     struct ratelimit *verify_limit; /* full re-verifications of the audit log; NULL: none */
     /* the 401s of admission, tallied per client address (denials.h); NULL: a record each */
     struct denials *denials;
+    /* the config's mounts.local_roots (mounts.h); NULL: none, no local mount */
+    const struct mounts_roots *mount_roots;
 };
 
 struct api_ctx {
@@ -65,6 +68,7 @@ struct api_ctx {
     struct auth_rule rule; /* and its permission rule */
     size_t nparams;
     struct api_param params[API_PARAMS_MAX];
+    const char *tail; /* a {name+} parameter's value: the rest of the path, borrowed; or NULL */
     struct json_doc *doc; /* the parsed body, freed by the router */
     /* the body api_body reads when not NULL, instead of the request's: POST /v1/mcp hands a
      * tool call to the handler of the route it stands for (borrowed) */
@@ -192,6 +196,18 @@ void api_connectors_create(struct api_ctx *ctx);
 void api_connectors_list(struct api_ctx *ctx);
 void api_connectors_get(struct api_ctx *ctx);
 
+/* Mounts (api_mounts.c). */
+void api_mounts_create(struct api_ctx *ctx);
+void api_mounts_list(struct api_ctx *ctx);
+void api_mounts_delete(struct api_ctx *ctx);
+/* Reads `ws`, the `workspace` member of a body (a version's, an ad-hoc run's), for a run in
+ * `department`: its structure, and every local_dir / s3_mount entry naming a mount of that
+ * department of the matching kind (local, s3), on ctx->store. 0 with the manifest's canonical
+ * text (RFC 8785) appended to out; -1 after answering 400 INVALID_REQUEST naming the entry (500 when the
+ * store failed). */
+int api_workspace_read(struct api_ctx *ctx, const struct json_node *ws, const char *department,
+                       struct buf *out);
+
 /* Templates and versions (api_templates.c). */
 void api_templates_create(struct api_ctx *ctx);
 void api_templates_list(struct api_ctx *ctx);
@@ -234,6 +250,13 @@ int api_run_may_resume(struct api_ctx *ctx, const char *id);
  * once with no tx; arg is the caller's, fn frees it. Something that must never happen before
  * the change it follows is durable (a run cancelled because its version was revoked). */
 void api_after_commit(struct writer_tx *tx, void (*fn)(void *arg, int committed), void *arg);
+
+/* Workspaces on runs (api_workspaces.c): a run's outputs and its workspace at the end, and
+ * uploaded snapshots a run may start from. */
+void api_runs_files(struct api_ctx *ctx);
+void api_runs_file(struct api_ctx *ctx);
+void api_runs_workspace_tar(struct api_ctx *ctx);
+void api_snapshots_create(struct api_ctx *ctx);
 
 /* POST /v1/mcp: the Model Context Protocol for agents (api_mcp.c). */
 void api_mcp_post(struct api_ctx *ctx);

@@ -4,7 +4,9 @@
  * submitted by an author and approved or rejected by an approver who is not its author (four
  * eyes), and an approved version can be revoked by an approver or an admin at once. A version's
  * content never changes after creation; its digest (sha256 over the RFC 8785 form of source,
- * language, input_schema, functions, autonomy and limits) names exactly what was approved.
+ * language, input_schema, functions, autonomy, limits and - when it has one - its workspace
+ * manifest) names exactly what was approved. A version without a workspace digests as it did
+ * before workspaces existed.
  *
  * Every change and its audit record are one transaction, and a state change is conditional on
  * the state it leaves (store version_set_state), so two approvers racing a revoker cannot leave
@@ -183,8 +185,8 @@ static void tpl_version_json(struct buf *b, const struct store_version *v, int w
     api_member(b, ",\"language\":", v->language);
     api_member(b, ",\"autonomy\":", v->autonomy);
     /* stored compact by this file: valid JSON */
-    buf_printf(b, ",\"functions\":%s,\"limits\":%s,\"input_schema\":%s,\"source\":", v->functions,
-               v->limits, v->input_schema);
+    buf_printf(b, ",\"functions\":%s,\"limits\":%s,\"input_schema\":%s,\"workspace\":%s,\"source\":",
+               v->functions, v->limits, v->input_schema, v->workspace ? v->workspace : "null");
     api_str(b, v->source);
     api_member(b, ",\"submitted\":", v->submitted);
     api_member(b, ",\"submitted_by\":", v->submitted_by);
@@ -251,6 +253,8 @@ struct tpl_copy {
     char *functions;
     char *autonomy;
     char *limits;
+    char *workspace; /* NULL: the version has none */
+    int workspace_lost; /* it has one, not copied (out of memory) */
 };
 
 static void tpl_copy_done(struct tpl_copy *c)
@@ -261,6 +265,7 @@ static void tpl_copy_done(struct tpl_copy *c)
     free(c->functions);
     free(c->autonomy);
     free(c->limits);
+    free(c->workspace);
     memset(c, 0, sizeof *c);
 }
 
@@ -281,12 +286,15 @@ static int tpl_copy_read(void *userdata, const struct store_version *v)
     c->functions = buf_dup(v->functions, strlen(v->functions));
     c->autonomy = buf_dup(v->autonomy, strlen(v->autonomy));
     c->limits = buf_dup(v->limits, strlen(v->limits));
+    c->workspace = v->workspace ? buf_dup(v->workspace, strlen(v->workspace)) : NULL;
+    c->workspace_lost = v->workspace && !c->workspace;
     return 0;
 }
 
 static int tpl_copy_ok(const struct tpl_copy *c)
 {
-    return c->source && c->language && c->input_schema && c->functions && c->autonomy && c->limits;
+    return c->source && c->language && c->input_schema && c->functions && c->autonomy &&
+           c->limits && !c->workspace_lost;
 }
 
 /* Reads version `number` (0: none) of ti into c: 0, or -1 after answering 404 or 500. */
@@ -647,12 +655,14 @@ struct tpl_draft {
     const struct json_node *functions;
     const struct json_node *autonomy;
     const struct json_node *limits;
+    const struct json_node *workspace; /* NULL: none */
     const char *lang; /* "js" or "ts" */
     const char *mode; /* an autonomy's name */
     struct buf funcs;
     struct buf lims;
     struct buf schema_text;
-    struct buf content; /* what the digest covers */
+    struct buf workspace_text; /* compact */
+    struct buf content;        /* what the digest covers */
     char digest[72];
 };
 
@@ -662,6 +672,7 @@ static void tpl_draft_init(struct tpl_draft *d)
     buf_init(&d->funcs, 64 * 1024);
     buf_init(&d->lims, 4096);
     buf_init(&d->schema_text, SCHEMA_TEXT_MAX);
+    buf_init(&d->workspace_text, (size_t)2 << 20);
     buf_init(&d->content, (size_t)4 << 20);
 }
 
@@ -670,6 +681,7 @@ static void tpl_draft_done(struct tpl_draft *d)
     buf_done(&d->funcs);
     buf_done(&d->lims);
     buf_done(&d->schema_text);
+    buf_done(&d->workspace_text);
     buf_done(&d->content);
 }
 
@@ -682,6 +694,7 @@ static int tpl_draft_body(struct api_ctx *ctx, struct tpl_draft *d)
         { "functions", JSON_ARRAY, 0, &d->functions },
         { "autonomy", JSON_STRING, 0, &d->autonomy },
         { "limits", JSON_OBJECT, 0, &d->limits },
+        { "workspace", JSON_OBJECT, 0, &d->workspace },
     };
     return api_body(ctx, fields, sizeof fields / sizeof fields[0]);
 }
@@ -722,9 +735,9 @@ static int tpl_draft_scalars(struct api_ctx *ctx, struct tpl_draft *d)
     return 0;
 }
 
-/* Checks the body's members and makes the content and its digest: 0, or -1 after answering
- * 400. */
-static int tpl_draft_check(struct api_ctx *ctx, struct tpl_draft *d)
+/* Checks the body's members (a workspace's mounts as those of ti's department) and makes the
+ * content and its digest: 0, or -1 after answering 400. */
+static int tpl_draft_check(struct api_ctx *ctx, const struct tpl_info *ti, struct tpl_draft *d)
 {
     struct schema *compiled = NULL;
     struct al_error err;
@@ -756,7 +769,9 @@ static int tpl_draft_check(struct api_ctx *ctx, struct tpl_draft *d)
         buf_append_str(&d->schema_text, "{}");
     }
     if (tpl_functions(ctx, d->functions, &d->funcs) != 0 ||
-        tpl_limits_read(ctx, d->limits, &d->lims) != 0) {
+        tpl_limits_read(ctx, d->limits, &d->lims) != 0 ||
+        (d->workspace &&
+         api_workspace_read(ctx, d->workspace, ti->department, &d->workspace_text) != 0)) {
         return -1;
     }
     /* the content the digest covers, in a form jcs sorts */
@@ -764,9 +779,16 @@ static int tpl_draft_check(struct api_ctx *ctx, struct tpl_draft *d)
     api_member(&d->content, ",\"language\":", d->lang);
     buf_append_str(&d->content, ",\"input_schema\":");
     buf_append(&d->content, d->schema_text.data, d->schema_text.len);
-    buf_printf(&d->content, ",\"functions\":%s,\"autonomy\":\"%s\",\"limits\":%s}", d->funcs.data,
+    buf_printf(&d->content, ",\"functions\":%s,\"autonomy\":\"%s\",\"limits\":%s", d->funcs.data,
                d->mode, d->lims.data);
-    const struct buf *parts[] = { &d->content, &d->funcs, &d->lims, &d->schema_text };
+    if (d->workspace) {
+        /* only when there is one: a version without keeps the digest it always had */
+        buf_append_str(&d->content, ",\"workspace\":");
+        buf_append(&d->content, d->workspace_text.data, d->workspace_text.len);
+    }
+    buf_append_str(&d->content, "}");
+    const struct buf *parts[] = { &d->content, &d->funcs, &d->lims, &d->schema_text,
+                                  &d->workspace_text };
     enum al_code code = AL_OK;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0] && code == AL_OK; i++) {
         code = parts[i]->err == BUF_NO_MEMORY ? AL_INTERNAL_ERROR
@@ -828,6 +850,7 @@ static int tpl_draft_store(struct api_ctx *ctx, const struct tpl_info *ti,
         .limits = d->lims.data,
         .digest = d->digest,
         .author = ctx->who->name,
+        .workspace = d->workspace ? d->workspace_text.data : NULL,
     };
     if (s->ops->tx_begin(s) != STORE_OK) {
         api_store_failed(ctx);
@@ -869,7 +892,7 @@ void api_versions_create(struct api_ctx *ctx)
     int64_t number = 0;
     tpl_draft_init(&d);
     if (tpl_draft_body(ctx, &d) != 0 || tpl_lookup_readable(ctx, &ti) != 0 ||
-        tpl_allow_write(ctx, ti.department) != 0 || tpl_draft_check(ctx, &d) != 0 ||
+        tpl_allow_write(ctx, ti.department) != 0 || tpl_draft_check(ctx, &ti, &d) != 0 ||
         tpl_draft_store(ctx, &ti, &d, &number) != 0) {
         goto out;
     }
@@ -1366,6 +1389,15 @@ static int tpl_changes(struct buf *b, const struct tpl_copy *base, const struct 
     if (changed) {
         buf_printf(b, ",\"from\":%s,\"to\":%s", base ? base->input_schema : "null",
                    v->input_schema);
+    }
+    buf_append_str(b, "}");
+    const char *base_ws = base ? base->workspace : NULL;
+    changed = (base_ws == NULL) != (v->workspace == NULL) ||
+              (base_ws && strcmp(base_ws, v->workspace) != 0);
+    buf_printf(b, ",\"workspace\":{\"changed\":%s", changed ? "true" : "false");
+    if (changed) {
+        buf_printf(b, ",\"from\":%s,\"to\":%s", base_ws ? base_ws : "null",
+                   v->workspace ? v->workspace : "null");
     }
     buf_append_str(b, "}");
     if (!base || strcmp(base->autonomy, v->autonomy) != 0) {

@@ -41,6 +41,7 @@
 #include "runs.h"
 #include "secretbox.h"
 #include "store.h"
+#include "mounts.h"
 #include "witness.h"
 #include "writer.h"
 
@@ -74,6 +75,7 @@ struct main_config {
     char node[NODES_ID_LEN + 1]; /* this node's id (DIR/node.id), PostgreSQL only */
     char witness[MAIN_PATH_MAX]; /* audit.witness: where checkpoints go too; "": nowhere */
     char witness_secret[1025];   /* audit.witness_secret: signs them (cleansed at exit) */
+    struct mounts_roots *mount_roots; /* mounts.local_roots, resolved; NULL until one is read */
 };
 
 /* What executes runs: the runner with the continuation key, the connector client and the run
@@ -297,9 +299,42 @@ static int main_audit_config(const char *path, const struct json_node *obj, stru
     return 0;
 }
 
+/* The config file's "mounts" object: local_roots, the directories a local mount's path must lie
+ * under (mounts.h), each an existing directory, resolved now. */
+static int main_mounts_config(const char *path, const struct json_node *obj, struct main_config *cfg)
+{
+    char why[MOUNTS_WHY_MAX];
+    const struct json_node *roots = json_get(obj, "local_roots");
+    if (obj->count != 1 || !roots || roots->type != JSON_ARRAY) {
+        fprintf(stderr, "airlockd: config %s: mounts takes local_roots (an array of absolute "
+                        "paths of directories)\n",
+                path);
+        return -1;
+    }
+    if (!cfg->mount_roots) {
+        cfg->mount_roots = calloc(1, sizeof *cfg->mount_roots);
+        if (!cfg->mount_roots) {
+            fprintf(stderr, "airlockd: out of memory\n");
+            return -1;
+        }
+    }
+    cfg->mount_roots->n = 0;
+    for (const struct json_node *r = roots->child; r; r = r->next) {
+        if (r->type != JSON_STRING || strlen(r->str) != r->str_len) {
+            fprintf(stderr, "airlockd: config %s: mounts.local_roots must hold strings\n", path);
+            return -1;
+        }
+        if (mounts_roots_add(cfg->mount_roots, r->str, why) != 0) {
+            fprintf(stderr, "airlockd: config %s: mounts.local_roots: %s\n", path, why);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Reads the config file: an object of listen, data_dir, database, lease_ms, poll_ms,
- * body_limit_bytes, http, rate_limit {requests_per_second, burst}, runs and audit; any other
- * member is refused. */
+ * body_limit_bytes, http, rate_limit {requests_per_second, burst}, runs, audit and mounts; any
+ * other member is refused. */
 static int main_load_config(const char *path, struct main_config *cfg)
 {
     struct buf text;
@@ -382,6 +417,10 @@ static int main_load_config(const char *path, struct main_config *cfg)
             if (main_audit_config(path, m, cfg) != 0) {
                 goto out;
             }
+        } else if (strcmp(m->key, "mounts") == 0 && m->type == JSON_OBJECT) {
+            if (main_mounts_config(path, m, cfg) != 0) {
+                goto out;
+            }
         } else if (strcmp(m->key, "http") == 0 && m->type == JSON_OBJECT) {
             if (main_http_config(path, m, &cfg->http) != 0) {
                 goto out;
@@ -425,7 +464,7 @@ static int main_load_config(const char *path, struct main_config *cfg)
             fprintf(stderr,
                     "airlockd: config %s: unknown or malformed member \"%s\" (known: listen, "
                     "data_dir, database, lease_ms, poll_ms, body_limit_bytes, http, rate_limit, "
-                    "runs, audit)\n",
+                    "runs, audit, mounts)\n",
                     path, m->key);
             goto out;
         }
@@ -1102,6 +1141,7 @@ int main(int argc, char **argv)
         goto out;
     }
     svc.kept = kept;
+    svc.mount_roots = cfg.mount_roots;
     if (main_audit(store, cfg.data_dir) != 0 || main_bootstrap(store, cfg.data_dir) != 0 ||
         main_audit_check(store, svc.audit, kept) != 0 || main_recover(store, cfg.node) != 0) {
         goto out;
@@ -1229,6 +1269,7 @@ out:
     witness_free(witness); /* what is still queued is tried once */
     auditlog_kept_free(kept);
     OPENSSL_cleanse(cfg.witness_secret, sizeof cfg.witness_secret);
+    free(cfg.mount_roots);
     ratelimit_free(limit);
     ratelimit_free(verify_limit);
     ratelimit_free(unauth_limit);

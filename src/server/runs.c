@@ -222,6 +222,8 @@ void runs_plan_free(struct runs_plan *plan)
         free(plan->decided[i].comment);
     }
     free(plan->decided);
+    free(plan->workspace_manifest);
+    free(plan->workspace_tar);
     free(plan);
 }
 
@@ -2112,6 +2114,10 @@ static enum al_code runs_opts(struct srun *sr, const char *continuation,
         code = rj.data ? al_run_opts_add_resolution(opts, res[i].interruption, rj.data, rj.len)
                        : AL_INTERNAL_ERROR;
         buf_done(&rj);
+    }
+    if (code == AL_OK && plan->workspace_manifest) {
+        /* TODO(#36): the run's al_workspace from its manifest, start tar and mounts */
+        code = AL_CONFIG_ERROR;
     }
     if (code == AL_OK) {
         al_run_opts_set_userdata(opts, sr);

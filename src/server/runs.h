@@ -85,6 +85,12 @@ struct runs_plan {
     /* A fork (POST /v1/runs/{id}/fork): the call it goes live from, 0 for other runs. A fork
      * that diverges from its journal answers its waiting client 409 CONFLICT. */
     int64_t fork_at_call;
+    /* Its workspace (docs/server.md "Workspaces"), NULL when it has none: the manifest (JSON)
+     * and the tar that replaces its inline entries (NULL, 0: none), as every execution of the
+     * run builds it again - a resume and a recovery from its journal see the same files. */
+    char *workspace_manifest;
+    char *workspace_tar;
+    size_t workspace_tar_len;
 };
 
 /* A sensitive call's decision, from its host_call approval: the guest's call `call` to

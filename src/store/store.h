@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_OPS_VERSION 13
+#define STORE_OPS_VERSION 15
 #define STORE_NAME_MAX    64
 #define STORE_HASH_LEN    32 /* SHA-256 of an API key */
 #define STORE_ERRMSG_MAX  256
@@ -132,6 +132,9 @@ struct store_version {
     const char *submitted_by, *submitted;
     const char *rejected_by, *rejected, *reject_comment;
     const char *revoked_by, *revoked, *revoke_reason;
+    /* since version 14 (0014_mounts): the workspace manifest, a JSON object (RFC 8785) covered by
+     * the digest; NULL when the version has none */
+    const char *workspace;
 };
 
 typedef int store_template_fn(void *userdata, const struct store_template *t);
@@ -220,6 +223,25 @@ struct store_connector {
 
 typedef int store_connector_fn(void *userdata, const struct store_connector *c);
 
+/* A mount (0014_mounts): storage a workspace manifest names. Kind "local" has path (NULL
+ * otherwise); kind "s3" has endpoint, bucket, region, access_key_id and secret_sealed (the
+ * secret access key, sealed by the caller: secretbox.h), NULL otherwise. */
+struct store_mount {
+    const char *name;
+    const char *department;
+    const char *kind; /* "local" | "s3" */
+    const char *path;
+    const char *endpoint;
+    const char *bucket;
+    const char *region;
+    const char *access_key_id;
+    const char *secret_sealed;
+    const char *created;    /* set by the store on create; ignored there */
+    const char *created_by; /* the principal that registered it */
+};
+
+typedef int store_mount_fn(void *userdata, const struct store_mount *m);
+
 /* A connector call a run's execution sent (0006_nodes): marked before it leaves, forgotten once
  * that execution's end or wait is recorded, so what is left of a dead node is in doubt. */
 struct store_call {
@@ -283,6 +305,42 @@ struct store_replay {
     const char *created; /* set by the store on replay_put; ignored there */
 };
 typedef int store_replay_fn(void *userdata, const struct store_replay *r);
+
+/* Workspaces on runs (0015_workspaces, docs/server.md "Workspaces"). Bytes are kept once under
+ * the hex SHA-256 of them (64 lowercase hex digits) in workspace_blobs. */
+typedef int store_blob_fn(void *userdata, const unsigned char *bytes, size_t len);
+
+/* An uploaded workspace tar (POST /v1/snapshots): its owner may start runs of its department
+ * from it. */
+struct store_snapshot {
+    const char *id; /* "snap_" + 32 hex */
+    const char *principal;
+    const char *department;
+    const char *sha256; /* of the tar, a blob */
+    int64_t bytes;
+    const char *created;
+};
+typedef int store_snapshot_fn(void *userdata, const struct store_snapshot *s);
+
+/* What a run with a workspace rebuilds it from, and what it left. */
+struct store_run_workspace {
+    const char *run;
+    const char *manifest_sha256; /* the manifest (JSON) it runs with, a blob */
+    const char *start_sha256;    /* the tar replacing the manifest's inline entries; NULL: none */
+    const char *end_sha256;      /* its workspace at its end, a tar; NULL until it completed */
+};
+typedef int store_run_workspace_fn(void *userdata, const struct store_run_workspace *w);
+
+/* One of a run's outputs: a file under its manifest's outputs at its end. */
+struct store_run_file {
+    const char *run;
+    const char *path; /* relative to the workspace's root */
+    int64_t size;
+    const char *sha256; /* of its bytes, a blob */
+    const char *mount;  /* the mount it was written back to; NULL when none */
+    const char *key;    /* ... and its object key there */
+};
+typedef int store_run_file_fn(void *userdata, const struct store_run_file *f);
 
 /* Wake-ups between nodes (since version 6): the channels a node listens on, each payload a run's
  * id. A notification is a hint, never a record: it is lost when no listener is connected, so a
@@ -610,6 +668,52 @@ struct store_ops {
     /* The replay kept for a version: fn sees it once; NOT_FOUND when it has none. */
     enum store_rc (*replay_get)(struct store *s, const char *template_name, int64_t version,
                                 store_replay_fn *fn, void *userdata);
+
+    /* Since version 14 (0014_mounts): mounts, and versions' workspace manifests (version_create
+     * keeps v->workspace; the version reads give it). */
+    /* CONFLICT when the name is taken, NOT_FOUND when m->department does not exist. */
+    enum store_rc (*mount_create)(struct store *s, const struct store_mount *m);
+    /* NOT_FOUND when no such mount; otherwise fn sees it once. */
+    enum store_rc (*mount_get)(struct store *s, const char *name, store_mount_fn *fn,
+                               void *userdata);
+    /* Every mount, by name. */
+    enum store_rc (*mount_list)(struct store *s, store_mount_fn *fn, void *userdata);
+    /* NOT_FOUND when no such mount. */
+    enum store_rc (*mount_delete)(struct store *s, const char *name);
+    /* The approved versions of `department`'s templates that have a workspace manifest, by
+     * template and number (what may name a mount of the department). */
+    enum store_rc (*version_list_with_workspace)(struct store *s, const char *department,
+                                                 store_version_fn *fn, void *userdata);
+
+    /* Since version 15 (0015_workspaces): workspaces on runs. */
+    /* Keeps bytes[0..len) as a blob, unless one with their SHA-256 is kept already; ret_sha256
+     * gets the hex SHA-256 (64 digits and a NUL). */
+    enum store_rc (*blob_put)(struct store *s, const void *bytes, size_t len,
+                              char ret_sha256[65]);
+    /* The bytes of blob `sha256`: fn sees them once (borrowed for the call). NOT_FOUND when no
+     * such blob; STORE_ERROR when the bytes kept no longer match their SHA-256. */
+    enum store_rc (*blob_get)(struct store *s, const char *sha256, store_blob_fn *fn,
+                              void *userdata);
+    /* A new snapshot (its blob kept already). CONFLICT when the id is taken. */
+    enum store_rc (*snapshot_create)(struct store *s, const struct store_snapshot *snap);
+    /* Snapshot `id`: fn sees it once; NOT_FOUND when there is none. */
+    enum store_rc (*snapshot_get)(struct store *s, const char *id, store_snapshot_fn *fn,
+                                  void *userdata);
+    /* Records the workspace of run `w->run` (its manifest's and start tar's blobs kept already;
+     * end_sha256 ignored). CONFLICT when the run has one. */
+    enum store_rc (*run_workspace_create)(struct store *s, const struct store_run_workspace *w);
+    /* Run `run`'s workspace: fn sees it once; NOT_FOUND when it has none. */
+    enum store_rc (*run_workspace_get)(struct store *s, const char *run,
+                                       store_run_workspace_fn *fn, void *userdata);
+    /* Keeps `end_sha256` (a blob) as run `run`'s workspace at its end and its outputs
+     * files[0..n) (their blobs kept already), in place of what it had. NOT_FOUND when the run
+     * has no workspace. */
+    enum store_rc (*run_workspace_end)(struct store *s, const char *run, const char *end_sha256,
+                                       const struct store_run_file *files, size_t n);
+    /* Run `run`'s outputs in path order (bytewise); none for a run without. With `path` not
+     * NULL only that file (NOT_FOUND when the run has no such output). */
+    enum store_rc (*run_file_list)(struct store *s, const char *run, const char *path,
+                                   store_run_file_fn *fn, void *userdata);
 };
 
 /* Every backend's handle starts with this. */

@@ -158,7 +158,10 @@ static JSValue host_call(JSContext *ctx, JSValueConst this_val, int argc, JSValu
                     (unsigned long long)w->req.limits[AL_LIMIT_IN_FLIGHT], fn->name);
         return throw_fatal(ctx);
     }
-    buf_init(&args, (size_t)w->req.limits[AL_LIMIT_HOST_ARGS_BYTES]);
+    /* a file's bytes are bounded by the workspace's limits, not the host-args limit */
+    size_t args_max = fn->file ? (size_t)w->req.file_args_max
+                               : (size_t)w->req.limits[AL_LIMIT_HOST_ARGS_BYTES];
+    buf_init(&args, args_max);
     arr = JS_NewArray(ctx);
     if (JS_IsException(arr)) {
         goto out;
@@ -169,11 +172,17 @@ static JSValue host_call(JSContext *ctx, JSValueConst this_val, int argc, JSValu
             goto out;
         }
     }
-    struct value_limits vl = { BRIDGE_VALUE_DEPTH,
-                               (size_t)w->req.limits[AL_LIMIT_HOST_ARGS_BYTES] };
+    struct value_limits vl = { BRIDGE_VALUE_DEPTH, args_max };
     enum al_code rc = value_encode_cached(w->eng.values, arr, "args", &vl, &args, &err);
     if (rc == AL_USER_ERROR) {
         goto out; /* a getter threw: the guest sees its exception */
+    }
+    if (rc == AL_OUTPUT_LIMIT && fn->file) {
+        /* the guest's wrapper makes this an Error with code EFBIG: the run goes on */
+        JS_ThrowRangeError(ctx, "EFBIG: file too large (the data of a call to %s passes the "
+                                "workspace's file_bytes limit)",
+                           fn->name);
+        goto out;
     }
     if (rc == AL_OUTPUT_LIMIT) {
         worker_fail(w, AL_BRIDGE_LIMIT,
@@ -283,6 +292,12 @@ int bridge_apply_deferred(struct worker *w, JSContext *ctx)
     memmove(w->bridge.deferred.data, w->bridge.deferred.data + flen, w->bridge.deferred.len - flen);
     w->bridge.deferred.len -= flen;
     return br < 0 ? -1 : 1;
+}
+
+JSValue bridge_function(struct worker *w, JSContext *ctx, uint32_t fn)
+{
+    (void)w;
+    return JS_NewCFunctionData(ctx, host_call, 0, (int)fn, 0, NULL);
 }
 
 JSValue bridge_call(struct worker *w, JSContext *ctx, uint32_t fn, int argc, JSValueConst *argv)

@@ -686,8 +686,10 @@ static int parse_run(struct worker *w, struct wire_cursor *c)
         w->req.fns[i].group_len = (size_t)(dot - s);
         uint8_t flags = wire_get_u8(c);
         w->req.fns[i].sync = (flags & WIRE_FN_SYNC) != 0;
-        w->req.fns[i].hidden = (flags & WIRE_FN_HIDDEN) != 0;
+        w->req.fns[i].hidden = (flags & (WIRE_FN_HIDDEN | WIRE_FN_FILE)) != 0;
+        w->req.fns[i].file = (flags & WIRE_FN_FILE) != 0;
     }
+    w->req.file_args_max = wire_get_u64(c);
     s = wire_get_str(c, &len);
     if (c->bad || !w->req.filename) {
         return -1;
@@ -877,7 +879,7 @@ static int phase_evaluate(struct worker *w, struct outcome *o, JSValue fn, JSVal
     int module = (w->req.run_flags & WIRE_RUN_MODULE) != 0;
     JSValue handlers[2] = { JS_UNDEFINED, JS_UNDEFINED };
     int rc = -1;
-    if (bridge_install(w, ctx) < 0) {
+    if (bridge_install(w, ctx) < 0 || modules_install_workspace(w, ctx) < 0) {
         JS_FreeValue(ctx, fn);
         outcome_set(o, w->fatal.code ? w->fatal.code : AL_INTERNAL_ERROR, "",
                     "cannot install the host functions", "");
@@ -1162,6 +1164,7 @@ done:
             w->eng.cc = NULL;
         }
         if (w->eng.ctx) {
+            modules_free(w, w->eng.rt);
             bridge_free(w, w->eng.rt);
             value_cache_free(w->eng.values);
             w->eng.values = NULL;

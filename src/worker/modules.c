@@ -20,6 +20,17 @@
 
 #define MODULES_RESOLVE "#modules.resolve"
 #define MODULES_LOAD    "#modules.load"
+#define MODULES_FS      "node:fs/promises"
+
+/* workspace_bc.c: workspace.js, compiled at build time by prelude_compile */
+extern const unsigned char builtins_workspace[];
+extern const size_t builtins_workspace_len;
+
+/* node:fs/promises' exports: the members of workspace.js's `fs`, and `default` (all of it). */
+static const char *const fs_exports[] = {
+    "readFile", "writeFile", "appendFile", "readdir", "stat",   "lstat",  "access",
+    "mkdir",    "rm",        "rmdir",      "unlink",  "rename", "glob",
+};
 
 /* A JSON string answer as a C string (js_malloc'd), or NULL with an exception pending. */
 static char *string_answer(JSContext *ctx, JSValue v, const char *what)
@@ -46,9 +57,46 @@ static char *string_answer(JSContext *ctx, JSValue v, const char *what)
     return copy;
 }
 
+static int is_fs(const struct worker *w, const char *name)
+{
+    return !JS_IsUndefined(w->mods.fs) &&
+           (strcmp(name, MODULES_FS) == 0 || strcmp(name, "fs/promises") == 0);
+}
+
+static int fs_module_init(JSContext *ctx, JSModuleDef *m)
+{
+    struct worker *w = JS_GetContextOpaque(ctx);
+    for (size_t i = 0; i < sizeof fs_exports / sizeof fs_exports[0]; i++) {
+        JSValue f = JS_GetPropertyStr(ctx, w->mods.fs, fs_exports[i]);
+        if (JS_IsException(f) || JS_SetModuleExport(ctx, m, fs_exports[i], f) < 0) {
+            return -1;
+        }
+    }
+    return JS_SetModuleExport(ctx, m, "default", JS_DupValue(ctx, w->mods.fs));
+}
+
+/* node:fs/promises as a native module over the workspace's `fs` object: no host loader, no
+ * compiler. */
+static JSModuleDef *fs_module(JSContext *ctx)
+{
+    JSModuleDef *m = JS_NewCModule(ctx, MODULES_FS, fs_module_init);
+    if (!m) {
+        return NULL;
+    }
+    for (size_t i = 0; i < sizeof fs_exports / sizeof fs_exports[0]; i++) {
+        if (JS_AddModuleExport(ctx, m, fs_exports[i]) < 0) {
+            return NULL;
+        }
+    }
+    return JS_AddModuleExport(ctx, m, "default") < 0 ? NULL : m;
+}
+
 static char *module_normalize(JSContext *ctx, const char *base, const char *name, void *opaque)
 {
     struct worker *w = opaque;
+    if (is_fs(w, name)) {
+        return js_strdup(ctx, MODULES_FS);
+    }
     if (w->mods.resolve < 0) {
         JS_ThrowReferenceError(ctx, "cannot import '%s': this run has no module loader", name);
         return NULL;
@@ -63,6 +111,13 @@ static char *module_normalize(JSContext *ctx, const char *base, const char *name
 static JSModuleDef *module_load(JSContext *ctx, const char *name, void *opaque)
 {
     struct worker *w = opaque;
+    if (is_fs(w, name)) {
+        return fs_module(ctx);
+    }
+    if (w->mods.load < 0) {
+        JS_ThrowReferenceError(ctx, "cannot import '%s': this run has no module loader", name);
+        return NULL;
+    }
     JSValue arg = JS_NewString(ctx, name);
     JSValue v = bridge_call(w, ctx, (uint32_t)w->mods.load, 1, &arg);
     JS_FreeValue(ctx, arg);
@@ -114,10 +169,87 @@ static JSModuleDef *module_load(JSContext *ctx, const char *name, void *opaque)
     return def;
 }
 
+int modules_install_workspace(struct worker *w, JSContext *ctx)
+{
+    int rc = -1;
+    JSValue native = JS_UNDEFINED;
+    JSValue ops = JS_UNDEFINED;
+    JSValue install = JS_UNDEFINED;
+    JSValue made = JS_UNDEFINED;
+    JSValue global = JS_GetGlobalObject(ctx);
+    int any = 0;
+    for (uint32_t i = 0; i < w->req.nfns; i++) {
+        any |= w->req.fns[i].file;
+    }
+    if (!any) {
+        rc = 0;
+        goto out;
+    }
+    native = JS_NewObject(ctx);
+    ops = JS_NewObject(ctx);
+    if (JS_IsException(native) || JS_IsException(ops)) {
+        goto out;
+    }
+    for (uint32_t i = 0; i < w->req.nfns; i++) {
+        const struct bridge_fn *f = &w->req.fns[i];
+        if (!f->file) {
+            continue;
+        }
+        JSValue fn = bridge_function(w, ctx, i);
+        if (JS_IsException(fn) ||
+            JS_DefinePropertyValueStr(ctx, ops, f->name + f->group_len + 1, fn, 0) < 0) {
+            goto out;
+        }
+    }
+    if (JS_DefinePropertyValueStr(ctx, native, "ops", JS_DupValue(ctx, ops), 0) < 0) {
+        goto out;
+    }
+    JSValue bc = JS_ReadObject(ctx, builtins_workspace, builtins_workspace_len,
+                               JS_READ_OBJ_BYTECODE);
+    if (JS_IsException(bc)) {
+        goto out;
+    }
+    install = JS_EvalFunction(ctx, bc); /* consumes bc */
+    if (JS_IsException(install)) {
+        goto out;
+    }
+    made = JS_Call(ctx, install, JS_UNDEFINED, 1, (JSValueConst *)&native);
+    if (JS_IsException(made)) {
+        goto out;
+    }
+    JSValue ws = JS_GetPropertyStr(ctx, made, "workspace");
+    /* like a host group: a non-writable, non-configurable global binding */
+    if (JS_IsException(ws) || JS_DefinePropertyValueStr(ctx, global, "workspace", ws, 0) < 0) {
+        goto out;
+    }
+    w->mods.fs = JS_GetPropertyStr(ctx, made, "fs");
+    rc = JS_IsException(w->mods.fs) ? -1 : 0;
+    if (rc < 0) {
+        w->mods.fs = JS_UNDEFINED;
+    }
+out:
+    if (rc < 0) {
+        JS_FreeValue(ctx, JS_GetException(ctx));
+    }
+    JS_FreeValue(ctx, made);
+    JS_FreeValue(ctx, install);
+    JS_FreeValue(ctx, ops);
+    JS_FreeValue(ctx, native);
+    JS_FreeValue(ctx, global);
+    return rc;
+}
+
+void modules_free(struct worker *w, JSRuntime *rt)
+{
+    JS_FreeValueRT(rt, w->mods.fs);
+    w->mods.fs = JS_UNDEFINED;
+}
+
 void modules_prepare(struct worker *w)
 {
     w->mods.resolve = -1;
     w->mods.load = -1;
+    w->mods.fs = JS_UNDEFINED;
     for (uint32_t i = 0; i < w->req.nfns; i++) {
         if (strcmp(w->req.fns[i].name, MODULES_RESOLVE) == 0 && w->req.fns[i].hidden) {
             w->mods.resolve = (int)i;

@@ -29,6 +29,7 @@ struct bridge_fn {
     size_t group_len; /* bytes of the group part */
     int sync;         /* the group is synchronous */
     int hidden;       /* the host's module loader: callable by the worker, not a guest global */
+    int file;         /* a workspace operation (hidden): bounded by req.file_args_max */
 };
 
 struct bridge_call {
@@ -90,6 +91,7 @@ struct worker {
         size_t source_len;
         struct bridge_fn *fns; /* the registered host functions, groups contiguous; owned */
         uint32_t nfns;
+        uint64_t file_args_max; /* bytes of a workspace operation's arguments */
     } req;
 
     /* engine.c: QuickJS, the guest's limits, clock and randomness, the guest's outcome */
@@ -114,6 +116,7 @@ struct worker {
     struct worker_modules {
         int resolve; /* index into req.fns, -1: no loader */
         int load;
+        JSValue fs; /* node:fs/promises' exports (an object), JS_UNDEFINED: no workspace */
     } mods;
 
     /* bridge.c: the calls to host functions */
@@ -203,6 +206,12 @@ char *engine_strip_ts(const char *src, size_t len, const char *name, size_t *ret
 
 /* modules.c */
 void modules_prepare(struct worker *w);
+/* The run's workspace (docs/workspace.md), when the host sent its operations: the frozen global
+ * `workspace` and the module node:fs/promises, built by workspace.js over the hidden
+ * operations. 0, or -1 (out of memory, or the prelude threw). */
+int modules_install_workspace(struct worker *w, JSContext *ctx);
+/* Lets go of what modules_install_workspace kept (with the run's other values). */
+void modules_free(struct worker *w, JSRuntime *rt);
 int modules_have_loader(const struct worker *w);
 /* Links and evaluates the entry module (consumed); a promise of its default export. */
 JSValue modules_run_entry(struct worker *w, JSContext *ctx, JSValue module);
@@ -215,6 +224,9 @@ int bridge_install(struct worker *w, JSContext *ctx);
 /* Calls host function `fn` synchronously from C (the module loader): its value, or
  * JS_EXCEPTION with the host's error pending. */
 JSValue bridge_call(struct worker *w, JSContext *ctx, uint32_t fn, int argc, JSValueConst *argv);
+/* A JavaScript function calling host function `fn` as a group's member does (asynchronous
+ * unless the host function is synchronous), for a hidden one a prelude wraps. */
+JSValue bridge_function(struct worker *w, JSContext *ctx, uint32_t fn);
 /* Appends CALL frames for calls the guest has observed and that were not sent yet. */
 void bridge_dispatch(struct worker *w);
 /* The guest has settled: from now on a call fails the run with DETACHED_BRIDGE_REQUEST and

@@ -233,3 +233,45 @@ test('review: the audit log\'s action filter offers every action docs/server.md 
         await w.stop();
     }
 });
+
+test('review: the approver sees the version\'s workspace manifest - its entries, their mounts, what is writable', { timeout: 60000 }, async () => {
+    // the manifest is part of what is approved: each entry with the mount it names and whether
+    // the run may write there, and the diff says the workspace changed
+    const w = await world();
+    const { ctx, page } = await newPage(browser);
+    try {
+        await w.a.ok('POST', '/v1/mounts', {
+            name: 'finance-lake', department: 'finance', kind: 's3', endpoint: 'http://127.0.0.1:9/',
+            bucket: 'finance-lake', region: 'us-east-1', access_key_id: 'AKID', secret_access_key: 'never-shown-0123',
+        });
+        const workspace = {
+            version: 1, root: '/workspace',
+            entries: {
+                'README.md': { type: 'file', content: 'read me' },
+                lake: { type: 's3_mount', mount: 'finance-lake', prefix: '2026/' },
+                'out/export': { type: 's3_mount', mount: 'finance-lake', prefix: 'reports/', read_only: false },
+            },
+            outputs: ['out/'],
+        };
+        await w.a.ok('POST', '/v1/templates', { name: 'report', department: 'finance' }, w.keys.alice);
+        await w.a.ok('POST', '/v1/templates/report/versions', { source: 'return 1;\n', workspace }, w.keys.alice);
+        await w.a.ok('POST', '/v1/templates/report/versions/1/submit', {}, w.keys.alice);
+        await signIn(page, w.a.url, '/templates/report/versions/1', w.keys.bob);
+        const card = page.locator('section.workspace');
+        await card.waitFor();
+        const rows = await card.locator('table.entries tbody tr').evaluateAll((trs) => trs.map((tr) => Array.from(tr.cells, (c) => c.textContent.trim())));
+        assert.deepEqual(rows, [
+            ['README.md', 'file', '7 characters inline', 'read-only'],
+            ['lake', 's3_mount', 'finance-lake 2026/', 'read-only'],
+            ['out/export', 's3_mount', 'finance-lake reports/', 'writable'],
+        ]);
+        await card.getByText('Outputs:').waitFor();
+        assert.match(await card.locator('pre.manifest').textContent(), /"finance-lake"/);
+        await page.getByText('workspace changed').waitFor();
+        assert.equal(await page.getByText('never-shown-0123').count(), 0);
+        assert.deepEqual(page.problems, []);
+    } finally {
+        await ctx.close();
+        await w.stop();
+    }
+});

@@ -777,6 +777,11 @@ EXPECT = {
     ("POST", "/v1/connectors"): {"admin"},
     ("GET", "/v1/connectors"): set(ROLES),
     ("GET", "/v1/connectors/{c}"): ("dept", set(ROLES), set()),
+    # mounts: an admin's; the list shows each role its departments' (the probe: a name taken,
+    # a mount that does not exist)
+    ("POST", "/v1/mounts"): {"admin"},
+    ("GET", "/v1/mounts"): set(ROLES),
+    ("DELETE", "/v1/mounts/{m}"): {"admin"},
     # runs and approvals: runs made by probe_setup in own and other (supervised, their approvals
     # denied); an agent reading or cancelling a run of its department that is not its own gets
     # 404, which the walk counts as allowed (not refused by role)
@@ -787,6 +792,13 @@ EXPECT = {
     # a fork: an agent of the run's department; to an agent elsewhere that may not see the run,
     # it is not there (404)
     ("POST", "/v1/runs/{id}/fork"): ("dept", {"agent"}, set()),
+    # a run's workspace (docs/server.md "Workspaces"): whoever sees the run; the probes' runs
+    # have none (404 once allowed)
+    ("GET", "/v1/runs/{id}/files"): ("dept", set(ROLES), set()),
+    ("GET", "/v1/runs/{id}/files/{path+}"): ("dept", set(ROLES), set()),
+    ("GET", "/v1/runs/{id}/workspace.tar"): ("dept", set(ROLES), set()),
+    # an agent of the department its query names; the probe's body is no tar (400 once allowed)
+    ("POST", "/v1/snapshots"): ("dept", {"agent"}, set()),
     ("GET", "/v1/approvals"): {"approver", "auditor", "admin"},
     ("POST", "/v1/approvals/{id}/approve"): ("dept", {"approver"}, set()),
     ("POST", "/v1/approvals/{id}/deny"): ("dept", {"approver"}, set()),
@@ -825,13 +837,22 @@ def connector_body(name, dept, **over):
     return body
 
 
+def mount_body(name, dept):
+    return {"name": name, "department": dept, "kind": "s3", "endpoint": "http://127.0.0.1:9/",
+            "bucket": "bucket-" + dept, "region": "us-east-1", "access_key_id": "AKID",
+            "secret_access_key": "secret-of-" + name}
+
+
 # A request for each route that changes nothing once allowed (a duplicate, a missing principal).
 def probe(method, path, where):
     dept = "own" if where == "own" else "other"
     concrete = (path.replace("{d}", dept).replace("{p}", "ghost")
                 .replace("/ui/pages/{asset}", "/ui/pages/approvals.js")
                 .replace("{asset}", "app.js")
-                .replace("{prefix}", "000000000000").replace("{c}", "c_" + dept))
+                .replace("{prefix}", "000000000000").replace("{c}", "c_" + dept)
+                .replace("{m}", "ghost-mount").replace("{path+}", "out/report.md"))
+    if path == "/v1/snapshots":
+        concrete += "?department=" + dept
     # templates made by probe_setup: tpl-own and tpl-other, v1 approved, v2 a draft; every
     # state change below is then a wrong state (409) once allowed
     concrete = concrete.replace("{t}", "tpl-" + dept).replace(
@@ -850,6 +871,7 @@ def probe(method, path, where):
         ("POST", "/v1/templates/{t}/versions/{v}/reject"): {"comment": "rbac"},
         ("POST", "/v1/templates/{t}/versions/{v}/revoke"): {"reason": "rbac"},
         ("POST", "/v1/connectors"): connector_body("c_" + dept, dept),
+        ("POST", "/v1/mounts"): mount_body("m-" + dept, dept),
         # version 2 is a draft: an allowed agent gets 409 and no run starts
         ("POST", "/v1/runs"): {"template": "tpl-" + dept, "version": 2},
         ("POST", "/v1/runs/{id}/fork"): {"at_call": 1},
@@ -969,6 +991,8 @@ def t_permission_table(tmp):
             st, doc, _ = s.request("POST", "/v1/connectors", connector_body("c_" + dept, dept),
                                    key=k)
             check(st == 201, "connector in %s: %r" % (dept, doc))
+            st, doc, _ = s.request("POST", "/v1/mounts", mount_body("m-" + dept, dept), key=k)
+            check(st == 201, "mount in %s: %r" % (dept, doc))
         keys = {}
         principals = walk_principals()
         for who, grants in principals.items():

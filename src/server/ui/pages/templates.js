@@ -1,6 +1,7 @@
 // pages/templates.js - templates, a template's versions (with a small authoring form for its
 // authors) and the review of one version: its source (numbered, highlighted), input schema,
-// limits, functions (sensitive ones marked, from the connectors) and autonomy; the diff against
+// limits, functions (sensitive ones marked, from the connectors), autonomy and workspace manifest
+// (its entries, which mounts they name, what is writable); the diff against
 // the last approved version; how it replays against recent runs of the approved version (the
 // same calls, or where it diverges); submit, approve / reject with a comment, revoke with a
 // reason.
@@ -129,12 +130,39 @@ function changesBlock(ch) {
                 el('div', null, el('p', { class: 'label' }, 'before'), el('pre', { class: 'json diff-del' }, pretty(ch.input_schema.from))),
                 el('div', null, el('p', { class: 'label' }, 'after'), el('pre', { class: 'json diff-add' }, pretty(ch.input_schema.to))))));
     }
+    if (ch.workspace && ch.workspace.changed) {
+        items.push(el('li', null, 'workspace changed',
+            el('div', { class: 'sidebyside' },
+                el('div', null, el('p', { class: 'label' }, 'before'), el('pre', { class: 'json diff-del' }, pretty(ch.workspace.from))),
+                el('div', null, el('p', { class: 'label' }, 'after'), el('pre', { class: 'json diff-add' }, pretty(ch.workspace.to))))));
+    }
     for (const k of ['autonomy', 'language']) {
         if (ch[k]) {
             items.push(el('li', null, k + ': ' + ch[k].from + ' → ' + ch[k].to));
         }
     }
     return items.length ? el('ul', { class: 'changes' }, items) : el('p', { class: 'muted' }, 'The capabilities are the same.');
+}
+
+// The manifest as an approver reads it: each entry's path, what it is (inline, a directory, or
+// which mount and prefix), whether the run may write there (only under an output prefix), then
+// the manifest itself.
+function workspaceCard(ws) {
+    const outputs = Array.isArray(ws.outputs) ? ws.outputs : [];
+    const writable = (p, e) => outputs.some((o) => (p + '/').startsWith(o.endsWith('/') ? o : o + '/'))
+        && ((e.type !== 'local_dir' && e.type !== 's3_mount') || e.read_only === false);
+    const rows = Object.entries(ws.entries || {}).map(([p, e]) => el('tr', null,
+        el('td', null, el('code', null, p)),
+        el('td', null, String(e.type)),
+        el('td', null, e.mount ? [el('code', { class: 'mount' }, e.mount), e.prefix ? [' ', el('code', null, e.prefix)] : ''] :
+            e.type === 'file' ? String((e.content || '').length) + ' characters inline' : ''),
+        el('td', null, writable(p, e) ? badge('writable', 'sensitive') : 'read-only')));
+    return el('section', { class: 'card workspace' }, el('h2', null, 'Workspace'),
+        rows.length ? el('table', { class: 'entries' },
+            el('thead', null, el('tr', null, ['path', 'type', 'source', 'access'].map((h) => el('th', { scope: 'col' }, h)))),
+            el('tbody', null, rows)) : el('p', { class: 'muted' }, 'no entries'),
+        el('p', null, 'Outputs: ', outputs.length ? outputs.map((o) => [el('code', null, o), ' ']) : el('span', { class: 'muted' }, 'none')),
+        el('pre', { class: 'json manifest' }, pretty(ws)));
 }
 
 // "replays 18 of 20 recent runs identically; diverges on 2 at call 3" (the CLI's words too).
@@ -243,6 +271,9 @@ export async function renderVersion(ctx, t, v) {
             ['Autonomy', ver.autonomy], ['Language', ver.language], ['Functions', fnList], ['Limits', limits],
             ['Digest', el('code', { class: 'digest' }, ver.digest)], ...history.filter(Boolean)])),
         el('div', { class: 'card' }, el('h2', null, 'Input schema'), el('pre', { class: 'json' }, pretty(ver.input_schema)))));
+    if (ver.workspace) {
+        add(m, workspaceCard(ver.workspace));
+    }
 
     add(m, el('section', { class: 'card' }, el('h2', null, 'Source'),
         hasHidden(ver.source) ? notice('This source holds invisible or bidirectional characters, each shown as a marked code point (U+…): ' +

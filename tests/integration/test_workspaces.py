@@ -1,0 +1,323 @@
+#!/usr/bin/env python3
+"""Workspaces on airlockd's runs (docs/server.md "Workspaces"): snapshots uploaded with
+POST /v1/snapshots, "workspace" on POST /v1/runs (a manifest, from_run, from_snapshot) with its
+visibility checks, the run's workspace recorded with its start, and a run's outputs served by
+GET /v1/runs/{id}/files, .../files/{path+} and .../workspace.tar to whoever may see the run.
+
+usage: test_workspaces.py --airlockd PATH --cli PATH [-k SUBSTRING]
+"""
+import hashlib
+import http.client
+import io
+import json
+import os
+import sys
+import tarfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import test_runs as tr  # noqa: E402
+import test_server as ts  # noqa: E402
+from test_server import HANG, audit_rows, check, db_exec, db_rows  # noqa: E402
+
+
+def tar_of(files):
+    """A ustar archive of {name: bytes}."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.USTAR_FORMAT) as t:
+        for name, data in sorted(files.items()):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = 0o644
+            t.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def raw(w, method, path, key, body=None, ctype="application/x-tar"):
+    """A request whose answer may be bytes: (status, content type, body bytes)."""
+    conn = http.client.HTTPConnection("127.0.0.1", w.s.port, timeout=HANG)
+    h = {"Authorization": "Bearer " + key}
+    if body is not None:
+        h["Content-Type"] = ctype
+    try:
+        conn.request(method, path, body=body, headers=h)
+        r = conn.getresponse()
+        return r.status, r.getheader("Content-Type") or "", r.read()
+    finally:
+        conn.close()
+
+
+def upload(w, data, key=None, department="finance"):
+    st, ctype, body = raw(w, "POST", "/v1/snapshots?department=" + department,
+                          key or w.keys["agent-7"], data)
+    return st, json.loads(body)
+
+
+def world(tmp):
+    w = tr.World(tmp, adhoc=True)
+    # another agent of finance: agent-7's runs and snapshots are not its own
+    w.keys["agent-8"] = w.ok("POST", "/v1/principals", {"name": "agent-8", "kind": "user"},
+                             w.admin, 201)["key"]
+    w.ok("POST", "/v1/principals/agent-8/roles", {"role": "agent", "department": "finance"},
+         w.admin, 201)
+    return w
+
+
+def adhoc(w, workspace, key=None, wait=False):
+    body = {"source": "return 1", "department": "finance", "workspace": workspace,
+            "wait": wait}
+    return w.run(body, key=key)
+
+
+# ---------------------------------------------------------------------------------------------
+def t_snapshot_upload(tmp):
+    """An agent uploads a tar for its department: 201 with its id and the SHA-256 of the bytes,
+    kept once (a second upload of the same bytes shares them), audited as snapshot.create
+    without the bytes. Refused: no or a malformed department (400), one where the caller is no
+    agent (403), a body that is no tar (400), one past body_limit_bytes (413)."""
+    w = world(tmp)
+    try:
+        data = tar_of({"in/a.csv": b"id,amount\n1,5\n", "notes.md": b"# notes\n"})
+        st, doc = upload(w, data)
+        check(st == 201, "upload: %d %r" % (st, doc))
+        check(doc["id"].startswith("snap_") and len(doc["id"]) == 37, "id: %r" % doc)
+        check(doc["sha256"] == hashlib.sha256(data).hexdigest() and doc["bytes"] == len(data)
+              and doc["department"] == "finance", "snapshot: %r" % doc)
+        st2, doc2 = upload(w, data)
+        check(st2 == 201 and doc2["id"] != doc["id"] and doc2["sha256"] == doc["sha256"],
+              "second upload: %r" % doc2)
+        blobs = db_rows(w.dir, "SELECT count(*) FROM workspace_blobs WHERE sha256 = ?",
+                        (doc["sha256"],))
+        check(blobs == [(1,)], "the bytes kept once: %r" % blobs)
+        recs = [r for r in audit_rows(w.dir, "snapshot.create") if r["subject"] == doc["id"]]
+        check(len(recs) == 1 and recs[0]["actor"] == "agent-7" and
+              recs[0]["department"] == "finance" and
+              recs[0]["details"] == {"snapshot": doc["id"], "department": "finance",
+                                     "principal": "agent-7", "sha256": doc["sha256"],
+                                     "bytes": len(data)}, "snapshot.create: %r" % recs)
+
+        for path, key, want in (("/v1/snapshots", "agent-7", 400),
+                                ("/v1/snapshots?department=", "agent-7", 400),
+                                ("/v1/snapshots?department=Fin%20ance", "agent-7", 400),
+                                ("/v1/snapshots?department=other", "agent-7", 403),
+                                ("/v1/snapshots?department=finance", "eve", 403),
+                                ("/v1/snapshots?department=finance", "bob", 403)):
+            st, _, body = raw(w, "POST", path, w.keys[key], data)
+            check(st == want, "%s as %s: %d %r, want %d" % (path, key, st, body, want))
+        for bad in (b"", b'{"not":"a tar"}', b"\x1f\x8b" + b"\0" * 1022, data[:700]):
+            st, doc = upload(w, bad)
+            check(st == 400 and doc["error"]["code"] == "INVALID_REQUEST",
+                  "%r...: %d %r" % (bad[:8], st, doc))
+        big = tar_of({"big.bin": b"x" * (1 << 20)})  # past the default 1 MiB body limit
+        st, doc = upload(w, big)
+        check(st == 413 and doc["error"]["code"] == "PAYLOAD_TOO_LARGE", "big: %d %r" % (st, doc))
+    finally:
+        w.close()
+
+
+def t_workspace_refusals(tmp):
+    """"workspace" on POST /v1/runs names only what the caller may use, and nothing starts
+    otherwise: another principal's snapshot and an unknown one are 404 (the same answer), a
+    snapshot of another department 409, from_run and from_snapshot together 400, from_run of a
+    run the caller may not see 404, of a run that kept no workspace 409; a template run takes
+    its manifest from its version (manifest members are 400)."""
+    w = world(tmp)
+    try:
+        w.template("plain", "return 2", [])
+        st, mine = upload(w, tar_of({"a.txt": b"a"}))
+        check(st == 201, "upload: %r" % mine)
+        st, theirs = upload(w, tar_of({"b.txt": b"b"}), key=w.keys["agent-8"])
+        check(st == 201, "upload: %r" % theirs)
+        w.ok("POST", "/v1/principals/agent-7/roles", {"role": "agent", "department": "other"},
+             w.admin, 201)
+        w.ok("PUT", "/v1/departments/other/policy", {"allow_adhoc": True}, w.admin)
+        st, elsewhere = upload(w, tar_of({"c.txt": b"c"}), department="other")
+        check(st == 201, "upload: %r" % elsewhere)
+        st, plain = w.run({"template": "plain"}, want=200)
+        n = len(audit_rows(w.dir, "run.start"))
+
+        def refused(workspace, want, code, message=None, body=None):
+            st, doc = w.run(body or {"source": "return 1", "department": "finance",
+                                     "workspace": workspace})
+            check(st == want and doc["error"]["code"] == code and
+                  (message is None or doc["error"]["message"] == message),
+                  "%r: %d %r, want %d %s" % (workspace, st, doc, want, code))
+            return doc
+
+        a = refused({"from_snapshot": theirs["id"]}, 404, "NOT_FOUND",
+                    "workspace: no snapshot " + theirs["id"])
+        b = refused({"from_snapshot": "snap_" + "0" * 32}, 404, "NOT_FOUND")
+        check(a["error"]["message"].split(" snap_")[0] == b["error"]["message"].split(" snap_")[0],
+              "another's snapshot is told apart from a missing one")
+        refused({"from_snapshot": elsewhere["id"]}, 409, "CONFLICT")
+        refused({"from_snapshot": mine["id"], "from_run": plain["id"]}, 400, "INVALID_REQUEST")
+        refused({"from_snapshot": 7}, 400, "INVALID_REQUEST")
+        refused({"from_run": "run_" + "0" * 32}, 404, "NOT_FOUND")
+        refused({"from_run": plain["id"]}, 409, "CONFLICT",
+                "workspace: run %s has no workspace kept at its end" % plain["id"])
+        # agent-8 may not see agent-7's run: as if it did not exist
+        st, doc = w.run({"source": "return 1", "department": "finance",
+                         "workspace": {"from_run": plain["id"]}}, key=w.keys["agent-8"])
+        check(st == 404 and doc["error"]["message"] == "workspace: no run " + plain["id"],
+              "another's run: %d %r" % (st, doc))
+        refused(None, 400, "INVALID_REQUEST",
+                body={"template": "plain", "workspace": {"version": 1}})
+        refused(None, 400, "INVALID_REQUEST",
+                body={"template": "plain", "workspace": {"from_snapshot": mine["id"],
+                                                         "outputs": ["out/"]}})
+        refused(None, 400, "INVALID_REQUEST",
+                body={"template": "plain", "workspace": []})
+        check(len(audit_rows(w.dir, "run.start")) == n, "a refused run was recorded")
+    finally:
+        w.close()
+
+
+def t_workspace_recorded_with_start(tmp):
+    """A run with a workspace keeps it with its start: the manifest (as a blob, shared by runs
+    with the same one) and the tar it starts from; its run.start record says which manifest
+    (whole, and its SHA-256) and where the files came from - never the tar's bytes."""
+    w = world(tmp)
+    try:
+        tar = tar_of({"in/a.csv": b"id\n1\n"})
+        st, snap = upload(w, tar)
+        check(st == 201, "upload: %r" % snap)
+        manifest = {"version": 1, "outputs": ["out/"],
+                    "entries": {"README.md": {"type": "file", "content": "hello"}}}
+        ids = []
+        for _ in range(2):
+            st, doc = adhoc(w, dict(manifest, from_snapshot=snap["id"]))
+            check(st == 202, "start: %d %r" % (st, doc))
+            ids.append(doc["id"])
+        text = json.dumps(manifest, separators=(",", ":"))
+        msha = hashlib.sha256(text.encode()).hexdigest()
+        for run_id in ids:
+            rows = db_rows(w.dir, "SELECT manifest_sha256, start_sha256 FROM run_workspaces "
+                           "WHERE run = ?", (run_id,))
+            check(rows == [(msha, snap["sha256"])], "run_workspaces of %s: %r" % (run_id, rows))
+            rec = [r for r in audit_rows(w.dir, "run.start") if r["subject"] == run_id]
+            d = rec[0]["details"]
+            check(d["workspace"] == manifest and d["workspace_sha256"] == msha and
+                  d["workspace_from"] == {"snapshot": snap["id"], "sha256": snap["sha256"]},
+                  "run.start: %r" % d)
+        blobs = db_rows(w.dir, "SELECT count(*) FROM workspace_blobs WHERE sha256 = ?", (msha,))
+        check(blobs == [(1,)], "the manifest kept once: %r" % blobs)
+        # a run without a workspace keeps none
+        st, doc = w.run({"source": "return 1", "department": "finance"}, want=200)
+        check(db_rows(w.dir, "SELECT count(*) FROM run_workspaces WHERE run = ?",
+                      (doc["id"],)) == [(0,)], "a run without a workspace has one")
+        check("workspace" not in audit_rows(w.dir, "run.start")[-1]["details"],
+              "run.start of a run without a workspace")
+    finally:
+        w.close()
+
+
+def plant_outputs(w, run_id, files, tar):
+    """What a completed run's workspace leaves, written as airlockd's store keeps it."""
+    def blob(data):
+        sha = hashlib.sha256(data).hexdigest()
+        if ts.PG:
+            db_exec(w.dir, "INSERT INTO workspace_blobs(sha256, bytes) VALUES (?, "
+                    "decode(?, 'hex')) ON CONFLICT DO NOTHING", (sha, data.hex()))
+        else:
+            db_exec(w.dir, "INSERT OR IGNORE INTO workspace_blobs(sha256, bytes) VALUES (?, ?)",
+                    (sha, data))
+        return sha
+    msha = blob(b'{"version":1,"outputs":["out/"]}')
+    db_exec(w.dir, "INSERT INTO run_workspaces(run, manifest_sha256, end_sha256) VALUES (?, ?, ?)",
+            (run_id, msha, blob(tar)))
+    for path, data in files.items():
+        db_exec(w.dir, "INSERT INTO run_files(run, path, size, sha256) VALUES (?, ?, ?, ?)",
+                (run_id, path, len(data), blob(data)))
+
+
+def t_outputs_served_to_who_sees_the_run(tmp):
+    """GET /v1/runs/{id}/files lists a run's outputs in path order ({path, size, sha256});
+    .../files/{path} answers a file's bytes (application/octet-stream, a path of any depth),
+    404 for any other path; .../workspace.tar the tar kept at its end (application/x-tar).
+    Whoever may see the run: its starter, the department's approvers and auditors; another
+    agent of the department gets 404, an agent elsewhere 403, as GET /v1/runs/{id} answers."""
+    w = world(tmp)
+    try:
+        st, run = w.run({"source": "return 1", "department": "finance"}, want=200)
+        deep = "out/" + "/".join("d%d" % i for i in range(12)) + "/leaf.txt"
+        files = {"out/report.md": b"# Report\n\ntotal 5\n",
+                 "out/summary.json": b'{"total":5}',
+                 deep: b"deep",
+                 "out/empty": b""}
+        tar = tar_of(files)
+        plant_outputs(w, run["id"], files, tar)
+        base = "/v1/runs/%s" % run["id"]
+        for who in ("agent-7", "bob", "eve"):
+            doc = w.ok("GET", base + "/files", None, w.keys[who])
+            check(doc == {"files": [{"path": p, "size": len(files[p]),
+                                     "sha256": hashlib.sha256(files[p]).hexdigest()}
+                                    for p in sorted(files)]}, "files as %s: %r" % (who, doc))
+            for path, data in files.items():
+                st, ctype, body = raw(w, "GET", base + "/files/" + path, w.keys[who])
+                check(st == 200 and ctype == "application/octet-stream" and body == data,
+                      "%s as %s: %d %s %r" % (path, who, st, ctype, body[:40]))
+            st, ctype, body = raw(w, "GET", base + "/workspace.tar", w.keys[who])
+            check(st == 200 and ctype == "application/x-tar" and body == tar,
+                  "workspace.tar as %s: %d %s" % (who, st, ctype))
+        # a path percent-encoded is the same path
+        st, _, body = raw(w, "GET", base + "/files/out%2Freport.md", w.keys["agent-7"])
+        check(st == 200 and body == files["out/report.md"], "encoded: %d" % st)
+        for path in ("out/missing.md", "out", "out/report.md/x", "out/../out/report.md",
+                     "OUT/report.md", "/out/report.md"):
+            st, doc, _ = w.s.request("GET", base + "/files/" + path, key=w.keys["agent-7"])
+            check(st == 404 and doc["error"]["code"] == "NOT_FOUND", "%s: %d %r" % (path, st, doc))
+        for path in ("/files", "/files/out/report.md", "/workspace.tar"):
+            st, doc, _ = w.s.request("GET", base + path, key=w.keys["agent-8"])
+            check(st == 404 and doc["error"]["message"] == "no run " + run["id"],
+                  "agent-8 %s: %d %r" % (path, st, doc))
+            st, doc, _ = w.s.request("GET", base + path, key=w.keys["agent-9"])
+            check(st == 403, "agent-9 %s: %d %r" % (path, st, doc))
+            st, doc, _ = w.s.request("GET", "/v1/runs/run_%s%s" % ("0" * 32, path),
+                                     key=w.keys["bob"])
+            check(st == 404, "no such run %s: %d %r" % (path, st, doc))
+        # a run without a workspace: no files, no tar
+        st, other = w.run({"source": "return 1", "department": "finance"}, want=200)
+        doc = w.ok("GET", "/v1/runs/%s/files" % other["id"], None, w.keys["agent-7"])
+        check(doc == {"files": []}, "no workspace: %r" % doc)
+        st, doc, _ = w.s.request("GET", "/v1/runs/%s/workspace.tar" % other["id"],
+                                 key=w.keys["agent-7"])
+        check(st == 404, "no workspace's tar: %d %r" % (st, doc))
+    finally:
+        w.close()
+
+
+def t_from_run_takes_its_workspace(tmp):
+    """{"from_run"} starts from the run's workspace at its end: an ad-hoc run naming no manifest
+    of its own takes the run's manifest, and the tar it starts from is the run's workspace.tar
+    (recorded with its start as workspace_from {run, sha256})."""
+    w = world(tmp)
+    try:
+        st, run = w.run({"source": "return 1", "department": "finance"}, want=200)
+        tar = tar_of({"out/report.md": b"r"})
+        plant_outputs(w, run["id"], {"out/report.md": b"r"}, tar)
+        st, doc = adhoc(w, {"from_run": run["id"]})
+        check(st == 202, "from_run: %d %r" % (st, doc))
+        rows = db_rows(w.dir, "SELECT manifest_sha256, start_sha256 FROM run_workspaces "
+                       "WHERE run = ?", (doc["id"],))
+        msha = hashlib.sha256(b'{"version":1,"outputs":["out/"]}').hexdigest()
+        check(rows == [(msha, hashlib.sha256(tar).hexdigest())], "run_workspaces: %r" % rows)
+        rec = [r for r in audit_rows(w.dir, "run.start") if r["subject"] == doc["id"]][0]
+        check(rec["details"]["workspace_from"] == {"run": run["id"],
+                                                   "sha256": hashlib.sha256(tar).hexdigest()},
+              "run.start: %r" % rec["details"])
+        # an auditor sees the run but is no agent: it starts nothing
+        st, doc = adhoc(w, {"from_run": run["id"]}, key=w.keys["eve"])
+        check(st == 403, "an auditor's run: %d %r" % (st, doc))
+    finally:
+        w.close()
+
+
+TESTS = [(name, fn) for name, fn in sorted(globals().items()) if name.startswith("t_")]
+
+
+def main():
+    return ts.run_tests(TESTS, "airlockd-workspaces-")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
