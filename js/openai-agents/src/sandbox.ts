@@ -350,6 +350,7 @@ export class AirlockSandboxSession implements SandboxSession<AirlockSandboxSessi
         });
     }
 
+    /* listDir answers for a directory, throws ENOTDIR for a file and ENOENT for nothing */
     async pathExists(path: string): Promise<boolean> {
         try {
             const p = this.relative(path);

@@ -207,8 +207,8 @@ export function writeTar(entries: readonly TarEntry[]): Uint8Array {
             const body = enc.encode(len + rec);
             parts.push(header('PaxHeader', 'x', body.length), ...padded(body));
         }
-        const short = enc.encode(name).length > 100 ? name.slice(0, 99) : name;
-        parts.push(header(short, e.type === 'dir' ? '5' : '0', data.length), ...padded(data));
+        /* a long name's header keeps its first 100 bytes; readers take the pax path */
+        parts.push(header(name, e.type === 'dir' ? '5' : '0', data.length), ...padded(data));
     }
     parts.push(new Uint8Array(2 * BLOCK));
     const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
