@@ -36,8 +36,10 @@ import type {
     SandboxDirectoryEntry,
     SandboxSession,
     SandboxSessionState,
+    ViewImageArgs,
     WorkspaceArchiveData,
 } from '@openai/agents-core/sandbox';
+import type { ToolOutputImage } from '@openai/agents-core';
 
 import { AirlockHttpError, Http } from './http.js';
 import type { AirlockConnection, RunDoc } from './http.js';
@@ -90,6 +92,7 @@ export class AirlockRunError extends Error {
     }
 }
 
+const MAX_IMAGE_BYTES = 10 * 1024 * 1024; /* the SDK's limit for view_image */
 const SOURCE_ID = /^(snap|run)_[0-9A-Za-z]+$/;
 
 function checkSource(s: unknown): AirlockWorkspaceSource {
@@ -308,6 +311,27 @@ export class AirlockSandboxSession implements SandboxSession<AirlockSandboxSessi
             return args.maxBytes !== undefined && data.length > args.maxBytes ?
                 data.subarray(0, args.maxBytes) : data;
         });
+    }
+
+    /** An image file of the workspace for the model (view_image): PNG, JPEG, GIF or WebP. */
+    async viewImage(args: ViewImageArgs): Promise<ToolOutputImage> {
+        const data = await this.readFile({ path: args.path }).catch((e: Error) => {
+            throw new Error(/^ENOENT/.test(e.message) ? `Image file not found: ${args.path}` :
+                /^EISDIR/.test(e.message) ? `Image path is not a file: ${args.path}` : e.message);
+        });
+        if (data.length > MAX_IMAGE_BYTES) {
+            throw new Error(`Image file exceeds the 10 MB limit: ${args.path}`);
+        }
+        const head = (sig: number[], at = 0) => sig.every((b, i) => data[at + i] === b);
+        const mediaType = head([0x89, 0x50, 0x4e, 0x47]) ? 'image/png' :
+            head([0xff, 0xd8, 0xff]) ? 'image/jpeg' :
+            head([0x47, 0x49, 0x46, 0x38]) ? 'image/gif' :
+            head([0x52, 0x49, 0x46, 0x46]) && head([0x57, 0x45, 0x42, 0x50], 8) ? 'image/webp' :
+            undefined;
+        if (!mediaType) {
+            throw new Error(`${args.path} is not a supported image file (PNG, JPEG, GIF, WebP)`);
+        }
+        return { type: 'image', image: { data: new Uint8Array(data), mediaType } };
     }
 
     listDir(args: ListDirectoryArgs): Promise<SandboxDirectoryEntry[]> {

@@ -18,6 +18,7 @@ export class FakeAirlockd {
         f.requests = [];
         f.snapshots = new Map();
         f.runs = new Map();
+        f.mounts = {}; /* mount name -> {key: bytes}: what a registered mount serves */
         f.n = 0;
         f.server = http.createServer((req, res) => {
             const chunks = [];
@@ -93,6 +94,23 @@ export class FakeAirlockd {
             throw Object.assign(new Error('no such snapshot or run'), { status: 404, code: 'NOT_FOUND' });
         }
         const files = new Map(start.map((e) => [e.path, { ...e }]));
+        /* a mount entry's files are the mount's keys below its prefix, read-only, never kept */
+        for (const [at, e] of Object.entries(ws.entries || {})) {
+            if (e.mount === undefined) {
+                continue;
+            }
+            const served = this.mounts[e.mount];
+            if (!served) {
+                throw Object.assign(new Error(`no mount ${e.mount}`), { status: 409, code: 'CONFLICT' });
+            }
+            files.set(at, { path: at, type: 'dir', mount: true });
+            for (const [key, data] of Object.entries(served)) {
+                if (key.startsWith(e.prefix || '')) {
+                    const p = at + '/' + key.slice((e.prefix || '').length);
+                    files.set(p, { path: p, type: 'file', data, mount: true });
+                }
+            }
+        }
         const outputs = ws.outputs || [];
         const err = (code, msg) => Object.assign(new Error(`${code}: ${msg}`), { code });
         const norm = (p) => {
@@ -106,6 +124,9 @@ export class FakeAirlockd {
             return s.split('/').filter((x) => x && x !== '.').join('/');
         };
         const writable = (p) => {
+            if (files.get(p)?.mount || [...files.values()].some((f) => f.mount && f.type === 'dir' && p.startsWith(f.path + '/'))) {
+                throw err('EROFS', `${p} is in a read-only mount`);
+            }
             if (!outputs.some((o) => (p + '/').startsWith(o.replace(/\/?$/, '/')))) {
                 throw err('EROFS', `${p} is not under an outputs prefix`);
             }
@@ -185,7 +206,7 @@ export class FakeAirlockd {
                     buffer: { $type: 'arraybuffer', base64: Buffer.from(value).toString('base64') } };
             }
             doc.value = value === undefined ? null : JSON.parse(JSON.stringify(value));
-            this.runs.set(id, { doc, files: [...files.values()] });
+            this.runs.set(id, { doc, files: [...files.values()].filter((f) => !f.mount) });
         } catch (e) {
             doc.status = 'failed';
             doc.error = { code: 'USER_ERROR', name: 'Error', message: String(e.message) };

@@ -170,3 +170,57 @@ test('the code tool runs JavaScript in the same workspace; a failed run changes 
     assert.equal(s.state.workspace.from_run, ok.run);
     await assert.rejects(s.readFile({ path: 'out/half.txt' }), /ENOENT/);
 });
+
+test('below a mount entry, reads and listings are runs; the mount is never in an archive',
+    { skip: REAL && 'a real airlockd needs a mount registered under mounts.local_roots' }, async () => {
+        server.fake.mounts['finance-lake'] = {
+            '2026/q1.csv': new TextEncoder().encode('q,total\n1,175\n'),
+            '2026/deep/x.bin': Uint8Array.from([0, 255, 7]),
+            '2025/old.csv': new TextEncoder().encode('old'),
+        };
+        const lake = new pkg.AirlockSandboxClient({ url: server.url, key: server.key,
+            department: 'finance',
+            mounts: { lake: { type: 's3_mount', mount: 'finance-lake', prefix: '2026/' } } });
+        const s = await lake.create({ manifest: manifest() });
+        const runs = () => requests('POST', '/v1/runs').length;
+        let n = runs();
+        assert.deepEqual((await s.listDir({ path: '.' })).map((e) => [e.name, e.type]),
+            [['in', 'dir'], ['lake', 'dir'], ['out', 'dir']]);
+        assert.equal(runs(), n, 'the root is listed from the archive and the manifest');
+        assert.equal(text(await s.readFile({ path: 'lake/q1.csv' })), 'q,total\n1,175\n');
+        assert.deepEqual(await s.readFile({ path: '/workspace/lake/deep/x.bin' }),
+            Uint8Array.from([0, 255, 7]));
+        assert.deepEqual(await s.listDir({ path: 'lake' }), [
+            { name: 'deep', path: 'lake/deep', type: 'dir' },
+            { name: 'q1.csv', path: 'lake/q1.csv', type: 'file' }]);
+        assert.equal(runs(), n + 3);
+        const body = requests('POST', '/v1/runs').at(-1).body;
+        assert.deepEqual(body.workspace.entries,
+            { lake: { type: 's3_mount', mount: 'finance-lake', prefix: '2026/' } });
+        /* the code tool sees the mount too, and cannot write into it */
+        const code = pkg.airlockCodeTool(s);
+        const copied = JSON.parse(await code.invoke(new RunContext({}), JSON.stringify({ code:
+            'await workspace.writeFile("out/q1.csv", await workspace.readFile("lake/q1.csv"));' })));
+        assert.equal(copied.status, 'completed', JSON.stringify(copied));
+        const denied = JSON.parse(await code.invoke(new RunContext({}), JSON.stringify({ code:
+            'await workspace.writeFile("lake/q1.csv", "forged");' })));
+        assert.match(denied.error.message, /EROFS/);
+        const tar = pkg.readTar(await s.persistWorkspace()).map((e) => e.path);
+        assert.ok(tar.includes('out/q1.csv') && !tar.some((p) => p.startsWith('lake')), tar.join());
+        await assert.rejects(s.hydrateWorkspace(pkg.writeTar([{ path: 'lake/q1.csv', type: 'file',
+            data: new Uint8Array([1]) }])), /lies in the mount entry lake/);
+        await assert.rejects(lake.create({ manifest: new Manifest({ entries: {
+            lake: { type: 'dir' } } }) }), /manifest entry lake is also a mount/);
+    });
+
+test('view_image: an image of the workspace for the model, anything else refused by name', async () => {
+    const s = await sandbox.create({ manifest: new Manifest({ entries: {
+        'pic.png': { type: 'file', content: Uint8Array.from([0x89, 0x50, 0x4e, 0x47, 13, 10, 26, 10]) },
+        'notes.txt': { type: 'file', content: 'not an image' } } }) });
+    const img = await s.viewImage({ path: 'pic.png' });
+    assert.equal(img.type, 'image');
+    assert.equal(img.image.mediaType, 'image/png');
+    assert.deepEqual(img.image.data, Uint8Array.from([0x89, 0x50, 0x4e, 0x47, 13, 10, 26, 10]));
+    await assert.rejects(s.viewImage({ path: 'notes.txt' }), /not a supported image/);
+    await assert.rejects(s.viewImage({ path: 'none.png' }), /not found/);
+});
