@@ -150,14 +150,8 @@ function boundaryBytes(v: unknown): Uint8Array {
 /* Guest sources of the session's operations: function bodies over `input` and `workspace`. */
 const GUEST = {
     read: 'return await workspace.readFile(input.path, null);',
-    list: 'const names = await workspace.readdir(input.path);\n' +
-        'const out = [];\n' +
-        'for (const name of names) {\n' +
-        '    const s = await workspace.stat(input.path + "/" + name);\n' +
-        '    const dir = typeof s.isDirectory === "function" ? s.isDirectory() : !!s.isDirectory;\n' +
-        '    out.push({ name, dir });\n' +
-        '}\n' +
-        'return out;',
+    list: 'const all = await workspace.readdir(input.path, { withFileTypes: true });\n' +
+        'return all.map((d) => ({ name: d.name, dir: d.isDirectory() }));',
     write: 'const slash = input.path.lastIndexOf("/");\n' +
         'if (slash > 0) {\n' +
         '    await workspace.mkdir(input.path.slice(0, slash), { recursive: true });\n' +

@@ -175,7 +175,7 @@ export class FakeAirlockd {
                     throw err('ENOENT', `no such file ${p}`);
                 }
             },
-            async readdir(p) {
+            async readdir(p, o = {}) {
                 const n = norm(p);
                 const names = new Set();
                 for (const k of files.keys()) {
@@ -183,7 +183,11 @@ export class FakeAirlockd {
                         names.add(k.slice(n ? n.length + 1 : 0).split('/')[0]);
                     }
                 }
-                return [...names].sort();
+                const sorted = [...names].sort();
+                return o.withFileTypes ? sorted.map((name) => {
+                    const dir = isDir(n ? n + '/' + name : name);
+                    return { name, isDirectory: () => dir, isFile: () => !dir };
+                }) : sorted;
             },
             async stat(p) {
                 const n = norm(p);
