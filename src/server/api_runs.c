@@ -85,10 +85,13 @@ struct api_version_copy {
     char *input_schema;
     char *functions;
     char *limits;
+    char *workspace; /* NULL: the version has none */
+    int lost;        /* it has one, not copied (out of memory) */
 };
 
 static void api_version_copy_done(struct api_version_copy *v)
 {
+    free(v->workspace);
     free(v->source);
     free(v->input_schema);
     free(v->functions);
@@ -110,6 +113,8 @@ static int api_version_copy_fn(void *userdata, const struct store_version *sv)
     v->input_schema = strdup(sv->input_schema ? sv->input_schema : "true");
     v->functions = strdup(sv->functions ? sv->functions : "[]");
     v->limits = strdup(sv->limits ? sv->limits : "{}");
+    v->workspace = sv->workspace ? strdup(sv->workspace) : NULL;
+    v->lost |= sv->workspace && !v->workspace;
     return 0;
 }
 
@@ -119,7 +124,8 @@ static enum store_rc api_version_read(struct store *s, const char *template_name
 {
     memset(ret, 0, sizeof *ret);
     enum store_rc rc = s->ops->version_get(s, template_name, version, api_version_copy_fn, ret);
-    if (rc == STORE_OK && (!ret->source || !ret->input_schema || !ret->functions || !ret->limits)) {
+    if (rc == STORE_OK &&
+        (!ret->source || !ret->input_schema || !ret->functions || !ret->limits || ret->lost)) {
         api_version_copy_done(ret);
         return STORE_ERROR;
     }
@@ -232,8 +238,8 @@ out:
 }
 
 enum store_rc api_run_plan(struct store *s, const unsigned char *secret_key,
-                           const struct store_run *row, struct runs_plan **ret_plan,
-                           struct al_error *reterr)
+                           const struct mounts_roots *roots, const struct store_run *row,
+                           struct runs_plan **ret_plan, struct al_error *reterr)
 {
     struct api_version_copy v;
     enum store_rc rc = STORE_OK;
@@ -288,6 +294,8 @@ enum store_rc api_run_plan(struct store *s, const unsigned char *secret_key,
     rc = api_run_workspace_plan(s, row->id, plan);
     if (rc != STORE_OK) {
         error_set(reterr, AL_INTERNAL_ERROR, "the workspace of run %s cannot be read", row->id);
+    } else if (plan->workspace_manifest) {
+        rc = api_run_workspace_mounts(s, secret_key, roots, plan, reterr);
     }
 out:
     api_version_copy_done(&v);
@@ -946,7 +954,8 @@ static void api_run_submit(struct api_ctx *ctx, struct api_run_request *q,
     };
     /* bind the functions before anything is recorded: a missing connector starts nothing */
     memset(&err, 0, sizeof err);
-    enum store_rc rc = api_run_plan(ctx->store, ctx->secret_key, &row, &plan, &err);
+    const struct mounts_roots *roots = ctx->svc ? ctx->svc->mount_roots : NULL;
+    enum store_rc rc = api_run_plan(ctx->store, ctx->secret_key, roots, &row, &plan, &err);
     if (rc != STORE_OK) {
         if (rc == STORE_CONFLICT) {
             api_error(ctx, 409, "CONFLICT", "%s", err.message);
@@ -966,6 +975,18 @@ static void api_run_submit(struct api_ctx *ctx, struct api_run_request *q,
     q->ws.tar_len = 0;
     if (q->ws.manifest && !plan->workspace_manifest) {
         api_error(ctx, 500, "INTERNAL", "out of memory");
+        runs_plan_free(plan);
+        return;
+    }
+    rc = plan->workspace_manifest
+                 ? api_run_workspace_mounts(ctx->store, ctx->secret_key, roots, plan, &err)
+                 : STORE_OK;
+    if (rc != STORE_OK) {
+        if (rc == STORE_CONFLICT) {
+            api_error(ctx, 409, "CONFLICT", "%s", err.message);
+        } else {
+            api_store_failed(ctx);
+        }
         runs_plan_free(plan);
         return;
     }
@@ -1017,12 +1038,11 @@ void api_runs_create(struct api_ctx *ctx)
         goto out;
     }
     const char *department = q.adhoc ? q.department->str : v.department;
-    /* TODO(#36): a template run's workspace is its version's manifest (the version's
-     * "workspace" member, once versions have it) */
+    /* a template run's workspace is its version's manifest */
     if (api_run_decide(ctx, &q, &v, department) != 0 || api_run_check(ctx, &q, &v) != 0 ||
         api_run_mode(ctx, &q, &v, department, &m) != 0 ||
-        api_run_workspace_resolve(ctx, q.workspace, q.adhoc ? NULL : q.template_name->str, NULL,
-                                  department, &q.ws) != 0) {
+        api_run_workspace_resolve(ctx, q.workspace, q.adhoc ? NULL : q.template_name->str,
+                                  q.adhoc ? NULL : v.workspace, department, &q.ws) != 0) {
         goto out;
     }
     api_run_submit(ctx, &q, &v, department, &m, NULL);

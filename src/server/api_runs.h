@@ -22,12 +22,13 @@ struct api_run_copy {
 int api_run_copy_set(struct api_run_copy *c, const struct store_run *row);
 void api_run_copy_done(struct api_run_copy *c);
 /* The plan of a run's row: its version's (or its own ad-hoc) source, limits and functions, each
- * bound to its connector of the run's department. STORE_OK with *ret_plan; STORE_CONFLICT when
+ * bound to its connector of the run's department, and its workspace as the store keeps it
+ * (its mounts looked up under `roots`, NULL: none). STORE_OK with *ret_plan; STORE_CONFLICT when
  * the version is not approved or a function cannot be bound; the store's failure (the version
  * not read) or STORE_ERROR (out of memory) otherwise. reterr is set on every failure. */
 enum store_rc api_run_plan(struct store *s, const unsigned char *secret_key,
-                           const struct store_run *row, struct runs_plan **ret_plan,
-                           struct al_error *reterr);
+                           const struct mounts_roots *roots, const struct store_run *row,
+                           struct runs_plan **ret_plan, struct al_error *reterr);
 /* The plan of a replay of run `row` with another version `v` (replays.h): the run's id,
  * principal, input, seed and clock, and v's source and language; its limits are, each one, the
  * stricter of v's and `against_limits` (the limits JSON of the approved version the run ran;
@@ -70,6 +71,13 @@ enum store_rc api_run_workspace_record(struct store *s, const char *run,
  * without one leaves the plan as it is. STORE_OK, or the store's failure (STORE_ERROR also out
  * of memory). */
 enum store_rc api_run_workspace_plan(struct store *s, const char *id, struct runs_plan *plan);
+/* Looks up each mount plan's workspace manifest names (mounts_lookup with secret_key and
+ * roots) into plan->mounts: each must still exist, be of the plan's department and of the kind
+ * its entry needs. STORE_OK; STORE_CONFLICT with reterr naming the entry otherwise (nothing
+ * starts); STORE_ERROR out of memory. */
+enum store_rc api_run_workspace_mounts(struct store *s, const unsigned char *secret_key,
+                                       const struct mounts_roots *roots, struct runs_plan *plan,
+                                       struct al_error *reterr);
 /* Run `id`'s workspace as it started (its manifest and start tar), for a fork of it: *ret
  * zeroed when it has none. STORE_OK or the store's failure. */
 enum store_rc api_run_workspace_of(struct store *s, const char *id, struct api_run_workspace *ret);

@@ -4,9 +4,8 @@
  * the run, and the tars a run may start from (POST /v1/snapshots). Bytes live in the store's
  * workspace_blobs under their SHA-256, so a file or a tar named by many runs is kept once.
  *
- * A snapshot is untrusted input: it is kept as uploaded and checked as an archive whenever a
- * workspace loads it (a run's start), so one that passed the upload's check is still refused
- * by a stricter manifest.
+ * A snapshot is untrusted input: checked as an archive when uploaded (against the default
+ * limits) and again whenever a workspace loads it (a run's start, against its manifest's).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,10 +14,13 @@
 
 #include "api.h"
 #include "api_runs.h"
+#include "error.h"
 #include "runs.h"
 
 #define API_SNAPSHOT_ID_LEN 37 /* "snap_" + 32 hex */
-#define API_TAR_BLOCK       512
+/* the manifest of an ad-hoc run that names only the files it starts from, and what an uploaded
+ * snapshot is checked against: every limit its default */
+#define API_MANIFEST_EMPTY "{\"version\":1}"
 
 /* ---------------------------------------------------------------- a run's files */
 
@@ -154,19 +156,32 @@ void api_runs_workspace_tar(struct api_ctx *ctx)
 
 /* ---------------------------------------------------------------- POST /v1/snapshots */
 
-/* The upload looks like a tar at all (a ustar header or an empty archive's zero blocks), so a
- * body sent by mistake (JSON, a gzip) is refused at once; every member is checked when a
- * workspace loads it. NULL, or why not. */
-static const char *api_snapshot_shape(const char *body, size_t len)
+/* The upload is a tar a workspace with the default limits loads (al_workspace_load_tar: its
+ * members checked as an untrusted archive), so a body sent by mistake or built to escape is
+ * refused at once; a run's manifest checks it again against its own limits. 0, or -1 after
+ * answering. */
+static int api_snapshot_check(struct api_ctx *ctx, const char *body, size_t len)
 {
-    static const char zeros[API_TAR_BLOCK] = { 0 };
-    if (len == 0 || len % API_TAR_BLOCK != 0) {
-        return "the body must be a tar archive (a multiple of 512 bytes)";
+    struct al_workspace *ws = NULL;
+    struct al_error err;
+    memset(&err, 0, sizeof err);
+    if (len == 0) {
+        api_error(ctx, 400, "INVALID_REQUEST", "the body must be a tar archive");
+        return -1;
     }
-    if (memcmp(body + 257, "ustar", 5) != 0 && memcmp(body, zeros, sizeof zeros) != 0) {
-        return "the body must be a tar archive (ustar or pax)";
+    enum al_code code =
+            al_workspace_new(API_MANIFEST_EMPTY, strlen(API_MANIFEST_EMPTY), &ws, &err);
+    if (code == AL_OK) {
+        code = al_workspace_load_tar(ws, body, len, &err);
     }
-    return NULL;
+    al_workspace_free(ws);
+    if (code == AL_CONFIG_ERROR) {
+        api_error(ctx, 400, "INVALID_REQUEST", "the body is not a tar a workspace loads: %s",
+                  err.message);
+    } else if (code != AL_OK) {
+        api_error(ctx, 500, "INTERNAL", "out of memory");
+    }
+    return code == AL_OK ? 0 : -1;
 }
 
 static int api_department_seen(void *userdata, const struct store_department *d)
@@ -195,9 +210,7 @@ void api_snapshots_create(struct api_ctx *ctx)
     if (api_allow(ctx, department) != 0) {
         return;
     }
-    const char *why = api_snapshot_shape(body, len);
-    if (why) {
-        api_error(ctx, 400, "INVALID_REQUEST", "%s", why);
+    if (api_snapshot_check(ctx, body, len) != 0) {
         return;
     }
     enum store_rc rc = s->ops->department_get(s, department, api_department_seen, &seen);
@@ -433,6 +446,60 @@ static char *api_manifest_of(const struct json_node *ws, size_t *ret_members)
     return text;
 }
 
+/* An ad-hoc manifest given in full: its mounts those of the run's department, of the kind
+ * each entry needs, kept canonical (api_workspace_read, as a version's). *manifest is replaced
+ * by the canonical text. 0, or -1 after answering. */
+static int api_manifest_read(struct api_ctx *ctx, const char *department, char **manifest)
+{
+    struct json_doc *doc = NULL;
+    struct al_error err;
+    struct buf canon;
+    int ret = -1;
+    buf_init(&canon, (size_t)2 << 20);
+    if (json_parse(*manifest, strlen(*manifest), API_DEPTH_MAX, &doc, &err) != AL_OK) {
+        api_error(ctx, 500, "INTERNAL", "out of memory");
+        goto out;
+    }
+    if (api_workspace_read(ctx, json_root(doc), department, &canon) != 0) {
+        goto out;
+    }
+    free(*manifest);
+    *manifest = strndup(canon.data, canon.len);
+    ret = 0;
+out:
+    json_doc_free(doc);
+    buf_done(&canon);
+    return ret;
+}
+
+/* The manifest as libairlock builds it (al_workspace_new), and the tar it starts from loaded
+ * into it (al_workspace_load_tar: members checked as an untrusted archive, against the
+ * manifest's limits): what a run would refuse at its start is refused now, naming the member.
+ * 0, or -1 after answering 400. */
+static int api_manifest_check(struct api_ctx *ctx, const char *manifest,
+                              const struct api_run_workspace *w)
+{
+    struct al_workspace *ws = NULL;
+    struct al_error err;
+    memset(&err, 0, sizeof err);
+    enum al_code code = al_workspace_new(manifest, strlen(manifest), &ws, &err);
+    if (code == AL_OK && w->tar) {
+        code = al_workspace_load_tar(ws, w->tar, w->tar_len, &err);
+        if (code == AL_CONFIG_ERROR) {
+            api_error(ctx, 400, "INVALID_REQUEST", "workspace: the tar of %s %s: %s",
+                      w->from_run[0] ? "run" : "snapshot",
+                      w->from_run[0] ? w->from_run : w->from_snapshot, err.message);
+        }
+    } else if (code == AL_CONFIG_ERROR) {
+        api_error(ctx, 400, "INVALID_REQUEST", "workspace: %s", err.message);
+    }
+    al_workspace_free(ws);
+    if (code != AL_OK && code != AL_CONFIG_ERROR) {
+        api_error(ctx, 500, "INTERNAL", "out of memory");
+    }
+    return code == AL_OK ? 0 : -1;
+}
+
 static const struct json_node *api_member_of(const struct json_node *obj, const char *key)
 {
     for (const struct json_node *m = obj->child; m; m = m->next) {
@@ -498,13 +565,19 @@ int api_run_workspace_resolve(struct api_ctx *ctx, const struct json_node *ws,
         free(manifest);
         manifest = taken;
         taken = NULL;
+    } else if (members == 0) {
+        free(manifest);
+        manifest = strdup(API_MANIFEST_EMPTY);
+    } else if (api_manifest_read(ctx, department, &manifest) != 0) {
+        goto fail;
     }
     if (!manifest) {
         api_error(ctx, 500, "INTERNAL", "out of memory");
         goto fail;
     }
-    /* TODO(#36): the manifest's checks (al_workspace_new) and the start tar's
-     * (al_workspace_load_tar against it) once libairlock has them: 400 naming the member */
+    if (api_manifest_check(ctx, manifest, ret) != 0) {
+        goto fail;
+    }
     ret->manifest = manifest;
     return 0;
 fail:
@@ -613,5 +686,66 @@ enum store_rc api_run_workspace_of(struct store *s, const char *id, struct api_r
     if (rc != STORE_OK) {
         api_run_workspace_done(ret);
     }
+    return rc;
+}
+
+/* ---------------------------------------------------------------- a plan's mounts */
+
+enum store_rc api_run_workspace_mounts(struct store *s, const unsigned char *secret_key,
+                                       const struct mounts_roots *roots, struct runs_plan *plan,
+                                       struct al_error *reterr)
+{
+    struct json_doc *doc = NULL;
+    struct al_error jerr;
+    enum store_rc rc = STORE_OK;
+    const char *manifest = plan->workspace_manifest;
+    if (json_parse(manifest, strlen(manifest), API_DEPTH_MAX, &doc, &jerr) != AL_OK) {
+        error_set(reterr, AL_CONFIG_ERROR, "the run's workspace manifest is not JSON");
+        return STORE_CONFLICT;
+    }
+    const struct json_node *entries = json_get(json_root(doc), "entries");
+    size_t n = entries && entries->type == JSON_OBJECT ? entries->count : 0;
+    plan->mounts = calloc(n ? n : 1, sizeof *plan->mounts);
+    if (!plan->mounts) {
+        error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+        rc = STORE_ERROR;
+    }
+    for (const struct json_node *e = n ? entries->child : NULL; e && rc == STORE_OK;
+         e = e->next) {
+        const struct json_node *type = e->type == JSON_OBJECT ? json_get(e, "type") : NULL;
+        const struct json_node *mount = e->type == JSON_OBJECT ? json_get(e, "mount") : NULL;
+        int s3 = type && type->type == JSON_STRING && strcmp(type->str, "s3_mount") == 0;
+        int local = type && type->type == JSON_STRING && strcmp(type->str, "local_dir") == 0;
+        if ((!s3 && !local) || !mount || mount->type != JSON_STRING) {
+            continue; /* not a mount (al_workspace_new refuses a malformed one) */
+        }
+        int again = 0;
+        for (size_t i = 0; i < plan->nmounts && !again; i++) {
+            again = strcmp(plan->mounts[i].name, mount->str) == 0;
+        }
+        if (again) {
+            continue;
+        }
+        struct mounts_mount *m = &plan->mounts[plan->nmounts];
+        char why[MOUNTS_WHY_MAX] = "";
+        rc = mounts_lookup(s, secret_key, roots, mount->str, m, why);
+        if (rc == STORE_OK) {
+            plan->nmounts++;
+        } else {
+            mounts_mount_done(m);
+        }
+        /* a mount gone, moved or unusable since the manifest was checked: nothing starts */
+        if (rc != STORE_OK) {
+            error_set(reterr, AL_CONFIG_ERROR, "workspace: entry \"%.200s\": %s", e->key, why);
+            rc = STORE_CONFLICT;
+        } else if (strcmp(m->department, plan->department) != 0 || m->s3 != s3) {
+            error_set(reterr, AL_CONFIG_ERROR,
+                      "workspace: entry \"%.200s\" names mount %s, which is not a%s mount of "
+                      "department %s",
+                      e->key, m->name, s3 ? "n s3" : " local", plan->department);
+            rc = STORE_CONFLICT;
+        }
+    }
+    json_doc_free(doc);
     return rc;
 }

@@ -831,6 +831,7 @@ static int main_runtime_start(const struct main_config *cfg, struct writer *writ
     struct runs_shares shares = { cfg->per_principal, cfg->per_department,
                                   cfg->per_principal_queued, cfg->max_runs };
     runs_set_shares(rt->runs, &shares);
+    runs_set_mount_roots(rt->runs, cfg->mount_roots); /* resumed runs look their mounts up */
     svc->runs = rt->runs;
     svc->runner = rt->runner;
     /* SQLite is one node's alone: no lease, no marks, no queue (nodes start in main) */

@@ -104,7 +104,16 @@ def t_snapshot_upload(tmp):
                                 ("/v1/snapshots?department=finance", "bob", 403)):
             st, _, body = raw(w, "POST", path, w.keys[key], data)
             check(st == want, "%s as %s: %d %r, want %d" % (path, key, st, body, want))
-        for bad in (b"", b'{"not":"a tar"}', b"\x1f\x8b" + b"\0" * 1022, data[:700]):
+        escape = tar_of({"../escape.txt": b"x"})
+        link = io.BytesIO()
+        with tarfile.open(fileobj=link, mode="w", format=tarfile.USTAR_FORMAT) as t:
+            info = tarfile.TarInfo("passwd")
+            info.type = tarfile.SYMTYPE
+            info.linkname = "/etc/passwd"
+            t.addfile(info)
+        # a member cut short, a path out of the root, a link: refused as a run would refuse them
+        for bad in (b"", b'{"not":"a tar"}', b"\x1f\x8b" + b"\0" * 1022, data[:520], escape,
+                    link.getvalue()):
             st, doc = upload(w, bad)
             check(st == 400 and doc["error"]["code"] == "INVALID_REQUEST",
                   "%r...: %d %r" % (bad[:8], st, doc))
@@ -188,7 +197,7 @@ def t_workspace_recorded_with_start(tmp):
             st, doc = adhoc(w, dict(manifest, from_snapshot=snap["id"]))
             check(st == 202, "start: %d %r" % (st, doc))
             ids.append(doc["id"])
-        text = json.dumps(manifest, separators=(",", ":"))
+        text = json.dumps(manifest, separators=(",", ":"), sort_keys=True)  # RFC 8785 here
         msha = hashlib.sha256(text.encode()).hexdigest()
         for run_id in ids:
             rows = db_rows(w.dir, "SELECT manifest_sha256, start_sha256 FROM run_workspaces "
@@ -308,6 +317,163 @@ def t_from_run_takes_its_workspace(tmp):
         # an auditor sees the run but is no agent: it starts nothing
         st, doc = adhoc(w, {"from_run": run["id"]}, key=w.keys["eve"])
         check(st == 403, "an auditor's run: %d %r" % (st, doc))
+    finally:
+        w.close()
+
+
+WRITER = """
+const notes = await workspace.readFile('README.md');
+await workspace.mkdir('out', {recursive: true});
+await workspace.writeFile('out/report.md', '# Report\\n' + notes);
+await workspace.writeJson('out/summary.json', {lines: notes.split('\\n').length});
+let refused = null;
+try { await workspace.writeFile('README.md', 'changed'); } catch (e) { refused = e.code; }
+return {files: await workspace.readdir('out'), refused};
+"""
+
+README = "alpha\nbeta\nSECRET-CONTENT-7f3a\n"
+
+
+def members(tar):
+    with tarfile.open(fileobj=io.BytesIO(tar)) as t:
+        return {m.name: t.extractfile(m).read() for m in t.getmembers() if m.isfile()}
+
+
+def t_adhoc_run_keeps_its_outputs(tmp):
+    """An ad-hoc run with a manifest reads its inline file and writes under its outputs: the
+    outputs are listed and served, workspace.tar is the workspace at its end, a write outside
+    the outputs is EROFS; every file operation is a run.file record (op, path, size, sha256,
+    error) between run.start and run.end, never the bytes."""
+    w = world(tmp)
+    try:
+        manifest = {"version": 1, "outputs": ["out/"],
+                    "entries": {"README.md": {"type": "file", "content": README}}}
+        st, doc = w.run({"source": WRITER, "department": "finance", "workspace": manifest},
+                        want=200)
+        check(doc["status"] == "completed" and doc["value"] == {
+            "files": ["report.md", "summary.json"], "refused": "EROFS"}, "run: %r" % doc)
+        run_id = doc["id"]
+        report = ("# Report\n" + README).encode()
+        listed = w.ok("GET", "/v1/runs/%s/files" % run_id, None, w.keys["agent-7"])["files"]
+        check([f["path"] for f in listed] == ["out/report.md", "out/summary.json"] and
+              listed[0]["sha256"] == hashlib.sha256(report).hexdigest() and
+              listed[0]["size"] == len(report), "files: %r" % listed)
+        st, ctype, body = raw(w, "GET", "/v1/runs/%s/files/out/report.md" % run_id,
+                              w.keys["bob"])
+        check(st == 200 and body == report, "report: %d %r" % (st, body))
+        st, ctype, body = raw(w, "GET", "/v1/runs/%s/files/out/summary.json" % run_id,
+                              w.keys["agent-7"])
+        check(st == 200 and json.loads(body) == {"lines": 4}, "summary: %d %r" % (st, body))
+        st, ctype, tar = raw(w, "GET", "/v1/runs/%s/workspace.tar" % run_id, w.keys["agent-7"])
+        check(st == 200 and ctype == "application/x-tar", "workspace.tar: %d %s" % (st, ctype))
+        got = members(tar)
+        check(set(got) == {"README.md", "out/report.md", "out/summary.json"} and
+              got["README.md"] == README.encode() and got["out/report.md"] == report and
+              json.loads(got["out/summary.json"]) == {"lines": 4}, "workspace.tar: %r" % got)
+        rows = [r for r in audit_rows(w.dir) if r["subject"] == run_id]
+        actions = [r["action"] for r in rows]
+        # file operations are run.file records, not run.host_call ones (whose args would hold
+        # the bytes written), nor in the run's host_calls
+        check(actions[0] == "run.start" and actions[-1] == "run.end" and
+              set(actions[1:-1]) == {"run.file"} and doc["host_calls"] == [],
+              "records: %r, host_calls %r" % (actions, doc["host_calls"]))
+        ops = [(r["details"]["op"], r["details"]["path"], r["details"]["error"])
+               for r in rows if r["action"] == "run.file"]
+        check(("readFile", "README.md", None) in ops and ("mkdir", "out", None) in ops and
+              ("writeFile", "out/report.md", None) in ops and
+              ("writeFile", "README.md", "EROFS") in ops, "run.file ops: %r" % ops)
+        wrote = [r["details"] for r in rows if r["action"] == "run.file" and
+                 r["details"]["path"] == "out/report.md"][0]
+        check(wrote["size"] == len(report) and
+              wrote["sha256"] == hashlib.sha256(report).hexdigest() and
+              wrote["run"] == run_id, "run.file of the report: %r" % wrote)
+        check(not any("SECRET-CONTENT-7f3a" in json.dumps(r["details"]) for r in rows
+                      if r["action"] == "run.file"), "a run.file record holds the bytes")
+
+        # the next run starts from this one's workspace: its manifest, its files
+        st, doc = w.run({"source": "return await workspace.readFile('out/report.md')",
+                         "department": "finance", "workspace": {"from_run": run_id}}, want=200)
+        check(doc["status"] == "completed" and doc["value"] == report.decode(),
+              "from_run: %r" % doc)
+        # and from an uploaded snapshot, with a manifest of its own
+        st, snap = upload(w, tar)
+        st, doc = w.run({"source": "return (await workspace.readdir('out')).length",
+                         "department": "finance",
+                         "workspace": {"version": 1, "from_snapshot": snap["id"]}}, want=200)
+        check(doc["status"] == "completed" and doc["value"] == 2, "from_snapshot: %r" % doc)
+        # a manifest libairlock refuses is refused before anything starts, naming the member
+        for bad in ({"version": 2}, {"version": 1, "limits": {"bytes": 0}},
+                    {"version": 1, "entries": {"../x": {"type": "dir"}}},
+                    {"version": 1, "entries": {"lake": {"type": "s3_mount", "mount": "nope"}}}):
+            st, doc = w.run({"source": "return 1", "department": "finance", "workspace": bad})
+            check(st == 400 and doc["error"]["code"] == "INVALID_REQUEST",
+                  "%r: %d %r" % (bad, st, doc))
+        # a snapshot bigger than the manifest's limits: refused with the member named
+        st, doc = w.run({"source": "return 1", "department": "finance",
+                         "workspace": {"version": 1, "limits": {"files": 1},
+                                       "from_snapshot": snap["id"]}})
+        check(st == 400 and "snapshot " + snap["id"] in doc["error"]["message"],
+              "snapshot past the limits: %d %r" % (st, doc))
+    finally:
+        w.close()
+
+
+RESUMED = """
+await workspace.mkdir('out', {recursive: true});
+await workspace.writeFile('out/before.txt', 'written before the refund');
+const r = await shop.refund('o-1', input.amount);
+const before = await workspace.readFile('out/before.txt');
+await workspace.writeFile('out/after.txt', before + ', then refunded ' + r.amount);
+return before;
+"""
+
+
+def t_template_run_resumes_with_its_workspace(tmp):
+    """A template whose version has a workspace interrupts for a sensitive call; once approved
+    it resumes in a workspace built again from the version's manifest, where what it wrote
+    before the interruption is there again (replayed, not redone) and what it writes after
+    joins it. A template run may start from another run of the same template only."""
+    w = world(tmp)
+    try:
+        manifest = {"version": 1, "outputs": ["out/"],
+                    "entries": {"in": {"type": "dir"}}}
+        w.ok("POST", "/v1/templates", {"name": "ws-refund", "department": "finance",
+                                      "description": "refund with files"}, w.keys["alice"], 201)
+        w.ok("POST", "/v1/templates/ws-refund/versions",
+             {"source": RESUMED, "functions": ["shop.refund"], "workspace": manifest},
+             w.keys["alice"], 201)
+        w.ok("POST", "/v1/templates/ws-refund/versions/1/submit", {}, w.keys["alice"])
+        w.ok("POST", "/v1/templates/ws-refund/versions/1/approve", {}, w.keys["bob"])
+        st, doc = w.run({"template": "ws-refund", "input": {"amount": 7}}, want=202)
+        check(doc["status"] == "awaiting_approval", "waits: %r" % doc)
+        run_id = doc["id"]
+        check(w.ok("GET", "/v1/runs/%s/files" % run_id, None, w.keys["agent-7"]) ==
+              {"files": []}, "outputs kept before the run completed")
+        w.ok("POST", "/v1/approvals/%s/approve" % doc["approvals"][0], {}, w.keys["bob"])
+        doc = w.until(run_id, ("completed", "failed"))
+        check(doc["status"] == "completed" and doc["value"] == "written before the refund",
+              "resumed: %r" % doc)
+        files = {f["path"]: f for f in
+                 w.ok("GET", "/v1/runs/%s/files" % run_id, None, w.keys["agent-7"])["files"]}
+        check(set(files) == {"out/before.txt", "out/after.txt"}, "files: %r" % files)
+        st, _, body = raw(w, "GET", "/v1/runs/%s/files/out/after.txt" % run_id,
+                          w.keys["agent-7"])
+        check(body == b"written before the refund, then refunded 7", "after: %r" % body)
+        ops = [(r["details"]["op"], r["details"]["path"]) for r in audit_rows(w.dir, "run.file")
+               if r["subject"] == run_id]
+        # each operation once: the resume replays the first leg's from the ledger, unrecorded
+        check(ops.count(("writeFile", "out/before.txt")) == 1 and
+              ops.count(("readFile", "out/before.txt")) == 1 and
+              ops.count(("writeFile", "out/after.txt")) == 1, "run.file ops: %r" % ops)
+        # from_run: a run of the same template only
+        w.template("plain", "return 2", [])
+        st, doc = w.run({"template": "ws-refund", "input": {"amount": 1},
+                         "workspace": {"from_run": run_id}}, want=202)
+        st, other = w.run({"template": "plain"}, want=200)
+        st, doc = w.run({"template": "ws-refund", "input": {"amount": 1},
+                         "workspace": {"from_run": other["id"]}})
+        check(st == 409 and "not a run of template ws-refund" in doc["error"]["message"],
+              "from another template's run: %d %r" % (st, doc))
     finally:
         w.close()
 
