@@ -14,10 +14,11 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { run, setTracingDisabled } from '@openai/agents';
-import { ScriptedModel, functionCall } from '@openai/agents-core/testing';
+import { SandboxAgent, filesystem } from '@openai/agents/sandbox';
+import { ScriptedModel, assistantMessage, functionCall } from '@openai/agents-core/testing';
 
-import { client, makeAgent } from './agent_world.mjs';
-import { REAL, startServer } from './servers.mjs';
+import { client, makeAgent, manifest } from './agent_world.mjs';
+import { REAL, pkg, startServer } from './servers.mjs';
 
 setTracingDisabled(true);
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -105,3 +106,20 @@ test('a SandboxAgent reads, patches, is serialized at an approval, resumes in a 
             assert.ok(runs.every((r) => r.body.department === 'finance' && r.body.language === 'js'));
         }
     });
+
+test('a session made by the application: airlockCodeTool(session) and apply_patch share it', async () => {
+    const session = await client(server).create({ manifest: manifest() });
+    const model = new ScriptedModel([
+        [functionCall('run_javascript', { code:
+            'await workspace.writeFile("out/p.txt", "from code"); return 1;' }, { callId: 'c1' })],
+        [patchCall('p1', { type: 'update_file', path: 'out/p.txt',
+            diff: '@@\n-from code\n+from code, patched\n' })],
+        [assistantMessage('done')],
+    ]);
+    const agent = new SandboxAgent({ name: 'own', instructions: 'Write out/p.txt.', model,
+        capabilities: [filesystem()], tools: [pkg.airlockCodeTool(session)] });
+    const result = await run(agent, 'Go.', { sandbox: { session } });
+    assert.equal(result.finalOutput, 'done');
+    assert.equal(new TextDecoder().decode(await session.readFile({ path: 'out/p.txt' })),
+        'from code, patched');
+});
