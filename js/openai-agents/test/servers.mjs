@@ -51,8 +51,9 @@ async function spawnAirlockd(Airlockd, roots) {
 }
 
 /**
- * {url, key, department, mount, plant(files), fake?, stop()}: `mount` is a manifest entry
- * naming the mount finance-lake (prefix 2026/), `plant` puts files ({key: bytes}) into it.
+ * {url, key, department, mount, plant(files), fake? | airlockd and approverKey, stop()}:
+ * `mount` is a manifest entry naming the mount finance-lake (prefix 2026/), `plant` puts files
+ * ({key: bytes}) into it; approverKey is bob's, an approver of finance.
  */
 export async function startServer() {
     if (!REAL) {
@@ -79,6 +80,8 @@ export async function startServer() {
             { autonomy: 'autonomous', allow_adhoc: true });
         const { key } = await a.ok('POST', '/v1/principals', { name: 'agent-7', kind: 'agent' });
         await a.ok('POST', '/v1/principals/agent-7/roles', { role: 'agent', department: 'finance' });
+        const bob = await a.ok('POST', '/v1/principals', { name: 'bob', kind: 'user' });
+        await a.ok('POST', '/v1/principals/bob/roles', { role: 'approver', department: 'finance' });
         await a.ok('POST', '/v1/mounts', { name: 'finance-lake', department: 'finance',
             kind: 'local', path: lake });
         const plant = (files) => {
@@ -87,7 +90,7 @@ export async function startServer() {
                 fs.writeFileSync(path.join(lake, k), data);
             }
         };
-        return { url: a.url, key, department: 'finance', airlockd: a, stop, plant,
+        return { url: a.url, key, approverKey: bob.key, department: 'finance', airlockd: a, stop, plant,
             mount: { type: 'local_dir', mount: 'finance-lake', prefix: '2026/' } };
     } catch (e) {
         await stop();

@@ -241,3 +241,45 @@ test('view_image: an image of the workspace for the model, anything else refused
     await assert.rejects(s.viewImage({ path: 'notes.txt' }), /not a supported image/);
     await assert.rejects(s.viewImage({ path: 'none.png' }), /not found/);
 });
+
+test('a supervised department: each write waits for a person; approved it lands, denied nothing does',
+    { skip: !REAL && 'the fake has no approvals' }, async () => {
+        const a = server.airlockd;
+        const s = await sandbox.create({ manifest: manifest() });
+        /* the approver's pending approval of kind run, once the write has asked for one */
+        const pending = async () => {
+            for (let i = 0; i < 600; i++) {
+                const list = await a.ok('GET', '/v1/approvals?status=pending', undefined,
+                    server.approverKey);
+                const mine = list.find((x) => x.kind === 'run');
+                if (mine) {
+                    return mine;
+                }
+                await new Promise((resolve) => setTimeout(resolve, 100));
+            }
+            throw new Error('no approval of the write appeared');
+        };
+        await a.ok('PUT', '/v1/departments/finance/policy',
+            { autonomy: 'supervised', allow_adhoc: true });
+        try {
+            const editor = s.createEditor();
+            const write = editor.createFile({ type: 'create_file', path: 'out/ok.md', diff: '+yes\n' });
+            await a.ok('POST', `/v1/approvals/${(await pending()).id}/approve`, { comment: 'ok' },
+                server.approverKey);
+            assert.equal((await write).status, 'completed');
+            assert.equal(text(await s.readFile({ path: 'out/ok.md' })), 'yes');
+            const where = { ...s.state.workspace };
+            const refused = editor.createFile({ type: 'create_file', path: 'out/no.md', diff: '+no\n' })
+                .catch((e) => e);
+            await a.ok('POST', `/v1/approvals/${(await pending()).id}/deny`, { comment: 'not now' },
+                server.approverKey);
+            const e = await refused;
+            assert.ok(e instanceof pkg.AirlockRunError, String(e));
+            assert.equal(e.run.status, 'denied');
+            assert.deepEqual(s.state.workspace, where);
+            await assert.rejects(s.readFile({ path: 'out/no.md' }), /ENOENT/);
+        } finally {
+            await a.ok('PUT', '/v1/departments/finance/policy',
+                { autonomy: 'autonomous', allow_adhoc: true });
+        }
+    });
