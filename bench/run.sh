@@ -21,6 +21,9 @@
 # SQLite's commits are fsync'd) in BUILD/bench-pg, removed afterwards; 1, 2 and 3 airlockd nodes
 # on one database against SQLite on one node, joined into the third table.
 #
+# After it, bench/workspace.py: a 50 MB workspace uploaded as a snapshot, restored into a run
+# and read back as that run's workspace.tar (BUILD/bench-workspace.jsonl), the fifth table.
+#
 # BENCH_BASELINE=COMMIT adds the journal's cost against that commit (docs/benchmarks.md, "The
 # journal's cost"; f4334e3 is the commit before the journal): its airlockd and airlock-worker are
 # built from `git archive COMMIT` in BUILD/baseline (Release), then BUILD/bin/airlock_ab runs it
@@ -172,6 +175,11 @@ if [ -n "$BASELINE" ]; then
 fi
 "$PG_CLUSTER" teardown "$PG" >&2
 trap - EXIT
+
+# A 50 MB workspace through airlockd: uploaded as a snapshot, restored into a run, read back
+echo "run.sh: a 50 MB workspace: snapshot and restore ..." >&2
+BENCH_WORKSPACE_ROUNDS=$([ -n "$QUICK" ] && echo 1 || echo 5) \
+    python3 "$ROOT/bench/workspace.py" "$BUILD" | grep '^{' >"$BUILD/bench-workspace.jsonl"
 
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 DOC=$ROOT/docs/benchmarks.md
@@ -542,6 +550,28 @@ if any(abs_.values()):
                 B["get"]["database_ms"], "<= 0.8 ms")
             row(name, "database CPU ms per extra connector call", A["database_ms_per_call"],
                 B["database_ms_per_call"], "")
+# The fifth table: a 50 MB workspace's snapshot and restore (bench/workspace.py).
+try:
+    with open(f"{build}/bench-workspace.jsonl") as f:
+        ws = {r["step"]: r for r in (json.loads(l) for l in f if l.startswith("{"))}
+except FileNotFoundError:
+    ws = {}
+if ws:
+    lines.append("")
+    lines.append("### Workspaces")
+    lines.append("")
+    lines.append("A 50 MB workspace (50 files of 1 MiB of random bytes) through airlockd "
+                 "(`bench/workspace.py`, SQLite with synchronous=FULL, from the client over "
+                 "loopback); the goal is at most 1 s each.")
+    lines.append("")
+    lines.append("| step | best ms | median ms |")
+    lines.append("|---|--:|--:|")
+    for step, label in (("upload", "upload: `POST /v1/snapshots` (the tar checked and kept)"),
+                        ("restore", "restore: `POST /v1/runs` from_snapshot (loaded, run, its end "
+                                    "kept)"),
+                        ("snapshot", "snapshot: `GET /v1/runs/{id}/workspace.tar`")):
+        if step in ws:
+            lines.append(f"| {label} | {ws[step]['best_ms']:.1f} | {ws[step]['median_ms']:.1f} |")
 table = "\n".join(lines)
 
 commit = sh("git", "rev-parse", "--short", "HEAD")

@@ -68,6 +68,7 @@ struct api_ctx {
     struct auth_rule rule; /* and its permission rule */
     size_t nparams;
     struct api_param params[API_PARAMS_MAX];
+    const char *tail;     /* a {name+} parameter's value: the rest of the path, borrowed; or NULL */
     struct json_doc *doc; /* the parsed body, freed by the router */
     /* the body api_body reads when not NULL, instead of the request's: POST /v1/mcp hands a
      * tool call to the handler of the route it stands for (borrowed) */
@@ -254,6 +255,16 @@ int api_run_may_resume(struct api_ctx *ctx, const char *id);
  * once with no tx; arg is the caller's, fn frees it. Something that must never happen before
  * the change it follows is durable (a run cancelled because its version was revoked). */
 void api_after_commit(struct writer_tx *tx, void (*fn)(void *arg, int committed), void *arg);
+
+/* Workspaces on runs (api_workspaces.c): a run's outputs and its workspace at the end, and
+ * uploaded snapshots a run may start from. */
+void api_runs_files(struct api_ctx *ctx);
+void api_runs_file(struct api_ctx *ctx);
+void api_runs_workspace_tar(struct api_ctx *ctx);
+void api_snapshots_create(struct api_ctx *ctx);
+/* POST /v1/snapshots before its writer job, on the request thread (an api_check_fn): the
+ * caller an agent of the query's department, the body a tar a workspace loads. */
+int api_snapshots_create_before(struct api_ctx *ctx);
 
 /* POST /v1/mcp: the Model Context Protocol for agents (api_mcp.c). */
 void api_mcp_post(struct api_ctx *ctx);

@@ -643,7 +643,7 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
 plan: /* in the transaction begun above, or rc says why not */
     if (rc == STORE_OK) {
         /* refuses a version that is no longer approved */
-        rc = api_run_plan(s, secret_key, &run.copy.row, &plan, &why);
+        rc = api_run_plan(s, secret_key, runs_mount_roots(runs), &run.copy.row, &plan, &why);
     }
     if (rc == STORE_OK) {
         plan->clock_ms = clock_ms;

@@ -85,10 +85,13 @@ struct api_version_copy {
     char *input_schema;
     char *functions;
     char *limits;
+    char *workspace; /* NULL: the version has none */
+    int lost;        /* it has one, not copied (out of memory) */
 };
 
 static void api_version_copy_done(struct api_version_copy *v)
 {
+    free(v->workspace);
     free(v->source);
     free(v->input_schema);
     free(v->functions);
@@ -110,6 +113,8 @@ static int api_version_copy_fn(void *userdata, const struct store_version *sv)
     v->input_schema = strdup(sv->input_schema ? sv->input_schema : "true");
     v->functions = strdup(sv->functions ? sv->functions : "[]");
     v->limits = strdup(sv->limits ? sv->limits : "{}");
+    v->workspace = sv->workspace ? strdup(sv->workspace) : NULL;
+    v->lost |= sv->workspace && !v->workspace;
     return 0;
 }
 
@@ -119,7 +124,8 @@ static enum store_rc api_version_read(struct store *s, const char *template_name
 {
     memset(ret, 0, sizeof *ret);
     enum store_rc rc = s->ops->version_get(s, template_name, version, api_version_copy_fn, ret);
-    if (rc == STORE_OK && (!ret->source || !ret->input_schema || !ret->functions || !ret->limits)) {
+    if (rc == STORE_OK &&
+        (!ret->source || !ret->input_schema || !ret->functions || !ret->limits || ret->lost)) {
         api_version_copy_done(ret);
         return STORE_ERROR;
     }
@@ -232,8 +238,8 @@ out:
 }
 
 enum store_rc api_run_plan(struct store *s, const unsigned char *secret_key,
-                           const struct store_run *row, struct runs_plan **ret_plan,
-                           struct al_error *reterr)
+                           const struct mounts_roots *roots, const struct store_run *row,
+                           struct runs_plan **ret_plan, struct al_error *reterr)
 {
     struct api_version_copy v;
     enum store_rc rc = STORE_OK;
@@ -283,6 +289,13 @@ enum store_rc api_run_plan(struct store *s, const unsigned char *secret_key,
         api_plan_functions(s, secret_key, plan, functions, reterr) != 0) {
         rc = STORE_CONFLICT;
         goto out;
+    }
+    /* a new run has no row yet: its workspace comes from the request (api_run_submit) */
+    rc = api_run_workspace_plan(s, row->id, plan);
+    if (rc != STORE_OK) {
+        error_set(reterr, AL_INTERNAL_ERROR, "the workspace of run %s cannot be read", row->id);
+    } else if (plan->workspace_manifest) {
+        rc = api_run_workspace_mounts(s, secret_key, roots, plan, reterr);
     }
 out:
     api_version_copy_done(&v);
@@ -412,10 +425,12 @@ struct api_run_request {
     const struct json_node *department;
     const struct json_node *functions;
     const struct json_node *language;
+    const struct json_node *workspace;
     int adhoc;
     int64_t asked;        /* the version asked for; 0: the newest approved one */
     char *input_text;     /* the input as a C string, owned */
     char *functions_text; /* an ad-hoc run's functions (a JSON array), owned; NULL otherwise */
+    struct api_run_workspace ws; /* resolved from workspace (api_run_workspace_resolve), owned */
 };
 
 /* How a new run starts: its effective autonomy (gov_autonomy_effective), the state it is
@@ -458,6 +473,7 @@ struct api_run_start {
     char forked_from[RUNS_ID_LEN + 1];
     int64_t at_call;
     int64_t fork_upto;
+    struct api_run_workspace ws; /* its workspace, for the record (no tar: the plan has it) */
 };
 
 static void api_run_start_free(void *userdata)
@@ -465,6 +481,7 @@ static void api_run_start_free(void *userdata)
     struct api_run_start *st = userdata;
     if (st) {
         api_run_copy_done(&st->run);
+        api_run_workspace_done(&st->ws);
     }
     free(st);
 }
@@ -617,6 +634,9 @@ static enum store_rc api_run_start_record(struct store *s, void *userdata, struc
         buf_append_str(&d, ",\"functions\":");
         json_write_compact(&d, r->functions, strlen(r->functions));
     }
+    if (rc == STORE_OK) {
+        rc = api_run_workspace_record(s, r->id, &st->ws, &d);
+    }
     buf_append_str(&d, "}");
     if (rc == STORE_OK) {
         rc = d.data ? s->ops->audit_append(s, r->principal, "run.start", r->id, r->department,
@@ -699,6 +719,7 @@ static void api_run_request_done(struct api_run_request *q)
 {
     free(q->input_text);
     free(q->functions_text);
+    api_run_workspace_done(&q->ws);
 }
 
 /* Which of the body's members a kind of run takes: 0, or -1 after answering 400. */
@@ -738,6 +759,7 @@ static int api_run_parse(struct api_ctx *ctx, struct api_run_request *q)
         { "department", JSON_STRING, 0, &q->department },
         { "functions", JSON_ARRAY, 0, &q->functions },
         { "language", JSON_STRING, 0, &q->language },
+        { "workspace", JSON_OBJECT, 0, &q->workspace },
     };
     if (api_body(ctx, fields, sizeof fields / sizeof fields[0]) != 0) {
         return -1;
@@ -900,7 +922,7 @@ struct api_fork;
 static int api_fork_plan(struct api_ctx *ctx, struct api_fork *f, struct runs_plan *plan);
 static void api_fork_start(const struct api_fork *f, struct api_run_start *st);
 
-static void api_run_submit(struct api_ctx *ctx, const struct api_run_request *q,
+static void api_run_submit(struct api_ctx *ctx, struct api_run_request *q,
                            const struct api_version_copy *v, const char *department,
                            const struct api_run_mode *m, struct api_fork *fork)
 {
@@ -932,7 +954,8 @@ static void api_run_submit(struct api_ctx *ctx, const struct api_run_request *q,
     };
     /* bind the functions before anything is recorded: a missing connector starts nothing */
     memset(&err, 0, sizeof err);
-    enum store_rc rc = api_run_plan(ctx->store, ctx->secret_key, &row, &plan, &err);
+    const struct mounts_roots *roots = ctx->svc ? ctx->svc->mount_roots : NULL;
+    enum store_rc rc = api_run_plan(ctx->store, ctx->secret_key, roots, &row, &plan, &err);
     if (rc != STORE_OK) {
         if (rc == STORE_CONFLICT) {
             api_error(ctx, 409, "CONFLICT", "%s", err.message);
@@ -943,6 +966,29 @@ static void api_run_submit(struct api_ctx *ctx, const struct api_run_request *q,
     }
     if (m->state == GOV_RUN_RUNNING) {
         plan->clock_ms = created_ms;
+    }
+    /* every execution builds its workspace from these (the record keeps them for the next) */
+    plan->workspace_manifest = q->ws.manifest ? strdup(q->ws.manifest) : NULL;
+    plan->workspace_tar = q->ws.tar;
+    plan->workspace_tar_len = q->ws.tar_len;
+    q->ws.tar = NULL;
+    q->ws.tar_len = 0;
+    if (q->ws.manifest && !plan->workspace_manifest) {
+        api_error(ctx, 500, "INTERNAL", "out of memory");
+        runs_plan_free(plan);
+        return;
+    }
+    rc = plan->workspace_manifest
+                 ? api_run_workspace_mounts(ctx->store, ctx->secret_key, roots, plan, &err)
+                 : STORE_OK;
+    if (rc != STORE_OK) {
+        if (rc == STORE_CONFLICT) {
+            api_error(ctx, 409, "CONFLICT", "%s", err.message);
+        } else {
+            api_store_failed(ctx);
+        }
+        runs_plan_free(plan);
+        return;
     }
     if (fork && api_fork_plan(ctx, fork, plan) != 0) {
         runs_plan_free(plan);
@@ -956,6 +1002,10 @@ static void api_run_submit(struct api_ctx *ctx, const struct api_run_request *q,
     struct api_run_start *start = api_run_start_new(ctx, &row, q->adhoc ? NULL : v, m, approval);
     if (start && fork) {
         api_fork_start(fork, start);
+    }
+    if (start) {
+        start->ws = q->ws; /* taken: its tar went to the plan */
+        memset(&q->ws, 0, sizeof q->ws);
     }
     struct http_deferred *deferred = start ? http_defer(ctx->req, ctx->resp) : NULL;
     if (!deferred) {
@@ -988,8 +1038,11 @@ void api_runs_create(struct api_ctx *ctx)
         goto out;
     }
     const char *department = q.adhoc ? q.department->str : v.department;
+    /* a template run's workspace is its version's manifest */
     if (api_run_decide(ctx, &q, &v, department) != 0 || api_run_check(ctx, &q, &v) != 0 ||
-        api_run_mode(ctx, &q, &v, department, &m) != 0) {
+        api_run_mode(ctx, &q, &v, department, &m) != 0 ||
+        api_run_workspace_resolve(ctx, q.workspace, q.adhoc ? NULL : q.template_name->str,
+                                  q.adhoc ? NULL : v.workspace, department, &q.ws) != 0) {
         goto out;
     }
     api_run_submit(ctx, &q, &v, department, &m, NULL);
@@ -1157,6 +1210,12 @@ void api_runs_fork(struct api_ctx *ctx)
     if (api_run_check(ctx, &q, &v) != 0 || api_run_mode(ctx, &q, &v, v.department, &m) != 0) {
         goto out;
     }
+    /* a fork's workspace starts as the original's did: its journal's reads answer the same */
+    rc = api_run_workspace_of(ctx->store, o->id, &q.ws);
+    if (rc != STORE_OK) {
+        api_store_failed(ctx);
+        goto out;
+    }
     if (m.start == RUNS_START_QUEUED) {
         /* a fork executes here, with its plan: a claim from the queue would start it afresh */
         m.state = GOV_RUN_RUNNING;
@@ -1212,6 +1271,12 @@ static int api_run_find(struct api_ctx *ctx, struct api_run_head *h,
     struct gov_run r = { id, h->department, h->principal, h->state };
     may(&ctx->who->gov, &r, &d);
     return api_decision(ctx, &d);
+}
+
+int api_run_visible(struct api_ctx *ctx)
+{
+    struct api_run_head h;
+    return api_run_find(ctx, &h, gov_run_may_see);
 }
 
 void api_runs_get(struct api_ctx *ctx)

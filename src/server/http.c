@@ -499,7 +499,7 @@ static const char *http_framing_error(struct MHD_Connection *conn)
  * one of unknown length (chunked). 0 when it fits. */
 static int http_reserve(struct http_server *srv, struct http_conn *c)
 {
-    size_t want = srv->o.body_limit_bytes;
+    size_t want = c->req.body_limit_bytes ? c->req.body_limit_bytes : srv->o.body_limit_bytes;
     if (c->req.has_content_length && c->req.content_length < want) {
         want = (size_t)c->req.content_length;
     }
@@ -593,6 +593,11 @@ static enum MHD_Result http_begin(struct http_server *srv, struct MHD_Connection
     }
     if (resp.deferred) {
         goto out; /* suspended (a refusal being recorded): answered early once resumed */
+    }
+    if (resp.status == 0 && c->req.body_limit_bytes) {
+        /* the route takes another cap (nothing of the body is read yet) */
+        buf_done(&c->body);
+        buf_init(&c->body, c->req.body_limit_bytes);
     }
     if (resp.status == 0 && http_reserve(srv, c) != 0) {
         http_error(&resp, c->req.request_id, 429, "RATE_LIMITED",

@@ -37,6 +37,9 @@ struct http_request {
     int body_too_large;      /* the body passed the cap and was dropped */
     int has_content_length;  /* the request declared its body's length ... */
     uint64_t content_length; /* ... this one (known in admit) */
+    /* set by admit: the cap of this request's body (its route takes larger ones); 0: the
+     * server's body_limit_bytes */
+    size_t body_limit_bytes;
     /* Who is calling, as a rate limit key: "ip4:A.B.C.D", or "ip6:" and the address's /64
      * (one host usually holds a whole /64); "" when unknown. */
     char client[HTTP_CLIENT_MAX];

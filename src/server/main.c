@@ -48,6 +48,7 @@
 #define MAIN_PATH_MAX            4096
 #define MAIN_CONFIG_MAX          ((size_t)1 << 20)
 #define MAIN_DEFAULT_BODY        ((size_t)1 << 20)
+#define MAIN_DEFAULT_SNAPSHOT    ((size_t)64 << 20) /* a workspace's default limit of bytes */
 #define MAIN_WITNESS_HELP        "Deliveries of audit checkpoints to the witness that failed."
 #define MAIN_CONTINUATION_TTL_MS (365ull * 24 * 3600 * 1000) /* the longest libairlock takes */
 
@@ -58,8 +59,9 @@ struct main_config {
     char data_dir[MAIN_PATH_MAX];
     char database[MAIN_PATH_MAX]; /* a PostgreSQL URL; "": SQLite in data_dir */
     size_t body_limit_bytes;
-    double rate_per_second;   /* tokens per second of each caller's bucket */
-    double rate_burst;        /* its size, >= 1 */
+    size_t snapshot_limit_bytes; /* POST /v1/snapshots' bodies (a workspace's tar) */
+    double rate_per_second;      /* tokens per second of each caller's bucket */
+    double rate_burst;           /* its size, >= 1 */
     double unauth_per_second; /* ... of each address's bucket for requests refused for their key */
     double unauth_burst;
     double unauth_audit_ms; /* an address's 401s: at most one auth.denied record this often */
@@ -335,8 +337,8 @@ static int main_mounts_config(const char *path, const struct json_node *obj,
 }
 
 /* Reads the config file: an object of listen, data_dir, database, lease_ms, poll_ms,
- * body_limit_bytes, http, rate_limit {requests_per_second, burst}, runs, audit and mounts; any
- * other member is refused. */
+ * body_limit_bytes, snapshot_limit_bytes, http, rate_limit {requests_per_second, burst}, runs,
+ * audit and mounts; any other member is refused. */
 static int main_load_config(const char *path, struct main_config *cfg)
 {
     struct buf text;
@@ -390,6 +392,8 @@ static int main_load_config(const char *path, struct main_config *cfg)
             }
         } else if (strcmp(m->key, "body_limit_bytes") == 0 && main_positive(m, &num) == 0) {
             cfg->body_limit_bytes = (size_t)num;
+        } else if (strcmp(m->key, "snapshot_limit_bytes") == 0 && main_positive(m, &num) == 0) {
+            cfg->snapshot_limit_bytes = (size_t)num;
         } else if (strcmp(m->key, "runs") == 0 && m->type == JSON_OBJECT) {
             for (const struct json_node *r = m->child; r; r = r->next) {
                 unsigned *dst =
@@ -465,8 +469,9 @@ static int main_load_config(const char *path, struct main_config *cfg)
         } else {
             fprintf(stderr,
                     "airlockd: config %s: unknown or malformed member \"%s\" (known: listen, "
-                    "data_dir, database, lease_ms, poll_ms, body_limit_bytes, http, rate_limit, "
-                    "runs, audit, mounts)\n",
+                    "data_dir, database, lease_ms, poll_ms, body_limit_bytes, "
+                    "snapshot_limit_bytes, "
+                    "http, rate_limit, runs, audit, mounts)\n",
                     path, m->key);
             goto out;
         }
@@ -833,6 +838,7 @@ static int main_runtime_start(const struct main_config *cfg, struct writer *writ
     struct runs_shares shares = { cfg->per_principal, cfg->per_department,
                                   cfg->per_principal_queued, cfg->max_runs };
     runs_set_shares(rt->runs, &shares);
+    runs_set_mount_roots(rt->runs, cfg->mount_roots); /* resumed runs look their mounts up */
     svc->runs = rt->runs;
     svc->runner = rt->runner;
     /* SQLite is one node's alone: no lease, no marks, no queue (nodes start in main) */
@@ -1055,6 +1061,7 @@ int main(int argc, char **argv)
                                .port = 8080,
                                .data_dir = "./var",
                                .body_limit_bytes = MAIN_DEFAULT_BODY,
+                               .snapshot_limit_bytes = MAIN_DEFAULT_SNAPSHOT,
                                .rate_per_second = 200,
                                .rate_burst = 1000,
                                .unauth_per_second = 10,
@@ -1098,11 +1105,13 @@ int main(int argc, char **argv)
     umask(077); /* the database, its WAL and the key files are airlockd's alone */
     int opt = main_options(argc, argv, &cfg);
     if (opt != 0) {
+        free(cfg.mount_roots); /* read before the refusal, if any */
         return opt == 1 ? 0 : 2;
     }
     if (FAULT_INIT() != 0) {
         fprintf(stderr, "airlockd: AIRLOCK_CRASH_AT must be BOUNDARY:CALL, BOUNDARY one of "
                         "before_mark, after_send, after_journal, after_delivery and CALL from 1\n");
+        free(cfg.mount_roots);
         return 2;
     }
 
@@ -1219,6 +1228,7 @@ int main(int argc, char **argv)
     router.svc = &svc;
     router.secret_key = secret_key;
     router.body_limit_bytes = cfg.body_limit_bytes;
+    router.snapshot_limit_bytes = cfg.snapshot_limit_bytes;
     if (main_resume_decided(readers, writer, secret_key, rt.runs) != 0 ||
         (!cfg.node[0] && main_claim_recovered(writer, secret_key, rt.runs) != 0)) {
         goto out;

@@ -30,6 +30,7 @@
 #include "error.h"
 #include "hex.h"
 #include "json.h"
+#include "run_workspace.h"
 #include "runs.h"
 
 #define REPLAYS_RESULT_MAX  ((size_t)4 << 20) /* bytes of a replay's result */
@@ -65,6 +66,7 @@ struct replay_one {
     size_t npending;
     int64_t last_call; /* the highest call id of its journal */
     struct runs_plan *plan;
+    struct run_workspace *ws;              /* the workspace v would run with, NULL: none */
     char start_error[REPLAYS_MESSAGE_MAX]; /* it could not be replayed at all: why (logged) */
     /* under owner->lock */
     struct al_run *handle;
@@ -226,7 +228,7 @@ struct replay_version {
     int found;
     enum gov_version_state state;
     struct store_version v; /* strings owned (below) */
-    char *strings[5];
+    char *strings[6];
     int64_t against;      /* the newest approved version but this one; 0: none */
     char *against_limits; /* its limits (JSON), NULL until read */
     int64_t newer;        /* a newer version of the template that is submitted; 0: none */
@@ -242,6 +244,9 @@ static int replays_version_fn(void *userdata, const struct store_version *v)
     for (size_t i = 0; i < 5; i++) {
         rv->strings[i] = strdup(from[i] ? from[i] : "");
     }
+    /* its workspace manifest: each replay builds the workspace it would run with */
+    rv->strings[5] = v->workspace ? strdup(v->workspace) : NULL;
+    rv->v.workspace = rv->strings[5];
     rv->v.template_name = rv->strings[0];
     rv->v.source = rv->strings[1];
     rv->v.language = rv->strings[2];
@@ -272,7 +277,7 @@ static int replays_against_limits_fn(void *userdata, const struct store_version 
 
 static void replays_version_done(struct replay_version *rv)
 {
-    for (size_t i = 0; i < 5; i++) {
+    for (size_t i = 0; i < 6; i++) {
         free(rv->strings[i]);
     }
     free(rv->against_limits);
@@ -391,6 +396,13 @@ static void replays_read_one(struct replays *r, struct replay_one *o, const stru
     struct store *s = readers_take(r->readers);
     struct replay_row rr = { o, v, against_limits, { 0 }, 0, 0 };
     enum store_rc rc = s ? s->ops->run_get(s, o->run, replays_row_fn, &rr) : STORE_ERROR;
+    if (rc == STORE_OK && rr.found && !rr.failed && v->workspace) {
+        /* v's manifest, over the files the run started from (its start tar, if any) */
+        rc = api_run_workspace_plan(s, o->run, o->plan);
+        free(o->plan->workspace_manifest);
+        o->plan->workspace_manifest = strdup(v->workspace);
+        rc = rc == STORE_OK && !o->plan->workspace_manifest ? STORE_ERROR : rc;
+    }
     if (rc == STORE_OK && rr.found && !rr.failed) {
         rc = s->ops->journal_read(s, o->run, 0, replays_entry_fn, o);
     }
@@ -414,6 +426,8 @@ static void replays_one_release(struct replay_one *o)
         al_run_release(o->handle);
         o->handle = NULL;
     }
+    run_workspace_free(o->ws); /* after the run that borrowed it */
+    o->ws = NULL;
     al_result_free(o->result);
     o->result = NULL;
     runs_plan_free(o->plan);
@@ -514,8 +528,15 @@ static void replays_launch(struct replays *r, struct replay_one *o)
         o->done = 1;
         return;
     }
-    struct al_run_opts *opts = al_run_opts_new();
-    enum al_code code = opts ? runs_replay_opts(o->plan, replays_host, o, opts) : AL_INTERNAL_ERROR;
+    enum al_code code =
+            o->plan->workspace_manifest ? run_workspace_new_replay(o->plan, &o->ws, &err) : AL_OK;
+    struct al_run_opts *opts = code == AL_OK ? al_run_opts_new() : NULL;
+    if (code == AL_OK) {
+        code = opts ? runs_replay_opts(o->plan, replays_host, o, opts) : AL_INTERNAL_ERROR;
+    }
+    if (code == AL_OK && o->ws) {
+        code = al_run_opts_set_workspace(opts, run_workspace_of(o->ws));
+    }
     if (code == AL_OK) {
         code = al_run_start(r->runner, opts, replays_done, o, &handle, &err);
     }

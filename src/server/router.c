@@ -35,12 +35,14 @@ struct route {
     /* WRITES only, may be NULL: runs first on the request thread, with no store, for a check the
      * writer must never wait on; when it answers, the job never runs */
     api_check_fn *before;
+    int snapshot; /* its body is a snapshot's tar: up to snapshot_limit_bytes */
 };
 
 /* a row's last members: where its handler runs, and what runs before it */
-#define READS                 0, NULL
-#define WRITES                1, NULL
-#define WRITES_CHECKED(check) 1, check
+#define READS                  0, NULL, 0
+#define WRITES                 1, NULL, 0
+#define WRITES_CHECKED(check)  1, check, 0
+#define WRITES_SNAPSHOT(check) 1, check, 1
 
 #define ADMIN     AUTH_ROLE_ADMIN
 #define READERS   (AUTH_ROLE_ADMIN | AUTH_ROLE_AUDITOR)
@@ -87,6 +89,10 @@ static const struct route routes[] = {
     { "GET",    "/v1/runs/{id}",                     api_runs_get,                { AUTH_RESOURCE, ANY_ROLES }, READS },
     { "POST",   "/v1/runs/{id}/cancel",              api_runs_cancel,             { AUTH_RESOURCE, AUTH_ROLE_AGENT | AUTH_ROLE_APPROVER | ADMIN }, WRITES },
     { "POST",   "/v1/runs/{id}/fork",                api_runs_fork,               { AUTH_RESOURCE, AUTH_ROLE_AGENT }, READS },
+    { "GET",    "/v1/runs/{id}/files",               api_runs_files,              { AUTH_RESOURCE, ANY_ROLES }, READS },
+    { "GET",    "/v1/runs/{id}/files/{path+}",       api_runs_file,               { AUTH_RESOURCE, ANY_ROLES }, READS },
+    { "GET",    "/v1/runs/{id}/workspace.tar",       api_runs_workspace_tar,      { AUTH_RESOURCE, ANY_ROLES }, READS },
+    { "POST",   "/v1/snapshots",                     api_snapshots_create,        { AUTH_RESOURCE, AUTH_ROLE_AGENT }, WRITES_SNAPSHOT(api_snapshots_create_before) },
     { "GET",    "/v1/approvals",                     api_approvals_list,          { AUTH_ANY_DEPARTMENT, AUTH_ROLE_APPROVER | READERS }, READS },
     { "POST",   "/v1/approvals/{id}/approve",        api_approvals_approve,       { AUTH_RESOURCE, AUTH_ROLE_APPROVER }, WRITES },
     { "POST",   "/v1/approvals/{id}/deny",           api_approvals_deny,          { AUTH_RESOURCE, AUTH_ROLE_APPROVER }, WRITES },
@@ -115,15 +121,17 @@ static const struct route routes[] = {
 
 struct router_path {
     size_t n;
+    int more; /* segments beyond the first SEGMENTS_MAX: only a {name+} pattern takes them */
     const char *seg[SEGMENTS_MAX];
     size_t len[SEGMENTS_MAX];
 };
 
-/* Splits "/a/b/c" into segments ("/" into none); -1 for too many, an empty segment or a
- * trailing slash. */
+/* Splits "/a/b/c" into segments ("/" into none), the first SEGMENTS_MAX of them kept; -1 for
+ * an empty segment or a trailing slash. */
 static int router_split(const char *path, struct router_path *ret)
 {
     ret->n = 0;
+    ret->more = 0;
     if (path[0] != '/') {
         return -1;
     }
@@ -134,12 +142,16 @@ static int router_split(const char *path, struct router_path *ret)
     while (1) {
         const char *slash = strchr(p, '/');
         size_t len = slash ? (size_t)(slash - p) : strlen(p);
-        if (len == 0 || ret->n == SEGMENTS_MAX) {
+        if (len == 0) {
             return -1;
         }
-        ret->seg[ret->n] = p;
-        ret->len[ret->n] = len;
-        ret->n++;
+        if (ret->n < SEGMENTS_MAX) {
+            ret->seg[ret->n] = p;
+            ret->len[ret->n] = len;
+            ret->n++;
+        } else {
+            ret->more = 1;
+        }
         if (!slash) {
             return 0;
         }
@@ -147,12 +159,24 @@ static int router_split(const char *path, struct router_path *ret)
     }
 }
 
+/* A pattern's last segment {name+}: it takes the rest of the path, slashes included (a file's
+ * path below a run: GET /v1/runs/{id}/files/{path+}). */
+static int router_is_tail(const struct router_path *pat, size_t i)
+{
+    return i + 1 == pat->n && pat->len[i] > 3 && pat->seg[i][pat->len[i] - 2] == '+';
+}
+
 /* 1 when the request path fits the pattern; the {name} values go to ctx (0 and ctx untouched
- * otherwise). A parameter value longer than a name is a match that no handler will find. */
+ * otherwise). A parameter value longer than a name is a match that no handler will find; a
+ * {name+} value is ctx->tail instead, borrowed from the request's path. */
 static int router_match(const struct router_path *req, const char *pattern, struct api_ctx *ctx)
 {
     struct router_path pat;
-    if (router_split(pattern, &pat) != 0 || pat.n != req->n) {
+    if (router_split(pattern, &pat) != 0) {
+        return 0;
+    }
+    int tail = pat.n > 0 && router_is_tail(&pat, pat.n - 1);
+    if (tail ? req->n < pat.n : (pat.n != req->n || req->more)) {
         return 0;
     }
     size_t nparams = 0;
@@ -167,8 +191,9 @@ static int router_match(const struct router_path *req, const char *pattern, stru
     if (!ctx) {
         return 1;
     }
+    ctx->tail = tail ? req->seg[pat.n - 1] : NULL;
     for (size_t i = 0; i < pat.n && nparams < API_PARAMS_MAX; i++) {
-        if (pat.seg[i][0] != '{') {
+        if (pat.seg[i][0] != '{' || router_is_tail(&pat, i)) {
             continue;
         }
         struct api_param *prm = &ctx->params[nparams++];
@@ -330,7 +355,13 @@ void router_admit(void *userdata, struct http_request *req, struct http_response
     rq->router = r;
     router_ctx(rq, req, resp, NULL, NULL);
     rq->route = router_route(req, resp, &rq->ctx);
-    int too_large = req->has_content_length && req->content_length > r->body_limit_bytes;
+    size_t cap = rq->route && rq->route->snapshot && r->snapshot_limit_bytes
+                         ? r->snapshot_limit_bytes
+                         : r->body_limit_bytes;
+    if (cap != r->body_limit_bytes) {
+        req->body_limit_bytes = cap; /* http.c reads the body up to it */
+    }
+    int too_large = req->has_content_length && req->content_length > cap;
     if ((!rq->route || rq->route->rule.scope == AUTH_PUBLIC || too_large) &&
         router_limited(r, req, resp, NULL)) {
         return;

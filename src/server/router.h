@@ -31,6 +31,8 @@ struct router {
     /* requests refused for their key (401), by client address; NULL: `limit` */
     struct ratelimit *unauth_limit;
     size_t body_limit_bytes; /* a declared body past this is refused before it is read */
+    /* ... but for the routes whose body is a snapshot's tar (POST /v1/snapshots); 0: the same */
+    size_t snapshot_limit_bytes;
     /* The key that seals connector secrets (secretbox.h), 32 bytes; NULL: connectors cannot be
      * registered (500). */
     const unsigned char *secret_key;

@@ -45,6 +45,7 @@
 #include "metrics.h"
 #include "nodes.h"
 #include "readers.h"
+#include "run_workspace.h"
 #include "writer.h"
 
 #define RUNS_DETAILS_MAX ((size_t)96 << 20)
@@ -100,6 +101,12 @@ struct srun {
     int waiter_revoked;                 /* the writer found its key revoked at the end's record */
     struct al_result *result;           /* set by the done callback */
     char start_error[RUNS_MESSAGE_MAX]; /* the runner refused the start: no result */
+    enum al_code start_code;            /* ... and its code; AL_OK reads as INTERNAL_ERROR */
+    /* its workspace (NULL: none), built for this execution; a completed run's commit of its
+     * writable mounts failed with finish_code (AL_OK: it did not) and finish_error */
+    struct run_workspace *ws;
+    enum al_code finish_code;
+    char finish_error[RUNS_MESSAGE_MAX];
     atomic_int refs;
     atomic_int cancelled;
     char cancel_why[RUNS_MESSAGE_MAX]; /* written before cancelled is set */
@@ -164,7 +171,8 @@ struct runs {
     struct runs_share *departments;
     struct runs_share *served; /* the department whose run started last */
     struct srun *ending;       /* cancelled while waiting: to end (runs_end_cancelled) */
-    struct readers *readers;   /* runs_watch_keys: the key watch's thread and its stop */
+    const struct mounts_roots *mount_roots; /* runs_set_mount_roots */
+    struct readers *readers; /* runs_watch_keys: the key watch's thread and its stop */
     pthread_t watch_thread;
     pthread_cond_t watch_cond;
     int watching;
@@ -222,6 +230,12 @@ void runs_plan_free(struct runs_plan *plan)
         free(plan->decided[i].comment);
     }
     free(plan->decided);
+    free(plan->workspace_manifest);
+    free(plan->workspace_tar);
+    for (size_t i = 0; i < plan->nmounts; i++) {
+        mounts_mount_done(&plan->mounts[i]);
+    }
+    free(plan->mounts);
     free(plan);
 }
 
@@ -371,6 +385,7 @@ static void srun_unref(struct srun *sr)
     if (sr->handle) {
         al_run_release(sr->handle);
     }
+    run_workspace_free(sr->ws); /* after the run that borrowed it */
     runs_plan_free(sr->plan);
     free(sr);
 }
@@ -417,6 +432,11 @@ static struct runs_call *runs_call_of(struct srun *sr, uint32_t seq)
 static void runs_event(const struct al_event *ev, void *userdata)
 {
     struct srun *sr = userdata;
+    if (ev->kind == AL_EVENT_CALL_START && strncmp(ev->function, "workspace.", 10) == 0) {
+        /* a file operation: its run.file record says it (run_workspace.c), without the bytes
+         * its arguments or answer carry */
+        return;
+    }
     if (ev->kind == AL_EVENT_CALL_START) {
         if (sr->ncalls == sr->calls_cap) {
             size_t cap = sr->calls_cap ? 2 * sr->calls_cap : 8;
@@ -858,6 +878,30 @@ static enum al_journal_verdict runs_journal(const struct al_journal_entry *entry
 static enum store_rc runs_end_fn(struct writer_tx *tx, void *arg);
 static void runs_end_done(void *arg, enum store_rc rc);
 
+static void runs_submit_end(struct srun *sr)
+{
+    sr->end.fn = runs_end_fn;
+    sr->end.done = runs_end_done;
+    sr->end.arg = sr;
+    writer_submit(sr->owner->writer, &sr->end);
+}
+
+/* A completed run's workspace: its writable mounts committed (network) on a thread of its own,
+ * before its end is recorded and answered; a failure fails the run. */
+static void *runs_finish_thread(void *arg)
+{
+    struct srun *sr = arg;
+    struct al_error err;
+    memset(&err, 0, sizeof err);
+    sr->finish_code = run_workspace_finish(sr->ws, &err);
+    if (sr->finish_code != AL_OK) {
+        snprintf(sr->finish_error, sizeof sr->finish_error, "%s",
+                 err.message[0] ? err.message : al_code_name(sr->finish_code));
+    }
+    runs_submit_end(sr);
+    return NULL;
+}
+
 /* The runner's end of a run (also called with NULL run and result when it never started):
  * hands it to the writer; result is set under the lock that cancel reads the run under. */
 static void runs_done(struct al_run *run, struct al_result *result, void *userdata)
@@ -870,10 +914,20 @@ static void runs_done(struct al_run *run, struct al_result *result, void *userda
     pthread_mutex_lock(&r->lock);
     sr->result = result;
     pthread_mutex_unlock(&r->lock);
-    sr->end.fn = runs_end_fn;
-    sr->end.done = runs_end_done;
-    sr->end.arg = sr;
-    writer_submit(r->writer, &sr->end);
+    if (sr->ws && result && al_result_status(result) == AL_STATUS_COMPLETED &&
+        !atomic_load(&sr->cancelled)) {
+        pthread_t t;
+        pthread_attr_t attr;
+        int started = pthread_attr_init(&attr) == 0;
+        started = started && pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
+                  pthread_create(&t, &attr, runs_finish_thread, sr) == 0;
+        pthread_attr_destroy(&attr);
+        if (!started) {
+            runs_finish_thread(sr); /* here, then: late rather than never */
+        }
+        return;
+    }
+    runs_submit_end(sr);
 }
 
 /* ---------------------------------------------------------------- the writer */
@@ -991,8 +1045,13 @@ static int runs_outcome(struct srun *sr, struct buf *outcome, struct buf *audit,
                        strlen(sr->cancel_why), "", 0);
     } else if (!res) {
         state = GOV_RUN_FAILED;
-        runs_put_error(&error, al_code_name(AL_INTERNAL_ERROR), "", 0, sr->start_error,
-                       strlen(sr->start_error), "", 0);
+        runs_put_error(&error, al_code_name(sr->start_code ? sr->start_code : AL_INTERNAL_ERROR),
+                       "", 0, sr->start_error, strlen(sr->start_error), "", 0);
+    } else if (st == AL_STATUS_COMPLETED && sr->finish_code != AL_OK) {
+        /* its writable mounts could not be written: nothing of it is kept */
+        state = GOV_RUN_FAILED;
+        runs_put_error(&error, al_code_name(sr->finish_code), "", 0, sr->finish_error,
+                       strlen(sr->finish_error), "", 0);
     } else if (st == AL_STATUS_COMPLETED) {
         size_t vlen;
         const char *v = al_result_value(res, &vlen);
@@ -1169,6 +1228,9 @@ static enum store_rc runs_record(struct store *s, struct srun *sr)
 
     for (size_t i = 0; i < sr->ncalls && rc == STORE_OK; i++) {
         rc = runs_record_call(s, sr, &sr->calls[i], &d);
+    }
+    if (rc == STORE_OK && sr->ws) {
+        rc = run_workspace_record(s, sr->ws, plan, &d);
     }
 
     enum gov_run_state state = GOV_RUN_FAILED;
@@ -2113,6 +2175,9 @@ static enum al_code runs_opts(struct srun *sr, const char *continuation,
                        : AL_INTERNAL_ERROR;
         buf_done(&rj);
     }
+    if (code == AL_OK && sr->ws) {
+        code = al_run_opts_set_workspace(opts, run_workspace_of(sr->ws));
+    }
     if (code == AL_OK) {
         al_run_opts_set_userdata(opts, sr);
         al_run_opts_set_event_callback(opts, runs_event, sr);
@@ -2191,15 +2256,21 @@ static int runs_go(struct runs *r, struct srun *sr, const char *continuation,
         runs_done(NULL, NULL, sr);
         return -1;
     }
-    struct al_run_opts *opts = al_run_opts_new();
+    /* every execution builds its workspace again from the plan: a replayed write lands again */
     enum al_code code =
-            opts ? runs_opts(sr, continuation, resolutions, nresolutions, opts) : AL_INTERNAL_ERROR;
+            sr->plan->workspace_manifest ? run_workspace_new(sr->plan, &sr->ws, &err) : AL_OK;
+    struct al_run_opts *opts = code == AL_OK ? al_run_opts_new() : NULL;
+    if (code == AL_OK) {
+        code = opts ? runs_opts(sr, continuation, resolutions, nresolutions, opts)
+                    : AL_INTERNAL_ERROR;
+    }
     struct al_run *handle = NULL;
     if (code == AL_OK) {
         code = al_run_start(r->runner, opts, runs_done, sr, &handle, &err);
     }
     al_run_opts_free(opts);
     if (code != AL_OK) {
+        sr->start_code = sr->ws || !sr->plan->workspace_manifest ? AL_INTERNAL_ERROR : code;
         snprintf(sr->start_error, sizeof sr->start_error, "the run could not start: %s",
                  err.message[0] ? err.message : al_code_name(code));
         atomic_fetch_sub(&sr->refs, 1);
@@ -2328,6 +2399,16 @@ int runs_busy(struct runs *r)
     int busy = r->draining || r->nactive + r->nstarting >= r->capacity;
     pthread_mutex_unlock(&r->lock);
     return busy;
+}
+
+void runs_set_mount_roots(struct runs *r, const struct mounts_roots *roots)
+{
+    r->mount_roots = roots;
+}
+
+const struct mounts_roots *runs_mount_roots(const struct runs *r)
+{
+    return r->mount_roots;
 }
 
 const char *runs_node(const struct runs *r)

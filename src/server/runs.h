@@ -22,6 +22,7 @@
 #include "auth.h"
 #include "buf.h"
 #include "http.h"
+#include "mounts.h"
 #include "store.h"
 #include "writer.h"
 
@@ -85,6 +86,16 @@ struct runs_plan {
     /* A fork (POST /v1/runs/{id}/fork): the call it goes live from, 0 for other runs. A fork
      * that diverges from its journal answers its waiting client 409 CONFLICT. */
     int64_t fork_at_call;
+    /* Its workspace (docs/server.md "Workspaces"), NULL when it has none: the manifest (JSON)
+     * and the tar that replaces its inline entries (NULL, 0: none), as every execution of the
+     * run builds it again - a resume and a recovery from its journal see the same files. */
+    char *workspace_manifest;
+    char *workspace_tar;
+    size_t workspace_tar_len;
+    /* the mounts its manifest names, looked up when it was planned: a local one's path, an S3
+     * one's bucket and credentials (its secret opened: for this process's use only) */
+    size_t nmounts;
+    struct mounts_mount *mounts;
 };
 
 /* A sensitive call's decision, from its host_call approval: the guest's call `call` to
@@ -231,6 +242,11 @@ struct runs_start {
 void runs_submit(struct runs *r, const struct runs_start *start);
 
 struct readers;
+/* The config's mounts.local_roots (borrowed; NULL: none), for the plans of runs resumed here
+ * (api_run_resume) to look their mounts up with. Before the first run. */
+void runs_set_mount_roots(struct runs *r, const struct mounts_roots *roots);
+const struct mounts_roots *runs_mount_roots(const struct runs *r);
+
 /* Starts the thread that looks, twice a second, at the key of every client waiting for a run
  * here (one read per waiting client on `readers`; none while nobody waits): a client whose key
  * was revoked, on any node, is answered 401 UNAUTHENTICATED with an auth.denied record, and the

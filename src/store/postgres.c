@@ -42,6 +42,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libpq-fe.h>
+#include <limits.h>
 #include <openssl/crypto.h>
 #include <poll.h>
 #include <stdio.h>
@@ -495,6 +496,25 @@ static enum store_rc pg_audit_close(struct sql_store *q, int own, enum store_rc 
 
 #define PG_JOURNAL_ROWS  1000 /* rows per INSERT: 9 parameters each, PostgreSQL takes 65535 */
 #define PG_JOURNAL_BYTES (16u << 20) /* and answers per INSERT (a message is at most 1 GiB) */
+
+/* sql.h's blob_insert: the bytes bound in binary (bytea), in place. */
+static enum store_rc pg_blob_insert(struct sql_store *q, const char *sha256, const void *bytes,
+                                    size_t len)
+{
+    static const char sql[] = "INSERT INTO workspace_blobs(sha256, bytes) VALUES ($1, $2) ON "
+                              "CONFLICT DO NOTHING";
+    struct pg_store *st = pg_of(&q->base);
+    PGresult *res = NULL;
+    if (len > INT_MAX) {
+        snprintf(q->errmsg, sizeof q->errmsg, "postgres: a workspace blob of %zu bytes", len);
+        return STORE_ERROR;
+    }
+    const char *values[] = { sha256, len ? (const char *)bytes : "" };
+    const int lengths[] = { -1, (int)len };
+    enum store_rc rc = pg_query_params(st, sql, 2, values, lengths, 1, &res);
+    PQclear(res);
+    return rc;
+}
 
 /* sql.h's journal_insert: one INSERT of the batch's answers (each once, bytea bound in binary)
  * and one of its rows, each a round trip, in statements made for the batch's size (run
@@ -977,6 +997,7 @@ static const struct sql_backend pg_sql = {
     .audit_open = pg_audit_open,
     .audit_close = pg_audit_close,
     .journal_insert = pg_journal_insert,
+    .blob_insert = pg_blob_insert,
     .run_set_status = "UPDATE runs SET status = $1, outcome = COALESCE($2, outcome), updated = $3 "
                       "WHERE id = $4 AND status = ANY (string_to_array($5::text, '|'))",
     .run_take_continuation = "SELECT continuation FROM runs WHERE id = $1 AND continuation IS NOT "

@@ -1727,3 +1727,150 @@ enum store_rc sql_replay_get(struct store *s, const char *template_name, int64_t
                     "version_replays WHERE template = $1 AND version = CAST($2 AS BIGINT)",
                     2, args, 1, sql_replay_each, (void *)fn, userdata);
 }
+
+/* ---------------------------------------------------------------- workspaces (0015) */
+
+enum store_rc sql_blob_put(struct store *s, const void *bytes, size_t len, char ret_sha256[65])
+{
+    struct sql_store *q = sql_of(s);
+    char hash[65];
+    if (sql_sha256_hex(bytes, len, hash) != 0) {
+        snprintf(q->errmsg, sizeof q->errmsg, "%s: workspace blob: SHA-256 failed", s->ops->name);
+        return STORE_ERROR;
+    }
+    enum store_rc rc = q->db->blob_insert(q, hash, bytes, len);
+    if (rc == STORE_OK) {
+        memcpy(ret_sha256, hash, sizeof hash);
+    }
+    return rc;
+}
+
+struct sql_blob_walk {
+    store_blob_fn *fn;
+    void *userdata;
+    enum store_rc rc;
+    struct sql_store *q;
+};
+
+static int sql_blob_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct sql_blob_walk *w = userdata;
+    char hash[65];
+    size_t len = 0;
+    (void)fn;
+    const unsigned char *bytes = r->blob(r, 1, &len);
+    const char *stored = col(r, 0);
+    if (!bytes || !stored || sql_sha256_hex(bytes, len, hash) != 0 || strcmp(hash, stored) != 0) {
+        snprintf(w->q->errmsg, sizeof w->q->errmsg, "%s: workspace blob %.64s %s",
+                 w->q->base.ops->name, stored ? stored : "?",
+                 bytes ? "does not match its SHA-256" : "cannot be read (out of memory)");
+        w->rc = STORE_ERROR;
+        return 1;
+    }
+    w->fn(w->userdata, bytes, len);
+    return 1;
+}
+
+enum store_rc sql_blob_get(struct store *s, const char *sha256, store_blob_fn *fn, void *userdata)
+{
+    struct sql_blob_walk w = { fn, userdata, STORE_OK, sql_of(s) };
+    enum store_rc rc = sql_walk(s, "SELECT sha256, bytes FROM workspace_blobs WHERE sha256 = $1", 1,
+                                &sha256, 1, sql_blob_each, NULL, &w);
+    return rc == STORE_OK ? w.rc : rc;
+}
+
+enum store_rc sql_snapshot_create(struct store *s, const struct store_snapshot *snap)
+{
+    char bytes[24];
+    snprintf(bytes, sizeof bytes, "%" PRId64, snap->bytes);
+    const char *args[] = { snap->id,     snap->principal, snap->department,
+                           snap->sha256, bytes,           snap->created };
+    return sql_insert(sql_of(s),
+                      "INSERT INTO snapshots(id, principal, department, sha256, bytes, created) "
+                      "VALUES ($1, $2, $3, $4, CAST($5 AS BIGINT), $6) ON CONFLICT DO NOTHING",
+                      6, args);
+}
+
+static int sql_snapshot_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct store_snapshot v = { col(r, 0), col(r, 1), col(r, 2), col(r, 3), num(r, 4), col(r, 5) };
+    return ((store_snapshot_fn *)fn)(userdata, &v);
+}
+
+enum store_rc sql_snapshot_get(struct store *s, const char *id, store_snapshot_fn *fn,
+                               void *userdata)
+{
+    return sql_walk(s,
+                    "SELECT id, principal, department, sha256, bytes, created FROM snapshots "
+                    "WHERE id = $1",
+                    1, &id, 1, sql_snapshot_each, (void *)fn, userdata);
+}
+
+enum store_rc sql_run_workspace_create(struct store *s, const struct store_run_workspace *w)
+{
+    const char *args[] = { w->run, w->manifest_sha256, w->start_sha256 };
+    return sql_insert(sql_of(s),
+                      "INSERT INTO run_workspaces(run, manifest_sha256, start_sha256) VALUES ($1, "
+                      "$2, $3) ON CONFLICT DO NOTHING",
+                      3, args);
+}
+
+static int sql_run_workspace_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct store_run_workspace v = { col(r, 0), col(r, 1), col(r, 2), col(r, 3) };
+    return ((store_run_workspace_fn *)fn)(userdata, &v);
+}
+
+enum store_rc sql_run_workspace_get(struct store *s, const char *run, store_run_workspace_fn *fn,
+                                    void *userdata)
+{
+    return sql_walk(s,
+                    "SELECT run, manifest_sha256, start_sha256, end_sha256 FROM run_workspaces "
+                    "WHERE run = $1",
+                    1, &run, 1, sql_run_workspace_each, (void *)fn, userdata);
+}
+
+enum store_rc sql_run_workspace_end(struct store *s, const char *run, const char *end_sha256,
+                                    const struct store_run_file *files, size_t n)
+{
+    struct sql_store *q = sql_of(s);
+    const char *args[] = { end_sha256, run };
+    enum store_rc rc =
+            sql_change(q, "UPDATE run_workspaces SET end_sha256 = $1 WHERE run = $2", 2, args);
+    if (rc == STORE_OK) {
+        rc = sql_exec(s, "DELETE FROM run_files WHERE run = $1", 1, &run);
+    }
+    for (size_t i = 0; i < n && rc == STORE_OK; i++) {
+        char size[24];
+        snprintf(size, sizeof size, "%" PRId64, files[i].size);
+        const char *fargs[] = { run,         files[i].path, size, files[i].sha256, files[i].mount,
+                                files[i].key };
+        rc = sql_insert(q,
+                        "INSERT INTO run_files(run, path, size, sha256, mount, key) VALUES ($1, "
+                        "$2, CAST($3 AS BIGINT), $4, $5, $6) ON CONFLICT DO NOTHING",
+                        6, fargs);
+    }
+    return rc;
+}
+
+static int sql_run_file_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct store_run_file v = { col(r, 0), col(r, 1), num(r, 2), col(r, 3), col(r, 4), col(r, 5) };
+    return ((store_run_file_fn *)fn)(userdata, &v);
+}
+
+enum store_rc sql_run_file_list(struct store *s, const char *run, const char *path,
+                                store_run_file_fn *fn, void *userdata)
+{
+    const char *args[] = { run, path };
+    if (path) {
+        return sql_walk(s,
+                        "SELECT run, path, size, sha256, mount, key FROM run_files WHERE run = $1 "
+                        "AND path = $2",
+                        2, args, 1, sql_run_file_each, (void *)fn, userdata);
+    }
+    return sql_walk(s,
+                    "SELECT run, path, size, sha256, mount, key FROM run_files WHERE run = $1 "
+                    "ORDER BY path",
+                    1, args, 0, sql_run_file_each, (void *)fn, userdata);
+}

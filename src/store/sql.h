@@ -72,6 +72,10 @@ struct sql_backend {
     enum store_rc (*journal_insert)(struct sql_store *q, const char *run,
                                     const struct store_journal_entry *entries,
                                     const char (*hashes)[65], size_t n, int64_t *ret_inserted);
+    /* Keeps bytes[0..len) in workspace_blobs under `sha256` (their hex SHA-256), unless a blob
+     * has that hash already (ON CONFLICT DO NOTHING). */
+    enum store_rc (*blob_insert)(struct sql_store *q, const char *sha256, const void *bytes,
+                                 size_t len);
 
     /* The dialect's own statements, for operations that are otherwise the same. */
     /* $1 status, $2 outcome (NULL: keep), $3 now, $4 id, $5 the statuses moved from, "a|b" */
@@ -146,7 +150,9 @@ enum store_rc sql_audit_chain_legacy(struct sql_store *q);
     X(execution_get) X(run_lock_on_node) X(audit_take_appended) X(journal_append)                  \
     X(journal_read) X(journal_copy_prefix) X(run_set_origin) X(run_add_recovered)         \
     X(run_set_fork) X(approval_answer) X(replay_put) X(replay_get) X(mount_create)        \
-    X(mount_get) X(mount_list) X(mount_delete) X(version_list_with_workspace)
+    X(mount_get) X(mount_list) X(mount_delete) X(version_list_with_workspace) X(blob_get)        \
+    X(snapshot_create) X(snapshot_get) X(run_workspace_create) X(run_workspace_get)              \
+    X(run_workspace_end) X(run_file_list) X(blob_put)
 #define SQL_OP_DECLARE(m) extern __typeof__(*((struct store_ops *)0)->m) sql_##m;
 #define SQL_OP_MEMBER(m)  .m = sql_##m,
 /* clang-format on */

@@ -16,6 +16,7 @@
  * the database). This file never logs: errors go to errmsg for the caller.
  */
 #include <inttypes.h>
+#include <limits.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -451,6 +452,31 @@ static enum store_rc sqlite_audit_close(struct sql_store *q, int scope, enum sto
 
 /* ---------------------------------------------------------------- the journal */
 
+/* sql.h's blob_insert: the bytes bound as a blob, in place. */
+static enum store_rc sqlite_blob_insert(struct sql_store *q, const char *sha256, const void *bytes,
+                                        size_t len)
+{
+    static const char sql[] = "INSERT INTO workspace_blobs(sha256, bytes) VALUES ($1, $2) ON "
+                              "CONFLICT DO NOTHING";
+    struct sqlite_store *st = sqlite_of(&q->base);
+    sqlite3_stmt *stmt = NULL;
+    if (len > INT_MAX) {
+        snprintf(q->errmsg, sizeof q->errmsg, "sqlite: a workspace blob of %zu bytes", len);
+        return STORE_ERROR;
+    }
+    enum store_rc rc = sqlite_prepare(st, sql, 1, &sha256, &stmt);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    if (sqlite3_bind_blob(stmt, sqlite3_bind_parameter_index(stmt, "$2"), len ? bytes : "",
+                          (int)len, SQLITE_STATIC) != SQLITE_OK ||
+        sqlite3_step(stmt) != SQLITE_DONE) {
+        rc = sqlite_fail(st, "workspace blob");
+    }
+    sqlite_release(st, stmt);
+    return rc;
+}
+
 /* sql.h's journal_insert: one row at a time through two kept statements (a round trip costs
  * nothing here); each answer's bytes bound as a blob, in place. */
 static enum store_rc sqlite_journal_insert(struct sql_store *q, const char *run,
@@ -586,6 +612,7 @@ static const struct sql_backend sqlite_sql = {
     .audit_open = sqlite_audit_open,
     .audit_close = sqlite_audit_close,
     .journal_insert = sqlite_journal_insert,
+    .blob_insert = sqlite_blob_insert,
     .run_set_status = "UPDATE runs SET status = $1, outcome = COALESCE($2, outcome), updated = $3 "
                       "WHERE id = $4 AND instr('|' || $5 || '|', '|' || status || '|') > 0",
     .run_take_continuation = "SELECT continuation FROM runs WHERE id = $1 AND continuation IS NOT "

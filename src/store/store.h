@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_OPS_VERSION 14
+#define STORE_OPS_VERSION 15
 #define STORE_NAME_MAX    64
 #define STORE_HASH_LEN    32 /* SHA-256 of an API key */
 #define STORE_ERRMSG_MAX  256
@@ -305,6 +305,42 @@ struct store_replay {
     const char *created; /* set by the store on replay_put; ignored there */
 };
 typedef int store_replay_fn(void *userdata, const struct store_replay *r);
+
+/* Workspaces on runs (0015_workspaces, docs/server.md "Workspaces"). Bytes are kept once under
+ * the hex SHA-256 of them (64 lowercase hex digits) in workspace_blobs. */
+typedef int store_blob_fn(void *userdata, const unsigned char *bytes, size_t len);
+
+/* An uploaded workspace tar (POST /v1/snapshots): its owner may start runs of its department
+ * from it. */
+struct store_snapshot {
+    const char *id; /* "snap_" + 32 hex */
+    const char *principal;
+    const char *department;
+    const char *sha256; /* of the tar, a blob */
+    int64_t bytes;
+    const char *created;
+};
+typedef int store_snapshot_fn(void *userdata, const struct store_snapshot *s);
+
+/* What a run with a workspace rebuilds it from, and what it left. */
+struct store_run_workspace {
+    const char *run;
+    const char *manifest_sha256; /* the manifest (JSON) it runs with, a blob */
+    const char *start_sha256;    /* the tar replacing the manifest's inline entries; NULL: none */
+    const char *end_sha256;      /* its workspace at its end, a tar; NULL until it completed */
+};
+typedef int store_run_workspace_fn(void *userdata, const struct store_run_workspace *w);
+
+/* One of a run's outputs: a file under its manifest's outputs at its end. */
+struct store_run_file {
+    const char *run;
+    const char *path; /* relative to the workspace's root */
+    int64_t size;
+    const char *sha256; /* of its bytes, a blob */
+    const char *mount;  /* the mount it was written back to; NULL when none */
+    const char *key;    /* ... and its object key there */
+};
+typedef int store_run_file_fn(void *userdata, const struct store_run_file *f);
 
 /* Wake-ups between nodes (since version 6): the channels a node listens on, each payload a run's
  * id. A notification is a hint, never a record: it is lost when no listener is connected, so a
@@ -648,6 +684,35 @@ struct store_ops {
      * template and number (what may name a mount of the department). */
     enum store_rc (*version_list_with_workspace)(struct store *s, const char *department,
                                                  store_version_fn *fn, void *userdata);
+
+    /* Since version 15 (0015_workspaces): workspaces on runs. */
+    /* Keeps bytes[0..len) as a blob, unless one with their SHA-256 is kept already; ret_sha256
+     * gets the hex SHA-256 (64 digits and a NUL). */
+    enum store_rc (*blob_put)(struct store *s, const void *bytes, size_t len, char ret_sha256[65]);
+    /* The bytes of blob `sha256`: fn sees them once (borrowed for the call). NOT_FOUND when no
+     * such blob; STORE_ERROR when the bytes kept no longer match their SHA-256. */
+    enum store_rc (*blob_get)(struct store *s, const char *sha256, store_blob_fn *fn,
+                              void *userdata);
+    /* A new snapshot (its blob kept already). CONFLICT when the id is taken. */
+    enum store_rc (*snapshot_create)(struct store *s, const struct store_snapshot *snap);
+    /* Snapshot `id`: fn sees it once; NOT_FOUND when there is none. */
+    enum store_rc (*snapshot_get)(struct store *s, const char *id, store_snapshot_fn *fn,
+                                  void *userdata);
+    /* Records the workspace of run `w->run` (its manifest's and start tar's blobs kept already;
+     * end_sha256 ignored). CONFLICT when the run has one. */
+    enum store_rc (*run_workspace_create)(struct store *s, const struct store_run_workspace *w);
+    /* Run `run`'s workspace: fn sees it once; NOT_FOUND when it has none. */
+    enum store_rc (*run_workspace_get)(struct store *s, const char *run, store_run_workspace_fn *fn,
+                                       void *userdata);
+    /* Keeps `end_sha256` (a blob) as run `run`'s workspace at its end and its outputs
+     * files[0..n) (their blobs kept already), in place of what it had. NOT_FOUND when the run
+     * has no workspace. */
+    enum store_rc (*run_workspace_end)(struct store *s, const char *run, const char *end_sha256,
+                                       const struct store_run_file *files, size_t n);
+    /* Run `run`'s outputs in path order (bytewise); none for a run without. With `path` not
+     * NULL only that file (NOT_FOUND when the run has no such output). */
+    enum store_rc (*run_file_list)(struct store *s, const char *run, const char *path,
+                                   store_run_file_fn *fn, void *userdata);
 };
 
 /* Every backend's handle starts with this. */

@@ -37,7 +37,10 @@ def document():
         _routes = []
         for path in _doc["paths"]:
             params = len(re.findall(r"\{[^}]+\}", path))
-            rx = "^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(path)) + "$"
+            # {name+} takes the rest of the path, slashes included (a run's file)
+            rx = "^" + "".join(".+" if part.endswith("+}") else "[^/]+" if part.startswith("{")
+                               else re.escape(part)
+                               for part in re.split(r"(\{[^}]+\})", path)) + "$"
             _routes.append((params, path, re.compile(rx)))
         _routes.sort(key=lambda r: r[0])
     return _doc

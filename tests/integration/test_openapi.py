@@ -51,6 +51,8 @@ CONTRACT = PUBLIC | {
     ("POST", "/v1/runs"), ("GET", "/v1/runs"), ("GET", "/v1/runs/{id}"),
     ("POST", "/v1/runs/{id}/cancel"),
     ("POST", "/v1/runs/{id}/fork"),
+    ("GET", "/v1/runs/{id}/files"), ("GET", "/v1/runs/{id}/files/{path+}"),
+    ("GET", "/v1/runs/{id}/workspace.tar"), ("POST", "/v1/snapshots"),
     ("GET", "/v1/approvals"), ("POST", "/v1/approvals/{id}/approve"),
     ("POST", "/v1/approvals/{id}/deny"), ("POST", "/v1/approvals/{id}/answer"),
     ("GET", "/v1/audit"), ("GET", "/v1/audit/export"), ("GET", "/v1/audit/verify"),
@@ -155,7 +157,10 @@ def t_document_structure(tmp):
         check(any(s.startswith("2") for s in responses), what + ": no success response")
         if "requestBody" in op:
             rb = openapi_check.resolve(op["requestBody"])
-            check("application/json" in rb.get("content", {}), what + ": body not JSON")
+            # a snapshot's body is the tar itself (docs/server.md "Workspaces")
+            want = "application/x-tar" if (method, path) == ("POST", "/v1/snapshots") \
+                else "application/json"
+            check(want in rb.get("content", {}), what + ": body not " + want)
         # security: the public routes say so, every other one needs the bearer key
         if (method, path) in PUBLIC:
             check(op.get("security") == [], what + ": a public route must have security []")

@@ -792,6 +792,13 @@ EXPECT = {
     # a fork: an agent of the run's department; to an agent elsewhere that may not see the run,
     # it is not there (404)
     ("POST", "/v1/runs/{id}/fork"): ("dept", {"agent"}, set()),
+    # a run's workspace (docs/server.md "Workspaces"): whoever sees the run; the probes' runs
+    # have none (404 once allowed)
+    ("GET", "/v1/runs/{id}/files"): ("dept", set(ROLES), set()),
+    ("GET", "/v1/runs/{id}/files/{path+}"): ("dept", set(ROLES), set()),
+    ("GET", "/v1/runs/{id}/workspace.tar"): ("dept", set(ROLES), set()),
+    # an agent of the department its query names; the probe's body is no tar (400 once allowed)
+    ("POST", "/v1/snapshots"): ("dept", {"agent"}, set()),
     ("GET", "/v1/approvals"): {"approver", "auditor", "admin"},
     ("POST", "/v1/approvals/{id}/approve"): ("dept", {"approver"}, set()),
     ("POST", "/v1/approvals/{id}/deny"): ("dept", {"approver"}, set()),
@@ -843,7 +850,9 @@ def probe(method, path, where):
                 .replace("/ui/pages/{asset}", "/ui/pages/approvals.js")
                 .replace("{asset}", "app.js")
                 .replace("{prefix}", "000000000000").replace("{c}", "c_" + dept)
-                .replace("{m}", "ghost-mount"))
+                .replace("{m}", "ghost-mount").replace("{path+}", "out/report.md"))
+    if path == "/v1/snapshots":
+        concrete += "?department=" + dept
     # templates made by probe_setup: tpl-own and tpl-other, v1 approved, v2 a draft; every
     # state change below is then a wrong state (409) once allowed
     concrete = concrete.replace("{t}", "tpl-" + dept).replace(

@@ -2256,6 +2256,143 @@ static void test_store_journal_rollback_drops_rows(void **state)
     assert_int_equal(raw_count(f, "SELECT count(*) FROM journal_blobs"), 1);
 }
 
+/* ---------------------------------------------------------------- workspaces (0015) */
+
+struct blob_got {
+    int n;
+    size_t len;
+    unsigned char bytes[64];
+};
+
+static int blob_collect(void *userdata, const unsigned char *bytes, size_t len)
+{
+    struct blob_got *g = userdata;
+    g->n++;
+    g->len = len;
+    memcpy(g->bytes, bytes, len < sizeof g->bytes ? len : sizeof g->bytes);
+    return 0;
+}
+
+/* Bytes are kept once under their SHA-256, binary and empty ones too, and read back checked. */
+static void test_store_workspace_blobs(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    static const unsigned char bin[] = { 0, 1, 2, 0xff, 0, 'x' };
+    char h1[65];
+    char h2[65];
+    char h3[65];
+    struct blob_got g = { 0 };
+    assert_int_equal(s->ops->blob_put(s, bin, sizeof bin, h1), STORE_OK);
+    assert_int_equal(s->ops->blob_put(s, bin, sizeof bin, h2), STORE_OK);
+    assert_string_equal(h1, h2);
+    assert_int_equal(s->ops->blob_put(s, "", 0, h3), STORE_OK);
+    /* SHA-256 of the empty string */
+    assert_string_equal(h3, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    assert_int_equal(raw_count(f, "SELECT count(*) FROM workspace_blobs"), 2);
+    assert_int_equal(s->ops->blob_get(s, h1, blob_collect, &g), STORE_OK);
+    assert_int_equal(g.n, 1);
+    assert_int_equal(g.len, sizeof bin);
+    assert_memory_equal(g.bytes, bin, sizeof bin);
+    memset(&g, 0, sizeof g);
+    assert_int_equal(s->ops->blob_get(s, h3, blob_collect, &g), STORE_OK);
+    assert_int_equal(g.n, 1);
+    assert_int_equal(g.len, 0);
+    assert_int_equal(s->ops->blob_get(s, "00", blob_collect, &g), STORE_NOT_FOUND);
+    /* bytes changed behind the store's back are refused, never handed out */
+    assert_int_equal(raw_exec(f, 0,
+                              pg_base ? "UPDATE workspace_blobs SET bytes = convert_to('x', "
+                                        "'UTF8') WHERE length(bytes) > 0"
+                                      : "UPDATE workspace_blobs SET bytes = CAST('x' AS BLOB) "
+                                        "WHERE length(bytes) > 0"),
+                     0);
+    memset(&g, 0, sizeof g);
+    assert_int_equal(s->ops->blob_get(s, h1, blob_collect, &g), STORE_ERROR);
+    assert_non_null(strstr(s->ops->errmsg(s), "does not match its SHA-256"));
+    assert_int_equal(g.n, 0);
+}
+
+static int snapshot_copy(void *userdata, const struct store_snapshot *snap)
+{
+    struct store_snapshot *got = userdata;
+    assert_string_equal(snap->id, "snap_1");
+    assert_string_equal(snap->principal, "bob");
+    assert_string_equal(snap->department, "ops");
+    assert_int_equal(snap->bytes, 6);
+    got->bytes = snap->bytes;
+    return 0;
+}
+
+static int run_workspace_seen(void *userdata, const struct store_run_workspace *w)
+{
+    char *got = userdata;
+    snprintf(got, 256, "%s|%s|%s", w->manifest_sha256, w->start_sha256 ? w->start_sha256 : "-",
+             w->end_sha256 ? w->end_sha256 : "-");
+    return 0;
+}
+
+static int run_file_seen(void *userdata, const struct store_run_file *file)
+{
+    char *got = userdata;
+    size_t used = strlen(got);
+    snprintf(got + used, 512 - used, "%s:%lld:%s;", file->path, (long long)file->size,
+             file->mount ? file->mount : "-");
+    return 0;
+}
+
+/* A snapshot, a run's workspace and its outputs: kept, read back, the outputs in path order and
+ * replaced whole by the next end. */
+static void test_store_run_workspaces(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    char tar[65];
+    char manifest[65];
+    char file[65];
+    char got[512] = "";
+    struct store_snapshot seen = { 0 };
+    journal_run(s, "run_w");
+    assert_int_equal(s->ops->blob_put(s, "tarbin", 6, tar), STORE_OK);
+    assert_int_equal(s->ops->blob_put(s, "{\"version\":1}", 13, manifest), STORE_OK);
+    assert_int_equal(s->ops->blob_put(s, "report", 6, file), STORE_OK);
+    struct store_snapshot snap = { "snap_1", "bob", "ops", tar, 6, "2026-12-07T00:00:00.000Z" };
+    assert_int_equal(s->ops->snapshot_create(s, &snap), STORE_OK);
+    assert_int_equal(s->ops->snapshot_create(s, &snap), STORE_CONFLICT);
+    assert_int_equal(s->ops->snapshot_get(s, "snap_1", snapshot_copy, &seen), STORE_OK);
+    assert_int_equal(seen.bytes, 6);
+    assert_int_equal(s->ops->snapshot_get(s, "snap_2", snapshot_copy, &seen), STORE_NOT_FOUND);
+
+    assert_int_equal(s->ops->run_workspace_get(s, "run_w", run_workspace_seen, got),
+                     STORE_NOT_FOUND);
+    assert_int_equal(s->ops->run_workspace_end(s, "run_w", tar, NULL, 0), STORE_NOT_FOUND);
+    struct store_run_workspace w = { "run_w", manifest, tar, NULL };
+    assert_int_equal(s->ops->run_workspace_create(s, &w), STORE_OK);
+    assert_int_equal(s->ops->run_workspace_create(s, &w), STORE_CONFLICT);
+    assert_int_equal(s->ops->run_workspace_get(s, "run_w", run_workspace_seen, got), STORE_OK);
+    assert_true(strstr(got, "|-") != NULL); /* no end yet */
+    struct store_run_file files[] = { { "run_w", "out/b.md", 6, file, NULL, NULL },
+                                      { "run_w", "out/A.md", 6, file, "lake", "reports/A.md" },
+                                      { "run_w", "out/a/z.md", 6, file, NULL, NULL } };
+    assert_int_equal(s->ops->run_workspace_end(s, "run_w", tar, files, 3), STORE_OK);
+    got[0] = '\0';
+    assert_int_equal(s->ops->run_workspace_get(s, "run_w", run_workspace_seen, got), STORE_OK);
+    assert_null(strstr(got, "|-"));
+    got[0] = '\0';
+    assert_int_equal(s->ops->run_file_list(s, "run_w", NULL, run_file_seen, got), STORE_OK);
+    /* bytewise: upper case first, "a/" before "b" */
+    assert_string_equal(got, "out/A.md:6:lake;out/a/z.md:6:-;out/b.md:6:-;");
+    got[0] = '\0';
+    assert_int_equal(s->ops->run_file_list(s, "run_w", "out/b.md", run_file_seen, got), STORE_OK);
+    assert_string_equal(got, "out/b.md:6:-;");
+    assert_int_equal(s->ops->run_file_list(s, "run_w", "out/c.md", run_file_seen, got),
+                     STORE_NOT_FOUND);
+    /* the next end replaces them */
+    assert_int_equal(s->ops->run_workspace_end(s, "run_w", tar, files, 1), STORE_OK);
+    got[0] = '\0';
+    assert_int_equal(s->ops->run_file_list(s, "run_w", NULL, run_file_seen, got), STORE_OK);
+    assert_string_equal(got, "out/b.md:6:-;");
+}
+
 /* A database of the schema before the journal, with runs in it, is brought to it on open: its
  * runs have no origin and no recoveries yet, and their journals start empty. */
 static void test_store_journal_migrated_from_0009(void **state)
@@ -2425,6 +2562,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_journal_large_answer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_journal_read_checks_answers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_journal_rollback_drops_rows, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_workspace_blobs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_run_workspaces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_journal_migrated_from_0009, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_in_doubt_migrated_from_0011, setup, teardown),
     };

@@ -1,0 +1,54 @@
+/*
+ * run_workspace.h - one execution's workspace (docs/server.md "Workspaces"): libairlock's
+ * al_workspace built from the run's plan (its manifest, the tar it starts from, its mounts:
+ * local directories and S3 buckets through s3_mount_ops with the unsealed credentials), every
+ * file operation the guest makes kept for its run.file record, and at a completed run's end
+ * the writable mounts committed and the outputs and the workspace's tar taken for the store.
+ *
+ * Each execution of a run (its start, a resume after approvals, a recovery from its journal)
+ * builds its workspace the same way from the same plan, so a replayed write lands again and a
+ * replayed read is answered from the journal, never from a mount that may have changed.
+ */
+#ifndef AIRLOCK_SERVER_RUN_WORKSPACE_H
+#define AIRLOCK_SERVER_RUN_WORKSPACE_H
+
+#include "airlock.h"
+
+#include "buf.h"
+#include "store.h"
+
+struct runs_plan;
+struct run_workspace;
+
+/* Builds the workspace of plan (which must have one: plan->workspace_manifest) for one
+ * execution. AL_OK with *ret; otherwise the code and reterr's message, which names the
+ * manifest's member, the tar's member or the mount (never a credential). */
+AL_NODISCARD enum al_code run_workspace_new(const struct runs_plan *plan,
+                                            struct run_workspace **ret, struct al_error *reterr);
+/* The workspace of a replay of plan (replays.h): as run_workspace_new, but every mount its
+ * manifest names is one no file operation reaches (EIO naming the mount): a replay's reads are
+ * answered from the journal, and it reaches nothing outside airlockd. */
+AL_NODISCARD enum al_code run_workspace_new_replay(const struct runs_plan *plan,
+                                                   struct run_workspace **ret,
+                                                   struct al_error *reterr);
+/* NULL-safe; after the execution has ended (its run released). */
+void run_workspace_free(struct run_workspace *w);
+/* What al_run_opts_set_workspace takes (borrowed from w). */
+struct al_workspace *run_workspace_of(struct run_workspace *w);
+
+/* The end of a completed run, before its end is recorded and answered: writes what the guest
+ * wrote into writable mounts to their backends (all or nothing), then takes its outputs and
+ * its workspace as a tar. May block (network): never on the runner's event thread or the
+ * writer's. AL_OK, or the code with reterr naming the mount and the path: the run then fails
+ * with it and keeps nothing of its workspace. */
+AL_NODISCARD enum al_code run_workspace_finish(struct run_workspace *w, struct al_error *reterr);
+
+/* In the writer's transaction that records the execution's end: a run.file record for each
+ * file operation of this execution (details: run, template, version, op, path, size, sha256,
+ * error; never the bytes), each file committed to a mount (op "commit", with mount and key)
+ * and, after a finish that succeeded, the outputs and the tar kept in the store (blobs,
+ * run_workspace_end). `d` is scratch for the details. STORE_OK or the store's failure. */
+enum store_rc run_workspace_record(struct store *s, struct run_workspace *w,
+                                   const struct runs_plan *plan, struct buf *d);
+
+#endif
