@@ -62,8 +62,8 @@ struct ws_job {
     int op;     /* index into ws_host_names */
     char *args; /* owned, NUL-terminated */
     size_t len;
-    int replayed;        /* a write replayed (call NULL) */
-    char *answer;        /* ... and the first run's answer to it (owned; NULL when empty) */
+    int replayed; /* a write replayed (call NULL) */
+    char *answer; /* ... and the first run's answer to it (owned; NULL when empty) */
     size_t answer_len;
 };
 

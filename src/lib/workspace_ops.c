@@ -266,8 +266,8 @@ struct ws_ctx {
     const struct json_node *args; /* the argument array */
     struct buf *answer;
     struct ws_err *e;
-    int replayed;              /* a write replayed from a journal or continuation */
-    const char *first_answer;  /* ... and the first run's answer to it ("" for none) */
+    int replayed;             /* a write replayed from a journal or continuation */
+    const char *first_answer; /* ... and the first run's answer to it ("" for none) */
     size_t first_answer_len;
     /* for the observer */
     char path[WS_PATH_MAX + 1];
@@ -1046,8 +1046,10 @@ static void op_rename(struct ws_ctx *c)
     ws_descendants(ws, from, flen, &lo, &hi);
     for (size_t k = lo; src->is_dir && k < hi; k++) {
         if (ws->nodes[k]->entry) {
-            ws_fail(c->e, "EROFS", "read-only file system, rename '%.100s' -> '%.100s' (it holds "
-                    "a mount)", fshown, tshown);
+            ws_fail(c->e, "EROFS",
+                    "read-only file system, rename '%.100s' -> '%.100s' (it holds "
+                    "a mount)",
+                    fshown, tshown);
             return;
         }
     }

@@ -426,7 +426,7 @@ static void replays_one_release(struct replay_one *o)
         al_run_release(o->handle);
         o->handle = NULL;
     }
-    run_workspace_free(o->ws); /* after the run that borrowed it */
+    run_workspace_free_later(o->ws); /* after the run that borrowed it; never waits here */
     o->ws = NULL;
     al_result_free(o->result);
     o->result = NULL;

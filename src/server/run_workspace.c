@@ -263,6 +263,28 @@ void run_workspace_free(struct run_workspace *w)
     free(w);
 }
 
+static void *run_workspace_free_thread(void *arg)
+{
+    run_workspace_free(arg);
+    return NULL;
+}
+
+void run_workspace_free_later(struct run_workspace *w)
+{
+    if (!w) {
+        return;
+    }
+    pthread_t t;
+    pthread_attr_t attr;
+    int started = pthread_attr_init(&attr) == 0;
+    started = started && pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
+              pthread_create(&t, &attr, run_workspace_free_thread, w) == 0;
+    pthread_attr_destroy(&attr);
+    if (!started) {
+        run_workspace_free(w); /* here, then: late rather than never */
+    }
+}
+
 struct al_workspace *run_workspace_of(struct run_workspace *w)
 {
     return w->ws;

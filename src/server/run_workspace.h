@@ -33,6 +33,10 @@ AL_NODISCARD enum al_code run_workspace_new_replay(const struct runs_plan *plan,
                                                    struct al_error *reterr);
 /* NULL-safe; after the execution has ended (its run released). */
 void run_workspace_free(struct run_workspace *w);
+/* run_workspace_free on a thread of its own: freeing waits for the operation its mounts' thread
+ * is in, which a stalled bucket holds for up to its timeout, and the caller (the writer) must
+ * not wait with it. Frees here when no thread can be started. */
+void run_workspace_free_later(struct run_workspace *w);
 /* What al_run_opts_set_workspace takes (borrowed from w). */
 struct al_workspace *run_workspace_of(struct run_workspace *w);
 

@@ -385,7 +385,9 @@ static void srun_unref(struct srun *sr)
     if (sr->handle) {
         al_run_release(sr->handle);
     }
-    run_workspace_free(sr->ws); /* after the run that borrowed it */
+    /* after the run that borrowed it; off this thread (often the writer's): a read stuck in a
+     * stalled bucket holds the free until the bucket's timeout */
+    run_workspace_free_later(sr->ws);
     runs_plan_free(sr->plan);
     free(sr);
 }

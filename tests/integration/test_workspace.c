@@ -875,8 +875,8 @@ struct flaky {
     int broken;      /* every call fails */
 };
 
-static enum al_mount_status flaky_stat(void *ud, const char *k, uint64_t *size, int *dir,
-                                       char *err, size_t errlen)
+static enum al_mount_status flaky_stat(void *ud, const char *k, uint64_t *size, int *dir, char *err,
+                                       size_t errlen)
 {
     struct flaky *f = ud;
     if (f->broken) {
@@ -921,7 +921,7 @@ static enum al_mount_status flaky_list(void *ud, const char *k, al_mount_list_fn
 }
 
 static const struct al_mount_ops flaky_ops = { AL_MOUNT_OPS_VERSION, flaky_stat, flaky_read,
-                                               flaky_list, NULL, NULL };
+                                               flaky_list,           NULL,       NULL };
 
 static const char flaky_manifest[] =
         "{\"entries\": {\"out/export\": {\"type\": \"s3_mount\", \"mount\": \"lake\", "
@@ -1074,8 +1074,9 @@ static enum al_mount_status kv_remove(void *ud, const char *k, char *err, size_t
     return AL_MOUNT_OK;
 }
 
-static const struct al_mount_ops kv_ops = { AL_MOUNT_OPS_VERSION, kv_stat, kv_read, kv_list,
-                                            kv_write, kv_remove };
+static const struct al_mount_ops kv_ops = {
+    AL_MOUNT_OPS_VERSION, kv_stat, kv_read, kv_list, kv_write, kv_remove
+};
 
 /* All or nothing: a commit that fails midway leaves the bucket as it was - an object it had
  * replaced before the failure is put back, not deleted. */
@@ -1218,7 +1219,7 @@ static enum al_mount_status gate_read(void *ud, const char *k, uint64_t off, uin
 }
 
 static const struct al_mount_ops gate_ops = { AL_MOUNT_OPS_VERSION, gate_stat, gate_read,
-                                              flaky_list, NULL, NULL };
+                                              flaky_list,           NULL,      NULL };
 
 /* A run whose guest waits on a mount that never answers ends at its deadline, and when
  * cancelled: the mount's thread holds neither. */

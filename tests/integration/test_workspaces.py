@@ -8,12 +8,15 @@ usage: test_workspaces.py --airlockd PATH --cli PATH [-k SUBSTRING]
 """
 import hashlib
 import http.client
+import http.server
 import io
 import json
 import os
 import sys
 import tarfile
+import threading
 import time
+import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -602,6 +605,108 @@ def t_replay_before_approval_builds_the_workspace(tmp):
               "another write: %r" % other)
     finally:
         w.close()
+
+
+
+# ---------------------------------------------------------------------------------------------
+class GateS3:
+    """A bucket in memory on a loopback port (no signature checked) whose PUTs, or reads, wait
+    until the test releases them: what a slow or stalled S3 server does, on the test's cue."""
+
+    def __init__(self, hold_puts=False, hold_reads=False):
+        self.objects = {}
+        self.lock = threading.Lock()
+        self.arrived = threading.Event()  # a held request came in
+        self.release = threading.Event()
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def answer(self, status, body=b""):
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(body)
+
+            def handle_any(self):
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                path = urllib.parse.unquote(self.path.partition("?")[0])
+                key = path.split("/", 2)[2] if path.count("/") >= 2 else ""
+                if (self.command == "PUT" and hold_puts) or \
+                        (self.command in ("GET", "HEAD") and hold_reads):
+                    outer.arrived.set()
+                    outer.release.wait(300)
+                with outer.lock:
+                    if not key:  # a listing: nothing is listed (stat asks whether a directory)
+                        return self.answer(200, b"<ListBucketResult><IsTruncated>false"
+                                                b"</IsTruncated></ListBucketResult>")
+                    if self.command == "PUT":
+                        outer.objects[key] = body
+                        return self.answer(200)
+                    if self.command == "DELETE":
+                        outer.objects.pop(key, None)
+                        return self.answer(204)
+                    if key in outer.objects:
+                        return self.answer(200, outer.objects[key])
+                    return self.answer(404, b"<Error><Code>NoSuchKey</Code></Error>")
+
+            do_GET = do_PUT = do_HEAD = do_DELETE = handle_any
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.endpoint = "http://127.0.0.1:%d" % self.server.server_address[1]
+
+    def wait_arrived(self):
+        check(self.arrived.wait(HANG), "no request reached the bucket")
+
+    def close(self):
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def gate_world(tmp, s3):
+    w = world(tmp)
+    w.ok("POST", "/v1/mounts", {"name": "lake", "department": "finance", "kind": "s3",
+                                "endpoint": s3.endpoint, "bucket": "gated",
+                                "region": "us-east-1", "access_key_id": "GATE",
+                                "secret_access_key": "gate-secret"}, w.admin, 201)
+    return w
+
+
+GATE_MANIFEST = {"entries": {"out": {"type": "s3_mount", "mount": "lake", "prefix": "r/",
+                                     "read_only": False}},
+                 "outputs": ["out/"]}
+
+
+def t_stalled_mount_never_holds_the_writer(tmp):
+    """A run that ends (cancelled) while a read of its mount is stuck in the network leaves
+    airlockd writing: the stuck read is waited for off the writer's thread, so the next run
+    starts and ends at once."""
+    s3 = GateS3(hold_reads=True)
+    w = gate_world(tmp, s3)
+    try:
+        manifest = {"entries": {"lake": {"type": "s3_mount", "mount": "lake"}}}
+        st, doc = w.run({"source": "return await workspace.readFile('lake/a.txt');",
+                         "department": "finance", "workspace": manifest, "wait": False})
+        check(st in (200, 201, 202), "start: %d %r" % (st, doc))
+        run_id = doc["id"]
+        s3.wait_arrived()
+        w.ok("POST", "/v1/runs/%s/cancel" % run_id, {}, w.keys["agent-7"])
+        w.until(run_id, ("cancelled",))
+        # the mount's read stays stuck (the S3 client's timeout is a minute): the writer is free
+        st, doc = w.run({"source": "return 2", "department": "finance", "wait": True})
+        check(st in (200, 201) and doc.get("status") == "completed",
+              "a run after it: %d %r" % (st, doc))
+    finally:
+        w.close()
+        s3.close()
 
 
 TESTS = [(name, fn) for name, fn in sorted(globals().items()) if name.startswith("t_")]
