@@ -302,9 +302,9 @@ int runs_plan_add_journal(struct runs_plan *plan, struct store *s,
     j->len = e->answer_len; /* or the length of the answer a reference stands for */
     char *function = strdup(e->function);
     char *payload = NULL;
-    int read = run_workspace_read_answer(s, e->function, e->kind, e->answer, e->answer_len,
-                                         &payload, &j->len);
-    if (read == 0) {
+    int rebuilt = run_workspace_read_answer(s, e->function, e->kind, e->answer, e->answer_len,
+                                            &payload, &j->len);
+    if (rebuilt == 0) {
         payload = malloc(e->answer_len ? e->answer_len : 1);
     }
     if (!function || !payload) {
@@ -312,7 +312,7 @@ int runs_plan_add_journal(struct runs_plan *plan, struct store *s,
         free(payload);
         return -1;
     }
-    if (read == 0 && e->answer_len) {
+    if (rebuilt == 0 && e->answer_len) {
         memcpy(payload, e->answer, e->answer_len);
     }
     j->function = function;
@@ -848,15 +848,16 @@ static enum al_journal_verdict runs_journal(const struct al_journal_entry *entry
     hex_encode(entry->args_sha256, sizeof entry->args_sha256, j->args_sha256);
     j->function = strdup(entry->function);
     j->key = strdup(c && c->key ? c->key : key);
-    int read = run_workspace_read_ref(entry->function, (int)entry->kind,
-                                      (const unsigned char *)entry->payload, entry->len, &j->read);
-    size_t len = read == 1 ? strlen(j->read.ref) : entry->len;
-    j->answer = read >= 0 ? malloc(len ? len : 1) : NULL;
+    /* a workspace read: its reference journaled, its bytes kept as a blob (run_workspace.h) */
+    int ref = run_workspace_read_ref(entry->function, (int)entry->kind,
+                                     (const unsigned char *)entry->payload, entry->len, &j->read);
+    size_t len = ref == 1 ? strlen(j->read.ref) : entry->len;
+    j->answer = ref >= 0 ? malloc(len ? len : 1) : NULL;
     if (!j->function || !j->key || !j->answer) {
         runs_jentries_free(j);
         return AL_JOURNAL_FAIL;
     }
-    memcpy(j->answer, read == 1 ? j->read.ref : entry->payload, len);
+    memcpy(j->answer, ref == 1 ? j->read.ref : entry->payload, len);
     j->e.position = entry->position;
     j->e.call_id = j->call_id;
     j->e.function = j->function;
