@@ -617,6 +617,11 @@ def t_recovered_run_reads_its_files_from_blobs(tmp):
         check(done["status"] == "completed" and done["recovered"] == 1 and
               done["value"] == [want] * 3,
               "after the restart: %r" % {k: v for k, v in done.items() if k != "value"})
+        # a fork at its last step replays the six reads from their references
+        st, fork = w.s.request("POST", "/v1/runs/%s/fork" % run_id, {"at_call": 10},
+                               key=w.keys["agent-7"])[:2]
+        check(st == 200 and fork["status"] == "completed" and fork["value"] == [want] * 3,
+              "fork: %d %r" % (st, {k: v for k, v in fork.items() if k != "value"}))
         # every journaled answer is small: the reads are references to one blob
         size = "octet_length" if ts.PG else "length"
         rows = db_rows(w.dir, "SELECT j.function, %s(b.bytes) FROM journal j JOIN journal_blobs "
