@@ -342,13 +342,14 @@ static enum store_rc api_run_end_unresumable(struct store *s, const struct store
 
 struct api_journal {
     struct runs_plan *plan;
+    struct store *store; /* the journal's */
     int failed;
 };
 
 static int api_journal_fn(void *userdata, const struct store_journal_entry *e)
 {
     struct api_journal *j = userdata;
-    j->failed = runs_plan_add_journal(j->plan, e) != 0;
+    j->failed = runs_plan_add_journal(j->plan, j->store, e) != 0;
     return j->failed;
 }
 
@@ -405,7 +406,7 @@ static enum store_rc api_settle(struct store *s, const char *run, struct api_dec
             .answer_len = strlen(x->answer),
         };
         rc = s->ops->journal_append(s, run, &e, 1);
-        if (rc == STORE_OK && runs_plan_add_journal(plan, &e) != 0) {
+        if (rc == STORE_OK && runs_plan_add_journal(plan, s, &e) != 0) {
             rc = STORE_ERROR;
         }
     }
@@ -422,7 +423,7 @@ static enum store_rc api_run_recovering(struct store *s, struct runs *runs,
                                         const struct store_run *row, struct runs_plan *plan,
                                         struct api_decisions *d)
 {
-    struct api_journal j = { plan, 0 };
+    struct api_journal j = { plan, s, 0 };
     struct buf b;
     int64_t recovered = 0;
     uint64_t seed = 0;
@@ -471,7 +472,7 @@ static enum store_rc api_run_recovering(struct store *s, struct runs *runs,
 static enum store_rc api_run_forked(struct store *s, const struct store_run *row,
                                     struct runs_plan *plan)
 {
-    struct api_journal j = { plan, 0 };
+    struct api_journal j = { plan, s, 0 };
     char *end = NULL;
     uint64_t seed = row->seed ? strtoull(row->seed, &end, 16) : 0;
     if (!row->seed || strlen(row->seed) != 16 || !end || *end || row->clock_ms <= 0) {

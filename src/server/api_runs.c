@@ -1064,6 +1064,7 @@ struct api_fork {
     int64_t last_call; /* the highest call id in the original's journal */
     int live;          /* a position with a call >= at_call was met: the rest runs live */
     struct runs_plan *plan;
+    struct store *store; /* the journal's */
     int failed;
 };
 
@@ -1086,7 +1087,7 @@ static int api_fork_entry_fn(void *userdata, const struct store_journal_entry *e
     }
     f->last_call = call > f->last_call ? call : f->last_call;
     if (!f->live && call < f->at_call) {
-        if (runs_plan_add_journal(f->plan, e) != 0) {
+        if (runs_plan_add_journal(f->plan, f->store, e) != 0) {
             f->failed = 1;
             return 1;
         }
@@ -1107,6 +1108,7 @@ static int api_fork_plan(struct api_ctx *ctx, struct api_fork *f, struct runs_pl
     char *end = NULL;
     uint64_t seed = strtoull(o->seed, &end, 16);
     f->plan = plan;
+    f->store = ctx->store;
     enum store_rc rc = ctx->store->ops->journal_read(ctx->store, o->id, 0, api_fork_entry_fn, f);
     f->plan = NULL;
     if (rc != STORE_OK || f->failed || !end || *end) {

@@ -358,10 +358,17 @@ static int replays_row_fn(void *userdata, const struct store_run *row)
     return 0;
 }
 
+/* A run's journal read into its replay's plan, from store s. */
+struct replays_journal {
+    struct replay_one *o;
+    struct store *s;
+};
+
 static int replays_entry_fn(void *userdata, const struct store_journal_entry *e)
 {
-    struct replay_one *o = userdata;
-    if (runs_plan_add_journal(o->plan, e) != 0) {
+    struct replays_journal *rj = userdata;
+    struct replay_one *o = rj->o;
+    if (runs_plan_add_journal(o->plan, rj->s, e) != 0) {
         return 1;
     }
     int64_t call = o->plan->journal[o->plan->njournal - 1].call;
@@ -404,7 +411,8 @@ static void replays_read_one(struct replays *r, struct replay_one *o, const stru
         rc = rc == STORE_OK && !o->plan->workspace_manifest ? STORE_ERROR : rc;
     }
     if (rc == STORE_OK && rr.found && !rr.failed) {
-        rc = s->ops->journal_read(s, o->run, 0, replays_entry_fn, o);
+        struct replays_journal rj = { o, s };
+        rc = s->ops->journal_read(s, o->run, 0, replays_entry_fn, &rj);
     }
     if (rc == STORE_OK && rr.found && !rr.failed && o->waiting) {
         rc = s->ops->approval_list(s, o->run, "pending", replays_approval_fn, o);

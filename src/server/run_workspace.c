@@ -11,6 +11,9 @@
 #include "run_workspace.h"
 
 #include <inttypes.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +21,7 @@
 
 #include "api.h"
 #include "error.h"
+#include "hex.h"
 #include "json.h"
 #include "mounts.h"
 #include "runs.h"
@@ -406,4 +410,141 @@ enum store_rc run_workspace_record(struct store *s, struct run_workspace *w,
     free(files);
     free(hashes);
     return rc;
+}
+
+/* ---------------------------------------------------------------- workspace reads in the journal
+ */
+
+#define RUN_WORKSPACE_READ_FN "workspace.readFile"
+#define RUN_WORKSPACE_REF     "{\"$workspace_blob\":\""
+
+/* A Uint8Array's tagged form exactly as libairlock writes a file's bytes (byteOffset 0, the
+ * whole buffer): its bytes, decoded. 0, or -1 when it is another value or out of memory. */
+static int run_workspace_tagged_bytes(const struct json_node *v, unsigned char **ret,
+                                      size_t *ret_len)
+{
+    const struct json_node *t = json_get(v, "$type");
+    const struct json_node *buffer = json_get(v, "buffer");
+    const struct json_node *bt = buffer ? json_get(buffer, "$type") : NULL;
+    const struct json_node *b64 = buffer ? json_get(buffer, "base64") : NULL;
+    const struct json_node *off = json_get(v, "byteOffset");
+    const struct json_node *length = json_get(v, "length");
+    if (v->count != 4 || !t || t->type != JSON_STRING || strcmp(t->str, "Uint8Array") != 0 ||
+        !buffer || buffer->type != JSON_OBJECT || buffer->count != 2 || !bt ||
+        bt->type != JSON_STRING || strcmp(bt->str, "arraybuffer") != 0 || !b64 ||
+        b64->type != JSON_STRING || b64->str_len % 4 != 0 || b64->str_len > INT_MAX || !off ||
+        off->type != JSON_NUMBER || off->num != 0 || !length || length->type != JSON_NUMBER) {
+        return -1;
+    }
+    size_t n = b64->str_len;
+    size_t pad = n > 0 && b64->str[n - 1] == '=' ? (n > 1 && b64->str[n - 2] == '=' ? 2 : 1) : 0;
+    unsigned char *bytes = malloc(n / 4 * 3 + 1);
+    int got = bytes ? EVP_DecodeBlock(bytes, (const unsigned char *)b64->str, (int)n) : -1;
+    if (got < 0 || (size_t)got < pad || length->num != (double)((size_t)got - pad)) {
+        free(bytes);
+        return -1;
+    }
+    *ret = bytes;
+    *ret_len = (size_t)got - pad;
+    return 0;
+}
+
+int run_workspace_read_ref(const char *function, int kind, const unsigned char *answer, size_t len,
+                           struct run_workspace_read *ret)
+{
+    if (strcmp(function, RUN_WORKSPACE_READ_FN) != 0 || kind != STORE_JOURNAL_VALUE) {
+        return 0;
+    }
+    struct json_doc *doc = NULL;
+    if (json_parse((const char *)answer, len, 4, &doc, NULL) != AL_OK) {
+        return 0; /* not a value libairlock writes for a read: kept as it is */
+    }
+    const struct json_node *v = json_root(doc);
+    const char *form = v->type == JSON_STRING ? "text" : "bytes";
+    unsigned char *bytes = NULL;
+    size_t n = 0;
+    int found = 0;
+    if (v->type == JSON_STRING) {
+        bytes = malloc(v->str_len ? v->str_len : 1);
+        if (bytes) {
+            memcpy(bytes, v->str, v->str_len);
+            n = v->str_len;
+        }
+        found = bytes ? 1 : -1;
+    } else if (v->type == JSON_OBJECT) {
+        found = run_workspace_tagged_bytes(v, &bytes, &n) == 0;
+    }
+    json_doc_free(doc);
+    if (found != 1) {
+        return found;
+    }
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    char hex[2 * SHA256_DIGEST_LENGTH + 1];
+    SHA256(bytes, n, md);
+    hex_encode(md, sizeof md, hex);
+    snprintf(ret->ref, sizeof ret->ref, RUN_WORKSPACE_REF "%s\",\"form\":\"%s\"}", hex, form);
+    ret->bytes = bytes;
+    ret->len = n;
+    return 1;
+}
+
+struct run_workspace_rebuild {
+    int text;
+    struct buf answer;
+};
+
+static int run_workspace_rebuild_fn(void *userdata, const unsigned char *bytes, size_t len)
+{
+    struct run_workspace_rebuild *r = userdata;
+    if (r->text) {
+        json_write_string(&r->answer, (const char *)bytes, len);
+        return 0;
+    }
+    /* as libairlock's workspace writes a file's bytes (workspace_ops.c put_bytes) */
+    buf_append_str(&r->answer,
+                   "{\"$type\":\"Uint8Array\",\"buffer\":{\"$type\":\"arraybuffer\",\"base64\":\"");
+    size_t n64 = (len + 2) / 3 * 4;
+    enum buf_status st;
+    /* SIZE_MAX: more than the cap, which poisons it (buf.h) */
+    char *out = buf_reserve(&r->answer, len <= INT_MAX / 4 * 3 ? n64 + 1 : SIZE_MAX, &st);
+    if (!out) {
+        return 0;
+    }
+    EVP_EncodeBlock((unsigned char *)out, bytes, (int)len);
+    buf_commit(&r->answer, n64);
+    buf_printf(&r->answer, "\"},\"byteOffset\":0,\"length\":%zu}", len);
+    return 0;
+}
+
+int run_workspace_read_answer(struct store *s, const char *function, int kind,
+                              const unsigned char *stored, size_t len, char **ret_answer,
+                              size_t *ret_len)
+{
+    static const char text_tail[] = "\",\"form\":\"text\"}";
+    static const char bytes_tail[] = "\",\"form\":\"bytes\"}";
+    size_t head = sizeof RUN_WORKSPACE_REF - 1;
+    size_t hex = 2 * SHA256_DIGEST_LENGTH;
+    if (strcmp(function, RUN_WORKSPACE_READ_FN) != 0 || kind != STORE_JOURNAL_VALUE ||
+        len <= head + hex || memcmp(stored, RUN_WORKSPACE_REF, head) != 0) {
+        return 0;
+    }
+    const char *tail = (const char *)stored + head + hex;
+    size_t tail_len = len - head - hex;
+    struct run_workspace_rebuild r = { 0 };
+    if (tail_len == sizeof text_tail - 1 && memcmp(tail, text_tail, tail_len) == 0) {
+        r.text = 1;
+    } else if (tail_len != sizeof bytes_tail - 1 || memcmp(tail, bytes_tail, tail_len) != 0) {
+        return 0;
+    }
+    char sha256[2 * SHA256_DIGEST_LENGTH + 1];
+    memcpy(sha256, stored + head, hex);
+    sha256[hex] = '\0';
+    buf_init(&r.answer, SIZE_MAX / 2);
+    enum store_rc rc = s->ops->blob_get(s, sha256, run_workspace_rebuild_fn, &r);
+    if (rc != STORE_OK || buf_failed(&r.answer)) {
+        buf_done(&r.answer);
+        return -1;
+    }
+    *ret_answer = buf_steal(&r.answer, ret_len); /* never empty: "" at least */
+    return *ret_answer ? 1 : -1;
 }

@@ -55,4 +55,27 @@ AL_NODISCARD enum al_code run_workspace_finish(struct run_workspace *w, struct a
 enum store_rc run_workspace_record(struct store *s, struct run_workspace *w,
                                    const struct runs_plan *plan, struct buf *d);
 
+/* Workspace reads in the journal (docs/journal.md "Workspace reads"). A workspace.readFile
+ * answer holds the whole file - a JSON string, or base64 in a Uint8Array's tagged form - while
+ * workspace_blobs keeps bytes once under their SHA-256; so the journal keeps a reference,
+ * {"$workspace_blob":"HEX","form":"text"|"bytes"}, in the answer's place and the bytes as a
+ * blob: a run reading a 16 MiB file three times keeps it once, and a replay needs no copy. */
+struct run_workspace_read {
+    char ref[128];        /* what the journal keeps as the answer (NUL-terminated) */
+    unsigned char *bytes; /* the file's bytes (the text's UTF-8), malloc'd: a blob to keep */
+    size_t len;
+};
+/* 1 with *ret set when `answer` (len bytes) is the value a workspace.readFile call returned
+ * (function "workspace.readFile", kind STORE_JOURNAL_VALUE); 0 when it is any other answer,
+ * which the journal keeps as it is; -1 out of memory. The caller frees ret->bytes. */
+int run_workspace_read_ref(const char *function, int kind, const unsigned char *answer, size_t len,
+                           struct run_workspace_read *ret);
+/* The answer a journal entry read back stands for: when `stored` is a reference
+ * (run_workspace_read_ref), the answer rebuilt from its blob into *ret_answer (malloc'd, the
+ * same bytes the guest was given) and *ret_len, 1; 0 when it is none (the stored bytes are the
+ * answer); -1 when its blob is missing, no longer matches its SHA-256, or out of memory. */
+int run_workspace_read_answer(struct store *s, const char *function, int kind,
+                              const unsigned char *stored, size_t len, char **ret_answer,
+                              size_t *ret_len);
+
 #endif

@@ -85,6 +85,7 @@ struct runs_jentry {
     char *function;
     char *key;
     unsigned char *answer;
+    struct run_workspace_read read; /* a workspace read: the file's bytes (NULL: none) */
     struct runs_jentry *next;
 };
 
@@ -273,7 +274,8 @@ static const struct runs_decided *runs_decided_of(const struct runs_plan *plan, 
     return NULL;
 }
 
-int runs_plan_add_journal(struct runs_plan *plan, const struct store_journal_entry *e)
+int runs_plan_add_journal(struct runs_plan *plan, struct store *s,
+                          const struct store_journal_entry *e)
 {
     if ((plan->njournal & (plan->njournal + 1)) == 0) { /* 0, 1, 3, 7...: full */
         size_t cap = 2 * (plan->njournal + 1);
@@ -297,15 +299,20 @@ int runs_plan_add_journal(struct runs_plan *plan, const struct store_journal_ent
     j->kind = (enum al_journal_kind)e->kind;
     j->sync = e->sync;
     j->clock_ms = e->clock_ms;
-    j->len = e->answer_len;
+    j->len = e->answer_len; /* or the length of the answer a reference stands for */
     char *function = strdup(e->function);
-    char *payload = malloc(e->answer_len ? e->answer_len : 1);
+    char *payload = NULL;
+    int rebuilt = run_workspace_read_answer(s, e->function, e->kind, e->answer, e->answer_len,
+                                            &payload, &j->len);
+    if (rebuilt == 0) {
+        payload = malloc(e->answer_len ? e->answer_len : 1);
+    }
     if (!function || !payload) {
         free(function);
         free(payload);
         return -1;
     }
-    if (e->answer_len) {
+    if (rebuilt == 0 && e->answer_len) {
         memcpy(payload, e->answer, e->answer_len);
     }
     j->function = function;
@@ -360,6 +367,7 @@ static void runs_jentries_free(struct runs_jentry *j)
         free(j->function);
         free(j->key);
         free(j->answer);
+        free(j->read.bytes);
         free(j);
         j = next;
     }
@@ -763,6 +771,13 @@ static enum store_rc runs_journal_fn(struct writer_tx *tx, void *arg)
     const char *node = sr->owner->node;
     enum store_rc rc =
             node[0] ? s->ops->run_lock_on_node(s, sr->plan->id, node, "running") : STORE_OK;
+    /* a workspace read's file bytes kept once as a blob; its entry keeps the reference */
+    for (struct runs_jentry *j = sr->jbatch; j && rc == STORE_OK; j = j->next) {
+        char sha256[2 * SHA256_DIGEST_LENGTH + 1];
+        if (j->read.bytes) {
+            rc = s->ops->blob_put(s, j->read.bytes, j->read.len, sha256);
+        }
+    }
     if (rc == STORE_OK) {
         rc = s->ops->journal_append(s, sr->plan->id, e, n);
     }
@@ -835,12 +850,16 @@ static enum al_journal_verdict runs_journal(const struct al_journal_entry *entry
     hex_encode(entry->args_sha256, sizeof entry->args_sha256, j->args_sha256);
     j->function = strdup(entry->function);
     j->key = strdup(c && c->key ? c->key : key);
-    j->answer = malloc(entry->len ? entry->len : 1);
+    /* a workspace read: its reference journaled, its bytes kept as a blob (run_workspace.h) */
+    int ref = run_workspace_read_ref(entry->function, (int)entry->kind,
+                                     (const unsigned char *)entry->payload, entry->len, &j->read);
+    size_t len = ref == 1 ? strlen(j->read.ref) : entry->len;
+    j->answer = ref >= 0 ? malloc(len ? len : 1) : NULL;
     if (!j->function || !j->key || !j->answer) {
         runs_jentries_free(j);
         return AL_JOURNAL_FAIL;
     }
-    memcpy(j->answer, entry->payload, entry->len);
+    memcpy(j->answer, ref == 1 ? j->read.ref : entry->payload, len);
     j->e.position = entry->position;
     j->e.call_id = j->call_id;
     j->e.function = j->function;
@@ -850,7 +869,7 @@ static enum al_journal_verdict runs_journal(const struct al_journal_entry *entry
     j->e.sync = entry->sync;
     j->e.clock_ms = entry->clock_ms;
     j->e.answer = j->answer;
-    j->e.answer_len = entry->len;
+    j->e.answer_len = len;
     pthread_mutex_lock(&r->lock);
     int failed = sr->jfailed;
     int submit = !failed && !sr->jbusy;

@@ -116,9 +116,11 @@ void runs_plan_free(struct runs_plan *plan);
 /* Adds the decision of host_call approval `a` (approved or denied, with its call number) to
  * plan->decided (copied). -1 out of memory. */
 int runs_plan_add_decided(struct runs_plan *plan, const struct store_approval *a);
-/* Appends a journal entry read from the store to plan->journal (copied). -1 out of memory or a
- * malformed entry. */
-int runs_plan_add_journal(struct runs_plan *plan, const struct store_journal_entry *e);
+/* Appends a journal entry read from store `s` to plan->journal (copied; a workspace read's
+ * reference turned back into its answer from s's blob, run_workspace_read_answer). -1 out of
+ * memory, a malformed entry or a blob missing or damaged. */
+int runs_plan_add_journal(struct runs_plan *plan, struct store *s,
+                          const struct store_journal_entry *e);
 /* The options of a replay of `plan` (replays.h): the source as a run of the plan executes it
  * (with its input), its limits, its seed and clock and its journal; every function of the plan
  * calls `host` (a call the journal does not answer), and `userdata` is the run's

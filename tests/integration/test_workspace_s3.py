@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 36's "Done when", end to end (docs/server.md "Workspaces"): a template reads a CSV from
+"""The workspace scenario end to end (docs/server.md "Workspaces"): a template reads a CSV from
 an s3_mount on s3rver and a policy file from a local_dir, writes out/report.md and
 out/summary.json; they land in the bucket and under /v1/runs/{id}/files; the approver saw the
 manifest in the version; the audit has every file operation; a canary secret planted in the

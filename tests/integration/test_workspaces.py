@@ -554,6 +554,100 @@ def t_recovered_run_rebuilds_its_workspace(tmp):
         w.close()
 
 
+READS = """
+const first = {};
+const seen = [];
+for (let i = 1; i <= 4; i++) {
+    if (i <= 3) {
+        const text = await workspace.readFile('in/big.txt');
+        const bytes = await workspace.readFile('in/big.txt', null);
+        let sum = 0;
+        for (let k = 0; k < bytes.length; k += 61) {
+            sum = (sum * 31 + bytes[k]) >>> 0;
+        }
+        if (i === 1) {
+            first.text = text;
+        }
+        seen.push({same: text === first.text, chars: text.length, head: text.slice(0, 40),
+                   tail: text.slice(-40), bytes: bytes.length, last: bytes[bytes.length - 1],
+                   sum});
+    }
+    await steps.step(i);
+}
+return seen;
+"""
+
+
+def t_recovered_run_reads_its_files_from_blobs(tmp):
+    """A template run reads a 2 MB file of the snapshot it starts from three times, as text and
+    as bytes, and airlockd is SIGKILLed when its step 3 reaches the connector: after the restart
+    it goes on from its journal and every read gives the same value as before. The journal
+    keeps each read as a reference to the file's blob, so the database holds the bytes once
+    (in the blob) besides the snapshot's tar - never a copy per read."""
+    import test_durable as td
+    w = world(tmp)
+    try:
+        line = "row %06d,caf\u00e9 \u2713,\t\"quoted\"\n"
+        data = "".join(line % i for i in range(70000)).encode()
+        check(len(data) > 2000000, "the file: %d bytes" % len(data))
+        tar = tar_of({"in/big.txt": data})
+        st, snap = upload(w, tar)
+        check(st == 201, "upload: %r" % snap)
+        w.ok("POST", "/v1/connectors", {
+            "name": "steps", "department": "finance", "url": w.shop.url,
+            "signing_secret": tr.SECRET, "timeout_ms": 30000,
+            "functions": {"step": {"idempotent": True, "result_schema": {"type": "integer"}}}},
+            w.admin, 201)
+        w.ok("POST", "/v1/templates", {"name": "reads", "department": "finance",
+                                      "description": "reads a big file"}, w.keys["alice"], 201)
+        w.ok("POST", "/v1/templates/reads/versions",
+             {"source": READS, "functions": ["steps.step"],
+              "workspace": {"version": 1, "outputs": ["out/"]}}, w.keys["alice"], 201)
+        w.ok("POST", "/v1/templates/reads/versions/1/submit", {}, w.keys["alice"])
+        w.ok("POST", "/v1/templates/reads/versions/1/approve", {}, w.keys["bob"])
+        td.arm(w, 3)
+        st, doc = w.run({"template": "reads", "wait": False,
+                         "workspace": {"from_snapshot": snap["id"]}}, want=202)
+        run_id = doc["id"]
+        td.died(w)
+        done = w.until(run_id, ("completed", "failed", "cancelled"))
+        text = data.decode()
+        total = 0
+        for k in range(0, len(data), 61):
+            total = (total * 31 + data[k]) & 0xffffffff
+        want = {"same": True, "chars": len(text), "head": text[:40], "tail": text[-40:],
+                "bytes": len(data), "last": data[-1], "sum": total}
+        check(done["status"] == "completed" and done["recovered"] == 1 and
+              done["value"] == [want] * 3,
+              "after the restart: %r" % {k: v for k, v in done.items() if k != "value"})
+        # a fork at its last step replays the six reads from their references
+        st, fork = w.s.request("POST", "/v1/runs/%s/fork" % run_id, {"at_call": 10},
+                               key=w.keys["agent-7"])[:2]
+        check(st == 200 and fork["status"] == "completed" and fork["value"] == [want] * 3,
+              "fork: %d %r" % (st, {k: v for k, v in fork.items() if k != "value"}))
+        # every journaled answer is small: the reads are references to one blob
+        size = "octet_length" if ts.PG else "length"
+        rows = db_rows(w.dir, "SELECT j.function, %s(b.bytes) FROM journal j JOIN journal_blobs "
+                       "b ON b.sha256 = j.answer_sha256 WHERE j.run = ? ORDER BY j.position"
+                       % size, (run_id,))
+        reads = [n for fn, n in rows if fn == "workspace.readFile"]
+        check(len(reads) == 6 and max(n for _, n in rows) < 1024,
+              "the journal's answers: %r" % rows)
+        sha = hashlib.sha256(data).hexdigest()
+        check(db_rows(w.dir, "SELECT count(*) FROM workspace_blobs WHERE sha256 = ?", (sha,)) ==
+              [(1,)], "the file's bytes are not a blob")
+        # besides the tars the run started and ended with, one copy of the file
+        kept = db_rows(w.dir, "SELECT coalesce(sum(%s(bytes)), 0) FROM workspace_blobs WHERE "
+                       "sha256 NOT IN (SELECT start_sha256 FROM run_workspaces WHERE start_sha256 "
+                       "IS NOT NULL UNION SELECT end_sha256 FROM run_workspaces WHERE end_sha256 "
+                       "IS NOT NULL)" % size)[0][0]
+        kept += db_rows(w.dir, "SELECT coalesce(sum(%s(bytes)), 0) FROM journal_blobs" % size)[0][0]
+        check(len(data) <= int(kept) < len(data) + 65536,
+              "the database keeps %d bytes of blobs for a %d-byte file" % (int(kept), len(data)))
+    finally:
+        w.close()
+
+
 REPORT = """
 const rows = (await workspace.readFile('in/data.csv')).trim().split('\\n');
 await workspace.mkdir('out', {recursive: true});

@@ -55,7 +55,7 @@ export interface AirlockMountEntry {
     read_only?: boolean;
 }
 
-/** The workspace limits airlockd enforces (issue 36's manifest `limits`). */
+/** The workspace limits airlockd enforces (the workspace manifest's `limits`, docs/workspace.md). */
 export interface AirlockWorkspaceLimits {
     bytes?: number;
     files?: number;

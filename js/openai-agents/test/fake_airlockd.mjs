@@ -1,4 +1,4 @@
-// fake_airlockd.mjs - the part of airlockd's HTTP contract a sandbox session uses (issue 36:
+// fake_airlockd.mjs - the part of airlockd's HTTP contract a sandbox session uses (docs/server.md "Workspaces":
 // POST /v1/snapshots?department=D, ad-hoc POST /v1/runs with a "workspace", GET /v1/runs/{id},
 // GET /v1/runs/{id}/workspace.tar), kept by a small Node server that records every request, so
 // the package's tests can check what it sends before a real airlockd is at hand and can run
