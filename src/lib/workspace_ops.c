@@ -153,12 +153,12 @@ static enum buf_status put_base64(struct buf *b, const unsigned char *in, size_t
 /* Standard base64 with padding into a malloc'd buffer; -1 when malformed. */
 static int get_base64(const char *s, size_t n, char **ret, size_t *ret_len)
 {
-    static signed char dec[256];
+    static short dec[256]; /* -1: not a base64 digit (every byte 0xff) */
     static int ready;
     if (!ready) {
         memset(dec, -1, sizeof dec);
         for (int i = 0; i < 64; i++) {
-            dec[(unsigned char)b64[i]] = (signed char)i;
+            dec[(unsigned char)b64[i]] = (short)i;
         }
         ready = 1; /* idempotent: racing threads write the same table */
     }

@@ -429,7 +429,7 @@ enum al_code al_workspace_load_tar(struct al_workspace *ws, const char *tar, siz
         }
         if (++members > ws->max_files + TAR_EXTRA_DIR + ws->max_files) {
             rc = error_set(reterr, AL_CONFIG_ERROR, "snapshot: the tar has more than %llu members",
-                           (unsigned long long)(2 * ws->max_files + TAR_EXTRA_DIR));
+                           2ULL * ws->max_files + TAR_EXTRA_DIR);
             goto out;
         }
         if (type == 'x' || type == 'g' || type == 'L') {
