@@ -308,6 +308,18 @@ static int path_arg(const struct ws_ctx *c, size_t i, char *out, size_t *ret_len
                         syscall);
 }
 
+/* The path of an operation on one path (argument 0), recorded for the observer. */
+static int op_path(struct ws_ctx *c, char *out, size_t *ret_len, const char **ret_shown,
+                   const char *syscall)
+{
+    if (path_arg(c, 0, out, ret_len, ret_shown, syscall) != 0) {
+        return -1;
+    }
+    memcpy(c->path, out, *ret_len + 1);
+    c->path_len = *ret_len;
+    return 0;
+}
+
 static void note_data(struct ws_ctx *c, const char *data, size_t len)
 {
     uint8_t d[CONT_DIGEST];
@@ -464,11 +476,9 @@ static void op_read_file(struct ws_ctx *c)
     char path[WS_PATH_MAX + 1];
     size_t len;
     const char *shown;
-    if (path_arg(c, 0, path, &len, &shown, "open") != 0) {
+    if (op_path(c, path, &len, &shown, "open") != 0) {
         return;
     }
-    memcpy(c->path, path, len + 1);
-    c->path_len = len;
     const struct json_node *enc = arg(c, 1);
     int text = enc && enc->type == JSON_STRING;
     if (text && strcmp(enc->str, "utf8") != 0 && strcmp(enc->str, "utf-8") != 0) {
@@ -629,11 +639,9 @@ static void op_write_file(struct ws_ctx *c, int append)
     char path[WS_PATH_MAX + 1];
     size_t len;
     const char *shown;
-    if (path_arg(c, 0, path, &len, &shown, "open") != 0) {
+    if (op_path(c, path, &len, &shown, "open") != 0) {
         return;
     }
-    memcpy(c->path, path, len + 1);
-    c->path_len = len;
     const char *data;
     size_t n;
     char *own;
@@ -794,11 +802,9 @@ static void op_readdir(struct ws_ctx *c)
     char path[WS_PATH_MAX + 1];
     size_t len;
     const char *shown;
-    if (path_arg(c, 0, path, &len, &shown, "scandir") != 0) {
+    if (op_path(c, path, &len, &shown, "scandir") != 0) {
         return;
     }
-    memcpy(c->path, path, len + 1);
-    c->path_len = len;
     struct listing l = { 0 };
     if (list_dir(c, path, len, shown, &l) == 0) {
         size_t n = 0;
@@ -862,11 +868,9 @@ static void op_stat(struct ws_ctx *c, int exists)
     char path[WS_PATH_MAX + 1];
     size_t len;
     const char *shown;
-    if (path_arg(c, 0, path, &len, &shown, exists ? "access" : "stat") != 0) {
+    if (op_path(c, path, &len, &shown, exists ? "access" : "stat") != 0) {
         return;
     }
-    memcpy(c->path, path, len + 1);
-    c->path_len = len;
     uint64_t size;
     int what = stat_path(c, path, len, shown, &size);
     if (what < 0) {
@@ -889,11 +893,9 @@ static void op_mkdir(struct ws_ctx *c)
     char path[WS_PATH_MAX + 1];
     size_t len;
     const char *shown;
-    if (path_arg(c, 0, path, &len, &shown, "mkdir") != 0) {
+    if (op_path(c, path, &len, &shown, "mkdir") != 0) {
         return;
     }
-    memcpy(c->path, path, len + 1);
-    c->path_len = len;
     int recursive = flag(c, 1, "recursive");
     struct al_workspace *ws = c->ws;
     struct ws_node *n = ws_find(ws, path, len);
@@ -933,11 +935,9 @@ static void op_rm(struct ws_ctx *c)
     char path[WS_PATH_MAX + 1];
     size_t len;
     const char *shown;
-    if (path_arg(c, 0, path, &len, &shown, "rm") != 0) {
+    if (op_path(c, path, &len, &shown, "rm") != 0) {
         return;
     }
-    memcpy(c->path, path, len + 1);
-    c->path_len = len;
     int recursive = flag(c, 1, "recursive");
     int force = flag(c, 1, "force");
     int dir_only = flag(c, 1, "dir");   /* rmdir */
