@@ -863,9 +863,18 @@ AL_API void al_workspace_outputs(const struct al_workspace *ws, al_workspace_fil
  * and after a failed write the objects replaced are written back and the ones made removed;
  * the error (AL_INTERNAL_ERROR) names the mount and the path. The application calls it when the
  * run completed and before it answers; never for a failed or cancelled run. AL_OK with
- * nothing to write. */
+ * nothing to write. What it replaced is kept until al_workspace_rollback or the workspace's
+ * end (at most the workspace's `bytes`). */
 AL_NODISCARD AL_API enum al_code al_workspace_commit(struct al_workspace *ws,
                                                      struct al_error *reterr);
+
+/* Undoes the last successful al_workspace_commit: the objects it replaced are written back and
+ * the ones it made removed. For an application that learns only after the commit that the run
+ * must not count (cancelled while its writes were in flight): commit keeps what it replaced
+ * until this call or al_workspace_free. AL_OK (also with nothing to undo), or
+ * AL_INTERNAL_ERROR when a backend failed to put an object back (the others are put back). */
+AL_NODISCARD AL_API enum al_code al_workspace_rollback(struct al_workspace *ws,
+                                                       struct al_error *reterr);
 
 /* The run uses ws (borrowed: it must outlive the run; NULL: no workspace). A run resumed
  * (continuation) or restarted from a journal is given a workspace built the same way (same

@@ -721,6 +721,22 @@ enum al_code al_workspace_new(const char *manifest, size_t len, struct al_worksp
     return AL_OK;
 }
 
+/* What a key held before commit replaced it, put back when a later write fails or the commit
+ * is rolled back. */
+struct ws_backup {
+    char *data; /* malloc'd; NULL for a key that held nothing */
+    size_t len;
+    int existed;
+};
+
+static void ws_backups_free(struct ws_backup *backups, size_t n)
+{
+    for (size_t k = 0; backups && k < n; k++) {
+        free(backups[k].data);
+    }
+    free(backups);
+}
+
 void al_workspace_free(struct al_workspace *ws)
 {
     if (!ws) {
@@ -747,6 +763,7 @@ void al_workspace_free(struct al_workspace *ws)
     }
     free(ws->outputs);
     free(ws->root);
+    ws_backups_free(ws->committed, ws->ncommitted);
     pthread_mutex_destroy(&ws->mu);
     pthread_cond_destroy(&ws->cv);
     free(ws);
@@ -883,13 +900,6 @@ void al_workspace_outputs(const struct al_workspace *ws, al_workspace_file_fn *f
     }
 }
 
-/* What a key held before commit replaced it, put back when a later write fails. */
-struct ws_backup {
-    char *data; /* malloc'd; NULL for a key that held nothing */
-    size_t len;
-    int existed;
-};
-
 /* Reads what node n's key holds now into *b; AL_OK, or the error naming the mount and path.
  * `*budget`: bytes all backups may still take (the workspace's own limit: a commit never holds
  * more than the guest could write). */
@@ -927,6 +937,33 @@ static enum al_code backup_key(const struct al_workspace *ws, const struct ws_no
     }
     free(key);
     return rc;
+}
+
+/* Puts back what writing nodes [0, upto) replaced: replaced objects restored, new ones
+ * removed. Best effort, as a failed write leaves nothing better to do; 0 when every key was
+ * put back. */
+static int ws_put_back(struct al_workspace *ws, const struct ws_backup *backups, size_t upto)
+{
+    int failed = 0;
+    for (size_t i = upto; i-- > 0;) {
+        const struct ws_node *n = ws->nodes[i];
+        if (n->is_dir || n->mount < 0) {
+            continue;
+        }
+        const struct ws_backend *be = ws_backend_of(ws, n->mount);
+        char *key = ws_mount_key(ws, n->mount, n->path, n->path_len);
+        char err[256];
+        const struct ws_backup *b = &backups[i];
+        int st = AL_MOUNT_ERROR;
+        if (key && b->existed) {
+            st = be->ops->write(be->ud, key, b->data ? b->data : "", b->len, err, sizeof err);
+        } else if (key && be->ops->remove) {
+            st = be->ops->remove(be->ud, key, err, sizeof err);
+        }
+        failed |= st != AL_MOUNT_OK && st != AL_MOUNT_NOT_FOUND;
+        free(key);
+    }
+    return failed ? -1 : 0;
 }
 
 enum al_code al_workspace_commit(struct al_workspace *ws, struct al_error *reterr)
@@ -976,27 +1013,30 @@ enum al_code al_workspace_commit(struct al_workspace *ws, struct al_error *reter
         }
     }
     if (rc != AL_OK) {
-        /* what was written is put back as it was: replaced objects restored, new ones removed */
-        while (i-- > 0) {
-            const struct ws_node *n = ws->nodes[i];
-            if (n->is_dir || n->mount < 0) {
-                continue;
-            }
-            const struct ws_backend *be = ws_backend_of(ws, n->mount);
-            char *key = ws_mount_key(ws, n->mount, n->path, n->path_len);
-            char err[256];
-            const struct ws_backup *b = &backups[i];
-            if (key && b->existed) {
-                be->ops->write(be->ud, key, b->data ? b->data : "", b->len, err, sizeof err);
-            } else if (key && be->ops->remove) {
-                be->ops->remove(be->ud, key, err, sizeof err);
-            }
-            free(key);
-        }
+        ws_put_back(ws, backups, i);
+        ws_backups_free(backups, ws->nnodes);
+    } else {
+        ws_backups_free(ws->committed, ws->ncommitted);
+        ws->committed = backups; /* until a rollback, or the workspace's end */
+        ws->ncommitted = ws->nnodes;
     }
-    for (size_t k = 0; k < ws->nnodes; k++) {
-        free(backups[k].data);
-    }
-    free(backups);
     return rc;
+}
+
+enum al_code al_workspace_rollback(struct al_workspace *ws, struct al_error *reterr)
+{
+    if (!ws) {
+        return error_set(reterr, AL_CONFIG_ERROR, "al_workspace_rollback: NULL workspace");
+    }
+    ws_thread_drain(ws);
+    if (!ws->committed) {
+        return AL_OK;
+    }
+    int failed = ws_put_back(ws, ws->committed, ws->ncommitted);
+    ws_backups_free(ws->committed, ws->ncommitted);
+    ws->committed = NULL;
+    ws->ncommitted = 0;
+    return failed ? error_set(reterr, AL_INTERNAL_ERROR,
+                              "a mount's object could not be put back as it was before the commit")
+                  : AL_OK;
 }

@@ -96,6 +96,10 @@ struct al_workspace {
     int busy; /* a job is running */
     struct ws_job *head;
     struct ws_job **tail;
+    /* what the last successful al_workspace_commit replaced, one per node (NULL: none), until
+     * al_workspace_rollback puts it back or the workspace is freed */
+    struct ws_backup *committed;
+    size_t ncommitted;
 };
 
 /* workspace_ops.c: the host calls' names ("workspace.readFile", ...); index = op. */

@@ -57,6 +57,7 @@ struct run_workspace {
     int lost; /* an op could not be kept (out of memory): its record is missing */
     /* after run_workspace_finish succeeded */
     int finished;
+    int kept; /* its run was recorded completed: the commit stands (run_workspace_keep) */
     size_t noutputs;
     size_t outputs_cap;
     struct run_workspace_output *outputs;
@@ -247,6 +248,22 @@ void run_workspace_free(struct run_workspace *w)
     if (!w) {
         return;
     }
+    if (w->finished && !w->kept) {
+        /* committed, but the run was not recorded completed (cancelled while its writes were
+         * in flight, or its end failed to record): a run that did not complete writes nothing */
+        struct al_error err;
+        memset(&err, 0, sizeof err);
+        if (al_workspace_rollback(w->ws, &err) != AL_OK) {
+            struct buf b;
+            buf_init(&b, 1024);
+            json_write_string(&b, err.message, strlen(err.message));
+            fprintf(stderr,
+                    "{\"log\":\"runs\",\"error\":\"a run that did not complete "
+                    "could not undo its writes to its mounts\",\"why\":%s}\n",
+                    b.data ? b.data : "\"\"");
+            buf_done(&b);
+        }
+    }
     al_workspace_free(w->ws); /* before the mounts it borrows */
     for (size_t i = 0; i < w->ns3; i++) {
         s3_mount_free(w->s3[i]);
@@ -374,8 +391,15 @@ static enum store_rc run_workspace_audit(struct store *s, const struct runs_plan
                    : STORE_ERROR;
 }
 
+void run_workspace_keep(struct run_workspace *w)
+{
+    if (w) {
+        w->kept = 1;
+    }
+}
+
 enum store_rc run_workspace_record(struct store *s, struct run_workspace *w,
-                                   const struct runs_plan *plan, struct buf *d)
+                                   const struct runs_plan *plan, int completed, struct buf *d)
 {
     enum store_rc rc = STORE_OK;
     pthread_mutex_lock(&w->lock);
@@ -385,7 +409,7 @@ enum store_rc run_workspace_record(struct store *s, struct run_workspace *w,
                                  NULL);
     }
     pthread_mutex_unlock(&w->lock);
-    if (rc != STORE_OK || !w->finished) {
+    if (rc != STORE_OK || !w->finished || !completed) {
         return rc;
     }
     struct store_run_file *files = calloc(w->noutputs ? w->noutputs : 1, sizeof *files);

@@ -49,11 +49,17 @@ AL_NODISCARD enum al_code run_workspace_finish(struct run_workspace *w, struct a
 
 /* In the writer's transaction that records the execution's end: a run.file record for each
  * file operation of this execution (details: run, template, version, op, path, size, sha256,
- * error; never the bytes), each file committed to a mount (op "commit", with mount and key)
- * and, after a finish that succeeded, the outputs and the tar kept in the store (blobs,
- * run_workspace_end). `d` is scratch for the details. STORE_OK or the store's failure. */
+ * error; never the bytes) and, when the run is recorded `completed` after a finish that
+ * succeeded, each file committed to a mount (op "commit", with mount and key), the outputs and
+ * the tar kept in the store (blobs, run_workspace_end). `d` is scratch for the details.
+ * STORE_OK or the store's failure. */
 enum store_rc run_workspace_record(struct store *s, struct run_workspace *w,
-                                   const struct runs_plan *plan, struct buf *d);
+                                   const struct runs_plan *plan, int completed, struct buf *d);
+/* After the transaction that recorded its run completed has committed: its commit to the
+ * mounts stands. A finished workspace freed without it is rolled back first
+ * (al_workspace_rollback): its run was cancelled while its writes were in flight, or its end could
+ * not be recorded. */
+void run_workspace_keep(struct run_workspace *w);
 
 /* Workspace reads in the journal (docs/journal.md "Workspace reads"). A workspace.readFile
  * answer holds the whole file - a JSON string, or base64 in a Uint8Array's tagged form - while

@@ -121,6 +121,7 @@ struct srun {
     enum runs_start_state start_state;
     struct runs_pending *held;   /* connector calls waiting for the start record's commit */
     const char *counted_status;  /* what its record said, for /metrics once committed */
+    int recorded_completed;      /* its record said completed: its workspace's commit stands */
     struct writer_job end;       /* its end, for the writer */
     struct writer_hook launched; /* its launch inside a writer job: settled at that commit */
     int holds_slot;              /* counted in its principal's and department's shares */
@@ -1250,9 +1251,6 @@ static enum store_rc runs_record(struct store *s, struct srun *sr)
     for (size_t i = 0; i < sr->ncalls && rc == STORE_OK; i++) {
         rc = runs_record_call(s, sr, &sr->calls[i], &d);
     }
-    if (rc == STORE_OK && sr->ws) {
-        rc = run_workspace_record(s, sr->ws, plan, &d);
-    }
 
     enum gov_run_state state = GOV_RUN_FAILED;
     int whole = runs_outcome(sr, &outcome, &audit, &state) == 0;
@@ -1278,6 +1276,12 @@ static enum store_rc runs_record(struct store *s, struct srun *sr)
                 rc = STORE_OK; /* ended otherwise meanwhile: that end stands */
             }
         }
+    }
+    /* the status decides: a run cancelled while its workspace was committed keeps no output,
+     * and its writes to the mounts are undone (run_workspace_keep) */
+    sr->recorded_completed = rc == STORE_OK && recorded && state == GOV_RUN_COMPLETED;
+    if (rc == STORE_OK && sr->ws) {
+        rc = run_workspace_record(s, sr->ws, plan, sr->recorded_completed, &d);
     }
     if (rc == STORE_OK) {
         rc = s->ops->call_clear(s, plan->id); /* this execution's calls are recorded above */
@@ -2044,6 +2048,9 @@ static void runs_end_done(void *arg, enum store_rc rc)
         }
         runs_internal_answer(&sr->answer, &sr->answer_status, "the run's end could not be recorded",
                              sr->request_id);
+    }
+    if (rc == STORE_OK && sr->end.fn == runs_end_fn && sr->recorded_completed) {
+        run_workspace_keep(sr->ws);
     }
     struct http_deferred *waiter = runs_take_waiter(sr);
     if (waiter && sr->waiter_revoked) {

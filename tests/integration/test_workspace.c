@@ -1103,6 +1103,44 @@ static void test_workspace_commit_restores(void **state)
     al_runner_free(r);
 }
 
+/* A commit that succeeded and is then rolled back (its run did not count after all): the
+ * object it replaced is put back, the ones it made are removed; a second rollback does nothing. */
+static void test_workspace_rollback(void **state)
+{
+    (void)state;
+    struct al_runner *r = new_runner();
+    struct al_workspace *ws = new_ws(flaky_manifest);
+    struct kv b = { .fail_at = 0 };
+    b.key[0] = strdup("reports/a.md");
+    b.val[0] = strdup("last year's");
+    b.n = 1;
+    assert_int_equal(al_workspace_set_mount(ws, "lake", &kv_ops, &b), AL_OK);
+    check(r, ws,
+          "await workspace.writeFile('out/export/a.md', 'A');\n"
+          "await workspace.writeFile('out/export/b.md', 'B');\n"
+          "return 1;",
+          "1");
+    struct al_error err;
+    assert_int_equal(al_workspace_commit(ws, &err), AL_OK);
+    assert_string_equal(b.val[kv_find(&b, "reports/a.md")], "A");
+    assert_string_equal(b.val[kv_find(&b, "reports/b.md")], "B");
+    assert_int_equal(al_workspace_rollback(ws, &err), AL_OK);
+    int a = kv_find(&b, "reports/a.md");
+    assert_true(a >= 0);
+    assert_string_equal(b.val[a], "last year's");
+    assert_int_equal(kv_find(&b, "reports/b.md"), -1);
+    int writes = b.writes;
+    assert_int_equal(al_workspace_rollback(ws, &err), AL_OK);
+    assert_int_equal(b.writes, writes);
+    assert_int_equal(al_workspace_rollback(NULL, &err), AL_CONFIG_ERROR);
+    al_workspace_free(ws);
+    for (int i = 0; i < b.n; i++) {
+        free(b.key[i]);
+        free(b.val[i]);
+    }
+    al_runner_free(r);
+}
+
 struct append_bytes {
     char bytes[64];
 };
@@ -1285,6 +1323,7 @@ int main(void)
         cmocka_unit_test(test_workspace_resume),
         cmocka_unit_test(test_workspace_replay_failed_write),
         cmocka_unit_test(test_workspace_commit_restores),
+        cmocka_unit_test(test_workspace_rollback),
         cmocka_unit_test(test_workspace_replay_append_base),
         cmocka_unit_test(test_workspace_blocked_mount),
     };

@@ -5,17 +5,20 @@ out/summary.json; they land in the bucket and under /v1/runs/{id}/files; the app
 manifest in the version; the audit has every file operation; a canary secret planted in the
 mount's credentials is in none of the API's answers, the guest's reach, the journal, the audit
 export, the logs or the database. Also: a writable mount that cannot be written fails the run
-with an error naming the mount, and keeps nothing of it.
+with an error naming the mount, and keeps nothing of it; a run cancelled while its objects are
+being written has them undone.
 
 usage: test_workspace_s3.py --airlockd PATH --cli PATH [-k SUBSTRING]
    with S3_NODE (node) and S3_MODULES (tests/s3's node_modules, s3.setup) in the environment
 """
 import hashlib
 import http.client
+import http.server
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 
@@ -88,6 +91,59 @@ class S3rver:
         self.p.kill()
         self.p.wait()
         self.log.close()
+
+
+class HoldingProxy:
+    """A pass-through to s3rver that holds a PUT whose path ends with `hold` until release():
+    a bucket write in flight for as long as a test needs."""
+
+    def __init__(self, upstream_port, hold):
+        proxy = self
+        self.held = threading.Event()
+        self.released = threading.Event()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def forward(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n) if n else None
+                if self.command == "PUT" and self.path.split("?")[0].endswith(hold):
+                    proxy.held.set()
+                    proxy.released.wait(HANG)
+                conn = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=HANG)
+                try:
+                    conn.request(self.command, self.path, body=body,
+                                 headers={k: v for k, v in self.headers.items()})
+                    r = conn.getresponse()
+                    data = r.read()
+                finally:
+                    conn.close()
+                self.send_response(r.status)
+                for k, v in r.getheaders():
+                    if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(k, v)
+                # a HEAD's length is the object's, as the bucket said
+                self.send_header("Content-Length", r.getheader("Content-Length", "0")
+                                 if self.command == "HEAD" else str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+
+            do_GET = do_PUT = do_HEAD = do_DELETE = do_POST = forward
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.endpoint = "http://127.0.0.1:%d" % self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def release(self):
+        self.released.set()
+
+    def close(self):
+        self.release()
+        self.server.shutdown()
+        self.server.server_close()
 
 
 def world(tmp, s3):
@@ -243,6 +299,57 @@ return seen;
     finally:
         if w:
             w.close()
+        s3.close()
+
+
+def t_cancel_while_committing(tmp):
+    """A run cancelled while its objects are being written to its bucket ends cancelled, and
+    its writes are undone: the object it replaced holds its old bytes again, the one it made is
+    gone, and the run keeps no output."""
+    s3 = S3rver(tmp)
+    proxy = HoldingProxy(s3.port, "/reports/summary.json")
+    w = None
+    try:
+        check(s3.request("PUT", "2026/sales.csv", CSV)[0] == 200, "seeding the bucket")
+        check(s3.request("PUT", "reports/report.md", b"last week's report")[0] == 200,
+              "seeding the old report")
+        w = world(tmp, s3)
+        w.ok("POST", "/v1/mounts", {"name": "held-lake", "department": "finance", "kind": "s3",
+                                    "endpoint": proxy.endpoint, "bucket": BUCKET,
+                                    "region": "us-east-1", "access_key_id": "S3RVER",
+                                    "secret_access_key": CANARY}, w.admin, 201)
+        template(w, "held-report", manifest(out="held-lake"))
+        st, doc = w.run({"template": "held-report", "wait": False}, want=202)
+        run_id = doc["id"]
+        # report.md is written (it sorts first), summary.json's PUT is held
+        check(proxy.held.wait(HANG), "the commit never reached the bucket")
+        st2, old = s3.request("GET", "reports/report.md")
+        check(st2 == 200 and old != b"last week's report", "report.md not yet replaced")
+        w.ok("POST", "/v1/runs/%s/cancel" % run_id, {}, w.keys["agent-7"])
+        proxy.release()
+        done = w.until(run_id, ("cancelled", "completed", "failed"))
+        check(done["status"] == "cancelled" and done["error"]["code"] == "ABORTED",
+              "cancelled while committing: %r" % done)
+        # undone off the writer's path: poll until it has happened
+        deadline = time.monotonic() + HANG
+        while True:
+            report = s3.request("GET", "reports/report.md")
+            summary = s3.request("GET", "reports/summary.json")[0]
+            if report == (200, b"last week's report") and summary == 404:
+                break
+            check(time.monotonic() < deadline,
+                  "the cancelled run's writes stayed: report.md %r, summary.json %d"
+                  % (report, summary))
+            time.sleep(0.05)
+        check(w.ok("GET", "/v1/runs/%s/files" % run_id, None, w.keys["agent-7"]) ==
+              {"files": []}, "a cancelled run kept outputs")
+        commits = [r for r in audit_rows(w.dir, "run.file")
+                   if r["subject"] == run_id and r["details"]["op"] == "commit"]
+        check(commits == [], "a cancelled run's objects audited as committed: %r" % commits)
+    finally:
+        if w:
+            w.close()
+        proxy.close()
         s3.close()
 
 
