@@ -11,7 +11,8 @@ is the demo's. Each command must exit 0, or the status its trailing `# exit stat
 says. Then, through the API: the demo's refund was approved by demo-approver and completed,
 refund-small v1 is approved, its refund of o-1002 waits with its exact arguments, and both
 `audit verify` runs verified. Also: the demo's banner is the last thing it prints (its
-servers' output is in var/*.log), and it is the banner the README's quick start shows.
+servers' output is in var/*.log), and it is the banner the README's quick start shows; and
+every link of the README's map of parts leads somewhere.
 """
 import argparse
 import json
@@ -122,6 +123,26 @@ def check_banner(readme, banner, url):
              % (shown, printed))
 
 
+def check_map(readme):
+    """The README's map of parts: every link goes to a heading of the README or to a file."""
+    heading = "## Which part for which job"
+    at = readme.find("\n" + heading + "\n")
+    if at < 0:
+        fail("README has no section %r" % heading)
+    section = readme[at + len(heading) + 2:]
+    section = section[:section.find("\n## ")]
+    slugs = {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-")
+             for h in re.findall(r"^#+ (.*)$", readme, re.M)}
+    links = re.findall(r"\]\(([^)]+)\)", section)
+    if len(links) < 8:
+        fail("the map has %d links" % len(links))
+    for link in links:
+        if link.startswith("#") and link[1:] not in slugs:
+            fail("the map links to %s, which is no heading of the README" % link)
+        if not link.startswith("#") and not os.path.exists(os.path.join(ROOT, link)):
+            fail("the map links to %s, which does not exist" % link)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--airlockd", required=True)
@@ -129,6 +150,7 @@ def main():
     a = ap.parse_args()
     with open(os.path.join(ROOT, "README.md")) as f:
         readme = f.read()
+    check_map(readme)
     cmds = commands(readme_block(readme, "## The command line as airlockd's client", "```sh"))
     if len(cmds) < 10:
         fail("the team flow has %d commands" % len(cmds))
