@@ -248,6 +248,8 @@ def main():
             signal.signal(signal.SIGTERM, lambda *_: stop.set())
             while not stop.is_set() and server.poll() is None:
                 stop.wait(0.5)
+            if not stop.is_set():
+                die("airlockd stopped (exit status %d): see %s" % (server.returncode, log_path))
     finally:
         if server.poll() is None:
             server.send_signal(signal.SIGTERM)
