@@ -12,7 +12,8 @@ all: build
 
 help:
 	@echo "make          build everything (binaries in $(BUILD)/bin)"
-	@echo "make run      build and start airlockd in ./var with a demo (Ctrl-C stops it)"
+	@echo "make run      build airlockd, the worker and the CLI, start airlockd in ./var with a"
+	@echo "             demo (Ctrl-C stops it); README.md's team flow goes on from it"
 	@echo "make example  build and run examples/orders.js once with the airlock CLI"
 	@echo "make test     build and run every test (CTest), then the sanitizer build"
 	@echo "make test-busy  the integration tests while two busy loops keep both cores busy"
@@ -52,8 +53,12 @@ $(BUILD)/CMakeCache.txt: | bootstrap
 build: bootstrap $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
-run: build
-	python3 scripts/demo.py --airlockd $(BUILD)/bin/airlockd --data-dir ./var
+# Only what the demo runs (airlockd, its worker, the CLI the README's team flow uses), not the
+# tests and fuzz targets; the demo's banner comes last, after a blank line, its servers' output
+# going to ./var/*.log.
+run: bootstrap $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target airlockd airlock-worker airlock_cli
+	@python3 scripts/demo.py --airlockd $(BUILD)/bin/airlockd --data-dir ./var
 
 example: build
 	$(BUILD)/bin/airlock run --host-process "python3 examples/orders_host.py" examples/orders.js

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""A small host co-process for examples/orders.js: serves store.listOrders and
-billing.invoices over airlock's JSON-lines protocol (see README, `--host-process`)."""
+"""A small host co-process for examples/orders.js: serves store.listOrders, billing.invoices
+and billing.refund over airlock's JSON-lines protocol (see README, `--host-process`)."""
 import json
 import sys
 
@@ -28,7 +28,19 @@ def invoices(customer):
     return INVOICES[customer]
 
 
-FUNCTIONS = {"store.listOrders": list_orders, "billing.invoices": invoices}
+def refund(order_id, amount):
+    """Refunds a paid order, at most its amount (examples/refund.js; in the demo airlockd makes
+    it wait for an approver first). Nothing is kept: the demo's orders stay as they are."""
+    order = next((o for o in ORDERS if o["id"] == order_id), None)
+    if order is None or order["status"] != "paid":
+        raise ValueError(f"no paid order {order_id!r}")
+    if not 0 < amount <= order["amount"]:
+        raise ValueError(f"cannot refund {amount} of {order['amount']}")
+    return {"refund": "rf-" + order_id[2:], "order": order_id, "amount": amount}
+
+
+FUNCTIONS = {"store.listOrders": list_orders, "billing.invoices": invoices,
+             "billing.refund": refund}
 
 
 def main():

@@ -19,6 +19,8 @@ import ctypes
 import dataclasses
 import inspect
 import itertools
+import json
+import re
 import threading
 import traceback
 import typing
@@ -527,6 +529,26 @@ def _after_run(workspace, result):
         workspace.commit()
 
 
+def _with_input(source, value):
+    """The source with the guest's frozen global `input` declared in front: the declaration
+    airlockd makes for a template's run (runs_source in src/server/runs.c), on the first line
+    (after a leading "use strict") so that every other line keeps its number."""
+    if value is None:
+        return source
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise ConfigError("input is not a JSON value: %s" % e) from None
+    if not isinstance(source, str):
+        source = bytes(source).decode("utf-8")
+    m = re.match(r"""[ \t]*(["'])use strict\1[ \t]*;?""", source)
+    directive = m.group(0) + " " if m else ""
+    return (directive + "const input = ((f) => f(f, JSON.parse(" + json.dumps(text) + ")))"
+            "((f, o) => { if (o !== null && typeof o === \"object\") { "
+            "for (const k of Object.keys(o)) f(f, o[k]); Object.freeze(o); } return o; }); " +
+            source[len(m.group(0)) if m else 0:])
+
+
 def _check(rc, what):
     if rc != 0:
         raise ConfigError("%s: %s" % (what, _lib.code_name(rc)), _lib.code_name(rc))
@@ -685,7 +707,7 @@ class Runner:
 
     def run(self, source, host=None, lang="js", seed=None, timeout=None, limits=None,
             module=False, filename=None, resume=None, resolutions=None, run_id=None,
-            clock_ms=None, journal=None, journal_entries=None, workspace=None):
+            clock_ms=None, journal=None, journal_entries=None, workspace=None, input=None):
         """Runs `source` (a function body; module=True for an ES module) and returns its
         Result. host: {"group.fn": callable} for this run only, called with the guest's
         arguments; timeout in seconds; resume=a continuation with resolutions={id: value}
@@ -700,13 +722,18 @@ class Runner:
         (docs/journal.md).
 
         workspace=airlock.Workspace gives the guest `workspace` and node:fs/promises over it
-        (docs/workspace.md); one from Workspace.directory is committed when the run completed."""
+        (docs/workspace.md); one from Workspace.directory is committed when the run completed.
+
+        input=a JSON value (dict, list, str, number, bool) gives the guest a global `input`, as
+        airlockd gives a template's run its input: a const, deeply frozen. It is declared on
+        the source's first line, so a resume or a journal replay needs the same input (a
+        continuation is bound to the source). None: no `input` global."""
         lib = self._lib
         state = _RunState(self, "sync")
         state.key = None
-        opts = self._opts(state, source, host, lang, seed, timeout, limits, module, filename,
-                          resume, resolutions, run_id, clock_ms, journal, journal_entries,
-                          workspace)
+        opts = self._opts(state, _with_input(source, input), host, lang, seed, timeout, limits,
+                          module, filename, resume, resolutions, run_id, clock_ms, journal,
+                          journal_entries, workspace)
         res = ctypes.c_void_p()
         err = _lib.Error()
         try:
@@ -754,30 +781,31 @@ class Runner:
 
     def start(self, source, host=None, lang="js", seed=None, timeout=None, limits=None,
               module=False, filename=None, resume=None, resolutions=None, run_id=None,
-              clock_ms=None, journal=None, journal_entries=None, workspace=None):
+              clock_ms=None, journal=None, journal_entries=None, workspace=None, input=None):
         """Starts a run and returns at once a Run (cancel(), result(timeout)); its host
         functions run on the runner's own event loop thread (plain ones in its executor)."""
         loop = self._background_loop()
         state = _RunState(self, "async", loop)
         state.key = None
-        opts = self._opts(state, source, host, lang, seed, timeout, limits, module, filename,
-                          resume, resolutions, run_id, clock_ms, journal, journal_entries,
-                          workspace)
+        opts = self._opts(state, _with_input(source, input), host, lang, seed, timeout, limits,
+                          module, filename, resume, resolutions, run_id, clock_ms, journal,
+                          journal_entries, workspace)
         ar = self._start(opts, state, None)
         return Run(ar, ar.run_id)
 
     async def arun(self, source, host=None, lang="js", seed=None, timeout=None, limits=None,
                    module=False, filename=None, resume=None, resolutions=None, run_id=None,
-                   clock_ms=None, journal=None, journal_entries=None, workspace=None):
+                   clock_ms=None, journal=None, journal_entries=None, workspace=None,
+                   input=None):
         """run() for asyncio: the loop goes on while the run runs; host functions run on this
         loop (async ones as tasks, plain ones in its default executor). Cancelling the task
         cancels the run."""
         loop = asyncio.get_running_loop()
         state = _RunState(self, "async", loop)
         state.key = None
-        opts = self._opts(state, source, host, lang, seed, timeout, limits, module, filename,
-                          resume, resolutions, run_id, clock_ms, journal, journal_entries,
-                          workspace)
+        opts = self._opts(state, _with_input(source, input), host, lang, seed, timeout, limits,
+                          module, filename, resume, resolutions, run_id, clock_ms, journal,
+                          journal_entries, workspace)
         ar = self._start(opts, state, loop)
         try:
             result = await asyncio.shield(ar.future)

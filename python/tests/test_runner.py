@@ -467,3 +467,66 @@ def test_journal_refusals(runner):
     calls = []
     r = runner.run(JOURNAL_SRC, host=_journal_host(calls), journal=broken)
     assert r.status == "failed" and r.error.code == "INTERNAL_ERROR" and calls == [1]
+
+
+def test_input_is_the_guests_frozen_global(runner):
+    """input= is the guest's global `input`, as airlockd gives a template's run: every level
+    frozen, the binding const; a guest that tries to change it changes nothing."""
+    given = {"order": "o-7", "amount": 30, "lines": [{"sku": "a", "qty": 2}], "note": None}
+    sloppy = """
+        input.amount = 1e9; input.lines.push({sku: "x"}); input.lines[0].qty = 99;
+        delete input.order; input.extra = true;
+        return {input, frozen: [input, input.lines, input.lines[0]].every(Object.isFrozen)};
+    """
+    r = runner.run(sloppy, input=given)
+    assert r.status == "failed" and r.error.name == "TypeError", r.value  # push() throws
+    r = runner.run(sloppy.replace('input.lines.push({sku: "x"}); ', ""), input=given)
+    assert r.status == "completed", r.error
+    assert r.value == {"input": given, "frozen": True}
+    strict = """"use strict";
+        const tries = [() => { input.amount = 0; }, () => { input.lines[0].qty = 0; },
+                       () => { input = {}; }, () => { Object.defineProperty(input, "x", {}); }];
+        return tries.map((t) => { try { t(); return "changed"; } catch (e) { return e.name; } });
+    """
+    r = runner.run(strict, input=given)
+    assert r.value == ["TypeError"] * 4, r.error
+    assert runner.run("input = 5; return input", input=given).error.name == "TypeError"
+    assert runner.run("return input", input=[1, "two"]).value == [1, "two"]
+    assert runner.run("return input", input="text").value == "text"
+    # TypeScript, and the source's lines keep their numbers
+    r = runner.run("const n: number = input.amount;\nthrow new Error(String(n));", lang="ts",
+                   input=given)
+    assert r.error.message == "30" and ".js:2:" in r.error.stack, r.error.stack
+    # without input= there is no such global, and a guest may declare its own
+    assert runner.run("return typeof input").value == "undefined"
+    assert runner.run("const input = 3; return input").value == 3
+
+
+def test_input_must_be_json(runner):
+    for bad in (float("nan"), {"f": print}, {1j}):
+        with pytest.raises(airlock.ConfigError, match="input is not a JSON value"):
+            runner.run("return input", input=bad)
+
+
+def test_input_in_start_arun_and_resume(runner):
+    async def ask(q):
+        ctx = airlock.call_context()
+        if ctx.resolution is None:
+            airlock.interrupt({"q": q})
+        return ctx.resolution
+
+    src = "return [input.id, await p.ask(input.id)]"
+    assert runner.start("return input.id", input={"id": "s"}).result(timeout=HANG).value == "s"
+
+    async def main():
+        r = await runner.arun(src, host={"p.ask": ask}, input={"id": "a"})
+        assert r.status == "interrupted", r.error
+        resolutions = {r.interruptions[0].id: "yes"}
+        # the continuation is bound to the source, which holds the input: another input is
+        # another run, refused before any host call
+        other = await runner.arun(src, host={"p.ask": ask}, input={"id": "b"},
+                                  resume=r.continuation, resolutions=resolutions)
+        assert other.status == "failed" and other.error.code == "PROTOCOL_ERROR", other.error
+        return await runner.arun(src, host={"p.ask": ask}, input={"id": "a"},
+                                 resume=r.continuation, resolutions=resolutions)
+    assert asyncio.run(main()).value == ["a", "yes"]
