@@ -96,6 +96,8 @@ static const char main_usage[] =
         "usage: airlockd [--listen HOST:PORT] [--data-dir DIR] [--database URL] [--config FILE]\n"
         "                [--lease-ms MS] [--poll-ms MS] [--print-routes]\n"
         "       airlockd --version\n"
+        "       airlockd keys rotate continuation|audit|secret --data-dir DIR [--database URL]\n"
+        "       airlockd backup --data-dir DIR DEST   (airlockd keys --help)\n"
         "  --database URL  keep the store in PostgreSQL (postgres://USER@HOST/DB or\n"
         "                  postgresql://...; libpq's URL form) instead of SQLite in DIR\n"
         "  --lease-ms MS   several nodes on one database: the lease on a node's runs (default\n"
