@@ -2,11 +2,13 @@
  * cmd_audit.c - `airlock audit verify FILE.jsonl [--public-key HEX] [--allow-unsealed] [--json]`:
  * checks an audit export offline (src/gov/audit.c does the checking; this file reads lines and
  * reports). Exit 0 when the whole export verifies, 1 at the first bad record (named by line,
- * seq and why), 2 for usage errors or an unreadable file. Without --public-key the checkpoints
- * are checked against the key they carry, and the report says the key was not pinned: anyone
- * able to rewrite the file could also have re-signed it with a key of their own. A file alone
- * cannot show that records were cut from its end together with their checkpoints: --checkpoint
- * takes one the auditor kept (GET /v1/audit/checkpoint), which the export must reach.
+ * seq and why), 2 for usage errors or an unreadable file. The checkpoints follow the chain of
+ * keys from the pinned one (a rotated key is announced by a checkpoint signed with the one
+ * before). Without --public-key the checkpoints are checked against the key they carry, and the
+ * report says the key was not pinned: anyone able to rewrite the file could also have re-signed it
+ * with a key of their own. A file alone cannot show that records were cut from its end together
+ * with their checkpoints: --checkpoint takes one the auditor kept (GET /v1/audit/checkpoint), which
+ * the export must reach.
  *
  * `airlock audit export [--after SEQ] [-o FILE]` streams GET /v1/audit/export from airlockd as
  * it arrives (constant memory for any size), so `airlock audit export | airlock audit verify -`
@@ -46,8 +48,11 @@ static const char audit_usage[] =
         "verify:\n"
         "  checks an audit export (one record per line, docs/audit.md; FILE - reads stdin):\n"
         "  every record's hash, the prev links and seq order, every checkpoint's signature\n"
-        "  --public-key HEX   the server's raw Ed25519 public key (64 hex digits); every\n"
-        "                     checkpoint must carry it. Without it the key is not pinned.\n"
+        "  --public-key HEX   the server's raw Ed25519 public key (64 hex digits); the\n"
+        "                     first checkpoint must carry it, and every later one it or a\n"
+        "                     key it announced (a rotation: a checkpoint signed with the\n"
+        "                     key before, naming next_public_key). Without it the key is\n"
+        "                     not pinned.\n"
         "  --checkpoint CP.json  a checkpoint kept earlier (the JSON of GET\n"
         "                     /v1/audit/checkpoint): the export must reach its seq with its\n"
         "                     hash, signed by the same key; an export cut before it fails\n"
@@ -73,7 +78,8 @@ static void print_result(int json, const char *path, enum audit_fault f,
             } else {
                 buf_append_str(&b, "null");
             }
-            buf_printf(&b, ",\"key_pinned\":%s", s->key_pinned ? "true" : "false");
+            buf_printf(&b, ",\"key_pinned\":%s,\"keys\":%zu", s->key_pinned ? "true" : "false",
+                       s->keys);
             if (s->kept_seq) {
                 buf_printf(&b, ",\"checkpoint_seq\":%" PRIu64, s->kept_seq);
             }
@@ -112,8 +118,13 @@ static void print_result(int json, const char *path, enum audit_fault f,
     if (s->kept_seq) {
         printf("the kept checkpoint of seq %" PRIu64 " is reached, with its hash\n", s->kept_seq);
     }
+    if (s->keys > 1) {
+        printf("keys: %zu in the chain, each announced by a checkpoint signed with the one "
+               "before; the last:\n",
+               s->keys);
+    }
     if (s->key_pinned) {
-        printf("key:  %s (pinned)\n", s->key);
+        printf("key:  %s (%s)\n", s->key, s->keys > 1 ? "reached from the pinned key" : "pinned");
     } else {
         printf("key:  %s (NOT pinned: pass --public-key to check who signed)\n",
                s->key[0] ? s->key : "none");

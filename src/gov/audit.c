@@ -420,6 +420,17 @@ enum buf_status audit_checkpoint_details(struct buf *b, uint64_t seq, const char
             hash_hex, public_key_hex, seq, signature_hex);
 }
 
+enum buf_status audit_announce_details(struct buf *b, uint64_t seq, const char *hash_hex,
+                                       const char *public_key_hex, const char *signature_hex,
+                                       const char *next_key_hex)
+{
+    return buf_printf(
+            b,
+            "{\"hash\":\"%s\",\"next_public_key\":\"%s\",\"public_key\":\"%s\",\"seq\":%" PRIu64
+            ",\"signature\":\"%s\"}",
+            hash_hex, next_key_hex, public_key_hex, seq, signature_hex);
+}
+
 enum al_code audit_public_key_hex(EVP_PKEY *key, char ret_hex[AUDIT_KEY_HEX_LEN + 1],
                                   struct al_error *reterr)
 {
@@ -433,26 +444,35 @@ enum al_code audit_public_key_hex(EVP_PKEY *key, char ret_hex[AUDIT_KEY_HEX_LEN 
     return AL_OK;
 }
 
-/* "airlock-audit-checkpoint\n" SEQ "\n" HASH "\n" */
-static int checkpoint_text(char *out, size_t cap, uint64_t seq, const char *hash_hex)
+/* "airlock-audit-checkpoint\n" SEQ "\n" HASH "\n", or with a next key
+ * "airlock-audit-key\n" SEQ "\n" HASH "\n" NEXT "\n": another first line, so that no
+ * checkpoint's signature is ever also an announcement's. */
+static int checkpoint_text(char *out, size_t cap, uint64_t seq, const char *hash_hex,
+                           const char *next_hex)
 {
+    if (next_hex) {
+        return snprintf(out, cap, "airlock-audit-key\n%" PRIu64 "\n%s\n%s\n", seq, hash_hex,
+                        next_hex);
+    }
     return snprintf(out, cap, "airlock-audit-checkpoint\n%" PRIu64 "\n%s\n", seq, hash_hex);
 }
 
-enum al_code audit_checkpoint_sign(EVP_PKEY *key, uint64_t seq, const char *hash_hex,
-                                   char ret_sig[AUDIT_SIG_HEX_LEN + 1], struct al_error *reterr)
+static enum al_code checkpoint_sign(EVP_PKEY *key, uint64_t seq, const char *hash_hex,
+                                    const char *next_hex, char ret_sig[AUDIT_SIG_HEX_LEN + 1],
+                                    struct al_error *reterr)
 {
-    char msg[128];
+    char msg[256];
     unsigned char sig[64];
     size_t sig_len = sizeof sig;
     enum al_code rc = AL_OK;
     EVP_MD_CTX *ctx = NULL;
 
     if (seq == 0 || seq > AUDIT_MAX_SEQ || !is_hex(hash_hex, AUDIT_HASH_HEX_LEN) || !key ||
-        EVP_PKEY_id(key) != EVP_PKEY_ED25519) {
+        EVP_PKEY_id(key) != EVP_PKEY_ED25519 ||
+        (next_hex && !is_hex(next_hex, AUDIT_KEY_HEX_LEN))) {
         return error_set(reterr, AL_CONFIG_ERROR, "checkpoint: bad seq, hash or key");
     }
-    int n = checkpoint_text(msg, sizeof msg, seq, hash_hex);
+    int n = checkpoint_text(msg, sizeof msg, seq, hash_hex, next_hex);
     ctx = EVP_MD_CTX_new();
     if (!ctx || EVP_DigestSignInit(ctx, NULL, NULL, NULL, key) != 1 ||
         EVP_DigestSign(ctx, sig, &sig_len, (const unsigned char *)msg, (size_t)n) != 1 ||
@@ -466,11 +486,28 @@ out:
     return rc;
 }
 
-enum al_code audit_checkpoint_verify(const char *public_key_hex, uint64_t seq, const char *hash_hex,
-                                     const char *signature_hex, int *ret_valid,
-                                     struct al_error *reterr)
+enum al_code audit_checkpoint_sign(EVP_PKEY *key, uint64_t seq, const char *hash_hex,
+                                   char ret_sig[AUDIT_SIG_HEX_LEN + 1], struct al_error *reterr)
 {
-    char msg[128];
+    return checkpoint_sign(key, seq, hash_hex, NULL, ret_sig, reterr);
+}
+
+enum al_code audit_announce_sign(EVP_PKEY *key, uint64_t seq, const char *hash_hex,
+                                 const char *next_key_hex, char ret_sig[AUDIT_SIG_HEX_LEN + 1],
+                                 struct al_error *reterr)
+{
+    if (!next_key_hex) {
+        return error_set(reterr, AL_CONFIG_ERROR, "announcement: no next key");
+    }
+    return checkpoint_sign(key, seq, hash_hex, next_key_hex, ret_sig, reterr);
+}
+
+static enum al_code checkpoint_verify(const char *public_key_hex, uint64_t seq,
+                                      const char *hash_hex, const char *next_hex,
+                                      const char *signature_hex, int *ret_valid,
+                                      struct al_error *reterr)
+{
+    char msg[256];
     unsigned char raw[32];
     unsigned char sig[64];
     enum al_code rc = AL_OK;
@@ -478,12 +515,13 @@ enum al_code audit_checkpoint_verify(const char *public_key_hex, uint64_t seq, c
     EVP_MD_CTX *ctx = NULL;
 
     if (!is_hex(public_key_hex, AUDIT_KEY_HEX_LEN) || !is_hex(signature_hex, AUDIT_SIG_HEX_LEN) ||
-        !is_hex(hash_hex, AUDIT_HASH_HEX_LEN) || !ret_valid) {
+        !is_hex(hash_hex, AUDIT_HASH_HEX_LEN) || !ret_valid ||
+        (next_hex && !is_hex(next_hex, AUDIT_KEY_HEX_LEN))) {
         return error_set(reterr, AL_CONFIG_ERROR, "checkpoint: key, signature or hash not hex");
     }
     hex_decode(public_key_hex, sizeof raw, raw);
     hex_decode(signature_hex, sizeof sig, sig);
-    int n = checkpoint_text(msg, sizeof msg, seq, hash_hex);
+    int n = checkpoint_text(msg, sizeof msg, seq, hash_hex, next_hex);
     key = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, raw, sizeof raw);
     if (!key) {
         /* Not a point on the curve: no signature can verify under it. */
@@ -500,6 +538,24 @@ out:
     EVP_MD_CTX_free(ctx);
     EVP_PKEY_free(key);
     return rc;
+}
+
+enum al_code audit_checkpoint_verify(const char *public_key_hex, uint64_t seq, const char *hash_hex,
+                                     const char *signature_hex, int *ret_valid,
+                                     struct al_error *reterr)
+{
+    return checkpoint_verify(public_key_hex, seq, hash_hex, NULL, signature_hex, ret_valid, reterr);
+}
+
+enum al_code audit_announce_verify(const char *public_key_hex, uint64_t seq, const char *hash_hex,
+                                   const char *next_key_hex, const char *signature_hex,
+                                   int *ret_valid, struct al_error *reterr)
+{
+    if (!next_key_hex) {
+        return error_set(reterr, AL_CONFIG_ERROR, "announcement: no next key");
+    }
+    return checkpoint_verify(public_key_hex, seq, hash_hex, next_key_hex, signature_hex, ret_valid,
+                             reterr);
 }
 
 const char *audit_fault_name(enum audit_fault fault)
@@ -536,11 +592,14 @@ const char *audit_fault_name(enum audit_fault fault)
 struct audit_verifier {
     unsigned flags;
     char pinned[AUDIT_KEY_HEX_LEN + 1]; /* "" when not pinned */
-    char key[AUDIT_KEY_HEX_LEN + 1];    /* the checkpoints' key, once seen */
-    char *hashes;                       /* AUDIT_HASH_HEX_LEN bytes per record, seq base first */
-    size_t hashes_cap;                  /* records the array holds room for */
-    uint64_t base;                      /* the first seq in hashes: 1, or where it started at */
-    size_t line;                        /* lines fed so far */
+    char key[AUDIT_KEY_HEX_LEN + 1];    /* the key the chain is at, once a checkpoint is seen */
+    char chain[AUDIT_CHAIN_MAX][AUDIT_KEY_HEX_LEN + 1]; /* every key so far, the first first */
+    size_t nchain;
+    int pin_signed;    /* a checkpoint signed with the pinned key was seen */
+    char *hashes;      /* AUDIT_HASH_HEX_LEN bytes per record, seq base first */
+    size_t hashes_cap; /* records the array holds room for */
+    uint64_t base;     /* the first seq in hashes: 1, or where it started at */
+    size_t line;       /* lines fed so far */
     uint64_t last_seq;
     uint64_t checkpoints;
     uint64_t sealed_seq;
@@ -675,11 +734,13 @@ static int is_str(const struct json_node *n)
 static enum audit_fault check_checkpoint(struct audit_verifier *v, uint64_t seq,
                                          const struct json_node *details)
 {
-    static const char *const keys[] = { "seq", "hash", "public_key", "signature" };
+    static const char *const keys[] = { "seq", "hash", "public_key", "signature",
+                                        "next_public_key" };
     const struct json_node *cseq = json_get(details, "seq");
     const struct json_node *chash = json_get(details, "hash");
     const struct json_node *ckey = json_get(details, "public_key");
     const struct json_node *csig = json_get(details, "signature");
+    const struct json_node *cnext = json_get(details, "next_public_key");
     uint64_t covered = 0;
     int valid = 0;
 
@@ -702,6 +763,11 @@ static enum audit_fault check_checkpoint(struct audit_verifier *v, uint64_t seq,
                     "checkpoint details must be {seq, hash, public_key, signature} "
                     "(seq an integer, the others lowercase hex of 64, 64 and 128 digits)");
     }
+    if (cnext && (!is_str(cnext) || !is_hex(cnext->str, AUDIT_KEY_HEX_LEN) ||
+                  strcmp(cnext->str, ckey->str) == 0)) {
+        return fail(v, AUDIT_FAULT_MALFORMED, seq,
+                    "checkpoint next_public_key must be another key, as 64 lowercase hex digits");
+    }
     if (covered >= seq) {
         return fail(v, AUDIT_FAULT_CHECKPOINT, seq,
                     "checkpoint covers seq %" PRIu64 ", which is not an earlier record", covered);
@@ -718,23 +784,49 @@ static enum audit_fault check_checkpoint(struct audit_verifier *v, uint64_t seq,
                     ", but that record's hash is %.16s...",
                     chash->str, covered, hash_of(v, covered));
     }
-    if (v->pinned[0] && strcmp(v->pinned, ckey->str) != 0) {
+    /* The chain of keys starts at the pinned key (or, with AUDIT_PIN_IN_CHAIN or unpinned, at
+     * the first checkpoint's) and moves on only where its key announces the next one. */
+    int pin_first = v->pinned[0] && !(v->flags & AUDIT_PIN_IN_CHAIN);
+    if (!v->key[0] && pin_first && strcmp(v->pinned, ckey->str) != 0) {
         return fail(v, AUDIT_FAULT_KEY, seq,
                     "checkpoint key %.16s... is not the pinned key %.16s...", ckey->str, v->pinned);
     }
-    if (!v->pinned[0] && v->key[0] && strcmp(v->key, ckey->str) != 0) {
+    if (v->key[0] && strcmp(v->key, ckey->str) != 0) {
+        int at_pin = v->pinned[0] && strcmp(v->key, v->pinned) == 0;
         return fail(v, AUDIT_FAULT_KEY, seq,
-                    "checkpoint key %.16s... differs from the earlier checkpoints' key %.16s...",
-                    ckey->str, v->key);
+                    "checkpoint key %.16s... is not %s %.16s... (a new key is announced by a "
+                    "checkpoint signed with the one before)",
+                    ckey->str,
+                    at_pin          ? "the pinned key"
+                    : v->nchain > 1 ? "the key the chain of announced keys is at"
+                                    : "the earlier checkpoints' key",
+                    v->key);
     }
-    if (audit_checkpoint_verify(ckey->str, covered, chash->str, csig->str, &valid, NULL) != AL_OK) {
+    enum al_code vrc = cnext ? audit_announce_verify(ckey->str, covered, chash->str, cnext->str,
+                                                     csig->str, &valid, NULL)
+                             : audit_checkpoint_verify(ckey->str, covered, chash->str, csig->str,
+                                                       &valid, NULL);
+    if (vrc != AL_OK) {
         return fail(v, AUDIT_FAULT_INTERNAL, seq, "Ed25519 verification failed to run");
     }
     if (!valid) {
         return fail(v, AUDIT_FAULT_SIGNATURE, seq,
-                    "checkpoint signature over seq %" PRIu64 " does not verify", covered);
+                    "checkpoint signature over seq %" PRIu64 "%s does not verify", covered,
+                    cnext ? " and the next key" : "");
+    }
+    if (!v->key[0]) {
+        memcpy(v->chain[0], ckey->str, AUDIT_KEY_HEX_LEN + 1);
+        v->nchain = 1;
     }
     memcpy(v->key, ckey->str, AUDIT_KEY_HEX_LEN + 1);
+    v->pin_signed |= v->pinned[0] && strcmp(v->pinned, ckey->str) == 0;
+    if (cnext) {
+        if (v->nchain == AUDIT_CHAIN_MAX) {
+            return fail(v, AUDIT_FAULT_KEY, seq, "more than %d keys in one chain", AUDIT_CHAIN_MAX);
+        }
+        memcpy(v->chain[v->nchain++], cnext->str, AUDIT_KEY_HEX_LEN + 1);
+        memcpy(v->key, cnext->str, AUDIT_KEY_HEX_LEN + 1);
+    }
     v->checkpoints++;
     if (covered > v->sealed_seq) {
         v->sealed_seq = covered;
@@ -895,7 +987,11 @@ static enum audit_fault check_kept(struct audit_verifier *v)
     uint64_t seq = v->kept.seq;
     const char *want = v->pinned[0] ? v->pinned : v->key;
     int valid = 0;
-    if (want[0] && strcmp(want, v->kept.key) != 0) {
+    int in_chain = 0;
+    for (size_t i = 0; i < v->nchain; i++) {
+        in_chain |= strcmp(v->chain[i], v->kept.key) == 0;
+    }
+    if (want[0] && !in_chain && strcmp(want, v->kept.key) != 0) {
         return fail(v, AUDIT_FAULT_KEY, seq,
                     "the kept checkpoint's key %.16s... is not %s %.16s...", v->kept.key,
                     v->pinned[0] ? "the pinned key" : "the export's key", want);
@@ -958,6 +1054,14 @@ enum audit_fault audit_verifier_finish(struct audit_verifier *v, struct audit_pr
     if (f == AUDIT_FAULT_NONE && v->last_seq == 0) {
         f = fail(v, AUDIT_FAULT_EMPTY, 0, "the export holds no records");
         v->problem.line = 0;
+    } else if (f == AUDIT_FAULT_NONE && v->pinned[0] && v->key[0] && !v->pin_signed) {
+        /* AUDIT_PIN_IN_CHAIN: the records before the pinned key's announcement are trusted
+         * through the hash chain a checkpoint of the pinned key covers, so one is needed */
+        f = fail(v, AUDIT_FAULT_KEY, v->last_seq,
+                 "no checkpoint is signed with the pinned key %.16s... (the chain of keys ends "
+                 "at %.16s...)",
+                 v->pinned, v->key);
+        v->problem.line = 0;
     } else if (f == AUDIT_FAULT_NONE && v->kept.seq && (f = check_kept(v)) != AUDIT_FAULT_NONE) {
         v->problem.line = 0;
     } else if (f == AUDIT_FAULT_NONE && !v->last_is_seal && !(v->flags & AUDIT_ALLOW_UNSEALED)) {
@@ -983,6 +1087,7 @@ void audit_verifier_summary(const struct audit_verifier *v, struct audit_summary
         memcpy(ret_summary->last_hash, hash_of(v, v->last_seq), AUDIT_HASH_HEX_LEN);
     }
     memcpy(ret_summary->key, v->key, sizeof v->key);
+    ret_summary->keys = v->nchain;
     ret_summary->key_pinned = v->pinned[0] != '\0';
     ret_summary->kept_seq = v->kept.seq;
 }

@@ -72,6 +72,13 @@ enum al_code audit_details_total(const char *details, size_t len, struct buf *to
 enum buf_status audit_checkpoint_details(struct buf *b, uint64_t seq, const char *hash_hex,
                                          const char *public_key_hex, const char *signature_hex);
 
+/* Appends the details of a checkpoint record that also announces the next key:
+ * {"hash","next_public_key","public_key","seq","signature"}, the signature
+ * audit_announce_sign's. */
+enum buf_status audit_announce_details(struct buf *b, uint64_t seq, const char *hash_hex,
+                                       const char *public_key_hex, const char *signature_hex,
+                                       const char *next_key_hex);
+
 /* The raw Ed25519 public key of `key` (a private or public Ed25519 EVP_PKEY) as hex.
  * AL_CONFIG_ERROR when the key is not Ed25519. */
 enum al_code audit_public_key_hex(EVP_PKEY *key, char ret_hex[AUDIT_KEY_HEX_LEN + 1],
@@ -89,6 +96,18 @@ enum al_code audit_checkpoint_verify(const char *public_key_hex, uint64_t seq, c
                                      const char *signature_hex, int *ret_valid,
                                      struct al_error *reterr);
 
+/* Key rotation: the key in use signs "airlock-audit-key\n" SEQ "\n" HASH "\n" NEXT "\n" (NEXT
+ * the next key's raw public key as hex), the details of a checkpoint record that names the next
+ * key as next_public_key; the checkpoints after it are signed with the next key. Same codes as
+ * audit_checkpoint_sign and audit_checkpoint_verify (AL_CONFIG_ERROR for a NULL or malformed
+ * next key as well). */
+enum al_code audit_announce_sign(EVP_PKEY *key, uint64_t seq, const char *hash_hex,
+                                 const char *next_key_hex, char ret_sig[AUDIT_SIG_HEX_LEN + 1],
+                                 struct al_error *reterr);
+enum al_code audit_announce_verify(const char *public_key_hex, uint64_t seq, const char *hash_hex,
+                                   const char *next_key_hex, const char *signature_hex,
+                                   int *ret_valid, struct al_error *reterr);
+
 /* What is wrong with an export, by the first record where it shows. */
 enum audit_fault {
     AUDIT_FAULT_NONE = 0,
@@ -98,7 +117,8 @@ enum audit_fault {
     AUDIT_FAULT_HASH,       /* hash is not the hash of this record */
     AUDIT_FAULT_CHECKPOINT, /* a checkpoint names a record that is not there with that hash */
     AUDIT_FAULT_SIGNATURE,  /* a checkpoint's signature does not verify */
-    AUDIT_FAULT_KEY,        /* a checkpoint's key is not the pinned key (or the first one seen) */
+    AUDIT_FAULT_KEY,        /* a checkpoint's key is not the key the chain is at (the pinned key,
+                               or the first one seen, or the last one announced) */
     AUDIT_FAULT_UNSEALED,   /* the export does not end with a checkpoint of its last record */
     AUDIT_FAULT_EMPTY,      /* no records at all */
     AUDIT_FAULT_TRUNCATED,  /* the export ends before the seq of a checkpoint kept earlier */
@@ -121,7 +141,8 @@ struct audit_summary {
     uint64_t last_seq;
     uint64_t sealed_seq; /* highest seq a verified checkpoint covers; 0: none */
     char last_hash[AUDIT_HASH_HEX_LEN + 1];
-    char key[AUDIT_KEY_HEX_LEN + 1]; /* the checkpoints' key ("" when none) */
+    char key[AUDIT_KEY_HEX_LEN + 1]; /* the key the chain of keys ends at ("" when none) */
+    size_t keys;                     /* keys in the chain (1 + announcements); 0 when none */
     int key_pinned;                  /* 1 when a key was given to audit_verifier_new */
     uint64_t kept_seq;               /* audit_verifier_expect's seq (0: none given) */
 };
@@ -129,12 +150,21 @@ struct audit_summary {
 /* Accept an export whose tail after its last checkpoint is unsealed (it is reported, not
  * refused; audit_summary.sealed_seq tells how far the signature reaches). */
 #define AUDIT_ALLOW_UNSEALED 1u
+/* The pinned key need not be the first: it may be one announced later in the chain of keys, and
+ * then at least one checkpoint must be signed with it (its checkpoints cover, through the hash
+ * chain, every record before them, the earlier keys' announcements included). airlockd pins its
+ * own current key so. Without it the pinned key is where the chain starts. */
+#define AUDIT_PIN_IN_CHAIN 2u
+
+#define AUDIT_CHAIN_MAX 64 /* keys in one chain (63 rotations) */
 
 struct audit_verifier;
 
-/* A verifier for one export. pinned_key_hex: the Ed25519 public key (hex) every checkpoint
- * must carry, or NULL to accept the key the first checkpoint carries (then every later one must
- * carry the same). AL_CONFIG_ERROR for a malformed key, AL_INTERNAL_ERROR when out of memory. */
+/* A verifier for one export. pinned_key_hex: the Ed25519 public key (hex) the first checkpoint
+ * must carry, or NULL to accept the key the first checkpoint carries; every later checkpoint
+ * must carry the same key, or the next one a checkpoint signed with it announced
+ * (next_public_key, audit_announce_sign): the chain of keys. AL_CONFIG_ERROR for a malformed key,
+ * AL_INTERNAL_ERROR when out of memory. */
 enum al_code audit_verifier_new(const char *pinned_key_hex, unsigned flags,
                                 struct audit_verifier **ret_verifier, struct al_error *reterr);
 void audit_verifier_free(struct audit_verifier *v);

@@ -117,7 +117,9 @@ int auditlog_check_new(const char *public_key_hex, int64_t from_seq, const char 
         snprintf(c->ret.head, sizeof c->ret.head, "%s", from_hash);
     }
     buf_init(&c->rebuilt, (size_t)1 << 20);
-    if (audit_verifier_new(public_key_hex, AUDIT_ALLOW_UNSEALED, &c->v, NULL) != AL_OK ||
+    /* this server's key may be one announced since the log began (airlockd keys rotate) */
+    if (audit_verifier_new(public_key_hex, AUDIT_ALLOW_UNSEALED | AUDIT_PIN_IN_CHAIN, &c->v,
+                           NULL) != AL_OK ||
         audit_verifier_start_at(c->v, (uint64_t)from_seq, from_hash, NULL) != AL_OK) {
         auditlog_check_free(c);
         return -1;

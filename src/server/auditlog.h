@@ -28,9 +28,9 @@ struct auditlog_result {
     char reason[320];      /* when !ok: the fault and why */
 };
 
-/* Walks every stored record: each line through the verifier (pinned to public_key_hex, an
- * unsealed tail allowed) and each row's columns against its line. STORE_OK with *ret filled,
- * or the store's failure. */
+/* Walks every stored record: each line through the verifier (pinned to public_key_hex, which
+ * may be a key announced later in the chain of keys; an unsealed tail allowed) and each row's
+ * columns against its line. STORE_OK with *ret filled, or the store's failure. */
 enum store_rc auditlog_verify(struct store *s, const char *public_key_hex,
                               struct auditlog_result *ret);
 

@@ -21,6 +21,7 @@
 
 #include "airlock.h"
 
+#include "admin_cmds.h"
 #include "api.h"
 #include "api_runs.h"
 #include "audit.h"
@@ -95,6 +96,8 @@ static const char main_usage[] =
         "usage: airlockd [--listen HOST:PORT] [--data-dir DIR] [--database URL] [--config FILE]\n"
         "                [--lease-ms MS] [--poll-ms MS] [--print-routes]\n"
         "       airlockd --version\n"
+        "       airlockd keys rotate continuation|audit|secret --data-dir DIR [--database URL]\n"
+        "       airlockd backup --data-dir DIR DEST   (airlockd keys --help)\n"
         "  --database URL  keep the store in PostgreSQL (postgres://USER@HOST/DB or\n"
         "                  postgresql://...; libpq's URL form) instead of SQLite in DIR\n"
         "  --lease-ms MS   several nodes on one database: the lease on a node's runs (default\n"
@@ -803,6 +806,8 @@ static int main_runtime_start(const struct main_config *cfg, struct writer *writ
                               struct api_services *svc, struct main_runtime *rt)
 {
     unsigned char key[32];
+    unsigned char older[(AL_CONTINUATION_KEYS_MAX - 1) * 32];
+    size_t nolder = 0;
     struct al_error aerr;
     int rc = -1;
     memset(&aerr, 0, sizeof aerr);
@@ -811,7 +816,21 @@ static int main_runtime_start(const struct main_config *cfg, struct writer *writ
         fprintf(stderr, "airlockd: continuation key: %s\n", aerr.message);
         goto out;
     }
+    /* the keys it replaced (airlockd keys rotate continuation) verify what they signed */
+    if (keyfile_load_previous(cfg->data_dir, "continuation.key", "AIRLOCK_CONTINUATION_KEY",
+                              sizeof key, older, AL_CONTINUATION_KEYS_MAX - 1, &nolder,
+                              &aerr) != 0) {
+        fprintf(stderr, "airlockd: continuation key: %s\n", aerr.message);
+        goto out;
+    }
     rt->config = al_config_new();
+    for (size_t i = 0; rt->config && i < nolder; i++) {
+        if (al_config_add_verification_key(rt->config, older + i * sizeof key, sizeof key) !=
+            AL_OK) {
+            fprintf(stderr, "airlockd: cannot configure the runner\n");
+            goto out;
+        }
+    }
     if (!rt->config || al_config_set_continuation_key(rt->config, key, sizeof key) != AL_OK ||
         al_config_set_warm_workers(rt->config, cfg->warm_workers) != AL_OK ||
         al_config_set_max_concurrency(rt->config, cfg->max_runs, cfg->max_queue) != AL_OK ||
@@ -848,6 +867,7 @@ static int main_runtime_start(const struct main_config *cfg, struct writer *writ
     rc = 0;
 out:
     OPENSSL_cleanse(key, sizeof key);
+    OPENSSL_cleanse(older, sizeof older);
     return rc;
 }
 
@@ -1091,6 +1111,7 @@ int main(int argc, char **argv)
     char db_path[MAIN_PATH_MAX + 16];
     char errmsg[STORE_ERRMSG_MAX];
     struct al_error err;
+    int data_dir_lock = -1; /* released when the process ends */
     unsigned port = 0;
     unsigned char secret_key[SECRETBOX_KEY_LEN];
     sigset_t stop;
@@ -1102,6 +1123,10 @@ int main(int argc, char **argv)
     memset(&rt, 0, sizeof rt);
     memset(&router, 0, sizeof router);
 
+    int command = admin_cmds_run(argc, argv); /* airlockd keys ..., airlockd backup ... */
+    if (command >= 0) {
+        return command;
+    }
     umask(077); /* the database, its WAL and the key files are airlockd's alone */
     int opt = main_options(argc, argv, &cfg);
     if (opt != 0) {
@@ -1131,6 +1156,14 @@ int main(int argc, char **argv)
     if (main_make_dir(cfg.data_dir) != 0) {
         fprintf(stderr, "airlockd: cannot create data directory %s: %s\n", cfg.data_dir,
                 strerror(errno));
+        goto out;
+    }
+    /* held until the process ends: `airlockd keys rotate` refuses a directory in use */
+    int locked = keyfile_lock(cfg.data_dir, &data_dir_lock, &err);
+    if (locked != 0) {
+        fprintf(stderr, "airlockd: %s%s\n",
+                locked > 0 ? "another process holds the data directory " : "",
+                locked > 0 ? cfg.data_dir : err.message);
         goto out;
     }
     snprintf(db_path, sizeof db_path, "%s/airlock.db", cfg.data_dir);

@@ -12,6 +12,7 @@
 
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1873,4 +1874,79 @@ enum store_rc sql_run_file_list(struct store *s, const char *run, const char *pa
                     "SELECT run, path, size, sha256, mount, key FROM run_files WHERE run = $1 "
                     "ORDER BY path",
                     1, args, 0, sql_run_file_each, (void *)fn, userdata);
+}
+
+/* ---------------------------------------------------------------- sealed values (key rotation) */
+
+/* A name of the schema: what may go into the text of a statement. */
+static int sql_is_name(const char *name)
+{
+    size_t n = 0;
+    for (; name && name[n]; n++) {
+        if (!((name[n] >= 'a' && name[n] <= 'z') || name[n] == '_')) {
+            return 0;
+        }
+    }
+    return n > 0 && n <= 64;
+}
+
+/* A statement made of names is kept once per text for the process: a backend keeps prepared
+ * statements by the address of their literal (postgres.c), so the same text must have one
+ * address. A few texts at most (one pair per sealed column); NULL when out of room or memory. */
+static const char *sql_intern(const char *text)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static char *kept[64];
+    const char *found = NULL;
+    pthread_mutex_lock(&lock);
+    size_t i = 0;
+    for (; i < sizeof kept / sizeof kept[0] && kept[i] && !found; i++) {
+        found = strcmp(kept[i], text) == 0 ? kept[i] : NULL;
+    }
+    if (!found && i < sizeof kept / sizeof kept[0]) {
+        found = kept[i] = strdup(text);
+    }
+    pthread_mutex_unlock(&lock);
+    return found;
+}
+
+static int sql_sealed_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    return ((store_sealed_fn *)fn)(userdata, col(r, 0), col(r, 1));
+}
+
+enum store_rc sql_sealed_list(struct store *s, const char *table, const char *key_column,
+                              const char *column, store_sealed_fn *fn, void *userdata)
+{
+    char sql[320];
+    if (!sql_is_name(table) || !sql_is_name(key_column) || !sql_is_name(column)) {
+        snprintf(sql_of(s)->errmsg, sizeof sql_of(s)->errmsg, "sealed: not a name of the schema");
+        return STORE_ERROR;
+    }
+    snprintf(sql, sizeof sql, "SELECT %s, %s FROM %s WHERE %s IS NOT NULL ORDER BY %s", key_column,
+             column, table, column, key_column);
+    const char *kept = sql_intern(sql);
+    if (!kept) {
+        snprintf(sql_of(s)->errmsg, sizeof sql_of(s)->errmsg, "sealed: out of memory");
+        return STORE_ERROR;
+    }
+    return sql_walk(s, kept, 0, NULL, 0, sql_sealed_each, (void *)fn, userdata);
+}
+
+enum store_rc sql_sealed_set(struct store *s, const char *table, const char *key_column,
+                             const char *key, const char *column, const char *sealed)
+{
+    char sql[320];
+    const char *args[] = { sealed, key };
+    if (!sql_is_name(table) || !sql_is_name(key_column) || !sql_is_name(column)) {
+        snprintf(sql_of(s)->errmsg, sizeof sql_of(s)->errmsg, "sealed: not a name of the schema");
+        return STORE_ERROR;
+    }
+    snprintf(sql, sizeof sql, "UPDATE %s SET %s = $1 WHERE %s = $2", table, column, key_column);
+    const char *kept = sql_intern(sql);
+    if (!kept) {
+        snprintf(sql_of(s)->errmsg, sizeof sql_of(s)->errmsg, "sealed: out of memory");
+        return STORE_ERROR;
+    }
+    return sql_change(sql_of(s), kept, 2, args);
 }

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "audit.h"
 #include "migrations.h"
@@ -777,4 +778,62 @@ static enum store_rc sqlite_open_reader(struct store *s, struct store **ret)
     }
     *ret = &st->sql.base;
     return STORE_OK;
+}
+
+enum store_rc store_sqlite_backup(const char *src_path, const char *dest_path, char *errmsg)
+{
+    sqlite3 *src = NULL;
+    sqlite3 *dest = NULL;
+    sqlite3_backup *b = NULL;
+    enum store_rc rc = STORE_ERROR;
+    int created = 0;
+    if (access(dest_path, F_OK) == 0) {
+        snprintf(errmsg, STORE_ERRMSG_MAX, "%s exists already", dest_path);
+        return STORE_ERROR;
+    }
+    /* never created, never migrated: the copy is of what is there (read-write only because a
+     * read-only connection cannot open a WAL database whose -shm is missing) */
+    if (sqlite3_open_v2(src_path, &src, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+        snprintf(errmsg, STORE_ERRMSG_MAX, "cannot open %s: %s", src_path,
+                 src ? sqlite3_errmsg(src) : "out of memory");
+        goto out;
+    }
+    sqlite3_busy_timeout(src, 5000);
+    created = 1;
+    if (sqlite3_open_v2(dest_path, &dest, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+        SQLITE_OK) {
+        snprintf(errmsg, STORE_ERRMSG_MAX, "cannot create %s: %s", dest_path,
+                 dest ? sqlite3_errmsg(dest) : "out of memory");
+        goto out;
+    }
+    b = sqlite3_backup_init(dest, "main", src, "main");
+    if (!b) {
+        snprintf(errmsg, STORE_ERRMSG_MAX, "cannot back up %s: %s", src_path, sqlite3_errmsg(dest));
+        goto out;
+    }
+    /* All pages in one step: one read transaction of the source, so the copy is one snapshot
+     * (WAL: the writer goes on meanwhile). A busy source is waited for, a while. */
+    int step;
+    int tries = 0;
+    while ((step = sqlite3_backup_step(b, -1)) == SQLITE_BUSY || step == SQLITE_LOCKED) {
+        if (++tries > 100) {
+            break;
+        }
+        sqlite3_sleep(50);
+    }
+    int fin = sqlite3_backup_finish(b);
+    b = NULL;
+    if (step != SQLITE_DONE || fin != SQLITE_OK) {
+        snprintf(errmsg, STORE_ERRMSG_MAX, "backup of %s failed: %s", src_path,
+                 sqlite3_errstr(step != SQLITE_DONE ? step : fin));
+        goto out;
+    }
+    rc = STORE_OK;
+out:
+    sqlite3_close(dest);
+    sqlite3_close(src);
+    if (rc != STORE_OK && created) {
+        unlink(dest_path);
+    }
+    return rc;
 }

@@ -341,6 +341,8 @@ struct store_run_file {
     const char *key;    /* ... and its object key there */
 };
 typedef int store_run_file_fn(void *userdata, const struct store_run_file *f);
+/* A sealed value (sealed_list): key and sealed borrowed for the call. */
+typedef int store_sealed_fn(void *userdata, const char *key, const char *sealed);
 
 /* Wake-ups between nodes (since version 6): the channels a node listens on, each payload a run's
  * id. A notification is a hint, never a record: it is lost when no listener is connected, so a
@@ -713,6 +715,17 @@ struct store_ops {
      * NULL only that file (NOT_FOUND when the run has no such output). */
     enum store_rc (*run_file_list)(struct store *s, const char *run, const char *path,
                                    store_run_file_fn *fn, void *userdata);
+
+    /* The values sealed at rest, for the rotation of the key that seals them (`airlockd keys
+     * rotate secret`). table, key_column and column are names of the schema (lowercase letters
+     * and '_'; anything else is STORE_ERROR). */
+    /* Every row of `table` whose `column` is not NULL, by key: fn sees its key_column and the
+     * sealed text (borrowed for the call). */
+    enum store_rc (*sealed_list)(struct store *s, const char *table, const char *key_column,
+                                 const char *column, store_sealed_fn *fn, void *userdata);
+    /* Sets `column` of the row whose key_column is `key` to `sealed`. NOT_FOUND when no row. */
+    enum store_rc (*sealed_set)(struct store *s, const char *table, const char *key_column,
+                                const char *key, const char *column, const char *sealed);
 };
 
 /* Every backend's handle starts with this. */
@@ -727,6 +740,12 @@ int store_schema_version(void);
  * store_schema_version(). A database whose schema is newer than this binary is refused. On
  * failure *ret_store is untouched and errmsg (STORE_ERRMSG_MAX bytes) says why. */
 enum store_rc store_sqlite_open(const char *path, struct store **ret_store, char *errmsg);
+
+/* A consistent copy of the SQLite database at src_path, taken with SQLite's online backup
+ * while other connections (a running airlockd) read and write it, written to dest_path (which
+ * must not exist). On failure dest_path is removed and errmsg (STORE_ERRMSG_MAX bytes) says
+ * why. */
+enum store_rc store_sqlite_backup(const char *src_path, const char *dest_path, char *errmsg);
 
 /* Connects to the PostgreSQL database named by `url` (a libpq connection URI, postgres://... or
  * postgresql://...) and migrates it to store_schema_version() (migrations/postgres/, the same

@@ -781,6 +781,147 @@ static void test_audit_kept_compare_finds_a_cut_tail(void **state)
     assert_int_equal(audit_kept_compare(8, kept, 9, NULL, NULL), AUDIT_FAULT_TRUNCATED);
 }
 
+/* A checkpoint of the last record that announces `next`, signed with `signer` but naming
+ * `named` as its key (the same key, unless a test forges it). */
+static void add_announcement(struct chain *c, EVP_PKEY *signer, EVP_PKEY *named, EVP_PKEY *next)
+{
+    char sig[AUDIT_SIG_HEX_LEN + 1];
+    char pub[AUDIT_KEY_HEX_LEN + 1];
+    char next_pub[AUDIT_KEY_HEX_LEN + 1];
+    struct buf details;
+    uint64_t seq = c->n;
+    assert_int_equal(audit_public_key_hex(named, pub, NULL), AL_OK);
+    assert_int_equal(audit_public_key_hex(next, next_pub, NULL), AL_OK);
+    assert_int_equal(audit_announce_sign(signer, seq, c->hashes[c->n - 1], next_pub, sig, NULL),
+                     AL_OK);
+    buf_init(&details, 4096);
+    assert_int_equal(audit_announce_details(&details, seq, c->hashes[c->n - 1], pub, sig, next_pub),
+                     BUF_OK);
+    c->lines[c->n] =
+            make_line(c->n + 1, c->hashes[c->n - 1], AUDIT_SERVER_ACTOR, AUDIT_CHECKPOINT_ACTION,
+                      "audit", NULL, details.data, c->hashes[c->n]);
+    c->n++;
+    buf_done(&details);
+}
+
+/* 1..4, checkpoint 5 (A), 6..9, announcement 10 (A names B), checkpoint 11 (B), 12..13,
+ * checkpoint 14 (B): airlockd's log across `airlockd keys rotate audit`. */
+static void build_rotated(struct chain *c, EVP_PKEY *signer)
+{
+    build(c, key_a);
+    drop(c, 9);
+    add_announcement(c, signer, key_a, key_b);
+    add_checkpoint(c, key_b);
+    add(c, "orders-v3", "{}");
+    add(c, "orders-v3", "{}");
+    add_checkpoint(c, key_b);
+}
+
+static void test_audit_follows_the_chain_of_keys(void **state)
+{
+    (void)state;
+    struct chain c;
+    struct audit_problem p;
+    struct audit_summary sum;
+    char pub_a[AUDIT_KEY_HEX_LEN + 1];
+    char pub_b[AUDIT_KEY_HEX_LEN + 1];
+    assert_int_equal(audit_public_key_hex(key_a, pub_a, NULL), AL_OK);
+    assert_int_equal(audit_public_key_hex(key_b, pub_b, NULL), AL_OK);
+    build_rotated(&c, key_a);
+    assert_int_equal(verify(&c, pub_a, 0, &p), AUDIT_FAULT_NONE);
+    assert_int_equal(verify(&c, NULL, 0, &p), AUDIT_FAULT_NONE);
+    /* airlockd pins its own key, the last one: trusted through B's checkpoints, which cover
+     * every record before them, A's announcement of B included */
+    assert_int_equal(verify(&c, pub_b, AUDIT_PIN_IN_CHAIN, &p), AUDIT_FAULT_NONE);
+    assert_int_equal(verify(&c, pub_a, AUDIT_PIN_IN_CHAIN, &p), AUDIT_FAULT_NONE);
+    /* without AUDIT_PIN_IN_CHAIN the pinned key is where the chain starts */
+    expect_fault(&c, pub_b, AUDIT_FAULT_KEY, 5, 5);
+    struct audit_verifier *v = NULL;
+    assert_int_equal(audit_verifier_new(pub_a, 0, &v, NULL), AL_OK);
+    for (size_t i = 0; i < c.n; i++) {
+        assert_int_equal(audit_verifier_line(v, c.lines[i], strlen(c.lines[i]), &p),
+                         AUDIT_FAULT_NONE);
+    }
+    assert_int_equal(audit_verifier_finish(v, &p), AUDIT_FAULT_NONE);
+    audit_verifier_summary(v, &sum);
+    assert_int_equal(sum.keys, 2);
+    assert_string_equal(sum.key, pub_b);
+    audit_verifier_free(v);
+    chain_free(&c);
+}
+
+static void test_audit_announcement_not_signed_by_the_previous_key(void **state)
+{
+    (void)state;
+    struct chain c;
+    struct audit_problem p;
+    char pub_a[AUDIT_KEY_HEX_LEN + 1];
+    assert_int_equal(audit_public_key_hex(key_a, pub_a, NULL), AL_OK);
+    /* B announces itself in A's name: the signature is not A's */
+    build_rotated(&c, key_b);
+    expect_fault(&c, pub_a, AUDIT_FAULT_SIGNATURE, 10, 10);
+    expect_fault(&c, NULL, AUDIT_FAULT_SIGNATURE, 10, 10);
+    chain_free(&c);
+    /* B announces itself in its own name: B is not the key the chain is at */
+    build(&c, key_a);
+    drop(&c, 9);
+    add_announcement(&c, key_b, key_b, key_a);
+    expect_fault(&c, pub_a, AUDIT_FAULT_KEY, 10, 10);
+    chain_free(&c);
+    /* A checkpoint's signature is no announcement's: A's signature of seq 9 as a checkpoint,
+     * with B named next */
+    build(&c, key_a);
+    drop(&c, 9);
+    char sig[AUDIT_SIG_HEX_LEN + 1];
+    char next[AUDIT_KEY_HEX_LEN + 1];
+    struct buf details;
+    assert_int_equal(audit_public_key_hex(key_b, next, NULL), AL_OK);
+    assert_int_equal(audit_checkpoint_sign(key_a, 9, c.hashes[8], sig, NULL), AL_OK);
+    buf_init(&details, 4096);
+    assert_int_equal(audit_announce_details(&details, 9, c.hashes[8], pub_a, sig, next), BUF_OK);
+    c.lines[9] = make_line(10, c.hashes[8], AUDIT_SERVER_ACTOR, AUDIT_CHECKPOINT_ACTION, "audit",
+                           NULL, details.data, c.hashes[9]);
+    c.n = 10;
+    buf_done(&details);
+    expect_fault(&c, pub_a, AUDIT_FAULT_SIGNATURE, 10, 10);
+    (void)p;
+    chain_free(&c);
+}
+
+static void test_audit_record_signed_by_an_unannounced_key(void **state)
+{
+    (void)state;
+    struct chain c;
+    struct audit_problem p;
+    char pub_a[AUDIT_KEY_HEX_LEN + 1];
+    char pub_b[AUDIT_KEY_HEX_LEN + 1];
+    assert_int_equal(audit_public_key_hex(key_a, pub_a, NULL), AL_OK);
+    assert_int_equal(audit_public_key_hex(key_b, pub_b, NULL), AL_OK);
+    /* after A announced B, A signs no more */
+    build(&c, key_a);
+    drop(&c, 9);
+    add_announcement(&c, key_a, key_a, key_b);
+    add_checkpoint(&c, key_a);
+    expect_fault(&c, pub_a, AUDIT_FAULT_KEY, 11, 11);
+    chain_free(&c);
+    /* B signs with nothing announcing it: pinned to B in the chain, the log's A checkpoints
+     * lead nowhere near B */
+    build(&c, key_a);
+    drop(&c, 9);
+    add_checkpoint(&c, key_b);
+    expect_fault(&c, pub_a, AUDIT_FAULT_KEY, 10, 10);
+    assert_int_equal(verify(&c, pub_b, AUDIT_PIN_IN_CHAIN, &p), AUDIT_FAULT_KEY);
+    chain_free(&c);
+    /* pinned in the chain, the pinned key must sign a checkpoint: A's announcement of B alone
+     * (B never signed) does not vouch for anything B would */
+    build(&c, key_a);
+    drop(&c, 9);
+    add_announcement(&c, key_a, key_a, key_b);
+    assert_int_equal(verify(&c, pub_b, AUDIT_PIN_IN_CHAIN, &p), AUDIT_FAULT_KEY);
+    assert_non_null(strstr(p.why, "no checkpoint is signed with the pinned key"));
+    chain_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -802,6 +943,9 @@ int main(void)
         cmocka_unit_test(test_audit_detects_changed_signature),
         cmocka_unit_test(test_audit_detects_other_key),
         cmocka_unit_test(test_audit_detects_malformed),
+        cmocka_unit_test(test_audit_follows_the_chain_of_keys),
+        cmocka_unit_test(test_audit_announcement_not_signed_by_the_previous_key),
+        cmocka_unit_test(test_audit_record_signed_by_an_unannounced_key),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""airlockd's own keys and backups (docs/operations.md "Key rotation", "Backup and restore"):
+`airlockd keys rotate continuation|audit|secret` on a stopped data directory, and
+`airlockd backup` of a running one restored in another directory.
+
+usage: test_keys.py --airlockd PATH --cli PATH [-k SUBSTRING]
+
+Each test makes a run wait for a person (the shop's sensitive refund) before the keys change or
+the copy is taken, and decides it afterwards: the continuation it waits with was signed, and the
+connector secret it calls with was sealed, under the keys of before.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import test_runs as tr  # noqa: E402
+import test_server as ts  # noqa: E402
+from test_server import Fail, check, db_rows  # noqa: E402
+
+
+def airlockd(*args, env=None):
+    e = dict(os.environ)
+    for k in ("AIRLOCK_CONTINUATION_KEY", "AIRLOCK_AUDIT_KEY", "AIRLOCK_SECRET_KEY"):
+        e.pop(k, None)
+    e.update(env or {})
+    p = subprocess.run([ts.AIRLOCKD] + list(args), capture_output=True, text=True, env=e,
+                       timeout=ts.HANG * 4)
+    return p.returncode, p.stdout, p.stderr
+
+
+def rotate(w, what, want=0):
+    args = ["keys", "rotate", what, "--data-dir", w.dir]
+    if ts.PG:
+        args += ["--database", ts.pg_url(w.dir)]
+    rc, out, err = airlockd(*args)
+    check(rc == want, "keys rotate %s: exit %d, want %d: %s %s" % (what, rc, want, out, err))
+    return out + err
+
+
+def key_lines(d, name):
+    with open(os.path.join(d, name)) as f:
+        return f.read().split()
+
+
+def waiting_refund(w, amount):
+    """A run of the template `refund` waiting for its approval: (run id, approval id)."""
+    st, doc = w.run({"template": "refund", "input": {"amount": amount}}, want=202)
+    check(doc["status"] == "awaiting_approval" and len(doc["approvals"]) == 1, "%r" % doc)
+    return doc["id"], doc["approvals"][0]
+
+
+def approve_completes(w, run_id, apr, amount):
+    w.ok("POST", "/v1/approvals/%s/approve" % apr, {"comment": "yes"}, w.keys["bob"])
+    doc = w.until(run_id, ("completed", "failed", "cancelled"))
+    check(doc["status"] == "completed" and doc["value"] == {
+        "first": "o-1", "refund": {"refunded": "o-1", "amount": amount}}, "resumed: %r" % doc)
+
+
+def verifies(w):
+    v = w.ok("GET", "/v1/audit/verify", None, w.admin)
+    check(v["ok"], "the audit log does not verify: %r" % v)
+
+
+def restart(w, data_dir=None):
+    w.s.stop()
+    w.s = ts.Server(data_dir or w.dir)
+    check(w.s.port, "airlockd did not start: " + w.s.stderr())
+
+
+def public_key(w):
+    m = re.findall(r"^airlockd: audit public key ([0-9a-f]{64})$", w.s.stderr(), re.M)
+    check(m, "no public key printed: " + w.s.stderr())
+    return m[-1]
+
+
+def export_verify(w, *args):
+    """`airlock audit export | airlock audit verify - --json ARGS`: (exit status, its JSON)."""
+    env = dict(os.environ, AIRLOCK_URL="http://127.0.0.1:%d" % w.s.port, AIRLOCK_KEY=w.admin)
+    exp = subprocess.run([ts.CLI, "audit", "export"], capture_output=True, env=env,
+                         timeout=ts.HANG * 4)
+    check(exp.returncode == 0, "audit export: %r" % exp.stderr)
+    ver = subprocess.run([ts.CLI, "audit", "verify", "-", "--json"] + list(args),
+                         input=exp.stdout, capture_output=True, timeout=ts.HANG * 4)
+    return ver.returncode, json.loads(ver.stdout or b"null")
+
+
+def t_rotate_refused_while_airlockd_runs(tmp):
+    """The data directory of a running airlockd is locked: a rotation is refused, nothing
+    changes, and a second airlockd on the same directory does not start."""
+    w = tr.World(tmp)
+    try:
+        before = {n: key_lines(w.dir, n) for n in ("continuation.key", "secret.key", "audit.key")}
+        for what in ("continuation", "audit", "secret"):
+            out = rotate(w, what, want=1)
+            check("in use by a running airlockd" in out, "refusal: %r" % out)
+        check(before == {n: key_lines(w.dir, n) for n in before}, "a key changed")
+        check(not [n for n in os.listdir(w.dir) if n.endswith(".next")], "a next key was left")
+        if not ts.PG:
+            other = ts.Server(w.dir, args=["--listen", "127.0.0.1:0", "--data-dir", w.dir])
+            check(other.proc.wait(timeout=ts.HANG) != 0 and
+                  "another process holds the data directory" in other.stderr(),
+                  "a second airlockd on one data directory: %s" % other.stderr())
+        _, out, err = airlockd("keys", "rotate", "everything", "--data-dir", w.dir)
+        check("continuation, audit or secret" in err, err)
+        rc, out, err = airlockd("keys", "rotate", "secret", "--data-dir", w.dir,
+                                env={"AIRLOCK_SECRET_KEY": "ab" * 32})
+        check(rc == 2 and "AIRLOCK_SECRET_KEY" in err, "%d %s" % (rc, err))
+    finally:
+        w.close()
+
+
+def t_rotate_every_key_waiting_runs_resume_and_the_audit_follows_the_chain(tmp):
+    """Runs waiting with continuations of the old key, a connector secret sealed under the old
+    secret key, checkpoints signed with the old audit key; airlockd stopped, the three keys
+    rotated, started again: the waiting runs resume and call the connector, new runs wait and
+    resume under the new keys, /v1/audit/verify and `airlock audit verify` follow the chain of
+    audit keys from the old public key to the new one."""
+    w = tr.World(tmp)
+    try:
+        w.template("refund", tr.REFUND, ["shop.orders", "shop.refund"])
+        old_pub = public_key(w)
+        first = waiting_refund(w, 3)
+        second = waiting_refund(w, 4)
+        sealed = db_rows(w.dir, "SELECT signing_secret, headers FROM connectors")
+        cont = key_lines(w.dir, "continuation.key")
+        w.s.stop()
+        out = rotate(w, "continuation")
+        check("1 older key still verifies" in out, out)
+        check(key_lines(w.dir, "continuation.key")[1:] == cont, "the old key is not kept")
+        out = rotate(w, "secret")
+        check("2 sealed values sealed again" in out, out)  # the shop's secret and headers
+        check(db_rows(w.dir, "SELECT signing_secret, headers FROM connectors") != sealed,
+              "the connector's secrets were not sealed again")
+        out = rotate(w, "audit")
+        check("announced in the log" in out and old_pub in out, out)
+        restart(w)
+        new_pub = public_key(w)
+        check(new_pub != old_pub, "the audit key did not change")
+        verifies(w)
+        approve_completes(w, first[0], first[1], 3)
+        third = waiting_refund(w, 5)
+        approve_completes(w, third[0], third[1], 5)
+        # a second rotation of the continuation key: both older keys still verify
+        w.s.stop()
+        out = rotate(w, "continuation")
+        check("2 older keys still verify" in out, out)
+        restart(w)
+        approve_completes(w, second[0], second[1], 4)
+        verifies(w)
+        rc, doc = export_verify(w, "--public-key", old_pub)
+        check(rc == 0 and doc["ok"] and doc["keys"] == 2 and doc["public_key"] == new_pub,
+              "verify from the old key: %r" % doc)
+        # the chain starts at the old key: the new one pinned alone is not where it starts
+        rc, doc = export_verify(w, "--public-key", new_pub)
+        check(rc == 1 and doc["fault"] == "checkpoint key not the expected key", "%r" % doc)
+        # the announcement in the log, signed with the old key
+        ann = [r for r in ts.audit_rows(w.dir, "audit.checkpoint")
+               if "next_public_key" in r["details"]]
+        check(len(ann) == 1 and ann[0]["details"]["public_key"] == old_pub and
+              ann[0]["details"]["next_public_key"] == new_pub, "announcement: %r" % ann)
+    finally:
+        w.close()
+
+
+def export_lines(w):
+    env = dict(os.environ, AIRLOCK_URL="http://127.0.0.1:%d" % w.s.port, AIRLOCK_KEY=w.admin)
+    exp = subprocess.run([ts.CLI, "audit", "export"], capture_output=True, env=env,
+                         timeout=ts.HANG * 4)
+    check(exp.returncode == 0, "audit export: %r" % exp.stderr)
+    return [json.loads(line) for line in exp.stdout.decode().splitlines()]
+
+
+def verify_records(tmp, recs, *args):
+    path = os.path.join(tmp, "export-%d.jsonl" % len(os.listdir(tmp)))
+    with open(path, "w") as f:
+        for r in recs:
+            f.write(json.dumps(r, separators=(",", ":"), ensure_ascii=False) + "\n")
+    p = subprocess.run([ts.CLI, "audit", "verify", path, "--json"] + list(args),
+                       capture_output=True, timeout=ts.HANG * 4)
+    return p.returncode, json.loads(p.stdout or b"null")
+
+
+def rehash(rec):
+    """rec's hash made again over its content (RFC 8785 for these plain records)."""
+    import hashlib
+    body = {k: v for k, v in rec.items() if k != "hash"}
+    canon = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    rec["hash"] = hashlib.sha256((rec["prev"] + canon).encode()).hexdigest()
+
+
+def t_key_not_announced_by_the_key_before_fails_verification(tmp):
+    """An announcement whose signature is not the old key's (altered, or naming another next
+    key) fails `airlock audit verify`; a checkpoint signed with a key nothing announced (an
+    audit.key swapped in by hand) fails it as well as airlockd's own /v1/audit/verify."""
+    w = tr.World(tmp)
+    try:
+        old_pub = public_key(w)
+        w.s.stop()
+        rotate(w, "audit")
+        restart(w)
+        recs = export_lines(w)
+        (i,) = [k for k, r in enumerate(recs) if "next_public_key" in r["details"]]
+        rc, doc = verify_records(tmp, recs, "--public-key", old_pub)
+        check(rc == 0 and doc["ok"], "the export as it is: %r" % doc)
+        for member, value in (("signature", None), ("next_public_key", "ab" * 32)):
+            bad = [dict(r) for r in recs[:i + 1]]
+            d = dict(bad[i]["details"])
+            d[member] = value or (("1" if d[member][0] == "0" else "0") + d[member][1:])
+            bad[i]["details"] = d
+            rehash(bad[i])
+            rc, doc = verify_records(tmp, bad, "--public-key", old_pub, "--allow-unsealed")
+            check(rc == 1 and doc["fault"] == "bad checkpoint signature" and
+                  doc["seq"] == recs[i]["seq"], "%s altered: %r" % (member, doc))
+        # a key nobody announced signs the next seal
+        w.s.stop()
+        with open(os.path.join(w.dir, "audit.key"), "w") as f:
+            f.write(os.urandom(32).hex() + "\n")
+        restart(w)
+        w.ok("POST", "/v1/departments", {"name": "sales"}, w.admin, 201)  # a record to seal
+        recs = export_lines(w)
+        rc, doc = verify_records(tmp, recs, "--public-key", old_pub)
+        check(rc == 1 and doc["fault"] == "checkpoint key not the expected key" and
+              doc["seq"] == recs[-1]["seq"], "unannounced key: %r" % doc)
+        v = w.ok("GET", "/v1/audit/verify", None, w.admin)
+        check(not v["ok"] and "key" in v["reason"], "airlockd's verify: %r" % v)
+    finally:
+        w.close()
+
+
+def t_two_nodes_rotate_every_key(tmp):
+    """PostgreSQL, two nodes with data directories of their own on one database: both stopped,
+    the keys rotated once against the database from node A's directory, the key files copied to
+    node B's, both started: a run that waited under the old keys is approved on B and completes,
+    a new one waits on A and completes on B, both nodes' audit verifies."""
+    if not ts.PG:
+        print("     (PostgreSQL only: nodes share a database)")
+        return
+    w = tr.World(tmp)
+    dir_b = os.path.join(tmp, "var-b")
+    ts.PG_DATABASES[os.path.abspath(dir_b)] = ts.pg_url(w.dir)
+    os.makedirs(dir_b, mode=0o700)
+    names = ("continuation.key", "audit.key", "secret.key")
+    b = None
+    try:
+        for name in names:
+            shutil.copy2(os.path.join(w.dir, name), os.path.join(dir_b, name))
+        b = ts.Server(dir_b)
+        check(b.port, "node B did not start: " + b.stderr())
+        w.template("refund", tr.REFUND, ["shop.orders", "shop.refund"])
+        run_id, apr = waiting_refund(w, 6)
+        old_pub = public_key(w)
+        b.stop()
+        w.s.stop()
+        for what in ("continuation", "audit", "secret"):
+            rotate(w, what)
+        for name in names:
+            shutil.copy2(os.path.join(w.dir, name), os.path.join(dir_b, name))
+        w.s = ts.Server(w.dir)
+        b = ts.Server(dir_b)
+        check(w.s.port and b.port, "a node did not start: %s %s" % (w.s.stderr(), b.stderr()))
+        node_a = w.s
+        w.s = b
+        approve_completes(w, run_id, apr, 6)
+        w.s = node_a
+        run2, apr2 = waiting_refund(w, 8)
+        w.s = b
+        approve_completes(w, run2, apr2, 8)
+        for node in (node_a, b):
+            w.s = node
+            verifies(w)
+        w.s = node_a
+        rc, doc = export_verify(w, "--public-key", old_pub)
+        check(rc == 0 and doc["keys"] == 2 and doc["public_key"] != old_pub, "%r" % doc)
+    finally:
+        if b:
+            b.kill()
+        w.close()
+
+
+def t_backup_of_a_running_server_restores_elsewhere(tmp):
+    """A run waiting for approval, `airlockd backup` while airlockd runs (and writes: another
+    run completes meanwhile), the server stopped, a new airlockd on a copy of the backup in
+    another directory: its audit verifies and the waiting run, approved there, completes."""
+    if ts.PG:
+        print("     (not run on PostgreSQL: pg_dump backs it up)")
+        return
+    w = tr.World(tmp)
+    dest = os.path.join(tmp, "backup")
+    try:
+        w.template("refund", tr.REFUND, ["shop.orders", "shop.refund"])
+        run_id, apr = waiting_refund(w, 9)
+        rc, out, err = airlockd("backup", "--data-dir", w.dir, dest)
+        check(rc == 0, "backup: %d %s %s" % (rc, out, err))
+        for name in ("airlock.db", "admin.key", "audit.key", "secret.key", "continuation.key"):
+            path = os.path.join(dest, name)
+            check(os.path.exists(path) and os.stat(path).st_mode & 0o077 == 0,
+                  "%s missing or readable by others" % name)
+        rc, out, err = airlockd("backup", "--data-dir", w.dir, dest)
+        check(rc == 1 and "new directory" in err, "a backup over another: %d %s" % (rc, err))
+        w.s.stop()
+        # "another machine": the copy moved to a directory of its own
+        restored = os.path.join(tmp, "restored", "var")
+        shutil.copytree(dest, restored)
+        w.s = ts.Server(restored)
+        check(w.s.port, "airlockd did not start on the restored copy: " + w.s.stderr())
+        check("chain is broken" not in w.s.stderr() and "cut" not in w.s.stderr(),
+              w.s.stderr())
+        verifies(w)
+        approve_completes(w, run_id, apr, 9)
+        verifies(w)
+        rc, out, err = airlockd("backup", "--data-dir", restored, os.path.join(tmp, "b2"),
+                                "--database", "postgres://x/y")
+        check(rc == 2 and "pg_dump" in err, "backup with --database: %d %s" % (rc, err))
+    finally:
+        w.close()
+
+
+TESTS = [(name, fn) for name, fn in sorted(globals().items()) if name.startswith("t_")]
+
+
+def main():
+    return ts.run_tests(TESTS, "airlockd-keys-")
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except Fail as e:
+        print("FAIL " + str(e))
+        sys.exit(1)
