@@ -991,8 +991,9 @@ static enum store_rc tpl_move_store(struct api_ctx *ctx, const struct tpl_move_r
                           : STORE_ERROR;
     }
     if (rc == STORE_OK && (q->action == GOV_VERSION_SUBMIT || q->action == GOV_VERSION_APPROVE)) {
-        rc = webhooks_version(s, q->action == GOV_VERSION_SUBMIT ? WEBHOOKS_VERSION_SUBMITTED
-                                                                 : WEBHOOKS_VERSION_APPROVED,
+        rc = webhooks_version(s,
+                              q->action == GOV_VERSION_SUBMIT ? WEBHOOKS_VERSION_SUBMITTED
+                                                              : WEBHOOKS_VERSION_APPROVED,
                               q->ti.name, q->number, q->ti.department, ctx->who->name);
     }
     if (rc == STORE_OK && q->action == GOV_VERSION_REVOKE) {

@@ -177,16 +177,16 @@ void api_webhooks_create(struct api_ctx *ctx)
         api_error(ctx, 400, "INVALID_REQUEST", "the webhook's definition is too large");
         goto out;
     }
-    struct store_webhook w = { id,     url->str, types.data, department->str, fmt,
-                               sealed, NULL,     ctx->who ? ctx->who->name : "airlockd" };
+    struct store_webhook w = { id,  url->str, types.data, department->str,
+                               fmt, sealed,   NULL,       ctx->who ? ctx->who->name : "airlockd" };
     if (s->ops->tx_begin(s) != STORE_OK) {
         api_store_failed(ctx);
         goto out;
     }
     int known = strcmp(department->str, "*") == 0;
-    enum store_rc rc = known ? STORE_OK
-                             : s->ops->department_get(s, department->str,
-                                                      api_webhook_department_seen, &known);
+    enum store_rc rc =
+            known ? STORE_OK
+                  : s->ops->department_get(s, department->str, api_webhook_department_seen, &known);
     if (rc == STORE_OK && known) {
         rc = s->ops->webhook_create(s, &w);
     }
@@ -213,7 +213,6 @@ out:
     buf_done(&types);
     buf_done(&details);
 }
-
 
 /* The list shows a webhook to the admins of its department (of "*" for one of "*"). */
 static int api_webhook_item(void *userdata, const struct store_webhook *w)
@@ -285,10 +284,10 @@ void api_webhooks_delete(struct api_ctx *ctx)
     }
     enum store_rc rc = s->ops->webhook_delete(s, l.id);
     if (rc == STORE_OK) {
-        rc = details.data ? api_audit(ctx, "webhook.delete", l.id,
-                                      strcmp(l.department, "*") == 0 ? NULL : l.department,
-                                      details.data)
-                          : STORE_ERROR;
+        rc = details.data
+                     ? api_audit(ctx, "webhook.delete", l.id,
+                                 strcmp(l.department, "*") == 0 ? NULL : l.department, details.data)
+                     : STORE_ERROR;
     }
     rc = api_tx_end(s, rc);
     if (rc == STORE_NOT_FOUND) {

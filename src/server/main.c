@@ -1284,7 +1284,8 @@ int main(int argc, char **argv)
     }
     if (!cfg.public_url[0]) { /* the desk's links: where it listens, unless said otherwise */
         snprintf(cfg.public_url, sizeof cfg.public_url, "http://%s%s%s:%u",
-                 strchr(cfg.host, ':') ? "[" : "", cfg.host, strchr(cfg.host, ':') ? "]" : "", port);
+                 strchr(cfg.host, ':') ? "[" : "", cfg.host, strchr(cfg.host, ':') ? "]" : "",
+                 port);
     }
     struct webhooks_options hooks_opts = { cfg.public_url, cfg.node, cfg.webhook_retry_first_ms,
                                            cfg.webhook_poll_ms, secret_key };
@@ -1315,7 +1316,8 @@ out:
     }
     replays_stop(rt.replays); /* its waiting requests answered before the server stops */
     http_stop(http);
-    webhooks_stop(webhooks); /* before the writer it claims and settles through */
+    /* before the writer, which its deliveries are claimed and settled through */
+    webhooks_stop(webhooks);
     denials_stop(denials);  /* the refusals tallied since their address's last record */
     main_runtime_stop(&rt); /* the runs' last records go through the writer */
     writer_free(writer);    /* every job queued is done */

@@ -61,8 +61,8 @@
 #include "json.h"
 #include "keyfile.h"
 #include "readers.h"
-#include "writer.h"
 #include "webhooks.h"
+#include "writer.h"
 
 #define NODES_WHY_MAX        512
 #define NODES_DETAILS_MAX    ((size_t)4 << 20)

@@ -46,8 +46,8 @@
 #include "nodes.h"
 #include "readers.h"
 #include "run_workspace.h"
-#include "writer.h"
 #include "webhooks.h"
+#include "writer.h"
 
 #define RUNS_DETAILS_MAX ((size_t)96 << 20)
 #define RUNS_MESSAGE_MAX 512
@@ -1301,8 +1301,8 @@ static enum store_rc runs_record(struct store *s, struct srun *sr)
         rc = runs_audit(s, waits ? "run.wait" : "run.end", plan->id, plan, &d);
     }
     if (rc == STORE_OK && recorded && state == GOV_RUN_FAILED) {
-        rc = webhooks_run_failed(s, plan->id, plan->department, plan->template_name,
-                                 plan->version, plan->principal);
+        rc = webhooks_run_failed(s, plan->id, plan->department, plan->template_name, plan->version,
+                                 plan->principal);
     }
     sr->counted_status = rc == STORE_OK && recorded ? gov_run_state_name(state) : NULL;
     buf_done(&outcome);

@@ -118,8 +118,9 @@ static enum store_rc webhooks_emit_built(struct store *s, const char *type, cons
     char link[2 * STORE_NAME_MAX + 64];
     snprintf(link, sizeof link, "/%s%s%s", a, b ? "/" : "", b ? b : "");
     buf_append_str(d, "}");
-    enum store_rc rc =
-            buf_failed(d) || !d->data ? STORE_ERROR : webhooks_emit(s, type, department, link, d->data);
+    enum store_rc rc = buf_failed(d) || !d->data
+                               ? STORE_ERROR
+                               : webhooks_emit(s, type, department, link, d->data);
     buf_done(d);
     return rc;
 }
@@ -164,8 +165,7 @@ enum store_rc webhooks_version(struct store *s, const char *type, const char *te
 }
 
 enum store_rc webhooks_run_failed(struct store *s, const char *run, const char *department,
-                                  const char *template_name, int64_t version,
-                                  const char *principal)
+                                  const char *template_name, int64_t version, const char *principal)
 {
     struct buf d;
     buf_init(&d, 4096);
@@ -298,7 +298,8 @@ static int webhooks_render(const struct webhooks *wh, const struct webhooks_clai
     buf_init(&event, WEBHOOKS_BODY_MAX + WEBHOOKS_URL_MAX);
     size_t head = strlen(WEBHOOKS_LINK_HEAD);
     const char *at = NULL;
-    for (const char *p = strstr(c->body, WEBHOOKS_LINK_HEAD); p; p = strstr(p + 1, WEBHOOKS_LINK_HEAD)) {
+    for (const char *p = strstr(c->body, WEBHOOKS_LINK_HEAD); p;
+         p = strstr(p + 1, WEBHOOKS_LINK_HEAD)) {
         at = p; /* the last: the event's own, after its data */
     }
     if (!at) {

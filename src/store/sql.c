@@ -1958,9 +1958,11 @@ enum store_rc sql_delivery_next(struct store *s, int64_t *ret_ms)
 
 static int sql_delivery_each(const struct sql_row *r, void *fn, void *userdata)
 {
-    struct store_delivery d = { num(r, 0), col(r, 1), col(r, 2), col(r, 3), num(r, 4), num(r, 5),
-                                { col(r, 6), col(r, 7), col(r, 8), col(r, 9), col(r, 10),
-                                  col(r, 11), col(r, 12), col(r, 13) } };
+    struct store_webhook w = { col(r, 6),  col(r, 7),  col(r, 8),  col(r, 9),
+                               col(r, 10), col(r, 11), col(r, 12), col(r, 13) };
+    struct store_delivery d = {
+        num(r, 0), col(r, 1), col(r, 2), col(r, 3), num(r, 4), num(r, 5), w
+    };
     return ((store_delivery_fn *)fn)(userdata, &d);
 }
 

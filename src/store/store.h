@@ -360,9 +360,9 @@ struct store_delivery {
     int64_t seq;
     const char *event; /* the event's id, "evt_" and hex: the same on every attempt */
     const char *type;
-    const char *body;  /* the event as JSON (docs/webhooks.md) */
-    int64_t attempts;  /* this one included */
-    int64_t first_ms;  /* when the event was written, ms since the epoch */
+    const char *body; /* the event as JSON (docs/webhooks.md) */
+    int64_t attempts; /* this one included */
+    int64_t first_ms; /* when the event was written, ms since the epoch */
     struct store_webhook webhook;
 };
 typedef int store_delivery_fn(void *userdata, const struct store_delivery *d);
