@@ -266,7 +266,8 @@ static enum store_rc webhooks_settle_job(struct writer_tx *tx, void *arg)
     return rc == STORE_NOT_FOUND ? STORE_OK : rc; /* another node holds it now: its outcome */
 }
 
-static size_t webhooks_discard(char *data, size_t size, size_t n, void *userdata)
+/* curl's write callback: its type says char *, so data cannot be const */
+static size_t webhooks_discard(char *data, size_t size, size_t n, void *userdata) /* NOLINT */
 {
     (void)data;
     (void)userdata;
