@@ -19,8 +19,8 @@
  * changed ones are refused, a rolled-back savepoint drops its entries, and a database of the
  * schema before it is migrated with its runs. Webhooks' outbox: an event is a delivery per
  * subscribed webhook, claimed by one node until its lease runs out, settled by its holder only.
- * Raw SQL in this file (a second connection) only sets
- * up what the store must cope with or counts rows. */
+ * Raw SQL in this file (a second connection) only sets up what the store must cope with or counts
+ * rows. */
 /* cmocka.h needs these first */
 /* clang-format off */
 #include <setjmp.h>
