@@ -62,6 +62,7 @@ static const struct admin_sealed {
     { "connectors", "name", "signing_secret", "connector", "signing_secret" },
     { "connectors", "name", "headers", "connector", "headers" },
     { "mounts", "name", "secret", "mount", "secret_access_key" },
+    { "webhooks", "id", "secret", "webhook", "signing_secret" },
 };
 
 struct admin_opts {

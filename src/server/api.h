@@ -266,6 +266,11 @@ void api_snapshots_create(struct api_ctx *ctx);
  * caller an agent of the query's department, the body a tar a workspace loads. */
 int api_snapshots_create_before(struct api_ctx *ctx);
 
+/* Webhooks (api_webhooks.c). */
+void api_webhooks_create(struct api_ctx *ctx);
+void api_webhooks_list(struct api_ctx *ctx);
+void api_webhooks_delete(struct api_ctx *ctx);
+
 /* POST /v1/mcp: the Model Context Protocol for agents (api_mcp.c). */
 void api_mcp_post(struct api_ctx *ctx);
 

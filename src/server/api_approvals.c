@@ -19,6 +19,7 @@
 #include "error.h"
 #include "json.h"
 #include "runs.h"
+#include "webhooks.h"
 
 #define API_APPROVALS_LIST_MAX   1000
 #define API_APPROVALS_PAGE_BYTES ((size_t)48 << 20) /* a list answer stays under the body cap */
@@ -331,6 +332,10 @@ static enum store_rc api_run_end_unresumable(struct store *s, const struct store
     }
     if (rc == STORE_OK) {
         rc = s->ops->audit_append(s, "airlockd", "run.end", row->id, row->department, d.data, NULL);
+    }
+    if (rc == STORE_OK) {
+        rc = webhooks_run_failed(s, row->id, row->department, row->template_name, row->version,
+                                 row->principal);
     }
     rc = api_tx_end(s, rc);
     buf_done(&o);
@@ -835,6 +840,9 @@ static int api_approval_store(struct api_ctx *ctx, const struct api_approval_cop
         buf_append_str(&d, "}");
         rc = d.data ? api_audit(ctx, api_verdict_action(v->to), a->id, a->department, d.data)
                     : STORE_ERROR;
+    }
+    if (rc == STORE_OK) {
+        rc = webhooks_approval_decided(s, a->id, a->run, a->department, to, ctx->who->name);
     }
     if (rc == STORE_OK && v->to == GOV_APPROVAL_DENIED && strcmp(a->kind, "run") == 0) {
         rc = api_run_deny_start(ctx, a, v->comment);

@@ -27,6 +27,7 @@
 #include "error.h"
 #include "runs.h"
 #include "schema.h"
+#include "webhooks.h"
 
 #define API_RUNS_LIST_MAX   1000
 #define API_RUNS_PAGE_BYTES ((size_t)48 << 20)  /* a list answer stays under the body cap */
@@ -581,6 +582,9 @@ static enum store_rc api_run_start_approval(struct store *s, const struct api_ru
         .version = r->version,
     };
     enum store_rc rc = s->ops->approval_create(s, &a);
+    if (rc == STORE_OK) {
+        rc = webhooks_approval_requested(s, st->approval, r->id, r->department, "run", NULL);
+    }
     if (rc != STORE_OK) {
         return rc;
     }

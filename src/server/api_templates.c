@@ -32,6 +32,7 @@
 #include "replays.h"
 #include "schema.h"
 #include "tsdecl.h"
+#include "webhooks.h"
 
 #define TPL_SOURCE_MAX  ((size_t)256 << 10) /* the runner's default source limit */
 #define TPL_FUNCS_MAX   64u
@@ -988,6 +989,12 @@ static enum store_rc tpl_move_store(struct api_ctx *ctx, const struct tpl_move_r
     if (rc == STORE_OK) {
         rc = details.data ? api_audit(ctx, action, q->ti.name, q->ti.department, details.data)
                           : STORE_ERROR;
+    }
+    if (rc == STORE_OK && (q->action == GOV_VERSION_SUBMIT || q->action == GOV_VERSION_APPROVE)) {
+        rc = webhooks_version(s,
+                              q->action == GOV_VERSION_SUBMIT ? WEBHOOKS_VERSION_SUBMITTED
+                                                              : WEBHOOKS_VERSION_APPROVED,
+                              q->ti.name, q->number, q->ti.department, ctx->who->name);
     }
     if (rc == STORE_OK && q->action == GOV_VERSION_REVOKE) {
         /* its waiting and running runs end cancelled in the same transaction */

@@ -43,6 +43,7 @@
 #include "runs.h"
 #include "secretbox.h"
 #include "store.h"
+#include "webhooks.h"
 #include "witness.h"
 #include "writer.h"
 
@@ -79,6 +80,9 @@ struct main_config {
     char witness[MAIN_PATH_MAX];      /* audit.witness: where checkpoints go too; "": nowhere */
     char witness_secret[1025];        /* audit.witness_secret: signs them (cleansed at exit) */
     struct mounts_roots *mount_roots; /* mounts.local_roots, resolved; NULL until one is read */
+    char public_url[2049];            /* the desk's base URL in webhook links; "": the listen one */
+    int64_t webhook_retry_first_ms;   /* webhooks.retry_first_ms: the first retry's delay */
+    int64_t webhook_poll_ms;          /* webhooks.poll_ms: how often the outbox is looked at */
 };
 
 /* What executes runs: the runner with the continuation key, the connector client and the run
@@ -426,6 +430,34 @@ static int main_load_config(const char *path, struct main_config *cfg)
             if (main_audit_config(path, m, cfg) != 0) {
                 goto out;
             }
+        } else if (strcmp(m->key, "public_url") == 0 && m->type == JSON_STRING) {
+            if (!api_url_ok(m->str, m->str_len) || strpbrk(m->str, "?#|<>\"") ||
+                m->str_len >= sizeof cfg->public_url) {
+                fprintf(stderr,
+                        "airlockd: config %s: public_url must be an http:// or https:// URL "
+                        "without query or fragment\n",
+                        path);
+                goto out;
+            }
+            size_t n = m->str_len;
+            while (n > 0 && m->str[n - 1] == '/') { /* links add their own */
+                n--;
+            }
+            memcpy(cfg->public_url, m->str, n);
+            cfg->public_url[n] = '\0';
+        } else if (strcmp(m->key, "webhooks") == 0 && m->type == JSON_OBJECT) {
+            for (const struct json_node *r = m->child; r; r = r->next) {
+                int64_t *dst = strcmp(r->key, "retry_first_ms") == 0 ? &cfg->webhook_retry_first_ms
+                               : strcmp(r->key, "poll_ms") == 0      ? &cfg->webhook_poll_ms
+                                                                     : NULL;
+                if (!dst || r->type != JSON_NUMBER || main_ms(r->num, 10, 60000, dst) != 0) {
+                    fprintf(stderr,
+                            "airlockd: config %s: webhooks takes retry_first_ms and poll_ms, "
+                            "integers from 10 to 60000 (not \"%s\")\n",
+                            path, r->key);
+                    goto out;
+                }
+            }
         } else if (strcmp(m->key, "mounts") == 0 && m->type == JSON_OBJECT) {
             if (main_mounts_config(path, m, cfg) != 0) {
                 goto out;
@@ -474,7 +506,7 @@ static int main_load_config(const char *path, struct main_config *cfg)
                     "airlockd: config %s: unknown or malformed member \"%s\" (known: listen, "
                     "data_dir, database, lease_ms, poll_ms, body_limit_bytes, "
                     "snapshot_limit_bytes, "
-                    "http, rate_limit, runs, audit, mounts)\n",
+                    "http, rate_limit, runs, audit, mounts, public_url, webhooks)\n",
                     path, m->key);
             goto out;
         }
@@ -660,6 +692,12 @@ static int main_audit_check(struct store *s, struct audit_head *head, struct aud
     if (!res.ok && strncmp(res.reason, "truncated: ", 11) == 0) {
         fprintf(stderr, "airlockd: audit: the log is cut at seq %lld: %s\n",
                 (long long)res.first_bad_seq, res.reason);
+        /* the admins' receivers hear of it: delivered once the delivery thread runs */
+        if (s->ops->tx_begin(s) != STORE_OK ||
+            api_tx_end(s, webhooks_audit_truncated(s, res.first_bad_seq, res.reason)) != STORE_OK) {
+            fprintf(stderr, "airlockd: audit: the cut could not be told to webhooks: %s\n",
+                    s->ops->errmsg(s));
+        }
     } else if (!res.ok) {
         fprintf(stderr, "airlockd: audit: the chain is broken at seq %lld: %s\n",
                 (long long)res.first_bad_seq, res.reason);
@@ -1107,6 +1145,7 @@ int main(int argc, char **argv)
     struct auditlog_kept *kept = NULL;
     struct ratelimit_options limit_opts;
     struct denials *denials = NULL;
+    struct webhooks *webhooks = NULL;
     struct denials_options denials_opts = { 0 };
     char db_path[MAIN_PATH_MAX + 16];
     char errmsg[STORE_ERRMSG_MAX];
@@ -1276,6 +1315,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "airlockd: %s\n", err.message);
         goto out;
     }
+    if (!cfg.public_url[0]) { /* the desk's links: where it listens, unless said otherwise */
+        snprintf(cfg.public_url, sizeof cfg.public_url, "http://%s%s%s:%u",
+                 strchr(cfg.host, ':') ? "[" : "", cfg.host, strchr(cfg.host, ':') ? "]" : "",
+                 port);
+    }
+    struct webhooks_options hooks_opts = { cfg.public_url, cfg.node, cfg.webhook_retry_first_ms,
+                                           cfg.webhook_poll_ms, secret_key };
+    if (webhooks_start(writer, readers, &hooks_opts, &webhooks, &err) != 0) {
+        fprintf(stderr, "airlockd: %s\n", err.message);
+        goto out;
+    }
     fprintf(stderr, "airlockd: listening on http://%s%s%s:%u\n", strchr(cfg.host, ':') ? "[" : "",
             cfg.host, strchr(cfg.host, ':') ? "]" : "", port);
     fflush(stderr);
@@ -1299,6 +1349,8 @@ out:
     }
     replays_stop(rt.replays); /* its waiting requests answered before the server stops */
     http_stop(http);
+    /* before the writer, which its deliveries are claimed and settled through */
+    webhooks_stop(webhooks);
     denials_stop(denials);  /* the refusals tallied since their address's last record */
     main_runtime_stop(&rt); /* the runs' last records go through the writer */
     writer_free(writer);    /* every job queued is done */

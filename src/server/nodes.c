@@ -61,6 +61,7 @@
 #include "json.h"
 #include "keyfile.h"
 #include "readers.h"
+#include "webhooks.h"
 #include "writer.h"
 
 #define NODES_WHY_MAX        512
@@ -404,6 +405,9 @@ static enum store_rc nodes_wait(struct store *s, const char *id, const char *dep
                                                d.data, NULL)
                         : STORE_ERROR;
         }
+        if (rc == STORE_OK) {
+            rc = webhooks_approval_requested(s, apr, id, department, "in_doubt", u->function);
+        }
         api_member(b, i ? "," : "", apr);
     }
     buf_append_str(b, "]");
@@ -533,6 +537,10 @@ enum store_rc nodes_take_over(struct store *s, const char *id, const char *depar
         rc = calls.data && b.data
                      ? s->ops->audit_append(s, "airlockd", action, id, department, b.data, NULL)
                      : STORE_ERROR;
+    }
+    if (rc == STORE_OK && !retry && !wait && !cancelled) {
+        rc = webhooks_run_failed(s, id, department, origin.template_name, origin.version,
+                                 origin.principal);
     }
     if (rc == STORE_OK) {
         rc = s->ops->tx_commit(s);

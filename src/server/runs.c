@@ -46,6 +46,7 @@
 #include "nodes.h"
 #include "readers.h"
 #include "run_workspace.h"
+#include "webhooks.h"
 #include "writer.h"
 
 #define RUNS_DETAILS_MAX ((size_t)96 << 20)
@@ -1209,6 +1210,10 @@ static enum store_rc runs_record_approvals(struct store *s, struct srun *sr, str
             api_member(d, ",\"requested_by\":", plan->principal);
             rc = runs_audit(s, "approval.request", id, plan, d);
         }
+        if (rc == STORE_OK) {
+            rc = webhooks_approval_requested(s, id, plan->id, plan->department, "host_call",
+                                             in.function);
+        }
     }
     return rc;
 }
@@ -1298,6 +1303,10 @@ static enum store_rc runs_record(struct store *s, struct srun *sr)
         buf_append_str(&d, ",");
         buf_append(&d, audit.data, audit.len);
         rc = runs_audit(s, waits ? "run.wait" : "run.end", plan->id, plan, &d);
+    }
+    if (rc == STORE_OK && recorded && state == GOV_RUN_FAILED) {
+        rc = webhooks_run_failed(s, plan->id, plan->department, plan->template_name, plan->version,
+                                 plan->principal);
     }
     sr->counted_status = rc == STORE_OK && recorded ? gov_run_state_name(state) : NULL;
     buf_done(&outcome);
@@ -1984,6 +1993,10 @@ static enum store_rc runs_minimal_fn(struct writer_tx *tx, void *arg)
                status);
     if (rc == STORE_OK) {
         rc = runs_audit(s, "run.end", sr->plan->id, sr->plan, &d);
+    }
+    if (rc == STORE_OK && strcmp(status, "failed") == 0) {
+        rc = webhooks_run_failed(s, sr->plan->id, sr->plan->department, sr->plan->template_name,
+                                 sr->plan->version, sr->plan->principal);
     }
     buf_done(&outcome);
     buf_done(&d);

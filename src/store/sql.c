@@ -1950,3 +1950,152 @@ enum store_rc sql_sealed_set(struct store *s, const char *table, const char *key
     }
     return sql_change(sql_of(s), kept, 2, args);
 }
+
+/* ---------------------------------------------------------------- webhooks (0018) */
+
+enum store_rc sql_webhook_create(struct store *s, const struct store_webhook *w)
+{
+    char now[32];
+    sql_now(now);
+    const char *args[] = { w->id,     w->url,           w->events, w->department,
+                           w->format, w->secret_sealed, now,       w->created_by };
+    return sql_insert(sql_of(s),
+                      "INSERT INTO webhooks(id, url, events, department, format, secret, created, "
+                      "created_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING",
+                      8, args);
+}
+
+static int sql_webhook_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct store_webhook w = { col(r, 0), col(r, 1), col(r, 2), col(r, 3),
+                               col(r, 4), col(r, 5), col(r, 6), col(r, 7) };
+    return ((store_webhook_fn *)fn)(userdata, &w);
+}
+
+enum store_rc sql_webhook_list(struct store *s, store_webhook_fn *fn, void *userdata)
+{
+    return sql_walk(s,
+                    "SELECT id, url, events, department, format, secret, created, created_by FROM "
+                    "webhooks ORDER BY id",
+                    0, NULL, 0, sql_webhook_each, (void *)fn, userdata);
+}
+
+enum store_rc sql_webhook_delete(struct store *s, const char *id)
+{
+    enum store_rc rc = sql_change(sql_of(s), "DELETE FROM webhooks WHERE id = $1", 1, &id);
+    if (rc == STORE_OK) {
+        rc = sql_exec(s, "DELETE FROM webhook_deliveries WHERE webhook = $1", 1, &id);
+    }
+    return rc;
+}
+
+enum store_rc sql_webhook_enqueue(struct store *s, const char *event_id, const char *type,
+                                  const char *department, const char *body, int64_t now_ms)
+{
+    char now[24];
+    char like[96];
+    snprintf(now, sizeof now, "%" PRId64, now_ms);
+    /* the types are names of a fixed list (webhooks.h): no LIKE wildcard in them */
+    snprintf(like, sizeof like, "%%\"%s\"%%", type);
+    const char *args[] = { event_id, type, body, now, department, like };
+    return sql_exec(s,
+                    "INSERT INTO webhook_deliveries(webhook, event, type, body, first_ms, next_ms) "
+                    "SELECT id, $1, $2, $3, CAST($4 AS BIGINT), CAST($4 AS BIGINT) FROM webhooks "
+                    "WHERE (department = '*' OR department = $5) AND events LIKE $6",
+                    6, args);
+}
+
+static int sql_int64_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    (void)fn;
+    if (col(r, 0)) {
+        *(int64_t *)userdata = num(r, 0);
+        return 0;
+    }
+    return 1; /* NULL: no row to speak of */
+}
+
+enum store_rc sql_delivery_next(struct store *s, int64_t *ret_ms)
+{
+    int64_t at = -1;
+    enum store_rc rc = sql_walk(s,
+                                "SELECT min(CASE WHEN lease_until_ms > next_ms THEN lease_until_ms "
+                                "ELSE next_ms END) FROM webhook_deliveries WHERE status = "
+                                "'pending'",
+                                0, NULL, 1, sql_int64_each, NULL, &at);
+    if (rc == STORE_OK && at < 0) {
+        rc = STORE_NOT_FOUND;
+    }
+    if (rc == STORE_OK) {
+        *ret_ms = at;
+    }
+    return rc;
+}
+
+static int sql_delivery_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct store_webhook w = { col(r, 6),  col(r, 7),  col(r, 8),  col(r, 9),
+                               col(r, 10), col(r, 11), col(r, 12), col(r, 13) };
+    struct store_delivery d = {
+        num(r, 0), col(r, 1), col(r, 2), col(r, 3), num(r, 4), num(r, 5), w
+    };
+    return ((store_delivery_fn *)fn)(userdata, &d);
+}
+
+/* A claim is a conditional UPDATE of the candidate's lease: of two nodes that picked the same
+ * delivery, the second's UPDATE finds the lease running (PostgreSQL re-reads the row once the
+ * first's lock is gone) and changes nothing. */
+enum store_rc sql_delivery_claim(struct store *s, const char *node, int64_t now_ms,
+                                 int64_t lease_ms, store_delivery_fn *fn, void *userdata)
+{
+    struct sql_store *q = sql_of(s);
+    char now[24];
+    char until[24];
+    char seq[24];
+    int64_t pick = -1;
+    snprintf(now, sizeof now, "%" PRId64, now_ms);
+    snprintf(until, sizeof until, "%" PRId64, now_ms + lease_ms);
+    enum store_rc rc = sql_walk(s,
+                                "SELECT seq FROM webhook_deliveries WHERE status = 'pending' AND "
+                                "next_ms <= CAST($1 AS BIGINT) AND lease_until_ms <= CAST($1 AS "
+                                "BIGINT) ORDER BY next_ms, seq LIMIT 1",
+                                1, (const char *[]){ now }, 1, sql_int64_each, NULL, &pick);
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    snprintf(seq, sizeof seq, "%" PRId64, pick);
+    const char *args[] = { seq, node, until, now };
+    int64_t changes = 0;
+    rc = q->db->exec(q,
+                     "UPDATE webhook_deliveries SET lease_node = $2, lease_until_ms = CAST($3 AS "
+                     "BIGINT), attempts = attempts + 1 WHERE seq = CAST($1 AS BIGINT) AND status "
+                     "= 'pending' AND lease_until_ms <= CAST($4 AS BIGINT)",
+                     4, args, &changes);
+    if (rc == STORE_OK && changes == 0) {
+        return STORE_NOT_FOUND;
+    }
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    return sql_walk(s,
+                    "SELECT d.seq, d.event, d.type, d.body, d.attempts, d.first_ms, w.id, w.url, "
+                    "w.events, w.department, w.format, w.secret, w.created, w.created_by FROM "
+                    "webhook_deliveries d JOIN webhooks w ON w.id = d.webhook WHERE d.seq = "
+                    "CAST($1 AS BIGINT)",
+                    1, args, 1, sql_delivery_each, (void *)fn, userdata);
+}
+
+enum store_rc sql_delivery_settle(struct store *s, int64_t seq, const char *node,
+                                  const char *status, int64_t next_ms, const char *error)
+{
+    char num_seq[24];
+    char next[24];
+    snprintf(num_seq, sizeof num_seq, "%" PRId64, seq);
+    snprintf(next, sizeof next, "%" PRId64, next_ms);
+    const char *args[] = { num_seq, node, status, next, error };
+    return sql_change(sql_of(s),
+                      "UPDATE webhook_deliveries SET status = $3, next_ms = CAST($4 AS BIGINT), "
+                      "lease_node = NULL, lease_until_ms = 0, last_error = $5 WHERE seq = CAST($1 "
+                      "AS BIGINT) AND lease_node = $2",
+                      5, args);
+}

@@ -152,8 +152,9 @@ enum store_rc sql_audit_chain_legacy(struct sql_store *q);
     X(run_set_fork) X(approval_answer) X(replay_put) X(replay_get) X(mount_create)        \
     X(mount_get) X(mount_list) X(mount_delete) X(version_list_with_workspace) X(blob_get)        \
     X(snapshot_create) X(snapshot_get) X(run_workspace_create) X(run_workspace_get)              \
-    X(run_workspace_end) X(run_file_list) X(blob_put)                                            \
-    X(sealed_list) X(sealed_set)
+    X(run_workspace_end) X(run_file_list) X(blob_put) X(sealed_list) X(sealed_set)               \
+    X(webhook_create) X(webhook_list) X(webhook_delete) X(webhook_enqueue) X(delivery_next)      \
+    X(delivery_claim) X(delivery_settle)
 #define SQL_OP_DECLARE(m) extern __typeof__(*((struct store_ops *)0)->m) sql_##m;
 #define SQL_OP_MEMBER(m)  .m = sql_##m,
 /* clang-format on */

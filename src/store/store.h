@@ -344,6 +344,31 @@ typedef int store_run_file_fn(void *userdata, const struct store_run_file *f);
 /* A sealed value (sealed_list): key and sealed borrowed for the call. */
 typedef int store_sealed_fn(void *userdata, const char *key, const char *sealed);
 
+/* A webhook (0018_webhooks): where airlockd POSTs the events an admin subscribed to. */
+struct store_webhook {
+    const char *id;            /* "wh_" and hex */
+    const char *url;           /* http(s), checked as a connector's */
+    const char *events;        /* the event types, a JSON array of strings */
+    const char *department;    /* a department's name, or "*" for every event */
+    const char *format;        /* "json" | "slack" */
+    const char *secret_sealed; /* its signing secret, sealed (secretbox.h) */
+    const char *created;       /* set by the store on create; ignored there */
+    const char *created_by;
+};
+typedef int store_webhook_fn(void *userdata, const struct store_webhook *w);
+
+/* One event for one webhook, claimed by a node's delivery thread. */
+struct store_delivery {
+    int64_t seq;
+    const char *event; /* the event's id, "evt_" and hex: the same on every attempt */
+    const char *type;
+    const char *body; /* the event as JSON (docs/webhooks.md) */
+    int64_t attempts; /* this one included */
+    int64_t first_ms; /* when the event was written, ms since the epoch */
+    struct store_webhook webhook;
+};
+typedef int store_delivery_fn(void *userdata, const struct store_delivery *d);
+
 /* Wake-ups between nodes (since version 6): the channels a node listens on, each payload a run's
  * id. A notification is a hint, never a record: it is lost when no listener is connected, so a
  * listener looks at the store itself after each (re)connect. */
@@ -726,6 +751,30 @@ struct store_ops {
     /* Sets `column` of the row whose key_column is `key` to `sealed`. NOT_FOUND when no row. */
     enum store_rc (*sealed_set)(struct store *s, const char *table, const char *key_column,
                                 const char *key, const char *column, const char *sealed);
+    /* Since 0018_webhooks: webhooks and their deliveries, an outbox (docs/webhooks.md). */
+    /* CONFLICT when the id is taken. */
+    enum store_rc (*webhook_create)(struct store *s, const struct store_webhook *w);
+    /* Every webhook, by id. */
+    enum store_rc (*webhook_list)(struct store *s, store_webhook_fn *fn, void *userdata);
+    /* NOT_FOUND when no such webhook; otherwise it is gone, with its deliveries not yet sent. */
+    enum store_rc (*webhook_delete)(struct store *s, const char *id);
+    /* One pending delivery of event `event_id` (its `type`, `body`) for each webhook subscribed
+     * to `type` for `department` (NULL: only those of "*"), due at now_ms; inside the caller's
+     * transaction, so the event is kept exactly when what caused it is. */
+    enum store_rc (*webhook_enqueue)(struct store *s, const char *event_id, const char *type,
+                                     const char *department, const char *body, int64_t now_ms);
+    /* The earliest time (ms) a pending delivery may be claimed; NOT_FOUND when none pends. */
+    enum store_rc (*delivery_next)(struct store *s, int64_t *ret_ms);
+    /* Claims the pending delivery due longest (next_ms <= now_ms, no lease running) for `node`
+     * until now_ms + lease_ms, counting the attempt; fn sees it, with its webhook, once.
+     * NOT_FOUND when none is due or another node claimed it first. */
+    enum store_rc (*delivery_claim)(struct store *s, const char *node, int64_t now_ms,
+                                    int64_t lease_ms, store_delivery_fn *fn, void *userdata);
+    /* Ends node's claim of delivery `seq`: status "delivered", "failed", or "pending" again with
+     * the next attempt at next_ms; error (may be NULL) says why the attempt failed. NOT_FOUND
+     * when the claim is no longer node's (its lease ran out and another claimed it). */
+    enum store_rc (*delivery_settle)(struct store *s, int64_t seq, const char *node,
+                                     const char *status, int64_t next_ms, const char *error);
 };
 
 /* Every backend's handle starts with this. */

@@ -329,6 +329,46 @@ return { first: orders[0].id, refund: r };
 """
 
 
+def t_webhook_events_are_sent_once_by_the_nodes(tmp):
+    """Three nodes deliver one outbox (docs/webhooks.md): each event is claimed by one node under
+    a lease, so every event reaches the receiver, each once (one attempt each), whichever nodes
+    looked at the outbox at the same time."""
+    import test_webhooks as tw
+    cfg = os.path.join(tmp, "webhooks.json")
+    with open(cfg, "w") as f:
+        json.dump({"webhooks": {"poll_ms": 20, "retry_first_ms": 100}}, f)
+    receiver = tw.Receiver()
+    c = Cluster(tmp, node_args={i: ["--config", cfg] for i in range(3)})
+    try:
+        c.ok(c.nodes[0], "POST", "/v1/webhooks", {
+            "url": receiver.url + "/ok", "events": ["version.submitted"],
+            "department": "finance", "signing_secret": tw.CANARY}, c.admin, 201)
+        n = 12
+        for i in range(n):
+            node = c.nodes[i % 3]
+            name = "t%d" % i
+            c.ok(node, "POST", "/v1/templates", {"name": name, "department": "finance"},
+                 c.keys["alice"], 201)
+            c.ok(node, "POST", "/v1/templates/%s/versions" % name, {"source": "1"},
+                 c.keys["alice"], 201)
+            c.ok(node, "POST", "/v1/templates/%s/versions/1/submit" % name, {}, c.keys["alice"])
+        deadline = time.monotonic() + HANG
+        while ts.db_rows(c.dirs[0], "SELECT count(*) FROM webhook_deliveries WHERE status = "
+                                    "'delivered'") != [(n,)]:
+            check(time.monotonic() < deadline, "not all delivered: %r" % ts.db_rows(
+                c.dirs[0], "SELECT status, attempts FROM webhook_deliveries"))
+            time.sleep(0.02)
+        check(ts.db_rows(c.dirs[0], "SELECT DISTINCT attempts FROM webhook_deliveries") ==
+              [(1,)], "an event claimed twice")
+        got = receiver.events("/ok")
+        check(len(got) == n and len({e["id"] for e in got}) == n and
+              sorted(e["data"]["template"] for e in got) == sorted("t%d" % i for i in range(n)),
+              "received: %r" % got)
+    finally:
+        c.close()
+        receiver.stop()
+
+
 def t_interrupt_on_a_approve_on_b(tmp):
     c = Cluster(tmp)
     try:

@@ -39,6 +39,7 @@ CONTRACT = PUBLIC | {
     ("GET", "/v1/me"),
     ("POST", "/v1/connectors"), ("GET", "/v1/connectors"), ("GET", "/v1/connectors/{c}"),
     ("POST", "/v1/mounts"), ("GET", "/v1/mounts"), ("DELETE", "/v1/mounts/{m}"),
+    ("POST", "/v1/webhooks"), ("GET", "/v1/webhooks"), ("DELETE", "/v1/webhooks/{id}"),
     ("POST", "/v1/templates"), ("GET", "/v1/templates"), ("GET", "/v1/templates/{t}"),
     ("POST", "/v1/templates/{t}/versions"), ("GET", "/v1/templates/{t}/versions/{v}"),
     ("POST", "/v1/templates/{t}/versions/{v}/submit"),

@@ -782,6 +782,9 @@ EXPECT = {
     ("POST", "/v1/mounts"): {"admin"},
     ("GET", "/v1/mounts"): set(ROLES),
     ("DELETE", "/v1/mounts/{m}"): {"admin"},
+    ("POST", "/v1/webhooks"): {"admin"},
+    ("GET", "/v1/webhooks"): {"admin"},
+    ("DELETE", "/v1/webhooks/{id}"): {"admin"},
     # runs and approvals: runs made by probe_setup in own and other (supervised, their approvals
     # denied); an agent reading or cancelling a run of its department that is not its own gets
     # 404, which the walk counts as allowed (not refused by role)
@@ -872,6 +875,9 @@ def probe(method, path, where):
         ("POST", "/v1/templates/{t}/versions/{v}/revoke"): {"reason": "rbac"},
         ("POST", "/v1/connectors"): connector_body("c_" + dept, dept),
         ("POST", "/v1/mounts"): mount_body("m-" + dept, dept),
+        # a URL airlockd would not call: an allowed admin gets 400 and nothing is kept
+        ("POST", "/v1/webhooks"): {"url": "file:///etc/passwd", "events": ["run.failed"],
+                                   "department": dept, "signing_secret": "x" * 16},
         # version 2 is a draft: an allowed agent gets 409 and no run starts
         ("POST", "/v1/runs"): {"template": "tpl-" + dept, "version": 2},
         ("POST", "/v1/runs/{id}/fork"): {"at_call": 1},

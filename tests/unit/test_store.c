@@ -17,8 +17,10 @@
  * stored once whatever number of entries name them (forks share them), a batch appended again
  * changes nothing and one that differs is refused, answers of 1 MiB with any bytes come back exact,
  * changed ones are refused, a rolled-back savepoint drops its entries, and a database of the
- * schema before it is migrated with its runs. Raw SQL in this file (a second connection) only sets
- * up what the store must cope with or counts rows. */
+ * schema before it is migrated with its runs. Webhooks' outbox: an event is a delivery per
+ * subscribed webhook, claimed by one node until its lease runs out, settled by its holder only.
+ * Raw SQL in this file (a second connection) only sets up what the store must cope with or counts
+ * rows. */
 /* cmocka.h needs these first */
 /* clang-format off */
 #include <setjmp.h>
@@ -678,6 +680,119 @@ static int read_connector(void *userdata, const struct store_connector *c)
              c->department, c->url, c->signing_secret_sealed, c->headers_sealed, c->header_names,
              c->functions, (long long)c->timeout_ms, c->created_by, c->created && c->created[0]);
     return 0;
+}
+
+struct seen_delivery {
+    int n;
+    int64_t seq;
+    int64_t attempts;
+    char what[512];
+};
+
+static int read_delivery(void *userdata, const struct store_delivery *d)
+{
+    struct seen_delivery *sd = userdata;
+    sd->n++;
+    sd->seq = d->seq;
+    sd->attempts = d->attempts;
+    snprintf(sd->what, sizeof sd->what, "%s|%s|%s|%" PRId64 "|%s|%s|%s|%s", d->event, d->type,
+             d->body, d->first_ms, d->webhook.id, d->webhook.url, d->webhook.format,
+             d->webhook.secret_sealed);
+    return 0;
+}
+
+/* Webhooks' outbox (0018_webhooks): an event becomes one delivery per webhook subscribed to its
+ * type for its department (or "*"); a delivery is claimed by one node until its lease runs out,
+ * then by another; only the node holding it settles it; a deleted webhook takes its deliveries. */
+static void test_store_webhooks_outbox(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    struct seen_delivery d = { 0 };
+    int64_t next = 0;
+    struct store_webhook a = { "wh_a",
+                               "http://127.0.0.1:9/a",
+                               "[\"run.failed\",\"approval.requested\"]",
+                               "finance",
+                               "json",
+                               "v1:aa",
+                               NULL,
+                               "admin" };
+    struct store_webhook b = {
+        "wh_b", "http://127.0.0.1:9/b", "[\"run.failed\"]", "*", "slack", "v1:bb", NULL, "admin"
+    };
+    struct store_webhook c = {
+        "wh_c", "http://127.0.0.1:9/c", "[\"run.failed\"]", "ops", "json", "v1:cc", NULL, "admin"
+    };
+    assert_int_equal(s->ops->webhook_create(s, &a), STORE_OK);
+    assert_int_equal(s->ops->webhook_create(s, &a), STORE_CONFLICT);
+    assert_int_equal(s->ops->webhook_create(s, &b), STORE_OK);
+    assert_int_equal(s->ops->webhook_create(s, &c), STORE_OK);
+    assert_int_equal(s->ops->delivery_next(s, &next), STORE_NOT_FOUND);
+    /* finance's run.failed: a and b; approval.requested of no department: nobody; run.failed of
+     * no department: b alone */
+    assert_int_equal(
+            s->ops->webhook_enqueue(s, "evt_1", "run.failed", "finance", "{\"n\":1}", 1000),
+            STORE_OK);
+    assert_int_equal(
+            s->ops->webhook_enqueue(s, "evt_2", "approval.requested", NULL, "{\"n\":2}", 1000),
+            STORE_OK);
+    assert_int_equal(s->ops->webhook_enqueue(s, "evt_3", "run.failed", NULL, "{\"n\":3}", 2000),
+                     STORE_OK);
+    assert_int_equal(s->ops->delivery_next(s, &next), STORE_OK);
+    assert_int_equal(next, 1000);
+    /* not due yet */
+    assert_int_equal(s->ops->delivery_claim(s, "node-a", 999, 100, read_delivery, &d),
+                     STORE_NOT_FOUND);
+    assert_int_equal(d.n, 0);
+    /* two due at 1000 (evt_1 for a and for b); a third node finds both held */
+    assert_int_equal(s->ops->delivery_claim(s, "node-a", 1000, 100, read_delivery, &d), STORE_OK);
+    int64_t first = d.seq;
+    assert_int_equal(d.attempts, 1);
+    assert_non_null(strstr(d.what, "evt_1|run.failed|{\"n\":1}|1000|wh_"));
+    assert_int_equal(s->ops->delivery_claim(s, "node-b", 1000, 100, read_delivery, &d), STORE_OK);
+    assert_int_not_equal(d.seq, first);
+    assert_int_equal(s->ops->delivery_claim(s, "node-c", 1000, 100, read_delivery, &d),
+                     STORE_NOT_FOUND);
+    assert_int_equal(d.n, 2);
+    /* only the holder settles */
+    assert_int_equal(s->ops->delivery_settle(s, first, "node-c", "delivered", 0, NULL),
+                     STORE_NOT_FOUND);
+    /* node-a's lease runs out at 1100: node-c claims that delivery again, a second attempt, and
+     * node-a can no longer settle it */
+    assert_int_equal(s->ops->delivery_claim(s, "node-c", 1100, 100, read_delivery, &d), STORE_OK);
+    assert_int_equal(d.seq, first);
+    assert_int_equal(d.attempts, 2);
+    assert_int_equal(s->ops->delivery_settle(s, first, "node-a", "delivered", 0, NULL),
+                     STORE_NOT_FOUND);
+    assert_int_equal(s->ops->delivery_settle(s, first, "node-c", "pending", 5000, "answered 500"),
+                     STORE_OK);
+    /* the other of evt_1 (node-b's, held to 1100) and evt_3 (due at 2000) are next */
+    assert_int_equal(s->ops->delivery_next(s, &next), STORE_OK);
+    assert_int_equal(next, 1100);
+    assert_int_equal(s->ops->delivery_claim(s, "node-c", 2000, 100, read_delivery, &d), STORE_OK);
+    assert_int_equal(s->ops->delivery_settle(s, d.seq, "node-c", "delivered", 0, NULL), STORE_OK);
+    assert_int_equal(s->ops->delivery_claim(s, "node-c", 2000, 100, read_delivery, &d), STORE_OK);
+    assert_int_equal(s->ops->delivery_settle(s, d.seq, "node-c", "failed", 0, "given up"),
+                     STORE_OK);
+    assert_int_equal(s->ops->delivery_claim(s, "node-c", 4999, 100, read_delivery, &d),
+                     STORE_NOT_FOUND);
+    assert_int_equal(s->ops->delivery_claim(s, "node-c", 5000, 100, read_delivery, &d), STORE_OK);
+    assert_int_equal(d.seq, first);
+    assert_int_equal(d.attempts, 3);
+    assert_int_equal(s->ops->delivery_settle(s, first, "node-c", "delivered", 0, NULL), STORE_OK);
+    assert_int_equal(s->ops->delivery_next(s, &next), STORE_NOT_FOUND);
+    /* a deleted webhook takes what it had not been sent: evt_4 goes to b alone */
+    assert_int_equal(s->ops->webhook_enqueue(s, "evt_4", "run.failed", "finance", "{}", 6000),
+                     STORE_OK);
+    assert_int_equal(s->ops->webhook_delete(s, "wh_a"), STORE_OK);
+    assert_int_equal(s->ops->webhook_delete(s, "wh_a"), STORE_NOT_FOUND);
+    d.n = 0;
+    assert_int_equal(s->ops->delivery_claim(s, "node-c", 6000, 100, read_delivery, &d), STORE_OK);
+    assert_non_null(
+            strstr(d.what, "evt_4|run.failed|{}|6000|wh_b|http://127.0.0.1:9/b|slack|v1:bb"));
+    assert_int_equal(s->ops->delivery_claim(s, "node-c", 6000, 100, read_delivery, &d),
+                     STORE_NOT_FOUND);
 }
 
 static void test_store_connectors(void **state)
@@ -2545,6 +2660,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_templates_and_versions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_versions_roll_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_connectors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_webhooks_outbox, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_runs_and_approvals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_audit_head_is_last_seq, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_nodes_leases_and_calls, setup, teardown),
