@@ -176,6 +176,11 @@ void api_principals_key_revoke(struct api_ctx *ctx);
 void api_principals_role_grant(struct api_ctx *ctx);
 void api_principals_role_revoke(struct api_ctx *ctx);
 void api_principals_me(struct api_ctx *ctx);
+/* Administration of principals (api_principals.c): one principal with its grants, its identity
+ * and disabled flag changed, its removal. */
+void api_principals_get(struct api_ctx *ctx);
+void api_principals_patch(struct api_ctx *ctx);
+void api_principals_delete(struct api_ctx *ctx);
 void api_runs_create(struct api_ctx *ctx);
 void api_runs_get(struct api_ctx *ctx);
 void api_runs_list(struct api_ctx *ctx);

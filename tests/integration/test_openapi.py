@@ -36,6 +36,8 @@ CONTRACT = PUBLIC | {
     ("POST", "/v1/principals"), ("GET", "/v1/principals"),
     ("POST", "/v1/principals/{p}/keys"), ("DELETE", "/v1/principals/{p}/keys/{prefix}"),
     ("POST", "/v1/principals/{p}/roles"), ("DELETE", "/v1/principals/{p}/roles"),
+    ("GET", "/v1/principals/{p}"), ("PATCH", "/v1/principals/{p}"),
+    ("DELETE", "/v1/principals/{p}"),
     ("GET", "/v1/me"),
     ("POST", "/v1/connectors"), ("GET", "/v1/connectors"), ("GET", "/v1/connectors/{c}"),
     ("POST", "/v1/mounts"), ("GET", "/v1/mounts"), ("DELETE", "/v1/mounts/{m}"),

@@ -758,6 +758,10 @@ EXPECT = {
     ("DELETE", "/v1/principals/{p}/keys/{prefix}"): {"admin"},
     ("POST", "/v1/principals/{p}/roles"): {"admin"},
     ("DELETE", "/v1/principals/{p}/roles"): {"admin"},
+    # one principal (the probe: "ghost", which does not exist: 404 once allowed)
+    ("GET", "/v1/principals/{p}"): {"admin", "auditor"},
+    ("PATCH", "/v1/principals/{p}"): {"admin"},
+    ("DELETE", "/v1/principals/{p}"): {"admin"},
     # templates: ("dept", roles, anywhere): those roles in the template's own department, and
     # the `anywhere` roles (besides admin's "*") in every department
     ("POST", "/v1/templates"): ("dept", {"author"}, set()),
@@ -865,6 +869,7 @@ def probe(method, path, where):
         ("POST", "/v1/principals"): {"name": "rbac-admin"},
         ("POST", "/v1/principals/{p}/roles"): {"role": "agent", "department": dept},
         ("DELETE", "/v1/principals/{p}/roles"): {"role": "agent", "department": dept},
+        ("PATCH", "/v1/principals/{p}"): {"disabled": False},
         ("POST", "/v1/templates"): {"name": "tpl-" + dept, "department": dept},
         ("POST", "/v1/templates/{t}/versions"): {"source": ""},
         ("POST", "/v1/templates/{t}/versions/{v}/approve"): {"comment": "rbac"},
