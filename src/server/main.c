@@ -2,9 +2,10 @@
  * main.c - airlockd: options and config file, the data directory (0700) and its database (SQLite
  * in the data directory, or PostgreSQL with --database postgres://...; the key files stay in the
  * data directory either way), the first start's bootstrap (principal admin and its key file,
- * 0600), then the HTTP server until SIGTERM or SIGINT. Signals are blocked in every thread and
- * taken by sigwait here, so no handler runs inside the store or libmicrohttpd. Everything airlockd
- * prints before it serves is one line per fact on stderr; the key itself is never printed.
+ * 0600), then the HTTP server until SIGTERM or SIGINT; SIGHUP re-reads what can change under a
+ * running server (reload.h). Signals are blocked in every thread and taken by sigwait here,
+ * so no handler runs inside the store or libmicrohttpd. Everything airlockd prints before it
+ * serves is one line per fact on stderr; the key itself is never printed.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -37,6 +38,7 @@
 #include "nodes.h"
 #include "ratelimit.h"
 #include "readers.h"
+#include "reload.h"
 #include "replays.h"
 #include "router.h"
 #include "runs.h"
@@ -1080,6 +1082,7 @@ int main(int argc, char **argv)
     struct router router;
     struct api_services svc;
     struct main_runtime rt;
+    struct reload_list reloads = { 0 };
     struct ratelimit *limit = NULL;
     struct ratelimit *verify_limit = NULL;
     struct ratelimit *unauth_limit = NULL;
@@ -1119,6 +1122,7 @@ int main(int argc, char **argv)
     sigemptyset(&stop);
     sigaddset(&stop, SIGTERM);
     sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGHUP); /* blocked from here: one sent while starting waits for sigwait */
     sigaddset(&stop, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     sigdelset(&stop, SIGPIPE);
@@ -1246,8 +1250,14 @@ int main(int argc, char **argv)
     fprintf(stderr, "airlockd: listening on http://%s%s%s:%u\n", strchr(cfg.host, ':') ? "[" : "",
             cfg.host, strchr(cfg.host, ':') ? "]" : "", port);
     fflush(stderr);
-    if (sigwait(&stop, &sig) != 0) {
-        goto out;
+    for (;;) {
+        if (sigwait(&stop, &sig) != 0) {
+            goto out;
+        }
+        if (sig != SIGHUP) {
+            break;
+        }
+        reload_all(&reloads);
     }
     if (rt.runs) {
         runs_refuse(rt.runs); /* before the word: a run asked for once it is out is refused */
