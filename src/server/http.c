@@ -746,7 +746,9 @@ static void http_tls_pair_free(struct http_tls_pair *p)
     for (unsigned i = 0; i < p->n; i++) {
         gnutls_pcert_deinit(&p->pcert[i]);
     }
-    gnutls_privkey_deinit(p->key);
+    if (p->key) {
+        gnutls_privkey_deinit(p->key);
+    }
     free(p);
 }
 
