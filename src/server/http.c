@@ -1229,6 +1229,11 @@ int http_start(const struct http_options *opts, struct http_server **ret_server,
                   "certificate");
         goto fail;
     }
+    if (opts->tls_cert && (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES ||
+                           MHD_is_feature_supported(MHD_FEATURE_HTTPS_CERT_CALLBACK) != MHD_YES)) {
+        error_set(reterr, AL_CONFIG_ERROR, "this libmicrohttpd is built without TLS (GnuTLS)");
+        goto fail;
+    }
     if (opts->tls_cert &&
         http_tls_load(opts->tls_cert, opts->tls_key, &srv->tls_pair, reterr) != 0) {
         goto fail;
