@@ -5,6 +5,9 @@
 #     NoNewPrivileges, PrivateTmp, StateDirectory, SIGHUP as reload, the config as a conffile
 #     with its defaults: data in /var/lib/airlock, listening on 127.0.0.1) and passes
 #     `systemd-analyze verify` with not one warning (its ExecStart checked in the package);
+#   - as root: the maintainer scripts run as dpkg runs them where systemd does not run (install,
+#     remove, purge) in a mount namespace over copies of /etc and /var/lib: the user, the state
+#     directory, the config's mode, the service enabled offline, no systemctl but offline;
 #   - as root: the user made by the postinst's own lines, airlockd started exactly as ExecStart
 #     says (the package's binary and config; --listen and --data-dir added for a free port and
 #     a temporary state directory), as that user with no new privileges (setpriv), runs the
@@ -80,10 +83,63 @@ fi
 echo "ok   systemd-analyze verify passes the unit without a warning"
 
 if [ "$(id -u)" -ne 0 ]; then
-    echo "skip airlockd as the user airlock needs root (useradd, setpriv)"
-    echo "2 passed, 0 failed, 1 skipped"
+    echo "skip the maintainer scripts and airlockd as the user airlock need root (unshare, useradd, setpriv)"
+    echo "2 passed, 0 failed, 2 skipped"
     exit 0
 fi
+# The maintainer scripts as dpkg runs them on a machine where systemd does not run (install,
+# remove, purge), in a mount namespace whose /etc, /var/lib, systemd's unit directory and the
+# config's directory are copies: this machine's own are never touched. systemctl and
+# deb-systemd-invoke are wrapped to log each call: only systemctl's offline form (--root, which
+# deb-systemd-helper uses to enable) may run.
+ns="$tmp/ns"
+mkdir -p "$ns/bin" "$ns/varlib" "$ns/conf/airlock"
+cp -a /etc "$ns/etc"
+cp -a /lib/systemd/system "$ns/units"
+cp "$root$unit" "$ns/units/airlockd.service"
+confparent=$(dirname "$(dirname "$config")")
+[ "$confparent" = /etc ] && confcopy="$ns/etc" || confcopy="$ns/conf"
+mkdir -p "$confcopy/airlock"
+cp "$root$config" "$confcopy/airlock/"
+for tool in systemctl deb-systemd-invoke; do
+    real=$(command -v $tool || echo /bin/false)
+    printf '#!/bin/sh
+echo "%s $*" >>"%s/calls"
+exec %s "$@"
+' "$tool" "$ns" "$real" >"$ns/bin/$tool"
+    chmod 0755 "$ns/bin/$tool"
+done
+cat >"$ns/run.sh" <<SH
+set -e
+mount --bind "$ns/etc" /etc
+mount --bind "$ns/varlib" /var/lib
+mount --bind "$ns/units" /lib/systemd/system
+[ "$confparent" = /etc ] || mount --bind "$ns/conf" "$confparent"
+export PATH="$ns/bin:\$PATH" DPKG_MAINTSCRIPT_PACKAGE=airlock DPKG_MAINTSCRIPT_ARCH=all
+[ ! -d /run/systemd/system ] || { echo "systemd runs here" >&2; exit 3; }
+DPKG_MAINTSCRIPT_NAME=postinst sh "$tmp/control/postinst" configure
+getent passwd airlock >"$ns/passwd"
+stat -c '%a %U' /var/lib/airlock >"$ns/state"
+stat -c '%a %U %G' "$config" >"$ns/config"
+ls /etc/systemd/system/multi-user.target.wants/ >"$ns/wants"
+DPKG_MAINTSCRIPT_NAME=prerm sh "$tmp/control/prerm" remove
+DPKG_MAINTSCRIPT_NAME=postrm sh "$tmp/control/postrm" remove
+DPKG_MAINTSCRIPT_NAME=postrm sh "$tmp/control/postrm" purge
+ls /etc/systemd/system/multi-user.target.wants/ >"$ns/wants-after"
+[ -d /var/lib/airlock ] && echo kept >"$ns/purged"
+SH
+unshare -m sh "$ns/run.sh" >"$ns/log" 2>&1 || fail "the maintainer scripts failed: $(cat "$ns/log")"
+grep -q '^airlock:.*:/var/lib/airlock:/usr/sbin/nologin$' "$ns/passwd" || fail "postinst made no user airlock: $(cat "$ns/passwd")"
+[ "$(cat "$ns/state")" = "700 airlock" ] || fail "/var/lib/airlock is $(cat "$ns/state")"
+[ "$(cat "$ns/config")" = "640 root airlock" ] || fail "$config is $(cat "$ns/config")"
+grep -qx airlockd.service "$ns/wants" || fail "postinst did not enable airlockd.service: $(cat "$ns/wants")"
+! grep -qx airlockd.service "$ns/wants-after" || fail "the service is still enabled after purge"
+[ "$(cat "$ns/purged" 2>/dev/null)" = kept ] || fail "purge removed /var/lib/airlock"
+if [ -f "$ns/calls" ] && grep -v -e '^systemctl --root=' "$ns/calls" >"$ns/bad-calls"; then
+    fail "with no systemd running, the scripts called: $(cat "$ns/bad-calls")"
+fi
+echo "ok   postinst, prerm, postrm without systemd: user, state directory, config 0640, enabled offline; purge keeps the data"
+
 # the user, by the postinst's own lines
 if ! getent passwd airlock >/dev/null; then
     made_user=1
@@ -135,4 +191,4 @@ run = json.load(sys.stdin)
 ok = run.get("template") == "orders-summary" and run.get("status") == "completed"
 sys.exit(0 if ok else 1)' || fail "the demo run: $answer"
 echo "ok   airlockd started as ExecStart says, as airlock, ran the README demo's curl line"
-echo "3 passed, 0 failed"
+echo "4 passed, 0 failed"
