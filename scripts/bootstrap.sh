@@ -6,6 +6,9 @@
 set -eu
 
 packages="build-essential binutils cmake pkg-config libcmocka-dev libseccomp-dev libssl-dev clang libclang-rt-dev clang-format clang-tidy npm nodejs python3 ca-certificates locales libmicrohttpd-dev libsqlite3-dev libpq-dev postgresql libcurl4-openssl-dev python3-jsonschema chromium python3-pip python3-setuptools python3-pytest"
+# HTTPS (airlockd links GnuTLS; the TLS test makes certificates with openssl and verifies
+# them with curl); systemd-analyze checks the service unit of the Debian package
+packages="$packages libgnutls28-dev openssl curl systemd"
 missing=""
 for p in $packages; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -43,10 +43,10 @@ static const char admin_usage[] =
         "    --database); the old continuation key still verifies what it signed, a new audit\n"
         "    key is announced in the log by a checkpoint signed with the old one, sealed\n"
         "    secrets are sealed again under a new secret key in one transaction. Copy the key\n"
-        "    files to every node's data directory, then start them (docs/operations-keys.md).\n"
+        "    files to every node's data directory, then start them (docs/operations.md).\n"
         "  backup: a consistent copy of DIR (the SQLite database, by SQLite's online backup,\n"
         "    and the key files) into the new directory DEST, while airlockd runs. With\n"
-        "    PostgreSQL: pg_dump and the key files (docs/operations-keys.md).\n"
+        "    PostgreSQL: pg_dump and the key files (docs/operations.md).\n"
         "exit status: 0 done, 1 failed, 2 usage error\n";
 
 /* The values sealed at rest under the secret key: table, its key column, the sealed column and
@@ -554,7 +554,7 @@ static int admin_backup(int argc, char **argv)
     }
     if (o.database) {
         fprintf(stderr, "airlockd: backup: the store is in PostgreSQL: back it up with pg_dump, "
-                        "and copy the key files of the data directory (docs/operations-keys.md)\n");
+                        "and copy the key files of the data directory (docs/operations.md)\n");
         return 2;
     }
     snprintf(src, sizeof src, "%s/airlock.db", o.data_dir);

@@ -20,15 +20,25 @@
  * The log line is written here, once per request, when the answer is queued (for a streamed
  * body, before its first byte), because only here are both the request and its final status
  * known.
+ *
+ * HTTPS: MHD cannot change the certificate of a running daemon, and GnuTLS keeps pointers to the
+ * certificate and key a session was given until the session ends. So the pair is handed out by
+ * a certificate callback (MHD_OPTION_HTTPS_CERT_CALLBACK) from a counted pair that a reload swaps
+ * under tls_lock: each connection's track holds a reference to the pair its handshake took until
+ * MHD notifies its close, and the pair in use holds one; the last reference frees it.
  */
 #include "http.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gnutls/abstract.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -46,7 +56,19 @@
 #include "json.h"
 #include "metrics.h"
 
-#define HTTP_ANSWER_MAX ((size_t)96 << 20) /* bytes of one answer's body */
+#define HTTP_ANSWER_MAX    ((size_t)96 << 20) /* bytes of one answer's body */
+#define HTTP_TLS_FILE_MAX  ((size_t)1 << 20)  /* bytes of a certificate or key file */
+#define HTTP_TLS_CHAIN_MAX 16                 /* certificates in the chain file */
+
+/* A certificate chain and its private key, as GnuTLS takes them in a handshake. */
+struct http_tls_pair {
+    unsigned refs; /* (tls_lock) the server's while in use, and one per connection that took it */
+    unsigned n;    /* certificates in pcert, the server's own first */
+    gnutls_pcert_st pcert[HTTP_TLS_CHAIN_MAX];
+    gnutls_privkey_t key;
+    char until[32]; /* the server certificate's end of validity, "YYYY-MM-DD HH:MM UTC" */
+    int expired;    /* already past it when read */
+};
 
 enum http_phase {
     HTTP_PHASE_HEADERS = 0, /* waiting for a request's headers */
@@ -62,6 +84,8 @@ struct http_track {
     int64_t since_ms;             /* monotonic */
     char client[HTTP_CLIENT_MAX]; /* its address, as http_client names it */
     int linger;                   /* answered before its body was read: see http_linger */
+    struct http_server *srv;
+    struct http_tls_pair *tls; /* (srv->tls_lock) the pair its handshake took: a reference */
     struct http_track *prev;
     struct http_track *next;
 };
@@ -89,6 +113,8 @@ struct http_server {
     int stop;
     pthread_t reaper;
     int reaping;
+    pthread_mutex_t tls_lock;       /* tls_pair and every pair's refs */
+    struct http_tls_pair *tls_pair; /* HTTPS: the pair new handshakes take; NULL: plain HTTP */
 };
 
 enum http_deferred_state {
@@ -575,6 +601,7 @@ static enum MHD_Result http_begin(struct http_server *srv, struct MHD_Connection
     }
     http_request_id(c->req.request_id);
     http_client(conn, c->req.client);
+    c->req.tls = http_tls(srv);
     c->req.conn = conn;
     const union MHD_ConnectionInfo *info =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
@@ -709,6 +736,226 @@ static void http_completed(void *cls, struct MHD_Connection *conn, void **con_cl
     *con_cls = NULL;
 }
 
+/* ---------------------------------------------------------------- TLS */
+
+static void http_tls_pair_free(struct http_tls_pair *p)
+{
+    if (!p) {
+        return;
+    }
+    for (unsigned i = 0; i < p->n; i++) {
+        gnutls_pcert_deinit(&p->pcert[i]);
+    }
+    if (p->key) {
+        gnutls_privkey_deinit(p->key);
+    }
+    free(p);
+}
+
+/* Drops a reference to p (NULL-safe); the last one frees it. */
+static void http_tls_unref(struct http_server *srv, struct http_tls_pair *p)
+{
+    if (!p) {
+        return;
+    }
+    pthread_mutex_lock(&srv->tls_lock);
+    int last = --p->refs == 0;
+    pthread_mutex_unlock(&srv->tls_lock);
+    if (last) {
+        http_tls_pair_free(p);
+    }
+}
+
+/* A whole file of at most HTTP_TLS_FILE_MAX bytes into *ret (its data malloc'd, NUL after it);
+ * what names the file in an error. */
+static int http_tls_read(const char *what, const char *path, gnutls_datum_t *ret,
+                         struct al_error *reterr)
+{
+    unsigned char *data = malloc(HTTP_TLS_FILE_MAX + 1);
+    size_t len = 0;
+    FILE *f = fopen(path, "rbe");
+    if (!data || !f) {
+        error_set_errno(reterr, AL_CONFIG_ERROR, data ? errno : ENOMEM, "cannot read %s %s", what,
+                        path);
+        goto fail;
+    }
+    len = fread(data, 1, HTTP_TLS_FILE_MAX + 1, f);
+    if (ferror(f) || len > HTTP_TLS_FILE_MAX) {
+        error_set(reterr, AL_CONFIG_ERROR, "cannot read %s %s: %s", what, path,
+                  ferror(f) ? "read error" : "over 1 MiB");
+        goto fail;
+    }
+    fclose(f);
+    data[len] = '\0';
+    ret->data = data;
+    ret->size = (unsigned)len;
+    return 0;
+fail:
+    if (f) {
+        fclose(f);
+    }
+    if (data) {
+        OPENSSL_cleanse(data, len);
+    }
+    free(data);
+    return -1;
+}
+
+/* The server certificate's end of validity into p->until and p->expired. */
+static void http_tls_until(struct http_tls_pair *p)
+{
+    gnutls_x509_crt_t crt = NULL;
+    struct tm tm;
+    snprintf(p->until, sizeof p->until, "an unknown date");
+    if (gnutls_x509_crt_init(&crt) < 0) {
+        return;
+    }
+    if (gnutls_x509_crt_import(crt, &p->pcert[0].cert, GNUTLS_X509_FMT_DER) >= 0) {
+        time_t until = gnutls_x509_crt_get_expiration_time(crt);
+        if (until != (time_t)-1 && gmtime_r(&until, &tm)) {
+            strftime(p->until, sizeof p->until, "%Y-%m-%d %H:%M UTC", &tm);
+            p->expired = until < time(NULL);
+        }
+    }
+    gnutls_x509_crt_deinit(crt);
+}
+
+/* Reads the certificate chain and its key into a new pair (one reference), checking first that
+ * the key is the certificate's: what a handshake would otherwise find out, one client at a
+ * time. */
+static int http_tls_load(const char *cert_path, const char *key_path,
+                         struct http_tls_pair **ret_pair, struct al_error *reterr)
+{
+    gnutls_datum_t cert = { NULL, 0 };
+    gnutls_datum_t key = { NULL, 0 };
+    gnutls_certificate_credentials_t check = NULL;
+    struct http_tls_pair *p = NULL;
+    int rc = -1;
+    int g;
+    if (http_tls_read("TLS certificate", cert_path, &cert, reterr) != 0 ||
+        http_tls_read("TLS key", key_path, &key, reterr) != 0) {
+        goto out;
+    }
+    p = calloc(1, sizeof *p);
+    if (!p || gnutls_certificate_allocate_credentials(&check) < 0) {
+        error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+        goto out;
+    }
+    g = gnutls_certificate_set_x509_key_mem2(check, &cert, &key, GNUTLS_X509_FMT_PEM, NULL, 0);
+    if (g < 0) {
+        error_set(reterr, AL_CONFIG_ERROR, "TLS certificate %s with key %s: %s", cert_path,
+                  key_path, gnutls_strerror(g));
+        goto out;
+    }
+    p->n = HTTP_TLS_CHAIN_MAX;
+    g = gnutls_pcert_list_import_x509_raw(p->pcert, &p->n, &cert, GNUTLS_X509_FMT_PEM, 0);
+    if (g < 0) {
+        p->n = 0;
+        error_set(reterr, AL_CONFIG_ERROR, "TLS certificate %s: %s (at most %d in the chain)",
+                  cert_path, gnutls_strerror(g), HTTP_TLS_CHAIN_MAX);
+        goto out;
+    }
+    g = gnutls_privkey_init(&p->key);
+    if (g >= 0) {
+        g = gnutls_privkey_import_x509_raw(p->key, &key, GNUTLS_X509_FMT_PEM, NULL, 0);
+    }
+    if (g < 0) {
+        error_set(reterr, AL_CONFIG_ERROR, "TLS key %s: %s", key_path, gnutls_strerror(g));
+        goto out;
+    }
+    http_tls_until(p);
+    p->refs = 1;
+    *ret_pair = p;
+    p = NULL;
+    rc = 0;
+out:
+    gnutls_certificate_free_credentials(check);
+    http_tls_pair_free(p);
+    free(cert.data);
+    if (key.data) {
+        OPENSSL_cleanse(key.data, key.size);
+    }
+    free(key.data);
+    return rc;
+}
+
+/* GnuTLS asks for the server's certificate (MHD_OPTION_HTTPS_CERT_CALLBACK): the connection's
+ * track takes a reference to the pair in use, kept until MHD notifies the close. MHD sets the
+ * session's pointer to its connection. A connection that could not be tracked (no memory) gets
+ * no handshake; one that shakes hands again keeps the pair it took first. */
+static int http_tls_pick(gnutls_session_t session, const gnutls_datum_t *req_ca_rdn, int nreqs,
+                         const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length,
+                         gnutls_pcert_st **ret_pcert, unsigned int *ret_n,
+                         gnutls_privkey_t *ret_key)
+{
+    struct MHD_Connection *conn = gnutls_session_get_ptr(session);
+    const union MHD_ConnectionInfo *info =
+            conn ? MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT) : NULL;
+    struct http_track *t = info ? info->socket_context : NULL;
+    (void)req_ca_rdn;
+    (void)nreqs;
+    (void)pk_algos;
+    (void)pk_algos_length;
+    if (!t) {
+        return -1;
+    }
+    pthread_mutex_lock(&t->srv->tls_lock);
+    if (!t->tls) {
+        t->tls = t->srv->tls_pair;
+        t->tls->refs++;
+    }
+    *ret_pcert = t->tls->pcert;
+    *ret_n = t->tls->n;
+    *ret_key = t->tls->key;
+    pthread_mutex_unlock(&t->srv->tls_lock);
+    return 0;
+}
+
+static void http_tls_said(const char *cert_path, const struct http_tls_pair *p, char *said,
+                          size_t said_len)
+{
+    snprintf(said, said_len, "%s, %s %s", cert_path, p->expired ? "EXPIRED on" : "valid until",
+             p->until);
+}
+
+void http_tls_describe(struct http_server *srv, char *said, size_t said_len)
+{
+    pthread_mutex_lock(&srv->tls_lock);
+    if (srv->tls_pair) {
+        http_tls_said(srv->o.tls_cert, srv->tls_pair, said, said_len);
+    } else {
+        snprintf(said, said_len, "none: plain HTTP");
+    }
+    pthread_mutex_unlock(&srv->tls_lock);
+}
+
+int http_tls(const struct http_server *srv)
+{
+    return srv->o.tls_cert != NULL;
+}
+
+int http_tls_reload(struct http_server *srv, char *said, size_t said_len)
+{
+    struct http_tls_pair *p = NULL;
+    struct al_error err;
+    memset(&err, 0, sizeof err);
+    if (!http_tls(srv)) {
+        snprintf(said, said_len, "airlockd serves plain HTTP (no tls_cert)");
+        return -1;
+    }
+    if (http_tls_load(srv->o.tls_cert, srv->o.tls_key, &p, &err) != 0) {
+        snprintf(said, said_len, "%s", err.message);
+        return -1;
+    }
+    http_tls_said(srv->o.tls_cert, p, said, said_len);
+    pthread_mutex_lock(&srv->tls_lock);
+    struct http_tls_pair *old = srv->tls_pair;
+    srv->tls_pair = p;
+    pthread_mutex_unlock(&srv->tls_lock);
+    http_tls_unref(srv, old); /* freed now, or by the last connection that took it */
+    return 0;
+}
+
 static void http_linger(struct http_server *srv, int fd);
 
 /* Whether connections from `client` are limited per address: all but those named in
@@ -740,6 +987,7 @@ static void http_notify(void *cls, struct MHD_Connection *conn, void **socket_co
             return; /* untracked: MHD's idle timeout still ends it */
         }
         t->fd = info->connect_fd;
+        t->srv = srv;
         t->phase = HTTP_PHASE_HEADERS;
         t->since_ms = http_now_ms();
         http_client(conn, t->client);
@@ -780,6 +1028,7 @@ static void http_notify(void *cls, struct MHD_Connection *conn, void **socket_co
             t->next->prev = t->prev;
         }
         pthread_mutex_unlock(&srv->lock);
+        http_tls_unref(srv, t->tls); /* its session is done with the pair */
         free(t);
         *socket_context = NULL;
     }
@@ -953,8 +1202,10 @@ static void http_free(struct http_server *srv)
         close(l->fd);
         free(l);
     }
+    http_tls_unref(srv, srv->tls_pair); /* the daemon is stopped: no connection holds it */
     pthread_cond_destroy(&srv->cond);
     pthread_mutex_destroy(&srv->lock);
+    pthread_mutex_destroy(&srv->tls_lock);
     free(srv);
 }
 
@@ -971,6 +1222,22 @@ int http_start(const struct http_options *opts, struct http_server **ret_server,
     http_defaults(&srv->o);
     pthread_mutex_init(&srv->lock, NULL);
     pthread_cond_init(&srv->cond, NULL);
+    pthread_mutex_init(&srv->tls_lock, NULL);
+    if (!opts->tls_cert != !opts->tls_key) {
+        error_set(reterr, AL_CONFIG_ERROR,
+                  "a TLS certificate needs its key, and a key its "
+                  "certificate");
+        goto fail;
+    }
+    if (opts->tls_cert && (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES ||
+                           MHD_is_feature_supported(MHD_FEATURE_HTTPS_CERT_CALLBACK) != MHD_YES)) {
+        error_set(reterr, AL_CONFIG_ERROR, "this libmicrohttpd is built without TLS (GnuTLS)");
+        goto fail;
+    }
+    if (opts->tls_cert &&
+        http_tls_load(opts->tls_cert, opts->tls_key, &srv->tls_pair, reterr) != 0) {
+        goto fail;
+    }
     srv->fd = http_bind(opts->host, opts->port, &bound, reterr);
     if (srv->fd < 0) {
         goto fail;
@@ -981,10 +1248,16 @@ int http_start(const struct http_options *opts, struct http_server **ret_server,
         goto fail;
     }
     srv->reaping = 1;
+    /* with TLS, the certificate comes from http_tls_pick (MHD reads no file itself) */
+    struct MHD_OptionItem tls_opts[] = {
+        { MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)http_tls_pick },
+        { MHD_OPTION_END, 0, NULL },
+    };
     srv->daemon = MHD_start_daemon(
             MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-                    MHD_ALLOW_SUSPEND_RESUME,
-            0, NULL, NULL, http_access, srv, MHD_OPTION_LISTEN_SOCKET, srv->fd,
+                    MHD_ALLOW_SUSPEND_RESUME | (srv->tls_pair ? MHD_USE_TLS : 0),
+            0, NULL, NULL, http_access, srv, MHD_OPTION_ARRAY,
+            srv->tls_pair ? tls_opts : &tls_opts[1], MHD_OPTION_LISTEN_SOCKET, srv->fd,
             MHD_OPTION_THREAD_POOL_SIZE, srv->o.threads, MHD_OPTION_NOTIFY_COMPLETED,
             http_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, http_notify, srv,
             MHD_OPTION_CONNECTION_TIMEOUT, srv->o.idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT,

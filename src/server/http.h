@@ -11,6 +11,9 @@
  * budget for all bodies being received at once. Framing is strict: Content-Length beside
  * Transfer-Encoding, two Content-Length headers, or a Transfer-Encoding other than exactly
  * "chunked" is answered 400 and the connection closed.
+ *
+ * With a certificate and its key (tls_cert, tls_key) it serves HTTPS alone (GnuTLS, through
+ * libmicrohttpd); http_tls_reload re-reads both files while it serves.
  */
 #ifndef AIRLOCK_SERVER_HTTP_H
 #define AIRLOCK_SERVER_HTTP_H
@@ -44,6 +47,7 @@ struct http_request {
      * (one host usually holds a whole /64); "" when unknown. */
     char client[HTTP_CLIENT_MAX];
     char request_id[HTTP_REQUEST_ID_LEN + 1];
+    int tls;    /* it came over TLS (airlockd serves HTTPS): a cookie set on it can be Secure */
     void *conn; /* opaque, for http_query; NULL for a request made without http.c */
     /* What admit keeps for the handler; app_free(app) is called once the request is done. */
     void *app;
@@ -156,6 +160,11 @@ struct http_options {
                                  * request's last header byte; 0: 10000 */
     unsigned body_timeout_ms;   /* from the headers to the body's last byte; 0: 30000 */
     unsigned idle_timeout_s;    /* no byte in either direction; 0: 30 */
+    /* HTTPS: the PEM files of the certificate (its chain after it) and of its unencrypted
+     * private key, both or neither; NULL: plain HTTP. Read at start and by http_tls_reload; the
+     * strings must outlive the server. */
+    const char *tls_cert;
+    const char *tls_key;
     http_admit_fn *admit;
     http_handler_fn *handler;
     void *userdata;
@@ -164,9 +173,22 @@ struct http_options {
 struct http_server;
 
 /* Binds host:port and starts serving. On success *ret_port holds the bound port. -1 with reterr
- * set otherwise (AL_CONFIG_ERROR when the host does not resolve, else AL_INTERNAL_ERROR). */
+ * set otherwise (AL_CONFIG_ERROR when the host does not resolve or the certificate or key cannot
+ * be used - naming the file and why -, else AL_INTERNAL_ERROR). */
 int http_start(const struct http_options *opts, struct http_server **ret_server, unsigned *ret_port,
                struct al_error *reterr);
+/* Whether the server serves HTTPS (opts had tls_cert). */
+int http_tls(const struct http_server *server);
+
+/* What an HTTPS server's certificate is: "FILE, valid until DATE" ("EXPIRED on DATE"). */
+void http_tls_describe(struct http_server *server, char *said, size_t said_len);
+
+/* Re-reads the certificate and key files; the connections that come next get the new pair,
+ * those open keep theirs. 0 with said naming what is in use now ("FILE, valid until DATE"); -1
+ * with said saying why (unreadable, not PEM, a key that is not the certificate's), the pair in
+ * use kept. -1 also when the server does not serve HTTPS. Any thread. */
+int http_tls_reload(struct http_server *server, char *said, size_t said_len);
+
 /* Stops accepting connections; those open are still served. NULL-safe. */
 void http_quiesce(struct http_server *server);
 /* Stops accepting, gives the requests in progress up to 5 s to finish and frees the server

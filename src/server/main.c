@@ -2,9 +2,10 @@
  * main.c - airlockd: options and config file, the data directory (0700) and its database (SQLite
  * in the data directory, or PostgreSQL with --database postgres://...; the key files stay in the
  * data directory either way), the first start's bootstrap (principal admin and its key file,
- * 0600), then the HTTP server until SIGTERM or SIGINT. Signals are blocked in every thread and
- * taken by sigwait here, so no handler runs inside the store or libmicrohttpd. Everything airlockd
- * prints before it serves is one line per fact on stderr; the key itself is never printed.
+ * 0600), then the HTTP server until SIGTERM or SIGINT; SIGHUP re-reads what can change under a
+ * running server (reload.h). Signals are blocked in every thread and taken by sigwait here,
+ * so no handler runs inside the store or libmicrohttpd. Everything airlockd prints before it
+ * serves is one line per fact on stderr; the key itself is never printed.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -38,6 +39,7 @@
 #include "nodes.h"
 #include "ratelimit.h"
 #include "readers.h"
+#include "reload.h"
 #include "replays.h"
 #include "router.h"
 #include "runs.h"
@@ -83,6 +85,8 @@ struct main_config {
     char public_url[2049];            /* the desk's base URL in webhook links; "": the listen one */
     int64_t webhook_retry_first_ms;   /* webhooks.retry_first_ms: the first retry's delay */
     int64_t webhook_poll_ms;          /* webhooks.poll_ms: how often the outbox is looked at */
+    char tls_cert[MAIN_PATH_MAX];     /* HTTPS: the certificate's PEM file (its chain after it) */
+    char tls_key[MAIN_PATH_MAX];      /* ... and its key's; both "": plain HTTP */
 };
 
 /* What executes runs: the runner with the continuation key, the connector client and the run
@@ -98,7 +102,8 @@ struct main_runtime {
 
 static const char main_usage[] =
         "usage: airlockd [--listen HOST:PORT] [--data-dir DIR] [--database URL] [--config FILE]\n"
-        "                [--lease-ms MS] [--poll-ms MS] [--print-routes]\n"
+        "                [--lease-ms MS] [--poll-ms MS] [--tls-cert FILE --tls-key FILE]\n"
+        "                [--print-routes]\n"
         "       airlockd --version\n"
         "       airlockd keys rotate continuation|audit|secret --data-dir DIR [--database URL]\n"
         "       airlockd backup --data-dir DIR DEST   (airlockd keys --help)\n"
@@ -107,7 +112,9 @@ static const char main_usage[] =
         "  --lease-ms MS   several nodes on one database: the lease on a node's runs (default\n"
         "                  10000, 500 to 3600000)\n"
         "  --poll-ms MS    several nodes: how often a node looks at the queue and at its runs\n"
-        "                  when no wake-up came (default 250, 10 to 3600000)\n";
+        "                  when no wake-up came (default 250, 10 to 3600000)\n"
+        "  --tls-cert FILE --tls-key FILE  serve HTTPS with this certificate (PEM, its chain\n"
+        "                  after it) and its unencrypted key (PEM); SIGHUP re-reads both\n";
 
 /* A whole number of ms from min to max into *ret (a lease, a poll period); -1 for anything
  * else. */
@@ -378,6 +385,15 @@ static int main_load_config(const char *path, struct main_config *cfg)
         } else if (strcmp(m->key, "data_dir") == 0 && m->type == JSON_STRING && m->str_len > 0 &&
                    m->str_len < sizeof cfg->data_dir) {
             memcpy(cfg->data_dir, m->str, m->str_len + 1);
+        } else if ((strcmp(m->key, "tls_cert") == 0 || strcmp(m->key, "tls_key") == 0) &&
+                   m->type == JSON_STRING) {
+            char *dst = m->key[4] == 'c' ? cfg->tls_cert : cfg->tls_key;
+            if (m->str_len == 0 || m->str_len >= MAIN_PATH_MAX || strlen(m->str) != m->str_len) {
+                fprintf(stderr, "airlockd: config %s: %s must be the path of a file\n", path,
+                        m->key);
+                goto out;
+            }
+            memcpy(dst, m->str, m->str_len + 1);
         } else if (strcmp(m->key, "database") == 0 && m->type == JSON_STRING) {
             if (strlen(m->str) != m->str_len || main_database_url(m->str) != 0) {
                 fprintf(stderr,
@@ -506,7 +522,8 @@ static int main_load_config(const char *path, struct main_config *cfg)
                     "airlockd: config %s: unknown or malformed member \"%s\" (known: listen, "
                     "data_dir, database, lease_ms, poll_ms, body_limit_bytes, "
                     "snapshot_limit_bytes, "
-                    "http, rate_limit, runs, audit, mounts, public_url, webhooks)\n",
+                    "http, rate_limit, runs, audit, mounts, public_url, webhooks, tls_cert, "
+                    "tls_key)\n",
                     path, m->key);
             goto out;
         }
@@ -1049,6 +1066,8 @@ static int main_options(int argc, char **argv, struct main_config *cfg)
     const char *database_opt = NULL;
     const char *lease_opt = NULL;
     const char *poll_opt = NULL;
+    const char *cert_opt = NULL;
+    const char *key_opt = NULL;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char **dst = strcmp(arg, "--listen") == 0     ? &listen_opt
@@ -1057,6 +1076,8 @@ static int main_options(int argc, char **argv, struct main_config *cfg)
                            : strcmp(arg, "--database") == 0 ? &database_opt
                            : strcmp(arg, "--lease-ms") == 0 ? &lease_opt
                            : strcmp(arg, "--poll-ms") == 0  ? &poll_opt
+                           : strcmp(arg, "--tls-cert") == 0 ? &cert_opt
+                           : strcmp(arg, "--tls-key") == 0  ? &key_opt
                                                             : NULL;
         if (strcmp(arg, "--print-routes") == 0) {
             router_print(stdout);
@@ -1110,7 +1131,31 @@ static int main_options(int argc, char **argv, struct main_config *cfg)
                                     &cfg->poll_ms) != 0)) {
         return 2;
     }
+    const char *tls[2][2] = { { "--tls-cert", cert_opt }, { "--tls-key", key_opt } };
+    for (int i = 0; i < 2; i++) {
+        char *dst = i == 0 ? cfg->tls_cert : cfg->tls_key;
+        if (tls[i][1] && (tls[i][1][0] == '\0' || strlen(tls[i][1]) >= MAIN_PATH_MAX)) {
+            fprintf(stderr, "airlockd: bad %s\n%s", tls[i][0], main_usage);
+            return 2;
+        }
+        if (tls[i][1]) {
+            snprintf(dst, MAIN_PATH_MAX, "%s", tls[i][1]);
+        }
+    }
+    if (!cfg->tls_cert[0] != !cfg->tls_key[0]) {
+        fprintf(stderr,
+                "airlockd: a TLS certificate needs its key: give both --tls-cert and "
+                "--tls-key (or tls_cert and tls_key in the config)\n%s",
+                main_usage);
+        return 2;
+    }
     return 0;
+}
+
+/* SIGHUP: the TLS certificate and key files read again (reload.h). */
+static int main_tls_reload(void *arg, char said[RELOAD_SAID_MAX])
+{
+    return http_tls_reload(arg, said, RELOAD_SAID_MAX);
 }
 
 int main(int argc, char **argv)
@@ -1138,6 +1183,7 @@ int main(int argc, char **argv)
     struct router router;
     struct api_services svc;
     struct main_runtime rt;
+    struct reload_list reloads = { 0 };
     struct ratelimit *limit = NULL;
     struct ratelimit *verify_limit = NULL;
     struct ratelimit *unauth_limit = NULL;
@@ -1183,6 +1229,7 @@ int main(int argc, char **argv)
     sigemptyset(&stop);
     sigaddset(&stop, SIGTERM);
     sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGHUP); /* blocked from here: one sent while starting waits for sigwait */
     sigaddset(&stop, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     sigdelset(&stop, SIGPIPE);
@@ -1311,14 +1358,16 @@ int main(int argc, char **argv)
     cfg.http.admit = router_admit;
     cfg.http.handler = router_dispatch;
     cfg.http.userdata = &router;
+    cfg.http.tls_cert = cfg.tls_cert[0] ? cfg.tls_cert : NULL;
+    cfg.http.tls_key = cfg.tls_key[0] ? cfg.tls_key : NULL;
     if (http_start(&cfg.http, &http, &port, &err) != 0) {
         fprintf(stderr, "airlockd: %s\n", err.message);
         goto out;
     }
     if (!cfg.public_url[0]) { /* the desk's links: where it listens, unless said otherwise */
-        snprintf(cfg.public_url, sizeof cfg.public_url, "http://%s%s%s:%u",
-                 strchr(cfg.host, ':') ? "[" : "", cfg.host, strchr(cfg.host, ':') ? "]" : "",
-                 port);
+        snprintf(cfg.public_url, sizeof cfg.public_url, "%s://%s%s%s:%u",
+                 http_tls(http) ? "https" : "http", strchr(cfg.host, ':') ? "[" : "", cfg.host,
+                 strchr(cfg.host, ':') ? "]" : "", port);
     }
     struct webhooks_options hooks_opts = { cfg.public_url, cfg.node, cfg.webhook_retry_first_ms,
                                            cfg.webhook_poll_ms, secret_key };
@@ -1326,11 +1375,26 @@ int main(int argc, char **argv)
         fprintf(stderr, "airlockd: %s\n", err.message);
         goto out;
     }
-    fprintf(stderr, "airlockd: listening on http://%s%s%s:%u\n", strchr(cfg.host, ':') ? "[" : "",
-            cfg.host, strchr(cfg.host, ':') ? "]" : "", port);
+    if (http_tls(http)) {
+        char said[RELOAD_SAID_MAX];
+        if (reload_add(&reloads, "TLS certificate", main_tls_reload, http) != 0) {
+            fprintf(stderr, "airlockd: too many things to re-read on SIGHUP\n");
+            goto out;
+        }
+        http_tls_describe(http, said, sizeof said);
+        fprintf(stderr, "airlockd: TLS certificate %s\n", said);
+    }
+    fprintf(stderr, "airlockd: listening on %s://%s%s%s:%u\n", http_tls(http) ? "https" : "http",
+            strchr(cfg.host, ':') ? "[" : "", cfg.host, strchr(cfg.host, ':') ? "]" : "", port);
     fflush(stderr);
-    if (sigwait(&stop, &sig) != 0) {
-        goto out;
+    for (;;) {
+        if (sigwait(&stop, &sig) != 0) {
+            goto out;
+        }
+        if (sig != SIGHUP) {
+            break;
+        }
+        reload_all(&reloads);
     }
     if (rt.runs) {
         runs_refuse(rt.runs); /* before the word: a run asked for once it is out is refused */
