@@ -103,13 +103,13 @@ static void api_inform_params(struct api_inform *in, const struct store_approval
         free(in->functions);
         in->functions = NULL;
         snprintf(in->connector, sizeof in->connector, "%.*s", (int)clen, a->function);
-        enum store_rc rc =
-                in->store->ops->connector_get(in->store, in->connector, api_inform_connector_fn, in);
+        enum store_rc rc = in->store->ops->connector_get(in->store, in->connector,
+                                                         api_inform_connector_fn, in);
         in->failed |= rc != STORE_OK && rc != STORE_NOT_FOUND; /* a connector gone: arg1... */
     }
     const struct json_node *prefix = NULL;
-    if (in->functions && json_parse(in->functions, strlen(in->functions), API_DEPTH_MAX + 8, &fns,
-                                    &err) == AL_OK) {
+    if (in->functions &&
+        json_parse(in->functions, strlen(in->functions), API_DEPTH_MAX + 8, &fns, &err) == AL_OK) {
         const struct json_node *schema = json_get(json_get(json_root(fns), dot + 1), "args_schema");
         prefix = schema && schema->type == JSON_OBJECT ? json_get(schema, "prefixItems") : NULL;
     }
@@ -183,8 +183,8 @@ static void api_inform(struct api_inform *in, const struct store_approval *a)
         buf_append_str(in->b, "[]");
     }
     const char *source = run.source;
-    if (a->template_name[0] && (strcmp(in->template_name, a->template_name) != 0 ||
-                                in->version != a->version)) {
+    if (a->template_name[0] &&
+        (strcmp(in->template_name, a->template_name) != 0 || in->version != a->version)) {
         free(in->source);
         free(in->digest);
         in->source = NULL;
@@ -327,7 +327,8 @@ void api_approvals_list(struct api_ctx *ctx)
     }
     api_reply(ctx, 200);
     buf_append_str(l.b, "[");
-    enum store_rc rc = ctx->store->ops->approval_list(ctx->store, run, status, api_approval_item, &l);
+    enum store_rc rc =
+            ctx->store->ops->approval_list(ctx->store, run, status, api_approval_item, &l);
     api_inform_done(&l.in);
     if (rc != STORE_OK || l.in.failed) {
         api_store_failed(ctx);
@@ -342,7 +343,8 @@ void api_approvals_list(struct api_ctx *ctx)
 
 static int api_ttl_fn(void *userdata, const struct store_department *d)
 {
-    *(int64_t *)userdata = d->approval_ttl_ms > 0 ? d->approval_ttl_ms : API_APPROVAL_TTL_DEFAULT_MS;
+    *(int64_t *)userdata =
+            d->approval_ttl_ms > 0 ? d->approval_ttl_ms : API_APPROVAL_TTL_DEFAULT_MS;
     return 0;
 }
 
@@ -444,7 +446,8 @@ static enum store_rc api_run_expire(struct store *s, const char *run, const char
     if (rc == STORE_OK) {
         buf_reset(&d);
         api_member(&d, "{\"run\":", run);
-        api_member(&d, ",\"status\":\"cancelled\",\"error\":{\"code\":\"ABORTED\",\"message\":", why);
+        api_member(&d,
+                   ",\"status\":\"cancelled\",\"error\":{\"code\":\"ABORTED\",\"message\":", why);
         buf_append_str(&d, "}}");
         rc = d.data ? s->ops->audit_append(s, "airlockd", "run.end", run, department, d.data, NULL)
                     : STORE_ERROR;
@@ -552,7 +555,7 @@ struct api_approval_copy {
     char kind[16];
     char department[STORE_NAME_MAX + 1];
     char requested_by[STORE_NAME_MAX + 1];
-    char expired[512]; /* cancelled because its run waited too long: the reason; else "" */
+    char expired[512];     /* cancelled because its run waited too long: the reason; else "" */
     struct gov_approval g; /* its strings point into the members above */
 };
 

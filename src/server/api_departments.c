@@ -121,7 +121,8 @@ void api_departments_policy(struct api_ctx *ctx)
         goto out;
     }
     /* a waiting run's continuation is signed for a year: a run cannot wait longer */
-    if (ttl && (ttl->num < 1000 || ttl->num > API_APPROVAL_TTL_MAX_MS || ttl->num != (int64_t)ttl->num)) {
+    if (ttl &&
+        (ttl->num < 1000 || ttl->num > API_APPROVAL_TTL_MAX_MS || ttl->num != (int64_t)ttl->num)) {
         api_error(ctx, 400, "INVALID_REQUEST",
                   "field \"approval_ttl_ms\" must be an integer from 1000 to %" PRId64,
                   (int64_t)API_APPROVAL_TTL_MAX_MS);

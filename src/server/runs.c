@@ -49,12 +49,12 @@
 #include "run_workspace.h"
 #include "writer.h"
 
-#define RUNS_DETAILS_MAX ((size_t)96 << 20)
-#define RUNS_MESSAGE_MAX 512
-#define RUNS_COMMENT_MAX 4096 /* bytes of an approver's comment, as the API takes it */
-#define RUNS_AUDIENCE    "airlockd"
-#define RUNS_WATCH_MS    500 /* how often the keys of waiting clients are looked at */
-#define RUNS_EXPIRE_LOOKS 4  /* every that many looks, runs waiting too long end (2 s) */
+#define RUNS_DETAILS_MAX  ((size_t)96 << 20)
+#define RUNS_MESSAGE_MAX  512
+#define RUNS_COMMENT_MAX  4096 /* bytes of an approver's comment, as the API takes it */
+#define RUNS_AUDIENCE     "airlockd"
+#define RUNS_WATCH_MS     500 /* how often the keys of waiting clients are looked at */
+#define RUNS_EXPIRE_LOOKS 4   /* every that many looks, runs waiting too long end (2 s) */
 
 struct runs_call {
     uint32_t seq;

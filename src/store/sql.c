@@ -1033,10 +1033,10 @@ enum store_rc sql_run_take_continuation(struct store *s, const char *id, char **
     return rc;
 }
 
-#define SQL_APPROVAL_COLUMNS                                                                \
-    "id, run, kind, interruption, function, args, status, requested_by, department, "       \
-    "COALESCE(template, ''), COALESCE(version, 0), created, decided_by, decided, comment, " \
-    "consumed, connector, sent, idempotency_key, COALESCE(call_seq, 0), args_sha256, result, "    \
+#define SQL_APPROVAL_COLUMNS                                                                   \
+    "id, run, kind, interruption, function, args, status, requested_by, department, "          \
+    "COALESCE(template, ''), COALESCE(version, 0), created, decided_by, decided, comment, "    \
+    "consumed, connector, sent, idempotency_key, COALESCE(call_seq, 0), args_sha256, result, " \
     "line"
 
 static int sql_approval_each(const struct sql_row *r, void *fn, void *userdata)

@@ -588,8 +588,7 @@ static const struct store_ops sqlite_ops = {
     .name = "sqlite",
     .close = sqlite_close,
     SQL_OPS_SHARED(SQL_OP_MEMBER).tx_begin = sqlite_tx_begin,
-    SQL_OPS_INBOX(SQL_OP_MEMBER)
-    .tx_commit = sqlite_tx_commit,
+    SQL_OPS_INBOX(SQL_OP_MEMBER).tx_commit = sqlite_tx_commit,
     .tx_rollback = sqlite_tx_rollback,
     .key_add = sqlite_key_add,
     .node_beat = sqlite_node_beat,

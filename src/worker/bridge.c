@@ -133,7 +133,8 @@ static JSValue host_call(JSContext *ctx, JSValueConst this_val, int argc, JSValu
     const struct bridge_fn *fn = &w->req.fns[magic];
     /* first, before encoding the arguments can run a getter: the line the approver is shown
      * comes from the engine's own record of this call, never from anything the guest made */
-    uint32_t line = w->req.filename ? (uint32_t)airlock_call_line(ctx, fn->self, w->req.filename) : 0;
+    uint32_t line =
+            w->req.filename ? (uint32_t)airlock_call_line(ctx, fn->self, w->req.filename) : 0;
     struct buf args;
     struct al_error err = { 0 };
     JSValue arr = JS_UNDEFINED;
