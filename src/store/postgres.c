@@ -970,7 +970,7 @@ static const struct store_ops pg_ops = {
     .name = "postgres",
     .close = pg_close,
     SQL_OPS_SHARED(SQL_OP_MEMBER).tx_begin = pg_tx_begin,
-    SQL_OPS_INBOX(SQL_OP_MEMBER).tx_commit = pg_tx_commit,
+    .tx_commit = pg_tx_commit,
     .tx_rollback = pg_tx_rollback,
     .key_add = pg_key_add,
     .node_beat = pg_node_beat,
@@ -982,6 +982,7 @@ static const struct store_ops pg_ops = {
     .read_end = NULL,
     .commit_failure_unknown = 0,
     .open_reader = pg_open_reader,
+    SQL_OPS_INBOX(SQL_OP_MEMBER) /* 0019_inbox */
 };
 
 /* PostgreSQL's words for sql.c. Several connections (later, nodes) write at once: a row one

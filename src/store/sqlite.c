@@ -588,7 +588,7 @@ static const struct store_ops sqlite_ops = {
     .name = "sqlite",
     .close = sqlite_close,
     SQL_OPS_SHARED(SQL_OP_MEMBER).tx_begin = sqlite_tx_begin,
-    SQL_OPS_INBOX(SQL_OP_MEMBER).tx_commit = sqlite_tx_commit,
+    .tx_commit = sqlite_tx_commit,
     .tx_rollback = sqlite_tx_rollback,
     .key_add = sqlite_key_add,
     .node_beat = sqlite_node_beat,
@@ -600,6 +600,7 @@ static const struct store_ops sqlite_ops = {
     .read_end = sqlite_read_end,
     .commit_failure_unknown = 1,
     .open_reader = sqlite_open_reader,
+    SQL_OPS_INBOX(SQL_OP_MEMBER) /* 0019_inbox */
 };
 
 /* SQLite's words for sql.c. One writer at a time, whose transaction holds the database: no row
