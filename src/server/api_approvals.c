@@ -532,7 +532,7 @@ void api_approvals_expire(struct readers *readers, struct writer *writer, int64_
     if (!d.s) {
         return;
     }
-    enum store_rc rc = d.s->ops->approval_list(d.s, NULL, "pending", api_due_fn, &d);
+    enum store_rc rc = d.s->ops->approval_pending_list(d.s, api_due_fn, &d);
     readers_give(readers, d.s);
     if (rc != STORE_OK || d.failed) {
         fprintf(stderr, "{\"log\":\"expire\",\"error\":\"store\"}\n");

@@ -1125,6 +1125,28 @@ enum store_rc sql_approval_list(struct store *s, const char *run, const char *st
                     2, args, 0, sql_approval_each, (void *)fn, userdata);
 }
 
+static int sql_approval_pending_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct store_approval a = {
+        .id = col(r, 0),
+        .run = col(r, 1),
+        .kind = col(r, 2),
+        .status = "pending",
+        .department = col(r, 3),
+        .template_name = "",
+        .created = col(r, 4),
+    };
+    return ((store_approval_fn *)fn)(userdata, &a);
+}
+
+enum store_rc sql_approval_pending_list(struct store *s, store_approval_fn *fn, void *userdata)
+{
+    return sql_walk(s,
+                    "SELECT id, run, kind, department, created FROM approvals WHERE status = "
+                    "'pending' ORDER BY seq",
+                    0, NULL, 0, sql_approval_pending_each, (void *)fn, userdata);
+}
+
 /* A pending approval decided: status, who, when, the comment and (answered) the result. */
 static enum store_rc sql_approval_set(struct store *s, const char *id, const char *status,
                                       const char *by, const char *comment, const char *result)

@@ -154,7 +154,7 @@ enum store_rc sql_audit_chain_legacy(struct sql_store *q);
     X(snapshot_create) X(snapshot_get) X(run_workspace_create) X(run_workspace_get)              \
     X(run_workspace_end) X(run_file_list) X(blob_put)
 /* The inbox (0019_inbox). */
-#define SQL_OPS_INBOX(X) X(department_set_approval_ttl)
+#define SQL_OPS_INBOX(X) X(department_set_approval_ttl) X(approval_pending_list)
 #define SQL_OP_DECLARE(m) extern __typeof__(*((struct store_ops *)0)->m) sql_##m;
 #define SQL_OP_MEMBER(m)  .m = sql_##m,
 /* clang-format on */

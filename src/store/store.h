@@ -724,6 +724,10 @@ struct store_ops {
      * there is no such department. */
     enum store_rc (*department_set_approval_ttl)(struct store *s, const char *name,
                                                  int64_t approval_ttl_ms);
+    /* Every pending approval, oldest first, with only id, run, kind, status, department and
+     * created set (the other members NULL or 0): what finding the runs that waited too long
+     * needs, without their arguments. */
+    enum store_rc (*approval_pending_list)(struct store *s, store_approval_fn *fn, void *userdata);
 };
 
 /* Every backend's handle starts with this. */
