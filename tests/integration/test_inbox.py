@@ -174,6 +174,19 @@ def t_a_run_waits_no_longer_than_its_departments_ttl(tmp):
         check(gone[0]["status"] == "cancelled" and gone[0]["comment"].startswith("expired: "),
               "the expired approval: %r" % gone)
         check(w.shop.calls()["by_function"].get("shop.refund") is None, "the call was sent")
+        # decided as soon as it has waited past the TTL: whether airlockd's look or the decision
+        # comes first, the decision is refused as expired and the run ends so
+        st, run = w.run({"template": "refund-ts", "input": {"order": "o-4"}}, want=202)
+        a = waiting(w, run["id"])[0]
+        while a["waiting_ms"] < 1000 and a["status"] == "pending":
+            time.sleep(0.05)
+            a = w.ok("GET", "/v1/approvals?run=" + run["id"], None, w.keys["bob"])[0]
+        st, doc, _ = w.s.request("POST", "/v1/approvals/%s/deny" % a["id"], {},
+                                 key=w.keys["bob"])
+        check(st == 409 and " expired: " in doc["error"]["message"],
+              "deciding at the TTL: %d %r" % (st, doc))
+        ended = w.until(run["id"], ("cancelled",))
+        check(ended["error"]["message"].startswith("expired: "), "expired run: %r" % ended)
     finally:
         w.close()
 
