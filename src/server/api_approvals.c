@@ -135,11 +135,25 @@ out:
     json_doc_free(fns);
 }
 
-/* "source_line": line `line` of `source` as {"line","text"} (lines end at "\n", as the engine
- * counts them), or null when the line is not known or the source has no such line. */
+/* Whether the engine counts the lines of `source` as "\n" ends them (a "\r\n" is one line end):
+ * not when it holds a lone "\r" or U+2028/U+2029, which the engine also takes for line ends. */
+static int api_lines_agree(const char *source)
+{
+    for (const char *p = source; p && *p; p++) {
+        if ((p[0] == '\r' && p[1] != '\n') ||
+            (p[0] == '\xe2' && p[1] == '\x80' && (p[2] == '\xa8' || p[2] == '\xa9'))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* "source_line": line `line` of `source` as {"line","text"}, or null when the line is not
+ * known, the source has no such line or its lines are not counted as the engine counts them
+ * (then no text can be shown as the line's for sure). */
 static void api_inform_line(struct api_inform *in, int64_t line, const char *source)
 {
-    const char *p = source;
+    const char *p = api_lines_agree(source) ? source : NULL;
     for (int64_t n = 1; p && n < line; n++) {
         p = strchr(p, '\n');
         p = p ? p + 1 : NULL;

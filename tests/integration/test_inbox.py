@@ -149,6 +149,20 @@ def t_a_guest_cannot_choose_the_line_shown(tmp):
         w.close()
 
 
+def t_no_line_is_shown_where_the_engine_counts_lines_otherwise(tmp):
+    """U+2028 (and U+2029, a lone CR) end a line for the engine but not for a text split at
+    "\n": the server would show another line's text, so it shows none."""
+    w = World(tmp)
+    try:
+        w.template("ls", "const a = 1;\u2028const b = 2;\nawait shop.refund('o-1', 1);\nreturn 1;",
+                   ["shop.refund"])
+        st, run = w.run({"template": "ls"}, want=202)
+        a = waiting(w, run["id"])[0]
+        check(a["source_line"] is None, "source_line: %r" % a["source_line"])
+    finally:
+        w.close()
+
+
 def t_a_run_waits_no_longer_than_its_departments_ttl(tmp):
     w = World(tmp)
     try:
