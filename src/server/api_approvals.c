@@ -28,6 +28,15 @@
 
 /* ---------------------------------------------------------------- what an approver is shown */
 
+/* The run's input, its console so far (from the outcome it last stopped with) and, for an
+ * ad-hoc run, its source. */
+struct api_inform_run {
+    char id[RUNS_ID_LEN + 1]; /* the run the members below are of ("": none read) */
+    char *input;
+    char *console; /* a JSON array; NULL: none */
+    char *source;
+};
+
 /* What an approval's JSON is built with: where it goes, the store to read what the approval
  * names (its run, its version, its connector), and the last version and connector read, kept
  * because the approvals of one answer mostly name the same ones. */
@@ -41,11 +50,21 @@ struct api_inform {
     int64_t version; /* source and digest below are this version's (0: none read) */
     char *source;
     char *digest;
-    int failed; /* a read failed: the answer would be cut */
+    struct api_inform_run run; /* the last run read (the approvals of a round come together) */
+    int failed;                /* a read failed: the answer would be cut */
 };
+
+static void api_inform_run_done(struct api_inform_run *r)
+{
+    free(r->input);
+    free(r->console);
+    free(r->source);
+    memset(r, 0, sizeof *r);
+}
 
 static void api_inform_done(struct api_inform *in)
 {
+    api_inform_run_done(&in->run);
     free(in->functions);
     free(in->source);
     free(in->digest);
@@ -66,20 +85,21 @@ static int api_inform_version_fn(void *userdata, const struct store_version *v)
     return 0;
 }
 
-/* The run's input, its console so far (from the outcome it last stopped with) and, for an
- * ad-hoc run, its source. */
-struct api_inform_run {
-    char *input;
-    char *outcome;
-    char *source;
-};
-
 static int api_inform_run_fn(void *userdata, const struct store_run *r)
 {
     struct api_inform_run *ir = userdata;
+    struct json_doc *outcome = NULL;
+    struct al_error err;
     ir->input = r->input ? strdup(r->input) : NULL;
-    ir->outcome = r->outcome ? strdup(r->outcome) : NULL;
     ir->source = r->source ? strdup(r->source) : NULL;
+    if (r->outcome &&
+        json_parse(r->outcome, strlen(r->outcome), API_INFORM_DEPTH, &outcome, &err) == AL_OK) {
+        const struct json_node *console = json_get(json_root(outcome), "console");
+        if (console && console->type == JSON_ARRAY) {
+            ir->console = strndup(console->raw, console->raw_len);
+        }
+    }
+    json_doc_free(outcome);
     return 0;
 }
 
@@ -176,27 +196,18 @@ static void api_inform_line(struct api_inform *in, int64_t line, const char *sou
  * the version's digest. */
 static void api_inform(struct api_inform *in, const struct store_approval *a)
 {
-    struct api_inform_run run;
-    struct json_doc *outcome = NULL;
-    struct al_error err;
-    memset(&run, 0, sizeof run);
     api_inform_params(in, a);
-    enum store_rc rc = in->store->ops->run_get(in->store, a->run, api_inform_run_fn, &run);
-    in->failed |= rc != STORE_OK && rc != STORE_NOT_FOUND;
+    if (strcmp(in->run.id, a->run) != 0) {
+        api_inform_run_done(&in->run);
+        snprintf(in->run.id, sizeof in->run.id, "%s", a->run);
+        enum store_rc rc = in->store->ops->run_get(in->store, a->run, api_inform_run_fn, &in->run);
+        in->failed |= rc != STORE_OK && rc != STORE_NOT_FOUND;
+    }
     buf_append_str(in->b, ",\"input\":");
-    buf_append_str(in->b, run.input ? run.input : "null");
-    const struct json_node *console = NULL;
-    if (run.outcome &&
-        json_parse(run.outcome, strlen(run.outcome), API_INFORM_DEPTH, &outcome, &err) == AL_OK) {
-        console = json_get(json_root(outcome), "console");
-    }
+    buf_append_str(in->b, in->run.input ? in->run.input : "null");
     buf_append_str(in->b, ",\"console\":");
-    if (console && console->type == JSON_ARRAY) {
-        buf_append(in->b, console->raw, console->raw_len);
-    } else {
-        buf_append_str(in->b, "[]");
-    }
-    const char *source = run.source;
+    buf_append_str(in->b, in->run.console ? in->run.console : "[]");
+    const char *source = in->run.source;
     if (a->template_name[0] &&
         (strcmp(in->template_name, a->template_name) != 0 || in->version != a->version)) {
         free(in->source);
@@ -205,8 +216,8 @@ static void api_inform(struct api_inform *in, const struct store_approval *a)
         in->digest = NULL;
         snprintf(in->template_name, sizeof in->template_name, "%s", a->template_name);
         in->version = a->version;
-        rc = in->store->ops->version_get(in->store, a->template_name, a->version,
-                                         api_inform_version_fn, in);
+        enum store_rc rc = in->store->ops->version_get(in->store, a->template_name, a->version,
+                                                       api_inform_version_fn, in);
         in->failed |= rc != STORE_OK && rc != STORE_NOT_FOUND;
     }
     if (a->template_name[0]) {
@@ -220,10 +231,6 @@ static void api_inform(struct api_inform *in, const struct store_approval *a)
     int64_t created = runs_time_ms(a->created);
     int64_t until = a->decided ? runs_time_ms(a->decided) : in->now_ms;
     buf_printf(in->b, ",\"waiting_ms\":%" PRId64, until > created ? until - created : 0);
-    json_doc_free(outcome);
-    free(run.input);
-    free(run.outcome);
-    free(run.source);
 }
 
 /* Appends the approval's API object to the api_inform userdata; 0 (a store_approval_fn). */
