@@ -26,6 +26,13 @@
 #   14   A failed module resolution frees the whole failed attempt (no half-resolved module).
 #   15   sites_note()/sites_describe(): TypeErrors of calls, `new` and member reads name the
 #        expression ("tools.missing is not a function"); work is done only on the error path.
+#   16   airlock_call_line(): the line of the run's source whose explicit call (f(), o.m(),
+#        f(...a)) is calling a host function right now, for the person who approves the call.
+#        The interpreter notes each explicit call (frame, pc, callee) as it makes it; a host
+#        function reads and clears the note on entry, and trusts it only when its frame is the
+#        current one and its callee is that very function, so a call reached any other way (a
+#        getter, a coercion, .call/.apply, a bound function, a promise job) has no line.
+#        OP_apply also sets the frame's pc, as the other calls do.
 # Hooks are weak symbols, so programs that do not define them (unit tests) link unchanged.
 #
 # Input: QJS_SRC (quickjs.c), QJS_OUT (quickjs_airlock.c).
@@ -687,6 +694,92 @@ qjs_edit(src
                 airlock_note(s, AIRLOCK_SITE_ELEM, al_start, al_end);
                 emit_op(s, OP_get_array_el);
             }")
+
+# 16. The explicit call being made, for airlock_call_line().
+qjs_edit(src
+"    struct JSStackFrame *current_stack_frame;
+
+    JSInterruptHandler *interrupt_handler;"
+"    struct JSStackFrame *current_stack_frame;
+    /* airlock: the last explicit call made (its frame, the pc after it, its callee) */
+    struct JSStackFrame *al_site_sf;
+    const uint8_t *al_site_pc;
+    const void *al_site_callee;
+
+    JSInterruptHandler *interrupt_handler;")
+qjs_edit(src
+"                call_argv = sp - call_argc;
+                sf->cur_pc = pc;
+                ret_val = JS_CallInternal(ctx, call_argv[-1], JS_UNDEFINED,"
+"                call_argv = sp - call_argc;
+                sf->cur_pc = pc;
+                AIRLOCK_NOTE_CALL(rt, sf, pc, call_argv[-1]);
+                ret_val = JS_CallInternal(ctx, call_argv[-1], JS_UNDEFINED,")
+qjs_edit(src
+"                call_argv = sp - call_argc;
+                sf->cur_pc = pc;
+                ret_val = JS_CallInternal(ctx, call_argv[-1], call_argv[-2],"
+"                call_argv = sp - call_argc;
+                sf->cur_pc = pc;
+                AIRLOCK_NOTE_CALL(rt, sf, pc, call_argv[-1]);
+                ret_val = JS_CallInternal(ctx, call_argv[-1], call_argv[-2],")
+qjs_edit(src
+"                ret_val = js_function_apply(ctx, sp[-3], 2, (JSValueConst *)&sp[-2], magic);"
+"                sf->cur_pc = pc;
+                AIRLOCK_NOTE_CALL(rt, sf, pc, sp[-3]);
+                ret_val = js_function_apply(ctx, sp[-3], 2, (JSValueConst *)&sp[-2], magic);")
+qjs_edit(src
+"static JSValue js_c_function_data_call(JSContext *ctx, JSValueConst func_obj,
+                                       JSValueConst this_val,
+                                       int argc, JSValueConst *argv, int flags);"
+"static JSValue js_c_function_data_call(JSContext *ctx, JSValueConst func_obj,
+                                       JSValueConst this_val,
+                                       int argc, JSValueConst *argv, int flags);
+#define AIRLOCK_NOTE_CALL(rt, sf, pc, callee) do { \\
+        (rt)->al_site_sf = (sf); \\
+        (rt)->al_site_pc = (pc); \\
+        (rt)->al_site_callee = JS_VALUE_GET_TAG(callee) == JS_TAG_OBJECT ? \\
+            (const void *)JS_VALUE_GET_OBJ(callee) : NULL; \\
+    } while (0)")
+string(APPEND src "
+/* The line (1...) of `filename` whose explicit call is calling the host function object
+ * `self` right now (called straight from the interpreter: a JS_NewCFunctionData function
+ * pushes no frame), else 0. Clears the note, so it is read once. `self` is only compared,
+ * never read: a stale note's callee may be gone, but a live function made before the guest
+ * ran never shares its address. */
+int airlock_call_line(JSContext *ctx, const void *self, const char *filename)
+{
+    JSRuntime *rt = ctx->rt;
+    JSStackFrame *sf = rt->current_stack_frame;
+    JSStackFrame *site_sf = rt->al_site_sf;
+    const uint8_t *pc = rt->al_site_pc;
+    const void *callee = rt->al_site_callee;
+    JSFunctionBytecode *b;
+    JSObject *p;
+    const char *name;
+    int line, same;
+
+    rt->al_site_sf = NULL;
+    rt->al_site_pc = NULL;
+    rt->al_site_callee = NULL;
+    if (!self || !sf || site_sf != sf || callee != self ||
+        JS_VALUE_GET_TAG(sf->cur_func) != JS_TAG_OBJECT)
+        return 0;
+    p = JS_VALUE_GET_OBJ(sf->cur_func);
+    if (!js_class_has_bytecode(p->class_id))
+        return 0;
+    b = p->u.func.function_bytecode;
+    if (!b->has_debug || pc <= b->byte_code_buf || pc > b->byte_code_buf + b->byte_code_len)
+        return 0;
+    name = JS_AtomToCString(ctx, b->debug.filename);
+    same = name && strcmp(name, filename) == 0;
+    JS_FreeCString(ctx, name);
+    if (!same)
+        return 0;
+    line = find_line_num(ctx, b, pc - b->byte_code_buf - 1);
+    return line <= 0 ? 0 : line & ((1 << 20) - 1);
+}
+")
 
 file(WRITE "${QJS_OUT}.tmp" "${src}")
 file(RENAME "${QJS_OUT}.tmp" "${QJS_OUT}")

@@ -153,6 +153,12 @@ AL_API const char *al_call_name(const struct al_call *call);
 AL_API const char *al_call_args(const struct al_call *call, size_t *ret_len);
 /* 1-based sequence number of the call within its run. */
 AL_API uint32_t al_call_seq(const struct al_call *call);
+/* The line (1-based, of the text the caller passed: TypeScript stripping keeps lines) of the
+ * run's source whose explicit call - f(), o.m(), f(...a) - made this call, as the engine
+ * positions that call (the line its argument list ends on); 0 when the call was made any
+ * other way (a getter, a coercion, .call/.apply/Reflect.apply, a bound function, a promise
+ * job, another module's code), so it is never a line the guest chose. */
+AL_API uint32_t al_call_line(const struct al_call *call);
 /* The id of the call's run (al_run_opts_set_run_id, or the one airlock chose), NUL-terminated.
  * Valid until the call is completed. */
 AL_API const char *al_call_run_id(const struct al_call *call);

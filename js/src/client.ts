@@ -154,6 +154,15 @@ function decodeRun<T>(doc: unknown): Run<T> {
 function decodeApproval(doc: unknown): Approval {
     if (isObject(doc) && doc.args !== undefined && doc.args !== null) {
         doc.args = decode(doc.args);
+        // each parameter is its place in args: decoded with the whole array (references)
+        if (Array.isArray(doc.params) && Array.isArray(doc.args)) {
+            const args = doc.args;
+            doc.params.forEach((p: unknown, i: number) => {
+                if (isObject(p) && i < args.length) {
+                    p.value = args[i];
+                }
+            });
+        }
     }
     if (isObject(doc) && doc.result !== undefined && doc.result !== null) {
         doc.result = decode(doc.result);

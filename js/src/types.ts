@@ -62,6 +62,8 @@ export interface Department {
     name: string;
     autonomy: Autonomy;
     allow_adhoc: boolean;
+    /** how long a run of the department may wait for a person (ms) */
+    approval_ttl_ms?: number;
     created: string;
 }
 
@@ -253,6 +255,19 @@ export interface Approval {
     call?: number;
     /** in_doubt only: the value a person answered (status answered), decoded; null before */
     result?: unknown;
+    /** the arguments by name (the args_schema's prefixItems titles, else arg1, arg2, ...),
+     * values decoded as args; [] for kind run */
+    params?: { name: string; value: unknown }[];
+    /** the run's input */
+    input?: unknown;
+    /** what the run has logged so far */
+    console?: ConsoleEntry[];
+    /** the line of the template whose call waits; null when not known */
+    source_line?: { line: number; text: string } | null;
+    /** how long it has waited (pending), or waited (decided), in ms */
+    waiting_ms?: number;
+    /** the digest of the version the run belongs to; null for an ad-hoc run */
+    digest?: string | null;
 }
 
 /** A record of the audit log, exactly as exported (docs/audit.md). */

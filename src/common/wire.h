@@ -19,7 +19,8 @@ enum wire_type {
     WIRE_RUN = 1,    /* limits, seed, clock, filename, host functions, source */
     WIRE_ANSWER = 2, /* a host call's outcome */
     /* worker -> host */
-    WIRE_CALL = 16,    /* a host call: id, function index, boundary-JSON argument array */
+    WIRE_CALL = 16,    /* a host call: id, function index, boundary-JSON argument array, the line
+                          of the run's source that made it (0: not known) */
     WIRE_CONSOLE = 17, /* one console entry: level, text */
     WIRE_DONE = 18,    /* the run's outcome; the worker exits after sending it */
     WIRE_READY = 19,   /* the worker has prepared its context: the run's clocks start now */

@@ -222,6 +222,11 @@ const char *al_call_args(const struct al_call *call, size_t *ret_len)
     return call->args;
 }
 
+uint32_t al_call_line(const struct al_call *call)
+{
+    return call->line;
+}
+
 uint32_t al_call_seq(const struct al_call *call)
 {
     return call->id;

@@ -199,6 +199,7 @@ struct al_call {
     char *name;        /* in the same allocation as the handle */
     char *args;        /* likewise, NUL-terminated */
     size_t args_len;
+    uint32_t line; /* al_call_line */
     /* resume context of a re-invoked interrupted call (resumed != 0) */
     int resumed;
     uint8_t iid[CONT_IID];

@@ -62,7 +62,8 @@ struct run_state {
     struct buf out;
     size_t out_off;
     struct al_result *res;
-    uint8_t *seen_ids; /* one byte per possible call id */
+    uint8_t *seen_ids;    /* one byte per possible call id */
+    uint32_t *call_lines; /* per call id: the line of the source that made it (0: not known) */
     uint32_t host_calls;
     uint32_t in_flight;
     uint64_t console_bytes;

@@ -15,6 +15,7 @@
 #include "api.h"
 #include "api_runs.h"
 #include "boundary.h"
+#include "clock.h"
 #include "connector.h"
 #include "error.h"
 #include "json.h"
@@ -24,11 +25,220 @@
 #define API_APPROVALS_LIST_MAX   1000
 #define API_APPROVALS_PAGE_BYTES ((size_t)48 << 20) /* a list answer stays under the body cap */
 #define API_ANSWER_MAX           ((size_t)4 << 20) /* an answer's result: the host-call output limit */
+#define API_INFORM_DEPTH         1100 /* a boundary value's depth (1000) and its tags */
 
-/* Appends the approval's API object to the buf userdata; 0 (a store_approval_fn). */
+/* ---------------------------------------------------------------- what an approver is shown */
+
+/* The run's input, its console so far (from the outcome it last stopped with) and, for an
+ * ad-hoc run, its source. */
+struct api_inform_run {
+    char id[RUNS_ID_LEN + 1]; /* the run the members below are of ("": none read) */
+    char *input;
+    char *console; /* a JSON array; NULL: none */
+    char *source;
+};
+
+/* What an approval's JSON is built with: where it goes, the store to read what the approval
+ * names (its run, its version, its connector), and the last version and connector read, kept
+ * because the approvals of one answer mostly name the same ones. */
+struct api_inform {
+    struct buf *b;
+    struct store *store;
+    int64_t now_ms;
+    char connector[STORE_NAME_MAX + 1]; /* functions below are this connector's ("": none) */
+    char *functions;                    /* its functions (a JSON object); NULL: none */
+    char template_name[STORE_NAME_MAX + 1];
+    int64_t version; /* source and digest below are this version's (0: none read) */
+    char *source;
+    char *digest;
+    struct api_inform_run run; /* the last run read (the approvals of a round come together) */
+    int failed;                /* a read failed: the answer would be cut */
+};
+
+static void api_inform_run_done(struct api_inform_run *r)
+{
+    free(r->input);
+    free(r->console);
+    free(r->source);
+    memset(r, 0, sizeof *r);
+}
+
+static void api_inform_done(struct api_inform *in)
+{
+    api_inform_run_done(&in->run);
+    free(in->functions);
+    free(in->source);
+    free(in->digest);
+}
+
+static int api_inform_connector_fn(void *userdata, const struct store_connector *c)
+{
+    struct api_inform *in = userdata;
+    in->functions = c->functions ? strdup(c->functions) : NULL;
+    return 0;
+}
+
+static int api_inform_version_fn(void *userdata, const struct store_version *v)
+{
+    struct api_inform *in = userdata;
+    in->source = v->source ? strdup(v->source) : NULL;
+    in->digest = v->digest ? strdup(v->digest) : NULL;
+    return 0;
+}
+
+static int api_inform_run_fn(void *userdata, const struct store_run *r)
+{
+    struct api_inform_run *ir = userdata;
+    struct json_doc *outcome = NULL;
+    struct al_error err;
+    ir->input = r->input ? strdup(r->input) : NULL;
+    ir->source = r->source ? strdup(r->source) : NULL;
+    if (r->outcome &&
+        json_parse(r->outcome, strlen(r->outcome), API_INFORM_DEPTH, &outcome, &err) == AL_OK) {
+        const struct json_node *console = json_get(json_root(outcome), "console");
+        if (console && console->type == JSON_ARRAY) {
+            ir->console = strndup(console->raw, console->raw_len);
+        }
+    }
+    json_doc_free(outcome);
+    return 0;
+}
+
+/* "params": the arguments, each named by the title of its place in the function's args_schema
+ * (prefixItems[i].title), else arg1, arg2, ... */
+static void api_inform_params(struct api_inform *in, const struct store_approval *a)
+{
+    struct json_doc *args = NULL;
+    struct json_doc *fns = NULL;
+    struct al_error err;
+    const char *dot = a->function ? strchr(a->function, '.') : NULL;
+    buf_append_str(in->b, ",\"params\":[");
+    if (!dot || !a->args ||
+        json_parse(a->args, strlen(a->args), API_INFORM_DEPTH, &args, &err) != AL_OK ||
+        json_root(args)->type != JSON_ARRAY) {
+        goto out;
+    }
+    size_t clen = (size_t)(dot - a->function);
+    if (clen < sizeof in->connector &&
+        (strncmp(in->connector, a->function, clen) != 0 || in->connector[clen] != '\0')) {
+        free(in->functions);
+        in->functions = NULL;
+        snprintf(in->connector, sizeof in->connector, "%.*s", (int)clen, a->function);
+        enum store_rc rc = in->store->ops->connector_get(in->store, in->connector,
+                                                         api_inform_connector_fn, in);
+        in->failed |= rc != STORE_OK && rc != STORE_NOT_FOUND; /* a connector gone: arg1... */
+    }
+    const struct json_node *prefix = NULL;
+    if (in->functions &&
+        json_parse(in->functions, strlen(in->functions), API_DEPTH_MAX + 8, &fns, &err) == AL_OK) {
+        const struct json_node *schema = json_get(json_get(json_root(fns), dot + 1), "args_schema");
+        prefix = schema && schema->type == JSON_OBJECT ? json_get(schema, "prefixItems") : NULL;
+    }
+    const struct json_node *place = prefix && prefix->type == JSON_ARRAY ? prefix->child : NULL;
+    size_t i = 0;
+    for (const struct json_node *v = json_root(args)->child; v; v = v->next, i++) {
+        const struct json_node *title =
+                place && place->type == JSON_OBJECT ? json_get(place, "title") : NULL;
+        buf_append_str(in->b, i ? ",{\"name\":" : "{\"name\":");
+        if (title && title->type == JSON_STRING && title->str_len == strlen(title->str)) {
+            api_str(in->b, title->str);
+        } else {
+            buf_printf(in->b, "\"arg%zu\"", i + 1);
+        }
+        buf_append_str(in->b, ",\"value\":");
+        buf_append(in->b, v->raw, v->raw_len);
+        buf_append_str(in->b, "}");
+        place = place ? place->next : NULL;
+    }
+out:
+    buf_append_str(in->b, "]");
+    json_doc_free(args);
+    json_doc_free(fns);
+}
+
+/* Whether the engine counts the lines of `source` as "\n" ends them (a "\r\n" is one line end):
+ * not when it holds a lone "\r" or U+2028/U+2029, which the engine also takes for line ends. */
+static int api_lines_agree(const char *source)
+{
+    for (const char *p = source; p && *p; p++) {
+        if ((p[0] == '\r' && p[1] != '\n') ||
+            (p[0] == '\xe2' && p[1] == '\x80' && (p[2] == '\xa8' || p[2] == '\xa9'))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* "source_line": line `line` of `source` as {"line","text"}, or null when the line is not
+ * known, the source has no such line or its lines are not counted as the engine counts them
+ * (then no text can be shown as the line's for sure). */
+static void api_inform_line(struct api_inform *in, int64_t line, const char *source)
+{
+    const char *p = api_lines_agree(source) ? source : NULL;
+    for (int64_t n = 1; p && n < line; n++) {
+        p = strchr(p, '\n');
+        p = p ? p + 1 : NULL;
+    }
+    if (line <= 0 || !p || (*p == '\0' && line > 1 && p[-1] != '\n')) {
+        buf_append_str(in->b, ",\"source_line\":null");
+        return;
+    }
+    const char *end = strchr(p, '\n');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len > 0 && p[len - 1] == '\r') {
+        len--;
+    }
+    buf_printf(in->b, ",\"source_line\":{\"line\":%" PRId64 ",\"text\":", line);
+    json_write_string(in->b, p, len);
+    buf_append_str(in->b, "}");
+}
+
+/* The members that inform the decision: params, input, console, source_line, waiting_ms and
+ * the version's digest. */
+static void api_inform(struct api_inform *in, const struct store_approval *a)
+{
+    api_inform_params(in, a);
+    if (strcmp(in->run.id, a->run) != 0) {
+        api_inform_run_done(&in->run);
+        snprintf(in->run.id, sizeof in->run.id, "%s", a->run);
+        enum store_rc rc = in->store->ops->run_get(in->store, a->run, api_inform_run_fn, &in->run);
+        in->failed |= rc != STORE_OK && rc != STORE_NOT_FOUND;
+    }
+    buf_append_str(in->b, ",\"input\":");
+    buf_append_str(in->b, in->run.input ? in->run.input : "null");
+    buf_append_str(in->b, ",\"console\":");
+    buf_append_str(in->b, in->run.console ? in->run.console : "[]");
+    const char *source = in->run.source;
+    if (a->template_name[0] &&
+        (strcmp(in->template_name, a->template_name) != 0 || in->version != a->version)) {
+        free(in->source);
+        free(in->digest);
+        in->source = NULL;
+        in->digest = NULL;
+        snprintf(in->template_name, sizeof in->template_name, "%s", a->template_name);
+        in->version = a->version;
+        enum store_rc rc = in->store->ops->version_get(in->store, a->template_name, a->version,
+                                                       api_inform_version_fn, in);
+        in->failed |= rc != STORE_OK && rc != STORE_NOT_FOUND;
+    }
+    if (a->template_name[0]) {
+        source = in->source;
+        api_member(in->b, ",\"digest\":", in->digest);
+    } else {
+        buf_append_str(in->b, ",\"digest\":null");
+    }
+    api_inform_line(in, a->line, source);
+    /* how long it has waited for a person (pending), or waited (decided) */
+    int64_t created = runs_time_ms(a->created);
+    int64_t until = a->decided ? runs_time_ms(a->decided) : in->now_ms;
+    buf_printf(in->b, ",\"waiting_ms\":%" PRId64, until > created ? until - created : 0);
+}
+
+/* Appends the approval's API object to the api_inform userdata; 0 (a store_approval_fn). */
 static int api_approval_json(void *userdata, const struct store_approval *a)
 {
-    struct buf *b = userdata;
+    struct api_inform *in = userdata;
+    struct buf *b = in->b;
     api_member(b, "{\"id\":", a->id);
     api_member(b, ",\"kind\":", a->kind);
     api_member(b, ",\"status\":", a->status);
@@ -65,6 +275,7 @@ static int api_approval_json(void *userdata, const struct store_approval *a)
             buf_append_str(b, "null");
         }
     }
+    api_inform(in, a);
     buf_append_str(b, "}");
     return 0;
 }
@@ -74,6 +285,7 @@ struct api_approval_list {
     struct buf *b;
     int n;
     int limit;
+    struct api_inform in; /* its b is each item's */
 };
 
 static int api_approval_item(void *userdata, const struct store_approval *a)
@@ -91,7 +303,8 @@ static int api_approval_item(void *userdata, const struct store_approval *a)
     /* the newest first, as many as fit the answer's cap */
     struct buf item;
     buf_init(&item, API_APPROVALS_PAGE_BYTES);
-    api_approval_json(&item, a);
+    l->in.b = &item;
+    api_approval_json(&l->in, a);
     int fits = item.data && l->b->len + item.len + 4 <= API_APPROVALS_PAGE_BYTES;
     if (fits) {
         buf_append_str(l->b, l->n++ ? "," : "");
@@ -103,7 +316,13 @@ static int api_approval_item(void *userdata, const struct store_approval *a)
 
 void api_approvals_list(struct api_ctx *ctx)
 {
-    struct api_approval_list l = { &ctx->who->gov, &ctx->resp->body, 0, API_APPROVALS_LIST_MAX };
+    struct api_approval_list l;
+    memset(&l, 0, sizeof l);
+    l.who = &ctx->who->gov;
+    l.b = &ctx->resp->body;
+    l.limit = API_APPROVALS_LIST_MAX;
+    l.in.store = ctx->store;
+    l.in.now_ms = clock_wall_ms();
     if (api_body(ctx, NULL, 0) != 0) {
         return;
     }
@@ -130,13 +349,226 @@ void api_approvals_list(struct api_ctx *ctx)
     }
     api_reply(ctx, 200);
     buf_append_str(l.b, "[");
-    if (ctx->store->ops->approval_list(ctx->store, run, status, api_approval_item, &l) !=
-        STORE_OK) {
+    enum store_rc rc =
+            ctx->store->ops->approval_list(ctx->store, run, status, api_approval_item, &l);
+    api_inform_done(&l.in);
+    if (rc != STORE_OK || l.in.failed) {
         api_store_failed(ctx);
         return;
     }
     buf_append_str(l.b, "]\n");
 }
+
+/* ---------------------------------------------------------------- runs that waited too long */
+
+#define API_EXPIRED "expired: " /* how an expired approval's comment starts */
+
+static int api_ttl_fn(void *userdata, const struct store_department *d)
+{
+    *(int64_t *)userdata =
+            d->approval_ttl_ms > 0 ? d->approval_ttl_ms : API_APPROVAL_TTL_DEFAULT_MS;
+    return 0;
+}
+
+/* Department `department`'s approval_ttl_ms into *ret_ttl_ms (the default for one gone). */
+static enum store_rc api_approval_ttl(struct store *s, const char *department, int64_t *ret_ttl_ms)
+{
+    *ret_ttl_ms = API_APPROVAL_TTL_DEFAULT_MS;
+    enum store_rc rc = s->ops->department_get(s, department, api_ttl_fn, ret_ttl_ms);
+    return rc == STORE_NOT_FOUND ? STORE_OK : rc;
+}
+
+/* What ends an expired run: the reason its records and its approvals give. */
+static void api_expired_why(char *why, size_t size, const char *run, const char *department,
+                            int64_t ttl_ms)
+{
+    snprintf(why, size,
+             API_EXPIRED "run %s waited for a person longer than department %s allows "
+                         "(approval_ttl_ms %" PRId64 ")",
+             run, department, ttl_ms);
+}
+
+/* The pending approvals of one run: their ids, and when the oldest was opened. */
+struct api_pending {
+    char (*ids)[RUNS_ID_LEN + 1];
+    size_t n;
+    int64_t oldest_ms; /* 0: none */
+    int failed;
+};
+
+static int api_pending_fn(void *userdata, const struct store_approval *a)
+{
+    struct api_pending *p = userdata;
+    char(*ids)[RUNS_ID_LEN + 1] = realloc(p->ids, (p->n + 1) * sizeof *ids);
+    if (!ids) {
+        p->failed = 1;
+        return 1;
+    }
+    p->ids = ids;
+    snprintf(p->ids[p->n++], sizeof *p->ids, "%s", a->id);
+    int64_t created = runs_time_ms(a->created);
+    if (created > 0 && (p->oldest_ms == 0 || created < p->oldest_ms)) {
+        p->oldest_ms = created;
+    }
+    return 0;
+}
+
+/* Inside a transaction: ends run `run` of `department` if it still waits for a person with an
+ * approval pending for ttl_ms or longer at now_ms - cancelled, error ABORTED "expired: ...", its
+ * pending approvals cancelled with that comment (approval.cancel), its continuation dropped, a
+ * run.cancel and a run.end record (actor airlockd). *ret_expired says whether it did. */
+static enum store_rc api_run_expire(struct store *s, const char *run, const char *department,
+                                    int64_t now_ms, int *ret_expired)
+{
+    struct api_pending p = { NULL, 0, 0, 0 };
+    char why[512];
+    int64_t ttl_ms = 0;
+    struct buf d;
+    buf_init(&d, 4096);
+    *ret_expired = 0;
+    enum store_rc rc = api_approval_ttl(s, department, &ttl_ms);
+    if (rc == STORE_OK) {
+        rc = s->ops->approval_list(s, run, "pending", api_pending_fn, &p);
+        rc = rc == STORE_OK && p.failed ? STORE_ERROR : rc;
+    }
+    if (rc != STORE_OK || p.n == 0 || p.oldest_ms == 0 || now_ms - p.oldest_ms < ttl_ms) {
+        goto out;
+    }
+    api_expired_why(why, sizeof why, run, department, ttl_ms);
+    rc = s->ops->run_set_status(s, run, "awaiting_approval", "cancelled", NULL);
+    if (rc == STORE_CONFLICT) {
+        rc = STORE_OK; /* not waiting for a person any more: queued, resumed, ended */
+        goto out;
+    }
+    rc = rc == STORE_OK ? s->ops->run_set_continuation(s, run, NULL) : rc;
+    rc = rc == STORE_OK ? s->ops->call_clear(s, run) : rc;
+    for (size_t i = 0; i < p.n && rc == STORE_OK; i++) {
+        rc = s->ops->approval_decide(s, p.ids[i], "cancelled", "airlockd", why);
+        buf_reset(&d);
+        api_member(&d, "{\"approval\":", p.ids[i]);
+        api_member(&d, ",\"run\":", run);
+        api_member(&d, ",\"reason\":", why);
+        buf_append_str(&d, "}");
+        if (rc == STORE_OK) {
+            rc = d.data ? s->ops->audit_append(s, "airlockd", "approval.cancel", p.ids[i],
+                                               department, d.data, NULL)
+                        : STORE_ERROR;
+        }
+    }
+    rc = rc == STORE_OK ? api_run_set_aborted(s, run, why) : rc;
+    if (rc == STORE_OK) {
+        buf_reset(&d);
+        api_member(&d, "{\"run\":", run);
+        api_member(&d, ",\"reason\":", why);
+        buf_append_str(&d, "}");
+        rc = d.data ? s->ops->audit_append(s, "airlockd", "run.cancel", run, department, d.data,
+                                           NULL)
+                    : STORE_ERROR;
+    }
+    if (rc == STORE_OK) {
+        buf_reset(&d);
+        api_member(&d, "{\"run\":", run);
+        api_member(&d,
+                   ",\"status\":\"cancelled\",\"error\":{\"code\":\"ABORTED\",\"message\":", why);
+        buf_append_str(&d, "}}");
+        rc = d.data ? s->ops->audit_append(s, "airlockd", "run.end", run, department, d.data, NULL)
+                    : STORE_ERROR;
+    }
+    *ret_expired = rc == STORE_OK;
+out:
+    free(p.ids);
+    buf_done(&d);
+    return rc;
+}
+
+/* One run to look at again in a writer job, and whether it expired. */
+struct api_expire {
+    char run[RUNS_ID_LEN + 1];
+    char department[STORE_NAME_MAX + 1];
+    int64_t now_ms;
+    int expired;
+};
+
+static enum store_rc api_expire_fn(struct writer_tx *tx, void *arg)
+{
+    struct api_expire *e = arg;
+    struct store *s = writer_store(tx);
+    enum store_rc rc = s->ops->tx_begin(s);
+    if (rc == STORE_OK) {
+        rc = api_run_expire(s, e->run, e->department, e->now_ms, &e->expired);
+        rc = api_tx_end(s, rc);
+    }
+    return rc;
+}
+
+/* The runs with an approval pending past their department's approval_ttl_ms. */
+struct api_due {
+    struct store *s;
+    int64_t now_ms;
+    char department[STORE_NAME_MAX + 1]; /* ttl_ms is this department's ("": none read) */
+    int64_t ttl_ms;
+    struct api_expire *runs;
+    size_t n;
+    int failed;
+};
+
+static int api_due_fn(void *userdata, const struct store_approval *a)
+{
+    struct api_due *d = userdata;
+    if (strcmp(d->department, a->department) != 0) {
+        snprintf(d->department, sizeof d->department, "%s", a->department);
+        if (api_approval_ttl(d->s, a->department, &d->ttl_ms) != STORE_OK) {
+            d->failed = 1;
+            return 1;
+        }
+    }
+    int64_t created = runs_time_ms(a->created);
+    if (created <= 0 || d->now_ms - created < d->ttl_ms) {
+        return 0;
+    }
+    for (size_t i = 0; i < d->n; i++) {
+        if (strcmp(d->runs[i].run, a->run) == 0) {
+            return 0;
+        }
+    }
+    struct api_expire *runs = realloc(d->runs, (d->n + 1) * sizeof *runs);
+    if (!runs) {
+        d->failed = 1;
+        return 1;
+    }
+    d->runs = runs;
+    struct api_expire *e = &runs[d->n++];
+    memset(e, 0, sizeof *e);
+    snprintf(e->run, sizeof e->run, "%s", a->run);
+    snprintf(e->department, sizeof e->department, "%s", a->department);
+    e->now_ms = d->now_ms;
+    return 0;
+}
+
+void api_approvals_expire(struct readers *readers, struct writer *writer, int64_t now_ms)
+{
+    struct api_due d;
+    memset(&d, 0, sizeof d);
+    d.now_ms = now_ms;
+    d.s = readers_take(readers);
+    if (!d.s) {
+        return;
+    }
+    enum store_rc rc = d.s->ops->approval_pending_list(d.s, api_due_fn, &d);
+    readers_give(readers, d.s);
+    if (rc != STORE_OK || d.failed) {
+        fprintf(stderr, "{\"log\":\"expire\",\"error\":\"store\"}\n");
+    }
+    for (size_t i = 0; i < d.n; i++) {
+        if (writer_call(writer, api_expire_fn, &d.runs[i]) != STORE_OK) {
+            fprintf(stderr, "{\"log\":\"expire\",\"run\":\"%s\",\"error\":\"store\"}\n",
+                    d.runs[i].run);
+        }
+    }
+    free(d.runs);
+}
+
+/* ---------------------------------------------------------------- deciding */
 
 /* What deciding an approval reads of it. */
 struct api_approval_copy {
@@ -145,12 +577,18 @@ struct api_approval_copy {
     char kind[16];
     char department[STORE_NAME_MAX + 1];
     char requested_by[STORE_NAME_MAX + 1];
+    char expired[512];     /* cancelled because its run waited too long: the reason; else "" */
     struct gov_approval g; /* its strings point into the members above */
 };
 
 static int api_approval_copy_fn(void *userdata, const struct store_approval *a)
 {
     struct api_approval_copy *c = userdata;
+    snprintf(c->expired, sizeof c->expired, "%s",
+             a->comment && strncmp(a->comment, API_EXPIRED, strlen(API_EXPIRED)) == 0 &&
+                             strcmp(a->status, "cancelled") == 0
+                     ? a->comment
+                     : "");
     snprintf(c->id, sizeof c->id, "%s", a->id);
     snprintf(c->run, sizeof c->run, "%s", a->run);
     snprintf(c->kind, sizeof c->kind, "%s", a->kind);
@@ -796,6 +1234,35 @@ static enum store_rc api_run_deny_start(struct api_ctx *ctx, const struct api_ap
     return rc;
 }
 
+/* A decision that finds its run waiting past its department's approval_ttl_ms ends the run
+ * there (as the periodic look would have) and is refused: 0 when the run has not expired, or
+ * -1 after answering 409 CONFLICT "approval ... expired: ..." (or the store's failure). */
+static int api_approval_expire_now(struct api_ctx *ctx, const struct api_approval_copy *a)
+{
+    struct store *s = ctx->store;
+    char why[512];
+    int64_t ttl_ms = 0;
+    int expired = 0;
+    enum store_rc rc = s->ops->tx_begin(s);
+    if (rc == STORE_OK) {
+        rc = api_run_expire(s, a->run, a->department, clock_wall_ms(), &expired);
+        rc = api_tx_end(s, rc);
+    }
+    if (rc == STORE_OK && expired) {
+        rc = api_approval_ttl(s, a->department, &ttl_ms);
+    }
+    if (rc != STORE_OK) {
+        api_store_failed(ctx);
+        return -1;
+    }
+    if (!expired) {
+        return 0;
+    }
+    api_expired_why(why, sizeof why, a->run, a->department, ttl_ms);
+    api_error(ctx, 409, "CONFLICT", "approval %s %s", a->id, why);
+    return -1;
+}
+
 /* What a person decides: approve, deny, or (in_doubt only) answer with the call's result. */
 struct api_verdict {
     enum gov_approval_state to; /* approved, denied or answered */
@@ -1004,7 +1471,12 @@ static void api_approvals_decide(struct api_ctx *ctx, enum gov_approval_state to
     }
     /* an approver of its department, not the run's starter (four eyes), of a pending one */
     gov_approval_may_decide(&ctx->who->gov, &a.g, &d);
-    if (api_decision(ctx, &d) != 0) {
+    if (d.reason == GOV_WRONG_STATE && a.expired[0]) {
+        /* ended by airlockd for waiting too long: said as such */
+        api_error(ctx, 409, "CONFLICT", "approval %s %s", id, a.expired);
+        goto out;
+    }
+    if (api_decision(ctx, &d) != 0 || api_approval_expire_now(ctx, &a) != 0) {
         goto out;
     }
     if (answer && strcmp(a.kind, "in_doubt") != 0) {
@@ -1032,7 +1504,14 @@ static void api_approvals_decide(struct api_ctx *ctx, enum gov_approval_state to
     }
     api_approval_resume(ctx, &a, &v);
     api_reply(ctx, 200);
-    if (s->ops->approval_get(s, id, api_approval_json, &ctx->resp->body) != STORE_OK) {
+    struct api_inform in;
+    memset(&in, 0, sizeof in);
+    in.b = &ctx->resp->body;
+    in.store = s;
+    in.now_ms = clock_wall_ms();
+    rc = s->ops->approval_get(s, id, api_approval_json, &in);
+    api_inform_done(&in);
+    if (rc != STORE_OK || in.failed) {
         api_store_failed(ctx);
         goto out;
     }

@@ -7,10 +7,12 @@
  * no template, connector, mount, role grant, run (in any state) or snapshot names it, so a
  * department made later under its name inherits nothing.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "api.h"
+#include "api_runs.h"
 
 struct api_list {
     struct buf *b;
@@ -22,7 +24,8 @@ static int api_department_item(void *userdata, const struct store_department *d)
     struct api_list *l = userdata;
     api_member(l->b, l->n++ ? ",{\"name\":" : "{\"name\":", d->name);
     api_member(l->b, ",\"autonomy\":", d->autonomy);
-    buf_printf(l->b, ",\"allow_adhoc\":%s,\"created\":", d->allow_adhoc ? "true" : "false");
+    buf_printf(l->b, ",\"allow_adhoc\":%s,\"approval_ttl_ms\":%" PRId64 ",\"created\":",
+               d->allow_adhoc ? "true" : "false", d->approval_ttl_ms);
     api_str(l->b, d->created);
     buf_append_str(l->b, "}");
     return 0;
@@ -93,6 +96,7 @@ void api_departments_list(struct api_ctx *ctx)
 struct api_policy {
     char autonomy[16];
     int allow_adhoc;
+    int64_t approval_ttl_ms;
 };
 
 static int api_policy_read(void *userdata, const struct store_department *d)
@@ -100,6 +104,7 @@ static int api_policy_read(void *userdata, const struct store_department *d)
     struct api_policy *p = userdata;
     snprintf(p->autonomy, sizeof p->autonomy, "%s", d->autonomy);
     p->allow_adhoc = d->allow_adhoc;
+    p->approval_ttl_ms = d->approval_ttl_ms;
     return 0;
 }
 
@@ -109,12 +114,22 @@ void api_departments_policy(struct api_ctx *ctx)
     const char *dept = api_param(ctx, "d");
     const struct json_node *autonomy = NULL;
     const struct json_node *adhoc = NULL;
+    const struct json_node *ttl = NULL;
     const struct api_field fields[] = { { "autonomy", JSON_STRING, 0, &autonomy },
-                                        { "allow_adhoc", JSON_TRUE, 0, &adhoc } };
+                                        { "allow_adhoc", JSON_TRUE, 0, &adhoc },
+                                        { "approval_ttl_ms", JSON_NUMBER, 0, &ttl } };
     struct api_policy policy;
     struct buf details;
     buf_init(&details, 4096);
-    if (api_body(ctx, fields, 2) != 0) {
+    if (api_body(ctx, fields, 3) != 0) {
+        goto out;
+    }
+    /* a waiting run's continuation is signed for a year: a run cannot wait longer */
+    if (ttl &&
+        (ttl->num < 1000 || ttl->num > API_APPROVAL_TTL_MAX_MS || ttl->num != (int64_t)ttl->num)) {
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "field \"approval_ttl_ms\" must be an integer from 1000 to %" PRId64,
+                  (int64_t)API_APPROVAL_TTL_MAX_MS);
         goto out;
     }
     if (autonomy && strcmp(autonomy->str, "autonomous") != 0 &&
@@ -135,9 +150,16 @@ void api_departments_policy(struct api_ctx *ctx)
         if (adhoc) {
             policy.allow_adhoc = adhoc->type == JSON_TRUE;
         }
+        if (ttl) {
+            policy.approval_ttl_ms = (int64_t)ttl->num;
+        }
         api_member(&details, "{\"autonomy\":", policy.autonomy);
-        buf_printf(&details, ",\"allow_adhoc\":%s}", policy.allow_adhoc ? "true" : "false");
+        buf_printf(&details, ",\"allow_adhoc\":%s,\"approval_ttl_ms\":%" PRId64 "}",
+                   policy.allow_adhoc ? "true" : "false", policy.approval_ttl_ms);
         rc = s->ops->department_set_policy(s, dept, policy.autonomy, policy.allow_adhoc);
+    }
+    if (rc == STORE_OK && ttl) {
+        rc = s->ops->department_set_approval_ttl(s, dept, policy.approval_ttl_ms);
     }
     if (rc == STORE_OK) {
         rc = api_audit(ctx, "department.policy", dept, dept, details.data);

@@ -1485,7 +1485,7 @@ static int api_outcome_fn(void *userdata, const struct store_run *row)
 /* Gives cancelled run `id` the outcome of error ABORTED with message `why`, keeping the console,
  * stats and host calls of the outcome it had (every outcome has both or neither of the first
  * two). */
-static enum store_rc api_run_set_aborted(struct store *s, const char *id, const char *why)
+enum store_rc api_run_set_aborted(struct store *s, const char *id, const char *why)
 {
     static const char *const kept[][2] = { { "console", "[]" },
                                            { "stats", "{}" },

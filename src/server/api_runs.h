@@ -9,8 +9,10 @@
 
 #include "api.h"
 #include "buf.h"
+#include "readers.h"
 #include "runs.h"
 #include "store.h"
+#include "writer.h"
 
 /* An owned copy of a run's row: each of its strings is the copy's own; outcome and updated are
  * NULL. api_run_copy_set fills a zeroed copy: 0, or -1 out of memory with the copy zeroed again
@@ -101,5 +103,20 @@ enum store_rc api_run_resume(struct writer_tx *tx, const unsigned char *secret_k
  * took one, 0 when the queue was empty or this node drains. */
 enum store_rc api_run_claim(struct writer_tx *tx, const unsigned char *secret_key,
                             struct runs *runs, int *ret_claimed, struct al_error *reterr);
+
+/* Gives cancelled run `id` the outcome of error ABORTED with message `why`, keeping the console,
+ * stats and host calls of the outcome it had. Inside a transaction. */
+enum store_rc api_run_set_aborted(struct store *s, const char *id, const char *why);
+
+/* How long a run may wait for a person: a department's approval_ttl_ms (docs/server.md
+ * "Approvals"), 7 days unless its policy says otherwise, at most a year (a waiting run's
+ * continuation is signed for a year). */
+#define API_APPROVAL_TTL_DEFAULT_MS 604800000LL
+#define API_APPROVAL_TTL_MAX_MS     31536000000LL
+/* Ends, as a cancel does (status cancelled, error ABORTED "expired: ..."), every run waiting for
+ * a person with an approval pending longer than its department's approval_ttl_ms at now_ms
+ * (ms since the epoch): found on a reader taken from `readers`, each ended in a job of its own
+ * through `writer` that checks again. From any thread but the writer's. */
+void api_approvals_expire(struct readers *readers, struct writer *writer, int64_t now_ms);
 
 #endif

@@ -36,6 +36,7 @@
 #include <time.h>
 
 #include "api.h"
+#include "api_runs.h"
 #include "clock.h"
 #include "connector.h"
 #include "error.h"
@@ -49,11 +50,12 @@
 #include "webhooks.h"
 #include "writer.h"
 
-#define RUNS_DETAILS_MAX ((size_t)96 << 20)
-#define RUNS_MESSAGE_MAX 512
-#define RUNS_COMMENT_MAX 4096 /* bytes of an approver's comment, as the API takes it */
-#define RUNS_AUDIENCE    "airlockd"
-#define RUNS_WATCH_MS    500 /* how often the keys of waiting clients are looked at */
+#define RUNS_DETAILS_MAX  ((size_t)96 << 20)
+#define RUNS_MESSAGE_MAX  512
+#define RUNS_COMMENT_MAX  4096 /* bytes of an approver's comment, as the API takes it */
+#define RUNS_AUDIENCE     "airlockd"
+#define RUNS_WATCH_MS     500 /* how often the keys of waiting clients are looked at */
+#define RUNS_EXPIRE_LOOKS 4   /* every that many looks, runs waiting too long end (2 s) */
 
 struct runs_call {
     uint32_t seq;
@@ -65,6 +67,7 @@ struct runs_call {
     char *message;
     char *key; /* the idempotency key, when not "run:seq" (an approved call's interruption id) */
     char *interruption; /* the id of its interruption, when it interrupted the run */
+    uint32_t line;      /* the line of the run's source that made it (al_call_line), or 0 */
 };
 
 /* Where a run's own record stands (srun.start_state, under runs.lock; only the writer's thread
@@ -670,6 +673,10 @@ static void runs_host(struct al_call *call, void *userdata)
 
     /* the guest makes this call once it had the previous one's answer */
     FAULT_POINT(FAULT_AFTER_DELIVERY, al_call_seq(call) - 1);
+    struct runs_call *made = runs_call_of(sr, al_call_seq(call));
+    if (made) {
+        made->line = al_call_line(call); /* shown to the person who approves it */
+    }
     if (f->sensitive && !interruption) {
         /* a recovery of a resumed run: a person decided this call already */
         decided = runs_decided_of(sr->plan, al_call_seq(call), f->name, args, args_len);
@@ -1161,16 +1168,17 @@ static enum store_rc runs_audit(struct store *s, const char *action, const char 
                    : STORE_ERROR;
 }
 
-/* The number of the call that interrupted with id `interruption`, 0 when unknown. */
-static int64_t runs_interrupted_call(const struct srun *sr, const char *interruption)
+/* The call that interrupted with id `interruption`, NULL when unknown. */
+static const struct runs_call *runs_interrupted_call(const struct srun *sr,
+                                                     const char *interruption)
 {
     for (size_t i = 0; i < sr->ncalls; i++) {
         const struct runs_call *c = &sr->calls[i];
         if (c->interruption && strcmp(c->interruption, interruption) == 0) {
-            return c->seq;
+            return c;
         }
     }
-    return 0;
+    return NULL;
 }
 
 /* The approvals of an interrupted run: one per interruption, each with approval.request. */
@@ -1186,6 +1194,7 @@ static enum store_rc runs_record_approvals(struct store *s, struct srun *sr, str
         if (runs_new_id("apr_", id) != 0) {
             return STORE_ERROR;
         }
+        const struct runs_call *c = runs_interrupted_call(sr, in.id);
         struct store_approval a = {
             .id = id,
             .run = plan->id,
@@ -1197,7 +1206,8 @@ static enum store_rc runs_record_approvals(struct store *s, struct srun *sr, str
             .department = plan->department,
             .template_name = plan->template_name,
             .version = plan->version,
-            .call_seq = runs_interrupted_call(sr, in.id),
+            .call_seq = c ? c->seq : 0,
+            .line = c ? c->line : 0,
         };
         rc = s->ops->approval_create(s, &a);
         if (rc == STORE_OK) {
@@ -1485,6 +1495,7 @@ static void runs_watch_once(struct runs *r)
 static void *runs_watch_thread(void *arg)
 {
     struct runs *r = arg;
+    unsigned looks = 0;
     pthread_mutex_lock(&r->lock);
     while (!r->watch_stop) {
         struct timespec deadline; /* monotonic (watch_cond's clock): a clock step never stalls it */
@@ -1498,6 +1509,9 @@ static void *runs_watch_thread(void *arg)
         }
         pthread_mutex_unlock(&r->lock);
         runs_watch_once(r);
+        if (++looks % RUNS_EXPIRE_LOOKS == 0) {
+            api_approvals_expire(r->readers, r->writer, clock_wall_ms());
+        }
         pthread_mutex_lock(&r->lock);
     }
     pthread_mutex_unlock(&r->lock);

@@ -253,7 +253,9 @@ const struct mounts_roots *runs_mount_roots(const struct runs *r);
  * here (one read per waiting client on `readers`; none while nobody waits): a client whose key
  * was revoked, on any node, is answered 401 UNAUTHENTICATED with an auth.denied record, and the
  * run goes on without it. The writer checks the key again when it records the run's end or
- * wait, so a revoked key never gets the run's answer. runs_free stops it. -1 with reterr set. */
+ * wait, so a revoked key never gets the run's answer. Every 2 seconds the same thread also
+ * ends the runs that waited for a person past their department's approval_ttl_ms
+ * (api_approvals_expire). runs_free stops it. -1 with reterr set. */
 int runs_watch_keys(struct runs *r, struct readers *readers, struct al_error *reterr);
 
 /* Cancels an active run: it ends cancelled (error ABORTED) within a second. `why` goes to its

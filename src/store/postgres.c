@@ -982,6 +982,7 @@ static const struct store_ops pg_ops = {
     .read_end = NULL,
     .commit_failure_unknown = 0,
     .open_reader = pg_open_reader,
+    SQL_OPS_INBOX(SQL_OP_MEMBER) /* 0019_inbox */
 };
 
 /* PostgreSQL's words for sql.c. Several connections (later, nodes) write at once: a row one

@@ -360,7 +360,7 @@ enum store_rc sql_department_create(struct store *s, const char *name)
 
 static int sql_department_each(const struct sql_row *r, void *fn, void *userdata)
 {
-    struct store_department d = { col(r, 0), col(r, 1), (int)num(r, 2), col(r, 3) };
+    struct store_department d = { col(r, 0), col(r, 1), (int)num(r, 2), col(r, 3), num(r, 4) };
     return ((store_department_fn *)fn)(userdata, &d);
 }
 
@@ -368,13 +368,16 @@ enum store_rc sql_department_get(struct store *s, const char *name, store_depart
                                  void *userdata)
 {
     return sql_walk(s,
-                    "SELECT name, autonomy, allow_adhoc, created FROM departments WHERE name = $1",
+                    "SELECT name, autonomy, allow_adhoc, created, approval_ttl_ms FROM departments "
+                    "WHERE name = $1",
                     1, &name, 1, sql_department_each, (void *)fn, userdata);
 }
 
 enum store_rc sql_department_list(struct store *s, store_department_fn *fn, void *userdata)
 {
-    return sql_walk(s, "SELECT name, autonomy, allow_adhoc, created FROM departments ORDER BY name",
+    return sql_walk(s,
+                    "SELECT name, autonomy, allow_adhoc, created, approval_ttl_ms FROM departments "
+                    "ORDER BY name",
                     0, NULL, 0, sql_department_each, (void *)fn, userdata);
 }
 
@@ -385,6 +388,17 @@ enum store_rc sql_department_set_policy(struct store *s, const char *name, const
     return sql_change(sql_of(s),
                       "UPDATE departments SET autonomy = $1, allow_adhoc = $2 WHERE name = $3", 3,
                       args);
+}
+
+enum store_rc sql_department_set_approval_ttl(struct store *s, const char *name,
+                                              int64_t approval_ttl_ms)
+{
+    char ttl[24];
+    snprintf(ttl, sizeof ttl, "%" PRId64, approval_ttl_ms);
+    const char *args[] = { ttl, name };
+    return sql_change(sql_of(s),
+                      "UPDATE departments SET approval_ttl_ms = CAST($1 AS BIGINT) WHERE name = $2",
+                      2, args);
 }
 
 /* ---------------------------------------------------------------- audit */
@@ -1022,10 +1036,11 @@ enum store_rc sql_run_take_continuation(struct store *s, const char *id, char **
     return rc;
 }
 
-#define SQL_APPROVAL_COLUMNS                                                                \
-    "id, run, kind, interruption, function, args, status, requested_by, department, "       \
-    "COALESCE(template, ''), COALESCE(version, 0), created, decided_by, decided, comment, " \
-    "consumed, connector, sent, idempotency_key, COALESCE(call_seq, 0), args_sha256, result"
+#define SQL_APPROVAL_COLUMNS                                                                   \
+    "id, run, kind, interruption, function, args, status, requested_by, department, "          \
+    "COALESCE(template, ''), COALESCE(version, 0), created, decided_by, decided, comment, "    \
+    "consumed, connector, sent, idempotency_key, COALESCE(call_seq, 0), args_sha256, result, " \
+    "line"
 
 static int sql_approval_each(const struct sql_row *r, void *fn, void *userdata)
 {
@@ -1052,6 +1067,7 @@ static int sql_approval_each(const struct sql_row *r, void *fn, void *userdata)
         .call_seq = num(r, 19),
         .args_sha256 = col(r, 20),
         .result = col(r, 21),
+        .line = num(r, 22),
     };
     return ((store_approval_fn *)fn)(userdata, &a);
 }
@@ -1061,7 +1077,9 @@ enum store_rc sql_approval_create(struct store *s, const struct store_approval *
     char now[32];
     char version[24];
     char call_seq[24];
+    char line[24];
     sql_now(now);
+    snprintf(line, sizeof line, "%" PRId64, a->line > 0 ? a->line : 0);
     snprintf(version, sizeof version, "%" PRId64, a->version);
     snprintf(call_seq, sizeof call_seq, "%" PRId64, a->call_seq);
     int adhoc = !a->template_name || !a->template_name[0];
@@ -1080,14 +1098,15 @@ enum store_rc sql_approval_create(struct store *s, const struct store_approval *
                            a->sent,
                            a->idempotency_key,
                            a->call_seq > 0 ? call_seq : NULL,
-                           a->args_sha256 };
+                           a->args_sha256,
+                           line };
     return sql_insert(sql_of(s),
                       "INSERT INTO approvals (id, run, kind, interruption, function, args, status, "
                       "requested_by, department, template, version, created, connector, sent, "
-                      "idempotency_key, call_seq, args_sha256) VALUES ($1, $2, $3, $4, $5, $6, "
-                      "'pending', $7, $8, $9, $10, $11, $12, $13, $14, CAST($15 AS BIGINT), $16) "
-                      "ON CONFLICT DO NOTHING",
-                      16, args);
+                      "idempotency_key, call_seq, args_sha256, line) VALUES ($1, $2, $3, $4, $5, "
+                      "$6, 'pending', $7, $8, $9, $10, $11, $12, $13, $14, CAST($15 AS BIGINT), "
+                      "$16, CAST($17 AS BIGINT)) ON CONFLICT DO NOTHING",
+                      17, args);
 }
 
 enum store_rc sql_approval_get(struct store *s, const char *id, store_approval_fn *fn,
@@ -1107,6 +1126,28 @@ enum store_rc sql_approval_list(struct store *s, const char *run, const char *st
                     "TEXT) IS NULL OR run = $1) AND (CAST($2 AS TEXT) IS NULL OR "
                     "status = $2) ORDER BY seq DESC",
                     2, args, 0, sql_approval_each, (void *)fn, userdata);
+}
+
+static int sql_approval_pending_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct store_approval a = {
+        .id = col(r, 0),
+        .run = col(r, 1),
+        .kind = col(r, 2),
+        .status = "pending",
+        .department = col(r, 3),
+        .template_name = "",
+        .created = col(r, 4),
+    };
+    return ((store_approval_fn *)fn)(userdata, &a);
+}
+
+enum store_rc sql_approval_pending_list(struct store *s, store_approval_fn *fn, void *userdata)
+{
+    return sql_walk(s,
+                    "SELECT id, run, kind, department, created FROM approvals WHERE status = "
+                    "'pending' ORDER BY seq",
+                    0, NULL, 0, sql_approval_pending_each, (void *)fn, userdata);
 }
 
 /* A pending approval decided: status, who, when, the comment and (answered) the result. */

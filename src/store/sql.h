@@ -155,6 +155,8 @@ enum store_rc sql_audit_chain_legacy(struct sql_store *q);
     X(run_workspace_end) X(run_file_list) X(blob_put) X(sealed_list) X(sealed_set)               \
     X(webhook_create) X(webhook_list) X(webhook_delete) X(webhook_enqueue) X(delivery_next)      \
     X(delivery_claim) X(delivery_settle)
+/* The inbox (0019_inbox). */
+#define SQL_OPS_INBOX(X) X(department_set_approval_ttl) X(approval_pending_list)
 #define SQL_OP_DECLARE(m) extern __typeof__(*((struct store_ops *)0)->m) sql_##m;
 #define SQL_OP_MEMBER(m)  .m = sql_##m,
 /* clang-format on */
@@ -167,5 +169,6 @@ SQL_OPS_SHARED(SQL_OP_DECLARE)
     X(connector_update) X(connector_delete) X(version_list_approved)
 /* clang-format on */
 SQL_OPS_ADMIN(SQL_OP_DECLARE)
+SQL_OPS_INBOX(SQL_OP_DECLARE)
 
 #endif

@@ -601,6 +601,7 @@ static const struct store_ops sqlite_ops = {
     .read_end = sqlite_read_end,
     .commit_failure_unknown = 1,
     .open_reader = sqlite_open_reader,
+    SQL_OPS_INBOX(SQL_OP_MEMBER) /* 0019_inbox */
 };
 
 /* SQLite's words for sql.c. One writer at a time, whose transaction holds the database: no row

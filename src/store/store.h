@@ -60,6 +60,8 @@ struct store_department {
     const char *autonomy; /* "autonomous" | "supervised" */
     int allow_adhoc;
     const char *created;
+    /* since version 19 (0019_inbox): how long a run may wait for a person (ms) */
+    int64_t approval_ttl_ms;
 };
 
 struct store_key {
@@ -204,6 +206,9 @@ struct store_approval {
     int64_t call_seq;            /* the guest's call id (host_call too, when known; else 0) */
     const char *args_sha256;     /* 64 lowercase hex: SHA-256 of its argument bytes */
     const char *result;          /* status answered: the value it returns (boundary JSON) */
+    /* since version 19 (0019_inbox): the line of the run's source whose call it holds (host_call;
+     * al_call_line), 0 when not known */
+    int64_t line;
 };
 
 typedef int store_run_fn(void *userdata, const struct store_run *r);
@@ -820,6 +825,15 @@ struct store_ops {
     enum store_rc (*connector_delete)(struct store *s, const char *name);
     /* Every approved version of every template, by template and number. */
     enum store_rc (*version_list_approved)(struct store *s, store_version_fn *fn, void *userdata);
+    /* The inbox (0019_inbox), since version 19. */
+    /* Sets how long a run of department `name` may wait for a person (ms, > 0). NOT_FOUND when
+     * there is no such department. */
+    enum store_rc (*department_set_approval_ttl)(struct store *s, const char *name,
+                                                 int64_t approval_ttl_ms);
+    /* Every pending approval, oldest first, with only id, run, kind, status, department and
+     * created set (the other members NULL or 0): what finding the runs that waited too long
+     * needs, without their arguments. */
+    enum store_rc (*approval_pending_list)(struct store *s, store_approval_fn *fn, void *userdata);
 };
 
 /* Every backend's handle starts with this. */

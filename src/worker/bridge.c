@@ -82,6 +82,7 @@ static void send_call(struct worker *w, struct bridge_call *c)
     wire_u32(&w->io.out, (uint32_t)(c - w->bridge.calls) + 1);
     wire_u32(&w->io.out, c->fn);
     wire_str(&w->io.out, c->args, c->args_len);
+    wire_u32(&w->io.out, c->line);
     wire_end(&w->io.out, start);
     free(c->args);
     c->args = NULL;
@@ -130,6 +131,10 @@ static JSValue host_call(JSContext *ctx, JSValueConst this_val, int argc, JSValu
     (void)data;
     struct worker *w = JS_GetContextOpaque(ctx);
     const struct bridge_fn *fn = &w->req.fns[magic];
+    /* first, before encoding the arguments can run a getter: the line the approver is shown
+     * comes from the engine's own record of this call, never from anything the guest made */
+    uint32_t line =
+            w->req.filename ? (uint32_t)airlock_call_line(ctx, fn->self, w->req.filename) : 0;
     struct buf args;
     struct al_error err = { 0 };
     JSValue arr = JS_UNDEFINED;
@@ -203,6 +208,7 @@ static JSValue host_call(JSContext *ctx, JSValueConst this_val, int argc, JSValu
         goto out;
     }
     call->fn = (uint32_t)magic;
+    call->line = line;
     call->args_len = args.len;
     call->args = args.data ? buf_steal(&args, NULL) : strdup("[]");
     w->bridge.in_flight++;
@@ -297,8 +303,11 @@ int bridge_apply_deferred(struct worker *w, JSContext *ctx)
 
 JSValue bridge_function(struct worker *w, JSContext *ctx, uint32_t fn)
 {
-    (void)w;
-    return JS_NewCFunctionData(ctx, host_call, 0, (int)fn, 0, NULL);
+    JSValue f = JS_NewCFunctionData(ctx, host_call, 0, (int)fn, 0, NULL);
+    if (JS_IsObject(f)) {
+        w->req.fns[fn].self = JS_VALUE_GET_PTR(f);
+    }
+    return f;
 }
 
 JSValue bridge_call(struct worker *w, JSContext *ctx, uint32_t fn, int argc, JSValueConst *argv)
@@ -541,6 +550,7 @@ int bridge_install(struct worker *w, JSContext *ctx)
             if (JS_IsException(f)) {
                 goto out;
             }
+            w->req.fns[i].self = JS_VALUE_GET_PTR(f);
             JS_DefinePropertyValueStr(ctx, f, "name", JS_NewString(ctx, fname),
                                       JS_PROP_CONFIGURABLE);
             JSAtom fa = JS_NewAtom(ctx, fname);

@@ -30,12 +30,14 @@ struct bridge_fn {
     int sync;         /* the group is synchronous */
     int hidden;       /* the host's module loader: callable by the worker, not a guest global */
     int file;         /* a workspace operation (hidden): bounded by req.file_args_max */
+    const void *self; /* its function object (compared only, never read): airlock_call_line */
 };
 
 struct bridge_call {
     uint32_t fn; /* index into worker.fns; the call's id is its index + 1 */
     char *args;  /* encoded arguments until dispatched; owned */
     size_t args_len;
+    uint32_t line;   /* the line of the run's source that made it (airlock_call_line), or 0 */
     JSValue promise; /* async: the guest's promise (a weak-ish handle: we hold a reference) */
     JSValue resolve; /* async: resolving functions, JS_UNDEFINED once answered */
     JSValue reject;
@@ -217,6 +219,10 @@ int modules_have_loader(const struct worker *w);
 JSValue modules_run_entry(struct worker *w, JSContext *ctx, JSValue module);
 /* quickjs_airlock.c (appended by cmake/quickjs_patch.cmake) */
 JSValue airlock_module_namespace(JSContext *ctx, JSModuleDef *m);
+/* The line (1...) of file `filename` whose explicit call is calling the host function object
+ * `self` right now, else 0 (a call made any other way: a getter, .call, a promise job...).
+ * Read once, on entry to the host function, before any guest code can run. */
+int airlock_call_line(JSContext *ctx, const void *self, const char *filename);
 
 /* bridge.c: bridge_prepare before hardening, bridge_install (the request's groups) after. */
 int bridge_prepare(struct worker *w, JSContext *ctx);

@@ -236,6 +236,43 @@ static void test_host_functions(void **state)
     al_runner_free(r);
 }
 
+/* Answers the line al_call_line gives the call. */
+static void host_line(struct al_call *call, void *ud)
+{
+    (void)ud;
+    char line[16];
+    int n = snprintf(line, sizeof line, "%u", al_call_line(call));
+    al_call_return(call, line, (size_t)n);
+}
+
+/* al_call_line: the line of the explicit call in the run's source (async, sync, spread, in a
+ * nested function); 0 for a call made any other way, whatever line the guest's frame was at. */
+static void test_call_line(void **state)
+{
+    (void)state;
+    struct al_config *c = al_config_new();
+    assert_int_equal(al_config_add_host(c, "at.line", host_line, NULL, 0), AL_OK);
+    assert_int_equal(al_config_add_host(c, "now.line", host_line, NULL, AL_HOST_SYNC), AL_OK);
+    struct al_runner *r = runner_of(c);
+    al_config_free(c);
+    struct al_result *res =
+            run_with(r,
+                     "const out = [await at.line()];\n"
+                     "out.push(now.line());\n"
+                     "const f = () =>\n"
+                     "    at.line(1,\n"
+                     "        2);\n"
+                     "out.push(await f(), await at.line(...[3]));\n"
+                     "out.push(await at.line.call(null), now.line.apply(null, []));\n"
+                     "const o = {}; Object.defineProperty(o, 'x', { get: now.line });\n"
+                     "out.push(o.x, await Promise.resolve().then(at.line));\n"
+                     "return out",
+                     NULL);
+    expect_json(res, "[1,2,5,6,0,0,0,0]");
+    al_result_free(res);
+    al_runner_free(r);
+}
+
 static void test_names_are_validated(void **state)
 {
     (void)state;
@@ -885,6 +922,7 @@ int main(void)
         cmocka_unit_test(test_lying_zygote_is_not_trusted),
         cmocka_unit_test(test_concurrency_limit),
         cmocka_unit_test(test_queue_timeout),
+        cmocka_unit_test(test_call_line),
         cmocka_unit_test(test_many_runs_leak_nothing),
         cmocka_unit_test(test_warm_workers),
         cmocka_unit_test(test_concurrent_runs_share_a_runner),

@@ -1,7 +1,9 @@
 // pages/approvals.js - the inbox: pending approvals of the caller's departments, newest first.
 // Each item shows what is asked (a sensitive call's function and its exact arguments, pretty
 // printed, a supervised run's start, or a call in doubt: a call a dead execution sent whose
-// answer was never recorded, with its connector, when it was sent and its idempotency key), has
+// answer was never recorded, with its connector, when it was sent and its idempotency key), what
+// informs the decision (the arguments by name, the template's line that made the call, the run's
+// input and console so far, how long it has waited, the version's digest), has
 // its own comment field and Approve / Deny buttons when the API would let this person decide it
 // (a call in doubt also an Answer button, with a JSON box for the result it had at the
 // connector), and a checkbox for batch approval, which sends one POST per item so each decision
@@ -19,6 +21,44 @@ import { get, post } from '../api.js';
 import { add, badge, clear, el, notice, path, pretty, when } from '../dom.js';
 
 const HOLD_MS = 500;
+
+// "4 min", "2 h 5 min", "3 d 1 h": how long an approval has waited
+export function duration(ms) {
+    const min = Math.floor(ms / 60000);
+    if (min < 1) {
+        return Math.max(0, Math.floor(ms / 1000)) + ' s';
+    }
+    if (min < 60) {
+        return min + ' min';
+    }
+    const h = Math.floor(min / 60);
+    return h < 24 ? h + ' h ' + (min % 60) + ' min' : Math.floor(h / 24) + ' d ' + (h % 24) + ' h';
+}
+
+// What informs the decision, as the API gives it: the arguments by name, the line of the
+// template that made the call (or that it is not known), the run's input and its console so far.
+// Everything the guest wrote is shown as text.
+export function informs(a) {
+    const parts = [];
+    if (a.params && a.params.length) {
+        parts.push(el('table', { class: 'kv params', 'aria-label': 'Arguments by name' }, el('tbody', null,
+            a.params.map((p) => el('tr', null, el('th', { scope: 'row', class: 'param-name' }, p.name), el('td', null, el('pre', { class: 'param-value' }, pretty(p.value))))))));
+    }
+    if (a.source_line) {
+        parts.push(el('p', { class: 'source-line' }, 'Called at line ', el('strong', { class: 'line-number' }, String(a.source_line.line)), ': ',
+            el('code', { class: 'line-text' }, a.source_line.text)));
+    } else if (a.kind === 'host_call') {
+        parts.push(el('p', { class: 'source-line muted' }, 'The line of the call is not known: it was not made by a plain call in the template.'));
+    }
+    if (a.input !== undefined) {
+        parts.push(el('details', { class: 'run-input' }, el('summary', null, 'Run input'), el('pre', { class: 'json' }, pretty(a.input))));
+    }
+    if (a.console && a.console.length) {
+        parts.push(el('details', { class: 'run-console' }, el('summary', null, 'Console so far (' + a.console.length + ')'),
+            el('ol', { class: 'console' }, a.console.map((c) => el('li', { class: 'level-' + c.level }, el('span', { class: 'level' }, c.level), ' ', el('span', { class: 'text' }, c.text))))));
+    }
+    return el('div', { class: 'informs' }, parts);
+}
 
 // One item of the inbox. hold: the page's guard ({ on() }, start()); onDecided(id, how).
 function item(ctx, a, hold, onDecided) {
@@ -121,8 +161,10 @@ function item(ctx, a, hold, onDecided) {
     it.node = el('li', { class: 'approval card', 'data-id': a.id, tabindex: -1 },
         el('div', { class: 'approval-head' }, select, title),
         el('p', { class: 'meta' }, tpl, ' · run ', el('a', { href: path('runs', a.run) }, a.run), ' · started by ',
-            el('strong', { class: 'requested-by' }, a.requested_by), ' · ', a.department, ' · ', el('time', { datetime: a.created }, when(a.created))),
-        sent, args, buttons, status);
+            el('strong', { class: 'requested-by' }, a.requested_by), ' · ', a.department, ' · ', el('time', { datetime: a.created }, when(a.created)),
+            a.waiting_ms !== undefined ? [' · waiting ', el('span', { class: 'waiting' }, duration(a.waiting_ms))] : null,
+            a.digest ? [' · ', el('code', { class: 'digest', title: a.digest }, a.digest.slice(0, 19) + '…')] : null),
+        sent, args, informs(a), buttons, status);
     return it;
 }
 

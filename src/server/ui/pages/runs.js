@@ -1,11 +1,13 @@
 // pages/runs.js - the runs list (filters: template, status, principal, time: the API's) and the run
 // inspector: status, input, value or error with its stack, console, the host calls in order
 // (arguments, outcome, duration as timeline bars, from the audit log's run.host_call records,
-// for those who may read it), the approvals and who decided them, stats. Everything the guest
+// for those who may read it), the approvals and who decided them - a pending one with what
+// informs it and, for whoever may decide it, Approve and Deny - stats. Everything the guest
 // wrote is shown as text.
 
 import { get, post, q } from '../api.js';
 import { add, badge, clear, confirmDialog, el, field, notice, path, pretty, svg, when } from '../dom.js';
+import { informs } from './approvals.js';
 
 const STATUSES = ['', 'queued', 'running', 'awaiting_approval', 'completed', 'failed', 'cancelled', 'denied'];
 const SHOWN = 1000;
@@ -79,6 +81,35 @@ function timeline(calls) {
     return g;
 }
 
+// Approve and Deny (with a comment) for a pending approval the viewer may decide; the page
+// shows the run again once it is decided.
+function decideHere(ctx, a) {
+    const can = ctx.me.canDecideApproval(a);
+    if (!can.ok) {
+        return el('span', { class: 'muted why' }, can.why);
+    }
+    const comment = el('input', { type: 'text', id: 'comment-' + a.id, name: 'comment', maxlength: 4096, autocomplete: 'off', 'aria-label': 'Comment on ' + a.id });
+    const msg = el('p', { class: 'item-status', role: 'status' });
+    const buttons = [];
+    const decide = async (verb) => {
+        for (const b of buttons) {
+            b.disabled = true;
+        }
+        try {
+            await post('/v1/approvals/' + encodeURIComponent(a.id) + '/' + verb, comment.value ? { comment: comment.value } : {});
+            ctx.navigate(location.pathname, true);
+        } catch (e) {
+            add(clear(msg), notice(e.message, 'error'));
+            for (const b of buttons) {
+                b.disabled = false;
+            }
+        }
+    };
+    buttons.push(el('button', { type: 'button', class: 'approve', onclick: () => decide('approve') }, 'Approve'),
+        el('button', { type: 'button', class: 'deny', onclick: () => decide('deny') }, 'Deny'));
+    return el('div', { class: 'actions decide-here' }, comment, buttons, msg);
+}
+
 export async function renderRun(ctx, id) {
     const m = ctx.main;
     const me = ctx.me;
@@ -145,11 +176,12 @@ export async function renderRun(ctx, id) {
         const mine = (await get('/v1/approvals?run=' + encodeURIComponent(r.id)).catch(() => [])).reverse();
         add(apr, el('table', { class: 'list' },
             el('thead', null, el('tr', null, ['Approval', 'Asked', 'Status', 'Decided by', 'Comment'].map((h) => el('th', { scope: 'col' }, h)))),
-            el('tbody', null, mine.map((a) => el('tr', null,
+            el('tbody', null, mine.map((a) => el('tr', { 'data-id': a.id },
                 el('td', null, el('code', null, a.id)),
-                el('td', null, a.kind === 'host_call' ? [el('code', null, a.function), el('pre', { class: 'args' }, pretty(a.args))] : 'start of the run'),
+                el('td', null, a.kind === 'host_call' ? [el('code', null, a.function), el('pre', { class: 'args' }, pretty(a.args))] : 'start of the run',
+                    a.status === 'pending' && a.kind === 'host_call' ? informs({ ...a, input: undefined, console: [] }) : null),
                 el('td', null, badge(a.status, 'status-' + a.status)),
-                el('td', null, a.decided_by || ''),
+                el('td', null, a.decided_by || (a.status === 'pending' ? decideHere(ctx, a) : '')),
                 el('td', null, a.comment || ''))))));
     } else {
         add(apr, el('ul', null, r.approvals.map((a) => el('li', null, el('code', null, a)))));

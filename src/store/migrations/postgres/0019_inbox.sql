@@ -1,0 +1,3 @@
+-- 0019_inbox (PostgreSQL): as ../0019.
+ALTER TABLE departments ADD COLUMN approval_ttl_ms BIGINT NOT NULL DEFAULT 604800000;
+ALTER TABLE approvals ADD COLUMN line BIGINT NOT NULL DEFAULT 0;
