@@ -7,7 +7,8 @@ usage: test_keys.py --airlockd PATH --cli PATH [-k SUBSTRING]
 
 Each test makes a run wait for a person (the shop's sensitive refund) before the keys change or
 the copy is taken, and decides it afterwards: the continuation it waits with was signed, and the
-connector secret it calls with was sealed, under the keys of before.
+connector secret it calls with (and a webhook's signing secret) was sealed, under the keys of
+before.
 """
 import json
 import os
@@ -20,7 +21,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import test_runs as tr  # noqa: E402
 import test_server as ts  # noqa: E402
+import test_webhooks as twh  # noqa: E402
 from test_server import Fail, check, db_rows  # noqa: E402
+
+HOOK_SECRET = "the-webhook-secret-of-before"
 
 
 def airlockd(*args, env=None):
@@ -115,27 +119,36 @@ def t_rotate_refused_while_airlockd_runs(tmp):
 
 
 def t_rotate_every_key_waiting_runs_resume_and_the_audit_follows_the_chain(tmp):
-    """Runs waiting with continuations of the old key, a connector secret sealed under the old
-    secret key, checkpoints signed with the old audit key; airlockd stopped, the three keys
-    rotated, started again: the waiting runs resume and call the connector, new runs wait and
-    resume under the new keys, /v1/audit/verify and `airlock audit verify` follow the chain of
-    audit keys from the old public key to the new one."""
+    """Runs waiting with continuations of the old key, a connector secret and a webhook's
+    signing secret sealed under the old secret key, checkpoints signed with the old audit key;
+    airlockd stopped, the three keys rotated, started again: the waiting runs resume and call the
+    connector, the webhook's events are still signed with its secret, new runs wait and resume
+    under the new keys, /v1/audit/verify and `airlock audit verify` follow the chain of audit
+    keys from the old public key to the new one."""
     w = tr.World(tmp)
+    receiver = twh.Receiver()
     try:
         w.template("refund", tr.REFUND, ["shop.orders", "shop.refund"])
+        w.ok("POST", "/v1/webhooks", {"url": receiver.url + "/ok", "events": ["approval.decided"],
+                                      "department": "finance", "signing_secret": HOOK_SECRET},
+             w.admin, 201)
         old_pub = public_key(w)
         first = waiting_refund(w, 3)
         second = waiting_refund(w, 4)
         sealed = db_rows(w.dir, "SELECT signing_secret, headers FROM connectors")
+        hook_sealed = db_rows(w.dir, "SELECT secret FROM webhooks")
         cont = key_lines(w.dir, "continuation.key")
         w.s.stop()
         out = rotate(w, "continuation")
         check("1 older key still verifies" in out, out)
         check(key_lines(w.dir, "continuation.key")[1:] == cont, "the old key is not kept")
         out = rotate(w, "secret")
-        check("2 sealed values sealed again" in out, out)  # the shop's secret and headers
+        # the shop's secret and headers, the webhook's secret
+        check("3 sealed values sealed again" in out, out)
         check(db_rows(w.dir, "SELECT signing_secret, headers FROM connectors") != sealed,
               "the connector's secrets were not sealed again")
+        check(db_rows(w.dir, "SELECT secret FROM webhooks") != hook_sealed,
+              "the webhook's secret was not sealed again")
         out = rotate(w, "audit")
         check("announced in the log" in out and old_pub in out, out)
         restart(w)
@@ -143,6 +156,12 @@ def t_rotate_every_key_waiting_runs_resume_and_the_audit_follows_the_chain(tmp):
         check(new_pub != old_pub, "the audit key did not change")
         verifies(w)
         approve_completes(w, first[0], first[1], 3)
+        # the webhook made before the rotation still signs with the secret it was given
+        receiver.until("/ok", lambda g: first[1] in [e["data"]["approval"] for e in g],
+                       "the first approval's decision")
+        for headers, body in receiver.posts("/ok"):
+            check(twh.signed(headers, body, HOOK_SECRET),
+                  "a decision after the rotation is not signed with the webhook's secret")
         third = waiting_refund(w, 5)
         approve_completes(w, third[0], third[1], 5)
         # a second rotation of the continuation key: both older keys still verify
@@ -164,6 +183,7 @@ def t_rotate_every_key_waiting_runs_resume_and_the_audit_follows_the_chain(tmp):
         check(len(ann) == 1 and ann[0]["details"]["public_key"] == old_pub and
               ann[0]["details"]["next_public_key"] == new_pub, "announcement: %r" % ann)
     finally:
+        receiver.stop()
         w.close()
 
 
