@@ -244,6 +244,7 @@ void api_departments_delete(struct api_ctx *ctx)
         api_usage_part(&what, u.grants, "role grant", "role grants");
         api_usage_part(&what, u.runs, "run", "runs");
         api_usage_part(&what, u.snapshots, "snapshot", "snapshots");
+        api_usage_part(&what, u.webhooks, "webhook", "webhooks");
     }
     if (rc == STORE_OK && what.len > 0) {
         /* what names it would name nothing, or a department of that name made later */

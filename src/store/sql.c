@@ -1343,13 +1343,15 @@ enum store_rc sql_department_rename(struct store *s, const char *name, const cha
         "UPDATE runs SET department = $2 WHERE department = $1",
         "UPDATE approvals SET department = $2 WHERE department = $1",
         "UPDATE snapshots SET department = $2 WHERE department = $1",
+        "UPDATE webhooks SET department = $2 WHERE department = $1",
     };
     struct sql_store *q = sql_of(s);
     const char *args[] = { name, new_name };
     int64_t changes = 0;
     enum store_rc rc = q->db->exec(q,
-                                   "INSERT INTO departments(name, autonomy, allow_adhoc, created) "
-                                   "SELECT $2, autonomy, allow_adhoc, created FROM departments "
+                                   "INSERT INTO departments(name, autonomy, allow_adhoc, "
+                                   "approval_ttl_ms, created) SELECT $2, autonomy, allow_adhoc, "
+                                   "approval_ttl_ms, created FROM departments "
                                    "WHERE name = $1 ON CONFLICT DO NOTHING",
                                    2, args, &changes);
     if (rc == STORE_OK && changes == 0) {
@@ -1379,6 +1381,7 @@ enum store_rc sql_department_usage(struct store *s, const char *name,
         { "SELECT count(*) FROM role_grants WHERE department = $1", &u.grants },
         { "SELECT count(*) FROM runs WHERE department = $1", &u.runs },
         { "SELECT count(*) FROM snapshots WHERE department = $1", &u.snapshots },
+        { "SELECT count(*) FROM webhooks WHERE department = $1", &u.webhooks },
     };
     for (size_t i = 0; i < sizeof counts / sizeof counts[0] && rc == STORE_OK; i++) {
         rc = q->db->walk(q, counts[i].sql, 1, &name, 1, sql_int_each, NULL, counts[i].count);

@@ -386,6 +386,7 @@ struct store_department_usage {
     int64_t grants;    /* role grants in it */
     int64_t runs;      /* runs of it, in any state */
     int64_t snapshots; /* uploaded workspace snapshots of it */
+    int64_t webhooks;  /* webhooks notified of its events */
 };
 
 /* Wake-ups between nodes (since version 6): the channels a node listens on, each payload a run's

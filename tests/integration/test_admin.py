@@ -314,9 +314,16 @@ def t_department_renamed_with_what_names_it(tmp):
         a = w.admin
         w.template("orders", "return await shop.orders('paid');", ["shop.orders"])
         run = w.run({"template": "orders"}, want=200)[1]
+        w.ok("PUT", "/v1/departments/finance/policy", {"approval_ttl_ms": 60000}, a)
+        w.ok("POST", "/v1/webhooks", {"url": "http://127.0.0.1:9/hook", "events": ["run.failed"],
+                                      "department": "finance", "format": "json",
+                                      "signing_secret": "a-signing-secret-long-enough"}, a, 201)
         st, doc, _ = w.s.request("PATCH", "/v1/departments/finance", {"name": "fin"}, key=a)
-        check(st == 200 and doc["name"] == "fin" and doc["autonomy"] == "autonomous",
-              "renamed: %r" % doc)
+        check(st == 200 and doc["name"] == "fin" and doc["autonomy"] == "autonomous" and
+              doc["approval_ttl_ms"] == 60000, "renamed, with its policy: %r" % doc)
+        hooks = w.ok("GET", "/v1/webhooks", None, a)
+        hooks = hooks["webhooks"] if isinstance(hooks, dict) else hooks
+        check([h["department"] for h in hooks] == ["fin"], "the webhook follows: %r" % hooks)
         # everything that named it follows: grants, templates, connectors, runs
         check(w.ok("GET", "/v1/templates/orders", None, a)["department"] == "fin", "template")
         check(w.ok("GET", "/v1/connectors/shop", None, a)["department"] == "fin", "connector")
