@@ -177,6 +177,21 @@ int api_body(struct api_ctx *ctx, const struct api_field *fields, size_t nfields
 enum store_rc api_audit(struct api_ctx *ctx, const char *action, const char *subject,
                         const char *department, const char *details_json)
 {
+    /* a session's change names the identity the provider vouched for (docs/sso.md) */
+    if (ctx->who && ctx->who->session && details_json && details_json[0] == '{') {
+        struct buf d;
+        buf_init(&d, strlen(details_json) + 2 * sizeof ctx->who->identity + 32);
+        buf_append_str(&d, "{\"session_identity\":");
+        json_write_string(&d, ctx->who->identity, strlen(ctx->who->identity));
+        buf_append_str(&d, details_json[1] == '}' ? "" : ",");
+        buf_append_str(&d, details_json + 1);
+        enum store_rc rc = d.data ? ctx->store->ops->audit_append(ctx->store, ctx->who->name,
+                                                                  action, subject, department,
+                                                                  d.data, NULL)
+                                  : STORE_ERROR;
+        buf_done(&d);
+        return rc;
+    }
     return ctx->store->ops->audit_append(ctx->store, ctx->who ? ctx->who->name : "airlockd", action,
                                          subject, department, details_json, NULL);
 }

@@ -183,6 +183,13 @@ void api_principals_me(struct api_ctx *ctx)
         api_store_failed(ctx);
         return;
     }
+    /* a session of the web UI: its identity and the CSRF token its changes must carry */
+    if (ctx->who->session && l.b->len > 0 && l.b->data[l.b->len - 1] == '}') {
+        l.b->len--;
+        buf_append_str(l.b, ",\"identity\":");
+        json_write_string(l.b, ctx->who->identity, strlen(ctx->who->identity));
+        buf_printf(l.b, ",\"csrf_token\":\"%s\"}", ctx->who->csrf);
+    }
     buf_append_str(l.b, "\n");
 }
 

@@ -1874,3 +1874,75 @@ enum store_rc sql_run_file_list(struct store *s, const char *run, const char *pa
                     "ORDER BY path",
                     1, args, 0, sql_run_file_each, (void *)fn, userdata);
 }
+
+/* ---------------------------------------------------------------- sessions (0017_sessions) */
+
+enum store_rc sql_session_create(struct store *s, const struct store_session *sess, int64_t now_ms)
+{
+    char now[32];
+    char expires[24];
+    char before[24];
+    sql_now(now);
+    snprintf(expires, sizeof expires, "%" PRId64, sess->expires_ms);
+    snprintf(before, sizeof before, "%" PRId64, now_ms);
+    /* the table holds no session long past its end: each sign-in sweeps the expired ones */
+    enum store_rc rc = sql_exec(s, "DELETE FROM sessions WHERE expires_ms < $1", 1,
+                                (const char *const[]){ before });
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    const char *args[] = { sess->token_sha256, sess->principal, sess->identity,
+                           sess->grants,       now,             expires };
+    return sql_insert(sql_of(s),
+                      "INSERT INTO sessions(token_sha256, principal, identity, grants, created, "
+                      "expires_ms) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+                      6, args);
+}
+
+static int sql_session_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct store_session sess = { col(r, 0), col(r, 1), col(r, 2),
+                                  col(r, 3), col(r, 4), num(r, 5) };
+    return ((store_session_fn *)fn)(userdata, &sess);
+}
+
+enum store_rc sql_session_get(struct store *s, const char *token_sha256, store_session_fn *fn,
+                              void *userdata)
+{
+    return sql_walk(s,
+                    "SELECT token_sha256, principal, identity, grants, created, expires_ms FROM "
+                    "sessions WHERE token_sha256 = $1",
+                    1, &token_sha256, 1, sql_session_each, (void *)fn, userdata);
+}
+
+enum store_rc sql_session_delete(struct store *s, const char *token_sha256)
+{
+    return sql_change(sql_of(s), "DELETE FROM sessions WHERE token_sha256 = $1", 1,
+                      &token_sha256);
+}
+
+static int sql_name_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    const char *name = col(r, 0);
+    (void)fn;
+    if (name && strlen(name) <= STORE_NAME_MAX) {
+        memcpy(userdata, name, strlen(name) + 1);
+    }
+    return 1;
+}
+
+enum store_rc sql_principal_find_identity(struct store *s, const char *identity, char *ret_name)
+{
+    char name[STORE_NAME_MAX + 1] = "";
+    enum store_rc rc = sql_walk(s,
+                                "SELECT name FROM principals WHERE identity = $1 AND kind = "
+                                "'user' ORDER BY name LIMIT 1",
+                                1, &identity, 1, sql_name_each, NULL, name);
+    if (rc == STORE_OK && !name[0]) {
+        rc = STORE_NOT_FOUND;
+    }
+    if (rc == STORE_OK) {
+        memcpy(ret_name, name, strlen(name) + 1);
+    }
+    return rc;
+}

@@ -157,5 +157,9 @@ enum store_rc sql_audit_chain_legacy(struct sql_store *q);
 #define SQL_OP_MEMBER(m)  .m = sql_##m,
 /* clang-format on */
 SQL_OPS_SHARED(SQL_OP_DECLARE)
+/* Sessions of the web UI (0017_sessions), shared as well. */
+#define SQL_OPS_SESSIONS(X)                                                                        \
+    X(session_create) X(session_get) X(session_delete) X(principal_find_identity)
+SQL_OPS_SESSIONS(SQL_OP_DECLARE)
 
 #endif

@@ -379,6 +379,17 @@ struct store_listener {
     const struct store_listener_ops *ops;
 };
 
+/* A session of the web UI (0017_sessions). */
+struct store_session {
+    const char *token_sha256; /* hex SHA-256 of the cookie's token */
+    const char *principal;
+    const char *identity; /* what the identity provider vouched for */
+    const char *grants;   /* JSON [["role","department"],...]: group_roles' at sign-in */
+    const char *created;
+    int64_t expires_ms; /* ms since the epoch */
+};
+typedef int store_session_fn(void *userdata, const struct store_session *sess);
+
 struct store_ops {
     int version;      /* STORE_OPS_VERSION; later versions only append members */
     const char *name; /* "sqlite" | "postgres" */
@@ -713,6 +724,22 @@ struct store_ops {
      * NULL only that file (NOT_FOUND when the run has no such output). */
     enum store_rc (*run_file_list)(struct store *s, const char *run, const char *path,
                                    store_run_file_fn *fn, void *userdata);
+
+    /* Since 0017_sessions: sessions of the web UI (sess->created is ignored: now). Sessions
+     * expired before sess->created's time are deleted on the way. CONFLICT when the hash is
+     * taken. */
+    enum store_rc (*session_create)(struct store *s, const struct store_session *sess,
+                                    int64_t now_ms);
+    /* Session `token_sha256`: fn sees it once; NOT_FOUND when there is none (expiry is the
+     * caller's to check). */
+    enum store_rc (*session_get)(struct store *s, const char *token_sha256, store_session_fn *fn,
+                                 void *userdata);
+    /* NOT_FOUND when there is no such session. */
+    enum store_rc (*session_delete)(struct store *s, const char *token_sha256);
+    /* The principal of kind user linked to `identity` (STORE_NAME_MAX + 1 bytes); NOT_FOUND
+     * when none is. */
+    enum store_rc (*principal_find_identity)(struct store *s, const char *identity,
+                                             char *ret_name);
 };
 
 /* Every backend's handle starts with this. */
