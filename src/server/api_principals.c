@@ -188,7 +188,15 @@ void api_principals_me(struct api_ctx *ctx)
         l.b->len--;
         buf_append_str(l.b, ",\"identity\":");
         json_write_string(l.b, ctx->who->identity, strlen(ctx->who->identity));
-        buf_printf(l.b, ",\"csrf_token\":\"%s\"}", ctx->who->csrf);
+        buf_printf(l.b, ",\"csrf_token\":\"%s\",\"session_roles\":[", ctx->who->csrf);
+        /* what the session holds: the grants, and those group_roles gave at its sign-in */
+        for (size_t i = 0; i < ctx->who->gov.ngrants; i++) {
+            const struct gov_grant *g = &ctx->who->gov.grants[i];
+            api_member(l.b, i ? ",{\"role\":" : "{\"role\":", gov_role_name(g->role));
+            api_member(l.b, ",\"department\":", g->department);
+            buf_append_str(l.b, "}");
+        }
+        buf_append_str(l.b, "]}");
     }
     buf_append_str(l.b, "\n");
 }
