@@ -66,7 +66,7 @@ void api_auth_login(struct api_ctx *ctx)
     }
     if (oidc_authorize_url(ctx->svc->oidc, &login, ctx->resp->location, why) != 0) {
         ctx->resp->location[0] = '\0';
-        api_error(ctx, 502, "BAD_GATEWAY", "the identity provider: %s", why);
+        api_error(ctx, 500, "INTERNAL", "the identity provider: %s", why);
         return;
     }
     /* SameSite=Lax: the provider's redirect back is a top-level navigation from its site */
