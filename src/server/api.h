@@ -175,6 +175,9 @@ void api_audit_head_set(struct audit_head *h, const struct auditlog_result *res,
 void api_departments_create(struct api_ctx *ctx);
 void api_departments_list(struct api_ctx *ctx);
 void api_departments_policy(struct api_ctx *ctx);
+/* A department renamed, or deleted when empty (api_departments.c). */
+void api_departments_patch(struct api_ctx *ctx);
+void api_departments_delete(struct api_ctx *ctx);
 void api_principals_create(struct api_ctx *ctx);
 void api_principals_list(struct api_ctx *ctx);
 void api_principals_key_create(struct api_ctx *ctx);
@@ -182,6 +185,11 @@ void api_principals_key_revoke(struct api_ctx *ctx);
 void api_principals_role_grant(struct api_ctx *ctx);
 void api_principals_role_revoke(struct api_ctx *ctx);
 void api_principals_me(struct api_ctx *ctx);
+/* Administration of principals (api_principals.c): one principal with its grants, its identity
+ * and disabled flag changed, its removal. */
+void api_principals_get(struct api_ctx *ctx);
+void api_principals_patch(struct api_ctx *ctx);
+void api_principals_delete(struct api_ctx *ctx);
 void api_runs_create(struct api_ctx *ctx);
 void api_runs_get(struct api_ctx *ctx);
 void api_runs_list(struct api_ctx *ctx);
@@ -201,6 +209,10 @@ void api_system_readyz(struct api_ctx *ctx);
 void api_connectors_create(struct api_ctx *ctx);
 void api_connectors_list(struct api_ctx *ctx);
 void api_connectors_get(struct api_ctx *ctx);
+/* A connector changed or deleted (api_connectors.c): 409 while that changes what an approved
+ * version may do, unless ?force=true, which revokes those versions in the same transaction. */
+void api_connectors_patch(struct api_ctx *ctx);
+void api_connectors_delete(struct api_ctx *ctx);
 
 /* Mounts (api_mounts.c). */
 void api_mounts_create(struct api_ctx *ctx);

@@ -118,6 +118,15 @@ refused:
     return -1;
 }
 
+/* The principal principal_find_identity found, when it is a user. */
+static int api_auth_user_of(void *userdata, const struct store_principal *p)
+{
+    if (strcmp(p->kind, "user") == 0 && strlen(p->name) <= STORE_NAME_MAX) {
+        memcpy(userdata, p->name, strlen(p->name) + 1);
+    }
+    return 1;
+}
+
 void api_auth_callback(struct api_ctx *ctx)
 {
     const struct oidc_config *cfg = api_auth_config(ctx);
@@ -131,12 +140,23 @@ void api_auth_callback(struct api_ctx *ctx)
     int64_t now = api_auth_now_ms();
     buf_init(&grants, 8192);
     buf_init(&details, 16384);
-    enum store_rc rc = s->ops->principal_find_identity(s, ctx->claims->identity, name);
-    if (rc == STORE_NOT_FOUND) {
-        snprintf(why, sizeof why, "no principal is linked to identity %.96s",
+    struct auth_principal who;
+    enum store_rc rc =
+            s->ops->principal_find_identity(s, ctx->claims->identity, api_auth_user_of, name);
+    if (rc == STORE_NOT_FOUND || (rc == STORE_OK && !name[0])) {
+        snprintf(why, sizeof why, "no principal of kind user is linked to identity %.96s",
                  ctx->claims->identity);
         api_denied(ctx, 401, why);
         goto out;
+    }
+    /* the rule of keys: a disabled principal is signed in by nothing */
+    enum auth_result ar = rc == STORE_OK ? auth_principal_load(s, name, &who, why) : AUTH_OK;
+    if (ar == AUTH_UNAUTHENTICATED) {
+        api_denied(ctx, 401, why);
+        goto out;
+    }
+    if (ar == AUTH_STORE_FAILED) {
+        rc = STORE_ERROR;
     }
     session_group_grants(cfg, ctx->claims, &grants);
     buf_append_str(&details, "{\"identity\":");

@@ -7,7 +7,14 @@
  * a log line or the audit log, which name the headers only. Every function's schemas are
  * compiled at registration, so a schema the client could not honour is refused then, not at
  * the first call. The change and its audit record are one transaction.
+ *
+ * What was approved is what runs: a change of what an approved version may do through a
+ * connector (its URL; a function it names added, removed, or made sensitive or idempotent or
+ * not) is refused while such a version is approved, unless the caller asks to revoke those
+ * versions with it (?force=true), and so is deleting a connector an approved version names.
+ * Headers, the signing secret, the timeout, descriptions and schemas change freely.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -359,6 +366,70 @@ static int api_connector_one(void *userdata, const struct store_connector *c)
     return 0;
 }
 
+/* The url member: 0, or -1 after answering 400. */
+static int api_connector_url_check(struct api_ctx *ctx, const struct json_node *url)
+{
+    if (strpbrk(url->str, "?#")) { /* named, never shown: it may hold a credential */
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "field \"url\" must have no query or fragment: the URL is stored in the clear "
+                  "and shown to the department, so credentials go in \"headers\", which are "
+                  "sealed");
+        return -1;
+    }
+    if (!api_url_ok(url->str, url->str_len)) {
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "field \"url\" must be an http:// or https:// URL with a host, without "
+                  "userinfo or spaces, at most %d bytes",
+                  API_CONNECTOR_URL_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+/* The signing_secret member: 0, or -1 after answering 400. */
+static int api_connector_secret_check(struct api_ctx *ctx, const struct json_node *secret)
+{
+    if (secret->str_len < API_CONNECTOR_SECRET_MIN || secret->str_len > API_CONNECTOR_SECRET_MAX) {
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "field \"signing_secret\" must be %d to %d bytes long", API_CONNECTOR_SECRET_MIN,
+                  API_CONNECTOR_SECRET_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+/* The timeout_ms member: 0, or -1 after answering 400. */
+static int api_connector_timeout_check(struct api_ctx *ctx, const struct json_node *timeout)
+{
+    if (timeout->num < 1 || timeout->num > API_CONNECTOR_TIMEOUT_MAX ||
+        timeout->num != (double)(int64_t)timeout->num) {
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "field \"timeout_ms\" must be an integer from 1 to %d",
+                  API_CONNECTOR_TIMEOUT_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+/* Seals `len` bytes of connector `name`'s `field` (bound to both): the sealed text (the caller
+ * frees it), or NULL after answering 500. */
+static char *api_connector_seal(struct api_ctx *ctx, const char *name, const char *field,
+                                const char *data, size_t len)
+{
+    char context[STORE_NAME_MAX + 64];
+    char *sealed = NULL;
+    if (!ctx->secret_key) {
+        api_error(ctx, 500, "INTERNAL", "no key to seal connector secrets");
+        return NULL;
+    }
+    snprintf(context, sizeof context, "connector/%s/%s", name, field);
+    if (secretbox_seal(ctx->secret_key, context, data, len, &sealed) != 0) {
+        api_error(ctx, 500, "INTERNAL", "cannot seal the %s", field);
+        return NULL;
+    }
+    return sealed;
+}
+
 void api_connectors_create(struct api_ctx *ctx)
 {
     struct store *s = ctx->store;
@@ -383,7 +454,6 @@ void api_connectors_create(struct api_ctx *ctx)
     struct buf plain_headers;
     struct buf names;
     struct buf details;
-    char context[STORE_NAME_MAX + 64];
     char *sealed_secret = NULL;
     char *sealed_headers = NULL;
     buf_init(&fns, (size_t)1 << 20);
@@ -404,31 +474,8 @@ void api_connectors_create(struct api_ctx *ctx)
         api_error(ctx, 400, "INVALID_REQUEST", "field \"department\" is not a department name");
         goto out;
     }
-    if (strpbrk(url->str, "?#")) { /* named, never shown: it may hold a credential */
-        api_error(ctx, 400, "INVALID_REQUEST",
-                  "field \"url\" must have no query or fragment: the URL is stored in the clear "
-                  "and shown to the department, so credentials go in \"headers\", which are "
-                  "sealed");
-        goto out;
-    }
-    if (!api_url_ok(url->str, url->str_len)) {
-        api_error(ctx, 400, "INVALID_REQUEST",
-                  "field \"url\" must be an http:// or https:// URL with a host, without "
-                  "userinfo or spaces, at most %d bytes",
-                  API_CONNECTOR_URL_MAX);
-        goto out;
-    }
-    if (secret->str_len < API_CONNECTOR_SECRET_MIN || secret->str_len > API_CONNECTOR_SECRET_MAX) {
-        api_error(ctx, 400, "INVALID_REQUEST",
-                  "field \"signing_secret\" must be %d to %d bytes long", API_CONNECTOR_SECRET_MIN,
-                  API_CONNECTOR_SECRET_MAX);
-        goto out;
-    }
-    if (timeout && (timeout->num < 1 || timeout->num > API_CONNECTOR_TIMEOUT_MAX ||
-                    timeout->num != (double)(int64_t)timeout->num)) {
-        api_error(ctx, 400, "INVALID_REQUEST",
-                  "field \"timeout_ms\" must be an integer from 1 to %d",
-                  API_CONNECTOR_TIMEOUT_MAX);
+    if (api_connector_url_check(ctx, url) != 0 || api_connector_secret_check(ctx, secret) != 0 ||
+        (timeout && api_connector_timeout_check(ctx, timeout) != 0)) {
         goto out;
     }
     int64_t timeout_ms = timeout ? (int64_t)timeout->num : API_CONNECTOR_TIMEOUT_DEFAULT;
@@ -443,20 +490,12 @@ void api_connectors_create(struct api_ctx *ctx)
         api_error(ctx, 400, "INVALID_REQUEST", "the connector's definition is too large");
         goto out;
     }
-    if (!ctx->secret_key) {
-        api_error(ctx, 500, "INTERNAL", "no key to seal connector secrets");
-        goto out;
-    }
-    snprintf(context, sizeof context, "connector/%s/signing_secret", name->str);
-    if (secretbox_seal(ctx->secret_key, context, secret->str, secret->str_len, &sealed_secret) !=
-        0) {
-        api_error(ctx, 500, "INTERNAL", "cannot seal the signing secret");
-        goto out;
-    }
-    snprintf(context, sizeof context, "connector/%s/headers", name->str);
-    if (secretbox_seal(ctx->secret_key, context, plain_headers.data, plain_headers.len,
-                       &sealed_headers) != 0) {
-        api_error(ctx, 500, "INTERNAL", "cannot seal the headers");
+    sealed_secret =
+            api_connector_seal(ctx, name->str, "signing_secret", secret->str, secret->str_len);
+    sealed_headers = sealed_secret ? api_connector_seal(ctx, name->str, "headers",
+                                                        plain_headers.data, plain_headers.len)
+                                   : NULL;
+    if (!sealed_headers) {
         goto out;
     }
     /* The audit sees the names of headers, never their values nor the secret. */
@@ -586,4 +625,468 @@ void api_connectors_get(struct api_ctx *ctx)
     buf_append_str(&ctx->resp->body, "\n");
 out:
     buf_done(&found.b);
+}
+
+/* ---------------------------------------------------------------- changing and removing */
+
+/* A connector as stored, copied for a change in its transaction. */
+struct api_connector_row {
+    int found;
+    int lost; /* out of memory copying it */
+    char department[STORE_NAME_MAX + 1];
+    char *url, *signing_secret_sealed, *headers_sealed, *header_names, *functions;
+    int64_t timeout_ms;
+};
+
+static char *api_dup(const char *s, int *lost)
+{
+    char *d = s ? buf_dup(s, strlen(s)) : NULL;
+    *lost |= s && !d;
+    return d;
+}
+
+static int api_connector_row_read(void *userdata, const struct store_connector *c)
+{
+    struct api_connector_row *row = userdata;
+    row->found = 1;
+    snprintf(row->department, sizeof row->department, "%s", c->department);
+    row->url = api_dup(c->url, &row->lost);
+    row->signing_secret_sealed = api_dup(c->signing_secret_sealed, &row->lost);
+    row->headers_sealed = api_dup(c->headers_sealed, &row->lost);
+    row->header_names = api_dup(c->header_names, &row->lost);
+    row->functions = api_dup(c->functions, &row->lost);
+    row->timeout_ms = c->timeout_ms;
+    return 0;
+}
+
+static void api_connector_row_done(struct api_connector_row *row)
+{
+    free(row->url);
+    free(row->signing_secret_sealed);
+    free(row->headers_sealed);
+    free(row->header_names);
+    free(row->functions);
+}
+
+/* Reads connector `name` inside the caller's transaction: STORE_OK, NOT_FOUND, or STORE_ERROR. */
+static enum store_rc api_connector_row_get(struct store *s, const char *name,
+                                           struct api_connector_row *row)
+{
+    enum store_rc rc = s->ops->connector_get(s, name, api_connector_row_read, row);
+    if (rc == STORE_OK && !row->found) {
+        rc = STORE_NOT_FOUND;
+    }
+    return rc == STORE_OK && row->lost ? STORE_ERROR : rc;
+}
+
+/* What an approved version may do through a connector is its URL and, per function, that the
+ * function exists and its sensitive and idempotent flags: the names of the functions whose
+ * presence or flags differ between the stored definition `before` and `after` (normalised
+ * objects, api_connector_functions) go to `changed` as a JSON array. 0, or -1 when one of them
+ * is not the JSON this file stores. */
+static int api_connector_changed_functions(const char *before, const char *after,
+                                           struct buf *changed)
+{
+    struct json_doc *docs[2] = { NULL, NULL };
+    const char *texts[2] = { before, after };
+    int rc = -1;
+    int n = 0;
+    for (int i = 0; i < 2; i++) {
+        if (json_parse(texts[i], strlen(texts[i]), API_DEPTH_MAX + SCHEMA_JSON_DEPTH, &docs[i],
+                       NULL) != AL_OK ||
+            json_root(docs[i])->type != JSON_OBJECT) {
+            goto out;
+        }
+    }
+    buf_append_str(changed, "[");
+    for (int i = 0; i < 2; i++) {
+        const struct json_node *other = json_root(docs[1 - i]);
+        for (const struct json_node *fn = json_root(docs[i])->child; fn; fn = fn->next) {
+            const struct json_node *same = json_get(other, fn->key);
+            int differs = !same;
+            for (int f = 0; same && f < 2 && i == 0; f++) {
+                const char *flag = f ? "idempotent" : "sensitive";
+                const struct json_node *a = json_get(fn, flag);
+                const struct json_node *b = json_get(same, flag);
+                differs |= (a && a->type == JSON_TRUE) != (b && b->type == JSON_TRUE);
+            }
+            if (differs) {
+                buf_append_str(changed, n++ ? "," : "");
+                api_str(changed, fn->key);
+            }
+        }
+    }
+    buf_append_str(changed, "]");
+    rc = 0;
+out:
+    json_doc_free(docs[0]);
+    json_doc_free(docs[1]);
+    return rc;
+}
+
+/* The approved versions a change of connector `name` touches: those naming any of its functions
+ * (`all`), or one of the functions in the JSON array `changed`. */
+struct api_connector_users {
+    const char *name;
+    int all;
+    const struct json_node *changed; /* an array of function names, or NULL */
+    size_t n, cap;
+    struct api_connector_user {
+        char template_name[STORE_NAME_MAX + 1];
+        char department[STORE_NAME_MAX + 1];
+        char digest[72];
+        int64_t version;
+    } * v;
+    int failed;
+};
+
+static int api_connector_names(const struct api_connector_users *u, const char *fn)
+{
+    size_t len = strlen(u->name);
+    if (strncmp(fn, u->name, len) != 0 || fn[len] != '.') {
+        return 0;
+    }
+    if (u->all) {
+        return 1;
+    }
+    for (const struct json_node *c = u->changed ? u->changed->child : NULL; c; c = c->next) {
+        if (c->type == JSON_STRING && strcmp(c->str, fn + len + 1) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int api_connector_user(void *userdata, const struct store_version *v)
+{
+    struct api_connector_users *u = userdata;
+    struct json_doc *doc = NULL;
+    int uses = 0;
+    if (json_parse(v->functions, strlen(v->functions), API_DEPTH_MAX, &doc, NULL) != AL_OK) {
+        u->failed = 1;
+        return 1;
+    }
+    for (const struct json_node *f = json_root(doc)->child; f && !uses; f = f->next) {
+        uses = f->type == JSON_STRING && api_connector_names(u, f->str);
+    }
+    json_doc_free(doc);
+    if (!uses) {
+        return 0;
+    }
+    if (u->n == u->cap) {
+        size_t cap = u->cap ? 2 * u->cap : 8;
+        void *more = realloc(u->v, cap * sizeof u->v[0]);
+        if (!more) {
+            u->failed = 1;
+            return 1;
+        }
+        u->v = more;
+        u->cap = cap;
+    }
+    struct api_connector_user *one = &u->v[u->n++];
+    snprintf(one->template_name, sizeof one->template_name, "%s", v->template_name);
+    snprintf(one->department, sizeof one->department, "%s", v->department);
+    snprintf(one->digest, sizeof one->digest, "%s", v->digest);
+    one->version = v->version;
+    return 0;
+}
+
+/* Revokes the approved versions of `u` inside the caller's transaction, each as POST .../revoke
+ * would (version.revoke with `reason`, its runs in progress cancelled), and lists them in
+ * `details` as "revoked":[{"template","version"}]. */
+static enum store_rc api_connector_revoke(struct api_ctx *ctx, const struct api_connector_users *u,
+                                          const char *reason, struct buf *revoked)
+{
+    struct store *s = ctx->store;
+    enum store_rc rc = STORE_OK;
+    struct buf details;
+    buf_init(&details, 16 * 1024);
+    buf_append_str(revoked, "[");
+    for (size_t i = 0; i < u->n && rc == STORE_OK; i++) {
+        const struct api_connector_user *v = &u->v[i];
+        rc = s->ops->version_set_state(s, v->template_name, v->version, "approved", "revoked",
+                                       ctx->who->name, reason);
+        buf_reset(&details);
+        api_member(&details, "{\"template\":", v->template_name);
+        buf_printf(&details,
+                   ",\"version\":%" PRId64
+                   ",\"digest\":\"%s\",\"from\":\"approved\",\"to\":\"revoked\"",
+                   v->version, v->digest);
+        api_member(&details, ",\"reason\":", reason);
+        buf_append_str(&details, "}");
+        if (rc == STORE_OK) {
+            rc = details.data ? api_audit(ctx, "version.revoke", v->template_name, v->department,
+                                          details.data)
+                              : STORE_ERROR;
+        }
+        if (rc == STORE_OK) {
+            rc = api_version_revoking(ctx, v->template_name, v->version);
+        }
+        api_member(revoked, i ? ",{\"template\":" : "{\"template\":", v->template_name);
+        buf_printf(revoked, ",\"version\":%" PRId64 "}", v->version);
+    }
+    buf_append_str(revoked, "]");
+    buf_done(&details);
+    return rc;
+}
+
+/* Once the revoking transaction has committed: the versions' runs executing here stop. */
+static void api_connector_revoked(struct api_ctx *ctx, const struct api_connector_users *u)
+{
+    for (size_t i = 0; i < u->n; i++) {
+        api_version_revoked(ctx, u->v[i].template_name, u->v[i].version);
+    }
+}
+
+/* 1 when the query says force=true; -1 after answering 400 for another value. */
+static int api_force(struct api_ctx *ctx)
+{
+    const char *force = http_query(ctx->req, "force");
+    if (!force || strcmp(force, "false") == 0) {
+        return 0;
+    }
+    if (strcmp(force, "true") == 0) {
+        return 1;
+    }
+    api_error(ctx, 400, "INVALID_REQUEST", "query \"force\" must be true or false");
+    return -1;
+}
+
+/* Answers 409 naming the first approved version in the way. */
+static void api_connector_in_use(struct api_ctx *ctx, const char *name, const char *what,
+                                 const struct api_connector_users *u)
+{
+    api_error(ctx, 409, "CONFLICT",
+              "%s connector %s would change what version %" PRId64 " of template %s (approved) "
+              "may do, and %zu approved version(s) in all: revoke them first, or give "
+              "?force=true to revoke them with it",
+              what, name, u->v[0].version, u->v[0].template_name, u->n);
+}
+
+/* A PATCH's body, each member NULL when not given. */
+struct api_connector_patch {
+    const struct json_node *url, *secret, *headers, *timeout, *functions;
+};
+
+void api_connectors_patch(struct api_ctx *ctx)
+{
+    struct store *s = ctx->store;
+    const char *name = api_param(ctx, "c");
+    struct api_connector_patch p = { NULL, NULL, NULL, NULL, NULL };
+    const struct api_field fields[] = {
+        { "url", JSON_STRING, 0, &p.url },
+        { "signing_secret", JSON_STRING, 0, &p.secret },
+        { "headers", JSON_OBJECT, 0, &p.headers },
+        { "timeout_ms", JSON_NUMBER, 0, &p.timeout },
+        { "functions", JSON_OBJECT, 0, &p.functions },
+    };
+    struct api_connector_row row;
+    struct api_connector_users users;
+    struct json_doc *changed_doc = NULL;
+    struct buf fns, flags, plain_headers, names, changed, revoked, details;
+    char *sealed_secret = NULL;
+    char *sealed_headers = NULL;
+    memset(&row, 0, sizeof row);
+    memset(&users, 0, sizeof users);
+    buf_init(&fns, (size_t)1 << 20);
+    buf_init(&flags, (size_t)64 << 10);
+    buf_init(&plain_headers, (size_t)256 << 10);
+    buf_init(&names, (size_t)16 << 10);
+    buf_init(&changed, (size_t)16 << 10);
+    buf_init(&revoked, (size_t)64 << 10);
+    buf_init(&details, (size_t)256 << 10);
+    int force = api_force(ctx);
+    if (force < 0 || api_body(ctx, fields, sizeof fields / sizeof fields[0]) != 0) {
+        goto out;
+    }
+    if (!p.url && !p.secret && !p.headers && !p.timeout && !p.functions) {
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "nothing to change: give url, headers, signing_secret, functions or "
+                  "timeout_ms");
+        goto out;
+    }
+    if ((p.url && api_connector_url_check(ctx, p.url) != 0) ||
+        (p.secret && api_connector_secret_check(ctx, p.secret) != 0) ||
+        (p.timeout && api_connector_timeout_check(ctx, p.timeout) != 0) ||
+        (p.headers && api_connector_headers(ctx, p.headers, &plain_headers, &names) != 0) ||
+        (p.functions && api_connector_functions(ctx, p.functions, &fns, &flags) != 0)) {
+        goto out;
+    }
+    if ((p.functions && (!api_built(&fns) || !api_built(&flags))) ||
+        (p.headers && (!api_built(&plain_headers) || !api_built(&names)))) {
+        api_error(ctx, 400, "INVALID_REQUEST", "the connector's definition is too large");
+        goto out;
+    }
+    /* the new secrets sealed before the transaction: the writer never waits on it */
+    if ((p.secret && !(sealed_secret = api_connector_seal(ctx, name, "signing_secret",
+                                                          p.secret->str, p.secret->str_len))) ||
+        (p.headers && !(sealed_headers = api_connector_seal(
+                                ctx, name, "headers", plain_headers.data, plain_headers.len)))) {
+        goto out;
+    }
+    if (s->ops->tx_begin(s) != STORE_OK) {
+        api_store_failed(ctx);
+        goto out;
+    }
+    enum store_rc rc = api_connector_row_get(s, name, &row);
+    const char *fn_text = p.functions ? fns.data : row.functions;
+    const char *url = p.url ? p.url->str : row.url;
+    int url_changed = rc == STORE_OK && strcmp(url, row.url) != 0;
+    if (rc == STORE_OK && (api_connector_changed_functions(row.functions, fn_text, &changed) != 0 ||
+                           !api_built(&changed) ||
+                           json_parse(changed.data, changed.len, 2, &changed_doc, NULL) != AL_OK)) {
+        rc = STORE_ERROR;
+    }
+    if (rc == STORE_OK && (url_changed || json_root(changed_doc)->count > 0)) {
+        users.name = name;
+        users.all = url_changed;
+        users.changed = json_root(changed_doc);
+        rc = s->ops->version_list_approved(s, api_connector_user, &users);
+        rc = rc == STORE_OK && users.failed ? STORE_ERROR : rc;
+    }
+    if (rc == STORE_OK && users.n > 0 && !force) {
+        s->ops->tx_rollback(s);
+        api_connector_in_use(ctx, name, "this change of", &users);
+        goto out;
+    }
+    char reason[STORE_NAME_MAX + 64];
+    snprintf(reason, sizeof reason, "connector %s changed", name);
+    if (rc == STORE_OK) {
+        rc = api_connector_revoke(ctx, &users, reason, &revoked);
+    }
+    if (rc == STORE_OK) {
+        struct store_connector c = {
+            name,
+            row.department,
+            url,
+            sealed_secret ? sealed_secret : row.signing_secret_sealed,
+            sealed_headers ? sealed_headers : row.headers_sealed,
+            p.headers ? names.data : row.header_names,
+            fn_text,
+            p.timeout ? (int64_t)p.timeout->num : row.timeout_ms,
+            NULL,
+            NULL,
+        };
+        rc = s->ops->connector_update(s, &c);
+        /* the audit sees what changed: never the secret nor a header value */
+        buf_append_str(&details, "{\"department\":");
+        api_str(&details, row.department);
+        if (p.url) {
+            api_member(&details, ",\"url\":", url);
+        }
+        if (p.timeout) {
+            buf_printf(&details, ",\"timeout_ms\":%lld", (long long)c.timeout_ms);
+        }
+        if (p.headers) {
+            buf_printf(&details, ",\"header_names\":%s", names.data);
+        }
+        if (p.secret) {
+            buf_append_str(&details, ",\"signing_secret\":\"changed\"");
+        }
+        if (p.functions) {
+            buf_printf(&details, ",\"functions\":%s", flags.data);
+        }
+        buf_printf(&details, ",\"functions_changed\":%s,\"revoked\":%s}", changed.data,
+                   revoked.data);
+    }
+    if (rc == STORE_OK) {
+        rc = api_built(&details)
+                     ? api_audit(ctx, "connector.update", name, row.department, details.data)
+                     : STORE_ERROR;
+    }
+    rc = api_tx_end(s, rc);
+    if (rc == STORE_NOT_FOUND) {
+        api_error(ctx, 404, "NOT_FOUND", "no connector %.64s", name);
+    } else if (rc != STORE_OK) {
+        api_store_failed(ctx);
+    } else {
+        api_connector_revoked(ctx, &users);
+        api_reply(ctx, 200);
+        if (s->ops->connector_get(s, name, api_connector_one, &ctx->resp->body) == STORE_OK) {
+            buf_append_str(&ctx->resp->body, "\n");
+        } else {
+            api_store_failed(ctx);
+        }
+    }
+out:
+    free(sealed_secret);
+    free(sealed_headers);
+    if (plain_headers.data) {
+        memset(plain_headers.data, 0, plain_headers.len);
+    }
+    json_doc_free(changed_doc);
+    free(users.v);
+    api_connector_row_done(&row);
+    buf_done(&plain_headers);
+    buf_done(&fns);
+    buf_done(&flags);
+    buf_done(&names);
+    buf_done(&changed);
+    buf_done(&revoked);
+    buf_done(&details);
+}
+
+void api_connectors_delete(struct api_ctx *ctx)
+{
+    struct store *s = ctx->store;
+    const char *name = api_param(ctx, "c");
+    struct api_connector_row row;
+    struct api_connector_users users;
+    struct buf revoked, details;
+    memset(&row, 0, sizeof row);
+    memset(&users, 0, sizeof users);
+    buf_init(&revoked, (size_t)64 << 10);
+    buf_init(&details, (size_t)64 << 10);
+    int force = api_force(ctx);
+    if (force < 0 || api_body(ctx, NULL, 0) != 0) {
+        goto out;
+    }
+    if (s->ops->tx_begin(s) != STORE_OK) {
+        api_store_failed(ctx);
+        goto out;
+    }
+    enum store_rc rc = api_connector_row_get(s, name, &row);
+    if (rc == STORE_OK) {
+        users.name = name;
+        users.all = 1;
+        rc = s->ops->version_list_approved(s, api_connector_user, &users);
+        rc = rc == STORE_OK && users.failed ? STORE_ERROR : rc;
+    }
+    if (rc == STORE_OK && users.n > 0 && !force) {
+        s->ops->tx_rollback(s);
+        api_connector_in_use(ctx, name, "deleting", &users);
+        goto out;
+    }
+    char reason[STORE_NAME_MAX + 64];
+    snprintf(reason, sizeof reason, "connector %s deleted", name);
+    if (rc == STORE_OK) {
+        rc = api_connector_revoke(ctx, &users, reason, &revoked);
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->connector_delete(s, name);
+    }
+    if (rc == STORE_OK) {
+        api_member(&details, "{\"department\":", row.department);
+        api_member(&details, ",\"url\":", row.url);
+        buf_printf(&details, ",\"revoked\":%s}", revoked.data);
+        rc = api_built(&details)
+                     ? api_audit(ctx, "connector.delete", name, row.department, details.data)
+                     : STORE_ERROR;
+    }
+    rc = api_tx_end(s, rc);
+    if (rc == STORE_NOT_FOUND) {
+        api_error(ctx, 404, "NOT_FOUND", "no connector %.64s", name);
+    } else if (rc != STORE_OK) {
+        api_store_failed(ctx);
+    } else {
+        api_connector_revoked(ctx, &users);
+        api_reply(ctx, 200);
+        api_member(&ctx->resp->body, "{\"name\":", name);
+        buf_printf(&ctx->resp->body, ",\"deleted\":true,\"revoked\":%s}\n", revoked.data);
+    }
+out:
+    free(users.v);
+    api_connector_row_done(&row);
+    buf_done(&revoked);
+    buf_done(&details);
 }

@@ -1,7 +1,11 @@
 /*
  * api_departments.c - departments and their policy (admin). A new department starts
  * {"autonomy":"autonomous","allow_adhoc":false}; every change and its audit record are one
- * transaction, so the log never misses a change nor records one that did not happen.
+ * transaction, so the log never misses a change nor records one that did not happen. A renamed
+ * department takes everything that names it along (store.h department_rename) but the audit
+ * log, which keeps what was true when it was written. A department is deleted only when empty:
+ * no template, connector, mount, role grant, run (in any state) or snapshot names it, so a
+ * department made later under its name inherits nothing.
  */
 #include <stdio.h>
 #include <string.h>
@@ -148,4 +152,100 @@ void api_departments_policy(struct api_ctx *ctx)
     }
 out:
     buf_done(&details);
+}
+
+void api_departments_patch(struct api_ctx *ctx)
+{
+    struct store *s = ctx->store;
+    const char *dept = api_param(ctx, "d");
+    const struct json_node *name = NULL;
+    const struct api_field fields[] = { { "name", JSON_STRING, 1, &name } };
+    char details[2 * STORE_NAME_MAX + 64];
+    if (api_body(ctx, fields, 1) != 0) {
+        return;
+    }
+    if (!api_name_ok(name->str)) {
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "field \"name\" must match [a-z0-9][a-z0-9._-]{0,63}");
+        return;
+    }
+    /* valid names need no escaping */
+    snprintf(details, sizeof details, "{\"from\":\"%s\",\"to\":\"%s\"}", dept, name->str);
+    if (s->ops->tx_begin(s) != STORE_OK) {
+        api_store_failed(ctx);
+        return;
+    }
+    enum store_rc rc = s->ops->department_rename(s, dept, name->str);
+    if (rc == STORE_OK) {
+        rc = api_audit(ctx, "department.rename", name->str, name->str, details);
+    }
+    rc = api_tx_end(s, rc);
+    if (rc == STORE_NOT_FOUND) {
+        api_error(ctx, 404, "NOT_FOUND", "no department %s", dept);
+    } else if (rc == STORE_CONFLICT) {
+        api_error(ctx, 409, "CONFLICT", "department %s exists", name->str);
+    } else if (rc != STORE_OK) {
+        api_store_failed(ctx);
+    } else {
+        api_department_reply(ctx, 200, name->str);
+    }
+}
+
+/* "N things" for a count that is not 0, after a comma when one was written before. */
+static void api_usage_part(struct buf *b, int64_t n, const char *one, const char *many)
+{
+    if (n > 0) {
+        buf_printf(b, "%s%lld %s", b->len ? ", " : "", (long long)n, n == 1 ? one : many);
+    }
+}
+
+void api_departments_delete(struct api_ctx *ctx)
+{
+    struct store *s = ctx->store;
+    const char *dept = api_param(ctx, "d");
+    struct store_department_usage u;
+    struct buf what;
+    char details[STORE_NAME_MAX + 32];
+    buf_init(&what, 1024);
+    if (api_body(ctx, NULL, 0) != 0) {
+        goto out;
+    }
+    if (s->ops->tx_begin(s) != STORE_OK) {
+        api_store_failed(ctx);
+        goto out;
+    }
+    enum store_rc rc = s->ops->department_usage(s, dept, &u);
+    if (rc == STORE_OK) {
+        api_usage_part(&what, u.templates, "template", "templates");
+        api_usage_part(&what, u.connectors, "connector", "connectors");
+        api_usage_part(&what, u.mounts, "mount", "mounts");
+        api_usage_part(&what, u.grants, "role grant", "role grants");
+        api_usage_part(&what, u.runs, "run", "runs");
+        api_usage_part(&what, u.snapshots, "snapshot", "snapshots");
+    }
+    if (rc == STORE_OK && what.len > 0) {
+        /* what names it would name nothing, or a department of that name made later */
+        s->ops->tx_rollback(s);
+        api_error(ctx, 409, "CONFLICT", "department %s is not empty: it has %s", dept, what.data);
+        goto out;
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->department_delete(s, dept);
+    }
+    if (rc == STORE_OK) {
+        snprintf(details, sizeof details, "{\"name\":\"%s\"}", dept);
+        rc = api_audit(ctx, "department.delete", dept, dept, details);
+    }
+    rc = api_tx_end(s, rc);
+    if (rc == STORE_NOT_FOUND) {
+        api_error(ctx, 404, "NOT_FOUND", "no department %s", dept);
+    } else if (rc != STORE_OK) {
+        api_store_failed(ctx);
+    } else {
+        api_reply(ctx, 200);
+        api_member(&ctx->resp->body, "{\"name\":", dept);
+        buf_append_str(&ctx->resp->body, ",\"deleted\":true}\n");
+    }
+out:
+    buf_done(&what);
 }

@@ -1,7 +1,11 @@
 /*
  * api_principals.c - principals, their API keys and role grants (admin), and /v1/me. A key is
  * shown once, in the answer that creates it, and is never stored, logged or audited: only its
- * prefix is. Each change and its audit record are one transaction.
+ * prefix is. Each change and its audit record are one transaction. A principal of kind user may
+ * be linked to the identity its identity provider signs it in as; a disabled principal keeps
+ * its keys and grants but acts no more (auth_principal_load refuses it), and its runs in
+ * progress end as if its last key were revoked. An admin cannot disable or delete itself, so
+ * the desk is never left without the admin who was working it by mistake.
  */
 #include <openssl/crypto.h>
 #include <stdio.h>
@@ -74,6 +78,8 @@ static int api_principal_item(void *userdata, const struct store_principal *p)
     api_member(l->b, "{\"name\":", p->name);
     api_member(l->b, ",\"kind\":", p->kind);
     api_member(l->b, ",\"created\":", p->created);
+    api_member(l->b, ",\"identity\":", p->identity);
+    buf_printf(l->b, ",\"disabled\":%s", p->disabled ? "true" : "false");
     buf_append_str(l->b, ",\"roles\":[");
     if (l->store->ops->role_list(l->store, p->name, api_grant_item, &roles) != STORE_OK) {
         return 1;
@@ -104,17 +110,62 @@ static enum store_rc api_key_issue(struct api_ctx *ctx, const char *principal, c
     return rc;
 }
 
+/* An identity as an identity provider names a person (an e-mail address, a subject): 1 to
+ * API_IDENTITY_MAX bytes of UTF-8 with no control character. */
+#define API_IDENTITY_MAX 256
+
+static int api_identity_ok(const struct json_node *identity)
+{
+    if (identity->str_len == 0 || identity->str_len > API_IDENTITY_MAX ||
+        strlen(identity->str) != identity->str_len) {
+        return 0;
+    }
+    for (size_t i = 0; i < identity->str_len; i++) {
+        unsigned char c = (unsigned char)identity->str[i];
+        if (c < 0x20 || c == 0x7f) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Checks the identity member of a body for a principal of `kind`: 0, or -1 after answering 400. */
+static int api_identity_check(struct api_ctx *ctx, const struct json_node *identity,
+                              const char *kind)
+{
+    if (identity->type == JSON_NULL) {
+        return 0;
+    }
+    if (identity->type != JSON_STRING || !api_identity_ok(identity)) {
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "field \"identity\" must be a string of 1 to %d bytes without control "
+                  "characters (or null)",
+                  API_IDENTITY_MAX);
+        return -1;
+    }
+    if (strcmp(kind, "user") != 0) {
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "field \"identity\" is for principals of kind user: an agent signs in with "
+                  "its keys only");
+        return -1;
+    }
+    return 0;
+}
+
 void api_principals_create(struct api_ctx *ctx)
 {
     struct store *s = ctx->store;
     const struct json_node *name = NULL;
     const struct json_node *kind = NULL;
+    const struct json_node *identity = NULL;
     const struct api_field fields[] = { { "name", JSON_STRING, 1, &name },
-                                        { "kind", JSON_STRING, 0, &kind } };
+                                        { "kind", JSON_STRING, 0, &kind },
+                                        { "identity", API_FIELD_ANY, 0, &identity } };
     char key[AUTH_KEY_MAX + 1] = "";
     char prefix[AUTH_PREFIX_LEN + 1] = "";
-    char details[64];
-    if (api_body(ctx, fields, 2) != 0) {
+    struct buf details;
+    buf_init(&details, 4096);
+    if (api_body(ctx, fields, 3) != 0) {
         goto out;
     }
     const char *k = kind ? kind->str : "user";
@@ -127,30 +178,48 @@ void api_principals_create(struct api_ctx *ctx)
         api_error(ctx, 400, "INVALID_REQUEST", "field \"kind\" must be \"user\" or \"agent\"");
         goto out;
     }
-    snprintf(details, sizeof details, "{\"kind\":\"%s\"}", k);
-    enum store_rc rc = s->ops->tx_begin(s);
+    const char *linked = identity && identity->type == JSON_STRING ? identity->str : NULL;
+    if (identity && api_identity_check(ctx, identity, k) != 0) {
+        goto out;
+    }
+    buf_printf(&details, "{\"kind\":\"%s\"", k);
+    if (linked) {
+        api_member(&details, ",\"identity\":", linked);
+    }
+    buf_append_str(&details, "}");
+    enum store_rc rc = details.data ? s->ops->tx_begin(s) : STORE_ERROR;
+    int identity_taken = 0;
     if (rc == STORE_OK) {
         rc = s->ops->principal_create(s, name->str, k);
     }
+    if (rc == STORE_OK && linked) {
+        rc = s->ops->principal_set_identity(s, name->str, linked);
+        identity_taken = rc == STORE_CONFLICT;
+    }
     if (rc == STORE_OK) {
-        rc = api_audit(ctx, "principal.create", name->str, NULL, details);
+        rc = api_audit(ctx, "principal.create", name->str, NULL, details.data);
     }
     if (rc == STORE_OK) {
         rc = api_key_issue(ctx, name->str, key, prefix);
     }
     rc = api_tx_end(s, rc);
-    if (rc == STORE_CONFLICT) {
+    if (identity_taken) {
+        api_error(ctx, 409, "CONFLICT", "another principal has identity %s", linked);
+    } else if (rc == STORE_CONFLICT) {
         api_error(ctx, 409, "CONFLICT", "principal %s exists", name->str);
     } else if (rc != STORE_OK) {
         api_store_failed(ctx);
     } else {
         api_reply(ctx, 201);
         api_member(&ctx->resp->body, "{\"name\":", name->str);
-        buf_printf(&ctx->resp->body, ",\"kind\":\"%s\",\"key\":\"%s\",\"prefix\":\"%s\"}\n", k, key,
+        buf_printf(&ctx->resp->body, ",\"kind\":\"%s\",\"key\":\"%s\",\"prefix\":\"%s\"", k, key,
                    prefix);
+        api_member(&ctx->resp->body, ",\"identity\":", linked);
+        buf_append_str(&ctx->resp->body, "}\n");
     }
 out:
     OPENSSL_cleanse(key, sizeof key);
+    buf_done(&details);
 }
 
 void api_principals_list(struct api_ctx *ctx)
@@ -183,11 +252,9 @@ void api_principals_me(struct api_ctx *ctx)
         api_store_failed(ctx);
         return;
     }
-    /* a session of the web UI: its identity and the CSRF token its changes must carry */
+    /* a session of the web UI: the CSRF token its changes must carry, and its roles */
     if (ctx->who->session && l.b->len > 0 && l.b->data[l.b->len - 1] == '}') {
         l.b->len--;
-        buf_append_str(l.b, ",\"identity\":");
-        json_write_string(l.b, ctx->who->identity, strlen(ctx->who->identity));
         buf_printf(l.b, ",\"csrf_token\":\"%s\",\"session_roles\":[", ctx->who->csrf);
         /* what the session holds: the grants, and those group_roles gave at its sign-in */
         for (size_t i = 0; i < ctx->who->gov.ngrants; i++) {
@@ -356,4 +423,168 @@ void api_principals_role_grant(struct api_ctx *ctx)
 void api_principals_role_revoke(struct api_ctx *ctx)
 {
     api_principals_role(ctx, 0);
+}
+
+/* A principal as stored, for PATCH and DELETE to check before they change it. */
+struct api_principal_row {
+    int found;
+    char kind[8];
+    int disabled;
+};
+
+static int api_principal_row(void *userdata, const struct store_principal *p)
+{
+    struct api_principal_row *row = userdata;
+    row->found = 1;
+    snprintf(row->kind, sizeof row->kind, "%s", p->kind);
+    row->disabled = p->disabled;
+    return 0;
+}
+
+/* Answers 200 with principal `name` as GET /v1/principals/{p} shows it to an admin. */
+static void api_principal_reply(struct api_ctx *ctx, const char *name)
+{
+    struct api_list l = { &ctx->resp->body, 0, ctx->store, NULL };
+    api_reply(ctx, 200);
+    if (ctx->store->ops->principal_get(ctx->store, name, api_principal_item, &l) != STORE_OK) {
+        api_store_failed(ctx);
+        return;
+    }
+    buf_append_str(l.b, "\n");
+}
+
+void api_principals_get(struct api_ctx *ctx)
+{
+    struct gov_decision d;
+    const struct gov_principal *who = &ctx->who->gov;
+    const char *name = api_param(ctx, "p");
+    struct api_list l = { &ctx->resp->body, 0, ctx->store,
+                          gov_audit_may_see(who, NULL, &d) ? NULL : who };
+    if (api_body(ctx, NULL, 0) != 0) {
+        return;
+    }
+    api_reply(ctx, 200);
+    enum store_rc rc = ctx->store->ops->principal_get(ctx->store, name, api_principal_item, &l);
+    if (rc == STORE_NOT_FOUND || (rc == STORE_OK && l.n == 0)) {
+        /* a scoped reader learns nothing of principals outside its departments */
+        api_error(ctx, 404, "NOT_FOUND", "no principal %s", name);
+    } else if (rc != STORE_OK) {
+        api_store_failed(ctx);
+    } else {
+        buf_append_str(l.b, "\n");
+    }
+}
+
+void api_principals_patch(struct api_ctx *ctx)
+{
+    struct store *s = ctx->store;
+    const char *name = api_param(ctx, "p");
+    const struct json_node *identity = NULL;
+    const struct json_node *disabled = NULL;
+    const struct api_field fields[] = { { "identity", API_FIELD_ANY, 0, &identity },
+                                        { "disabled", JSON_TRUE, 0, &disabled } };
+    struct api_principal_row row;
+    struct api_cancels *cancels = NULL;
+    struct buf details;
+    memset(&row, 0, sizeof row);
+    buf_init(&details, 4096);
+    if (api_body(ctx, fields, 2) != 0) {
+        goto out;
+    }
+    if (!identity && !disabled) {
+        api_error(ctx, 400, "INVALID_REQUEST",
+                  "nothing to change: give \"identity\" or \"disabled\"");
+        goto out;
+    }
+    int disable = disabled && disabled->type == JSON_TRUE;
+    if (disable && strcmp(name, ctx->who->name) == 0) {
+        api_error(ctx, 409, "CONFLICT", "%s cannot disable itself", name);
+        goto out;
+    }
+    if (s->ops->tx_begin(s) != STORE_OK) {
+        api_store_failed(ctx);
+        goto out;
+    }
+    enum store_rc rc = s->ops->principal_get(s, name, api_principal_row, &row);
+    if (rc == STORE_OK && identity && api_identity_check(ctx, identity, row.kind) != 0) {
+        s->ops->tx_rollback(s);
+        goto out;
+    }
+    const char *linked = identity && identity->type == JSON_STRING ? identity->str : NULL;
+    int identity_taken = 0;
+    buf_append_str(&details, "{");
+    if (rc == STORE_OK && identity) {
+        rc = s->ops->principal_set_identity(s, name, linked);
+        identity_taken = rc == STORE_CONFLICT;
+        api_member(&details, "\"identity\":", linked);
+    }
+    if (rc == STORE_OK && disabled) {
+        rc = s->ops->principal_set_disabled(s, name, disable);
+        buf_printf(&details, "%s\"disabled\":%s", identity ? "," : "", disable ? "true" : "false");
+    }
+    buf_append_str(&details, "}");
+    if (rc == STORE_OK) {
+        rc = details.data ? api_audit(ctx, "principal.update", name, NULL, details.data)
+                          : STORE_ERROR;
+    }
+    if (rc == STORE_OK && disable && !row.disabled) {
+        /* a disabled principal's runs in progress end as with its last key */
+        rc = api_principal_revoking(ctx, name, &cancels);
+    }
+    rc = api_tx_end(s, rc);
+    api_principal_revoked(ctx, cancels, rc == STORE_OK);
+    if (identity_taken) {
+        api_error(ctx, 409, "CONFLICT", "another principal has identity %s", linked);
+    } else if (rc == STORE_NOT_FOUND) {
+        api_error(ctx, 404, "NOT_FOUND", "no principal %s", name);
+    } else if (rc != STORE_OK) {
+        api_store_failed(ctx);
+    } else {
+        api_principal_reply(ctx, name);
+    }
+out:
+    buf_done(&details);
+}
+
+void api_principals_delete(struct api_ctx *ctx)
+{
+    struct store *s = ctx->store;
+    const char *name = api_param(ctx, "p");
+    struct api_principal_row row;
+    struct api_cancels *cancels = NULL;
+    char details[64];
+    memset(&row, 0, sizeof row);
+    if (api_body(ctx, NULL, 0) != 0) {
+        return;
+    }
+    if (strcmp(name, ctx->who->name) == 0) {
+        api_error(ctx, 409, "CONFLICT", "%s cannot delete itself", name);
+        return;
+    }
+    enum store_rc rc = s->ops->tx_begin(s);
+    if (rc == STORE_OK) {
+        rc = s->ops->principal_get(s, name, api_principal_row, &row);
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->principal_delete(s, name);
+    }
+    if (rc == STORE_OK) {
+        snprintf(details, sizeof details, "{\"kind\":\"%s\"}", row.kind);
+        rc = api_audit(ctx, "principal.delete", name, NULL, details);
+    }
+    if (rc == STORE_OK) {
+        /* no key and no role left: its runs in progress end with it */
+        rc = api_principal_revoking(ctx, name, &cancels);
+    }
+    rc = api_tx_end(s, rc);
+    api_principal_revoked(ctx, cancels, rc == STORE_OK);
+    if (rc == STORE_NOT_FOUND) {
+        api_error(ctx, 404, "NOT_FOUND", "no principal %s", name);
+    } else if (rc != STORE_OK) {
+        api_store_failed(ctx);
+    } else {
+        api_reply(ctx, 200);
+        api_member(&ctx->resp->body, "{\"name\":", name);
+        buf_append_str(&ctx->resp->body, ",\"deleted\":true}\n");
+    }
 }

@@ -1731,9 +1731,20 @@ static int api_key_active_fn(void *userdata, const struct store_key *k)
 static enum store_rc api_starter_read(struct store *s, const char *principal,
                                       struct gov_principal *starter, size_t *keys)
 {
+    struct auth_principal who;
+    char why[AUTH_WHY_MAX];
     *keys = 0;
-    enum store_rc rc = auth_grants(s, principal, starter);
-    return rc == STORE_OK ? s->ops->key_list(s, principal, api_key_active_fn, keys) : rc;
+    /* a principal disabled or deleted has no key that counts (auth_principal_load) */
+    enum auth_result ar = auth_principal_load(s, principal, &who, why);
+    if (ar == AUTH_STORE_FAILED) {
+        return STORE_ERROR;
+    }
+    if (ar != AUTH_OK) {
+        (void)gov_principal_init(starter, principal);
+        return STORE_OK;
+    }
+    *starter = who.gov;
+    return s->ops->key_list(s, principal, api_key_active_fn, keys);
 }
 
 /* The runs a principal's revocation cancelled, to stop here once it has committed. */

@@ -72,6 +72,19 @@ int auth_key_digest(const char *key, char *ret_prefix, unsigned char ret_hash[ST
     return 0;
 }
 
+struct auth_found {
+    struct auth_principal *who;
+    int disabled;
+};
+
+static int auth_set_kind(void *userdata, const struct store_principal *p)
+{
+    struct auth_found *f = userdata;
+    snprintf(f->who->kind, sizeof f->who->kind, "%s", p->kind);
+    f->disabled = p->disabled;
+    return 0;
+}
+
 enum store_rc auth_key_active(struct store *s, const char *prefix, const char *principal)
 {
     char holder[STORE_NAME_MAX + 1] = "";
@@ -80,6 +93,15 @@ enum store_rc auth_key_active(struct store *s, const char *prefix, const char *p
     OPENSSL_cleanse(hash, sizeof hash);
     if (rc == STORE_OK && strcmp(holder, principal) != 0) {
         rc = STORE_NOT_FOUND;
+    }
+    if (rc == STORE_OK) {
+        /* a disabled principal's keys are as good as revoked */
+        struct auth_principal who;
+        struct auth_found found = { &who, 0 };
+        rc = s->ops->principal_get(s, principal, auth_set_kind, &found);
+        if (rc == STORE_OK && found.disabled) {
+            rc = STORE_NOT_FOUND;
+        }
     }
     return rc;
 }
@@ -98,11 +120,35 @@ enum store_rc auth_grants(struct store *s, const char *name, struct gov_principa
     return s->ops->role_list(s, name, auth_add_grant, ret);
 }
 
-static int auth_set_kind(void *userdata, const struct store_principal *p)
+enum auth_result auth_principal_load(struct store *s, const char *name, struct auth_principal *ret,
+                                     char *why)
 {
-    struct auth_principal *who = userdata;
-    snprintf(who->kind, sizeof who->kind, "%s", p->kind);
-    return 0;
+    struct auth_principal who;
+    struct auth_found found = { &who, 0 };
+    memset(&who, 0, sizeof who);
+    if (strlen(name) > STORE_NAME_MAX) {
+        snprintf(why, AUTH_WHY_MAX, "no principal %.64s", name);
+        return AUTH_UNAUTHENTICATED;
+    }
+    memcpy(who.name, name, strlen(name) + 1);
+    enum store_rc rc = s->ops->principal_get(s, name, auth_set_kind, &found);
+    if (rc == STORE_NOT_FOUND) {
+        snprintf(why, AUTH_WHY_MAX, "no principal %s", name);
+        return AUTH_UNAUTHENTICATED;
+    }
+    if (rc == STORE_OK && found.disabled) {
+        snprintf(why, AUTH_WHY_MAX, "principal %s is disabled", name);
+        return AUTH_UNAUTHENTICATED;
+    }
+    if (rc == STORE_OK) {
+        rc = auth_grants(s, name, &who.gov);
+    }
+    if (rc != STORE_OK) {
+        snprintf(why, AUTH_WHY_MAX, "store: %s", s->ops->errmsg(s));
+        return AUTH_STORE_FAILED;
+    }
+    *ret = who;
+    return AUTH_OK;
 }
 
 enum auth_result auth_authenticate(struct store *s, const char *authorization,
@@ -131,21 +177,16 @@ enum auth_result auth_authenticate(struct store *s, const char *authorization,
         snprintf(why, AUTH_WHY_MAX, "unknown or revoked key %s", prefix);
         goto out;
     }
-    if (rc == STORE_OK) {
-        memset(ret, 0, sizeof *ret);
-        memcpy(ret->name, name, sizeof name);
-        memcpy(ret->key_prefix, prefix, sizeof prefix);
-        rc = s->ops->principal_get(s, name, auth_set_kind, ret);
-        if (rc == STORE_OK) {
-            rc = auth_grants(s, name, &ret->gov);
-        }
-    }
     if (rc != STORE_OK) {
         snprintf(why, AUTH_WHY_MAX, "store: %s", s->ops->errmsg(s));
         result = AUTH_STORE_FAILED;
         goto out;
     }
-    result = AUTH_OK;
+    /* the key is good: whether its holder may act is the principal's own check */
+    result = auth_principal_load(s, name, ret, why);
+    if (result == AUTH_OK) {
+        memcpy(ret->key_prefix, prefix, sizeof prefix);
+    }
 out:
     OPENSSL_cleanse(hash, sizeof hash);
     OPENSSL_cleanse(stored, sizeof stored);

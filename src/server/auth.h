@@ -88,9 +88,17 @@ enum auth_result {
 enum auth_result auth_authenticate(struct store *s, const char *authorization,
                                    struct auth_principal *ret, char *why);
 
+/* The one check of whether principal `name` may act now, whatever it signed in with (an API
+ * key, a session): AUTH_OK with *ret filled with its name, kind and grants (as
+ * auth_authenticate keeps them; key_prefix empty); AUTH_UNAUTHENTICATED with `why` when there
+ * is no such principal or it is disabled; AUTH_STORE_FAILED. */
+enum auth_result auth_principal_load(struct store *s, const char *name, struct auth_principal *ret,
+                                     char *why);
+
 /* STORE_OK when the key of `prefix` is still active and held by `principal`, as the store says
- * now (a key revoked since it was checked, or never known); STORE_NOT_FOUND otherwise, or the
- * store's failure. One indexed read. */
+ * now, and that principal is not disabled; STORE_NOT_FOUND otherwise (a key revoked since it
+ * was checked, or never known; its principal disabled), or the store's failure. Two indexed
+ * reads. */
 enum store_rc auth_key_active(struct store *s, const char *prefix, const char *principal);
 
 /* The grants `name` holds as the store says now (the connection's view), into *ret, named

@@ -115,13 +115,6 @@ static int session_found_fn(void *userdata, const struct store_session *sess)
     return 1;
 }
 
-static int session_kind_fn(void *userdata, const struct store_principal *p)
-{
-    struct auth_principal *who = userdata;
-    snprintf(who->kind, sizeof who->kind, "%s", p->kind);
-    return 0;
-}
-
 /* Adds the session's group grants (its JSON) to who's. */
 static void session_add_grants(struct auth_principal *who, const char *grants)
 {
@@ -155,23 +148,14 @@ enum auth_result session_authenticate(struct store *s, const char *token, int64_
         snprintf(why, AUTH_WHY_MAX, "unknown, ended or expired session");
         return AUTH_UNAUTHENTICATED;
     }
-    if (rc == STORE_OK) {
-        memset(ret, 0, sizeof *ret);
-        snprintf(ret->name, sizeof ret->name, "%s", f.principal);
-        rc = s->ops->principal_get(s, f.principal, session_kind_fn, ret);
-        /* TODO(#37): the disabled check of PATCH /v1/principals/{p} {"disabled"} - one rule
-         * for keys and sessions - goes here once principals carry it */
-        if (rc == STORE_NOT_FOUND) {
-            snprintf(why, AUTH_WHY_MAX, "the session's principal %s is gone", f.principal);
-            return AUTH_UNAUTHENTICATED;
-        }
-        if (rc == STORE_OK) {
-            rc = auth_grants(s, f.principal, &ret->gov);
-        }
-    }
     if (rc != STORE_OK) {
         snprintf(why, AUTH_WHY_MAX, "store: %s", s->ops->errmsg(s));
         return AUTH_STORE_FAILED;
+    }
+    /* one rule for keys and sessions: a principal removed or disabled signs in nobody */
+    enum auth_result ar = auth_principal_load(s, f.principal, ret, why);
+    if (ar != AUTH_OK) {
+        return ar;
     }
     session_add_grants(ret, f.grants);
     ret->session = 1;

@@ -206,23 +206,25 @@ enum store_rc sql_principal_create(struct store *s, const char *name, const char
                       3, args);
 }
 
+#define SQL_PRINCIPAL_SELECT "SELECT name, kind, created, identity, disabled FROM principals "
+
 static int sql_principal_each(const struct sql_row *r, void *fn, void *userdata)
 {
-    struct store_principal p = { col(r, 0), col(r, 1), col(r, 2) };
+    struct store_principal p = { col(r, 0), col(r, 1), col(r, 2), col(r, 3), num(r, 4) != 0 };
     return ((store_principal_fn *)fn)(userdata, &p);
 }
 
 enum store_rc sql_principal_get(struct store *s, const char *name, store_principal_fn *fn,
                                 void *userdata)
 {
-    return sql_walk(s, "SELECT name, kind, created FROM principals WHERE name = $1", 1, &name, 1,
-                    sql_principal_each, (void *)fn, userdata);
+    return sql_walk(s, SQL_PRINCIPAL_SELECT "WHERE name = $1", 1, &name, 1, sql_principal_each,
+                    (void *)fn, userdata);
 }
 
 enum store_rc sql_principal_list(struct store *s, store_principal_fn *fn, void *userdata)
 {
-    return sql_walk(s, "SELECT name, kind, created FROM principals ORDER BY name", 0, NULL, 0,
-                    sql_principal_each, (void *)fn, userdata);
+    return sql_walk(s, SQL_PRINCIPAL_SELECT "ORDER BY name", 0, NULL, 0, sql_principal_each,
+                    (void *)fn, userdata);
 }
 
 enum store_rc sql_key_revoke(struct store *s, const char *principal, const char *prefix)
@@ -1243,6 +1245,141 @@ enum store_rc sql_mount_delete(struct store *s, const char *name)
     return sql_change(sql_of(s), "DELETE FROM mounts WHERE name = $1", 1, &name);
 }
 
+/* ---------------------------------------------------------------- administration (0016) */
+
+enum store_rc sql_principal_set_identity(struct store *s, const char *name, const char *identity)
+{
+    struct sql_store *q = sql_of(s);
+    int64_t changes = 0;
+    const char *args[] = { identity, name };
+    /* a taken identity is a row not changed, not a unique violation (which would end the
+     * caller's PostgreSQL transaction) */
+    enum store_rc rc =
+            q->db->exec(q,
+                        "UPDATE principals SET identity = $1 WHERE name = $2 AND "
+                        "(CAST($1 AS TEXT) IS NULL OR NOT EXISTS (SELECT 1 FROM principals o WHERE "
+                        "o.identity = $1 AND o.name <> $2))",
+                        2, args, &changes);
+    return sql_changed_or(q, rc, changes, "SELECT 1 FROM principals WHERE name = $1", name);
+}
+
+enum store_rc sql_principal_set_disabled(struct store *s, const char *name, int disabled)
+{
+    const char *args[] = { disabled ? "1" : "0", name };
+    return sql_change(sql_of(s),
+                      "UPDATE principals SET disabled = CAST($1 AS INTEGER) WHERE name = $2", 2,
+                      args);
+}
+
+enum store_rc sql_principal_find_identity(struct store *s, const char *identity,
+                                          store_principal_fn *fn, void *userdata)
+{
+    return sql_walk(s, SQL_PRINCIPAL_SELECT "WHERE identity = $1", 1, &identity, 1,
+                    sql_principal_each, (void *)fn, userdata);
+}
+
+enum store_rc sql_principal_delete(struct store *s, const char *name)
+{
+    enum store_rc rc = sql_exec(s, "DELETE FROM api_keys WHERE principal = $1", 1, &name);
+    if (rc == STORE_OK) {
+        rc = sql_exec(s, "DELETE FROM role_grants WHERE principal = $1", 1, &name);
+    }
+    return rc == STORE_OK
+                   ? sql_change(sql_of(s), "DELETE FROM principals WHERE name = $1", 1, &name)
+                   : rc;
+}
+
+enum store_rc sql_department_rename(struct store *s, const char *name, const char *new_name)
+{
+    /* the key of departments is named by other tables: the row is copied under its new name,
+     * every row naming the old one follows it, then the old row goes */
+    static const char *const follow[] = {
+        "UPDATE templates SET department = $2 WHERE department = $1",
+        "UPDATE connectors SET department = $2 WHERE department = $1",
+        "UPDATE mounts SET department = $2 WHERE department = $1",
+        "UPDATE role_grants SET department = $2 WHERE department = $1",
+        "UPDATE runs SET department = $2 WHERE department = $1",
+        "UPDATE approvals SET department = $2 WHERE department = $1",
+        "UPDATE snapshots SET department = $2 WHERE department = $1",
+    };
+    struct sql_store *q = sql_of(s);
+    const char *args[] = { name, new_name };
+    int64_t changes = 0;
+    enum store_rc rc = q->db->exec(q,
+                                   "INSERT INTO departments(name, autonomy, allow_adhoc, created) "
+                                   "SELECT $2, autonomy, allow_adhoc, created FROM departments "
+                                   "WHERE name = $1 ON CONFLICT DO NOTHING",
+                                   2, args, &changes);
+    if (rc == STORE_OK && changes == 0) {
+        rc = sql_exists(q, "SELECT 1 FROM departments WHERE name = $1", 1, &name);
+        return rc == STORE_OK ? STORE_CONFLICT : rc;
+    }
+    for (size_t i = 0; i < sizeof follow / sizeof follow[0] && rc == STORE_OK; i++) {
+        rc = sql_exec(s, follow[i], 2, args);
+    }
+    return rc == STORE_OK ? sql_change(q, "DELETE FROM departments WHERE name = $1", 1, &name) : rc;
+}
+
+enum store_rc sql_department_usage(struct store *s, const char *name,
+                                   struct store_department_usage *ret)
+{
+    struct sql_store *q = sql_of(s);
+    struct store_department_usage u;
+    memset(&u, 0, sizeof u);
+    enum store_rc rc = sql_exists(q, "SELECT 1 FROM departments WHERE name = $1", 1, &name);
+    const struct {
+        const char *sql;
+        int64_t *count;
+    } counts[] = {
+        { "SELECT count(*) FROM templates WHERE department = $1", &u.templates },
+        { "SELECT count(*) FROM connectors WHERE department = $1", &u.connectors },
+        { "SELECT count(*) FROM mounts WHERE department = $1", &u.mounts },
+        { "SELECT count(*) FROM role_grants WHERE department = $1", &u.grants },
+        { "SELECT count(*) FROM runs WHERE department = $1", &u.runs },
+        { "SELECT count(*) FROM snapshots WHERE department = $1", &u.snapshots },
+    };
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0] && rc == STORE_OK; i++) {
+        rc = q->db->walk(q, counts[i].sql, 1, &name, 1, sql_int_each, NULL, counts[i].count);
+    }
+    if (rc == STORE_OK) {
+        *ret = u;
+    }
+    return rc;
+}
+
+enum store_rc sql_department_delete(struct store *s, const char *name)
+{
+    return sql_change(sql_of(s), "DELETE FROM departments WHERE name = $1", 1, &name);
+}
+
+enum store_rc sql_connector_update(struct store *s, const struct store_connector *c)
+{
+    char timeout[24];
+    snprintf(timeout, sizeof timeout, "%" PRId64, c->timeout_ms);
+    const char *args[] = {
+        c->url, c->signing_secret_sealed, c->headers_sealed, c->header_names, c->functions, timeout,
+        c->name
+    };
+    return sql_change(sql_of(s),
+                      "UPDATE connectors SET url = $1, signing_secret = $2, headers = $3, "
+                      "header_names = $4, functions = $5, timeout_ms = CAST($6 AS INTEGER) WHERE "
+                      "name = $7",
+                      7, args);
+}
+
+enum store_rc sql_connector_delete(struct store *s, const char *name)
+{
+    return sql_change(sql_of(s), "DELETE FROM connectors WHERE name = $1", 1, &name);
+}
+
+enum store_rc sql_version_list_approved(struct store *s, store_version_fn *fn, void *userdata)
+{
+    return sql_walk(s,
+                    SQL_VERSION_COLUMNS "WHERE v.state = 'approved' ORDER BY v.template, "
+                                        "v.version",
+                    0, NULL, 0, sql_version_each, (void *)fn, userdata);
+}
+
 /* ---------------------------------------------------------------- several nodes (0006, 0007) */
 
 int sql_node_each(const struct sql_row *r, void *fn, void *userdata)
@@ -1919,30 +2056,4 @@ enum store_rc sql_session_delete(struct store *s, const char *token_sha256)
 {
     return sql_change(sql_of(s), "DELETE FROM sessions WHERE token_sha256 = $1", 1,
                       &token_sha256);
-}
-
-static int sql_name_each(const struct sql_row *r, void *fn, void *userdata)
-{
-    const char *name = col(r, 0);
-    (void)fn;
-    if (name && strlen(name) <= STORE_NAME_MAX) {
-        memcpy(userdata, name, strlen(name) + 1);
-    }
-    return 1;
-}
-
-enum store_rc sql_principal_find_identity(struct store *s, const char *identity, char *ret_name)
-{
-    char name[STORE_NAME_MAX + 1] = "";
-    enum store_rc rc = sql_walk(s,
-                                "SELECT name FROM principals WHERE identity = $1 AND kind = "
-                                "'user' ORDER BY name LIMIT 1",
-                                1, &identity, 1, sql_name_each, NULL, name);
-    if (rc == STORE_OK && !name[0]) {
-        rc = STORE_NOT_FOUND;
-    }
-    if (rc == STORE_OK) {
-        memcpy(ret_name, name, strlen(name) + 1);
-    }
-    return rc;
 }

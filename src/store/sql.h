@@ -157,9 +157,16 @@ enum store_rc sql_audit_chain_legacy(struct sql_store *q);
 #define SQL_OP_MEMBER(m)  .m = sql_##m,
 /* clang-format on */
 SQL_OPS_SHARED(SQL_OP_DECLARE)
+/* Since version 16 (0016_principal_admin), listed by both backends as SQL_OPS_SHARED. */
+/* clang-format off */
+#define SQL_OPS_ADMIN(X)                                                                           \
+    X(principal_set_identity) X(principal_set_disabled) X(principal_find_identity)                 \
+    X(principal_delete) X(department_rename) X(department_usage) X(department_delete)              \
+    X(connector_update) X(connector_delete) X(version_list_approved)
+/* clang-format on */
+SQL_OPS_ADMIN(SQL_OP_DECLARE)
 /* Sessions of the web UI (0017_sessions), shared as well. */
-#define SQL_OPS_SESSIONS(X)                                                                        \
-    X(session_create) X(session_get) X(session_delete) X(principal_find_identity)
+#define SQL_OPS_SESSIONS(X) X(session_create) X(session_get) X(session_delete)
 SQL_OPS_SESSIONS(SQL_OP_DECLARE)
 
 #endif

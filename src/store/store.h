@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_OPS_VERSION 15
+#define STORE_OPS_VERSION 16
 #define STORE_NAME_MAX    64
 #define STORE_HASH_LEN    32 /* SHA-256 of an API key */
 #define STORE_ERRMSG_MAX  256
@@ -45,6 +45,9 @@ struct store_principal {
     const char *name;
     const char *kind; /* "user" | "agent" */
     const char *created;
+    /* since version 16 (0016_principal_admin) */
+    const char *identity; /* who its identity provider signs in as it (kind user); NULL: none */
+    int disabled;         /* 1: its keys and sessions are refused (auth_principal_load) */
 };
 
 struct store_grant {
@@ -341,6 +344,17 @@ struct store_run_file {
     const char *key;    /* ... and its object key there */
 };
 typedef int store_run_file_fn(void *userdata, const struct store_run_file *f);
+
+/* What names a department (0016_principal_admin, department_usage): a department is empty when
+ * every count is 0. */
+struct store_department_usage {
+    int64_t templates;
+    int64_t connectors;
+    int64_t mounts;
+    int64_t grants;    /* role grants in it */
+    int64_t runs;      /* runs of it, in any state */
+    int64_t snapshots; /* uploaded workspace snapshots of it */
+};
 
 /* Wake-ups between nodes (since version 6): the channels a node listens on, each payload a run's
  * id. A notification is a hint, never a record: it is lost when no listener is connected, so a
@@ -725,6 +739,38 @@ struct store_ops {
     enum store_rc (*run_file_list)(struct store *s, const char *run, const char *path,
                                    store_run_file_fn *fn, void *userdata);
 
+    /* Since version 16 (0016_principal_admin): principals' identities and disabled flag, and
+     * changing or removing principals, departments and connectors. */
+    /* Links principal `name` to `identity` (NULL: unlinks it). CONFLICT when another principal
+     * has that identity, NOT_FOUND when there is no such principal. */
+    enum store_rc (*principal_set_identity)(struct store *s, const char *name,
+                                            const char *identity);
+    /* Disables (1) or enables (0) principal `name`. NOT_FOUND when there is no such principal. */
+    enum store_rc (*principal_set_disabled)(struct store *s, const char *name, int disabled);
+    /* The principal linked to `identity`: fn sees it once; NOT_FOUND when none is. */
+    enum store_rc (*principal_find_identity)(struct store *s, const char *identity,
+                                             store_principal_fn *fn, void *userdata);
+    /* Removes principal `name` with its keys and role grants (its runs and audit records keep
+     * its name). NOT_FOUND when there is no such principal. */
+    enum store_rc (*principal_delete)(struct store *s, const char *name);
+    /* Renames department `name` to `new_name`, in every row that names it (templates,
+     * connectors, mounts, role grants, runs, approvals, snapshots; never the audit log).
+     * CONFLICT when new_name is taken, NOT_FOUND when there is no department `name`. */
+    enum store_rc (*department_rename)(struct store *s, const char *name, const char *new_name);
+    /* What names department `name`, into *ret. NOT_FOUND when there is no such department. */
+    enum store_rc (*department_usage)(struct store *s, const char *name,
+                                      struct store_department_usage *ret);
+    /* Removes department `name` (the caller has seen it empty). NOT_FOUND when there is none. */
+    enum store_rc (*department_delete)(struct store *s, const char *name);
+    /* Replaces connector c->name's url, signing_secret_sealed, headers_sealed, header_names,
+     * functions and timeout_ms (its department, created and created_by stay). NOT_FOUND when
+     * there is no such connector. */
+    enum store_rc (*connector_update)(struct store *s, const struct store_connector *c);
+    /* Removes connector `name`. NOT_FOUND when there is no such connector. */
+    enum store_rc (*connector_delete)(struct store *s, const char *name);
+    /* Every approved version of every template, by template and number. */
+    enum store_rc (*version_list_approved)(struct store *s, store_version_fn *fn, void *userdata);
+
     /* Since 0017_sessions: sessions of the web UI (sess->created is ignored: now). Sessions
      * expired before sess->created's time are deleted on the way. CONFLICT when the hash is
      * taken. */
@@ -736,10 +782,6 @@ struct store_ops {
                                  void *userdata);
     /* NOT_FOUND when there is no such session. */
     enum store_rc (*session_delete)(struct store *s, const char *token_sha256);
-    /* The principal of kind user linked to `identity` (STORE_NAME_MAX + 1 bytes); NOT_FOUND
-     * when none is. */
-    enum store_rc (*principal_find_identity)(struct store *s, const char *identity,
-                                             char *ret_name);
 };
 
 /* Every backend's handle starts with this. */

@@ -752,12 +752,19 @@ EXPECT = {
     ("POST", "/v1/departments"): {"admin"},
     ("GET", "/v1/departments"): set(ROLES),
     ("PUT", "/v1/departments/{d}/policy"): {"admin"},
+    # the probes: a rename to its own name (409), a department that is not empty (409)
+    ("PATCH", "/v1/departments/{d}"): {"admin"},
+    ("DELETE", "/v1/departments/{d}"): {"admin"},
     ("POST", "/v1/principals"): {"admin"},
     ("GET", "/v1/principals"): {"admin", "auditor"},
     ("POST", "/v1/principals/{p}/keys"): {"admin"},
     ("DELETE", "/v1/principals/{p}/keys/{prefix}"): {"admin"},
     ("POST", "/v1/principals/{p}/roles"): {"admin"},
     ("DELETE", "/v1/principals/{p}/roles"): {"admin"},
+    # one principal (the probe: "ghost", which does not exist: 404 once allowed)
+    ("GET", "/v1/principals/{p}"): {"admin", "auditor"},
+    ("PATCH", "/v1/principals/{p}"): {"admin"},
+    ("DELETE", "/v1/principals/{p}"): {"admin"},
     # templates: ("dept", roles, anywhere): those roles in the template's own department, and
     # the `anywhere` roles (besides admin's "*") in every department
     ("POST", "/v1/templates"): ("dept", {"author"}, set()),
@@ -777,6 +784,9 @@ EXPECT = {
     ("POST", "/v1/connectors"): {"admin"},
     ("GET", "/v1/connectors"): set(ROLES),
     ("GET", "/v1/connectors/{c}"): ("dept", set(ROLES), set()),
+    # the probes: an empty change (400 once allowed), a connector that does not exist (404)
+    ("PATCH", "/v1/connectors/{c}"): {"admin"},
+    ("DELETE", "/v1/connectors/{c}"): {"admin"},
     # mounts: an admin's; the list shows each role its departments' (the probe: a name taken,
     # a mount that does not exist)
     ("POST", "/v1/mounts"): {"admin"},
@@ -857,6 +867,8 @@ def probe(method, path, where):
                 .replace("{asset}", "app.js")
                 .replace("{prefix}", "000000000000").replace("{c}", "c_" + dept)
                 .replace("{m}", "ghost-mount").replace("{path+}", "out/report.md"))
+    if (method, path) == ("DELETE", "/v1/connectors/{c}"):
+        concrete = "/v1/connectors/ghost_connector"
     if path == "/v1/snapshots":
         concrete += "?department=" + dept
     # templates made by probe_setup: tpl-own and tpl-other, v1 approved, v2 a draft; every
@@ -868,9 +880,11 @@ def probe(method, path, where):
     body = {
         ("POST", "/v1/departments"): {"name": dept},
         ("PUT", "/v1/departments/{d}/policy"): {"allow_adhoc": False},
+        ("PATCH", "/v1/departments/{d}"): {"name": dept},
         ("POST", "/v1/principals"): {"name": "rbac-admin"},
         ("POST", "/v1/principals/{p}/roles"): {"role": "agent", "department": dept},
         ("DELETE", "/v1/principals/{p}/roles"): {"role": "agent", "department": dept},
+        ("PATCH", "/v1/principals/{p}"): {"disabled": False},
         ("POST", "/v1/templates"): {"name": "tpl-" + dept, "department": dept},
         ("POST", "/v1/templates/{t}/versions"): {"source": ""},
         ("POST", "/v1/templates/{t}/versions/{v}/approve"): {"comment": "rbac"},

@@ -178,7 +178,7 @@ test('an identity with no linked principal is refused', async () => {
     const { ctx, page } = await newPage(browser);
     await signInAs(page, 'mallory');
     await page.waitForURL(/\/auth\/callback/);
-    assert.match(await page.content(), /no principal is linked to identity mallory@example\.com/);
+    assert.match(await page.content(), /no principal of kind user is linked to identity mallory@example\.com/);
     assert.equal((await ctx.cookies(base)).some((c) => c.name === 'airlock_session'), false);
     assert.equal((await me(page)).status, 401);
     await ctx.close();
@@ -240,5 +240,25 @@ test('logout ends the session on the server: the cookie, replayed, is refused', 
     const replay = await fetch(base + '/v1/me', { headers: { Cookie: 'airlock_session=' + cookie.value } });
     assert.equal(replay.status, 401);
     assert.ok(JSON.stringify(await auditOf('auth.logout')).includes('alice'));
+    await ctx.close();
+});
+
+test('disabling the principal ends its session at the next request; enabled again, it signs in again', async () => {
+    const { ctx, page } = await newPage(browser);
+    await signInAs(page, 'bob');
+    await page.locator('#who .me').waitFor();
+    assert.equal((await me(page)).status, 200);
+    assert.equal((await api('PATCH', '/v1/principals/bob', { disabled: true })).status, 200);
+    try {
+        assert.equal((await me(page)).status, 401);
+        // nor can a disabled principal sign in afresh
+        const { ctx: ctx2, page: page2 } = await newPage(browser);
+        await signInAs(page2, 'bob');
+        await page2.waitForURL(/\/auth\/callback/);
+        assert.match(await page2.content(), /principal bob is disabled/);
+        await ctx2.close();
+    } finally {
+        assert.equal((await api('PATCH', '/v1/principals/bob', { disabled: false })).status, 200);
+    }
     await ctx.close();
 });

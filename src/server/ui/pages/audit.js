@@ -7,6 +7,7 @@ import { download, get, q } from '../api.js';
 import { add, el, field, path, pretty, when } from '../dom.js';
 
 const ACTIONS = ['principal.create', 'key.create', 'key.revoke', 'role.grant', 'role.revoke', 'department.create',
+    'principal.update', 'principal.delete', 'department.rename', 'department.delete', 'connector.update', 'connector.delete',
     'department.policy', 'connector.create', 'mount.created', 'mount.deleted', 'template.create', 'version.create', 'version.submit', 'version.approve',
     'version.reject', 'version.revoke', 'run.start', 'run.host_call', 'run.wait', 'run.end', 'run.cancel', 'run.retried', 'run.recover',
     'run.abandoned', 'run.file', 'snapshot.create', 'approval.request', 'approval.approve', 'approval.deny', 'approval.answer', 'approval.cancel', 'auth.denied',
