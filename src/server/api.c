@@ -185,10 +185,10 @@ enum store_rc api_audit(struct api_ctx *ctx, const char *action, const char *sub
         json_write_string(&d, ctx->who->identity, strlen(ctx->who->identity));
         buf_append_str(&d, details_json[1] == '}' ? "" : ",");
         buf_append_str(&d, details_json + 1);
-        enum store_rc rc = d.data ? ctx->store->ops->audit_append(ctx->store, ctx->who->name,
-                                                                  action, subject, department,
-                                                                  d.data, NULL)
-                                  : STORE_ERROR;
+        enum store_rc rc =
+                d.data ? ctx->store->ops->audit_append(ctx->store, ctx->who->name, action, subject,
+                                                       department, d.data, NULL)
+                       : STORE_ERROR;
         buf_done(&d);
         return rc;
     }

@@ -162,8 +162,8 @@ void api_auth_callback(struct api_ctx *ctx)
     buf_append_str(&details, "{\"identity\":");
     json_write_string(&details, ctx->claims->identity, strlen(ctx->claims->identity));
     buf_printf(&details, ",\"group_grants\":%s}", grants.data ? grants.data : "[]");
-    if (rc == STORE_OK && (buf_failed(&grants) || buf_failed(&details) ||
-                           session_token_new(token, hash) != 0)) {
+    if (rc == STORE_OK &&
+        (buf_failed(&grants) || buf_failed(&details) || session_token_new(token, hash) != 0)) {
         rc = STORE_ERROR;
     }
     if (rc == STORE_OK) {

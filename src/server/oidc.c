@@ -163,8 +163,7 @@ int oidc_config_read(const struct json_node *obj, struct oidc_config *c, char *w
         }
     }
     if (!c->issuer[0] || !c->client_id[0] || !c->client_secret[0] || !c->redirect_url[0]) {
-        snprintf(why, OIDC_WHY_MAX,
-                 "oidc needs issuer, client_id, client_secret and redirect_url");
+        snprintf(why, OIDC_WHY_MAX, "oidc needs issuer, client_id, client_secret and redirect_url");
         return -1;
     }
     /* discovery's URL is the issuer's with the well-known path: a trailing slash is not kept */
@@ -513,8 +512,9 @@ static int oidc_signature_check(const struct json_node *header, const char *jwt,
     }
     if (rc != 0) {
         *no_key = !tried;
-        snprintf(why, OIDC_WHY_MAX, tried ? "the ID token's signature does not verify"
-                                          : "no key of the provider's JWKS fits the ID token");
+        snprintf(why, OIDC_WHY_MAX,
+                 tried ? "the ID token's signature does not verify"
+                       : "no key of the provider's JWKS fits the ID token");
     }
 out:
     json_doc_free(doc);
@@ -559,13 +559,11 @@ static int oidc_claims_check(const struct json_node *c, const struct oidc_expect
     }
     memset(ret, 0, sizeof *ret);
     if (oidc_text(who, ret->identity, sizeof ret->identity) != 0) {
-        snprintf(why, OIDC_WHY_MAX, "the ID token has no string claim %.64s",
-                 e->principal_claim);
+        snprintf(why, OIDC_WHY_MAX, "the ID token has no string claim %.64s", e->principal_claim);
         return -1;
     }
-    const struct json_node *groups = e->groups_claim && e->groups_claim[0]
-                                             ? json_get(c, e->groups_claim)
-                                             : NULL;
+    const struct json_node *groups =
+            e->groups_claim && e->groups_claim[0] ? json_get(c, e->groups_claim) : NULL;
     for (const struct json_node *g = groups && groups->type == JSON_ARRAY ? groups->child : NULL;
          g && ret->ngroups < OIDC_GROUPS_MAX; g = g->next) {
         if (oidc_text(g, ret->groups[ret->ngroups], sizeof ret->groups[0]) == 0) {
@@ -607,8 +605,8 @@ int oidc_id_token_verify(const char *jwt, size_t len, const char *jwks, size_t j
         snprintf(why, OIDC_WHY_MAX, "the ID token is malformed");
         goto out;
     }
-    if (oidc_signature_check(json_root(hdoc), jwt, (size_t)(dot2 - jwt), sig, slen, jwks,
-                             jwks_len, &no_key, why) != 0) {
+    if (oidc_signature_check(json_root(hdoc), jwt, (size_t)(dot2 - jwt), sig, slen, jwks, jwks_len,
+                             &no_key, why) != 0) {
         goto out;
     }
     rc = oidc_claims_check(json_root(pdoc), e, ret, why);

@@ -26,8 +26,8 @@
 #define OIDC_URL_MAX         2048
 #define OIDC_TEXT_MAX        256 /* a client id, a claim's name, a group, an identity */
 #define OIDC_SECRET_MAX      1024
-#define OIDC_GROUPS_MAX      64  /* groups of one ID token that are looked at */
-#define OIDC_GROUP_ROLES_MAX 64  /* grants group_roles may give, in all */
+#define OIDC_GROUPS_MAX      64 /* groups of one ID token that are looked at */
+#define OIDC_GROUP_ROLES_MAX 64 /* grants group_roles may give, in all */
 #define OIDC_WHY_MAX         256
 #define OIDC_RANDOM_LEN      43  /* 32 random bytes in base64url: a state, a nonce, a verifier */
 #define OIDC_LOGIN_TTL_S     600 /* from /auth/login to /auth/callback */

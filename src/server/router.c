@@ -356,8 +356,8 @@ static int router_authorize(struct router_req *rq, int limit)
     if (rq->who.session && !safe &&
         (strlen(rq->csrf_header) != SESSION_CSRF_LEN ||
          CRYPTO_memcmp(rq->csrf_header, rq->who.csrf, SESSION_CSRF_LEN) != 0)) {
-        snprintf(rq->why, sizeof rq->why, "a session's %s needs its X-CSRF-Token (missing or wrong)",
-                 ctx->method);
+        snprintf(rq->why, sizeof rq->why,
+                 "a session's %s needs its X-CSRF-Token (missing or wrong)", ctx->method);
         rq->refused = 403;
         return -1;
     }

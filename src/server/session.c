@@ -3,7 +3,8 @@
  * only its SHA-256, so a copy of the database signs nobody in. Each request reads the session and
  * its principal again: a logout, an expiry, a principal removed or disabled ends it at the next
  * request, on every node. The grants group_roles gave at sign-in are added to the principal's
- * own for as long as the session lasts; a new sign-in evaluates the groups again.
+ * own for as long as the session lasts; a new sign-in evaluates the groups again. A principal
+ * linked to another identity since ends the sessions of the one it was linked to.
  */
 #include "session.h"
 
@@ -94,7 +95,7 @@ void session_group_grants(const struct oidc_config *cfg, const struct oidc_claim
 
 struct session_found {
     char principal[STORE_NAME_MAX + 1];
-    char identity[sizeof ((struct auth_principal *)0)->identity];
+    char identity[sizeof((struct auth_principal *)0)->identity];
     char grants[4096];
     int64_t expires_ms;
     int found;
@@ -112,6 +113,19 @@ static int session_found_fn(void *userdata, const struct store_session *sess)
         f->expires_ms = sess->expires_ms;
         f->found = 1;
     }
+    return 1;
+}
+
+/* 1 in *userdata when the principal is still linked to the identity the session signed in. */
+struct session_link {
+    const char *identity;
+    int linked;
+};
+
+static int session_linked_fn(void *userdata, const struct store_principal *p)
+{
+    struct session_link *l = userdata;
+    l->linked = p->identity && strcmp(p->identity, l->identity) == 0;
     return 1;
 }
 
@@ -156,6 +170,19 @@ enum auth_result session_authenticate(struct store *s, const char *token, int64_
     enum auth_result ar = auth_principal_load(s, f.principal, ret, why);
     if (ar != AUTH_OK) {
         return ar;
+    }
+    /* the principal linked to another identity since (or removed and made again for someone
+     * else): the session of the person it was linked to ends */
+    struct session_link link = { f.identity, 0 };
+    rc = s->ops->principal_get(s, f.principal, session_linked_fn, &link);
+    if (rc != STORE_OK && rc != STORE_NOT_FOUND) {
+        snprintf(why, AUTH_WHY_MAX, "store: %s", s->ops->errmsg(s));
+        return AUTH_STORE_FAILED;
+    }
+    if (!link.linked) {
+        snprintf(why, AUTH_WHY_MAX, "principal %s is no longer linked to the session's identity",
+                 f.principal);
+        return AUTH_UNAUTHENTICATED;
     }
     session_add_grants(ret, f.grants);
     ret->session = 1;

@@ -5,11 +5,11 @@
  * (HttpOnly, SameSite=Strict, Secure over TLS); the store keeps only its SHA-256, the principal
  * it signs in, the identity the provider vouched for, the grants group_roles gave at that
  * sign-in, and when it ends. A session ends when it expires, at logout (its row deleted), and
- * whenever its principal is disabled or removed: each request reads the row and the principal
- * again. Its CSRF token is an HMAC of the session token, so nothing more is stored: a request
- * of a cookie session that changes anything (any method but GET and HEAD) must carry it in
- * X-CSRF-Token - another site's form or script can make the browser send the cookie, never the
- * header with the right value.
+ * whenever its principal is disabled, removed or linked to another identity: each request reads
+ * the row and the principal again. Its CSRF token is an HMAC of the session token, so nothing
+ * more is stored: a request of a cookie session that changes anything (any method but GET and
+ * HEAD) must carry it in X-CSRF-Token - another site's form or script can make the browser send
+ * the cookie, never the header with the right value.
  */
 #ifndef AIRLOCK_SERVER_SESSION_H
 #define AIRLOCK_SERVER_SESSION_H
@@ -21,9 +21,9 @@
 #include "oidc.h"
 #include "store.h"
 
-#define SESSION_COOKIE    "airlock_session"
-#define SESSION_TOKEN_LEN 64
-#define SESSION_CSRF_LEN  64
+#define SESSION_COOKIE      "airlock_session"
+#define SESSION_TOKEN_LEN   64
+#define SESSION_CSRF_LEN    64
 #define SESSION_CSRF_HEADER "X-CSRF-Token"
 
 /* A new token and its SHA-256 in hex. 0, or -1 when the random generator fails. */

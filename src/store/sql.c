@@ -2028,8 +2028,9 @@ enum store_rc sql_session_create(struct store *s, const struct store_session *se
     if (rc != STORE_OK) {
         return rc;
     }
-    const char *args[] = { sess->token_sha256, sess->principal, sess->identity,
-                           sess->grants,       now,             expires };
+    const char *args[] = {
+        sess->token_sha256, sess->principal, sess->identity, sess->grants, now, expires
+    };
     return sql_insert(sql_of(s),
                       "INSERT INTO sessions(token_sha256, principal, identity, grants, created, "
                       "expires_ms) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
@@ -2038,8 +2039,9 @@ enum store_rc sql_session_create(struct store *s, const struct store_session *se
 
 static int sql_session_each(const struct sql_row *r, void *fn, void *userdata)
 {
-    struct store_session sess = { col(r, 0), col(r, 1), col(r, 2),
-                                  col(r, 3), col(r, 4), num(r, 5) };
+    struct store_session sess = {
+        col(r, 0), col(r, 1), col(r, 2), col(r, 3), col(r, 4), num(r, 5)
+    };
     return ((store_session_fn *)fn)(userdata, &sess);
 }
 
@@ -2054,6 +2056,5 @@ enum store_rc sql_session_get(struct store *s, const char *token_sha256, store_s
 
 enum store_rc sql_session_delete(struct store *s, const char *token_sha256)
 {
-    return sql_change(sql_of(s), "DELETE FROM sessions WHERE token_sha256 = $1", 1,
-                      &token_sha256);
+    return sql_change(sql_of(s), "DELETE FROM sessions WHERE token_sha256 = $1", 1, &token_sha256);
 }

@@ -1,7 +1,8 @@
 // sso.test.js - single sign-on of the web UI (docs/sso.md) in Chromium against a real OpenID
 // Connect provider (provider.mjs: oidc-provider on loopback): sign-in, an identity with no
 // principal refused, group_roles, CSRF (missing and wrong token refused), a tampered state, a
-// token for another audience, an expired token, and logout ending the session on the server.
+// token for another audience, an expired token, logout ending the session on the server, a
+// disabled or relinked principal ending it too, and key_sign_in false.
 //
 // Environment (tests/oidc/CMakeLists.txt): AIRLOCKD, AIRLOCK_E2E_DEPS (playwright-core),
 // AIRLOCK_OIDC_DEPS (oidc-provider).
@@ -53,6 +54,26 @@ async function userFor(name, identity) {
     assert.equal(r.status, 201, JSON.stringify(r.body));
 }
 
+// airlockd with config file `config`, its log in dir; resolves once it listens.
+async function spawnAirlockd(config, dir) {
+    const env = { ...process.env };
+    delete env.AIRLOCK_BOOTSTRAP_KEY;
+    const proc = spawn(AIRLOCKD, ['--config', config], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    proc.stderr.pipe(fs.createWriteStream(path.join(dir, 'airlockd.log')));
+    await new Promise((resolve, reject) => {
+        const rl = readline.createInterface({ input: proc.stderr });
+        const timer = setTimeout(() => reject(new Error('airlockd did not start')), TIMEOUT);
+        rl.on('line', (l) => {
+            if (/^airlockd: listening on /.test(l)) {
+                clearTimeout(timer);
+                resolve();
+            }
+        });
+        proc.once('exit', () => reject(new Error('airlockd exited; see ' + dir)));
+    });
+    return proc;
+}
+
 before(async () => {
     const [pport, aport] = [await freePort(), await freePort()];
     base = 'http://127.0.0.1:' + aport;
@@ -74,22 +95,7 @@ before(async () => {
             group_roles: { 'finance-approvers': [{ role: 'approver', department: 'finance' }] },
         },
     }));
-    const env = { ...process.env };
-    delete env.AIRLOCK_BOOTSTRAP_KEY;
-    airlockd = spawn(AIRLOCKD, ['--config', config], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-    const log = fs.createWriteStream(path.join(tmp, 'airlockd.log'));
-    airlockd.stderr.pipe(log);
-    await new Promise((resolve, reject) => {
-        const rl = readline.createInterface({ input: airlockd.stderr });
-        const timer = setTimeout(() => reject(new Error('airlockd did not start')), TIMEOUT);
-        rl.on('line', (l) => {
-            if (/^airlockd: listening on /.test(l)) {
-                clearTimeout(timer);
-                resolve();
-            }
-        });
-        airlockd.once('exit', () => reject(new Error('airlockd exited; see ' + tmp)));
-    });
+    airlockd = await spawnAirlockd(config, tmp);
     adminKey = fs.readFileSync(path.join(tmp, 'var', 'admin.key'), 'utf8').trim();
     assert.equal((await api('POST', '/v1/departments', { name: 'finance' })).status, 201);
     await userFor('alice', 'alice@example.com');
@@ -102,6 +108,9 @@ after(async () => {
     await browser?.close();
     airlockd?.kill('SIGTERM');
     await provider?.stop();
+    if (tmp) {
+        fs.rmSync(tmp, { recursive: true, force: true });
+    }
 });
 
 // Through the provider's login form as `login`; resolves on the page airlockd's callback leads to.
@@ -261,4 +270,43 @@ test('disabling the principal ends its session at the next request; enabled agai
         assert.equal((await api('PATCH', '/v1/principals/bob', { disabled: false })).status, 200);
     }
     await ctx.close();
+});
+
+test('a principal linked to another identity ends the sessions of the one it was linked to', async () => {
+    const { ctx, page } = await newPage(browser);
+    await signInAs(page, 'bob');
+    await page.locator('#who .me').waitFor();
+    assert.equal((await api('PATCH', '/v1/principals/bob', { identity: 'robert@example.com' })).status, 200);
+    try {
+        assert.equal((await me(page)).status, 401);
+    } finally {
+        assert.equal((await api('PATCH', '/v1/principals/bob', { identity: 'bob@example.com' })).status, 200);
+    }
+    await ctx.close();
+});
+
+test('key_sign_in false: the sign-in page offers single sign-on only; API keys still work for API clients', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'airlock-sso-keyless-'));
+    const port = await freePort();
+    const url = 'http://127.0.0.1:' + port;
+    const config = path.join(dir, 'airlockd.json');
+    fs.writeFileSync(config, JSON.stringify({
+        listen: '127.0.0.1:' + port, data_dir: path.join(dir, 'var'),
+        oidc: { issuer: provider.issuer, client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_url: url + '/auth/callback', key_sign_in: false },
+    }));
+    const proc = await spawnAirlockd(config, dir);
+    try {
+        const { ctx, page } = await newPage(browser);
+        await page.goto(url + '/');
+        await page.getByRole('link', { name: 'Sign in with single sign-on' }).waitFor();
+        assert.equal(await page.getByLabel('API key').count(), 0);
+        await shot(page, 'sso-sign-in-only');
+        await ctx.close();
+        const key = fs.readFileSync(path.join(dir, 'var', 'admin.key'), 'utf8').trim();
+        const r = await fetch(url + '/v1/me', { headers: { Authorization: 'Bearer ' + key } });
+        assert.equal(r.status, 200);
+    } finally {
+        proc.kill('SIGTERM');
+        fs.rmSync(dir, { recursive: true, force: true });
+    }
 });

@@ -4,21 +4,24 @@
  * issuer, an expired token and another nonce are each refused. Also the login cookie's seal, the
  * loopback rule for http:// issuers and the Cookie header's parsing (session.h).
  */
+/* cmocka.h needs these first */
+/* clang-format off */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+/* clang-format on */
+
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/ec.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rsa.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <cmocka.h>
 
 #include "oidc.h"
 #include "session.h"
@@ -134,8 +137,9 @@ static const char good_claims[] =
         "\"email\":\"alice@example.com\",\"groups\":[\"finance-approvers\",\"all\"],"
         "\"nonce\":\"n-123\",\"iat\":1799999990,\"exp\":1800000300}";
 
-static const struct oidc_expect expect = { "https://id.example.com", "airlock", "n-123", "email",
-                                           "groups",                 NOW };
+static const struct oidc_expect expect = {
+    "https://id.example.com", "airlock", "n-123", "email", "groups", NOW
+};
 
 static int verify(const char *jwt, struct oidc_claims *claims, char *why)
 {
@@ -332,9 +336,8 @@ static void test_session_cookie_parsed(void **state)
 {
     char v[65];
     (void)state;
-    assert_int_equal(session_cookie_get("a=1; airlock_session=abc; b=2", "airlock_session", v,
-                                        sizeof v),
-                     0);
+    assert_int_equal(
+            session_cookie_get("a=1; airlock_session=abc; b=2", "airlock_session", v, sizeof v), 0);
     assert_string_equal(v, "abc");
     assert_int_equal(session_cookie_get("xairlock_session=abc", "airlock_session", v, sizeof v),
                      -1);
