@@ -359,6 +359,13 @@ void api_denied(struct api_ctx *ctx, unsigned status, const char *why)
     }
     d->req = req;
     api_denial_details(&d->details, method, route, req->path, status, why, req->request_id, rec);
+    if (status == 403 && ctx->who && ctx->who->session && d->details.len > 0) {
+        /* a session's refusal names the identity behind it, as its changes do (docs/sso.md) */
+        d->details.len--; /* the closing brace */
+        buf_append_str(&d->details, ",\"session_identity\":");
+        api_valid_str(&d->details, ctx->who->identity, strlen(ctx->who->identity));
+        buf_append_str(&d->details, "}");
+    }
     if (ctx->tx) {
         /* on the writer already: in the batch, answered with it */
         api_denial_answer(d, ctx->resp, api_denial_fn(ctx->tx, d));

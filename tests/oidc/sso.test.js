@@ -180,6 +180,10 @@ test('CSRF: a session\'s change without X-CSRF-Token, or with a wrong one, is 40
     assert.ok(names.includes('csrf-right') && !names.includes('csrf-missing') && !names.includes('csrf-wrong'));
     const created = JSON.stringify(await auditOf('department.create'));
     assert.ok(created.includes('"session_identity":"alice@example.com"'), created);
+    // and so do its refusals
+    const denied = (await auditOf('auth.denied')).filter((r) => /X-CSRF-Token/.test(JSON.stringify(r)));
+    assert.equal(denied.length, 2);
+    assert.ok(denied.every((r) => r.details.session_identity === 'alice@example.com'), JSON.stringify(denied));
     await ctx.close();
 });
 
