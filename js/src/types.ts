@@ -41,6 +41,10 @@ export interface Principal {
     name: string;
     kind: 'user' | 'agent';
     created: string;
+    /** who its identity provider signs in as it (kind user); null: none */
+    identity?: string | null;
+    /** its keys and sessions are refused */
+    disabled?: boolean;
     roles: Grant[];
     keys: KeyInfo[];
 }
@@ -51,6 +55,7 @@ export interface PrincipalCreated {
     /** the API key, shown this once */
     key: string;
     prefix: string;
+    identity?: string | null;
 }
 
 export interface Department {

@@ -5,8 +5,8 @@
  * made safe for a terminal), suggest.c ("did you mean"), child_env.c (what those processes
  * inherit: never the continuation secrets). `airlock audit verify` (cmd_audit.c) checks an
  * audit export offline. client.c is the command as airlockd's client (client.h); template,
- * runs and approvals (cmd_<group>.c) and `audit export` are built on it with client_cmd.c, and
- * `airlock mcp` (cmd_mcp.c) is the MCP stdio transport in front of airlockd's POST /v1/mcp.
+ * runs, approvals and admin (cmd_<group>.c) and `audit export` are built on it with client_cmd.c,
+ * and `airlock mcp` (cmd_mcp.c) is the MCP stdio transport in front of airlockd's POST /v1/mcp.
  */
 #ifndef AIRLOCK_CLI_H
 #define AIRLOCK_CLI_H
@@ -30,6 +30,7 @@ int cmd_types(int argc, char **argv);
 int cmd_template(int argc, char **argv);
 int cmd_runs(int argc, char **argv);
 int cmd_approvals(int argc, char **argv);
+int cmd_admin(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
 
 /* Prints "airlock: <message>" to stderr. */

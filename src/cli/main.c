@@ -45,6 +45,7 @@ static const struct {
       "create, push, submit, approve, revoke, diff templates on airlockd" },
     { "runs", cmd_runs, "start, show, list and cancel runs on airlockd" },
     { "approvals", cmd_approvals, "list, approve and deny approvals on airlockd" },
+    { "admin", cmd_admin, "manage principals, connectors and departments on airlockd" },
     { "mcp", cmd_mcp, "the MCP stdio transport for airlockd's tools (AIRLOCK_URL, AIRLOCK_KEY)" },
     { "version", cmd_version, "print the version" },
     { "help", cmd_help, "show this help" },
@@ -59,8 +60,8 @@ static int cmd_help(int argc, char **argv)
         printf("  %-10s %s\n", commands[i].name, commands[i].summary);
     }
     printf("\n`airlock COMMAND --help` describes a command. The commands that talk to airlockd\n"
-           "(types, template, runs, approvals, audit export) read its address from AIRLOCK_URL\n"
-           "and the caller's key from AIRLOCK_KEY. For them:\n%s",
+           "(types, template, runs, approvals, admin, audit export) read its address from\n"
+           "AIRLOCK_URL and the caller's key from AIRLOCK_KEY. For them:\n%s",
            CLIENT_CMD_EXIT_HELP);
     return 0;
 }

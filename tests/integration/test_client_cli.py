@@ -614,6 +614,81 @@ def t_a_hostile_server_never_reaches_the_terminal_raw(tmp):
         fake.close()
 
 
+def t_admin_commands(tmp):
+    """`airlock admin`: principals, connectors and departments listed, shown, changed and
+    deleted from the command line, airlockd's refusals printed with their code."""
+    w = tr.World(tmp)
+    try:
+        admin = As(w, "admin")
+        agent = As(w, "agent-7")
+        names = [p["name"] for p in admin.json("admin", "principals", "list")]
+        check("agent-7" in names and "alice" in names, "principals list --json: %r" % names)
+        out, _ = admin("admin", "principals", "show", "agent-7")
+        check("agent-7  user  enabled" in out and "agent@finance" in out, "show: %r" % out)
+        out, _ = admin("admin", "principals", "patch", "alice", "--identity", "alice@example.com")
+        check("alice@example.com" in out, "patch --identity: %r" % out)
+        out, _ = admin("admin", "principals", "patch", "agent-7", "--disable")
+        check("agent-7  user  disabled" in out, "patch --disable: %r" % out)
+        _, err = agent("runs", "list", want=1)
+        check("UNAUTHENTICATED" in err and "disabled" in err, "a disabled agent: %r" % err)
+        admin("admin", "principals", "patch", "agent-7", "--enable")
+        agent("runs", "list")
+        doc = admin.json("admin", "principals", "patch", "alice", "--no-identity")
+        check(doc["identity"] is None, "--no-identity: %r" % doc)
+        # connectors: a free change, then one that would widen an approved version
+        w.template("refund", tr.REFUND, ["shop.orders", "shop.refund"])
+        out, _ = admin("admin", "connectors", "show", "shop")
+        check("shop  finance  " + w.shop.url in out and "refund  sensitive" in out,
+              "connectors show: %r" % out)
+        secret = write(tmp, "secret", tr.SECRET + "\n")
+        out, _ = admin("admin", "connectors", "patch", "shop", "--timeout-ms", "9000",
+                       "--signing-secret-file", secret)
+        check("9000 ms" in out and tr.SECRET not in out, "patch: %r" % out)
+        check(w.run({"template": "refund", "input": {"amount": 1}}, want=202)[1]["status"] ==
+              "awaiting_approval", "the connector still signs with the secret from the file")
+        fns = write(tmp, "functions.json", json.dumps(
+            {"orders": {}, "refund": {"sensitive": False}, "fail": {}, "slow": {}}))
+        _, err = admin("admin", "connectors", "patch", "shop", "--functions-file", fns, want=1)
+        check("409 CONFLICT" in err and "--force" not in err and "force" in err,
+              "refused change: %r" % err)
+        out, _ = admin("admin", "connectors", "patch", "shop", "--functions-file", fns, "--force")
+        check("refund  sensitive" not in out, "forced: %r" % out)
+        check(w.ok("GET", "/v1/templates/refund/versions/1", None, w.admin)["state"] ==
+              "revoked", "--force did not revoke the version")
+        out, _ = admin("admin", "connectors", "delete", "shop")
+        check(out == "deleted shop\n", "delete: %r" % out)
+        check(admin.json("admin", "connectors", "list") == [], "connectors left")
+        # departments
+        out, _ = admin("admin", "departments", "patch", "other", "--name", "others")
+        check(out.startswith("others  autonomous"), "rename: %r" % out)
+        _, err = admin("admin", "departments", "delete", "others", want=1)
+        check("409 CONFLICT" in err and "1 role grant" in err, "not empty: %r" % err)
+        w.ok("POST", "/v1/departments", {"name": "scratch"}, w.admin, 201)
+        out, _ = admin("admin", "departments", "delete", "scratch")
+        check(out == "deleted scratch\n", "delete: %r" % out)
+        check([d["name"] for d in admin.json("admin", "departments", "list")] ==
+              ["finance", "others"], "departments left")
+        # usage errors exit 2 and say what was wrong; an agent is refused by airlockd
+        for args, words in ((["admin"], "usage: airlock admin"),
+                            (["admin", "principal"], "did you mean 'principals'"),
+                            (["admin", "principals", "patch", "alice"], "nothing to change"),
+                            (["admin", "principals", "patch", "alice", "--disable", "--enable"],
+                             "exclude"),
+                            (["admin", "connectors", "patch", "shop", "--timeout-ms", "x"],
+                             "--timeout-ms"),
+                            (["admin", "departments", "patch", "finance"], "--name"),
+                            (["admin", "principals", "show", "../x"], "name")):
+            _, err = admin(*args, want=2)
+            check(words in err, "%r: %r" % (args, err))
+        out, _ = admin("admin", "--help")
+        check("principals" in out and "connectors" in out and "departments" in out,
+              "--help: %r" % out)
+        _, err = agent("admin", "principals", "delete", "alice", want=1)
+        check("403 FORBIDDEN" in err, "an agent deleting: %r" % err)
+    finally:
+        w.close()
+
+
 def free_port():
     import socket
     s = socket.socket()

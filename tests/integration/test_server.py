@@ -405,6 +405,7 @@ def t_lifecycle(tmp):
         # an auditor of finance sees the principals of finance, without their keys
         st, doc, _ = s.request("GET", "/v1/principals", key=alice["key"])
         check(st == 200 and doc == [{"name": "alice", "kind": "agent", "created": doc[0]["created"],
+                                     "identity": None, "disabled": False,
                                      "roles": [grant], "keys": []}], "list: %r" % doc)
         st, doc, _ = s.request("GET", "/v1/principals", key=k)
         check(st == 200 and {p["name"] for p in doc} == {"admin", "alice"}, "list: %r" % doc)

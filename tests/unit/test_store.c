@@ -2522,6 +2522,185 @@ static void test_store_in_doubt_migrated_from_0011(void **state)
     assert_int_equal(s->ops->call_mark(s, &c), STORE_OK);
 }
 
+/* 0016_principal_admin: a principal's identity (one principal per identity, a taken one a
+ * CONFLICT that leaves the transaction usable) and disabled flag; a principal deleted with its
+ * keys and grants. */
+struct seen_principal {
+    int n;
+    char last[160];
+};
+
+static int read_principal(void *userdata, const struct store_principal *p)
+{
+    struct seen_principal *seen = userdata;
+    seen->n++;
+    snprintf(seen->last, sizeof seen->last, "%s|%s|%s|%d", p->name, p->kind,
+             p->identity ? p->identity : "(null)", p->disabled);
+    return 0;
+}
+
+static void test_store_principal_identity_and_disabled(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    struct seen_principal seen = { 0, "" };
+    unsigned char hash[STORE_HASH_LEN] = { 7 };
+    char name[STORE_NAME_MAX + 1];
+    assert_int_equal(s->ops->principal_create(s, "alice", "user"), STORE_OK);
+    assert_int_equal(s->ops->principal_create(s, "bob", "user"), STORE_OK);
+    assert_int_equal(s->ops->principal_get(s, "alice", read_principal, &seen), STORE_OK);
+    assert_string_equal(seen.last, "alice|user|(null)|0");
+    assert_int_equal(s->ops->principal_set_identity(s, "alice", "alice@example.com"), STORE_OK);
+    assert_int_equal(s->ops->principal_set_identity(s, "alice", "alice@example.com"), STORE_OK);
+    assert_int_equal(s->ops->principal_set_identity(s, "ghost", "g@example.com"), STORE_NOT_FOUND);
+    /* taken by another: a conflict, and the transaction goes on */
+    assert_int_equal(s->ops->tx_begin(s), STORE_OK);
+    assert_int_equal(s->ops->principal_set_identity(s, "bob", "alice@example.com"), STORE_CONFLICT);
+    assert_int_equal(s->ops->principal_set_disabled(s, "bob", 1), STORE_OK);
+    assert_int_equal(s->ops->tx_commit(s), STORE_OK);
+    assert_int_equal(s->ops->principal_find_identity(s, "alice@example.com", read_principal, &seen),
+                     STORE_OK);
+    assert_string_equal(seen.last, "alice|user|alice@example.com|0");
+    assert_int_equal(s->ops->principal_get(s, "bob", read_principal, &seen), STORE_OK);
+    assert_string_equal(seen.last, "bob|user|(null)|1");
+    assert_int_equal(s->ops->principal_find_identity(s, "bob@example.com", read_principal, &seen),
+                     STORE_NOT_FOUND);
+    /* unlinked, the identity is free for another */
+    assert_int_equal(s->ops->principal_set_identity(s, "alice", NULL), STORE_OK);
+    assert_int_equal(s->ops->principal_set_identity(s, "bob", "alice@example.com"), STORE_OK);
+    assert_int_equal(s->ops->principal_set_disabled(s, "bob", 0), STORE_OK);
+    assert_int_equal(s->ops->principal_set_disabled(s, "ghost", 1), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->principal_get(s, "bob", read_principal, &seen), STORE_OK);
+    assert_string_equal(seen.last, "bob|user|alice@example.com|0");
+    /* deleted with its keys and grants */
+    assert_int_equal(s->ops->key_add(s, "bob", "0123456789ab", hash), STORE_OK);
+    assert_int_equal(s->ops->role_grant(s, "bob", "agent", "*"), STORE_OK);
+    assert_int_equal(s->ops->principal_delete(s, "bob"), STORE_OK);
+    assert_int_equal(s->ops->principal_delete(s, "bob"), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->key_lookup(s, "0123456789ab", name, hash), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->principal_create(s, "bob", "agent"), STORE_OK);
+    int n = 0;
+    assert_int_equal(s->ops->role_list(s, "bob", count_grant, &n), STORE_OK);
+    assert_int_equal(n, 0);
+    assert_int_equal(s->ops->principal_find_identity(s, "alice@example.com", read_principal, &seen),
+                     STORE_NOT_FOUND);
+}
+
+static int read_department_name(void *userdata, const struct store_department *d)
+{
+    snprintf(userdata, 32, "%s/%s", d->name, d->autonomy);
+    return 0;
+}
+
+/* A department renamed with every row that names it; its usage counted; deleted. */
+static void test_store_department_rename_usage_delete(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    struct store_department_usage u;
+    struct seen_connector seen = { 0, "" };
+    char got[32] = "";
+    assert_int_equal(s->ops->department_create(s, "finance"), STORE_OK);
+    assert_int_equal(s->ops->department_create(s, "hr"), STORE_OK);
+    assert_int_equal(s->ops->department_set_policy(s, "finance", "supervised", 1), STORE_OK);
+    assert_int_equal(s->ops->principal_create(s, "alice", "user"), STORE_OK);
+    assert_int_equal(s->ops->role_grant(s, "alice", "author", "finance"), STORE_OK);
+    assert_int_equal(s->ops->template_create(s, "t", "finance", "d", "alice"), STORE_OK);
+    struct store_connector c = { "crm",   "finance", "http://127.0.0.1:9/crm",
+                                 "v1:aa", "v1:bb",   "[]",
+                                 "{}",    2500,      NULL,
+                                 "admin" };
+    assert_int_equal(s->ops->connector_create(s, &c), STORE_OK);
+    struct store_run r = { .id = "run_1",
+                           .template_name = "",
+                           .department = "finance",
+                           .principal = "alice",
+                           .status = "completed",
+                           .input = "{}",
+                           .source = "1",
+                           .language = "js",
+                           .functions = "[]" };
+    assert_int_equal(s->ops->run_create(s, &r), STORE_OK);
+    assert_int_equal(s->ops->department_usage(s, "finance", &u), STORE_OK);
+    assert_true(u.templates == 1 && u.connectors == 1 && u.mounts == 0 && u.grants == 1 &&
+                u.runs == 1 && u.snapshots == 0);
+    assert_int_equal(s->ops->department_usage(s, "ghost", &u), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->department_rename(s, "finance", "hr"), STORE_CONFLICT);
+    assert_int_equal(s->ops->department_rename(s, "ghost", "x"), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->department_rename(s, "finance", "fin"), STORE_OK);
+    assert_int_equal(s->ops->department_get(s, "finance", read_department_name, got),
+                     STORE_NOT_FOUND);
+    assert_int_equal(s->ops->department_get(s, "fin", read_department_name, got), STORE_OK);
+    assert_string_equal(got, "fin/supervised");
+    assert_int_equal(s->ops->department_usage(s, "fin", &u), STORE_OK);
+    assert_true(u.templates == 1 && u.connectors == 1 && u.grants == 1 && u.runs == 1);
+    assert_int_equal(s->ops->connector_get(s, "crm", read_connector, &seen), STORE_OK);
+    assert_non_null(strstr(seen.last, "crm|fin|"));
+    assert_int_equal(s->ops->department_usage(s, "hr", &u), STORE_OK);
+    assert_true(u.templates + u.connectors + u.mounts + u.grants + u.runs + u.snapshots == 0);
+    assert_int_equal(s->ops->department_delete(s, "hr"), STORE_OK);
+    assert_int_equal(s->ops->department_delete(s, "hr"), STORE_NOT_FOUND);
+}
+
+static int count_version_named(void *userdata, const struct store_version *v)
+{
+    char *names = userdata;
+    size_t used = strlen(names);
+    snprintf(names + used, 64 - used, "%s%s/%lld", used ? "," : "", v->template_name,
+             (long long)v->version);
+    return 0;
+}
+
+/* A connector changed in place (department and creator kept) and deleted; the approved
+ * versions of every template listed. */
+static void test_store_connector_update_delete(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    struct seen_connector seen = { 0, "" };
+    char names[64] = "";
+    assert_int_equal(s->ops->department_create(s, "finance"), STORE_OK);
+    struct store_connector c = { "crm",   "finance",     "http://127.0.0.1:9/crm", "v1:aa",
+                                 "v1:bb", "[\"X-Api\"]", "{\"lookup\":{}}",        2500,
+                                 NULL,    "admin" };
+    assert_int_equal(s->ops->connector_create(s, &c), STORE_OK);
+    struct store_connector u = { "crm",    "other", "https://crm.example.com/",
+                                 "v1:cc",  "v1:dd", "[]",
+                                 "{}",     9000,    NULL,
+                                 "mallory" };
+    assert_int_equal(s->ops->connector_update(s, &u), STORE_OK);
+    assert_int_equal(s->ops->connector_get(s, "crm", read_connector, &seen), STORE_OK);
+    assert_string_equal(seen.last,
+                        "crm|finance|https://crm.example.com/|v1:cc|v1:dd|[]|{}|9000|admin|1");
+    u.name = "erp";
+    assert_int_equal(s->ops->connector_update(s, &u), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->connector_delete(s, "crm"), STORE_OK);
+    assert_int_equal(s->ops->connector_delete(s, "crm"), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->connector_get(s, "crm", read_connector, &seen), STORE_NOT_FOUND);
+
+    assert_int_equal(s->ops->template_create(s, "t", "finance", "d", "alice"), STORE_OK);
+    assert_int_equal(s->ops->template_create(s, "a", "finance", "d", "alice"), STORE_OK);
+    add_version(s, "t", 1);
+    add_version(s, "t", 2);
+    add_version(s, "a", 1);
+    assert_int_equal(s->ops->version_list_approved(s, count_version_named, names), STORE_OK);
+    assert_string_equal(names, "");
+    const char *moves[][2] = { { "t", "1" }, { "t", "2" }, { "a", "1" } };
+    for (size_t i = 0; i < 3; i++) {
+        int64_t v = moves[i][1][0] - '0';
+        assert_int_equal(
+                s->ops->version_set_state(s, moves[i][0], v, "draft", "submitted", "alice", NULL),
+                STORE_OK);
+        assert_int_equal(
+                s->ops->version_set_state(s, moves[i][0], v, "submitted", "approved", "bob", NULL),
+                STORE_OK);
+    }
+    assert_int_equal(s->ops->version_set_state(s, "t", 1, "approved", "revoked", "bob", "x"),
+                     STORE_OK);
+    assert_int_equal(s->ops->version_list_approved(s, count_version_named, names), STORE_OK);
+    assert_string_equal(names, "a/1,t/2");
+}
+
 int main(void)
 {
     pg_base = getenv("AIRLOCK_TEST_DATABASE");
@@ -2545,6 +2724,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_templates_and_versions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_versions_roll_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_connectors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_principal_identity_and_disabled, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_store_department_rename_usage_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_connector_update_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_runs_and_approvals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_audit_head_is_last_seq, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_nodes_leases_and_calls, setup, teardown),

@@ -74,6 +74,7 @@ export const get = (url) => api('GET', url);
 export const post = (url, body) => api('POST', url, body === undefined ? {} : body);
 export const put = (url, body) => api('PUT', url, body);
 export const del = (url, body) => api('DELETE', url, body);
+export const patch = (url, body) => api('PATCH', url, body);
 
 // "/v1/runs" + {template: 'x', status: ''} -> "/v1/runs?template=x" (empty values left out)
 export function q(base, params) {
