@@ -74,6 +74,16 @@ async function spawnAirlockd(config, dir) {
     return proc;
 }
 
+// SIGTERM, resolved once airlockd has exited (its data folder may then be removed)
+function stopAirlockd(proc) {
+    if (proc.exitCode !== null || proc.signalCode !== null) {
+        return Promise.resolve();
+    }
+    const done = new Promise((resolve) => proc.once('exit', resolve));
+    proc.kill('SIGTERM');
+    return done;
+}
+
 before(async () => {
     const [pport, aport] = [await freePort(), await freePort()];
     base = 'http://127.0.0.1:' + aport;
@@ -106,7 +116,9 @@ before(async () => {
 
 after(async () => {
     await browser?.close();
-    airlockd?.kill('SIGTERM');
+    if (airlockd) {
+        await stopAirlockd(airlockd);
+    }
     await provider?.stop();
     if (tmp) {
         fs.rmSync(tmp, { recursive: true, force: true });
@@ -310,7 +322,7 @@ test('key_sign_in false: the sign-in page offers single sign-on only; API keys s
         const r = await fetch(url + '/v1/me', { headers: { Authorization: 'Bearer ' + key } });
         assert.equal(r.status, 200);
     } finally {
-        proc.kill('SIGTERM');
+        await stopAirlockd(proc);
         fs.rmSync(dir, { recursive: true, force: true });
     }
 });
