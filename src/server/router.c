@@ -361,6 +361,15 @@ static int router_authorize(struct router_req *rq, int limit)
         rq->refused = 403;
         return -1;
     }
+    /* runs, forks, snapshots and MCP are an agent's, with its API key: a run's start and its
+     * waiting client are checked against the key it came with (auth_key_active) */
+    if (rq->who.session && rq->route->rule.roles == AUTH_ROLE_AGENT) {
+        snprintf(rq->why, sizeof rq->why,
+                 "%s %s is an agent's: it takes an API key, not a session of the web UI",
+                 ctx->method, ctx->route);
+        rq->refused = 403;
+        return -1;
+    }
     const char *dept = rq->route->rule.scope == AUTH_DEPARTMENT ? api_param(ctx, "d") : NULL;
     if (auth_check(&rq->who, &rq->route->rule, dept, rq->why) != AUTH_OK) {
         rq->refused = 403;

@@ -191,6 +191,13 @@ test('CSRF: a session\'s change without X-CSRF-Token, or with a wrong one, is 40
     const wrong = await post({ 'X-CSRF-Token': '0'.repeat(64) }, 'csrf-wrong');
     assert.equal(wrong.status, 403);
     assert.equal(wrong.body.error.code, 'FORBIDDEN');
+    // an agent's route takes an API key, never a session
+    const run = await page.evaluate(async (t) => {
+        const r = await fetch('/v1/runs', { method: 'POST', credentials: 'same-origin', headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': t }, body: '{}' });
+        return { status: r.status, body: await r.json() };
+    }, token);
+    assert.equal(run.status, 403);
+    assert.match(run.body.error.message, /takes an API key/);
     const right = await post({ 'X-CSRF-Token': token }, 'csrf-right');
     assert.equal(right.status, 201, JSON.stringify(right.body));
     const names = (await api('GET', '/v1/departments')).body.map((d) => d.name);
@@ -199,7 +206,7 @@ test('CSRF: a session\'s change without X-CSRF-Token, or with a wrong one, is 40
     assert.ok(created.includes('"session_identity":"alice@example.com"'), created);
     // and so do its refusals
     const denied = (await auditOf('auth.denied')).filter((r) => /X-CSRF-Token/.test(JSON.stringify(r)));
-    assert.equal(denied.length, 2);
+    assert.equal(denied.length, 2); // the run's refusal above is for its key, not its token
     assert.ok(denied.every((r) => r.details.session_identity === 'alice@example.com'), JSON.stringify(denied));
     await ctx.close();
 });
