@@ -80,7 +80,8 @@ struct api_ctx {
     size_t body_len;
     /* the router's key that seals connector secrets (secretbox.h), may be NULL */
     const unsigned char *secret_key;
-    /* GET /auth/callback: the verified ID token's claims, from its check to its writer job */
+    /* GET /auth/callback: the verified ID token's claims, from its check to its writer job;
+     * allocated by the check, freed with the request (NULL before) */
     struct oidc_claims *claims;
 };
 

@@ -9,6 +9,7 @@
  */
 #include <openssl/crypto.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -107,6 +108,11 @@ int api_auth_callback_before(struct api_ctx *ctx)
         snprintf(why, sizeof why, "the state is not this sign-in's");
         goto refused;
     }
+    ctx->claims = ctx->claims ? ctx->claims : calloc(1, sizeof *ctx->claims);
+    if (!ctx->claims) {
+        api_error(ctx, 500, "INTERNAL", "out of memory");
+        return -1;
+    }
     if (oidc_sign_in(ctx->svc->oidc, code, &login, api_auth_now_ms() / 1000, ctx->claims, why) !=
         0) {
         goto refused;
@@ -140,6 +146,10 @@ void api_auth_callback(struct api_ctx *ctx)
     int64_t now = api_auth_now_ms();
     buf_init(&grants, 8192);
     buf_init(&details, 16384);
+    if (!ctx->claims) { /* its check, which runs first, has verified none */
+        api_error(ctx, 500, "INTERNAL", "the sign-in's claims are missing");
+        goto out;
+    }
     struct auth_principal who;
     enum store_rc rc =
             s->ops->principal_find_identity(s, ctx->claims->identity, api_auth_user_of, name);

@@ -22,7 +22,6 @@
 #include "api.h"
 #include "auth.h"
 #include "json.h"
-#include "oidc.h"
 #include "readers.h"
 #include "session.h"
 #include "ui.h"
@@ -269,7 +268,6 @@ struct router_req {
      * X-CSRF-Token it sent, read at admission (the writer's job reads them again) */
     char session_token[SESSION_TOKEN_LEN + 1];
     char csrf_header[SESSION_CSRF_LEN + 1];
-    struct oidc_claims claims; /* GET /auth/callback's, from its check to its job */
 };
 
 static void router_req_free(void *app)
@@ -278,6 +276,7 @@ static void router_req_free(void *app)
     if (rq) {
         json_doc_free(rq->ctx.doc);
         http_response_done(&rq->answer);
+        free(rq->ctx.claims);
         free(rq);
     }
 }
@@ -389,7 +388,6 @@ static void router_ctx(struct router_req *rq, const struct http_request *req,
     rq->ctx.req = req;
     rq->ctx.resp = resp;
     rq->ctx.secret_key = r->secret_key;
-    rq->ctx.claims = &rq->claims;
 }
 
 void router_admit(void *userdata, struct http_request *req, struct http_response *resp)
