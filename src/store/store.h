@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_OPS_VERSION 16
+#define STORE_OPS_VERSION 17
 #define STORE_NAME_MAX    64
 #define STORE_HASH_LEN    32 /* SHA-256 of an API key */
 #define STORE_ERRMSG_MAX  256
@@ -771,9 +771,9 @@ struct store_ops {
     /* Every approved version of every template, by template and number. */
     enum store_rc (*version_list_approved)(struct store *s, store_version_fn *fn, void *userdata);
 
-    /* Since 0017_sessions: sessions of the web UI (sess->created is ignored: now). Sessions
-     * expired before sess->created's time are deleted on the way. CONFLICT when the hash is
-     * taken. */
+    /* Since version 17 (0017_sessions): sessions of the web UI. A new session (sess->created is
+     * ignored: now); the sessions whose end is before now_ms are deleted on the way. CONFLICT
+     * when the hash is taken. */
     enum store_rc (*session_create)(struct store *s, const struct store_session *sess,
                                     int64_t now_ms);
     /* Session `token_sha256`: fn sees it once; NOT_FOUND when there is none (expiry is the
