@@ -209,11 +209,11 @@ function renderNoRole() {
     const me = state.me;
     const m = clear(main());
     add(m, el('section', { class: 'norole' },
-        el('h1', null, 'This key has no role on the desk'),
+        el('h1', null, me.session ? 'You have no role on the desk' : 'This key has no role on the desk'),
         el('p', null, 'You are signed in as ', el('strong', null, me.name),
             me.roles.length ? ', with the roles ' + me.roles.map((r) => r.role + ' in ' + r.department).join(', ') + '.' : ', with no roles at all.'),
         el('p', null, 'The approver\'s desk is for admins, authors, approvers and auditors. Agents use the API. Ask an admin to grant you a role, or sign in with another key.'),
-        el('button', { type: 'button', class: 'primary', onclick: signOut }, 'Sign in with another key')));
+        el('button', { type: 'button', class: 'primary', onclick: signOut }, me.session ? 'Sign out' : 'Sign in with another key')));
 }
 
 async function signIn() {
