@@ -177,6 +177,21 @@ int api_body(struct api_ctx *ctx, const struct api_field *fields, size_t nfields
 enum store_rc api_audit(struct api_ctx *ctx, const char *action, const char *subject,
                         const char *department, const char *details_json)
 {
+    /* a session's change names the identity the provider vouched for (docs/sso.md) */
+    if (ctx->who && ctx->who->session && details_json && details_json[0] == '{') {
+        struct buf d;
+        buf_init(&d, strlen(details_json) + 2 * sizeof ctx->who->identity + 32);
+        buf_append_str(&d, "{\"session_identity\":");
+        json_write_string(&d, ctx->who->identity, strlen(ctx->who->identity));
+        buf_append_str(&d, details_json[1] == '}' ? "" : ",");
+        buf_append_str(&d, details_json + 1);
+        enum store_rc rc =
+                d.data ? ctx->store->ops->audit_append(ctx->store, ctx->who->name, action, subject,
+                                                       department, d.data, NULL)
+                       : STORE_ERROR;
+        buf_done(&d);
+        return rc;
+    }
     return ctx->store->ops->audit_append(ctx->store, ctx->who ? ctx->who->name : "airlockd", action,
                                          subject, department, details_json, NULL);
 }
@@ -344,6 +359,13 @@ void api_denied(struct api_ctx *ctx, unsigned status, const char *why)
     }
     d->req = req;
     api_denial_details(&d->details, method, route, req->path, status, why, req->request_id, rec);
+    if (status == 403 && ctx->who && ctx->who->session && d->details.len > 0) {
+        /* a session's refusal names the identity behind it, as its changes do (docs/sso.md) */
+        d->details.len--; /* the closing brace */
+        buf_append_str(&d->details, ",\"session_identity\":");
+        api_valid_str(&d->details, ctx->who->identity, strlen(ctx->who->identity));
+        buf_append_str(&d->details, "}");
+    }
     if (ctx->tx) {
         /* on the writer already: in the batch, answered with it */
         api_denial_answer(d, ctx->resp, api_denial_fn(ctx->tx, d));

@@ -39,6 +39,8 @@ struct readers;
 struct audit_head;
 struct mounts_roots;
 struct auditlog_kept;
+struct oidc_provider;
+struct oidc_claims;
 
 /* What handlers reach beyond the store (main.c fills it). */
 struct api_services {
@@ -54,6 +56,8 @@ struct api_services {
     struct denials *denials;
     /* the config's mounts.local_roots (mounts.h); NULL: none, no local mount */
     const struct mounts_roots *mount_roots;
+    /* the config's "oidc": single sign-on of the web UI (oidc.h); NULL: none */
+    struct oidc_provider *oidc;
 };
 
 struct api_ctx {
@@ -76,6 +80,9 @@ struct api_ctx {
     size_t body_len;
     /* the router's key that seals connector secrets (secretbox.h), may be NULL */
     const unsigned char *secret_key;
+    /* GET /auth/callback: the verified ID token's claims, from its check to its writer job;
+     * allocated by the check, freed with the request (NULL before) */
+    struct oidc_claims *claims;
 };
 
 typedef void api_handler_fn(struct api_ctx *ctx);
@@ -285,6 +292,15 @@ void api_webhooks_delete(struct api_ctx *ctx);
 
 /* POST /v1/mcp: the Model Context Protocol for agents (api_mcp.c). */
 void api_mcp_post(struct api_ctx *ctx);
+
+/* Single sign-on of the web UI (api_auth.c, docs/sso.md). */
+void api_auth_options(struct api_ctx *ctx);
+void api_auth_login(struct api_ctx *ctx);
+void api_auth_callback(struct api_ctx *ctx);
+/* GET /auth/callback before its writer job (an api_check_fn): the state, the code's exchange
+ * and the ID token's checks; the claims into ctx->claims. */
+int api_auth_callback_before(struct api_ctx *ctx);
+void api_auth_logout(struct api_ctx *ctx);
 
 /* GET /v1/openapi.json and GET /metrics (api_system.c). */
 void api_system_openapi(struct api_ctx *ctx);

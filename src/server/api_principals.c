@@ -252,6 +252,19 @@ void api_principals_me(struct api_ctx *ctx)
         api_store_failed(ctx);
         return;
     }
+    /* a session of the web UI: the CSRF token its changes must carry, and its roles */
+    if (ctx->who->session && l.b->len > 0 && l.b->data[l.b->len - 1] == '}') {
+        l.b->len--;
+        buf_printf(l.b, ",\"csrf_token\":\"%s\",\"session_roles\":[", ctx->who->csrf);
+        /* what the session holds: the grants, and those group_roles gave at its sign-in */
+        for (size_t i = 0; i < ctx->who->gov.ngrants; i++) {
+            const struct gov_grant *g = &ctx->who->gov.grants[i];
+            api_member(l.b, i ? ",{\"role\":" : "{\"role\":", gov_role_name(g->role));
+            api_member(l.b, ",\"department\":", g->department);
+            buf_append_str(l.b, "}");
+        }
+        buf_append_str(l.b, "]}");
+    }
     buf_append_str(l.b, "\n");
 }
 

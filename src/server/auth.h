@@ -56,6 +56,12 @@ struct auth_principal {
     char kind[8];
     char key_prefix[AUTH_PREFIX_LEN + 1]; /* the prefix of the key it authenticated with */
     struct gov_principal gov;
+    /* a session of the web UI (session.h): 1, the identity the provider vouched for and the
+     * session's CSRF token; 0 and "" for an API key */
+    int session;
+    char identity[257];
+    char csrf[65];
+    char session_sha256[65]; /* the session's token's hex SHA-256, as the store keeps it */
 };
 
 /* The bit of a role's name, or 0 for an unknown name (gov_role_bit). */

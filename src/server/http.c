@@ -344,6 +344,14 @@ static enum MHD_Result http_queue(struct MHD_Connection *conn, struct http_conn 
     for (const char *const *h = resp->headers; h && h[0] && h[1]; h += 2) {
         MHD_add_response_header(r, h[0], h[1]);
     }
+    if (resp->location[0]) {
+        MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, resp->location);
+    }
+    for (size_t i = 0; i < HTTP_COOKIES_MAX; i++) {
+        if (resp->set_cookie[i][0]) {
+            MHD_add_response_header(r, MHD_HTTP_HEADER_SET_COOKIE, resp->set_cookie[i]);
+        }
+    }
     if (resp->retry_after_s > 0) {
         char retry[16];
         snprintf(retry, sizeof retry, "%u", resp->retry_after_s);

@@ -30,6 +30,9 @@
 #define HTTP_ACTOR_MAX      64
 #define HTTP_CLIENT_MAX     64 /* "ip4:" or "ip6:" and a numeric address */
 #define HTTP_EXEMPT_MAX     8
+#define HTTP_LOCATION_MAX   4096 /* a redirect's Location (the identity provider's URL) */
+#define HTTP_COOKIE_MAX     512  /* one Set-Cookie header */
+#define HTTP_COOKIES_MAX    2
 
 struct http_request {
     const char *method;
@@ -89,6 +92,10 @@ struct http_response {
     /* static strings: more headers as name, value pairs ending with NULL (the UI's
      * Content-Security-Policy and caching), or NULL */
     const char *const *headers;
+    /* a redirect's Location header, or "" (the sign-in's routes, /auth/...) */
+    char location[HTTP_LOCATION_MAX + 1];
+    /* Set-Cookie headers, each "" or one whole header value */
+    char set_cookie[HTTP_COOKIES_MAX][HTTP_COOKIE_MAX + 1];
     /* set by http_stream: the body is sent chunked from stream_fn, resp->body is ignored */
     http_stream_fn *stream_fn;
     http_stream_free_fn *stream_free;

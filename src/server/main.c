@@ -37,6 +37,7 @@
 #include "metrics.h"
 #include "mounts.h"
 #include "nodes.h"
+#include "oidc.h"
 #include "ratelimit.h"
 #include "readers.h"
 #include "reload.h"
@@ -87,6 +88,7 @@ struct main_config {
     int64_t webhook_poll_ms;          /* webhooks.poll_ms: how often the outbox is looked at */
     char tls_cert[MAIN_PATH_MAX];     /* HTTPS: the certificate's PEM file (its chain after it) */
     char tls_key[MAIN_PATH_MAX];      /* ... and its key's; both "": plain HTTP */
+    struct oidc_config *oidc;         /* "oidc": single sign-on (docs/sso.md); NULL: none */
 };
 
 /* What executes runs: the runner with the continuation key, the connector client and the run
@@ -478,6 +480,16 @@ static int main_load_config(const char *path, struct main_config *cfg)
             if (main_mounts_config(path, m, cfg) != 0) {
                 goto out;
             }
+        } else if (strcmp(m->key, "oidc") == 0 && m->type == JSON_OBJECT) {
+            char why[OIDC_WHY_MAX];
+            if (!cfg->oidc) {
+                cfg->oidc = calloc(1, sizeof *cfg->oidc);
+            }
+            if (!cfg->oidc || oidc_config_read(m, cfg->oidc, why) != 0) {
+                fprintf(stderr, "airlockd: config %s: %s\n", path,
+                        cfg->oidc ? why : "out of memory");
+                goto out;
+            }
         } else if (strcmp(m->key, "http") == 0 && m->type == JSON_OBJECT) {
             if (main_http_config(path, m, &cfg->http) != 0) {
                 goto out;
@@ -523,7 +535,7 @@ static int main_load_config(const char *path, struct main_config *cfg)
                     "data_dir, database, lease_ms, poll_ms, body_limit_bytes, "
                     "snapshot_limit_bytes, "
                     "http, rate_limit, runs, audit, mounts, public_url, webhooks, tls_cert, "
-                    "tls_key)\n",
+                    "tls_key, oidc)\n",
                     path, m->key);
             goto out;
         }
@@ -1216,6 +1228,7 @@ int main(int argc, char **argv)
     int opt = main_options(argc, argv, &cfg);
     if (opt != 0) {
         free(cfg.mount_roots); /* read before the refusal, if any */
+        free(cfg.oidc);
         return opt == 1 ? 0 : 2;
     }
     if (FAULT_INIT() != 0) {
@@ -1272,6 +1285,10 @@ int main(int argc, char **argv)
     }
     svc.kept = kept;
     svc.mount_roots = cfg.mount_roots;
+    if (cfg.oidc && !(svc.oidc = oidc_provider_new(cfg.oidc))) {
+        fprintf(stderr, "airlockd: out of memory\n");
+        goto out;
+    }
     if (main_audit(store, cfg.data_dir) != 0 || main_bootstrap(store, cfg.data_dir) != 0 ||
         main_audit_check(store, svc.audit, kept) != 0 || main_recover(store, cfg.node) != 0) {
         goto out;
@@ -1431,6 +1448,11 @@ out:
     auditlog_kept_free(kept);
     OPENSSL_cleanse(cfg.witness_secret, sizeof cfg.witness_secret);
     free(cfg.mount_roots);
+    oidc_provider_free(svc.oidc);
+    if (cfg.oidc) {
+        oidc_config_done(cfg.oidc);
+        free(cfg.oidc);
+    }
     ratelimit_free(limit);
     ratelimit_free(verify_limit);
     ratelimit_free(unauth_limit);

@@ -14,13 +14,16 @@
  */
 #include "router.h"
 
+#include <openssl/crypto.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api.h"
 #include "auth.h"
 #include "json.h"
 #include "readers.h"
+#include "session.h"
 #include "ui.h"
 #include "writer.h"
 
@@ -109,6 +112,11 @@ static const struct route routes[] = {
     { "POST",   "/v1/approvals/{id}/answer",         api_approvals_answer,        { AUTH_RESOURCE, AUTH_ROLE_APPROVER }, WRITES_CHECKED(api_approvals_answer_before) },
     { "POST",   "/v1/mcp",                           api_mcp_post,                { AUTH_RESOURCE, AUTH_ROLE_AGENT }, READS },
     { "GET",    "/v1/openapi.json",                  api_system_openapi,          { AUTH_PUBLIC, 0 }, READS },
+    /* single sign-on of the web UI (api_auth.c, docs/sso.md) */
+    { "GET",    "/auth/options",                     api_auth_options,            { AUTH_PUBLIC, 0 }, READS },
+    { "GET",    "/auth/login",                       api_auth_login,              { AUTH_PUBLIC, 0 }, READS },
+    { "GET",    "/auth/callback",                    api_auth_callback,           { AUTH_PUBLIC, 0 }, WRITES_CHECKED(api_auth_callback_before) },
+    { "POST",   "/auth/logout",                      api_auth_logout,             { AUTH_PRINCIPAL, 0 }, WRITES },
     { "GET",    "/metrics",                          api_system_metrics,          { AUTH_PUBLIC, 0 }, READS },
     /* the web UI (ui.c): pages answer the HTML shell, /ui/ the assets; public, since what a
      * page shows comes from /v1/ with the user's key */
@@ -259,6 +267,10 @@ struct router_req {
     struct writer_job job;
     struct http_response answer;
     struct http_deferred *deferred;
+    /* a request of a web UI session (no Authorization header): its cookie's token and the
+     * X-CSRF-Token it sent, read at admission (the writer's job reads them again) */
+    char session_token[SESSION_TOKEN_LEN + 1];
+    char csrf_header[SESSION_CSRF_LEN + 1];
 };
 
 static void router_req_free(void *app)
@@ -267,6 +279,7 @@ static void router_req_free(void *app)
     if (rq) {
         json_doc_free(rq->ctx.doc);
         http_response_done(&rq->answer);
+        free(rq->ctx.claims);
         free(rq);
     }
 }
@@ -311,7 +324,15 @@ static const struct route *router_route(const struct http_request *req, struct h
 static int router_authorize(struct router_req *rq, int limit)
 {
     struct api_ctx *ctx = &rq->ctx;
-    enum auth_result ar = auth_authenticate(ctx->store, ctx->req->authorization, &rq->who, rq->why);
+    enum auth_result ar = AUTH_OK;
+    if (!ctx->req->authorization && rq->session_token[0]) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        int64_t now_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+        ar = session_authenticate(ctx->store, rq->session_token, now_ms, &rq->who, rq->why);
+    } else {
+        ar = auth_authenticate(ctx->store, ctx->req->authorization, &rq->who, rq->why);
+    }
     if (ar == AUTH_STORE_FAILED) {
         api_error_resp(ctx->req, ctx->resp, 500, "INTERNAL", "the store failed");
         return -1;
@@ -331,6 +352,26 @@ static int router_authorize(struct router_req *rq, int limit)
     }
     snprintf(ctx->resp->actor, sizeof ctx->resp->actor, "%s", rq->who.name);
     ctx->who = &rq->who;
+    /* a session's change must carry its CSRF token: another site can make the browser send
+     * the cookie, never this header with this value */
+    int safe = strcmp(ctx->method, "GET") == 0 || strcmp(ctx->method, "HEAD") == 0;
+    if (rq->who.session && !safe &&
+        (strlen(rq->csrf_header) != SESSION_CSRF_LEN ||
+         CRYPTO_memcmp(rq->csrf_header, rq->who.csrf, SESSION_CSRF_LEN) != 0)) {
+        snprintf(rq->why, sizeof rq->why,
+                 "a session's %s needs its X-CSRF-Token (missing or wrong)", ctx->method);
+        rq->refused = 403;
+        return -1;
+    }
+    /* runs, forks, snapshots and MCP are an agent's, with its API key: a run's start and its
+     * waiting client are checked against the key it came with (auth_key_active) */
+    if (rq->who.session && rq->route->rule.roles == AUTH_ROLE_AGENT) {
+        snprintf(rq->why, sizeof rq->why,
+                 "%s %s is an agent's: it takes an API key, not a session of the web UI",
+                 ctx->method, ctx->route);
+        rq->refused = 403;
+        return -1;
+    }
     const char *dept = rq->route->rule.scope == AUTH_DEPARTMENT ? api_param(ctx, "d") : NULL;
     if (auth_check(&rq->who, &rq->route->rule, dept, rq->why) != AUTH_OK) {
         rq->refused = 403;
@@ -387,6 +428,15 @@ void router_admit(void *userdata, struct http_request *req, struct http_response
     if (rq->route->rule.scope == AUTH_PUBLIC) {
         return; /* go on: read the body */
     }
+    if (!req->authorization) {
+        const char *csrf = http_header(req, SESSION_CSRF_HEADER);
+        if (session_cookie_get(http_header(req, "Cookie"), SESSION_COOKIE, rq->session_token,
+                               sizeof rq->session_token) != 0) {
+            rq->session_token[0] = '\0';
+        }
+        snprintf(rq->csrf_header, sizeof rq->csrf_header, "%s",
+                 csrf && strlen(csrf) <= SESSION_CSRF_LEN ? csrf : "");
+    }
     rq->ctx.store = readers_take(r->readers);
     if (!rq->ctx.store) {
         api_error_resp(req, resp, 500, "INTERNAL", "the store failed");
@@ -407,7 +457,10 @@ static enum store_rc router_job(struct writer_tx *tx, void *arg)
 {
     struct router_req *rq = arg;
     router_ctx(rq, rq->ctx.req, &rq->answer, writer_store(tx), tx);
-    if (router_authorize(rq, 0) == 0) {
+    if (rq->route->rule.scope == AUTH_PUBLIC) {
+        rq->ctx.who = NULL; /* the sign-in's callback: nobody is signed in yet */
+        rq->route->handler(&rq->ctx);
+    } else if (router_authorize(rq, 0) == 0) {
         rq->route->handler(&rq->ctx);
     } else if (rq->refused) {
         api_denied(&rq->ctx, rq->refused, rq->why);

@@ -969,7 +969,8 @@ static const struct store_ops pg_ops = {
     .version = STORE_OPS_VERSION,
     .name = "postgres",
     .close = pg_close,
-    SQL_OPS_SHARED(SQL_OP_MEMBER) SQL_OPS_ADMIN(SQL_OP_MEMBER).tx_begin = pg_tx_begin,
+    SQL_OPS_SESSIONS(SQL_OP_MEMBER) SQL_OPS_SHARED(SQL_OP_MEMBER) SQL_OPS_ADMIN(SQL_OP_MEMBER)
+            .tx_begin = pg_tx_begin,
     .tx_commit = pg_tx_commit,
     .tx_rollback = pg_tx_rollback,
     .key_add = pg_key_add,

@@ -2280,3 +2280,50 @@ enum store_rc sql_delivery_settle(struct store *s, int64_t seq, const char *node
                       "AS BIGINT) AND lease_node = $2",
                       5, args);
 }
+
+/* ---------------------------------------------------------------- sessions (0017_sessions) */
+
+enum store_rc sql_session_create(struct store *s, const struct store_session *sess, int64_t now_ms)
+{
+    char now[32];
+    char expires[24];
+    char before[24];
+    sql_now(now);
+    snprintf(expires, sizeof expires, "%" PRId64, sess->expires_ms);
+    snprintf(before, sizeof before, "%" PRId64, now_ms);
+    /* the table holds no session long past its end: each sign-in sweeps the expired ones */
+    enum store_rc rc = sql_exec(s, "DELETE FROM sessions WHERE expires_ms < $1", 1,
+                                (const char *const[]){ before });
+    if (rc != STORE_OK) {
+        return rc;
+    }
+    const char *args[] = {
+        sess->token_sha256, sess->principal, sess->identity, sess->grants, now, expires
+    };
+    return sql_insert(sql_of(s),
+                      "INSERT INTO sessions(token_sha256, principal, identity, grants, created, "
+                      "expires_ms) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+                      6, args);
+}
+
+static int sql_session_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct store_session sess = {
+        col(r, 0), col(r, 1), col(r, 2), col(r, 3), col(r, 4), num(r, 5)
+    };
+    return ((store_session_fn *)fn)(userdata, &sess);
+}
+
+enum store_rc sql_session_get(struct store *s, const char *token_sha256, store_session_fn *fn,
+                              void *userdata)
+{
+    return sql_walk(s,
+                    "SELECT token_sha256, principal, identity, grants, created, expires_ms FROM "
+                    "sessions WHERE token_sha256 = $1",
+                    1, &token_sha256, 1, sql_session_each, (void *)fn, userdata);
+}
+
+enum store_rc sql_session_delete(struct store *s, const char *token_sha256)
+{
+    return sql_change(sql_of(s), "DELETE FROM sessions WHERE token_sha256 = $1", 1, &token_sha256);
+}

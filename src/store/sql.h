@@ -170,5 +170,8 @@ SQL_OPS_SHARED(SQL_OP_DECLARE)
 /* clang-format on */
 SQL_OPS_ADMIN(SQL_OP_DECLARE)
 SQL_OPS_INBOX(SQL_OP_DECLARE)
+/* Sessions of the web UI (0017_sessions), shared as well. */
+#define SQL_OPS_SESSIONS(X) X(session_create) X(session_get) X(session_delete)
+SQL_OPS_SESSIONS(SQL_OP_DECLARE)
 
 #endif

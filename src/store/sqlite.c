@@ -588,7 +588,8 @@ static const struct store_ops sqlite_ops = {
     .version = STORE_OPS_VERSION,
     .name = "sqlite",
     .close = sqlite_close,
-    SQL_OPS_SHARED(SQL_OP_MEMBER) SQL_OPS_ADMIN(SQL_OP_MEMBER).tx_begin = sqlite_tx_begin,
+    SQL_OPS_SESSIONS(SQL_OP_MEMBER) SQL_OPS_SHARED(SQL_OP_MEMBER) SQL_OPS_ADMIN(SQL_OP_MEMBER)
+            .tx_begin = sqlite_tx_begin,
     .tx_commit = sqlite_tx_commit,
     .tx_rollback = sqlite_tx_rollback,
     .key_add = sqlite_key_add,

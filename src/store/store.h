@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_OPS_VERSION 16
+#define STORE_OPS_VERSION 19
 #define STORE_NAME_MAX    64
 #define STORE_HASH_LEN    32 /* SHA-256 of an API key */
 #define STORE_ERRMSG_MAX  256
@@ -425,6 +425,17 @@ struct store_listener_ops {
 struct store_listener {
     const struct store_listener_ops *ops;
 };
+
+/* A session of the web UI (0017_sessions). */
+struct store_session {
+    const char *token_sha256; /* hex SHA-256 of the cookie's token */
+    const char *principal;
+    const char *identity; /* what the identity provider vouched for */
+    const char *grants;   /* JSON [["role","department"],...]: group_roles' at sign-in */
+    const char *created;
+    int64_t expires_ms; /* ms since the epoch */
+};
+typedef int store_session_fn(void *userdata, const struct store_session *sess);
 
 struct store_ops {
     int version;      /* STORE_OPS_VERSION; later versions only append members */
@@ -835,6 +846,18 @@ struct store_ops {
      * created set (the other members NULL or 0): what finding the runs that waited too long
      * needs, without their arguments. */
     enum store_rc (*approval_pending_list)(struct store *s, store_approval_fn *fn, void *userdata);
+
+    /* Since version 17 (0017_sessions): sessions of the web UI. A new session (sess->created is
+     * ignored: now); the sessions whose end is before now_ms are deleted on the way. CONFLICT
+     * when the hash is taken. */
+    enum store_rc (*session_create)(struct store *s, const struct store_session *sess,
+                                    int64_t now_ms);
+    /* Session `token_sha256`: fn sees it once; NOT_FOUND when there is none (expiry is the
+     * caller's to check). */
+    enum store_rc (*session_get)(struct store *s, const char *token_sha256, store_session_fn *fn,
+                                 void *userdata);
+    /* NOT_FOUND when there is no such session. */
+    enum store_rc (*session_delete)(struct store *s, const char *token_sha256);
 };
 
 /* Every backend's handle starts with this. */

@@ -2816,6 +2816,46 @@ static void test_store_connector_update_delete(void **state)
     assert_string_equal(names, "a/1,t/2");
 }
 
+/* 0017_sessions: a session is found by its token's hash until deleted; a sign-in sweeps the
+ * sessions past their end, not the others. */
+struct seen_session {
+    char text[512];
+};
+
+static int read_session(void *userdata, const struct store_session *sess)
+{
+    struct seen_session *seen = userdata;
+    snprintf(seen->text, sizeof seen->text, "%s|%s|%s|%s|%lld", sess->token_sha256, sess->principal,
+             sess->identity, sess->grants, (long long)sess->expires_ms);
+    return 0;
+}
+
+static void test_store_sessions(void **state)
+{
+    struct fixture *f = *state;
+    struct store *s = f->s;
+    struct seen_session seen = { "" };
+    struct store_session a = {
+        "aaaa", "alice", "alice@example.com", "[[\"approver\",\"finance\"]]", NULL, 5000000000000
+    };
+    struct store_session old = { "bbbb", "alice", "alice@example.com", "[]", NULL, 1000 };
+    assert_int_equal(s->ops->session_create(s, &old, 500), STORE_OK);
+    assert_int_equal(s->ops->session_create(s, &a, 500), STORE_OK);
+    assert_int_equal(s->ops->session_create(s, &a, 500), STORE_CONFLICT);
+    assert_int_equal(s->ops->session_get(s, "aaaa", read_session, &seen), STORE_OK);
+    assert_string_equal(seen.text,
+                        "aaaa|alice|alice@example.com|[[\"approver\",\"finance\"]]|5000000000000");
+    assert_int_equal(s->ops->session_get(s, "bbbb", read_session, &seen), STORE_OK);
+    /* a later sign-in deletes the one past its end */
+    struct store_session c = { "cccc", "bob", "bob@example.com", "[]", NULL, 5000000000000 };
+    assert_int_equal(s->ops->session_create(s, &c, 2000), STORE_OK);
+    assert_int_equal(s->ops->session_get(s, "bbbb", read_session, &seen), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->session_get(s, "aaaa", read_session, &seen), STORE_OK);
+    assert_int_equal(s->ops->session_delete(s, "aaaa"), STORE_OK);
+    assert_int_equal(s->ops->session_delete(s, "aaaa"), STORE_NOT_FOUND);
+    assert_int_equal(s->ops->session_get(s, "aaaa", read_session, &seen), STORE_NOT_FOUND);
+}
+
 int main(void)
 {
     pg_base = getenv("AIRLOCK_TEST_DATABASE");
@@ -2828,6 +2868,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_newer_schema_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_reopen_keeps_rows, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_principal_conflict_and_missing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_sessions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_key_lookup_and_revoke, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_roles_grant_revoke, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_department_policy, setup, teardown),

@@ -1,6 +1,9 @@
 // api.js - the client of airlockd's /v1/ API. The key lives in sessionStorage only (gone when
 // the tab closes; never localStorage, never a URL) and goes out as a bearer header, so no
 // cookie is ever sent and a cross-site page cannot make a request in the user's name.
+// Signed in with single sign-on instead (docs/sso.md), there is no key: the session cookie
+// (HttpOnly, SameSite=Strict) goes with same-origin requests, and every change carries the
+// session's CSRF token (from /v1/me) in X-CSRF-Token.
 
 const KEY = 'airlock.key';
 
@@ -16,6 +19,21 @@ export function clearKey() {
     sessionStorage.removeItem(KEY);
 }
 
+let csrfToken = null; // a session's, from /v1/me; null: signed in with a key, or not at all
+
+export function setCsrf(t) {
+    csrfToken = t || null;
+}
+
+// the headers of a request: the key's bearer header, or a session's CSRF token on a change
+function authHeaders(method) {
+    const k = getKey();
+    if (k) {
+        return { Authorization: 'Bearer ' + k };
+    }
+    return csrfToken && method !== 'GET' && method !== 'HEAD' ? { 'X-CSRF-Token': csrfToken } : {};
+}
+
 export class ApiError extends Error {
     constructor(status, code, message) {
         super(message);
@@ -25,7 +43,7 @@ export class ApiError extends Error {
 }
 
 export async function api(method, url, body) {
-    const headers = { Authorization: 'Bearer ' + (getKey() || '') };
+    const headers = authHeaders(method);
     if (body !== undefined) {
         headers['Content-Type'] = 'application/json';
     }
@@ -33,7 +51,7 @@ export async function api(method, url, body) {
     try {
         r = await fetch(url, {
             method, headers, body: body === undefined ? undefined : JSON.stringify(body),
-            cache: 'no-store', credentials: 'omit', redirect: 'error',
+            cache: 'no-store', credentials: getKey() ? 'omit' : 'same-origin', redirect: 'error',
         });
     } catch (e) {
         throw new ApiError(0, 'NETWORK', 'airlockd did not answer: ' + e.message);
@@ -72,7 +90,7 @@ export function q(base, params) {
 
 // The export as a file: fetched with the bearer header, then handed to the browser as a Blob.
 export async function download(url, filename) {
-    const r = await fetch(url, { headers: { Authorization: 'Bearer ' + (getKey() || '') }, cache: 'no-store', credentials: 'omit' });
+    const r = await fetch(url, { headers: authHeaders('GET'), cache: 'no-store', credentials: getKey() ? 'omit' : 'same-origin' });
     if (!r.ok) {
         throw new ApiError(r.status, 'HTTP_' + r.status, 'the export failed: HTTP ' + r.status);
     }

@@ -3,7 +3,7 @@
 // renders into <main> from location.pathname. Internal links are real <a href> elements whose
 // clicks are taken over with history.pushState, so the browser's back and forward work.
 
-import { ApiError, clearKey, get, getKey, setKey } from './api.js';
+import { ApiError, clearKey, get, getKey, post, setCsrf, setKey } from './api.js';
 import { add, clear, el, notice } from './dom.js';
 import { Me } from './roles.js';
 import * as approvals from './pages/approvals.js';
@@ -15,7 +15,8 @@ import * as admin from './pages/admin.js';
 
 const POLL_MS = 3000;
 
-const state = { me: null, pollTimer: null, pending: null, page: null };
+// options: what the sign-in offers (GET /auth/options), read once
+const state = { me: null, pollTimer: null, pending: null, page: null, options: null };
 
 // [pattern, page module, nav title]
 const ROUTES = [
@@ -85,11 +86,50 @@ function renderChrome() {
         el('button', { type: 'button', class: 'link', onclick: signOut }, 'Sign out'));
 }
 
-function signOut() {
+async function signOut() {
+    if (state.me && state.me.session) {
+        // a session of single sign-on ends on the server, not just in this tab
+        try {
+            await post('/auth/logout');
+        } catch (e) {
+            /* ended already (expired, or the principal disabled): nothing left to end */
+        }
+        setCsrf(null);
+    }
     clearKey();
     state.me = null;
     stopPolling();
     navigate('/');
+}
+
+// No key in this tab: a session of single sign-on, when the browser holds one (its cookie is
+// HttpOnly: only /v1/me can tell). true once state.me is its principal.
+async function resumeSession() {
+    try {
+        const doc = await get('/v1/me');
+        if (!doc || !doc.csrf_token) {
+            return false;
+        }
+        setCsrf(doc.csrf_token);
+        state.me = new Me(doc);
+    } catch (e) {
+        return false;
+    }
+    if (state.me.uiRole) {
+        startPolling();
+    }
+    return true;
+}
+
+async function signInOptions() {
+    if (!state.options) {
+        try {
+            state.options = await get('/auth/options');
+        } catch (e) {
+            state.options = { oidc: false, key_sign_in: true };
+        }
+    }
+    return state.options;
 }
 
 async function pollPending() {
@@ -128,8 +168,22 @@ function stopPolling() {
     }
 }
 
-function renderSignIn(message) {
+async function renderSignIn(message) {
+    const options = await signInOptions();
     const m = clear(main());
+    if (options.oidc) {
+        add(m, el('section', { class: 'signin', 'aria-labelledby': 'sso-title' },
+            el('h1', { id: 'sso-title' }, 'Sign in'),
+            el('p', null, 'Sign in with your organisation\'s identity provider.'),
+            // a plain link: the browser goes to airlockd's /auth/login, then to the provider
+            el('a', { href: '/auth/login', class: 'button primary', id: 'sso-login' }, 'Sign in with single sign-on')));
+    }
+    if (!options.key_sign_in) {
+        if (message) {
+            add(m, notice(message, 'error'));
+        }
+        return;
+    }
     const input = el('input', { id: 'api-key', name: 'api-key', type: 'password', autocomplete: 'off', spellcheck: 'false', required: true });
     const form = el('form', { class: 'signin', 'aria-labelledby': 'signin-title' },
         el('h1', { id: 'signin-title' }, 'Sign in'),
@@ -155,11 +209,11 @@ function renderNoRole() {
     const me = state.me;
     const m = clear(main());
     add(m, el('section', { class: 'norole' },
-        el('h1', null, 'This key has no role on the desk'),
+        el('h1', null, me.session ? 'You have no role on the desk' : 'This key has no role on the desk'),
         el('p', null, 'You are signed in as ', el('strong', null, me.name),
             me.roles.length ? ', with the roles ' + me.roles.map((r) => r.role + ' in ' + r.department).join(', ') + '.' : ', with no roles at all.'),
         el('p', null, 'The approver\'s desk is for admins, authors, approvers and auditors. Agents use the API. Ask an admin to grant you a role, or sign in with another key.'),
-        el('button', { type: 'button', class: 'primary', onclick: signOut }, 'Sign in with another key')));
+        el('button', { type: 'button', class: 'primary', onclick: signOut }, me.session ? 'Sign out' : 'Sign in with another key')));
 }
 
 async function signIn() {
@@ -181,10 +235,10 @@ async function signIn() {
 async function route() {
     const p = location.pathname;
     state.page = null;
-    if (!getKey()) {
+    if (!getKey() && !(state.me && state.me.session) && !(await resumeSession())) {
         state.me = null;
         renderChrome();
-        renderSignIn();
+        await renderSignIn();
         return;
     }
     if (!state.me) {
@@ -240,7 +294,8 @@ document.addEventListener('click', (ev) => {
         return;
     }
     const url = new URL(a.href, location.href);
-    if (url.origin !== location.origin || url.pathname.startsWith('/v1/') || url.pathname.startsWith('/ui/')) {
+    if (url.origin !== location.origin || url.pathname.startsWith('/v1/') || url.pathname.startsWith('/ui/') ||
+        url.pathname.startsWith('/auth/')) {
         return;
     }
     ev.preventDefault();

@@ -6,7 +6,9 @@ export class Me {
     constructor(doc) {
         this.name = doc.name;
         this.kind = doc.kind;
-        this.roles = doc.roles || [];
+        // a session of single sign-on: its grants and those its groups gave (docs/sso.md)
+        this.roles = doc.session_roles || doc.roles || [];
+        this.session = Boolean(doc.csrf_token);
     }
 
     has(role, dept) {

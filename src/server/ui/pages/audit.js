@@ -11,6 +11,7 @@ const ACTIONS = ['principal.create', 'key.create', 'key.revoke', 'role.grant', '
     'department.policy', 'connector.create', 'mount.created', 'mount.deleted', 'webhook.create', 'webhook.delete', 'template.create', 'version.create', 'version.submit', 'version.approve',
     'version.reject', 'version.revoke', 'run.start', 'run.host_call', 'run.wait', 'run.end', 'run.cancel', 'run.retried', 'run.recover',
     'run.abandoned', 'run.file', 'snapshot.create', 'approval.request', 'approval.approve', 'approval.deny', 'approval.answer', 'approval.cancel', 'auth.denied',
+    'auth.login', 'auth.logout',
     'audit.checkpoint'];
 const WINDOW = 5000; // seqs read per step, from the newest down
 
