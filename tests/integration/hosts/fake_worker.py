@@ -60,7 +60,7 @@ def start():
 def call(cid, fn, args_bytes):
     """Sends CALL cid to function index fn with these argument bytes, as they are, and waits
     for its ANSWER: returns ("value", V) or ("throw", message)."""
-    frame(CALL, u32(cid) + u32(fn) + st(args_bytes))
+    frame(CALL, u32(cid) + u32(fn) + st(args_bytes) + u32(0))  # line 0: not known
     t, body = read_frame()
     while t != ANSWER:  # skip anything but the ANSWER
         t, body = read_frame()
