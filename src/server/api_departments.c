@@ -176,6 +176,36 @@ out:
     buf_done(&details);
 }
 
+/* One department's runs among those run_list sees, counted. */
+struct api_dept_runs {
+    const char *department;
+    int64_t n;
+};
+
+static int api_dept_run_count(void *userdata, const struct store_run *r)
+{
+    struct api_dept_runs *c = userdata;
+    c->n += strcmp(r->department, c->department) == 0;
+    return 0;
+}
+
+/* The runs of `department` queued or executing: each holds the department's name from its start
+ * and names it in what it writes later (an approval it asks for, its failure's webhook), so a
+ * department is renamed between its runs, never under one. A run waiting for a person is stored
+ * whole, and the rename takes it along. */
+static enum store_rc api_dept_runs_executing(struct store *s, const char *department, int64_t *ret)
+{
+    static const char *const executing[] = { "queued", "running" };
+    struct api_dept_runs c = { department, 0 };
+    enum store_rc rc = STORE_OK;
+    for (size_t i = 0; i < sizeof executing / sizeof executing[0] && rc == STORE_OK; i++) {
+        struct store_run_filter f = { .status = executing[i] };
+        rc = s->ops->run_list(s, &f, api_dept_run_count, &c);
+    }
+    *ret = c.n;
+    return rc;
+}
+
 void api_departments_patch(struct api_ctx *ctx)
 {
     struct store *s = ctx->store;
@@ -197,7 +227,19 @@ void api_departments_patch(struct api_ctx *ctx)
         api_store_failed(ctx);
         return;
     }
-    enum store_rc rc = s->ops->department_rename(s, dept, name->str);
+    int64_t executing = 0;
+    enum store_rc rc = api_dept_runs_executing(s, dept, &executing);
+    if (rc == STORE_OK && executing > 0) {
+        s->ops->tx_rollback(s);
+        api_error(ctx, 409, "CONFLICT",
+                  "department %s has %lld run(s) queued or running: rename it once they have "
+                  "ended or wait for a person",
+                  dept, (long long)executing);
+        return;
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->department_rename(s, dept, name->str);
+    }
     if (rc == STORE_OK) {
         rc = api_audit(ctx, "department.rename", name->str, name->str, details);
     }
