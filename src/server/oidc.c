@@ -535,13 +535,19 @@ static int oidc_claims_check(const struct json_node *c, const struct oidc_expect
         snprintf(why, OIDC_WHY_MAX, "the ID token's claims are not an object");
         return -1;
     }
-    if (!iss || iss->type != JSON_STRING || strcmp(iss->str, e->issuer) != 0) {
+    if (!iss || iss->type != JSON_STRING || strlen(iss->str) != iss->str_len ||
+        strcmp(iss->str, e->issuer) != 0) {
         snprintf(why, OIDC_WHY_MAX, "the ID token's iss is not the issuer");
         return -1;
     }
-    if (!oidc_aud_ok(json_get(c, "aud"), e->client_id) ||
-        (azp && (azp->type != JSON_STRING || strcmp(azp->str, e->client_id) != 0))) {
-        snprintf(why, OIDC_WHY_MAX, "the ID token's aud is not this client");
+    /* a token for several audiences must name the one it was issued to (OpenID Connect Core
+     * 3.1.3.7): any of the others could otherwise hand its token on to us */
+    const struct json_node *aud = json_get(c, "aud");
+    int several = aud && aud->type == JSON_ARRAY && aud->count > 1;
+    if (!oidc_aud_ok(aud, e->client_id) || (several && !azp) ||
+        (azp && (azp->type != JSON_STRING || strlen(azp->str) != azp->str_len ||
+                 strcmp(azp->str, e->client_id) != 0))) {
+        snprintf(why, OIDC_WHY_MAX, "the ID token's aud or azp is not this client");
         return -1;
     }
     if (!exp || exp->type != JSON_NUMBER || exp->num + OIDC_LEEWAY_S < (double)e->now_s) {

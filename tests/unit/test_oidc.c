@@ -252,6 +252,36 @@ static void test_oidc_id_token_wrong_audience_refused(void **state)
                    "aud");
 }
 
+/* A token for several audiences names the party it was issued to (OpenID Connect Core 3.1.3.7):
+ * without azp, any of them may be the one that asked for it, and a client the provider trusts
+ * less could hand its token to airlockd. */
+static void test_oidc_id_token_several_audiences_need_azp(void **state)
+{
+    struct oidc_claims c;
+    char why[OIDC_WHY_MAX] = "";
+    (void)state;
+    claims_refused("{\"iss\":\"https://id.example.com\",\"aud\":[\"airlock\",\"x\"],\"email\":"
+                   "\"a@b\",\"nonce\":\"n-123\",\"exp\":1800000300}",
+                   "azp");
+    const char *named = sign("RS256", rsa_key, "{\"alg\":\"RS256\",\"kid\":\"r1\"}",
+                             "{\"iss\":\"https://id.example.com\",\"aud\":[\"airlock\",\"x\"],"
+                             "\"azp\":\"airlock\",\"email\":\"a@b\",\"nonce\":\"n-123\","
+                             "\"exp\":1800000300}");
+    assert_int_equal(verify(named, &c, why), 0);
+    const char *one = sign("RS256", rsa_key, "{\"alg\":\"RS256\",\"kid\":\"r1\"}",
+                           "{\"iss\":\"https://id.example.com\",\"aud\":[\"airlock\"],"
+                           "\"email\":\"a@b\",\"nonce\":\"n-123\",\"exp\":1800000300}");
+    assert_int_equal(verify(one, &c, why), 0);
+    /* a NUL inside a claim is not where the string ends */
+    claims_refused("{\"iss\":\"https://id.example.com\\u0000.evil\",\"aud\":\"airlock\","
+                   "\"email\":\"a@b\",\"nonce\":\"n-123\",\"exp\":1800000300}",
+                   "iss");
+    claims_refused("{\"iss\":\"https://id.example.com\",\"aud\":[\"airlock\",\"x\"],\"azp\":"
+                   "\"airlock\\u0000x\",\"email\":\"a@b\",\"nonce\":\"n-123\","
+                   "\"exp\":1800000300}",
+                   "azp");
+}
+
 static void test_oidc_id_token_wrong_issuer_refused(void **state)
 {
     (void)state;
@@ -355,6 +385,7 @@ int main(void)
         cmocka_unit_test(test_oidc_id_token_tampered_payload_refused),
         cmocka_unit_test(test_oidc_id_token_unknown_kid_says_no_key),
         cmocka_unit_test(test_oidc_id_token_wrong_audience_refused),
+        cmocka_unit_test(test_oidc_id_token_several_audiences_need_azp),
         cmocka_unit_test(test_oidc_id_token_wrong_issuer_refused),
         cmocka_unit_test(test_oidc_id_token_expired_refused),
         cmocka_unit_test(test_oidc_id_token_nonce_mismatch_refused),
