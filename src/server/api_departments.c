@@ -13,6 +13,7 @@
 
 #include "api.h"
 #include "api_runs.h"
+#include "oidc.h"
 
 struct api_list {
     struct buf *b;
@@ -176,6 +177,20 @@ out:
     buf_done(&details);
 }
 
+/* 1 when the config's oidc.group_roles grants a role in `department` (docs/sso.md): the grant
+ * names it and changes only with the config file, so under another name it would grant nothing
+ * the department holds, and the same role in whatever department is made later under this one. */
+static int api_dept_in_group_roles(const struct api_ctx *ctx, const char *department)
+{
+    const struct oidc_config *cfg = ctx->svc && ctx->svc->oidc ? ctx->svc->oidc->cfg : NULL;
+    for (size_t i = 0; cfg && i < cfg->ngroup_roles; i++) {
+        if (strcmp(cfg->group_roles[i].department, department) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* One department's runs among those run_list sees, counted. */
 struct api_dept_runs {
     const char *department;
@@ -219,6 +234,13 @@ void api_departments_patch(struct api_ctx *ctx)
     if (!api_name_ok(name->str)) {
         api_error(ctx, 400, "INVALID_REQUEST",
                   "field \"name\" must match [a-z0-9][a-z0-9._-]{0,63}");
+        return;
+    }
+    if (api_dept_in_group_roles(ctx, dept)) {
+        api_error(ctx, 409, "CONFLICT",
+                  "department %s is named by oidc.group_roles in the config file: name %s there "
+                  "first",
+                  dept, name->str);
         return;
     }
     /* valid names need no escaping */
@@ -272,6 +294,13 @@ void api_departments_delete(struct api_ctx *ctx)
     char details[STORE_NAME_MAX + 32];
     buf_init(&what, 1024);
     if (api_body(ctx, NULL, 0) != 0) {
+        goto out;
+    }
+    if (api_dept_in_group_roles(ctx, dept)) {
+        api_error(ctx, 409, "CONFLICT",
+                  "department %s is not empty: oidc.group_roles in the config file grants roles "
+                  "in it",
+                  dept);
         goto out;
     }
     if (s->ops->tx_begin(s) != STORE_OK) {

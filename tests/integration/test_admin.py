@@ -434,6 +434,41 @@ def t_department_renamed_only_when_no_run_executes(tmp):
         w.close()
 
 
+def t_department_named_by_group_roles_kept_under_its_name(tmp):
+    """oidc.group_roles grants roles in a department by its name, from the config file: renamed,
+    the department would leave its group's admins behind with a grant for a name nobody holds,
+    and deleted or renamed, a department made later under that name would hand its group the
+    role there. Both wait until the config file names it no more."""
+    d = os.path.join(tmp, "var")
+    path = os.path.join(tmp, "airlockd.json")
+    with open(path, "w") as f:
+        json.dump({"oidc": {"issuer": "http://127.0.0.1:9", "client_id": "airlock",
+                            "client_secret": "a-client-secret",
+                            "redirect_url": "http://127.0.0.1:9/auth/callback",
+                            "group_roles": {"eng-admins": [{"role": "admin",
+                                                            "department": "eng"}]}}}, f)
+    s = ts.Server(d, args=["--listen", "127.0.0.1:0", "--data-dir", d, "--config", path])
+    check(s.port, "airlockd did not start: %s" % s.stderr())
+    try:
+        k = s.admin_key()
+        for dept in ("eng", "ops"):
+            check(s.request("POST", "/v1/departments", {"name": dept}, key=k)[0] == 201, dept)
+        st, doc, _ = s.request("PATCH", "/v1/departments/eng", {"name": "engineering"}, key=k)
+        error_of(st, doc, 409, "CONFLICT")
+        check("group_roles" in doc["error"]["message"], "message: %r" % doc)
+        st, doc, _ = s.request("DELETE", "/v1/departments/eng", key=k)
+        error_of(st, doc, 409, "CONFLICT")
+        check("group_roles" in doc["error"]["message"], "message: %r" % doc)
+        check([x["name"] for x in s.request("GET", "/v1/departments", key=k)[1]] ==
+              ["eng", "ops"], "eng was changed")
+        # a department no group's grant names is renamed and deleted as ever
+        check(s.request("PATCH", "/v1/departments/ops", {"name": "operations"}, key=k)[0] == 200,
+              "rename ops")
+        check(s.request("DELETE", "/v1/departments/operations", key=k)[0] == 200, "delete")
+    finally:
+        s.kill()
+
+
 def t_department_deleted_only_when_empty(tmp):
     s, d, k = start(tmp)
     try:
