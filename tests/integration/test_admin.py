@@ -263,6 +263,38 @@ def t_connector_changes_what_was_approved_only_with_force(tmp):
         w.close()
 
 
+def t_connector_args_schema_widened_only_with_force(tmp):
+    """A function's args_schema is checked on every call: what an approved version may send. Its
+    approvers saw refunds of at most 10; a schema changed under the approved version (here: none
+    left) would let the same source refund any amount, so it is a change of what was approved."""
+    w = tr.World(tmp)
+    try:
+        a = w.admin
+        capped = {"type": "array", "prefixItems": [{"type": "string"},
+                                                   {"type": "integer", "maximum": 10}]}
+        w.ok("PATCH", "/v1/connectors/shop",
+             {"functions": shop_functions(refund={"sensitive": True, "args_schema": capped})}, a)
+        w.template("refund", tr.REFUND, ["shop.orders", "shop.refund"])
+        st, doc, _ = w.s.request("PATCH", "/v1/connectors/shop",
+                                 {"functions": shop_functions()}, key=a)
+        error_of(st, doc, 409, "CONFLICT")
+        check("version 1 of template refund" in doc["error"]["message"], "409: %r" % doc)
+        check(w.ok("GET", "/v1/connectors/shop", None, a)["functions"]["refund"]["args_schema"] ==
+              capped, "the schema was changed")
+        # a result schema, or the schema of a function no approved version names, is free
+        w.ok("PATCH", "/v1/connectors/shop", {"functions": shop_functions(
+            refund={"sensitive": True, "args_schema": capped, "result_schema": {}},
+            slow={"args_schema": {"type": "array"}})}, a)
+        check(w.ok("GET", "/v1/templates/refund/versions/1", None, a)["state"] == "approved",
+              "a free change revoked the version")
+        doc = w.ok("PATCH", "/v1/connectors/shop?force=true", {"functions": shop_functions()}, a)
+        check("args_schema" not in doc["functions"]["refund"], "forced: %r" % doc)
+        check(w.ok("GET", "/v1/templates/refund/versions/1", None, a)["state"] == "revoked",
+              "forced change left the version approved")
+    finally:
+        w.close()
+
+
 def t_connector_deleted_only_when_no_approved_version_names_it(tmp):
     w = tr.World(tmp)
     try:
