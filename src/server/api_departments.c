@@ -3,9 +3,10 @@
  * {"autonomy":"autonomous","allow_adhoc":false}; every change and its audit record are one
  * transaction, so the log never misses a change nor records one that did not happen. A renamed
  * department takes everything that names it along (store.h department_rename) but the audit
- * log, which keeps what was true when it was written. A department is deleted only when empty:
- * no template, connector, mount, role grant, run (in any state) or snapshot names it, so a
- * department made later under its name inherits nothing.
+ * log, which keeps what was true when it was written; it is not renamed under a run executing
+ * (which holds its name) nor while the config's oidc.group_roles names it. A department is deleted
+ * only when empty: no template, connector, mount, role grant, run (in any state) or snapshot names
+ * it, so a department made later under its name inherits nothing.
  */
 #include <inttypes.h>
 #include <stdio.h>

@@ -3,8 +3,10 @@
 identity and disabled flag (PATCH /v1/principals/{p}, POST /v1/principals with an identity), a
 disabled principal's keys refused and its runs ended, one principal read with its grants,
 principals deleted; connectors changed and deleted (PATCH and DELETE /v1/connectors/{c}): a
-change of what an approved version may do refused, or with ?force=true revoking the version;
-departments renamed and deleted (409 unless empty).
+change of what an approved version may do (its args_schema included) refused, or with
+?force=true revoking the version; departments renamed and deleted (409 unless empty, while a run
+of it is queued or running, or while oidc.group_roles names it); web UI sessions ended for good
+by a disable, a delete or a link to another identity.
 
 usage: test_admin.py --airlockd PATH [-k SUBSTRING]   (AIRLOCK_TEST_DATABASE: on PostgreSQL)
 """
