@@ -9,10 +9,11 @@
  * the first call. The change and its audit record are one transaction.
  *
  * What was approved is what runs: a change of what an approved version may do through a
- * connector (its URL; a function it names added, removed, or made sensitive or idempotent or
- * not) is refused while such a version is approved, unless the caller asks to revoke those
- * versions with it (?force=true), and so is deleting a connector an approved version names.
- * Headers, the signing secret, the timeout, descriptions and schemas change freely.
+ * connector (its URL; a function it names added, removed, made sensitive or idempotent or not,
+ * or given another args_schema) is refused while such a version is approved, unless the caller
+ * asks to revoke those versions with it (?force=true), and so is deleting a connector an
+ * approved version names. Headers, the signing secret, the timeout, descriptions and result
+ * schemas change freely.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -709,6 +710,14 @@ static int api_connector_changed_functions(const char *before, const char *after
                 const struct json_node *a = json_get(fn, flag);
                 const struct json_node *b = json_get(same, flag);
                 differs |= (a && a->type == JSON_TRUE) != (b && b->type == JSON_TRUE);
+            }
+            /* the arguments a call may carry: a wider schema lets the approved source send what
+             * its approvers saw refused (both texts are stored compact by this file) */
+            if (same && i == 0) {
+                const struct json_node *a = json_get(fn, "args_schema");
+                const struct json_node *b = json_get(same, "args_schema");
+                differs |= !a != !b || (a && (a->raw_len != b->raw_len ||
+                                              memcmp(a->raw, b->raw, a->raw_len) != 0));
             }
             if (differs) {
                 buf_append_str(changed, n++ ? "," : "");

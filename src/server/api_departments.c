@@ -3,9 +3,10 @@
  * {"autonomy":"autonomous","allow_adhoc":false}; every change and its audit record are one
  * transaction, so the log never misses a change nor records one that did not happen. A renamed
  * department takes everything that names it along (store.h department_rename) but the audit
- * log, which keeps what was true when it was written. A department is deleted only when empty:
- * no template, connector, mount, role grant, run (in any state) or snapshot names it, so a
- * department made later under its name inherits nothing.
+ * log, which keeps what was true when it was written; it is not renamed under a run executing
+ * (which holds its name) nor while the config's oidc.group_roles names it. A department is deleted
+ * only when empty: no template, connector, mount, role grant, run (in any state) or snapshot names
+ * it, so a department made later under its name inherits nothing.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 
 #include "api.h"
 #include "api_runs.h"
+#include "oidc.h"
 
 struct api_list {
     struct buf *b;
@@ -176,6 +178,50 @@ out:
     buf_done(&details);
 }
 
+/* 1 when the config's oidc.group_roles grants a role in `department` (docs/sso.md): the grant
+ * names it and changes only with the config file, so under another name it would grant nothing
+ * the department holds, and the same role in whatever department is made later under this one. */
+static int api_dept_in_group_roles(const struct api_ctx *ctx, const char *department)
+{
+    const struct oidc_config *cfg = ctx->svc && ctx->svc->oidc ? ctx->svc->oidc->cfg : NULL;
+    for (size_t i = 0; cfg && i < cfg->ngroup_roles; i++) {
+        if (strcmp(cfg->group_roles[i].department, department) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* One department's runs among those run_list sees, counted. */
+struct api_dept_runs {
+    const char *department;
+    int64_t n;
+};
+
+static int api_dept_run_count(void *userdata, const struct store_run *r)
+{
+    struct api_dept_runs *c = userdata;
+    c->n += strcmp(r->department, c->department) == 0;
+    return 0;
+}
+
+/* The runs of `department` queued or executing: each holds the department's name from its start
+ * and names it in what it writes later (an approval it asks for, its failure's webhook), so a
+ * department is renamed between its runs, never under one. A run waiting for a person is stored
+ * whole, and the rename takes it along. */
+static enum store_rc api_dept_runs_executing(struct store *s, const char *department, int64_t *ret)
+{
+    static const char *const executing[] = { "queued", "running" };
+    struct api_dept_runs c = { department, 0 };
+    enum store_rc rc = STORE_OK;
+    for (size_t i = 0; i < sizeof executing / sizeof executing[0] && rc == STORE_OK; i++) {
+        struct store_run_filter f = { .status = executing[i] };
+        rc = s->ops->run_list(s, &f, api_dept_run_count, &c);
+    }
+    *ret = c.n;
+    return rc;
+}
+
 void api_departments_patch(struct api_ctx *ctx)
 {
     struct store *s = ctx->store;
@@ -191,13 +237,32 @@ void api_departments_patch(struct api_ctx *ctx)
                   "field \"name\" must match [a-z0-9][a-z0-9._-]{0,63}");
         return;
     }
+    if (api_dept_in_group_roles(ctx, dept)) {
+        api_error(ctx, 409, "CONFLICT",
+                  "department %s is named by oidc.group_roles in the config file: name %s there "
+                  "first",
+                  dept, name->str);
+        return;
+    }
     /* valid names need no escaping */
     snprintf(details, sizeof details, "{\"from\":\"%s\",\"to\":\"%s\"}", dept, name->str);
     if (s->ops->tx_begin(s) != STORE_OK) {
         api_store_failed(ctx);
         return;
     }
-    enum store_rc rc = s->ops->department_rename(s, dept, name->str);
+    int64_t executing = 0;
+    enum store_rc rc = api_dept_runs_executing(s, dept, &executing);
+    if (rc == STORE_OK && executing > 0) {
+        s->ops->tx_rollback(s);
+        api_error(ctx, 409, "CONFLICT",
+                  "department %s has %lld run(s) queued or running: rename it once they have "
+                  "ended or wait for a person",
+                  dept, (long long)executing);
+        return;
+    }
+    if (rc == STORE_OK) {
+        rc = s->ops->department_rename(s, dept, name->str);
+    }
     if (rc == STORE_OK) {
         rc = api_audit(ctx, "department.rename", name->str, name->str, details);
     }
@@ -230,6 +295,13 @@ void api_departments_delete(struct api_ctx *ctx)
     char details[STORE_NAME_MAX + 32];
     buf_init(&what, 1024);
     if (api_body(ctx, NULL, 0) != 0) {
+        goto out;
+    }
+    if (api_dept_in_group_roles(ctx, dept)) {
+        api_error(ctx, 409, "CONFLICT",
+                  "department %s is not empty: oidc.group_roles in the config file grants roles "
+                  "in it",
+                  dept);
         goto out;
     }
     if (s->ops->tx_begin(s) != STORE_OK) {

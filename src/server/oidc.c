@@ -535,13 +535,22 @@ static int oidc_claims_check(const struct json_node *c, const struct oidc_expect
         snprintf(why, OIDC_WHY_MAX, "the ID token's claims are not an object");
         return -1;
     }
-    if (!iss || iss->type != JSON_STRING || strcmp(iss->str, e->issuer) != 0) {
+    if (!iss || iss->type != JSON_STRING || strlen(iss->str) != iss->str_len ||
+        strcmp(iss->str, e->issuer) != 0) {
         snprintf(why, OIDC_WHY_MAX, "the ID token's iss is not the issuer");
         return -1;
     }
-    if (!oidc_aud_ok(json_get(c, "aud"), e->client_id) ||
-        (azp && (azp->type != JSON_STRING || strcmp(azp->str, e->client_id) != 0))) {
+    const struct json_node *aud = json_get(c, "aud");
+    if (!oidc_aud_ok(aud, e->client_id) ||
+        (azp && (azp->type != JSON_STRING || strlen(azp->str) != azp->str_len ||
+                 strcmp(azp->str, e->client_id) != 0))) {
         snprintf(why, OIDC_WHY_MAX, "the ID token's aud is not this client");
+        return -1;
+    }
+    /* a token for several audiences must name the one it was issued to (OpenID Connect Core
+     * 3.1.3.7): any of the others could otherwise hand its token on to us */
+    if (aud->type == JSON_ARRAY && aud->count > 1 && !azp) {
+        snprintf(why, OIDC_WHY_MAX, "the ID token is for several audiences and names no azp");
         return -1;
     }
     if (!exp || exp->type != JSON_NUMBER || exp->num + OIDC_LEEWAY_S < (double)e->now_s) {
@@ -560,6 +569,15 @@ static int oidc_claims_check(const struct json_node *c, const struct oidc_expect
     memset(ret, 0, sizeof *ret);
     if (oidc_text(who, ret->identity, sizeof ret->identity) != 0) {
         snprintf(why, OIDC_WHY_MAX, "the ID token has no string claim %.64s", e->principal_claim);
+        return -1;
+    }
+    /* an e-mail address names a person once the provider has verified it: one typed into a
+     * profile at the provider (some let anyone set theirs) would sign its typist in as its owner */
+    const struct json_node *verified = json_get(c, "email_verified");
+    if (strcmp(e->principal_claim, "email") == 0 &&
+        !(verified && (verified->type == JSON_TRUE ||
+                       (verified->type == JSON_STRING && strcmp(verified->str, "true") == 0)))) {
+        snprintf(why, OIDC_WHY_MAX, "the ID token's email is not verified (email_verified)");
         return -1;
     }
     const struct json_node *groups =

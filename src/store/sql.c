@@ -1302,15 +1302,28 @@ enum store_rc sql_principal_set_identity(struct store *s, const char *name, cons
                         "(CAST($1 AS TEXT) IS NULL OR NOT EXISTS (SELECT 1 FROM principals o WHERE "
                         "o.identity = $1 AND o.name <> $2))",
                         2, args, &changes);
-    return sql_changed_or(q, rc, changes, "SELECT 1 FROM principals WHERE name = $1", name);
+    rc = sql_changed_or(q, rc, changes, "SELECT 1 FROM principals WHERE name = $1", name);
+    /* the sessions of the identity it was linked to end for good: linked back, it signs in
+     * again, its old sessions do not come back */
+    return rc == STORE_OK ? sql_exec(s,
+                                     "DELETE FROM sessions WHERE principal = $2 AND "
+                                     "(CAST($1 AS TEXT) IS NULL OR identity <> $1)",
+                                     2, args)
+                          : rc;
 }
 
 enum store_rc sql_principal_set_disabled(struct store *s, const char *name, int disabled)
 {
     const char *args[] = { disabled ? "1" : "0", name };
-    return sql_change(sql_of(s),
-                      "UPDATE principals SET disabled = CAST($1 AS INTEGER) WHERE name = $2", 2,
-                      args);
+    enum store_rc rc = sql_change(sql_of(s),
+                                  "UPDATE principals SET disabled = CAST($1 AS INTEGER) WHERE "
+                                  "name = $2",
+                                  2, args);
+    /* a disable ends its sessions for good (a browser lost or stolen is what it is for):
+     * enabled again, it signs in again */
+    return rc == STORE_OK && disabled
+                   ? sql_exec(s, "DELETE FROM sessions WHERE principal = $1", 1, &name)
+                   : rc;
 }
 
 enum store_rc sql_principal_find_identity(struct store *s, const char *identity,
@@ -1325,6 +1338,9 @@ enum store_rc sql_principal_delete(struct store *s, const char *name)
     enum store_rc rc = sql_exec(s, "DELETE FROM api_keys WHERE principal = $1", 1, &name);
     if (rc == STORE_OK) {
         rc = sql_exec(s, "DELETE FROM role_grants WHERE principal = $1", 1, &name);
+    }
+    if (rc == STORE_OK) { /* a principal made later under its name inherits no session */
+        rc = sql_exec(s, "DELETE FROM sessions WHERE principal = $1", 1, &name);
     }
     return rc == STORE_OK
                    ? sql_change(sql_of(s), "DELETE FROM principals WHERE name = $1", 1, &name)

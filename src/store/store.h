@@ -808,17 +808,19 @@ struct store_ops {
                                      const char *status, int64_t next_ms, const char *error);
     /* Since version 16 (0016_principal_admin): principals' identities and disabled flag, and
      * changing or removing principals, departments and connectors. */
-    /* Links principal `name` to `identity` (NULL: unlinks it). CONFLICT when another principal
-     * has that identity, NOT_FOUND when there is no such principal. */
+    /* Links principal `name` to `identity` (NULL: unlinks it); its sessions of another identity
+     * are deleted. CONFLICT when another principal has that identity, NOT_FOUND when there is
+     * no such principal. */
     enum store_rc (*principal_set_identity)(struct store *s, const char *name,
                                             const char *identity);
-    /* Disables (1) or enables (0) principal `name`. NOT_FOUND when there is no such principal. */
+    /* Disables (1, its sessions deleted) or enables (0) principal `name`. NOT_FOUND when there
+     * is no such principal. */
     enum store_rc (*principal_set_disabled)(struct store *s, const char *name, int disabled);
     /* The principal linked to `identity`: fn sees it once; NOT_FOUND when none is. */
     enum store_rc (*principal_find_identity)(struct store *s, const char *identity,
                                              store_principal_fn *fn, void *userdata);
-    /* Removes principal `name` with its keys and role grants (its runs and audit records keep
-     * its name). NOT_FOUND when there is no such principal. */
+    /* Removes principal `name` with its keys, role grants and sessions (its runs and audit
+     * records keep its name). NOT_FOUND when there is no such principal. */
     enum store_rc (*principal_delete)(struct store *s, const char *name);
     /* Renames department `name` to `new_name`, in every row that names it (templates,
      * connectors, mounts, role grants, runs, approvals, snapshots; never the audit log).

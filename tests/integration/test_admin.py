@@ -3,14 +3,19 @@
 identity and disabled flag (PATCH /v1/principals/{p}, POST /v1/principals with an identity), a
 disabled principal's keys refused and its runs ended, one principal read with its grants,
 principals deleted; connectors changed and deleted (PATCH and DELETE /v1/connectors/{c}): a
-change of what an approved version may do refused, or with ?force=true revoking the version;
-departments renamed and deleted (409 unless empty).
+change of what an approved version may do (its args_schema included) refused, or with
+?force=true revoking the version; departments renamed and deleted (409 unless empty, while a run
+of it is queued or running, or while oidc.group_roles names it); web UI sessions ended for good
+by a disable, a delete or a link to another identity.
 
 usage: test_admin.py --airlockd PATH [-k SUBSTRING]   (AIRLOCK_TEST_DATABASE: on PostgreSQL)
 """
+import hashlib
 import json
 import os
+import secrets
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -260,6 +265,38 @@ def t_connector_changes_what_was_approved_only_with_force(tmp):
         w.close()
 
 
+def t_connector_args_schema_widened_only_with_force(tmp):
+    """A function's args_schema is checked on every call: what an approved version may send. Its
+    approvers saw refunds of at most 10; a schema changed under the approved version (here: none
+    left) would let the same source refund any amount, so it is a change of what was approved."""
+    w = tr.World(tmp)
+    try:
+        a = w.admin
+        capped = {"type": "array", "prefixItems": [{"type": "string"},
+                                                   {"type": "integer", "maximum": 10}]}
+        w.ok("PATCH", "/v1/connectors/shop",
+             {"functions": shop_functions(refund={"sensitive": True, "args_schema": capped})}, a)
+        w.template("refund", tr.REFUND, ["shop.orders", "shop.refund"])
+        st, doc, _ = w.s.request("PATCH", "/v1/connectors/shop",
+                                 {"functions": shop_functions()}, key=a)
+        error_of(st, doc, 409, "CONFLICT")
+        check("version 1 of template refund" in doc["error"]["message"], "409: %r" % doc)
+        check(w.ok("GET", "/v1/connectors/shop", None, a)["functions"]["refund"]["args_schema"] ==
+              capped, "the schema was changed")
+        # a result schema, or the schema of a function no approved version names, is free
+        w.ok("PATCH", "/v1/connectors/shop", {"functions": shop_functions(
+            refund={"sensitive": True, "args_schema": capped, "result_schema": {}},
+            slow={"args_schema": {"type": "array"}})}, a)
+        check(w.ok("GET", "/v1/templates/refund/versions/1", None, a)["state"] == "approved",
+              "a free change revoked the version")
+        doc = w.ok("PATCH", "/v1/connectors/shop?force=true", {"functions": shop_functions()}, a)
+        check("args_schema" not in doc["functions"]["refund"], "forced: %r" % doc)
+        check(w.ok("GET", "/v1/templates/refund/versions/1", None, a)["state"] == "revoked",
+              "forced change left the version approved")
+    finally:
+        w.close()
+
+
 def t_connector_deleted_only_when_no_approved_version_names_it(tmp):
     w = tr.World(tmp)
     try:
@@ -307,6 +344,56 @@ def t_a_disabled_principals_runs_end(tmp):
         w.close()
 
 
+def session_for(d, principal, identity):
+    """A session of the web UI for principal, kept in the store as the sign-in's callback keeps
+    one (the sign-in itself is tests/oidc's): the cookie's token, whose SHA-256 the row holds."""
+    token = secrets.token_hex(32)
+    ts.db_exec(d, "INSERT INTO sessions(token_sha256, principal, identity, grants, created, "
+               "expires_ms) VALUES (?, ?, ?, ?, ?, ?)",
+               (hashlib.sha256(token.encode()).hexdigest(), principal, identity, "[]",
+                "2026-01-01T00:00:00.000Z", str(int(time.time() * 1000) + 3600 * 1000)))
+    return token
+
+
+def me_by_session(s, token):
+    return s.request("GET", "/v1/me", headers={"Cookie": "airlock_session=" + token})[0]
+
+
+def t_a_session_ended_by_its_principal_stays_ended(tmp):
+    """Disabling a principal, deleting it or linking it to another identity is what an admin
+    does about a stolen or forgotten browser: the sessions it ended are gone for good, not good
+    again once the principal is enabled, made again under its name or linked back."""
+    s, d, k = start(tmp)
+    try:
+        for name in ("alice", "bob", "carol"):
+            create(s, k, name, kind="user", identity=name + "@example.com")
+        alice = session_for(d, "alice", "alice@example.com")
+        bob = session_for(d, "bob", "bob@example.com")
+        carol = session_for(d, "carol", "carol@example.com")
+        check([me_by_session(s, t) for t in (alice, bob, carol)] == [200, 200, 200],
+              "the sessions sign in")
+        check(s.request("PATCH", "/v1/principals/alice", {"disabled": True}, key=k)[0] == 200,
+              "disable alice")
+        check(me_by_session(s, alice) == 401, "a disabled principal's session")
+        check(s.request("PATCH", "/v1/principals/alice", {"disabled": False}, key=k)[0] == 200,
+              "enable alice")
+        check(me_by_session(s, alice) == 401, "the session a disable ended signs in again")
+        check(s.request("DELETE", "/v1/principals/bob", key=k)[0] == 200, "delete bob")
+        create(s, k, "bob", kind="user", identity="bob@example.com")
+        check(me_by_session(s, bob) == 401, "a deleted principal's session signs its successor in")
+        for identity in (None, "carol@example.com"):
+            check(s.request("PATCH", "/v1/principals/carol", {"identity": identity},
+                            key=k)[0] == 200, "carol linked to %r" % identity)
+        check(me_by_session(s, carol) == 401, "the session an unlink ended signs in again")
+        fresh = session_for(d, "carol", "carol@example.com")
+        check(me_by_session(s, fresh) == 200, "a new sign-in works")
+        check(s.request("PATCH", "/v1/principals/carol", {"identity": "carol@example.com"},
+                        key=k)[0] == 200, "the same identity again")
+        check(me_by_session(s, fresh) == 200, "linked to the same identity again: no change")
+    finally:
+        s.kill()
+
+
 # --------------------------------------------------------------------------------------------- departments
 def t_department_renamed_with_what_names_it(tmp):
     w = tr.World(tmp)
@@ -345,6 +432,75 @@ def t_department_renamed_with_what_names_it(tmp):
               [("fin", "fin", {"from": "finance", "to": "fin"})], "records: %r" % recs)
     finally:
         w.close()
+
+
+def t_department_renamed_only_when_no_run_executes(tmp):
+    """A run executing holds its department's name from its start: an approval it asked for
+    after a rename would name the old department, which the approvers (their grants renamed)
+    no longer see and a department made later under that name would decide. So a department
+    is renamed only while none of its runs is queued or running; a run waiting for a person is
+    stored whole and follows the rename."""
+    w = tr.World(tmp)
+    try:
+        a = w.admin
+        w.ok("PATCH", "/v1/connectors/shop", {"functions": {
+            "orders": {}, "refund": {"sensitive": True}, "fail": {}, "slow": {}, "hold": {}}}, a)
+        w.template("pay", "await shop.hold('rename'); return await shop.refund('o-1', 5);",
+                   ["shop.hold", "shop.refund"])
+        running = w.run({"template": "pay", "wait": False}, want=202)[1]
+        w.until_called("shop.hold")
+        st, doc, _ = w.s.request("PATCH", "/v1/departments/finance", {"name": "fin"}, key=a)
+        error_of(st, doc, 409, "CONFLICT")
+        check("run" in doc["error"]["message"], "message: %r" % doc)
+        check(w.get(running["id"])["department"] == "finance", "renamed under a running run")
+        w.shop.open("rename")
+        w.until(running["id"], ("awaiting_approval",))
+        check([p["department"] for p in w.pending()] == ["finance"], "the approval: %r" %
+              w.pending())
+        # waiting for a person, the run is stored whole: the rename takes it along
+        w.ok("PATCH", "/v1/departments/finance", {"name": "fin"}, a)
+        pending = w.pending()
+        check([p["department"] for p in pending] == ["fin"], "the approval follows: %r" % pending)
+        w.ok("POST", "/v1/approvals/%s/approve" % pending[0]["id"], {}, w.keys["bob"])
+        done = w.until(running["id"], ("completed", "failed", "cancelled"))
+        check(done["status"] == "completed" and done["department"] == "fin", "done: %r" % done)
+    finally:
+        w.close()
+
+
+def t_department_named_by_group_roles_kept_under_its_name(tmp):
+    """oidc.group_roles grants roles in a department by its name, from the config file: renamed,
+    the department would leave its group's admins behind with a grant for a name nobody holds,
+    and deleted or renamed, a department made later under that name would hand its group the
+    role there. Both wait until the config file names it no more."""
+    d = os.path.join(tmp, "var")
+    path = os.path.join(tmp, "airlockd.json")
+    with open(path, "w") as f:
+        json.dump({"oidc": {"issuer": "http://127.0.0.1:9", "client_id": "airlock",
+                            "client_secret": "a-client-secret",
+                            "redirect_url": "http://127.0.0.1:9/auth/callback",
+                            "group_roles": {"eng-admins": [{"role": "admin",
+                                                            "department": "eng"}]}}}, f)
+    s = ts.Server(d, args=["--listen", "127.0.0.1:0", "--data-dir", d, "--config", path])
+    check(s.port, "airlockd did not start: %s" % s.stderr())
+    try:
+        k = s.admin_key()
+        for dept in ("eng", "ops"):
+            check(s.request("POST", "/v1/departments", {"name": dept}, key=k)[0] == 201, dept)
+        st, doc, _ = s.request("PATCH", "/v1/departments/eng", {"name": "engineering"}, key=k)
+        error_of(st, doc, 409, "CONFLICT")
+        check("group_roles" in doc["error"]["message"], "message: %r" % doc)
+        st, doc, _ = s.request("DELETE", "/v1/departments/eng", key=k)
+        error_of(st, doc, 409, "CONFLICT")
+        check("group_roles" in doc["error"]["message"], "message: %r" % doc)
+        check([x["name"] for x in s.request("GET", "/v1/departments", key=k)[1]] ==
+              ["eng", "ops"], "eng was changed")
+        # a department no group's grant names is renamed and deleted as ever
+        check(s.request("PATCH", "/v1/departments/ops", {"name": "operations"}, key=k)[0] == 200,
+              "rename ops")
+        check(s.request("DELETE", "/v1/departments/operations", key=k)[0] == 200, "delete")
+    finally:
+        s.kill()
 
 
 def t_department_deleted_only_when_empty(tmp):

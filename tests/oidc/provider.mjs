@@ -21,7 +21,7 @@ async function load(name) {
     return import(pathToFileURL(require.resolve(name)).href);
 }
 
-// accounts: { login: { email, groups } }
+// accounts: { login: { email, groups, email_verified (true unless false) } }
 export async function startProvider({ port, clientId, clientSecret, redirectUrl, accounts }) {
     if (!fs.existsSync(path.join(DEPS, 'node_modules', 'oidc-provider'))) {
         throw new Error('oidc-provider is not installed in ' + DEPS + ' (ctest -R oidc.setup)');
@@ -39,13 +39,18 @@ export async function startProvider({ port, clientId, clientSecret, redirectUrl,
         }],
         jwks: { keys: [jwk] },
         pkce: { required: () => true },
-        claims: { openid: ['sub'], email: ['email'], profile: ['groups'] },
+        claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['groups'] },
         conformIdTokenClaims: false, // the claims of the scopes go into the ID token
         cookies: { keys: ['airlock-test-cookie-key-0123456789'] },
         features: { devInteractions: { enabled: true } },
         async findAccount(ctx, id) {
             const a = accounts[id] || { email: id + '@example.com', groups: [] };
-            return { accountId: id, async claims() { return { sub: id, email: a.email, groups: a.groups }; } };
+            return {
+                accountId: id,
+                async claims() {
+                    return { sub: id, email: a.email, email_verified: a.email_verified !== false, groups: a.groups };
+                },
+            };
         },
         // a first-party client: no consent screen
         async loadExistingGrant(ctx) {

@@ -134,7 +134,8 @@ static char *sign(const char *alg, EVP_PKEY *key, const char *header, const char
 
 static const char good_claims[] =
         "{\"iss\":\"https://id.example.com\",\"aud\":\"airlock\",\"sub\":\"u-1\","
-        "\"email\":\"alice@example.com\",\"groups\":[\"finance-approvers\",\"all\"],"
+        "\"email\":\"alice@example.com\",\"email_verified\":true,"
+        "\"groups\":[\"finance-approvers\",\"all\"],"
         "\"nonce\":\"n-123\",\"iat\":1799999990,\"exp\":1800000300}";
 
 static const struct oidc_expect expect = {
@@ -252,6 +253,70 @@ static void test_oidc_id_token_wrong_audience_refused(void **state)
                    "aud");
 }
 
+/* A token for several audiences names the party it was issued to (OpenID Connect Core 3.1.3.7):
+ * without azp, any of them may be the one that asked for it, and a client the provider trusts
+ * less could hand its token to airlockd. */
+static void test_oidc_id_token_several_audiences_need_azp(void **state)
+{
+    struct oidc_claims c;
+    char why[OIDC_WHY_MAX] = "";
+    (void)state;
+    claims_refused("{\"iss\":\"https://id.example.com\",\"aud\":[\"airlock\",\"x\"],\"email\":"
+                   "\"a@b\",\"nonce\":\"n-123\",\"exp\":1800000300}",
+                   "azp");
+    const char *named = sign("RS256", rsa_key, "{\"alg\":\"RS256\",\"kid\":\"r1\"}",
+                             "{\"iss\":\"https://id.example.com\",\"aud\":[\"airlock\",\"x\"],"
+                             "\"azp\":\"airlock\",\"email\":\"a@b\",\"email_verified\":true,"
+                             "\"nonce\":\"n-123\","
+                             "\"exp\":1800000300}");
+    assert_int_equal(verify(named, &c, why), 0);
+    const char *one = sign("RS256", rsa_key, "{\"alg\":\"RS256\",\"kid\":\"r1\"}",
+                           "{\"iss\":\"https://id.example.com\",\"aud\":[\"airlock\"],"
+                           "\"email\":\"a@b\",\"email_verified\":true,\"nonce\":\"n-123\","
+                           "\"exp\":1800000300}");
+    assert_int_equal(verify(one, &c, why), 0);
+    /* a NUL inside a claim is not where the string ends */
+    claims_refused("{\"iss\":\"https://id.example.com\\u0000.evil\",\"aud\":\"airlock\","
+                   "\"email\":\"a@b\",\"nonce\":\"n-123\",\"exp\":1800000300}",
+                   "iss");
+    claims_refused("{\"iss\":\"https://id.example.com\",\"aud\":[\"airlock\",\"x\"],\"azp\":"
+                   "\"airlock\\u0000x\",\"email\":\"a@b\",\"nonce\":\"n-123\","
+                   "\"exp\":1800000300}",
+                   "aud");
+}
+
+/* An e-mail address the provider has not verified names nobody: at a provider that lets a
+ * person type any address into their profile, an outsider would otherwise sign in as the admin
+ * whose address they typed. */
+static void test_oidc_id_token_unverified_email_refused(void **state)
+{
+    struct oidc_claims c;
+    char why[OIDC_WHY_MAX] = "";
+    (void)state;
+    claims_refused("{\"iss\":\"https://id.example.com\",\"aud\":\"airlock\",\"email\":"
+                   "\"alice@example.com\",\"nonce\":\"n-123\",\"exp\":1800000300}",
+                   "email_verified");
+    claims_refused("{\"iss\":\"https://id.example.com\",\"aud\":\"airlock\",\"email\":"
+                   "\"alice@example.com\",\"email_verified\":false,\"nonce\":\"n-123\","
+                   "\"exp\":1800000300}",
+                   "email_verified");
+    /* some providers send it as a string */
+    const char *jwt = sign("RS256", rsa_key, "{\"alg\":\"RS256\",\"kid\":\"r1\"}",
+                           "{\"iss\":\"https://id.example.com\",\"aud\":\"airlock\",\"email\":"
+                           "\"alice@example.com\",\"email_verified\":\"true\",\"nonce\":"
+                           "\"n-123\",\"exp\":1800000300}");
+    assert_int_equal(verify(jwt, &c, why), 0);
+    /* another principal claim needs no verified e-mail */
+    struct oidc_expect by_sub = expect;
+    by_sub.principal_claim = "sub";
+    jwt = sign("RS256", rsa_key, "{\"alg\":\"RS256\",\"kid\":\"r1\"}",
+               "{\"iss\":\"https://id.example.com\",\"aud\":\"airlock\",\"sub\":\"u-1\","
+               "\"nonce\":\"n-123\",\"exp\":1800000300}");
+    assert_int_equal(
+            oidc_id_token_verify(jwt, strlen(jwt), jwks, strlen(jwks), &by_sub, &c, NULL, why), 0);
+    assert_string_equal(c.identity, "u-1");
+}
+
 static void test_oidc_id_token_wrong_issuer_refused(void **state)
 {
     (void)state;
@@ -355,6 +420,8 @@ int main(void)
         cmocka_unit_test(test_oidc_id_token_tampered_payload_refused),
         cmocka_unit_test(test_oidc_id_token_unknown_kid_says_no_key),
         cmocka_unit_test(test_oidc_id_token_wrong_audience_refused),
+        cmocka_unit_test(test_oidc_id_token_several_audiences_need_azp),
+        cmocka_unit_test(test_oidc_id_token_unverified_email_refused),
         cmocka_unit_test(test_oidc_id_token_wrong_issuer_refused),
         cmocka_unit_test(test_oidc_id_token_expired_refused),
         cmocka_unit_test(test_oidc_id_token_nonce_mismatch_refused),
