@@ -758,7 +758,12 @@ static enum store_rc api_run_end_unresumable(struct store *s, const struct store
     api_member(&d, "{\"run\":", row->id);
     api_member(&d, ",\"status\":\"failed\",\"error\":{\"code\":\"CONFLICT\",\"message\":", why);
     buf_append_str(&d, "}}");
-    enum store_rc rc = o.data && d.data ? s->ops->tx_begin(s) : STORE_ERROR;
+    if (!o.data || !d.data) { /* out of memory: nothing begun, nothing to roll back */
+        buf_done(&o);
+        buf_done(&d);
+        return STORE_ERROR;
+    }
+    enum store_rc rc = s->ops->tx_begin(s);
     if (rc == STORE_OK) {
         rc = s->ops->run_set_status(s, row->id, from, "failed", o.data);
     }

@@ -187,7 +187,11 @@ void api_principals_create(struct api_ctx *ctx)
         api_member(&details, ",\"identity\":", linked);
     }
     buf_append_str(&details, "}");
-    enum store_rc rc = details.data ? s->ops->tx_begin(s) : STORE_ERROR;
+    if (!details.data) { /* out of memory: nothing begun, nothing to roll back */
+        api_store_failed(ctx);
+        goto out;
+    }
+    enum store_rc rc = s->ops->tx_begin(s);
     int identity_taken = 0;
     if (rc == STORE_OK) {
         rc = s->ops->principal_create(s, name->str, k);

@@ -435,7 +435,8 @@ enum store_rc nodes_take_over(struct store *s, const char *id, const char *depar
     buf_init(&calls, NODES_DETAILS_MAX);
     buf_init(&b, NODES_DETAILS_MAX);
     buf_append_str(&calls, "[");
-    enum store_rc rc = calls.data ? s->ops->tx_begin(s) : STORE_ERROR;
+    int begun = calls.data != NULL; /* out of memory: nothing begun, nothing to roll back */
+    enum store_rc rc = begun ? s->ops->tx_begin(s) : STORE_ERROR;
     if (rc == STORE_OK && node && node[0]) {
         /* first the run's row: a mark the node commits before this lock is among the calls
          * read below, and one it tries after finds the run no longer its own (it was only
@@ -545,7 +546,7 @@ enum store_rc nodes_take_over(struct store *s, const char *id, const char *depar
     if (rc == STORE_OK) {
         rc = s->ops->tx_commit(s);
     }
-    if (rc != STORE_OK) {
+    if (rc != STORE_OK && begun) {
         s->ops->tx_rollback(s);
     }
     *ret_retried = rc == STORE_OK && retry;
