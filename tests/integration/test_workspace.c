@@ -1070,6 +1070,24 @@ static const struct al_mount_ops kv_ops = {
     AL_MOUNT_OPS_VERSION, kv_stat, kv_read, kv_list, kv_write, kv_remove
 };
 
+/* A bucket holding last year's reports/a.md, whose write number fail_at fails (0: none). */
+static void kv_seed(struct kv *b, int fail_at)
+{
+    memset(b, 0, sizeof *b);
+    b->fail_at = fail_at;
+    b->key[0] = strdup("reports/a.md");
+    b->val[0] = strdup("last year's");
+    b->n = 1;
+}
+
+static void kv_free(struct kv *b)
+{
+    for (int i = 0; i < b->n; i++) {
+        free(b->key[i]);
+        free(b->val[i]);
+    }
+}
+
 /* All or nothing: a commit that fails midway leaves the bucket as it was - an object it had
  * replaced before the failure is put back, not deleted. */
 static void test_workspace_commit_restores(void **state)
@@ -1077,10 +1095,8 @@ static void test_workspace_commit_restores(void **state)
     (void)state;
     struct al_runner *r = new_runner();
     struct al_workspace *ws = new_ws(flaky_manifest);
-    struct kv b = { .fail_at = 3 };
-    b.key[0] = strdup("reports/a.md");
-    b.val[0] = strdup("last year's");
-    b.n = 1;
+    struct kv b;
+    kv_seed(&b, 3);
     assert_int_equal(al_workspace_set_mount(ws, "lake", &kv_ops, &b), AL_OK);
     check(r, ws,
           "await workspace.writeFile('out/export/a.md', 'A');\n"
@@ -1096,10 +1112,7 @@ static void test_workspace_commit_restores(void **state)
     assert_string_equal(b.val[a], "last year's");
     assert_int_equal(kv_find(&b, "reports/b.md"), -1);
     al_workspace_free(ws);
-    for (int i = 0; i < b.n; i++) {
-        free(b.key[i]);
-        free(b.val[i]);
-    }
+    kv_free(&b);
     al_runner_free(r);
 }
 
@@ -1110,10 +1123,8 @@ static void test_workspace_rollback(void **state)
     (void)state;
     struct al_runner *r = new_runner();
     struct al_workspace *ws = new_ws(flaky_manifest);
-    struct kv b = { .fail_at = 0 };
-    b.key[0] = strdup("reports/a.md");
-    b.val[0] = strdup("last year's");
-    b.n = 1;
+    struct kv b;
+    kv_seed(&b, 0);
     assert_int_equal(al_workspace_set_mount(ws, "lake", &kv_ops, &b), AL_OK);
     check(r, ws,
           "await workspace.writeFile('out/export/a.md', 'A');\n"
@@ -1134,10 +1145,7 @@ static void test_workspace_rollback(void **state)
     assert_int_equal(b.writes, writes);
     assert_int_equal(al_workspace_rollback(NULL, &err), AL_CONFIG_ERROR);
     al_workspace_free(ws);
-    for (int i = 0; i < b.n; i++) {
-        free(b.key[i]);
-        free(b.val[i]);
-    }
+    kv_free(&b);
     al_runner_free(r);
 }
 
