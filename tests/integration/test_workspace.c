@@ -787,6 +787,15 @@ static enum al_journal_verdict keep(const struct al_journal_entry *e, void *ud)
     return AL_JOURNAL_DELIVER;
 }
 
+static void journal_free(struct journal *j)
+{
+    for (size_t i = 0; i < j->n; i++) {
+        free(j->payload[i]);
+        free(j->fn[i]);
+    }
+    free(j);
+}
+
 static const char replay_src[] =
         "await workspace.writeFile('out/a.txt', 'first');\n"
         "await workspace.appendFile('out/a.txt', '+more');\n"
@@ -828,11 +837,7 @@ static void test_workspace_journal_replay(void **state)
     expect_done(run_opts(r, o, after, fresh), "[\"first+more\",[\"d\"]]");
     al_run_opts_free(o);
     al_workspace_free(fresh);
-    for (size_t i = 0; i < j->n; i++) {
-        free(j->payload[i]);
-        free(j->fn[i]);
-    }
-    free(j);
+    journal_free(j);
     al_runner_free(r);
 }
 
@@ -967,11 +972,7 @@ static void test_workspace_replay_failed_write(void **state)
     assert_string_equal(s.keys, "");
     al_run_opts_free(o);
     al_workspace_free(fresh);
-    for (size_t i = 0; i < j->n; i++) {
-        free(j->payload[i]);
-        free(j->fn[i]);
-    }
-    free(j);
+    journal_free(j);
     al_runner_free(r);
 }
 
@@ -1209,11 +1210,7 @@ static void test_workspace_replay_append_base(void **state)
         al_run_opts_free(o);
         al_workspace_free(fresh);
     }
-    for (size_t i = 0; i < j->n; i++) {
-        free(j->payload[i]);
-        free(j->fn[i]);
-    }
-    free(j);
+    journal_free(j);
     al_runner_free(r);
 }
 
