@@ -312,6 +312,15 @@ AL_NODISCARD AL_API enum al_code al_config_add_verification_key(struct al_config
 /* Lifetime of new continuations in ms (default AL_CONTINUATION_TTL_MS, at most one year). */
 AL_NODISCARD AL_API enum al_code al_config_set_continuation_ttl(struct al_config *config,
                                                                 uint64_t ttl_ms);
+/* Replaces the runner's continuation keys by config's (al_config_set_continuation_key and
+ * al_config_add_verification_key): the next continuation is signed with its signing key, and a
+ * resume verifies under its keys only. Any thread, while runs go on; a run that is encoding or
+ * verifying a continuation finishes under the keys it began with. AL_CONFIG_ERROR for a NULL
+ * runner or config, or a config without a signing key, or a runner made without continuation
+ * keys (it has none to replace); AL_INTERNAL_ERROR out of memory (the old keys stay). */
+AL_NODISCARD AL_API enum al_code al_runner_set_continuation_keys(struct al_runner *runner,
+                                                                 const struct al_config *config,
+                                                                 struct al_error *reterr);
 
 /*
  * The stored form: continuations live in a store and the application hands out an opaque id

@@ -81,7 +81,9 @@ struct al_runner {
     struct adm_waiter *adm_head; /* first in line */
     struct adm_waiter **adm_tail;
     /* continuations */
-    struct cont_key keys[AL_CONTINUATION_KEYS_MAX];
+    int continuations;       /* made with keys: runs record continuations; never changes */
+    pthread_mutex_t keys_mu; /* guards keys and nkeys (al_runner_set_continuation_keys) */
+    struct cont_key keys[AL_CONTINUATION_KEYS_MAX]; /* [0] signs; all verify */
     size_t nkeys; /* 0: no continuation key, interrupting fails with CONFIG_ERROR */
     uint64_t ttl_ms;
     struct al_store *store;
@@ -133,6 +135,14 @@ struct resolution {
     size_t len;
 };
 
+/* runner.c: cont_encode with the runner's signing key and cont_decode with its keys, under
+ * keys_mu so that the keys cannot be replaced halfway through. */
+enum al_code runner_cont_encode(const struct al_runner *runner, const struct continuation *c,
+                                size_t max_bytes, char **ret_token, size_t *ret_len,
+                                struct al_error *reterr);
+enum al_code runner_cont_decode(const struct al_runner *runner, const char *token, size_t len,
+                                size_t max_bytes, struct continuation *ret,
+                                struct al_error *reterr);
 /* runner.c: admission. 1 when the run may start (then runner_leave when it ends), 0 when the
  * concurrency limit and its queue are full, -1 when it waited in the queue past its timeout. */
 int runner_admit(struct al_runner *runner);

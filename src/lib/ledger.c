@@ -322,7 +322,7 @@ static enum al_code load(struct ledger *l, struct replay *rp, struct al_error *r
         token = stored;
         len = slen;
     }
-    rc = cont_decode(token, len, r->keys, r->nkeys, (size_t)l->continuation_max, &rp->cont, reterr);
+    rc = runner_cont_decode(r, token, len, (size_t)l->continuation_max, &rp->cont, reterr);
     free(stored);
     if (rc != AL_OK) {
         return rc;
@@ -470,7 +470,7 @@ enum al_code ledger_begin(const struct al_runner *runner, const struct al_run_op
     memcpy(l->manifest, manifest, CONT_DIGEST);
     l->seed = seed;
     l->clock_ms = clock_ms;
-    l->recording = runner->nkeys > 0;
+    l->recording = runner->continuations;
     l->journaling = opts->journal_fn != NULL;
     l->held_tail = &l->held;
     if (opts->njournal > 0) {
@@ -487,7 +487,7 @@ enum al_code ledger_begin(const struct al_runner *runner, const struct al_run_op
         }
         return AL_OK;
     }
-    if (runner->nkeys == 0) {
+    if (!runner->continuations) {
         return error_set(reterr, AL_CONFIG_ERROR,
                          "resuming needs the continuation key (al_config_set_continuation_key; "
                          "the CLI reads AIRLOCK_CONTINUATION_SECRET)");
@@ -1013,8 +1013,7 @@ static enum al_code make_continuation(struct ledger *l, struct ledger_outcome *o
     }
     char *token = NULL;
     size_t tlen = 0;
-    enum al_code rc =
-            cont_encode(&c, &r->keys[0], (size_t)l->continuation_max, &token, &tlen, reterr);
+    enum al_code rc = runner_cont_encode(r, &c, (size_t)l->continuation_max, &token, &tlen, reterr);
     free(c.entries);
     if (rc != AL_OK) {
         return rc;

@@ -722,6 +722,7 @@ enum al_code al_runner_new(const struct al_config *config, struct al_runner **re
         return error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
     }
     pthread_mutex_init(&r->adm_mu, NULL);
+    pthread_mutex_init(&r->keys_mu, NULL);
     pthread_mutex_init(&r->loop_mu, NULL);
     r->adm_tail = &r->adm_head;
     memcpy(r->limits, config->limits, sizeof r->limits);
@@ -771,6 +772,7 @@ enum al_code al_runner_new(const struct al_config *config, struct al_runner **re
         }
         r->nkeys++;
     }
+    r->continuations = config->nkeys > 0;
     if (config->nkeys > 0 && !config->has_signing_key) {
         rc = error_set(reterr, AL_CONFIG_ERROR,
                        "verification keys without a signing key (al_config_set_continuation_key)");
@@ -841,8 +843,73 @@ void al_runner_free(struct al_runner *runner)
     free(runner->module_identity);
     free(runner->worker_path);
     free_keys(runner->keys, runner->nkeys);
+    pthread_mutex_destroy(&runner->keys_mu);
     pthread_mutex_destroy(&runner->adm_mu);
     free(runner);
+}
+
+enum al_code al_runner_set_continuation_keys(struct al_runner *runner,
+                                             const struct al_config *config,
+                                             struct al_error *reterr)
+{
+    struct cont_key keys[AL_CONTINUATION_KEYS_MAX] = { 0 };
+    size_t nkeys = 0;
+    enum al_code rc = AL_OK;
+    if (!runner || !config) {
+        return error_set(reterr, AL_CONFIG_ERROR, "al_runner_set_continuation_keys: NULL argument");
+    }
+    if (!config->has_signing_key) {
+        return error_set(reterr, AL_CONFIG_ERROR,
+                         "the config has no signing key (al_config_set_continuation_key)");
+    }
+    if (!runner->continuations) {
+        return error_set(reterr, AL_CONFIG_ERROR,
+                         "the runner was made without continuation keys: it has none to replace");
+    }
+    /* Copied before the lock, so that runs wait for the swap alone. */
+    for (; nkeys < config->nkeys; nkeys++) {
+        rc = copy_key(&keys[nkeys], config->keys[nkeys].bytes, config->keys[nkeys].len);
+        if (rc != AL_OK) {
+            rc = error_set(reterr, AL_INTERNAL_ERROR, "out of memory");
+            goto out;
+        }
+    }
+    /* Swapped whole, so that no slot of the runner points at a key freed below. */
+    pthread_mutex_lock(&runner->keys_mu);
+    for (size_t i = 0; i < AL_CONTINUATION_KEYS_MAX; i++) {
+        struct cont_key old = runner->keys[i];
+        runner->keys[i] = keys[i];
+        keys[i] = old;
+    }
+    size_t nold = runner->nkeys;
+    runner->nkeys = nkeys;
+    pthread_mutex_unlock(&runner->keys_mu);
+    nkeys = nold; /* the old keys, cleansed below */
+out:
+    free_keys(keys, nkeys);
+    return rc;
+}
+
+/* The runner is const to its runs: of all its fields only the keys change, under keys_mu. */
+enum al_code runner_cont_encode(const struct al_runner *runner, const struct continuation *c,
+                                size_t max_bytes, char **ret_token, size_t *ret_len,
+                                struct al_error *reterr)
+{
+    pthread_mutex_t *mu = (pthread_mutex_t *)&runner->keys_mu;
+    pthread_mutex_lock(mu);
+    enum al_code rc = cont_encode(c, &runner->keys[0], max_bytes, ret_token, ret_len, reterr);
+    pthread_mutex_unlock(mu);
+    return rc;
+}
+
+enum al_code runner_cont_decode(const struct al_runner *runner, const char *token, size_t len,
+                                size_t max_bytes, struct continuation *ret, struct al_error *reterr)
+{
+    pthread_mutex_t *mu = (pthread_mutex_t *)&runner->keys_mu;
+    pthread_mutex_lock(mu);
+    enum al_code rc = cont_decode(token, len, runner->keys, runner->nkeys, max_bytes, ret, reterr);
+    pthread_mutex_unlock(mu);
+    return rc;
 }
 
 struct al_run_opts *al_run_opts_new(void)

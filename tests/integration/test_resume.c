@@ -2,7 +2,7 @@
  * integration.resume - interrupt and resume through the C API with the real worker: batches,
  * partial resolutions, rounds, replay that never repeats a finished host call, determinism,
  * every way a continuation can be wrong (tampered, rebound, expired, divergent), key rotation
- * and the stored form's at-most-once.
+ * (also on a running runner) and the stored form's at-most-once.
  *
  * Divergent and time-shifted continuations are made the way an attacker who holds the key
  * would: decode, change, sign again (the internal codec, src/lib/continuation.h).
@@ -18,6 +18,7 @@
 
 #include <dirent.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -847,6 +848,177 @@ static void test_binding_and_rotation(void **state)
     al_runner_free(r);
 }
 
+/* A config holding only continuation keys, for al_runner_set_continuation_keys. */
+static struct al_config *keys_config(const char *signing, const char *verifying)
+{
+    struct al_config *c = al_config_new();
+    assert_non_null(c);
+    if (signing) {
+        assert_int_equal(al_config_set_continuation_key(c, signing, strlen(signing)), AL_OK);
+    }
+    if (verifying) {
+        assert_int_equal(al_config_add_verification_key(c, verifying, strlen(verifying)), AL_OK);
+    }
+    return c;
+}
+
+static void set_keys(struct al_runner *r, const char *signing, const char *verifying)
+{
+    struct al_config *c = keys_config(signing, verifying);
+    struct al_error err;
+    if (al_runner_set_continuation_keys(r, c, &err) != AL_OK) {
+        fail_msg("al_runner_set_continuation_keys: %s", err.message);
+    }
+    al_config_free(c);
+}
+
+/* 1 when `token` verifies under `key` alone (the internal codec). */
+static int signed_with(const char *token, const char *key)
+{
+    struct cont_key k = { (uint8_t *)key, strlen(key) };
+    struct continuation c;
+    struct al_error err;
+    int ok = cont_decode(token, strlen(token), &k, 1, 1u << 25, &c, &err) == AL_OK;
+    cont_free(&c);
+    return ok;
+}
+
+/* Interrupts src_get_then_refund on `r`; returns its continuation and the interruption's id. */
+static char *interrupt_refund(struct al_runner *r, char id[40])
+{
+    struct al_result *res = run_src(r, src_get_then_refund);
+    char *cont = expect_interrupted(res, 1);
+    snprintf(id, 40, "%s", iid_of(res, 0));
+    al_result_free(res);
+    return cont;
+}
+
+static struct al_result *resume_refund(struct al_runner *r, const char *cont, const char *id)
+{
+    struct req q = {
+        .src = src_get_then_refund, .resume = cont, .ids = { id }, .values = { "1" }, .n = 1
+    };
+    return run_req(r, &q);
+}
+
+/* Keys replaced on a running runner: the new signing key signs the next continuation, the old
+ * one keeps verifying as long as it is given, and once dropped its continuations are refused
+ * like any other bad signature. */
+static void test_set_continuation_keys(void **state)
+{
+    (void)state;
+    reset_counts();
+    struct al_runner *r = default_runner(); /* signs with key1 */
+    char id_a[40], id_b[40];
+    char *cont_a = interrupt_refund(r, id_a);
+    assert_true(signed_with(cont_a, key1));
+
+    set_keys(r, key2, key1);
+    struct al_result *res = resume_refund(r, cont_a, id_a);
+    expect_completed(res, "[10,1]");
+    al_result_free(res);
+    char *cont_b = interrupt_refund(r, id_b);
+    assert_true(signed_with(cont_b, key2));
+    assert_false(signed_with(cont_b, key1));
+    res = resume_refund(r, cont_b, id_b);
+    expect_completed(res, "[10,1]");
+    al_result_free(res);
+
+    set_keys(r, key2, NULL); /* key1 dropped */
+    res = resume_refund(r, cont_a, id_a);
+    expect_failure(res, AL_PROTOCOL_ERROR, "signature");
+    al_result_free(res);
+    res = resume_refund(r, cont_b, id_b);
+    expect_completed(res, "[10,1]");
+    al_result_free(res);
+    assert_int_equal(counts.resumed, 3); /* the refused resume reached no host function */
+    free(cont_a);
+    free(cont_b);
+    al_runner_free(r);
+}
+
+/* Refusals leave the runner's keys as they were. */
+static void test_set_continuation_keys_refused(void **state)
+{
+    (void)state;
+    reset_counts();
+    struct al_runner *r = default_runner();
+    char id[40];
+    char *cont = interrupt_refund(r, id);
+    struct al_config *good = keys_config(key2, NULL);
+    struct al_config *unsigned_only = keys_config(NULL, key2);
+    struct al_config *empty = keys_config(NULL, NULL);
+    struct al_error err;
+    assert_int_equal(al_runner_set_continuation_keys(NULL, good, &err), AL_CONFIG_ERROR);
+    assert_int_equal(al_runner_set_continuation_keys(r, NULL, &err), AL_CONFIG_ERROR);
+    assert_int_equal(al_runner_set_continuation_keys(r, unsigned_only, &err), AL_CONFIG_ERROR);
+    assert_non_null(strstr(err.message, "signing key"));
+    assert_int_equal(al_runner_set_continuation_keys(r, empty, NULL), AL_CONFIG_ERROR);
+    struct al_result *res = resume_refund(r, cont, id); /* still key1's runner */
+    expect_completed(res, "[10,1]");
+    al_result_free(res);
+    free(cont);
+    al_runner_free(r);
+
+    struct setup none = { NULL, NULL, NULL, 0 };
+    r = runner_with(&none);
+    assert_int_equal(al_runner_set_continuation_keys(r, good, &err), AL_CONFIG_ERROR);
+    assert_non_null(strstr(err.message, "without continuation keys"));
+    res = run_src(r, "return await orders.refund(1);"); /* still records no continuations */
+    expect_failure(res, AL_CONFIG_ERROR, "no continuation key");
+    al_result_free(res);
+    al_runner_free(r);
+    al_config_free(good);
+    al_config_free(unsigned_only);
+    al_config_free(empty);
+}
+
+struct swapper {
+    struct al_runner *runner;
+    struct al_config *configs[2];
+    atomic_int stop;
+    int failed; /* calls that did not return AL_OK; read after the join */
+};
+
+/* Swaps between two key sets that both verify key1 and key2, until told to stop. (cmocka's
+ * assertions belong to the test's thread: failures are counted instead.) */
+static void *swap_keys(void *arg)
+{
+    struct swapper *s = arg;
+    for (unsigned i = 0; !atomic_load(&s->stop); i++) {
+        s->failed += al_runner_set_continuation_keys(s->runner, s->configs[i % 2], NULL) != AL_OK;
+    }
+    return NULL;
+}
+
+/* Keys swapped in a loop on another thread while runs interrupt and resume: every continuation
+ * is signed and verified under whole key sets (under ASan, a key freed while in use fails). */
+static void test_set_continuation_keys_concurrent(void **state)
+{
+    (void)state;
+    reset_counts();
+    struct setup both = { key1, key2, NULL, 0 };
+    struct swapper s = {
+        runner_with(&both), { keys_config(key1, key2), keys_config(key2, key1) }, 0, 0
+    };
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, swap_keys, &s), 0);
+    for (int i = 0; i < 12; i++) {
+        char id[40];
+        char *cont = interrupt_refund(s.runner, id);
+        struct al_result *res = resume_refund(s.runner, cont, id);
+        expect_completed(res, "[10,1]");
+        al_result_free(res);
+        free(cont);
+    }
+    atomic_store(&s.stop, 1);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(s.failed, 0);
+    al_config_free(s.configs[0]);
+    al_config_free(s.configs[1]);
+    al_runner_free(s.runner);
+}
+
 static void expire(struct continuation *c)
 {
     c->issued_ms -= 2 * 3600 * 1000;
@@ -1460,6 +1632,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_resolution_ids),
         cmocka_unit_test(test_every_byte_flipped),
         cmocka_unit_test(test_binding_and_rotation),
+        cmocka_unit_test(test_set_continuation_keys),
+        cmocka_unit_test(test_set_continuation_keys_refused),
+        cmocka_unit_test(test_set_continuation_keys_concurrent),
         cmocka_unit_test(test_expiry),
         cmocka_unit_test(test_divergence),
         cmocka_unit_test(test_store_at_most_once),
