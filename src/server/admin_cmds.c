@@ -1,7 +1,7 @@
 /*
  * admin_cmds.c - the operator's commands of airlockd that do not serve (admin_cmds.h):
  *
- *   airlockd keys rotate continuation|audit|secret --data-dir DIR [--database URL]
+ *   airlockd keys rotate continuation|audit|secret --data-dir DIR [--database URL] [--prepare]
  *   airlockd backup --data-dir DIR DEST
  *
  * A rotation works on a stopped data directory: it takes the lock a running airlockd holds
@@ -10,6 +10,9 @@
  * file: a rotation cut at any point is finished by running it again, which takes up NAME.next
  * and skips what the database already has. Keys given by the environment are never rotated here
  * (the environment's owner holds them).
+ *
+ * --prepare writes NAME.next alone: running nodes given it (SIGHUP, keys.h) verify, open and sign
+ * with it as it comes into use, so the rotation that takes it up next is made while they serve.
  *
  * The backup reads a live data directory: the key files are copied, then SQLite's online backup
  * takes one snapshot of the database while airlockd goes on writing.
@@ -30,6 +33,7 @@
 #include "auditlog.h"
 #include "error.h"
 #include "keyfile.h"
+#include "keys.h"
 #include "secretbox.h"
 #include "store.h"
 
@@ -38,12 +42,15 @@
 
 static const char admin_usage[] =
         "usage: airlockd keys rotate continuation|audit|secret --data-dir DIR [--database URL]\n"
+        "                            [--prepare]\n"
         "       airlockd backup --data-dir DIR DEST\n"
-        "  keys rotate: a new key for a stopped data directory (every node stopped, with\n"
-        "    --database); the old continuation key still verifies what it signed, a new audit\n"
-        "    key is announced in the log by a checkpoint signed with the old one, sealed\n"
-        "    secrets are sealed again under a new secret key in one transaction. Copy the key\n"
-        "    files to every node's data directory, then start them (docs/operations.md).\n"
+        "  keys rotate: a new key for a data directory no airlockd holds (a stopped node's, or a\n"
+        "    copy of its key files); the old continuation key still verifies what it signed, a\n"
+        "    new audit key is announced in the log by a checkpoint signed with the old one,\n"
+        "    sealed secrets are sealed again under a new secret key in one transaction. Copy the\n"
+        "    key files to every node's data directory, then start them or send them SIGHUP.\n"
+        "    --prepare: only stage the next key (NAME.next) for running nodes to take first\n"
+        "    (SIGHUP); the rotation without --prepare then takes it up (docs/operations.md).\n"
         "  backup: a consistent copy of DIR (the SQLite database, by SQLite's online backup,\n"
         "    and the key files) into the new directory DEST, while airlockd runs. With\n"
         "    PostgreSQL: pg_dump and the key files (docs/operations.md).\n"
@@ -69,6 +76,7 @@ struct admin_opts {
     const char *data_dir;
     const char *database;
     const char *what; /* keys rotate WHAT, or backup's DEST */
+    int prepare;      /* keys rotate --prepare */
 };
 
 /* argv[first..] as --data-dir DIR, --database URL and one word. 0, or 2 (printed why). */
@@ -79,7 +87,9 @@ static int admin_args(int argc, char **argv, int first, struct admin_opts *o)
             fputs(admin_usage, stdout);
             return 1;
         }
-        if (strcmp(argv[i], "--data-dir") == 0 || strcmp(argv[i], "--database") == 0) {
+        if (strcmp(argv[i], "--prepare") == 0 && strcmp(argv[1], "keys") == 0) {
+            o->prepare = 1;
+        } else if (strcmp(argv[i], "--data-dir") == 0 || strcmp(argv[i], "--database") == 0) {
             if (i + 1 >= argc || !argv[i + 1][0]) {
                 fprintf(stderr, "airlockd: %s needs a value\n%s", argv[i], admin_usage);
                 return 2;
@@ -135,7 +145,10 @@ static int admin_next_key(const char *data_dir, const char *file, unsigned char 
     snprintf(path, sizeof path, "%s/%s", data_dir, next);
     if (access(path, F_OK) == 0) {
         if (keyfile_load(data_dir, next, NULL, ADMIN_KEY_LEN, ret, &err) == 0) {
-            fprintf(stderr, "airlockd: keys: taking up %s, left by a rotation cut short\n", path);
+            fprintf(stderr,
+                    "airlockd: keys: taking up %s (staged by --prepare, or left by a rotation cut "
+                    "short)\n",
+                    path);
             return 0;
         }
     } else if (keyfile_random(ret, ADMIN_KEY_LEN) == 0 &&
@@ -232,10 +245,11 @@ static void admin_rows_free(struct admin_rows *r)
 }
 
 /* One sealed column sealed again under new_key: *ret_done counts the values. A value that
- * opens under the new key already was sealed again by a rotation cut short. 0, or -1 (printed
- * why). */
+ * opens under the new key already was sealed again by a rotation cut short; the others open
+ * under one of the old keys (the one in use, or one it replaced: a node that had not taken the
+ * last rotation yet sealed with it). 0, or -1 (printed why). */
 static int admin_reseal(struct store *s, const struct admin_sealed *col,
-                        const unsigned char old_key[SECRETBOX_KEY_LEN],
+                        struct secretbox_keys *old_keys,
                         const unsigned char new_key[SECRETBOX_KEY_LEN], size_t *ret_done)
 {
     struct admin_rows rows = { 0 };
@@ -253,14 +267,14 @@ static int admin_reseal(struct store *s, const struct admin_sealed *col,
         char *sealed = NULL;
         size_t len = 0;
         snprintf(context, sizeof context, "%s/%s/%s", col->kind, rows.keys[i], col->field);
-        if (secretbox_open(old_key, context, rows.sealed[i], &plain, &len) != 0) {
-            if (secretbox_open(new_key, context, rows.sealed[i], &plain, &len) == 0) {
-                OPENSSL_cleanse(plain, len);
-                free(plain);
-                continue;
-            }
-            fprintf(stderr, "airlockd: keys: %s %s: its %s opens with neither key\n", col->table,
-                    rows.keys[i], col->column);
+        if (secretbox_open(new_key, context, rows.sealed[i], &plain, &len) == 0) {
+            OPENSSL_cleanse(plain, len);
+            free(plain);
+            continue;
+        }
+        if (secretbox_keys_open(old_keys, context, rows.sealed[i], &plain, &len) != 0) {
+            fprintf(stderr, "airlockd: keys: %s %s: its %s opens with none of the keys\n",
+                    col->table, rows.keys[i], col->column);
             goto out;
         }
         int sealed_ok = secretbox_seal(new_key, context, plain, len, &sealed) == 0;
@@ -285,16 +299,28 @@ out:
 
 static int admin_rotate_secret(const struct admin_opts *o)
 {
-    unsigned char old_key[SECRETBOX_KEY_LEN];
-    unsigned char new_key[SECRETBOX_KEY_LEN];
+    struct keyfile_ring old;
+    struct secretbox_keys old_keys;
+    /* the new key, then the one in use and the older ones: values sealed under them by a node
+     * that takes this rotation late still open */
+    unsigned char keys[KEYFILE_KEEP_MAX * SECRETBOX_KEY_LEN];
+    unsigned char *new_key = keys;
     struct al_error err = { 0 };
     struct store *s = NULL;
     size_t done = 0;
     int rc = 1;
-    if (secretbox_key_load(o->data_dir, old_key, &err) != 0) {
+    if (secretbox_keys_init(&old_keys) != 0) {
+        fprintf(stderr, "airlockd: keys: out of memory\n");
+        return 1;
+    }
+    if (secretbox_ring_load(o->data_dir, &old, &err) != 0) {
         fprintf(stderr, "airlockd: keys: secret key: %s\n", err.message);
         goto out;
     }
+    old.has_next = 0; /* the new key, taken up below */
+    secretbox_keys_set(&old_keys, &old);
+    size_t kept = old.n < KEYFILE_KEEP_MAX - 1 ? old.n : KEYFILE_KEEP_MAX - 1;
+    memcpy(keys + SECRETBOX_KEY_LEN, old.keys, kept * SECRETBOX_KEY_LEN);
     if (admin_next_key(o->data_dir, "secret.key", new_key) != 0 || !(s = admin_store_open(o))) {
         goto out;
     }
@@ -303,7 +329,7 @@ static int admin_rotate_secret(const struct admin_opts *o)
         goto out;
     }
     for (size_t i = 0; i < sizeof admin_sealed / sizeof admin_sealed[0]; i++) {
-        if (admin_reseal(s, &admin_sealed[i], old_key, new_key, &done) != 0) {
+        if (admin_reseal(s, &admin_sealed[i], &old_keys, new_key, &done) != 0) {
             s->ops->tx_rollback(s);
             goto out;
         }
@@ -313,7 +339,7 @@ static int admin_rotate_secret(const struct admin_opts *o)
         s->ops->tx_rollback(s);
         goto out;
     }
-    if (admin_key_replace(o->data_dir, "secret.key", new_key, 1) != 0) {
+    if (admin_key_replace(o->data_dir, "secret.key", keys, kept + 1) != 0) {
         goto out;
     }
     printf("secret key rotated: %zu sealed value%s sealed again under the new key\n", done,
@@ -323,8 +349,9 @@ out:
     if (s) {
         s->ops->close(s);
     }
-    OPENSSL_cleanse(old_key, sizeof old_key);
-    OPENSSL_cleanse(new_key, sizeof new_key);
+    OPENSSL_cleanse(&old, sizeof old);
+    OPENSSL_cleanse(keys, sizeof keys);
+    secretbox_keys_done(&old_keys);
     return rc;
 }
 
@@ -448,6 +475,33 @@ out:
     return rc;
 }
 
+/* --prepare: NAME.next made (or kept when it is there) and named, nothing else changed. */
+static int admin_prepare(const struct admin_opts *o, const char *name)
+{
+    char file[64];
+    char id[AUDIT_KEY_HEX_LEN + 1];
+    unsigned char key[ADMIN_KEY_LEN];
+    snprintf(file, sizeof file, "%s.key", name);
+    if (admin_next_key(o->data_dir, file, key) != 0) {
+        return 1;
+    }
+    EVP_PKEY *pkey = strcmp(name, "audit") == 0
+                             ? EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, key, sizeof key)
+                             : NULL;
+    if (pkey ? audit_public_key_hex(pkey, id, NULL) != AL_OK : (keys_id(key, sizeof key, id), 0)) {
+        fprintf(stderr, "airlockd: keys: no Ed25519 key\n");
+        EVP_PKEY_free(pkey);
+        OPENSSL_cleanse(key, sizeof key);
+        return 1;
+    }
+    EVP_PKEY_free(pkey);
+    OPENSSL_cleanse(key, sizeof key);
+    printf("%s key staged in %s/%s.next (%s %s): copy it into every node's data directory and "
+           "send them SIGHUP, then run this command again without --prepare\n",
+           name, o->data_dir, file, strcmp(name, "audit") == 0 ? "public key" : "key", id);
+    return 0;
+}
+
 static int admin_keys(int argc, char **argv)
 {
     static const char *const env[] = { "AIRLOCK_CONTINUATION_KEY", "AIRLOCK_AUDIT_KEY",
@@ -484,12 +538,14 @@ static int admin_keys(int argc, char **argv)
     if (locked != 0) {
         fprintf(stderr,
                 locked > 0 ? "airlockd: keys: %s is in use by a running airlockd: stop it "
-                             "first (a running airlockd keeps the keys it started with)\n"
+                             "first, or rotate a copy of its key files and send it SIGHUP "
+                             "(docs/operations.md)\n"
                            : "airlockd: keys: %s: %s\n",
                 o.data_dir, err.message);
         return 1;
     }
-    rc = which == 0   ? admin_rotate_continuation(&o)
+    rc = o.prepare    ? admin_prepare(&o, names[which])
+         : which == 0 ? admin_rotate_continuation(&o)
          : which == 1 ? admin_rotate_audit(&o)
                       : admin_rotate_secret(&o);
     close(lock_fd);
@@ -542,8 +598,10 @@ out:
 static int admin_backup(int argc, char **argv)
 {
     /* audit.head before the database: the copy of the log then reaches the kept checkpoint */
-    static const char *const files[] = { "audit.head", "admin.key", "audit.key", "secret.key",
-                                         "continuation.key" };
+    static const char *const files[] = { "audit.head",       "admin.key",
+                                         "audit.key",        "secret.key",
+                                         "continuation.key", "audit.key.next",
+                                         "secret.key.next",  "continuation.key.next" };
     struct admin_opts o = { 0 };
     char src[ADMIN_PATH_MAX];
     char dest[ADMIN_PATH_MAX];

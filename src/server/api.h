@@ -16,6 +16,7 @@
 #include "http.h"
 #include "json.h"
 #include "rules.h"
+#include "secretbox.h"
 #include "store.h"
 #include "writer.h"
 
@@ -79,7 +80,7 @@ struct api_ctx {
     const char *body;
     size_t body_len;
     /* the router's key that seals connector secrets (secretbox.h), may be NULL */
-    const unsigned char *secret_key;
+    struct secretbox_keys *secret_keys;
     /* GET /auth/callback: the verified ID token's claims, from its check to its writer job;
      * allocated by the check, freed with the request (NULL before) */
     struct oidc_claims *claims;

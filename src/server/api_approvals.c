@@ -966,7 +966,7 @@ static int api_run_executing_here(struct runs *runs, const char *id)
  * queue, claimed for this node in the same transaction that claims its continuation (then
  * *ret_claimed says whether there was one). A failure with a reason of its own (why) hands it
  * to reterr; the store's own failures leave reterr alone (ops->errmsg says why). */
-static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secret_key,
+static enum store_rc api_run_go(struct writer_tx *tx, struct secretbox_keys *secret_keys,
                                 struct runs *runs, const char *run_id, const char *node,
                                 int *ret_claimed, struct al_error *reterr)
 {
@@ -1092,7 +1092,7 @@ static enum store_rc api_run_go(struct writer_tx *tx, const unsigned char *secre
 plan: /* in the transaction begun above, or rc says why not */
     if (rc == STORE_OK) {
         /* refuses a version that is no longer approved */
-        rc = api_run_plan(s, secret_key, runs_mount_roots(runs), &run.copy.row, &plan, &why);
+        rc = api_run_plan(s, secret_keys, runs_mount_roots(runs), &run.copy.row, &plan, &why);
     }
     if (rc == STORE_OK) {
         plan->clock_ms = clock_ms;
@@ -1160,7 +1160,7 @@ static void api_kick(void *arg, int committed)
     }
 }
 
-enum store_rc api_run_resume(struct writer_tx *tx, const unsigned char *secret_key,
+enum store_rc api_run_resume(struct writer_tx *tx, struct secretbox_keys *secret_keys,
                              struct runs *runs, const char *run_id, struct al_error *reterr)
 {
     struct store *s = writer_store(tx);
@@ -1168,7 +1168,7 @@ enum store_rc api_run_resume(struct writer_tx *tx, const unsigned char *secret_k
     struct api_row_copy run;
     enum store_rc rc;
     if (!runs_node(runs)) {
-        return api_run_go(tx, secret_key, runs, run_id, NULL, NULL, reterr);
+        return api_run_go(tx, secret_keys, runs, run_id, NULL, NULL, reterr);
     }
     memset(&decisions, 0, sizeof decisions);
     memset(&run, 0, sizeof run);
@@ -1200,12 +1200,12 @@ enum store_rc api_run_resume(struct writer_tx *tx, const unsigned char *secret_k
     return rc == STORE_NOT_FOUND ? STORE_OK : rc;
 }
 
-enum store_rc api_run_claim(struct writer_tx *tx, const unsigned char *secret_key,
+enum store_rc api_run_claim(struct writer_tx *tx, struct secretbox_keys *secret_keys,
                             struct runs *runs, int *ret_claimed, struct al_error *reterr)
 {
     *ret_claimed = 0;
     /* one node (SQLite) claims only at its start: the runs its last stop left queued */
-    return api_run_go(tx, secret_key, runs, NULL, runs_node(runs) ? runs_node(runs) : "",
+    return api_run_go(tx, secret_keys, runs, NULL, runs_node(runs) ? runs_node(runs) : "",
                       ret_claimed, reterr);
 }
 
@@ -1340,7 +1340,7 @@ static void api_approval_resume(struct api_ctx *ctx, const struct api_approval_c
         return; /* a denied start has ended the run */
     }
     /* the log line names the kind of failure alone, so no detail is asked for */
-    enum store_rc rc = api_run_resume(ctx->tx, ctx->secret_key, ctx->svc->runs, a->run, NULL);
+    enum store_rc rc = api_run_resume(ctx->tx, ctx->secret_keys, ctx->svc->runs, a->run, NULL);
     if (rc != STORE_OK) {
         fprintf(stderr,
                 "{\"log\":\"resume\",\"request_id\":\"%s\",\"run\":\"%s\",\"error\":\"%s\"}\n",
@@ -1385,7 +1385,7 @@ static int api_answer_check(struct api_ctx *ctx, const char *id, const struct js
     }
     const char *dot = strchr(f.function, '.');
     int loaded =
-            dot ? connector_target_load(ctx->store, ctx->secret_key, f.connector, &t, &err) : 1;
+            dot ? connector_target_load(ctx->store, ctx->secret_keys, f.connector, &t, &err) : 1;
     if (loaded < 0) {
         api_store_failed(ctx);
         return -1;

@@ -54,14 +54,18 @@ void api_auth_login(struct api_ctx *ctx)
     struct oidc_login login;
     char cookie[OIDC_COOKIE_VALUE_MAX + 1];
     char why[OIDC_WHY_MAX];
+    unsigned char key[SECRETBOX_KEY_LEN];
     if (api_body(ctx, NULL, 0) != 0) {
         return;
     }
-    if (!cfg || !ctx->secret_key) {
+    if (!cfg || !ctx->secret_keys) {
         api_error(ctx, 404, "NOT_FOUND", "single sign-on is not configured (docs/sso.md)");
         return;
     }
-    if (oidc_login_new(ctx->secret_key, api_auth_now_ms() / 1000, &login, cookie) != 0) {
+    secretbox_keys_current(ctx->secret_keys, key);
+    int made = oidc_login_new(key, api_auth_now_ms() / 1000, &login, cookie);
+    OPENSSL_cleanse(key, sizeof key);
+    if (made != 0) {
         api_error(ctx, 500, "INTERNAL", "the random generator failed");
         return;
     }
@@ -87,7 +91,8 @@ int api_auth_callback_before(struct api_ctx *ctx)
     const char *code = http_query(ctx->req, "code");
     const char *state = http_query(ctx->req, "state");
     const char *error = http_query(ctx->req, "error");
-    if (!cfg || !ctx->secret_key) {
+    unsigned char key[SECRETBOX_KEY_LEN];
+    if (!cfg || !ctx->secret_keys) {
         api_error(ctx, 404, "NOT_FOUND", "single sign-on is not configured (docs/sso.md)");
         return -1;
     }
@@ -100,7 +105,11 @@ int api_auth_callback_before(struct api_ctx *ctx)
         snprintf(why, sizeof why, "no sign-in in progress in this browser (no login cookie)");
         goto refused;
     }
-    if (oidc_login_open(ctx->secret_key, cookie, api_auth_now_ms() / 1000, &login, why) != 0) {
+    /* a sign-in begun before the secret key was replaced (SIGHUP) is begun again */
+    secretbox_keys_current(ctx->secret_keys, key);
+    int opened = oidc_login_open(key, cookie, api_auth_now_ms() / 1000, &login, why);
+    OPENSSL_cleanse(key, sizeof key);
+    if (opened != 0) {
         goto refused;
     }
     if (!code || !state || strlen(state) != strlen(login.state) ||

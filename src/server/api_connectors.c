@@ -419,12 +419,12 @@ static char *api_connector_seal(struct api_ctx *ctx, const char *name, const cha
 {
     char context[STORE_NAME_MAX + 64];
     char *sealed = NULL;
-    if (!ctx->secret_key) {
+    if (!ctx->secret_keys) {
         api_error(ctx, 500, "INTERNAL", "no key to seal connector secrets");
         return NULL;
     }
     snprintf(context, sizeof context, "connector/%s/%s", name, field);
-    if (secretbox_seal(ctx->secret_key, context, data, len, &sealed) != 0) {
+    if (secretbox_keys_seal(ctx->secret_keys, context, data, len, &sealed) != 0) {
         api_error(ctx, 500, "INTERNAL", "cannot seal the %s", field);
         return NULL;
     }

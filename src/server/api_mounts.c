@@ -362,13 +362,13 @@ static int api_mount_parse(struct api_ctx *ctx, struct api_mount_new *n)
     if (api_mount_s3_check(ctx, n->s3) != 0) {
         return -1;
     }
-    if (!ctx->secret_key) {
+    if (!ctx->secret_keys) {
         api_error(ctx, 500, "INTERNAL", "no key to seal mount secrets");
         return -1;
     }
     snprintf(context, sizeof context, "mount/%s/secret_access_key", n->name->str);
-    if (secretbox_seal(ctx->secret_key, context, n->s3[4]->str, n->s3[4]->str_len, &n->sealed) !=
-        0) {
+    if (secretbox_keys_seal(ctx->secret_keys, context, n->s3[4]->str, n->s3[4]->str_len,
+                            &n->sealed) != 0) {
         api_error(ctx, 500, "INTERNAL", "cannot seal the secret access key");
         return -1;
     }

@@ -165,7 +165,7 @@ static int api_connector_department(void *userdata, const struct store_connector
 }
 
 /* Binds every "connector.fn" of the JSON array to its connector. */
-static int api_plan_functions(struct store *s, const unsigned char *secret_key,
+static int api_plan_functions(struct store *s, struct secretbox_keys *secret_keys,
                               struct runs_plan *plan, const char *functions_json,
                               struct al_error *reterr)
 {
@@ -215,7 +215,7 @@ static int api_plan_functions(struct store *s, const unsigned char *secret_key,
                 goto out;
             }
             memset(&cerr, 0, sizeof cerr);
-            if (connector_target_load(s, secret_key, f->connector, &t, &cerr) != 0) {
+            if (connector_target_load(s, secret_keys, f->connector, &t, &cerr) != 0) {
                 /* a connector deleted since the check above (1) sets no detail */
                 error_set(reterr, cerr.code != AL_OK ? cerr.code : AL_CONFIG_ERROR,
                           "connector %s cannot be used: %.160s", f->connector, cerr.message);
@@ -238,7 +238,7 @@ out:
     return ret;
 }
 
-enum store_rc api_run_plan(struct store *s, const unsigned char *secret_key,
+enum store_rc api_run_plan(struct store *s, struct secretbox_keys *secret_keys,
                            const struct mounts_roots *roots, const struct store_run *row,
                            struct runs_plan **ret_plan, struct al_error *reterr)
 {
@@ -287,7 +287,7 @@ enum store_rc api_run_plan(struct store *s, const unsigned char *secret_key,
         goto out;
     }
     if (api_plan_limits(plan, limits, reterr) != 0 ||
-        api_plan_functions(s, secret_key, plan, functions, reterr) != 0) {
+        api_plan_functions(s, secret_keys, plan, functions, reterr) != 0) {
         rc = STORE_CONFLICT;
         goto out;
     }
@@ -296,7 +296,7 @@ enum store_rc api_run_plan(struct store *s, const unsigned char *secret_key,
     if (rc != STORE_OK) {
         error_set(reterr, AL_INTERNAL_ERROR, "the workspace of run %s cannot be read", row->id);
     } else if (plan->workspace_manifest) {
-        rc = api_run_workspace_mounts(s, secret_key, roots, plan, reterr);
+        rc = api_run_workspace_mounts(s, secret_keys, roots, plan, reterr);
     }
 out:
     api_version_copy_done(&v);
@@ -959,7 +959,7 @@ static void api_run_submit(struct api_ctx *ctx, struct api_run_request *q,
     /* bind the functions before anything is recorded: a missing connector starts nothing */
     memset(&err, 0, sizeof err);
     const struct mounts_roots *roots = ctx->svc ? ctx->svc->mount_roots : NULL;
-    enum store_rc rc = api_run_plan(ctx->store, ctx->secret_key, roots, &row, &plan, &err);
+    enum store_rc rc = api_run_plan(ctx->store, ctx->secret_keys, roots, &row, &plan, &err);
     if (rc != STORE_OK) {
         if (rc == STORE_CONFLICT) {
             api_error(ctx, 409, "CONFLICT", "%s", err.message);
@@ -983,7 +983,7 @@ static void api_run_submit(struct api_ctx *ctx, struct api_run_request *q,
         return;
     }
     rc = plan->workspace_manifest
-                 ? api_run_workspace_mounts(ctx->store, ctx->secret_key, roots, plan, &err)
+                 ? api_run_workspace_mounts(ctx->store, ctx->secret_keys, roots, plan, &err)
                  : STORE_OK;
     if (rc != STORE_OK) {
         if (rc == STORE_CONFLICT) {

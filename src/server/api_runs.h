@@ -28,7 +28,7 @@ void api_run_copy_done(struct api_run_copy *c);
  * (its mounts looked up under `roots`, NULL: none). STORE_OK with *ret_plan; STORE_CONFLICT when
  * the version is not approved or a function cannot be bound; the store's failure (the version
  * not read) or STORE_ERROR (out of memory) otherwise. reterr is set on every failure. */
-enum store_rc api_run_plan(struct store *s, const unsigned char *secret_key,
+enum store_rc api_run_plan(struct store *s, struct secretbox_keys *secret_keys,
                            const struct mounts_roots *roots, const struct store_run *row,
                            struct runs_plan **ret_plan, struct al_error *reterr);
 /* The plan of a replay of run `row` with another version `v` (replays.h): the run's id,
@@ -73,11 +73,11 @@ enum store_rc api_run_workspace_record(struct store *s, const char *run,
  * without one leaves the plan as it is. STORE_OK, or the store's failure (STORE_ERROR also out
  * of memory). */
 enum store_rc api_run_workspace_plan(struct store *s, const char *id, struct runs_plan *plan);
-/* Looks up each mount plan's workspace manifest names (mounts_lookup with secret_key and
+/* Looks up each mount plan's workspace manifest names (mounts_lookup with secret_keys and
  * roots) into plan->mounts: each must still exist, be of the plan's department and of the kind
  * its entry needs. STORE_OK; STORE_CONFLICT with reterr naming the entry otherwise (nothing
  * starts); STORE_ERROR out of memory. */
-enum store_rc api_run_workspace_mounts(struct store *s, const unsigned char *secret_key,
+enum store_rc api_run_workspace_mounts(struct store *s, struct secretbox_keys *secret_keys,
                                        const struct mounts_roots *roots, struct runs_plan *plan,
                                        struct al_error *reterr);
 /* Run `id`'s workspace as it started (its manifest and start tar), for a fork of it: *ret
@@ -94,14 +94,14 @@ int api_run_visible(struct api_ctx *ctx);
  * STORE_OK; while draining it leaves the run for the next start. STORE_CONFLICT with reterr set
  * when the run cannot be planned (its version is no longer approved). Any other failure is the
  * store's (ops->errmsg says why) and sets reterr only when the run failed for a reason too. */
-enum store_rc api_run_resume(struct writer_tx *tx, const unsigned char *secret_key,
+enum store_rc api_run_resume(struct writer_tx *tx, struct secretbox_keys *secret_keys,
                              struct runs *runs, const char *run_id, struct al_error *reterr);
 /* With several nodes (runs_node set) api_run_resume does not resume: it moves the run to the
  * queue (status queued) in a transaction that notifies STORE_CHANNEL_QUEUE, and kicks runs_kick
  * once that has committed. api_run_claim (a writer job too) then takes the oldest queued run for
  * this node (another node never gets it) and resumes it as above; *ret_claimed is 1 when it
  * took one, 0 when the queue was empty or this node drains. */
-enum store_rc api_run_claim(struct writer_tx *tx, const unsigned char *secret_key,
+enum store_rc api_run_claim(struct writer_tx *tx, struct secretbox_keys *secret_keys,
                             struct runs *runs, int *ret_claimed, struct al_error *reterr);
 
 /* Gives cancelled run `id` the outcome of error ABORTED with message `why`, keeping the console,

@@ -151,7 +151,7 @@ void api_webhooks_create(struct api_ctx *ctx)
     if (api_allow(ctx, department->str) != 0) {
         goto out;
     }
-    if (!ctx->secret_key) {
+    if (!ctx->secret_keys) {
         api_error(ctx, 500, "INTERNAL", "no key to seal webhook secrets");
         goto out;
     }
@@ -160,7 +160,8 @@ void api_webhooks_create(struct api_ctx *ctx)
         goto out;
     }
     snprintf(context, sizeof context, "webhook/%s/signing_secret", id);
-    if (secretbox_seal(ctx->secret_key, context, secret->str, secret->str_len, &sealed) != 0) {
+    if (secretbox_keys_seal(ctx->secret_keys, context, secret->str, secret->str_len, &sealed) !=
+        0) {
         api_error(ctx, 500, "INTERNAL", "cannot seal the signing secret");
         goto out;
     }

@@ -693,7 +693,7 @@ enum store_rc api_run_workspace_of(struct store *s, const char *id, struct api_r
 
 /* ---------------------------------------------------------------- a plan's mounts */
 
-enum store_rc api_run_workspace_mounts(struct store *s, const unsigned char *secret_key,
+enum store_rc api_run_workspace_mounts(struct store *s, struct secretbox_keys *secret_keys,
                                        const struct mounts_roots *roots, struct runs_plan *plan,
                                        struct al_error *reterr)
 {
@@ -729,7 +729,7 @@ enum store_rc api_run_workspace_mounts(struct store *s, const unsigned char *sec
         }
         struct mounts_mount *m = &plan->mounts[plan->nmounts];
         char why[MOUNTS_WHY_MAX] = "";
-        rc = mounts_lookup(s, secret_key, roots, mount->str, m, why);
+        rc = mounts_lookup(s, secret_keys, roots, mount->str, m, why);
         if (rc == STORE_OK) {
             plan->nmounts++;
         } else {

@@ -193,7 +193,7 @@ out:
     return rc;
 }
 
-int connector_target_load(struct store *s, const unsigned char secret_key[32], const char *name,
+int connector_target_load(struct store *s, struct secretbox_keys *secret_keys, const char *name,
                           struct connector_target **ret, struct al_error *reterr)
 {
     struct connector_row row;
@@ -225,13 +225,15 @@ int connector_target_load(struct store *s, const unsigned char secret_key[32], c
     t->url = row.url;
     row.url = NULL;
     snprintf(context, sizeof context, "connector/%s/signing_secret", name);
-    if (secretbox_open(secret_key, context, row.secret_sealed, &t->secret, &t->secret_len) != 0) {
+    if (secretbox_keys_open(secret_keys, context, row.secret_sealed, &t->secret, &t->secret_len) !=
+        0) {
         error_set(reterr, AL_CONFIG_ERROR,
                   "connector %s: the signing secret does not open (another key?)", name);
         goto out;
     }
     snprintf(context, sizeof context, "connector/%s/headers", name);
-    if (secretbox_open(secret_key, context, row.headers_sealed, &headers, &headers_len) != 0) {
+    if (secretbox_keys_open(secret_keys, context, row.headers_sealed, &headers, &headers_len) !=
+        0) {
         error_set(reterr, AL_CONFIG_ERROR, "connector %s: the headers do not open (another key?)",
                   name);
         goto out;

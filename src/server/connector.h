@@ -22,6 +22,7 @@
 
 #include "airlock.h"
 
+#include "secretbox.h"
 #include "store.h"
 
 #define CONNECTOR_ANSWER_MAX     ((size_t)1 << 20) /* bytes of an answer's body */
@@ -37,10 +38,10 @@ struct connector_target;
 struct json_node;
 
 /* Loads connector `name` from the store and opens its sealed secret and headers with
- * secret_key. 0 with *ret (free with connector_target_free); 1 when there is no such connector;
+ * secret_keys. 0 with *ret (free with connector_target_free); 1 when there is no such connector;
  * -1 with reterr set when the store fails or out of memory (AL_INTERNAL_ERROR) or the stored row
  * does not open or parse (AL_CONFIG_ERROR: a wrong key, an altered row). */
-int connector_target_load(struct store *s, const unsigned char secret_key[32], const char *name,
+int connector_target_load(struct store *s, struct secretbox_keys *secret_keys, const char *name,
                           struct connector_target **ret, struct al_error *reterr);
 /* NULL-safe; cleanses the secret and the headers. */
 void connector_target_free(struct connector_target *t);

@@ -192,6 +192,32 @@ out:
     return rc;
 }
 
+int keyfile_load_ring(const char *data_dir, const char *file, const char *env, size_t len,
+                      struct keyfile_ring *ret, struct al_error *reterr)
+{
+    char next[256];
+    char path[4200];
+    memset(ret, 0, sizeof *ret);
+    ret->len = len;
+    if (keyfile_load(data_dir, file, env, len, ret->keys, reterr) != 0 ||
+        keyfile_load_previous(data_dir, file, env, len, ret->keys + len, KEYFILE_KEEP_MAX - 1,
+                              &ret->n, reterr) != 0) {
+        return -1;
+    }
+    ret->n++;
+    snprintf(next, sizeof next, "%s.next", file);
+    snprintf(path, sizeof path, "%s/%s", data_dir, next);
+    if ((env && getenv(env) && getenv(env)[0]) || access(path, F_OK) != 0) {
+        return 0;
+    }
+    /* it exists: keyfile_load reads it and creates nothing */
+    if (keyfile_load(data_dir, next, NULL, len, ret->next, reterr) != 0) {
+        return -1;
+    }
+    ret->has_next = 1;
+    return 0;
+}
+
 int keyfile_write(const char *data_dir, const char *file, const unsigned char *keys, size_t len,
                   size_t n, struct al_error *reterr)
 {

@@ -28,6 +28,23 @@ int keyfile_load(const char *data_dir, const char *file, const char *env, size_t
 int keyfile_load_previous(const char *data_dir, const char *file, const char *env, size_t len,
                           unsigned char *ret, size_t max, size_t *ret_n, struct al_error *reterr);
 
+/* A key file whole, as airlockd reads it at start and on SIGHUP: the key in use, the ones it
+ * replaced, and the key staged to replace it next. */
+struct keyfile_ring {
+    size_t len;                                         /* bytes of each key */
+    unsigned char keys[KEYFILE_KEEP_MAX * KEYFILE_MAX]; /* key i at keys + i * len: 0 in use,
+                                                           then older ones */
+    size_t n;
+    unsigned char next[KEYFILE_MAX]; /* when has_next: DATA_DIR/file.next */
+    int has_next;
+};
+
+/* keyfile_load and keyfile_load_previous into ret, and DATA_DIR/file.next when it exists (written
+ * by `airlockd keys rotate --prepare`, or by a rotation under way) and $env does not give the
+ * key. 0, or -1 with reterr set. */
+int keyfile_load_ring(const char *data_dir, const char *file, const char *env, size_t len,
+                      struct keyfile_ring *ret, struct al_error *reterr);
+
 /* Replaces DATA_DIR/file by n keys of len bytes (keys[0] in use, then older ones), one per line
  * as hex, 0600: written to a temporary name, synced, renamed into place and the directory
  * synced, so a crash leaves the old file or the new one. 0, or -1 with reterr set. */

@@ -34,6 +34,7 @@
 #include "http.h"
 #include "json.h"
 #include "keyfile.h"
+#include "keys.h"
 #include "metrics.h"
 #include "mounts.h"
 #include "nodes.h"
@@ -678,29 +679,18 @@ out:
     return rc;
 }
 
-/* The checkpoint key into the store, then the stored chain checked: a broken chain is logged
- * (its first bad record) and airlockd serves on, so the log can still be read and exported. */
+/* The checkpoint keys into the store (keys.h). */
 static int main_audit(struct store *s, const char *data_dir)
 {
-    EVP_PKEY *key = NULL;
     struct al_error err;
-    char pub[AUDIT_KEY_HEX_LEN + 1];
-    int rc = -1;
+    char said[RELOAD_SAID_MAX];
     memset(&err, 0, sizeof err);
-    if (auditlog_key_load(data_dir, &key, &err) != 0) {
+    if (keys_audit_set(data_dir, s, said, &err) != 0) {
         fprintf(stderr, "airlockd: audit key: %s\n", err.message);
-        goto out;
+        return -1;
     }
-    if (audit_public_key_hex(key, pub, NULL) != AL_OK ||
-        s->ops->audit_set_key(s, key) != STORE_OK) {
-        fprintf(stderr, "airlockd: audit key: not usable\n");
-        goto out;
-    }
-    fprintf(stderr, "airlockd: audit public key %s\n", pub);
-    rc = 0;
-out:
-    EVP_PKEY_free(key);
-    return rc;
+    fprintf(stderr, "airlockd: audit %s\n", said);
+    return 0;
 }
 
 /* The chain verified, then against the checkpoint kept outside the database (a cut tail leaves
@@ -873,33 +863,23 @@ static int main_runtime_start(const struct main_config *cfg, struct writer *writ
                               struct api_services *svc, struct main_runtime *rt)
 {
     unsigned char key[32];
-    unsigned char older[(AL_CONTINUATION_KEYS_MAX - 1) * 32];
-    size_t nolder = 0;
+    char said[RELOAD_SAID_MAX];
     struct al_error aerr;
     int rc = -1;
     memset(&aerr, 0, sizeof aerr);
-    if (keyfile_load(cfg->data_dir, "continuation.key", "AIRLOCK_CONTINUATION_KEY", sizeof key, key,
+    rt->config = al_config_new();
+    if (!rt->config) {
+        fprintf(stderr, "airlockd: out of memory\n");
+        goto out;
+    }
+    /* the keys it replaced (airlockd keys rotate continuation) verify what they signed */
+    if (keys_continuation_config(cfg->data_dir, rt->config, said, &aerr) != 0 ||
+        keyfile_load(cfg->data_dir, "continuation.key", "AIRLOCK_CONTINUATION_KEY", sizeof key, key,
                      &aerr) != 0) {
         fprintf(stderr, "airlockd: continuation key: %s\n", aerr.message);
         goto out;
     }
-    /* the keys it replaced (airlockd keys rotate continuation) verify what they signed */
-    if (keyfile_load_previous(cfg->data_dir, "continuation.key", "AIRLOCK_CONTINUATION_KEY",
-                              sizeof key, older, AL_CONTINUATION_KEYS_MAX - 1, &nolder,
-                              &aerr) != 0) {
-        fprintf(stderr, "airlockd: continuation key: %s\n", aerr.message);
-        goto out;
-    }
-    rt->config = al_config_new();
-    for (size_t i = 0; rt->config && i < nolder; i++) {
-        if (al_config_add_verification_key(rt->config, older + i * sizeof key, sizeof key) !=
-            AL_OK) {
-            fprintf(stderr, "airlockd: cannot configure the runner\n");
-            goto out;
-        }
-    }
-    if (!rt->config || al_config_set_continuation_key(rt->config, key, sizeof key) != AL_OK ||
-        al_config_set_warm_workers(rt->config, cfg->warm_workers) != AL_OK ||
+    if (al_config_set_warm_workers(rt->config, cfg->warm_workers) != AL_OK ||
         al_config_set_max_concurrency(rt->config, cfg->max_runs, cfg->max_queue) != AL_OK ||
         /* a person may take days to decide: the database, not the token, says when a waiting
          * run is over (revocation, cancel) */
@@ -934,7 +914,6 @@ static int main_runtime_start(const struct main_config *cfg, struct writer *writ
     rc = 0;
 out:
     OPENSSL_cleanse(key, sizeof key);
-    OPENSSL_cleanse(older, sizeof older);
     return rc;
 }
 
@@ -977,7 +956,7 @@ static void main_gauges(struct readers *readers, struct main_runtime *rt)
 }
 
 struct main_resume {
-    const unsigned char *secret_key;
+    struct secretbox_keys *secret_keys;
     struct runs *runs;
     const char *id;
 };
@@ -986,14 +965,14 @@ static enum store_rc main_resume_fn(struct writer_tx *tx, void *arg)
 {
     struct main_resume *m = arg;
     /* a run refused here ends failed with its reason recorded: no detail is asked for */
-    enum store_rc rc = api_run_resume(tx, m->secret_key, m->runs, m->id, NULL);
+    enum store_rc rc = api_run_resume(tx, m->secret_keys, m->runs, m->id, NULL);
     return rc == STORE_CONFLICT ? STORE_OK : rc;
 }
 
 /* Waiting runs whose approvals were all decided but that never resumed (a stop in between, or
  * decisions made while the last airlockd drained) resume now. */
 static int main_resume_decided(struct readers *readers, struct writer *writer,
-                               const unsigned char *secret_key, struct runs *runs)
+                               struct secretbox_keys *secret_keys, struct runs *runs)
 {
     struct main_runs w = { 1u << GOV_RUN_AWAITING_APPROVAL, 0, 0, NULL };
     struct store_run_filter f = { .status = "awaiting_approval" };
@@ -1002,7 +981,7 @@ static int main_resume_decided(struct readers *readers, struct writer *writer,
     enum store_rc rc = s ? s->ops->run_list(s, &f, main_runs_fn, &w) : STORE_ERROR;
     readers_give(readers, s);
     for (size_t i = 0; i < w.n && rc == STORE_OK; i++) {
-        struct main_resume m = { secret_key, runs, w.rows[i].id };
+        struct main_resume m = { secret_keys, runs, w.rows[i].id };
         int64_t before = runs_active(runs);
         rc = writer_call(writer, main_resume_fn, &m);
         if (rc == STORE_OK && (int64_t)runs_active(runs) > before) {
@@ -1021,7 +1000,7 @@ static int main_resume_decided(struct readers *readers, struct writer *writer,
 }
 
 struct main_claim {
-    const unsigned char *secret_key;
+    struct secretbox_keys *secret_keys;
     struct runs *runs;
     int claimed;
 };
@@ -1029,18 +1008,18 @@ struct main_claim {
 static enum store_rc main_claim_fn(struct writer_tx *tx, void *arg)
 {
     struct main_claim *c = arg;
-    enum store_rc rc = api_run_claim(tx, c->secret_key, c->runs, &c->claimed, NULL);
+    enum store_rc rc = api_run_claim(tx, c->secret_keys, c->runs, &c->claimed, NULL);
     return rc == STORE_CONFLICT ? STORE_OK : rc;
 }
 
 /* One node (SQLite): the runs main_recover_sqlite queued (and those a drain handed back) start
  * again from their journal, each in a claim of its own. */
-static int main_claim_recovered(struct writer *writer, const unsigned char *secret_key,
+static int main_claim_recovered(struct writer *writer, struct secretbox_keys *secret_keys,
                                 struct runs *runs)
 {
     size_t n = 0;
     for (;;) {
-        struct main_claim c = { secret_key, runs, 0 };
+        struct main_claim c = { secret_keys, runs, 0 };
         if (writer_call(writer, main_claim_fn, &c) != STORE_OK) {
             /* left queued for the next start: this one serves the rest */
             fprintf(stderr, "airlockd: resuming runs from their journal failed\n");
@@ -1210,7 +1189,8 @@ int main(int argc, char **argv)
     struct al_error err;
     int data_dir_lock = -1; /* released when the process ends */
     unsigned port = 0;
-    unsigned char secret_key[SECRETBOX_KEY_LEN];
+    struct secretbox_keys secrets;
+    struct keys_server keys;
     sigset_t stop;
     int sig = 0;
     int status = 1;
@@ -1248,6 +1228,11 @@ int main(int argc, char **argv)
     sigdelset(&stop, SIGPIPE);
 
     svc.audit = api_audit_head_new();
+    if (secretbox_keys_init(&secrets) != 0) {
+        fprintf(stderr, "airlockd: cannot set up the secret keys\n");
+        api_audit_head_free(svc.audit);
+        return 1;
+    }
     if (!svc.audit) {
         fprintf(stderr, "airlockd: out of memory\n");
         goto out;
@@ -1316,12 +1301,13 @@ int main(int argc, char **argv)
         goto out;
     }
     svc.replays = rt.replays;
-    if (secretbox_key_load(cfg.data_dir, secret_key, &err) != 0) {
+    char said[RELOAD_SAID_MAX];
+    if (keys_secret_set(cfg.data_dir, &secrets, said, &err) != 0) {
         fprintf(stderr, "airlockd: secret key: %s\n", err.message);
         goto out;
     }
     /* the lease, the takeover, the queue's claims: once the plans of claimed runs can be made */
-    if (cfg.node[0] && nodes_start(writer, readers, rt.runs, secret_key, cfg.node, cfg.lease_ms,
+    if (cfg.node[0] && nodes_start(writer, readers, rt.runs, &secrets, cfg.node, cfg.lease_ms,
                                    cfg.poll_ms, &rt.nodes, &err) != 0) {
         fprintf(stderr, "airlockd: %s\n", err.message);
         goto out;
@@ -1362,11 +1348,11 @@ int main(int argc, char **argv)
     router.limit = limit;
     router.unauth_limit = unauth_limit;
     router.svc = &svc;
-    router.secret_key = secret_key;
+    router.secret_keys = &secrets;
     router.body_limit_bytes = cfg.body_limit_bytes;
     router.snapshot_limit_bytes = cfg.snapshot_limit_bytes;
-    if (main_resume_decided(readers, writer, secret_key, rt.runs) != 0 ||
-        (!cfg.node[0] && main_claim_recovered(writer, secret_key, rt.runs) != 0)) {
+    if (main_resume_decided(readers, writer, &secrets, rt.runs) != 0 ||
+        (!cfg.node[0] && main_claim_recovered(writer, &secrets, rt.runs) != 0)) {
         goto out;
     }
     cfg.http.host = cfg.host;
@@ -1387,17 +1373,21 @@ int main(int argc, char **argv)
                  strchr(cfg.host, ':') ? "]" : "", port);
     }
     struct webhooks_options hooks_opts = { cfg.public_url, cfg.node, cfg.webhook_retry_first_ms,
-                                           cfg.webhook_poll_ms, secret_key };
+                                           cfg.webhook_poll_ms, &secrets };
     if (webhooks_start(writer, readers, &hooks_opts, &webhooks, &err) != 0) {
         fprintf(stderr, "airlockd: %s\n", err.message);
         goto out;
     }
+    /* SIGHUP re-reads the keys: a rotation made elsewhere is taken node by node */
+    keys = (struct keys_server){ cfg.data_dir, rt.runner, store, &secrets };
+    if (reload_add(&reloads, "continuation key", keys_reload_continuation, &keys) != 0 ||
+        reload_add(&reloads, "audit key", keys_reload_audit, &keys) != 0 ||
+        reload_add(&reloads, "secret key", keys_reload_secret, &keys) != 0 ||
+        (http_tls(http) && reload_add(&reloads, "TLS certificate", main_tls_reload, http) != 0)) {
+        fprintf(stderr, "airlockd: too many things to re-read on SIGHUP\n");
+        goto out;
+    }
     if (http_tls(http)) {
-        char said[RELOAD_SAID_MAX];
-        if (reload_add(&reloads, "TLS certificate", main_tls_reload, http) != 0) {
-            fprintf(stderr, "airlockd: too many things to re-read on SIGHUP\n");
-            goto out;
-        }
         http_tls_describe(http, said, sizeof said);
         fprintf(stderr, "airlockd: TLS certificate %s\n", said);
     }
@@ -1457,7 +1447,7 @@ out:
     ratelimit_free(verify_limit);
     ratelimit_free(unauth_limit);
     denials_free(denials);
-    OPENSSL_cleanse(secret_key, sizeof secret_key);
+    secretbox_keys_done(&secrets);
     if (store) {
         store->ops->close(store);
     }

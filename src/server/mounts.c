@@ -132,7 +132,7 @@ static int mounts_found_read(void *userdata, const struct store_mount *row)
     return 0;
 }
 
-enum store_rc mounts_lookup(struct store *s, const unsigned char key[SECRETBOX_KEY_LEN],
+enum store_rc mounts_lookup(struct store *s, struct secretbox_keys *keys,
                             const struct mounts_roots *roots, const char *name,
                             struct mounts_mount *ret, char *why)
 {
@@ -156,10 +156,11 @@ enum store_rc mounts_lookup(struct store *s, const unsigned char key[SECRETBOX_K
     }
     if (ret->s3) {
         snprintf(context, sizeof context, "mount/%s/secret_access_key", ret->name);
-        if (!key || !f.sealed ||
-            secretbox_open(key, context, f.sealed, &ret->secret_access_key,
-                           &ret->secret_access_key_len) != 0) {
-            snprintf(why, MOUNTS_WHY_MAX, "mount %s: its secret does not open with this key",
+        if (!keys || !f.sealed ||
+            secretbox_keys_open(keys, context, f.sealed, &ret->secret_access_key,
+                                &ret->secret_access_key_len) != 0) {
+            snprintf(why, MOUNTS_WHY_MAX,
+                     "mount %s: its secret does not open with this server's secret keys",
                      ret->name);
             rc = STORE_ERROR;
         }

@@ -50,11 +50,11 @@ struct mounts_mount {
     size_t secret_access_key_len;
 };
 
-/* Looks mount `name` up on s and opens its secret with `key`: STORE_OK with *ret filled (free
+/* Looks mount `name` up on s and opens its secret with `keys`: STORE_OK with *ret filled (free
  * it with mounts_mount_done, also on failure), STORE_NOT_FOUND when there is no such mount,
  * STORE_ERROR with why set when the store failed, the secret does not open, or a local mount's
  * path is no longer under `roots` (the config changed, or a symlink on the way now leads out). */
-enum store_rc mounts_lookup(struct store *s, const unsigned char key[SECRETBOX_KEY_LEN],
+enum store_rc mounts_lookup(struct store *s, struct secretbox_keys *keys,
                             const struct mounts_roots *roots, const char *name,
                             struct mounts_mount *ret, char *why);
 /* Frees m's strings (the secret cleansed first) and zeroes it; NULL-safe. */

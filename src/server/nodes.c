@@ -79,9 +79,9 @@ struct nodes {
     char id[NODES_ID_LEN + 1];
     int64_t lease_ms;
     int64_t poll_ms;
-    const unsigned char *secret_key; /* the connectors' secrets, for the plans of claimed runs */
-    pthread_mutex_t lock;            /* guards stop, want_claim and want_watch */
-    pthread_cond_t cond;             /* signalled by nodes_stop, the kick and the listener */
+    struct secretbox_keys *secret_keys; /* the connectors' secrets, for the plans of claimed runs */
+    pthread_mutex_t lock;               /* guards stop, want_claim and want_watch */
+    pthread_cond_t cond;                /* signalled by nodes_stop, the kick and the listener */
     int stop;
     int want_claim; /* a run was queued (here or elsewhere): look at the queue now */
     int want_watch; /* a run was cancelled somewhere: look at the runs executing here now */
@@ -722,7 +722,7 @@ static enum store_rc nodes_claim_fn(struct writer_tx *tx, void *arg)
     struct nodes *n = look->n;
     for (; look->claimed < NODES_CLAIMS_MAX && !runs_busy(n->runs); look->claimed++) {
         int claimed = 0;
-        enum store_rc rc = api_run_claim(tx, n->secret_key, n->runs, &claimed, NULL);
+        enum store_rc rc = api_run_claim(tx, n->secret_keys, n->runs, &claimed, NULL);
         if (rc != STORE_OK && rc != STORE_CONFLICT) {
             fprintf(stderr, "{\"log\":\"nodes\",\"error\":\"claiming a queued run: %s\"}\n",
                     writer_store(tx)->ops->errmsg(writer_store(tx)));
@@ -932,8 +932,8 @@ static void nodes_halt(struct nodes *n)
 }
 
 int nodes_start(struct writer *writer, struct readers *readers, struct runs *runs,
-                const unsigned char *secret_key, const char *id, int64_t lease_ms, int64_t poll_ms,
-                struct nodes **ret, struct al_error *reterr)
+                struct secretbox_keys *secret_keys, const char *id, int64_t lease_ms,
+                int64_t poll_ms, struct nodes **ret, struct al_error *reterr)
 {
     pthread_condattr_t attr;
     struct nodes *n = calloc(1, sizeof *n);
@@ -946,7 +946,7 @@ int nodes_start(struct writer *writer, struct readers *readers, struct runs *run
     n->runs = runs;
     n->lease_ms = lease_ms;
     n->poll_ms = poll_ms;
-    n->secret_key = secret_key;
+    n->secret_keys = secret_keys;
     snprintf(n->id, sizeof n->id, "%s", id);
     pthread_mutex_init(&n->lock, NULL);
     pthread_condattr_init(&attr);

@@ -21,6 +21,7 @@
 
 #include "readers.h"
 #include "runs.h"
+#include "secretbox.h"
 #include "store.h"
 #include "writer.h"
 
@@ -68,7 +69,7 @@ enum store_rc nodes_take_over(struct store *s, const char *id, const char *depar
 struct nodes;
 
 /* Renews this node's lease at once (-1 with reterr set when the store refuses), then starts the
- * thread over `runs` (which must outlive it, as must secret_key, the connectors' key): the
+ * thread over `runs` (which must outlive it, as must secret_keys, the connectors' key): the
  * heartbeat every lease_ms / 3 (whatever poll_ms is), the takeover of expired nodes' runs, and
  * every poll_ms, at once when runs_kick is called or when a wake-up comes, the claims of queued
  * runs and the watch. With a store that has listeners (PostgreSQL) a second thread keeps one
@@ -78,8 +79,8 @@ struct nodes;
  * -1 with reterr set (AL_INTERNAL_ERROR: the lease refused, out of memory, a thread not started).
  */
 int nodes_start(struct writer *writer, struct readers *readers, struct runs *runs,
-                const unsigned char *secret_key, const char *id, int64_t lease_ms, int64_t poll_ms,
-                struct nodes **ret, struct al_error *reterr);
+                struct secretbox_keys *secret_keys, const char *id, int64_t lease_ms,
+                int64_t poll_ms, struct nodes **ret, struct al_error *reterr);
 /* Stops the threads and frees them; returns once both have ended, at once even while the
  * listener connects. NULL-safe. The lease is left to run out (a drained node holds no run). */
 void nodes_stop(struct nodes *n);

@@ -390,7 +390,7 @@ static void router_ctx(struct router_req *rq, const struct http_request *req,
     rq->ctx.svc = r->svc;
     rq->ctx.req = req;
     rq->ctx.resp = resp;
-    rq->ctx.secret_key = r->secret_key;
+    rq->ctx.secret_keys = r->secret_keys;
 }
 
 void router_admit(void *userdata, struct http_request *req, struct http_response *resp)

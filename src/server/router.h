@@ -17,6 +17,7 @@
 
 #include "http.h"
 #include "ratelimit.h"
+#include "secretbox.h"
 #include "store.h"
 
 struct api_services;
@@ -35,7 +36,7 @@ struct router {
     size_t snapshot_limit_bytes;
     /* The key that seals connector secrets (secretbox.h), 32 bytes; NULL: connectors cannot be
      * registered (500). */
-    const unsigned char *secret_key;
+    struct secretbox_keys *secret_keys;
 };
 
 /* An http_admit_fn (userdata is a struct router *): the route, the rate limit, the declared

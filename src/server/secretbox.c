@@ -28,6 +28,90 @@ int secretbox_key_load(const char *data_dir, unsigned char ret_key[SECRETBOX_KEY
                         reterr);
 }
 
+int secretbox_ring_load(const char *data_dir, struct keyfile_ring *ret, struct al_error *reterr)
+{
+    return keyfile_load_ring(data_dir, "secret.key", "AIRLOCK_SECRET_KEY", SECRETBOX_KEY_LEN, ret,
+                             reterr);
+}
+
+int secretbox_keys_init(struct secretbox_keys *k)
+{
+    memset(k, 0, sizeof *k);
+    return pthread_mutex_init(&k->lock, NULL) == 0 ? 0 : -1;
+}
+
+void secretbox_keys_done(struct secretbox_keys *k)
+{
+    OPENSSL_cleanse(k->keys, sizeof k->keys);
+    pthread_mutex_destroy(&k->lock);
+}
+
+void secretbox_keys_set(struct secretbox_keys *k, const struct keyfile_ring *ring)
+{
+    pthread_mutex_lock(&k->lock);
+    k->n = 0;
+    for (size_t i = 0; i < ring->n && k->n < SECRETBOX_KEYS_MAX; i++) {
+        memcpy(k->keys[k->n++], ring->keys + i * SECRETBOX_KEY_LEN, SECRETBOX_KEY_LEN);
+    }
+    if (ring->has_next && k->n < SECRETBOX_KEYS_MAX) {
+        memcpy(k->keys[k->n++], ring->next, SECRETBOX_KEY_LEN);
+    }
+    pthread_mutex_unlock(&k->lock);
+}
+
+struct secretbox_keys *secretbox_keys_one(struct secretbox_keys *k,
+                                          const unsigned char key[SECRETBOX_KEY_LEN])
+{
+    struct keyfile_ring ring = { .len = SECRETBOX_KEY_LEN, .n = 1 };
+    memcpy(ring.keys, key, SECRETBOX_KEY_LEN);
+    secretbox_keys_set(k, &ring);
+    OPENSSL_cleanse(&ring, sizeof ring);
+    return k;
+}
+
+/* Key i of k copied into ret: 0, or -1 past the last. */
+static int secretbox_keys_get(struct secretbox_keys *k, size_t i,
+                              unsigned char ret[SECRETBOX_KEY_LEN])
+{
+    pthread_mutex_lock(&k->lock);
+    int have = i < k->n;
+    if (have) {
+        memcpy(ret, k->keys[i], SECRETBOX_KEY_LEN);
+    }
+    pthread_mutex_unlock(&k->lock);
+    return have ? 0 : -1;
+}
+
+int secretbox_keys_seal(struct secretbox_keys *k, const char *context, const void *plain,
+                        size_t len, char **ret_sealed)
+{
+    unsigned char key[SECRETBOX_KEY_LEN];
+    int rc = secretbox_keys_get(k, 0, key) == 0
+                     ? secretbox_seal(key, context, plain, len, ret_sealed)
+                     : -1;
+    OPENSSL_cleanse(key, sizeof key);
+    return rc;
+}
+
+int secretbox_keys_open(struct secretbox_keys *k, const char *context, const char *sealed,
+                        char **ret_plain, size_t *ret_len)
+{
+    unsigned char key[SECRETBOX_KEY_LEN];
+    int rc = -1;
+    for (size_t i = 0; rc != 0 && secretbox_keys_get(k, i, key) == 0; i++) {
+        rc = secretbox_open(key, context, sealed, ret_plain, ret_len);
+    }
+    OPENSSL_cleanse(key, sizeof key);
+    return rc;
+}
+
+void secretbox_keys_current(struct secretbox_keys *k, unsigned char ret[SECRETBOX_KEY_LEN])
+{
+    if (secretbox_keys_get(k, 0, ret) != 0) {
+        memset(ret, 0, SECRETBOX_KEY_LEN);
+    }
+}
+
 /* Starts AES-256-GCM (enc 1 seals, 0 opens) with the nonce, and feeds the associated data: the
  * version and the context, with a NUL between them so that no two (version, context) pairs give
  * the same bytes. */

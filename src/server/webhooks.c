@@ -194,7 +194,7 @@ struct webhooks {
     char node[STORE_NAME_MAX + 1];
     int64_t retry_first_ms;
     int64_t poll_ms;
-    unsigned char key[SECRETBOX_KEY_LEN];
+    struct secretbox_keys *keys;
     pthread_t thread;
     int started;
     pthread_mutex_t lock;
@@ -374,7 +374,7 @@ static int webhooks_send(struct webhooks *wh, const struct webhooks_claim *c, ch
         goto out;
     }
     snprintf(context, sizeof context, "webhook/%s/signing_secret", c->webhook);
-    if (secretbox_open(wh->key, context, c->secret_sealed, &secret, &secret_len) != 0) {
+    if (secretbox_keys_open(wh->keys, context, c->secret_sealed, &secret, &secret_len) != 0) {
         snprintf(why, why_size, "its signing secret does not open with this node's secret key");
         goto out;
     }
@@ -531,7 +531,7 @@ int webhooks_start(struct writer *w, struct readers *r, const struct webhooks_op
     snprintf(wh->node, sizeof wh->node, "%s", o->node ? o->node : "");
     wh->retry_first_ms = o->retry_first_ms > 0 ? o->retry_first_ms : WEBHOOKS_RETRY_FIRST_MS;
     wh->poll_ms = o->poll_ms > 0 ? o->poll_ms : 1000;
-    memcpy(wh->key, o->secret_key, sizeof wh->key);
+    wh->keys = o->secret_keys;
     pthread_mutex_init(&wh->lock, NULL);
     pthread_cond_init(&wh->cond, NULL);
     if (pthread_create(&wh->thread, NULL, webhooks_main, wh) != 0) {
@@ -558,6 +558,5 @@ void webhooks_stop(struct webhooks *wh)
     }
     pthread_mutex_destroy(&wh->lock);
     pthread_cond_destroy(&wh->cond);
-    OPENSSL_cleanse(wh->key, sizeof wh->key);
     free(wh);
 }

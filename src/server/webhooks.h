@@ -68,11 +68,11 @@ struct readers;
 struct webhooks;
 
 struct webhooks_options {
-    const char *public_url;          /* the desk's base URL, no trailing slash (copied) */
-    const char *node;                /* this node's id, "" for one node (copied) */
-    int64_t retry_first_ms;          /* 0: WEBHOOKS_RETRY_FIRST_MS */
-    int64_t poll_ms;                 /* how often the outbox is looked at */
-    const unsigned char *secret_key; /* opens the signing secrets (copied) */
+    const char *public_url;             /* the desk's base URL, no trailing slash (copied) */
+    const char *node;                   /* this node's id, "" for one node (copied) */
+    int64_t retry_first_ms;             /* 0: WEBHOOKS_RETRY_FIRST_MS */
+    int64_t poll_ms;                    /* how often the outbox is looked at */
+    struct secretbox_keys *secret_keys; /* opens the signing secrets (outlives the thread) */
 };
 
 /* Starts the delivery thread: it claims due deliveries through the writer, reads the outbox on a

@@ -318,7 +318,7 @@ static void pg_close(struct store *s)
     }
     struct pg_store *st = pg_of(s);
     PQfinish(st->conn);
-    EVP_PKEY_free(st->sql.audit_key);
+    sql_audit_keys_unref(st->sql.audit_keys);
     if (st->url) {
         OPENSSL_cleanse(st->url, strlen(st->url));
         free(st->url);
@@ -1118,6 +1118,11 @@ enum store_rc store_postgres_open(const char *url, struct store **ret_store, cha
         snprintf(errmsg, STORE_ERRMSG_MAX, "out of memory");
         return STORE_ERROR;
     }
+    if (!(st->sql.audit_keys = sql_audit_keys_new())) {
+        snprintf(errmsg, STORE_ERRMSG_MAX, "out of memory");
+        free(st);
+        return STORE_ERROR;
+    }
     if (pg_connect(st, url, NULL, "cannot connect") != STORE_OK || pg_migrate(st) != STORE_OK) {
         snprintf(errmsg, STORE_ERRMSG_MAX, "%s", st->sql.errmsg);
         pg_close(&st->sql.base);
@@ -1128,7 +1133,7 @@ enum store_rc store_postgres_open(const char *url, struct store **ret_store, cha
 }
 
 /* A reader: a session of its own on the same database, read-only by default (a write through
- * it fails), with the writer's audit key for the checkpoints it signs. */
+ * it fails), with the writer's audit keys (shared) for the checkpoints it signs. */
 static enum store_rc pg_open_reader(struct store *s, struct store **ret)
 {
     struct pg_store *w = pg_of(s);
@@ -1138,10 +1143,8 @@ static enum store_rc pg_open_reader(struct store *s, struct store **ret)
         return STORE_ERROR;
     }
     st->reader = 1;
+    st->sql.audit_keys = sql_audit_keys_ref(w->sql.audit_keys);
     enum store_rc rc = pg_connect(st, w->url, "airlockd-reader", "cannot connect a reader");
-    if (rc == STORE_OK && w->sql.audit_key) {
-        rc = sql_audit_set_key(&st->sql.base, w->sql.audit_key);
-    }
     if (rc != STORE_OK) {
         snprintf(w->sql.errmsg, sizeof w->sql.errmsg, "%s", st->sql.errmsg);
         pg_close(&st->sql.base);

@@ -488,25 +488,183 @@ out:
     return rc;
 }
 
-/* A checkpoint of (seq, hash), signed now with q's key. */
+struct sql_audit_keys *sql_audit_keys_new(void)
+{
+    struct sql_audit_keys *k = calloc(1, sizeof *k);
+    if (k && pthread_mutex_init(&k->lock, NULL) != 0) {
+        free(k);
+        return NULL;
+    }
+    if (k) {
+        k->refs = 1;
+    }
+    return k;
+}
+
+struct sql_audit_keys *sql_audit_keys_ref(struct sql_audit_keys *k)
+{
+    pthread_mutex_lock(&k->lock);
+    k->refs++;
+    pthread_mutex_unlock(&k->lock);
+    return k;
+}
+
+void sql_audit_keys_unref(struct sql_audit_keys *k)
+{
+    if (!k) {
+        return;
+    }
+    pthread_mutex_lock(&k->lock);
+    int last = --k->refs == 0;
+    pthread_mutex_unlock(&k->lock);
+    if (last) {
+        EVP_PKEY_free(k->key);
+        EVP_PKEY_free(k->next);
+        pthread_mutex_destroy(&k->lock);
+        free(k);
+    }
+}
+
+int sql_audit_signs(struct sql_store *q)
+{
+    pthread_mutex_lock(&q->audit_keys->lock);
+    int signs = q->audit_keys->key != NULL;
+    pthread_mutex_unlock(&q->audit_keys->lock);
+    return signs;
+}
+
+/* *slot = key, with a reference of its own (key may be NULL). */
+static enum store_rc sql_audit_keep(struct sql_store *q, EVP_PKEY **slot, EVP_PKEY *key)
+{
+    if (key && EVP_PKEY_up_ref(key) != 1) {
+        snprintf(q->errmsg, sizeof q->errmsg, "audit: cannot keep the key");
+        return STORE_ERROR;
+    }
+    pthread_mutex_lock(&q->audit_keys->lock);
+    EVP_PKEY *old = *slot;
+    *slot = key;
+    pthread_mutex_unlock(&q->audit_keys->lock);
+    EVP_PKEY_free(old);
+    return STORE_OK;
+}
+
+struct sql_log_key {
+    char hex[AUDIT_KEY_HEX_LEN + 1]; /* "" when no checkpoint names one */
+};
+
+static int sql_log_key_each(const struct sql_row *r, void *fn, void *userdata)
+{
+    struct sql_log_key *k = userdata;
+    const char *details = col(r, 0);
+    (void)fn;
+    /* details written by audit_checkpoint_details or audit_announce_details: members sorted,
+     * "next_public_key" (an announcement) before "public_key" */
+    const char *at = details ? strstr(details, "\"next_public_key\":\"") : NULL;
+    at = at ? at + strlen("\"next_public_key\":\"")
+         : details && strstr(details, "\"public_key\":\"")
+                 ? strstr(details, "\"public_key\":\"") + strlen("\"public_key\":\"")
+                 : NULL;
+    if (at && strspn(at, "0123456789abcdef") >= AUDIT_KEY_HEX_LEN) {
+        memcpy(k->hex, at, AUDIT_KEY_HEX_LEN);
+        k->hex[AUDIT_KEY_HEX_LEN] = '\0';
+    }
+    return 1;
+}
+
+/* Whether the log announces a key after pub: a checkpoint signed with pub names next_public_key
+ * (details' members are sorted: next_public_key comes before public_key). Read only when a
+ * server's key is not the log's, so the scan is rare. */
+static enum store_rc sql_audit_retired(struct sql_store *q, const char *pub, int *ret)
+{
+    char pattern[AUDIT_KEY_HEX_LEN + 64];
+    int64_t n = 0;
+    snprintf(pattern, sizeof pattern, "%%\"next_public_key\":\"%%\"public_key\":\"%s\"%%", pub);
+    const char *args[] = { AUDIT_CHECKPOINT_ACTION, pattern };
+    enum store_rc rc =
+            q->db->walk(q, "SELECT count(*) FROM audit WHERE action = $1 AND details LIKE $2", 2,
+                        args, 1, sql_int_each, NULL, &n);
+    *ret = n > 0;
+    return rc;
+}
+
+/* The key checkpoints are signed with now, a reference (EVP_PKEY_free): the log's key - the one
+ * its last checkpoint announces, else the one that signed it; any key before the first - when it
+ * is this store's key or the staged next one. NOT_FOUND when this store's key is one the log has
+ * announced a successor of and the next one is not it: a node that has not taken a rotation yet
+ * would sign a checkpoint the chain of keys refuses (docs/operations.md). A key the log never
+ * named signs: verification shows it where it begins. STORE_ERROR without a key. */
+static enum store_rc sql_audit_signer(struct sql_store *q, EVP_PKEY **ret)
+{
+    struct sql_log_key log = { "" };
+    char pub[AUDIT_KEY_HEX_LEN + 1];
+    const char *args[] = { AUDIT_CHECKPOINT_ACTION };
+    EVP_PKEY *key = NULL;
+    EVP_PKEY *next = NULL;
+    pthread_mutex_lock(&q->audit_keys->lock);
+    if (q->audit_keys->key && EVP_PKEY_up_ref(q->audit_keys->key) == 1) {
+        key = q->audit_keys->key;
+    }
+    if (q->audit_keys->next && EVP_PKEY_up_ref(q->audit_keys->next) == 1) {
+        next = q->audit_keys->next;
+    }
+    pthread_mutex_unlock(&q->audit_keys->lock);
+    enum store_rc rc = STORE_ERROR;
+    if (!key) {
+        snprintf(q->errmsg, sizeof q->errmsg, "audit: no signing key");
+        goto out;
+    }
+    rc = q->db->walk(q, "SELECT details FROM audit WHERE action = $1 ORDER BY seq DESC LIMIT 1", 1,
+                     args, 0, sql_log_key_each, NULL, &log);
+    if (rc != STORE_OK) {
+        goto out;
+    }
+    char next_pub[AUDIT_KEY_HEX_LEN + 1] = "";
+    int retired = 0;
+    if (audit_public_key_hex(key, pub, NULL) != AL_OK ||
+        (next && audit_public_key_hex(next, next_pub, NULL) != AL_OK)) {
+        snprintf(q->errmsg, sizeof q->errmsg, "audit: the key is not an Ed25519 key");
+        rc = STORE_ERROR;
+    } else if (next && strcmp(next_pub, log.hex) == 0) {
+        *ret = next;
+        next = NULL;
+    } else if (!log.hex[0] || strcmp(pub, log.hex) == 0 ||
+               ((rc = sql_audit_retired(q, pub, &retired)) == STORE_OK && !retired)) {
+        *ret = key;
+        key = NULL;
+    } else if (rc == STORE_OK) {
+        snprintf(q->errmsg, sizeof q->errmsg,
+                 "audit: the log is signed with the key %.16s... now, which this server does not "
+                 "hold: copy the rotated audit.key into its data directory and reload it (SIGHUP)",
+                 log.hex);
+        rc = STORE_NOT_FOUND;
+    }
+out:
+    EVP_PKEY_free(key);
+    EVP_PKEY_free(next);
+    return rc;
+}
+
+/* A checkpoint of (seq, hash), signed now with the log's key (sql_audit_signer). */
 static enum store_rc sql_audit_sign(struct sql_store *q, int64_t seq, const char *hash,
                                     struct store_checkpoint *ret)
 {
     struct al_error err;
+    EVP_PKEY *key = NULL;
     memset(&err, 0, sizeof err);
-    if (!q->audit_key) {
-        snprintf(q->errmsg, sizeof q->errmsg, "audit: no signing key");
-        return STORE_ERROR;
+    enum store_rc rc = sql_audit_signer(q, &key);
+    if (rc != STORE_OK) {
+        return rc;
     }
     ret->seq = seq;
     snprintf(ret->hash, sizeof ret->hash, "%s", hash);
     sql_now(ret->time);
-    if (audit_public_key_hex(q->audit_key, ret->public_key, &err) != AL_OK ||
-        audit_checkpoint_sign(q->audit_key, (uint64_t)seq, hash, ret->signature, &err) != AL_OK) {
+    if (audit_public_key_hex(key, ret->public_key, &err) != AL_OK ||
+        audit_checkpoint_sign(key, (uint64_t)seq, hash, ret->signature, &err) != AL_OK) {
         snprintf(q->errmsg, sizeof q->errmsg, "audit checkpoint: %.200s", err.message);
-        return STORE_ERROR;
+        rc = STORE_ERROR;
     }
-    return STORE_OK;
+    EVP_PKEY_free(key);
+    return rc;
 }
 
 /* Signs (seq, hash) into *ret and appends the checkpoint record of it (db->audit_insert). */
@@ -563,10 +721,13 @@ enum store_rc sql_audit_append(struct store *s, const char *actor, const char *a
     if (rc == STORE_OK) {
         rc = q->db->audit_insert(q, actor, action, subject, department, details_json, &seq, hash);
     }
-    if (rc == STORE_OK && q->audit_key && seq % SQL_CHECKPOINT_EVERY == SQL_CHECKPOINT_EVERY - 1) {
+    if (rc == STORE_OK && sql_audit_signs(q) &&
+        seq % SQL_CHECKPOINT_EVERY == SQL_CHECKPOINT_EVERY - 1) {
         /* without a scope, only when another connection's records moved it to a checkpoint's
-         * place */
+         * place; none when this server does not hold the log's key (a rotation it has not taken
+         * yet): the next checkpoint signed with that key covers these records */
         rc = sql_audit_append_checkpoint(q, seq, hash, &cp);
+        rc = rc == STORE_NOT_FOUND ? STORE_OK : rc;
     }
     rc = q->db->audit_close(q, scope, rc);
     if (rc != STORE_OK) {
@@ -607,6 +768,9 @@ enum store_rc sql_audit_checkpoint(struct store *s, int append, struct store_che
     }
     if (rc == STORE_OK) {
         rc = sql_audit_sign(q, seq, hash, ret);
+    }
+    if (rc == STORE_NOT_FOUND && seq > 0) {
+        rc = STORE_ERROR; /* not this server's key to sign with now: errmsg says so */
     }
     rc = q->db->audit_close(q, scope, rc);
     if (rc != STORE_OK) {
@@ -692,13 +856,13 @@ enum store_rc sql_audit_list(struct store *s, int64_t after_seq, int64_t limit, 
 enum store_rc sql_audit_set_key(struct store *s, EVP_PKEY *key)
 {
     struct sql_store *q = sql_of(s);
-    if (key && EVP_PKEY_up_ref(key) != 1) {
-        snprintf(q->errmsg, sizeof q->errmsg, "audit: cannot keep the key");
-        return STORE_ERROR;
-    }
-    EVP_PKEY_free(q->audit_key);
-    q->audit_key = key;
-    return STORE_OK;
+    return sql_audit_keep(q, &q->audit_keys->key, key);
+}
+
+enum store_rc sql_audit_set_next_key(struct store *s, EVP_PKEY *key)
+{
+    struct sql_store *q = sql_of(s);
+    return sql_audit_keep(q, &q->audit_keys->next, key);
 }
 
 enum store_rc sql_audit_head(struct store *s, int64_t *ret_seq)

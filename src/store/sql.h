@@ -16,6 +16,7 @@
 #ifndef AIRLOCK_STORE_SQL_H
 #define AIRLOCK_STORE_SQL_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "audit.h"
@@ -105,11 +106,27 @@ struct sql_backend {
 struct sql_store {
     struct store base; /* first: a struct store * is a struct sql_store * */
     const struct sql_backend *db;
-    EVP_PKEY *audit_key;              /* owned reference; NULL: no checkpoints */
-    struct store_checkpoint appended; /* audit_take_appended's, when appended_valid */
+    struct sql_audit_keys *audit_keys; /* shared with the readers opened from it */
+    struct store_checkpoint appended;  /* audit_take_appended's, when appended_valid */
     int appended_valid;
     char errmsg[STORE_ERRMSG_MAX];
 };
+
+/* The checkpoint keys of a store and of the readers opened from it: one set, replaced whole by
+ * audit_set_key and audit_set_next_key from any thread (SIGHUP) while they sign. */
+struct sql_audit_keys {
+    pthread_mutex_t lock;
+    int refs;
+    EVP_PKEY *key;  /* NULL: no checkpoints */
+    EVP_PKEY *next; /* staged: signs once the log announces its public key */
+};
+/* A new set (refs 1) for a store that opens its own connection; NULL out of memory. */
+struct sql_audit_keys *sql_audit_keys_new(void);
+/* One more store shares k (a reader); k. */
+struct sql_audit_keys *sql_audit_keys_ref(struct sql_audit_keys *k);
+void sql_audit_keys_unref(struct sql_audit_keys *k);
+/* Whether a checkpoint key is set: the 1000th record is followed by a checkpoint. */
+int sql_audit_signs(struct sql_store *q);
 
 /* The current time, RFC 3339 UTC with milliseconds. */
 void sql_now(char out[32]);
@@ -154,7 +171,7 @@ enum store_rc sql_audit_chain_legacy(struct sql_store *q);
     X(snapshot_create) X(snapshot_get) X(run_workspace_create) X(run_workspace_get)              \
     X(run_workspace_end) X(run_file_list) X(blob_put) X(sealed_list) X(sealed_set)               \
     X(webhook_create) X(webhook_list) X(webhook_delete) X(webhook_enqueue) X(delivery_next)      \
-    X(delivery_claim) X(delivery_settle)
+    X(delivery_claim) X(delivery_settle) X(audit_set_next_key)
 /* The inbox (0019_inbox). */
 #define SQL_OPS_INBOX(X) X(department_set_approval_ttl) X(approval_pending_list)
 #define SQL_OP_DECLARE(m) extern __typeof__(*((struct store_ops *)0)->m) sql_##m;

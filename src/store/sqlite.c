@@ -258,7 +258,7 @@ static void sqlite_close(struct store *s)
         sqlite3_finalize(st->cache[i].stmt);
     }
     sqlite3_close_v2(st->db);
-    EVP_PKEY_free(st->sql.audit_key);
+    sql_audit_keys_unref(st->sql.audit_keys);
     free(st);
 }
 
@@ -432,9 +432,9 @@ static enum store_rc sqlite_audit_insert(struct sql_store *q, const char *actor,
 static enum store_rc sqlite_audit_open(struct sql_store *q, int append, int *ret_scope)
 {
     struct sqlite_store *st = sqlite_of(&q->base);
-    *ret_scope =
-            !append || !st->head_known ||
-            (q->audit_key && (st->head_seq + 1) % SQL_CHECKPOINT_EVERY == SQL_CHECKPOINT_EVERY - 1);
+    *ret_scope = !append || !st->head_known ||
+                 (sql_audit_signs(q) &&
+                  (st->head_seq + 1) % SQL_CHECKPOINT_EVERY == SQL_CHECKPOINT_EVERY - 1);
     return *ret_scope ? sqlite_exec(q, "SAVEPOINT audit_write", 0, NULL, NULL) : STORE_OK;
 }
 
@@ -700,6 +700,11 @@ enum store_rc store_sqlite_open(const char *path, struct store **ret_store, char
     }
     st->sql.base.ops = &sqlite_ops;
     st->sql.db = &sqlite_sql;
+    if (!(st->sql.audit_keys = sql_audit_keys_new())) {
+        snprintf(errmsg, STORE_ERRMSG_MAX, "out of memory");
+        free(st);
+        return STORE_ERROR;
+    }
     if (sqlite3_open_v2(path, &st->db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                         NULL) != SQLITE_OK) {
@@ -751,7 +756,8 @@ out:
 }
 
 /* A reader: the same file, query_only (SQLite refuses every write through it), WAL's snapshot
- * isolation between it and the writer, the writer's audit key for checkpoints it signs. */
+ * isolation between it and the writer, the writer's audit keys (shared) for checkpoints it signs.
+ */
 static enum store_rc sqlite_open_reader(struct store *s, struct store **ret)
 {
     struct sqlite_store *w = sqlite_of(s);
@@ -763,6 +769,7 @@ static enum store_rc sqlite_open_reader(struct store *s, struct store **ret)
     }
     st->sql.base.ops = &sqlite_ops;
     st->sql.db = &sqlite_sql;
+    st->sql.audit_keys = sql_audit_keys_ref(w->sql.audit_keys);
     if (sqlite3_open_v2(path && path[0] ? path : ":memory:", &st->db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK ||
         sqlite3_exec(st->db, "PRAGMA query_only = ON; PRAGMA foreign_keys = ON", NULL, NULL,
@@ -773,11 +780,6 @@ static enum store_rc sqlite_open_reader(struct store *s, struct store **ret)
         return STORE_ERROR;
     }
     sqlite3_busy_timeout(st->db, 5000);
-    if (w->sql.audit_key && sql_audit_set_key(&st->sql.base, w->sql.audit_key) != STORE_OK) {
-        snprintf(w->sql.errmsg, sizeof w->sql.errmsg, "%s", st->sql.errmsg);
-        sqlite_close(&st->sql.base);
-        return STORE_ERROR;
-    }
     *ret = &st->sql.base;
     return STORE_OK;
 }

@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_OPS_VERSION 19
+#define STORE_OPS_VERSION 20
 #define STORE_NAME_MAX    64
 #define STORE_HASH_LEN    32 /* SHA-256 of an API key */
 #define STORE_ERRMSG_MAX  256
@@ -504,7 +504,13 @@ struct store_ops {
                                 store_audit_fn *fn, void *userdata);
 
     /* Since version 2. */
-    /* The Ed25519 private key of checkpoints (the store keeps a reference; NULL: none). */
+    /* The Ed25519 private key of checkpoints (the store keeps a reference; NULL: none), for s and
+     * the readers opened from it; since version 20 any thread may replace it while they sign
+     * (SIGHUP). A checkpoint is signed only with the log's key: the key its last checkpoint
+     * announces (next_public_key), else the one that signed it. When that is neither this key
+     * nor the next one (audit_set_next_key), the 1000th record goes without its checkpoint and
+     * audit_checkpoint fails (STORE_ERROR): a node that has not taken a rotated key yet signs
+     * nothing the chain of keys would refuse. */
     enum store_rc (*audit_set_key)(struct store *s, EVP_PKEY *key);
     /* As audit_list, only the records the filter matches (filter may be NULL). */
     enum store_rc (*audit_search)(struct store *s, int64_t after_seq, int64_t limit,
@@ -860,6 +866,11 @@ struct store_ops {
                                  void *userdata);
     /* NOT_FOUND when there is no such session. */
     enum store_rc (*session_delete)(struct store *s, const char *token_sha256);
+
+    /* Since version 20. The key staged to sign next (`airlockd keys rotate audit --prepare`): it
+     * signs the checkpoints once the log announces its public key, so a node takes a rotation
+     * made elsewhere without a restart. NULL: none. As audit_set_key, any thread. */
+    enum store_rc (*audit_set_next_key)(struct store *s, EVP_PKEY *key);
 };
 
 /* Every backend's handle starts with this. */

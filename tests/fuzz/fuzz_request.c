@@ -56,7 +56,7 @@ static struct writer *writer;
 static struct ratelimit *limit;
 static struct router router;
 static struct api_services svc;
-static const unsigned char secret_key[32] = { 1, 2, 3, 4, 5, 6, 7, 8 }; /* connector secrets */
+static struct secretbox_keys secrets; /* connector secrets: one key */
 static uint64_t now_ns = UINT64_C(1) << 40;
 
 static void fail(const char *what, const char *detail)
@@ -139,7 +139,11 @@ static void setup(void)
     router.writer = writer;
     router.svc = &svc;
     router.limit = limit;
-    router.secret_key = secret_key;
+    static const unsigned char key[SECRETBOX_KEY_LEN] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+    if (secretbox_keys_init(&secrets) != 0) {
+        fail("secretbox_keys_init", NULL);
+    }
+    router.secret_keys = secretbox_keys_one(&secrets, key);
     router.body_limit_bytes = FUZZ_BODY_CAP;
 }
 

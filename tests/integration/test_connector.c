@@ -41,6 +41,7 @@
 extern char **environ;
 
 static const unsigned char key[SECRETBOX_KEY_LEN] = { 9, 8, 7 };
+static struct secretbox_keys keys = { .lock = PTHREAD_MUTEX_INITIALIZER };
 static struct store *store;
 static struct connector_client *client;
 static pid_t fake_pid = -1;
@@ -141,7 +142,8 @@ static struct connector_target *target_at(const char *name, const char *url_or_p
     free(sealed_secret);
     free(sealed_headers);
     memset(&err, 0, sizeof err);
-    assert_int_equal(connector_target_load(store, key, name, &t, &err), 0);
+    assert_int_equal(connector_target_load(store, secretbox_keys_one(&keys, key), name, &t, &err),
+                     0);
     assert_string_equal(err.message, ""); /* written only on failure */
     return t;
 }
@@ -445,11 +447,13 @@ static void test_connector_load_refuses_wrong_key_and_missing(void **state)
     unsigned char other[SECRETBOX_KEY_LEN] = { 1 };
     memset(&err, 0, sizeof err);
     connector_target_free(target("keyed", "/value", 5000));
-    assert_int_equal(connector_target_load(store, other, "keyed", &t, &err), -1);
+    assert_int_equal(
+            connector_target_load(store, secretbox_keys_one(&keys, other), "keyed", &t, &err), -1);
     assert_null(t);
     assert_int_equal(err.code, AL_CONFIG_ERROR);
     assert_non_null(strstr(err.message, "does not open"));
-    assert_int_equal(connector_target_load(store, key, "no_such", &t, NULL), 1);
+    assert_int_equal(
+            connector_target_load(store, secretbox_keys_one(&keys, key), "no_such", &t, NULL), 1);
     assert_null(t);
 }
 

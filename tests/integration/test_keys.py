@@ -3,6 +3,10 @@
 `airlockd keys rotate continuation|audit|secret` on a stopped data directory, and
 `airlockd backup` of a running one restored in another directory.
 
+A running airlockd takes keys rotated elsewhere on SIGHUP: a key staged first (`--prepare`) is
+taken by every node before the rotation that puts it in use, so a cluster rotates its keys one
+node at a time while it serves.
+
 usage: test_keys.py --airlockd PATH --cli PATH [-k SUBSTRING]
 
 Each test makes a run wait for a person (the shop's sensitive refund) before the keys change or
@@ -10,12 +14,15 @@ the copy is taken, and decides it afterwards: the continuation it waits with was
 connector secret it calls with (and a webhook's signing secret) was sealed, under the keys of
 before.
 """
+import hashlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -337,6 +344,172 @@ def t_backup_of_a_running_server_restores_elsewhere(tmp):
                                 "--database", "postgres://x/y")
         check(rc == 2 and "pg_dump" in err, "backup with --database: %d %s" % (rc, err))
     finally:
+        w.close()
+
+
+def key_id(hex_key):
+    """The id airlockd's log names a key by (keys.h)."""
+    return hashlib.sha256(b"airlock-key-id\n" + bytes.fromhex(hex_key)).hexdigest()[:8]
+
+
+def reload(server, line, count=1):
+    """SIGHUP, then airlockd's log until it holds `line` `count` times."""
+    server.proc.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + ts.HANG
+    while time.monotonic() < deadline:
+        log = server.stderr()
+        if log.count(line) >= count:
+            return log
+        check(server.proc.poll() is None, "airlockd exited: %s" % log[-2000:])
+        time.sleep(0.02)
+    raise Fail("airlockd did not log %r: %s" % (line, server.stderr()[-3000:]))
+
+
+def copy_keys(src, dest, names):
+    for name in names:
+        shutil.copy2(os.path.join(src, name), os.path.join(dest, name))
+
+
+def scratch_rotate(scratch, what, database=None, prepare=False, want=0):
+    args = ["keys", "rotate", what, "--data-dir", scratch]
+    args += ["--database", database] if database else []
+    args += ["--prepare"] if prepare else []
+    rc, out, err = airlockd(*args)
+    check(rc == want, "keys rotate %s: exit %d, want %d: %s %s" % (what, rc, want, out, err))
+    return out + err
+
+
+def t_sighup_takes_a_continuation_key_rotated_on_a_copy(tmp):
+    """The continuation key rotated on a copy of the key file while airlockd serves, the file
+    copied back and SIGHUP sent: a run that waited under the old key resumes, a run that waits
+    after the reload is signed with the new key (it resumes after a restart with the new key
+    alone), and a key file that does not parse on SIGHUP leaves the keys in use."""
+    w = tr.World(tmp)
+    scratch = os.path.join(tmp, "rotation")
+    os.makedirs(scratch, mode=0o700)
+    try:
+        w.template("refund", tr.REFUND, ["shop.orders", "shop.refund"])
+        before = waiting_refund(w, 3)
+        old = key_lines(w.dir, "continuation.key")
+        copy_keys(w.dir, scratch, ["continuation.key"])
+        scratch_rotate(scratch, "continuation")
+        copy_keys(scratch, w.dir, ["continuation.key"])
+        new = key_lines(w.dir, "continuation.key")
+        check(new[1:] == old and new[0] != old[0], "rotated file: %r" % new)
+        reload(w.s, "airlockd: SIGHUP: continuation key re-read: key %s, 1 older verify" %
+               key_id(new[0]))
+        approve_completes(w, before[0], before[1], 3)
+        after = waiting_refund(w, 4)
+        # a key file that is not a key: the keys in use stay, and say why
+        with open(os.path.join(w.dir, "continuation.key"), "w") as f:
+            f.write("not a key\n")
+        reload(w.s, "airlockd: SIGHUP: continuation key not re-read, the one in use stays")
+        probe = waiting_refund(w, 6)
+        # the new key alone: what waited after the reload was signed with it
+        with open(os.path.join(w.dir, "continuation.key"), "w") as f:
+            f.write(new[0] + "\n")
+        restart(w)
+        approve_completes(w, after[0], after[1], 4)
+        approve_completes(w, probe[0], probe[1], 6)
+        verifies(w)
+    finally:
+        w.close()
+
+
+def t_two_nodes_rotate_every_key_while_they_serve(tmp):
+    """PostgreSQL, two nodes serving throughout. Each key is staged on a copy of the key files
+    (--prepare), the staged keys copied to both nodes and SIGHUP sent; the keys rotated against
+    the database from the copy; the rotated files given to node A alone and A reloaded. With the
+    cluster mixed, a run waiting under A's new continuation key resumes on B, which opens the
+    connector secret sealed again under the new secret key and signs the log's seal with the
+    staged audit key (its own is the old one); a run that waited under the old keys resumes on A.
+    A node holding neither the log's new audit key nor its staged copy signs nothing: its export
+    is refused and the log still verifies. B given the rotated files and reloaded: the chain of
+    keys verifies from the old public key."""
+    if not ts.PG:
+        print("     (PostgreSQL only: nodes share a database)")
+        return
+    w = tr.World(tmp)
+    dir_b = os.path.join(tmp, "var-b")
+    scratch = os.path.join(tmp, "rotation")
+    ts.PG_DATABASES[os.path.abspath(dir_b)] = ts.pg_url(w.dir)
+    os.makedirs(dir_b, mode=0o700)
+    os.makedirs(scratch, mode=0o700)
+    url = ts.pg_url(w.dir)
+    names = ("continuation.key", "audit.key", "secret.key")
+    staged = tuple(n + ".next" for n in names)
+    node_a = w.s
+    b = None
+    try:
+        copy_keys(w.dir, dir_b, names)
+        b = ts.Server(dir_b)
+        check(b.port, "node B did not start: " + b.stderr())
+        w.template("refund", tr.REFUND, ["shop.orders", "shop.refund"])
+        old_run = waiting_refund(w, 6)
+        old_pub = public_key(w)
+        sealed = db_rows(w.dir, "SELECT signing_secret, headers FROM connectors")
+        # 1. stage every key on a copy of the key files; both nodes take the staged keys
+        copy_keys(w.dir, scratch, names)
+        for what in ("continuation", "audit", "secret"):
+            out = scratch_rotate(scratch, what, prepare=True)
+            check("staged" in out and "SIGHUP" in out, out)
+        check(db_rows(w.dir, "SELECT signing_secret, headers FROM connectors") == sealed,
+              "--prepare changed the database")
+        check(key_lines(scratch, "continuation.key") == key_lines(w.dir, "continuation.key"),
+              "--prepare changed the key in use")
+        next_cont = key_lines(scratch, "continuation.key.next")[0]
+        for node, d in ((node_a, w.dir), (b, dir_b)):
+            copy_keys(scratch, d, staged)
+            reload(node, "next key %s staged" % key_id(next_cont))
+            check("secret key re-read" in node.stderr() and "audit key re-read" in
+                  node.stderr(), node.stderr()[-2000:])
+        # 2. the rotations, against the database, from the copy
+        for what in ("continuation", "audit", "secret"):
+            out = scratch_rotate(scratch, what, database=url)
+            check("taking up" in out, out)
+        check(db_rows(w.dir, "SELECT signing_secret, headers FROM connectors") != sealed,
+              "the connector's secrets were not sealed again")
+        check(len(key_lines(scratch, "secret.key")) == 2, "the old secret key is not kept")
+        # 3. node A takes the rotated files; B still holds the old keys and the staged ones
+        copy_keys(scratch, w.dir, names)
+        for name in staged:
+            os.remove(os.path.join(w.dir, name))
+        reload(node_a, "continuation key re-read: key %s, 1 older verify" % key_id(next_cont))
+        w.s = node_a
+        new_run = waiting_refund(w, 7)  # its continuation signed with the new key, on A
+        w.s = b
+        approve_completes(w, new_run[0], new_run[1], 7)  # B verifies it, opens the secret
+        rc, doc = export_verify(w, "--public-key", old_pub)  # B seals with the staged key
+        check(rc == 0 and doc["ok"] and doc["keys"] == 2, "verify after B's seal: %r" % doc)
+        w.s = node_a
+        approve_completes(w, old_run[0], old_run[1], 6)
+        # 4. a node with neither the log's key nor its staged copy signs nothing
+        for name in staged:
+            os.remove(os.path.join(dir_b, name))
+        reload(b, "audit key re-read: public key %s" % old_pub, count=2)
+        w.s = b
+        st, doc, _ = b.request("GET", "/v1/audit/export", None, key=w.admin)
+        check(st >= 500, "a node on the old audit key exported a seal: %d %r" % (st, doc))
+        check("which this server does not hold" in b.stderr(), b.stderr()[-2000:])
+        w.s = node_a
+        verifies(w)
+        w.s = b
+        # 5. B takes the rotated files: the whole cluster is on the new keys
+        copy_keys(scratch, dir_b, names)
+        reload(b, "continuation key re-read: key %s, 1 older verify" % key_id(next_cont), count=1)
+        run3 = waiting_refund(w, 8)
+        w.s = node_a
+        approve_completes(w, run3[0], run3[1], 8)
+        for node in (node_a, b):
+            w.s = node
+            verifies(w)
+            rc, doc = export_verify(w, "--public-key", old_pub)
+            check(rc == 0 and doc["ok"] and doc["keys"] == 2 and doc["public_key"] != old_pub,
+                  "verify from the old key: %r" % doc)
+    finally:
+        w.s = node_a
+        if b:
+            b.kill()
         w.close()
 
 

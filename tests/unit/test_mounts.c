@@ -26,6 +26,8 @@
 
 static const unsigned char key_a[SECRETBOX_KEY_LEN] = { 7, 1, 2 };
 static const unsigned char key_b[SECRETBOX_KEY_LEN] = { 7, 1, 3 };
+static struct secretbox_keys keys_a = { .lock = PTHREAD_MUTEX_INITIALIZER };
+static struct secretbox_keys keys_b = { .lock = PTHREAD_MUTEX_INITIALIZER };
 static const char secret[] = "canary-secret-access-key-0123";
 
 struct fixture {
@@ -125,7 +127,9 @@ static void test_mounts_s3_secret_opens_with_its_key_and_name(void **state)
     struct mounts_mount m;
     char why[MOUNTS_WHY_MAX] = "";
     put_s3(f, "lake", "lake");
-    assert_int_equal(mounts_lookup(f->s, key_a, &f->roots, "lake", &m, why), STORE_OK);
+    assert_int_equal(
+            mounts_lookup(f->s, secretbox_keys_one(&keys_a, key_a), &f->roots, "lake", &m, why),
+            STORE_OK);
     assert_int_equal(m.s3, 1);
     assert_string_equal(m.department, "finance");
     assert_string_equal(m.endpoint, "http://127.0.0.1:9/");
@@ -138,14 +142,20 @@ static void test_mounts_s3_secret_opens_with_its_key_and_name(void **state)
     mounts_mount_done(&m);
     assert_null(m.secret_access_key);
     /* another key, or a sealed value copied from another mount's row: refused, never shown */
-    assert_int_equal(mounts_lookup(f->s, key_b, &f->roots, "lake", &m, why), STORE_ERROR);
+    assert_int_equal(
+            mounts_lookup(f->s, secretbox_keys_one(&keys_b, key_b), &f->roots, "lake", &m, why),
+            STORE_ERROR);
     assert_null(strstr(why, secret));
     assert_non_null(strstr(why, "lake"));
     mounts_mount_done(&m);
     put_s3(f, "copied", "lake");
-    assert_int_equal(mounts_lookup(f->s, key_a, &f->roots, "copied", &m, why), STORE_ERROR);
+    assert_int_equal(
+            mounts_lookup(f->s, secretbox_keys_one(&keys_a, key_a), &f->roots, "copied", &m, why),
+            STORE_ERROR);
     mounts_mount_done(&m);
-    assert_int_equal(mounts_lookup(f->s, key_a, &f->roots, "nowhere", &m, why), STORE_NOT_FOUND);
+    assert_int_equal(
+            mounts_lookup(f->s, secretbox_keys_one(&keys_a, key_a), &f->roots, "nowhere", &m, why),
+            STORE_NOT_FOUND);
     mounts_mount_done(&m);
 }
 
@@ -161,22 +171,30 @@ static void test_mounts_local_path_checked_again(void **state)
     assert_int_equal(mkdir(dir, 0700), 0);
     assert_int_equal(mounts_local_resolve(&f->roots, dir, resolved, why), 0);
     put_local(f, "handbook", resolved);
-    assert_int_equal(mounts_lookup(f->s, key_a, &f->roots, "handbook", &m, why), STORE_OK);
+    assert_int_equal(
+            mounts_lookup(f->s, secretbox_keys_one(&keys_a, key_a), &f->roots, "handbook", &m, why),
+            STORE_OK);
     assert_int_equal(m.s3, 0);
     assert_string_equal(m.path, resolved);
     assert_null(m.secret_access_key);
     mounts_mount_done(&m);
     /* the root left the config */
     memset(&none, 0, sizeof none);
-    assert_int_equal(mounts_lookup(f->s, key_a, &none, "handbook", &m, why), STORE_ERROR);
+    assert_int_equal(
+            mounts_lookup(f->s, secretbox_keys_one(&keys_a, key_a), &none, "handbook", &m, why),
+            STORE_ERROR);
     assert_non_null(strstr(why, "handbook"));
     mounts_mount_done(&m);
-    assert_int_equal(mounts_lookup(f->s, key_a, NULL, "handbook", &m, why), STORE_ERROR);
+    assert_int_equal(
+            mounts_lookup(f->s, secretbox_keys_one(&keys_a, key_a), NULL, "handbook", &m, why),
+            STORE_ERROR);
     mounts_mount_done(&m);
     /* the directory became a link that leads out of the root */
     assert_int_equal(rmdir(dir), 0);
     assert_int_equal(symlink(f->outside, dir), 0);
-    assert_int_equal(mounts_lookup(f->s, key_a, &f->roots, "handbook", &m, why), STORE_ERROR);
+    assert_int_equal(
+            mounts_lookup(f->s, secretbox_keys_one(&keys_a, key_a), &f->roots, "handbook", &m, why),
+            STORE_ERROR);
     mounts_mount_done(&m);
     /* ... or one that stays under it, but is no longer the directory registered */
     char other[PATH_MAX + 16];
@@ -184,7 +202,9 @@ static void test_mounts_local_path_checked_again(void **state)
     assert_int_equal(mkdir(other, 0700), 0);
     assert_int_equal(unlink(dir), 0);
     assert_int_equal(symlink(other, dir), 0);
-    assert_int_equal(mounts_lookup(f->s, key_a, &f->roots, "handbook", &m, why), STORE_ERROR);
+    assert_int_equal(
+            mounts_lookup(f->s, secretbox_keys_one(&keys_a, key_a), &f->roots, "handbook", &m, why),
+            STORE_ERROR);
     assert_non_null(strstr(why, "elsewhere"));
     mounts_mount_done(&m);
 }

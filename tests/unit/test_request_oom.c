@@ -118,7 +118,7 @@ struct world {
 };
 
 static struct world w;
-static const unsigned char secret_key[32] = { 7 };
+static struct secretbox_keys secrets; /* one key */
 
 static int setup(void **state)
 {
@@ -156,7 +156,9 @@ static int setup(void **state)
     w.router.writer = w.writer;
     w.router.svc = &w.svc;
     w.router.limit = w.limit;
-    w.router.secret_key = secret_key;
+    static const unsigned char secret[SECRETBOX_KEY_LEN] = { 7 };
+    assert_int_equal(secretbox_keys_init(&secrets), 0);
+    w.router.secret_keys = secretbox_keys_one(&secrets, secret);
     w.router.body_limit_bytes = 1 << 20;
     return 0;
 }
