@@ -33,8 +33,8 @@ void keys_id(const unsigned char *key, size_t len, char ret[KEYS_ID_LEN + 1])
     ret[KEYS_ID_LEN] = '\0';
 }
 
-/* "key ID[, N older][, next ID staged]" */
-static void keys_describe(const struct keyfile_ring *ring, const char *older_do,
+/* "key ID[, 1 older key DOES | N older keys DO][, next key ID staged]" */
+static void keys_describe(const struct keyfile_ring *ring, const char *does, const char *do_,
                           char said[RELOAD_SAID_MAX])
 {
     char id[KEYS_ID_LEN + 1];
@@ -42,7 +42,8 @@ static void keys_describe(const struct keyfile_ring *ring, const char *older_do,
     char older[64] = "";
     keys_id(ring->keys, ring->len, id);
     if (ring->n > 1) {
-        snprintf(older, sizeof older, ", %zu older %s", ring->n - 1, older_do);
+        snprintf(older, sizeof older, ", %zu older key%s %s", ring->n - 1, ring->n > 2 ? "s" : "",
+                 ring->n > 2 ? do_ : does);
     }
     if (ring->has_next) {
         keys_id(ring->next, ring->len, next);
@@ -78,7 +79,7 @@ int keys_continuation_config(const char *data_dir, struct al_config *config,
             goto out;
         }
     }
-    keys_describe(&ring, "verify", said);
+    keys_describe(&ring, "verifies", "verify", said);
     rc = 0;
 out:
     OPENSSL_cleanse(&ring, sizeof ring);
@@ -130,7 +131,7 @@ int keys_secret_set(const char *data_dir, struct secretbox_keys *k, char said[RE
     int rc = secretbox_ring_load(data_dir, &ring, reterr);
     if (rc == 0) {
         secretbox_keys_set(k, &ring);
-        keys_describe(&ring, "open", said);
+        keys_describe(&ring, "opens", "open", said);
     }
     OPENSSL_cleanse(&ring, sizeof ring);
     return rc;

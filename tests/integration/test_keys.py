@@ -396,7 +396,7 @@ def t_sighup_takes_a_continuation_key_rotated_on_a_copy(tmp):
         copy_keys(scratch, w.dir, ["continuation.key"])
         new = key_lines(w.dir, "continuation.key")
         check(new[1:] == old and new[0] != old[0], "rotated file: %r" % new)
-        reload(w.s, "airlockd: SIGHUP: continuation key re-read: key %s, 1 older verify" %
+        reload(w.s, "airlockd: SIGHUP: continuation key re-read: key %s, 1 older key verifies" %
                key_id(new[0]))
         approve_completes(w, before[0], before[1], 3)
         after = waiting_refund(w, 4)
@@ -474,7 +474,7 @@ def t_two_nodes_rotate_every_key_while_they_serve(tmp):
         copy_keys(scratch, w.dir, names)
         for name in staged:
             os.remove(os.path.join(w.dir, name))
-        reload(node_a, "continuation key re-read: key %s, 1 older verify" % key_id(next_cont))
+        reload(node_a, "continuation key re-read: key %s, 1 older key verifies" % key_id(next_cont))
         w.s = node_a
         new_run = waiting_refund(w, 7)  # its continuation signed with the new key, on A
         w.s = b
@@ -496,7 +496,7 @@ def t_two_nodes_rotate_every_key_while_they_serve(tmp):
         w.s = b
         # 5. B takes the rotated files: the whole cluster is on the new keys
         copy_keys(scratch, dir_b, names)
-        reload(b, "continuation key re-read: key %s, 1 older verify" % key_id(next_cont), count=1)
+        reload(b, "continuation key re-read: key %s, 1 older key verifies" % key_id(next_cont), count=1)
         run3 = waiting_refund(w, 8)
         w.s = node_a
         approve_completes(w, run3[0], run3[1], 8)

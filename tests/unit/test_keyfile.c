@@ -1,7 +1,8 @@
 /* unit.keyfile - the key files of the data directory (src/server/keyfile.c) as a rotation uses
  * them: a file of several keys is read back key by key (the first by keyfile_load, the rest by
  * keyfile_load_previous), a malformed older line is refused naming its line, the environment's
- * key hides the file's older keys, and the directory's lock is held by one process alone. */
+ * key hides the file's older keys, a ring (keyfile_load_ring) holds the staged NAME.next too, and
+ * the directory's lock is held by one process alone. */
 /* cmocka.h needs these first */
 /* clang-format off */
 #include <setjmp.h>
@@ -55,6 +56,53 @@ static void test_keyfile_keeps_older_keys_in_order(void **state)
     assert_int_equal(n, 0);
     assert_int_equal(keyfile_load_previous(dir, "none.key", NULL, LEN, older, 4, &n, NULL), 0);
     assert_int_equal(n, 0);
+}
+
+static void test_keyfile_ring_holds_the_staged_key(void **state)
+{
+    (void)state;
+    unsigned char keys[2 * LEN];
+    unsigned char next[LEN];
+    struct keyfile_ring ring;
+    struct al_error err;
+    char path[256];
+    memset(&err, 0, sizeof err);
+    for (size_t i = 0; i < sizeof keys; i++) {
+        keys[i] = (unsigned char)(i * 3 + 5);
+    }
+    memset(next, 0x42, sizeof next);
+    unsetenv("UNIT_KEYFILE_KEY");
+    assert_int_equal(keyfile_write(dir, "r.key", keys, LEN, 2, NULL), 0);
+    assert_int_equal(keyfile_load_ring(dir, "r.key", "UNIT_KEYFILE_KEY", LEN, &ring, &err), 0);
+    assert_int_equal(ring.len, LEN);
+    assert_int_equal(ring.n, 2);
+    assert_memory_equal(ring.keys, keys, 2 * LEN);
+    assert_false(ring.has_next);
+    /* reading a ring never makes a staged key */
+    snprintf(path, sizeof path, "%s/r.key.next", dir);
+    assert_int_equal(access(path, F_OK), -1);
+    assert_int_equal(keyfile_write(dir, "r.key.next", next, LEN, 1, NULL), 0);
+    assert_int_equal(keyfile_load_ring(dir, "r.key", "UNIT_KEYFILE_KEY", LEN, &ring, &err), 0);
+    assert_int_equal(ring.n, 2);
+    assert_true(ring.has_next);
+    assert_memory_equal(ring.next, next, LEN);
+    /* the environment's key: neither the file's older keys nor its staged one */
+    setenv("UNIT_KEYFILE_KEY", "4242424242424242424242424242424242424242424242424242424242424242",
+           1);
+    assert_int_equal(keyfile_load_ring(dir, "r.key", "UNIT_KEYFILE_KEY", LEN, &ring, &err), 0);
+    assert_int_equal(ring.n, 1);
+    assert_false(ring.has_next);
+    unsetenv("UNIT_KEYFILE_KEY");
+    /* a staged file that is not a key is refused, naming it */
+    FILE *f = fopen(path, "w");
+    fputs("not a key\n", f);
+    fclose(f);
+    assert_int_equal(keyfile_load_ring(dir, "r.key", NULL, LEN, &ring, &err), -1);
+    assert_int_equal(err.code, AL_CONFIG_ERROR);
+    assert_non_null(strstr(err.message, "r.key.next"));
+    unlink(path);
+    snprintf(path, sizeof path, "%s/r.key", dir);
+    unlink(path);
 }
 
 static void test_keyfile_refuses_a_malformed_older_key(void **state)
@@ -119,6 +167,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_keyfile_keeps_older_keys_in_order),
+        cmocka_unit_test(test_keyfile_ring_holds_the_staged_key),
         cmocka_unit_test(test_keyfile_refuses_a_malformed_older_key),
         cmocka_unit_test(test_keyfile_lock_is_one_process_s),
     };

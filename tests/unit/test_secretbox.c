@@ -1,7 +1,8 @@
 /* unit.secretbox - sealing connector secrets (src/server/secretbox.c): a round trip, and every
  * way a sealed value must refuse to open: another key, any altered byte, another context (moved
  * to another connector or field), a truncated or unversioned text; the key file is made once,
- * 0600, and read back; AIRLOCK_SECRET_KEY wins over it and is checked. */
+ * 0600, and read back; AIRLOCK_SECRET_KEY wins over it and is checked; a running server's keys
+ * (secretbox_keys) seal with the key in use and open with it, the older ones and the staged one. */
 /* cmocka.h needs these first */
 /* clang-format off */
 #include <setjmp.h>
@@ -112,6 +113,51 @@ static void test_secretbox_moved_context_refused(void **state)
     free(sealed);
 }
 
+static void test_secretbox_keys_seal_with_the_first_and_open_with_any(void **state)
+{
+    (void)state;
+    static const unsigned char key_c[SECRETBOX_KEY_LEN] = { 1, 2, 5 };
+    struct secretbox_keys keys;
+    struct keyfile_ring ring = { .len = SECRETBOX_KEY_LEN, .n = 2, .has_next = 1 };
+    char *sealed = NULL;
+    char *plain = NULL;
+    size_t len = 0;
+    assert_int_equal(secretbox_keys_init(&keys), 0);
+    /* no key yet: nothing seals, nothing opens */
+    assert_int_equal(secretbox_keys_seal(&keys, ctx_secret, secret, strlen(secret), &sealed), -1);
+    char *under_a = seal(key_a, ctx_secret, secret);
+    char *under_c = seal(key_c, ctx_secret, secret);
+    assert_int_equal(secretbox_keys_open(&keys, ctx_secret, under_a, &plain, &len), -1);
+    /* in use b, then a (replaced by it), c staged */
+    memcpy(ring.keys, key_b, SECRETBOX_KEY_LEN);
+    memcpy(ring.keys + SECRETBOX_KEY_LEN, key_a, SECRETBOX_KEY_LEN);
+    memcpy(ring.next, key_c, SECRETBOX_KEY_LEN);
+    secretbox_keys_set(&keys, &ring);
+    assert_int_equal(secretbox_keys_seal(&keys, ctx_secret, secret, strlen(secret), &sealed), 0);
+    assert_true(opens(key_b, ctx_secret, sealed));
+    assert_false(opens(key_a, ctx_secret, sealed));
+    for (int i = 0; i < 3; i++) {
+        const char *v = i == 0 ? sealed : i == 1 ? under_a : under_c;
+        assert_int_equal(secretbox_keys_open(&keys, ctx_secret, v, &plain, &len), 0);
+        assert_string_equal(plain, secret);
+        free(plain);
+    }
+    /* another context opens under none of them */
+    assert_int_equal(
+            secretbox_keys_open(&keys, "connector/other/signing_secret", under_a, &plain, &len),
+            -1);
+    /* replaced by b alone: what a or c sealed no longer opens */
+    secretbox_keys_one(&keys, key_b);
+    assert_int_equal(secretbox_keys_open(&keys, ctx_secret, under_a, &plain, &len), -1);
+    assert_int_equal(secretbox_keys_open(&keys, ctx_secret, under_c, &plain, &len), -1);
+    assert_int_equal(secretbox_keys_open(&keys, ctx_secret, sealed, &plain, &len), 0);
+    free(plain);
+    free(sealed);
+    free(under_a);
+    free(under_c);
+    secretbox_keys_done(&keys);
+}
+
 static void test_secretbox_key_file(void **state)
 {
     (void)state;
@@ -160,6 +206,7 @@ int main(void)
         cmocka_unit_test(test_secretbox_wrong_key_refused),
         cmocka_unit_test(test_secretbox_tampered_byte_refused),
         cmocka_unit_test(test_secretbox_moved_context_refused),
+        cmocka_unit_test(test_secretbox_keys_seal_with_the_first_and_open_with_any),
         cmocka_unit_test(test_secretbox_key_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
