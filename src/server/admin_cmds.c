@@ -134,29 +134,71 @@ static struct store *admin_store_open(const struct admin_opts *o)
     return s;
 }
 
-/* The key rotation cut short left NAME.next: it is the new key (0 with it in ret), else one is
- * made and written there first (0), or -1 (printed why). */
-static int admin_next_key(const char *data_dir, const char *file, unsigned char *ret)
+/* The new key into ret: NAME.next when it is staged (--prepare) or left by a rotation cut short
+ * (*ret_staged 1), else a new one written there first. A NAME.next that is a key of NAME already
+ * is a finished rotation's leftover: it goes, and a new key is made. 0, or -1 (printed why). */
+static int admin_next_key(const char *data_dir, const char *file, unsigned char *ret,
+                          int *ret_staged)
 {
     char next[128];
     char path[ADMIN_PATH_MAX + 128];
+    struct keyfile_ring ring;
     struct al_error err = { 0 };
+    int rc = -1;
+    *ret_staged = 0;
     snprintf(next, sizeof next, "%s.next", file);
     snprintf(path, sizeof path, "%s/%s", data_dir, next);
-    if (access(path, F_OK) == 0) {
-        if (keyfile_load(data_dir, next, NULL, ADMIN_KEY_LEN, ret, &err) == 0) {
-            fprintf(stderr,
-                    "airlockd: keys: taking up %s (staged by --prepare, or left by a rotation cut "
-                    "short)\n",
-                    path);
-            return 0;
-        }
-    } else if (keyfile_random(ret, ADMIN_KEY_LEN) == 0 &&
-               keyfile_write(data_dir, next, ret, ADMIN_KEY_LEN, 1, &err) == 0) {
-        return 0;
+    if (keyfile_load_ring(data_dir, file, NULL, ADMIN_KEY_LEN, &ring, &err) != 0) {
+        goto out;
     }
-    fprintf(stderr, "airlockd: keys: %s\n", err.message[0] ? err.message : "no random bytes");
-    return -1;
+    if (ring.has_next) {
+        memcpy(ret, ring.next, ADMIN_KEY_LEN);
+        *ret_staged = 1;
+        rc = 0;
+        goto out;
+    }
+    if (unlink(path) == 0) {
+        fprintf(stderr, "airlockd: keys: %s was a key in use already: removed\n", path);
+    }
+    if (keyfile_random(ret, ADMIN_KEY_LEN) == 0 &&
+        keyfile_write(data_dir, next, ret, ADMIN_KEY_LEN, 1, &err) == 0) {
+        rc = 0;
+    }
+out:
+    if (rc != 0) {
+        fprintf(stderr, "airlockd: keys: %s\n", err.message[0] ? err.message : "no random bytes");
+    }
+    OPENSSL_cleanse(&ring, sizeof ring);
+    return rc;
+}
+
+/* A rotation of the database with no key staged: nodes serving meanwhile cannot open what is
+ * sealed under the new secret key, or sign the log's new audit key, until they are given it. */
+static void admin_warn_unstaged(const struct admin_opts *o, int staged, const char *name)
+{
+    if (!staged && o->database) {
+        fprintf(stderr,
+                "airlockd: keys: no %s key was staged (--prepare): nodes that serve meanwhile "
+                "work with it only once they are given the new key file and reloaded; stop "
+                "them, or stage the key first (docs/operations.md)\n",
+                name);
+    }
+}
+
+/* The rotation's own key: NAME.next taken up (said), or made. */
+static int admin_rotation_key(const struct admin_opts *o, const char *file, unsigned char *ret,
+                              int *ret_staged)
+{
+    if (admin_next_key(o->data_dir, file, ret, ret_staged) != 0) {
+        return -1;
+    }
+    if (*ret_staged) {
+        fprintf(stderr,
+                "airlockd: keys: taking up %s/%s.next (staged by --prepare, or left by a "
+                "rotation cut short)\n",
+                o->data_dir, file);
+    }
+    return 0;
 }
 
 /* The new key in place of the old file, and NAME.next gone. 0, or -1 (printed why). */
@@ -188,7 +230,8 @@ static int admin_rotate_continuation(const struct admin_opts *o)
         fprintf(stderr, "airlockd: keys: continuation key: %s\n", err.message);
         goto out;
     }
-    if (admin_next_key(o->data_dir, "continuation.key", keys) != 0 ||
+    int staged = 0;
+    if (admin_rotation_key(o, "continuation.key", keys, &staged) != 0 ||
         admin_key_replace(o->data_dir, "continuation.key", keys, older + 2) != 0) {
         goto out;
     }
@@ -321,9 +364,11 @@ static int admin_rotate_secret(const struct admin_opts *o)
     secretbox_keys_set(&old_keys, &old);
     size_t kept = old.n < KEYFILE_KEEP_MAX - 1 ? old.n : KEYFILE_KEEP_MAX - 1;
     memcpy(keys + SECRETBOX_KEY_LEN, old.keys, kept * SECRETBOX_KEY_LEN);
-    if (admin_next_key(o->data_dir, "secret.key", new_key) != 0 || !(s = admin_store_open(o))) {
+    int staged = 0;
+    if (admin_rotation_key(o, "secret.key", new_key, &staged) != 0 || !(s = admin_store_open(o))) {
         goto out;
     }
+    admin_warn_unstaged(o, staged, "secret");
     if (s->ops->tx_begin(s) != STORE_OK) {
         fprintf(stderr, "airlockd: keys: %s\n", s->ops->errmsg(s));
         goto out;
@@ -359,28 +404,45 @@ out:
 struct admin_last {
     int64_t seq;
     char hash[AUDIT_HASH_HEX_LEN + 1];
-    int announced; /* a checkpoint signed with `key` */
-    const char *key;
 };
 
 static int admin_last_fn(void *userdata, const struct store_audit *a)
 {
     struct admin_last *l = userdata;
-    char want[AUDIT_KEY_HEX_LEN + 32];
     l->seq = a->seq;
     snprintf(l->hash, sizeof l->hash, "%s", a->hash ? a->hash : "");
-    snprintf(want, sizeof want, "\"public_key\":\"%s\"", l->key);
-    l->announced = strcmp(a->action, AUDIT_CHECKPOINT_ACTION) == 0 && a->details &&
-                   strstr(a->details, want) != NULL;
     return 1;
 }
 
-/* Appends the announcement of new_pub, signed with old, and a checkpoint of it signed with new:
- * the records before are covered by a checkpoint of the new key from the start. */
-static enum store_rc admin_announce(struct store *s, EVP_PKEY *old, EVP_PKEY *new_key,
-                                    const char *old_pub, const char *new_pub, int64_t *ret_seq)
+/* The log's key after each checkpoint: the one it announces, else the one that signed it
+ * (details as audit_checkpoint_details and audit_announce_details write them, members sorted). */
+static int admin_log_key_fn(void *userdata, const struct store_audit *a)
 {
-    struct admin_last last = { 0, "", 0, new_pub };
+    char *key = userdata;
+    const char *d = a->details ? a->details : "";
+    const char *next = strstr(d, "\"next_public_key\":\"");
+    const char *signer = strstr(d, "\"public_key\":\"");
+    const char *at = next     ? next + strlen("\"next_public_key\":\"")
+                     : signer ? signer + strlen("\"public_key\":\"")
+                              : NULL;
+    if (at && strspn(at, "0123456789abcdef") >= AUDIT_KEY_HEX_LEN) {
+        memcpy(key, at, AUDIT_KEY_HEX_LEN);
+        key[AUDIT_KEY_HEX_LEN] = '\0';
+    }
+    return 0;
+}
+
+/* Appends the announcement of new_pub, signed with old, and a checkpoint of it signed with new:
+ * the records before are covered by a checkpoint of the new key from the start. Nothing when the
+ * log is at new_pub already (a rotation cut short and run again, records appended since or
+ * not); CONFLICT (why says) when the log is at another key than old_pub. */
+static enum store_rc admin_announce(struct store *s, EVP_PKEY *old, EVP_PKEY *new_key,
+                                    const char *old_pub, const char *new_pub, int64_t *ret_seq,
+                                    char why[STORE_ERRMSG_MAX])
+{
+    static const struct store_audit_filter checkpoints = { AUDIT_CHECKPOINT_ACTION, NULL, NULL };
+    struct admin_last last = { 0, "" };
+    char log_key[AUDIT_KEY_HEX_LEN + 1] = "";
     char sig[AUDIT_SIG_HEX_LEN + 1];
     struct buf details;
     int64_t head = 0;
@@ -389,8 +451,20 @@ static enum store_rc admin_announce(struct store *s, EVP_PKEY *old, EVP_PKEY *ne
     if (rc == STORE_OK && head > 0) {
         rc = s->ops->audit_list(s, head - 1, 1, admin_last_fn, &last);
     }
-    if (rc != STORE_OK || head == 0 || last.announced) {
+    if (rc == STORE_OK && head > 0) {
+        rc = s->ops->audit_search(s, 0, head, &checkpoints, admin_log_key_fn, log_key);
+    }
+    if (rc != STORE_OK || head == 0 || strcmp(log_key, new_pub) == 0) {
         goto out; /* nothing signed yet, or announced by a rotation cut short */
+    }
+    if (log_key[0] && strcmp(log_key, old_pub) != 0) {
+        /* announcing from a key the log has left would break its chain of keys */
+        snprintf(why, STORE_ERRMSG_MAX,
+                 "the log is signed with the key %s, not with this directory's audit.key (%s): "
+                 "rotate from the key files of a node that holds the log's key",
+                 log_key, old_pub);
+        rc = STORE_CONFLICT;
+        goto out;
     }
     for (int step = 0; step < 2 && rc == STORE_OK; step++) {
         buf_reset(&details);
@@ -431,9 +505,11 @@ static int admin_rotate_audit(const struct admin_opts *o)
         fprintf(stderr, "airlockd: keys: audit key: %s\n", err.message);
         goto out;
     }
-    if (admin_next_key(o->data_dir, "audit.key", seed) != 0) {
+    int staged = 0;
+    if (admin_rotation_key(o, "audit.key", seed, &staged) != 0) {
         goto out;
     }
+    admin_warn_unstaged(o, staged, "audit");
     new_key = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, seed, sizeof seed);
     if (!new_key || audit_public_key_hex(old, old_pub, NULL) != AL_OK ||
         audit_public_key_hex(new_key, new_pub, NULL) != AL_OK) {
@@ -443,15 +519,16 @@ static int admin_rotate_audit(const struct admin_opts *o)
     if (!(s = admin_store_open(o))) {
         goto out;
     }
+    char why[STORE_ERRMSG_MAX] = "";
     enum store_rc src = s->ops->tx_begin(s);
     if (src == STORE_OK) {
-        src = admin_announce(s, old, new_key, old_pub, new_pub, &seq);
+        src = admin_announce(s, old, new_key, old_pub, new_pub, &seq, why);
     }
     if (src == STORE_OK) {
         src = s->ops->tx_commit(s);
     }
     if (src != STORE_OK) {
-        fprintf(stderr, "airlockd: keys: audit: %s\n", s->ops->errmsg(s));
+        fprintf(stderr, "airlockd: keys: audit: %s\n", why[0] ? why : s->ops->errmsg(s));
         s->ops->tx_rollback(s);
         goto out;
     }
@@ -482,7 +559,8 @@ static int admin_prepare(const struct admin_opts *o, const char *name)
     char id[AUDIT_KEY_HEX_LEN + 1];
     unsigned char key[ADMIN_KEY_LEN];
     snprintf(file, sizeof file, "%s.key", name);
-    if (admin_next_key(o->data_dir, file, key) != 0) {
+    int staged = 0;
+    if (admin_next_key(o->data_dir, file, key, &staged) != 0) {
         return 1;
     }
     EVP_PKEY *pkey = strcmp(name, "audit") == 0
@@ -496,9 +574,10 @@ static int admin_prepare(const struct admin_opts *o, const char *name)
     }
     EVP_PKEY_free(pkey);
     OPENSSL_cleanse(key, sizeof key);
-    printf("%s key staged in %s/%s.next (%s %s): copy it into every node's data directory and "
+    printf("%s key %sstaged in %s/%s.next (%s %s): copy it into every node's data directory and "
            "send them SIGHUP, then run this command again without --prepare\n",
-           name, o->data_dir, file, strcmp(name, "audit") == 0 ? "public key" : "key", id);
+           name, staged ? "already " : "", o->data_dir, file,
+           strcmp(name, "audit") == 0 ? "public key" : "key", id);
     return 0;
 }
 
@@ -538,8 +617,9 @@ static int admin_keys(int argc, char **argv)
     if (locked != 0) {
         fprintf(stderr,
                 locked > 0 ? "airlockd: keys: %s is in use by a running airlockd: stop it "
-                             "first, or rotate a copy of its key files and send it SIGHUP "
-                             "(docs/operations.md)\n"
+                             "first (with PostgreSQL, or for the continuation key, rotate a "
+                             "copy of its key files instead and send it SIGHUP: "
+                             "docs/operations.md)\n"
                            : "airlockd: keys: %s: %s\n",
                 o.data_dir, err.message);
         return 1;

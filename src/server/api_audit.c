@@ -188,6 +188,17 @@ static void api_audit_stream_free(void *userdata)
     }
 }
 
+/* A checkpoint this server could not sign: CONFLICT is a key the log has retired (a rotation
+ * this node has not taken yet, docs/operations.md), said as it is. */
+static void api_audit_not_signed(struct api_ctx *ctx, enum store_rc rc)
+{
+    if (rc == STORE_CONFLICT) {
+        api_error(ctx, 500, "INTERNAL", "%.400s", ctx->store->ops->errmsg(ctx->store));
+    } else {
+        api_store_failed(ctx);
+    }
+}
+
 void api_audit_export(struct api_ctx *ctx)
 {
     struct store *s = ctx->store;
@@ -203,7 +214,7 @@ void api_audit_export(struct api_ctx *ctx)
      * verifies; what is appended while the export streams is left for the next one */
     enum store_rc rc = s->ops->audit_checkpoint(s, 1, &cp);
     if (rc != STORE_OK && rc != STORE_NOT_FOUND) {
-        api_store_failed(ctx);
+        api_audit_not_signed(ctx, rc);
         return;
     }
     st = ctx->svc && ctx->svc->readers ? calloc(1, sizeof *st) : NULL;
@@ -389,7 +400,11 @@ void api_audit_verify(struct api_ctx *ctx)
     }
     /* the key the checkpoints must carry: this server's */
     enum store_rc rc = s->ops->audit_checkpoint(s, 0, &cp);
-    if ((rc != STORE_OK && rc != STORE_NOT_FOUND) || s->ops->audit_head(s, &end) != STORE_OK) {
+    if (rc != STORE_OK && rc != STORE_NOT_FOUND) {
+        api_audit_not_signed(ctx, rc);
+        return;
+    }
+    if (s->ops->audit_head(s, &end) != STORE_OK) {
         api_store_failed(ctx);
         return;
     }
@@ -439,7 +454,7 @@ void api_audit_checkpoint(struct api_ctx *ctx)
         return;
     }
     if (rc != STORE_OK) {
-        api_store_failed(ctx);
+        api_audit_not_signed(ctx, rc);
         return;
     }
     /* a checkpoint handed out is one airlockd keeps too: the log may not end before it */

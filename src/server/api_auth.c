@@ -54,7 +54,7 @@ void api_auth_login(struct api_ctx *ctx)
     struct oidc_login login;
     char cookie[OIDC_COOKIE_VALUE_MAX + 1];
     char why[OIDC_WHY_MAX];
-    unsigned char key[SECRETBOX_KEY_LEN];
+    unsigned char keys[SECRETBOX_KEYS_MAX][SECRETBOX_KEY_LEN];
     if (api_body(ctx, NULL, 0) != 0) {
         return;
     }
@@ -62,9 +62,10 @@ void api_auth_login(struct api_ctx *ctx)
         api_error(ctx, 404, "NOT_FOUND", "single sign-on is not configured (docs/sso.md)");
         return;
     }
-    secretbox_keys_current(ctx->secret_keys, key);
-    int made = oidc_login_new(key, api_auth_now_ms() / 1000, &login, cookie);
-    OPENSSL_cleanse(key, sizeof key);
+    int made = secretbox_keys_copy(ctx->secret_keys, keys) > 0
+                       ? oidc_login_new(keys[0], api_auth_now_ms() / 1000, &login, cookie)
+                       : -1;
+    OPENSSL_cleanse(keys, sizeof keys);
     if (made != 0) {
         api_error(ctx, 500, "INTERNAL", "the random generator failed");
         return;
@@ -91,7 +92,7 @@ int api_auth_callback_before(struct api_ctx *ctx)
     const char *code = http_query(ctx->req, "code");
     const char *state = http_query(ctx->req, "state");
     const char *error = http_query(ctx->req, "error");
-    unsigned char key[SECRETBOX_KEY_LEN];
+    unsigned char keys[SECRETBOX_KEYS_MAX][SECRETBOX_KEY_LEN];
     if (!cfg || !ctx->secret_keys) {
         api_error(ctx, 404, "NOT_FOUND", "single sign-on is not configured (docs/sso.md)");
         return -1;
@@ -105,10 +106,14 @@ int api_auth_callback_before(struct api_ctx *ctx)
         snprintf(why, sizeof why, "no sign-in in progress in this browser (no login cookie)");
         goto refused;
     }
-    /* a sign-in begun before the secret key was replaced (SIGHUP) is begun again */
-    secretbox_keys_current(ctx->secret_keys, key);
-    int opened = oidc_login_open(key, cookie, api_auth_now_ms() / 1000, &login, why);
-    OPENSSL_cleanse(key, sizeof key);
+    /* under any of the secret keys: a sign-in begun on a node of a cluster in the middle of a
+     * rotation may end on another (docs/operations.md) */
+    size_t n = secretbox_keys_copy(ctx->secret_keys, keys);
+    int opened = -1;
+    for (size_t i = 0; opened != 0 && i < n; i++) {
+        opened = oidc_login_open(keys[i], cookie, api_auth_now_ms() / 1000, &login, why);
+    }
+    OPENSSL_cleanse(keys, sizeof keys);
     if (opened != 0) {
         goto refused;
     }

@@ -93,8 +93,9 @@ out:
     return rc;
 }
 
-int keyfile_load(const char *data_dir, const char *file, const char *env, size_t len,
-                 unsigned char *ret, struct al_error *reterr)
+/* keyfile_load, or with create 0 a file that is not there is 1 (and never made). */
+static int keyfile_read(const char *data_dir, const char *file, const char *env, size_t len,
+                        unsigned char *ret, int create, struct al_error *reterr)
 {
     char path[4200];
     char hex[2 * KEYFILE_MAX + 8] = "";
@@ -114,6 +115,9 @@ int keyfile_load(const char *data_dir, const char *file, const char *env, size_t
     } else {
         /* never through a symbolic link: the key is airlockd's own file */
         int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0 && errno == ENOENT && !create) {
+            return 1;
+        }
         if (fd < 0 && errno == ENOENT) {
             if (keyfile_create(path, len, reterr) != 0) {
                 return -1;
@@ -138,6 +142,12 @@ int keyfile_load(const char *data_dir, const char *file, const char *env, size_t
 out:
     OPENSSL_cleanse(hex, sizeof hex);
     return rc;
+}
+
+int keyfile_load(const char *data_dir, const char *file, const char *env, size_t len,
+                 unsigned char *ret, struct al_error *reterr)
+{
+    return keyfile_read(data_dir, file, env, len, ret, 1, reterr);
 }
 
 int keyfile_load_previous(const char *data_dir, const char *file, const char *env, size_t len,
@@ -196,7 +206,6 @@ int keyfile_load_ring(const char *data_dir, const char *file, const char *env, s
                       struct keyfile_ring *ret, struct al_error *reterr)
 {
     char next[256];
-    char path[4200];
     memset(ret, 0, sizeof *ret);
     ret->len = len;
     if (keyfile_load(data_dir, file, env, len, ret->keys, reterr) != 0 ||
@@ -206,15 +215,21 @@ int keyfile_load_ring(const char *data_dir, const char *file, const char *env, s
     }
     ret->n++;
     snprintf(next, sizeof next, "%s.next", file);
-    snprintf(path, sizeof path, "%s/%s", data_dir, next);
-    if ((env && getenv(env) && getenv(env)[0]) || access(path, F_OK) != 0) {
+    if (env && getenv(env) && getenv(env)[0]) {
         return 0;
     }
-    /* it exists: keyfile_load reads it and creates nothing */
-    if (keyfile_load(data_dir, next, NULL, len, ret->next, reterr) != 0) {
+    int rc = keyfile_read(data_dir, next, NULL, len, ret->next, 0, reterr);
+    if (rc < 0) {
         return -1;
     }
-    ret->has_next = 1;
+    /* a staged key already in the file is a rotation finished (or its file left behind) */
+    ret->has_next = rc == 0;
+    for (size_t i = 0; ret->has_next && i < ret->n; i++) {
+        ret->has_next = CRYPTO_memcmp(ret->next, ret->keys + i * len, len) != 0;
+    }
+    if (!ret->has_next) {
+        OPENSSL_cleanse(ret->next, sizeof ret->next);
+    }
     return 0;
 }
 

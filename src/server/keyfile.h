@@ -40,8 +40,8 @@ struct keyfile_ring {
 };
 
 /* keyfile_load and keyfile_load_previous into ret, and DATA_DIR/file.next when it exists (written
- * by `airlockd keys rotate --prepare`, or by a rotation under way) and $env does not give the
- * key. 0, or -1 with reterr set. */
+ * by `airlockd keys rotate --prepare`, or by a rotation under way; never made here), $env does
+ * not give the key and it is none of the file's keys. 0, or -1 with reterr set. */
 int keyfile_load_ring(const char *data_dir, const char *file, const char *env, size_t len,
                       struct keyfile_ring *ret, struct al_error *reterr);
 

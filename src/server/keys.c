@@ -67,6 +67,7 @@ int keys_continuation_config(const char *data_dir, struct al_config *config,
     size_t older = ring.n - 1;
     if (ring.has_next && older == AL_CONTINUATION_KEYS_MAX - 1) {
         older--;
+        ring.n--; /* and the log says so */
     }
     if (al_config_set_continuation_key(config, ring.keys, ring.len) != AL_OK) {
         error_set(reterr, AL_CONFIG_ERROR, "the continuation key is not usable");

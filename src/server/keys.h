@@ -18,8 +18,8 @@
 /* What SIGHUP re-reads the keys into; set once, before the first reload. */
 struct keys_server {
     const char *data_dir;
-    struct al_runner *runner; /* NULL: continuations are not re-read */
-    struct store *store;      /* the writer's: its readers share the audit keys */
+    struct al_runner *runner;
+    struct store *store; /* the writer's: its readers share the audit keys */
     struct secretbox_keys *secrets;
 };
 
@@ -35,7 +35,8 @@ int keys_continuation_config(const char *data_dir, struct al_config *config,
                              char said[RELOAD_SAID_MAX], struct al_error *reterr);
 
 /* Sets the store's audit key from DATA_DIR/audit.key and its next key from audit.key.next (or
- * none). said names their public keys. 0, or -1 with reterr set and the store's keys unchanged. */
+ * none). said names their public keys. 0, or -1 with reterr set: the store's keys unchanged
+ * when a file does not read (the store only fails to keep a key out of memory). */
 int keys_audit_set(const char *data_dir, struct store *s, char said[RELOAD_SAID_MAX],
                    struct al_error *reterr);
 

@@ -701,6 +701,11 @@ static int main_audit_check(struct store *s, struct audit_head *head, struct aud
     struct store_checkpoint cp;
     struct auditlog_result res;
     enum store_rc rc = s->ops->audit_checkpoint(s, 0, &cp);
+    if (rc == STORE_CONFLICT) {
+        /* a node started behind a rotation: it serves, signs nothing, and says why */
+        fprintf(stderr, "airlockd: %s\n", s->ops->errmsg(s));
+        rc = STORE_NOT_FOUND;
+    }
     if ((rc != STORE_OK && rc != STORE_NOT_FOUND) ||
         auditlog_verify(s, rc == STORE_OK ? cp.public_key : NULL, &res) != STORE_OK ||
         (res.ok && auditlog_kept_check(kept, s, &res) != STORE_OK)) {
@@ -900,7 +905,9 @@ static int main_runtime_start(const struct main_config *cfg, struct writer *writ
         fprintf(stderr, "airlockd: %s\n", aerr.message);
         goto out;
     }
-    runs_set_seed_key(rt->runs, key, sizeof key); /* the same on every node of a cluster */
+    /* the same on every node started with the same key file; not re-read on SIGHUP, and a run's
+     * seed is stored when it starts, so nodes that differ for a while agree on every run */
+    runs_set_seed_key(rt->runs, key, sizeof key);
     struct runs_shares shares = { cfg->per_principal, cfg->per_department,
                                   cfg->per_principal_queued, cfg->max_runs };
     runs_set_shares(rt->runs, &shares);

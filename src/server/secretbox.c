@@ -49,6 +49,7 @@ void secretbox_keys_done(struct secretbox_keys *k)
 void secretbox_keys_set(struct secretbox_keys *k, const struct keyfile_ring *ring)
 {
     pthread_mutex_lock(&k->lock);
+    OPENSSL_cleanse(k->keys, sizeof k->keys);
     k->n = 0;
     for (size_t i = 0; i < ring->n && k->n < SECRETBOX_KEYS_MAX; i++) {
         memcpy(k->keys[k->n++], ring->keys + i * SECRETBOX_KEY_LEN, SECRETBOX_KEY_LEN);
@@ -69,47 +70,39 @@ struct secretbox_keys *secretbox_keys_one(struct secretbox_keys *k,
     return k;
 }
 
-/* Key i of k copied into ret: 0, or -1 past the last. */
-static int secretbox_keys_get(struct secretbox_keys *k, size_t i,
-                              unsigned char ret[SECRETBOX_KEY_LEN])
+size_t secretbox_keys_copy(struct secretbox_keys *k,
+                           unsigned char ret[SECRETBOX_KEYS_MAX][SECRETBOX_KEY_LEN])
 {
     pthread_mutex_lock(&k->lock);
-    int have = i < k->n;
-    if (have) {
-        memcpy(ret, k->keys[i], SECRETBOX_KEY_LEN);
-    }
+    size_t n = k->n;
+    memcpy(ret, k->keys, n * SECRETBOX_KEY_LEN);
     pthread_mutex_unlock(&k->lock);
-    return have ? 0 : -1;
+    return n;
 }
 
 int secretbox_keys_seal(struct secretbox_keys *k, const char *context, const void *plain,
                         size_t len, char **ret_sealed)
 {
-    unsigned char key[SECRETBOX_KEY_LEN];
-    int rc = secretbox_keys_get(k, 0, key) == 0
-                     ? secretbox_seal(key, context, plain, len, ret_sealed)
+    unsigned char keys[SECRETBOX_KEYS_MAX][SECRETBOX_KEY_LEN];
+    int rc = secretbox_keys_copy(k, keys) > 0
+                     ? secretbox_seal(keys[0], context, plain, len, ret_sealed)
                      : -1;
-    OPENSSL_cleanse(key, sizeof key);
+    OPENSSL_cleanse(keys, sizeof keys);
     return rc;
 }
 
 int secretbox_keys_open(struct secretbox_keys *k, const char *context, const char *sealed,
                         char **ret_plain, size_t *ret_len)
 {
-    unsigned char key[SECRETBOX_KEY_LEN];
+    /* one copy of the keys: a SIGHUP meanwhile does not mix two sets */
+    unsigned char keys[SECRETBOX_KEYS_MAX][SECRETBOX_KEY_LEN];
+    size_t n = secretbox_keys_copy(k, keys);
     int rc = -1;
-    for (size_t i = 0; rc != 0 && secretbox_keys_get(k, i, key) == 0; i++) {
-        rc = secretbox_open(key, context, sealed, ret_plain, ret_len);
+    for (size_t i = 0; rc != 0 && i < n; i++) {
+        rc = secretbox_open(keys[i], context, sealed, ret_plain, ret_len);
     }
-    OPENSSL_cleanse(key, sizeof key);
+    OPENSSL_cleanse(keys, sizeof keys);
     return rc;
-}
-
-void secretbox_keys_current(struct secretbox_keys *k, unsigned char ret[SECRETBOX_KEY_LEN])
-{
-    if (secretbox_keys_get(k, 0, ret) != 0) {
-        memset(ret, 0, SECRETBOX_KEY_LEN);
-    }
 }
 
 /* Starts AES-256-GCM (enc 1 seals, 0 opens) with the nonce, and feeds the associated data: the

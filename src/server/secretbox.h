@@ -52,8 +52,9 @@ int secretbox_keys_seal(struct secretbox_keys *k, const char *context, const voi
 /* secretbox_open with each of k's keys in turn: 0 when one opens the value, else -1. */
 int secretbox_keys_open(struct secretbox_keys *k, const char *context, const char *sealed,
                         char **ret_plain, size_t *ret_len);
-/* The key in use, copied (the web UI's sign-in cookies are bound to it). */
-void secretbox_keys_current(struct secretbox_keys *k, unsigned char ret[SECRETBOX_KEY_LEN]);
+/* k's keys copied under one lock, the one in use first: how many (OPENSSL_cleanse them after). */
+size_t secretbox_keys_copy(struct secretbox_keys *k,
+                           unsigned char ret[SECRETBOX_KEYS_MAX][SECRETBOX_KEY_LEN]);
 
 /* 0 with the key in ret_key; -1 with reterr set (as keyfile_load). */
 int secretbox_key_load(const char *data_dir, unsigned char ret_key[SECRETBOX_KEY_LEN],

@@ -573,17 +573,28 @@ static int sql_log_key_each(const struct sql_row *r, void *fn, void *userdata)
 
 /* Whether the log announces a key after pub: a checkpoint signed with pub names next_public_key
  * (details' members are sorted: next_public_key comes before public_key). Read only when a
- * server's key is not the log's, so the scan is rare. */
+ * server's key is not the log's; a key once retired stays so, and is not looked up again. */
 static enum store_rc sql_audit_retired(struct sql_store *q, const char *pub, int *ret)
 {
     char pattern[AUDIT_KEY_HEX_LEN + 64];
     int64_t n = 0;
+    pthread_mutex_lock(&q->audit_keys->lock);
+    *ret = strcmp(q->audit_keys->retired, pub) == 0;
+    pthread_mutex_unlock(&q->audit_keys->lock);
+    if (*ret) {
+        return STORE_OK;
+    }
     snprintf(pattern, sizeof pattern, "%%\"next_public_key\":\"%%\"public_key\":\"%s\"%%", pub);
     const char *args[] = { AUDIT_CHECKPOINT_ACTION, pattern };
     enum store_rc rc =
             q->db->walk(q, "SELECT count(*) FROM audit WHERE action = $1 AND details LIKE $2", 2,
                         args, 1, sql_int_each, NULL, &n);
-    *ret = n > 0;
+    *ret = rc == STORE_OK && n > 0;
+    if (*ret) {
+        pthread_mutex_lock(&q->audit_keys->lock);
+        memcpy(q->audit_keys->retired, pub, sizeof q->audit_keys->retired);
+        pthread_mutex_unlock(&q->audit_keys->lock);
+    }
     return rc;
 }
 
@@ -592,7 +603,8 @@ static enum store_rc sql_audit_retired(struct sql_store *q, const char *pub, int
  * is this store's key or the staged next one. NOT_FOUND when this store's key is one the log has
  * announced a successor of and the next one is not it: a node that has not taken a rotation yet
  * would sign a checkpoint the chain of keys refuses (docs/operations.md). A key the log never
- * named signs: verification shows it where it begins. STORE_ERROR without a key. */
+ * named (a node given no audit.key, a lost key replaced) does sign: verification fails where it
+ * begins, which is what it is. STORE_ERROR without a key. */
 static enum store_rc sql_audit_signer(struct sql_store *q, EVP_PKEY **ret)
 {
     struct sql_log_key log = { "" };
@@ -770,7 +782,7 @@ enum store_rc sql_audit_checkpoint(struct store *s, int append, struct store_che
         rc = sql_audit_sign(q, seq, hash, ret);
     }
     if (rc == STORE_NOT_FOUND && seq > 0) {
-        rc = STORE_ERROR; /* not this server's key to sign with now: errmsg says so */
+        rc = STORE_CONFLICT; /* not this server's key to sign with now: errmsg says so */
     }
     rc = q->db->audit_close(q, scope, rc);
     if (rc != STORE_OK) {

@@ -117,8 +117,9 @@ struct sql_store {
 struct sql_audit_keys {
     pthread_mutex_t lock;
     int refs;
-    EVP_PKEY *key;  /* NULL: no checkpoints */
-    EVP_PKEY *next; /* staged: signs once the log announces its public key */
+    EVP_PKEY *key;                       /* NULL: no checkpoints */
+    EVP_PKEY *next;                      /* staged: signs once the log announces its public key */
+    char retired[AUDIT_KEY_HEX_LEN + 1]; /* a public key the log announced a successor of */
 };
 /* A new set (refs 1) for a store that opens its own connection; NULL out of memory. */
 struct sql_audit_keys *sql_audit_keys_new(void);

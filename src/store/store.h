@@ -506,11 +506,10 @@ struct store_ops {
     /* Since version 2. */
     /* The Ed25519 private key of checkpoints (the store keeps a reference; NULL: none), for s and
      * the readers opened from it; since version 20 any thread may replace it while they sign
-     * (SIGHUP). A checkpoint is signed only with the log's key: the key its last checkpoint
-     * announces (next_public_key), else the one that signed it. When that is neither this key
-     * nor the next one (audit_set_next_key), the 1000th record goes without its checkpoint and
-     * audit_checkpoint fails (STORE_ERROR): a node that has not taken a rotated key yet signs
-     * nothing the chain of keys would refuse. */
+     * (SIGHUP). A key the log has announced a successor of (next_public_key) signs nothing: when
+     * the next key (audit_set_next_key) is not the log's key either, the 1000th record goes
+     * without its checkpoint and audit_checkpoint answers CONFLICT, so a node that has not
+     * taken a rotation yet never signs a checkpoint the chain of keys refuses. */
     enum store_rc (*audit_set_key)(struct store *s, EVP_PKEY *key);
     /* As audit_list, only the records the filter matches (filter may be NULL). */
     enum store_rc (*audit_search)(struct store *s, int64_t after_seq, int64_t limit,
@@ -518,7 +517,8 @@ struct store_ops {
                                   void *userdata);
     /* Signs the last record. With append, first seals the log: unless the last record is already
      * a checkpoint of the one before it, a checkpoint of the last record is appended and that is
-     * what is signed. NOT_FOUND for an empty log; STORE_ERROR without a key. */
+     * what is signed. NOT_FOUND for an empty log; STORE_ERROR without a key; CONFLICT when the
+     * key is one the log has retired (audit_set_key), errmsg saying so. */
     enum store_rc (*audit_checkpoint)(struct store *s, int append, struct store_checkpoint *ret);
 
     /* Templates (0003), since version 3. */

@@ -488,9 +488,10 @@ def t_two_nodes_rotate_every_key_while_they_serve(tmp):
             os.remove(os.path.join(dir_b, name))
         reload(b, "audit key re-read: public key %s" % old_pub, count=2)
         w.s = b
-        st, doc, _ = b.request("GET", "/v1/audit/export", None, key=w.admin)
-        check(st >= 500, "a node on the old audit key exported a seal: %d %r" % (st, doc))
-        check("which this server does not hold" in b.stderr(), b.stderr()[-2000:])
+        for path in ("/v1/audit/export", "/v1/audit/verify"):
+            st, doc, _ = b.request("GET", path, None, key=w.admin)
+            check(st == 500 and "which this server does not hold" in doc["error"]["message"],
+                  "%s on a node on the old audit key: %d %r" % (path, st, doc))
         w.s = node_a
         verifies(w)
         w.s = b
@@ -510,6 +511,96 @@ def t_two_nodes_rotate_every_key_while_they_serve(tmp):
         w.s = node_a
         if b:
             b.kill()
+        w.close()
+
+
+def announcements(w):
+    return [r for r in ts.audit_rows(w.dir, "audit.checkpoint") if "next_public_key" in r["details"]]
+
+
+def t_a_rotation_run_again_announces_once(tmp):
+    """A rotation of the audit key cut short after its transaction (audit.key still the old key,
+    audit.key.next the new one) and records appended meanwhile by an airlockd started on it: run
+    again, it takes up the staged key and announces nothing twice; the log verifies from the
+    old key. A NAME.next that is the key in use already (a finished rotation's leftover) is
+    removed and a new key made: no key twice in a file, no announcement of a key to itself."""
+    w = tr.World(tmp)
+    try:
+        old_pub = public_key(w)
+        old_seed = key_lines(w.dir, "audit.key")[0]
+        w.s.stop()
+        rotate(w, "audit")
+        new_seed = key_lines(w.dir, "audit.key")[0]
+        # the state a crash between the commit and the file's replacement leaves
+        with open(os.path.join(w.dir, "audit.key"), "w") as f:
+            f.write(old_seed + "\n")
+        with open(os.path.join(w.dir, "audit.key.next"), "w") as f:
+            f.write(new_seed + "\n")
+        restart(w)
+        w.ok("POST", "/v1/departments", {"name": "sales"}, w.admin, 201)  # records after it
+        verifies(w)
+        w.s.stop()
+        out = rotate(w, "audit")
+        check("taking up" in out and "announced in the log" not in out, out)
+        check(key_lines(w.dir, "audit.key") == [new_seed], "audit.key: %r" % key_lines(
+            w.dir, "audit.key"))
+        check(len(announcements(w)) == 1, "announced twice: %r" % announcements(w))
+        restart(w)
+        verifies(w)
+        rc, doc = export_verify(w, "--public-key", old_pub)
+        check(rc == 0 and doc["keys"] == 2, "%r" % doc)
+        # a leftover NAME.next equal to the key in use
+        w.s.stop()
+        for name in ("audit.key", "continuation.key"):
+            shutil.copy2(os.path.join(w.dir, name), os.path.join(w.dir, name + ".next"))
+        cont = key_lines(w.dir, "continuation.key")
+        out = rotate(w, "continuation")
+        check("was a key in use already" in out, out)
+        lines = key_lines(w.dir, "continuation.key")
+        check(len(lines) == len(cont) + 1 and lines[1:] == cont and lines[0] not in cont,
+              "continuation.key after a leftover: %r" % lines)
+        out = rotate(w, "audit")
+        check("was a key in use already" in out and "announced in the log" in out, out)
+        check(len(announcements(w)) == 2, "%r" % announcements(w))
+        restart(w)
+        verifies(w)
+        rc, doc = export_verify(w, "--public-key", old_pub)
+        check(rc == 0 and doc["keys"] == 3, "%r" % doc)
+    finally:
+        w.close()
+
+
+def t_a_node_behind_on_the_audit_key_serves_signs_nothing_and_catches_up(tmp):
+    """airlockd started with the audit key the log has announced a successor of (a node not yet
+    given the rotated audit.key, no key staged): it starts and says why it signs nothing; its
+    export and verify answer 500 naming the log's key, a run still completes, and nothing it
+    appended breaks the chain. Given the key and reloaded, it signs again and the log verifies
+    from the old key."""
+    w = tr.World(tmp)
+    try:
+        w.template("refund", tr.REFUND, ["shop.orders", "shop.refund"])
+        old_pub = public_key(w)
+        old_seed = key_lines(w.dir, "audit.key")[0]
+        w.s.stop()
+        rotate(w, "audit")
+        new_seed = key_lines(w.dir, "audit.key")[0]
+        with open(os.path.join(w.dir, "audit.key"), "w") as f:
+            f.write(old_seed + "\n")
+        restart(w)
+        check("which this server does not hold" in w.s.stderr(), w.s.stderr()[-2000:])
+        for path in ("/v1/audit/export", "/v1/audit/verify", "/v1/audit/checkpoint"):
+            st, doc, _ = w.s.request("GET", path, None, key=w.admin)
+            check(st == 500 and "does not hold" in doc["error"]["message"],
+                  "%s on a node behind: %d %r" % (path, st, doc))
+        run_id, apr = waiting_refund(w, 5)
+        approve_completes(w, run_id, apr, 5)
+        with open(os.path.join(w.dir, "audit.key"), "w") as f:
+            f.write(new_seed + "\n")
+        reload(w.s, "airlockd: SIGHUP: audit key re-read: public key ")
+        verifies(w)
+        rc, doc = export_verify(w, "--public-key", old_pub)
+        check(rc == 0 and doc["ok"] and doc["keys"] == 2, "%r" % doc)
+    finally:
         w.close()
 
 
