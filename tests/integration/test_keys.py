@@ -365,6 +365,11 @@ def reload(server, line, count=1):
     raise Fail("airlockd did not log %r: %s" % (line, server.stderr()[-3000:]))
 
 
+def write_key(d, name, hex_key):
+    with open(os.path.join(d, name), "w") as f:
+        f.write(hex_key + "\n")
+
+
 def copy_keys(src, dest, names):
     for name in names:
         shutil.copy2(os.path.join(src, name), os.path.join(dest, name))
@@ -401,13 +406,11 @@ def t_sighup_takes_a_continuation_key_rotated_on_a_copy(tmp):
         approve_completes(w, before[0], before[1], 3)
         after = waiting_refund(w, 4)
         # a key file that is not a key: the keys in use stay, and say why
-        with open(os.path.join(w.dir, "continuation.key"), "w") as f:
-            f.write("not a key\n")
+        write_key(w.dir, "continuation.key", "not a key")
         reload(w.s, "airlockd: SIGHUP: continuation key not re-read, the one in use stays")
         probe = waiting_refund(w, 6)
         # the new key alone: what waited after the reload was signed with it
-        with open(os.path.join(w.dir, "continuation.key"), "w") as f:
-            f.write(new[0] + "\n")
+        write_key(w.dir, "continuation.key", new[0])
         restart(w)
         approve_completes(w, after[0], after[1], 4)
         approve_completes(w, probe[0], probe[1], 6)
@@ -514,6 +517,18 @@ def t_two_nodes_rotate_every_key_while_they_serve(tmp):
         w.close()
 
 
+def audit_rotated_behind(w):
+    """airlockd stopped, its audit key rotated, and the key before put back in audit.key (a node
+    not given the rotated file): (the old public key, the new key)."""
+    old_pub = public_key(w)
+    old_seed = key_lines(w.dir, "audit.key")[0]
+    w.s.stop()
+    rotate(w, "audit")
+    new_seed = key_lines(w.dir, "audit.key")[0]
+    write_key(w.dir, "audit.key", old_seed)
+    return old_pub, new_seed
+
+
 def announcements(w):
     return [r for r in ts.audit_rows(w.dir, "audit.checkpoint") if "next_public_key" in r["details"]]
 
@@ -526,16 +541,10 @@ def t_a_rotation_run_again_announces_once(tmp):
     removed and a new key made: no key twice in a file, no announcement of a key to itself."""
     w = tr.World(tmp)
     try:
-        old_pub = public_key(w)
-        old_seed = key_lines(w.dir, "audit.key")[0]
-        w.s.stop()
-        rotate(w, "audit")
-        new_seed = key_lines(w.dir, "audit.key")[0]
-        # the state a crash between the commit and the file's replacement leaves
-        with open(os.path.join(w.dir, "audit.key"), "w") as f:
-            f.write(old_seed + "\n")
-        with open(os.path.join(w.dir, "audit.key.next"), "w") as f:
-            f.write(new_seed + "\n")
+        old_pub, new_seed = audit_rotated_behind(w)
+        # with the new key staged: the state a crash between the commit and the file's
+        # replacement leaves
+        write_key(w.dir, "audit.key.next", new_seed)
         restart(w)
         w.ok("POST", "/v1/departments", {"name": "sales"}, w.admin, 201)  # records after it
         verifies(w)
@@ -579,13 +588,7 @@ def t_a_node_behind_on_the_audit_key_serves_signs_nothing_and_catches_up(tmp):
     w = tr.World(tmp)
     try:
         w.template("refund", tr.REFUND, ["shop.orders", "shop.refund"])
-        old_pub = public_key(w)
-        old_seed = key_lines(w.dir, "audit.key")[0]
-        w.s.stop()
-        rotate(w, "audit")
-        new_seed = key_lines(w.dir, "audit.key")[0]
-        with open(os.path.join(w.dir, "audit.key"), "w") as f:
-            f.write(old_seed + "\n")
+        old_pub, new_seed = audit_rotated_behind(w)
         restart(w)
         check("which this server does not hold" in w.s.stderr(), w.s.stderr()[-2000:])
         for path in ("/v1/audit/export", "/v1/audit/verify", "/v1/audit/checkpoint"):
@@ -594,8 +597,7 @@ def t_a_node_behind_on_the_audit_key_serves_signs_nothing_and_catches_up(tmp):
                   "%s on a node behind: %d %r" % (path, st, doc))
         run_id, apr = waiting_refund(w, 5)
         approve_completes(w, run_id, apr, 5)
-        with open(os.path.join(w.dir, "audit.key"), "w") as f:
-            f.write(new_seed + "\n")
+        write_key(w.dir, "audit.key", new_seed)
         reload(w.s, "airlockd: SIGHUP: audit key re-read: public key ")
         verifies(w)
         rc, doc = export_verify(w, "--public-key", old_pub)
