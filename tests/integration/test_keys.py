@@ -581,7 +581,8 @@ def t_a_rotation_run_again_announces_once(tmp):
 
 def t_a_node_behind_on_the_audit_key_serves_signs_nothing_and_catches_up(tmp):
     """airlockd started with the audit key the log has announced a successor of (a node not yet
-    given the rotated audit.key, no key staged): it starts and says why it signs nothing; its
+    given the rotated audit.key, no key staged; a rotation from its directory is refused): it
+    starts and says why it signs nothing; its
     export and verify answer 500 naming the log's key, a run still completes, and nothing it
     appended breaks the chain. Given the key and reloaded, it signs again and the log verifies
     from the old key."""
@@ -589,6 +590,9 @@ def t_a_node_behind_on_the_audit_key_serves_signs_nothing_and_catches_up(tmp):
     try:
         w.template("refund", tr.REFUND, ["shop.orders", "shop.refund"])
         old_pub, new_seed = audit_rotated_behind(w)
+        # an announcement from a key the log has left would break its chain: refused
+        out = rotate(w, "audit", want=1)
+        check("not with this directory's audit.key" in out and len(announcements(w)) == 1, out)
         restart(w)
         check("which this server does not hold" in w.s.stderr(), w.s.stderr()[-2000:])
         for path in ("/v1/audit/export", "/v1/audit/verify", "/v1/audit/checkpoint"):
