@@ -23,6 +23,38 @@ static const char list_usage[] =
         "  the approvals of your departments, newest first; S is pending (the default),\n"
         "  approved, denied, cancelled or all\n" CLIENT_CMD_EXIT_HELP;
 
+/* What the desk shows to inform a decision, when the approval carries it: each argument by its
+ * name, the line of the source that made the call, and how long it has waited. */
+static void print_informs(const struct json_node *a)
+{
+    const struct json_node *params = json_get(a, "params");
+    for (const struct json_node *p = params && params->type == JSON_ARRAY ? params->child : NULL; p;
+         p = p->next) {
+        const struct json_node *value = json_get(p, "value");
+        fputs("    ", stdout);
+        client_cmd_put(stdout, p, "name", "?");
+        fputs(": ", stdout);
+        if (value) {
+            client_cmd_put_json(stdout, value);
+        }
+        fputc('\n', stdout);
+    }
+    const struct json_node *src = json_get(a, "source_line");
+    if (src && src->type == JSON_OBJECT) {
+        fputs("    line ", stdout);
+        client_cmd_put(stdout, src, "line", "?");
+        fputs(": ", stdout);
+        client_cmd_put(stdout, src, "text", "");
+        fputc('\n', stdout);
+    }
+    const struct json_node *waiting = json_get(a, "waiting_ms");
+    if (waiting && waiting->type == JSON_NUMBER && waiting->num >= 0 && waiting->num < 1e15) {
+        long long s = (long long)waiting->num / 1000;
+        printf("    waiting %lldd %02lldh %02lldm %02llds\n", s / 86400, s / 3600 % 24, s / 60 % 60,
+               s % 60);
+    }
+}
+
 /* "apr_...  pending  host_call  shop.refund("o-1",7)  run run_...  refund v1  by agent-7" */
 static void print_approval(const struct json_node *a)
 {
@@ -60,6 +92,7 @@ static void print_approval(const struct json_node *a)
         }
     }
     fputc('\n', stdout);
+    print_informs(a);
 }
 
 static int approvals_list(int argc, char **argv)

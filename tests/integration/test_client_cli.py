@@ -184,6 +184,10 @@ def t_whole_flow(tmp):
         out, _ = bob("approvals", "list")
         check(out.startswith(apr + "  pending  shop.refund(\"o-1\",7)\n    run " + run +
                              "  refund v1  requested by agent-7"), "approvals list: %r" % out)
+        # what informs the decision: the arguments by name, the line that made the call, the wait
+        check("\n    arg1: \"o-1\"\n    arg2: 7\n    line 3: "
+              "const r = await shop.refund(orders[0].id, input.amount);\n    waiting 0d 00h" in out,
+              "approvals list's informing lines: %r" % out)
         lst = bob.json("approvals", "list", "--run", run)
         check([a["id"] for a in lst] == [apr], "approvals list --json: %r" % lst)
         # four eyes on runs too: the agent that started it cannot decide it (no approver role)
