@@ -335,6 +335,32 @@ int client_cmd_print_answer(const char *what, const struct buf *answer)
     return 0;
 }
 
+int client_cmd_request(const char *what, const char *method, const char *path,
+                       const struct buf *body, int json, client_cmd_print_fn *print)
+{
+    struct client c;
+    int rc = client_cmd_open(&c, what);
+    if (rc != 0) {
+        return rc;
+    }
+    struct buf answer;
+    struct json_doc *doc = NULL;
+    long status;
+    buf_init(&answer, CLIENT_ANSWER_MAX);
+    rc = client_cmd_call(&c, what, method, path, body, &answer, &status);
+    if (rc == 0 && json) {
+        rc = client_cmd_print_answer(what, &answer);
+    } else if (rc == 0 && client_cmd_parse(what, &answer, &doc) != 0) {
+        rc = CLI_EXIT_FAILED;
+    } else if (rc == 0 && print) {
+        print(json_root(doc));
+    }
+    json_doc_free(doc);
+    buf_done(&answer);
+    client_close(&c);
+    return rc;
+}
+
 const char *client_cmd_str(const struct json_node *obj, const char *key)
 {
     const struct json_node *n = obj ? json_get(obj, key) : NULL;

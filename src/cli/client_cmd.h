@@ -86,6 +86,16 @@ int client_cmd_parse(const char *what, const struct buf *answer, struct json_doc
  * --json promises one JSON document. */
 int client_cmd_print_answer(const char *what, const struct buf *answer);
 
+/* Shows an answer (not with --json): root is the parsed answer. */
+typedef void client_cmd_print_fn(const struct json_node *root);
+
+/* One request whose answer is shown: client_cmd_open, client_cmd_call (body NULL for none), then
+ * with json the answer as it came (client_cmd_print_answer), else parsed and given to print
+ * (NULL: nothing printed). The exit status: 0, client_cmd_call's, or CLI_EXIT_FAILED for an
+ * answer that is not JSON. */
+int client_cmd_request(const char *what, const char *method, const char *path,
+                       const struct buf *body, int json, client_cmd_print_fn *print);
+
 /* A member's string, or NULL when it is missing or not a string. */
 const char *client_cmd_str(const struct json_node *obj, const char *key);
 /* A member's text for display: its string, its JSON text for a number, `dash` otherwise. */

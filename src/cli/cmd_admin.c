@@ -19,38 +19,9 @@
 
 #define ADMIN_BODY_MAX ((size_t)1 << 20)
 
-typedef void admin_print_fn(const struct json_node *doc);
-
-/* One request and its answer printed: as sent with --json, else by `print` (NULL: nothing).
- * Returns the exit status. */
-static int admin_call(const char *what, const char *method, const char *path,
-                      const struct buf *body, int json, admin_print_fn *print)
-{
-    struct client c;
-    int rc = client_cmd_open(&c, what);
-    if (rc != 0) {
-        return rc;
-    }
-    struct buf answer;
-    struct json_doc *doc = NULL;
-    long status;
-    buf_init(&answer, CLIENT_ANSWER_MAX);
-    rc = client_cmd_call(&c, what, method, path, body, &answer, &status);
-    if (rc == 0 && json) {
-        rc = client_cmd_print_answer(what, &answer);
-    } else if (rc == 0 && client_cmd_parse(what, &answer, &doc) != 0) {
-        rc = CLI_EXIT_FAILED;
-    } else if (rc == 0 && print) {
-        print(json_root(doc));
-    }
-    json_doc_free(doc);
-    buf_done(&answer);
-    client_close(&c);
-    return rc;
-}
-
 /* Each element of an array answer through `print`, or "none" for an empty one. */
-static void admin_print_each(const struct json_node *list, admin_print_fn *print, const char *none)
+static void admin_print_each(const struct json_node *list, client_cmd_print_fn *print,
+                             const char *none)
 {
     if (list->type != JSON_ARRAY || list->count == 0) {
         printf("%s\n", none);
@@ -156,12 +127,12 @@ static int principals_list(int argc, char **argv)
     int json = 0;
     int rc = admin_args("admin principals list", principals_list_usage, argc, argv, &json, NULL, 0);
     return rc >= 0 ? rc
-                   : admin_call("admin principals list", "GET", "/v1/principals", NULL, json,
-                                admin_print_principals);
+                   : client_cmd_request("admin principals list", "GET", "/v1/principals", NULL,
+                                        json, admin_print_principals);
 }
 
 static int principals_one(int argc, char **argv, const char *what, const char *usage,
-                          const char *method, admin_print_fn *print)
+                          const char *method, client_cmd_print_fn *print)
 {
     int json = 0;
     const char *pos[1];
@@ -171,7 +142,7 @@ static int principals_one(int argc, char **argv, const char *what, const char *u
         return rc;
     }
     snprintf(path, sizeof path, "/v1/principals/%s", pos[0]);
-    return admin_call(what, method, path, NULL, json, print);
+    return client_cmd_request(what, method, path, NULL, json, print);
 }
 
 static int principals_show(int argc, char **argv)
@@ -231,7 +202,7 @@ static int principals_patch(int argc, char **argv)
     }
     buf_append_str(&body, "}");
     snprintf(path, sizeof path, "/v1/principals/%s", pos[0]);
-    int rc = admin_call(what, "PATCH", path, &body, json, admin_print_principal);
+    int rc = client_cmd_request(what, "PATCH", path, &body, json, admin_print_principal);
     buf_done(&body);
     return rc;
 }
@@ -322,8 +293,8 @@ static int connectors_list(int argc, char **argv)
     int json = 0;
     int rc = admin_args("admin connectors list", connectors_list_usage, argc, argv, &json, NULL, 0);
     return rc >= 0 ? rc
-                   : admin_call("admin connectors list", "GET", "/v1/connectors", NULL, json,
-                                admin_print_connectors);
+                   : client_cmd_request("admin connectors list", "GET", "/v1/connectors", NULL,
+                                        json, admin_print_connectors);
 }
 
 static int connectors_show(int argc, char **argv)
@@ -336,7 +307,8 @@ static int connectors_show(int argc, char **argv)
         return rc;
     }
     snprintf(path, sizeof path, "/v1/connectors/%s", pos[0]);
-    return admin_call("admin connectors show", "GET", path, NULL, json, admin_print_connector);
+    return client_cmd_request("admin connectors show", "GET", path, NULL, json,
+                              admin_print_connector);
 }
 
 /* Appends ,"member": and the file's JSON object (checked); -1 after saying why. */
@@ -422,7 +394,7 @@ static int connectors_patch(int argc, char **argv)
     }
     buf_append_str(&body, "}");
     snprintf(path, sizeof path, "/v1/connectors/%s%s", pos[0], force ? "?force=true" : "");
-    rc = admin_call(what, "PATCH", path, &body, json, admin_print_connector);
+    rc = client_cmd_request(what, "PATCH", path, &body, json, admin_print_connector);
 out:
     if (secret.data) {
         memset(secret.data, 0, secret.len);
@@ -450,7 +422,7 @@ static int connectors_delete(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     snprintf(path, sizeof path, "/v1/connectors/%s%s", pos[0], force ? "?force=true" : "");
-    return admin_call(what, "DELETE", path, NULL, json, admin_print_deleted);
+    return client_cmd_request(what, "DELETE", path, NULL, json, admin_print_deleted);
 }
 
 static const struct client_cmd_sub connectors_subs[] = {
@@ -502,8 +474,8 @@ static int departments_list(int argc, char **argv)
     int rc = admin_args("admin departments list", departments_list_usage, argc, argv, &json, NULL,
                         0);
     return rc >= 0 ? rc
-                   : admin_call("admin departments list", "GET", "/v1/departments", NULL, json,
-                                admin_print_departments);
+                   : client_cmd_request("admin departments list", "GET", "/v1/departments", NULL,
+                                        json, admin_print_departments);
 }
 
 static int departments_patch(int argc, char **argv)
@@ -530,7 +502,7 @@ static int departments_patch(int argc, char **argv)
     json_write_string(&body, name, strlen(name));
     buf_append_str(&body, "}");
     snprintf(path, sizeof path, "/v1/departments/%s", pos[0]);
-    int rc = admin_call(what, "PATCH", path, &body, json, admin_print_department);
+    int rc = client_cmd_request(what, "PATCH", path, &body, json, admin_print_department);
     buf_done(&body);
     return rc;
 }
@@ -546,7 +518,7 @@ static int departments_delete(int argc, char **argv)
         return rc;
     }
     snprintf(path, sizeof path, "/v1/departments/%s", pos[0]);
-    return admin_call(what, "DELETE", path, NULL, json, admin_print_deleted);
+    return client_cmd_request(what, "DELETE", path, NULL, json, admin_print_deleted);
 }
 
 static const struct client_cmd_sub departments_subs[] = {

@@ -180,17 +180,9 @@ static int approvals_decide(int argc, char **argv, const char *decision, const c
     if (client_cmd_name(what, "approval id", pos[0]) != 0) {
         return CLI_EXIT_USAGE;
     }
-    struct client c;
-    int rc = client_cmd_open(&c, what);
-    if (rc != 0) {
-        return rc;
-    }
-    struct buf body, answer;
-    struct json_doc *doc = NULL;
-    long status;
+    struct buf body;
     char path[512];
     buf_init(&body, 1 << 20);
-    buf_init(&answer, CLIENT_ANSWER_MAX);
     buf_append_str(&body, "{");
     if (comment) {
         buf_append_str(&body, "\"comment\":");
@@ -198,18 +190,8 @@ static int approvals_decide(int argc, char **argv, const char *decision, const c
     }
     buf_append_str(&body, "}");
     snprintf(path, sizeof path, "/v1/approvals/%s/%s", pos[0], decision);
-    rc = client_cmd_call(&c, what, "POST", path, &body, &answer, &status);
-    if (rc == 0 && json) {
-        rc = client_cmd_print_answer(what, &answer);
-    } else if (rc == 0 && client_cmd_parse(what, &answer, &doc) != 0) {
-        rc = CLI_EXIT_FAILED;
-    } else if (rc == 0) {
-        print_approval(json_root(doc));
-    }
-    json_doc_free(doc);
+    int rc = client_cmd_request(what, "POST", path, &body, json, print_approval);
     buf_done(&body);
-    buf_done(&answer);
-    client_close(&c);
     return rc;
 }
 

@@ -535,29 +535,7 @@ static int runs_list(int argc, char **argv)
         cli_error("%s: the filters are too long", what);
         return CLI_EXIT_USAGE;
     }
-    struct client c;
-    int rc = client_cmd_open(&c, what);
-    if (rc != 0) {
-        return rc;
-    }
-    struct buf answer;
-    struct json_doc *doc = NULL;
-    long status;
-    buf_init(&answer, CLIENT_ANSWER_MAX);
-    rc = client_cmd_call(&c, what, "GET", path, NULL, &answer, &status);
-    if (rc == 0 && json) {
-        rc = client_cmd_print_answer(what, &answer);
-    } else if (rc == 0) {
-        if (client_cmd_parse(what, &answer, &doc) != 0) {
-            rc = CLI_EXIT_FAILED;
-        } else {
-            print_runs(json_root(doc));
-        }
-    }
-    json_doc_free(doc);
-    buf_done(&answer);
-    client_close(&c);
-    return rc;
+    return client_cmd_request(what, "GET", path, NULL, json, print_runs);
 }
 
 static const struct client_cmd_sub runs_subs[] = {

@@ -108,15 +108,8 @@ static int template_create(int argc, char **argv)
     if (client_cmd_name(what, "template name", pos[0]) != 0) {
         return CLI_EXIT_USAGE;
     }
-    struct client c;
-    int rc = client_cmd_open(&c, what);
-    if (rc != 0) {
-        return rc;
-    }
-    struct buf body, answer;
-    long status;
+    struct buf body;
     buf_init(&body, 1 << 20);
-    buf_init(&answer, CLIENT_ANSWER_MAX);
     buf_append_str(&body, "{\"name\":");
     json_write_string(&body, pos[0], strlen(pos[0]));
     buf_append_str(&body, ",\"department\":");
@@ -124,13 +117,8 @@ static int template_create(int argc, char **argv)
     buf_append_str(&body, ",\"description\":");
     json_write_string(&body, description ? description : "", description ? strlen(description) : 0);
     buf_append_str(&body, "}");
-    rc = client_cmd_call(&c, what, "POST", "/v1/templates", &body, &answer, &status);
-    if (rc == 0) {
-        rc = show_answer(what, json, &answer, print_created);
-    }
+    int rc = client_cmd_request(what, "POST", "/v1/templates", &body, json, print_created);
     buf_done(&body);
-    buf_done(&answer);
-    client_close(&c);
     return rc;
 }
 
@@ -306,16 +294,9 @@ static int template_move(int argc, char **argv, const char *move, const char *us
         client_cmd_number(what, "VERSION", pos[1], 1LL << 40, &version) != 0) {
         return CLI_EXIT_USAGE;
     }
-    struct client c;
-    int rc = client_cmd_open(&c, what);
-    if (rc != 0) {
-        return rc;
-    }
-    struct buf body, answer;
-    long status;
+    struct buf body;
     char path[512];
     buf_init(&body, 1 << 20);
-    buf_init(&answer, CLIENT_ANSWER_MAX);
     buf_append_str(&body, "{");
     if (text) {
         buf_printf(&body, "\"%s\":", field);
@@ -323,13 +304,8 @@ static int template_move(int argc, char **argv, const char *move, const char *us
     }
     buf_append_str(&body, "}");
     snprintf(path, sizeof path, "/v1/templates/%s/versions/%lld/%s", pos[0], version, move);
-    rc = client_cmd_call(&c, what, "POST", path, &body, &answer, &status);
-    if (rc == 0) {
-        rc = show_answer(what, json, &answer, print_version);
-    }
+    int rc = client_cmd_request(what, "POST", path, &body, json, print_version);
     buf_done(&body);
-    buf_done(&answer);
-    client_close(&c);
     return rc;
 }
 
@@ -705,26 +681,6 @@ static void print_whole_version(const struct json_node *v)
     }
 }
 
-static int template_get(const char *what, int json, const char *path,
-                        void (*print)(const struct json_node *))
-{
-    struct client c;
-    int rc = client_cmd_open(&c, what);
-    if (rc != 0) {
-        return rc;
-    }
-    struct buf answer;
-    long status;
-    buf_init(&answer, CLIENT_ANSWER_MAX);
-    rc = client_cmd_call(&c, what, "GET", path, NULL, &answer, &status);
-    if (rc == 0) {
-        rc = show_answer(what, json, &answer, print);
-    }
-    buf_done(&answer);
-    client_close(&c);
-    return rc;
-}
-
 static int template_list(int argc, char **argv)
 {
     int json = 0;
@@ -733,7 +689,7 @@ static int template_list(int argc, char **argv)
     if (a != 0) {
         return a > 0 ? CLI_EXIT_COMPLETED : CLI_EXIT_USAGE;
     }
-    return template_get("template list", json, "/v1/templates", print_templates);
+    return client_cmd_request("template list", "GET", "/v1/templates", NULL, json, print_templates);
 }
 
 static int template_show(int argc, char **argv)
@@ -754,10 +710,10 @@ static int template_show(int argc, char **argv)
     char path[512];
     if (version) {
         snprintf(path, sizeof path, "/v1/templates/%s/versions/%lld", pos[0], version);
-        return template_get(what, json, path, print_whole_version);
+        return client_cmd_request(what, "GET", path, NULL, json, print_whole_version);
     }
     snprintf(path, sizeof path, "/v1/templates/%s", pos[0]);
-    return template_get(what, json, path, print_template);
+    return client_cmd_request(what, "GET", path, NULL, json, print_template);
 }
 
 static const struct client_cmd_sub template_subs[] = {
