@@ -872,6 +872,27 @@ static void api_connector_in_use(struct api_ctx *ctx, const char *name, const ch
               what, name, u->v[0].version, u->v[0].template_name, u->n);
 }
 
+/* The approved versions a change or a deletion of connector `name` reaches (u): 409 and the
+ * transaction rolled back unless force (1: answered), else revoked in it with the reason
+ * "connector NAME DONE" (0, *rc the revocation's). */
+static int api_connector_users_settle(struct api_ctx *ctx, const char *name, int force,
+                                      const char *what, const char *done,
+                                      struct api_connector_users *u, struct buf *revoked,
+                                      enum store_rc *rc)
+{
+    char reason[STORE_NAME_MAX + 64];
+    if (*rc == STORE_OK && u->n > 0 && !force) {
+        ctx->store->ops->tx_rollback(ctx->store);
+        api_connector_in_use(ctx, name, what, u);
+        return 1;
+    }
+    snprintf(reason, sizeof reason, "connector %s %s", name, done);
+    if (*rc == STORE_OK) {
+        *rc = api_connector_revoke(ctx, u, reason, revoked);
+    }
+    return 0;
+}
+
 /* A PATCH's body, each member NULL when not given. */
 struct api_connector_patch {
     const struct json_node *url, *secret, *headers, *timeout, *functions;
@@ -953,15 +974,9 @@ void api_connectors_patch(struct api_ctx *ctx)
         rc = s->ops->version_list_approved(s, api_connector_user, &users);
         rc = rc == STORE_OK && users.failed ? STORE_ERROR : rc;
     }
-    if (rc == STORE_OK && users.n > 0 && !force) {
-        s->ops->tx_rollback(s);
-        api_connector_in_use(ctx, name, "this change of", &users);
+    if (api_connector_users_settle(ctx, name, force, "this change of", "changed", &users, &revoked,
+                                   &rc) != 0) {
         goto out;
-    }
-    char reason[STORE_NAME_MAX + 64];
-    snprintf(reason, sizeof reason, "connector %s changed", name);
-    if (rc == STORE_OK) {
-        rc = api_connector_revoke(ctx, &users, reason, &revoked);
     }
     if (rc == STORE_OK) {
         struct store_connector c = {
@@ -1061,15 +1076,9 @@ void api_connectors_delete(struct api_ctx *ctx)
         rc = s->ops->version_list_approved(s, api_connector_user, &users);
         rc = rc == STORE_OK && users.failed ? STORE_ERROR : rc;
     }
-    if (rc == STORE_OK && users.n > 0 && !force) {
-        s->ops->tx_rollback(s);
-        api_connector_in_use(ctx, name, "deleting", &users);
+    if (api_connector_users_settle(ctx, name, force, "deleting", "deleted", &users, &revoked,
+                                   &rc) != 0) {
         goto out;
-    }
-    char reason[STORE_NAME_MAX + 64];
-    snprintf(reason, sizeof reason, "connector %s deleted", name);
-    if (rc == STORE_OK) {
-        rc = api_connector_revoke(ctx, &users, reason, &revoked);
     }
     if (rc == STORE_OK) {
         rc = s->ops->connector_delete(s, name);
