@@ -151,14 +151,13 @@ static void on_call(struct run_state *st, struct wire_cursor *c)
     uint32_t line = wire_get_u32(c);
     int file = !c->bad && fn < st->nhosts && (st->hosts[fn].flags & HOST_FILE) != 0;
     if (c->bad || fn >= st->nhosts || id == 0 || id > st->limits[AL_LIMIT_HOST_CALLS] ||
-        st->seen_ids[id - 1] || st->in_flight >= st->limits[AL_LIMIT_IN_FLIGHT] ||
+        st->calls[id - 1] || st->in_flight >= st->limits[AL_LIMIT_IN_FLIGHT] ||
         len > (file ? st->file_args_max : st->limits[AL_LIMIT_HOST_ARGS_BYTES]) ||
         line >= (1u << 20) || !is_json_array(args, len)) {
         run_fail(st, AL_PROTOCOL_ERROR, "the worker sent an invalid host call");
         return;
     }
-    st->seen_ids[id - 1] = 1;
-    st->call_lines[id - 1] = line;
+    st->calls[id - 1] = RUN_CALL_SEEN | line;
     st->in_flight++;
     const struct host_entry *h = &st->hosts[fn];
     /* A workspace write answered from a journal or continuation happened in the first run:
@@ -191,7 +190,7 @@ void run_invoke_host(struct run_state *st, uint32_t id, uint32_t fn, const char 
     const struct host_entry *h = &st->hosts[fn];
     struct al_call *call = host_call_new(st->link, id, fn, h->name, args, args_len);
     if (call) {
-        call->line = st->call_lines[id - 1];
+        call->line = st->calls[id - 1] & ~RUN_CALL_SEEN;
     }
     if (call && resumed) {
         call->resumed = 1;
@@ -910,9 +909,8 @@ int run_launch(struct run_state *st)
     res->stats.seed = ledger_seed(st->ledger);
     res->stats.clock_ms = ledger_clock(st->ledger);
     st->last_clock_ms = res->stats.clock_ms;
-    st->seen_ids = calloc((size_t)st->limits[AL_LIMIT_HOST_CALLS], 1);
-    st->call_lines = calloc((size_t)st->limits[AL_LIMIT_HOST_CALLS], sizeof *st->call_lines);
-    if (!st->seen_ids || !st->call_lines || build_run_frame(st, st->opts) != AL_OK) {
+    st->calls = calloc((size_t)st->limits[AL_LIMIT_HOST_CALLS], sizeof *st->calls);
+    if (!st->calls || build_run_frame(st, st->opts) != AL_OK) {
         set_rc(st, AL_INTERNAL_ERROR, "out of memory");
         return -1;
     }
@@ -1141,8 +1139,7 @@ out:
         runner_leave((struct al_runner *)st->runner);
         st->admitted = 0;
     }
-    free(st->seen_ids);
-    free(st->call_lines);
+    free(st->calls);
     free(st->own_hosts);
     buf_done(&st->in);
     buf_done(&st->out);

@@ -39,6 +39,8 @@ struct al_result {
     struct al_divergence divergence; /* its function names owned */
 };
 
+#define RUN_CALL_SEEN ((uint32_t)1 << 31) /* above every line a call may name (< 2^20) */
+
 struct run_state {
     const struct al_runner *runner;
     const struct al_run_opts *opts;
@@ -62,8 +64,8 @@ struct run_state {
     struct buf out;
     size_t out_off;
     struct al_result *res;
-    uint8_t *seen_ids;    /* one byte per possible call id */
-    uint32_t *call_lines; /* per call id: the line of the source that made it (0: not known) */
+    uint32_t *calls; /* per possible call id: RUN_CALL_SEEN once the worker sent it, with the
+                        line of the source that made it (0: not known) */
     uint32_t host_calls;
     uint32_t in_flight;
     uint64_t console_bytes;
