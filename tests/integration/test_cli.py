@@ -1442,6 +1442,20 @@ def test_worker_cannot_inject_coprocess_lines():
           f"{rc} {res}")
 
 
+def test_a_call_id_sent_twice_ends_the_run():
+    # a hostile worker repeats an answered call's id, as if to have it carried out again: the
+    # run ends with a protocol error and the host function ran once
+    log = os.path.join(TMP, "dup.log")
+    f = write("dup.js", "1")
+    env = {"AIRLOCK_WORKER": os.path.join(HOSTS, "dup_call_worker.py")}
+    rc, out, err = run(["run", "--unsafe-no-jail", "--json", "--host-process",
+                        f"{PY} -c '{LINE_LOGGER}' {log}", f], env_extra=env)
+    res = json.loads(out)
+    check(rc != 0 and res["error"]["code"] == "PROTOCOL_ERROR" and
+          "invalid host call" in res["error"]["message"], f"{rc} {res}")
+    check(len(log_lines(log)) == 1, f"the host ran {len(log_lines(log))} times")
+
+
 def test_json_output_is_one_line_whatever_the_worker_sends():
     # the same hostile worker: its call's arguments reach --json output (through an exec host
     # that interrupts) on the command's one line
