@@ -95,6 +95,22 @@ static void print_approval(const struct json_node *a)
     print_informs(a);
 }
 
+/* The --status of this command's one listing ("pending" ...; "all"), for what an empty one says:
+ * the CLI lists once per process. */
+static const char *listed_status = "pending";
+
+static void print_approvals(const struct json_node *list)
+{
+    if (list->type != JSON_ARRAY || list->count == 0) {
+        int all = strcmp(listed_status, "all") == 0;
+        printf("no %s%sapprovals\n", all ? "" : listed_status, all ? "" : " ");
+    }
+    for (const struct json_node *n = list->type == JSON_ARRAY ? list->child : NULL; n;
+         n = n->next) {
+        print_approval(n);
+    }
+}
+
 static int approvals_list(int argc, char **argv)
 {
     const char *what = "approvals list";
@@ -123,35 +139,8 @@ static int approvals_list(int argc, char **argv)
     if (run) {
         client_cmd_query(path, sizeof path, "run", run);
     }
-    struct client c;
-    int rc = client_cmd_open(&c, what);
-    if (rc != 0) {
-        return rc;
-    }
-    struct buf answer;
-    struct json_doc *doc = NULL;
-    long status;
-    buf_init(&answer, CLIENT_ANSWER_MAX);
-    rc = client_cmd_call(&c, what, "GET", path, NULL, &answer, &status);
-    if (rc == 0 && json) {
-        rc = client_cmd_print_answer(what, &answer);
-    } else if (rc == 0 && client_cmd_parse(what, &answer, &doc) != 0) {
-        rc = CLI_EXIT_FAILED;
-    } else if (rc == 0) {
-        const struct json_node *list = json_root(doc);
-        if (list->type != JSON_ARRAY || list->count == 0) {
-            printf("no %s%sapprovals\n", strcmp(status_f, "all") == 0 ? "" : status_f,
-                   strcmp(status_f, "all") == 0 ? "" : " ");
-        }
-        for (const struct json_node *n = list->type == JSON_ARRAY ? list->child : NULL; n;
-             n = n->next) {
-            print_approval(n);
-        }
-    }
-    json_doc_free(doc);
-    buf_done(&answer);
-    client_close(&c);
-    return rc;
+    listed_status = status_f;
+    return client_cmd_request(what, "GET", path, NULL, json, print_approvals);
 }
 
 static const char approve_usage[] =
