@@ -431,6 +431,21 @@ enum buf_status audit_announce_details(struct buf *b, uint64_t seq, const char *
             hash_hex, next_key_hex, public_key_hex, seq, signature_hex);
 }
 
+int audit_details_log_key(const char *details, char ret_hex[AUDIT_KEY_HEX_LEN + 1])
+{
+    static const char next_m[] = "\"next_public_key\":\"";
+    static const char signer_m[] = "\"public_key\":\"";
+    const char *next = details ? strstr(details, next_m) : NULL;
+    const char *signer = details ? strstr(details, signer_m) : NULL;
+    const char *at = next ? next + sizeof next_m - 1 : signer ? signer + sizeof signer_m - 1 : NULL;
+    if (!at || strspn(at, "0123456789abcdef") < AUDIT_KEY_HEX_LEN) {
+        return -1;
+    }
+    memcpy(ret_hex, at, AUDIT_KEY_HEX_LEN);
+    ret_hex[AUDIT_KEY_HEX_LEN] = '\0';
+    return 0;
+}
+
 enum al_code audit_public_key_hex(EVP_PKEY *key, char ret_hex[AUDIT_KEY_HEX_LEN + 1],
                                   struct al_error *reterr)
 {

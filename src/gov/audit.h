@@ -79,6 +79,11 @@ enum buf_status audit_announce_details(struct buf *b, uint64_t seq, const char *
                                        const char *public_key_hex, const char *signature_hex,
                                        const char *next_key_hex);
 
+/* The key the log is at after a checkpoint record whose details are as audit_checkpoint_details
+ * or audit_announce_details write them (members sorted): the one it announces, else the one that
+ * signed it, as hex into ret_hex. 0, or -1 (ret_hex untouched) when details names neither. */
+int audit_details_log_key(const char *details, char ret_hex[AUDIT_KEY_HEX_LEN + 1]);
+
 /* The raw Ed25519 public key of `key` (a private or public Ed25519 EVP_PKEY) as hex.
  * AL_CONFIG_ERROR when the key is not Ed25519. */
 enum al_code audit_public_key_hex(EVP_PKEY *key, char ret_hex[AUDIT_KEY_HEX_LEN + 1],

@@ -414,21 +414,10 @@ static int admin_last_fn(void *userdata, const struct store_audit *a)
     return 1;
 }
 
-/* The log's key after each checkpoint: the one it announces, else the one that signed it
- * (details as audit_checkpoint_details and audit_announce_details write them, members sorted). */
+/* The log's key after each checkpoint, the last one's in the end. */
 static int admin_log_key_fn(void *userdata, const struct store_audit *a)
 {
-    char *key = userdata;
-    const char *d = a->details ? a->details : "";
-    const char *next = strstr(d, "\"next_public_key\":\"");
-    const char *signer = strstr(d, "\"public_key\":\"");
-    const char *at = next     ? next + strlen("\"next_public_key\":\"")
-                     : signer ? signer + strlen("\"public_key\":\"")
-                              : NULL;
-    if (at && strspn(at, "0123456789abcdef") >= AUDIT_KEY_HEX_LEN) {
-        memcpy(key, at, AUDIT_KEY_HEX_LEN);
-        key[AUDIT_KEY_HEX_LEN] = '\0';
-    }
+    (void)audit_details_log_key(a->details, userdata);
     return 0;
 }
 

@@ -555,19 +555,8 @@ struct sql_log_key {
 static int sql_log_key_each(const struct sql_row *r, void *fn, void *userdata)
 {
     struct sql_log_key *k = userdata;
-    const char *details = col(r, 0);
     (void)fn;
-    /* details written by audit_checkpoint_details or audit_announce_details: members sorted,
-     * "next_public_key" (an announcement) before "public_key" */
-    const char *at = details ? strstr(details, "\"next_public_key\":\"") : NULL;
-    at = at ? at + strlen("\"next_public_key\":\"")
-         : details && strstr(details, "\"public_key\":\"")
-                 ? strstr(details, "\"public_key\":\"") + strlen("\"public_key\":\"")
-                 : NULL;
-    if (at && strspn(at, "0123456789abcdef") >= AUDIT_KEY_HEX_LEN) {
-        memcpy(k->hex, at, AUDIT_KEY_HEX_LEN);
-        k->hex[AUDIT_KEY_HEX_LEN] = '\0';
-    }
+    (void)audit_details_log_key(col(r, 0), k->hex);
     return 1;
 }
 
